@@ -1,0 +1,134 @@
+#include "cli_util.h"
+
+#include "formats/format.h"
+
+#include <QJsonDocument>
+#include <QMutex>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+
+namespace fp8lab::cli {
+
+namespace {
+const char* kNegZero = "__fp8lab_negative_zero__";
+}
+
+std::optional<double> parseNumber(const QString& text) {
+  const QByteArray b = text.trimmed().toUtf8();
+  if (b.isEmpty()) return std::nullopt;
+  const QByteArray l = b.toLower();
+  if (l == "inf" || l == "+inf" || l == "infinity" || l == "+infinity") return INFINITY;
+  if (l == "-inf" || l == "-infinity") return -INFINITY;
+  if (l == "nan" || l == "+nan") return std::nan("");
+  if (l == "-nan") return -std::nan("");
+  char* end = nullptr;
+  const double v = std::strtod(b.constData(), &end);
+  if (end != b.constData() + b.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::vector<double>> parseNumberList(const QString& text, QString* bad) {
+  std::vector<double> v;
+  for (const QString& item : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+    const auto x = parseNumber(item);
+    if (!x) {
+      if (bad) *bad = item;
+      return std::nullopt;
+    }
+    v.push_back(*x);
+  }
+  return v;
+}
+
+QJsonValue jsonNumber(double v) {
+  if (std::isnan(v)) return QStringLiteral("nan");
+  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+  if (v == 0 && std::signbit(v)) return QString::fromLatin1(kNegZero);
+  return v;
+}
+
+std::string toJsonText(const QJsonValue& v, bool indented) {
+  QJsonDocument doc;
+  if (v.isArray()) doc = QJsonDocument(v.toArray());
+  else doc = QJsonDocument(v.toObject());
+  QByteArray t = doc.toJson(indented ? QJsonDocument::Indented : QJsonDocument::Compact);
+  t.replace(QByteArray("\"") + kNegZero + "\"", "-0.0");
+  return t.toStdString();
+}
+
+int fail(const QString& message) {
+  std::fprintf(stderr, "fp8lab-cli: error: %s\n", message.toUtf8().constData());
+  return 2;
+}
+
+void out(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+void out(const QString& text) { out(text.toStdString()); }
+
+bool parseArgs(QCommandLineParser& p, const QStringList& args, int* exit_code) {
+  p.setSingleDashWordOptionMode(QCommandLineParser::ParseAsLongOptions);
+  const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")}, QStringLiteral("Show this help."));
+  p.addOption(help);
+  if (!p.parse(args)) {
+    *exit_code = fail(p.errorText());
+    return false;
+  }
+  if (p.isSet(help)) {
+    out(p.helpText());
+    *exit_code = 0;
+    return false;
+  }
+  return true;
+}
+
+struct TerminalProgress::Impl {
+  QString label;
+  bool tty = false;
+  bool drawn = false;
+  QMutex mutex;
+  std::chrono::steady_clock::time_point last{};
+};
+
+TerminalProgress::TerminalProgress(QString label) : d(new Impl) {
+  d->label = std::move(label);
+  d->tty = isatty(fileno(stderr)) != 0;
+}
+
+TerminalProgress::~TerminalProgress() {
+  finish();
+  delete d;
+}
+
+void TerminalProgress::update(double fraction, const QString& detail) {
+  if (!d->tty) return;
+  QMutexLocker lock(&d->mutex);
+  const auto now = std::chrono::steady_clock::now();
+  if (d->drawn && fraction < 1.0 && now - d->last < std::chrono::milliseconds(100)) return;
+  d->last = now;
+  const int width = 30;
+  const int filled = static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * width));
+  std::string bar(static_cast<size_t>(filled), '#');
+  bar.append(static_cast<size_t>(width - filled), '.');
+  std::fprintf(stderr, "\r%s [%s] %5.1f%% %s\x1b[K", d->label.toUtf8().constData(), bar.c_str(),
+               100.0 * std::clamp(fraction, 0.0, 1.0), detail.toUtf8().constData());
+  std::fflush(stderr);
+  d->drawn = true;
+}
+
+void TerminalProgress::finish() {
+  if (!d->tty || !d->drawn) return;
+  QMutexLocker lock(&d->mutex);
+  std::fprintf(stderr, "\n");
+  d->drawn = false;
+}
+
+QString formatHelpList() {
+  QStringList names;
+  for (const Format* f : Format::all()) names << QString::fromStdString(f->name());
+  return names.join(QStringLiteral(", "));
+}
+
+} // namespace fp8lab::cli

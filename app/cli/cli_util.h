@@ -1,0 +1,60 @@
+// Shared helpers of the fp8lab-cli commands: number parsing, JSON output, errors, progress.
+#pragma once
+
+#include <QCommandLineParser>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QJsonValue>
+#include <QString>
+
+#include <optional>
+#include <string>
+
+namespace fp8lab::cli {
+
+/// Parses a number as double: decimal ("1e-3"), C99 hex-float ("0x1.8p3"), "inf", "-inf",
+/// "nan", "-0". The whole text must be consumed; nullopt otherwise.
+std::optional<double> parseNumber(const QString& text);
+
+/// Parses a comma-separated list of numbers ("1,2.5,-3"); on error sets *bad to the
+/// offending item and returns nullopt.
+std::optional<std::vector<double>> parseNumberList(const QString& text, QString* bad);
+
+/// A JSON value for a double: numbers as numbers, NaN/±Inf as the strings "nan", "inf",
+/// "-inf", and −0 as the number -0.0 (written by toJsonText()).
+QJsonValue jsonNumber(double v);
+
+/// Serialises compactly or indented; replaces the −0 placeholder of jsonNumber() by -0.0,
+/// which QJsonDocument cannot write itself.
+std::string toJsonText(const QJsonValue& v, bool indented = true);
+
+/// Prints a message to stderr prefixed "fp8lab-cli: error: " and returns exit code 2.
+int fail(const QString& message);
+
+/// Prints text to stdout (UTF-8) without a trailing newline added.
+void out(const std::string& text);
+void out(const QString& text);
+
+/// Sets up the standard options every command accepts (--help, --json) and parses.
+/// Returns false after printing the error (exit 2) or help (exit 0: *exit_code set).
+bool parseArgs(QCommandLineParser& p, const QStringList& args, int* exit_code);
+
+/// Progress on a terminal: a one-line bar on stderr, redrawn at most 10 times a second;
+/// silent when stderr is not a terminal. Thread-safe.
+class TerminalProgress {
+public:
+  explicit TerminalProgress(QString label);
+  ~TerminalProgress();
+  /// fraction in [0, 1]; message replaces the label's detail.
+  void update(double fraction, const QString& detail = {});
+  void finish();
+
+private:
+  struct Impl;
+  Impl* d;
+};
+
+/// The strings of a format list ("E4M3FN,E5M2") resolved to canonical names; sets *bad.
+QString formatHelpList();
+
+} // namespace fp8lab::cli

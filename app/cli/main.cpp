@@ -1,0 +1,50 @@
+// fp8lab-cli — headless FP8 Lab. Thin dispatcher over the registered commands (command.h).
+#include "cli_util.h"
+#include "command.h"
+
+#include <QCoreApplication>
+
+#include <cstdio>
+
+using namespace fp8lab::cli;
+
+static void printUsage() {
+  QString t = QStringLiteral(
+      "Usage: fp8lab-cli <command> [options]\n\n"
+      "FP8 Lab " FP8LAB_VERSION " — bit-exact FP8 / MX number formats, scaling strategies and FP8 GEMM.\n\n"
+      "Commands:\n");
+  for (const auto& c : commands()) t += QStringLiteral("  %1 %2\n").arg(c.name, -10).arg(c.summary);
+  t += QStringLiteral("\nEvery command takes --help and --json (machine-readable output).\n"
+                      "Options: --help, --version\n");
+  out(t);
+}
+
+int main(int argc, char** argv) {
+  QCoreApplication app(argc, argv);
+  QCoreApplication::setApplicationName(QStringLiteral("fp8lab-cli"));
+  QCoreApplication::setApplicationVersion(QStringLiteral(FP8LAB_VERSION));
+  QCoreApplication::setOrganizationName(QStringLiteral("FP8 Lab"));
+  const QStringList args = QCoreApplication::arguments();
+  if (args.size() < 2 || args[1] == QStringLiteral("--help") || args[1] == QStringLiteral("-h") ||
+      args[1] == QStringLiteral("help")) {
+    printUsage();
+    return args.size() < 2 ? 2 : 0;
+  }
+  if (args[1] == QStringLiteral("--version") || args[1] == QStringLiteral("-v")) {
+    out(QStringLiteral("fp8lab-cli " FP8LAB_VERSION "\n"));
+    return 0;
+  }
+  for (const auto& c : commands()) {
+    if (c.name == args[1]) {
+      QStringList rest = args.mid(2);
+      rest.prepend(args[0] + QLatin1Char(' ') + c.name);
+      try {
+        return c.run(rest);
+      } catch (const std::exception& e) {
+        return fail(QString::fromUtf8(e.what()));
+      }
+    }
+  }
+  fail(QStringLiteral("unknown command '%1' (see fp8lab-cli --help)").arg(args[1]));
+  return 2;
+}
