@@ -9,6 +9,7 @@
 #include <QFileInfo>
 #include <QRegularExpression>
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -52,16 +53,9 @@ QString unprotect(QString s) { return s.startsWith(kNumMarker) ? s.mid(1) : s; }
 QString fmtDouble(double v) {
   if (std::isnan(v)) return QStringLiteral("nan");
   if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-  if (v == 0) return std::signbit(v) ? QStringLiteral("-0") : QStringLiteral("0");
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  // Shortest representation that round-trips.
-  for (int p = 1; p <= 17; ++p) {
-    char t[64];
-    std::snprintf(t, sizeof t, "%.*g", p, v);
-    if (std::strtod(t, nullptr) == v) return QString::fromLatin1(t);
-  }
-  return QString::fromLatin1(buf);
+  const auto r = std::to_chars(buf, buf + sizeof buf, v); // shortest round-trip form
+  return QString::fromLatin1(buf, static_cast<qsizetype>(r.ptr - buf));
 }
 
 const Format* requireFormat(const QString& name, int* rc) {

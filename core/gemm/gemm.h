@@ -1,0 +1,86 @@
+// FP8 Lab — FP8 GEMM: the backend interface shared by the CPU reference (core/gemm) and the
+// CUDA/cuBLASLt backend (gpu/).
+//
+// Formula (cuBLASLt's, CUBLASLT-FP8.md §1):
+//     D = scale_D · ( a_scale ⊙ b_scale ⊙ (A_q · B_q) )      then, for FP8 D, cast + amax_D
+// with A_q [M,K] and B_q [K,N] the decoded codes, a_scale / b_scale the dequant scales of
+// each operand's blocks (QuantizedTensor), and scale_D the *quant* multiplier of the output
+// (cuBLASLt D_SCALE_POINTER; used only for FP8 outputs). Block scales are applied where the
+// hardware applies them: per promotion window of K for block modes (DeepGEMM / cuBLAS), at the
+// end for per-tensor and per-row/column scales.
+#pragma once
+
+#include "common/progress.h"
+#include "scaling/quantized_tensor.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fp8lab {
+
+/// How products are summed along K.
+enum class Accumulation {
+  Exact,     ///< double precision, the reference for "accumulation error"
+  FP32,      ///< one float32 accumulator per output, k ascending: deterministic
+  SplitFP32, ///< float32 partial per promotion window (N_C = 128 of K), promoted into an FP32
+             ///< accumulator with the window's block scales (cuBLAS default, DeepGEMM)
+  FastAccum, ///< MODEL of Hopper fast accumulation (undocumented hardware): inside a window the
+             ///< running sum keeps only `fast_accum_bits` significant bits (products aligned
+             ///< to the largest exponent, lower bits truncated — DeepSeek-V3 §3.3)
+};
+
+/// Output element type of D.
+enum class OutputType { FP32, BF16, FP16, E4M3FN, E5M2 };
+
+const char* toString(Accumulation a);
+const char* toString(OutputType t);
+
+struct GemmOptions {
+  Accumulation accumulation = Accumulation::SplitFP32;
+  int promotion_interval = 128;  ///< N_C, elements of K per promotion window (SplitFP32/FastAccum)
+  int fast_accum_bits = 14;      ///< significant bits kept by the FastAccum model
+  bool fast_accum_promotes = true; ///< FastAccum: promote per window (false: whole K in one window,
+                                 ///< like cuBLASLt FAST_ACCUM=1)
+  OutputType output = OutputType::FP32;
+  float output_quant_scale = 1.0f; ///< scale_D (quant multiplier) for FP8 outputs
+  int threads = 0;               ///< 0 = all hardware threads
+};
+
+/// The result of one GEMM.
+struct GemmOutput {
+  int64_t m = 0, n = 0;
+  /// D as float32 [M,N] row-major: the output type's values (BF16/FP16/FP8 decoded exactly;
+  /// for FP8 outputs the decoded codes divided by scale_D, i.e. what a consumer dequantizes).
+  std::vector<float> d;
+  std::vector<uint8_t> d_codes;  ///< FP8 outputs: the codes [M,N]; empty otherwise
+  float amax_d = 0;              ///< max |D| before scale_D and the output cast (cuBLASLt AMAX_D)
+  double seconds = 0;            ///< wall time of the GEMM itself
+  std::string backend;           ///< "cpu" or "cuda"
+  std::string device;            ///< CPU model or GPU name
+  std::string algorithm;         ///< e.g. "avx512-bf16 blocked, 2 threads" or the cuBLASLt algo id
+  std::vector<Warning> warnings;
+};
+
+/// A place GEMMs run. Implementations: CPU reference (makeCpuGemmBackend) and CUDA (gpu/).
+class GemmBackend {
+public:
+  virtual ~GemmBackend() = default;
+  virtual std::string name() const = 0;       ///< "cpu" / "cuda"
+  virtual std::string device() const = 0;     ///< human-readable device name
+  /// Empty when (A, B, options) can run here; otherwise why not (shapes, formats, scale modes,
+  /// accumulation models, memory), e.g. "E5M2 × E5M2 is not supported by cuBLASLt".
+  virtual std::string unsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b,
+                                        const GemmOptions& opt) const = 0;
+  /// Runs D = A·B. Throws std::invalid_argument on shape mismatch (A.cols != B.rows, K = 0),
+  /// std::runtime_error with the reason when unsupported or out of memory, Cancelled when
+  /// progress returned false.
+  virtual GemmOutput run(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,
+                         const ProgressFn& progress = {}) = 0;
+};
+
+/// The CPU reference backend (bit-exact models of every accumulation mode).
+std::unique_ptr<GemmBackend> makeCpuGemmBackend();
+
+} // namespace fp8lab

@@ -1,0 +1,73 @@
+// FP8 Lab — a tensor quantized to a low-precision format with its scales: the value passed
+// from core/scaling to core/gemm (CPU reference) and gpu/ (cuBLASLt).
+//
+// Scale convention (the internal one, everywhere in FP8 Lab): **dequant_scale**, as cuBLASLt's
+// A/B_SCALE_POINTER, torch._scaled_mm's scale_a/scale_b and Flax's stored scale:
+//     x[i,j] ≈ decode(codes[i,j]) · dequant_scale(block of (i,j))
+// The quant multiplier (Transformer Engine's `scale`, torchao's `scale`) is its reciprocal,
+// quant_scale = 1 / dequant_scale, with x_q = cast(x · quant_scale). Presets that compute the
+// quant multiplier first keep its exact float32 value in `quant_scales` so nothing is lost in
+// the conversion (TE's scale_inv = 1/scale is itself a rounded float32).
+#pragma once
+
+#include "formats/format.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fp8lab {
+
+/// Granularity of the scales of a 2-D tensor [rows, cols], as a block shape.
+/// Per-tensor: block = [rows, cols]; per-row: [1, cols]; per-column: [rows, 1];
+/// 1x128: [1, 128]; 128x128: [128, 128]; MX block-32 along the columns (contraction axis of
+/// A[M,K]): [1, 32], along the rows (contraction axis of B[K,N]): [32, 1].
+/// Partial blocks at the right/bottom edges are allowed (they hold fewer elements).
+struct ScaleBlock {
+  int64_t rows = 0; ///< block height (≥ 1, ≤ tensor rows for a meaningful block)
+  int64_t cols = 0; ///< block width
+  bool operator==(const ScaleBlock&) const = default;
+};
+
+/// Per-operand counts gathered while quantizing (over all elements).
+struct QuantizeStats {
+  int64_t elements = 0;
+  int64_t saturated = 0;   ///< finite inputs whose scaled magnitude exceeded max finite (clipped)
+  int64_t underflow = 0;   ///< non-zero finite inputs that became zero
+  int64_t subnormal = 0;   ///< results that are subnormal codes
+  int64_t nan_inputs = 0;  ///< NaN inputs
+  int64_t inf_inputs = 0;  ///< ±Inf inputs
+  int64_t zero_inputs = 0; ///< exactly zero inputs
+};
+
+/// A row-major 2-D tensor of codes plus one scale per block.
+struct QuantizedTensor {
+  int64_t rows = 0, cols = 0;
+  const Format* format = nullptr;   ///< element format (≤ 8 bits)
+  std::vector<uint8_t> codes;       ///< rows·cols codes, row-major
+  ScaleBlock block;                 ///< scale granularity
+  /// Dequant scales, row-major over the block grid [blockRows(), blockCols()], float32.
+  std::vector<float> dequant_scales;
+  /// Quant multipliers, same layout: the exact values the quantize op used (x·q or x/dq).
+  std::vector<float> quant_scales;
+  /// MX only: the E8M0 scale codes (same layout); empty for float32 scales.
+  std::vector<uint8_t> scale_codes;
+  QuantizeStats stats;
+  std::string strategy;             ///< human-readable strategy name, e.g. "per-tensor current (TE)"
+
+  int64_t blockRows() const { return block.rows > 0 ? (rows + block.rows - 1) / block.rows : 0; }
+  int64_t blockCols() const { return block.cols > 0 ? (cols + block.cols - 1) / block.cols : 0; }
+  /// Dequant scale of element (i, j).
+  float dequantScaleAt(int64_t i, int64_t j) const {
+    return dequant_scales[static_cast<size_t>((i / block.rows) * blockCols() + j / block.cols)];
+  }
+  /// Decoded value of element (i, j) times its dequant scale, in double (exact for every FP8
+  /// value times a float32 scale).
+  double dequantizedAt(int64_t i, int64_t j) const {
+    return format->decode(codes[static_cast<size_t>(i * cols + j)]) * static_cast<double>(dequantScaleAt(i, j));
+  }
+  /// All elements dequantized to float32 (decode · scale, rounded once to float32).
+  std::vector<float> dequantize() const;
+};
+
+} // namespace fp8lab
