@@ -1,0 +1,331 @@
+// FP8 Lab — HDF5 session files: the in-memory model (Session, Run, Dataset) and the reader /
+// writer used by the GEMM experiment, the training experiment, the CLI and the GUI.
+//
+// File layout (docs/session-format.md is the normative description):
+//
+//   /                         attrs: application="FP8 Lab", format_version (int), app_version,
+//                                    created_utc, modified_utc
+//   /runs/<run_id>/           attrs: type ("gemm" | "training" | ...), config (JSON text as given),
+//                                    seed (uint64), backend, device, created_utc, app_version,
+//                                    + any extra run attributes
+//   /runs/<run_id>/metrics    group; one scalar float64 attribute per metric, plus
+//                             "<name>.units" and "<name>.meaning" string attributes
+//   /runs/<run_id>/<path>     one HDF5 dataset per Run::datasets entry; path may nest
+//                             ("inputs/A", "history/fc1/input/amax_history"); every dataset
+//                             carries "units" and "meaning" string attributes
+//
+// FP8 (and FP6/FP4) data are stored as uint8 codes with a "format" attribute (format name as in
+// core/formats, e.g. "E4M3FN") plus a float32 dequantized copy, because HDF5 1.10 has no FP8
+// type (see putQuantized()).
+//
+// Errors: nothing here throws for bad files or I/O failures; every call returns a Status /
+// Result carrying typed SessionIssues (what is wrong, where in the file, detail). HDF5's own
+// error stack printing is switched off and its messages are captured into the issue detail.
+#pragma once
+
+#include "common/progress.h"
+#include "scaling/quantized_tensor.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace fp8lab {
+
+/// Version of the layout written by this code (root attribute "format_version"). Readers accept
+/// files with format_version ≤ kSessionFormatVersion and refuse newer ones (FutureVersion).
+inline constexpr int kSessionFormatVersion = 1;
+
+// ---- results --------------------------------------------------------------------------------
+
+/// What went wrong (or is worth knowing) while reading or writing a session or importing a tensor.
+struct SessionIssue {
+  enum class Code {
+    NotFound,         ///< the file (or run, dataset, tensor) does not exist
+    NotHdf5,          ///< not an HDF5 file at all (no HDF5 signature)
+    Corrupt,          ///< an HDF5 file the library cannot read (truncated, damaged)
+    ForeignFile,      ///< a valid HDF5 file that is not an FP8 Lab session (no application attr)
+    FutureVersion,    ///< format_version newer than this build understands
+    MissingGroup,     ///< a required group is absent (e.g. /runs)
+    MissingDataset,   ///< a required or requested dataset is absent
+    MissingAttribute, ///< a required attribute is absent
+    WrongShape,       ///< a dataset's rank or dimensions are not what the layout says
+    WrongType,        ///< a dataset or attribute has an unexpected element type
+    InvalidArgument,  ///< caller error: bad run id, region outside the dataset, size mismatch
+    DuplicateRun,     ///< a run id already exists
+    WriteFailed,      ///< cannot create / write / fsync / rename the output (previous file kept)
+    MalformedInput,   ///< importer: malformed header, wrong dtype, truncated data, bad size
+    Hdf5Error,        ///< any other error reported by the HDF5 library (detail has its message)
+  };
+  Warning::Severity severity = Warning::Severity::Error;
+  Code code = Code::Hdf5Error;
+  std::string where;  ///< file path, plus "#/runs/<id>/<dataset>" when inside the file
+  std::string detail; ///< human-readable explanation, including HDF5's message if any
+
+  /// One line: "error: wrong shape at FILE#/runs/r1/output/D: expected [64,64], found [64]".
+  std::string toString() const;
+  /// The same finding as a core Warning (what = codeName(code)).
+  Warning toWarning() const;
+};
+
+/// Short lowercase name of a code ("missing dataset", "future version", ...).
+const char* codeName(SessionIssue::Code c);
+
+/// Success flag plus typed issues (errors and warnings). ok == no issue of severity Error.
+struct Status {
+  std::vector<SessionIssue> issues;
+  bool ok() const;
+  explicit operator bool() const { return ok(); }
+  /// All issues, one per line (empty when there are none).
+  std::string message() const;
+  /// The first Error issue's text, or "" when ok.
+  std::string firstError() const;
+  void add(SessionIssue::Code code, std::string where, std::string detail,
+           Warning::Severity severity = Warning::Severity::Error);
+  void merge(const Status& other);
+};
+
+/// A value plus its Status; the value is meaningful only when ok().
+template <class T>
+struct Result : Status {
+  T value{};
+};
+
+// ---- the in-memory model --------------------------------------------------------------------
+
+/// Element types a session dataset may have (stored as the matching little-endian HDF5 type).
+enum class DType { Float32, Float64, UInt8, Int64 };
+const char* toString(DType t); ///< "float32", "float64", "uint8", "int64"
+
+/// An attribute value: text, a float64 or an int64 (written as HDF5 scalar attributes:
+/// variable-length UTF-8 string, IEEE F64LE, STD I64LE).
+using AttrValue = std::variant<std::string, double, int64_t>;
+using Attributes = std::map<std::string, AttrValue>;
+
+/// Attribute helpers: nullopt when absent or of another type (an int64 is returned by
+/// attrDouble too, converted).
+std::optional<std::string> attrString(const Attributes& a, const std::string& key);
+std::optional<double> attrDouble(const Attributes& a, const std::string& key);
+std::optional<int64_t> attrInt(const Attributes& a, const std::string& key);
+
+/// A dense row-major array of rank 1..N with attributes. Exactly one of the data vectors (the one
+/// matching dtype) holds shape-product elements; the others are empty.
+struct Dataset {
+  DType dtype = DType::Float32;
+  std::vector<int64_t> shape;
+  std::vector<float> f32;
+  std::vector<double> f64;
+  std::vector<uint8_t> u8;
+  std::vector<int64_t> i64;
+  Attributes attrs; ///< at least "units" and "meaning" (writer adds "" defaults if absent)
+
+  int64_t elementCount() const; ///< product of shape (1 for rank 0)
+  int64_t storedCount() const;  ///< size of the vector matching dtype
+  size_t elementBytes() const;  ///< 4, 8, 1, 8
+  /// Element i (row-major) as double, whatever the dtype.
+  double valueAt(int64_t i) const;
+
+  static Dataset float32(std::vector<int64_t> shape, std::vector<float> data, std::string units,
+                         std::string meaning);
+  static Dataset float64(std::vector<int64_t> shape, std::vector<double> data, std::string units,
+                         std::string meaning);
+  static Dataset uint8(std::vector<int64_t> shape, std::vector<uint8_t> data, std::string units,
+                       std::string meaning);
+  static Dataset int64(std::vector<int64_t> shape, std::vector<int64_t> data, std::string units,
+                       std::string meaning);
+};
+
+/// A scalar result of a run (stored as attribute of /runs/<id>/metrics).
+struct Metric {
+  double value = 0;
+  std::string units;   ///< e.g. "dB", "1" (dimensionless), "s"
+  std::string meaning; ///< one line, e.g. "signal-to-quantization-noise ratio of D vs reference"
+};
+
+/// Metadata of a dataset without its data (what SessionReader lists before loading anything).
+struct DatasetInfo {
+  std::string path; ///< relative to the run group, e.g. "error/abs"
+  DType dtype = DType::Float32;
+  std::vector<int64_t> shape;
+  Attributes attrs;
+  bool chunked = false;
+  bool compressed = false;
+};
+
+/// One experiment run: its configuration, provenance, scalar metrics, and named datasets.
+struct Run {
+  std::string id;          ///< [A-Za-z0-9_.+=-]{1,128}, not starting with '.'; unique in a file
+  std::string type;        ///< "gemm", "training", ... (dispatch key of `fp8lab-cli rerun`)
+  std::string config_json; ///< the full configuration, JSON text exactly as given
+  uint64_t seed = 0;       ///< master seed of all random draws of the run
+  std::string backend;     ///< "cpu" / "cuda"
+  std::string device;      ///< CPU model or GPU name
+  std::string created_utc; ///< ISO 8601 "2026-11-29T07:40:00Z"; writer fills it when empty
+  std::string app_version; ///< writer fills it (FP8LAB_VERSION) when empty
+  Attributes attrs;        ///< extra run attributes (label, description, status, ...)
+  std::map<std::string, Metric> metrics;
+  /// Datasets by path relative to the run group. Intermediate groups are created as needed.
+  std::map<std::string, Dataset> datasets;
+  /// Attributes of intermediate groups, by group path relative to the run ("history/fc1/input").
+  std::map<std::string, Attributes> group_attrs;
+
+  /// Adds (or replaces) a float32 dataset [rows, cols] or [n] (cols < 0 → 1-D).
+  Dataset& putFloat32(const std::string& path, std::vector<float> data, int64_t rows, int64_t cols,
+                      std::string units, std::string meaning);
+  /// Stores a quantized tensor under `prefix` (e.g. "quantized/A"):
+  ///   <prefix>_codes        uint8 [rows, cols]; attrs format, scaling, block_rows, block_cols,
+  ///                         scale_convention, saturated, underflow, ... (QuantizeStats)
+  ///   <prefix>_scales       float32 [blockRows, blockCols] dequant scales
+  ///                         (x ≈ decode(code) · dequant_scale — the internal convention)
+  ///   <prefix>_quant_scales float32, same shape, when q.quant_scales is non-empty
+  ///   <prefix>_scale_codes  uint8 E8M0 codes, same shape, MX only
+  ///   <prefix>_dequantized  float32 [rows, cols] = q.dequantize(), for readers without FP8
+  void putQuantized(const std::string& prefix, const QuantizedTensor& q, const std::string& meaning);
+  /// Rebuilds a QuantizedTensor stored by putQuantized(); errors name the missing/bad piece.
+  Result<QuantizedTensor> getQuantized(const std::string& prefix) const;
+
+  const Dataset* find(const std::string& path) const;
+  void setMetric(const std::string& name, double value, std::string units, std::string meaning);
+};
+
+/// A whole session in memory: file-level attributes plus runs in file order (sorted by id when
+/// read back, HDF5 keeps groups in name order).
+struct Session {
+  int format_version = kSessionFormatVersion;
+  std::string app_version;
+  std::string created_utc;
+  Attributes attrs; ///< extra root attributes
+  std::vector<Run> runs;
+  const Run* find(const std::string& id) const;
+};
+
+/// Metadata of a run without dataset contents.
+struct RunInfo {
+  std::string id, type, config_json, backend, device, created_utc, app_version;
+  uint64_t seed = 0;
+  Attributes attrs;
+  std::map<std::string, Metric> metrics;
+  std::vector<DatasetInfo> datasets; ///< sorted by path
+  std::map<std::string, Attributes> group_attrs;
+};
+
+/// Metadata of a whole file (cheap: no dataset is read).
+struct SessionInfo {
+  std::string path;
+  int format_version = 0;
+  std::string app_version, created_utc, modified_utc;
+  Attributes attrs;
+  std::vector<RunInfo> runs; ///< sorted by id
+  const RunInfo* find(const std::string& id) const;
+};
+
+/// True when id is a valid run id (see Run::id); otherwise *why says what is wrong.
+bool isValidRunId(const std::string& id, std::string* why = nullptr);
+/// Current time as ISO 8601 UTC "YYYY-MM-DDTHH:MM:SSZ".
+std::string utcNow();
+
+// ---- writing --------------------------------------------------------------------------------
+
+struct WriteOptions {
+  /// Chunked + shuffle + gzip for datasets with at least compress_min_elements elements.
+  /// false: contiguous, uncompressed (fastest; see tests/bench/bench_session.cpp).
+  bool compress = true;
+  int gzip_level = 4;                     ///< 1..9
+  int64_t compress_min_elements = 4096;   ///< smaller datasets are always contiguous
+  /// What to do when a run id being added already exists in the file.
+  enum class OnConflict { Fail, Replace, Rename } on_conflict = OnConflict::Fail;
+  ProgressFn progress;                    ///< per dataset; returning false cancels (file untouched)
+  /// Test hook: called before every dataset write with its full path; returning false makes
+  /// the write fail there as an injected I/O error (to test that saves are atomic).
+  std::function<bool(const std::string& dataset_path)> fault_injection;
+};
+
+/// Writes `session` to `path`, replacing any existing file atomically: the data go to a
+/// temporary file in the same directory ("<name>.tmp-XXXXXX"), which is flushed, fsync'ed and
+/// renamed over `path` (POSIX rename is atomic); the directory is fsync'ed too. On any failure
+/// the temporary file is removed and a previous file at `path` is untouched.
+/// Errors: WriteFailed (unwritable directory, disk full, injected fault), InvalidArgument (bad
+/// run id, duplicate ids, data size not matching shape).
+Status writeSession(const std::string& path, const Session& session, const WriteOptions& opt = {});
+
+/// Adds runs to the session at `path` (creating it when absent), atomically: the existing runs
+/// are copied object by object (H5Ocopy, no re-encoding) into a temporary file, the new runs are
+/// written, then it replaces `path`. Conflicting ids follow opt.on_conflict (Rename appends
+/// "-2", "-3", ...). `assigned_ids`, when given, receives the id each new run got.
+Status appendRuns(const std::string& path, const std::vector<Run>& runs, const WriteOptions& opt = {},
+                  std::vector<std::string>* assigned_ids = nullptr);
+
+/// Removes a run (atomic rewrite without it; space is reclaimed). NotFound when absent.
+Status deleteRun(const std::string& path, const std::string& run_id, const WriteOptions& opt = {});
+
+/// Renames a run (atomic rewrite). NotFound / DuplicateRun / InvalidArgument as appropriate.
+Status renameRun(const std::string& path, const std::string& from, const std::string& to,
+                 const WriteOptions& opt = {});
+
+/// Joins the runs of several session files into `out` (created or replaced atomically; `out`
+/// may be one of the inputs). Every input is validated first; nothing is written if one is bad.
+/// Id collisions follow opt.on_conflict (default for merge callers: Rename). `notes` receives
+/// one line per renamed run ("IN2.h5: run r1 stored as r1-2").
+Status mergeSessions(const std::string& out, const std::vector<std::string>& inputs,
+                     const WriteOptions& opt = {}, std::vector<std::string>* notes = nullptr);
+
+// ---- reading --------------------------------------------------------------------------------
+
+/// A rectangular, optionally strided window of a 2-D dataset: rows row0, row0+row_step, ... (count
+/// `rows`), same for columns. rows/cols = -1 means "to the end" (with the step).
+struct Region {
+  int64_t row0 = 0, col0 = 0;
+  int64_t rows = -1, cols = -1;
+  int64_t row_step = 1, col_step = 1;
+};
+
+/// How readReduced() summarises each block of a 2-D dataset.
+enum class Reduce { Mean, Max, MaxAbs, Min };
+
+/// An open session file for reading. Opening validates the whole layout (root attributes,
+/// version, /runs, every run's required attributes and every dataset's shape/type/attributes)
+/// without reading any dataset contents, so the GUI can show what is in a file of any size and
+/// then read only the parts a view needs. Not thread-safe (HDF5 is built without threadsafety):
+/// use one reader per thread, or serialise calls.
+class SessionReader {
+public:
+  /// Opens and validates. Errors: NotFound, NotHdf5, Corrupt, ForeignFile, FutureVersion,
+  /// MissingGroup, MissingAttribute, WrongShape, WrongType. Problems confined to one run or one
+  /// dataset are reported as Warnings and that run/dataset is left out of info() (so a file with
+  /// one damaged run still opens).
+  static Result<std::unique_ptr<SessionReader>> open(const std::string& path);
+  ~SessionReader();
+  SessionReader(const SessionReader&) = delete;
+  SessionReader& operator=(const SessionReader&) = delete;
+
+  const SessionInfo& info() const;
+  /// The whole dataset.
+  Result<Dataset> read(const std::string& run_id, const std::string& dataset_path);
+  /// A strided window of a 2-D dataset (HDF5 hyperslab: only the touched chunks are read).
+  /// Result shape [rows, cols] of the window. InvalidArgument when outside the dataset.
+  Result<Dataset> readRegion(const std::string& run_id, const std::string& dataset_path, const Region& r);
+  /// A 2-D dataset (or a window of it, region steps ignored) reduced by blocks of
+  /// block_rows × block_cols (edge blocks partial) into a float64 [ceil(rows/br), ceil(cols/bc)]
+  /// map. Reads band by band (block_rows rows at a time), so memory stays at one band plus the
+  /// result — for heatmaps that must not miss a single large error when zoomed out.
+  Result<Dataset> readReduced(const std::string& run_id, const std::string& dataset_path,
+                              int64_t block_rows, int64_t block_cols, Reduce how,
+                              const Region& window = {});
+  /// The whole run (every dataset loaded).
+  Result<Run> readRun(const std::string& run_id, const ProgressFn& progress = {});
+
+private:
+  SessionReader();
+  struct Impl;
+  std::unique_ptr<Impl> d;
+};
+
+/// Loads a whole session into memory (validates, then reads every run).
+Result<Session> loadSession(const std::string& path, const ProgressFn& progress = {});
+
+} // namespace fp8lab
