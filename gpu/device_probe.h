@@ -11,7 +11,7 @@ struct DeviceInfo {
   int index = 0;
   std::string name;
   int sm_count = 0;
-  int cc_major = 0, cc_minor = 0;   ///< compute capability (9.0 = Hopper)
+  int cc_major = 0, cc_minor = 0; ///< compute capability (9.0 = Hopper)
   size_t total_memory_bytes = 0;
   size_t free_memory_bytes = 0;
 };

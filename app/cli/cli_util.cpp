@@ -53,8 +53,10 @@ QJsonValue jsonNumber(double v) {
 
 std::string toJsonText(const QJsonValue& v, bool indented) {
   QJsonDocument doc;
-  if (v.isArray()) doc = QJsonDocument(v.toArray());
-  else doc = QJsonDocument(v.toObject());
+  if (v.isArray())
+    doc = QJsonDocument(v.toArray());
+  else
+    doc = QJsonDocument(v.toObject());
   QByteArray t = doc.toJson(indented ? QJsonDocument::Indented : QJsonDocument::Compact);
   t.replace(QByteArray("\"") + kNegZero + "\"", "-0.0");
   return t.toStdString();
@@ -65,8 +67,12 @@ int fail(const QString& message) {
   return 2;
 }
 
-void out(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
-void out(const QString& text) { out(text.toStdString()); }
+void out(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+}
+void out(const QString& text) {
+  out(text.toStdString());
+}
 
 bool parseArgs(QCommandLineParser& p, const QStringList& args, int* exit_code) {
   p.setSingleDashWordOptionMode(QCommandLineParser::ParseAsLongOptions);

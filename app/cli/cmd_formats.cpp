@@ -29,7 +29,8 @@ QStringList protectNegativeNumbers(const QStringList& args) {
     if (i > 0 && !after_dashdash && a.startsWith(QLatin1Char('-')) && a.size() > 1 &&
         (a[1].isDigit() || a[1] == QLatin1Char('.') || parseNumber(a)))
       r << (kNumMarker + a);
-    else r << a;
+    else
+      r << a;
   }
   return r;
 }
@@ -48,7 +49,9 @@ QStringList readValueWords(const QString& path) {
   return all.split(sep, Qt::SkipEmptyParts);
 }
 
-QString unprotect(QString s) { return s.startsWith(kNumMarker) ? s.mid(1) : s; }
+QString unprotect(QString s) {
+  return s.startsWith(kNumMarker) ? s.mid(1) : s;
+}
 
 QString fmtDouble(double v) {
   if (std::isnan(v)) return QStringLiteral("nan");
@@ -64,14 +67,19 @@ const Format* requireFormat(const QString& name, int* rc) {
     return nullptr;
   }
   const Format* f = Format::byName(name.toStdString());
-  if (!f) *rc = fail(QStringLiteral("unknown format '%1' (known: %2; ml_dtypes names such as float8_e4m3fn also work)")
-                         .arg(name, formatHelpList()));
+  if (!f)
+    *rc = fail(QStringLiteral("unknown format '%1' (known: %2; ml_dtypes names such as float8_e4m3fn also work)")
+                   .arg(name, formatHelpList()));
   return f;
 }
 
-QCommandLineOption jsonOption() { return {QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")}; }
+QCommandLineOption jsonOption() {
+  return {QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")};
+}
 QCommandLineOption formatOption() {
-  return {{QStringLiteral("f"), QStringLiteral("format")}, QStringLiteral("Number format (see `fp8lab-cli formats`)."), QStringLiteral("F")};
+  return {{QStringLiteral("f"), QStringLiteral("format")},
+          QStringLiteral("Number format (see `fp8lab-cli formats`)."),
+          QStringLiteral("F")};
 }
 
 // ---- formats ----------------------------------------------------------------------------------
@@ -101,7 +109,8 @@ int runFormats(const QStringList& args) {
       o[QStringLiteral("inf_codes")] = f->infCount();
       o[QStringLiteral("dynamic_range_binades")] = f->dynamicRangeBinades();
       o[QStringLiteral("has_negative_zero")] = f->hasNegativeZero();
-      o[QStringLiteral("nan_code")] = f->hasNaN() ? QJsonValue(QString::fromStdString(f->hexString(f->canonicalNaN()))) : QJsonValue();
+      o[QStringLiteral("nan_code")] =
+          f->hasNaN() ? QJsonValue(QString::fromStdString(f->hexString(f->canonicalNaN()))) : QJsonValue();
       o[QStringLiteral("description")] = QString::fromStdString(f->spec().description);
       arr.append(o);
     }
@@ -109,9 +118,15 @@ int runFormats(const QStringList& args) {
     return 0;
   }
   QString t = QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8 %9\n")
-                  .arg(QStringLiteral("format"), -12).arg(QStringLiteral("s/e/m"), -7).arg(QStringLiteral("bias"), 5)
-                  .arg(QStringLiteral("max"), 14).arg(QStringLiteral("min normal"), 14).arg(QStringLiteral("min subnorm"), 14)
-                  .arg(QStringLiteral("eps"), 10).arg(QStringLiteral("fin/nan/inf"), 13).arg(QStringLiteral("binades"), 8);
+                  .arg(QStringLiteral("format"), -12)
+                  .arg(QStringLiteral("s/e/m"), -7)
+                  .arg(QStringLiteral("bias"), 5)
+                  .arg(QStringLiteral("max"), 14)
+                  .arg(QStringLiteral("min normal"), 14)
+                  .arg(QStringLiteral("min subnorm"), 14)
+                  .arg(QStringLiteral("eps"), 10)
+                  .arg(QStringLiteral("fin/nan/inf"), 13)
+                  .arg(QStringLiteral("binades"), 8);
   for (const Format* f : Format::all()) {
     const auto& s = f->spec();
     t += QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8 %9\n")
@@ -133,34 +148,47 @@ int runFormats(const QStringList& args) {
 
 int runEncode(const QStringList& raw) {
   QCommandLineParser p;
-  p.setApplicationDescription(QStringLiteral(
-      "Encode values (parsed as double: 1e-3, 0x1.8p3, inf, nan, -0) into a format, with the rounding "
-      "decision: neighbours, midpoint, tie, error. Negative values may also follow `--`."));
+  p.setApplicationDescription(
+      QStringLiteral("Encode values (parsed as double: 1e-3, 0x1.8p3, inf, nan, -0) into a format, with the rounding "
+                     "decision: neighbours, midpoint, tie, error. Negative values may also follow `--`."));
   p.addOption(formatOption());
-  p.addOption({QStringLiteral("rounding"), QStringLiteral("rne | rtz | ru | rd | stochastic (default rne)."), QStringLiteral("MODE"), QStringLiteral("rne")});
-  p.addOption({QStringLiteral("seed"), QStringLiteral("Seed for stochastic rounding (value i uses counter i)."), QStringLiteral("N"), QStringLiteral("0")});
-  p.addOption({QStringLiteral("random-bits"), QStringLiteral("Random bits for stochastic rounding (1..32, default 16)."), QStringLiteral("R"), QStringLiteral("16")});
+  p.addOption({QStringLiteral("rounding"), QStringLiteral("rne | rtz | ru | rd | stochastic (default rne)."),
+               QStringLiteral("MODE"), QStringLiteral("rne")});
+  p.addOption({QStringLiteral("seed"), QStringLiteral("Seed for stochastic rounding (value i uses counter i)."),
+               QStringLiteral("N"), QStringLiteral("0")});
+  p.addOption({QStringLiteral("random-bits"),
+               QStringLiteral("Random bits for stochastic rounding (1..32, default 16)."), QStringLiteral("R"),
+               QStringLiteral("16")});
   p.addOption({QStringLiteral("saturate"), QStringLiteral("Values past max become ±max (OCP SAT; default).")});
   p.addOption({QStringLiteral("no-saturate"), QStringLiteral("Values past max become Inf or NaN (OCP non-SAT).")});
-  p.addOption({QStringLiteral("specials"), QStringLiteral("NaN/Inf/zero policy: cuda (default) | ml_dtypes."), QStringLiteral("P"), QStringLiteral("cuda")});
+  p.addOption({QStringLiteral("specials"), QStringLiteral("NaN/Inf/zero policy: cuda (default) | ml_dtypes."),
+               QStringLiteral("P"), QStringLiteral("cuda")});
   p.addOption(jsonOption());
-  p.addOption({QStringLiteral("input"), QStringLiteral("Read values (whitespace or comma separated) from FILE; '-' is stdin."), QStringLiteral("FILE")});
-  p.addPositionalArgument(QStringLiteral("VALUE"), QStringLiteral("Values to encode ('-' reads them from stdin)."), QStringLiteral("VALUE..."));
+  p.addOption({QStringLiteral("input"),
+               QStringLiteral("Read values (whitespace or comma separated) from FILE; '-' is stdin."),
+               QStringLiteral("FILE")});
+  p.addPositionalArgument(QStringLiteral("VALUE"), QStringLiteral("Values to encode ('-' reads them from stdin)."),
+                          QStringLiteral("VALUE..."));
   int rc = 0;
   if (!parseArgs(p, protectNegativeNumbers(raw), &rc)) return rc;
   const Format* f = requireFormat(p.value(QStringLiteral("format")), &rc);
   if (!f) return rc;
   EncodeOptions o;
   const auto r = parseRounding(p.value(QStringLiteral("rounding")).toStdString());
-  if (!r) return fail(QStringLiteral("unknown rounding '%1' (rne, rtz, ru, rd, stochastic)").arg(p.value(QStringLiteral("rounding"))));
+  if (!r)
+    return fail(QStringLiteral("unknown rounding '%1' (rne, rtz, ru, rd, stochastic)")
+                    .arg(p.value(QStringLiteral("rounding"))));
   o.rounding = *r;
   if (p.isSet(QStringLiteral("saturate")) && p.isSet(QStringLiteral("no-saturate")))
     return fail(QStringLiteral("--saturate and --no-saturate exclude each other"));
   o.saturate = !p.isSet(QStringLiteral("no-saturate"));
   const QString sp = p.value(QStringLiteral("specials")).toLower();
-  if (sp == QStringLiteral("cuda")) o.specials = SpecialsPolicy::Cuda;
-  else if (sp == QStringLiteral("ml_dtypes") || sp == QStringLiteral("mldtypes")) o.specials = SpecialsPolicy::MlDtypes;
-  else return fail(QStringLiteral("unknown --specials '%1' (cuda, ml_dtypes)").arg(sp));
+  if (sp == QStringLiteral("cuda"))
+    o.specials = SpecialsPolicy::Cuda;
+  else if (sp == QStringLiteral("ml_dtypes") || sp == QStringLiteral("mldtypes"))
+    o.specials = SpecialsPolicy::MlDtypes;
+  else
+    return fail(QStringLiteral("unknown --specials '%1' (cuda, ml_dtypes)").arg(sp));
   bool ok = false;
   const qulonglong seed = p.value(QStringLiteral("seed")).toULongLong(&ok);
   if (!ok) return fail(QStringLiteral("--seed must be a non-negative integer"));
@@ -170,15 +198,19 @@ int runEncode(const QStringList& raw) {
 
   QStringList values;
   for (const QString& v : p.positionalArguments()) {
-    if (v == QStringLiteral("-")) values << readValueWords(QStringLiteral("-"));
-    else values << v;
+    if (v == QStringLiteral("-"))
+      values << readValueWords(QStringLiteral("-"));
+    else
+      values << v;
   }
   if (p.isSet(QStringLiteral("input"))) {
     const QString file = p.value(QStringLiteral("input"));
-    if (file != QStringLiteral("-") && !QFileInfo(file).isReadable()) return fail(QStringLiteral("cannot read --input file '%1'").arg(file));
+    if (file != QStringLiteral("-") && !QFileInfo(file).isReadable())
+      return fail(QStringLiteral("cannot read --input file '%1'").arg(file));
     values << readValueWords(file);
   }
-  if (values.isEmpty()) return fail(QStringLiteral("no values given (example: fp8lab-cli encode --format E4M3FN 1.1 464 -- -3)"));
+  if (values.isEmpty())
+    return fail(QStringLiteral("no values given (example: fp8lab-cli encode --format E4M3FN 1.1 464 -- -3)"));
   std::vector<double> xs;
   xs.reserve(static_cast<size_t>(values.size()));
   for (const QString& v : values) {
@@ -190,7 +222,8 @@ int runEncode(const QStringList& raw) {
   QJsonArray arr;
   std::string text;
   if (!json) {
-    text += "format " + f->name() + ", rounding " + toString(o.rounding) + (o.saturate ? ", saturating" : ", non-saturating") +
+    text += "format " + f->name() + ", rounding " + toString(o.rounding) +
+            (o.saturate ? ", saturating" : ", non-saturating") +
             (o.specials == SpecialsPolicy::Cuda ? ", CUDA specials" : ", ml_dtypes specials") + "\n";
   }
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -207,10 +240,12 @@ int runEncode(const QStringList& raw) {
       ob[QStringLiteral("class")] = QString::fromLatin1(toString(f->classify(d.code)));
       ob[QStringLiteral("exact")] = d.exact;
       if (d.has_neighbours) {
-        ob[QStringLiteral("lower")] = QJsonObject{{QStringLiteral("code"), QString::fromStdString(f->hexString(d.lower_code))},
-                                                  {QStringLiteral("value"), jsonNumber(d.lower_value)}};
-        ob[QStringLiteral("upper")] = QJsonObject{{QStringLiteral("code"), QString::fromStdString(f->hexString(d.upper_code))},
-                                                  {QStringLiteral("value"), jsonNumber(d.upper_value)}};
+        ob[QStringLiteral("lower")] =
+            QJsonObject{{QStringLiteral("code"), QString::fromStdString(f->hexString(d.lower_code))},
+                        {QStringLiteral("value"), jsonNumber(d.lower_value)}};
+        ob[QStringLiteral("upper")] =
+            QJsonObject{{QStringLiteral("code"), QString::fromStdString(f->hexString(d.upper_code))},
+                        {QStringLiteral("value"), jsonNumber(d.upper_value)}};
         ob[QStringLiteral("midpoint")] = jsonNumber(d.midpoint);
         ob[QStringLiteral("tie")] = d.tie;
       }
@@ -233,7 +268,8 @@ int runEncode(const QStringList& raw) {
                     .arg(fmtDouble(d.upper_value), QString::fromStdString(f->hexString(d.upper_code)))
                     .arg(fmtDouble(d.midpoint), d.tie ? QStringLiteral(" (tie)") : QString())
                     .arg(fmtDouble(d.abs_error), fmtDouble(d.rel_error));
-      if (d.overflow) line += d.saturated ? QStringLiteral("\n    overflow: saturated to max") : QStringLiteral("\n    overflow");
+      if (d.overflow)
+        line += d.saturated ? QStringLiteral("\n    overflow: saturated to max") : QStringLiteral("\n    overflow");
       if (d.underflow) line += QStringLiteral("\n    underflow");
       text += line.toStdString() + "\n";
     }
@@ -248,9 +284,12 @@ std::optional<uint32_t> parseCode(const QString& s) {
   bool ok = false;
   uint32_t v = 0;
   const QString t = s.trimmed().toLower();
-  if (t.startsWith(QStringLiteral("0x"))) v = t.mid(2).toUInt(&ok, 16);
-  else if (t.startsWith(QStringLiteral("0b"))) v = t.mid(2).remove(QLatin1Char('_')).toUInt(&ok, 2);
-  else v = t.toUInt(&ok, 10);
+  if (t.startsWith(QStringLiteral("0x")))
+    v = t.mid(2).toUInt(&ok, 16);
+  else if (t.startsWith(QStringLiteral("0b")))
+    v = t.mid(2).remove(QLatin1Char('_')).toUInt(&ok, 2);
+  else
+    v = t.toUInt(&ok, 10);
   if (!ok) return std::nullopt;
   return v;
 }
@@ -274,7 +313,8 @@ int runDecode(const QStringList& args) {
   if (!parseArgs(p, args, &rc)) return rc;
   const Format* f = requireFormat(p.value(QStringLiteral("format")), &rc);
   if (!f) return rc;
-  if (p.positionalArguments().isEmpty()) return fail(QStringLiteral("no codes given (example: fp8lab-cli decode --format E4M3FN 0x7e)"));
+  if (p.positionalArguments().isEmpty())
+    return fail(QStringLiteral("no codes given (example: fp8lab-cli decode --format E4M3FN 0x7e)"));
   QJsonArray arr;
   std::string text;
   for (const QString& s : p.positionalArguments()) {
@@ -282,9 +322,11 @@ int runDecode(const QStringList& args) {
     if (!c) return fail(QStringLiteral("not a code: '%1' (use hex 0x.., binary 0b.. or decimal)").arg(s));
     if (*c >= f->codeCount())
       return fail(QStringLiteral("code %1 is too wide for %2 (%3 bits: 0..%4)")
-                      .arg(s, QString::fromStdString(f->name())).arg(f->bits())
+                      .arg(s, QString::fromStdString(f->name()))
+                      .arg(f->bits())
                       .arg(QString::fromStdString(f->hexString(f->codeMask()))));
-    if (p.isSet(QStringLiteral("json"))) arr.append(codeJson(*f, *c));
+    if (p.isSet(QStringLiteral("json")))
+      arr.append(codeJson(*f, *c));
     else
       text += QStringLiteral("%1 [%2] = %3 (%4)\n")
                   .arg(QString::fromStdString(f->hexString(*c)), QString::fromStdString(f->binaryString(*c)),
@@ -318,10 +360,15 @@ int runTable(const QStringList& args) {
   return 0;
 }
 
-const CommandRegistrar regFormats({QStringLiteral("formats"), QStringLiteral("Table of all formats and their properties."), runFormats, 10});
-const CommandRegistrar regEncode({QStringLiteral("encode"), QStringLiteral("Encode values into a format, showing the rounding decision."), runEncode, 11});
-const CommandRegistrar regDecode({QStringLiteral("decode"), QStringLiteral("Decode codes of a format."), runDecode, 12});
-const CommandRegistrar regTable({QStringLiteral("table"), QStringLiteral("Every code of a format as CSV."), runTable, 13});
+const CommandRegistrar regFormats({QStringLiteral("formats"),
+                                   QStringLiteral("Table of all formats and their properties."), runFormats, 10});
+const CommandRegistrar regEncode({QStringLiteral("encode"),
+                                  QStringLiteral("Encode values into a format, showing the rounding decision."),
+                                  runEncode, 11});
+const CommandRegistrar regDecode({QStringLiteral("decode"), QStringLiteral("Decode codes of a format."), runDecode,
+                                  12});
+const CommandRegistrar regTable({QStringLiteral("table"), QStringLiteral("Every code of a format as CSV."), runTable,
+                                 13});
 
 } // namespace
 } // namespace fp8lab::cli

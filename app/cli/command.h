@@ -11,10 +11,10 @@
 namespace fp8lab::cli {
 
 struct Command {
-  QString name;        ///< e.g. "encode"; sub-commands are handled by the command itself
-  QString summary;     ///< one line for `fp8lab-cli --help`
+  QString name;                                    ///< e.g. "encode"; sub-commands are handled by the command itself
+  QString summary;                                 ///< one line for `fp8lab-cli --help`
   std::function<int(const QStringList& args)> run; ///< args[0] is "fp8lab-cli <name>"
-  int order = 100;     ///< position in the help listing
+  int order = 100;                                 ///< position in the help listing
 };
 
 /// All registered commands, sorted by order then name.

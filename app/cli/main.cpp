@@ -9,10 +9,10 @@
 using namespace fp8lab::cli;
 
 static void printUsage() {
-  QString t = QStringLiteral(
-      "Usage: fp8lab-cli <command> [options]\n\n"
-      "FP8 Lab " FP8LAB_VERSION " — bit-exact FP8 / MX number formats, scaling strategies and FP8 GEMM.\n\n"
-      "Commands:\n");
+  QString t = QStringLiteral("Usage: fp8lab-cli <command> [options]\n\n"
+                             "FP8 Lab " FP8LAB_VERSION
+                             " — bit-exact FP8 / MX number formats, scaling strategies and FP8 GEMM.\n\n"
+                             "Commands:\n");
   for (const auto& c : commands()) t += QStringLiteral("  %1 %2\n").arg(c.name, -10).arg(c.summary);
   t += QStringLiteral("\nEvery command takes --help and --json (machine-readable output).\n"
                       "Options: --help, --version\n");

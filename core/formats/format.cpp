@@ -24,8 +24,8 @@ std::string lower(std::string_view s) {
   return r;
 }
 
-FormatSpec makeSpec(std::string name, int e, int m, int bias, bool sign, SpecialCodes sp,
-                    std::string ml, std::string desc) {
+FormatSpec makeSpec(std::string name, int e, int m, int bias, bool sign, SpecialCodes sp, std::string ml,
+                    std::string desc) {
   FormatSpec s;
   s.name = std::move(name);
   s.exponent_bits = e;
@@ -54,23 +54,34 @@ bool cudaCovered(const FormatSpec& s) {
 
 const char* toString(CodeClass c) {
   switch (c) {
-  case CodeClass::Zero: return "zero";
-  case CodeClass::Subnormal: return "subnormal";
-  case CodeClass::Normal: return "normal";
-  case CodeClass::MaxFinite: return "max";
-  case CodeClass::Infinity: return "infinity";
-  case CodeClass::NaN: return "nan";
+  case CodeClass::Zero:
+    return "zero";
+  case CodeClass::Subnormal:
+    return "subnormal";
+  case CodeClass::Normal:
+    return "normal";
+  case CodeClass::MaxFinite:
+    return "max";
+  case CodeClass::Infinity:
+    return "infinity";
+  case CodeClass::NaN:
+    return "nan";
   }
   return "?";
 }
 
 const char* toString(Rounding r) {
   switch (r) {
-  case Rounding::NearestEven: return "rne";
-  case Rounding::TowardZero: return "rtz";
-  case Rounding::TowardPosInf: return "ru";
-  case Rounding::TowardNegInf: return "rd";
-  case Rounding::Stochastic: return "stochastic";
+  case Rounding::NearestEven:
+    return "rne";
+  case Rounding::TowardZero:
+    return "rtz";
+  case Rounding::TowardPosInf:
+    return "ru";
+  case Rounding::TowardNegInf:
+    return "rd";
+  case Rounding::Stochastic:
+    return "stochastic";
   }
   return "?";
 }
@@ -85,7 +96,9 @@ std::optional<Rounding> parseRounding(std::string_view s) {
   return std::nullopt;
 }
 
-Format::Format(FormatSpec spec) : spec_(std::move(spec)) { init(); }
+Format::Format(FormatSpec spec) : spec_(std::move(spec)) {
+  init();
+}
 
 void Format::init() {
   const auto& s = spec_;
@@ -115,8 +128,10 @@ void Format::init() {
   for (uint32_t c = 0; c < n; ++c) {
     const double v = decode(c);
     table_[c] = v;
-    if (std::isnan(v)) ++nan_count_;
-    else if (std::isinf(v)) ++inf_count_;
+    if (std::isnan(v))
+      ++nan_count_;
+    else if (std::isinf(v))
+      ++inf_count_;
     else {
       ++finite_count_;
       if (!(c & sign_bit) && v > max_finite_) {
@@ -124,15 +139,19 @@ void Format::init() {
         max_code_ = c;
       }
       if (v > 0) {
-        if (s.specials != SpecialCodes::E8M0 && fields(c).exponent == 0) min_subnormal_ = std::min(min_subnormal_, v);
-        else min_normal_ = std::min(min_normal_, v);
+        if (s.specials != SpecialCodes::E8M0 && fields(c).exponent == 0)
+          min_subnormal_ = std::min(min_subnormal_, v);
+        else
+          min_normal_ = std::min(min_normal_, v);
       }
     }
   }
   table_ready_ = true;
   if (std::isinf(min_subnormal_)) min_subnormal_ = min_normal_;
-  if (s.specials == SpecialCodes::E8M0) epsilon_ = 1.0; // next value after 1 is 2
-  else epsilon_ = std::ldexp(1.0, -s.mantissa_bits);
+  if (s.specials == SpecialCodes::E8M0)
+    epsilon_ = 1.0; // next value after 1 is 2
+  else
+    epsilon_ = std::ldexp(1.0, -s.mantissa_bits);
   if (bits_ <= 8) {
     table_f32_.resize(n);
     for (uint32_t c = 0; c < n; ++c) table_f32_[c] = static_cast<float>(table_[c]);
@@ -145,10 +164,10 @@ void Format::init() {
 
 // ---- named formats --------------------------------------------------------------------------
 
-#define FP8LAB_NAMED(fn, ...)                                                                    \
-  const Format& Format::fn() {                                                                   \
-    static const Format f(makeSpec(__VA_ARGS__));                                                \
-    return f;                                                                                    \
+#define FP8LAB_NAMED(fn, ...)                                                                                          \
+  const Format& Format::fn() {                                                                                         \
+    static const Format f(makeSpec(__VA_ARGS__));                                                                      \
+    return f;                                                                                                          \
   }
 FP8LAB_NAMED(E4M3FN, "E4M3FN", 4, 3, 7, true, SpecialCodes::FN, "float8_e4m3fn",
              "OCP OFP8 E4M3: forward tensors in FP8 training (NVIDIA Hopper/Blackwell, Flax, TE)")
@@ -174,33 +193,32 @@ FP8LAB_NAMED(E2M1, "E2M1", 2, 1, 1, true, SpecialCodes::FiniteOnly, "float4_e2m1
              "OCP MX v1.0 FP4 E2M1 element (values 0, 0.5, 1, 1.5, 2, 3, 4, 6)")
 FP8LAB_NAMED(BF16, "BF16", 8, 7, 127, true, SpecialCodes::IEEE, "bfloat16",
              "bfloat16 (comparison; exact for every FP8 product)")
-FP8LAB_NAMED(FP16, "FP16", 5, 10, 15, true, SpecialCodes::IEEE, "float16",
-             "IEEE 754 binary16 (comparison)")
+FP8LAB_NAMED(FP16, "FP16", 5, 10, 15, true, SpecialCodes::IEEE, "float16", "IEEE 754 binary16 (comparison)")
 #undef FP8LAB_NAMED
 
 const std::vector<const Format*>& Format::all() {
-  static const std::vector<const Format*> v = {
-      &E4M3FN(), &E5M2(), &E4M3FNUZ(), &E5M2FNUZ(), &E4M3B11FNUZ(), &E4M3(), &E3M4(),
-      &E8M0FNU(), &E2M3(), &E3M2(), &E2M1(), &BF16(), &FP16()};
+  static const std::vector<const Format*> v = {&E4M3FN(), &E5M2(), &E4M3FNUZ(), &E5M2FNUZ(), &E4M3B11FNUZ(),
+                                               &E4M3(),   &E3M4(), &E8M0FNU(),  &E2M3(),     &E3M2(),
+                                               &E2M1(),   &BF16(), &FP16()};
   return v;
 }
 
 const Format* Format::byName(std::string_view name) {
   const std::string l = lower(name);
   for (const Format* f : all()) {
-    if (lower(f->name()) == l || (!f->spec().ml_dtypes_name.empty() && f->spec().ml_dtypes_name == l))
-      return f;
+    if (lower(f->name()) == l || (!f->spec().ml_dtypes_name.empty() && f->spec().ml_dtypes_name == l)) return f;
   }
-  struct Alias { const char* alias; const char* name; };
+  struct Alias {
+    const char* alias;
+    const char* name;
+  };
   static const Alias aliases[] = {
-      {"fp8_e4m3", "E4M3FN"}, {"fp8_e4m3fn", "E4M3FN"}, {"e4m3fn_ocp", "E4M3FN"},
-      {"fp8_e5m2", "E5M2"},   {"mxfp6_e2m3", "E2M3"},   {"mxfp6_e3m2", "E3M2"},
-      {"fp6_e2m3", "E2M3"},   {"fp6_e3m2", "E3M2"},     {"e2m3fn", "E2M3"},
-      {"e3m2fn", "E3M2"},     {"e2m1fn", "E2M1"},       {"fp4", "E2M1"},
-      {"mxfp4", "E2M1"},      {"fp4_e2m1", "E2M1"},     {"e8m0", "E8M0FNU"},
-      {"ue8m0", "E8M0FNU"},   {"e8m0fnu", "E8M0FNU"},   {"bfloat16", "BF16"},
-      {"float16", "FP16"},    {"half", "FP16"},         {"e5m10", "FP16"},
-      {"e8m7", "BF16"},
+      {"fp8_e4m3", "E4M3FN"}, {"fp8_e4m3fn", "E4M3FN"}, {"e4m3fn_ocp", "E4M3FN"}, {"fp8_e5m2", "E5M2"},
+      {"mxfp6_e2m3", "E2M3"}, {"mxfp6_e3m2", "E3M2"},   {"fp6_e2m3", "E2M3"},     {"fp6_e3m2", "E3M2"},
+      {"e2m3fn", "E2M3"},     {"e3m2fn", "E3M2"},       {"e2m1fn", "E2M1"},       {"fp4", "E2M1"},
+      {"mxfp4", "E2M1"},      {"fp4_e2m1", "E2M1"},     {"e8m0", "E8M0FNU"},      {"ue8m0", "E8M0FNU"},
+      {"e8m0fnu", "E8M0FNU"}, {"bfloat16", "BF16"},     {"float16", "FP16"},      {"half", "FP16"},
+      {"e5m10", "FP16"},      {"e8m7", "BF16"},
   };
   for (const auto& a : aliases)
     if (l == a.alias) return byName(a.name);
@@ -233,10 +251,16 @@ bool Format::hasNegativeZero() const {
   return spec_.has_sign && spec_.specials != SpecialCodes::FNUZ;
 }
 
-double Format::dynamicRangeBinades() const { return std::log2(max_finite_ / min_subnormal_); }
+double Format::dynamicRangeBinades() const {
+  return std::log2(max_finite_ / min_subnormal_);
+}
 
-int Format::minExponent() const { return std::ilogb(min_normal_); }
-int Format::maxExponent() const { return std::ilogb(max_finite_); }
+int Format::minExponent() const {
+  return std::ilogb(min_normal_);
+}
+int Format::maxExponent() const {
+  return std::ilogb(max_finite_);
+}
 
 uint32_t Format::canonicalNaN() const {
   if (!hasNaN()) throw std::logic_error("format " + spec_.name + " has no NaN");
@@ -282,11 +306,14 @@ double Format::decodeRaw(uint32_t code) const {
   case SpecialCodes::FNUZ:
     if (f.sign && f.exponent == 0 && f.mantissa == 0) return nan;
     break;
-  case SpecialCodes::FiniteOnly: break;
+  case SpecialCodes::FiniteOnly:
+    break;
   }
   double mag;
-  if (f.exponent == 0) mag = std::ldexp(static_cast<double>(f.mantissa), 1 - spec_.bias - m);
-  else mag = std::ldexp(static_cast<double>((1u << m) + f.mantissa), static_cast<int>(f.exponent) - spec_.bias - m);
+  if (f.exponent == 0)
+    mag = std::ldexp(static_cast<double>(f.mantissa), 1 - spec_.bias - m);
+  else
+    mag = std::ldexp(static_cast<double>((1u << m) + f.mantissa), static_cast<int>(f.exponent) - spec_.bias - m);
   return sgn * mag;
 }
 
@@ -340,15 +367,17 @@ uint32_t Format::nanCode(bool negative, const EncodeOptions& opt) const {
   const uint32_t sign_bit = spec_.has_sign ? (1u << (bits_ - 1)) : 0u;
   const uint32_t exp_all = ((1u << spec_.exponent_bits) - 1u) << m;
   switch (spec_.specials) {
-  case SpecialCodes::E8M0: return 0xFFu & codeMask();
-  case SpecialCodes::FNUZ: return sign_bit;
+  case SpecialCodes::E8M0:
+    return 0xFFu & codeMask();
+  case SpecialCodes::FNUZ:
+    return sign_bit;
   case SpecialCodes::FN: {
     const uint32_t c = exp_all | ((1u << m) - 1u);
     return (ml && negative) ? (c | sign_bit) : c; // CUDA canonicalises NaN to positive
   }
   case SpecialCodes::IEEE:
     if (ml) return exp_all | (1u << (m - 1)) | (negative ? sign_bit : 0u); // quiet NaN, sign kept
-    return exp_all | ((1u << m) - 1u);                                      // CUDA: always 0x7F
+    return exp_all | ((1u << m) - 1u);                                     // CUDA: always 0x7F
   case SpecialCodes::FiniteOnly:
     // No NaN code: CUDA documents NaN → +MAXNORM; ml_dtypes' quiet_NaN() is the −0 code.
     if (ml) return negative ? 0u : sign_bit;
@@ -365,11 +394,16 @@ uint32_t Format::infOrOverflowCode(bool negative, bool is_inf_input, const Encod
   const uint32_t exp_all = ((1u << spec_.exponent_bits) - 1u) << m;
   auto nonFinite = [&]() -> uint32_t {
     switch (spec_.specials) {
-    case SpecialCodes::IEEE: return exp_all | (negative ? sign_bit : 0u);
-    case SpecialCodes::FN: return exp_all | ((1u << m) - 1u) | (negative ? sign_bit : 0u);
-    case SpecialCodes::FNUZ: return sign_bit;
-    case SpecialCodes::FiniteOnly: return maxc; // nothing else to give (both oracles)
-    case SpecialCodes::E8M0: return 0xFFu;
+    case SpecialCodes::IEEE:
+      return exp_all | (negative ? sign_bit : 0u);
+    case SpecialCodes::FN:
+      return exp_all | ((1u << m) - 1u) | (negative ? sign_bit : 0u);
+    case SpecialCodes::FNUZ:
+      return sign_bit;
+    case SpecialCodes::FiniteOnly:
+      return maxc; // nothing else to give (both oracles)
+    case SpecialCodes::E8M0:
+      return 0xFFu;
     }
     return maxc;
   };
@@ -401,7 +435,9 @@ uint32_t Format::codeFromMagnitude(double v, bool negative) const {
   return sign_bit | (static_cast<uint32_t>(e + spec_.bias) << m) | mant;
 }
 
-uint32_t Format::encode(double x, const EncodeOptions& opt) const { return explain(x, opt).code; }
+uint32_t Format::encode(double x, const EncodeOptions& opt) const {
+  return explain(x, opt).code;
+}
 
 RoundingDecision Format::explain(double x, const EncodeOptions& opt) const {
   RoundingDecision d;
@@ -428,8 +464,7 @@ RoundingDecision Format::explain(double x, const EncodeOptions& opt) const {
     d.abs_error = d.rel_error = std::numeric_limits<double>::quiet_NaN();
   } else {
     d.abs_error = d.rel_error = std::numeric_limits<double>::infinity();
-    if (std::isinf(x) && std::isinf(d.value) && std::signbit(x) == std::signbit(d.value))
-      d.abs_error = d.rel_error = 0;
+    if (std::isinf(x) && std::isinf(d.value) && std::signbit(x) == std::signbit(d.value)) d.abs_error = d.rel_error = 0;
   }
   d.subnormal = classify(d.code) == CodeClass::Subnormal;
   return d;
@@ -445,15 +480,17 @@ bool roundUp(double n, double f, bool negative, const EncodeOptions& opt, bool t
     if (f > 0.5) return true;
     if (f < 0.5) return false;
     return tie_up || std::fmod(n, 2.0) != 0.0;
-  case Rounding::TowardZero: return false;
-  case Rounding::TowardPosInf: return !negative;
-  case Rounding::TowardNegInf: return negative;
+  case Rounding::TowardZero:
+    return false;
+  case Rounding::TowardPosInf:
+    return !negative;
+  case Rounding::TowardNegInf:
+    return negative;
   case Rounding::Stochastic: {
     const int r = std::clamp(opt.stochastic_bits, 1, 32);
     const double scale = std::ldexp(1.0, r);
     const double kept = std::floor(f * scale); // discarded bits truncated to r bits
-    const double rnd = static_cast<double>(r == 32 ? opt.random_word
-                                                   : (opt.random_word & ((1u << r) - 1u)));
+    const double rnd = static_cast<double>(r == 32 ? opt.random_word : (opt.random_word & ((1u << r) - 1u)));
     return kept + rnd >= scale;
   }
   }
@@ -461,8 +498,7 @@ bool roundUp(double n, double f, bool negative, const EncodeOptions& opt, bool t
 }
 } // namespace
 
-uint32_t Format::encodeMagnitude(double a, bool negative, const EncodeOptions& opt,
-                                 RoundingDecision* why) const {
+uint32_t Format::encodeMagnitude(double a, bool negative, const EncodeOptions& opt, RoundingDecision* why) const {
   if (spec_.specials == SpecialCodes::E8M0) {
     // a is the signed input here. Scale format: powers of two only.
     const bool ml = opt.specials == SpecialsPolicy::MlDtypes;

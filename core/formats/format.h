@@ -27,11 +27,11 @@ enum class SpecialCodes {
 
 /// Rounding applied when a value falls between two representable numbers.
 enum class Rounding {
-  NearestEven, ///< round to nearest, ties to even ("rne"); E8M0: ties round up (ml_dtypes)
-  TowardZero,  ///< truncate magnitude ("rtz", CUDA cudaRoundZero, ml_dtypes kTruncate)
-  TowardPosInf,///< round up ("ru", CUDA cudaRoundPosInf — used for E8M0 scales)
-  TowardNegInf,///< round down ("rd")
-  Stochastic,  ///< round up with probability ≈ fractional distance (see EncodeOptions)
+  NearestEven,  ///< round to nearest, ties to even ("rne"); E8M0: ties round up (ml_dtypes)
+  TowardZero,   ///< truncate magnitude ("rtz", CUDA cudaRoundZero, ml_dtypes kTruncate)
+  TowardPosInf, ///< round up ("ru", CUDA cudaRoundPosInf — used for E8M0 scales)
+  TowardNegInf, ///< round down ("rd")
+  Stochastic,   ///< round up with probability ≈ fractional distance (see EncodeOptions)
 };
 
 /// Which reference implementation to follow for NaN / Inf / zero specials, the only inputs on
@@ -64,11 +64,11 @@ struct EncodeOptions {
 /// A format's fixed description: sign/exponent/mantissa bits, bias and special-code policy.
 /// Every named format is an instance; custom ExMy formats are built with the same fields.
 struct FormatSpec {
-  std::string name;          ///< canonical name, e.g. "E4M3FN"
-  int exponent_bits = 0;     ///< 1..8
-  int mantissa_bits = 0;     ///< 0..10 (0 only for E8M0)
-  int bias = 0;              ///< exponent bias
-  bool has_sign = true;      ///< false only for E8M0FNU
+  std::string name;      ///< canonical name, e.g. "E4M3FN"
+  int exponent_bits = 0; ///< 1..8
+  int mantissa_bits = 0; ///< 0..10 (0 only for E8M0)
+  int bias = 0;          ///< exponent bias
+  bool has_sign = true;  ///< false only for E8M0FNU
   SpecialCodes specials = SpecialCodes::IEEE;
   std::string ml_dtypes_name; ///< e.g. "float8_e4m3fn"; empty if ml_dtypes has none
   std::string description;    ///< one line: who uses it, which spec
@@ -76,25 +76,25 @@ struct FormatSpec {
 
 /// The rounding decision for one value, as data (for the GUI's rounding demo and the CLI).
 struct RoundingDecision {
-  double input = 0;           ///< the value given (after any scaling)
+  double input = 0; ///< the value given (after any scaling)
   bool input_is_nan = false;
-  uint32_t code = 0;          ///< the chosen code
-  double value = 0;           ///< its decoded value (may be NaN / ±Inf)
-  bool exact = false;         ///< input representable exactly
-  bool has_neighbours = false;///< false for NaN/Inf inputs
-  uint32_t lower_code = 0;    ///< nearest representable ≤ |input| (same sign as input)
+  uint32_t code = 0;           ///< the chosen code
+  double value = 0;            ///< its decoded value (may be NaN / ±Inf)
+  bool exact = false;          ///< input representable exactly
+  bool has_neighbours = false; ///< false for NaN/Inf inputs
+  uint32_t lower_code = 0;     ///< nearest representable ≤ |input| (same sign as input)
   double lower_value = 0;
-  uint32_t upper_code = 0;    ///< nearest representable ≥ |input| (may be past max: see overflow)
-  double upper_value = 0;     ///< with an unbounded exponent, so it may exceed max finite
-  double midpoint = 0;        ///< (lower + upper) / 2
-  bool tie = false;           ///< input exactly at the midpoint
-  bool rounded_up = false;    ///< magnitude rounded away from zero
-  bool overflow = false;      ///< rounded magnitude exceeded max finite
-  bool saturated = false;     ///< overflow resolved to ±max finite
-  bool underflow = false;     ///< non-zero input became zero (or E8M0 minimum)
-  bool subnormal = false;     ///< result is subnormal
-  double abs_error = 0;       ///< |value − input| (Inf/NaN when the result is not finite)
-  double rel_error = 0;       ///< abs_error / |input| (0 for input 0)
+  uint32_t upper_code = 0; ///< nearest representable ≥ |input| (may be past max: see overflow)
+  double upper_value = 0;  ///< with an unbounded exponent, so it may exceed max finite
+  double midpoint = 0;     ///< (lower + upper) / 2
+  bool tie = false;        ///< input exactly at the midpoint
+  bool rounded_up = false; ///< magnitude rounded away from zero
+  bool overflow = false;   ///< rounded magnitude exceeded max finite
+  bool saturated = false;  ///< overflow resolved to ±max finite
+  bool underflow = false;  ///< non-zero input became zero (or E8M0 minimum)
+  bool subnormal = false;  ///< result is subnormal
+  double abs_error = 0;    ///< |value − input| (Inf/NaN when the result is not finite)
+  double rel_error = 0;    ///< abs_error / |input| (0 for input 0)
 };
 
 /// Classification of a code.
@@ -134,12 +134,11 @@ public:
   /// "bfloat16", "float16"), and common aliases ("fp8_e4m3", "mxfp4", "fp16", "bf16").
   static const Format* byName(std::string_view name);
   /// A custom "ExMy" format, e.g. custom(3, 2, 3, SpecialCodes::FiniteOnly).
-  static Format custom(int exponent_bits, int mantissa_bits, int bias, SpecialCodes specials,
-                       std::string name = {});
+  static Format custom(int exponent_bits, int mantissa_bits, int bias, SpecialCodes specials, std::string name = {});
 
   const FormatSpec& spec() const { return spec_; }
   const std::string& name() const { return spec_.name; }
-  int bits() const { return bits_; }           ///< total width in bits (4, 6, 8 or 16)
+  int bits() const { return bits_; } ///< total width in bits (4, 6, 8 or 16)
   uint32_t codeCount() const { return 1u << bits_; }
   uint32_t codeMask() const { return (1u << bits_) - 1u; }
 
@@ -158,9 +157,9 @@ public:
   bool hasSubnormals() const { return spec_.specials != SpecialCodes::E8M0 && spec_.mantissa_bits > 0; }
   /// log2(maxFinite / minSubnormal): the dynamic range in binades.
   double dynamicRangeBinades() const;
-  int minExponent() const;  ///< unbiased exponent of minNormal
-  int maxExponent() const;  ///< unbiased exponent of maxFinite
-  uint32_t maxFiniteCode() const { return max_code_; }  ///< positive max finite code
+  int minExponent() const;                             ///< unbiased exponent of minNormal
+  int maxExponent() const;                             ///< unbiased exponent of maxFinite
+  uint32_t maxFiniteCode() const { return max_code_; } ///< positive max finite code
   /// The code this library produces for NaN (positive sign): 0x7F E4M3FN, 0x7F E5M2 (CUDA),
   /// 0x80 FNUZ, 0xFF E8M0. Throws std::logic_error for formats without NaN.
   uint32_t canonicalNaN() const;
@@ -182,7 +181,9 @@ public:
   /// below minNormal). NaN for NaN/Inf x.
   double ulp(double x) const;
   /// Field split of a code: sign, biased exponent field, mantissa field.
-  struct Fields { uint32_t sign, exponent, mantissa; };
+  struct Fields {
+    uint32_t sign, exponent, mantissa;
+  };
   Fields fields(uint32_t code) const;
   /// Binary with fields separated, e.g. "0 1111 110".
   std::string binaryString(uint32_t code) const;
@@ -197,17 +198,15 @@ public:
   /// non-saturating run a branch-free vector kernel; other roundings use the scalar path.
   /// Stochastic rounding draws element i's random word as counterRandom(seed, first_index + i),
   /// so results do not depend on how the work is split across threads.
-  void encodeBulk(const float* in, uint8_t* out, std::size_t n, const EncodeOptions& opt = {},
-                  float s = 1.0f, ScaleOp op = ScaleOp::Multiply, uint64_t seed = 0,
-                  uint64_t first_index = 0) const;
+  void encodeBulk(const float* in, uint8_t* out, std::size_t n, const EncodeOptions& opt = {}, float s = 1.0f,
+                  ScaleOp op = ScaleOp::Multiply, uint64_t seed = 0, uint64_t first_index = 0) const;
   /// out[i] = decode(in[i]) as float32 (every value of a ≤ 8-bit format is exact in float32).
   void decodeBulk(const uint8_t* in, float* out, std::size_t n) const;
   /// Fake quantization for any width (BF16/FP16 too): out[i] = decode(encode(in[i])).
   void roundTripBulk(const float* in, float* out, std::size_t n, const EncodeOptions& opt = {}) const;
   /// Encodes doubles (float64 tensors are quantized from float64, one rounding).
-  void encodeBulk(const double* in, uint8_t* out, std::size_t n, const EncodeOptions& opt = {},
-                  double s = 1.0, ScaleOp op = ScaleOp::Multiply, uint64_t seed = 0,
-                  uint64_t first_index = 0) const;
+  void encodeBulk(const double* in, uint8_t* out, std::size_t n, const EncodeOptions& opt = {}, double s = 1.0,
+                  ScaleOp op = ScaleOp::Multiply, uint64_t seed = 0, uint64_t first_index = 0) const;
   /// The float32 decode table (size codeCount(), ≤ 8-bit formats only; empty otherwise).
   const std::vector<float>& decodeTable() const { return table_f32_; }
 
@@ -216,39 +215,37 @@ public:
   static uint32_t counterRandom(uint64_t seed, uint64_t index);
 
 private:
-  uint32_t encodeMagnitude(double a, bool negative, const EncodeOptions& opt,
-                           RoundingDecision* why) const;
+  uint32_t encodeMagnitude(double a, bool negative, const EncodeOptions& opt, RoundingDecision* why) const;
   uint32_t codeFromMagnitude(double v, bool negative) const; // v exactly representable, ≤ max
   uint32_t nanCode(bool negative, const EncodeOptions& opt) const;
   uint32_t infOrOverflowCode(bool negative, bool is_inf_input, const EncodeOptions& opt) const;
   uint32_t zeroCode(bool negative) const;
   void init();
-  void encodeBulkFast(const float* in, uint8_t* out, std::size_t n, bool saturate, float s,
-                      ScaleOp op) const;
+  void encodeBulkFast(const float* in, uint8_t* out, std::size_t n, bool saturate, float s, ScaleOp op) const;
 
   FormatSpec spec_;
   int bits_ = 0;
   double max_finite_ = 0, min_normal_ = 0, min_subnormal_ = 0, epsilon_ = 0;
   int finite_count_ = 0, nan_count_ = 0, inf_count_ = 0;
   uint32_t max_code_ = 0;
-  std::vector<double> table_;      ///< decode table, 2^bits entries
-  std::vector<float> table_f32_;   ///< float32 copy for ≤ 8-bit formats
-  bool fast_path_ok_ = false;      ///< the vector kernel covers this format
+  std::vector<double> table_;    ///< decode table, 2^bits entries
+  std::vector<float> table_f32_; ///< float32 copy for ≤ 8-bit formats
+  bool fast_path_ok_ = false;    ///< the vector kernel covers this format
   bool table_ready_ = false;
   /// Constants of the branch-free float32 RNE kernel (format_bulk.cpp), per format.
   struct FastConstants {
-    uint32_t min_normal_bits = 0;     ///< float32 bits of minNormal()
-    uint32_t sat_threshold_bits = 0;  ///< largest float32 |x| whose RNE result is finite
-    float subnormal_magic = 0;        ///< quantum·2^23: |x| + magic rounds to the quantum
+    uint32_t min_normal_bits = 0;    ///< float32 bits of minNormal()
+    uint32_t sat_threshold_bits = 0; ///< largest float32 |x| whose RNE result is finite
+    float subnormal_magic = 0;       ///< quantum·2^23: |x| + magic rounds to the quantum
     uint32_t magic_bits = 0;
-    uint32_t rebias = 0;              ///< (127 − bias) << m
-    int shift = 0;                    ///< 23 − m
-    uint32_t sign_bit = 0;            ///< code sign bit
+    uint32_t rebias = 0;   ///< (127 − bias) << m
+    int shift = 0;         ///< 23 − m
+    uint32_t sign_bit = 0; ///< code sign bit
     uint32_t max_code = 0;
-    uint32_t overflow_nosat[2] = {};  ///< overflow codes without saturation [positive, negative]
+    uint32_t overflow_nosat[2] = {};             ///< overflow codes without saturation [positive, negative]
     uint32_t inf_sat[2] = {}, inf_nosat[2] = {}; ///< ±Inf input results
     uint32_t nan_code[2] = {};
-    bool negative_zero = true;        ///< false for FNUZ (−0 → 0x00)
+    bool negative_zero = true; ///< false for FNUZ (−0 → 0x00)
   } fast_;
   void initFast();
   double decodeRaw(uint32_t code) const;

@@ -49,8 +49,10 @@ void Format::initFast() {
   } else {
     while (hi - lo > 1) {
       const uint32_t mid = lo + (hi - lo) / 2;
-      if (explain(static_cast<double>(std::bit_cast<float>(mid)), nosat).overflow) hi = mid;
-      else lo = mid;
+      if (explain(static_cast<double>(std::bit_cast<float>(mid)), nosat).overflow)
+        hi = mid;
+      else
+        lo = mid;
     }
   }
   k.sat_threshold_bits = lo;
@@ -73,29 +75,33 @@ __attribute__((target_clones("avx512f", "avx2", "default")))
 void rneKernel(const float* __restrict in, uint8_t* __restrict out, std::size_t n, float s,
                const KernelArgs k) {
   const uint32_t half_minus_one = (1u << (k.shift - 1)) - 1u;
+  const uint32_t nz_mask = k.negative_zero ? ~0u : 0u; // keep the sign of a zero result?
+  const uint32_t shift = static_cast<uint32_t>(k.shift);
+  // Selects are written as mask arithmetic so the loop has no control flow and vectorises.
+  auto mask = [](bool c) { return 0u - static_cast<uint32_t>(c); };
+  auto sel = [](uint32_t m, uint32_t a, uint32_t b) { return (a & m) | (b & ~m); };
   for (std::size_t i = 0; i < n; ++i) {
     const float xf = Divide ? in[i] / s : in[i] * s;
     const uint32_t u = std::bit_cast<uint32_t>(xf);
-    const uint32_t neg = u >> 31;
+    const uint32_t negm = 0u - (u >> 31);
     const uint32_t a = u & 0x7fffffffu;
-    const uint32_t rn = (a + half_minus_one + ((a >> k.shift) & 1u)) >> k.shift;
+    const uint32_t rn = (a + half_minus_one + ((a >> shift) & 1u)) >> shift;
     const uint32_t cn = rn - k.rebias;
     const float sf = std::bit_cast<float>(a) + k.magic;
     const uint32_t cs = std::bit_cast<uint32_t>(sf) - k.magic_bits;
-    const uint32_t mag = a < k.min_normal_bits ? cs : cn;
-    uint32_t code = mag | (neg ? k.sign_bit : 0u);
-    code = (mag == 0u && !k.negative_zero) ? 0u : code;
-    code = a > k.sat_threshold_bits ? (neg ? k.over_neg : k.over_pos) : code;
-    code = a == 0x7f800000u ? (neg ? k.inf_neg : k.inf_pos) : code;
-    code = a > 0x7f800000u ? (neg ? k.nan_neg : k.nan_pos) : code;
+    const uint32_t mag = sel(mask(a < k.min_normal_bits), cs, cn);
+    const uint32_t signed_zero_ok = mask(mag != 0u) | nz_mask;
+    uint32_t code = mag | (negm & k.sign_bit & signed_zero_ok);
+    code = sel(mask(a > k.sat_threshold_bits), sel(negm, k.over_neg, k.over_pos), code);
+    code = sel(mask(a == 0x7f800000u), sel(negm, k.inf_neg, k.inf_pos), code);
+    code = sel(mask(a > 0x7f800000u), sel(negm, k.nan_neg, k.nan_pos), code);
     out[i] = static_cast<uint8_t>(code);
   }
 }
 
 } // namespace
 
-void Format::encodeBulkFast(const float* in, uint8_t* out, std::size_t n, bool saturate, float s,
-                            ScaleOp op) const {
+void Format::encodeBulkFast(const float* in, uint8_t* out, std::size_t n, bool saturate, float s, ScaleOp op) const {
   const FastConstants& f = fast_;
   KernelArgs k{};
   k.min_normal_bits = f.min_normal_bits;
@@ -119,13 +125,17 @@ void Format::encodeBulkFast(const float* in, uint8_t* out, std::size_t n, bool s
   k.nan_pos = f.nan_code[0];
   k.nan_neg = f.nan_code[1];
   k.negative_zero = f.negative_zero;
-  if (op == ScaleOp::Divide) rneKernel<true>(in, out, n, s, k);
-  else rneKernel<false>(in, out, n, s, k);
+  if (op == ScaleOp::Divide)
+    rneKernel<true>(in, out, n, s, k);
+  else
+    rneKernel<false>(in, out, n, s, k);
 }
 
-void Format::encodeBulk(const float* in, uint8_t* out, std::size_t n, const EncodeOptions& opt, float s,
-                        ScaleOp op, uint64_t seed, uint64_t first_index) const {
-  if (bits_ > 8) throw std::invalid_argument("encodeBulk to uint8 needs a format of at most 8 bits; " + name() + " has " + std::to_string(bits_));
+void Format::encodeBulk(const float* in, uint8_t* out, std::size_t n, const EncodeOptions& opt, float s, ScaleOp op,
+                        uint64_t seed, uint64_t first_index) const {
+  if (bits_ > 8)
+    throw std::invalid_argument("encodeBulk to uint8 needs a format of at most 8 bits; " + name() + " has " +
+                                std::to_string(bits_));
   if (fast_path_ok_ && opt.rounding == Rounding::NearestEven && opt.specials == SpecialsPolicy::Cuda) {
     encodeBulkFast(in, out, n, opt.saturate, s, op);
     return;
@@ -138,9 +148,11 @@ void Format::encodeBulk(const float* in, uint8_t* out, std::size_t n, const Enco
   }
 }
 
-void Format::encodeBulk(const double* in, uint8_t* out, std::size_t n, const EncodeOptions& opt, double s,
-                        ScaleOp op, uint64_t seed, uint64_t first_index) const {
-  if (bits_ > 8) throw std::invalid_argument("encodeBulk to uint8 needs a format of at most 8 bits; " + name() + " has " + std::to_string(bits_));
+void Format::encodeBulk(const double* in, uint8_t* out, std::size_t n, const EncodeOptions& opt, double s, ScaleOp op,
+                        uint64_t seed, uint64_t first_index) const {
+  if (bits_ > 8)
+    throw std::invalid_argument("encodeBulk to uint8 needs a format of at most 8 bits; " + name() + " has " +
+                                std::to_string(bits_));
   EncodeOptions o = opt;
   for (std::size_t i = 0; i < n; ++i) {
     const double x = op == ScaleOp::Divide ? in[i] / s : in[i] * s;
@@ -150,7 +162,9 @@ void Format::encodeBulk(const double* in, uint8_t* out, std::size_t n, const Enc
 }
 
 void Format::decodeBulk(const uint8_t* in, float* out, std::size_t n) const {
-  if (bits_ > 8) throw std::invalid_argument("decodeBulk from uint8 needs a format of at most 8 bits; " + name() + " has " + std::to_string(bits_));
+  if (bits_ > 8)
+    throw std::invalid_argument("decodeBulk from uint8 needs a format of at most 8 bits; " + name() + " has " +
+                                std::to_string(bits_));
   const float* t = table_f32_.data();
   const uint32_t mask = codeMask();
   for (std::size_t i = 0; i < n; ++i) out[i] = t[in[i] & mask];

@@ -23,7 +23,8 @@ inline std::string oracleDir() {
 
 /// Reads a CSV table (header line first, no quoting). Throws std::runtime_error naming the
 /// path when the file is missing, so a test fails loudly instead of skipping.
-inline std::vector<std::vector<std::string>> readCsv(const std::string& file, std::vector<std::string>* header = nullptr) {
+inline std::vector<std::vector<std::string>> readCsv(const std::string& file,
+                                                     std::vector<std::string>* header = nullptr) {
   const std::string path = oracleDir() + "/" + file;
   std::ifstream in(path);
   if (!in)
@@ -56,7 +57,9 @@ inline double parseValue(const std::string& s) {
   return std::strtod(s.c_str(), nullptr);
 }
 
-inline uint32_t parseHex(const std::string& s) { return static_cast<uint32_t>(std::strtoul(s.c_str(), nullptr, 16)); }
+inline uint32_t parseHex(const std::string& s) {
+  return static_cast<uint32_t>(std::strtoul(s.c_str(), nullptr, 16));
+}
 
 /// True when a and b are the same double, bit for bit except that any two NaNs match and
 /// −0 differs from +0.

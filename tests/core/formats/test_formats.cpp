@@ -25,10 +25,14 @@ struct Mode {
 
 Mode parseMode(const std::string& m) {
   Mode r{Rounding::NearestEven, m.rfind("satfinite", 0) == 0};
-  if (m.ends_with("_rne")) r.rounding = Rounding::NearestEven;
-  else if (m.ends_with("_rz") || m.ends_with("_trunc")) r.rounding = Rounding::TowardZero;
-  else if (m.ends_with("_ru")) r.rounding = Rounding::TowardPosInf;
-  else throw std::runtime_error("unknown oracle mode " + m);
+  if (m.ends_with("_rne"))
+    r.rounding = Rounding::NearestEven;
+  else if (m.ends_with("_rz") || m.ends_with("_trunc"))
+    r.rounding = Rounding::TowardZero;
+  else if (m.ends_with("_ru"))
+    r.rounding = Rounding::TowardPosInf;
+  else
+    throw std::runtime_error("unknown oracle mode " + m);
   return r;
 }
 
@@ -91,7 +95,8 @@ void TestFormats::decodeMatchesOracle_data() {
   for (const char* file : {"decode_cuda13.csv", "decode_ml_dtypes.csv"}) {
     for (const auto& [fmt, rows] : byFormat(file)) {
       (void)rows;
-      QTest::newRow((std::string(file) + ":" + fmt).c_str()) << QString::fromLatin1(file) << QString::fromStdString(fmt);
+      QTest::newRow((std::string(file) + ":" + fmt).c_str())
+          << QString::fromLatin1(file) << QString::fromStdString(fmt);
     }
   }
 }
@@ -121,7 +126,8 @@ void TestFormats::encodeMatchesOracle_data() {
   for (const char* file : {"encode_cuda13.csv", "encode_ml_dtypes.csv"}) {
     for (const auto& [fmt, rows] : byFormat(file)) {
       (void)rows;
-      QTest::newRow((std::string(file) + ":" + fmt).c_str()) << QString::fromLatin1(file) << QString::fromStdString(fmt);
+      QTest::newRow((std::string(file) + ":" + fmt).c_str())
+          << QString::fromLatin1(file) << QString::fromStdString(fmt);
     }
   }
 }
@@ -156,7 +162,9 @@ void TestFormats::encodeMatchesOracle() {
   QCOMPARE(bad, 0);
 }
 
-void TestFormats::bulkMatchesScalarOnOracleInputs_data() { encodeMatchesOracle_data(); }
+void TestFormats::bulkMatchesScalarOnOracleInputs_data() {
+  encodeMatchesOracle_data();
+}
 
 void TestFormats::bulkMatchesScalarOnOracleInputs() {
   // The vector kernel against the CUDA-policy oracle rows (RNE) directly.
@@ -281,7 +289,7 @@ void TestFormats::overflowRuleHandDerived() {
   QCOMPARE(e4.encode(464.0, nosat), 0x7Eu);
   QCOMPARE(e4.encode(465.0, nosat), 0x7Fu);
   QCOMPARE(e4.encode(-465.0, nosat), 0xFFu);
-  QCOMPARE(e4.encode(465.0), 0x7Eu);             // saturating → 448
+  QCOMPARE(e4.encode(465.0), 0x7Eu); // saturating → 448
   QCOMPARE(e4.encode(1e30), 0x7Eu);
   QCOMPARE(e4.encode(-std::numeric_limits<double>::infinity()), 0xFEu); // OCP SAT: Inf → −max
   // E5M2: quantum in [32768, 65536) is 2^(15-2) = 8192; 61440 is the midpoint of 57344
@@ -426,16 +434,16 @@ void TestFormats::roundingDecisionExplainsTie() {
 
 void TestFormats::neighboursAndUlp() {
   const Format& e4 = Format::E4M3FN();
-  QCOMPARE(e4.nextUp(0x38), 0x39u);       // 1 → 1.125
-  QCOMPARE(e4.nextDown(0x38), 0x37u);     // 1 → 0.9375
-  QCOMPARE(e4.nextUp(0x7E), 0x7Eu);       // max stays max (no Inf)
-  QCOMPARE(e4.nextUp(0x80), 0x01u);       // −0 → min subnormal
-  QCOMPARE(e4.nextDown(0x00), 0x81u);     // +0 → −min subnormal
-  QCOMPARE(e4.nextUp(0x81), 0x80u);       // −min subnormal → −0 (IEEE nextUp)
+  QCOMPARE(e4.nextUp(0x38), 0x39u);             // 1 → 1.125
+  QCOMPARE(e4.nextDown(0x38), 0x37u);           // 1 → 0.9375
+  QCOMPARE(e4.nextUp(0x7E), 0x7Eu);             // max stays max (no Inf)
+  QCOMPARE(e4.nextUp(0x80), 0x01u);             // −0 → min subnormal
+  QCOMPARE(e4.nextDown(0x00), 0x81u);           // +0 → −min subnormal
+  QCOMPARE(e4.nextUp(0x81), 0x80u);             // −min subnormal → −0 (IEEE nextUp)
   QCOMPARE(Format::E5M2().nextUp(0x7B), 0x7Cu); // 57344 → +Inf
   QCOMPARE(e4.ulp(1.0), 0.125);
   QCOMPARE(e4.ulp(300.0), 32.0);
-  QCOMPARE(e4.ulp(0.001), 0x1p-9);        // subnormal quantum
+  QCOMPARE(e4.ulp(0.001), 0x1p-9); // subnormal quantum
   QCOMPARE(e4.binaryString(0x7E), std::string("0 1111 110"));
   QCOMPARE(e4.hexString(0x7E), std::string("0x7e"));
   QCOMPARE(Format::E2M1().hexString(0x7), std::string("0x7"));
@@ -460,8 +468,7 @@ void TestFormats::namesAndAliases() {
 void TestFormats::customFormatMatchesNamed() {
   // A custom E4M3 with bias 7 and FN specials is the same format as the named E4M3FN.
   const Format c = Format::custom(4, 3, 7, SpecialCodes::FN);
-  for (uint32_t code = 0; code < 256; ++code)
-    QVERIFY(sameValue(c.decode(code), Format::E4M3FN().decode(code)));
+  for (uint32_t code = 0; code < 256; ++code) QVERIFY(sameValue(c.decode(code), Format::E4M3FN().decode(code)));
   QCOMPARE(c.maxFinite(), 448.0);
   QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Format::custom(9, 3, 7, SpecialCodes::IEEE));
   QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Format::custom(8, 9, 127, SpecialCodes::IEEE));

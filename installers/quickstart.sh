@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# FP8 Lab quick start (the two README commands). Run from anywhere, as root on Debian 12:
+#   installers/quickstart.sh run    install deps, build, run the main job on its embedded default
+#   installers/quickstart.sh test   install deps, build, run every test (CTest)
+# Environment: BUILD_DIR (default <repo>/build), FP8LAB_JOBS (default nproc),
+#              FP8LAB_CMAKE_ARGS (extra configure arguments), FP8LAB_OUT (session output dir).
+set -euo pipefail
+
+mode="${1:-}"
+case "$mode" in run|test|build) ;; *)
+  echo "usage: $0 run|test|build" >&2; exit 2;;
+esac
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD_DIR:-$repo/build}"
+jobs="${FP8LAB_JOBS:-$(nproc)}"
+
+"$repo/installers/debian/install-deps.sh"
+
+echo "== configure ($build)"
+# shellcheck disable=SC2086
+cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${FP8LAB_CMAKE_ARGS:-}
+echo "== build (-j$jobs)"
+cmake --build "$build" -j "$jobs"
+
+case "$mode" in
+build) exit 0 ;;
+test)
+  echo "== test"
+  cd "$build"
+  ctest --output-on-failure -j "$jobs" --timeout 900
+  ;;
+run)
+  out_dir="${FP8LAB_OUT:-$repo/out}"
+  mkdir -p "$out_dir"
+  cli="$build/app/fp8lab-cli"
+  config="$repo/resources/experiments/default.json"
+  if [ -f "$config" ] && "$cli" --help | grep -q '^  run '; then
+    session="$out_dir/default-session.h5"
+    echo "== main job: fp8lab-cli run $config"
+    "$cli" run "$config" --out "$session"
+    echo "Session written to: $session"
+    echo "Inspect it:  $cli inspect $session"
+    if [ -n "${DISPLAY:-}" ] && [ -x "$build/app/fp8lab" ]; then
+      echo "Opening it in the desktop app..."
+      exec "$build/app/fp8lab" "$session"
+    fi
+  else
+    echo "== main job (built-in demo of fp8lab-cli)"
+    "$cli" formats
+    "$cli" encode --format E4M3FN 0.1 1.0625 464 465 1e-3 -- -300
+    "$cli" encode --format E5M2 --no-saturate 61440 57344 inf
+  fi
+  ;;
+esac
