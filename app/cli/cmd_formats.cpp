@@ -219,7 +219,8 @@ int runEncode(const QStringList& raw) {
     xs.push_back(*x);
   }
   const bool json = p.isSet(QStringLiteral("json"));
-  QJsonArray arr;
+  JsonStreamWriter jw; // QJsonObject is ~30x slower for 10^5 values
+  jw.beginArray();
   std::string text;
   if (!json) {
     text += "format " + f->name() + ", rounding " + toString(o.rounding) +
@@ -232,29 +233,50 @@ int runEncode(const QStringList& raw) {
     const RoundingDecision d = f->explain(xs[i], oi);
     const QString input = unprotect(values[static_cast<qsizetype>(i)]);
     if (json) {
-      QJsonObject ob;
-      ob[QStringLiteral("input")] = input;
-      ob[QStringLiteral("code")] = QString::fromStdString(f->hexString(d.code));
-      ob[QStringLiteral("binary")] = QString::fromStdString(f->binaryString(d.code));
-      ob[QStringLiteral("value")] = jsonNumber(d.value);
-      ob[QStringLiteral("class")] = QString::fromLatin1(toString(f->classify(d.code)));
-      ob[QStringLiteral("exact")] = d.exact;
+      jw.beginObject();
+      jw.key("input");
+      jw.value(input.toStdString());
+      jw.key("code");
+      jw.value(f->hexString(d.code));
+      jw.key("binary");
+      jw.value(f->binaryString(d.code));
+      jw.key("value");
+      jw.value(d.value);
+      jw.key("class");
+      jw.value(toString(f->classify(d.code)));
+      jw.key("exact");
+      jw.value(d.exact);
       if (d.has_neighbours) {
-        ob[QStringLiteral("lower")] =
-            QJsonObject{{QStringLiteral("code"), QString::fromStdString(f->hexString(d.lower_code))},
-                        {QStringLiteral("value"), jsonNumber(d.lower_value)}};
-        ob[QStringLiteral("upper")] =
-            QJsonObject{{QStringLiteral("code"), QString::fromStdString(f->hexString(d.upper_code))},
-                        {QStringLiteral("value"), jsonNumber(d.upper_value)}};
-        ob[QStringLiteral("midpoint")] = jsonNumber(d.midpoint);
-        ob[QStringLiteral("tie")] = d.tie;
+        jw.key("lower");
+        jw.beginObject();
+        jw.key("code");
+        jw.value(f->hexString(d.lower_code));
+        jw.key("value");
+        jw.value(d.lower_value);
+        jw.endObject();
+        jw.key("upper");
+        jw.beginObject();
+        jw.key("code");
+        jw.value(f->hexString(d.upper_code));
+        jw.key("value");
+        jw.value(d.upper_value);
+        jw.endObject();
+        jw.key("midpoint");
+        jw.value(d.midpoint);
+        jw.key("tie");
+        jw.value(d.tie);
       }
-      ob[QStringLiteral("abs_error")] = jsonNumber(d.abs_error);
-      ob[QStringLiteral("rel_error")] = jsonNumber(d.rel_error);
-      ob[QStringLiteral("overflow")] = d.overflow;
-      ob[QStringLiteral("saturated")] = d.saturated;
-      ob[QStringLiteral("underflow")] = d.underflow;
-      arr.append(ob);
+      jw.key("abs_error");
+      jw.value(d.abs_error);
+      jw.key("rel_error");
+      jw.value(d.rel_error);
+      jw.key("overflow");
+      jw.value(d.overflow);
+      jw.key("saturated");
+      jw.value(d.saturated);
+      jw.key("underflow");
+      jw.value(d.underflow);
+      jw.endObject();
     } else {
       QString line = QStringLiteral("%1 -> %2  [%3]  = %4  (%5)")
                          .arg(input, -12)
@@ -274,7 +296,8 @@ int runEncode(const QStringList& raw) {
       text += line.toStdString() + "\n";
     }
   }
-  out(json ? toJsonText(arr, false) + "\n" : text);
+  jw.endArray();
+  out(json ? jw.text() + "\n" : text);
   return 0;
 }
 
