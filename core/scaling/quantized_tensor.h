@@ -54,6 +54,10 @@ struct QuantizedTensor {
   std::vector<uint8_t> scale_codes;
   QuantizeStats stats;
   std::string strategy;             ///< human-readable strategy name, e.g. "per-tensor current (TE)"
+  /// How the codes were produced from x: Multiply → cast(x · quant_scale) (TE, torchao,
+  /// DeepGEMM, MX); Divide → cast(x / dequant_scale) (Flax, DeepSeek-V3 act_quant). Either way
+  /// dequant_scales is the GEMM's factor.
+  Format::ScaleOp scale_op = Format::ScaleOp::Multiply;
 
   int64_t blockRows() const { return block.rows > 0 ? (rows + block.rows - 1) / block.rows : 0; }
   int64_t blockCols() const { return block.cols > 0 ? (cols + block.cols - 1) / block.cols : 0; }

@@ -1,0 +1,455 @@
+#include "scaling/scaling.h"
+
+#include "scaling/scale_rules.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace fp8lab {
+
+// ---- names -------------------------------------------------------------------------------------
+
+const char* toString(Granularity g) {
+  switch (g) {
+  case Granularity::PerTensor: return "per-tensor";
+  case Granularity::PerRow: return "per-row";
+  case Granularity::PerColumn: return "per-column";
+  case Granularity::Outer: return "outer-vector";
+  case Granularity::Block1D: return "block-1d";
+  case Granularity::Block2D: return "block-2d";
+  }
+  return "?";
+}
+
+const char* toString(ScaleRule r) {
+  switch (r) {
+  case ScaleRule::TransformerEngine: return "te";
+  case ScaleRule::Torchao: return "torchao";
+  case ScaleRule::DeepGemm: return "deepgemm";
+  case ScaleRule::MxFloor: return "mx-floor";
+  case ScaleRule::MxCeil: return "mx-ceil";
+  case ScaleRule::MxRceil: return "mx-rceil";
+  }
+  return "?";
+}
+
+const char* toString(Axis a) { return a == Axis::Rows ? "rows" : "cols"; }
+
+// ---- presets -----------------------------------------------------------------------------------
+
+namespace {
+
+struct PresetDef {
+  ScalingPresetInfo info;
+  ScalingConfig cfg;
+};
+
+ScalingConfig make(const char* name, Granularity g, ScaleRule r, bool pow2 = false, int64_t block = 128,
+                   Format::ScaleOp op = Format::ScaleOp::Multiply) {
+  ScalingConfig c;
+  c.name = name;
+  c.granularity = g;
+  c.rule = r;
+  c.pow2 = pow2;
+  c.block = block;
+  c.op = op;
+  return c;
+}
+
+const std::vector<PresetDef>& presetDefs() {
+  using G = Granularity;
+  using R = ScaleRule;
+  static const std::vector<PresetDef> defs = {
+      {{"te_current", "per-tensor current scaling, s = max/amax (fp32), amax 0/inf/NaN -> 1, inf -> FLT_MAX",
+        "Transformer Engine Float8CurrentScaling, recipe_common.cuh compute_scale_from_amax (SCALING-SEMANTICS 3.3)"},
+       make("te_current", G::PerTensor, R::TransformerEngine)},
+      {{"te_current_pow2", "te_current with power-of-two scales (mantissa mask, rounds down)",
+        "TE Float8CurrentScaling with NVTE_FP8_CURRENT_SCALING_POWER_2_SCALES=1 (3.3)"},
+       make("te_current_pow2", G::PerTensor, R::TransformerEngine, true)},
+      {{"torchao_tensorwise", "per-tensor, s = float32(float64(max)/max(amax,1e-12))",
+        "torchao float8 recipe 'tensorwise', float8_utils.amax_to_scale (4.1, 4.2)"},
+       make("torchao_tensorwise", G::PerTensor, R::Torchao)},
+      {{"torchao_rowwise", "one scale per slice across the contraction axis, torchao rule, pow2 (exp2(floor(log2)))",
+        "torchao float8 recipe 'rowwise' (4.1, 4.2)"},
+       make("torchao_rowwise", G::Outer, R::Torchao, true)},
+      {{"per_row", "one scale per row, torchao rule (no pow2 unless asked)", "torchao axiswise_dim=-1 / cuBLASLt outer vector (4.1)"},
+       make("per_row", G::PerRow, R::Torchao)},
+      {{"per_column", "one scale per column, torchao rule (no pow2 unless asked)", "torchao axiswise_dim=0 / cuBLASLt outer vector (4.1)"},
+       make("per_column", G::PerColumn, R::Torchao)},
+      {{"torchao_block_1x128", "1x128 blocks along the contraction axis, torchao rule, no pow2",
+        "torchao prototype/blockwise_fp8_training/kernels.py (4.5)"},
+       make("torchao_block_1x128", G::Block1D, R::Torchao)},
+      {{"torchao_block_128x128", "128x128 tiles, torchao rule, no pow2", "torchao prototype/blockwise_fp8_training/kernels.py (4.5)"},
+       make("torchao_block_128x128", G::Block2D, R::Torchao)},
+      {{"deepgemm_1x128", "1x128 blocks, sf = max(amax,1e-4)/448 (fp32), x * (1/sf)",
+        "DeepGEMM deep_gemm/utils/math.py per_token_cast_to_fp8; DeepSeek-V3 activations (5)"},
+       make("deepgemm_1x128", G::Block1D, R::DeepGemm)},
+      {{"deepgemm_128x128", "128x128 tiles, sf = max(amax,1e-4)/448 (fp32), x * (1/sf)",
+        "DeepGEMM per_block_cast_to_fp8; DeepSeek-V3 weights (5)"},
+       make("deepgemm_128x128", G::Block2D, R::DeepGemm)},
+      {{"deepgemm_1x128_ue8m0", "deepgemm_1x128 with sf rounded up to a power of two (UE8M0, SM100)",
+        "DeepGEMM math.py ceil_to_ue8m0 (5)"},
+       make("deepgemm_1x128_ue8m0", G::Block1D, R::DeepGemm, true)},
+      {{"deepgemm_128x128_ue8m0", "deepgemm_128x128 with UE8M0 (round-up) scales", "DeepGEMM math.py ceil_to_ue8m0 (5)"},
+       make("deepgemm_128x128_ue8m0", G::Block2D, R::DeepGemm, true)},
+      {{"dsv3_act_quant", "1x128 blocks, sf = max(amax,1e-4)/448, x / sf (division)",
+        "DeepSeek-V3 inference/kernel.py act_quant (5)"},
+       make("dsv3_act_quant", G::Block1D, R::DeepGemm, false, 128, Format::ScaleOp::Divide)},
+      {{"te_block_1x128", "1x128 blocks, TE rule with power-of-two scales (default of Float8BlockScaling)",
+        "TE Float8BlockScaling x/grad 1D blocks (3.4)"},
+       make("te_block_1x128", G::Block1D, R::TransformerEngine, true)},
+      {{"te_block_128x128", "128x128 tiles, TE rule with power-of-two scales", "TE Float8BlockScaling weight 2D blocks (3.4)"},
+       make("te_block_128x128", G::Block2D, R::TransformerEngine, true)},
+      {{"mx_floor", "MX block-32, E8M0 = floor(log2 amax) - emax_elem, elements saturate (may clip)",
+        "OCP MX v1.0 6.3; microxcaling; torchao ScaleCalculationMode.FLOOR (4.6, 6)"},
+       make("mx_floor", G::Block1D, R::MxFloor, false, 32)},
+      {{"mx_ceil", "MX block-32, E8M0 = ceil exponent - emax_elem", "torchao ScaleCalculationMode.CEIL (4.6)"},
+       make("mx_ceil", G::Block1D, R::MxCeil, false, 32)},
+      {{"mx_rceil", "MX block-32, E8M0 = round_up(amax/max) saturating, never clips",
+        "TE MXFP8BlockScaling float_to_e8m0, cuBLAS (3.5)"},
+       make("mx_rceil", G::Block1D, R::MxRceil, false, 32)},
+      {{"flax_delayed", "per-tensor delayed: Flax fp8_ops history (window excludes current step), dequant scale",
+        "Flax flax/linen/fp8_ops.py update_fp8_meta (2)", true},
+       make("flax_delayed", G::PerTensor, R::TransformerEngine)},
+      {{"te_delayed", "per-tensor delayed: TE DelayedScaling (staging slot, no roll on amax 0, FLT_MAX clamp)",
+        "TE DelayedScaling fused kernel_bulk (3.1)", true},
+       make("te_delayed", G::PerTensor, R::TransformerEngine)},
+  };
+  return defs;
+}
+
+std::string normalise(std::string_view s) {
+  std::string r;
+  for (char c : s) r += c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return r;
+}
+
+} // namespace
+
+const std::vector<ScalingPresetInfo>& scalingPresets() {
+  static const std::vector<ScalingPresetInfo> list = [] {
+    std::vector<ScalingPresetInfo> l;
+    for (const auto& d : presetDefs()) l.push_back(d.info);
+    return l;
+  }();
+  return list;
+}
+
+std::optional<ScalingConfig> scalingPreset(std::string_view name) {
+  const std::string n = normalise(name);
+  for (const auto& d : presetDefs())
+    if (d.info.name == n && !d.info.delayed) return d.cfg;
+  return std::nullopt;
+}
+
+// ---- scale of one block ------------------------------------------------------------------------
+
+bool ruleAmaxPropagatesNaN(ScaleRule rule) {
+  return !(rule == ScaleRule::TransformerEngine || rule == ScaleRule::MxRceil);
+}
+
+BlockScale blockScaleFromAmax(double amax, const Format& fmt, const ScalingConfig& cfg) {
+  const double maxd = fmt.maxFinite();
+  const float maxf = static_cast<float>(maxd);
+  const float af = static_cast<float>(amax);
+  BlockScale b;
+  switch (cfg.rule) {
+  case ScaleRule::TransformerEngine:
+    b.quant = teScaleFromAmax(af, maxf, cfg.pow2, cfg.amax_epsilon);
+    b.dequant = 1.0f / b.quant; // TE scale_inv = __frcp_rn(scale)
+    break;
+  case ScaleRule::Torchao:
+    b.quant = torchaoScaleFromAmax(amax, maxd, cfg.pow2);
+    b.dequant = 1.0f / b.quant; // torch float32 reciprocal at _scaled_mm time
+    break;
+  case ScaleRule::DeepGemm:
+    b.dequant = deepGemmDequantScale(af, maxf, cfg.pow2);
+    b.quant = 1.0f / b.dequant; // DeepGEMM helpers: x * (1.0 / sf) in float32
+    break;
+  case ScaleRule::MxFloor:
+  case ScaleRule::MxCeil:
+  case ScaleRule::MxRceil: {
+    uint8_t code = 0;
+    if (cfg.rule == ScaleRule::MxFloor) code = mxScaleFloor(af, fmt.maxExponent());
+    else if (cfg.rule == ScaleRule::MxCeil) code = mxScaleCeil(af, fmt.maxExponent());
+    else code = mxScaleRceil(af, maxf);
+    b.scale_code = code;
+    b.dequant = e8m0ToFloat(code);
+    b.quant = e8m0ReciprocalToFloat(code);
+    break;
+  }
+  }
+  return b;
+}
+
+ScaleBlock scaleBlockFor(const ScalingConfig& cfg, int64_t rows, int64_t cols, Axis contraction) {
+  const int64_t r1 = std::max<int64_t>(rows, 1), c1 = std::max<int64_t>(cols, 1);
+  switch (cfg.granularity) {
+  case Granularity::PerTensor: return {r1, c1};
+  case Granularity::PerRow: return {1, c1};
+  case Granularity::PerColumn: return {r1, 1};
+  case Granularity::Outer: return contraction == Axis::Cols ? ScaleBlock{1, c1} : ScaleBlock{r1, 1};
+  case Granularity::Block1D: return contraction == Axis::Cols ? ScaleBlock{1, cfg.block} : ScaleBlock{cfg.block, 1};
+  case Granularity::Block2D: return {cfg.block, cfg.block};
+  }
+  return {r1, c1};
+}
+
+// ---- amax --------------------------------------------------------------------------------------
+
+namespace {
+
+template <typename T> struct Bits;
+template <> struct Bits<float> {
+  using U = uint32_t;
+  static constexpr U abs_mask = 0x7FFFFFFFu, inf = 0x7F800000u;
+};
+template <> struct Bits<double> {
+  using U = uint64_t;
+  static constexpr U abs_mask = 0x7FFFFFFFFFFFFFFFull, inf = 0x7FF0000000000000ull;
+};
+
+/// Max of |x| over non-NaN elements as bits (positive IEEE values order like integers), and
+/// whether a NaN was seen. Branch-free so the compiler vectorises it.
+template <typename T>
+typename Bits<T>::U maxAbsBits(const T* x, std::size_t n, bool* saw_nan) {
+  using U = typename Bits<T>::U;
+  U m = 0, nan = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const U b = std::bit_cast<U>(x[i]) & Bits<T>::abs_mask;
+    const U is_nan = b > Bits<T>::inf ? U(1) : U(0);
+    nan |= is_nan;
+    const U v = is_nan ? U(0) : b;
+    m = v > m ? v : m;
+  }
+  *saw_nan = nan != 0;
+  return m;
+}
+
+template <typename T> double amaxImpl(const T* x, std::size_t n, bool ignore_nan) {
+  bool nan = false;
+  const auto m = maxAbsBits(x, n, &nan);
+  if (nan && !ignore_nan) return std::numeric_limits<double>::quiet_NaN();
+  return static_cast<double>(std::bit_cast<T>(m));
+}
+
+// ---- stats -------------------------------------------------------------------------------------
+
+struct CodeFlags {
+  std::array<uint8_t, 256> zero{}, sub{};
+  explicit CodeFlags(const Format& f) {
+    for (uint32_t c = 0; c < f.codeCount() && c < 256; ++c) {
+      const CodeClass k = f.classify(c);
+      zero[c] = k == CodeClass::Zero;
+      sub[c] = k == CodeClass::Subnormal;
+    }
+  }
+};
+
+template <typename T>
+void addStats(const T* x, const uint8_t* c, std::size_t n, T s, Format::ScaleOp op, T maxf, const CodeFlags& fl,
+              QuantizeStats& st) {
+  int64_t nan = 0, inf = 0, zero = 0, under = 0, sat = 0, sub = 0;
+  const bool divide = op == Format::ScaleOp::Divide;
+  for (std::size_t i = 0; i < n; ++i) {
+    const T v = x[i];
+    sub += fl.sub[c[i]];
+    if (std::isnan(v)) { ++nan; continue; }
+    if (std::isinf(v)) { ++inf; continue; }
+    if (v == T(0)) { ++zero; continue; }
+    under += fl.zero[c[i]];
+    const T y = divide ? v / s : v * s; // the value the cast saw (same arithmetic as encodeBulk)
+    sat += std::fabs(y) > maxf ? 1 : 0;
+  }
+  st.nan_inputs += nan;
+  st.inf_inputs += inf;
+  st.zero_inputs += zero;
+  st.underflow += under;
+  st.saturated += sat;
+  st.subnormal += sub;
+  st.elements += static_cast<int64_t>(n);
+}
+
+void checkArgs(const void* x, int64_t rows, int64_t cols, const Format& fmt) {
+  if (rows < 0 || cols < 0)
+    throw std::invalid_argument("quantize: negative shape [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
+  if (rows > 0 && cols > std::numeric_limits<int64_t>::max() / rows)
+    throw std::invalid_argument("quantize: shape [" + std::to_string(rows) + ", " + std::to_string(cols) + "] overflows");
+  if (rows * cols > 0 && !x) throw std::invalid_argument("quantize: null input with " + std::to_string(rows * cols) + " elements");
+  if (fmt.bits() > 8)
+    throw std::invalid_argument("quantize: " + fmt.name() + " has " + std::to_string(fmt.bits()) +
+                                " bits; scaling quantizes to formats of at most 8 bits");
+}
+
+template <typename T> void encodeSegment(const Format& fmt, const T* x, uint8_t* c, std::size_t n, float quant, float dequant,
+                                          Format::ScaleOp op, const EncodeOptions& enc, uint64_t seed, uint64_t first,
+                                          const CodeFlags& fl, QuantizeStats& st) {
+  const float sf = op == Format::ScaleOp::Divide ? dequant : quant;
+  const T s = static_cast<T>(sf);
+  fmt.encodeBulk(x, c, n, enc, s, op, seed, first);
+  addStats<T>(x, c, n, s, op, static_cast<T>(fmt.maxFinite()), fl, st);
+}
+
+/// Quantizes x [R, C] (row-major) with blocks [br, bc] laid row-major; fills codes, scales, stats.
+template <typename T>
+void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, const Format& fmt, const ScalingConfig& cfg,
+                      QuantizedTensor& q, const ProgressFn& progress) {
+  const int64_t GR = (R + br - 1) / br, GC = (C + bc - 1) / bc;
+  q.codes.assign(static_cast<std::size_t>(R * C), 0);
+  q.dequant_scales.assign(static_cast<std::size_t>(GR * GC), 1.0f);
+  q.quant_scales.assign(static_cast<std::size_t>(GR * GC), 1.0f);
+  const bool mx = cfg.rule == ScaleRule::MxFloor || cfg.rule == ScaleRule::MxCeil || cfg.rule == ScaleRule::MxRceil;
+  if (mx) q.scale_codes.assign(static_cast<std::size_t>(GR * GC), 0);
+  const bool ignore_nan = !ruleAmaxPropagatesNaN(cfg.rule);
+  const CodeFlags flags(fmt);
+  using U = typename Bits<T>::U;
+  std::vector<U> mbits(static_cast<std::size_t>(GC));
+  std::vector<uint8_t> mnan(static_cast<std::size_t>(GC));
+  std::vector<BlockScale> sc(static_cast<std::size_t>(GC));
+  const double total = static_cast<double>(R) * static_cast<double>(C);
+  for (int64_t gi = 0; gi < GR; ++gi) {
+    const int64_t r0 = gi * br, r1 = std::min(R, r0 + br);
+    std::fill(mbits.begin(), mbits.end(), U(0));
+    std::fill(mnan.begin(), mnan.end(), uint8_t(0));
+    for (int64_t i = r0; i < r1; ++i)
+      for (int64_t gj = 0; gj < GC; ++gj) {
+        const int64_t c0 = gj * bc, c1 = std::min(C, c0 + bc);
+        bool nan = false;
+        const U m = maxAbsBits(x + i * C + c0, static_cast<std::size_t>(c1 - c0), &nan);
+        mbits[static_cast<std::size_t>(gj)] = std::max(mbits[static_cast<std::size_t>(gj)], m);
+        mnan[static_cast<std::size_t>(gj)] |= nan ? 1 : 0;
+      }
+    for (int64_t gj = 0; gj < GC; ++gj) {
+      const std::size_t j = static_cast<std::size_t>(gj);
+      const double amax = (mnan[j] && !ignore_nan) ? std::numeric_limits<double>::quiet_NaN()
+                                                   : static_cast<double>(std::bit_cast<T>(mbits[j]));
+      sc[j] = blockScaleFromAmax(amax, fmt, cfg);
+      const std::size_t k = static_cast<std::size_t>(gi * GC + gj);
+      q.dequant_scales[k] = sc[j].dequant;
+      q.quant_scales[k] = sc[j].quant;
+      if (mx) q.scale_codes[k] = static_cast<uint8_t>(sc[j].scale_code);
+    }
+    for (int64_t i = r0; i < r1; ++i)
+      for (int64_t gj = 0; gj < GC; ++gj) {
+        const int64_t c0 = gj * bc, c1 = std::min(C, c0 + bc);
+        const std::size_t off = static_cast<std::size_t>(i * C + c0);
+        const BlockScale& b = sc[static_cast<std::size_t>(gj)];
+        encodeSegment<T>(fmt, x + off, q.codes.data() + off, static_cast<std::size_t>(c1 - c0), b.quant, b.dequant, cfg.op,
+                         cfg.encode, cfg.seed, off, flags, q.stats);
+      }
+    if (progress) reportProgress(progress, static_cast<double>(r1) * static_cast<double>(C) / total, "quantize");
+  }
+}
+
+template <typename T> void transposeInto(const T* x, int64_t R, int64_t C, T* y) {
+  constexpr int64_t t = 32;
+  for (int64_t i0 = 0; i0 < R; i0 += t)
+    for (int64_t j0 = 0; j0 < C; j0 += t)
+      for (int64_t i = i0; i < std::min(R, i0 + t); ++i)
+        for (int64_t j = j0; j < std::min(C, j0 + t); ++j) y[j * R + i] = x[i * C + j];
+}
+
+std::string strategyName(const ScalingConfig& cfg, const ScaleBlock& b) {
+  std::string s = cfg.name + " (" + toString(cfg.granularity) + " " + std::to_string(b.rows) + "x" + std::to_string(b.cols) +
+                  ", rule " + toString(cfg.rule);
+  if (cfg.pow2) s += ", pow2";
+  s += cfg.op == Format::ScaleOp::Divide ? ", x/dequant)" : ", x*quant)";
+  return s;
+}
+
+template <typename T>
+QuantizedTensor quantizeImpl(const T* x, int64_t rows, int64_t cols, const Format& fmt, const ScalingConfig& cfg,
+                             Axis contraction, const ProgressFn& progress) {
+  checkArgs(x, rows, cols, fmt);
+  if (cfg.block < 1) throw std::invalid_argument("quantize: block size must be at least 1, got " + std::to_string(cfg.block));
+  QuantizedTensor q;
+  q.rows = rows;
+  q.cols = cols;
+  q.format = &fmt;
+  q.block = scaleBlockFor(cfg, rows, cols, contraction);
+  q.scale_op = cfg.op;
+  q.strategy = strategyName(cfg, q.block);
+  if (rows == 0 || cols == 0) return q;
+  // Column-shaped blocks ([h, 1]) are quantized on the transpose, where they are contiguous rows.
+  const bool columnar = q.block.cols == 1 && q.block.rows > 1 && cols > 1;
+  if (!columnar) {
+    quantizeRowMajor(x, rows, cols, q.block.rows, q.block.cols, fmt, cfg, q, progress);
+    return q;
+  }
+  std::vector<T> xt(static_cast<std::size_t>(rows * cols));
+  transposeInto(x, rows, cols, xt.data());
+  QuantizedTensor t;
+  t.format = &fmt;
+  quantizeRowMajor(xt.data(), cols, rows, 1, q.block.rows, fmt, cfg, t, progress);
+  q.codes.resize(t.codes.size());
+  transposeInto(t.codes.data(), cols, rows, q.codes.data());
+  const int64_t gr = q.blockRows(); // grid of t is [cols, gr]
+  auto tr = [&](const auto& v, auto& out) {
+    out.resize(v.size());
+    transposeInto(v.data(), cols, gr, out.data());
+  };
+  tr(t.dequant_scales, q.dequant_scales);
+  tr(t.quant_scales, q.quant_scales);
+  if (!t.scale_codes.empty()) tr(t.scale_codes, q.scale_codes);
+  q.stats = t.stats;
+  return q;
+}
+
+template <typename T>
+QuantizedTensor quantizeWithScaleImpl(const T* x, int64_t rows, int64_t cols, const Format& fmt, const BlockScale& s,
+                                      Format::ScaleOp op, const EncodeOptions& enc, const ProgressFn& progress) {
+  checkArgs(x, rows, cols, fmt);
+  QuantizedTensor q;
+  q.rows = rows;
+  q.cols = cols;
+  q.format = &fmt;
+  q.block = {std::max<int64_t>(rows, 1), std::max<int64_t>(cols, 1)};
+  q.scale_op = op;
+  q.strategy = op == Format::ScaleOp::Divide ? "per-tensor given scale (x/dequant)" : "per-tensor given scale (x*quant)";
+  if (rows == 0 || cols == 0) return q;
+  q.dequant_scales = {s.dequant};
+  q.quant_scales = {s.quant};
+  if (s.scale_code >= 0) q.scale_codes = {static_cast<uint8_t>(s.scale_code)};
+  q.codes.assign(static_cast<std::size_t>(rows * cols), 0);
+  const CodeFlags flags(fmt);
+  const std::size_t n = q.codes.size();
+  constexpr std::size_t chunk = std::size_t(1) << 20;
+  for (std::size_t off = 0; off < n; off += chunk) {
+    const std::size_t len = std::min(chunk, n - off);
+    encodeSegment<T>(fmt, x + off, q.codes.data() + off, len, s.quant, s.dequant, op, enc, 0, off, flags, q.stats);
+    if (progress) reportProgress(progress, static_cast<double>(off + len) / static_cast<double>(n), "quantize");
+  }
+  return q;
+}
+
+} // namespace
+
+double amaxOf(const float* x, std::size_t n, bool ignore_nan) { return amaxImpl(x, n, ignore_nan); }
+double amaxOf(const double* x, std::size_t n, bool ignore_nan) { return amaxImpl(x, n, ignore_nan); }
+
+QuantizedTensor quantize(const float* x, int64_t rows, int64_t cols, const Format& fmt, const ScalingConfig& cfg,
+                         Axis contraction, const ProgressFn& progress) {
+  return quantizeImpl(x, rows, cols, fmt, cfg, contraction, progress);
+}
+
+QuantizedTensor quantize(const double* x, int64_t rows, int64_t cols, const Format& fmt, const ScalingConfig& cfg,
+                         Axis contraction, const ProgressFn& progress) {
+  return quantizeImpl(x, rows, cols, fmt, cfg, contraction, progress);
+}
+
+QuantizedTensor quantizeWithScale(const float* x, int64_t rows, int64_t cols, const Format& fmt, const BlockScale& scale,
+                                  Format::ScaleOp op, const EncodeOptions& encode, const ProgressFn& progress) {
+  return quantizeWithScaleImpl(x, rows, cols, fmt, scale, op, encode, progress);
+}
+
+QuantizedTensor quantizeWithScale(const double* x, int64_t rows, int64_t cols, const Format& fmt, const BlockScale& scale,
+                                  Format::ScaleOp op, const EncodeOptions& encode, const ProgressFn& progress) {
+  return quantizeWithScaleImpl(x, rows, cols, fmt, scale, op, encode, progress);
+}
+
+} // namespace fp8lab

@@ -1,0 +1,151 @@
+// FP8 Lab — scaling strategies with current (this tensor's) amax: per tensor, per row / column,
+// 1x128 / 128x128 blocks, MX block-32 with E8M0 scales; named presets reproducing Transformer
+// Engine, torchao, DeepGEMM / DeepSeek-V3 and OCP MX. Delayed scaling (amax history) lives in
+// delayed_scaling.h and quantizes through quantizeWithScale() below.
+//
+// A strategy = granularity × amax source × scale rule × rounding of the scale × quantize op.
+// The exact semantics of every rule are in shared/SCALING-SEMANTICS.md; docs/scaling.md lists
+// which preset follows which system and what each does with amax 0 / inf / NaN / tiny.
+//
+// Scale convention: results are QuantizedTensor (quantized_tensor.h): `dequant_scales`
+// (x ≈ decode(code) · dequant_scale, what GEMMs take) and `quant_scales` (the multiplier the
+// preset computed; x_q = cast(x · quant_scale), or cast(x / dequant_scale) when
+// scale_op == Divide, as in Flax and DeepSeek-V3's act_quant).
+#pragma once
+
+#include "common/progress.h"
+#include "formats/format.h"
+#include "scaling/quantized_tensor.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fp8lab {
+
+/// The contraction (reduction) axis of a GEMM operand stored row-major [rows, cols]:
+/// Cols for A[M,K] (K runs along a row), Rows for B[K,N] (K runs down a column).
+enum class Axis { Rows, Cols };
+
+/// Which elements share one scale.
+enum class Granularity {
+  PerTensor, ///< one scale for the tensor
+  PerRow,    ///< one scale per row (amax over the row's columns)
+  PerColumn, ///< one scale per column
+  Outer,     ///< one scale per slice across the contraction axis (torchao rowwise, cuBLASLt
+             ///< "outer vector"): PerRow when the contraction axis is Cols, else PerColumn
+  Block1D,   ///< 1×B blocks along the contraction axis (B×1 when it is Rows); MX: B = 32
+  Block2D,   ///< B×B tiles (DeepSeek-V3 / TE weights: 128×128)
+};
+
+/// How a block's amax becomes a scale (scale_rules.h has the arithmetic).
+enum class ScaleRule {
+  TransformerEngine, ///< teScaleFromAmax: fp32 IEEE division, amax 0/inf/NaN → 1, inf → FLT_MAX
+  Torchao,           ///< torchaoScaleFromAmax: EPS 1e-12, float64 division, then float32
+  DeepGemm,          ///< deepGemmDequantScale: amax ≥ 1e-4, sf = amax/max (dequant first)
+  MxFloor,           ///< OCP MX §6.3 (torchao FLOOR): E8M0 = floor(log2 amax) − emax_elem
+  MxCeil,            ///< torchao CEIL: E8M0 = ceil-ish exponent − emax_elem
+  MxRceil,           ///< NVIDIA RCEIL (TE, cuBLAS): E8M0 = round_up(amax/max), saturating
+};
+
+/// A complete current-scaling strategy. Build one with scalingPreset() and adjust fields.
+struct ScalingConfig {
+  std::string name = "te_current"; ///< preset name (for display and sessions)
+  Granularity granularity = Granularity::PerTensor;
+  int64_t block = 128;             ///< B of Block1D / Block2D (MX: 32); ≥ 1
+  ScaleRule rule = ScaleRule::TransformerEngine;
+  /// Power-of-two scales. TE: mantissa mask of the quant multiplier (down); torchao:
+  /// exp2(floor(log2)) of the quant multiplier (down); DeepGEMM: UE8M0 round-up of the dequant
+  /// multiplier. MX rules are powers of two by construction (ignored).
+  bool pow2 = false;
+  /// TE only: amax_epsilon (amax below it is raised to it). torchao and DeepGEMM use their fixed
+  /// floors (1e-12, 1e-4).
+  float amax_epsilon = 0.0f;
+  /// How the scale is applied: x·quant_scale (TE, torchao, DeepGEMM helpers, MX) or
+  /// x/dequant_scale (Flax, DeepSeek-V3 act_quant), in float32 (float64 for double input).
+  Format::ScaleOp op = Format::ScaleOp::Multiply;
+  /// Element rounding/saturation (default RNE saturating, as every preset's cast).
+  EncodeOptions encode{};
+  uint64_t seed = 0;               ///< stochastic rounding seed (element index = row-major index)
+};
+
+/// A named preset and where its semantics come from.
+struct ScalingPresetInfo {
+  std::string name;    ///< e.g. "te_current"
+  std::string summary; ///< one line
+  std::string source;  ///< system, file and section of SCALING-SEMANTICS.md
+  bool delayed = false;///< true for flax_delayed / te_delayed (use DelayedScaling)
+};
+
+/// Every preset, in display order: te_current, te_current_pow2, torchao_tensorwise,
+/// torchao_rowwise, per_row, per_column, torchao_block_1x128, torchao_block_128x128,
+/// deepgemm_1x128, deepgemm_128x128, deepgemm_1x128_ue8m0, deepgemm_128x128_ue8m0,
+/// dsv3_act_quant, te_block_1x128, te_block_128x128, mx_floor, mx_ceil, mx_rceil,
+/// flax_delayed, te_delayed.
+const std::vector<ScalingPresetInfo>& scalingPresets();
+
+/// The config of a current-scaling preset (case-insensitive; '-' and '_' are the same).
+/// nullopt for unknown names and for the delayed presets (see delayedPreset()).
+std::optional<ScalingConfig> scalingPreset(std::string_view name);
+
+/// Resolves a granularity to the block shape for a [rows, cols] tensor and contraction axis
+/// (PerTensor → [rows, cols], at least 1×1; partial edge blocks are allowed).
+ScaleBlock scaleBlockFor(const ScalingConfig& cfg, int64_t rows, int64_t cols, Axis contraction);
+
+/// One block's scale, as a preset computes it from the block amax.
+struct BlockScale {
+  float quant = 1.0f;   ///< quant multiplier (x · quant); for Divide presets: 1/dequant in float32
+  float dequant = 1.0f; ///< dequant multiplier (what a GEMM takes)
+  int scale_code = -1;  ///< E8M0 byte for MX rules, else −1
+};
+
+/// The scale a config gives a block of amax `amax` (the rules of scale_rules.h; `amax` is
+/// the block's max |x|: NaN if the rule propagates NaN and the block has one). For float32 rules
+/// the amax is rounded to float32 first (exact for float32 tensors).
+BlockScale blockScaleFromAmax(double amax, const Format& fmt, const ScalingConfig& cfg);
+
+/// Whether a rule's amax propagates NaN (torch.max / jnp.max: torchao, DeepGEMM, MX FLOOR/CEIL
+/// via torchao) or ignores NaN elements (CUDA fmaxf in TE kernels: TE rules, MX RCEIL).
+bool ruleAmaxPropagatesNaN(ScaleRule rule);
+
+/// Quantizes a row-major float32 tensor [rows, cols] with a current-scaling strategy.
+/// Each block: amax → scale (per preset) → codes = fmt.encodeBulk(x, scale, op).
+/// Returns codes, dequant_scales and quant_scales over the block grid (row-major), E8M0 scale
+/// codes for MX rules, and stats (saturated = finite inputs whose scaled magnitude exceeded
+/// max finite and were clipped; underflow; subnormal results; NaN/Inf/zero inputs).
+/// NaN/Inf/all-zero inputs never throw: each rule's edge behaviour applies (docs/scaling.md).
+/// Throws std::invalid_argument for negative shapes, a null pointer with elements, a format of
+/// more than 8 bits or block < 1; Cancelled when progress asks to stop.
+QuantizedTensor quantize(const float* x, int64_t rows, int64_t cols, const Format& fmt,
+                         const ScalingConfig& cfg, Axis contraction = Axis::Cols,
+                         const ProgressFn& progress = {});
+
+/// The same for float64 tensors: amax in float64, scale per the rule (torchao divides in
+/// float64; float32 rules see float32(amax)), elements encoded from float64 with one rounding
+/// of x·s (or x/s) computed in float64.
+QuantizedTensor quantize(const double* x, int64_t rows, int64_t cols, const Format& fmt,
+                         const ScalingConfig& cfg, Axis contraction = Axis::Cols,
+                         const ProgressFn& progress = {});
+
+/// Quantizes a whole tensor with a given per-tensor scale (delayed / static scaling):
+/// codes = encodeBulk(x, op == Multiply ? quant : dequant, op). The result's block is
+/// [rows, cols] with one scale.
+QuantizedTensor quantizeWithScale(const float* x, int64_t rows, int64_t cols, const Format& fmt,
+                                  const BlockScale& scale, Format::ScaleOp op,
+                                  const EncodeOptions& encode = {}, const ProgressFn& progress = {});
+QuantizedTensor quantizeWithScale(const double* x, int64_t rows, int64_t cols, const Format& fmt,
+                                  const BlockScale& scale, Format::ScaleOp op,
+                                  const EncodeOptions& encode = {}, const ProgressFn& progress = {});
+
+/// max |x| over n values. ignore_nan: NaN elements are skipped (CUDA fmaxf); otherwise any NaN
+/// makes the result NaN (torch.max). Inf counts as Inf.
+double amaxOf(const float* x, std::size_t n, bool ignore_nan);
+double amaxOf(const double* x, std::size_t n, bool ignore_nan);
+
+const char* toString(Granularity g);
+const char* toString(ScaleRule r);
+const char* toString(Axis a);
+
+} // namespace fp8lab
