@@ -1,0 +1,582 @@
+// FP8 Lab — session reader: validation on open (no data read), whole / windowed / block-reduced
+// reads of datasets. Layout: docs/session-format.md.
+#include "session/hdf5_util.h"
+#include "session/session.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <new>
+
+namespace fp8lab {
+
+namespace fs = std::filesystem;
+using C = SessionIssue::Code;
+using W = Warning::Severity;
+using namespace h5;
+
+namespace {
+
+/// Refuse reads that would need more memory than this (bytes): a crafted file may claim any size.
+constexpr int64_t kMaxReadBytes = int64_t(1) << 36; // 64 GiB
+
+std::string shapeText(const std::vector<int64_t>& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+struct VisitData {
+  hid_t run;
+  std::vector<std::string> datasets;
+  std::vector<std::string> groups;
+};
+
+herr_t visitCb(hid_t, const char* name, const H5L_info_t* info, void* data) {
+  auto* v = static_cast<VisitData*>(data);
+  if (info->type != H5L_TYPE_HARD) return 0; // soft / external links are not part of the format
+  Handle o = object(H5Oopen(v->run, name, H5P_DEFAULT));
+  if (!o.valid()) {
+    H5Eclear2(H5E_DEFAULT);
+    return 0;
+  }
+  const H5I_type_t t = H5Iget_type(o);
+  if (t == H5I_DATASET) v->datasets.emplace_back(name);
+  else if (t == H5I_GROUP) v->groups.emplace_back(name);
+  return 0;
+}
+
+} // namespace
+
+struct SessionReader::Impl {
+  std::string path;
+  Handle file;
+  SessionInfo info;
+
+  const DatasetInfo* findInfo(const std::string& run_id, const std::string& ds, Status* st) const {
+    const RunInfo* r = info.find(run_id);
+    if (!r) {
+      st->add(C::NotFound, path + "#/runs/" + run_id, "no such run (or it failed validation)");
+      return nullptr;
+    }
+    for (const auto& d : r->datasets)
+      if (d.path == ds) return &d;
+    st->add(C::MissingDataset, path + "#/runs/" + run_id + "/" + ds, "no such dataset in this run");
+    return nullptr;
+  }
+
+  void validateRun(const std::string& id, Status* st);
+};
+
+void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
+  const std::string where = path + "#/runs/" + id;
+  Handle g = group(H5Gopen2(file, ("runs/" + id).c_str(), H5P_DEFAULT));
+  if (!g.valid()) {
+    st->add(C::Corrupt, where, "cannot open run group (" + errorText() + "); run skipped", W::Warning);
+    return;
+  }
+  if (H5Iget_type(g) != H5I_GROUP) {
+    st->add(C::WrongType, where, "is not a group; skipped", W::Warning);
+    return;
+  }
+  RunInfo ri;
+  ri.id = id;
+  ri.attrs = readAttrs(g);
+  bool bad = false;
+  auto needString = [&](const char* name, std::string* out) {
+    auto it = ri.attrs.find(name);
+    if (it == ri.attrs.end()) {
+      st->add(C::MissingAttribute, where, std::string("run attribute '") + name + "' is absent; run skipped", W::Warning);
+      bad = true;
+    } else if (auto s = std::get_if<std::string>(&it->second)) {
+      *out = *s;
+      ri.attrs.erase(it);
+    } else {
+      st->add(C::WrongType, where, std::string("run attribute '") + name + "' is not a string; run skipped", W::Warning);
+      bad = true;
+    }
+  };
+  needString("type", &ri.type);
+  needString("config", &ri.config_json);
+  if (!readAttrU64(g, "seed", &ri.seed)) {
+    st->add(C::MissingAttribute, where, "run attribute 'seed' is absent or not an integer; run skipped", W::Warning);
+    bad = true;
+  }
+  ri.attrs.erase("seed");
+  auto optString = [&](const char* name, std::string* out) {
+    if (auto s = attrString(ri.attrs, name)) {
+      *out = *s;
+      ri.attrs.erase(name);
+    }
+  };
+  optString("backend", &ri.backend);
+  optString("device", &ri.device);
+  optString("created_utc", &ri.created_utc);
+  optString("app_version", &ri.app_version);
+
+  // metrics
+  if (H5Lexists(g, "metrics", H5P_DEFAULT) > 0) {
+    Handle m = group(H5Gopen2(g, "metrics", H5P_DEFAULT));
+    if (m.valid()) {
+      Attributes ma = readAttrs(m);
+      for (const auto& [k, v] : ma) {
+        if (k.find('.') != std::string::npos) continue;
+        auto val = attrDouble(ma, k);
+        if (!val) {
+          st->add(C::WrongType, where + "/metrics", "metric '" + k + "' is not a number; ignored", W::Warning);
+          continue;
+        }
+        ri.metrics[k] = Metric{*val, attrString(ma, k + ".units").value_or(""), attrString(ma, k + ".meaning").value_or("")};
+      }
+    } else {
+      st->add(C::WrongType, where + "/metrics", "is not a group; metrics ignored", W::Warning);
+    }
+  } else {
+    st->add(C::MissingGroup, where + "/metrics", "run has no metrics group", W::Warning);
+  }
+  H5Eclear2(H5E_DEFAULT);
+
+  // datasets and groups
+  VisitData vd{g, {}, {}};
+  if (H5Lvisit(g, H5_INDEX_NAME, H5_ITER_INC, visitCb, &vd) < 0) {
+    st->add(C::Corrupt, where, "cannot list the run's objects (" + errorText() + "); run skipped", W::Warning);
+    return;
+  }
+  for (const auto& gp : vd.groups) {
+    if (gp == "metrics") continue;
+    Handle sg = group(H5Gopen2(g, gp.c_str(), H5P_DEFAULT));
+    if (!sg.valid()) continue;
+    Attributes a = readAttrs(sg);
+    if (!a.empty()) ri.group_attrs[gp] = std::move(a);
+  }
+  for (const auto& dp : vd.datasets) {
+    const std::string dwhere = where + "/" + dp;
+    Handle ds = dataset(H5Dopen2(g, dp.c_str(), H5P_DEFAULT));
+    if (!ds.valid()) {
+      st->add(C::Corrupt, dwhere, "cannot open dataset (" + errorText() + "); left out", W::Warning);
+      continue;
+    }
+    DatasetInfo di;
+    di.path = dp;
+    Handle t = type(H5Dget_type(ds));
+    if (!dtypeOf(t, &di.dtype)) {
+      st->add(C::WrongType, dwhere, "element type is not float32, float64, uint8 or int64; left out", W::Warning);
+      continue;
+    }
+    Handle sp = space(H5Dget_space(ds));
+    const int rank = H5Sget_simple_extent_ndims(sp);
+    if (rank < 1 || rank > 8) {
+      st->add(C::WrongShape, dwhere, "rank " + std::to_string(rank) + " (expected 1..8); left out", W::Warning);
+      continue;
+    }
+    std::vector<hsize_t> dims(static_cast<size_t>(rank));
+    H5Sget_simple_extent_dims(sp, dims.data(), nullptr);
+    di.shape.assign(dims.begin(), dims.end());
+    di.attrs = readAttrs(ds);
+    Handle dcpl = plist(H5Dget_create_plist(ds));
+    di.chunked = H5Pget_layout(dcpl) == H5D_CHUNKED;
+    di.compressed = H5Pget_nfilters(dcpl) > 0;
+    if (!di.attrs.count("units") || !di.attrs.count("meaning"))
+      st->add(C::MissingAttribute, dwhere, "dataset lacks 'units' or 'meaning'", W::Info);
+    ri.datasets.push_back(std::move(di));
+  }
+  std::sort(ri.datasets.begin(), ri.datasets.end(), [](auto& a, auto& b) { return a.path < b.path; });
+
+  auto shapeOf = [&](const std::string& p) -> const std::vector<int64_t>* {
+    for (const auto& d : ri.datasets)
+      if (d.path == p) return &d.shape;
+    return nullptr;
+  };
+  // Quantized tensors: codes [r, c] ↔ scales [ceil(r/br), ceil(c/bc)] ↔ dequantized [r, c].
+  for (const auto& d : ri.datasets) {
+    if (!d.path.ends_with("_codes") || d.shape.size() != 2 || !attrString(d.attrs, "format")) continue;
+    const std::string prefix = d.path.substr(0, d.path.size() - 6);
+    auto br = attrInt(d.attrs, "block_rows"), bc = attrInt(d.attrs, "block_cols");
+    if (!br || !bc || *br < 1 || *bc < 1) {
+      st->add(C::MissingAttribute, where + "/" + d.path, "block_rows / block_cols absent or < 1", W::Warning);
+      continue;
+    }
+    const std::vector<int64_t> want{(d.shape[0] + *br - 1) / *br, (d.shape[1] + *bc - 1) / *bc};
+    if (auto s = shapeOf(prefix + "_scales"); s && *s != want) {
+      st->add(C::WrongShape, where + "/" + prefix + "_scales",
+              "expected " + shapeText(want) + " for codes " + shapeText(d.shape) + " in blocks of " +
+                  std::to_string(*br) + "x" + std::to_string(*bc) + ", found " + shapeText(*s), W::Warning);
+      bad = true;
+    }
+    if (auto s = shapeOf(prefix + "_dequantized"); s && *s != d.shape) {
+      st->add(C::WrongShape, where + "/" + prefix + "_dequantized",
+              "expected " + shapeText(d.shape) + " (same as the codes), found " + shapeText(*s), W::Warning);
+      bad = true;
+    }
+  }
+  // GEMM runs: A [M,K], B [K,N], D and the error maps [M,N].
+  if (ri.type == "gemm") {
+    const auto* a = shapeOf("inputs/A");
+    const auto* b = shapeOf("inputs/B");
+    const auto* dd = shapeOf("output/D");
+    for (auto [p, s] : {std::pair{"inputs/A", a}, {"inputs/B", b}, {"output/D", dd}})
+      if (!s) {
+        st->add(C::MissingDataset, where + "/" + p, "required by a gemm run; run skipped", W::Warning);
+        bad = true;
+      }
+    if (a && b && dd) {
+      if (a->size() != 2 || b->size() != 2 || (*a)[1] != (*b)[0]) {
+        st->add(C::WrongShape, where + "/inputs/B",
+                "A is " + shapeText(*a) + ", B is " + shapeText(*b) + ": expected [M,K] and [K,N]; run skipped", W::Warning);
+        bad = true;
+      } else {
+        const std::vector<int64_t> mn{(*a)[0], (*b)[1]};
+        for (const char* p : {"output/D", "reference/D", "error/abs", "error/rel"})
+          if (auto s = shapeOf(p); s && *s != mn) {
+            st->add(C::WrongShape, where + "/" + p, "expected " + shapeText(mn) + ", found " + shapeText(*s) + "; run skipped",
+                    W::Warning);
+            bad = true;
+          }
+      }
+    }
+  }
+  if (!bad) info.runs.push_back(std::move(ri));
+}
+
+SessionReader::SessionReader() : d(std::make_unique<Impl>()) {}
+SessionReader::~SessionReader() = default;
+
+const SessionInfo& SessionReader::info() const { return d->info; }
+
+Result<std::unique_ptr<SessionReader>> SessionReader::open(const std::string& path) {
+  quietErrors();
+  Result<std::unique_ptr<SessionReader>> r;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    r.add(C::NotFound, path, "no such file");
+    return r;
+  }
+  if (fs::is_directory(path, ec)) {
+    r.add(C::NotHdf5, path, "is a directory");
+    return r;
+  }
+  const htri_t is = H5Fis_hdf5(path.c_str());
+  if (is == 0) {
+    r.add(C::NotHdf5, path, "no HDF5 signature (not an HDF5 file, or its first bytes are damaged)");
+    return r;
+  }
+  if (is < 0) {
+    r.add(C::Corrupt, path, "cannot check the file: " + errorText());
+    return r;
+  }
+  std::unique_ptr<SessionReader> sr(new SessionReader());
+  auto& im = *sr->d;
+  im.path = path;
+  im.info.path = path;
+  im.file = file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  if (!im.file.valid()) {
+    r.add(C::Corrupt, path, "HDF5 cannot open it (truncated or damaged): " + errorText());
+    return r;
+  }
+  Attributes root = readAttrs(im.file);
+  const auto app = attrString(root, "application");
+  const bool has_version = root.count("format_version") > 0;
+  if (!app && !has_version) {
+    r.add(C::ForeignFile, path, "a valid HDF5 file, but not an FP8 Lab session (no 'application' / 'format_version' root attributes)");
+    return r;
+  }
+  if (app && *app != "FP8 Lab") {
+    r.add(C::ForeignFile, path, "root attribute application='" + *app + "', expected 'FP8 Lab'");
+    return r;
+  }
+  if (!has_version) {
+    r.add(C::MissingAttribute, path + "#/", "root attribute 'format_version' is absent");
+    return r;
+  }
+  const auto ver = attrInt(root, "format_version");
+  if (!ver) {
+    r.add(C::WrongType, path + "#/", "root attribute 'format_version' is not an integer");
+    return r;
+  }
+  if (*ver > kSessionFormatVersion) {
+    r.add(C::FutureVersion, path,
+          "format_version " + std::to_string(*ver) + " was written by a newer FP8 Lab (" +
+              attrString(root, "app_version").value_or("unknown version") + "); this build reads versions up to " +
+              std::to_string(kSessionFormatVersion));
+    return r;
+  }
+  if (*ver < 1) {
+    r.add(C::WrongType, path + "#/", "format_version " + std::to_string(*ver) + " is not a valid version");
+    return r;
+  }
+  im.info.format_version = static_cast<int>(*ver);
+  im.info.app_version = attrString(root, "app_version").value_or("");
+  im.info.created_utc = attrString(root, "created_utc").value_or("");
+  im.info.modified_utc = attrString(root, "modified_utc").value_or("");
+  im.info.attrs = root;
+  if (H5Lexists(im.file, "runs", H5P_DEFAULT) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    r.add(C::MissingGroup, path + "#/runs", "the session has no /runs group");
+    return r;
+  }
+  Handle runs = group(H5Gopen2(im.file, "runs", H5P_DEFAULT));
+  if (!runs.valid() || H5Iget_type(runs) != H5I_GROUP) {
+    r.add(C::WrongType, path + "#/runs", "/runs is not a group");
+    return r;
+  }
+  for (const auto& id : linkNames(runs)) im.validateRun(id, &r);
+  std::sort(im.info.runs.begin(), im.info.runs.end(), [](auto& a, auto& b) { return a.id < b.id; });
+  r.value = std::move(sr);
+  return r;
+}
+
+namespace {
+
+bool allocFor(Dataset& out, int64_t n, Status* st, const std::string& where) {
+  const int64_t bytes = n * static_cast<int64_t>(out.elementBytes());
+  if (n < 0 || bytes > kMaxReadBytes) {
+    st->add(C::InvalidArgument, where, "read of " + std::to_string(bytes) + " bytes refused (limit 64 GiB)");
+    return false;
+  }
+  try {
+    switch (out.dtype) {
+    case DType::Float32: out.f32.resize(static_cast<size_t>(n)); break;
+    case DType::Float64: out.f64.resize(static_cast<size_t>(n)); break;
+    case DType::UInt8: out.u8.resize(static_cast<size_t>(n)); break;
+    case DType::Int64: out.i64.resize(static_cast<size_t>(n)); break;
+    }
+  } catch (const std::bad_alloc&) {
+    st->add(C::InvalidArgument, where, "not enough memory for " + std::to_string(bytes) + " bytes");
+    return false;
+  }
+  return true;
+}
+
+void* bufOf(Dataset& d) {
+  switch (d.dtype) {
+  case DType::Float32: return d.f32.data();
+  case DType::Float64: return d.f64.data();
+  case DType::UInt8: return d.u8.data();
+  case DType::Int64: return d.i64.data();
+  }
+  return nullptr;
+}
+
+/// Normalises a region against [rows, cols]; false with an issue when outside.
+bool resolveRegion(const Region& in, int64_t rows, int64_t cols, Region* out, Status* st, const std::string& where) {
+  Region r = in;
+  if (r.row_step < 1 || r.col_step < 1 || r.row0 < 0 || r.col0 < 0 || r.row0 > rows || r.col0 > cols) {
+    st->add(C::InvalidArgument, where, "region start/step outside the dataset " + shapeText({rows, cols}));
+    return false;
+  }
+  const int64_t maxr = (rows - r.row0 + r.row_step - 1) / r.row_step;
+  const int64_t maxc = (cols - r.col0 + r.col_step - 1) / r.col_step;
+  if (r.rows < 0) r.rows = maxr;
+  if (r.cols < 0) r.cols = maxc;
+  if (r.rows > maxr || r.cols > maxc) {
+    st->add(C::InvalidArgument, where,
+            "region of " + std::to_string(r.rows) + "x" + std::to_string(r.cols) + " elements (steps " +
+                std::to_string(r.row_step) + ", " + std::to_string(r.col_step) + ") from (" + std::to_string(r.row0) + ", " +
+                std::to_string(r.col0) + ") does not fit in " + shapeText({rows, cols}));
+    return false;
+  }
+  *out = r;
+  return true;
+}
+
+} // namespace
+
+Result<Dataset> SessionReader::read(const std::string& run_id, const std::string& ds_path) {
+  quietErrors();
+  Result<Dataset> r;
+  const DatasetInfo* di = d->findInfo(run_id, ds_path, &r);
+  if (!di) return r;
+  const std::string where = d->path + "#/runs/" + run_id + "/" + ds_path;
+  Handle ds = dataset(H5Dopen2(d->file, ("runs/" + run_id + "/" + ds_path).c_str(), H5P_DEFAULT));
+  if (!ds.valid()) {
+    r.add(C::Corrupt, where, errorText());
+    return r;
+  }
+  r.value.dtype = di->dtype;
+  r.value.shape = di->shape;
+  r.value.attrs = di->attrs;
+  if (!allocFor(r.value, r.value.elementCount(), &r, where)) return r;
+  if (r.value.elementCount() > 0 && H5Dread(ds, memType(di->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, bufOf(r.value)) < 0) {
+    r.add(C::Corrupt, where, "cannot read data: " + errorText());
+    r.value = {};
+  }
+  return r;
+}
+
+Result<Dataset> SessionReader::readRegion(const std::string& run_id, const std::string& ds_path, const Region& region) {
+  quietErrors();
+  Result<Dataset> r;
+  const DatasetInfo* di = d->findInfo(run_id, ds_path, &r);
+  if (!di) return r;
+  const std::string where = d->path + "#/runs/" + run_id + "/" + ds_path;
+  if (di->shape.size() != 2) {
+    r.add(C::WrongShape, where, "readRegion needs a 2-D dataset, this one is " + shapeText(di->shape));
+    return r;
+  }
+  Region g;
+  if (!resolveRegion(region, di->shape[0], di->shape[1], &g, &r, where)) return r;
+  Handle ds = dataset(H5Dopen2(d->file, ("runs/" + run_id + "/" + ds_path).c_str(), H5P_DEFAULT));
+  if (!ds.valid()) {
+    r.add(C::Corrupt, where, errorText());
+    return r;
+  }
+  r.value.dtype = di->dtype;
+  r.value.shape = {g.rows, g.cols};
+  r.value.attrs = di->attrs;
+  r.value.attrs["region_row0"] = g.row0;
+  r.value.attrs["region_col0"] = g.col0;
+  r.value.attrs["region_row_step"] = g.row_step;
+  r.value.attrs["region_col_step"] = g.col_step;
+  if (!allocFor(r.value, g.rows * g.cols, &r, where)) return r;
+  if (g.rows == 0 || g.cols == 0) return r;
+  Handle fsp = space(H5Dget_space(ds));
+  const hsize_t start[2] = {hsize_t(g.row0), hsize_t(g.col0)};
+  const hsize_t stride[2] = {hsize_t(g.row_step), hsize_t(g.col_step)};
+  const hsize_t count[2] = {hsize_t(g.rows), hsize_t(g.cols)};
+  H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, stride, count, nullptr);
+  Handle msp = space(H5Screate_simple(2, count, nullptr));
+  if (H5Dread(ds, memType(di->dtype), msp, fsp, H5P_DEFAULT, bufOf(r.value)) < 0) {
+    r.add(C::Corrupt, where, "cannot read region: " + errorText());
+    r.value = {};
+  }
+  return r;
+}
+
+Result<Dataset> SessionReader::readReduced(const std::string& run_id, const std::string& ds_path, int64_t block_rows,
+                                           int64_t block_cols, Reduce how, const Region& window) {
+  quietErrors();
+  Result<Dataset> r;
+  const DatasetInfo* di = d->findInfo(run_id, ds_path, &r);
+  if (!di) return r;
+  const std::string where = d->path + "#/runs/" + run_id + "/" + ds_path;
+  if (di->shape.size() != 2) {
+    r.add(C::WrongShape, where, "readReduced needs a 2-D dataset, this one is " + shapeText(di->shape));
+    return r;
+  }
+  if (block_rows < 1 || block_cols < 1) {
+    r.add(C::InvalidArgument, where, "block size must be ≥ 1");
+    return r;
+  }
+  Region w = window;
+  w.row_step = w.col_step = 1;
+  Region g;
+  if (!resolveRegion(w, di->shape[0], di->shape[1], &g, &r, where)) return r;
+  Handle ds = dataset(H5Dopen2(d->file, ("runs/" + run_id + "/" + ds_path).c_str(), H5P_DEFAULT));
+  if (!ds.valid()) {
+    r.add(C::Corrupt, where, errorText());
+    return r;
+  }
+  const int64_t out_r = (g.rows + block_rows - 1) / block_rows, out_c = (g.cols + block_cols - 1) / block_cols;
+  Dataset& out = r.value;
+  out.dtype = DType::Float64;
+  out.shape = {out_r, out_c};
+  out.attrs = di->attrs;
+  out.attrs["reduce_block_rows"] = block_rows;
+  out.attrs["reduce_block_cols"] = block_cols;
+  out.attrs["reduce"] = std::string(how == Reduce::Mean ? "mean" : how == Reduce::Max ? "max" : how == Reduce::Min ? "min" : "max_abs");
+  if (!allocFor(out, out_r * out_c, &r, where)) return r;
+  if (out_r == 0 || out_c == 0) return r;
+  std::vector<double> band;
+  try {
+    band.resize(static_cast<size_t>(std::min(block_rows, g.rows) * g.cols));
+  } catch (const std::bad_alloc&) {
+    r.add(C::InvalidArgument, where, "not enough memory for one band");
+    return r;
+  }
+  Handle fsp = space(H5Dget_space(ds));
+  for (int64_t br = 0; br < out_r; ++br) {
+    const int64_t r0 = g.row0 + br * block_rows;
+    const int64_t nr = std::min(block_rows, g.row0 + g.rows - r0);
+    const hsize_t start[2] = {hsize_t(r0), hsize_t(g.col0)};
+    const hsize_t count[2] = {hsize_t(nr), hsize_t(g.cols)};
+    H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, nullptr, count, nullptr);
+    Handle msp = space(H5Screate_simple(2, count, nullptr));
+    if (H5Dread(ds, H5T_NATIVE_DOUBLE, msp, fsp, H5P_DEFAULT, band.data()) < 0) {
+      r.add(C::Corrupt, where, "cannot read rows " + std::to_string(r0) + ".." + std::to_string(r0 + nr) + ": " + errorText());
+      r.value = {};
+      return r;
+    }
+    for (int64_t bc = 0; bc < out_c; ++bc) {
+      const int64_t c0 = bc * block_cols, nc = std::min(block_cols, g.cols - c0);
+      double acc = how == Reduce::Max || how == Reduce::MaxAbs ? -std::numeric_limits<double>::infinity()
+                   : how == Reduce::Min                       ? std::numeric_limits<double>::infinity()
+                                                              : 0.0;
+      bool nan = false;
+      for (int64_t i = 0; i < nr; ++i)
+        for (int64_t j = 0; j < nc; ++j) {
+          const double v = band[static_cast<size_t>(i * g.cols + c0 + j)];
+          if (std::isnan(v)) nan = true;
+          switch (how) {
+          case Reduce::Mean: acc += v; break;
+          case Reduce::Max: acc = std::max(acc, v); break;
+          case Reduce::Min: acc = std::min(acc, v); break;
+          case Reduce::MaxAbs: acc = std::max(acc, std::fabs(v)); break;
+          }
+        }
+      if (how == Reduce::Mean) acc /= double(nr * nc);
+      // A NaN anywhere in the block shows (a heatmap must not hide it).
+      out.f64[static_cast<size_t>(br * out_c + bc)] = nan ? std::numeric_limits<double>::quiet_NaN() : acc;
+    }
+  }
+  return r;
+}
+
+Result<Run> SessionReader::readRun(const std::string& run_id, const ProgressFn& progress) {
+  Result<Run> r;
+  const RunInfo* ri = d->info.find(run_id);
+  if (!ri) {
+    r.add(C::NotFound, d->path + "#/runs/" + run_id, "no such run (or it failed validation)");
+    return r;
+  }
+  Run& run = r.value;
+  run.id = ri->id;
+  run.type = ri->type;
+  run.config_json = ri->config_json;
+  run.seed = ri->seed;
+  run.backend = ri->backend;
+  run.device = ri->device;
+  run.created_utc = ri->created_utc;
+  run.app_version = ri->app_version;
+  run.attrs = ri->attrs;
+  run.metrics = ri->metrics;
+  run.group_attrs = ri->group_attrs;
+  size_t k = 0;
+  for (const auto& di : ri->datasets) {
+    if (progress && !progress(double(k++) / double(ri->datasets.size()), "reading " + di.path)) {
+      r.add(C::InvalidArgument, d->path, "cancelled");
+      return r;
+    }
+    auto ds = read(run_id, di.path);
+    r.merge(ds);
+    if (!ds.ok()) return r;
+    run.datasets[di.path] = std::move(ds.value);
+  }
+  return r;
+}
+
+Result<Session> loadSession(const std::string& path, const ProgressFn& progress) {
+  Result<Session> r;
+  auto rd = SessionReader::open(path);
+  r.merge(rd);
+  if (!rd.ok()) return r;
+  const auto& info = rd.value->info();
+  r.value.format_version = info.format_version;
+  r.value.app_version = info.app_version;
+  r.value.created_utc = info.created_utc;
+  r.value.attrs = info.attrs;
+  for (const char* k : {"application", "format_version", "app_version", "created_utc", "modified_utc"}) r.value.attrs.erase(k);
+  const size_t n = info.runs.size();
+  for (size_t i = 0; i < n; ++i) {
+    ProgressFn sub;
+    if (progress)
+      sub = [&](double f, const std::string& s) { return progress((double(i) + f) / double(n), s); };
+    auto run = rd.value->readRun(info.runs[i].id, sub);
+    r.merge(run);
+    if (!run.ok()) return r;
+    r.value.runs.push_back(std::move(run.value));
+  }
+  return r;
+}
+
+} // namespace fp8lab

@@ -1,0 +1,549 @@
+// FP8 Lab — session writer: atomic saves (write beside, fsync, rename), append / delete / rename /
+// merge of runs by object copy. Layout: docs/session-format.md.
+#include "session/hdf5_util.h"
+#include "session/session.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef FP8LAB_VERSION
+#define FP8LAB_VERSION "unknown"
+#endif
+
+namespace fp8lab {
+
+namespace fs = std::filesystem;
+using C = SessionIssue::Code;
+using namespace h5;
+
+namespace {
+
+/// A temporary file beside the target, removed unless committed.
+struct TempFile {
+  std::string path;
+  bool committed = false;
+  ~TempFile() {
+    if (!committed && !path.empty()) ::unlink(path.c_str());
+  }
+};
+
+std::string dirOf(const std::string& path) {
+  fs::path p(path);
+  auto parent = p.parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
+bool makeTemp(const std::string& target, TempFile* tmp, Status* st) {
+  const std::string dir = dirOf(target);
+  const std::string base = fs::path(target).filename().string();
+  std::string templ = dir + "/." + base + ".tmp-XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  const int fd = ::mkstemp(buf.data());
+  if (fd < 0) {
+    st->add(C::WriteFailed, target,
+            "cannot create a temporary file in '" + dir + "': " + std::strerror(errno));
+    return false;
+  }
+  ::close(fd);
+  tmp->path = buf.data();
+  return true;
+}
+
+/// fsync(file), rename(tmp → target), fsync(directory).
+bool commitTemp(TempFile* tmp, const std::string& target, Status* st) {
+  const int fd = ::open(tmp->path.c_str(), O_RDONLY);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    st->add(C::WriteFailed, target, std::string("fsync of the temporary file failed: ") + std::strerror(errno));
+    if (fd >= 0) ::close(fd);
+    return false;
+  }
+  ::close(fd);
+  // Keep the permissions of a file being replaced; new files get the umask default.
+  struct stat old{};
+  if (::stat(target.c_str(), &old) == 0) ::chmod(tmp->path.c_str(), old.st_mode & 07777);
+  else {
+    const mode_t um = ::umask(0);
+    ::umask(um);
+    ::chmod(tmp->path.c_str(), 0666 & ~um);
+  }
+  if (::rename(tmp->path.c_str(), target.c_str()) != 0) {
+    st->add(C::WriteFailed, target, std::string("rename of the temporary file failed: ") + std::strerror(errno));
+    return false;
+  }
+  tmp->committed = true;
+  const int dfd = ::open(dirOf(target).c_str(), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return true;
+}
+
+Handle lcplIntermediate() {
+  Handle p = plist(H5Pcreate(H5P_LINK_CREATE));
+  H5Pset_create_intermediate_group(p, 1);
+  H5Pset_char_encoding(p, H5T_CSET_UTF8);
+  return p;
+}
+
+/// Chunk shape of about ≤ 1 MiB, obtained by halving the largest dimension.
+std::vector<hsize_t> chunkDims(const std::vector<int64_t>& shape, size_t elem) {
+  std::vector<hsize_t> c(shape.begin(), shape.end());
+  for (auto& x : c) x = std::max<hsize_t>(x, 1);
+  auto bytes = [&] {
+    hsize_t n = elem;
+    for (auto x : c) n *= x;
+    return n;
+  };
+  while (bytes() > (hsize_t(1) << 20)) {
+    auto it = std::max_element(c.begin(), c.end());
+    if (*it <= 1) break;
+    *it = (*it + 1) / 2;
+  }
+  return c;
+}
+
+struct WriteCtx {
+  const WriteOptions* opt;
+  std::string file;    // target path (for messages)
+  int64_t total_bytes = 1;
+  int64_t done_bytes = 0;
+};
+
+bool progress(WriteCtx& ctx, const std::string& stage, Status* st) {
+  if (!ctx.opt->progress) return true;
+  const double f = ctx.total_bytes > 0 ? double(ctx.done_bytes) / double(ctx.total_bytes) : 0.0;
+  if (!ctx.opt->progress(std::min(1.0, f), stage)) {
+    st->add(C::WriteFailed, ctx.file, "cancelled; the previous file is unchanged");
+    return false;
+  }
+  return true;
+}
+
+bool writeDataset(hid_t run_group, const std::string& rel, const std::string& full, const Dataset& d,
+                  WriteCtx& ctx, Status* st) {
+  const std::string where = ctx.file + "#" + full;
+  if (d.shape.empty()) {
+    st->add(C::InvalidArgument, where, "dataset has rank 0 (give it a shape)");
+    return false;
+  }
+  for (auto s : d.shape)
+    if (s < 0) {
+      st->add(C::InvalidArgument, where, "negative dimension");
+      return false;
+    }
+  if (d.storedCount() != d.elementCount()) {
+    st->add(C::InvalidArgument, where,
+            "data holds " + std::to_string(d.storedCount()) + " " + toString(d.dtype) + " values but the shape needs " +
+                std::to_string(d.elementCount()));
+    return false;
+  }
+  if (ctx.opt->fault_injection && !ctx.opt->fault_injection(full)) {
+    st->add(C::WriteFailed, where, "injected write failure (test hook); the previous file is unchanged");
+    return false;
+  }
+  if (!progress(ctx, "writing " + full, st)) return false;
+
+  std::vector<hsize_t> dims(d.shape.begin(), d.shape.end());
+  Handle sp = space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
+  Handle dcpl = plist(H5Pcreate(H5P_DATASET_CREATE));
+  const bool compress = ctx.opt->compress && d.elementCount() >= ctx.opt->compress_min_elements;
+  if (compress) {
+    auto c = chunkDims(d.shape, d.elementBytes());
+    H5Pset_chunk(dcpl, static_cast<int>(c.size()), c.data());
+    if (d.elementBytes() > 1) H5Pset_shuffle(dcpl);
+    H5Pset_deflate(dcpl, static_cast<unsigned>(std::clamp(ctx.opt->gzip_level, 1, 9)));
+  }
+  Handle lcpl = lcplIntermediate();
+  Handle ds = dataset(H5Dcreate2(run_group, rel.c_str(), fileType(d.dtype), sp, lcpl, dcpl, H5P_DEFAULT));
+  if (!ds.valid()) {
+    st->add(C::WriteFailed, where, "cannot create dataset: " + errorText());
+    return false;
+  }
+  const void* buf = nullptr;
+  switch (d.dtype) {
+  case DType::Float32: buf = d.f32.data(); break;
+  case DType::Float64: buf = d.f64.data(); break;
+  case DType::UInt8: buf = d.u8.data(); break;
+  case DType::Int64: buf = d.i64.data(); break;
+  }
+  if (d.elementCount() > 0 && H5Dwrite(ds, memType(d.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+    st->add(C::WriteFailed, where, "cannot write data: " + errorText());
+    return false;
+  }
+  Attributes attrs = d.attrs;
+  if (!attrs.count("units")) attrs["units"] = std::string();
+  if (!attrs.count("meaning")) attrs["meaning"] = std::string();
+  for (const auto& [k, v] : attrs)
+    if (!writeAttr(ds, k, v)) {
+      st->add(C::WriteFailed, where, "cannot write attribute '" + k + "': " + errorText());
+      return false;
+    }
+  ctx.done_bytes += d.elementCount() * static_cast<int64_t>(d.elementBytes());
+  return true;
+}
+
+bool writeRun(hid_t runs, const Run& run, const std::string& id, WriteCtx& ctx, Status* st) {
+  const std::string where = ctx.file + "#/runs/" + id;
+  std::string why;
+  if (!isValidRunId(id, &why)) {
+    st->add(C::InvalidArgument, where, why);
+    return false;
+  }
+  Handle g = group(H5Gcreate2(runs, id.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  if (!g.valid()) {
+    st->add(C::WriteFailed, where, "cannot create run group: " + errorText());
+    return false;
+  }
+  Attributes a = run.attrs;
+  a["type"] = run.type;
+  a["config"] = run.config_json;
+  a["backend"] = run.backend;
+  a["device"] = run.device;
+  a["created_utc"] = run.created_utc.empty() ? utcNow() : run.created_utc;
+  a["app_version"] = run.app_version.empty() ? std::string(FP8LAB_VERSION) : run.app_version;
+  bool ok = writeAttrU64(g, "seed", run.seed);
+  for (const auto& [k, v] : a) ok = ok && writeAttr(g, k, v);
+  if (!ok) {
+    st->add(C::WriteFailed, where, "cannot write run attributes: " + errorText());
+    return false;
+  }
+  {
+    Handle m = group(H5Gcreate2(g, "metrics", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    if (!m.valid()) {
+      st->add(C::WriteFailed, where + "/metrics", "cannot create group: " + errorText());
+      return false;
+    }
+    for (const auto& [name, met] : run.metrics) {
+      if (name.find('.') != std::string::npos) {
+        st->add(C::InvalidArgument, where + "/metrics", "metric name '" + name + "' contains '.'");
+        return false;
+      }
+      if (!writeAttr(m, name, met.value) || !writeAttr(m, name + ".units", met.units) ||
+          !writeAttr(m, name + ".meaning", met.meaning)) {
+        st->add(C::WriteFailed, where + "/metrics", "cannot write metric '" + name + "': " + errorText());
+        return false;
+      }
+    }
+  }
+  for (const auto& [path, d] : run.datasets) {
+    if (path.empty() || path.front() == '/' || path == "metrics" || path.rfind("metrics/", 0) == 0) {
+      st->add(C::InvalidArgument, where, "invalid dataset path '" + path + "'");
+      return false;
+    }
+    if (!writeDataset(g, path, "/runs/" + id + "/" + path, d, ctx, st)) return false;
+  }
+  for (const auto& [path, attrs] : run.group_attrs) {
+    Handle grp;
+    if (pathExists(g, path)) grp = group(H5Gopen2(g, path.c_str(), H5P_DEFAULT));
+    else {
+      Handle lcpl = lcplIntermediate();
+      grp = group(H5Gcreate2(g, path.c_str(), lcpl, H5P_DEFAULT, H5P_DEFAULT));
+    }
+    if (!grp.valid() || H5Iget_type(grp) != H5I_GROUP) {
+      st->add(C::WriteFailed, where + "/" + path, "cannot create or open group for attributes: " + errorText());
+      return false;
+    }
+    for (const auto& [k, v] : attrs)
+      if (!writeAttr(grp, k, v)) {
+        st->add(C::WriteFailed, where + "/" + path, "cannot write attribute '" + k + "': " + errorText());
+        return false;
+      }
+  }
+  return true;
+}
+
+int64_t runBytes(const Run& r) {
+  int64_t n = 0;
+  for (const auto& [p, d] : r.datasets) n += d.storedCount() * static_cast<int64_t>(d.elementBytes());
+  return n;
+}
+
+/// A run group to copy from an existing file.
+struct CopyItem {
+  std::string file;
+  std::string run;
+  std::string as;
+};
+
+/// Root attributes for the output file.
+struct RootInfo {
+  std::string created_utc;
+  Attributes extra;
+};
+
+/// The one place files are produced: temp file ← root attrs, copied runs, new runs; commit.
+Status produce(const std::string& target, const RootInfo& root, const std::vector<CopyItem>& copies,
+               const std::vector<std::pair<const Run*, std::string>>& fresh, const WriteOptions& opt) {
+  quietErrors();
+  Status st;
+  if (target.empty()) {
+    st.add(C::InvalidArgument, target, "empty output path");
+    return st;
+  }
+  std::error_code ec;
+  if (fs::is_directory(target, ec)) {
+    st.add(C::WriteFailed, target, "the output path is a directory");
+    return st;
+  }
+  TempFile tmp;
+  if (!makeTemp(target, &tmp, &st)) return st;
+
+  WriteCtx ctx{&opt, target};
+  ctx.total_bytes = 0;
+  for (const auto& [r, id] : fresh) ctx.total_bytes += runBytes(*r);
+  {
+    Handle f = file(H5Fcreate(tmp.path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    if (!f.valid()) {
+      st.add(C::WriteFailed, target, "cannot create HDF5 file '" + tmp.path + "': " + errorText());
+      return st;
+    }
+    Attributes ra = root.extra;
+    ra["application"] = std::string("FP8 Lab");
+    ra["format_version"] = static_cast<int64_t>(kSessionFormatVersion);
+    ra["app_version"] = std::string(FP8LAB_VERSION);
+    ra["created_utc"] = root.created_utc.empty() ? utcNow() : root.created_utc;
+    ra["modified_utc"] = utcNow();
+    for (const auto& [k, v] : ra)
+      if (!writeAttr(f, k, v)) {
+        st.add(C::WriteFailed, target, "cannot write root attribute '" + k + "': " + errorText());
+        return st;
+      }
+    Handle runs = group(H5Gcreate2(f, "runs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    if (!runs.valid()) {
+      st.add(C::WriteFailed, target, "cannot create /runs: " + errorText());
+      return st;
+    }
+    // Copies, grouped by source file so each is opened once.
+    std::map<std::string, Handle> sources;
+    for (const auto& c : copies) {
+      auto it = sources.find(c.file);
+      if (it == sources.end()) {
+        Handle sf = file(H5Fopen(c.file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+        if (!sf.valid()) {
+          st.add(C::Corrupt, c.file, "cannot open for copying: " + errorText());
+          return st;
+        }
+        it = sources.emplace(c.file, std::move(sf)).first;
+      }
+      if (opt.fault_injection && !opt.fault_injection("copy:/runs/" + c.run)) {
+        st.add(C::WriteFailed, target + "#/runs/" + c.as, "injected write failure (test hook); the previous file is unchanged");
+        return st;
+      }
+      if (!progress(ctx, "copying run " + c.run, &st)) return st;
+      const std::string src = "/runs/" + c.run;
+      if (H5Ocopy(it->second, src.c_str(), runs, c.as.c_str(), H5P_DEFAULT, H5P_DEFAULT) < 0) {
+        st.add(C::WriteFailed, target + "#/runs/" + c.as, "cannot copy run from '" + c.file + "': " + errorText());
+        return st;
+      }
+    }
+    sources.clear();
+    for (const auto& [r, id] : fresh)
+      if (!writeRun(runs, *r, id, ctx, &st)) return st;
+    runs.reset();
+    if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0 || !f.reset()) {
+      st.add(C::WriteFailed, target, "cannot flush/close the HDF5 file: " + errorText());
+      return st;
+    }
+  }
+  if (!progress(ctx, "committing", &st)) return st;
+  commitTemp(&tmp, target, &st);
+  return st;
+}
+
+/// Validates an existing session and lists its run groups (all of them, also damaged ones, so a
+/// rewrite loses nothing) and its root info.
+bool existingRuns(const std::string& path, std::vector<std::string>* runs, RootInfo* root, Status* st) {
+  auto r = SessionReader::open(path);
+  if (!r.ok()) {
+    st->merge(r);
+    st->add(C::WriteFailed, path, "refusing to modify a file that is not a valid FP8 Lab session (file unchanged)");
+    return false;
+  }
+  root->created_utc = r.value->info().created_utc;
+  for (const auto& [k, v] : r.value->info().attrs)
+    if (k != "application" && k != "format_version" && k != "app_version" && k != "created_utc" && k != "modified_utc")
+      root->extra[k] = v;
+  r.value.reset();
+  quietErrors();
+  Handle f = file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  if (!f.valid()) {
+    st->add(C::Corrupt, path, errorText());
+    return false;
+  }
+  Handle g = group(H5Gopen2(f, "runs", H5P_DEFAULT));
+  if (!g.valid()) {
+    st->add(C::MissingGroup, path + "#/runs", errorText());
+    return false;
+  }
+  *runs = linkNames(g);
+  return true;
+}
+
+std::string uniqueId(const std::string& want, const std::set<std::string>& taken) {
+  if (!taken.count(want)) return want;
+  for (int i = 2;; ++i) {
+    std::string c = want + "-" + std::to_string(i);
+    if (!taken.count(c)) return c;
+  }
+}
+
+} // namespace
+
+Status writeSession(const std::string& path, const Session& session, const WriteOptions& opt) {
+  Status st;
+  std::set<std::string> ids;
+  std::vector<std::pair<const Run*, std::string>> fresh;
+  for (const auto& r : session.runs) {
+    if (!ids.insert(r.id).second) {
+      st.add(C::DuplicateRun, path, "run id '" + r.id + "' appears twice");
+      return st;
+    }
+    fresh.emplace_back(&r, r.id);
+  }
+  RootInfo root{session.created_utc, session.attrs};
+  return produce(path, root, {}, fresh, opt);
+}
+
+Status appendRuns(const std::string& path, const std::vector<Run>& runs, const WriteOptions& opt,
+                  std::vector<std::string>* assigned_ids) {
+  Status st;
+  std::vector<std::string> existing;
+  RootInfo root;
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    if (!existingRuns(path, &existing, &root, &st)) return st;
+  }
+  std::set<std::string> taken(existing.begin(), existing.end());
+  std::set<std::string> replaced;
+  std::vector<std::pair<const Run*, std::string>> fresh;
+  std::set<std::string> fresh_ids;
+  for (const auto& r : runs) {
+    std::string id = r.id;
+    if (taken.count(id) || fresh_ids.count(id)) {
+      switch (opt.on_conflict) {
+      case WriteOptions::OnConflict::Fail:
+        st.add(C::DuplicateRun, path + "#/runs/" + id, "a run with this id already exists (file unchanged)");
+        return st;
+      case WriteOptions::OnConflict::Replace:
+        if (fresh_ids.count(id)) {
+          st.add(C::DuplicateRun, path, "run id '" + id + "' given twice");
+          return st;
+        }
+        replaced.insert(id);
+        break;
+      case WriteOptions::OnConflict::Rename: {
+        std::set<std::string> all = taken;
+        all.insert(fresh_ids.begin(), fresh_ids.end());
+        id = uniqueId(id, all);
+        break;
+      }
+      }
+    }
+    fresh_ids.insert(id);
+    fresh.emplace_back(&r, id);
+    if (assigned_ids) assigned_ids->push_back(id);
+  }
+  std::vector<CopyItem> copies;
+  for (const auto& e : existing)
+    if (!replaced.count(e)) copies.push_back({path, e, e});
+  st.merge(produce(path, root, copies, fresh, opt));
+  if (!st.ok() && assigned_ids) assigned_ids->clear();
+  return st;
+}
+
+Status deleteRun(const std::string& path, const std::string& run_id, const WriteOptions& opt) {
+  Status st;
+  std::vector<std::string> existing;
+  RootInfo root;
+  if (!existingRuns(path, &existing, &root, &st)) return st;
+  if (std::find(existing.begin(), existing.end(), run_id) == existing.end()) {
+    st.add(C::NotFound, path + "#/runs/" + run_id, "no such run (file unchanged)");
+    return st;
+  }
+  std::vector<CopyItem> copies;
+  for (const auto& e : existing)
+    if (e != run_id) copies.push_back({path, e, e});
+  st.merge(produce(path, root, copies, {}, opt));
+  return st;
+}
+
+Status renameRun(const std::string& path, const std::string& from, const std::string& to, const WriteOptions& opt) {
+  Status st;
+  std::string why;
+  if (!isValidRunId(to, &why)) {
+    st.add(C::InvalidArgument, path, why);
+    return st;
+  }
+  std::vector<std::string> existing;
+  RootInfo root;
+  if (!existingRuns(path, &existing, &root, &st)) return st;
+  if (std::find(existing.begin(), existing.end(), from) == existing.end()) {
+    st.add(C::NotFound, path + "#/runs/" + from, "no such run (file unchanged)");
+    return st;
+  }
+  if (from != to && std::find(existing.begin(), existing.end(), to) != existing.end()) {
+    st.add(C::DuplicateRun, path + "#/runs/" + to, "a run with the new id already exists (file unchanged)");
+    return st;
+  }
+  std::vector<CopyItem> copies;
+  for (const auto& e : existing) copies.push_back({path, e, e == from ? to : e});
+  st.merge(produce(path, root, copies, {}, opt));
+  return st;
+}
+
+Status mergeSessions(const std::string& out, const std::vector<std::string>& inputs, const WriteOptions& opt,
+                     std::vector<std::string>* notes) {
+  Status st;
+  if (inputs.empty()) {
+    st.add(C::InvalidArgument, out, "no input files");
+    return st;
+  }
+  std::vector<CopyItem> copies;
+  std::set<std::string> taken;
+  RootInfo root;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const auto& in = inputs[i];
+    auto r = SessionReader::open(in);
+    if (!r.ok() || !r.issues.empty()) {
+      st.merge(r);
+      st.add(C::WriteFailed, out, "input '" + in + "' is not a clean FP8 Lab session; nothing written");
+      return st;
+    }
+    if (i == 0) root.created_utc = r.value->info().created_utc;
+    for (const auto& run : r.value->info().runs) {
+      std::string as = run.id;
+      if (taken.count(as)) {
+        switch (opt.on_conflict) {
+        case WriteOptions::OnConflict::Fail:
+          st.add(C::DuplicateRun, in + "#/runs/" + as, "run id also present in an earlier input; nothing written");
+          return st;
+        case WriteOptions::OnConflict::Replace: {
+          auto it = std::find_if(copies.begin(), copies.end(), [&](const CopyItem& c) { return c.as == as; });
+          if (it != copies.end()) copies.erase(it);
+          if (notes) notes->push_back(in + ": run " + as + " replaces the earlier one");
+          break;
+        }
+        case WriteOptions::OnConflict::Rename:
+          as = uniqueId(as, taken);
+          if (notes) notes->push_back(in + ": run " + run.id + " stored as " + as);
+          break;
+        }
+      }
+      taken.insert(as);
+      copies.push_back({in, run.id, as});
+    }
+  }
+  st.merge(produce(out, root, copies, {}, opt));
+  return st;
+}
+
+} // namespace fp8lab
