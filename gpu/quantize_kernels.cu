@@ -1,0 +1,255 @@
+// FP8 Lab GPU core — amax, quantize and delayed-scaling kernels. Contract: quantize_kernels.h.
+#include "quantize_kernels.h"
+
+#include "cuda_error.h"
+
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <stdexcept>
+#include <string>
+
+namespace fp8lab::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ float absNoNan(float v) {
+  // |v| with NaN mapped to 0 (maxNum semantics: NaN never wins a max).
+  const float a = fabsf(v);
+  return a != a ? 0.0f : a;
+}
+
+__device__ __forceinline__ float warpMax(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+/// Non-negative floats (incl. +Inf) order like their bit patterns: atomicMax on the bits.
+__device__ __forceinline__ void atomicMaxNonNeg(float* addr, float v) {
+  atomicMax(reinterpret_cast<unsigned int*>(addr), __float_as_uint(v));
+}
+
+__global__ void amaxTensorKernel(const float* __restrict__ x, size_t n, float* out) {
+  float m = 0.0f;
+  const size_t tid = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t n4 = (reinterpret_cast<uintptr_t>(x) % 16 == 0) ? n / 4 : 0;
+  const float4* x4 = reinterpret_cast<const float4*>(x);
+  for (size_t i = tid; i < n4; i += stride) {
+    const float4 v = x4[i];
+    m = fmaxf(m, fmaxf(fmaxf(absNoNan(v.x), absNoNan(v.y)), fmaxf(absNoNan(v.z), absNoNan(v.w))));
+  }
+  for (size_t i = n4 * 4 + tid; i < n; i += stride) m = fmaxf(m, absNoNan(x[i]));
+  m = warpMax(m);
+  __shared__ float warp_max[kThreads / 32];
+  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = m;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    m = threadIdx.x < blockDim.x / 32 ? warp_max[threadIdx.x] : 0.0f;
+    m = warpMax(m);
+    if (threadIdx.x == 0) atomicMaxNonNeg(out, m);
+  }
+}
+
+/// Blocks at least 32 wide: one warp per (row, column-block) segment, lanes stride along the row.
+__global__ void amaxRowSegmentsKernel(const float* __restrict__ x, int64_t rows, int64_t cols, int64_t br,
+                                      int64_t bc, int64_t bcols, float* out) {
+  const int64_t warp = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
+  const int64_t segments = rows * bcols;
+  if (warp >= segments) return; // whole warps leave together (blockDim is a multiple of 32)
+  const int64_t i = warp / bcols;
+  const int64_t jb = warp % bcols;
+  const int64_t j0 = jb * bc;
+  const int64_t j1 = j0 + bc < cols ? j0 + bc : cols;
+  float m = 0.0f;
+  const float* row = x + i * cols;
+  for (int64_t j = j0 + lane; j < j1; j += 32) m = fmaxf(m, absNoNan(row[j]));
+  m = warpMax(m);
+  if (lane == 0) atomicMaxNonNeg(out + (i / br) * bcols + jb, m);
+}
+
+/// Narrow blocks (< 32 wide): one thread per (column, chunk of up to 64 rows inside a block row);
+/// neighbouring threads read neighbouring columns (coalesced).
+__global__ void amaxColumnChunksKernel(const float* __restrict__ x, int64_t rows, int64_t cols, int64_t br,
+                                       int64_t bc, int64_t bcols, int64_t chunks_per_block_row, float* out) {
+  const int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t brows = (rows + br - 1) / br;
+  if (t >= cols * brows * chunks_per_block_row) return;
+  const int64_t j = t % cols;
+  const int64_t rest = t / cols;
+  const int64_t c = rest % chunks_per_block_row;
+  const int64_t ib = rest / chunks_per_block_row;
+  const int64_t chunk = (br + chunks_per_block_row - 1) / chunks_per_block_row;
+  const int64_t i0 = ib * br + c * chunk;
+  int64_t i1 = i0 + chunk;
+  if (i1 > (ib + 1) * br) i1 = (ib + 1) * br;
+  if (i1 > rows) i1 = rows;
+  if (i0 >= i1) return;
+  float m = 0.0f;
+  for (int64_t i = i0; i < i1; ++i) m = fmaxf(m, absNoNan(x[i * cols + j]));
+  atomicMaxNonNeg(out + ib * bcols + j / bc, m);
+}
+
+/// 16 elements per thread: four float4 loads, one 16-byte store.
+__global__ void quantizeTensorKernel(const float* __restrict__ x, uint8_t* __restrict__ codes, size_t n,
+                                     const float* __restrict__ scale, bool divide, EncodeConstants k) {
+  const float s = *scale;
+  const size_t tid = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(codes) % 16 == 0;
+  const size_t n16 = aligned ? n / 16 : 0;
+  const float4* x4 = reinterpret_cast<const float4*>(x);
+  uint4* c16 = reinterpret_cast<uint4*>(codes);
+  for (size_t g = tid; g < n16; g += stride) {
+    uint32_t w[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const float4 v = x4[g * 4 + q];
+      w[q] = static_cast<uint32_t>(encodeFloat(v.x, s, divide, k)) |
+             (static_cast<uint32_t>(encodeFloat(v.y, s, divide, k)) << 8) |
+             (static_cast<uint32_t>(encodeFloat(v.z, s, divide, k)) << 16) |
+             (static_cast<uint32_t>(encodeFloat(v.w, s, divide, k)) << 24);
+    }
+    c16[g] = make_uint4(w[0], w[1], w[2], w[3]);
+  }
+  for (size_t i = n16 * 16 + tid; i < n; i += stride) codes[i] = encodeFloat(x[i], s, divide, k);
+}
+
+/// One thread per 4 consecutive elements of a row (any cols; the vector path needs cols % 4 == 0
+/// and aligned pointers). Index arithmetic in Index (32-bit when the tensor allows it).
+template <typename Index>
+__global__ void quantizeBlocksKernel(const float* __restrict__ x, uint8_t* __restrict__ codes, Index rows, Index cols,
+                                     Index br, Index bc, Index bcols, const float* __restrict__ scales, bool divide,
+                                     EncodeConstants k, bool vec) {
+  const Index groups_per_row = (cols + 3) / 4;
+  const Index total = rows * groups_per_row;
+  const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
+  for (Index g = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; g < total; g += stride) {
+    const Index i = g / groups_per_row;
+    const Index j0 = (g - i * groups_per_row) * 4;
+    const Index srow = (i / br) * bcols;
+    if (vec) {
+      const float4 v = *reinterpret_cast<const float4*>(x + i * cols + j0);
+      const float in[4] = {v.x, v.y, v.z, v.w};
+      uint32_t w = 0;
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        w |= static_cast<uint32_t>(encodeFloat(in[q], scales[srow + (j0 + q) / bc], divide, k)) << (8 * q);
+      *reinterpret_cast<uint32_t*>(codes + i * cols + j0) = w;
+    } else {
+      for (Index j = j0; j < j0 + 4 && j < cols; ++j)
+        codes[i * cols + j] = encodeFloat(x[i * cols + j], scales[srow + j / bc], divide, k);
+    }
+  }
+}
+
+__global__ void currentScaleKernel(const float* amax, float fp8_max, bool pow2, float* quant, float* dequant) {
+  const float a = *amax;
+  float s;
+  if (a == 0.0f || isinf(a) || isnan(a)) {
+    s = 1.0f;
+  } else {
+    s = __fdiv_rn(fp8_max, a);
+    if (isinf(s)) s = FLT_MAX;
+    if (pow2) s = __uint_as_float(__float_as_uint(s) & 0xFF800000u);
+  }
+  *quant = s;
+  *dequant = __fdiv_rn(1.0f, s);
+}
+
+__global__ void delayedUpdateKernel(float* hist, int n, int L, float* scale, float* scale_inv, const float* amax_now,
+                                    DelayedScalingParams p) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  delayedScalingUpdate(hist + t, L, n, scale + t, scale_inv ? scale_inv + t : nullptr, amax_now[t], p);
+}
+
+int gridFor(size_t work, int per_block = kThreads) {
+  const size_t blocks = (work + per_block - 1) / per_block;
+  const size_t cap = 132 * 32; // enough to fill any current GPU; grid-stride loops do the rest
+  return static_cast<int>(blocks < 1 ? 1 : (blocks > cap ? cap : blocks));
+}
+
+void checkShape(int64_t rows, int64_t cols, ScaleBlock b, const char* what) {
+  if (rows < 1 || cols < 1 || b.rows < 1 || b.cols < 1)
+    throw std::invalid_argument(std::string(what) + ": empty tensor or block (" + std::to_string(rows) + "x" +
+                                std::to_string(cols) + ", block " + std::to_string(b.rows) + "x" +
+                                std::to_string(b.cols) + ")");
+}
+
+} // namespace
+
+void amaxTensor(const float* x, size_t n, float* out, cudaStream_t stream) {
+  FP8LAB_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float), stream));
+  if (n == 0) return;
+  amaxTensorKernel<<<gridFor((n + 3) / 4), kThreads, 0, stream>>>(x, n, out);
+  FP8LAB_CUDA_CHECK(cudaGetLastError());
+}
+
+void amaxBlocks(const float* x, int64_t rows, int64_t cols, ScaleBlock b, float* out, cudaStream_t stream) {
+  checkShape(rows, cols, b, "amaxBlocks");
+  const int64_t brows = (rows + b.rows - 1) / b.rows, bcols = (cols + b.cols - 1) / b.cols;
+  FP8LAB_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<size_t>(brows * bcols) * sizeof(float), stream));
+  if (brows == 1 && bcols == 1) {
+    amaxTensorKernel<<<gridFor(static_cast<size_t>(rows * cols + 3) / 4), kThreads, 0, stream>>>(
+        x, static_cast<size_t>(rows * cols), out);
+  } else if (b.cols >= 32 || b.cols >= cols) {
+    const int64_t threads = rows * bcols * 32;
+    const int64_t blocks = (threads + kThreads - 1) / kThreads;
+    amaxRowSegmentsKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(x, rows, cols, b.rows, b.cols,
+                                                                                  bcols, out);
+  } else {
+    const int64_t br = b.rows < rows ? b.rows : rows;
+    const int64_t chunks = (br + 63) / 64;
+    const int64_t threads = cols * brows * chunks;
+    const int64_t blocks = (threads + kThreads - 1) / kThreads;
+    amaxColumnChunksKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(x, rows, cols, br, b.cols, bcols,
+                                                                                   chunks, out);
+  }
+  FP8LAB_CUDA_CHECK(cudaGetLastError());
+}
+
+void quantizeTensor(const float* x, uint8_t* codes, size_t n, const float* scale, bool divide,
+                    const EncodeConstants& k, cudaStream_t stream) {
+  if (n == 0) return;
+  quantizeTensorKernel<<<gridFor((n + 15) / 16), kThreads, 0, stream>>>(x, codes, n, scale, divide, k);
+  FP8LAB_CUDA_CHECK(cudaGetLastError());
+}
+
+void quantizeBlocks(const float* x, uint8_t* codes, int64_t rows, int64_t cols, ScaleBlock b, const float* scales,
+                    bool divide, const EncodeConstants& k, cudaStream_t stream) {
+  checkShape(rows, cols, b, "quantizeBlocks");
+  const int64_t bcols = (cols + b.cols - 1) / b.cols;
+  const bool vec = cols % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(codes) % 4 == 0;
+  const int64_t groups = rows * ((cols + 3) / 4);
+  const int grid = gridFor(static_cast<size_t>(groups));
+  if (rows * (cols + 3) < (int64_t(1) << 31)) {
+    quantizeBlocksKernel<uint32_t><<<grid, kThreads, 0, stream>>>(
+        x, codes, static_cast<uint32_t>(rows), static_cast<uint32_t>(cols),
+        static_cast<uint32_t>(b.rows < rows ? b.rows : rows), static_cast<uint32_t>(b.cols < cols ? b.cols : cols),
+        static_cast<uint32_t>(bcols), scales, divide, k, vec);
+  } else {
+    quantizeBlocksKernel<uint64_t><<<grid, kThreads, 0, stream>>>(
+        x, codes, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), static_cast<uint64_t>(b.rows),
+        static_cast<uint64_t>(b.cols), static_cast<uint64_t>(bcols), scales, divide, k, vec);
+  }
+  FP8LAB_CUDA_CHECK(cudaGetLastError());
+}
+
+void currentScaleFromAmax(const float* amax, float fp8_max, bool pow2, float* quant, float* dequant,
+                          cudaStream_t stream) {
+  currentScaleKernel<<<1, 1, 0, stream>>>(amax, fp8_max, pow2, quant, dequant);
+  FP8LAB_CUDA_CHECK(cudaGetLastError());
+}
+
+void delayedScalingUpdateBatch(float* hist, int n, int L, float* scale, float* scale_inv, const float* amax_now,
+                               const DelayedScalingParams& params, cudaStream_t stream) {
+  if (n < 1 || L < 1) throw std::invalid_argument("delayedScalingUpdateBatch: n and L must be ≥ 1");
+  delayedUpdateKernel<<<(n + 127) / 128, 128, 0, stream>>>(hist, n, L, scale, scale_inv, amax_now, params);
+  FP8LAB_CUDA_CHECK(cudaGetLastError());
+}
+
+} // namespace fp8lab::gpu
