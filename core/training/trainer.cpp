@@ -1,0 +1,501 @@
+// FP8 Lab — the FP8 training experiment (see trainer.h).
+#include "training/trainer.h"
+
+#include "training/dense.h"
+#include "training/random.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+namespace fp8lab {
+
+const char* toString(TrainingPrecision p) { return p == TrainingPrecision::FP8 ? "fp8" : "fp32"; }
+
+std::string TrainingConfig::validate() const {
+  if (layer_sizes.size() < 2) return "layers must list at least an input and an output size";
+  for (int s : layer_sizes)
+    if (s < 1 || s > 65536) return "every layer size must be in 1..65536";
+  if (layer_sizes.back() != 10) return "the last layer must have 10 outputs (the Fashion-MNIST classes)";
+  if (batch_size < 1 || batch_size > 65536) return "batch_size must be in 1..65536";
+  if (eval_batch_size < 1 || eval_batch_size > 65536) return "eval_batch_size must be in 1..65536";
+  if (epochs < 1 || epochs > 1000) return "epochs must be in 1..1000";
+  if (!(learning_rate > 0) || !std::isfinite(learning_rate)) return "learning_rate must be a positive number";
+  if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1)) return "Adam betas must be in [0, 1)";
+  if (!(adam_epsilon > 0)) return "Adam epsilon must be positive";
+  if (precision == TrainingPrecision::FP8) {
+    if (!forward_format || !backward_format) return "FP8 formats missing";
+    if (forward_format->bits() > 8 || backward_format->bits() > 8) return "FP8 runs need 8-bit (or narrower) formats";
+    if (isDelayed(scaling.kind) && (scaling.history_len < 1 || scaling.history_len > 65536))
+      return "amax history length must be in 1..65536";
+  }
+  if (spike.enabled) {
+    if (spike.step < 0) return "spike step must be ≥ 0";
+    if (spike.layer < 0 || spike.layer >= static_cast<int>(layer_sizes.size()) - 1)
+      return "spike layer must name a Linear layer (0-based)";
+    if (!std::isfinite(spike.factor)) return "spike factor must be finite";
+  }
+  return {};
+}
+
+const OperandHistory* TrainingResult::find(const std::string& name) const {
+  for (const auto& o : operands)
+    if (o.name() == name) return &o;
+  return nullptr;
+}
+
+std::pair<double, double> evaluateFp32(const std::vector<LayerWeights>& w, const ImageDataset& test, int batch,
+                                       int threads) {
+  double loss = 0;
+  int64_t correct = 0;
+  std::vector<float> x, y;
+  for (int64_t s = 0; s < test.count; s += batch) {
+    const int64_t b = std::min<int64_t>(batch, test.count - s);
+    x.assign(test.pixels.begin() + s * test.features(), test.pixels.begin() + (s + b) * test.features());
+    for (size_t l = 0; l < w.size(); ++l) {
+      y.resize(static_cast<size_t>(b * w[l].out));
+      matmulF32(x.data(), w[l].kernel.data(), y.data(), b, w[l].in, w[l].out, threads);
+      for (int64_t i = 0; i < b; ++i)
+        for (int64_t j = 0; j < w[l].out; ++j) {
+          float& v = y[static_cast<size_t>(i * w[l].out + j)];
+          v += w[l].bias[static_cast<size_t>(j)];
+          if (l + 1 < w.size()) v = std::max(v, 0.0f);
+        }
+      x.swap(y);
+    }
+    const int64_t c = w.back().out;
+    for (int64_t i = 0; i < b; ++i) {
+      const float* z = x.data() + i * c;
+      const float m = *std::max_element(z, z + c);
+      double se = 0;
+      for (int64_t j = 0; j < c; ++j) se += std::exp(static_cast<double>(z[j] - m));
+      const int label = test.labels[static_cast<size_t>(s + i)];
+      loss += std::log(se) - static_cast<double>(z[label] - m);
+      if (std::max_element(z, z + c) - z == label) ++correct;
+    }
+  }
+  return {loss / static_cast<double>(test.count), static_cast<double>(correct) / static_cast<double>(test.count)};
+}
+
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+/// TEMPORARY stand-in until core/gemm's CPU backend lands: dequantizes both operands to float32
+/// and multiplies them with matmulF32 (products of FP8 values times power-of-two-free scales are
+/// rounded here, unlike the reference backend).
+class DequantF32Backend final : public GemmBackend {
+public:
+  std::string name() const override { return "cpu"; }
+  std::string device() const override { return "CPU"; }
+  std::string unsupportedReason(const QuantizedTensor&, const QuantizedTensor&, const GemmOptions&) const override { return {}; }
+  GemmOutput run(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt, const ProgressFn&) override {
+    if (a.cols != b.rows) throw std::invalid_argument("GEMM shape mismatch");
+    GemmOutput o;
+    o.m = a.rows;
+    o.n = b.cols;
+    const std::vector<float> da = a.dequantize(), db = b.dequantize();
+    o.d.resize(static_cast<size_t>(a.rows * b.cols));
+    matmulF32(da.data(), db.data(), o.d.data(), a.rows, a.cols, b.cols, opt.threads);
+    o.backend = "cpu";
+    o.device = "CPU";
+    o.algorithm = "dequantize + float32 GEMM (temporary)";
+    return o;
+  }
+};
+
+/// THE adapter to core/gemm: D[M,N] = A·B for two quantized operands, as float32.
+void fp8Gemm(GemmBackend& backend, const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,
+             std::vector<float>& out, TrainingResult& res) {
+  GemmOutput o = backend.run(a, b, opt);
+  if (res.gemm_backend.empty()) {
+    res.gemm_backend = o.backend;
+    res.gemm_device = o.device;
+    res.gemm_algorithm = o.algorithm;
+  }
+  out = std::move(o.d);
+}
+
+struct Layer {
+  int64_t in = 0, out = 0;
+  std::vector<float> w, b;            // master weights
+  std::vector<float> mw, vw, mb, vb;  // Adam moments
+  std::vector<float> gw, gb;          // gradients
+  // per-step buffers
+  std::vector<float> x;               // input [B, in] (after any spike)
+  std::vector<float> y;               // output [B, out] (pre-activation)
+  QuantizedTensor qx, qw, qg, qxT, qwT;
+  OperandScaler* sx = nullptr;
+  OperandScaler* sw = nullptr;
+  OperandScaler* sg = nullptr;
+};
+
+} // namespace
+
+struct TrainingRun::Impl {
+  TrainingConfig cfg;
+  const ImageDataset* train = nullptr;
+  const ImageDataset* test = nullptr;
+  GemmBackend* backend = nullptr;
+  std::unique_ptr<GemmBackend> own_backend;
+  TrainingResult res;
+  std::vector<Layer> layers;
+  std::vector<OperandScaler> scalers; // 3 per layer: x, w, g
+  bool ran = false;
+  int64_t adam_t = 0;
+
+  bool fp8() const { return cfg.precision == TrainingPrecision::FP8; }
+
+  void init() {
+    const auto& ls = cfg.layer_sizes;
+    TrainingRng rng(cfg.seed);
+    layers.resize(ls.size() - 1);
+    for (size_t l = 0; l + 1 < ls.size(); ++l) {
+      Layer& L = layers[l];
+      L.in = ls[l];
+      L.out = ls[l + 1];
+      const float bound = std::sqrt(6.0f / static_cast<float>(L.in));
+      L.w.resize(static_cast<size_t>(L.in * L.out));
+      for (float& v : L.w) v = rng.uniform(-bound, bound);
+      L.b.assign(static_cast<size_t>(L.out), 0.0f);
+      L.mw.assign(L.w.size(), 0.0f);
+      L.vw.assign(L.w.size(), 0.0f);
+      L.mb.assign(L.b.size(), 0.0f);
+      L.vb.assign(L.b.size(), 0.0f);
+      L.gw.resize(L.w.size());
+      L.gb.resize(L.b.size());
+    }
+    if (fp8()) {
+      scalers.reserve(layers.size() * 3);
+      for (size_t l = 0; l < layers.size(); ++l) {
+        scalers.emplace_back(cfg.scaling, *cfg.forward_format);
+        scalers.emplace_back(cfg.scaling, *cfg.forward_format);
+        scalers.emplace_back(cfg.scaling, *cfg.backward_format);
+      }
+      for (size_t l = 0; l < layers.size(); ++l) {
+        layers[l].sx = &scalers[3 * l];
+        layers[l].sw = &scalers[3 * l + 1];
+        layers[l].sg = &scalers[3 * l + 2];
+      }
+    }
+    const int hl = fp8() && isDelayed(cfg.scaling.kind) && cfg.record_history ? cfg.scaling.history_len : 0;
+    for (size_t l = 0; l < layers.size(); ++l) {
+      const char* names[3] = {"input", "kernel", "output_grad"};
+      for (int k = 0; k < 3; ++k) {
+        OperandHistory h;
+        h.layer = "fc" + std::to_string(l + 1);
+        h.operand = names[k];
+        h.format = fp8() ? (k == 2 ? cfg.backward_format->name() : cfg.forward_format->name()) : "FP32";
+        h.history_len = hl;
+        res.operands.push_back(std::move(h));
+      }
+    }
+  }
+
+  void record(size_t op_index, const OperandStepRecord& r) {
+    OperandHistory& h = res.operands[op_index];
+    h.amax.push_back(r.amax);
+    if (!fp8()) return;
+    h.dequant_scale.push_back(r.dequant_scale);
+    h.quant_scale.push_back(r.quant_scale);
+    h.kept_previous.push_back(r.kept_previous ? 1 : 0);
+    h.saturated.push_back(r.saturated);
+    h.underflow.push_back(r.underflow);
+    if (h.history_len > 0) {
+      if (static_cast<int>(r.history.size()) != h.history_len)
+        throw std::logic_error("amax history window of " + h.name() + " has the wrong length");
+      h.history.insert(h.history.end(), r.history.begin(), r.history.end());
+    }
+  }
+
+  static float amaxOf(const std::vector<float>& v) {
+    float m = 0;
+    for (float x : v) m = std::fmax(m, std::fabs(x));
+    return m;
+  }
+
+  /// y = x·W (+ b added by the caller) for one layer; FP8 quantizes x and W (advancing the state
+  /// when `rec` is set, else with `sx`/`sw` given explicitly — evaluation copies).
+  void forwardGemm(Layer& L, int64_t bsz, OperandScaler* sx, OperandScaler* sw, bool recording, size_t li) {
+    L.y.resize(static_cast<size_t>(bsz * L.out));
+    if (fp8()) {
+      OperandStepRecord rx, rw;
+      sx->quantize(L.x.data(), bsz, L.in, L.qx, recording ? &rx : nullptr);
+      sw->quantize(L.w.data(), L.in, L.out, L.qw, recording ? &rw : nullptr);
+      if (recording) {
+        record(3 * li, rx);
+        record(3 * li + 1, rw);
+      }
+      fp8Gemm(*backend, L.qx, L.qw, cfg.forward_gemm, L.y, res);
+    } else {
+      if (recording) {
+        OperandStepRecord rx, rw;
+        rx.amax = amaxOf(L.x);
+        rw.amax = amaxOf(L.w);
+        record(3 * li, rx);
+        record(3 * li + 1, rw);
+      }
+      matmulF32(L.x.data(), L.w.data(), L.y.data(), bsz, L.in, L.out, cfg.threads);
+    }
+  }
+
+  /// One optimizer step on the batch idx[s, s+bsz). Returns the batch loss.
+  float step(const std::vector<int64_t>& order, int64_t s, int64_t bsz, int64_t global_step) {
+    const int64_t F = train->features();
+    Layer& first = layers.front();
+    first.x.resize(static_cast<size_t>(bsz * F));
+    for (int64_t i = 0; i < bsz; ++i) {
+      const int64_t src = order[static_cast<size_t>(s + i)];
+      std::copy_n(train->pixels.begin() + src * F, F, first.x.begin() + i * F);
+    }
+    const bool spike = cfg.spike.enabled && cfg.spike.step == global_step;
+    // ---- forward
+    for (size_t l = 0; l < layers.size(); ++l) {
+      Layer& L = layers[l];
+      if (l > 0) {
+        const Layer& P = layers[l - 1];
+        L.x.resize(P.y.size());
+        for (size_t i = 0; i < P.y.size(); ++i) L.x[i] = std::max(P.y[i], 0.0f); // ReLU
+      }
+      if (spike && static_cast<int>(l) == cfg.spike.layer)
+        for (float& v : L.x) v *= cfg.spike.factor;
+      forwardGemm(L, bsz, L.sx, L.sw, true, l);
+      for (int64_t i = 0; i < bsz; ++i)
+        for (int64_t j = 0; j < L.out; ++j) L.y[static_cast<size_t>(i * L.out + j)] += L.b[static_cast<size_t>(j)];
+    }
+    // ---- loss and its gradient w.r.t. the logits: (softmax − onehot) / B
+    Layer& last = layers.back();
+    const int64_t C = last.out;
+    std::vector<float> g(static_cast<size_t>(bsz * C));
+    double loss = 0;
+    for (int64_t i = 0; i < bsz; ++i) {
+      const float* z = last.y.data() + i * C;
+      const float m = *std::max_element(z, z + C);
+      double se = 0;
+      for (int64_t j = 0; j < C; ++j) se += std::exp(static_cast<double>(z[j] - m));
+      const int label = train->labels[static_cast<size_t>(order[static_cast<size_t>(s + i)])];
+      loss += std::log(se) - static_cast<double>(z[label] - m);
+      for (int64_t j = 0; j < C; ++j) {
+        const double p = std::exp(static_cast<double>(z[j] - m)) / se;
+        g[static_cast<size_t>(i * C + j)] = static_cast<float>((p - (j == label ? 1.0 : 0.0)) / static_cast<double>(bsz));
+      }
+    }
+    // ---- backward
+    std::vector<float> dx;
+    for (size_t li = layers.size(); li-- > 0;) {
+      Layer& L = layers[li];
+      // bias gradient: Σ over the batch, float32, from the unquantized g
+      std::fill(L.gb.begin(), L.gb.end(), 0.0f);
+      for (int64_t i = 0; i < bsz; ++i)
+        for (int64_t j = 0; j < L.out; ++j) L.gb[static_cast<size_t>(j)] += g[static_cast<size_t>(i * L.out + j)];
+      const bool need_dx = li > 0;
+      if (fp8()) {
+        OperandStepRecord rg;
+        L.sg->quantize(g.data(), bsz, L.out, L.qg, &rg);
+        record(3 * li + 2, rg);
+        transposeQuantized(L.qx, L.qxT);                          // xᵀ [in, B]
+        fp8Gemm(*backend, L.qxT, L.qg, cfg.backward_gemm, L.gw, res); // wgrad [in, out]
+        if (need_dx) {
+          transposeQuantized(L.qw, L.qwT);                        // Wᵀ [out, in]
+          fp8Gemm(*backend, L.qg, L.qwT, cfg.backward_gemm, dx, res); // dgrad [B, in]
+        }
+      } else {
+        OperandStepRecord rg;
+        rg.amax = amaxOf(g);
+        record(3 * li + 2, rg);
+        std::vector<float> xT(L.x.size());
+        transposeF32(L.x.data(), xT.data(), bsz, L.in);
+        matmulF32(xT.data(), g.data(), L.gw.data(), L.in, bsz, L.out, cfg.threads);
+        if (need_dx) {
+          std::vector<float> wT(L.w.size());
+          transposeF32(L.w.data(), wT.data(), L.in, L.out);
+          dx.resize(static_cast<size_t>(bsz * L.in));
+          matmulF32(g.data(), wT.data(), dx.data(), bsz, L.out, L.in, cfg.threads);
+        }
+      }
+      if (need_dx) {
+        // through the ReLU of the previous layer: zero where its pre-activation was ≤ 0
+        const Layer& P = layers[li - 1];
+        for (size_t i = 0; i < dx.size(); ++i)
+          if (!(P.y[i] > 0)) dx[i] = 0;
+        g.swap(dx);
+      }
+    }
+    // ---- Adam (Kingma & Ba 2015, Algorithm 1, bias-corrected)
+    ++adam_t;
+    const double bc1 = 1.0 - std::pow(static_cast<double>(cfg.beta1), static_cast<double>(adam_t));
+    const double bc2 = 1.0 - std::pow(static_cast<double>(cfg.beta2), static_cast<double>(adam_t));
+    const float step_size = static_cast<float>(cfg.learning_rate / bc1);
+    const float inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
+    auto adam = [&](std::vector<float>& p, std::vector<float>& m, std::vector<float>& v, const std::vector<float>& gr) {
+      const float b1 = cfg.beta1, b2 = cfg.beta2, eps = cfg.adam_epsilon;
+      for (size_t i = 0; i < p.size(); ++i) {
+        m[i] = b1 * m[i] + (1 - b1) * gr[i];
+        v[i] = b2 * v[i] + (1 - b2) * gr[i] * gr[i];
+        p[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
+      }
+    };
+    for (Layer& L : layers) {
+      adam(L.w, L.mw, L.vw, L.gw);
+      adam(L.b, L.mb, L.vb, L.gb);
+    }
+    return static_cast<float>(loss / static_cast<double>(bsz));
+  }
+
+  /// Test loss and accuracy with the current weights: FP8 runs quantize with copies of the
+  /// scaling states (so evaluation never advances the training state); FP32 runs in float32.
+  std::pair<double, double> evaluate() {
+    if (!fp8()) return evaluateFp32(currentWeights(), *test, cfg.eval_batch_size, cfg.threads);
+    double loss = 0;
+    int64_t correct = 0;
+    const int64_t F = test->features();
+    const int64_t eb = cfg.eval_batch_size;
+    std::vector<Layer> ev(layers.size());
+    for (size_t l = 0; l < layers.size(); ++l) {
+      ev[l].in = layers[l].in;
+      ev[l].out = layers[l].out;
+    }
+    for (int64_t s = 0; s < test->count; s += eb) {
+      const int64_t b = std::min(eb, test->count - s);
+      std::vector<OperandScaler> frozen = scalers; // each batch sees the training state as is
+      for (size_t l = 0; l < layers.size(); ++l) {
+        Layer& E = ev[l];
+        if (l == 0) E.x.assign(test->pixels.begin() + s * F, test->pixels.begin() + (s + b) * F);
+        else {
+          E.x.resize(ev[l - 1].y.size());
+          for (size_t i = 0; i < E.x.size(); ++i) E.x[i] = std::max(ev[l - 1].y[i], 0.0f);
+        }
+        E.w = layers[l].w; // cheap relative to the GEMMs; keeps forwardGemm's layout
+        forwardGemm(E, b, &frozen[3 * l], &frozen[3 * l + 1], false, l);
+        for (int64_t i = 0; i < b; ++i)
+          for (int64_t j = 0; j < E.out; ++j) E.y[static_cast<size_t>(i * E.out + j)] += layers[l].b[static_cast<size_t>(j)];
+      }
+      const int64_t C = ev.back().out;
+      for (int64_t i = 0; i < b; ++i) {
+        const float* z = ev.back().y.data() + i * C;
+        const float m = *std::max_element(z, z + C);
+        double se = 0;
+        for (int64_t j = 0; j < C; ++j) se += std::exp(static_cast<double>(z[j] - m));
+        const int label = test->labels[static_cast<size_t>(s + i)];
+        loss += std::log(se) - static_cast<double>(z[label] - m);
+        if (std::max_element(z, z + C) - z == label) ++correct;
+      }
+    }
+    return {loss / static_cast<double>(test->count), static_cast<double>(correct) / static_cast<double>(test->count)};
+  }
+
+  std::vector<LayerWeights> currentWeights() const {
+    std::vector<LayerWeights> w;
+    for (const Layer& L : layers) w.push_back({L.in, L.out, L.w, L.b});
+    return w;
+  }
+};
+
+TrainingRun::TrainingRun(TrainingConfig config, const ImageDataset& train, const ImageDataset& test,
+                         GemmBackend* backend)
+    : d(std::make_unique<Impl>()) {
+  if (const std::string why = config.validate(); !why.empty()) throw std::invalid_argument("training config: " + why);
+  if (train.features() != config.layer_sizes.front() || test.features() != config.layer_sizes.front())
+    throw std::invalid_argument("training config: the first layer size (" + std::to_string(config.layer_sizes.front()) +
+                                ") must equal the image size (" + std::to_string(train.features()) + ")");
+  if (train.count < 1 || test.count < 1) throw std::invalid_argument("training needs at least one training and one test image");
+  d->cfg = std::move(config);
+  d->train = &train;
+  d->test = &test;
+  if (d->fp8()) {
+    if (!backend) {
+      d->own_backend = std::make_unique<DequantF32Backend>();
+      backend = d->own_backend.get();
+    }
+    d->backend = backend;
+  }
+  d->res.config = d->cfg;
+  d->res.steps_per_epoch = (train.count + d->cfg.batch_size - 1) / d->cfg.batch_size;
+  d->init();
+}
+
+TrainingRun::~TrainingRun() = default;
+const TrainingResult& TrainingRun::result() const { return d->res; }
+TrainingResult TrainingRun::takeResult() { return std::move(d->res); }
+
+void TrainingRun::run(const ProgressFn& progress) {
+  if (d->ran) throw std::logic_error("TrainingRun::run called twice");
+  d->ran = true;
+  using clock = std::chrono::steady_clock;
+  const auto t_start = clock::now();
+  Impl& s = *d;
+  TrainingResult& res = s.res;
+  const int64_t n = s.train->count;
+  const int64_t spe = res.steps_per_epoch;
+  const int64_t total = spe * s.cfg.epochs;
+  TrainingRng shuffle_rng(s.cfg.seed + 1); // the data order: a stream of its own (see random.h)
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  const std::string label = s.cfg.label.empty() ? std::string(toString(s.cfg.precision)) : s.cfg.label;
+  bool stop = false;
+  for (int e = 0; e < s.cfg.epochs && !stop; ++e) {
+    std::iota(order.begin(), order.end(), int64_t{0});
+    shuffle_rng.shuffle(order);
+    const auto t_epoch = clock::now();
+    double loss_sum = 0;
+    int64_t steps = 0;
+    for (int64_t st = 0; st < spe; ++st) {
+      const int64_t first = st * s.cfg.batch_size;
+      const int64_t bsz = std::min<int64_t>(s.cfg.batch_size, n - first);
+      const float loss = s.step(order, first, bsz, res.steps_done);
+      res.loss.push_back(loss);
+      ++res.steps_done;
+      loss_sum += loss;
+      ++steps;
+      if (progress) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "%s: epoch %d/%d, step %lld/%lld, loss %.4f", label.c_str(), e + 1, s.cfg.epochs,
+                      static_cast<long long>(st + 1), static_cast<long long>(spe), static_cast<double>(loss));
+        if (!progress(static_cast<double>(res.steps_done) / static_cast<double>(total), buf)) {
+          stop = true;
+          break;
+        }
+      }
+    }
+    if (stop) break;
+    EpochRecord er;
+    er.epoch = e + 1;
+    er.end_step = res.steps_done;
+    er.train_loss = loss_sum / static_cast<double>(std::max<int64_t>(steps, 1));
+    er.seconds = std::chrono::duration<double>(clock::now() - t_epoch).count();
+    if (progress && !progress(static_cast<double>(res.steps_done) / static_cast<double>(total),
+                              label + ": evaluating on the test set")) {
+      stop = true;
+    }
+    const auto [tl, ta] = s.evaluate();
+    er.test_loss = tl;
+    er.test_accuracy = ta;
+    res.epochs.push_back(er);
+  }
+  res.weights = s.currentWeights();
+  res.seconds = std::chrono::duration<double>(clock::now() - t_start).count();
+  // warnings: saturation / underflow summaries per operand
+  for (const auto& h : res.operands) {
+    int64_t sat = 0, sat_steps = 0, und = 0;
+    for (size_t i = 0; i < h.saturated.size(); ++i) {
+      sat += h.saturated[i];
+      sat_steps += h.saturated[i] > 0;
+      und += h.underflow[i];
+    }
+    if (sat > 0)
+      res.warnings.push_back({Warning::Severity::Warning, "saturated", h.name(),
+                              std::to_string(sat) + " elements clipped to ±max finite in " + std::to_string(sat_steps) +
+                                  " of " + std::to_string(res.steps_done) + " steps"});
+    if (und > 0)
+      res.warnings.push_back({Warning::Severity::Info, "underflow", h.name(),
+                              std::to_string(und) + " non-zero elements flushed to zero over " +
+                                  std::to_string(res.steps_done) + " steps"});
+  }
+  if (stop) {
+    res.cancelled = true;
+    throw Cancelled();
+  }
+}
+
+} // namespace fp8lab

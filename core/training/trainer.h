@@ -1,0 +1,149 @@
+// FP8 Lab — the FP8 training experiment: an MLP on Fashion-MNIST whose every Linear layer runs
+// its GEMMs in FP8 through core/gemm, with the scaling strategies of core/scaling, recording the
+// loss and the amax / scale / amax-history of every GEMM operand at every step.
+//
+// Model (defaults): 784-256-128-10, ReLU between layers, softmax cross-entropy (mean over the
+// batch), batch 128, Adam (lr 1e-3, β1 0.9, β2 0.999, ε 1e-8, bias-corrected; Kingma & Ba 2015),
+// FP32 master weights and biases. Weights ~ U(−√(6/fan_in), √(6/fan_in)) (He uniform), biases 0.
+//
+// FP8 precision, per Linear layer y = x·W + b (x [B,in], W [in,out]), as Flax Fp8DotGeneral /
+// TE's HYBRID format:
+//   forward  y  = deq(Q_e4m3(x)) · deq(Q_e4m3(W))     GEMM A = x  [B,in],  B = W  [in,out]
+//   dgrad    dx = deq(Q_e5m2(g)) · deq(Q_e4m3(W))ᵀ    GEMM A = g  [B,out], B = Wᵀ [out,in]
+//   wgrad    dW = deq(Q_e4m3(x))ᵀ · deq(Q_e5m2(g))    GEMM A = xᵀ [in,B],  B = g  [B,out]
+// with g = ∂loss/∂y. Each operand (input x, kernel W, output gradient g) is quantized ONCE per
+// step with its own per-tensor scaling state; the quantized x is reused (transposed) by wgrad and
+// the quantized W by dgrad, exactly as Flax's custom VJP does. The bias gradient is Σ_batch g in
+// float32 (the bias add is outside the FP8 dot). The first layer's dgrad (the gradient w.r.t. the
+// images) is not computed: nothing uses it (JAX removes it too).
+//
+// FP32 precision: the same model, data order and initial weights with float32 GEMMs (the
+// baseline). The operands' amax is still recorded (what FP8 would have had to cover).
+#pragma once
+
+#include "common/progress.h"
+#include "formats/format.h"
+#include "gemm/gemm.h"
+#include "training/fashion_mnist.h"
+#include "training/operand_scaler.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fp8lab {
+
+enum class TrainingPrecision { FP8, FP32 };
+const char* toString(TrainingPrecision p); ///< "fp8" / "fp32"
+
+/// Multiply one batch's activations by `factor` at global step `step` (0-based): the input of
+/// Linear layer `layer` (0 = the images) — to show delayed scaling's lag (the scale in use was
+/// computed from earlier, smaller amaxes, so the spike saturates) and current scaling's lack of it.
+struct SpikeConfig {
+  bool enabled = false;
+  int64_t step = 0;
+  float factor = 1.0f;
+  int layer = 0;
+};
+
+struct TrainingConfig {
+  std::string label;                       ///< run label, e.g. "fp8-delayed-flax"
+  TrainingPrecision precision = TrainingPrecision::FP8;
+  TrainingScalingConfig scaling;           ///< FP8 only
+  const Format* forward_format = &Format::E4M3FN();  ///< input and kernel
+  const Format* backward_format = &Format::E5M2();   ///< output gradient
+  std::vector<int> layer_sizes = {784, 256, 128, 10}; ///< first = 784 (28×28), last = 10 classes
+  int batch_size = 128;
+  int epochs = 3;
+  float learning_rate = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, adam_epsilon = 1e-8f;
+  uint64_t seed = 1;                       ///< initial weights and the per-epoch shuffles
+  GemmOptions forward_gemm;                ///< accumulation etc. of the forward GEMMs
+  GemmOptions backward_gemm;               ///< ... of dgrad and wgrad
+  int threads = 0;                         ///< FP32 GEMM threads (≤ 0: all cores)
+  SpikeConfig spike;
+  bool record_history = true;              ///< keep the amax-history window of every step
+  int eval_batch_size = 1000;              ///< test-set forward batch
+
+  /// Empty when usable; else what is wrong (one line), e.g. "batch_size must be ≥ 1".
+  std::string validate() const;
+};
+
+/// Per-step record of one GEMM operand, "fc<l>/<input|kernel|output_grad>".
+struct OperandHistory {
+  std::string layer;      ///< "fc1", "fc2", ...
+  std::string operand;    ///< "input", "kernel", "output_grad"
+  std::string format;     ///< "E4M3FN" / "E5M2" (FP32 runs: "FP32")
+  int history_len = 0;    ///< L (0: no history — current scaling or FP32)
+  std::vector<float> amax;          ///< [steps] max |x| of the operand at that step
+  std::vector<float> dequant_scale; ///< [steps] scale used: x ≈ decode(q) · dequant_scale (FP8 only)
+  std::vector<float> quant_scale;   ///< [steps] the quant multiplier used (FP8 only)
+  std::vector<uint8_t> kept_previous; ///< [steps] 1 when an edge rule kept the previous scale
+  std::vector<int64_t> saturated;   ///< [steps] elements clipped to ±max finite
+  std::vector<int64_t> underflow;   ///< [steps] non-zero elements that became 0
+  /// [steps, history_len] row-major: the amax window after the step, chronological (oldest
+  /// first) — the L amaxes whose max sets the next step's scale (see OperandStepRecord).
+  std::vector<float> history;
+  std::string name() const { return layer + "/" + operand; }
+};
+
+struct EpochRecord {
+  int epoch = 0;            ///< 1-based
+  int64_t end_step = 0;     ///< global steps done after this epoch
+  double train_loss = 0;    ///< mean of the epoch's step losses
+  double test_loss = 0;     ///< mean cross-entropy over the test set
+  double test_accuracy = 0; ///< fraction of test images classified correctly, in [0, 1]
+  double seconds = 0;       ///< wall time of the epoch's training steps (without evaluation)
+};
+
+struct LayerWeights {
+  int64_t in = 0, out = 0;
+  std::vector<float> kernel; ///< [in, out] row-major float32 master weights
+  std::vector<float> bias;   ///< [out]
+};
+
+struct TrainingResult {
+  TrainingConfig config;
+  int64_t steps_per_epoch = 0;
+  int64_t steps_done = 0;      ///< completed optimizer steps (all records have this length)
+  bool cancelled = false;      ///< stopped early by the ProgressFn (records hold steps_done)
+  std::vector<float> loss;     ///< [steps] mean cross-entropy of the batch (nats), before the update
+  std::vector<OperandHistory> operands; ///< 3 per layer: input, kernel, output_grad
+  std::vector<EpochRecord> epochs;      ///< completed epochs only
+  std::vector<LayerWeights> weights;    ///< master weights after the last completed step
+  double seconds = 0;          ///< total wall time
+  std::string gemm_backend, gemm_device, gemm_algorithm; ///< FP8 runs: where the GEMMs ran
+  std::vector<Warning> warnings;
+
+  const OperandHistory* find(const std::string& name) const; ///< by "fc1/input"
+};
+
+/// One training run. Not thread-safe; run() may be called once.
+class TrainingRun {
+public:
+  /// `train` / `test` must outlive the run. `backend` (FP8 runs; not owned, may be null =
+  /// the CPU reference backend) runs the FP8 GEMMs. Throws std::invalid_argument when
+  /// config.validate() fails or the data do not match layer_sizes.front().
+  TrainingRun(TrainingConfig config, const ImageDataset& train, const ImageDataset& test,
+              GemmBackend* backend = nullptr);
+  ~TrainingRun();
+
+  /// Trains config.epochs epochs, evaluating on the test set after each. progress(fraction,
+  /// stage) is called after every step; when it returns false the run stops after that step
+  /// (the current step always completes), sets result().cancelled and throws Cancelled —
+  /// result() then holds everything up to that step, consistent and complete.
+  /// GEMM failures propagate as std::runtime_error.
+  void run(const ProgressFn& progress = {});
+  const TrainingResult& result() const;
+  TrainingResult takeResult();
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> d;
+};
+
+/// Test-set evaluation of given weights with float32 GEMMs: {mean loss, accuracy}.
+std::pair<double, double> evaluateFp32(const std::vector<LayerWeights>& weights, const ImageDataset& test,
+                                       int batch = 1000, int threads = 0);
+
+} // namespace fp8lab
