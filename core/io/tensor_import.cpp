@@ -1,0 +1,776 @@
+// FP8 Lab — tensor importers (.npy, .safetensors, HDF5 datasets). See tensor_import.h.
+#include "io/tensor_import.h"
+
+#include "formats/format.h"
+#include "session/hdf5_util.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+
+namespace fp8lab {
+
+namespace fs = std::filesystem;
+using C = SessionIssue::Code;
+
+namespace {
+
+// ---- byte helpers ---------------------------------------------------------------------------
+
+struct File {
+  std::FILE* f = nullptr;
+  ~File() {
+    if (f) std::fclose(f);
+  }
+};
+
+/// Opens a file and gets its size; NotFound / MalformedInput issues on failure.
+bool openFile(const std::string& path, File* file, int64_t* size, Status* st) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    st->add(C::NotFound, path, "no such file");
+    return false;
+  }
+  if (!fs::is_regular_file(path, ec)) {
+    st->add(C::MalformedInput, path, "not a regular file");
+    return false;
+  }
+  *size = static_cast<int64_t>(fs::file_size(path, ec));
+  if (ec) {
+    st->add(C::MalformedInput, path, "cannot get the file size: " + ec.message());
+    return false;
+  }
+  file->f = std::fopen(path.c_str(), "rb");
+  if (!file->f) {
+    st->add(C::NotFound, path, "cannot open for reading");
+    return false;
+  }
+  return true;
+}
+
+bool readExact(std::FILE* f, void* buf, size_t n) { return n == 0 || std::fread(buf, 1, n, f) == n; }
+
+/// Product of dims with overflow and limit checks.
+bool checkedCount(const std::vector<int64_t>& shape, int64_t* n) {
+  int64_t c = 1;
+  for (auto d : shape) {
+    if (d < 0) return false;
+    if (d != 0 && c > kMaxImportElements / d) return false;
+    c *= d;
+  }
+  *n = c;
+  return c <= kMaxImportElements;
+}
+
+std::string shapeText(const std::vector<int64_t>& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+/// Element kinds the importers decode.
+enum class Src { F16, BF16, F32, F64 };
+
+size_t srcBytes(Src s) { return s == Src::F16 || s == Src::BF16 ? 2 : s == Src::F32 ? 4 : 8; }
+
+/// Converts `n` raw elements (byte order `big`) into out (float32 for ≤ 32-bit, float64 for F64),
+/// row-major. When fortran is true the raw data are column-major [rows, cols] and are transposed.
+void decodeInto(const std::vector<unsigned char>& raw, Src src, bool big, bool fortran, const std::vector<int64_t>& shape,
+                Dataset* out) {
+  const size_t eb = srcBytes(src);
+  const int64_t n = static_cast<int64_t>(raw.size() / eb);
+  const bool swap = big != (std::endian::native == std::endian::big);
+  auto u = [&](int64_t i) -> uint64_t {
+    uint64_t v = 0;
+    const unsigned char* p = raw.data() + static_cast<size_t>(i) * eb;
+    for (size_t b = 0; b < eb; ++b) {
+      const size_t k = swap ? eb - 1 - b : b;
+      v |= uint64_t(p[k]) << (8 * b);
+    }
+    return v;
+  };
+  const int64_t rows = shape.size() == 2 ? shape[0] : n, cols = shape.size() == 2 ? shape[1] : 1;
+  auto dst = [&](int64_t i) -> int64_t {
+    if (!fortran || shape.size() != 2) return i;
+    // raw index i = j*rows + r  →  row-major r*cols + j
+    const int64_t r = i % rows, j = i / rows;
+    return r * cols + j;
+  };
+  if (src == Src::F64) {
+    out->dtype = DType::Float64;
+    out->f64.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) out->f64[static_cast<size_t>(dst(i))] = std::bit_cast<double>(u(i));
+    return;
+  }
+  out->dtype = DType::Float32;
+  out->f32.resize(static_cast<size_t>(n));
+  const Format& f16 = Format::FP16();
+  const Format& bf16 = Format::BF16();
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t v = u(i);
+    float x;
+    if (src == Src::F32) x = std::bit_cast<float>(static_cast<uint32_t>(v));
+    else if (src == Src::BF16) x = std::bit_cast<float>(static_cast<uint32_t>(v) << 16); // exact widening
+    else x = static_cast<float>(f16.decode(static_cast<uint32_t>(v)));                    // exact in float32
+    (void)bf16;
+    out->f32[static_cast<size_t>(dst(i))] = x;
+  }
+}
+
+// ---- a small JSON reader (safetensors headers) ----------------------------------------------
+
+struct Json {
+  enum class T { Null, Bool, Num, Str, Arr, Obj } t = T::Null;
+  bool b = false;
+  double num = 0;
+  std::string str;
+  std::vector<Json> arr;
+  std::vector<std::pair<std::string, Json>> obj;
+  const Json* get(const std::string& k) const {
+    for (const auto& [kk, v] : obj)
+      if (kk == k) return &v;
+    return nullptr;
+  }
+};
+
+class JsonParser {
+public:
+  explicit JsonParser(const std::string& s) : s_(s) {}
+  bool parse(Json* out, std::string* err) {
+    if (!value(out, 0)) {
+      *err = err_ + " at byte " + std::to_string(i_);
+      return false;
+    }
+    ws();
+    if (i_ != s_.size()) {
+      *err = "trailing characters at byte " + std::to_string(i_);
+      return false;
+    }
+    return true;
+  }
+
+private:
+  const std::string& s_;
+  size_t i_ = 0;
+  std::string err_;
+  void ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
+  }
+  bool fail(const char* m) {
+    err_ = m;
+    return false;
+  }
+  bool lit(const char* w) {
+    const size_t n = std::strlen(w);
+    if (s_.compare(i_, n, w) != 0) return false;
+    i_ += n;
+    return true;
+  }
+  bool string(std::string* out) {
+    if (i_ >= s_.size() || s_[i_] != '"') return fail("expected a string");
+    ++i_;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      char c = s_[i_++];
+      if (c == '\\') {
+        if (i_ >= s_.size()) return fail("unterminated escape");
+        char e = s_[i_++];
+        switch (e) {
+        case '"': case '\\': case '/': out->push_back(e); break;
+        case 'b': out->push_back('\b'); break;
+        case 'f': out->push_back('\f'); break;
+        case 'n': out->push_back('\n'); break;
+        case 'r': out->push_back('\r'); break;
+        case 't': out->push_back('\t'); break;
+        case 'u': {
+          if (i_ + 4 > s_.size()) return fail("bad \\u escape");
+          unsigned cp = 0;
+          for (int k = 0; k < 4; ++k) {
+            char h = s_[i_++];
+            cp <<= 4;
+            if (h >= '0' && h <= '9') cp |= unsigned(h - '0');
+            else if (h >= 'a' && h <= 'f') cp |= unsigned(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F') cp |= unsigned(h - 'A' + 10);
+            else return fail("bad \\u escape");
+          }
+          // UTF-8 encode (surrogates kept as-is; names only need to round-trip for lookup)
+          if (cp < 0x80) out->push_back(char(cp));
+          else if (cp < 0x800) {
+            out->push_back(char(0xC0 | (cp >> 6)));
+            out->push_back(char(0x80 | (cp & 0x3F)));
+          } else {
+            out->push_back(char(0xE0 | (cp >> 12)));
+            out->push_back(char(0x80 | ((cp >> 6) & 0x3F)));
+            out->push_back(char(0x80 | (cp & 0x3F)));
+          }
+          break;
+        }
+        default: return fail("bad escape");
+        }
+      } else {
+        out->push_back(c);
+      }
+    }
+    if (i_ >= s_.size()) return fail("unterminated string");
+    ++i_;
+    return true;
+  }
+  bool value(Json* out, int depth) {
+    if (depth > 64) return fail("nesting too deep");
+    ws();
+    if (i_ >= s_.size()) return fail("unexpected end");
+    const char c = s_[i_];
+    if (c == '{') {
+      out->t = Json::T::Obj;
+      ++i_;
+      ws();
+      if (i_ < s_.size() && s_[i_] == '}') {
+        ++i_;
+        return true;
+      }
+      for (;;) {
+        ws();
+        std::string k;
+        if (!string(&k)) return false;
+        ws();
+        if (i_ >= s_.size() || s_[i_] != ':') return fail("expected ':'");
+        ++i_;
+        Json v;
+        if (!value(&v, depth + 1)) return false;
+        out->obj.emplace_back(std::move(k), std::move(v));
+        ws();
+        if (i_ < s_.size() && s_[i_] == ',') { ++i_; continue; }
+        if (i_ < s_.size() && s_[i_] == '}') { ++i_; return true; }
+        return fail("expected ',' or '}'");
+      }
+    }
+    if (c == '[') {
+      out->t = Json::T::Arr;
+      ++i_;
+      ws();
+      if (i_ < s_.size() && s_[i_] == ']') {
+        ++i_;
+        return true;
+      }
+      for (;;) {
+        Json v;
+        if (!value(&v, depth + 1)) return false;
+        out->arr.push_back(std::move(v));
+        ws();
+        if (i_ < s_.size() && s_[i_] == ',') { ++i_; continue; }
+        if (i_ < s_.size() && s_[i_] == ']') { ++i_; return true; }
+        return fail("expected ',' or ']'");
+      }
+    }
+    if (c == '"') {
+      out->t = Json::T::Str;
+      return string(&out->str);
+    }
+    if (lit("true")) { out->t = Json::T::Bool; out->b = true; return true; }
+    if (lit("false")) { out->t = Json::T::Bool; return true; }
+    if (lit("null")) { out->t = Json::T::Null; return true; }
+    const size_t start = i_;
+    while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '-' || s_[i_] == '+' ||
+                              s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E'))
+      ++i_;
+    if (start == i_) return fail("unexpected character");
+    out->t = Json::T::Num;
+    try {
+      out->num = std::stod(s_.substr(start, i_ - start));
+    } catch (...) {
+      return fail("bad number");
+    }
+    return true;
+  }
+};
+
+/// Exact non-negative integer from a JSON number (safetensors shapes and offsets).
+bool jsonInt(const Json& j, int64_t* v) {
+  if (j.t != Json::T::Num || j.num < 0 || j.num > 9.0e15 || j.num != static_cast<double>(static_cast<int64_t>(j.num)))
+    return false;
+  *v = static_cast<int64_t>(j.num);
+  return true;
+}
+
+// ---- safetensors header ---------------------------------------------------------------------
+
+struct StEntry {
+  TensorEntry e;
+  int64_t begin = 0, end = 0;
+};
+
+bool readSafetensorsHeader(const std::string& path, File* file, int64_t* data_start, int64_t* file_size,
+                           std::vector<StEntry>* entries, Status* st) {
+  if (!openFile(path, file, file_size, st)) return false;
+  unsigned char lenb[8];
+  if (*file_size < 8 || !readExact(file->f, lenb, 8)) {
+    st->add(C::MalformedInput, path, "file shorter than the 8-byte safetensors header length");
+    return false;
+  }
+  uint64_t hlen = 0;
+  for (int k = 0; k < 8; ++k) hlen |= uint64_t(lenb[k]) << (8 * k);
+  if (hlen > uint64_t(*file_size - 8) || hlen > (uint64_t(100) << 20)) {
+    st->add(C::MalformedInput, path,
+            "header length " + std::to_string(hlen) + " exceeds the file (" + std::to_string(*file_size) +
+                " bytes) or the 100 MB limit: not a safetensors file, or truncated");
+    return false;
+  }
+  std::string header(static_cast<size_t>(hlen), '\0');
+  if (!readExact(file->f, header.data(), header.size())) {
+    st->add(C::MalformedInput, path, "cannot read the JSON header");
+    return false;
+  }
+  *data_start = 8 + static_cast<int64_t>(hlen);
+  Json root;
+  std::string err;
+  if (!JsonParser(header).parse(&root, &err) || root.t != Json::T::Obj) {
+    st->add(C::MalformedInput, path, "header is not a JSON object: " + (err.empty() ? "not an object" : err));
+    return false;
+  }
+  const int64_t data_len = *file_size - *data_start;
+  for (const auto& [name, v] : root.obj) {
+    if (name == "__metadata__") continue;
+    const std::string where = path + ":" + name;
+    const Json* dt = v.get("dtype");
+    const Json* sh = v.get("shape");
+    const Json* off = v.get("data_offsets");
+    if (v.t != Json::T::Obj || !dt || dt->t != Json::T::Str || !sh || sh->t != Json::T::Arr || !off ||
+        off->t != Json::T::Arr || off->arr.size() != 2) {
+      st->add(C::MalformedInput, where, "tensor entry needs string 'dtype', array 'shape', 2-element 'data_offsets'");
+      return false;
+    }
+    StEntry e;
+    e.e.name = name;
+    e.e.dtype = dt->str;
+    for (const auto& d : sh->arr) {
+      int64_t x;
+      if (!jsonInt(d, &x)) {
+        st->add(C::MalformedInput, where, "shape entries must be non-negative integers");
+        return false;
+      }
+      e.e.shape.push_back(x);
+    }
+    if (!jsonInt(off->arr[0], &e.begin) || !jsonInt(off->arr[1], &e.end) || e.end < e.begin) {
+      st->add(C::MalformedInput, where, "data_offsets must be non-negative integers with begin ≤ end");
+      return false;
+    }
+    if (e.end > data_len) {
+      st->add(C::MalformedInput, where,
+              "data_offsets end " + std::to_string(e.end) + " beyond the data section (" + std::to_string(data_len) +
+                  " bytes): file truncated?");
+      return false;
+    }
+    const bool fl = e.e.dtype == "F16" || e.e.dtype == "BF16" || e.e.dtype == "F32" || e.e.dtype == "F64";
+    e.e.importable = fl && (e.e.shape.size() == 1 || e.e.shape.size() == 2);
+    entries->push_back(std::move(e));
+  }
+  std::sort(entries->begin(), entries->end(), [](auto& a, auto& b) { return a.e.name < b.e.name; });
+  return true;
+}
+
+/// Reads `bytes` at `offset` after checking against the file size.
+bool readRange(File& file, int64_t file_size, int64_t offset, int64_t bytes, std::vector<unsigned char>* raw,
+               const std::string& where, Status* st) {
+  if (offset < 0 || bytes < 0 || offset > file_size || bytes > file_size - offset) {
+    st->add(C::MalformedInput, where,
+            "needs " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " but the file has " +
+                std::to_string(file_size) + ": truncated");
+    return false;
+  }
+  try {
+    raw->resize(static_cast<size_t>(bytes));
+  } catch (const std::bad_alloc&) {
+    st->add(C::MalformedInput, where, "not enough memory for " + std::to_string(bytes) + " bytes");
+    return false;
+  }
+  if (std::fseek(file.f, static_cast<long>(offset), SEEK_SET) != 0 || !readExact(file.f, raw->data(), raw->size())) {
+    st->add(C::MalformedInput, where, "read error (file truncated while reading?)");
+    return false;
+  }
+  return true;
+}
+
+void setSourceAttrs(Dataset* d, const std::string& path, const std::string& src_dtype, const std::string& tensor) {
+  d->attrs["units"] = std::string("1");
+  d->attrs["meaning"] = std::string("imported tensor");
+  d->attrs["source"] = path;
+  d->attrs["source_dtype"] = src_dtype;
+  if (!tensor.empty()) d->attrs["tensor"] = tensor;
+}
+
+// ---- .npy header ----------------------------------------------------------------------------
+
+/// Finds the Python literal value of 'key' in an .npy header dict ("{'descr': '<f4', ...}").
+bool npyField(const std::string& h, const std::string& key, std::string* value) {
+  for (const char q : {'\'', '"'}) {
+    const std::string k = std::string(1, q) + key + std::string(1, q);
+    size_t p = h.find(k);
+    if (p == std::string::npos) continue;
+    p = h.find(':', p + k.size());
+    if (p == std::string::npos) return false;
+    ++p;
+    while (p < h.size() && h[p] == ' ') ++p;
+    if (p >= h.size()) return false;
+    size_t e;
+    if (h[p] == '\'' || h[p] == '"') {
+      e = h.find(h[p], p + 1);
+      if (e == std::string::npos) return false;
+      *value = h.substr(p + 1, e - p - 1);
+      return true;
+    }
+    if (h[p] == '(') {
+      e = h.find(')', p);
+      if (e == std::string::npos) return false;
+      *value = h.substr(p, e - p + 1);
+      return true;
+    }
+    e = h.find_first_of(",}", p);
+    if (e == std::string::npos) return false;
+    *value = h.substr(p, e - p);
+    while (!value->empty() && value->back() == ' ') value->pop_back();
+    return true;
+  }
+  return false;
+}
+
+} // namespace
+
+Result<Dataset> importNpy(const std::string& path) {
+  Result<Dataset> r;
+  File file;
+  int64_t size = 0;
+  if (!openFile(path, &file, &size, &r)) return r;
+  unsigned char pre[10];
+  if (size < 10 || !readExact(file.f, pre, 10) || std::memcmp(pre, "\x93NUMPY", 6) != 0) {
+    r.add(C::MalformedInput, path, "no .npy magic (\\x93NUMPY): not a NumPy .npy file");
+    return r;
+  }
+  const int major = pre[6];
+  int64_t hlen = 0, hstart = 0;
+  if (major == 1) {
+    hlen = pre[8] | (pre[9] << 8);
+    hstart = 10;
+  } else if (major == 2 || major == 3) {
+    unsigned char b[2];
+    if (!readExact(file.f, b, 2)) {
+      r.add(C::MalformedInput, path, "truncated header length");
+      return r;
+    }
+    hlen = int64_t(pre[8]) | (int64_t(pre[9]) << 8) | (int64_t(b[0]) << 16) | (int64_t(b[1]) << 24);
+    hstart = 12;
+  } else {
+    r.add(C::MalformedInput, path, "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(pre[7]));
+    return r;
+  }
+  if (hlen > size - hstart || hlen > (int64_t(1) << 24)) {
+    r.add(C::MalformedInput, path, "header length " + std::to_string(hlen) + " exceeds the file: truncated");
+    return r;
+  }
+  std::string h(static_cast<size_t>(hlen), '\0');
+  if (!readExact(file.f, h.data(), h.size())) {
+    r.add(C::MalformedInput, path, "cannot read the header");
+    return r;
+  }
+  std::string descr, fortran, shape_txt;
+  if (!npyField(h, "descr", &descr) || !npyField(h, "fortran_order", &fortran) || !npyField(h, "shape", &shape_txt)) {
+    r.add(C::MalformedInput, path, "header lacks 'descr', 'fortran_order' or 'shape': " + h.substr(0, 120));
+    return r;
+  }
+  if (fortran != "True" && fortran != "False") {
+    r.add(C::MalformedInput, path, "fortran_order is '" + fortran + "', expected True or False");
+    return r;
+  }
+  Src src;
+  bool big = false;
+  if (descr.size() == 3 && (descr[0] == '<' || descr[0] == '>' || descr[0] == '=') && descr[1] == 'f' &&
+      (descr[2] == '2' || descr[2] == '4' || descr[2] == '8')) {
+    big = descr[0] == '>' || (descr[0] == '=' && std::endian::native == std::endian::big);
+    src = descr[2] == '2' ? Src::F16 : descr[2] == '4' ? Src::F32 : Src::F64;
+  } else {
+    r.add(C::MalformedInput, path,
+          "dtype '" + descr + "' is not supported (float16, float32 or float64 in either byte order: <f2 >f2 <f4 >f4 <f8 >f8)");
+    return r;
+  }
+  // shape "(3, 4)" / "(5,)" / "()"
+  std::vector<int64_t> shape;
+  if (shape_txt.size() < 2 || shape_txt.front() != '(' || shape_txt.back() != ')') {
+    r.add(C::MalformedInput, path, "shape '" + shape_txt + "' is not a tuple");
+    return r;
+  }
+  {
+    std::string inner = shape_txt.substr(1, shape_txt.size() - 2);
+    size_t p = 0;
+    while (p < inner.size()) {
+      while (p < inner.size() && (inner[p] == ' ' || inner[p] == ',')) ++p;
+      if (p >= inner.size()) break;
+      size_t e = p;
+      while (e < inner.size() && std::isdigit(static_cast<unsigned char>(inner[e]))) ++e;
+      if (e == p || e - p > 15) {
+        r.add(C::MalformedInput, path, "shape '" + shape_txt + "' has a non-integer or absurd entry");
+        return r;
+      }
+      shape.push_back(std::stoll(inner.substr(p, e - p)));
+      p = e;
+      while (p < inner.size() && inner[p] == 'L') ++p; // Python 2 longs
+    }
+  }
+  if (shape.empty()) {
+    r.add(C::WrongShape, path, "a 0-d (scalar) array; FP8 Lab imports 1-D and 2-D tensors");
+    return r;
+  }
+  if (shape.size() > 2) {
+    r.add(C::WrongShape, path, "shape " + shapeText(shape) + " has rank " + std::to_string(shape.size()) +
+                                   "; FP8 Lab imports 1-D and 2-D tensors (reshape it first)");
+    return r;
+  }
+  int64_t n = 0;
+  if (!checkedCount(shape, &n)) {
+    r.add(C::MalformedInput, path, "shape " + shapeText(shape) + " is too large (limit 2^34 elements)");
+    return r;
+  }
+  const int64_t bytes = n * static_cast<int64_t>(srcBytes(src));
+  const int64_t data_off = hstart + hlen;
+  if (bytes > size - data_off) {
+    r.add(C::MalformedInput, path,
+          "header claims " + shapeText(shape) + " " + descr + " = " + std::to_string(bytes) + " bytes of data, the file has " +
+              std::to_string(size - data_off) + ": truncated");
+    return r;
+  }
+  if (bytes < size - data_off)
+    r.add(C::MalformedInput, path, std::to_string(size - data_off - bytes) + " bytes after the data ignored", Warning::Severity::Warning);
+  std::vector<unsigned char> raw;
+  if (!readRange(file, size, data_off, bytes, &raw, path, &r)) return r;
+  r.value.shape = shape;
+  decodeInto(raw, src, big, fortran == "True", shape, &r.value);
+  setSourceAttrs(&r.value, path, descr, "");
+  r.value.attrs["fortran_order"] = static_cast<int64_t>(fortran == "True");
+  return r;
+}
+
+Result<std::vector<TensorEntry>> listSafetensors(const std::string& path) {
+  Result<std::vector<TensorEntry>> r;
+  File file;
+  int64_t start = 0, size = 0;
+  std::vector<StEntry> entries;
+  if (!readSafetensorsHeader(path, &file, &start, &size, &entries, &r)) return r;
+  for (auto& e : entries) r.value.push_back(e.e);
+  return r;
+}
+
+Result<Dataset> importSafetensors(const std::string& path, const std::string& name) {
+  Result<Dataset> r;
+  File file;
+  int64_t start = 0, size = 0;
+  std::vector<StEntry> entries;
+  if (!readSafetensorsHeader(path, &file, &start, &size, &entries, &r)) return r;
+  const StEntry* e = nullptr;
+  std::string names;
+  for (const auto& x : entries) {
+    if (x.e.name == name) e = &x;
+    names += (names.empty() ? "" : ", ") + x.e.name;
+  }
+  if (!e && name.empty() && entries.size() == 1) e = &entries[0];
+  if (!e) {
+    r.add(C::NotFound, path + ":" + name, name.empty() ? "give a tensor name; the file holds: " + names
+                                                         : "no tensor of that name; the file holds: " + names);
+    return r;
+  }
+  const std::string where = path + ":" + e->e.name;
+  Src src;
+  if (e->e.dtype == "F16") src = Src::F16;
+  else if (e->e.dtype == "BF16") src = Src::BF16;
+  else if (e->e.dtype == "F32") src = Src::F32;
+  else if (e->e.dtype == "F64") src = Src::F64;
+  else {
+    r.add(C::MalformedInput, where, "dtype " + e->e.dtype + " is not supported (F16, BF16, F32, F64)");
+    return r;
+  }
+  if (e->e.shape.empty() || e->e.shape.size() > 2) {
+    r.add(C::WrongShape, where, "shape " + shapeText(e->e.shape) + ": FP8 Lab imports 1-D and 2-D tensors");
+    return r;
+  }
+  int64_t n = 0;
+  if (!checkedCount(e->e.shape, &n)) {
+    r.add(C::MalformedInput, where, "shape " + shapeText(e->e.shape) + " is too large");
+    return r;
+  }
+  const int64_t bytes = n * static_cast<int64_t>(srcBytes(src));
+  if (bytes != e->end - e->begin) {
+    r.add(C::MalformedInput, where,
+          "shape " + shapeText(e->e.shape) + " " + e->e.dtype + " needs " + std::to_string(bytes) + " bytes but data_offsets span " +
+              std::to_string(e->end - e->begin));
+    return r;
+  }
+  std::vector<unsigned char> raw;
+  if (!readRange(file, size, start + e->begin, bytes, &raw, where, &r)) return r;
+  r.value.shape = e->e.shape;
+  decodeInto(raw, src, false, false, e->e.shape, &r.value);
+  setSourceAttrs(&r.value, path, e->e.dtype, e->e.name);
+  return r;
+}
+
+// ---- HDF5 -----------------------------------------------------------------------------------
+
+namespace {
+
+struct H5List {
+  hid_t file;
+  std::vector<TensorEntry>* out;
+};
+
+herr_t h5ListCb(hid_t, const char* name, const H5L_info_t* info, void* data) {
+  auto* d = static_cast<H5List*>(data);
+  if (info->type != H5L_TYPE_HARD) return 0;
+  h5::Handle o = h5::object(H5Oopen(d->file, name, H5P_DEFAULT));
+  if (!o.valid() || H5Iget_type(o) != H5I_DATASET) {
+    H5Eclear2(H5E_DEFAULT);
+    return 0;
+  }
+  h5::Handle t = h5::type(H5Dget_type(o));
+  h5::Handle sp = h5::space(H5Dget_space(o));
+  TensorEntry e;
+  e.name = std::string("/") + name;
+  const int rank = H5Sget_simple_extent_ndims(sp);
+  if (rank > 0 && rank <= 8) {
+    std::vector<hsize_t> dims(static_cast<size_t>(rank));
+    H5Sget_simple_extent_dims(sp, dims.data(), nullptr);
+    e.shape.assign(dims.begin(), dims.end());
+  }
+  const bool fl = H5Tget_class(t) == H5T_FLOAT;
+  e.dtype = fl ? "float" + std::to_string(8 * H5Tget_size(t)) : "other";
+  e.importable = fl && (rank == 1 || rank == 2);
+  if (fl) d->out->push_back(std::move(e));
+  return 0;
+}
+
+bool openForeignH5(const std::string& path, h5::Handle* f, Status* st) {
+  h5::quietErrors();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    st->add(C::NotFound, path, "no such file");
+    return false;
+  }
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    st->add(C::NotHdf5, path, "not an HDF5 file");
+    H5Eclear2(H5E_DEFAULT);
+    return false;
+  }
+  *f = h5::file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  if (!f->valid()) {
+    st->add(C::Corrupt, path, "HDF5 cannot open it: " + h5::errorText());
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+Result<std::vector<TensorEntry>> listHdf5Tensors(const std::string& path) {
+  Result<std::vector<TensorEntry>> r;
+  h5::Handle f;
+  if (!openForeignH5(path, &f, &r)) return r;
+  H5List d{f, &r.value};
+  H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, h5ListCb, &d);
+  H5Eclear2(H5E_DEFAULT);
+  return r;
+}
+
+Result<Dataset> importHdf5Dataset(const std::string& path, const std::string& dataset_path) {
+  Result<Dataset> r;
+  h5::Handle f;
+  if (!openForeignH5(path, &f, &r)) return r;
+  const std::string where = path + ":" + dataset_path;
+  std::string rel = dataset_path;
+  while (!rel.empty() && rel.front() == '/') rel.erase(0, 1);
+  if (rel.empty() || !h5::pathExists(f, rel)) {
+    r.add(C::NotFound, where, "no such dataset");
+    return r;
+  }
+  h5::Handle ds = h5::dataset(H5Dopen2(f, rel.c_str(), H5P_DEFAULT));
+  if (!ds.valid()) {
+    r.add(C::WrongType, where, "not a dataset: " + h5::errorText());
+    return r;
+  }
+  h5::Handle t = h5::type(H5Dget_type(ds));
+  if (H5Tget_class(t) != H5T_FLOAT) {
+    r.add(C::WrongType, where, "element type is not floating point");
+    return r;
+  }
+  const size_t esz = H5Tget_size(t);
+  h5::Handle sp = h5::space(H5Dget_space(ds));
+  const int rank = H5Sget_simple_extent_ndims(sp);
+  if (rank != 1 && rank != 2) {
+    r.add(C::WrongShape, where, "rank " + std::to_string(rank) + "; FP8 Lab imports 1-D and 2-D datasets");
+    return r;
+  }
+  hsize_t dims[2] = {0, 0};
+  H5Sget_simple_extent_dims(sp, dims, nullptr);
+  std::vector<int64_t> shape(dims, dims + rank);
+  int64_t n = 0;
+  if (!checkedCount(shape, &n)) {
+    r.add(C::MalformedInput, where, "shape " + shapeText(shape) + " is too large");
+    return r;
+  }
+  Dataset& d = r.value;
+  d.shape = shape;
+  d.dtype = esz > 4 ? DType::Float64 : DType::Float32;
+  try {
+    if (d.dtype == DType::Float64) d.f64.resize(static_cast<size_t>(n));
+    else d.f32.resize(static_cast<size_t>(n));
+  } catch (const std::bad_alloc&) {
+    r.add(C::MalformedInput, where, "not enough memory");
+    return r;
+  }
+  void* buf = d.dtype == DType::Float64 ? static_cast<void*>(d.f64.data()) : static_cast<void*>(d.f32.data());
+  if (n > 0 && H5Dread(ds, h5::memType(d.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+    r.add(C::Corrupt, where, "cannot read: " + h5::errorText());
+    r.value = {};
+    return r;
+  }
+  const bool big = H5Tget_order(t) == H5T_ORDER_BE;
+  setSourceAttrs(&d, path, std::string(big ? ">" : "<") + "float" + std::to_string(8 * esz), dataset_path);
+  return r;
+}
+
+Result<Dataset> importTensor(const std::string& spec) {
+  auto ends = [](const std::string& s, const std::string& suf) {
+    if (s.size() < suf.size()) return false;
+    std::string t = s.substr(s.size() - suf.size());
+    std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return t == suf;
+  };
+  // Split "FILE:NAME" at the first ':' after a known extension.
+  for (const std::string ext : {".safetensors", ".h5", ".hdf5", ".hdf", ".npy"}) {
+    std::string lower = spec;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    size_t p = lower.find(ext + ":");
+    std::string file = spec, name;
+    if (p != std::string::npos) {
+      file = spec.substr(0, p + ext.size());
+      name = spec.substr(p + ext.size() + 1);
+    } else if (!ends(spec, ext)) {
+      continue;
+    }
+    if (ext == ".npy") return importNpy(file);
+    if (ext == ".safetensors") return importSafetensors(file, name);
+    if (name.empty()) {
+      Result<Dataset> r;
+      auto l = listHdf5Tensors(file);
+      std::string names;
+      for (const auto& e : l.value)
+        if (e.importable) names += (names.empty() ? "" : ", ") + e.name;
+      r.add(C::InvalidArgument, spec, "give the dataset path as FILE.h5:/path (float datasets: " + names + ")");
+      return r;
+    }
+    return importHdf5Dataset(file, name);
+  }
+  Result<Dataset> r;
+  r.add(C::InvalidArgument, spec, "unknown tensor file type (use .npy, .safetensors:NAME or .h5:/PATH)");
+  return r;
+}
+
+} // namespace fp8lab
