@@ -72,7 +72,9 @@ const char* typeName(cudaDataType_t t);
 /// calls), so it is unit-tested on machines without one. Throws std::invalid_argument when
 /// checkLtProblem fails, GpuError when cuBLASLt rejects an attribute.
 struct LtOperation {
-  LtOperation(const LtProblem& p, const LtPointers& ptr);
+  /// validate = false skips checkLtProblem (the enumerator asks cuBLASLt about combinations the
+  /// project believes unsupported, to confirm it).
+  LtOperation(const LtProblem& p, const LtPointers& ptr, bool validate = true);
   LtProblem problem;
   LtMatmulDesc desc;
   LtMatrixLayout a, b, c, d;

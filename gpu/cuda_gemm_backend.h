@@ -1,0 +1,63 @@
+// FP8 Lab GPU core — the CUDA / cuBLASLt implementation of GemmBackend (core/gemm/gemm.h), and
+// the backend choice the CLI (`--backend auto|cpu|gpu`) and the GUI's experiment panel make.
+//
+//     D = scale_D · (a_scale ⊙ b_scale ⊙ (A·B))      A [M,K], B [K,N] row-major, D [M,N]
+// with a_scale / b_scale the operands' DEQUANT scales (QuantizedTensor) and scale_D the output's
+// QUANT multiplier (GemmOptions::output_quant_scale, FP8 outputs only). The operands are padded,
+// arranged TN and their scales laid out as scale_layout.h describes; the matmul is one cuBLASLt
+// call (lt_matmul.h).
+//
+// What runs here (anything else: unsupportedReason() says why, and the CPU backend runs it):
+//   formats     E4M3FN × E4M3FN, E4M3FN × E5M2, E5M2 × E4M3FN (not E5M2 × E5M2; no FNUZ, MX,
+//               FP6/FP4 types on Hopper)
+//   scales      per tensor, A per-row / B per-column, A 1x128 / B 128x1, 128x128, and any
+//               combination of those that promotes exactly (scale_layout.h); not MX E8M0, not
+//               scales that vary along K other than per 128
+//   accumulation SplitFP32  → cuBLASLt default (FAST_ACCUM = 0: periodic FP32 promotion)
+//               FastAccum with fast_accum_promotes = false → FAST_ACCUM = 1 (the hardware the
+//               CPU model imitates); Exact, FP32 and the promoting FastAccum model are
+//               CPU-only models
+//   output      FP32, BF16, FP16, E4M3FN (D scale + AMAX_D), E5M2 where the heuristic accepts it
+//   devices     sm_90 (H100/H200) for every mode; sm_89 and sm_100+ per-tensor only
+#pragma once
+
+#include "device_probe.h"
+#include "gemm/gemm.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace fp8lab::gpu {
+
+/// The CUDA backend, or nullptr with the reason in *why (no device, old driver, a GPU without
+/// FP8 tensor cores, cuBLASLt handle creation failed). Never throws.
+std::unique_ptr<GemmBackend> makeCudaGemmBackend(std::string* why = nullptr);
+
+/// Runtime, driver and cuBLASLt versions of the probe as text, e.g.
+/// "CUDA runtime 13.0, driver 13.0, cuBLASLt 13.1.0".
+std::string versionsSummary(const ProbeResult& p);
+
+/// The backend a user asked for.
+enum class BackendChoice { Auto, Cpu, Gpu };
+/// "auto", "cpu", "gpu" (also "cuda"); nullopt otherwise.
+std::optional<BackendChoice> parseBackendChoice(std::string_view s);
+const char* toString(BackendChoice c);
+
+/// The outcome of choosing a backend.
+struct BackendSelection {
+  std::unique_ptr<GemmBackend> backend; ///< never null
+  bool gpu = false;                     ///< backend is the CUDA one
+  bool fell_back = false;               ///< the GPU was asked for (gpu, or auto with a GPU) but the CPU runs
+  std::string reason;                   ///< one line for the UI / CLI: what runs where and why
+};
+
+/// Chooses the backend: Cpu → CPU; Gpu → CUDA when a usable GPU is present and (if a, b, opt are
+/// given) it can run that GEMM, else the CPU with fell_back = true and the reason; Auto → the
+/// CUDA backend when it is present and can run the GEMM, else the CPU (fell_back only when a GPU
+/// was present but cannot run it). Never throws for a missing GPU.
+BackendSelection selectGemmBackend(BackendChoice choice, const QuantizedTensor* a = nullptr,
+                                   const QuantizedTensor* b = nullptr, const GemmOptions* opt = nullptr);
+
+} // namespace fp8lab::gpu
