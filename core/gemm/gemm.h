@@ -20,32 +20,65 @@
 
 namespace fp8lab {
 
-/// How products are summed along K.
+/// How products are summed along K. docs/gemm.md gives each model as pseudocode; in all of
+/// them a product p_k = decode(a[m,k]) · decode(b[k,n]) of two decoded codes is exact (in
+/// float32 and double: ≤ 16 significant bits, exponents within range for every ≤ 8-bit
+/// format), so the models differ only in how those exact products are added and where the
+/// scales are applied.
+///
+/// Windows: K is cut at every multiple of each operand's scale block along K (when its scales
+/// vary along K: 1x128 / 128x128 / MX block-32) and, for SplitFP32 and a promoting FastAccum,
+/// at every multiple of `promotion_interval`. Each window's partial sum is promoted into the
+/// float32 accumulator as  acc = fma(s_w, partial, acc)  with s_w = float32(sa_w · sb_w) the
+/// product of the window's K-varying scales (1 when neither operand's scales vary along K:
+/// then acc = acc + partial) — DeepGEMM's `final_accum += scale * accum`, which nvcc contracts
+/// to one FFMA. Scales constant along K (per-tensor, per-row of A, per-column of B) are applied
+/// once at the end: D = float32(ca · cb) · acc (cuBLASLt SCALAR_32F / outer-vector modes).
 enum class Accumulation {
-  Exact,     ///< double precision, the reference for "accumulation error"
-  FP32,      ///< one float32 accumulator per output, k ascending: deterministic
-  SplitFP32, ///< float32 partial per promotion window (N_C = 128 of K), promoted into an FP32
-             ///< accumulator with the window's block scales (cuBLAS default, DeepGEMM)
-  FastAccum, ///< MODEL of Hopper fast accumulation (undocumented hardware): inside a window the
-             ///< running sum keeps only `fast_accum_bits` significant bits (products aligned
-             ///< to the largest exponent, lower bits truncated — DeepSeek-V3 §3.3)
+  Exact,     ///< double precision (windows at scale boundaries only, fma promotion in double):
+             ///< the reference for "accumulation error"
+  FP32,      ///< one float32 running sum per window, k ascending, windows at scale boundaries
+             ///< only (per-tensor scales: one window = all of K): deterministic
+  SplitFP32, ///< float32 partial per promotion window (N_C = 128 of K), k ascending inside,
+             ///< promoted into a float32 accumulator with the window's block scales (cuBLAS
+             ///< default, DeepGEMM, DeepSeek-V3 §3.3)
+  FastAccum, ///< MODEL of Hopper fast accumulation (undocumented hardware): inside a window,
+             ///< per group of `fast_accum_group` products the running sum and the products are
+             ///< aligned to the largest exponent among them and truncated toward zero to
+             ///< `fast_accum_bits` significant bits, then added exactly (DeepSeek-V3 §3.3,
+             ///< DeepGEMM issues #37/#50)
 };
 
 /// Output element type of D.
 enum class OutputType { FP32, BF16, FP16, E4M3FN, E5M2 };
 
+/// Which CPU kernel runs the FP32 / SplitFP32 models (results are bit-identical; tests check it).
+enum class CpuKernel {
+  Auto,       ///< AVX512-BF16 when the CPU has it and the windows allow it, else Portable
+  Portable,   ///< standard C++ (auto-vectorised), every model
+  Avx512Bf16, ///< _mm512_dpbf16_ps on decoded codes (FP8 values are exact in BF16); falls back
+              ///< to Portable, with a Warning, where it cannot run
+};
+
 const char* toString(Accumulation a);
 const char* toString(OutputType t);
+const char* toString(CpuKernel k);
 
 struct GemmOptions {
   Accumulation accumulation = Accumulation::SplitFP32;
-  int promotion_interval = 128;  ///< N_C, elements of K per promotion window (SplitFP32/FastAccum)
-  int fast_accum_bits = 14;      ///< significant bits kept by the FastAccum model
+  int promotion_interval = 128;  ///< N_C, elements of K per promotion window (SplitFP32/FastAccum), ≥ 1
+  int fast_accum_bits = 14;      ///< significant bits kept by the FastAccum model, 2..24
+  int fast_accum_group = 32;     ///< products aligned together by the FastAccum model (one Hopper
+                                 ///< FP8 WGMMA covers K = 32), ≥ 1
   bool fast_accum_promotes = true; ///< FastAccum: promote per window (false: whole K in one window,
-                                 ///< like cuBLASLt FAST_ACCUM=1)
+                                 ///< like cuBLASLt FAST_ACCUM=1; scale-block boundaries still cut)
   OutputType output = OutputType::FP32;
   float output_quant_scale = 1.0f; ///< scale_D (quant multiplier) for FP8 outputs
   int threads = 0;               ///< 0 = all hardware threads
+  CpuKernel cpu_kernel = CpuKernel::Auto; ///< CPU backend only
+  /// Refuse GEMMs whose buffers need more bytes than this; 0 = the memory available now
+  /// (MemAvailable of /proc/meminfo, else physical memory).
+  int64_t memory_limit_bytes = 0;
 };
 
 /// The result of one GEMM.
@@ -60,6 +93,7 @@ struct GemmOutput {
   std::string backend;           ///< "cpu" or "cuda"
   std::string device;            ///< CPU model or GPU name
   std::string algorithm;         ///< e.g. "avx512-bf16 blocked, 2 threads" or the cuBLASLt algo id
+  bool model_of_undocumented_hardware = false; ///< true for Accumulation::FastAccum
   std::vector<Warning> warnings;
 };
 

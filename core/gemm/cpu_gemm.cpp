@@ -1,0 +1,450 @@
+// FP8 Lab — the CPU reference FP8 GEMM backend: validation, planning, memory check, model
+// dispatch, output conversion and amax_D. The kernels are in gemm_kernels.cpp (portable) and
+// gemm_avx512.cpp (AVX512-BF16). Model definitions: gemm.h and docs/gemm.md.
+#include "gemm/gemm.h"
+#include "gemm/gemm_internal.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <limits>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <unistd.h>
+
+namespace fp8lab {
+
+const char* toString(Accumulation a) {
+  switch (a) {
+  case Accumulation::Exact: return "exact";
+  case Accumulation::FP32: return "fp32";
+  case Accumulation::SplitFP32: return "split";
+  case Accumulation::FastAccum: return "fast";
+  }
+  return "?";
+}
+
+const char* toString(OutputType t) {
+  switch (t) {
+  case OutputType::FP32: return "fp32";
+  case OutputType::BF16: return "bf16";
+  case OutputType::FP16: return "fp16";
+  case OutputType::E4M3FN: return "e4m3fn";
+  case OutputType::E5M2: return "e5m2";
+  }
+  return "?";
+}
+
+const char* toString(CpuKernel k) {
+  switch (k) {
+  case CpuKernel::Auto: return "auto";
+  case CpuKernel::Portable: return "portable";
+  case CpuKernel::Avx512Bf16: return "avx512-bf16";
+  }
+  return "?";
+}
+
+namespace gemm_detail {
+
+namespace {
+std::string shapeText(const QuantizedTensor& t) {
+  return std::to_string(t.rows) + "x" + std::to_string(t.cols);
+}
+
+void checkOperand(const QuantizedTensor& t, const char* name) {
+  const std::string n(name);
+  if (t.rows < 0 || t.cols < 0) throw std::invalid_argument("GEMM operand " + n + " has a negative shape " + shapeText(t));
+  if (!t.format) throw std::invalid_argument("GEMM operand " + n + " has no element format");
+  if (t.format->bits() > 8)
+    throw std::invalid_argument("GEMM operand " + n + " is in " + t.format->name() +
+                                ", a " + std::to_string(t.format->bits()) + "-bit format; the FP8 GEMM takes formats of at most 8 bits");
+  if (t.format->spec().specials == SpecialCodes::E8M0)
+    throw std::invalid_argument("GEMM operand " + n + " is in E8M0, a scale format, not an element format");
+  const double elems = static_cast<double>(t.rows) * static_cast<double>(t.cols);
+  if (elems > 9.0e18) throw std::invalid_argument("GEMM operand " + n + " shape " + shapeText(t) + " overflows 64-bit indexing");
+  if (t.codes.size() != static_cast<size_t>(t.rows * t.cols))
+    throw std::invalid_argument("GEMM operand " + n + " (" + shapeText(t) + ") holds " + std::to_string(t.codes.size()) +
+                                " codes, expected " + std::to_string(t.rows * t.cols));
+  if (t.block.rows < 1 || t.block.cols < 1)
+    throw std::invalid_argument("GEMM operand " + n + " has an invalid scale block " + std::to_string(t.block.rows) + "x" +
+                                std::to_string(t.block.cols) + " (both sides must be ≥ 1)");
+  const int64_t ns = t.blockRows() * t.blockCols();
+  if (t.rows > 0 && t.cols > 0 && t.dequant_scales.size() != static_cast<size_t>(ns))
+    throw std::invalid_argument("GEMM operand " + n + " has " + std::to_string(t.dequant_scales.size()) +
+                                " dequant scales, its " + std::to_string(t.block.rows) + "x" + std::to_string(t.block.cols) +
+                                " blocks need " + std::to_string(ns));
+}
+} // namespace
+
+std::vector<Window> makeWindows(const QuantizedTensor& a, const QuantizedTensor& b, bool a_varies,
+                                bool b_varies, int64_t k, int64_t interval) {
+  std::vector<Window> w;
+  int64_t k0 = 0;
+  const int64_t ga = a_varies ? a.block.cols : 0, gb = b_varies ? b.block.rows : 0;
+  while (k0 < k) {
+    int64_t k1 = k;
+    if (ga > 0) k1 = std::min(k1, (k0 / ga + 1) * ga);
+    if (gb > 0) k1 = std::min(k1, (k0 / gb + 1) * gb);
+    if (interval > 0) k1 = std::min(k1, (k0 / interval + 1) * interval);
+    Window x;
+    x.k0 = k0;
+    x.k1 = k1;
+    x.kb_a = ga > 0 ? k0 / ga : 0;
+    x.kb_b = gb > 0 ? k0 / gb : 0;
+    w.push_back(x);
+    k0 = k1;
+  }
+  return w;
+}
+
+Plan makePlan(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt) {
+  checkOperand(a, "A");
+  checkOperand(b, "B");
+  if (a.cols != b.rows)
+    throw std::invalid_argument("GEMM shape mismatch: A is " + shapeText(a) + " (M x K), B is " + shapeText(b) +
+                                " (K x N); A's columns must equal B's rows");
+  if (a.cols == 0)
+    throw std::invalid_argument("GEMM with K = 0 (A is " + shapeText(a) + ", B is " + shapeText(b) +
+                                "): there is nothing to accumulate");
+  if (opt.promotion_interval < 1)
+    throw std::invalid_argument("promotion interval N_C must be ≥ 1, got " + std::to_string(opt.promotion_interval));
+  if (opt.fast_accum_bits < 2 || opt.fast_accum_bits > 24)
+    throw std::invalid_argument("fast-accumulation bits must be in 2..24, got " + std::to_string(opt.fast_accum_bits));
+  if (opt.fast_accum_group < 1)
+    throw std::invalid_argument("fast-accumulation group must be ≥ 1, got " + std::to_string(opt.fast_accum_group));
+  if (opt.threads < 0) throw std::invalid_argument("threads must be ≥ 0 (0 = all), got " + std::to_string(opt.threads));
+  if ((opt.output == OutputType::E4M3FN || opt.output == OutputType::E5M2) &&
+      !(std::isfinite(opt.output_quant_scale) && opt.output_quant_scale > 0))
+    throw std::invalid_argument("the output scale (quant multiplier scale_D) must be finite and > 0");
+
+  Plan p;
+  p.m = a.rows;
+  p.n = b.cols;
+  p.k = a.cols;
+  p.a_varies = a.block.cols < p.k;
+  p.b_varies = b.block.rows < p.k;
+  int64_t interval = 0;
+  if (opt.accumulation == Accumulation::SplitFP32 ||
+      (opt.accumulation == Accumulation::FastAccum && opt.fast_accum_promotes))
+    interval = opt.promotion_interval;
+  p.windows = makeWindows(a, b, p.a_varies, p.b_varies, p.k, interval);
+  const int64_t W = static_cast<int64_t>(p.windows.size());
+  if (p.a_varies) {
+    p.sa_w.resize(static_cast<size_t>(p.m * W));
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t w = 0; w < W; ++w)
+        p.sa_w[static_cast<size_t>(i * W + w)] =
+            a.dequant_scales[static_cast<size_t>((i / a.block.rows) * a.blockCols() + p.windows[static_cast<size_t>(w)].kb_a)];
+  }
+  if (p.b_varies) {
+    p.sb_w.resize(static_cast<size_t>(W * p.n));
+    for (int64_t w = 0; w < W; ++w)
+      for (int64_t j = 0; j < p.n; ++j)
+        p.sb_w[static_cast<size_t>(w * p.n + j)] =
+            b.dequant_scales[static_cast<size_t>(p.windows[static_cast<size_t>(w)].kb_b * b.blockCols() + j / b.block.cols)];
+  }
+  p.ca.assign(static_cast<size_t>(p.m), 1.0f);
+  p.cb.assign(static_cast<size_t>(p.n), 1.0f);
+  if (!p.a_varies)
+    for (int64_t i = 0; i < p.m; ++i) p.ca[static_cast<size_t>(i)] = a.dequant_scales[static_cast<size_t>(i / a.block.rows)];
+  if (!p.b_varies)
+    for (int64_t j = 0; j < p.n; ++j) p.cb[static_cast<size_t>(j)] = b.dequant_scales[static_cast<size_t>(j / b.block.cols)];
+  for (float v : p.ca) p.has_const_scale |= (v != 1.0f);
+  for (float v : p.cb) p.has_const_scale |= (v != 1.0f);
+  return p;
+}
+
+int resolveThreads(int threads) {
+  if (threads > 0) return threads;
+  const unsigned h = std::thread::hardware_concurrency();
+  return h > 0 ? static_cast<int>(h) : 1;
+}
+
+void parallelJobs(int64_t jobs, int threads, const ProgressFn& progress, const std::string& stage,
+                  double progress_from, double progress_to, const std::function<void(int64_t)>& fn) {
+  if (jobs <= 0) return;
+  threads = static_cast<int>(std::min<int64_t>(resolveThreads(threads), jobs));
+  std::atomic<int64_t> next{0}, done{0};
+  std::atomic<bool> stop{false};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto worker = [&](bool is_caller) {
+    for (;;) {
+      if (stop.load(std::memory_order_relaxed)) return;
+      const int64_t j = next.fetch_add(1);
+      if (j >= jobs) return;
+      try {
+        fn(j);
+        const int64_t d = done.fetch_add(1) + 1;
+        if (is_caller)
+          reportProgress(progress, progress_from + (progress_to - progress_from) * static_cast<double>(d) / static_cast<double>(jobs), stage);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        stop = true;
+        return;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(threads - 1));
+  try {
+    for (int t = 1; t < threads; ++t) pool.emplace_back(worker, false);
+  } catch (...) {
+    // Could not start more threads: the ones running (and the caller) do all the jobs.
+  }
+  worker(true);
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+namespace {
+template <class T> void constScalesImpl(const Plan& plan, T* c, int threads) {
+  if (!plan.has_const_scale) return;
+  const int64_t rows_per_job = std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, plan.n));
+  const int64_t jobs = (plan.m + rows_per_job - 1) / rows_per_job;
+  parallelJobs(jobs, threads, {}, "", 0, 0, [&](int64_t j) {
+    const int64_t i1 = std::min(plan.m, (j + 1) * rows_per_job);
+    for (int64_t i = j * rows_per_job; i < i1; ++i) {
+      const float ca = plan.ca[static_cast<size_t>(i)];
+      T* row = c + i * plan.n;
+      for (int64_t n = 0; n < plan.n; ++n) {
+        if constexpr (std::is_same_v<T, float>) {
+          const float s = ca * plan.cb[static_cast<size_t>(n)]; // float32(ca·cb)
+          row[n] = s * row[n];
+        } else {
+          const double s = static_cast<double>(ca) * static_cast<double>(plan.cb[static_cast<size_t>(n)]); // exact
+          row[n] = s * row[n];
+        }
+      }
+    }
+  });
+}
+} // namespace
+
+void applyConstScales(const Plan& plan, float* c, int threads) { constScalesImpl(plan, c, threads); }
+void applyConstScales(const Plan& plan, double* c, int threads) { constScalesImpl(plan, c, threads); }
+
+int64_t availableMemoryBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t value = 0;
+  std::string unit;
+  while (in >> key >> value >> unit)
+    if (key == "MemAvailable:") return value * 1024;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0) return static_cast<int64_t>(pages) * page;
+  return std::numeric_limits<int64_t>::max();
+}
+
+} // namespace gemm_detail
+
+namespace {
+
+using namespace gemm_detail;
+
+std::string humanBytes(double b) {
+  char buf[64];
+  if (b >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+  else if (b >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024));
+  else std::snprintf(buf, sizeof buf, "%.0f bytes", b);
+  return buf;
+}
+
+std::string cpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      const auto p = line.find(':');
+      if (p != std::string::npos) return line.substr(p + 2);
+    }
+  return "CPU";
+}
+
+/// Bytes the CPU backend allocates for (M, N, K) with these options (inputs excluded).
+double bytesNeeded(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt) {
+  const double M = static_cast<double>(a.rows), K = static_cast<double>(a.cols), N = static_cast<double>(b.cols);
+  double bytes = 0;
+  bytes += (M * K + K * N) * 4.0;   // decoded operands (float) or packed BF16 pairs (≤ this)
+  bytes += M * N * 4.0;             // float accumulator C
+  if (opt.accumulation == Accumulation::Exact) bytes += M * N * 8.0; // double accumulator
+  if (opt.accumulation == Accumulation::FastAccum) bytes += M * N * 8.0;
+  bytes += M * N * 5.0;             // output values (float) + codes
+  return bytes;
+}
+
+/// Converts the accumulated D (before the output cast) into the GemmOutput fields.
+template <class T> void convertOutput(const T* dv, int64_t count, const GemmOptions& opt, GemmOutput& out) {
+  const size_t n = static_cast<size_t>(count);
+  // amax_D: max |D| before scale_D and the cast; NaN propagates (a NaN output is reported).
+  double amax = 0;
+  bool nan = false;
+  for (size_t i = 0; i < n; ++i) {
+    const double v = std::fabs(static_cast<double>(dv[i]));
+    if (std::isnan(v)) nan = true;
+    else if (v > amax) amax = v;
+  }
+  out.amax_d = nan ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(amax);
+  out.d.resize(n);
+  switch (opt.output) {
+  case OutputType::FP32:
+    for (size_t i = 0; i < n; ++i) out.d[i] = static_cast<float>(dv[i]);
+    break;
+  case OutputType::BF16:
+  case OutputType::FP16: {
+    // IEEE conversion, RNE, overflow to ±Inf (not saturating), one rounding from T.
+    const Format& f = opt.output == OutputType::BF16 ? Format::BF16() : Format::FP16();
+    EncodeOptions eo;
+    eo.saturate = false;
+    if constexpr (std::is_same_v<T, float>) {
+      f.roundTripBulk(dv, out.d.data(), n, eo);
+    } else {
+      for (size_t i = 0; i < n; ++i) out.d[i] = static_cast<float>(f.decode(f.encode(dv[i], eo)));
+    }
+    break;
+  }
+  case OutputType::E4M3FN:
+  case OutputType::E5M2: {
+    // cuBLASLt: D·scale_D then a saturating (satfinite) RNE cast; d = decode(code) / scale_D.
+    const Format& f = opt.output == OutputType::E4M3FN ? Format::E4M3FN() : Format::E5M2();
+    EncodeOptions eo;
+    eo.saturate = true;
+    out.d_codes.resize(n);
+    if constexpr (std::is_same_v<T, float>) {
+      f.encodeBulk(dv, out.d_codes.data(), n, eo, opt.output_quant_scale, Format::ScaleOp::Multiply);
+    } else {
+      f.encodeBulk(dv, out.d_codes.data(), n, eo, static_cast<double>(opt.output_quant_scale), Format::ScaleOp::Multiply);
+    }
+    const std::vector<float>& table = f.decodeTable();
+    const double inv = 1.0 / static_cast<double>(opt.output_quant_scale);
+    for (size_t i = 0; i < n; ++i) out.d[i] = static_cast<float>(static_cast<double>(table[out.d_codes[i]]) * inv);
+    break;
+  }
+  }
+}
+
+std::vector<float> decodeOperand(const QuantizedTensor& t, int threads) {
+  std::vector<float> v(t.codes.size());
+  const int64_t chunk = 1 << 18;
+  const int64_t jobs = (static_cast<int64_t>(v.size()) + chunk - 1) / chunk;
+  parallelJobs(jobs, threads, {}, "", 0, 0, [&](int64_t j) {
+    const size_t b = static_cast<size_t>(j * chunk), e = std::min(v.size(), b + static_cast<size_t>(chunk));
+    t.format->decodeBulk(t.codes.data() + b, v.data() + b, e - b);
+  });
+  return v;
+}
+
+class CpuGemmBackend final : public GemmBackend {
+public:
+  std::string name() const override { return "cpu"; }
+  std::string device() const override {
+    static const std::string d = cpuModel() + (cpuHasAvx512Bf16() ? " (AVX512-BF16)" : "");
+    return d;
+  }
+  std::string unsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt) const override {
+    try {
+      (void)makePlan(a, b, opt);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return memoryReason(a, b, opt);
+  }
+
+  GemmOutput run(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,
+                 const ProgressFn& progress) override {
+    const Plan plan = makePlan(a, b, opt);
+    const std::string mem = memoryReason(a, b, opt);
+    if (!mem.empty()) throw std::runtime_error(mem);
+    const int threads = resolveThreads(opt.threads);
+    GemmOutput out;
+    out.m = plan.m;
+    out.n = plan.n;
+    out.backend = name();
+    out.device = device();
+    out.model_of_undocumented_hardware = opt.accumulation == Accumulation::FastAccum;
+    if (a.format->name() == "E5M2" && b.format->name() == "E5M2")
+      out.warnings.push_back({Warning::Severity::Warning, "unsupported on GPU", "A, B",
+                              "E5M2 x E5M2 is not supported by cuBLASLt (PyTorch refuses it too); the CPU reference computes it anyway"});
+    if (opt.accumulation == Accumulation::FastAccum) {
+      out.warnings.push_back({Warning::Severity::Info, "model of undocumented hardware", "accumulation",
+                              "FastAccum models Hopper FP8 tensor-core accumulation as described by DeepSeek-V3 §3.3 (~" +
+                                  std::to_string(opt.fast_accum_bits) + " significant bits); NVIDIA does not document it"});
+      if (!opt.fast_accum_promotes && plan.scaled_promotion())
+        out.warnings.push_back({Warning::Severity::Warning, "promotion forced by block scales", "accumulation",
+                                "scales vary along K, so the sum is promoted at every scale-block boundary although "
+                                "fast_accum_promotes is false (cuBLASLt refuses fast accumulation with block scales)"});
+    }
+    const int64_t mn = plan.m * plan.n;
+    if (mn == 0) {
+      out.algorithm = "empty output";
+      return out;
+    }
+    reportProgress(progress, 0.0, "gemm");
+    const auto t0 = std::chrono::steady_clock::now();
+    if (opt.accumulation == Accumulation::Exact) {
+      const std::vector<float> af = decodeOperand(a, threads), bf = decodeOperand(b, threads);
+      std::vector<double> c(static_cast<size_t>(mn), 0.0);
+      gemmDoublePortable(plan, af.data(), bf.data(), c.data(), threads, progress);
+      applyConstScales(plan, c.data(), threads);
+      out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      convertOutput(c.data(), mn, opt, out);
+      out.algorithm = "exact (double), portable blocked, " + std::to_string(threads) + " threads";
+    } else {
+      std::vector<float> c(static_cast<size_t>(mn), 0.0f);
+      bool done = false;
+      if (opt.accumulation != Accumulation::FastAccum && opt.cpu_kernel != CpuKernel::Portable) {
+        std::string why = cpuHasAvx512Bf16() ? avx512Bf16Unsuitable(plan, a, b) : std::string("this CPU has no AVX512-BF16");
+        if (why.empty()) {
+          gemmFloatAvx512Bf16(plan, a, b, c.data(), threads, progress);
+          out.algorithm = std::string(toString(opt.accumulation)) + ", avx512-bf16 blocked, " + std::to_string(threads) + " threads";
+          done = true;
+        } else if (opt.cpu_kernel == CpuKernel::Avx512Bf16) {
+          out.warnings.push_back({Warning::Severity::Info, "portable kernel used", "gemm", "AVX512-BF16 kernel not used: " + why});
+        }
+      }
+      if (!done) {
+        const std::vector<float> af = decodeOperand(a, threads), bf = decodeOperand(b, threads);
+        if (opt.accumulation == Accumulation::FastAccum) {
+          gemmFastAccumPortable(plan, af.data(), bf.data(), c.data(), opt.fast_accum_bits, opt.fast_accum_group, threads, progress);
+          out.algorithm = "fast-accumulation MODEL (" + std::to_string(opt.fast_accum_bits) + " bits, group " +
+                          std::to_string(opt.fast_accum_group) + (opt.fast_accum_promotes ? ", promotion every " + std::to_string(opt.promotion_interval) : std::string(", no promotion")) +
+                          "), portable, " + std::to_string(threads) + " threads";
+        } else {
+          gemmFloatPortable(plan, af.data(), bf.data(), c.data(), threads, progress);
+          out.algorithm = std::string(toString(opt.accumulation)) + ", portable blocked, " + std::to_string(threads) + " threads";
+        }
+      }
+      applyConstScales(plan, c.data(), threads);
+      out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      convertOutput(c.data(), mn, opt, out);
+    }
+    reportProgress(progress, 1.0, "gemm");
+    return out;
+  }
+
+private:
+  static std::string memoryReason(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt) {
+    const double need = bytesNeeded(a, b, opt);
+    const double have = static_cast<double>(opt.memory_limit_bytes > 0 ? opt.memory_limit_bytes : availableMemoryBytes());
+    if (need > have) {
+      std::ostringstream s;
+      s << "GEMM " << a.rows << "x" << b.cols << "x" << a.cols << " (M x N x K) needs " << humanBytes(need)
+        << " of buffers, more than the " << humanBytes(have) << (opt.memory_limit_bytes > 0 ? " allowed" : " of memory available");
+      return s.str();
+    }
+    return {};
+  }
+};
+
+} // namespace
+
+std::unique_ptr<GemmBackend> makeCpuGemmBackend() { return std::make_unique<CpuGemmBackend>(); }
+
+} // namespace fp8lab

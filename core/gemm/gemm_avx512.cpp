@@ -1,0 +1,273 @@
+// FP8 Lab — the AVX512-BF16 kernel of the FP32 and SplitFP32 models.
+//
+// Every value of a ≤ 8-bit format with ≤ 7 mantissa bits is exact in BF16, and the product of
+// two BF16 values is exact in float32, so VDPBF16PS adds exact products. Intel's SDM defines
+// the instruction per float32 lane j as two sequential RNE additions,
+//     acc_j += a.bf16[2j+1] · b.bf16[2j+1];   acc_j += a.bf16[2j] · b.bf16[2j]
+// (high half first; checked on this machine's Sapphire Rapids class CPU for 200k random cases:
+// tests/core/gemm checks the whole kernel against the portable one bit for bit). We pack
+// element k into the high half and k+1 into the low half, so each lane adds a[k]·b[k] then
+// a[k+1]·b[k+1]: exactly the portable model's ascending k order. The instruction flushes
+// denormals (DAZ/FTZ); decoded codes and their products (≥ 2^-40 in magnitude) and every sum
+// of them (multiples of the smallest product) are normal float32 numbers or zero, so this never
+// changes a result. An odd K is padded with a zero product, which leaves a sum unchanged (a
+// sum that starts at +0 is never −0).
+//
+// Blocking: A and B are packed once into BF16 pairs (A: [M][K/2] dwords; B: panels of 32
+// columns, [N/32][K/2][32] dwords). A tile of 8 rows × 32 columns keeps 16 float32 vector
+// accumulators; K is processed in chunks of whole windows (≤ 512 elements unless a window is
+// longer), each window's partial promoted with FMA at its end (SplitFP32) or, with a single
+// window, carried in C across chunks (FP32 model).
+#include "gemm/gemm_internal.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define FP8LAB_X86 1
+#include <immintrin.h>
+#endif
+
+namespace fp8lab::gemm_detail {
+
+bool cpuHasAvx512Bf16() {
+#if FP8LAB_X86
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+/// bf16 bits of every decoded code, or empty when some finite value is not exact in BF16.
+std::vector<uint16_t> bf16Table(const Format& f) {
+  const std::vector<float>& t = f.decodeTable();
+  std::vector<uint16_t> r(t.size());
+  for (size_t i = 0; i < t.size(); ++i) {
+    uint32_t u;
+    std::memcpy(&u, &t[i], 4);
+    if ((u & 0xFFFFu) != 0 && t[i] == t[i]) return {};
+    r[i] = static_cast<uint16_t>(u >> 16);
+  }
+  return r;
+}
+
+} // namespace
+
+std::string avx512Bf16Unsuitable(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b) {
+  if (bf16Table(*a.format).empty()) return "A's format " + a.format->name() + " has values not exact in BF16";
+  if (bf16Table(*b.format).empty()) return "B's format " + b.format->name() + " has values not exact in BF16";
+  for (const Window& w : plan.windows)
+    if (w.k0 % 2 != 0) return "a window starts at the odd k = " + std::to_string(w.k0) + " (BF16 pairs need even boundaries)";
+  return {};
+}
+
+#if FP8LAB_X86
+
+namespace {
+
+constexpr int kMR = 8;     // rows per micro-tile
+constexpr int kNR = 32;    // columns per micro-tile (two zmm)
+constexpr int64_t kMC = 128;  // rows per job tile
+constexpr int64_t kNC = 256;  // columns per job tile
+constexpr int64_t kKC = 512;  // target elements of K per chunk
+
+struct Seg {
+  int64_t p0, p1; // pairs, absolute
+  int64_t w;
+  bool fresh, ends;
+};
+
+struct KernelArgs {
+  const uint32_t* a;  // packed A at row i0, pair 0
+  int64_t lda;        // dwords per A row
+  const uint32_t* b;  // packed B panel (pairs × 32 dwords), pair 0
+  float* c;           // C at (i0, n0)
+  int64_t ldc;
+  __mmask16 m0, m1;   // valid columns of the two vectors
+  const Seg* segs;
+  int nsegs;
+  bool direct;        // single window, no scale: acc lives in C
+  bool scaled;        // promotion multiplies by s_w
+  const float* sa;    // sa_w at row i0 (stride W), or null
+  int64_t W;
+  const float* sb;    // sb_w at column n0 (stride N per window), or null
+  int64_t ldsb;
+};
+
+template <int MR>
+__attribute__((target("avx512f,avx512bf16"))) void microKernel(const KernelArgs& x) {
+  __m512 acc[MR][2];
+  for (int s = 0; s < x.nsegs; ++s) {
+    const Seg& sg = x.segs[s];
+    for (int r = 0; r < MR; ++r) {
+      if (x.direct && !sg.fresh) {
+        acc[r][0] = _mm512_maskz_loadu_ps(x.m0, x.c + r * x.ldc);
+        acc[r][1] = _mm512_maskz_loadu_ps(x.m1, x.c + r * x.ldc + 16);
+      } else {
+        acc[r][0] = _mm512_setzero_ps();
+        acc[r][1] = _mm512_setzero_ps();
+      }
+    }
+    const uint32_t* bp = x.b + sg.p0 * kNR;
+    const uint32_t* ap = x.a + sg.p0;
+    for (int64_t p = sg.p0; p < sg.p1; ++p) {
+      const __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp);
+      const __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + 16);
+      for (int r = 0; r < MR; ++r) {
+        const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(ap[r * x.lda]));
+        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+      }
+      bp += kNR;
+      ++ap;
+    }
+    if (x.direct) {
+      for (int r = 0; r < MR; ++r) {
+        _mm512_mask_storeu_ps(x.c + r * x.ldc, x.m0, acc[r][0]);
+        _mm512_mask_storeu_ps(x.c + r * x.ldc + 16, x.m1, acc[r][1]);
+      }
+    } else if (sg.ends) {
+      __m512 sb0 = _mm512_set1_ps(1.0f), sb1 = sb0;
+      if (x.scaled && x.sb) {
+        sb0 = _mm512_maskz_loadu_ps(x.m0, x.sb + sg.w * x.ldsb);
+        sb1 = _mm512_maskz_loadu_ps(x.m1, x.sb + sg.w * x.ldsb + 16);
+      }
+      for (int r = 0; r < MR; ++r) {
+        float* cr = x.c + r * x.ldc;
+        __m512 c0 = _mm512_maskz_loadu_ps(x.m0, cr), c1 = _mm512_maskz_loadu_ps(x.m1, cr + 16);
+        if (x.scaled) {
+          __m512 s0 = sb0, s1 = sb1;
+          if (x.sa) {
+            const __m512 sa = _mm512_set1_ps(x.sa[r * x.W + sg.w]);
+            s0 = x.sb ? _mm512_mul_ps(sa, sb0) : sa;
+            s1 = x.sb ? _mm512_mul_ps(sa, sb1) : sa;
+          }
+          c0 = _mm512_fmadd_ps(s0, acc[r][0], c0);
+          c1 = _mm512_fmadd_ps(s1, acc[r][1], c1);
+        } else {
+          c0 = _mm512_add_ps(c0, acc[r][0]);
+          c1 = _mm512_add_ps(c1, acc[r][1]);
+        }
+        _mm512_mask_storeu_ps(cr, x.m0, c0);
+        _mm512_mask_storeu_ps(cr + 16, x.m1, c1);
+      }
+    }
+  }
+}
+
+using KernelFn = void (*)(const KernelArgs&);
+const KernelFn kKernels[kMR + 1] = {nullptr,         microKernel<1>, microKernel<2>, microKernel<3>, microKernel<4>,
+                                    microKernel<5>, microKernel<6>, microKernel<7>, microKernel<8>};
+
+} // namespace
+
+void gemmFloatAvx512Bf16(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, float* c, int threads,
+                         const ProgressFn& progress) {
+  const int64_t M = plan.m, N = plan.n, K = plan.k;
+  const int64_t KP = (K + 1) / 2;           // pairs
+  const int64_t NP = (N + kNR - 1) / kNR;   // 32-column panels
+  const std::vector<uint16_t> ta = bf16Table(*a.format), tb = bf16Table(*b.format);
+
+  // ---- pack A: ap[i][p] = bf16(a[i][2p]) << 16 | bf16(a[i][2p+1]) ----
+  std::vector<uint32_t> ap(static_cast<size_t>(M * KP));
+  const int64_t rows_per_job = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, K));
+  parallelJobs((M + rows_per_job - 1) / rows_per_job, threads, progress, "pack A", 0.0, 0.02, [&](int64_t j) {
+    const int64_t i1 = std::min(M, (j + 1) * rows_per_job);
+    for (int64_t i = j * rows_per_job; i < i1; ++i) {
+      const uint8_t* src = a.codes.data() + i * K;
+      uint32_t* dst = ap.data() + i * KP;
+      for (int64_t p = 0; p < K / 2; ++p)
+        dst[p] = static_cast<uint32_t>(ta[src[2 * p]]) << 16 | ta[src[2 * p + 1]];
+      if (K % 2) dst[KP - 1] = static_cast<uint32_t>(ta[src[K - 1]]) << 16;
+    }
+  });
+  // ---- pack B: bp[panel][p][c] = bf16(b[2p][32·panel+c]) << 16 | bf16(b[2p+1][...]) ----
+  std::vector<uint32_t> bp(static_cast<size_t>(NP * KP * kNR));
+  const int64_t pairs_per_job = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, N));
+  parallelJobs((KP + pairs_per_job - 1) / pairs_per_job, threads, progress, "pack B", 0.02, 0.05, [&](int64_t j) {
+    const int64_t p1 = std::min(KP, (j + 1) * pairs_per_job);
+    for (int64_t p = j * pairs_per_job; p < p1; ++p) {
+      const uint8_t* r0 = b.codes.data() + (2 * p) * N;
+      const uint8_t* r1 = 2 * p + 1 < K ? b.codes.data() + (2 * p + 1) * N : nullptr;
+      for (int64_t panel = 0; panel < NP; ++panel) {
+        uint32_t* dst = bp.data() + (panel * KP + p) * kNR;
+        const int64_t n0 = panel * kNR, nc = std::min<int64_t>(kNR, N - n0);
+        for (int64_t cc = 0; cc < nc; ++cc)
+          dst[cc] = static_cast<uint32_t>(tb[r0[n0 + cc]]) << 16 | (r1 ? tb[r1[n0 + cc]] : 0u);
+        for (int64_t cc = nc; cc < kNR; ++cc) dst[cc] = 0;
+      }
+    }
+  });
+
+  // ---- chunks of whole windows (a single window is cut every kKC elements) ----
+  const bool direct = plan.windows.size() == 1 && !plan.scaled_promotion();
+  std::vector<std::vector<Seg>> chunks;
+  if (direct) {
+    for (int64_t p0 = 0; p0 < KP; p0 += kKC / 2)
+      chunks.push_back({Seg{p0, std::min(KP, p0 + kKC / 2), 0, p0 == 0, p0 + kKC / 2 >= KP}});
+  } else {
+    std::vector<Seg> cur;
+    int64_t len = 0;
+    for (size_t w = 0; w < plan.windows.size(); ++w) {
+      const Window& win = plan.windows[w];
+      const Seg s{win.k0 / 2, (win.k1 + 1) / 2, static_cast<int64_t>(w), true, true};
+      if (!cur.empty() && len + (s.p1 - s.p0) > kKC / 2) {
+        chunks.push_back(std::move(cur));
+        cur.clear();
+        len = 0;
+      }
+      cur.push_back(s);
+      len += s.p1 - s.p0;
+    }
+    if (!cur.empty()) chunks.push_back(std::move(cur));
+  }
+
+  const int64_t W = static_cast<int64_t>(plan.windows.size());
+  const int64_t tm = (M + kMC - 1) / kMC, tn = (N + kNC - 1) / kNC;
+  parallelJobs(tm * tn, threads, progress, "gemm", 0.05, 0.95, [&](int64_t job) {
+    const int64_t i0 = (job / tn) * kMC, i1 = std::min(M, i0 + kMC);
+    const int64_t n0 = (job % tn) * kNC, n1 = std::min(N, n0 + kNC);
+    for (const auto& segs : chunks) {
+      for (int64_t nn = n0; nn < n1; nn += kNR) {
+        const int64_t ncols = std::min<int64_t>(kNR, n1 - nn);
+        KernelArgs x{};
+        x.lda = KP;
+        x.b = bp.data() + (nn / kNR) * KP * kNR;
+        x.ldc = N;
+        x.m0 = static_cast<__mmask16>(ncols >= 16 ? 0xFFFF : (1u << ncols) - 1);
+        x.m1 = static_cast<__mmask16>(ncols >= 32 ? 0xFFFF : ncols <= 16 ? 0 : (1u << (ncols - 16)) - 1);
+        x.segs = segs.data();
+        x.nsegs = static_cast<int>(segs.size());
+        x.direct = direct;
+        x.scaled = plan.scaled_promotion();
+        x.W = W;
+        x.sb = plan.b_varies ? plan.sb_w.data() + nn : nullptr;
+        x.ldsb = N;
+        for (int64_t i = i0; i < i1; i += kMR) {
+          const int mr = static_cast<int>(std::min<int64_t>(kMR, i1 - i));
+          x.a = ap.data() + i * KP;
+          x.c = c + i * N + nn;
+          x.sa = plan.a_varies ? plan.sa_w.data() + i * W : nullptr;
+          kKernels[mr](x);
+        }
+      }
+    }
+  });
+}
+
+#else
+
+void gemmFloatAvx512Bf16(const Plan&, const QuantizedTensor&, const QuantizedTensor&, float*, int, const ProgressFn&) {
+  throw std::logic_error("AVX512-BF16 kernel not compiled on this platform");
+}
+
+#endif
+
+} // namespace fp8lab::gemm_detail

@@ -1,0 +1,104 @@
+#include "gemm/gemm_experiment.h"
+#include "gemm/gemm_internal.h"
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+namespace fp8lab {
+
+namespace {
+using namespace gemm_detail;
+
+ProgressFn subRange(const ProgressFn& p, double from, double to) {
+  if (!p) return {};
+  return [p, from, to](double f, const std::string& stage) { return p(from + (to - from) * f, stage); };
+}
+
+void checkMemory(double bytes, const std::string& what) {
+  const double have = static_cast<double>(availableMemoryBytes());
+  if (bytes > have)
+    throw std::runtime_error(what + " needs " + std::to_string(bytes / (1024.0 * 1024 * 1024)).substr(0, 6) +
+                             " GiB of buffers, more than the " + std::to_string(have / (1024.0 * 1024 * 1024)).substr(0, 6) +
+                             " GiB of memory available");
+}
+} // namespace
+
+std::vector<double> idealGemm(const float* a, const float* b, int64_t m, int64_t k, int64_t n, int threads,
+                              const ProgressFn& progress) {
+  if (m < 0 || k < 0 || n < 0) throw std::invalid_argument("ideal GEMM: negative shape");
+  if (k == 0) throw std::invalid_argument("GEMM with K = 0: there is nothing to accumulate");
+  if ((m * k > 0 && !a) || (k * n > 0 && !b)) throw std::invalid_argument("ideal GEMM: null input");
+  checkMemory(static_cast<double>(m) * static_cast<double>(n) * 8.0,
+              "ideal GEMM " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
+  Plan plan;
+  plan.m = m;
+  plan.n = n;
+  plan.k = k;
+  plan.windows = {Window{0, k, 0, 0}};
+  plan.ca.assign(static_cast<size_t>(m), 1.0f);
+  plan.cb.assign(static_cast<size_t>(n), 1.0f);
+  std::vector<double> c(static_cast<size_t>(m * n), 0.0);
+  gemmDoublePortable(plan, a, b, c.data(), threads, progress);
+  return c;
+}
+
+std::vector<double> quantizedExactGemm(const QuantizedTensor& a, const QuantizedTensor& b, int threads,
+                                       const ProgressFn& progress) {
+  GemmOptions opt;
+  opt.accumulation = Accumulation::Exact;
+  const Plan plan = makePlan(a, b, opt);
+  checkMemory((static_cast<double>(plan.m) * static_cast<double>(plan.k) + static_cast<double>(plan.k) * static_cast<double>(plan.n)) * 4.0 +
+                  static_cast<double>(plan.m) * static_cast<double>(plan.n) * 8.0,
+              "quantized-exact GEMM " + std::to_string(plan.m) + "x" + std::to_string(plan.n) + "x" + std::to_string(plan.k));
+  std::vector<float> af(a.codes.size()), bf(b.codes.size());
+  a.format->decodeBulk(a.codes.data(), af.data(), af.size());
+  b.format->decodeBulk(b.codes.data(), bf.data(), bf.size());
+  std::vector<double> c(static_cast<size_t>(plan.m * plan.n), 0.0);
+  gemmDoublePortable(plan, af.data(), bf.data(), c.data(), threads, progress);
+  applyConstScales(plan, c.data(), threads);
+  return c;
+}
+
+GemmExperimentResult runGemmExperiment(const float* a_float, const float* b_float, const QuantizedTensor& a,
+                                       const QuantizedTensor& b, const GemmOptions& options, GemmBackend* backend,
+                                       const ProgressFn& progress) {
+  if ((a_float == nullptr) != (b_float == nullptr))
+    throw std::invalid_argument("GEMM experiment: give both float inputs or neither");
+  std::unique_ptr<GemmBackend> own;
+  if (!backend) {
+    own = makeCpuGemmBackend();
+    backend = own.get();
+  }
+  GemmOptions opt = options;
+  const Plan plan = makePlan(a, b, opt); // validates before any work
+  GemmExperimentResult r;
+  r.m = plan.m;
+  r.n = plan.n;
+  r.k = plan.k;
+  const int64_t mn = plan.m * plan.n;
+  using clock = std::chrono::steady_clock;
+  if (a_float) {
+    const auto t0 = clock::now();
+    r.ideal = idealGemm(a_float, b_float, plan.m, plan.k, plan.n, opt.threads, subRange(progress, 0.0, 0.3));
+    r.ideal_seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    r.a_stats = operandStats(a_float, a);
+    r.b_stats = operandStats(b_float, b);
+  } else {
+    r.a_stats = operandStats(a.stats);
+    r.b_stats = operandStats(b.stats);
+  }
+  const auto t1 = clock::now();
+  r.quantized_exact = quantizedExactGemm(a, b, opt.threads, subRange(progress, 0.3, 0.6));
+  r.exact_seconds = std::chrono::duration<double>(clock::now() - t1).count();
+  r.output = backend->run(a, b, opt, subRange(progress, 0.6, 0.95));
+  r.accumulation = compareErrors(r.quantized_exact.data(), r.output.d.data(), mn, opt.threads);
+  if (a_float) {
+    r.quantization = compareErrors(r.ideal.data(), r.quantized_exact.data(), mn, opt.threads);
+    r.total = compareErrors(r.ideal.data(), r.output.d.data(), mn, opt.threads);
+  }
+  reportProgress(progress, 1.0, "metrics");
+  return r;
+}
+
+} // namespace fp8lab

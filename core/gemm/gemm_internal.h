@@ -1,0 +1,80 @@
+// FP8 Lab — internals of the CPU FP8 GEMM (core/gemm): the plan (windows along K, expanded
+// scales), the kernels and the thread pool. Not a public API: include gemm.h instead.
+#pragma once
+
+#include "gemm/gemm.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace fp8lab::gemm_detail {
+
+/// One accumulation window [k0, k1) of K, with the index along K of each operand's scale block.
+struct Window {
+  int64_t k0 = 0, k1 = 0;
+  int64_t kb_a = 0; ///< A's scale block column (k / block.cols) when A's scales vary along K
+  int64_t kb_b = 0; ///< B's scale block row (k / block.rows) when B's scales vary along K
+};
+
+/// Everything the kernels need besides the operands (see gemm.h for the model definitions).
+struct Plan {
+  int64_t m = 0, n = 0, k = 0;
+  std::vector<Window> windows;
+  bool a_varies = false;   ///< A's scales vary along K (block.cols < K)
+  bool b_varies = false;   ///< B's scales vary along K (block.rows < K)
+  /// Scales that vary along K, expanded: sa_w[m·W + w] (A), sb_w[w·N + n] (B); empty if not varying.
+  std::vector<float> sa_w, sb_w;
+  /// Scales constant along K, expanded: ca[m], cb[n] (1 where the operand's scales vary along K).
+  std::vector<float> ca, cb;
+  bool scaled_promotion() const { return a_varies || b_varies; }
+  bool has_const_scale = false; ///< some ca/cb differs from 1
+};
+
+/// Validates the operands (shapes, codes and scale sizes, formats) and builds the plan.
+/// Throws std::invalid_argument with a message naming the problem.
+Plan makePlan(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt);
+
+/// Windows cut at the scale-block boundaries along K of the plan, plus every multiple of
+/// `interval` (≤ 0: none).
+std::vector<Window> makeWindows(const QuantizedTensor& a, const QuantizedTensor& b, bool a_varies,
+                                bool b_varies, int64_t k, int64_t interval);
+
+/// Runs fn(job) for job in [0, jobs) on `threads` threads (the caller is one of them).
+/// Reports progress from the calling thread; a cancel or an exception in any job stops the
+/// others at their next job and is rethrown here.
+void parallelJobs(int64_t jobs, int threads, const ProgressFn& progress, const std::string& stage,
+                  double progress_from, double progress_to, const std::function<void(int64_t)>& fn);
+
+/// Resolved thread count (0 → hardware concurrency, at least 1).
+int resolveThreads(int threads);
+
+// ---- kernels (all write C[M,N] row-major, before the constant-scale pass) ----
+
+/// Portable float32 models (FP32, SplitFP32): A [M,K], B [K,N] decoded codes as float.
+void gemmFloatPortable(const Plan& plan, const float* a, const float* b, float* c, int threads,
+                       const ProgressFn& progress);
+/// Portable double model (Exact) or plain double GEMM when plan has one window and no scales.
+void gemmDoublePortable(const Plan& plan, const float* a, const float* b, double* c, int threads,
+                        const ProgressFn& progress);
+/// FastAccum model (portable only).
+void gemmFastAccumPortable(const Plan& plan, const float* a, const float* b, float* c, int bits,
+                           int group, int threads, const ProgressFn& progress);
+
+/// True when this CPU executes AVX512-BF16 (runtime check).
+bool cpuHasAvx512Bf16();
+/// Why the AVX512-BF16 kernel cannot run this plan ("" when it can).
+std::string avx512Bf16Unsuitable(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b);
+/// The AVX512-BF16 kernel for FP32 / SplitFP32 (bit-identical to gemmFloatPortable).
+void gemmFloatAvx512Bf16(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b,
+                         float* c, int threads, const ProgressFn& progress);
+
+/// Applies the constant-along-K scales: c[m,n] = float32(ca[m]·cb[n]) · c[m,n].
+void applyConstScales(const Plan& plan, float* c, int threads);
+void applyConstScales(const Plan& plan, double* c, int threads);
+
+/// Bytes of memory available for new buffers (MemAvailable, else physical memory).
+int64_t availableMemoryBytes();
+
+} // namespace fp8lab::gemm_detail

@@ -1,0 +1,183 @@
+// FP8 Lab — portable CPU kernels of the FP8 GEMM models (standard C++; the compiler
+// vectorises the inner loops across n, which keeps each output's k order unchanged).
+//
+// Summation order (what "bit-identical" refers to; docs/gemm.md):
+//   for each output (m, n), for each window w (gemm.h) in k order:
+//     partial = +0;  for k = k0 .. k1-1 ascending:  partial = partial + a[m,k]·b[k,n]
+//     acc = fma(s_w, partial, acc)          (acc = acc + partial when no scale varies along K;
+//                                            one window and no such scale: acc = partial)
+//   then D = float32(ca[m]·cb[n]) · acc.
+// Every product a·b of two decoded ≤ 8-bit codes is exact, so a fused multiply-add the
+// compiler may form in the inner loop rounds exactly like the separate add.
+#include "gemm/gemm_internal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
+#define FP8LAB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define FP8LAB_CLONES
+#endif
+
+namespace fp8lab::gemm_detail {
+
+namespace {
+
+/// A piece of one window: [k0, k1) ⊂ window w; fresh = starts the window, ends = closes it.
+struct Chunk {
+  int64_t k0, k1, w;
+  bool fresh, ends;
+};
+
+/// Windows cut into chunks of at most kc elements counted from each window's start.
+std::vector<Chunk> makeChunks(const Plan& plan, int64_t kc) {
+  std::vector<Chunk> c;
+  for (size_t w = 0; w < plan.windows.size(); ++w) {
+    const Window& win = plan.windows[w];
+    for (int64_t k0 = win.k0; k0 < win.k1; k0 += kc) {
+      const int64_t k1 = std::min(win.k1, k0 + kc);
+      c.push_back({k0, k1, static_cast<int64_t>(w), k0 == win.k0, k1 == win.k1});
+    }
+  }
+  return c;
+}
+
+constexpr int64_t kRowsPerTile = 16;
+constexpr int64_t kColsPerTile = 256;
+
+template <class Acc>
+FP8LAB_CLONES void accumulateRow(Acc* __restrict acc, const float* __restrict arow, const float* __restrict b,
+                                 int64_t ldb, int64_t k0, int64_t k1, int64_t nb) {
+  for (int64_t k = k0; k < k1; ++k) {
+    const Acc a = static_cast<Acc>(arow[k]);
+    const float* __restrict brow = b + k * ldb;
+    for (int64_t n = 0; n < nb; ++n) acc[n] += a * static_cast<Acc>(brow[n]);
+  }
+}
+
+template <class Acc>
+void promoteRow(const Plan& plan, Acc* __restrict c, const Acc* __restrict acc, int64_t i, int64_t n0, int64_t nb, int64_t w) {
+  const int64_t W = static_cast<int64_t>(plan.windows.size());
+  if (!plan.scaled_promotion()) {
+    for (int64_t n = 0; n < nb; ++n) c[n] = c[n] + acc[n];
+    return;
+  }
+  const float sa = plan.a_varies ? plan.sa_w[static_cast<size_t>(i * W + w)] : 1.0f;
+  const float* sb = plan.b_varies ? plan.sb_w.data() + w * plan.n + n0 : nullptr;
+  for (int64_t n = 0; n < nb; ++n) {
+    const float s = sb ? sa * sb[n] : sa; // float32(sa·sb)
+    if constexpr (std::is_same_v<Acc, float>) c[n] = std::fma(s, acc[n], c[n]);
+    else c[n] = std::fma(static_cast<double>(sb ? static_cast<double>(sa) * static_cast<double>(sb[n]) : static_cast<double>(sa)), acc[n], c[n]);
+    (void)s;
+  }
+}
+
+template <class Acc>
+void gemmPortable(const Plan& plan, const float* a, const float* b, Acc* c, int threads, const ProgressFn& progress) {
+  const bool direct = plan.windows.size() == 1 && !plan.scaled_promotion();
+  const std::vector<Chunk> chunks = makeChunks(plan, 256);
+  const int64_t tm = (plan.m + kRowsPerTile - 1) / kRowsPerTile, tn = (plan.n + kColsPerTile - 1) / kColsPerTile;
+  parallelJobs(tm * tn, threads, progress, "gemm", 0.0, 0.95, [&](int64_t job) {
+    const int64_t i0 = (job / tn) * kRowsPerTile, i1 = std::min(plan.m, i0 + kRowsPerTile);
+    const int64_t n0 = (job % tn) * kColsPerTile, nb = std::min(plan.n, n0 + kColsPerTile) - n0;
+    std::vector<Acc> part(direct ? 0 : static_cast<size_t>((i1 - i0) * nb));
+    for (const Chunk& ch : chunks) {
+      for (int64_t i = i0; i < i1; ++i) {
+        Acc* acc = direct ? c + i * plan.n + n0 : part.data() + (i - i0) * nb;
+        if (!direct && ch.fresh) std::fill(acc, acc + nb, Acc(0));
+        accumulateRow(acc, a + i * plan.k, b + n0, plan.n, ch.k0, ch.k1, nb);
+        if (!direct && ch.ends) promoteRow(plan, c + i * plan.n + n0, acc, i, n0, nb, ch.w);
+      }
+    }
+  });
+}
+
+/// 2^e as a double for |e| ≤ 1000.
+inline double pow2(int64_t e) {
+  const uint64_t bits = static_cast<uint64_t>(e + 1023) << 52;
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+/// One group of the FastAccum model for one row segment: acc[n] and the products a_k·b[k][n]
+/// (k in [k0,k1)) are aligned to E = the largest exponent among them, truncated toward zero to
+/// multiples of 2^(E−bits+1), and added exactly.
+FP8LAB_CLONES void fastGroup(double* __restrict acc, double* __restrict qv, double* __restrict qinv,
+                             const float* __restrict arow, const float* __restrict b, int64_t ldb,
+                             int64_t k0, int64_t k1, int64_t nb, int bits) {
+  for (int64_t n = 0; n < nb; ++n) qv[n] = std::fabs(acc[n]);
+  for (int64_t k = k0; k < k1; ++k) {
+    const double a = arow[k];
+    const float* __restrict brow = b + k * ldb;
+    for (int64_t n = 0; n < nb; ++n) {
+      const double p = std::fabs(a * static_cast<double>(brow[n]));
+      qv[n] = qv[n] < p ? p : qv[n]; // NaN products are left out of E; they propagate via the sum
+    }
+  }
+  for (int64_t n = 0; n < nb; ++n) {
+    uint64_t u;
+    std::memcpy(&u, &qv[n], sizeof u);
+    int64_t e = static_cast<int64_t>((u >> 52) & 0x7FF) - 1023; // floor(log2 max) for normal max
+    e = std::clamp<int64_t>(e, -1000 + bits, 1000 - bits);      // zero / Inf: any grid works
+    qv[n] = pow2(e - bits + 1);
+    qinv[n] = pow2(bits - 1 - e);
+    acc[n] = std::trunc(acc[n] * qinv[n]) * qv[n];
+  }
+  for (int64_t k = k0; k < k1; ++k) {
+    const double a = arow[k];
+    const float* __restrict brow = b + k * ldb;
+    for (int64_t n = 0; n < nb; ++n) acc[n] += std::trunc(a * static_cast<double>(brow[n]) * qinv[n]) * qv[n];
+  }
+}
+
+} // namespace
+
+void gemmFloatPortable(const Plan& plan, const float* a, const float* b, float* c, int threads, const ProgressFn& progress) {
+  gemmPortable<float>(plan, a, b, c, threads, progress);
+}
+
+void gemmDoublePortable(const Plan& plan, const float* a, const float* b, double* c, int threads, const ProgressFn& progress) {
+  gemmPortable<double>(plan, a, b, c, threads, progress);
+}
+
+void gemmFastAccumPortable(const Plan& plan, const float* a, const float* b, float* c, int bits, int group, int threads,
+                           const ProgressFn& progress) {
+  const int64_t g = group;
+  const std::vector<Chunk> chunks = makeChunks(plan, g * std::max<int64_t>(1, 256 / g));
+  const int64_t tm = (plan.m + kRowsPerTile - 1) / kRowsPerTile, tn = (plan.n + kColsPerTile - 1) / kColsPerTile;
+  const int64_t W = static_cast<int64_t>(plan.windows.size());
+  parallelJobs(tm * tn, threads, progress, "gemm (fast-accumulation model)", 0.0, 0.95, [&](int64_t job) {
+    const int64_t i0 = (job / tn) * kRowsPerTile, i1 = std::min(plan.m, i0 + kRowsPerTile);
+    const int64_t n0 = (job % tn) * kColsPerTile, nb = std::min(plan.n, n0 + kColsPerTile) - n0;
+    std::vector<double> part(static_cast<size_t>((i1 - i0) * nb)), qv(static_cast<size_t>(nb)), qinv(static_cast<size_t>(nb));
+    for (const Chunk& ch : chunks) {
+      const int64_t ws = plan.windows[static_cast<size_t>(ch.w)].k0;
+      for (int64_t i = i0; i < i1; ++i) {
+        double* acc = part.data() + (i - i0) * nb;
+        if (ch.fresh) std::fill(acc, acc + nb, 0.0);
+        // groups of g products counted from the window start
+        for (int64_t k0 = ch.k0; k0 < ch.k1;) {
+          const int64_t k1 = std::min(ch.k1, ws + ((k0 - ws) / g + 1) * g);
+          fastGroup(acc, qv.data(), qinv.data(), a + i * plan.k, b + n0, plan.n, k0, k1, nb, bits);
+          k0 = k1;
+        }
+        if (ch.ends) {
+          float* crow = c + i * plan.n + n0;
+          const float sa = plan.a_varies ? plan.sa_w[static_cast<size_t>(i * W + ch.w)] : 1.0f;
+          const float* sb = plan.b_varies ? plan.sb_w.data() + ch.w * plan.n + n0 : nullptr;
+          for (int64_t n = 0; n < nb; ++n) {
+            const float partial = static_cast<float>(acc[n]); // the window's sum as an FP32 register
+            if (plan.scaled_promotion()) crow[n] = std::fma(sb ? sa * sb[n] : sa, partial, crow[n]);
+            else crow[n] = crow[n] + partial;
+          }
+        }
+      }
+    }
+  });
+}
+
+} // namespace fp8lab::gemm_detail

@@ -1,0 +1,87 @@
+#include "gemm/random_matrix.h"
+#include "gemm/gemm_internal.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <numbers>
+#include <stdexcept>
+#include <string>
+
+namespace fp8lab {
+
+const char* toString(Distribution d) {
+  switch (d) {
+  case Distribution::Normal: return "normal";
+  case Distribution::Uniform: return "uniform";
+  case Distribution::LogNormal: return "lognormal";
+  case Distribution::Outliers: return "outliers";
+  }
+  return "?";
+}
+
+std::optional<Distribution> parseDistribution(std::string_view s) {
+  std::string l(s);
+  for (char& ch : l) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (l == "normal" || l == "gaussian") return Distribution::Normal;
+  if (l == "uniform") return Distribution::Uniform;
+  if (l == "lognormal" || l == "log-normal") return Distribution::LogNormal;
+  if (l == "outliers" || l == "outlier") return Distribution::Outliers;
+  return std::nullopt;
+}
+
+uint64_t randomWord(uint64_t seed, uint64_t stream, uint64_t index) {
+  return splitmix64(splitmix64(seed ^ (stream * 0x9E3779B97F4A7C15ull)) + index);
+}
+
+namespace {
+/// z ~ N(0,1) for element e (Box-Muller on its pair).
+double normalAt(uint64_t seed, uint64_t stream, uint64_t e) {
+  const uint64_t pair = e >> 1;
+  const double u1 = (static_cast<double>(randomWord(seed, stream, 2 * pair) >> 11) + 1.0) * 0x1.0p-53;
+  const double u2 = unitInterval(randomWord(seed, stream, 2 * pair + 1));
+  const double r = std::sqrt(-2.0 * std::log(u1));
+  const double t = 2.0 * std::numbers::pi * u2;
+  return (e & 1) ? r * std::sin(t) : r * std::cos(t);
+}
+// Extra words for signs / outlier draws live in a second stream.
+constexpr uint64_t kAuxStream = 0xA5A5A5A5ull;
+} // namespace
+
+std::vector<float> randomMatrix(int64_t rows, int64_t cols, uint64_t seed, const RandomMatrixOptions& o, uint64_t stream,
+                                int threads) {
+  if (rows < 0 || cols < 0)
+    throw std::invalid_argument("random matrix shape must be non-negative, got " + std::to_string(rows) + "x" + std::to_string(cols));
+  if (!(std::isfinite(o.scale) && o.scale >= 0) || !(std::isfinite(o.sigma) && o.sigma >= 0) ||
+      !(o.outlier_fraction >= 0 && o.outlier_fraction <= 1) || !std::isfinite(o.outlier_factor))
+    throw std::invalid_argument("random matrix parameters must be finite, scale/sigma ≥ 0, outlier fraction in [0, 1]");
+  const int64_t n = rows * cols;
+  std::vector<float> v(static_cast<size_t>(n));
+  const int64_t chunk = 1 << 16;
+  gemm_detail::parallelJobs((n + chunk - 1) / chunk, threads, {}, "", 0, 0, [&](int64_t j) {
+    const int64_t e1 = std::min(n, (j + 1) * chunk);
+    for (int64_t e = j * chunk; e < e1; ++e) {
+      const uint64_t ue = static_cast<uint64_t>(e);
+      double x = 0;
+      switch (o.distribution) {
+      case Distribution::Normal: x = o.scale * normalAt(seed, stream, ue); break;
+      case Distribution::Uniform: x = o.scale * (2.0 * unitInterval(randomWord(seed, stream, ue)) - 1.0); break;
+      case Distribution::LogNormal: {
+        const bool neg = randomWord(seed, stream ^ kAuxStream, ue) >> 63;
+        x = o.scale * std::exp(o.sigma * normalAt(seed, stream, ue));
+        if (neg) x = -x;
+        break;
+      }
+      case Distribution::Outliers: {
+        x = o.scale * normalAt(seed, stream, ue);
+        if (unitInterval(randomWord(seed, stream ^ kAuxStream, ue)) < o.outlier_fraction) x *= o.outlier_factor;
+        break;
+      }
+      }
+      v[static_cast<size_t>(e)] = static_cast<float>(x);
+    }
+  });
+  return v;
+}
+
+} // namespace fp8lab
