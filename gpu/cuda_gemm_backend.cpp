@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -57,6 +58,31 @@ float bf16ToFloat(uint16_t h) {
   return f;
 }
 
+/// How one GEMM maps onto cuBLASLt (modes after promotion, padded sizes, the Lt problem).
+struct Plan {
+  ModePair pair;
+  PaddedShape shape;
+  LtProblem problem;
+};
+
+/// Requires cudaUnsupportedReason(a, b, opt, ...) to be empty.
+Plan makePlan(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt) {
+  Plan pl;
+  pl.pair = choosePairing(*nativeScaleMode(a, Operand::A), *nativeScaleMode(b, Operand::B));
+  pl.shape = padShape(a.rows, b.cols, a.cols, isBlockMode(pl.pair.a) || isBlockMode(pl.pair.b));
+  LtProblem& p = pl.problem;
+  p.m = pl.shape.np; // swapped: Lt-A = caller B^T, Lt-B = caller A
+  p.n = pl.shape.mp;
+  p.k = pl.shape.kp;
+  p.a_type = *ltTypeOf(b.format);
+  p.b_type = *ltTypeOf(a.format);
+  p.d_type = *outputType(opt.output);
+  p.a_mode = pl.pair.b;
+  p.b_mode = pl.pair.a;
+  p.fast_accum = opt.accumulation == Accumulation::FastAccum;
+  return pl;
+}
+
 class CudaGemmBackend final : public GemmBackend {
 public:
   explicit CudaGemmBackend(ProbeResult probe) : probe_(std::move(probe)), runner_(), stream_() {
@@ -68,42 +94,32 @@ public:
   std::string name() const override { return "cuda"; }
   std::string device() const override { return device_; }
 
+  /// The static rules (cudaUnsupportedReason), then what this GPU's cuBLASLt heuristic says
+  /// about the exact problem (no kernel runs; answers are cached per problem).
   std::string unsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b,
                                 const GemmOptions& opt) const override {
-    const auto ta = ltTypeOf(a.format), tb = ltTypeOf(b.format);
-    if (!ta) return formatReason(a.format, "A");
-    if (!tb) return formatReason(b.format, "B");
-    if (*ta == CUDA_R_8F_E5M2 && *tb == CUDA_R_8F_E5M2)
-      return "E5M2 x E5M2 is not supported by cuBLASLt (one operand must be E4M3FN)";
-    if (cc_ < 89) return "this GPU (sm_" + std::to_string(cc_) + ") has no FP8 tensor cores (sm_89 or newer needed)";
-    std::string why;
-    const auto ma = nativeScaleMode(a, Operand::A, &why);
-    if (!ma) return why;
-    const auto mb = nativeScaleMode(b, Operand::B, &why);
-    if (!mb) return why;
-    const ModePair pair = choosePairing(*ma, *mb);
-    const bool non_scalar = pair.a != LtScaleMode::Scalar || pair.b != LtScaleMode::Scalar;
-    if (non_scalar && cc_ != 90)
-      return std::string("per-row/column and 1x128/128x128 scale modes (") + toString(pair.a) + " x " +
-             toString(pair.b) + ") are supported by cuBLASLt on Hopper (sm_90) only; this GPU is sm_" +
-             std::to_string(cc_);
-    if (non_scalar && probe_.cublaslt_version < 120900)
-      return "cuBLASLt " + std::to_string(probe_.cublaslt_version) +
-             " predates 12.9, which added outer-vector and block scale modes";
-    switch (opt.accumulation) {
-    case Accumulation::SplitFP32: break;
-    case Accumulation::FastAccum:
-      if (opt.fast_accum_promotes)
-        return "the FastAccum model with per-window promotion is a CPU model; on the GPU choose SplitFP32 "
-               "(FAST_ACCUM=0) or FastAccum without promotion (FAST_ACCUM=1)";
-      break;
-    case Accumulation::Exact: return "exact (double) accumulation is a CPU reference model";
-    case Accumulation::FP32: return "sequential FP32 accumulation is a CPU reference model";
+    std::string why = cudaUnsupportedReason(a, b, opt, cc_, probe_.cublaslt_version);
+    if (!why.empty() || a.cols != b.rows || a.rows < 1 || a.cols < 1 || b.cols < 1) return why;
+    try {
+      const Plan pl = makePlan(a, b, opt);
+      const std::string key = describeProblem(pl.problem);
+      if (auto it = heuristic_cache_.find(key); it != heuristic_cache_.end()) return it->second;
+      std::string r = checkLtProblem(pl.problem);
+      if (r.empty()) {
+        if (!dummy_) dummy_ = std::make_unique<DeviceBuffer<float>>(64);
+        LtPointers ptr;
+        ptr.a_scale = ptr.b_scale = ptr.d_scale = dummy_->get();
+        ptr.amax_d = dummy_->get();
+        const LtOperation op(pl.problem, ptr);
+        std::string failure;
+        if (runner().heuristics(op, 1, &failure).empty())
+          r = "this GPU's cuBLASLt has no algorithm for " + key + " (" + failure + ")";
+      }
+      heuristic_cache_[key] = r;
+      return r;
+    } catch (const std::exception& e) {
+      return std::string("cuBLASLt set-up failed: ") + e.what();
     }
-    if (opt.output == OutputType::E5M2 && *ta == CUDA_R_8F_E4M3 && *tb == CUDA_R_8F_E4M3)
-      return "E4M3 x E4M3 -> E5M2 output is not supported by cuBLASLt";
-    if (a.cols != b.rows) return {}; // run() reports the shape error
-    return {};
   }
 
   GemmOutput run(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,
@@ -118,23 +134,14 @@ public:
     reportProgress(progress, 0.0, "arranging operands for cuBLASLt");
 
     const int64_t M = a.rows, K = a.cols, N = b.cols;
-    const ModePair pair = choosePairing(*nativeScaleMode(a, Operand::A), *nativeScaleMode(b, Operand::B));
-    const PaddedShape ps = padShape(M, N, K, isBlockMode(pair.a) || isBlockMode(pair.b));
+    const Plan plan = makePlan(a, b, opt);
+    const ModePair& pair = plan.pair;
+    const PaddedShape& ps = plan.shape;
+    const LtProblem& p = plan.problem;
     const std::vector<uint8_t> lt_b_codes = packKMajor(a, Operand::A, ps.mp, ps.kp); // caller A → Lt-B
     const std::vector<uint8_t> lt_a_codes = packKMajor(b, Operand::B, ps.np, ps.kp); // caller B → Lt-A
     const std::vector<float> lt_b_scale = ltScaleTensor(a, Operand::A, pair.a, ps.mp, ps.kp);
     const std::vector<float> lt_a_scale = ltScaleTensor(b, Operand::B, pair.b, ps.np, ps.kp);
-
-    LtProblem p;
-    p.m = ps.np;
-    p.n = ps.mp;
-    p.k = ps.kp;
-    p.a_type = *ltTypeOf(b.format);
-    p.b_type = *ltTypeOf(a.format);
-    p.d_type = *outputType(opt.output);
-    p.a_mode = pair.b;
-    p.b_mode = pair.a;
-    p.fast_accum = opt.accumulation == Accumulation::FastAccum;
 
     reportProgress(progress, 0.2, "uploading to the GPU");
     cudaStream_t s = stream_.get();
@@ -229,18 +236,58 @@ public:
   }
 
 private:
-  LtRunner& runner() {
+  LtRunner& runner() const {
     if (!runner_) runner_ = std::make_unique<LtRunner>();
     return *runner_;
   }
   ProbeResult probe_;
-  std::unique_ptr<LtRunner> runner_;
+  mutable std::unique_ptr<LtRunner> runner_;
+  mutable std::unique_ptr<DeviceBuffer<float>> dummy_;
+  mutable std::map<std::string, std::string> heuristic_cache_;
   Stream stream_;
   std::string device_;
   int cc_ = 0;
 };
 
 } // namespace
+
+std::string cudaUnsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt, int cc_,
+                                size_t cublaslt_version) {
+  const auto ta = ltTypeOf(a.format), tb = ltTypeOf(b.format);
+  if (!ta) return formatReason(a.format, "A");
+  if (!tb) return formatReason(b.format, "B");
+  if (*ta == CUDA_R_8F_E5M2 && *tb == CUDA_R_8F_E5M2)
+    return "E5M2 x E5M2 is not supported by cuBLASLt (one operand must be E4M3FN)";
+  if (cc_ < 89) return "this GPU (sm_" + std::to_string(cc_) + ") has no FP8 tensor cores (sm_89 or newer needed)";
+  std::string why;
+  const auto ma = nativeScaleMode(a, Operand::A, &why);
+  if (!ma) return why;
+  const auto mb = nativeScaleMode(b, Operand::B, &why);
+  if (!mb) return why;
+  const ModePair pair = choosePairing(*ma, *mb);
+  const bool non_scalar = pair.a != LtScaleMode::Scalar || pair.b != LtScaleMode::Scalar;
+  if (non_scalar && cc_ != 90)
+    return std::string("per-row/column and 1x128/128x128 scale modes (") + toString(pair.a) + " x " +
+           toString(pair.b) + ") are supported by cuBLASLt on Hopper (sm_90) only; this GPU is sm_" +
+           std::to_string(cc_);
+  if (non_scalar && cublaslt_version < 120900)
+    return "cuBLASLt " + std::to_string(cublaslt_version) +
+           " predates 12.9, which added outer-vector and block scale modes";
+  switch (opt.accumulation) {
+  case Accumulation::SplitFP32: break;
+  case Accumulation::FastAccum:
+    if (opt.fast_accum_promotes)
+      return "the FastAccum model with per-window promotion is a CPU model; on the GPU choose SplitFP32 "
+             "(FAST_ACCUM=0) or FastAccum without promotion (FAST_ACCUM=1)";
+    break;
+  case Accumulation::Exact: return "exact (double) accumulation is a CPU reference model";
+  case Accumulation::FP32: return "sequential FP32 accumulation is a CPU reference model";
+  }
+  if (opt.output == OutputType::E5M2 && *ta == CUDA_R_8F_E4M3 && *tb == CUDA_R_8F_E4M3)
+    return "E4M3 x E4M3 -> E5M2 output is not supported by cuBLASLt";
+  if (a.cols != b.rows) return {}; // run() reports the shape error
+  return {};
+}
 
 std::string versionsSummary(const ProbeResult& p) {
   auto ver = [](int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); };

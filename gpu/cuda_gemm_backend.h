@@ -31,6 +31,13 @@
 
 namespace fp8lab::gpu {
 
+/// Why the CUDA backend cannot run D = A·B with `opt` on a GPU of compute capability `cc`
+/// (major·10 + minor, e.g. 90) with cuBLASLt version `cublaslt_version` (e.g. 130100); empty
+/// when it can (the heuristic may still refuse a combination at run time). Pure function, no GPU
+/// needed: this is CudaGemmBackend::unsupportedReason.
+std::string cudaUnsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt, int cc,
+                                  size_t cublaslt_version);
+
 /// The CUDA backend, or nullptr with the reason in *why (no device, old driver, a GPU without
 /// FP8 tensor cores, cuBLASLt handle creation failed). Never throws.
 std::unique_ptr<GemmBackend> makeCudaGemmBackend(std::string* why = nullptr);

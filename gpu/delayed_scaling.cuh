@@ -13,9 +13,13 @@
 //     scale = 1 / sf                        (stored; no clamp: tiny a gives scale 0)
 //     hist  = roll_left(hist); hist[0] = amax_now      (the window excludes the current step)
 //  TransformerEngine fused (state scale = QUANT multiplier, quantize q = satcast(x · scale)):
-//     cur   = amax_now != 0 ? amax_now : hist[0]      (hist[0] is TE's staging slot)
-//     if cur != 0: w = fmaxf over hist[1..L−1] and cur (NaN ignored); hist = roll_left with
-//                  hist[L−1] = cur, then hist[0] = 0
+//     hist[0] = hist[0] == 0 ? amax_now : max(hist[0], amax_now)   (record into the staging slot)
+//     cur   = hist[0]
+//     if cur != 0: w = max over cur and hist[1..L−1]; hist = roll_left (cur → hist[L−1]),
+//                  then hist[0] = 0
+//     The max propagates NaN when params.nan_propagates (default: the project's CPU reference,
+//     core/scaling/delayed_scaling.cpp, so a NaN amax keeps the previous scale) or ignores it
+//     (false: TE's kernel_bulk uses fmaxf).
 //     else:        w = 0, no roll (PR #825: a module that did not run keeps its history)
 //     a     = w (algo max) or cur (most recent)
 //     if isfinite(a) and a > 0: scale = fp8_max·2^−margin / a; scale = FLT_MAX if that is inf
@@ -41,6 +45,7 @@ struct DelayedScalingParams {
   AmaxAlgo algo = AmaxAlgo::Max;
   float fp8_max = 448.0f; ///< 448 (E4M3) or 57344 (E5M2)
   int margin = 0;         ///< power-of-two headroom (Flax: always 0)
+  bool nan_propagates = true; ///< TE presets: max propagates NaN (CPU reference) or ignores it (fmaxf)
 };
 
 namespace detail {
@@ -83,14 +88,18 @@ FP8LAB_HD void delayedScalingUpdate(float* hist, int L, int stride, float* scale
     hist[(L - 1) * stride] = first;
     hist[0] = amax_now;
   } else if (p.preset == DelayedPreset::TransformerEngine) {
-    const float cur = amax_now != 0.0f ? amax_now : hist[0];
+    const bool prop = p.nan_propagates;
+    const float h0 = hist[0];
+    const float cur = h0 == 0.0f ? amax_now : (prop ? maxProp(h0, amax_now) : maxNum(h0, amax_now));
     float w = 0.0f;
     if (cur != 0.0f) {
-      for (int i = 0; i < L; ++i) {
-        const float v = i < L - 1 ? hist[(i + 1) * stride] : cur;
-        w = maxNum(w, v);
-        hist[i * stride] = i > 0 ? v : 0.0f;
-      }
+      w = cur;
+      for (int i = 1; i < L; ++i) w = prop ? maxProp(w, hist[i * stride]) : maxNum(w, hist[i * stride]);
+      for (int i = 0; i + 1 < L; ++i) hist[i * stride] = hist[(i + 1) * stride];
+      hist[(L - 1) * stride] = cur;
+      hist[0] = 0.0f;
+    } else {
+      hist[0] = cur;
     }
     const float a = p.algo == AmaxAlgo::Max ? w : cur;
     if (isFiniteF(a) && a > 0.0f) {
