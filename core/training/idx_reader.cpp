@@ -35,8 +35,8 @@ uint32_t readBE32(const uint8_t* p) {
 
 std::vector<uint8_t> gunzip(const std::vector<uint8_t>& gz, const std::string& what,
                             int64_t max_output) {
-  if (gz.size() < 18 || gz[0] != 0x1f || gz[1] != 0x8b)
-    throw IdxError(what + ": not a gzip stream (too short or missing the 1f 8b magic)");
+  if (gz.size() < 2 || gz[0] != 0x1f || gz[1] != 0x8b)
+    throw IdxError(what + ": not a gzip stream (missing the 1f 8b magic)");
   InflateStream s;
   // 16 + MAX_WBITS: gzip wrapper only, header and CRC-32 / ISIZE trailer checked by zlib.
   if (inflateInit2(&s.z, 16 + MAX_WBITS) != Z_OK) throw IdxError(what + ": zlib initialisation failed");
@@ -119,7 +119,10 @@ IdxArray parseIdx(const std::vector<uint8_t>& bytes, const std::string& what, in
   const size_t payload = bytes.size() - header;
   if (static_cast<int64_t>(payload) != n) {
     std::string dims;
-    for (size_t i = 0; i < a.dims.size(); ++i) dims += (i ? "x" : "") + std::to_string(a.dims[i]);
+    for (size_t i = 0; i < a.dims.size(); ++i) {
+      if (i) dims += 'x';
+      dims += std::to_string(a.dims[i]);
+    }
     throw IdxError(what + ": the header declares " + dims + " = " + std::to_string(n) + " elements but the file holds " +
                    std::to_string(payload) + (static_cast<int64_t>(payload) < n ? " (truncated)" : " (trailing data)"));
   }
