@@ -83,29 +83,6 @@ std::pair<double, double> evaluateFp32(const std::vector<LayerWeights>& w, const
 
 namespace {
 
-/// TEMPORARY stand-in until core/gemm's CPU backend lands: dequantizes both operands to float32
-/// and multiplies them with matmulF32 (products of FP8 values times power-of-two-free scales are
-/// rounded here, unlike the reference backend).
-class DequantF32Backend final : public GemmBackend {
-public:
-  std::string name() const override { return "cpu"; }
-  std::string device() const override { return "CPU"; }
-  std::string unsupportedReason(const QuantizedTensor&, const QuantizedTensor&, const GemmOptions&) const override { return {}; }
-  GemmOutput run(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt, const ProgressFn&) override {
-    if (a.cols != b.rows) throw std::invalid_argument("GEMM shape mismatch");
-    GemmOutput o;
-    o.m = a.rows;
-    o.n = b.cols;
-    const std::vector<float> da = a.dequantize(), db = b.dequantize();
-    o.d.resize(static_cast<size_t>(a.rows * b.cols));
-    matmulF32(da.data(), db.data(), o.d.data(), a.rows, a.cols, b.cols, opt.threads);
-    o.backend = "cpu";
-    o.device = "CPU";
-    o.algorithm = "dequantize + float32 GEMM (temporary)";
-    return o;
-  }
-};
-
 /// THE adapter to core/gemm: D[M,N] = A·B for two quantized operands, as float32.
 void fp8Gemm(GemmBackend& backend, const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,
              std::vector<float>& out, TrainingResult& res) {
@@ -406,7 +383,7 @@ TrainingRun::TrainingRun(TrainingConfig config, const ImageDataset& train, const
   d->test = &test;
   if (d->fp8()) {
     if (!backend) {
-      d->own_backend = std::make_unique<DequantF32Backend>();
+      d->own_backend = makeCpuGemmBackend();
       backend = d->own_backend.get();
     }
     d->backend = backend;

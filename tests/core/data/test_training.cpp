@@ -405,7 +405,10 @@ void TestTraining::flaxDelayedHistoryAndScaleFollowTheRules() {
       QVERIFY2(sameFloat(h.dequant_scale[size_t(t)], scale),
                qPrintable(QStringLiteral("%1 step %2: scale %3, expected %4").arg(QString::fromStdString(h.name())).arg(t)
                               .arg(double(h.dequant_scale[size_t(t)]), 0, 'g', 9).arg(double(scale), 0, 'g', 9)));
-      QVERIFY(sameFloat(h.quant_scale[size_t(t)], sf));
+      // Flax divides by the stored dequant scale; the quant multiplier reported beside it is
+      // that scale's float32 reciprocal (QuantizedTensor convention for x/s presets), which can
+      // differ from sf by an ulp — the double reciprocal of §2.2.
+      QVERIFY(sameFloat(h.quant_scale[size_t(t)], 1.0f / scale));
       QCOMPARE(h.kept_previous[size_t(t)] != 0, keep);
       const auto w = expectedWindow(h.amax, t, L);
       const std::vector<float> got(h.history.begin() + t * L, h.history.begin() + (t + 1) * L);
