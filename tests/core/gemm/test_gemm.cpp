@@ -1,0 +1,513 @@
+// Tests for core/gemm: the CPU FP8 GEMM models, the AVX512-BF16 kernel against the portable
+// one, the three-result experiment, the seeded generator and bad inputs. Operands are built
+// directly (codes + scales), so these tests do not depend on core/scaling. Expected values come
+// from integer arithmetic in the test, hand derivations in comments, or published constants.
+#include <QtTest>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+
+#include "gemm/gemm.h"
+#include "gemm/gemm_experiment.h"
+#include "gemm/random_matrix.h"
+
+using namespace fp8lab;
+
+namespace {
+
+/// A tensor whose elements are the given exactly representable values, with the given
+/// block shape and dequant scales (block grid row-major).
+QuantizedTensor makeTensor(const std::vector<double>& values, int64_t rows, int64_t cols, const Format& f, ScaleBlock block,
+                           std::vector<float> scales) {
+  QuantizedTensor q;
+  q.rows = rows;
+  q.cols = cols;
+  q.format = &f;
+  q.block = block;
+  q.codes.resize(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    q.codes[i] = static_cast<uint8_t>(f.encode(values[i]));
+    if (f.decode(q.codes[i]) != values[i] && !std::isnan(values[i])) throw std::runtime_error("value not exact in format");
+  }
+  q.dequant_scales = std::move(scales);
+  return q;
+}
+
+/// Per-tensor E4M3 quantization done in the test (scale = amax/448, RNE via Format::encode).
+QuantizedTensor quantizePerTensor(const std::vector<float>& x, int64_t rows, int64_t cols, const Format& f,
+                                  ScaleBlock block = {0, 0}) {
+  if (block.rows == 0) block = {rows, cols};
+  QuantizedTensor q;
+  q.rows = rows;
+  q.cols = cols;
+  q.format = &f;
+  q.block = block;
+  const int64_t br = q.blockRows(), bc = q.blockCols();
+  std::vector<double> amax(static_cast<size_t>(br * bc), 0.0);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      double& a = amax[static_cast<size_t>((i / block.rows) * bc + j / block.cols)];
+      a = std::max(a, std::fabs(static_cast<double>(x[static_cast<size_t>(i * cols + j)])));
+    }
+  for (double a : amax) q.dequant_scales.push_back(a > 0 ? static_cast<float>(a / f.maxFinite()) : 1.0f);
+  q.codes.resize(x.size());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      q.codes[static_cast<size_t>(i * cols + j)] =
+          static_cast<uint8_t>(f.encode(static_cast<double>(x[static_cast<size_t>(i * cols + j)]) / q.dequantScaleAt(i, j)));
+  return q;
+}
+
+bool sameBits(const std::vector<float>& a, const std::vector<float>& b, QString* where = nullptr) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    uint32_t x, y;
+    std::memcpy(&x, &a[i], 4);
+    std::memcpy(&y, &b[i], 4);
+    if (x != y && !(std::isnan(a[i]) && std::isnan(b[i]))) {
+      if (where) *where = QStringLiteral("index %1: %2 vs %3").arg(i).arg(static_cast<double>(a[i]), 0, 'g', 17).arg(static_cast<double>(b[i]), 0, 'g', 17);
+      return false;
+    }
+  }
+  return true;
+}
+
+const std::vector<Accumulation> kModels = {Accumulation::Exact, Accumulation::FP32, Accumulation::SplitFP32,
+                                           Accumulation::FastAccum};
+const std::vector<OutputType> kOutputs = {OutputType::FP32, OutputType::BF16, OutputType::FP16, OutputType::E4M3FN,
+                                          OutputType::E5M2};
+
+} // namespace
+
+class TestGemm : public QObject {
+  Q_OBJECT
+
+private Q_SLOTS:
+  void exactByConstruction_data();
+  void exactByConstruction();
+  void blockScalesAppliedAtPromotionWithFma();
+  void fastAccumulationErrorExceedsSplit();
+  void avx512Bf16EqualsPortable_data();
+  void avx512Bf16EqualsPortable();
+  void threadCountDoesNotChangeResult();
+  void experimentSplitsErrors();
+  void fp8OutputScaleAndAmax();
+  void nanAndInfInputsCountedNotFatal();
+  void e5m2TimesE5m2Flagged();
+  void badInputs();
+  void randomMatrixReproducible();
+};
+
+// ---- exact by construction ----------------------------------------------------------------------
+// Elements are integers in [-3, 3] (exact in every format used: E4M3FN, E5M2, FNUZ, E2M3, E3M2,
+// E2M1) and all scales are powers of two. With K = 300 every partial and final sum is an
+// integer of magnitude ≤ 9·300 = 2700 < 2^12 times a power of two, so every model — double,
+// FP32 in any order, split, and the 14-bit fast-accumulation model (its quantum 2^(E−13) ≤ 1
+// while sums stay below 2^13) — is exact and must return the same bits. The expected D is
+// computed here with int64 arithmetic and the power-of-two scales; the output casts use the
+// format library (tested against the CUDA / ml_dtypes oracles in test_formats).
+void TestGemm::exactByConstruction_data() {
+  QTest::addColumn<QString>("aFormat");
+  QTest::addColumn<QString>("bFormat");
+  QTest::addColumn<int>("scaling"); // 0 per-tensor, 1 per-row/col, 2 1x128 & 128x128, 3 MX-32
+  const QStringList pairs = {QStringLiteral("E4M3FN/E4M3FN"), QStringLiteral("E4M3FN/E5M2"), QStringLiteral("E5M2/E4M3FN"),
+                             QStringLiteral("E5M2/E5M2"), QStringLiteral("E4M3FNUZ/E5M2FNUZ"), QStringLiteral("E2M3/E3M2"),
+                             QStringLiteral("E2M1/E2M1")};
+  for (const QString& p : pairs)
+    for (int s = 0; s < 4; ++s) {
+      const QStringList f = p.split(QLatin1Char('/'));
+      QTest::addRow("%s x %s, scaling %d", qPrintable(f[0]), qPrintable(f[1]), s) << f[0] << f[1] << s;
+    }
+}
+
+void TestGemm::exactByConstruction() {
+  QFETCH(QString, aFormat);
+  QFETCH(QString, bFormat);
+  QFETCH(int, scaling);
+  const Format& fa = *Format::byName(aFormat.toStdString());
+  const Format& fb = *Format::byName(bFormat.toStdString());
+  const int64_t M = 37, N = 45, K = 300; // partial 8-row / 32-column tiles, partial 128-blocks, odd pairs
+  std::vector<double> av(static_cast<size_t>(M * K)), bv(static_cast<size_t>(K * N));
+  for (int64_t i = 0; i < M * K; ++i) av[static_cast<size_t>(i)] = static_cast<double>(static_cast<int>(splitmix64(static_cast<uint64_t>(i)) % 7) - 3);
+  for (int64_t i = 0; i < K * N; ++i) bv[static_cast<size_t>(i)] = static_cast<double>(static_cast<int>(splitmix64(static_cast<uint64_t>(i) + 99991) % 7) - 3);
+  ScaleBlock ba, bb;
+  switch (scaling) {
+  case 0: ba = {M, K}; bb = {K, N}; break;
+  case 1: ba = {1, K}; bb = {K, 1}; break;
+  case 2: ba = {1, 128}; bb = {128, 128}; break;
+  default: ba = {1, 32}; bb = {32, 1}; break;
+  }
+  auto pow2Scales = [](int64_t count, int salt) {
+    std::vector<float> s;
+    for (int64_t i = 0; i < count; ++i) s.push_back(std::ldexp(1.0f, static_cast<int>((i * 7 + salt) % 5) - 2)); // 2^-2..2^2
+    return s;
+  };
+  QuantizedTensor a = makeTensor(av, M, K, fa, ba, {});
+  QuantizedTensor b = makeTensor(bv, K, N, fb, bb, {});
+  a.dequant_scales = pow2Scales(a.blockRows() * a.blockCols(), 1);
+  b.dequant_scales = pow2Scales(b.blockRows() * b.blockCols(), 3);
+  // expected D in exact arithmetic: Σ_k a·sa(i,k) · b·sb(k,j); all terms are dyadic with small
+  // numerators, so double holds them exactly.
+  std::vector<double> expected(static_cast<size_t>(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k)
+        s += av[static_cast<size_t>(i * K + k)] * a.dequantScaleAt(i, k) * bv[static_cast<size_t>(k * N + j)] * b.dequantScaleAt(k, j);
+      expected[static_cast<size_t>(i * N + j)] = s;
+    }
+  auto backend = makeCpuGemmBackend();
+  for (OutputType ot : kOutputs) {
+    std::vector<float> want(expected.size());
+    const float scale_d = 0.25f;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      switch (ot) {
+      case OutputType::FP32: want[i] = static_cast<float>(expected[i]); break;
+      case OutputType::BF16: want[i] = static_cast<float>(Format::BF16().decode(Format::BF16().encode(expected[i]))); break;
+      case OutputType::FP16: want[i] = static_cast<float>(Format::FP16().decode(Format::FP16().encode(expected[i]))); break;
+      case OutputType::E4M3FN: want[i] = static_cast<float>(Format::E4M3FN().decode(Format::E4M3FN().encode(expected[i] * scale_d)) / scale_d); break;
+      case OutputType::E5M2: want[i] = static_cast<float>(Format::E5M2().decode(Format::E5M2().encode(expected[i] * scale_d)) / scale_d); break;
+      }
+    }
+    for (Accumulation acc : kModels)
+      for (bool promote : {true, false}) {
+        if (!promote && acc != Accumulation::FastAccum) continue;
+        GemmOptions o;
+        o.accumulation = acc;
+        o.fast_accum_promotes = promote;
+        o.output = ot;
+        o.output_quant_scale = scale_d;
+        o.threads = 2;
+        const GemmOutput out = backend->run(a, b, o);
+        QString where;
+        QVERIFY2(sameBits(out.d, want, &where),
+                 qPrintable(QStringLiteral("%1 accumulation, %2 output: %3").arg(QString::fromLatin1(toString(acc)), QString::fromLatin1(toString(ot)), where)));
+      }
+  }
+}
+
+// ---- block scales at promotion ------------------------------------------------------------------
+// K = 256, A has 1x128 scales, B per-tensor scale 1. Row 0 of A / column 0 of B:
+//   window 0 (k < 128): a[0] = −1, b[0] = 1, scale sa0 = 1     → partial −1, acc = −1
+//   window 1 (k ≥ 128): a[128] = 1,    b[128] = 1    → 1
+//                       a[129] = 2^-6, b[129] = 2^-6 → 2^-12   partial p1 = 1 + 2^-12
+//                       sa1 = 1 + 2^-12 (a float32 scale)
+// DeepGEMM's promotion acc = fma(sa1·sb, p1, acc) = round(−1 + (1 + 2^-12)²)
+//   = round(2^-11 + 2^-24) = 2^-11 + 2^-24   (exact: 14 significant bits).
+// Had the product been rounded first, fl((1+2^-12)²) = fl(1 + 2^-11 + 2^-24) = 1 + 2^-11 (tie to
+// even at 1's ulp 2^-23), giving 2^-11: the test tells the two apart. Scaling the products
+// instead (no promotion) also gives 2^-11 + 2^-24 here only by accident of exactness, so a
+// second column checks the window structure: b[0] = 0 there, so D = p1·sa1 rounded once.
+void TestGemm::blockScalesAppliedAtPromotionWithFma() {
+  const int64_t M = 1, N = 2, K = 256;
+  std::vector<double> av(K, 0.0), bv(static_cast<size_t>(K * N), 0.0);
+  av[0] = -1;
+  av[128] = 1;
+  av[129] = std::ldexp(1.0, -6);
+  bv[0 * N + 0] = 1;
+  bv[128 * N + 0] = 1;
+  bv[129 * N + 0] = std::ldexp(1.0, -6);
+  bv[128 * N + 1] = 1; // column 1: window 1 only, p1 = 1 → D = sa1 = 1 + 2^-12
+  const float sa1 = 1.0f + std::ldexp(1.0f, -12);
+  const QuantizedTensor a = makeTensor(av, M, K, Format::E4M3FN(), {1, 128}, {1.0f, sa1});
+  const QuantizedTensor b = makeTensor(bv, K, N, Format::E4M3FN(), {K, N}, {1.0f});
+  auto backend = makeCpuGemmBackend();
+  const float want0 = std::ldexp(1.0f, -11) + std::ldexp(1.0f, -24);
+  for (Accumulation acc : {Accumulation::FP32, Accumulation::SplitFP32, Accumulation::FastAccum})
+    for (CpuKernel kern : {CpuKernel::Portable, CpuKernel::Avx512Bf16}) {
+      GemmOptions o;
+      o.accumulation = acc;
+      o.cpu_kernel = kern;
+      const GemmOutput out = backend->run(a, b, o);
+      QCOMPARE(out.d[0], want0);
+      QCOMPARE(out.d[1], sa1);
+    }
+  // The Exact model in double: −1 + (1 + 2^-12)² = 2^-11 + 2^-24 exactly.
+  QCOMPARE(quantizedExactGemm(a, b)[0], std::ldexp(1.0, -11) + std::ldexp(1.0, -24));
+}
+
+// ---- fast accumulation vs split -----------------------------------------------------------------
+// Random N(0,1) inputs, K = 4096, per-tensor E4M3 (as in DeepSeek-V3 §3.3.2's experiment).
+// Split model: every window sum and every promotion rounds to float32 (unit roundoff
+// u = 2^-24 ≈ 6e-8), so its relative Frobenius error against the exact sum is ~u·sqrt(terms
+// per output) / sqrt(mean) … in practice 1e-8 .. 1e-6.
+// Fast model (14 bits): every group of 32 products is aligned to its largest exponent E and
+// truncated to multiples of q = 2^(E−13). With products of unit-variance values the group max
+// is ~4..16 (E ≈ 2..4) and the running window sum ~sqrt(128) ≈ 11, so q ≈ 2^-10.5; each of the
+// ~33 truncated terms errs by up to q (uniform, sign of the term), ≈ sqrt(33/3)·q ≈ 2.3e-3 per
+// group, ×sqrt(128 groups) ≈ 2.6e-2 per output, against |D| ~ sqrt(4096) = 64 → ~4e-4 relative.
+// The order of magnitude is therefore 1e-4 (pinned to [3e-5, 1e-3]); > 100× the split model.
+// Without promotion the running sum grows to ~64 (E ≈ 6), q grows ×4–8, and so does the error.
+void TestGemm::fastAccumulationErrorExceedsSplit() {
+  const int64_t M = 48, N = 40, K = 4096;
+  const std::vector<float> x = randomMatrix(M, K, 11), y = randomMatrix(K, N, 12);
+  const QuantizedTensor a = quantizePerTensor(x, M, K, Format::E4M3FN()), b = quantizePerTensor(y, K, N, Format::E4M3FN());
+  auto run = [&](Accumulation acc, bool promote) {
+    GemmOptions o;
+    o.accumulation = acc;
+    o.fast_accum_promotes = promote;
+    return runGemmExperiment(nullptr, nullptr, a, b, o).accumulation.rel_fro;
+  };
+  const double split = run(Accumulation::SplitFP32, true);
+  const double fast = run(Accumulation::FastAccum, true);
+  const double fastNoPromo = run(Accumulation::FastAccum, false);
+  qInfo("relative Frobenius accumulation error: split %.3g, fast (promoted) %.3g, fast (no promotion) %.3g", split, fast, fastNoPromo);
+  QVERIFY(split > 1e-9 && split < 1e-6);
+  QVERIFY(fast > 3e-5 && fast < 1e-3);
+  QVERIFY(fast > 100 * split);
+  QVERIFY(fastNoPromo > 2 * fast);
+}
+
+// ---- dispatched kernel == portable kernel -------------------------------------------------------
+void TestGemm::avx512Bf16EqualsPortable_data() {
+  QTest::addColumn<QString>("aFormat");
+  QTest::addColumn<QString>("bFormat");
+  QTest::addColumn<int>("scaling");
+  QTest::addColumn<int>("m");
+  QTest::addColumn<int>("n");
+  QTest::addColumn<int>("k");
+  QTest::newRow("E4M3 per-tensor 131x97x1000") << QStringLiteral("E4M3FN") << QStringLiteral("E4M3FN") << 0 << 131 << 97 << 1000;
+  QTest::newRow("E4M3xE5M2 per-row/col 64x64x777") << QStringLiteral("E4M3FN") << QStringLiteral("E5M2") << 1 << 64 << 64 << 777;
+  QTest::newRow("E5M2xE4M3 1x128/128x128 130x300x520") << QStringLiteral("E5M2") << QStringLiteral("E4M3FN") << 2 << 130 << 300 << 520;
+  QTest::newRow("E4M3 MX-32 9x33x96") << QStringLiteral("E4M3FN") << QStringLiteral("E4M3FN") << 3 << 9 << 33 << 96;
+  QTest::newRow("E2M1 per-tensor 17x40x1501") << QStringLiteral("E2M1") << QStringLiteral("E2M1") << 0 << 17 << 40 << 1501;
+}
+
+void TestGemm::avx512Bf16EqualsPortable() {
+  QFETCH(QString, aFormat);
+  QFETCH(QString, bFormat);
+  QFETCH(int, scaling);
+  QFETCH(int, m);
+  QFETCH(int, n);
+  QFETCH(int, k);
+  if (makeCpuGemmBackend()->device().find("AVX512-BF16") == std::string::npos)
+    QSKIP("this CPU has no AVX512-BF16: only the portable kernel exists here");
+  const std::vector<float> x = randomMatrix(m, k, 5), y = randomMatrix(k, n, 6);
+  ScaleBlock ba{m, k}, bb{k, n};
+  if (scaling == 1) { ba = {1, k}; bb = {k, 1}; }
+  if (scaling == 2) { ba = {1, 128}; bb = {128, 128}; }
+  if (scaling == 3) { ba = {1, 32}; bb = {32, 1}; }
+  const QuantizedTensor a = quantizePerTensor(x, m, k, *Format::byName(aFormat.toStdString()), ba);
+  const QuantizedTensor b = quantizePerTensor(y, k, n, *Format::byName(bFormat.toStdString()), bb);
+  auto backend = makeCpuGemmBackend();
+  for (Accumulation acc : {Accumulation::FP32, Accumulation::SplitFP32})
+    for (int interval : {128, 64, 256}) {
+      GemmOptions o;
+      o.accumulation = acc;
+      o.promotion_interval = interval;
+      o.cpu_kernel = CpuKernel::Portable;
+      const GemmOutput p = backend->run(a, b, o);
+      o.cpu_kernel = CpuKernel::Avx512Bf16;
+      const GemmOutput f = backend->run(a, b, o);
+      QVERIFY2(f.algorithm.find("avx512-bf16") != std::string::npos, f.algorithm.c_str());
+      QString where;
+      QVERIFY2(sameBits(p.d, f.d, &where), qPrintable(where));
+    }
+  // An odd promotion interval cuts windows at odd k: the BF16 pair kernel declines and says so.
+  if (k <= 127 || scaling == 3) return; // no window boundary at 127 (or MX cuts at multiples of 32 first)
+  GemmOptions o;
+  o.accumulation = Accumulation::SplitFP32;
+  o.promotion_interval = 127;
+  o.cpu_kernel = CpuKernel::Avx512Bf16;
+  const GemmOutput f = backend->run(a, b, o);
+  QVERIFY(f.algorithm.find("portable") != std::string::npos);
+  QVERIFY(!f.warnings.empty());
+}
+
+void TestGemm::threadCountDoesNotChangeResult() {
+  const int64_t M = 70, N = 90, K = 640;
+  const std::vector<float> x = randomMatrix(M, K, 1), y = randomMatrix(K, N, 2);
+  const QuantizedTensor a = quantizePerTensor(x, M, K, Format::E4M3FN(), {1, 128});
+  const QuantizedTensor b = quantizePerTensor(y, K, N, Format::E4M3FN(), {128, 128});
+  auto backend = makeCpuGemmBackend();
+  for (Accumulation acc : kModels) {
+    GemmOptions o;
+    o.accumulation = acc;
+    o.threads = 1;
+    const GemmOutput one = backend->run(a, b, o);
+    o.threads = 3;
+    const GemmOutput three = backend->run(a, b, o);
+    QVERIFY2(sameBits(one.d, three.d), toString(acc));
+  }
+}
+
+// Quantization error ≫ accumulation error for E4M3 per-tensor with split accumulation: E4M3 has
+// 3 mantissa bits (relative rounding error ≤ 2^-4 per element, ~2^-4/sqrt(3) rms), so the
+// quantized-exact product is off by a few percent of |D|·(1/sqrt(K))… measured ~3.7e-2 relative
+// Frobenius for K = 512 normal data; split accumulation adds ~1e-7. The total must equal the
+// quantization part to within the accumulation part (triangle inequality on the norms).
+void TestGemm::experimentSplitsErrors() {
+  const int64_t M = 64, N = 48, K = 512;
+  const std::vector<float> x = randomMatrix(M, K, 21), y = randomMatrix(K, N, 22);
+  const QuantizedTensor a = quantizePerTensor(x, M, K, Format::E4M3FN()), b = quantizePerTensor(y, K, N, Format::E4M3FN());
+  GemmOptions o;
+  o.accumulation = Accumulation::SplitFP32;
+  const GemmExperimentResult r = runGemmExperiment(x.data(), y.data(), a, b, o);
+  QCOMPARE(r.ideal.size(), size_t(M * N));
+  QVERIFY(r.quantization.rel_fro > 1e-2 && r.quantization.rel_fro < 1e-1);
+  QVERIFY(r.accumulation.rel_fro < 1e-6);
+  QVERIFY(std::fabs(r.total.rel_fro - r.quantization.rel_fro) <= r.accumulation.rel_fro * 1.0001 + 1e-12);
+  // ideal: spot-check one element against a direct double sum
+  double s = 0;
+  for (int64_t k = 0; k < K; ++k) s += static_cast<double>(x[static_cast<size_t>(3 * K + k)]) * static_cast<double>(y[static_cast<size_t>(k * N + 5)]);
+  QCOMPARE(r.ideal[static_cast<size_t>(3 * N + 5)], s);
+  QCOMPARE(r.a_stats.elements, M * K);
+}
+
+// FP8 output built to hit known codes. A = [[1, 1]], B = [[112],[128]] (exact in E4M3FN:
+// 112 = 1.75·2^6, 128 = 2^7), per-tensor scales 1.
+// D = 240. amax_D = 240 (before scale_D). With scale_D = 2: 480 > 448 saturates to 448
+// (code 0x7E), so d = 448 / 2 = 224. With scale_D = 0.5: 120 → code 0x6F (120 = 1.875·2^6),
+// d = 240.
+void TestGemm::fp8OutputScaleAndAmax() {
+  const QuantizedTensor a = makeTensor({1, 1}, 1, 2, Format::E4M3FN(), {1, 2}, {1.0f});
+  const QuantizedTensor b = makeTensor({112, 128}, 2, 1, Format::E4M3FN(), {2, 1}, {1.0f});
+  auto backend = makeCpuGemmBackend();
+  GemmOptions o;
+  o.output = OutputType::E4M3FN;
+  o.output_quant_scale = 2.0f;
+  GemmOutput out = backend->run(a, b, o);
+  QCOMPARE(out.amax_d, 240.0f);
+  QCOMPARE(int(out.d_codes.at(0)), 0x7E);
+  QCOMPARE(out.d[0], 224.0f);
+  o.output_quant_scale = 0.5f;
+  out = backend->run(a, b, o);
+  QCOMPARE(int(out.d_codes.at(0)), 0x6F);
+  QCOMPARE(out.d[0], 240.0f);
+}
+
+void TestGemm::nanAndInfInputsCountedNotFatal() {
+  // E5M2 has Inf (0x7C) and NaN (0x7F) codes. Row 0 of A holds a NaN, row 1 an Inf.
+  QuantizedTensor a = makeTensor({1, 2, 1, 2, 1, 1}, 3, 2, Format::E5M2(), {3, 2}, {1.0f});
+  a.codes[0] = 0x7F;
+  a.codes[2] = 0x7C;
+  const QuantizedTensor b = makeTensor({1, 1, 1, 1}, 2, 2, Format::E5M2(), {2, 2}, {1.0f});
+  auto backend = makeCpuGemmBackend();
+  for (Accumulation acc : kModels) {
+    GemmOptions o;
+    o.accumulation = acc;
+    const GemmOutput out = backend->run(a, b, o);
+    QVERIFY(std::isnan(out.d[0]) && std::isnan(out.d[1]));
+    QVERIFY(std::isinf(out.d[2]) && out.d[2] > 0);
+    QCOMPARE(out.d[4], 2.0f);
+    QVERIFY(std::isnan(out.amax_d));
+  }
+  const GemmExperimentResult r = runGemmExperiment(nullptr, nullptr, a, b, GemmOptions{});
+  QCOMPARE(r.accumulation.nan_test, int64_t(2));
+  QCOMPARE(r.accumulation.inf_test, int64_t(2));
+  QCOMPARE(r.accumulation.finite_pairs, int64_t(2));
+  QCOMPARE(r.accumulation.max_abs, 0.0);
+}
+
+void TestGemm::e5m2TimesE5m2Flagged() {
+  const QuantizedTensor a = makeTensor({1, 2}, 1, 2, Format::E5M2(), {1, 2}, {1.0f});
+  const QuantizedTensor b = makeTensor({3, 4}, 2, 1, Format::E5M2(), {2, 1}, {1.0f});
+  const GemmOutput out = makeCpuGemmBackend()->run(a, b, GemmOptions{});
+  QCOMPARE(out.d[0], 11.0f);
+  bool flagged = false;
+  for (const Warning& w : out.warnings) flagged |= w.detail.find("not supported by cuBLASLt") != std::string::npos;
+  QVERIFY(flagged);
+  const QuantizedTensor b4 = makeTensor({3, 4}, 2, 1, Format::E4M3FN(), {2, 1}, {1.0f});
+  for (const Warning& w : makeCpuGemmBackend()->run(a, b4, GemmOptions{}).warnings)
+    QVERIFY(w.detail.find("not supported by cuBLASLt") == std::string::npos);
+}
+
+void TestGemm::badInputs() {
+  auto backend = makeCpuGemmBackend();
+  const QuantizedTensor a = makeTensor({1, 2, 3, 1, 2, 3}, 2, 3, Format::E4M3FN(), {2, 3}, {1.0f});
+  const QuantizedTensor b2 = makeTensor({1, 2, 3, 4}, 2, 2, Format::E4M3FN(), {2, 2}, {1.0f});
+  auto expectInvalid = [&](const std::function<void()>& f, const char* needle) {
+    try {
+      f();
+      QFAIL("no exception");
+    } catch (const std::invalid_argument& e) {
+      QVERIFY2(std::string(e.what()).find(needle) != std::string::npos, e.what());
+    }
+  };
+  expectInvalid([&] { backend->run(a, b2, GemmOptions{}); }, "shape mismatch");
+  QuantizedTensor a0 = makeTensor({}, 2, 0, Format::E4M3FN(), {2, 1}, {});
+  QuantizedTensor b0 = makeTensor({}, 0, 2, Format::E4M3FN(), {1, 2}, {});
+  expectInvalid([&] { backend->run(a0, b0, GemmOptions{}); }, "K = 0");
+  QuantizedTensor bad = a;
+  bad.codes.pop_back();
+  expectInvalid([&] { backend->run(bad, b2, GemmOptions{}); }, "codes");
+  bad = a;
+  bad.dequant_scales.push_back(1.0f);
+  expectInvalid([&] { backend->run(bad, b2, GemmOptions{}); }, "dequant scales");
+  bad = a;
+  bad.format = &Format::BF16();
+  expectInvalid([&] { backend->run(bad, b2, GemmOptions{}); }, "at most 8 bits");
+  const QuantizedTensor b = makeTensor({1, 2, 3, 4, 5, 6}, 3, 2, Format::E4M3FN(), {3, 2}, {1.0f});
+  GemmOptions o;
+  o.promotion_interval = 0;
+  expectInvalid([&] { backend->run(a, b, o); }, "promotion interval");
+  o = {};
+  o.output = OutputType::E4M3FN;
+  o.output_quant_scale = 0;
+  expectInvalid([&] { backend->run(a, b, o); }, "output scale");
+  // memory: a limit of 16 bytes refuses even this 2x2x3 GEMM (84 bytes of buffers), naming the size
+  o = {};
+  o.memory_limit_bytes = 16;
+  try {
+    backend->run(a, b, o);
+    QFAIL("no exception");
+  } catch (const std::runtime_error& e) {
+    QVERIFY2(std::string(e.what()).find("needs") != std::string::npos, e.what());
+  }
+  QVERIFY(!backend->unsupportedReason(a, b, o).empty());
+  // a GEMM far beyond any memory is refused up front (no allocation attempted)
+  QuantizedTensor huge;
+  huge.rows = 1 << 20;
+  huge.cols = 1 << 20;
+  huge.format = &Format::E4M3FN();
+  huge.block = {huge.rows, huge.cols};
+  // codes deliberately not allocated: validation reports the count first
+  expectInvalid([&] { backend->run(huge, huge, GemmOptions{}); }, "codes");
+  QVERIFY(backend->unsupportedReason(a, b, GemmOptions{}).empty());
+  // progress cancel
+  const std::vector<float> x = randomMatrix(64, 256, 1);
+  const QuantizedTensor q = quantizePerTensor(x, 64, 256, Format::E4M3FN());
+  const QuantizedTensor qt = quantizePerTensor(x, 256, 64, Format::E4M3FN());
+  QVERIFY_THROWS_EXCEPTION(Cancelled, backend->run(q, qt, GemmOptions{}, [](double, const std::string&) { return false; }));
+}
+
+// splitmix64 reference outputs: the first three words of the splitmix64 generator seeded with
+// 0 (state += 0x9E3779B97F4A7C15 before each mix), as published with the xoshiro generators
+// (Vigna, prng.di.unimi.it, splitmix64.c): e220a8397b1dcdaf, 6e789e6aa1b965f4, 06c45d188009454f.
+void TestGemm::randomMatrixReproducible() {
+  QCOMPARE(splitmix64(0), 0xE220A8397B1DCDAFull);
+  QCOMPARE(splitmix64(0x9E3779B97F4A7C15ull), 0x6E789E6AA1B965F4ull);
+  QCOMPARE(splitmix64(2 * 0x9E3779B97F4A7C15ull), 0x06C45D188009454Full);
+  // same seed → same bits, whatever the thread count; other seed → different
+  const std::vector<float> one = randomMatrix(300, 301, 42, {}, 0, 1);
+  const std::vector<float> many = randomMatrix(300, 301, 42, {}, 0, 4);
+  QVERIFY(sameBits(one, many));
+  QVERIFY(!sameBits(one, randomMatrix(300, 301, 43)));
+  // moments of N(0,1) over 90300 samples: mean within 5σ/sqrt(n) ≈ 0.017, variance within ±0.03
+  double s = 0, s2 = 0;
+  for (float v : one) {
+    s += v;
+    s2 += static_cast<double>(v) * v;
+  }
+  const double mean = s / static_cast<double>(one.size()), var = s2 / static_cast<double>(one.size()) - mean * mean;
+  QVERIFY(std::fabs(mean) < 0.017);
+  QVERIFY(std::fabs(var - 1.0) < 0.03);
+  // uniform in [−2, 2), lognormal signed, outliers present at about the given rate
+  RandomMatrixOptions u;
+  u.distribution = Distribution::Uniform;
+  u.scale = 2;
+  for (float v : randomMatrix(100, 100, 1, u)) QVERIFY(v >= -2.0f && v < 2.0f);
+  RandomMatrixOptions ol;
+  ol.distribution = Distribution::Outliers;
+  ol.outlier_fraction = 0.01;
+  int big = 0;
+  for (float v : randomMatrix(200, 500, 3, ol)) big += std::fabs(v) > 10.0f;
+  QVERIFY(big > 700 && big < 1300); // 1000 expected outliers; |N(0,1)|·100 > 10 with prob 0.92
+  QCOMPARE(parseDistribution("LogNormal").value(), Distribution::LogNormal);
+  QVERIFY(!parseDistribution("cauchy"));
+}
+
+QTEST_APPLESS_MAIN(TestGemm)
+#include "test_gemm.moc"
