@@ -1,0 +1,210 @@
+// fp8lab-cli scaling simulate | presets — replay an amax sequence through Flax / TE delayed
+// scaling (core/scaling/delayed_scaling.h) and list the scaling presets.
+#include "cli_util.h"
+#include "command.h"
+
+#include "formats/format.h"
+#include "scaling/delayed_scaling.h"
+#include "scaling/scaling.h"
+
+#include <QCommandLineParser>
+#include <QFile>
+#include <QRegularExpression>
+
+#include <charconv>
+#include <cmath>
+
+namespace fp8lab::cli {
+namespace {
+
+QString num(double v) {
+  if (std::isnan(v)) return QStringLiteral("nan");
+  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return QString::fromLatin1(buf, static_cast<qsizetype>(r.ptr - buf));
+}
+
+QString num(float v) {
+  if (std::isnan(v)) return QStringLiteral("nan");
+  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v); // shortest float32 round trip
+  return QString::fromLatin1(buf, static_cast<qsizetype>(r.ptr - buf));
+}
+
+int usage() {
+  out(QStringLiteral(
+      "Usage: fp8lab-cli scaling <subcommand> [options]\n\n"
+      "Subcommands:\n"
+      "  simulate  Replay an amax sequence through Flax or Transformer Engine delayed scaling\n"
+      "  presets   List the scaling presets and the system each follows\n\n"
+      "Run `fp8lab-cli scaling <subcommand> --help` for options.\n"));
+  return 0;
+}
+
+int runPresets(const QStringList& args) {
+  QCommandLineParser p;
+  p.setApplicationDescription(QStringLiteral("List the scaling presets (quantize --scaling NAME)."));
+  p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")});
+  int rc = 0;
+  if (!parseArgs(p, args, &rc)) return rc;
+  if (p.isSet(QStringLiteral("json"))) {
+    QJsonArray a;
+    for (const auto& s : scalingPresets()) {
+      QJsonObject o;
+      o[QStringLiteral("name")] = QString::fromStdString(s.name);
+      o[QStringLiteral("summary")] = QString::fromStdString(s.summary);
+      o[QStringLiteral("source")] = QString::fromStdString(s.source);
+      o[QStringLiteral("delayed")] = s.delayed;
+      a.append(o);
+    }
+    out(toJsonText(a));
+    return 0;
+  }
+  QString t;
+  for (const auto& s : scalingPresets())
+    t += QStringLiteral("%1 %2\n%3 source: %4\n")
+             .arg(QString::fromStdString(s.name), -24)
+             .arg(QString::fromStdString(s.summary))
+             .arg(QString(), -24)
+             .arg(QString::fromStdString(s.source));
+  out(t);
+  return 0;
+}
+
+int runSimulate(const QStringList& args) {
+  QCommandLineParser p;
+  p.setApplicationDescription(QStringLiteral(
+      "Replay an amax sequence through per-tensor delayed scaling and print, per step: the amax, the\n"
+      "stored scale after the step in the preset's own convention (Flax: dequant ≈ amax/max, the scale\n"
+      "this step's tensor was quantized with; TE: quant ≈ max/amax, the scale for the next step), both\n"
+      "conventions, the scale this step used, the amax history after the step (oldest first; TE's last\n"
+      "entry is the cleared staging slot) and whether an edge rule (amax 0 / inf / NaN) kept the old\n"
+      "scale. Steps count from 0."));
+  p.addOption({QStringLiteral("preset"), QStringLiteral("flax | te (required)."), QStringLiteral("P")});
+  p.addOption({{QStringLiteral("f"), QStringLiteral("format")}, QStringLiteral("Format giving fp8_max (default E4M3FN)."), QStringLiteral("F"), QStringLiteral("E4M3FN")});
+  p.addOption({QStringLiteral("history-len"), QStringLiteral("Amax history length L (default 1024)."), QStringLiteral("L"), QStringLiteral("1024")});
+  p.addOption({QStringLiteral("algo"), QStringLiteral("max (default) | most_recent (TE only)."), QStringLiteral("A"), QStringLiteral("max")});
+  p.addOption({QStringLiteral("margin"), QStringLiteral("Scale divided by 2^m (TE margin; Flax itself always uses 0)."), QStringLiteral("M"), QStringLiteral("0")});
+  p.addOption({QStringLiteral("amax"), QStringLiteral("Comma-separated amax per step (inf, nan allowed)."), QStringLiteral("LIST")});
+  p.addOption({QStringLiteral("input"), QStringLiteral("Read the amaxes (whitespace/comma separated) from FILE."), QStringLiteral("FILE")});
+  p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON output (an array, one object per step).")});
+  int rc = 0;
+  if (!parseArgs(p, args, &rc)) return rc;
+  if (!p.positionalArguments().isEmpty())
+    return fail(QStringLiteral("unexpected argument '%1'").arg(p.positionalArguments().first()));
+  if (!p.isSet(QStringLiteral("preset"))) return fail(QStringLiteral("--preset flax|te is required"));
+  const auto preset = parseDelayedPreset(p.value(QStringLiteral("preset")).toStdString());
+  if (!preset) return fail(QStringLiteral("unknown --preset '%1' (flax, te)").arg(p.value(QStringLiteral("preset"))));
+  const Format* fmt = Format::byName(p.value(QStringLiteral("format")).toStdString());
+  if (!fmt) return fail(QStringLiteral("unknown format '%1' (known: %2)").arg(p.value(QStringLiteral("format")), formatHelpList()));
+  if (fmt->bits() > 8) return fail(QStringLiteral("%1 is not an FP8 (or narrower) format").arg(p.value(QStringLiteral("format"))));
+  DelayedScalingConfig cfg;
+  cfg.preset = *preset;
+  bool ok = false;
+  cfg.history_len = p.value(QStringLiteral("history-len")).toInt(&ok);
+  if (!ok || cfg.history_len < 1) return fail(QStringLiteral("--history-len must be a positive integer"));
+  if (cfg.history_len > (1 << 20)) return fail(QStringLiteral("--history-len above 1048576 is not supported"));
+  const auto algo = parseAmaxAlgo(p.value(QStringLiteral("algo")).toStdString());
+  if (!algo) return fail(QStringLiteral("--algo must be max or most_recent"));
+  cfg.algo = *algo;
+  if (cfg.preset == DelayedPreset::Flax && cfg.algo != AmaxAlgo::Max)
+    return fail(QStringLiteral("Flax fp8_ops supports only --algo max"));
+  cfg.margin = p.value(QStringLiteral("margin")).toInt(&ok);
+  if (!ok || cfg.margin < -126 || cfg.margin > 126) return fail(QStringLiteral("--margin must be an integer in [-126, 126]"));
+
+  std::vector<double> amax;
+  const bool has_a = p.isSet(QStringLiteral("amax")), has_f = p.isSet(QStringLiteral("input"));
+  if (has_a == has_f) return fail(QStringLiteral("give exactly one of --amax a1,a2,... or --input FILE"));
+  if (has_a) {
+    QString bad;
+    const auto l = parseNumberList(p.value(QStringLiteral("amax")), &bad);
+    if (!l) return fail(QStringLiteral("--amax: not a number: '%1'").arg(bad));
+    amax = *l;
+  } else {
+    QFile f(p.value(QStringLiteral("input")));
+    if (!f.open(QIODevice::ReadOnly)) return fail(QStringLiteral("cannot read --input '%1': %2").arg(f.fileName(), f.errorString()));
+    static const QRegularExpression sep(QStringLiteral("[\\s,]+"));
+    const QStringList w = QString::fromUtf8(f.readAll()).split(sep, Qt::SkipEmptyParts);
+    for (qsizetype i = 0; i < w.size(); ++i) {
+      const auto x = parseNumber(w[i]);
+      if (!x) return fail(QStringLiteral("--input: item %1 is not a number: '%2'").arg(i + 1).arg(w[i]));
+      amax.push_back(*x);
+    }
+  }
+  if (amax.empty()) return fail(QStringLiteral("no amax values given"));
+
+  std::vector<std::vector<float>> hist;
+  const std::vector<DelayedUpdate> ups = DelayedScaling::simulate(*fmt, cfg, amax, &hist);
+  if (p.isSet(QStringLiteral("json"))) {
+    QJsonArray arr;
+    for (size_t i = 0; i < ups.size(); ++i) {
+      const DelayedUpdate& u = ups[i];
+      QJsonObject o;
+      o[QStringLiteral("step")] = static_cast<qint64>(i);
+      o[QStringLiteral("amax")] = jsonNumber(amax[i]);
+      o[QStringLiteral("scale")] = jsonNumber(u.scale);
+      o[QStringLiteral("quant_scale")] = jsonNumber(u.quant_scale);
+      o[QStringLiteral("dequant_scale")] = jsonNumber(u.dequant_scale);
+      QJsonArray h;
+      for (float x : hist[i]) h.append(jsonNumber(x));
+      o[QStringLiteral("history")] = h;
+      o[QStringLiteral("kept_previous")] = u.kept_previous;
+      o[QStringLiteral("scale_used")] = jsonNumber(u.scale_used);
+      o[QStringLiteral("window_amax")] = jsonNumber(u.window_amax);
+      o[QStringLiteral("rolled")] = u.rolled;
+      o[QStringLiteral("clamped")] = u.clamped;
+      arr.append(o);
+    }
+    out(toJsonText(arr));
+    return 0;
+  }
+  const bool flax = cfg.preset == DelayedPreset::Flax;
+  QString t = QStringLiteral("%1 delayed scaling, %2 (max %3), history %4, algo %5, margin %6; scale = %7\n")
+                  .arg(flax ? QStringLiteral("Flax fp8_ops") : QStringLiteral("Transformer Engine"))
+                  .arg(QString::fromStdString(fmt->name())).arg(num(fmt->maxFinite())).arg(cfg.history_len)
+                  .arg(QLatin1String(toString(cfg.algo))).arg(cfg.margin)
+                  .arg(flax ? QStringLiteral("dequant (x_q = cast(x / scale)), used this step")
+                            : QStringLiteral("quant (x_q = cast(x * scale)), for the next step"));
+  t += QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8\n")
+           .arg(QStringLiteral("step"), 5).arg(QStringLiteral("amax"), 14).arg(QStringLiteral("window amax"), 14)
+           .arg(QStringLiteral("scale used"), 14).arg(QStringLiteral("scale"), 14).arg(QStringLiteral("quant"), 14)
+           .arg(QStringLiteral("dequant"), 14).arg(QStringLiteral("note"));
+  for (size_t i = 0; i < ups.size(); ++i) {
+    const DelayedUpdate& u = ups[i];
+    QStringList note;
+    if (u.kept_previous) note << QStringLiteral("kept previous");
+    if (u.clamped) note << QStringLiteral("clamped to FLT_MAX");
+    if (!u.rolled) note << QStringLiteral("no roll");
+    t += QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8\n")
+             .arg(static_cast<qint64>(i), 5).arg(num(amax[i]), 14).arg(num(u.window_amax), 14).arg(num(u.scale_used), 14)
+             .arg(num(u.scale), 14).arg(num(u.quant_scale), 14).arg(num(u.dequant_scale), 14).arg(note.join(QStringLiteral(", ")));
+  }
+  const std::vector<float>& last = hist.back();
+  const size_t show = std::min<size_t>(last.size(), 16);
+  QStringList h;
+  for (size_t k = last.size() - show; k < last.size(); ++k) h << num(last[k]);
+  t += QStringLiteral("history after the last step (oldest first%1): %2%3\n")
+           .arg(flax ? QString() : QStringLiteral(", last = staging slot"))
+           .arg(show < last.size() ? QStringLiteral("... ") : QString())
+           .arg(h.join(QStringLiteral(" ")));
+  out(t);
+  return 0;
+}
+
+int runScaling(const QStringList& args) {
+  if (args.size() < 2 || args[1] == QStringLiteral("--help") || args[1] == QStringLiteral("-h") || args[1] == QStringLiteral("help"))
+    return args.size() < 2 ? (usage(), 2) : usage();
+  const QString sub = args[1];
+  QStringList rest = args.mid(2);
+  rest.prepend(args[0] + QLatin1Char(' ') + sub);
+  if (sub == QStringLiteral("simulate")) return runSimulate(rest);
+  if (sub == QStringLiteral("presets")) return runPresets(rest);
+  return fail(QStringLiteral("unknown subcommand 'scaling %1' (simulate, presets)").arg(sub));
+}
+
+const CommandRegistrar reg({QStringLiteral("scaling"), QStringLiteral("Delayed-scaling what-if (simulate) and the preset list"), runScaling, 31});
+
+} // namespace
+} // namespace fp8lab::cli
