@@ -1,0 +1,212 @@
+// FP8 Lab — training run ↔ session (see training_session.h).
+#include "training/training_session.h"
+
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+namespace fp8lab {
+
+namespace {
+
+std::string jsonString(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+    case '"': o += "\\\""; break;
+    case '\\': o += "\\\\"; break;
+    case '\n': o += "\\n"; break;
+    case '\t': o += "\\t"; break;
+    case '\r': o += "\\r"; break;
+    default:
+      if (c < 0x20) {
+        char b[8];
+        std::snprintf(b, sizeof b, "\\u%04x", c);
+        o += b;
+      } else o += static_cast<char>(c);
+    }
+  }
+  return o + "\"";
+}
+
+/// Shortest round-trip decimal of a float32 (so "learning_rate": 0.001 reads back bit for bit).
+std::string jsonFloat(float v) {
+  char b[32];
+  const auto r = std::to_chars(b, b + sizeof b, v);
+  return std::string(b, r.ptr);
+}
+
+std::string gemmJson(const GemmOptions& g) {
+  return "{\"accumulation\": " + jsonString(toString(g.accumulation)) +
+         ", \"promotion_interval\": " + std::to_string(g.promotion_interval) +
+         ", \"fast_accum_bits\": " + std::to_string(g.fast_accum_bits) + "}";
+}
+
+} // namespace
+
+std::string trainingConfigJson(const TrainingConfig& c, const std::string& run_id, int64_t train_limit,
+                               int64_t test_limit, const std::string& data_dir) {
+  std::ostringstream o;
+  o << "{\n  \"type\": \"training\",\n  \"id\": " << jsonString(run_id) << ",\n";
+  o << "  \"dataset\": \"fashion-mnist\",\n";
+  if (!data_dir.empty()) o << "  \"data_dir\": " << jsonString(data_dir) << ",\n";
+  o << "  \"train_limit\": " << train_limit << ",\n  \"test_limit\": " << test_limit << ",\n";
+  o << "  \"precision\": " << jsonString(toString(c.precision)) << ",\n";
+  o << "  \"scaling\": {\"strategy\": " << jsonString(toString(c.scaling.kind))
+    << ", \"history_len\": " << c.scaling.history_len
+    << ", \"amax_compute_algo\": " << jsonString(c.scaling.most_recent ? "most_recent" : "max")
+    << ", \"margin\": " << c.scaling.margin << ", \"power_of_two\": " << (c.scaling.power_of_two ? "true" : "false")
+    << "},\n";
+  o << "  \"forward_format\": " << jsonString(c.forward_format->name()) << ",\n";
+  o << "  \"backward_format\": " << jsonString(c.backward_format->name()) << ",\n";
+  o << "  \"layers\": [";
+  for (size_t i = 0; i < c.layer_sizes.size(); ++i) o << (i ? ", " : "") << c.layer_sizes[i];
+  o << "],\n  \"batch_size\": " << c.batch_size << ",\n  \"epochs\": " << c.epochs << ",\n";
+  o << "  \"optimizer\": {\"name\": \"adam\", \"learning_rate\": " << jsonFloat(c.learning_rate)
+    << ", \"beta1\": " << jsonFloat(c.beta1) << ", \"beta2\": " << jsonFloat(c.beta2)
+    << ", \"epsilon\": " << jsonFloat(c.adam_epsilon) << "},\n";
+  o << "  \"seed\": " << c.seed << ",\n";
+  o << "  \"forward_gemm\": " << gemmJson(c.forward_gemm) << ",\n";
+  o << "  \"backward_gemm\": " << gemmJson(c.backward_gemm) << ",\n";
+  if (c.spike.enabled)
+    o << "  \"spike\": {\"step\": " << c.spike.step << ", \"factor\": " << jsonFloat(c.spike.factor)
+      << ", \"layer\": " << c.spike.layer << "},\n";
+  o << "  \"eval_batch_size\": " << c.eval_batch_size << ",\n";
+  o << "  \"record_history\": " << (c.record_history ? "true" : "false") << "\n}";
+  return o.str();
+}
+
+Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, const std::string& config_json) {
+  const TrainingConfig& c = r.config;
+  const bool fp8 = c.precision == TrainingPrecision::FP8;
+  Run run;
+  run.id = run_id;
+  run.type = "training";
+  run.config_json = config_json;
+  run.seed = c.seed;
+  run.backend = fp8 ? (r.gemm_backend.empty() ? "cpu" : r.gemm_backend) : "cpu";
+  run.device = fp8 ? r.gemm_device : "CPU (float32 GEMMs)";
+  run.attrs["label"] = c.label.empty() ? run_id : c.label;
+  run.attrs["precision"] = std::string(toString(c.precision));
+  run.attrs["scaling"] = fp8 ? std::string(toString(c.scaling.kind)) : std::string("none");
+  run.attrs["status"] = std::string(r.cancelled ? "cancelled" : "completed");
+  run.attrs["steps_completed"] = r.steps_done;
+  run.attrs["steps_per_epoch"] = r.steps_per_epoch;
+  run.attrs["epochs_planned"] = int64_t{c.epochs};
+  run.attrs["scale_convention"] = std::string(
+      "dequant_scale: x ≈ decode(code) · scale; quant_scale = the multiplier of the quantize op");
+  if (fp8) {
+    run.attrs["gemm_algorithm"] = r.gemm_algorithm;
+    run.attrs["forward_accumulation"] = std::string(toString(c.forward_gemm.accumulation));
+    run.attrs["backward_accumulation"] = std::string(toString(c.backward_gemm.accumulation));
+  }
+  if (c.spike.enabled) {
+    run.attrs["spike_step"] = c.spike.step;
+    run.attrs["spike_factor"] = static_cast<double>(c.spike.factor);
+    run.attrs["spike_layer"] = int64_t{c.spike.layer};
+  }
+  const int64_t steps = r.steps_done;
+  const int64_t ne = static_cast<int64_t>(r.epochs.size());
+  run.putFloat32("training/loss", r.loss, steps, -1, "nats",
+                 "mean softmax cross-entropy of each step's training batch, before that step's update");
+  std::vector<float> acc, tl, trl;
+  std::vector<int64_t> end_step;
+  std::vector<double> secs;
+  for (const auto& e : r.epochs) {
+    acc.push_back(static_cast<float>(e.test_accuracy));
+    tl.push_back(static_cast<float>(e.test_loss));
+    trl.push_back(static_cast<float>(e.train_loss));
+    end_step.push_back(e.end_step);
+    secs.push_back(e.seconds);
+  }
+  run.putFloat32("training/accuracy", acc, ne, -1, "1",
+                 "fraction of the test images classified correctly after each epoch (FP8 runs: FP8 forward)");
+  run.putFloat32("training/test_loss", tl, ne, -1, "nats", "mean cross-entropy over the test set after each epoch");
+  run.putFloat32("training/train_loss", trl, ne, -1, "nats", "mean of the epoch's step losses");
+  run.datasets["training/epoch_end_step"] =
+      Dataset::int64({ne}, end_step, "steps", "optimizer steps completed at the end of each epoch");
+  run.datasets["training/epoch_seconds"] =
+      Dataset::float64({ne}, secs, "s", "wall time of each epoch's training steps (evaluation excluded)");
+
+  int64_t sat_total = 0, und_total = 0;
+  for (const OperandHistory& h : r.operands) {
+    const std::string g = "history/" + h.layer + "/" + h.operand;
+    Attributes ga;
+    ga["format"] = h.format;
+    ga["operand"] = h.operand;
+    ga["layer"] = h.layer;
+    ga["scaling"] = fp8 ? std::string(toString(c.scaling.kind)) : std::string("none (FP32 baseline)");
+    ga["history_len"] = int64_t{h.history_len};
+    ga["scale_convention"] = std::string("scale = dequant_scale (x ≈ decode(q) · scale); quant_scale = quant multiplier");
+    ga["history_order"] = std::string(
+        "amax_history[t] = the L amaxes a(t-L+1) … a(t), oldest first: the window whose max sets step t+1's scale");
+    run.group_attrs[g] = ga;
+    const std::string what = h.layer + " " + h.operand;
+    run.putFloat32(g + "/amax", h.amax, steps, -1, "1 (same units as the tensor)", "max |x| of the " + what + " at each step");
+    if (!fp8) continue;
+    run.putFloat32(g + "/scale", h.dequant_scale, steps, -1, "1",
+                   "dequant scale the " + what + " was quantized with at each step: x ≈ decode(code) · scale");
+    run.putFloat32(g + "/quant_scale", h.quant_scale, steps, -1, "1",
+                   "quant multiplier at each step: x_q = cast(x · quant_scale) (Flax divides by scale instead)");
+    if (h.history_len > 0)
+      run.putFloat32(g + "/amax_history", h.history, steps, h.history_len, "1",
+                     "amax history window after each step, chronological (oldest first)");
+    run.datasets[g + "/saturated"] =
+        Dataset::int64({steps}, h.saturated, "elements", "elements clipped to ±max finite at each step");
+    run.datasets[g + "/underflow"] =
+        Dataset::int64({steps}, h.underflow, "elements", "non-zero elements that became zero at each step");
+    run.datasets[g + "/kept_previous"] = Dataset::uint8(
+        {steps}, h.kept_previous, "1", "1 where an edge rule (amax 0 / inf / NaN) kept the previous scale");
+    for (int64_t v : h.saturated) sat_total += v;
+    for (int64_t v : h.underflow) und_total += v;
+  }
+  for (size_t l = 0; l < r.weights.size(); ++l) {
+    const LayerWeights& w = r.weights[l];
+    const std::string g = "weights/fc" + std::to_string(l + 1);
+    run.putFloat32(g + "/kernel", w.kernel, w.in, w.out, "1", "FP32 master weights [in, out] after the last completed step");
+    run.putFloat32(g + "/bias", w.bias, w.out, -1, "1", "FP32 bias [out] after the last completed step");
+  }
+  run.setMetric("steps", static_cast<double>(steps), "steps", "optimizer steps completed");
+  run.setMetric("epochs_completed", static_cast<double>(ne), "epochs", "epochs completed (with a test evaluation)");
+  run.setMetric("seconds", r.seconds, "s", "wall time of the whole run including evaluation");
+  if (ne > 0) {
+    double best = 0, train_s = 0;
+    for (const auto& e : r.epochs) {
+      best = std::max(best, e.test_accuracy);
+      train_s += e.seconds;
+    }
+    run.setMetric("final_test_accuracy", r.epochs.back().test_accuracy, "1", "test accuracy after the last completed epoch");
+    run.setMetric("final_test_loss", r.epochs.back().test_loss, "nats", "test cross-entropy after the last completed epoch");
+    run.setMetric("best_test_accuracy", best, "1", "best test accuracy over the completed epochs");
+    run.setMetric("seconds_per_epoch", train_s / static_cast<double>(ne), "s", "mean wall time of an epoch's training steps");
+  }
+  if (!r.loss.empty()) run.setMetric("final_loss", r.loss.back(), "nats", "loss of the last step");
+  if (fp8) {
+    run.setMetric("saturated_total", static_cast<double>(sat_total), "elements", "clipped elements over all operands and steps");
+    run.setMetric("underflow_total", static_cast<double>(und_total), "elements", "flushed-to-zero elements over all operands and steps");
+  }
+  return run;
+}
+
+Result<LayerWeights> trainedWeightsFromRun(const Run& run, const std::string& layer) {
+  Result<LayerWeights> res;
+  const Dataset* k = run.find("weights/" + layer + "/kernel");
+  const Dataset* b = run.find("weights/" + layer + "/bias");
+  if (!k || !b) {
+    res.add(SessionIssue::Code::MissingDataset, run.id + "/weights/" + layer,
+            "run '" + run.id + "' has no trained weights for layer " + layer);
+    return res;
+  }
+  if (k->dtype != DType::Float32 || k->shape.size() != 2 || b->dtype != DType::Float32 || b->shape.size() != 1 ||
+      b->shape[0] != k->shape[1]) {
+    res.add(SessionIssue::Code::WrongShape, run.id + "/weights/" + layer, "kernel must be float32 [in,out], bias float32 [out]");
+    return res;
+  }
+  res.value.in = k->shape[0];
+  res.value.out = k->shape[1];
+  res.value.kernel = k->f32;
+  res.value.bias = b->f32;
+  return res;
+}
+
+} // namespace fp8lab

@@ -1,0 +1,48 @@
+// FP8 Lab — storing a training run in a session (core/session): the layout of a "training" run.
+//
+//   /runs/<id>/                attrs: type "training", config (JSON), seed, backend, device,
+//                                     precision, scaling, status ("completed" | "cancelled"),
+//                                     steps_completed, steps_per_epoch, scale_convention
+//   training/loss              float32 [steps]      nats; mean softmax cross-entropy of the
+//                                                   step's batch, before the update
+//   training/accuracy          float32 [epochs]     1; test-set accuracy after each epoch
+//   training/test_loss         float32 [epochs]     nats
+//   training/train_loss        float32 [epochs]     nats; mean of the epoch's step losses
+//   training/epoch_end_step    int64   [epochs]     steps done after the epoch
+//   training/epoch_seconds     float64 [epochs]     s
+//   history/<fcN>/<operand>/   operand ∈ input | kernel | output_grad; group attrs: format,
+//                              scaling, history_len, scale_convention, history_order
+//       amax                   float32 [steps]      max |x| of the operand at each step
+//       scale                  float32 [steps]      dequant scale used (x ≈ decode(q)·scale)   (FP8)
+//       quant_scale            float32 [steps]      quant multiplier (x_q = cast(x·s))          (FP8)
+//       amax_history           float32 [steps, L]   window after each step, oldest first (delayed)
+//       saturated, underflow   int64   [steps]      element counts                              (FP8)
+//       kept_previous          uint8   [steps]      1 where an edge rule kept the old scale     (FP8)
+//   weights/<fcN>/kernel       float32 [in, out]    FP32 master weights after the last step
+//   weights/<fcN>/bias         float32 [out]
+//   metrics: final_test_accuracy, final_test_loss, best_test_accuracy, steps, epochs_completed,
+//            seconds, seconds_per_epoch, saturated_total, underflow_total
+#pragma once
+
+#include "session/session.h"
+#include "training/trainer.h"
+
+#include <string>
+
+namespace fp8lab {
+
+/// The JSON text of one training run's configuration (the "run" object the CLI reads back:
+/// `fp8lab-cli rerun` reproduces the run from it). `extra` is inserted verbatim as additional
+/// members (e.g. "\"data_dir\": \"/x\"" ) when non-empty.
+std::string trainingConfigJson(const TrainingConfig& c, const std::string& run_id, int64_t train_limit = 0,
+                               int64_t test_limit = 0, const std::string& data_dir = {});
+
+/// Builds the session Run of a (possibly cancelled) training result. config_json is stored as
+/// given (normally trainingConfigJson()).
+Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, const std::string& config_json);
+
+/// Reads the FP32 master weights of layer `layer` ("fc1", ...) back from a stored training run.
+/// Errors name the missing dataset.
+Result<LayerWeights> trainedWeightsFromRun(const Run& run, const std::string& layer);
+
+} // namespace fp8lab
