@@ -1,0 +1,339 @@
+// FP8 Lab — the GEMM error experiment (see gemm_experiment.h).
+#include "experiment/gemm_experiment.h"
+
+#include "formats/format.h"
+#include "io/tensor_import.h"
+#include "metrics/error_metrics.h"
+#include "scaling/scaling.h"
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+namespace fp8lab {
+
+using C = SessionIssue::Code;
+
+namespace {
+
+std::string norm(std::string_view s) {
+  std::string r(s);
+  for (auto& c : r) c = c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return r;
+}
+
+/// One operand in the precision it came in: float32 (random, F16/BF16/F32 imports) or float64.
+struct Operand {
+  int64_t rows = 0, cols = 0;
+  bool is64 = false;
+  std::vector<float> f32;
+  std::vector<double> f64;
+  std::string origin; ///< "random normal(scale=1)" or the import spec
+  std::vector<double> asDouble() const {
+    if (is64) return f64;
+    return std::vector<double>(f32.begin(), f32.end());
+  }
+};
+
+bool loadOperand(const OperandSource& src, int64_t rows, int64_t cols, uint64_t seed, uint64_t stream, int threads,
+                 const char* name, Operand* op, Status* st) {
+  if (src.tensor.empty()) {
+    op->rows = rows;
+    op->cols = cols;
+    op->f32 = randomMatrix(rows, cols, seed, src.random, stream, threads);
+    op->origin = std::string("random ") + toString(src.random.distribution) + " (seed " + std::to_string(seed) + ", stream " +
+                 std::to_string(stream) + ")";
+    return true;
+  }
+  auto t = importTensor(src.tensor);
+  if (!t.ok()) {
+    st->merge(t);
+    return false;
+  }
+  Dataset& d = t.value;
+  if (d.shape.size() == 1) d.shape = {1, d.shape[0]};
+  int64_t r = d.shape[0], c = d.shape[1];
+  op->is64 = d.dtype == DType::Float64;
+  op->f32 = std::move(d.f32);
+  op->f64 = std::move(d.f64);
+  if (src.transpose) {
+    auto tr = [&](auto& v) {
+      std::remove_reference_t<decltype(v)> o(v.size());
+      for (int64_t i = 0; i < r; ++i)
+        for (int64_t j = 0; j < c; ++j) o[static_cast<size_t>(j * r + i)] = v[static_cast<size_t>(i * c + j)];
+      v.swap(o);
+    };
+    if (op->is64) tr(op->f64);
+    else tr(op->f32);
+    std::swap(r, c);
+  }
+  op->rows = r;
+  op->cols = c;
+  op->origin = src.tensor + (src.transpose ? " (transposed)" : "");
+  (void)name;
+  return true;
+}
+
+QuantizedTensor quantizeOperand(const Operand& op, const Format& f, const ScalingConfig& cfg, Axis axis,
+                                const ProgressFn& p) {
+  return op.is64 ? quantize(op.f64.data(), op.rows, op.cols, f, cfg, axis, p)
+                 : quantize(op.f32.data(), op.rows, op.cols, f, cfg, axis, p);
+}
+
+ProgressFn sub(const ProgressFn& p, double from, double to) {
+  if (!p) return {};
+  return [=](double f, const std::string& s) { return p(from + (to - from) * std::clamp(f, 0.0, 1.0), s); };
+}
+
+} // namespace
+
+std::optional<Accumulation> parseAccumulation(std::string_view s) {
+  const std::string n = norm(s);
+  if (n == "exact") return Accumulation::Exact;
+  if (n == "fp32") return Accumulation::FP32;
+  if (n == "split_fp32" || n == "splitfp32") return Accumulation::SplitFP32;
+  if (n == "fast_accum" || n == "fastaccum") return Accumulation::FastAccum;
+  return std::nullopt;
+}
+
+std::optional<OutputType> parseOutputType(std::string_view s) {
+  const std::string n = norm(s);
+  if (n == "fp32" || n == "float32") return OutputType::FP32;
+  if (n == "bf16" || n == "bfloat16") return OutputType::BF16;
+  if (n == "fp16" || n == "float16") return OutputType::FP16;
+  if (n == "e4m3fn") return OutputType::E4M3FN;
+  if (n == "e5m2") return OutputType::E5M2;
+  return std::nullopt;
+}
+
+std::vector<double> referenceProduct(const std::vector<double>& a, const std::vector<double>& b, int64_t m, int64_t k,
+                                     int64_t n, int threads) {
+  std::vector<double> c(static_cast<size_t>(m * n), 0.0);
+  int t = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  t = static_cast<int>(std::min<int64_t>(t, std::max<int64_t>(1, m)));
+  auto rows = [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) {
+      double* ci = c.data() + i * n;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const double aik = a[static_cast<size_t>(i * k + kk)];
+        const double* bk = b.data() + kk * n;
+        for (int64_t j = 0; j < n; ++j) ci[j] += aik * bk[j]; // k ascending per element
+      }
+    }
+  };
+  if (t <= 1) {
+    rows(0, m);
+    return c;
+  }
+  std::vector<std::thread> pool;
+  for (int w = 0; w < t; ++w) pool.emplace_back(rows, m * w / t, m * (w + 1) / t);
+  for (auto& th : pool) th.join();
+  return c;
+}
+
+Result<Run> runGemmExperiment(const GemmExperimentConfig& cfg, const std::string& config_json, const std::string& run_id,
+                              GemmBackend& backend, const ProgressFn& progress) {
+  Result<Run> r;
+  const std::string where = "gemm experiment " + run_id;
+  const Format* fa = Format::byName(cfg.format_a);
+  const Format* fb = Format::byName(cfg.format_b);
+  for (auto [f, name] : {std::pair{fa, cfg.format_a}, {fb, cfg.format_b}})
+    if (!f || f->bits() > 8) {
+      r.add(C::InvalidArgument, where, "format '" + name + "' is unknown or wider than 8 bits (see `fp8lab-cli formats`)");
+      return r;
+    }
+  auto sc = scalingPreset(cfg.scaling);
+  if (!sc) {
+    std::string names;
+    for (const auto& p : scalingPresets())
+      if (!p.delayed) names += (names.empty() ? "" : ", ") + p.name;
+    r.add(C::InvalidArgument, where,
+          "scaling '" + cfg.scaling + "' is not a current-scaling preset (a single GEMM has no history; use one of: " + names + ")");
+    return r;
+  }
+  if (cfg.m < 1 || cfg.k < 1 || cfg.n < 1) {
+    r.add(C::InvalidArgument, where, "m, k and n must be ≥ 1");
+    return r;
+  }
+  if (cfg.tile < 1) {
+    r.add(C::InvalidArgument, where, "tile must be ≥ 1");
+    return r;
+  }
+  reportProgress(progress, 0.0, "operands");
+  Operand A, B;
+  if (!loadOperand(cfg.a, cfg.m, cfg.k, cfg.seed, 1, cfg.gemm.threads, "A", &A, &r)) return r;
+  const int64_t bk = cfg.a.tensor.empty() ? cfg.k : A.cols;
+  if (!loadOperand(cfg.b, bk, cfg.n, cfg.seed, 2, cfg.gemm.threads, "B", &B, &r)) return r;
+  if (A.cols != B.rows) {
+    r.add(C::InvalidArgument, where,
+          "A is [" + std::to_string(A.rows) + ", " + std::to_string(A.cols) + "] and B is [" + std::to_string(B.rows) + ", " +
+              std::to_string(B.cols) + "]: inner dimensions differ");
+    return r;
+  }
+  const int64_t m = A.rows, k = A.cols, n = B.cols;
+
+  reportProgress(progress, 0.05, "quantize A");
+  QuantizedTensor qa = quantizeOperand(A, *fa, *sc, Axis::Cols, sub(progress, 0.05, 0.1));
+  reportProgress(progress, 0.1, "quantize B");
+  QuantizedTensor qb = quantizeOperand(B, *fb, *sc, Axis::Rows, sub(progress, 0.1, 0.15));
+  if (auto why = backend.unsupportedReason(qa, qb, cfg.gemm); !why.empty()) {
+    r.add(C::InvalidArgument, where, "the " + backend.name() + " backend cannot run this GEMM: " + why);
+    return r;
+  }
+  GemmOutput out = backend.run(qa, qb, cfg.gemm, sub(progress, 0.15, 0.7));
+
+  reportProgress(progress, 0.7, "float64 reference");
+  const std::vector<double> ad = A.asDouble(), bd = B.asDouble();
+  const std::vector<double> ref = referenceProduct(ad, bd, m, k, n, cfg.gemm.threads);
+  reportProgress(progress, 0.9, "metrics");
+  const int64_t mn = m * n;
+  const ErrorMetrics em = compareErrors(ref.data(), out.d.data(), mn, cfg.gemm.threads);
+  std::vector<float> abs_map = errorMap(ref.data(), out.d.data(), mn, ErrorMapKind::Abs, nullptr, 1.0, cfg.gemm.threads);
+  std::vector<float> rel_map = errorMap(ref.data(), out.d.data(), mn, ErrorMapKind::Rel, nullptr, 1.0, cfg.gemm.threads);
+  const TileMap tiles = tileMap(abs_map, m, n, std::min(cfg.tile, m), std::min(cfg.tile, n));
+  const std::vector<float> dqa = qa.dequantize(), dqb = qb.dequantize();
+  const ErrorMetrics qea = compareErrors(ad.data(), dqa.data(), m * k, cfg.gemm.threads);
+  const ErrorMetrics qeb = compareErrors(bd.data(), dqb.data(), k * n, cfg.gemm.threads);
+
+  Run& run = r.value;
+  run.id = run_id;
+  run.type = "gemm";
+  run.config_json = config_json;
+  run.seed = cfg.seed;
+  run.backend = out.backend.empty() ? backend.name() : out.backend;
+  run.device = out.device.empty() ? backend.device() : out.device;
+  run.attrs["algorithm"] = out.algorithm;
+  run.attrs["format_a"] = fa->name();
+  run.attrs["format_b"] = fb->name();
+  run.attrs["scaling"] = sc->name;
+  run.attrs["accumulation"] = std::string(toString(cfg.gemm.accumulation));
+  run.attrs["output_type"] = std::string(toString(cfg.gemm.output));
+  run.attrs["m"] = m;
+  run.attrs["k"] = k;
+  run.attrs["n"] = n;
+  run.attrs["a_origin"] = A.origin;
+  run.attrs["b_origin"] = B.origin;
+  if (out.model_of_undocumented_hardware)
+    run.attrs["note"] = std::string("FastAccum is a model of undocumented Hopper hardware behaviour");
+
+  if (cfg.store_inputs) {
+    auto put = [&](const char* path, const Operand& op, const char* meaning) {
+      if (op.is64)
+        run.datasets[path] = Dataset::float64({op.rows, op.cols}, op.f64, "1", meaning);
+      else run.datasets[path] = Dataset::float32({op.rows, op.cols}, op.f32, "1", meaning);
+      run.datasets[path].attrs["origin"] = op.origin;
+    };
+    put("inputs/A", A, "operand A [M,K] before quantization");
+    put("inputs/B", B, "operand B [K,N] before quantization");
+  }
+  if (cfg.store_quantized) {
+    run.putQuantized("quantized/A", qa, "operand A");
+    run.putQuantized("quantized/B", qb, "operand B");
+  }
+  auto& d = run.putFloat32("output/D", out.d, m, n, "1",
+                           std::string("D = A_q · B_q on the ") + run.backend + " backend, " + toString(cfg.gemm.accumulation) +
+                               " accumulation, output " + toString(cfg.gemm.output) + " (as float32 values)");
+  d.attrs["output_type"] = std::string(toString(cfg.gemm.output));
+  if (!out.d_codes.empty()) {
+    auto& dc = run.datasets["output/D_codes"];
+    dc = Dataset::uint8({m, n}, out.d_codes, "code", "FP8 codes of D (before dividing by scale_D)");
+    dc.attrs["format"] = std::string(toString(cfg.gemm.output));
+    dc.attrs["quant_scale"] = static_cast<double>(cfg.gemm.output_quant_scale);
+  }
+  run.datasets["reference/D"] =
+      Dataset::float64({m, n}, ref, "1", "float64 product of the unquantized operands (k ascending): the ideal D");
+  if (cfg.store_error_maps) {
+    run.putFloat32("error/abs", std::move(abs_map), m, n, "1", "|D - reference| per element (NaN where either is non-finite)");
+    run.putFloat32("error/rel", std::move(rel_map), m, n, "1",
+                   "|D - reference| / |reference| per element (NaN where reference is 0 and D is not)");
+  }
+  auto& tm = run.putFloat32("error/tile_mean_abs", tiles.mean, tiles.grid_rows, tiles.grid_cols, "1",
+                            "mean |D - reference| per tile of tile_rows x tile_cols");
+  auto& tx = run.putFloat32("error/tile_max_abs", tiles.max, tiles.grid_rows, tiles.grid_cols, "1",
+                            "max |D - reference| per tile of tile_rows x tile_cols");
+  for (Dataset* t : {&tm, &tx}) {
+    t->attrs["tile_rows"] = tiles.tile_rows;
+    t->attrs["tile_cols"] = tiles.tile_cols;
+  }
+
+  run.setMetric("max_abs", em.max_abs, "1", "max |D - reference|");
+  run.setMetric("max_rel", em.max_rel, "1", "max |D - reference| / |reference| over reference != 0");
+  run.setMetric("rmse", em.rmse, "1", "root mean square of D - reference");
+  run.setMetric("rel_fro", em.rel_fro, "1", "||D - reference||_F / ||reference||_F");
+  run.setMetric("sqnr_db", em.sqnr_db, "dB", "10 log10(sum reference^2 / sum (D - reference)^2)");
+  run.setMetric("ref_rms", em.ref_rms, "1", "root mean square of the reference");
+  run.setMetric("nonfinite_d", double(em.nan_test + em.inf_test), "count", "NaN or Inf elements of D");
+  run.setMetric("a_sqnr_db", qea.sqnr_db, "dB", "SQNR of dequantized A vs A (quantization alone)");
+  run.setMetric("b_sqnr_db", qeb.sqnr_db, "dB", "SQNR of dequantized B vs B (quantization alone)");
+  run.setMetric("a_saturated", double(qa.stats.saturated), "count", "elements of A clipped to max finite");
+  run.setMetric("a_underflow", double(qa.stats.underflow), "count", "non-zero elements of A that became zero");
+  run.setMetric("b_saturated", double(qb.stats.saturated), "count", "elements of B clipped to max finite");
+  run.setMetric("b_underflow", double(qb.stats.underflow), "count", "non-zero elements of B that became zero");
+  run.setMetric("amax_d", out.amax_d, "1", "max |D| before scale_D and the output cast (cuBLASLt AMAX_D)");
+  run.setMetric("gemm_seconds", out.seconds, "s", "wall time of the GEMM alone");
+  for (const auto& w : out.warnings) r.issues.push_back(SessionIssue{w.severity == Warning::Severity::Error ? Warning::Severity::Warning : w.severity,
+                                                                     C::InvalidArgument, w.where, w.what + ": " + w.detail});
+  reportProgress(progress, 1.0, "done");
+  return r;
+}
+
+std::vector<std::string> compareRuns(const Run& a, const Run& b, int* nd, int* nm) {
+  std::vector<std::string> diffs;
+  int cd = 0, cm = 0;
+  if (a.type != b.type) diffs.push_back("type: " + a.type + " vs " + b.type);
+  if (a.seed != b.seed) diffs.push_back("seed: " + std::to_string(a.seed) + " vs " + std::to_string(b.seed));
+  for (const auto& [p, d] : a.datasets) {
+    const Dataset* e = b.find(p);
+    if (!e) {
+      diffs.push_back("dataset " + p + ": missing in the new run");
+      continue;
+    }
+    ++cd;
+    if (e->dtype != d.dtype || e->shape != d.shape) {
+      diffs.push_back("dataset " + p + ": type or shape differs");
+      continue;
+    }
+    const size_t bytes = static_cast<size_t>(d.elementCount()) * d.elementBytes();
+    const void* x = nullptr;
+    const void* y = nullptr;
+    switch (d.dtype) {
+    case DType::Float32: x = d.f32.data(); y = e->f32.data(); break;
+    case DType::Float64: x = d.f64.data(); y = e->f64.data(); break;
+    case DType::UInt8: x = d.u8.data(); y = e->u8.data(); break;
+    case DType::Int64: x = d.i64.data(); y = e->i64.data(); break;
+    }
+    if (bytes && std::memcmp(x, y, bytes) != 0) {
+      int64_t first = -1, count = 0;
+      const size_t eb = d.elementBytes();
+      for (int64_t i = 0; i < d.elementCount(); ++i)
+        if (std::memcmp(static_cast<const char*>(x) + size_t(i) * eb, static_cast<const char*>(y) + size_t(i) * eb, eb) != 0) {
+          if (first < 0) first = i;
+          ++count;
+        }
+      diffs.push_back("dataset " + p + ": " + std::to_string(count) + " of " + std::to_string(d.elementCount()) +
+                      " elements differ (first at flat index " + std::to_string(first) + ")");
+    }
+  }
+  for (const auto& [p, d] : b.datasets)
+    if (!a.find(p)) diffs.push_back("dataset " + p + ": only in the new run");
+  for (const auto& [name, m] : a.metrics) {
+    if (name.ends_with("seconds")) continue; // wall time
+    auto it = b.metrics.find(name);
+    if (it == b.metrics.end()) {
+      diffs.push_back("metric " + name + ": missing in the new run");
+      continue;
+    }
+    ++cm;
+    if (std::bit_cast<uint64_t>(it->second.value) != std::bit_cast<uint64_t>(m.value) &&
+        !(std::isnan(it->second.value) && std::isnan(m.value)))
+      diffs.push_back("metric " + name + ": " + std::to_string(m.value) + " vs " + std::to_string(it->second.value));
+  }
+  if (nd) *nd = cd;
+  if (nm) *nm = cm;
+  return diffs;
+}
+
+} // namespace fp8lab

@@ -1,0 +1,72 @@
+// FP8 Lab — the GEMM error experiment: operands (seeded random or imported) → quantize with a
+// scaling preset (core/scaling) → FP8 GEMM on a backend (core/gemm) → error metrics against the
+// float64 product of the unquantized operands (core/metrics) → one session Run
+// (core/session), whose datasets are listed in docs/session-format.md ("gemm" runs).
+//
+// Reproducibility: every number depends only on the config (seed included) — the random
+// operands come from randomMatrix() (counter-based, thread-count independent), quantization
+// and the CPU backend are deterministic, and the float64 reference sums k ascending per
+// element. So re-running a stored config on the CPU backend gives the same bits
+// (`fp8lab-cli rerun`, compareRuns()).
+#pragma once
+
+#include "common/progress.h"
+#include "gemm/gemm.h"
+#include "gemm/random_matrix.h"
+#include "session/session.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fp8lab {
+
+/// Where one operand comes from.
+struct OperandSource {
+  RandomMatrixOptions random;  ///< used when `tensor` is empty
+  /// Import spec for importTensor() ("w.npy", "m.safetensors:NAME", "f.h5:/path"); empty = random.
+  /// An imported operand fixes that operand's shape (A: [M,K], B: [K,N]).
+  std::string tensor;
+  bool transpose = false;      ///< use the imported tensor transposed
+};
+
+/// A GEMM experiment, as parsed from its JSON config (docs/session-format.md, "configs").
+struct GemmExperimentConfig {
+  int64_t m = 256, k = 256, n = 256;
+  uint64_t seed = 1;           ///< A uses stream 1, B stream 2 of randomMatrix(seed, stream)
+  OperandSource a, b;
+  std::string format_a = "E4M3FN", format_b = "E4M3FN";
+  std::string scaling = "te_current"; ///< a current-scaling preset name (scalingPresets())
+  GemmOptions gemm;            ///< accumulation model, promotion interval, output type, threads
+  int64_t tile = 128;          ///< tile of error/tile_* maps
+  bool store_inputs = true;    ///< inputs/A, inputs/B
+  bool store_quantized = true; ///< quantized/A_*, quantized/B_*
+  bool store_error_maps = true;///< error/abs, error/rel (the tile maps are always stored)
+};
+
+/// Parses "exact" / "fp32" / "split_fp32" / "fast_accum" (case-insensitive, '-' = '_').
+std::optional<Accumulation> parseAccumulation(std::string_view s);
+/// Parses "fp32" / "bf16" / "fp16" / "e4m3fn" / "e5m2".
+std::optional<OutputType> parseOutputType(std::string_view s);
+
+/// Runs the experiment. `config_json` is stored verbatim as the run's config. Errors (unknown
+/// format or preset, bad shape, import failure, unsupported by the backend) come back as
+/// InvalidArgument / the importer's issues; Cancelled is thrown when progress returns false.
+/// The run's id is `run_id`, type "gemm", seed = cfg.seed.
+Result<Run> runGemmExperiment(const GemmExperimentConfig& cfg, const std::string& config_json,
+                              const std::string& run_id, GemmBackend& backend, const ProgressFn& progress = {});
+
+/// The float64 product of row-major A [M,K] and B [K,N] (k ascending per element, one rounding
+/// per multiply-add in double; multithreaded over rows, identical bits for any thread count).
+std::vector<double> referenceProduct(const std::vector<double>& a, const std::vector<double>& b, int64_t m,
+                                     int64_t k, int64_t n, int threads = 0);
+
+/// Compares two runs bit for bit: every dataset (dtype, shape, every element's bits) and every
+/// metric value. Attributes that record time or place (created_utc, app_version, device, and the
+/// "seconds" metric family) are not compared. Returns one line per difference (empty = same).
+/// `compared` receives how many datasets and metrics were compared.
+std::vector<std::string> compareRuns(const Run& stored, const Run& fresh, int* compared_datasets = nullptr,
+                                     int* compared_metrics = nullptr);
+
+} // namespace fp8lab
