@@ -1,0 +1,626 @@
+// FP8 Lab — CPU-side checks of the GPU core (no GPU needed; runs in CI):
+//  * the quantize kernel's arithmetic (fp8_encode.cuh, the very function the kernel runs) against
+//    Format::encodeBulk on float32 bit patterns, scaled inputs, ties, subnormals, specials;
+//  * the delayed-scaling update (delayed_scaling.cuh) against core/scaling DelayedScaling;
+//  * padding, TN packing, scale-tensor layouts per cuBLASLt mode, mode pairing/promotion;
+//  * cuBLASLt descriptor set-up (host-only API), attribute types, problem checks;
+//  * unsupported-combination reasons and backend selection without a GPU; error messages.
+// Expected values are hand-derived (comments give the derivation) or come from the CPU
+// reference implementations (core/formats, core/scaling), which have their own oracle tests.
+#include "check_util.h"
+
+#include "cuda_error.h"
+#include "cuda_gemm_backend.h"
+#include "delayed_scaling.cuh"
+#include "device_probe.h"
+#include "fp8_encode.cuh"
+#include "lt_matmul.h"
+#include "scale_layout.h"
+#include "scaling/delayed_scaling.h"
+
+#include <cfloat>
+#include <chrono>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace fp8lab;
+using namespace fp8lab::gpu;
+using fp8lab::checks::Checker;
+using fp8lab::checks::floatOf;
+using fp8lab::checks::sameFloat;
+
+namespace {
+
+bool contains(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
+
+/// Compares encodeFloat (GPU arithmetic on the host) with Format::encodeBulk for `in` under scale
+/// s and op. Returns the number of mismatches (prints the first few).
+size_t compareEncode(Checker& c, const Format& f, const EncodeConstants& k, const std::vector<float>& in, float s,
+                     bool divide, bool saturate, const char* what) {
+  std::vector<uint8_t> ref(in.size());
+  EncodeOptions opt;
+  opt.saturate = saturate;
+  f.encodeBulk(in.data(), ref.data(), in.size(), opt, s, divide ? Format::ScaleOp::Divide : Format::ScaleOp::Multiply);
+  size_t bad = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const uint8_t g = encodeFloat(in[i], s, divide, k);
+    if (g != ref[i]) {
+      if (++bad <= 3)
+        c.expect(false, std::string(what) + " " + f.name() + ": x=" + checks::hexf(in[i]) + " s=" + checks::hexf(s) +
+                            (divide ? " (x/s)" : " (x*s)") + " gpu=0x" + std::to_string(g) +
+                            " cpu=0x" + std::to_string(ref[i]));
+    }
+  }
+  return bad;
+}
+
+void testEncodeBitPatterns(Checker& c) {
+  // Every float32 bit pattern with stride 7 (coprime to 2: all low-bit residues and every
+  // exponent/sign combination are visited) for E4M3FN and E5M2, saturating and not, plus every
+  // pattern whose low 12 bits are one of the rounding-critical values.
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const Format* f : {&Format::E4M3FN(), &Format::E5M2()}) {
+    for (bool sat : {true, false}) {
+      const EncodeConstants k = makeEncodeConstants(*f, sat);
+      size_t bad = 0, n = 0;
+      std::vector<float> buf;
+      buf.reserve(1 << 20);
+      const uint64_t stride = 7;
+      for (uint64_t u = 0; u <= 0xffffffffull; u += stride) {
+        buf.push_back(floatOf(static_cast<uint32_t>(u)));
+        if (buf.size() == buf.capacity()) {
+          bad += compareEncode(c, *f, k, buf, 1.0f, false, sat, "bit pattern");
+          n += buf.size();
+          buf.clear();
+        }
+      }
+      // Rounding-critical low bits at every exponent and sign: 0, 1, half-1, half, half+1, max.
+      for (uint32_t hi = 0; hi < (1u << 20); ++hi)
+        for (uint32_t lo : {0x000u, 0x001u, 0x7ffu, 0x800u, 0x801u, 0xfffu}) buf.push_back(floatOf((hi << 12) | lo));
+      bad += compareEncode(c, *f, k, buf, 1.0f, false, sat, "critical bits");
+      n += buf.size();
+      c.expect(bad == 0, f->name() + (sat ? " saturating" : " non-saturating") + ": " + std::to_string(bad) +
+                             " mismatches in " + std::to_string(n) + " bit patterns");
+    }
+  }
+  std::printf("  bit-pattern sweep: %.1f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+void testEncodeOtherFormats(Checker& c) {
+  // The kernel is generic over ≤ 8-bit float formats: FNUZ, E4M3 (IEEE), E3M4, FP6, FP4.
+  for (const Format* f : {&Format::E4M3FNUZ(), &Format::E5M2FNUZ(), &Format::E4M3B11FNUZ(), &Format::E4M3(),
+                          &Format::E3M4(), &Format::E2M3(), &Format::E3M2(), &Format::E2M1()}) {
+    const EncodeConstants k = makeEncodeConstants(*f, true);
+    std::vector<float> buf;
+    for (uint64_t u = 0; u <= 0xffffffffull; u += 4099) buf.push_back(floatOf(static_cast<uint32_t>(u)));
+    const size_t bad = compareEncode(c, *f, k, buf, 1.0f, false, true, "sampled patterns");
+    c.expect(bad == 0, f->name() + ": " + std::to_string(bad) + " mismatches in sampled bit patterns");
+  }
+  bool threw = false;
+  try {
+    (void)makeEncodeConstants(Format::E8M0FNU());
+  } catch (const std::invalid_argument&) {
+    threw = true;
+  }
+  c.expect(threw, "makeEncodeConstants(E8M0FNU) throws std::invalid_argument");
+  threw = false;
+  try {
+    (void)makeEncodeConstants(Format::BF16());
+  } catch (const std::invalid_argument&) {
+    threw = true;
+  }
+  c.expect(threw, "makeEncodeConstants(BF16) throws std::invalid_argument");
+}
+
+void testEncodeScaledAndAdversarial(Checker& c) {
+  std::mt19937 rng(12345);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  std::uniform_int_distribution<int> expo(-30, 30), sign(0, 1);
+  for (const Format* f : {&Format::E4M3FN(), &Format::E5M2()}) {
+    const EncodeConstants k = makeEncodeConstants(*f, true);
+    // Adversarial: every code's value, the exact midpoints between neighbouring codes (ties) and
+    // one float32 ulp either side, values beyond max, subnormals, ±0, ±Inf, NaN.
+    std::vector<float> adv;
+    const auto& table = f->decodeTable();
+    for (size_t code = 0; code < table.size(); ++code) {
+      const float v = table[code];
+      adv.push_back(v);
+      if (!std::isfinite(v)) continue;
+      const float next = table[f->nextUp(static_cast<uint32_t>(code))];
+      if (std::isfinite(next) && next != v) {
+        const float mid = static_cast<float>((static_cast<double>(v) + next) / 2); // exact in float32
+        adv.push_back(mid);
+        adv.push_back(std::nextafter(mid, 0.0f));
+        adv.push_back(std::nextafter(mid, std::numeric_limits<float>::infinity()));
+        adv.push_back(-mid);
+      }
+    }
+    const float mx = static_cast<float>(f->maxFinite());
+    for (float v : {mx, std::nextafter(mx, FLT_MAX), mx * 1.0625f, mx * 1.125f, mx * 2.0f, FLT_MAX, 1e-45f, 1e-40f,
+                    FLT_MIN, 0.0f, -0.0f, std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                    -std::numeric_limits<float>::quiet_NaN(), static_cast<float>(f->minSubnormal()) / 2,
+                    static_cast<float>(f->minSubnormal()) * 0.75f}) {
+      adv.push_back(v);
+      adv.push_back(-v);
+    }
+    size_t bad = compareEncode(c, *f, k, adv, 1.0f, false, true, "adversarial");
+    c.expect(bad == 0, f->name() + ": adversarial inputs (" + std::to_string(adv.size()) + ") bit-identical");
+    // Scaled: random values over 60 binades times / divided by random scales (incl. powers of
+    // two, TE-style fp8_max/amax and a subnormal-producing scale).
+    std::vector<float> x(1 << 16);
+    for (auto& v : x) v = (sign(rng) ? -1.0f : 1.0f) * std::ldexp(mant(rng), expo(rng));
+    for (size_t i = 0; i < adv.size() && i < x.size(); ++i) x[i] = adv[i];
+    bad = 0;
+    for (float s : {1.0f, 0.5f, 3.0f, 448.0f / 3.7f, 57344.0f / 1234.5f, 1e-3f, 7.1e-20f, 3.3e15f, FLT_MAX, 1e-42f}) {
+      bad += compareEncode(c, *f, k, x, s, false, true, "x*s");
+      bad += compareEncode(c, *f, k, x, s, true, true, "x/s");
+    }
+    c.expect(bad == 0, f->name() + ": scaled random inputs bit-identical for x*s and x/s");
+  }
+}
+
+/// The GPU update function against the CPU DelayedScaling, step by step, bit for bit.
+void testDelayedUpdate(Checker& c) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> seq = {1.0f, 3.5f, 0.0f, 0.0f, 2.0f, inf, 5.0f, nan, 7.0f, 1e-40f, 1e-30f, 448.0f,
+                                  0.25f, 0.0f, 6.0f, 1000.0f, 3.0f, 2.5f, 0.0f, 9.0f, 1e-45f, 12.0f};
+  for (fp8lab::DelayedPreset preset : {fp8lab::DelayedPreset::Flax, fp8lab::DelayedPreset::TE})
+    for (fp8lab::AmaxAlgo algo : {fp8lab::AmaxAlgo::Max, fp8lab::AmaxAlgo::MostRecent})
+      for (int L : {1, 2, 5, 16})
+        for (int margin : {0, 1})
+          for (const Format* f : {&Format::E4M3FN(), &Format::E5M2()}) {
+            if (preset == fp8lab::DelayedPreset::Flax && algo == fp8lab::AmaxAlgo::MostRecent) continue;
+            DelayedScalingConfig cfg;
+            cfg.preset = preset;
+            cfg.algo = algo;
+            cfg.history_len = L;
+            cfg.margin = margin;
+            fp8lab::DelayedScaling cpu(*f, cfg);
+            DelayedScalingParams p;
+            p.preset = preset == fp8lab::DelayedPreset::Flax ? gpu::DelayedPreset::Flax : gpu::DelayedPreset::TransformerEngine;
+            p.algo = algo == fp8lab::AmaxAlgo::Max ? gpu::AmaxAlgo::Max : gpu::AmaxAlgo::MostRecent;
+            p.fp8_max = static_cast<float>(f->maxFinite());
+            p.margin = margin;
+            std::vector<float> hist(static_cast<size_t>(L), 0.0f);
+            float scale = 1.0f, scale_inv = 0.0f;
+            bool ok = true;
+            std::string where;
+            for (size_t t = 0; t < seq.size() && ok; ++t) {
+              cpu.update(seq[t]);
+              delayedScalingUpdate(hist.data(), L, 1, &scale, &scale_inv, seq[t], p);
+              if (!sameFloat(scale, cpu.scale())) {
+                ok = false;
+                where = "scale at step " + std::to_string(t) + ": gpu " + checks::hexf(scale) + " cpu " +
+                        checks::hexf(cpu.scale());
+              }
+              for (int i = 0; i < L && ok; ++i)
+                if (!sameFloat(hist[static_cast<size_t>(i)], cpu.historyRaw()[static_cast<size_t>(i)])) {
+                  ok = false;
+                  where = "history[" + std::to_string(i) + "] at step " + std::to_string(t);
+                }
+              if (ok && !sameFloat(scale_inv, 1.0f / scale)) {
+                ok = false;
+                where = "scale_inv at step " + std::to_string(t);
+              }
+            }
+            c.expect(ok, std::string("delayed update ") + toString(preset) + "/" + toString(algo) + " L=" +
+                             std::to_string(L) + " margin=" + std::to_string(margin) + " " + f->name() + ": " + where);
+          }
+  // Hand-derived TE values (SCALING-SEMANTICS §3.1): L = 3, E4M3: amax 2 → window {2} → 448/2 = 224;
+  // then amax 0 → no roll, scale unchanged; then amax 4 → window {2, 4} → 112.
+  DelayedScalingParams p;
+  std::vector<float> h(3, 0.0f);
+  float s = 1.0f;
+  delayedScalingUpdate(h.data(), 3, 1, &s, nullptr, 2.0f, p);
+  c.expect(s == 224.0f && h[0] == 0.0f && h[2] == 2.0f, "TE update: amax 2 gives scale 224, history [0, 0, 2]");
+  delayedScalingUpdate(h.data(), 3, 1, &s, nullptr, 0.0f, p);
+  c.expect(s == 224.0f && h[2] == 2.0f && h[1] == 0.0f, "TE update: amax 0 keeps scale 224 and does not roll");
+  delayedScalingUpdate(h.data(), 3, 1, &s, nullptr, 4.0f, p);
+  c.expect(s == 112.0f && h[1] == 2.0f && h[2] == 4.0f, "TE update: amax 4 gives 448/4 = 112, history [0, 2, 4]");
+  // Tiny amax: 448 / 1e-40 overflows float32 → FLT_MAX (TE PR #786).
+  std::vector<float> h1(1, 0.0f);
+  float s1 = 1.0f;
+  delayedScalingUpdate(h1.data(), 1, 1, &s1, nullptr, 1e-40f, p);
+  c.expect(s1 == FLT_MAX, "TE update: tiny amax clamps the scale to FLT_MAX");
+  // Flax: first step sees the zero history → keeps 1/(1/1) = 1; second: window {3} → 1/(448/3).
+  DelayedScalingParams pf;
+  pf.preset = gpu::DelayedPreset::Flax;
+  std::vector<float> hf(2, 0.0f);
+  float sf = 1.0f;
+  delayedScalingUpdate(hf.data(), 2, 1, &sf, nullptr, 3.0f, pf);
+  c.expect(sf == 1.0f && hf[0] == 3.0f, "Flax update: zero window keeps scale 1, hist[0] = 3");
+  delayedScalingUpdate(hf.data(), 2, 1, &sf, nullptr, 5.0f, pf);
+  c.expect(sf == 1.0f / (448.0f / 3.0f), "Flax update: window {3} gives 1/(448/3)");
+}
+
+QuantizedTensor makeTensor(int64_t rows, int64_t cols, ScaleBlock block, const Format& f = Format::E4M3FN()) {
+  QuantizedTensor t;
+  t.rows = rows;
+  t.cols = cols;
+  t.format = &f;
+  t.block = block;
+  t.codes.resize(static_cast<size_t>(rows * cols));
+  for (size_t i = 0; i < t.codes.size(); ++i) t.codes[i] = static_cast<uint8_t>(1 + i % 100);
+  t.dequant_scales.resize(static_cast<size_t>(t.blockRows() * t.blockCols()));
+  t.quant_scales.resize(t.dequant_scales.size());
+  return t;
+}
+
+void testPaddingAndPacking(Checker& c) {
+  // 100 → 112, 200 → 208, 300 → 304 (next multiples of 16); K → 384 with block modes (3·128).
+  const PaddedShape p = padShape(100, 200, 300, false);
+  c.expect(p.mp == 112 && p.np == 208 && p.kp == 304, "padShape(100,200,300) = 112, 208, 304");
+  c.expect(padShape(100, 200, 300, true).kp == 384, "padShape block modes: K 300 → 384");
+  c.expect(padShape(16, 32, 128, true).mp == 16 && padShape(16, 32, 128, true).kp == 128, "aligned sizes unchanged");
+  bool threw = false;
+  try {
+    (void)padShape(0, 1, 1, false);
+  } catch (const std::invalid_argument&) {
+    threw = true;
+  }
+  c.expect(threw, "padShape rejects M = 0");
+
+  // A [3,5] → [16,16] K-major: row i copied to out[i*16 .. i*16+4], rest zero.
+  QuantizedTensor a = makeTensor(3, 5, {3, 5});
+  const auto pa = packKMajor(a, Operand::A, 16, 16);
+  bool ok = pa.size() == 256;
+  for (int i = 0; i < 16 && ok; ++i)
+    for (int k = 0; k < 16 && ok; ++k) {
+      const uint8_t want = (i < 3 && k < 5) ? a.codes[static_cast<size_t>(i * 5 + k)] : 0;
+      ok = pa[static_cast<size_t>(i * 16 + k)] == want;
+    }
+  c.expect(ok, "packKMajor(A 3x5) = rows copied into 16x16, zero padding");
+  // B [K=5, N=3] → [N_pad=16, K_pad=32]: out[n*32 + k] = B[k, n] (the TN transpose).
+  QuantizedTensor b = makeTensor(5, 3, {5, 3});
+  const auto pb = packKMajor(b, Operand::B, 16, 32);
+  ok = pb.size() == 512;
+  for (int n = 0; n < 16 && ok; ++n)
+    for (int k = 0; k < 32 && ok; ++k) {
+      const uint8_t want = (n < 3 && k < 5) ? b.codes[static_cast<size_t>(k * 3 + n)] : 0;
+      ok = pb[static_cast<size_t>(n * 32 + k)] == want;
+    }
+  c.expect(ok, "packKMajor(B 5x3) = transposed into 16x32 (K contiguous), zero padding");
+  // A large B to exercise the blocked transpose across tile edges.
+  QuantizedTensor big = makeTensor(200, 130, {200, 130});
+  const auto pbig = packKMajor(big, Operand::B, 144, 208);
+  ok = true;
+  for (int n = 0; n < 130 && ok; ++n)
+    for (int k = 0; k < 200 && ok; ++k) ok = pbig[static_cast<size_t>(n * 208 + k)] == big.codes[static_cast<size_t>(k * 130 + n)];
+  c.expect(ok, "packKMajor(B 200x130) transposes across 64x64 tiles");
+  threw = false;
+  try {
+    (void)packKMajor(a, Operand::A, 2, 16);
+  } catch (const std::invalid_argument&) {
+    threw = true;
+  }
+  c.expect(threw, "packKMajor rejects a pad smaller than the operand");
+}
+
+void testScaleLayouts(Checker& c) {
+  // A per-row (block [1,K]), M = 20, K = 256: OUTER_VEC of M_pad = 32: s[i] = i+1, padding 1.
+  QuantizedTensor a = makeTensor(20, 256, {1, 256});
+  for (int i = 0; i < 20; ++i) a.dequant_scales[static_cast<size_t>(i)] = static_cast<float>(i + 1);
+  c.expect(nativeScaleMode(a, Operand::A) == LtScaleMode::OuterVec, "A per-row → OUTER_VEC_32F");
+  auto s = ltScaleTensor(a, Operand::A, LtScaleMode::OuterVec, 32, 256);
+  bool ok = s.size() == 32;
+  for (int i = 0; i < 32 && ok; ++i) ok = s[static_cast<size_t>(i)] == (i < 20 ? i + 1.0f : 1.0f);
+  c.expect(ok, "OUTER_VEC layout: one scale per row, padded rows 1.0");
+  // The same per-row scales broadcast to VEC128 (K_pad = 256 → 2 K-blocks): index kb*32 + o.
+  s = ltScaleTensor(a, Operand::A, LtScaleMode::Vec128, 32, 256);
+  ok = s.size() == 64;
+  for (int kb = 0; kb < 2 && ok; ++kb)
+    for (int o = 0; o < 32 && ok; ++o) ok = s[static_cast<size_t>(kb * 32 + o)] == (o < 20 ? o + 1.0f : 1.0f);
+  c.expect(ok, "per-row scales broadcast to VEC128 (outer fastest)");
+
+  // A 1x128, M = 20, K = 300 (3 K-blocks, the last partial), K_pad = 384: scale(i, kb) = 100 i + kb + 1
+  // at kb*M_pad + i.
+  QuantizedTensor a2 = makeTensor(20, 300, {1, 128});
+  for (int i = 0; i < 20; ++i)
+    for (int kb = 0; kb < 3; ++kb) a2.dequant_scales[static_cast<size_t>(i * 3 + kb)] = 100.0f * i + kb + 1;
+  c.expect(nativeScaleMode(a2, Operand::A) == LtScaleMode::Vec128, "A 1x128 → VEC128_32F");
+  s = ltScaleTensor(a2, Operand::A, LtScaleMode::Vec128, 32, 384);
+  ok = s.size() == 96 && static_cast<int64_t>(s.size()) == ltScaleCount(LtScaleMode::Vec128, 32, 384);
+  for (int kb = 0; kb < 3 && ok; ++kb)
+    for (int o = 0; o < 32 && ok; ++o)
+      ok = s[static_cast<size_t>(kb * 32 + o)] == (o < 20 ? 100.0f * o + kb + 1 : 1.0f);
+  c.expect(ok, "VEC128 layout: scale(o, kb) at kb*outer + o, partial last block, padded rows 1.0");
+
+  // B 128x128, K = 256, N = 300: grid [2 K-blocks][3 N-blocks], scale(kb, nb) = 10 kb + nb + 1.
+  // N_pad = 304 → 3 outer blocks; LD = roundup(2, 4) = 4: index ob*4 + kb; kb = 2, 3 are pitch padding.
+  QuantizedTensor b = makeTensor(256, 300, {128, 128});
+  for (int kb = 0; kb < 2; ++kb)
+    for (int nb = 0; nb < 3; ++nb) b.dequant_scales[static_cast<size_t>(kb * 3 + nb)] = 10.0f * kb + nb + 1;
+  c.expect(nativeScaleMode(b, Operand::B) == LtScaleMode::Blk128x128, "B 128x128 → BLK128x128_32F");
+  s = ltScaleTensor(b, Operand::B, LtScaleMode::Blk128x128, 304, 256);
+  ok = s.size() == 12;
+  for (int ob = 0; ob < 3 && ok; ++ob)
+    for (int kb = 0; kb < 4 && ok; ++kb)
+      ok = s[static_cast<size_t>(ob * 4 + kb)] == (kb < 2 ? 10.0f * kb + ob + 1 : 1.0f);
+  c.expect(ok, "BLK128x128 layout: scale(ob, kb) at ob*roundup(KB,4) + kb");
+  // The same 128x128 scales expanded to VEC128 (used for 128x128 x 128x128): (o, kb) = scale(kb, o/128).
+  s = ltScaleTensor(b, Operand::B, LtScaleMode::Vec128, 304, 256);
+  ok = s.size() == 608;
+  for (int kb = 0; kb < 2 && ok; ++kb)
+    for (int o = 0; o < 304 && ok; ++o)
+      ok = s[static_cast<size_t>(kb * 304 + o)] == (o < 300 ? 10.0f * kb + o / 128 + 1 : 1.0f);
+  c.expect(ok, "128x128 scales expanded to VEC128 exactly");
+
+  // B 128x1 (1x128 along K of B), K = 256, N = 16: VEC128 index kb*16 + n.
+  QuantizedTensor b2 = makeTensor(256, 16, {128, 1});
+  for (size_t i = 0; i < b2.dequant_scales.size(); ++i) b2.dequant_scales[i] = 0.5f + static_cast<float>(i);
+  c.expect(nativeScaleMode(b2, Operand::B) == LtScaleMode::Vec128, "B 128x1 → VEC128_32F");
+  s = ltScaleTensor(b2, Operand::B, LtScaleMode::Vec128, 16, 256);
+  ok = s.size() == 32;
+  for (int kb = 0; kb < 2 && ok; ++kb)
+    for (int n = 0; n < 16 && ok; ++n) ok = s[static_cast<size_t>(kb * 16 + n)] == 0.5f + kb * 16 + n;
+  c.expect(ok, "VEC128 layout for B: grid [kb][n] equals cuBLASLt's kb*N + n");
+
+  // Per tensor: one value.
+  QuantizedTensor t = makeTensor(10, 20, {10, 20});
+  t.dequant_scales[0] = 0.125f;
+  c.expect(nativeScaleMode(t, Operand::A) == LtScaleMode::Scalar, "per-tensor → SCALAR_32F");
+  s = ltScaleTensor(t, Operand::A, LtScaleMode::Scalar, 16, 32);
+  c.expect(s.size() == 1 && s[0] == 0.125f, "SCALAR layout: one value");
+  s = ltScaleTensor(t, Operand::A, LtScaleMode::OuterVec, 16, 32);
+  c.expect(s.size() == 16 && s[9] == 0.125f && s[10] == 1.0f, "per-tensor broadcast to OUTER_VEC");
+
+  // Granularities cuBLASLt cannot express.
+  std::string why;
+  QuantizedTensor col = makeTensor(32, 256, {32, 1}); // per-column of A: varies along K
+  c.expect(!nativeScaleMode(col, Operand::A, &why) && contains(why, "along K"), "A per-column refused: " + why);
+  QuantizedTensor b64 = makeTensor(32, 256, {1, 64});
+  c.expect(!nativeScaleMode(b64, Operand::A, &why) && contains(why, "128"), "1x64 blocks refused: " + why);
+  QuantizedTensor mx = makeTensor(32, 256, {1, 32});
+  mx.scale_codes.assign(mx.dequant_scales.size(), 127);
+  c.expect(!nativeScaleMode(mx, Operand::A, &why) && contains(why, "Blackwell"), "MX E8M0 refused: " + why);
+  QuantizedTensor w = makeTensor(32, 512, {1, 256}); // 1x256 = two identical 1x128 blocks
+  c.expect(nativeScaleMode(w, Operand::A) == LtScaleMode::Vec128, "1x256 blocks expressible as VEC128");
+  bool threw = false;
+  try {
+    (void)ltScaleTensor(a2, Operand::A, LtScaleMode::OuterVec, 32, 384);
+  } catch (const std::invalid_argument&) {
+    threw = true;
+  }
+  c.expect(threw, "ltScaleTensor refuses 1x128 scales as OUTER_VEC (not exact)");
+}
+
+void testPairing(Checker& c) {
+  using M = LtScaleMode;
+  struct Row { M a, b, ea, eb; bool note; };
+  const Row rows[] = {
+      {M::Scalar, M::Scalar, M::Scalar, M::Scalar, false},      {M::OuterVec, M::OuterVec, M::OuterVec, M::OuterVec, false},
+      {M::Scalar, M::OuterVec, M::OuterVec, M::OuterVec, true}, {M::OuterVec, M::Scalar, M::OuterVec, M::OuterVec, true},
+      {M::Vec128, M::Vec128, M::Vec128, M::Vec128, false},      {M::Vec128, M::Blk128x128, M::Vec128, M::Blk128x128, false},
+      {M::Blk128x128, M::Vec128, M::Blk128x128, M::Vec128, false}, {M::Blk128x128, M::Blk128x128, M::Vec128, M::Blk128x128, true},
+      {M::Scalar, M::Blk128x128, M::Vec128, M::Blk128x128, true}, {M::OuterVec, M::Vec128, M::Vec128, M::Vec128, true},
+  };
+  for (const Row& r : rows) {
+    const ModePair p = choosePairing(r.a, r.b);
+    c.expect(p.a == r.ea && p.b == r.eb && p.note.empty() != r.note,
+             std::string("pairing ") + toString(r.a) + " x " + toString(r.b) + " → " + toString(p.a) + " x " +
+                 toString(p.b) + (p.note.empty() ? "" : " (" + p.note + ")"));
+  }
+}
+
+void testDescriptors(Checker& c) {
+  // Descriptor set-up is host-only: works without a GPU.
+  float dummy[4];
+  LtProblem p;
+  p.m = 256;
+  p.n = 128;
+  p.k = 512;
+  p.a_type = CUDA_R_8F_E4M3;
+  p.b_type = CUDA_R_8F_E5M2;
+  p.d_type = CUDA_R_16BF;
+  p.a_mode = LtScaleMode::Vec128;
+  p.b_mode = LtScaleMode::Blk128x128;
+  p.fast_accum = true;
+  LtPointers ptr;
+  ptr.a_scale = dummy;
+  ptr.b_scale = dummy + 1;
+  try {
+    LtOperation op(p, ptr);
+    c.expect(op.desc.attribute<int32_t>(CUBLASLT_MATMUL_DESC_TRANSA) == CUBLAS_OP_T, "TRANSA = T");
+    c.expect(op.desc.attribute<int32_t>(CUBLASLT_MATMUL_DESC_TRANSB) == CUBLAS_OP_N, "TRANSB = N");
+    c.expect(op.desc.attribute<int8_t>(CUBLASLT_MATMUL_DESC_FAST_ACCUM) == 1, "FAST_ACCUM (int8_t) = 1");
+    c.expect(op.desc.attribute<const void*>(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER) == dummy, "A scale pointer set");
+    c.expect(op.desc.attribute<const void*>(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER) == dummy + 1, "B scale pointer set");
+#if defined(CUBLAS_VERSION) && CUBLAS_VERSION >= 120900
+    c.expect(op.desc.attribute<int32_t>(CUBLASLT_MATMUL_DESC_A_SCALE_MODE) == CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F,
+             "A scale mode = VEC128_32F (4)");
+    c.expect(op.desc.attribute<int32_t>(CUBLASLT_MATMUL_DESC_B_SCALE_MODE) == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F,
+             "B scale mode = BLK128x128_32F (5)");
+#endif
+    c.expect(op.desc.attribute<int32_t>(CUBLASLT_MATMUL_DESC_COMPUTE_TYPE) == CUBLAS_COMPUTE_32F, "compute type 32F");
+    c.expect(op.desc.attribute<int32_t>(CUBLASLT_MATMUL_DESC_SCALE_TYPE) == CUDA_R_32F, "scale type R_32F");
+    auto layout = [](cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a) {
+      uint64_t v = 0;
+      size_t w = 0;
+      if (a == CUBLASLT_MATRIX_LAYOUT_TYPE) {
+        uint32_t t = 0;
+        cublasLtMatrixLayoutGetAttribute(l, a, &t, sizeof t, &w);
+        return static_cast<uint64_t>(t);
+      }
+      if (a == CUBLASLT_MATRIX_LAYOUT_LD) {
+        int64_t ld = 0;
+        cublasLtMatrixLayoutGetAttribute(l, a, &ld, sizeof ld, &w);
+        return static_cast<uint64_t>(ld);
+      }
+      cublasLtMatrixLayoutGetAttribute(l, a, &v, sizeof v, &w);
+      return v;
+    };
+    // Lt-A: K x m, ld K (TRANSA = T); Lt-B: K x n, ld K; D: m x n, ld m.
+    c.expect(layout(op.a.get(), CUBLASLT_MATRIX_LAYOUT_ROWS) == 512 && layout(op.a.get(), CUBLASLT_MATRIX_LAYOUT_COLS) == 256 &&
+                 layout(op.a.get(), CUBLASLT_MATRIX_LAYOUT_LD) == 512 &&
+                 layout(op.a.get(), CUBLASLT_MATRIX_LAYOUT_TYPE) == CUDA_R_8F_E4M3,
+             "Lt-A layout: E4M3, 512 x 256, ld 512");
+    c.expect(layout(op.b.get(), CUBLASLT_MATRIX_LAYOUT_ROWS) == 512 && layout(op.b.get(), CUBLASLT_MATRIX_LAYOUT_COLS) == 128 &&
+                 layout(op.b.get(), CUBLASLT_MATRIX_LAYOUT_TYPE) == CUDA_R_8F_E5M2,
+             "Lt-B layout: E5M2, 512 x 128, ld 512");
+    c.expect(layout(op.d.get(), CUBLASLT_MATRIX_LAYOUT_ROWS) == 256 && layout(op.d.get(), CUBLASLT_MATRIX_LAYOUT_LD) == 256 &&
+                 layout(op.d.get(), CUBLASLT_MATRIX_LAYOUT_TYPE) == CUDA_R_16BF,
+             "D layout: BF16, 256 x 128, ld 256");
+    // The attribute size is what cuBLASLt validates: FAST_ACCUM as a 4-byte int is rejected.
+    bool threw = false;
+    try {
+      op.desc.set<int32_t>(CUBLASLT_MATMUL_DESC_FAST_ACCUM, 1);
+    } catch (const GpuError& e) {
+      threw = contains(e.what(), "CUBLAS_STATUS_INVALID_VALUE") && contains(e.what(), "cublasLtMatmulDescSetAttribute");
+    }
+    c.expect(threw, "FAST_ACCUM as int32_t rejected with a GpuError naming the call and CUBLAS_STATUS_INVALID_VALUE");
+  } catch (const std::exception& e) {
+    c.expect(false, std::string("descriptor set-up threw: ") + e.what());
+  }
+  // FP8 output: D scale, AMAX_D, BF16 C.
+  LtProblem q = p;
+  q.d_type = CUDA_R_8F_E4M3;
+  q.a_mode = q.b_mode = LtScaleMode::Scalar;
+  q.fast_accum = false;
+  ptr.d_scale = dummy + 2;
+  ptr.amax_d = dummy + 3;
+  try {
+    LtOperation op(q, ptr);
+    c.expect(op.desc.attribute<const void*>(CUBLASLT_MATMUL_DESC_D_SCALE_POINTER) == dummy + 2, "D scale pointer set");
+    c.expect(op.desc.attribute<void*>(CUBLASLT_MATMUL_DESC_AMAX_D_POINTER) == dummy + 3, "AMAX_D pointer set");
+    uint32_t ct = 0;
+    size_t w = 0;
+    cublasLtMatrixLayoutGetAttribute(op.c.get(), CUBLASLT_MATRIX_LAYOUT_TYPE, &ct, sizeof ct, &w);
+    c.expect(ct == CUDA_R_16BF, "C is BF16 for an FP8 D");
+    c.expect(op.desc.attribute<int8_t>(CUBLASLT_MATMUL_DESC_FAST_ACCUM) == 0, "FAST_ACCUM = 0");
+  } catch (const std::exception& e) {
+    c.expect(false, std::string("FP8-output descriptor set-up threw: ") + e.what());
+  }
+
+  // Problem checks.
+  LtProblem bad = p;
+  bad.m = 100;
+  c.expect(contains(checkLtProblem(bad), "multiples of 16"), "m = 100 refused (16-byte rule)");
+  bad = p;
+  bad.a_type = bad.b_type = CUDA_R_8F_E5M2;
+  c.expect(contains(checkLtProblem(bad), "E5M2 x E5M2"), "E5M2 x E5M2 refused");
+  bad = p;
+  bad.a_mode = bad.b_mode = LtScaleMode::Blk128x128;
+  c.expect(contains(checkLtProblem(bad), "128x128 x 128x128"), "128x128 x 128x128 refused");
+  bad = p;
+  bad.k = 144;
+  c.expect(contains(checkLtProblem(bad), "multiple of 128"), "block modes with K = 144 refused");
+  bad = p;
+  bad.a_mode = LtScaleMode::Scalar;
+  c.expect(contains(checkLtProblem(bad), "pair only"), "SCALAR x BLK128x128 refused (promote first)");
+  LtProblem bf = p;
+  bf.a_type = bf.b_type = CUDA_R_16BF;
+  c.expect(checkLtProblem(bf).empty(), "BF16 x BF16 -> BF16 accepted");
+  bool threw = false;
+  try {
+    LtOperation op(bad, ptr);
+  } catch (const std::invalid_argument& e) {
+    threw = contains(e.what(), "pair only");
+  }
+  c.expect(threw, "LtOperation throws std::invalid_argument with the reason");
+}
+
+void testUnsupportedReasons(Checker& c) {
+  QuantizedTensor a = makeTensor(64, 256, {64, 256});
+  QuantizedTensor b = makeTensor(256, 32, {256, 32});
+  GemmOptions opt;
+  c.expect(cudaUnsupportedReason(a, b, opt, 90, 130100).empty(), "E4M3 per-tensor split on sm_90: supported");
+  QuantizedTensor fnuz = makeTensor(64, 256, {64, 256}, Format::E4M3FNUZ());
+  c.expect(contains(cudaUnsupportedReason(fnuz, b, opt, 90, 130100), "FNUZ"), "FNUZ → CPU with reason");
+  QuantizedTensor fp4 = makeTensor(64, 256, {64, 256}, Format::E2M1());
+  c.expect(contains(cudaUnsupportedReason(fp4, b, opt, 90, 130100), "Blackwell"), "FP4 → CPU with reason");
+  QuantizedTensor a5 = makeTensor(64, 256, {64, 256}, Format::E5M2());
+  QuantizedTensor b5 = makeTensor(256, 32, {256, 32}, Format::E5M2());
+  c.expect(contains(cudaUnsupportedReason(a5, b5, opt, 90, 130100), "E5M2 x E5M2"), "E5M2 x E5M2 → reason");
+  c.expect(cudaUnsupportedReason(a5, b, opt, 90, 130100).empty(), "E5M2 x E4M3 supported");
+  QuantizedTensor mx = makeTensor(64, 256, {1, 32});
+  mx.scale_codes.assign(mx.dequant_scales.size(), 127);
+  c.expect(contains(cudaUnsupportedReason(mx, b, opt, 90, 130100), "VEC32_UE8M0"), "MX block-32 → reason");
+  GemmOptions ex = opt;
+  ex.accumulation = Accumulation::Exact;
+  c.expect(contains(cudaUnsupportedReason(a, b, ex, 90, 130100), "CPU reference model"), "Exact → CPU");
+  ex.accumulation = Accumulation::FP32;
+  c.expect(contains(cudaUnsupportedReason(a, b, ex, 90, 130100), "CPU reference model"), "FP32 model → CPU");
+  ex.accumulation = Accumulation::FastAccum;
+  c.expect(contains(cudaUnsupportedReason(a, b, ex, 90, 130100), "CPU model"), "promoting FastAccum model → CPU");
+  ex.fast_accum_promotes = false;
+  c.expect(cudaUnsupportedReason(a, b, ex, 90, 130100).empty(), "FastAccum without promotion → FAST_ACCUM=1 on GPU");
+  QuantizedTensor row = makeTensor(64, 256, {1, 256});
+  c.expect(contains(cudaUnsupportedReason(row, b, opt, 89, 130100), "sm_90"), "per-row on sm_89 → reason");
+  c.expect(contains(cudaUnsupportedReason(row, b, opt, 100, 130100), "sm_90"), "per-row on sm_100 → reason");
+  c.expect(cudaUnsupportedReason(a, b, opt, 100, 130100).empty(), "per-tensor on sm_100: supported");
+  c.expect(contains(cudaUnsupportedReason(a, b, opt, 80, 130100), "no FP8 tensor cores"), "sm_80 → reason");
+  c.expect(contains(cudaUnsupportedReason(row, b, opt, 90, 120800), "12.9"), "cuBLASLt 12.8 + per-row → reason");
+  GemmOptions e5 = opt;
+  e5.output = OutputType::E5M2;
+  c.expect(contains(cudaUnsupportedReason(a, b, e5, 90, 130100), "E5M2 output"), "E4M3xE4M3->E5M2 → reason");
+}
+
+void testSelectionWithoutGpu(Checker& c) {
+  c.expect(parseBackendChoice("auto") == BackendChoice::Auto && parseBackendChoice("cpu") == BackendChoice::Cpu &&
+               parseBackendChoice("gpu") == BackendChoice::Gpu && parseBackendChoice("cuda") == BackendChoice::Gpu &&
+               !parseBackendChoice("tpu"),
+           "parseBackendChoice");
+  const ProbeResult probe = probeDevices();
+  BackendSelection cpu = selectGemmBackend(BackendChoice::Cpu);
+  c.expect(cpu.backend && cpu.backend->name() == "cpu" && !cpu.gpu && !cpu.fell_back, "--backend cpu → CPU");
+  if (probe.hasDevice()) {
+    std::printf("  (a GPU is present: the no-GPU selection checks are skipped)\n");
+    return;
+  }
+  BackendSelection autos = selectGemmBackend(BackendChoice::Auto);
+  c.expect(autos.backend && autos.backend->name() == "cpu" && !autos.gpu && !autos.fell_back &&
+               contains(autos.reason, "no CUDA device"),
+           "auto without GPU → CPU: " + autos.reason);
+  BackendSelection g = selectGemmBackend(BackendChoice::Gpu);
+  c.expect(g.backend && g.backend->name() == "cpu" && g.fell_back && contains(g.reason, "GPU requested"),
+           "gpu without GPU → CPU with fell_back: " + g.reason);
+  std::string why;
+  c.expect(!makeCudaGemmBackend(&why) && !why.empty(), "makeCudaGemmBackend → nullptr + reason: " + why);
+}
+
+void testErrors(Checker& c) {
+  bool ok = false;
+  try {
+    checkLt(15, "cublasLtMatmulAlgoGetHeuristic(...)");
+  } catch (const GpuError& e) {
+    ok = contains(e.what(), "CUBLAS_STATUS_NOT_SUPPORTED") && contains(e.what(), "cublasLtMatmulAlgoGetHeuristic") &&
+         e.code() == 15 && e.api() == "cublasLt";
+  }
+  c.expect(ok, "checkLt names the call and the status");
+  ok = false;
+  try {
+    checkCuda(35, "cudaGetDeviceCount(&n)");
+  } catch (const GpuError& e) {
+    ok = contains(e.what(), "cudaErrorInsufficientDriver") && contains(e.what(), "cudaGetDeviceCount");
+  }
+  c.expect(ok, "checkCuda names the call and the error");
+  ok = false;
+  try {
+    checkCuda(2, "cudaMalloc(&p, n)");
+  } catch (const GpuError& e) {
+    ok = e.outOfMemory();
+  }
+  c.expect(ok, "cudaErrorMemoryAllocation is reported as out of memory");
+}
+
+} // namespace
+
+int main() {
+  Checker c("test_gpu_host");
+  std::printf("GPU core host-side checks (%s)\n", probeDevices().summary().c_str());
+  testErrors(c);
+  testPaddingAndPacking(c);
+  testScaleLayouts(c);
+  testPairing(c);
+  testDescriptors(c);
+  testUnsupportedReasons(c);
+  testSelectionWithoutGpu(c);
+  testDelayedUpdate(c);
+  testEncodeScaledAndAdversarial(c);
+  testEncodeOtherFormats(c);
+  testEncodeBitPatterns(c);
+  return c.finish();
+}
