@@ -2,6 +2,7 @@
 #include "experiment/gemm_experiment.h"
 
 #include "formats/format.h"
+#include "gemm/gemm_experiment.h"
 #include "io/tensor_import.h"
 #include "metrics/error_metrics.h"
 #include "scaling/scaling.h"
@@ -134,7 +135,7 @@ std::vector<double> referenceProduct(const std::vector<double>& a, const std::ve
   return c;
 }
 
-Result<Run> runGemmExperiment(const GemmExperimentConfig& cfg, const std::string& config_json, const std::string& run_id,
+Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::string& config_json, const std::string& run_id,
                               GemmBackend& backend, const ProgressFn& progress) {
   Result<Run> r;
   const std::string where = "gemm experiment " + run_id;
@@ -183,14 +184,24 @@ Result<Run> runGemmExperiment(const GemmExperimentConfig& cfg, const std::string
     r.add(C::InvalidArgument, where, "the " + backend.name() + " backend cannot run this GEMM: " + why);
     return r;
   }
-  GemmOutput out = backend.run(qa, qb, cfg.gemm, sub(progress, 0.15, 0.7));
-
-  reportProgress(progress, 0.7, "float64 reference");
+  // The three GEMMs of core/gemm's experiment: ideal (float64, unquantized inputs),
+  // quantized-exact (float64, dequantized inputs) and the backend's output. For float64 inputs the
+  // ideal is computed here from the float64 values (no rounding through float32).
+  const bool f32_inputs = !A.is64 && !B.is64;
+  GemmExperimentResult ex = runGemmExperiment(f32_inputs ? A.f32.data() : nullptr, f32_inputs ? B.f32.data() : nullptr, qa,
+                                              qb, cfg.gemm, &backend, sub(progress, 0.15, 0.9));
   const std::vector<double> ad = A.asDouble(), bd = B.asDouble();
-  const std::vector<double> ref = referenceProduct(ad, bd, m, k, n, cfg.gemm.threads);
-  reportProgress(progress, 0.9, "metrics");
+  if (!f32_inputs) {
+    reportProgress(progress, 0.9, "float64 reference");
+    ex.ideal = referenceProduct(ad, bd, m, k, n, cfg.gemm.threads);
+    ex.quantization = compareErrors(ex.ideal.data(), ex.quantized_exact.data(), m * n, cfg.gemm.threads);
+    ex.total = compareErrors(ex.ideal.data(), ex.output.d.data(), m * n, cfg.gemm.threads);
+  }
+  const GemmOutput& out = ex.output;
+  const std::vector<double>& ref = ex.ideal;
+  reportProgress(progress, 0.92, "metrics");
   const int64_t mn = m * n;
-  const ErrorMetrics em = compareErrors(ref.data(), out.d.data(), mn, cfg.gemm.threads);
+  const ErrorMetrics& em = ex.total;
   std::vector<float> abs_map = errorMap(ref.data(), out.d.data(), mn, ErrorMapKind::Abs, nullptr, 1.0, cfg.gemm.threads);
   std::vector<float> rel_map = errorMap(ref.data(), out.d.data(), mn, ErrorMapKind::Rel, nullptr, 1.0, cfg.gemm.threads);
   const TileMap tiles = tileMap(abs_map, m, n, std::min(cfg.tile, m), std::min(cfg.tile, n));
@@ -244,7 +255,9 @@ Result<Run> runGemmExperiment(const GemmExperimentConfig& cfg, const std::string
     dc.attrs["quant_scale"] = static_cast<double>(cfg.gemm.output_quant_scale);
   }
   run.datasets["reference/D"] =
-      Dataset::float64({m, n}, ref, "1", "float64 product of the unquantized operands (k ascending): the ideal D");
+      Dataset::float64({m, n}, ref, "1", "ideal D: float64 product of the unquantized operands (k ascending)");
+  run.datasets["reference/D_quantized_exact"] = Dataset::float64(
+      {m, n}, ex.quantized_exact, "1", "dequant(A_q) . dequant(B_q) in float64: D without accumulation or output error");
   if (cfg.store_error_maps) {
     run.putFloat32("error/abs", std::move(abs_map), m, n, "1", "|D - reference| per element (NaN where either is non-finite)");
     run.putFloat32("error/rel", std::move(rel_map), m, n, "1",
@@ -266,6 +279,11 @@ Result<Run> runGemmExperiment(const GemmExperimentConfig& cfg, const std::string
   run.setMetric("sqnr_db", em.sqnr_db, "dB", "10 log10(sum reference^2 / sum (D - reference)^2)");
   run.setMetric("ref_rms", em.ref_rms, "1", "root mean square of the reference");
   run.setMetric("nonfinite_d", double(em.nan_test + em.inf_test), "count", "NaN or Inf elements of D");
+  run.setMetric("quant_sqnr_db", ex.quantization.sqnr_db, "dB", "quantized-exact vs ideal: error due to quantization");
+  run.setMetric("quant_rel_fro", ex.quantization.rel_fro, "1", "quantized-exact vs ideal, relative Frobenius");
+  run.setMetric("accum_sqnr_db", ex.accumulation.sqnr_db, "dB", "D vs quantized-exact: accumulation and output cast");
+  run.setMetric("accum_rel_fro", ex.accumulation.rel_fro, "1", "D vs quantized-exact, relative Frobenius");
+  run.setMetric("accum_max_abs", ex.accumulation.max_abs, "1", "max |D - quantized-exact|");
   run.setMetric("a_sqnr_db", qea.sqnr_db, "dB", "SQNR of dequantized A vs A (quantization alone)");
   run.setMetric("b_sqnr_db", qeb.sqnr_db, "dB", "SQNR of dequantized B vs B (quantization alone)");
   run.setMetric("a_saturated", double(qa.stats.saturated), "count", "elements of A clipped to max finite");

@@ -1,6 +1,7 @@
-// FP8 Lab — the GEMM error experiment: operands (seeded random or imported) → quantize with a
-// scaling preset (core/scaling) → FP8 GEMM on a backend (core/gemm) → error metrics against the
-// float64 product of the unquantized operands (core/metrics) → one session Run
+// FP8 Lab — the GEMM error experiment as a session run: operands (seeded random or imported) →
+// quantize with a scaling preset (core/scaling) → core/gemm's runGemmExperiment (ideal,
+// quantized-exact and backend output, error split into quantization and accumulation) → error
+// maps and tile maps (core/metrics) → one session Run
 // (core/session), whose datasets are listed in docs/session-format.md ("gemm" runs).
 //
 // Reproducibility: every number depends only on the config (seed included) — the random
@@ -50,11 +51,11 @@ std::optional<Accumulation> parseAccumulation(std::string_view s);
 /// Parses "fp32" / "bf16" / "fp16" / "e4m3fn" / "e5m2".
 std::optional<OutputType> parseOutputType(std::string_view s);
 
-/// Runs the experiment. `config_json` is stored verbatim as the run's config. Errors (unknown
+/// Runs the experiment and packs it into a Run. `config_json` is stored verbatim as the run's config. Errors (unknown
 /// format or preset, bad shape, import failure, unsupported by the backend) come back as
 /// InvalidArgument / the importer's issues; Cancelled is thrown when progress returns false.
 /// The run's id is `run_id`, type "gemm", seed = cfg.seed.
-Result<Run> runGemmExperiment(const GemmExperimentConfig& cfg, const std::string& config_json,
+Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::string& config_json,
                               const std::string& run_id, GemmBackend& backend, const ProgressFn& progress = {});
 
 /// The float64 product of row-major A [M,K] and B [K,N] (k ascending per element, one rounding
