@@ -1,0 +1,76 @@
+// fp8lab — the FP8 Lab desktop application. A thin main: command line, then the MainWindow of
+// fp8lab_ui. `--grab FILE.png [--view NAME]` renders one view offscreen and exits (screenshots,
+// CI, docs); NAME is a view id (bits, numberline, codes, learn, ...) or learn:N for a demo.
+#include "bit_layout_view.h"
+#include "learn_page.h"
+#include "main_window.h"
+#include "view.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QElapsedTimer>
+#include <QTimer>
+
+#include <cstdio>
+
+int main(int argc, char** argv) {
+  QElapsedTimer since_start;
+  since_start.start();
+  QApplication app(argc, argv);
+  QApplication::setApplicationName(QStringLiteral("FP8 Lab"));
+  QApplication::setApplicationVersion(QStringLiteral(FP8LAB_VERSION));
+  QApplication::setOrganizationName(QStringLiteral("FP8 Lab"));
+  QApplication::setDesktopFileName(QStringLiteral("io.github.fp8lab.FP8Lab"));
+
+  QCommandLineParser p;
+  p.setApplicationDescription(QStringLiteral(
+      "FP8 Lab — explore FP8 / MX number formats, scaling strategies, FP8 GEMM and FP8 training."));
+  p.addHelpOption();
+  p.addVersionOption();
+  QCommandLineOption grab(QStringLiteral("grab"), QStringLiteral("Render the window to FILE.png and exit (offscreen works)."),
+                          QStringLiteral("FILE.png"));
+  QCommandLineOption viewOpt(QStringLiteral("view"),
+                             QStringLiteral("View to show first: bits, numberline, codes, learn, learn:N (N = 0..3)."),
+                             QStringLiteral("NAME"));
+  QCommandLineOption widgetOnly(QStringLiteral("grab-view-only"), QStringLiteral("With --grab: render only the view, not the window."));
+  QCommandLineOption noSession(QStringLiteral("no-default-session"), QStringLiteral("Do not open the bundled default session."));
+  QCommandLineOption timing(QStringLiteral("startup-time"), QStringLiteral("Print the time to the first paint (ms) to stderr."));
+  p.addOptions({grab, viewOpt, widgetOnly, noSession, timing});
+  p.addPositionalArgument(QStringLiteral("session"), QStringLiteral("Session file (.h5) to open."), QStringLiteral("[session]"));
+  p.process(app);
+
+  fp8lab::ui::MainWindow::Options opt;
+  const bool grabbing = p.isSet(grab);
+  opt.restore_settings = !grabbing;
+  opt.open_default_session = !p.isSet(noSession) && p.positionalArguments().isEmpty();
+  fp8lab::ui::MainWindow w(opt);
+  if (!p.positionalArguments().isEmpty()) w.openSession(p.positionalArguments().first());
+  if (p.isSet(viewOpt)) {
+    QString v = p.value(viewOpt);
+    int demo = -1;
+    if (v.startsWith(QStringLiteral("learn:"))) {
+      demo = v.mid(6).toInt();
+      v = QStringLiteral("learn");
+    }
+    if (!w.showView(v)) {
+      std::fprintf(stderr, "fp8lab: unknown view '%s'\n", qPrintable(p.value(viewOpt)));
+      return 2;
+    }
+    if (demo >= 0)
+      if (auto* l = qobject_cast<fp8lab::ui::LearnPage*>(w.view(QStringLiteral("learn")))) l->setDemo(demo);
+  }
+  w.show();
+  if (p.isSet(timing))
+    QTimer::singleShot(0, &w, [&] { std::fprintf(stderr, "first paint after %lld ms\n", since_start.elapsed()); });
+  if (grabbing) {
+    const QString file = p.value(grab);
+    const bool only = p.isSet(widgetOnly);
+    QTimer::singleShot(400, &w, [&w, file, only] {
+      QWidget* target = only && w.currentView() ? static_cast<QWidget*>(w.currentView()) : &w;
+      const bool ok = target->grab().save(file);
+      if (!ok) std::fprintf(stderr, "fp8lab: cannot write %s\n", qPrintable(file));
+      QApplication::exit(ok ? 0 : 1);
+    });
+  }
+  return app.exec();
+}

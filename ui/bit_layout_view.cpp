@@ -1,0 +1,482 @@
+#include "bit_layout_view.h"
+
+#include "style.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QHelpEvent>
+#include <QKeyEvent>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPainter>
+#include <QRegularExpression>
+#include <QTableWidget>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <cmath>
+#include <cstdlib>
+
+namespace fp8lab::ui {
+
+std::optional<double> parseUserNumber(const QString& input) {
+  QString t = input.trimmed();
+  t.replace(QChar(0x2212), QLatin1Char('-'));
+  if (t.isEmpty()) return std::nullopt;
+  const QString low = t.toLower();
+  if (low == QStringLiteral("nan") || low == QStringLiteral("+nan")) return std::nan("");
+  if (low == QStringLiteral("-nan")) return -std::nan("");
+  if (low == QStringLiteral("inf") || low == QStringLiteral("+inf") || low == QStringLiteral("infinity"))
+    return INFINITY;
+  if (low == QStringLiteral("-inf") || low == QStringLiteral("-infinity")) return -INFINITY;
+  static const QRegularExpression pow2(QStringLiteral("^([+-]?)2\\s*\\^\\s*([+-]?\\d+)$"));
+  if (auto m = pow2.match(t); m.hasMatch()) {
+    double v = std::ldexp(1.0, m.captured(2).toInt());
+    return m.captured(1) == QStringLiteral("-") ? -v : v;
+  }
+  static const QRegularExpression frac(QStringLiteral("^([^/]+)/([^/]+)$"));
+  if (auto m = frac.match(t); m.hasMatch()) {
+    auto a = parseUserNumber(m.captured(1)), b = parseUserNumber(m.captured(2));
+    if (a && b) return *a / *b;
+    return std::nullopt;
+  }
+  const QByteArray bytes = t.toLatin1();
+  char* end = nullptr;
+  double v = std::strtod(bytes.constData(), &end); // accepts C99 hex floats, exact decimal rounding
+  if (end == bytes.constData() || *end != '\0') return std::nullopt;
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+BitCells::BitCells(QWidget* parent) : QWidget(parent) {
+  setMouseTracking(true);
+  setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+}
+
+void BitCells::setFormat(const Format* f) {
+  format_ = f;
+  updateGeometry();
+  update();
+}
+
+void BitCells::setCode(uint32_t code) {
+  code_ = code;
+  update();
+}
+
+QSize BitCells::sizeHint() const {
+  int n = format_ ? format_->bits() : 8;
+  return {n * 58 + (n - 1) * 4, 86};
+}
+QSize BitCells::minimumSizeHint() const {
+  int n = format_ ? format_->bits() : 8;
+  return {n * 30, 86};
+}
+
+QRect BitCells::cellRect(int bit) const {
+  const int n = format_ ? format_->bits() : 8;
+  const int gap = 4;
+  const int w = std::min(58, (width() - (n - 1) * gap) / n);
+  const int total = n * w + (n - 1) * gap;
+  const int x0 = (width() - total) / 2;
+  const int pos = n - 1 - bit;
+  return {x0 + pos * (w + gap), 4, w, 56};
+}
+
+int BitCells::bitAt(const QPoint& p) const {
+  if (!format_) return -1;
+  for (int b = 0; b < format_->bits(); ++b)
+    if (cellRect(b).contains(p)) return b;
+  return -1;
+}
+
+void BitCells::paintEvent(QPaintEvent*) {
+  if (!format_) return;
+  QPainter p(this);
+  p.setRenderHint(QPainter::Antialiasing);
+  const auto& s = format_->spec();
+  const int n = format_->bits();
+  const int m = s.mantissa_bits, e = s.exponent_bits;
+  QFont big = font();
+  big.setPointSizeF(18);
+  big.setBold(true);
+  QFont small = font();
+  small.setPointSizeF(8);
+  for (int b = 0; b < n; ++b) {
+    QColor c;
+    QString label;
+    if (b < m) {
+      c = colors::mantissa();
+      label = QStringLiteral("m%1").arg(b);
+    } else if (b < m + e) {
+      c = colors::exponent();
+      label = QStringLiteral("e%1").arg(b - m);
+    } else {
+      c = colors::sign();
+      label = QStringLiteral("s");
+    }
+    const bool on = (code_ >> b) & 1u;
+    QRect r = cellRect(b);
+    p.setPen(QPen(c.darker(150), 1.5));
+    p.setBrush(on ? c : c.lighter(150));
+    p.drawRoundedRect(r, 5, 5);
+    p.setFont(big);
+    p.setPen(on ? Qt::black : QColor(0x50, 0x50, 0x50));
+    p.drawText(r, Qt::AlignCenter, on ? QStringLiteral("1") : QStringLiteral("0"));
+    p.setFont(small);
+    p.setPen(palette().color(QPalette::WindowText));
+    p.drawText(QRect(r.left(), r.bottom() + 2, r.width(), 14), Qt::AlignCenter, label);
+  }
+  // Field captions under the groups.
+  auto caption = [&](int lo, int hi, const QString& text, const QColor& c) {
+    if (hi < lo) return;
+    QRect a = cellRect(hi), b = cellRect(lo);
+    QRect r(a.left(), a.bottom() + 17, b.right() - a.left(), 12);
+    p.setPen(c.darker(170));
+    p.drawLine(r.left() + 2, r.top(), r.right() - 2, r.top());
+    p.setFont(small);
+    p.drawText(r.adjusted(0, 1, 0, 2), Qt::AlignHCenter | Qt::AlignTop, text);
+  };
+  caption(0, m - 1, tr("mantissa (%1)").arg(m), colors::mantissa());
+  caption(m, m + e - 1, tr("exponent (%1, bias %2)").arg(e).arg(s.bias), colors::exponent());
+  if (s.has_sign) caption(n - 1, n - 1, tr("sign"), colors::sign());
+}
+
+void BitCells::mousePressEvent(QMouseEvent* ev) {
+  int b = bitAt(ev->position().toPoint());
+  if (b >= 0) Q_EMIT bitClicked(b);
+}
+
+bool BitCells::event(QEvent* e) {
+  if (e->type() == QEvent::ToolTip && format_) {
+    auto* he = static_cast<QHelpEvent*>(e);
+    int b = bitAt(he->pos());
+    if (b >= 0) {
+      QToolTip::showText(he->globalPos(), tr("Bit %1 (weight 0x%2): click to toggle").arg(b).arg(1u << b, 0, 16));
+      return true;
+    }
+  }
+  return QWidget::event(e);
+}
+
+// ---------------------------------------------------------------------------------------------
+static const char* kCompareFormats[] = {"E4M3FN", "E4M3FNUZ", "E5M2", "E5M2FNUZ", "E2M3", "E2M1", "BF16", "FP16"};
+
+BitLayoutView::BitLayoutView(QWidget* parent) : View(parent), format_(&Format::E4M3FN()) {
+  setFocusPolicy(Qt::StrongFocus);
+  auto* outer = new QVBoxLayout(this);
+
+  auto* top = new QHBoxLayout;
+  top->addWidget(new QLabel(tr("Format:"), this));
+  format_box_ = new QComboBox(this);
+  format_box_->setObjectName(QStringLiteral("formatBox"));
+  for (const Format* f : Format::all()) format_box_->addItem(QString::fromStdString(f->name()));
+  format_box_->setToolTip(tr("The number format whose bits are shown"));
+  top->addWidget(format_box_);
+  props_label_ = new QLabel(this);
+  props_label_->setObjectName(QStringLiteral("propsLabel"));
+  props_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  top->addWidget(props_label_, 1);
+  outer->addLayout(top);
+
+  // ---- code group ----
+  auto* codeBox = new QGroupBox(tr("Code — click a bit to toggle it; \u2190 \u2192 step to the neighbouring value"), this);
+  auto* cv = new QVBoxLayout(codeBox);
+  cells_ = new BitCells(codeBox);
+  cells_->setObjectName(QStringLiteral("bitCells"));
+  cv->addWidget(cells_);
+  auto* grid = new QGridLayout;
+  auto mk = [&](const QString& caption, int row, QLabel** out, bool large = false) {
+    auto* c = new QLabel(caption, codeBox);
+    c->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    grid->addWidget(c, row, 0);
+    auto* l = new QLabel(codeBox);
+    l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    if (large) {
+      QFont f = l->font();
+      f.setPointSizeF(f.pointSizeF() * 1.6);
+      f.setBold(true);
+      l->setFont(f);
+    }
+    grid->addWidget(l, row, 1);
+    *out = l;
+  };
+  mk(tr("Value:"), 0, &value_label_, true);
+  mk(tr("Formula:"), 1, &formula_label_);
+  mk(tr("Hex:"), 2, &hex_label_);
+  mk(tr("Binary:"), 3, &bin_label_);
+  mk(tr("Class:"), 4, &class_label_);
+  value_label_->setObjectName(QStringLiteral("decodedValue"));
+  formula_label_->setObjectName(QStringLiteral("formula"));
+  class_label_->setObjectName(QStringLiteral("codeClass"));
+  QFont mono(QStringLiteral("DejaVu Sans Mono"));
+  mono.setStyleHint(QFont::Monospace);
+  hex_label_->setFont(mono);
+  bin_label_->setFont(mono);
+  grid->setColumnStretch(1, 1);
+  cv->addLayout(grid);
+  outer->addWidget(codeBox);
+
+  // ---- value field ----
+  auto* valBox = new QGroupBox(tr("Encode a value"), this);
+  auto* vv = new QVBoxLayout(valBox);
+  auto* vh = new QHBoxLayout;
+  vh->addWidget(new QLabel(tr("Value:"), valBox));
+  value_edit_ = new QLineEdit(valBox);
+  value_edit_->setObjectName(QStringLiteral("valueEdit"));
+  value_edit_->setPlaceholderText(tr("e.g. 464, 1e-3, 0x1.8p3, 2^-9, 1/3, inf, nan"));
+  value_edit_->setClearButtonEnabled(true);
+  vh->addWidget(value_edit_, 2);
+  vh->addWidget(new QLabel(tr("Rounding:"), valBox));
+  rounding_box_ = new QComboBox(valBox);
+  rounding_box_->addItem(tr("nearest, ties to even (RNE)"), int(Rounding::NearestEven));
+  rounding_box_->addItem(tr("toward zero (RTZ)"), int(Rounding::TowardZero));
+  rounding_box_->addItem(tr("toward +\u221e (RU)"), int(Rounding::TowardPosInf));
+  rounding_box_->addItem(tr("toward \u2212\u221e (RD)"), int(Rounding::TowardNegInf));
+  vh->addWidget(rounding_box_);
+  saturate_box_ = new QCheckBox(tr("Saturate (SATFINITE)"), valBox);
+  saturate_box_->setChecked(true);
+  saturate_box_->setToolTip(tr("On: values beyond max finite become \u00b1max. Off: they become Inf, or NaN "
+                               "where the format has no Inf. Rounding happens first (OCP OFP8 \u00a73)."));
+  vh->addWidget(saturate_box_);
+  vv->addLayout(vh);
+  value_result_ = new QLabel(valBox);
+  value_result_->setObjectName(QStringLiteral("valueResult"));
+  value_result_->setWordWrap(true);
+  value_result_->setTextFormat(Qt::RichText);
+  value_result_->setTextInteractionFlags(Qt::TextSelectableByMouse | Qt::LinksAccessibleByMouse);
+  value_result_->setMinimumHeight(64);
+  vv->addWidget(value_result_);
+  connect(value_result_, &QLabel::linkActivated, this, [this](const QString& link) {
+    bool ok = false;
+    uint32_t c = link.toUInt(&ok, 16);
+    if (ok) setCode(c);
+  });
+
+  compare_ = new QTableWidget(0, 6, valBox);
+  compare_->setObjectName(QStringLiteral("compareTable"));
+  compare_->setHorizontalHeaderLabels({tr("Format"), tr("Code"), tr("Encoded value"), tr("Abs. error"),
+                                       tr("Rel. error"), tr("Note")});
+  compare_->verticalHeader()->hide();
+  compare_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  compare_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  compare_->horizontalHeader()->setStretchLastSection(true);
+  compare_->setAlternatingRowColors(true);
+  vv->addWidget(compare_, 1);
+  outer->addWidget(valBox, 1);
+
+  connect(format_box_, &QComboBox::currentTextChanged, this, [this](const QString& n) { setFormat(n); });
+  connect(cells_, &BitCells::bitClicked, this, &BitLayoutView::toggleBit);
+  connect(value_edit_, &QLineEdit::textChanged, this, &BitLayoutView::refreshValue);
+  connect(rounding_box_, &QComboBox::currentIndexChanged, this, &BitLayoutView::refreshValue);
+  connect(saturate_box_, &QCheckBox::toggled, this, &BitLayoutView::refreshValue);
+
+  cells_->setFormat(format_);
+  code_ = format_->maxFiniteCode();
+  value_edit_->setText(QStringLiteral("464"));
+  refreshCode();
+}
+
+bool BitLayoutView::setFormat(const QString& name) {
+  const Format* f = Format::byName(name.toStdString());
+  if (!f) return false;
+  if (f != format_) {
+    format_ = f;
+    const QSignalBlocker b(format_box_);
+    format_box_->setCurrentText(QString::fromStdString(f->name()));
+    cells_->setFormat(f);
+    code_ = f->maxFiniteCode();
+    refreshCode();
+    refreshValue();
+  }
+  return true;
+}
+
+void BitLayoutView::setCode(uint32_t code) {
+  code_ = code & format_->codeMask();
+  refreshCode();
+}
+
+void BitLayoutView::toggleBit(int bit) {
+  if (bit < 0 || bit >= format_->bits()) return;
+  setCode(code_ ^ (1u << bit));
+}
+
+void BitLayoutView::stepUp() { setCode(format_->nextUp(code_)); }
+void BitLayoutView::stepDown() { setCode(format_->nextDown(code_)); }
+
+void BitLayoutView::keyPressEvent(QKeyEvent* e) {
+  switch (e->key()) {
+  case Qt::Key_Right:
+  case Qt::Key_Up: stepUp(); return;
+  case Qt::Key_Left:
+  case Qt::Key_Down: stepDown(); return;
+  default: View::keyPressEvent(e);
+  }
+}
+
+QString BitLayoutView::decodedText() const { return value_label_->text(); }
+QString BitLayoutView::classTextShown() const { return class_label_->text(); }
+QString BitLayoutView::formulaText() const { return formula_label_->text(); }
+
+QString BitLayoutView::formula(uint32_t code) const {
+  const auto& s = format_->spec();
+  const auto fl = format_->fields(code);
+  const CodeClass cls = format_->classify(code);
+  const int m = s.mantissa_bits;
+  const QString minus = QStringLiteral("\u2212");
+  if (cls == CodeClass::NaN) {
+    switch (s.specials) {
+    case SpecialCodes::FNUZ: return tr("sign 1 with all other bits 0 is the single NaN (FNUZ: no \u22120, no Inf)");
+    case SpecialCodes::FN: return tr("exponent and mantissa all ones \u2192 NaN (%1 has no Inf)").arg(QString::fromStdString(s.name));
+    case SpecialCodes::E8M0: return tr("all-ones code \u2192 NaN (E8M0 has no zero and no sign)");
+    default: return tr("exponent all ones, mantissa \u2260 0 \u2192 NaN");
+    }
+  }
+  if (cls == CodeClass::Infinity) return tr("exponent all ones, mantissa 0 \u2192 %1Inf").arg(fl.sign ? minus : QStringLiteral("+"));
+  if (s.specials == SpecialCodes::E8M0)
+    return QStringLiteral("2^(%1 %2 %3) = 2^%4 = %5").arg(fl.exponent).arg(minus).arg(s.bias)
+        .arg(int(fl.exponent) - s.bias).arg(numberText(format_->decode(code)));
+  QString mbits;
+  for (int b = m - 1; b >= 0; --b) mbits += ((fl.mantissa >> b) & 1u) ? QLatin1Char('1') : QLatin1Char('0');
+  const bool sub = fl.exponent == 0;
+  const int e = sub ? 1 - s.bias : int(fl.exponent) - s.bias;
+  const double frac = (sub ? 0.0 : 1.0) + std::ldexp(double(fl.mantissa), -m);
+  const QString lead = sub ? QStringLiteral("0") : QStringLiteral("1");
+  const QString signPart = s.has_sign ? QStringLiteral("(%1)^%2 \u00b7 ").arg(minus + QStringLiteral("1")).arg(fl.sign) : QString();
+  const QString expPart = sub ? QStringLiteral("2^(1 %1 %2)").arg(minus).arg(s.bias)
+                              : QStringLiteral("2^(%1 %2 %3)").arg(fl.exponent).arg(minus).arg(s.bias);
+  QString t = QStringLiteral("%1%2 \u00b7 %3.%4\u2082  =  %5%6 \u00b7 2^%7 \u00b7 %8  =  %9")
+                  .arg(signPart, expPart, lead, m ? mbits : QStringLiteral("0"))
+                  .arg(fl.sign ? minus : QString())
+                  .arg(QStringLiteral("1"))
+                  .arg(e)
+                  .arg(numberText(frac))
+                  .arg(numberText(format_->decode(code)));
+  if (sub) t += tr("   (subnormal: exponent field 0 \u2192 0.m and exponent 1 \u2212 bias)");
+  return t;
+}
+
+void BitLayoutView::refreshCode() {
+  cells_->setCode(code_);
+  const double v = format_->decode(code_);
+  const CodeClass cls = format_->classify(code_);
+  value_label_->setText(valueWithPow2(v));
+  formula_label_->setText(formula(code_));
+  hex_label_->setText(QString::fromStdString(format_->hexString(code_)));
+  bin_label_->setText(QString::fromStdString(format_->binaryString(code_)));
+  class_label_->setText(QStringLiteral("<span style='background:%1;padding:2px'>&nbsp;%2&nbsp;</span>")
+                            .arg(colors::ofClass(cls).name(), classText(cls)));
+  const auto& f = *format_;
+  props_label_->setText(tr("%1 bits · bias %2 · max %3 · min normal %4 · min subnormal %5 · %6 finite codes%7")
+                            .arg(f.bits()).arg(f.bias()).arg(numberText(f.maxFinite()))
+                            .arg(valueWithPow2(f.minNormal())).arg(valueWithPow2(f.minSubnormal()))
+                            .arg(f.finiteCount())
+                            .arg(f.hasInfinity() ? tr(" · has \u00b1Inf") : QString()));
+  props_label_->setToolTip(QString::fromStdString(f.spec().description));
+  Q_EMIT codeChanged(QString::fromStdString(format_->name()), code_);
+}
+
+EncodeOptions BitLayoutView::options() const {
+  EncodeOptions o;
+  o.rounding = Rounding(rounding_box_->currentData().toInt());
+  o.saturate = saturate_box_->isChecked();
+  return o;
+}
+
+void BitLayoutView::setValueText(const QString& text) { value_edit_->setText(text); }
+void BitLayoutView::setSaturate(bool on) { saturate_box_->setChecked(on); }
+void BitLayoutView::setRounding(Rounding r) {
+  int i = rounding_box_->findData(int(r));
+  if (i >= 0) rounding_box_->setCurrentIndex(i);
+}
+
+void BitLayoutView::refreshValue() {
+  const auto x = parseUserNumber(value_edit_->text());
+  compare_->setRowCount(0);
+  if (!x) {
+    value_valid_ = false;
+    value_result_->setText(value_edit_->text().trimmed().isEmpty()
+                               ? tr("Type a number to see how %1 encodes it.").arg(QString::fromStdString(format_->name()))
+                               : tr("<span style='color:#c62828'>'%1' is not a number.</span> Examples: 464, 1e-3, "
+                                    "0x1.8p3, 2^-9, 1/3, inf, nan.").arg(value_edit_->text().toHtmlEscaped()));
+    return;
+  }
+  const EncodeOptions o = options();
+  const RoundingDecision d = format_->explain(*x, o);
+  value_code_ = d.code;
+  value_valid_ = true;
+  const QString hex = QString::fromStdString(format_->hexString(d.code));
+  QString html = tr("<b>%1</b> \u2192 code <a href='%2'>%3</a> = <b>%4</b> (%5)")
+                     .arg(numberText(*x), QString::number(d.code, 16), hex, numberText(d.value),
+                          classText(format_->classify(d.code)));
+  if (d.has_neighbours && !d.exact) {
+    html += tr("<br>Neighbours: %1 (code %2) and %3%4 · midpoint %5 · %6 · rounded %7")
+                .arg(numberText(d.lower_value), QString::fromStdString(format_->hexString(d.lower_code)),
+                     numberText(d.upper_value),
+                     std::fabs(d.upper_value) > format_->maxFinite()
+                         ? tr(" (beyond max, unbounded exponent)")
+                         : QStringLiteral(" (code %1)").arg(QString::fromStdString(format_->hexString(d.upper_code))),
+                     numberText(d.midpoint), d.tie ? tr("<b>a tie</b>") : tr("not a tie"),
+                     d.rounded_up ? tr("away from zero") : tr("toward zero"));
+  } else if (d.exact) {
+    html += tr("<br>Exactly representable.");
+  }
+  QStringList flags;
+  if (d.overflow) flags << (d.saturated ? tr("overflow \u2192 saturated to max") : tr("overflow \u2192 %1").arg(numberText(d.value)));
+  if (d.underflow) flags << tr("underflow to zero");
+  if (d.subnormal) flags << tr("subnormal result");
+  if (!flags.isEmpty()) html += QStringLiteral("<br><span style='color:#b26a00'>%1</span>").arg(flags.join(QStringLiteral(" · ")));
+  if (std::isfinite(d.abs_error))
+    html += tr("<br>Error: absolute %1, relative %2").arg(numberText(d.abs_error)).arg(numberText(d.rel_error));
+  value_result_->setText(html);
+
+  // The same value in other formats, side by side.
+  QList<const Format*> fmts;
+  fmts << format_;
+  for (const char* n : kCompareFormats) {
+    const Format* f = Format::byName(n);
+    if (f && f != format_) fmts << f;
+  }
+  compare_->setRowCount(int(fmts.size()));
+  for (int r = 0; r < fmts.size(); ++r) {
+    const Format* f = fmts[r];
+    const RoundingDecision e = f->explain(*x, o);
+    QStringList note;
+    if (e.overflow) note << (e.saturated ? tr("saturated") : tr("overflow"));
+    if (e.underflow) note << tr("underflow");
+    if (e.subnormal) note << tr("subnormal");
+    if (e.exact) note << tr("exact");
+    if (e.tie) note << tr("tie");
+    const QStringList cells = {QString::fromStdString(f->name()), QString::fromStdString(f->hexString(e.code)),
+                               numberText(e.value), numberText(e.abs_error), numberText(e.rel_error),
+                               note.join(QStringLiteral(", "))};
+    for (int c = 0; c < cells.size(); ++c) {
+      auto* it = new QTableWidgetItem(cells[c]);
+      if (r == 0) {
+        QFont b = it->font();
+        b.setBold(true);
+        it->setFont(b);
+      }
+      compare_->setItem(r, c, it);
+    }
+  }
+}
+
+QString BitLayoutView::csv() const {
+  QString t = QStringLiteral("format,code_hex,binary,value,class\n");
+  const Format& f = *format_;
+  for (uint32_t c = 0; c < f.codeCount(); ++c)
+    t += QStringLiteral("%1,%2,%3,%4,%5\n")
+             .arg(QString::fromStdString(f.name()), QString::fromStdString(f.hexString(c)),
+                  QString::fromStdString(f.binaryString(c)))
+             .arg(QString::number(f.decode(c), 'g', 17), QString::fromLatin1(toString(f.classify(c))));
+  return t;
+}
+
+} // namespace fp8lab::ui

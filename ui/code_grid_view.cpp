@@ -1,0 +1,198 @@
+#include "code_grid_view.h"
+
+#include "style.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHelpEvent>
+#include <QLabel>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace fp8lab::ui {
+
+CodeGrid::CodeGrid(QWidget* parent) : QWidget(parent) {
+  setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
+  setMouseTracking(true);
+}
+
+void CodeGrid::setFormat(const Format* f) {
+  format_ = f;
+  selected_ = -1;
+  update();
+}
+
+void CodeGrid::setSelected(int code) {
+  selected_ = code;
+  update();
+}
+
+int CodeGrid::rows() const { return format_ ? std::max(1, int(format_->codeCount() / 16)) : 16; }
+
+QRect CodeGrid::gridRect() const {
+  const int head = 22;
+  return rect().adjusted(head + 14, head, -4, -4);
+}
+
+QRect CodeGrid::cellRect(uint32_t code) const {
+  const QRect g = gridRect();
+  const int cols = 16, r = rows();
+  const double cw = double(g.width()) / cols, ch = double(g.height()) / r;
+  const int row = int(code / 16), col = int(code % 16);
+  return QRectF(g.left() + col * cw, g.top() + row * ch, cw, ch).toAlignedRect().adjusted(1, 1, -1, -1);
+}
+
+int CodeGrid::codeAt(const QPoint& p) const {
+  if (!format_) return -1;
+  for (uint32_t c = 0; c < format_->codeCount(); ++c)
+    if (cellRect(c).contains(p)) return int(c);
+  return -1;
+}
+
+void CodeGrid::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  if (!format_) return;
+  const QRect g = gridRect();
+  QFont small = font();
+  small.setPointSizeF(7.5);
+  QFont head = font();
+  head.setPointSizeF(8.5);
+  head.setBold(true);
+  p.setFont(head);
+  const int cols = 16, r = rows();
+  const bool tiny = format_->codeCount() < 16;
+  const uint32_t n = format_->codeCount();
+  for (int c = 0; c < (tiny ? int(n) : cols); ++c) {
+    QRect cr = cellRect(uint32_t(c));
+    p.drawText(QRect(cr.left(), 2, cr.width(), g.top() - 4), Qt::AlignCenter, QStringLiteral("_%1").arg(c, 0, 16));
+  }
+  for (int row = 0; row < r; ++row) {
+    QRect cr = cellRect(uint32_t(row * 16));
+    p.drawText(QRect(0, cr.top(), g.left() - 4, cr.height()), Qt::AlignRight | Qt::AlignVCenter,
+               QStringLiteral("%1_").arg(row, 0, 16));
+  }
+  for (uint32_t code = 0; code < n; ++code) {
+    const QRect cr = cellRect(code);
+    const CodeClass cls = format_->classify(code);
+    QColor bg = colors::ofClass(cls);
+    if (std::signbit(format_->decode(code)) && cls != CodeClass::NaN) bg = bg.darker(112);
+    p.fillRect(cr, bg);
+    if (int(code) == selected_) {
+      p.setPen(QPen(Qt::black, 3));
+      p.drawRect(cr.adjusted(1, 1, -2, -2));
+    }
+    p.setPen(Qt::black);
+    p.setFont(small);
+    const double v = format_->decode(code);
+    QString txt = std::isnan(v) ? QStringLiteral("NaN") : numberText(v);
+    if (txt.size() > 9) txt = QString::number(v, 'g', 3).replace(QLatin1Char('-'), QChar(0x2212));
+    if (cr.height() >= 26) {
+      p.setPen(QColor(0x30, 0x30, 0x30));
+      p.drawText(cr.adjusted(2, 1, -2, 0), Qt::AlignTop | Qt::AlignLeft, QString::fromStdString(format_->hexString(code)));
+      p.setPen(Qt::black);
+      p.drawText(cr.adjusted(1, 0, -1, -2), Qt::AlignBottom | Qt::AlignHCenter, txt);
+    } else {
+      p.drawText(cr, Qt::AlignCenter, txt);
+    }
+  }
+}
+
+void CodeGrid::mousePressEvent(QMouseEvent* e) {
+  int c = codeAt(e->position().toPoint());
+  if (c >= 0) {
+    setSelected(c);
+    Q_EMIT codeClicked(uint32_t(c));
+  }
+}
+
+bool CodeGrid::event(QEvent* e) {
+  if (e->type() == QEvent::ToolTip && format_) {
+    auto* he = static_cast<QHelpEvent*>(e);
+    int c = codeAt(he->pos());
+    if (c >= 0) {
+      QToolTip::showText(he->globalPos(),
+                         tr("%1 %2 = %3\n%4\nbinary %5\nclick to open in the bit layout view")
+                             .arg(QString::fromStdString(format_->name()), QString::fromStdString(format_->hexString(uint32_t(c))),
+                                  valueWithPow2(format_->decode(uint32_t(c))), classText(format_->classify(uint32_t(c))),
+                                  QString::fromStdString(format_->binaryString(uint32_t(c)))));
+      return true;
+    }
+  }
+  return QWidget::event(e);
+}
+
+CodeGridView::CodeGridView(QWidget* parent) : View(parent) {
+  auto* v = new QVBoxLayout(this);
+  auto* h = new QHBoxLayout;
+  h->addWidget(new QLabel(tr("Format:"), this));
+  format_box_ = new QComboBox(this);
+  format_box_->setObjectName(QStringLiteral("formatBox"));
+  for (const Format* f : Format::all())
+    if (f->bits() <= 8) format_box_->addItem(QString::fromStdString(f->name()));
+  h->addWidget(format_box_);
+  summary_ = new QLabel(this);
+  summary_->setObjectName(QStringLiteral("summary"));
+  h->addWidget(summary_, 1);
+  v->addLayout(h);
+  grid_ = new CodeGrid(this);
+  grid_->setObjectName(QStringLiteral("codeGrid"));
+  v->addWidget(grid_, 1);
+  // Legend: one swatch per class.
+  auto* legend = new QHBoxLayout;
+  legend->addWidget(new QLabel(tr("Classes:"), this));
+  for (CodeClass c : {CodeClass::Zero, CodeClass::Subnormal, CodeClass::Normal, CodeClass::MaxFinite,
+                      CodeClass::Infinity, CodeClass::NaN}) {
+    auto* sw = new QLabel(QStringLiteral("&nbsp;%1&nbsp;").arg(classText(c)), this);
+    sw->setTextFormat(Qt::RichText);
+    sw->setStyleSheet(QStringLiteral("background:%1; border:1px solid #777; padding:1px 4px;").arg(colors::ofClass(c).name()));
+    legend->addWidget(sw);
+  }
+  auto* neg = new QLabel(tr("(negative values slightly darker) · row = high nibble, column = low nibble · click a code to open it in the bit layout"), this);
+  neg->setStyleSheet(QStringLiteral("color:#555"));
+  legend->addWidget(neg, 1);
+  v->addLayout(legend);
+  connect(format_box_, &QComboBox::currentTextChanged, this, [this](const QString& n) { setFormat(n); });
+  connect(grid_, &CodeGrid::codeClicked, this, [this](uint32_t c) {
+    Q_EMIT codeActivated(QString::fromStdString(grid_->format()->name()), c);
+  });
+  setFormat(QStringLiteral("E4M3FN"));
+}
+
+bool CodeGridView::setFormat(const QString& name) {
+  const Format* f = Format::byName(name.toStdString());
+  if (!f || f->bits() > 8) return false;
+  if (f == grid_->format()) return true;
+  const QSignalBlocker b(format_box_);
+  format_box_->setCurrentText(QString::fromStdString(f->name()));
+  grid_->setFormat(f);
+  int counts[6] = {};
+  for (uint32_t c = 0; c < f->codeCount(); ++c) counts[int(f->classify(c))]++;
+  summary_->setText(tr("%1 codes: %2 zero, %3 subnormal, %4 normal, %5 max finite, %6 Inf, %7 NaN")
+                        .arg(f->codeCount()).arg(counts[0]).arg(counts[1]).arg(counts[2]).arg(counts[3])
+                        .arg(counts[4]).arg(counts[5]));
+  return true;
+}
+
+void CodeGridView::showCode(const QString& format, uint32_t code) {
+  const Format* f = Format::byName(format.toStdString());
+  if (!f || f->bits() > 8) return;
+  setFormat(format);
+  grid_->setSelected(int(code));
+}
+
+QString CodeGridView::csv() const {
+  const Format& f = *grid_->format();
+  QString t = QStringLiteral("format,code_hex,row,col,value,class\n");
+  for (uint32_t c = 0; c < f.codeCount(); ++c)
+    t += QStringLiteral("%1,%2,%3,%4,%5,%6\n")
+             .arg(QString::fromStdString(f.name()), QString::fromStdString(f.hexString(c)))
+             .arg(c / 16).arg(c % 16)
+             .arg(QString::number(f.decode(c), 'g', 17), QString::fromLatin1(toString(f.classify(c))));
+  return t;
+}
+
+} // namespace fp8lab::ui

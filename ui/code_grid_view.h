@@ -1,0 +1,65 @@
+// The code grid (issue 5 §4): all codes of a ≤ 8-bit format in a 16-column grid (16×16 for
+// 8-bit formats), coloured by class, high nibble down, low nibble across. Clicking a code selects
+// it in the bit layout view.
+#pragma once
+
+#include "formats/format.h"
+#include "view.h"
+
+class QComboBox;
+class QLabel;
+
+namespace fp8lab::ui {
+
+class CodeGrid : public QWidget {
+  Q_OBJECT
+public:
+  explicit CodeGrid(QWidget* parent = nullptr);
+  void setFormat(const Format* f);
+  const Format* format() const { return format_; }
+  void setSelected(int code);
+  int selected() const { return selected_; }
+  int rows() const;
+  QRect cellRect(uint32_t code) const;
+  QSize sizeHint() const override { return {900, 620}; }
+  QSize minimumSizeHint() const override { return {480, 300}; }
+
+Q_SIGNALS:
+  void codeClicked(uint32_t code);
+
+protected:
+  void paintEvent(QPaintEvent*) override;
+  void mousePressEvent(QMouseEvent*) override;
+  bool event(QEvent* e) override;
+
+private:
+  int codeAt(const QPoint& p) const;
+  QRect gridRect() const;
+  const Format* format_ = nullptr;
+  int selected_ = -1;
+};
+
+class CodeGridView : public View {
+  Q_OBJECT
+public:
+  explicit CodeGridView(QWidget* parent = nullptr);
+  QString viewId() const override { return QStringLiteral("codes"); }
+  QString title() const override { return tr("Code grid"); }
+  QString csv() const override;
+  bool setFormat(const QString& name);
+  const Format& format() const { return *grid_->format(); }
+  CodeGrid* grid() const { return grid_; }
+  /// Follows the bit layout view's selection (no signal back).
+  void showCode(const QString& format, uint32_t code);
+
+Q_SIGNALS:
+  /// The user picked a code: the main window shows it in the bit layout view.
+  void codeActivated(const QString& format, uint32_t code);
+
+private:
+  QComboBox* format_box_;
+  CodeGrid* grid_;
+  QLabel* summary_;
+};
+
+} // namespace fp8lab::ui

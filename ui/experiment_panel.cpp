@@ -1,0 +1,512 @@
+#include "experiment_panel.h"
+
+#include "formats/format.h"
+#include "session.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+namespace fp8lab::ui {
+
+namespace {
+// Element formats a GEMM operand may use; FP6/FP4 only with MX block scaling (OCP MX v1.0).
+const QStringList kFp8 = {QStringLiteral("E4M3FN"), QStringLiteral("E5M2"), QStringLiteral("E4M3FNUZ"),
+                          QStringLiteral("E5M2FNUZ")};
+const QStringList kMxElem = {QStringLiteral("E4M3FN"), QStringLiteral("E5M2"), QStringLiteral("E2M3"),
+                             QStringLiteral("E3M2"), QStringLiteral("E2M1")};
+
+struct Item {
+  const char* key;
+  const char* text;
+};
+const Item kScalings[] = {{"per-tensor-current", "Per-tensor current"},   {"per-tensor-delayed", "Per-tensor delayed"},
+                          {"per-row", "Per-row (A) / per-column (B)"},     {"1x128", "1x128 blocks (A), 128x128 (B)"},
+                          {"128x128", "128x128 blocks"},                   {"mx32", "MX block-32 (E8M0)"}};
+const Item kPresets[] = {{"te", "Transformer Engine"}, {"torchao", "torchao"}, {"flax", "Flax fp8_ops"},
+                         {"deepgemm", "DeepGEMM / DeepSeek-V3"}};
+const Item kAccum[] = {{"split-fp32", "Split FP32 (promote every N_C of K)"}, {"fp32", "FP32, fixed order"},
+                       {"fast-accum", "Fast accumulation (model)"},           {"exact", "Exact (double)"}};
+const Item kOutputs[] = {{"fp32", "FP32"}, {"bf16", "BF16"}, {"fp16", "FP16"}, {"e4m3fn", "E4M3FN"}, {"e5m2", "E5M2"}};
+const Item kInputs[] = {{"distribution", "Distribution"}, {"import", "Imported tensor"}, {"training", "Trained weights of a run"}};
+const Item kDists[] = {{"normal", "Normal"}, {"uniform", "Uniform"}, {"lognormal", "Log-normal"}, {"outliers", "Normal + outliers"}};
+
+void fill(QComboBox* b, const Item* items, size_t n) {
+  for (size_t i = 0; i < n; ++i) b->addItem(QObject::tr(items[i].text), QString::fromLatin1(items[i].key));
+}
+template <size_t N> void fill(QComboBox* b, const Item (&items)[N]) { fill(b, items, N); }
+
+void setData(QComboBox* b, const QJsonValue& v) {
+  if (!v.isString()) return;
+  int i = b->findData(v.toString());
+  if (i < 0) i = b->findText(v.toString());
+  if (i >= 0) b->setCurrentIndex(i);
+}
+QString key(const QComboBox* b) { return b->currentData().isValid() ? b->currentData().toString() : b->currentText(); }
+} // namespace
+
+ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
+  setObjectName(QStringLiteral("ExperimentPanel"));
+  updating_ = true; // no reactions while the widgets are being built
+  auto* outer = new QVBoxLayout(this);
+  outer->setContentsMargins(4, 4, 4, 4);
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  auto* inner = new QWidget(scroll);
+  form_ = new QFormLayout(inner);
+  form_->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  form_->setLabelAlignment(Qt::AlignRight);
+
+  auto combo = [&](const QString& name) {
+    auto* c = new QComboBox(inner);
+    c->setObjectName(name);
+    connect(c, &QComboBox::currentIndexChanged, this, &ExperimentPanel::onWidgetChanged);
+    return c;
+  };
+  auto spin = [&](const QString& name, int lo, int hi, int val, const QString& suffix = {}) {
+    auto* s = new QSpinBox(inner);
+    s->setObjectName(name);
+    s->setRange(lo, hi);
+    s->setValue(val);
+    s->setSuffix(suffix);
+    s->setAccelerated(true);
+    connect(s, &QSpinBox::valueChanged, this, &ExperimentPanel::onWidgetChanged);
+    return s;
+  };
+  auto section = [&](const QString& t) {
+    auto* l = new QLabel(QStringLiteral("<b>%1</b>").arg(t), inner);
+    form_->addRow(l);
+  };
+
+  section(tr("Operands"));
+  fmt_a_ = combo(QStringLiteral("formatA"));
+  fmt_b_ = combo(QStringLiteral("formatB"));
+  for (const QString& f : kFp8 + QStringList{QStringLiteral("E2M3"), QStringLiteral("E3M2"), QStringLiteral("E2M1")}) {
+    fmt_a_->addItem(f, f);
+    fmt_b_->addItem(f, f);
+  }
+  fmt_a_->setToolTip(tr("Element format of A [M,K] (forward activations: E4M3FN)"));
+  fmt_b_->setToolTip(tr("Element format of B [K,N] (weights E4M3FN; gradients E5M2 in HYBRID recipes)"));
+  form_->addRow(tr("Format of A:"), fmt_a_);
+  form_->addRow(tr("Format of B:"), fmt_b_);
+  m_ = spin(QStringLiteral("m"), 1, 65536, 256);
+  n_ = spin(QStringLiteral("n"), 1, 65536, 256);
+  k_ = spin(QStringLiteral("k"), 1, 65536, 1024);
+  auto* dims = new QHBoxLayout;
+  dims->addWidget(new QLabel(QStringLiteral("M"), inner));
+  dims->addWidget(m_);
+  dims->addWidget(new QLabel(QStringLiteral("N"), inner));
+  dims->addWidget(n_);
+  dims->addWidget(new QLabel(QStringLiteral("K"), inner));
+  dims->addWidget(k_);
+  form_->addRow(tr("Shape:"), dims);
+
+  section(tr("Scaling"));
+  scaling_ = combo(QStringLiteral("scaling"));
+  fill(scaling_, kScalings);
+  form_->addRow(tr("Strategy:"), scaling_);
+  preset_ = combo(QStringLiteral("preset"));
+  fill(preset_, kPresets);
+  preset_->setToolTip(tr("Whose exact rules to follow (SCALING-SEMANTICS.md): edge cases of amax 0/Inf/NaN, "
+                         "scale rounding, clamps"));
+  form_->addRow(tr("Preset:"), preset_);
+  history_ = spin(QStringLiteral("historyLength"), 1, 4096, 1024, tr(" steps"));
+  form_->addRow(tr("History length:"), history_);
+  algo_ = combo(QStringLiteral("amaxAlgo"));
+  algo_->addItem(QStringLiteral("max"), QStringLiteral("max"));
+  algo_->addItem(QStringLiteral("most_recent"), QStringLiteral("most_recent"));
+  form_->addRow(tr("amax algo:"), algo_);
+  margin_ = spin(QStringLiteral("margin"), 0, 16, 0);
+  margin_->setToolTip(tr("Extra power-of-two headroom: the quant scale is divided by 2^margin"));
+  form_->addRow(tr("Margin:"), margin_);
+  block_ = spin(QStringLiteral("blockSize"), 1, 4096, 128);
+  form_->addRow(tr("Block size:"), block_);
+  pow2_ = new QCheckBox(tr("round scales down to powers of two"), inner);
+  pow2_->setObjectName(QStringLiteral("pow2"));
+  connect(pow2_, &QCheckBox::toggled, this, &ExperimentPanel::onWidgetChanged);
+  form_->addRow(tr("Power of two:"), pow2_);
+  mx_rule_ = combo(QStringLiteral("mxRule"));
+  mx_rule_->addItem(tr("FLOOR (OCP MX v1.0)"), QStringLiteral("floor"));
+  mx_rule_->addItem(tr("RCEIL (NVIDIA)"), QStringLiteral("rceil"));
+  form_->addRow(tr("MX rule:"), mx_rule_);
+
+  section(tr("GEMM"));
+  accum_ = combo(QStringLiteral("accumulation"));
+  fill(accum_, kAccum);
+  accum_->setToolTip(tr("Fast accumulation is a MODEL of undocumented Hopper hardware (DeepSeek-V3 \u00a73.3)"));
+  form_->addRow(tr("Accumulation:"), accum_);
+  promo_ = spin(QStringLiteral("promotionInterval"), 1, 65536, 128, tr(" of K"));
+  form_->addRow(tr("Promotion N_C:"), promo_);
+  fast_bits_ = spin(QStringLiteral("fastAccumBits"), 8, 24, 14, tr(" bits"));
+  form_->addRow(tr("Fast-accum bits:"), fast_bits_);
+  output_ = combo(QStringLiteral("output"));
+  fill(output_, kOutputs);
+  form_->addRow(tr("Output type:"), output_);
+
+  section(tr("Input"));
+  input_ = combo(QStringLiteral("input"));
+  fill(input_, kInputs);
+  form_->addRow(tr("Source:"), input_);
+  dist_ = combo(QStringLiteral("distribution"));
+  fill(dist_, kDists);
+  form_->addRow(tr("Distribution:"), dist_);
+  sigma_ = new QDoubleSpinBox(inner);
+  sigma_->setObjectName(QStringLiteral("sigma"));
+  sigma_->setDecimals(6);
+  sigma_->setRange(1e-6, 1e6);
+  sigma_->setValue(1.0);
+  sigma_->setToolTip(tr("Standard deviation (normal, log-normal in log space) or half-width (uniform)"));
+  connect(sigma_, &QDoubleSpinBox::valueChanged, this, &ExperimentPanel::onWidgetChanged);
+  form_->addRow(tr("Scale \u03c3:"), sigma_);
+  auto* imp = new QHBoxLayout;
+  import_path_ = new QLineEdit(inner);
+  import_path_->setObjectName(QStringLiteral("importPath"));
+  import_path_->setPlaceholderText(tr(".npy, .safetensors or HDF5 file"));
+  connect(import_path_, &QLineEdit::textChanged, this, &ExperimentPanel::onWidgetChanged);
+  browse_ = new QPushButton(tr("Browse\u2026"), inner);
+  connect(browse_, &QPushButton::clicked, this, [this] {
+    const QString f = QFileDialog::getOpenFileName(this, tr("Import tensor"), {},
+                                                   tr("Tensors (*.npy *.safetensors *.h5 *.hdf5);;All files (*)"));
+    if (!f.isEmpty()) import_path_->setText(f);
+  });
+  imp->addWidget(import_path_, 1);
+  imp->addWidget(browse_);
+  form_->addRow(tr("Tensor file:"), imp);
+  train_run_ = combo(QStringLiteral("trainingRun"));
+  form_->addRow(tr("Training run:"), train_run_);
+  seed_ = spin(QStringLiteral("seed"), 0, 2147483647, 42);
+  form_->addRow(tr("Seed:"), seed_);
+  backend_ = combo(QStringLiteral("backend"));
+  backend_->addItem(tr("CPU reference"), QStringLiteral("cpu"));
+  backend_->addItem(tr("CUDA (no GPU found)"), QStringLiteral("cuda"));
+  form_->addRow(tr("Backend:"), backend_);
+
+  scroll->setWidget(inner);
+  outer->addWidget(scroll, 1);
+
+  problems_label_ = new QLabel(this);
+  problems_label_->setObjectName(QStringLiteral("problems"));
+  problems_label_->setWordWrap(true);
+  problems_label_->setTextFormat(Qt::RichText);
+  outer->addWidget(problems_label_);
+
+  auto* runRow = new QHBoxLayout;
+  run_ = new QPushButton(QIcon(QStringLiteral(":/fp8lab/icons/run.svg")), tr("Run"), this);
+  run_->setObjectName(QStringLiteral("runButton"));
+  run_->setToolTip(tr("Run the experiment in the background (Ctrl+R); the result is added to the session"));
+  cancel_ = new QPushButton(QIcon(QStringLiteral(":/fp8lab/icons/stop.svg")), tr("Cancel"), this);
+  cancel_->setObjectName(QStringLiteral("cancelButton"));
+  cancel_->setEnabled(false);
+  runRow->addWidget(run_, 1);
+  runRow->addWidget(cancel_);
+  outer->addLayout(runRow);
+  progress_ = new QProgressBar(this);
+  progress_->setRange(0, 1000);
+  progress_->setTextVisible(true);
+  progress_->setFormat(QStringLiteral("%p%"));
+  progress_->setVisible(false);
+  outer->addWidget(progress_);
+  stage_ = new QLabel(this);
+  stage_->setVisible(false);
+  outer->addWidget(stage_);
+
+  connect(run_, &QPushButton::clicked, this, [this] {
+    if (isValid() && runner_) Q_EMIT runRequested(config());
+  });
+  connect(cancel_, &QPushButton::clicked, this, &ExperimentPanel::cancelRequested);
+
+  updating_ = false;
+  resetToDefaults();
+}
+
+QJsonObject ExperimentPanel::defaultConfig() {
+  return QJsonObject{
+      {QStringLiteral("a_format"), QStringLiteral("E4M3FN")},
+      {QStringLiteral("b_format"), QStringLiteral("E4M3FN")},
+      {QStringLiteral("m"), 256},
+      {QStringLiteral("n"), 256},
+      {QStringLiteral("k"), 1024},
+      {QStringLiteral("scaling"), QStringLiteral("per-tensor-current")},
+      {QStringLiteral("preset"), QStringLiteral("te")},
+      {QStringLiteral("history_len"), 1024},
+      {QStringLiteral("amax_algo"), QStringLiteral("max")},
+      {QStringLiteral("margin"), 0},
+      {QStringLiteral("block"), 128},
+      {QStringLiteral("pow2_scales"), false},
+      {QStringLiteral("mx_rule"), QStringLiteral("floor")},
+      {QStringLiteral("accumulation"), QStringLiteral("split-fp32")},
+      {QStringLiteral("promotion_interval"), 128},
+      {QStringLiteral("fast_accum_bits"), 14},
+      {QStringLiteral("output"), QStringLiteral("fp32")},
+      {QStringLiteral("input"), QStringLiteral("distribution")},
+      {QStringLiteral("distribution"), QStringLiteral("normal")},
+      {QStringLiteral("sigma"), 1.0},
+      {QStringLiteral("import_path"), QString()},
+      {QStringLiteral("training_run"), QString()},
+      {QStringLiteral("seed"), 42},
+      {QStringLiteral("backend"), QStringLiteral("cpu")},
+  };
+}
+
+void ExperimentPanel::resetToDefaults() { setConfig(defaultConfig()); }
+
+QJsonObject ExperimentPanel::config() const {
+  QJsonObject c;
+  c[QStringLiteral("a_format")] = key(fmt_a_);
+  c[QStringLiteral("b_format")] = key(fmt_b_);
+  c[QStringLiteral("m")] = m_->value();
+  c[QStringLiteral("n")] = n_->value();
+  c[QStringLiteral("k")] = k_->value();
+  c[QStringLiteral("scaling")] = key(scaling_);
+  c[QStringLiteral("preset")] = key(preset_);
+  c[QStringLiteral("history_len")] = history_->value();
+  c[QStringLiteral("amax_algo")] = key(algo_);
+  c[QStringLiteral("margin")] = margin_->value();
+  c[QStringLiteral("block")] = block_->value();
+  c[QStringLiteral("pow2_scales")] = pow2_->isChecked();
+  c[QStringLiteral("mx_rule")] = key(mx_rule_);
+  c[QStringLiteral("accumulation")] = key(accum_);
+  c[QStringLiteral("promotion_interval")] = promo_->value();
+  c[QStringLiteral("fast_accum_bits")] = fast_bits_->value();
+  c[QStringLiteral("output")] = key(output_);
+  c[QStringLiteral("input")] = key(input_);
+  c[QStringLiteral("distribution")] = key(dist_);
+  c[QStringLiteral("sigma")] = sigma_->value();
+  c[QStringLiteral("import_path")] = import_path_->text();
+  c[QStringLiteral("training_run")] = train_run_->currentData().toString();
+  c[QStringLiteral("seed")] = seed_->value();
+  c[QStringLiteral("backend")] = key(backend_);
+  return c;
+}
+
+void ExperimentPanel::setConfig(const QJsonObject& c) {
+  updating_ = true;
+  setData(fmt_a_, c.value(QStringLiteral("a_format")));
+  setData(fmt_b_, c.value(QStringLiteral("b_format")));
+  auto setInt = [&](QSpinBox* s, const char* k) {
+    const QJsonValue v = c.value(QLatin1String(k));
+    if (v.isDouble()) s->setValue(v.toInt());
+  };
+  setInt(m_, "m");
+  setInt(n_, "n");
+  setInt(k_, "k");
+  setData(scaling_, c.value(QStringLiteral("scaling")));
+  setData(preset_, c.value(QStringLiteral("preset")));
+  setInt(history_, "history_len");
+  setData(algo_, c.value(QStringLiteral("amax_algo")));
+  setInt(margin_, "margin");
+  setInt(block_, "block");
+  if (c.contains(QStringLiteral("pow2_scales"))) pow2_->setChecked(c.value(QStringLiteral("pow2_scales")).toBool());
+  setData(mx_rule_, c.value(QStringLiteral("mx_rule")));
+  setData(accum_, c.value(QStringLiteral("accumulation")));
+  setInt(promo_, "promotion_interval");
+  setInt(fast_bits_, "fast_accum_bits");
+  setData(output_, c.value(QStringLiteral("output")));
+  setData(input_, c.value(QStringLiteral("input")));
+  setData(dist_, c.value(QStringLiteral("distribution")));
+  if (c.value(QStringLiteral("sigma")).isDouble()) sigma_->setValue(c.value(QStringLiteral("sigma")).toDouble());
+  if (c.contains(QStringLiteral("import_path"))) import_path_->setText(c.value(QStringLiteral("import_path")).toString());
+  setData(train_run_, c.value(QStringLiteral("training_run")));
+  setInt(seed_, "seed");
+  setData(backend_, c.value(QStringLiteral("backend")));
+  updating_ = false;
+  updateVisibility();
+  revalidate();
+}
+
+void ExperimentPanel::onWidgetChanged() {
+  if (updating_) return;
+  updateVisibility();
+  revalidate();
+  Q_EMIT configChanged(config());
+}
+
+void ExperimentPanel::updateVisibility() {
+  const QString s = key(scaling_);
+  const bool delayed = s == QStringLiteral("per-tensor-delayed");
+  const bool mx = s == QStringLiteral("mx32");
+  const bool block = s == QStringLiteral("1x128") || s == QStringLiteral("128x128");
+  form_->setRowVisible(preset_, !mx);
+  form_->setRowVisible(history_, delayed);
+  form_->setRowVisible(algo_, delayed);
+  form_->setRowVisible(margin_, delayed || s == QStringLiteral("per-tensor-current"));
+  form_->setRowVisible(block_, block);
+  form_->setRowVisible(pow2_, !mx);
+  form_->setRowVisible(mx_rule_, mx);
+  const QString acc = key(accum_);
+  form_->setRowVisible(promo_, acc == QStringLiteral("split-fp32") || acc == QStringLiteral("fast-accum"));
+  form_->setRowVisible(fast_bits_, acc == QStringLiteral("fast-accum"));
+  const QString in = key(input_);
+  form_->setRowVisible(dist_, in == QStringLiteral("distribution"));
+  form_->setRowVisible(sigma_, in == QStringLiteral("distribution"));
+  // The import row is a layout; find its row through the line edit's layout item.
+  for (int r = 0; r < form_->rowCount(); ++r) {
+    QLayoutItem* it = form_->itemAt(r, QFormLayout::FieldRole);
+    if (it && it->layout() && it->layout()->indexOf(import_path_) >= 0) form_->setRowVisible(r, in == QStringLiteral("import"));
+  }
+  form_->setRowVisible(train_run_, in == QStringLiteral("training"));
+}
+
+QList<ConfigProblem> ExperimentPanel::validate(const QJsonObject& c, bool gpu_available, const QStringList& training_runs) {
+  QList<ConfigProblem> p;
+  const QString a = c.value(QStringLiteral("a_format")).toString(), b = c.value(QStringLiteral("b_format")).toString();
+  const QString s = c.value(QStringLiteral("scaling")).toString();
+  const bool mx = s == QStringLiteral("mx32");
+  const bool gpu = c.value(QStringLiteral("backend")).toString() == QStringLiteral("cuda");
+  const int m = c.value(QStringLiteral("m")).toInt(), n = c.value(QStringLiteral("n")).toInt(),
+            k = c.value(QStringLiteral("k")).toInt();
+  for (const auto& [name, f] : {std::pair{QObject::tr("Format of A"), a}, std::pair{QObject::tr("Format of B"), b}}) {
+    if (!Format::byName(f.toStdString()))
+      p << ConfigProblem{name, QObject::tr("'%1' is not a known format.").arg(f)};
+    else if (mx && !kMxElem.contains(f))
+      p << ConfigProblem{name, QObject::tr("%1 is not an MX element format (OCP MX v1.0: E4M3FN, E5M2, E2M3, E3M2, E2M1).").arg(f)};
+    else if (!mx && !kFp8.contains(f))
+      p << ConfigProblem{name, QObject::tr("%1 is a 6- or 4-bit MX element type: pick MX block-32 scaling to use it.").arg(f)};
+  }
+  for (const auto& [name, v] : {std::pair{QStringLiteral("M"), m}, std::pair{QStringLiteral("N"), n}, std::pair{QStringLiteral("K"), k}})
+    if (v < 1 || v > 65536) p << ConfigProblem{QObject::tr("Shape"), QObject::tr("%1 = %2 is out of range (1 \u2026 65536).").arg(name).arg(v)};
+  // Inputs, codes, outputs, reference and error maps: about 4 bytes per element of A and B,
+  // 5 float32 arrays of [M,N]. Refuse what does not fit comfortably in memory.
+  const double bytes = 4.0 * (double(m) * k + double(k) * n) * 2 + 20.0 * double(m) * n;
+  if (bytes > 8.0 * 1024 * 1024 * 1024)
+    p << ConfigProblem{QObject::tr("Shape"), QObject::tr("M\u00b7K, K\u00b7N and M\u00b7N need about %1 GiB; the limit is 8 GiB.")
+                                                 .arg(bytes / (1024.0 * 1024 * 1024), 0, 'f', 1)};
+  if (s == QStringLiteral("1x128") || s == QStringLiteral("128x128")) {
+    const int blk = c.value(QStringLiteral("block")).toInt();
+    if (blk < 1 || blk > k) p << ConfigProblem{QObject::tr("Block size"), QObject::tr("block size %1 must be between 1 and K = %2.").arg(blk).arg(k)};
+  }
+  if (s == QStringLiteral("per-tensor-delayed")) {
+    const int h = c.value(QStringLiteral("history_len")).toInt();
+    if (h < 1 || h > 4096) p << ConfigProblem{QObject::tr("History length"), QObject::tr("history length must be 1 \u2026 4096.")};
+    if (c.value(QStringLiteral("preset")).toString() == QStringLiteral("flax") && c.value(QStringLiteral("margin")).toInt() != 0)
+      p << ConfigProblem{QObject::tr("Margin"), QObject::tr("Flax never passes a margin (it is always 0 in fp8_ops); "
+                                                            "the margin is ignored with the Flax preset."), false};
+    p << ConfigProblem{QObject::tr("Strategy"), QObject::tr("A single GEMM has no amax history yet: delayed scaling quantizes "
+                                                            "with the initial scale (1.0). Use a training run to see the history."), false};
+  }
+  const QString acc = c.value(QStringLiteral("accumulation")).toString();
+  if (acc == QStringLiteral("fast-accum"))
+    p << ConfigProblem{QObject::tr("Accumulation"), QObject::tr("Fast accumulation is a model of undocumented hardware behaviour "
+                                                                "(DeepSeek-V3 \u00a73.3), not a measurement."), false};
+  const QString in = c.value(QStringLiteral("input")).toString();
+  if (in == QStringLiteral("import")) {
+    const QString path = c.value(QStringLiteral("import_path")).toString();
+    const QString suf = QFileInfo(path).suffix().toLower();
+    if (path.isEmpty()) p << ConfigProblem{QObject::tr("Tensor file"), QObject::tr("choose a tensor file to import.")};
+    else if (!QFileInfo::exists(path)) p << ConfigProblem{QObject::tr("Tensor file"), QObject::tr("%1 does not exist.").arg(path)};
+    else if (!QStringList{QStringLiteral("npy"), QStringLiteral("safetensors"), QStringLiteral("h5"), QStringLiteral("hdf5")}.contains(suf))
+      p << ConfigProblem{QObject::tr("Tensor file"), QObject::tr("'.%1' files cannot be imported (use .npy, .safetensors or HDF5).").arg(suf)};
+  } else if (in == QStringLiteral("training")) {
+    const QString r = c.value(QStringLiteral("training_run")).toString();
+    if (training_runs.isEmpty())
+      p << ConfigProblem{QObject::tr("Training run"), QObject::tr("the session has no training run: open or run one first.")};
+    else if (!training_runs.contains(r))
+      p << ConfigProblem{QObject::tr("Training run"), QObject::tr("choose a training run.")};
+  } else if (c.value(QStringLiteral("sigma")).toDouble() <= 0) {
+    p << ConfigProblem{QObject::tr("Scale \u03c3"), QObject::tr("\u03c3 must be positive.")};
+  }
+  if (gpu) {
+    if (!gpu_available)
+      p << ConfigProblem{QObject::tr("Backend"), QObject::tr("no CUDA GPU is available on this machine; use the CPU reference.")};
+    if (a == QStringLiteral("E5M2") && b == QStringLiteral("E5M2"))
+      p << ConfigProblem{QObject::tr("Backend"), QObject::tr("E5M2 \u00d7 E5M2 is not supported by cuBLASLt (the CPU reference runs it).")};
+    if (a.endsWith(QStringLiteral("FNUZ")) || b.endsWith(QStringLiteral("FNUZ")))
+      p << ConfigProblem{QObject::tr("Backend"), QObject::tr("FNUZ formats are AMD formats; cuBLASLt has no FNUZ types.")};
+    if (acc == QStringLiteral("fast-accum") || acc == QStringLiteral("exact"))
+      p << ConfigProblem{QObject::tr("Backend"), QObject::tr("the '%1' accumulation is a CPU model; the GPU accumulates as the hardware does.").arg(acc)};
+    if (k % 16 != 0)
+      p << ConfigProblem{QObject::tr("Shape"), QObject::tr("cuBLASLt FP8 needs K to be a multiple of 16 (K = %1).").arg(k)};
+  }
+  return p;
+}
+
+bool ExperimentPanel::isValid() const {
+  for (const auto& p : problems_)
+    if (p.blocking) return false;
+  return true;
+}
+
+void ExperimentPanel::revalidate() {
+  QStringList runs;
+  if (session_)
+    for (const auto& r : session_->runs())
+      if (r.kind == QStringLiteral("training")) runs << r.id;
+  problems_ = validate(config(), gpu_, runs);
+  QString html;
+  for (const auto& p : problems_)
+    html += QStringLiteral("<div style='color:%1'>%2 <b>%3:</b> %4</div>")
+                .arg(p.blocking ? QStringLiteral("#c62828") : QStringLiteral("#8a6d00"),
+                     p.blocking ? QStringLiteral("\u2716") : QStringLiteral("\u2139"), p.field.toHtmlEscaped(),
+                     p.reason.toHtmlEscaped());
+  if (!runner_)
+    html += QStringLiteral("<div style='color:#555'>\u2139 %1</div>").arg(runner_why_.toHtmlEscaped());
+  problems_label_->setText(html);
+  problems_label_->setVisible(!html.isEmpty());
+  run_->setEnabled(isValid() && runner_ && !cancel_->isEnabled());
+  run_->setToolTip(!runner_ ? runner_why_
+                            : isValid() ? tr("Run the experiment in the background (Ctrl+R)")
+                                        : tr("Fix the problems listed above first"));
+}
+
+void ExperimentPanel::setSession(Session* s) {
+  session_ = s;
+  auto refill = [this] {
+    const QString cur = train_run_->currentData().toString();
+    const QSignalBlocker b(train_run_);
+    train_run_->clear();
+    if (session_)
+      for (const auto& r : session_->runs())
+        if (r.kind == QStringLiteral("training")) train_run_->addItem(r.label, r.id);
+    int i = train_run_->findData(cur);
+    if (i >= 0) train_run_->setCurrentIndex(i);
+    revalidate();
+  };
+  connect(s, &Session::runAdded, this, refill);
+  connect(s, &Session::runRemoved, this, refill);
+  connect(s, &Session::reset_, this, refill);
+  refill();
+}
+
+void ExperimentPanel::setGpu(bool available, const QString& name) {
+  gpu_ = available;
+  gpu_name_ = name;
+  backend_->setItemText(1, available ? tr("CUDA \u2014 %1").arg(name) : tr("CUDA (no GPU found)"));
+  revalidate();
+}
+
+void ExperimentPanel::setRunnerAvailable(bool available, const QString& why) {
+  runner_ = available;
+  runner_why_ = why;
+  revalidate();
+}
+
+void ExperimentPanel::setRunning(bool running) {
+  cancel_->setEnabled(running);
+  progress_->setVisible(running);
+  stage_->setVisible(running);
+  if (running) {
+    progress_->setValue(0);
+    stage_->setText(tr("starting\u2026"));
+  }
+  revalidate();
+}
+
+void ExperimentPanel::setProgress(double fraction, const QString& stage) {
+  progress_->setValue(int(std::clamp(fraction, 0.0, 1.0) * 1000));
+  stage_->setText(stage);
+}
+
+} // namespace fp8lab::ui

@@ -1,0 +1,627 @@
+#include "main_window.h"
+
+#include "bit_layout_view.h"
+#include "code_grid_view.h"
+#include "experiment_panel.h"
+#include "experiment_runner.h"
+#include "issues.h"
+#include "job.h"
+#include "learn_page.h"
+#include "number_line_view.h"
+#include "session.h"
+#include "style.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDesktopServices>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFutureWatcher>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTextBrowser>
+#include <QToolBar>
+#include <QToolButton>
+#include <QTreeWidget>
+#include <QUndoStack>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+// Q_INIT_RESOURCE must be called outside any namespace.
+static void initFp8labResources() { Q_INIT_RESOURCE(fp8lab); }
+
+namespace fp8lab::ui {
+
+namespace {
+constexpr int kMaxRecent = 8;
+const QString kRecentKey = QStringLiteral("recentFiles");
+}
+
+MainWindow::MainWindow() : MainWindow(Options{}) {}
+
+MainWindow::MainWindow(const Options& opt, QWidget* parent)
+    : QMainWindow(parent), opt_(opt), session_(new Session(this)), issues_(new IssueList(this)), job_(new Job(this)) {
+  initFp8labResources();
+  setObjectName(QStringLiteral("MainWindow"));
+  setWindowIcon(QIcon(QStringLiteral(":/fp8lab/icons/fp8lab.svg")));
+  setDockNestingEnabled(true);
+
+  auto* central = new QWidget(this);
+  auto* cv = new QVBoxLayout(central);
+  cv->setContentsMargins(0, 0, 0, 0);
+  cv->setSpacing(0);
+  banner_ = new QLabel(central);
+  banner_->setObjectName(QStringLiteral("banner"));
+  banner_->setWordWrap(true);
+  banner_->setTextFormat(Qt::RichText);
+  banner_->setStyleSheet(QStringLiteral("QLabel { background:#e3f2fd; color:#0d47a1; padding:6px 10px; border-bottom:1px solid #90caf9; }"));
+  connect(banner_, &QLabel::linkActivated, this, [this](const QString& link) {
+    if (link == QStringLiteral("run")) runExperiment(panel_->config());
+    else if (link == QStringLiteral("open")) openSessionDialog();
+    else if (link == QStringLiteral("panel")) { panel_dock_->show(); panel_dock_->raise(); }
+    else if (link == QStringLiteral("close")) banner_->hide();
+  });
+  cv->addWidget(banner_);
+  tabs_ = new QTabWidget(central);
+  tabs_->setObjectName(QStringLiteral("views"));
+  tabs_->setDocumentMode(true);
+  cv->addWidget(tabs_, 1);
+  setCentralWidget(central);
+
+  bits_ = new BitLayoutView(this);
+  numberline_ = new NumberLineView(this);
+  codes_ = new CodeGridView(this);
+  learn_ = new LearnPage(this);
+  addView(bits_);
+  addView(numberline_);
+  addView(codes_);
+  addView(learn_);
+  // The code grid and the bit layout show the same selection.
+  connect(codes_, &CodeGridView::codeActivated, this, [this](const QString& f, uint32_t c) {
+    bits_->setFormat(f);
+    bits_->setCode(c);
+    showView(bits_->viewId());
+  });
+  connect(bits_, &BitLayoutView::codeChanged, codes_, &CodeGridView::showCode);
+  codes_->showCode(QString::fromStdString(bits_->format().name()), bits_->code());
+
+  buildDocks();
+  buildActions();
+  buildStatusBar();
+
+  runner_ = builtinExperimentRunner();
+  panel_->setRunnerAvailable(bool(runner_), experimentRunnerMissingReason());
+
+  connect(session_, &Session::runAdded, this, &MainWindow::rebuildSessionTree);
+  connect(session_, &Session::runRemoved, this, &MainWindow::rebuildSessionTree);
+  connect(session_, &Session::runChanged, this, &MainWindow::rebuildSessionTree);
+  connect(session_, &Session::reset_, this, &MainWindow::rebuildSessionTree);
+  connect(session_, &Session::fileNameChanged, this, &MainWindow::updateTitle);
+  connect(session_, &Session::modifiedChanged, this, &MainWindow::updateTitle);
+  connect(issues_, &IssueList::countsChanged, this, &MainWindow::updateIssueCounter);
+  connect(job_, &Job::started, this, [this](const QString& t) {
+    panel_->setRunning(true);
+    job_label_->setText(t);
+    job_bar_->setValue(0);
+    job_bar_->show();
+    job_cancel_->show();
+    job_label_->show();
+  });
+  connect(job_, &Job::progress, this, [this](double f, const QString& st) {
+    panel_->setProgress(f, st);
+    job_bar_->setValue(int(f * 1000));
+    job_bar_->setToolTip(st);
+  });
+  connect(job_, &Job::ended, this, [this] {
+    panel_->setRunning(false);
+    job_bar_->hide();
+    job_cancel_->hide();
+    job_label_->hide();
+  });
+  connect(job_, &Job::finished, this, &MainWindow::onJobFinished);
+  connect(job_, &Job::failed, this, [this](const QString& why) {
+    issues_->report(Severity::Error, tr("The experiment failed: %1").arg(why), tr("Experiment panel"));
+    statusBar()->showMessage(tr("Experiment failed"), 5000);
+  });
+  connect(job_, &Job::cancelled, this, [this] { statusBar()->showMessage(tr("Experiment cancelled; nothing was added"), 5000); });
+  connect(panel_, &ExperimentPanel::runRequested, this, &MainWindow::runExperiment);
+  connect(panel_, &ExperimentPanel::cancelRequested, job_, &Job::cancel);
+  for (View* v : views_) v->setSession(session_);
+  panel_->setSession(session_);
+
+  resize(1400, 900);
+  if (opt_.restore_settings) {
+    QSettings s;
+    restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+    showView(s.value(QStringLiteral("window/view"), QStringLiteral("bits")).toString());
+  }
+  rebuildRecentMenu();
+  rebuildSessionTree();
+  updateTitle();
+  updateIssueCounter();
+
+  setBackend(BackendInfo{false, QStringLiteral("CPU"), tr("probing for a GPU\u2026")});
+  if (opt_.probe_backend) {
+    auto* w = new QFutureWatcher<BackendInfo>(this);
+    connect(w, &QFutureWatcher<BackendInfo>::finished, this, [this, w] {
+      setBackend(w->result());
+      w->deleteLater();
+    });
+    w->setFuture(QtConcurrent::run(&probeBackend));
+  }
+
+  bool opened = false;
+  if (opt_.open_default_session) {
+    const QString def = defaultSessionPath();
+    if (!def.isEmpty() && Session::fileSupport()) opened = openSession(def);
+  }
+  if (opened) {
+    banner_->setText(tr("Showing the small bundled default session. "
+                        "<a href='run'>Run the full default experiment</a> in the background \u00b7 "
+                        "<a href='open'>open another session</a> \u00b7 <a href='close'>hide</a>"));
+  } else {
+    banner_->setText(tr("No session open: explore the number formats in the tabs below, "
+                        "<a href='open'>open a session</a> (Ctrl+O) or set up an experiment in the "
+                        "<a href='panel'>Experiment panel</a> and run it (Ctrl+R). \u00b7 <a href='close'>hide</a>"));
+  }
+}
+
+MainWindow::~MainWindow() {
+  job_->cancel();
+  job_->waitForFinished();
+}
+
+void MainWindow::addView(View* view) {
+  views_.append(view);
+  tabs_->addTab(view, view->title());
+  if (view_menu_) {
+    auto* a = view_menu_->addAction(view->title(), this, [this, view] { tabs_->setCurrentWidget(view); });
+    a->setObjectName(QStringLiteral("showView_") + view->viewId());
+  }
+  connect(view, &View::issue, this, [this, view](int sev, const QString& text, const QString& where) {
+    issues_->report(Severity(std::clamp(sev, 0, 2)), text, where.isEmpty() ? view->title() : where);
+  });
+  view->setSession(session_);
+}
+
+View* MainWindow::view(const QString& id) const {
+  for (View* v : views_)
+    if (v->viewId() == id) return v;
+  return nullptr;
+}
+
+bool MainWindow::showView(const QString& id) {
+  View* v = view(id);
+  if (!v) return false;
+  tabs_->setCurrentWidget(v);
+  return true;
+}
+
+View* MainWindow::currentView() const { return qobject_cast<View*>(tabs_->currentWidget()); }
+
+void MainWindow::buildDocks() {
+  // Session tree: file → runs.
+  tree_dock_ = new QDockWidget(tr("Session"), this);
+  tree_dock_->setObjectName(QStringLiteral("SessionDock"));
+  tree_ = new QTreeWidget(tree_dock_);
+  tree_->setObjectName(QStringLiteral("sessionTree"));
+  tree_->setHeaderLabels({tr("Run"), tr("Kind"), tr("Backend")});
+  tree_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
+  tree_->header()->setStretchLastSection(false);
+  tree_->setRootIsDecorated(true);
+  tree_->setEditTriggers(QAbstractItemView::EditKeyPressed | QAbstractItemView::DoubleClicked);
+  tree_dock_->setWidget(tree_);
+  addDockWidget(Qt::LeftDockWidgetArea, tree_dock_);
+  connect(tree_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* it) {
+    if (!it || !it->parent()) return;
+    session_->setCurrentRun(session_->indexOf(it->data(0, Qt::UserRole).toString()));
+  });
+  connect(tree_, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem* it, int col) {
+    if (col == 0 && it->parent()) session_->renameRun(session_->indexOf(it->data(0, Qt::UserRole).toString()), it->text(0));
+  });
+
+  panel_dock_ = new QDockWidget(tr("Experiment"), this);
+  panel_dock_->setObjectName(QStringLiteral("ExperimentDock"));
+  panel_ = new ExperimentPanel(panel_dock_);
+  panel_dock_->setWidget(panel_);
+  addDockWidget(Qt::LeftDockWidgetArea, panel_dock_);
+  splitDockWidget(tree_dock_, panel_dock_, Qt::Vertical);
+  resizeDocks({tree_dock_, panel_dock_}, {160, 640}, Qt::Vertical);
+  resizeDocks({tree_dock_}, {340}, Qt::Horizontal);
+
+  issues_dock_ = new IssuesDock(issues_, this);
+  addDockWidget(Qt::BottomDockWidgetArea, issues_dock_);
+  resizeDocks({issues_dock_}, {130}, Qt::Vertical);
+}
+
+void MainWindow::buildActions() {
+  auto* file = menuBar()->addMenu(tr("&File"));
+  auto* aNewExp = file->addAction(QIcon(QStringLiteral(":/fp8lab/icons/new.svg")), tr("&New experiment"), this, [this] {
+    panel_->resetToDefaults();
+    panel_dock_->show();
+    panel_dock_->raise();
+  });
+  aNewExp->setShortcut(QKeySequence::New);
+  aNewExp->setObjectName(QStringLiteral("actionNewExperiment"));
+  auto* aNewSes = file->addAction(tr("New &session"), this, &MainWindow::newSession);
+  aNewSes->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+N")));
+  auto* aOpen = file->addAction(QIcon(QStringLiteral(":/fp8lab/icons/open.svg")), tr("&Open session\u2026"), this,
+                                &MainWindow::openSessionDialog);
+  aOpen->setShortcut(QKeySequence::Open);
+  recent_menu_ = file->addMenu(tr("Open &recent"));
+  recent_menu_->setObjectName(QStringLiteral("recentMenu"));
+  file->addSeparator();
+  act_save_ = file->addAction(QIcon(QStringLiteral(":/fp8lab/icons/save.svg")), tr("&Save"), this, &MainWindow::save);
+  act_save_->setShortcut(QKeySequence::Save);
+  auto* aSaveAs = file->addAction(tr("Save &as\u2026"), this, &MainWindow::saveAs);
+  aSaveAs->setShortcut(QKeySequence::SaveAs);
+  file->addSeparator();
+  auto* aExp = file->addAction(QIcon(QStringLiteral(":/fp8lab/icons/export.svg")), tr("&Export plot (PNG, PDF, SVG)\u2026"),
+                               this, &MainWindow::exportPlot);
+  aExp->setShortcut(QKeySequence(QStringLiteral("Ctrl+E")));
+  auto* aCsv = file->addAction(tr("Export &data (CSV)\u2026"), this, &MainWindow::exportData);
+  aCsv->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+E")));
+  file->addSeparator();
+  auto* aQuit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  aQuit->setShortcut(QKeySequence::Quit);
+
+  auto* edit = menuBar()->addMenu(tr("&Edit"));
+  act_undo_ = session_->undoStack()->createUndoAction(this, tr("&Undo"));
+  act_undo_->setShortcut(QKeySequence::Undo);
+  act_redo_ = session_->undoStack()->createRedoAction(this, tr("&Redo"));
+  act_redo_->setShortcut(QKeySequence::Redo);
+  edit->addAction(act_undo_);
+  edit->addAction(act_redo_);
+  edit->addSeparator();
+  edit->addAction(tr("Remove selected run"), this, [this] { session_->removeRun(session_->currentRun()); })
+      ->setShortcut(QKeySequence::Delete);
+
+  auto* run = menuBar()->addMenu(tr("&Run"));
+  auto* aRun = run->addAction(QIcon(QStringLiteral(":/fp8lab/icons/run.svg")), tr("&Run experiment"), this,
+                              [this] { runExperiment(panel_->config()); });
+  aRun->setShortcut(QKeySequence(QStringLiteral("Ctrl+R")));
+  auto* aCancel = run->addAction(QIcon(QStringLiteral(":/fp8lab/icons/stop.svg")), tr("&Cancel"), job_, &Job::cancel);
+  aCancel->setShortcut(QKeySequence(QStringLiteral("Ctrl+.")));
+
+  view_menu_ = menuBar()->addMenu(tr("&View"));
+  for (int i = 0; i < views_.size(); ++i) {
+    View* v = views_[i];
+    auto* a = view_menu_->addAction(v->title(), this, [this, v] { tabs_->setCurrentWidget(v); });
+    a->setObjectName(QStringLiteral("showView_") + v->viewId());
+    if (i < 9) a->setShortcut(QKeySequence(QStringLiteral("Alt+%1").arg(i + 1)));
+  }
+  view_menu_->addSeparator();
+  view_menu_->addAction(tree_dock_->toggleViewAction());
+  view_menu_->addAction(panel_dock_->toggleViewAction());
+  view_menu_->addAction(issues_dock_->toggleViewAction());
+
+  auto* help = menuBar()->addMenu(tr("&Help"));
+  auto* aRef = help->addAction(tr("&Formats reference"), this, &MainWindow::formatsReference);
+  aRef->setShortcut(QKeySequence::HelpContents);
+  help->addAction(tr("&About FP8 Lab"), this, &MainWindow::about);
+  help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
+
+  auto* tb = addToolBar(tr("Main"));
+  tb->setObjectName(QStringLiteral("MainToolBar"));
+  tb->setIconSize(QSize(18, 18));
+  tb->addAction(aNewExp);
+  tb->addAction(aOpen);
+  tb->addAction(act_save_);
+  tb->addSeparator();
+  tb->addAction(aRun);
+  tb->addAction(aCancel);
+  tb->addSeparator();
+  tb->addAction(aExp);
+}
+
+void MainWindow::buildStatusBar() {
+  auto* sb = statusBar();
+  job_label_ = new QLabel(sb);
+  job_bar_ = new QProgressBar(sb);
+  job_bar_->setRange(0, 1000);
+  job_bar_->setMaximumWidth(220);
+  job_cancel_ = new QToolButton(sb);
+  job_cancel_->setIcon(QIcon(QStringLiteral(":/fp8lab/icons/stop.svg")));
+  job_cancel_->setToolTip(tr("Cancel the running experiment"));
+  connect(job_cancel_, &QToolButton::clicked, job_, &Job::cancel);
+  job_label_->hide();
+  job_bar_->hide();
+  job_cancel_->hide();
+  sb->addPermanentWidget(job_label_);
+  sb->addPermanentWidget(job_bar_);
+  sb->addPermanentWidget(job_cancel_);
+  issue_button_ = new QToolButton(sb);
+  issue_button_->setObjectName(QStringLiteral("issueCounter"));
+  issue_button_->setAutoRaise(true);
+  issue_button_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  issue_button_->setToolTip(tr("Show the Issues panel"));
+  connect(issue_button_, &QToolButton::clicked, this, [this] {
+    issues_dock_->show();
+    issues_dock_->raise();
+  });
+  sb->addPermanentWidget(issue_button_);
+  backend_label_ = new QLabel(sb);
+  backend_label_->setObjectName(QStringLiteral("backendLabel"));
+  sb->addPermanentWidget(backend_label_);
+}
+
+void MainWindow::setBackend(const BackendInfo& b) {
+  backend_ = b;
+  backend_label_->setText(tr("Backend: %1").arg(b.name));
+  backend_label_->setToolTip(b.detail);
+  panel_->setGpu(b.gpu, b.name);
+}
+
+QString MainWindow::backendText() const { return backend_label_->text(); }
+QString MainWindow::issueCounterText() const { return issue_button_->text(); }
+
+void MainWindow::updateIssueCounter() {
+  const int e = issues_->countOf(Severity::Error), w = issues_->countOf(Severity::Warning),
+            i = issues_->countOf(Severity::Info);
+  issue_button_->setText(tr("%n issue(s)", nullptr, e + w + i));
+  issue_button_->setIcon(e ? IssueList::severityIcon(Severity::Error)
+                           : w ? IssueList::severityIcon(Severity::Warning) : IssueList::severityIcon(Severity::Info));
+  issue_button_->setToolTip(tr("%1 errors, %2 warnings, %3 notes \u2014 click to show the Issues panel").arg(e).arg(w).arg(i));
+}
+
+void MainWindow::updateTitle() {
+  setWindowTitle(QStringLiteral("%1[*] \u2014 FP8 Lab").arg(session_->displayName()));
+  setWindowModified(session_->isModified());
+  act_save_->setEnabled(Session::fileSupport());
+}
+
+void MainWindow::rebuildSessionTree() {
+  const QSignalBlocker b(tree_);
+  tree_->clear();
+  auto* root = new QTreeWidgetItem(tree_, {session_->displayName()});
+  root->setToolTip(0, session_->fileName().isEmpty() ? tr("not saved yet") : session_->fileName());
+  root->setFlags(root->flags() & ~Qt::ItemIsEditable);
+  QFont bf = root->font(0);
+  bf.setBold(true);
+  root->setFont(0, bf);
+  for (const RunRecord& r : session_->runs()) {
+    auto* it = new QTreeWidgetItem(root, {r.label, r.kind, r.backend});
+    it->setData(0, Qt::UserRole, r.id);
+    it->setFlags(it->flags() | Qt::ItemIsEditable);
+    it->setToolTip(0, tr("%1 \u2014 created %2\ndouble-click to rename").arg(r.id, r.created.toString(Qt::ISODate)));
+    if (session_->indexOf(r.id) == session_->currentRun()) tree_->setCurrentItem(it);
+  }
+  if (session_->runCount() == 0) {
+    auto* it = new QTreeWidgetItem(root, {tr("(no runs yet \u2014 Run an experiment: Ctrl+R)")});
+    it->setFlags(Qt::ItemIsEnabled);
+    it->setForeground(0, QColor(0x75, 0x75, 0x75));
+  }
+  tree_->expandAll();
+}
+
+bool MainWindow::openSession(const QString& fileName) {
+  QString error;
+  QStringList warnings;
+  if (!session_->load(fileName, &error, &warnings)) {
+    issues_->report(Severity::Error, tr("Cannot open session: %1").arg(error), fileName);
+    statusBar()->showMessage(tr("Could not open %1").arg(QFileInfo(fileName).fileName()), 5000);
+    return false;
+  }
+  for (const QString& w : warnings) issues_->report(Severity::Warning, w, fileName);
+  addRecent(fileName);
+  statusBar()->showMessage(tr("Opened %1 (%n run(s))", nullptr, session_->runCount()).arg(fileName), 5000);
+  return true;
+}
+
+QString MainWindow::defaultSessionPath() {
+  const QString env = qEnvironmentVariable("FP8LAB_DEFAULT_SESSION");
+  if (!env.isEmpty()) return QFileInfo::exists(env) ? env : QString();
+  const QStringList candidates = {
+      QCoreApplication::applicationDirPath() + QStringLiteral("/../share/fp8lab/default-session.h5"),
+      QStringLiteral(FP8LAB_INSTALL_DATA_DIR "/default-session.h5"),
+      QStringLiteral(FP8LAB_BUILD_RESOURCES_DIR "/default-session.h5"),
+  };
+  for (const QString& c : candidates)
+    if (QFileInfo::exists(c)) return QFileInfo(c).canonicalFilePath();
+  return {};
+}
+
+void MainWindow::newSession() {
+  if (!maybeSave()) return;
+  session_->reset();
+}
+
+void MainWindow::openSessionDialog() {
+  if (!maybeSave()) return;
+  const QString f = QFileDialog::getOpenFileName(this, tr("Open session"), {},
+                                                 tr("FP8 Lab sessions (*.h5 *.hdf5 *.fp8lab);;All files (*)"));
+  if (!f.isEmpty()) openSession(f);
+}
+
+bool MainWindow::save() {
+  if (session_->fileName().isEmpty()) return saveAs();
+  QString error;
+  if (!session_->save(session_->fileName(), &error)) {
+    issues_->report(Severity::Error, tr("Cannot save: %1").arg(error), session_->fileName());
+    return false;
+  }
+  statusBar()->showMessage(tr("Saved %1").arg(session_->fileName()), 4000);
+  return true;
+}
+
+bool MainWindow::saveAs() {
+  QString f = QFileDialog::getSaveFileName(this, tr("Save session"), session_->fileName(), tr("FP8 Lab sessions (*.h5)"));
+  if (f.isEmpty()) return false;
+  if (QFileInfo(f).suffix().isEmpty()) f += QStringLiteral(".h5");
+  QString error;
+  if (!session_->save(f, &error)) {
+    issues_->report(Severity::Error, tr("Cannot save: %1").arg(error), f);
+    return false;
+  }
+  addRecent(f);
+  return true;
+}
+
+bool MainWindow::maybeSave() {
+  if (!session_->isModified()) return true;
+  const auto r = QMessageBox::question(this, tr("Unsaved runs"),
+                                       tr("The session '%1' has changes that are not saved. Save them?").arg(session_->displayName()),
+                                       QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
+  if (r == QMessageBox::Save) return save();
+  return r == QMessageBox::Discard;
+}
+
+void MainWindow::exportPlot() {
+  View* v = currentView();
+  if (!v) return;
+  QString f = QFileDialog::getSaveFileName(this, tr("Export plot"), v->viewId() + QStringLiteral(".png"),
+                                           tr("PNG image (*.png);;PDF document (*.pdf);;SVG drawing (*.svg)"));
+  if (f.isEmpty()) return;
+  QString error;
+  if (!exportView(v, f, &error)) issues_->report(Severity::Error, tr("Export failed: %1").arg(error), f);
+  else statusBar()->showMessage(tr("Exported %1").arg(f), 4000);
+}
+
+void MainWindow::exportData() {
+  View* v = currentView();
+  if (!v) return;
+  if (v->csv().isEmpty()) {
+    issues_->report(Severity::Info, tr("The view '%1' has no data table to export").arg(v->title()), v->title());
+    return;
+  }
+  const QString f = QFileDialog::getSaveFileName(this, tr("Export data"), v->viewId() + QStringLiteral(".csv"), tr("CSV (*.csv)"));
+  if (f.isEmpty()) return;
+  QString error;
+  if (!exportCsv(v, f, &error)) issues_->report(Severity::Error, tr("Export failed: %1").arg(error), f);
+  else statusBar()->showMessage(tr("Exported %1").arg(f), 4000);
+}
+
+void MainWindow::addRecent(const QString& f) {
+  QSettings s;
+  QStringList l = s.value(kRecentKey).toStringList();
+  const QString abs = QFileInfo(f).absoluteFilePath();
+  l.removeAll(abs);
+  l.prepend(abs);
+  while (l.size() > kMaxRecent) l.removeLast();
+  s.setValue(kRecentKey, l);
+  rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+  recent_menu_->clear();
+  const QStringList l = QSettings().value(kRecentKey).toStringList();
+  for (int i = 0; i < l.size(); ++i) {
+    const QString f = l[i];
+    auto* a = recent_menu_->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(f).fileName()), this, [this, f] {
+      if (maybeSave()) openSession(f);
+    });
+    a->setToolTip(f);
+    a->setStatusTip(f);
+  }
+  if (l.isEmpty()) recent_menu_->addAction(tr("(none)"))->setEnabled(false);
+  else {
+    recent_menu_->addSeparator();
+    recent_menu_->addAction(tr("Clear list"), this, [this] {
+      QSettings().remove(kRecentKey);
+      rebuildRecentMenu();
+    });
+  }
+}
+
+void MainWindow::about() {
+  QMessageBox::about(this, tr("About FP8 Lab"),
+                     tr("<h3>FP8 Lab %1</h3><p>Bit-exact FP8 / MX number formats, scaling strategies (Transformer "
+                        "Engine, Flax, torchao, DeepSeek-V3, OCP MX), FP8 GEMM on the CPU reference or cuBLASLt, and "
+                        "FP8 training experiments, stored in HDF5 sessions.</p><p>Backend: %2<br>%3</p>"
+                        "<p>Qt %4 \u00b7 QCustomPlot 2.1 \u00b7 GPLv3</p>")
+                         .arg(QStringLiteral(FP8LAB_VERSION), backend_.name, backend_.detail.toHtmlEscaped(),
+                              QString::fromLatin1(qVersion())));
+}
+
+void MainWindow::formatsReference() {
+  auto* dlg = new QTextBrowser;
+  dlg->setAttribute(Qt::WA_DeleteOnClose);
+  dlg->setWindowTitle(tr("Formats reference \u2014 FP8 Lab"));
+  QString html = QStringLiteral("<h2>%1</h2><table border=1 cellspacing=0 cellpadding=4>"
+                                "<tr><th>%2</th><th>bits</th><th>E</th><th>M</th><th>bias</th><th>max</th>"
+                                "<th>min normal</th><th>min subnormal</th><th>Inf</th><th>NaN codes</th><th>%3</th></tr>")
+                     .arg(tr("Number formats"), tr("Format"), tr("Used by"));
+  for (const Format* f : Format::all()) {
+    const auto& s = f->spec();
+    html += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td>%6</td><td>%7</td>"
+                           "<td>%8</td><td>%9</td><td>%10</td><td>%11</td></tr>")
+                .arg(QString::fromStdString(s.name)).arg(f->bits()).arg(s.exponent_bits).arg(s.mantissa_bits)
+                .arg(s.bias).arg(numberText(f->maxFinite()), valueWithPow2(f->minNormal()), valueWithPow2(f->minSubnormal()),
+                                 f->hasInfinity() ? tr("yes") : tr("no"))
+                .arg(f->nanCount()).arg(QString::fromStdString(s.description).toHtmlEscaped());
+  }
+  html += QStringLiteral("</table><p>%1</p>").arg(tr("Sources: OCP OFP8 rev 1.0, OCP MX v1.0, CUDA 13 cuda_fp8.h, "
+                                                     "ml_dtypes. See docs/formats.md."));
+  dlg->setHtml(html);
+  dlg->resize(1100, 520);
+  dlg->show();
+}
+
+void MainWindow::setExperimentRunner(ExperimentRunner runner) {
+  runner_ = runner ? std::move(runner) : builtinExperimentRunner();
+  panel_->setRunnerAvailable(bool(runner_), experimentRunnerMissingReason());
+}
+
+bool MainWindow::hasExperimentRunner() const { return bool(runner_); }
+
+bool MainWindow::runExperiment(const QJsonObject& config) {
+  if (!runner_) {
+    issues_->report(Severity::Info, experimentRunnerMissingReason(), tr("Experiment panel"));
+    return false;
+  }
+  if (job_->isRunning()) {
+    statusBar()->showMessage(tr("An experiment is already running"), 3000);
+    return false;
+  }
+  QStringList training;
+  for (const auto& r : session_->runs())
+    if (r.kind == QStringLiteral("training")) training << r.id;
+  for (const auto& p : ExperimentPanel::validate(config, backend_.gpu, training))
+    if (p.blocking) {
+      issues_->report(Severity::Error, p.reason, tr("Experiment panel / %1").arg(p.field));
+      return false;
+    }
+  auto runner = runner_;
+  const QString title = tr("Running %1\u00d7%2 GEMM %3\u00d7%4\u00d7%5")
+                            .arg(config.value(QStringLiteral("a_format")).toString(), config.value(QStringLiteral("b_format")).toString())
+                            .arg(config.value(QStringLiteral("m")).toInt()).arg(config.value(QStringLiteral("n")).toInt())
+                            .arg(config.value(QStringLiteral("k")).toInt());
+  return job_->start(title, [runner, config](const fp8lab::ProgressFn& fn) { return runner(config, fn); });
+}
+
+void MainWindow::onJobFinished(const JobResult& r) {
+  const QString where = r.run.label.isEmpty() ? tr("experiment") : r.run.label;
+  for (const auto& w : r.warnings) issues_->report(w, where);
+  if (r.run.kind.isEmpty()) return;
+  session_->addRun(r.run);
+  statusBar()->showMessage(tr("Run added: %1").arg(session_->run(session_->runCount() - 1).label), 5000);
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+  if (!maybeSave()) {
+    e->ignore();
+    return;
+  }
+  if (job_->isRunning()) {
+    job_->cancel();
+    job_->waitForFinished();
+  }
+  if (opt_.restore_settings) {
+    QSettings s;
+    s.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    s.setValue(QStringLiteral("window/state"), saveState());
+    if (View* v = currentView()) s.setValue(QStringLiteral("window/view"), v->viewId());
+  }
+  e->accept();
+}
+
+} // namespace fp8lab::ui

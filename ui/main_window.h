@@ -1,0 +1,138 @@
+// The FP8 Lab main window: a tab area of views (View subclasses) around a Session, with docks for
+// the session tree, the experiment panel and the Issues list; the status bar shows the backend,
+// the issue counter and the progress of a running job.
+//
+// Views are registered with addView(), so later views (amax history, scale evolution, error
+// heatmaps, comparison) slot in as tabs without touching the rest.
+#pragma once
+
+#include "backend.h"
+#include "common/progress.h"
+
+#include <QJsonObject>
+
+#include <functional>
+
+#include <QHash>
+#include <QMainWindow>
+#include <QPointer>
+
+class QAction;
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QTabWidget;
+class QToolButton;
+class QTreeWidget;
+
+namespace fp8lab::ui {
+
+class BitLayoutView;
+class CodeGridView;
+class ExperimentPanel;
+class IssueList;
+class IssuesDock;
+class Job;
+class LearnPage;
+class NumberLineView;
+class Session;
+class View;
+struct JobResult;
+
+/// Runs one experiment configuration (ExperimentPanel::config()) on the worker thread.
+/// The default is core/experiment when this build has it; tests and benchmarks may replace it.
+using ExperimentRunner = std::function<JobResult(const QJsonObject& config, const fp8lab::ProgressFn& progress)>;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+public:
+  struct Options {
+    bool restore_settings = true; ///< read QSettings (off for --grab and tests: a fixed layout)
+    bool open_default_session = true;
+    bool probe_backend = true;    ///< probe the GPU in the background
+  };
+  MainWindow();
+  explicit MainWindow(const Options& opt, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  Session* session() const { return session_; }
+  IssueList* issues() const { return issues_; }
+  ExperimentPanel* experimentPanel() const { return panel_; }
+  Job* job() const { return job_; }
+
+  /// Adds a view as a tab (and a View-menu entry). The window owns it.
+  void addView(View* view);
+  View* view(const QString& id) const;
+  QList<View*> views() const { return views_; }
+  /// Makes the view with this id the current tab; false if there is none.
+  bool showView(const QString& id);
+  View* currentView() const;
+
+  /// Opens a session file; problems go to the Issues panel. Returns success.
+  bool openSession(const QString& fileName);
+  /// The bundled default session, when one was generated at build time (empty if none).
+  static QString defaultSessionPath();
+
+  /// Replaces the experiment runner (nullptr: the built-in one, if any).
+  void setExperimentRunner(ExperimentRunner runner);
+  bool hasExperimentRunner() const;
+  /// Starts the experiment panel's configuration in the background; false if refused.
+  bool runExperiment(const QJsonObject& config);
+
+  /// The status-bar texts, for tests.
+  QString backendText() const;
+  QString issueCounterText() const;
+  void setBackend(const BackendInfo& b);
+
+protected:
+  void closeEvent(QCloseEvent* e) override;
+
+private:
+  void buildActions();
+  void buildDocks();
+  void buildStatusBar();
+  void newSession();
+  void openSessionDialog();
+  bool save();
+  bool saveAs();
+  bool maybeSave();
+  void exportPlot();
+  void exportData();
+  void about();
+  void formatsReference();
+  void addRecent(const QString& f);
+  void rebuildRecentMenu();
+  void rebuildSessionTree();
+  void updateTitle();
+  void updateIssueCounter();
+  void onJobFinished(const JobResult& r);
+
+  Options opt_;
+  Session* session_;
+  IssueList* issues_;
+  Job* job_;
+  ExperimentRunner runner_;
+  QTabWidget* tabs_;
+  QList<View*> views_;
+  BitLayoutView* bits_ = nullptr;
+  CodeGridView* codes_ = nullptr;
+  NumberLineView* numberline_ = nullptr;
+  LearnPage* learn_ = nullptr;
+  ExperimentPanel* panel_ = nullptr;
+  IssuesDock* issues_dock_ = nullptr;
+  QDockWidget* tree_dock_ = nullptr;
+  QDockWidget* panel_dock_ = nullptr;
+  QTreeWidget* tree_ = nullptr;
+  QMenu* view_menu_ = nullptr;
+  QMenu* recent_menu_ = nullptr;
+  QLabel* backend_label_ = nullptr;
+  QToolButton* issue_button_ = nullptr;
+  QProgressBar* job_bar_ = nullptr;
+  QToolButton* job_cancel_ = nullptr;
+  QLabel* job_label_ = nullptr;
+  QLabel* banner_ = nullptr;
+  QAction *act_save_ = nullptr, *act_undo_ = nullptr, *act_redo_ = nullptr;
+  BackendInfo backend_;
+};
+
+} // namespace fp8lab::ui

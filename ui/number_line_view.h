@@ -1,0 +1,70 @@
+// Number-line / value-grid view (issue 5 §4): every representable value of the selected formats
+// on a log2 axis (both signs) with the subnormal zone, min normal and max marked; the number of
+// values per binade; and a tensor's histogram in log2 binades aligned to the format's exponents,
+// before and after per-tensor scaling, with the shares that underflow and saturate.
+#pragma once
+
+#include "formats/format.h"
+#include "view.h"
+
+#include <vector>
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QSpinBox;
+class QCPAxisRect;
+class QCPLegend;
+
+namespace fp8lab::ui {
+
+/// What the histogram panel shows, computed by NumberLineView::analyse (exposed for tests).
+struct TensorOverlay {
+  QString source;                 ///< "normal σ=1, 65536 values" or "run-0001 inputs/A"
+  std::vector<int> binade;        ///< binade exponents e (bin = [2^e, 2^(e+1)))
+  std::vector<double> before;     ///< share of non-zero |x| per binade, unscaled
+  std::vector<double> after;      ///< share of non-zero |x·s| per binade, after scaling
+  double quant_scale = 1;         ///< the multiplier used (x·s), per-tensor current, amax → max
+  double amax = 0;
+  double underflow_before = 0, saturate_before = 0; ///< shares of non-zero elements, unscaled cast
+  double underflow_after = 0, saturate_after = 0;   ///< after scaling
+  qint64 elements = 0;
+};
+
+class NumberLineView : public View {
+  Q_OBJECT
+public:
+  explicit NumberLineView(QWidget* parent = nullptr);
+  QString viewId() const override { return QStringLiteral("numberline"); }
+  QString title() const override { return tr("Number line"); }
+  QCustomPlot* exportPlot() const override { return plot_; }
+  QString csv() const override;
+  void setSession(Session* s) override;
+
+  /// The primary format and an optional second one ("" for none).
+  bool setFormats(const QString& primary, const QString& secondary = {});
+  QStringList formats() const;
+  /// Histogram source: "none", "normal", "lognormal", "uniform", "outliers", "run".
+  void setTensorSource(const QString& source, double sigma = 1.0);
+  const TensorOverlay& overlay() const { return overlay_; }
+
+  /// Computes the overlay for `values` in format `f` (per-tensor current scaling, amax → max).
+  static TensorOverlay analyse(const std::vector<float>& values, const Format& f, const QString& source);
+
+private:
+  void rebuild();
+  void rebuildOverlay();
+  std::vector<float> sourceValues(QString* name) const;
+
+  QCustomPlot* plot_;
+  QCPAxisRect *values_rect_, *density_rect_, *hist_rect_;
+  QCPLegend *density_legend_, *hist_legend_;
+  QComboBox *primary_, *secondary_, *source_;
+  QDoubleSpinBox* sigma_;
+  QSpinBox* count_;
+  QLabel* info_;
+  TensorOverlay overlay_;
+};
+
+} // namespace fp8lab::ui

@@ -1,0 +1,116 @@
+// The GUI's Session: owns the runs shown by every view, the file name, the modified flag and an
+// undo stack; emits typed change signals. Views listen and never own results (STYLE.md).
+// Reading and writing go through core/session (HDF5, docs/session-format.md) in session_io.cpp;
+// this class only adapts it to Qt.
+#pragma once
+
+#include <QDateTime>
+#include <QJsonObject>
+#include <QList>
+#include <QObject>
+#include <QPair>
+#include <QStringList>
+
+#include <memory>
+#include <vector>
+
+class QUndoStack;
+
+namespace fp8lab::ui {
+
+/// A 2-D float32 array of a run (inputs, outputs, error maps, histories), row-major.
+struct RunTensor {
+  qint64 rows = 0, cols = 0;
+  std::vector<float> data;
+  QString unit;     ///< e.g. "1" (dimensionless), "ULP", "dB"
+  QString meaning;  ///< one line, as the session file's attribute says
+};
+
+/// One run of a session: its configuration and everything it produced.
+struct RunRecord {
+  QString id;                 ///< unique within the session, e.g. "run-0003"
+  QString label;              ///< user-visible name (editable, undoable)
+  QJsonObject config;         ///< the experiment configuration (ExperimentPanel::config())
+  QString kind;               ///< "gemm", "training", ...
+  QString backend, device;    ///< "cpu"/"cuda" and the device name
+  QDateTime created;
+  QList<QPair<QString, double>> metrics;                          ///< ordered, e.g. ("sqnr_db", 31.2)
+  QList<QPair<QString, std::shared_ptr<const RunTensor>>> tensors; ///< ordered by path, e.g. "output/D"
+  QStringList warnings;       ///< what the run reported (also sent to the Issues panel)
+
+  std::shared_ptr<const RunTensor> tensor(const QString& path) const;
+  double metric(const QString& name, double fallback = 0) const;
+};
+
+class Session : public QObject {
+  Q_OBJECT
+public:
+  explicit Session(QObject* parent = nullptr);
+  ~Session() override;
+
+  QString fileName() const { return file_name_; }
+  /// Display name: file name without directory, or "Untitled".
+  QString displayName() const;
+  bool isModified() const;
+  QUndoStack* undoStack() const { return undo_; }
+
+  int runCount() const { return int(runs_.size()); }
+  const RunRecord& run(int i) const { return runs_.at(i); }
+  const QList<RunRecord>& runs() const { return runs_; }
+  int indexOf(const QString& id) const;
+  /// A fresh run id ("run-0001", ...), unique in this session.
+  QString nextRunId() const;
+
+  /// Undoable edits.
+  void addRun(RunRecord r);
+  void removeRun(int index);
+  void renameRun(int index, const QString& label);
+
+  /// The run the views show (−1: none).
+  int currentRun() const { return current_; }
+  void setCurrentRun(int index);
+
+  /// Clears runs, file name and undo history (File → New).
+  void reset();
+  /// Reads a session file. On failure the session is unchanged, false is returned and *error
+  /// holds the reason (not an HDF5 file, not an FP8 Lab session, unsupported version, ...).
+  bool load(const QString& fileName, QString* error, QStringList* warnings = nullptr);
+  /// Writes the session (write beside, then rename). Marks it clean on success.
+  bool save(const QString& fileName, QString* error);
+  /// Whether this build can read and write session files (needs core/session).
+  static bool fileSupport();
+
+Q_SIGNALS:
+  void runAdded(int index);
+  void runRemoved(int index);
+  void runChanged(int index);
+  /// Everything changed (load, reset).
+  void reset_();
+  void currentRunChanged(int index);
+  void fileNameChanged(const QString& fileName);
+  void modifiedChanged(bool modified);
+
+private:
+  friend class AddRunCommand;
+  friend class RemoveRunCommand;
+  friend class RenameRunCommand;
+  void insertRunAt(int index, RunRecord r);
+  RunRecord takeRunAt(int index);
+  void setLabelAt(int index, const QString& label);
+
+  QList<RunRecord> runs_;
+  QString file_name_;
+  int current_ = -1;
+  QUndoStack* undo_;
+};
+
+namespace session_io {
+/// Implemented in session_io.cpp over core/session; see Session::load / save.
+bool read(const QString& fileName, QList<RunRecord>* runs, QString* error, QStringList* warnings);
+bool write(const QString& fileName, const QList<RunRecord>& runs, QString* error);
+bool available();
+/// First bytes check: true when the file starts with the HDF5 signature.
+bool looksLikeHdf5(const QString& fileName, QString* error);
+} // namespace session_io
+
+} // namespace fp8lab::ui

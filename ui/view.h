@@ -1,0 +1,45 @@
+// The common face of every view in the main window's tab area: a name for menus and
+// screenshots, and what File → Export can take from it. Views read from the Session and the
+// core; they never own results (STYLE.md, "The seam between compute and views").
+#pragma once
+
+#include <QWidget>
+
+class QCustomPlot;
+
+namespace fp8lab::ui {
+
+class Session;
+
+class View : public QWidget {
+  Q_OBJECT
+public:
+  using QWidget::QWidget;
+  /// Stable identifier used by `fp8lab --grab --view NAME`, QSettings and tests ("bits", ...).
+  virtual QString viewId() const = 0;
+  /// Title shown on the tab.
+  virtual QString title() const = 0;
+  /// The plot File → Export plot saves; nullptr: the whole view is rendered instead.
+  virtual QCustomPlot* exportPlot() const { return nullptr; }
+  /// CSV text for File → Export data (header line first); empty when the view has no table.
+  virtual QString csv() const { return {}; }
+  /// Called once by the main window so the view can follow the session.
+  virtual void setSession(Session* session) { session_ = session; }
+
+Q_SIGNALS:
+  /// Something worth a line in the Issues panel (severity 0 info, 1 warning, 2 error).
+  void issue(int severity, const QString& text, const QString& where);
+
+protected:
+  Session* session_ = nullptr;
+};
+
+/// Writes `view` to PNG / PDF / SVG (chosen by the file suffix). Plots are drawn as vectors
+/// into PDF and SVG (QCustomPlot::savePdf, QSvgGenerator); other views are rendered.
+/// Returns false and sets *error on failure.
+bool exportView(View* view, const QString& fileName, QString* error);
+
+/// Writes the view's CSV through QSaveFile (never a half-written file).
+bool exportCsv(View* view, const QString& fileName, QString* error);
+
+} // namespace fp8lab::ui
