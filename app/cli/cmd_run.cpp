@@ -1,0 +1,780 @@
+// fp8lab-cli run | sweep | rerun — experiments from JSON configs into session files (cmd_run.h).
+#include "cmd_run.h"
+
+#include "cli_util.h"
+#include "command.h"
+
+#include "experiment/gemm_experiment.h"
+#include "formats/format.h"
+#include "gemm/gemm.h"
+#include "scaling/scaling.h"
+
+#include <QCommandLineParser>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QRegularExpression>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+namespace fp8lab::cli {
+
+std::vector<ExperimentType>& experimentTypes() {
+  static std::vector<ExperimentType> t;
+  return t;
+}
+
+ExperimentTypeRegistrar::ExperimentTypeRegistrar(ExperimentType t) { experimentTypes().push_back(std::move(t)); }
+
+namespace {
+
+void err(const QString& s) { std::fprintf(stderr, "%s\n", s.toUtf8().constData()); }
+
+QString num(double v) {
+  if (std::isnan(v)) return QStringLiteral("nan");
+  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 6);
+  return QString::fromLatin1(buf, static_cast<qsizetype>(r.ptr - buf));
+}
+
+const ExperimentType* findType(const QString& type) {
+  for (const auto& t : experimentTypes())
+    if (t.type == type) return &t;
+  return nullptr;
+}
+
+QString typeNames() {
+  QStringList n;
+  for (const auto& t : experimentTypes()) n << t.type;
+  return n.join(QStringLiteral(", "));
+}
+
+// ---- config parsing -------------------------------------------------------------------------
+
+bool getInt(const QJsonObject& o, const char* key, int64_t lo, int64_t hi, int64_t* v, QString* error, const QString& ctx) {
+  const QString k = QString::fromLatin1(key);
+  if (!o.contains(k)) return true;
+  const QJsonValue j = o.value(k);
+  const double d = j.toDouble(std::nan(""));
+  if (!j.isDouble() || d != std::floor(d) || d < double(lo) || d > double(hi)) {
+    *error = QStringLiteral("%1%2: expected an integer in [%3, %4]").arg(ctx, k).arg(lo).arg(hi);
+    return false;
+  }
+  *v = static_cast<int64_t>(d);
+  return true;
+}
+
+bool getDouble(const QJsonObject& o, const char* key, double* v, QString* error, const QString& ctx) {
+  const QString k = QString::fromLatin1(key);
+  if (!o.contains(k)) return true;
+  if (!o.value(k).isDouble() || !std::isfinite(o.value(k).toDouble())) {
+    *error = QStringLiteral("%1%2: expected a finite number").arg(ctx, k);
+    return false;
+  }
+  *v = o.value(k).toDouble();
+  return true;
+}
+
+bool getBool(const QJsonObject& o, const char* key, bool* v, QString* error, const QString& ctx) {
+  const QString k = QString::fromLatin1(key);
+  if (!o.contains(k)) return true;
+  if (!o.value(k).isBool()) {
+    *error = QStringLiteral("%1%2: expected true or false").arg(ctx, k);
+    return false;
+  }
+  *v = o.value(k).toBool();
+  return true;
+}
+
+bool getString(const QJsonObject& o, const char* key, std::string* v, QString* error, const QString& ctx) {
+  const QString k = QString::fromLatin1(key);
+  if (!o.contains(k)) return true;
+  if (!o.value(k).isString()) {
+    *error = QStringLiteral("%1%2: expected a string").arg(ctx, k);
+    return false;
+  }
+  *v = o.value(k).toString().toStdString();
+  return true;
+}
+
+bool checkKeys(const QJsonObject& o, const QStringList& allowed, QString* error, const QString& ctx) {
+  for (auto it = o.begin(); it != o.end(); ++it)
+    if (!allowed.contains(it.key())) {
+      *error = QStringLiteral("%1%2: unknown key (known: %3)").arg(ctx, it.key(), allowed.join(QStringLiteral(", ")));
+      return false;
+    }
+  return true;
+}
+
+/// A seed: an integer number ≤ 2^53, or a string holding a decimal or 0x-hex uint64.
+bool getSeed(const QJsonObject& o, uint64_t* seed, QString* error) {
+  if (!o.contains(QStringLiteral("seed"))) return true;
+  const QJsonValue v = o.value(QStringLiteral("seed"));
+  if (v.isDouble()) {
+    const double d = v.toDouble();
+    if (d < 0 || d > 9007199254740992.0 || d != std::floor(d)) {
+      *error = QStringLiteral("seed: expected an integer in [0, 2^53] (give larger seeds as a string)");
+      return false;
+    }
+    *seed = static_cast<uint64_t>(d);
+    return true;
+  }
+  if (v.isString()) {
+    bool ok = false;
+    const QString s = v.toString();
+    const qulonglong x = s.startsWith(QStringLiteral("0x")) ? s.mid(2).toULongLong(&ok, 16) : s.toULongLong(&ok, 10);
+    if (ok) {
+      *seed = x;
+      return true;
+    }
+  }
+  *error = QStringLiteral("seed: expected an unsigned 64-bit integer (number or string)");
+  return false;
+}
+
+bool parseOperand(const QJsonObject& o, OperandSource* src, QString* error, const QString& ctx) {
+  if (!checkKeys(o, {QStringLiteral("distribution"), QStringLiteral("scale"), QStringLiteral("sigma"),
+                     QStringLiteral("outlier_fraction"), QStringLiteral("outlier_factor"), QStringLiteral("tensor"),
+                     QStringLiteral("transpose")},
+                 error, ctx))
+    return false;
+  std::string dist;
+  if (!getString(o, "distribution", &dist, error, ctx)) return false;
+  if (!dist.empty()) {
+    auto d = parseDistribution(dist);
+    if (!d) {
+      *error = QStringLiteral("%1distribution: unknown '%2' (normal, uniform, lognormal, outliers)").arg(ctx, QString::fromStdString(dist));
+      return false;
+    }
+    src->random.distribution = *d;
+  }
+  return getDouble(o, "scale", &src->random.scale, error, ctx) && getDouble(o, "sigma", &src->random.sigma, error, ctx) &&
+         getDouble(o, "outlier_fraction", &src->random.outlier_fraction, error, ctx) &&
+         getDouble(o, "outlier_factor", &src->random.outlier_factor, error, ctx) &&
+         getString(o, "tensor", &src->tensor, error, ctx) && getBool(o, "transpose", &src->transpose, error, ctx);
+}
+
+} // namespace
+
+bool parseGemmConfig(const QJsonObject& o, GemmExperimentConfig* cfg, QString* error) {
+  const QString ctx;
+  if (!checkKeys(o,
+                 {QStringLiteral("type"), QStringLiteral("name"), QStringLiteral("description"), QStringLiteral("m"),
+                  QStringLiteral("k"), QStringLiteral("n"), QStringLiteral("seed"), QStringLiteral("format"),
+                  QStringLiteral("format_a"), QStringLiteral("format_b"), QStringLiteral("scaling"),
+                  QStringLiteral("distribution"), QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("accumulation"),
+                  QStringLiteral("promotion_interval"), QStringLiteral("fast_accum_bits"),
+                  QStringLiteral("fast_accum_group"), QStringLiteral("fast_accum_promotes"), QStringLiteral("output"),
+                  QStringLiteral("output_quant_scale"), QStringLiteral("tile"), QStringLiteral("store_inputs"),
+                  QStringLiteral("store_quantized"), QStringLiteral("store_error_maps"), QStringLiteral("sweep")},
+                 error, ctx))
+    return false;
+  const int64_t big = int64_t(1) << 20;
+  if (!getInt(o, "m", 1, big, &cfg->m, error, ctx) || !getInt(o, "k", 1, big, &cfg->k, error, ctx) ||
+      !getInt(o, "n", 1, big, &cfg->n, error, ctx) || !getSeed(o, &cfg->seed, error))
+    return false;
+  std::string fmt;
+  if (!getString(o, "format", &fmt, error, ctx)) return false;
+  if (!fmt.empty()) cfg->format_a = cfg->format_b = fmt;
+  if (!getString(o, "format_a", &cfg->format_a, error, ctx) || !getString(o, "format_b", &cfg->format_b, error, ctx) ||
+      !getString(o, "scaling", &cfg->scaling, error, ctx))
+    return false;
+  for (const std::string* f : {&cfg->format_a, &cfg->format_b}) {
+    const Format* ff = Format::byName(*f);
+    if (!ff || ff->bits() > 8) {
+      *error = QStringLiteral("format: '%1' is unknown or wider than 8 bits (known: %2)").arg(QString::fromStdString(*f), formatHelpList());
+      return false;
+    }
+  }
+  if (!scalingPreset(cfg->scaling)) {
+    QStringList n;
+    for (const auto& p : scalingPresets())
+      if (!p.delayed) n << QString::fromStdString(p.name);
+    *error = QStringLiteral("scaling: '%1' is not a current-scaling preset (one of: %2)").arg(QString::fromStdString(cfg->scaling), n.join(QStringLiteral(", ")));
+    return false;
+  }
+  std::string dist;
+  if (!getString(o, "distribution", &dist, error, ctx)) return false;
+  if (!dist.empty()) {
+    auto d = parseDistribution(dist);
+    if (!d) {
+      *error = QStringLiteral("distribution: unknown '%1' (normal, uniform, lognormal, outliers)").arg(QString::fromStdString(dist));
+      return false;
+    }
+    cfg->a.random.distribution = cfg->b.random.distribution = *d;
+  }
+  for (const char* key : {"a", "b"}) {
+    const QString k = QString::fromLatin1(key);
+    if (!o.contains(k)) continue;
+    if (!o.value(k).isObject()) {
+      *error = k + QStringLiteral(": expected an object");
+      return false;
+    }
+    if (!parseOperand(o.value(k).toObject(), key[0] == 'a' ? &cfg->a : &cfg->b, error, k + QStringLiteral(".")))
+      return false;
+  }
+  std::string acc, outp;
+  if (!getString(o, "accumulation", &acc, error, ctx) || !getString(o, "output", &outp, error, ctx)) return false;
+  if (!acc.empty()) {
+    auto a = parseAccumulation(acc);
+    if (!a) {
+      *error = QStringLiteral("accumulation: unknown '%1' (exact, fp32, split_fp32, fast_accum)").arg(QString::fromStdString(acc));
+      return false;
+    }
+    cfg->gemm.accumulation = *a;
+  }
+  if (!outp.empty()) {
+    auto t = parseOutputType(outp);
+    if (!t) {
+      *error = QStringLiteral("output: unknown '%1' (fp32, bf16, fp16, e4m3fn, e5m2)").arg(QString::fromStdString(outp));
+      return false;
+    }
+    cfg->gemm.output = *t;
+  }
+  int64_t pi = cfg->gemm.promotion_interval, fb = cfg->gemm.fast_accum_bits, fg = cfg->gemm.fast_accum_group;
+  double oqs = cfg->gemm.output_quant_scale;
+  if (!getInt(o, "promotion_interval", 1, big, &pi, error, ctx) || !getInt(o, "fast_accum_bits", 2, 24, &fb, error, ctx) ||
+      !getInt(o, "fast_accum_group", 1, big, &fg, error, ctx) ||
+      !getBool(o, "fast_accum_promotes", &cfg->gemm.fast_accum_promotes, error, ctx) ||
+      !getDouble(o, "output_quant_scale", &oqs, error, ctx) || !getInt(o, "tile", 1, big, &cfg->tile, error, ctx) ||
+      !getBool(o, "store_inputs", &cfg->store_inputs, error, ctx) ||
+      !getBool(o, "store_quantized", &cfg->store_quantized, error, ctx) ||
+      !getBool(o, "store_error_maps", &cfg->store_error_maps, error, ctx))
+    return false;
+  cfg->gemm.promotion_interval = static_cast<int>(pi);
+  cfg->gemm.fast_accum_bits = static_cast<int>(fb);
+  cfg->gemm.fast_accum_group = static_cast<int>(fg);
+  cfg->gemm.output_quant_scale = static_cast<float>(oqs);
+  if (o.contains(QStringLiteral("type")) && o.value(QStringLiteral("type")).toString() != QStringLiteral("gemm")) {
+    *error = QStringLiteral("type: expected \"gemm\"");
+    return false;
+  }
+  return true;
+}
+
+bool appendRunsToFile(const QString& out, const std::vector<Run>& runs, bool compress, std::vector<std::string>* ids) {
+  WriteOptions wo;
+  wo.compress = compress;
+  wo.on_conflict = WriteOptions::OnConflict::Rename;
+  TerminalProgress bar(QStringLiteral("saving"));
+  wo.progress = [&](double f, const std::string& s) {
+    bar.update(f, QString::fromStdString(s));
+    return true;
+  };
+  Status st = appendRuns(out.toStdString(), runs, wo, ids);
+  bar.finish();
+  for (const auto& i : st.issues)
+    if (i.severity != Warning::Severity::Error) err(QString::fromStdString(i.toString()));
+  if (!st.ok()) {
+    fail(QString::fromStdString(st.firstError()));
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+// ---- the "gemm" experiment type -------------------------------------------------------------
+
+QString autoGemmId(const GemmExperimentConfig& c) {
+  QString fmt = QString::fromStdString(c.format_a);
+  if (c.format_b != c.format_a) fmt += QLatin1Char('x') + QString::fromStdString(c.format_b);
+  const QString dist = c.a.tensor.empty() ? QString::fromLatin1(toString(c.a.random.distribution)) : QStringLiteral("import");
+  return QStringLiteral("gemm-%1-%2-%3").arg(fmt, QString::fromStdString(c.scaling), dist);
+}
+
+/// Runs one GEMM config into a Run (progress on the terminal); nullopt after printing the error.
+std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, const QString& text, const QString& id, int threads, bool quiet,
+                           const ProgressFn& outer = {}) {
+  GemmExperimentConfig c = cfg;
+  c.gemm.threads = threads;
+  auto backend = makeCpuGemmBackend();
+  TerminalProgress bar(QStringLiteral("gemm %1").arg(id));
+  ProgressFn p = [&](double f, const std::string& s) {
+    if (!quiet) bar.update(f, QString::fromStdString(s));
+    return outer ? outer(f, s) : true;
+  };
+  auto r = runGemmExperimentRun(c, text.toStdString(), id.toStdString(), *backend, p);
+  bar.finish();
+  for (const auto& i : r.issues)
+    if (i.severity != Warning::Severity::Error) err(QString::fromStdString(i.toString()));
+  if (!r.ok()) {
+    fail(QString::fromStdString(r.firstError()));
+    return std::nullopt;
+  }
+  return std::move(r.value);
+}
+
+QJsonObject metricsJson(const Run& r) {
+  QJsonObject m;
+  for (const auto& [k, v] : r.metrics) m.insert(QString::fromStdString(k), jsonNumber(v.value));
+  return m;
+}
+
+int runGemmType(const QJsonObject& o, const QString& text, const RunCliOptions& opt) {
+  GemmExperimentConfig cfg;
+  QString e;
+  if (!parseGemmConfig(o, &cfg, &e)) return fail(QStringLiteral("config: %1").arg(e));
+  if (o.contains(QStringLiteral("sweep")))
+    err(QStringLiteral("note: the config has a \"sweep\" object; `run` does one GEMM, `fp8lab-cli sweep` runs the grid"));
+  QString id = !opt.run_id.isEmpty() ? opt.run_id : o.value(QStringLiteral("name")).toString();
+  if (id.isEmpty()) id = autoGemmId(cfg);
+  std::string why;
+  if (!isValidRunId(id.toStdString(), &why)) return fail(QString::fromStdString(why));
+  auto run = gemmRun(cfg, text, id, opt.threads, opt.quiet);
+  if (!run) return 2;
+  std::vector<std::string> ids;
+  if (!appendRunsToFile(opt.out, {*run}, opt.compress, &ids)) return 2;
+  const QString stored = QString::fromStdString(ids.empty() ? run->id : ids[0]);
+  if (opt.json) {
+    QJsonObject j{{QStringLiteral("file"), opt.out}, {QStringLiteral("run"), stored}, {QStringLiteral("type"), QStringLiteral("gemm")},
+                  {QStringLiteral("backend"), QString::fromStdString(run->backend)}, {QStringLiteral("metrics"), metricsJson(*run)}};
+    out(toJsonText(j) + "\n");
+  } else {
+    auto met = [&](const char* k) { return run->metrics.count(k) ? num(run->metrics.at(k).value) : QStringLiteral("-"); };
+    out(QStringLiteral("run %1 (gemm %2x%3x%4, %5 x %6, %7, %8 backend) -> %9\n"
+                       "  SQNR %10 dB  rel_fro %11  max_abs %12  (quantization %13 dB, accumulation %14 dB)\n")
+            .arg(stored)
+            .arg(cfg.m).arg(cfg.k).arg(cfg.n)
+            .arg(QString::fromStdString(cfg.format_a), QString::fromStdString(cfg.format_b), QString::fromStdString(cfg.scaling),
+                 QString::fromStdString(run->backend), opt.out)
+            .arg(met("sqnr_db"), met("rel_fro"), met("max_abs"), met("quant_sqnr_db"), met("accum_sqnr_db")));
+  }
+  return 0;
+}
+
+std::optional<Run> reproduceGemm(const Run& stored, int threads, const ProgressFn& progress, QString* error) {
+  QJsonParseError pe;
+  const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(stored.config_json), &pe);
+  if (!doc.isObject()) {
+    *error = QStringLiteral("the stored config is not a JSON object: %1").arg(pe.errorString());
+    return std::nullopt;
+  }
+  GemmExperimentConfig cfg;
+  if (!parseGemmConfig(doc.object(), &cfg, error)) return std::nullopt;
+  if (cfg.seed != stored.seed) {
+    *error = QStringLiteral("the stored seed attribute (%1) disagrees with the config's seed (%2)").arg(stored.seed).arg(cfg.seed);
+    return std::nullopt;
+  }
+  cfg.gemm.threads = threads;
+  auto backend = makeCpuGemmBackend();
+  auto r = runGemmExperimentRun(cfg, stored.config_json, stored.id, *backend, progress);
+  if (!r.ok()) {
+    *error = QString::fromStdString(r.firstError());
+    return std::nullopt;
+  }
+  return std::move(r.value);
+}
+
+const ExperimentTypeRegistrar gemmType({QStringLiteral("gemm"), runGemmType, reproduceGemm});
+
+// Experiment types provided elsewhere register themselves with an ExperimentTypeRegistrar
+// (for example the training path: type "training", runTrainingExperiment /
+// reproduceTrainingRun of run_training.h).
+
+// ---- config files ---------------------------------------------------------------------------
+
+struct LoadedConfig {
+  QJsonObject root;
+  QString text;
+  QString origin;
+};
+
+bool loadConfig(const QString& path, LoadedConfig* c) {
+  QFile f(path);
+  if (path.isEmpty()) {
+    for (const QString& res : {QStringLiteral(":/fp8lab/experiments/default.json"), QStringLiteral(":/experiments/default.json")}) {
+      f.setFileName(res);
+      if (f.exists()) break;
+    }
+    if (!f.exists()) {
+      fail(QStringLiteral("no CONFIG.json given and this build has no embedded default experiment"));
+      return false;
+    }
+  }
+  if (!f.open(QIODevice::ReadOnly)) {
+    fail(QStringLiteral("cannot read config '%1': %2").arg(f.fileName(), f.errorString()));
+    return false;
+  }
+  const QByteArray bytes = f.readAll();
+  QJsonParseError pe;
+  const QJsonDocument doc = QJsonDocument::fromJson(bytes, &pe);
+  if (pe.error != QJsonParseError::NoError) {
+    // line/column of the offset, for humans
+    int line = 1, col = 1;
+    for (int i = 0; i < pe.offset && i < bytes.size(); ++i) {
+      if (bytes[i] == '\n') {
+        ++line;
+        col = 1;
+      } else ++col;
+    }
+    fail(QStringLiteral("config '%1' is not valid JSON: %2 at line %3, column %4").arg(f.fileName(), pe.errorString()).arg(line).arg(col));
+    return false;
+  }
+  if (!doc.isObject()) {
+    fail(QStringLiteral("config '%1': expected a JSON object at the top").arg(f.fileName()));
+    return false;
+  }
+  c->root = doc.object();
+  c->text = QString::fromUtf8(bytes);
+  c->origin = f.fileName();
+  return true;
+}
+
+/// The experiment objects of a config and the text to store for each.
+std::vector<std::pair<QJsonObject, QString>> experimentsOf(const LoadedConfig& c, QString* error) {
+  std::vector<std::pair<QJsonObject, QString>> r;
+  if (c.root.contains(QStringLiteral("experiments"))) {
+    const QJsonValue v = c.root.value(QStringLiteral("experiments"));
+    if (!v.isArray() || v.toArray().isEmpty()) {
+      *error = QStringLiteral("experiments: expected a non-empty array of experiment objects");
+      return {};
+    }
+    int i = 0;
+    for (const auto& e : v.toArray()) {
+      if (!e.isObject()) {
+        *error = QStringLiteral("experiments[%1]: expected an object").arg(i);
+        return {};
+      }
+      r.emplace_back(e.toObject(), QString::fromUtf8(QJsonDocument(e.toObject()).toJson(QJsonDocument::Compact)));
+      ++i;
+    }
+    return r;
+  }
+  r.emplace_back(c.root, c.text);
+  return r;
+}
+
+QString typeOf(const QJsonObject& o) {
+  QString t = o.value(QStringLiteral("type")).toString();
+  if (t.isEmpty() && o.contains(QStringLiteral("m"))) t = QStringLiteral("gemm");
+  return t;
+}
+
+// ---- run ------------------------------------------------------------------------------------
+
+QCommandLineOption outOption() { return {{QStringLiteral("o"), QStringLiteral("out")}, QStringLiteral("Session file to write (created or appended to)."), QStringLiteral("FILE.h5")}; }
+QCommandLineOption noCompressOption() { return {QStringLiteral("no-compress"), QStringLiteral("Store datasets uncompressed (faster, larger).")}; }
+QCommandLineOption threadsOption() { return {QStringLiteral("threads"), QStringLiteral("Worker threads (0 = all cores; results do not depend on it)."), QStringLiteral("N"), QStringLiteral("0")}; }
+QCommandLineOption jsonOption() { return {QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")}; }
+QCommandLineOption quietOption() { return {{QStringLiteral("q"), QStringLiteral("quiet")}, QStringLiteral("No progress output.")}; }
+
+int runRun(const QStringList& args) {
+  QCommandLineParser p;
+  p.setApplicationDescription(QStringLiteral(
+      "Runs the experiment(s) of CONFIG.json and appends the runs to a session file.\n"
+      "CONFIG holds one experiment object ({\"type\": \"gemm\" | \"training\", ...}) or {\"experiments\": [...]};\n"
+      "without CONFIG the embedded default experiment runs. Schema: docs/session-format.md."));
+  p.addPositionalArgument(QStringLiteral("CONFIG.json"), QStringLiteral("Experiment config (optional)."));
+  const auto o = outOption(), nc = noCompressOption(), th = threadsOption(), js = jsonOption(), q = quietOption();
+  const QCommandLineOption idOpt(QStringLiteral("id"), QStringLiteral("Run id (single-run configs)."), QStringLiteral("ID"));
+  const QCommandLineOption dataOpt(QStringLiteral("data-dir"), QStringLiteral("Fashion-MNIST directory (training)."), QStringLiteral("DIR"));
+  p.addOptions({o, idOpt, nc, th, dataOpt, js, q});
+  int rc = 0;
+  if (!parseArgs(p, args, &rc)) return rc;
+  if (p.positionalArguments().size() > 1) return fail(QStringLiteral("run takes at most one CONFIG.json"));
+  RunCliOptions opt;
+  opt.out = p.value(o);
+  if (opt.out.isEmpty()) return fail(QStringLiteral("--out FILE.h5 is required"));
+  opt.run_id = p.value(idOpt);
+  opt.json = p.isSet(js);
+  opt.quiet = p.isSet(q);
+  opt.compress = !p.isSet(nc);
+  opt.data_dir = p.value(dataOpt);
+  bool ok = false;
+  opt.threads = p.value(th).toInt(&ok);
+  if (!ok || opt.threads < 0) return fail(QStringLiteral("--threads: expected a non-negative integer"));
+  LoadedConfig c;
+  if (!loadConfig(p.positionalArguments().value(0), &c)) return 2;
+  QString e;
+  auto exps = experimentsOf(c, &e);
+  if (exps.empty()) return fail(QStringLiteral("config: %1").arg(e));
+  if (exps.size() > 1 && !opt.run_id.isEmpty()) return fail(QStringLiteral("--id needs a config with a single experiment"));
+  // Check every type first, so a typo in the last experiment does not waste the first ones.
+  for (const auto& [obj, text] : exps) {
+    const QString t = typeOf(obj);
+    if (!findType(t))
+      return fail(t.isEmpty() ? QStringLiteral("config: missing \"type\" (one of: %1)").arg(typeNames())
+                              : QStringLiteral("config: unknown experiment type '%1' (this build knows: %2)").arg(t, typeNames()));
+  }
+  for (const auto& [obj, text] : exps) {
+    const int r = findType(typeOf(obj))->run(obj, text, opt);
+    if (r != 0) return r;
+  }
+  if (!opt.json && !opt.quiet) err(QStringLiteral("session written: %1").arg(QFileInfo(opt.out).absoluteFilePath()));
+  return 0;
+}
+
+// ---- sweep ----------------------------------------------------------------------------------
+
+QStringList jsonStrings(const QJsonValue& v) {
+  QStringList r;
+  if (v.isString()) r << v.toString();
+  for (const auto& x : v.toArray()) r << x.toString();
+  return r;
+}
+
+int runSweep(const QStringList& args) {
+  QCommandLineParser p;
+  p.setApplicationDescription(QStringLiteral(
+      "Runs a grid of GEMM experiments: formats x scalings x distributions, one run each.\n"
+      "CONFIG.json is a GEMM config with a \"sweep\" object, e.g.\n"
+      "  {\"type\": \"gemm\", \"m\": 256, \"k\": 256, \"n\": 256, \"seed\": 1,\n"
+      "   \"sweep\": {\"formats\": [\"E4M3FN\", \"E5M2\", \"E4M3FN:E5M2\"], \"scalings\": [\"te_current\", \"mx_rceil\"],\n"
+      "             \"distributions\": [\"normal\", \"lognormal\"]}}\n"
+      "(\"A:B\" gives A and B different formats). Options override the sweep lists.\n"
+      "--shard i/n runs the grid points g with g mod n == i (0-based), so shards can run on\n"
+      "separate machines (e.g. a Slurm array: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT);\n"
+      "join their files with `fp8lab-cli merge`."));
+  p.addPositionalArgument(QStringLiteral("CONFIG.json"), QStringLiteral("GEMM config with a sweep object."));
+  const auto o = outOption(), nc = noCompressOption(), th = threadsOption(), js = jsonOption(), q = quietOption();
+  const QCommandLineOption shardOpt(QStringLiteral("shard"), QStringLiteral("Run slice i of n (0 <= i < n)."), QStringLiteral("i/n"));
+  const QCommandLineOption fOpt(QStringLiteral("formats"), QStringLiteral("Comma-separated formats (A or A:B)."), QStringLiteral("LIST"));
+  const QCommandLineOption sOpt(QStringLiteral("scalings"), QStringLiteral("Comma-separated scaling presets."), QStringLiteral("LIST"));
+  const QCommandLineOption dOpt(QStringLiteral("distributions"), QStringLiteral("Comma-separated distributions."), QStringLiteral("LIST"));
+  const QCommandLineOption dryOpt(QStringLiteral("dry-run"), QStringLiteral("List the grid points of this shard and exit."));
+  p.addOptions({o, shardOpt, fOpt, sOpt, dOpt, nc, th, js, q, dryOpt});
+  int rc = 0;
+  if (!parseArgs(p, args, &rc)) return rc;
+  if (p.positionalArguments().size() != 1) return fail(QStringLiteral("sweep needs exactly one CONFIG.json"));
+  const QString outPath = p.value(o);
+  if (outPath.isEmpty() && !p.isSet(dryOpt)) return fail(QStringLiteral("--out FILE.h5 is required"));
+  bool ok = false;
+  const int threads = p.value(th).toInt(&ok);
+  if (!ok || threads < 0) return fail(QStringLiteral("--threads: expected a non-negative integer"));
+  int shard = 0, shards = 1;
+  if (p.isSet(shardOpt)) {
+    static const QRegularExpression re(QStringLiteral("^(\\d+)/(\\d+)$"));
+    const auto m = re.match(p.value(shardOpt));
+    shard = m.captured(1).toInt();
+    shards = m.captured(2).toInt();
+    if (!m.hasMatch() || shards < 1 || shard >= shards)
+      return fail(QStringLiteral("--shard: expected i/n with 0 <= i < n, got '%1'").arg(p.value(shardOpt)));
+  }
+  LoadedConfig c;
+  if (!loadConfig(p.positionalArguments()[0], &c)) return 2;
+  QJsonObject base = c.root;
+  if (typeOf(base) != QStringLiteral("gemm")) return fail(QStringLiteral("sweep: the config must be a GEMM experiment (\"type\": \"gemm\")"));
+  const QJsonObject sw = base.value(QStringLiteral("sweep")).toObject();
+  for (auto it = sw.begin(); it != sw.end(); ++it)
+    if (it.key() != QStringLiteral("formats") && it.key() != QStringLiteral("scalings") && it.key() != QStringLiteral("distributions"))
+      return fail(QStringLiteral("sweep.%1: unknown key (formats, scalings, distributions)").arg(it.key()));
+  base.remove(QStringLiteral("sweep"));
+  base.remove(QStringLiteral("name"));
+  GemmExperimentConfig probe;
+  QString e;
+  if (!parseGemmConfig(base, &probe, &e)) return fail(QStringLiteral("config: %1").arg(e));
+  auto listOf = [&](const QCommandLineOption& opt, const char* key, const QString& dflt) {
+    QStringList l = p.isSet(opt) ? p.value(opt).split(QLatin1Char(','), Qt::SkipEmptyParts) : jsonStrings(sw.value(QString::fromLatin1(key)));
+    if (l.isEmpty()) l << dflt;
+    for (auto& x : l) x = x.trimmed();
+    return l;
+  };
+  const QStringList formats = listOf(fOpt, "formats", QString::fromStdString(probe.format_a) +
+                                                         (probe.format_b != probe.format_a ? QLatin1Char(':') + QString::fromStdString(probe.format_b) : QString()));
+  const QStringList scalings = listOf(sOpt, "scalings", QString::fromStdString(probe.scaling));
+  const QStringList dists = listOf(dOpt, "distributions", QString::fromLatin1(toString(probe.a.random.distribution)));
+
+  struct Point {
+    int index;
+    QString id;
+    QJsonObject obj;
+    QString fmt, scaling, dist;
+  };
+  std::vector<Point> grid;
+  int g = 0;
+  for (const auto& f : formats)
+    for (const auto& s : scalings)
+      for (const auto& d : dists) {
+        Point pt{g++, {}, base, f, s, d};
+        const QStringList ab = f.split(QLatin1Char(':'));
+        pt.obj.remove(QStringLiteral("format"));
+        pt.obj.insert(QStringLiteral("format_a"), ab[0]);
+        pt.obj.insert(QStringLiteral("format_b"), ab.value(1, ab[0]));
+        pt.obj.insert(QStringLiteral("scaling"), s);
+        pt.obj.insert(QStringLiteral("distribution"), d);
+        for (const char* op : {"a", "b"}) { // the grid's distribution wins over per-operand ones
+          QJsonObject oo = pt.obj.value(QString::fromLatin1(op)).toObject();
+          if (oo.contains(QStringLiteral("distribution"))) {
+            oo.remove(QStringLiteral("distribution"));
+            pt.obj.insert(QString::fromLatin1(op), oo);
+          }
+        }
+        QString fid = ab[0] + (ab.size() > 1 && ab[1] != ab[0] ? QLatin1Char('x') + ab[1] : QString());
+        pt.id = QStringLiteral("sweep-%1-%2-%3").arg(fid, s, d);
+        pt.obj.insert(QStringLiteral("name"), pt.id);
+        GemmExperimentConfig cc;
+        if (!parseGemmConfig(pt.obj, &cc, &e)) return fail(QStringLiteral("grid point %1 (%2): %3").arg(pt.index).arg(pt.id, e));
+        std::string why;
+        if (!isValidRunId(pt.id.toStdString(), &why)) return fail(QString::fromStdString(why));
+        if (pt.index % shards == shard) grid.push_back(pt);
+      }
+  const bool json = p.isSet(js), quiet = p.isSet(q);
+  if (p.isSet(dryOpt)) {
+    for (const auto& pt : grid) out(QStringLiteral("%1 %2\n").arg(pt.index).arg(pt.id));
+    return 0;
+  }
+  if (!quiet)
+    err(QStringLiteral("sweep: %1 of %2 grid points (shard %3/%4) -> %5").arg(grid.size()).arg(g).arg(shard).arg(shards).arg(outPath));
+
+  TerminalProgress bar(QStringLiteral("sweep"));
+  std::vector<Run> pending;
+  int64_t pending_bytes = 0;
+  QJsonArray rows;
+  struct Row {
+    QString id, fmt, scaling, dist;
+    double sqnr, rel_fro, max_rel, sat;
+  };
+  std::vector<Row> table;
+  auto flush = [&]() {
+    if (pending.empty()) return true;
+    std::vector<std::string> ids;
+    WriteOptions wo;
+    wo.compress = !p.isSet(nc);
+    wo.on_conflict = WriteOptions::OnConflict::Rename;
+    Status st = appendRuns(outPath.toStdString(), pending, wo, &ids);
+    if (!st.ok()) {
+      fail(QString::fromStdString(st.firstError()));
+      return false;
+    }
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] != pending[i].id) err(QStringLiteral("note: run %1 stored as %2 (id taken)").arg(QString::fromStdString(pending[i].id), QString::fromStdString(ids[i])));
+    pending.clear();
+    pending_bytes = 0;
+    return true;
+  };
+  for (size_t i = 0; i < grid.size(); ++i) {
+    const auto& pt = grid[i];
+    GemmExperimentConfig cc;
+    parseGemmConfig(pt.obj, &cc, &e);
+    const QString text = QString::fromUtf8(QJsonDocument(pt.obj).toJson(QJsonDocument::Compact));
+    ProgressFn outer = [&](double f, const std::string&) {
+      if (!quiet) bar.update((double(i) + f) / double(grid.size()), QStringLiteral("%1/%2 %3").arg(i + 1).arg(grid.size()).arg(pt.id));
+      return true;
+    };
+    auto run = gemmRun(cc, text, pt.id, threads, true, outer);
+    if (!run) {
+      flush(); // keep what is done
+      return 2;
+    }
+    auto met = [&](const char* k) { return run->metrics.count(k) ? run->metrics.at(k).value : std::nan(""); };
+    table.push_back({pt.id, pt.fmt, pt.scaling, pt.dist, met("sqnr_db"), met("rel_fro"), met("max_rel"),
+                     met("a_saturated") + met("b_saturated")});
+    rows.append(QJsonObject{{QStringLiteral("run"), pt.id}, {QStringLiteral("grid_index"), pt.index},
+                            {QStringLiteral("format"), pt.fmt}, {QStringLiteral("scaling"), pt.scaling},
+                            {QStringLiteral("distribution"), pt.dist}, {QStringLiteral("metrics"), metricsJson(*run)}});
+    for (const auto& [k, d] : run->datasets) pending_bytes += d.storedCount() * int64_t(d.elementBytes());
+    pending.push_back(std::move(*run));
+    if (pending_bytes > (int64_t(256) << 20) && !flush()) return 2;
+  }
+  if (!flush()) return 2;
+  bar.finish();
+  if (json) {
+    out(toJsonText(QJsonObject{{QStringLiteral("file"), outPath}, {QStringLiteral("shard"), shard}, {QStringLiteral("shards"), shards},
+                               {QStringLiteral("grid_size"), g}, {QStringLiteral("runs"), rows}}) +
+        "\n");
+    return 0;
+  }
+  QString t = QStringLiteral("%1  %2  %3  %4  %5  %6  %7\n")
+                  .arg(QStringLiteral("run"), -40)
+                  .arg(QStringLiteral("format"), -14)
+                  .arg(QStringLiteral("scaling"), -22)
+                  .arg(QStringLiteral("distribution"), -12)
+                  .arg(QStringLiteral("SQNR dB"), 9)
+                  .arg(QStringLiteral("rel_fro"), 11)
+                  .arg(QStringLiteral("saturated"), 9);
+  for (const auto& r : table)
+    t += QStringLiteral("%1  %2  %3  %4  %5  %6  %7\n")
+             .arg(r.id, -40)
+             .arg(r.fmt, -14)
+             .arg(r.scaling, -22)
+             .arg(r.dist, -12)
+             .arg(num(r.sqnr), 9)
+             .arg(num(r.rel_fro), 11)
+             .arg(num(r.sat), 9);
+  out(t);
+  err(QStringLiteral("session written: %1").arg(QFileInfo(outPath).absoluteFilePath()));
+  return 0;
+}
+
+// ---- rerun ----------------------------------------------------------------------------------
+
+int runRerun(const QStringList& args) {
+  QCommandLineParser p;
+  p.setApplicationDescription(QStringLiteral(
+      "Re-runs a stored run from its configuration and seed on the CPU backend and compares every\n"
+      "dataset and metric bit for bit with the stored one. Exit 0: identical; 1: differences (listed)."));
+  p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
+  p.addPositionalArgument(QStringLiteral("RUN_ID"), QStringLiteral("Run to reproduce."));
+  const auto th = threadsOption(), js = jsonOption(), q = quietOption();
+  const QCommandLineOption saveOpt(QStringLiteral("out"), QStringLiteral("Also save the new run into this session file."), QStringLiteral("FILE.h5"));
+  p.addOptions({saveOpt, th, js, q});
+  int rc = 0;
+  if (!parseArgs(p, args, &rc)) return rc;
+  if (p.positionalArguments().size() != 2) return fail(QStringLiteral("rerun needs FILE.h5 and RUN_ID"));
+  const QString file = p.positionalArguments()[0], id = p.positionalArguments()[1];
+  bool ok = false;
+  const int threads = p.value(th).toInt(&ok);
+  if (!ok || threads < 0) return fail(QStringLiteral("--threads: expected a non-negative integer"));
+  auto rd = SessionReader::open(file.toStdString());
+  if (!rd.ok()) return fail(QString::fromStdString(rd.message()));
+  auto stored = rd.value->readRun(id.toStdString());
+  if (!stored.ok()) return fail(QString::fromStdString(stored.message()));
+  rd.value.reset();
+  const Run& s = stored.value;
+  const ExperimentType* t = findType(QString::fromStdString(s.type));
+  if (!t || !t->reproduce)
+    return fail(QStringLiteral("run %1 has type '%2', which this build cannot re-run (known: %3)").arg(id, QString::fromStdString(s.type), typeNames()));
+  TerminalProgress bar(QStringLiteral("rerun %1").arg(id));
+  const bool quiet = p.isSet(q);
+  QString e;
+  auto fresh = t->reproduce(s, threads, [&](double f, const std::string& st) {
+    if (!quiet) bar.update(f, QString::fromStdString(st));
+    return true;
+  }, &e);
+  bar.finish();
+  if (!fresh) return fail(QStringLiteral("cannot re-run %1: %2").arg(id, e));
+  int nd = 0, nm = 0;
+  const auto diffs = compareRuns(s, *fresh, &nd, &nm);
+  if (p.isSet(saveOpt)) {
+    std::vector<std::string> ids;
+    if (!appendRunsToFile(p.value(saveOpt), {*fresh}, true, &ids)) return 2;
+  }
+  const bool same = diffs.empty();
+  const QString backendNote = s.backend == "cpu" || s.backend.empty()
+                                  ? QString()
+                                  : QStringLiteral(" (the stored run used the %1 backend; the re-run used the CPU backend)").arg(QString::fromStdString(s.backend));
+  if (p.isSet(js)) {
+    QJsonArray d;
+    for (const auto& x : diffs) d.append(QString::fromStdString(x));
+    out(toJsonText(QJsonObject{{QStringLiteral("file"), file}, {QStringLiteral("run"), id}, {QStringLiteral("type"), QString::fromStdString(s.type)},
+                               {QStringLiteral("identical"), same}, {QStringLiteral("datasets_compared"), nd},
+                               {QStringLiteral("metrics_compared"), nm}, {QStringLiteral("backend"), QStringLiteral("cpu")},
+                               {QStringLiteral("differences"), d}}) +
+        "\n");
+  } else if (same) {
+    out(QStringLiteral("reproduced bit for bit: run %1 (%2, seed %3) — %4 datasets and %5 metrics identical on the CPU backend%6\n")
+            .arg(id, QString::fromStdString(s.type))
+            .arg(s.seed)
+            .arg(nd)
+            .arg(nm)
+            .arg(backendNote));
+  } else {
+    QString t2 = QStringLiteral("NOT reproduced: run %1 differs in %2 place(s)%3:\n").arg(id).arg(diffs.size()).arg(backendNote);
+    for (const auto& x : diffs) t2 += QStringLiteral("  ") + QString::fromStdString(x) + QLatin1Char('\n');
+    out(t2);
+  }
+  return same ? 0 : 1;
+}
+
+const CommandRegistrar regRun({QStringLiteral("run"), QStringLiteral("Run an experiment config (GEMM or training) into a session file"), runRun, 60});
+const CommandRegistrar regSweep({QStringLiteral("sweep"), QStringLiteral("Grid of GEMM runs: formats x scalings x distributions (--shard i/n)"), runSweep, 61});
+const CommandRegistrar regRerun({QStringLiteral("rerun"), QStringLiteral("Re-run a stored run and check it reproduces bit for bit"), runRerun, 62});
+
+} // namespace
+} // namespace fp8lab::cli

@@ -1,0 +1,58 @@
+// fp8lab-cli run / sweep / rerun — experiment configs (JSON) to session runs.
+//
+// A config file holds one experiment object, or {"experiments": [obj, obj, ...]}. Every
+// experiment object has a "type" that picks its handler in experimentTypes() ("gemm" here; the
+// training path registers "training"). A handler parses its object into a plain C++ config
+// (Qt JSON stays in the CLI layer), runs it, and appends its runs to the output session.
+// `rerun` looks up the stored run's type and asks the same handler to reproduce it.
+#pragma once
+
+#include "common/progress.h"
+#include "experiment/gemm_experiment.h"
+#include "session/session.h"
+
+#include <QJsonObject>
+#include <QString>
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+namespace fp8lab::cli {
+
+/// Options of `run` shared by every experiment type.
+struct RunCliOptions {
+  QString out;            ///< session file (created, or appended to; conflicting ids get -2, -3...)
+  QString run_id;         ///< --id: id of the (single) run; "" = from the config / automatic
+  bool json = false;      ///< JSON summary on stdout
+  bool quiet = false;     ///< no progress or per-run lines on stderr
+  bool compress = true;   ///< gzip large datasets
+  int threads = 0;        ///< 0 = all cores (results do not depend on it)
+  QString data_dir;       ///< --data-dir (training data)
+};
+
+/// One experiment type.
+struct ExperimentType {
+  QString type;
+  /// Runs one experiment object. `text` is the JSON text to store as each run's config (the file
+  /// as given for single-experiment files). Returns the process exit code (0 = ok).
+  std::function<int(const QJsonObject& config, const QString& text, const RunCliOptions& opt)> run;
+  /// Reproduces a stored run from its config (CPU backend); nullopt with *error on failure.
+  std::function<std::optional<Run>(const Run& stored, int threads, const ProgressFn& progress, QString* error)> reproduce;
+};
+
+/// The registered experiment types ("gemm", and whatever registers itself).
+std::vector<ExperimentType>& experimentTypes();
+struct ExperimentTypeRegistrar {
+  explicit ExperimentTypeRegistrar(ExperimentType t);
+};
+
+/// Parses a GEMM experiment object (keys in docs/session-format.md, "GEMM experiment config");
+/// unknown keys are errors naming the key. Returns false with *error set.
+bool parseGemmConfig(const QJsonObject& o, GemmExperimentConfig* cfg, QString* error);
+
+/// Appends runs to `out` (Rename on conflict), printing the ids assigned; false after printing
+/// the error.
+bool appendRunsToFile(const QString& out, const std::vector<Run>& runs, bool compress, std::vector<std::string>* ids);
+
+} // namespace fp8lab::cli
