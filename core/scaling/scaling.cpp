@@ -3,7 +3,6 @@
 #include "scaling/scale_rules.h"
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cctype>
 #include <cmath>
@@ -216,8 +215,14 @@ template <> struct Bits<double> {
 
 /// Max of |x| over non-NaN elements as bits (positive IEEE values order like integers), and
 /// whether a NaN was seen. Branch-free so the compiler vectorises it.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define FP8LAB_SCALING_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define FP8LAB_SCALING_CLONES
+#endif
+
 template <typename T>
-typename Bits<T>::U maxAbsBits(const T* x, std::size_t n, bool* saw_nan) {
+inline __attribute__((always_inline)) typename Bits<T>::U maxAbsBitsBody(const T* x, std::size_t n, bool* saw_nan) {
   using U = typename Bits<T>::U;
   U m = 0, nan = 0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -231,6 +236,31 @@ typename Bits<T>::U maxAbsBits(const T* x, std::size_t n, bool* saw_nan) {
   return m;
 }
 
+template <typename T> typename Bits<T>::U maxAbsBits(const T* x, std::size_t n, bool* saw_nan) {
+  return maxAbsBitsBody(x, n, saw_nan);
+}
+/// float32 overload: compiled for AVX-512 / AVX2 / baseline, picked at run time.
+FP8LAB_SCALING_CLONES uint32_t maxAbsBits(const float* x, std::size_t n, bool* saw_nan) {
+  return maxAbsBitsBody(x, n, saw_nan);
+}
+
+/// Column maxima of one row into mb / mn (per-column blocks).
+template <typename T>
+inline __attribute__((always_inline)) void colMaxBody(const T* row, std::size_t n, typename Bits<T>::U* mb, typename Bits<T>::U* mn) {
+  using U = typename Bits<T>::U;
+  for (std::size_t j = 0; j < n; ++j) {
+    const U b = std::bit_cast<U>(row[j]) & Bits<T>::abs_mask;
+    const U is_nan = b > Bits<T>::inf ? U(1) : U(0);
+    mn[j] |= is_nan;
+    const U v = is_nan ? U(0) : b;
+    mb[j] = v > mb[j] ? v : mb[j];
+  }
+}
+template <typename T> void colMax(const T* row, std::size_t n, typename Bits<T>::U* mb, typename Bits<T>::U* mn) {
+  colMaxBody(row, n, mb, mn);
+}
+FP8LAB_SCALING_CLONES void colMax(const float* row, std::size_t n, uint32_t* mb, uint32_t* mn) { colMaxBody(row, n, mb, mn); }
+
 template <typename T> double amaxImpl(const T* x, std::size_t n, bool ignore_nan) {
   bool nan = false;
   const auto m = maxAbsBits(x, n, &nan);
@@ -240,39 +270,65 @@ template <typename T> double amaxImpl(const T* x, std::size_t n, bool ignore_nan
 
 // ---- stats -------------------------------------------------------------------------------------
 
-struct CodeFlags {
-  std::array<uint8_t, 256> zero{}, sub{};
-  explicit CodeFlags(const Format& f) {
-    for (uint32_t c = 0; c < f.codeCount() && c < 256; ++c) {
-      const CodeClass k = f.classify(c);
-      zero[c] = k == CodeClass::Zero;
-      sub[c] = k == CodeClass::Subnormal;
-    }
-  }
+/// What the stats pass needs to know about the element format's codes.
+struct CodeInfo {
+  uint32_t mag_mask;  ///< code without its sign bit
+  uint32_t sub_limit; ///< magnitudes 1 .. sub_limit−1 are subnormal codes (2^mantissa_bits)
+  explicit CodeInfo(const Format& f)
+      : mag_mask(f.spec().has_sign ? (f.codeMask() >> 1) : f.codeMask()),
+        sub_limit(f.spec().specials == SpecialCodes::E8M0 ? 1u : (1u << f.spec().mantissa_bits)) {}
 };
 
-template <typename T>
-void addStats(const T* x, const uint8_t* c, std::size_t n, T s, Format::ScaleOp op, T maxf, const CodeFlags& fl,
-              QuantizeStats& st) {
-  int64_t nan = 0, inf = 0, zero = 0, under = 0, sat = 0, sub = 0;
-  const bool divide = op == Format::ScaleOp::Divide;
+/// Counts over n elements: x the inputs, scaled(i) the value the cast saw, c the codes.
+/// Branch-free (bit tests) so it vectorises. Saturated: finite non-zero input whose scaled
+/// magnitude exceeds max finite (and is not NaN); underflow: finite non-zero input whose code is
+/// ±0; subnormal: subnormal result codes.
+template <typename T, typename ScaledFn>
+inline __attribute__((always_inline)) void addStats(const T* x, const uint8_t* c, std::size_t n, ScaledFn scaled, T maxf,
+                                                    const CodeInfo& ci, QuantizeStats& st) {
+  using U = typename Bits<T>::U;
+  const U inf = Bits<T>::inf, am = Bits<T>::abs_mask, maxb = std::bit_cast<U>(maxf);
+  U nan = 0, infs = 0, zero = 0, under = 0, sat = 0, sub = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const T v = x[i];
-    sub += fl.sub[c[i]];
-    if (std::isnan(v)) { ++nan; continue; }
-    if (std::isinf(v)) { ++inf; continue; }
-    if (v == T(0)) { ++zero; continue; }
-    under += fl.zero[c[i]];
-    const T y = divide ? v / s : v * s; // the value the cast saw (same arithmetic as encodeBulk)
-    sat += std::fabs(y) > maxf ? 1 : 0;
+    const U b = std::bit_cast<U>(x[i]) & am;
+    const U yb = std::bit_cast<U>(scaled(i)) & am;
+    const U mag = c[i] & ci.mag_mask;
+    const U fin_nz = U(b != 0) & U(b < inf);
+    nan += U(b > inf);
+    infs += U(b == inf);
+    zero += U(b == 0);
+    under += fin_nz & U(mag == 0);
+    sub += U(mag != 0) & U(mag < ci.sub_limit);
+    sat += fin_nz & U(yb > maxb) & U(yb <= inf);
   }
-  st.nan_inputs += nan;
-  st.inf_inputs += inf;
-  st.zero_inputs += zero;
-  st.underflow += under;
-  st.saturated += sat;
-  st.subnormal += sub;
+  st.nan_inputs += static_cast<int64_t>(nan);
+  st.inf_inputs += static_cast<int64_t>(infs);
+  st.zero_inputs += static_cast<int64_t>(zero);
+  st.underflow += static_cast<int64_t>(under);
+  st.saturated += static_cast<int64_t>(sat);
+  st.subnormal += static_cast<int64_t>(sub);
   st.elements += static_cast<int64_t>(n);
+}
+
+/// Stats of x·s (divide: x/s) — the scaled value recomputed exactly as the bulk kernel does.
+template <typename T>
+void statsScaled(const T* x, const uint8_t* c, std::size_t n, T s, bool divide, T maxf, const CodeInfo& ci, QuantizeStats& st) {
+  if (divide) addStats<T>(x, c, n, [&](std::size_t i) { return x[i] / s; }, maxf, ci, st);
+  else addStats<T>(x, c, n, [&](std::size_t i) { return x[i] * s; }, maxf, ci, st);
+}
+FP8LAB_SCALING_CLONES void statsScaled(const float* x, const uint8_t* c, std::size_t n, float s, bool divide, float maxf,
+                                       const CodeInfo& ci, QuantizeStats& st) {
+  if (divide) addStats<float>(x, c, n, [&](std::size_t i) { return x[i] / s; }, maxf, ci, st);
+  else addStats<float>(x, c, n, [&](std::size_t i) { return x[i] * s; }, maxf, ci, st);
+}
+/// Stats with the scaled values given (per-column scales).
+template <typename T>
+void statsGiven(const T* x, const uint8_t* c, const T* y, std::size_t n, T maxf, const CodeInfo& ci, QuantizeStats& st) {
+  addStats<T>(x, c, n, [&](std::size_t i) { return y[i]; }, maxf, ci, st);
+}
+FP8LAB_SCALING_CLONES void statsGiven(const float* x, const uint8_t* c, const float* y, std::size_t n, float maxf,
+                                      const CodeInfo& ci, QuantizeStats& st) {
+  addStats<float>(x, c, n, [&](std::size_t i) { return y[i]; }, maxf, ci, st);
 }
 
 void checkArgs(const void* x, int64_t rows, int64_t cols, const Format& fmt) {
@@ -286,44 +342,65 @@ void checkArgs(const void* x, int64_t rows, int64_t cols, const Format& fmt) {
                                 " bits; scaling quantizes to formats of at most 8 bits");
 }
 
+/// Encodes one contiguous run sharing one scale: codes = encodeBulk(x op s), then stats.
 template <typename T> void encodeSegment(const Format& fmt, const T* x, uint8_t* c, std::size_t n, float quant, float dequant,
                                           Format::ScaleOp op, const EncodeOptions& enc, uint64_t seed, uint64_t first,
-                                          const CodeFlags& fl, QuantizeStats& st) {
-  const float sf = op == Format::ScaleOp::Divide ? dequant : quant;
-  const T s = static_cast<T>(sf);
+                                          const CodeInfo& ci, QuantizeStats& st) {
+  const T s = static_cast<T>(op == Format::ScaleOp::Divide ? dequant : quant);
   fmt.encodeBulk(x, c, n, enc, s, op, seed, first);
-  addStats<T>(x, c, n, s, op, static_cast<T>(fmt.maxFinite()), fl, st);
+  const T maxf = static_cast<T>(fmt.maxFinite());
+  statsScaled(x, c, n, s, op == Format::ScaleOp::Divide, maxf, ci, st);
 }
 
 /// Quantizes x [R, C] (row-major) with blocks [br, bc] laid row-major; fills codes, scales, stats.
+/// Wide blocks (bc ≥ 16, or one block per row) encode each row segment with its own scale.
+/// Narrow blocks (per-column, 128×1, MX 32×1) first form y = x op s_column in a row buffer (the same
+/// float32 / float64 operation the bulk kernel performs) and encode y with scale 1, which is
+/// bit-identical and keeps the access row-major.
 template <typename T>
 void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, const Format& fmt, const ScalingConfig& cfg,
                       QuantizedTensor& q, const ProgressFn& progress) {
   const int64_t GR = (R + br - 1) / br, GC = (C + bc - 1) / bc;
-  q.codes.assign(static_cast<std::size_t>(R * C), 0);
+  q.codes.resize(static_cast<std::size_t>(R * C));
   q.dequant_scales.assign(static_cast<std::size_t>(GR * GC), 1.0f);
   q.quant_scales.assign(static_cast<std::size_t>(GR * GC), 1.0f);
   const bool mx = cfg.rule == ScaleRule::MxFloor || cfg.rule == ScaleRule::MxCeil || cfg.rule == ScaleRule::MxRceil;
   if (mx) q.scale_codes.assign(static_cast<std::size_t>(GR * GC), 0);
   const bool ignore_nan = !ruleAmaxPropagatesNaN(cfg.rule);
-  const CodeFlags flags(fmt);
+  const bool divide = cfg.op == Format::ScaleOp::Divide;
+  const bool narrow = bc < 16 && GC > 1;
+  const CodeInfo ci(fmt);
+  const T maxf = static_cast<T>(fmt.maxFinite());
   using U = typename Bits<T>::U;
-  std::vector<U> mbits(static_cast<std::size_t>(GC));
-  std::vector<uint8_t> mnan(static_cast<std::size_t>(GC));
+  std::vector<U> mbits(static_cast<std::size_t>(narrow && bc == 1 ? C : GC));
+  std::vector<U> mnan(mbits.size());
   std::vector<BlockScale> sc(static_cast<std::size_t>(GC));
+  std::vector<T> colscale, y;
+  if (narrow) {
+    colscale.resize(static_cast<std::size_t>(C));
+    y.resize(static_cast<std::size_t>(C));
+  }
   const double total = static_cast<double>(R) * static_cast<double>(C);
+  double last_report = 0;
   for (int64_t gi = 0; gi < GR; ++gi) {
     const int64_t r0 = gi * br, r1 = std::min(R, r0 + br);
     std::fill(mbits.begin(), mbits.end(), U(0));
-    std::fill(mnan.begin(), mnan.end(), uint8_t(0));
-    for (int64_t i = r0; i < r1; ++i)
-      for (int64_t gj = 0; gj < GC; ++gj) {
-        const int64_t c0 = gj * bc, c1 = std::min(C, c0 + bc);
-        bool nan = false;
-        const U m = maxAbsBits(x + i * C + c0, static_cast<std::size_t>(c1 - c0), &nan);
-        mbits[static_cast<std::size_t>(gj)] = std::max(mbits[static_cast<std::size_t>(gj)], m);
-        mnan[static_cast<std::size_t>(gj)] |= nan ? 1 : 0;
-      }
+    std::fill(mnan.begin(), mnan.end(), U(0));
+    if (narrow && bc == 1) {
+      // Column maxima, vectorised across the row.
+      U* mb = mbits.data();
+      U* mn = mnan.data();
+      for (int64_t i = r0; i < r1; ++i) colMax(x + i * C, static_cast<std::size_t>(C), mb, mn);
+    } else {
+      for (int64_t i = r0; i < r1; ++i)
+        for (int64_t gj = 0; gj < GC; ++gj) {
+          const int64_t c0 = gj * bc, c1 = std::min(C, c0 + bc);
+          bool nan = false;
+          const U m = maxAbsBits(x + i * C + c0, static_cast<std::size_t>(c1 - c0), &nan);
+          mbits[static_cast<std::size_t>(gj)] = std::max(mbits[static_cast<std::size_t>(gj)], m);
+          mnan[static_cast<std::size_t>(gj)] |= nan ? 1 : 0;
+        }
+    }
     for (int64_t gj = 0; gj < GC; ++gj) {
       const std::size_t j = static_cast<std::size_t>(gj);
       const double amax = (mnan[j] && !ignore_nan) ? std::numeric_limits<double>::quiet_NaN()
@@ -334,24 +411,40 @@ void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, 
       q.quant_scales[k] = sc[j].quant;
       if (mx) q.scale_codes[k] = static_cast<uint8_t>(sc[j].scale_code);
     }
-    for (int64_t i = r0; i < r1; ++i)
-      for (int64_t gj = 0; gj < GC; ++gj) {
-        const int64_t c0 = gj * bc, c1 = std::min(C, c0 + bc);
-        const std::size_t off = static_cast<std::size_t>(i * C + c0);
-        const BlockScale& b = sc[static_cast<std::size_t>(gj)];
-        encodeSegment<T>(fmt, x + off, q.codes.data() + off, static_cast<std::size_t>(c1 - c0), b.quant, b.dequant, cfg.op,
-                         cfg.encode, cfg.seed, off, flags, q.stats);
+    if (narrow) {
+      for (int64_t j = 0; j < C; ++j) {
+        const BlockScale& b = sc[static_cast<std::size_t>(j / bc)];
+        colscale[static_cast<std::size_t>(j)] = static_cast<T>(divide ? b.dequant : b.quant);
       }
-    if (progress) reportProgress(progress, static_cast<double>(r1) * static_cast<double>(C) / total, "quantize");
+      const T* cs = colscale.data();
+      T* yy = y.data();
+      for (int64_t i = r0; i < r1; ++i) {
+        const T* row = x + i * C;
+        if (divide)
+          for (int64_t j = 0; j < C; ++j) yy[j] = row[j] / cs[j];
+        else
+          for (int64_t j = 0; j < C; ++j) yy[j] = row[j] * cs[j];
+        const std::size_t off = static_cast<std::size_t>(i * C);
+        uint8_t* c = q.codes.data() + off;
+        fmt.encodeBulk(yy, c, static_cast<std::size_t>(C), cfg.encode, T(1), Format::ScaleOp::Multiply, cfg.seed, off);
+        statsGiven(row, c, yy, static_cast<std::size_t>(C), maxf, ci, q.stats);
+      }
+    } else {
+      for (int64_t i = r0; i < r1; ++i)
+        for (int64_t gj = 0; gj < GC; ++gj) {
+          const int64_t c0 = gj * bc, c1 = std::min(C, c0 + bc);
+          const std::size_t off = static_cast<std::size_t>(i * C + c0);
+          const BlockScale& b = sc[static_cast<std::size_t>(gj)];
+          encodeSegment<T>(fmt, x + off, q.codes.data() + off, static_cast<std::size_t>(c1 - c0), b.quant, b.dequant, cfg.op,
+                           cfg.encode, cfg.seed, off, ci, q.stats);
+        }
+    }
+    const double done = static_cast<double>(r1) * static_cast<double>(C) / total;
+    if (progress && (done - last_report >= 0.01 || r1 == R)) {
+      reportProgress(progress, done, "quantize");
+      last_report = done;
+    }
   }
-}
-
-template <typename T> void transposeInto(const T* x, int64_t R, int64_t C, T* y) {
-  constexpr int64_t t = 32;
-  for (int64_t i0 = 0; i0 < R; i0 += t)
-    for (int64_t j0 = 0; j0 < C; j0 += t)
-      for (int64_t i = i0; i < std::min(R, i0 + t); ++i)
-        for (int64_t j = j0; j < std::min(C, j0 + t); ++j) y[j * R + i] = x[i * C + j];
 }
 
 std::string strategyName(const ScalingConfig& cfg, const ScaleBlock& b) {
@@ -375,28 +468,7 @@ QuantizedTensor quantizeImpl(const T* x, int64_t rows, int64_t cols, const Forma
   q.scale_op = cfg.op;
   q.strategy = strategyName(cfg, q.block);
   if (rows == 0 || cols == 0) return q;
-  // Column-shaped blocks ([h, 1]) are quantized on the transpose, where they are contiguous rows.
-  const bool columnar = q.block.cols == 1 && q.block.rows > 1 && cols > 1;
-  if (!columnar) {
-    quantizeRowMajor(x, rows, cols, q.block.rows, q.block.cols, fmt, cfg, q, progress);
-    return q;
-  }
-  std::vector<T> xt(static_cast<std::size_t>(rows * cols));
-  transposeInto(x, rows, cols, xt.data());
-  QuantizedTensor t;
-  t.format = &fmt;
-  quantizeRowMajor(xt.data(), cols, rows, 1, q.block.rows, fmt, cfg, t, progress);
-  q.codes.resize(t.codes.size());
-  transposeInto(t.codes.data(), cols, rows, q.codes.data());
-  const int64_t gr = q.blockRows(); // grid of t is [cols, gr]
-  auto tr = [&](const auto& v, auto& out) {
-    out.resize(v.size());
-    transposeInto(v.data(), cols, gr, out.data());
-  };
-  tr(t.dequant_scales, q.dequant_scales);
-  tr(t.quant_scales, q.quant_scales);
-  if (!t.scale_codes.empty()) tr(t.scale_codes, q.scale_codes);
-  q.stats = t.stats;
+  quantizeRowMajor(x, rows, cols, q.block.rows, q.block.cols, fmt, cfg, q, progress);
   return q;
 }
 
@@ -416,12 +488,12 @@ QuantizedTensor quantizeWithScaleImpl(const T* x, int64_t rows, int64_t cols, co
   q.quant_scales = {s.quant};
   if (s.scale_code >= 0) q.scale_codes = {static_cast<uint8_t>(s.scale_code)};
   q.codes.assign(static_cast<std::size_t>(rows * cols), 0);
-  const CodeFlags flags(fmt);
+  const CodeInfo ci(fmt);
   const std::size_t n = q.codes.size();
   constexpr std::size_t chunk = std::size_t(1) << 20;
   for (std::size_t off = 0; off < n; off += chunk) {
     const std::size_t len = std::min(chunk, n - off);
-    encodeSegment<T>(fmt, x + off, q.codes.data() + off, len, s.quant, s.dequant, op, enc, 0, off, flags, q.stats);
+    encodeSegment<T>(fmt, x + off, q.codes.data() + off, len, s.quant, s.dequant, op, enc, 0, off, ci, q.stats);
     if (progress) reportProgress(progress, static_cast<double>(off + len) / static_cast<double>(n), "quantize");
   }
   return q;

@@ -1,0 +1,63 @@
+// Quantization cost of the scaling strategies on a 4096×4096 float32 tensor, next to the peer
+// measured in the same run: a plain float32 → E4M3FN encodeBulk of the same 16.8 M elements
+// with one fixed scale (no amax pass, no stats). The ratio strategy / peer is the overhead of
+// the amax pass, the per-block scale rule and the statistics.
+//   ./build/tests/bench/bench_scaling --benchmark_min_time=1
+#include <benchmark/benchmark.h>
+
+#include "formats/format.h"
+#include "scaling/scaling.h"
+
+#include <random>
+#include <vector>
+
+using namespace fp8lab;
+
+namespace {
+
+constexpr int64_t kN = 4096;
+
+const std::vector<float>& data() {
+  static const std::vector<float> x = [] {
+    std::vector<float> v(static_cast<size_t>(kN * kN));
+    std::mt19937 g(42);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    for (auto& e : v) e = d(g);
+    return v;
+  }();
+  return x;
+}
+
+void BM_PlainEncodeBulk(benchmark::State& st) {
+  const auto& x = data();
+  std::vector<uint8_t> out(x.size());
+  for (auto _ : st) {
+    Format::E4M3FN().encodeBulk(x.data(), out.data(), x.size(), {}, 100.0f);
+    benchmark::DoNotOptimize(out.data());
+  }
+  st.SetItemsProcessed(st.iterations() * static_cast<int64_t>(x.size()));
+}
+
+void BM_Quantize(benchmark::State& st, const char* preset, Axis axis) {
+  const auto& x = data();
+  const ScalingConfig c = *scalingPreset(preset);
+  for (auto _ : st) {
+    QuantizedTensor q = quantize(x.data(), kN, kN, Format::E4M3FN(), c, axis);
+    benchmark::DoNotOptimize(q.codes.data());
+  }
+  st.SetItemsProcessed(st.iterations() * static_cast<int64_t>(x.size()));
+}
+
+} // namespace
+
+BENCHMARK(BM_PlainEncodeBulk)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, te_current, "te_current", Axis::Cols)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, per_row, "per_row", Axis::Cols)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, per_column, "per_column", Axis::Cols)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, deepgemm_1x128, "deepgemm_1x128", Axis::Cols)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, deepgemm_1x128_rows, "deepgemm_1x128", Axis::Rows)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, deepgemm_128x128, "deepgemm_128x128", Axis::Cols)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, mx_rceil, "mx_rceil", Axis::Cols)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, mx_floor, "mx_floor", Axis::Cols)->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();
