@@ -192,12 +192,14 @@ public:
     const int64_t ld = p.m;
     if (p.fp8Output()) {
       const Format& f = opt.output == OutputType::E4M3FN ? Format::E4M3FN() : Format::E5M2();
+      const std::vector<float>& table = f.decodeTable();
+      const double inv = 1.0 / static_cast<double>(scale_d); // as the CPU backend: decode · (1/scale_D)
       out.d_codes.resize(out.d.size());
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
           const uint8_t c = d_raw[static_cast<size_t>(i * ld + j)];
           out.d_codes[static_cast<size_t>(i * N + j)] = c;
-          out.d[static_cast<size_t>(i * N + j)] = static_cast<float>(f.decode(c) / static_cast<double>(scale_d));
+          out.d[static_cast<size_t>(i * N + j)] = static_cast<float>(static_cast<double>(table[c]) * inv);
         }
       out.amax_d = amax;
     } else {

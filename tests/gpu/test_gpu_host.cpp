@@ -8,6 +8,8 @@
 // Expected values are hand-derived (comments give the derivation) or come from the CPU
 // reference implementations (core/formats, core/scaling), which have their own oracle tests.
 #include "check_util.h"
+#include "gemm_cases.h"
+#include "gemm/gemm.h"
 
 #include "cuda_error.h"
 #include "cuda_gemm_backend.h"
@@ -17,6 +19,8 @@
 #include "lt_matmul.h"
 #include "scale_layout.h"
 #include "scaling/delayed_scaling.h"
+#include "scaling/scaling.h"
+#include "gemm/random_matrix.h"
 
 #include <cfloat>
 #include <chrono>
@@ -606,6 +610,81 @@ void testErrors(Checker& c) {
   c.expect(ok, "cudaErrorMemoryAllocation is reported as out of memory");
 }
 
+/// What check_gpu_kernels does on the device, done on the host with the kernel's own per-element
+/// function: every current preset's codes must be reproducible from its block scales alone
+/// (the quantize kernel gets only x, the block grid, the scales and the op).
+void testPresetParityOnHost(Checker& c) {
+  RandomMatrixOptions o;
+  o.distribution = Distribution::LogNormal;
+  o.sigma = 3.0;
+  std::vector<float> x = randomMatrix(260, 200, 11, o);
+  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                            1e-40f, 1e30f, 448.0f, 464.0f};
+  for (size_t i = 0; i < x.size(); i += 37) x[i] = specials[(i / 37) % 8];
+  int cases = 0;
+  for (const ScalingPresetInfo& info : scalingPresets()) {
+    const auto cfg = scalingPreset(info.name);
+    if (info.delayed || !cfg) continue;
+    for (const Format* f : {&Format::E4M3FN(), &Format::E5M2()}) {
+      const EncodeConstants k = makeEncodeConstants(*f, cfg->encode.saturate);
+      for (Axis axis : {Axis::Cols, Axis::Rows}) {
+        const QuantizedTensor q = quantize(x.data(), 260, 200, *f, *cfg, axis);
+        const bool divide = q.scale_op == Format::ScaleOp::Divide;
+        const std::vector<float>& sc = divide ? q.dequant_scales : q.quant_scales;
+        size_t bad = 0;
+        for (int64_t i = 0; i < 260; ++i)
+          for (int64_t j = 0; j < 200; ++j) {
+            const size_t e = static_cast<size_t>(i * 200 + j);
+            const float s = sc[static_cast<size_t>((i / q.block.rows) * q.blockCols() + j / q.block.cols)];
+            bad += encodeFloat(x[e], s, divide, k) != q.codes[e];
+          }
+        ++cases;
+        c.expect(bad == 0, info.name + " " + f->name() + " " + toString(axis) +
+                               ": codes reproducible from the block scales with the kernel's function (" +
+                               std::to_string(bad) + " differ)");
+      }
+    }
+  }
+  c.expect(cases >= 30, "preset parity covered " + std::to_string(cases) + " cases");
+}
+
+/// The exact-by-construction operands of check_gpu_gemm really are exact: on the CPU, the
+/// Exact (double), FP32, SplitFP32 and (non-promoting, 14-bit) FastAccum models all give the
+/// same bits for every scale pairing and output type, so any accumulation order the GPU uses
+/// must give them too.
+void testExactConstruction(Checker& c) {
+  using checks::Gran;
+  auto cpu = makeCpuGemmBackend();
+  const std::pair<Gran, Gran> pairs[] = {{Gran::Tensor, Gran::Tensor},   {Gran::Outer, Gran::Outer},
+                                         {Gran::Block1D, Gran::Block2D}, {Gran::Block2D, Gran::Block1D},
+                                         {Gran::Block2D, Gran::Block2D}, {Gran::Tensor, Gran::Outer}};
+  uint32_t seed = 1;
+  for (const auto& pr : pairs)
+    for (OutputType out : {OutputType::FP32, OutputType::BF16, OutputType::E4M3FN}) {
+      const QuantizedTensor a = checks::intTensor(200, 384, Format::E4M3FN(), pr.first, true, seed++);
+      const QuantizedTensor b = checks::intTensor(384, 136, Format::E5M2(), pr.second, false, seed++);
+      GemmOptions o;
+      o.output = out;
+      o.output_quant_scale = out == OutputType::E4M3FN ? 0.015625f : 1.0f;
+      o.accumulation = Accumulation::Exact;
+      const GemmOutput ref = cpu->run(a, b, o);
+      bool same = true;
+      for (Accumulation acc : {Accumulation::FP32, Accumulation::SplitFP32, Accumulation::FastAccum}) {
+        GemmOptions p = o;
+        p.accumulation = acc;
+        p.fast_accum_promotes = false;
+        const GemmOutput r = cpu->run(a, b, p);
+        for (size_t i = 0; i < r.d.size() && same; ++i) same = sameFloat(r.d[i], ref.d[i]);
+        same = same && r.d_codes == ref.d_codes;
+      }
+      double amax = 0;
+      for (float v : ref.d) amax = std::max(amax, static_cast<double>(std::fabs(v)));
+      c.expect(same && amax > 0, std::string("exact construction ") + checks::granName(pr.first) + " x " +
+                                     checks::granName(pr.second) + " -> " + toString(out) +
+                                     ": every CPU accumulation model agrees bit for bit");
+    }
+}
+
 } // namespace
 
 int main() {
@@ -619,6 +698,8 @@ int main() {
   testUnsupportedReasons(c);
   testSelectionWithoutGpu(c);
   testDelayedUpdate(c);
+  testPresetParityOnHost(c);
+  testExactConstruction(c);
   testEncodeScaledAndAdversarial(c);
   testEncodeOtherFormats(c);
   testEncodeBitPatterns(c);

@@ -1,0 +1,314 @@
+// FP8 Lab — device checks of the cuBLASLt FP8 GEMM against the CPU reference backend.
+// Exit 77 (skip) without a GPU.
+//  1. Exact by construction (CUTLASS example 58 style): codes of small integers (|v| ≤ 4, exact in
+//     E4M3 and E5M2), power-of-two block scales in [2^-3, 2^1]; every partial sum is an integer
+//     < 2^13, every scaled sum a dyadic rational well inside float32 and FP16 range, so every
+//     summation order — and the ~14-bit fast accumulator — gives the same exact result. GPU output
+//     (FP32, BF16, FP16, E4M3 with D scale) must be bit-identical to the CPU reference, for
+//     E4M3×E4M3, E4M3×E5M2, E5M2×E4M3, every scale pairing (native and promoted), FAST_ACCUM 0/1,
+//     and shapes that need padding. AMAX_D is compared with the CPU's max |D| before and after
+//     scale_D (which one cuBLASLt reports is recorded: unverified in the docs).
+//  2. Realistic: random normal / outlier data quantized by presets (TE per-tensor, torchao
+//     row-wise, DeepGEMM 1x128 × 128x128), K = 4096. GPU split accumulation (FAST_ACCUM = 0) vs
+//     the CPU SplitFP32 model must stay within the split model's worst-case bound
+//         |D_gpu − D_cpu| ≤ 2·γ_n · Σ_k |a_ik · b_kj| · (scales),  γ_n = n·u/(1 − n·u),
+//         n = 128 + K/128 + 4 (one window, the promotions, the scale products), u = 2^-24.
+//  3. Fast accumulation vs split: errors of both GPU modes and of the CPU models against the
+//     exact (double) result are recorded in $OUT/gemm_accuracy.csv.
+// On a mismatch the operands, scales, both outputs and amax go to $OUT/gemm_mismatch_<case>.txt.
+#include "check_util.h"
+#include "gemm_cases.h"
+
+#include "cuda_gemm_backend.h"
+#include "device_probe.h"
+#include "gemm/gemm_experiment.h"
+#include "gemm/random_matrix.h"
+#include "scaling/scaling.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace fp8lab;
+using namespace fp8lab::gpu;
+using fp8lab::checks::Checker;
+using fp8lab::checks::Gran;
+using fp8lab::checks::granName;
+using fp8lab::checks::intTensor;
+
+namespace {
+
+void dump(const std::string& name, const QuantizedTensor& a, const QuantizedTensor& b, const GemmOutput& g,
+          const GemmOutput& c) {
+  const std::string path = checks::outDir() + "/gemm_mismatch_" + name + ".txt";
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return;
+  auto tensor = [&](const char* what, const QuantizedTensor& t) {
+    std::fprintf(f, "# %s %lldx%lld %s block %lldx%lld\n# codes (row-major, hex)\n", what, static_cast<long long>(t.rows),
+                 static_cast<long long>(t.cols), t.format->name().c_str(), static_cast<long long>(t.block.rows),
+                 static_cast<long long>(t.block.cols));
+    for (int64_t i = 0; i < t.rows; ++i) {
+      for (int64_t j = 0; j < t.cols; ++j) std::fprintf(f, "%02x", t.codes[static_cast<size_t>(i * t.cols + j)]);
+      std::fprintf(f, "\n");
+    }
+    std::fprintf(f, "# dequant scales (block grid, row-major)\n");
+    for (float s : t.dequant_scales) std::fprintf(f, "%a ", static_cast<double>(s));
+    std::fprintf(f, "\n");
+  };
+  tensor("A", a);
+  tensor("B", b);
+  std::fprintf(f, "# gpu: %s | amax_d %a\n# cpu: %s | amax_d %a\n# i j gpu cpu (mismatches only)\n", g.algorithm.c_str(),
+               static_cast<double>(g.amax_d), c.algorithm.c_str(), static_cast<double>(c.amax_d));
+  int n = 0;
+  for (int64_t i = 0; i < g.m; ++i)
+    for (int64_t j = 0; j < g.n; ++j) {
+      const size_t e = static_cast<size_t>(i * g.n + j);
+      if (!checks::sameFloat(g.d[e], c.d[e]) && n++ < 10000)
+        std::fprintf(f, "%lld %lld %a %a\n", static_cast<long long>(i), static_cast<long long>(j),
+                     static_cast<double>(g.d[e]), static_cast<double>(c.d[e]));
+    }
+  std::fclose(f);
+  std::printf("  dumped %s\n", path.c_str());
+}
+
+void checkExact(Checker& c, GemmBackend& gpu, GemmBackend& cpu, FILE* log) {
+  struct Types { const Format* a; const Format* b; };
+  const Types types[] = {{&Format::E4M3FN(), &Format::E4M3FN()}, {&Format::E4M3FN(), &Format::E5M2()},
+                         {&Format::E5M2(), &Format::E4M3FN()}};
+  const std::pair<Gran, Gran> pairs[] = {{Gran::Tensor, Gran::Tensor},   {Gran::Outer, Gran::Outer},
+                                         {Gran::Tensor, Gran::Outer},    {Gran::Block1D, Gran::Block1D},
+                                         {Gran::Block1D, Gran::Block2D}, {Gran::Block2D, Gran::Block1D},
+                                         {Gran::Block2D, Gran::Block2D}, {Gran::Outer, Gran::Block2D}};
+  const OutputType outs[] = {OutputType::FP32, OutputType::BF16, OutputType::FP16, OutputType::E4M3FN};
+  int ran = 0, unsupported = 0, amax_pre = 0, amax_post = 0;
+  uint32_t seed = 100;
+  for (const auto& ty : types)
+    for (const auto& pr : pairs)
+      for (OutputType out : outs)
+        for (int fast = 0; fast < 2; ++fast)
+          for (int shape = 0; shape < 2; ++shape) {
+            const bool block = pr.first == Gran::Block1D || pr.first == Gran::Block2D || pr.second == Gran::Block1D ||
+                               pr.second == Gran::Block2D;
+            // Shape 0 needs M/N padding (200 x 136), K = 384 = 3 blocks; shape 1: K = 300 (K padding,
+            // a partial last K-block for block modes), M = 64, N = 48.
+            const int64_t M = shape ? 64 : 200, N = shape ? 48 : 136, K = shape ? 300 : 384;
+            const QuantizedTensor a = intTensor(M, K, *ty.a, pr.first, true, seed++);
+            const QuantizedTensor b = intTensor(K, N, *ty.b, pr.second, false, seed++);
+            GemmOptions opt;
+            opt.output = out;
+            opt.output_quant_scale = out == OutputType::E4M3FN ? 0.015625f : 1.0f; // |D·2^-6| ≤ 448
+            if (fast) {
+              opt.accumulation = Accumulation::FastAccum;
+              opt.fast_accum_promotes = false;
+            }
+            const std::string name = ty.a->name() + "x" + ty.b->name() + "_" + granName(pr.first) + "x" +
+                                     granName(pr.second) + "_" + toString(out) + "_fast" + std::to_string(fast) + "_" +
+                                     std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K);
+            const std::string why = gpu.unsupportedReason(a, b, opt);
+            if (!why.empty()) {
+              ++unsupported;
+              std::fprintf(log, "%s,unsupported,%s\n", name.c_str(), why.c_str());
+              // The basic combinations must be supported on Hopper.
+              const bool must = !block && out != OutputType::E4M3FN && pr.first == pr.second;
+              if (must) c.expect(false, name + ": unsupported on this GPU: " + why);
+              continue;
+            }
+            GemmOptions ref = opt;
+            ref.accumulation = Accumulation::SplitFP32;
+            try {
+              const GemmOutput g = gpu.run(a, b, opt);
+              const GemmOutput r = cpu.run(a, b, ref);
+              size_t bad = 0;
+              for (size_t i = 0; i < r.d.size(); ++i) bad += !checks::sameFloat(g.d[i], r.d[i]);
+              if (out == OutputType::E4M3FN)
+                for (size_t i = 0; i < r.d_codes.size(); ++i) bad += g.d_codes[i] != r.d_codes[i];
+              std::string amax_note;
+              if (out == OutputType::E4M3FN) {
+                if (g.amax_d == r.amax_d) ++amax_pre, amax_note = "AMAX_D = max|D| before scale_D";
+                else if (g.amax_d == r.amax_d * opt.output_quant_scale) ++amax_post, amax_note = "AMAX_D = max|D| after scale_D";
+                else {
+                  amax_note = "AMAX_D " + checks::hexf(g.amax_d) + " matches neither " + checks::hexf(r.amax_d) +
+                              " nor its scaled value";
+                  ++bad;
+                }
+              }
+              ++ran;
+              std::fprintf(log, "%s,%s,%zu mismatches; %s; %s\n", name.c_str(), bad ? "FAIL" : "ok", bad,
+                           g.algorithm.c_str(), amax_note.c_str());
+              if (!c.expect(bad == 0, name + ": " + std::to_string(bad) + " elements differ from the CPU reference " +
+                                          amax_note))
+                dump(name, a, b, g, r);
+            } catch (const std::exception& e) {
+              c.expect(false, name + ": " + e.what());
+            }
+          }
+  std::printf("  exact-by-construction: %d GEMMs compared, %d combinations unsupported by this GPU/cuBLASLt (see "
+              "gemm_exact.csv); AMAX_D pre-scale in %d, post-scale in %d FP8-output runs\n",
+              ran, unsupported, amax_pre, amax_post);
+  c.expect(ran >= 40, "at least 40 exact GEMMs ran (" + std::to_string(ran) + ")");
+}
+
+struct ErrStats {
+  double max_abs = 0, max_rel_to_amax = 0, rms = 0;
+};
+ErrStats errorVs(const std::vector<float>& d, const std::vector<double>& exact) {
+  ErrStats s;
+  double amax = 0, sq = 0;
+  for (double v : exact) amax = std::max(amax, std::fabs(v));
+  for (size_t i = 0; i < d.size(); ++i) {
+    const double e = std::fabs(static_cast<double>(d[i]) - exact[i]);
+    s.max_abs = std::max(s.max_abs, e);
+    sq += e * e;
+  }
+  s.rms = std::sqrt(sq / static_cast<double>(d.size()));
+  s.max_rel_to_amax = amax > 0 ? s.max_abs / amax : 0;
+  return s;
+}
+
+void checkRealistic(Checker& c, GemmBackend& gpu, GemmBackend& cpu, FILE* csv) {
+  const int64_t M = 256, N = 256, K = 4096;
+  struct Case { const char* a_preset; const char* b_preset; };
+  const Case cases[] = {{"te_current", "te_current"}, {"torchao_rowwise", "torchao_rowwise"},
+                        {"deepgemm_1x128", "deepgemm_128x128"}};
+  for (int dist = 0; dist < 2; ++dist) {
+    RandomMatrixOptions o;
+    if (dist) {
+      o.distribution = Distribution::Outliers;
+      o.outlier_fraction = 0.001;
+      o.outlier_factor = 50;
+    }
+    const std::vector<float> xa = randomMatrix(M, K, 20 + dist, o), xb = randomMatrix(K, N, 30 + dist, o);
+    for (const Case& cs : cases) {
+      const auto ca = scalingPreset(cs.a_preset), cb = scalingPreset(cs.b_preset);
+      if (!ca || !cb) {
+        c.expect(false, std::string("preset missing: ") + cs.a_preset);
+        continue;
+      }
+      const QuantizedTensor a = quantize(xa.data(), M, K, Format::E4M3FN(), *ca, Axis::Cols);
+      const QuantizedTensor b = quantize(xb.data(), K, N, Format::E4M3FN(), *cb, Axis::Rows);
+      const std::string name = std::string(cs.a_preset) + "_x_" + cs.b_preset + (dist ? "_outliers" : "_normal");
+      const std::vector<double> exact = quantizedExactGemm(a, b);
+      // Σ|a||b| with the scales, per output, for the bound.
+      std::vector<double> absprod(static_cast<size_t>(M * N), 0.0);
+      {
+        std::vector<double> da(static_cast<size_t>(M * K)), db(static_cast<size_t>(K * N));
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t k = 0; k < K; ++k) da[static_cast<size_t>(i * K + k)] = std::fabs(a.dequantizedAt(i, k));
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t j = 0; j < N; ++j) db[static_cast<size_t>(k * N + j)] = std::fabs(b.dequantizedAt(k, j));
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t k = 0; k < K; ++k) {
+            const double av = da[static_cast<size_t>(i * K + k)];
+            for (int64_t j = 0; j < N; ++j) absprod[static_cast<size_t>(i * N + j)] += av * db[static_cast<size_t>(k * N + j)];
+          }
+      }
+      const double u = std::ldexp(1.0, -24), n = 128.0 + K / 128.0 + 4.0, gamma = n * u / (1 - n * u);
+      GemmOptions split;
+      GemmOptions fast;
+      fast.accumulation = Accumulation::FastAccum;
+      fast.fast_accum_promotes = false;
+      try {
+        const GemmOutput cs_split = cpu.run(a, b, split);
+        const GemmOutput cs_fast = cpu.run(a, b, fast);
+        const GemmOutput g_split = gpu.run(a, b, split);
+        double worst = 0;
+        for (size_t i = 0; i < exact.size(); ++i) {
+          const double err = std::fabs(static_cast<double>(g_split.d[i]) - cs_split.d[i]);
+          const double bound = 2 * gamma * absprod[i];
+          worst = std::max(worst, bound > 0 ? err / bound : (err > 0 ? INFINITY : 0));
+        }
+        if (!c.expect(worst <= 1.0, name + ": GPU split vs CPU SplitFP32 within the split bound (worst ratio " +
+                                        std::to_string(worst) + ")"))
+          dump(name, a, b, g_split, cs_split);
+        auto row = [&](const char* what, const GemmOutput& g) {
+          const ErrStats e = errorVs(g.d, exact);
+          std::fprintf(csv, "%s,%s,%.6e,%.6e,%.6e,%s\n", name.c_str(), what, e.max_abs, e.max_rel_to_amax, e.rms,
+                       g.algorithm.c_str());
+          std::printf("    %-44s %-22s max|err|/amax %.3e  rms %.3e\n", name.c_str(), what, e.max_rel_to_amax, e.rms);
+        };
+        row("gpu FAST_ACCUM=0", g_split);
+        row("cpu SplitFP32", cs_split);
+        row("cpu FastAccum model", cs_fast);
+        std::fprintf(csv, "%s,split bound worst ratio,%.6e,,,\n", name.c_str(), worst);
+        const std::string why = gpu.unsupportedReason(a, b, fast);
+        if (why.empty()) {
+          const GemmOutput g_fast = gpu.run(a, b, fast);
+          row("gpu FAST_ACCUM=1", g_fast);
+        } else {
+          std::fprintf(csv, "%s,gpu FAST_ACCUM=1,,,,unsupported: %s\n", name.c_str(), why.c_str());
+          std::printf("    %-44s gpu FAST_ACCUM=1 unsupported: %s\n", name.c_str(), why.c_str());
+        }
+      } catch (const std::exception& e) {
+        c.expect(false, name + ": " + e.what());
+      }
+    }
+  }
+}
+
+void checkBadInput(Checker& c, GemmBackend& gpu) {
+  const QuantizedTensor a = intTensor(32, 64, Format::E4M3FN(), Gran::Tensor, true, 1);
+  const QuantizedTensor b = intTensor(48, 32, Format::E4M3FN(), Gran::Tensor, false, 2);
+  bool threw = false;
+  try {
+    (void)gpu.run(a, b, {});
+  } catch (const std::invalid_argument&) {
+    threw = true;
+  }
+  c.expect(threw, "shape mismatch throws std::invalid_argument");
+  const QuantizedTensor bz = intTensor(64, 32, Format::E4M3FNUZ(), Gran::Tensor, false, 3);
+  threw = false;
+  try {
+    (void)gpu.run(a, bz, {});
+  } catch (const std::runtime_error& e) {
+    threw = std::string(e.what()).find("FNUZ") != std::string::npos;
+  }
+  c.expect(threw, "FNUZ operand throws std::runtime_error naming FNUZ");
+  // Selection with the GPU present: auto picks it; an FNUZ GEMM falls back with the reason.
+  GemmOptions opt;
+  BackendSelection s = selectGemmBackend(BackendChoice::Auto, &a, &a, &opt);
+  c.expect(s.gpu && s.backend->name() == "cuda", "auto with a GPU picks the CUDA backend: " + s.reason);
+  s = selectGemmBackend(BackendChoice::Gpu, &a, &bz, &opt);
+  c.expect(!s.gpu && s.fell_back && s.reason.find("FNUZ") != std::string::npos, "gpu + FNUZ falls back: " + s.reason);
+}
+
+} // namespace
+
+int main() {
+  Checker c("check_gpu_gemm");
+  const ProbeResult probe = probeDevices();
+  if (!probe.hasDevice()) {
+    std::printf("SKIP: check_gpu_gemm: %s\n", probe.summary().c_str());
+    return checks::kSkip;
+  }
+  std::string why;
+  auto gpu = makeCudaGemmBackend(&why);
+  if (!gpu) {
+    std::printf("SKIP: check_gpu_gemm: %s\n", why.c_str());
+    return checks::kSkip;
+  }
+  auto cpu = makeCpuGemmBackend();
+  std::printf("check_gpu_gemm on %s\n", gpu->device().c_str());
+  const auto t0 = std::chrono::steady_clock::now();
+  FILE* log = std::fopen((checks::outDir() + "/gemm_exact.csv").c_str(), "w");
+  FILE* csv = std::fopen((checks::outDir() + "/gemm_accuracy.csv").c_str(), "w");
+  if (!log || !csv) {
+    std::printf("check_gpu_gemm: cannot write to %s\n", checks::outDir().c_str());
+    return 1;
+  }
+  std::fprintf(log, "case,result,detail\n");
+  std::fprintf(csv, "case,result,max_abs_err,max_abs_err_over_amax,rms_err,algorithm\n");
+  try {
+    checkBadInput(c, *gpu);
+    checkExact(c, *gpu, *cpu, log);
+    checkRealistic(c, *gpu, *cpu, csv);
+  } catch (const std::exception& e) {
+    c.expect(false, std::string("exception: ") + e.what());
+  }
+  std::fclose(log);
+  std::fclose(csv);
+  std::printf("  %.1f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return c.finish();
+}
