@@ -5,6 +5,7 @@
 // float32 rounding, marked "derived").
 #include <QtTest>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -49,6 +50,8 @@ private Q_SLOTS:
   void partialBlocks1x128();
   void partialBlocks128x128();
   void block1DAlongRowsIsColumnBlocks();
+  void columnBlocksMatchRowBlocksOnTranspose_data();
+  void columnBlocksMatchRowBlocksOnTranspose();
   void statsCounts();
   void edgeTensorsNeverCrash();
   void doubleInputSingleRounding();
@@ -361,6 +364,61 @@ void TestScaling::block1DAlongRowsIsColumnBlocks() {
   QCOMPARE(int(q.codes[static_cast<size_t>(130 * 3 + 0)]), 0x7E);
   QCOMPARE(int(q.codes[static_cast<size_t>(131 * 3 + 0)]), 0x30); // 1/2
   QCOMPARE(int(q.codes[static_cast<size_t>(0 * 3 + 1)]), 0x28);   // 1/4
+}
+
+// Column-shaped blocks (per-column, 128×1, MX 32×1) take a different code path (row buffer of
+// per-column scales) than row-shaped ones; on the transposed tensor they must agree bit for bit
+// (codes, scales, stats). Random normal data with outliers, zeros, NaN and inf, odd shape.
+void TestScaling::columnBlocksMatchRowBlocksOnTranspose_data() {
+  QTest::addColumn<QString>("name");
+  QTest::addColumn<QString>("format");
+  for (const char* n : {"per_row", "torchao_rowwise", "deepgemm_1x128", "dsv3_act_quant", "te_block_1x128", "mx_floor", "mx_rceil",
+                        "te_current"})
+    for (const char* f : {"E4M3FN", "E5M2", "E2M1"})
+      QTest::newRow(qPrintable(QStringLiteral("%1_%2").arg(QLatin1String(n), QLatin1String(f)))) << QString::fromLatin1(n)
+                                                                                                  << QString::fromLatin1(f);
+}
+
+void TestScaling::columnBlocksMatchRowBlocksOnTranspose() {
+  QFETCH(QString, name);
+  QFETCH(QString, format);
+  const Format& fmt = *Format::byName(format.toStdString());
+  const int64_t R = 300, C = 77; // not multiples of 32 or 128
+  std::vector<float> x(static_cast<size_t>(R * C)), xt(x.size());
+  uint64_t st = 12345;
+  for (auto& v : x) { // xorshift → roughly uniform in [-4, 4), a few large outliers
+    st ^= st << 13; st ^= st >> 7; st ^= st << 17;
+    v = static_cast<float>(static_cast<int64_t>(st % 8000) - 4000) / 1000.0f;
+    if (st % 97 == 0) v *= 1000.0f;
+    if (st % 89 == 0) v = 0.0f;
+  }
+  x[17] = kNaN;
+  x[1000] = kInf;
+  for (int64_t i = 0; i < R; ++i)
+    for (int64_t j = 0; j < C; ++j) xt[static_cast<size_t>(j * R + i)] = x[static_cast<size_t>(i * C + j)];
+  const ScalingConfig c = preset(qPrintable(name));
+  const QuantizedTensor a = quantize(x.data(), R, C, fmt, c, Axis::Cols);  // row-shaped blocks
+  // per_row has a fixed orientation: its transpose partner is per_column.
+  const ScalingConfig ct = name == QStringLiteral("per_row") ? preset("per_column") : c;
+  const QuantizedTensor b = quantize(xt.data(), C, R, fmt, ct, Axis::Rows); // column-shaped blocks
+  QCOMPARE(b.block.rows, a.block.cols);
+  QCOMPARE(b.block.cols, a.block.rows);
+  for (int64_t i = 0; i < R; ++i)
+    for (int64_t j = 0; j < C; ++j)
+      QCOMPARE(int(b.codes[static_cast<size_t>(j * R + i)]), int(a.codes[static_cast<size_t>(i * C + j)]));
+  const int64_t gr = a.blockRows(), gc = a.blockCols();
+  for (int64_t i = 0; i < gr; ++i)
+    for (int64_t j = 0; j < gc; ++j) {
+      const size_t ka = static_cast<size_t>(i * gc + j), kb = static_cast<size_t>(j * gr + i);
+      QVERIFY(std::bit_cast<uint32_t>(a.dequant_scales[ka]) == std::bit_cast<uint32_t>(b.dequant_scales[kb]));
+      QVERIFY(std::bit_cast<uint32_t>(a.quant_scales[ka]) == std::bit_cast<uint32_t>(b.quant_scales[kb]));
+      if (!a.scale_codes.empty()) QCOMPARE(a.scale_codes[ka], b.scale_codes[kb]);
+    }
+  QCOMPARE(a.stats.saturated, b.stats.saturated);
+  QCOMPARE(a.stats.underflow, b.stats.underflow);
+  QCOMPARE(a.stats.subnormal, b.stats.subnormal);
+  QCOMPARE(a.stats.nan_inputs, int64_t(1));
+  QCOMPARE(b.stats.inf_inputs, int64_t(1));
 }
 
 // Stats with a fixed scale 1 in E4M3FN: 0 (zero), 1e-10 (underflow: below half of 2^-9),
