@@ -169,6 +169,13 @@ QJsonObject merged(const QJsonObject& base, const QJsonObject& over) {
   return r;
 }
 
+QString defaultRunId(const QJsonObject& o, int index) {
+  const QString prec = o.value(QStringLiteral("precision")).toString(QStringLiteral("fp8"));
+  if (prec == QStringLiteral("fp32")) return QStringLiteral("fp32-baseline");
+  const QString strat = o.value(QStringLiteral("scaling")).toObject().value(QStringLiteral("strategy")).toString(QStringLiteral("delayed-flax"));
+  return QStringLiteral("fp8-%1").arg(strat) + (index > 0 ? QStringLiteral("-%1").arg(index + 1) : QString());
+}
+
 TrainingRunSpec parseRun(Parser& p, const QJsonObject& o, const QString& where, const QString& default_id) {
   TrainingRunSpec s;
   TrainingConfig& c = s.config;
@@ -264,13 +271,6 @@ TrainingRunSpec parseRun(Parser& p, const QJsonObject& o, const QString& where, 
   return s;
 }
 
-QString defaultRunId(const TrainingRunSpec&, const QJsonObject& o, int index) {
-  const QString prec = o.value(QStringLiteral("precision")).toString(QStringLiteral("fp8"));
-  if (prec == QStringLiteral("fp32")) return QStringLiteral("fp32-baseline");
-  const QString strat = o.value(QStringLiteral("scaling")).toObject().value(QStringLiteral("strategy")).toString(QStringLiteral("delayed-flax"));
-  return QStringLiteral("fp8-%1").arg(strat) + (index > 0 ? QStringLiteral("-%1").arg(index + 1) : QString());
-}
-
 } // namespace
 
 bool isTrainingConfig(const QJsonObject& config) {
@@ -283,8 +283,7 @@ std::optional<TrainingExperimentSpec> parseTrainingExperiment(const QJsonObject&
   Parser p;
   TrainingExperimentSpec spec;
   if (!config.contains(QStringLiteral("runs"))) {
-    TrainingRunSpec s = parseRun(p, config, {}, QString());
-    if (s.id.isEmpty()) s.id = defaultRunId(s, config, 0);
+    TrainingRunSpec s = parseRun(p, config, {}, defaultRunId(config, 0));
     spec.runs.push_back(std::move(s));
   } else {
     p.checkKeys(config, {}, {QStringLiteral("type"), QStringLiteral("name"), QStringLiteral("description"),
@@ -306,8 +305,7 @@ std::optional<TrainingExperimentSpec> parseTrainingExperiment(const QJsonObject&
         continue;
       }
       const QJsonObject ro = merged(defaults, runs[i].toObject());
-      TrainingRunSpec s = parseRun(p, ro, where, QString());
-      if (s.id.isEmpty()) s.id = defaultRunId(s, ro, i);
+      TrainingRunSpec s = parseRun(p, ro, where, defaultRunId(ro, i));
       if (ids.contains(s.id)) p.fail(Parser::at(where, QStringLiteral("id")), QStringLiteral("duplicate run id '%1'").arg(s.id));
       ids.insert(s.id);
       spec.runs.push_back(std::move(s));

@@ -1,0 +1,135 @@
+// The training path of fp8lab-cli as a user meets it: SIGINT during training stops after the
+// current step and leaves a valid session holding everything so far (issue 4 §6); a missing
+// Fashion-MNIST package gives a message naming it and writes nothing; a bad config names the key.
+// Runs the built fp8lab-cli (FP8LAB_BINARY_DIR/app/fp8lab-cli) with QProcess.
+#include <QtTest>
+
+#include "session/session.h"
+
+#include <csignal>
+#include <sys/types.h>
+
+using namespace fp8lab;
+
+namespace {
+
+QString cliPath() { return QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab-cli"); }
+
+/// A small training experiment: 2 runs on the first 4096 images, many epochs so that the
+/// interrupt always lands during training.
+QByteArray smallConfig(int epochs) {
+  return QStringLiteral(R"({
+  "type": "training",
+  "train_limit": 4096, "test_limit": 500,
+  "defaults": {"epochs": %1, "batch_size": 128, "seed": 3},
+  "runs": [
+    {"id": "delayed", "precision": "fp8", "scaling": {"strategy": "delayed-flax", "history_len": 16}},
+    {"id": "baseline", "precision": "fp32"}
+  ]
+})").arg(epochs).toUtf8();
+}
+
+QString writeConfig(const QTemporaryDir& dir, const QByteArray& text) {
+  const QString p = dir.filePath(QStringLiteral("config.json"));
+  QFile f(p);
+  if (!f.open(QIODevice::WriteOnly)) qFatal("cannot write config");
+  f.write(text);
+  return p;
+}
+
+} // namespace
+
+class TestTrainingCli : public QObject {
+  Q_OBJECT
+
+private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY2(QFileInfo::exists(cliPath()), qPrintable(QStringLiteral("build fp8lab-cli first: %1").arg(cliPath())));
+  }
+
+  void sigintSavesTheSessionSoFar() {
+    QTemporaryDir dir;
+    const QString cfg = writeConfig(dir, smallConfig(200));
+    const QString out = dir.filePath(QStringLiteral("s.h5"));
+    QProcess p;
+    p.start(cliPath(), {QStringLiteral("train"), cfg, QStringLiteral("--out"), out});
+    QVERIFY(p.waitForStarted());
+    // Wait until the first epoch has been reported, so the run is mid-training.
+    QByteArray err;
+    QElapsedTimer t;
+    t.start();
+    while (!err.contains("epoch 1:") && t.elapsed() < 120000) {
+      p.waitForReadyRead(200);
+      err += p.readAllStandardError();
+      QVERIFY2(p.state() == QProcess::Running, err.constData());
+    }
+    QVERIFY2(err.contains("epoch 1:"), err.constData());
+    ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+    QVERIFY(p.waitForFinished(60000));
+    err += p.readAllStandardError();
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit); // handled, not killed by the signal
+    QCOMPARE(p.exitCode(), 130);
+    QVERIFY2(err.contains("interrupted") && err.contains(out.toUtf8()), err.constData());
+    // The file is a valid session with the interrupted run, marked cancelled, consistent.
+    auto rd = SessionReader::open(out.toStdString());
+    QVERIFY2(rd.ok(), rd.message().c_str());
+    auto run = rd.value->readRun("delayed");
+    QVERIFY2(run.ok(), run.message().c_str());
+    const Run& r = run.value;
+    QCOMPARE(r.type, std::string("training"));
+    QCOMPARE(attrString(r.attrs, "status").value_or(""), std::string("cancelled"));
+    const int64_t steps = attrInt(r.attrs, "steps_completed").value_or(-1);
+    QVERIFY2(steps >= 32 && steps < 200 * 32, qPrintable(QString::number(steps))); // ≥ 1 epoch of 32 steps
+    QCOMPARE(r.find("training/loss")->shape, (std::vector<int64_t>{steps}));
+    QCOMPARE(r.find("history/fc2/kernel/amax_history")->shape, (std::vector<int64_t>{steps, 16}));
+    QCOMPARE(r.find("history/fc3/output_grad/scale")->shape, (std::vector<int64_t>{steps}));
+    QVERIFY(r.find("training/accuracy")->shape[0] >= 1);
+    QCOMPARE(r.find("weights/fc1/kernel")->shape, (std::vector<int64_t>{784, 256}));
+    QVERIFY(rd.value->info().find("baseline") == nullptr); // never started
+    // No temporary files are left beside it.
+    QCOMPARE(QDir(dir.path()).entryList(QDir::Files).size(), 2); // config.json, s.h5
+  }
+
+  void missingDatasetNamesThePackageAndWritesNothing() {
+    QTemporaryDir dir;
+    const QString cfg = writeConfig(dir, smallConfig(1));
+    const QString out = dir.filePath(QStringLiteral("s.h5"));
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("FP8LAB_FASHION_MNIST_DIR"), dir.filePath(QStringLiteral("no-such-dir")));
+    p.setProcessEnvironment(env);
+    p.start(cliPath(), {QStringLiteral("train"), cfg, QStringLiteral("--out"), out});
+    QVERIFY(p.waitForFinished(60000));
+    const QByteArray err = p.readAllStandardError();
+    QCOMPARE(p.exitCode(), 2);
+    QVERIFY2(err.contains("apt-get install dataset-fashion-mnist"), err.constData());
+    QVERIFY2(err.contains("no-such-dir"), err.constData());
+    QVERIFY(!QFileInfo::exists(out));
+  }
+
+  void badConfigNamesTheKey() {
+    QTemporaryDir dir;
+    const QString cfg = writeConfig(dir, R"({"type": "training", "runs": [{"precision": "fp8", "scaling": {"strategy": "dalayed"}}]})");
+    QProcess p;
+    p.start(cliPath(), {QStringLiteral("train"), cfg, QStringLiteral("--out"), dir.filePath(QStringLiteral("s.h5"))});
+    QVERIFY(p.waitForFinished(60000));
+    const QByteArray err = p.readAllStandardError();
+    QCOMPARE(p.exitCode(), 2);
+    QVERIFY2(err.contains("runs[0].scaling.strategy") && err.contains("dalayed"), err.constData());
+  }
+
+  void unwritableOutputFailsBeforeTraining() {
+    QTemporaryDir dir;
+    const QString cfg = writeConfig(dir, smallConfig(1));
+    QProcess p;
+    p.start(cliPath(), {QStringLiteral("train"), cfg, QStringLiteral("--out"), QStringLiteral("/nonexistent-dir/s.h5")});
+    QVERIFY(p.waitForFinished(20000));
+    const QByteArray err = p.readAllStandardError();
+    QCOMPARE(p.exitCode(), 2);
+    QVERIFY2(err.contains("/nonexistent-dir"), err.constData());
+    QVERIFY2(!err.contains("epoch"), err.constData());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTrainingCli)
+#include "test_training_cli.moc"
