@@ -271,7 +271,7 @@ bool appendRunsToFile(const QString& out, const std::vector<Run>& runs, bool com
   for (const auto& i : st.issues)
     if (i.severity != Warning::Severity::Error) err(QString::fromStdString(i.toString()));
   if (!st.ok()) {
-    fail(QString::fromStdString(st.firstError()));
+    fail(QString::fromStdString(st.errors()));
     return false;
   }
   return true;
@@ -304,7 +304,7 @@ std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, const QString& text,
   for (const auto& i : r.issues)
     if (i.severity != Warning::Severity::Error) err(QString::fromStdString(i.toString()));
   if (!r.ok()) {
-    fail(QString::fromStdString(r.firstError()));
+    fail(QString::fromStdString(r.errors()));
     return std::nullopt;
   }
   return std::move(r.value);
@@ -365,7 +365,7 @@ std::optional<Run> reproduceGemm(const Run& stored, int threads, const ProgressF
   auto backend = makeCpuGemmBackend();
   auto r = runGemmExperimentRun(cfg, stored.config_json, stored.id, *backend, progress);
   if (!r.ok()) {
-    *error = QString::fromStdString(r.firstError());
+    *error = QString::fromStdString(r.errors());
     return std::nullopt;
   }
   return std::move(r.value);
@@ -639,7 +639,7 @@ int runSweep(const QStringList& args) {
     wo.on_conflict = WriteOptions::OnConflict::Rename;
     Status st = appendRuns(outPath.toStdString(), pending, wo, &ids);
     if (!st.ok()) {
-      fail(QString::fromStdString(st.firstError()));
+      fail(QString::fromStdString(st.errors()));
       return false;
     }
     for (size_t i = 0; i < ids.size(); ++i)
@@ -722,9 +722,9 @@ int runRerun(const QStringList& args) {
   const int threads = p.value(th).toInt(&ok);
   if (!ok || threads < 0) return fail(QStringLiteral("--threads: expected a non-negative integer"));
   auto rd = SessionReader::open(file.toStdString());
-  if (!rd.ok()) return fail(QString::fromStdString(rd.message()));
+  if (!rd.ok()) return fail(QString::fromStdString(rd.errors()));
   auto stored = rd.value->readRun(id.toStdString());
-  if (!stored.ok()) return fail(QString::fromStdString(stored.message()));
+  if (!stored.ok()) return fail(QString::fromStdString(stored.errors()));
   rd.value.reset();
   const Run& s = stored.value;
   const ExperimentType* t = findType(QString::fromStdString(s.type));

@@ -83,7 +83,7 @@ std::unique_ptr<SessionReader> openOrFail(const QString& file, bool json, int* r
   if (issues) *issues = r;
   if (!r.ok()) {
     if (json) out(toJsonText(QJsonObject{{QStringLiteral("file"), file}, {QStringLiteral("ok"), false}, {QStringLiteral("issues"), issuesJson(r)}}) + "\n");
-    *rc = fail(qs(r.message()));
+    *rc = fail(qs(r.errors()));
     return nullptr;
   }
   return std::move(r.value);
@@ -248,7 +248,7 @@ bool exportDataset(SessionReader& rd, const std::string& run, const DatasetInfo&
       g.rows = std::min(band, d.shape[0] - r0);
       auto part = rd.readRegion(run, d.path, g);
       if (!part.ok()) {
-        *error = qs(part.message());
+        *error = qs(part.errors());
         return false;
       }
       if (!writeRows(part.value, g.rows, d.shape[1])) {
@@ -259,7 +259,7 @@ bool exportDataset(SessionReader& rd, const std::string& run, const DatasetInfo&
   } else {
     auto all = rd.read(run, d.path);
     if (!all.ok()) {
-      *error = qs(all.message());
+      *error = qs(all.errors());
       return false;
     }
     const int64_t cols = d.shape.size() > 1 ? all.value.elementCount() / d.shape[0] : 1;
@@ -388,7 +388,7 @@ int runMerge(const QStringList& args) {
   std::vector<std::string> notes;
   Status st = mergeSessions(pos[0].toStdString(), ins, wo, &notes);
   bar.finish();
-  if (!st.ok()) return fail(qs(st.message()));
+  if (!st.ok()) return fail(qs(st.errors()));
   for (const auto& n : notes) err(QStringLiteral("note: ") + qs(n));
   auto rd = SessionReader::open(pos[0].toStdString());
   const size_t nruns = rd.ok() ? rd.value->info().runs.size() : 0;
@@ -428,7 +428,7 @@ int runRuns(const QStringList& args) {
     if (pos.size() < 3) return fail(QStringLiteral("runs delete needs FILE.h5 and at least one RUN_ID"));
     for (int i = 2; i < pos.size(); ++i) {
       Status st = deleteRun(file.toStdString(), pos[i].toStdString());
-      if (!st.ok()) return fail(qs(st.message()));
+      if (!st.ok()) return fail(qs(st.errors()));
       out(QStringLiteral("deleted run %1 from %2\n").arg(pos[i], file));
     }
     return 0;
@@ -436,7 +436,7 @@ int runRuns(const QStringList& args) {
   if (action == QStringLiteral("rename")) {
     if (pos.size() != 4) return fail(QStringLiteral("runs rename needs FILE.h5 OLD_ID NEW_ID"));
     Status st = renameRun(file.toStdString(), pos[2].toStdString(), pos[3].toStdString());
-    if (!st.ok()) return fail(qs(st.message()));
+    if (!st.ok()) return fail(qs(st.errors()));
     out(QStringLiteral("renamed run %1 to %2 in %3\n").arg(pos[2], pos[3], file));
     return 0;
   }

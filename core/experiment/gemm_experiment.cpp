@@ -292,8 +292,9 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
   run.setMetric("b_underflow", double(qb.stats.underflow), "count", "non-zero elements of B that became zero");
   run.setMetric("amax_d", out.amax_d, "1", "max |D| before scale_D and the output cast (cuBLASLt AMAX_D)");
   run.setMetric("gemm_seconds", out.seconds, "s", "wall time of the GEMM alone");
-  for (const auto& w : out.warnings) r.issues.push_back(SessionIssue{w.severity == Warning::Severity::Error ? Warning::Severity::Warning : w.severity,
-                                                                     C::InvalidArgument, w.where, w.what + ": " + w.detail});
+  for (const auto& w : out.warnings)
+    r.issues.push_back(SessionIssue{w.severity == Warning::Severity::Error ? Warning::Severity::Warning : w.severity, C::Computation,
+                                    "GEMM " + w.where, w.what + ": " + w.detail});
   reportProgress(progress, 1.0, "done");
   return r;
 }

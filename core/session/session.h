@@ -61,6 +61,7 @@ struct SessionIssue {
     WriteFailed,      ///< cannot create / write / fsync / rename the output (previous file kept)
     MalformedInput,   ///< importer: malformed header, wrong dtype, truncated data, bad size
     Hdf5Error,        ///< any other error reported by the HDF5 library (detail has its message)
+    Computation,      ///< a finding of the computation that produced a run (quantizer, GEMM)
   };
   Warning::Severity severity = Warning::Severity::Error;
   Code code = Code::Hdf5Error;
@@ -85,6 +86,9 @@ struct Status {
   std::string message() const;
   /// The first Error issue's text, or "" when ok.
   std::string firstError() const;
+  /// The Error issues without the "error: " prefix ("not found at FILE: no such file"), one per
+  /// line — for messages that add their own prefix.
+  std::string errors() const;
   void add(SessionIssue::Code code, std::string where, std::string detail,
            Warning::Severity severity = Warning::Severity::Error);
   void merge(const Status& other);
@@ -268,7 +272,8 @@ Status renameRun(const std::string& path, const std::string& from, const std::st
                  const WriteOptions& opt = {});
 
 /// Joins the runs of several session files into `out` (created or replaced atomically; `out`
-/// may be one of the inputs). Every input is validated first; nothing is written if one is bad.
+/// may be one of the inputs). Every input is validated first; nothing is written if one has an
+/// error or a warning (a damaged run would be lost or copied damaged).
 /// Id collisions follow opt.on_conflict (default for merge callers: Rename). `notes` receives
 /// one line per renamed run ("IN2.h5: run r1 stored as r1-2").
 Status mergeSessions(const std::string& out, const std::vector<std::string>& inputs,

@@ -31,6 +31,7 @@ const char* codeName(SessionIssue::Code c) {
   case C::WriteFailed: return "write failed";
   case C::MalformedInput: return "malformed input";
   case C::Hdf5Error: return "HDF5 error";
+  case C::Computation: return "computation";
   }
   return "?";
 }
@@ -74,6 +75,18 @@ std::string Status::firstError() const {
   for (const auto& i : issues)
     if (i.severity == Warning::Severity::Error) return i.toString();
   return {};
+}
+
+std::string Status::errors() const {
+  std::string s;
+  for (const auto& i : issues) {
+    if (i.severity != Warning::Severity::Error) continue;
+    if (!s.empty()) s += '\n';
+    s += codeName(i.code);
+    if (!i.where.empty()) s += " at " + i.where;
+    if (!i.detail.empty()) s += ": " + i.detail;
+  }
+  return s;
 }
 
 void Status::add(SessionIssue::Code code, std::string where, std::string detail, Warning::Severity severity) {

@@ -190,7 +190,7 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
   };
   // Quantized tensors: codes [r, c] ↔ scales [ceil(r/br), ceil(c/bc)] ↔ dequantized [r, c].
   for (const auto& d : ri.datasets) {
-    if (!d.path.ends_with("_codes") || d.shape.size() != 2 || !attrString(d.attrs, "format")) continue;
+    if (!d.path.ends_with("_codes") || d.path.ends_with("_scale_codes") || d.shape.size() != 2 || !attrString(d.attrs, "format")) continue;
     const std::string prefix = d.path.substr(0, d.path.size() - 6);
     auto br = attrInt(d.attrs, "block_rows"), bc = attrInt(d.attrs, "block_cols");
     if (!br || !bc || *br < 1 || *bc < 1) {

@@ -513,7 +513,9 @@ Status mergeSessions(const std::string& out, const std::vector<std::string>& inp
   for (size_t i = 0; i < inputs.size(); ++i) {
     const auto& in = inputs[i];
     auto r = SessionReader::open(in);
-    if (!r.ok() || !r.issues.empty()) {
+    bool clean = r.ok();
+    for (const auto& i : r.issues) clean = clean && i.severity == Warning::Severity::Info;
+    if (!clean) {
       st.merge(r);
       st.add(C::WriteFailed, out, "input '" + in + "' is not a clean FP8 Lab session; nothing written");
       return st;
