@@ -1,0 +1,144 @@
+// Checks the --json contracts of `fp8lab-cli quantize` and `fp8lab-cli scaling simulate` by
+// running the built CLI (FP8LAB_BINARY_DIR/app/fp8lab-cli). Expected values are the issue's
+// vectors (derivations in test_scaling.cpp / test_delayed_scaling.cpp). The CLI is part of the
+// default build; if it is missing the test fails and says so.
+#include <QtTest>
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+
+class TestScalingCli : public QObject {
+  Q_OBJECT
+
+private:
+  struct Result {
+    int code = -1;
+    QByteArray out, err;
+  };
+  static QString cli() { return QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab-cli"); }
+  static Result run(const QStringList& args) {
+    QProcess p;
+    p.start(cli(), args);
+    Result r;
+    if (!p.waitForFinished(30000)) return r;
+    r.code = p.exitCode();
+    r.out = p.readAllStandardOutput();
+    r.err = p.readAllStandardError();
+    return r;
+  }
+  static QJsonDocument json(const QStringList& args) {
+    const Result r = run(args);
+    if (r.code != 0) qWarning("fp8lab-cli %s: exit %d: %s", qPrintable(args.join(QLatin1Char(' '))), r.code, r.err.constData());
+    QJsonParseError e{};
+    const QJsonDocument d = QJsonDocument::fromJson(r.out, &e);
+    if (e.error != QJsonParseError::NoError) qWarning("not JSON: %s", r.out.constData());
+    return d;
+  }
+  static QStringList strings(const QJsonValue& v) {
+    QStringList l;
+    for (const auto& x : v.toArray()) l << x.toString();
+    return l;
+  }
+
+private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY2(QFileInfo::exists(cli()), qPrintable(QStringLiteral("build fp8lab-cli first: %1 not found").arg(cli())));
+  }
+
+  // Per-tensor current scaling of [0.001, 0.005, 0.008, 0.010] to E4M3FN: s = 44800, codes
+  // 0x63 0x76 0x7b 0x7e (hand derivation in test_scaling.cpp).
+  void quantizeJsonContract() {
+    const QJsonObject o = json({QStringLiteral("quantize"), QStringLiteral("--format"), QStringLiteral("E4M3FN"),
+                                QStringLiteral("--scaling"), QStringLiteral("te_current"), QStringLiteral("--values"),
+                                QStringLiteral("0.001,0.005,0.008,0.010"), QStringLiteral("--json")})
+                              .object();
+    QCOMPARE(strings(o[QStringLiteral("codes")]),
+             (QStringList{QStringLiteral("0x63"), QStringLiteral("0x76"), QStringLiteral("0x7b"), QStringLiteral("0x7e")}));
+    QCOMPARE(o[QStringLiteral("quant_scales")].toArray().at(0).toDouble(), 44800.0);
+    QCOMPARE(o[QStringLiteral("dequant_scales")].toArray().at(0).toDouble(), double(1.0f / 44800.0f));
+    QCOMPARE(o[QStringLiteral("saturated")].toInt(), 0);
+    QCOMPARE(o[QStringLiteral("underflow")].toInt(), 0);
+    QVERIFY(!o.contains(QStringLiteral("scale_codes")));
+  }
+
+  // MX block of 32 × 480: FLOOR byte 0x7f, codes 0x7e, 32 saturated; RCEIL 0x80, codes 0x77.
+  void quantizeMxJson() {
+    QStringList v;
+    for (int i = 0; i < 32; ++i) v << QStringLiteral("480");
+    const QJsonObject f = json({QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("E4M3FN"), QStringLiteral("-s"),
+                                QStringLiteral("mx_floor"), QStringLiteral("--values"), v.join(QLatin1Char(',')), QStringLiteral("--json")})
+                              .object();
+    QCOMPARE(strings(f[QStringLiteral("scale_codes")]), QStringList{QStringLiteral("0x7f")});
+    QCOMPARE(strings(f[QStringLiteral("codes")]), QStringList(32, QStringLiteral("0x7e")));
+    QCOMPARE(f[QStringLiteral("saturated")].toInt(), 32);
+    const QJsonObject r = json({QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("E4M3FN"), QStringLiteral("-s"),
+                                QStringLiteral("mx_rceil"), QStringLiteral("--values"), v.join(QLatin1Char(',')), QStringLiteral("--json")})
+                              .object();
+    QCOMPARE(strings(r[QStringLiteral("scale_codes")]), QStringList{QStringLiteral("0x80")});
+    QCOMPARE(strings(r[QStringLiteral("codes")]), QStringList(32, QStringLiteral("0x77")));
+    QCOMPARE(r[QStringLiteral("dequant_scales")].toArray().at(0).toDouble(), 2.0);
+    QCOMPARE(r[QStringLiteral("saturated")].toInt(), 0);
+  }
+
+  // Flax test_fp8_meta_dtype through the CLI: history (oldest first) [0,0,2], [0,2,3], [2,3,4];
+  // scale 1, float32(2/448), float32(3/448); kept_previous only at step 0.
+  void simulateFlaxJson() {
+    const QJsonArray a = json({QStringLiteral("scaling"), QStringLiteral("simulate"), QStringLiteral("--preset"), QStringLiteral("flax"),
+                               QStringLiteral("--history-len"), QStringLiteral("3"), QStringLiteral("--amax"), QStringLiteral("2,3,4"),
+                               QStringLiteral("--json")})
+                             .array();
+    QCOMPARE(a.size(), 3);
+    const double scales[3] = {1.0, double(0.004464285913854837f), double(0.0066964286379516125f)};
+    const QList<QList<double>> hist = {{0, 0, 2}, {0, 2, 3}, {2, 3, 4}};
+    for (int i = 0; i < 3; ++i) {
+      const QJsonObject o = a[i].toObject();
+      QCOMPARE(o[QStringLiteral("step")].toInt(), i);
+      QCOMPARE(o[QStringLiteral("amax")].toDouble(), double(i + 2));
+      QCOMPARE(o[QStringLiteral("scale")].toDouble(), scales[i]);
+      QCOMPARE(o[QStringLiteral("dequant_scale")].toDouble(), scales[i]);
+      QList<double> h;
+      for (const auto& x : o[QStringLiteral("history")].toArray()) h << x.toDouble();
+      QCOMPARE(h, hist[i]);
+      QCOMPARE(o[QStringLiteral("kept_previous")].toBool(), i == 0);
+    }
+  }
+
+  // TE: amax 2 → 224; 0 → kept (no roll); inf → kept, "inf" as a string.
+  void simulateTeJson() {
+    const QJsonArray a = json({QStringLiteral("scaling"), QStringLiteral("simulate"), QStringLiteral("--preset"), QStringLiteral("te"),
+                               QStringLiteral("--history-len"), QStringLiteral("4"), QStringLiteral("--amax"), QStringLiteral("2,0,inf"),
+                               QStringLiteral("--json")})
+                             .array();
+    QCOMPARE(a.size(), 3);
+    QCOMPARE(a[0].toObject()[QStringLiteral("scale")].toDouble(), 224.0);
+    QCOMPARE(a[0].toObject()[QStringLiteral("quant_scale")].toDouble(), 224.0);
+    QCOMPARE(a[0].toObject()[QStringLiteral("dequant_scale")].toDouble(), double(1.0f / 224.0f));
+    QCOMPARE(a[1].toObject()[QStringLiteral("kept_previous")].toBool(), true);
+    QCOMPARE(a[1].toObject()[QStringLiteral("scale")].toDouble(), 224.0);
+    QCOMPARE(a[2].toObject()[QStringLiteral("amax")].toString(), QStringLiteral("inf"));
+    QCOMPARE(a[2].toObject()[QStringLiteral("kept_previous")].toBool(), true);
+    QList<double> h;
+    for (const auto& x : a[1].toObject()[QStringLiteral("history")].toArray()) h << x.toDouble();
+    QCOMPARE(h, (QList<double>{0, 0, 2, 0})); // last = cleared staging slot
+  }
+
+  void badInputIsAClearError() {
+    Result r = run({QStringLiteral("quantize"), QStringLiteral("--format"), QStringLiteral("E4M3FN"), QStringLiteral("--values"),
+                    QStringLiteral("1,x")});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("not a number"));
+    r = run({QStringLiteral("quantize"), QStringLiteral("--format"), QStringLiteral("E4M3FN"), QStringLiteral("--scaling"),
+             QStringLiteral("bogus"), QStringLiteral("--values"), QStringLiteral("1")});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("unknown --scaling"));
+    r = run({QStringLiteral("scaling"), QStringLiteral("simulate"), QStringLiteral("--preset"), QStringLiteral("flax"),
+             QStringLiteral("--algo"), QStringLiteral("most_recent"), QStringLiteral("--amax"), QStringLiteral("1")});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("only --algo max"));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestScalingCli)
+#include "test_scaling_cli.moc"
