@@ -130,9 +130,15 @@ __global__ void quantizeBlocksKernel(const float* __restrict__ x, uint8_t* __res
       const float4 v = *reinterpret_cast<const float4*>(x + i * cols + j0);
       const float in[4] = {v.x, v.y, v.z, v.w};
       uint32_t w = 0;
+      if (bc % 4 == 0) { // the 4 elements share one block (every granularity but per-column / MX 32x1)
+        const float sc = scales[srow + j0 / bc];
 #pragma unroll
-      for (int q = 0; q < 4; ++q)
-        w |= static_cast<uint32_t>(encodeFloat(in[q], scales[srow + (j0 + q) / bc], divide, k)) << (8 * q);
+        for (int q = 0; q < 4; ++q) w |= static_cast<uint32_t>(encodeFloat(in[q], sc, divide, k)) << (8 * q);
+      } else {
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          w |= static_cast<uint32_t>(encodeFloat(in[q], scales[srow + (j0 + q) / bc], divide, k)) << (8 * q);
+      }
       *reinterpret_cast<uint32_t*>(codes + i * cols + j0) = w;
     } else {
       for (Index j = j0; j < j0 + 4 && j < cols; ++j)

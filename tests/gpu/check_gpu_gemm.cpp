@@ -268,7 +268,8 @@ void checkBadInput(Checker& c, GemmBackend& gpu) {
   c.expect(threw, "FNUZ operand throws std::runtime_error naming FNUZ");
   // Selection with the GPU present: auto picks it; an FNUZ GEMM falls back with the reason.
   GemmOptions opt;
-  BackendSelection s = selectGemmBackend(BackendChoice::Auto, &a, &a, &opt);
+  const QuantizedTensor b_ok = intTensor(64, 32, Format::E4M3FN(), Gran::Tensor, false, 4);
+  BackendSelection s = selectGemmBackend(BackendChoice::Auto, &a, &b_ok, &opt);
   c.expect(s.gpu && s.backend->name() == "cuda", "auto with a GPU picks the CUDA backend: " + s.reason);
   s = selectGemmBackend(BackendChoice::Gpu, &a, &bz, &opt);
   c.expect(!s.gpu && s.fell_back && s.reason.find("FNUZ") != std::string::npos, "gpu + FNUZ falls back: " + s.reason);
