@@ -3,11 +3,14 @@
 #include "scaling/scale_rules.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 namespace fp8lab {
 
@@ -352,7 +355,53 @@ template <typename T> void encodeSegment(const Format& fmt, const T* x, uint8_t*
   statsScaled(x, c, n, s, op == Format::ScaleOp::Divide, maxf, ci, st);
 }
 
+/// Runs fn(r0, r1, worker) over rows [0, R) in chunks of `chunk` rows, on nt threads (the caller
+/// is worker 0 and the only one calling `progress`, mapped to [p0, p1]). Cancelling stops every
+/// worker at its next chunk and throws Cancelled; a worker's exception is rethrown here.
+template <typename Fn>
+void runRows(int64_t R, int64_t chunk, int nt, const Fn& fn, const ProgressFn& progress, double p0, double p1) {
+  std::atomic<int64_t> next{0}, done{0};
+  std::atomic<bool> stop{false};
+  bool cancelled = false;
+  std::exception_ptr err;
+  std::mutex err_mutex;
+  auto work = [&](int w) {
+    try {
+      while (!stop.load(std::memory_order_relaxed)) {
+        const int64_t r0 = next.fetch_add(chunk);
+        if (r0 >= R) break;
+        const int64_t r1 = std::min(R, r0 + chunk);
+        fn(r0, r1, w);
+        const int64_t d = done.fetch_add(r1 - r0) + (r1 - r0);
+        if (w == 0 && progress &&
+            !progress(p0 + (p1 - p0) * static_cast<double>(d) / static_cast<double>(R), "quantize")) {
+          cancelled = true;
+          stop = true;
+        }
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(err_mutex);
+      if (!err) err = std::current_exception();
+      stop = true;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int w = 1; w < nt; ++w) threads.emplace_back(work, w);
+  work(0);
+  for (auto& t : threads) t.join();
+  if (err) std::rethrow_exception(err);
+  if (cancelled) throw Cancelled();
+}
+
+int resolveThreads(int requested, int64_t R, int64_t C) {
+  int nt = requested > 0 ? requested : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int64_t by_work = std::max<int64_t>(1, (R * C) / (int64_t(1) << 18)); // ≥ 256 K elements per thread
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({nt, by_work, R})));
+}
+
 /// Quantizes x [R, C] (row-major) with blocks [br, bc] laid row-major; fills codes, scales, stats.
+/// Pass 1 (parallel over rows): per-worker partial block maxima (bit patterns + NaN flags),
+/// merged, then one scale per block. Pass 2 (parallel over rows): encode.
 /// Wide blocks (bc ≥ 16, or one block per row) encode each row segment with its own scale.
 /// Narrow blocks (per-column, 128×1, MX 32×1) first form y = x op s_column in a row buffer (the same
 /// float32 / float64 operation the bulk kernel performs) and encode y with scale 1, which is
@@ -361,89 +410,119 @@ template <typename T>
 void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, const Format& fmt, const ScalingConfig& cfg,
                       QuantizedTensor& q, const ProgressFn& progress) {
   const int64_t GR = (R + br - 1) / br, GC = (C + bc - 1) / bc;
+  const std::size_t nblocks = static_cast<std::size_t>(GR * GC);
   q.codes.resize(static_cast<std::size_t>(R * C));
-  q.dequant_scales.assign(static_cast<std::size_t>(GR * GC), 1.0f);
-  q.quant_scales.assign(static_cast<std::size_t>(GR * GC), 1.0f);
+  q.dequant_scales.assign(nblocks, 1.0f);
+  q.quant_scales.assign(nblocks, 1.0f);
   const bool mx = cfg.rule == ScaleRule::MxFloor || cfg.rule == ScaleRule::MxCeil || cfg.rule == ScaleRule::MxRceil;
-  if (mx) q.scale_codes.assign(static_cast<std::size_t>(GR * GC), 0);
+  if (mx) q.scale_codes.assign(nblocks, 0);
   const bool ignore_nan = !ruleAmaxPropagatesNaN(cfg.rule);
   const bool divide = cfg.op == Format::ScaleOp::Divide;
   const bool narrow = bc < 16 && GC > 1;
   const CodeInfo ci(fmt);
   const T maxf = static_cast<T>(fmt.maxFinite());
   using U = typename Bits<T>::U;
-  std::vector<U> mbits(static_cast<std::size_t>(narrow && bc == 1 ? C : GC));
-  std::vector<U> mnan(mbits.size());
-  std::vector<BlockScale> sc(static_cast<std::size_t>(GC));
-  std::vector<T> colscale, y;
-  if (narrow) {
-    colscale.resize(static_cast<std::size_t>(C));
-    y.resize(static_cast<std::size_t>(C));
+  const int nt = resolveThreads(cfg.threads, R, C);
+  const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(C, 1));
+
+  // Pass 1: block maxima.
+  std::vector<std::vector<U>> pmax(static_cast<std::size_t>(nt)), pnan(static_cast<std::size_t>(nt));
+  runRows(
+      R, chunk, nt,
+      [&](int64_t r0, int64_t r1, int w) {
+        auto& mb = pmax[static_cast<std::size_t>(w)];
+        auto& mn = pnan[static_cast<std::size_t>(w)];
+        if (mb.empty()) {
+          mb.assign(nblocks, U(0));
+          mn.assign(nblocks, U(0));
+        }
+        for (int64_t i = r0; i < r1; ++i) {
+          const std::size_t base = static_cast<std::size_t>((i / br) * GC);
+          if (bc == 1) {
+            colMax(x + i * C, static_cast<std::size_t>(C), mb.data() + base, mn.data() + base);
+            continue;
+          }
+          for (int64_t gj = 0; gj < GC; ++gj) {
+            const int64_t c0 = gj * bc, c1 = std::min(C, c0 + bc);
+            bool nan = false;
+            const U m = maxAbsBits(x + i * C + c0, static_cast<std::size_t>(c1 - c0), &nan);
+            const std::size_t k = base + static_cast<std::size_t>(gj);
+            mb[k] = std::max(mb[k], m);
+            mn[k] |= nan ? U(1) : U(0);
+          }
+        }
+      },
+      progress, 0.0, 0.4);
+  std::vector<U> mbits(nblocks, U(0)), mnan(nblocks, U(0));
+  for (int w = 0; w < nt; ++w) {
+    const auto& mb = pmax[static_cast<std::size_t>(w)];
+    const auto& mn = pnan[static_cast<std::size_t>(w)];
+    if (mb.empty()) continue;
+    for (std::size_t k = 0; k < nblocks; ++k) {
+      mbits[k] = std::max(mbits[k], mb[k]);
+      mnan[k] |= mn[k];
+    }
   }
-  const double total = static_cast<double>(R) * static_cast<double>(C);
-  double last_report = 0;
-  for (int64_t gi = 0; gi < GR; ++gi) {
-    const int64_t r0 = gi * br, r1 = std::min(R, r0 + br);
-    std::fill(mbits.begin(), mbits.end(), U(0));
-    std::fill(mnan.begin(), mnan.end(), U(0));
-    if (narrow && bc == 1) {
-      // Column maxima, vectorised across the row.
-      U* mb = mbits.data();
-      U* mn = mnan.data();
-      for (int64_t i = r0; i < r1; ++i) colMax(x + i * C, static_cast<std::size_t>(C), mb, mn);
-    } else {
-      for (int64_t i = r0; i < r1; ++i)
-        for (int64_t gj = 0; gj < GC; ++gj) {
-          const int64_t c0 = gj * bc, c1 = std::min(C, c0 + bc);
-          bool nan = false;
-          const U m = maxAbsBits(x + i * C + c0, static_cast<std::size_t>(c1 - c0), &nan);
-          mbits[static_cast<std::size_t>(gj)] = std::max(mbits[static_cast<std::size_t>(gj)], m);
-          mnan[static_cast<std::size_t>(gj)] |= nan ? 1 : 0;
+  pmax.clear();
+  pnan.clear();
+  std::vector<T> grid(nblocks); // the factor each block's elements are multiplied / divided by
+  for (std::size_t k = 0; k < nblocks; ++k) {
+    const double amax = (mnan[k] && !ignore_nan) ? std::numeric_limits<double>::quiet_NaN()
+                                                 : static_cast<double>(std::bit_cast<T>(mbits[k]));
+    const BlockScale b = blockScaleFromAmax(amax, fmt, cfg);
+    q.dequant_scales[k] = b.dequant;
+    q.quant_scales[k] = b.quant;
+    if (mx) q.scale_codes[k] = static_cast<uint8_t>(b.scale_code);
+    grid[k] = static_cast<T>(divide ? b.dequant : b.quant);
+  }
+
+  // Pass 2: encode.
+  std::vector<QuantizeStats> pstats(static_cast<std::size_t>(nt));
+  runRows(
+      R, chunk, nt,
+      [&](int64_t r0, int64_t r1, int w) {
+        QuantizeStats& st = pstats[static_cast<std::size_t>(w)];
+        std::vector<T> y, cs;
+        if (narrow) y.resize(static_cast<std::size_t>(C));
+        if (narrow && bc > 1) cs.resize(static_cast<std::size_t>(C));
+        for (int64_t i = r0; i < r1; ++i) {
+          const T* row = x + i * C;
+          const T* g = grid.data() + (i / br) * GC;
+          const std::size_t off = static_cast<std::size_t>(i * C);
+          uint8_t* c = q.codes.data() + off;
+          if (narrow) {
+            const T* s = g;
+            if (bc > 1) {
+              for (int64_t gj = 0; gj < GC; ++gj)
+                for (int64_t j = gj * bc; j < std::min(C, gj * bc + bc); ++j) cs[static_cast<std::size_t>(j)] = g[gj];
+              s = cs.data();
+            }
+            T* yy = y.data();
+            if (divide)
+              for (int64_t j = 0; j < C; ++j) yy[j] = row[j] / s[j];
+            else
+              for (int64_t j = 0; j < C; ++j) yy[j] = row[j] * s[j];
+            fmt.encodeBulk(yy, c, static_cast<std::size_t>(C), cfg.encode, T(1), Format::ScaleOp::Multiply, cfg.seed, off);
+            statsGiven(row, c, yy, static_cast<std::size_t>(C), maxf, ci, st);
+            continue;
+          }
+          for (int64_t gj = 0; gj < GC; ++gj) {
+            const int64_t c0 = gj * bc, c1 = std::min(C, c0 + bc);
+            const std::size_t n = static_cast<std::size_t>(c1 - c0);
+            fmt.encodeBulk(row + c0, c + c0, n, cfg.encode, g[gj], cfg.op, cfg.seed, off + static_cast<std::size_t>(c0));
+            statsScaled(row + c0, c + c0, n, g[gj], divide, maxf, ci, st);
+          }
         }
-    }
-    for (int64_t gj = 0; gj < GC; ++gj) {
-      const std::size_t j = static_cast<std::size_t>(gj);
-      const double amax = (mnan[j] && !ignore_nan) ? std::numeric_limits<double>::quiet_NaN()
-                                                   : static_cast<double>(std::bit_cast<T>(mbits[j]));
-      sc[j] = blockScaleFromAmax(amax, fmt, cfg);
-      const std::size_t k = static_cast<std::size_t>(gi * GC + gj);
-      q.dequant_scales[k] = sc[j].dequant;
-      q.quant_scales[k] = sc[j].quant;
-      if (mx) q.scale_codes[k] = static_cast<uint8_t>(sc[j].scale_code);
-    }
-    if (narrow) {
-      for (int64_t j = 0; j < C; ++j) {
-        const BlockScale& b = sc[static_cast<std::size_t>(j / bc)];
-        colscale[static_cast<std::size_t>(j)] = static_cast<T>(divide ? b.dequant : b.quant);
-      }
-      const T* cs = colscale.data();
-      T* yy = y.data();
-      for (int64_t i = r0; i < r1; ++i) {
-        const T* row = x + i * C;
-        if (divide)
-          for (int64_t j = 0; j < C; ++j) yy[j] = row[j] / cs[j];
-        else
-          for (int64_t j = 0; j < C; ++j) yy[j] = row[j] * cs[j];
-        const std::size_t off = static_cast<std::size_t>(i * C);
-        uint8_t* c = q.codes.data() + off;
-        fmt.encodeBulk(yy, c, static_cast<std::size_t>(C), cfg.encode, T(1), Format::ScaleOp::Multiply, cfg.seed, off);
-        statsGiven(row, c, yy, static_cast<std::size_t>(C), maxf, ci, q.stats);
-      }
-    } else {
-      for (int64_t i = r0; i < r1; ++i)
-        for (int64_t gj = 0; gj < GC; ++gj) {
-          const int64_t c0 = gj * bc, c1 = std::min(C, c0 + bc);
-          const std::size_t off = static_cast<std::size_t>(i * C + c0);
-          const BlockScale& b = sc[static_cast<std::size_t>(gj)];
-          encodeSegment<T>(fmt, x + off, q.codes.data() + off, static_cast<std::size_t>(c1 - c0), b.quant, b.dequant, cfg.op,
-                           cfg.encode, cfg.seed, off, ci, q.stats);
-        }
-    }
-    const double done = static_cast<double>(r1) * static_cast<double>(C) / total;
-    if (progress && (done - last_report >= 0.01 || r1 == R)) {
-      reportProgress(progress, done, "quantize");
-      last_report = done;
-    }
+      },
+      progress, 0.4, 1.0);
+  for (const auto& st : pstats) {
+    q.stats.elements += st.elements;
+    q.stats.saturated += st.saturated;
+    q.stats.underflow += st.underflow;
+    q.stats.subnormal += st.subnormal;
+    q.stats.nan_inputs += st.nan_inputs;
+    q.stats.inf_inputs += st.inf_inputs;
+    q.stats.zero_inputs += st.zero_inputs;
   }
 }
 

@@ -69,6 +69,9 @@ struct ScalingConfig {
   /// Element rounding/saturation (default RNE saturating, as every preset's cast).
   EncodeOptions encode{};
   uint64_t seed = 0;               ///< stochastic rounding seed (element index = row-major index)
+  /// Worker threads for quantize(): 0 = all hardware threads (at most one per 256 K elements).
+  /// Results do not depend on it.
+  int threads = 0;
 };
 
 /// A named preset and where its semantics come from.

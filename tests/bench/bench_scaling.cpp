@@ -1,7 +1,8 @@
 // Quantization cost of the scaling strategies on a 4096×4096 float32 tensor, next to the peer
 // measured in the same run: a plain float32 → E4M3FN encodeBulk of the same 16.8 M elements
-// with one fixed scale (no amax pass, no stats). The ratio strategy / peer is the overhead of
-// the amax pass, the per-block scale rule and the statistics.
+// with one fixed scale (no amax pass, no stats), single-threaded. The ratio strategy / peer at
+// 1 thread (/1) is the overhead of the amax pass, the per-block scale rule and the statistics;
+// /2 runs quantize on two threads.
 //   ./build/tests/bench/bench_scaling --benchmark_min_time=1
 #include <benchmark/benchmark.h>
 
@@ -40,7 +41,8 @@ void BM_PlainEncodeBulk(benchmark::State& st) {
 
 void BM_Quantize(benchmark::State& st, const char* preset, Axis axis) {
   const auto& x = data();
-  const ScalingConfig c = *scalingPreset(preset);
+  ScalingConfig c = *scalingPreset(preset);
+  c.threads = static_cast<int>(st.range(0));
   for (auto _ : st) {
     QuantizedTensor q = quantize(x.data(), kN, kN, Format::E4M3FN(), c, axis);
     benchmark::DoNotOptimize(q.codes.data());
@@ -50,14 +52,14 @@ void BM_Quantize(benchmark::State& st, const char* preset, Axis axis) {
 
 } // namespace
 
-BENCHMARK(BM_PlainEncodeBulk)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, te_current, "te_current", Axis::Cols)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, per_row, "per_row", Axis::Cols)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, per_column, "per_column", Axis::Cols)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, deepgemm_1x128, "deepgemm_1x128", Axis::Cols)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, deepgemm_1x128_rows, "deepgemm_1x128", Axis::Rows)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, deepgemm_128x128, "deepgemm_128x128", Axis::Cols)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, mx_rceil, "mx_rceil", Axis::Cols)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, mx_floor, "mx_floor", Axis::Cols)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PlainEncodeBulk)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, te_current, "te_current", Axis::Cols)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, per_row, "per_row", Axis::Cols)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, per_column, "per_column", Axis::Cols)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, deepgemm_1x128, "deepgemm_1x128", Axis::Cols)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, deepgemm_1x128_rows, "deepgemm_1x128", Axis::Rows)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, deepgemm_128x128, "deepgemm_128x128", Axis::Cols)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, mx_rceil, "mx_rceil", Axis::Cols)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, mx_floor, "mx_floor", Axis::Cols)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();

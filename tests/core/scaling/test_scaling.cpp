@@ -53,6 +53,7 @@ private Q_SLOTS:
   void columnBlocksMatchRowBlocksOnTranspose_data();
   void columnBlocksMatchRowBlocksOnTranspose();
   void statsCounts();
+  void threadsDoNotChangeResults();
   void edgeTensorsNeverCrash();
   void doubleInputSingleRounding();
   void divideOpPreset();
@@ -436,6 +437,37 @@ void TestScaling::statsCounts() {
   QCOMPARE(q.stats.subnormal, int64_t(1));
   QCOMPARE(int(q.codes[5]), 0x7E);
   QCOMPARE(int(q.codes[2]), 0x7F);
+}
+
+// The result (codes, scales, stats) is the same for 1 and 5 worker threads on a tensor large
+// enough to be split (1000×700 = 700 K elements), for wide, narrow and 2-D blocks.
+void TestScaling::threadsDoNotChangeResults() {
+  const int64_t R = 1000, C = 700;
+  std::vector<float> x(static_cast<size_t>(R * C));
+  uint64_t st = 777;
+  for (auto& v : x) {
+    st ^= st << 13; st ^= st >> 7; st ^= st << 17;
+    v = static_cast<float>(static_cast<int64_t>(st % 2000001) - 1000000) * 1e-4f;
+  }
+  x[123456] = kNaN;
+  for (const char* n : {"te_current", "torchao_tensorwise", "per_column", "deepgemm_1x128", "deepgemm_128x128", "mx_floor"})
+    for (Axis ax : {Axis::Cols, Axis::Rows}) {
+      ScalingConfig c = preset(n);
+      c.threads = 1;
+      const QuantizedTensor a = quantize(x.data(), R, C, Format::E4M3FN(), c, ax);
+      c.threads = 5;
+      const QuantizedTensor b = quantize(x.data(), R, C, Format::E4M3FN(), c, ax);
+      QVERIFY2(a.codes == b.codes, n);
+      QCOMPARE(a.quant_scales.size(), b.quant_scales.size());
+      for (size_t k = 0; k < a.quant_scales.size(); ++k)
+        QVERIFY(std::bit_cast<uint32_t>(a.quant_scales[k]) == std::bit_cast<uint32_t>(b.quant_scales[k]));
+      QVERIFY(a.scale_codes == b.scale_codes);
+      QCOMPARE(a.stats.saturated, b.stats.saturated);
+      QCOMPARE(a.stats.subnormal, b.stats.subnormal);
+      QCOMPARE(a.stats.underflow, b.stats.underflow);
+      QCOMPARE(b.stats.elements, R * C);
+      QCOMPARE(b.stats.nan_inputs, int64_t(1));
+    }
 }
 
 // Every preset on all-zero, all-NaN, all-inf and mixed tensors: no throw, sizes right, and the
