@@ -150,7 +150,9 @@ int runQuantize(const QStringList& args) {
   std::vector<float> vf(v.begin(), v.end());
   QuantizedTensor q;
   QString strategy_note;
-  if (const auto dp = parseDelayedPreset(sname.toStdString())) {
+  const QString sl = sname.toLower().replace(QLatin1Char('-'), QLatin1Char('_'));
+  const auto dp = sl.endsWith(QStringLiteral("_delayed")) ? parseDelayedPreset(sl.toStdString()) : std::nullopt;
+  if (dp) {
     DelayedScalingConfig dc;
     dc.preset = *dp;
     dc.history_len = p.value(QStringLiteral("history-len")).toInt(&ok);
