@@ -46,6 +46,7 @@ const char* toString(CpuKernel k) {
   case CpuKernel::Auto: return "auto";
   case CpuKernel::Portable: return "portable";
   case CpuKernel::Avx512Bf16: return "avx512-bf16";
+  case CpuKernel::Avx512Fma: return "avx512-fma";
   }
   return "?";
 }
@@ -345,7 +346,8 @@ class CpuGemmBackend final : public GemmBackend {
 public:
   std::string name() const override { return "cpu"; }
   std::string device() const override {
-    static const std::string d = cpuModel() + (cpuHasAvx512Bf16() ? " (AVX512-BF16)" : "");
+    static const std::string d = cpuModel() + (cpuHasAvx512Fma() ? " (AVX512-FMA" : " (") +
+                                 (cpuHasAvx512Bf16() ? (cpuHasAvx512Fma() ? ", AVX512-BF16)" : "AVX512-BF16)") : ")");
     return d;
   }
   std::string unsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt) const override {
@@ -399,11 +401,23 @@ public:
     } else {
       std::vector<float> c(static_cast<size_t>(mn), 0.0f);
       bool done = false;
-      if (opt.accumulation != Accumulation::FastAccum && opt.cpu_kernel != CpuKernel::Portable) {
-        std::string why = cpuHasAvx512Bf16() ? avx512Bf16Unsuitable(plan, a, b) : std::string("this CPU has no AVX512-BF16");
+      const bool vector_model = opt.accumulation != Accumulation::FastAccum;
+      const std::string tail = " blocked, " + std::to_string(threads) + " threads";
+      if (vector_model && (opt.cpu_kernel == CpuKernel::Auto || opt.cpu_kernel == CpuKernel::Avx512Fma)) {
+        const std::string why = cpuHasAvx512Fma() ? avx512FmaUnsuitable(a, b) : std::string("this CPU has no AVX512F/FMA");
+        if (why.empty()) {
+          gemmFloatAvx512Fma(plan, a, b, c.data(), threads, progress);
+          out.algorithm = std::string(toString(opt.accumulation)) + ", avx512-fma" + tail;
+          done = true;
+        } else if (opt.cpu_kernel == CpuKernel::Avx512Fma) {
+          out.warnings.push_back({Warning::Severity::Info, "portable kernel used", "gemm", "AVX512 FMA kernel not used: " + why});
+        }
+      }
+      if (!done && vector_model && (opt.cpu_kernel == CpuKernel::Auto || opt.cpu_kernel == CpuKernel::Avx512Bf16)) {
+        const std::string why = cpuHasAvx512Bf16() ? avx512Bf16Unsuitable(plan, a, b) : std::string("this CPU has no AVX512-BF16");
         if (why.empty()) {
           gemmFloatAvx512Bf16(plan, a, b, c.data(), threads, progress);
-          out.algorithm = std::string(toString(opt.accumulation)) + ", avx512-bf16 blocked, " + std::to_string(threads) + " threads";
+          out.algorithm = std::string(toString(opt.accumulation)) + ", avx512-bf16" + tail;
           done = true;
         } else if (opt.cpu_kernel == CpuKernel::Avx512Bf16) {
           out.warnings.push_back({Warning::Severity::Info, "portable kernel used", "gemm", "AVX512-BF16 kernel not used: " + why});

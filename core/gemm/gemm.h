@@ -52,12 +52,18 @@ enum class Accumulation {
 /// Output element type of D.
 enum class OutputType { FP32, BF16, FP16, E4M3FN, E5M2 };
 
-/// Which CPU kernel runs the FP32 / SplitFP32 models (results are bit-identical; tests check it).
+/// Which CPU kernel runs the FP32 / SplitFP32 models. All give bit-identical results (the tests
+/// check it): each adds the exact products in the same ascending k order per output and promotes
+/// windows with the same FMA.
 enum class CpuKernel {
-  Auto,       ///< AVX512-BF16 when the CPU has it and the windows allow it, else Portable
+  Auto,       ///< Avx512Fma when the CPU has AVX512F+FMA, else Avx512Bf16, else Portable
   Portable,   ///< standard C++ (auto-vectorised), every model
-  Avx512Bf16, ///< _mm512_dpbf16_ps on decoded codes (FP8 values are exact in BF16); falls back
-              ///< to Portable, with a Warning, where it cannot run
+  Avx512Bf16, ///< _mm512_dpbf16_ps on BF16 pairs of decoded codes (FP8 values are exact in BF16;
+              ///< the instruction adds its two products one after the other, Intel SDM); falls
+              ///< back to Portable, with a Warning, where windows start at odd k
+  Avx512Fma,  ///< _mm512_fmadd_ps on decoded float32 codes: fma(a, b, acc) = acc + a·b because
+              ///< a·b is exact. Default: on Sapphire Rapids VDPBF16PS retires at about half the
+              ///< MAC rate of two FMA ports (measured), so this is the faster path
 };
 
 const char* toString(Accumulation a);

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -65,6 +66,15 @@ std::string avx512Bf16Unsuitable(const Plan& plan, const QuantizedTensor& a, con
   if (bf16Table(*b.format).empty()) return "B's format " + b.format->name() + " has values not exact in BF16";
   for (const Window& w : plan.windows)
     if (w.k0 % 2 != 0) return "a window starts at the odd k = " + std::to_string(w.k0) + " (BF16 pairs need even boundaries)";
+  return {};
+}
+
+std::string avx512FmaUnsuitable(const QuantizedTensor& a, const QuantizedTensor& b) {
+  const Format& fa = *a.format;
+  const Format& fb = *b.format;
+  if (fa.spec().mantissa_bits + fb.spec().mantissa_bits + 2 > 24) return "products of these formats are not exact in float32";
+  if (fa.minSubnormal() * fb.minSubnormal() < 0x1.0p-126) return "the smallest products are float32 subnormals";
+  if (fa.maxFinite() * fb.maxFinite() > 0x1.0p100) return "the largest products are too close to float32 overflow";
   return {};
 }
 
@@ -262,7 +272,199 @@ void gemmFloatAvx512Bf16(const Plan& plan, const QuantizedTensor& a, const Quant
   });
 }
 
+// ---- AVX512F FMA kernel on decoded float32 operands ---------------------------------------------
+// fma(a, b, acc) rounds a·b + acc once; a·b of two decoded codes is exact in float32, so this is
+// exactly acc + a·b of the portable model, in the same ascending k order per output.
+
+namespace {
+
+constexpr int kFmaMR = 12;      // rows per micro-tile (24 accumulators + 2 B vectors + 1 broadcast)
+constexpr int64_t kFmaMC = 120; // rows per job tile (multiple of kFmaMR)
+constexpr int64_t kFmaNC = 256; // columns per job tile
+constexpr int64_t kFmaKC = 256; // elements of K per chunk: B micro-panel 256·32·4 = 32 KiB (L1)
+
+struct FmaArgs {
+  const float* a;   // decoded A at row i0 (row-major, stride lda)
+  int64_t lda;
+  const float* b;   // packed B panel: [k][32] floats
+  float* c;         // C at (i0, n0)
+  int64_t ldc;
+  __mmask16 m0, m1;
+  const Seg* segs;  // element units here
+  int nsegs;
+  bool direct, scaled;
+  const float* sa;
+  int64_t W;
+  const float* sb;
+  int64_t ldsb;
+};
+
+template <int MR>
+__attribute__((target("avx512f,fma"))) void fmaKernel(const FmaArgs& x) {
+  __m512 acc[MR][2];
+  for (int s = 0; s < x.nsegs; ++s) {
+    const Seg& sg = x.segs[s];
+    for (int r = 0; r < MR; ++r) {
+      if (x.direct && !sg.fresh) {
+        acc[r][0] = _mm512_maskz_loadu_ps(x.m0, x.c + r * x.ldc);
+        acc[r][1] = _mm512_maskz_loadu_ps(x.m1, x.c + r * x.ldc + 16);
+      } else {
+        acc[r][0] = _mm512_setzero_ps();
+        acc[r][1] = _mm512_setzero_ps();
+      }
+    }
+    const float* bp = x.b + sg.p0 * kNR;
+    const float* ap = x.a + sg.p0;
+    for (int64_t k = sg.p0; k < sg.p1; ++k) {
+      const __m512 b0 = _mm512_loadu_ps(bp);
+      const __m512 b1 = _mm512_loadu_ps(bp + 16);
+      for (int r = 0; r < MR; ++r) {
+        const __m512 av = _mm512_set1_ps(ap[r * x.lda]);
+        acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+        acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+      }
+      bp += kNR;
+      ++ap;
+    }
+    if (x.direct) {
+      for (int r = 0; r < MR; ++r) {
+        _mm512_mask_storeu_ps(x.c + r * x.ldc, x.m0, acc[r][0]);
+        _mm512_mask_storeu_ps(x.c + r * x.ldc + 16, x.m1, acc[r][1]);
+      }
+    } else if (sg.ends) {
+      __m512 sb0 = _mm512_set1_ps(1.0f), sb1 = sb0;
+      if (x.scaled && x.sb) {
+        sb0 = _mm512_maskz_loadu_ps(x.m0, x.sb + sg.w * x.ldsb);
+        sb1 = _mm512_maskz_loadu_ps(x.m1, x.sb + sg.w * x.ldsb + 16);
+      }
+      for (int r = 0; r < MR; ++r) {
+        float* cr = x.c + r * x.ldc;
+        __m512 c0 = _mm512_maskz_loadu_ps(x.m0, cr), c1 = _mm512_maskz_loadu_ps(x.m1, cr + 16);
+        if (x.scaled) {
+          __m512 s0 = sb0, s1 = sb1;
+          if (x.sa) {
+            const __m512 sa = _mm512_set1_ps(x.sa[r * x.W + sg.w]);
+            s0 = x.sb ? _mm512_mul_ps(sa, sb0) : sa;
+            s1 = x.sb ? _mm512_mul_ps(sa, sb1) : sa;
+          }
+          c0 = _mm512_fmadd_ps(s0, acc[r][0], c0);
+          c1 = _mm512_fmadd_ps(s1, acc[r][1], c1);
+        } else {
+          c0 = _mm512_add_ps(c0, acc[r][0]);
+          c1 = _mm512_add_ps(c1, acc[r][1]);
+        }
+        _mm512_mask_storeu_ps(cr, x.m0, c0);
+        _mm512_mask_storeu_ps(cr + 16, x.m1, c1);
+      }
+    }
+  }
+}
+
+using FmaKernelFn = void (*)(const FmaArgs&);
+const FmaKernelFn kFmaKernels[kFmaMR + 1] = {nullptr,        fmaKernel<1>, fmaKernel<2>,  fmaKernel<3>,  fmaKernel<4>,
+                                             fmaKernel<5>,   fmaKernel<6>, fmaKernel<7>,  fmaKernel<8>,  fmaKernel<9>,
+                                             fmaKernel<10>,  fmaKernel<11>, fmaKernel<12>};
+
+} // namespace
+
+void gemmFloatAvx512Fma(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, float* c, int threads,
+                        const ProgressFn& progress) {
+  const int64_t M = plan.m, N = plan.n, K = plan.k;
+  const int64_t NP = (N + kNR - 1) / kNR;
+  const std::vector<float>& ta = a.format->decodeTable();
+  const std::vector<float>& tb = b.format->decodeTable();
+  // decoded A, row-major [M][K]
+  std::vector<float> ad(static_cast<size_t>(M * K));
+  const int64_t rows_per_job = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, K));
+  parallelJobs((M + rows_per_job - 1) / rows_per_job, threads, progress, "decode A", 0.0, 0.02, [&](int64_t j) {
+    const size_t e0 = static_cast<size_t>(j * rows_per_job * K);
+    const size_t e1 = static_cast<size_t>(std::min(M, (j + 1) * rows_per_job) * K);
+    for (size_t e = e0; e < e1; ++e) ad[e] = ta[a.codes[e]];
+  });
+  // B panels [panel][k][32]
+  std::vector<float> bp(static_cast<size_t>(NP * K * kNR));
+  const int64_t krows_per_job = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, N));
+  parallelJobs((K + krows_per_job - 1) / krows_per_job, threads, progress, "pack B", 0.02, 0.05, [&](int64_t j) {
+    const int64_t k1 = std::min(K, (j + 1) * krows_per_job);
+    for (int64_t k = j * krows_per_job; k < k1; ++k) {
+      const uint8_t* row = b.codes.data() + k * N;
+      for (int64_t panel = 0; panel < NP; ++panel) {
+        float* dst = bp.data() + (panel * K + k) * kNR;
+        const int64_t n0 = panel * kNR, nc = std::min<int64_t>(kNR, N - n0);
+        for (int64_t cc = 0; cc < nc; ++cc) dst[cc] = tb[row[n0 + cc]];
+        for (int64_t cc = nc; cc < kNR; ++cc) dst[cc] = 0.0f;
+      }
+    }
+  });
+  // chunks (element units)
+  const bool direct = plan.windows.size() == 1 && !plan.scaled_promotion();
+  std::vector<std::vector<Seg>> chunks;
+  if (direct) {
+    for (int64_t k0 = 0; k0 < K; k0 += kFmaKC) chunks.push_back({Seg{k0, std::min(K, k0 + kFmaKC), 0, k0 == 0, k0 + kFmaKC >= K}});
+  } else {
+    std::vector<Seg> cur;
+    int64_t len = 0;
+    for (size_t w = 0; w < plan.windows.size(); ++w) {
+      const Window& win = plan.windows[w];
+      const Seg s{win.k0, win.k1, static_cast<int64_t>(w), true, true};
+      if (!cur.empty() && len + (s.p1 - s.p0) > kFmaKC) {
+        chunks.push_back(std::move(cur));
+        cur.clear();
+        len = 0;
+      }
+      cur.push_back(s);
+      len += s.p1 - s.p0;
+    }
+    if (!cur.empty()) chunks.push_back(std::move(cur));
+  }
+  const int64_t W = static_cast<int64_t>(plan.windows.size());
+  const int64_t tm = (M + kFmaMC - 1) / kFmaMC, tn = (N + kFmaNC - 1) / kFmaNC;
+  parallelJobs(tm * tn, threads, progress, "gemm", 0.05, 0.95, [&](int64_t job) {
+    const int64_t i0 = (job / tn) * kFmaMC, i1 = std::min(M, i0 + kFmaMC);
+    const int64_t n0 = (job % tn) * kFmaNC, n1 = std::min(N, n0 + kFmaNC);
+    for (const auto& segs : chunks) {
+      for (int64_t nn = n0; nn < n1; nn += kNR) {
+        const int64_t ncols = std::min<int64_t>(kNR, n1 - nn);
+        FmaArgs x{};
+        x.lda = K;
+        x.b = bp.data() + (nn / kNR) * K * kNR;
+        x.ldc = N;
+        x.m0 = static_cast<__mmask16>(ncols >= 16 ? 0xFFFF : (1u << ncols) - 1);
+        x.m1 = static_cast<__mmask16>(ncols >= 32 ? 0xFFFF : ncols <= 16 ? 0 : (1u << (ncols - 16)) - 1);
+        x.segs = segs.data();
+        x.nsegs = static_cast<int>(segs.size());
+        x.direct = direct;
+        x.scaled = plan.scaled_promotion();
+        x.W = W;
+        x.sb = plan.b_varies ? plan.sb_w.data() + nn : nullptr;
+        x.ldsb = N;
+        for (int64_t i = i0; i < i1; i += kFmaMR) {
+          const int mr = static_cast<int>(std::min<int64_t>(kFmaMR, i1 - i));
+          x.a = ad.data() + i * K;
+          x.c = c + i * N + nn;
+          x.sa = plan.a_varies ? plan.sa_w.data() + i * W : nullptr;
+          kFmaKernels[mr](x);
+        }
+      }
+    }
+  });
+}
+
+bool cpuHasAvx512Fma() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  }();
+  return has;
+}
+
 #else
+
+bool cpuHasAvx512Fma() { return false; }
+
+void gemmFloatAvx512Fma(const Plan&, const QuantizedTensor&, const QuantizedTensor&, float*, int, const ProgressFn&) {
+  throw std::logic_error("AVX512 kernel not compiled on this platform");
+}
 
 void gemmFloatAvx512Bf16(const Plan&, const QuantizedTensor&, const QuantizedTensor&, float*, int, const ProgressFn&) {
   throw std::logic_error("AVX512-BF16 kernel not compiled on this platform");

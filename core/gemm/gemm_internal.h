@@ -70,6 +70,16 @@ std::string avx512Bf16Unsuitable(const Plan& plan, const QuantizedTensor& a, con
 void gemmFloatAvx512Bf16(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b,
                          float* c, int threads, const ProgressFn& progress);
 
+/// Why the FMA kernel cannot run these operands exactly ("" when it can): products of two
+/// decoded values must be exact float32 numbers (≤ 24 significant bits, no under/overflow).
+std::string avx512FmaUnsuitable(const QuantizedTensor& a, const QuantizedTensor& b);
+/// True when this CPU executes AVX512F and FMA (runtime check).
+bool cpuHasAvx512Fma();
+/// The AVX512F FMA kernel for FP32 / SplitFP32 on decoded float32 operands (bit-identical to
+/// gemmFloatPortable: every product of two decoded codes is exact, so fma = add of the product).
+void gemmFloatAvx512Fma(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, float* c, int threads,
+                        const ProgressFn& progress);
+
 /// Applies the constant-along-K scales: c[m,n] = float32(ca[m]·cb[n]) · c[m,n].
 void applyConstScales(const Plan& plan, float* c, int threads);
 void applyConstScales(const Plan& plan, double* c, int threads);

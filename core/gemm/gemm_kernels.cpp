@@ -95,42 +95,47 @@ void gemmPortable(const Plan& plan, const float* a, const float* b, Acc* c, int 
   });
 }
 
-/// 2^e as a double for |e| ≤ 1000.
-inline double pow2(int64_t e) {
-  const uint64_t bits = static_cast<uint64_t>(e + 1023) << 52;
-  double d;
-  std::memcpy(&d, &bits, sizeof d);
-  return d;
+/// x truncated toward zero to a multiple of 2^q, by clearing mantissa bits (exact; NaN and
+/// ±Inf pass unchanged, magnitudes below 2^q become ±0). Branch-free so loops vectorise.
+inline double truncToQuantum(double x, int64_t q) {
+  uint64_t u;
+  std::memcpy(&u, &x, sizeof u);
+  const int64_t ex = static_cast<int64_t>((u >> 52) & 0x7FF) - 1023; // exponent of x (normal x)
+  int64_t clear = 52 - (ex - q);                                     // mantissa bits below 2^q
+  clear = clear < 0 ? 0 : clear;
+  const uint64_t mask = clear > 52 ? 0x8000000000000000ull : ~0ull << (clear & 63);
+  u &= mask;
+  double r;
+  std::memcpy(&r, &u, sizeof r);
+  return r;
 }
 
 /// One group of the FastAccum model for one row segment: acc[n] and the products a_k·b[k][n]
 /// (k in [k0,k1)) are aligned to E = the largest exponent among them, truncated toward zero to
-/// multiples of 2^(E−bits+1), and added exactly.
-FP8LAB_CLONES void fastGroup(double* __restrict acc, double* __restrict qv, double* __restrict qinv,
+/// multiples of 2^(E−bits+1), and added exactly (the sum of ≤ 33 such terms fits a double).
+FP8LAB_CLONES void fastGroup(double* __restrict acc, double* __restrict mx, int64_t* __restrict qexp,
                              const float* __restrict arow, const float* __restrict b, int64_t ldb,
                              int64_t k0, int64_t k1, int64_t nb, int bits) {
-  for (int64_t n = 0; n < nb; ++n) qv[n] = std::fabs(acc[n]);
+  for (int64_t n = 0; n < nb; ++n) mx[n] = std::fabs(acc[n]);
   for (int64_t k = k0; k < k1; ++k) {
     const double a = arow[k];
     const float* __restrict brow = b + k * ldb;
     for (int64_t n = 0; n < nb; ++n) {
       const double p = std::fabs(a * static_cast<double>(brow[n]));
-      qv[n] = qv[n] < p ? p : qv[n]; // NaN products are left out of E; they propagate via the sum
+      mx[n] = mx[n] < p ? p : mx[n]; // NaN products are left out of E; they propagate via the sum
     }
   }
   for (int64_t n = 0; n < nb; ++n) {
     uint64_t u;
-    std::memcpy(&u, &qv[n], sizeof u);
-    int64_t e = static_cast<int64_t>((u >> 52) & 0x7FF) - 1023; // floor(log2 max) for normal max
-    e = std::clamp<int64_t>(e, -1000 + bits, 1000 - bits);      // zero / Inf: any grid works
-    qv[n] = pow2(e - bits + 1);
-    qinv[n] = pow2(bits - 1 - e);
-    acc[n] = std::trunc(acc[n] * qinv[n]) * qv[n];
+    std::memcpy(&u, &mx[n], sizeof u);
+    const int64_t e = static_cast<int64_t>((u >> 52) & 0x7FF) - 1023; // floor(log2 max) (zero: −1023)
+    qexp[n] = e - bits + 1;
+    acc[n] = truncToQuantum(acc[n], qexp[n]);
   }
   for (int64_t k = k0; k < k1; ++k) {
     const double a = arow[k];
     const float* __restrict brow = b + k * ldb;
-    for (int64_t n = 0; n < nb; ++n) acc[n] += std::trunc(a * static_cast<double>(brow[n]) * qinv[n]) * qv[n];
+    for (int64_t n = 0; n < nb; ++n) acc[n] += truncToQuantum(a * static_cast<double>(brow[n]), qexp[n]);
   }
 }
 
@@ -153,7 +158,8 @@ void gemmFastAccumPortable(const Plan& plan, const float* a, const float* b, flo
   parallelJobs(tm * tn, threads, progress, "gemm (fast-accumulation model)", 0.0, 0.95, [&](int64_t job) {
     const int64_t i0 = (job / tn) * kRowsPerTile, i1 = std::min(plan.m, i0 + kRowsPerTile);
     const int64_t n0 = (job % tn) * kColsPerTile, nb = std::min(plan.n, n0 + kColsPerTile) - n0;
-    std::vector<double> part(static_cast<size_t>((i1 - i0) * nb)), qv(static_cast<size_t>(nb)), qinv(static_cast<size_t>(nb));
+    std::vector<double> part(static_cast<size_t>((i1 - i0) * nb)), mx(static_cast<size_t>(nb));
+    std::vector<int64_t> qexp(static_cast<size_t>(nb));
     for (const Chunk& ch : chunks) {
       const int64_t ws = plan.windows[static_cast<size_t>(ch.w)].k0;
       for (int64_t i = i0; i < i1; ++i) {
@@ -162,7 +168,7 @@ void gemmFastAccumPortable(const Plan& plan, const float* a, const float* b, flo
         // groups of g products counted from the window start
         for (int64_t k0 = ch.k0; k0 < ch.k1;) {
           const int64_t k1 = std::min(ch.k1, ws + ((k0 - ws) / g + 1) * g);
-          fastGroup(acc, qv.data(), qinv.data(), a + i * plan.k, b + n0, plan.n, k0, k1, nb, bits);
+          fastGroup(acc, mx.data(), qexp.data(), a + i * plan.k, b + n0, plan.n, k0, k1, nb, bits);
           k0 = k1;
         }
         if (ch.ends) {

@@ -40,8 +40,14 @@ OperandStats operandStats(const float* x, const QuantizedTensor& q) {
       if (std::isnan(v)) { ++o.nan; continue; }
       if (std::isinf(v)) { ++o.inf; continue; }
       if (v == 0) { ++o.zero; continue; }
-      const double y = v / static_cast<double>(q.dequantScaleAt(i, j));
-      if (std::fabs(y) > maxf) ++o.saturated;
+      // the scaled value as the cast saw it (float32 arithmetic, the quantizer's own op)
+      const size_t blk = static_cast<size_t>((i / q.block.rows) * q.blockCols() + j / q.block.cols);
+      float y;
+      if (q.scale_op == Format::ScaleOp::Multiply && q.quant_scales.size() == q.dequant_scales.size())
+        y = x[k] * q.quant_scales[blk];
+      else
+        y = x[k] / q.dequant_scales[blk];
+      if (std::fabs(static_cast<double>(y)) > maxf) ++o.saturated;
       if (table[code] == 0.0f) ++o.flushed;
     }
   return o;

@@ -29,8 +29,9 @@ struct OperandStats {
 OperandStats operandStats(const QuantizeStats& s);
 
 /// Recounts from the original float32 values x [rows·cols, row-major] and their quantized
-/// form: scaled value y = x / dequant_scale of the element's block (in double); saturated =
-/// finite x with |y| > maxFinite; flushed = finite x ≠ 0 whose code decodes to 0; subnormal =
+/// form: scaled value y as the cast saw it, in float32: x · quant_scale (scale_op Multiply with
+/// quant_scales present) or x / dequant_scale of the element's block; saturated = finite x ≠ 0
+/// with |y| > maxFinite (the definition core/scaling's QuantizeStats uses); flushed = finite x ≠ 0 whose code decodes to 0; subnormal =
 /// codes of class Subnormal. Throws std::invalid_argument when sizes disagree.
 OperandStats operandStats(const float* x, const QuantizedTensor& q);
 

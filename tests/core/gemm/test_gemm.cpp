@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <tuple>
 
 #include "gemm/gemm.h"
 #include "gemm/gemm_experiment.h"
@@ -216,7 +217,7 @@ void TestGemm::blockScalesAppliedAtPromotionWithFma() {
   auto backend = makeCpuGemmBackend();
   const float want0 = std::ldexp(1.0f, -11) + std::ldexp(1.0f, -24);
   for (Accumulation acc : {Accumulation::FP32, Accumulation::SplitFP32, Accumulation::FastAccum})
-    for (CpuKernel kern : {CpuKernel::Portable, CpuKernel::Avx512Bf16}) {
+    for (CpuKernel kern : {CpuKernel::Portable, CpuKernel::Avx512Bf16, CpuKernel::Avx512Fma}) {
       GemmOptions o;
       o.accumulation = acc;
       o.cpu_kernel = kern;
@@ -282,8 +283,9 @@ void TestGemm::avx512Bf16EqualsPortable() {
   QFETCH(int, m);
   QFETCH(int, n);
   QFETCH(int, k);
-  if (makeCpuGemmBackend()->device().find("AVX512-BF16") == std::string::npos)
-    QSKIP("this CPU has no AVX512-BF16: only the portable kernel exists here");
+  const std::string device = makeCpuGemmBackend()->device();
+  if (device.find("AVX512-BF16") == std::string::npos && device.find("AVX512-FMA") == std::string::npos)
+    QSKIP("this CPU has neither AVX512-BF16 nor AVX512 FMA: only the portable kernel exists here");
   const std::vector<float> x = randomMatrix(m, k, 5), y = randomMatrix(k, n, 6);
   ScaleBlock ba{m, k}, bb{k, n};
   if (scaling == 1) { ba = {1, k}; bb = {k, 1}; }
@@ -293,18 +295,24 @@ void TestGemm::avx512Bf16EqualsPortable() {
   const QuantizedTensor b = quantizePerTensor(y, k, n, *Format::byName(bFormat.toStdString()), bb);
   auto backend = makeCpuGemmBackend();
   for (Accumulation acc : {Accumulation::FP32, Accumulation::SplitFP32})
-    for (int interval : {128, 64, 256}) {
+    for (int interval : {128, 64, 256, 127}) {
       GemmOptions o;
       o.accumulation = acc;
       o.promotion_interval = interval;
       o.cpu_kernel = CpuKernel::Portable;
       const GemmOutput p = backend->run(a, b, o);
-      o.cpu_kernel = CpuKernel::Avx512Bf16;
-      const GemmOutput f = backend->run(a, b, o);
-      QVERIFY2(f.algorithm.find("avx512-bf16") != std::string::npos, f.algorithm.c_str());
-      QString where;
-      QVERIFY2(sameBits(p.d, f.d, &where), qPrintable(where));
+      for (auto [kernel, name, has] : {std::tuple{CpuKernel::Avx512Bf16, "avx512-bf16", device.find("AVX512-BF16") != std::string::npos},
+                                       std::tuple{CpuKernel::Avx512Fma, "avx512-fma", device.find("AVX512-FMA") != std::string::npos}}) {
+        if (!has) continue;
+        if (kernel == CpuKernel::Avx512Bf16 && interval == 127) continue; // checked below
+        o.cpu_kernel = kernel;
+        const GemmOutput f = backend->run(a, b, o);
+        QVERIFY2(f.algorithm.find(name) != std::string::npos, f.algorithm.c_str());
+        QString where;
+        QVERIFY2(sameBits(p.d, f.d, &where), qPrintable(QStringLiteral("%1, %2, N_C %3: %4").arg(QString::fromLatin1(name), QString::fromLatin1(toString(acc))).arg(interval).arg(where)));
+      }
     }
+  if (device.find("AVX512-BF16") == std::string::npos) return;
   // An odd promotion interval cuts windows at odd k: the BF16 pair kernel declines and says so.
   if (k <= 127 || scaling == 3) return; // no window boundary at 127 (or MX cuts at multiples of 32 first)
   GemmOptions o;

@@ -1,0 +1,347 @@
+// fp8lab-cli gemm — one FP8 GEMM experiment on seeded random matrices: quantize A and B with a
+// scaling preset (core/scaling), run the CPU reference GEMM with an accumulation model
+// (core/gemm) and print quantization vs accumulation vs total error (core/metrics).
+#include "cli_util.h"
+#include "command.h"
+
+#include "formats/format.h"
+#include "gemm/gemm.h"
+#include "gemm/gemm_experiment.h"
+#include "gemm/random_matrix.h"
+#include "metrics/error_metrics.h"
+#include "scaling/scaling.h"
+
+#include <QCommandLineParser>
+#include <QJsonArray>
+#include <QJsonObject>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+namespace fp8lab::cli {
+namespace {
+
+QString presetNames() {
+  QStringList n;
+  for (const auto& p : scalingPresets())
+    if (!p.delayed) n << QString::fromStdString(p.name);
+  return n.join(QStringLiteral(", "));
+}
+
+std::optional<Accumulation> parseAccumulation(const QString& s) {
+  const QString l = s.toLower();
+  if (l == QStringLiteral("exact") || l == QStringLiteral("double")) return Accumulation::Exact;
+  if (l == QStringLiteral("fp32")) return Accumulation::FP32;
+  if (l == QStringLiteral("split") || l == QStringLiteral("splitfp32")) return Accumulation::SplitFP32;
+  if (l == QStringLiteral("fast") || l == QStringLiteral("fastaccum")) return Accumulation::FastAccum;
+  return std::nullopt;
+}
+
+std::optional<OutputType> parseOutput(const QString& s) {
+  const QString l = s.toLower();
+  if (l == QStringLiteral("fp32") || l == QStringLiteral("float32")) return OutputType::FP32;
+  if (l == QStringLiteral("bf16") || l == QStringLiteral("bfloat16")) return OutputType::BF16;
+  if (l == QStringLiteral("fp16") || l == QStringLiteral("float16")) return OutputType::FP16;
+  if (l == QStringLiteral("e4m3fn") || l == QStringLiteral("e4m3")) return OutputType::E4M3FN;
+  if (l == QStringLiteral("e5m2")) return OutputType::E5M2;
+  return std::nullopt;
+}
+
+QString num(double v, int prec = 4) {
+  if (std::isnan(v)) return QStringLiteral("nan");
+  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
+  return QString::number(v, 'g', prec);
+}
+
+QJsonObject metricsJson(const ErrorMetrics& m) {
+  QJsonObject o;
+  o[QStringLiteral("max_abs")] = jsonNumber(m.max_abs);
+  o[QStringLiteral("max_abs_index")] = static_cast<double>(m.max_abs_index);
+  o[QStringLiteral("max_rel")] = jsonNumber(m.max_rel);
+  o[QStringLiteral("max_rel_index")] = static_cast<double>(m.max_rel_index);
+  o[QStringLiteral("rmse")] = jsonNumber(m.rmse);
+  o[QStringLiteral("rel_fro")] = jsonNumber(m.rel_fro);
+  o[QStringLiteral("sqnr_db")] = jsonNumber(m.sqnr_db);
+  o[QStringLiteral("ref_rms")] = jsonNumber(m.ref_rms);
+  o[QStringLiteral("finite_pairs")] = static_cast<double>(m.finite_pairs);
+  o[QStringLiteral("nan_ref")] = static_cast<double>(m.nan_ref);
+  o[QStringLiteral("inf_ref")] = static_cast<double>(m.inf_ref);
+  o[QStringLiteral("nan_test")] = static_cast<double>(m.nan_test);
+  o[QStringLiteral("inf_test")] = static_cast<double>(m.inf_test);
+  return o;
+}
+
+QJsonObject statsJson(const OperandStats& s) {
+  QJsonObject o;
+  o[QStringLiteral("elements")] = static_cast<double>(s.elements);
+  o[QStringLiteral("saturated")] = static_cast<double>(s.saturated);
+  o[QStringLiteral("saturated_percent")] = s.saturatedPercent();
+  o[QStringLiteral("flushed_to_zero")] = static_cast<double>(s.flushed);
+  o[QStringLiteral("flushed_percent")] = s.flushedPercent();
+  o[QStringLiteral("subnormal")] = static_cast<double>(s.subnormal);
+  o[QStringLiteral("subnormal_percent")] = s.subnormalPercent();
+  o[QStringLiteral("nan")] = static_cast<double>(s.nan);
+  o[QStringLiteral("inf")] = static_cast<double>(s.inf);
+  return o;
+}
+
+bool parsePositive(const QCommandLineParser& p, const QString& name, int64_t* v, int64_t max = (int64_t(1) << 40)) {
+  bool ok = false;
+  const qlonglong x = p.value(name).toLongLong(&ok);
+  if (!ok || x < 1 || x > max) return false;
+  *v = x;
+  return true;
+}
+
+int runGemm(const QStringList& args) {
+  QCommandLineParser p;
+  p.setApplicationDescription(QStringLiteral(
+      "Run one FP8 GEMM D[M,N] = A[M,K]·B[K,N] on seeded random matrices and split the error into\n"
+      "quantization (quantized-exact vs ideal), accumulation (chosen output vs quantized-exact) and total.\n"
+      "The 'fast' accumulation is a MODEL of undocumented hardware (Hopper fast accumulation, DeepSeek-V3 §3.3).\n"
+      "Example: fp8lab-cli gemm --m 1024 --n 1024 --k 4096 --accumulation fast --distribution outliers"));
+  const auto opt = [&](const char* name, const char* help, const char* value, const char* def) {
+    p.addOption({QString::fromLatin1(name), QString::fromUtf8(help), QString::fromLatin1(value), QString::fromLatin1(def)});
+  };
+  opt("m", "Rows of A and D (default 512).", "M", "512");
+  opt("n", "Columns of B and D (default 512).", "N", "512");
+  opt("k", "Contraction length (default 512).", "K", "512");
+  opt("a-format", "Element format of A (default E4M3FN).", "F", "E4M3FN");
+  opt("b-format", "Element format of B (default E4M3FN).", "F", "E4M3FN");
+  opt("scaling", "Current-scaling preset of both operands (default te_current); see `fp8lab-cli quantize --help`.", "S", "te_current");
+  opt("a-scaling", "Preset of A (overrides --scaling).", "S", "");
+  opt("b-scaling", "Preset of B (overrides --scaling).", "S", "");
+  opt("accumulation", "exact | fp32 | split (default) | fast (model of undocumented hardware).", "MODE", "split");
+  opt("promotion-interval", "N_C: elements of K per promotion window (split/fast; default 128).", "N", "128");
+  opt("fast-bits", "Significant bits of the fast-accumulation model (default 14).", "B", "14");
+  opt("fast-group", "Products aligned together by the fast model (default 32).", "G", "32");
+  p.addOption({QStringLiteral("no-promotion"), QStringLiteral("Fast model: one window over all of K (cuBLASLt FAST_ACCUM=1).")});
+  opt("output", "Output type: fp32 (default) | bf16 | fp16 | e4m3fn | e5m2.", "T", "fp32");
+  opt("output-scale", "FP8 outputs: scale_D, the quant multiplier (default auto = max/amax of the quantized-exact D).", "S", "auto");
+  opt("seed", "Seed of the random matrices (A: stream 0, B: stream 1; default 1).", "N", "1");
+  opt("distribution", "normal (default) | uniform | lognormal | outliers.", "D", "normal");
+  opt("scale", "Standard deviation / half-width / median of the distribution (default 1).", "X", "1");
+  opt("threads", "Threads (default 0 = all).", "T", "0");
+  opt("kernel", "CPU kernel: auto (default) | portable | avx512bf16.", "K", "auto");
+  opt("tile", "Tile edge of the per-tile error map (default 128).", "T", "128");
+  p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")});
+  int rc = 0;
+  if (!parseArgs(p, args, &rc)) return rc;
+  if (!p.positionalArguments().isEmpty()) return fail(QStringLiteral("unexpected argument '%1'").arg(p.positionalArguments().first()));
+
+  int64_t M = 0, N = 0, K = 0, tile = 0;
+  if (!parsePositive(p, QStringLiteral("m"), &M)) return fail(QStringLiteral("--m must be a positive integer"));
+  if (!parsePositive(p, QStringLiteral("n"), &N)) return fail(QStringLiteral("--n must be a positive integer"));
+  if (!parsePositive(p, QStringLiteral("k"), &K)) return fail(QStringLiteral("--k must be a positive integer (K = 0 has nothing to accumulate)"));
+  if (!parsePositive(p, QStringLiteral("tile"), &tile)) return fail(QStringLiteral("--tile must be a positive integer"));
+  const Format* fa = Format::byName(p.value(QStringLiteral("a-format")).toStdString());
+  const Format* fb = Format::byName(p.value(QStringLiteral("b-format")).toStdString());
+  if (!fa || fa->bits() > 8) return fail(QStringLiteral("--a-format: unknown or wider than 8 bits: '%1' (known: %2)").arg(p.value(QStringLiteral("a-format")), formatHelpList()));
+  if (!fb || fb->bits() > 8) return fail(QStringLiteral("--b-format: unknown or wider than 8 bits: '%1' (known: %2)").arg(p.value(QStringLiteral("b-format")), formatHelpList()));
+  const QString sa = p.value(QStringLiteral("a-scaling")).isEmpty() ? p.value(QStringLiteral("scaling")) : p.value(QStringLiteral("a-scaling"));
+  const QString sb = p.value(QStringLiteral("b-scaling")).isEmpty() ? p.value(QStringLiteral("scaling")) : p.value(QStringLiteral("b-scaling"));
+  const auto ca = scalingPreset(sa.toStdString()), cb = scalingPreset(sb.toStdString());
+  if (!ca) return fail(QStringLiteral("unknown or delayed scaling preset '%1' (current-scaling presets: %2)").arg(sa, presetNames()));
+  if (!cb) return fail(QStringLiteral("unknown or delayed scaling preset '%1' (current-scaling presets: %2)").arg(sb, presetNames()));
+
+  GemmOptions o;
+  const auto acc = parseAccumulation(p.value(QStringLiteral("accumulation")));
+  if (!acc) return fail(QStringLiteral("--accumulation must be exact, fp32, split or fast"));
+  o.accumulation = *acc;
+  const auto out_type = parseOutput(p.value(QStringLiteral("output")));
+  if (!out_type) return fail(QStringLiteral("--output must be fp32, bf16, fp16, e4m3fn or e5m2"));
+  o.output = *out_type;
+  bool ok = false;
+  o.promotion_interval = p.value(QStringLiteral("promotion-interval")).toInt(&ok);
+  if (!ok || o.promotion_interval < 1) return fail(QStringLiteral("--promotion-interval must be a positive integer"));
+  o.fast_accum_bits = p.value(QStringLiteral("fast-bits")).toInt(&ok);
+  if (!ok || o.fast_accum_bits < 2 || o.fast_accum_bits > 24) return fail(QStringLiteral("--fast-bits must be 2..24"));
+  o.fast_accum_group = p.value(QStringLiteral("fast-group")).toInt(&ok);
+  if (!ok || o.fast_accum_group < 1) return fail(QStringLiteral("--fast-group must be a positive integer"));
+  o.fast_accum_promotes = !p.isSet(QStringLiteral("no-promotion"));
+  o.threads = p.value(QStringLiteral("threads")).toInt(&ok);
+  if (!ok || o.threads < 0) return fail(QStringLiteral("--threads must be ≥ 0"));
+  const QString kern = p.value(QStringLiteral("kernel")).toLower();
+  if (kern == QStringLiteral("portable")) o.cpu_kernel = CpuKernel::Portable;
+  else if (kern == QStringLiteral("avx512bf16") || kern == QStringLiteral("avx512-bf16")) o.cpu_kernel = CpuKernel::Avx512Bf16;
+  else if (kern != QStringLiteral("auto")) return fail(QStringLiteral("--kernel must be auto, portable or avx512bf16"));
+  const bool fp8_out = o.output == OutputType::E4M3FN || o.output == OutputType::E5M2;
+  const QString os = p.value(QStringLiteral("output-scale"));
+  std::optional<float> out_scale;
+  if (os != QStringLiteral("auto")) {
+    const auto v = parseNumber(os);
+    if (!v || !(std::isfinite(*v) && *v > 0)) return fail(QStringLiteral("--output-scale must be a finite number > 0 or 'auto'"));
+    out_scale = static_cast<float>(*v);
+  }
+  const qulonglong seed = p.value(QStringLiteral("seed")).toULongLong(&ok);
+  if (!ok) return fail(QStringLiteral("--seed must be a non-negative integer"));
+  RandomMatrixOptions ro;
+  const auto dist = parseDistribution(p.value(QStringLiteral("distribution")).toStdString());
+  if (!dist) return fail(QStringLiteral("--distribution must be normal, uniform, lognormal or outliers"));
+  ro.distribution = *dist;
+  const auto sc = parseNumber(p.value(QStringLiteral("scale")));
+  if (!sc || !(std::isfinite(*sc) && *sc > 0)) return fail(QStringLiteral("--scale must be a finite number > 0"));
+  ro.scale = *sc;
+  const bool json = p.isSet(QStringLiteral("json"));
+
+  // Memory: inputs (float), codes, ideal + exact (double) and the backend's own buffers.
+  auto backend = makeCpuGemmBackend();
+  TerminalProgress bar(QStringLiteral("gemm"));
+  try {
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    bar.update(0.0, QStringLiteral("random matrices"));
+    const std::vector<float> x = randomMatrix(M, K, seed, ro, 0, o.threads);
+    const std::vector<float> y = randomMatrix(K, N, seed, ro, 1, o.threads);
+    bar.update(0.05, QStringLiteral("quantize"));
+    const auto tq = clock::now();
+    const QuantizedTensor qa = quantize(x.data(), M, K, *fa, *ca, Axis::Cols);
+    const QuantizedTensor qb = quantize(y.data(), K, N, *fb, *cb, Axis::Rows);
+    const double quantize_s = std::chrono::duration<double>(clock::now() - tq).count();
+    if (fp8_out && !out_scale) {
+      // auto: scale_D = max / amax of the quantized-exact D (current scaling of the output)
+      const std::vector<double> d = quantizedExactGemm(qa, qb, o.threads);
+      double amax = 0;
+      for (double v : d)
+        if (std::isfinite(v)) amax = std::max(amax, std::fabs(v));
+      const double mx = (o.output == OutputType::E4M3FN ? Format::E4M3FN() : Format::E5M2()).maxFinite();
+      out_scale = amax > 0 ? static_cast<float>(mx / amax) : 1.0f;
+    }
+    if (out_scale) o.output_quant_scale = *out_scale;
+    const GemmExperimentResult r = runGemmExperiment(x.data(), y.data(), qa, qb, o, backend.get(), [&](double f, const std::string& s) {
+      bar.update(0.1 + 0.85 * f, QString::fromStdString(s));
+      return true;
+    });
+    // per-tile map of the total absolute error
+    const std::vector<float> abs_map = errorMap(r.ideal.data(), r.output.d.data(), M * N, ErrorMapKind::Abs, nullptr, 1.0, o.threads);
+    const TileMap tiles = tileMap(abs_map, M, N, tile, tile);
+    int64_t worst = -1;
+    for (size_t i = 0; i < tiles.mean.size(); ++i)
+      if (!std::isnan(tiles.mean[i]) && (worst < 0 || tiles.mean[i] > tiles.mean[static_cast<size_t>(worst)])) worst = static_cast<int64_t>(i);
+    const double total_s = std::chrono::duration<double>(clock::now() - t0).count();
+    bar.finish();
+
+    if (json) {
+      QJsonObject j;
+      QJsonObject cfg;
+      cfg[QStringLiteral("m")] = static_cast<double>(M);
+      cfg[QStringLiteral("n")] = static_cast<double>(N);
+      cfg[QStringLiteral("k")] = static_cast<double>(K);
+      cfg[QStringLiteral("a_format")] = QString::fromStdString(fa->name());
+      cfg[QStringLiteral("b_format")] = QString::fromStdString(fb->name());
+      cfg[QStringLiteral("a_scaling")] = sa;
+      cfg[QStringLiteral("b_scaling")] = sb;
+      cfg[QStringLiteral("accumulation")] = QString::fromLatin1(toString(o.accumulation));
+      cfg[QStringLiteral("promotion_interval")] = o.promotion_interval;
+      cfg[QStringLiteral("fast_accum_bits")] = o.fast_accum_bits;
+      cfg[QStringLiteral("fast_accum_group")] = o.fast_accum_group;
+      cfg[QStringLiteral("fast_accum_promotes")] = o.fast_accum_promotes;
+      cfg[QStringLiteral("output")] = QString::fromLatin1(toString(o.output));
+      cfg[QStringLiteral("output_quant_scale")] = jsonNumber(o.output_quant_scale);
+      cfg[QStringLiteral("seed")] = static_cast<double>(seed);
+      cfg[QStringLiteral("distribution")] = QString::fromLatin1(toString(ro.distribution));
+      cfg[QStringLiteral("scale")] = ro.scale;
+      cfg[QStringLiteral("threads")] = o.threads;
+      j[QStringLiteral("config")] = cfg;
+      j[QStringLiteral("backend")] = QString::fromStdString(r.output.backend);
+      j[QStringLiteral("device")] = QString::fromStdString(r.output.device);
+      j[QStringLiteral("algorithm")] = QString::fromStdString(r.output.algorithm);
+      j[QStringLiteral("model_of_undocumented_hardware")] = r.output.model_of_undocumented_hardware;
+      QJsonObject t;
+      t[QStringLiteral("quantize_s")] = quantize_s;
+      t[QStringLiteral("gemm_s")] = r.output.seconds;
+      t[QStringLiteral("ideal_s")] = r.ideal_seconds;
+      t[QStringLiteral("quantized_exact_s")] = r.exact_seconds;
+      t[QStringLiteral("total_s")] = total_s;
+      j[QStringLiteral("seconds")] = t;
+      QJsonObject e;
+      e[QStringLiteral("quantization")] = metricsJson(r.quantization);
+      e[QStringLiteral("accumulation")] = metricsJson(r.accumulation);
+      e[QStringLiteral("total")] = metricsJson(r.total);
+      j[QStringLiteral("errors")] = e;
+      QJsonObject ops;
+      ops[QStringLiteral("A")] = statsJson(r.a_stats);
+      ops[QStringLiteral("B")] = statsJson(r.b_stats);
+      j[QStringLiteral("operands")] = ops;
+      j[QStringLiteral("amax_d")] = jsonNumber(r.output.amax_d);
+      QJsonObject tm;
+      tm[QStringLiteral("what")] = QStringLiteral("absolute total error |D - ideal|");
+      tm[QStringLiteral("tile")] = static_cast<double>(tile);
+      tm[QStringLiteral("grid_rows")] = static_cast<double>(tiles.grid_rows);
+      tm[QStringLiteral("grid_cols")] = static_cast<double>(tiles.grid_cols);
+      QJsonArray mean, max;
+      for (size_t i = 0; i < tiles.mean.size(); ++i) {
+        mean.append(jsonNumber(tiles.mean[i]));
+        max.append(jsonNumber(tiles.max[i]));
+      }
+      tm[QStringLiteral("mean")] = mean;
+      tm[QStringLiteral("max")] = max;
+      j[QStringLiteral("tile_map")] = tm;
+      QJsonArray w;
+      for (const Warning& x2 : r.output.warnings) {
+        QJsonObject wo;
+        wo[QStringLiteral("what")] = QString::fromStdString(x2.what);
+        wo[QStringLiteral("where")] = QString::fromStdString(x2.where);
+        wo[QStringLiteral("detail")] = QString::fromStdString(x2.detail);
+        w.append(wo);
+      }
+      j[QStringLiteral("warnings")] = w;
+      out(toJsonText(j));
+      return 0;
+    }
+    QString s;
+    s += QStringLiteral("GEMM %1 x %2 x %3 (M x N x K), %4 data, seed %5\n").arg(M).arg(N).arg(K).arg(QString::fromLatin1(toString(ro.distribution))).arg(seed);
+    s += QStringLiteral("A %1 (%2), B %3 (%4)\n").arg(QString::fromStdString(fa->name()), sa, QString::fromStdString(fb->name()), sb);
+    QString accs = QString::fromLatin1(toString(o.accumulation));
+    if (o.accumulation == Accumulation::SplitFP32) accs += QStringLiteral(" (N_C = %1)").arg(o.promotion_interval);
+    if (o.accumulation == Accumulation::FastAccum)
+      accs += QStringLiteral(" — MODEL of undocumented hardware: %1 bits, groups of %2, %3").arg(o.fast_accum_bits).arg(o.fast_accum_group)
+                  .arg(o.fast_accum_promotes ? QStringLiteral("promotion every %1").arg(o.promotion_interval) : QStringLiteral("no promotion"));
+    s += QStringLiteral("accumulation %1, output %2%3\n").arg(accs, QString::fromLatin1(toString(o.output)),
+                                                          fp8_out ? QStringLiteral(" (scale_D %1)").arg(num(o.output_quant_scale, 6)) : QString());
+    s += QStringLiteral("backend %1: %2\n  %3\n").arg(QString::fromStdString(r.output.backend), QString::fromStdString(r.output.device), QString::fromStdString(r.output.algorithm));
+    s += QStringLiteral("time: quantize %1 s, gemm %2 s, ideal %3 s, quantized-exact %4 s\n\n")
+             .arg(num(quantize_s, 3), num(r.output.seconds, 3), num(r.ideal_seconds, 3), num(r.exact_seconds, 3));
+    s += QStringLiteral("%1 %2 %3 %4 %5 %6\n").arg(QStringLiteral("error"), -28).arg(QStringLiteral("max abs"), 11).arg(QStringLiteral("max rel"), 11)
+             .arg(QStringLiteral("RMSE"), 11).arg(QStringLiteral("rel Frob"), 11).arg(QStringLiteral("SQNR dB"), 9);
+    const auto row = [&](const QString& name, const ErrorMetrics& m) {
+      s += QStringLiteral("%1 %2 %3 %4 %5 %6\n").arg(name, -28).arg(num(m.max_abs), 11).arg(num(m.max_rel), 11).arg(num(m.rmse), 11)
+               .arg(num(m.rel_fro), 11).arg(num(m.sqnr_db, 4), 9);
+    };
+    row(QStringLiteral("quantization (exact vs ideal)"), r.quantization);
+    row(QStringLiteral("accumulation (D vs exact)"), r.accumulation);
+    row(QStringLiteral("total (D vs ideal)"), r.total);
+    if (r.total.nan_test + r.total.inf_test > 0)
+      s += QStringLiteral("non-finite outputs: %1 NaN, %2 Inf (left out of the statistics)\n").arg(r.total.nan_test).arg(r.total.inf_test);
+    s += QStringLiteral("\n%1 %2 %3 %4\n").arg(QStringLiteral("operand"), -8).arg(QStringLiteral("saturated"), 20).arg(QStringLiteral("flushed to zero"), 20).arg(QStringLiteral("subnormal"), 20);
+    const auto srow = [&](const QString& name, const OperandStats& st) {
+      auto cell = [&](int64_t c) { return QStringLiteral("%1 (%2%)").arg(c).arg(st.percent(c), 0, 'f', 3); };
+      s += QStringLiteral("%1 %2 %3 %4\n").arg(name, -8).arg(cell(st.saturated), 20).arg(cell(st.flushed), 20).arg(cell(st.subnormal), 20);
+    };
+    srow(QStringLiteral("A"), r.a_stats);
+    srow(QStringLiteral("B"), r.b_stats);
+    s += QStringLiteral("\namax_D %1\n").arg(num(r.output.amax_d, 8));
+    if (worst >= 0)
+      s += QStringLiteral("worst %1x%1 tile of |D - ideal|: tile (%2, %3), mean %4, max %5\n")
+               .arg(tile).arg(worst / tiles.grid_cols).arg(worst % tiles.grid_cols)
+               .arg(num(tiles.mean[static_cast<size_t>(worst)]), num(tiles.max[static_cast<size_t>(worst)]));
+    for (const Warning& w : r.output.warnings)
+      s += QStringLiteral("%1: %2 (%3)\n").arg(w.severity == Warning::Severity::Info ? QStringLiteral("note") : QStringLiteral("warning"),
+                                               QString::fromStdString(w.what), QString::fromStdString(w.detail));
+    out(s);
+    return 0;
+  } catch (const Cancelled&) {
+    bar.finish();
+    return fail(QStringLiteral("cancelled"));
+  } catch (const std::exception& e) {
+    bar.finish();
+    return fail(QString::fromStdString(e.what()));
+  }
+}
+
+const CommandRegistrar reg({QStringLiteral("gemm"), QStringLiteral("FP8 GEMM experiment: quantization vs accumulation vs total error"), runGemm, 50});
+
+} // namespace
+} // namespace fp8lab::cli

@@ -1,0 +1,186 @@
+// FP8 Lab — CPU FP8 GEMM benchmark (issue 3, section 6).
+//
+// What a user does today to multiply FP8-quantized matrices on a CPU is dequantize and call
+// sgemm. This program times, in the same run and on the same FP32 matrices:
+//   fp8_quantize_gemm  — per-tensor E4M3FN quantization of A and B (te_current) + the CPU FP8
+//                        GEMM with the FP32 accumulation model (AVX512-BF16 kernel when present)
+//   fp8_gemm           — the GEMM alone (operands quantized once)
+//   fp8_gemm_portable  — the GEMM alone on the portable kernel (bit-identical result)
+//   sgemm              — OpenBLAS cblas_sgemm, openblas_set_num_threads = the same thread count
+// for M = N = K = 1024 and 2048 with 1 and 2 threads, and prints the ratio of each to sgemm
+// (target ≤ 1.5 for fp8_quantize_gemm). It also times the error metrics of a 4096×4096 output
+// (target ≤ 0.5 s).
+//
+// OpenBLAS picks its kernels from the CPU it detects; under some hypervisors it falls back to
+// a generic core ("Prescott") that is several times slower. The core name is printed; for a
+// fair baseline set OPENBLAS_CORETYPE (e.g. SkylakeX or Cooperlake) in the environment.
+#include <benchmark/benchmark.h>
+
+#include "formats/format.h"
+#include "gemm/gemm.h"
+#include "gemm/gemm_experiment.h"
+#include "gemm/random_matrix.h"
+#include "metrics/error_metrics.h"
+#include "scaling/scaling.h"
+
+#if FP8LAB_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace fp8lab;
+
+namespace {
+
+struct Inputs {
+  std::vector<float> a, b;
+};
+
+const Inputs& inputs(int64_t n) {
+  static std::map<int64_t, Inputs> cache;
+  auto it = cache.find(n);
+  if (it == cache.end()) it = cache.emplace(n, Inputs{randomMatrix(n, n, 1, {}, 0), randomMatrix(n, n, 1, {}, 1)}).first;
+  return it->second;
+}
+
+ScalingConfig perTensor() { return *scalingPreset("te_current"); }
+
+GemmOptions fp32Options(int threads, CpuKernel kernel = CpuKernel::Auto) {
+  GemmOptions o;
+  o.accumulation = Accumulation::FP32;
+  o.output = OutputType::FP32;
+  o.threads = threads;
+  o.cpu_kernel = kernel;
+  return o;
+}
+
+void setFlops(benchmark::State& state, int64_t n) {
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n) * n * n, benchmark::Counter::kIsIterationInvariantRate,
+                                                 benchmark::Counter::kIs1000);
+}
+
+void fp8QuantizeGemm(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  const Inputs& in = inputs(n);
+  auto backend = makeCpuGemmBackend();
+  const ScalingConfig cfg = perTensor();
+  std::string algo;
+  for (auto _ : state) {
+    const QuantizedTensor qa = quantize(in.a.data(), n, n, Format::E4M3FN(), cfg, Axis::Cols);
+    const QuantizedTensor qb = quantize(in.b.data(), n, n, Format::E4M3FN(), cfg, Axis::Rows);
+    GemmOutput out = backend->run(qa, qb, fp32Options(threads));
+    benchmark::DoNotOptimize(out.d.data());
+    algo = out.algorithm;
+  }
+  state.SetLabel(algo);
+  setFlops(state, n);
+}
+
+void fp8Gemm(benchmark::State& state, CpuKernel kernel) {
+  const int64_t n = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  const Inputs& in = inputs(n);
+  auto backend = makeCpuGemmBackend();
+  const QuantizedTensor qa = quantize(in.a.data(), n, n, Format::E4M3FN(), perTensor(), Axis::Cols);
+  const QuantizedTensor qb = quantize(in.b.data(), n, n, Format::E4M3FN(), perTensor(), Axis::Rows);
+  std::string algo;
+  for (auto _ : state) {
+    GemmOutput out = backend->run(qa, qb, fp32Options(threads, kernel));
+    benchmark::DoNotOptimize(out.d.data());
+    algo = out.algorithm;
+  }
+  state.SetLabel(algo);
+  setFlops(state, n);
+}
+
+#if FP8LAB_HAVE_CBLAS
+void sgemm(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  const Inputs& in = inputs(n);
+  std::vector<float> c(static_cast<size_t>(n * n));
+  openblas_set_num_threads(threads);
+  const int ni = static_cast<int>(n);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, in.a.data(), ni, in.b.data(), ni, 0.0f, c.data(), ni);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.SetLabel(std::string("OpenBLAS ") + openblas_get_corename());
+  setFlops(state, n);
+}
+#endif
+
+/// Error metrics of a 4096×4096 output: the three scalar summaries of an experiment
+/// (quantization, accumulation, total) plus the ULP map and its 128×128 tile map.
+void errorMetrics4096(benchmark::State& state) {
+  const int64_t n = 4096, count = n * n;
+  std::vector<double> ideal(static_cast<size_t>(count)), exact(static_cast<size_t>(count));
+  std::vector<float> d(static_cast<size_t>(count));
+  const std::vector<float> r = randomMatrix(n, n, 7);
+  for (int64_t i = 0; i < count; ++i) {
+    ideal[static_cast<size_t>(i)] = r[static_cast<size_t>(i)];
+    exact[static_cast<size_t>(i)] = r[static_cast<size_t>(i)] * (1.0 + 1e-3);
+    d[static_cast<size_t>(i)] = static_cast<float>(exact[static_cast<size_t>(i)]);
+  }
+  const int threads = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    const ErrorMetrics q = compareErrors(ideal.data(), exact.data(), count, threads);
+    const ErrorMetrics a = compareErrors(exact.data(), d.data(), count, threads);
+    const ErrorMetrics t = compareErrors(ideal.data(), d.data(), count, threads);
+    const std::vector<float> map = errorMap(exact.data(), d.data(), count, ErrorMapKind::Ulp, nullptr, 1.0, threads);
+    const TileMap tiles = tileMap(map, n, n);
+    benchmark::DoNotOptimize(q.rmse + a.rmse + t.rmse);
+    benchmark::DoNotOptimize(tiles.mean.data());
+  }
+}
+
+/// Console output plus a table of time ratios to sgemm for the same size and threads.
+class RatioReporter : public benchmark::ConsoleReporter {
+public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
+      times_[r.benchmark_name()] = r.GetAdjustedRealTime();
+    }
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    std::printf("\nratio of real time to sgemm (same size, same threads; < 1 = faster than sgemm)\n");
+    for (const auto& [name, t] : times_) {
+      const auto slash = name.find('/');
+      if (slash == std::string::npos || name.rfind("sgemm", 0) == 0) continue;
+      const auto base = times_.find("sgemm" + name.substr(slash));
+      if (base == times_.end()) continue;
+      std::printf("  %-40s %6.2f\n", name.c_str(), t / base->second);
+    }
+  }
+
+private:
+  std::map<std::string, double> times_;
+};
+
+} // namespace
+
+BENCHMARK(fp8QuantizeGemm)->ArgsProduct({{1024, 2048}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+BENCHMARK_CAPTURE(fp8Gemm, avx, CpuKernel::Auto)->ArgsProduct({{1024, 2048}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+BENCHMARK_CAPTURE(fp8Gemm, portable, CpuKernel::Portable)->ArgsProduct({{1024}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+#if FP8LAB_HAVE_CBLAS
+BENCHMARK(sgemm)->ArgsProduct({{1024, 2048}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+#endif
+BENCHMARK(errorMetrics4096)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
