@@ -14,47 +14,44 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ float absNoNan(float v) {
-  // |v| with NaN mapped to 0 (maxNum semantics: NaN never wins a max).
-  const float a = fabsf(v);
-  return a != a ? 0.0f : a;
+/// |v| as float32 bits, for a max over non-negative values by unsigned comparison (the order of
+/// non-negative floats, +Inf and NaN bit patterns: finite < Inf < NaN). prop = false: NaN → 0
+/// (maxNum / fmaxf: NaN never wins); prop = true: NaN wins (torch.max / jnp.max).
+__device__ __forceinline__ uint32_t absBits(float v, bool prop) {
+  const uint32_t a = __float_as_uint(v) & 0x7fffffffu;
+  return (!prop && a > 0x7f800000u) ? 0u : a;
 }
 
-__device__ __forceinline__ float warpMax(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+__device__ __forceinline__ uint32_t warpMax(uint32_t v) {
+  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
 
-/// Non-negative floats (incl. +Inf) order like their bit patterns: atomicMax on the bits.
-__device__ __forceinline__ void atomicMaxNonNeg(float* addr, float v) {
-  atomicMax(reinterpret_cast<unsigned int*>(addr), __float_as_uint(v));
-}
-
-__global__ void amaxTensorKernel(const float* __restrict__ x, size_t n, float* out) {
-  float m = 0.0f;
+__global__ void amaxTensorKernel(const float* __restrict__ x, size_t n, float* out, bool prop) {
+  uint32_t m = 0;
   const size_t tid = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   const size_t n4 = (reinterpret_cast<uintptr_t>(x) % 16 == 0) ? n / 4 : 0;
   const float4* x4 = reinterpret_cast<const float4*>(x);
   for (size_t i = tid; i < n4; i += stride) {
     const float4 v = x4[i];
-    m = fmaxf(m, fmaxf(fmaxf(absNoNan(v.x), absNoNan(v.y)), fmaxf(absNoNan(v.z), absNoNan(v.w))));
+    m = max(m, max(max(absBits(v.x, prop), absBits(v.y, prop)), max(absBits(v.z, prop), absBits(v.w, prop))));
   }
-  for (size_t i = n4 * 4 + tid; i < n; i += stride) m = fmaxf(m, absNoNan(x[i]));
+  for (size_t i = n4 * 4 + tid; i < n; i += stride) m = max(m, absBits(x[i], prop));
   m = warpMax(m);
-  __shared__ float warp_max[kThreads / 32];
+  __shared__ uint32_t warp_max[kThreads / 32];
   if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = m;
   __syncthreads();
   if (threadIdx.x < 32) {
-    m = threadIdx.x < blockDim.x / 32 ? warp_max[threadIdx.x] : 0.0f;
+    m = threadIdx.x < blockDim.x / 32 ? warp_max[threadIdx.x] : 0u;
     m = warpMax(m);
-    if (threadIdx.x == 0) atomicMaxNonNeg(out, m);
+    if (threadIdx.x == 0) atomicMax(reinterpret_cast<unsigned int*>(out), m);
   }
 }
 
 /// Blocks at least 32 wide: one warp per (row, column-block) segment, lanes stride along the row.
 __global__ void amaxRowSegmentsKernel(const float* __restrict__ x, int64_t rows, int64_t cols, int64_t br,
-                                      int64_t bc, int64_t bcols, float* out) {
+                                      int64_t bc, int64_t bcols, float* out, bool prop) {
   const int64_t warp = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   const int64_t segments = rows * bcols;
@@ -63,17 +60,17 @@ __global__ void amaxRowSegmentsKernel(const float* __restrict__ x, int64_t rows,
   const int64_t jb = warp % bcols;
   const int64_t j0 = jb * bc;
   const int64_t j1 = j0 + bc < cols ? j0 + bc : cols;
-  float m = 0.0f;
+  uint32_t m = 0;
   const float* row = x + i * cols;
-  for (int64_t j = j0 + lane; j < j1; j += 32) m = fmaxf(m, absNoNan(row[j]));
+  for (int64_t j = j0 + lane; j < j1; j += 32) m = max(m, absBits(row[j], prop));
   m = warpMax(m);
-  if (lane == 0) atomicMaxNonNeg(out + (i / br) * bcols + jb, m);
+  if (lane == 0) atomicMax(reinterpret_cast<unsigned int*>(out + (i / br) * bcols + jb), m);
 }
 
 /// Narrow blocks (< 32 wide): one thread per (column, chunk of up to 64 rows inside a block row);
 /// neighbouring threads read neighbouring columns (coalesced).
 __global__ void amaxColumnChunksKernel(const float* __restrict__ x, int64_t rows, int64_t cols, int64_t br,
-                                       int64_t bc, int64_t bcols, int64_t chunks_per_block_row, float* out) {
+                                       int64_t bc, int64_t bcols, int64_t chunks_per_block_row, float* out, bool prop) {
   const int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   const int64_t brows = (rows + br - 1) / br;
   if (t >= cols * brows * chunks_per_block_row) return;
@@ -87,9 +84,9 @@ __global__ void amaxColumnChunksKernel(const float* __restrict__ x, int64_t rows
   if (i1 > (ib + 1) * br) i1 = (ib + 1) * br;
   if (i1 > rows) i1 = rows;
   if (i0 >= i1) return;
-  float m = 0.0f;
-  for (int64_t i = i0; i < i1; ++i) m = fmaxf(m, absNoNan(x[i * cols + j]));
-  atomicMaxNonNeg(out + ib * bcols + j / bc, m);
+  uint32_t m = 0;
+  for (int64_t i = i0; i < i1; ++i) m = max(m, absBits(x[i * cols + j], prop));
+  atomicMax(reinterpret_cast<unsigned int*>(out + ib * bcols + j / bc), m);
 }
 
 /// 4 elements per thread and iteration: one float4 load, one 4-byte store (both fully coalesced
@@ -161,6 +158,17 @@ __global__ void currentScaleKernel(const float* amax, float fp8_max, bool pow2, 
   *dequant = __fdiv_rn(1.0f, s);
 }
 
+__global__ void blockScaleKernel(const float* amax, size_t n, DeviceScaleParams p, float* quant, float* dequant,
+                                 uint8_t* codes) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const DeviceBlockScale b = blockScaleFromAmaxHD(amax[i], p);
+    quant[i] = b.quant;
+    dequant[i] = b.dequant;
+    if (codes) codes[i] = static_cast<uint8_t>(b.code < 0 ? 0 : b.code);
+  }
+}
+
 __global__ void delayedUpdateKernel(float* hist, int n, int L, float* scale, float* scale_inv, const float* amax_now,
                                     DelayedScalingParams p) {
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -183,32 +191,33 @@ void checkShape(int64_t rows, int64_t cols, ScaleBlock b, const char* what) {
 
 } // namespace
 
-void amaxTensor(const float* x, size_t n, float* out, cudaStream_t stream) {
+void amaxTensor(const float* x, size_t n, float* out, cudaStream_t stream, bool nan_propagates) {
   FP8LAB_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float), stream));
   if (n == 0) return;
-  amaxTensorKernel<<<gridFor((n + 3) / 4), kThreads, 0, stream>>>(x, n, out);
+  amaxTensorKernel<<<gridFor((n + 3) / 4), kThreads, 0, stream>>>(x, n, out, nan_propagates);
   FP8LAB_CUDA_CHECK(cudaGetLastError());
 }
 
-void amaxBlocks(const float* x, int64_t rows, int64_t cols, ScaleBlock b, float* out, cudaStream_t stream) {
+void amaxBlocks(const float* x, int64_t rows, int64_t cols, ScaleBlock b, float* out, cudaStream_t stream,
+                bool nan_propagates) {
   checkShape(rows, cols, b, "amaxBlocks");
   const int64_t brows = (rows + b.rows - 1) / b.rows, bcols = (cols + b.cols - 1) / b.cols;
   FP8LAB_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<size_t>(brows * bcols) * sizeof(float), stream));
   if (brows == 1 && bcols == 1) {
     amaxTensorKernel<<<gridFor(static_cast<size_t>(rows * cols + 3) / 4), kThreads, 0, stream>>>(
-        x, static_cast<size_t>(rows * cols), out);
+        x, static_cast<size_t>(rows * cols), out, nan_propagates);
   } else if (b.cols >= 32 || b.cols >= cols) {
     const int64_t threads = rows * bcols * 32;
     const int64_t blocks = (threads + kThreads - 1) / kThreads;
     amaxRowSegmentsKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(x, rows, cols, b.rows, b.cols,
-                                                                                  bcols, out);
+                                                                                  bcols, out, nan_propagates);
   } else {
     const int64_t br = b.rows < rows ? b.rows : rows;
     const int64_t chunks = (br + 63) / 64;
     const int64_t threads = cols * brows * chunks;
     const int64_t blocks = (threads + kThreads - 1) / kThreads;
     amaxColumnChunksKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(x, rows, cols, br, b.cols, bcols,
-                                                                                   chunks, out);
+                                                                                   chunks, out, nan_propagates);
   }
   FP8LAB_CUDA_CHECK(cudaGetLastError());
 }
@@ -244,6 +253,13 @@ void quantizeBlocks(const float* x, uint8_t* codes, int64_t rows, int64_t cols, 
 void currentScaleFromAmax(const float* amax, float fp8_max, bool pow2, float* quant, float* dequant,
                           cudaStream_t stream) {
   currentScaleKernel<<<1, 1, 0, stream>>>(amax, fp8_max, pow2, quant, dequant);
+  FP8LAB_CUDA_CHECK(cudaGetLastError());
+}
+
+void blockScalesFromAmax(const float* amax, size_t n, const DeviceScaleParams& p, float* quant, float* dequant,
+                         uint8_t* codes, cudaStream_t stream) {
+  if (n == 0) return;
+  blockScaleKernel<<<gridFor(n), kThreads, 0, stream>>>(amax, n, p, quant, dequant, codes);
   FP8LAB_CUDA_CHECK(cudaGetLastError());
 }
 

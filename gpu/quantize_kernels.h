@@ -6,8 +6,10 @@
 // [32, 1]; partial edge blocks allowed. Block-grid arrays (amax, scales) are row-major over
 // [ceil(rows/block.rows), ceil(cols/block.cols)], exactly as QuantizedTensor::dequant_scales.
 //
-// amax = max |x| over a block. NaN elements are ignored (fmaxf / IEEE maxNum, as TE's cast and
-// amax kernels), ±Inf gives +Inf, −0 counts as 0; an all-NaN block has amax 0.
+// amax = max |x| over a block. By default NaN elements are ignored (fmaxf / IEEE maxNum, as TE's
+// cast and amax kernels; an all-NaN block has amax 0); with nan_propagates a NaN element makes
+// the block's amax NaN (torch.max / jnp.max: torchao, DeepGEMM, MX FLOOR/CEIL presets).
+// ±Inf gives +Inf, −0 counts as 0.
 // Quantize: code = encode(x · s) or encode(x / s) (float32 IEEE product / quotient, RNE,
 // saturating or not) — bit-identical to Format::encodeBulk with the same s and ScaleOp.
 // Every launcher checks the launch (cudaGetLastError) and throws GpuError; all are
@@ -15,6 +17,7 @@
 #pragma once
 
 #include "delayed_scaling.cuh"
+#include "scale_rules.cuh"
 #include "fp8_encode.cuh"
 #include "scaling/quantized_tensor.h"
 
@@ -27,10 +30,16 @@ namespace fp8lab::gpu {
 
 /// out[block grid] = amax of each block (device pointers; out is overwritten, not accumulated).
 /// Throws std::invalid_argument for empty shapes or blocks < 1.
-void amaxBlocks(const float* x, int64_t rows, int64_t cols, ScaleBlock block, float* out, cudaStream_t stream);
+void amaxBlocks(const float* x, int64_t rows, int64_t cols, ScaleBlock block, float* out, cudaStream_t stream,
+                bool nan_propagates = false);
 
-/// *out = max |x[i]| for i < n (device pointers). NaN ignored.
-void amaxTensor(const float* x, size_t n, float* out, cudaStream_t stream);
+/// *out = max |x[i]| for i < n (device pointers). NaN ignored unless nan_propagates.
+void amaxTensor(const float* x, size_t n, float* out, cudaStream_t stream, bool nan_propagates = false);
+
+/// For i < n: the scale rule of scale_rules.cuh applied to amax[i] → quant[i], dequant[i], and
+/// for MX rules the E8M0 byte codes[i] (codes may be null). Device pointers.
+void blockScalesFromAmax(const float* amax, size_t n, const DeviceScaleParams& p, float* quant, float* dequant,
+                         uint8_t* codes, cudaStream_t stream);
 
 /// codes[i] = encode(x[i] op scale[0]) for i < n; `scale` is a device pointer (so a scale
 /// computed on the device needs no round trip). divide = false: x·s (TE, torchao); true: x/s

@@ -14,6 +14,7 @@
 #include "device_probe.h"
 #include "gemm/random_matrix.h"
 #include "quantize_kernels.h"
+#include "device_quantize.h"
 #include "scaling/delayed_scaling.h"
 #include "scaling/scale_rules.h"
 #include "scaling/scaling.h"
@@ -126,6 +127,21 @@ void checkPresets(Checker& c, const std::vector<Input>& inputs) {
           stream.synchronize();
           size_t bad = 0;
           for (size_t i = 0; i < codes.size(); ++i) bad += codes[i] != q.codes[i];
+          // The whole strategy on the device (amax → scale rule → quantize) must equal quantize().
+          {
+            const DeviceQuantized dq = quantizeOnDevice(dx.get(), in.rows, in.cols, *f, *cfg, axis, stream.get());
+            const QuantizedTensor h = toHost(dq, stream.get());
+            size_t bad_full = 0;
+            for (size_t i = 0; i < h.codes.size(); ++i) bad_full += h.codes[i] != q.codes[i];
+            for (size_t b = 0; b < h.dequant_scales.size(); ++b)
+              bad_full += !checks::sameFloat(h.dequant_scales[b], q.dequant_scales[b]) ||
+                          !checks::sameFloat(h.quant_scales[b], q.quant_scales[b]);
+            bad_full += h.scale_codes != q.scale_codes;
+            bad_full += !(h.block == q.block);
+            if (!c.expect(bad_full == 0, name + ": quantizeOnDevice differs from quantize() in " +
+                                             std::to_string(bad_full) + " codes/scales"))
+              dumpMismatch(name + "_device_strategy", in, q, h.codes, {}, {});
+          }
           // CPU amax per block, NaN ignored (the GPU kernels' fmaxf rule).
           std::vector<float> camax(scales.size(), 0.0f);
           for (int64_t i = 0; i < in.rows; ++i)

@@ -18,6 +18,8 @@
 #include "fp8_encode.cuh"
 #include "lt_matmul.h"
 #include "scale_layout.h"
+#include "scale_rules.cuh"
+#include "device_quantize.h"
 #include "scaling/delayed_scaling.h"
 #include "scaling/scaling.h"
 #include "gemm/random_matrix.h"
@@ -610,6 +612,62 @@ void testErrors(Checker& c) {
   c.expect(ok, "cudaErrorMemoryAllocation is reported as out of memory");
 }
 
+/// The device's scale rules (scale_rules.cuh, run here on the host) against core/scaling's
+/// blockScaleFromAmax for every rule, both formats, pow2 on/off, over a sweep of amax values.
+void testScaleRules(Checker& c) {
+  std::vector<float> amaxes = {0.0f, 1e-45f, 1e-40f, 1e-13f, 1e-12f, 1.1e-12f, 9.9e-5f, 1e-4f, 1.0001e-4f, 1.0f, 1.75f,
+                               2.0f, 448.0f, 480.0f, 57344.0f, 1e30f, FLT_MAX, std::numeric_limits<float>::infinity(),
+                               std::numeric_limits<float>::quiet_NaN()};
+  for (uint32_t u = 0; u < 0x7f800000u; u += 1021) amaxes.push_back(floatOf(u));
+  for (int e = -130; e < 130; ++e)  // values just below and at powers of two (pow2 rounding edges)
+    for (float m : {1.0f, 0.99999994f, 0.9999999f, 1.0000001f}) amaxes.push_back(std::ldexp(m, e));
+  // amax values whose scale fp8_max/amax lands just beside a power of two: the pow2 rounding
+  // edges (torchao's log2f quirk, TE's mantissa mask, DeepGEMM's round-up).
+  for (float fmax : {448.0f, 57344.0f})
+    for (int k = -125; k <= 125; ++k) {
+      float a = std::ldexp(fmax, -k);
+      for (int step = 0; step < 4; ++step) {
+        amaxes.push_back(a);
+        a = std::nextafter(a, std::numeric_limits<float>::infinity());
+      }
+      a = std::ldexp(fmax, -k);
+      for (int step = 0; step < 3; ++step) amaxes.push_back(a = std::nextafter(a, 0.0f));
+    }
+  int configs = 0;
+  for (const ScalingPresetInfo& info : scalingPresets()) {
+    auto cfg = scalingPreset(info.name);
+    if (info.delayed || !cfg) continue;
+    for (bool pow2 : {false, true}) {
+      cfg->pow2 = pow2;
+      for (const Format* f : {&Format::E4M3FN(), &Format::E5M2()}) {
+        const DeviceScaleParams p = deviceScaleParams(*cfg, *f);
+        size_t bad = 0;
+        std::string first;
+        for (float a : amaxes) {
+          const BlockScale r = blockScaleFromAmax(static_cast<double>(a), *f, *cfg);
+          const DeviceBlockScale d = blockScaleFromAmaxHD(a, p);
+          if (!sameFloat(r.quant, d.quant) || !sameFloat(r.dequant, d.dequant) || r.scale_code != d.code) {
+            if (bad++ == 0)
+              first = "amax " + checks::hexf(a) + ": cpu q " + checks::hexf(r.quant) + " dq " + checks::hexf(r.dequant) +
+                      " code " + std::to_string(r.scale_code) + ", device q " + checks::hexf(d.quant) + " dq " +
+                      checks::hexf(d.dequant) + " code " + std::to_string(d.code);
+          }
+        }
+        ++configs;
+        c.expect(bad == 0, "scale rule " + info.name + (pow2 ? " pow2 " : " ") + f->name() + ": " +
+                               std::to_string(bad) + " of " + std::to_string(amaxes.size()) + " differ; " + first);
+      }
+    }
+  }
+  c.expect(configs >= 40, "scale rules: " + std::to_string(configs) + " configurations compared");
+  ScalingConfig sr = *scalingPreset("te_current");
+  sr.encode.rounding = Rounding::Stochastic;
+  c.expect(contains(deviceQuantizeUnsupportedReason(sr, Format::E4M3FN()), "nearest even"),
+           "stochastic rounding is CPU-only, with a reason");
+  c.expect(deviceQuantizeUnsupportedReason(*scalingPreset("te_current"), Format::E4M3FN()).empty(),
+           "te_current runs on the device");
+}
+
 /// What check_gpu_kernels does on the device, done on the host with the kernel's own per-element
 /// function: every current preset's codes must be reproducible from its block scales alone
 /// (the quantize kernel gets only x, the block grid, the scales and the op).
@@ -699,6 +757,7 @@ int main() {
   testSelectionWithoutGpu(c);
   testDelayedUpdate(c);
   testPresetParityOnHost(c);
+  testScaleRules(c);
   testExactConstruction(c);
   testEncodeScaledAndAdversarial(c);
   testEncodeOtherFormats(c);
