@@ -2,6 +2,7 @@
 #include "run_training.h"
 
 #include "cli_util.h"
+#include "cmd_run.h"
 
 #include "scaling/scaling.h"
 #include "training/fashion_mnist.h"
@@ -386,6 +387,14 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
   if (!spec) return fail(QStringLiteral("invalid training config: %1").arg(err));
   if (!opt.data_dir.isEmpty())
     for (auto& r : spec->runs) r.data_dir = opt.data_dir;
+  if (opt.threads > 0)
+    for (auto& r : spec->runs) r.config.threads = r.config.forward_gemm.threads = r.config.backward_gemm.threads = opt.threads;
+  if (!opt.run_id.isEmpty()) {
+    if (spec->runs.size() != 1) return fail(QStringLiteral("--id needs a training config with a single run"));
+    std::string why;
+    if (!isValidRunId(opt.run_id.toStdString(), &why)) return fail(QString::fromStdString(why));
+    spec->runs.front().id = opt.run_id;
+  }
   if (!opt.only_run.isEmpty()) {
     std::erase_if(spec->runs, [&](const TrainingRunSpec& r) { return r.id != opt.only_run; });
     if (spec->runs.empty()) return fail(QStringLiteral("no run '%1' in the config").arg(opt.only_run));
@@ -405,6 +414,7 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
   auto save = [&](const Run& run, QString* stored_id) -> bool {
     WriteOptions wo;
     wo.on_conflict = WriteOptions::OnConflict::Rename;
+    wo.compress = opt.compress;
     std::vector<std::string> ids;
     const Status st = appendRuns(out_path, {run}, wo, &ids);
     if (!st.ok()) {
@@ -479,7 +489,7 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
     if (!res.epochs.empty()) {
       double s = 0;
       for (const auto& e : res.epochs) s += e.seconds;
-      js.insert(QStringLiteral("seconds_per_epoch"), s / static_cast<double>(res.epochs.size()));
+      js.insert(QStringLiteral("mean_epoch_seconds"), s / static_cast<double>(res.epochs.size()));
     }
     int64_t sat = 0;
     for (const auto& h : res.operands)
@@ -506,6 +516,7 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
       if (g_interrupted.load()) break;
       WeightGemmConfig wc = g.gemm;
       wc.layer = l;
+      wc.gemm.threads = opt.threads;
       const QString id = QStringLiteral("gemm-%1-fc%2").arg(g.from_run).arg(l + 1);
       const std::string cfg_json = "{\n  \"type\": \"gemm-trained-weights\",\n  \"from_run\": \"" + g.from_run.toStdString() +
                                    "\",\n  \"layer\": \"fc" + std::to_string(l + 1) + "\",\n  \"rows\": " + std::to_string(wc.rows) +
@@ -547,39 +558,117 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
   }
   if (opt.json) {
     out(toJsonText(QJsonObject{{QStringLiteral("session"), out_path_q}, {QStringLiteral("interrupted"), false}, {QStringLiteral("runs"), summary}}) + "\n");
-  } else if (!opt.quiet) {
+  } else if (!opt.quiet && opt.print_session_line) {
     std::fprintf(stderr, "session written: %s\n", QFileInfo(out_path_q).absoluteFilePath().toUtf8().constData());
   }
   return 0;
 }
 
-std::optional<Run> reproduceTrainingRun(const std::string& config_json, const std::string& run_id, const ProgressFn& progress,
-                                        QString* error) {
+std::optional<Run> reproduceTrainingRun(const Run& stored, int threads, const ProgressFn& progress, QString* error) {
   QJsonParseError pe;
-  const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(config_json), &pe);
+  const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(stored.config_json), &pe);
   if (!doc.isObject()) {
-    if (error) *error = QStringLiteral("stored config is not a JSON object: %1").arg(pe.errorString());
+    *error = QStringLiteral("the stored config is not a JSON object: %1").arg(pe.errorString());
     return std::nullopt;
   }
   QString err;
   auto spec = parseTrainingExperiment(doc.object(), &err);
   if (!spec || spec->runs.size() != 1) {
-    if (error) *error = spec ? QStringLiteral("stored config holds more than one run") : err;
+    *error = spec ? QStringLiteral("the stored config holds more than one run") : err;
     return std::nullopt;
   }
-  const TrainingRunSpec& rs = spec->runs.front();
+  TrainingRunSpec& rs = spec->runs.front();
+  if (rs.config.seed != stored.seed) {
+    *error = QStringLiteral("the stored seed attribute (%1) disagrees with the config's seed (%2)").arg(stored.seed).arg(rs.config.seed);
+    return std::nullopt;
+  }
+  if (threads > 0) rs.config.threads = rs.config.forward_gemm.threads = rs.config.backward_gemm.threads = threads;
+  // A run saved after an interrupt is reproduced up to the same step.
+  const bool was_cancelled = attrString(stored.attrs, "status").value_or("") == "cancelled";
+  const int64_t stop_after = attrInt(stored.attrs, "steps_completed").value_or(-1);
   try {
     const FashionMnist fm = loadFashionMnist(rs.data_dir.toStdString());
     const ImageDataset train = fm.train.head(rs.train_limit), test = fm.test.head(rs.test_limit);
     TrainingRun run(rs.config, train, test);
-    run.run(progress);
-    return trainingRunToSession(run.result(), run_id, config_json);
-  } catch (const Cancelled&) {
-    if (error) *error = QStringLiteral("cancelled");
+    try {
+      run.run([&](double f, const std::string& st) {
+        if (was_cancelled && run.result().steps_done >= stop_after) return false;
+        return progress ? progress(f, st) : true;
+      });
+    } catch (const Cancelled&) {
+      if (!was_cancelled || run.result().steps_done != stop_after) {
+        *error = QStringLiteral("cancelled");
+        return std::nullopt;
+      }
+    }
+    return trainingRunToSession(run.result(), stored.id, stored.config_json);
   } catch (const std::exception& e) {
-    if (error) *error = QString::fromUtf8(e.what());
+    *error = QString::fromUtf8(e.what());
   }
   return std::nullopt;
 }
+
+std::optional<Run> reproduceWeightGemmRun(const Run& stored, int threads, const ProgressFn& progress, QString* error) {
+  QJsonParseError pe;
+  const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(stored.config_json), &pe);
+  if (!doc.isObject()) {
+    *error = QStringLiteral("the stored config is not a JSON object: %1").arg(pe.errorString());
+    return std::nullopt;
+  }
+  const QJsonObject o = doc.object();
+  Parser p;
+  WeightGemmConfig wc;
+  wc.scaling = p.string(o, QStringLiteral("scaling"), {}, QStringLiteral("te_current")).toStdString();
+  wc.a_format = p.format(o, QStringLiteral("a_format"), {}, wc.a_format);
+  wc.b_format = p.format(o, QStringLiteral("b_format"), {}, wc.b_format);
+  if (o.contains(QStringLiteral("accumulation")))
+    wc.gemm.accumulation = p.accumulation(o.value(QStringLiteral("accumulation")).toString(), QStringLiteral("accumulation"), wc.gemm.accumulation);
+  wc.gemm.promotion_interval = static_cast<int>(p.integer(o, QStringLiteral("promotion_interval"), {}, 128, 1, 1 << 20));
+  wc.gemm.fast_accum_bits = static_cast<int>(p.integer(o, QStringLiteral("fast_accum_bits"), {}, 14, 2, 24));
+  wc.gemm.threads = threads;
+  if (!p.ok()) {
+    *error = p.error;
+    return std::nullopt;
+  }
+  const Dataset* a = stored.find("inputs/A");
+  const Dataset* b = stored.find("inputs/B");
+  if (!a || !b || a->dtype != DType::Float32 || b->dtype != DType::Float32 || a->shape.size() != 2 || b->shape.size() != 2 ||
+      a->shape[1] != b->shape[0]) {
+    *error = QStringLiteral("the run lacks float32 inputs/A [M,K] and inputs/B [K,N]");
+    return std::nullopt;
+  }
+  try {
+    return weightGemmRunFromInputs(a->f32, b->f32, a->shape[0], a->shape[1], b->shape[1],
+                                   attrString(stored.attrs, "layer").value_or("fc?"), wc, stored.id, stored.config_json, nullptr,
+                                   progress);
+  } catch (const std::exception& e) {
+    *error = QString::fromUtf8(e.what());
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+int runTrainingType(const QJsonObject& config, const QString& /*text: each run stores its own full config*/, const RunCliOptions& o) {
+  TrainingCliOptions t;
+  t.json = o.json;
+  t.quiet = o.quiet;
+  t.data_dir = o.data_dir;
+  t.run_id = o.run_id;
+  t.threads = o.threads;
+  t.compress = o.compress;
+  t.print_session_line = false;
+  return runTrainingExperiment(config, o.out, t);
+}
+
+int runWeightGemmType(const QJsonObject&, const QString&, const RunCliOptions&) {
+  return fail(QStringLiteral("\"gemm-trained-weights\" runs are made by a training experiment's \"gemm_on_trained_weights\" "
+                             "(see docs/training.md); they can be re-run with `fp8lab-cli rerun`"));
+}
+
+const ExperimentTypeRegistrar trainingType({QStringLiteral("training"), runTrainingType, reproduceTrainingRun});
+const ExperimentTypeRegistrar weightGemmType({QStringLiteral("gemm-trained-weights"), runWeightGemmType, reproduceWeightGemmRun});
+
+} // namespace
 
 } // namespace fp8lab::cli

@@ -54,7 +54,11 @@ struct TrainingCliOptions {
   bool json = false;           ///< print a JSON summary on stdout
   bool quiet = false;          ///< no per-epoch lines on stderr
   QString data_dir;            ///< --data-dir, overrides the config
-  QString only_run;            ///< run just this id (rerun)
+  QString only_run;            ///< run just this id
+  QString run_id;              ///< --id: id of a single-run config's run
+  int threads = 0;             ///< > 0: GEMM threads for every run (results do not depend on it)
+  bool compress = true;        ///< shuffle + gzip large datasets
+  bool print_session_line = true; ///< end with "session written: FILE" (run prints its own)
 };
 
 /// Runs a training experiment and writes its runs into `out` (created, or appended to with
@@ -63,9 +67,12 @@ struct TrainingCliOptions {
 /// session so far is saved and valid).
 int runTrainingExperiment(const QJsonObject& config, const QString& out, const TrainingCliOptions& opt);
 
-/// Re-runs one training run from its stored config JSON (for `fp8lab-cli rerun`): returns the
-/// Run as it would be stored, or nullopt with *error set. CPU backend, same seed → same numbers.
-std::optional<Run> reproduceTrainingRun(const std::string& config_json, const std::string& run_id,
-                                        const ProgressFn& progress, QString* error);
+/// Re-runs one stored training run from its config JSON (for `fp8lab-cli rerun`): returns the
+/// Run as it would be stored, or nullopt with *error set. CPU backend, same seed → same numbers;
+/// a run stored as cancelled is stopped after the same number of steps.
+std::optional<Run> reproduceTrainingRun(const Run& stored, int threads, const ProgressFn& progress, QString* error);
+
+/// Re-runs a stored "gemm-trained-weights" run from its stored inputs/A and inputs/B.
+std::optional<Run> reproduceWeightGemmRun(const Run& stored, int threads, const ProgressFn& progress, QString* error);
 
 } // namespace fp8lab::cli

@@ -441,10 +441,10 @@ void TrainingRun::run(const ProgressFn& progress) {
     er.end_step = res.steps_done;
     er.train_loss = loss_sum / static_cast<double>(std::max<int64_t>(steps, 1));
     er.seconds = std::chrono::duration<double>(clock::now() - t_epoch).count();
-    if (progress && !progress(static_cast<double>(res.steps_done) / static_cast<double>(total),
-                              label + ": evaluating on the test set")) {
-      stop = true;
-    }
+    // Progress only: cancellation is honoured after steps, so a stopped run always ends at a step
+    // boundary that a re-run can reproduce (the flag stays set and the next step stops).
+    if (progress) (void)progress(static_cast<double>(res.steps_done) / static_cast<double>(total),
+                                 label + ": evaluating on the test set");
     const auto [tl, ta] = s.evaluate();
     er.test_loss = tl;
     er.test_accuracy = ta;

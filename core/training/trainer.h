@@ -129,9 +129,10 @@ public:
   ~TrainingRun();
 
   /// Trains config.epochs epochs, evaluating on the test set after each. progress(fraction,
-  /// stage) is called after every step; when it returns false the run stops after that step
-  /// (the current step always completes), sets result().cancelled and throws Cancelled —
-  /// result() then holds everything up to that step, consistent and complete.
+  /// stage) is called after every step (and, progress only, before each evaluation); when the
+  /// call after a step returns false the run stops there (the current step always completes),
+  /// sets result().cancelled and throws Cancelled — result() then holds everything up to that
+  /// step, consistent and complete (epochs whose evaluation ran are in result().epochs).
   /// GEMM failures propagate as std::runtime_error.
   void run(const ProgressFn& progress = {});
   const TrainingResult& result() const;

@@ -125,8 +125,9 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
   run.putFloat32("training/train_loss", trl, ne, -1, "nats", "mean of the epoch's step losses");
   run.datasets["training/epoch_end_step"] =
       Dataset::int64({ne}, end_step, "steps", "optimizer steps completed at the end of each epoch");
-  run.datasets["training/epoch_seconds"] =
-      Dataset::float64({ne}, secs, "s", "wall time of each epoch's training steps (evaluation excluded)");
+  for (int64_t e = 0; e < ne; ++e) // wall times are metrics (named *seconds), not datasets: reruns compare datasets bit for bit
+    run.setMetric("epoch" + std::to_string(e + 1) + "_seconds", secs[static_cast<size_t>(e)], "s",
+                  "wall time of epoch " + std::to_string(e + 1) + "'s training steps (evaluation excluded)");
 
   int64_t sat_total = 0, und_total = 0;
   for (const OperandHistory& h : r.operands) {
@@ -178,7 +179,7 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
     run.setMetric("final_test_accuracy", r.epochs.back().test_accuracy, "1", "test accuracy after the last completed epoch");
     run.setMetric("final_test_loss", r.epochs.back().test_loss, "nats", "test cross-entropy after the last completed epoch");
     run.setMetric("best_test_accuracy", best, "1", "best test accuracy over the completed epochs");
-    run.setMetric("seconds_per_epoch", train_s / static_cast<double>(ne), "s", "mean wall time of an epoch's training steps");
+    run.setMetric("mean_epoch_seconds", train_s / static_cast<double>(ne), "s", "mean wall time of an epoch's training steps");
   }
   if (!r.loss.empty()) run.setMetric("final_loss", r.loss.back(), "nats", "loss of the last step");
   if (fp8) {

@@ -9,7 +9,6 @@
 //   training/test_loss         float32 [epochs]     nats
 //   training/train_loss        float32 [epochs]     nats; mean of the epoch's step losses
 //   training/epoch_end_step    int64   [epochs]     steps done after the epoch
-//   training/epoch_seconds     float64 [epochs]     s
 //   history/<fcN>/<operand>/   operand ∈ input | kernel | output_grad; group attrs: format,
 //                              scaling, history_len, scale_convention, history_order
 //       amax                   float32 [steps]      max |x| of the operand at each step
@@ -20,8 +19,9 @@
 //       kept_previous          uint8   [steps]      1 where an edge rule kept the old scale     (FP8)
 //   weights/<fcN>/kernel       float32 [in, out]    FP32 master weights after the last step
 //   weights/<fcN>/bias         float32 [out]
-//   metrics: final_test_accuracy, final_test_loss, best_test_accuracy, steps, epochs_completed,
-//            seconds, seconds_per_epoch, saturated_total, underflow_total
+//   metrics: final_test_accuracy, final_test_loss, best_test_accuracy, final_loss, steps,
+//            epochs_completed, saturated_total, underflow_total; wall times (not compared by
+//            rerun): seconds, mean_epoch_seconds, epoch<N>_seconds
 #pragma once
 
 #include "session/session.h"

@@ -47,17 +47,26 @@ Run weightGemmRun(const std::vector<LayerWeights>& w, const ImageDataset& test, 
   if (cfg.layer < 0 || cfg.layer >= static_cast<int>(w.size()))
     throw std::invalid_argument("trained-weights GEMM: layer " + std::to_string(cfg.layer + 1) + " does not exist");
   if (cfg.rows < 1) throw std::invalid_argument("trained-weights GEMM: rows must be ≥ 1");
+  const LayerWeights& L = w[static_cast<size_t>(cfg.layer)];
+  const int64_t m = std::min(cfg.rows, test.count);
+  const std::vector<float> a = layerInputs(w, cfg.layer, test, m, cfg.gemm.threads);
+  return weightGemmRunFromInputs(a, L.kernel, m, L.in, L.out, "fc" + std::to_string(cfg.layer + 1), cfg, run_id,
+                                 config_json, backend, progress);
+}
+
+Run weightGemmRunFromInputs(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t k, int64_t n,
+                            const std::string& layer, const WeightGemmConfig& cfg, const std::string& run_id,
+                            const std::string& config_json, GemmBackend* backend, const ProgressFn& progress) {
+  if (m < 1 || k < 1 || n < 1 || static_cast<int64_t>(a.size()) != m * k || static_cast<int64_t>(b.size()) != k * n)
+    throw std::invalid_argument("trained-weights GEMM: inputs do not match [m,k] x [k,n]");
   const auto preset = scalingPreset(cfg.scaling);
   if (!preset)
     throw std::invalid_argument("trained-weights GEMM: unknown current-scaling preset '" + cfg.scaling + "'");
-  const LayerWeights& L = w[static_cast<size_t>(cfg.layer)];
-  const int64_t m = std::min(cfg.rows, test.count), k = L.in, n = L.out;
-  const std::vector<float> a = layerInputs(w, cfg.layer, test, m, cfg.gemm.threads);
+  const std::vector<float>& kernel = b;
   const QuantizedTensor qa = quantize(a.data(), m, k, *cfg.a_format, *preset, Axis::Cols);
-  const QuantizedTensor qb = quantize(L.kernel.data(), k, n, *cfg.b_format, *preset, Axis::Rows);
-  GemmExperimentResult r = runGemmExperiment(a.data(), L.kernel.data(), qa, qb, cfg.gemm, backend, progress);
+  const QuantizedTensor qb = quantize(kernel.data(), k, n, *cfg.b_format, *preset, Axis::Rows);
+  GemmExperimentResult r = runGemmExperiment(a.data(), kernel.data(), qa, qb, cfg.gemm, backend, progress);
 
-  const std::string layer = "fc" + std::to_string(cfg.layer + 1);
   Run run;
   run.id = run_id;
   run.type = "gemm-trained-weights";
@@ -72,8 +81,9 @@ Run weightGemmRun(const std::vector<LayerWeights>& w, const ImageDataset& test, 
   run.attrs["algorithm"] = r.output.algorithm;
   run.attrs["description"] = "A = " + layer + " input of the first " + std::to_string(m) +
                              " test images (float32 through the trained weights), B = trained " + layer + " kernel";
+  run.attrs["rows"] = m;
   run.putFloat32("inputs/A", a, m, k, "1", layer + " input activations of test images [M=images, K=in features]");
-  run.putFloat32("inputs/B", L.kernel, k, n, "1", "trained " + layer + " kernel [K=in, N=out] (FP32 master weights)");
+  run.putFloat32("inputs/B", kernel, k, n, "1", "trained " + layer + " kernel [K=in, N=out] (FP32 master weights)");
   run.putQuantized("quantized/A", qa, "A quantized with " + cfg.scaling);
   run.putQuantized("quantized/B", qb, "B quantized with " + cfg.scaling);
   run.putFloat32("output/D", r.output.d, m, n, "1", std::string("FP8 GEMM output D = A_q·B_q, ") + toString(cfg.gemm.accumulation) + " accumulation");

@@ -43,4 +43,11 @@ Run weightGemmRun(const std::vector<LayerWeights>& weights, const ImageDataset& 
                   const std::string& run_id, const std::string& config_json, GemmBackend* backend = nullptr,
                   const ProgressFn& progress = {});
 
+/// The same experiment on given inputs A [m,k] and B [k,n] (what weightGemmRun computes after
+/// building A; `fp8lab-cli rerun` calls it with the stored inputs/A and inputs/B). `layer_name`
+/// is stored as the run's "layer" attribute ("fc1", ...).
+Run weightGemmRunFromInputs(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t k, int64_t n,
+                            const std::string& layer_name, const WeightGemmConfig& cfg, const std::string& run_id,
+                            const std::string& config_json, GemmBackend* backend = nullptr, const ProgressFn& progress = {});
+
 } // namespace fp8lab
