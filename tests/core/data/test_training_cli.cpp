@@ -3,6 +3,9 @@
 // Fashion-MNIST package gives a message naming it and writes nothing; a bad config names the key.
 // Runs the built fp8lab-cli (FP8LAB_BINARY_DIR/app/fp8lab-cli) with QProcess.
 #include <QtTest>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 
 #include "session/session.h"
 
@@ -88,6 +91,34 @@ private Q_SLOTS:
     QVERIFY(rd.value->info().find("baseline") == nullptr); // never started
     // No temporary files are left beside it.
     QCOMPARE(QDir(dir.path()).entryList(QDir::Files).size(), 2); // config.json, s.h5
+    rd.value.reset();
+    // The interrupted run is reproducible: rerun trains the same seed up to the same step and
+    // compares every dataset bit for bit (exit 0 = identical).
+    QProcess re;
+    re.start(cliPath(), {QStringLiteral("rerun"), out, QStringLiteral("delayed"), QStringLiteral("--json")});
+    QVERIFY(re.waitForFinished(120000));
+    const QByteArray rout = re.readAllStandardOutput();
+    QVERIFY2(re.exitCode() == 0 && rout.contains("\"identical\": true"), (rout + re.readAllStandardError()).constData());
+  }
+
+  void runCommandDispatchesTrainingConfigs() {
+    // `fp8lab-cli run` (the main job's command) sends "type": "training" here; --id names the run.
+    QTemporaryDir dir;
+    const QString cfg = writeConfig(dir, R"({"type": "training", "precision": "fp8", "scaling": {"strategy": "current-te"},
+      "train_limit": 256, "test_limit": 100, "epochs": 1, "batch_size": 64})");
+    const QString out = dir.filePath(QStringLiteral("s.h5"));
+    QProcess p;
+    p.start(cliPath(), {QStringLiteral("run"), cfg, QStringLiteral("--out"), out, QStringLiteral("--id"), QStringLiteral("tiny"),
+                        QStringLiteral("--json")});
+    QVERIFY(p.waitForFinished(120000));
+    const QByteArray o = p.readAllStandardOutput();
+    QVERIFY2(p.exitCode() == 0, (o + p.readAllStandardError()).constData());
+    const QJsonObject j = QJsonDocument::fromJson(o).object();
+    QCOMPARE(j.value(QStringLiteral("runs")).toArray().at(0).toObject().value(QStringLiteral("id")).toString(), QStringLiteral("tiny"));
+    QCOMPARE(j.value(QStringLiteral("runs")).toArray().at(0).toObject().value(QStringLiteral("steps")).toInt(), 4); // 256 / 64
+    auto rd = SessionReader::open(out.toStdString());
+    QVERIFY2(rd.ok(), rd.message().c_str());
+    QVERIFY(rd.value->info().find("tiny") != nullptr);
   }
 
   void missingDatasetNamesThePackageAndWritesNothing() {
