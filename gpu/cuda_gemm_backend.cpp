@@ -106,6 +106,20 @@ public:
       if (auto it = heuristic_cache_.find(key); it != heuristic_cache_.end()) return it->second;
       std::string r = checkLtProblem(pl.problem);
       if (r.empty()) {
+        // Device memory: operands, scales, D (+ a BF16 C for FP8 D) and the workspace.
+        const LtProblem& p = pl.problem;
+        const double need = static_cast<double>(p.m * p.k + p.n * p.k) +
+                            static_cast<double>(p.m * p.n) * (elementBytes(p.d_type) + (p.fp8Output() ? 2 : 0)) +
+                            4.0 * static_cast<double>(ltScaleCount(LtScaleMode::Vec128, p.m + p.n, p.k)) +
+                            static_cast<double>(kWorkspaceBytes);
+        size_t free_b = 0, total_b = 0;
+        if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess && need > 0.95 * static_cast<double>(free_b)) {
+          heuristic_cache_.erase(key);
+          return "the GEMM needs about " + std::to_string(static_cast<long long>(need / (1 << 20))) +
+                 " MiB of GPU memory, " + std::to_string(free_b >> 20) + " MiB are free";
+        }
+      }
+      if (r.empty()) {
         if (!dummy_) dummy_ = std::make_unique<DeviceBuffer<float>>(64);
         LtPointers ptr;
         ptr.a_scale = ptr.b_scale = ptr.d_scale = dummy_->get();

@@ -77,9 +77,9 @@ def main():
             # 1x128 activations: (M, K/128) outer-dim-major; 128x128 weights: several layouts tried
             # because the accepted one differs between torch versions.
             "E4M3 1x128 x 128x128": [
-                (torch.rand(kb, m, device=dev).t() + 0.5, torch.rand(n // 128, kb, device=dev) + 0.5),
-                (torch.rand(kb, m, device=dev).t() + 0.5, torch.rand(kb, n // 128, device=dev) + 0.5),
-                (torch.rand(kb, m, device=dev).t() + 0.5, torch.rand(n // 128, kb, device=dev).t() + 0.5),
+                ((torch.rand(kb, m, device=dev) + 0.5).t(), torch.rand(n // 128, kb, device=dev) + 0.5),
+                ((torch.rand(kb, m, device=dev) + 0.5).t(), torch.rand(kb, n // 128, device=dev) + 0.5),
+                ((torch.rand(kb, m, device=dev) + 0.5).t(), (torch.rand(n // 128, kb, device=dev) + 0.5).t()),
             ],
         }
         for name, variants in modes.items():
