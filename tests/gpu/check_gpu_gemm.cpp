@@ -10,9 +10,12 @@
 //     scale_D (which one cuBLASLt reports is recorded: unverified in the docs).
 //  2. Realistic: random normal / outlier data quantized by presets (TE per-tensor, torchao
 //     row-wise, DeepGEMM 1x128 × 128x128), K = 4096. GPU split accumulation (FAST_ACCUM = 0) vs
-//     the CPU SplitFP32 model must stay within the split model's worst-case bound
+//     the CPU SplitFP32 model. The split model's worst-case bound is
 //         |D_gpu − D_cpu| ≤ 2·γ_n · Σ_k |a_ik · b_kj| · (scales),  γ_n = n·u/(1 − n·u),
-//         n = 128 + K/128 + 4 (one window, the promotions, the scale products), u = 2^-24.
+//         n = 128 + K/128 + 4 (one window, the promotions, the scale products), u = 2^-24;
+//     its worst ratio is recorded. The hard check adds the tensor-core term (≈14 significant
+//     bits inside a 32-product WGMMA, promoted every 128: Σ_groups 32·2^-13·Σ_window|p|), since
+//     the hardware's in-window precision is undocumented (DeepSeek-V3 §3.3.2).
 //  3. Fast accumulation vs split: errors of both GPU modes and of the CPU models against the
 //     exact (double) result are recorded in $OUT/gemm_accuracy.csv.
 // On a mismatch the operands, scales, both outputs and amax go to $OUT/gemm_mismatch_<case>.txt.
@@ -191,21 +194,9 @@ void checkRealistic(Checker& c, GemmBackend& gpu, GemmBackend& cpu, FILE* csv) {
       const QuantizedTensor b = quantize(xb.data(), K, N, Format::E4M3FN(), *cb, Axis::Rows);
       const std::string name = std::string(cs.a_preset) + "_x_" + cs.b_preset + (dist ? "_outliers" : "_normal");
       const std::vector<double> exact = quantizedExactGemm(a, b);
-      // Σ|a||b| with the scales, per output, for the bound.
-      std::vector<double> absprod(static_cast<size_t>(M * N), 0.0);
-      {
-        std::vector<double> da(static_cast<size_t>(M * K)), db(static_cast<size_t>(K * N));
-        for (int64_t i = 0; i < M; ++i)
-          for (int64_t k = 0; k < K; ++k) da[static_cast<size_t>(i * K + k)] = std::fabs(a.dequantizedAt(i, k));
-        for (int64_t k = 0; k < K; ++k)
-          for (int64_t j = 0; j < N; ++j) db[static_cast<size_t>(k * N + j)] = std::fabs(b.dequantizedAt(k, j));
-        for (int64_t i = 0; i < M; ++i)
-          for (int64_t k = 0; k < K; ++k) {
-            const double av = da[static_cast<size_t>(i * K + k)];
-            for (int64_t j = 0; j < N; ++j) absprod[static_cast<size_t>(i * N + j)] += av * db[static_cast<size_t>(k * N + j)];
-          }
-      }
-      const double u = std::ldexp(1.0, -24), n = 128.0 + K / 128.0 + 4.0, gamma = n * u / (1 - n * u);
+      std::vector<double> absprod, hw;
+      checks::splitBoundTerms(a, b, absprod, hw);
+      const double gamma = checks::splitGamma(K);
       GemmOptions split;
       GemmOptions fast;
       fast.accumulation = Accumulation::FastAccum;
@@ -214,14 +205,23 @@ void checkRealistic(Checker& c, GemmBackend& gpu, GemmBackend& cpu, FILE* csv) {
         const GemmOutput cs_split = cpu.run(a, b, split);
         const GemmOutput cs_fast = cpu.run(a, b, fast);
         const GemmOutput g_split = gpu.run(a, b, split);
-        double worst = 0;
+        // Strict: the FP32 split model's own worst-case bound (both sides accumulate in FP32 windows).
+        // Hard check: that bound plus the tensor-core term H (the hardware keeps ~14 bits inside
+        // a WGMMA; undocumented, so the strict ratio is recorded as a finding, not a failure).
+        double worst_fp32 = 0, worst_hw = 0;
         for (size_t i = 0; i < exact.size(); ++i) {
           const double err = std::fabs(static_cast<double>(g_split.d[i]) - cs_split.d[i]);
-          const double bound = 2 * gamma * absprod[i];
-          worst = std::max(worst, bound > 0 ? err / bound : (err > 0 ? INFINITY : 0));
+          const double b1 = 2 * gamma * absprod[i];
+          const double b2 = b1 + hw[i];
+          worst_fp32 = std::max(worst_fp32, b1 > 0 ? err / b1 : (err > 0 ? INFINITY : 0));
+          worst_hw = std::max(worst_hw, b2 > 0 ? err / b2 : (err > 0 ? INFINITY : 0));
         }
-        if (!c.expect(worst <= 1.0, name + ": GPU split vs CPU SplitFP32 within the split bound (worst ratio " +
-                                        std::to_string(worst) + ")"))
+        std::printf("    %-44s GPU split vs CPU SplitFP32: worst err / FP32-split bound %.3g (%s), "
+                    "/ (bound + 14-bit tensor-core term) %.3g\n",
+                    name.c_str(), worst_fp32, worst_fp32 <= 1 ? "within" : "EXCEEDS: hardware keeps fewer bits than FP32",
+                    worst_hw);
+        if (!c.expect(worst_hw <= 1.0, name + ": GPU split vs CPU SplitFP32 within the split bound + 14-bit tensor-core "
+                                              "term (worst ratio " + std::to_string(worst_hw) + ")"))
           dump(name, a, b, g_split, cs_split);
         auto row = [&](const char* what, const GemmOutput& g) {
           const ErrStats e = errorVs(g.d, exact);
@@ -232,7 +232,8 @@ void checkRealistic(Checker& c, GemmBackend& gpu, GemmBackend& cpu, FILE* csv) {
         row("gpu FAST_ACCUM=0", g_split);
         row("cpu SplitFP32", cs_split);
         row("cpu FastAccum model", cs_fast);
-        std::fprintf(csv, "%s,split bound worst ratio,%.6e,,,\n", name.c_str(), worst);
+        std::fprintf(csv, "%s,worst err / FP32 split bound,%.6e,,,\n", name.c_str(), worst_fp32);
+        std::fprintf(csv, "%s,worst err / (bound + 14-bit term),%.6e,,,\n", name.c_str(), worst_hw);
         const std::string why = gpu.unsupportedReason(a, b, fast);
         if (why.empty()) {
           const GemmOutput g_fast = gpu.run(a, b, fast);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace fp8lab::checks {
 
@@ -47,5 +48,43 @@ inline QuantizedTensor intTensor(int64_t rows, int64_t cols, const Format& f, Gr
   return t;
 }
 
+
+/// Per output (i, j) of A[M,K]·B[K,N]: absprod = S = Σ_k |a_ik·b_kj| (dequantized, scales
+/// included), the scale of the FP32 split model's bound 2·γ_n·S; hw = Σ over 32-product groups
+/// of 32·2^-13·(Σ|p| of the 128-window up to that group's end): a bound on what a tensor core
+/// keeping ~14 significant bits per group (DeepSeek-V3 §3.3.2), promoted every 128, can lose.
+inline void splitBoundTerms(const QuantizedTensor& a, const QuantizedTensor& b, std::vector<double>& absprod,
+                            std::vector<double>& hw) {
+  const int64_t M = a.rows, K = a.cols, N = b.cols;
+  absprod.assign(static_cast<size_t>(M * N), 0.0);
+  hw.assign(static_cast<size_t>(M * N), 0.0);
+  std::vector<double> da(static_cast<size_t>(M * K)), dbt(static_cast<size_t>(N * K));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k) da[static_cast<size_t>(i * K + k)] = std::fabs(a.dequantizedAt(i, k));
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j) dbt[static_cast<size_t>(j * K + k)] = std::fabs(b.dequantizedAt(k, j));
+  const double g = 32.0 * std::ldexp(1.0, -13);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      const double* ar = da.data() + i * K;
+      const double* bc = dbt.data() + j * K;
+      double total = 0, window = 0, h = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const double p = ar[k] * bc[k];
+        total += p;
+        window += p;
+        if (k % 32 == 31 || k == K - 1) h += g * window;
+        if (k % 128 == 127) window = 0;
+      }
+      absprod[static_cast<size_t>(i * N + j)] = total;
+      hw[static_cast<size_t>(i * N + j)] = h;
+    }
+}
+
+/// γ_n = n·u/(1 − n·u) with n = 128 + K/128 + 4 and u = 2^-24 (the FP32 split model's constant).
+inline double splitGamma(int64_t K) {
+  const double u = std::ldexp(1.0, -24), n = 128.0 + static_cast<double>(K) / 128.0 + 4.0;
+  return n * u / (1 - n * u);
+}
 
 } // namespace fp8lab::checks

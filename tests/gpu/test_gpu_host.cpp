@@ -743,6 +743,45 @@ void testExactConstruction(Checker& c) {
     }
 }
 
+/// The bounds check_gpu_gemm applies, validated on the CPU models: sequential FP32 vs SplitFP32
+/// stays inside the strict FP32 split bound, and the 14-bit FastAccum model (group 32, promoted
+/// every 128) inside the bound plus the tensor-core term — so a GPU failure there means the GPU
+/// is worse than these models, not that the bound is mis-coded.
+void testSplitBounds(Checker& c) {
+  auto cpu = makeCpuGemmBackend();
+  const int64_t M = 48, N = 40, K = 4096;
+  for (const char* preset : {"te_current", "torchao_rowwise", "deepgemm_1x128"}) {
+    RandomMatrixOptions o;
+    o.distribution = Distribution::Outliers;
+    o.outlier_fraction = 0.002;
+    o.outlier_factor = 50;
+    const std::vector<float> xa = randomMatrix(M, K, 41, o), xb = randomMatrix(K, N, 42, o);
+    const auto cfg = scalingPreset(preset);
+    const QuantizedTensor a = quantize(xa.data(), M, K, Format::E4M3FN(), *cfg, Axis::Cols);
+    const QuantizedTensor b = quantize(xb.data(), K, N, Format::E4M3FN(), *cfg, Axis::Rows);
+    std::vector<double> absprod, hw;
+    checks::splitBoundTerms(a, b, absprod, hw);
+    const double gamma = checks::splitGamma(K);
+    GemmOptions split, seq, fast;
+    seq.accumulation = Accumulation::FP32;
+    fast.accumulation = Accumulation::FastAccum;
+    fast.fast_accum_promotes = true;
+    const GemmOutput ds = cpu->run(a, b, split), dq = cpu->run(a, b, seq), df = cpu->run(a, b, fast);
+    double r_seq = 0, r_fast = 0, r_fast_strict = 0;
+    for (size_t i = 0; i < ds.d.size(); ++i) {
+      const double b1 = 2 * gamma * absprod[i];
+      r_seq = std::max(r_seq, std::fabs(static_cast<double>(dq.d[i]) - ds.d[i]) / b1);
+      r_fast = std::max(r_fast, std::fabs(static_cast<double>(df.d[i]) - ds.d[i]) / (b1 + hw[i]));
+      r_fast_strict = std::max(r_fast_strict, std::fabs(static_cast<double>(df.d[i]) - ds.d[i]) / b1);
+    }
+    c.expect(r_seq <= 1.0, std::string(preset) + ": CPU FP32 vs SplitFP32 within the FP32 split bound (ratio " +
+                               std::to_string(r_seq) + ")");
+    c.expect(r_fast <= 1.0, std::string(preset) + ": CPU 14-bit FastAccum model vs SplitFP32 within bound + tensor-core term (ratio " +
+                                std::to_string(r_fast) + ")");
+    std::printf("  split bounds %-16s FP32 %.3g, 14-bit model %.3g (strict %.3g)\n", preset, r_seq, r_fast, r_fast_strict);
+  }
+}
+
 } // namespace
 
 int main() {
@@ -759,6 +798,7 @@ int main() {
   testPresetParityOnHost(c);
   testScaleRules(c);
   testExactConstruction(c);
+  testSplitBounds(c);
   testEncodeScaledAndAdversarial(c);
   testEncodeOtherFormats(c);
   testEncodeBitPatterns(c);
