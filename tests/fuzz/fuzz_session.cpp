@@ -1,0 +1,42 @@
+// libFuzzer target: the HDF5 session loader (core/session SessionReader, loadSession) and the
+// HDF5 dataset importer (core/io listHdf5Tensors / importHdf5Dataset) on arbitrary bytes.
+// Opening validates the layout; then every listed dataset is read whole, as a strided region
+// and reduced, as the CLI (inspect / export) and the GUI views do.
+//
+// Note: libhdf5 itself (Debian's 1.10 build) is not instrumented; a crash inside it is still
+// reported by the fuzzer (SEGV) and is a finding for the reader's pre-validation.
+#include "fuzz_util.h"
+#include "io/tensor_import.h"
+#include "session/session.h"
+
+using namespace fp8lab;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string path = fuzz::scratchFile(data, size, ".h5");
+  auto opened = SessionReader::open(path);
+  if (opened.ok() && opened.value) {
+    SessionReader& r = *opened.value;
+    int reads = 0;
+    for (const RunInfo& run : r.info().runs) {
+      for (const DatasetInfo& d : run.datasets) {
+        if (++reads > 32) break;
+        const auto whole = r.read(run.id, d.path);
+        if (whole.ok() && whole.value.storedCount() != whole.value.elementCount()) __builtin_trap();
+        if (d.shape.size() == 2) {
+          Region reg;
+          reg.row_step = 2;
+          reg.col_step = 3;
+          (void)r.readRegion(run.id, d.path, reg);
+          (void)r.readReduced(run.id, d.path, 4, 4, Reduce::MaxAbs);
+        }
+      }
+    }
+  } else if (opened.issues.empty()) {
+    __builtin_trap();
+  }
+  (void)loadSession(path);
+  const auto list = listHdf5Tensors(path);
+  if (list.ok())
+    for (size_t i = 0; i < list.value.size() && i < 8; ++i) (void)importHdf5Dataset(path, list.value[i].path);
+  return 0;
+}
