@@ -1,5 +1,6 @@
 #include "lt_matmul.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 // cuBLASLt ≥ 12.9 has the outer-vector / 1x128 / 128x128 scale modes (CUBLASLT-FP8.md §3);
@@ -191,6 +192,42 @@ LtAlgoInfo LtRunner::runWithFallback(const LtOperation& op, const LtPointers& pt
     }
   }
   throw std::runtime_error("every cuBLASLt algorithm failed for " + describeProblem(op.problem) + ": " + errors);
+}
+
+LtAlgoInfo LtRunner::autotune(const LtOperation& op, const LtPointers& ptr, cudaStream_t stream,
+                               cublasLtMatmulAlgo_t* algo, float* ms, int candidates, int iters) const {
+  std::string why;
+  const auto cands = heuristics(op, std::max(candidates, 1), &why);
+  if (cands.empty())
+    throw std::runtime_error("cuBLASLt has no algorithm for " + describeProblem(op.problem) + " on this GPU (" + why +
+                             ")");
+  float best = -1;
+  LtAlgoInfo best_info;
+  Event e0, e1;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (cands[i].workspaceSize > workspace_.bytes()) continue;
+    try {
+      run(op, ptr, cands[i].algo, stream); // warm-up (and launch check)
+      e0.record(stream);
+      for (int r = 0; r < std::max(iters, 1); ++r) run(op, ptr, cands[i].algo, stream);
+      e1.record(stream);
+      const float t = e1.elapsedSince(e0) / static_cast<float>(std::max(iters, 1));
+      if (best < 0 || t < best) {
+        best = t;
+        best_info = describeAlgo(cands[i].algo);
+        best_info.heuristic_index = static_cast<int>(i);
+        best_info.returned = static_cast<int>(cands.size());
+        best_info.workspace_bytes = cands[i].workspaceSize;
+        best_info.waves = cands[i].wavesCount;
+        if (algo) *algo = cands[i].algo;
+      }
+    } catch (const GpuError&) {
+      // this candidate does not launch: try the next
+    }
+  }
+  if (best < 0) throw std::runtime_error("no cuBLASLt algorithm launched for " + describeProblem(op.problem));
+  if (ms) *ms = best;
+  return best_info;
 }
 
 } // namespace fp8lab::gpu

@@ -114,6 +114,13 @@ public:
   LtAlgoInfo runWithFallback(const LtOperation& op, const LtPointers& ptr, cudaStream_t stream,
                              int requested = 8) const;
 
+  /// Times up to `candidates` heuristic results (`iters` runs each after one warm-up, CUDA
+  /// events on `stream`) and returns the fastest, with its index in the heuristic list and its
+  /// time in `*ms`; `algo` receives the algorithm to pass to run(). Candidates that fail to launch
+  /// are skipped. Throws std::runtime_error when none runs.
+  LtAlgoInfo autotune(const LtOperation& op, const LtPointers& ptr, cudaStream_t stream, cublasLtMatmulAlgo_t* algo,
+                      float* ms = nullptr, int candidates = 4, int iters = 5) const;
+
   size_t workspaceBytes() const { return workspace_.bytes(); }
 
 private:

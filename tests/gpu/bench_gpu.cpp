@@ -3,7 +3,8 @@
 //  GEMM: M×N×K in {4096³, 8192³, 16384×8192×8192}: cuBLASLt BF16 (the baseline, TN, BF16 out)
 //        and E4M3×E4M3 → BF16 with per-tensor, per-row (outer vector) and 1x128 × 128x128 scaling,
 //        FAST_ACCUM 0 and 1; achieved TFLOP/s = 2·M·N·K / time and the ratio to BF16 of the same
-//        shape. The algorithm cuBLASLt's heuristic chose (its first result that runs) is recorded.
+//        shape. Each mode is timed with the heuristic's first choice and with the fastest of its first 4
+//        candidates (a short autotune); the faster is reported, with the algorithm and the #0 figure.
 //  Quantize: bandwidth of amax, per-tensor quantize, 1x128 quantize and the fused per-tensor
 //        pipeline next to a device-to-device copy of the same float32 tensor (1 GiB).
 // Output: a table on stdout and CSV at $OUT/bench_gpu.csv. Exit 77 without a GPU.
@@ -137,14 +138,22 @@ int main(int argc, char** argv) {
         }
         try {
           const LtOperation op(p, ptr);
-          const LtAlgoInfo info = runner.runWithFallback(op, ptr, s);
-          // Time the algorithm that ran: re-query and use the same heuristic index.
+          const double flop = 2.0 * static_cast<double>(sh.m) * static_cast<double>(sh.n) * static_cast<double>(sh.k);
+          // The heuristic's first choice (what torch._scaled_mm uses) ...
+          const LtAlgoInfo first = runner.runWithFallback(op, ptr, s);
           const auto cands = runner.heuristics(op, 8);
-          const cublasLtMatmulAlgo_t algo = cands.at(static_cast<size_t>(info.heuristic_index)).algo;
-          r.ms = timeMs([&] { runner.run(op, ptr, algo, s); }, s, quick ? 60.0 : 250.0);
-          r.value = 2.0 * static_cast<double>(sh.m) * static_cast<double>(sh.n) * static_cast<double>(sh.k) /
-                    (r.ms * 1e-3) / 1e12;
-          r.note = info.describe();
+          const cublasLtMatmulAlgo_t first_algo = cands.at(static_cast<size_t>(first.heuristic_index)).algo;
+          const double first_ms = timeMs([&] { runner.run(op, ptr, first_algo, s); }, s, quick ? 60.0 : 200.0);
+          // ... and the fastest of the first 4 candidates (a short autotune), timed again in full.
+          cublasLtMatmulAlgo_t best_algo{};
+          LtAlgoInfo best = runner.autotune(op, ptr, s, &best_algo, nullptr, 4, 5);
+          const double best_ms = timeMs([&] { runner.run(op, ptr, best_algo, s); }, s, quick ? 60.0 : 200.0);
+          const bool use_best = best_ms < first_ms;
+          r.ms = use_best ? best_ms : first_ms;
+          r.value = flop / (r.ms * 1e-3) / 1e12;
+          char extra[96];
+          std::snprintf(extra, sizeof extra, " | heuristic #0: %.1f TFLOP/s", flop / (first_ms * 1e-3) / 1e12);
+          r.note = (use_best ? best.describe() + " (autotuned)" : first.describe()) + extra;
           if (cf.bf16) bf16_tflops = r.value;
           r.ratio = bf16_tflops > 0 ? r.value / bf16_tflops : 0;
         } catch (const std::exception& e) {
