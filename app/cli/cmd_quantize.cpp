@@ -36,17 +36,26 @@ QString numf(float v) {
 std::optional<std::vector<double>> readNumbers(const QString& path, QString* err) {
   QFile f;
   if (path == QStringLiteral("-")) {
-    if (!f.open(stdin, QIODevice::ReadOnly)) { *err = QStringLiteral("cannot read stdin"); return std::nullopt; }
+    if (!f.open(stdin, QIODevice::ReadOnly)) {
+      *err = QStringLiteral("cannot read stdin");
+      return std::nullopt;
+    }
   } else {
     f.setFileName(path);
-    if (!f.open(QIODevice::ReadOnly)) { *err = QStringLiteral("cannot read --input file '%1': %2").arg(path, f.errorString()); return std::nullopt; }
+    if (!f.open(QIODevice::ReadOnly)) {
+      *err = QStringLiteral("cannot read --input file '%1': %2").arg(path, f.errorString());
+      return std::nullopt;
+    }
   }
   static const QRegularExpression sep(QStringLiteral("[\\s,]+"));
   std::vector<double> v;
   const QStringList words = QString::fromUtf8(f.readAll()).split(sep, Qt::SkipEmptyParts);
   for (qsizetype i = 0; i < words.size(); ++i) {
     const auto x = parseNumber(words[i]);
-    if (!x) { *err = QStringLiteral("--input '%1': item %2 is not a number: '%3'").arg(path).arg(i + 1).arg(words[i]); return std::nullopt; }
+    if (!x) {
+      *err = QStringLiteral("--input '%1': item %2 is not a number: '%3'").arg(path).arg(i + 1).arg(words[i]);
+      return std::nullopt;
+    }
     v.push_back(*x);
   }
   return v;
@@ -70,41 +79,67 @@ QString presetList() {
 
 int runQuantize(const QStringList& args) {
   QCommandLineParser p;
-  p.setApplicationDescription(QStringLiteral(
-      "Quantize a tensor with a scaling strategy and print its codes, scales in both conventions\n"
-      "(dequant: x ≈ decode(code)·dequant_scale, what GEMMs take; quant: x_q = cast(x·quant_scale)),\n"
-      "E8M0 scale codes for MX, and saturated / underflow counts. Values are float32 (like a float32\n"
-      "tensor) unless --float64. Delayed presets (flax_delayed, te_delayed) first replay --amax-history.\n"
-      "Presets: %1").arg(presetList()));
-  p.addOption({{QStringLiteral("f"), QStringLiteral("format")}, QStringLiteral("Element format (E4M3FN, E5M2, E2M1, ...)."), QStringLiteral("F")});
-  p.addOption({{QStringLiteral("s"), QStringLiteral("scaling")}, QStringLiteral("Scaling preset (default te_current)."), QStringLiteral("S"), QStringLiteral("te_current")});
-  p.addOption({QStringLiteral("values"), QStringLiteral("Comma-separated values (row-major)."), QStringLiteral("LIST")});
-  p.addOption({QStringLiteral("input"), QStringLiteral("Read values (whitespace/comma separated) from FILE; '-' is stdin."), QStringLiteral("FILE")});
+  p.setApplicationDescription(
+      QStringLiteral(
+          "Quantize a tensor with a scaling strategy and print its codes, scales in both conventions\n"
+          "(dequant: x ≈ decode(code)·dequant_scale, what GEMMs take; quant: x_q = cast(x·quant_scale)),\n"
+          "E8M0 scale codes for MX, and saturated / underflow counts. Values are float32 (like a float32\n"
+          "tensor) unless --float64. Delayed presets (flax_delayed, te_delayed) first replay --amax-history.\n"
+          "Presets: %1")
+          .arg(presetList()));
+  p.addOption({{QStringLiteral("f"), QStringLiteral("format")},
+               QStringLiteral("Element format (E4M3FN, E5M2, E2M1, ...)."),
+               QStringLiteral("F")});
+  p.addOption({{QStringLiteral("s"), QStringLiteral("scaling")},
+               QStringLiteral("Scaling preset (default te_current)."),
+               QStringLiteral("S"),
+               QStringLiteral("te_current")});
+  p.addOption(
+      {QStringLiteral("values"), QStringLiteral("Comma-separated values (row-major)."), QStringLiteral("LIST")});
+  p.addOption({QStringLiteral("input"),
+               QStringLiteral("Read values (whitespace/comma separated) from FILE; '-' is stdin."),
+               QStringLiteral("FILE")});
   p.addOption({QStringLiteral("shape"), QStringLiteral("Tensor shape RxC (default 1xN)."), QStringLiteral("RxC")});
-  p.addOption({QStringLiteral("axis"), QStringLiteral("Contraction axis: cols (A[M,K], default) or rows (B[K,N])."), QStringLiteral("AXIS"), QStringLiteral("cols")});
-  p.addOption({QStringLiteral("block"), QStringLiteral("Block edge for 1-D / 2-D block presets (default: preset's, 128 or 32)."), QStringLiteral("B")});
-  p.addOption({QStringLiteral("pow2"), QStringLiteral("Power-of-two scales (TE mask / torchao log2 / DeepGEMM UE8M0).")});
+  p.addOption({QStringLiteral("axis"), QStringLiteral("Contraction axis: cols (A[M,K], default) or rows (B[K,N])."),
+               QStringLiteral("AXIS"), QStringLiteral("cols")});
+  p.addOption({QStringLiteral("block"),
+               QStringLiteral("Block edge for 1-D / 2-D block presets (default: preset's, 128 or 32)."),
+               QStringLiteral("B")});
+  p.addOption(
+      {QStringLiteral("pow2"), QStringLiteral("Power-of-two scales (TE mask / torchao log2 / DeepGEMM UE8M0).")});
   p.addOption({QStringLiteral("no-pow2"), QStringLiteral("No power-of-two rounding of the scale.")});
-  p.addOption({QStringLiteral("amax-epsilon"), QStringLiteral("TE rules: raise amax below EPS to EPS."), QStringLiteral("EPS")});
-  p.addOption({QStringLiteral("rounding"), QStringLiteral("Element rounding: rne (default) | rtz | ru | rd | stochastic."), QStringLiteral("MODE"), QStringLiteral("rne")});
-  p.addOption({QStringLiteral("seed"), QStringLiteral("Seed for stochastic rounding."), QStringLiteral("N"), QStringLiteral("0")});
+  p.addOption({QStringLiteral("amax-epsilon"), QStringLiteral("TE rules: raise amax below EPS to EPS."),
+               QStringLiteral("EPS")});
+  p.addOption({QStringLiteral("rounding"),
+               QStringLiteral("Element rounding: rne (default) | rtz | ru | rd | stochastic."), QStringLiteral("MODE"),
+               QStringLiteral("rne")});
+  p.addOption({QStringLiteral("seed"), QStringLiteral("Seed for stochastic rounding."), QStringLiteral("N"),
+               QStringLiteral("0")});
   p.addOption({QStringLiteral("no-saturate"), QStringLiteral("Overflow to Inf/NaN instead of ±max.")});
-  p.addOption({QStringLiteral("float64"), QStringLiteral("Quantize the values as float64 (one rounding from double).")});
-  p.addOption({QStringLiteral("history-len"), QStringLiteral("Delayed presets: amax history length (default 1024)."), QStringLiteral("L"), QStringLiteral("1024")});
-  p.addOption({QStringLiteral("algo"), QStringLiteral("Delayed presets: max | most_recent (TE only)."), QStringLiteral("A"), QStringLiteral("max")});
-  p.addOption({QStringLiteral("margin"), QStringLiteral("Delayed presets: margin m (scale / 2^m)."), QStringLiteral("M"), QStringLiteral("0")});
-  p.addOption({QStringLiteral("amax-history"), QStringLiteral("Delayed presets: amaxes of earlier steps, oldest first."), QStringLiteral("LIST")});
+  p.addOption(
+      {QStringLiteral("float64"), QStringLiteral("Quantize the values as float64 (one rounding from double).")});
+  p.addOption({QStringLiteral("history-len"), QStringLiteral("Delayed presets: amax history length (default 1024)."),
+               QStringLiteral("L"), QStringLiteral("1024")});
+  p.addOption({QStringLiteral("algo"), QStringLiteral("Delayed presets: max | most_recent (TE only)."),
+               QStringLiteral("A"), QStringLiteral("max")});
+  p.addOption({QStringLiteral("margin"), QStringLiteral("Delayed presets: margin m (scale / 2^m)."),
+               QStringLiteral("M"), QStringLiteral("0")});
+  p.addOption({QStringLiteral("amax-history"),
+               QStringLiteral("Delayed presets: amaxes of earlier steps, oldest first."), QStringLiteral("LIST")});
   p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   if (!p.positionalArguments().isEmpty())
-    return fail(QStringLiteral("unexpected argument '%1' (values go in --values or --input)").arg(p.positionalArguments().first()));
+    return fail(QStringLiteral("unexpected argument '%1' (values go in --values or --input)")
+                    .arg(p.positionalArguments().first()));
 
   const QString fname = p.value(QStringLiteral("format"));
   if (fname.isEmpty()) return fail(QStringLiteral("--format is required (one of: %1)").arg(formatHelpList()));
   const Format* fmt = Format::byName(fname.toStdString());
   if (!fmt) return fail(QStringLiteral("unknown format '%1' (known: %2)").arg(fname, formatHelpList()));
-  if (fmt->bits() > 8) return fail(QStringLiteral("%1 has %2 bits; quantize needs a format of at most 8 bits").arg(fname).arg(fmt->bits()));
+  if (fmt->bits() > 8)
+    return fail(
+        QStringLiteral("%1 has %2 bits; quantize needs a format of at most 8 bits").arg(fname).arg(fmt->bits()));
 
   // Values.
   std::vector<double> v;
@@ -125,19 +160,25 @@ int runQuantize(const QStringList& args) {
   int64_t rows = 1, cols = static_cast<int64_t>(v.size());
   if (p.isSet(QStringLiteral("shape"))) {
     if (!parseShape(p.value(QStringLiteral("shape")), &rows, &cols))
-      return fail(QStringLiteral("--shape must look like RxC, e.g. 2x64; got '%1'").arg(p.value(QStringLiteral("shape"))));
+      return fail(
+          QStringLiteral("--shape must look like RxC, e.g. 2x64; got '%1'").arg(p.value(QStringLiteral("shape"))));
     if (rows * cols != static_cast<int64_t>(v.size()))
-      return fail(QStringLiteral("--shape %1x%2 needs %3 values, got %4").arg(rows).arg(cols).arg(rows * cols).arg(v.size()));
+      return fail(
+          QStringLiteral("--shape %1x%2 needs %3 values, got %4").arg(rows).arg(cols).arg(rows * cols).arg(v.size()));
   }
   Axis axis = Axis::Cols;
   const QString ax = p.value(QStringLiteral("axis")).toLower();
-  if (ax == QStringLiteral("rows") || ax == QStringLiteral("row") || ax == QStringLiteral("0")) axis = Axis::Rows;
-  else if (ax != QStringLiteral("cols") && ax != QStringLiteral("col") && ax != QStringLiteral("columns") && ax != QStringLiteral("1"))
+  if (ax == QStringLiteral("rows") || ax == QStringLiteral("row") || ax == QStringLiteral("0"))
+    axis = Axis::Rows;
+  else if (ax != QStringLiteral("cols") && ax != QStringLiteral("col") && ax != QStringLiteral("columns") &&
+           ax != QStringLiteral("1"))
     return fail(QStringLiteral("--axis must be rows or cols, got '%1'").arg(ax));
 
   EncodeOptions enc;
   const auto rnd = parseRounding(p.value(QStringLiteral("rounding")).toStdString());
-  if (!rnd) return fail(QStringLiteral("unknown --rounding '%1' (rne, rtz, ru, rd, stochastic)").arg(p.value(QStringLiteral("rounding"))));
+  if (!rnd)
+    return fail(QStringLiteral("unknown --rounding '%1' (rne, rtz, ru, rd, stochastic)")
+                    .arg(p.value(QStringLiteral("rounding"))));
   enc.rounding = *rnd;
   enc.saturate = !p.isSet(QStringLiteral("no-saturate"));
   bool ok = false;
@@ -173,7 +214,8 @@ int runQuantize(const QStringList& args) {
     DelayedUpdate u;
     q = st.quantizeStep(vf.data(), rows, cols, &u);
     strategy_note = QStringLiteral("after %1 earlier step(s); this step's amax updated the state: stored scale now %2")
-                        .arg(st.steps() - 1).arg(numf(st.scale()));
+                        .arg(st.steps() - 1)
+                        .arg(numf(st.scale()));
   } else {
     auto cfg = scalingPreset(sname.toStdString());
     if (!cfg) return fail(QStringLiteral("unknown --scaling '%1' (presets: %2)").arg(sname, presetList()));
@@ -181,7 +223,8 @@ int runQuantize(const QStringList& args) {
       cfg->block = p.value(QStringLiteral("block")).toLongLong(&ok);
       if (!ok || cfg->block < 1) return fail(QStringLiteral("--block must be a positive integer"));
     }
-    if (p.isSet(QStringLiteral("pow2")) && p.isSet(QStringLiteral("no-pow2"))) return fail(QStringLiteral("--pow2 and --no-pow2 exclude each other"));
+    if (p.isSet(QStringLiteral("pow2")) && p.isSet(QStringLiteral("no-pow2")))
+      return fail(QStringLiteral("--pow2 and --no-pow2 exclude each other"));
     if (p.isSet(QStringLiteral("pow2"))) cfg->pow2 = true;
     if (p.isSet(QStringLiteral("no-pow2"))) cfg->pow2 = false;
     if (p.isSet(QStringLiteral("amax-epsilon"))) {
@@ -202,8 +245,10 @@ int runQuantize(const QStringList& args) {
     o[QStringLiteral("strategy")] = QString::fromStdString(q.strategy);
     o[QStringLiteral("shape")] = QJsonArray{static_cast<qint64>(rows), static_cast<qint64>(cols)};
     o[QStringLiteral("block")] = QJsonArray{static_cast<qint64>(q.block.rows), static_cast<qint64>(q.block.cols)};
-    o[QStringLiteral("scale_grid")] = QJsonArray{static_cast<qint64>(q.blockRows()), static_cast<qint64>(q.blockCols())};
-    o[QStringLiteral("scale_op")] = q.scale_op == Format::ScaleOp::Divide ? QStringLiteral("divide") : QStringLiteral("multiply");
+    o[QStringLiteral("scale_grid")] =
+        QJsonArray{static_cast<qint64>(q.blockRows()), static_cast<qint64>(q.blockCols())};
+    o[QStringLiteral("scale_op")] =
+        q.scale_op == Format::ScaleOp::Divide ? QStringLiteral("divide") : QStringLiteral("multiply");
     QJsonArray codes, deq;
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < cols; ++j) {
@@ -235,18 +280,30 @@ int runQuantize(const QStringList& args) {
   t += QStringLiteral("format %1, %2\n").arg(QString::fromStdString(fmt->name()), QString::fromStdString(q.strategy));
   if (!strategy_note.isEmpty()) t += strategy_note + QLatin1Char('\n');
   t += QStringLiteral("shape %1x%2, scale block %3x%4, scale grid %5x%6, %7\n")
-           .arg(rows).arg(cols).arg(q.block.rows).arg(q.block.cols).arg(q.blockRows()).arg(q.blockCols())
+           .arg(rows)
+           .arg(cols)
+           .arg(q.block.rows)
+           .arg(q.block.cols)
+           .arg(q.blockRows())
+           .arg(q.blockCols())
            .arg(q.scale_op == Format::ScaleOp::Divide ? QStringLiteral("x_q = cast(x / dequant_scale)")
-                                                     : QStringLiteral("x_q = cast(x * quant_scale)"));
+                                                      : QStringLiteral("x_q = cast(x * quant_scale)"));
   t += QStringLiteral("scales (block grid, row-major):\n");
   for (size_t k = 0; k < q.dequant_scales.size(); ++k) {
     t += QStringLiteral("  [%1,%2] dequant %3  quant %4")
-             .arg(static_cast<qint64>(k) / q.blockCols()).arg(static_cast<qint64>(k) % q.blockCols())
-             .arg(numf(q.dequant_scales[k]), -14).arg(numf(q.quant_scales[k]));
-    if (!q.scale_codes.empty()) t += QStringLiteral("  E8M0 %1").arg(QString::fromStdString(Format::E8M0FNU().hexString(q.scale_codes[k])));
+             .arg(static_cast<qint64>(k) / q.blockCols())
+             .arg(static_cast<qint64>(k) % q.blockCols())
+             .arg(numf(q.dequant_scales[k]), -14)
+             .arg(numf(q.quant_scales[k]));
+    if (!q.scale_codes.empty())
+      t += QStringLiteral("  E8M0 %1").arg(QString::fromStdString(Format::E8M0FNU().hexString(q.scale_codes[k])));
     t += QLatin1Char('\n');
   }
-  t += QStringLiteral("%1 %2 %3 %4\n").arg(QStringLiteral("index"), -10).arg(QStringLiteral("input"), -14).arg(QStringLiteral("code"), -6).arg(QStringLiteral("dequantized"));
+  t += QStringLiteral("%1 %2 %3 %4\n")
+           .arg(QStringLiteral("index"), -10)
+           .arg(QStringLiteral("input"), -14)
+           .arg(QStringLiteral("code"), -6)
+           .arg(QStringLiteral("dequantized"));
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) {
       const size_t k = static_cast<size_t>(i * cols + j);
@@ -256,13 +313,22 @@ int runQuantize(const QStringList& args) {
                .arg(QString::fromStdString(fmt->hexString(q.codes[k])), -6)
                .arg(num(q.dequantizedAt(i, j)));
     }
-  t += QStringLiteral("saturated %1, underflow %2, subnormal %3, NaN inputs %4, Inf inputs %5, zero inputs %6 (of %7)\n")
-           .arg(s.saturated).arg(s.underflow).arg(s.subnormal).arg(s.nan_inputs).arg(s.inf_inputs).arg(s.zero_inputs).arg(s.elements);
+  t +=
+      QStringLiteral("saturated %1, underflow %2, subnormal %3, NaN inputs %4, Inf inputs %5, zero inputs %6 (of %7)\n")
+          .arg(s.saturated)
+          .arg(s.underflow)
+          .arg(s.subnormal)
+          .arg(s.nan_inputs)
+          .arg(s.inf_inputs)
+          .arg(s.zero_inputs)
+          .arg(s.elements);
   out(t);
   return 0;
 }
 
-const CommandRegistrar reg({QStringLiteral("quantize"), QStringLiteral("Quantize values with a scaling strategy (codes, scales, counts)"), runQuantize, 30});
+const CommandRegistrar reg({QStringLiteral("quantize"),
+                            QStringLiteral("Quantize values with a scaling strategy (codes, scales, counts)"),
+                            runQuantize, 30});
 
 } // namespace
 } // namespace fp8lab::cli

@@ -34,12 +34,11 @@ QString num(float v) {
 }
 
 int usage() {
-  out(QStringLiteral(
-      "Usage: fp8lab-cli scaling <subcommand> [options]\n\n"
-      "Subcommands:\n"
-      "  simulate  Replay an amax sequence through Flax or Transformer Engine delayed scaling\n"
-      "  presets   List the scaling presets and the system each follows\n\n"
-      "Run `fp8lab-cli scaling <subcommand> --help` for options.\n"));
+  out(QStringLiteral("Usage: fp8lab-cli scaling <subcommand> [options]\n\n"
+                     "Subcommands:\n"
+                     "  simulate  Replay an amax sequence through Flax or Transformer Engine delayed scaling\n"
+                     "  presets   List the scaling presets and the system each follows\n\n"
+                     "Run `fp8lab-cli scaling <subcommand> --help` for options.\n"));
   return 0;
 }
 
@@ -75,21 +74,30 @@ int runPresets(const QStringList& args) {
 
 int runSimulate(const QStringList& args) {
   QCommandLineParser p;
-  p.setApplicationDescription(QStringLiteral(
-      "Replay an amax sequence through per-tensor delayed scaling and print, per step: the amax, the\n"
-      "stored scale after the step in the preset's own convention (Flax: dequant ≈ amax/max, the scale\n"
-      "this step's tensor was quantized with; TE: quant ≈ max/amax, the scale for the next step), both\n"
-      "conventions, the scale this step used, the amax history after the step (oldest first; TE's last\n"
-      "entry is the cleared staging slot) and whether an edge rule (amax 0 / inf / NaN) kept the old\n"
-      "scale. Steps count from 0."));
+  p.setApplicationDescription(
+      QStringLiteral("Replay an amax sequence through per-tensor delayed scaling and print, per step: the amax, the\n"
+                     "stored scale after the step in the preset's own convention (Flax: dequant ≈ amax/max, the scale\n"
+                     "this step's tensor was quantized with; TE: quant ≈ max/amax, the scale for the next step), both\n"
+                     "conventions, the scale this step used, the amax history after the step (oldest first; TE's last\n"
+                     "entry is the cleared staging slot) and whether an edge rule (amax 0 / inf / NaN) kept the old\n"
+                     "scale. Steps count from 0."));
   p.addOption({QStringLiteral("preset"), QStringLiteral("flax | te (required)."), QStringLiteral("P")});
-  p.addOption({{QStringLiteral("f"), QStringLiteral("format")}, QStringLiteral("Format giving fp8_max (default E4M3FN)."), QStringLiteral("F"), QStringLiteral("E4M3FN")});
-  p.addOption({QStringLiteral("history-len"), QStringLiteral("Amax history length L (default 1024)."), QStringLiteral("L"), QStringLiteral("1024")});
-  p.addOption({QStringLiteral("algo"), QStringLiteral("max (default) | most_recent (TE only)."), QStringLiteral("A"), QStringLiteral("max")});
-  p.addOption({QStringLiteral("margin"), QStringLiteral("Scale divided by 2^m (TE margin; Flax itself always uses 0)."), QStringLiteral("M"), QStringLiteral("0")});
-  p.addOption({QStringLiteral("amax"), QStringLiteral("Comma-separated amax per step (inf, nan allowed)."), QStringLiteral("LIST")});
-  p.addOption({QStringLiteral("input"), QStringLiteral("Read the amaxes (whitespace/comma separated) from FILE."), QStringLiteral("FILE")});
-  p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON output (an array, one object per step).")});
+  p.addOption({{QStringLiteral("f"), QStringLiteral("format")},
+               QStringLiteral("Format giving fp8_max (default E4M3FN)."),
+               QStringLiteral("F"),
+               QStringLiteral("E4M3FN")});
+  p.addOption({QStringLiteral("history-len"), QStringLiteral("Amax history length L (default 1024)."),
+               QStringLiteral("L"), QStringLiteral("1024")});
+  p.addOption({QStringLiteral("algo"), QStringLiteral("max (default) | most_recent (TE only)."), QStringLiteral("A"),
+               QStringLiteral("max")});
+  p.addOption({QStringLiteral("margin"), QStringLiteral("Scale divided by 2^m (TE margin; Flax itself always uses 0)."),
+               QStringLiteral("M"), QStringLiteral("0")});
+  p.addOption({QStringLiteral("amax"), QStringLiteral("Comma-separated amax per step (inf, nan allowed)."),
+               QStringLiteral("LIST")});
+  p.addOption({QStringLiteral("input"), QStringLiteral("Read the amaxes (whitespace/comma separated) from FILE."),
+               QStringLiteral("FILE")});
+  p.addOption(
+      {QStringLiteral("json"), QStringLiteral("Machine-readable JSON output (an array, one object per step).")});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   if (!p.positionalArguments().isEmpty())
@@ -98,8 +106,11 @@ int runSimulate(const QStringList& args) {
   const auto preset = parseDelayedPreset(p.value(QStringLiteral("preset")).toStdString());
   if (!preset) return fail(QStringLiteral("unknown --preset '%1' (flax, te)").arg(p.value(QStringLiteral("preset"))));
   const Format* fmt = Format::byName(p.value(QStringLiteral("format")).toStdString());
-  if (!fmt) return fail(QStringLiteral("unknown format '%1' (known: %2)").arg(p.value(QStringLiteral("format")), formatHelpList()));
-  if (fmt->bits() > 8) return fail(QStringLiteral("%1 is not an FP8 (or narrower) format").arg(p.value(QStringLiteral("format"))));
+  if (!fmt)
+    return fail(
+        QStringLiteral("unknown format '%1' (known: %2)").arg(p.value(QStringLiteral("format")), formatHelpList()));
+  if (fmt->bits() > 8)
+    return fail(QStringLiteral("%1 is not an FP8 (or narrower) format").arg(p.value(QStringLiteral("format"))));
   DelayedScalingConfig cfg;
   cfg.preset = *preset;
   bool ok = false;
@@ -112,7 +123,8 @@ int runSimulate(const QStringList& args) {
   if (cfg.preset == DelayedPreset::Flax && cfg.algo != AmaxAlgo::Max)
     return fail(QStringLiteral("Flax fp8_ops supports only --algo max"));
   cfg.margin = p.value(QStringLiteral("margin")).toInt(&ok);
-  if (!ok || cfg.margin < -126 || cfg.margin > 126) return fail(QStringLiteral("--margin must be an integer in [-126, 126]"));
+  if (!ok || cfg.margin < -126 || cfg.margin > 126)
+    return fail(QStringLiteral("--margin must be an integer in [-126, 126]"));
 
   std::vector<double> amax;
   const bool has_a = p.isSet(QStringLiteral("amax")), has_f = p.isSet(QStringLiteral("input"));
@@ -124,7 +136,8 @@ int runSimulate(const QStringList& args) {
     amax = *l;
   } else {
     QFile f(p.value(QStringLiteral("input")));
-    if (!f.open(QIODevice::ReadOnly)) return fail(QStringLiteral("cannot read --input '%1': %2").arg(f.fileName(), f.errorString()));
+    if (!f.open(QIODevice::ReadOnly))
+      return fail(QStringLiteral("cannot read --input '%1': %2").arg(f.fileName(), f.errorString()));
     static const QRegularExpression sep(QStringLiteral("[\\s,]+"));
     const QStringList w = QString::fromUtf8(f.readAll()).split(sep, Qt::SkipEmptyParts);
     for (qsizetype i = 0; i < w.size(); ++i) {
@@ -163,14 +176,22 @@ int runSimulate(const QStringList& args) {
   const bool flax = cfg.preset == DelayedPreset::Flax;
   QString t = QStringLiteral("%1 delayed scaling, %2 (max %3), history %4, algo %5, margin %6; scale = %7\n")
                   .arg(flax ? QStringLiteral("Flax fp8_ops") : QStringLiteral("Transformer Engine"))
-                  .arg(QString::fromStdString(fmt->name())).arg(num(fmt->maxFinite())).arg(cfg.history_len)
-                  .arg(QLatin1String(toString(cfg.algo))).arg(cfg.margin)
+                  .arg(QString::fromStdString(fmt->name()))
+                  .arg(num(fmt->maxFinite()))
+                  .arg(cfg.history_len)
+                  .arg(QLatin1String(toString(cfg.algo)))
+                  .arg(cfg.margin)
                   .arg(flax ? QStringLiteral("dequant (x_q = cast(x / scale)), used this step")
                             : QStringLiteral("quant (x_q = cast(x * scale)), for the next step"));
   t += QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8\n")
-           .arg(QStringLiteral("step"), 5).arg(QStringLiteral("amax"), 14).arg(QStringLiteral("window amax"), 14)
-           .arg(QStringLiteral("scale used"), 14).arg(QStringLiteral("scale"), 14).arg(QStringLiteral("quant"), 14)
-           .arg(QStringLiteral("dequant"), 14).arg(QStringLiteral("note"));
+           .arg(QStringLiteral("step"), 5)
+           .arg(QStringLiteral("amax"), 14)
+           .arg(QStringLiteral("window amax"), 14)
+           .arg(QStringLiteral("scale used"), 14)
+           .arg(QStringLiteral("scale"), 14)
+           .arg(QStringLiteral("quant"), 14)
+           .arg(QStringLiteral("dequant"), 14)
+           .arg(QStringLiteral("note"));
   for (size_t i = 0; i < ups.size(); ++i) {
     const DelayedUpdate& u = ups[i];
     QStringList note;
@@ -178,8 +199,14 @@ int runSimulate(const QStringList& args) {
     if (u.clamped) note << QStringLiteral("clamped to FLT_MAX");
     if (!u.rolled) note << QStringLiteral("no roll");
     t += QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8\n")
-             .arg(static_cast<qint64>(i), 5).arg(num(amax[i]), 14).arg(num(u.window_amax), 14).arg(num(u.scale_used), 14)
-             .arg(num(u.scale), 14).arg(num(u.quant_scale), 14).arg(num(u.dequant_scale), 14).arg(note.join(QStringLiteral(", ")));
+             .arg(static_cast<qint64>(i), 5)
+             .arg(num(amax[i]), 14)
+             .arg(num(u.window_amax), 14)
+             .arg(num(u.scale_used), 14)
+             .arg(num(u.scale), 14)
+             .arg(num(u.quant_scale), 14)
+             .arg(num(u.dequant_scale), 14)
+             .arg(note.join(QStringLiteral(", ")));
   }
   const std::vector<float>& last = hist.back();
   const size_t show = std::min<size_t>(last.size(), 16);
@@ -194,7 +221,8 @@ int runSimulate(const QStringList& args) {
 }
 
 int runScaling(const QStringList& args) {
-  if (args.size() < 2 || args[1] == QStringLiteral("--help") || args[1] == QStringLiteral("-h") || args[1] == QStringLiteral("help"))
+  if (args.size() < 2 || args[1] == QStringLiteral("--help") || args[1] == QStringLiteral("-h") ||
+      args[1] == QStringLiteral("help"))
     return args.size() < 2 ? (usage(), 2) : usage();
   const QString sub = args[1];
   QStringList rest = args.mid(2);
@@ -204,7 +232,8 @@ int runScaling(const QStringList& args) {
   return fail(QStringLiteral("unknown subcommand 'scaling %1' (simulate, presets)").arg(sub));
 }
 
-const CommandRegistrar reg({QStringLiteral("scaling"), QStringLiteral("Delayed-scaling what-if (simulate) and the preset list"), runScaling, 31});
+const CommandRegistrar reg({QStringLiteral("scaling"),
+                            QStringLiteral("Delayed-scaling what-if (simulate) and the preset list"), runScaling, 31});
 
 } // namespace
 } // namespace fp8lab::cli

@@ -33,8 +33,12 @@ std::string lower(std::string_view s) {
 
 } // namespace
 
-const char* toString(DelayedPreset p) { return p == DelayedPreset::Flax ? "flax" : "te"; }
-const char* toString(AmaxAlgo a) { return a == AmaxAlgo::Max ? "max" : "most_recent"; }
+const char* toString(DelayedPreset p) {
+  return p == DelayedPreset::Flax ? "flax" : "te";
+}
+const char* toString(AmaxAlgo a) {
+  return a == AmaxAlgo::Max ? "max" : "most_recent";
+}
 
 std::optional<DelayedPreset> parseDelayedPreset(std::string_view s) {
   const std::string l = lower(s);
@@ -53,18 +57,24 @@ std::optional<AmaxAlgo> parseAmaxAlgo(std::string_view s) {
 DelayedScaling::DelayedScaling(const Format& fmt, DelayedScalingConfig cfg)
     : fmt_(&fmt), cfg_(cfg), fp8_max_(static_cast<float>(fmt.maxFinite())) {
   if (cfg_.history_len < 1)
-    throw std::invalid_argument("delayed scaling: history length must be at least 1, got " + std::to_string(cfg_.history_len));
+    throw std::invalid_argument("delayed scaling: history length must be at least 1, got " +
+                                std::to_string(cfg_.history_len));
   if (fmt.bits() > 8)
     throw std::invalid_argument("delayed scaling: " + fmt.name() + " is not an FP8 (or narrower) format");
   if (cfg_.preset == DelayedPreset::Flax && cfg_.algo != AmaxAlgo::Max)
     throw std::invalid_argument("delayed scaling: Flax fp8_ops supports only amax_compute_algo 'max'");
   if (cfg_.margin < -126 || cfg_.margin > 126)
-    throw std::invalid_argument("delayed scaling: margin must be within [-126, 126], got " + std::to_string(cfg_.margin));
+    throw std::invalid_argument("delayed scaling: margin must be within [-126, 126], got " +
+                                std::to_string(cfg_.margin));
   hist_.assign(static_cast<std::size_t>(cfg_.history_len), 0.0f);
 }
 
-float DelayedScaling::quantScale() const { return cfg_.preset == DelayedPreset::TE ? scale_ : 1.0f / scale_; }
-float DelayedScaling::dequantScale() const { return cfg_.preset == DelayedPreset::TE ? 1.0f / scale_ : scale_; }
+float DelayedScaling::quantScale() const {
+  return cfg_.preset == DelayedPreset::TE ? scale_ : 1.0f / scale_;
+}
+float DelayedScaling::dequantScale() const {
+  return cfg_.preset == DelayedPreset::TE ? 1.0f / scale_ : scale_;
+}
 Format::ScaleOp DelayedScaling::scaleOp() const {
   return cfg_.preset == DelayedPreset::TE ? Format::ScaleOp::Multiply : Format::ScaleOp::Divide;
 }
@@ -82,13 +92,15 @@ void DelayedScaling::fillConventions(DelayedUpdate& u) const {
 }
 
 void DelayedScaling::record(float amax) {
-  if (cfg_.preset != DelayedPreset::TE) throw std::logic_error("DelayedScaling::record: Flax has no staging slot; use update(amax)");
+  if (cfg_.preset != DelayedPreset::TE)
+    throw std::logic_error("DelayedScaling::record: Flax has no staging slot; use update(amax)");
   const float h0 = hist_[0];
   hist_[0] = h0 == 0.0f ? amax : maxNaN(h0, amax);
 }
 
 DelayedUpdate DelayedScaling::update() {
-  if (cfg_.preset != DelayedPreset::TE) throw std::logic_error("DelayedScaling::update(): Flax updates with the tensor's amax; use update(amax)");
+  if (cfg_.preset != DelayedPreset::TE)
+    throw std::logic_error("DelayedScaling::update(): Flax updates with the tensor's amax; use update(amax)");
   DelayedUpdate u;
   const float cur = hist_[0];
   u.amax = cur;
@@ -159,16 +171,16 @@ QuantizedTensor DelayedScaling::quantizeStep(const float* x, int64_t rows, int64
   if (cfg_.preset == DelayedPreset::Flax) {
     const float a = static_cast<float>(amaxOf(x, n, /*ignore_nan=*/false));
     u = update(a);
-    q = quantizeWithScale(x, rows, cols, *fmt_, BlockScale{quantScale(), dequantScale(), -1}, Format::ScaleOp::Divide, {},
-                          progress);
+    q = quantizeWithScale(x, rows, cols, *fmt_, BlockScale{quantScale(), dequantScale(), -1}, Format::ScaleOp::Divide,
+                          {}, progress);
     q.strategy = "flax_delayed (per-tensor, x/scale, history " + std::to_string(cfg_.history_len) + ")";
   } else {
-    q = quantizeWithScale(x, rows, cols, *fmt_, BlockScale{quantScale(), dequantScale(), -1}, Format::ScaleOp::Multiply, {},
-                          progress);
+    q = quantizeWithScale(x, rows, cols, *fmt_, BlockScale{quantScale(), dequantScale(), -1}, Format::ScaleOp::Multiply,
+                          {}, progress);
     const float a = static_cast<float>(amaxOf(x, n, /*ignore_nan=*/true));
     u = update(a);
-    q.strategy = "te_delayed (per-tensor, x*scale, history " + std::to_string(cfg_.history_len) + ", " + toString(cfg_.algo) +
-                 ", margin " + std::to_string(cfg_.margin) + ")";
+    q.strategy = "te_delayed (per-tensor, x*scale, history " + std::to_string(cfg_.history_len) + ", " +
+                 toString(cfg_.algo) + ", margin " + std::to_string(cfg_.margin) + ")";
   }
   if (upd) *upd = u;
   return q;

@@ -67,18 +67,18 @@ struct DelayedScalingConfig {
 
 /// What one update did (for recording and for the CLI's per-step output).
 struct DelayedUpdate {
-  double amax = 0;          ///< the amax given (as float32)
-  float window_amax = 0;    ///< the amax the scale rule saw (max of the window, or most recent)
-  float scale_before = 1;   ///< stored scale before the update (preset convention)
-  float scale = 1;          ///< stored scale after the update (preset convention)
+  double amax = 0;        ///< the amax given (as float32)
+  float window_amax = 0;  ///< the amax the scale rule saw (max of the window, or most recent)
+  float scale_before = 1; ///< stored scale before the update (preset convention)
+  float scale = 1;        ///< stored scale after the update (preset convention)
   /// The scale that quantizes this step's tensor (preset convention): Flax: == scale (computed
   /// from the old window); TE: == scale_before (the update takes effect next step).
   float scale_used = 1;
-  float quant_scale = 1;    ///< scale after the update as a quant multiplier
-  float dequant_scale = 1;  ///< scale after the update as a dequant multiplier
+  float quant_scale = 1;      ///< scale after the update as a quant multiplier
+  float dequant_scale = 1;    ///< scale after the update as a dequant multiplier
   bool kept_previous = false; ///< an edge rule kept the old scale (amax 0, inf, NaN, empty window)
-  bool clamped = false;     ///< TE: the scale overflowed and was clamped to FLT_MAX
-  bool rolled = true;       ///< the history moved (TE fused update skips the roll when amax is 0)
+  bool clamped = false;       ///< TE: the scale overflowed and was clamped to FLT_MAX
+  bool rolled = true;         ///< the history moved (TE fused update skips the roll when amax is 0)
 };
 
 /// Amax history + scale of one tensor under Flax or TE delayed scaling. Copyable value type.

@@ -6,7 +6,9 @@
 
 namespace fp8lab {
 
-float tePow2(float s) { return std::bit_cast<float>(std::bit_cast<uint32_t>(s) & 0xFF800000u); }
+float tePow2(float s) {
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(s) & 0xFF800000u);
+}
 
 float teScaleFromAmax(float amax, float fp8_max, bool pow2, float eps, float value_for_inf) {
   if (amax < eps) amax = eps; // NaN compares false and falls through (recipe_common.cuh)

@@ -53,8 +53,8 @@ float deepGemmDequantScale(float amax, float fp8_max, bool ue8m0 = false);
 /// is the **dequant multiplier** 1/sf (a double reciprocal: can differ from amax/fp8_max by an
 /// ulp). No clamp: a tiny amax gives sf = inf and a stored scale of 0.
 struct FlaxScale {
-  float dequant = 1.0f; ///< stored scale, 1/sf
-  float sf = 1.0f;      ///< the quant multiplier computed on the way
+  float dequant = 1.0f;       ///< stored scale, 1/sf
+  float sf = 1.0f;            ///< the quant multiplier computed on the way
   bool kept_previous = false; ///< the fallback 1/prev was taken
 };
 FlaxScale flaxComputeScale(float amax, float prev_dequant, float fp8_max, int margin = 0);

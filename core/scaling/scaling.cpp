@@ -18,29 +18,43 @@ namespace fp8lab {
 
 const char* toString(Granularity g) {
   switch (g) {
-  case Granularity::PerTensor: return "per-tensor";
-  case Granularity::PerRow: return "per-row";
-  case Granularity::PerColumn: return "per-column";
-  case Granularity::Outer: return "outer-vector";
-  case Granularity::Block1D: return "block-1d";
-  case Granularity::Block2D: return "block-2d";
+  case Granularity::PerTensor:
+    return "per-tensor";
+  case Granularity::PerRow:
+    return "per-row";
+  case Granularity::PerColumn:
+    return "per-column";
+  case Granularity::Outer:
+    return "outer-vector";
+  case Granularity::Block1D:
+    return "block-1d";
+  case Granularity::Block2D:
+    return "block-2d";
   }
   return "?";
 }
 
 const char* toString(ScaleRule r) {
   switch (r) {
-  case ScaleRule::TransformerEngine: return "te";
-  case ScaleRule::Torchao: return "torchao";
-  case ScaleRule::DeepGemm: return "deepgemm";
-  case ScaleRule::MxFloor: return "mx-floor";
-  case ScaleRule::MxCeil: return "mx-ceil";
-  case ScaleRule::MxRceil: return "mx-rceil";
+  case ScaleRule::TransformerEngine:
+    return "te";
+  case ScaleRule::Torchao:
+    return "torchao";
+  case ScaleRule::DeepGemm:
+    return "deepgemm";
+  case ScaleRule::MxFloor:
+    return "mx-floor";
+  case ScaleRule::MxCeil:
+    return "mx-ceil";
+  case ScaleRule::MxRceil:
+    return "mx-rceil";
   }
   return "?";
 }
 
-const char* toString(Axis a) { return a == Axis::Rows ? "rows" : "cols"; }
+const char* toString(Axis a) {
+  return a == Axis::Rows ? "rows" : "cols";
+}
 
 // ---- presets -----------------------------------------------------------------------------------
 
@@ -79,14 +93,17 @@ const std::vector<PresetDef>& presetDefs() {
       {{"torchao_rowwise", "one scale per slice across the contraction axis, torchao rule, pow2 (exp2(floor(log2)))",
         "torchao float8 recipe 'rowwise' (4.1, 4.2)"},
        make("torchao_rowwise", G::Outer, R::Torchao, true)},
-      {{"per_row", "one scale per row, torchao rule (no pow2 unless asked)", "torchao axiswise_dim=-1 / cuBLASLt outer vector (4.1)"},
+      {{"per_row", "one scale per row, torchao rule (no pow2 unless asked)",
+        "torchao axiswise_dim=-1 / cuBLASLt outer vector (4.1)"},
        make("per_row", G::PerRow, R::Torchao)},
-      {{"per_column", "one scale per column, torchao rule (no pow2 unless asked)", "torchao axiswise_dim=0 / cuBLASLt outer vector (4.1)"},
+      {{"per_column", "one scale per column, torchao rule (no pow2 unless asked)",
+        "torchao axiswise_dim=0 / cuBLASLt outer vector (4.1)"},
        make("per_column", G::PerColumn, R::Torchao)},
       {{"torchao_block_1x128", "1x128 blocks along the contraction axis, torchao rule, no pow2",
         "torchao prototype/blockwise_fp8_training/kernels.py (4.5)"},
        make("torchao_block_1x128", G::Block1D, R::Torchao)},
-      {{"torchao_block_128x128", "128x128 tiles, torchao rule, no pow2", "torchao prototype/blockwise_fp8_training/kernels.py (4.5)"},
+      {{"torchao_block_128x128", "128x128 tiles, torchao rule, no pow2",
+        "torchao prototype/blockwise_fp8_training/kernels.py (4.5)"},
        make("torchao_block_128x128", G::Block2D, R::Torchao)},
       {{"deepgemm_1x128", "1x128 blocks, sf = max(amax,1e-4)/448 (fp32), x * (1/sf)",
         "DeepGEMM deep_gemm/utils/math.py per_token_cast_to_fp8; DeepSeek-V3 activations (5)"},
@@ -97,7 +114,8 @@ const std::vector<PresetDef>& presetDefs() {
       {{"deepgemm_1x128_ue8m0", "deepgemm_1x128 with sf rounded up to a power of two (UE8M0, SM100)",
         "DeepGEMM math.py ceil_to_ue8m0 (5)"},
        make("deepgemm_1x128_ue8m0", G::Block1D, R::DeepGemm, true)},
-      {{"deepgemm_128x128_ue8m0", "deepgemm_128x128 with UE8M0 (round-up) scales", "DeepGEMM math.py ceil_to_ue8m0 (5)"},
+      {{"deepgemm_128x128_ue8m0", "deepgemm_128x128 with UE8M0 (round-up) scales",
+        "DeepGEMM math.py ceil_to_ue8m0 (5)"},
        make("deepgemm_128x128_ue8m0", G::Block2D, R::DeepGemm, true)},
       {{"dsv3_act_quant", "1x128 blocks, sf = max(amax,1e-4)/448, x / sf (division)",
         "DeepSeek-V3 inference/kernel.py act_quant (5)"},
@@ -105,7 +123,8 @@ const std::vector<PresetDef>& presetDefs() {
       {{"te_block_1x128", "1x128 blocks, TE rule with power-of-two scales (default of Float8BlockScaling)",
         "TE Float8BlockScaling x/grad 1D blocks (3.4)"},
        make("te_block_1x128", G::Block1D, R::TransformerEngine, true)},
-      {{"te_block_128x128", "128x128 tiles, TE rule with power-of-two scales", "TE Float8BlockScaling weight 2D blocks (3.4)"},
+      {{"te_block_128x128", "128x128 tiles, TE rule with power-of-two scales",
+        "TE Float8BlockScaling weight 2D blocks (3.4)"},
        make("te_block_128x128", G::Block2D, R::TransformerEngine, true)},
       {{"mx_floor", "MX block-32, E8M0 = floor(log2 amax) - emax_elem, elements saturate (may clip)",
         "OCP MX v1.0 6.3; microxcaling; torchao ScaleCalculationMode.FLOOR (4.6, 6)"},
@@ -177,9 +196,12 @@ BlockScale blockScaleFromAmax(double amax, const Format& fmt, const ScalingConfi
   case ScaleRule::MxCeil:
   case ScaleRule::MxRceil: {
     uint8_t code = 0;
-    if (cfg.rule == ScaleRule::MxFloor) code = mxScaleFloor(af, fmt.maxExponent());
-    else if (cfg.rule == ScaleRule::MxCeil) code = mxScaleCeil(af, fmt.maxExponent());
-    else code = mxScaleRceil(af, maxf);
+    if (cfg.rule == ScaleRule::MxFloor)
+      code = mxScaleFloor(af, fmt.maxExponent());
+    else if (cfg.rule == ScaleRule::MxCeil)
+      code = mxScaleCeil(af, fmt.maxExponent());
+    else
+      code = mxScaleRceil(af, maxf);
     b.scale_code = code;
     b.dequant = e8m0ToFloat(code);
     b.quant = e8m0ReciprocalToFloat(code);
@@ -192,12 +214,18 @@ BlockScale blockScaleFromAmax(double amax, const Format& fmt, const ScalingConfi
 ScaleBlock scaleBlockFor(const ScalingConfig& cfg, int64_t rows, int64_t cols, Axis contraction) {
   const int64_t r1 = std::max<int64_t>(rows, 1), c1 = std::max<int64_t>(cols, 1);
   switch (cfg.granularity) {
-  case Granularity::PerTensor: return {r1, c1};
-  case Granularity::PerRow: return {1, c1};
-  case Granularity::PerColumn: return {r1, 1};
-  case Granularity::Outer: return contraction == Axis::Cols ? ScaleBlock{1, c1} : ScaleBlock{r1, 1};
-  case Granularity::Block1D: return contraction == Axis::Cols ? ScaleBlock{1, cfg.block} : ScaleBlock{cfg.block, 1};
-  case Granularity::Block2D: return {cfg.block, cfg.block};
+  case Granularity::PerTensor:
+    return {r1, c1};
+  case Granularity::PerRow:
+    return {1, c1};
+  case Granularity::PerColumn:
+    return {r1, 1};
+  case Granularity::Outer:
+    return contraction == Axis::Cols ? ScaleBlock{1, c1} : ScaleBlock{r1, 1};
+  case Granularity::Block1D:
+    return contraction == Axis::Cols ? ScaleBlock{1, cfg.block} : ScaleBlock{cfg.block, 1};
+  case Granularity::Block2D:
+    return {cfg.block, cfg.block};
   }
   return {r1, c1};
 }
@@ -249,7 +277,8 @@ FP8LAB_SCALING_CLONES uint32_t maxAbsBits(const float* x, std::size_t n, bool* s
 
 /// Column maxima of one row into mb / mn (per-column blocks).
 template <typename T>
-inline __attribute__((always_inline)) void colMaxBody(const T* row, std::size_t n, typename Bits<T>::U* mb, typename Bits<T>::U* mn) {
+inline __attribute__((always_inline)) void colMaxBody(const T* row, std::size_t n, typename Bits<T>::U* mb,
+                                                      typename Bits<T>::U* mn) {
   using U = typename Bits<T>::U;
   for (std::size_t j = 0; j < n; ++j) {
     const U b = std::bit_cast<U>(row[j]) & Bits<T>::abs_mask;
@@ -262,7 +291,9 @@ inline __attribute__((always_inline)) void colMaxBody(const T* row, std::size_t 
 template <typename T> void colMax(const T* row, std::size_t n, typename Bits<T>::U* mb, typename Bits<T>::U* mn) {
   colMaxBody(row, n, mb, mn);
 }
-FP8LAB_SCALING_CLONES void colMax(const float* row, std::size_t n, uint32_t* mb, uint32_t* mn) { colMaxBody(row, n, mb, mn); }
+FP8LAB_SCALING_CLONES void colMax(const float* row, std::size_t n, uint32_t* mb, uint32_t* mn) {
+  colMaxBody(row, n, mb, mn);
+}
 
 template <typename T> double amaxImpl(const T* x, std::size_t n, bool ignore_nan) {
   bool nan = false;
@@ -287,8 +318,8 @@ struct CodeInfo {
 /// magnitude exceeds max finite (and is not NaN); underflow: finite non-zero input whose code is
 /// ±0; subnormal: subnormal result codes.
 template <typename T, typename ScaledFn>
-inline __attribute__((always_inline)) void addStats(const T* x, const uint8_t* c, std::size_t n, ScaledFn scaled, T maxf,
-                                                    const CodeInfo& ci, QuantizeStats& st) {
+inline __attribute__((always_inline)) void addStats(const T* x, const uint8_t* c, std::size_t n, ScaledFn scaled,
+                                                    T maxf, const CodeInfo& ci, QuantizeStats& st) {
   using U = typename Bits<T>::U;
   const U inf = Bits<T>::inf, am = Bits<T>::abs_mask, maxb = std::bit_cast<U>(maxf);
   U nan = 0, infs = 0, zero = 0, under = 0, sat = 0, sub = 0;
@@ -315,40 +346,56 @@ inline __attribute__((always_inline)) void addStats(const T* x, const uint8_t* c
 
 /// Stats of x·s (divide: x/s) — the scaled value recomputed exactly as the bulk kernel does.
 template <typename T>
-void statsScaled(const T* x, const uint8_t* c, std::size_t n, T s, bool divide, T maxf, const CodeInfo& ci, QuantizeStats& st) {
-  if (divide) addStats<T>(x, c, n, [&](std::size_t i) { return x[i] / s; }, maxf, ci, st);
-  else addStats<T>(x, c, n, [&](std::size_t i) { return x[i] * s; }, maxf, ci, st);
+void statsScaled(const T* x, const uint8_t* c, std::size_t n, T s, bool divide, T maxf, const CodeInfo& ci,
+                 QuantizeStats& st) {
+  if (divide)
+    addStats<T>(
+        x, c, n, [&](std::size_t i) { return x[i] / s; }, maxf, ci, st);
+  else
+    addStats<T>(
+        x, c, n, [&](std::size_t i) { return x[i] * s; }, maxf, ci, st);
 }
-FP8LAB_SCALING_CLONES void statsScaled(const float* x, const uint8_t* c, std::size_t n, float s, bool divide, float maxf,
-                                       const CodeInfo& ci, QuantizeStats& st) {
-  if (divide) addStats<float>(x, c, n, [&](std::size_t i) { return x[i] / s; }, maxf, ci, st);
-  else addStats<float>(x, c, n, [&](std::size_t i) { return x[i] * s; }, maxf, ci, st);
+FP8LAB_SCALING_CLONES void statsScaled(const float* x, const uint8_t* c, std::size_t n, float s, bool divide,
+                                       float maxf, const CodeInfo& ci, QuantizeStats& st) {
+  if (divide)
+    addStats<float>(
+        x, c, n, [&](std::size_t i) { return x[i] / s; }, maxf, ci, st);
+  else
+    addStats<float>(
+        x, c, n, [&](std::size_t i) { return x[i] * s; }, maxf, ci, st);
 }
 /// Stats with the scaled values given (per-column scales).
 template <typename T>
-void statsGiven(const T* x, const uint8_t* c, const T* y, std::size_t n, T maxf, const CodeInfo& ci, QuantizeStats& st) {
-  addStats<T>(x, c, n, [&](std::size_t i) { return y[i]; }, maxf, ci, st);
+void statsGiven(const T* x, const uint8_t* c, const T* y, std::size_t n, T maxf, const CodeInfo& ci,
+                QuantizeStats& st) {
+  addStats<T>(
+      x, c, n, [&](std::size_t i) { return y[i]; }, maxf, ci, st);
 }
 FP8LAB_SCALING_CLONES void statsGiven(const float* x, const uint8_t* c, const float* y, std::size_t n, float maxf,
                                       const CodeInfo& ci, QuantizeStats& st) {
-  addStats<float>(x, c, n, [&](std::size_t i) { return y[i]; }, maxf, ci, st);
+  addStats<float>(
+      x, c, n, [&](std::size_t i) { return y[i]; }, maxf, ci, st);
 }
 
 void checkArgs(const void* x, int64_t rows, int64_t cols, const Format& fmt) {
   if (rows < 0 || cols < 0)
-    throw std::invalid_argument("quantize: negative shape [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
+    throw std::invalid_argument("quantize: negative shape [" + std::to_string(rows) + ", " + std::to_string(cols) +
+                                "]");
   if (rows > 0 && cols > std::numeric_limits<int64_t>::max() / rows)
-    throw std::invalid_argument("quantize: shape [" + std::to_string(rows) + ", " + std::to_string(cols) + "] overflows");
-  if (rows * cols > 0 && !x) throw std::invalid_argument("quantize: null input with " + std::to_string(rows * cols) + " elements");
+    throw std::invalid_argument("quantize: shape [" + std::to_string(rows) + ", " + std::to_string(cols) +
+                                "] overflows");
+  if (rows * cols > 0 && !x)
+    throw std::invalid_argument("quantize: null input with " + std::to_string(rows * cols) + " elements");
   if (fmt.bits() > 8)
     throw std::invalid_argument("quantize: " + fmt.name() + " has " + std::to_string(fmt.bits()) +
                                 " bits; scaling quantizes to formats of at most 8 bits");
 }
 
 /// Encodes one contiguous run sharing one scale: codes = encodeBulk(x op s), then stats.
-template <typename T> void encodeSegment(const Format& fmt, const T* x, uint8_t* c, std::size_t n, float quant, float dequant,
-                                          Format::ScaleOp op, const EncodeOptions& enc, uint64_t seed, uint64_t first,
-                                          const CodeInfo& ci, QuantizeStats& st) {
+template <typename T>
+void encodeSegment(const Format& fmt, const T* x, uint8_t* c, std::size_t n, float quant, float dequant,
+                   Format::ScaleOp op, const EncodeOptions& enc, uint64_t seed, uint64_t first, const CodeInfo& ci,
+                   QuantizeStats& st) {
   const T s = static_cast<T>(op == Format::ScaleOp::Divide ? dequant : quant);
   fmt.encodeBulk(x, c, n, enc, s, op, seed, first);
   const T maxf = static_cast<T>(fmt.maxFinite());
@@ -407,8 +454,8 @@ int resolveThreads(int requested, int64_t R, int64_t C) {
 /// float32 / float64 operation the bulk kernel performs) and encode y with scale 1, which is
 /// bit-identical and keeps the access row-major.
 template <typename T>
-void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, const Format& fmt, const ScalingConfig& cfg,
-                      QuantizedTensor& q, const ProgressFn& progress) {
+void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, const Format& fmt,
+                      const ScalingConfig& cfg, QuantizedTensor& q, const ProgressFn& progress) {
   const int64_t GR = (R + br - 1) / br, GC = (C + bc - 1) / bc;
   const std::size_t nblocks = static_cast<std::size_t>(GR * GC);
   q.codes.resize(static_cast<std::size_t>(R * C));
@@ -502,14 +549,16 @@ void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, 
               for (int64_t j = 0; j < C; ++j) yy[j] = row[j] / s[j];
             else
               for (int64_t j = 0; j < C; ++j) yy[j] = row[j] * s[j];
-            fmt.encodeBulk(yy, c, static_cast<std::size_t>(C), cfg.encode, T(1), Format::ScaleOp::Multiply, cfg.seed, off);
+            fmt.encodeBulk(yy, c, static_cast<std::size_t>(C), cfg.encode, T(1), Format::ScaleOp::Multiply, cfg.seed,
+                           off);
             statsGiven(row, c, yy, static_cast<std::size_t>(C), maxf, ci, st);
             continue;
           }
           for (int64_t gj = 0; gj < GC; ++gj) {
             const int64_t c0 = gj * bc, c1 = std::min(C, c0 + bc);
             const std::size_t n = static_cast<std::size_t>(c1 - c0);
-            fmt.encodeBulk(row + c0, c + c0, n, cfg.encode, g[gj], cfg.op, cfg.seed, off + static_cast<std::size_t>(c0));
+            fmt.encodeBulk(row + c0, c + c0, n, cfg.encode, g[gj], cfg.op, cfg.seed,
+                           off + static_cast<std::size_t>(c0));
             statsScaled(row + c0, c + c0, n, g[gj], divide, maxf, ci, st);
           }
         }
@@ -527,8 +576,8 @@ void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, 
 }
 
 std::string strategyName(const ScalingConfig& cfg, const ScaleBlock& b) {
-  std::string s = cfg.name + " (" + toString(cfg.granularity) + " " + std::to_string(b.rows) + "x" + std::to_string(b.cols) +
-                  ", rule " + toString(cfg.rule);
+  std::string s = cfg.name + " (" + toString(cfg.granularity) + " " + std::to_string(b.rows) + "x" +
+                  std::to_string(b.cols) + ", rule " + toString(cfg.rule);
   if (cfg.pow2) s += ", pow2";
   s += cfg.op == Format::ScaleOp::Divide ? ", x/dequant)" : ", x*quant)";
   return s;
@@ -538,7 +587,8 @@ template <typename T>
 QuantizedTensor quantizeImpl(const T* x, int64_t rows, int64_t cols, const Format& fmt, const ScalingConfig& cfg,
                              Axis contraction, const ProgressFn& progress) {
   checkArgs(x, rows, cols, fmt);
-  if (cfg.block < 1) throw std::invalid_argument("quantize: block size must be at least 1, got " + std::to_string(cfg.block));
+  if (cfg.block < 1)
+    throw std::invalid_argument("quantize: block size must be at least 1, got " + std::to_string(cfg.block));
   QuantizedTensor q;
   q.rows = rows;
   q.cols = cols;
@@ -561,7 +611,8 @@ QuantizedTensor quantizeWithScaleImpl(const T* x, int64_t rows, int64_t cols, co
   q.format = &fmt;
   q.block = {std::max<int64_t>(rows, 1), std::max<int64_t>(cols, 1)};
   q.scale_op = op;
-  q.strategy = op == Format::ScaleOp::Divide ? "per-tensor given scale (x/dequant)" : "per-tensor given scale (x*quant)";
+  q.strategy =
+      op == Format::ScaleOp::Divide ? "per-tensor given scale (x/dequant)" : "per-tensor given scale (x*quant)";
   if (rows == 0 || cols == 0) return q;
   q.dequant_scales = {s.dequant};
   q.quant_scales = {s.quant};
@@ -580,8 +631,12 @@ QuantizedTensor quantizeWithScaleImpl(const T* x, int64_t rows, int64_t cols, co
 
 } // namespace
 
-double amaxOf(const float* x, std::size_t n, bool ignore_nan) { return amaxImpl(x, n, ignore_nan); }
-double amaxOf(const double* x, std::size_t n, bool ignore_nan) { return amaxImpl(x, n, ignore_nan); }
+double amaxOf(const float* x, std::size_t n, bool ignore_nan) {
+  return amaxImpl(x, n, ignore_nan);
+}
+double amaxOf(const double* x, std::size_t n, bool ignore_nan) {
+  return amaxImpl(x, n, ignore_nan);
+}
 
 QuantizedTensor quantize(const float* x, int64_t rows, int64_t cols, const Format& fmt, const ScalingConfig& cfg,
                          Axis contraction, const ProgressFn& progress) {
@@ -593,13 +648,15 @@ QuantizedTensor quantize(const double* x, int64_t rows, int64_t cols, const Form
   return quantizeImpl(x, rows, cols, fmt, cfg, contraction, progress);
 }
 
-QuantizedTensor quantizeWithScale(const float* x, int64_t rows, int64_t cols, const Format& fmt, const BlockScale& scale,
-                                  Format::ScaleOp op, const EncodeOptions& encode, const ProgressFn& progress) {
+QuantizedTensor quantizeWithScale(const float* x, int64_t rows, int64_t cols, const Format& fmt,
+                                  const BlockScale& scale, Format::ScaleOp op, const EncodeOptions& encode,
+                                  const ProgressFn& progress) {
   return quantizeWithScaleImpl(x, rows, cols, fmt, scale, op, encode, progress);
 }
 
-QuantizedTensor quantizeWithScale(const double* x, int64_t rows, int64_t cols, const Format& fmt, const BlockScale& scale,
-                                  Format::ScaleOp op, const EncodeOptions& encode, const ProgressFn& progress) {
+QuantizedTensor quantizeWithScale(const double* x, int64_t rows, int64_t cols, const Format& fmt,
+                                  const BlockScale& scale, Format::ScaleOp op, const EncodeOptions& encode,
+                                  const ProgressFn& progress) {
   return quantizeWithScaleImpl(x, rows, cols, fmt, scale, op, encode, progress);
 }
 

@@ -54,7 +54,7 @@ enum class ScaleRule {
 struct ScalingConfig {
   std::string name = "te_current"; ///< preset name (for display and sessions)
   Granularity granularity = Granularity::PerTensor;
-  int64_t block = 128;             ///< B of Block1D / Block2D (MX: 32); ≥ 1
+  int64_t block = 128; ///< B of Block1D / Block2D (MX: 32); ≥ 1
   ScaleRule rule = ScaleRule::TransformerEngine;
   /// Power-of-two scales. TE: mantissa mask of the quant multiplier (down); torchao:
   /// exp2(floor(log2)) of the quant multiplier (down); DeepGEMM: UE8M0 round-up of the dequant
@@ -68,7 +68,7 @@ struct ScalingConfig {
   Format::ScaleOp op = Format::ScaleOp::Multiply;
   /// Element rounding/saturation (default RNE saturating, as every preset's cast).
   EncodeOptions encode{};
-  uint64_t seed = 0;               ///< stochastic rounding seed (element index = row-major index)
+  uint64_t seed = 0; ///< stochastic rounding seed (element index = row-major index)
   /// Worker threads for quantize(): 0 = all hardware threads (at most one per 256 K elements).
   /// Results do not depend on it.
   int threads = 0;
@@ -76,10 +76,10 @@ struct ScalingConfig {
 
 /// A named preset and where its semantics come from.
 struct ScalingPresetInfo {
-  std::string name;    ///< e.g. "te_current"
-  std::string summary; ///< one line
-  std::string source;  ///< system, file and section of SCALING-SEMANTICS.md
-  bool delayed = false;///< true for flax_delayed / te_delayed (use DelayedScaling)
+  std::string name;     ///< e.g. "te_current"
+  std::string summary;  ///< one line
+  std::string source;   ///< system, file and section of SCALING-SEMANTICS.md
+  bool delayed = false; ///< true for flax_delayed / te_delayed (use DelayedScaling)
 };
 
 /// Every preset, in display order: te_current, te_current_pow2, torchao_tensorwise,
@@ -121,26 +121,24 @@ bool ruleAmaxPropagatesNaN(ScaleRule rule);
 /// NaN/Inf/all-zero inputs never throw: each rule's edge behaviour applies (docs/scaling.md).
 /// Throws std::invalid_argument for negative shapes, a null pointer with elements, a format of
 /// more than 8 bits or block < 1; Cancelled when progress asks to stop.
-QuantizedTensor quantize(const float* x, int64_t rows, int64_t cols, const Format& fmt,
-                         const ScalingConfig& cfg, Axis contraction = Axis::Cols,
-                         const ProgressFn& progress = {});
+QuantizedTensor quantize(const float* x, int64_t rows, int64_t cols, const Format& fmt, const ScalingConfig& cfg,
+                         Axis contraction = Axis::Cols, const ProgressFn& progress = {});
 
 /// The same for float64 tensors: amax in float64, scale per the rule (torchao divides in
 /// float64; float32 rules see float32(amax)), elements encoded from float64 with one rounding
 /// of x·s (or x/s) computed in float64.
-QuantizedTensor quantize(const double* x, int64_t rows, int64_t cols, const Format& fmt,
-                         const ScalingConfig& cfg, Axis contraction = Axis::Cols,
-                         const ProgressFn& progress = {});
+QuantizedTensor quantize(const double* x, int64_t rows, int64_t cols, const Format& fmt, const ScalingConfig& cfg,
+                         Axis contraction = Axis::Cols, const ProgressFn& progress = {});
 
 /// Quantizes a whole tensor with a given per-tensor scale (delayed / static scaling):
 /// codes = encodeBulk(x, op == Multiply ? quant : dequant, op). The result's block is
 /// [rows, cols] with one scale.
 QuantizedTensor quantizeWithScale(const float* x, int64_t rows, int64_t cols, const Format& fmt,
-                                  const BlockScale& scale, Format::ScaleOp op,
-                                  const EncodeOptions& encode = {}, const ProgressFn& progress = {});
+                                  const BlockScale& scale, Format::ScaleOp op, const EncodeOptions& encode = {},
+                                  const ProgressFn& progress = {});
 QuantizedTensor quantizeWithScale(const double* x, int64_t rows, int64_t cols, const Format& fmt,
-                                  const BlockScale& scale, Format::ScaleOp op,
-                                  const EncodeOptions& encode = {}, const ProgressFn& progress = {});
+                                  const BlockScale& scale, Format::ScaleOp op, const EncodeOptions& encode = {},
+                                  const ProgressFn& progress = {});
 
 /// max |x| over n values. ignore_nan: NaN elements are skipped (CUDA fmaxf); otherwise any NaN
 /// makes the result NaN (torch.max). Inf counts as Inf.

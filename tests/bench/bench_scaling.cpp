@@ -53,13 +53,45 @@ void BM_Quantize(benchmark::State& st, const char* preset, Axis axis) {
 } // namespace
 
 BENCHMARK(BM_PlainEncodeBulk)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Quantize, te_current, "te_current", Axis::Cols)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Quantize, per_row, "per_row", Axis::Cols)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Quantize, per_column, "per_column", Axis::Cols)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Quantize, deepgemm_1x128, "deepgemm_1x128", Axis::Cols)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Quantize, deepgemm_1x128_rows, "deepgemm_1x128", Axis::Rows)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Quantize, deepgemm_128x128, "deepgemm_128x128", Axis::Cols)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Quantize, mx_rceil, "mx_rceil", Axis::Cols)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Quantize, mx_floor, "mx_floor", Axis::Cols)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, te_current, "te_current", Axis::Cols)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, per_row, "per_row", Axis::Cols)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, per_column, "per_column", Axis::Cols)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, deepgemm_1x128, "deepgemm_1x128", Axis::Cols)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, deepgemm_1x128_rows, "deepgemm_1x128", Axis::Rows)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, deepgemm_128x128, "deepgemm_128x128", Axis::Cols)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, mx_rceil, "mx_rceil", Axis::Cols)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, mx_floor, "mx_floor", Axis::Cols)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -174,7 +174,8 @@ void TestDelayedScaling::teMargin2Hybrid_data() {
   QTest::addColumn<int>("algo");
   for (int len : {31, 1024})
     for (int a : {0, 1})
-      QTest::newRow(qPrintable(QStringLiteral("L%1_%2").arg(len).arg(a ? QStringLiteral("most_recent") : QStringLiteral("max"))))
+      QTest::newRow(
+          qPrintable(QStringLiteral("L%1_%2").arg(len).arg(a ? QStringLiteral("most_recent") : QStringLiteral("max"))))
           << len << a;
 }
 
@@ -187,7 +188,8 @@ void TestDelayedScaling::teMargin2Hybrid() {
   DelayedScaling g(Format::E5M2(), teCfg(len, al, 2));
   std::vector<float> xs, ws, gs;
   for (int s = 0; s < 4; ++s) {
-    const float ax = static_cast<float>(s) + 0.25f, aw = static_cast<float>(s) + 0.5f, ag = static_cast<float>(s) + 0.75f;
+    const float ax = static_cast<float>(s) + 0.25f, aw = static_cast<float>(s) + 0.5f,
+                ag = static_cast<float>(s) + 0.75f;
     // The tensors themselves: the amax is taken from the data (TE's cast kernel).
     const std::vector<float> tx(64, ax), tw(64, -aw), tg(64, ag);
     const float used_x = x.scale();
@@ -241,7 +243,8 @@ void TestDelayedScaling::teNumericScenarios_data() {
     const float mx = f ? 57344.0f : 448.0f;
     const char* n = f ? "E5M2" : "E4M3";
     QTest::newRow(qPrintable(QStringLiteral("%1_zero").arg(QLatin1String(n)))) << f << 0.0f << 1.0f << true;
-    QTest::newRow(qPrintable(QStringLiteral("%1_tiny").arg(QLatin1String(n)))) << f << (mx / kFltMax) / 2.0f << kFltMax << false;
+    QTest::newRow(qPrintable(QStringLiteral("%1_tiny").arg(QLatin1String(n))))
+        << f << (mx / kFltMax) / 2.0f << kFltMax << false;
     QTest::newRow(qPrintable(QStringLiteral("%1_normal").arg(QLatin1String(n)))) << f << 0.5f << 2.0f * mx << false;
     QTest::newRow(qPrintable(QStringLiteral("%1_inf").arg(QLatin1String(n)))) << f << kInf << 1.0f << true;
     QTest::newRow(qPrintable(QStringLiteral("%1_nan").arg(QLatin1String(n)))) << f << kNaN << 1.0f << true;
@@ -282,8 +285,8 @@ void TestDelayedScaling::teInfStaysInWindow() {
   QVERIFY(u.kept_previous);
   QVERIFY(u.rolled);
   QCOMPARE(s.scale(), 224.0f);
-  QVERIFY(s.update(1.0f).kept_previous); // window {2, inf, 1}
-  QVERIFY(s.update(1.0f).kept_previous); // window {inf, 1, 1}
+  QVERIFY(s.update(1.0f).kept_previous);  // window {2, inf, 1}
+  QVERIFY(s.update(1.0f).kept_previous);  // window {inf, 1, 1}
   QVERIFY(!s.update(1.0f).kept_previous); // window {1, 1, 1}
   QCOMPARE(s.scale(), 448.0f);
   DelayedScaling n(Format::E4M3FN(), teCfg(3));

@@ -86,7 +86,7 @@ void TestScaling::teComputeScaleEdgeRules() {
 void TestScaling::tePow2MantissaMask() {
   QCOMPARE(tePow2(149.33333f), 128.0f);
   QCOMPARE(tePow2(1.0f), 1.0f);
-  QCOMPARE(tePow2(kFltMax), std::ldexp(1.0f, 127)); // not inf: the mask keeps the exponent
+  QCOMPARE(tePow2(kFltMax), std::ldexp(1.0f, 127));      // not inf: the mask keeps the exponent
   QCOMPARE(teScaleFromAmax(3.0f, 448.0f, true), 128.0f); // 448/3 = 149.33 → 128
   QCOMPARE(teScaleFromAmax(448.0f / kFltMax / 2.0f, 448.0f, true), std::ldexp(1.0f, 127));
 }
@@ -107,7 +107,7 @@ void TestScaling::torchaoScaleRules() {
 
 // torchao test_float8_utils: _round_scale_down_to_power_of_2 cases.
 void TestScaling::torchaoPow2Quirks() {
-  QVERIFY(std::isinf(torchaoPow2(kFltMax)));                 // log2f(FLT_MAX) rounds to 128
+  QVERIFY(std::isinf(torchaoPow2(kFltMax))); // log2f(FLT_MAX) rounds to 128
   QCOMPARE(torchaoPow2(1.0f + std::ldexp(1.0f, -23)), 1.0f);
   QCOMPARE(torchaoPow2(1.0f - std::ldexp(1.0f, -24)), 0.5f);
   QCOMPARE(torchaoPow2(149.33333f), 128.0f);
@@ -229,8 +229,8 @@ void TestScaling::mxFp4Element() {
 // TE RCEIL ignores NaN elements (fmaxf) and saturates an inf amax to 0xFE.
 void TestScaling::mxNaNAndInfBlocks() {
   std::vector<float> x(64, 1.0f);
-  x[3] = kNaN;   // block 0
-  x[40] = kInf;  // block 1
+  x[3] = kNaN;  // block 0
+  x[40] = kInf; // block 1
   const QuantizedTensor f = quantize(x.data(), 1, 64, Format::E4M3FN(), preset("mx_floor"));
   QCOMPARE(int(f.scale_codes[0]), 0xFF);
   QCOMPARE(int(f.scale_codes[1]), 0xFF);
@@ -332,17 +332,17 @@ void TestScaling::partialBlocks1x128() {
 void TestScaling::partialBlocks128x128() {
   const int64_t n = 200;
   std::vector<float> x(static_cast<size_t>(n * n), 1.0f);
-  x[static_cast<size_t>(10 * n + 10)] = 448.0f;          // tile (0,0): sf 1
-  x[static_cast<size_t>(100 * n + 199)] = 896.0f;        // tile (0,1): sf 2
-  x[static_cast<size_t>(199 * n + 0)] = 1792.0f;         // tile (1,0): sf 4
-  x[static_cast<size_t>(128 * n + 128)] = 3584.0f;       // tile (1,1): sf 8
+  x[static_cast<size_t>(10 * n + 10)] = 448.0f;    // tile (0,0): sf 1
+  x[static_cast<size_t>(100 * n + 199)] = 896.0f;  // tile (0,1): sf 2
+  x[static_cast<size_t>(199 * n + 0)] = 1792.0f;   // tile (1,0): sf 4
+  x[static_cast<size_t>(128 * n + 128)] = 3584.0f; // tile (1,1): sf 8
   const QuantizedTensor q = quantize(x.data(), n, n, Format::E4M3FN(), preset("deepgemm_128x128"));
   QCOMPARE(q.block, (ScaleBlock{128, 128}));
   QCOMPARE(q.dequant_scales, (std::vector<float>{1.0f, 2.0f, 4.0f, 8.0f}));
-  QCOMPARE(int(q.codes[0]), 0x38);                                   // 1/1
-  QCOMPARE(int(q.codes[static_cast<size_t>(0 * n + 150)]), 0x30);    // 1/2 = 0 0110 000
-  QCOMPARE(int(q.codes[static_cast<size_t>(150 * n + 0)]), 0x28);    // 1/4 = 0 0101 000
-  QCOMPARE(int(q.codes[static_cast<size_t>(199 * n + 199)]), 0x20);  // 1/8 = 0 0100 000
+  QCOMPARE(int(q.codes[0]), 0x38);                                  // 1/1
+  QCOMPARE(int(q.codes[static_cast<size_t>(0 * n + 150)]), 0x30);   // 1/2 = 0 0110 000
+  QCOMPARE(int(q.codes[static_cast<size_t>(150 * n + 0)]), 0x28);   // 1/4 = 0 0101 000
+  QCOMPARE(int(q.codes[static_cast<size_t>(199 * n + 199)]), 0x20); // 1/8 = 0 0100 000
   QCOMPARE(int(q.codes[static_cast<size_t>(128 * n + 128)]), 0x7E);
   // TE block preset: same tiles, pow2 quant multipliers 448/amax = 1, 0.5, 0.25, 0.125.
   const QuantizedTensor t = quantize(x.data(), n, n, Format::E4M3FN(), preset("te_block_128x128"));
@@ -373,11 +373,11 @@ void TestScaling::block1DAlongRowsIsColumnBlocks() {
 void TestScaling::columnBlocksMatchRowBlocksOnTranspose_data() {
   QTest::addColumn<QString>("name");
   QTest::addColumn<QString>("format");
-  for (const char* n : {"per_row", "torchao_rowwise", "deepgemm_1x128", "dsv3_act_quant", "te_block_1x128", "mx_floor", "mx_rceil",
-                        "te_current"})
+  for (const char* n : {"per_row", "torchao_rowwise", "deepgemm_1x128", "dsv3_act_quant", "te_block_1x128", "mx_floor",
+                        "mx_rceil", "te_current"})
     for (const char* f : {"E4M3FN", "E5M2", "E2M1"})
-      QTest::newRow(qPrintable(QStringLiteral("%1_%2").arg(QLatin1String(n), QLatin1String(f)))) << QString::fromLatin1(n)
-                                                                                                  << QString::fromLatin1(f);
+      QTest::newRow(qPrintable(QStringLiteral("%1_%2").arg(QLatin1String(n), QLatin1String(f))))
+          << QString::fromLatin1(n) << QString::fromLatin1(f);
 }
 
 void TestScaling::columnBlocksMatchRowBlocksOnTranspose() {
@@ -388,7 +388,9 @@ void TestScaling::columnBlocksMatchRowBlocksOnTranspose() {
   std::vector<float> x(static_cast<size_t>(R * C)), xt(x.size());
   uint64_t st = 12345;
   for (auto& v : x) { // xorshift → roughly uniform in [-4, 4), a few large outliers
-    st ^= st << 13; st ^= st >> 7; st ^= st << 17;
+    st ^= st << 13;
+    st ^= st >> 7;
+    st ^= st << 17;
     v = static_cast<float>(static_cast<int64_t>(st % 8000) - 4000) / 1000.0f;
     if (st % 97 == 0) v *= 1000.0f;
     if (st % 89 == 0) v = 0.0f;
@@ -398,7 +400,7 @@ void TestScaling::columnBlocksMatchRowBlocksOnTranspose() {
   for (int64_t i = 0; i < R; ++i)
     for (int64_t j = 0; j < C; ++j) xt[static_cast<size_t>(j * R + i)] = x[static_cast<size_t>(i * C + j)];
   const ScalingConfig c = preset(qPrintable(name));
-  const QuantizedTensor a = quantize(x.data(), R, C, fmt, c, Axis::Cols);  // row-shaped blocks
+  const QuantizedTensor a = quantize(x.data(), R, C, fmt, c, Axis::Cols); // row-shaped blocks
   // per_row has a fixed orientation: its transpose partner is per_column.
   const ScalingConfig ct = name == QStringLiteral("per_row") ? preset("per_column") : c;
   const QuantizedTensor b = quantize(xt.data(), C, R, fmt, ct, Axis::Rows); // column-shaped blocks
@@ -426,8 +428,8 @@ void TestScaling::columnBlocksMatchRowBlocksOnTranspose() {
 // NaN, ±inf, 1000 (> 448: saturated), 0.00390625 = 2^-8 (subnormal: below 2^-6).
 void TestScaling::statsCounts() {
   const std::vector<float> x = {0.0f, 1e-10f, kNaN, kInf, -kInf, 1000.0f, 0.00390625f, 1.0f};
-  const QuantizedTensor q = quantizeWithScale(x.data(), 1, 8, Format::E4M3FN(), BlockScale{1.0f, 1.0f, -1},
-                                              Format::ScaleOp::Multiply);
+  const QuantizedTensor q =
+      quantizeWithScale(x.data(), 1, 8, Format::E4M3FN(), BlockScale{1.0f, 1.0f, -1}, Format::ScaleOp::Multiply);
   QCOMPARE(q.stats.elements, int64_t(8));
   QCOMPARE(q.stats.zero_inputs, int64_t(1));
   QCOMPARE(q.stats.underflow, int64_t(1));
@@ -446,11 +448,14 @@ void TestScaling::threadsDoNotChangeResults() {
   std::vector<float> x(static_cast<size_t>(R * C));
   uint64_t st = 777;
   for (auto& v : x) {
-    st ^= st << 13; st ^= st >> 7; st ^= st << 17;
+    st ^= st << 13;
+    st ^= st >> 7;
+    st ^= st << 17;
     v = static_cast<float>(static_cast<int64_t>(st % 2000001) - 1000000) * 1e-4f;
   }
   x[123456] = kNaN;
-  for (const char* n : {"te_current", "torchao_tensorwise", "per_column", "deepgemm_1x128", "deepgemm_128x128", "mx_floor"})
+  for (const char* n :
+       {"te_current", "torchao_tensorwise", "per_column", "deepgemm_1x128", "deepgemm_128x128", "mx_floor"})
     for (Axis ax : {Axis::Cols, Axis::Rows}) {
       ScalingConfig c = preset(n);
       c.threads = 1;
@@ -492,9 +497,11 @@ void TestScaling::edgeTensorsNeverCrash() {
   }
   const std::vector<float> z(256, 0.0f);
   QCOMPARE(quantize(z.data(), 2, 128, Format::E4M3FN(), preset("te_current")).quant_scales[0], 1.0f);
-  QCOMPARE(quantize(z.data(), 2, 128, Format::E4M3FN(), preset("torchao_tensorwise")).quant_scales[0], static_cast<float>(4.48e14));
+  QCOMPARE(quantize(z.data(), 2, 128, Format::E4M3FN(), preset("torchao_tensorwise")).quant_scales[0],
+           static_cast<float>(4.48e14));
   const std::vector<float> nan(256, kNaN);
-  QCOMPARE(quantize(nan.data(), 2, 128, Format::E4M3FN(), preset("te_current")).quant_scales[0], 1.0f); // NaNs skipped → amax 0
+  QCOMPARE(quantize(nan.data(), 2, 128, Format::E4M3FN(), preset("te_current")).quant_scales[0],
+           1.0f); // NaNs skipped → amax 0
   QVERIFY(std::isnan(quantize(nan.data(), 2, 128, Format::E4M3FN(), preset("torchao_tensorwise")).quant_scales[0]));
   const std::vector<float> inf(256, kInf);
   QCOMPARE(quantize(inf.data(), 2, 128, Format::E4M3FN(), preset("te_current")).quant_scales[0], 1.0f);
@@ -544,7 +551,8 @@ void TestScaling::presetsListed() {
 void TestScaling::badInput() {
   const std::vector<float> x(4, 1.0f);
   QVERIFY_THROWS_EXCEPTION(std::invalid_argument, quantize(x.data(), -1, 4, Format::E4M3FN(), preset("te_current")));
-  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, quantize(static_cast<const float*>(nullptr), 1, 4, Format::E4M3FN(), preset("te_current")));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                           quantize(static_cast<const float*>(nullptr), 1, 4, Format::E4M3FN(), preset("te_current")));
   QVERIFY_THROWS_EXCEPTION(std::invalid_argument, quantize(x.data(), 1, 4, Format::BF16(), preset("te_current")));
   ScalingConfig c = preset("deepgemm_1x128");
   c.block = 0;

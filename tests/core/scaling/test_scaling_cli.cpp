@@ -30,7 +30,8 @@ private:
   }
   static QJsonDocument json(const QStringList& args) {
     const Result r = run(args);
-    if (r.code != 0) qWarning("fp8lab-cli %s: exit %d: %s", qPrintable(args.join(QLatin1Char(' '))), r.code, r.err.constData());
+    if (r.code != 0)
+      qWarning("fp8lab-cli %s: exit %d: %s", qPrintable(args.join(QLatin1Char(' '))), r.code, r.err.constData());
     QJsonParseError e{};
     const QJsonDocument d = QJsonDocument::fromJson(r.out, &e);
     if (e.error != QJsonParseError::NoError) qWarning("not JSON: %s", r.out.constData());
@@ -54,8 +55,8 @@ private Q_SLOTS:
                                 QStringLiteral("--scaling"), QStringLiteral("te_current"), QStringLiteral("--values"),
                                 QStringLiteral("0.001,0.005,0.008,0.010"), QStringLiteral("--json")})
                               .object();
-    QCOMPARE(strings(o[QStringLiteral("codes")]),
-             (QStringList{QStringLiteral("0x63"), QStringLiteral("0x76"), QStringLiteral("0x7b"), QStringLiteral("0x7e")}));
+    QCOMPARE(strings(o[QStringLiteral("codes")]), (QStringList{QStringLiteral("0x63"), QStringLiteral("0x76"),
+                                                               QStringLiteral("0x7b"), QStringLiteral("0x7e")}));
     QCOMPARE(o[QStringLiteral("quant_scales")].toArray().at(0).toDouble(), 44800.0);
     QCOMPARE(o[QStringLiteral("dequant_scales")].toArray().at(0).toDouble(), double(1.0f / 44800.0f));
     QCOMPARE(o[QStringLiteral("saturated")].toInt(), 0);
@@ -67,14 +68,16 @@ private Q_SLOTS:
   void quantizeMxJson() {
     QStringList v;
     for (int i = 0; i < 32; ++i) v << QStringLiteral("480");
-    const QJsonObject f = json({QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("E4M3FN"), QStringLiteral("-s"),
-                                QStringLiteral("mx_floor"), QStringLiteral("--values"), v.join(QLatin1Char(',')), QStringLiteral("--json")})
+    const QJsonObject f = json({QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("E4M3FN"),
+                                QStringLiteral("-s"), QStringLiteral("mx_floor"), QStringLiteral("--values"),
+                                v.join(QLatin1Char(',')), QStringLiteral("--json")})
                               .object();
     QCOMPARE(strings(f[QStringLiteral("scale_codes")]), QStringList{QStringLiteral("0x7f")});
     QCOMPARE(strings(f[QStringLiteral("codes")]), QStringList(32, QStringLiteral("0x7e")));
     QCOMPARE(f[QStringLiteral("saturated")].toInt(), 32);
-    const QJsonObject r = json({QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("E4M3FN"), QStringLiteral("-s"),
-                                QStringLiteral("mx_rceil"), QStringLiteral("--values"), v.join(QLatin1Char(',')), QStringLiteral("--json")})
+    const QJsonObject r = json({QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("E4M3FN"),
+                                QStringLiteral("-s"), QStringLiteral("mx_rceil"), QStringLiteral("--values"),
+                                v.join(QLatin1Char(',')), QStringLiteral("--json")})
                               .object();
     QCOMPARE(strings(r[QStringLiteral("scale_codes")]), QStringList{QStringLiteral("0x80")});
     QCOMPARE(strings(r[QStringLiteral("codes")]), QStringList(32, QStringLiteral("0x77")));
@@ -85,9 +88,9 @@ private Q_SLOTS:
   // Flax test_fp8_meta_dtype through the CLI: history (oldest first) [0,0,2], [0,2,3], [2,3,4];
   // scale 1, float32(2/448), float32(3/448); kept_previous only at step 0.
   void simulateFlaxJson() {
-    const QJsonArray a = json({QStringLiteral("scaling"), QStringLiteral("simulate"), QStringLiteral("--preset"), QStringLiteral("flax"),
-                               QStringLiteral("--history-len"), QStringLiteral("3"), QStringLiteral("--amax"), QStringLiteral("2,3,4"),
-                               QStringLiteral("--json")})
+    const QJsonArray a = json({QStringLiteral("scaling"), QStringLiteral("simulate"), QStringLiteral("--preset"),
+                               QStringLiteral("flax"), QStringLiteral("--history-len"), QStringLiteral("3"),
+                               QStringLiteral("--amax"), QStringLiteral("2,3,4"), QStringLiteral("--json")})
                              .array();
     QCOMPARE(a.size(), 3);
     const double scales[3] = {1.0, double(0.004464285913854837f), double(0.0066964286379516125f)};
@@ -107,9 +110,9 @@ private Q_SLOTS:
 
   // TE: amax 2 → 224; 0 → kept (no roll); inf → kept, "inf" as a string.
   void simulateTeJson() {
-    const QJsonArray a = json({QStringLiteral("scaling"), QStringLiteral("simulate"), QStringLiteral("--preset"), QStringLiteral("te"),
-                               QStringLiteral("--history-len"), QStringLiteral("4"), QStringLiteral("--amax"), QStringLiteral("2,0,inf"),
-                               QStringLiteral("--json")})
+    const QJsonArray a = json({QStringLiteral("scaling"), QStringLiteral("simulate"), QStringLiteral("--preset"),
+                               QStringLiteral("te"), QStringLiteral("--history-len"), QStringLiteral("4"),
+                               QStringLiteral("--amax"), QStringLiteral("2,0,inf"), QStringLiteral("--json")})
                              .array();
     QCOMPARE(a.size(), 3);
     QCOMPARE(a[0].toObject()[QStringLiteral("scale")].toDouble(), 224.0);
@@ -125,12 +128,12 @@ private Q_SLOTS:
   }
 
   void badInputIsAClearError() {
-    Result r = run({QStringLiteral("quantize"), QStringLiteral("--format"), QStringLiteral("E4M3FN"), QStringLiteral("--values"),
-                    QStringLiteral("1,x")});
+    Result r = run({QStringLiteral("quantize"), QStringLiteral("--format"), QStringLiteral("E4M3FN"),
+                    QStringLiteral("--values"), QStringLiteral("1,x")});
     QCOMPARE(r.code, 2);
     QVERIFY(r.err.contains("not a number"));
-    r = run({QStringLiteral("quantize"), QStringLiteral("--format"), QStringLiteral("E4M3FN"), QStringLiteral("--scaling"),
-             QStringLiteral("bogus"), QStringLiteral("--values"), QStringLiteral("1")});
+    r = run({QStringLiteral("quantize"), QStringLiteral("--format"), QStringLiteral("E4M3FN"),
+             QStringLiteral("--scaling"), QStringLiteral("bogus"), QStringLiteral("--values"), QStringLiteral("1")});
     QCOMPARE(r.code, 2);
     QVERIFY(r.err.contains("unknown --scaling"));
     r = run({QStringLiteral("scaling"), QStringLiteral("simulate"), QStringLiteral("--preset"), QStringLiteral("flax"),
