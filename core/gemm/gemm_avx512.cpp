@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <vector>
 
@@ -45,6 +46,21 @@ bool cpuHasAvx512Bf16() {
 }
 
 namespace {
+
+/// A 64-byte aligned array (zmm loads of a packed panel then never split a cache line).
+template <class T> class AlignedArray {
+public:
+  explicit AlignedArray(size_t n) : p_(static_cast<T*>(::operator new(std::max<size_t>(n, 1) * sizeof(T), std::align_val_t(64)))) {}
+  ~AlignedArray() { ::operator delete(p_, std::align_val_t(64)); }
+  AlignedArray(const AlignedArray&) = delete;
+  AlignedArray& operator=(const AlignedArray&) = delete;
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  T& operator[](size_t i) { return p_[i]; }
+
+private:
+  T* p_;
+};
 
 /// bf16 bits of every decoded code, or empty when some finite value is not exact in BF16.
 std::vector<uint16_t> bf16Table(const Format& f) {
@@ -186,7 +202,7 @@ void gemmFloatAvx512Bf16(const Plan& plan, const QuantizedTensor& a, const Quant
   const std::vector<uint16_t> ta = bf16Table(*a.format), tb = bf16Table(*b.format);
 
   // ---- pack A: ap[i][p] = bf16(a[i][2p]) << 16 | bf16(a[i][2p+1]) ----
-  std::vector<uint32_t> ap(static_cast<size_t>(M * KP));
+  AlignedArray<uint32_t> ap(static_cast<size_t>(M * KP));
   const int64_t rows_per_job = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, K));
   parallelJobs((M + rows_per_job - 1) / rows_per_job, threads, progress, "pack A", 0.0, 0.02, [&](int64_t j) {
     const int64_t i1 = std::min(M, (j + 1) * rows_per_job);
@@ -199,7 +215,7 @@ void gemmFloatAvx512Bf16(const Plan& plan, const QuantizedTensor& a, const Quant
     }
   });
   // ---- pack B: bp[panel][p][c] = bf16(b[2p][32·panel+c]) << 16 | bf16(b[2p+1][...]) ----
-  std::vector<uint32_t> bp(static_cast<size_t>(NP * KP * kNR));
+  AlignedArray<uint32_t> bp(static_cast<size_t>(NP * KP * kNR));
   const int64_t pairs_per_job = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, N));
   parallelJobs((KP + pairs_per_job - 1) / pairs_per_job, threads, progress, "pack B", 0.02, 0.05, [&](int64_t j) {
     const int64_t p1 = std::min(KP, (j + 1) * pairs_per_job);
@@ -284,8 +300,8 @@ constexpr int64_t kFmaNC = 256; // columns per job tile
 constexpr int64_t kFmaKC = 256; // elements of K per chunk: B micro-panel 256·32·4 = 32 KiB (L1)
 
 struct FmaArgs {
-  const float* a;   // decoded A at row i0 (row-major, stride lda)
-  int64_t lda;
+  const float* a;   // packed A panel of this micro-tile: [k][kFmaMR] floats (rows interleaved)
+  int64_t lda;      // unused (kept for symmetry)
   const float* b;   // packed B panel: [k][32] floats
   float* c;         // C at (i0, n0)
   int64_t ldc;
@@ -314,17 +330,18 @@ __attribute__((target("avx512f,fma"))) void fmaKernel(const FmaArgs& x) {
       }
     }
     const float* bp = x.b + sg.p0 * kNR;
-    const float* ap = x.a + sg.p0;
+    const float* ap = x.a + sg.p0 * kFmaMR;
+#pragma GCC unroll 4
     for (int64_t k = sg.p0; k < sg.p1; ++k) {
       const __m512 b0 = _mm512_loadu_ps(bp);
       const __m512 b1 = _mm512_loadu_ps(bp + 16);
       for (int r = 0; r < MR; ++r) {
-        const __m512 av = _mm512_set1_ps(ap[r * x.lda]);
+        const __m512 av = _mm512_set1_ps(ap[r]);
         acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
         acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
       }
       bp += kNR;
-      ++ap;
+      ap += kFmaMR;
     }
     if (x.direct) {
       for (int r = 0; r < MR; ++r) {
@@ -373,16 +390,25 @@ void gemmFloatAvx512Fma(const Plan& plan, const QuantizedTensor& a, const Quanti
   const int64_t NP = (N + kNR - 1) / kNR;
   const std::vector<float>& ta = a.format->decodeTable();
   const std::vector<float>& tb = b.format->decodeTable();
-  // decoded A, row-major [M][K]
-  std::vector<float> ad(static_cast<size_t>(M * K));
-  const int64_t rows_per_job = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, K));
-  parallelJobs((M + rows_per_job - 1) / rows_per_job, threads, progress, "decode A", 0.0, 0.02, [&](int64_t j) {
-    const size_t e0 = static_cast<size_t>(j * rows_per_job * K);
-    const size_t e1 = static_cast<size_t>(std::min(M, (j + 1) * rows_per_job) * K);
-    for (size_t e = e0; e < e1; ++e) ad[e] = ta[a.codes[e]];
+  // decoded A in panels of kFmaMR rows, [panel][k][kFmaMR] (rows past M are zero): the
+  // micro-kernel's broadcasts then read one contiguous line per k instead of kFmaMR rows 4·K
+  // bytes apart (which alias in the L1 sets when K is a multiple of 1024)
+  const int64_t MP = (M + kFmaMR - 1) / kFmaMR;
+  AlignedArray<float> ad(static_cast<size_t>(MP * K * kFmaMR));
+  parallelJobs(MP, threads, progress, "decode A", 0.0, 0.02, [&](int64_t panel) {
+    float* dst = ad.data() + panel * K * kFmaMR;
+    for (int r = 0; r < kFmaMR; ++r) {
+      const int64_t i = panel * kFmaMR + r;
+      if (i >= M) {
+        for (int64_t k = 0; k < K; ++k) dst[k * kFmaMR + r] = 0.0f;
+        continue;
+      }
+      const uint8_t* src = a.codes.data() + i * K;
+      for (int64_t k = 0; k < K; ++k) dst[k * kFmaMR + r] = ta[src[k]];
+    }
   });
   // B panels [panel][k][32]
-  std::vector<float> bp(static_cast<size_t>(NP * K * kNR));
+  AlignedArray<float> bp(static_cast<size_t>(NP * K * kNR));
   const int64_t krows_per_job = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, N));
   parallelJobs((K + krows_per_job - 1) / krows_per_job, threads, progress, "pack B", 0.02, 0.05, [&](int64_t j) {
     const int64_t k1 = std::min(K, (j + 1) * krows_per_job);
@@ -440,7 +466,7 @@ void gemmFloatAvx512Fma(const Plan& plan, const QuantizedTensor& a, const Quanti
         x.ldsb = N;
         for (int64_t i = i0; i < i1; i += kFmaMR) {
           const int mr = static_cast<int>(std::min<int64_t>(kFmaMR, i1 - i));
-          x.a = ad.data() + i * K;
+          x.a = ad.data() + (i / kFmaMR) * K * kFmaMR;
           x.c = c + i * N + nn;
           x.sa = plan.a_varies ? plan.sa_w.data() + i * W : nullptr;
           kFmaKernels[mr](x);
