@@ -93,8 +93,6 @@ void checkExact(Checker& c, GemmBackend& gpu, GemmBackend& cpu, FILE* log) {
       for (OutputType out : outs)
         for (int fast = 0; fast < 2; ++fast)
           for (int shape = 0; shape < 2; ++shape) {
-            const bool block = pr.first == Gran::Block1D || pr.first == Gran::Block2D || pr.second == Gran::Block1D ||
-                               pr.second == Gran::Block2D;
             // Shape 0 needs M/N padding (200 x 136), K = 384 = 3 blocks; shape 1: K = 300 (K padding,
             // a partial last K-block for block modes), M = 64, N = 48.
             const int64_t M = shape ? 64 : 200, N = shape ? 48 : 136, K = shape ? 300 : 384;
@@ -114,8 +112,12 @@ void checkExact(Checker& c, GemmBackend& gpu, GemmBackend& cpu, FILE* log) {
             if (!why.empty()) {
               ++unsupported;
               std::fprintf(log, "%s,unsupported,%s\n", name.c_str(), why.c_str());
-              // The basic combinations must be supported on Hopper.
-              const bool must = !block && out != OutputType::E4M3FN && pr.first == pr.second;
+              // The combinations PyTorch and TE rely on must be supported on Hopper: per-tensor with
+              // 16/32-bit output for all three type pairs, row-wise E4M3 x E4M3 -> BF16.
+              const bool per_tensor = pr.first == Gran::Tensor && pr.second == Gran::Tensor;
+              const bool rowwise = pr.first == Gran::Outer && pr.second == Gran::Outer && ty.a == ty.b &&
+                                   out == OutputType::BF16;
+              const bool must = (per_tensor && out != OutputType::E4M3FN) || rowwise;
               if (must) c.expect(false, name + ": unsupported on this GPU: " + why);
               continue;
             }
