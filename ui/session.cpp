@@ -145,6 +145,12 @@ bool Session::fileSupport() { return session_io::available(); }
 
 bool Session::load(const QString& fileName, QString* error, QStringList* warnings) {
   QString why;
+  // Only regular files: opening a FIFO blocks until a writer appears (the window would freeze),
+  // and a directory or device is never a session (issue 8, docs/reliability.md).
+  if (const QFileInfo fi(fileName); fi.exists() && !fi.isFile()) {
+    if (error) *error = tr("not a regular file (a directory, FIFO or device cannot be a session)");
+    return false;
+  }
   if (!session_io::looksLikeHdf5(fileName, &why)) {
     if (error) *error = why;
     return false;

@@ -3,6 +3,7 @@
 
 #include "formats/format.h"
 #include "gemm/gemm_experiment.h"
+#include "gemm/gemm_internal.h"
 #include "io/tensor_import.h"
 #include "metrics/error_metrics.h"
 #include "scaling/scaling.h"
@@ -11,6 +12,7 @@
 #include <bit>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -19,6 +21,26 @@ namespace fp8lab {
 using C = SessionIssue::Code;
 
 namespace {
+
+/// Refuses an experiment whose buffers cannot fit before anything is allocated (issue 8 §4).
+/// Per operand element: input float32 4 + codes 1 + dequantized 4 + decoded copy 4 + float64
+/// copy 8 = 21 bytes; per output element: ideal 8 + quantized-exact 8 + D 4 + two error maps 8 +
+/// the stored float32 copies 8 = 36 bytes. `limit` > 0 replaces the memory available now.
+bool fitsInMemory(int64_t m, int64_t k, int64_t n, int64_t limit, const std::string& where, Status* st) {
+  const double need = 21.0 * (double(m) * double(k) + double(k) * double(n)) + 36.0 * double(m) * double(n);
+  const double have = double(limit > 0 ? limit : gemm_detail::availableMemoryBytes());
+  if (need <= have) return true;
+  auto gib = [](double b) {
+    char t[40];
+    std::snprintf(t, sizeof t, b >= 0x1p30 ? "%.3g GiB" : "%.3g MiB", b / (b >= 0x1p30 ? 0x1p30 : 0x1p20));
+    return std::string(t);
+  };
+  st->add(SessionIssue::Code::InvalidArgument, where,
+          "GEMM " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + " needs about " + gib(need) +
+              " of buffers, more than the " + gib(have) + (limit > 0 ? " allowed" : " of memory available") +
+              "; refused before allocating anything");
+  return false;
+}
 
 std::string norm(std::string_view s) {
   std::string r(s);
@@ -163,6 +185,10 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
     r.add(C::InvalidArgument, where, "tile must be ≥ 1");
     return r;
   }
+  // Random operands: the shape is known now; imported ones are checked once loaded.
+  if (cfg.a.tensor.empty() && cfg.b.tensor.empty() &&
+      !fitsInMemory(cfg.m, cfg.k, cfg.n, cfg.gemm.memory_limit_bytes, where, &r))
+    return r;
   reportProgress(progress, 0.0, "operands");
   Operand A, B;
   if (!loadOperand(cfg.a, cfg.m, cfg.k, cfg.seed, 1, cfg.gemm.threads, "A", &A, &r)) return r;
@@ -174,7 +200,30 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
               std::to_string(B.cols) + "]: inner dimensions differ");
     return r;
   }
+  if (A.rows < 1 || A.cols < 1 || B.cols < 1) {
+    r.add(C::InvalidArgument, where,
+          "A is [" + std::to_string(A.rows) + ", " + std::to_string(A.cols) + "] and B is [" + std::to_string(B.rows) + ", " +
+              std::to_string(B.cols) + "]: an empty operand has nothing to multiply");
+    return r;
+  }
   const int64_t m = A.rows, k = A.cols, n = B.cols;
+  if (!fitsInMemory(m, k, n, cfg.gemm.memory_limit_bytes, where, &r)) return r;
+  // Non-finite inputs: FP8 casts saturate ±Inf or turn it into NaN and the error metrics skip
+  // non-finite reference elements, so a run on such data must say so rather than look perfect.
+  auto nonFinite = [](const Operand& op) {
+    int64_t c = 0;
+    for (float x : op.f32) c += !std::isfinite(x);
+    for (double x : op.f64) c += !std::isfinite(x);
+    return c;
+  };
+  const int64_t a_nonfinite = nonFinite(A), b_nonfinite = nonFinite(B);
+  for (auto [cnt, name] : {std::pair{a_nonfinite, "A"}, {b_nonfinite, "B"}})
+    if (cnt > 0)
+      r.add(C::Computation, where,
+            std::string(name) + " holds " + std::to_string(cnt) +
+                " NaN or Inf value(s): they saturate or become NaN when quantized, and the error metrics skip "
+                "elements whose reference is not finite (see metrics a_nonfinite / b_nonfinite)",
+            Warning::Severity::Warning);
 
   reportProgress(progress, 0.05, "quantize A");
   QuantizedTensor qa = quantizeOperand(A, *fa, *sc, Axis::Cols, sub(progress, 0.05, 0.1));
@@ -227,6 +276,10 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
   run.attrs["n"] = n;
   run.attrs["a_origin"] = A.origin;
   run.attrs["b_origin"] = B.origin;
+  if (a_nonfinite > 0 || b_nonfinite > 0) {
+    run.setMetric("a_nonfinite", double(a_nonfinite), "count", "NaN or Inf elements of A before quantization");
+    run.setMetric("b_nonfinite", double(b_nonfinite), "count", "NaN or Inf elements of B before quantization");
+  }
   if (out.model_of_undocumented_hardware)
     run.attrs["note"] = std::string("FastAccum is a model of undocumented Hopper hardware behaviour");
 

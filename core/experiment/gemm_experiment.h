@@ -55,6 +55,11 @@ std::optional<OutputType> parseOutputType(std::string_view s);
 /// format or preset, bad shape, import failure, unsupported by the backend) come back as
 /// InvalidArgument / the importer's issues; Cancelled is thrown when progress returns false.
 /// The run's id is `run_id`, type "gemm", seed = cfg.seed.
+/// Reliability (issue 8): a GEMM whose buffers (≈ 21 B per operand element + 36 B per output
+/// element) exceed the memory available — or cfg.gemm.memory_limit_bytes when > 0 — is refused
+/// with InvalidArgument naming both sizes before anything is allocated; an empty imported operand
+/// is InvalidArgument; NaN / Inf inputs give a Computation warning and metrics a_nonfinite /
+/// b_nonfinite.
 Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::string& config_json,
                               const std::string& run_id, GemmBackend& backend, const ProgressFn& progress = {});
 

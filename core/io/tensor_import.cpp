@@ -654,6 +654,10 @@ bool openForeignH5(const std::string& path, h5::Handle* f, Status* st) {
     st->add(C::NotFound, path, "no such file");
     return false;
   }
+  if (!fs::is_regular_file(path, ec)) { // a FIFO would block H5Fis_hdf5's open() forever
+    st->add(C::NotHdf5, path, "not a regular file");
+    return false;
+  }
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     st->add(C::NotHdf5, path, "not an HDF5 file");
     H5Eclear2(H5E_DEFAULT);

@@ -256,6 +256,11 @@ Result<std::unique_ptr<SessionReader>> SessionReader::open(const std::string& pa
     r.add(C::NotHdf5, path, "is a directory");
     return r;
   }
+  // A FIFO, socket or device would block H5Fis_hdf5's open()/read() forever (or read without end).
+  if (!fs::is_regular_file(path, ec)) {
+    r.add(C::NotHdf5, path, "not a regular file (a FIFO, socket or device cannot be a session)");
+    return r;
+  }
   const htri_t is = H5Fis_hdf5(path.c_str());
   if (is == 0) {
     r.add(C::NotHdf5, path, "no HDF5 signature (not an HDF5 file, or its first bytes are damaged)");

@@ -132,6 +132,10 @@ IdxArray parseIdx(const std::vector<uint8_t>& bytes, const std::string& what, in
 
 IdxArray readIdxFile(const std::filesystem::path& path, int expect_dims, int64_t max_elements) {
   const std::string what = path.string();
+  std::error_code rec;
+  // Checked before opening: opening a FIFO blocks until a writer appears, a device never ends.
+  if (std::filesystem::exists(path, rec) && !std::filesystem::is_regular_file(path, rec))
+    throw IdxError(what + ": not a regular file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw IdxError(what + ": cannot open for reading");
   std::error_code ec;

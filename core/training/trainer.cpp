@@ -3,10 +3,12 @@
 
 #include "training/dense.h"
 #include "training/random.h"
+#include "gemm/gemm_internal.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <stdexcept>
 
@@ -370,6 +372,20 @@ struct TrainingRun::Impl {
   }
 };
 
+double estimateTrainingBytes(const TrainingConfig& c, int64_t train_images) {
+  double weights = 0, acts = 0;
+  for (size_t l = 0; l + 1 < c.layer_sizes.size(); ++l) {
+    weights += double(c.layer_sizes[l]) * double(c.layer_sizes[l + 1]);
+    acts += double(c.layer_sizes[l]) + double(c.layer_sizes[l + 1]);
+  }
+  const double layers = double(c.layer_sizes.size() > 0 ? c.layer_sizes.size() - 1 : 0);
+  const double batch = std::max(1, c.batch_size);
+  const double steps = double(std::max(1, c.epochs)) * std::ceil(double(std::max<int64_t>(1, train_images)) / batch);
+  const bool window = c.precision == TrainingPrecision::FP8 && c.record_history && isDelayed(c.scaling.kind);
+  const double per_step = 3.0 * layers * (40.0 + (window ? 8.0 * double(std::max(0, c.scaling.history_len)) : 0.0));
+  return 24.0 * weights + 12.0 * (batch + double(std::max(1, c.eval_batch_size))) * acts + steps * (per_step + 8.0);
+}
+
 TrainingRun::TrainingRun(TrainingConfig config, const ImageDataset& train, const ImageDataset& test,
                          GemmBackend* backend)
     : d(std::make_unique<Impl>()) {
@@ -378,6 +394,22 @@ TrainingRun::TrainingRun(TrainingConfig config, const ImageDataset& train, const
     throw std::invalid_argument("training config: the first layer size (" + std::to_string(config.layer_sizes.front()) +
                                 ") must equal the image size (" + std::to_string(train.features()) + ")");
   if (train.count < 1 || test.count < 1) throw std::invalid_argument("training needs at least one training and one test image");
+  {
+    const double need = estimateTrainingBytes(config, train.count);
+    const int64_t limit = config.forward_gemm.memory_limit_bytes;
+    const double have = double(limit > 0 ? limit : gemm_detail::availableMemoryBytes());
+    if (need > have) {
+      auto size = [](double b) {
+        char t[40];
+        std::snprintf(t, sizeof t, b >= 0x1p30 ? "%.3g GiB" : "%.3g MiB", b / (b >= 0x1p30 ? 0x1p30 : 0x1p20));
+        return std::string(t);
+      };
+      throw std::invalid_argument("training run '" + config.label + "' needs about " + size(need) +
+                                  " (weights, optimizer state, activations, per-step history), more than the " + size(have) +
+                                  (limit > 0 ? " allowed" : " of memory available") +
+                                  "; use fewer or smaller layers, fewer epochs, a shorter history_len or record_history false");
+    }
+  }
   d->cfg = std::move(config);
   d->train = &train;
   d->test = &test;

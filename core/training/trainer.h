@@ -118,12 +118,22 @@ struct TrainingResult {
   const OperandHistory* find(const std::string& name) const; ///< by "fc1/input"
 };
 
+/// Bytes a training run needs at its peak (issue 8 §4: runs that cannot fit are refused up
+/// front): per weight 24 B (master float32, gradient, Adam m and v, FP8 codes and dequantized
+/// copy), per activation 12 B × (batch + eval batch) × Σ(in + out), and per recorded step
+/// 3 operands per layer × (40 B + 2 × 4 B × history_len when the window is recorded — once in
+/// the result, once when stored as a session run). `train_images` sets the step count
+/// (epochs × ceil(train_images / batch_size)). An estimate, meant to be within 2× of the truth.
+double estimateTrainingBytes(const TrainingConfig& config, int64_t train_images);
+
 /// One training run. Not thread-safe; run() may be called once.
 class TrainingRun {
 public:
   /// `train` / `test` must outlive the run. `backend` (FP8 runs; not owned, may be null =
   /// the CPU reference backend) runs the FP8 GEMMs. Throws std::invalid_argument when
-  /// config.validate() fails or the data do not match layer_sizes.front().
+  /// config.validate() fails or the data do not match layer_sizes.front(), and when
+  /// estimateTrainingBytes() exceeds the memory available (or forward_gemm.memory_limit_bytes
+  /// when > 0) — the message names both sizes; nothing large has been allocated then.
   TrainingRun(TrainingConfig config, const ImageDataset& train, const ImageDataset& test,
               GemmBackend* backend = nullptr);
   ~TrainingRun();

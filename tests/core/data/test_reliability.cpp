@@ -1,0 +1,650 @@
+// Reliability (issue 8 §3-§4): the bad inputs of docs/reliability.md not already covered by
+// test_session / test_import / test_training / test_training_cli — kill -9 during a save (a child
+// process, SIGKILLed mid-write: the previous file must open intact), a full disk, FIFOs and devices
+// given as input files (must be refused, not hang), NaN / Inf / all-zero / empty tensors in the GEMM
+// experiment, runs too large for memory refused up front naming the size, cancel of reads and of
+// the GEMM experiment, and the fuzzers' regression inputs.
+//
+// The kill -9 test re-executes this test binary as the child ("--child-save FILE"): it writes a
+// large session and, once a few datasets are in the temporary file, tells the parent through a pipe
+// and waits to be killed. A second case kills a real `fp8lab-cli run` during its save.
+#include <QProcess>
+#include <QtTest>
+
+#include "experiment/gemm_experiment.h"
+#include "gemm/gemm.h"
+#include "io/tensor_import.h"
+#include "session/session.h"
+#include "training/fashion_mnist.h"
+#include "training/idx_reader.h"
+#include "training/trainer.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <thread>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace fp8lab;
+namespace fs = std::filesystem;
+using Code = SessionIssue::Code;
+
+namespace {
+
+std::string readBytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+void writeBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+bool hasCode(const Status& st, Code c) {
+  for (const auto& i : st.issues)
+    if (i.code == c) return true;
+  return false;
+}
+
+/// Hidden temporaries the writer leaves behind when killed (".<name>.tmp-XXXXXX").
+std::vector<std::string> tempFiles(const std::string& dir) {
+  std::vector<std::string> r;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp-") != std::string::npos) r.push_back(e.path().string());
+  return r;
+}
+
+/// A .npy v1.0 file of little-endian float32 [rows, cols] (NEP 1: magic, version, header length,
+/// a Python dict literal padded with spaces to a multiple of 64 bytes ending in '\n').
+std::string npy(int64_t rows, int64_t cols, const std::vector<float>& v) {
+  std::string h = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
+                  std::to_string(cols) + "), }";
+  while ((10 + h.size() + 1) % 64 != 0) h += ' ';
+  h += '\n';
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out += static_cast<char>(h.size() & 0xff);
+  out += static_cast<char>(h.size() >> 8);
+  out += h;
+  out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+  return out;
+}
+
+/// A run with one float32 dataset of n×n elements filled with i (exact in float32 for n² ≤ 2^24).
+Run bigRun(const std::string& id, int64_t n, float base) {
+  Run r;
+  r.id = id;
+  r.type = "gemm";
+  r.config_json = "{}";
+  std::vector<float> v(static_cast<size_t>(n * n));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = base + static_cast<float>(i % 1024);
+  r.putFloat32("output/D", std::move(v), n, n, "1", "test data");
+  return r;
+}
+
+/// Runs fn in a forked child with a time limit; returns the child's exit code, or -1 when it had to
+/// be killed (it hung), or -2 - signal when it died of a signal.
+int inChild(const std::function<int()>& fn, int seconds) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    alarm(static_cast<unsigned>(seconds + 5)); // belt and braces if the parent dies
+    _exit(fn());
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  int status = 0;
+  while (true) {
+    const pid_t w = waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return -2 - WTERMSIG(status);
+}
+
+std::string selfExe() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+QString cliPath() { return QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab-cli"); }
+
+/// The child of killDuringSaveKeepsPreviousFile: writes 6 runs of 1024×1024 float32 (4 MiB each,
+/// uncompressed); after the 3rd dataset reports "S" on stdout and sleeps until killed.
+int childSave(const std::string& path) {
+  Session s;
+  for (int i = 0; i < 6; ++i) s.runs.push_back(bigRun("new" + std::to_string(i), 1024, float(100 * i)));
+  WriteOptions opt;
+  opt.compress = false;
+  int calls = 0;
+  opt.progress = [&](double, const std::string&) {
+    if (++calls == 3) {
+      if (write(1, "S", 1) != 1) _exit(3);
+      for (;;) pause(); // mid-save: the temporary file is open and half written
+    }
+    return true;
+  };
+  const Status st = writeSession(path, s, opt);
+  return st.ok() ? 0 : 4; // reaching here means the parent did not kill us: the test fails
+}
+
+} // namespace
+
+class TestReliability : public QObject {
+  Q_OBJECT
+
+private Q_SLOTS:
+  void killDuringSaveKeepsPreviousFile();
+  void killCliDuringAppendKeepsPreviousFile();
+  void fullDiskKeepsPreviousFile();
+  void fifoAndDevicesAreRefusedNotHung_data();
+  void fifoAndDevicesAreRefusedNotHung();
+  void nanInfZeroTensorsInGemmExperiment();
+  void emptyTensorIsRefusedWithItsShape();
+  void hugeGemmIsRefusedUpFrontNamingTheSize();
+  void hugeTrainingIsRefusedUpFrontNamingTheSize();
+  void cancelledReadLeavesFileAndReturnsCancelled();
+  void cancelledGemmExperimentWritesNothing();
+  void cliBadInput_data();
+  void cliBadInput();
+  void fuzzRegressions_data();
+  void fuzzRegressions();
+};
+
+// kill -9 in the middle of writeSession: the temporary file is half written, the previous file is
+// byte-identical and opens with its run intact; the next save succeeds despite the stale temporary.
+void TestReliability::killDuringSaveKeepsPreviousFile() {
+  QTemporaryDir dir;
+  const std::string p = dir.path().toStdString() + "/work.h5";
+  Session old;
+  old.runs.push_back(bigRun("old", 64, 7.0f));
+  QVERIFY(writeSession(p, old).ok());
+  const std::string before = readBytes(p);
+
+  int fds[2];
+  QVERIFY(pipe(fds) == 0);
+  const std::string exe = selfExe();
+  QVERIFY(!exe.empty());
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    execl(exe.c_str(), exe.c_str(), "--child-save", p.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  char c = 0;
+  // The child signals once 3 datasets (12 MiB) are in the temporary file (ASan builds are slow).
+  pollfd pfd{fds[0], POLLIN, 0};
+  const int ready = poll(&pfd, 1, 120000);
+  const bool got = ready == 1 && read(fds[0], &c, 1) == 1 && c == 'S';
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(fds[0]);
+  QVERIFY2(got, "the child did not reach the middle of the save");
+  QVERIFY(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+  // The half-written temporary is there (the kill happened mid-save) ...
+  const auto temps = tempFiles(dir.path().toStdString());
+  QCOMPARE(temps.size(), size_t(1));
+  QVERIFY(fs::file_size(temps[0]) > (size_t(8) << 20));
+  // ... and the previous file is untouched and opens intact.
+  QVERIFY(readBytes(p) == before);
+  auto r = loadSession(p);
+  QVERIFY2(r.ok(), r.message().c_str());
+  QCOMPARE(r.value.runs.size(), size_t(1));
+  QCOMPARE(r.value.runs[0].id, std::string("old"));
+  const Dataset* d = r.value.runs[0].find("output/D");
+  QVERIFY(d);
+  QCOMPARE(d->f32[4095], 7.0f + 1023.0f); // bigRun: base + i % 1024 at i = 4095
+  // A new save over it still works (the stale temporary does not block it).
+  Session next;
+  next.runs.push_back(bigRun("next", 8, 1.0f));
+  QVERIFY(writeSession(p, next).ok());
+  QCOMPARE(loadSession(p).value.runs[0].id, std::string("next"));
+}
+
+// kill -9 of `fp8lab-cli run --out existing.h5` while it writes (appends) its run: the existing
+// session still opens with its run.
+void TestReliability::killCliDuringAppendKeepsPreviousFile() {
+  if (!QFileInfo::exists(cliPath())) QFAIL(qPrintable(QStringLiteral("build fp8lab-cli first: %1").arg(cliPath())));
+  QTemporaryDir dir;
+  const std::string p = dir.path().toStdString() + "/s.h5";
+  Session old;
+  old.runs.push_back(bigRun("old", 32, 3.0f));
+  QVERIFY(writeSession(p, old).ok());
+  const std::string before = readBytes(p);
+  const std::string cfg = dir.path().toStdString() + "/big.json";
+  // 2048² outputs: D, reference, quantized-exact, error maps ≈ 100 MiB uncompressed to write.
+  writeBytes(cfg, R"({"type": "gemm", "m": 2048, "k": 64, "n": 2048, "seed": 1, "format": "E4M3FN", "scaling": "te_current"})");
+  const std::string cli = cliPath().toStdString();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int nul = open("/dev/null", O_WRONLY);
+    dup2(nul, 1);
+    dup2(nul, 2);
+    execl(cli.c_str(), cli.c_str(), "run", cfg.c_str(), "--out", p.c_str(), "--no-compress", "-q",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Poll for the temporary file to hold data, then kill.
+  bool killed_mid_save = false;
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (waitpid(pid, &status, WNOHANG) == pid) break; // finished before we saw it: fails below
+    const auto t = tempFiles(dir.path().toStdString());
+    std::error_code ec;
+    if (!t.empty() && fs::file_size(t[0], ec) > (size_t(1) << 20)) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      killed_mid_save = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  if (!killed_mid_save && waitpid(pid, &status, WNOHANG) == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  QVERIFY2(killed_mid_save, "fp8lab-cli was not caught during its save");
+  QVERIFY(readBytes(p) == before);
+  auto r = loadSession(p);
+  QVERIFY2(r.ok(), r.message().c_str());
+  QCOMPARE(r.value.runs.size(), size_t(1));
+  QCOMPARE(r.value.runs[0].id, std::string("old"));
+}
+
+// A full disk (simulated with RLIMIT_FSIZE: writes past 2 MiB fail with EFBIG, as ENOSPC would):
+// WriteFailed, the previous file untouched, no temporary left.
+void TestReliability::fullDiskKeepsPreviousFile() {
+  QTemporaryDir dir;
+  const std::string p = dir.path().toStdString() + "/full.h5";
+  Session old;
+  old.runs.push_back(bigRun("old", 16, 1.0f));
+  QVERIFY(writeSession(p, old).ok());
+  const std::string before = readBytes(p);
+  const int rc = inChild(
+      [&] {
+        signal(SIGXFSZ, SIG_IGN);
+        rlimit lim{2 << 20, 2 << 20};
+        if (setrlimit(RLIMIT_FSIZE, &lim) != 0) return 10;
+        Session s;
+        s.runs.push_back(bigRun("big", 1024, 0.0f)); // 4 MiB > 2 MiB
+        WriteOptions opt;
+        opt.compress = false;
+        const Status st = writeSession(p, s, opt);
+        if (st.ok()) return 11;
+        if (!hasCode(st, Code::WriteFailed)) return 12;
+        std::fprintf(stderr, "full disk: %s\n", st.firstError().c_str());
+        return 0;
+      },
+      120);
+  QCOMPARE(rc, 0);
+  QVERIFY(readBytes(p) == before);
+  QCOMPARE(tempFiles(dir.path().toStdString()).size(), size_t(0));
+  QVERIFY(loadSession(p).ok());
+}
+
+// A FIFO (would block open() forever), a character device and a directory given where a file is
+// expected: refused with a message, within seconds, by every reader.
+void TestReliability::fifoAndDevicesAreRefusedNotHung_data() {
+  QTest::addColumn<QString>("reader");
+  QTest::addColumn<QString>("kind");
+  for (const char* reader : {"session", "hdf5-import", "npy", "safetensors", "idx"})
+    for (const char* kind : {"fifo", "device", "directory"})
+      QTest::newRow((std::string(reader) + "/" + kind).c_str()) << QString::fromLatin1(reader) << QString::fromLatin1(kind);
+}
+
+void TestReliability::fifoAndDevicesAreRefusedNotHung() {
+  QFETCH(QString, reader);
+  QFETCH(QString, kind);
+  QTemporaryDir dir;
+  std::string path;
+  if (kind == QStringLiteral("fifo")) {
+    path = dir.path().toStdString() + "/pipe";
+    QVERIFY(mkfifo(path.c_str(), 0600) == 0);
+  } else if (kind == QStringLiteral("device")) {
+    path = "/dev/zero"; // endless zeros: must not be read to the end
+  } else {
+    path = dir.path().toStdString();
+  }
+  const std::string r = reader.toStdString();
+  const int rc = inChild(
+      [&] {
+        if (r == "session") return SessionReader::open(path).ok() ? 1 : 0;
+        if (r == "hdf5-import") return importHdf5Dataset(path, "/x").ok() || listHdf5Tensors(path).ok() ? 1 : 0;
+        if (r == "npy") return importNpy(path).ok() ? 1 : 0;
+        if (r == "safetensors") return listSafetensors(path).ok() ? 1 : 0;
+        try {
+          readIdxFile(path, 3);
+          return 1;
+        } catch (const IdxError& e) {
+          std::fprintf(stderr, "idx: %s\n", e.what());
+          return 0;
+        }
+      },
+      20);
+  QVERIFY2(rc != -1, "the reader hung");
+  QCOMPARE(rc, 0);
+}
+
+// NaN / Inf / all-zero operands through the whole GEMM experiment: it runs, D's non-finite
+// elements are counted, Inf/NaN inputs are reported (warning + a_nonfinite), all-zero inputs give
+// exact zeros (scale rule: amax 0 keeps scale 1, TE / Flax) and an error of exactly 0.
+void TestReliability::nanInfZeroTensorsInGemmExperiment() {
+  QTemporaryDir dir;
+  const std::string d = dir.path().toStdString();
+  std::vector<float> a(4 * 8, 1.0f), b(8 * 4, 1.0f);
+  auto runWith = [&](const std::vector<float>& av) {
+    writeBytes(d + "/a.npy", npy(4, 8, av));
+    writeBytes(d + "/b.npy", npy(8, 4, b));
+    GemmExperimentConfig cfg;
+    cfg.a.tensor = d + "/a.npy";
+    cfg.b.tensor = d + "/b.npy";
+    cfg.format_a = cfg.format_b = "E4M3FN";
+    cfg.scaling = "te_current";
+    auto backend = makeCpuGemmBackend();
+    return runGemmExperimentRun(cfg, "{}", "t", *backend);
+  };
+  auto warned = [](const Status& st) {
+    for (const auto& i : st.issues)
+      if (i.severity == Warning::Severity::Warning && i.detail.find("NaN or Inf") != std::string::npos) return true;
+    return false;
+  };
+  {
+    std::vector<float> av = a;
+    av[1 * 8 + 2] = std::numeric_limits<float>::quiet_NaN(); // row 1 of A → row 1 of D is NaN
+    auto r = runWith(av);
+    QVERIFY2(r.ok(), r.message().c_str());
+    QVERIFY(warned(r));
+    QCOMPARE(r.value.metrics.at("a_nonfinite").value, 1.0);
+    QCOMPARE(r.value.metrics.at("b_nonfinite").value, 0.0);
+    QCOMPARE(r.value.metrics.at("nonfinite_d").value, 4.0); // the 4 elements of row 1
+  }
+  {
+    std::vector<float> av = a;
+    av[0] = std::numeric_limits<float>::infinity();
+    auto r = runWith(av);
+    QVERIFY2(r.ok(), r.message().c_str());
+    QVERIFY(warned(r));
+    QCOMPARE(r.value.metrics.at("a_nonfinite").value, 1.0);
+  }
+  {
+    auto r = runWith(std::vector<float>(32, 0.0f));
+    QVERIFY2(r.ok(), r.message().c_str());
+    QVERIFY(!warned(r));
+    QVERIFY(!r.value.metrics.count("a_nonfinite"));
+    // 0 · anything = 0 exactly: D, the reference and every error are 0.
+    const Dataset* D = r.value.find("output/D");
+    QVERIFY(D);
+    for (float x : D->f32) QCOMPARE(x, 0.0f);
+    QCOMPARE(r.value.metrics.at("max_abs").value, 0.0);
+    QCOMPARE(r.value.metrics.at("nonfinite_d").value, 0.0);
+  }
+}
+
+// A 0×8 tensor (valid .npy) as operand A: refused naming the shapes, not a confusing internal error.
+void TestReliability::emptyTensorIsRefusedWithItsShape() {
+  QTemporaryDir dir;
+  const std::string d = dir.path().toStdString();
+  writeBytes(d + "/a.npy", npy(0, 8, {}));
+  writeBytes(d + "/b.npy", npy(8, 4, std::vector<float>(32, 1.0f)));
+  auto imp = importNpy(d + "/a.npy");
+  QVERIFY2(imp.ok(), imp.message().c_str()); // an empty array is a valid .npy file
+  QCOMPARE(imp.value.shape, (std::vector<int64_t>{0, 8}));
+  GemmExperimentConfig cfg;
+  cfg.a.tensor = d + "/a.npy";
+  cfg.b.tensor = d + "/b.npy";
+  cfg.scaling = "te_current";
+  auto backend = makeCpuGemmBackend();
+  auto r = runGemmExperimentRun(cfg, "{}", "t", *backend);
+  QVERIFY(!r.ok());
+  QVERIFY(hasCode(r, Code::InvalidArgument));
+  QVERIFY2(r.firstError().find("A is [0, 8]") != std::string::npos, r.firstError().c_str());
+  QVERIFY2(r.firstError().find("empty operand") != std::string::npos, r.firstError().c_str());
+}
+
+// m = k = n = 2^20 (allowed by the config parser): 21·2·2^40 + 36·2^40 B = 78 TiB of buffers.
+// Refused before any allocation, naming the size; with an explicit 1 MiB limit a 256³ GEMM
+// (21·2·2^16 + 36·2^16 = 5,111,808 B = 4.88 MiB) is refused the same way.
+void TestReliability::hugeGemmIsRefusedUpFrontNamingTheSize() {
+  auto backend = makeCpuGemmBackend();
+  GemmExperimentConfig cfg;
+  cfg.m = cfg.k = cfg.n = int64_t(1) << 20;
+  cfg.scaling = "te_current";
+  auto r = runGemmExperimentRun(cfg, "{}", "huge", *backend);
+  QVERIFY(!r.ok());
+  QVERIFY2(r.firstError().find("needs about 7.99e+04 GiB") != std::string::npos, r.firstError().c_str());
+  QVERIFY2(r.firstError().find("of memory available") != std::string::npos, r.firstError().c_str());
+
+  GemmExperimentConfig small;
+  small.scaling = "te_current";
+  small.gemm.memory_limit_bytes = int64_t(1) << 20;
+  auto s = runGemmExperimentRun(small, "{}", "small", *backend);
+  QVERIFY(!s.ok());
+  QVERIFY2(s.firstError().find("needs about 4.88 MiB of buffers, more than the 1 MiB allowed") != std::string::npos,
+           s.firstError().c_str());
+  small.gemm.memory_limit_bytes = 5111808; // exactly the estimate: accepted
+  QVERIFY(runGemmExperimentRun(small, "{}", "small", *backend).ok());
+}
+
+// Training: the default 784-256-128-10 MLP, 1 epoch of 1 image, current scaling (no history
+// window): weights 784·256 + 256·128 + 128·10 = 234,752 → 24 B each = 5,634,048 B; activations
+// Σ(in+out) = 1040 + 384 + 138 = 1562, × 12 B × (batch 128 + eval 1000) = 21,143,232 B; 1 step ×
+// (3·3·40 + 8) = 368 B. Total 26,777,648 B = 25.5 MiB > a 16 MiB limit: refused naming both.
+void TestReliability::hugeTrainingIsRefusedUpFrontNamingTheSize() {
+  TrainingConfig c;
+  c.label = "big";
+  c.epochs = 1;
+  c.scaling.kind = TrainingScalingKind::CurrentTE;
+  QCOMPARE(estimateTrainingBytes(c, 1), 26777648.0);
+  c.forward_gemm.memory_limit_bytes = int64_t(16) << 20;
+  ImageDataset one;
+  one.count = 1;
+  one.pixels.assign(784, 0.5f);
+  one.labels = {3};
+  try {
+    TrainingRun run(c, one, one);
+    QFAIL("a run larger than the limit was accepted");
+  } catch (const std::invalid_argument& e) {
+    const std::string m = e.what();
+    QVERIFY2(m.find("needs about 25.5 MiB") != std::string::npos, e.what());
+    QVERIFY2(m.find("more than the 16 MiB allowed") != std::string::npos, e.what());
+  }
+  c.forward_gemm.memory_limit_bytes = 26777648; // exactly enough
+  TrainingRun ok(c, one, one);
+  Q_UNUSED(ok);
+  // Without a limit: 65536-wide layers (parser maximum) need 24·(784·65536 + 65536² + 65536·10)
+  // B ≥ 96 GiB for the weights alone — refused on any machine with less memory than that.
+  TrainingConfig h;
+  h.layer_sizes = {784, 65536, 65536, 10};
+  QVERIFY(estimateTrainingBytes(h, 60000) > 96.0 * 0x1p30);
+}
+
+// Cancel while reading a session (progress returns false): Cancelled, the file is unchanged.
+void TestReliability::cancelledReadLeavesFileAndReturnsCancelled() {
+  QTemporaryDir dir;
+  const std::string p = dir.path().toStdString() + "/c.h5";
+  Session s;
+  s.runs.push_back(bigRun("a", 32, 1.0f));
+  s.runs.push_back(bigRun("b", 32, 2.0f));
+  QVERIFY(writeSession(p, s).ok());
+  const std::string before = readBytes(p);
+  bool cancelled = false;
+  try {
+    auto r = loadSession(p, [](double, const std::string&) { return false; });
+    // A loader that reports cancel as an issue instead of throwing is fine too — but not "ok".
+    cancelled = !r.ok();
+  } catch (const Cancelled&) {
+    cancelled = true;
+  }
+  QVERIFY(cancelled);
+  QVERIFY(readBytes(p) == before);
+  QVERIFY(loadSession(p).ok());
+}
+
+// Cancel during the GEMM experiment: Cancelled is thrown, nothing is returned to be written.
+void TestReliability::cancelledGemmExperimentWritesNothing() {
+  auto backend = makeCpuGemmBackend();
+  GemmExperimentConfig cfg;
+  cfg.m = cfg.k = cfg.n = 64;
+  cfg.scaling = "te_current";
+  for (double stop_at : {0.0, 0.1, 0.5, 0.92}) { // operands, quantize, GEMM, metrics stages
+    bool thrown = false;
+    try {
+      runGemmExperimentRun(cfg, "{}", "c", *backend, [&](double f, const std::string&) { return f < stop_at; });
+    } catch (const Cancelled&) {
+      thrown = true;
+    }
+    QVERIFY2(thrown, qPrintable(QStringLiteral("no cancel at %1").arg(stop_at)));
+  }
+}
+
+// fp8lab-cli on bad configs, files and arguments: exit code 2 and a message naming the problem,
+// nothing written. %D is replaced by a scratch directory holding the files named in the row.
+void TestReliability::cliBadInput_data() {
+  QTest::addColumn<QStringList>("args");
+  QTest::addColumn<QByteArray>("config"); // written to %D/c.json when non-empty
+  QTest::addColumn<QString>("mentions");
+  const QString c = QStringLiteral("%D/c.json"), o = QStringLiteral("%D/out.h5");
+  auto run = [&](const char* name, const QByteArray& cfg, const char* m) {
+    QTest::newRow(name) << QStringList{QStringLiteral("run"), c, QStringLiteral("--out"), o, QStringLiteral("-q")} << cfg
+                        << QString::fromUtf8(m);
+  };
+  run("config: empty file", QByteArray(" "), "is not valid JSON");
+  run("config: not JSON", QByteArray("{\"type\": \"gemm\",\n \"m\": }"), "line 2, column");
+  run("config: top-level array", QByteArray("[1, 2]"), "expected a JSON object at the top");
+  run("config: unknown key", QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4, "colour": 1})"), "colour");
+  run("config: m = 0", QByteArray(R"({"type": "gemm", "m": 0, "k": 4, "n": 4})"), "m: expected an integer in [1, 1048576]");
+  run("config: m is a string", QByteArray(R"({"type": "gemm", "m": "64", "k": 4, "n": 4})"), "m: expected an integer in [1, 1048576]");
+  run("config: m = 1e300", QByteArray(R"({"type": "gemm", "m": 1e300, "k": 4, "n": 4})"), "m: expected an integer in [1, 1048576]");
+  run("config: NaN-like scale", QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4, "a": {"scale": "nan"}})"), "a.scale: expected a finite number");
+  run("config: unknown type", QByteArray(R"({"type": "conv", "m": 4})"), "conv");
+  run("config: unknown format", QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4, "format": "E9M9"})"), "E9M9");
+  run("config: missing tensor file", QByteArray(R"({"type": "gemm", "a": {"tensor": "/nonexistent/a.npy"}})"), "/nonexistent/a.npy");
+  run("config: GEMM larger than memory",
+      QByteArray(R"({"type": "gemm", "m": 1048576, "k": 1048576, "n": 1048576})"), "GiB of buffers, more than the");
+  run("config: training, huge layers", QByteArray(R"({"type": "training", "layers": [784, 65536, 65536, 10], "train_limit": 10, "test_limit": 10})"),
+      "more than the");
+  run("config: training, unknown strategy",
+      QByteArray(R"({"type": "training", "scaling": {"strategy": "dalayed"}})"), "dalayed");
+  QTest::newRow("config file missing") << QStringList{QStringLiteral("run"), QStringLiteral("%D/none.json"), QStringLiteral("--out"), o}
+                                       << QByteArray() << QStringLiteral("cannot read config");
+  QTest::newRow("config is a directory") << QStringList{QStringLiteral("run"), QStringLiteral("%D"), QStringLiteral("--out"), o}
+                                         << QByteArray() << QStringLiteral("config");
+  QTest::newRow("output dir missing") << QStringList{QStringLiteral("run"), c, QStringLiteral("--out"), QStringLiteral("%D/no/such/dir/out.h5"), QStringLiteral("-q")}
+                                      << QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4})") << QStringLiteral("%D/no/such/dir");
+  QTest::newRow("inspect a FIFO") << QStringList{QStringLiteral("inspect"), QStringLiteral("%D/fifo")} << QByteArray()
+                                  << QStringLiteral("not a regular file");
+  QTest::newRow("inspect a text file") << QStringList{QStringLiteral("inspect"), c} << QByteArray("hello") << QStringLiteral("HDF5");
+  QTest::newRow("unknown command") << QStringList{QStringLiteral("frobnicate")} << QByteArray() << QStringLiteral("unknown command 'frobnicate'");
+  QTest::newRow("unknown option") << QStringList{QStringLiteral("encode"), QStringLiteral("--formt"), QStringLiteral("E4M3FN"), QStringLiteral("1")}
+                                  << QByteArray() << QStringLiteral("formt");
+  QTest::newRow("encode: not a number") << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M3FN"), QStringLiteral("1e")}
+                                        << QByteArray() << QStringLiteral("not a number: '1e'");
+  QTest::newRow("encode: unknown format") << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M4"), QStringLiteral("1")}
+                                          << QByteArray() << QStringLiteral("E4M4");
+}
+
+void TestReliability::cliBadInput() {
+  QFETCH(QStringList, args);
+  QFETCH(QByteArray, config);
+  QFETCH(QString, mentions);
+  QVERIFY2(QFileInfo::exists(cliPath()), qPrintable(QStringLiteral("build fp8lab-cli first: %1").arg(cliPath())));
+  QTemporaryDir dir;
+  QVERIFY(mkfifo(qPrintable(dir.filePath(QStringLiteral("fifo"))), 0600) == 0);
+  if (!config.isEmpty()) {
+    QFile f(dir.filePath(QStringLiteral("c.json")));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(config);
+  }
+  for (QString& a : args) a.replace(QStringLiteral("%D"), dir.path());
+  mentions.replace(QStringLiteral("%D"), dir.path());
+  QProcess p;
+  p.start(cliPath(), args);
+  const bool finished = p.waitForFinished(120000);
+  if (!finished) p.kill();
+  QVERIFY2(finished, "fp8lab-cli hung");
+  const QString err = QString::fromUtf8(p.readAllStandardError());
+  QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+  QVERIFY2(p.exitCode() == 2, qPrintable(QStringLiteral("exit %1: %2").arg(p.exitCode()).arg(err)));
+  QVERIFY2(err.contains(QStringLiteral("error")), qPrintable(err));
+  QVERIFY2(err.contains(mentions), qPrintable(QStringLiteral("'%1' not in: %2").arg(mentions, err)));
+  QVERIFY2(!QFileInfo::exists(dir.filePath(QStringLiteral("out.h5"))), "an output file was written");
+}
+
+// Inputs found by the fuzzers (tests/fuzz), replayed: each must give an error, not a crash.
+// Files live in tests/fuzz/regressions/<target>/; the row name is the file name.
+void TestReliability::fuzzRegressions_data() {
+  QTest::addColumn<QString>("target");
+  QTest::addColumn<QString>("file");
+  const QDir root(QStringLiteral(FP8LAB_SOURCE_DIR "/tests/fuzz/regressions"));
+  int rows = 0;
+  for (const QString& t : root.entryList(QDir::Dirs | QDir::NoDotAndDotDot))
+    for (const QString& f : QDir(root.filePath(t)).entryList(QDir::Files)) {
+      QTest::newRow(qPrintable(t + QLatin1Char('/') + f)) << t << root.filePath(t + QLatin1Char('/') + f);
+      ++rows;
+    }
+  if (rows == 0) QTest::newRow("none") << QString() << QString();
+}
+
+void TestReliability::fuzzRegressions() {
+  QFETCH(QString, target);
+  QFETCH(QString, file);
+  if (target.isEmpty()) return; // no fuzzer finding recorded yet
+  const std::string f = file.toStdString();
+  const int rc = inChild(
+      [&] {
+        if (target == QStringLiteral("fuzz_npy")) (void)importNpy(f);
+        else if (target == QStringLiteral("fuzz_safetensors")) {
+          auto l = listSafetensors(f);
+          if (l.ok())
+            for (const auto& e : l.value) (void)importSafetensors(f, e.name);
+        } else if (target == QStringLiteral("fuzz_session")) {
+          auto r = SessionReader::open(f);
+          if (r.ok())
+            for (const auto& run : r.value->info().runs)
+              for (const auto& ds : run.datasets) (void)r.value->read(run.id, ds.path);
+          (void)listHdf5Tensors(f);
+        } else if (target == QStringLiteral("fuzz_idx")) {
+          const std::string b = readBytes(f);
+          if (b.empty()) return 0;
+          std::vector<uint8_t> bytes(b.begin() + 1, b.end());
+          try {
+            if (b[0] & 1) bytes = gunzip(bytes, "x", int64_t{1} << 20);
+            (void)parseIdx(bytes, "x", (b[0] >> 1) & 3, int64_t{1} << 24);
+          } catch (const IdxError&) {
+          }
+        }
+        return 0;
+      },
+      60);
+  QCOMPARE(rc, 0);
+}
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--child-save") == 0) return childSave(argv[2]);
+  TestReliability t;
+  QTEST_SET_MAIN_SOURCE_PATH
+  return QTest::qExec(&t, argc, argv);
+}
+
+#include "test_reliability.moc"

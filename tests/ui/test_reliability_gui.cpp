@@ -1,0 +1,111 @@
+// GUI rows of docs/reliability.md not covered by test_main_window: opening a FIFO, a device or a
+// directory (must be refused with a message in the Issues panel, not hang the window), a truncated
+// session written by the app, and an experiment too large for memory (refused by the panel with
+// the size it needs, Run disabled).
+#include "experiment_panel.h"
+#include "issues.h"
+#include "main_window.h"
+#include "session.h"
+
+#include "session/session.h"
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QLabel>
+#include <QPushButton>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <sys/stat.h>
+
+using namespace fp8lab::ui;
+
+namespace {
+MainWindow::Options testOptions() {
+  MainWindow::Options o;
+  o.restore_settings = false;
+  o.open_default_session = false;
+  o.probe_backend = false;
+  return o;
+}
+} // namespace
+
+class TestReliabilityGui : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QCoreApplication::setOrganizationName(QStringLiteral("FP8 Lab tests"));
+    QCoreApplication::setApplicationName(QStringLiteral("test_reliability_gui"));
+  }
+
+  // FIFO (open() would block forever before the fix), /dev/zero and a directory: each is refused at
+  // once with an error row in the Issues panel; the window holds no session afterwards.
+  void specialFilesAreRefusedNotHung() {
+    QTemporaryDir dir;
+    const QString fifo = dir.filePath(QStringLiteral("pipe.h5"));
+    QVERIFY(mkfifo(qPrintable(fifo), 0600) == 0);
+    MainWindow w(testOptions());
+    int rows = 0;
+    for (const QString& p : {fifo, QStringLiteral("/dev/zero"), dir.path()}) {
+      QElapsedTimer t;
+      t.start();
+      QVERIFY2(!w.openSession(p), qPrintable(p));
+      QVERIFY2(t.elapsed() < 10000, qPrintable(p));
+      ++rows;
+      QCOMPARE(w.issues()->rowCount(), rows);
+      QCOMPARE(w.issues()->issues().back().severity, Severity::Error);
+      QCOMPARE(w.issues()->issues().back().where, p);
+    }
+    QCOMPARE(w.session()->runCount(), 0);
+  }
+
+  // A session cut to half its length (a copy interrupted by a full disk): refused, named.
+  void truncatedSessionIsRefused() {
+    QTemporaryDir dir;
+    const std::string full = dir.filePath(QStringLiteral("full.h5")).toStdString();
+    fp8lab::Session s;
+    fp8lab::Run r;
+    r.id = "r1";
+    r.type = "gemm";
+    r.config_json = "{}";
+    r.putFloat32("output/D", std::vector<float>(4096, 1.0f), 64, 64, "1", "D");
+    s.runs.push_back(r);
+    QVERIFY(fp8lab::writeSession(full, s).ok());
+    QFile f(QString::fromStdString(full));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray bytes = f.readAll();
+    const QString cut = dir.filePath(QStringLiteral("cut.h5"));
+    QFile g(cut);
+    QVERIFY(g.open(QIODevice::WriteOnly));
+    g.write(bytes.left(bytes.size() / 2));
+    g.close();
+    MainWindow w(testOptions());
+    QVERIFY(!w.openSession(cut));
+    QCOMPARE(w.issues()->rowCount(), 1);
+    QCOMPARE(w.issues()->issues()[0].severity, Severity::Error);
+    QCOMPARE(w.session()->runCount(), 0);
+    QVERIFY(w.openSession(QString::fromStdString(full))); // the intact file still opens
+    QCOMPARE(w.session()->runCount(), 1);
+  }
+
+  // 65536³ (the panel's maximum shape): 4·(2·65536²)·2 + 20·65536² B = 36·2^32 B = 144 GiB,
+  // refused with the size; Run is disabled.
+  void tooLargeForMemoryIsRefusedWithTheSize() {
+    QJsonObject c = ExperimentPanel::defaultConfig();
+    c[QStringLiteral("m")] = 65536;
+    c[QStringLiteral("n")] = 65536;
+    c[QStringLiteral("k")] = 65536;
+    const auto probs = ExperimentPanel::validate(c, false, {});
+    bool found = false;
+    for (const auto& p : probs) found |= p.blocking && p.reason.contains(QStringLiteral("144.0 GiB"));
+    QVERIFY(found);
+    ExperimentPanel panel;
+    panel.setConfig(c);
+    QVERIFY(!panel.isValid());
+    QVERIFY(!panel.findChild<QPushButton*>(QStringLiteral("runButton"))->isEnabled());
+  }
+};
+
+QTEST_MAIN(TestReliabilityGui)
+#include "test_reliability_gui.moc"
