@@ -137,7 +137,9 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
     ga["operand"] = h.operand;
     ga["layer"] = h.layer;
     ga["scaling"] = fp8 ? std::string(toString(c.scaling.kind)) : std::string("none (FP32 baseline)");
-    ga["history_len"] = int64_t{h.history_len};
+    const bool delayed = fp8 && isDelayed(c.scaling.kind);
+    ga["history_len"] = int64_t{delayed ? c.scaling.history_len : 0}; // L of the strategy (0: no history)
+    ga["history_recorded"] = int64_t{h.history_len > 0 ? 1 : 0};     // amax_history present (record_history)
     ga["scale_convention"] = std::string("scale = dequant_scale (x ≈ decode(q) · scale); quant_scale = quant multiplier");
     ga["history_order"] = std::string(
         "amax_history[t] = the L amaxes a(t-L+1) … a(t), oldest first: the window whose max sets step t+1's scale");
