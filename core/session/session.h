@@ -239,7 +239,7 @@ struct WriteOptions {
   /// Chunked + shuffle + gzip for datasets with at least compress_min_elements elements.
   /// false: contiguous, uncompressed (fastest; see tests/bench/bench_session.cpp).
   bool compress = true;
-  int gzip_level = 4;                     ///< 1..9
+  int gzip_level = 1;                     ///< 1..9 (1: fastest; float maps gain little from more)
   int64_t compress_min_elements = 4096;   ///< smaller datasets are always contiguous
   /// What to do when a run id being added already exists in the file.
   enum class OnConflict { Fail, Replace, Rename } on_conflict = OnConflict::Fail;
@@ -316,8 +316,8 @@ public:
   Result<Dataset> readRegion(const std::string& run_id, const std::string& dataset_path, const Region& r);
   /// A 2-D dataset (or a window of it, region steps ignored) reduced by blocks of
   /// block_rows × block_cols (edge blocks partial) into a float64 [ceil(rows/br), ceil(cols/bc)]
-  /// map. Reads band by band (block_rows rows at a time), so memory stays at one band plus the
-  /// result — for heatmaps that must not miss a single large error when zoomed out.
+  /// map. Reads band by band (whole blocks, about one chunk row high), so memory stays at one
+  /// band plus the result — for heatmaps that must not miss a single large error when zoomed out.
   Result<Dataset> readReduced(const std::string& run_id, const std::string& dataset_path,
                               int64_t block_rows, int64_t block_cols, Reduce how,
                               const Region& window = {});

@@ -385,6 +385,39 @@ bool resolveRegion(const Region& in, int64_t rows, int64_t cols, Region* out, St
   return true;
 }
 
+/// Opens a dataset for reading with a chunk cache that holds at least one full row of chunks
+/// (HDF5's default 1 MiB cache holds less than one of our ~1 MiB chunks, so band-wise reads
+/// would decompress every chunk once per band). *chunk_rows receives the chunk height (0 when
+/// contiguous).
+Handle openForRead(hid_t file, const std::string& path, int64_t* chunk_rows = nullptr) {
+  Handle ds = dataset(H5Dopen2(file, path.c_str(), H5P_DEFAULT));
+  if (!ds.valid()) return ds;
+  Handle dcpl = plist(H5Dget_create_plist(ds));
+  if (H5Pget_layout(dcpl) != H5D_CHUNKED) {
+    if (chunk_rows) *chunk_rows = 0;
+    return ds;
+  }
+  const int rank = H5Pget_chunk(dcpl, 0, nullptr);
+  if (rank < 1 || rank > 8) return ds;
+  std::vector<hsize_t> chunk(static_cast<size_t>(rank)), dims(static_cast<size_t>(rank));
+  H5Pget_chunk(dcpl, rank, chunk.data());
+  Handle sp = space(H5Dget_space(ds));
+  H5Sget_simple_extent_dims(sp, dims.data(), nullptr);
+  Handle t = type(H5Dget_type(ds));
+  hsize_t chunk_bytes = H5Tget_size(t), per_row = 1;
+  for (int i = 0; i < rank; ++i) {
+    chunk_bytes *= chunk[size_t(i)];
+    if (i > 0) per_row *= (dims[size_t(i)] + chunk[size_t(i)] - 1) / chunk[size_t(i)];
+  }
+  if (chunk_rows) *chunk_rows = static_cast<int64_t>(chunk[0]);
+  const hsize_t want = std::min<hsize_t>(hsize_t(512) << 20, chunk_bytes * per_row + chunk_bytes);
+  if (want <= (hsize_t(1) << 20)) return ds;
+  Handle dapl = plist(H5Pcreate(H5P_DATASET_ACCESS));
+  H5Pset_chunk_cache(dapl, 100003, want, 1.0);
+  ds.reset();
+  return dataset(H5Dopen2(file, path.c_str(), dapl));
+}
+
 } // namespace
 
 Result<Dataset> SessionReader::read(const std::string& run_id, const std::string& ds_path) {
@@ -393,7 +426,7 @@ Result<Dataset> SessionReader::read(const std::string& run_id, const std::string
   const DatasetInfo* di = d->findInfo(run_id, ds_path, &r);
   if (!di) return r;
   const std::string where = d->path + "#/runs/" + run_id + "/" + ds_path;
-  Handle ds = dataset(H5Dopen2(d->file, ("runs/" + run_id + "/" + ds_path).c_str(), H5P_DEFAULT));
+  Handle ds = openForRead(d->file, "runs/" + run_id + "/" + ds_path);
   if (!ds.valid()) {
     r.add(C::Corrupt, where, errorText());
     return r;
@@ -421,7 +454,7 @@ Result<Dataset> SessionReader::readRegion(const std::string& run_id, const std::
   }
   Region g;
   if (!resolveRegion(region, di->shape[0], di->shape[1], &g, &r, where)) return r;
-  Handle ds = dataset(H5Dopen2(d->file, ("runs/" + run_id + "/" + ds_path).c_str(), H5P_DEFAULT));
+  Handle ds = openForRead(d->file, "runs/" + run_id + "/" + ds_path);
   if (!ds.valid()) {
     r.add(C::Corrupt, where, errorText());
     return r;
@@ -467,11 +500,15 @@ Result<Dataset> SessionReader::readReduced(const std::string& run_id, const std:
   w.row_step = w.col_step = 1;
   Region g;
   if (!resolveRegion(w, di->shape[0], di->shape[1], &g, &r, where)) return r;
-  Handle ds = dataset(H5Dopen2(d->file, ("runs/" + run_id + "/" + ds_path).c_str(), H5P_DEFAULT));
+  int64_t chunk_rows = 0;
+  Handle ds = openForRead(d->file, "runs/" + run_id + "/" + ds_path, &chunk_rows);
   if (!ds.valid()) {
     r.add(C::Corrupt, where, errorText());
     return r;
   }
+  // Bands of whole blocks, at least one chunk row high, at most ~64 MiB of doubles.
+  int64_t per_band = std::max<int64_t>(1, (chunk_rows + block_rows - 1) / block_rows);
+  per_band = std::max<int64_t>(1, std::min(per_band, (int64_t(64) << 20) / std::max<int64_t>(1, block_rows * g.cols * 8)));
   const int64_t out_r = (g.rows + block_rows - 1) / block_rows, out_c = (g.cols + block_cols - 1) / block_cols;
   Dataset& out = r.value;
   out.dtype = DType::Float64;
@@ -484,44 +521,50 @@ Result<Dataset> SessionReader::readReduced(const std::string& run_id, const std:
   if (out_r == 0 || out_c == 0) return r;
   std::vector<double> band;
   try {
-    band.resize(static_cast<size_t>(std::min(block_rows, g.rows) * g.cols));
+    band.resize(static_cast<size_t>(std::min(per_band * block_rows, g.rows) * g.cols));
   } catch (const std::bad_alloc&) {
     r.add(C::InvalidArgument, where, "not enough memory for one band");
     return r;
   }
   Handle fsp = space(H5Dget_space(ds));
-  for (int64_t br = 0; br < out_r; ++br) {
-    const int64_t r0 = g.row0 + br * block_rows;
-    const int64_t nr = std::min(block_rows, g.row0 + g.rows - r0);
+  for (int64_t b0 = 0; b0 < out_r; b0 += per_band) {
+    const int64_t r0 = g.row0 + b0 * block_rows;
+    const int64_t nrows = std::min(per_band * block_rows, g.row0 + g.rows - r0);
     const hsize_t start[2] = {hsize_t(r0), hsize_t(g.col0)};
-    const hsize_t count[2] = {hsize_t(nr), hsize_t(g.cols)};
+    const hsize_t count[2] = {hsize_t(nrows), hsize_t(g.cols)};
     H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, nullptr, count, nullptr);
     Handle msp = space(H5Screate_simple(2, count, nullptr));
     if (H5Dread(ds, H5T_NATIVE_DOUBLE, msp, fsp, H5P_DEFAULT, band.data()) < 0) {
-      r.add(C::Corrupt, where, "cannot read rows " + std::to_string(r0) + ".." + std::to_string(r0 + nr) + ": " + errorText());
+      r.add(C::Corrupt, where, "cannot read rows " + std::to_string(r0) + ".." + std::to_string(r0 + nrows) + ": " + errorText());
       r.value = {};
       return r;
     }
-    for (int64_t bc = 0; bc < out_c; ++bc) {
-      const int64_t c0 = bc * block_cols, nc = std::min(block_cols, g.cols - c0);
-      double acc = how == Reduce::Max || how == Reduce::MaxAbs ? -std::numeric_limits<double>::infinity()
-                   : how == Reduce::Min                       ? std::numeric_limits<double>::infinity()
-                                                              : 0.0;
-      bool nan = false;
-      for (int64_t i = 0; i < nr; ++i)
-        for (int64_t j = 0; j < nc; ++j) {
-          const double v = band[static_cast<size_t>(i * g.cols + c0 + j)];
-          if (std::isnan(v)) nan = true;
-          switch (how) {
-          case Reduce::Mean: acc += v; break;
-          case Reduce::Max: acc = std::max(acc, v); break;
-          case Reduce::Min: acc = std::min(acc, v); break;
-          case Reduce::MaxAbs: acc = std::max(acc, std::fabs(v)); break;
+    for (int64_t br = b0; br < std::min(out_r, b0 + per_band); ++br) {
+      const int64_t i0 = (br - b0) * block_rows;
+      const int64_t nr = std::min(block_rows, nrows - i0);
+      for (int64_t bc = 0; bc < out_c; ++bc) {
+        const int64_t c0 = bc * block_cols, nc = std::min(block_cols, g.cols - c0);
+        double acc = how == Reduce::Max || how == Reduce::MaxAbs ? -std::numeric_limits<double>::infinity()
+                     : how == Reduce::Min                       ? std::numeric_limits<double>::infinity()
+                                                                : 0.0;
+        bool nan = false;
+        for (int64_t i = 0; i < nr; ++i) {
+          const double* row = band.data() + (i0 + i) * g.cols + c0;
+          for (int64_t j = 0; j < nc; ++j) {
+            const double v = row[j];
+            if (std::isnan(v)) nan = true;
+            switch (how) {
+            case Reduce::Mean: acc += v; break;
+            case Reduce::Max: acc = std::max(acc, v); break;
+            case Reduce::Min: acc = std::min(acc, v); break;
+            case Reduce::MaxAbs: acc = std::max(acc, std::fabs(v)); break;
+            }
           }
         }
-      if (how == Reduce::Mean) acc /= double(nr * nc);
-      // A NaN anywhere in the block shows (a heatmap must not hide it).
-      out.f64[static_cast<size_t>(br * out_c + bc)] = nan ? std::numeric_limits<double>::quiet_NaN() : acc;
+        if (how == Reduce::Mean) acc /= double(nr * nc);
+        // A NaN anywhere in the block shows (a heatmap must not hide it).
+        out.f64[static_cast<size_t>(br * out_c + bc)] = nan ? std::numeric_limits<double>::quiet_NaN() : acc;
+      }
     }
   }
   return r;

@@ -463,6 +463,22 @@ void TestSession::reducedReadKeepsEveryMaximum() {
   QCOMPARE(mean.value.f64[0], 31549.5);
   // Partial edge block (4, 0): rows 256..299 (44 rows) → mean 1000·277.5 + 49.5.
   QCOMPARE(mean.value.f64[size_t(4 * 5)], 277549.5);
+  // Many bands (contiguous file, 7 × 9 blocks): max of block (bi, bj) = 1000·min(7bi+6, 299) +
+  // min(9bj+8, 499), except the block holding the NaN at (250, 400): (35, 44).
+  const std::string pu = path("reduced_u.h5");
+  WriteOptions off;
+  off.compress = false;
+  QVERIFY(writeSession(pu, sess({r}), off).ok());
+  auto ru = SessionReader::open(pu);
+  auto m7 = ru.value->readReduced("map", "error/tile_map", 7, 9, Reduce::Max);
+  QVERIFY2(m7.ok(), m7.message().c_str());
+  QCOMPARE(m7.value.shape, (std::vector<int64_t>{43, 56}));
+  for (int bi = 0; bi < 43; ++bi)
+    for (int bj = 0; bj < 56; ++bj) {
+      const double got = m7.value.f64[size_t(bi * 56 + bj)];
+      if (bi == 35 && bj == 44) QVERIFY(std::isnan(got));
+      else QCOMPARE(got, 1000.0 * std::min(7 * bi + 6, 299) + std::min(9 * bj + 8, 499));
+    }
 }
 
 void TestSession::regionOutsideDatasetIsReported() {

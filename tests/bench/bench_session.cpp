@@ -1,0 +1,185 @@
+// Session I/O throughput: writing and reading a 4096×4096 GEMM run (inputs A and B, output D,
+// reference D in float64, error/abs, error/rel: 448 MiB) through core/session, next to a raw
+// fwrite / fread of the same bytes in the same process (issue 4 §7: target ≥ 50 % of raw with
+// compression off). Both writers end with fflush + fsync, as the session's atomic save does
+// (write beside, fsync, rename), so they pay the same durability cost.
+//
+// Run:  build/tests/bench/bench_session [--benchmark_filter=...]
+// Files go to $FP8LAB_BENCH_DIR (default: the system temp directory).
+#include <benchmark/benchmark.h>
+
+#include "session/session.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include <unistd.h>
+
+using namespace fp8lab;
+
+namespace {
+
+constexpr int64_t kN = 4096;
+
+std::string benchDir() {
+  const char* d = std::getenv("FP8LAB_BENCH_DIR");
+  return d && *d ? d : std::filesystem::temp_directory_path().string();
+}
+
+/// The run, built once: random-looking data (so compression has real work) that is cheap to make.
+const Session& gemmSession() {
+  static Session s = [] {
+    Session ss;
+    Run r;
+    r.id = "gemm4096";
+    r.type = "gemm";
+    r.config_json = R"({"type":"gemm","m":4096,"k":4096,"n":4096,"seed":1})";
+    r.seed = 1;
+    r.backend = "cpu";
+    const size_t n = size_t(kN * kN);
+    std::mt19937 gen(42);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> base(1 << 20);
+    for (auto& x : base) x = nd(gen);
+    auto fill = [&](float mul, size_t off) {
+      std::vector<float> v(n);
+      for (size_t i = 0; i < n; ++i) v[i] = mul * base[(i + off) & ((1 << 20) - 1)] + float(i & 7) * 1e-3f;
+      return v;
+    };
+    r.putFloat32("inputs/A", fill(1.0f, 0), kN, kN, "1", "A");
+    r.putFloat32("inputs/B", fill(1.0f, 12345), kN, kN, "1", "B");
+    r.putFloat32("output/D", fill(64.0f, 777), kN, kN, "1", "D");
+    std::vector<double> ref(n);
+    for (size_t i = 0; i < n; ++i) ref[i] = 64.0 * double(base[(i + 777) & ((1 << 20) - 1)]) + double(i % 13) * 1e-9;
+    r.datasets["reference/D"] = Dataset::float64({kN, kN}, std::move(ref), "1", "reference");
+    r.putFloat32("error/abs", fill(0.01f, 999), kN, kN, "1", "|D - ref|");
+    r.putFloat32("error/rel", fill(0.001f, 4242), kN, kN, "1", "rel");
+    ss.runs.push_back(std::move(r));
+    return ss;
+  }();
+  return s;
+}
+
+int64_t sessionBytes() {
+  int64_t b = 0;
+  for (const auto& [p, d] : gemmSession().runs[0].datasets) b += d.storedCount() * int64_t(d.elementBytes());
+  return b;
+}
+
+void BM_SessionWrite(benchmark::State& state) {
+  const Session& s = gemmSession();
+  const std::string path = benchDir() + "/fp8lab_bench_session.h5";
+  WriteOptions opt;
+  opt.compress = state.range(0) != 0;
+  for (auto _ : state) {
+    Status st = writeSession(path, s, opt);
+    if (!st.ok()) {
+      state.SkipWithError(st.message().c_str());
+      break;
+    }
+  }
+  state.SetBytesProcessed(state.iterations() * sessionBytes());
+  state.counters["file_MiB"] = double(std::filesystem::file_size(path)) / (1 << 20);
+}
+
+void BM_RawFwrite(benchmark::State& state) {
+  const Session& s = gemmSession();
+  const std::string path = benchDir() + "/fp8lab_bench_raw.bin";
+  for (auto _ : state) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    for (const auto& [p, d] : s.runs[0].datasets) {
+      const void* buf = d.dtype == DType::Float64 ? static_cast<const void*>(d.f64.data()) : static_cast<const void*>(d.f32.data());
+      std::fwrite(buf, d.elementBytes(), size_t(d.storedCount()), f);
+    }
+    std::fflush(f);
+    ::fsync(fileno(f));
+    std::fclose(f);
+  }
+  state.SetBytesProcessed(state.iterations() * sessionBytes());
+}
+
+void BM_SessionRead(benchmark::State& state) {
+  const std::string path = benchDir() + "/fp8lab_bench_session_r" + std::to_string(state.range(0)) + ".h5";
+  WriteOptions opt;
+  opt.compress = state.range(0) != 0;
+  if (!writeSession(path, gemmSession(), opt).ok()) {
+    state.SkipWithError("cannot write the session");
+    return;
+  }
+  for (auto _ : state) {
+    auto r = loadSession(path);
+    if (!r.ok()) {
+      state.SkipWithError(r.message().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(r.value.runs[0].datasets.size());
+  }
+  state.SetBytesProcessed(state.iterations() * sessionBytes());
+  std::filesystem::remove(path);
+}
+
+void BM_RawFread(benchmark::State& state) {
+  const std::string path = benchDir() + "/fp8lab_bench_raw.bin";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    for (const auto& [p, d] : gemmSession().runs[0].datasets) {
+      const void* buf = d.dtype == DType::Float64 ? static_cast<const void*>(d.f64.data()) : static_cast<const void*>(d.f32.data());
+      std::fwrite(buf, d.elementBytes(), size_t(d.storedCount()), f);
+    }
+    std::fclose(f);
+  }
+  for (auto _ : state) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    std::vector<std::vector<char>> bufs;
+    for (const auto& [p, d] : gemmSession().runs[0].datasets) {
+      std::vector<char> b(size_t(d.storedCount()) * d.elementBytes()); // zero-filled, like the session reader's vectors
+      if (std::fread(b.data(), 1, b.size(), f) != b.size()) state.SkipWithError("short read");
+      bufs.push_back(std::move(b));
+    }
+    std::fclose(f);
+    benchmark::DoNotOptimize(bufs.data());
+  }
+  state.SetBytesProcessed(state.iterations() * sessionBytes());
+  std::filesystem::remove(path);
+}
+
+/// What the GUI heatmap does: a 4096² map reduced (max |x|) to 512×512, or a 1024² window.
+void BM_HeatmapReads(benchmark::State& state) {
+  const std::string path = benchDir() + "/fp8lab_bench_session_h.h5";
+  if (!writeSession(path, gemmSession()).ok()) {
+    state.SkipWithError("cannot write the session");
+    return;
+  }
+  auto rd = SessionReader::open(path);
+  for (auto _ : state) {
+    if (state.range(0) == 0) {
+      auto r = rd.value->readReduced("gemm4096", "error/abs", 8, 8, Reduce::MaxAbs);
+      benchmark::DoNotOptimize(r.value.f64.data());
+    } else {
+      Region g;
+      g.row0 = 1024;
+      g.col0 = 2048;
+      g.rows = g.cols = 1024;
+      auto r = rd.value->readRegion("gemm4096", "error/abs", g);
+      benchmark::DoNotOptimize(r.value.f32.data());
+    }
+  }
+  state.SetLabel(state.range(0) == 0 ? "reduce 4096^2 -> 512^2 (max|x|, gzip)" : "window 1024^2 of 4096^2 (gzip)");
+  rd.value.reset();
+  std::filesystem::remove(path);
+}
+
+} // namespace
+
+BENCHMARK(BM_RawFwrite)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_SessionWrite)->Arg(0)->ArgName("compress")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_RawFread)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_SessionRead)->Arg(0)->ArgName("compress")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+// gzip (level 1 + shuffle): for information; one iteration each (slow on 2 cores)
+BENCHMARK(BM_SessionWrite)->Arg(1)->ArgName("compress")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK(BM_SessionRead)->Arg(1)->ArgName("compress")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK(BM_HeatmapReads)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+
+BENCHMARK_MAIN();
