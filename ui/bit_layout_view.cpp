@@ -71,11 +71,11 @@ void BitCells::setCode(uint32_t code) {
 
 QSize BitCells::sizeHint() const {
   int n = format_ ? format_->bits() : 8;
-  return {n * 58 + (n - 1) * 4, 86};
+  return {n * 58 + (n - 1) * 4, 98};
 }
 QSize BitCells::minimumSizeHint() const {
   int n = format_ ? format_->bits() : 8;
-  return {n * 30, 86};
+  return {n * 30, 98};
 }
 
 QRect BitCells::cellRect(int bit) const {
@@ -433,7 +433,8 @@ void BitLayoutView::refreshValue() {
   if (d.subnormal) flags << tr("subnormal result");
   if (!flags.isEmpty()) html += QStringLiteral("<br><span style='color:#b26a00'>%1</span>").arg(flags.join(QStringLiteral(" · ")));
   if (std::isfinite(d.abs_error))
-    html += tr("<br>Error: absolute %1, relative %2").arg(numberText(d.abs_error)).arg(numberText(d.rel_error));
+    html += tr("<br>Error: absolute %1, relative %2 (%3%)").arg(numberText(d.abs_error), errorText(d.rel_error),
+                                                                 errorText(100 * d.rel_error));
   value_result_->setText(html);
 
   // The same value in other formats, side by side.
@@ -454,7 +455,7 @@ void BitLayoutView::refreshValue() {
     if (e.exact) note << tr("exact");
     if (e.tie) note << tr("tie");
     const QStringList cells = {QString::fromStdString(f->name()), QString::fromStdString(f->hexString(e.code)),
-                               numberText(e.value), numberText(e.abs_error), numberText(e.rel_error),
+                               numberText(e.value), errorText(e.abs_error), errorText(e.rel_error),
                                note.join(QStringLiteral(", "))};
     for (int c = 0; c < cells.size(); ++c) {
       auto* it = new QTableWidgetItem(cells[c]);

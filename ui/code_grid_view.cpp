@@ -82,18 +82,19 @@ void CodeGrid::paintEvent(QPaintEvent*) {
     if (std::signbit(format_->decode(code)) && cls != CodeClass::NaN) bg = bg.darker(112);
     p.fillRect(cr, bg);
     if (int(code) == selected_) {
-      p.setPen(QPen(Qt::black, 3));
+      p.setPen(QPen(QColor(0xff, 0x6f, 0x00), 3));
       p.drawRect(cr.adjusted(1, 1, -2, -2));
     }
-    p.setPen(Qt::black);
+    const QColor ink = bg.lightness() < 140 ? Qt::white : Qt::black;
+    p.setPen(ink);
     p.setFont(small);
     const double v = format_->decode(code);
     QString txt = std::isnan(v) ? QStringLiteral("NaN") : numberText(v);
     if (txt.size() > 9) txt = QString::number(v, 'g', 3).replace(QLatin1Char('-'), QChar(0x2212));
     if (cr.height() >= 26) {
-      p.setPen(QColor(0x30, 0x30, 0x30));
+      p.setPen(ink == Qt::white ? QColor(0xee, 0xee, 0xee) : QColor(0x30, 0x30, 0x30));
       p.drawText(cr.adjusted(2, 1, -2, 0), Qt::AlignTop | Qt::AlignLeft, QString::fromStdString(format_->hexString(code)));
-      p.setPen(Qt::black);
+      p.setPen(ink);
       p.drawText(cr.adjusted(1, 0, -1, -2), Qt::AlignBottom | Qt::AlignHCenter, txt);
     } else {
       p.drawText(cr, Qt::AlignCenter, txt);

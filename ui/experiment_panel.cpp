@@ -1,5 +1,7 @@
 #include "experiment_panel.h"
 
+#include "experiment_runner.h"
+
 #include "formats/format.h"
 #include "session.h"
 
@@ -65,6 +67,7 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   auto* scroll = new QScrollArea(this);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* inner = new QWidget(scroll);
   form_ = new QFormLayout(inner);
   form_->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
@@ -73,6 +76,8 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   auto combo = [&](const QString& name) {
     auto* c = new QComboBox(inner);
     c->setObjectName(name);
+    c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    c->setMinimumContentsLength(10);
     connect(c, &QComboBox::currentIndexChanged, this, &ExperimentPanel::onWidgetChanged);
     return c;
   };
@@ -105,7 +110,9 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   m_ = spin(QStringLiteral("m"), 1, 65536, 256);
   n_ = spin(QStringLiteral("n"), 1, 65536, 256);
   k_ = spin(QStringLiteral("k"), 1, 65536, 1024);
+  for (QSpinBox* s : {m_, n_, k_}) s->setMinimumWidth(62);
   auto* dims = new QHBoxLayout;
+  dims->setSpacing(3);
   dims->addWidget(new QLabel(QStringLiteral("M"), inner));
   dims->addWidget(m_);
   dims->addWidget(new QLabel(QStringLiteral("N"), inner));
@@ -134,7 +141,8 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   form_->addRow(tr("Margin:"), margin_);
   block_ = spin(QStringLiteral("blockSize"), 1, 4096, 128);
   form_->addRow(tr("Block size:"), block_);
-  pow2_ = new QCheckBox(tr("round scales down to powers of two"), inner);
+  pow2_ = new QCheckBox(tr("powers of two"), inner);
+  pow2_->setToolTip(tr("Round scales to powers of two (TE, torchao: down; DeepGEMM UE8M0: up)"));
   pow2_->setObjectName(QStringLiteral("pow2"));
   connect(pow2_, &QCheckBox::toggled, this, &ExperimentPanel::onWidgetChanged);
   form_->addRow(tr("Power of two:"), pow2_);
@@ -394,8 +402,10 @@ QList<ConfigProblem> ExperimentPanel::validate(const QJsonObject& c, bool gpu_av
     if (c.value(QStringLiteral("preset")).toString() == QStringLiteral("flax") && c.value(QStringLiteral("margin")).toInt() != 0)
       p << ConfigProblem{QObject::tr("Margin"), QObject::tr("Flax never passes a margin (it is always 0 in fp8_ops); "
                                                             "the margin is ignored with the Flax preset."), false};
-    p << ConfigProblem{QObject::tr("Strategy"), QObject::tr("A single GEMM has no amax history yet: delayed scaling quantizes "
-                                                            "with the initial scale (1.0). Use a training run to see the history."), false};
+  }
+  {
+    QString why;
+    if (scalingPresetFor(c, &why).isEmpty()) p << ConfigProblem{QObject::tr("Strategy"), why};
   }
   const QString acc = c.value(QStringLiteral("accumulation")).toString();
   if (acc == QStringLiteral("fast-accum"))

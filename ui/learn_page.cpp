@@ -24,6 +24,8 @@ namespace fp8lab::ui {
 
 namespace {
 
+QString sig(double v) { return errorText(v).replace(QStringLiteral("e-0"), QStringLiteral("e-")); }
+
 QString pct(double share) { return QStringLiteral("%1%").arg(100.0 * share, 0, 'f', share < 0.001 && share > 0 ? 4 : 2); }
 
 void setRow(QTableWidget* t, int r, const QStringList& cells) {
@@ -73,7 +75,7 @@ LearnPage::LearnPage(QWidget* parent) : View(parent) {
   list_->setObjectName(QStringLiteral("demoList"));
   list_->addItems({tr("1. Why scale?"), tr("2. E4M3 vs E5M2"), tr("3. Outlier: per-tensor vs per-channel"),
                    tr("4. Delayed scaling's lag")});
-  list_->setMaximumWidth(260);
+  list_->setMaximumWidth(230);
   stack_ = new QStackedWidget(split);
   split->addWidget(list_);
   split->addWidget(stack_);
@@ -149,9 +151,9 @@ void LearnPage::buildWhyScale() {
   for (int i = 0; i < 4; ++i) {
     const double v0 = raw.dequantizedAt(0, i), v1 = scaled.dequantizedAt(0, i);
     const double r0 = std::fabs(v0 - x[i]) / x[i], r1 = std::fabs(v1 - x[i]) / x[i];
-    setRow(t, i, {numberText(x[i]), QString::fromStdString(f.hexString(raw.codes[i])), numberText(v0), pct(r0),
-                  numberText(double(x[i] * scaled.quant_scales[0])), QString::fromStdString(f.hexString(scaled.codes[i])),
-                  numberText(v1), pct(r1)});
+    setRow(t, i, {floatText(x[i]), QString::fromStdString(f.hexString(raw.codes[i])), numberText(v0), pct(r0),
+                  floatText(x[i] * scaled.quant_scales[0]), QString::fromStdString(f.hexString(scaled.codes[i])),
+                  sig(v1), pct(r1)});
     k << i + 1;
     e0 << 100 * r0;
     e1 << 100 * r1;
@@ -159,9 +161,9 @@ void LearnPage::buildWhyScale() {
   QCustomPlot* p = plots_[0];
   auto* g = new QCPBarsGroup(p);
   bars(p, k, e0, QColor(0xef, 0x9a, 0x9a), tr("no scaling (subnormal E4M3FN)"), g);
-  bars(p, k, e1, QColor(0x90, 0xca, 0xf9), tr("per-tensor scaling, s = %1").arg(numberText(scaled.quant_scales[0])), g);
+  bars(p, k, e1, QColor(0x90, 0xca, 0xf9), tr("per-tensor scaling, s = %1").arg(floatText(scaled.quant_scales[0])), g);
   QSharedPointer<QCPAxisTickerText> tk(new QCPAxisTickerText);
-  for (int i = 0; i < 4; ++i) tk->addTick(i + 1, QStringLiteral("x = %1").arg(numberText(x[i])));
+  for (int i = 0; i < 4; ++i) tk->addTick(i + 1, QStringLiteral("x = %1").arg(floatText(x[i])));
   p->xAxis->setTicker(tk);
   p->xAxis->setRange(0.4, 4.6);
   p->xAxis->setLabel(tr("element"));
@@ -174,7 +176,7 @@ void LearnPage::buildWhyScale() {
   notes_[0]->setText(tr("amax = 0.01 \u2192 quant scale s = 448 / 0.01 = <b>%1</b> (float32, Transformer Engine rule). "
                         "Without scaling: %2 of 4 results are subnormal. With scaling: 0 are, and the largest relative error "
                         "drops from %3 to %4.")
-                         .arg(numberText(scaled.quant_scales[0])).arg(raw.stats.subnormal)
+                         .arg(floatText(scaled.quant_scales[0])).arg(raw.stats.subnormal)
                          .arg(pct(*std::max_element(e0.begin(), e0.end()) / 100))
                          .arg(pct(*std::max_element(e1.begin(), e1.end()) / 100)));
   auto* v = static_cast<QVBoxLayout*>(page->layout());
@@ -215,7 +217,7 @@ void LearnPage::buildRangeVsPrecision() {
     std::vector<float> sorted = rel;
     std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.end());
     setRow(t, row, {QString::fromStdString(f->name()), numberText(f->maxFinite()), valueWithPow2(f->minSubnormal()),
-                    QString::number(f->dynamicRangeBinades(), 'f', 1), numberText(q.quant_scales[0]),
+                    QString::number(f->dynamicRangeBinades(), 'f', 1), floatText(q.quant_scales[0]),
                     QString::number(m.sqnr_db, 'f', 2), pct(double(q.stats.underflow) / n), pct(sorted[n / 2])});
     // Scatter: log2|x| against relative error (flushed values have error 1 = 100 %).
     QVector<double> px, py;
@@ -232,7 +234,7 @@ void LearnPage::buildRangeVsPrecision() {
     ++row;
   }
   p->xAxis->setLabel(tr("log\u2082 |x| of the original value"));
-  p->yAxis->setLabel(tr("relative error |x\u0302 \u2212 x| / |x| (log scale; 1 = flushed to zero)"));
+  p->yAxis->setLabel(tr("relative error (1 = flushed to 0)"));
   p->yAxis->setScaleType(QCPAxis::stLogarithmic);
   p->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
   p->yAxis->setNumberFormat(QStringLiteral("eb"));
@@ -273,19 +275,19 @@ void LearnPage::buildOutlier() {
   for (int i = 0; i < 4; ++i) {
     const double v0 = pt.dequantizedAt(0, i), v1 = pc.dequantizedAt(0, i);
     const double r0 = std::fabs(v0 - x[i]) / x[i], r1 = std::fabs(v1 - x[i]) / x[i];
-    setRow(t, i, {QString::number(i), numberText(x[i]), numberText(pt.quant_scales[0]), QString::fromStdString(f.hexString(pt.codes[i])),
-                  numberText(v0), pct(r0), numberText(pc.quant_scales[i]), QString::fromStdString(f.hexString(pc.codes[i])),
-                  numberText(v1), pct(r1)});
+    setRow(t, i, {QString::number(i), floatText(x[i]), floatText(pt.quant_scales[0]), QString::fromStdString(f.hexString(pt.codes[i])),
+                  sig(v0), pct(r0), floatText(pc.quant_scales[i]), QString::fromStdString(f.hexString(pc.codes[i])),
+                  sig(v1), pct(r1)});
     k << i + 1;
     e0 << std::max(100 * r0, 1e-4);
     e1 << std::max(100 * r1, 1e-4);
   }
   QCustomPlot* p = plots_[2];
   auto* g = new QCPBarsGroup(p);
-  bars(p, k, e0, QColor(0xef, 0x9a, 0x9a), tr("per-tensor (one scale: %1)").arg(numberText(pt.quant_scales[0])), g);
+  bars(p, k, e0, QColor(0xef, 0x9a, 0x9a), tr("per-tensor (one scale: %1)").arg(floatText(pt.quant_scales[0])), g);
   bars(p, k, e1, QColor(0xa5, 0xd6, 0xa7), tr("per-channel (one scale per column)"), g);
   QSharedPointer<QCPAxisTickerText> tk(new QCPAxisTickerText);
-  for (int i = 0; i < 4; ++i) tk->addTick(i + 1, tr("channel %1: %2").arg(i).arg(numberText(x[i])));
+  for (int i = 0; i < 4; ++i) tk->addTick(i + 1, tr("channel %1: %2").arg(i).arg(floatText(x[i])));
   p->xAxis->setTicker(tk);
   p->xAxis->setRange(0.4, 4.6);
   p->xAxis->setLabel(tr("channel (column) and its value"));
@@ -330,7 +332,7 @@ void LearnPage::buildLag() {
   knobs->addWidget(new QLabel(tr("Spike amax:"), page));
   lag_height_ = new QSpinBox(page);
   lag_height_->setRange(2, 100000);
-  lag_height_->setValue(64);
+  lag_height_->setValue(10000);
   lag_height_->setPrefix(QStringLiteral("\u00d7 "));
   knobs->addWidget(lag_height_);
   knobs->addStretch(1);
@@ -433,7 +435,7 @@ void LearnPage::setLagParameters(int history, int spike_step, double spike_amax)
     if (s >= spike_step - 1 && s <= spike_step + history + 1) {
       const int r = t->rowCount();
       t->insertRow(r);
-      setRow(t, r, {QString::number(s), numberText(factor), numberText(f.maxFinite() / used), numberText(used), pct(sat),
+      setRow(t, r, {QString::number(s), floatText(factor), sig(f.maxFinite() / used), floatText(used), pct(sat),
                     QString::number(md.sqnr_db, 'f', 1), QString::number(mc.sqnr_db, 'f', 1)});
     }
   }
@@ -480,21 +482,28 @@ void LearnPage::setLagParameters(int history, int spike_step, double spike_amax)
       if (p->graph(i)->keyAxis()->axisRect() == r) leg->addItem(new QCPPlottableLegendItem(leg, p->graph(i)));
     r->axis(QCPAxis::atBottom)->setRange(-0.5, steps - 0.5);
   }
-  top->axis(QCPAxis::atLeft)->setRange(0.5, spike_amax * 3);
+  top->axis(QCPAxis::atLeft)->setRange(0.3, std::max(spike_amax, f.maxFinite()) * 4);
   double lo = 1e9, hi = -1e9;
   for (double v : sqnr_d + sqnr_c) {
     lo = std::min(lo, v);
     hi = std::max(hi, v);
   }
-  bottom->axis(QCPAxis::atLeft)->setRange(std::floor(lo / 5) * 5 - 5, std::ceil(hi / 5) * 5 + 12);
-  p->replot(QCustomPlot::rpQueuedReplot);
-  notes_[3]->setText(tr("Step %1 carries a \u00d7%2 spike: its scale came from the old window, so <b>%3</b> of its elements "
-                        "saturate (clipped to \u00b1448). For the next %4 steps the window's amax is the spike's, the scale is "
-                        "%2\u00d7 too small, and SQNR drops by %5 dB on %6 steps; then the spike leaves the window and the "
-                        "scale recovers.")
-                         .arg(spike_step).arg(spike_amax).arg(pct(lag_saturated_[size_t(spike_step)])).arg(history)
-                         .arg(sqnr_c.value(spike_step + 2) - sqnr_d.value(spike_step + 2), 0, 'f', 1)
-                         .arg(degraded_steps));
+  bottom->axis(QCPAxis::atLeft)->setRange(std::floor(lo / 5) * 5 - 5, std::ceil(hi / 5) * 5 + 20);
+  ui::replot(p);
+  const double drop = sqnr_c.value(spike_step + 2) - sqnr_d.value(spike_step + 2);
+  QString text = tr("Step %1 carries a \u00d7%2 spike. Its scale came from the old window, so <b>%3</b> of its elements "
+                    "saturate (clipped to \u00b1448). ")
+                     .arg(spike_step).arg(spike_amax).arg(pct(lag_saturated_[size_t(spike_step)]));
+  if (degraded_steps > 1)
+    text += tr("For the next %1 steps the window's amax is the spike's: the scale is %2\u00d7 too small, ordinary values "
+               "fall into the subnormals, and SQNR drops by %3 dB, until the spike leaves the window.")
+                .arg(history).arg(spike_amax).arg(drop, 0, 'f', 1);
+  else
+    text += tr("Afterwards the scale is %1\u00d7 too small for %2 steps, but E4M3FN's range absorbs that: the values "
+               "stay normal and SQNR barely changes (%3 dB). Raise the spike above ~2\u00b9\u00b9 to push them into "
+               "the subnormals.")
+                .arg(spike_amax).arg(history).arg(drop, 0, 'f', 1);
+  notes_[3]->setText(text);
 }
 
 } // namespace fp8lab::ui

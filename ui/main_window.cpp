@@ -138,6 +138,10 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
   panel_->setSession(session_);
 
   resize(1400, 900);
+  // Default dock sizes; a saved window state replaces them.
+  resizeDocks({tree_dock_, panel_dock_}, {150, 600}, Qt::Vertical);
+  resizeDocks({panel_dock_}, {350}, Qt::Horizontal);
+  resizeDocks({issues_dock_}, {110}, Qt::Vertical);
   if (opt_.restore_settings) {
     QSettings s;
     restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
@@ -220,6 +224,7 @@ void MainWindow::buildDocks() {
   tree_->setRootIsDecorated(true);
   tree_->setEditTriggers(QAbstractItemView::EditKeyPressed | QAbstractItemView::DoubleClicked);
   tree_dock_->setWidget(tree_);
+  tree_->setMinimumHeight(110);
   addDockWidget(Qt::LeftDockWidgetArea, tree_dock_);
   connect(tree_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* it) {
     if (!it || !it->parent()) return;
@@ -232,15 +237,14 @@ void MainWindow::buildDocks() {
   panel_dock_ = new QDockWidget(tr("Experiment"), this);
   panel_dock_->setObjectName(QStringLiteral("ExperimentDock"));
   panel_ = new ExperimentPanel(panel_dock_);
+  panel_->setMinimumWidth(300);
   panel_dock_->setWidget(panel_);
   addDockWidget(Qt::LeftDockWidgetArea, panel_dock_);
   splitDockWidget(tree_dock_, panel_dock_, Qt::Vertical);
-  resizeDocks({tree_dock_, panel_dock_}, {160, 640}, Qt::Vertical);
-  resizeDocks({tree_dock_}, {340}, Qt::Horizontal);
 
   issues_dock_ = new IssuesDock(issues_, this);
   addDockWidget(Qt::BottomDockWidgetArea, issues_dock_);
-  resizeDocks({issues_dock_}, {130}, Qt::Vertical);
+
 }
 
 void MainWindow::buildActions() {
@@ -591,11 +595,14 @@ bool MainWindow::runExperiment(const QJsonObject& config) {
       return false;
     }
   auto runner = runner_;
+  QJsonObject cfg = config;
+  cfg[QStringLiteral("run_id")] = session_->nextRunId();
+  cfg[QStringLiteral("session_file")] = session_->fileName();
   const QString title = tr("Running %1\u00d7%2 GEMM %3\u00d7%4\u00d7%5")
                             .arg(config.value(QStringLiteral("a_format")).toString(), config.value(QStringLiteral("b_format")).toString())
                             .arg(config.value(QStringLiteral("m")).toInt()).arg(config.value(QStringLiteral("n")).toInt())
                             .arg(config.value(QStringLiteral("k")).toInt());
-  return job_->start(title, [runner, config](const fp8lab::ProgressFn& fn) { return runner(config, fn); });
+  return job_->start(title, [runner, cfg](const fp8lab::ProgressFn& fn) { return runner(cfg, fn); });
 }
 
 void MainWindow::onJobFinished(const JobResult& r) {

@@ -21,15 +21,6 @@ namespace fp8lab::ui {
 
 namespace {
 
-QString superscript(int v) {
-  static const QChar digits[] = {QChar(0x2070), QChar(0x00b9), QChar(0x00b2), QChar(0x00b3), QChar(0x2074),
-                                 QChar(0x2075), QChar(0x2076), QChar(0x2077), QChar(0x2078), QChar(0x2079)};
-  QString s;
-  if (v < 0) s += QChar(0x207b);
-  for (QChar c : QString::number(std::abs(v))) s += digits[c.digitValue()];
-  return s;
-}
-
 /// Tick labels 2^k on a log2 axis.
 class Pow2Ticker : public QCPAxisTickerFixed {
 public:
@@ -49,10 +40,11 @@ int binadeOf(double a) {
 }
 
 QCPScatterStyle tickStyle(const QColor& c, double h) {
+  // QCustomPlot scales a custom path by size/6, so a path of ±3 drawn at size 2h is ±h pixels.
   QPainterPath p;
-  p.moveTo(0, -h);
-  p.lineTo(0, h);
-  QCPScatterStyle s(p, QPen(c, 1.4), Qt::NoBrush, 2 * h);
+  p.moveTo(0, -3);
+  p.lineTo(0, 3);
+  QCPScatterStyle s(p, QPen(c, 1.2), Qt::NoBrush, 2 * h);
   return s;
 }
 
@@ -134,9 +126,8 @@ NumberLineView::NumberLineView(QWidget* parent) : View(parent) {
     return leg;
   };
   density_legend_ = makeLegend(density_rect_, Qt::AlignTop | Qt::AlignRight);
-  hist_legend_ = makeLegend(hist_rect_, Qt::AlignTop | Qt::AlignLeft);
-  // Keep the histogram legend clear of the "underflow" label on the left.
-  hist_rect_->insetLayout()->setMargins(QMargins(110, 4, 4, 4));
+  hist_legend_ = makeLegend(hist_rect_, Qt::AlignTop | Qt::AlignHCenter);
+  plot_->setAutoAddPlottableToLegend(false);
   stylePlot(plot_);
   v->addWidget(plot_, 1);
   info_ = new QLabel(this);
@@ -286,7 +277,7 @@ void NumberLineView::rebuild() {
     const double lo = std::log2(f.minSubnormal()), hi = std::log2(f.maxFinite());
     xmin = std::min(xmin, lo);
     xmax = std::max(xmax, hi);
-    const double yPos = 2.0 * (nf - 1 - i) + 1, yNeg = yPos - 1;
+    const double yPos = 3.0 * (nf - 1 - i) + 1, yNeg = yPos - 1;
     const QString fname = QString::fromStdString(f.name());
     rowTicker->addTick(yPos, QStringLiteral("+ ") + fname);
     rowTicker->addTick(yNeg, QStringLiteral("\u2212 ") + fname);
@@ -352,12 +343,12 @@ void NumberLineView::rebuild() {
       t->setColor(c.darker(130));
     };
     mark(std::log2(f.maxFinite()), tr("max %1").arg(numberText(f.maxFinite())), col);
-    if (f.hasSubnormals()) mark(std::log2(f.minNormal()), tr("min normal 2%1").arg(superscript(f.minExponent())), QColor(0xe6, 0x7e, 0x22));
+    if (f.hasSubnormals()) mark(std::log2(f.minNormal()), tr("min normal %1").arg(pow2Text(f.minExponent())), QColor(0xe6, 0x7e, 0x22));
   }
   QCPAxis* vx = values_rect_->axis(QCPAxis::atBottom);
   QCPAxis* vy = values_rect_->axis(QCPAxis::atLeft);
   vy->setTicker(rowTicker);
-  vy->setRange(-0.6, 2 * nf - 0.4 + 0.5);
+  vy->setRange(-0.6, 3 * nf - 1.0);
   vy->grid()->setVisible(false);
   vx->setLabel(tr("|value| (log\u2082 axis) \u2014 each tick is one representable value; shaded: subnormal zone; 0 is not on a log axis"));
   vx->setRange(std::floor(xmin) - 1.5, std::ceil(xmax) + 1.5);
@@ -393,9 +384,10 @@ void NumberLineView::rebuild() {
   dx->setLabel(tr("binade [2\u1d49, 2\u1d49\u207a\u00b9)"));
   density_legend_->clearItems();
   for (int i = 0; i < plot_->plottableCount(); ++i)
-    if (auto* b = qobject_cast<QCPBars*>(plot_->plottable(i))) density_legend_->addItem(new QCPPlottableLegendItem(density_legend_, b));
+    if (auto* b = qobject_cast<QCPBars*>(plot_->plottable(i)); b && b->keyAxis()->axisRect() == density_rect_)
+      density_legend_->addItem(new QCPPlottableLegendItem(density_legend_, b));
   rebuildOverlay();
-  plot_->replot(QCustomPlot::rpQueuedReplot);
+  ui::replot(plot_);
 }
 
 void NumberLineView::rebuildOverlay() {
@@ -452,7 +444,7 @@ void NumberLineView::rebuildOverlay() {
     t->position->setCoords(x0 < -100 ? x1 - 0.2 : x0 + 0.2, ymax * 1.22);
     t->setPositionAlignment(Qt::AlignTop | (x0 < -100 ? Qt::AlignRight : Qt::AlignLeft));
     t->setText(label);
-    t->setColor(c.darker(250));
+    t->setColor(QColor(0x42, 0x42, 0x42));
     QFont fn = plot_->font();
     fn.setPointSizeF(8);
     t->setFont(fn);
@@ -472,7 +464,7 @@ void NumberLineView::rebuildOverlay() {
   ga->setPen(QPen(colors::series(0).darker(120)));
   ga->setBrush(QColor(colors::series(0).red(), colors::series(0).green(), colors::series(0).blue(), 150));
   ga->setName(tr("after \u00d7 %1 (per-tensor, amax \u2192 max): %2% underflow, %3% saturate")
-                  .arg(numberText(float(overlay_.quant_scale)))
+                  .arg(errorText(overlay_.quant_scale))
                   .arg(100 * overlay_.underflow_after, 0, 'f', 2).arg(100 * overlay_.saturate_after, 0, 'f', 2));
   hy->setRange(0, ymax * 1.3);
   hist_legend_->addItem(new QCPPlottableLegendItem(hist_legend_, gb));
@@ -480,7 +472,7 @@ void NumberLineView::rebuildOverlay() {
   hist_legend_->setVisible(true);
   info_->setText(tr("Tensor: %1 \u00b7 amax %2 \u00b7 %3 quant scale s = max/amax = %4 (x_q = cast(x\u00b7s), "
                     "Transformer Engine current scaling). Shares are of the non-zero elements.")
-                     .arg(name, numberText(overlay_.amax), QString::fromStdString(f.name()), numberText(float(overlay_.quant_scale))));
+                     .arg(name, floatText(float(overlay_.amax)), QString::fromStdString(f.name()), floatText(float(overlay_.quant_scale))));
 }
 
 QString NumberLineView::csv() const {

@@ -14,6 +14,10 @@
 #include <memory>
 #include <vector>
 
+#ifdef FP8LAB_HAVE_HDF5
+#include "session/session.h"
+#endif
+
 class QUndoStack;
 
 namespace fp8lab::ui {
@@ -37,6 +41,11 @@ struct RunRecord {
   QList<QPair<QString, double>> metrics;                          ///< ordered, e.g. ("sqnr_db", 31.2)
   QList<QPair<QString, std::shared_ptr<const RunTensor>>> tensors; ///< ordered by path, e.g. "output/D"
   QStringList warnings;       ///< what the run reported (also sent to the Issues panel)
+#ifdef FP8LAB_HAVE_HDF5
+  /// The core run this record was made from (read from a file or produced by core/experiment);
+  /// saving writes it back unchanged except for the label. Null for runs built in the GUI.
+  std::shared_ptr<const fp8lab::Run> core;
+#endif
 
   std::shared_ptr<const RunTensor> tensor(const QString& path) const;
   double metric(const QString& name, double fallback = 0) const;
@@ -109,6 +118,11 @@ namespace session_io {
 bool read(const QString& fileName, QList<RunRecord>* runs, QString* error, QStringList* warnings);
 bool write(const QString& fileName, const QList<RunRecord>& runs, QString* error);
 bool available();
+#ifdef FP8LAB_HAVE_HDF5
+/// A core run as the GUI shows it: float32 datasets of rank 1 or 2 become tensors, metrics keep
+/// their file order (by name), attrs["label"] becomes the label.
+RunRecord fromCoreRun(const fp8lab::Run& run);
+#endif
 /// First bytes check: true when the file starts with the HDF5 signature.
 bool looksLikeHdf5(const QString& fileName, QString* error);
 } // namespace session_io

@@ -1,9 +1,9 @@
-// Session file adapter: RunRecord <-> core/session (HDF5). Until core/session lands this build
-// reports that it cannot read or write sessions (with the reason), and still checks the file
-// signature so a foreign file gets a precise message.
+// Session file adapter: RunRecord <-> core/session (HDF5, docs/session-format.md). Reads and
+// writes whole sessions through loadSession / writeSession (atomic write-beside + rename).
 #include "session.h"
 
 #include <QFile>
+#include <QJsonDocument>
 #include <QObject>
 
 namespace fp8lab::ui::session_io {
@@ -18,29 +18,105 @@ bool looksLikeHdf5(const QString& fileName, QString* error) {
     if (error) *error = f.errorString();
     return false;
   }
-  // The HDF5 superblock signature sits at offset 0, 512, 1024, ... (HDF5 file format spec §II.A).
+  // The HDF5 superblock signature sits at offset 0, 512, 1024, 2048, ... (HDF5 file format
+  // specification, "Format Signature").
   static const QByteArray sig("\x89HDF\r\n\x1a\n", 8);
-  for (qint64 off = 0; off < f.size(); off = off ? off * 2 : 512) {
+  for (qint64 off = 0; off < f.size() && off <= (qint64(1) << 20); off = off ? off * 2 : 512) {
     if (!f.seek(off)) break;
     if (f.read(8) == sig) return true;
-    if (off > (1 << 20)) break;
   }
   if (error)
     *error = f.size() == 0 ? QObject::tr("the file is empty")
-                           : QObject::tr("not an HDF5 file (no HDF5 signature): not an FP8 Lab session");
+                           : QObject::tr("not an HDF5 file (no HDF5 signature), so not an FP8 Lab session");
   return false;
 }
+
+#ifdef FP8LAB_HAVE_HDF5
+
+bool available() { return true; }
+
+RunRecord fromCoreRun(const fp8lab::Run& run) {
+  RunRecord r;
+  r.id = QString::fromStdString(run.id);
+  const auto label = fp8lab::attrString(run.attrs, "label");
+  r.label = label && !label->empty() ? QString::fromStdString(*label) : r.id;
+  r.kind = QString::fromStdString(run.type);
+  r.backend = QString::fromStdString(run.backend);
+  r.device = QString::fromStdString(run.device);
+  r.created = QDateTime::fromString(QString::fromStdString(run.created_utc), Qt::ISODate);
+  r.config = QJsonDocument::fromJson(QByteArray::fromStdString(run.config_json)).object();
+  for (const auto& [name, m] : run.metrics) r.metrics.append({QString::fromStdString(name), m.value});
+  for (const auto& [path, d] : run.datasets) {
+    if (d.dtype != fp8lab::DType::Float32 || d.shape.empty() || d.shape.size() > 2) continue;
+    auto t = std::make_shared<RunTensor>();
+    t->rows = d.shape.size() == 2 ? d.shape[0] : 1;
+    t->cols = d.shape.size() == 2 ? d.shape[1] : d.shape[0];
+    t->data = d.f32;
+    if (auto u = fp8lab::attrString(d.attrs, "units")) t->unit = QString::fromStdString(*u);
+    if (auto m = fp8lab::attrString(d.attrs, "meaning")) t->meaning = QString::fromStdString(*m);
+    r.tensors.append({QString::fromStdString(path), std::move(t)});
+  }
+  r.core = std::make_shared<const fp8lab::Run>(run);
+  return r;
+}
+
+static fp8lab::Run toCoreRun(const RunRecord& r) {
+  fp8lab::Run run;
+  if (r.core) run = *r.core;
+  run.id = r.id.toStdString();
+  run.attrs["label"] = r.label.toStdString();
+  if (!r.core) {
+    run.type = r.kind.toStdString();
+    run.config_json = QJsonDocument(r.config).toJson(QJsonDocument::Compact).toStdString();
+    run.backend = r.backend.toStdString();
+    run.device = r.device.toStdString();
+    run.created_utc = r.created.toUTC().toString(Qt::ISODate).toStdString();
+    for (const auto& m : r.metrics) run.setMetric(m.first.toStdString(), m.second, "", "");
+    for (const auto& t : r.tensors)
+      run.putFloat32(t.first.toStdString(), t.second->data, t.second->rows, t.second->cols, t.second->unit.toStdString(),
+                     t.second->meaning.toStdString());
+  }
+  return run;
+}
+
+bool read(const QString& fileName, QList<RunRecord>* runs, QString* error, QStringList* warnings) {
+  auto res = fp8lab::loadSession(fileName.toStdString());
+  if (!res.ok()) {
+    if (error) *error = QString::fromStdString(res.firstError());
+    return false;
+  }
+  if (warnings)
+    for (const auto& i : res.issues) *warnings << QString::fromStdString(i.toString());
+  runs->clear();
+  for (const auto& run : res.value.runs) runs->append(fromCoreRun(run));
+  return true;
+}
+
+bool write(const QString& fileName, const QList<RunRecord>& runs, QString* error) {
+  fp8lab::Session s;
+  for (const auto& r : runs) s.runs.push_back(toCoreRun(r));
+  const auto st = fp8lab::writeSession(fileName.toStdString(), s);
+  if (!st.ok()) {
+    if (error) *error = QString::fromStdString(st.firstError());
+    return false;
+  }
+  return true;
+}
+
+#else
 
 bool available() { return false; }
 
 bool read(const QString&, QList<RunRecord>*, QString* error, QStringList*) {
-  if (error) *error = QObject::tr("this build cannot read session files yet (core/session is not available)");
+  if (error) *error = QObject::tr("this build has no HDF5 support (FP8LAB_WITH_HDF5=OFF), so it cannot read sessions");
   return false;
 }
 
 bool write(const QString&, const QList<RunRecord>&, QString* error) {
-  if (error) *error = QObject::tr("this build cannot write session files yet (core/session is not available)");
+  if (error) *error = QObject::tr("this build has no HDF5 support (FP8LAB_WITH_HDF5=OFF), so it cannot write sessions");
   return false;
 }
+
+#endif
 
 } // namespace fp8lab::ui::session_io

@@ -2,6 +2,7 @@
 
 #include "qcp.h"
 
+#include <charconv>
 #include <cmath>
 
 namespace fp8lab::ui {
@@ -38,14 +39,44 @@ QString numberText(double v) {
   return s;
 }
 
+QString superscript(int v) {
+  static const char16_t digits[] = {0x2070, 0x00b9, 0x00b2, 0x00b3, 0x2074, 0x2075, 0x2076, 0x2077, 0x2078, 0x2079};
+  QString s;
+  if (v < 0) s += QChar(0x207b);
+  for (QChar c : QString::number(std::abs(v))) s += QChar(digits[c.digitValue()]);
+  return s;
+}
+
+QString pow2Text(int e) { return QStringLiteral("2") + superscript(e); }
+
 QString valueWithPow2(double v) {
   QString s = numberText(v);
   if (std::isfinite(v) && v != 0) {
     int e = 0;
-    double m = std::frexp(std::fabs(v), &e);
-    if (m == 0.5) s += QStringLiteral(" = %12^%2").arg(v < 0 ? QStringLiteral("\u2212") : QString()).arg(e - 1);
+    const double m = std::frexp(std::fabs(v), &e);
+    if (m == 0.5) s += QStringLiteral(" = ") + (v < 0 ? QStringLiteral("\u2212") : QString()) + pow2Text(e - 1);
   }
   return s;
+}
+
+QString floatText(float v) {
+  if (!std::isfinite(v) || v == 0) return numberText(v);
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  QString s = QString::fromLatin1(buf, int(r.ptr - buf));
+  if (s.startsWith(QLatin1Char('-'))) s.replace(0, 1, QStringLiteral("\u2212"));
+  return s;
+}
+
+QString errorText(double v) {
+  if (!std::isfinite(v)) return numberText(v);
+  QString s = QString::number(v, 'g', 4);
+  if (s.startsWith(QLatin1Char('-'))) s.replace(0, 1, QStringLiteral("\u2212"));
+  return s;
+}
+
+void replot(QCustomPlot* plot) {
+  if (plot->width() > 0 && plot->height() > 0) plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 QString classText(CodeClass c) {

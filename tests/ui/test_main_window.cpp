@@ -1,0 +1,231 @@
+// Main window, Session model, Issues panel and experiment panel (issue 5 §1, §2, §6, "Bad input").
+#include "bit_layout_view.h"
+#include "code_grid_view.h"
+#include "experiment_panel.h"
+#include "issues.h"
+#include "job.h"
+#include "main_window.h"
+#include "session.h"
+
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QUndoStack>
+#include <QtTest>
+
+using namespace fp8lab::ui;
+
+namespace {
+MainWindow::Options testOptions() {
+  MainWindow::Options o;
+  o.restore_settings = false;
+  o.open_default_session = false;
+  o.probe_backend = false;
+  return o;
+}
+
+QJsonObject smallGemm() {
+  QJsonObject c = ExperimentPanel::defaultConfig();
+  c[QStringLiteral("m")] = 32;
+  c[QStringLiteral("n")] = 16;
+  c[QStringLiteral("k")] = 64;
+  return c;
+}
+} // namespace
+
+class TestMainWindow : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QCoreApplication::setOrganizationName(QStringLiteral("FP8 Lab tests"));
+    QCoreApplication::setApplicationName(QStringLiteral("test_main_window"));
+  }
+
+  void viewsAndStatusBar() {
+    MainWindow w(testOptions());
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    for (const char* id : {"bits", "numberline", "codes", "learn"}) {
+      QVERIFY2(w.view(QString::fromLatin1(id)), id);
+      QVERIFY(w.showView(QString::fromLatin1(id)));
+      QCOMPARE(w.currentView()->viewId(), QString::fromLatin1(id));
+    }
+    QVERIFY(!w.showView(QStringLiteral("nope")));
+    QCOMPARE(w.backendText(), QStringLiteral("Backend: CPU"));
+    BackendInfo gpu{true, QStringLiteral("NVIDIA H200"), QStringLiteral("cc 9.0")};
+    w.setBackend(gpu);
+    QCOMPARE(w.backendText(), QStringLiteral("Backend: NVIDIA H200"));
+    QVERIFY(w.issueCounterText().startsWith(QStringLiteral("0")));
+  }
+
+  // The code grid selects in the bit layout view and switches to it.
+  void codeGridLinksToBitLayout() {
+    MainWindow w(testOptions());
+    w.show();
+    auto* grid = qobject_cast<CodeGridView*>(w.view(QStringLiteral("codes")));
+    auto* bits = qobject_cast<BitLayoutView*>(w.view(QStringLiteral("bits")));
+    w.showView(QStringLiteral("codes"));
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QTest::mouseClick(grid->grid(), Qt::LeftButton, {}, grid->grid()->cellRect(0x38).center());
+    QCOMPARE(w.currentView(), static_cast<View*>(bits));
+    QCOMPARE(bits->code(), 0x38u);
+    QCOMPARE(bits->decodedText(), QStringLiteral("1 = 2\u2070"));
+    bits->setCode(0x01);
+    QCOMPARE(grid->grid()->selected(), 0x01);
+  }
+
+  void issuesAreCountedOnce() {
+    MainWindow w(testOptions());
+    IssueList* l = w.issues();
+    l->report(Severity::Warning, QStringLiteral("saturated"), QStringLiteral("run-1/A"));
+    l->report(Severity::Warning, QStringLiteral("saturated"), QStringLiteral("run-1/A"));
+    l->report(Severity::Error, QStringLiteral("saturated"), QStringLiteral("run-1/A"));
+    QCOMPARE(l->rowCount(), 2);
+    QCOMPARE(l->issues()[0].count, 2);
+    QCOMPARE(w.issueCounterText(), QStringLiteral("2 issue(s)"));
+    l->clear();
+    QCOMPARE(w.issueCounterText(), QStringLiteral("0 issue(s)"));
+  }
+
+  // Bad input: a foreign file and a corrupt HDF5 file each give one Issues entry with the
+  // reason; the session and the window stay as they were.
+  void corruptOrForeignFile() {
+    QTemporaryDir dir;
+    MainWindow w(testOptions());
+    const QString txt = dir.filePath(QStringLiteral("notes.txt"));
+    QFile f(txt);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("hello, not a session\n");
+    f.close();
+    QVERIFY(!w.openSession(txt));
+    QCOMPARE(w.issues()->rowCount(), 1);
+    QCOMPARE(w.issues()->issues()[0].severity, Severity::Error);
+    QVERIFY2(w.issues()->issues()[0].text.contains(QStringLiteral("not an HDF5 file")), qPrintable(w.issues()->issues()[0].text));
+    QCOMPARE(w.issues()->issues()[0].where, txt);
+    const QString h5 = dir.filePath(QStringLiteral("broken.h5"));
+    QFile g(h5);
+    QVERIFY(g.open(QIODevice::WriteOnly));
+    g.write(QByteArray("\x89HDF\r\n\x1a\n", 8) + QByteArray(300, '\x07'));
+    g.close();
+    QVERIFY(!w.openSession(h5));
+    QCOMPARE(w.issues()->rowCount(), 2);
+    QVERIFY(!w.openSession(dir.filePath(QStringLiteral("missing.h5"))));
+    QCOMPARE(w.issues()->rowCount(), 3);
+    QCOMPARE(w.session()->runCount(), 0);
+    QVERIFY(w.session()->fileName().isEmpty());
+  }
+
+  void sessionUndoRedo() {
+    Session s;
+    QSignalSpy added(&s, &Session::runAdded);
+    RunRecord r;
+    r.kind = QStringLiteral("gemm");
+    r.label = QStringLiteral("first");
+    s.addRun(r);
+    QCOMPARE(s.runCount(), 1);
+    QCOMPARE(s.run(0).id, QStringLiteral("run-0001"));
+    QVERIFY(s.isModified());
+    s.renameRun(0, QStringLiteral("renamed"));
+    QCOMPARE(s.run(0).label, QStringLiteral("renamed"));
+    s.undoStack()->undo();
+    QCOMPARE(s.run(0).label, QStringLiteral("first"));
+    s.undoStack()->undo();
+    QCOMPARE(s.runCount(), 0);
+    QVERIFY(!s.isModified());
+    s.undoStack()->redo();
+    QCOMPARE(s.runCount(), 1);
+    QCOMPARE(added.count(), 2);
+    QCOMPARE(s.currentRun(), 0);
+  }
+
+  // Out-of-range and unsupported parameters are refused in place, with a reason.
+  void panelValidation() {
+    QJsonObject c = ExperimentPanel::defaultConfig();
+    c[QStringLiteral("a_format")] = QStringLiteral("E5M2");
+    c[QStringLiteral("b_format")] = QStringLiteral("E5M2");
+    c[QStringLiteral("backend")] = QStringLiteral("cuda");
+    auto probs = ExperimentPanel::validate(c, true, {});
+    bool found = false;
+    for (const auto& p : probs) found |= p.blocking && p.reason.contains(QStringLiteral("E5M2 \u00d7 E5M2 is not supported by cuBLASLt"));
+    QVERIFY(found);
+    c[QStringLiteral("backend")] = QStringLiteral("cpu");
+    QVERIFY(ExperimentPanel::validate(c, false, {}).isEmpty()); // the CPU reference runs E5M2 x E5M2
+    c[QStringLiteral("m")] = 0;
+    QVERIFY(!ExperimentPanel::validate(c, false, {}).isEmpty());
+    c = ExperimentPanel::defaultConfig();
+    c[QStringLiteral("a_format")] = QStringLiteral("E2M1");
+    probs = ExperimentPanel::validate(c, false, {});
+    QCOMPARE(probs.size(), 1);
+    QVERIFY(probs[0].reason.contains(QStringLiteral("MX block-32")));
+    c[QStringLiteral("scaling")] = QStringLiteral("mx32");
+    QVERIFY(ExperimentPanel::validate(c, false, {}).isEmpty());
+
+    ExperimentPanel panel;
+    QJsonObject bad = ExperimentPanel::defaultConfig();
+    bad[QStringLiteral("backend")] = QStringLiteral("cuda");
+    panel.setConfig(bad);
+    QVERIFY(!panel.isValid());
+    QVERIFY(!panel.findChild<QPushButton*>(QStringLiteral("runButton"))->isEnabled());
+    QVERIFY(panel.findChild<QLabel*>(QStringLiteral("problems"))->text().contains(QStringLiteral("no CUDA GPU")));
+  }
+
+  // Running an experiment from the panel adds a run to the session (off the GUI thread).
+  void runFromPanelAddsRun() {
+    MainWindow w(testOptions());
+    if (!w.hasExperimentRunner()) QSKIP("this build has no experiment runner (FP8LAB_WITH_HDF5=OFF)");
+    w.experimentPanel()->setConfig(smallGemm());
+    auto* run = w.experimentPanel()->findChild<QPushButton*>(QStringLiteral("runButton"));
+    QVERIFY(run->isEnabled());
+    QSignalSpy ended(w.job(), &Job::ended);
+    QSignalSpy failed(w.job(), &Job::failed);
+    QTest::mouseClick(run, Qt::LeftButton);
+    QVERIFY(ended.wait(60000));
+    QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][0].toString()));
+    QCOMPARE(w.session()->runCount(), 1);
+    const RunRecord& r = w.session()->run(0);
+    QCOMPARE(r.kind, QStringLiteral("gemm"));
+    QCOMPARE(r.id, QStringLiteral("run-0001"));
+    QVERIFY(r.tensor(QStringLiteral("output/D")));
+    QCOMPARE(r.tensor(QStringLiteral("output/D"))->rows, 32);
+    QCOMPARE(r.tensor(QStringLiteral("output/D"))->cols, 16);
+    QVERIFY(w.session()->isModified());
+
+    // Save, reopen: the run comes back with its label.
+    QTemporaryDir dir;
+    const QString file = dir.filePath(QStringLiteral("s.h5"));
+    w.session()->renameRun(0, QStringLiteral("my run"));
+    QString error;
+    QVERIFY2(w.session()->save(file, &error), qPrintable(error));
+    QVERIFY(!w.session()->isModified());
+    MainWindow w2(testOptions());
+    QVERIFY(w2.openSession(file));
+    QCOMPARE(w2.session()->runCount(), 1);
+    QCOMPARE(w2.session()->run(0).label, QStringLiteral("my run"));
+    QCOMPARE(w2.session()->run(0).tensor(QStringLiteral("output/D"))->data, r.tensor(QStringLiteral("output/D"))->data);
+  }
+
+  // Cancel stops a run; nothing is added.
+  void cancelAddsNothing() {
+    MainWindow w(testOptions());
+    if (!w.hasExperimentRunner()) QSKIP("no experiment runner");
+    QJsonObject c = smallGemm();
+    c[QStringLiteral("m")] = 2048;
+    c[QStringLiteral("n")] = 2048;
+    c[QStringLiteral("k")] = 2048;
+    QSignalSpy cancelled(w.job(), &Job::cancelled);
+    QSignalSpy ended(w.job(), &Job::ended);
+    QVERIFY(w.runExperiment(c));
+    QVERIFY(w.job()->isRunning());
+    w.job()->cancel();
+    QSignalSpy failed(w.job(), &Job::failed);
+    QVERIFY(ended.wait(60000));
+    QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][0].toString()));
+    QCOMPARE(cancelled.count(), 1);
+    QCOMPARE(w.session()->runCount(), 0);
+  }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "test_main_window.moc"
