@@ -12,6 +12,8 @@
 #include "training/idx_reader.h"
 #include "training/random.h"
 #include "training/trainer.h"
+#include "training/training_session.h"
+#include "training/weight_gemm.h"
 
 #include <zlib.h>
 
@@ -146,6 +148,8 @@ private Q_SLOTS:
   void spikeSaturatesDelayedNotCurrent();
   void progressCancelKeepsAConsistentPartialResult();
   void badConfigIsRefused();
+  void sessionRunHoldsTheRecords();
+  void gemmOnTrainedWeightsSplitsTheError();
 };
 
 void TestTraining::idxReadsHandBuiltGzipFile() {
@@ -425,31 +429,37 @@ void TestTraining::flaxDelayedHistoryAndScaleFollowTheRules() {
 void TestTraining::teDelayedHistoryAndScaleFollowTheRules() {
   const FashionMnist* fm = subset();
   QVERIFY2(fm, "Fashion-MNIST missing: install dataset-fashion-mnist");
-  const int L = 3;
-  auto cfg = smallConfig(TrainingScalingKind::DelayedTE, L);
-  cfg.scaling.margin = 1;
-  TrainingRun run(cfg, fm->train, fm->test);
-  run.run();
-  const TrainingResult& r = run.result();
-  for (const OperandHistory& h : r.operands) {
-    const float fp8_max = h.operand == "output_grad" ? 57344.0f : 448.0f;
-    // TE fused update (§3.1): step t casts with the quant scale s_t (s_0 = 1.0); after it,
-    // window = {a_(t-L+1) … a_t} (L values incl. the staged one) and, if the staged amax ≠ 0,
-    // s_(t+1) = (fp8_max · 2^-margin) / max(window), keeping s_t for a zero / non-finite max,
-    // FLT_MAX if the division overflows. The dequant scale passed on is 1/s_t in float32.
-    float s = 1.0f;
-    for (int64_t t = 0; t < r.steps_done; ++t) {
-      QVERIFY2(sameFloat(h.quant_scale[size_t(t)], s),
-               qPrintable(QStringLiteral("%1 step %2: quant scale %3, expected %4").arg(QString::fromStdString(h.name())).arg(t)
-                              .arg(double(h.quant_scale[size_t(t)]), 0, 'g', 9).arg(double(s), 0, 'g', 9)));
-      QVERIFY(sameFloat(h.dequant_scale[size_t(t)], 1.0f / s));
-      const auto w = expectedWindow(h.amax, t, L);
-      const std::vector<float> got(h.history.begin() + t * L, h.history.begin() + (t + 1) * L);
-      QVERIFY2(got == w, qPrintable(QStringLiteral("%1 window at step %2").arg(QString::fromStdString(h.name())).arg(t)));
-      const float m = maxOf(w);
-      if (h.amax[size_t(t)] != 0 && std::isfinite(m) && m > 0) {
-        s = (fp8_max * 0.5f) / m;
-        if (std::isinf(s)) s = FLT_MAX;
+  struct Case { int L; int margin; bool most_recent; };
+  for (const Case k : {Case{3, 1, false}, Case{1, 0, false}, Case{6, 2, true}}) {
+    auto cfg = smallConfig(TrainingScalingKind::DelayedTE, k.L);
+    cfg.scaling.margin = k.margin;
+    cfg.scaling.most_recent = k.most_recent;
+    cfg.epochs = 2;
+    TrainingRun run(cfg, fm->train, fm->test);
+    run.run();
+    const TrainingResult& r = run.result();
+    for (const OperandHistory& h : r.operands) {
+      const float fp8_max = h.operand == "output_grad" ? 57344.0f : 448.0f;
+      const float scaled_max = std::ldexp(fp8_max, -k.margin); // fp8_max · 2^-margin, exact
+      // TE fused update (§3.1): step t casts with the quant scale s_t (s_0 = 1.0); after it,
+      // window = {a_(t-L+1) … a_t} (L values incl. the staged one) and, if the staged amax ≠ 0,
+      // s_(t+1) = scaled_max / amax with amax = max(window) ("max") or a_t ("most_recent"),
+      // keeping s_t for a zero / non-finite amax, FLT_MAX if the division overflows. The dequant
+      // scale passed on is 1/s_t in float32.
+      float s = 1.0f;
+      for (int64_t t = 0; t < r.steps_done; ++t) {
+        QVERIFY2(sameFloat(h.quant_scale[size_t(t)], s),
+                 qPrintable(QStringLiteral("L=%1 %2 step %3: quant scale %4, expected %5").arg(k.L).arg(QString::fromStdString(h.name())).arg(t)
+                                .arg(double(h.quant_scale[size_t(t)]), 0, 'g', 9).arg(double(s), 0, 'g', 9)));
+        QVERIFY(sameFloat(h.dequant_scale[size_t(t)], 1.0f / s));
+        const auto w = expectedWindow(h.amax, t, k.L);
+        const std::vector<float> got(h.history.begin() + t * k.L, h.history.begin() + (t + 1) * k.L);
+        QVERIFY2(got == w, qPrintable(QStringLiteral("%1 window at step %2").arg(QString::fromStdString(h.name())).arg(t)));
+        const float m = k.most_recent ? h.amax[size_t(t)] : maxOf(w);
+        if (h.amax[size_t(t)] != 0 && std::isfinite(m) && m > 0) {
+          s = scaled_max / m;
+          if (std::isinf(s)) s = FLT_MAX;
+        }
       }
     }
   }
@@ -561,6 +571,73 @@ void TestTraining::badConfigIsRefused() {
   c = TrainingConfig{};
   c.spike = {true, 3, 10.0f, 7};
   QVERIFY_THROWS_EXCEPTION(std::invalid_argument, TrainingRun(c, fm->train, fm->test));
+}
+
+void TestTraining::sessionRunHoldsTheRecords() {
+  const FashionMnist* fm = subset();
+  QVERIFY2(fm, "Fashion-MNIST missing: install dataset-fashion-mnist");
+  auto cfg = smallConfig(TrainingScalingKind::DelayedFlax, 4);
+  cfg.epochs = 1;
+  TrainingRun tr(cfg, fm->train, fm->test);
+  tr.run();
+  const TrainingResult& r = tr.result();
+  const std::string json = trainingConfigJson(cfg, "t1", 512, 256);
+  QVERIFY(json.find("\"strategy\": \"delayed-flax\"") != std::string::npos);
+  QVERIFY(json.find("\"learning_rate\": 0.001") != std::string::npos); // shortest float32 text
+  const Run run = trainingRunToSession(r, "t1", json);
+  QCOMPARE(run.type, std::string("training"));
+  QCOMPARE(run.seed, cfg.seed);
+  QCOMPARE(run.config_json, json);
+  QCOMPARE(attrString(run.attrs, "status").value_or(""), std::string("completed"));
+  QCOMPARE(run.find("training/loss")->f32, r.loss);
+  QCOMPARE(run.find("training/loss")->shape, (std::vector<int64_t>{8}));
+  const Dataset* hist = run.find("history/fc2/output_grad/amax_history");
+  QVERIFY(hist);
+  QCOMPARE(hist->shape, (std::vector<int64_t>{8, 4}));
+  QCOMPARE(hist->f32, r.find("fc2/output_grad")->history);
+  QCOMPARE(run.find("history/fc1/kernel/scale")->f32, r.find("fc1/kernel")->dequant_scale);
+  QCOMPARE(run.find("history/fc3/input/saturated")->i64, r.find("fc3/input")->saturated);
+  QCOMPARE(attrString(run.group_attrs.at("history/fc1/output_grad"), "format").value_or(""), std::string("E5M2"));
+  // every dataset says what it is
+  for (const auto& [path, d] : run.datasets) {
+    QVERIFY2(attrString(d.attrs, "units").has_value() && attrString(d.attrs, "meaning").has_value(), path.c_str());
+    QVERIFY2(!attrString(d.attrs, "meaning")->empty(), path.c_str());
+  }
+  QCOMPARE(run.metrics.at("final_test_accuracy").value, r.epochs.back().test_accuracy);
+  const auto w = trainedWeightsFromRun(run, "fc2");
+  QVERIFY(w.ok());
+  QCOMPARE(w.value.kernel, r.weights[1].kernel);
+  QCOMPARE(w.value.in, int64_t{256});
+  QVERIFY(!trainedWeightsFromRun(run, "fc9").ok());
+}
+
+void TestTraining::gemmOnTrainedWeightsSplitsTheError() {
+  const FashionMnist* fm = subset();
+  QVERIFY2(fm, "Fashion-MNIST missing: install dataset-fashion-mnist");
+  auto cfg = smallConfig(TrainingScalingKind::CurrentTE, 1);
+  cfg.epochs = 1;
+  TrainingRun tr(cfg, fm->train, fm->test);
+  tr.run();
+  WeightGemmConfig wc;
+  wc.layer = 1;
+  wc.rows = 64;
+  const Run run = weightGemmRun(tr.result().weights, fm->test, wc, "g", "{}");
+  QCOMPARE(run.type, std::string("gemm-trained-weights"));
+  QCOMPARE(run.find("inputs/A")->shape, (std::vector<int64_t>{64, 256}));
+  QCOMPARE(run.find("inputs/B")->f32, tr.result().weights[1].kernel);
+  QCOMPARE(run.find("output/D")->shape, (std::vector<int64_t>{64, 128}));
+  // A = ReLU(x·W1 + b1) ≥ 0, computed independently here for the first image, first column.
+  const auto& w1 = tr.result().weights[0];
+  float a00 = 0;
+  for (int64_t k = 0; k < 784; ++k) a00 += fm->test.pixels[size_t(k)] * w1.kernel[size_t(k * 256)];
+  a00 = std::max(a00 + w1.bias[0], 0.0f);
+  QCOMPARE(run.find("inputs/A")->f32[0], a00);
+  // E4M3 per-tensor quantization of both operands: SQNR of a few tens of dB (E4M3 has 3
+  // mantissa bits, ≈ 6 dB per bit → roughly 25–40 dB on real data), and the float32 split
+  // accumulation adds far less error than the quantization.
+  const double q = run.metrics.at("quantization_sqnr_db").value, a = run.metrics.at("accumulation_sqnr_db").value;
+  QVERIFY2(q > 20 && q < 50, qPrintable(QString::number(q)));
+  QVERIFY2(a > q + 40, qPrintable(QString::number(a)));
 }
 
 QTEST_APPLESS_MAIN(TestTraining)
