@@ -98,6 +98,17 @@ uint8_t mxScaleRceil(float amax, float elem_max) {
   return e8m0RoundUpSaturating(amax * rcp);
 }
 
+uint8_t mxScaleRceilNoSat(float amax, float elem_max) {
+  const float v = amax * (1.0f / elem_max);
+  if (!std::isfinite(v)) return 0xFF;
+  if (v == 0.0f) return 0x00;
+  const uint32_t u = std::bit_cast<uint32_t>(v) & 0x7FFFFFFFu;
+  uint32_t exponent = u >> 23;
+  const uint32_t mantissa = u & 0x7FFFFFu;
+  if (mantissa > 0 && !(exponent == 0 && mantissa <= 0x400000u)) ++exponent; // 0xFE + 1 → 0xFF (NaN)
+  return static_cast<uint8_t>(exponent);
+}
+
 float e8m0ToFloat(uint8_t code) {
   if (code == 0xFF) return std::numeric_limits<float>::quiet_NaN();
   return std::ldexp(1.0f, static_cast<int>(code) - 127);

@@ -82,6 +82,11 @@ uint8_t mxScaleCeil(float amax, int emax_elem);
 /// (inf → 0xFE); torchao's RCEIL would give 0xFF there (documented, not modelled).
 uint8_t mxScaleRceil(float amax, float elem_max);
 
+/// torchao ScaleCalculationMode.RCEIL: the same round-up of amax · float32(1/max) as
+/// mxScaleRceil() but without saturation: inf / NaN (and anything rounding past 2^127) → 0xFF,
+/// so the whole block dequantizes to NaN. SCALING-SEMANTICS §4.6.
+uint8_t mxScaleRceilNoSat(float amax, float elem_max);
+
 /// 2^(code − 127) as float32 (exact, 2^-127 is a float32 subnormal); NaN for 0xFF.
 float e8m0ToFloat(uint8_t code);
 /// 2^(127 − code) as float32: the exact power-of-two quant multiplier of an E8M0 scale (TE's

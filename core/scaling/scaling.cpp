@@ -48,6 +48,8 @@ const char* toString(ScaleRule r) {
     return "mx-ceil";
   case ScaleRule::MxRceil:
     return "mx-rceil";
+  case ScaleRule::MxRceilTorchao:
+    return "mx-rceil-torchao";
   }
   return "?";
 }
@@ -134,6 +136,9 @@ const std::vector<PresetDef>& presetDefs() {
       {{"mx_rceil", "MX block-32, E8M0 = round_up(amax/max) saturating, never clips",
         "TE MXFP8BlockScaling float_to_e8m0, cuBLAS (3.5)"},
        make("mx_rceil", G::Block1D, R::MxRceil, false, 32)},
+      {{"mx_rceil_torchao", "MX block-32, E8M0 = round_up(amax/max) without saturation (inf/NaN block -> 0xFF)",
+        "torchao ScaleCalculationMode.RCEIL (4.6)"},
+       make("mx_rceil_torchao", G::Block1D, R::MxRceilTorchao, false, 32)},
       {{"flax_delayed", "per-tensor delayed: Flax fp8_ops history (window excludes current step), dequant scale",
         "Flax flax/linen/fp8_ops.py update_fp8_meta (2)", true},
        make("flax_delayed", G::PerTensor, R::TransformerEngine)},
@@ -194,14 +199,17 @@ BlockScale blockScaleFromAmax(double amax, const Format& fmt, const ScalingConfi
     break;
   case ScaleRule::MxFloor:
   case ScaleRule::MxCeil:
-  case ScaleRule::MxRceil: {
+  case ScaleRule::MxRceil:
+  case ScaleRule::MxRceilTorchao: {
     uint8_t code = 0;
     if (cfg.rule == ScaleRule::MxFloor)
       code = mxScaleFloor(af, fmt.maxExponent());
     else if (cfg.rule == ScaleRule::MxCeil)
       code = mxScaleCeil(af, fmt.maxExponent());
-    else
+    else if (cfg.rule == ScaleRule::MxRceil)
       code = mxScaleRceil(af, maxf);
+    else
+      code = mxScaleRceilNoSat(af, maxf);
     b.scale_code = code;
     b.dequant = e8m0ToFloat(code);
     b.quant = e8m0ReciprocalToFloat(code);
@@ -461,7 +469,8 @@ void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, 
   q.codes.resize(static_cast<std::size_t>(R * C));
   q.dequant_scales.assign(nblocks, 1.0f);
   q.quant_scales.assign(nblocks, 1.0f);
-  const bool mx = cfg.rule == ScaleRule::MxFloor || cfg.rule == ScaleRule::MxCeil || cfg.rule == ScaleRule::MxRceil;
+  const bool mx = cfg.rule == ScaleRule::MxFloor || cfg.rule == ScaleRule::MxCeil || cfg.rule == ScaleRule::MxRceil ||
+                  cfg.rule == ScaleRule::MxRceilTorchao;
   if (mx) q.scale_codes.assign(nblocks, 0);
   const bool ignore_nan = !ruleAmaxPropagatesNaN(cfg.rule);
   const bool divide = cfg.op == Format::ScaleOp::Divide;

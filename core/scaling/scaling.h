@@ -48,6 +48,7 @@ enum class ScaleRule {
   MxFloor,           ///< OCP MX §6.3 (torchao FLOOR): E8M0 = floor(log2 amax) − emax_elem
   MxCeil,            ///< torchao CEIL: E8M0 = ceil-ish exponent − emax_elem
   MxRceil,           ///< NVIDIA RCEIL (TE, cuBLAS): E8M0 = round_up(amax/max), saturating
+  MxRceilTorchao,    ///< torchao RCEIL: the same round-up, not saturating (inf/NaN → 0xFF)
 };
 
 /// A complete current-scaling strategy. Build one with scalingPreset() and adjust fields.
@@ -85,7 +86,7 @@ struct ScalingPresetInfo {
 /// Every preset, in display order: te_current, te_current_pow2, torchao_tensorwise,
 /// torchao_rowwise, per_row, per_column, torchao_block_1x128, torchao_block_128x128,
 /// deepgemm_1x128, deepgemm_128x128, deepgemm_1x128_ue8m0, deepgemm_128x128_ue8m0,
-/// dsv3_act_quant, te_block_1x128, te_block_128x128, mx_floor, mx_ceil, mx_rceil,
+/// dsv3_act_quant, te_block_1x128, te_block_128x128, mx_floor, mx_ceil, mx_rceil, mx_rceil_torchao,
 /// flax_delayed, te_delayed.
 const std::vector<ScalingPresetInfo>& scalingPresets();
 
@@ -109,8 +110,8 @@ struct BlockScale {
 /// the amax is rounded to float32 first (exact for float32 tensors).
 BlockScale blockScaleFromAmax(double amax, const Format& fmt, const ScalingConfig& cfg);
 
-/// Whether a rule's amax propagates NaN (torch.max / jnp.max: torchao, DeepGEMM, MX FLOOR/CEIL
-/// via torchao) or ignores NaN elements (CUDA fmaxf in TE kernels: TE rules, MX RCEIL).
+/// Whether a rule's amax propagates NaN (torch.max / jnp.max: torchao, DeepGEMM, MX FLOOR/CEIL/
+/// RCEIL via torchao) or ignores NaN elements (CUDA fmaxf in TE kernels: TE rules, MX RCEIL).
 bool ruleAmaxPropagatesNaN(ScaleRule rule);
 
 /// Quantizes a row-major float32 tensor [rows, cols] with a current-scaling strategy.

@@ -242,6 +242,12 @@ void TestScaling::mxNaNAndInfBlocks() {
   QCOMPARE(int(r.scale_codes[1]), 0xFE);
   QCOMPARE(r.stats.nan_inputs, int64_t(1));
   QCOMPARE(r.stats.inf_inputs, int64_t(1));
+  // torchao RCEIL: same round-up but no saturation: NaN and inf blocks → 0xFF (§4.6).
+  const QuantizedTensor t = quantize(x.data(), 1, 64, Format::E4M3FN(), preset("mx_rceil_torchao"));
+  QCOMPARE(int(t.scale_codes[0]), 0xFF);
+  QCOMPARE(int(t.scale_codes[1]), 0xFF);
+  QCOMPARE(int(mxScaleRceilNoSat(480.0f, 448.0f)), 128); // finite amax: as TE
+  QCOMPARE(int(mxScaleRceilNoSat(kInf, 448.0f)), 0xFF);
 }
 
 // The per-tensor vector [0.001, 0.005, 0.008, 0.010] → E4M3FN, by hand:
