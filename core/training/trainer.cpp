@@ -295,6 +295,9 @@ struct TrainingRun::Impl {
         }
       }
       if (need_dx) {
+        // x_li = factor · ReLU(y_(li-1)) at a spike step: the chain rule brings the factor back
+        if (spike && static_cast<int>(li) == cfg.spike.layer)
+          for (float& v : dx) v *= cfg.spike.factor;
         // through the ReLU of the previous layer: zero where its pre-activation was ≤ 0
         const Layer& P = layers[li - 1];
         for (size_t i = 0; i < dx.size(); ++i)
