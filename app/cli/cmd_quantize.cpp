@@ -220,6 +220,9 @@ int runQuantize(const QStringList& args) {
     auto cfg = scalingPreset(sname.toStdString());
     if (!cfg) return fail(QStringLiteral("unknown --scaling '%1' (presets: %2)").arg(sname, presetList()));
     if (p.isSet(QStringLiteral("block"))) {
+      if (cfg->granularity != Granularity::Block1D && cfg->granularity != Granularity::Block2D)
+        return fail(QStringLiteral("--block applies to block presets only; '%1' is %2")
+                        .arg(sname, QLatin1String(toString(cfg->granularity))));
       cfg->block = p.value(QStringLiteral("block")).toLongLong(&ok);
       if (!ok || cfg->block < 1) return fail(QStringLiteral("--block must be a positive integer"));
     }
@@ -228,6 +231,8 @@ int runQuantize(const QStringList& args) {
     if (p.isSet(QStringLiteral("pow2"))) cfg->pow2 = true;
     if (p.isSet(QStringLiteral("no-pow2"))) cfg->pow2 = false;
     if (p.isSet(QStringLiteral("amax-epsilon"))) {
+      if (cfg->rule != ScaleRule::TransformerEngine)
+        return fail(QStringLiteral("--amax-epsilon applies to TE rules only (torchao uses 1e-12, DeepGEMM 1e-4)"));
       const auto e = parseNumber(p.value(QStringLiteral("amax-epsilon")));
       if (!e || !(*e >= 0)) return fail(QStringLiteral("--amax-epsilon must be a non-negative number"));
       cfg->amax_epsilon = static_cast<float>(*e);
