@@ -17,6 +17,7 @@ DeviceScaleParams deviceScaleParams(const ScalingConfig& cfg, const Format& fmt)
   case ScaleRule::MxFloor: p.rule = DeviceScaleRule::MxFloor; break;
   case ScaleRule::MxCeil: p.rule = DeviceScaleRule::MxCeil; break;
   case ScaleRule::MxRceil: p.rule = DeviceScaleRule::MxRceil; break;
+  case ScaleRule::MxRceilTorchao: p.rule = DeviceScaleRule::MxRceilTorchao; break;
   }
   p.fp8_max = static_cast<float>(fmt.maxFinite());
   p.emax_elem = fmt.maxExponent();
@@ -25,7 +26,26 @@ DeviceScaleParams deviceScaleParams(const ScalingConfig& cfg, const Format& fmt)
   return p;
 }
 
+namespace {
+/// Rules scale_rules.cuh implements (a rule added to core/scaling later runs on the CPU until
+/// the device learns it; -Wswitch flags it here).
+bool deviceKnowsRule(ScaleRule r) {
+  switch (r) {
+  case ScaleRule::TransformerEngine:
+  case ScaleRule::Torchao:
+  case ScaleRule::DeepGemm:
+  case ScaleRule::MxFloor:
+  case ScaleRule::MxCeil:
+  case ScaleRule::MxRceil:
+  case ScaleRule::MxRceilTorchao: return true;
+  }
+  return false;
+}
+} // namespace
+
 std::string deviceQuantizeUnsupportedReason(const ScalingConfig& cfg, const Format& fmt) {
+  if (!deviceKnowsRule(cfg.rule))
+    return std::string("the scale rule ") + toString(cfg.rule) + " has no GPU implementation; it runs on the CPU";
   if (cfg.encode.rounding != Rounding::NearestEven)
     return std::string("the GPU quantize kernel rounds to nearest even only; ") + toString(cfg.encode.rounding) +
            " rounding runs on the CPU";
@@ -53,7 +73,8 @@ DeviceQuantized quantizeOnDevice(const float* x, int64_t rows, int64_t cols, con
   q.strategy = cfg.name + " (GPU)";
   const size_t nblocks = static_cast<size_t>(((rows + q.block.rows - 1) / q.block.rows) *
                                              ((cols + q.block.cols - 1) / q.block.cols));
-  const bool mx = cfg.rule == ScaleRule::MxFloor || cfg.rule == ScaleRule::MxCeil || cfg.rule == ScaleRule::MxRceil;
+  const bool mx = cfg.rule == ScaleRule::MxFloor || cfg.rule == ScaleRule::MxCeil || cfg.rule == ScaleRule::MxRceil ||
+                  cfg.rule == ScaleRule::MxRceilTorchao;
   q.codes = DeviceBuffer<uint8_t>(static_cast<size_t>(rows * cols));
   q.amax = DeviceBuffer<float>(nblocks);
   q.quant_scales = DeviceBuffer<float>(nblocks);

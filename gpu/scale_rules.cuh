@@ -8,7 +8,8 @@
 //             tests. dequant = 1 / quant.
 //   DeepGEMM  dequant = max(amax, 1e-4) / fp8_max (float32); ue8m0 (pow2): exponent + (mantissa≠0),
 //             clamped to [1, 254]. quant = 1 / dequant.
-//   MX        E8M0 byte by FLOOR (OCP), CEIL (torchao) or RCEIL (NVIDIA, saturating); dequant =
+//   MX        E8M0 byte by FLOOR (OCP), CEIL (torchao), RCEIL (NVIDIA, saturating) or torchao's
+//             RCEIL (not saturating: Inf/NaN/overflow → 0xFF); dequant =
 //             2^(code−127), quant = 2^(127−code) (exact, NaN for 0xFF).
 // Semantics: shared/SCALING-SEMANTICS.md §3.3, §3.5, §4.1, §4.6, §5, §6.
 #pragma once
@@ -24,7 +25,8 @@ struct ScalingConfig;
 
 namespace fp8lab::gpu {
 
-enum class DeviceScaleRule : int { TransformerEngine = 0, Torchao = 1, DeepGemm = 2, MxFloor = 3, MxCeil = 4, MxRceil = 5 };
+enum class DeviceScaleRule : int { TransformerEngine = 0, Torchao = 1, DeepGemm = 2, MxFloor = 3, MxCeil = 4, MxRceil = 5,
+                                   MxRceilTorchao = 6 };
 
 /// Plain-data parameters of a rule (build with deviceScaleParams()).
 struct DeviceScaleParams {
@@ -143,10 +145,23 @@ FP8LAB_HD DeviceBlockScale blockScaleFromAmaxHD(float amax, const DeviceScalePar
   }
   case DeviceScaleRule::MxFloor:
   case DeviceScaleRule::MxCeil:
-  case DeviceScaleRule::MxRceil: {
+  case DeviceScaleRule::MxRceil:
+  case DeviceScaleRule::MxRceilTorchao: {
     uint32_t code;
     if (p.rule == DeviceScaleRule::MxRceil) {
       code = e8m0RoundUp(mulRn(amax, divRn(1.0f, p.fp8_max)));
+    } else if (p.rule == DeviceScaleRule::MxRceilTorchao) {
+      const float v = mulRn(amax, divRn(1.0f, p.fp8_max));
+      if (isNan(v) || isInf(v)) {
+        code = 0xFFu;
+      } else if (v == 0.0f) {
+        code = 0x00u;
+      } else {
+        const uint32_t u = floatBits(v) & 0x7FFFFFFFu;
+        code = u >> 23;
+        const uint32_t mantissa = u & 0x7FFFFFu;
+        if (mantissa > 0 && !(code == 0 && mantissa <= 0x400000u)) ++code; // 0xFE + 1 → 0xFF (NaN)
+      }
     } else if (isNan(amax) || isInf(amax)) {
       code = 0xFFu;
     } else {

@@ -183,6 +183,8 @@ int main(int argc, char** argv) {
         {"device-to-device copy", 2 * fbytes,
          [&] { FP8LAB_CUDA_CHECK(cudaMemcpyAsync(y.get(), x.get(), n * 4, cudaMemcpyDeviceToDevice, s)); }},
         {"amax per tensor", fbytes, [&] { amaxTensor(x.get(), n, amax.get(), s); }},
+        {"amax 1x128 blocks", fbytes + scales.bytes(),
+         [&] { amaxBlocks(x.get(), qrows, cols, {1, 128}, scales.get(), s); }},
         {"quantize per tensor E4M3", fbytes + n, [&] { quantizeTensor(x.get(), codes.get(), n, q.get(), false, k, s); }},
         {"quantize 1x128 E4M3", fbytes + n + scales.bytes(),
          [&] { quantizeBlocks(x.get(), codes.get(), qrows, cols, {1, 128}, scales.get(), false, k, s); }},
