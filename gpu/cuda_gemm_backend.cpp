@@ -289,16 +289,19 @@ std::string cudaUnsupportedReason(const QuantizedTensor& a, const QuantizedTenso
   if (non_scalar && cublaslt_version < 120900)
     return "cuBLASLt " + std::to_string(cublaslt_version) +
            " predates 12.9, which added outer-vector and block scale modes";
+  bool acc_ok = false; // stays false for models added to core/gemm later: CPU-only until mapped here
   switch (opt.accumulation) {
-  case Accumulation::SplitFP32: break;
+  case Accumulation::SplitFP32: acc_ok = true; break;
   case Accumulation::FastAccum:
     if (opt.fast_accum_promotes)
       return "the FastAccum model with per-window promotion is a CPU model; on the GPU choose SplitFP32 "
              "(FAST_ACCUM=0) or FastAccum without promotion (FAST_ACCUM=1)";
+    acc_ok = true;
     break;
   case Accumulation::Exact: return "exact (double) accumulation is a CPU reference model";
   case Accumulation::FP32: return "sequential FP32 accumulation is a CPU reference model";
   }
+  if (!acc_ok) return std::string("the accumulation model ") + toString(opt.accumulation) + " is CPU-only";
   if (opt.output == OutputType::E5M2 && *ta == CUDA_R_8F_E4M3 && *tb == CUDA_R_8F_E4M3)
     return "E4M3 x E4M3 -> E5M2 output is not supported by cuBLASLt";
   if (a.cols != b.rows) return {}; // run() reports the shape error
