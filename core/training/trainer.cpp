@@ -191,7 +191,10 @@ struct TrainingRun::Impl {
 
   static float amaxOf(const std::vector<float>& v) {
     float m = 0;
-    for (float x : v) m = std::fmax(m, std::fabs(x));
+    for (float x : v) {
+      const float a = std::fabs(x);
+      m = a > m ? a : m; // NaN ignored, as fmaxf
+    }
     return m;
   }
 
