@@ -331,6 +331,18 @@ template <class T> void convertOutput(const T* dv, int64_t count, const GemmOpti
   }
 }
 
+/// max |v| (NaN if any v is NaN), as cuBLASLt's AMAX_D: before scale_D and the output cast.
+float amaxOf(const std::vector<float>& v) {
+  float m = 0;
+  bool nan = false;
+  for (float x : v) {
+    const float a = std::fabs(x);
+    nan |= (a != a);
+    m = a > m ? a : m;
+  }
+  return nan ? std::numeric_limits<float>::quiet_NaN() : m;
+}
+
 std::vector<float> decodeOperand(const QuantizedTensor& t, int threads) {
   std::vector<float> v(t.codes.size());
   const int64_t chunk = 1 << 18;
@@ -395,8 +407,8 @@ public:
       std::vector<double> c(static_cast<size_t>(mn), 0.0);
       gemmDoublePortable(plan, af.data(), bf.data(), c.data(), threads, progress);
       applyConstScales(plan, c.data(), threads);
-      out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       convertOutput(c.data(), mn, opt, out);
+      out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       out.algorithm = "exact (double), portable blocked, " + std::to_string(threads) + " threads";
     } else {
       std::vector<float> c(static_cast<size_t>(mn), 0.0f);
@@ -436,8 +448,14 @@ public:
         }
       }
       applyConstScales(plan, c.data(), threads);
+      if (opt.output == OutputType::FP32) {
+        convertOutput(c.data(), 0, opt, out); // nothing to convert: hand C over
+        out.amax_d = amaxOf(c);
+        out.d = std::move(c);
+      } else {
+        convertOutput(c.data(), mn, opt, out);
+      }
       out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      convertOutput(c.data(), mn, opt, out);
     }
     reportProgress(progress, 1.0, "gemm");
     return out;

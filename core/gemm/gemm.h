@@ -95,7 +95,7 @@ struct GemmOutput {
   std::vector<float> d;
   std::vector<uint8_t> d_codes;  ///< FP8 outputs: the codes [M,N]; empty otherwise
   float amax_d = 0;              ///< max |D| before scale_D and the output cast (cuBLASLt AMAX_D)
-  double seconds = 0;            ///< wall time of the GEMM itself
+  double seconds = 0;            ///< wall time of the GEMM including the output cast and amax_D
   std::string backend;           ///< "cpu" or "cuda"
   std::string device;            ///< CPU model or GPU name
   std::string algorithm;         ///< e.g. "avx512-bf16 blocked, 2 threads" or the cuBLASLt algo id

@@ -12,6 +12,7 @@
 #include "gemm/gemm_internal.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -96,46 +97,53 @@ void gemmPortable(const Plan& plan, const float* a, const float* b, Acc* c, int 
 }
 
 /// x truncated toward zero to a multiple of 2^q, by clearing mantissa bits (exact; NaN and
-/// ±Inf pass unchanged, magnitudes below 2^q become ±0). Branch-free so loops vectorise.
+/// ±Inf pass unchanged, magnitudes below 2^q become ±0).
 inline double truncToQuantum(double x, int64_t q) {
-  uint64_t u;
-  std::memcpy(&u, &x, sizeof u);
+  const uint64_t u = std::bit_cast<uint64_t>(x);
   const int64_t ex = static_cast<int64_t>((u >> 52) & 0x7FF) - 1023; // exponent of x (normal x)
   int64_t clear = 52 - (ex - q);                                     // mantissa bits below 2^q
   clear = clear < 0 ? 0 : clear;
   const uint64_t mask = clear > 52 ? 0x8000000000000000ull : ~0ull << (clear & 63);
-  u &= mask;
-  double r;
-  std::memcpy(&r, &u, sizeof r);
-  return r;
+  return std::bit_cast<double>(u & mask);
+}
+
+/// The same for a float32 (products of two decoded codes are exact normal float32 numbers);
+/// written with 32-bit lanes only so that the loop below vectorises.
+inline float truncToQuantumF(float x, int32_t q) {
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  const int32_t ex = static_cast<int32_t>((u >> 23) & 0xFF) - 127;
+  int32_t clear = 23 - (ex - q);
+  clear = clear < 0 ? 0 : clear;
+  const uint32_t mask = clear > 23 ? 0x80000000u : ~0u << (clear & 31);
+  return std::bit_cast<float>(u & mask);
 }
 
 /// One group of the FastAccum model for one row segment: acc[n] and the products a_k·b[k][n]
 /// (k in [k0,k1)) are aligned to E = the largest exponent among them, truncated toward zero to
-/// multiples of 2^(E−bits+1), and added exactly (the sum of ≤ 33 such terms fits a double).
-FP8LAB_CLONES void fastGroup(double* __restrict acc, double* __restrict mx, int64_t* __restrict qexp,
+/// multiples of 2^(E−bits+1), and added exactly (≤ 33 terms on one grid: exact in double).
+FP8LAB_CLONES void fastGroup(double* __restrict acc, float* __restrict mx, int32_t* __restrict qexp,
                              const float* __restrict arow, const float* __restrict b, int64_t ldb,
                              int64_t k0, int64_t k1, int64_t nb, int bits) {
-  for (int64_t n = 0; n < nb; ++n) mx[n] = std::fabs(acc[n]);
+  for (int64_t n = 0; n < nb; ++n) mx[n] = 0.0f;
   for (int64_t k = k0; k < k1; ++k) {
-    const double a = arow[k];
+    const float a = arow[k];
     const float* __restrict brow = b + k * ldb;
     for (int64_t n = 0; n < nb; ++n) {
-      const double p = std::fabs(a * static_cast<double>(brow[n]));
-      mx[n] = mx[n] < p ? p : mx[n]; // NaN products are left out of E; they propagate via the sum
+      const float p = std::fabs(a * brow[n]); // exact
+      mx[n] = mx[n] < p ? p : mx[n];          // NaN products are left out of E; they propagate via the sum
     }
   }
   for (int64_t n = 0; n < nb; ++n) {
-    uint64_t u;
-    std::memcpy(&u, &mx[n], sizeof u);
-    const int64_t e = static_cast<int64_t>((u >> 52) & 0x7FF) - 1023; // floor(log2 max) (zero: −1023)
+    const int32_t ep = static_cast<int32_t>((std::bit_cast<uint32_t>(mx[n]) >> 23) & 0xFF) - 127;       // zero: −127
+    const int64_t ea = static_cast<int64_t>((std::bit_cast<uint64_t>(acc[n]) >> 52) & 0x7FF) - 1023;  // zero: −1023
+    const int32_t e = static_cast<int32_t>(std::max<int64_t>(ep, std::min<int64_t>(ea, 128)));
     qexp[n] = e - bits + 1;
     acc[n] = truncToQuantum(acc[n], qexp[n]);
   }
   for (int64_t k = k0; k < k1; ++k) {
-    const double a = arow[k];
+    const float a = arow[k];
     const float* __restrict brow = b + k * ldb;
-    for (int64_t n = 0; n < nb; ++n) acc[n] += truncToQuantum(a * static_cast<double>(brow[n]), qexp[n]);
+    for (int64_t n = 0; n < nb; ++n) acc[n] += static_cast<double>(truncToQuantumF(a * brow[n], qexp[n]));
   }
 }
 
@@ -158,8 +166,9 @@ void gemmFastAccumPortable(const Plan& plan, const float* a, const float* b, flo
   parallelJobs(tm * tn, threads, progress, "gemm (fast-accumulation model)", 0.0, 0.95, [&](int64_t job) {
     const int64_t i0 = (job / tn) * kRowsPerTile, i1 = std::min(plan.m, i0 + kRowsPerTile);
     const int64_t n0 = (job % tn) * kColsPerTile, nb = std::min(plan.n, n0 + kColsPerTile) - n0;
-    std::vector<double> part(static_cast<size_t>((i1 - i0) * nb)), mx(static_cast<size_t>(nb));
-    std::vector<int64_t> qexp(static_cast<size_t>(nb));
+    std::vector<double> part(static_cast<size_t>((i1 - i0) * nb));
+    std::vector<float> mx(static_cast<size_t>(nb));
+    std::vector<int32_t> qexp(static_cast<size_t>(nb));
     for (const Chunk& ch : chunks) {
       const int64_t ws = plan.windows[static_cast<size_t>(ch.w)].k0;
       for (int64_t i = i0; i < i1; ++i) {
