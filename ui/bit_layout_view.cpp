@@ -21,6 +21,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <locale.h>
+#include <stdlib.h>
 
 namespace fp8lab::ui {
 
@@ -47,7 +49,10 @@ std::optional<double> parseUserNumber(const QString& input) {
   }
   const QByteArray bytes = t.toLatin1();
   char* end = nullptr;
-  double v = std::strtod(bytes.constData(), &end); // accepts C99 hex floats, exact decimal rounding
+  // strtod_l in the "C" locale: QApplication calls setlocale(LC_ALL, "") and under a decimal-comma
+  // locale plain strtod rejects "0.5" (docs/reliability.md). Accepts C99 hex floats, exact rounding.
+  static const locale_t c_locale = newlocale(LC_ALL_MASK, "C", locale_t(nullptr));
+  double v = strtod_l(bytes.constData(), &end, c_locale);
   if (end == bytes.constData() || *end != '\0') return std::nullopt;
   return v;
 }

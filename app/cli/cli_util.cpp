@@ -10,12 +10,21 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <locale.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 namespace fp8lab::cli {
 
 namespace {
 const char* kNegZero = "__fp8lab_negative_zero__";
+
+/// The "C" locale for strtod_l: QCoreApplication calls setlocale(LC_ALL, "") on Unix, and under a
+/// decimal-comma locale (de_DE, fr_FR, ...) plain strtod rejects "0.5" (issue 8, docs/reliability.md).
+locale_t cLocale() {
+  static const locale_t c = newlocale(LC_ALL_MASK, "C", locale_t(nullptr));
+  return c;
+}
 }
 
 std::optional<double> parseNumber(const QString& text) {
@@ -27,7 +36,7 @@ std::optional<double> parseNumber(const QString& text) {
   if (l == "nan" || l == "+nan") return std::nan("");
   if (l == "-nan") return -std::nan("");
   char* end = nullptr;
-  const double v = std::strtod(b.constData(), &end);
+  const double v = strtod_l(b.constData(), &end, cLocale());
   if (end != b.constData() + b.size()) return std::nullopt;
   return v;
 }

@@ -130,10 +130,13 @@ struct Json {
   double num = 0;
   std::string str;
   std::vector<Json> arr;
-  std::vector<std::pair<std::string, Json>> obj;
+  // Object members as two parallel vectors: std::pair<std::string, Json> would need Json complete
+  // here (libstdc++ with clang rejects it; only std::vector of an incomplete type is allowed).
+  std::vector<std::string> keys;
+  std::vector<Json> vals;
   const Json* get(const std::string& k) const {
-    for (const auto& [kk, v] : obj)
-      if (kk == k) return &v;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] == k) return &vals[i];
     return nullptr;
   }
 };
@@ -241,7 +244,8 @@ private:
         ++i_;
         Json v;
         if (!value(&v, depth + 1)) return false;
-        out->obj.emplace_back(std::move(k), std::move(v));
+        out->keys.push_back(std::move(k));
+        out->vals.push_back(std::move(v));
         ws();
         if (i_ < s_.size() && s_[i_] == ',') { ++i_; continue; }
         if (i_ < s_.size() && s_[i_] == '}') { ++i_; return true; }
@@ -332,7 +336,9 @@ bool readSafetensorsHeader(const std::string& path, File* file, int64_t* data_st
     return false;
   }
   const int64_t data_len = *file_size - *data_start;
-  for (const auto& [name, v] : root.obj) {
+  for (size_t member = 0; member < root.keys.size(); ++member) {
+    const std::string& name = root.keys[member];
+    const Json& v = root.vals[member];
     if (name == "__metadata__") continue;
     const std::string where = path + ":" + name;
     const Json* dt = v.get("dtype");

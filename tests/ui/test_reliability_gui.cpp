@@ -2,6 +2,7 @@
 // directory (must be refused with a message in the Issues panel, not hang the window), a truncated
 // session written by the app, and an experiment too large for memory (refused by the panel with
 // the size it needs, Run disabled).
+#include "bit_layout_view.h"
 #include "experiment_panel.h"
 #include "issues.h"
 #include "main_window.h"
@@ -12,10 +13,14 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
+#include <QProcess>
 #include <QPushButton>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <clocale>
+#include <cstdlib>
 #include <sys/stat.h>
 
 using namespace fp8lab::ui;
@@ -58,6 +63,32 @@ private Q_SLOTS:
       QCOMPARE(w.issues()->issues().back().where, p);
     }
     QCOMPARE(w.session()->runCount(), 0);
+  }
+
+  // QApplication sets the user's locale; under de_DE (decimal comma) strtod rejected "0.5" typed
+  // into the bit layout. de_DE.UTF-8 is compiled with localedef into a temporary LOCPATH.
+  void typedNumbersIgnoreTheUserLocale() {
+    if (!QFileInfo::exists(QStringLiteral("/usr/share/i18n/locales/de_DE")) || QStandardPaths::findExecutable(QStringLiteral("localedef")).isEmpty())
+      QSKIP("no locale sources (/usr/share/i18n/locales/de_DE, package 'locales') to build de_DE.UTF-8");
+    QTemporaryDir dir;
+    QProcess def;
+    def.start(QStringLiteral("localedef"), {QStringLiteral("-i"), QStringLiteral("de_DE"), QStringLiteral("-f"), QStringLiteral("UTF-8"),
+                                            dir.filePath(QStringLiteral("de_DE.UTF-8"))});
+    QVERIFY(def.waitForFinished(180000));
+    qputenv("LOCPATH", dir.path().toLocal8Bit());
+    const char* set = std::setlocale(LC_NUMERIC, "de_DE.UTF-8");
+    QVERIFY2(set, "de_DE.UTF-8 could not be activated");
+    QCOMPARE(std::localeconv()->decimal_point[0], ','); // the trap is armed
+    const auto half = parseUserNumber(QStringLiteral("0.5"));
+    const auto hex = parseUserNumber(QStringLiteral("0x1.8p3"));
+    const auto comma = parseUserNumber(QStringLiteral("0,5"));
+    std::setlocale(LC_NUMERIC, "C");
+    qunsetenv("LOCPATH");
+    QVERIFY(half.has_value());
+    QCOMPARE(*half, 0.5);
+    QVERIFY(hex.has_value());
+    QCOMPARE(*hex, 12.0);
+    QVERIFY(!comma.has_value()); // the same text means the same number in every locale
   }
 
   // A session cut to half its length (a copy interrupted by a full disk): refused, named.

@@ -9,6 +9,7 @@
 // large session and, once a few datasets are in the temporary file, tells the parent through a pipe
 // and waits to be killed. A second case kills a real `fp8lab-cli run` during its save.
 #include <QProcess>
+#include <QStandardPaths>
 #include <QtTest>
 
 #include "experiment/gemm_experiment.h"
@@ -126,7 +127,7 @@ std::string selfExe() {
 QString cliPath() { return QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab-cli"); }
 
 /// The child of killDuringSaveKeepsPreviousFile: writes 6 runs of 1024×1024 float32 (4 MiB each,
-/// uncompressed); after the 3rd dataset reports "S" on stdout and sleeps until killed.
+/// uncompressed); once 3 datasets are written reports "S" on stdout and sleeps until killed.
 int childSave(const std::string& path) {
   Session s;
   for (int i = 0; i < 6; ++i) s.runs.push_back(bigRun("new" + std::to_string(i), 1024, float(100 * i)));
@@ -134,7 +135,7 @@ int childSave(const std::string& path) {
   opt.compress = false;
   int calls = 0;
   opt.progress = [&](double, const std::string&) {
-    if (++calls == 3) {
+    if (++calls == 4) { // progress comes before each dataset: 3 written (12 MiB)
       if (write(1, "S", 1) != 1) _exit(3);
       for (;;) pause(); // mid-save: the temporary file is open and half written
     }
@@ -163,6 +164,7 @@ private Q_SLOTS:
   void cancelledGemmExperimentWritesNothing();
   void cliBadInput_data();
   void cliBadInput();
+  void cliNumbersIgnoreTheUserLocale();
   void fuzzRegressions_data();
   void fuzzRegressions();
 };
@@ -589,6 +591,40 @@ void TestReliability::cliBadInput() {
   QVERIFY2(err.contains(QStringLiteral("error")), qPrintable(err));
   QVERIFY2(err.contains(mentions), qPrintable(QStringLiteral("'%1' not in: %2").arg(mentions, err)));
   QVERIFY2(!QFileInfo::exists(dir.filePath(QStringLiteral("out.h5"))), "an output file was written");
+}
+
+// QCoreApplication sets the user's locale (setlocale(LC_ALL, "")); under de_DE (decimal comma)
+// strtod rejected "0.5" — `fp8lab-cli encode --format E4M3FN 0.5` failed on a German desktop.
+// The locale is compiled with localedef into a temporary LOCPATH (needs Debian's locale sources).
+void TestReliability::cliNumbersIgnoreTheUserLocale() {
+  QVERIFY2(QFileInfo::exists(cliPath()), qPrintable(QStringLiteral("build fp8lab-cli first: %1").arg(cliPath())));
+  if (!QFileInfo::exists(QStringLiteral("/usr/share/i18n/locales/de_DE")) || QStandardPaths::findExecutable(QStringLiteral("localedef")).isEmpty())
+    QSKIP("no locale sources (/usr/share/i18n/locales/de_DE, package 'locales') to build de_DE.UTF-8");
+  QTemporaryDir dir;
+  QProcess def;
+  def.start(QStringLiteral("localedef"), {QStringLiteral("-i"), QStringLiteral("de_DE"), QStringLiteral("-f"), QStringLiteral("UTF-8"),
+                                          dir.filePath(QStringLiteral("de_DE.UTF-8"))});
+  QVERIFY(def.waitForFinished(180000));
+  QVERIFY2(QFileInfo::exists(dir.filePath(QStringLiteral("de_DE.UTF-8/LC_NUMERIC"))), def.readAllStandardError().constData());
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert(QStringLiteral("LOCPATH"), dir.path());
+  env.insert(QStringLiteral("LC_ALL"), QStringLiteral("de_DE.UTF-8"));
+  auto encode = [&](const QString& v, QByteArray* out) {
+    QProcess p;
+    p.setProcessEnvironment(env);
+    p.start(cliPath(), {QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M3FN"), QStringLiteral("--json"), v});
+    if (!p.waitForFinished(60000)) return -1;
+    *out = p.readAllStandardOutput() + p.readAllStandardError();
+    return p.exitCode();
+  };
+  QByteArray out;
+  // 0.5 = 2^-1 → E4M3FN exponent field 7 - 1 = 6: 0 0110 000 = 0x30.
+  QCOMPARE(encode(QStringLiteral("0.5"), &out), 0);
+  QVERIFY2(out.contains("\"code\":\"0x30\""), out.constData());
+  QVERIFY2(out.contains("\"value\":0.5"), out.constData());
+  // The same text means the same number everywhere: "0,5" is not a number in any locale.
+  QCOMPARE(encode(QStringLiteral("0,5"), &out), 2);
+  QVERIFY2(out.contains("not a number"), out.constData());
 }
 
 // Inputs found by the fuzzers (tests/fuzz), replayed: each must give an error, not a crash.
