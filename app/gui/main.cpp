@@ -1,6 +1,7 @@
 // fp8lab — the FP8 Lab desktop application. A thin main: command line, then the MainWindow of
 // fp8lab_ui. `--grab FILE.png [--view NAME]` renders one view offscreen and exits (screenshots,
 // CI, docs); NAME is a view id (bits, numberline, codes, learn, ...) or learn:N for a demo.
+#include "autosave.h"
 #include "bit_layout_view.h"
 #include "learn_page.h"
 #include "main_window.h"
@@ -72,5 +73,10 @@ int main(int argc, char** argv) {
       QApplication::exit(ok ? 0 : 1);
     });
   }
-  return app.exec();
+  // Autosave + crash recovery (issue 8 §4); not while grabbing screenshots.
+  std::unique_ptr<fp8lab::ui::Autosave> autosave;
+  if (!grabbing) autosave = fp8lab::ui::Autosave::start(&w, w.session());
+  const int rc = app.exec();
+  if (autosave) autosave->discard(); // a normal exit: the user saved or chose to discard
+  return rc;
 }
