@@ -11,6 +11,7 @@
 
 #include <QCommandLineParser>
 #include <QFile>
+#include <QDir>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -489,6 +490,13 @@ int runRun(const QStringList& args) {
   bool ok = false;
   opt.threads = p.value(th).toInt(&ok);
   if (!ok || opt.threads < 0) return fail(QStringLiteral("--threads: expected a non-negative integer"));
+  {
+    // Refuse an output that cannot be written before computing anything.
+    const QFileInfo fi(opt.out);
+    if (fi.isDir()) return fail(QStringLiteral("write failed: --out %1 is a directory").arg(opt.out));
+    if (!fi.absoluteDir().exists())
+      return fail(QStringLiteral("write failed: the directory of --out %1 does not exist").arg(opt.out));
+  }
   LoadedConfig c;
   if (!loadConfig(p.positionalArguments().value(0), &c)) return 2;
   QString e;
@@ -556,6 +564,8 @@ int runSweep(const QStringList& args) {
     if (!m.hasMatch() || shards < 1 || shard >= shards)
       return fail(QStringLiteral("--shard: expected i/n with 0 <= i < n, got '%1'").arg(p.value(shardOpt)));
   }
+  if (!outPath.isEmpty() && (QFileInfo(outPath).isDir() || !QFileInfo(outPath).absoluteDir().exists()))
+    return fail(QStringLiteral("write failed: --out %1 is a directory or its directory does not exist").arg(outPath));
   LoadedConfig c;
   if (!loadConfig(p.positionalArguments()[0], &c)) return 2;
   QJsonObject base = c.root;

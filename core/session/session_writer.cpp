@@ -235,7 +235,14 @@ bool writeRun(hid_t runs, const Run& run, const std::string& id, WriteCtx& ctx, 
     }
   }
   for (const auto& [path, d] : run.datasets) {
-    if (path.empty() || path.front() == '/' || path == "metrics" || path.rfind("metrics/", 0) == 0) {
+    bool bad_part = false;
+    for (size_t a = 0, b; a <= path.size(); a = b + 1) {
+      b = path.find('/', a);
+      if (b == std::string::npos) b = path.size();
+      const std::string part = path.substr(a, b - a);
+      bad_part = bad_part || part.empty() || part == "." || part == "..";
+    }
+    if (bad_part || path == "metrics" || path.rfind("metrics/", 0) == 0) {
       st->add(C::InvalidArgument, where, "invalid dataset path '" + path + "'");
       return false;
     }

@@ -732,6 +732,11 @@ void TestSession::badCallerDataIsRejectedBeforeWriting() {
   QVERIFY(st.message().find("15") != std::string::npos && st.message().find("16") != std::string::npos);
   QVERIFY(!fs::exists(p));
   QVERIFY(hasCode(writeSession(p, sess({gemmRun("bad id")})), Code::InvalidArgument));
+  for (const char* bad : {"a//b", "a/../b", "./x", "x/", "metrics/x"}) {
+    Run rr = gemmRun("a");
+    rr.datasets[bad] = Dataset::float32({1}, {1.0f}, "1", "bad path");
+    QVERIFY2(hasCode(writeSession(p, sess({rr})), Code::InvalidArgument), bad);
+  }
   QVERIFY(hasCode(writeSession(p, sess({gemmRun("d"), gemmRun("d")})), Code::DuplicateRun));
   QVERIFY(!fs::exists(p));
   std::string why;
