@@ -295,8 +295,10 @@ enum class Reduce { Mean, Max, MaxAbs, Min };
 /// An open session file for reading. Opening validates the whole layout (root attributes,
 /// version, /runs, every run's required attributes and every dataset's shape/type/attributes)
 /// without reading any dataset contents, so the GUI can show what is in a file of any size and
-/// then read only the parts a view needs. Not thread-safe (HDF5 is built without threadsafety):
-/// use one reader per thread, or serialise calls.
+/// then read only the parts a view needs. Threads: one reader must not be used by two threads at
+/// once; separate readers (and writers) in separate threads are safe when the HDF5 library is built
+/// thread-safe (Debian's is: H5_HAVE_THREADSAFE; HDF5 then serialises its calls internally). With
+/// a non-thread-safe HDF5 every session call must be serialised by the caller.
 class SessionReader {
 public:
   /// Opens and validates. Errors: NotFound, NotHdf5, Corrupt, ForeignFile, FutureVersion,
