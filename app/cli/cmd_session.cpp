@@ -388,7 +388,11 @@ int runMerge(const QStringList& args) {
   std::vector<std::string> notes;
   Status st = mergeSessions(pos[0].toStdString(), ins, wo, &notes);
   bar.finish();
-  if (!st.ok()) return fail(qs(st.errors()));
+  if (!st.ok()) {
+    for (const auto& i : st.issues) // the warnings say which run of which input is damaged
+      if (i.severity != Warning::Severity::Error) err(qs(i.toString()));
+    return fail(qs(st.errors()));
+  }
   for (const auto& n : notes) err(QStringLiteral("note: ") + qs(n));
   auto rd = SessionReader::open(pos[0].toStdString());
   const size_t nruns = rd.ok() ? rd.value->info().runs.size() : 0;

@@ -412,13 +412,14 @@ public:
       out.algorithm = "exact (double), portable blocked, " + std::to_string(threads) + " threads";
     } else {
       std::vector<float> c(static_cast<size_t>(mn), 0.0f);
-      bool done = false;
+      bool done = false, fma_kernel_used = false;
       const bool vector_model = opt.accumulation != Accumulation::FastAccum;
       const std::string tail = " blocked, " + std::to_string(threads) + " threads";
       if (vector_model && (opt.cpu_kernel == CpuKernel::Auto || opt.cpu_kernel == CpuKernel::Avx512Fma)) {
         const std::string why = cpuHasAvx512Fma() ? avx512FmaUnsuitable(a, b) : std::string("this CPU has no AVX512F/FMA");
         if (why.empty()) {
           gemmFloatAvx512Fma(plan, a, b, c.data(), threads, progress);
+          fma_kernel_used = true;
           out.algorithm = std::string(toString(opt.accumulation)) + ", avx512-fma" + tail;
           done = true;
         } else if (opt.cpu_kernel == CpuKernel::Avx512Fma) {
@@ -447,7 +448,7 @@ public:
           out.algorithm = std::string(toString(opt.accumulation)) + ", portable blocked, " + std::to_string(threads) + " threads";
         }
       }
-      applyConstScales(plan, c.data(), threads);
+      if (!fma_kernel_used) applyConstScales(plan, c.data(), threads); // the FMA kernel applies them itself
       if (opt.output == OutputType::FP32) {
         convertOutput(c.data(), 0, opt, out); // nothing to convert: hand C over
         out.amax_d = amaxOf(c);

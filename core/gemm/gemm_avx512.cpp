@@ -313,6 +313,9 @@ struct FmaArgs {
   int64_t W;
   const float* sb;
   int64_t ldsb;
+  bool final_scale;  // direct mode, last chunk: store float32(ca·cb)·acc (the constant scales)
+  const float* ca;   // at row i0
+  const float* cb;   // at column n0
 };
 
 template <int MR>
@@ -344,6 +347,14 @@ __attribute__((target("avx512f,fma"))) void fmaKernel(const FmaArgs& x) {
       ap += kFmaMR;
     }
     if (x.direct) {
+      if (x.final_scale) {
+        const __m512 cb0 = _mm512_maskz_loadu_ps(x.m0, x.cb), cb1 = _mm512_maskz_loadu_ps(x.m1, x.cb + 16);
+        for (int r = 0; r < MR; ++r) {
+          const __m512 ca = _mm512_set1_ps(x.ca[r]);
+          acc[r][0] = _mm512_mul_ps(_mm512_mul_ps(ca, cb0), acc[r][0]); // float32(ca·cb) · acc
+          acc[r][1] = _mm512_mul_ps(_mm512_mul_ps(ca, cb1), acc[r][1]);
+        }
+      }
       for (int r = 0; r < MR; ++r) {
         _mm512_mask_storeu_ps(x.c + r * x.ldc, x.m0, acc[r][0]);
         _mm512_mask_storeu_ps(x.c + r * x.ldc + 16, x.m1, acc[r][1]);
@@ -445,13 +456,17 @@ void gemmFloatAvx512Fma(const Plan& plan, const QuantizedTensor& a, const Quanti
   }
   const int64_t W = static_cast<int64_t>(plan.windows.size());
   const int64_t tm = (M + kFmaMC - 1) / kFmaMC, tn = (N + kFmaNC - 1) / kFmaNC;
+  const bool fuse_scale = direct && plan.has_const_scale;
   parallelJobs(tm * tn, threads, progress, "gemm", 0.05, 0.95, [&](int64_t job) {
     const int64_t i0 = (job / tn) * kFmaMC, i1 = std::min(M, i0 + kFmaMC);
     const int64_t n0 = (job % tn) * kFmaNC, n1 = std::min(N, n0 + kFmaNC);
-    for (const auto& segs : chunks) {
+    for (size_t ch = 0; ch < chunks.size(); ++ch) {
+      const auto& segs = chunks[ch];
       for (int64_t nn = n0; nn < n1; nn += kNR) {
         const int64_t ncols = std::min<int64_t>(kNR, n1 - nn);
         FmaArgs x{};
+        x.final_scale = fuse_scale && ch + 1 == chunks.size();
+        x.cb = plan.cb.data() + nn;
         x.lda = K;
         x.b = bp.data() + (nn / kNR) * K * kNR;
         x.ldc = N;
@@ -467,6 +482,7 @@ void gemmFloatAvx512Fma(const Plan& plan, const QuantizedTensor& a, const Quanti
         for (int64_t i = i0; i < i1; i += kFmaMR) {
           const int mr = static_cast<int>(std::min<int64_t>(kFmaMR, i1 - i));
           x.a = ad.data() + (i / kFmaMR) * K * kFmaMR;
+          x.ca = plan.ca.data() + i;
           x.c = c + i * N + nn;
           x.sa = plan.a_varies ? plan.sa_w.data() + i * W : nullptr;
           kFmaKernels[mr](x);
@@ -474,6 +490,7 @@ void gemmFloatAvx512Fma(const Plan& plan, const QuantizedTensor& a, const Quanti
       }
     }
   });
+  if (!fuse_scale) applyConstScales(plan, c, threads);
 }
 
 bool cpuHasAvx512Fma() {

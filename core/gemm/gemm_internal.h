@@ -77,6 +77,8 @@ std::string avx512FmaUnsuitable(const QuantizedTensor& a, const QuantizedTensor&
 bool cpuHasAvx512Fma();
 /// The AVX512F FMA kernel for FP32 / SplitFP32 on decoded float32 operands (bit-identical to
 /// gemmFloatPortable: every product of two decoded codes is exact, so fma = add of the product).
+/// Unlike the other kernels it also applies the constant-along-K scales (fused into its last
+/// store when there is a single window); do not call applyConstScales after it.
 void gemmFloatAvx512Fma(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, float* c, int threads,
                         const ProgressFn& progress);
 
