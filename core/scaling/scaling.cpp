@@ -303,6 +303,27 @@ FP8LAB_SCALING_CLONES void colMax(const float* row, std::size_t n, uint32_t* mb,
   colMaxBody(row, n, mb, mn);
 }
 
+/// Block maxima of one row cut into blocks of bc (last one partial), max-combined into mb / mn.
+template <typename T>
+inline __attribute__((always_inline)) void rowBlockMaxBody(const T* row, int64_t C, int64_t bc, typename Bits<T>::U* mb,
+                                                           typename Bits<T>::U* mn) {
+  using U = typename Bits<T>::U;
+  for (int64_t c0 = 0, gj = 0; c0 < C; c0 += bc, ++gj) {
+    const int64_t n = std::min(C - c0, bc);
+    bool nan = false;
+    const U m = maxAbsBitsBody(row + c0, static_cast<std::size_t>(n), &nan);
+    mb[gj] = std::max(mb[gj], m);
+    mn[gj] |= nan ? U(1) : U(0);
+  }
+}
+template <typename T>
+void rowBlockMax(const T* row, int64_t C, int64_t bc, typename Bits<T>::U* mb, typename Bits<T>::U* mn) {
+  rowBlockMaxBody(row, C, bc, mb, mn);
+}
+FP8LAB_SCALING_CLONES void rowBlockMax(const float* row, int64_t C, int64_t bc, uint32_t* mb, uint32_t* mn) {
+  rowBlockMaxBody(row, C, bc, mb, mn);
+}
+
 template <typename T> double amaxImpl(const T* x, std::size_t n, bool ignore_nan) {
   bool nan = false;
   const auto m = maxAbsBits(x, n, &nan);
@@ -498,14 +519,7 @@ void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, 
             colMax(x + i * C, static_cast<std::size_t>(C), mb.data() + base, mn.data() + base);
             continue;
           }
-          for (int64_t gj = 0; gj < GC; ++gj) {
-            const int64_t c0 = gj * bc, c1 = std::min(C, c0 + bc);
-            bool nan = false;
-            const U m = maxAbsBits(x + i * C + c0, static_cast<std::size_t>(c1 - c0), &nan);
-            const std::size_t k = base + static_cast<std::size_t>(gj);
-            mb[k] = std::max(mb[k], m);
-            mn[k] |= nan ? U(1) : U(0);
-          }
+          rowBlockMax(x + i * C, C, bc, mb.data() + base, mn.data() + base);
         }
       },
       progress, 0.0, 0.4);
