@@ -18,6 +18,7 @@
 #include <cstdio>
 
 namespace fp8lab::cli {
+int runRenderViews(const QStringList& args); // cmd_render.cpp: `export --png DIR` renders the views
 namespace {
 
 void err(const QString& s) { std::fprintf(stderr, "%s\n", s.toUtf8().constData()); }
@@ -272,11 +273,14 @@ bool exportDataset(SessionReader& rd, const std::string& run, const DatasetInfo&
 }
 
 int runExport(const QStringList& args) {
+  for (const QString& a : args)
+    if (a == QStringLiteral("--png") || a.startsWith(QStringLiteral("--png="))) return runRenderViews(args);
   QCommandLineParser p;
   p.setApplicationDescription(QStringLiteral(
       "Exports one run to CSV files: one file per dataset (path with '/' replaced by '__', rows of\n"
       "comma-separated values, shortest round-trip decimals: float32 values read back exactly),\n"
-      "plus metrics.csv, attributes.csv and config.json."));
+      "plus metrics.csv, attributes.csv and config.json.\n"
+      "With --png DIR instead of --csv: renders the run's views (see fp8lab-cli render --help)."));
   p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
   const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("Run to export."), QStringLiteral("ID"));
   const QCommandLineOption csvOpt(QStringLiteral("csv"), QStringLiteral("Output directory (created)."), QStringLiteral("DIR"));

@@ -5,6 +5,12 @@
 #include <QCoreApplication>
 
 #include <cstdio>
+#include <cstring>
+#include <memory>
+
+#ifdef FP8LAB_HAVE_UI
+#include <QApplication>
+#endif
 
 using namespace fp8lab::cli;
 
@@ -20,7 +26,17 @@ static void printUsage() {
 }
 
 int main(int argc, char** argv) {
-  QCoreApplication app(argc, argv);
+#ifdef FP8LAB_HAVE_UI
+  // `render` and `export --png` draw the desktop app's views offscreen (cmd_render.cpp): they
+  // need a QApplication; every other command keeps the lighter QCoreApplication.
+  bool widgets = argc > 1 && std::strcmp(argv[1], "render") == 0;
+  for (int i = 2; argc > 1 && std::strcmp(argv[1], "export") == 0 && i < argc; ++i)
+    widgets = widgets || std::strcmp(argv[i], "--png") == 0 || std::strncmp(argv[i], "--png=", 6) == 0;
+  if (widgets && !qEnvironmentVariableIsSet("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  std::unique_ptr<QCoreApplication> app_ptr(widgets ? new QApplication(argc, argv) : new QCoreApplication(argc, argv));
+#else
+  auto app_ptr = std::make_unique<QCoreApplication>(argc, argv);
+#endif
   QCoreApplication::setApplicationName(QStringLiteral("fp8lab-cli"));
   QCoreApplication::setApplicationVersion(QStringLiteral(FP8LAB_VERSION));
   QCoreApplication::setOrganizationName(QStringLiteral("FP8 Lab"));

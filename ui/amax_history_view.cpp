@@ -1,0 +1,620 @@
+#include "amax_history_view.h"
+
+#include "plot_util.h"
+#include "qcp.h"
+#include "session.h"
+#include "style.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QRegularExpression>
+#include <QSlider>
+#include <QSpinBox>
+#include <QTimer>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+namespace fp8lab::ui {
+
+std::vector<int64_t> findSpikes(const std::vector<double>& amax, double factor, int lookback) {
+  std::vector<int64_t> out;
+  std::vector<double> w;
+  for (size_t s = 1; s < amax.size(); ++s) {
+    const size_t a = s >= size_t(lookback) ? s - size_t(lookback) : 0;
+    w.assign(amax.begin() + std::ptrdiff_t(a), amax.begin() + std::ptrdiff_t(s));
+    w.erase(std::remove_if(w.begin(), w.end(), [](double x) { return !std::isfinite(x) || x <= 0; }), w.end());
+    if (w.empty() || !std::isfinite(amax[s])) continue;
+    std::nth_element(w.begin(), w.begin() + std::ptrdiff_t(w.size() / 2), w.end());
+    const double med = w[w.size() / 2];
+    if (amax[s] > factor * med) out.push_back(int64_t(s));
+  }
+  return out;
+}
+
+std::vector<double> demoAmaxSequence(int64_t steps) {
+  std::vector<double> a(size_t(std::max<int64_t>(0, steps)));
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  double level = 0;
+  for (int64_t s = 0; s < steps; ++s) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17; // xorshift64
+    const double u = double(x >> 11) / double(1ull << 53) - 0.5;
+    level = 0.98 * level + 0.05 * u; // slow log-level wander
+    a[size_t(s)] = 2.0 * std::exp(level + 0.1 * u) * (1.0 - 0.3 * double(s) / double(steps));
+  }
+  if (steps >= 8) {
+    a[size_t(steps / 4)] *= 30;
+    a[size_t(steps / 2)] *= 12;
+    a[size_t(3 * steps / 4)] *= 50;
+  }
+  return a;
+}
+
+AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(6, 6, 6, 6);
+  auto* bar = new QHBoxLayout;
+  auto label = [&](const QString& t, QWidget* buddy) {
+    auto* l = new QLabel(t, this);
+    l->setBuddy(buddy);
+    bar->addWidget(l);
+    bar->addWidget(buddy);
+  };
+  run_box_ = new QComboBox(this);
+  run_box_->setObjectName(QStringLiteral("run"));
+  run_box_->setMinimumContentsLength(16);
+  run_box_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  label(tr("&Run:"), run_box_);
+  tensor_box_ = new QComboBox(this);
+  tensor_box_->setObjectName(QStringLiteral("tensor"));
+  label(tr("&Tensor:"), tensor_box_);
+  bar->addSpacing(12);
+  preset_box_ = new QComboBox(this);
+  preset_box_->setObjectName(QStringLiteral("preset"));
+  preset_box_->addItem(tr("Flax (dequant scale)"), int(DelayedPreset::Flax));
+  preset_box_->addItem(tr("TE (quant scale)"), int(DelayedPreset::TE));
+  label(tr("What-if: &preset"), preset_box_);
+  len_spin_ = new QSpinBox(this);
+  len_spin_->setObjectName(QStringLiteral("historyLen"));
+  len_spin_->setRange(1, 4096);
+  len_spin_->setToolTip(tr("Amax history length L (window of the L most recent amaxes)"));
+  label(tr("&window L"), len_spin_);
+  algo_box_ = new QComboBox(this);
+  algo_box_->setObjectName(QStringLiteral("algo"));
+  algo_box_->addItem(tr("max"), int(AmaxAlgo::Max));
+  algo_box_->addItem(tr("most recent"), int(AmaxAlgo::MostRecent));
+  label(tr("&algo"), algo_box_);
+  margin_spin_ = new QSpinBox(this);
+  margin_spin_->setObjectName(QStringLiteral("margin"));
+  margin_spin_->setRange(0, 16);
+  margin_spin_->setToolTip(tr("Scale divided by 2^margin"));
+  label(tr("&margin"), margin_spin_);
+  bar->addStretch(1);
+  v->addLayout(bar);
+
+  auto* sbar = new QHBoxLayout;
+  play_ = new QToolButton(this);
+  play_->setObjectName(QStringLiteral("play"));
+  play_->setCheckable(true);
+  play_->setText(tr("\u25b6 Play"));
+  slider_ = new QSlider(Qt::Horizontal, this);
+  slider_->setObjectName(QStringLiteral("step"));
+  step_spin_ = new QSpinBox(this);
+  step_spin_->setObjectName(QStringLiteral("stepSpin"));
+  sbar->addWidget(play_);
+  sbar->addWidget(new QLabel(tr("Step:"), this));
+  sbar->addWidget(slider_, 1);
+  sbar->addWidget(step_spin_);
+  v->addLayout(sbar);
+
+  plot_ = new QCustomPlot(this);
+  plot_->setObjectName(QStringLiteral("amaxPlot"));
+  plot_->setMinimumSize(500, 360);
+  v->addWidget(plot_, 1);
+  info_ = new QLabel(this);
+  info_->setObjectName(QStringLiteral("info"));
+  info_->setWordWrap(true);
+  v->addWidget(info_);
+
+  timer_ = new QTimer(this);
+  timer_->setInterval(33);
+  connect(timer_, &QTimer::timeout, this, [this] {
+    if (amax_.empty()) return setPlaying(false);
+    const int64_t inc = std::max<int64_t>(1, steps() / 600);
+    if (step_ + inc >= steps()) {
+      setStep(steps() - 1);
+      setPlaying(false);
+    } else setStep(step_ + inc);
+  });
+  connect(play_, &QToolButton::toggled, this, &AmaxHistoryView::setPlaying);
+  connect(slider_, &QSlider::valueChanged, this, [this](int s) { setStep(s); });
+  connect(step_spin_, qOverload<int>(&QSpinBox::valueChanged), this, [this](int s) { setStep(s); });
+  connect(run_box_, &QComboBox::currentIndexChanged, this, [this] {
+    if (!updating_) runChosen();
+  });
+  connect(tensor_box_, &QComboBox::currentIndexChanged, this, [this] {
+    if (!updating_) setTensor(tensor_box_->currentData().toString());
+  });
+  auto edited = [this] {
+    if (updating_) return;
+    DelayedScalingConfig c;
+    c.preset = DelayedPreset(preset_box_->currentData().toInt());
+    c.history_len = len_spin_->value();
+    c.algo = AmaxAlgo(algo_box_->currentData().toInt());
+    if (c.preset == DelayedPreset::Flax && c.algo == AmaxAlgo::MostRecent) {
+      // Flax has only max (fp8_ops.compute_amax_history); show TE for most-recent.
+      c.preset = DelayedPreset::TE;
+    }
+    c.margin = margin_spin_->value();
+    setWhatIf(c);
+  };
+  connect(preset_box_, &QComboBox::currentIndexChanged, this, edited);
+  connect(algo_box_, &QComboBox::currentIndexChanged, this, edited);
+  connect(len_spin_, qOverload<int>(&QSpinBox::valueChanged), this, edited);
+  connect(margin_spin_, qOverload<int>(&QSpinBox::valueChanged), this, edited);
+
+  // Plot: window bars on top, the whole run below (shared nothing but the step marker).
+  plot_->plotLayout()->clear();
+  setRunAccess(nullptr);
+}
+
+void AmaxHistoryView::setSession(Session* session) {
+  View::setSession(session);
+  if (!session) return;
+  connect(session, &Session::reset_, this, &AmaxHistoryView::rebuildRuns);
+  connect(session, &Session::runAdded, this, &AmaxHistoryView::rebuildRuns);
+  connect(session, &Session::runRemoved, this, &AmaxHistoryView::rebuildRuns);
+  connect(session, &Session::currentRunChanged, this, [this](int index) {
+    if (index < 0 || !session_ || index >= session_->runCount()) return;
+    const int i = run_box_->findData(session_->run(index).id);
+    if (i >= 0) run_box_->setCurrentIndex(i);
+  });
+  rebuildRuns();
+}
+
+void AmaxHistoryView::rebuildRuns() {
+  if (!session_) return;
+  const QString was = run_box_->currentData().toString();
+  updating_ = true;
+  run_box_->clear();
+  for (const RunRecord& r : session_->runs())
+    if (r.kind == QStringLiteral("training"))
+      run_box_->addItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'), r.id);
+  run_box_->addItem(tr("Simulated amax sequence (demo)"), QString());
+  int i = run_box_->findData(was);
+  run_box_->setCurrentIndex(i < 0 ? 0 : i);
+  updating_ = false;
+  runChosen();
+}
+
+void AmaxHistoryView::runChosen() {
+  std::shared_ptr<RunAccess> a;
+  const QString id = run_box_->currentData().toString();
+  if (session_ && !id.isEmpty()) {
+    const int i = session_->indexOf(id);
+    if (i >= 0) a = RunAccess::forRecord(session_->run(i), session_->fileName());
+  }
+  run_ = std::move(a);
+  QStringList ts = tensors();
+  updating_ = true;
+  tensor_box_->clear();
+  for (const QString& t : ts) tensor_box_->addItem(t, t);
+  tensor_box_->setEnabled(!ts.isEmpty());
+  updating_ = false;
+  setTensor(ts.isEmpty() ? QString() : ts.first());
+}
+
+void AmaxHistoryView::setRunAccess(std::shared_ptr<RunAccess> run) {
+  updating_ = true;
+  run_box_->clear();
+  run_box_->addItem(run ? run->id() : tr("Simulated amax sequence (demo)"), run ? run->id() : QString());
+  updating_ = false;
+  run_ = std::move(run);
+  QStringList ts = tensors();
+  updating_ = true;
+  tensor_box_->clear();
+  for (const QString& t : ts) tensor_box_->addItem(t, t);
+  tensor_box_->setEnabled(!ts.isEmpty());
+  updating_ = false;
+  setTensor(ts.isEmpty() ? QString() : ts.first());
+}
+
+QStringList AmaxHistoryView::tensors() const {
+  QStringList out;
+  if (!run_) return out;
+  static const QRegularExpression re(QStringLiteral("^history/(.+)/amax$"));
+  for (const QString& p : run_->datasets()) {
+    const auto m = re.match(p);
+    if (m.hasMatch()) out << m.captured(1);
+  }
+  return out;
+}
+
+QString AmaxHistoryView::tensor() const { return tensor_; }
+
+bool AmaxHistoryView::setTensor(const QString& t) {
+  if (run_ && !t.isEmpty() && !tensors().contains(t)) return false;
+  tensor_ = t;
+  const int i = tensor_box_->findData(t);
+  if (i >= 0 && tensor_box_->currentIndex() != i) {
+    updating_ = true;
+    tensor_box_->setCurrentIndex(i);
+    updating_ = false;
+  }
+  loadTensor();
+  return true;
+}
+
+void AmaxHistoryView::loadTensor() {
+  amax_.clear();
+  rec_scale_.clear();
+  saturated_.clear();
+  rec_hist_ = {};
+  note_.clear();
+  QStringList missing;
+  DelayedScalingConfig c;
+  format_ = &Format::E4M3FN();
+  if (!run_) {
+    amax_ = demoAmaxSequence(600);
+    c.preset = DelayedPreset::Flax;
+    c.history_len = 64;
+    note_ = tr("Simulated amax sequence (no training run chosen): 600 steps with spikes at 150, 300 and 450; E4M3FN.");
+  } else if (!tensor_.isEmpty()) {
+    const QString g = QStringLiteral("history/") + tensor_;
+    Block b;
+    QString err;
+    if (run_->readAll(g + QStringLiteral("/amax"), &b, &err)) amax_ = b.v;
+    else missing << err;
+    if (run_->has(g + QStringLiteral("/scale")) && run_->readAll(g + QStringLiteral("/scale"), &b, &err)) rec_scale_ = b.v;
+    else missing << tr("%1/scale (no recorded scale: an FP32 run?)").arg(g);
+    if (run_->has(g + QStringLiteral("/saturated")) && run_->readAll(g + QStringLiteral("/saturated"), &b, &err))
+      for (double x : b.v) saturated_.push_back(int64_t(x));
+    if (run_->has(g + QStringLiteral("/amax_history"))) {
+      if (!run_->readAll(g + QStringLiteral("/amax_history"), &rec_hist_, &err)) missing << err;
+    } else missing << tr("%1/amax_history (recorded only under delayed scaling)").arg(g);
+    const QString fmt = run_->groupAttr(g, QStringLiteral("format"));
+    if (const Format* f = Format::byName(fmt.toStdString()); f && f->bits() <= 8) format_ = f;
+    const QString scaling = run_->groupAttr(g, QStringLiteral("scaling")).toLower();
+    c.preset = scaling.contains(QStringLiteral("te")) && !scaling.contains(QStringLiteral("flax")) ? DelayedPreset::TE : DelayedPreset::Flax;
+    const int L = run_->groupAttr(g, QStringLiteral("history_len")).toInt();
+    c.history_len = L > 0 ? L : (rec_hist_.cols > 0 ? int(rec_hist_.cols) : 16);
+    note_ = tr("%1, %2 scaling recorded%3").arg(QString::fromStdString(format_->name()), scaling.isEmpty() ? tr("unknown") : scaling,
+                                                L > 0 ? tr(", history %1").arg(L) : QString());
+  }
+  if (!missing.isEmpty()) note_ += tr(" \u00b7 <span style='color:#b00020'>missing: %1</span>").arg(missing.join(QStringLiteral("; ")).toHtmlEscaped());
+  spikes_ = findSpikes(amax_);
+  updating_ = true;
+  preset_box_->setCurrentIndex(preset_box_->findData(int(c.preset)));
+  len_spin_->setValue(c.history_len);
+  algo_box_->setCurrentIndex(algo_box_->findData(int(c.algo)));
+  margin_spin_->setValue(c.margin);
+  const int n = int(std::max<size_t>(1, amax_.size()) - 1);
+  slider_->setRange(0, n);
+  step_spin_->setRange(0, n);
+  updating_ = false;
+  cfg_ = c;
+  step_ = std::min<int64_t>(step_, n);
+  // Start at the first spike's window when there is one, so the view shows what it is for.
+  if (!spikes_.empty()) step_ = std::min<int64_t>(n, spikes_.front() + std::min<int64_t>(c.history_len / 2, 40));
+  simulate();
+}
+
+void AmaxHistoryView::setWhatIf(const DelayedScalingConfig& c) {
+  cfg_ = c;
+  if (cfg_.preset == DelayedPreset::Flax) cfg_.algo = AmaxAlgo::Max;
+  updating_ = true;
+  preset_box_->setCurrentIndex(preset_box_->findData(int(cfg_.preset)));
+  len_spin_->setValue(cfg_.history_len);
+  algo_box_->setCurrentIndex(algo_box_->findData(int(cfg_.algo)));
+  margin_spin_->setValue(cfg_.margin);
+  updating_ = false;
+  simulate();
+}
+
+void AmaxHistoryView::simulate() {
+  sim_scale_.clear();
+  sim_hist_.clear();
+  if (!amax_.empty()) {
+    const auto ups = DelayedScaling::simulate(*format_, cfg_, amax_, &sim_hist_);
+    sim_scale_.reserve(ups.size());
+    // Dequant scale used for each step's tensor: Flax stores dequant; TE stores quant (used = the
+    // scale before its end-of-step update, delayed_scaling.h "Timing").
+    for (const auto& u : ups)
+      sim_scale_.push_back(cfg_.preset == DelayedPreset::Flax ? double(u.scale_used) : 1.0 / double(u.scale_used));
+  }
+  drawAll();
+}
+
+std::vector<float> AmaxHistoryView::window() const {
+  if (step_ < 0 || size_t(step_) >= sim_hist_.size()) return {};
+  return sim_hist_[size_t(step_)];
+}
+
+std::vector<float> AmaxHistoryView::recordedWindow() const {
+  if (rec_hist_.rows <= step_ || rec_hist_.cols == 0) return {};
+  std::vector<float> w(size_t(rec_hist_.cols));
+  for (int64_t k = 0; k < rec_hist_.cols; ++k) w[size_t(k)] = float(rec_hist_.at(step_, k));
+  return w;
+}
+
+double AmaxHistoryView::takenValue() const {
+  std::vector<float> w = window();
+  if (w.empty()) return 0;
+  // TE keeps its staging slot last (cleared after the update): not part of the next window.
+  if (cfg_.preset == DelayedPreset::TE && w.size() > 1) w.pop_back();
+  if (cfg_.algo == AmaxAlgo::MostRecent) return w.back();
+  return *std::max_element(w.begin(), w.end());
+}
+
+void AmaxHistoryView::setPlaying(bool on) {
+  if (on && amax_.empty()) on = false;
+  if (on && step_ >= steps() - 1) setStep(0);
+  if (on) timer_->start();
+  else timer_->stop();
+  play_->blockSignals(true);
+  play_->setChecked(on);
+  play_->setText(on ? tr("\u23f8 Pause") : tr("\u25b6 Play"));
+  play_->blockSignals(false);
+}
+
+bool AmaxHistoryView::isPlaying() const { return timer_->isActive(); }
+
+void AmaxHistoryView::setStep(int64_t t) {
+  t = std::clamp<int64_t>(t, 0, std::max<int64_t>(0, steps() - 1));
+  if (t == step_ && bars_) return;
+  step_ = t;
+  updating_ = true;
+  slider_->setValue(int(t));
+  step_spin_->setValue(int(t));
+  updating_ = false;
+  drawStep();
+}
+
+void AmaxHistoryView::drawAll() {
+  plot_->clearPlottables();
+  plot_->clearItems();
+  plot_->plotLayout()->clear();
+  bars_ = spike_bars_ = taken_bar_ = nullptr;
+  taken_line_ = step_line_ = nullptr;
+  taken_text_ = nullptr;
+  if (amax_.empty()) {
+    plotEmptyState(plot_, tr("This run has no amax history for the chosen tensor.\n"
+                             "Train with FP8 (fp8lab-cli train, or resources/experiments/default.json) to record one,\n"
+                             "or choose \u201cSimulated amax sequence\u201d above."));
+    setInfo();
+    plot_->replot();
+    return;
+  }
+  auto* layout = plot_->plotLayout();
+  top_ = new QCPAxisRect(plot_);
+  bottom_ = new QCPAxisRect(plot_);
+  layout->addElement(0, 0, top_);
+  layout->addElement(1, 0, bottom_);
+  layout->setRowStretchFactors({1.0, 1.0});
+  auto* group = new QCPMarginGroup(plot_);
+  top_->setMarginGroup(QCP::msLeft | QCP::msRight, group);
+  bottom_->setMarginGroup(QCP::msLeft | QCP::msRight, group);
+  QCPAxis* tx = top_->axis(QCPAxis::atBottom);
+  QCPAxis* ty = top_->axis(QCPAxis::atLeft);
+  tx->setLabel(tr("step at which the amax was recorded (window after step t, oldest left)"));
+  ty->setLabel(tr("amax (|x| max, tensor units)"));
+  bars_ = new QCPBars(tx, ty);
+  bars_->setName(tr("amax in the window"));
+  bars_->setPen(Qt::NoPen);
+  bars_->setBrush(QColor(0x56, 0x8f, 0xc8));
+  bars_->setWidthType(QCPBars::wtPlotCoords);
+  bars_->setWidth(0.9);
+  spike_bars_ = new QCPBars(tx, ty);
+  spike_bars_->setName(tr("spike (amax > 2\u00d7 median of the previous 16 steps)"));
+  spike_bars_->setPen(Qt::NoPen);
+  spike_bars_->setBrush(QColor(0xd5, 0x5e, 0x00));
+  spike_bars_->setWidthType(QCPBars::wtPlotCoords);
+  spike_bars_->setWidth(0.9);
+  taken_bar_ = new QCPBars(tx, ty);
+  taken_bar_->setName(tr("value the strategy takes"));
+  taken_bar_->setPen(QPen(Qt::black, 1.5));
+  taken_bar_->setBrush(Qt::NoBrush);
+  taken_bar_->setWidthType(QCPBars::wtPlotCoords);
+  taken_bar_->setWidth(0.9);
+  taken_line_ = new QCPItemStraightLine(plot_);
+  taken_line_->setClipAxisRect(top_);
+  taken_line_->point1->setAxes(tx, ty);
+  taken_line_->point2->setAxes(tx, ty);
+  taken_line_->setPen(QPen(Qt::black, 1, Qt::DashLine));
+  taken_text_ = new QCPItemText(plot_);
+  taken_text_->setClipAxisRect(top_);
+  taken_text_->position->setType(QCPItemPosition::ptAxisRectRatio);
+  taken_text_->position->setAxisRect(top_);
+  taken_text_->position->setCoords(0.01, 0.02);
+  taken_text_->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+  taken_text_->setTextAlignment(Qt::AlignLeft);
+  taken_text_->setBrush(QColor(255, 255, 255, 220));
+  taken_text_->setPadding(QMargins(4, 2, 4, 2));
+  auto* topLegend = new QCPLegend;
+  top_->insetLayout()->addElement(topLegend, Qt::AlignTop | Qt::AlignRight);
+  topLegend->setLayer(QStringLiteral("legend"));
+  for (auto* b : {bars_, spike_bars_, taken_bar_}) b->addToLegend(topLegend);
+  topLegend->setBrush(QColor(255, 255, 255, 220));
+
+  // Bottom: the whole run.
+  QCPAxis* bx = bottom_->axis(QCPAxis::atBottom);
+  QCPAxis* by = bottom_->axis(QCPAxis::atLeft);
+  bx->setLabel(tr("training step"));
+  by->setLabel(tr("amax, dequant scale (x \u2248 q \u00b7 scale)"));
+  by->setScaleType(QCPAxis::stLogarithmic);
+  by->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+  by->setNumberFormat(QStringLiteral("eb"));
+  by->setNumberPrecision(0);
+  QVector<double> xs(int(amax_.size())), ya(int(amax_.size()));
+  for (int i = 0; i < xs.size(); ++i) {
+    xs[i] = i;
+    ya[i] = amax_[size_t(i)] > 0 ? amax_[size_t(i)] : std::nan("");
+  }
+  auto* ga = new QCPGraph(bx, by);
+  ga->setName(tr("amax"));
+  ga->setPen(QPen(QColor(0x99, 0x99, 0x99), 1));
+  ga->setData(xs, ya, true);
+  if (!rec_scale_.empty()) {
+    QVector<double> ys(int(rec_scale_.size())), xr(int(rec_scale_.size()));
+    for (int i = 0; i < ys.size(); ++i) {
+      xr[i] = i;
+      ys[i] = rec_scale_[size_t(i)] > 0 ? rec_scale_[size_t(i)] : std::nan("");
+    }
+    auto* gr = new QCPGraph(bx, by);
+    gr->setName(tr("recorded dequant scale"));
+    gr->setPen(QPen(colors::series(0), 2));
+    gr->setData(xr, ys, true);
+  }
+  QVector<double> yw(int(sim_scale_.size()));
+  for (int i = 0; i < yw.size(); ++i) yw[i] = sim_scale_[size_t(i)] > 0 ? sim_scale_[size_t(i)] : std::nan("");
+  auto* gw = new QCPGraph(bx, by);
+  gw->setName(tr("what-if dequant scale (%1, L=%2, %3, margin %4)")
+                  .arg(QString::fromLatin1(toString(cfg_.preset)))
+                  .arg(cfg_.history_len)
+                  .arg(QString::fromLatin1(toString(cfg_.algo)))
+                  .arg(cfg_.margin));
+  gw->setPen(QPen(colors::series(1), 1.5, Qt::DashLine));
+  gw->setData(xs.mid(0, yw.size()), yw, true);
+  // Spikes: where they enter and leave the what-if window.
+  const int64_t L = cfg_.history_len - (cfg_.preset == DelayedPreset::TE ? 1 : 0);
+  QVector<double> ex, ey, lx, ly;
+  for (int64_t s : spikes_) {
+    ex << double(s);
+    ey << amax_[size_t(s)];
+    const int64_t leave = s + std::max<int64_t>(1, L);
+    if (leave < steps()) {
+      lx << double(leave);
+      ly << amax_[size_t(s)];
+    }
+  }
+  auto* ge = new QCPGraph(bx, by);
+  ge->setName(tr("spike enters the window"));
+  ge->setLineStyle(QCPGraph::lsNone);
+  ge->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangle, QColor(0xd5, 0x5e, 0x00), QColor(0xd5, 0x5e, 0x00), 8));
+  ge->setData(ex, ey);
+  auto* gl = new QCPGraph(bx, by);
+  gl->setName(tr("spike leaves the window"));
+  gl->setLineStyle(QCPGraph::lsNone);
+  gl->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, QColor(0xd5, 0x5e, 0x00), Qt::white, 8));
+  gl->setData(lx, ly);
+  if (!saturated_.empty()) {
+    QVector<double> sx, sy;
+    for (size_t i = 0; i < saturated_.size() && i < amax_.size(); ++i)
+      if (saturated_[i] > 0 && amax_[i] > 0) sx << double(i), sy << amax_[i];
+    auto* gs = new QCPGraph(bx, by);
+    gs->setName(tr("saturation (elements clipped)"));
+    gs->setLineStyle(QCPGraph::lsNone);
+    gs->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, QColor(0xcc, 0x00, 0x00), 6));
+    gs->setData(sx, sy);
+  }
+  step_line_ = new QCPItemStraightLine(plot_);
+  step_line_->setClipAxisRect(bottom_);
+  step_line_->point1->setAxes(bx, by);
+  step_line_->point2->setAxes(bx, by);
+  step_line_->setPen(QPen(QColor(0x20, 0x20, 0x20), 1));
+  plot_->rescaleAxes();
+  bx->setRange(-0.5, double(steps()) - 0.5);
+  by->scaleRange(1.15, by->range().center());
+  auto* legend = new QCPLegend;
+  bottom_->insetLayout()->addElement(legend, Qt::AlignTop | Qt::AlignRight);
+  legend->setLayer(QStringLiteral("legend"));
+  legend->setBrush(QColor(255, 255, 255, 220));
+  for (int i = 0; i < plot_->plottableCount(); ++i)
+    if (plot_->plottable(i)->keyAxis() == bx) plot_->plottable(i)->addToLegend(legend);
+  stylePlot(plot_);
+  top_->setRangeDrag(Qt::Horizontal);
+  top_->setRangeZoom(Qt::Horizontal);
+  bottom_->setRangeDrag(Qt::Horizontal);
+  bottom_->setRangeZoom(Qt::Horizontal);
+  QFont lf = font();
+  lf.setPointSizeF(8.5);
+  legend->setFont(lf);
+  topLegend->setFont(lf);
+  taken_text_->setFont(lf);
+  drawStep();
+}
+
+void AmaxHistoryView::drawStep() {
+  if (!bars_) {
+    setInfo();
+    return;
+  }
+  const std::vector<float> w = window();
+  const int64_t n = int64_t(w.size());
+  const bool te = cfg_.preset == DelayedPreset::TE;
+  // Chronological window after step t: Flax holds steps t−L+1 .. t; TE holds t−L+2 .. t and the
+  // cleared staging slot last (drawn at t+1).
+  const int64_t first = te ? step_ - n + 2 : step_ - n + 1;
+  QVector<double> x, y, sx, sy, kx, ky;
+  const double taken = takenValue();
+  int64_t takenAt = -1;
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t s = first + k;
+    const double a = w[size_t(k)];
+    if (s < 0 || (te && k == n - 1)) continue;
+    const bool spike = std::binary_search(spikes_.begin(), spikes_.end(), s);
+    (spike ? sx : x) << double(s);
+    (spike ? sy : y) << a;
+    if (a == taken && a > 0) takenAt = s; // latest occurrence
+  }
+  bars_->setData(x, y, true);
+  spike_bars_->setData(sx, sy, true);
+  if (takenAt >= 0) kx << double(takenAt), ky << taken;
+  taken_bar_->setData(kx, ky, true);
+  taken_line_->point1->setCoords(0, taken);
+  taken_line_->point2->setCoords(1, taken);
+  const float fmax = float(format_->maxFinite());
+  const double next = taken > 0 ? taken / fmax * std::ldexp(1.0, cfg_.margin) : 0;
+  taken_text_->setText(tr("after step %1: %2 of the window = %3 \u2192 next dequant scale %4 (= %5 / %6 \u00b7 2^%7)")
+                           .arg(step_)
+                           .arg(cfg_.algo == AmaxAlgo::Max ? tr("max") : tr("most recent"), numberText(taken), errorText(next),
+                                numberText(taken), numberText(fmax))
+                           .arg(cfg_.margin));
+  QCPAxis* tx = top_->axis(QCPAxis::atBottom);
+  tx->setRange(double(first) - 0.5, double(step_) + 0.5 + (te ? 1 : 0));
+  double ymax = 0;
+  for (float a : w) ymax = std::max(ymax, double(a));
+  top_->axis(QCPAxis::atLeft)->setRange(0, ymax > 0 ? ymax * 1.3 : 1);
+  step_line_->point1->setCoords(double(step_), 1);
+  step_line_->point2->setCoords(double(step_), 2);
+  setInfo();
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void AmaxHistoryView::setInfo() {
+  QStringList t;
+  if (!note_.isEmpty()) t << note_;
+  if (!amax_.empty()) {
+    t << tr("step %1 of %2: amax %3").arg(step_).arg(steps() - 1).arg(numberText(amax_[size_t(step_)]));
+    if (size_t(step_) < rec_scale_.size()) t << tr("recorded dequant scale %1").arg(errorText(rec_scale_[size_t(step_)]));
+    if (size_t(step_) < sim_scale_.size()) t << tr("what-if %1").arg(errorText(sim_scale_[size_t(step_)]));
+    const auto rw = recordedWindow();
+    if (!rw.empty()) {
+      const bool same = rw == window();
+      t << (same ? tr("what-if window = recorded amax_history") : tr("what-if window differs from the recorded one"));
+    }
+    t << tr("%n spike(s)", nullptr, int(spikes_.size()));
+  }
+  info_->setText(t.join(QStringLiteral(" \u00b7 ")));
+}
+
+QString AmaxHistoryView::infoText() const { return info_->text(); }
+
+QString AmaxHistoryView::csv() const {
+  if (amax_.empty()) return {};
+  QString out = QStringLiteral("step,amax,recorded_dequant_scale,whatif_dequant_scale,spike\n");
+  for (size_t i = 0; i < amax_.size(); ++i) {
+    out += QStringLiteral("%1,%2,%3,%4,%5\n")
+               .arg(i)
+               .arg(amax_[i], 0, 'g', 9)
+               .arg(i < rec_scale_.size() ? QString::number(rec_scale_[i], 'g', 9) : QString())
+               .arg(i < sim_scale_.size() ? QString::number(sim_scale_[i], 'g', 9) : QString())
+               .arg(std::binary_search(spikes_.begin(), spikes_.end(), int64_t(i)) ? 1 : 0);
+  }
+  return out;
+}
+
+} // namespace fp8lab::ui

@@ -1,0 +1,124 @@
+// Amax history window view (issue 6 §1): for one tensor (layer × operand) of a training run, or a
+// simulated amax sequence, the delayed-scaling window at step t as bars in chronological order,
+// the value the strategy takes from it (max or most recent) marked, and a step slider with play /
+// pause. Spikes (amax > 2 × the median of the previous 16 steps) are highlighted with the steps
+// where they enter and leave the window. Window length, algorithm, margin and preset are
+// editable: the view replays the recorded amaxes through core/scaling's DelayedScaling::simulate
+// (Flax / TE rules, shared/SCALING-SEMANTICS.md §2, §3.1) and draws the what-if scale next to the
+// recorded one.
+//
+// Layout of a training run (core/training/training_session.h): history/<fcN>/<operand>/amax,
+// scale (dequant, x ≈ decode(q)·scale), amax_history [steps, L] (oldest first), saturated.
+#pragma once
+
+#include "run_access.h"
+#include "scaling/delayed_scaling.h"
+#include "view.h"
+
+class QCPAxisRect;
+class QCPBars;
+class QCPGraph;
+class QCPItemStraightLine;
+class QCPItemText;
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QSlider;
+class QSpinBox;
+class QTimer;
+class QToolButton;
+
+namespace fp8lab::ui {
+
+/// Spike detection used by the amax views: amax[s] > factor × median(amax[s−16 .. s−1]).
+std::vector<int64_t> findSpikes(const std::vector<double>& amax, double factor = 2.0, int lookback = 16);
+
+/// A deterministic demo amax sequence (log-normal wander with three spikes), for the
+/// "simulated sequence" source and tests: `steps` values, spikes at steps/4, steps/2, 3·steps/4
+/// (×30, ×12, ×50 the local level).
+std::vector<double> demoAmaxSequence(int64_t steps);
+
+class AmaxHistoryView : public View {
+  Q_OBJECT
+public:
+  explicit AmaxHistoryView(QWidget* parent = nullptr);
+  QString viewId() const override { return QStringLiteral("amax"); }
+  QString title() const override { return tr("Amax history"); }
+  QCustomPlot* exportPlot() const override { return plot_; }
+  QString csv() const override;
+  void setSession(Session* session) override;
+
+  /// Shows a run directly (CLI renderer, tests); nullptr: the simulated sequence.
+  void setRunAccess(std::shared_ptr<RunAccess> run);
+  /// Tensors of the run: "fc1/input", ... (empty for the simulated sequence).
+  QStringList tensors() const;
+  bool setTensor(const QString& tensor);
+  QString tensor() const;
+  /// What-if settings (also the spin boxes); re-runs the simulation.
+  void setWhatIf(const DelayedScalingConfig& cfg);
+  DelayedScalingConfig whatIf() const { return cfg_; }
+  void setStep(int64_t t);
+  int64_t step() const { return step_; }
+  int64_t steps() const { return int64_t(amax_.size()); }
+  void setPlaying(bool on);
+  bool isPlaying() const;
+
+  const std::vector<double>& amax() const { return amax_; }
+  /// The what-if window after step t, oldest first (as DelayedScaling::historyChronological).
+  std::vector<float> window() const;
+  /// The value the what-if strategy takes from window() (max or most recent).
+  double takenValue() const;
+  /// The recorded window after step t (amax_history row), empty when the run has none.
+  std::vector<float> recordedWindow() const;
+  /// Dequant scale used at each step: recorded (empty when absent) and what-if.
+  const std::vector<double>& recordedScale() const { return rec_scale_; }
+  const std::vector<double>& whatIfScale() const { return sim_scale_; }
+  const std::vector<int64_t>& spikes() const { return spikes_; }
+  QString infoText() const;
+  QCustomPlot* plot() const { return plot_; }
+
+private:
+  void rebuildRuns();
+  void runChosen();
+  void loadTensor();
+  void simulate();
+  void drawAll();
+  void drawStep();
+  void setInfo();
+
+  std::shared_ptr<RunAccess> run_;
+  QString tensor_;
+  const Format* format_ = nullptr;
+  DelayedScalingConfig cfg_;
+  std::vector<double> amax_, rec_scale_, sim_scale_;
+  std::vector<int64_t> saturated_;
+  Block rec_hist_;
+  std::vector<std::vector<float>> sim_hist_;
+  std::vector<int64_t> spikes_;
+  int64_t step_ = 0;
+  bool updating_ = false;
+  QString note_;
+
+  QComboBox* run_box_;
+  QComboBox* tensor_box_;
+  QComboBox* preset_box_;
+  QComboBox* algo_box_;
+  QSpinBox* len_spin_;
+  QSpinBox* margin_spin_;
+  QSlider* slider_;
+  QSpinBox* step_spin_;
+  QToolButton* play_;
+  QTimer* timer_;
+  QLabel* info_;
+  QCustomPlot* plot_;
+  QCPAxisRect* top_ = nullptr;
+  QCPAxisRect* bottom_ = nullptr;
+  QCPBars* bars_ = nullptr;
+  QCPBars* spike_bars_ = nullptr;
+  QCPBars* taken_bar_ = nullptr;
+  QCPItemStraightLine* taken_line_ = nullptr;
+  QCPItemText* taken_text_ = nullptr;
+  QCPItemStraightLine* step_line_ = nullptr;
+};
+
+} // namespace fp8lab::ui

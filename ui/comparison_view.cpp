@@ -1,0 +1,455 @@
+#include "comparison_view.h"
+
+#include "plot_util.h"
+#include "qcp.h"
+#include "session.h"
+#include "style.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace fp8lab::ui {
+
+namespace {
+
+struct MetricDef {
+  const char* key;
+  const char* name;
+  const char* unit;
+  double ComparisonRow::*field;
+};
+
+const MetricDef kMetrics[] = {
+    {"sqnr_db", "SQNR", "dB", &ComparisonRow::sqnr_db},
+    {"max_rel", "max relative error", "1", &ComparisonRow::max_rel},
+    {"saturated_pct", "saturated", "% of A and B elements", &ComparisonRow::saturated_pct},
+    {"underflow_pct", "underflow", "% of A and B elements", &ComparisonRow::underflow_pct},
+    {"seconds", "GEMM time", "s", &ComparisonRow::seconds},
+    {"quant_sqnr_db", "quantization SQNR", "dB", &ComparisonRow::quant_sqnr_db},
+    {"accum_sqnr_db", "accumulation SQNR", "dB", &ComparisonRow::accum_sqnr_db},
+    {"final_accuracy", "final test accuracy", "1", &ComparisonRow::final_accuracy},
+};
+
+/// A table cell that sorts by number, missing values last.
+class NumberItem : public QTableWidgetItem {
+public:
+  explicit NumberItem(double v, const QString& text) : QTableWidgetItem(text), v_(v) {
+    setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+  }
+  bool operator<(const QTableWidgetItem& o) const override {
+    const auto* n = dynamic_cast<const NumberItem*>(&o);
+    if (!n) return QTableWidgetItem::operator<(o);
+    if (std::isnan(v_)) return false;
+    if (std::isnan(n->v_)) return true;
+    return v_ < n->v_;
+  }
+
+private:
+  double v_;
+};
+
+QString num(double v, int prec = 4) { return std::isnan(v) ? QStringLiteral("\u2014") : QString::number(v, 'g', prec); }
+
+} // namespace
+
+ComparisonRow comparisonRow(const RunAccess& r) {
+  ComparisonRow row;
+  row.id = r.id();
+  row.label = r.attr(QStringLiteral("label"));
+  if (row.label.isEmpty()) row.label = row.id;
+  row.kind = r.type();
+  row.backend = r.attr(QStringLiteral("backend"));
+  auto m = [&](const char* k) { return r.metric(QString::fromLatin1(k)).value_or(NAN); };
+  if (row.kind == QStringLiteral("gemm")) {
+    const QString fa = r.attr(QStringLiteral("format_a")), fb = r.attr(QStringLiteral("format_b"));
+    row.formats = fa == fb ? fa : fa + QStringLiteral(" \u00d7 ") + fb;
+    row.scaling = r.attr(QStringLiteral("scaling"));
+    row.accumulation = r.attr(QStringLiteral("accumulation"));
+    const QString out = r.attr(QStringLiteral("output_type"));
+    if (!out.isEmpty()) row.accumulation += QStringLiteral(" \u2192 ") + out;
+    row.sqnr_db = m("sqnr_db");
+    row.max_rel = m("max_rel");
+    row.seconds = m("gemm_seconds");
+    row.quant_sqnr_db = m("quant_sqnr_db");
+    row.accum_sqnr_db = m("accum_sqnr_db");
+    const double M = r.attr(QStringLiteral("m")).toDouble(), K = r.attr(QStringLiteral("k")).toDouble(),
+                 N = r.attr(QStringLiteral("n")).toDouble();
+    const double elems = M * K + K * N;
+    if (elems > 0) {
+      row.saturated_pct = (m("a_saturated") + m("b_saturated")) / elems * 100.0;
+      row.underflow_pct = (m("a_underflow") + m("b_underflow")) / elems * 100.0;
+    }
+  } else {
+    const QString prec = r.attr(QStringLiteral("precision"));
+    const QJsonObject c = r.config();
+    if (prec == QStringLiteral("fp8"))
+      row.formats = c.value(QStringLiteral("forward_format")).toString(QStringLiteral("E4M3FN")) + QStringLiteral(" / ") +
+                    c.value(QStringLiteral("backward_format")).toString(QStringLiteral("E5M2"));
+    else row.formats = prec.isEmpty() ? QStringLiteral("?") : prec;
+    row.scaling = r.attr(QStringLiteral("scaling"));
+    row.seconds = m("seconds");
+    row.final_accuracy = m("final_test_accuracy");
+  }
+  return row;
+}
+
+ComparisonView::ComparisonView(QWidget* parent) : View(parent) {
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(6, 6, 6, 6);
+  auto* split = new QSplitter(Qt::Vertical, this);
+  table_ = new QTableWidget(split);
+  table_->setObjectName(QStringLiteral("runsTable"));
+  const QStringList heads{tr("Run"), tr("Kind"), tr("Formats"), tr("Scaling"), tr("Accumulation \u2192 output"),
+                          tr("SQNR (dB)"), tr("Max rel. error"), tr("Saturated (%)"), tr("Underflow (%)"),
+                          tr("Quant. SQNR (dB)"), tr("Accum. SQNR (dB)"), tr("Final accuracy"), tr("Time (s)"), tr("Backend")};
+  table_->setColumnCount(int(heads.size()));
+  table_->setHorizontalHeaderLabels(heads);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table_->setSortingEnabled(true);
+  table_->verticalHeader()->hide();
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->setToolTip(tr("Click a header to sort; select two GEMM runs (Ctrl+click) to see the difference of their error maps"));
+  auto* lower = new QWidget(split);
+  auto* lv = new QVBoxLayout(lower);
+  lv->setContentsMargins(0, 4, 0, 0);
+  auto* bar = new QHBoxLayout;
+  metric_box_ = new QComboBox(lower);
+  metric_box_->setObjectName(QStringLiteral("metric"));
+  for (const auto& d : kMetrics)
+    metric_box_->addItem(QStringLiteral("%1 (%2)").arg(tr(d.name), tr(d.unit)), QString::fromLatin1(d.key));
+  auto* ml = new QLabel(tr("Bar chart of:"), lower);
+  ml->setBuddy(metric_box_);
+  bar->addWidget(ml);
+  bar->addWidget(metric_box_);
+  diff_label_ = new QLabel(lower);
+  diff_label_->setObjectName(QStringLiteral("diffLabel"));
+  diff_label_->setWordWrap(true);
+  bar->addWidget(diff_label_, 1);
+  lv->addLayout(bar);
+  plot_ = new QCustomPlot(lower);
+  plot_->setObjectName(QStringLiteral("comparePlot"));
+  plot_->setMinimumSize(500, 280);
+  lv->addWidget(plot_, 1);
+  split->addWidget(table_);
+  split->addWidget(lower);
+  split->setStretchFactor(0, 2);
+  split->setStretchFactor(1, 3);
+  v->addWidget(split);
+  connect(metric_box_, &QComboBox::currentIndexChanged, this, [this] { drawBars(); });
+  connect(table_, &QTableWidget::itemSelectionChanged, this, &ComparisonView::selectionChanged);
+  fillTable();
+}
+
+void ComparisonView::setSession(Session* session) {
+  View::setSession(session);
+  if (!session) return;
+  connect(session, &Session::reset_, this, &ComparisonView::rebuildRuns);
+  connect(session, &Session::runAdded, this, &ComparisonView::rebuildRuns);
+  connect(session, &Session::runRemoved, this, &ComparisonView::rebuildRuns);
+  connect(session, &Session::runChanged, this, &ComparisonView::rebuildRuns);
+  rebuildRuns();
+}
+
+void ComparisonView::rebuildRuns() {
+  if (!session_) return;
+  runs_.clear();
+  for (const RunRecord& r : session_->runs()) runs_ << RunAccess::forRecord(r, session_->fileName());
+  fillTable();
+}
+
+void ComparisonView::setRuns(const QList<std::shared_ptr<RunAccess>>& runs) {
+  runs_ = runs;
+  fillTable();
+}
+
+void ComparisonView::fillTable() {
+  rows_.clear();
+  for (const auto& r : runs_) {
+    rows_ << comparisonRow(*r);
+    if (session_) {
+      const int i = session_->indexOf(r->id());
+      if (i >= 0) rows_.last().label = session_->run(i).label;
+    }
+  }
+  updating_ = true;
+  table_->setSortingEnabled(false);
+  table_->clearContents();
+  table_->setRowCount(int(rows_.size()));
+  for (int i = 0; i < rows_.size(); ++i) {
+    const ComparisonRow& r = rows_[i];
+    auto* name = new QTableWidgetItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'));
+    name->setData(Qt::UserRole, r.id);
+    table_->setItem(i, 0, name);
+    table_->setItem(i, 1, new QTableWidgetItem(r.kind));
+    table_->setItem(i, 2, new QTableWidgetItem(r.formats));
+    table_->setItem(i, 3, new QTableWidgetItem(r.scaling));
+    table_->setItem(i, 4, new QTableWidgetItem(r.accumulation));
+    table_->setItem(i, 5, new NumberItem(r.sqnr_db, num(r.sqnr_db)));
+    table_->setItem(i, 6, new NumberItem(r.max_rel, num(r.max_rel)));
+    table_->setItem(i, 7, new NumberItem(r.saturated_pct, num(r.saturated_pct)));
+    table_->setItem(i, 8, new NumberItem(r.underflow_pct, num(r.underflow_pct)));
+    table_->setItem(i, 9, new NumberItem(r.quant_sqnr_db, num(r.quant_sqnr_db)));
+    table_->setItem(i, 10, new NumberItem(r.accum_sqnr_db, num(r.accum_sqnr_db)));
+    table_->setItem(i, 11, new NumberItem(r.final_accuracy, num(r.final_accuracy)));
+    table_->setItem(i, 12, new NumberItem(r.seconds, num(r.seconds, 3)));
+    table_->setItem(i, 13, new QTableWidgetItem(r.backend));
+  }
+  table_->setSortingEnabled(true);
+  updating_ = false;
+  // Keep a pair that still exists; else the first two GEMM runs of the same shape.
+  QStringList ids;
+  for (const auto& r : rows_) ids << r.id;
+  if (!ids.contains(pair_a_) || !ids.contains(pair_b_)) {
+    pair_a_.clear();
+    pair_b_.clear();
+    for (int i = 0; i < runs_.size() && pair_b_.isEmpty(); ++i)
+      for (int j = i + 1; j < runs_.size(); ++j)
+        if (runs_[i]->type() == QStringLiteral("gemm") && runs_[j]->type() == QStringLiteral("gemm") &&
+            runs_[i]->has(QStringLiteral("error/abs")) && runs_[i]->dims(QStringLiteral("error/abs")) == runs_[j]->dims(QStringLiteral("error/abs"))) {
+          pair_a_ = runs_[i]->id();
+          pair_b_ = runs_[j]->id();
+          break;
+        }
+  }
+  plot_->clearPlottables();
+  plot_->clearItems();
+  plot_->plotLayout()->clear();
+  bar_rect_ = diff_rect_ = nullptr;
+  if (rows_.isEmpty()) {
+    plotEmptyState(plot_, tr("No runs to compare.\nOpen a session (File \u2192 Open) or run experiments (Experiment panel, Ctrl+R);\n"
+                             "every run of the session appears here as a row."));
+    diff_label_->clear();
+    plot_->replot();
+    return;
+  }
+  bar_rect_ = new QCPAxisRect(plot_);
+  diff_rect_ = new QCPAxisRect(plot_);
+  plot_->plotLayout()->addElement(0, 0, bar_rect_);
+  plot_->plotLayout()->addElement(0, 1, diff_rect_);
+  plot_->plotLayout()->setColumnStretchFactors({1.0, 1.0});
+  drawBars();
+  drawDiff();
+}
+
+void ComparisonView::setMetric(const QString& key) {
+  const int i = metric_box_->findData(key);
+  if (i >= 0) metric_box_->setCurrentIndex(i);
+}
+
+QString ComparisonView::metric() const { return metric_box_->currentData().toString(); }
+
+void ComparisonView::drawBars() {
+  if (!bar_rect_) return;
+  for (int i = plot_->plottableCount() - 1; i >= 0; --i)
+    if (plot_->plottable(i)->keyAxis()->axisRect() == bar_rect_) plot_->removePlottable(i);
+  const MetricDef* def = &kMetrics[0];
+  for (const auto& d : kMetrics)
+    if (metric() == QString::fromLatin1(d.key)) def = &d;
+  QCPAxis* x = bar_rect_->axis(QCPAxis::atBottom);
+  QCPAxis* y = bar_rect_->axis(QCPAxis::atLeft);
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  QVector<double> keys, vals;
+  int missing = 0;
+  for (int i = 0; i < rows_.size(); ++i) {
+    QString name = rows_[i].label;
+    if (name.size() > 18) name = name.left(16) + QStringLiteral("\u2026");
+    ticker->addTick(i, name);
+    const double v = rows_[i].*(def->field);
+    if (std::isnan(v)) {
+      ++missing;
+      continue;
+    }
+    keys << i;
+    vals << v;
+  }
+  x->setTicker(ticker);
+  x->setTickLabelRotation(rows_.size() > 4 ? 35 : 0);
+  x->setLabel(tr("run"));
+  x->setRange(-0.6, double(rows_.size()) - 0.4);
+  y->setLabel(QStringLiteral("%1 (%2)").arg(tr(def->name), tr(def->unit)));
+  auto* bars = new QCPBars(x, y);
+  bars->setData(keys, vals, true);
+  bars->setPen(Qt::NoPen);
+  bars->setBrush(colors::series(0));
+  bars->setWidth(0.6);
+  double lo = 0, hi = 0;
+  for (double v : vals) lo = std::min(lo, v), hi = std::max(hi, v);
+  if (hi == lo) hi = lo + 1;
+  y->setRange(lo - 0.05 * (hi - lo), hi + 0.1 * (hi - lo));
+  // Value labels above the bars.
+  for (int i = plot_->itemCount() - 1; i >= 0; --i)
+    if (plot_->item(i)->clipAxisRect() == bar_rect_) plot_->removeItem(i);
+  for (int i = 0; i < keys.size(); ++i) {
+    auto* t = new QCPItemText(plot_);
+    t->setClipAxisRect(bar_rect_);
+    t->position->setAxes(x, y);
+    t->position->setCoords(keys[i], vals[i]);
+    t->setPositionAlignment(vals[i] >= 0 ? (Qt::AlignHCenter | Qt::AlignBottom) : (Qt::AlignHCenter | Qt::AlignTop));
+    t->setText(num(vals[i], 4));
+    QFont f = font();
+    f.setPointSizeF(8);
+    t->setFont(f);
+  }
+  if (missing > 0) {
+    auto* t = new QCPItemText(plot_);
+    t->setClipAxisRect(bar_rect_);
+    t->position->setType(QCPItemPosition::ptAxisRectRatio);
+    t->position->setAxisRect(bar_rect_);
+    t->position->setCoords(0.02, 0.02);
+    t->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    t->setText(tr("%n run(s) without this metric (no bar)", nullptr, missing));
+    t->setColor(QColor(0x66, 0x66, 0x66));
+  }
+  stylePlot(plot_);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+bool ComparisonView::selectPair(const QString& first, const QString& second) {
+  bool fa = false, fb = false;
+  for (const auto& r : runs_) fa |= r->id() == first, fb |= r->id() == second;
+  if (!fa || !fb || first == second) return false;
+  pair_a_ = first;
+  pair_b_ = second;
+  drawDiff();
+  return true;
+}
+
+void ComparisonView::selectionChanged() {
+  if (updating_) return;
+  QStringList ids;
+  for (int row = 0; row < table_->rowCount(); ++row)
+    if (table_->item(row, 0) && table_->item(row, 0)->isSelected()) ids << table_->item(row, 0)->data(Qt::UserRole).toString();
+  if (ids.size() == 2) selectPair(ids[0], ids[1]);
+}
+
+QString ComparisonView::diffText() const { return diff_label_->text(); }
+
+void ComparisonView::drawDiff() {
+  if (!diff_rect_) return;
+  for (int i = plot_->plottableCount() - 1; i >= 0; --i)
+    if (plot_->plottable(i)->keyAxis()->axisRect() == diff_rect_) plot_->removePlottable(i);
+  for (auto* e : plot_->plotLayout()->elements(false))
+    if (qobject_cast<QCPColorScale*>(e)) plot_->plotLayout()->remove(e);
+  plot_->plotLayout()->simplify();
+  diff_ = {};
+  QCPAxis* x = diff_rect_->axis(QCPAxis::atBottom);
+  QCPAxis* y = diff_rect_->axis(QCPAxis::atLeft);
+  std::shared_ptr<RunAccess> a, b;
+  for (const auto& r : runs_) {
+    if (r->id() == pair_a_) a = r;
+    if (r->id() == pair_b_) b = r;
+  }
+  auto say = [&](const QString& t) {
+    diff_label_->setText(t);
+    x->setLabel(QString());
+    y->setLabel(QString());
+    x->setTicks(false), y->setTicks(false), x->setTickLabels(false), y->setTickLabels(false);
+    auto* txt = new QCPItemText(plot_);
+    txt->setClipAxisRect(diff_rect_);
+    txt->position->setType(QCPItemPosition::ptAxisRectRatio);
+    txt->position->setAxisRect(diff_rect_);
+    txt->position->setCoords(0.5, 0.5);
+    txt->setText(t);
+    txt->setColor(QColor(0x55, 0x55, 0x55));
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+  };
+  for (int i = plot_->itemCount() - 1; i >= 0; --i)
+    if (plot_->item(i)->clipAxisRect() == diff_rect_) plot_->removeItem(i);
+  if (!a || !b) {
+    say(tr("Select two GEMM runs of the same shape (Ctrl+click rows)\nto see the difference of their error maps."));
+    return;
+  }
+  HeatmapModel ma(a), mb(b);
+  QString why;
+  if (!ma.available(ErrorQuantity::Total, ErrorKind::Abs, &why) || !mb.available(ErrorQuantity::Total, ErrorKind::Abs, &why)) {
+    say(tr("No difference map: %1").arg(why));
+    return;
+  }
+  const auto sa = ma.shape(ErrorQuantity::Total), sb = mb.shape(ErrorQuantity::Total);
+  if (sa != sb) {
+    say(tr("No difference map: %1 is %2\u00d7%3, %4 is %5\u00d7%6 (the maps must have the same shape)")
+            .arg(a->id()).arg(sa.first).arg(sa.second).arg(b->id()).arg(sb.first).arg(sb.second));
+    return;
+  }
+  const int64_t cells = 256;
+  const int64_t blk = std::max<int64_t>({1, (sa.first + cells - 1) / cells, (sa.second + cells - 1) / cells});
+  HeatmapGrid ga, gb;
+  QString err;
+  if (!ma.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sa.first, sa.second, blk, blk, CellReduce::Mean, &ga, &err) ||
+      !mb.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sb.first, sb.second, blk, blk, CellReduce::Mean, &gb, &err)) {
+    say(tr("No difference map: %1").arg(err));
+    return;
+  }
+  diff_ = ga;
+  double amax = 0;
+  int64_t nan = 0;
+  for (size_t i = 0; i < diff_.v.size(); ++i) {
+    diff_.v[i] = gb.v[i] - ga.v[i];
+    if (std::isnan(diff_.v[i])) ++nan;
+    else amax = std::max(amax, std::fabs(diff_.v[i]));
+  }
+  diff_.nan_cells = nan;
+  x->setTicks(true), y->setTicks(true), x->setTickLabels(true), y->setTickLabels(true);
+  x->setTicker(QSharedPointer<QCPAxisTicker>::create());
+  x->setTickLabelRotation(0);
+  x->setLabel(tr("column j of D"));
+  y->setLabel(tr("row i of D"));
+  y->setRangeReversed(true);
+  auto* map = new QCPColorMap(x, y);
+  map->setInterpolate(false);
+  const int64_t gc = std::max<int64_t>(2, diff_.grid_cols), gr = std::max<int64_t>(2, diff_.grid_rows);
+  map->data()->setSize(int(gc), int(gr));
+  const double kc = double(blk - 1) / 2.0;
+  map->data()->setRange(QCPRange(kc, double(gc - 1) * double(blk) + kc), QCPRange(kc, double(gr - 1) * double(blk) + kc));
+  for (int64_t r = 0; r < gr; ++r)
+    for (int64_t c = 0; c < gc; ++c)
+      map->data()->setCell(int(c), int(r), r < diff_.grid_rows && c < diff_.grid_cols ? diff_.cell(r, c) : std::nan(""));
+  auto* scale = new QCPColorScale(plot_);
+  plot_->plotLayout()->addElement(0, 2, scale);
+  scale->setType(QCPAxis::atRight);
+  scale->setBarWidth(12);
+  map->setColorScale(scale);
+  map->setGradient(differenceGradient());
+  const double r = amax > 0 ? amax : 1;
+  map->setDataRange(QCPRange(-r, r));
+  scale->axis()->setLabel(tr("\u0394 |D \u2212 ideal| (value units): %1 \u2212 %2").arg(b->id(), a->id()));
+  auto* group = new QCPMarginGroup(plot_);
+  diff_rect_->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  bar_rect_->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  x->setRange(-0.5, double(sa.second) - 0.5);
+  y->setRange(-0.5, double(sa.first) - 0.5);
+  QString t = tr("Difference of error maps: %1 minus %2 (cell means of %3\u00d7%4 elements); red: %1 worse, blue: %1 better")
+                  .arg(b->id(), a->id()).arg(blk).arg(blk);
+  if (nan > 0) t += tr(" \u00b7 %n NaN cell(s) in magenta", nullptr, int(nan));
+  diff_label_->setText(t);
+  stylePlot(plot_);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString ComparisonView::csv() const {
+  if (rows_.isEmpty()) return {};
+  QString out = QStringLiteral(
+      "id,label,kind,formats,scaling,accumulation,sqnr_db,max_rel,saturated_pct,underflow_pct,quant_sqnr_db,accum_sqnr_db,"
+      "final_accuracy,seconds,backend\n");
+  auto q = [](const QString& s) { return QStringLiteral("\"") + QString(s).replace(QLatin1Char('"'), QStringLiteral("\"\"")) + QLatin1Char('"'); };
+  auto n = [](double v) { return std::isnan(v) ? QString() : QString::number(v, 'g', 9); };
+  for (const auto& r : rows_)
+    out += QStringList{q(r.id), q(r.label), r.kind, q(r.formats), q(r.scaling), q(r.accumulation), n(r.sqnr_db), n(r.max_rel),
+                       n(r.saturated_pct), n(r.underflow_pct), n(r.quant_sqnr_db), n(r.accum_sqnr_db), n(r.final_accuracy),
+                       n(r.seconds), q(r.backend)}
+               .join(QLatin1Char(',')) +
+           QLatin1Char('\n');
+  return out;
+}
+
+} // namespace fp8lab::ui

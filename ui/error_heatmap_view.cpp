@@ -1,0 +1,695 @@
+#include "error_heatmap_view.h"
+
+#include "bit_layout_view.h"
+#include "main_window.h"
+#include "plot_util.h"
+#include "qcp.h"
+#include "session.h"
+#include "style.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace fp8lab::ui {
+
+namespace {
+QString rangeText(int64_t a, int64_t n) {
+  return n <= 1 ? QString::number(a) : QStringLiteral("%1\u2013%2").arg(a).arg(a + n - 1);
+}
+} // namespace
+
+ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(6, 6, 6, 6);
+  auto* bar = new QHBoxLayout;
+  auto addBox = [&](const QString& label, QComboBox* box, const QString& name) {
+    auto* l = new QLabel(label, this);
+    l->setBuddy(box);
+    box->setObjectName(name);
+    bar->addWidget(l);
+    bar->addWidget(box);
+  };
+  run_box_ = new QComboBox(this);
+  run_box_->setMinimumContentsLength(18);
+  run_box_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  addBox(tr("&Run:"), run_box_, QStringLiteral("run"));
+  mode_box_ = new QComboBox(this);
+  mode_box_->addItem(tr("Total error of D"), int(Mode::Total));
+  mode_box_->addItem(tr("Quantization error of D"), int(Mode::Quantization));
+  mode_box_->addItem(tr("Accumulation error of D"), int(Mode::Accumulation));
+  mode_box_->addItem(tr("Split: quantization | accumulation | total"), int(Mode::Split));
+  mode_box_->addItem(tr("Quantization error of A"), int(Mode::OperandA));
+  mode_box_->addItem(tr("Quantization error of B"), int(Mode::OperandB));
+  addBox(tr("&Map:"), mode_box_, QStringLiteral("mode"));
+  kind_box_ = new QComboBox(this);
+  kind_box_->addItem(tr("absolute |t \u2212 r|"), int(ErrorKind::Abs));
+  kind_box_->addItem(tr("relative |t \u2212 r| / |r|"), int(ErrorKind::Rel));
+  kind_box_->addItem(tr("ULP of the output type"), int(ErrorKind::Ulp));
+  addBox(tr("&Error:"), kind_box_, QStringLiteral("kind"));
+  scale_box_ = new QComboBox(this);
+  scale_box_->addItem(tr("log"), 1);
+  scale_box_->addItem(tr("linear"), 0);
+  addBox(tr("&Colour scale:"), scale_box_, QStringLiteral("scale"));
+  agg_box_ = new QComboBox(this);
+  agg_box_->addItem(tr("elements (max when decimated)"), int(Aggregation::Elements));
+  agg_box_->addItem(tr("tile mean"), int(Aggregation::TileMean));
+  agg_box_->addItem(tr("tile max"), int(Aggregation::TileMax));
+  addBox(tr("C&ells:"), agg_box_, QStringLiteral("aggregation"));
+  auto* reset = new QPushButton(tr("Whole map"), this);
+  reset->setObjectName(QStringLiteral("resetZoom"));
+  reset->setToolTip(tr("Zoom out to the whole map (the decimated overview)"));
+  bar->addWidget(reset);
+  bar->addStretch(1);
+  v->addLayout(bar);
+
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  plot_ = new QCustomPlot(split);
+  plot_->setObjectName(QStringLiteral("heatmapPlot"));
+  plot_->setMinimumSize(420, 300);
+  plot_->setMouseTracking(true);
+  auto* side = new QWidget(split);
+  auto* sv = new QVBoxLayout(side);
+  sv->setContentsMargins(6, 0, 0, 0);
+  detail_ = new QLabel(side);
+  detail_->setObjectName(QStringLiteral("detail"));
+  detail_->setTextFormat(Qt::RichText);
+  detail_->setWordWrap(true);
+  detail_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  detail_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  detail_->setMinimumWidth(240);
+  bits_ = new BitCells(side);
+  bits_->setMinimumHeight(44);
+  bits_->hide();
+  bits_button_ = new QPushButton(tr("Show in Bit layout"), side);
+  bits_button_->setObjectName(QStringLiteral("showInBitLayout"));
+  bits_button_->hide();
+  sv->addWidget(detail_);
+  sv->addWidget(bits_);
+  sv->addWidget(bits_button_);
+  sv->addStretch(1);
+  split->addWidget(plot_);
+  split->addWidget(side);
+  split->setStretchFactor(0, 4);
+  split->setStretchFactor(1, 1);
+  v->addWidget(split, 1);
+  status_ = new QLabel(this);
+  status_->setObjectName(QStringLiteral("status"));
+  status_->setWordWrap(true);
+  hover_ = new QLabel(this);
+  hover_->setObjectName(QStringLiteral("hover"));
+  hover_->setTextFormat(Qt::PlainText);
+  hover_->setMinimumHeight(hover_->fontMetrics().height() + 4);
+  v->addWidget(status_);
+  v->addWidget(hover_);
+
+  refine_ = new QTimer(this);
+  refine_->setSingleShot(true);
+  refine_->setInterval(80);
+  connect(refine_, &QTimer::timeout, this, &ErrorHeatmapView::onRangeChanged);
+
+  connect(run_box_, &QComboBox::currentIndexChanged, this, [this] {
+    if (!updating_) runChosen();
+  });
+  connect(mode_box_, &QComboBox::currentIndexChanged, this, [this] { setMode(Mode(mode_box_->currentData().toInt())); });
+  connect(kind_box_, &QComboBox::currentIndexChanged, this, [this] { setKind(ErrorKind(kind_box_->currentData().toInt())); });
+  connect(scale_box_, &QComboBox::currentIndexChanged, this, [this] { setLogScale(scale_box_->currentData().toInt() == 1); });
+  connect(agg_box_, &QComboBox::currentIndexChanged, this,
+          [this] { setAggregation(Aggregation(agg_box_->currentData().toInt())); });
+  connect(reset, &QPushButton::clicked, this, &ErrorHeatmapView::resetZoom);
+  connect(plot_, &QCustomPlot::mouseMove, this, &ErrorHeatmapView::mouseMoved);
+  connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) { press_pos_ = e->pos(); });
+  connect(plot_, &QCustomPlot::mouseRelease, this, [this](QMouseEvent* e) {
+    if ((e->pos() - press_pos_).manhattanLength() < 4) mouseClicked(e);
+  });
+  connect(bits_button_, &QPushButton::clicked, this, &ErrorHeatmapView::openInBitLayout);
+  rebuild();
+}
+
+void ErrorHeatmapView::setSession(Session* session) {
+  View::setSession(session);
+  if (!session) return;
+  connect(session, &Session::reset_, this, &ErrorHeatmapView::rebuildRuns);
+  connect(session, &Session::runAdded, this, &ErrorHeatmapView::rebuildRuns);
+  connect(session, &Session::runRemoved, this, &ErrorHeatmapView::rebuildRuns);
+  connect(session, &Session::runChanged, this, &ErrorHeatmapView::rebuildRuns);
+  connect(session, &Session::currentRunChanged, this, [this](int index) {
+    if (index < 0 || !session_ || index >= session_->runCount()) return;
+    const int i = run_box_->findData(session_->run(index).id);
+    if (i >= 0) run_box_->setCurrentIndex(i);
+  });
+  rebuildRuns();
+}
+
+void ErrorHeatmapView::rebuildRuns() {
+  if (!session_) return;
+  const QString was = run_box_->currentData().toString();
+  updating_ = true;
+  run_box_->clear();
+  for (const RunRecord& r : session_->runs())
+    if (r.kind == QStringLiteral("gemm")) run_box_->addItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'), r.id);
+  int i = run_box_->findData(was);
+  if (i < 0 && session_->currentRun() >= 0) i = run_box_->findData(session_->run(session_->currentRun()).id);
+  run_box_->setCurrentIndex(i < 0 ? 0 : i);
+  updating_ = false;
+  runChosen();
+}
+
+void ErrorHeatmapView::runChosen() {
+  std::shared_ptr<RunAccess> a;
+  if (session_) {
+    const int i = session_->indexOf(run_box_->currentData().toString());
+    if (i >= 0) a = RunAccess::forRecord(session_->run(i), session_->fileName());
+  }
+  run_ = std::move(a);
+  model_ = run_ ? std::make_unique<HeatmapModel>(run_) : nullptr;
+  rebuild();
+}
+
+void ErrorHeatmapView::setRunAccess(std::shared_ptr<RunAccess> run) {
+  updating_ = true;
+  run_box_->clear();
+  if (run) run_box_->addItem(run->id(), run->id());
+  updating_ = false;
+  run_ = std::move(run);
+  model_ = run_ ? std::make_unique<HeatmapModel>(run_) : nullptr;
+  rebuild();
+}
+
+void ErrorHeatmapView::setMode(Mode m) {
+  if (mode_box_->currentData().toInt() != int(m)) {
+    mode_box_->setCurrentIndex(mode_box_->findData(int(m))); // re-enters through the signal
+    return;
+  }
+  if (m == mode_ && !maps_.isEmpty()) return;
+  mode_ = m;
+  rebuild();
+}
+
+void ErrorHeatmapView::setKind(ErrorKind k) {
+  if (kind_box_->currentData().toInt() != int(k)) {
+    kind_box_->setCurrentIndex(kind_box_->findData(int(k)));
+    return;
+  }
+  if (k == kind_) return;
+  kind_ = k;
+  rebuild();
+}
+
+void ErrorHeatmapView::setLogScale(bool on) {
+  if (scale_box_->currentData().toInt() != int(on)) {
+    scale_box_->setCurrentIndex(scale_box_->findData(int(on)));
+    return;
+  }
+  if (on == log_) return;
+  log_ = on;
+  draw();
+}
+
+void ErrorHeatmapView::setAggregation(Aggregation a) {
+  if (agg_box_->currentData().toInt() != int(a)) {
+    agg_box_->setCurrentIndex(agg_box_->findData(int(a)));
+    return;
+  }
+  if (a == agg_) return;
+  agg_ = a;
+  rebuild();
+}
+
+void ErrorHeatmapView::setOverviewCells(int n) {
+  overview_cells_ = std::max(16, n);
+  rebuild();
+}
+
+QList<ErrorQuantity> ErrorHeatmapView::quantities() const {
+  switch (mode_) {
+  case Mode::Total: return {ErrorQuantity::Total};
+  case Mode::Quantization: return {ErrorQuantity::Quantization};
+  case Mode::Accumulation: return {ErrorQuantity::Accumulation};
+  case Mode::Split: return {ErrorQuantity::Quantization, ErrorQuantity::Accumulation, ErrorQuantity::Total};
+  case Mode::OperandA: return {ErrorQuantity::OperandA};
+  case Mode::OperandB: return {ErrorQuantity::OperandB};
+  }
+  return {};
+}
+
+// Builds the plot layout for the mode (one or three panels + one colour scale) and the overview.
+void ErrorHeatmapView::rebuild() {
+  refine_->stop();
+  plot_->clearPlottables();
+  plot_->plotLayout()->clear();
+  rects_.clear();
+  maps_.clear();
+  scale_ = nullptr;
+  grids_.clear();
+  overview_.clear();
+  missing_.clear();
+  sel_i_ = sel_j_ = -1;
+  detail_->setText(tr("<i>Click an element of the map to see its detail.</i>"));
+  bits_->hide();
+  bits_button_->hide();
+  hover_->clear();
+
+  if (!model_) {
+    plotEmptyState(plot_, session_ && session_->runCount() > 0
+                              ? tr("This session has no GEMM run.\nRun a GEMM error experiment (Experiment panel, Ctrl+R)\n"
+                                   "or open a session that has one (File \u2192 Open).")
+                              : tr("No GEMM run to show.\nOpen a session (File \u2192 Open) or run a GEMM error experiment\n"
+                                   "(Experiment panel, Ctrl+R)."));
+    status_->setText(tr("No run."));
+    plot_->replot();
+    return;
+  }
+  const QList<ErrorQuantity> qs = quantities();
+  QStringList missing;
+  QList<ErrorQuantity> shown;
+  for (ErrorQuantity q : qs) {
+    QString why;
+    if (model_->available(q, kind_, &why)) shown << q;
+    else missing << why;
+  }
+  missing_ = missing.join(QStringLiteral("; "));
+  if (shown.isEmpty()) {
+    plotEmptyState(plot_, tr("Nothing to draw for this choice:\n%1").arg(missing.join(QLatin1Char('\n'))));
+    status_->setText(tr("Missing: %1").arg(missing_));
+    Q_EMIT issue(1, tr("Error heatmap: %1").arg(missing_), run_->id());
+    plot_->replot();
+    return;
+  }
+  auto* layout = plot_->plotLayout();
+  const auto shape = model_->shape(shown.first());
+  for (int p = 0; p < shown.size(); ++p) {
+    auto* title = new QCPTextElement(plot_, toText(shown[p]), QFont(font().family(), 9, QFont::Bold));
+    layout->addElement(0, p, title);
+    auto* rect = new QCPAxisRect(plot_);
+    layout->addElement(1, p, rect);
+    rect->setupFullAxesBox(true);
+    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    QCPAxis* y = rect->axis(QCPAxis::atLeft);
+    const bool isA = shown[p] == ErrorQuantity::OperandA, isB = shown[p] == ErrorQuantity::OperandB;
+    x->setLabel(isA ? tr("column k of A") : tr("column j of %1").arg(isB ? QStringLiteral("B") : QStringLiteral("D")));
+    y->setLabel(isB ? tr("row k of B") : tr("row i of %1").arg(isA ? QStringLiteral("A") : QStringLiteral("D")));
+    y->setRangeReversed(true);
+    x->setRange(-0.5, double(shape.second) - 0.5);
+    y->setRange(-0.5, double(shape.first) - 0.5);
+    rect->setRangeDrag(Qt::Horizontal | Qt::Vertical);
+    rect->setRangeZoom(Qt::Horizontal | Qt::Vertical);
+    auto* map = new QCPColorMap(x, y);
+    map->setInterpolate(false);
+    map->setTightBoundary(false);
+    maps_ << map;
+    rects_ << rect;
+    connect(x, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this, p](const QCPRange& r) {
+      if (updating_) return;
+      updating_ = true;
+      for (int o = 0; o < rects_.size(); ++o)
+        if (o != p) rects_[o]->axis(QCPAxis::atBottom)->setRange(r);
+      updating_ = false;
+      refine_->start();
+    });
+    connect(y, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this, p](const QCPRange& r) {
+      if (updating_) return;
+      updating_ = true;
+      for (int o = 0; o < rects_.size(); ++o)
+        if (o != p) rects_[o]->axis(QCPAxis::atLeft)->setRange(r);
+      updating_ = false;
+      refine_->start();
+    });
+  }
+  scale_ = new QCPColorScale(plot_);
+  layout->addElement(1, shown.size(), scale_);
+  scale_->setType(QCPAxis::atRight);
+  scale_->setBarWidth(14);
+  auto* group = new QCPMarginGroup(plot_);
+  for (auto* r : rects_) r->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  scale_->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  for (auto* m : maps_) {
+    m->setColorScale(scale_);
+    m->setGradient(errorGradient());
+  }
+  QString unit = model_->unit(shown.first(), kind_);
+  scale_->axis()->setLabel(tr("%1 error [%2]").arg(toText(kind_), unit));
+  stylePlot(plot_);
+  // Overview: the whole map, decimated by max (or tiles).
+  const auto [rows, cols] = shape;
+  computeWindow(0, 0, rows, cols, true);
+}
+
+void ErrorHeatmapView::computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t nc, bool overview) {
+  if (!model_ || maps_.isEmpty()) return;
+  QList<ErrorQuantity> shown;
+  for (ErrorQuantity q : quantities())
+    if (model_->available(q, kind_)) shown << q;
+  int64_t br, bc;
+  CellReduce how = CellReduce::Max;
+  if (agg_ != Aggregation::Elements) {
+    auto [tr_, tc_] = model_->tileSize();
+    if (tr_ <= 0) tr_ = tc_ = 128;
+    br = tr_;
+    bc = tc_;
+    how = agg_ == Aggregation::TileMean ? CellReduce::Mean : CellReduce::Max;
+    // Align the window to whole tiles.
+    const auto [rows, cols] = model_->shape(shown.first());
+    const int64_t rr0 = r0 / br * br, cc0 = c0 / bc * bc;
+    nr = std::min(rows, (r0 + nr + br - 1) / br * br) - rr0;
+    nc = std::min(cols, (c0 + nc + bc - 1) / bc * bc) - cc0;
+    r0 = rr0;
+    c0 = cc0;
+  } else if (overview) {
+    br = bc = std::max<int64_t>({1, (nr + overview_cells_ - 1) / overview_cells_, (nc + overview_cells_ - 1) / overview_cells_});
+  } else {
+    const QRect px = rects_.first()->rect();
+    const int64_t w = std::max(64, px.width()), h = std::max(64, px.height());
+    br = bc = std::max<int64_t>({1, (nc + w - 1) / w, (nr + h - 1) / h});
+  }
+  if (!overview && !overview_.isEmpty() && overview_.first().block_rows <= br && overview_.first().r0 == r0 &&
+      overview_.first().c0 == c0 && overview_.first().rows == nr && overview_.first().cols == nc) {
+    grids_ = overview_;
+    draw();
+    return;
+  }
+  QList<HeatmapGrid> grids;
+  for (ErrorQuantity q : shown) {
+    HeatmapGrid g;
+    QString err;
+    if (!model_->compute(q, kind_, r0, c0, nr, nc, br, bc, how, &g, &err)) {
+      status_->setText(tr("Cannot read the map: %1").arg(err));
+      Q_EMIT issue(2, tr("Error heatmap: %1").arg(err), run_ ? run_->id() : QString());
+      return;
+    }
+    grids << std::move(g);
+  }
+  grids_ = grids;
+  if (overview) overview_ = grids;
+  draw();
+}
+
+void ErrorHeatmapView::draw() {
+  if (maps_.isEmpty() || grids_.size() != maps_.size()) return;
+  double lo = 0, hi = 0, minPos = 0;
+  bool any = false;
+  int64_t nanCells = 0, nanElems = 0, zeros = 0;
+  for (const HeatmapGrid& g : grids_) {
+    nanCells += g.nan_cells;
+    nanElems += g.nan_elements;
+    if (g.finite_cells == 0) continue;
+    lo = any ? std::min(lo, g.min) : g.min;
+    hi = any ? std::max(hi, g.max) : g.max;
+    if (g.min_positive > 0) minPos = minPos > 0 ? std::min(minPos, g.min_positive) : g.min_positive;
+    any = true;
+  }
+  const bool log = log_ && minPos > 0;
+  QCPRange range;
+  if (log) range = QCPRange(minPos, std::max(hi, minPos * 1.0001));
+  else range = QCPRange(std::min(0.0, lo), hi > std::min(0.0, lo) ? hi : std::min(0.0, lo) + 1);
+  for (int p = 0; p < maps_.size(); ++p) {
+    const HeatmapGrid& g = grids_[p];
+    auto* d = maps_[p]->data();
+    const int64_t gc = std::max<int64_t>(2, g.grid_cols), gr = std::max<int64_t>(2, g.grid_rows);
+    d->setSize(int(gc), int(gr));
+    const double kc = double(g.block_cols - 1) / 2.0, vc = double(g.block_rows - 1) / 2.0;
+    d->setRange(QCPRange(double(g.c0) + kc, double(g.c0) + double(gc - 1) * double(g.block_cols) + kc),
+                QCPRange(double(g.r0) + vc, double(g.r0) + double(gr - 1) * double(g.block_rows) + vc));
+    for (int64_t r = 0; r < gr; ++r)
+      for (int64_t c = 0; c < gc; ++c) {
+        double x = (r < g.grid_rows && c < g.grid_cols) ? g.cell(r, c) : std::nan("");
+        if (log && !std::isnan(x) && x <= 0) {
+          x = minPos;
+          if (r < g.grid_rows && c < g.grid_cols) ++zeros;
+        }
+        d->setCell(int(c), int(r), x);
+      }
+  }
+  scale_->setDataScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+  if (log) {
+    scale_->axis()->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+    scale_->axis()->setNumberFormat(QStringLiteral("eb"));
+    scale_->axis()->setNumberPrecision(0);
+  } else {
+    scale_->axis()->setTicker(QSharedPointer<QCPAxisTicker>::create());
+    scale_->axis()->setNumberFormat(QStringLiteral("gb"));
+    scale_->axis()->setNumberPrecision(3);
+  }
+  scale_->setDataRange(range);
+  for (auto* m : maps_) m->setDataRange(range);
+
+  const HeatmapGrid& g = grids_.first();
+  QStringList st;
+  if (g.block_rows == 1 && g.block_cols == 1) st << tr("Each cell is one element");
+  else if (agg_ == Aggregation::Elements)
+    st << tr("Decimated: each cell is the max of %1\u00d7%2 elements (zoom in for detail)").arg(g.block_rows).arg(g.block_cols);
+  else
+    st << tr("Each cell is the %1 of a %2\u00d7%3 tile").arg(agg_ == Aggregation::TileMean ? tr("mean") : tr("max")).arg(g.block_rows).arg(g.block_cols);
+  st << tr("rows %1, columns %2").arg(rangeText(g.r0, g.rows), rangeText(g.c0, g.cols));
+  if (any) st << tr("range %1 \u2026 %2").arg(errorText(lo), errorText(hi));
+  else st << tr("no finite value");
+  if (nanElems > 0) st << tr("<b style='color:#c000c0'>%n NaN element(s)</b> in %1 magenta cell(s)", nullptr, int(std::min<int64_t>(nanElems, INT32_MAX))).arg(nanCells);
+  else st << tr("no NaN");
+  if (log && zeros > 0) st << tr("%n cell(s) exactly 0 drawn at the lowest colour", nullptr, int(std::min<int64_t>(zeros, INT32_MAX)));
+  if (log_ && !log && any) st << tr("log scale needs a positive value: linear shown");
+  if (!missing_.isEmpty()) st << tr("<span style='color:#b00020'>missing: %1</span>").arg(missing_.toHtmlEscaped());
+  status_->setText(st.join(QStringLiteral(" \u00b7 ")));
+  plot_->replot(QCustomPlot::rpImmediateRefresh);
+}
+
+void ErrorHeatmapView::onRangeChanged() {
+  if (rects_.isEmpty() || !model_) return;
+  const QCPRange xr = rects_.first()->axis(QCPAxis::atBottom)->range();
+  const QCPRange yr = rects_.first()->axis(QCPAxis::atLeft)->range();
+  QList<ErrorQuantity> shown;
+  for (ErrorQuantity q : quantities())
+    if (model_->available(q, kind_)) shown << q;
+  if (shown.isEmpty()) return;
+  const auto [rows, cols] = model_->shape(shown.first());
+  int64_t c0 = std::clamp<int64_t>(int64_t(std::floor(xr.lower + 0.5)), 0, cols - 1);
+  int64_t c1 = std::clamp<int64_t>(int64_t(std::ceil(xr.upper + 0.5)), c0 + 1, cols);
+  int64_t r0 = std::clamp<int64_t>(int64_t(std::floor(yr.lower + 0.5)), 0, rows - 1);
+  int64_t r1 = std::clamp<int64_t>(int64_t(std::ceil(yr.upper + 0.5)), r0 + 1, rows);
+  // At least 2 × 2 elements (a colour map needs two cells per side).
+  if (c1 - c0 < 2) c0 = std::max<int64_t>(0, c1 - 2), c1 = std::min<int64_t>(cols, c0 + 2);
+  if (r1 - r0 < 2) r0 = std::max<int64_t>(0, r1 - 2), r1 = std::min<int64_t>(rows, r0 + 2);
+  const bool whole = r0 == 0 && c0 == 0 && r1 == rows && c1 == cols;
+  if (whole && !overview_.isEmpty()) {
+    grids_ = overview_;
+    draw();
+    return;
+  }
+  computeWindow(r0, c0, r1 - r0, c1 - c0, false);
+}
+
+void ErrorHeatmapView::zoomTo(int64_t r0, int64_t c0, int64_t nr, int64_t nc) {
+  if (rects_.isEmpty()) return;
+  updating_ = true;
+  for (auto* r : rects_) {
+    r->axis(QCPAxis::atBottom)->setRange(double(c0) - 0.5, double(c0 + nc) - 0.5);
+    r->axis(QCPAxis::atLeft)->setRange(double(r0) - 0.5, double(r0 + nr) - 0.5);
+  }
+  updating_ = false;
+  refine_->stop();
+  onRangeChanged();
+}
+
+void ErrorHeatmapView::resetZoom() {
+  if (!model_ || rects_.isEmpty()) return;
+  QList<ErrorQuantity> shown;
+  for (ErrorQuantity q : quantities())
+    if (model_->available(q, kind_)) shown << q;
+  if (shown.isEmpty()) return;
+  const auto [rows, cols] = model_->shape(shown.first());
+  zoomTo(0, 0, rows, cols);
+}
+
+void ErrorHeatmapView::refresh() {
+  refine_->stop();
+  if (!rects_.isEmpty() && !grids_.isEmpty()) onRangeChanged();
+  plot_->replot(QCustomPlot::rpImmediateRefresh);
+}
+
+bool ErrorHeatmapView::elementAt(const QPoint& pos, int64_t* i, int64_t* j, int* panel) const {
+  for (int p = 0; p < rects_.size(); ++p) {
+    if (!rects_[p]->rect().contains(pos)) continue;
+    const double key = rects_[p]->axis(QCPAxis::atBottom)->pixelToCoord(pos.x());
+    const double val = rects_[p]->axis(QCPAxis::atLeft)->pixelToCoord(pos.y());
+    const auto [rows, cols] = grids_.isEmpty() ? std::pair<int64_t, int64_t>{0, 0}
+                                               : model_->shape(quantities().value(p, ErrorQuantity::Total));
+    const int64_t jj = int64_t(std::floor(key + 0.5)), ii = int64_t(std::floor(val + 0.5));
+    if (ii < 0 || jj < 0 || ii >= rows || jj >= cols) return false;
+    *i = ii;
+    *j = jj;
+    *panel = p;
+    return true;
+  }
+  return false;
+}
+
+void ErrorHeatmapView::mouseMoved(QMouseEvent* e) {
+  int64_t i, j;
+  int p;
+  if (!elementAt(e->pos(), &i, &j, &p)) {
+    hover_->clear();
+    return;
+  }
+  hoverAt(i, j, p);
+}
+
+void ErrorHeatmapView::hoverAt(int64_t i, int64_t j, int panel) {
+  if (!model_ || panel >= grids_.size()) return;
+  const HeatmapGrid& g = grids_[panel];
+  QList<ErrorQuantity> shown;
+  for (ErrorQuantity q : quantities())
+    if (model_->available(q, kind_)) shown << q;
+  const ErrorQuantity q = shown.value(panel, ErrorQuantity::Total);
+  QString text;
+  HeatmapElement el;
+  QString err;
+  if (model_->element(q, kind_, i, j, &el, &err)) {
+    text = tr("(i, j) = (%1, %2)   reference %3 = %4   tested %5 = %6   %7 error = %8")
+               .arg(i).arg(j).arg(el.ref_name, numberText(el.ref), el.test_name, numberText(el.test), toText(kind_),
+                    errorText(el.error));
+  } else {
+    text = tr("(i, j) = (%1, %2): %3").arg(i).arg(j).arg(err);
+  }
+  if ((g.block_rows > 1 || g.block_cols > 1) && i >= g.r0 && j >= g.c0 && i < g.r0 + g.rows && j < g.c0 + g.cols) {
+    const int64_t gr = (i - g.r0) / g.block_rows, gc = (j - g.c0) / g.block_cols;
+    const int64_t a = g.r0 + gr * g.block_rows, b = g.c0 + gc * g.block_cols;
+    text += tr("   | cell rows %1, cols %2: %3 %4")
+                .arg(rangeText(a, std::min(g.block_rows, g.r0 + g.rows - a)), rangeText(b, std::min(g.block_cols, g.c0 + g.cols - b)))
+                .arg(agg_ == Aggregation::TileMean ? tr("mean") : tr("max"), errorText(g.cell(gr, gc)));
+  }
+  hover_->setText(text);
+}
+
+QString ErrorHeatmapView::hoverText() const { return hover_->text(); }
+QString ErrorHeatmapView::statusText() const { return status_->text(); }
+QString ErrorHeatmapView::detailText() const { return detail_->text(); }
+
+void ErrorHeatmapView::mouseClicked(QMouseEvent* e) {
+  int64_t i, j;
+  int p;
+  if (elementAt(e->pos(), &i, &j, &p)) selectElement(i, j, p);
+}
+
+void ErrorHeatmapView::selectElement(int64_t i, int64_t j, int panel) {
+  if (!model_) return;
+  sel_i_ = i;
+  sel_j_ = j;
+  QList<ErrorQuantity> shown;
+  for (ErrorQuantity q : quantities())
+    if (model_->available(q, kind_)) shown << q;
+  const ErrorQuantity q = shown.value(panel, ErrorQuantity::Total);
+  const bool operand = q == ErrorQuantity::OperandA || q == ErrorQuantity::OperandB;
+  QString html = tr("<b>Element (%1, %2)</b> of %3<br>").arg(i).arg(j).arg(operand ? (q == ErrorQuantity::OperandA ? QStringLiteral("A") : QStringLiteral("B")) : QStringLiteral("D"));
+  auto value = [&](const QString& path) -> double {
+    Block b;
+    if (!run_->has(path) || !run_->read(path, i, j, 1, 1, &b, nullptr)) return std::nan("");
+    return b.v[0];
+  };
+  html += QStringLiteral("<table cellspacing=2>");
+  auto row = [&](const QString& k, const QString& v) { html += QStringLiteral("<tr><td>%1</td><td align=right>%2</td></tr>").arg(k, v); };
+  if (!operand) {
+    const double ideal = value(QStringLiteral("reference/D")), qexact = value(QStringLiteral("reference/D_quantized_exact")),
+                 d = value(QStringLiteral("output/D"));
+    row(tr("ideal (float64)"), numberText(ideal));
+    row(tr("quantized-exact"), numberText(qexact));
+    row(tr("D (%1)").arg(model_->outputType()), numberText(d));
+    row(tr("quantization error"), errorText(qexact - ideal));
+    row(tr("accumulation error"), errorText(d - qexact));
+    row(tr("total error"), errorText(d - ideal));
+    if (ideal != 0 && std::isfinite(ideal)) row(tr("relative total"), errorText(std::fabs(d - ideal) / std::fabs(ideal)));
+    html += QStringLiteral("</table>");
+    VectorStats a, b;
+    QString err;
+    if (model_->rowOfA(i, &a, &err))
+      html += tr("<br><b>Row %1 of A</b> (%2 values): min %3, max %4, max|x| %5, rms %6, zeros %7")
+                  .arg(i).arg(a.count).arg(numberText(a.min), numberText(a.max), numberText(a.max_abs), errorText(a.rms))
+                  .arg(a.zeros);
+    else html += QStringLiteral("<br><i>%1</i>").arg(err.toHtmlEscaped());
+    if (model_->colOfB(j, &b, &err))
+      html += tr("<br><b>Column %1 of B</b> (%2 values): min %3, max %4, max|x| %5, rms %6, zeros %7")
+                  .arg(j).arg(b.count).arg(numberText(b.min), numberText(b.max), numberText(b.max_abs), errorText(b.rms))
+                  .arg(b.zeros);
+    else html += QStringLiteral("<br><i>%1</i>").arg(err.toHtmlEscaped());
+    // The nearest encoding of D in its output type (or, for an fp32 output, in A's format).
+    const QString ot = model_->outputType();
+    const Format* f = Format::byName(ot.toUpper().toStdString());
+    if (!f && ot == QStringLiteral("e4m3fn")) f = &Format::E4M3FN();
+    QString note;
+    if (!f) {
+      f = Format::byName(run_->attr(QStringLiteral("format_a")).toStdString());
+      if (f) note = tr(" (D is fp32; nearest %1 code shown)").arg(QString::fromStdString(f->name()));
+    }
+    if (f && std::isfinite(d)) {
+      double qs = 1;
+      const QString qsText = run_->datasetAttr(QStringLiteral("output/D_codes"), QStringLiteral("quant_scale"));
+      if (!qsText.isEmpty() && f->bits() <= 8 && note.isEmpty()) qs = qsText.toDouble();
+      detail_value_ = d * qs;
+      detail_code_ = f->encode(detail_value_);
+      detail_format_ = QString::fromStdString(f->name());
+      html += tr("<br><b>Nearest %1 encoding</b>%2: %3 = %4").arg(detail_format_, note, QString::fromStdString(f->hexString(detail_code_)),
+                                                            numberText(f->decode(detail_code_)));
+      if (qs != 1) html += tr(" (D \u00d7 quant scale %1)").arg(numberText(qs));
+      bits_->setFormat(f);
+      bits_->setCode(detail_code_);
+      bits_->show();
+      bits_button_->show();
+    } else {
+      detail_format_.clear();
+      bits_->hide();
+      bits_button_->hide();
+    }
+  } else {
+    const QString x = q == ErrorQuantity::OperandA ? QStringLiteral("A") : QStringLiteral("B");
+    const double in = value(QStringLiteral("inputs/") + x), dq = value(QStringLiteral("quantized/%1_dequantized").arg(x));
+    row(tr("%1 (input)").arg(x), numberText(in));
+    row(tr("dequantized"), numberText(dq));
+    row(tr("quantization error"), errorText(dq - in));
+    html += QStringLiteral("</table>");
+    detail_format_.clear();
+    bits_->hide();
+    bits_button_->hide();
+  }
+  detail_->setText(html);
+}
+
+void ErrorHeatmapView::openInBitLayout() {
+  if (detail_format_.isEmpty()) return;
+  Q_EMIT showInBitLayout(detail_format_, detail_value_);
+  if (auto* w = qobject_cast<MainWindow*>(window())) {
+    if (auto* b = qobject_cast<BitLayoutView*>(w->view(QStringLiteral("bits")))) {
+      b->setFormat(detail_format_);
+      b->setCode(detail_code_);
+      w->showView(QStringLiteral("bits"));
+    }
+  }
+}
+
+QString ErrorHeatmapView::csv() const {
+  if (grids_.isEmpty() || !model_) return {};
+  QString out;
+  QList<ErrorQuantity> shown;
+  for (ErrorQuantity q : quantities())
+    if (model_->available(q, kind_)) shown << q;
+  out += QStringLiteral("quantity,kind,unit,row_first,row_last,col_first,col_last,value\n");
+  for (int p = 0; p < grids_.size(); ++p) {
+    const HeatmapGrid& g = grids_[p];
+    const QString head = QStringLiteral("\"%1\",%2,\"%3\",").arg(toText(shown.value(p)), toText(kind_), model_->unit(shown.value(p), kind_));
+    for (int64_t r = 0; r < g.grid_rows; ++r)
+      for (int64_t c = 0; c < g.grid_cols; ++c) {
+        const int64_t a = g.r0 + r * g.block_rows, b = g.c0 + c * g.block_cols;
+        const double x = g.cell(r, c);
+        out += head + QStringLiteral("%1,%2,%3,%4,%5\n")
+                          .arg(a).arg(std::min(a + g.block_rows, g.r0 + g.rows) - 1).arg(b)
+                          .arg(std::min(b + g.block_cols, g.c0 + g.cols) - 1)
+                          .arg(std::isnan(x) ? QStringLiteral("nan") : QString::number(x, 'g', 9));
+      }
+  }
+  return out;
+}
+
+} // namespace fp8lab::ui

@@ -1,0 +1,131 @@
+// Error heatmap view (issue 6 §3): a colour map of the per-element absolute / relative / ULP error
+// of a GEMM run's output D, or the quantization error of A or B; a split view of quantization,
+// accumulation and total error side by side on one colour scale; linear or log colour scale with
+// units; tile aggregation (mean / max per tile of the run's tile size).
+//
+// Large matrices: the view first shows a decimated overview (each cell the max of b×b elements,
+// so a single large error is never lost), and re-reads the visible window at finer cells after a
+// zoom, down to single elements; reads go through RunAccess, which for a session file reads only
+// the requested window (HDF5 hyperslabs). NaN elements make their cell NaN: drawn in magenta,
+// counted, and left out of the colour range.
+//
+// Hover shows (i, j), the reference, the tested value and the error; a click shows the element's
+// detail (row i of A and column j of B statistics, and the bit layout of D's nearest encoding in
+// its output type) with a link to the Bit layout view.
+#pragma once
+
+#include "heatmap_model.h"
+#include "view.h"
+
+class QCPColorMap;
+class QCPColorScale;
+class QCPAxisRect;
+class QComboBox;
+class QLabel;
+class QPushButton;
+class QTimer;
+
+namespace fp8lab::ui {
+
+class BitCells;
+
+class ErrorHeatmapView : public View {
+  Q_OBJECT
+public:
+  /// What the map shows: one quantity, or the three-way split of D's error.
+  enum class Mode { Total, Quantization, Accumulation, Split, OperandA, OperandB };
+  enum class Aggregation { Elements, TileMean, TileMax };
+
+  explicit ErrorHeatmapView(QWidget* parent = nullptr);
+  QString viewId() const override { return QStringLiteral("heatmap"); }
+  QString title() const override { return tr("Error heatmap"); }
+  QCustomPlot* exportPlot() const override { return plot_; }
+  QString csv() const override;
+  void setSession(Session* session) override;
+
+  /// Shows a run directly (the CLI renderer, tests, benchmarks); nullptr clears the view.
+  void setRunAccess(std::shared_ptr<RunAccess> run);
+  void setMode(Mode m);
+  void setKind(ErrorKind k);
+  void setLogScale(bool on);
+  void setAggregation(Aggregation a);
+  /// Largest number of cells per side of the overview (default 512).
+  void setOverviewCells(int n);
+  /// Shows the window rows [r0, r0+nr) × cols [c0, c0+nc) (as a zoom does) and refines it now.
+  void zoomTo(int64_t r0, int64_t c0, int64_t nr, int64_t nc);
+  /// Back to the whole map.
+  void resetZoom();
+
+  Mode mode() const { return mode_; }
+  ErrorKind kind() const { return kind_; }
+  /// The grids drawn (one, or three in Split mode: quantization, accumulation, total).
+  const QList<HeatmapGrid>& grids() const { return grids_; }
+  QList<QCPColorMap*> colorMaps() const { return maps_; }
+  QCPColorScale* colorScale() const { return scale_; }
+  QCustomPlot* plot() const { return plot_; }
+  /// The line below the plot: what a cell is, NaN count, what is missing.
+  QString statusText() const;
+  /// What hovering shows; hoverAt is what a mouse move over element (i, j) of map `panel` does.
+  QString hoverText() const;
+  void hoverAt(int64_t i, int64_t j, int panel = 0);
+  /// What a click on element (i, j) does: fills the detail panel.
+  void selectElement(int64_t i, int64_t j, int panel = 0);
+  QString detailText() const;
+  /// The format and code of the selected element's nearest encoding (empty format when none).
+  QString detailFormat() const { return detail_format_; }
+  uint32_t detailCode() const { return detail_code_; }
+  /// Redraws now (synchronously), e.g. before rendering offscreen.
+  void refresh();
+
+Q_SIGNALS:
+  /// The detail panel's "Show in Bit layout" link was used.
+  void showInBitLayout(const QString& format, double value);
+
+private:
+  void rebuildRuns();
+  void runChosen();
+  void rebuild();
+  void computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t nc, bool overview);
+  void draw();
+  void onRangeChanged();
+  void mouseMoved(QMouseEvent* e);
+  void mouseClicked(QMouseEvent* e);
+  bool elementAt(const QPoint& pos, int64_t* i, int64_t* j, int* panel) const;
+  QList<ErrorQuantity> quantities() const;
+  void openInBitLayout();
+
+  std::shared_ptr<RunAccess> run_;
+  std::unique_ptr<HeatmapModel> model_;
+  Mode mode_ = Mode::Total;
+  ErrorKind kind_ = ErrorKind::Abs;
+  Aggregation agg_ = Aggregation::Elements;
+  bool log_ = true;
+  int overview_cells_ = 512;
+  QList<HeatmapGrid> grids_;
+  QList<HeatmapGrid> overview_;
+  QString missing_;
+  bool updating_ = false;
+  int64_t sel_i_ = -1, sel_j_ = -1;
+  QPoint press_pos_;
+  double detail_value_ = 0;
+  QString detail_format_;
+  uint32_t detail_code_ = 0;
+
+  QComboBox* run_box_;
+  QComboBox* mode_box_;
+  QComboBox* kind_box_;
+  QComboBox* scale_box_;
+  QComboBox* agg_box_;
+  QCustomPlot* plot_;
+  QList<QCPAxisRect*> rects_;
+  QList<QCPColorMap*> maps_;
+  QCPColorScale* scale_ = nullptr;
+  QLabel* status_;
+  QLabel* hover_;
+  QLabel* detail_;
+  BitCells* bits_;
+  QPushButton* bits_button_;
+  QTimer* refine_;
+};
+
+} // namespace fp8lab::ui

@@ -1,0 +1,342 @@
+#include "run_access.h"
+
+#include "session.h"
+
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QObject>
+
+#include <mutex>
+
+namespace fp8lab::ui {
+
+bool RunAccess::readAll(const QString& path, Block* out, QString* error) const {
+  const auto [r, c] = dims(path);
+  if (r == 0 && c == 0) {
+    if (error) *error = QObject::tr("the run has no dataset '%1'").arg(path);
+    return false;
+  }
+  return read(path, 0, 0, r, c, out, error);
+}
+
+std::pair<int64_t, int64_t> RunAccess::dims(const QString& path) const {
+  const auto s = shape(path);
+  if (s.size() == 1) return {1, s[0]};
+  if (s.size() == 2) return {s[0], s[1]};
+  return {0, 0};
+}
+
+static bool checkRange(const QString& path, int64_t rows, int64_t cols, int64_t r0, int64_t c0, int64_t nr, int64_t nc,
+                       QString* error) {
+  if (r0 < 0 || c0 < 0 || nr < 0 || nc < 0 || r0 + nr > rows || c0 + nc > cols) {
+    if (error)
+      *error = QObject::tr("window [%1+%2, %3+%4] outside '%5' [%6 x %7]")
+                   .arg(r0).arg(nr).arg(c0).arg(nc).arg(path).arg(rows).arg(cols);
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+/// A run built in the GUI without a core run: its float32 tensors only.
+class RecordAccess final : public RunAccess {
+public:
+  explicit RecordAccess(const RunRecord& r) : r_(r) {}
+  QString id() const override { return r_.id; }
+  QString type() const override { return r_.kind; }
+  QJsonObject config() const override { return r_.config; }
+  QString attr(const QString& key) const override {
+    if (key == QStringLiteral("label")) return r_.label;
+    if (key == QStringLiteral("backend")) return r_.backend;
+    const auto v = r_.config.value(key);
+    return v.isString() ? v.toString() : v.isDouble() ? QString::number(v.toDouble()) : QString();
+  }
+  std::optional<double> metric(const QString& name) const override {
+    for (const auto& m : r_.metrics)
+      if (m.first == name) return m.second;
+    return std::nullopt;
+  }
+  QStringList metricNames() const override {
+    QStringList l;
+    for (const auto& m : r_.metrics) l << m.first;
+    return l;
+  }
+  QStringList datasets() const override {
+    QStringList l;
+    for (const auto& t : r_.tensors) l << t.first;
+    l.sort();
+    return l;
+  }
+  std::vector<int64_t> shape(const QString& path) const override {
+    auto t = r_.tensor(path);
+    if (!t) return {};
+    if (t->rows == 1) return {t->cols};
+    return {t->rows, t->cols};
+  }
+  QString datasetAttr(const QString& path, const QString& key) const override {
+    auto t = r_.tensor(path);
+    if (!t) return {};
+    if (key == QStringLiteral("units")) return t->unit;
+    if (key == QStringLiteral("meaning")) return t->meaning;
+    return {};
+  }
+  QString groupAttr(const QString&, const QString&) const override { return {}; }
+  bool read(const QString& path, int64_t r0, int64_t c0, int64_t nr, int64_t nc, Block* out,
+            QString* error) const override {
+    auto t = r_.tensor(path);
+    if (!t) {
+      if (error) *error = QObject::tr("the run has no dataset '%1'").arg(path);
+      return false;
+    }
+    if (!checkRange(path, t->rows, t->cols, r0, c0, nr, nc, error)) return false;
+    out->rows = nr;
+    out->cols = nc;
+    out->v.resize(size_t(nr * nc));
+    for (int64_t i = 0; i < nr; ++i)
+      for (int64_t j = 0; j < nc; ++j) out->v[size_t(i * nc + j)] = t->data[size_t((r0 + i) * t->cols + c0 + j)];
+    return true;
+  }
+
+private:
+  RunRecord r_;
+};
+
+#ifdef FP8LAB_HAVE_HDF5
+
+QString attrText(const fp8lab::Attributes& a, const std::string& key) {
+  auto it = a.find(key);
+  if (it == a.end()) return {};
+  if (auto s = std::get_if<std::string>(&it->second)) return QString::fromStdString(*s);
+  if (auto d = std::get_if<double>(&it->second)) return QString::number(*d, 'g', 17);
+  return QString::number(std::get<int64_t>(it->second));
+}
+
+void copyWindow(const fp8lab::Dataset& d, int64_t cols, int64_t r0, int64_t c0, int64_t nr, int64_t nc, Block* out) {
+  out->rows = nr;
+  out->cols = nc;
+  out->v.resize(size_t(nr * nc));
+  for (int64_t i = 0; i < nr; ++i) {
+    const int64_t base = (r0 + i) * cols + c0;
+    double* o = out->v.data() + i * nc;
+    switch (d.dtype) {
+    case fp8lab::DType::Float32:
+      for (int64_t j = 0; j < nc; ++j) o[j] = d.f32[size_t(base + j)];
+      break;
+    case fp8lab::DType::Float64:
+      for (int64_t j = 0; j < nc; ++j) o[j] = d.f64[size_t(base + j)];
+      break;
+    default:
+      for (int64_t j = 0; j < nc; ++j) o[j] = d.valueAt(base + j);
+    }
+  }
+}
+
+std::pair<int64_t, int64_t> dimsOf(const std::vector<int64_t>& s) {
+  if (s.size() == 1) return {1, s[0]};
+  if (s.size() == 2) return {s[0], s[1]};
+  return {0, 0};
+}
+
+class MemoryAccess final : public RunAccess {
+public:
+  explicit MemoryAccess(std::shared_ptr<const fp8lab::Run> run) : run_(std::move(run)) {}
+  QString id() const override { return QString::fromStdString(run_->id); }
+  QString type() const override { return QString::fromStdString(run_->type); }
+  QJsonObject config() const override {
+    return QJsonDocument::fromJson(QByteArray::fromStdString(run_->config_json)).object();
+  }
+  QString attr(const QString& key) const override {
+    if (key == QStringLiteral("backend")) return QString::fromStdString(run_->backend);
+    if (key == QStringLiteral("device")) return QString::fromStdString(run_->device);
+    return attrText(run_->attrs, key.toStdString());
+  }
+  std::optional<double> metric(const QString& name) const override {
+    auto it = run_->metrics.find(name.toStdString());
+    if (it == run_->metrics.end()) return std::nullopt;
+    return it->second.value;
+  }
+  QStringList metricNames() const override {
+    QStringList l;
+    for (const auto& m : run_->metrics) l << QString::fromStdString(m.first);
+    return l;
+  }
+  QStringList datasets() const override {
+    QStringList l;
+    for (const auto& d : run_->datasets) l << QString::fromStdString(d.first);
+    return l;
+  }
+  std::vector<int64_t> shape(const QString& path) const override {
+    const auto* d = run_->find(path.toStdString());
+    return d ? d->shape : std::vector<int64_t>{};
+  }
+  QString datasetAttr(const QString& path, const QString& key) const override {
+    const auto* d = run_->find(path.toStdString());
+    return d ? attrText(d->attrs, key.toStdString()) : QString();
+  }
+  QString groupAttr(const QString& group, const QString& key) const override {
+    auto it = run_->group_attrs.find(group.toStdString());
+    return it == run_->group_attrs.end() ? QString() : attrText(it->second, key.toStdString());
+  }
+  bool read(const QString& path, int64_t r0, int64_t c0, int64_t nr, int64_t nc, Block* out,
+            QString* error) const override {
+    const auto* d = run_->find(path.toStdString());
+    if (!d) {
+      if (error) *error = QObject::tr("the run has no dataset '%1'").arg(path);
+      return false;
+    }
+    const auto [rows, cols] = dimsOf(d->shape);
+    if (!checkRange(path, rows, cols, r0, c0, nr, nc, error)) return false;
+    if (d->storedCount() != rows * cols) {
+      if (error) *error = QObject::tr("dataset '%1' holds fewer values than its shape says").arg(path);
+      return false;
+    }
+    copyWindow(*d, cols, r0, c0, nr, nc, out);
+    return true;
+  }
+
+private:
+  std::shared_ptr<const fp8lab::Run> run_;
+};
+
+/// HDF5 is built without thread safety: every reader call in the process goes through this lock.
+std::mutex& hdf5Mutex() {
+  static std::mutex m;
+  return m;
+}
+
+class FileAccess final : public RunAccess {
+public:
+  FileAccess(std::unique_ptr<fp8lab::SessionReader> reader, const fp8lab::RunInfo* info)
+      : reader_(std::move(reader)), info_(info) {}
+  QString id() const override { return QString::fromStdString(info_->id); }
+  QString type() const override { return QString::fromStdString(info_->type); }
+  QJsonObject config() const override {
+    return QJsonDocument::fromJson(QByteArray::fromStdString(info_->config_json)).object();
+  }
+  QString attr(const QString& key) const override {
+    if (key == QStringLiteral("backend")) return QString::fromStdString(info_->backend);
+    if (key == QStringLiteral("device")) return QString::fromStdString(info_->device);
+    return attrText(info_->attrs, key.toStdString());
+  }
+  std::optional<double> metric(const QString& name) const override {
+    auto it = info_->metrics.find(name.toStdString());
+    if (it == info_->metrics.end()) return std::nullopt;
+    return it->second.value;
+  }
+  QStringList metricNames() const override {
+    QStringList l;
+    for (const auto& m : info_->metrics) l << QString::fromStdString(m.first);
+    return l;
+  }
+  QStringList datasets() const override {
+    QStringList l;
+    for (const auto& d : info_->datasets) l << QString::fromStdString(d.path);
+    return l;
+  }
+  const fp8lab::DatasetInfo* find(const QString& path) const {
+    const std::string p = path.toStdString();
+    for (const auto& d : info_->datasets)
+      if (d.path == p) return &d;
+    return nullptr;
+  }
+  std::vector<int64_t> shape(const QString& path) const override {
+    const auto* d = find(path);
+    return d ? d->shape : std::vector<int64_t>{};
+  }
+  QString datasetAttr(const QString& path, const QString& key) const override {
+    const auto* d = find(path);
+    return d ? attrText(d->attrs, key.toStdString()) : QString();
+  }
+  QString groupAttr(const QString& group, const QString& key) const override {
+    auto it = info_->group_attrs.find(group.toStdString());
+    return it == info_->group_attrs.end() ? QString() : attrText(it->second, key.toStdString());
+  }
+  bool read(const QString& path, int64_t r0, int64_t c0, int64_t nr, int64_t nc, Block* out,
+            QString* error) const override {
+    const auto* info = find(path);
+    if (!info) {
+      if (error) *error = QObject::tr("the run has no dataset '%1'").arg(path);
+      return false;
+    }
+    const auto [rows, cols] = dimsOf(info->shape);
+    if (!checkRange(path, rows, cols, r0, c0, nr, nc, error)) return false;
+    std::lock_guard<std::mutex> lock(hdf5Mutex());
+    if (info->shape.size() == 2) {
+      fp8lab::Region reg;
+      reg.row0 = r0;
+      reg.col0 = c0;
+      reg.rows = nr;
+      reg.cols = nc;
+      auto res = reader_->readRegion(info_->id, info->path, reg);
+      if (!res.ok()) {
+        if (error) *error = QString::fromStdString(res.errors());
+        return false;
+      }
+      copyWindow(res.value, nc, 0, 0, nr, nc, out);
+      return true;
+    }
+    auto res = reader_->read(info_->id, info->path);
+    if (!res.ok()) {
+      if (error) *error = QString::fromStdString(res.errors());
+      return false;
+    }
+    copyWindow(res.value, cols, r0, c0, nr, nc, out);
+    return true;
+  }
+
+private:
+  std::unique_ptr<fp8lab::SessionReader> reader_;
+  const fp8lab::RunInfo* info_;
+};
+
+#endif
+
+} // namespace
+
+#ifdef FP8LAB_HAVE_HDF5
+std::shared_ptr<RunAccess> RunAccess::fromRun(std::shared_ptr<const fp8lab::Run> run) {
+  return std::make_shared<MemoryAccess>(std::move(run));
+}
+
+std::shared_ptr<RunAccess> RunAccess::fromFile(const QString& fileName, const QString& runId, QString* error) {
+  std::lock_guard<std::mutex> lock(hdf5Mutex());
+  auto res = fp8lab::SessionReader::open(fileName.toStdString());
+  if (!res.ok()) {
+    if (error) *error = QString::fromStdString(res.errors());
+    return nullptr;
+  }
+  const auto& info = res.value->info();
+  const fp8lab::RunInfo* ri = nullptr;
+  if (runId.isEmpty()) {
+    if (!info.runs.empty()) ri = &info.runs.front();
+  } else {
+    ri = info.find(runId.toStdString());
+  }
+  if (!ri) {
+    if (error) {
+      QStringList ids;
+      for (const auto& r : info.runs) ids << QString::fromStdString(r.id);
+      *error = info.runs.empty() ? QObject::tr("%1 holds no runs").arg(fileName)
+                                 : QObject::tr("%1 has no run '%2' (runs: %3)").arg(fileName, runId, ids.join(QStringLiteral(", ")));
+    }
+    return nullptr;
+  }
+  return std::make_shared<FileAccess>(std::move(res.value), ri);
+}
+#endif
+
+std::shared_ptr<RunAccess> RunAccess::forRecord(const RunRecord& r, const QString& fileName) {
+#ifdef FP8LAB_HAVE_HDF5
+  if (r.core) return fromRun(r.core);
+  if (!fileName.isEmpty() && QFileInfo::exists(fileName)) {
+    QString err;
+    if (auto a = fromFile(fileName, r.id, &err)) return a;
+  }
+#else
+  Q_UNUSED(fileName);
+#endif
+  return std::make_shared<RecordAccess>(r);
+}
+
+} // namespace fp8lab::ui

@@ -1,0 +1,419 @@
+#include "scale_evolution_view.h"
+
+#include "plot_util.h"
+#include "qcp.h"
+#include "session.h"
+#include "style.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QListWidget>
+#include <QRegularExpression>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace fp8lab::ui {
+
+namespace {
+QStringList historyTensors(const RunAccess* r) {
+  QStringList out;
+  if (!r) return out;
+  static const QRegularExpression re(QStringLiteral("^history/(.+)/amax$"));
+  for (const QString& p : r->datasets()) {
+    const auto m = re.match(p);
+    if (m.hasMatch()) out << m.captured(1);
+  }
+  return out;
+}
+
+std::vector<double> readVec(const RunAccess* r, const QString& path) {
+  Block b;
+  if (!r || !r->has(path) || !r->readAll(path, &b, nullptr)) return {};
+  return b.v;
+}
+
+QString runName(const RunAccess* r) {
+  const QString label = r->attr(QStringLiteral("label"));
+  const QString scaling = r->attr(QStringLiteral("scaling"));
+  QString s = label.isEmpty() ? r->id() : label;
+  if (!scaling.isEmpty() && !s.contains(scaling)) s += QStringLiteral(" [") + scaling + QLatin1Char(']');
+  return s;
+}
+} // namespace
+
+ScaleEvolutionView::ScaleEvolutionView(QWidget* parent) : View(parent) {
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(6, 6, 6, 6);
+  auto* bar = new QHBoxLayout;
+  auto label = [&](const QString& t, QWidget* buddy) {
+    auto* l = new QLabel(t, this);
+    l->setBuddy(buddy);
+    bar->addWidget(l);
+    bar->addWidget(buddy);
+  };
+  run_box_ = new QComboBox(this);
+  run_box_->setObjectName(QStringLiteral("run"));
+  run_box_->setMinimumContentsLength(16);
+  run_box_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  label(tr("&Run:"), run_box_);
+  cmp_box_ = new QComboBox(this);
+  cmp_box_->setObjectName(QStringLiteral("compare"));
+  cmp_box_->setMinimumContentsLength(16);
+  cmp_box_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  label(tr("&Compare with (dashed):"), cmp_box_);
+  conv_box_ = new QComboBox(this);
+  conv_box_->setObjectName(QStringLiteral("convention"));
+  conv_box_->addItem(tr("dequant scale (x \u2248 q \u00b7 s)"), 0);
+  conv_box_->addItem(tr("quant scale (q = cast(x \u00b7 s))"), 1);
+  label(tr("&Scale:"), conv_box_);
+  amax_box_ = new QCheckBox(tr("show &amax"), this);
+  amax_box_->setObjectName(QStringLiteral("showAmax"));
+  amax_box_->setChecked(true);
+  bar->addWidget(amax_box_);
+  bar->addStretch(1);
+  v->addLayout(bar);
+
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  list_ = new QListWidget(split);
+  list_->setObjectName(QStringLiteral("tensors"));
+  list_->setMaximumWidth(190);
+  list_->setToolTip(tr("Tensors drawn (layer / operand)"));
+  plot_ = new QCustomPlot(split);
+  plot_->setObjectName(QStringLiteral("scalePlot"));
+  plot_->setMinimumSize(500, 380);
+  split->addWidget(list_);
+  split->addWidget(plot_);
+  split->setStretchFactor(1, 1);
+  v->addWidget(split, 1);
+  info_ = new QLabel(this);
+  info_->setObjectName(QStringLiteral("info"));
+  info_->setWordWrap(true);
+  v->addWidget(info_);
+
+  connect(run_box_, &QComboBox::currentIndexChanged, this, [this] {
+    if (!updating_) runsChosen();
+  });
+  connect(cmp_box_, &QComboBox::currentIndexChanged, this, [this] {
+    if (!updating_) runsChosen();
+  });
+  connect(conv_box_, &QComboBox::currentIndexChanged, this, [this] { setQuantConvention(conv_box_->currentData().toInt() == 1); });
+  connect(amax_box_, &QCheckBox::toggled, this, &ScaleEvolutionView::setShowAmax);
+  connect(list_, &QListWidget::itemChanged, this, [this] {
+    if (!updating_) draw();
+  });
+  draw();
+}
+
+void ScaleEvolutionView::setSession(Session* session) {
+  View::setSession(session);
+  if (!session) return;
+  connect(session, &Session::reset_, this, &ScaleEvolutionView::rebuildRuns);
+  connect(session, &Session::runAdded, this, &ScaleEvolutionView::rebuildRuns);
+  connect(session, &Session::runRemoved, this, &ScaleEvolutionView::rebuildRuns);
+  rebuildRuns();
+}
+
+void ScaleEvolutionView::rebuildRuns() {
+  if (!session_) return;
+  const QString was = run_box_->currentData().toString(), wasCmp = cmp_box_->currentData().toString();
+  updating_ = true;
+  run_box_->clear();
+  cmp_box_->clear();
+  cmp_box_->addItem(tr("(none)"), QString());
+  QStringList ids;
+  for (const RunRecord& r : session_->runs())
+    if (r.kind == QStringLiteral("training")) {
+      const QString name = r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')');
+      run_box_->addItem(name, r.id);
+      cmp_box_->addItem(name, r.id);
+      ids << r.id;
+    }
+  int i = run_box_->findData(was);
+  run_box_->setCurrentIndex(i < 0 ? 0 : i);
+  int c = cmp_box_->findData(wasCmp);
+  if (c < 0 && ids.size() > 1) c = cmp_box_->findData(ids.value(ids.indexOf(run_box_->currentData().toString()) == 0 ? 1 : 0));
+  cmp_box_->setCurrentIndex(c < 0 ? 0 : c);
+  updating_ = false;
+  runsChosen();
+}
+
+void ScaleEvolutionView::runsChosen() {
+  run_.reset();
+  cmp_.reset();
+  if (session_) {
+    auto get = [&](const QString& id) -> std::shared_ptr<RunAccess> {
+      const int i = id.isEmpty() ? -1 : session_->indexOf(id);
+      return i >= 0 ? RunAccess::forRecord(session_->run(i), session_->fileName()) : nullptr;
+    };
+    run_ = get(run_box_->currentData().toString());
+    const QString cid = cmp_box_->currentData().toString();
+    if (cid != run_box_->currentData().toString()) cmp_ = get(cid);
+  }
+  fillTensors();
+  draw();
+}
+
+void ScaleEvolutionView::setRuns(std::shared_ptr<RunAccess> run, std::shared_ptr<RunAccess> compare) {
+  updating_ = true;
+  run_box_->clear();
+  cmp_box_->clear();
+  if (run) run_box_->addItem(run->id(), run->id());
+  cmp_box_->addItem(compare ? compare->id() : tr("(none)"), compare ? compare->id() : QString());
+  updating_ = false;
+  run_ = std::move(run);
+  cmp_ = std::move(compare);
+  fillTensors();
+  draw();
+}
+
+void ScaleEvolutionView::fillTensors() {
+  const QStringList was = checkedTensors();
+  updating_ = true;
+  list_->clear();
+  const QStringList ts = historyTensors(run_.get());
+  for (const QString& t : ts) {
+    auto* it = new QListWidgetItem(t, list_);
+    it->setFlags(it->flags() | Qt::ItemIsUserCheckable);
+    // Default: the forward operands of the first layer and its output gradient.
+    const bool on = was.isEmpty() ? t.startsWith(ts.first().section(QLatin1Char('/'), 0, 0) + QLatin1Char('/')) : was.contains(t);
+    it->setCheckState(on ? Qt::Checked : Qt::Unchecked);
+  }
+  updating_ = false;
+}
+
+QStringList ScaleEvolutionView::tensors() const { return historyTensors(run_.get()); }
+
+QStringList ScaleEvolutionView::checkedTensors() const {
+  QStringList out;
+  for (int i = 0; i < list_->count(); ++i)
+    if (list_->item(i)->checkState() == Qt::Checked) out << list_->item(i)->text();
+  return out;
+}
+
+void ScaleEvolutionView::setCheckedTensors(const QStringList& t) {
+  updating_ = true;
+  for (int i = 0; i < list_->count(); ++i) list_->item(i)->setCheckState(t.contains(list_->item(i)->text()) ? Qt::Checked : Qt::Unchecked);
+  updating_ = false;
+  draw();
+}
+
+void ScaleEvolutionView::setQuantConvention(bool quant) {
+  quant_ = quant;
+  if (conv_box_->currentData().toInt() != int(quant)) {
+    conv_box_->blockSignals(true);
+    conv_box_->setCurrentIndex(conv_box_->findData(int(quant)));
+    conv_box_->blockSignals(false);
+  }
+  draw();
+}
+
+void ScaleEvolutionView::setShowAmax(bool on) {
+  show_amax_ = on;
+  amax_box_->blockSignals(true);
+  amax_box_->setChecked(on);
+  amax_box_->blockSignals(false);
+  draw();
+}
+
+QList<int64_t> ScaleEvolutionView::saturationSteps(const QString& tensor) const {
+  QList<int64_t> out;
+  const auto s = readVec(run_.get(), QStringLiteral("history/%1/saturated").arg(tensor));
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i] > 0) out << int64_t(i);
+  return out;
+}
+
+void ScaleEvolutionView::draw() {
+  plot_->clearPlottables();
+  plot_->clearItems();
+  plot_->plotLayout()->clear();
+  top_ = bottom_ = nullptr;
+  if (!run_) {
+    plotEmptyState(plot_, tr("No training run to show.\nOpen a session with a training run (File \u2192 Open), or train one:\n"
+                             "fp8lab-cli run resources/experiments/default.json --out session.h5"));
+    info_->setText(tr("No training run."));
+    plot_->replot();
+    return;
+  }
+  const QStringList checked = checkedTensors();
+  QStringList missing;
+  top_ = new QCPAxisRect(plot_);
+  bottom_ = new QCPAxisRect(plot_);
+  plot_->plotLayout()->addElement(0, 0, top_);
+  plot_->plotLayout()->addElement(1, 0, bottom_);
+  plot_->plotLayout()->setRowStretchFactors({2.2, 1.0});
+  auto* group = new QCPMarginGroup(plot_);
+  top_->setMarginGroup(QCP::msLeft | QCP::msRight, group);
+  bottom_->setMarginGroup(QCP::msLeft | QCP::msRight, group);
+  QCPAxis* tx = top_->axis(QCPAxis::atBottom);
+  QCPAxis* ty = top_->axis(QCPAxis::atLeft);
+  QCPAxis* bx = bottom_->axis(QCPAxis::atBottom);
+  QCPAxis* by = bottom_->axis(QCPAxis::atLeft);
+  ty->setScaleType(QCPAxis::stLogarithmic);
+  ty->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+  ty->setNumberFormat(QStringLiteral("eb"));
+  ty->setNumberPrecision(0);
+  ty->setLabel(quant_ ? tr("quant scale s (q = cast(x\u00b7s))%1").arg(show_amax_ ? tr(", amax") : QString())
+                      : tr("dequant scale s (x \u2248 q\u00b7s)%1").arg(show_amax_ ? tr(", amax") : QString()));
+  tx->setLabel(tr("training step"));
+  bx->setLabel(tr("training step"));
+  by->setLabel(tr("loss (nats)"));
+  auto* legend = new QCPLegend;
+  top_->insetLayout()->addElement(legend, Qt::AlignTop | Qt::AlignRight);
+  legend->setLayer(QStringLiteral("legend"));
+  legend->setBrush(QColor(255, 255, 255, 225));
+  QFont lf = font();
+  lf.setPointSizeF(8.5);
+  legend->setFont(lf);
+  int64_t satEvents = 0;
+  int64_t maxSteps = 0;
+  auto addSeries = [&](const RunAccess* r, const QString& t, int colour, bool dashed) {
+    const QString g = QStringLiteral("history/") + t;
+    const QString who = dashed ? runName(r) + QStringLiteral(" ") : QString();
+    std::vector<double> sc = readVec(r, g + (quant_ ? QStringLiteral("/quant_scale") : QStringLiteral("/scale")));
+    if (sc.empty() && !quant_) {
+      // Derive nothing: say what is missing.
+    }
+    if (sc.empty() && quant_) {
+      const auto d = readVec(r, g + QStringLiteral("/scale"));
+      for (double x : d) sc.push_back(x > 0 ? 1.0 / x : std::nan(""));
+    }
+    const auto am = readVec(r, g + QStringLiteral("/amax"));
+    const auto sat = readVec(r, g + QStringLiteral("/saturated"));
+    maxSteps = std::max<int64_t>(maxSteps, int64_t(std::max(sc.size(), am.size())));
+    const QColor c = colors::series(colour);
+    if (!sc.empty()) {
+      QVector<double> x(int(sc.size())), y(int(sc.size()));
+      for (int i = 0; i < x.size(); ++i) x[i] = i, y[i] = sc[size_t(i)] > 0 ? sc[size_t(i)] : std::nan("");
+      auto* gr = new QCPGraph(tx, ty);
+      gr->setName(tr("%1%2 scale").arg(who, t));
+      gr->setPen(QPen(c, dashed ? 1.3 : 1.8, dashed ? Qt::DashLine : Qt::SolidLine));
+      gr->setData(x, y, true);
+      gr->addToLegend(legend);
+    } else {
+      missing << tr("%1 of %2 (FP32 run?)").arg(g + QStringLiteral("/scale"), r->id());
+    }
+    if (show_amax_ && !am.empty()) {
+      QVector<double> x(int(am.size())), y(int(am.size()));
+      for (int i = 0; i < x.size(); ++i) x[i] = i, y[i] = am[size_t(i)] > 0 ? am[size_t(i)] : std::nan("");
+      auto* ga = new QCPGraph(tx, ty);
+      ga->setName(tr("%1%2 amax").arg(who, t));
+      QColor ca = c;
+      ca.setAlpha(dashed ? 90 : 130);
+      ga->setPen(QPen(ca, 1, dashed ? Qt::DashDotLine : Qt::DotLine));
+      ga->setData(x, y, true);
+      ga->addToLegend(legend);
+    }
+    if (!sat.empty() && !am.empty()) {
+      QVector<double> x, y;
+      for (size_t i = 0; i < sat.size() && i < am.size(); ++i)
+        if (sat[i] > 0) {
+          x << double(i);
+          y << (i < sc.size() && sc[i] > 0 ? sc[i] : am[i]);
+        }
+      satEvents += x.size();
+      if (!x.isEmpty()) {
+        auto* gs = new QCPGraph(tx, ty);
+        gs->setName(tr("%1%2 saturation (\u2265 1 element clipped)").arg(who, t));
+        gs->setLineStyle(QCPGraph::lsNone);
+        gs->setScatterStyle(QCPScatterStyle(dashed ? QCPScatterStyle::ssCircle : QCPScatterStyle::ssCross, QColor(0xc0, 0, 0), 6));
+        gs->setData(x, y, true);
+        gs->addToLegend(legend);
+      }
+    }
+  };
+  for (int i = 0; i < checked.size(); ++i) {
+    addSeries(run_.get(), checked[i], i, false);
+    if (cmp_ && cmp_->has(QStringLiteral("history/%1/amax").arg(checked[i]))) addSeries(cmp_.get(), checked[i], i, true);
+  }
+  // Loss below.
+  auto addLoss = [&](const RunAccess* r, bool dashed) {
+    const auto loss = readVec(r, QStringLiteral("training/loss"));
+    if (loss.empty()) {
+      missing << tr("training/loss of %1").arg(r->id());
+      return;
+    }
+    maxSteps = std::max<int64_t>(maxSteps, int64_t(loss.size()));
+    QVector<double> x(int(loss.size())), y(int(loss.size()));
+    for (int i = 0; i < x.size(); ++i) x[i] = i, y[i] = loss[size_t(i)];
+    auto* g = new QCPGraph(bx, by);
+    g->setName(tr("loss, %1").arg(runName(r)));
+    g->setPen(QPen(dashed ? QColor(0x88, 0x88, 0x88) : QColor(0x20, 0x20, 0x20), 1, dashed ? Qt::DashLine : Qt::SolidLine));
+    g->setData(x, y, true);
+  };
+  addLoss(run_.get(), false);
+  if (cmp_) addLoss(cmp_.get(), true);
+  auto* lossLegend = new QCPLegend;
+  bottom_->insetLayout()->addElement(lossLegend, Qt::AlignTop | Qt::AlignRight);
+  lossLegend->setLayer(QStringLiteral("legend"));
+  lossLegend->setFont(lf);
+  lossLegend->setBrush(QColor(255, 255, 255, 225));
+  for (int i = 0; i < plot_->plottableCount(); ++i)
+    if (plot_->plottable(i)->keyAxis() == bx) plot_->plottable(i)->addToLegend(lossLegend);
+  if (checked.isEmpty()) {
+    auto* t = new QCPItemText(plot_);
+    t->setClipAxisRect(top_);
+    t->position->setType(QCPItemPosition::ptAxisRectRatio);
+    t->position->setAxisRect(top_);
+    t->position->setCoords(0.5, 0.5);
+    t->setText(historyTensors(run_.get()).isEmpty() ? tr("Run '%1' recorded no amax / scale history\n(train with record_history: true)").arg(run_->id())
+                                                    : tr("Tick tensors in the list on the left to draw their scales"));
+    t->setColor(QColor(0x55, 0x55, 0x55));
+  }
+  plot_->rescaleAxes();
+  if (ty->range().lower <= 0 || !std::isfinite(ty->range().lower)) ty->setRange(1e-3, 1e3);
+  ty->scaleRange(1.3, std::sqrt(ty->range().lower * ty->range().upper));
+  by->scaleRange(1.1, by->range().center());
+  const QCPRange xr(-0.5, double(std::max<int64_t>(1, maxSteps)) - 0.5);
+  tx->setRange(xr);
+  bx->setRange(xr);
+  connect(tx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), bx, qOverload<const QCPRange&>(&QCPAxis::setRange));
+  connect(bx, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), tx, qOverload<const QCPRange&>(&QCPAxis::setRange));
+  stylePlot(plot_);
+  top_->setRangeDrag(Qt::Horizontal | Qt::Vertical);
+  top_->setRangeZoom(Qt::Horizontal | Qt::Vertical);
+  bottom_->setRangeDrag(Qt::Horizontal);
+  bottom_->setRangeZoom(Qt::Horizontal);
+  QStringList info;
+  info << tr("%1: %2 scaling, %3 steps").arg(runName(run_.get()), run_->attr(QStringLiteral("scaling")).isEmpty() ? tr("unknown") : run_->attr(QStringLiteral("scaling"))).arg(maxSteps);
+  if (cmp_) info << tr("dashed: %1").arg(runName(cmp_.get()));
+  info << tr("%n saturation event(s) marked", nullptr, int(satEvents));
+  info << tr("drag / wheel to pan and zoom; the loss plot follows");
+  if (!missing.isEmpty()) info << tr("<span style='color:#b00020'>missing: %1</span>").arg(missing.join(QStringLiteral("; ")).toHtmlEscaped());
+  info_->setText(info.join(QStringLiteral(" \u00b7 ")));
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString ScaleEvolutionView::infoText() const { return info_->text(); }
+
+QString ScaleEvolutionView::csv() const {
+  if (!run_) return {};
+  const QStringList ts = checkedTensors();
+  std::vector<std::vector<double>> cols;
+  QStringList head{QStringLiteral("step")};
+  for (const QString& t : ts) {
+    const QString g = QStringLiteral("history/") + t;
+    head << t + QStringLiteral(" amax") << t + QStringLiteral(" dequant_scale") << t + QStringLiteral(" saturated");
+    cols.push_back(readVec(run_.get(), g + QStringLiteral("/amax")));
+    cols.push_back(readVec(run_.get(), g + QStringLiteral("/scale")));
+    cols.push_back(readVec(run_.get(), g + QStringLiteral("/saturated")));
+  }
+  head << QStringLiteral("loss");
+  cols.push_back(readVec(run_.get(), QStringLiteral("training/loss")));
+  size_t n = 0;
+  for (const auto& c : cols) n = std::max(n, c.size());
+  if (n == 0) return {};
+  QString out = head.join(QLatin1Char(',')) + QLatin1Char('\n');
+  for (size_t i = 0; i < n; ++i) {
+    QStringList row{QString::number(i)};
+    for (const auto& c : cols) row << (i < c.size() ? QString::number(c[i], 'g', 9) : QString());
+    out += row.join(QLatin1Char(',')) + QLatin1Char('\n');
+  }
+  return out;
+}
+
+} // namespace fp8lab::ui

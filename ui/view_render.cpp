@@ -1,0 +1,266 @@
+#include "view_render.h"
+
+#include "amax_history_view.h"
+#include "comparison_view.h"
+#include "error_heatmap_view.h"
+#include "qcp.h"
+#include "scale_evolution_view.h"
+#include "view.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QPainter>
+#include <QPdfWriter>
+#include <QSvgGenerator>
+
+#include <memory>
+
+namespace fp8lab::ui {
+
+QStringList renderableViews() {
+  return {QStringLiteral("heatmap"), QStringLiteral("split"), QStringLiteral("amax"), QStringLiteral("scales"),
+          QStringLiteral("compare")};
+}
+
+bool exportViewSized(View* view, const QString& fileName, QSize size, QString* error) {
+  const QString suffix = QFileInfo(fileName).suffix().toLower();
+  if (size.width() < 16 || size.height() < 16 || size.width() > 20000 || size.height() > 20000) {
+    if (error) *error = QObject::tr("export size %1x%2 is outside 16..20000 pixels").arg(size.width()).arg(size.height());
+    return false;
+  }
+  const QString tmp = fileName + QStringLiteral(".part");
+  QCustomPlot* plot = view->exportPlot();
+  bool ok = false;
+  if (suffix == QStringLiteral("png")) {
+    if (plot) ok = plot->savePng(tmp, size.width(), size.height(), 1.0);
+    else {
+      view->resize(size);
+      ok = view->grab().save(tmp, "PNG");
+    }
+  } else if (suffix == QStringLiteral("pdf")) {
+    if (plot) {
+      ok = plot->savePdf(tmp, size.width(), size.height(), QCP::epNoCosmetic, QStringLiteral("FP8 Lab"), view->title());
+    } else {
+      view->resize(size);
+      QPdfWriter pdf(tmp);
+      pdf.setCreator(QStringLiteral("FP8 Lab"));
+      pdf.setTitle(view->title());
+      pdf.setPageSize(QPageSize(QSizeF(size.width(), size.height()), QPageSize::Point));
+      pdf.setPageMargins({});
+      pdf.setResolution(72);
+      QPainter p;
+      ok = p.begin(&pdf);
+      if (ok) {
+        view->render(&p);
+        p.end();
+      }
+    }
+  } else if (suffix == QStringLiteral("svg")) {
+    QSvgGenerator gen;
+    gen.setFileName(tmp);
+    gen.setSize(size);
+    gen.setViewBox(QRect(QPoint(0, 0), size));
+    gen.setTitle(view->title());
+    gen.setDescription(QStringLiteral("Exported by FP8 Lab " FP8LAB_VERSION));
+    if (plot) {
+      QCPPainter p;
+      ok = p.begin(&gen);
+      if (ok) {
+        plot->toPainter(&p, size.width(), size.height());
+        ok = p.end();
+      }
+    } else {
+      view->resize(size);
+      QPainter p;
+      ok = p.begin(&gen);
+      if (ok) {
+        view->render(&p);
+        ok = p.end();
+      }
+    }
+  } else {
+    if (error) *error = QObject::tr("unknown export type '.%1' (use .png, .pdf or .svg)").arg(suffix);
+    return false;
+  }
+  if (ok) {
+    QFile::remove(fileName);
+    ok = QFile::rename(tmp, fileName);
+  }
+  if (!ok) {
+    QFile::remove(tmp);
+    if (error) *error = QObject::tr("could not write %1").arg(fileName);
+  }
+  return ok;
+}
+
+namespace {
+
+bool writeCsv(View* v, const QString& file, QString* error) {
+  const QString text = v->csv();
+  if (text.isEmpty()) return true; // nothing to write (an empty state)
+  QFile f(file + QStringLiteral(".part"));
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
+    if (error) *error = QObject::tr("cannot write %1: %2").arg(file, f.errorString());
+    return false;
+  }
+  const QByteArray b = text.toUtf8();
+  if (f.write(b) != b.size() || !f.flush()) {
+    if (error) *error = QObject::tr("cannot write %1: %2").arg(file, f.errorString());
+    f.remove();
+    return false;
+  }
+  f.close();
+  QFile::remove(file);
+  return QFile::rename(f.fileName(), file);
+}
+
+} // namespace
+
+bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString* error,
+                 const std::function<bool(double, const QString&)>& progress) {
+#ifndef FP8LAB_HAVE_HDF5
+  Q_UNUSED(req);
+  Q_UNUSED(written);
+  Q_UNUSED(progress);
+  if (error) *error = QObject::tr("this build has no HDF5 support, so it cannot read sessions");
+  return false;
+#else
+  for (const QString& v : req.views)
+    if (!renderableViews().contains(v)) {
+      if (error) *error = QObject::tr("unknown view '%1' (views: %2)").arg(v, renderableViews().join(QStringLiteral(", ")));
+      return false;
+    }
+  for (const QString& f : req.formats)
+    if (f != QStringLiteral("png") && f != QStringLiteral("pdf") && f != QStringLiteral("svg")) {
+      if (error) *error = QObject::tr("unknown format '%1' (png, pdf, svg)").arg(f);
+      return false;
+    }
+  QString err;
+  auto first = RunAccess::fromFile(req.session, QString(), &err);
+  if (!first) {
+    if (error) *error = err;
+    return false;
+  }
+  // All runs of the file (ids from a second open: SessionInfo lists them).
+  QList<std::shared_ptr<RunAccess>> all;
+  {
+    auto res = fp8lab::SessionReader::open(req.session.toStdString());
+    if (!res.ok()) {
+      if (error) *error = QString::fromStdString(res.errors());
+      return false;
+    }
+    for (const auto& r : res.value->info().runs) {
+      auto a = RunAccess::fromFile(req.session, QString::fromStdString(r.id), &err);
+      if (!a) {
+        if (error) *error = err;
+        return false;
+      }
+      all << a;
+    }
+  }
+  QList<std::shared_ptr<RunAccess>> chosen;
+  if (req.run.isEmpty()) chosen = all;
+  else {
+    for (const auto& a : all)
+      if (a->id() == req.run) chosen << a;
+    if (chosen.isEmpty()) {
+      QStringList ids;
+      for (const auto& a : all) ids << a->id();
+      if (error) *error = QObject::tr("no run '%1' in %2 (runs: %3)").arg(req.run, req.session, ids.join(QStringLiteral(", ")));
+      return false;
+    }
+  }
+  if (!QDir().mkpath(req.dir)) {
+    if (error) *error = QObject::tr("cannot create directory %1").arg(req.dir);
+    return false;
+  }
+  auto wants = [&](const QString& v) { return req.views.isEmpty() || req.views.contains(v); };
+  struct Job {
+    QString run, name;
+    std::function<std::unique_ptr<View>()> make;
+  };
+  QList<Job> jobs;
+  for (const auto& a : chosen) {
+    if (a->type() == QStringLiteral("gemm")) {
+      if (wants(QStringLiteral("heatmap")))
+        jobs << Job{a->id(), QStringLiteral("heatmap"), [a] {
+                      auto v = std::make_unique<ErrorHeatmapView>();
+                      v->setRunAccess(a);
+                      return std::unique_ptr<View>(std::move(v));
+                    }};
+      if (wants(QStringLiteral("split")))
+        jobs << Job{a->id(), QStringLiteral("split"), [a] {
+                      auto v = std::make_unique<ErrorHeatmapView>();
+                      v->setRunAccess(a);
+                      v->setMode(ErrorHeatmapView::Mode::Split);
+                      return std::unique_ptr<View>(std::move(v));
+                    }};
+    } else if (a->type() == QStringLiteral("training")) {
+      if (wants(QStringLiteral("amax")))
+        jobs << Job{a->id(), QStringLiteral("amax"), [a] {
+                      auto v = std::make_unique<AmaxHistoryView>();
+                      v->setRunAccess(a);
+                      // Prefer a tensor with a recorded window (delayed scaling).
+                      for (const QString& t : v->tensors())
+                        if (a->has(QStringLiteral("history/%1/amax_history").arg(t))) {
+                          v->setTensor(t);
+                          break;
+                        }
+                      return std::unique_ptr<View>(std::move(v));
+                    }};
+      if (wants(QStringLiteral("scales"))) {
+        std::shared_ptr<RunAccess> cmp;
+        for (const auto& o : all)
+          if (o != a && o->type() == QStringLiteral("training") && o->attr(QStringLiteral("precision")) == QStringLiteral("fp8")) {
+            cmp = o;
+            break;
+          }
+        jobs << Job{a->id(), QStringLiteral("scales"), [a, cmp] {
+                      auto v = std::make_unique<ScaleEvolutionView>();
+                      v->setRuns(a, cmp);
+                      return std::unique_ptr<View>(std::move(v));
+                    }};
+      }
+    }
+  }
+  if (wants(QStringLiteral("compare")) && !all.isEmpty())
+    jobs << Job{QString(), QStringLiteral("compare"), [all] {
+                  auto v = std::make_unique<ComparisonView>();
+                  v->setRuns(all);
+                  return std::unique_ptr<View>(std::move(v));
+                }};
+  if (jobs.isEmpty()) {
+    if (error)
+      *error = QObject::tr("nothing to render: the chosen run(s) have no view among %1 (GEMM runs: heatmap, split; training runs: amax, scales)")
+                   .arg(req.views.isEmpty() ? renderableViews().join(QStringLiteral(", ")) : req.views.join(QStringLiteral(", ")));
+    return false;
+  }
+  for (int k = 0; k < jobs.size(); ++k) {
+    const Job& j = jobs[k];
+    if (progress && !progress(double(k) / double(jobs.size()), j.name)) {
+      if (error) *error = QObject::tr("cancelled");
+      return false;
+    }
+    std::unique_ptr<View> v = j.make();
+    v->resize(req.size);
+    v->setAttribute(Qt::WA_DontShowOnScreen);
+    v->show();
+    const QString base = QDir(req.dir).filePath(j.run.isEmpty() ? j.name : j.run + QLatin1Char('-') + j.name);
+    for (const QString& f : req.formats) {
+      const QString file = base + QLatin1Char('.') + f;
+      if (!exportViewSized(v.get(), file, req.size, error)) return false;
+      if (written) *written << RenderedFile{j.run, j.name, file, req.size};
+    }
+    if (req.csv) {
+      const QString file = base + QStringLiteral(".csv");
+      if (!writeCsv(v.get(), file, error)) return false;
+      if (written && QFileInfo::exists(file)) *written << RenderedFile{j.run, j.name, file, {}};
+    }
+  }
+  if (progress) progress(1.0, QObject::tr("done"));
+  return true;
+#endif
+}
+
+} // namespace fp8lab::ui

@@ -1,0 +1,48 @@
+// Offscreen rendering and sized export of the analysis views (issue 6 §5): every view to PNG /
+// PDF / SVG at a chosen size plus its data as CSV, and the scripted report renderer behind
+// `fp8lab-cli render FILE.h5 --run ID --png DIR` (and `fp8lab-cli export ... --png DIR`).
+// Needs a QApplication (the CLI creates one on the offscreen platform for these commands).
+#pragma once
+
+#include <QSize>
+#include <QString>
+#include <QStringList>
+
+#include <functional>
+
+namespace fp8lab::ui {
+
+class View;
+
+/// Writes `view` at `size` (logical pixels; PNG at device pixel ratio 1) to PNG / PDF / SVG,
+/// chosen by the file suffix. A view with an exportPlot() is drawn as that plot (vectors in PDF /
+/// SVG); other views are rendered as widgets. Writes beside and renames (never a half file).
+bool exportViewSized(View* view, const QString& fileName, QSize size, QString* error);
+
+struct RenderRequest {
+  QString session;       ///< session file (.h5)
+  QString run;           ///< run id; empty: every run
+  QString dir;           ///< output directory (created)
+  QStringList views;     ///< "heatmap", "split", "amax", "scales", "compare"; empty: all that apply
+  QStringList formats{QStringLiteral("png")}; ///< any of png, pdf, svg
+  QSize size{1400, 900};
+  bool csv = true;       ///< also write each view's CSV
+};
+
+struct RenderedFile {
+  QString run, view, file;
+  QSize size;
+};
+
+/// Renders the views of the chosen run(s) of a session file offscreen. Each file is named
+/// "<run>-<view>.<ext>" ("compare.<ext>" for the whole-session comparison). Reads only what each
+/// view needs (RunAccess over SessionReader). Returns false and *error on the first failure
+/// (unreadable file, unknown run or view, unwritable directory). `progress(fraction, what)`
+/// returning false cancels.
+bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString* error,
+                 const std::function<bool(double, const QString&)>& progress = {});
+
+/// The view names renderViews() knows.
+QStringList renderableViews();
+
+} // namespace fp8lab::ui
