@@ -103,6 +103,20 @@ void TestScaling::torchaoScaleRules() {
   QCOMPARE(torchaoScaleFromAmax(1e-13, 448.0), static_cast<float>(4.48e14));
   // float64 division: 448 / 149.33333333333334 (double) = 3.0000000000000004 → 3.0f.
   QCOMPARE(torchaoScaleFromAmax(448.0 / 3.0, 448.0), 3.0f);
+  // float64 division matters for float64 amaxes: a = 1 + 2^-24 + 2^-40 (double).
+  // torchao: 448 / a = 447.99997328... → float32 448 − 2^-15 (derived: the neighbours are
+  // 448 − 2^-15 = 447.99996948 and 448, distance 3.8e-6 vs 2.7e-5).
+  // Rounding a to float32 first (1 + 2^-23, as a float32 rule sees it) gives
+  // 448 / (1 + 2^-23) = 447.99994659 → 448 − 2^-14.
+  const double a = 1.0 + std::ldexp(1.0, -24) + std::ldexp(1.0, -40);
+  QCOMPARE(torchaoScaleFromAmax(a, 448.0), 448.0f - std::ldexp(1.0f, -15));
+  QCOMPARE(teScaleFromAmax(static_cast<float>(a), 448.0f), 448.0f - std::ldexp(1.0f, -14));
+  // The same through quantize(double): the torchao preset keeps the float64 amax.
+  const std::vector<double> xd = {a, 0.5};
+  QCOMPARE(quantize(xd.data(), 1, 2, Format::E4M3FN(), *scalingPreset("torchao_tensorwise")).quant_scales[0],
+           448.0f - std::ldexp(1.0f, -15));
+  QCOMPARE(quantize(xd.data(), 1, 2, Format::E4M3FN(), *scalingPreset("te_current")).quant_scales[0],
+           448.0f - std::ldexp(1.0f, -14));
 }
 
 // torchao test_float8_utils: _round_scale_down_to_power_of_2 cases.
