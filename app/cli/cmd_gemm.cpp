@@ -103,23 +103,27 @@ int runGemm(const QStringList& args) {
       "The 'fast' accumulation is a MODEL of undocumented hardware (Hopper fast accumulation, DeepSeek-V3 §3.3).\n"
       "Example: fp8lab-cli gemm --m 1024 --n 1024 --k 4096 --accumulation fast --distribution outliers"));
   const auto opt = [&](const char* name, const char* help, const char* value, const char* def) {
-    p.addOption({QString::fromLatin1(name), QString::fromUtf8(help), QString::fromLatin1(value), QString::fromLatin1(def)});
+    p.addOption(
+        {QString::fromLatin1(name), QString::fromUtf8(help), QString::fromLatin1(value), QString::fromLatin1(def)});
   };
   opt("m", "Rows of A and D (default 512).", "M", "512");
   opt("n", "Columns of B and D (default 512).", "N", "512");
   opt("k", "Contraction length (default 512).", "K", "512");
   opt("a-format", "Element format of A (default E4M3FN).", "F", "E4M3FN");
   opt("b-format", "Element format of B (default E4M3FN).", "F", "E4M3FN");
-  opt("scaling", "Current-scaling preset of both operands (default te_current); see `fp8lab-cli quantize --help`.", "S", "te_current");
+  opt("scaling", "Current-scaling preset of both operands (default te_current); see `fp8lab-cli quantize --help`.", "S",
+      "te_current");
   opt("a-scaling", "Preset of A (overrides --scaling).", "S", "");
   opt("b-scaling", "Preset of B (overrides --scaling).", "S", "");
   opt("accumulation", "exact | fp32 | split (default) | fast (model of undocumented hardware).", "MODE", "split");
   opt("promotion-interval", "N_C: elements of K per promotion window (split/fast; default 128).", "N", "128");
   opt("fast-bits", "Significant bits of the fast-accumulation model (default 14).", "B", "14");
   opt("fast-group", "Products aligned together by the fast model (default 32).", "G", "32");
-  p.addOption({QStringLiteral("no-promotion"), QStringLiteral("Fast model: one window over all of K (cuBLASLt FAST_ACCUM=1).")});
+  p.addOption({QStringLiteral("no-promotion"),
+               QStringLiteral("Fast model: one window over all of K (cuBLASLt FAST_ACCUM=1).")});
   opt("output", "Output type: fp32 (default) | bf16 | fp16 | e4m3fn | e5m2.", "T", "fp32");
-  opt("output-scale", "FP8 outputs: scale_D, the quant multiplier (default auto = max/amax of the quantized-exact D).", "S", "auto");
+  opt("output-scale", "FP8 outputs: scale_D, the quant multiplier (default auto = max/amax of the quantized-exact D).",
+      "S", "auto");
   opt("seed", "Seed of the random matrices (A: stream 0, B: stream 1; default 1).", "N", "1");
   opt("distribution", "normal (default) | uniform | lognormal | outliers.", "D", "normal");
   opt("scale", "Standard deviation / half-width / median of the distribution (default 1).", "X", "1");
@@ -129,22 +133,35 @@ int runGemm(const QStringList& args) {
   p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
-  if (!p.positionalArguments().isEmpty()) return fail(QStringLiteral("unexpected argument '%1'").arg(p.positionalArguments().first()));
+  if (!p.positionalArguments().isEmpty())
+    return fail(QStringLiteral("unexpected argument '%1'").arg(p.positionalArguments().first()));
 
   int64_t M = 0, N = 0, K = 0, tile = 0;
   if (!parsePositive(p, QStringLiteral("m"), &M)) return fail(QStringLiteral("--m must be a positive integer"));
   if (!parsePositive(p, QStringLiteral("n"), &N)) return fail(QStringLiteral("--n must be a positive integer"));
-  if (!parsePositive(p, QStringLiteral("k"), &K)) return fail(QStringLiteral("--k must be a positive integer (K = 0 has nothing to accumulate)"));
-  if (!parsePositive(p, QStringLiteral("tile"), &tile)) return fail(QStringLiteral("--tile must be a positive integer"));
+  if (!parsePositive(p, QStringLiteral("k"), &K))
+    return fail(QStringLiteral("--k must be a positive integer (K = 0 has nothing to accumulate)"));
+  if (!parsePositive(p, QStringLiteral("tile"), &tile))
+    return fail(QStringLiteral("--tile must be a positive integer"));
   const Format* fa = Format::byName(p.value(QStringLiteral("a-format")).toStdString());
   const Format* fb = Format::byName(p.value(QStringLiteral("b-format")).toStdString());
-  if (!fa || fa->bits() > 8) return fail(QStringLiteral("--a-format: unknown or wider than 8 bits: '%1' (known: %2)").arg(p.value(QStringLiteral("a-format")), formatHelpList()));
-  if (!fb || fb->bits() > 8) return fail(QStringLiteral("--b-format: unknown or wider than 8 bits: '%1' (known: %2)").arg(p.value(QStringLiteral("b-format")), formatHelpList()));
-  const QString sa = p.value(QStringLiteral("a-scaling")).isEmpty() ? p.value(QStringLiteral("scaling")) : p.value(QStringLiteral("a-scaling"));
-  const QString sb = p.value(QStringLiteral("b-scaling")).isEmpty() ? p.value(QStringLiteral("scaling")) : p.value(QStringLiteral("b-scaling"));
+  if (!fa || fa->bits() > 8)
+    return fail(QStringLiteral("--a-format: unknown or wider than 8 bits: '%1' (known: %2)")
+                    .arg(p.value(QStringLiteral("a-format")), formatHelpList()));
+  if (!fb || fb->bits() > 8)
+    return fail(QStringLiteral("--b-format: unknown or wider than 8 bits: '%1' (known: %2)")
+                    .arg(p.value(QStringLiteral("b-format")), formatHelpList()));
+  const QString sa = p.value(QStringLiteral("a-scaling")).isEmpty() ? p.value(QStringLiteral("scaling"))
+                                                                    : p.value(QStringLiteral("a-scaling"));
+  const QString sb = p.value(QStringLiteral("b-scaling")).isEmpty() ? p.value(QStringLiteral("scaling"))
+                                                                    : p.value(QStringLiteral("b-scaling"));
   const auto ca = scalingPreset(sa.toStdString()), cb = scalingPreset(sb.toStdString());
-  if (!ca) return fail(QStringLiteral("unknown or delayed scaling preset '%1' (current-scaling presets: %2)").arg(sa, presetNames()));
-  if (!cb) return fail(QStringLiteral("unknown or delayed scaling preset '%1' (current-scaling presets: %2)").arg(sb, presetNames()));
+  if (!ca)
+    return fail(
+        QStringLiteral("unknown or delayed scaling preset '%1' (current-scaling presets: %2)").arg(sa, presetNames()));
+  if (!cb)
+    return fail(
+        QStringLiteral("unknown or delayed scaling preset '%1' (current-scaling presets: %2)").arg(sb, presetNames()));
 
   GemmOptions o;
   const auto acc = parseAccumulation(p.value(QStringLiteral("accumulation")));
@@ -164,15 +181,19 @@ int runGemm(const QStringList& args) {
   o.threads = p.value(QStringLiteral("threads")).toInt(&ok);
   if (!ok || o.threads < 0) return fail(QStringLiteral("--threads must be ≥ 0"));
   const QString kern = p.value(QStringLiteral("kernel")).toLower();
-  if (kern == QStringLiteral("portable")) o.cpu_kernel = CpuKernel::Portable;
-  else if (kern == QStringLiteral("avx512bf16") || kern == QStringLiteral("avx512-bf16")) o.cpu_kernel = CpuKernel::Avx512Bf16;
-  else if (kern != QStringLiteral("auto")) return fail(QStringLiteral("--kernel must be auto, portable or avx512bf16"));
+  if (kern == QStringLiteral("portable"))
+    o.cpu_kernel = CpuKernel::Portable;
+  else if (kern == QStringLiteral("avx512bf16") || kern == QStringLiteral("avx512-bf16"))
+    o.cpu_kernel = CpuKernel::Avx512Bf16;
+  else if (kern != QStringLiteral("auto"))
+    return fail(QStringLiteral("--kernel must be auto, portable or avx512bf16"));
   const bool fp8_out = o.output == OutputType::E4M3FN || o.output == OutputType::E5M2;
   const QString os = p.value(QStringLiteral("output-scale"));
   std::optional<float> out_scale;
   if (os != QStringLiteral("auto")) {
     const auto v = parseNumber(os);
-    if (!v || !(std::isfinite(*v) && *v > 0)) return fail(QStringLiteral("--output-scale must be a finite number > 0 or 'auto'"));
+    if (!v || !(std::isfinite(*v) && *v > 0))
+      return fail(QStringLiteral("--output-scale must be a finite number > 0 or 'auto'"));
     out_scale = static_cast<float>(*v);
   }
   const qulonglong seed = p.value(QStringLiteral("seed")).toULongLong(&ok);
@@ -210,16 +231,19 @@ int runGemm(const QStringList& args) {
       out_scale = amax > 0 ? static_cast<float>(mx / amax) : 1.0f;
     }
     if (out_scale) o.output_quant_scale = *out_scale;
-    const GemmExperimentResult r = runGemmExperiment(x.data(), y.data(), qa, qb, o, backend.get(), [&](double f, const std::string& s) {
-      bar.update(0.1 + 0.85 * f, QString::fromStdString(s));
-      return true;
-    });
+    const GemmExperimentResult r =
+        runGemmExperiment(x.data(), y.data(), qa, qb, o, backend.get(), [&](double f, const std::string& s) {
+          bar.update(0.1 + 0.85 * f, QString::fromStdString(s));
+          return true;
+        });
     // per-tile map of the total absolute error
-    const std::vector<float> abs_map = errorMap(r.ideal.data(), r.output.d.data(), M * N, ErrorMapKind::Abs, nullptr, 1.0, o.threads);
+    const std::vector<float> abs_map =
+        errorMap(r.ideal.data(), r.output.d.data(), M * N, ErrorMapKind::Abs, nullptr, 1.0, o.threads);
     const TileMap tiles = tileMap(abs_map, M, N, tile, tile);
     int64_t worst = -1;
     for (size_t i = 0; i < tiles.mean.size(); ++i)
-      if (!std::isnan(tiles.mean[i]) && (worst < 0 || tiles.mean[i] > tiles.mean[static_cast<size_t>(worst)])) worst = static_cast<int64_t>(i);
+      if (!std::isnan(tiles.mean[i]) && (worst < 0 || tiles.mean[i] > tiles.mean[static_cast<size_t>(worst)]))
+        worst = static_cast<int64_t>(i);
     const double total_s = std::chrono::duration<double>(clock::now() - t0).count();
     bar.finish();
 
@@ -292,44 +316,79 @@ int runGemm(const QStringList& args) {
       return 0;
     }
     QString s;
-    s += QStringLiteral("GEMM %1 x %2 x %3 (M x N x K), %4 data, seed %5\n").arg(M).arg(N).arg(K).arg(QString::fromLatin1(toString(ro.distribution))).arg(seed);
-    s += QStringLiteral("A %1 (%2), B %3 (%4)\n").arg(QString::fromStdString(fa->name()), sa, QString::fromStdString(fb->name()), sb);
+    s += QStringLiteral("GEMM %1 x %2 x %3 (M x N x K), %4 data, seed %5\n")
+             .arg(M)
+             .arg(N)
+             .arg(K)
+             .arg(QString::fromLatin1(toString(ro.distribution)))
+             .arg(seed);
+    s += QStringLiteral("A %1 (%2), B %3 (%4)\n")
+             .arg(QString::fromStdString(fa->name()), sa, QString::fromStdString(fb->name()), sb);
     QString accs = QString::fromLatin1(toString(o.accumulation));
     if (o.accumulation == Accumulation::SplitFP32) accs += QStringLiteral(" (N_C = %1)").arg(o.promotion_interval);
     if (o.accumulation == Accumulation::FastAccum)
-      accs += QStringLiteral(" — MODEL of undocumented hardware: %1 bits, groups of %2, %3").arg(o.fast_accum_bits).arg(o.fast_accum_group)
-                  .arg(o.fast_accum_promotes ? QStringLiteral("promotion every %1").arg(o.promotion_interval) : QStringLiteral("no promotion"));
-    s += QStringLiteral("accumulation %1, output %2%3\n").arg(accs, QString::fromLatin1(toString(o.output)),
-                                                          fp8_out ? QStringLiteral(" (scale_D %1)").arg(num(o.output_quant_scale, 6)) : QString());
-    s += QStringLiteral("backend %1: %2\n  %3\n").arg(QString::fromStdString(r.output.backend), QString::fromStdString(r.output.device), QString::fromStdString(r.output.algorithm));
+      accs += QStringLiteral(" — MODEL of undocumented hardware: %1 bits, groups of %2, %3")
+                  .arg(o.fast_accum_bits)
+                  .arg(o.fast_accum_group)
+                  .arg(o.fast_accum_promotes ? QStringLiteral("promotion every %1").arg(o.promotion_interval)
+                                             : QStringLiteral("no promotion"));
+    s += QStringLiteral("accumulation %1, output %2%3\n")
+             .arg(accs, QString::fromLatin1(toString(o.output)),
+                  fp8_out ? QStringLiteral(" (scale_D %1)").arg(num(o.output_quant_scale, 6)) : QString());
+    s += QStringLiteral("backend %1: %2\n  %3\n")
+             .arg(QString::fromStdString(r.output.backend), QString::fromStdString(r.output.device),
+                  QString::fromStdString(r.output.algorithm));
     s += QStringLiteral("time: quantize %1 s, gemm %2 s, ideal %3 s, quantized-exact %4 s\n\n")
              .arg(num(quantize_s, 3), num(r.output.seconds, 3), num(r.ideal_seconds, 3), num(r.exact_seconds, 3));
-    s += QStringLiteral("%1 %2 %3 %4 %5 %6\n").arg(QStringLiteral("error"), -28).arg(QStringLiteral("max abs"), 11).arg(QStringLiteral("max rel"), 11)
-             .arg(QStringLiteral("RMSE"), 11).arg(QStringLiteral("rel Frob"), 11).arg(QStringLiteral("SQNR dB"), 9);
+    s += QStringLiteral("%1 %2 %3 %4 %5 %6\n")
+             .arg(QStringLiteral("error"), -28)
+             .arg(QStringLiteral("max abs"), 11)
+             .arg(QStringLiteral("max rel"), 11)
+             .arg(QStringLiteral("RMSE"), 11)
+             .arg(QStringLiteral("rel Frob"), 11)
+             .arg(QStringLiteral("SQNR dB"), 9);
     const auto row = [&](const QString& name, const ErrorMetrics& m) {
-      s += QStringLiteral("%1 %2 %3 %4 %5 %6\n").arg(name, -28).arg(num(m.max_abs), 11).arg(num(m.max_rel), 11).arg(num(m.rmse), 11)
-               .arg(num(m.rel_fro), 11).arg(num(m.sqnr_db, 4), 9);
+      s += QStringLiteral("%1 %2 %3 %4 %5 %6\n")
+               .arg(name, -28)
+               .arg(num(m.max_abs), 11)
+               .arg(num(m.max_rel), 11)
+               .arg(num(m.rmse), 11)
+               .arg(num(m.rel_fro), 11)
+               .arg(num(m.sqnr_db, 4), 9);
     };
     row(QStringLiteral("quantization (exact vs ideal)"), r.quantization);
     row(QStringLiteral("accumulation (D vs exact)"), r.accumulation);
     row(QStringLiteral("total (D vs ideal)"), r.total);
     if (r.total.nan_test + r.total.inf_test > 0)
-      s += QStringLiteral("non-finite outputs: %1 NaN, %2 Inf (left out of the statistics)\n").arg(r.total.nan_test).arg(r.total.inf_test);
-    s += QStringLiteral("\n%1 %2 %3 %4\n").arg(QStringLiteral("operand"), -8).arg(QStringLiteral("saturated"), 20).arg(QStringLiteral("flushed to zero"), 20).arg(QStringLiteral("subnormal"), 20);
+      s += QStringLiteral("non-finite outputs: %1 NaN, %2 Inf (left out of the statistics)\n")
+               .arg(r.total.nan_test)
+               .arg(r.total.inf_test);
+    s += QStringLiteral("\n%1 %2 %3 %4\n")
+             .arg(QStringLiteral("operand"), -8)
+             .arg(QStringLiteral("saturated"), 20)
+             .arg(QStringLiteral("flushed to zero"), 20)
+             .arg(QStringLiteral("subnormal"), 20);
     const auto srow = [&](const QString& name, const OperandStats& st) {
       auto cell = [&](int64_t c) { return QStringLiteral("%1 (%2%)").arg(c).arg(st.percent(c), 0, 'f', 3); };
-      s += QStringLiteral("%1 %2 %3 %4\n").arg(name, -8).arg(cell(st.saturated), 20).arg(cell(st.flushed), 20).arg(cell(st.subnormal), 20);
+      s += QStringLiteral("%1 %2 %3 %4\n")
+               .arg(name, -8)
+               .arg(cell(st.saturated), 20)
+               .arg(cell(st.flushed), 20)
+               .arg(cell(st.subnormal), 20);
     };
     srow(QStringLiteral("A"), r.a_stats);
     srow(QStringLiteral("B"), r.b_stats);
     s += QStringLiteral("\namax_D %1\n").arg(num(r.output.amax_d, 8));
     if (worst >= 0)
       s += QStringLiteral("worst %1x%1 tile of |D - ideal|: tile (%2, %3), mean %4, max %5\n")
-               .arg(tile).arg(worst / tiles.grid_cols).arg(worst % tiles.grid_cols)
+               .arg(tile)
+               .arg(worst / tiles.grid_cols)
+               .arg(worst % tiles.grid_cols)
                .arg(num(tiles.mean[static_cast<size_t>(worst)]), num(tiles.max[static_cast<size_t>(worst)]));
     for (const Warning& w : r.output.warnings)
-      s += QStringLiteral("%1: %2 (%3)\n").arg(w.severity == Warning::Severity::Info ? QStringLiteral("note") : QStringLiteral("warning"),
-                                               QString::fromStdString(w.what), QString::fromStdString(w.detail));
+      s += QStringLiteral("%1: %2 (%3)\n")
+               .arg(w.severity == Warning::Severity::Info ? QStringLiteral("note") : QStringLiteral("warning"),
+                    QString::fromStdString(w.what), QString::fromStdString(w.detail));
     out(s);
     return 0;
   } catch (const Cancelled&) {
@@ -341,7 +400,9 @@ int runGemm(const QStringList& args) {
   }
 }
 
-const CommandRegistrar reg({QStringLiteral("gemm"), QStringLiteral("FP8 GEMM experiment: quantization vs accumulation vs total error"), runGemm, 50});
+const CommandRegistrar reg({QStringLiteral("gemm"),
+                            QStringLiteral("FP8 GEMM experiment: quantization vs accumulation vs total error"), runGemm,
+                            50});
 
 } // namespace
 } // namespace fp8lab::cli

@@ -22,31 +22,44 @@ namespace fp8lab {
 
 const char* toString(Accumulation a) {
   switch (a) {
-  case Accumulation::Exact: return "exact";
-  case Accumulation::FP32: return "fp32";
-  case Accumulation::SplitFP32: return "split";
-  case Accumulation::FastAccum: return "fast";
+  case Accumulation::Exact:
+    return "exact";
+  case Accumulation::FP32:
+    return "fp32";
+  case Accumulation::SplitFP32:
+    return "split";
+  case Accumulation::FastAccum:
+    return "fast";
   }
   return "?";
 }
 
 const char* toString(OutputType t) {
   switch (t) {
-  case OutputType::FP32: return "fp32";
-  case OutputType::BF16: return "bf16";
-  case OutputType::FP16: return "fp16";
-  case OutputType::E4M3FN: return "e4m3fn";
-  case OutputType::E5M2: return "e5m2";
+  case OutputType::FP32:
+    return "fp32";
+  case OutputType::BF16:
+    return "bf16";
+  case OutputType::FP16:
+    return "fp16";
+  case OutputType::E4M3FN:
+    return "e4m3fn";
+  case OutputType::E5M2:
+    return "e5m2";
   }
   return "?";
 }
 
 const char* toString(CpuKernel k) {
   switch (k) {
-  case CpuKernel::Auto: return "auto";
-  case CpuKernel::Portable: return "portable";
-  case CpuKernel::Avx512Bf16: return "avx512-bf16";
-  case CpuKernel::Avx512Fma: return "avx512-fma";
+  case CpuKernel::Auto:
+    return "auto";
+  case CpuKernel::Portable:
+    return "portable";
+  case CpuKernel::Avx512Bf16:
+    return "avx512-bf16";
+  case CpuKernel::Avx512Fma:
+    return "avx512-fma";
   }
   return "?";
 }
@@ -60,31 +73,34 @@ std::string shapeText(const QuantizedTensor& t) {
 
 void checkOperand(const QuantizedTensor& t, const char* name) {
   const std::string n(name);
-  if (t.rows < 0 || t.cols < 0) throw std::invalid_argument("GEMM operand " + n + " has a negative shape " + shapeText(t));
+  if (t.rows < 0 || t.cols < 0)
+    throw std::invalid_argument("GEMM operand " + n + " has a negative shape " + shapeText(t));
   if (!t.format) throw std::invalid_argument("GEMM operand " + n + " has no element format");
   if (t.format->bits() > 8)
-    throw std::invalid_argument("GEMM operand " + n + " is in " + t.format->name() +
-                                ", a " + std::to_string(t.format->bits()) + "-bit format; the FP8 GEMM takes formats of at most 8 bits");
+    throw std::invalid_argument("GEMM operand " + n + " is in " + t.format->name() + ", a " +
+                                std::to_string(t.format->bits()) +
+                                "-bit format; the FP8 GEMM takes formats of at most 8 bits");
   if (t.format->spec().specials == SpecialCodes::E8M0)
     throw std::invalid_argument("GEMM operand " + n + " is in E8M0, a scale format, not an element format");
   const double elems = static_cast<double>(t.rows) * static_cast<double>(t.cols);
-  if (elems > 9.0e18) throw std::invalid_argument("GEMM operand " + n + " shape " + shapeText(t) + " overflows 64-bit indexing");
+  if (elems > 9.0e18)
+    throw std::invalid_argument("GEMM operand " + n + " shape " + shapeText(t) + " overflows 64-bit indexing");
   if (t.codes.size() != static_cast<size_t>(t.rows * t.cols))
-    throw std::invalid_argument("GEMM operand " + n + " (" + shapeText(t) + ") holds " + std::to_string(t.codes.size()) +
-                                " codes, expected " + std::to_string(t.rows * t.cols));
+    throw std::invalid_argument("GEMM operand " + n + " (" + shapeText(t) + ") holds " +
+                                std::to_string(t.codes.size()) + " codes, expected " + std::to_string(t.rows * t.cols));
   if (t.block.rows < 1 || t.block.cols < 1)
-    throw std::invalid_argument("GEMM operand " + n + " has an invalid scale block " + std::to_string(t.block.rows) + "x" +
-                                std::to_string(t.block.cols) + " (both sides must be ≥ 1)");
+    throw std::invalid_argument("GEMM operand " + n + " has an invalid scale block " + std::to_string(t.block.rows) +
+                                "x" + std::to_string(t.block.cols) + " (both sides must be ≥ 1)");
   const int64_t ns = t.blockRows() * t.blockCols();
   if (t.rows > 0 && t.cols > 0 && t.dequant_scales.size() != static_cast<size_t>(ns))
     throw std::invalid_argument("GEMM operand " + n + " has " + std::to_string(t.dequant_scales.size()) +
-                                " dequant scales, its " + std::to_string(t.block.rows) + "x" + std::to_string(t.block.cols) +
-                                " blocks need " + std::to_string(ns));
+                                " dequant scales, its " + std::to_string(t.block.rows) + "x" +
+                                std::to_string(t.block.cols) + " blocks need " + std::to_string(ns));
 }
 } // namespace
 
-std::vector<Window> makeWindows(const QuantizedTensor& a, const QuantizedTensor& b, bool a_varies,
-                                bool b_varies, int64_t k, int64_t interval) {
+std::vector<Window> makeWindows(const QuantizedTensor& a, const QuantizedTensor& b, bool a_varies, bool b_varies,
+                                int64_t k, int64_t interval) {
   std::vector<Window> w;
   int64_t k0 = 0;
   const int64_t ga = a_varies ? a.block.cols : 0, gb = b_varies ? b.block.rows : 0;
@@ -140,22 +156,24 @@ Plan makePlan(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOpti
     p.sa_w.resize(static_cast<size_t>(p.m * W));
     for (int64_t i = 0; i < p.m; ++i)
       for (int64_t w = 0; w < W; ++w)
-        p.sa_w[static_cast<size_t>(i * W + w)] =
-            a.dequant_scales[static_cast<size_t>((i / a.block.rows) * a.blockCols() + p.windows[static_cast<size_t>(w)].kb_a)];
+        p.sa_w[static_cast<size_t>(i * W + w)] = a.dequant_scales[static_cast<size_t>(
+            (i / a.block.rows) * a.blockCols() + p.windows[static_cast<size_t>(w)].kb_a)];
   }
   if (p.b_varies) {
     p.sb_w.resize(static_cast<size_t>(W * p.n));
     for (int64_t w = 0; w < W; ++w)
       for (int64_t j = 0; j < p.n; ++j)
-        p.sb_w[static_cast<size_t>(w * p.n + j)] =
-            b.dequant_scales[static_cast<size_t>(p.windows[static_cast<size_t>(w)].kb_b * b.blockCols() + j / b.block.cols)];
+        p.sb_w[static_cast<size_t>(w * p.n + j)] = b.dequant_scales[static_cast<size_t>(
+            p.windows[static_cast<size_t>(w)].kb_b * b.blockCols() + j / b.block.cols)];
   }
   p.ca.assign(static_cast<size_t>(p.m), 1.0f);
   p.cb.assign(static_cast<size_t>(p.n), 1.0f);
   if (!p.a_varies)
-    for (int64_t i = 0; i < p.m; ++i) p.ca[static_cast<size_t>(i)] = a.dequant_scales[static_cast<size_t>(i / a.block.rows)];
+    for (int64_t i = 0; i < p.m; ++i)
+      p.ca[static_cast<size_t>(i)] = a.dequant_scales[static_cast<size_t>(i / a.block.rows)];
   if (!p.b_varies)
-    for (int64_t j = 0; j < p.n; ++j) p.cb[static_cast<size_t>(j)] = b.dequant_scales[static_cast<size_t>(j / b.block.cols)];
+    for (int64_t j = 0; j < p.n; ++j)
+      p.cb[static_cast<size_t>(j)] = b.dequant_scales[static_cast<size_t>(j / b.block.cols)];
   for (float v : p.ca) p.has_const_scale |= (v != 1.0f);
   for (float v : p.cb) p.has_const_scale |= (v != 1.0f);
   return p;
@@ -167,8 +185,8 @@ int resolveThreads(int threads) {
   return h > 0 ? static_cast<int>(h) : 1;
 }
 
-void parallelJobs(int64_t jobs, int threads, const ProgressFn& progress, const std::string& stage,
-                  double progress_from, double progress_to, const std::function<void(int64_t)>& fn) {
+void parallelJobs(int64_t jobs, int threads, const ProgressFn& progress, const std::string& stage, double progress_from,
+                  double progress_to, const std::function<void(int64_t)>& fn) {
   if (jobs <= 0) return;
   threads = static_cast<int>(std::min<int64_t>(resolveThreads(threads), jobs));
   std::atomic<int64_t> next{0}, done{0};
@@ -184,7 +202,10 @@ void parallelJobs(int64_t jobs, int threads, const ProgressFn& progress, const s
         fn(j);
         const int64_t d = done.fetch_add(1) + 1;
         if (is_caller)
-          reportProgress(progress, progress_from + (progress_to - progress_from) * static_cast<double>(d) / static_cast<double>(jobs), stage);
+          reportProgress(progress,
+                         progress_from +
+                             (progress_to - progress_from) * static_cast<double>(d) / static_cast<double>(jobs),
+                         stage);
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (!error) error = std::current_exception();
@@ -229,8 +250,12 @@ template <class T> void constScalesImpl(const Plan& plan, T* c, int threads) {
 }
 } // namespace
 
-void applyConstScales(const Plan& plan, float* c, int threads) { constScalesImpl(plan, c, threads); }
-void applyConstScales(const Plan& plan, double* c, int threads) { constScalesImpl(plan, c, threads); }
+void applyConstScales(const Plan& plan, float* c, int threads) {
+  constScalesImpl(plan, c, threads);
+}
+void applyConstScales(const Plan& plan, double* c, int threads) {
+  constScalesImpl(plan, c, threads);
+}
 
 int64_t availableMemoryBytes() {
   std::ifstream in("/proc/meminfo");
@@ -252,9 +277,12 @@ using namespace gemm_detail;
 
 std::string humanBytes(double b) {
   char buf[64];
-  if (b >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-  else if (b >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024));
-  else std::snprintf(buf, sizeof buf, "%.0f bytes", b);
+  if (b >= 1024.0 * 1024 * 1024)
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+  else if (b >= 1024.0 * 1024)
+    std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024));
+  else
+    std::snprintf(buf, sizeof buf, "%.0f bytes", b);
   return buf;
 }
 
@@ -273,11 +301,11 @@ std::string cpuModel() {
 double bytesNeeded(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt) {
   const double M = static_cast<double>(a.rows), K = static_cast<double>(a.cols), N = static_cast<double>(b.cols);
   double bytes = 0;
-  bytes += (M * K + K * N) * 4.0;   // decoded operands (float) or packed BF16 pairs (≤ this)
-  bytes += M * N * 4.0;             // float accumulator C
+  bytes += (M * K + K * N) * 4.0; // decoded operands (float) or packed BF16 pairs (≤ this)
+  bytes += M * N * 4.0;           // float accumulator C
   if (opt.accumulation == Accumulation::Exact) bytes += M * N * 8.0; // double accumulator
   if (opt.accumulation == Accumulation::FastAccum) bytes += M * N * 8.0;
-  bytes += M * N * 5.0;             // output values (float) + codes
+  bytes += M * N * 5.0; // output values (float) + codes
   return bytes;
 }
 
@@ -289,8 +317,10 @@ template <class T> void convertOutput(const T* dv, int64_t count, const GemmOpti
   bool nan = false;
   for (size_t i = 0; i < n; ++i) {
     const double v = std::fabs(static_cast<double>(dv[i]));
-    if (std::isnan(v)) nan = true;
-    else if (v > amax) amax = v;
+    if (std::isnan(v))
+      nan = true;
+    else if (v > amax)
+      amax = v;
   }
   out.amax_d = nan ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(amax);
   out.d.resize(n);
@@ -321,7 +351,8 @@ template <class T> void convertOutput(const T* dv, int64_t count, const GemmOpti
     if constexpr (std::is_same_v<T, float>) {
       f.encodeBulk(dv, out.d_codes.data(), n, eo, opt.output_quant_scale, Format::ScaleOp::Multiply);
     } else {
-      f.encodeBulk(dv, out.d_codes.data(), n, eo, static_cast<double>(opt.output_quant_scale), Format::ScaleOp::Multiply);
+      f.encodeBulk(dv, out.d_codes.data(), n, eo, static_cast<double>(opt.output_quant_scale),
+                   Format::ScaleOp::Multiply);
     }
     const std::vector<float>& table = f.decodeTable();
     const double inv = 1.0 / static_cast<double>(opt.output_quant_scale);
@@ -362,7 +393,8 @@ public:
                                  (cpuHasAvx512Bf16() ? (cpuHasAvx512Fma() ? ", AVX512-BF16)" : "AVX512-BF16)") : ")");
     return d;
   }
-  std::string unsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt) const override {
+  std::string unsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b,
+                                const GemmOptions& opt) const override {
     try {
       (void)makePlan(a, b, opt);
     } catch (const std::exception& e) {
@@ -384,12 +416,14 @@ public:
     out.device = device();
     out.model_of_undocumented_hardware = opt.accumulation == Accumulation::FastAccum;
     if (a.format->name() == "E5M2" && b.format->name() == "E5M2")
-      out.warnings.push_back({Warning::Severity::Warning, "unsupported on GPU", "A, B",
-                              "E5M2 x E5M2 is not supported by cuBLASLt (PyTorch refuses it too); the CPU reference computes it anyway"});
+      out.warnings.push_back(
+          {Warning::Severity::Warning, "unsupported on GPU", "A, B",
+           "E5M2 x E5M2 is not supported by cuBLASLt (PyTorch refuses it too); the CPU reference computes it anyway"});
     if (opt.accumulation == Accumulation::FastAccum) {
-      out.warnings.push_back({Warning::Severity::Info, "model of undocumented hardware", "accumulation",
-                              "FastAccum models Hopper FP8 tensor-core accumulation as described by DeepSeek-V3 §3.3 (~" +
-                                  std::to_string(opt.fast_accum_bits) + " significant bits); NVIDIA does not document it"});
+      out.warnings.push_back(
+          {Warning::Severity::Info, "model of undocumented hardware", "accumulation",
+           "FastAccum models Hopper FP8 tensor-core accumulation as described by DeepSeek-V3 §3.3 (~" +
+               std::to_string(opt.fast_accum_bits) + " significant bits); NVIDIA does not document it"});
       if (!opt.fast_accum_promotes && plan.scaled_promotion())
         out.warnings.push_back({Warning::Severity::Warning, "promotion forced by block scales", "accumulation",
                                 "scales vary along K, so the sum is promoted at every scale-block boundary although "
@@ -416,36 +450,44 @@ public:
       const bool vector_model = opt.accumulation != Accumulation::FastAccum;
       const std::string tail = " blocked, " + std::to_string(threads) + " threads";
       if (vector_model && (opt.cpu_kernel == CpuKernel::Auto || opt.cpu_kernel == CpuKernel::Avx512Fma)) {
-        const std::string why = cpuHasAvx512Fma() ? avx512FmaUnsuitable(a, b) : std::string("this CPU has no AVX512F/FMA");
+        const std::string why =
+            cpuHasAvx512Fma() ? avx512FmaUnsuitable(a, b) : std::string("this CPU has no AVX512F/FMA");
         if (why.empty()) {
           gemmFloatAvx512Fma(plan, a, b, c.data(), threads, progress);
           fma_kernel_used = true;
           out.algorithm = std::string(toString(opt.accumulation)) + ", avx512-fma" + tail;
           done = true;
         } else if (opt.cpu_kernel == CpuKernel::Avx512Fma) {
-          out.warnings.push_back({Warning::Severity::Info, "portable kernel used", "gemm", "AVX512 FMA kernel not used: " + why});
+          out.warnings.push_back(
+              {Warning::Severity::Info, "portable kernel used", "gemm", "AVX512 FMA kernel not used: " + why});
         }
       }
       if (!done && vector_model && (opt.cpu_kernel == CpuKernel::Auto || opt.cpu_kernel == CpuKernel::Avx512Bf16)) {
-        const std::string why = cpuHasAvx512Bf16() ? avx512Bf16Unsuitable(plan, a, b) : std::string("this CPU has no AVX512-BF16");
+        const std::string why =
+            cpuHasAvx512Bf16() ? avx512Bf16Unsuitable(plan, a, b) : std::string("this CPU has no AVX512-BF16");
         if (why.empty()) {
           gemmFloatAvx512Bf16(plan, a, b, c.data(), threads, progress);
           out.algorithm = std::string(toString(opt.accumulation)) + ", avx512-bf16" + tail;
           done = true;
         } else if (opt.cpu_kernel == CpuKernel::Avx512Bf16) {
-          out.warnings.push_back({Warning::Severity::Info, "portable kernel used", "gemm", "AVX512-BF16 kernel not used: " + why});
+          out.warnings.push_back(
+              {Warning::Severity::Info, "portable kernel used", "gemm", "AVX512-BF16 kernel not used: " + why});
         }
       }
       if (!done) {
         const std::vector<float> af = decodeOperand(a, threads), bf = decodeOperand(b, threads);
         if (opt.accumulation == Accumulation::FastAccum) {
-          gemmFastAccumPortable(plan, af.data(), bf.data(), c.data(), opt.fast_accum_bits, opt.fast_accum_group, threads, progress);
+          gemmFastAccumPortable(plan, af.data(), bf.data(), c.data(), opt.fast_accum_bits, opt.fast_accum_group,
+                                threads, progress);
           out.algorithm = "fast-accumulation MODEL (" + std::to_string(opt.fast_accum_bits) + " bits, group " +
-                          std::to_string(opt.fast_accum_group) + (opt.fast_accum_promotes ? ", promotion every " + std::to_string(opt.promotion_interval) : std::string(", no promotion")) +
+                          std::to_string(opt.fast_accum_group) +
+                          (opt.fast_accum_promotes ? ", promotion every " + std::to_string(opt.promotion_interval)
+                                                   : std::string(", no promotion")) +
                           "), portable, " + std::to_string(threads) + " threads";
         } else {
           gemmFloatPortable(plan, af.data(), bf.data(), c.data(), threads, progress);
-          out.algorithm = std::string(toString(opt.accumulation)) + ", portable blocked, " + std::to_string(threads) + " threads";
+          out.algorithm =
+              std::string(toString(opt.accumulation)) + ", portable blocked, " + std::to_string(threads) + " threads";
         }
       }
       if (!fma_kernel_used) applyConstScales(plan, c.data(), threads); // the FMA kernel applies them itself
@@ -465,11 +507,13 @@ public:
 private:
   static std::string memoryReason(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt) {
     const double need = bytesNeeded(a, b, opt);
-    const double have = static_cast<double>(opt.memory_limit_bytes > 0 ? opt.memory_limit_bytes : availableMemoryBytes());
+    const double have =
+        static_cast<double>(opt.memory_limit_bytes > 0 ? opt.memory_limit_bytes : availableMemoryBytes());
     if (need > have) {
       std::ostringstream s;
       s << "GEMM " << a.rows << "x" << b.cols << "x" << a.cols << " (M x N x K) needs " << humanBytes(need)
-        << " of buffers, more than the " << humanBytes(have) << (opt.memory_limit_bytes > 0 ? " allowed" : " of memory available");
+        << " of buffers, more than the " << humanBytes(have)
+        << (opt.memory_limit_bytes > 0 ? " allowed" : " of memory available");
       return s.str();
     }
     return {};
@@ -478,6 +522,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<GemmBackend> makeCpuGemmBackend() { return std::make_unique<CpuGemmBackend>(); }
+std::unique_ptr<GemmBackend> makeCpuGemmBackend() {
+  return std::make_unique<CpuGemmBackend>();
+}
 
 } // namespace fp8lab

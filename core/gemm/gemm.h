@@ -72,15 +72,15 @@ const char* toString(CpuKernel k);
 
 struct GemmOptions {
   Accumulation accumulation = Accumulation::SplitFP32;
-  int promotion_interval = 128;  ///< N_C, elements of K per promotion window (SplitFP32/FastAccum), ≥ 1
-  int fast_accum_bits = 14;      ///< significant bits kept by the FastAccum model, 2..24
-  int fast_accum_group = 32;     ///< products aligned together by the FastAccum model (one Hopper
-                                 ///< FP8 WGMMA covers K = 32), ≥ 1
+  int promotion_interval = 128;    ///< N_C, elements of K per promotion window (SplitFP32/FastAccum), ≥ 1
+  int fast_accum_bits = 14;        ///< significant bits kept by the FastAccum model, 2..24
+  int fast_accum_group = 32;       ///< products aligned together by the FastAccum model (one Hopper
+                                   ///< FP8 WGMMA covers K = 32), ≥ 1
   bool fast_accum_promotes = true; ///< FastAccum: promote per window (false: whole K in one window,
-                                 ///< like cuBLASLt FAST_ACCUM=1; scale-block boundaries still cut)
+                                   ///< like cuBLASLt FAST_ACCUM=1; scale-block boundaries still cut)
   OutputType output = OutputType::FP32;
-  float output_quant_scale = 1.0f; ///< scale_D (quant multiplier) for FP8 outputs
-  int threads = 0;               ///< 0 = all hardware threads
+  float output_quant_scale = 1.0f;        ///< scale_D (quant multiplier) for FP8 outputs
+  int threads = 0;                        ///< 0 = all hardware threads
   CpuKernel cpu_kernel = CpuKernel::Auto; ///< CPU backend only
   /// Refuse GEMMs whose buffers need more bytes than this; 0 = the memory available now
   /// (MemAvailable of /proc/meminfo, else physical memory).
@@ -93,12 +93,12 @@ struct GemmOutput {
   /// D as float32 [M,N] row-major: the output type's values (BF16/FP16/FP8 decoded exactly;
   /// for FP8 outputs the decoded codes divided by scale_D, i.e. what a consumer dequantizes).
   std::vector<float> d;
-  std::vector<uint8_t> d_codes;  ///< FP8 outputs: the codes [M,N]; empty otherwise
-  float amax_d = 0;              ///< max |D| before scale_D and the output cast (cuBLASLt AMAX_D)
-  double seconds = 0;            ///< wall time of the GEMM including the output cast and amax_D
-  std::string backend;           ///< "cpu" or "cuda"
-  std::string device;            ///< CPU model or GPU name
-  std::string algorithm;         ///< e.g. "avx512-bf16 blocked, 2 threads" or the cuBLASLt algo id
+  std::vector<uint8_t> d_codes;                ///< FP8 outputs: the codes [M,N]; empty otherwise
+  float amax_d = 0;                            ///< max |D| before scale_D and the output cast (cuBLASLt AMAX_D)
+  double seconds = 0;                          ///< wall time of the GEMM including the output cast and amax_D
+  std::string backend;                         ///< "cpu" or "cuda"
+  std::string device;                          ///< CPU model or GPU name
+  std::string algorithm;                       ///< e.g. "avx512-bf16 blocked, 2 threads" or the cuBLASLt algo id
   bool model_of_undocumented_hardware = false; ///< true for Accumulation::FastAccum
   std::vector<Warning> warnings;
 };
@@ -107,8 +107,8 @@ struct GemmOutput {
 class GemmBackend {
 public:
   virtual ~GemmBackend() = default;
-  virtual std::string name() const = 0;       ///< "cpu" / "cuda"
-  virtual std::string device() const = 0;     ///< human-readable device name
+  virtual std::string name() const = 0;   ///< "cpu" / "cuda"
+  virtual std::string device() const = 0; ///< human-readable device name
   /// Empty when (A, B, options) can run here; otherwise why not (shapes, formats, scale modes,
   /// accumulation models, memory), e.g. "E5M2 × E5M2 is not supported by cuBLASLt".
   virtual std::string unsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b,

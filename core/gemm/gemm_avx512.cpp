@@ -50,7 +50,8 @@ namespace {
 /// A 64-byte aligned array (zmm loads of a packed panel then never split a cache line).
 template <class T> class AlignedArray {
 public:
-  explicit AlignedArray(size_t n) : p_(static_cast<T*>(::operator new(std::max<size_t>(n, 1) * sizeof(T), std::align_val_t(64)))) {}
+  explicit AlignedArray(size_t n)
+      : p_(static_cast<T*>(::operator new(std::max<size_t>(n, 1) * sizeof(T), std::align_val_t(64)))) {}
   ~AlignedArray() { ::operator delete(p_, std::align_val_t(64)); }
   AlignedArray(const AlignedArray&) = delete;
   AlignedArray& operator=(const AlignedArray&) = delete;
@@ -81,14 +82,16 @@ std::string avx512Bf16Unsuitable(const Plan& plan, const QuantizedTensor& a, con
   if (bf16Table(*a.format).empty()) return "A's format " + a.format->name() + " has values not exact in BF16";
   if (bf16Table(*b.format).empty()) return "B's format " + b.format->name() + " has values not exact in BF16";
   for (const Window& w : plan.windows)
-    if (w.k0 % 2 != 0) return "a window starts at the odd k = " + std::to_string(w.k0) + " (BF16 pairs need even boundaries)";
+    if (w.k0 % 2 != 0)
+      return "a window starts at the odd k = " + std::to_string(w.k0) + " (BF16 pairs need even boundaries)";
   return {};
 }
 
 std::string avx512FmaUnsuitable(const QuantizedTensor& a, const QuantizedTensor& b) {
   const Format& fa = *a.format;
   const Format& fb = *b.format;
-  if (fa.spec().mantissa_bits + fb.spec().mantissa_bits + 2 > 24) return "products of these formats are not exact in float32";
+  if (fa.spec().mantissa_bits + fb.spec().mantissa_bits + 2 > 24)
+    return "products of these formats are not exact in float32";
   if (fa.minSubnormal() * fb.minSubnormal() < 0x1.0p-126) return "the smallest products are float32 subnormals";
   if (fa.maxFinite() * fb.maxFinite() > 0x1.0p100) return "the largest products are too close to float32 overflow";
   return {};
@@ -98,11 +101,11 @@ std::string avx512FmaUnsuitable(const QuantizedTensor& a, const QuantizedTensor&
 
 namespace {
 
-constexpr int kMR = 8;     // rows per micro-tile
-constexpr int kNR = 32;    // columns per micro-tile (two zmm)
-constexpr int64_t kMC = 128;  // rows per job tile
-constexpr int64_t kNC = 256;  // columns per job tile
-constexpr int64_t kKC = 512;  // target elements of K per chunk
+constexpr int kMR = 8;       // rows per micro-tile
+constexpr int kNR = 32;      // columns per micro-tile (two zmm)
+constexpr int64_t kMC = 128; // rows per job tile
+constexpr int64_t kNC = 256; // columns per job tile
+constexpr int64_t kKC = 512; // target elements of K per chunk
 
 struct Seg {
   int64_t p0, p1; // pairs, absolute
@@ -111,24 +114,23 @@ struct Seg {
 };
 
 struct KernelArgs {
-  const uint32_t* a;  // packed A at row i0, pair 0
-  int64_t lda;        // dwords per A row
-  const uint32_t* b;  // packed B panel (pairs × 32 dwords), pair 0
-  float* c;           // C at (i0, n0)
+  const uint32_t* a; // packed A at row i0, pair 0
+  int64_t lda;       // dwords per A row
+  const uint32_t* b; // packed B panel (pairs × 32 dwords), pair 0
+  float* c;          // C at (i0, n0)
   int64_t ldc;
-  __mmask16 m0, m1;   // valid columns of the two vectors
+  __mmask16 m0, m1; // valid columns of the two vectors
   const Seg* segs;
   int nsegs;
-  bool direct;        // single window, no scale: acc lives in C
-  bool scaled;        // promotion multiplies by s_w
-  const float* sa;    // sa_w at row i0 (stride W), or null
+  bool direct;     // single window, no scale: acc lives in C
+  bool scaled;     // promotion multiplies by s_w
+  const float* sa; // sa_w at row i0 (stride W), or null
   int64_t W;
-  const float* sb;    // sb_w at column n0 (stride N per window), or null
+  const float* sb; // sb_w at column n0 (stride N per window), or null
   int64_t ldsb;
 };
 
-template <int MR>
-__attribute__((target("avx512f,avx512bf16"))) void microKernel(const KernelArgs& x) {
+template <int MR> __attribute__((target("avx512f,avx512bf16"))) void microKernel(const KernelArgs& x) {
   __m512 acc[MR][2];
   for (int s = 0; s < x.nsegs; ++s) {
     const Seg& sg = x.segs[s];
@@ -189,7 +191,7 @@ __attribute__((target("avx512f,avx512bf16"))) void microKernel(const KernelArgs&
 }
 
 using KernelFn = void (*)(const KernelArgs&);
-const KernelFn kKernels[kMR + 1] = {nullptr,         microKernel<1>, microKernel<2>, microKernel<3>, microKernel<4>,
+const KernelFn kKernels[kMR + 1] = {nullptr,        microKernel<1>, microKernel<2>, microKernel<3>, microKernel<4>,
                                     microKernel<5>, microKernel<6>, microKernel<7>, microKernel<8>};
 
 } // namespace
@@ -197,8 +199,8 @@ const KernelFn kKernels[kMR + 1] = {nullptr,         microKernel<1>, microKernel
 void gemmFloatAvx512Bf16(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, float* c, int threads,
                          const ProgressFn& progress) {
   const int64_t M = plan.m, N = plan.n, K = plan.k;
-  const int64_t KP = (K + 1) / 2;           // pairs
-  const int64_t NP = (N + kNR - 1) / kNR;   // 32-column panels
+  const int64_t KP = (K + 1) / 2;         // pairs
+  const int64_t NP = (N + kNR - 1) / kNR; // 32-column panels
   const std::vector<uint16_t> ta = bf16Table(*a.format), tb = bf16Table(*b.format);
 
   // ---- pack A: ap[i][p] = bf16(a[i][2p]) << 16 | bf16(a[i][2p+1]) ----
@@ -209,8 +211,7 @@ void gemmFloatAvx512Bf16(const Plan& plan, const QuantizedTensor& a, const Quant
     for (int64_t i = j * rows_per_job; i < i1; ++i) {
       const uint8_t* src = a.codes.data() + i * K;
       uint32_t* dst = ap.data() + i * KP;
-      for (int64_t p = 0; p < K / 2; ++p)
-        dst[p] = static_cast<uint32_t>(ta[src[2 * p]]) << 16 | ta[src[2 * p + 1]];
+      for (int64_t p = 0; p < K / 2; ++p) dst[p] = static_cast<uint32_t>(ta[src[2 * p]]) << 16 | ta[src[2 * p + 1]];
       if (K % 2) dst[KP - 1] = static_cast<uint32_t>(ta[src[K - 1]]) << 16;
     }
   });
@@ -300,26 +301,25 @@ constexpr int64_t kFmaNC = 256; // columns per job tile
 constexpr int64_t kFmaKC = 256; // elements of K per chunk: B micro-panel 256·32·4 = 32 KiB (L1)
 
 struct FmaArgs {
-  const float* a;   // packed A panel of this micro-tile: [k][kFmaMR] floats (rows interleaved)
-  int64_t lda;      // unused (kept for symmetry)
-  const float* b;   // packed B panel: [k][32] floats
-  float* c;         // C at (i0, n0)
+  const float* a; // packed A panel of this micro-tile: [k][kFmaMR] floats (rows interleaved)
+  int64_t lda;    // unused (kept for symmetry)
+  const float* b; // packed B panel: [k][32] floats
+  float* c;       // C at (i0, n0)
   int64_t ldc;
   __mmask16 m0, m1;
-  const Seg* segs;  // element units here
+  const Seg* segs; // element units here
   int nsegs;
   bool direct, scaled;
   const float* sa;
   int64_t W;
   const float* sb;
   int64_t ldsb;
-  bool final_scale;  // direct mode, last chunk: store float32(ca·cb)·acc (the constant scales)
-  const float* ca;   // at row i0
-  const float* cb;   // at column n0
+  bool final_scale; // direct mode, last chunk: store float32(ca·cb)·acc (the constant scales)
+  const float* ca;  // at row i0
+  const float* cb;  // at column n0
 };
 
-template <int MR>
-__attribute__((target("avx512f,fma"))) void fmaKernel(const FmaArgs& x) {
+template <int MR> __attribute__((target("avx512f,fma"))) void fmaKernel(const FmaArgs& x) {
   __m512 acc[MR][2];
   for (int s = 0; s < x.nsegs; ++s) {
     const Seg& sg = x.segs[s];
@@ -389,9 +389,9 @@ __attribute__((target("avx512f,fma"))) void fmaKernel(const FmaArgs& x) {
 }
 
 using FmaKernelFn = void (*)(const FmaArgs&);
-const FmaKernelFn kFmaKernels[kFmaMR + 1] = {nullptr,        fmaKernel<1>, fmaKernel<2>,  fmaKernel<3>,  fmaKernel<4>,
-                                             fmaKernel<5>,   fmaKernel<6>, fmaKernel<7>,  fmaKernel<8>,  fmaKernel<9>,
-                                             fmaKernel<10>,  fmaKernel<11>, fmaKernel<12>};
+const FmaKernelFn kFmaKernels[kFmaMR + 1] = {nullptr,       fmaKernel<1>,  fmaKernel<2>, fmaKernel<3>, fmaKernel<4>,
+                                             fmaKernel<5>,  fmaKernel<6>,  fmaKernel<7>, fmaKernel<8>, fmaKernel<9>,
+                                             fmaKernel<10>, fmaKernel<11>, fmaKernel<12>};
 
 } // namespace
 
@@ -437,7 +437,8 @@ void gemmFloatAvx512Fma(const Plan& plan, const QuantizedTensor& a, const Quanti
   const bool direct = plan.windows.size() == 1 && !plan.scaled_promotion();
   std::vector<std::vector<Seg>> chunks;
   if (direct) {
-    for (int64_t k0 = 0; k0 < K; k0 += kFmaKC) chunks.push_back({Seg{k0, std::min(K, k0 + kFmaKC), 0, k0 == 0, k0 + kFmaKC >= K}});
+    for (int64_t k0 = 0; k0 < K; k0 += kFmaKC)
+      chunks.push_back({Seg{k0, std::min(K, k0 + kFmaKC), 0, k0 == 0, k0 + kFmaKC >= K}});
   } else {
     std::vector<Seg> cur;
     int64_t len = 0;
@@ -455,37 +456,47 @@ void gemmFloatAvx512Fma(const Plan& plan, const QuantizedTensor& a, const Quanti
     if (!cur.empty()) chunks.push_back(std::move(cur));
   }
   const int64_t W = static_cast<int64_t>(plan.windows.size());
-  const int64_t tm = (M + kFmaMC - 1) / kFmaMC, tn = (N + kFmaNC - 1) / kFmaNC;
+  // Jobs: a column block of kFmaNC × a row range (as tall as the thread count allows, so a
+  // chunk of B — 256 of K × 256 columns, 256 KiB, in L2 — serves many row blocks), then BLIS
+  // order inside: chunk of K → row block of kFmaMC (A block in L2) → 32-column panel (B in L1)
+  // → 12-row micro-tile.
+  const int64_t tn = (N + kFmaNC - 1) / kFmaNC;
+  const int64_t want = std::max<int64_t>(1, (4 * resolveThreads(threads) + tn - 1) / tn);
+  const int64_t rows_per_job = ((M + want - 1) / want + kFmaMR - 1) / kFmaMR * kFmaMR;
+  const int64_t tm = (M + rows_per_job - 1) / rows_per_job;
   const bool fuse_scale = direct && plan.has_const_scale;
   parallelJobs(tm * tn, threads, progress, "gemm", 0.05, 0.95, [&](int64_t job) {
-    const int64_t i0 = (job / tn) * kFmaMC, i1 = std::min(M, i0 + kFmaMC);
+    const int64_t j0 = (job / tn) * rows_per_job, j1 = std::min(M, j0 + rows_per_job);
     const int64_t n0 = (job % tn) * kFmaNC, n1 = std::min(N, n0 + kFmaNC);
     for (size_t ch = 0; ch < chunks.size(); ++ch) {
       const auto& segs = chunks[ch];
-      for (int64_t nn = n0; nn < n1; nn += kNR) {
-        const int64_t ncols = std::min<int64_t>(kNR, n1 - nn);
-        FmaArgs x{};
-        x.final_scale = fuse_scale && ch + 1 == chunks.size();
-        x.cb = plan.cb.data() + nn;
-        x.lda = K;
-        x.b = bp.data() + (nn / kNR) * K * kNR;
-        x.ldc = N;
-        x.m0 = static_cast<__mmask16>(ncols >= 16 ? 0xFFFF : (1u << ncols) - 1);
-        x.m1 = static_cast<__mmask16>(ncols >= 32 ? 0xFFFF : ncols <= 16 ? 0 : (1u << (ncols - 16)) - 1);
-        x.segs = segs.data();
-        x.nsegs = static_cast<int>(segs.size());
-        x.direct = direct;
-        x.scaled = plan.scaled_promotion();
-        x.W = W;
-        x.sb = plan.b_varies ? plan.sb_w.data() + nn : nullptr;
-        x.ldsb = N;
-        for (int64_t i = i0; i < i1; i += kFmaMR) {
-          const int mr = static_cast<int>(std::min<int64_t>(kFmaMR, i1 - i));
-          x.a = ad.data() + (i / kFmaMR) * K * kFmaMR;
-          x.ca = plan.ca.data() + i;
-          x.c = c + i * N + nn;
-          x.sa = plan.a_varies ? plan.sa_w.data() + i * W : nullptr;
-          kFmaKernels[mr](x);
+      for (int64_t i0 = j0; i0 < j1; i0 += kFmaMC) {
+        const int64_t i1 = std::min(j1, i0 + kFmaMC);
+        for (int64_t nn = n0; nn < n1; nn += kNR) {
+          const int64_t ncols = std::min<int64_t>(kNR, n1 - nn);
+          FmaArgs x{};
+          x.final_scale = fuse_scale && ch + 1 == chunks.size();
+          x.cb = plan.cb.data() + nn;
+          x.lda = K;
+          x.b = bp.data() + (nn / kNR) * K * kNR;
+          x.ldc = N;
+          x.m0 = static_cast<__mmask16>(ncols >= 16 ? 0xFFFF : (1u << ncols) - 1);
+          x.m1 = static_cast<__mmask16>(ncols >= 32 ? 0xFFFF : ncols <= 16 ? 0 : (1u << (ncols - 16)) - 1);
+          x.segs = segs.data();
+          x.nsegs = static_cast<int>(segs.size());
+          x.direct = direct;
+          x.scaled = plan.scaled_promotion();
+          x.W = W;
+          x.sb = plan.b_varies ? plan.sb_w.data() + nn : nullptr;
+          x.ldsb = N;
+          for (int64_t i = i0; i < i1; i += kFmaMR) {
+            const int mr = static_cast<int>(std::min<int64_t>(kFmaMR, i1 - i));
+            x.a = ad.data() + (i / kFmaMR) * K * kFmaMR;
+            x.ca = plan.ca.data() + i;
+            x.c = c + i * N + nn;
+            x.sa = plan.a_varies ? plan.sa_w.data() + i * W : nullptr;
+            kFmaKernels[mr](x);
+          }
         }
       }
     }
@@ -503,7 +514,9 @@ bool cpuHasAvx512Fma() {
 
 #else
 
-bool cpuHasAvx512Fma() { return false; }
+bool cpuHasAvx512Fma() {
+  return false;
+}
 
 void gemmFloatAvx512Fma(const Plan&, const QuantizedTensor&, const QuantizedTensor&, float*, int, const ProgressFn&) {
   throw std::logic_error("AVX512 kernel not compiled on this platform");

@@ -19,8 +19,8 @@ void checkMemory(double bytes, const std::string& what) {
   const double have = static_cast<double>(availableMemoryBytes());
   if (bytes > have)
     throw std::runtime_error(what + " needs " + std::to_string(bytes / (1024.0 * 1024 * 1024)).substr(0, 6) +
-                             " GiB of buffers, more than the " + std::to_string(have / (1024.0 * 1024 * 1024)).substr(0, 6) +
-                             " GiB of memory available");
+                             " GiB of buffers, more than the " +
+                             std::to_string(have / (1024.0 * 1024 * 1024)).substr(0, 6) + " GiB of memory available");
 }
 } // namespace
 
@@ -48,9 +48,12 @@ std::vector<double> quantizedExactGemm(const QuantizedTensor& a, const Quantized
   GemmOptions opt;
   opt.accumulation = Accumulation::Exact;
   const Plan plan = makePlan(a, b, opt);
-  checkMemory((static_cast<double>(plan.m) * static_cast<double>(plan.k) + static_cast<double>(plan.k) * static_cast<double>(plan.n)) * 4.0 +
+  checkMemory((static_cast<double>(plan.m) * static_cast<double>(plan.k) +
+               static_cast<double>(plan.k) * static_cast<double>(plan.n)) *
+                      4.0 +
                   static_cast<double>(plan.m) * static_cast<double>(plan.n) * 8.0,
-              "quantized-exact GEMM " + std::to_string(plan.m) + "x" + std::to_string(plan.n) + "x" + std::to_string(plan.k));
+              "quantized-exact GEMM " + std::to_string(plan.m) + "x" + std::to_string(plan.n) + "x" +
+                  std::to_string(plan.k));
   std::vector<float> af(a.codes.size()), bf(b.codes.size());
   a.format->decodeBulk(a.codes.data(), af.data(), af.size());
   b.format->decodeBulk(b.codes.data(), bf.data(), bf.size());

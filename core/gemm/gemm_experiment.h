@@ -29,13 +29,13 @@ std::vector<double> quantizedExactGemm(const QuantizedTensor& a, const Quantized
 
 struct GemmExperimentResult {
   int64_t m = 0, n = 0, k = 0;
-  std::vector<double> ideal;            ///< [m,n]; empty when no float inputs were given
-  std::vector<double> quantized_exact;  ///< [m,n]
-  GemmOutput output;                    ///< the chosen model's output
-  ErrorMetrics quantization;            ///< quantized_exact vs ideal (zeros when no ideal)
-  ErrorMetrics accumulation;            ///< output vs quantized_exact (accumulation + output cast)
-  ErrorMetrics total;                   ///< output vs ideal (zeros when no ideal)
-  OperandStats a_stats, b_stats;        ///< recounted from the float inputs when given, else the quantizer's
+  std::vector<double> ideal;           ///< [m,n]; empty when no float inputs were given
+  std::vector<double> quantized_exact; ///< [m,n]
+  GemmOutput output;                   ///< the chosen model's output
+  ErrorMetrics quantization;           ///< quantized_exact vs ideal (zeros when no ideal)
+  ErrorMetrics accumulation;           ///< output vs quantized_exact (accumulation + output cast)
+  ErrorMetrics total;                  ///< output vs ideal (zeros when no ideal)
+  OperandStats a_stats, b_stats;       ///< recounted from the float inputs when given, else the quantizer's
   double ideal_seconds = 0, exact_seconds = 0;
 };
 

@@ -22,8 +22,8 @@ struct Window {
 struct Plan {
   int64_t m = 0, n = 0, k = 0;
   std::vector<Window> windows;
-  bool a_varies = false;   ///< A's scales vary along K (block.cols < K)
-  bool b_varies = false;   ///< B's scales vary along K (block.rows < K)
+  bool a_varies = false; ///< A's scales vary along K (block.cols < K)
+  bool b_varies = false; ///< B's scales vary along K (block.rows < K)
   /// Scales that vary along K, expanded: sa_w[m·W + w] (A), sb_w[w·N + n] (B); empty if not varying.
   std::vector<float> sa_w, sb_w;
   /// Scales constant along K, expanded: ca[m], cb[n] (1 where the operand's scales vary along K).
@@ -38,14 +38,14 @@ Plan makePlan(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOpti
 
 /// Windows cut at the scale-block boundaries along K of the plan, plus every multiple of
 /// `interval` (≤ 0: none).
-std::vector<Window> makeWindows(const QuantizedTensor& a, const QuantizedTensor& b, bool a_varies,
-                                bool b_varies, int64_t k, int64_t interval);
+std::vector<Window> makeWindows(const QuantizedTensor& a, const QuantizedTensor& b, bool a_varies, bool b_varies,
+                                int64_t k, int64_t interval);
 
 /// Runs fn(job) for job in [0, jobs) on `threads` threads (the caller is one of them).
 /// Reports progress from the calling thread; a cancel or an exception in any job stops the
 /// others at their next job and is rethrown here.
-void parallelJobs(int64_t jobs, int threads, const ProgressFn& progress, const std::string& stage,
-                  double progress_from, double progress_to, const std::function<void(int64_t)>& fn);
+void parallelJobs(int64_t jobs, int threads, const ProgressFn& progress, const std::string& stage, double progress_from,
+                  double progress_to, const std::function<void(int64_t)>& fn);
 
 /// Resolved thread count (0 → hardware concurrency, at least 1).
 int resolveThreads(int threads);
@@ -59,16 +59,16 @@ void gemmFloatPortable(const Plan& plan, const float* a, const float* b, float* 
 void gemmDoublePortable(const Plan& plan, const float* a, const float* b, double* c, int threads,
                         const ProgressFn& progress);
 /// FastAccum model (portable only).
-void gemmFastAccumPortable(const Plan& plan, const float* a, const float* b, float* c, int bits,
-                           int group, int threads, const ProgressFn& progress);
+void gemmFastAccumPortable(const Plan& plan, const float* a, const float* b, float* c, int bits, int group, int threads,
+                           const ProgressFn& progress);
 
 /// True when this CPU executes AVX512-BF16 (runtime check).
 bool cpuHasAvx512Bf16();
 /// Why the AVX512-BF16 kernel cannot run this plan ("" when it can).
 std::string avx512Bf16Unsuitable(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b);
 /// The AVX512-BF16 kernel for FP32 / SplitFP32 (bit-identical to gemmFloatPortable).
-void gemmFloatAvx512Bf16(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b,
-                         float* c, int threads, const ProgressFn& progress);
+void gemmFloatAvx512Bf16(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, float* c, int threads,
+                         const ProgressFn& progress);
 
 /// Why the FMA kernel cannot run these operands exactly ("" when it can): products of two
 /// decoded values must be exact float32 numbers (≤ 24 significant bits, no under/overflow).

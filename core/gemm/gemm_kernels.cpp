@@ -60,7 +60,8 @@ FP8LAB_CLONES void accumulateRow(Acc* __restrict acc, const float* __restrict ar
 }
 
 template <class Acc>
-void promoteRow(const Plan& plan, Acc* __restrict c, const Acc* __restrict acc, int64_t i, int64_t n0, int64_t nb, int64_t w) {
+void promoteRow(const Plan& plan, Acc* __restrict c, const Acc* __restrict acc, int64_t i, int64_t n0, int64_t nb,
+                int64_t w) {
   const int64_t W = static_cast<int64_t>(plan.windows.size());
   if (!plan.scaled_promotion()) {
     for (int64_t n = 0; n < nb; ++n) c[n] = c[n] + acc[n];
@@ -70,8 +71,12 @@ void promoteRow(const Plan& plan, Acc* __restrict c, const Acc* __restrict acc, 
   const float* sb = plan.b_varies ? plan.sb_w.data() + w * plan.n + n0 : nullptr;
   for (int64_t n = 0; n < nb; ++n) {
     const float s = sb ? sa * sb[n] : sa; // float32(sa·sb)
-    if constexpr (std::is_same_v<Acc, float>) c[n] = std::fma(s, acc[n], c[n]);
-    else c[n] = std::fma(static_cast<double>(sb ? static_cast<double>(sa) * static_cast<double>(sb[n]) : static_cast<double>(sa)), acc[n], c[n]);
+    if constexpr (std::is_same_v<Acc, float>)
+      c[n] = std::fma(s, acc[n], c[n]);
+    else
+      c[n] = std::fma(
+          static_cast<double>(sb ? static_cast<double>(sa) * static_cast<double>(sb[n]) : static_cast<double>(sa)),
+          acc[n], c[n]);
     (void)s;
   }
 }
@@ -122,8 +127,8 @@ inline float truncToQuantumF(float x, int32_t q) {
 /// (k in [k0,k1)) are aligned to E = the largest exponent among them, truncated toward zero to
 /// multiples of 2^(E−bits+1), and added exactly (≤ 33 terms on one grid: exact in double).
 FP8LAB_CLONES void fastGroup(double* __restrict acc, float* __restrict mx, int32_t* __restrict qexp,
-                             const float* __restrict arow, const float* __restrict b, int64_t ldb,
-                             int64_t k0, int64_t k1, int64_t nb, int bits) {
+                             const float* __restrict arow, const float* __restrict b, int64_t ldb, int64_t k0,
+                             int64_t k1, int64_t nb, int bits) {
   for (int64_t n = 0; n < nb; ++n) mx[n] = 0.0f;
   for (int64_t k = k0; k < k1; ++k) {
     const float a = arow[k];
@@ -134,8 +139,8 @@ FP8LAB_CLONES void fastGroup(double* __restrict acc, float* __restrict mx, int32
     }
   }
   for (int64_t n = 0; n < nb; ++n) {
-    const int32_t ep = static_cast<int32_t>((std::bit_cast<uint32_t>(mx[n]) >> 23) & 0xFF) - 127;       // zero: −127
-    const int64_t ea = static_cast<int64_t>((std::bit_cast<uint64_t>(acc[n]) >> 52) & 0x7FF) - 1023;  // zero: −1023
+    const int32_t ep = static_cast<int32_t>((std::bit_cast<uint32_t>(mx[n]) >> 23) & 0xFF) - 127;    // zero: −127
+    const int64_t ea = static_cast<int64_t>((std::bit_cast<uint64_t>(acc[n]) >> 52) & 0x7FF) - 1023; // zero: −1023
     const int32_t e = static_cast<int32_t>(std::max<int64_t>(ep, std::min<int64_t>(ea, 128)));
     qexp[n] = e - bits + 1;
     acc[n] = truncToQuantum(acc[n], qexp[n]);
@@ -149,11 +154,13 @@ FP8LAB_CLONES void fastGroup(double* __restrict acc, float* __restrict mx, int32
 
 } // namespace
 
-void gemmFloatPortable(const Plan& plan, const float* a, const float* b, float* c, int threads, const ProgressFn& progress) {
+void gemmFloatPortable(const Plan& plan, const float* a, const float* b, float* c, int threads,
+                       const ProgressFn& progress) {
   gemmPortable<float>(plan, a, b, c, threads, progress);
 }
 
-void gemmDoublePortable(const Plan& plan, const float* a, const float* b, double* c, int threads, const ProgressFn& progress) {
+void gemmDoublePortable(const Plan& plan, const float* a, const float* b, double* c, int threads,
+                        const ProgressFn& progress) {
   gemmPortable<double>(plan, a, b, c, threads, progress);
 }
 
@@ -186,8 +193,10 @@ void gemmFastAccumPortable(const Plan& plan, const float* a, const float* b, flo
           const float* sb = plan.b_varies ? plan.sb_w.data() + ch.w * plan.n + n0 : nullptr;
           for (int64_t n = 0; n < nb; ++n) {
             const float partial = static_cast<float>(acc[n]); // the window's sum as an FP32 register
-            if (plan.scaled_promotion()) crow[n] = std::fma(sb ? sa * sb[n] : sa, partial, crow[n]);
-            else crow[n] = crow[n] + partial;
+            if (plan.scaled_promotion())
+              crow[n] = std::fma(sb ? sa * sb[n] : sa, partial, crow[n]);
+            else
+              crow[n] = crow[n] + partial;
           }
         }
       }

@@ -12,10 +12,14 @@ namespace fp8lab {
 
 const char* toString(Distribution d) {
   switch (d) {
-  case Distribution::Normal: return "normal";
-  case Distribution::Uniform: return "uniform";
-  case Distribution::LogNormal: return "lognormal";
-  case Distribution::Outliers: return "outliers";
+  case Distribution::Normal:
+    return "normal";
+  case Distribution::Uniform:
+    return "uniform";
+  case Distribution::LogNormal:
+    return "lognormal";
+  case Distribution::Outliers:
+    return "outliers";
   }
   return "?";
 }
@@ -48,10 +52,11 @@ double normalAt(uint64_t seed, uint64_t stream, uint64_t e) {
 constexpr uint64_t kAuxStream = 0xA5A5A5A5ull;
 } // namespace
 
-std::vector<float> randomMatrix(int64_t rows, int64_t cols, uint64_t seed, const RandomMatrixOptions& o, uint64_t stream,
-                                int threads) {
+std::vector<float> randomMatrix(int64_t rows, int64_t cols, uint64_t seed, const RandomMatrixOptions& o,
+                                uint64_t stream, int threads) {
   if (rows < 0 || cols < 0)
-    throw std::invalid_argument("random matrix shape must be non-negative, got " + std::to_string(rows) + "x" + std::to_string(cols));
+    throw std::invalid_argument("random matrix shape must be non-negative, got " + std::to_string(rows) + "x" +
+                                std::to_string(cols));
   if (!(std::isfinite(o.scale) && o.scale >= 0) || !(std::isfinite(o.sigma) && o.sigma >= 0) ||
       !(o.outlier_fraction >= 0 && o.outlier_fraction <= 1) || !std::isfinite(o.outlier_factor))
     throw std::invalid_argument("random matrix parameters must be finite, scale/sigma ≥ 0, outlier fraction in [0, 1]");
@@ -64,8 +69,12 @@ std::vector<float> randomMatrix(int64_t rows, int64_t cols, uint64_t seed, const
       const uint64_t ue = static_cast<uint64_t>(e);
       double x = 0;
       switch (o.distribution) {
-      case Distribution::Normal: x = o.scale * normalAt(seed, stream, ue); break;
-      case Distribution::Uniform: x = o.scale * (2.0 * unitInterval(randomWord(seed, stream, ue)) - 1.0); break;
+      case Distribution::Normal:
+        x = o.scale * normalAt(seed, stream, ue);
+        break;
+      case Distribution::Uniform:
+        x = o.scale * (2.0 * unitInterval(randomWord(seed, stream, ue)) - 1.0);
+        break;
       case Distribution::LogNormal: {
         const bool neg = randomWord(seed, stream ^ kAuxStream, ue) >> 63;
         x = o.scale * std::exp(o.sigma * normalAt(seed, stream, ue));

@@ -26,11 +26,11 @@ std::optional<Distribution> parseDistribution(std::string_view s);
 
 struct RandomMatrixOptions {
   Distribution distribution = Distribution::Normal;
-  double scale = 1.0;              ///< standard deviation (Normal/Outliers), half-width (Uniform),
-                                   ///< median magnitude (LogNormal)
-  double sigma = 1.0;              ///< LogNormal: standard deviation of log|x|
-  double outlier_fraction = 1e-3;  ///< Outliers: probability per element
-  double outlier_factor = 100.0;   ///< Outliers: multiplier of an outlier
+  double scale = 1.0;             ///< standard deviation (Normal/Outliers), half-width (Uniform),
+                                  ///< median magnitude (LogNormal)
+  double sigma = 1.0;             ///< LogNormal: standard deviation of log|x|
+  double outlier_fraction = 1e-3; ///< Outliers: probability per element
+  double outlier_factor = 100.0;  ///< Outliers: multiplier of an outlier
 };
 
 /// splitmix64 (Steele, Lea, Flood 2014; the seeding generator of xoshiro): the 64-bit
@@ -47,7 +47,9 @@ inline uint64_t splitmix64(uint64_t x) {
 uint64_t randomWord(uint64_t seed, uint64_t stream, uint64_t index);
 
 /// Uniform double in [0, 1) from the top 53 bits of a word (exact: k·2^-53).
-inline double unitInterval(uint64_t w) { return static_cast<double>(w >> 11) * 0x1.0p-53; }
+inline double unitInterval(uint64_t w) {
+  return static_cast<double>(w >> 11) * 0x1.0p-53;
+}
 
 /// A row-major float32 matrix [rows, cols]. Element e = i·cols + j depends only on
 /// (seed, stream, e, options): Normal uses Box-Muller on the pair (e & ~1, e | 1),

@@ -22,8 +22,8 @@ OperandStats operandStats(const float* x, const QuantizedTensor& q) {
   if (!q.format) throw std::invalid_argument("operand stats: the quantized tensor has no format");
   const int64_t n = q.rows * q.cols;
   if (static_cast<int64_t>(q.codes.size()) != n || (n > 0 && !x))
-    throw std::invalid_argument("operand stats: " + std::to_string(q.codes.size()) + " codes for a " + std::to_string(q.rows) +
-                                "x" + std::to_string(q.cols) + " tensor");
+    throw std::invalid_argument("operand stats: " + std::to_string(q.codes.size()) + " codes for a " +
+                                std::to_string(q.rows) + "x" + std::to_string(q.cols) + " tensor");
   if (n > 0 && static_cast<int64_t>(q.dequant_scales.size()) != q.blockRows() * q.blockCols())
     throw std::invalid_argument("operand stats: scale count does not match the block grid");
   OperandStats o;
@@ -37,9 +37,18 @@ OperandStats operandStats(const float* x, const QuantizedTensor& q) {
       const double v = x[k];
       const uint8_t code = q.codes[k];
       if (f.classify(code) == CodeClass::Subnormal) ++o.subnormal;
-      if (std::isnan(v)) { ++o.nan; continue; }
-      if (std::isinf(v)) { ++o.inf; continue; }
-      if (v == 0) { ++o.zero; continue; }
+      if (std::isnan(v)) {
+        ++o.nan;
+        continue;
+      }
+      if (std::isinf(v)) {
+        ++o.inf;
+        continue;
+      }
+      if (v == 0) {
+        ++o.zero;
+        continue;
+      }
       // the scaled value as the cast saw it (float32 arithmetic, the quantizer's own op)
       const size_t blk = static_cast<size_t>((i / q.block.rows) * q.blockCols() + j / q.block.cols);
       float y;
@@ -72,12 +81,21 @@ BinadeHistogram emptyFor(const Format& f, int margin) {
 }
 
 void add(BinadeHistogram& h, double v) {
-  if (!std::isfinite(v)) { ++h.nonfinite; return; }
-  if (v == 0) { ++h.zeros; return; }
+  if (!std::isfinite(v)) {
+    ++h.nonfinite;
+    return;
+  }
+  if (v == 0) {
+    ++h.zeros;
+    return;
+  }
   const int e = floorLog2(std::fabs(v));
-  if (e < h.min_exponent) ++h.below;
-  else if (e > h.maxExponent()) ++h.above;
-  else ++h.counts[static_cast<size_t>(e - h.min_exponent)];
+  if (e < h.min_exponent)
+    ++h.below;
+  else if (e > h.maxExponent())
+    ++h.above;
+  else
+    ++h.counts[static_cast<size_t>(e - h.min_exponent)];
 }
 } // namespace
 

@@ -13,16 +13,18 @@ namespace fp8lab {
 /// Counts over one quantized operand. Percentages are of `elements`.
 struct OperandStats {
   int64_t elements = 0;
-  int64_t saturated = 0;  ///< finite inputs whose scaled magnitude exceeded max finite (clipped)
-  int64_t flushed = 0;    ///< non-zero finite inputs that became zero (flushed to zero)
-  int64_t subnormal = 0;  ///< results that are subnormal codes
-  int64_t nan = 0;        ///< NaN inputs
-  int64_t inf = 0;        ///< ±Inf inputs
-  int64_t zero = 0;       ///< exactly zero inputs
+  int64_t saturated = 0; ///< finite inputs whose scaled magnitude exceeded max finite (clipped)
+  int64_t flushed = 0;   ///< non-zero finite inputs that became zero (flushed to zero)
+  int64_t subnormal = 0; ///< results that are subnormal codes
+  int64_t nan = 0;       ///< NaN inputs
+  int64_t inf = 0;       ///< ±Inf inputs
+  int64_t zero = 0;      ///< exactly zero inputs
   double saturatedPercent() const { return percent(saturated); }
   double flushedPercent() const { return percent(flushed); }
   double subnormalPercent() const { return percent(subnormal); }
-  double percent(int64_t c) const { return elements > 0 ? 100.0 * static_cast<double>(c) / static_cast<double>(elements) : 0.0; }
+  double percent(int64_t c) const {
+    return elements > 0 ? 100.0 * static_cast<double>(c) / static_cast<double>(elements) : 0.0;
+  }
 };
 
 /// The counts the quantizer gathered (QuantizedTensor::stats), as OperandStats.
@@ -31,8 +33,8 @@ OperandStats operandStats(const QuantizeStats& s);
 /// Recounts from the original float32 values x [rows·cols, row-major] and their quantized
 /// form: scaled value y as the cast saw it, in float32: x · quant_scale (scale_op Multiply with
 /// quant_scales present) or x / dequant_scale of the element's block; saturated = finite x ≠ 0
-/// with |y| > maxFinite (the definition core/scaling's QuantizeStats uses); flushed = finite x ≠ 0 whose code decodes to 0; subnormal =
-/// codes of class Subnormal. Throws std::invalid_argument when sizes disagree.
+/// with |y| > maxFinite (the definition core/scaling's QuantizeStats uses); flushed = finite x ≠ 0 whose code decodes
+/// to 0; subnormal = codes of class Subnormal. Throws std::invalid_argument when sizes disagree.
 OperandStats operandStats(const float* x, const QuantizedTensor& q);
 
 /// Histogram of |x|·scale by binade: bin b counts values with 2^(min_exponent+b) ≤ |v| <
@@ -40,12 +42,12 @@ OperandStats operandStats(const float* x, const QuantizedTensor& q);
 /// so bars line up with the format's exponent grid; the format's landmarks are given for the
 /// plot (min subnormal, min normal, max finite exponents).
 struct BinadeHistogram {
-  int min_exponent = 0;          ///< exponent of the first bin
-  std::vector<int64_t> counts;   ///< one per binade, min_exponent upward
-  int64_t zeros = 0;             ///< exact zeros
-  int64_t nonfinite = 0;         ///< NaN / ±Inf
-  int64_t below = 0;             ///< non-zero values under 2^min_exponent
-  int64_t above = 0;             ///< values at or over 2^(min_exponent + counts.size())
+  int min_exponent = 0;        ///< exponent of the first bin
+  std::vector<int64_t> counts; ///< one per binade, min_exponent upward
+  int64_t zeros = 0;           ///< exact zeros
+  int64_t nonfinite = 0;       ///< NaN / ±Inf
+  int64_t below = 0;           ///< non-zero values under 2^min_exponent
+  int64_t above = 0;           ///< values at or over 2^(min_exponent + counts.size())
   // the format's grid (unbiased exponents), for reference lines
   int format_min_subnormal_exponent = 0; ///< floor(log2 minSubnormal)
   int format_min_normal_exponent = 0;    ///< floor(log2 minNormal)

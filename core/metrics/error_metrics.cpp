@@ -93,8 +93,8 @@ template <class T> ErrorMetrics compareImpl(const double* ref, const T* test, in
 }
 
 template <class T>
-std::vector<float> mapImpl(const double* ref, const T* test, int64_t n, ErrorMapKind kind, const Format* f, double scale,
-                           int threads) {
+std::vector<float> mapImpl(const double* ref, const T* test, int64_t n, ErrorMapKind kind, const Format* f,
+                           double scale, int threads) {
   if (!(std::isfinite(scale) && scale > 0)) throw std::invalid_argument("error map scale must be finite and > 0");
   std::vector<float> out(static_cast<size_t>(n));
   const int64_t chunk = 1 << 16;
@@ -109,7 +109,8 @@ std::vector<float> mapImpl(const double* ref, const T* test, int64_t n, ErrorMap
       }
       const double e = std::fabs(t - r);
       double v = e;
-      if (kind == ErrorMapKind::Rel) v = r != 0 ? e / std::fabs(r) : (e == 0 ? 0.0 : std::nan(""));
+      if (kind == ErrorMapKind::Rel)
+        v = r != 0 ? e / std::fabs(r) : (e == 0 ? 0.0 : std::nan(""));
       else if (kind == ErrorMapKind::Ulp) {
         const double u = f ? f->ulp(r * scale) / scale : ulpFloat32(r);
         v = e / u;

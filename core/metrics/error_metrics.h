@@ -15,19 +15,19 @@ namespace fp8lab {
 
 /// Scalar error summary over the finite pairs.
 struct ErrorMetrics {
-  int64_t count = 0;            ///< pairs given
-  int64_t finite_pairs = 0;     ///< pairs where both values are finite (the statistics' base)
+  int64_t count = 0;                  ///< pairs given
+  int64_t finite_pairs = 0;           ///< pairs where both values are finite (the statistics' base)
   int64_t nan_ref = 0, inf_ref = 0;   ///< non-finite reference values
   int64_t nan_test = 0, inf_test = 0; ///< non-finite tested values
-  int64_t zero_ref = 0;         ///< finite pairs with ref == 0 (left out of max_rel)
-  double max_abs = 0;           ///< max |test − ref|
-  int64_t max_abs_index = -1;   ///< row-major index of max_abs (−1 when none)
-  double max_rel = 0;           ///< max |test − ref| / |ref| over ref ≠ 0
+  int64_t zero_ref = 0;               ///< finite pairs with ref == 0 (left out of max_rel)
+  double max_abs = 0;                 ///< max |test − ref|
+  int64_t max_abs_index = -1;         ///< row-major index of max_abs (−1 when none)
+  double max_rel = 0;                 ///< max |test − ref| / |ref| over ref ≠ 0
   int64_t max_rel_index = -1;
-  double rmse = 0;              ///< sqrt(mean (test − ref)²)
-  double rel_fro = 0;           ///< ‖test − ref‖_F / ‖ref‖_F (0 when both are 0; Inf when only ref is 0)
-  double sqnr_db = 0;           ///< 10·log10(Σ ref² / Σ (test − ref)²); +Inf when the error is 0
-  double ref_rms = 0;           ///< sqrt(mean ref²), for scale
+  double rmse = 0;    ///< sqrt(mean (test − ref)²)
+  double rel_fro = 0; ///< ‖test − ref‖_F / ‖ref‖_F (0 when both are 0; Inf when only ref is 0)
+  double sqnr_db = 0; ///< 10·log10(Σ ref² / Σ (test − ref)²); +Inf when the error is 0
+  double ref_rms = 0; ///< sqrt(mean ref²), for scale
 };
 
 /// Computes ErrorMetrics of n pairs (ref[i], test[i]); accumulations in double (Kahan-free:

@@ -44,11 +44,14 @@ struct Inputs {
 const Inputs& inputs(int64_t n) {
   static std::map<int64_t, Inputs> cache;
   auto it = cache.find(n);
-  if (it == cache.end()) it = cache.emplace(n, Inputs{randomMatrix(n, n, 1, {}, 0), randomMatrix(n, n, 1, {}, 1)}).first;
+  if (it == cache.end())
+    it = cache.emplace(n, Inputs{randomMatrix(n, n, 1, {}, 0), randomMatrix(n, n, 1, {}, 1)}).first;
   return it->second;
 }
 
-ScalingConfig perTensor() { return *scalingPreset("te_current"); }
+ScalingConfig perTensor() {
+  return *scalingPreset("te_current");
+}
 
 GemmOptions fp32Options(int threads, CpuKernel kernel = CpuKernel::Auto) {
   GemmOptions o;
@@ -60,8 +63,8 @@ GemmOptions fp32Options(int threads, CpuKernel kernel = CpuKernel::Auto) {
 }
 
 void setFlops(benchmark::State& state, int64_t n) {
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(n) * n * n, benchmark::Counter::kIsIterationInvariantRate,
-                                                 benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      2.0 * static_cast<double>(n) * n * n, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
 void fp8QuantizeGemm(benchmark::State& state) {
@@ -108,7 +111,8 @@ void sgemm(benchmark::State& state) {
   openblas_set_num_threads(threads);
   const int ni = static_cast<int>(n);
   for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, in.a.data(), ni, in.b.data(), ni, 0.0f, c.data(), ni);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, in.a.data(), ni, in.b.data(), ni, 0.0f,
+                c.data(), ni);
     benchmark::DoNotOptimize(c.data());
   }
   state.SetLabel(std::string("OpenBLAS ") + openblas_get_corename());
@@ -168,9 +172,21 @@ private:
 
 } // namespace
 
-BENCHMARK(fp8QuantizeGemm)->ArgsProduct({{1024, 2048}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
-BENCHMARK_CAPTURE(fp8Gemm, avx, CpuKernel::Auto)->ArgsProduct({{1024, 2048}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
-BENCHMARK_CAPTURE(fp8Gemm, portable, CpuKernel::Portable)->ArgsProduct({{1024}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+BENCHMARK(fp8QuantizeGemm)
+    ->ArgsProduct({{1024, 2048}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(0.5);
+BENCHMARK_CAPTURE(fp8Gemm, avx, CpuKernel::Auto)
+    ->ArgsProduct({{1024, 2048}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(0.5);
+BENCHMARK_CAPTURE(fp8Gemm, portable, CpuKernel::Portable)
+    ->ArgsProduct({{1024}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(0.5);
 #if FP8LAB_HAVE_CBLAS
 BENCHMARK(sgemm)->ArgsProduct({{1024, 2048}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
 #endif

@@ -20,8 +20,8 @@ namespace {
 
 /// A tensor whose elements are the given exactly representable values, with the given
 /// block shape and dequant scales (block grid row-major).
-QuantizedTensor makeTensor(const std::vector<double>& values, int64_t rows, int64_t cols, const Format& f, ScaleBlock block,
-                           std::vector<float> scales) {
+QuantizedTensor makeTensor(const std::vector<double>& values, int64_t rows, int64_t cols, const Format& f,
+                           ScaleBlock block, std::vector<float> scales) {
   QuantizedTensor q;
   q.rows = rows;
   q.cols = cols;
@@ -30,7 +30,8 @@ QuantizedTensor makeTensor(const std::vector<double>& values, int64_t rows, int6
   q.codes.resize(values.size());
   for (size_t i = 0; i < values.size(); ++i) {
     q.codes[i] = static_cast<uint8_t>(f.encode(values[i]));
-    if (f.decode(q.codes[i]) != values[i] && !std::isnan(values[i])) throw std::runtime_error("value not exact in format");
+    if (f.decode(q.codes[i]) != values[i] && !std::isnan(values[i]))
+      throw std::runtime_error("value not exact in format");
   }
   q.dequant_scales = std::move(scales);
   return q;
@@ -56,8 +57,8 @@ QuantizedTensor quantizePerTensor(const std::vector<float>& x, int64_t rows, int
   q.codes.resize(x.size());
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j)
-      q.codes[static_cast<size_t>(i * cols + j)] =
-          static_cast<uint8_t>(f.encode(static_cast<double>(x[static_cast<size_t>(i * cols + j)]) / q.dequantScaleAt(i, j)));
+      q.codes[static_cast<size_t>(i * cols + j)] = static_cast<uint8_t>(
+          f.encode(static_cast<double>(x[static_cast<size_t>(i * cols + j)]) / q.dequantScaleAt(i, j)));
   return q;
 }
 
@@ -68,7 +69,11 @@ bool sameBits(const std::vector<float>& a, const std::vector<float>& b, QString*
     std::memcpy(&x, &a[i], 4);
     std::memcpy(&y, &b[i], 4);
     if (x != y && !(std::isnan(a[i]) && std::isnan(b[i]))) {
-      if (where) *where = QStringLiteral("index %1: %2 vs %3").arg(i).arg(static_cast<double>(a[i]), 0, 'g', 17).arg(static_cast<double>(b[i]), 0, 'g', 17);
+      if (where)
+        *where = QStringLiteral("index %1: %2 vs %3")
+                     .arg(i)
+                     .arg(static_cast<double>(a[i]), 0, 'g', 17)
+                     .arg(static_cast<double>(b[i]), 0, 'g', 17);
       return false;
     }
   }
@@ -113,8 +118,9 @@ void TestGemm::exactByConstruction_data() {
   QTest::addColumn<QString>("aFormat");
   QTest::addColumn<QString>("bFormat");
   QTest::addColumn<int>("scaling"); // 0 per-tensor, 1 per-row/col, 2 1x128 & 128x128, 3 MX-32
-  const QStringList pairs = {QStringLiteral("E4M3FN/E4M3FN"), QStringLiteral("E4M3FN/E5M2"), QStringLiteral("E5M2/E4M3FN"),
-                             QStringLiteral("E5M2/E5M2"), QStringLiteral("E4M3FNUZ/E5M2FNUZ"), QStringLiteral("E2M3/E3M2"),
+  const QStringList pairs = {QStringLiteral("E4M3FN/E4M3FN"),     QStringLiteral("E4M3FN/E5M2"),
+                             QStringLiteral("E5M2/E4M3FN"),       QStringLiteral("E5M2/E5M2"),
+                             QStringLiteral("E4M3FNUZ/E5M2FNUZ"), QStringLiteral("E2M3/E3M2"),
                              QStringLiteral("E2M1/E2M1")};
   for (const QString& p : pairs)
     for (int s = 0; s < 4; ++s) {
@@ -131,18 +137,34 @@ void TestGemm::exactByConstruction() {
   const Format& fb = *Format::byName(bFormat.toStdString());
   const int64_t M = 37, N = 45, K = 300; // partial 8-row / 32-column tiles, partial 128-blocks, odd pairs
   std::vector<double> av(static_cast<size_t>(M * K)), bv(static_cast<size_t>(K * N));
-  for (int64_t i = 0; i < M * K; ++i) av[static_cast<size_t>(i)] = static_cast<double>(static_cast<int>(splitmix64(static_cast<uint64_t>(i)) % 7) - 3);
-  for (int64_t i = 0; i < K * N; ++i) bv[static_cast<size_t>(i)] = static_cast<double>(static_cast<int>(splitmix64(static_cast<uint64_t>(i) + 99991) % 7) - 3);
+  for (int64_t i = 0; i < M * K; ++i)
+    av[static_cast<size_t>(i)] = static_cast<double>(static_cast<int>(splitmix64(static_cast<uint64_t>(i)) % 7) - 3);
+  for (int64_t i = 0; i < K * N; ++i)
+    bv[static_cast<size_t>(i)] =
+        static_cast<double>(static_cast<int>(splitmix64(static_cast<uint64_t>(i) + 99991) % 7) - 3);
   ScaleBlock ba, bb;
   switch (scaling) {
-  case 0: ba = {M, K}; bb = {K, N}; break;
-  case 1: ba = {1, K}; bb = {K, 1}; break;
-  case 2: ba = {1, 128}; bb = {128, 128}; break;
-  default: ba = {1, 32}; bb = {32, 1}; break;
+  case 0:
+    ba = {M, K};
+    bb = {K, N};
+    break;
+  case 1:
+    ba = {1, K};
+    bb = {K, 1};
+    break;
+  case 2:
+    ba = {1, 128};
+    bb = {128, 128};
+    break;
+  default:
+    ba = {1, 32};
+    bb = {32, 1};
+    break;
   }
   auto pow2Scales = [](int64_t count, int salt) {
     std::vector<float> s;
-    for (int64_t i = 0; i < count; ++i) s.push_back(std::ldexp(1.0f, static_cast<int>((i * 7 + salt) % 5) - 2)); // 2^-2..2^2
+    for (int64_t i = 0; i < count; ++i)
+      s.push_back(std::ldexp(1.0f, static_cast<int>((i * 7 + salt) % 5) - 2)); // 2^-2..2^2
     return s;
   };
   QuantizedTensor a = makeTensor(av, M, K, fa, ba, {});
@@ -156,7 +178,8 @@ void TestGemm::exactByConstruction() {
     for (int64_t j = 0; j < N; ++j) {
       double s = 0;
       for (int64_t k = 0; k < K; ++k)
-        s += av[static_cast<size_t>(i * K + k)] * a.dequantScaleAt(i, k) * bv[static_cast<size_t>(k * N + j)] * b.dequantScaleAt(k, j);
+        s += av[static_cast<size_t>(i * K + k)] * a.dequantScaleAt(i, k) * bv[static_cast<size_t>(k * N + j)] *
+             b.dequantScaleAt(k, j);
       expected[static_cast<size_t>(i * N + j)] = s;
     }
   auto backend = makeCpuGemmBackend();
@@ -165,11 +188,21 @@ void TestGemm::exactByConstruction() {
     const float scale_d = 0.25f;
     for (size_t i = 0; i < expected.size(); ++i) {
       switch (ot) {
-      case OutputType::FP32: want[i] = static_cast<float>(expected[i]); break;
-      case OutputType::BF16: want[i] = static_cast<float>(Format::BF16().decode(Format::BF16().encode(expected[i]))); break;
-      case OutputType::FP16: want[i] = static_cast<float>(Format::FP16().decode(Format::FP16().encode(expected[i]))); break;
-      case OutputType::E4M3FN: want[i] = static_cast<float>(Format::E4M3FN().decode(Format::E4M3FN().encode(expected[i] * scale_d)) / scale_d); break;
-      case OutputType::E5M2: want[i] = static_cast<float>(Format::E5M2().decode(Format::E5M2().encode(expected[i] * scale_d)) / scale_d); break;
+      case OutputType::FP32:
+        want[i] = static_cast<float>(expected[i]);
+        break;
+      case OutputType::BF16:
+        want[i] = static_cast<float>(Format::BF16().decode(Format::BF16().encode(expected[i])));
+        break;
+      case OutputType::FP16:
+        want[i] = static_cast<float>(Format::FP16().decode(Format::FP16().encode(expected[i])));
+        break;
+      case OutputType::E4M3FN:
+        want[i] = static_cast<float>(Format::E4M3FN().decode(Format::E4M3FN().encode(expected[i] * scale_d)) / scale_d);
+        break;
+      case OutputType::E5M2:
+        want[i] = static_cast<float>(Format::E5M2().decode(Format::E5M2().encode(expected[i] * scale_d)) / scale_d);
+        break;
       }
     }
     for (Accumulation acc : kModels)
@@ -184,7 +217,8 @@ void TestGemm::exactByConstruction() {
         const GemmOutput out = backend->run(a, b, o);
         QString where;
         QVERIFY2(sameBits(out.d, want, &where),
-                 qPrintable(QStringLiteral("%1 accumulation, %2 output: %3").arg(QString::fromLatin1(toString(acc)), QString::fromLatin1(toString(ot)), where)));
+                 qPrintable(QStringLiteral("%1 accumulation, %2 output: %3")
+                                .arg(QString::fromLatin1(toString(acc)), QString::fromLatin1(toString(ot)), where)));
       }
   }
 }
@@ -244,7 +278,8 @@ void TestGemm::blockScalesAppliedAtPromotionWithFma() {
 void TestGemm::fastAccumulationErrorExceedsSplit() {
   const int64_t M = 48, N = 40, K = 4096;
   const std::vector<float> x = randomMatrix(M, K, 11), y = randomMatrix(K, N, 12);
-  const QuantizedTensor a = quantizePerTensor(x, M, K, Format::E4M3FN()), b = quantizePerTensor(y, K, N, Format::E4M3FN());
+  const QuantizedTensor a = quantizePerTensor(x, M, K, Format::E4M3FN()),
+                        b = quantizePerTensor(y, K, N, Format::E4M3FN());
   auto run = [&](Accumulation acc, bool promote) {
     GemmOptions o;
     o.accumulation = acc;
@@ -254,7 +289,8 @@ void TestGemm::fastAccumulationErrorExceedsSplit() {
   const double split = run(Accumulation::SplitFP32, true);
   const double fast = run(Accumulation::FastAccum, true);
   const double fastNoPromo = run(Accumulation::FastAccum, false);
-  qInfo("relative Frobenius accumulation error: split %.3g, fast (promoted) %.3g, fast (no promotion) %.3g", split, fast, fastNoPromo);
+  qInfo("relative Frobenius accumulation error: split %.3g, fast (promoted) %.3g, fast (no promotion) %.3g", split,
+        fast, fastNoPromo);
   QVERIFY(split > 1e-9 && split < 1e-6);
   QVERIFY(fast > 3e-5 && fast < 1e-3);
   QVERIFY(fast > 100 * split);
@@ -269,11 +305,15 @@ void TestGemm::avx512Bf16EqualsPortable_data() {
   QTest::addColumn<int>("m");
   QTest::addColumn<int>("n");
   QTest::addColumn<int>("k");
-  QTest::newRow("E4M3 per-tensor 131x97x1000") << QStringLiteral("E4M3FN") << QStringLiteral("E4M3FN") << 0 << 131 << 97 << 1000;
-  QTest::newRow("E4M3xE5M2 per-row/col 64x64x777") << QStringLiteral("E4M3FN") << QStringLiteral("E5M2") << 1 << 64 << 64 << 777;
-  QTest::newRow("E5M2xE4M3 1x128/128x128 130x300x520") << QStringLiteral("E5M2") << QStringLiteral("E4M3FN") << 2 << 130 << 300 << 520;
+  QTest::newRow("E4M3 per-tensor 131x97x1000")
+      << QStringLiteral("E4M3FN") << QStringLiteral("E4M3FN") << 0 << 131 << 97 << 1000;
+  QTest::newRow("E4M3xE5M2 per-row/col 64x64x777")
+      << QStringLiteral("E4M3FN") << QStringLiteral("E5M2") << 1 << 64 << 64 << 777;
+  QTest::newRow("E5M2xE4M3 1x128/128x128 130x300x520")
+      << QStringLiteral("E5M2") << QStringLiteral("E4M3FN") << 2 << 130 << 300 << 520;
   QTest::newRow("E4M3 MX-32 9x33x96") << QStringLiteral("E4M3FN") << QStringLiteral("E4M3FN") << 3 << 9 << 33 << 96;
-  QTest::newRow("E2M1 per-tensor 17x40x1501") << QStringLiteral("E2M1") << QStringLiteral("E2M1") << 0 << 17 << 40 << 1501;
+  QTest::newRow("E2M1 per-tensor 17x40x1501")
+      << QStringLiteral("E2M1") << QStringLiteral("E2M1") << 0 << 17 << 40 << 1501;
 }
 
 void TestGemm::avx512Bf16EqualsPortable() {
@@ -288,9 +328,18 @@ void TestGemm::avx512Bf16EqualsPortable() {
     QSKIP("this CPU has neither AVX512-BF16 nor AVX512 FMA: only the portable kernel exists here");
   const std::vector<float> x = randomMatrix(m, k, 5), y = randomMatrix(k, n, 6);
   ScaleBlock ba{m, k}, bb{k, n};
-  if (scaling == 1) { ba = {1, k}; bb = {k, 1}; }
-  if (scaling == 2) { ba = {1, 128}; bb = {128, 128}; }
-  if (scaling == 3) { ba = {1, 32}; bb = {32, 1}; }
+  if (scaling == 1) {
+    ba = {1, k};
+    bb = {k, 1};
+  }
+  if (scaling == 2) {
+    ba = {1, 128};
+    bb = {128, 128};
+  }
+  if (scaling == 3) {
+    ba = {1, 32};
+    bb = {32, 1};
+  }
   const QuantizedTensor a = quantizePerTensor(x, m, k, *Format::byName(aFormat.toStdString()), ba);
   const QuantizedTensor b = quantizePerTensor(y, k, n, *Format::byName(bFormat.toStdString()), bb);
   auto backend = makeCpuGemmBackend();
@@ -301,15 +350,20 @@ void TestGemm::avx512Bf16EqualsPortable() {
       o.promotion_interval = interval;
       o.cpu_kernel = CpuKernel::Portable;
       const GemmOutput p = backend->run(a, b, o);
-      for (auto [kernel, name, has] : {std::tuple{CpuKernel::Avx512Bf16, "avx512-bf16", device.find("AVX512-BF16") != std::string::npos},
-                                       std::tuple{CpuKernel::Avx512Fma, "avx512-fma", device.find("AVX512-FMA") != std::string::npos}}) {
+      for (auto [kernel, name, has] :
+           {std::tuple{CpuKernel::Avx512Bf16, "avx512-bf16", device.find("AVX512-BF16") != std::string::npos},
+            std::tuple{CpuKernel::Avx512Fma, "avx512-fma", device.find("AVX512-FMA") != std::string::npos}}) {
         if (!has) continue;
         if (kernel == CpuKernel::Avx512Bf16 && interval == 127) continue; // checked below
         o.cpu_kernel = kernel;
         const GemmOutput f = backend->run(a, b, o);
         QVERIFY2(f.algorithm.find(name) != std::string::npos, f.algorithm.c_str());
         QString where;
-        QVERIFY2(sameBits(p.d, f.d, &where), qPrintable(QStringLiteral("%1, %2, N_C %3: %4").arg(QString::fromLatin1(name), QString::fromLatin1(toString(acc))).arg(interval).arg(where)));
+        QVERIFY2(sameBits(p.d, f.d, &where),
+                 qPrintable(QStringLiteral("%1, %2, N_C %3: %4")
+                                .arg(QString::fromLatin1(name), QString::fromLatin1(toString(acc)))
+                                .arg(interval)
+                                .arg(where)));
       }
     }
   if (device.find("AVX512-BF16") == std::string::npos) return;
@@ -349,7 +403,8 @@ void TestGemm::threadCountDoesNotChangeResult() {
 void TestGemm::experimentSplitsErrors() {
   const int64_t M = 64, N = 48, K = 512;
   const std::vector<float> x = randomMatrix(M, K, 21), y = randomMatrix(K, N, 22);
-  const QuantizedTensor a = quantizePerTensor(x, M, K, Format::E4M3FN()), b = quantizePerTensor(y, K, N, Format::E4M3FN());
+  const QuantizedTensor a = quantizePerTensor(x, M, K, Format::E4M3FN()),
+                        b = quantizePerTensor(y, K, N, Format::E4M3FN());
   GemmOptions o;
   o.accumulation = Accumulation::SplitFP32;
   const GemmExperimentResult r = runGemmExperiment(x.data(), y.data(), a, b, o);
@@ -359,7 +414,9 @@ void TestGemm::experimentSplitsErrors() {
   QVERIFY(std::fabs(r.total.rel_fro - r.quantization.rel_fro) <= r.accumulation.rel_fro * 1.0001 + 1e-12);
   // ideal: spot-check one element against a direct double sum
   double s = 0;
-  for (int64_t k = 0; k < K; ++k) s += static_cast<double>(x[static_cast<size_t>(3 * K + k)]) * static_cast<double>(y[static_cast<size_t>(k * N + 5)]);
+  for (int64_t k = 0; k < K; ++k)
+    s +=
+        static_cast<double>(x[static_cast<size_t>(3 * K + k)]) * static_cast<double>(y[static_cast<size_t>(k * N + 5)]);
   QCOMPARE(r.ideal[static_cast<size_t>(3 * N + 5)], s);
   QCOMPARE(r.a_stats.elements, M * K);
 }
@@ -478,7 +535,8 @@ void TestGemm::badInputs() {
   const std::vector<float> x = randomMatrix(64, 256, 1);
   const QuantizedTensor q = quantizePerTensor(x, 64, 256, Format::E4M3FN());
   const QuantizedTensor qt = quantizePerTensor(x, 256, 64, Format::E4M3FN());
-  QVERIFY_THROWS_EXCEPTION(Cancelled, backend->run(q, qt, GemmOptions{}, [](double, const std::string&) { return false; }));
+  QVERIFY_THROWS_EXCEPTION(Cancelled,
+                           backend->run(q, qt, GemmOptions{}, [](double, const std::string&) { return false; }));
 }
 
 // splitmix64 reference outputs: the first three words of the splitmix64 generator seeded with

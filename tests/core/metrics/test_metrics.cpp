@@ -132,7 +132,8 @@ void TestMetrics::tileMapMeanAndMax() {
 //   x = 0.002 → y = 0.004 ≈ 2·2^-9 (subnormal code 0x02)
 //   x = 1 → y = 2 (normal); x = 0 → zero; NaN, −Inf inputs counted
 void TestMetrics::operandStatsHandDerived() {
-  const float x[] = {300, 1e-4f, 0.002f, 1, 0, std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()};
+  const float x[] = {
+      300, 1e-4f, 0.002f, 1, 0, std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()};
   QuantizedTensor q;
   q.rows = 1;
   q.cols = 7;
@@ -165,7 +166,8 @@ void TestMetrics::operandStatsHandDerived() {
 // 2 → 2^1; 0.25 → 2^-2; 448 → 2^8; 2^-20 → below; 2^13 → above; 0 → zeros; NaN → nonfinite.
 // With scale 4 every value moves up two binades.
 void TestMetrics::binadeHistogramAlignedWithFormat() {
-  const float x[] = {1, 1.5f, 2, 0.25f, 448, std::ldexp(1.0f, -20), std::ldexp(1.0f, 13), 0, std::numeric_limits<float>::quiet_NaN()};
+  const float x[] = {
+      1, 1.5f, 2, 0.25f, 448, std::ldexp(1.0f, -20), std::ldexp(1.0f, 13), 0, std::numeric_limits<float>::quiet_NaN()};
   const BinadeHistogram h = binadeHistogram(x, 9, Format::E4M3FN());
   QCOMPARE(h.format_min_subnormal_exponent, -9);
   QCOMPARE(h.format_min_normal_exponent, -6);
