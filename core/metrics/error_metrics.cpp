@@ -2,6 +2,7 @@
 #include "gemm/gemm_internal.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -132,11 +133,10 @@ ErrorMetrics compareErrors(const double* ref, const float* test, int64_t n, int 
 
 double ulpFloat32(double x) {
   if (!std::isfinite(x)) return std::nan("");
-  const double a = std::fabs(x);
-  if (a < 0x1.0p-126) return 0x1.0p-149;
-  int e = 0;
-  (void)std::frexp(a, &e); // a = f·2^e, f ∈ [0.5, 1)
-  return std::ldexp(1.0, e - 1 - 23);
+  const uint64_t u = std::bit_cast<uint64_t>(x);
+  const int64_t e = static_cast<int64_t>((u >> 52) & 0x7FF) - 1023; // floor(log2 |x|) for normal x
+  if (e < -126) return 0x1.0p-149;                                  // float32 subnormal range (and 0)
+  return std::bit_cast<double>(static_cast<uint64_t>(e - 23 + 1023) << 52);
 }
 
 std::vector<float> errorMap(const double* ref, const float* test, int64_t n, ErrorMapKind kind, const Format* f,
@@ -168,16 +168,25 @@ TileMap tileMap(const std::vector<float>& map, int64_t rows, int64_t cols, int64
   t.nan_count.assign(g, 0);
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t gr = i / tr;
-    for (int64_t j = 0; j < cols; ++j) {
-      const float v = map[static_cast<size_t>(i * cols + j)];
-      const size_t k = static_cast<size_t>(gr * t.grid_cols + j / tc);
-      if (std::isnan(v)) {
-        ++t.nan_count[k];
-        continue;
+    const float* row = map.data() + i * cols;
+    for (int64_t gc = 0; gc < t.grid_cols; ++gc) {
+      const size_t k = static_cast<size_t>(gr * t.grid_cols + gc);
+      const int64_t j1 = std::min(cols, (gc + 1) * tc);
+      double s = 0;
+      int64_t c = 0, nans = 0;
+      float mx = t.max[k];
+      for (int64_t j = gc * tc; j < j1; ++j) {
+        const float v = row[j];
+        const bool nan = v != v;
+        nans += nan;
+        s += nan ? 0.0 : static_cast<double>(v);
+        c += !nan;
+        mx = (!nan && v > mx) ? v : mx;
       }
-      sum[k] += v;
-      ++cnt[k];
-      if (v > t.max[k]) t.max[k] = v;
+      sum[k] += s;
+      cnt[k] += c;
+      t.nan_count[k] += nans;
+      t.max[k] = mx;
     }
   }
   t.mean.resize(g);
