@@ -81,7 +81,7 @@ int runSimulate(const QStringList& args) {
                      "conventions, the scale this step used, the amax history after the step (oldest first; TE's last\n"
                      "entry is the cleared staging slot) and whether an edge rule (amax 0 / inf / NaN) kept the old\n"
                      "scale. Steps count from 0."));
-  p.addOption({QStringLiteral("preset"), QStringLiteral("flax | te (required)."), QStringLiteral("P")});
+  p.addOption({QStringLiteral("preset"), QStringLiteral("flax | te | te_jax (required)."), QStringLiteral("P")});
   p.addOption({{QStringLiteral("f"), QStringLiteral("format")},
                QStringLiteral("Format giving fp8_max (default E4M3FN)."),
                QStringLiteral("F"),
@@ -102,9 +102,10 @@ int runSimulate(const QStringList& args) {
   if (!parseArgs(p, args, &rc)) return rc;
   if (!p.positionalArguments().isEmpty())
     return fail(QStringLiteral("unexpected argument '%1'").arg(p.positionalArguments().first()));
-  if (!p.isSet(QStringLiteral("preset"))) return fail(QStringLiteral("--preset flax|te is required"));
+  if (!p.isSet(QStringLiteral("preset"))) return fail(QStringLiteral("--preset flax|te|te_jax is required"));
   const auto preset = parseDelayedPreset(p.value(QStringLiteral("preset")).toStdString());
-  if (!preset) return fail(QStringLiteral("unknown --preset '%1' (flax, te)").arg(p.value(QStringLiteral("preset"))));
+  if (!preset)
+    return fail(QStringLiteral("unknown --preset '%1' (flax, te, te_jax)").arg(p.value(QStringLiteral("preset"))));
   const Format* fmt = Format::byName(p.value(QStringLiteral("format")).toStdString());
   if (!fmt)
     return fail(
@@ -175,7 +176,9 @@ int runSimulate(const QStringList& args) {
   }
   const bool flax = cfg.preset == DelayedPreset::Flax;
   QString t = QStringLiteral("%1 delayed scaling, %2 (max %3), history %4, algo %5, margin %6; scale = %7\n")
-                  .arg(flax ? QStringLiteral("Flax fp8_ops") : QStringLiteral("Transformer Engine"))
+                  .arg(flax                              ? QStringLiteral("Flax fp8_ops")
+                       : cfg.preset == DelayedPreset::TE ? QStringLiteral("Transformer Engine")
+                                                         : QStringLiteral("Transformer Engine JAX"))
                   .arg(QString::fromStdString(fmt->name()))
                   .arg(num(fmt->maxFinite()))
                   .arg(cfg.history_len)

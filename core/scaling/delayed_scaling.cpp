@@ -34,7 +34,7 @@ std::string lower(std::string_view s) {
 } // namespace
 
 const char* toString(DelayedPreset p) {
-  return p == DelayedPreset::Flax ? "flax" : "te";
+  return p == DelayedPreset::Flax ? "flax" : p == DelayedPreset::TE ? "te" : "te_jax";
 }
 const char* toString(AmaxAlgo a) {
   return a == AmaxAlgo::Max ? "max" : "most_recent";
@@ -44,6 +44,7 @@ std::optional<DelayedPreset> parseDelayedPreset(std::string_view s) {
   const std::string l = lower(s);
   if (l == "flax" || l == "flax_delayed") return DelayedPreset::Flax;
   if (l == "te" || l == "te_delayed" || l == "transformer_engine") return DelayedPreset::TE;
+  if (l == "te_jax" || l == "te_jax_delayed") return DelayedPreset::TEJax;
   return std::nullopt;
 }
 
@@ -70,13 +71,13 @@ DelayedScaling::DelayedScaling(const Format& fmt, DelayedScalingConfig cfg)
 }
 
 float DelayedScaling::quantScale() const {
-  return cfg_.preset == DelayedPreset::TE ? scale_ : 1.0f / scale_;
+  return cfg_.preset != DelayedPreset::Flax ? scale_ : 1.0f / scale_;
 }
 float DelayedScaling::dequantScale() const {
-  return cfg_.preset == DelayedPreset::TE ? 1.0f / scale_ : scale_;
+  return cfg_.preset != DelayedPreset::Flax ? 1.0f / scale_ : scale_;
 }
 Format::ScaleOp DelayedScaling::scaleOp() const {
-  return cfg_.preset == DelayedPreset::TE ? Format::ScaleOp::Multiply : Format::ScaleOp::Divide;
+  return cfg_.preset != DelayedPreset::Flax ? Format::ScaleOp::Multiply : Format::ScaleOp::Divide;
 }
 
 std::vector<float> DelayedScaling::historyChronological() const {
@@ -92,22 +93,23 @@ void DelayedScaling::fillConventions(DelayedUpdate& u) const {
 }
 
 void DelayedScaling::record(float amax) {
-  if (cfg_.preset != DelayedPreset::TE)
+  if (cfg_.preset == DelayedPreset::Flax)
     throw std::logic_error("DelayedScaling::record: Flax has no staging slot; use update(amax)");
   const float h0 = hist_[0];
   hist_[0] = h0 == 0.0f ? amax : maxNaN(h0, amax);
 }
 
 DelayedUpdate DelayedScaling::update() {
-  if (cfg_.preset != DelayedPreset::TE)
+  if (cfg_.preset == DelayedPreset::Flax)
     throw std::logic_error("DelayedScaling::update(): Flax updates with the tensor's amax; use update(amax)");
   DelayedUpdate u;
   const float cur = hist_[0];
   u.amax = cur;
   u.scale_before = scale_;
   u.scale_used = scale_;
+  const bool jax = cfg_.preset == DelayedPreset::TEJax;
   float window = 0.0f;
-  if (cur != 0.0f) { // "module did not run" → no roll (TE PR #825); NaN != 0 rolls
+  if (cur != 0.0f || jax) { // PyTorch fused: "module did not run" → no roll (TE PR #825); JAX always rolls
     window = cur;
     for (std::size_t i = 1; i < hist_.size(); ++i) window = maxNaN(window, hist_[i]);
     rollLeft(hist_);
@@ -120,8 +122,9 @@ DelayedUpdate DelayedScaling::update() {
   u.window_amax = amax;
   const float scaled_max = fp8_max_ * std::ldexp(1.0f, -cfg_.margin);
   if (std::isfinite(amax) && amax > 0.0f) {
-    float s = scaled_max / amax; // IEEE float32 division
-    if (std::isinf(s)) {
+    float s = jax ? (fp8_max_ / amax) / std::ldexp(1.0f, cfg_.margin) // JAX: no clamp
+                  : scaled_max / amax;                                // IEEE float32 division
+    if (std::isinf(s) && !jax) {
       s = std::numeric_limits<float>::max(); // TE PR #786
       u.clamped = true;
     }
@@ -157,6 +160,10 @@ DelayedUpdate DelayedScaling::updateFlax(float amax) {
 
 DelayedUpdate DelayedScaling::update(float amax) {
   if (cfg_.preset == DelayedPreset::Flax) return updateFlax(amax);
+  if (cfg_.preset == DelayedPreset::TEJax) {
+    hist_[0] = amax; // DelayedScaleQuantizer.update writes the amax into slot 0
+    return update();
+  }
   record(amax);
   return update();
 }
@@ -177,10 +184,12 @@ QuantizedTensor DelayedScaling::quantizeStep(const float* x, int64_t rows, int64
   } else {
     q = quantizeWithScale(x, rows, cols, *fmt_, BlockScale{quantScale(), dequantScale(), -1}, Format::ScaleOp::Multiply,
                           {}, progress);
-    const float a = static_cast<float>(amaxOf(x, n, /*ignore_nan=*/true));
+    // TE PyTorch: the cast kernel's fmaxf skips NaN; TE JAX: jnp.max propagates it.
+    const float a = static_cast<float>(amaxOf(x, n, /*ignore_nan=*/cfg_.preset == DelayedPreset::TE));
     u = update(a);
-    q.strategy = "te_delayed (per-tensor, x*scale, history " + std::to_string(cfg_.history_len) + ", " +
-                 toString(cfg_.algo) + ", margin " + std::to_string(cfg_.margin) + ")";
+    q.strategy = std::string(toString(cfg_.preset)) + "_delayed (per-tensor, x*scale, history " +
+                 std::to_string(cfg_.history_len) + ", " + toString(cfg_.algo) + ", margin " +
+                 std::to_string(cfg_.margin) + ")";
   }
   if (upd) *upd = u;
   return q;

@@ -8,7 +8,7 @@
 //
 // Conventions. scale() is the preset's own stored value:
 //   Flax: the **dequant** multiplier (≈ amax/fp8_max); tensors are quantized as cast(x / scale).
-//   TE:   the **quant** multiplier (≈ fp8_max/amax);   tensors are quantized as cast(x · scale).
+//   TE, TE JAX: the **quant** multiplier (≈ fp8_max/amax); tensors are quantized as cast(x · scale).
 // quantScale() / dequantScale() give both conventions for either preset (the other one is the
 // float32 reciprocal, as TE's scale_inv = 1/scale).
 //
@@ -41,6 +41,10 @@ namespace fp8lab {
 enum class DelayedPreset {
   Flax, ///< flax/linen/fp8_ops.py update_fp8_meta + compute_scale (SCALING-SEMANTICS §2)
   TE,   ///< TransformerEngine DelayedScaling, fused update kernel_bulk (SCALING-SEMANTICS §3.1)
+  /// TransformerEngine JAX DelayedScaleQuantizer (§3.2): like TE, but update(a) overwrites slot 0,
+  /// always rolls (also for amax 0, which then enters the history) and does not clamp an
+  /// infinite scale to FLT_MAX; sf = (max/amax)/2^margin.
+  TEJax,
 };
 
 /// How the window's amax is chosen (TE `amax_compute_algo`; Flax only has Max).
@@ -154,7 +158,7 @@ private:
 
 const char* toString(DelayedPreset p);
 const char* toString(AmaxAlgo a);
-std::optional<DelayedPreset> parseDelayedPreset(std::string_view s); ///< "flax", "te" (+ "_delayed")
+std::optional<DelayedPreset> parseDelayedPreset(std::string_view s); ///< "flax", "te", "te_jax" (+ "_delayed")
 std::optional<AmaxAlgo> parseAmaxAlgo(std::string_view s);           ///< "max", "most_recent"
 
 } // namespace fp8lab

@@ -145,6 +145,9 @@ const std::vector<PresetDef>& presetDefs() {
       {{"te_delayed", "per-tensor delayed: TE DelayedScaling (staging slot, no roll on amax 0, FLT_MAX clamp)",
         "TE DelayedScaling fused kernel_bulk (3.1)", true},
        make("te_delayed", G::PerTensor, R::TransformerEngine)},
+      {{"te_jax_delayed", "per-tensor delayed: TE JAX DelayedScaleQuantizer (always rolls, no FLT_MAX clamp)",
+        "TE transformer_engine/jax/quantize/quantizer.py (3.2)", true},
+       make("te_jax_delayed", G::PerTensor, R::TransformerEngine)},
   };
   return defs;
 }

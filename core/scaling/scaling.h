@@ -87,7 +87,7 @@ struct ScalingPresetInfo {
 /// torchao_rowwise, per_row, per_column, torchao_block_1x128, torchao_block_128x128,
 /// deepgemm_1x128, deepgemm_128x128, deepgemm_1x128_ue8m0, deepgemm_128x128_ue8m0,
 /// dsv3_act_quant, te_block_1x128, te_block_128x128, mx_floor, mx_ceil, mx_rceil, mx_rceil_torchao,
-/// flax_delayed, te_delayed.
+/// flax_delayed, te_delayed, te_jax_delayed.
 const std::vector<ScalingPresetInfo>& scalingPresets();
 
 /// The config of a current-scaling preset (case-insensitive; '-' and '_' are the same).

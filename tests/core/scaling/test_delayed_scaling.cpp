@@ -55,6 +55,7 @@ private Q_SLOTS:
   void flaxAndTeUseTheSameWindow();
   void teRecordCombinesByMax();
   void teQuantizeStepUsesCurrentScale();
+  void teJaxRollsOnZeroAndDoesNotClamp();
   void simulateAndSetState();
   void badConfig();
 };
@@ -356,6 +357,32 @@ void TestDelayedScaling::teQuantizeStepUsesCurrentScale() {
   QCOMPARE(u.amax, 300.0);
   QCOMPARE(s.scale(), 448.0f / 300.0f);
   QCOMPARE(q.stats.nan_inputs, int64_t(1));
+}
+
+// TE JAX DelayedScaleQuantizer (SCALING-SEMANTICS §3.2): amax 0 keeps the scale but the history
+// still rolls (the 0 enters it); a tiny amax gives an infinite scale (no FLT_MAX clamp); otherwise
+// the same window and values as the PyTorch preset.
+void TestDelayedScaling::teJaxRollsOnZeroAndDoesNotClamp() {
+  DelayedScalingConfig c = teCfg(4);
+  c.preset = DelayedPreset::TEJax;
+  DelayedScaling s(Format::E4M3FN(), c);
+  s.update(2.0f);
+  QCOMPARE(s.scale(), 224.0f);
+  QCOMPARE(s.historyRaw(), (std::vector<float>{0, 0, 0, 2}));
+  const DelayedUpdate u = s.update(0.0f);
+  QVERIFY(u.rolled);
+  QVERIFY(!u.kept_previous); // window {0, 0, 2, 0} still has 2
+  QCOMPARE(s.scale(), 224.0f);
+  QCOMPARE(s.historyRaw(), (std::vector<float>{0, 0, 2, 0}));
+  DelayedScaling t(Format::E4M3FN(), c);
+  const DelayedUpdate v = t.update((448.0f / kFltMax) / 2.0f);
+  QVERIFY(std::isinf(t.scale()));
+  QVERIFY(!v.clamped);
+  QCOMPARE(t.dequantScale(), 0.0f);
+  DelayedScaling z(Format::E4M3FN(), c);
+  QVERIFY(z.update(0.0f).kept_previous);
+  QCOMPARE(z.scale(), 1.0f);
+  QVERIFY(parseDelayedPreset("te_jax") == DelayedPreset::TEJax);
 }
 
 void TestDelayedScaling::simulateAndSetState() {
