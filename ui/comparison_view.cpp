@@ -46,8 +46,9 @@ public:
   bool operator<(const QTableWidgetItem& o) const override {
     const auto* n = dynamic_cast<const NumberItem*>(&o);
     if (!n) return QTableWidgetItem::operator<(o);
-    if (std::isnan(v_)) return false;
-    if (std::isnan(n->v_)) return true;
+    // Missing values sort last in either direction.
+    const bool desc = tableWidget() && tableWidget()->horizontalHeader()->sortIndicatorOrder() == Qt::DescendingOrder;
+    if (std::isnan(v_) || std::isnan(n->v_)) return std::isnan(v_) == std::isnan(n->v_) ? false : (std::isnan(v_) == desc);
     return v_ < n->v_;
   }
 

@@ -8,6 +8,10 @@
 #include "job.h"
 #include "learn_page.h"
 #include "number_line_view.h"
+#include "amax_history_view.h"
+#include "comparison_view.h"
+#include "error_heatmap_view.h"
+#include "scale_evolution_view.h"
 #include "session.h"
 #include "style.h"
 
@@ -84,6 +88,11 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
   addView(numberline_);
   addView(codes_);
   addView(learn_);
+  // Analysis views (issue 6): amax history window, scale evolution, error heatmap, comparison.
+  addView(new AmaxHistoryView(this));
+  addView(new ScaleEvolutionView(this));
+  addView(new ErrorHeatmapView(this));
+  addView(new ComparisonView(this));
   // The code grid and the bit layout show the same selection.
   connect(codes_, &CodeGridView::codeActivated, this, [this](const QString& f, uint32_t c) {
     bits_->setFormat(f);

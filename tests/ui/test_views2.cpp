@@ -1,0 +1,474 @@
+// Analysis views of the desktop app, part 2 (issue 6 §6): error heatmap, amax history window,
+// scale evolution, comparison, sized export and the offscreen renderer, against a small golden
+// session written here with core/session. Every expected number is derived by hand in a comment
+// from the golden values (and, for delayed scaling, from Flax's compute_scale,
+// shared/SCALING-SEMANTICS.md §2: scale = 1 / (fp8_max / amax) in float32, from the window BEFORE
+// the step's amax is rolled in).
+#include "amax_history_view.h"
+#include "comparison_view.h"
+#include "error_heatmap_view.h"
+#include "heatmap_model.h"
+#include "qcp.h"
+#include "scale_evolution_view.h"
+#include "view_render.h"
+
+#include "session/session.h"
+
+#include <QImage>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <set>
+
+using namespace fp8lab;
+using namespace fp8lab::ui;
+
+namespace {
+
+const double kNaN = std::nan("");
+
+// Golden GEMM run, D is 4×4. reference/D = ideal, reference/D_quantized_exact = q, output/D = d.
+//   ideal row i, col j = (i + 1) · (j + 1)            (1..16)
+//   q     = ideal + 0.25 where (i + j) is odd, else ideal
+//   d     = q + 0.5 at (1, 2); NaN at (2, 3); else q
+// So |d − ideal| (total) = 0.25 on odd (i+j) cells, +0.5 at (1,2) → 0.75, NaN at (2,3);
+// quantization |q − ideal| = 0.25 on odd cells; accumulation |d − q| = 0.5 at (1,2), NaN at (2,3).
+Run goldenGemm(const std::string& id, double extra = 0) {
+  Run r;
+  r.id = id;
+  r.type = "gemm";
+  r.config_json = "{\"type\":\"gemm\",\"tile\":2}";
+  r.backend = "cpu";
+  r.device = "test";
+  std::vector<double> ideal(16), q(16);
+  std::vector<float> d(16), abs(16);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      const int k = i * 4 + j;
+      ideal[k] = (i + 1) * (j + 1);
+      q[k] = ideal[k] + ((i + j) % 2 ? 0.25 : 0.0);
+      d[k] = float(q[k]);
+    }
+  d[1 * 4 + 2] += float(0.5 + extra);
+  d[2 * 4 + 3] = float(kNaN);
+  for (int k = 0; k < 16; ++k) abs[k] = std::isnan(d[k]) ? float(kNaN) : float(std::fabs(double(d[k]) - ideal[k]));
+  r.datasets["reference/D"] = Dataset::float64({4, 4}, ideal, "1", "ideal");
+  r.datasets["reference/D_quantized_exact"] = Dataset::float64({4, 4}, q, "1", "quantized exact");
+  r.putFloat32("output/D", d, 4, 4, "1", "D").attrs["output_type"] = std::string("fp32");
+  r.putFloat32("error/abs", abs, 4, 4, "1", "|D - ref|");
+  // A [4, 2]: row i = (i − 1.5, 2·(i − 1.5)); B [2, 4]: column j = (j, −j).
+  std::vector<float> a{-1.5f, -3.0f, -0.5f, -1.0f, 0.5f, 1.0f, 1.5f, 3.0f};
+  std::vector<float> b{0, 1, 2, 3, 0, -1, -2, -3};
+  r.putFloat32("inputs/A", a, 4, 2, "1", "A");
+  r.putFloat32("inputs/B", b, 2, 4, "1", "B");
+  r.putFloat32("quantized/A_dequantized", a, 4, 2, "1", "A dq");
+  r.putFloat32("quantized/B_dequantized", b, 2, 4, "1", "B dq");
+  r.attrs["format_a"] = std::string("E4M3FN");
+  r.attrs["format_b"] = std::string("E5M2");
+  r.attrs["scaling"] = std::string("te_current");
+  r.attrs["accumulation"] = std::string("split");
+  r.attrs["output_type"] = std::string("fp32");
+  r.attrs["m"] = int64_t(4);
+  r.attrs["k"] = int64_t(2);
+  r.attrs["n"] = int64_t(4);
+  r.setMetric("sqnr_db", 30 + extra, "dB", "");
+  r.setMetric("max_rel", 0.125, "1", "");
+  r.setMetric("a_saturated", 1, "count", "");
+  r.setMetric("b_saturated", 1, "count", "");
+  r.setMetric("a_underflow", 2, "count", "");
+  r.setMetric("b_underflow", 0, "count", "");
+  r.setMetric("gemm_seconds", 0.5, "s", "");
+  return r;
+}
+
+// Golden training run: one tensor fc1/input, 20 steps, amax 1 except 8 at step 4; Flax delayed
+// scaling, history 4 (E4M3FN, fp8_max 448). Recorded: the Flax windows and scales, saturated 3 at
+// step 4 (the spike is clipped: the scale in use came from amaxes of 1).
+Run goldenTraining(const std::string& id, bool withHistory = true) {
+  Run r;
+  r.id = id;
+  r.type = "training";
+  r.config_json = "{\"type\":\"training\"}";
+  r.attrs["precision"] = std::string("fp8");
+  r.attrs["scaling"] = std::string(withHistory ? "delayed-flax" : "current-te");
+  const int n = 20;
+  std::vector<float> amax(n, 1.0f), scale(n), loss(n);
+  std::vector<int64_t> sat(n, 0);
+  amax[4] = 8.0f;
+  sat[4] = 3;
+  std::vector<float> hist(size_t(n) * 4, 0.0f);
+  for (int t = 0; t < n; ++t) {
+    float m = 0;
+    for (int k = 0; k < 4; ++k) {
+      const int s = t - 3 + k;
+      hist[size_t(t) * 4 + size_t(k)] = s >= 0 ? amax[size_t(s)] : 0.0f;
+      const int old = t - 4 + k; // window before the step's amax
+      if (old >= 0) m = std::max(m, amax[size_t(old)]);
+    }
+    scale[size_t(t)] = m > 0 ? 1.0f / (448.0f / m) : 1.0f;
+    loss[size_t(t)] = 2.0f - 0.05f * float(t);
+  }
+  r.putFloat32("history/fc1/input/amax", amax, n, -1, "1", "amax");
+  r.putFloat32("history/fc1/input/scale", scale, n, -1, "1", "dequant scale");
+  if (withHistory) r.putFloat32("history/fc1/input/amax_history", hist, n, 4, "1", "window");
+  r.datasets["history/fc1/input/saturated"] = Dataset::int64({n}, sat, "count", "clipped");
+  r.group_attrs["history/fc1/input"]["format"] = std::string("E4M3FN");
+  r.group_attrs["history/fc1/input"]["scaling"] = std::string(withHistory ? "delayed-flax" : "current-te");
+  r.group_attrs["history/fc1/input"]["history_len"] = int64_t(4);
+  r.putFloat32("training/loss", loss, n, -1, "nats", "loss");
+  r.setMetric("final_test_accuracy", withHistory ? 0.8 : 0.82, "1", "");
+  r.setMetric("seconds", 12, "s", "");
+  return r;
+}
+
+int distinctColours(const QImage& img) {
+  std::set<QRgb> c;
+  for (int y = 0; y < img.height(); y += 3)
+    for (int x = 0; x < img.width(); x += 3) c.insert(img.pixel(x, y));
+  return int(c.size());
+}
+
+} // namespace
+
+class TestViews2 : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir_;
+  QString file_;
+
+private Q_SLOTS:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    QVERIFY(dir_.isValid());
+    file_ = dir_.filePath(QStringLiteral("golden.h5"));
+    fp8lab::Session s;
+    s.runs = {goldenGemm("g1"), goldenGemm("g2", 1.0), goldenTraining("t-delayed"), goldenTraining("t-current", false)};
+    // A GEMM run that lacks the quantized-exact reference (an older or partial file).
+    Run partial = goldenGemm("g3-partial");
+    partial.datasets.erase("reference/D_quantized_exact");
+    s.runs.push_back(partial);
+    const auto st = writeSession(file_.toStdString(), s);
+    QVERIFY2(st.ok(), st.message().c_str());
+  }
+
+  // Cells of 2×2 over the golden maps (max and mean over finite values; NaN cells stay NaN).
+  void heatmapModelCells() {
+    QString err;
+    auto run = RunAccess::fromFile(file_, QStringLiteral("g1"), &err);
+    QVERIFY2(run, qPrintable(err));
+    HeatmapModel m(run);
+    QCOMPARE(m.shape(ErrorQuantity::Total), (std::pair<int64_t, int64_t>{4, 4}));
+    QCOMPARE(m.tileSize(), (std::pair<int64_t, int64_t>{2, 2})); // config "tile": 2
+    HeatmapGrid g;
+    QVERIFY2(m.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, 4, 4, 2, 2, CellReduce::Max, &g, &err), qPrintable(err));
+    QCOMPARE(g.grid_rows, 2);
+    QCOMPARE(g.grid_cols, 2);
+    // Cell (0,0): elements (0,1),(1,0) odd → 0.25; cell (0,1): (1,2) 0.75 is the max;
+    // cell (1,0): 0.25; cell (1,1) holds the NaN at (2,3) → NaN.
+    QCOMPARE(g.cell(0, 0), 0.25);
+    QCOMPARE(g.cell(0, 1), 0.75);
+    QCOMPARE(g.cell(1, 0), 0.25);
+    QVERIFY(std::isnan(g.cell(1, 1)));
+    QCOMPARE(g.nan_elements, 1);
+    QCOMPARE(g.nan_cells, 1);
+    QCOMPARE(g.max, 0.75);
+    // Mean: cell (0,1) holds (0,2) 0, (0,3) 0.25, (1,2) 0.75, (1,3) 0 → 1.0 / 4 = 0.25.
+    QVERIFY(m.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, 4, 4, 2, 2, CellReduce::Mean, &g, &err));
+    QCOMPARE(g.cell(0, 1), 0.25);
+    QCOMPARE(g.cell(0, 0), 0.125); // 0, 0.25, 0.25, 0 → 0.5 / 4
+    // Split: quantization is 0.25 on odd cells only; accumulation 0.5 at (1,2) and NaN at (2,3).
+    QVERIFY(m.compute(ErrorQuantity::Quantization, ErrorKind::Abs, 0, 0, 4, 4, 1, 1, CellReduce::Max, &g, &err));
+    QCOMPARE(g.cell(1, 2), 0.25);
+    QCOMPARE(g.cell(2, 2), 0.0);
+    QCOMPARE(g.nan_elements, 0);
+    QVERIFY(m.compute(ErrorQuantity::Accumulation, ErrorKind::Abs, 0, 0, 4, 4, 1, 1, CellReduce::Max, &g, &err));
+    QCOMPARE(g.cell(1, 2), 0.5);
+    QCOMPARE(g.cell(0, 1), 0.0);
+    QVERIFY(std::isnan(g.cell(2, 3)));
+    // Relative total at (1,2): 0.75 / ideal 6 = 0.125.
+    QVERIFY(m.compute(ErrorQuantity::Total, ErrorKind::Rel, 1, 2, 1, 1, 1, 1, CellReduce::Max, &g, &err));
+    QCOMPARE(g.cell(0, 0), 0.125);
+    // A window outside the map is refused with a message.
+    QVERIFY(!m.compute(ErrorQuantity::Total, ErrorKind::Abs, 3, 3, 2, 2, 1, 1, CellReduce::Max, &g, &err));
+    QVERIFY(err.contains(QStringLiteral("outside")));
+    // ULP is for D only.
+    QVERIFY(!m.available(ErrorQuantity::OperandA, ErrorKind::Ulp, &err));
+  }
+
+  // The overview keeps a single large error (max per cell), zooming shows the exact element.
+  void decimationKeepsSpikes() {
+    Run r = goldenGemm("big");
+    std::vector<float> abs(64 * 64, 0.001f);
+    abs[37 * 64 + 5] = 9.0f;
+    r.putFloat32("error/abs", abs, 64, 64, "1", "abs");
+    r.datasets.erase("reference/D");
+    r.datasets.erase("output/D");
+    r.datasets.erase("reference/D_quantized_exact");
+    ErrorHeatmapView v;
+    v.resize(900, 600);
+    v.setOverviewCells(16);
+    v.setRunAccess(RunAccess::fromRun(std::make_shared<Run>(r)));
+    QCOMPARE(v.grids().size(), 1);
+    const HeatmapGrid& g = v.grids().first();
+    QCOMPARE(g.block_rows, 4); // 64 / 16
+    QCOMPARE(g.cell(37 / 4, 5 / 4), 9.0);
+    QVERIFY(v.statusText().contains(QStringLiteral("max of 4\u00d74")));
+    v.zoomTo(32, 0, 8, 8);
+    QCOMPARE(v.grids().first().block_rows, 1);
+    QCOMPARE(v.grids().first().r0, 32);
+    QCOMPARE(v.grids().first().cell(5, 5), 9.0);
+    QVERIFY(v.statusText().contains(QStringLiteral("one element")));
+  }
+
+  void heatmapViewHoverClickNaN() {
+    QString err;
+    ErrorHeatmapView v;
+    v.resize(1100, 650);
+    v.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    v.setRunAccess(RunAccess::fromFile(file_, QStringLiteral("g1"), &err));
+    v.setLogScale(false);
+    QCOMPARE(v.grids().size(), 1);
+    QCOMPARE(v.grids().first().block_rows, 1);
+    // NaN is counted and drawn in the NaN colour; the colour range is the finite range [0, 0.75].
+    QVERIFY2(v.statusText().contains(QStringLiteral("1 NaN element")), qPrintable(v.statusText()));
+    QCOMPARE(v.colorScale()->dataRange().lower, 0.0);
+    QCOMPARE(v.colorScale()->dataRange().upper, 0.75);
+    QVERIFY(std::isnan(v.colorMaps().first()->data()->cell(3, 2)));
+    QVERIFY(v.colorScale()->axis()->label().contains(QStringLiteral("absolute error")));
+    // Hover over element (1, 2) with the mouse: reference 6, tested 6.75 (6 + 0.25 + 0.5), error 0.75.
+    v.plot()->replot();
+    QCPAxisRect* rect = v.plot()->axisRect(0);
+    const QPoint px(int(rect->axis(QCPAxis::atBottom)->coordToPixel(2)), int(rect->axis(QCPAxis::atLeft)->coordToPixel(1)));
+    QTest::mouseMove(v.plot(), px);
+    QTRY_VERIFY(v.hoverText().contains(QStringLiteral("(i, j) = (1, 2)")));
+    QVERIFY2(v.hoverText().contains(QStringLiteral("reference/D = 6 ")), qPrintable(v.hoverText()));
+    QVERIFY(v.hoverText().contains(QStringLiteral("output/D = 6.75")));
+    QVERIFY(v.hoverText().contains(QStringLiteral("error = 0.75")));
+    // Click: the element's detail. Row 1 of A = (−0.5, −1): min −1, max −0.5; column 2 of B =
+    // (2, −2). D = 6.75 → nearest E4M3FN (fp32 output: A's format) code: 6.75 = 1.6875·2^2 lies
+    // between 6.5 and 7 (spacing 0.5 at exponent 2), a tie → RNE picks mantissa 110 (even): 7 = 0x4e.
+    QTest::mouseClick(v.plot(), Qt::LeftButton, {}, px);
+    QVERIFY2(v.detailText().contains(QStringLiteral("Element (1, 2)")), qPrintable(v.detailText()));
+    QVERIFY(v.detailText().contains(QStringLiteral("Row 1 of A")));
+    QVERIFY(v.detailText().contains(QStringLiteral("min \u22121, max \u22120.5")));
+    QVERIFY(v.detailText().contains(QStringLiteral("Column 2 of B")));
+    QCOMPARE(v.detailFormat(), QStringLiteral("E4M3FN"));
+    QCOMPARE(v.detailCode(), 0x4eu);
+    // Split: three maps (quantization, accumulation, total) on one colour scale.
+    v.setMode(ErrorHeatmapView::Mode::Split);
+    QCOMPARE(v.grids().size(), 3);
+    QCOMPARE(v.grids()[0].cell(1, 2), 0.25);
+    QCOMPARE(v.grids()[1].cell(1, 2), 0.5);
+    QCOMPARE(v.grids()[2].cell(1, 2), 0.75);
+    // Tile max with the run's tile (2): the same cells as the 2×2 model test.
+    v.setMode(ErrorHeatmapView::Mode::Total);
+    v.setAggregation(ErrorHeatmapView::Aggregation::TileMax);
+    QCOMPARE(v.grids().first().block_rows, 2);
+    QCOMPARE(v.grids().first().cell(0, 1), 0.75);
+    QVERIFY(v.csv().startsWith(QStringLiteral("quantity,kind,unit,row_first,row_last,col_first,col_last,value\n")));
+    QVERIFY(v.csv().contains(QStringLiteral(",2,3,2,3,nan\n")));
+  }
+
+  void heatmapMissingDatasets() {
+    QString err;
+    ErrorHeatmapView v;
+    v.resize(900, 600);
+    v.setRunAccess(RunAccess::fromFile(file_, QStringLiteral("g3-partial"), &err));
+    v.setMode(ErrorHeatmapView::Mode::Split);
+    // Only the total can be drawn; the status names the missing dataset.
+    QCOMPARE(v.grids().size(), 1);
+    QVERIFY2(v.statusText().contains(QStringLiteral("reference/D_quantized_exact")), qPrintable(v.statusText()));
+    // A training run has no error map: an empty state, no crash.
+    v.setRunAccess(RunAccess::fromFile(file_, QStringLiteral("t-delayed"), &err));
+    QCOMPARE(v.grids().size(), 0);
+    QVERIFY(v.statusText().contains(QStringLiteral("training")));
+    v.setRunAccess(nullptr);
+    QCOMPARE(v.grids().size(), 0);
+  }
+
+  void exportPngPdfSvgCsv() {
+    QString err;
+    ErrorHeatmapView v;
+    v.resize(1000, 640);
+    v.setRunAccess(RunAccess::fromFile(file_, QStringLiteral("g1"), &err));
+    const QString png = dir_.filePath(QStringLiteral("h.png"));
+    QVERIFY2(exportViewSized(&v, png, QSize(800, 500), &err), qPrintable(err));
+    QImage img(png);
+    QCOMPARE(img.size(), QSize(800, 500));
+    QVERIFY(distinctColours(img) > 20); // not blank: map cells, colour bar, text
+    for (const char* ext : {"pdf", "svg"}) {
+      const QString f = dir_.filePath(QStringLiteral("h.") + QLatin1String(ext));
+      QVERIFY2(exportViewSized(&v, f, QSize(800, 500), &err), qPrintable(err));
+      QVERIFY(QFileInfo(f).size() > 1000);
+    }
+    QVERIFY(!exportViewSized(&v, dir_.filePath(QStringLiteral("h.bmp")), QSize(800, 500), &err));
+    QVERIFY(err.contains(QStringLiteral("unknown export type")));
+    QVERIFY(!exportViewSized(&v, png, QSize(4, 4), &err));
+  }
+
+  void amaxHistoryWindowAndWhatIf() {
+    QString err;
+    AmaxHistoryView v;
+    v.resize(1200, 800);
+    v.setRunAccess(RunAccess::fromFile(file_, QStringLiteral("t-delayed"), &err));
+    QCOMPARE(v.tensors(), QStringList{QStringLiteral("fc1/input")});
+    QCOMPARE(v.steps(), 20);
+    QCOMPARE(v.whatIf().history_len, 4); // from the group attribute
+    QCOMPARE(v.whatIf().preset, DelayedPreset::Flax);
+    // amax 8 at step 4 is > 2 × the median (1) of the steps before: the only spike.
+    QCOMPARE(v.spikes(), std::vector<int64_t>{4});
+    // Window after step 5 (Flax, L = 4): amaxes of steps 2..5 = 1, 1, 8, 1; max 8.
+    v.setStep(5);
+    QCOMPARE(v.window(), (std::vector<float>{1, 1, 8, 1}));
+    QCOMPARE(v.takenValue(), 8.0);
+    QVERIFY2(v.infoText().contains(QStringLiteral("what-if window = recorded amax_history")), qPrintable(v.infoText()));
+    // After step 8 the spike has left: steps 5..8.
+    v.setStep(8);
+    QCOMPARE(v.window(), (std::vector<float>{1, 1, 1, 1}));
+    QCOMPARE(v.takenValue(), 1.0);
+    // Flax scale used at step t comes from the window before a_t: step 0 keeps 1 (empty window),
+    // step 4 from {1} → 1/(448/1), steps 5..8 from windows holding 8 → 1/(448/8) = 1/56, step 9 → 1/448.
+    const auto& s = v.whatIfScale();
+    QCOMPARE(s[0], 1.0);
+    QCOMPARE(s[4], double(1.0f / 448.0f));
+    QCOMPARE(s[5], double(1.0f / 56.0f));
+    QCOMPARE(s[8], double(1.0f / 56.0f));
+    QCOMPARE(s[9], double(1.0f / 448.0f));
+    QCOMPARE(v.recordedScale(), std::vector<double>(s.begin(), s.end())); // the what-if replays the run
+    // What-if L = 2: the spike is gone from the window two steps after it (steps 5, 6 → 1).
+    DelayedScalingConfig c = v.whatIf();
+    c.history_len = 2;
+    v.setWhatIf(c);
+    v.setStep(5);
+    QCOMPARE(v.window(), (std::vector<float>{8, 1}));
+    QCOMPARE(v.whatIfScale()[6], double(1.0f / 56.0f));  // window before step 6: steps 4, 5
+    QCOMPARE(v.whatIfScale()[7], double(1.0f / 448.0f)); // steps 5, 6
+    QVERIFY(v.infoText().contains(QStringLiteral("differs")));
+    // TE most-recent: after step 4 the stored window ends with the cleared staging slot; the
+    // newest real amax is the spike.
+    c.preset = DelayedPreset::TE;
+    c.algo = AmaxAlgo::MostRecent;
+    c.history_len = 4;
+    v.setWhatIf(c);
+    v.setStep(4);
+    QCOMPARE(v.takenValue(), 8.0);
+    v.setStep(5);
+    QCOMPARE(v.takenValue(), 1.0);
+    QVERIFY(v.csv().startsWith(QStringLiteral("step,amax,recorded_dequant_scale,whatif_dequant_scale,spike\n0,1,")));
+    QVERIFY(v.csv().contains(QStringLiteral("\n4,8,")));
+    // Playing advances the step; the slider scrubs.
+    v.setStep(0);
+    v.setPlaying(true);
+    QTRY_VERIFY(v.step() > 2);
+    v.setPlaying(false);
+    QVERIFY(!v.isPlaying());
+    // The simulated sequence (no run): 600 steps, spikes at 150, 300, 450.
+    v.setRunAccess(nullptr);
+    QCOMPARE(v.steps(), 600);
+    QCOMPARE(v.spikes(), (std::vector<int64_t>{150, 300, 450}));
+    // A run without amax_history (current scaling): still draws, says what is missing.
+    v.setRunAccess(RunAccess::fromFile(file_, QStringLiteral("t-current"), &err));
+    QCOMPARE(v.steps(), 20);
+    QVERIFY(v.infoText().contains(QStringLiteral("amax_history")));
+  }
+
+  void scaleEvolutionLinkedPlots() {
+    QString err;
+    ScaleEvolutionView v;
+    v.resize(1200, 800);
+    v.setRuns(RunAccess::fromFile(file_, QStringLiteral("t-delayed"), &err), RunAccess::fromFile(file_, QStringLiteral("t-current"), &err));
+    QCOMPARE(v.checkedTensors(), QStringList{QStringLiteral("fc1/input")});
+    QCOMPARE(v.saturationSteps(QStringLiteral("fc1/input")), QList<int64_t>{4});
+    // Scale + amax + saturation marks for each run, loss for each run.
+    int top = 0, bottom = 0;
+    for (int i = 0; i < v.plot()->plottableCount(); ++i)
+      (v.plot()->plottable(i)->keyAxis()->axisRect() == v.scaleRect() ? top : bottom)++;
+    QCOMPARE(top, 6);
+    QCOMPARE(bottom, 2);
+    QCOMPARE(v.scaleRect()->axis(QCPAxis::atLeft)->scaleType(), QCPAxis::stLogarithmic);
+    QVERIFY(v.scaleRect()->axis(QCPAxis::atLeft)->label().startsWith(QStringLiteral("dequant scale")));
+    // Zoom in the scale plot: the loss plot follows.
+    v.scaleRect()->axis(QCPAxis::atBottom)->setRange(3, 9);
+    QCOMPARE(v.lossRect()->axis(QCPAxis::atBottom)->range().lower, 3.0);
+    QCOMPARE(v.lossRect()->axis(QCPAxis::atBottom)->range().upper, 9.0);
+    v.setQuantConvention(true);
+    QVERIFY(v.scaleRect()->axis(QCPAxis::atLeft)->label().startsWith(QStringLiteral("quant scale")));
+    QVERIFY(v.csv().startsWith(QStringLiteral("step,fc1/input amax,fc1/input dequant_scale,fc1/input saturated,loss\n")));
+    v.setRuns(nullptr);
+    QCOMPARE(v.plot()->plottableCount(), 0);
+  }
+
+  void comparisonTableBarsDiff() {
+    QString err;
+    ComparisonView v;
+    v.resize(1200, 800);
+    QList<std::shared_ptr<RunAccess>> runs;
+    for (const char* id : {"g1", "g2", "t-delayed"}) runs << RunAccess::fromFile(file_, QString::fromLatin1(id), &err);
+    v.setRuns(runs);
+    QCOMPARE(v.rows().size(), 3);
+    // Saturated % = (1 + 1) / (4·2 + 2·4) · 100 = 12.5; underflow (2 + 0) / 16 · 100 = 12.5.
+    QCOMPARE(v.rows()[0].saturated_pct, 12.5);
+    QCOMPARE(v.rows()[0].underflow_pct, 12.5);
+    QCOMPARE(v.rows()[0].formats, QStringLiteral("E4M3FN \u00d7 E5M2"));
+    QCOMPARE(v.rows()[2].final_accuracy, 0.8);
+    QVERIFY(std::isnan(v.rows()[2].sqnr_db));
+    // Sort by SQNR descending: g2 (31 dB) first, g1 (30) next, the training run (no SQNR) last.
+    v.table()->sortByColumn(5, Qt::DescendingOrder); // as a header click
+    QCOMPARE(v.table()->item(0, 0)->data(Qt::UserRole).toString(), QStringLiteral("g2"));
+    QCOMPARE(v.table()->item(1, 0)->data(Qt::UserRole).toString(), QStringLiteral("g1"));
+    v.table()->sortByColumn(5, Qt::AscendingOrder);
+    QCOMPARE(v.table()->item(0, 0)->data(Qt::UserRole).toString(), QStringLiteral("g1"));
+    QCOMPARE(v.table()->item(2, 0)->data(Qt::UserRole).toString(), QStringLiteral("t-delayed"));
+    // Bar chart: one bar per run with the metric (2 of 3 have an SQNR).
+    v.setMetric(QStringLiteral("sqnr_db"));
+    auto* bars = qobject_cast<QCPBars*>(v.plot()->plottable(0));
+    QVERIFY(bars);
+    QCOMPARE(bars->dataCount(), 2);
+    // Difference of error maps g2 − g1 (4×4, one cell per element): g2's D is 1 larger at (1,2),
+    // so the difference there is (0.75 + 1) − 0.75 = 1 and 0 elsewhere; the NaN cell stays NaN.
+    QVERIFY(v.selectPair(QStringLiteral("g1"), QStringLiteral("g2")));
+    QCOMPARE(v.difference().grid_rows, 4);
+    QCOMPARE(v.difference().cell(1, 2), 1.0);
+    QCOMPARE(v.difference().cell(0, 0), 0.0);
+    QVERIFY(std::isnan(v.difference().cell(2, 3)));
+    QVERIFY(v.diffText().contains(QStringLiteral("g2 minus g1")));
+    // A training run has no error map.
+    QVERIFY(v.selectPair(QStringLiteral("g1"), QStringLiteral("t-delayed")));
+    QVERIFY(v.diffText().contains(QStringLiteral("No difference map")));
+    QVERIFY(!v.selectPair(QStringLiteral("g1"), QStringLiteral("nope")));
+    QVERIFY(v.csv().startsWith(QStringLiteral("id,label,kind,formats")));
+  }
+
+  void renderOffscreen() {
+    RenderRequest req;
+    req.session = file_;
+    req.dir = dir_.filePath(QStringLiteral("out"));
+    req.size = QSize(900, 600);
+    QList<RenderedFile> files;
+    QString err;
+    QVERIFY2(renderViews(req, &files, &err), qPrintable(err));
+    QStringList names;
+    for (const auto& f : files) names << QFileInfo(f.file).fileName();
+    for (const char* n : {"g1-heatmap.png", "g1-split.png", "g1-heatmap.csv", "t-delayed-amax.png", "t-delayed-scales.png",
+                          "g3-partial-split.png", "compare.png", "compare.csv"})
+      QVERIFY2(names.contains(QLatin1String(n)), n);
+    QImage img(QDir(req.dir).filePath(QStringLiteral("t-delayed-amax.png")));
+    QCOMPARE(img.size(), QSize(900, 600));
+    QVERIFY(distinctColours(img) > 20);
+    req.run = QStringLiteral("nope");
+    QVERIFY(!renderViews(req, &files, &err));
+    QVERIFY(err.contains(QStringLiteral("no run 'nope'")));
+    req.run.clear();
+    req.views = {QStringLiteral("bogus")};
+    QVERIFY(!renderViews(req, &files, &err));
+    QVERIFY(err.contains(QStringLiteral("unknown view")));
+    req.views.clear();
+    req.session = dir_.filePath(QStringLiteral("missing.h5"));
+    QVERIFY(!renderViews(req, &files, &err));
+  }
+};
+
+QTEST_MAIN(TestViews2)
+#include "test_views2.moc"
