@@ -27,7 +27,11 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QProcess>
 #include <QProgressBar>
+#include <QScrollArea>
+#include <QStandardPaths>
+#include <QDir>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -68,7 +72,7 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
   banner_->setTextFormat(Qt::RichText);
   banner_->setStyleSheet(QStringLiteral("QLabel { background:#e3f2fd; color:#0d47a1; padding:6px 10px; border-bottom:1px solid #90caf9; }"));
   connect(banner_, &QLabel::linkActivated, this, [this](const QString& link) {
-    if (link == QStringLiteral("run")) runExperiment(panel_->config());
+    if (link == QStringLiteral("run")) runFullDefaultExperiment();
     else if (link == QStringLiteral("open")) openSessionDialog();
     else if (link == QStringLiteral("panel")) { panel_dock_->show(); panel_dock_->raise(); }
     else if (link == QStringLiteral("close")) banner_->hide();
@@ -189,15 +193,25 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
 }
 
 MainWindow::~MainWindow() {
+  if (full_run_) {
+    full_run_->kill();
+    full_run_->waitForFinished(2000);
+  }
   job_->cancel();
   job_->waitForFinished();
 }
 
 void MainWindow::addView(View* view) {
   views_.append(view);
-  tabs_->addTab(view, view->title());
+  // Each view sits in a scroll area, so a view wider than a small screen scrolls instead of
+  // making the whole window wider than the screen.
+  auto* scroll = new QScrollArea(tabs_);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setWidget(view);
+  tabs_->addTab(scroll, view->title());
   if (view_menu_) {
-    auto* a = view_menu_->addAction(view->title(), this, [this, view] { tabs_->setCurrentWidget(view); });
+    auto* a = view_menu_->addAction(view->title(), this, [this, view] { showView(view->viewId()); });
     a->setObjectName(QStringLiteral("showView_") + view->viewId());
   }
   connect(view, &View::issue, this, [this, view](int sev, const QString& text, const QString& where) {
@@ -215,11 +229,14 @@ View* MainWindow::view(const QString& id) const {
 bool MainWindow::showView(const QString& id) {
   View* v = view(id);
   if (!v) return false;
-  tabs_->setCurrentWidget(v);
+  tabs_->setCurrentIndex(int(views_.indexOf(v)));
   return true;
 }
 
-View* MainWindow::currentView() const { return qobject_cast<View*>(tabs_->currentWidget()); }
+View* MainWindow::currentView() const {
+  const int i = tabs_->currentIndex();
+  return i >= 0 && i < views_.size() ? views_[i] : nullptr;
+}
 
 void MainWindow::buildDocks() {
   // Session tree: file → runs.
@@ -229,6 +246,8 @@ void MainWindow::buildDocks() {
   tree_->setObjectName(QStringLiteral("sessionTree"));
   tree_->setHeaderLabels({tr("Run"), tr("Kind"), tr("Backend")});
   tree_->header()->setSectionResizeMode(0, QHeaderView::Stretch);
+  tree_->header()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+  tree_->header()->setSectionResizeMode(2, QHeaderView::ResizeToContents);
   tree_->header()->setStretchLastSection(false);
   tree_->setRootIsDecorated(true);
   tree_->setEditTriggers(QAbstractItemView::EditKeyPressed | QAbstractItemView::DoubleClicked);
@@ -308,7 +327,7 @@ void MainWindow::buildActions() {
   view_menu_ = menuBar()->addMenu(tr("&View"));
   for (int i = 0; i < views_.size(); ++i) {
     View* v = views_[i];
-    auto* a = view_menu_->addAction(v->title(), this, [this, v] { tabs_->setCurrentWidget(v); });
+    auto* a = view_menu_->addAction(v->title(), this, [this, v] { showView(v->viewId()); });
     a->setObjectName(QStringLiteral("showView_") + v->viewId());
     if (i < 9) a->setShortcut(QKeySequence(QStringLiteral("Alt+%1").arg(i + 1)));
   }
@@ -612,6 +631,53 @@ bool MainWindow::runExperiment(const QJsonObject& config) {
                             .arg(config.value(QStringLiteral("m")).toInt()).arg(config.value(QStringLiteral("n")).toInt())
                             .arg(config.value(QStringLiteral("k")).toInt());
   return job_->start(title, [runner, cfg](const fp8lab::ProgressFn& fn) { return runner(cfg, fn); });
+}
+
+bool MainWindow::runFullDefaultExperiment() {
+  if (full_run_) {
+    statusBar()->showMessage(tr("The full default experiment is already running"), 4000);
+    return false;
+  }
+  const QString cli = QCoreApplication::applicationDirPath() + QStringLiteral("/fp8lab-cli");
+  if (!QFileInfo(cli).isExecutable()) {
+    issues_->report(Severity::Error, tr("Cannot run the full default experiment: fp8lab-cli was not found next to fp8lab"), cli);
+    return false;
+  }
+  const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation);
+  QDir().mkpath(dir);
+  const QString out = dir + QStringLiteral("/default-experiment-%1.h5")
+                                .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")));
+  full_run_ = new QProcess(this);
+  full_run_->setProcessChannelMode(QProcess::MergedChannels);
+  job_label_->setText(tr("Full default experiment (Fashion-MNIST training, a few minutes)\u2026"));
+  job_bar_->setRange(0, 0); // busy: the CLI reports progress on a terminal only
+  job_label_->show();
+  job_bar_->show();
+  job_cancel_->show();
+  auto conn = connect(job_cancel_, &QToolButton::clicked, full_run_, [this] { if (full_run_) full_run_->kill(); });
+  connect(full_run_, &QProcess::finished, this, [this, out, conn](int code, QProcess::ExitStatus st) {
+    disconnect(conn);
+    job_bar_->setRange(0, 1000);
+    job_label_->hide();
+    job_bar_->hide();
+    job_cancel_->hide();
+    const QString log = QString::fromUtf8(full_run_->readAll()).trimmed();
+    full_run_->deleteLater();
+    full_run_ = nullptr;
+    if (st != QProcess::NormalExit || code != 0) {
+      issues_->report(st == QProcess::CrashExit ? Severity::Info : Severity::Error,
+                      st == QProcess::CrashExit ? tr("The full default experiment was stopped")
+                                                : tr("The full default experiment failed (exit %1): %2").arg(code).arg(log.right(300)),
+                      out);
+      return;
+    }
+    if (!session_->isModified()) openSession(out);
+    else issues_->report(Severity::Info, tr("The full default experiment finished; open it from File \u2192 Open recent"), out);
+    addRecent(out);
+  });
+  full_run_->start(cli, {QStringLiteral("run"), QStringLiteral("--out"), out, QStringLiteral("--quiet")});
+  statusBar()->showMessage(tr("Running the full default experiment into %1").arg(out), 6000);
+  return true;
 }
 
 void MainWindow::onJobFinished(const JobResult& r) {

@@ -20,6 +20,7 @@
 class QAction;
 class QLabel;
 class QMenu;
+class QProcess;
 class QProgressBar;
 class QTabWidget;
 class QToolButton;
@@ -79,6 +80,11 @@ public:
   /// Starts the experiment panel's configuration in the background; false if refused.
   bool runExperiment(const QJsonObject& config);
 
+  /// Starts `fp8lab-cli run` (the full default experiment, resources/experiments/default.json:
+  /// Fashion-MNIST training + GEMMs on the trained weights, a few minutes) in a background process;
+  /// opens the resulting session when it finishes. False when the CLI cannot be found.
+  bool runFullDefaultExperiment();
+
   /// The status-bar texts, for tests.
   QString backendText() const;
   QString issueCounterText() const;
@@ -133,6 +139,7 @@ private:
   QLabel* banner_ = nullptr;
   QAction *act_save_ = nullptr, *act_undo_ = nullptr, *act_redo_ = nullptr;
   BackendInfo backend_;
+  QProcess* full_run_ = nullptr;
 };
 
 } // namespace fp8lab::ui

@@ -1,0 +1,152 @@
+// GUI performance (issue 5 §7), measured with Google Benchmark, never with timed tests:
+//
+//   BM_ProcessStartToFirstPaint  wall time from starting `fp8lab --startup-time --grab` to the
+//                                first paint of its current view (the app reports the time since
+//                                main(); the counter `in_process_ms` is that figure, the benchmark
+//                                time includes exec + dynamic loading). Goal ≤ 1.5 s.
+//   BM_WindowToFirstPaint        constructing and showing a MainWindow until its view painted,
+//                                inside one process (the part of start-up the code controls).
+//   BM_GuiResponsiveWhileRunning the longest gap between ticks of a 5 ms QTimer on the GUI thread
+//                                while a GEMM experiment runs on the worker thread (counter
+//                                `max_gap_ms`, goal ≤ 100 ms), next to the same probe with nothing
+//                                running (`idle_max_gap_ms`, the peer of the same run).
+//
+// Run: QT_QPA_PLATFORM=offscreen build/tests/bench/bench_gui
+#include "experiment_panel.h"
+#include "job.h"
+#include "main_window.h"
+#include "view.h"
+
+#include <benchmark/benchmark.h>
+
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QSignalSpy>
+#include <QTimer>
+
+using namespace fp8lab::ui;
+
+namespace {
+
+MainWindow::Options quietOptions() {
+  MainWindow::Options o;
+  o.restore_settings = false;
+  o.probe_backend = false;
+  return o;
+}
+
+/// Runs the event loop for `ms` milliseconds while a 5 ms timer measures the longest gap.
+double maxTickGapMs(int ms, const std::function<bool()>& keep_going = {}) {
+  QElapsedTimer total, last;
+  total.start();
+  last.start();
+  double worst = 0;
+  QTimer t;
+  t.setInterval(5);
+  QObject::connect(&t, &QTimer::timeout, [&] {
+    worst = std::max(worst, double(last.nsecsElapsed()) / 1e6);
+    last.restart();
+  });
+  t.start();
+  while (total.elapsed() < ms && (!keep_going || keep_going())) QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 5);
+  worst = std::max(worst, double(last.nsecsElapsed()) / 1e6);
+  return worst;
+}
+
+} // namespace
+
+static void BM_ProcessStartToFirstPaint(benchmark::State& state) {
+  double in_process = 0;
+  for (auto _ : state) {
+    QProcess p;
+    p.setProcessChannelMode(QProcess::SeparateChannels);
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+    p.setProcessEnvironment(env);
+    QElapsedTimer t;
+    t.start();
+    p.start(QStringLiteral(FP8LAB_GUI_EXE), {QStringLiteral("--startup-time"), QStringLiteral("--grab"), QStringLiteral("/dev/null.png")});
+    QString err;
+    static const QRegularExpression re(QStringLiteral("first paint after (\\d+) ms"));
+    QRegularExpressionMatch m;
+    while (p.state() != QProcess::NotRunning || p.bytesAvailable() || p.canReadLine()) {
+      p.waitForReadyRead(50);
+      err += QString::fromUtf8(p.readAllStandardError());
+      m = re.match(err);
+      if (m.hasMatch()) break;
+      if (p.state() == QProcess::NotRunning) break;
+    }
+    const double wall = double(t.nsecsElapsed()) / 1e9;
+    p.kill();
+    p.waitForFinished();
+    if (!m.hasMatch()) {
+      state.SkipWithError("fp8lab did not report its first paint");
+      return;
+    }
+    in_process = m.captured(1).toDouble();
+    state.SetIterationTime(wall);
+  }
+  state.counters["in_process_ms"] = in_process;
+}
+BENCHMARK(BM_ProcessStartToFirstPaint)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
+
+static void BM_WindowToFirstPaint(benchmark::State& state) {
+  for (auto _ : state) {
+    QElapsedTimer t;
+    t.start();
+    MainWindow w(quietOptions());
+    struct Probe : QObject {
+      bool painted = false;
+      bool eventFilter(QObject*, QEvent* e) override {
+        if (e->type() == QEvent::Paint) painted = true;
+        return false;
+      }
+    } probe;
+    w.currentView()->installEventFilter(&probe);
+    w.show();
+    while (!probe.painted) QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 5);
+    state.SetIterationTime(double(t.nsecsElapsed()) / 1e9);
+  }
+}
+BENCHMARK(BM_WindowToFirstPaint)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
+
+static void BM_GuiResponsiveWhileRunning(benchmark::State& state) {
+  const int n = int(state.range(0));
+  MainWindow w(quietOptions());
+  w.show();
+  if (!w.hasExperimentRunner()) {
+    state.SkipWithError("no experiment runner in this build");
+    return;
+  }
+  double worst = 0, idle = 0;
+  for (auto _ : state) {
+    idle = std::max(idle, maxTickGapMs(300));
+    QJsonObject c = ExperimentPanel::defaultConfig();
+    c[QStringLiteral("m")] = n;
+    c[QStringLiteral("n")] = n;
+    c[QStringLiteral("k")] = n;
+    QElapsedTimer t;
+    t.start();
+    if (!w.runExperiment(c)) {
+      state.SkipWithError("the experiment was refused");
+      return;
+    }
+    worst = std::max(worst, maxTickGapMs(600000, [&] { return w.job()->isRunning(); }));
+    state.SetIterationTime(double(t.nsecsElapsed()) / 1e9);
+    w.session()->reset();
+  }
+  state.counters["max_gap_ms"] = worst;
+  state.counters["idle_max_gap_ms"] = idle;
+}
+BENCHMARK(BM_GuiResponsiveWhileRunning)->Arg(512)->Arg(1024)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(2);
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QCoreApplication::setOrganizationName(QStringLiteral("FP8 Lab bench"));
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
