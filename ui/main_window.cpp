@@ -16,6 +16,9 @@
 #include "style.h"
 
 #include <QAction>
+#include <QElapsedTimer>
+
+#include <cstdio>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDesktopServices>
@@ -684,7 +687,10 @@ void MainWindow::onJobFinished(const JobResult& r) {
   const QString where = r.run.label.isEmpty() ? tr("experiment") : r.run.label;
   for (const auto& w : r.warnings) issues_->report(w, where);
   if (r.run.kind.isEmpty()) return;
+  QElapsedTimer t;
+  t.start();
   session_->addRun(r.run);
+  if (qEnvironmentVariableIsSet("FP8LAB_TRACE")) std::fprintf(stderr, "addRun took %lld ms\n", static_cast<long long>(t.elapsed()));
   statusBar()->showMessage(tr("Run added: %1").arg(session_->run(session_->runCount() - 1).label), 5000);
 }
 

@@ -23,7 +23,6 @@
 #include <QElapsedTimer>
 #include <QProcess>
 #include <QRegularExpression>
-#include <QSignalSpy>
 #include <QTimer>
 
 using namespace fp8lab::ui;
