@@ -207,7 +207,10 @@ int runGemm(const QStringList& args) {
   ro.scale = *sc;
   const bool json = p.isSet(QStringLiteral("json"));
 
-  // Memory: inputs (float), codes, ideal + exact (double) and the backend's own buffers.
+  // Memory: inputs (float), codes, ideal + exact (double) and the backend's own buffers —
+  // refused before anything is generated.
+  const std::string mem = gemmExperimentMemoryProblem(M, N, K);
+  if (!mem.empty()) return fail(QString::fromStdString(mem));
   auto backend = makeCpuGemmBackend();
   TerminalProgress bar(QStringLiteral("gemm"));
   try {

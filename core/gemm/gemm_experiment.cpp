@@ -2,6 +2,7 @@
 #include "gemm/gemm_internal.h"
 
 #include <chrono>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -23,6 +24,27 @@ void checkMemory(double bytes, const std::string& what) {
                              std::to_string(have / (1024.0 * 1024 * 1024)).substr(0, 6) + " GiB of memory available");
 }
 } // namespace
+
+double gemmExperimentBytes(int64_t m, int64_t n, int64_t k) {
+  const double M = static_cast<double>(m), N = static_cast<double>(n), K = static_cast<double>(k);
+  const double inputs = (M * K + K * N) * (4.0 + 1.0);         // float32 inputs + codes
+  const double refs = M * N * 8.0 * 2;                         // ideal + quantized-exact (double)
+  const double backend = (M * K + K * N) * 4.0 + M * N * 13.0; // decoded operands, C, output, codes
+  const double maps = M * N * 4.0;                             // one error map
+  return inputs + refs + backend + maps;
+}
+
+std::string gemmExperimentMemoryProblem(int64_t m, int64_t n, int64_t k) {
+  const double need = gemmExperimentBytes(m, n, k);
+  const double have = static_cast<double>(availableMemoryBytes());
+  if (need <= have) return {};
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "a %lldx%lldx%lld GEMM experiment needs %.2f GiB of memory, more than the %.2f GiB available",
+                static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
+                need / (1024.0 * 1024 * 1024), have / (1024.0 * 1024 * 1024));
+  return buf;
+}
 
 std::vector<double> idealGemm(const float* a, const float* b, int64_t m, int64_t k, int64_t n, int threads,
                               const ProgressFn& progress) {

@@ -12,6 +12,7 @@
 #include "metrics/error_metrics.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace fp8lab {
@@ -26,6 +27,13 @@ std::vector<double> idealGemm(const float* a, const float* b, int64_t m, int64_t
 /// (gemm.h). Validates like GemmBackend::run.
 std::vector<double> quantizedExactGemm(const QuantizedTensor& a, const QuantizedTensor& b, int threads = 0,
                                        const ProgressFn& progress = {});
+
+/// Bytes a full experiment on float32 inputs of M×K and K×N needs (inputs, codes, ideal and
+/// quantized-exact results in double, the backend's buffers, metrics maps), and "" when that
+/// fits in the memory available now, else a message naming both sizes. Callers that generate
+/// or load the inputs check this first, so a huge request is refused before any allocation.
+double gemmExperimentBytes(int64_t m, int64_t n, int64_t k);
+std::string gemmExperimentMemoryProblem(int64_t m, int64_t n, int64_t k);
 
 struct GemmExperimentResult {
   int64_t m = 0, n = 0, k = 0;
