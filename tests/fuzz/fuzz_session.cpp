@@ -37,6 +37,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)loadSession(path);
   const auto list = listHdf5Tensors(path);
   if (list.ok())
-    for (size_t i = 0; i < list.value.size() && i < 8; ++i) (void)importHdf5Dataset(path, list.value[i].path);
+    for (size_t i = 0; i < list.value.size() && i < 8; ++i) (void)importHdf5Dataset(path, list.value[i].name);
   return 0;
 }
