@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <limits>
 #include <new>
+#include <optional>
 
 namespace fp8lab {
 
@@ -210,30 +211,36 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
       bad = true;
     }
   }
-  // GEMM runs: A [M,K], B [K,N], D and the error maps [M,N].
+  // GEMM runs: output/D is required; A [M,K] and B [K,N] when stored (store_inputs may be off);
+  // D, the references and the error maps [M,N].
   if (ri.type == "gemm") {
     const auto* a = shapeOf("inputs/A");
     const auto* b = shapeOf("inputs/B");
     const auto* dd = shapeOf("output/D");
-    for (auto [p, s] : {std::pair{"inputs/A", a}, {"inputs/B", b}, {"output/D", dd}})
-      if (!s) {
-        st->add(C::MissingDataset, where + "/" + p, "required by a gemm run; run skipped", W::Warning);
-        bad = true;
-      }
-    if (a && b && dd) {
+    std::optional<std::vector<int64_t>> mn;
+    if (a && b) {
       if (a->size() != 2 || b->size() != 2 || (*a)[1] != (*b)[0]) {
         st->add(C::WrongShape, where + "/inputs/B",
                 "A is " + shapeText(*a) + ", B is " + shapeText(*b) + ": expected [M,K] and [K,N]; run skipped", W::Warning);
         bad = true;
       } else {
-        const std::vector<int64_t> mn{(*a)[0], (*b)[1]};
-        for (const char* p : {"output/D", "reference/D", "error/abs", "error/rel"})
-          if (auto s = shapeOf(p); s && *s != mn) {
-            st->add(C::WrongShape, where + "/" + p, "expected " + shapeText(mn) + ", found " + shapeText(*s) + "; run skipped",
-                    W::Warning);
-            bad = true;
-          }
+        mn = std::vector<int64_t>{(*a)[0], (*b)[1]};
       }
+    }
+    if (!dd) {
+      st->add(C::MissingDataset, where + "/output/D", "required by a gemm run; run skipped", W::Warning);
+      bad = true;
+    } else if (!mn && dd->size() != 2) {
+      st->add(C::WrongShape, where + "/output/D", "expected [M,N], found " + shapeText(*dd) + "; run skipped", W::Warning);
+      bad = true;
+    } else {
+      if (!mn) mn = *dd;
+      for (const char* p : {"output/D", "reference/D", "reference/D_quantized_exact", "error/abs", "error/rel"})
+        if (auto s = shapeOf(p); s && *s != *mn) {
+          st->add(C::WrongShape, where + "/" + p, "expected " + shapeText(*mn) + ", found " + shapeText(*s) + "; run skipped",
+                  W::Warning);
+          bad = true;
+        }
     }
   }
   if (!bad) info.runs.push_back(std::move(ri));

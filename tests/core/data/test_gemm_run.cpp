@@ -54,6 +54,7 @@ private Q_SLOTS:
   void compareRunsFindsAChangedBit();
   void float64ImportIsQuantizedFromFloat64();
   void badConfigsAreReported();
+  void runWithoutStoredInputsStillValidates();
 };
 
 void TestGemmRun::storesTheDocumentedLayout() {
@@ -161,6 +162,24 @@ void TestGemmRun::badConfigsAreReported() {
   r = runGemmExperimentRun(c, "{}", "x", *be);
   QVERIFY(!r.ok());
   QVERIFY(r.message().find("missing.npy") != std::string::npos);
+}
+
+void TestGemmRun::runWithoutStoredInputsStillValidates() {
+  // Regression: a gemm run written with store_inputs / store_quantized / store_error_maps off
+  // was skipped by the validator as "missing inputs/A".
+  GemmExperimentConfig c = smallConfig();
+  c.store_inputs = c.store_quantized = c.store_error_maps = false;
+  auto r = runIt(c, 0, "lean");
+  QVERIFY(r.ok());
+  QVERIFY(!r.value.find("inputs/A") && !r.value.find("error/abs"));
+  const std::string p = tmp_.path().toStdString() + "/lean.h5";
+  QVERIFY(writeSession(p, Session{.format_version = kSessionFormatVersion, .app_version = {}, .created_utc = {}, .attrs = {},
+                                  .runs = {r.value}})
+              .ok());
+  auto rd = SessionReader::open(p);
+  QVERIFY2(rd.ok() && rd.issues.empty(), rd.message().c_str());
+  QCOMPARE(rd.value->info().runs.size(), size_t(1));
+  QVERIFY(rd.value->info().runs[0].datasets.size() >= 4); // D, reference, quantized-exact, tile maps
 }
 
 QTEST_APPLESS_MAIN(TestGemmRun)
