@@ -152,10 +152,13 @@ CodeGridView::CodeGridView(QWidget* parent) : View(parent) {
     sw->setStyleSheet(QStringLiteral("background:%1; border:1px solid #777; padding:1px 4px;").arg(colors::ofClass(c).name()));
     legend->addWidget(sw);
   }
-  auto* neg = new QLabel(tr("(negative values slightly darker) · row = high nibble, column = low nibble · click a code to open it in the bit layout"), this);
-  neg->setStyleSheet(QStringLiteral("color:#555"));
-  legend->addWidget(neg, 1);
+  legend->addStretch(1);
   v->addLayout(legend);
+  auto* neg = new QLabel(tr("Negative values are slightly darker. Row = high nibble, column = low nibble. "
+                            "Click a code to open it in the bit layout view."), this);
+  neg->setStyleSheet(QStringLiteral("color:#555"));
+  neg->setWordWrap(true);
+  v->addWidget(neg);
   connect(format_box_, &QComboBox::currentTextChanged, this, [this](const QString& n) { setFormat(n); });
   connect(grid_, &CodeGrid::codeClicked, this, [this](uint32_t c) {
     Q_EMIT codeActivated(QString::fromStdString(grid_->format()->name()), c);

@@ -21,7 +21,7 @@ public:
   int selected() const { return selected_; }
   int rows() const;
   QRect cellRect(uint32_t code) const;
-  QSize sizeHint() const override { return {900, 620}; }
+  QSize sizeHint() const override { return {860, 480}; }
   QSize minimumSizeHint() const override { return {480, 300}; }
 
 Q_SIGNALS:

@@ -77,7 +77,7 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     auto* c = new QComboBox(inner);
     c->setObjectName(name);
     c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    c->setMinimumContentsLength(10);
+    c->setMinimumContentsLength(6);
     connect(c, &QComboBox::currentIndexChanged, this, &ExperimentPanel::onWidgetChanged);
     return c;
   };
@@ -110,7 +110,7 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   m_ = spin(QStringLiteral("m"), 1, 65536, 256);
   n_ = spin(QStringLiteral("n"), 1, 65536, 256);
   k_ = spin(QStringLiteral("k"), 1, 65536, 1024);
-  for (QSpinBox* s : {m_, n_, k_}) s->setMinimumWidth(62);
+  for (QSpinBox* s : {m_, n_, k_}) s->setMinimumWidth(56);
   auto* dims = new QHBoxLayout;
   dims->setSpacing(3);
   dims->addWidget(new QLabel(QStringLiteral("M"), inner));

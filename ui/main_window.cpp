@@ -157,7 +157,7 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
   // Default dock sizes; a saved window state replaces them.
   resizeDocks({tree_dock_, panel_dock_}, {150, 600}, Qt::Vertical);
   resizeDocks({panel_dock_}, {350}, Qt::Horizontal);
-  resizeDocks({issues_dock_}, {110}, Qt::Vertical);
+  resizeDocks({issues_dock_}, {80}, Qt::Vertical);
   if (opt_.restore_settings) {
     QSettings s;
     restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
@@ -268,7 +268,7 @@ void MainWindow::buildDocks() {
   panel_dock_ = new QDockWidget(tr("Experiment"), this);
   panel_dock_->setObjectName(QStringLiteral("ExperimentDock"));
   panel_ = new ExperimentPanel(panel_dock_);
-  panel_->setMinimumWidth(300);
+  panel_->setMinimumWidth(345);
   panel_dock_->setWidget(panel_);
   addDockWidget(Qt::LeftDockWidgetArea, panel_dock_);
   splitDockWidget(tree_dock_, panel_dock_, Qt::Vertical);
