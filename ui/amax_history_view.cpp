@@ -111,6 +111,7 @@ AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
   v->addLayout(sbar);
 
   plot_ = new QCustomPlot(this);
+  plot_->setAutoAddPlottableToLegend(false); // each plot builds its own legends
   plot_->setObjectName(QStringLiteral("amaxPlot"));
   plot_->setMinimumSize(500, 360);
   v->addWidget(plot_, 1);
@@ -391,9 +392,13 @@ void AmaxHistoryView::drawAll() {
   auto* layout = plot_->plotLayout();
   top_ = new QCPAxisRect(plot_);
   bottom_ = new QCPAxisRect(plot_);
-  layout->addElement(0, 0, top_);
-  layout->addElement(1, 0, bottom_);
-  layout->setRowStretchFactors({1.0, 1.0});
+  const QString who = run_ ? tr("%1 · %2").arg(run_->id(), tensor_) : tr("simulated amax sequence");
+  auto* title = new QCPTextElement(plot_, tr("Amax history window — %1 (%2)").arg(who, QString::fromStdString(format_->name())),
+                                   QFont(font().family(), 10, QFont::Bold));
+  layout->addElement(0, 0, title);
+  layout->addElement(1, 0, top_);
+  layout->addElement(2, 0, bottom_);
+  layout->setRowStretchFactors({0.01, 1.0, 1.0});
   auto* group = new QCPMarginGroup(plot_);
   top_->setMarginGroup(QCP::msLeft | QCP::msRight, group);
   bottom_->setMarginGroup(QCP::msLeft | QCP::msRight, group);
@@ -517,7 +522,8 @@ void AmaxHistoryView::drawAll() {
   step_line_->setPen(QPen(QColor(0x20, 0x20, 0x20), 1));
   plot_->rescaleAxes();
   bx->setRange(-0.5, double(steps()) - 0.5);
-  by->scaleRange(1.15, by->range().center());
+  // Log axis: a factor of 3 of head room above the largest value (room for the spike markers).
+  if (by->range().lower > 0) by->setRange(by->range().lower / 2, by->range().upper * 3);
   auto* legend = new QCPLegend;
   bottom_->insetLayout()->addElement(legend, Qt::AlignTop | Qt::AlignRight);
   legend->setLayer(QStringLiteral("legend"));

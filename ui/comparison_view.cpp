@@ -68,7 +68,7 @@ ComparisonRow comparisonRow(const RunAccess& r) {
   row.kind = r.type();
   row.backend = r.attr(QStringLiteral("backend"));
   auto m = [&](const char* k) { return r.metric(QString::fromLatin1(k)).value_or(NAN); };
-  if (row.kind == QStringLiteral("gemm")) {
+  if (row.kind.startsWith(QStringLiteral("gemm"))) {
     const QString fa = r.attr(QStringLiteral("format_a")), fb = r.attr(QStringLiteral("format_b"));
     row.formats = fa == fb ? fa : fa + QStringLiteral(" \u00d7 ") + fb;
     row.scaling = r.attr(QStringLiteral("scaling"));
@@ -137,6 +137,7 @@ ComparisonView::ComparisonView(QWidget* parent) : View(parent) {
   bar->addWidget(diff_label_, 1);
   lv->addLayout(bar);
   plot_ = new QCustomPlot(lower);
+  plot_->setAutoAddPlottableToLegend(false); // each plot builds its own legends
   plot_->setObjectName(QStringLiteral("comparePlot"));
   plot_->setMinimumSize(500, 280);
   lv->addWidget(plot_, 1);
@@ -214,7 +215,7 @@ void ComparisonView::fillTable() {
     pair_b_.clear();
     for (int i = 0; i < runs_.size() && pair_b_.isEmpty(); ++i)
       for (int j = i + 1; j < runs_.size(); ++j)
-        if (runs_[i]->type() == QStringLiteral("gemm") && runs_[j]->type() == QStringLiteral("gemm") &&
+        if (runs_[i]->type().startsWith(QStringLiteral("gemm")) && runs_[j]->type().startsWith(QStringLiteral("gemm")) &&
             runs_[i]->has(QStringLiteral("error/abs")) && runs_[i]->dims(QStringLiteral("error/abs")) == runs_[j]->dims(QStringLiteral("error/abs"))) {
           pair_a_ = runs_[i]->id();
           pair_b_ = runs_[j]->id();
@@ -232,6 +233,22 @@ void ComparisonView::fillTable() {
     plot_->replot();
     return;
   }
+  // Keep the chosen metric unless no run has it: then the first metric some run has.
+  auto hasMetric = [&](const QString& key) {
+    for (const auto& d : kMetrics)
+      if (key == QString::fromLatin1(d.key))
+        for (const auto& r : rows_)
+          if (!std::isnan(r.*(d.field))) return true;
+    return false;
+  };
+  if (!hasMetric(metric()))
+    for (const auto& d : kMetrics)
+      if (hasMetric(QString::fromLatin1(d.key))) {
+        metric_box_->blockSignals(true);
+        metric_box_->setCurrentIndex(metric_box_->findData(QString::fromLatin1(d.key)));
+        metric_box_->blockSignals(false);
+        break;
+      }
   bar_rect_ = new QCPAxisRect(plot_);
   diff_rect_ = new QCPAxisRect(plot_);
   plot_->plotLayout()->addElement(0, 0, bar_rect_);

@@ -71,6 +71,7 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
 
   auto* split = new QSplitter(Qt::Horizontal, this);
   plot_ = new QCustomPlot(split);
+  plot_->setAutoAddPlottableToLegend(false); // each plot builds its own legends
   plot_->setObjectName(QStringLiteral("heatmapPlot"));
   plot_->setMinimumSize(420, 300);
   plot_->setMouseTracking(true);
@@ -153,7 +154,7 @@ void ErrorHeatmapView::rebuildRuns() {
   updating_ = true;
   run_box_->clear();
   for (const RunRecord& r : session_->runs())
-    if (r.kind == QStringLiteral("gemm")) run_box_->addItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'), r.id);
+    if (r.kind.startsWith(QStringLiteral("gemm"))) run_box_->addItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'), r.id);
   int i = run_box_->findData(was);
   if (i < 0 && session_->currentRun() >= 0) i = run_box_->findData(session_->run(session_->currentRun()).id);
   run_box_->setCurrentIndex(i < 0 ? 0 : i);
@@ -286,6 +287,7 @@ void ErrorHeatmapView::rebuild() {
   const auto shape = model_->shape(shown.first());
   for (int p = 0; p < shown.size(); ++p) {
     auto* title = new QCPTextElement(plot_, toText(shown[p]), QFont(font().family(), 9, QFont::Bold));
+    title->setProperty("base", toText(shown[p]));
     layout->addElement(0, p, title);
     auto* rect = new QCPAxisRect(plot_);
     layout->addElement(1, p, rect);
@@ -455,6 +457,15 @@ void ErrorHeatmapView::draw() {
   if (log_ && !log && any) st << tr("log scale needs a positive value: linear shown");
   if (!missing_.isEmpty()) st << tr("<span style='color:#b00020'>missing: %1</span>").arg(missing_.toHtmlEscaped());
   status_->setText(st.join(QStringLiteral(" \u00b7 ")));
+  // The same facts in the plot itself, so an exported image says them too.
+  QString note = g.block_rows == 1 && g.block_cols == 1 ? tr("one cell per element")
+                 : agg_ == Aggregation::Elements ? tr("cell = max of %1\u00d7%2").arg(g.block_rows).arg(g.block_cols)
+                                                 : tr("cell = tile %1 of %2\u00d7%3").arg(agg_ == Aggregation::TileMean ? tr("mean") : tr("max")).arg(g.block_rows).arg(g.block_cols);
+  note += nanElems > 0 ? tr(" \u00b7 %1 NaN (magenta)").arg(nanElems) : tr(" \u00b7 no NaN");
+  if (auto* t = qobject_cast<QCPTextElement*>(plot_->plotLayout()->element(0, 0))) {
+    const QString base = t->property("base").toString();
+    t->setText(base + QStringLiteral("\n") + (run_ ? run_->id() + QStringLiteral(" \u00b7 ") : QString()) + note);
+  }
   plot_->replot(QCustomPlot::rpImmediateRefresh);
 }
 

@@ -62,7 +62,7 @@ HeatmapModel::Source HeatmapModel::source(ErrorQuantity q, ErrorKind k) const {
 }
 
 bool HeatmapModel::available(ErrorQuantity q, ErrorKind k, QString* why) const {
-  if (run_->type() != QStringLiteral("gemm")) {
+  if (!run_->type().startsWith(QStringLiteral("gemm"))) { // "gemm", "gemm-trained-weights"
     if (why) *why = QObject::tr("run '%1' is a %2 run; error maps belong to GEMM runs").arg(run_->id(), run_->type());
     return false;
   }

@@ -83,6 +83,7 @@ ScaleEvolutionView::ScaleEvolutionView(QWidget* parent) : View(parent) {
   list_->setMaximumWidth(190);
   list_->setToolTip(tr("Tensors drawn (layer / operand)"));
   plot_ = new QCustomPlot(split);
+  plot_->setAutoAddPlottableToLegend(false); // each plot builds its own legends
   plot_->setObjectName(QStringLiteral("scalePlot"));
   plot_->setMinimumSize(500, 380);
   split->addWidget(list_);
@@ -262,9 +263,12 @@ void ScaleEvolutionView::draw() {
   tx->setLabel(tr("training step"));
   bx->setLabel(tr("training step"));
   by->setLabel(tr("loss (nats)"));
+  // The legend sits beside the scale plot (never over the curves).
   auto* legend = new QCPLegend;
-  top_->insetLayout()->addElement(legend, Qt::AlignTop | Qt::AlignRight);
+  plot_->plotLayout()->addElement(0, 1, legend);
+  plot_->plotLayout()->setColumnStretchFactors({1.0, 0.001});
   legend->setLayer(QStringLiteral("legend"));
+  legend->setMaximumSize(360, QWIDGETSIZE_MAX);
   legend->setBrush(QColor(255, 255, 255, 225));
   QFont lf = font();
   lf.setPointSizeF(8.5);
@@ -348,7 +352,7 @@ void ScaleEvolutionView::draw() {
   addLoss(run_.get(), false);
   if (cmp_) addLoss(cmp_.get(), true);
   auto* lossLegend = new QCPLegend;
-  bottom_->insetLayout()->addElement(lossLegend, Qt::AlignTop | Qt::AlignRight);
+  plot_->plotLayout()->addElement(1, 1, lossLegend);
   lossLegend->setLayer(QStringLiteral("legend"));
   lossLegend->setFont(lf);
   lossLegend->setBrush(QColor(255, 255, 255, 225));

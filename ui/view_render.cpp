@@ -182,7 +182,7 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
   };
   QList<Job> jobs;
   for (const auto& a : chosen) {
-    if (a->type() == QStringLiteral("gemm")) {
+    if (a->type().startsWith(QStringLiteral("gemm"))) {
       if (wants(QStringLiteral("heatmap")))
         jobs << Job{a->id(), QStringLiteral("heatmap"), [a] {
                       auto v = std::make_unique<ErrorHeatmapView>();
@@ -244,8 +244,6 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
     }
     std::unique_ptr<View> v = j.make();
     v->resize(req.size);
-    v->setAttribute(Qt::WA_DontShowOnScreen);
-    v->show();
     const QString base = QDir(req.dir).filePath(j.run.isEmpty() ? j.name : j.run + QLatin1Char('-') + j.name);
     for (const QString& f : req.formats) {
       const QString file = base + QLatin1Char('.') + f;

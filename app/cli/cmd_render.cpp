@@ -38,7 +38,8 @@ int runRenderViews(const QStringList& args) {
   const QCommandLineOption noCsv(QStringLiteral("no-csv"), QStringLiteral("Do not write the views' CSV data."));
   const QCommandLineOption csvOpt(QStringLiteral("csv"), QStringLiteral("(export) ignored with --png: use export without --png for datasets."),
                                   QStringLiteral("DIR"));
-  p.addOptions({runOpt, pngOpt, viewsOpt, sizeOpt, fmtOpt, noCsv, csvOpt});
+  const QCommandLineOption js(QStringLiteral("json"), QStringLiteral("List the files written as JSON."));
+  p.addOptions({runOpt, pngOpt, viewsOpt, sizeOpt, fmtOpt, noCsv, csvOpt, js});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   if (p.positionalArguments().size() != 1) return fail(QStringLiteral("render needs one FILE.h5"));
@@ -73,7 +74,7 @@ int runRenderViews(const QStringList& args) {
   });
   bar.finish();
   if (!ok) return fail(err);
-  if (p.isSet(QStringLiteral("json"))) {
+  if (p.isSet(js)) {
     QJsonArray a;
     for (const auto& f : files) {
       QJsonObject o{{QStringLiteral("view"), f.view}, {QStringLiteral("file"), f.file}};
