@@ -31,7 +31,7 @@ const MetricDef kMetrics[] = {
     {"max_rel", "max relative error", "1", &ComparisonRow::max_rel},
     {"saturated_pct", "saturated", "% of A and B elements", &ComparisonRow::saturated_pct},
     {"underflow_pct", "underflow", "% of A and B elements", &ComparisonRow::underflow_pct},
-    {"seconds", "GEMM time", "s", &ComparisonRow::seconds},
+    {"seconds", "time (GEMM, or whole training run)", "s", &ComparisonRow::seconds},
     {"quant_sqnr_db", "quantization SQNR", "dB", &ComparisonRow::quant_sqnr_db},
     {"accum_sqnr_db", "accumulation SQNR", "dB", &ComparisonRow::accum_sqnr_db},
     {"final_accuracy", "final test accuracy", "1", &ComparisonRow::final_accuracy},
@@ -75,11 +75,20 @@ ComparisonRow comparisonRow(const RunAccess& r) {
     row.accumulation = r.attr(QStringLiteral("accumulation"));
     const QString out = r.attr(QStringLiteral("output_type"));
     if (!out.isEmpty()) row.accumulation += QStringLiteral(" \u2192 ") + out;
-    row.sqnr_db = m("sqnr_db");
-    row.max_rel = m("max_rel");
+    // "gemm" runs (gemm_experiment.cpp) and "gemm-trained-weights" runs (training) name them differently.
+    auto m2 = [&](const char* a, const char* b) {
+      const double v = m(a);
+      return std::isnan(v) ? m(b) : v;
+    };
+    row.sqnr_db = m2("sqnr_db", "total_sqnr_db");
+    row.max_rel = m2("max_rel", "total_max_rel");
     row.seconds = m("gemm_seconds");
-    row.quant_sqnr_db = m("quant_sqnr_db");
-    row.accum_sqnr_db = m("accum_sqnr_db");
+    row.quant_sqnr_db = m2("quant_sqnr_db", "quantization_sqnr_db");
+    row.accum_sqnr_db = m2("accum_sqnr_db", "accumulation_sqnr_db");
+    if (row.formats.isEmpty() || row.formats == QStringLiteral(" \u00d7 ")) {
+      const QString a = r.attr(QStringLiteral("a_format")), b = r.attr(QStringLiteral("b_format"));
+      row.formats = a == b ? a : a + QStringLiteral(" \u00d7 ") + b;
+    }
     const double M = r.attr(QStringLiteral("m")).toDouble(), K = r.attr(QStringLiteral("k")).toDouble(),
                  N = r.attr(QStringLiteral("n")).toDouble();
     const double elems = M * K + K * N;

@@ -246,7 +246,6 @@ void ScaleEvolutionView::draw() {
   bottom_ = new QCPAxisRect(plot_);
   plot_->plotLayout()->addElement(0, 0, top_);
   plot_->plotLayout()->addElement(1, 0, bottom_);
-  plot_->plotLayout()->setRowStretchFactors({2.2, 1.0});
   auto* group = new QCPMarginGroup(plot_);
   top_->setMarginGroup(QCP::msLeft | QCP::msRight, group);
   bottom_->setMarginGroup(QCP::msLeft | QCP::msRight, group);
@@ -264,11 +263,13 @@ void ScaleEvolutionView::draw() {
   bx->setLabel(tr("training step"));
   by->setLabel(tr("loss (nats)"));
   // The legend sits beside the scale plot (never over the curves).
+  // One legend below both plots, three entries a row (never over the curves).
   auto* legend = new QCPLegend;
-  plot_->plotLayout()->addElement(0, 1, legend);
-  plot_->plotLayout()->setColumnStretchFactors({1.0, 0.001});
+  plot_->plotLayout()->addElement(2, 0, legend);
+  plot_->plotLayout()->setRowStretchFactors({2.2, 1.0, 0.001});
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  legend->setWrap(3);
   legend->setLayer(QStringLiteral("legend"));
-  legend->setMaximumSize(360, QWIDGETSIZE_MAX);
   legend->setBrush(QColor(255, 255, 255, 225));
   QFont lf = font();
   lf.setPointSizeF(8.5);
@@ -351,13 +352,10 @@ void ScaleEvolutionView::draw() {
   };
   addLoss(run_.get(), false);
   if (cmp_) addLoss(cmp_.get(), true);
-  auto* lossLegend = new QCPLegend;
-  plot_->plotLayout()->addElement(1, 1, lossLegend);
-  lossLegend->setLayer(QStringLiteral("legend"));
-  lossLegend->setFont(lf);
-  lossLegend->setBrush(QColor(255, 255, 255, 225));
+  // Legends as tall as their entries (the grid cell would spread them over the whole height).
   for (int i = 0; i < plot_->plottableCount(); ++i)
-    if (plot_->plottable(i)->keyAxis() == bx) plot_->plottable(i)->addToLegend(lossLegend);
+    if (plot_->plottable(i)->keyAxis() == bx) plot_->plottable(i)->addToLegend(legend);
+
   if (checked.isEmpty()) {
     auto* t = new QCPItemText(plot_);
     t->setClipAxisRect(top_);
