@@ -225,8 +225,10 @@ TrainingRunSpec parseRun(Parser& p, const QJsonObject& o, const QString& where, 
     if (!lv.isArray()) p.fail(Parser::at(where, QStringLiteral("layers")), QStringLiteral("must be an array of sizes"));
     for (const QJsonValue& v : lv.toArray()) {
       const double d = v.toDouble(-1);
-      if (!v.isDouble() || d != std::floor(d) || d < 1 || d > 65536)
+      if (!v.isDouble() || d != std::floor(d) || d < 1 || d > 65536) {
         p.fail(Parser::at(where, QStringLiteral("layers")), QStringLiteral("sizes must be integers in 1..65536"));
+        continue; // p.fail records the error and goes on: never convert an out-of-range double (UB)
+      }
       c.layer_sizes.push_back(static_cast<int>(d));
     }
     if (!c.layer_sizes.empty() && c.layer_sizes.front() != 784)
