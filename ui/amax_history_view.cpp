@@ -71,7 +71,9 @@ AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
   tensor_box_ = new QComboBox(this);
   tensor_box_->setObjectName(QStringLiteral("tensor"));
   label(tr("&Tensor:"), tensor_box_);
-  bar->addSpacing(12);
+  bar->addStretch(1);
+  v->addLayout(bar);
+  bar = new QHBoxLayout; // second row: the what-if
   preset_box_ = new QComboBox(this);
   preset_box_->setObjectName(QStringLiteral("preset"));
   preset_box_->addItem(tr("Flax (dequant scale)"), int(DelayedPreset::Flax));
@@ -136,6 +138,7 @@ AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
   connect(run_box_, &QComboBox::currentIndexChanged, this, [this] {
     if (!updating_) runChosen();
   });
+  connect(run_box_, &QComboBox::activated, this, [this] { user_picked_ = true; });
   connect(tensor_box_, &QComboBox::currentIndexChanged, this, [this] {
     if (!updating_) setTensor(tensor_box_->currentData().toString());
   });
@@ -170,6 +173,12 @@ void AmaxHistoryView::setSession(Session* session) {
   connect(session, &Session::runRemoved, this, &AmaxHistoryView::rebuildRuns);
   connect(session, &Session::currentRunChanged, this, [this](int index) {
     if (index < 0 || !session_ || index >= session_->runCount()) return;
+    // Follow the session's current run when it has amax windows to show (a load makes run 0
+    // current, which may be an FP32 baseline without any).
+    bool windows = false;
+    for (const QString& d : RunAccess::forRecord(session_->run(index), session_->fileName())->datasets())
+      windows = windows || d.endsWith(QStringLiteral("/amax_history"));
+    if (!windows) return;
     const int i = run_box_->findData(session_->run(index).id);
     if (i >= 0) run_box_->setCurrentIndex(i);
   });
@@ -185,7 +194,19 @@ void AmaxHistoryView::rebuildRuns() {
     if (r.kind == QStringLiteral("training"))
       run_box_->addItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'), r.id);
   run_box_->addItem(tr("Simulated amax sequence (demo)"), QString());
-  int i = run_box_->findData(was);
+  int i = user_picked_ && !was.isEmpty() ? run_box_->findData(was) : -1;
+  // First choice: a run that recorded amax windows (delayed scaling).
+  for (int k = 0; i < 0 && k < session_->runCount(); ++k) {
+    const RunRecord& r = session_->run(k);
+    if (r.kind != QStringLiteral("training")) continue;
+    const auto a = RunAccess::forRecord(r, session_->fileName());
+    for (const QString& d : a->datasets())
+      if (d.endsWith(QStringLiteral("/amax_history"))) {
+        i = run_box_->findData(r.id);
+        break;
+      }
+  }
+  if (i < 0) i = run_box_->findData(was);
   run_box_->setCurrentIndex(i < 0 ? 0 : i);
   updating_ = false;
   runChosen();
@@ -300,6 +321,10 @@ void AmaxHistoryView::loadTensor() {
   step_ = std::min<int64_t>(step_, n);
   // Start at the first spike's window when there is one, so the view shows what it is for.
   if (!spikes_.empty()) step_ = std::min<int64_t>(n, spikes_.front() + std::min<int64_t>(c.history_len / 2, 40));
+  updating_ = true;
+  slider_->setValue(int(step_));
+  step_spin_->setValue(int(step_));
+  updating_ = false;
   simulate();
 }
 
@@ -581,6 +606,11 @@ void AmaxHistoryView::drawStep() {
                            .arg(cfg_.margin));
   QCPAxis* tx = top_->axis(QCPAxis::atBottom);
   tx->setRange(double(first) - 0.5, double(step_) + 0.5 + (te ? 1 : 0));
+  // Whole steps only on the window axis.
+  auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+  ticker->setTickStep(std::max(1.0, std::ceil(double(n) / 10.0)));
+  ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  tx->setTicker(ticker);
   double ymax = 0;
   for (float a : w) ymax = std::max(ymax, double(a));
   top_->axis(QCPAxis::atLeft)->setRange(0, ymax > 0 ? ymax * 1.3 : 1);

@@ -97,6 +97,7 @@ private:
   std::vector<int64_t> spikes_;
   int64_t step_ = 0;
   bool updating_ = false;
+  bool user_picked_ = false; ///< the user chose a run: keep it across session changes
   QString note_;
 
   QComboBox* run_box_;

@@ -37,7 +37,7 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
     bar->addWidget(box);
   };
   run_box_ = new QComboBox(this);
-  run_box_->setMinimumContentsLength(18);
+  run_box_->setMinimumContentsLength(14);
   run_box_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   addBox(tr("&Run:"), run_box_, QStringLiteral("run"));
   mode_box_ = new QComboBox(this);
@@ -48,6 +48,9 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
   mode_box_->addItem(tr("Quantization error of A"), int(Mode::OperandA));
   mode_box_->addItem(tr("Quantization error of B"), int(Mode::OperandB));
   addBox(tr("&Map:"), mode_box_, QStringLiteral("mode"));
+  bar->addStretch(1);
+  v->addLayout(bar);
+  bar = new QHBoxLayout; // second row: how the map is drawn
   kind_box_ = new QComboBox(this);
   kind_box_->addItem(tr("absolute |t \u2212 r|"), int(ErrorKind::Abs));
   kind_box_->addItem(tr("relative |t \u2212 r| / |r|"), int(ErrorKind::Rel));
@@ -84,7 +87,7 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
   detail_->setWordWrap(true);
   detail_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   detail_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  detail_->setMinimumWidth(240);
+  detail_->setMinimumWidth(200);
   bits_ = new BitCells(side);
   bits_->setMinimumHeight(44);
   bits_->hide();
