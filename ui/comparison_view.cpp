@@ -299,7 +299,7 @@ void ComparisonView::drawBars() {
     vals << v;
   }
   x->setTicker(ticker);
-  x->setTickLabelRotation(rows_.size() > 4 ? 35 : 0);
+  x->setTickLabelRotation(rows_.size() > 2 ? 30 : 0);
   x->setLabel(tr("run"));
   x->setRange(-0.6, double(rows_.size()) - 0.4);
   y->setLabel(QStringLiteral("%1 (%2)").arg(tr(def->name), tr(def->unit)));
@@ -448,14 +448,14 @@ void ComparisonView::drawDiff() {
   map->setGradient(differenceGradient());
   const double r = amax > 0 ? amax : 1;
   map->setDataRange(QCPRange(-r, r));
-  scale->axis()->setLabel(tr("\u0394 |D \u2212 ideal| (value units): %1 \u2212 %2").arg(b->id(), a->id()));
+  scale->axis()->setLabel(tr("\u0394 |D \u2212 ideal| (value units), second \u2212 first"));
   auto* group = new QCPMarginGroup(plot_);
   diff_rect_->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   bar_rect_->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   x->setRange(-0.5, double(sa.second) - 0.5);
   y->setRange(-0.5, double(sa.first) - 0.5);
-  QString t = tr("Difference of error maps: %1 minus %2 (cell means of %3\u00d7%4 elements); red: %1 worse, blue: %1 better")
+  QString t = tr("Difference of error maps: %1 minus %2 (second minus first; cell means of %3\u00d7%4 elements); red: %1 worse, blue: %1 better")
                   .arg(b->id(), a->id()).arg(blk).arg(blk);
   if (nan > 0) t += tr(" \u00b7 %n NaN cell(s) in magenta", nullptr, int(nan));
   diff_label_->setText(t);
