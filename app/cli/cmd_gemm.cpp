@@ -1,6 +1,8 @@
 // fp8lab-cli gemm — one FP8 GEMM experiment on seeded random matrices: quantize A and B with a
-// scaling preset (core/scaling), run the CPU reference GEMM with an accumulation model
-// (core/gemm) and print quantization vs accumulation vs total error (core/metrics).
+// scaling preset (core/scaling), run the GEMM with an accumulation model on the CPU reference
+// backend (core/gemm) or the GPU (gpu/, --backend; backend_choice.h) and print quantization vs
+// accumulation vs total error (core/metrics).
+#include "backend_choice.h"
 #include "cli_util.h"
 #include "command.h"
 
@@ -130,6 +132,7 @@ int runGemm(const QStringList& args) {
   opt("threads", "Threads (default 0 = all).", "T", "0");
   opt("kernel", "CPU kernel: auto (default) | portable | avx512bf16.", "K", "auto");
   opt("tile", "Tile edge of the per-tile error map (default 128).", "T", "128");
+  p.addOption(backendOption());
   p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
@@ -211,7 +214,8 @@ int runGemm(const QStringList& args) {
   // refused before anything is generated.
   const std::string mem = gemmExperimentMemoryProblem(M, N, K);
   if (!mem.empty()) return fail(QString::fromStdString(mem));
-  auto backend = makeCpuGemmBackend();
+  auto backend = makeChosenBackend(p.value(QStringLiteral("backend")), false);
+  if (!backend) return 2;
   TerminalProgress bar(QStringLiteral("gemm"));
   try {
     using clock = std::chrono::steady_clock;
@@ -249,6 +253,8 @@ int runGemm(const QStringList& args) {
         worst = static_cast<int64_t>(i);
     const double total_s = std::chrono::duration<double>(clock::now() - t0).count();
     bar.finish();
+    const std::string& fallback = backend->lastFallback();
+    if (!fallback.empty()) std::fprintf(stderr, "note: --backend %s\n", fallback.c_str());
 
     if (json) {
       QJsonObject j;
@@ -275,6 +281,8 @@ int runGemm(const QStringList& args) {
       j[QStringLiteral("backend")] = QString::fromStdString(r.output.backend);
       j[QStringLiteral("device")] = QString::fromStdString(r.output.device);
       j[QStringLiteral("algorithm")] = QString::fromStdString(r.output.algorithm);
+      addBackendJson(j, *backend, r.output.backend, o,
+                     !fallback.empty() ? fallback : backend->noGpuReason());
       j[QStringLiteral("model_of_undocumented_hardware")] = r.output.model_of_undocumented_hardware;
       QJsonObject t;
       t[QStringLiteral("quantize_s")] = quantize_s;
@@ -338,9 +346,11 @@ int runGemm(const QStringList& args) {
     s += QStringLiteral("accumulation %1, output %2%3\n")
              .arg(accs, QString::fromLatin1(toString(o.output)),
                   fp8_out ? QStringLiteral(" (scale_D %1)").arg(num(o.output_quant_scale, 6)) : QString());
-    s += QStringLiteral("backend %1: %2\n  %3\n")
-             .arg(QString::fromStdString(r.output.backend), QString::fromStdString(r.output.device),
-                  QString::fromStdString(r.output.algorithm));
+    s += QStringLiteral("backend %1 (--backend %2): %3\n  %4\n")
+             .arg(QString::fromStdString(r.output.backend), QString::fromLatin1(toString(backend->request())),
+                  QString::fromStdString(r.output.device), QString::fromStdString(r.output.algorithm));
+    if (r.output.backend == "cuda")
+      s += QStringLiteral("  FAST_ACCUM %1\n").arg(o.accumulation == Accumulation::FastAccum ? 1 : 0);
     s += QStringLiteral("time: quantize %1 s, gemm %2 s, ideal %3 s, quantized-exact %4 s\n\n")
              .arg(num(quantize_s, 3), num(r.output.seconds, 3), num(r.ideal_seconds, 3), num(r.exact_seconds, 3));
     s += QStringLiteral("%1 %2 %3 %4 %5 %6\n")

@@ -290,11 +290,18 @@ QString autoGemmId(const GemmExperimentConfig& c) {
 }
 
 /// Runs one GEMM config into a Run (progress on the terminal); nullopt after printing the error.
+/// `backend` null = the CPU reference backend. A fallback of --backend auto to the CPU is noted
+/// on stderr (unless quiet) and recorded in the run (recordBackend).
 std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, const QString& text, const QString& id, int threads, bool quiet,
-                           const ProgressFn& outer = {}) {
+                           const ProgressFn& outer = {}, ChosenGemmBackend* chosen = nullptr) {
   GemmExperimentConfig c = cfg;
   c.gemm.threads = threads;
-  auto backend = makeCpuGemmBackend();
+  std::unique_ptr<ChosenGemmBackend> own;
+  if (!chosen) {
+    own = std::make_unique<ChosenGemmBackend>(BackendRequest::Cpu, nullptr, std::string());
+    chosen = own.get();
+  }
+  ChosenGemmBackend* backend = chosen;
   TerminalProgress bar(QStringLiteral("gemm %1").arg(id));
   ProgressFn p = [&](double f, const std::string& s) {
     if (!quiet) bar.update(f, QString::fromStdString(s));
@@ -308,6 +315,9 @@ std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, const QString& text,
     fail(QString::fromStdString(r.errors()));
     return std::nullopt;
   }
+  const std::string fallback = backend->lastFallback();
+  if (!fallback.empty() && !quiet) err(QStringLiteral("note: run %1: --backend %2").arg(id, QString::fromStdString(fallback)));
+  recordBackend(r.value, *backend, c.gemm, !fallback.empty() ? fallback : backend->noGpuReason());
   return std::move(r.value);
 }
 
@@ -327,24 +337,29 @@ int runGemmType(const QJsonObject& o, const QString& text, const RunCliOptions& 
   if (id.isEmpty()) id = autoGemmId(cfg);
   std::string why;
   if (!isValidRunId(id.toStdString(), &why)) return fail(QString::fromStdString(why));
-  auto run = gemmRun(cfg, text, id, opt.threads, opt.quiet);
+  auto run = gemmRun(cfg, text, id, opt.threads, opt.quiet, {}, opt.backend);
   if (!run) return 2;
   std::vector<std::string> ids;
   if (!appendRunsToFile(opt.out, {*run}, opt.compress, &ids)) return 2;
   const QString stored = QString::fromStdString(ids.empty() ? run->id : ids[0]);
   if (opt.json) {
     QJsonObject j{{QStringLiteral("file"), opt.out}, {QStringLiteral("run"), stored}, {QStringLiteral("type"), QStringLiteral("gemm")},
-                  {QStringLiteral("backend"), QString::fromStdString(run->backend)}, {QStringLiteral("metrics"), metricsJson(*run)}};
+                  {QStringLiteral("backend"), QString::fromStdString(run->backend)},
+                  {QStringLiteral("device"), QString::fromStdString(run->device)},
+                  {QStringLiteral("algorithm"), QString::fromStdString(attrString(run->attrs, "algorithm").value_or(""))},
+                  {QStringLiteral("metrics"), metricsJson(*run)}};
+    if (opt.backend) addBackendJson(j, *opt.backend, run->backend, cfg.gemm, attrString(run->attrs, "backend_note").value_or(""));
     out(toJsonText(j) + "\n");
   } else {
     auto met = [&](const char* k) { return run->metrics.count(k) ? num(run->metrics.at(k).value) : QStringLiteral("-"); };
-    out(QStringLiteral("run %1 (gemm %2x%3x%4, %5 x %6, %7, %8 backend) -> %9\n"
+    out(QStringLiteral("run %1 (gemm %2x%3x%4, %5 x %6, %7, %8 backend: %15) -> %9\n"
                        "  SQNR %10 dB  rel_fro %11  max_abs %12  (quantization %13 dB, accumulation %14 dB)\n")
             .arg(stored)
             .arg(cfg.m).arg(cfg.k).arg(cfg.n)
             .arg(QString::fromStdString(cfg.format_a), QString::fromStdString(cfg.format_b), QString::fromStdString(cfg.scaling),
                  QString::fromStdString(run->backend), opt.out)
-            .arg(met("sqnr_db"), met("rel_fro"), met("max_abs"), met("quant_sqnr_db"), met("accum_sqnr_db")));
+            .arg(met("sqnr_db"), met("rel_fro"), met("max_abs"), met("quant_sqnr_db"), met("accum_sqnr_db"))
+            .arg(QString::fromStdString(run->device)));
   }
   return 0;
 }
@@ -475,7 +490,8 @@ int runRun(const QStringList& args) {
   const auto o = outOption(), nc = noCompressOption(), th = threadsOption(), js = jsonOption(), q = quietOption();
   const QCommandLineOption idOpt(QStringLiteral("id"), QStringLiteral("Run id (single-run configs)."), QStringLiteral("ID"));
   const QCommandLineOption dataOpt(QStringLiteral("data-dir"), QStringLiteral("Fashion-MNIST directory (training)."), QStringLiteral("DIR"));
-  p.addOptions({o, idOpt, nc, th, dataOpt, js, q});
+  const QCommandLineOption be = backendOption();
+  p.addOptions({o, idOpt, nc, th, dataOpt, be, js, q});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   if (p.positionalArguments().size() > 1) return fail(QStringLiteral("run takes at most one CONFIG.json"));
@@ -497,6 +513,7 @@ int runRun(const QStringList& args) {
     if (!fi.absoluteDir().exists())
       return fail(QStringLiteral("write failed: the directory of --out %1 does not exist").arg(opt.out));
   }
+  if (!parseBackendRequest(p.value(be))) return fail(QStringLiteral("--backend must be auto, cpu or gpu (got '%1')").arg(p.value(be)));
   LoadedConfig c;
   if (!loadConfig(p.positionalArguments().value(0), &c)) return 2;
   QString e;
@@ -510,6 +527,9 @@ int runRun(const QStringList& args) {
       return fail(t.isEmpty() ? QStringLiteral("config: missing \"type\" (one of: %1)").arg(typeNames())
                               : QStringLiteral("config: unknown experiment type '%1' (this build knows: %2)").arg(t, typeNames()));
   }
+  const auto backend = makeChosenBackend(p.value(be), opt.quiet);
+  if (!backend) return 2;
+  opt.backend = backend.get();
   for (const auto& [obj, text] : exps) {
     const int r = findType(typeOf(obj))->run(obj, text, opt);
     if (r != 0) return r;
@@ -546,7 +566,8 @@ int runSweep(const QStringList& args) {
   const QCommandLineOption sOpt(QStringLiteral("scalings"), QStringLiteral("Comma-separated scaling presets."), QStringLiteral("LIST"));
   const QCommandLineOption dOpt(QStringLiteral("distributions"), QStringLiteral("Comma-separated distributions."), QStringLiteral("LIST"));
   const QCommandLineOption dryOpt(QStringLiteral("dry-run"), QStringLiteral("List the grid points of this shard and exit."));
-  p.addOptions({o, shardOpt, fOpt, sOpt, dOpt, nc, th, js, q, dryOpt});
+  const QCommandLineOption be = backendOption();
+  p.addOptions({o, shardOpt, fOpt, sOpt, dOpt, nc, th, be, js, q, dryOpt});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   if (p.positionalArguments().size() != 1) return fail(QStringLiteral("sweep needs exactly one CONFIG.json"));
@@ -625,10 +646,15 @@ int runSweep(const QStringList& args) {
         if (pt.index % shards == shard) grid.push_back(pt);
       }
   const bool json = p.isSet(js), quiet = p.isSet(q);
+  if (!parseBackendRequest(p.value(be))) return fail(QStringLiteral("--backend must be auto, cpu or gpu (got '%1')").arg(p.value(be)));
   if (p.isSet(dryOpt)) {
     for (const auto& pt : grid) out(QStringLiteral("%1 %2\n").arg(pt.index).arg(pt.id));
     return 0;
   }
+  const auto backend = makeChosenBackend(p.value(be), quiet);
+  if (!backend) return 2;
+  std::set<std::string> noted;  // each fallback reason once on stderr
+  std::set<std::string> ran_on; // "backend (device)" of the runs
   if (!quiet)
     err(QStringLiteral("sweep: %1 of %2 grid points (shard %3/%4) -> %5").arg(grid.size()).arg(g).arg(shard).arg(shards).arg(outPath));
 
@@ -667,17 +693,26 @@ int runSweep(const QStringList& args) {
       if (!quiet) bar.update((double(i) + f) / double(grid.size()), QStringLiteral("%1/%2 %3").arg(i + 1).arg(grid.size()).arg(pt.id));
       return true;
     };
-    auto run = gemmRun(cc, text, pt.id, threads, true, outer);
+    auto run = gemmRun(cc, text, pt.id, threads, true, outer, backend.get());
+    if (run && !quiet) {
+      const auto note = attrString(run->attrs, "backend_note");
+      if (note && run->backend == "cpu" && backend->hasGpu() && noted.insert(*note).second)
+        err(QStringLiteral("note: %1: --backend %2").arg(pt.id, QString::fromStdString(*note)));
+    }
     if (!run) {
       flush(); // keep what is done
       return 2;
     }
     auto met = [&](const char* k) { return run->metrics.count(k) ? run->metrics.at(k).value : std::nan(""); };
+    ran_on.insert(run->backend + " (" + run->device + ")");
     table.push_back({pt.id, pt.fmt, pt.scaling, pt.dist, met("sqnr_db"), met("rel_fro"), met("max_rel"),
                      met("a_saturated") + met("b_saturated")});
     rows.append(QJsonObject{{QStringLiteral("run"), pt.id}, {QStringLiteral("grid_index"), pt.index},
                             {QStringLiteral("format"), pt.fmt}, {QStringLiteral("scaling"), pt.scaling},
-                            {QStringLiteral("distribution"), pt.dist}, {QStringLiteral("metrics"), metricsJson(*run)}});
+                            {QStringLiteral("distribution"), pt.dist}, {QStringLiteral("backend"), QString::fromStdString(run->backend)},
+                            {QStringLiteral("device"), QString::fromStdString(run->device)},
+                            {QStringLiteral("backend_note"), QString::fromStdString(attrString(run->attrs, "backend_note").value_or(""))},
+                            {QStringLiteral("metrics"), metricsJson(*run)}});
     for (const auto& [k, d] : run->datasets) pending_bytes += d.storedCount() * int64_t(d.elementBytes());
     pending.push_back(std::move(*run));
     if (pending_bytes > (int64_t(256) << 20) && !flush()) return 2;
@@ -686,6 +721,7 @@ int runSweep(const QStringList& args) {
   bar.finish();
   if (json) {
     out(toJsonText(QJsonObject{{QStringLiteral("file"), outPath}, {QStringLiteral("shard"), shard}, {QStringLiteral("shards"), shards},
+                               {QStringLiteral("backend_request"), QString::fromLatin1(toString(backend->request()))},
                                {QStringLiteral("grid_size"), g}, {QStringLiteral("runs"), rows}}) +
         "\n");
     return 0;
@@ -707,6 +743,7 @@ int runSweep(const QStringList& args) {
              .arg(num(r.sqnr), 9)
              .arg(num(r.rel_fro), 11)
              .arg(num(r.sat), 9);
+  for (const auto& b : ran_on) t += QStringLiteral("backend %1\n").arg(QString::fromStdString(b));
   out(t);
   err(QStringLiteral("session written: %1").arg(QFileInfo(outPath).absoluteFilePath()));
   return 0;

@@ -7,6 +7,7 @@
 // `rerun` looks up the stored run's type and asks the same handler to reproduce it.
 #pragma once
 
+#include "backend_choice.h"
 #include "common/progress.h"
 #include "experiment/gemm_experiment.h"
 #include "session/session.h"
@@ -29,6 +30,9 @@ struct RunCliOptions {
   bool compress = true;   ///< gzip large datasets
   int threads = 0;        ///< 0 = all cores (results do not depend on it)
   QString data_dir;       ///< --data-dir (training data)
+  /// --backend: where the GEMMs run (backend_choice.h); made once per command, not owned.
+  /// Null = the CPU reference backend.
+  ChosenGemmBackend* backend = nullptr;
 };
 
 /// One experiment type.
