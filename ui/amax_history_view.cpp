@@ -168,21 +168,23 @@ AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
 void AmaxHistoryView::setSession(Session* session) {
   View::setSession(session);
   if (!session) return;
-  connect(session, &Session::reset_, this, &AmaxHistoryView::rebuildRuns);
-  connect(session, &Session::runAdded, this, &AmaxHistoryView::rebuildRuns);
-  connect(session, &Session::runRemoved, this, &AmaxHistoryView::rebuildRuns);
-  connect(session, &Session::currentRunChanged, this, [this](int index) {
-    if (index < 0 || !session_ || index >= session_->runCount()) return;
-    // Follow the session's current run when it has amax windows to show (a load makes run 0
-    // current, which may be an FP32 baseline without any).
-    bool windows = false;
-    for (const QString& d : RunAccess::forRecord(session_->run(index), session_->fileName())->datasets())
-      windows = windows || d.endsWith(QStringLiteral("/amax_history"));
-    if (!windows) return;
-    const int i = run_box_->findData(session_->run(index).id);
-    if (i >= 0) run_box_->setCurrentIndex(i);
-  });
+  connect(session, &Session::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &Session::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &Session::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &Session::currentRunChanged, this, [this](int index) { whenShown(1, [this, index] { followRun(index); }); });
   rebuildRuns();
+}
+
+void AmaxHistoryView::followRun(int index) {
+  if (index < 0 || !session_ || index >= session_->runCount()) return;
+  // Follow the session's current run when it has amax windows to show (a load makes run 0
+  // current, which may be an FP32 baseline without any).
+  bool windows = false;
+  for (const QString& d : RunAccess::forRecord(session_->run(index), session_->fileName())->datasets())
+    windows = windows || d.endsWith(QStringLiteral("/amax_history"));
+  if (!windows) return;
+  const int i = run_box_->findData(session_->run(index).id);
+  if (i >= 0) run_box_->setCurrentIndex(i);
 }
 
 void AmaxHistoryView::rebuildRuns() {

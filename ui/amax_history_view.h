@@ -79,6 +79,8 @@ public:
 
 private:
   void rebuildRuns();
+  /// Shows the session's current run `index` when this view can show it.
+  void followRun(int index);
   void runChosen();
   void loadTensor();
   void simulate();

@@ -163,10 +163,10 @@ ComparisonView::ComparisonView(QWidget* parent) : View(parent) {
 void ComparisonView::setSession(Session* session) {
   View::setSession(session);
   if (!session) return;
-  connect(session, &Session::reset_, this, &ComparisonView::rebuildRuns);
-  connect(session, &Session::runAdded, this, &ComparisonView::rebuildRuns);
-  connect(session, &Session::runRemoved, this, &ComparisonView::rebuildRuns);
-  connect(session, &Session::runChanged, this, &ComparisonView::rebuildRuns);
+  connect(session, &Session::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &Session::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &Session::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &Session::runChanged, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   rebuildRuns();
 }
 

@@ -139,16 +139,18 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
 void ErrorHeatmapView::setSession(Session* session) {
   View::setSession(session);
   if (!session) return;
-  connect(session, &Session::reset_, this, &ErrorHeatmapView::rebuildRuns);
-  connect(session, &Session::runAdded, this, &ErrorHeatmapView::rebuildRuns);
-  connect(session, &Session::runRemoved, this, &ErrorHeatmapView::rebuildRuns);
-  connect(session, &Session::runChanged, this, &ErrorHeatmapView::rebuildRuns);
-  connect(session, &Session::currentRunChanged, this, [this](int index) {
-    if (index < 0 || !session_ || index >= session_->runCount()) return;
-    const int i = run_box_->findData(session_->run(index).id);
-    if (i >= 0) run_box_->setCurrentIndex(i);
-  });
+  connect(session, &Session::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &Session::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &Session::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &Session::runChanged, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &Session::currentRunChanged, this, [this](int index) { whenShown(1, [this, index] { followRun(index); }); });
   rebuildRuns();
+}
+
+void ErrorHeatmapView::followRun(int index) {
+  if (index < 0 || !session_ || index >= session_->runCount()) return;
+  const int i = run_box_->findData(session_->run(index).id);
+  if (i >= 0) run_box_->setCurrentIndex(i);
 }
 
 void ErrorHeatmapView::rebuildRuns() {

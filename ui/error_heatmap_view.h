@@ -83,6 +83,8 @@ Q_SIGNALS:
 
 private:
   void rebuildRuns();
+  /// Shows the session's current run `index` when this view can show it.
+  void followRun(int index);
   void runChosen();
   void rebuild();
   void computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t nc, bool overview);

@@ -14,6 +14,8 @@
 #include "scale_evolution_view.h"
 #include "session.h"
 #include "style.h"
+#include "view_render.h"
+#include "qcp.h"
 
 #include <QAction>
 #include <QElapsedTimer>
@@ -447,6 +449,9 @@ bool MainWindow::openSession(const QString& fileName) {
     return false;
   }
   for (const QString& w : warnings) issues_->report(Severity::Warning, w, fileName);
+  // A session is open now: the "No session open" banner no longer applies (the constructor sets
+  // its own text for the bundled default session after opening it).
+  if (QFileInfo(fileName).canonicalFilePath() != QFileInfo(defaultSessionPath()).canonicalFilePath()) banner_->hide();
   addRecent(fileName);
   statusBar()->showMessage(tr("Opened %1 (%n run(s))", nullptr, session_->runCount()).arg(fileName), 5000);
   return true;
@@ -516,8 +521,11 @@ void MainWindow::exportPlot() {
   QString f = QFileDialog::getSaveFileName(this, tr("Export plot"), v->viewId() + QStringLiteral(".png"),
                                            tr("PNG image (*.png);;PDF document (*.pdf);;SVG drawing (*.svg)"));
   if (f.isEmpty()) return;
+  QCustomPlot* plot = v->exportPlot();
+  ExportSizeDialog size(plot ? plot->size() : v->size(), this);
+  if (size.exec() != QDialog::Accepted) return;
   QString error;
-  if (!exportView(v, f, &error)) issues_->report(Severity::Error, tr("Export failed: %1").arg(error), f);
+  if (!exportViewSized(v, f, size.chosenSize(), &error)) issues_->report(Severity::Error, tr("Export failed: %1").arg(error), f);
   else statusBar()->showMessage(tr("Exported %1").arg(f), 4000);
 }
 

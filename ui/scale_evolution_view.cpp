@@ -112,9 +112,9 @@ ScaleEvolutionView::ScaleEvolutionView(QWidget* parent) : View(parent) {
 void ScaleEvolutionView::setSession(Session* session) {
   View::setSession(session);
   if (!session) return;
-  connect(session, &Session::reset_, this, &ScaleEvolutionView::rebuildRuns);
-  connect(session, &Session::runAdded, this, &ScaleEvolutionView::rebuildRuns);
-  connect(session, &Session::runRemoved, this, &ScaleEvolutionView::rebuildRuns);
+  connect(session, &Session::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &Session::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &Session::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   rebuildRuns();
 }
 

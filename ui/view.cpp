@@ -10,6 +10,22 @@
 
 namespace fp8lab::ui {
 
+void View::whenShown(int key, std::function<void()> reload) {
+  if (isVisible() || window() == this) {
+    pending_.erase(key);
+    reload();
+    return;
+  }
+  pending_[key] = std::move(reload);
+}
+
+void View::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  auto pending = std::move(pending_);
+  pending_.clear();
+  for (auto& [key, reload] : pending) reload();
+}
+
 bool exportView(View* view, const QString& fileName, QString* error) {
   const QString suffix = QFileInfo(fileName).suffix().toLower();
   QCustomPlot* plot = view->exportPlot();

@@ -5,6 +5,9 @@
 
 #include <QWidget>
 
+#include <functional>
+#include <map>
+
 class QCustomPlot;
 
 namespace fp8lab::ui {
@@ -26,12 +29,26 @@ public:
   /// Called once by the main window so the view can follow the session.
   virtual void setSession(Session* session) { session_ = session; }
 
+  /// Whether reloads are waiting for the view to be shown (see whenShown()).
+  bool hasPendingReload() const { return !pending_.empty(); }
+
 Q_SIGNALS:
   /// Something worth a line in the Issues panel (severity 0 info, 1 warning, 2 error).
   void issue(int severity, const QString& text, const QString& where);
 
 protected:
+  /// Runs `reload` now when the view is on screen or stands alone (a widget of its own, as in
+  /// tests and offscreen rendering); a view on a hidden tab of a window instead keeps the latest
+  /// `reload` per `key` and runs them, in key order, in its next showEvent. This keeps adding a
+  /// run cheap for views the user is not looking at (issue 5 §7: the GUI thread never blocks
+  /// more than 100 ms while an experiment runs).
+  void whenShown(int key, std::function<void()> reload);
+  void showEvent(QShowEvent* e) override;
+
   Session* session_ = nullptr;
+
+private:
+  std::map<int, std::function<void()>> pending_;
 };
 
 /// Writes `view` to PNG / PDF / SVG (chosen by the file suffix). Plots are drawn as vectors

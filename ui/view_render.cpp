@@ -7,13 +7,19 @@
 #include "scale_evolution_view.h"
 #include "view.h"
 
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QFormLayout>
+#include <QSpinBox>
+#include <QImage>
+#include <QLabel>
 #include <QPainter>
 #include <QPdfWriter>
 #include <QSvgGenerator>
 
+#include <algorithm>
 #include <memory>
 
 namespace fp8lab::ui {
@@ -22,6 +28,32 @@ QStringList renderableViews() {
   return {QStringLiteral("heatmap"), QStringLiteral("split"), QStringLiteral("amax"), QStringLiteral("scales"),
           QStringLiteral("compare")};
 }
+
+ExportSizeDialog::ExportSizeDialog(QSize initial, QWidget* parent) : QDialog(parent) {
+  setWindowTitle(tr("Export size"));
+  auto* form = new QFormLayout(this);
+  auto spin = [this](const char* name, int value) {
+    auto* b = new QSpinBox(this);
+    b->setObjectName(QString::fromLatin1(name));
+    b->setRange(16, 20000);
+    b->setSuffix(tr(" px"));
+    b->setValue(std::clamp(value, 16, 20000));
+    return b;
+  };
+  w_ = spin("width", initial.width());
+  h_ = spin("height", initial.height());
+  form->addRow(tr("&Width:"), w_);
+  form->addRow(tr("&Height:"), h_);
+  auto* note = new QLabel(tr("PNG is written at this size in pixels; PDF and SVG use it as the page size."), this);
+  note->setWordWrap(true);
+  form->addRow(note);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+  connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+  form->addRow(buttons);
+}
+
+QSize ExportSizeDialog::chosenSize() const { return {w_->value(), h_->value()}; }
 
 bool exportViewSized(View* view, const QString& fileName, QSize size, QString* error) {
   const QString suffix = QFileInfo(fileName).suffix().toLower();
@@ -35,14 +67,23 @@ bool exportViewSized(View* view, const QString& fileName, QSize size, QString* e
   if (suffix == QStringLiteral("png")) {
     if (plot) ok = plot->savePng(tmp, size.width(), size.height(), 1.0);
     else {
+      // A widget cannot be made smaller than its minimum size: render at the size it takes and
+      // scale to the chosen one. The view goes back to its size (it may sit in a tab).
+      const QSize old = view->size();
       view->resize(size);
-      ok = view->grab().save(tmp, "PNG");
+      QImage img = view->grab().toImage();
+      view->resize(old);
+      img.setDevicePixelRatio(1.0);
+      if (img.size() != size) img = img.scaled(size, Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
+      ok = img.save(tmp, "PNG");
     }
   } else if (suffix == QStringLiteral("pdf")) {
     if (plot) {
       ok = plot->savePdf(tmp, size.width(), size.height(), QCP::epNoCosmetic, QStringLiteral("FP8 Lab"), view->title());
     } else {
+      const QSize old = view->size();
       view->resize(size);
+      const QSize got = view->size();
       QPdfWriter pdf(tmp);
       pdf.setCreator(QStringLiteral("FP8 Lab"));
       pdf.setTitle(view->title());
@@ -52,9 +93,11 @@ bool exportViewSized(View* view, const QString& fileName, QSize size, QString* e
       QPainter p;
       ok = p.begin(&pdf);
       if (ok) {
+        p.scale(double(size.width()) / got.width(), double(size.height()) / got.height());
         view->render(&p);
         p.end();
       }
+      view->resize(old);
     }
   } else if (suffix == QStringLiteral("svg")) {
     QSvgGenerator gen;
@@ -71,13 +114,17 @@ bool exportViewSized(View* view, const QString& fileName, QSize size, QString* e
         ok = p.end();
       }
     } else {
+      const QSize old = view->size();
       view->resize(size);
+      const QSize got = view->size();
       QPainter p;
       ok = p.begin(&gen);
       if (ok) {
+        p.scale(double(size.width()) / got.width(), double(size.height()) / got.height());
         view->render(&p);
         ok = p.end();
       }
+      view->resize(old);
     }
   } else {
     if (error) *error = QObject::tr("unknown export type '.%1' (use .png, .pdf or .svg)").arg(suffix);

@@ -4,11 +4,14 @@
 // Needs a QApplication (the CLI creates one on the offscreen platform for these commands).
 #pragma once
 
+#include <QDialog>
 #include <QSize>
 #include <QString>
 #include <QStringList>
 
 #include <functional>
+
+class QSpinBox;
 
 namespace fp8lab::ui {
 
@@ -18,6 +21,21 @@ class View;
 /// chosen by the file suffix. A view with an exportPlot() is drawn as that plot (vectors in PDF /
 /// SVG); other views are rendered as widgets. Writes beside and renames (never a half file).
 bool exportViewSized(View* view, const QString& fileName, QSize size, QString* error);
+
+/// The size step of File → Export plot (issue 6 §5, "at a chosen size"): width and height spin
+/// boxes in logical pixels (16..20000, the range exportViewSized accepts), preset to `initial`
+/// (the view's current size). Object names "width" and "height" for tests.
+class ExportSizeDialog : public QDialog {
+public:
+  explicit ExportSizeDialog(QSize initial, QWidget* parent = nullptr);
+  QSize chosenSize() const;
+  QSpinBox* widthBox() const { return w_; }
+  QSpinBox* heightBox() const { return h_; }
+
+private:
+  QSpinBox* w_;
+  QSpinBox* h_;
+};
 
 struct RenderRequest {
   QString session;       ///< session file (.h5)
