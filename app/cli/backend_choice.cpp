@@ -67,15 +67,35 @@ GemmOutput ChosenGemmBackend::run(const QuantizedTensor& a, const QuantizedTenso
   last_fallback_.clear();
   if (gpu_) {
     const std::string r = gpu_->unsupportedReason(a, b, opt);
-    if (r.empty()) return gpu_->run(a, b, opt, progress);
+    if (r.empty()) {
+      GemmOutput out = gpu_->run(a, b, opt, progress);
+      ++gpu_runs;
+      return out;
+    }
     if (request_ == BackendRequest::Gpu) throw std::runtime_error(gpu_->device() + " cannot run this GEMM: " + r);
     // selectGemmBackend's words for the same case (gpu/cuda_gemm_backend.cpp)
     last_fallback_ = "auto: " + gpu_->device() + " cannot run this GEMM: " + r + "; running on the CPU reference backend";
     GemmOutput out = cpu_->run(a, b, opt, progress);
+    ++cpu_runs;
+    fallback_reasons.insert(r);
     out.warnings.push_back({Warning::Severity::Info, "GPU fallback", "backend", last_fallback_});
     return out;
   }
-  return cpu_->run(a, b, opt, progress);
+  GemmOutput out = cpu_->run(a, b, opt, progress);
+  ++cpu_runs;
+  return out;
+}
+
+std::string ChosenGemmBackend::fallbackSummary() const {
+  if (fallback_reasons.empty()) return {};
+  std::string s = "auto: " + std::to_string(cpu_runs) + " of " + std::to_string(cpu_runs + gpu_runs) +
+                  " GEMMs ran on the CPU reference backend (" + (gpu_ ? gpu_->device() : std::string("GPU")) + " cannot run: ";
+  bool first = true;
+  for (const auto& r : fallback_reasons) {
+    s += (first ? "" : "; ") + r;
+    first = false;
+  }
+  return s + ")";
 }
 
 std::unique_ptr<ChosenGemmBackend> makeChosenBackend(const QString& value, bool quiet) {

@@ -20,6 +20,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace fp8lab::cli {
@@ -57,6 +58,16 @@ public:
   /// Why the last run() went to the CPU although a GPU was present (auto), in
   /// selectGemmBackend's words; empty when it did not fall back.
   const std::string& lastFallback() const { return last_fallback_; }
+  /// GEMMs run on each side since the last resetCounts(), and the distinct reasons the GPU gave
+  /// for those that went to the CPU (auto) — for commands with many GEMMs per run (training).
+  int64_t gpu_runs = 0, cpu_runs = 0;
+  std::set<std::string> fallback_reasons;
+  void resetCounts() {
+    gpu_runs = cpu_runs = 0;
+    fallback_reasons.clear();
+  }
+  /// "" when no GEMM fell back; else "auto: N of M GEMMs ran on the CPU reference backend (<reasons>)".
+  std::string fallbackSummary() const;
   /// CUDA runtime / driver / cuBLASLt versions (cudaRuntimeGetVersion etc.; 0 when unknown).
   int runtime_version = 0, driver_version = 0;
   int64_t cublaslt_version = 0;

@@ -445,7 +445,8 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
                    rs.config.precision == TrainingPrecision::FP8 ? toString(rs.config.scaling.kind) : "FP32 baseline",
                    rs.config.epochs, static_cast<long long>((train.count + rs.config.batch_size - 1) / rs.config.batch_size),
                    rs.config.batch_size, static_cast<long long>(train.count));
-    TrainingRun run(rs.config, train, test);
+    if (opt.backend) opt.backend->resetCounts();
+    TrainingRun run(rs.config, train, test, opt.backend);
     bool cancelled = false;
     {
       TerminalProgress bar(label);
@@ -474,7 +475,20 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
     }
     const TrainingResult& res = run.result();
     QString stored;
-    if (!save(trainingRunToSession(res, rs.id.toStdString(), runConfigJson(rs)), &stored)) return 2;
+    Run session_run = trainingRunToSession(res, rs.id.toStdString(), runConfigJson(rs));
+    std::string backend_note;
+    if (opt.backend && rs.config.precision == TrainingPrecision::FP8) {
+      backend_note = opt.backend->fallbackSummary();
+      if (!backend_note.empty() && !opt.quiet && !opt.json)
+        std::fprintf(stderr, "%s: note: --backend %s\n", label.toUtf8().constData(), backend_note.c_str());
+      recordBackend(session_run, *opt.backend, rs.config.forward_gemm,
+                    backend_note.empty() ? opt.backend->noGpuReason() : backend_note);
+      if (session_run.backend == "cuda")
+        session_run.attrs["fast_accum_backward"] = int64_t(rs.config.backward_gemm.accumulation == Accumulation::FastAccum ? 1 : 0);
+      session_run.attrs["gemm_runs_gpu"] = opt.backend->gpu_runs;
+      session_run.attrs["gemm_runs_cpu"] = opt.backend->cpu_runs;
+    }
+    if (!save(session_run, &stored)) return 2;
     trained[rs.id] = res.weights;
     QJsonObject js;
     js.insert(QStringLiteral("id"), stored);
@@ -483,6 +497,12 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
     if (rs.config.precision == TrainingPrecision::FP8)
       js.insert(QStringLiteral("scaling"), QString::fromLatin1(toString(rs.config.scaling.kind)));
     js.insert(QStringLiteral("status"), cancelled ? QStringLiteral("cancelled") : QStringLiteral("completed"));
+    js.insert(QStringLiteral("backend"), QString::fromStdString(session_run.backend));
+    js.insert(QStringLiteral("device"), QString::fromStdString(session_run.device));
+    if (opt.backend) {
+      js.insert(QStringLiteral("backend_request"), QString::fromLatin1(toString(opt.backend->request())));
+      js.insert(QStringLiteral("backend_note"), QString::fromStdString(attrString(session_run.attrs, "backend_note").value_or("")));
+    }
     js.insert(QStringLiteral("steps"), static_cast<qint64>(res.steps_done));
     QJsonArray accs;
     for (const auto& e : res.epochs) accs.append(e.test_accuracy);
@@ -528,7 +548,8 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
       Run run;
       try {
         TerminalProgress bar(QStringLiteral("GEMM on trained fc%1").arg(l + 1));
-        run = weightGemmRun(weights, fm->test, wc, id.toStdString(), cfg_json, nullptr, [&](double f, const std::string& s) {
+        if (opt.backend) opt.backend->resetCounts();
+        run = weightGemmRun(weights, fm->test, wc, id.toStdString(), cfg_json, opt.backend, [&](double f, const std::string& s) {
           bar.update(f, QString::fromStdString(s));
           return !g_interrupted.load();
         });
@@ -537,11 +558,18 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
       } catch (const std::exception& e) {
         return fail(QStringLiteral("GEMM on trained weights (%1) failed: %2").arg(id, QString::fromUtf8(e.what())));
       }
+      if (opt.backend) {
+        const std::string note = opt.backend->fallbackSummary();
+        if (!note.empty() && !opt.quiet && !opt.json) std::fprintf(stderr, "%s: note: --backend %s\n", id.toUtf8().constData(), note.c_str());
+        recordBackend(run, *opt.backend, wc.gemm, note.empty() ? opt.backend->noGpuReason() : note);
+      }
       QString stored;
       if (!save(run, &stored)) return 2;
       QJsonObject js;
       js.insert(QStringLiteral("id"), stored);
       js.insert(QStringLiteral("type"), QStringLiteral("gemm-trained-weights"));
+      js.insert(QStringLiteral("backend"), QString::fromStdString(run.backend));
+      js.insert(QStringLiteral("device"), QString::fromStdString(run.device));
       js.insert(QStringLiteral("layer"), QStringLiteral("fc%1").arg(l + 1));
       for (const char* m : {"total_sqnr_db", "quantization_sqnr_db", "accumulation_sqnr_db", "total_rel_fro"})
         js.insert(QLatin1String(m), jsonNumber(run.metrics.at(m).value));
@@ -660,6 +688,7 @@ int runTrainingType(const QJsonObject& config, const QString& /*text: each run s
   t.threads = o.threads;
   t.compress = o.compress;
   t.print_session_line = false;
+  t.backend = o.backend;
   return runTrainingExperiment(config, o.out, t);
 }
 

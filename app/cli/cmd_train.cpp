@@ -27,7 +27,8 @@ int runTrain(const QStringList& args) {
   const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("Run only the run with this id."), QStringLiteral("ID"));
   const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("Print a JSON summary on stdout."));
   const QCommandLineOption quietOpt({QStringLiteral("q"), QStringLiteral("quiet")}, QStringLiteral("No per-epoch lines."));
-  p.addOptions({outOpt, dataOpt, runOpt, jsonOpt, quietOpt});
+  const QCommandLineOption be = backendOption();
+  p.addOptions({outOpt, dataOpt, runOpt, be, jsonOpt, quietOpt});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   if (p.positionalArguments().size() != 1) return fail(QStringLiteral("train needs exactly one CONFIG.json (see --help)"));
@@ -45,6 +46,9 @@ int runTrain(const QStringList& args) {
   o.quiet = p.isSet(quietOpt);
   o.data_dir = p.value(dataOpt);
   o.only_run = p.value(runOpt);
+  const auto backend = makeChosenBackend(p.value(be), o.quiet);
+  if (!backend) return 2;
+  o.backend = backend.get();
   return runTrainingExperiment(doc.object(), p.value(outOpt), o);
 }
 

@@ -8,6 +8,7 @@
 // "gemm_on_trained_weights": {...}} — resources/experiments/default.json is the example.
 #pragma once
 
+#include "backend_choice.h"
 #include "session/session.h"
 #include "training/trainer.h"
 #include "training/weight_gemm.h"
@@ -59,6 +60,8 @@ struct TrainingCliOptions {
   int threads = 0;             ///< > 0: GEMM threads for every run (results do not depend on it)
   bool compress = true;        ///< shuffle + gzip large datasets
   bool print_session_line = true; ///< end with "session written: FILE" (run prints its own)
+  /// --backend: where the FP8 GEMMs run (backend_choice.h); not owned; null = the CPU reference.
+  ChosenGemmBackend* backend = nullptr;
 };
 
 /// Runs a training experiment and writes its runs into `out` (created, or appended to with
