@@ -601,10 +601,13 @@ void AmaxHistoryView::drawStep() {
   taken_line_->point2->setCoords(1, taken);
   const float fmax = float(format_->maxFinite());
   const double next = taken > 0 ? taken / fmax * std::ldexp(1.0, cfg_.margin) : 0;
-  taken_text_->setText(tr("after step %1: %2 of the window = %3 \u2192 next dequant scale %4 (= %5 / %6 \u00b7 2^%7)")
+  // Six significant digits on the plot (two short lines, clear of the legend); the CSV keeps
+  // full precision.
+  auto g6 = [](double v) { return QString::number(v, 'g', 6); };
+  taken_text_->setText(tr("after step %1: %2 of the window = %3\n\u2192 next dequant scale %4 = %5 / %6 \u00b7 2^%7")
                            .arg(step_)
-                           .arg(cfg_.algo == AmaxAlgo::Max ? tr("max") : tr("most recent"), numberText(taken), errorText(next),
-                                numberText(taken), numberText(fmax))
+                           .arg(cfg_.algo == AmaxAlgo::Max ? tr("max") : tr("most recent"), g6(taken), g6(next), g6(taken),
+                                numberText(fmax))
                            .arg(cfg_.margin));
   QCPAxis* tx = top_->axis(QCPAxis::atBottom);
   tx->setRange(double(first) - 0.5, double(step_) + 0.5 + (te ? 1 : 0));
@@ -626,7 +629,7 @@ void AmaxHistoryView::setInfo() {
   QStringList t;
   if (!note_.isEmpty()) t << note_;
   if (!amax_.empty()) {
-    t << tr("step %1 of %2: amax %3").arg(step_).arg(steps() - 1).arg(numberText(amax_[size_t(step_)]));
+    t << tr("step %1 of %2: amax %3").arg(step_).arg(steps() - 1).arg(QString::number(amax_[size_t(step_)], 'g', 6));
     if (size_t(step_) < rec_scale_.size()) t << tr("recorded dequant scale %1").arg(errorText(rec_scale_[size_t(step_)]));
     if (size_t(step_) < sim_scale_.size()) t << tr("what-if %1").arg(errorText(sim_scale_[size_t(step_)]));
     const auto rw = recordedWindow();

@@ -183,6 +183,8 @@ void ScaleEvolutionView::fillTensors() {
     const bool on = was.isEmpty() ? t.startsWith(ts.first().section(QLatin1Char('/'), 0, 0) + QLatin1Char('/')) : was.contains(t);
     it->setCheckState(on ? Qt::Checked : Qt::Unchecked);
   }
+  // No training run: no empty white column beside the plot's "what to do" message.
+  list_->setVisible(!ts.isEmpty());
   updating_ = false;
 }
 
