@@ -89,7 +89,7 @@ def main():
         path = os.path.join(a.workdir, name + ".json")
         with open(path, "w") as f:
             json.dump(cfg, f, indent=1)
-        printed[name] = json.loads(run([a.cli, "run", path, "--out", h5, "--json", "--quiet"]))
+        printed[name] = json.loads(run([a.cli, "run", path, "--out", h5, "--backend", "cpu", "--json", "--quiet"]))
         check(printed[name]["run"] == name, f"run id printed {printed[name]['run']} != {name}")
     inspected = json.loads(run([a.cli, "inspect", h5, "--json"]))
 

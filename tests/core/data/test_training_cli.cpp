@@ -55,7 +55,8 @@ private Q_SLOTS:
     const QString cfg = writeConfig(dir, smallConfig(200));
     const QString out = dir.filePath(QStringLiteral("s.h5"));
     QProcess p;
-    p.start(cliPath(), {QStringLiteral("train"), cfg, QStringLiteral("--out"), out});
+    // --backend cpu: rerun below promises identical bits for CPU runs (auto would take a GPU)
+    p.start(cliPath(), {QStringLiteral("train"), cfg, QStringLiteral("--out"), out, QStringLiteral("--backend"), QStringLiteral("cpu")});
     QVERIFY(p.waitForStarted());
     // Wait until the first epoch has been reported, so the run is mid-training.
     QByteArray err;
