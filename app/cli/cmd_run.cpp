@@ -755,14 +755,21 @@ int runRerun(const QStringList& args) {
   QCommandLineParser p;
   p.setApplicationDescription(QStringLiteral(
       "Re-runs a stored run from its configuration and seed on the CPU backend and compares every\n"
-      "dataset and metric bit for bit with the stored one. Exit 0: identical; 1: differences (listed)."));
+      "dataset and metric bit for bit with the stored one. Exit 0: identical; 1: differences (listed).\n"
+      "Always the CPU reference backend: the bit-for-bit promise is for the CPU; a run stored from the GPU\n"
+      "(backend \"cuda\") is compared with the CPU model, and the differences are listed."));
   p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
   p.addPositionalArgument(QStringLiteral("RUN_ID"), QStringLiteral("Run to reproduce."));
   const auto th = threadsOption(), js = jsonOption(), q = quietOption();
   const QCommandLineOption saveOpt(QStringLiteral("out"), QStringLiteral("Also save the new run into this session file."), QStringLiteral("FILE.h5"));
-  p.addOptions({saveOpt, th, js, q});
+  const QCommandLineOption be(QStringLiteral("backend"), QStringLiteral("Only cpu: rerun reproduces on the CPU reference backend."),
+                              QStringLiteral("cpu"), QStringLiteral("cpu"));
+  p.addOptions({saveOpt, th, be, js, q});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
+  if (parseBackendRequest(p.value(be)) != BackendRequest::Cpu)
+    return fail(QStringLiteral("rerun reproduces on the CPU reference backend only (its bit-for-bit promise is for the CPU); "
+                               "to repeat a run on the GPU, run its config again: fp8lab-cli run CONFIG.json --backend gpu"));
   if (p.positionalArguments().size() != 2) return fail(QStringLiteral("rerun needs FILE.h5 and RUN_ID"));
   const QString file = p.positionalArguments()[0], id = p.positionalArguments()[1];
   bool ok = false;

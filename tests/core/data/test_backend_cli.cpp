@@ -188,6 +188,10 @@ private Q_SLOTS:
       QVERIFY2(re.code == 0, (re.out + re.err).constData());
       QVERIFY2(re.out.contains("on the CPU backend"), re.out.constData());
     }
+    // rerun takes no other backend: it says why instead of running elsewhere
+    const CliResult rg = cli({QStringLiteral("rerun"), out, QStringLiteral("g1"), QStringLiteral("--backend"), QStringLiteral("gpu")});
+    QCOMPARE(rg.code, 2);
+    QVERIFY2(rg.err.contains("rerun reproduces on the CPU reference backend only"), rg.err.constData());
   }
 
   void sweepTakesTheBackend() {
