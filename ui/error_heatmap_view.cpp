@@ -8,12 +8,14 @@
 #include "style.h"
 
 #include <QComboBox>
+#include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
 #include <QSplitter>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
 
 #include <cmath>
 
@@ -116,7 +118,13 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
   refine_ = new QTimer(this);
   refine_->setSingleShot(true);
   refine_->setInterval(80);
-  connect(refine_, &QTimer::timeout, this, &ErrorHeatmapView::onRangeChanged);
+  // Zoom / pan refinement reads the window on the thread pool (a large HDF5 map takes ~0.4 s);
+  // zoomTo() and the first overview stay synchronous.
+  connect(refine_, &QTimer::timeout, this, [this] {
+    async_next_ = true;
+    onRangeChanged();
+    async_next_ = false;
+  });
 
   connect(run_box_, &QComboBox::currentIndexChanged, this, [this] {
     if (!updating_) runChosen();
@@ -174,7 +182,7 @@ void ErrorHeatmapView::runChosen() {
     if (i >= 0) a = RunAccess::forRecord(session_->run(i), session_->fileName());
   }
   run_ = std::move(a);
-  model_ = run_ ? std::make_unique<HeatmapModel>(run_) : nullptr;
+  model_ = run_ ? std::make_shared<HeatmapModel>(run_) : nullptr;
   rebuild();
 }
 
@@ -184,7 +192,7 @@ void ErrorHeatmapView::setRunAccess(std::shared_ptr<RunAccess> run) {
   if (run) run_box_->addItem(run->id(), run->id());
   updating_ = false;
   run_ = std::move(run);
-  model_ = run_ ? std::make_unique<HeatmapModel>(run_) : nullptr;
+  model_ = run_ ? std::make_shared<HeatmapModel>(run_) : nullptr;
   rebuild();
 }
 
@@ -248,6 +256,7 @@ QList<ErrorQuantity> ErrorHeatmapView::quantities() const {
 // Builds the plot layout for the mode (one or three panels + one colour scale) and the overview.
 void ErrorHeatmapView::rebuild() {
   refine_->stop();
+  ++generation_;
   plot_->clearPlottables();
   plot_->plotLayout()->clear();
   rects_.clear();
@@ -381,6 +390,38 @@ void ErrorHeatmapView::computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t
     draw();
     return;
   }
+  const quint64 gen = ++generation_;
+  if (!overview && async_next_) {
+    struct Result {
+      QList<HeatmapGrid> grids;
+      QString error;
+    };
+    auto* watcher = new QFutureWatcher<Result>(this);
+    connect(watcher, &QFutureWatcher<Result>::finished, this, [this, watcher, gen] {
+      watcher->deleteLater();
+      if (gen != generation_ || maps_.isEmpty()) return; // stale: a newer window or map is on its way
+      Result r = watcher->result();
+      if (!r.error.isEmpty()) {
+        status_->setText(tr("Cannot read the map: %1").arg(r.error));
+        Q_EMIT issue(2, tr("Error heatmap: %1").arg(r.error), run_ ? run_->id() : QString());
+        return;
+      }
+      grids_ = r.grids;
+      draw();
+    });
+    std::shared_ptr<const HeatmapModel> model = model_;
+    const ErrorKind kind = kind_;
+    watcher->setFuture(QtConcurrent::run([model, shown, kind, r0, c0, nr, nc, br, bc, how] {
+      Result r;
+      for (ErrorQuantity q : shown) {
+        HeatmapGrid g;
+        if (!model->compute(q, kind, r0, c0, nr, nc, br, bc, how, &g, &r.error)) return r;
+        r.grids << std::move(g);
+      }
+      return r;
+    }));
+    return;
+  }
   QList<HeatmapGrid> grids;
   for (ErrorQuantity q : shown) {
     HeatmapGrid g;
@@ -476,6 +517,7 @@ void ErrorHeatmapView::draw() {
 
 void ErrorHeatmapView::onRangeChanged() {
   if (rects_.isEmpty() || !model_) return;
+  ++generation_; // whatever this shows, an older background read must not replace it
   const QCPRange xr = rects_.first()->axis(QCPAxis::atBottom)->range();
   const QCPRange yr = rects_.first()->axis(QCPAxis::atLeft)->range();
   QList<ErrorQuantity> shown;

@@ -97,7 +97,11 @@ private:
   void openInBitLayout();
 
   std::shared_ptr<RunAccess> run_;
-  std::unique_ptr<HeatmapModel> model_;
+  std::shared_ptr<HeatmapModel> model_; ///< shared with a refinement running on the pool
+  /// Bumped by every rebuild and window computation; a background refinement whose number is
+  /// no longer current is dropped (the user zoomed again, changed the map or the run).
+  quint64 generation_ = 0;
+  bool async_next_ = false; ///< the next non-overview window is read off the GUI thread
   Mode mode_ = Mode::Total;
   ErrorKind kind_ = ErrorKind::Abs;
   Aggregation agg_ = Aggregation::Elements;

@@ -219,6 +219,19 @@ private Q_SLOTS:
     QCOMPARE(v.grids().first().r0, 32);
     QCOMPARE(v.grids().first().cell(5, 5), 9.0);
     QVERIFY(v.statusText().contains(QStringLiteral("one element")));
+    // Panning (an axis range change, as the mouse does) re-reads the window on the thread pool:
+    // the grid is not the new one right after the change and becomes rows 16..23 (range
+    // 15.5..23.5 in element-centre coordinates) once the background read is back, and stays so.
+    QCPAxis* rows = v.plot()->axisRect(0)->axis(QCPAxis::atLeft);
+    rows->setRange(7.5, 15.5);
+    QTest::qWait(120); // past the 80 ms refine timer: the read for rows 8..15 is started
+    rows->setRange(15.5, 23.5);
+    QVERIFY(v.grids().first().r0 != 16);
+    QTRY_COMPARE(v.grids().first().r0, 16);
+    QCOMPARE(v.grids().first().rows, 8);
+    QCOMPARE(v.grids().first().block_rows, 1);
+    QTest::qWait(200);
+    QCOMPARE(v.grids().first().r0, 16);
   }
 
   void heatmapViewHoverClickNaN() {
