@@ -147,11 +147,20 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
 void ErrorHeatmapView::setSession(Session* session) {
   View::setSession(session);
   if (!session) return;
-  connect(session, &Session::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &Session::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &Session::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &Session::runChanged, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &Session::currentRunChanged, this, [this](int index) { whenShown(1, [this, index] { followRun(index); }); });
+  // Session changes (a run added while an experiment runs, a load) read the overview on the
+  // thread pool; the plot shows the new run's axes at once and its map when the read is back.
+  auto async = [this](auto f) {
+    async_next_ = true;
+    f();
+    async_next_ = false;
+  };
+  auto reload = [this, async] { whenShown(0, [this, async] { async([this] { rebuildRuns(); }); }); };
+  connect(session, &Session::reset_, this, reload);
+  connect(session, &Session::runAdded, this, reload);
+  connect(session, &Session::runRemoved, this, reload);
+  connect(session, &Session::runChanged, this, reload);
+  connect(session, &Session::currentRunChanged, this,
+          [this, async](int index) { whenShown(1, [this, async, index] { async([this, index] { followRun(index); }); }); });
   rebuildRuns();
 }
 
@@ -391,13 +400,13 @@ void ErrorHeatmapView::computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t
     return;
   }
   const quint64 gen = ++generation_;
-  if (!overview && async_next_) {
+  if (async_next_) {
     struct Result {
       QList<HeatmapGrid> grids;
       QString error;
     };
     auto* watcher = new QFutureWatcher<Result>(this);
-    connect(watcher, &QFutureWatcher<Result>::finished, this, [this, watcher, gen] {
+    connect(watcher, &QFutureWatcher<Result>::finished, this, [this, watcher, gen, overview] {
       watcher->deleteLater();
       if (gen != generation_ || maps_.isEmpty()) return; // stale: a newer window or map is on its way
       Result r = watcher->result();
@@ -407,8 +416,10 @@ void ErrorHeatmapView::computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t
         return;
       }
       grids_ = r.grids;
+      if (overview) overview_ = r.grids;
       draw();
     });
+    status_->setText(tr("Reading the map\u2026"));
     std::shared_ptr<const HeatmapModel> model = model_;
     const ErrorKind kind = kind_;
     watcher->setFuture(QtConcurrent::run([model, shown, kind, r0, c0, nr, nc, br, bc, how] {
