@@ -11,6 +11,7 @@
 #include <QCommandLineParser>
 #include <QElapsedTimer>
 #include <QEvent>
+#include <QThreadPool>
 #include <QTimer>
 
 #include <cstdio>
@@ -82,6 +83,9 @@ int main(int argc, char** argv) {
     const QString file = p.value(grab);
     const bool only = p.isSet(widgetOnly);
     QTimer::singleShot(400, &w, [&w, file, only] {
+      // Views read large maps on the thread pool (error heatmap): let those reads land first.
+      QThreadPool::globalInstance()->waitForDone(15000);
+      for (int i = 0; i < 3; ++i) QCoreApplication::processEvents();
       QWidget* target = only && w.currentView() ? static_cast<QWidget*>(w.currentView()) : &w;
       const bool ok = target->grab().save(file);
       if (!ok) std::fprintf(stderr, "fp8lab: cannot write %s\n", qPrintable(file));
