@@ -380,7 +380,7 @@ void NumberLineView::rebuild() {
     b->setName(tr("%1: positive values per binade").arg(QString::fromStdString(f.name())));
   }
   dy->setLabel(tr("values per binade\n(count)"));
-  dy->setRange(0, dmax * 1.25);
+  dy->setRange(0, dmax * 1.9);
   dx->setLabel(tr("binade [2\u1d49, 2\u1d49\u207a\u00b9)"));
   density_legend_->clearItems();
   for (int i = 0; i < plot_->plottableCount(); ++i)
@@ -433,7 +433,7 @@ void NumberLineView::rebuildOverlay() {
       p->setAxisRect(hist_rect_);
       p->setAxes(hx, hy);
     }
-    r->topLeft->setCoords(x0, ymax * 1.3);
+    r->topLeft->setCoords(x0, ymax * 1.8);
     r->bottomRight->setCoords(x1, 0);
     r->setPen(Qt::NoPen);
     r->setBrush(c);
@@ -466,7 +466,7 @@ void NumberLineView::rebuildOverlay() {
   ga->setName(tr("after \u00d7 %1 (per-tensor, amax \u2192 max): %2% underflow, %3% saturate")
                   .arg(errorText(overlay_.quant_scale))
                   .arg(100 * overlay_.underflow_after, 0, 'f', 2).arg(100 * overlay_.saturate_after, 0, 'f', 2));
-  hy->setRange(0, ymax * 1.3);
+  hy->setRange(0, ymax * 1.8);
   hist_legend_->addItem(new QCPPlottableLegendItem(hist_legend_, gb));
   hist_legend_->addItem(new QCPPlottableLegendItem(hist_legend_, ga));
   hist_legend_->setVisible(true);
