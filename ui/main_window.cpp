@@ -1,5 +1,7 @@
 #include "main_window.h"
 
+#include <QHash>
+
 #include "bit_layout_view.h"
 #include "code_grid_view.h"
 #include "experiment_panel.h"
@@ -49,14 +51,16 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 // Q_INIT_RESOURCE must be called outside any namespace.
-static void initFp8labResources() { Q_INIT_RESOURCE(fp8lab); }
+static void initFp8labResources() {
+  Q_INIT_RESOURCE(fp8lab);
+}
 
 namespace fp8lab::ui {
 
 namespace {
 constexpr int kMaxRecent = 8;
 const QString kRecentKey = QStringLiteral("recentFiles");
-}
+} // namespace
 
 MainWindow::MainWindow() : MainWindow(Options{}) {}
 
@@ -75,12 +79,18 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
   banner_->setObjectName(QStringLiteral("banner"));
   banner_->setWordWrap(true);
   banner_->setTextFormat(Qt::RichText);
-  banner_->setStyleSheet(QStringLiteral("QLabel { background:#e3f2fd; color:#0d47a1; padding:6px 10px; border-bottom:1px solid #90caf9; }"));
+  banner_->setStyleSheet(QStringLiteral(
+      "QLabel { background:#e3f2fd; color:#0d47a1; padding:6px 10px; border-bottom:1px solid #90caf9; }"));
   connect(banner_, &QLabel::linkActivated, this, [this](const QString& link) {
-    if (link == QStringLiteral("run")) runFullDefaultExperiment();
-    else if (link == QStringLiteral("open")) openSessionDialog();
-    else if (link == QStringLiteral("panel")) { panel_dock_->show(); panel_dock_->raise(); }
-    else if (link == QStringLiteral("close")) banner_->hide();
+    if (link == QStringLiteral("run"))
+      runFullDefaultExperiment();
+    else if (link == QStringLiteral("open"))
+      openSessionDialog();
+    else if (link == QStringLiteral("panel")) {
+      panel_dock_->show();
+      panel_dock_->raise();
+    } else if (link == QStringLiteral("close"))
+      banner_->hide();
   });
   cv->addWidget(banner_);
   tabs_ = new QTabWidget(central);
@@ -149,7 +159,8 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
     issues_->report(Severity::Error, tr("The experiment failed: %1").arg(why), tr("Experiment panel"));
     statusBar()->showMessage(tr("Experiment failed"), 5000);
   });
-  connect(job_, &Job::cancelled, this, [this] { statusBar()->showMessage(tr("Experiment cancelled; nothing was added"), 5000); });
+  connect(job_, &Job::cancelled, this,
+          [this] { statusBar()->showMessage(tr("Experiment cancelled; nothing was added"), 5000); });
   connect(panel_, &ExperimentPanel::runRequested, this, &MainWindow::runExperiment);
   connect(panel_, &ExperimentPanel::cancelRequested, job_, &Job::cancel);
   for (View* v : views_) v->setSession(session_);
@@ -264,7 +275,8 @@ void MainWindow::buildDocks() {
     session_->setCurrentRun(session_->indexOf(it->data(0, Qt::UserRole).toString()));
   });
   connect(tree_, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem* it, int col) {
-    if (col == 0 && it->parent()) session_->renameRun(session_->indexOf(it->data(0, Qt::UserRole).toString()), it->text(0));
+    if (col == 0 && it->parent())
+      session_->renameRun(session_->indexOf(it->data(0, Qt::UserRole).toString()), it->text(0));
   });
 
   panel_dock_ = new QDockWidget(tr("Experiment"), this);
@@ -277,7 +289,6 @@ void MainWindow::buildDocks() {
 
   issues_dock_ = new IssuesDock(issues_, this);
   addDockWidget(Qt::BottomDockWidgetArea, issues_dock_);
-
 }
 
 void MainWindow::buildActions() {
@@ -302,8 +313,8 @@ void MainWindow::buildActions() {
   auto* aSaveAs = file->addAction(tr("Save &as\u2026"), this, &MainWindow::saveAs);
   aSaveAs->setShortcut(QKeySequence::SaveAs);
   file->addSeparator();
-  auto* aExp = file->addAction(QIcon(QStringLiteral(":/fp8lab/icons/export.svg")), tr("&Export plot (PNG, PDF, SVG)\u2026"),
-                               this, &MainWindow::exportPlot);
+  auto* aExp = file->addAction(QIcon(QStringLiteral(":/fp8lab/icons/export.svg")),
+                               tr("&Export plot (PNG, PDF, SVG)\u2026"), this, &MainWindow::exportPlot);
   aExp->setShortcut(QKeySequence(QStringLiteral("Ctrl+E")));
   auto* aCsv = file->addAction(tr("Export &data (CSV)\u2026"), this, &MainWindow::exportData);
   aCsv->setShortcut(QKeySequence(QStringLiteral("Ctrl+Shift+E")));
@@ -398,16 +409,22 @@ void MainWindow::setBackend(const BackendInfo& b) {
   panel_->setGpu(b.gpu, b.name);
 }
 
-QString MainWindow::backendText() const { return backend_label_->text(); }
-QString MainWindow::issueCounterText() const { return issue_button_->text(); }
+QString MainWindow::backendText() const {
+  return backend_label_->text();
+}
+QString MainWindow::issueCounterText() const {
+  return issue_button_->text();
+}
 
 void MainWindow::updateIssueCounter() {
   const int e = issues_->countOf(Severity::Error), w = issues_->countOf(Severity::Warning),
             i = issues_->countOf(Severity::Info);
   issue_button_->setText(tr("%n issue(s)", nullptr, e + w + i));
-  issue_button_->setIcon(e ? IssueList::severityIcon(Severity::Error)
-                           : w ? IssueList::severityIcon(Severity::Warning) : IssueList::severityIcon(Severity::Info));
-  issue_button_->setToolTip(tr("%1 errors, %2 warnings, %3 notes \u2014 click to show the Issues panel").arg(e).arg(w).arg(i));
+  issue_button_->setIcon(e   ? IssueList::severityIcon(Severity::Error)
+                         : w ? IssueList::severityIcon(Severity::Warning)
+                             : IssueList::severityIcon(Severity::Info));
+  issue_button_->setToolTip(
+      tr("%1 errors, %2 warnings, %3 notes \u2014 click to show the Issues panel").arg(e).arg(w).arg(i));
 }
 
 void MainWindow::updateTitle() {
@@ -425,8 +442,14 @@ void MainWindow::rebuildSessionTree() {
   QFont bf = root->font(0);
   bf.setBold(true);
   root->setFont(0, bf);
+  // Runs appended under a clashing id are stored as "<id>-2" but keep their label: name the id
+  // when two labels are equal, so the tree never shows two identical entries.
+  QHash<QString, int> label_count;
+  for (const RunRecord& r : session_->runs()) ++label_count[r.label];
   for (const RunRecord& r : session_->runs()) {
-    auto* it = new QTreeWidgetItem(root, {r.label, r.kind, r.backend});
+    const QString shown =
+        label_count.value(r.label) > 1 && r.label != r.id ? QStringLiteral("%1 [%2]").arg(r.label, r.id) : r.label;
+    auto* it = new QTreeWidgetItem(root, {shown, r.kind, r.backend});
     it->setData(0, Qt::UserRole, r.id);
     it->setFlags(it->flags() | Qt::ItemIsEditable);
     it->setToolTip(0, tr("%1 \u2014 created %2\ndouble-click to rename").arg(r.id, r.created.toString(Qt::ISODate)));
@@ -494,7 +517,8 @@ bool MainWindow::save() {
 }
 
 bool MainWindow::saveAs() {
-  QString f = QFileDialog::getSaveFileName(this, tr("Save session"), session_->fileName(), tr("FP8 Lab sessions (*.h5)"));
+  QString f =
+      QFileDialog::getSaveFileName(this, tr("Save session"), session_->fileName(), tr("FP8 Lab sessions (*.h5)"));
   if (f.isEmpty()) return false;
   if (QFileInfo(f).suffix().isEmpty()) f += QStringLiteral(".h5");
   QString error;
@@ -508,9 +532,10 @@ bool MainWindow::saveAs() {
 
 bool MainWindow::maybeSave() {
   if (!session_->isModified()) return true;
-  const auto r = QMessageBox::question(this, tr("Unsaved runs"),
-                                       tr("The session '%1' has changes that are not saved. Save them?").arg(session_->displayName()),
-                                       QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
+  const auto r = QMessageBox::question(
+      this, tr("Unsaved runs"),
+      tr("The session '%1' has changes that are not saved. Save them?").arg(session_->displayName()),
+      QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
   if (r == QMessageBox::Save) return save();
   return r == QMessageBox::Discard;
 }
@@ -525,8 +550,10 @@ void MainWindow::exportPlot() {
   ExportSizeDialog size(plot ? plot->size() : v->size(), this);
   if (size.exec() != QDialog::Accepted) return;
   QString error;
-  if (!exportViewSized(v, f, size.chosenSize(), &error)) issues_->report(Severity::Error, tr("Export failed: %1").arg(error), f);
-  else statusBar()->showMessage(tr("Exported %1").arg(f), 4000);
+  if (!exportViewSized(v, f, size.chosenSize(), &error))
+    issues_->report(Severity::Error, tr("Export failed: %1").arg(error), f);
+  else
+    statusBar()->showMessage(tr("Exported %1").arg(f), 4000);
 }
 
 void MainWindow::exportData() {
@@ -536,11 +563,14 @@ void MainWindow::exportData() {
     issues_->report(Severity::Info, tr("The view '%1' has no data table to export").arg(v->title()), v->title());
     return;
   }
-  const QString f = QFileDialog::getSaveFileName(this, tr("Export data"), v->viewId() + QStringLiteral(".csv"), tr("CSV (*.csv)"));
+  const QString f =
+      QFileDialog::getSaveFileName(this, tr("Export data"), v->viewId() + QStringLiteral(".csv"), tr("CSV (*.csv)"));
   if (f.isEmpty()) return;
   QString error;
-  if (!exportCsv(v, f, &error)) issues_->report(Severity::Error, tr("Export failed: %1").arg(error), f);
-  else statusBar()->showMessage(tr("Exported %1").arg(f), 4000);
+  if (!exportCsv(v, f, &error))
+    issues_->report(Severity::Error, tr("Export failed: %1").arg(error), f);
+  else
+    statusBar()->showMessage(tr("Exported %1").arg(f), 4000);
 }
 
 void MainWindow::addRecent(const QString& f) {
@@ -559,13 +589,15 @@ void MainWindow::rebuildRecentMenu() {
   const QStringList l = QSettings().value(kRecentKey).toStringList();
   for (int i = 0; i < l.size(); ++i) {
     const QString f = l[i];
-    auto* a = recent_menu_->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(f).fileName()), this, [this, f] {
-      if (maybeSave()) openSession(f);
-    });
+    auto* a =
+        recent_menu_->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(f).fileName()), this, [this, f] {
+          if (maybeSave()) openSession(f);
+        });
     a->setToolTip(f);
     a->setStatusTip(f);
   }
-  if (l.isEmpty()) recent_menu_->addAction(tr("(none)"))->setEnabled(false);
+  if (l.isEmpty())
+    recent_menu_->addAction(tr("(none)"))->setEnabled(false);
   else {
     recent_menu_->addSeparator();
     recent_menu_->addAction(tr("Clear list"), this, [this] {
@@ -589,21 +621,28 @@ void MainWindow::formatsReference() {
   auto* dlg = new QTextBrowser;
   dlg->setAttribute(Qt::WA_DeleteOnClose);
   dlg->setWindowTitle(tr("Formats reference \u2014 FP8 Lab"));
-  QString html = QStringLiteral("<h2>%1</h2><table border=1 cellspacing=0 cellpadding=4>"
-                                "<tr><th>%2</th><th>bits</th><th>E</th><th>M</th><th>bias</th><th>max</th>"
-                                "<th>min normal</th><th>min subnormal</th><th>Inf</th><th>NaN codes</th><th>%3</th></tr>")
-                     .arg(tr("Number formats"), tr("Format"), tr("Used by"));
+  QString html =
+      QStringLiteral("<h2>%1</h2><table border=1 cellspacing=0 cellpadding=4>"
+                     "<tr><th>%2</th><th>bits</th><th>E</th><th>M</th><th>bias</th><th>max</th>"
+                     "<th>min normal</th><th>min subnormal</th><th>Inf</th><th>NaN codes</th><th>%3</th></tr>")
+          .arg(tr("Number formats"), tr("Format"), tr("Used by"));
   for (const Format* f : Format::all()) {
     const auto& s = f->spec();
     html += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td><td>%3</td><td>%4</td><td>%5</td><td>%6</td><td>%7</td>"
                            "<td>%8</td><td>%9</td><td>%10</td><td>%11</td></tr>")
-                .arg(QString::fromStdString(s.name)).arg(f->bits()).arg(s.exponent_bits).arg(s.mantissa_bits)
-                .arg(s.bias).arg(numberText(f->maxFinite()), valueWithPow2(f->minNormal()), valueWithPow2(f->minSubnormal()),
-                                 f->hasInfinity() ? tr("yes") : tr("no"))
-                .arg(f->nanCount()).arg(QString::fromStdString(s.description).toHtmlEscaped());
+                .arg(QString::fromStdString(s.name))
+                .arg(f->bits())
+                .arg(s.exponent_bits)
+                .arg(s.mantissa_bits)
+                .arg(s.bias)
+                .arg(numberText(f->maxFinite()), valueWithPow2(f->minNormal()), valueWithPow2(f->minSubnormal()),
+                     f->hasInfinity() ? tr("yes") : tr("no"))
+                .arg(f->nanCount())
+                .arg(QString::fromStdString(s.description).toHtmlEscaped());
   }
-  html += QStringLiteral("</table><p>%1</p>").arg(tr("Sources: OCP OFP8 rev 1.0, OCP MX v1.0, CUDA 13 cuda_fp8.h, "
-                                                     "ml_dtypes. See docs/formats.md."));
+  html += QStringLiteral("</table><p>%1</p>")
+              .arg(tr("Sources: OCP OFP8 rev 1.0, OCP MX v1.0, CUDA 13 cuda_fp8.h, "
+                      "ml_dtypes. See docs/formats.md."));
   dlg->setHtml(html);
   dlg->resize(1100, 520);
   dlg->show();
@@ -614,7 +653,9 @@ void MainWindow::setExperimentRunner(ExperimentRunner runner) {
   panel_->setRunnerAvailable(bool(runner_), experimentRunnerMissingReason());
 }
 
-bool MainWindow::hasExperimentRunner() const { return bool(runner_); }
+bool MainWindow::hasExperimentRunner() const {
+  return bool(runner_);
+}
 
 bool MainWindow::runExperiment(const QJsonObject& config) {
   if (!runner_) {
@@ -637,10 +678,12 @@ bool MainWindow::runExperiment(const QJsonObject& config) {
   QJsonObject cfg = config;
   cfg[QStringLiteral("run_id")] = session_->nextRunId();
   cfg[QStringLiteral("session_file")] = session_->fileName();
-  const QString title = tr("Running %1\u00d7%2 GEMM %3\u00d7%4\u00d7%5")
-                            .arg(config.value(QStringLiteral("a_format")).toString(), config.value(QStringLiteral("b_format")).toString())
-                            .arg(config.value(QStringLiteral("m")).toInt()).arg(config.value(QStringLiteral("n")).toInt())
-                            .arg(config.value(QStringLiteral("k")).toInt());
+  const QString title =
+      tr("Running %1\u00d7%2 GEMM %3\u00d7%4\u00d7%5")
+          .arg(config.value(QStringLiteral("a_format")).toString(), config.value(QStringLiteral("b_format")).toString())
+          .arg(config.value(QStringLiteral("m")).toInt())
+          .arg(config.value(QStringLiteral("n")).toInt())
+          .arg(config.value(QStringLiteral("k")).toInt());
   return job_->start(title, [runner, cfg](const fp8lab::ProgressFn& fn) { return runner(cfg, fn); });
 }
 
@@ -651,7 +694,8 @@ bool MainWindow::runFullDefaultExperiment() {
   }
   const QString cli = QCoreApplication::applicationDirPath() + QStringLiteral("/fp8lab-cli");
   if (!QFileInfo(cli).isExecutable()) {
-    issues_->report(Severity::Error, tr("Cannot run the full default experiment: fp8lab-cli was not found next to fp8lab"), cli);
+    issues_->report(Severity::Error,
+                    tr("Cannot run the full default experiment: fp8lab-cli was not found next to fp8lab"), cli);
     return false;
   }
   const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation);
@@ -665,7 +709,9 @@ bool MainWindow::runFullDefaultExperiment() {
   job_label_->show();
   job_bar_->show();
   job_cancel_->show();
-  auto conn = connect(job_cancel_, &QToolButton::clicked, full_run_, [this] { if (full_run_) full_run_->kill(); });
+  auto conn = connect(job_cancel_, &QToolButton::clicked, full_run_, [this] {
+    if (full_run_) full_run_->kill();
+  });
   connect(full_run_, &QProcess::finished, this, [this, out, conn](int code, QProcess::ExitStatus st) {
     disconnect(conn);
     job_bar_->setRange(0, 1000);
@@ -677,13 +723,17 @@ bool MainWindow::runFullDefaultExperiment() {
     full_run_ = nullptr;
     if (st != QProcess::NormalExit || code != 0) {
       issues_->report(st == QProcess::CrashExit ? Severity::Info : Severity::Error,
-                      st == QProcess::CrashExit ? tr("The full default experiment was stopped")
-                                                : tr("The full default experiment failed (exit %1): %2").arg(code).arg(log.right(300)),
+                      st == QProcess::CrashExit
+                          ? tr("The full default experiment was stopped")
+                          : tr("The full default experiment failed (exit %1): %2").arg(code).arg(log.right(300)),
                       out);
       return;
     }
-    if (!session_->isModified()) openSession(out);
-    else issues_->report(Severity::Info, tr("The full default experiment finished; open it from File \u2192 Open recent"), out);
+    if (!session_->isModified())
+      openSession(out);
+    else
+      issues_->report(Severity::Info, tr("The full default experiment finished; open it from File \u2192 Open recent"),
+                      out);
     addRecent(out);
   });
   full_run_->start(cli, {QStringLiteral("run"), QStringLiteral("--out"), out, QStringLiteral("--quiet")});
@@ -698,7 +748,8 @@ void MainWindow::onJobFinished(const JobResult& r) {
   QElapsedTimer t;
   t.start();
   session_->addRun(r.run);
-  if (qEnvironmentVariableIsSet("FP8LAB_TRACE")) std::fprintf(stderr, "addRun took %lld ms\n", static_cast<long long>(t.elapsed()));
+  if (qEnvironmentVariableIsSet("FP8LAB_TRACE"))
+    std::fprintf(stderr, "addRun took %lld ms\n", static_cast<long long>(t.elapsed()));
   statusBar()->showMessage(tr("Run added: %1").arg(session_->run(session_->runCount() - 1).label), 5000);
 }
 
