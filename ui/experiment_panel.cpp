@@ -200,6 +200,8 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   backend_ = combo(QStringLiteral("backend"));
   backend_->addItem(tr("CPU reference"), QStringLiteral("cpu"));
   backend_->addItem(tr("CUDA (no GPU found)"), QStringLiteral("cuda"));
+  // Auto: the GPU for each GEMM it can run, the CPU reference otherwise (fp8lab-cli --backend auto).
+  backend_->addItem(tr("Auto (GPU when it can, else CPU)"), QStringLiteral("auto"));
   form_->addRow(tr("Backend:"), backend_);
 
   scroll->setWidget(inner);
@@ -265,7 +267,7 @@ QJsonObject ExperimentPanel::defaultConfig() {
       {QStringLiteral("import_path"), QString()},
       {QStringLiteral("training_run"), QString()},
       {QStringLiteral("seed"), 42},
-      {QStringLiteral("backend"), QStringLiteral("cpu")},
+      {QStringLiteral("backend"), QStringLiteral("auto")},
   };
 }
 

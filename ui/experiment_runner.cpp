@@ -14,6 +14,36 @@
 
 namespace fp8lab::ui {
 
+namespace {
+
+/// "auto" in the experiment panel: each GEMM runs on the GPU when the CUDA backend can take it
+/// (formats, scale modes, accumulation model: gpu/cuda_gemm_backend.h), else on the CPU
+/// reference backend — the same rule as fp8lab-cli --backend auto.
+class AutoGemmBackend final : public GemmBackend {
+public:
+  explicit AutoGemmBackend(std::unique_ptr<GemmBackend> gpu) : gpu_(std::move(gpu)), cpu_(makeCpuGemmBackend()) {}
+  std::string name() const override { return gpu_->name(); }
+  std::string device() const override { return gpu_->device(); }
+  std::string unsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b,
+                                const GemmOptions& opt) const override {
+    return gpu_->unsupportedReason(a, b, opt).empty() ? std::string() : cpu_->unsupportedReason(a, b, opt);
+  }
+  GemmOutput run(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,
+                 const ProgressFn& progress) override {
+    const std::string why = gpu_->unsupportedReason(a, b, opt);
+    if (why.empty()) return gpu_->run(a, b, opt, progress);
+    GemmOutput out = cpu_->run(a, b, opt, progress);
+    out.warnings.push_back({Warning::Severity::Info, "backend auto: ran on the CPU", "GEMM", why});
+    return out;
+  }
+
+private:
+  std::unique_ptr<GemmBackend> gpu_, cpu_;
+};
+
+} // namespace
+
+
 QString scalingPresetFor(const QJsonObject& c, QString* why) {
   const QString s = c.value(QStringLiteral("scaling")).toString();
   const QString p = c.value(QStringLiteral("preset")).toString();
@@ -91,11 +121,14 @@ ExperimentRunner builtinExperimentRunner() {
                       QStringLiteral("/weights/fc1/kernel")).toStdString();
     }
     std::unique_ptr<GemmBackend> backend;
+    const QString choice = c.value(QStringLiteral("backend")).toString(QStringLiteral("auto"));
 #ifdef FP8LAB_HAVE_CUDA
-    if (c.value(QStringLiteral("backend")).toString() == QStringLiteral("cuda")) {
+    if (choice == QStringLiteral("cuda") || choice == QStringLiteral("auto")) {
       std::string no;
-      backend = fp8lab::gpu::makeCudaGemmBackend(&no);
-      if (!backend) throw std::runtime_error("the CUDA backend is not available: " + no);
+      auto gpu = fp8lab::gpu::makeCudaGemmBackend(&no);
+      if (!gpu && choice == QStringLiteral("cuda")) throw std::runtime_error("the CUDA backend is not available: " + no);
+      if (gpu && choice == QStringLiteral("auto")) backend = std::make_unique<AutoGemmBackend>(std::move(gpu));
+      else backend = std::move(gpu);
     }
 #endif
     if (!backend) backend = makeCpuGemmBackend();
