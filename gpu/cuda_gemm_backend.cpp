@@ -42,11 +42,16 @@ std::string formatReason(const Format* f, const char* which) {
 
 std::optional<cudaDataType_t> outputType(OutputType t) {
   switch (t) {
-  case OutputType::FP32: return CUDA_R_32F;
-  case OutputType::BF16: return CUDA_R_16BF;
-  case OutputType::FP16: return CUDA_R_16F;
-  case OutputType::E4M3FN: return CUDA_R_8F_E4M3;
-  case OutputType::E5M2: return CUDA_R_8F_E5M2;
+  case OutputType::FP32:
+    return CUDA_R_32F;
+  case OutputType::BF16:
+    return CUDA_R_16BF;
+  case OutputType::FP16:
+    return CUDA_R_16F;
+  case OutputType::E4M3FN:
+    return CUDA_R_8F_E4M3;
+  case OutputType::E5M2:
+    return CUDA_R_8F_E5M2;
   }
   return std::nullopt;
 }
@@ -238,11 +243,13 @@ public:
     out.backend = "cuda";
     out.device = device_;
     out.algorithm = algo.describe() + "; " + describeProblem(p) + " (cuBLASLt operands swapped: Lt-A = B^T, Lt-B = A)";
-    if (!pair.note.empty()) out.warnings.push_back({Warning::Severity::Info, "scale modes promoted", "cuBLASLt", pair.note});
+    if (!pair.note.empty())
+      out.warnings.push_back({Warning::Severity::Info, "scale modes promoted", "cuBLASLt", pair.note});
     if (opt.accumulation == Accumulation::SplitFP32 && opt.promotion_interval != 128)
       out.warnings.push_back({Warning::Severity::Warning, "promotion interval", "cuBLASLt",
                               "cuBLASLt's promotion interval is fixed by the library (undocumented; 128 of K assumed); "
-                              "the requested " + std::to_string(opt.promotion_interval) + " is ignored"});
+                              "the requested " +
+                                  std::to_string(opt.promotion_interval) + " is ignored"});
     if (ps.mp != M || ps.np != N || ps.kp != K)
       out.warnings.push_back({Warning::Severity::Info, "padded", "cuBLASLt",
                               "M, N, K padded with zeros to " + std::to_string(ps.mp) + ", " + std::to_string(ps.np) +
@@ -268,7 +275,7 @@ private:
 } // namespace
 
 std::string cudaUnsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt, int cc_,
-                                size_t cublaslt_version) {
+                                  size_t cublaslt_version) {
   const auto ta = ltTypeOf(a.format), tb = ltTypeOf(b.format);
   if (!ta) return formatReason(a.format, "A");
   if (!tb) return formatReason(b.format, "B");
@@ -283,23 +290,26 @@ std::string cudaUnsupportedReason(const QuantizedTensor& a, const QuantizedTenso
   const ModePair pair = choosePairing(*ma, *mb);
   const bool non_scalar = pair.a != LtScaleMode::Scalar || pair.b != LtScaleMode::Scalar;
   if (non_scalar && cc_ != 90)
-    return std::string("per-row/column and 1x128/128x128 scale modes (") + toString(pair.a) + " x " +
-           toString(pair.b) + ") are supported by cuBLASLt on Hopper (sm_90) only; this GPU is sm_" +
-           std::to_string(cc_);
+    return std::string("per-row/column and 1x128/128x128 scale modes (") + toString(pair.a) + " x " + toString(pair.b) +
+           ") are supported by cuBLASLt on Hopper (sm_90) only; this GPU is sm_" + std::to_string(cc_);
   if (non_scalar && cublaslt_version < 120900)
     return "cuBLASLt " + std::to_string(cublaslt_version) +
            " predates 12.9, which added outer-vector and block scale modes";
   bool acc_ok = false; // stays false for models added to core/gemm later: CPU-only until mapped here
   switch (opt.accumulation) {
-  case Accumulation::SplitFP32: acc_ok = true; break;
+  case Accumulation::SplitFP32:
+    acc_ok = true;
+    break;
   case Accumulation::FastAccum:
     if (opt.fast_accum_promotes)
       return "the FastAccum model with per-window promotion is a CPU model; on the GPU choose SplitFP32 "
              "(FAST_ACCUM=0) or FastAccum without promotion (FAST_ACCUM=1)";
     acc_ok = true;
     break;
-  case Accumulation::Exact: return "exact (double) accumulation is a CPU reference model";
-  case Accumulation::FP32: return "sequential FP32 accumulation is a CPU reference model";
+  case Accumulation::Exact:
+    return "exact (double) accumulation is a CPU reference model";
+  case Accumulation::FP32:
+    return "sequential FP32 accumulation is a CPU reference model";
   }
   if (!acc_ok) return std::string("the accumulation model ") + toString(opt.accumulation) + " is CPU-only";
   if (opt.output == OutputType::E5M2 && *ta == CUDA_R_8F_E4M3 && *tb == CUDA_R_8F_E4M3)
@@ -347,9 +357,12 @@ std::optional<BackendChoice> parseBackendChoice(std::string_view s) {
 
 const char* toString(BackendChoice c) {
   switch (c) {
-  case BackendChoice::Auto: return "auto";
-  case BackendChoice::Cpu: return "cpu";
-  case BackendChoice::Gpu: return "gpu";
+  case BackendChoice::Auto:
+    return "auto";
+  case BackendChoice::Cpu:
+    return "cpu";
+  case BackendChoice::Gpu:
+    return "gpu";
   }
   return "?";
 }

@@ -18,8 +18,7 @@
 namespace fp8lab::gpu {
 
 /// Unique owner of a raw handle with a destroy function.
-template <typename H, typename Traits>
-class UniqueHandle {
+template <typename H, typename Traits> class UniqueHandle {
 public:
   UniqueHandle() = default;
   explicit UniqueHandle(H h) : h_(h) {}
@@ -45,12 +44,24 @@ protected:
   H h_{};
 };
 
-struct LtHandleTraits { static void destroy(cublasLtHandle_t h) noexcept { cublasLtDestroy(h); } };
-struct LtDescTraits { static void destroy(cublasLtMatmulDesc_t h) noexcept { cublasLtMatmulDescDestroy(h); } };
-struct LtLayoutTraits { static void destroy(cublasLtMatrixLayout_t h) noexcept { cublasLtMatrixLayoutDestroy(h); } };
-struct LtPrefTraits { static void destroy(cublasLtMatmulPreference_t h) noexcept { cublasLtMatmulPreferenceDestroy(h); } };
-struct StreamTraits { static void destroy(cudaStream_t s) noexcept { cudaStreamDestroy(s); } };
-struct EventTraits { static void destroy(cudaEvent_t e) noexcept { cudaEventDestroy(e); } };
+struct LtHandleTraits {
+  static void destroy(cublasLtHandle_t h) noexcept { cublasLtDestroy(h); }
+};
+struct LtDescTraits {
+  static void destroy(cublasLtMatmulDesc_t h) noexcept { cublasLtMatmulDescDestroy(h); }
+};
+struct LtLayoutTraits {
+  static void destroy(cublasLtMatrixLayout_t h) noexcept { cublasLtMatrixLayoutDestroy(h); }
+};
+struct LtPrefTraits {
+  static void destroy(cublasLtMatmulPreference_t h) noexcept { cublasLtMatmulPreferenceDestroy(h); }
+};
+struct StreamTraits {
+  static void destroy(cudaStream_t s) noexcept { cudaStreamDestroy(s); }
+};
+struct EventTraits {
+  static void destroy(cudaEvent_t e) noexcept { cudaEventDestroy(e); }
+};
 
 /// cuBLASLt handle (needs a GPU: cublasLtCreate returns NOT_INITIALIZED without a driver).
 class LtHandle : public UniqueHandle<cublasLtHandle_t, LtHandleTraits> {
@@ -72,13 +83,11 @@ public:
   }
   /// Sets an attribute whose C type is T (the size is what cuBLASLt checks: FAST_ACCUM is
   /// int8_t, TRANSA/B and scale modes int32_t, pointers void*). Throws GpuError.
-  template <typename T>
-  void set(cublasLtMatmulDescAttributes_t attr, const T& value) {
+  template <typename T> void set(cublasLtMatmulDescAttributes_t attr, const T& value) {
     checkLt(cublasLtMatmulDescSetAttribute(h_, attr, &value, sizeof(T)), attributeCall(attr));
   }
   /// Reads an attribute back (for tests).
-  template <typename T>
-  T attribute(cublasLtMatmulDescAttributes_t attr) const {
+  template <typename T> T attribute(cublasLtMatmulDescAttributes_t attr) const {
     T v{};
     size_t written = 0;
     checkLt(cublasLtMatmulDescGetAttribute(h_, attr, &v, sizeof(T), &written), "cublasLtMatmulDescGetAttribute");
@@ -142,8 +151,7 @@ public:
 
 /// Device memory of `count` elements of T (cudaMalloc: 256-byte aligned). Zero-sized buffers
 /// hold nullptr. Copies are synchronous unless a stream is given.
-template <typename T>
-class DeviceBuffer {
+template <typename T> class DeviceBuffer {
 public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t count) : count_(count) {
@@ -172,19 +180,25 @@ public:
   void upload(const T* host, size_t count, cudaStream_t s = nullptr) {
     if (count > count_) throw std::out_of_range("DeviceBuffer::upload: more elements than the buffer holds");
     if (count == 0) return;
-    if (s) FP8LAB_CUDA_CHECK(cudaMemcpyAsync(p_, host, count * sizeof(T), cudaMemcpyHostToDevice, s));
-    else FP8LAB_CUDA_CHECK(cudaMemcpy(p_, host, count * sizeof(T), cudaMemcpyHostToDevice));
+    if (s)
+      FP8LAB_CUDA_CHECK(cudaMemcpyAsync(p_, host, count * sizeof(T), cudaMemcpyHostToDevice, s));
+    else
+      FP8LAB_CUDA_CHECK(cudaMemcpy(p_, host, count * sizeof(T), cudaMemcpyHostToDevice));
   }
   void download(T* host, size_t count, cudaStream_t s = nullptr) const {
     if (count > count_) throw std::out_of_range("DeviceBuffer::download: more elements than the buffer holds");
     if (count == 0) return;
-    if (s) FP8LAB_CUDA_CHECK(cudaMemcpyAsync(host, p_, count * sizeof(T), cudaMemcpyDeviceToHost, s));
-    else FP8LAB_CUDA_CHECK(cudaMemcpy(host, p_, count * sizeof(T), cudaMemcpyDeviceToHost));
+    if (s)
+      FP8LAB_CUDA_CHECK(cudaMemcpyAsync(host, p_, count * sizeof(T), cudaMemcpyDeviceToHost, s));
+    else
+      FP8LAB_CUDA_CHECK(cudaMemcpy(host, p_, count * sizeof(T), cudaMemcpyDeviceToHost));
   }
   void zero(cudaStream_t s = nullptr) {
     if (count_ == 0) return;
-    if (s) FP8LAB_CUDA_CHECK(cudaMemsetAsync(p_, 0, bytes(), s));
-    else FP8LAB_CUDA_CHECK(cudaMemset(p_, 0, bytes()));
+    if (s)
+      FP8LAB_CUDA_CHECK(cudaMemsetAsync(p_, 0, bytes(), s));
+    else
+      FP8LAB_CUDA_CHECK(cudaMemset(p_, 0, bytes()));
   }
 
 private:

@@ -43,14 +43,18 @@ enum class AmaxAlgo : int { Max = 0, MostRecent = 1 };
 struct DelayedScalingParams {
   DelayedPreset preset = DelayedPreset::TransformerEngine;
   AmaxAlgo algo = AmaxAlgo::Max;
-  float fp8_max = 448.0f; ///< 448 (E4M3) or 57344 (E5M2)
-  int margin = 0;         ///< power-of-two headroom (Flax: always 0)
+  float fp8_max = 448.0f;     ///< 448 (E4M3) or 57344 (E5M2)
+  int margin = 0;             ///< power-of-two headroom (Flax: always 0)
   bool nan_propagates = true; ///< TE presets: max propagates NaN (CPU reference) or ignores it (fmaxf)
 };
 
 namespace detail {
-FP8LAB_HD bool isFiniteF(float x) { return (floatBits(x) & 0x7f800000u) != 0x7f800000u; }
-FP8LAB_HD bool isNanF(float x) { return (floatBits(x) & 0x7fffffffu) > 0x7f800000u; }
+FP8LAB_HD bool isFiniteF(float x) {
+  return (floatBits(x) & 0x7f800000u) != 0x7f800000u;
+}
+FP8LAB_HD bool isNanF(float x) {
+  return (floatBits(x) & 0x7fffffffu) > 0x7f800000u;
+}
 /// fmaxf semantics (IEEE maxNum): a NaN operand is ignored.
 FP8LAB_HD float maxNum(float a, float b) {
   if (isNanF(a)) return b;

@@ -11,13 +11,27 @@ namespace fp8lab::gpu {
 DeviceScaleParams deviceScaleParams(const ScalingConfig& cfg, const Format& fmt) {
   DeviceScaleParams p;
   switch (cfg.rule) {
-  case ScaleRule::TransformerEngine: p.rule = DeviceScaleRule::TransformerEngine; break;
-  case ScaleRule::Torchao: p.rule = DeviceScaleRule::Torchao; break;
-  case ScaleRule::DeepGemm: p.rule = DeviceScaleRule::DeepGemm; break;
-  case ScaleRule::MxFloor: p.rule = DeviceScaleRule::MxFloor; break;
-  case ScaleRule::MxCeil: p.rule = DeviceScaleRule::MxCeil; break;
-  case ScaleRule::MxRceil: p.rule = DeviceScaleRule::MxRceil; break;
-  case ScaleRule::MxRceilTorchao: p.rule = DeviceScaleRule::MxRceilTorchao; break;
+  case ScaleRule::TransformerEngine:
+    p.rule = DeviceScaleRule::TransformerEngine;
+    break;
+  case ScaleRule::Torchao:
+    p.rule = DeviceScaleRule::Torchao;
+    break;
+  case ScaleRule::DeepGemm:
+    p.rule = DeviceScaleRule::DeepGemm;
+    break;
+  case ScaleRule::MxFloor:
+    p.rule = DeviceScaleRule::MxFloor;
+    break;
+  case ScaleRule::MxCeil:
+    p.rule = DeviceScaleRule::MxCeil;
+    break;
+  case ScaleRule::MxRceil:
+    p.rule = DeviceScaleRule::MxRceil;
+    break;
+  case ScaleRule::MxRceilTorchao:
+    p.rule = DeviceScaleRule::MxRceilTorchao;
+    break;
   }
   p.fp8_max = static_cast<float>(fmt.maxFinite());
   p.emax_elem = fmt.maxExponent();
@@ -37,7 +51,8 @@ bool deviceKnowsRule(ScaleRule r) {
   case ScaleRule::MxFloor:
   case ScaleRule::MxCeil:
   case ScaleRule::MxRceil:
-  case ScaleRule::MxRceilTorchao: return true;
+  case ScaleRule::MxRceilTorchao:
+    return true;
   }
   return false;
 }
@@ -71,8 +86,8 @@ DeviceQuantized quantizeOnDevice(const float* x, int64_t rows, int64_t cols, con
   q.block = scaleBlockFor(cfg, rows, cols, contraction);
   q.op = cfg.op;
   q.strategy = cfg.name + " (GPU)";
-  const size_t nblocks = static_cast<size_t>(((rows + q.block.rows - 1) / q.block.rows) *
-                                             ((cols + q.block.cols - 1) / q.block.cols));
+  const size_t nblocks =
+      static_cast<size_t>(((rows + q.block.rows - 1) / q.block.rows) * ((cols + q.block.cols - 1) / q.block.cols));
   const bool mx = cfg.rule == ScaleRule::MxFloor || cfg.rule == ScaleRule::MxCeil || cfg.rule == ScaleRule::MxRceil ||
                   cfg.rule == ScaleRule::MxRceilTorchao;
   q.codes = DeviceBuffer<uint8_t>(static_cast<size_t>(rows * cols));
@@ -81,8 +96,8 @@ DeviceQuantized quantizeOnDevice(const float* x, int64_t rows, int64_t cols, con
   q.dequant_scales = DeviceBuffer<float>(nblocks);
   if (mx) q.scale_codes = DeviceBuffer<uint8_t>(nblocks);
   amaxBlocks(x, rows, cols, q.block, q.amax.get(), stream, ruleAmaxPropagatesNaN(cfg.rule));
-  blockScalesFromAmax(q.amax.get(), nblocks, deviceScaleParams(cfg, fmt), q.quant_scales.get(),
-                      q.dequant_scales.get(), mx ? q.scale_codes.get() : nullptr, stream);
+  blockScalesFromAmax(q.amax.get(), nblocks, deviceScaleParams(cfg, fmt), q.quant_scales.get(), q.dequant_scales.get(),
+                      mx ? q.scale_codes.get() : nullptr, stream);
   const bool divide = cfg.op == Format::ScaleOp::Divide;
   quantizeBlocks(x, q.codes.get(), rows, cols, q.block, divide ? q.dequant_scales.get() : q.quant_scales.get(), divide,
                  makeEncodeConstants(fmt, cfg.encode.saturate), stream);

@@ -44,8 +44,10 @@ EncodeConstants makeEncodeConstants(const Format& f, bool saturate) {
   } else {
     while (hi - lo > 1) {
       const uint32_t mid = lo + (hi - lo) / 2;
-      if (f.explain(static_cast<double>(std::bit_cast<float>(mid)), nosat).overflow) hi = mid;
-      else lo = mid;
+      if (f.explain(static_cast<double>(std::bit_cast<float>(mid)), nosat).overflow)
+        hi = mid;
+      else
+        lo = mid;
     }
   }
   k.sat_threshold_bits = lo;

@@ -31,13 +31,13 @@ namespace fp8lab::gpu {
 /// Per-format constants of the branch-free RNE kernel (see the file header). Plain data, passed
 /// to kernels by value. Build with makeEncodeConstants().
 struct EncodeConstants {
-  uint32_t min_normal_bits = 0;    ///< float32 bits of the format's min normal
-  uint32_t sat_threshold_bits = 0; ///< largest float32 |x| whose RNE result is finite
-  uint32_t magic_bits = 0;         ///< float32 bits of magic
-  float magic = 0;                 ///< min_subnormal · 2^23
-  uint32_t rebias = 0;             ///< (127 − bias) << mantissa_bits
-  int shift = 0;                   ///< 23 − mantissa_bits
-  uint32_t sign_bit = 0;           ///< code sign bit (0x80 for 8-bit formats)
+  uint32_t min_normal_bits = 0;        ///< float32 bits of the format's min normal
+  uint32_t sat_threshold_bits = 0;     ///< largest float32 |x| whose RNE result is finite
+  uint32_t magic_bits = 0;             ///< float32 bits of magic
+  float magic = 0;                     ///< min_subnormal · 2^23
+  uint32_t rebias = 0;                 ///< (127 − bias) << mantissa_bits
+  int shift = 0;                       ///< 23 − mantissa_bits
+  uint32_t sign_bit = 0;               ///< code sign bit (0x80 for 8-bit formats)
   uint32_t over_pos = 0, over_neg = 0; ///< overflow codes (±max finite when saturating)
   uint32_t inf_pos = 0, inf_neg = 0;   ///< ±Inf input codes
   uint32_t nan_pos = 0, nan_neg = 0;   ///< NaN input codes

@@ -16,22 +16,32 @@ namespace fp8lab::gpu {
 size_t elementBytes(cudaDataType_t t) {
   switch (t) {
   case CUDA_R_8F_E4M3:
-  case CUDA_R_8F_E5M2: return 1;
+  case CUDA_R_8F_E5M2:
+    return 1;
   case CUDA_R_16BF:
-  case CUDA_R_16F: return 2;
-  case CUDA_R_32F: return 4;
-  default: return 0;
+  case CUDA_R_16F:
+    return 2;
+  case CUDA_R_32F:
+    return 4;
+  default:
+    return 0;
   }
 }
 
 const char* typeName(cudaDataType_t t) {
   switch (t) {
-  case CUDA_R_8F_E4M3: return "E4M3";
-  case CUDA_R_8F_E5M2: return "E5M2";
-  case CUDA_R_16BF: return "BF16";
-  case CUDA_R_16F: return "FP16";
-  case CUDA_R_32F: return "FP32";
-  default: return "?";
+  case CUDA_R_8F_E4M3:
+    return "E4M3";
+  case CUDA_R_8F_E5M2:
+    return "E5M2";
+  case CUDA_R_16BF:
+    return "BF16";
+  case CUDA_R_16F:
+    return "FP16";
+  case CUDA_R_32F:
+    return "FP32";
+  default:
+    return "?";
   }
 }
 
@@ -119,7 +129,8 @@ LtAlgoInfo describeAlgo(const cublasLtMatmulAlgo_t& algo) {
   int32_t i32 = 0;
   uint32_t u32 = 0;
   uint16_t u16 = 0;
-  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &i32, sizeof i32, &w) == CUBLAS_STATUS_SUCCESS)
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &i32, sizeof i32, &w) ==
+      CUBLAS_STATUS_SUCCESS)
     info.algo_id = i32;
   if (cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &u32, sizeof u32, &w) ==
       CUBLAS_STATUS_SUCCESS)
@@ -195,7 +206,7 @@ LtAlgoInfo LtRunner::runWithFallback(const LtOperation& op, const LtPointers& pt
 }
 
 LtAlgoInfo LtRunner::autotune(const LtOperation& op, const LtPointers& ptr, cudaStream_t stream,
-                               cublasLtMatmulAlgo_t* algo, float* ms, int candidates, int iters) const {
+                              cublasLtMatmulAlgo_t* algo, float* ms, int candidates, int iters) const {
   std::string why;
   const auto cands = heuristics(op, std::max(candidates, 1), &why);
   if (cands.empty())

@@ -36,9 +36,9 @@ struct LtProblem {
   int64_t m = 0, n = 0, k = 0;
   cudaDataType_t a_type = CUDA_R_8F_E4M3; ///< CUDA_R_8F_E4M3 / CUDA_R_8F_E5M2 / CUDA_R_16BF
   cudaDataType_t b_type = CUDA_R_8F_E4M3;
-  cudaDataType_t d_type = CUDA_R_16BF;    ///< CUDA_R_16BF / 16F / 32F / 8F_E4M3 / 8F_E5M2
+  cudaDataType_t d_type = CUDA_R_16BF; ///< CUDA_R_16BF / 16F / 32F / 8F_E4M3 / 8F_E5M2
   LtScaleMode a_mode = LtScaleMode::Scalar, b_mode = LtScaleMode::Scalar; ///< FP8 inputs only
-  bool fast_accum = false;                ///< CUBLASLT_MATMUL_DESC_FAST_ACCUM (int8_t)
+  bool fast_accum = false;                                                ///< CUBLASLT_MATMUL_DESC_FAST_ACCUM (int8_t)
   bool isFp8() const { return a_type != CUDA_R_16BF; }
   bool fp8Output() const { return d_type == CUDA_R_8F_E4M3 || d_type == CUDA_R_8F_E5M2; }
   /// C's type: D's, except BF16 for an FP8 D (cuBLASLt requires a 16-bit C then).
@@ -82,8 +82,8 @@ struct LtOperation {
 
 /// A chosen algorithm, recorded for the session / report.
 struct LtAlgoInfo {
-  int heuristic_index = -1;  ///< position in the heuristic's list (0 = its first choice)
-  int returned = 0;          ///< how many results the heuristic returned
+  int heuristic_index = -1; ///< position in the heuristic's list (0 = its first choice)
+  int returned = 0;         ///< how many results the heuristic returned
   size_t workspace_bytes = 0;
   float waves = 0;
   int algo_id = -1, tile_id = -1, stages_id = -1, splitk = -1, swizzle = -1, cluster_id = -1;

@@ -8,12 +8,13 @@ std::vector<LtSupportRow> enumerateLtSupport(const LtRunner& runner, int64_t m, 
   const cudaDataType_t in_types[] = {CUDA_R_8F_E4M3, CUDA_R_8F_E5M2};
   const cudaDataType_t out_types[] = {CUDA_R_16BF, CUDA_R_16F, CUDA_R_32F, CUDA_R_8F_E4M3, CUDA_R_8F_E5M2};
   using M = LtScaleMode;
-  const std::pair<M, M> pairings[] = {{M::Scalar, M::Scalar},     {M::OuterVec, M::OuterVec}, {M::Scalar, M::OuterVec},
-                                      {M::OuterVec, M::Scalar},   {M::Vec128, M::Vec128},     {M::Vec128, M::Blk128x128},
-                                      {M::Blk128x128, M::Vec128}, {M::Blk128x128, M::Blk128x128}, {M::Scalar, M::Vec128}};
+  const std::pair<M, M> pairings[] = {
+      {M::Scalar, M::Scalar},     {M::OuterVec, M::OuterVec},     {M::Scalar, M::OuterVec},
+      {M::OuterVec, M::Scalar},   {M::Vec128, M::Vec128},         {M::Vec128, M::Blk128x128},
+      {M::Blk128x128, M::Vec128}, {M::Blk128x128, M::Blk128x128}, {M::Scalar, M::Vec128}};
   // Scale buffers big enough for any mode at this size (the heuristic never reads them).
-  const int64_t scale_floats = std::max(ltScaleCount(M::Vec128, std::max(m, n), k),
-                                        ltScaleCount(M::Blk128x128, std::max(m, n), k));
+  const int64_t scale_floats =
+      std::max(ltScaleCount(M::Vec128, std::max(m, n), k), ltScaleCount(M::Blk128x128, std::max(m, n), k));
   DeviceBuffer<float> sa(static_cast<size_t>(scale_floats)), sb(static_cast<size_t>(scale_floats)), sd(1), amax(1);
   std::vector<LtSupportRow> rows;
   for (auto ta : in_types)

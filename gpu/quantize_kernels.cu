@@ -50,8 +50,8 @@ __global__ void amaxTensorKernel(const float* __restrict__ x, size_t n, float* o
 }
 
 /// Blocks at least 32 wide: one warp per (row, column-block) segment, lanes stride along the row.
-__global__ void amaxRowSegmentsKernel(const float* __restrict__ x, int64_t rows, int64_t cols, int64_t br,
-                                      int64_t bc, int64_t bcols, float* out, bool prop) {
+__global__ void amaxRowSegmentsKernel(const float* __restrict__ x, int64_t rows, int64_t cols, int64_t br, int64_t bc,
+                                      int64_t bcols, float* out, bool prop) {
   const int64_t warp = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   const int64_t segments = rows * bcols;
@@ -69,8 +69,8 @@ __global__ void amaxRowSegmentsKernel(const float* __restrict__ x, int64_t rows,
 
 /// Narrow blocks (< 32 wide): one thread per (column, chunk of up to 64 rows inside a block row);
 /// neighbouring threads read neighbouring columns (coalesced).
-__global__ void amaxColumnChunksKernel(const float* __restrict__ x, int64_t rows, int64_t cols, int64_t br,
-                                       int64_t bc, int64_t bcols, int64_t chunks_per_block_row, float* out, bool prop) {
+__global__ void amaxColumnChunksKernel(const float* __restrict__ x, int64_t rows, int64_t cols, int64_t br, int64_t bc,
+                                       int64_t bcols, int64_t chunks_per_block_row, float* out, bool prop) {
   const int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   const int64_t brows = (rows + br - 1) / br;
   if (t >= cols * brows * chunks_per_block_row) return;
@@ -209,8 +209,8 @@ void amaxBlocks(const float* x, int64_t rows, int64_t cols, ScaleBlock b, float*
   } else if (b.cols >= 32 || b.cols >= cols) {
     const int64_t threads = rows * bcols * 32;
     const int64_t blocks = (threads + kThreads - 1) / kThreads;
-    amaxRowSegmentsKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(x, rows, cols, b.rows, b.cols,
-                                                                                  bcols, out, nan_propagates);
+    amaxRowSegmentsKernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(x, rows, cols, b.rows, b.cols, bcols,
+                                                                                  out, nan_propagates);
   } else {
     const int64_t br = b.rows < rows ? b.rows : rows;
     const int64_t chunks = (br + 63) / 64;
@@ -222,8 +222,8 @@ void amaxBlocks(const float* x, int64_t rows, int64_t cols, ScaleBlock b, float*
   FP8LAB_CUDA_CHECK(cudaGetLastError());
 }
 
-void quantizeTensor(const float* x, uint8_t* codes, size_t n, const float* scale, bool divide,
-                    const EncodeConstants& k, cudaStream_t stream) {
+void quantizeTensor(const float* x, uint8_t* codes, size_t n, const float* scale, bool divide, const EncodeConstants& k,
+                    cudaStream_t stream) {
   if (n == 0) return;
   quantizeTensorKernel<<<gridFor((n + 3) / 4), kThreads, 0, stream>>>(x, codes, n, scale, divide, k);
   FP8LAB_CUDA_CHECK(cudaGetLastError());
@@ -233,8 +233,8 @@ void quantizeBlocks(const float* x, uint8_t* codes, int64_t rows, int64_t cols, 
                     bool divide, const EncodeConstants& k, cudaStream_t stream) {
   checkShape(rows, cols, b, "quantizeBlocks");
   const int64_t bcols = (cols + b.cols - 1) / b.cols;
-  const bool vec = cols % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
-                   reinterpret_cast<uintptr_t>(codes) % 4 == 0;
+  const bool vec =
+      cols % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(codes) % 4 == 0;
   const int64_t groups = rows * ((cols + 3) / 4);
   const int grid = gridFor(static_cast<size_t>(groups));
   if (rows * (cols + 3) < (int64_t(1) << 31)) {

@@ -44,12 +44,12 @@ void blockScalesFromAmax(const float* amax, size_t n, const DeviceScaleParams& p
 /// codes[i] = encode(x[i] op scale[0]) for i < n; `scale` is a device pointer (so a scale
 /// computed on the device needs no round trip). divide = false: x·s (TE, torchao); true: x/s
 /// (Flax, DeepSeek-V3 act_quant).
-void quantizeTensor(const float* x, uint8_t* codes, size_t n, const float* scale, bool divide,
-                    const EncodeConstants& k, cudaStream_t stream);
+void quantizeTensor(const float* x, uint8_t* codes, size_t n, const float* scale, bool divide, const EncodeConstants& k,
+                    cudaStream_t stream);
 
 /// codes[i,j] = encode(x[i,j] op scales[block of (i,j)]) with the block grid layout above.
-void quantizeBlocks(const float* x, uint8_t* codes, int64_t rows, int64_t cols, ScaleBlock block,
-                    const float* scales, bool divide, const EncodeConstants& k, cudaStream_t stream);
+void quantizeBlocks(const float* x, uint8_t* codes, int64_t rows, int64_t cols, ScaleBlock block, const float* scales,
+                    bool divide, const EncodeConstants& k, cudaStream_t stream);
 
 /// Per-tensor current scaling on the device (TE compute_scale_from_amax, SCALING-SEMANTICS §3.3,
 /// eps = 0): from *amax writes quant = fp8_max / amax (IEEE division; 1.0 when amax is 0, Inf or

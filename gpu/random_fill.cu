@@ -18,8 +18,10 @@ __global__ void fp8Kernel(uint8_t* c, size_t n, uint64_t seed, bool e5m2) {
     const uint64_t r = mix(seed ^ (i * 0xD1B54A32D192ED03ull));
     const uint32_t sign = static_cast<uint32_t>(r & 1u) << 7;
     uint32_t code;
-    if (e5m2) code = sign | ((14u + static_cast<uint32_t>((r >> 1) % 3u)) << 2) | static_cast<uint32_t>((r >> 8) & 3u);
-    else code = sign | ((6u + static_cast<uint32_t>((r >> 1) % 3u)) << 3) | static_cast<uint32_t>((r >> 8) & 7u);
+    if (e5m2)
+      code = sign | ((14u + static_cast<uint32_t>((r >> 1) % 3u)) << 2) | static_cast<uint32_t>((r >> 8) & 3u);
+    else
+      code = sign | ((6u + static_cast<uint32_t>((r >> 1) % 3u)) << 3) | static_cast<uint32_t>((r >> 8) & 7u);
     c[i] = static_cast<uint8_t>(code);
   }
 }

@@ -7,8 +7,8 @@ namespace fp8lab::gpu {
 namespace {
 
 struct Extents {
-  int64_t k = 0, outer = 0;   // tensor sizes along K and the outer dimension
-  int64_t ek = 0, eo = 0;     // block extents, clamped to the tensor
+  int64_t k = 0, outer = 0; // tensor sizes along K and the outer dimension
+  int64_t ek = 0, eo = 0;   // block extents, clamped to the tensor
 };
 
 Extents extentsOf(const QuantizedTensor& t, Operand role) {
@@ -31,15 +31,21 @@ bool representable(const Extents& e, LtScaleMode m) {
   const bool k_whole = e.ek >= e.k;
   const bool k_128 = k_whole || e.ek % 128 == 0;
   switch (m) {
-  case LtScaleMode::Scalar: return k_whole && e.eo >= e.outer;
-  case LtScaleMode::OuterVec: return k_whole;
-  case LtScaleMode::Vec128: return k_128;
-  case LtScaleMode::Blk128x128: return k_128 && (e.eo >= e.outer || e.eo % 128 == 0);
+  case LtScaleMode::Scalar:
+    return k_whole && e.eo >= e.outer;
+  case LtScaleMode::OuterVec:
+    return k_whole;
+  case LtScaleMode::Vec128:
+    return k_128;
+  case LtScaleMode::Blk128x128:
+    return k_128 && (e.eo >= e.outer || e.eo % 128 == 0);
   }
   return false;
 }
 
-const char* roleName(Operand r) { return r == Operand::A ? "A" : "B"; }
+const char* roleName(Operand r) {
+  return r == Operand::A ? "A" : "B";
+}
 
 void checkTensor(const QuantizedTensor& t, const char* what) {
   if (t.rows < 1 || t.cols < 1) throw std::invalid_argument(std::string(what) + ": empty tensor");
@@ -56,15 +62,21 @@ void checkTensor(const QuantizedTensor& t, const char* what) {
 
 const char* toString(LtScaleMode m) {
   switch (m) {
-  case LtScaleMode::Scalar: return "SCALAR_32F";
-  case LtScaleMode::OuterVec: return "OUTER_VEC_32F";
-  case LtScaleMode::Vec128: return "VEC128_32F";
-  case LtScaleMode::Blk128x128: return "BLK128x128_32F";
+  case LtScaleMode::Scalar:
+    return "SCALAR_32F";
+  case LtScaleMode::OuterVec:
+    return "OUTER_VEC_32F";
+  case LtScaleMode::Vec128:
+    return "VEC128_32F";
+  case LtScaleMode::Blk128x128:
+    return "BLK128x128_32F";
   }
   return "?";
 }
 
-bool isBlockMode(LtScaleMode m) { return m == LtScaleMode::Vec128 || m == LtScaleMode::Blk128x128; }
+bool isBlockMode(LtScaleMode m) {
+  return m == LtScaleMode::Vec128 || m == LtScaleMode::Blk128x128;
+}
 
 std::optional<LtScaleMode> nativeScaleMode(const QuantizedTensor& t, Operand role, std::string* why) {
   auto fail = [&](std::string s) -> std::optional<LtScaleMode> {
@@ -74,7 +86,8 @@ std::optional<LtScaleMode> nativeScaleMode(const QuantizedTensor& t, Operand rol
   if (!t.scale_codes.empty())
     return fail(std::string("operand ") + roleName(role) +
                 " has MX E8M0 block scales (VEC32_UE8M0), which cuBLASLt supports on Blackwell only, not on Hopper");
-  if (t.block.rows < 1 || t.block.cols < 1) return fail(std::string("operand ") + roleName(role) + " has no scale block");
+  if (t.block.rows < 1 || t.block.cols < 1)
+    return fail(std::string("operand ") + roleName(role) + " has no scale block");
   const Extents e = extentsOf(t, role);
   if (representable(e, LtScaleMode::Scalar)) return LtScaleMode::Scalar;
   if (representable(e, LtScaleMode::OuterVec)) return LtScaleMode::OuterVec;
@@ -91,7 +104,8 @@ ModePair choosePairing(LtScaleMode a, LtScaleMode b) {
   if (!isBlockMode(a) && !isBlockMode(b)) {
     if (a != b) {
       p.a = p.b = LtScaleMode::OuterVec;
-      p.note = "per-tensor scale broadcast to an outer vector (SCALAR x OUTER_VEC is not a pairing cuBLASLt is known to accept)";
+      p.note = "per-tensor scale broadcast to an outer vector (SCALAR x OUTER_VEC is not a pairing cuBLASLt is known "
+               "to accept)";
     }
     return p;
   }
@@ -110,7 +124,9 @@ ModePair choosePairing(LtScaleMode a, LtScaleMode b) {
   return p;
 }
 
-int64_t roundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+int64_t roundUp(int64_t x, int64_t to) {
+  return (x + to - 1) / to * to;
+}
 
 PaddedShape padShape(int64_t m, int64_t n, int64_t k, bool block_modes) {
   if (m < 1 || n < 1 || k < 1)
@@ -125,12 +141,11 @@ std::vector<uint8_t> packKMajor(const QuantizedTensor& t, Operand role, int64_t 
   const Extents e = extentsOf(t, role);
   if (outer_pad < e.outer || k_pad < e.k)
     throw std::invalid_argument("packKMajor: padded size " + std::to_string(outer_pad) + "x" + std::to_string(k_pad) +
-                                " is smaller than the operand (" + std::to_string(e.outer) + "x" +
-                                std::to_string(e.k) + ")");
+                                " is smaller than the operand (" + std::to_string(e.outer) + "x" + std::to_string(e.k) +
+                                ")");
   std::vector<uint8_t> out(static_cast<size_t>(outer_pad * k_pad), 0);
   if (role == Operand::A) {
-    for (int64_t i = 0; i < t.rows; ++i)
-      std::copy_n(t.codes.begin() + i * t.cols, t.cols, out.begin() + i * k_pad);
+    for (int64_t i = 0; i < t.rows; ++i) std::copy_n(t.codes.begin() + i * t.cols, t.cols, out.begin() + i * k_pad);
   } else {
     // B [K,N] → [N, K]: blocked transpose for cache friendliness.
     constexpr int64_t T = 64;
@@ -146,10 +161,14 @@ std::vector<uint8_t> packKMajor(const QuantizedTensor& t, Operand role, int64_t 
 int64_t ltScaleCount(LtScaleMode mode, int64_t outer_pad, int64_t k_pad) {
   const int64_t kb = (k_pad + 127) / 128;
   switch (mode) {
-  case LtScaleMode::Scalar: return 1;
-  case LtScaleMode::OuterVec: return outer_pad;
-  case LtScaleMode::Vec128: return kb * outer_pad;
-  case LtScaleMode::Blk128x128: return roundUp(kb, 4) * ((outer_pad + 127) / 128);
+  case LtScaleMode::Scalar:
+    return 1;
+  case LtScaleMode::OuterVec:
+    return outer_pad;
+  case LtScaleMode::Vec128:
+    return kb * outer_pad;
+  case LtScaleMode::Blk128x128:
+    return roundUp(kb, 4) * ((outer_pad + 127) / 128);
   }
   return 0;
 }
@@ -162,7 +181,8 @@ std::vector<float> ltScaleTensor(const QuantizedTensor& t, Operand role, LtScale
     throw std::invalid_argument(std::string("ltScaleTensor: operand ") + roleName(role) + "'s " +
                                 std::to_string(t.block.rows) + "x" + std::to_string(t.block.cols) +
                                 " scale blocks cannot be expressed exactly as " + toString(mode));
-  if (outer_pad < e.outer || k_pad < e.k) throw std::invalid_argument("ltScaleTensor: padded size smaller than the operand");
+  if (outer_pad < e.outer || k_pad < e.k)
+    throw std::invalid_argument("ltScaleTensor: padded size smaller than the operand");
   // Dequant scale at (outer o, K index k); 1.0 in the padding.
   auto at = [&](int64_t o, int64_t k) -> float {
     if (o >= e.outer || k >= e.k) return 1.0f;
@@ -171,7 +191,9 @@ std::vector<float> ltScaleTensor(const QuantizedTensor& t, Operand role, LtScale
   const int64_t kb_count = (k_pad + 127) / 128;
   std::vector<float> s(static_cast<size_t>(ltScaleCount(mode, outer_pad, k_pad)), 1.0f);
   switch (mode) {
-  case LtScaleMode::Scalar: s[0] = at(0, 0); break;
+  case LtScaleMode::Scalar:
+    s[0] = at(0, 0);
+    break;
   case LtScaleMode::OuterVec:
     for (int64_t o = 0; o < outer_pad; ++o) s[static_cast<size_t>(o)] = at(o, 0);
     break;

@@ -25,14 +25,21 @@ struct ScalingConfig;
 
 namespace fp8lab::gpu {
 
-enum class DeviceScaleRule : int { TransformerEngine = 0, Torchao = 1, DeepGemm = 2, MxFloor = 3, MxCeil = 4, MxRceil = 5,
-                                   MxRceilTorchao = 6 };
+enum class DeviceScaleRule : int {
+  TransformerEngine = 0,
+  Torchao = 1,
+  DeepGemm = 2,
+  MxFloor = 3,
+  MxCeil = 4,
+  MxRceil = 5,
+  MxRceilTorchao = 6
+};
 
 /// Plain-data parameters of a rule (build with deviceScaleParams()).
 struct DeviceScaleParams {
   DeviceScaleRule rule = DeviceScaleRule::TransformerEngine;
   float fp8_max = 448.0f;
-  int emax_elem = 8;        ///< MX FLOOR/CEIL: exponent of the element format's largest power of two
+  int emax_elem = 8; ///< MX FLOOR/CEIL: exponent of the element format's largest power of two
   bool pow2 = false;
   float amax_epsilon = 0.0f; ///< TE only
 };
@@ -47,8 +54,12 @@ struct DeviceBlockScale {
 };
 
 namespace detail {
-FP8LAB_HD bool isNan(float x) { return (floatBits(x) & 0x7fffffffu) > 0x7f800000u; }
-FP8LAB_HD bool isInf(float x) { return (floatBits(x) & 0x7fffffffu) == 0x7f800000u; }
+FP8LAB_HD bool isNan(float x) {
+  return (floatBits(x) & 0x7fffffffu) > 0x7f800000u;
+}
+FP8LAB_HD bool isInf(float x) {
+  return (floatBits(x) & 0x7fffffffu) == 0x7f800000u;
+}
 /// 2^e as float32 for e in [-149, 127]; 0 below, Inf above.
 FP8LAB_HD float pow2f(int e) {
   if (e > 127) return bitsFloat(0x7f800000u);
@@ -56,8 +67,12 @@ FP8LAB_HD float pow2f(int e) {
   if (e >= -149) return bitsFloat(1u << (e + 149));
   return 0.0f;
 }
-FP8LAB_HD float e8m0Value(uint32_t code) { return code == 0xFFu ? bitsFloat(0x7fc00000u) : pow2f(static_cast<int>(code) - 127); }
-FP8LAB_HD float e8m0Reciprocal(uint32_t code) { return code == 0xFFu ? bitsFloat(0x7fc00000u) : pow2f(127 - static_cast<int>(code)); }
+FP8LAB_HD float e8m0Value(uint32_t code) {
+  return code == 0xFFu ? bitsFloat(0x7fc00000u) : pow2f(static_cast<int>(code) - 127);
+}
+FP8LAB_HD float e8m0Reciprocal(uint32_t code) {
+  return code == 0xFFu ? bitsFloat(0x7fc00000u) : pow2f(127 - static_cast<int>(code));
+}
 FP8LAB_HD uint32_t e8m0RoundUp(float v) {
   if (isNan(v)) return 0xFFu;
   if (isInf(v)) return 0xFEu;
@@ -90,7 +105,7 @@ FP8LAB_HD float floorf_(float x) {
 /// torchao's exp2(floor(log2(s))) in float32 ops (see the file header for log2f).
 FP8LAB_HD float torchaoPow2(float s) {
   if (isNan(s)) return s;
-  if (s == 0.0f) return 0.0f;            // log2(0) = −Inf → exp2(−Inf) = 0
+  if (s == 0.0f) return 0.0f; // log2(0) = −Inf → exp2(−Inf) = 0
   if (s < 0.0f) return bitsFloat(0x7fc00000u);
   if (isInf(s)) return s;
   const float l = static_cast<float>(log2d(static_cast<double>(s)));

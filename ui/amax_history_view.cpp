@@ -130,7 +130,8 @@ AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
     if (step_ + inc >= steps()) {
       setStep(steps() - 1);
       setPlaying(false);
-    } else setStep(step_ + inc);
+    } else
+      setStep(step_ + inc);
   });
   connect(play_, &QToolButton::toggled, this, &AmaxHistoryView::setPlaying);
   connect(slider_, &QSlider::valueChanged, this, [this](int s) { setStep(s); });
@@ -171,7 +172,8 @@ void AmaxHistoryView::setSession(Session* session) {
   connect(session, &Session::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   connect(session, &Session::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   connect(session, &Session::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &Session::currentRunChanged, this, [this](int index) { whenShown(1, [this, index] { followRun(index); }); });
+  connect(session, &Session::currentRunChanged, this,
+          [this](int index) { whenShown(1, [this, index] { followRun(index); }); });
   rebuildRuns();
 }
 
@@ -257,7 +259,9 @@ QStringList AmaxHistoryView::tensors() const {
   return out;
 }
 
-QString AmaxHistoryView::tensor() const { return tensor_; }
+QString AmaxHistoryView::tensor() const {
+  return tensor_;
+}
 
 bool AmaxHistoryView::setTensor(const QString& t) {
   if (run_ && !t.isEmpty() && !tensors().contains(t)) return false;
@@ -290,25 +294,35 @@ void AmaxHistoryView::loadTensor() {
     const QString g = QStringLiteral("history/") + tensor_;
     Block b;
     QString err;
-    if (run_->readAll(g + QStringLiteral("/amax"), &b, &err)) amax_ = b.v;
-    else missing << err;
-    if (run_->has(g + QStringLiteral("/scale")) && run_->readAll(g + QStringLiteral("/scale"), &b, &err)) rec_scale_ = b.v;
-    else missing << tr("%1/scale (no recorded scale: an FP32 run?)").arg(g);
+    if (run_->readAll(g + QStringLiteral("/amax"), &b, &err))
+      amax_ = b.v;
+    else
+      missing << err;
+    if (run_->has(g + QStringLiteral("/scale")) && run_->readAll(g + QStringLiteral("/scale"), &b, &err))
+      rec_scale_ = b.v;
+    else
+      missing << tr("%1/scale (no recorded scale: an FP32 run?)").arg(g);
     if (run_->has(g + QStringLiteral("/saturated")) && run_->readAll(g + QStringLiteral("/saturated"), &b, &err))
       for (double x : b.v) saturated_.push_back(int64_t(x));
     if (run_->has(g + QStringLiteral("/amax_history"))) {
       if (!run_->readAll(g + QStringLiteral("/amax_history"), &rec_hist_, &err)) missing << err;
-    } else missing << tr("%1/amax_history (recorded only under delayed scaling)").arg(g);
+    } else
+      missing << tr("%1/amax_history (recorded only under delayed scaling)").arg(g);
     const QString fmt = run_->groupAttr(g, QStringLiteral("format"));
     if (const Format* f = Format::byName(fmt.toStdString()); f && f->bits() <= 8) format_ = f;
     const QString scaling = run_->groupAttr(g, QStringLiteral("scaling")).toLower();
-    c.preset = scaling.contains(QStringLiteral("te")) && !scaling.contains(QStringLiteral("flax")) ? DelayedPreset::TE : DelayedPreset::Flax;
+    c.preset = scaling.contains(QStringLiteral("te")) && !scaling.contains(QStringLiteral("flax"))
+                   ? DelayedPreset::TE
+                   : DelayedPreset::Flax;
     const int L = run_->groupAttr(g, QStringLiteral("history_len")).toInt();
     c.history_len = L > 0 ? L : (rec_hist_.cols > 0 ? int(rec_hist_.cols) : 16);
-    note_ = tr("%1, %2 scaling recorded%3").arg(QString::fromStdString(format_->name()), scaling.isEmpty() ? tr("unknown") : scaling,
-                                                L > 0 ? tr(", history %1").arg(L) : QString());
+    note_ = tr("%1, %2 scaling recorded%3")
+                .arg(QString::fromStdString(format_->name()), scaling.isEmpty() ? tr("unknown") : scaling,
+                     L > 0 ? tr(", history %1").arg(L) : QString());
   }
-  if (!missing.isEmpty()) note_ += tr(" \u00b7 <span style='color:#b00020'>missing: %1</span>").arg(missing.join(QStringLiteral("; ")).toHtmlEscaped());
+  if (!missing.isEmpty())
+    note_ += tr(" \u00b7 <span style='color:#b00020'>missing: %1</span>")
+                 .arg(missing.join(QStringLiteral("; ")).toHtmlEscaped());
   spikes_ = findSpikes(amax_);
   updating_ = true;
   preset_box_->setCurrentIndex(preset_box_->findData(int(c.preset)));
@@ -380,15 +394,19 @@ double AmaxHistoryView::takenValue() const {
 void AmaxHistoryView::setPlaying(bool on) {
   if (on && amax_.empty()) on = false;
   if (on && step_ >= steps() - 1) setStep(0);
-  if (on) timer_->start();
-  else timer_->stop();
+  if (on)
+    timer_->start();
+  else
+    timer_->stop();
   play_->blockSignals(true);
   play_->setChecked(on);
   play_->setText(on ? tr("\u23f8 Pause") : tr("\u25b6 Play"));
   play_->blockSignals(false);
 }
 
-bool AmaxHistoryView::isPlaying() const { return timer_->isActive(); }
+bool AmaxHistoryView::isPlaying() const {
+  return timer_->isActive();
+}
 
 void AmaxHistoryView::setStep(int64_t t) {
   t = std::clamp<int64_t>(t, 0, std::max<int64_t>(0, steps() - 1));
@@ -420,8 +438,9 @@ void AmaxHistoryView::drawAll() {
   top_ = new QCPAxisRect(plot_);
   bottom_ = new QCPAxisRect(plot_);
   const QString who = run_ ? tr("%1 · %2").arg(run_->id(), tensor_) : tr("simulated amax sequence");
-  auto* title = new QCPTextElement(plot_, tr("Amax history window — %1 (%2)").arg(who, QString::fromStdString(format_->name())),
-                                   QFont(font().family(), 10, QFont::Bold));
+  auto* title =
+      new QCPTextElement(plot_, tr("Amax history window — %1 (%2)").arg(who, QString::fromStdString(format_->name())),
+                         QFont(font().family(), 10, QFont::Bold));
   layout->addElement(0, 0, title);
   layout->addElement(1, 0, top_);
   layout->addElement(2, 0, bottom_);
@@ -525,7 +544,8 @@ void AmaxHistoryView::drawAll() {
   auto* ge = new QCPGraph(bx, by);
   ge->setName(tr("spike enters the window"));
   ge->setLineStyle(QCPGraph::lsNone);
-  ge->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangle, QColor(0xd5, 0x5e, 0x00), QColor(0xd5, 0x5e, 0x00), 8));
+  ge->setScatterStyle(
+      QCPScatterStyle(QCPScatterStyle::ssTriangle, QColor(0xd5, 0x5e, 0x00), QColor(0xd5, 0x5e, 0x00), 8));
   ge->setData(ex, ey);
   auto* gl = new QCPGraph(bx, by);
   gl->setName(tr("spike leaves the window"));
@@ -606,8 +626,8 @@ void AmaxHistoryView::drawStep() {
   auto g6 = [](double v) { return QString::number(v, 'g', 6); };
   taken_text_->setText(tr("after step %1: %2 of the window = %3\n\u2192 next dequant scale %4 = %5 / %6 \u00b7 2^%7")
                            .arg(step_)
-                           .arg(cfg_.algo == AmaxAlgo::Max ? tr("max") : tr("most recent"), g6(taken), g6(next), g6(taken),
-                                numberText(fmax))
+                           .arg(cfg_.algo == AmaxAlgo::Max ? tr("max") : tr("most recent"), g6(taken), g6(next),
+                                g6(taken), numberText(fmax))
                            .arg(cfg_.margin));
   QCPAxis* tx = top_->axis(QCPAxis::atBottom);
   tx->setRange(double(first) - 0.5, double(step_) + 0.5 + (te ? 1 : 0));
@@ -630,7 +650,8 @@ void AmaxHistoryView::setInfo() {
   if (!note_.isEmpty()) t << note_;
   if (!amax_.empty()) {
     t << tr("step %1 of %2: amax %3").arg(step_).arg(steps() - 1).arg(QString::number(amax_[size_t(step_)], 'g', 6));
-    if (size_t(step_) < rec_scale_.size()) t << tr("recorded dequant scale %1").arg(errorText(rec_scale_[size_t(step_)]));
+    if (size_t(step_) < rec_scale_.size())
+      t << tr("recorded dequant scale %1").arg(errorText(rec_scale_[size_t(step_)]));
     if (size_t(step_) < sim_scale_.size()) t << tr("what-if %1").arg(errorText(sim_scale_[size_t(step_)]));
     const auto rw = recordedWindow();
     if (!rw.empty()) {
@@ -642,7 +663,9 @@ void AmaxHistoryView::setInfo() {
   info_->setText(t.join(QStringLiteral(" \u00b7 ")));
 }
 
-QString AmaxHistoryView::infoText() const { return info_->text(); }
+QString AmaxHistoryView::infoText() const {
+  return info_->text();
+}
 
 QString AmaxHistoryView::csv() const {
   if (amax_.empty()) return {};

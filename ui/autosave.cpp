@@ -19,7 +19,9 @@
 namespace fp8lab::ui {
 
 namespace {
-QString sidecar(const QString& path) { return path + QStringLiteral(".json"); }
+QString sidecar(const QString& path) {
+  return path + QStringLiteral(".json");
+}
 } // namespace
 
 Autosave::Autosave(Session* session, QString recovery_path, int interval_ms, QObject* parent)
@@ -132,17 +134,19 @@ std::unique_ptr<Autosave> Autosave::start(QWidget* window, Session* session, std
       ask = [window](const Info& i) {
         const QString what = i.original_file.isEmpty() ? tr("an untitled session") : i.original_file;
         const QString runs = i.runs >= 0 ? tr("%n run(s)", nullptr, i.runs) : tr("its runs");
-        return QMessageBox::question(window, tr("Recover unsaved work?"),
-                                     tr("FP8 Lab did not exit normally. Unsaved work from %1 (%2) was autosaved at %3.\n\n"
-                                        "Recover it? (Recovered runs open as a new, unsaved session.)")
-                                         .arg(what, runs, QLocale().toString(i.saved.toLocalTime(), QLocale::ShortFormat)),
-                                     QMessageBox::Yes | QMessageBox::No, QMessageBox::Yes) == QMessageBox::Yes;
+        return QMessageBox::question(
+                   window, tr("Recover unsaved work?"),
+                   tr("FP8 Lab did not exit normally. Unsaved work from %1 (%2) was autosaved at %3.\n\n"
+                      "Recover it? (Recovered runs open as a new, unsaved session.)")
+                       .arg(what, runs, QLocale().toString(i.saved.toLocalTime(), QLocale::ShortFormat)),
+                   QMessageBox::Yes | QMessageBox::No, QMessageBox::Yes) == QMessageBox::Yes;
       };
     if (ask(info)) {
       QString error;
       if (restoreInto(session, orphan, &error) < 0 && window)
         QMessageBox::warning(window, tr("Recovery failed"),
-                             tr("The recovery file could not be read (%1). It was kept as %2.").arg(error, orphan + QStringLiteral(".bad")));
+                             tr("The recovery file could not be read (%1). It was kept as %2.")
+                                 .arg(error, orphan + QStringLiteral(".bad")));
     }
     QFile::remove(orphan);
     QFile::remove(sidecar(orphan));

@@ -68,8 +68,7 @@ public:
   /// orphan is removed either way (a failed restore is moved aside and reported). Returns the
   /// Autosave of this process (default path and interval), or null when the build cannot write
   /// sessions.
-  static std::unique_ptr<Autosave> start(QWidget* window, Session* session,
-                                         std::function<bool(const Info&)> ask = {});
+  static std::unique_ptr<Autosave> start(QWidget* window, Session* session, std::function<bool(const Info&)> ask = {});
 
 Q_SIGNALS:
   void saved(const QString& path);

@@ -34,7 +34,9 @@ BackendInfo probeBackend() {
     b.gpu = true;
     b.name = QString::fromStdString(d.name);
     b.detail = QStringLiteral("compute capability %1.%2, %3 SMs, %4 GiB")
-                   .arg(d.cc_major).arg(d.cc_minor).arg(d.sm_count)
+                   .arg(d.cc_major)
+                   .arg(d.cc_minor)
+                   .arg(d.sm_count)
                    .arg(double(d.total_memory_bytes) / (1024.0 * 1024 * 1024), 0, 'f', 1);
   } else {
     b.detail += QStringLiteral(" — no GPU: ") + QString::fromStdString(r.summary());

@@ -8,9 +8,9 @@
 namespace fp8lab::ui {
 
 struct BackendInfo {
-  bool gpu = false;     ///< a CUDA device is usable
-  QString name;         ///< "CPU" or the GPU's name
-  QString detail;       ///< CPU model / compute capability, or why there is no GPU
+  bool gpu = false; ///< a CUDA device is usable
+  QString name;     ///< "CPU" or the GPU's name
+  QString detail;   ///< CPU model / compute capability, or why there is no GPU
 };
 
 /// Probes (may take up to a few seconds on a GPU machine). Thread-safe.

@@ -190,7 +190,8 @@ BitLayoutView::BitLayoutView(QWidget* parent) : View(parent), format_(&Format::E
   outer->addLayout(top);
 
   // ---- code group ----
-  auto* codeBox = new QGroupBox(tr("Code — click a bit to toggle it; \u2190 \u2192 step to the neighbouring value"), this);
+  auto* codeBox =
+      new QGroupBox(tr("Code — click a bit to toggle it; \u2190 \u2192 step to the neighbouring value"), this);
   auto* cv = new QVBoxLayout(codeBox);
   cells_ = new BitCells(codeBox);
   cells_->setObjectName(QStringLiteral("bitCells"));
@@ -265,8 +266,8 @@ BitLayoutView::BitLayoutView(QWidget* parent) : View(parent), format_(&Format::E
 
   compare_ = new QTableWidget(0, 6, valBox);
   compare_->setObjectName(QStringLiteral("compareTable"));
-  compare_->setHorizontalHeaderLabels({tr("Format"), tr("Code"), tr("Encoded value"), tr("Abs. error"),
-                                       tr("Rel. error"), tr("Note")});
+  compare_->setHorizontalHeaderLabels(
+      {tr("Format"), tr("Code"), tr("Encoded value"), tr("Abs. error"), tr("Rel. error"), tr("Note")});
   compare_->verticalHeader()->hide();
   compare_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   compare_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
@@ -312,22 +313,37 @@ void BitLayoutView::toggleBit(int bit) {
   setCode(code_ ^ (1u << bit));
 }
 
-void BitLayoutView::stepUp() { setCode(format_->nextUp(code_)); }
-void BitLayoutView::stepDown() { setCode(format_->nextDown(code_)); }
+void BitLayoutView::stepUp() {
+  setCode(format_->nextUp(code_));
+}
+void BitLayoutView::stepDown() {
+  setCode(format_->nextDown(code_));
+}
 
 void BitLayoutView::keyPressEvent(QKeyEvent* e) {
   switch (e->key()) {
   case Qt::Key_Right:
-  case Qt::Key_Up: stepUp(); return;
+  case Qt::Key_Up:
+    stepUp();
+    return;
   case Qt::Key_Left:
-  case Qt::Key_Down: stepDown(); return;
-  default: View::keyPressEvent(e);
+  case Qt::Key_Down:
+    stepDown();
+    return;
+  default:
+    View::keyPressEvent(e);
   }
 }
 
-QString BitLayoutView::decodedText() const { return value_label_->text(); }
-QString BitLayoutView::classTextShown() const { return class_label_->text(); }
-QString BitLayoutView::formulaText() const { return formula_label_->text(); }
+QString BitLayoutView::decodedText() const {
+  return value_label_->text();
+}
+QString BitLayoutView::classTextShown() const {
+  return class_label_->text();
+}
+QString BitLayoutView::formulaText() const {
+  return formula_label_->text();
+}
 
 QString BitLayoutView::formula(uint32_t code) const {
   const auto& s = format_->spec();
@@ -337,23 +353,33 @@ QString BitLayoutView::formula(uint32_t code) const {
   const QString minus = QStringLiteral("\u2212");
   if (cls == CodeClass::NaN) {
     switch (s.specials) {
-    case SpecialCodes::FNUZ: return tr("sign 1 with all other bits 0 is the single NaN (FNUZ: no \u22120, no Inf)");
-    case SpecialCodes::FN: return tr("exponent and mantissa all ones \u2192 NaN (%1 has no Inf)").arg(QString::fromStdString(s.name));
-    case SpecialCodes::E8M0: return tr("all-ones code \u2192 NaN (E8M0 has no zero and no sign)");
-    default: return tr("exponent all ones, mantissa \u2260 0 \u2192 NaN");
+    case SpecialCodes::FNUZ:
+      return tr("sign 1 with all other bits 0 is the single NaN (FNUZ: no \u22120, no Inf)");
+    case SpecialCodes::FN:
+      return tr("exponent and mantissa all ones \u2192 NaN (%1 has no Inf)").arg(QString::fromStdString(s.name));
+    case SpecialCodes::E8M0:
+      return tr("all-ones code \u2192 NaN (E8M0 has no zero and no sign)");
+    default:
+      return tr("exponent all ones, mantissa \u2260 0 \u2192 NaN");
     }
   }
-  if (cls == CodeClass::Infinity) return tr("exponent all ones, mantissa 0 \u2192 %1Inf").arg(fl.sign ? minus : QStringLiteral("+"));
+  if (cls == CodeClass::Infinity)
+    return tr("exponent all ones, mantissa 0 \u2192 %1Inf").arg(fl.sign ? minus : QStringLiteral("+"));
   if (s.specials == SpecialCodes::E8M0)
-    return QStringLiteral("2^(%1 %2 %3) = 2^%4 = %5").arg(fl.exponent).arg(minus).arg(s.bias)
-        .arg(int(fl.exponent) - s.bias).arg(numberText(format_->decode(code)));
+    return QStringLiteral("2^(%1 %2 %3) = 2^%4 = %5")
+        .arg(fl.exponent)
+        .arg(minus)
+        .arg(s.bias)
+        .arg(int(fl.exponent) - s.bias)
+        .arg(numberText(format_->decode(code)));
   QString mbits;
   for (int b = m - 1; b >= 0; --b) mbits += ((fl.mantissa >> b) & 1u) ? QLatin1Char('1') : QLatin1Char('0');
   const bool sub = fl.exponent == 0;
   const int e = sub ? 1 - s.bias : int(fl.exponent) - s.bias;
   const double frac = (sub ? 0.0 : 1.0) + std::ldexp(double(fl.mantissa), -m);
   const QString lead = sub ? QStringLiteral("0") : QStringLiteral("1");
-  const QString signPart = s.has_sign ? QStringLiteral("(%1)^%2 \u00b7 ").arg(minus + QStringLiteral("1")).arg(fl.sign) : QString();
+  const QString signPart =
+      s.has_sign ? QStringLiteral("(%1)^%2 \u00b7 ").arg(minus + QStringLiteral("1")).arg(fl.sign) : QString();
   const QString expPart = sub ? QStringLiteral("2^(1 %1 %2)").arg(minus).arg(s.bias)
                               : QStringLiteral("2^(%1 %2 %3)").arg(fl.exponent).arg(minus).arg(s.bias);
   QString t = QStringLiteral("%1%2 \u00b7 %3.%4\u2082  =  %5%6 \u00b7 2^%7 \u00b7 %8  =  %9")
@@ -379,8 +405,11 @@ void BitLayoutView::refreshCode() {
                             .arg(colors::ofClass(cls).name(), classText(cls)));
   const auto& f = *format_;
   props_label_->setText(tr("%1 bits · bias %2 · max %3 · min normal %4 · min subnormal %5 · %6 finite codes%7")
-                            .arg(f.bits()).arg(f.bias()).arg(numberText(f.maxFinite()))
-                            .arg(valueWithPow2(f.minNormal())).arg(valueWithPow2(f.minSubnormal()))
+                            .arg(f.bits())
+                            .arg(f.bias())
+                            .arg(numberText(f.maxFinite()))
+                            .arg(valueWithPow2(f.minNormal()))
+                            .arg(valueWithPow2(f.minSubnormal()))
                             .arg(f.finiteCount())
                             .arg(f.hasInfinity() ? tr(" · has \u00b1Inf") : QString()));
   props_label_->setToolTip(QString::fromStdString(f.spec().description));
@@ -394,8 +423,12 @@ EncodeOptions BitLayoutView::options() const {
   return o;
 }
 
-void BitLayoutView::setValueText(const QString& text) { value_edit_->setText(text); }
-void BitLayoutView::setSaturate(bool on) { saturate_box_->setChecked(on); }
+void BitLayoutView::setValueText(const QString& text) {
+  value_edit_->setText(text);
+}
+void BitLayoutView::setSaturate(bool on) {
+  saturate_box_->setChecked(on);
+}
 void BitLayoutView::setRounding(Rounding r) {
   int i = rounding_box_->findData(int(r));
   if (i >= 0) rounding_box_->setCurrentIndex(i);
@@ -406,10 +439,12 @@ void BitLayoutView::refreshValue() {
   compare_->setRowCount(0);
   if (!x) {
     value_valid_ = false;
-    value_result_->setText(value_edit_->text().trimmed().isEmpty()
-                               ? tr("Type a number to see how %1 encodes it.").arg(QString::fromStdString(format_->name()))
-                               : tr("<span style='color:#c62828'>'%1' is not a number.</span> Examples: 464, 1e-3, "
-                                    "0x1.8p3, 2^-9, 1/3, inf, nan.").arg(value_edit_->text().toHtmlEscaped()));
+    value_result_->setText(
+        value_edit_->text().trimmed().isEmpty()
+            ? tr("Type a number to see how %1 encodes it.").arg(QString::fromStdString(format_->name()))
+            : tr("<span style='color:#c62828'>'%1' is not a number.</span> Examples: 464, 1e-3, "
+                 "0x1.8p3, 2^-9, 1/3, inf, nan.")
+                  .arg(value_edit_->text().toHtmlEscaped()));
     return;
   }
   const EncodeOptions o = options();
@@ -433,13 +468,15 @@ void BitLayoutView::refreshValue() {
     html += tr("<br>Exactly representable.");
   }
   QStringList flags;
-  if (d.overflow) flags << (d.saturated ? tr("overflow \u2192 saturated to max") : tr("overflow \u2192 %1").arg(numberText(d.value)));
+  if (d.overflow)
+    flags << (d.saturated ? tr("overflow \u2192 saturated to max") : tr("overflow \u2192 %1").arg(numberText(d.value)));
   if (d.underflow) flags << tr("underflow to zero");
   if (d.subnormal) flags << tr("subnormal result");
-  if (!flags.isEmpty()) html += QStringLiteral("<br><span style='color:#b26a00'>%1</span>").arg(flags.join(QStringLiteral(" · ")));
+  if (!flags.isEmpty())
+    html += QStringLiteral("<br><span style='color:#b26a00'>%1</span>").arg(flags.join(QStringLiteral(" · ")));
   if (std::isfinite(d.abs_error))
-    html += tr("<br>Error: absolute %1, relative %2 (%3%)").arg(numberText(d.abs_error), errorText(d.rel_error),
-                                                                 errorText(100 * d.rel_error));
+    html += tr("<br>Error: absolute %1, relative %2 (%3%)")
+                .arg(numberText(d.abs_error), errorText(d.rel_error), errorText(100 * d.rel_error));
   value_result_->setText(html);
 
   // The same value in other formats, side by side.
@@ -459,8 +496,11 @@ void BitLayoutView::refreshValue() {
     if (e.subnormal) note << tr("subnormal");
     if (e.exact) note << tr("exact");
     if (e.tie) note << tr("tie");
-    const QStringList cells = {QString::fromStdString(f->name()), QString::fromStdString(f->hexString(e.code)),
-                               numberText(e.value), errorText(e.abs_error), errorText(e.rel_error),
+    const QStringList cells = {QString::fromStdString(f->name()),
+                               QString::fromStdString(f->hexString(e.code)),
+                               numberText(e.value),
+                               errorText(e.abs_error),
+                               errorText(e.rel_error),
                                note.join(QStringLiteral(", "))};
     for (int c = 0; c < cells.size(); ++c) {
       auto* it = new QTableWidgetItem(cells[c]);

@@ -31,7 +31,9 @@ void CodeGrid::setSelected(int code) {
   update();
 }
 
-int CodeGrid::rows() const { return format_ ? std::max(1, int(format_->codeCount() / 16)) : 16; }
+int CodeGrid::rows() const {
+  return format_ ? std::max(1, int(format_->codeCount() / 16)) : 16;
+}
 
 QRect CodeGrid::gridRect() const {
   const int head = 22;
@@ -93,7 +95,8 @@ void CodeGrid::paintEvent(QPaintEvent*) {
     if (txt.size() > 9) txt = QString::number(v, 'g', 3).replace(QLatin1Char('-'), QChar(0x2212));
     if (cr.height() >= 26) {
       p.setPen(ink == Qt::white ? QColor(0xee, 0xee, 0xee) : QColor(0x30, 0x30, 0x30));
-      p.drawText(cr.adjusted(2, 1, -2, 0), Qt::AlignTop | Qt::AlignLeft, QString::fromStdString(format_->hexString(code)));
+      p.drawText(cr.adjusted(2, 1, -2, 0), Qt::AlignTop | Qt::AlignLeft,
+                 QString::fromStdString(format_->hexString(code)));
       p.setPen(ink);
       p.drawText(cr.adjusted(1, 0, -1, -2), Qt::AlignBottom | Qt::AlignHCenter, txt);
     } else {
@@ -115,11 +118,12 @@ bool CodeGrid::event(QEvent* e) {
     auto* he = static_cast<QHelpEvent*>(e);
     int c = codeAt(he->pos());
     if (c >= 0) {
-      QToolTip::showText(he->globalPos(),
-                         tr("%1 %2 = %3\n%4\nbinary %5\nclick to open in the bit layout view")
-                             .arg(QString::fromStdString(format_->name()), QString::fromStdString(format_->hexString(uint32_t(c))),
-                                  valueWithPow2(format_->decode(uint32_t(c))), classText(format_->classify(uint32_t(c))),
-                                  QString::fromStdString(format_->binaryString(uint32_t(c)))));
+      QToolTip::showText(he->globalPos(), tr("%1 %2 = %3\n%4\nbinary %5\nclick to open in the bit layout view")
+                                              .arg(QString::fromStdString(format_->name()),
+                                                   QString::fromStdString(format_->hexString(uint32_t(c))),
+                                                   valueWithPow2(format_->decode(uint32_t(c))),
+                                                   classText(format_->classify(uint32_t(c))),
+                                                   QString::fromStdString(format_->binaryString(uint32_t(c)))));
       return true;
     }
   }
@@ -149,20 +153,21 @@ CodeGridView::CodeGridView(QWidget* parent) : View(parent) {
                       CodeClass::Infinity, CodeClass::NaN}) {
     auto* sw = new QLabel(QStringLiteral("&nbsp;%1&nbsp;").arg(classText(c)), this);
     sw->setTextFormat(Qt::RichText);
-    sw->setStyleSheet(QStringLiteral("background:%1; border:1px solid #777; padding:1px 4px;").arg(colors::ofClass(c).name()));
+    sw->setStyleSheet(
+        QStringLiteral("background:%1; border:1px solid #777; padding:1px 4px;").arg(colors::ofClass(c).name()));
     legend->addWidget(sw);
   }
   legend->addStretch(1);
   v->addLayout(legend);
   auto* neg = new QLabel(tr("Negative values are slightly darker. Row = high nibble, column = low nibble. "
-                            "Click a code to open it in the bit layout view."), this);
+                            "Click a code to open it in the bit layout view."),
+                         this);
   neg->setStyleSheet(QStringLiteral("color:#555"));
   neg->setWordWrap(true);
   v->addWidget(neg);
   connect(format_box_, &QComboBox::currentTextChanged, this, [this](const QString& n) { setFormat(n); });
-  connect(grid_, &CodeGrid::codeClicked, this, [this](uint32_t c) {
-    Q_EMIT codeActivated(QString::fromStdString(grid_->format()->name()), c);
-  });
+  connect(grid_, &CodeGrid::codeClicked, this,
+          [this](uint32_t c) { Q_EMIT codeActivated(QString::fromStdString(grid_->format()->name()), c); });
   setFormat(QStringLiteral("E4M3FN"));
 }
 
@@ -176,8 +181,13 @@ bool CodeGridView::setFormat(const QString& name) {
   int counts[6] = {};
   for (uint32_t c = 0; c < f->codeCount(); ++c) counts[int(f->classify(c))]++;
   summary_->setText(tr("%1 codes: %2 zero, %3 subnormal, %4 normal, %5 max finite, %6 Inf, %7 NaN")
-                        .arg(f->codeCount()).arg(counts[0]).arg(counts[1]).arg(counts[2]).arg(counts[3])
-                        .arg(counts[4]).arg(counts[5]));
+                        .arg(f->codeCount())
+                        .arg(counts[0])
+                        .arg(counts[1])
+                        .arg(counts[2])
+                        .arg(counts[3])
+                        .arg(counts[4])
+                        .arg(counts[5]));
   return true;
 }
 
@@ -194,7 +204,8 @@ QString CodeGridView::csv() const {
   for (uint32_t c = 0; c < f.codeCount(); ++c)
     t += QStringLiteral("%1,%2,%3,%4,%5,%6\n")
              .arg(QString::fromStdString(f.name()), QString::fromStdString(f.hexString(c)))
-             .arg(c / 16).arg(c % 16)
+             .arg(c / 16)
+             .arg(c % 16)
              .arg(QString::number(f.decode(c), 'g', 17), QString::fromLatin1(toString(f.classify(c))));
   return t;
 }

@@ -48,7 +48,8 @@ public:
     if (!n) return QTableWidgetItem::operator<(o);
     // Missing values sort last in either direction.
     const bool desc = tableWidget() && tableWidget()->horizontalHeader()->sortIndicatorOrder() == Qt::DescendingOrder;
-    if (std::isnan(v_) || std::isnan(n->v_)) return std::isnan(v_) == std::isnan(n->v_) ? false : (std::isnan(v_) == desc);
+    if (std::isnan(v_) || std::isnan(n->v_))
+      return std::isnan(v_) == std::isnan(n->v_) ? false : (std::isnan(v_) == desc);
     return v_ < n->v_;
   }
 
@@ -56,7 +57,9 @@ private:
   double v_;
 };
 
-QString num(double v, int prec = 4) { return std::isnan(v) ? QStringLiteral("\u2014") : QString::number(v, 'g', prec); }
+QString num(double v, int prec = 4) {
+  return std::isnan(v) ? QStringLiteral("\u2014") : QString::number(v, 'g', prec);
+}
 
 } // namespace
 
@@ -100,9 +103,10 @@ ComparisonRow comparisonRow(const RunAccess& r) {
     const QString prec = r.attr(QStringLiteral("precision"));
     const QJsonObject c = r.config();
     if (prec == QStringLiteral("fp8"))
-      row.formats = c.value(QStringLiteral("forward_format")).toString(QStringLiteral("E4M3FN")) + QStringLiteral(" / ") +
-                    c.value(QStringLiteral("backward_format")).toString(QStringLiteral("E5M2"));
-    else row.formats = prec.isEmpty() ? QStringLiteral("?") : prec;
+      row.formats = c.value(QStringLiteral("forward_format")).toString(QStringLiteral("E4M3FN")) +
+                    QStringLiteral(" / ") + c.value(QStringLiteral("backward_format")).toString(QStringLiteral("E5M2"));
+    else
+      row.formats = prec.isEmpty() ? QStringLiteral("?") : prec;
     row.scaling = r.attr(QStringLiteral("scaling"));
     row.seconds = m("seconds");
     row.final_accuracy = m("final_test_accuracy");
@@ -116,9 +120,20 @@ ComparisonView::ComparisonView(QWidget* parent) : View(parent) {
   auto* split = new QSplitter(Qt::Vertical, this);
   table_ = new QTableWidget(split);
   table_->setObjectName(QStringLiteral("runsTable"));
-  const QStringList heads{tr("Run"), tr("Kind"), tr("Formats"), tr("Scaling"), tr("Accumulation \u2192 output"),
-                          tr("SQNR (dB)"), tr("Max rel. error"), tr("Saturated (%)"), tr("Underflow (%)"),
-                          tr("Quant. SQNR (dB)"), tr("Accum. SQNR (dB)"), tr("Final accuracy"), tr("Time (s)"), tr("Backend")};
+  const QStringList heads{tr("Run"),
+                          tr("Kind"),
+                          tr("Formats"),
+                          tr("Scaling"),
+                          tr("Accumulation \u2192 output"),
+                          tr("SQNR (dB)"),
+                          tr("Max rel. error"),
+                          tr("Saturated (%)"),
+                          tr("Underflow (%)"),
+                          tr("Quant. SQNR (dB)"),
+                          tr("Accum. SQNR (dB)"),
+                          tr("Final accuracy"),
+                          tr("Time (s)"),
+                          tr("Backend")};
   table_->setColumnCount(int(heads.size()));
   table_->setHorizontalHeaderLabels(heads);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -127,7 +142,8 @@ ComparisonView::ComparisonView(QWidget* parent) : View(parent) {
   table_->setSortingEnabled(true);
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table_->setToolTip(tr("Click a header to sort; select two GEMM runs (Ctrl+click) to see the difference of their error maps"));
+  table_->setToolTip(
+      tr("Click a header to sort; select two GEMM runs (Ctrl+click) to see the difference of their error maps"));
   auto* lower = new QWidget(split);
   auto* lv = new QVBoxLayout(lower);
   lv->setContentsMargins(0, 4, 0, 0);
@@ -197,7 +213,8 @@ void ComparisonView::fillTable() {
   table_->setRowCount(int(rows_.size()));
   for (int i = 0; i < rows_.size(); ++i) {
     const ComparisonRow& r = rows_[i];
-    auto* name = new QTableWidgetItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'));
+    auto* name =
+        new QTableWidgetItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'));
     name->setData(Qt::UserRole, r.id);
     table_->setItem(i, 0, name);
     table_->setItem(i, 1, new QTableWidgetItem(r.kind));
@@ -224,8 +241,9 @@ void ComparisonView::fillTable() {
     pair_b_.clear();
     for (int i = 0; i < runs_.size() && pair_b_.isEmpty(); ++i)
       for (int j = i + 1; j < runs_.size(); ++j)
-        if (runs_[i]->type().startsWith(QStringLiteral("gemm")) && runs_[j]->type().startsWith(QStringLiteral("gemm")) &&
-            runs_[i]->has(QStringLiteral("error/abs")) && runs_[i]->dims(QStringLiteral("error/abs")) == runs_[j]->dims(QStringLiteral("error/abs"))) {
+        if (runs_[i]->type().startsWith(QStringLiteral("gemm")) &&
+            runs_[j]->type().startsWith(QStringLiteral("gemm")) && runs_[i]->has(QStringLiteral("error/abs")) &&
+            runs_[i]->dims(QStringLiteral("error/abs")) == runs_[j]->dims(QStringLiteral("error/abs"))) {
           pair_a_ = runs_[i]->id();
           pair_b_ = runs_[j]->id();
           break;
@@ -236,8 +254,10 @@ void ComparisonView::fillTable() {
   plot_->plotLayout()->clear();
   bar_rect_ = diff_rect_ = nullptr;
   if (rows_.isEmpty()) {
-    plotEmptyState(plot_, tr("No runs to compare.\nOpen a session (File \u2192 Open) or run experiments (Experiment panel, Ctrl+R);\n"
-                             "every run of the session appears here as a row."));
+    plotEmptyState(
+        plot_,
+        tr("No runs to compare.\nOpen a session (File \u2192 Open) or run experiments (Experiment panel, Ctrl+R);\n"
+           "every run of the session appears here as a row."));
     diff_label_->clear();
     plot_->replot();
     return;
@@ -272,7 +292,9 @@ void ComparisonView::setMetric(const QString& key) {
   if (i >= 0) metric_box_->setCurrentIndex(i);
 }
 
-QString ComparisonView::metric() const { return metric_box_->currentData().toString(); }
+QString ComparisonView::metric() const {
+  return metric_box_->currentData().toString();
+}
 
 void ComparisonView::drawBars() {
   if (!bar_rect_) return;
@@ -354,11 +376,14 @@ void ComparisonView::selectionChanged() {
   if (updating_) return;
   QStringList ids;
   for (int row = 0; row < table_->rowCount(); ++row)
-    if (table_->item(row, 0) && table_->item(row, 0)->isSelected()) ids << table_->item(row, 0)->data(Qt::UserRole).toString();
+    if (table_->item(row, 0) && table_->item(row, 0)->isSelected())
+      ids << table_->item(row, 0)->data(Qt::UserRole).toString();
   if (ids.size() == 2) selectPair(ids[0], ids[1]);
 }
 
-QString ComparisonView::diffText() const { return diff_label_->text(); }
+QString ComparisonView::diffText() const {
+  return diff_label_->text();
+}
 
 void ComparisonView::drawDiff() {
   if (!diff_rect_) return;
@@ -397,22 +422,30 @@ void ComparisonView::drawDiff() {
   }
   HeatmapModel ma(a), mb(b);
   QString why;
-  if (!ma.available(ErrorQuantity::Total, ErrorKind::Abs, &why) || !mb.available(ErrorQuantity::Total, ErrorKind::Abs, &why)) {
+  if (!ma.available(ErrorQuantity::Total, ErrorKind::Abs, &why) ||
+      !mb.available(ErrorQuantity::Total, ErrorKind::Abs, &why)) {
     say(tr("No difference map: %1").arg(why));
     return;
   }
   const auto sa = ma.shape(ErrorQuantity::Total), sb = mb.shape(ErrorQuantity::Total);
   if (sa != sb) {
     say(tr("No difference map: %1 is %2\u00d7%3, %4 is %5\u00d7%6 (the maps must have the same shape)")
-            .arg(a->id()).arg(sa.first).arg(sa.second).arg(b->id()).arg(sb.first).arg(sb.second));
+            .arg(a->id())
+            .arg(sa.first)
+            .arg(sa.second)
+            .arg(b->id())
+            .arg(sb.first)
+            .arg(sb.second));
     return;
   }
   const int64_t cells = 256;
   const int64_t blk = std::max<int64_t>({1, (sa.first + cells - 1) / cells, (sa.second + cells - 1) / cells});
   HeatmapGrid ga, gb;
   QString err;
-  if (!ma.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sa.first, sa.second, blk, blk, CellReduce::Mean, &ga, &err) ||
-      !mb.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sb.first, sb.second, blk, blk, CellReduce::Mean, &gb, &err)) {
+  if (!ma.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sa.first, sa.second, blk, blk, CellReduce::Mean, &ga,
+                  &err) ||
+      !mb.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sb.first, sb.second, blk, blk, CellReduce::Mean, &gb,
+                  &err)) {
     say(tr("No difference map: %1").arg(err));
     return;
   }
@@ -421,8 +454,10 @@ void ComparisonView::drawDiff() {
   int64_t nan = 0;
   for (size_t i = 0; i < diff_.v.size(); ++i) {
     diff_.v[i] = gb.v[i] - ga.v[i];
-    if (std::isnan(diff_.v[i])) ++nan;
-    else amax = std::max(amax, std::fabs(diff_.v[i]));
+    if (std::isnan(diff_.v[i]))
+      ++nan;
+    else
+      amax = std::max(amax, std::fabs(diff_.v[i]));
   }
   diff_.nan_cells = nan;
   x->setTicks(true), y->setTicks(true), x->setTickLabels(true), y->setTickLabels(true);
@@ -436,10 +471,12 @@ void ComparisonView::drawDiff() {
   const int64_t gc = std::max<int64_t>(2, diff_.grid_cols), gr = std::max<int64_t>(2, diff_.grid_rows);
   map->data()->setSize(int(gc), int(gr));
   const double kc = double(blk - 1) / 2.0;
-  map->data()->setRange(QCPRange(kc, double(gc - 1) * double(blk) + kc), QCPRange(kc, double(gr - 1) * double(blk) + kc));
+  map->data()->setRange(QCPRange(kc, double(gc - 1) * double(blk) + kc),
+                        QCPRange(kc, double(gr - 1) * double(blk) + kc));
   for (int64_t r = 0; r < gr; ++r)
     for (int64_t c = 0; c < gc; ++c)
-      map->data()->setCell(int(c), int(r), r < diff_.grid_rows && c < diff_.grid_cols ? diff_.cell(r, c) : std::nan(""));
+      map->data()->setCell(int(c), int(r),
+                           r < diff_.grid_rows && c < diff_.grid_cols ? diff_.cell(r, c) : std::nan(""));
   auto* scale = new QCPColorScale(plot_);
   plot_->plotLayout()->addElement(0, 2, scale);
   scale->setType(QCPAxis::atRight);
@@ -455,8 +492,11 @@ void ComparisonView::drawDiff() {
   bar_rect_->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   x->setRange(-0.5, double(sa.second) - 0.5);
   y->setRange(-0.5, double(sa.first) - 0.5);
-  QString t = tr("Difference of error maps: %1 minus %2 (second minus first; cell means of %3\u00d7%4 elements); red: %1 worse, blue: %1 better")
-                  .arg(b->id(), a->id()).arg(blk).arg(blk);
+  QString t = tr("Difference of error maps: %1 minus %2 (second minus first; cell means of %3\u00d7%4 elements); red: "
+                 "%1 worse, blue: %1 better")
+                  .arg(b->id(), a->id())
+                  .arg(blk)
+                  .arg(blk);
   if (nan > 0) t += tr(" \u00b7 %n NaN cell(s) in magenta", nullptr, int(nan));
   diff_label_->setText(t);
   stylePlot(plot_);
@@ -465,15 +505,29 @@ void ComparisonView::drawDiff() {
 
 QString ComparisonView::csv() const {
   if (rows_.isEmpty()) return {};
-  QString out = QStringLiteral(
-      "id,label,kind,formats,scaling,accumulation,sqnr_db,max_rel,saturated_pct,underflow_pct,quant_sqnr_db,accum_sqnr_db,"
-      "final_accuracy,seconds,backend\n");
-  auto q = [](const QString& s) { return QStringLiteral("\"") + QString(s).replace(QLatin1Char('"'), QStringLiteral("\"\"")) + QLatin1Char('"'); };
+  QString out = QStringLiteral("id,label,kind,formats,scaling,accumulation,sqnr_db,max_rel,saturated_pct,underflow_pct,"
+                               "quant_sqnr_db,accum_sqnr_db,"
+                               "final_accuracy,seconds,backend\n");
+  auto q = [](const QString& s) {
+    return QStringLiteral("\"") + QString(s).replace(QLatin1Char('"'), QStringLiteral("\"\"")) + QLatin1Char('"');
+  };
   auto n = [](double v) { return std::isnan(v) ? QString() : QString::number(v, 'g', 9); };
   for (const auto& r : rows_)
-    out += QStringList{q(r.id), q(r.label), r.kind, q(r.formats), q(r.scaling), q(r.accumulation), n(r.sqnr_db), n(r.max_rel),
-                       n(r.saturated_pct), n(r.underflow_pct), n(r.quant_sqnr_db), n(r.accum_sqnr_db), n(r.final_accuracy),
-                       n(r.seconds), q(r.backend)}
+    out += QStringList{q(r.id),
+                       q(r.label),
+                       r.kind,
+                       q(r.formats),
+                       q(r.scaling),
+                       q(r.accumulation),
+                       n(r.sqnr_db),
+                       n(r.max_rel),
+                       n(r.saturated_pct),
+                       n(r.underflow_pct),
+                       n(r.quant_sqnr_db),
+                       n(r.accum_sqnr_db),
+                       n(r.final_accuracy),
+                       n(r.seconds),
+                       q(r.backend)}
                .join(QLatin1Char(',')) +
            QLatin1Char('\n');
   return out;

@@ -129,9 +129,12 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
   connect(run_box_, &QComboBox::currentIndexChanged, this, [this] {
     if (!updating_) runChosen();
   });
-  connect(mode_box_, &QComboBox::currentIndexChanged, this, [this] { setMode(Mode(mode_box_->currentData().toInt())); });
-  connect(kind_box_, &QComboBox::currentIndexChanged, this, [this] { setKind(ErrorKind(kind_box_->currentData().toInt())); });
-  connect(scale_box_, &QComboBox::currentIndexChanged, this, [this] { setLogScale(scale_box_->currentData().toInt() == 1); });
+  connect(mode_box_, &QComboBox::currentIndexChanged, this,
+          [this] { setMode(Mode(mode_box_->currentData().toInt())); });
+  connect(kind_box_, &QComboBox::currentIndexChanged, this,
+          [this] { setKind(ErrorKind(kind_box_->currentData().toInt())); });
+  connect(scale_box_, &QComboBox::currentIndexChanged, this,
+          [this] { setLogScale(scale_box_->currentData().toInt() == 1); });
   connect(agg_box_, &QComboBox::currentIndexChanged, this,
           [this] { setAggregation(Aggregation(agg_box_->currentData().toInt())); });
   connect(reset, &QPushButton::clicked, this, &ErrorHeatmapView::resetZoom);
@@ -159,8 +162,9 @@ void ErrorHeatmapView::setSession(Session* session) {
   connect(session, &Session::runAdded, this, reload);
   connect(session, &Session::runRemoved, this, reload);
   connect(session, &Session::runChanged, this, reload);
-  connect(session, &Session::currentRunChanged, this,
-          [this, async](int index) { whenShown(1, [this, async, index] { async([this, index] { followRun(index); }); }); });
+  connect(session, &Session::currentRunChanged, this, [this, async](int index) {
+    whenShown(1, [this, async, index] { async([this, index] { followRun(index); }); });
+  });
   rebuildRuns();
 }
 
@@ -176,7 +180,8 @@ void ErrorHeatmapView::rebuildRuns() {
   updating_ = true;
   run_box_->clear();
   for (const RunRecord& r : session_->runs())
-    if (r.kind.startsWith(QStringLiteral("gemm"))) run_box_->addItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'), r.id);
+    if (r.kind.startsWith(QStringLiteral("gemm")))
+      run_box_->addItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'), r.id);
   int i = run_box_->findData(was);
   if (i < 0 && session_->currentRun() >= 0) i = run_box_->findData(session_->run(session_->currentRun()).id);
   run_box_->setCurrentIndex(i < 0 ? 0 : i);
@@ -252,12 +257,18 @@ void ErrorHeatmapView::setOverviewCells(int n) {
 
 QList<ErrorQuantity> ErrorHeatmapView::quantities() const {
   switch (mode_) {
-  case Mode::Total: return {ErrorQuantity::Total};
-  case Mode::Quantization: return {ErrorQuantity::Quantization};
-  case Mode::Accumulation: return {ErrorQuantity::Accumulation};
-  case Mode::Split: return {ErrorQuantity::Quantization, ErrorQuantity::Accumulation, ErrorQuantity::Total};
-  case Mode::OperandA: return {ErrorQuantity::OperandA};
-  case Mode::OperandB: return {ErrorQuantity::OperandB};
+  case Mode::Total:
+    return {ErrorQuantity::Total};
+  case Mode::Quantization:
+    return {ErrorQuantity::Quantization};
+  case Mode::Accumulation:
+    return {ErrorQuantity::Accumulation};
+  case Mode::Split:
+    return {ErrorQuantity::Quantization, ErrorQuantity::Accumulation, ErrorQuantity::Total};
+  case Mode::OperandA:
+    return {ErrorQuantity::OperandA};
+  case Mode::OperandB:
+    return {ErrorQuantity::OperandB};
   }
   return {};
 }
@@ -281,11 +292,12 @@ void ErrorHeatmapView::rebuild() {
   hover_->clear();
 
   if (!model_) {
-    plotEmptyState(plot_, session_ && session_->runCount() > 0
-                              ? tr("This session has no GEMM run.\nRun a GEMM error experiment (Experiment panel, Ctrl+R)\n"
-                                   "or open a session that has one (File \u2192 Open).")
-                              : tr("No GEMM run to show.\nOpen a session (File \u2192 Open) or run a GEMM error experiment\n"
-                                   "(Experiment panel, Ctrl+R)."));
+    plotEmptyState(plot_,
+                   session_ && session_->runCount() > 0
+                       ? tr("This session has no GEMM run.\nRun a GEMM error experiment (Experiment panel, Ctrl+R)\n"
+                            "or open a session that has one (File \u2192 Open).")
+                       : tr("No GEMM run to show.\nOpen a session (File \u2192 Open) or run a GEMM error experiment\n"
+                            "(Experiment panel, Ctrl+R)."));
     status_->setText(tr("No run."));
     plot_->replot();
     return;
@@ -295,8 +307,10 @@ void ErrorHeatmapView::rebuild() {
   QList<ErrorQuantity> shown;
   for (ErrorQuantity q : qs) {
     QString why;
-    if (model_->available(q, kind_, &why)) shown << q;
-    else missing << why;
+    if (model_->available(q, kind_, &why))
+      shown << q;
+    else
+      missing << why;
   }
   missing_ = missing.join(QStringLiteral("; "));
   if (shown.isEmpty()) {
@@ -387,7 +401,8 @@ void ErrorHeatmapView::computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t
     r0 = rr0;
     c0 = cc0;
   } else if (overview) {
-    br = bc = std::max<int64_t>({1, (nr + overview_cells_ - 1) / overview_cells_, (nc + overview_cells_ - 1) / overview_cells_});
+    br = bc = std::max<int64_t>(
+        {1, (nr + overview_cells_ - 1) / overview_cells_, (nc + overview_cells_ - 1) / overview_cells_});
   } else {
     const QRect px = rects_.first()->rect();
     const int64_t w = std::max(64, px.width()), h = std::max(64, px.height());
@@ -465,8 +480,10 @@ void ErrorHeatmapView::draw() {
   }
   const bool log = log_ && minPos > 0;
   QCPRange range;
-  if (log) range = QCPRange(minPos, std::max(hi, minPos * 1.0001));
-  else range = QCPRange(std::min(0.0, lo), hi > std::min(0.0, lo) ? hi : std::min(0.0, lo) + 1);
+  if (log)
+    range = QCPRange(minPos, std::max(hi, minPos * 1.0001));
+  else
+    range = QCPRange(std::min(0.0, lo), hi > std::min(0.0, lo) ? hi : std::min(0.0, lo) + 1);
   for (int p = 0; p < maps_.size(); ++p) {
     const HeatmapGrid& g = grids_[p];
     auto* d = maps_[p]->data();
@@ -500,24 +517,40 @@ void ErrorHeatmapView::draw() {
 
   const HeatmapGrid& g = grids_.first();
   QStringList st;
-  if (g.block_rows == 1 && g.block_cols == 1) st << tr("Each cell is one element");
+  if (g.block_rows == 1 && g.block_cols == 1)
+    st << tr("Each cell is one element");
   else if (agg_ == Aggregation::Elements)
-    st << tr("Decimated: each cell is the max of %1\u00d7%2 elements (zoom in for detail)").arg(g.block_rows).arg(g.block_cols);
+    st << tr("Decimated: each cell is the max of %1\u00d7%2 elements (zoom in for detail)")
+              .arg(g.block_rows)
+              .arg(g.block_cols);
   else
-    st << tr("Each cell is the %1 of a %2\u00d7%3 tile").arg(agg_ == Aggregation::TileMean ? tr("mean") : tr("max")).arg(g.block_rows).arg(g.block_cols);
+    st << tr("Each cell is the %1 of a %2\u00d7%3 tile")
+              .arg(agg_ == Aggregation::TileMean ? tr("mean") : tr("max"))
+              .arg(g.block_rows)
+              .arg(g.block_cols);
   st << tr("rows %1, columns %2").arg(rangeText(g.r0, g.rows), rangeText(g.c0, g.cols));
-  if (any) st << tr("range %1 \u2026 %2").arg(errorText(lo), errorText(hi));
-  else st << tr("no finite value");
-  if (nanElems > 0) st << tr("<b style='color:#c000c0'>%n NaN element(s)</b> in %1 magenta cell(s)", nullptr, int(std::min<int64_t>(nanElems, INT32_MAX))).arg(nanCells);
-  else st << tr("no NaN");
-  if (log && zeros > 0) st << tr("%n cell(s) exactly 0 drawn at the lowest colour", nullptr, int(std::min<int64_t>(zeros, INT32_MAX)));
+  if (any)
+    st << tr("range %1 \u2026 %2").arg(errorText(lo), errorText(hi));
+  else
+    st << tr("no finite value");
+  if (nanElems > 0)
+    st << tr("<b style='color:#c000c0'>%n NaN element(s)</b> in %1 magenta cell(s)", nullptr,
+             int(std::min<int64_t>(nanElems, INT32_MAX)))
+              .arg(nanCells);
+  else
+    st << tr("no NaN");
+  if (log && zeros > 0)
+    st << tr("%n cell(s) exactly 0 drawn at the lowest colour", nullptr, int(std::min<int64_t>(zeros, INT32_MAX)));
   if (log_ && !log && any) st << tr("log scale needs a positive value: linear shown");
   if (!missing_.isEmpty()) st << tr("<span style='color:#b00020'>missing: %1</span>").arg(missing_.toHtmlEscaped());
   status_->setText(st.join(QStringLiteral(" \u00b7 ")));
   // The same facts in the plot itself, so an exported image says them too.
   QString note = g.block_rows == 1 && g.block_cols == 1 ? tr("one cell per element")
                  : agg_ == Aggregation::Elements ? tr("cell = max of %1\u00d7%2").arg(g.block_rows).arg(g.block_cols)
-                                                 : tr("cell = tile %1 of %2\u00d7%3").arg(agg_ == Aggregation::TileMean ? tr("mean") : tr("max")).arg(g.block_rows).arg(g.block_cols);
+                                                 : tr("cell = tile %1 of %2\u00d7%3")
+                                                       .arg(agg_ == Aggregation::TileMean ? tr("mean") : tr("max"))
+                                                       .arg(g.block_rows)
+                                                       .arg(g.block_cols);
   note += nanElems > 0 ? tr(" \u00b7 %1 NaN (magenta)").arg(nanElems) : tr(" \u00b7 no NaN");
   if (auto* t = qobject_cast<QCPTextElement*>(plot_->plotLayout()->element(0, 0))) {
     const QString base = t->property("base").toString();
@@ -619,7 +652,9 @@ void ErrorHeatmapView::hoverAt(int64_t i, int64_t j, int panel) {
   QString err;
   if (model_->element(q, kind_, i, j, &el, &err)) {
     text = tr("(i, j) = (%1, %2)   reference %3 = %4   tested %5 = %6   %7 error = %8")
-               .arg(i).arg(j).arg(el.ref_name, numberText(el.ref), el.test_name, numberText(el.test), toText(kind_),
+               .arg(i)
+               .arg(j)
+               .arg(el.ref_name, numberText(el.ref), el.test_name, numberText(el.test), toText(kind_),
                     errorText(el.error));
   } else {
     text = tr("(i, j) = (%1, %2): %3").arg(i).arg(j).arg(err);
@@ -628,15 +663,22 @@ void ErrorHeatmapView::hoverAt(int64_t i, int64_t j, int panel) {
     const int64_t gr = (i - g.r0) / g.block_rows, gc = (j - g.c0) / g.block_cols;
     const int64_t a = g.r0 + gr * g.block_rows, b = g.c0 + gc * g.block_cols;
     text += tr("   | cell rows %1, cols %2: %3 %4")
-                .arg(rangeText(a, std::min(g.block_rows, g.r0 + g.rows - a)), rangeText(b, std::min(g.block_cols, g.c0 + g.cols - b)))
+                .arg(rangeText(a, std::min(g.block_rows, g.r0 + g.rows - a)),
+                     rangeText(b, std::min(g.block_cols, g.c0 + g.cols - b)))
                 .arg(agg_ == Aggregation::TileMean ? tr("mean") : tr("max"), errorText(g.cell(gr, gc)));
   }
   hover_->setText(text);
 }
 
-QString ErrorHeatmapView::hoverText() const { return hover_->text(); }
-QString ErrorHeatmapView::statusText() const { return status_->text(); }
-QString ErrorHeatmapView::detailText() const { return detail_->text(); }
+QString ErrorHeatmapView::hoverText() const {
+  return hover_->text();
+}
+QString ErrorHeatmapView::statusText() const {
+  return status_->text();
+}
+QString ErrorHeatmapView::detailText() const {
+  return detail_->text();
+}
 
 void ErrorHeatmapView::mouseClicked(QMouseEvent* e) {
   int64_t i, j;
@@ -653,37 +695,50 @@ void ErrorHeatmapView::selectElement(int64_t i, int64_t j, int panel) {
     if (model_->available(q, kind_)) shown << q;
   const ErrorQuantity q = shown.value(panel, ErrorQuantity::Total);
   const bool operand = q == ErrorQuantity::OperandA || q == ErrorQuantity::OperandB;
-  QString html = tr("<b>Element (%1, %2)</b> of %3<br>").arg(i).arg(j).arg(operand ? (q == ErrorQuantity::OperandA ? QStringLiteral("A") : QStringLiteral("B")) : QStringLiteral("D"));
+  QString html = tr("<b>Element (%1, %2)</b> of %3<br>")
+                     .arg(i)
+                     .arg(j)
+                     .arg(operand ? (q == ErrorQuantity::OperandA ? QStringLiteral("A") : QStringLiteral("B"))
+                                  : QStringLiteral("D"));
   auto value = [&](const QString& path) -> double {
     Block b;
     if (!run_->has(path) || !run_->read(path, i, j, 1, 1, &b, nullptr)) return std::nan("");
     return b.v[0];
   };
   html += QStringLiteral("<table cellspacing=2>");
-  auto row = [&](const QString& k, const QString& v) { html += QStringLiteral("<tr><td>%1</td><td align=right>%2</td></tr>").arg(k, v); };
+  auto row = [&](const QString& k, const QString& v) {
+    html += QStringLiteral("<tr><td>%1</td><td align=right>%2</td></tr>").arg(k, v);
+  };
   if (!operand) {
-    const double ideal = value(QStringLiteral("reference/D")), qexact = value(QStringLiteral("reference/D_quantized_exact")),
-                 d = value(QStringLiteral("output/D"));
+    const double ideal = value(QStringLiteral("reference/D")),
+                 qexact = value(QStringLiteral("reference/D_quantized_exact")), d = value(QStringLiteral("output/D"));
     row(tr("ideal (float64)"), numberText(ideal));
     row(tr("quantized-exact"), numberText(qexact));
     row(tr("D (%1)").arg(model_->outputType()), numberText(d));
     row(tr("quantization error"), errorText(qexact - ideal));
     row(tr("accumulation error"), errorText(d - qexact));
     row(tr("total error"), errorText(d - ideal));
-    if (ideal != 0 && std::isfinite(ideal)) row(tr("relative total"), errorText(std::fabs(d - ideal) / std::fabs(ideal)));
+    if (ideal != 0 && std::isfinite(ideal))
+      row(tr("relative total"), errorText(std::fabs(d - ideal) / std::fabs(ideal)));
     html += QStringLiteral("</table>");
     VectorStats a, b;
     QString err;
     if (model_->rowOfA(i, &a, &err))
       html += tr("<br><b>Row %1 of A</b> (%2 values): min %3, max %4, max|x| %5, rms %6, zeros %7")
-                  .arg(i).arg(a.count).arg(numberText(a.min), numberText(a.max), numberText(a.max_abs), errorText(a.rms))
+                  .arg(i)
+                  .arg(a.count)
+                  .arg(numberText(a.min), numberText(a.max), numberText(a.max_abs), errorText(a.rms))
                   .arg(a.zeros);
-    else html += QStringLiteral("<br><i>%1</i>").arg(err.toHtmlEscaped());
+    else
+      html += QStringLiteral("<br><i>%1</i>").arg(err.toHtmlEscaped());
     if (model_->colOfB(j, &b, &err))
       html += tr("<br><b>Column %1 of B</b> (%2 values): min %3, max %4, max|x| %5, rms %6, zeros %7")
-                  .arg(j).arg(b.count).arg(numberText(b.min), numberText(b.max), numberText(b.max_abs), errorText(b.rms))
+                  .arg(j)
+                  .arg(b.count)
+                  .arg(numberText(b.min), numberText(b.max), numberText(b.max_abs), errorText(b.rms))
                   .arg(b.zeros);
-    else html += QStringLiteral("<br><i>%1</i>").arg(err.toHtmlEscaped());
+    else
+      html += QStringLiteral("<br><i>%1</i>").arg(err.toHtmlEscaped());
     // The nearest encoding of D in its output type (or, for an fp32 output, in A's format).
     const QString ot = model_->outputType();
     const Format* f = Format::byName(ot.toUpper().toStdString());
@@ -700,8 +755,9 @@ void ErrorHeatmapView::selectElement(int64_t i, int64_t j, int panel) {
       detail_value_ = d * qs;
       detail_code_ = f->encode(detail_value_);
       detail_format_ = QString::fromStdString(f->name());
-      html += tr("<br><b>Nearest %1 encoding</b>%2: %3 = %4").arg(detail_format_, note, QString::fromStdString(f->hexString(detail_code_)),
-                                                            numberText(f->decode(detail_code_)));
+      html += tr("<br><b>Nearest %1 encoding</b>%2: %3 = %4")
+                  .arg(detail_format_, note, QString::fromStdString(f->hexString(detail_code_)),
+                       numberText(f->decode(detail_code_)));
       if (qs != 1) html += tr(" (D \u00d7 quant scale %1)").arg(numberText(qs));
       bits_->setFormat(f);
       bits_->setCode(detail_code_);
@@ -714,7 +770,8 @@ void ErrorHeatmapView::selectElement(int64_t i, int64_t j, int panel) {
     }
   } else {
     const QString x = q == ErrorQuantity::OperandA ? QStringLiteral("A") : QStringLiteral("B");
-    const double in = value(QStringLiteral("inputs/") + x), dq = value(QStringLiteral("quantized/%1_dequantized").arg(x));
+    const double in = value(QStringLiteral("inputs/") + x),
+                 dq = value(QStringLiteral("quantized/%1_dequantized").arg(x));
     row(tr("%1 (input)").arg(x), numberText(in));
     row(tr("dequantized"), numberText(dq));
     row(tr("quantization error"), errorText(dq - in));
@@ -747,13 +804,16 @@ QString ErrorHeatmapView::csv() const {
   out += QStringLiteral("quantity,kind,unit,row_first,row_last,col_first,col_last,value\n");
   for (int p = 0; p < grids_.size(); ++p) {
     const HeatmapGrid& g = grids_[p];
-    const QString head = QStringLiteral("\"%1\",%2,\"%3\",").arg(toText(shown.value(p)), toText(kind_), model_->unit(shown.value(p), kind_));
+    const QString head = QStringLiteral("\"%1\",%2,\"%3\",")
+                             .arg(toText(shown.value(p)), toText(kind_), model_->unit(shown.value(p), kind_));
     for (int64_t r = 0; r < g.grid_rows; ++r)
       for (int64_t c = 0; c < g.grid_cols; ++c) {
         const int64_t a = g.r0 + r * g.block_rows, b = g.c0 + c * g.block_cols;
         const double x = g.cell(r, c);
         out += head + QStringLiteral("%1,%2,%3,%4,%5\n")
-                          .arg(a).arg(std::min(a + g.block_rows, g.r0 + g.rows) - 1).arg(b)
+                          .arg(a)
+                          .arg(std::min(a + g.block_rows, g.r0 + g.rows) - 1)
+                          .arg(b)
                           .arg(std::min(b + g.block_cols, g.c0 + g.cols) - 1)
                           .arg(std::isnan(x) ? QStringLiteral("nan") : QString::number(x, 'g', 9));
       }

@@ -101,7 +101,8 @@ private:
   /// Bumped by every rebuild and window computation; a background refinement whose number is
   /// no longer current is dropped (the user zoomed again, changed the map or the run).
   quint64 generation_ = 0;
-  bool async_next_ = false; ///< windows computed while set are read on the thread pool (zoom refinement, session changes)
+  bool async_next_ =
+      false; ///< windows computed while set are read on the thread pool (zoom refinement, session changes)
   Mode mode_ = Mode::Total;
   ErrorKind kind_ = ErrorKind::Abs;
   Aggregation agg_ = Aggregation::Elements;

@@ -34,21 +34,32 @@ struct Item {
   const char* key;
   const char* text;
 };
-const Item kScalings[] = {{"per-tensor-current", "Per-tensor current"},   {"per-tensor-delayed", "Per-tensor delayed"},
-                          {"per-row", "Per-row (A) / per-column (B)"},     {"1x128", "1x128 blocks (A), 128x128 (B)"},
-                          {"128x128", "128x128 blocks"},                   {"mx32", "MX block-32 (E8M0)"}};
-const Item kPresets[] = {{"te", "Transformer Engine"}, {"torchao", "torchao"}, {"flax", "Flax fp8_ops"},
+const Item kScalings[] = {{"per-tensor-current", "Per-tensor current"},
+                          {"per-tensor-delayed", "Per-tensor delayed"},
+                          {"per-row", "Per-row (A) / per-column (B)"},
+                          {"1x128", "1x128 blocks (A), 128x128 (B)"},
+                          {"128x128", "128x128 blocks"},
+                          {"mx32", "MX block-32 (E8M0)"}};
+const Item kPresets[] = {{"te", "Transformer Engine"},
+                         {"torchao", "torchao"},
+                         {"flax", "Flax fp8_ops"},
                          {"deepgemm", "DeepGEMM / DeepSeek-V3"}};
-const Item kAccum[] = {{"split-fp32", "Split FP32 (promote every N_C of K)"}, {"fp32", "FP32, fixed order"},
-                       {"fast-accum", "Fast accumulation (model)"},           {"exact", "Exact (double)"}};
+const Item kAccum[] = {{"split-fp32", "Split FP32 (promote every N_C of K)"},
+                       {"fp32", "FP32, fixed order"},
+                       {"fast-accum", "Fast accumulation (model)"},
+                       {"exact", "Exact (double)"}};
 const Item kOutputs[] = {{"fp32", "FP32"}, {"bf16", "BF16"}, {"fp16", "FP16"}, {"e4m3fn", "E4M3FN"}, {"e5m2", "E5M2"}};
-const Item kInputs[] = {{"distribution", "Distribution"}, {"import", "Imported tensor"}, {"training", "Trained weights of a run"}};
-const Item kDists[] = {{"normal", "Normal"}, {"uniform", "Uniform"}, {"lognormal", "Log-normal"}, {"outliers", "Normal + outliers"}};
+const Item kInputs[] = {
+    {"distribution", "Distribution"}, {"import", "Imported tensor"}, {"training", "Trained weights of a run"}};
+const Item kDists[] = {
+    {"normal", "Normal"}, {"uniform", "Uniform"}, {"lognormal", "Log-normal"}, {"outliers", "Normal + outliers"}};
 
 void fill(QComboBox* b, const Item* items, size_t n) {
   for (size_t i = 0; i < n; ++i) b->addItem(QObject::tr(items[i].text), QString::fromLatin1(items[i].key));
 }
-template <size_t N> void fill(QComboBox* b, const Item (&items)[N]) { fill(b, items, N); }
+template <size_t N> void fill(QComboBox* b, const Item (&items)[N]) {
+  fill(b, items, N);
+}
 
 void setData(QComboBox* b, const QJsonValue& v) {
   if (!v.isString()) return;
@@ -56,7 +67,9 @@ void setData(QComboBox* b, const QJsonValue& v) {
   if (i < 0) i = b->findText(v.toString());
   if (i >= 0) b->setCurrentIndex(i);
 }
-QString key(const QComboBox* b) { return b->currentData().isValid() ? b->currentData().toString() : b->currentText(); }
+QString key(const QComboBox* b) {
+  return b->currentData().isValid() ? b->currentData().toString() : b->currentText();
+}
 } // namespace
 
 ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
@@ -271,7 +284,9 @@ QJsonObject ExperimentPanel::defaultConfig() {
   };
 }
 
-void ExperimentPanel::resetToDefaults() { setConfig(defaultConfig()); }
+void ExperimentPanel::resetToDefaults() {
+  setConfig(defaultConfig());
+}
 
 QJsonObject ExperimentPanel::config() const {
   QJsonObject c;
@@ -328,7 +343,8 @@ void ExperimentPanel::setConfig(const QJsonObject& c) {
   setData(input_, c.value(QStringLiteral("input")));
   setData(dist_, c.value(QStringLiteral("distribution")));
   if (c.value(QStringLiteral("sigma")).isDouble()) sigma_->setValue(c.value(QStringLiteral("sigma")).toDouble());
-  if (c.contains(QStringLiteral("import_path"))) import_path_->setText(c.value(QStringLiteral("import_path")).toString());
+  if (c.contains(QStringLiteral("import_path")))
+    import_path_->setText(c.value(QStringLiteral("import_path")).toString());
   setData(train_run_, c.value(QStringLiteral("training_run")));
   setInt(seed_, "seed");
   setData(backend_, c.value(QStringLiteral("backend")));
@@ -365,12 +381,14 @@ void ExperimentPanel::updateVisibility() {
   // The import row is a layout; find its row through the line edit's layout item.
   for (int r = 0; r < form_->rowCount(); ++r) {
     QLayoutItem* it = form_->itemAt(r, QFormLayout::FieldRole);
-    if (it && it->layout() && it->layout()->indexOf(import_path_) >= 0) form_->setRowVisible(r, in == QStringLiteral("import"));
+    if (it && it->layout() && it->layout()->indexOf(import_path_) >= 0)
+      form_->setRowVisible(r, in == QStringLiteral("import"));
   }
   form_->setRowVisible(train_run_, in == QStringLiteral("training"));
 }
 
-QList<ConfigProblem> ExperimentPanel::validate(const QJsonObject& c, bool gpu_available, const QStringList& training_runs) {
+QList<ConfigProblem> ExperimentPanel::validate(const QJsonObject& c, bool gpu_available,
+                                               const QStringList& training_runs) {
   QList<ConfigProblem> p;
   const QString a = c.value(QStringLiteral("a_format")).toString(), b = c.value(QStringLiteral("b_format")).toString();
   const QString s = c.value(QStringLiteral("scaling")).toString();
@@ -382,28 +400,40 @@ QList<ConfigProblem> ExperimentPanel::validate(const QJsonObject& c, bool gpu_av
     if (!Format::byName(f.toStdString()))
       p << ConfigProblem{name, QObject::tr("'%1' is not a known format.").arg(f)};
     else if (mx && !kMxElem.contains(f))
-      p << ConfigProblem{name, QObject::tr("%1 is not an MX element format (OCP MX v1.0: E4M3FN, E5M2, E2M3, E3M2, E2M1).").arg(f)};
+      p << ConfigProblem{
+          name, QObject::tr("%1 is not an MX element format (OCP MX v1.0: E4M3FN, E5M2, E2M3, E3M2, E2M1).").arg(f)};
     else if (!mx && !kFp8.contains(f))
-      p << ConfigProblem{name, QObject::tr("%1 is a 6- or 4-bit MX element type: pick MX block-32 scaling to use it.").arg(f)};
+      p << ConfigProblem{
+          name, QObject::tr("%1 is a 6- or 4-bit MX element type: pick MX block-32 scaling to use it.").arg(f)};
   }
-  for (const auto& [name, v] : {std::pair{QStringLiteral("M"), m}, std::pair{QStringLiteral("N"), n}, std::pair{QStringLiteral("K"), k}})
-    if (v < 1 || v > 65536) p << ConfigProblem{QObject::tr("Shape"), QObject::tr("%1 = %2 is out of range (1 \u2026 65536).").arg(name).arg(v)};
+  for (const auto& [name, v] :
+       {std::pair{QStringLiteral("M"), m}, std::pair{QStringLiteral("N"), n}, std::pair{QStringLiteral("K"), k}})
+    if (v < 1 || v > 65536)
+      p << ConfigProblem{QObject::tr("Shape"),
+                         QObject::tr("%1 = %2 is out of range (1 \u2026 65536).").arg(name).arg(v)};
   // Inputs, codes, outputs, reference and error maps: about 4 bytes per element of A and B,
   // 5 float32 arrays of [M,N]. Refuse what does not fit comfortably in memory.
   const double bytes = 4.0 * (double(m) * k + double(k) * n) * 2 + 20.0 * double(m) * n;
   if (bytes > 8.0 * 1024 * 1024 * 1024)
-    p << ConfigProblem{QObject::tr("Shape"), QObject::tr("M\u00b7K, K\u00b7N and M\u00b7N need about %1 GiB; the limit is 8 GiB.")
-                                                 .arg(bytes / (1024.0 * 1024 * 1024), 0, 'f', 1)};
+    p << ConfigProblem{QObject::tr("Shape"),
+                       QObject::tr("M\u00b7K, K\u00b7N and M\u00b7N need about %1 GiB; the limit is 8 GiB.")
+                           .arg(bytes / (1024.0 * 1024 * 1024), 0, 'f', 1)};
   if (s == QStringLiteral("1x128") || s == QStringLiteral("128x128")) {
     const int blk = c.value(QStringLiteral("block")).toInt();
-    if (blk < 1 || blk > k) p << ConfigProblem{QObject::tr("Block size"), QObject::tr("block size %1 must be between 1 and K = %2.").arg(blk).arg(k)};
+    if (blk < 1 || blk > k)
+      p << ConfigProblem{QObject::tr("Block size"),
+                         QObject::tr("block size %1 must be between 1 and K = %2.").arg(blk).arg(k)};
   }
   if (s == QStringLiteral("per-tensor-delayed")) {
     const int h = c.value(QStringLiteral("history_len")).toInt();
-    if (h < 1 || h > 4096) p << ConfigProblem{QObject::tr("History length"), QObject::tr("history length must be 1 \u2026 4096.")};
-    if (c.value(QStringLiteral("preset")).toString() == QStringLiteral("flax") && c.value(QStringLiteral("margin")).toInt() != 0)
-      p << ConfigProblem{QObject::tr("Margin"), QObject::tr("Flax never passes a margin (it is always 0 in fp8_ops); "
-                                                            "the margin is ignored with the Flax preset."), false};
+    if (h < 1 || h > 4096)
+      p << ConfigProblem{QObject::tr("History length"), QObject::tr("history length must be 1 \u2026 4096.")};
+    if (c.value(QStringLiteral("preset")).toString() == QStringLiteral("flax") &&
+        c.value(QStringLiteral("margin")).toInt() != 0)
+      p << ConfigProblem{QObject::tr("Margin"),
+                         QObject::tr("Flax never passes a margin (it is always 0 in fp8_ops); "
+                                     "the margin is ignored with the Flax preset."),
+                         false};
   }
   {
     QString why;
@@ -411,20 +441,28 @@ QList<ConfigProblem> ExperimentPanel::validate(const QJsonObject& c, bool gpu_av
   }
   const QString acc = c.value(QStringLiteral("accumulation")).toString();
   if (acc == QStringLiteral("fast-accum"))
-    p << ConfigProblem{QObject::tr("Accumulation"), QObject::tr("Fast accumulation is a model of undocumented hardware behaviour "
-                                                                "(DeepSeek-V3 \u00a73.3), not a measurement."), false};
+    p << ConfigProblem{QObject::tr("Accumulation"),
+                       QObject::tr("Fast accumulation is a model of undocumented hardware behaviour "
+                                   "(DeepSeek-V3 \u00a73.3), not a measurement."),
+                       false};
   const QString in = c.value(QStringLiteral("input")).toString();
   if (in == QStringLiteral("import")) {
     const QString path = c.value(QStringLiteral("import_path")).toString();
     const QString suf = QFileInfo(path).suffix().toLower();
-    if (path.isEmpty()) p << ConfigProblem{QObject::tr("Tensor file"), QObject::tr("choose a tensor file to import.")};
-    else if (!QFileInfo::exists(path)) p << ConfigProblem{QObject::tr("Tensor file"), QObject::tr("%1 does not exist.").arg(path)};
-    else if (!QStringList{QStringLiteral("npy"), QStringLiteral("safetensors"), QStringLiteral("h5"), QStringLiteral("hdf5")}.contains(suf))
-      p << ConfigProblem{QObject::tr("Tensor file"), QObject::tr("'.%1' files cannot be imported (use .npy, .safetensors or HDF5).").arg(suf)};
+    if (path.isEmpty())
+      p << ConfigProblem{QObject::tr("Tensor file"), QObject::tr("choose a tensor file to import.")};
+    else if (!QFileInfo::exists(path))
+      p << ConfigProblem{QObject::tr("Tensor file"), QObject::tr("%1 does not exist.").arg(path)};
+    else if (!QStringList{QStringLiteral("npy"), QStringLiteral("safetensors"), QStringLiteral("h5"),
+                          QStringLiteral("hdf5")}
+                  .contains(suf))
+      p << ConfigProblem{QObject::tr("Tensor file"),
+                         QObject::tr("'.%1' files cannot be imported (use .npy, .safetensors or HDF5).").arg(suf)};
   } else if (in == QStringLiteral("training")) {
     const QString r = c.value(QStringLiteral("training_run")).toString();
     if (training_runs.isEmpty())
-      p << ConfigProblem{QObject::tr("Training run"), QObject::tr("the session has no training run: open or run one first.")};
+      p << ConfigProblem{QObject::tr("Training run"),
+                         QObject::tr("the session has no training run: open or run one first.")};
     else if (!training_runs.contains(r))
       p << ConfigProblem{QObject::tr("Training run"), QObject::tr("choose a training run.")};
   } else if (c.value(QStringLiteral("sigma")).toDouble() <= 0) {
@@ -432,15 +470,21 @@ QList<ConfigProblem> ExperimentPanel::validate(const QJsonObject& c, bool gpu_av
   }
   if (gpu) {
     if (!gpu_available)
-      p << ConfigProblem{QObject::tr("Backend"), QObject::tr("no CUDA GPU is available on this machine; use the CPU reference.")};
+      p << ConfigProblem{QObject::tr("Backend"),
+                         QObject::tr("no CUDA GPU is available on this machine; use the CPU reference.")};
     if (a == QStringLiteral("E5M2") && b == QStringLiteral("E5M2"))
-      p << ConfigProblem{QObject::tr("Backend"), QObject::tr("E5M2 \u00d7 E5M2 is not supported by cuBLASLt (the CPU reference runs it).")};
+      p << ConfigProblem{QObject::tr("Backend"),
+                         QObject::tr("E5M2 \u00d7 E5M2 is not supported by cuBLASLt (the CPU reference runs it).")};
     if (a.endsWith(QStringLiteral("FNUZ")) || b.endsWith(QStringLiteral("FNUZ")))
-      p << ConfigProblem{QObject::tr("Backend"), QObject::tr("FNUZ formats are AMD formats; cuBLASLt has no FNUZ types.")};
+      p << ConfigProblem{QObject::tr("Backend"),
+                         QObject::tr("FNUZ formats are AMD formats; cuBLASLt has no FNUZ types.")};
     if (acc == QStringLiteral("fast-accum") || acc == QStringLiteral("exact"))
-      p << ConfigProblem{QObject::tr("Backend"), QObject::tr("the '%1' accumulation is a CPU model; the GPU accumulates as the hardware does.").arg(acc)};
+      p << ConfigProblem{
+          QObject::tr("Backend"),
+          QObject::tr("the '%1' accumulation is a CPU model; the GPU accumulates as the hardware does.").arg(acc)};
     if (k % 16 != 0)
-      p << ConfigProblem{QObject::tr("Shape"), QObject::tr("cuBLASLt FP8 needs K to be a multiple of 16 (K = %1).").arg(k)};
+      p << ConfigProblem{QObject::tr("Shape"),
+                         QObject::tr("cuBLASLt FP8 needs K to be a multiple of 16 (K = %1).").arg(k)};
   }
   return p;
 }
@@ -463,14 +507,13 @@ void ExperimentPanel::revalidate() {
                 .arg(p.blocking ? QStringLiteral("#c62828") : QStringLiteral("#8a6d00"),
                      p.blocking ? QStringLiteral("\u2716") : QStringLiteral("\u2139"), p.field.toHtmlEscaped(),
                      p.reason.toHtmlEscaped());
-  if (!runner_)
-    html += QStringLiteral("<div style='color:#555'>\u2139 %1</div>").arg(runner_why_.toHtmlEscaped());
+  if (!runner_) html += QStringLiteral("<div style='color:#555'>\u2139 %1</div>").arg(runner_why_.toHtmlEscaped());
   problems_label_->setText(html);
   problems_label_->setVisible(!html.isEmpty());
   run_->setEnabled(isValid() && runner_ && !cancel_->isEnabled());
-  run_->setToolTip(!runner_ ? runner_why_
-                            : isValid() ? tr("Run the experiment in the background (Ctrl+R)")
-                                        : tr("Fix the problems listed above first"));
+  run_->setToolTip(!runner_    ? runner_why_
+                   : isValid() ? tr("Run the experiment in the background (Ctrl+R)")
+                               : tr("Fix the problems listed above first"));
 }
 
 void ExperimentPanel::setSession(Session* s) {

@@ -25,8 +25,8 @@ class Session;
 
 /// One finding of the validation: which field, and why.
 struct ConfigProblem {
-  QString field;   ///< the field's label, e.g. "Backend"
-  QString reason;  ///< a full sentence
+  QString field;        ///< the field's label, e.g. "Backend"
+  QString reason;       ///< a full sentence
   bool blocking = true; ///< false: a note, Run stays allowed
 };
 
@@ -65,11 +65,11 @@ Q_SIGNALS:
   void cancelRequested();
 
 private:
-  void onWidgetChanged();   // "changed in the widget"
+  void onWidgetChanged(); // "changed in the widget"
   void updateVisibility();
   void revalidate();
 
-  bool updating_ = false;   // guard against loops while setConfig() fills the widgets
+  bool updating_ = false; // guard against loops while setConfig() fills the widgets
   bool gpu_ = false;
   QString gpu_name_;
   bool runner_ = false;
@@ -77,8 +77,8 @@ private:
   Session* session_ = nullptr;
   QList<ConfigProblem> problems_;
 
-  QComboBox *fmt_a_, *fmt_b_, *scaling_, *preset_, *algo_, *mx_rule_, *accum_, *output_, *input_, *dist_,
-      *train_run_, *backend_;
+  QComboBox *fmt_a_, *fmt_b_, *scaling_, *preset_, *algo_, *mx_rule_, *accum_, *output_, *input_, *dist_, *train_run_,
+      *backend_;
   QSpinBox *history_, *margin_, *block_, *m_, *n_, *k_, *seed_, *promo_, *fast_bits_;
   QCheckBox* pow2_;
   QDoubleSpinBox* sigma_;

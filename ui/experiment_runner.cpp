@@ -43,7 +43,6 @@ private:
 
 } // namespace
 
-
 QString scalingPresetFor(const QJsonObject& c, QString* why) {
   const QString s = c.value(QStringLiteral("scaling")).toString();
   const QString p = c.value(QStringLiteral("preset")).toString();
@@ -55,11 +54,13 @@ QString scalingPresetFor(const QJsonObject& c, QString* why) {
   if (s == QStringLiteral("per-tensor-current")) {
     if (p == QStringLiteral("te")) return pow2 ? QStringLiteral("te_current_pow2") : QStringLiteral("te_current");
     if (p == QStringLiteral("torchao")) {
-      if (pow2) return no(QObject::tr("torchao's tensorwise preset has no power-of-two option here; use Transformer Engine."));
+      if (pow2)
+        return no(QObject::tr("torchao's tensorwise preset has no power-of-two option here; use Transformer Engine."));
       return QStringLiteral("torchao_tensorwise");
     }
     return no(QObject::tr("%1 has no per-tensor current scaling (Flax scales with a delayed amax history; DeepGEMM "
-                          "uses blocks). Pick Transformer Engine or torchao.").arg(p == QStringLiteral("flax") ? QStringLiteral("Flax") : QStringLiteral("DeepGEMM")));
+                          "uses blocks). Pick Transformer Engine or torchao.")
+                  .arg(p == QStringLiteral("flax") ? QStringLiteral("Flax") : QStringLiteral("DeepGEMM")));
   }
   if (s == QStringLiteral("per-tensor-delayed"))
     return no(QObject::tr("a single GEMM has no amax history, so delayed scaling needs a training run "
@@ -70,11 +71,13 @@ QString scalingPresetFor(const QJsonObject& c, QString* why) {
   }
   if (s == QStringLiteral("1x128") || s == QStringLiteral("128x128")) {
     if (c.value(QStringLiteral("block")).toInt() != 128)
-      return no(QObject::tr("the block presets (DeepSeek-V3, TE, torchao) use 128; other block sizes are not available."));
+      return no(
+          QObject::tr("the block presets (DeepSeek-V3, TE, torchao) use 128; other block sizes are not available."));
     const QString shape = s == QStringLiteral("1x128") ? QStringLiteral("1x128") : QStringLiteral("128x128");
     if (p == QStringLiteral("te")) return QStringLiteral("te_block_") + shape;
     if (p == QStringLiteral("torchao")) return QStringLiteral("torchao_block_") + shape;
-    if (p == QStringLiteral("deepgemm")) return QStringLiteral("deepgemm_") + shape + (pow2 ? QStringLiteral("_ue8m0") : QString());
+    if (p == QStringLiteral("deepgemm"))
+      return QStringLiteral("deepgemm_") + shape + (pow2 ? QStringLiteral("_ue8m0") : QString());
     return no(QObject::tr("Flax has no block scaling; pick DeepGEMM, Transformer Engine or torchao."));
   }
   if (s == QStringLiteral("mx32"))
@@ -118,7 +121,8 @@ ExperimentRunner builtinExperimentRunner() {
       const QString file = c.value(QStringLiteral("session_file")).toString();
       if (file.isEmpty()) throw std::invalid_argument("save the session first: trained weights are read from its file");
       cfg.b.tensor = (file + QStringLiteral(":/runs/") + c.value(QStringLiteral("training_run")).toString() +
-                      QStringLiteral("/weights/fc1/kernel")).toStdString();
+                      QStringLiteral("/weights/fc1/kernel"))
+                         .toStdString();
     }
     std::unique_ptr<GemmBackend> backend;
     const QString choice = c.value(QStringLiteral("backend")).toString(QStringLiteral("auto"));
@@ -126,9 +130,12 @@ ExperimentRunner builtinExperimentRunner() {
     if (choice == QStringLiteral("cuda") || choice == QStringLiteral("auto")) {
       std::string no;
       auto gpu = fp8lab::gpu::makeCudaGemmBackend(&no);
-      if (!gpu && choice == QStringLiteral("cuda")) throw std::runtime_error("the CUDA backend is not available: " + no);
-      if (gpu && choice == QStringLiteral("auto")) backend = std::make_unique<AutoGemmBackend>(std::move(gpu));
-      else backend = std::move(gpu);
+      if (!gpu && choice == QStringLiteral("cuda"))
+        throw std::runtime_error("the CUDA backend is not available: " + no);
+      if (gpu && choice == QStringLiteral("auto"))
+        backend = std::make_unique<AutoGemmBackend>(std::move(gpu));
+      else
+        backend = std::move(gpu);
     }
 #endif
     if (!backend) backend = makeCpuGemmBackend();
@@ -143,11 +150,15 @@ ExperimentRunner builtinExperimentRunner() {
   };
 }
 
-QString experimentRunnerMissingReason() { return {}; }
+QString experimentRunnerMissingReason() {
+  return {};
+}
 
 #else
 
-ExperimentRunner builtinExperimentRunner() { return {}; }
+ExperimentRunner builtinExperimentRunner() {
+  return {};
+}
 
 QString experimentRunnerMissingReason() {
   return QObject::tr("Run needs the experiment runner (core/experiment with HDF5), which this build does not have.");

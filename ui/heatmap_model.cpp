@@ -12,20 +12,28 @@ namespace fp8lab::ui {
 
 QString toText(ErrorQuantity q) {
   switch (q) {
-  case ErrorQuantity::Total: return QObject::tr("total error of D (D vs ideal)");
-  case ErrorQuantity::Quantization: return QObject::tr("quantization error of D (quantized-exact vs ideal)");
-  case ErrorQuantity::Accumulation: return QObject::tr("accumulation error of D (D vs quantized-exact)");
-  case ErrorQuantity::OperandA: return QObject::tr("quantization error of A");
-  case ErrorQuantity::OperandB: return QObject::tr("quantization error of B");
+  case ErrorQuantity::Total:
+    return QObject::tr("total error of D (D vs ideal)");
+  case ErrorQuantity::Quantization:
+    return QObject::tr("quantization error of D (quantized-exact vs ideal)");
+  case ErrorQuantity::Accumulation:
+    return QObject::tr("accumulation error of D (D vs quantized-exact)");
+  case ErrorQuantity::OperandA:
+    return QObject::tr("quantization error of A");
+  case ErrorQuantity::OperandB:
+    return QObject::tr("quantization error of B");
   }
   return {};
 }
 
 QString toText(ErrorKind k) {
   switch (k) {
-  case ErrorKind::Abs: return QObject::tr("absolute");
-  case ErrorKind::Rel: return QObject::tr("relative");
-  case ErrorKind::Ulp: return QObject::tr("ULP");
+  case ErrorKind::Abs:
+    return QObject::tr("absolute");
+  case ErrorKind::Rel:
+    return QObject::tr("relative");
+  case ErrorKind::Ulp:
+    return QObject::tr("ULP");
   }
   return {};
 }
@@ -36,8 +44,10 @@ HeatmapModel::Source HeatmapModel::source(ErrorQuantity q, ErrorKind k) const {
   Source s;
   switch (q) {
   case ErrorQuantity::Total:
-    if (k == ErrorKind::Abs && run_->has(QStringLiteral("error/abs"))) s.stored = QStringLiteral("error/abs");
-    else if (k == ErrorKind::Rel && run_->has(QStringLiteral("error/rel"))) s.stored = QStringLiteral("error/rel");
+    if (k == ErrorKind::Abs && run_->has(QStringLiteral("error/abs")))
+      s.stored = QStringLiteral("error/abs");
+    else if (k == ErrorKind::Rel && run_->has(QStringLiteral("error/rel")))
+      s.stored = QStringLiteral("error/rel");
     s.ref = QStringLiteral("reference/D");
     s.test = QStringLiteral("output/D");
     break;
@@ -68,7 +78,8 @@ bool HeatmapModel::available(ErrorQuantity q, ErrorKind k, QString* why) const {
   }
   const bool isD = q == ErrorQuantity::Total || q == ErrorQuantity::Quantization || q == ErrorQuantity::Accumulation;
   if (k == ErrorKind::Ulp && !isD) {
-    if (why) *why = QObject::tr("ULP errors are defined for D (in its output type); use absolute or relative for A and B");
+    if (why)
+      *why = QObject::tr("ULP errors are defined for D (in its output type); use absolute or relative for A and B");
     return false;
   }
   const Source s = source(q, k);
@@ -78,7 +89,8 @@ bool HeatmapModel::available(ErrorQuantity q, ErrorKind k, QString* why) const {
     if (!run_->has(p)) missing << p;
   if (!missing.isEmpty()) {
     if (why)
-      *why = QObject::tr("run '%1' has no %2 (needed for the %3)").arg(run_->id(), missing.join(QStringLiteral(", ")), toText(q));
+      *why = QObject::tr("run '%1' has no %2 (needed for the %3)")
+                 .arg(run_->id(), missing.join(QStringLiteral(", ")), toText(q));
     return false;
   }
   if (run_->dims(s.ref) != run_->dims(s.test)) {
@@ -109,8 +121,10 @@ QString HeatmapModel::unit(ErrorQuantity q, ErrorKind k) const {
     if (u.isEmpty()) u = QStringLiteral("1");
     return u == QStringLiteral("1") ? QObject::tr("value units") : u;
   }
-  case ErrorKind::Rel: return QObject::tr("relative, 1");
-  case ErrorKind::Ulp: return QObject::tr("ULP of %1").arg(outputType());
+  case ErrorKind::Rel:
+    return QObject::tr("relative, 1");
+  case ErrorKind::Ulp:
+    return QObject::tr("ULP of %1").arg(outputType());
   }
   return {};
 }
@@ -130,11 +144,16 @@ bool HeatmapModel::ulpFormat(const Format** fmt, double* scale) const {
   *scale = 1.0;
   *fmt = nullptr;
   if (t == QStringLiteral("fp32")) return true;
-  if (t == QStringLiteral("bf16")) *fmt = &Format::BF16();
-  else if (t == QStringLiteral("fp16")) *fmt = &Format::FP16();
-  else if (t == QStringLiteral("e4m3fn")) *fmt = &Format::E4M3FN();
-  else if (t == QStringLiteral("e5m2")) *fmt = &Format::E5M2();
-  else return false;
+  if (t == QStringLiteral("bf16"))
+    *fmt = &Format::BF16();
+  else if (t == QStringLiteral("fp16"))
+    *fmt = &Format::FP16();
+  else if (t == QStringLiteral("e4m3fn"))
+    *fmt = &Format::E4M3FN();
+  else if (t == QStringLiteral("e5m2"))
+    *fmt = &Format::E5M2();
+  else
+    return false;
   const QString qs = run_->datasetAttr(QStringLiteral("output/D_codes"), QStringLiteral("quant_scale"));
   if (!qs.isEmpty()) *scale = qs.toDouble();
   return true;
@@ -156,7 +175,9 @@ bool HeatmapModel::band(const Source& s, ErrorKind k, int64_t r0, int64_t c0, in
     if (error) *error = QObject::tr("unknown output type '%1'").arg(outputType());
     return false;
   }
-  const ErrorMapKind mk = k == ErrorKind::Abs ? ErrorMapKind::Abs : k == ErrorKind::Rel ? ErrorMapKind::Rel : ErrorMapKind::Ulp;
+  const ErrorMapKind mk = k == ErrorKind::Abs   ? ErrorMapKind::Abs
+                          : k == ErrorKind::Rel ? ErrorMapKind::Rel
+                                                : ErrorMapKind::Ulp;
   const std::vector<float> m = errorMap(ref.v.data(), b.v.data(), nr * nc, mk, fmt, scale);
   out->assign(m.begin(), m.end());
   return true;
@@ -207,8 +228,10 @@ bool HeatmapModel::compute(ErrorQuantity q, ErrorKind k, int64_t r0, int64_t c0,
           ++g.nan_elements;
           continue;
         }
-        if (how == CellReduce::Max) acc[c] = std::max(acc[c], x);
-        else acc[c] += x;
+        if (how == CellReduce::Max)
+          acc[c] = std::max(acc[c], x);
+        else
+          acc[c] += x;
         ++cnt[c];
       }
     }
@@ -221,8 +244,10 @@ bool HeatmapModel::compute(ErrorQuantity q, ErrorKind k, int64_t r0, int64_t c0,
   bool first = true;
   for (size_t c = 0; c < cells; ++c) {
     double x;
-    if (nanCell[c] || cnt[c] == 0) x = std::numeric_limits<double>::quiet_NaN();
-    else x = how == CellReduce::Max ? acc[c] : acc[c] / double(cnt[c]);
+    if (nanCell[c] || cnt[c] == 0)
+      x = std::numeric_limits<double>::quiet_NaN();
+    else
+      x = how == CellReduce::Max ? acc[c] : acc[c] / double(cnt[c]);
     g.v[c] = x;
     if (std::isnan(x)) {
       ++g.nan_cells;
@@ -248,7 +273,8 @@ bool HeatmapModel::overview(ErrorQuantity q, ErrorKind k, int64_t max_cells, Hea
   return compute(q, k, 0, 0, rows, cols, b, b, CellReduce::Max, out, error);
 }
 
-bool HeatmapModel::element(ErrorQuantity q, ErrorKind k, int64_t i, int64_t j, HeatmapElement* out, QString* error) const {
+bool HeatmapModel::element(ErrorQuantity q, ErrorKind k, int64_t i, int64_t j, HeatmapElement* out,
+                           QString* error) const {
   QString why;
   if (!available(q, k, &why)) {
     if (error) *error = why;
@@ -261,10 +287,14 @@ bool HeatmapModel::element(ErrorQuantity q, ErrorKind k, int64_t i, int64_t j, H
   e.ref_name = s.ref;
   e.test_name = s.test;
   Block b;
-  if (run_->has(s.ref) && run_->read(s.ref, i, j, 1, 1, &b, nullptr)) e.ref = b.v[0];
-  else e.ref = std::numeric_limits<double>::quiet_NaN();
-  if (run_->has(s.test) && run_->read(s.test, i, j, 1, 1, &b, nullptr)) e.test = b.v[0];
-  else e.test = std::numeric_limits<double>::quiet_NaN();
+  if (run_->has(s.ref) && run_->read(s.ref, i, j, 1, 1, &b, nullptr))
+    e.ref = b.v[0];
+  else
+    e.ref = std::numeric_limits<double>::quiet_NaN();
+  if (run_->has(s.test) && run_->read(s.test, i, j, 1, 1, &b, nullptr))
+    e.test = b.v[0];
+  else
+    e.test = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> v;
   if (!band(s, k, i, j, 1, 1, &v, error)) return false;
   e.error = v[0];

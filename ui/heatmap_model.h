@@ -40,8 +40,8 @@ struct HeatmapGrid {
   int64_t nan_elements = 0;                   ///< NaN elements in the window
   int64_t nan_cells = 0;
   int64_t finite_cells = 0;
-  double min = 0, max = 0;                    ///< over finite cells (0, 0 when none)
-  double min_positive = 0;                    ///< smallest cell value > 0 (0 when none)
+  double min = 0, max = 0; ///< over finite cells (0, 0 when none)
+  double min_positive = 0; ///< smallest cell value > 0 (0 when none)
   double cell(int64_t gr, int64_t gc) const { return v[size_t(gr * grid_cols + gc)]; }
 };
 
@@ -77,8 +77,8 @@ public:
 
   /// Reduces the window [r0, r0+nr) × [c0, c0+nc) by cells of br × bc. progress(fraction)
   /// returning false cancels (returns false, *error = "cancelled").
-  bool compute(ErrorQuantity q, ErrorKind k, int64_t r0, int64_t c0, int64_t nr, int64_t nc, int64_t br,
-               int64_t bc, CellReduce how, HeatmapGrid* out, QString* error,
+  bool compute(ErrorQuantity q, ErrorKind k, int64_t r0, int64_t c0, int64_t nr, int64_t nc, int64_t br, int64_t bc,
+               CellReduce how, HeatmapGrid* out, QString* error,
                const std::function<bool(double)>& progress = {}) const;
   /// Whole map with cells chosen so the grid is at most max_cells on each side.
   bool overview(ErrorQuantity q, ErrorKind k, int64_t max_cells, HeatmapGrid* out, QString* error) const;
@@ -90,8 +90,8 @@ public:
 
 private:
   struct Source {
-    QString stored;         ///< a stored map to read directly, or
-    QString ref, test;      ///< two datasets to compare
+    QString stored;    ///< a stored map to read directly, or
+    QString ref, test; ///< two datasets to compare
   };
   Source source(ErrorQuantity q, ErrorKind k) const;
   bool ulpFormat(const Format** fmt, double* scale) const;

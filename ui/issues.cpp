@@ -34,9 +34,9 @@ void IssueList::report(Severity s, const QString& text, const QString& where, co
 }
 
 void IssueList::report(const fp8lab::Warning& w, const QString& context) {
-  Severity s = w.severity == fp8lab::Warning::Severity::Error     ? Severity::Error
-               : w.severity == fp8lab::Warning::Severity::Info    ? Severity::Info
-                                                                  : Severity::Warning;
+  Severity s = w.severity == fp8lab::Warning::Severity::Error  ? Severity::Error
+               : w.severity == fp8lab::Warning::Severity::Info ? Severity::Info
+                                                               : Severity::Warning;
   QString text = QString::fromStdString(w.what);
   if (!w.detail.empty()) text += QStringLiteral(": ") + QString::fromStdString(w.detail);
   QString where = QString::fromStdString(w.where);
@@ -58,23 +58,33 @@ int IssueList::countOf(Severity s) const {
   return n;
 }
 
-int IssueList::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(issues_.size()); }
-int IssueList::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
+int IssueList::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : int(issues_.size());
+}
+int IssueList::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
 
 QString IssueList::severityName(Severity s) {
   switch (s) {
-  case Severity::Info: return tr("Info");
-  case Severity::Warning: return tr("Warning");
-  case Severity::Error: return tr("Error");
+  case Severity::Info:
+    return tr("Info");
+  case Severity::Warning:
+    return tr("Warning");
+  case Severity::Error:
+    return tr("Error");
   }
   return {};
 }
 
 QIcon IssueList::severityIcon(Severity s) {
   switch (s) {
-  case Severity::Info: return QIcon(QStringLiteral(":/fp8lab/icons/issue-info.svg"));
-  case Severity::Warning: return QIcon(QStringLiteral(":/fp8lab/icons/issue-warning.svg"));
-  case Severity::Error: return QIcon(QStringLiteral(":/fp8lab/icons/issue-error.svg"));
+  case Severity::Info:
+    return QIcon(QStringLiteral(":/fp8lab/icons/issue-info.svg"));
+  case Severity::Warning:
+    return QIcon(QStringLiteral(":/fp8lab/icons/issue-warning.svg"));
+  case Severity::Error:
+    return QIcon(QStringLiteral(":/fp8lab/icons/issue-error.svg"));
   }
   return {};
 }
@@ -84,10 +94,14 @@ QVariant IssueList::data(const QModelIndex& index, int role) const {
   const Issue& it = issues_[index.row()];
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
-    case SeverityCol: return severityName(it.severity);
-    case TextCol: return it.text;
-    case WhereCol: return it.where;
-    case CountCol: return it.count;
+    case SeverityCol:
+      return severityName(it.severity);
+    case TextCol:
+      return it.text;
+    case WhereCol:
+      return it.where;
+    case CountCol:
+      return it.count;
     }
   } else if (role == Qt::DecorationRole && index.column() == SeverityCol) {
     return severityIcon(it.severity);
@@ -105,10 +119,14 @@ QVariant IssueList::data(const QModelIndex& index, int role) const {
 QVariant IssueList::headerData(int section, Qt::Orientation o, int role) const {
   if (o != Qt::Horizontal || role != Qt::DisplayRole) return {};
   switch (section) {
-  case SeverityCol: return tr("Severity");
-  case TextCol: return tr("Issue");
-  case WhereCol: return tr("Where");
-  case CountCol: return tr("Count");
+  case SeverityCol:
+    return tr("Severity");
+  case TextCol:
+    return tr("Issue");
+  case WhereCol:
+    return tr("Where");
+  case CountCol:
+    return tr("Count");
   }
   return {};
 }
@@ -130,7 +148,8 @@ IssuesDock::IssuesDock(IssueList* list, QWidget* parent) : QDockWidget(tr("Issue
   table_->horizontalHeader()->setSectionResizeMode(IssueList::CountCol, QHeaderView::ResizeToContents);
   table_->setWordWrap(false);
   empty_ = new QLabel(tr("No issues. Problems found while opening files, checking parameters or "
-                         "running experiments are listed here."), w);
+                         "running experiments are listed here."),
+                      w);
   empty_->setWordWrap(true);
   empty_->setAlignment(Qt::AlignCenter);
   empty_->setStyleSheet(QStringLiteral("color: palette(mid);"));
@@ -143,7 +162,9 @@ IssuesDock::IssuesDock(IssueList* list, QWidget* parent) : QDockWidget(tr("Issue
   h->addWidget(clear);
   v->addLayout(h);
   setWidget(w);
-  auto update = [stack, list, this] { stack->setCurrentWidget(list->rowCount() ? static_cast<QWidget*>(table_) : empty_); };
+  auto update = [stack, list, this] {
+    stack->setCurrentWidget(list->rowCount() ? static_cast<QWidget*>(table_) : empty_);
+  };
   connect(list, &IssueList::countsChanged, this, update);
   connect(clear, &QPushButton::clicked, list, &IssueList::clear);
   update();

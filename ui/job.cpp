@@ -53,7 +53,11 @@ bool Job::start(const QString& title, Work work) {
       s->last_report.restart();
       const QString st = QString::fromStdString(stage);
       QMetaObject::invokeMethod(
-          self.data(), [self, f, st] { if (self) Q_EMIT self->progress(f, st); }, Qt::QueuedConnection);
+          self.data(),
+          [self, f, st] {
+            if (self) Q_EMIT self->progress(f, st);
+          },
+          Qt::QueuedConnection);
     }
     return true;
   };
@@ -77,6 +81,8 @@ void Job::cancel() {
   if (shared_) shared_->cancel.store(true);
 }
 
-void Job::waitForFinished() { watcher_->waitForFinished(); }
+void Job::waitForFinished() {
+  watcher_->waitForFinished();
+}
 
 } // namespace fp8lab::ui

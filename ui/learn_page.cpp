@@ -24,9 +24,13 @@ namespace fp8lab::ui {
 
 namespace {
 
-QString sig(double v) { return errorText(v).replace(QStringLiteral("e-0"), QStringLiteral("e-")); }
+QString sig(double v) {
+  return errorText(v).replace(QStringLiteral("e-0"), QStringLiteral("e-"));
+}
 
-QString pct(double share) { return QStringLiteral("%1%").arg(100.0 * share, 0, 'f', share < 0.001 && share > 0 ? 4 : 2); }
+QString pct(double share) {
+  return QStringLiteral("%1%").arg(100.0 * share, 0, 'f', share < 0.001 && share > 0 ? 4 : 2);
+}
 
 void setRow(QTableWidget* t, int r, const QStringList& cells) {
   for (int c = 0; c < cells.size(); ++c) {
@@ -109,9 +113,15 @@ QWidget* LearnPage::makePage(int i, const QString& title, const QString& text) {
   return page;
 }
 
-void LearnPage::setDemo(int index) { list_->setCurrentRow(std::clamp(index, 0, kDemoCount - 1)); }
-int LearnPage::demo() const { return stack_->currentIndex(); }
-QCustomPlot* LearnPage::exportPlot() const { return plots_[std::max(0, demo())]; }
+void LearnPage::setDemo(int index) {
+  list_->setCurrentRow(std::clamp(index, 0, kDemoCount - 1));
+}
+int LearnPage::demo() const {
+  return stack_->currentIndex();
+}
+QCustomPlot* LearnPage::exportPlot() const {
+  return plots_[std::max(0, demo())];
+}
 
 QString LearnPage::csv() const {
   const QTableWidget* t = tables_[std::max(0, demo())];
@@ -134,12 +144,13 @@ QString LearnPage::csv() const {
 
 // ---- 1. Why scale ----------------------------------------------------------------------------
 void LearnPage::buildWhyScale() {
-  QWidget* page = makePage(0, tr("Why scale?"),
-                           tr("Small values such as activations near 0.01 sit in E4M3FN's <b>subnormal</b> range "
-                              "(below 2\u207b\u2076 = 0.015625), where the spacing is a fixed 2\u207b\u2079 \u2248 0.00195: "
-                              "relative errors reach tens of percent. Per-tensor scaling multiplies the tensor by "
-                              "s = max/amax = 448/0.010 before the cast, so its largest value lands on 448 and all values "
-                              "use the normal range with ~3 significant bits; dividing by s afterwards gives the values back."));
+  QWidget* page =
+      makePage(0, tr("Why scale?"),
+               tr("Small values such as activations near 0.01 sit in E4M3FN's <b>subnormal</b> range "
+                  "(below 2\u207b\u2076 = 0.015625), where the spacing is a fixed 2\u207b\u2079 \u2248 0.00195: "
+                  "relative errors reach tens of percent. Per-tensor scaling multiplies the tensor by "
+                  "s = max/amax = 448/0.010 before the cast, so its largest value lands on 448 and all values "
+                  "use the normal range with ~3 significant bits; dividing by s afterwards gives the values back."));
   const Format& f = Format::E4M3FN();
   const std::vector<float> x = {0.001f, 0.005f, 0.008f, 0.010f};
   const QuantizedTensor raw = quantizeWithScale(x.data(), 1, 4, f, BlockScale{}, Format::ScaleOp::Multiply);
@@ -151,9 +162,10 @@ void LearnPage::buildWhyScale() {
   for (int i = 0; i < 4; ++i) {
     const double v0 = raw.dequantizedAt(0, i), v1 = scaled.dequantizedAt(0, i);
     const double r0 = std::fabs(v0 - x[i]) / x[i], r1 = std::fabs(v1 - x[i]) / x[i];
-    setRow(t, i, {floatText(x[i]), QString::fromStdString(f.hexString(raw.codes[i])), numberText(v0), pct(r0),
-                  floatText(x[i] * scaled.quant_scales[0]), QString::fromStdString(f.hexString(scaled.codes[i])),
-                  sig(v1), pct(r1)});
+    setRow(t, i,
+           {floatText(x[i]), QString::fromStdString(f.hexString(raw.codes[i])), numberText(v0), pct(r0),
+            floatText(x[i] * scaled.quant_scales[0]), QString::fromStdString(f.hexString(scaled.codes[i])), sig(v1),
+            pct(r1)});
     k << i + 1;
     e0 << 100 * r0;
     e1 << 100 * r1;
@@ -173,12 +185,14 @@ void LearnPage::buildWhyScale() {
   p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
   stylePlot(p);
   p->setInteractions({});
-  notes_[0]->setText(tr("amax = 0.01 \u2192 quant scale s = 448 / 0.01 = <b>%1</b> (float32, Transformer Engine rule). "
-                        "Without scaling: %2 of 4 results are subnormal. With scaling: 0 are, and the largest relative error "
-                        "drops from %3 to %4.")
-                         .arg(floatText(scaled.quant_scales[0])).arg(raw.stats.subnormal)
-                         .arg(pct(*std::max_element(e0.begin(), e0.end()) / 100))
-                         .arg(pct(*std::max_element(e1.begin(), e1.end()) / 100)));
+  notes_[0]->setText(
+      tr("amax = 0.01 \u2192 quant scale s = 448 / 0.01 = <b>%1</b> (float32, Transformer Engine rule). "
+         "Without scaling: %2 of 4 results are subnormal. With scaling: 0 are, and the largest relative error "
+         "drops from %3 to %4.")
+          .arg(floatText(scaled.quant_scales[0]))
+          .arg(raw.stats.subnormal)
+          .arg(pct(*std::max_element(e0.begin(), e0.end()) / 100))
+          .arg(pct(*std::max_element(e1.begin(), e1.end()) / 100)));
   auto* v = static_cast<QVBoxLayout*>(page->layout());
   v->addWidget(t);
   t->setMaximumHeight(150);
@@ -188,12 +202,13 @@ void LearnPage::buildWhyScale() {
 
 // ---- 2. E4M3 vs E5M2 --------------------------------------------------------------------------
 void LearnPage::buildRangeVsPrecision() {
-  QWidget* page = makePage(1, tr("E4M3 vs E5M2: precision against range"),
-                           tr("The same tensor, a wide log-normal spread like a gradient (|x| = e^N(\u22126, 2.2), random signs, "
-                              "16384 values), cast with per-tensor scaling to E4M3FN (3 mantissa bits, max 448) and E5M2 "
-                              "(2 mantissa bits, max 57344). E4M3FN is twice as precise where values are normal, but its "
-                              "range is 18 binades against E5M2's 32: the tensor's small values fall below its subnormals "
-                              "and flush to zero. That is why recipes use E5M2 for gradients."));
+  QWidget* page =
+      makePage(1, tr("E4M3 vs E5M2: precision against range"),
+               tr("The same tensor, a wide log-normal spread like a gradient (|x| = e^N(\u22126, 2.2), random signs, "
+                  "16384 values), cast with per-tensor scaling to E4M3FN (3 mantissa bits, max 448) and E5M2 "
+                  "(2 mantissa bits, max 57344). E4M3FN is twice as precise where values are normal, but its "
+                  "range is 18 binades against E5M2's 32: the tensor's small values fall below its subnormals "
+                  "and flush to zero. That is why recipes use E5M2 for gradients."));
   std::mt19937_64 rng(7);
   std::normal_distribution<double> nd(-6.0, 2.2);
   std::bernoulli_distribution sign(0.5);
@@ -204,8 +219,9 @@ void LearnPage::buildRangeVsPrecision() {
     x[i] = float(std::exp(nd(rng)) * (sign(rng) ? -1 : 1));
     xd[i] = x[i];
   }
-  auto* t = tables_[1] = makeTable(page, {tr("format"), tr("max"), tr("min subnormal"), tr("range (binades)"),
-                                          tr("quant scale"), tr("SQNR (dB)"), tr("flushed to 0"), tr("median rel. error")});
+  auto* t = tables_[1] =
+      makeTable(page, {tr("format"), tr("max"), tr("min subnormal"), tr("range (binades)"), tr("quant scale"),
+                       tr("SQNR (dB)"), tr("flushed to 0"), tr("median rel. error")});
   QCustomPlot* p = plots_[1];
   t->setRowCount(2);
   int row = 0;
@@ -216,9 +232,10 @@ void LearnPage::buildRangeVsPrecision() {
     std::vector<float> rel = errorMap(xd.data(), dq.data(), n, ErrorMapKind::Rel);
     std::vector<float> sorted = rel;
     std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.end());
-    setRow(t, row, {QString::fromStdString(f->name()), numberText(f->maxFinite()), valueWithPow2(f->minSubnormal()),
-                    QString::number(f->dynamicRangeBinades(), 'f', 1), floatText(q.quant_scales[0]),
-                    QString::number(m.sqnr_db, 'f', 2), pct(double(q.stats.underflow) / n), pct(sorted[n / 2])});
+    setRow(t, row,
+           {QString::fromStdString(f->name()), numberText(f->maxFinite()), valueWithPow2(f->minSubnormal()),
+            QString::number(f->dynamicRangeBinades(), 'f', 1), floatText(q.quant_scales[0]),
+            QString::number(m.sqnr_db, 'f', 2), pct(double(q.stats.underflow) / n), pct(sorted[n / 2])});
     // Scatter: log2|x| against relative error (flushed values have error 1 = 100 %).
     QVector<double> px, py;
     for (int i = 0; i < n; i += 2) {
@@ -229,7 +246,9 @@ void LearnPage::buildRangeVsPrecision() {
     g->setData(px, py);
     g->setLineStyle(QCPGraph::lsNone);
     g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, colors::series(row), 3));
-    g->setName(tr("%1: SQNR %2 dB, %3 flushed to zero").arg(QString::fromStdString(f->name())).arg(m.sqnr_db, 0, 'f', 1)
+    g->setName(tr("%1: SQNR %2 dB, %3 flushed to zero")
+                   .arg(QString::fromStdString(f->name()))
+                   .arg(m.sqnr_db, 0, 'f', 1)
                    .arg(pct(double(q.stats.underflow) / n)));
     ++row;
   }
@@ -246,9 +265,10 @@ void LearnPage::buildRangeVsPrecision() {
   p->legend->setVisible(true);
   p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
   stylePlot(p);
-  notes_[1]->setText(tr("Read the plot left to right: below the format's smallest subnormal (after scaling) values flush to "
-                        "zero (error 1). In the normal range E4M3FN's errors stay below 2\u207b\u2074 = 6.25%, E5M2's below "
-                        "2\u207b\u00b3 = 12.5%."));
+  notes_[1]->setText(
+      tr("Read the plot left to right: below the format's smallest subnormal (after scaling) values flush to "
+         "zero (error 1). In the normal range E4M3FN's errors stay below 2\u207b\u2074 = 6.25%, E5M2's below "
+         "2\u207b\u00b3 = 12.5%."));
   auto* v = static_cast<QVBoxLayout*>(page->layout());
   v->addWidget(t);
   t->setMaximumHeight(90);
@@ -258,26 +278,28 @@ void LearnPage::buildRangeVsPrecision() {
 
 // ---- 3. Outlier ---------------------------------------------------------------------------------
 void LearnPage::buildOutlier() {
-  QWidget* page = makePage(2, tr("An outlier: per-tensor against per-channel scaling"),
-                           tr("Four channels (columns) of one token: [0.001, 0.002, 0.003, 100]. With one scale per tensor "
-                              "the outlier sets amax = 100, s = 448/100 = 4.48, and the three small channels land in E4M3FN's "
-                              "subnormals. With one scale per channel (per-column, torchao rule) every channel gets its own "
-                              "amax \u2192 max, and each value is represented to within half a step of 3 mantissa bits."));
+  QWidget* page =
+      makePage(2, tr("An outlier: per-tensor against per-channel scaling"),
+               tr("Four channels (columns) of one token: [0.001, 0.002, 0.003, 100]. With one scale per tensor "
+                  "the outlier sets amax = 100, s = 448/100 = 4.48, and the three small channels land in E4M3FN's "
+                  "subnormals. With one scale per channel (per-column, torchao rule) every channel gets its own "
+                  "amax \u2192 max, and each value is represented to within half a step of 3 mantissa bits."));
   const Format& f = Format::E4M3FN();
   const std::vector<float> x = {0.001f, 0.002f, 0.003f, 100.0f};
   const QuantizedTensor pt = quantize(x.data(), 1, 4, f, preset("te_current"));
   const QuantizedTensor pc = quantize(x.data(), 1, 4, f, preset("per_column"));
-  auto* t = tables_[2] = makeTable(page, {tr("channel"), tr("x"), tr("per-tensor: scale"), tr("code"), tr("dequantized"),
-                                          tr("rel. error"), tr("per-channel: scale"), tr("code"), tr("dequantized"),
-                                          tr("rel. error")});
+  auto* t = tables_[2] =
+      makeTable(page, {tr("channel"), tr("x"), tr("per-tensor: scale"), tr("code"), tr("dequantized"), tr("rel. error"),
+                       tr("per-channel: scale"), tr("code"), tr("dequantized"), tr("rel. error")});
   t->setRowCount(4);
   QVector<double> k, e0, e1;
   for (int i = 0; i < 4; ++i) {
     const double v0 = pt.dequantizedAt(0, i), v1 = pc.dequantizedAt(0, i);
     const double r0 = std::fabs(v0 - x[i]) / x[i], r1 = std::fabs(v1 - x[i]) / x[i];
-    setRow(t, i, {QString::number(i), floatText(x[i]), floatText(pt.quant_scales[0]), QString::fromStdString(f.hexString(pt.codes[i])),
-                  sig(v0), pct(r0), floatText(pc.quant_scales[i]), QString::fromStdString(f.hexString(pc.codes[i])),
-                  sig(v1), pct(r1)});
+    setRow(t, i,
+           {QString::number(i), floatText(x[i]), floatText(pt.quant_scales[0]),
+            QString::fromStdString(f.hexString(pt.codes[i])), sig(v0), pct(r0), floatText(pc.quant_scales[i]),
+            QString::fromStdString(f.hexString(pc.codes[i])), sig(v1), pct(r1)});
     k << i + 1;
     e0 << std::max(100 * r0, 1e-4);
     e1 << std::max(100 * r1, 1e-4);
@@ -297,11 +319,13 @@ void LearnPage::buildOutlier() {
   p->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
   stylePlot(p);
   p->setInteractions({});
-  notes_[2]->setText(tr("Per-tensor: %1 of 4 values subnormal, worst error %2. Per-channel: worst error %3 "
-                        "(bars at 0 are exact). The price: 4 scales instead of 1, and the GEMM must apply them per column "
-                        "(cuBLASLt \"outer vector\" scaling).")
-                         .arg(pt.stats.subnormal).arg(pct(*std::max_element(e0.begin(), e0.end()) / 100))
-                         .arg(pct(*std::max_element(e1.begin(), e1.end()) / 100)));
+  notes_[2]->setText(
+      tr("Per-tensor: %1 of 4 values subnormal, worst error %2. Per-channel: worst error %3 "
+         "(bars at 0 are exact). The price: 4 scales instead of 1, and the GEMM must apply them per column "
+         "(cuBLASLt \"outer vector\" scaling).")
+          .arg(pt.stats.subnormal)
+          .arg(pct(*std::max_element(e0.begin(), e0.end()) / 100))
+          .arg(pct(*std::max_element(e1.begin(), e1.end()) / 100)));
   auto* v = static_cast<QVBoxLayout*>(page->layout());
   v->addWidget(t);
   t->setMaximumHeight(150);
@@ -311,12 +335,13 @@ void LearnPage::buildOutlier() {
 
 // ---- 4. Delayed scaling's lag -------------------------------------------------------------------
 void LearnPage::buildLag() {
-  QWidget* page = makePage(3, tr("Delayed scaling's lag"),
-                           tr("Delayed scaling (Transformer Engine <i>DelayedScaling</i>, amax_compute_algo = max) picks the "
-                              "scale of step t from the amax history of the steps <i>before</i> t. A spike is therefore "
-                              "not seen by the step that carries it \u2014 it <b>saturates</b> \u2014 and afterwards it "
-                              "dominates the window: the scale stays too small for as many steps as the history is long, "
-                              "and ordinary steps lose precision (lower SQNR) until the spike leaves the window."));
+  QWidget* page =
+      makePage(3, tr("Delayed scaling's lag"),
+               tr("Delayed scaling (Transformer Engine <i>DelayedScaling</i>, amax_compute_algo = max) picks the "
+                  "scale of step t from the amax history of the steps <i>before</i> t. A spike is therefore "
+                  "not seen by the step that carries it \u2014 it <b>saturates</b> \u2014 and afterwards it "
+                  "dominates the window: the scale stays too small for as many steps as the history is long, "
+                  "and ordinary steps lose precision (lower SQNR) until the spike leaves the window."));
   auto* knobs = new QHBoxLayout;
   knobs->addWidget(new QLabel(tr("History length:"), page));
   lag_history_ = new QSpinBox(page);
@@ -435,8 +460,9 @@ void LearnPage::setLagParameters(int history, int spike_step, double spike_amax)
     if (s >= spike_step - 1 && s <= spike_step + history + 1) {
       const int r = t->rowCount();
       t->insertRow(r);
-      setRow(t, r, {QString::number(s), floatText(factor), sig(f.maxFinite() / used), floatText(used), pct(sat),
-                    QString::number(md.sqnr_db, 'f', 1), QString::number(mc.sqnr_db, 'f', 1)});
+      setRow(t, r,
+             {QString::number(s), floatText(factor), sig(f.maxFinite() / used), floatText(used), pct(sat),
+              QString::number(md.sqnr_db, 'f', 1), QString::number(mc.sqnr_db, 'f', 1)});
     }
   }
   QCustomPlot* p = plots_[3];
@@ -444,7 +470,8 @@ void LearnPage::setLagParameters(int history, int spike_step, double spike_amax)
   p->clearItems();
   QCPAxisRect* top = p->axisRect(0);
   QCPAxisRect* bottom = p->axisRect(1);
-  auto line = [&](QCPAxisRect* r, const QVector<double>& y, const QColor& c, const QString& name, bool step, Qt::PenStyle st = Qt::SolidLine) {
+  auto line = [&](QCPAxisRect* r, const QVector<double>& y, const QColor& c, const QString& name, bool step,
+                  Qt::PenStyle st = Qt::SolidLine) {
     auto* g = new QCPGraph(r->axis(QCPAxis::atBottom), r->axis(QCPAxis::atLeft));
     g->setData(xs, y);
     g->setPen(QPen(c, 2, st));
@@ -491,18 +518,26 @@ void LearnPage::setLagParameters(int history, int spike_step, double spike_amax)
   bottom->axis(QCPAxis::atLeft)->setRange(std::floor(lo / 5) * 5 - 5, std::ceil(hi / 5) * 5 + 20);
   ui::replot(p);
   const double drop = sqnr_c.value(spike_step + 2) - sqnr_d.value(spike_step + 2);
-  QString text = tr("Step %1 carries a \u00d7%2 spike. Its scale came from the old window, so <b>%3</b> of its elements "
-                    "saturate (clipped to \u00b1448). ")
-                     .arg(spike_step).arg(spike_amax).arg(pct(lag_saturated_[size_t(spike_step)]));
+  QString text =
+      tr("Step %1 carries a \u00d7%2 spike. Its scale came from the old window, so <b>%3</b> of its elements "
+         "saturate (clipped to \u00b1448). ")
+          .arg(spike_step)
+          .arg(spike_amax)
+          .arg(pct(lag_saturated_[size_t(spike_step)]));
   if (degraded_steps > 1)
-    text += tr("For the next %1 steps the window's amax is the spike's: the scale is %2\u00d7 too small, ordinary values "
-               "fall into the subnormals, and SQNR drops by %3 dB, until the spike leaves the window.")
-                .arg(history).arg(spike_amax).arg(drop, 0, 'f', 1);
+    text +=
+        tr("For the next %1 steps the window's amax is the spike's: the scale is %2\u00d7 too small, ordinary values "
+           "fall into the subnormals, and SQNR drops by %3 dB, until the spike leaves the window.")
+            .arg(history)
+            .arg(spike_amax)
+            .arg(drop, 0, 'f', 1);
   else
     text += tr("Afterwards the scale is %1\u00d7 too small for %2 steps, but E4M3FN's range absorbs that: the values "
                "stay normal and SQNR barely changes (%3 dB). Raise the spike above ~2\u00b9\u00b9 to push them into "
                "the subnormals.")
-                .arg(spike_amax).arg(history).arg(drop, 0, 'f', 1);
+                .arg(spike_amax)
+                .arg(history)
+                .arg(drop, 0, 'f', 1);
   notes_[3]->setText(text);
 }
 

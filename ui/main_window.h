@@ -50,7 +50,7 @@ public:
   struct Options {
     bool restore_settings = true; ///< read QSettings (off for --grab and tests: a fixed layout)
     bool open_default_session = true;
-    bool probe_backend = true;    ///< probe the GPU in the background
+    bool probe_backend = true; ///< probe the GPU in the background
   };
   MainWindow();
   explicit MainWindow(const Options& opt, QWidget* parent = nullptr);

@@ -109,12 +109,13 @@ NumberLineView::NumberLineView(QWidget* parent) : View(parent) {
     r->axis(QCPAxis::atBottom)->setTicker(QSharedPointer<QCPAxisTicker>(new Pow2Ticker));
     r->setRangeDrag(Qt::Horizontal);
     r->setRangeZoom(Qt::Horizontal);
-    connect(r->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this](const QCPRange& rg) {
-      for (QCPAxisRect* o : {values_rect_, density_rect_, hist_rect_})
-        if (o->axis(QCPAxis::atBottom)->range() != rg) {
-          o->axis(QCPAxis::atBottom)->setRange(rg);
-        }
-    });
+    connect(r->axis(QCPAxis::atBottom), qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+            [this](const QCPRange& rg) {
+              for (QCPAxisRect* o : {values_rect_, density_rect_, hist_rect_})
+                if (o->axis(QCPAxis::atBottom)->range() != rg) {
+                  o->axis(QCPAxis::atBottom)->setRange(rg);
+                }
+            });
   }
   auto makeLegend = [this](QCPAxisRect* r, Qt::Alignment where) {
     auto* leg = new QCPLegend;
@@ -210,8 +211,9 @@ std::vector<float> NumberLineView::sourceValues(QString* name) const {
     for (auto& v : x) v = float(d(rng));
     if (src == QStringLiteral("outliers"))
       for (size_t i = 0; i < x.size(); i += 1000) x[i] *= 100.0f;
-    *name = src == QStringLiteral("normal") ? tr("normal(0, %1), %2 values").arg(sigma).arg(n)
-                                             : tr("normal(0, %1) + 0.1% outliers \u00d7100, %2 values").arg(sigma).arg(n);
+    *name = src == QStringLiteral("normal")
+                ? tr("normal(0, %1), %2 values").arg(sigma).arg(n)
+                : tr("normal(0, %1) + 0.1% outliers \u00d7100, %2 values").arg(sigma).arg(n);
   } else if (src == QStringLiteral("lognormal")) {
     std::lognormal_distribution<double> d(0, sigma);
     for (auto& v : x) v = float(d(rng));
@@ -343,14 +345,16 @@ void NumberLineView::rebuild() {
       t->setColor(c.darker(130));
     };
     mark(std::log2(f.maxFinite()), tr("max %1").arg(numberText(f.maxFinite())), col);
-    if (f.hasSubnormals()) mark(std::log2(f.minNormal()), tr("min normal %1").arg(pow2Text(f.minExponent())), QColor(0xe6, 0x7e, 0x22));
+    if (f.hasSubnormals())
+      mark(std::log2(f.minNormal()), tr("min normal %1").arg(pow2Text(f.minExponent())), QColor(0xe6, 0x7e, 0x22));
   }
   QCPAxis* vx = values_rect_->axis(QCPAxis::atBottom);
   QCPAxis* vy = values_rect_->axis(QCPAxis::atLeft);
   vy->setTicker(rowTicker);
   vy->setRange(-0.6, 3 * nf - 1.0);
   vy->grid()->setVisible(false);
-  vx->setLabel(tr("|value| (log\u2082 axis) \u2014 each tick is one representable value; shaded: subnormal zone; 0 is not on a log axis"));
+  vx->setLabel(tr("|value| (log\u2082 axis) \u2014 each tick is one representable value; shaded: subnormal zone; 0 is "
+                  "not on a log axis"));
   vx->setRange(std::floor(xmin) - 1.5, std::ceil(xmax) + 1.5);
 
   // ---- density: values per binade ----
@@ -408,12 +412,14 @@ void NumberLineView::rebuildOverlay() {
     t->position->setAxisRect(hist_rect_);
     t->position->setCoords(0.5, 0.5);
     t->setText(f.bits() > 8 ? tr("Tensor histograms are shown for 8-bit and smaller formats; pick one above.")
-               : name.isEmpty() ? tr("No tensor: choose a distribution or \"current run: A\" above to overlay its histogram.")
-                                : tr("No tensor (%1): run an experiment or pick a distribution above.").arg(name));
+               : name.isEmpty()
+                   ? tr("No tensor: choose a distribution or \"current run: A\" above to overlay its histogram.")
+                   : tr("No tensor (%1): run an experiment or pick a distribution above.").arg(name));
     t->setColor(QColor(0x61, 0x61, 0x61));
     hy->setRange(0, 1);
-    info_->setText(tr("Ticks: every finite value of the format(s). Bars: how many values each binade holds (2\u1d50 for "
-                      "normal binades)."));
+    info_->setText(
+        tr("Ticks: every finite value of the format(s). Bars: how many values each binade holds (2\u1d50 for "
+           "normal binades)."));
     return;
   }
   overlay_ = analyse(x, f, name);
@@ -457,7 +463,8 @@ void NumberLineView::rebuildOverlay() {
   gb->setPen(QPen(QColor(0x42, 0x42, 0x42)));
   gb->setBrush(QColor(0x9e, 0x9e, 0x9e, 110));
   gb->setName(tr("before scaling: %1% underflow, %2% saturate")
-                  .arg(100 * overlay_.underflow_before, 0, 'f', 2).arg(100 * overlay_.saturate_before, 0, 'f', 2));
+                  .arg(100 * overlay_.underflow_before, 0, 'f', 2)
+                  .arg(100 * overlay_.saturate_before, 0, 'f', 2));
   auto* ga = new QCPBars(hx, hy);
   ga->setData(k, a);
   ga->setWidth(0.55);
@@ -465,14 +472,16 @@ void NumberLineView::rebuildOverlay() {
   ga->setBrush(QColor(colors::series(0).red(), colors::series(0).green(), colors::series(0).blue(), 150));
   ga->setName(tr("after \u00d7 %1 (per-tensor, amax \u2192 max): %2% underflow, %3% saturate")
                   .arg(errorText(overlay_.quant_scale))
-                  .arg(100 * overlay_.underflow_after, 0, 'f', 2).arg(100 * overlay_.saturate_after, 0, 'f', 2));
+                  .arg(100 * overlay_.underflow_after, 0, 'f', 2)
+                  .arg(100 * overlay_.saturate_after, 0, 'f', 2));
   hy->setRange(0, ymax * 1.8);
   hist_legend_->addItem(new QCPPlottableLegendItem(hist_legend_, gb));
   hist_legend_->addItem(new QCPPlottableLegendItem(hist_legend_, ga));
   hist_legend_->setVisible(true);
   info_->setText(tr("Tensor: %1 \u00b7 amax %2 \u00b7 %3 quant scale s = max/amax = %4 (x_q = cast(x\u00b7s), "
                     "Transformer Engine current scaling). Shares are of the non-zero elements.")
-                     .arg(name, floatText(float(overlay_.amax)), QString::fromStdString(f.name()), floatText(float(overlay_.quant_scale))));
+                     .arg(name, floatText(float(overlay_.amax)), QString::fromStdString(f.name()),
+                          floatText(float(overlay_.quant_scale))));
 }
 
 QString NumberLineView::csv() const {
@@ -491,7 +500,10 @@ QString NumberLineView::csv() const {
   if (!overlay_.binade.empty()) {
     t += QStringLiteral("\nbinade_lo,share_before,share_after\n");
     for (size_t i = 0; i < overlay_.binade.size(); ++i)
-      t += QStringLiteral("%1,%2,%3\n").arg(overlay_.binade[i]).arg(overlay_.before[i], 0, 'g', 17).arg(overlay_.after[i], 0, 'g', 17);
+      t += QStringLiteral("%1,%2,%3\n")
+               .arg(overlay_.binade[i])
+               .arg(overlay_.before[i], 0, 'g', 17)
+               .arg(overlay_.after[i], 0, 'g', 17);
   }
   return t;
 }

@@ -21,11 +21,11 @@ namespace fp8lab::ui {
 
 /// What the histogram panel shows, computed by NumberLineView::analyse (exposed for tests).
 struct TensorOverlay {
-  QString source;                 ///< "normal σ=1, 65536 values" or "run-0001 inputs/A"
-  std::vector<int> binade;        ///< binade exponents e (bin = [2^e, 2^(e+1)))
-  std::vector<double> before;     ///< share of non-zero |x| per binade, unscaled
-  std::vector<double> after;      ///< share of non-zero |x·s| per binade, after scaling
-  double quant_scale = 1;         ///< the multiplier used (x·s), per-tensor current, amax → max
+  QString source;             ///< "normal σ=1, 65536 values" or "run-0001 inputs/A"
+  std::vector<int> binade;    ///< binade exponents e (bin = [2^e, 2^(e+1)))
+  std::vector<double> before; ///< share of non-zero |x| per binade, unscaled
+  std::vector<double> after;  ///< share of non-zero |x·s| per binade, after scaling
+  double quant_scale = 1;     ///< the multiplier used (x·s), per-tensor current, amax → max
   double amax = 0;
   double underflow_before = 0, saturate_before = 0; ///< shares of non-zero elements, unscaled cast
   double underflow_after = 0, saturate_after = 0;   ///< after scaling

@@ -13,7 +13,9 @@ void plotEmptyState(QCustomPlot* plot, const QString& text) {
   plot->plotLayout()->addElement(0, 0, t);
 }
 
-QColor nanColor() { return QColor(0xe0, 0x00, 0xe0); }
+QColor nanColor() {
+  return QColor(0xe0, 0x00, 0xe0);
+}
 
 QCPColorGradient errorGradient() {
   QCPColorGradient g;

@@ -31,7 +31,13 @@ static bool checkRange(const QString& path, int64_t rows, int64_t cols, int64_t 
   if (r0 < 0 || c0 < 0 || nr < 0 || nc < 0 || r0 + nr > rows || c0 + nc > cols) {
     if (error)
       *error = QObject::tr("window [%1+%2, %3+%4] outside '%5' [%6 x %7]")
-                   .arg(r0).arg(nr).arg(c0).arg(nc).arg(path).arg(rows).arg(cols);
+                   .arg(r0)
+                   .arg(nr)
+                   .arg(c0)
+                   .arg(nc)
+                   .arg(path)
+                   .arg(rows)
+                   .arg(cols);
     return false;
   }
   return true;
@@ -317,8 +323,9 @@ std::shared_ptr<RunAccess> RunAccess::fromFile(const QString& fileName, const QS
     if (error) {
       QStringList ids;
       for (const auto& r : info.runs) ids << QString::fromStdString(r.id);
-      *error = info.runs.empty() ? QObject::tr("%1 holds no runs").arg(fileName)
-                                 : QObject::tr("%1 has no run '%2' (runs: %3)").arg(fileName, runId, ids.join(QStringLiteral(", ")));
+      *error = info.runs.empty()
+                   ? QObject::tr("%1 holds no runs").arg(fileName)
+                   : QObject::tr("%1 has no run '%2' (runs: %3)").arg(fileName, runId, ids.join(QStringLiteral(", ")));
     }
     return nullptr;
   }

@@ -47,7 +47,7 @@ public:
   static std::shared_ptr<RunAccess> forRecord(const RunRecord& r, const QString& fileName);
 
   virtual QString id() const = 0;
-  virtual QString type() const = 0;           ///< "gemm", "training", ...
+  virtual QString type() const = 0; ///< "gemm", "training", ...
   virtual QJsonObject config() const = 0;
   /// A run attribute as text ("" when absent); numbers are printed.
   virtual QString attr(const QString& key) const = 0;
@@ -55,7 +55,9 @@ public:
   virtual QStringList metricNames() const = 0;
   /// Dataset paths, sorted ("error/abs", "history/fc1/input/amax", ...).
   virtual QStringList datasets() const = 0;
-  bool has(const QString& path) const { return datasets().contains(path); }
+  bool has(const QString& path) const {
+    return datasets().contains(path);
+  }
   /// Shape of a dataset (empty when absent).
   virtual std::vector<int64_t> shape(const QString& path) const = 0;
   /// A dataset attribute as text ("" when absent).

@@ -101,7 +101,8 @@ ScaleEvolutionView::ScaleEvolutionView(QWidget* parent) : View(parent) {
   connect(cmp_box_, &QComboBox::currentIndexChanged, this, [this] {
     if (!updating_) runsChosen();
   });
-  connect(conv_box_, &QComboBox::currentIndexChanged, this, [this] { setQuantConvention(conv_box_->currentData().toInt() == 1); });
+  connect(conv_box_, &QComboBox::currentIndexChanged, this,
+          [this] { setQuantConvention(conv_box_->currentData().toInt() == 1); });
   connect(amax_box_, &QCheckBox::toggled, this, &ScaleEvolutionView::setShowAmax);
   connect(list_, &QListWidget::itemChanged, this, [this] {
     if (!updating_) draw();
@@ -136,7 +137,8 @@ void ScaleEvolutionView::rebuildRuns() {
   int i = run_box_->findData(was);
   run_box_->setCurrentIndex(i < 0 ? 0 : i);
   int c = cmp_box_->findData(wasCmp);
-  if (c < 0 && ids.size() > 1) c = cmp_box_->findData(ids.value(ids.indexOf(run_box_->currentData().toString()) == 0 ? 1 : 0));
+  if (c < 0 && ids.size() > 1)
+    c = cmp_box_->findData(ids.value(ids.indexOf(run_box_->currentData().toString()) == 0 ? 1 : 0));
   cmp_box_->setCurrentIndex(c < 0 ? 0 : c);
   updating_ = false;
   runsChosen();
@@ -180,7 +182,8 @@ void ScaleEvolutionView::fillTensors() {
     auto* it = new QListWidgetItem(t, list_);
     it->setFlags(it->flags() | Qt::ItemIsUserCheckable);
     // Default: the forward operands of the first layer and its output gradient.
-    const bool on = was.isEmpty() ? t.startsWith(ts.first().section(QLatin1Char('/'), 0, 0) + QLatin1Char('/')) : was.contains(t);
+    const bool on =
+        was.isEmpty() ? t.startsWith(ts.first().section(QLatin1Char('/'), 0, 0) + QLatin1Char('/')) : was.contains(t);
     it->setCheckState(on ? Qt::Checked : Qt::Unchecked);
   }
   // No training run: no empty white column beside the plot's "what to do" message.
@@ -188,7 +191,9 @@ void ScaleEvolutionView::fillTensors() {
   updating_ = false;
 }
 
-QStringList ScaleEvolutionView::tensors() const { return historyTensors(run_.get()); }
+QStringList ScaleEvolutionView::tensors() const {
+  return historyTensors(run_.get());
+}
 
 QStringList ScaleEvolutionView::checkedTensors() const {
   QStringList out;
@@ -199,7 +204,8 @@ QStringList ScaleEvolutionView::checkedTensors() const {
 
 void ScaleEvolutionView::setCheckedTensors(const QStringList& t) {
   updating_ = true;
-  for (int i = 0; i < list_->count(); ++i) list_->item(i)->setCheckState(t.contains(list_->item(i)->text()) ? Qt::Checked : Qt::Unchecked);
+  for (int i = 0; i < list_->count(); ++i)
+    list_->item(i)->setCheckState(t.contains(list_->item(i)->text()) ? Qt::Checked : Qt::Unchecked);
   updating_ = false;
   draw();
 }
@@ -236,8 +242,9 @@ void ScaleEvolutionView::draw() {
   plot_->plotLayout()->clear();
   top_ = bottom_ = nullptr;
   if (!run_) {
-    plotEmptyState(plot_, tr("No training run to show.\nOpen a session with a training run (File \u2192 Open), or train one:\n"
-                             "fp8lab-cli run resources/experiments/default.json --out session.h5"));
+    plotEmptyState(plot_,
+                   tr("No training run to show.\nOpen a session with a training run (File \u2192 Open), or train one:\n"
+                      "fp8lab-cli run resources/experiments/default.json --out session.h5"));
     info_->setText(tr("No training run."));
     plot_->replot();
     return;
@@ -327,7 +334,8 @@ void ScaleEvolutionView::draw() {
         auto* gs = new QCPGraph(tx, ty);
         gs->setName(tr("%1%2 saturation (\u2265 1 element clipped)").arg(who, t));
         gs->setLineStyle(QCPGraph::lsNone);
-        gs->setScatterStyle(QCPScatterStyle(dashed ? QCPScatterStyle::ssCircle : QCPScatterStyle::ssCross, QColor(0xc0, 0, 0), 6));
+        gs->setScatterStyle(
+            QCPScatterStyle(dashed ? QCPScatterStyle::ssCircle : QCPScatterStyle::ssCross, QColor(0xc0, 0, 0), 6));
         gs->setData(x, y, true);
         gs->addToLegend(legend);
       }
@@ -335,7 +343,8 @@ void ScaleEvolutionView::draw() {
   };
   for (int i = 0; i < checked.size(); ++i) {
     addSeries(run_.get(), checked[i], i, false);
-    if (cmp_ && cmp_->has(QStringLiteral("history/%1/amax").arg(checked[i]))) addSeries(cmp_.get(), checked[i], i, true);
+    if (cmp_ && cmp_->has(QStringLiteral("history/%1/amax").arg(checked[i])))
+      addSeries(cmp_.get(), checked[i], i, true);
   }
   // Loss below.
   auto addLoss = [&](const RunAccess* r, bool dashed) {
@@ -349,7 +358,8 @@ void ScaleEvolutionView::draw() {
     for (int i = 0; i < x.size(); ++i) x[i] = i, y[i] = loss[size_t(i)];
     auto* g = new QCPGraph(bx, by);
     g->setName(tr("loss, %1").arg(runName(r)));
-    g->setPen(QPen(dashed ? QColor(0x88, 0x88, 0x88) : QColor(0x20, 0x20, 0x20), 1, dashed ? Qt::DashLine : Qt::SolidLine));
+    g->setPen(
+        QPen(dashed ? QColor(0x88, 0x88, 0x88) : QColor(0x20, 0x20, 0x20), 1, dashed ? Qt::DashLine : Qt::SolidLine));
     g->setData(x, y, true);
   };
   addLoss(run_.get(), false);
@@ -364,8 +374,9 @@ void ScaleEvolutionView::draw() {
     t->position->setType(QCPItemPosition::ptAxisRectRatio);
     t->position->setAxisRect(top_);
     t->position->setCoords(0.5, 0.5);
-    t->setText(historyTensors(run_.get()).isEmpty() ? tr("Run '%1' recorded no amax / scale history\n(train with record_history: true)").arg(run_->id())
-                                                    : tr("Tick tensors in the list on the left to draw their scales"));
+    t->setText(historyTensors(run_.get()).isEmpty()
+                   ? tr("Run '%1' recorded no amax / scale history\n(train with record_history: true)").arg(run_->id())
+                   : tr("Tick tensors in the list on the left to draw their scales"));
     t->setColor(QColor(0x55, 0x55, 0x55));
   }
   plot_->rescaleAxes();
@@ -383,16 +394,24 @@ void ScaleEvolutionView::draw() {
   bottom_->setRangeDrag(Qt::Horizontal);
   bottom_->setRangeZoom(Qt::Horizontal);
   QStringList info;
-  info << tr("%1: %2 scaling, %3 steps").arg(runName(run_.get()), run_->attr(QStringLiteral("scaling")).isEmpty() ? tr("unknown") : run_->attr(QStringLiteral("scaling"))).arg(maxSteps);
+  info << tr("%1: %2 scaling, %3 steps")
+              .arg(runName(run_.get()), run_->attr(QStringLiteral("scaling")).isEmpty()
+                                            ? tr("unknown")
+                                            : run_->attr(QStringLiteral("scaling")))
+              .arg(maxSteps);
   if (cmp_) info << tr("dashed: %1").arg(runName(cmp_.get()));
   info << tr("%n saturation event(s) marked", nullptr, int(satEvents));
   info << tr("drag / wheel to pan and zoom; the loss plot follows");
-  if (!missing.isEmpty()) info << tr("<span style='color:#b00020'>missing: %1</span>").arg(missing.join(QStringLiteral("; ")).toHtmlEscaped());
+  if (!missing.isEmpty())
+    info
+        << tr("<span style='color:#b00020'>missing: %1</span>").arg(missing.join(QStringLiteral("; ")).toHtmlEscaped());
   info_->setText(info.join(QStringLiteral(" \u00b7 ")));
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
-QString ScaleEvolutionView::infoText() const { return info_->text(); }
+QString ScaleEvolutionView::infoText() const {
+  return info_->text();
+}
 
 QString ScaleEvolutionView::csv() const {
   if (!run_) return {};

@@ -66,7 +66,9 @@ QString Session::displayName() const {
   return file_name_.isEmpty() ? tr("Untitled") : QFileInfo(file_name_).fileName();
 }
 
-bool Session::isModified() const { return !undo_->isClean(); }
+bool Session::isModified() const {
+  return !undo_->isClean();
+}
 
 int Session::indexOf(const QString& id) const {
   for (int i = 0; i < runs_.size(); ++i)
@@ -141,7 +143,9 @@ void Session::reset() {
   Q_EMIT modifiedChanged(false);
 }
 
-bool Session::fileSupport() { return session_io::available(); }
+bool Session::fileSupport() {
+  return session_io::available();
+}
 
 bool Session::load(const QString& fileName, QString* error, QStringList* warnings) {
   QString why;

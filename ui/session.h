@@ -26,21 +26,21 @@ namespace fp8lab::ui {
 struct RunTensor {
   qint64 rows = 0, cols = 0;
   std::vector<float> data;
-  QString unit;     ///< e.g. "1" (dimensionless), "ULP", "dB"
-  QString meaning;  ///< one line, as the session file's attribute says
+  QString unit;    ///< e.g. "1" (dimensionless), "ULP", "dB"
+  QString meaning; ///< one line, as the session file's attribute says
 };
 
 /// One run of a session: its configuration and everything it produced.
 struct RunRecord {
-  QString id;                 ///< unique within the session, e.g. "run-0003"
-  QString label;              ///< user-visible name (editable, undoable)
-  QJsonObject config;         ///< the experiment configuration (ExperimentPanel::config())
-  QString kind;               ///< "gemm", "training", ...
-  QString backend, device;    ///< "cpu"/"cuda" and the device name
+  QString id;              ///< unique within the session, e.g. "run-0003"
+  QString label;           ///< user-visible name (editable, undoable)
+  QJsonObject config;      ///< the experiment configuration (ExperimentPanel::config())
+  QString kind;            ///< "gemm", "training", ...
+  QString backend, device; ///< "cpu"/"cuda" and the device name
   QDateTime created;
-  QList<QPair<QString, double>> metrics;                          ///< ordered, e.g. ("sqnr_db", 31.2)
+  QList<QPair<QString, double>> metrics;                           ///< ordered, e.g. ("sqnr_db", 31.2)
   QList<QPair<QString, std::shared_ptr<const RunTensor>>> tensors; ///< ordered by path, e.g. "output/D"
-  QStringList warnings;       ///< what the run reported (also sent to the Issues panel)
+  QStringList warnings; ///< what the run reported (also sent to the Issues panel)
 #ifdef FP8LAB_HAVE_HDF5
   /// The core run this record was made from (read from a file or produced by core/experiment);
   /// saving writes it back unchanged except for the label. Null for runs built in the GUI.

@@ -33,7 +33,9 @@ bool looksLikeHdf5(const QString& fileName, QString* error) {
 
 #ifdef FP8LAB_HAVE_HDF5
 
-bool available() { return true; }
+bool available() {
+  return true;
+}
 
 RunRecord fromCoreRun(const fp8lab::Run& run) {
   RunRecord r;
@@ -73,8 +75,8 @@ static fp8lab::Run toCoreRun(const RunRecord& r) {
     run.created_utc = r.created.toUTC().toString(Qt::ISODate).toStdString();
     for (const auto& m : r.metrics) run.setMetric(m.first.toStdString(), m.second, "", "");
     for (const auto& t : r.tensors)
-      run.putFloat32(t.first.toStdString(), t.second->data, t.second->rows, t.second->cols, t.second->unit.toStdString(),
-                     t.second->meaning.toStdString());
+      run.putFloat32(t.first.toStdString(), t.second->data, t.second->rows, t.second->cols,
+                     t.second->unit.toStdString(), t.second->meaning.toStdString());
   }
   return run;
 }
@@ -105,7 +107,9 @@ bool write(const QString& fileName, const QList<RunRecord>& runs, QString* error
 
 #else
 
-bool available() { return false; }
+bool available() {
+  return false;
+}
 
 bool read(const QString&, QList<RunRecord>*, QString* error, QStringList*) {
   if (error) *error = QObject::tr("this build has no HDF5 support (FP8LAB_WITH_HDF5=OFF), so it cannot read sessions");

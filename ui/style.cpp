@@ -8,24 +8,35 @@
 namespace fp8lab::ui {
 
 namespace colors {
-QColor sign() { return QColor(0xe5, 0x73, 0x73); }
-QColor exponent() { return QColor(0x64, 0xb5, 0xf6); }
-QColor mantissa() { return QColor(0x81, 0xc7, 0x84); }
+QColor sign() {
+  return QColor(0xe5, 0x73, 0x73);
+}
+QColor exponent() {
+  return QColor(0x64, 0xb5, 0xf6);
+}
+QColor mantissa() {
+  return QColor(0x81, 0xc7, 0x84);
+}
 QColor ofClass(CodeClass c) {
   switch (c) {
-  case CodeClass::Zero: return QColor(0xbd, 0xbd, 0xbd);
-  case CodeClass::Subnormal: return QColor(0xff, 0xcc, 0x80);
-  case CodeClass::Normal: return QColor(0x90, 0xca, 0xf9);
-  case CodeClass::MaxFinite: return QColor(0x1e, 0x88, 0xe5);
-  case CodeClass::Infinity: return QColor(0xba, 0x68, 0xc8);
-  case CodeClass::NaN: return QColor(0xef, 0x53, 0x50);
+  case CodeClass::Zero:
+    return QColor(0xbd, 0xbd, 0xbd);
+  case CodeClass::Subnormal:
+    return QColor(0xff, 0xcc, 0x80);
+  case CodeClass::Normal:
+    return QColor(0x90, 0xca, 0xf9);
+  case CodeClass::MaxFinite:
+    return QColor(0x1e, 0x88, 0xe5);
+  case CodeClass::Infinity:
+    return QColor(0xba, 0x68, 0xc8);
+  case CodeClass::NaN:
+    return QColor(0xef, 0x53, 0x50);
   }
   return Qt::gray;
 }
 QColor series(int i) {
-  static const QColor pal[] = {QColor(0, 114, 178), QColor(213, 94, 0),  QColor(0, 158, 115),
-                               QColor(204, 121, 167), QColor(230, 159, 0), QColor(86, 180, 233),
-                               QColor(0, 0, 0)};
+  static const QColor pal[] = {QColor(0, 114, 178), QColor(213, 94, 0),   QColor(0, 158, 115), QColor(204, 121, 167),
+                               QColor(230, 159, 0), QColor(86, 180, 233), QColor(0, 0, 0)};
   return pal[((i % 7) + 7) % 7];
 }
 } // namespace colors
@@ -47,7 +58,9 @@ QString superscript(int v) {
   return s;
 }
 
-QString pow2Text(int e) { return QStringLiteral("2") + superscript(e); }
+QString pow2Text(int e) {
+  return QStringLiteral("2") + superscript(e);
+}
 
 QString valueWithPow2(double v) {
   QString s = numberText(v);
@@ -81,12 +94,18 @@ void replot(QCustomPlot* plot) {
 
 QString classText(CodeClass c) {
   switch (c) {
-  case CodeClass::Zero: return QObject::tr("zero");
-  case CodeClass::Subnormal: return QObject::tr("subnormal");
-  case CodeClass::Normal: return QObject::tr("normal");
-  case CodeClass::MaxFinite: return QObject::tr("max finite");
-  case CodeClass::Infinity: return QObject::tr("infinity");
-  case CodeClass::NaN: return QObject::tr("NaN");
+  case CodeClass::Zero:
+    return QObject::tr("zero");
+  case CodeClass::Subnormal:
+    return QObject::tr("subnormal");
+  case CodeClass::Normal:
+    return QObject::tr("normal");
+  case CodeClass::MaxFinite:
+    return QObject::tr("max finite");
+  case CodeClass::Infinity:
+    return QObject::tr("infinity");
+  case CodeClass::NaN:
+    return QObject::tr("NaN");
   }
   return {};
 }

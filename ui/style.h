@@ -12,9 +12,9 @@ class QCustomPlot;
 namespace fp8lab::ui {
 
 namespace colors {
-QColor sign();      ///< sign bit cells
-QColor exponent();  ///< exponent field cells
-QColor mantissa();  ///< mantissa field cells
+QColor sign();               ///< sign bit cells
+QColor exponent();           ///< exponent field cells
+QColor mantissa();           ///< mantissa field cells
 QColor ofClass(CodeClass c); ///< zero, subnormal, normal, max, inf, NaN
 QColor series(int i);        ///< categorical palette (colour-blind safe, Okabe–Ito)
 } // namespace colors

@@ -53,19 +53,23 @@ ExportSizeDialog::ExportSizeDialog(QSize initial, QWidget* parent) : QDialog(par
   form->addRow(buttons);
 }
 
-QSize ExportSizeDialog::chosenSize() const { return {w_->value(), h_->value()}; }
+QSize ExportSizeDialog::chosenSize() const {
+  return {w_->value(), h_->value()};
+}
 
 bool exportViewSized(View* view, const QString& fileName, QSize size, QString* error) {
   const QString suffix = QFileInfo(fileName).suffix().toLower();
   if (size.width() < 16 || size.height() < 16 || size.width() > 20000 || size.height() > 20000) {
-    if (error) *error = QObject::tr("export size %1x%2 is outside 16..20000 pixels").arg(size.width()).arg(size.height());
+    if (error)
+      *error = QObject::tr("export size %1x%2 is outside 16..20000 pixels").arg(size.width()).arg(size.height());
     return false;
   }
   const QString tmp = fileName + QStringLiteral(".part");
   QCustomPlot* plot = view->exportPlot();
   bool ok = false;
   if (suffix == QStringLiteral("png")) {
-    if (plot) ok = plot->savePng(tmp, size.width(), size.height(), 1.0);
+    if (plot)
+      ok = plot->savePng(tmp, size.width(), size.height(), 1.0);
     else {
       // A widget cannot be made smaller than its minimum size: render at the size it takes and
       // scale to the chosen one. The view goes back to its size (it may sit in a tab).
@@ -175,7 +179,8 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
 #else
   for (const QString& v : req.views)
     if (!renderableViews().contains(v)) {
-      if (error) *error = QObject::tr("unknown view '%1' (views: %2)").arg(v, renderableViews().join(QStringLiteral(", ")));
+      if (error)
+        *error = QObject::tr("unknown view '%1' (views: %2)").arg(v, renderableViews().join(QStringLiteral(", ")));
       return false;
     }
   for (const QString& f : req.formats)
@@ -207,14 +212,16 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
     }
   }
   QList<std::shared_ptr<RunAccess>> chosen;
-  if (req.run.isEmpty()) chosen = all;
+  if (req.run.isEmpty())
+    chosen = all;
   else {
     for (const auto& a : all)
       if (a->id() == req.run) chosen << a;
     if (chosen.isEmpty()) {
       QStringList ids;
       for (const auto& a : all) ids << a->id();
-      if (error) *error = QObject::tr("no run '%1' in %2 (runs: %3)").arg(req.run, req.session, ids.join(QStringLiteral(", ")));
+      if (error)
+        *error = QObject::tr("no run '%1' in %2 (runs: %3)").arg(req.run, req.session, ids.join(QStringLiteral(", ")));
       return false;
     }
   }
@@ -259,7 +266,8 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
       if (wants(QStringLiteral("scales"))) {
         std::shared_ptr<RunAccess> cmp;
         for (const auto& o : all)
-          if (o != a && o->type() == QStringLiteral("training") && o->attr(QStringLiteral("precision")) == QStringLiteral("fp8")) {
+          if (o != a && o->type() == QStringLiteral("training") &&
+              o->attr(QStringLiteral("precision")) == QStringLiteral("fp8")) {
             cmp = o;
             break;
           }
@@ -279,8 +287,10 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
                 }};
   if (jobs.isEmpty()) {
     if (error)
-      *error = QObject::tr("nothing to render: the chosen run(s) have no view among %1 (GEMM runs: heatmap, split; training runs: amax, scales)")
-                   .arg(req.views.isEmpty() ? renderableViews().join(QStringLiteral(", ")) : req.views.join(QStringLiteral(", ")));
+      *error = QObject::tr("nothing to render: the chosen run(s) have no view among %1 (GEMM runs: heatmap, split; "
+                           "training runs: amax, scales)")
+                   .arg(req.views.isEmpty() ? renderableViews().join(QStringLiteral(", "))
+                                            : req.views.join(QStringLiteral(", ")));
     return false;
   }
   for (int k = 0; k < jobs.size(); ++k) {

@@ -38,13 +38,13 @@ private:
 };
 
 struct RenderRequest {
-  QString session;       ///< session file (.h5)
-  QString run;           ///< run id; empty: every run
-  QString dir;           ///< output directory (created)
-  QStringList views;     ///< "heatmap", "split", "amax", "scales", "compare"; empty: all that apply
+  QString session;   ///< session file (.h5)
+  QString run;       ///< run id; empty: every run
+  QString dir;       ///< output directory (created)
+  QStringList views; ///< "heatmap", "split", "amax", "scales", "compare"; empty: all that apply
   QStringList formats{QStringLiteral("png")}; ///< any of png, pdf, svg
   QSize size{1400, 900};
-  bool csv = true;       ///< also write each view's CSV
+  bool csv = true; ///< also write each view's CSV
 };
 
 struct RenderedFile {

@@ -12,7 +12,9 @@
 
 namespace fp8lab::cli {
 namespace {
-void noteLine(const QString& s) { std::fprintf(stderr, "%s\n", s.toUtf8().constData()); }
+void noteLine(const QString& s) {
+  std::fprintf(stderr, "%s\n", s.toUtf8().constData());
+}
 } // namespace
 
 std::optional<BackendRequest> parseBackendRequest(const QString& s) {
@@ -25,9 +27,12 @@ std::optional<BackendRequest> parseBackendRequest(const QString& s) {
 
 const char* toString(BackendRequest r) {
   switch (r) {
-  case BackendRequest::Auto: return "auto";
-  case BackendRequest::Cpu: return "cpu";
-  case BackendRequest::Gpu: return "gpu";
+  case BackendRequest::Auto:
+    return "auto";
+  case BackendRequest::Cpu:
+    return "cpu";
+  case BackendRequest::Gpu:
+    return "gpu";
   }
   return "auto";
 }
@@ -41,17 +46,23 @@ bool buildHasCuda() {
 }
 
 QCommandLineOption backendOption() {
-  return QCommandLineOption(QStringLiteral("backend"),
-                            QStringLiteral("Where the FP8 GEMMs run: auto (default: the GPU when present and able to run the "
-                                           "GEMM, else the CPU, with a note why) | cpu | gpu (refuse what the GPU cannot run)."),
-                            QStringLiteral("auto|cpu|gpu"), QStringLiteral("auto"));
+  return QCommandLineOption(
+      QStringLiteral("backend"),
+      QStringLiteral("Where the FP8 GEMMs run: auto (default: the GPU when present and able to run the "
+                     "GEMM, else the CPU, with a note why) | cpu | gpu (refuse what the GPU cannot run)."),
+      QStringLiteral("auto|cpu|gpu"), QStringLiteral("auto"));
 }
 
-ChosenGemmBackend::ChosenGemmBackend(BackendRequest request, std::unique_ptr<GemmBackend> gpu, std::string no_gpu_reason)
+ChosenGemmBackend::ChosenGemmBackend(BackendRequest request, std::unique_ptr<GemmBackend> gpu,
+                                     std::string no_gpu_reason)
     : request_(request), gpu_(std::move(gpu)), cpu_(makeCpuGemmBackend()), no_gpu_reason_(std::move(no_gpu_reason)) {}
 
-std::string ChosenGemmBackend::name() const { return gpu_ ? gpu_->name() : cpu_->name(); }
-std::string ChosenGemmBackend::device() const { return gpu_ ? gpu_->device() : cpu_->device(); }
+std::string ChosenGemmBackend::name() const {
+  return gpu_ ? gpu_->name() : cpu_->name();
+}
+std::string ChosenGemmBackend::device() const {
+  return gpu_ ? gpu_->device() : cpu_->device();
+}
 
 std::string ChosenGemmBackend::unsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b,
                                                  const GemmOptions& opt) const {
@@ -74,7 +85,8 @@ GemmOutput ChosenGemmBackend::run(const QuantizedTensor& a, const QuantizedTenso
     }
     if (request_ == BackendRequest::Gpu) throw std::runtime_error(gpu_->device() + " cannot run this GEMM: " + r);
     // selectGemmBackend's words for the same case (gpu/cuda_gemm_backend.cpp)
-    last_fallback_ = "auto: " + gpu_->device() + " cannot run this GEMM: " + r + "; running on the CPU reference backend";
+    last_fallback_ =
+        "auto: " + gpu_->device() + " cannot run this GEMM: " + r + "; running on the CPU reference backend";
     GemmOutput out = cpu_->run(a, b, opt, progress);
     ++cpu_runs;
     fallback_reasons.insert(r);
@@ -89,7 +101,8 @@ GemmOutput ChosenGemmBackend::run(const QuantizedTensor& a, const QuantizedTenso
 std::string ChosenGemmBackend::fallbackSummary() const {
   if (fallback_reasons.empty()) return {};
   std::string s = "auto: " + std::to_string(cpu_runs) + " of " + std::to_string(cpu_runs + gpu_runs) +
-                  " GEMMs ran on the CPU reference backend (" + (gpu_ ? gpu_->device() : std::string("GPU")) + " cannot run: ";
+                  " GEMMs ran on the CPU reference backend (" + (gpu_ ? gpu_->device() : std::string("GPU")) +
+                  " cannot run: ";
   bool first = true;
   for (const auto& r : fallback_reasons) {
     s += (first ? "" : "; ") + r;
@@ -114,7 +127,8 @@ std::unique_ptr<ChosenGemmBackend> makeChosenBackend(const QString& value, bool 
       return nullptr;
     }
     if (!quiet)
-      noteLine(QStringLiteral("note: --backend auto: %1; running on the CPU reference backend").arg(QString::fromStdString(why)));
+      noteLine(QStringLiteral("note: --backend auto: %1; running on the CPU reference backend")
+                   .arg(QString::fromStdString(why)));
     return std::make_unique<ChosenGemmBackend>(*req, nullptr, why);
   }
   auto b = std::make_unique<ChosenGemmBackend>(*req, std::move(gpu), std::string());
@@ -145,8 +159,8 @@ void recordBackend(Run& run, const ChosenGemmBackend& b, const GemmOptions& opt,
   }
 }
 
-void addBackendJson(QJsonObject& j, const ChosenGemmBackend& b, const std::string& backend_that_ran, const GemmOptions& opt,
-                    const std::string& note) {
+void addBackendJson(QJsonObject& j, const ChosenGemmBackend& b, const std::string& backend_that_ran,
+                    const GemmOptions& opt, const std::string& note) {
   j[QStringLiteral("backend_request")] = QString::fromLatin1(toString(b.request()));
   j[QStringLiteral("backend_note")] = QString::fromStdString(note);
   if (backend_that_ran == "cuda") {

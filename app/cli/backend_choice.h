@@ -44,7 +44,8 @@ public:
   std::string name() const override;
   std::string device() const override;
   /// gpu: the GPU's reason; auto: empty when the GPU can run it, else the CPU's reason.
-  std::string unsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt) const override;
+  std::string unsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b,
+                                const GemmOptions& opt) const override;
   /// Runs on the GPU or the CPU as described above. Throws std::runtime_error with the GPU's
   /// reason when the request is gpu and the GPU cannot run the GEMM.
   GemmOutput run(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,

@@ -25,7 +25,7 @@ locale_t cLocale() {
   static const locale_t c = newlocale(LC_ALL_MASK, "C", locale_t(nullptr));
   return c;
 }
-}
+} // namespace
 
 std::optional<double> parseNumber(const QString& text) {
   const QByteArray b = text.trimmed().toUtf8();

@@ -281,8 +281,7 @@ int runGemm(const QStringList& args) {
       j[QStringLiteral("backend")] = QString::fromStdString(r.output.backend);
       j[QStringLiteral("device")] = QString::fromStdString(r.output.device);
       j[QStringLiteral("algorithm")] = QString::fromStdString(r.output.algorithm);
-      addBackendJson(j, *backend, r.output.backend, o,
-                     !fallback.empty() ? fallback : backend->noGpuReason());
+      addBackendJson(j, *backend, r.output.backend, o, !fallback.empty() ? fallback : backend->noGpuReason());
       j[QStringLiteral("model_of_undocumented_hardware")] = r.output.model_of_undocumented_hardware;
       QJsonObject t;
       t[QStringLiteral("quantize_s")] = quantize_s;

@@ -27,16 +27,22 @@ int runRenderViews(const QStringList& args) {
       "the scale evolution with the loss (scales), and the comparison of all runs (compare). Files are named "
       "<run>-<view>.<ext> (compare.<ext>), each with its data as <name>.csv."));
   p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
-  const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("Run to render (default: every run)."), QStringLiteral("ID"));
-  const QCommandLineOption pngOpt(QStringLiteral("png"), QStringLiteral("Output directory (created)."), QStringLiteral("DIR"));
-  const QCommandLineOption viewsOpt(QStringLiteral("views"),
-                                    QStringLiteral("Comma-separated views: heatmap, split, amax, scales, compare (default: all that apply)."),
-                                    QStringLiteral("LIST"));
-  const QCommandLineOption sizeOpt(QStringLiteral("size"), QStringLiteral("Image size in pixels (default 1400x900)."), QStringLiteral("WxH"));
-  const QCommandLineOption fmtOpt(QStringLiteral("formats"), QStringLiteral("Comma-separated: png, pdf, svg (default png)."),
+  const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("Run to render (default: every run)."),
+                                  QStringLiteral("ID"));
+  const QCommandLineOption pngOpt(QStringLiteral("png"), QStringLiteral("Output directory (created)."),
+                                  QStringLiteral("DIR"));
+  const QCommandLineOption viewsOpt(
+      QStringLiteral("views"),
+      QStringLiteral("Comma-separated views: heatmap, split, amax, scales, compare (default: all that apply)."),
+      QStringLiteral("LIST"));
+  const QCommandLineOption sizeOpt(QStringLiteral("size"), QStringLiteral("Image size in pixels (default 1400x900)."),
+                                   QStringLiteral("WxH"));
+  const QCommandLineOption fmtOpt(QStringLiteral("formats"),
+                                  QStringLiteral("Comma-separated: png, pdf, svg (default png)."),
                                   QStringLiteral("LIST"));
   const QCommandLineOption noCsv(QStringLiteral("no-csv"), QStringLiteral("Do not write the views' CSV data."));
-  const QCommandLineOption csvOpt(QStringLiteral("csv"), QStringLiteral("(export) ignored with --png: use export without --png for datasets."),
+  const QCommandLineOption csvOpt(QStringLiteral("csv"),
+                                  QStringLiteral("(export) ignored with --png: use export without --png for datasets."),
                                   QStringLiteral("DIR"));
   const QCommandLineOption js(QStringLiteral("json"), QStringLiteral("List the files written as JSON."));
   p.addOptions({runOpt, pngOpt, viewsOpt, sizeOpt, fmtOpt, noCsv, csvOpt, js});
@@ -44,9 +50,11 @@ int runRenderViews(const QStringList& args) {
   if (!parseArgs(p, args, &rc)) return rc;
   if (p.positionalArguments().size() != 1) return fail(QStringLiteral("render needs one FILE.h5"));
   if (!p.isSet(pngOpt)) return fail(QStringLiteral("--png DIR is required"));
-  if (p.isSet(csvOpt)) return fail(QStringLiteral("--csv and --png cannot be combined: export datasets and render views in two calls"));
+  if (p.isSet(csvOpt))
+    return fail(QStringLiteral("--csv and --png cannot be combined: export datasets and render views in two calls"));
 #ifndef FP8LAB_HAVE_UI
-  return fail(QStringLiteral("this fp8lab-cli was built without the desktop app (FP8LAB_BUILD_GUI=OFF), so it cannot render views"));
+  return fail(QStringLiteral(
+      "this fp8lab-cli was built without the desktop app (FP8LAB_BUILD_GUI=OFF), so it cannot render views"));
 #else
   if (!qobject_cast<QApplication*>(QCoreApplication::instance()))
     return fail(QStringLiteral("rendering needs a QApplication (internal error: main did not create one)"));
@@ -61,7 +69,8 @@ int runRenderViews(const QStringList& args) {
     bool okw = false, okh = false;
     const int w = wh.value(0).toInt(&okw), h = wh.value(1).toInt(&okh);
     if (wh.size() != 2 || !okw || !okh || w < 16 || h < 16 || w > 20000 || h > 20000)
-      return fail(QStringLiteral("--size must be WxH with 16..20000 pixels each, e.g. 1600x1000 (got '%1')").arg(p.value(sizeOpt)));
+      return fail(QStringLiteral("--size must be WxH with 16..20000 pixels each, e.g. 1600x1000 (got '%1')")
+                      .arg(p.value(sizeOpt)));
     req.size = QSize(w, h);
   }
   req.csv = !p.isSet(noCsv);
@@ -94,9 +103,9 @@ int runRenderViews(const QStringList& args) {
 }
 
 namespace {
-const CommandRegistrar regRender({QStringLiteral("render"),
-                                  QStringLiteral("Render a session's analysis views offscreen to PNG / PDF / SVG (+ CSV)"),
-                                  runRenderViews, 72});
+const CommandRegistrar regRender(
+    {QStringLiteral("render"), QStringLiteral("Render a session's analysis views offscreen to PNG / PDF / SVG (+ CSV)"),
+     runRenderViews, 72});
 } // namespace
 
 } // namespace fp8lab::cli

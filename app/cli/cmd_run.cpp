@@ -29,11 +29,15 @@ std::vector<ExperimentType>& experimentTypes() {
   return t;
 }
 
-ExperimentTypeRegistrar::ExperimentTypeRegistrar(ExperimentType t) { experimentTypes().push_back(std::move(t)); }
+ExperimentTypeRegistrar::ExperimentTypeRegistrar(ExperimentType t) {
+  experimentTypes().push_back(std::move(t));
+}
 
 namespace {
 
-void err(const QString& s) { std::fprintf(stderr, "%s\n", s.toUtf8().constData()); }
+void err(const QString& s) {
+  std::fprintf(stderr, "%s\n", s.toUtf8().constData());
+}
 
 QString num(double v) {
   if (std::isnan(v)) return QStringLiteral("nan");
@@ -57,7 +61,8 @@ QString typeNames() {
 
 // ---- config parsing -------------------------------------------------------------------------
 
-bool getInt(const QJsonObject& o, const char* key, int64_t lo, int64_t hi, int64_t* v, QString* error, const QString& ctx) {
+bool getInt(const QJsonObject& o, const char* key, int64_t lo, int64_t hi, int64_t* v, QString* error,
+            const QString& ctx) {
   const QString k = QString::fromLatin1(key);
   if (!o.contains(k)) return true;
   const QJsonValue j = o.value(k);
@@ -139,9 +144,10 @@ bool getSeed(const QJsonObject& o, uint64_t* seed, QString* error) {
 }
 
 bool parseOperand(const QJsonObject& o, OperandSource* src, QString* error, const QString& ctx) {
-  if (!checkKeys(o, {QStringLiteral("distribution"), QStringLiteral("scale"), QStringLiteral("sigma"),
-                     QStringLiteral("outlier_fraction"), QStringLiteral("outlier_factor"), QStringLiteral("tensor"),
-                     QStringLiteral("transpose")},
+  if (!checkKeys(o,
+                 {QStringLiteral("distribution"), QStringLiteral("scale"), QStringLiteral("sigma"),
+                  QStringLiteral("outlier_fraction"), QStringLiteral("outlier_factor"), QStringLiteral("tensor"),
+                  QStringLiteral("transpose")},
                  error, ctx))
     return false;
   std::string dist;
@@ -149,12 +155,14 @@ bool parseOperand(const QJsonObject& o, OperandSource* src, QString* error, cons
   if (!dist.empty()) {
     auto d = parseDistribution(dist);
     if (!d) {
-      *error = QStringLiteral("%1distribution: unknown '%2' (normal, uniform, lognormal, outliers)").arg(ctx, QString::fromStdString(dist));
+      *error = QStringLiteral("%1distribution: unknown '%2' (normal, uniform, lognormal, outliers)")
+                   .arg(ctx, QString::fromStdString(dist));
       return false;
     }
     src->random.distribution = *d;
   }
-  return getDouble(o, "scale", &src->random.scale, error, ctx) && getDouble(o, "sigma", &src->random.sigma, error, ctx) &&
+  return getDouble(o, "scale", &src->random.scale, error, ctx) &&
+         getDouble(o, "sigma", &src->random.sigma, error, ctx) &&
          getDouble(o, "outlier_fraction", &src->random.outlier_fraction, error, ctx) &&
          getDouble(o, "outlier_factor", &src->random.outlier_factor, error, ctx) &&
          getString(o, "tensor", &src->tensor, error, ctx) && getBool(o, "transpose", &src->transpose, error, ctx);
@@ -165,14 +173,32 @@ bool parseOperand(const QJsonObject& o, OperandSource* src, QString* error, cons
 bool parseGemmConfig(const QJsonObject& o, GemmExperimentConfig* cfg, QString* error) {
   const QString ctx;
   if (!checkKeys(o,
-                 {QStringLiteral("type"), QStringLiteral("name"), QStringLiteral("description"), QStringLiteral("m"),
-                  QStringLiteral("k"), QStringLiteral("n"), QStringLiteral("seed"), QStringLiteral("format"),
-                  QStringLiteral("format_a"), QStringLiteral("format_b"), QStringLiteral("scaling"),
-                  QStringLiteral("distribution"), QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("accumulation"),
-                  QStringLiteral("promotion_interval"), QStringLiteral("fast_accum_bits"),
-                  QStringLiteral("fast_accum_group"), QStringLiteral("fast_accum_promotes"), QStringLiteral("output"),
-                  QStringLiteral("output_quant_scale"), QStringLiteral("tile"), QStringLiteral("store_inputs"),
-                  QStringLiteral("store_quantized"), QStringLiteral("store_error_maps"), QStringLiteral("sweep")},
+                 {QStringLiteral("type"),
+                  QStringLiteral("name"),
+                  QStringLiteral("description"),
+                  QStringLiteral("m"),
+                  QStringLiteral("k"),
+                  QStringLiteral("n"),
+                  QStringLiteral("seed"),
+                  QStringLiteral("format"),
+                  QStringLiteral("format_a"),
+                  QStringLiteral("format_b"),
+                  QStringLiteral("scaling"),
+                  QStringLiteral("distribution"),
+                  QStringLiteral("a"),
+                  QStringLiteral("b"),
+                  QStringLiteral("accumulation"),
+                  QStringLiteral("promotion_interval"),
+                  QStringLiteral("fast_accum_bits"),
+                  QStringLiteral("fast_accum_group"),
+                  QStringLiteral("fast_accum_promotes"),
+                  QStringLiteral("output"),
+                  QStringLiteral("output_quant_scale"),
+                  QStringLiteral("tile"),
+                  QStringLiteral("store_inputs"),
+                  QStringLiteral("store_quantized"),
+                  QStringLiteral("store_error_maps"),
+                  QStringLiteral("sweep")},
                  error, ctx))
     return false;
   const int64_t big = int64_t(1) << 20;
@@ -188,7 +214,8 @@ bool parseGemmConfig(const QJsonObject& o, GemmExperimentConfig* cfg, QString* e
   for (const std::string* f : {&cfg->format_a, &cfg->format_b}) {
     const Format* ff = Format::byName(*f);
     if (!ff || ff->bits() > 8) {
-      *error = QStringLiteral("format: '%1' is unknown or wider than 8 bits (known: %2)").arg(QString::fromStdString(*f), formatHelpList());
+      *error = QStringLiteral("format: '%1' is unknown or wider than 8 bits (known: %2)")
+                   .arg(QString::fromStdString(*f), formatHelpList());
       return false;
     }
   }
@@ -196,7 +223,8 @@ bool parseGemmConfig(const QJsonObject& o, GemmExperimentConfig* cfg, QString* e
     QStringList n;
     for (const auto& p : scalingPresets())
       if (!p.delayed) n << QString::fromStdString(p.name);
-    *error = QStringLiteral("scaling: '%1' is not a current-scaling preset (one of: %2)").arg(QString::fromStdString(cfg->scaling), n.join(QStringLiteral(", ")));
+    *error = QStringLiteral("scaling: '%1' is not a current-scaling preset (one of: %2)")
+                 .arg(QString::fromStdString(cfg->scaling), n.join(QStringLiteral(", ")));
     return false;
   }
   std::string dist;
@@ -204,7 +232,8 @@ bool parseGemmConfig(const QJsonObject& o, GemmExperimentConfig* cfg, QString* e
   if (!dist.empty()) {
     auto d = parseDistribution(dist);
     if (!d) {
-      *error = QStringLiteral("distribution: unknown '%1' (normal, uniform, lognormal, outliers)").arg(QString::fromStdString(dist));
+      *error = QStringLiteral("distribution: unknown '%1' (normal, uniform, lognormal, outliers)")
+                   .arg(QString::fromStdString(dist));
       return false;
     }
     cfg->a.random.distribution = cfg->b.random.distribution = *d;
@@ -224,7 +253,8 @@ bool parseGemmConfig(const QJsonObject& o, GemmExperimentConfig* cfg, QString* e
   if (!acc.empty()) {
     auto a = parseAccumulation(acc);
     if (!a) {
-      *error = QStringLiteral("accumulation: unknown '%1' (exact, fp32, split_fp32, fast_accum)").arg(QString::fromStdString(acc));
+      *error = QStringLiteral("accumulation: unknown '%1' (exact, fp32, split_fp32, fast_accum)")
+                   .arg(QString::fromStdString(acc));
       return false;
     }
     cfg->gemm.accumulation = *a;
@@ -232,14 +262,16 @@ bool parseGemmConfig(const QJsonObject& o, GemmExperimentConfig* cfg, QString* e
   if (!outp.empty()) {
     auto t = parseOutputType(outp);
     if (!t) {
-      *error = QStringLiteral("output: unknown '%1' (fp32, bf16, fp16, e4m3fn, e5m2)").arg(QString::fromStdString(outp));
+      *error =
+          QStringLiteral("output: unknown '%1' (fp32, bf16, fp16, e4m3fn, e5m2)").arg(QString::fromStdString(outp));
       return false;
     }
     cfg->gemm.output = *t;
   }
   int64_t pi = cfg->gemm.promotion_interval, fb = cfg->gemm.fast_accum_bits, fg = cfg->gemm.fast_accum_group;
   double oqs = cfg->gemm.output_quant_scale;
-  if (!getInt(o, "promotion_interval", 1, big, &pi, error, ctx) || !getInt(o, "fast_accum_bits", 2, 24, &fb, error, ctx) ||
+  if (!getInt(o, "promotion_interval", 1, big, &pi, error, ctx) ||
+      !getInt(o, "fast_accum_bits", 2, 24, &fb, error, ctx) ||
       !getInt(o, "fast_accum_group", 1, big, &fg, error, ctx) ||
       !getBool(o, "fast_accum_promotes", &cfg->gemm.fast_accum_promotes, error, ctx) ||
       !getDouble(o, "output_quant_scale", &oqs, error, ctx) || !getInt(o, "tile", 1, big, &cfg->tile, error, ctx) ||
@@ -285,15 +317,16 @@ namespace {
 QString autoGemmId(const GemmExperimentConfig& c) {
   QString fmt = QString::fromStdString(c.format_a);
   if (c.format_b != c.format_a) fmt += QLatin1Char('x') + QString::fromStdString(c.format_b);
-  const QString dist = c.a.tensor.empty() ? QString::fromLatin1(toString(c.a.random.distribution)) : QStringLiteral("import");
+  const QString dist =
+      c.a.tensor.empty() ? QString::fromLatin1(toString(c.a.random.distribution)) : QStringLiteral("import");
   return QStringLiteral("gemm-%1-%2-%3").arg(fmt, QString::fromStdString(c.scaling), dist);
 }
 
 /// Runs one GEMM config into a Run (progress on the terminal); nullopt after printing the error.
 /// `backend` null = the CPU reference backend. A fallback of --backend auto to the CPU is noted
 /// on stderr (unless quiet) and recorded in the run (recordBackend).
-std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, const QString& text, const QString& id, int threads, bool quiet,
-                           const ProgressFn& outer = {}, ChosenGemmBackend* chosen = nullptr) {
+std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, const QString& text, const QString& id, int threads,
+                           bool quiet, const ProgressFn& outer = {}, ChosenGemmBackend* chosen = nullptr) {
   GemmExperimentConfig c = cfg;
   c.gemm.threads = threads;
   std::unique_ptr<ChosenGemmBackend> own;
@@ -316,7 +349,8 @@ std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, const QString& text,
     return std::nullopt;
   }
   const std::string fallback = backend->lastFallback();
-  if (!fallback.empty() && !quiet) err(QStringLiteral("note: run %1: --backend %2").arg(id, QString::fromStdString(fallback)));
+  if (!fallback.empty() && !quiet)
+    err(QStringLiteral("note: run %1: --backend %2").arg(id, QString::fromStdString(fallback)));
   recordBackend(r.value, *backend, c.gemm, !fallback.empty() ? fallback : backend->noGpuReason());
   return std::move(r.value);
 }
@@ -332,7 +366,8 @@ int runGemmType(const QJsonObject& o, const QString& text, const RunCliOptions& 
   QString e;
   if (!parseGemmConfig(o, &cfg, &e)) return fail(QStringLiteral("config: %1").arg(e));
   if (o.contains(QStringLiteral("sweep")))
-    err(QStringLiteral("note: the config has a \"sweep\" object; `run` does one GEMM, `fp8lab-cli sweep` runs the grid"));
+    err(QStringLiteral(
+        "note: the config has a \"sweep\" object; `run` does one GEMM, `fp8lab-cli sweep` runs the grid"));
   QString id = !opt.run_id.isEmpty() ? opt.run_id : o.value(QStringLiteral("name")).toString();
   if (id.isEmpty()) id = autoGemmId(cfg);
   std::string why;
@@ -343,21 +378,29 @@ int runGemmType(const QJsonObject& o, const QString& text, const RunCliOptions& 
   if (!appendRunsToFile(opt.out, {*run}, opt.compress, &ids)) return 2;
   const QString stored = QString::fromStdString(ids.empty() ? run->id : ids[0]);
   if (opt.json) {
-    QJsonObject j{{QStringLiteral("file"), opt.out}, {QStringLiteral("run"), stored}, {QStringLiteral("type"), QStringLiteral("gemm")},
-                  {QStringLiteral("backend"), QString::fromStdString(run->backend)},
-                  {QStringLiteral("device"), QString::fromStdString(run->device)},
-                  {QStringLiteral("algorithm"), QString::fromStdString(attrString(run->attrs, "algorithm").value_or(""))},
-                  {QStringLiteral("metrics"), metricsJson(*run)}};
-    if (opt.backend) addBackendJson(j, *opt.backend, run->backend, cfg.gemm, attrString(run->attrs, "backend_note").value_or(""));
+    QJsonObject j{
+        {QStringLiteral("file"), opt.out},
+        {QStringLiteral("run"), stored},
+        {QStringLiteral("type"), QStringLiteral("gemm")},
+        {QStringLiteral("backend"), QString::fromStdString(run->backend)},
+        {QStringLiteral("device"), QString::fromStdString(run->device)},
+        {QStringLiteral("algorithm"), QString::fromStdString(attrString(run->attrs, "algorithm").value_or(""))},
+        {QStringLiteral("metrics"), metricsJson(*run)}};
+    if (opt.backend)
+      addBackendJson(j, *opt.backend, run->backend, cfg.gemm, attrString(run->attrs, "backend_note").value_or(""));
     out(toJsonText(j) + "\n");
   } else {
-    auto met = [&](const char* k) { return run->metrics.count(k) ? num(run->metrics.at(k).value) : QStringLiteral("-"); };
+    auto met = [&](const char* k) {
+      return run->metrics.count(k) ? num(run->metrics.at(k).value) : QStringLiteral("-");
+    };
     out(QStringLiteral("run %1 (gemm %2x%3x%4, %5 x %6, %7, %8 backend: %15) -> %9\n"
                        "  SQNR %10 dB  rel_fro %11  max_abs %12  (quantization %13 dB, accumulation %14 dB)\n")
             .arg(stored)
-            .arg(cfg.m).arg(cfg.k).arg(cfg.n)
-            .arg(QString::fromStdString(cfg.format_a), QString::fromStdString(cfg.format_b), QString::fromStdString(cfg.scaling),
-                 QString::fromStdString(run->backend), opt.out)
+            .arg(cfg.m)
+            .arg(cfg.k)
+            .arg(cfg.n)
+            .arg(QString::fromStdString(cfg.format_a), QString::fromStdString(cfg.format_b),
+                 QString::fromStdString(cfg.scaling), QString::fromStdString(run->backend), opt.out)
             .arg(met("sqnr_db"), met("rel_fro"), met("max_abs"), met("quant_sqnr_db"), met("accum_sqnr_db"))
             .arg(QString::fromStdString(run->device)));
   }
@@ -374,7 +417,9 @@ std::optional<Run> reproduceGemm(const Run& stored, int threads, const ProgressF
   GemmExperimentConfig cfg;
   if (!parseGemmConfig(doc.object(), &cfg, error)) return std::nullopt;
   if (cfg.seed != stored.seed) {
-    *error = QStringLiteral("the stored seed attribute (%1) disagrees with the config's seed (%2)").arg(stored.seed).arg(cfg.seed);
+    *error = QStringLiteral("the stored seed attribute (%1) disagrees with the config's seed (%2)")
+                 .arg(stored.seed)
+                 .arg(cfg.seed);
     return std::nullopt;
   }
   cfg.gemm.threads = threads;
@@ -404,7 +449,8 @@ struct LoadedConfig {
 bool loadConfig(const QString& path, LoadedConfig* c) {
   QFile f(path);
   if (path.isEmpty()) {
-    for (const QString& res : {QStringLiteral(":/fp8lab/experiments/default.json"), QStringLiteral(":/experiments/default.json")}) {
+    for (const QString& res :
+         {QStringLiteral(":/fp8lab/experiments/default.json"), QStringLiteral(":/experiments/default.json")}) {
       f.setFileName(res);
       if (f.exists()) break;
     }
@@ -427,9 +473,13 @@ bool loadConfig(const QString& path, LoadedConfig* c) {
       if (bytes[i] == '\n') {
         ++line;
         col = 1;
-      } else ++col;
+      } else
+        ++col;
     }
-    fail(QStringLiteral("config '%1' is not valid JSON: %2 at line %3, column %4").arg(f.fileName(), pe.errorString()).arg(line).arg(col));
+    fail(QStringLiteral("config '%1' is not valid JSON: %2 at line %3, column %4")
+             .arg(f.fileName(), pe.errorString())
+             .arg(line)
+             .arg(col));
     return false;
   }
   if (!doc.isObject()) {
@@ -474,11 +524,24 @@ QString typeOf(const QJsonObject& o) {
 
 // ---- run ------------------------------------------------------------------------------------
 
-QCommandLineOption outOption() { return {{QStringLiteral("o"), QStringLiteral("out")}, QStringLiteral("Session file to write (created or appended to)."), QStringLiteral("FILE.h5")}; }
-QCommandLineOption noCompressOption() { return {QStringLiteral("no-compress"), QStringLiteral("Store datasets uncompressed (faster, larger).")}; }
-QCommandLineOption threadsOption() { return {QStringLiteral("threads"), QStringLiteral("Worker threads (0 = all cores; results do not depend on it)."), QStringLiteral("N"), QStringLiteral("0")}; }
-QCommandLineOption jsonOption() { return {QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")}; }
-QCommandLineOption quietOption() { return {{QStringLiteral("q"), QStringLiteral("quiet")}, QStringLiteral("No progress output.")}; }
+QCommandLineOption outOption() {
+  return {{QStringLiteral("o"), QStringLiteral("out")},
+          QStringLiteral("Session file to write (created or appended to)."),
+          QStringLiteral("FILE.h5")};
+}
+QCommandLineOption noCompressOption() {
+  return {QStringLiteral("no-compress"), QStringLiteral("Store datasets uncompressed (faster, larger).")};
+}
+QCommandLineOption threadsOption() {
+  return {QStringLiteral("threads"), QStringLiteral("Worker threads (0 = all cores; results do not depend on it)."),
+          QStringLiteral("N"), QStringLiteral("0")};
+}
+QCommandLineOption jsonOption() {
+  return {QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")};
+}
+QCommandLineOption quietOption() {
+  return {{QStringLiteral("q"), QStringLiteral("quiet")}, QStringLiteral("No progress output.")};
+}
 
 int runRun(const QStringList& args) {
   QCommandLineParser p;
@@ -488,8 +551,10 @@ int runRun(const QStringList& args) {
       "without CONFIG the embedded default experiment runs. Schema: docs/session-format.md."));
   p.addPositionalArgument(QStringLiteral("CONFIG.json"), QStringLiteral("Experiment config (optional)."));
   const auto o = outOption(), nc = noCompressOption(), th = threadsOption(), js = jsonOption(), q = quietOption();
-  const QCommandLineOption idOpt(QStringLiteral("id"), QStringLiteral("Run id (single-run configs)."), QStringLiteral("ID"));
-  const QCommandLineOption dataOpt(QStringLiteral("data-dir"), QStringLiteral("Fashion-MNIST directory (training)."), QStringLiteral("DIR"));
+  const QCommandLineOption idOpt(QStringLiteral("id"), QStringLiteral("Run id (single-run configs)."),
+                                 QStringLiteral("ID"));
+  const QCommandLineOption dataOpt(QStringLiteral("data-dir"), QStringLiteral("Fashion-MNIST directory (training)."),
+                                   QStringLiteral("DIR"));
   const QCommandLineOption be = backendOption();
   p.addOptions({o, idOpt, nc, th, dataOpt, be, js, q});
   int rc = 0;
@@ -513,19 +578,23 @@ int runRun(const QStringList& args) {
     if (!fi.absoluteDir().exists())
       return fail(QStringLiteral("write failed: the directory of --out %1 does not exist").arg(opt.out));
   }
-  if (!parseBackendRequest(p.value(be))) return fail(QStringLiteral("--backend must be auto, cpu or gpu (got '%1')").arg(p.value(be)));
+  if (!parseBackendRequest(p.value(be)))
+    return fail(QStringLiteral("--backend must be auto, cpu or gpu (got '%1')").arg(p.value(be)));
   LoadedConfig c;
   if (!loadConfig(p.positionalArguments().value(0), &c)) return 2;
   QString e;
   auto exps = experimentsOf(c, &e);
   if (exps.empty()) return fail(QStringLiteral("config: %1").arg(e));
-  if (exps.size() > 1 && !opt.run_id.isEmpty()) return fail(QStringLiteral("--id needs a config with a single experiment"));
+  if (exps.size() > 1 && !opt.run_id.isEmpty())
+    return fail(QStringLiteral("--id needs a config with a single experiment"));
   // Check every type first, so a typo in the last experiment does not waste the first ones.
   for (const auto& [obj, text] : exps) {
     const QString t = typeOf(obj);
     if (!findType(t))
-      return fail(t.isEmpty() ? QStringLiteral("config: missing \"type\" (one of: %1)").arg(typeNames())
-                              : QStringLiteral("config: unknown experiment type '%1' (this build knows: %2)").arg(t, typeNames()));
+      return fail(
+          t.isEmpty()
+              ? QStringLiteral("config: missing \"type\" (one of: %1)").arg(typeNames())
+              : QStringLiteral("config: unknown experiment type '%1' (this build knows: %2)").arg(t, typeNames()));
   }
   const auto backend = makeChosenBackend(p.value(be), opt.quiet);
   if (!backend) return 2;
@@ -549,23 +618,29 @@ QStringList jsonStrings(const QJsonValue& v) {
 
 int runSweep(const QStringList& args) {
   QCommandLineParser p;
-  p.setApplicationDescription(QStringLiteral(
-      "Runs a grid of GEMM experiments: formats x scalings x distributions, one run each.\n"
-      "CONFIG.json is a GEMM config with a \"sweep\" object, e.g.\n"
-      "  {\"type\": \"gemm\", \"m\": 256, \"k\": 256, \"n\": 256, \"seed\": 1,\n"
-      "   \"sweep\": {\"formats\": [\"E4M3FN\", \"E5M2\", \"E4M3FN:E5M2\"], \"scalings\": [\"te_current\", \"mx_rceil\"],\n"
-      "             \"distributions\": [\"normal\", \"lognormal\"]}}\n"
-      "(\"A:B\" gives A and B different formats). Options override the sweep lists.\n"
-      "--shard i/n runs the grid points g with g mod n == i (0-based), so shards can run on\n"
-      "separate machines (e.g. a Slurm array: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT);\n"
-      "join their files with `fp8lab-cli merge`."));
+  p.setApplicationDescription(
+      QStringLiteral("Runs a grid of GEMM experiments: formats x scalings x distributions, one run each.\n"
+                     "CONFIG.json is a GEMM config with a \"sweep\" object, e.g.\n"
+                     "  {\"type\": \"gemm\", \"m\": 256, \"k\": 256, \"n\": 256, \"seed\": 1,\n"
+                     "   \"sweep\": {\"formats\": [\"E4M3FN\", \"E5M2\", \"E4M3FN:E5M2\"], \"scalings\": "
+                     "[\"te_current\", \"mx_rceil\"],\n"
+                     "             \"distributions\": [\"normal\", \"lognormal\"]}}\n"
+                     "(\"A:B\" gives A and B different formats). Options override the sweep lists.\n"
+                     "--shard i/n runs the grid points g with g mod n == i (0-based), so shards can run on\n"
+                     "separate machines (e.g. a Slurm array: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT);\n"
+                     "join their files with `fp8lab-cli merge`."));
   p.addPositionalArgument(QStringLiteral("CONFIG.json"), QStringLiteral("GEMM config with a sweep object."));
   const auto o = outOption(), nc = noCompressOption(), th = threadsOption(), js = jsonOption(), q = quietOption();
-  const QCommandLineOption shardOpt(QStringLiteral("shard"), QStringLiteral("Run slice i of n (0 <= i < n)."), QStringLiteral("i/n"));
-  const QCommandLineOption fOpt(QStringLiteral("formats"), QStringLiteral("Comma-separated formats (A or A:B)."), QStringLiteral("LIST"));
-  const QCommandLineOption sOpt(QStringLiteral("scalings"), QStringLiteral("Comma-separated scaling presets."), QStringLiteral("LIST"));
-  const QCommandLineOption dOpt(QStringLiteral("distributions"), QStringLiteral("Comma-separated distributions."), QStringLiteral("LIST"));
-  const QCommandLineOption dryOpt(QStringLiteral("dry-run"), QStringLiteral("List the grid points of this shard and exit."));
+  const QCommandLineOption shardOpt(QStringLiteral("shard"), QStringLiteral("Run slice i of n (0 <= i < n)."),
+                                    QStringLiteral("i/n"));
+  const QCommandLineOption fOpt(QStringLiteral("formats"), QStringLiteral("Comma-separated formats (A or A:B)."),
+                                QStringLiteral("LIST"));
+  const QCommandLineOption sOpt(QStringLiteral("scalings"), QStringLiteral("Comma-separated scaling presets."),
+                                QStringLiteral("LIST"));
+  const QCommandLineOption dOpt(QStringLiteral("distributions"), QStringLiteral("Comma-separated distributions."),
+                                QStringLiteral("LIST"));
+  const QCommandLineOption dryOpt(QStringLiteral("dry-run"),
+                                  QStringLiteral("List the grid points of this shard and exit."));
   const QCommandLineOption be = backendOption();
   p.addOptions({o, shardOpt, fOpt, sOpt, dOpt, nc, th, be, js, q, dryOpt});
   int rc = 0;
@@ -590,10 +665,12 @@ int runSweep(const QStringList& args) {
   LoadedConfig c;
   if (!loadConfig(p.positionalArguments()[0], &c)) return 2;
   QJsonObject base = c.root;
-  if (typeOf(base) != QStringLiteral("gemm")) return fail(QStringLiteral("sweep: the config must be a GEMM experiment (\"type\": \"gemm\")"));
+  if (typeOf(base) != QStringLiteral("gemm"))
+    return fail(QStringLiteral("sweep: the config must be a GEMM experiment (\"type\": \"gemm\")"));
   const QJsonObject sw = base.value(QStringLiteral("sweep")).toObject();
   for (auto it = sw.begin(); it != sw.end(); ++it)
-    if (it.key() != QStringLiteral("formats") && it.key() != QStringLiteral("scalings") && it.key() != QStringLiteral("distributions"))
+    if (it.key() != QStringLiteral("formats") && it.key() != QStringLiteral("scalings") &&
+        it.key() != QStringLiteral("distributions"))
       return fail(QStringLiteral("sweep.%1: unknown key (formats, scalings, distributions)").arg(it.key()));
   base.remove(QStringLiteral("sweep"));
   base.remove(QStringLiteral("name"));
@@ -601,13 +678,16 @@ int runSweep(const QStringList& args) {
   QString e;
   if (!parseGemmConfig(base, &probe, &e)) return fail(QStringLiteral("config: %1").arg(e));
   auto listOf = [&](const QCommandLineOption& opt, const char* key, const QString& dflt) {
-    QStringList l = p.isSet(opt) ? p.value(opt).split(QLatin1Char(','), Qt::SkipEmptyParts) : jsonStrings(sw.value(QString::fromLatin1(key)));
+    QStringList l = p.isSet(opt) ? p.value(opt).split(QLatin1Char(','), Qt::SkipEmptyParts)
+                                 : jsonStrings(sw.value(QString::fromLatin1(key)));
     if (l.isEmpty()) l << dflt;
     for (auto& x : l) x = x.trimmed();
     return l;
   };
-  const QStringList formats = listOf(fOpt, "formats", QString::fromStdString(probe.format_a) +
-                                                         (probe.format_b != probe.format_a ? QLatin1Char(':') + QString::fromStdString(probe.format_b) : QString()));
+  const QStringList formats = listOf(
+      fOpt, "formats",
+      QString::fromStdString(probe.format_a) +
+          (probe.format_b != probe.format_a ? QLatin1Char(':') + QString::fromStdString(probe.format_b) : QString()));
   const QStringList scalings = listOf(sOpt, "scalings", QString::fromStdString(probe.scaling));
   const QStringList dists = listOf(dOpt, "distributions", QString::fromLatin1(toString(probe.a.random.distribution)));
 
@@ -640,13 +720,15 @@ int runSweep(const QStringList& args) {
         pt.id = QStringLiteral("sweep-%1-%2-%3").arg(fid, s, d);
         pt.obj.insert(QStringLiteral("name"), pt.id);
         GemmExperimentConfig cc;
-        if (!parseGemmConfig(pt.obj, &cc, &e)) return fail(QStringLiteral("grid point %1 (%2): %3").arg(pt.index).arg(pt.id, e));
+        if (!parseGemmConfig(pt.obj, &cc, &e))
+          return fail(QStringLiteral("grid point %1 (%2): %3").arg(pt.index).arg(pt.id, e));
         std::string why;
         if (!isValidRunId(pt.id.toStdString(), &why)) return fail(QString::fromStdString(why));
         if (pt.index % shards == shard) grid.push_back(pt);
       }
   const bool json = p.isSet(js), quiet = p.isSet(q);
-  if (!parseBackendRequest(p.value(be))) return fail(QStringLiteral("--backend must be auto, cpu or gpu (got '%1')").arg(p.value(be)));
+  if (!parseBackendRequest(p.value(be)))
+    return fail(QStringLiteral("--backend must be auto, cpu or gpu (got '%1')").arg(p.value(be)));
   if (p.isSet(dryOpt)) {
     for (const auto& pt : grid) out(QStringLiteral("%1 %2\n").arg(pt.index).arg(pt.id));
     return 0;
@@ -656,7 +738,12 @@ int runSweep(const QStringList& args) {
   std::set<std::string> noted;  // each fallback reason once on stderr
   std::set<std::string> ran_on; // "backend (device)" of the runs
   if (!quiet)
-    err(QStringLiteral("sweep: %1 of %2 grid points (shard %3/%4) -> %5").arg(grid.size()).arg(g).arg(shard).arg(shards).arg(outPath));
+    err(QStringLiteral("sweep: %1 of %2 grid points (shard %3/%4) -> %5")
+            .arg(grid.size())
+            .arg(g)
+            .arg(shard)
+            .arg(shards)
+            .arg(outPath));
 
   TerminalProgress bar(QStringLiteral("sweep"));
   std::vector<Run> pending;
@@ -679,7 +766,9 @@ int runSweep(const QStringList& args) {
       return false;
     }
     for (size_t i = 0; i < ids.size(); ++i)
-      if (ids[i] != pending[i].id) err(QStringLiteral("note: run %1 stored as %2 (id taken)").arg(QString::fromStdString(pending[i].id), QString::fromStdString(ids[i])));
+      if (ids[i] != pending[i].id)
+        err(QStringLiteral("note: run %1 stored as %2 (id taken)")
+                .arg(QString::fromStdString(pending[i].id), QString::fromStdString(ids[i])));
     pending.clear();
     pending_bytes = 0;
     return true;
@@ -690,7 +779,9 @@ int runSweep(const QStringList& args) {
     parseGemmConfig(pt.obj, &cc, &e);
     const QString text = QString::fromUtf8(QJsonDocument(pt.obj).toJson(QJsonDocument::Compact));
     ProgressFn outer = [&](double f, const std::string&) {
-      if (!quiet) bar.update((double(i) + f) / double(grid.size()), QStringLiteral("%1/%2 %3").arg(i + 1).arg(grid.size()).arg(pt.id));
+      if (!quiet)
+        bar.update((double(i) + f) / double(grid.size()),
+                   QStringLiteral("%1/%2 %3").arg(i + 1).arg(grid.size()).arg(pt.id));
       return true;
     };
     auto run = gemmRun(cc, text, pt.id, threads, true, outer, backend.get());
@@ -707,12 +798,16 @@ int runSweep(const QStringList& args) {
     ran_on.insert(run->backend + " (" + run->device + ")");
     table.push_back({pt.id, pt.fmt, pt.scaling, pt.dist, met("sqnr_db"), met("rel_fro"), met("max_rel"),
                      met("a_saturated") + met("b_saturated")});
-    rows.append(QJsonObject{{QStringLiteral("run"), pt.id}, {QStringLiteral("grid_index"), pt.index},
-                            {QStringLiteral("format"), pt.fmt}, {QStringLiteral("scaling"), pt.scaling},
-                            {QStringLiteral("distribution"), pt.dist}, {QStringLiteral("backend"), QString::fromStdString(run->backend)},
-                            {QStringLiteral("device"), QString::fromStdString(run->device)},
-                            {QStringLiteral("backend_note"), QString::fromStdString(attrString(run->attrs, "backend_note").value_or(""))},
-                            {QStringLiteral("metrics"), metricsJson(*run)}});
+    rows.append(QJsonObject{
+        {QStringLiteral("run"), pt.id},
+        {QStringLiteral("grid_index"), pt.index},
+        {QStringLiteral("format"), pt.fmt},
+        {QStringLiteral("scaling"), pt.scaling},
+        {QStringLiteral("distribution"), pt.dist},
+        {QStringLiteral("backend"), QString::fromStdString(run->backend)},
+        {QStringLiteral("device"), QString::fromStdString(run->device)},
+        {QStringLiteral("backend_note"), QString::fromStdString(attrString(run->attrs, "backend_note").value_or(""))},
+        {QStringLiteral("metrics"), metricsJson(*run)}});
     for (const auto& [k, d] : run->datasets) pending_bytes += d.storedCount() * int64_t(d.elementBytes());
     pending.push_back(std::move(*run));
     if (pending_bytes > (int64_t(256) << 20) && !flush()) return 2;
@@ -720,9 +815,12 @@ int runSweep(const QStringList& args) {
   if (!flush()) return 2;
   bar.finish();
   if (json) {
-    out(toJsonText(QJsonObject{{QStringLiteral("file"), outPath}, {QStringLiteral("shard"), shard}, {QStringLiteral("shards"), shards},
+    out(toJsonText(QJsonObject{{QStringLiteral("file"), outPath},
+                               {QStringLiteral("shard"), shard},
+                               {QStringLiteral("shards"), shards},
                                {QStringLiteral("backend_request"), QString::fromLatin1(toString(backend->request()))},
-                               {QStringLiteral("grid_size"), g}, {QStringLiteral("runs"), rows}}) +
+                               {QStringLiteral("grid_size"), g},
+                               {QStringLiteral("runs"), rows}}) +
         "\n");
     return 0;
   }
@@ -761,15 +859,19 @@ int runRerun(const QStringList& args) {
   p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
   p.addPositionalArgument(QStringLiteral("RUN_ID"), QStringLiteral("Run to reproduce."));
   const auto th = threadsOption(), js = jsonOption(), q = quietOption();
-  const QCommandLineOption saveOpt(QStringLiteral("out"), QStringLiteral("Also save the new run into this session file."), QStringLiteral("FILE.h5"));
-  const QCommandLineOption be(QStringLiteral("backend"), QStringLiteral("Only cpu: rerun reproduces on the CPU reference backend."),
+  const QCommandLineOption saveOpt(QStringLiteral("out"),
+                                   QStringLiteral("Also save the new run into this session file."),
+                                   QStringLiteral("FILE.h5"));
+  const QCommandLineOption be(QStringLiteral("backend"),
+                              QStringLiteral("Only cpu: rerun reproduces on the CPU reference backend."),
                               QStringLiteral("cpu"), QStringLiteral("cpu"));
   p.addOptions({saveOpt, th, be, js, q});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   if (parseBackendRequest(p.value(be)) != BackendRequest::Cpu)
-    return fail(QStringLiteral("rerun reproduces on the CPU reference backend only (its bit-for-bit promise is for the CPU); "
-                               "to repeat a run on the GPU, run its config again: fp8lab-cli run CONFIG.json --backend gpu"));
+    return fail(
+        QStringLiteral("rerun reproduces on the CPU reference backend only (its bit-for-bit promise is for the CPU); "
+                       "to repeat a run on the GPU, run its config again: fp8lab-cli run CONFIG.json --backend gpu"));
   if (p.positionalArguments().size() != 2) return fail(QStringLiteral("rerun needs FILE.h5 and RUN_ID"));
   const QString file = p.positionalArguments()[0], id = p.positionalArguments()[1];
   bool ok = false;
@@ -783,14 +885,18 @@ int runRerun(const QStringList& args) {
   const Run& s = stored.value;
   const ExperimentType* t = findType(QString::fromStdString(s.type));
   if (!t || !t->reproduce)
-    return fail(QStringLiteral("run %1 has type '%2', which this build cannot re-run (known: %3)").arg(id, QString::fromStdString(s.type), typeNames()));
+    return fail(QStringLiteral("run %1 has type '%2', which this build cannot re-run (known: %3)")
+                    .arg(id, QString::fromStdString(s.type), typeNames()));
   TerminalProgress bar(QStringLiteral("rerun %1").arg(id));
   const bool quiet = p.isSet(q);
   QString e;
-  auto fresh = t->reproduce(s, threads, [&](double f, const std::string& st) {
-    if (!quiet) bar.update(f, QString::fromStdString(st));
-    return true;
-  }, &e);
+  auto fresh = t->reproduce(
+      s, threads,
+      [&](double f, const std::string& st) {
+        if (!quiet) bar.update(f, QString::fromStdString(st));
+        return true;
+      },
+      &e);
   bar.finish();
   if (!fresh) return fail(QStringLiteral("cannot re-run %1: %2").arg(id, e));
   int nd = 0, nm = 0;
@@ -800,35 +906,49 @@ int runRerun(const QStringList& args) {
     if (!appendRunsToFile(p.value(saveOpt), {*fresh}, true, &ids)) return 2;
   }
   const bool same = diffs.empty();
-  const QString backendNote = s.backend == "cpu" || s.backend.empty()
-                                  ? QString()
-                                  : QStringLiteral(" (the stored run used the %1 backend; the re-run used the CPU backend)").arg(QString::fromStdString(s.backend));
+  const QString backendNote =
+      s.backend == "cpu" || s.backend.empty()
+          ? QString()
+          : QStringLiteral(" (the stored run used the %1 backend; the re-run used the CPU backend)")
+                .arg(QString::fromStdString(s.backend));
   if (p.isSet(js)) {
     QJsonArray d;
     for (const auto& x : diffs) d.append(QString::fromStdString(x));
-    out(toJsonText(QJsonObject{{QStringLiteral("file"), file}, {QStringLiteral("run"), id}, {QStringLiteral("type"), QString::fromStdString(s.type)},
-                               {QStringLiteral("identical"), same}, {QStringLiteral("datasets_compared"), nd},
-                               {QStringLiteral("metrics_compared"), nm}, {QStringLiteral("backend"), QStringLiteral("cpu")},
+    out(toJsonText(QJsonObject{{QStringLiteral("file"), file},
+                               {QStringLiteral("run"), id},
+                               {QStringLiteral("type"), QString::fromStdString(s.type)},
+                               {QStringLiteral("identical"), same},
+                               {QStringLiteral("datasets_compared"), nd},
+                               {QStringLiteral("metrics_compared"), nm},
+                               {QStringLiteral("backend"), QStringLiteral("cpu")},
                                {QStringLiteral("differences"), d}}) +
         "\n");
   } else if (same) {
-    out(QStringLiteral("reproduced bit for bit: run %1 (%2, seed %3) — %4 datasets and %5 metrics identical on the CPU backend%6\n")
+    out(QStringLiteral("reproduced bit for bit: run %1 (%2, seed %3) — %4 datasets and %5 metrics identical on the CPU "
+                       "backend%6\n")
             .arg(id, QString::fromStdString(s.type))
             .arg(s.seed)
             .arg(nd)
             .arg(nm)
             .arg(backendNote));
   } else {
-    QString t2 = QStringLiteral("NOT reproduced: run %1 differs in %2 place(s)%3:\n").arg(id).arg(diffs.size()).arg(backendNote);
+    QString t2 =
+        QStringLiteral("NOT reproduced: run %1 differs in %2 place(s)%3:\n").arg(id).arg(diffs.size()).arg(backendNote);
     for (const auto& x : diffs) t2 += QStringLiteral("  ") + QString::fromStdString(x) + QLatin1Char('\n');
     out(t2);
   }
   return same ? 0 : 1;
 }
 
-const CommandRegistrar regRun({QStringLiteral("run"), QStringLiteral("Run an experiment config (GEMM or training) into a session file"), runRun, 60});
-const CommandRegistrar regSweep({QStringLiteral("sweep"), QStringLiteral("Grid of GEMM runs: formats x scalings x distributions (--shard i/n)"), runSweep, 61});
-const CommandRegistrar regRerun({QStringLiteral("rerun"), QStringLiteral("Re-run a stored run and check it reproduces bit for bit"), runRerun, 62});
+const CommandRegistrar regRun({QStringLiteral("run"),
+                               QStringLiteral("Run an experiment config (GEMM or training) into a session file"),
+                               runRun, 60});
+const CommandRegistrar regSweep({QStringLiteral("sweep"),
+                                 QStringLiteral("Grid of GEMM runs: formats x scalings x distributions (--shard i/n)"),
+                                 runSweep, 61});
+const CommandRegistrar regRerun({QStringLiteral("rerun"),
+                                 QStringLiteral("Re-run a stored run and check it reproduces bit for bit"), runRerun,
+                                 62});
 
 } // namespace
 } // namespace fp8lab::cli

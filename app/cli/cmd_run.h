@@ -23,13 +23,13 @@ namespace fp8lab::cli {
 
 /// Options of `run` shared by every experiment type.
 struct RunCliOptions {
-  QString out;            ///< session file (created, or appended to; conflicting ids get -2, -3...)
-  QString run_id;         ///< --id: id of the (single) run; "" = from the config / automatic
-  bool json = false;      ///< JSON summary on stdout
-  bool quiet = false;     ///< no progress or per-run lines on stderr
-  bool compress = true;   ///< gzip large datasets
-  int threads = 0;        ///< 0 = all cores (results do not depend on it)
-  QString data_dir;       ///< --data-dir (training data)
+  QString out;          ///< session file (created, or appended to; conflicting ids get -2, -3...)
+  QString run_id;       ///< --id: id of the (single) run; "" = from the config / automatic
+  bool json = false;    ///< JSON summary on stdout
+  bool quiet = false;   ///< no progress or per-run lines on stderr
+  bool compress = true; ///< gzip large datasets
+  int threads = 0;      ///< 0 = all cores (results do not depend on it)
+  QString data_dir;     ///< --data-dir (training data)
   /// --backend: where the GEMMs run (backend_choice.h); made once per command, not owned.
   /// Null = the CPU reference backend.
   ChosenGemmBackend* backend = nullptr;
@@ -42,7 +42,8 @@ struct ExperimentType {
   /// as given for single-experiment files). Returns the process exit code (0 = ok).
   std::function<int(const QJsonObject& config, const QString& text, const RunCliOptions& opt)> run;
   /// Reproduces a stored run from its config (CPU backend); nullopt with *error on failure.
-  std::function<std::optional<Run>(const Run& stored, int threads, const ProgressFn& progress, QString* error)> reproduce;
+  std::function<std::optional<Run>(const Run& stored, int threads, const ProgressFn& progress, QString* error)>
+      reproduce;
 };
 
 /// The registered experiment types ("gemm", and whatever registers itself).

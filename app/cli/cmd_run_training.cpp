@@ -51,7 +51,9 @@ struct Parser {
   void fail(const QString& where, const QString& what) {
     if (error.isEmpty()) error = where.isEmpty() ? what : where + QStringLiteral(": ") + what;
   }
-  static QString at(const QString& where, const QString& key) { return where.isEmpty() ? key : where + QLatin1Char('.') + key; }
+  static QString at(const QString& where, const QString& key) {
+    return where.isEmpty() ? key : where + QLatin1Char('.') + key;
+  }
 
   void checkKeys(const QJsonObject& o, const QString& where, const QStringList& known) {
     for (auto it = o.begin(); it != o.end(); ++it)
@@ -118,16 +120,20 @@ struct Parser {
     if (!o.contains(key)) return def;
     const QString name = string(o, key, where, {});
     const Format* f = Format::byName(name.toStdString());
-    if (!f) fail(at(where, key), QStringLiteral("unknown format '%1' (known: %2)").arg(name, formatHelpList()));
-    else if (f->bits() > 8) fail(at(where, key), QStringLiteral("%1 is not an FP8 (≤ 8-bit) format").arg(name));
+    if (!f)
+      fail(at(where, key), QStringLiteral("unknown format '%1' (known: %2)").arg(name, formatHelpList()));
+    else if (f->bits() > 8)
+      fail(at(where, key), QStringLiteral("%1 is not an FP8 (≤ 8-bit) format").arg(name));
     return f ? f : def;
   }
   Accumulation accumulation(const QString& s, const QString& where, Accumulation def) {
     const QString a = s.toLower();
     if (a == QStringLiteral("exact")) return Accumulation::Exact;
     if (a == QStringLiteral("fp32")) return Accumulation::FP32;
-    if (a == QStringLiteral("split") || a == QStringLiteral("split_fp32") || a == QStringLiteral("splitfp32")) return Accumulation::SplitFP32;
-    if (a == QStringLiteral("fast") || a == QStringLiteral("fast_accum") || a == QStringLiteral("fastaccum")) return Accumulation::FastAccum;
+    if (a == QStringLiteral("split") || a == QStringLiteral("split_fp32") || a == QStringLiteral("splitfp32"))
+      return Accumulation::SplitFP32;
+    if (a == QStringLiteral("fast") || a == QStringLiteral("fast_accum") || a == QStringLiteral("fastaccum"))
+      return Accumulation::FastAccum;
     fail(where, QStringLiteral("unknown accumulation '%1' (exact, fp32, split, fast)").arg(s));
     return def;
   }
@@ -135,24 +141,42 @@ struct Parser {
     if (!o.contains(key)) return g;
     const QJsonObject go = object(o, key, where);
     const QString w = at(where, key);
-    checkKeys(go, w, {QStringLiteral("accumulation"), QStringLiteral("promotion_interval"), QStringLiteral("fast_accum_bits")});
+    checkKeys(
+        go, w,
+        {QStringLiteral("accumulation"), QStringLiteral("promotion_interval"), QStringLiteral("fast_accum_bits")});
     if (go.contains(QStringLiteral("accumulation")))
-      g.accumulation = accumulation(string(go, QStringLiteral("accumulation"), w, {}), at(w, QStringLiteral("accumulation")), g.accumulation);
-    g.promotion_interval = static_cast<int>(integer(go, QStringLiteral("promotion_interval"), w, g.promotion_interval, 1, 1 << 20));
+      g.accumulation = accumulation(string(go, QStringLiteral("accumulation"), w, {}),
+                                    at(w, QStringLiteral("accumulation")), g.accumulation);
+    g.promotion_interval =
+        static_cast<int>(integer(go, QStringLiteral("promotion_interval"), w, g.promotion_interval, 1, 1 << 20));
     g.fast_accum_bits = static_cast<int>(integer(go, QStringLiteral("fast_accum_bits"), w, g.fast_accum_bits, 2, 24));
     return g;
   }
 };
 
-const QStringList kRunKeys = {
-    QStringLiteral("type"),          QStringLiteral("id"),            QStringLiteral("label"),
-    QStringLiteral("dataset"),       QStringLiteral("data_dir"),      QStringLiteral("train_limit"),
-    QStringLiteral("test_limit"),    QStringLiteral("precision"),     QStringLiteral("scaling"),
-    QStringLiteral("forward_format"), QStringLiteral("backward_format"), QStringLiteral("layers"),
-    QStringLiteral("batch_size"),    QStringLiteral("epochs"),        QStringLiteral("optimizer"),
-    QStringLiteral("seed"),          QStringLiteral("forward_gemm"),  QStringLiteral("backward_gemm"),
-    QStringLiteral("spike"),         QStringLiteral("eval_batch_size"), QStringLiteral("record_history"),
-    QStringLiteral("threads"),       QStringLiteral("description")};
+const QStringList kRunKeys = {QStringLiteral("type"),
+                              QStringLiteral("id"),
+                              QStringLiteral("label"),
+                              QStringLiteral("dataset"),
+                              QStringLiteral("data_dir"),
+                              QStringLiteral("train_limit"),
+                              QStringLiteral("test_limit"),
+                              QStringLiteral("precision"),
+                              QStringLiteral("scaling"),
+                              QStringLiteral("forward_format"),
+                              QStringLiteral("backward_format"),
+                              QStringLiteral("layers"),
+                              QStringLiteral("batch_size"),
+                              QStringLiteral("epochs"),
+                              QStringLiteral("optimizer"),
+                              QStringLiteral("seed"),
+                              QStringLiteral("forward_gemm"),
+                              QStringLiteral("backward_gemm"),
+                              QStringLiteral("spike"),
+                              QStringLiteral("eval_batch_size"),
+                              QStringLiteral("record_history"),
+                              QStringLiteral("threads"),
+                              QStringLiteral("description")};
 
 /// Members of `over` replace those of `base` (one level; nested objects are merged one more level).
 QJsonObject merged(const QJsonObject& base, const QJsonObject& over) {
@@ -173,7 +197,10 @@ QJsonObject merged(const QJsonObject& base, const QJsonObject& over) {
 QString defaultRunId(const QJsonObject& o, int index) {
   const QString prec = o.value(QStringLiteral("precision")).toString(QStringLiteral("fp8"));
   if (prec == QStringLiteral("fp32")) return QStringLiteral("fp32-baseline");
-  const QString strat = o.value(QStringLiteral("scaling")).toObject().value(QStringLiteral("strategy")).toString(QStringLiteral("delayed-flax"));
+  const QString strat = o.value(QStringLiteral("scaling"))
+                            .toObject()
+                            .value(QStringLiteral("strategy"))
+                            .toString(QStringLiteral("delayed-flax"));
   return QStringLiteral("fp8-%1").arg(strat) + (index > 0 ? QStringLiteral("-%1").arg(index + 1) : QString());
 }
 
@@ -181,7 +208,8 @@ TrainingRunSpec parseRun(Parser& p, const QJsonObject& o, const QString& where, 
   TrainingRunSpec s;
   TrainingConfig& c = s.config;
   p.checkKeys(o, where, kRunKeys);
-  if (o.contains(QStringLiteral("type")) && p.string(o, QStringLiteral("type"), where, {}) != QStringLiteral("training"))
+  if (o.contains(QStringLiteral("type")) &&
+      p.string(o, QStringLiteral("type"), where, {}) != QStringLiteral("training"))
     p.fail(Parser::at(where, QStringLiteral("type")), QStringLiteral("must be \"training\""));
   if (o.contains(QStringLiteral("dataset")) &&
       p.string(o, QStringLiteral("dataset"), where, {}).toLower() != QStringLiteral("fashion-mnist"))
@@ -195,21 +223,27 @@ TrainingRunSpec parseRun(Parser& p, const QJsonObject& o, const QString& where, 
   s.train_limit = p.integer(o, QStringLiteral("train_limit"), where, 0, 0, 60000);
   s.test_limit = p.integer(o, QStringLiteral("test_limit"), where, 0, 0, 10000);
   const QString prec = p.string(o, QStringLiteral("precision"), where, QStringLiteral("fp8")).toLower();
-  if (prec == QStringLiteral("fp8")) c.precision = TrainingPrecision::FP8;
-  else if (prec == QStringLiteral("fp32")) c.precision = TrainingPrecision::FP32;
-  else p.fail(Parser::at(where, QStringLiteral("precision")), QStringLiteral("must be \"fp8\" or \"fp32\""));
+  if (prec == QStringLiteral("fp8"))
+    c.precision = TrainingPrecision::FP8;
+  else if (prec == QStringLiteral("fp32"))
+    c.precision = TrainingPrecision::FP32;
+  else
+    p.fail(Parser::at(where, QStringLiteral("precision")), QStringLiteral("must be \"fp8\" or \"fp32\""));
   if (o.contains(QStringLiteral("scaling"))) {
     const QString w = Parser::at(where, QStringLiteral("scaling"));
     const QJsonObject so = p.object(o, QStringLiteral("scaling"), where);
-    p.checkKeys(so, w, {QStringLiteral("strategy"), QStringLiteral("history_len"), QStringLiteral("amax_compute_algo"),
-                        QStringLiteral("margin"), QStringLiteral("power_of_two")});
+    p.checkKeys(so, w,
+                {QStringLiteral("strategy"), QStringLiteral("history_len"), QStringLiteral("amax_compute_algo"),
+                 QStringLiteral("margin"), QStringLiteral("power_of_two")});
     const QString strat = p.string(so, QStringLiteral("strategy"), w, QStringLiteral("delayed-flax"));
     if (!parseTrainingScalingKind(strat.toLower().toStdString(), &c.scaling.kind))
-      p.fail(Parser::at(w, QStringLiteral("strategy")),
-             QStringLiteral("unknown strategy '%1' (delayed-flax, delayed-te, current-te, current-torchao)").arg(strat));
+      p.fail(
+          Parser::at(w, QStringLiteral("strategy")),
+          QStringLiteral("unknown strategy '%1' (delayed-flax, delayed-te, current-te, current-torchao)").arg(strat));
     c.scaling.history_len = static_cast<int>(p.integer(so, QStringLiteral("history_len"), w, 1024, 1, 65536));
     const QString algo = p.string(so, QStringLiteral("amax_compute_algo"), w, QStringLiteral("max"));
-    if (algo == QStringLiteral("most_recent")) c.scaling.most_recent = true;
+    if (algo == QStringLiteral("most_recent"))
+      c.scaling.most_recent = true;
     else if (algo != QStringLiteral("max"))
       p.fail(Parser::at(w, QStringLiteral("amax_compute_algo")), QStringLiteral("must be \"max\" or \"most_recent\""));
     c.scaling.margin = static_cast<int>(p.integer(so, QStringLiteral("margin"), w, 0, 0, 64));
@@ -240,15 +274,17 @@ TrainingRunSpec parseRun(Parser& p, const QJsonObject& o, const QString& where, 
   }
   c.batch_size = static_cast<int>(p.integer(o, QStringLiteral("batch_size"), where, c.batch_size, 1, 60000));
   c.epochs = static_cast<int>(p.integer(o, QStringLiteral("epochs"), where, c.epochs, 1, 1000));
-  c.eval_batch_size = static_cast<int>(p.integer(o, QStringLiteral("eval_batch_size"), where, c.eval_batch_size, 1, 10000));
+  c.eval_batch_size =
+      static_cast<int>(p.integer(o, QStringLiteral("eval_batch_size"), where, c.eval_batch_size, 1, 10000));
   c.threads = static_cast<int>(p.integer(o, QStringLiteral("threads"), where, 0, 0, 1024));
   c.seed = p.seed(o, QStringLiteral("seed"), where, c.seed);
   c.record_history = p.boolean(o, QStringLiteral("record_history"), where, true);
   if (o.contains(QStringLiteral("optimizer"))) {
     const QString w = Parser::at(where, QStringLiteral("optimizer"));
     const QJsonObject oo = p.object(o, QStringLiteral("optimizer"), where);
-    p.checkKeys(oo, w, {QStringLiteral("name"), QStringLiteral("learning_rate"), QStringLiteral("beta1"),
-                        QStringLiteral("beta2"), QStringLiteral("epsilon")});
+    p.checkKeys(oo, w,
+                {QStringLiteral("name"), QStringLiteral("learning_rate"), QStringLiteral("beta1"),
+                 QStringLiteral("beta2"), QStringLiteral("epsilon")});
     if (p.string(oo, QStringLiteral("name"), w, QStringLiteral("adam")).toLower() != QStringLiteral("adam"))
       p.fail(Parser::at(w, QStringLiteral("name")), QStringLiteral("only \"adam\" is supported"));
     c.learning_rate = p.number(oo, QStringLiteral("learning_rate"), w, c.learning_rate);
@@ -279,7 +315,8 @@ TrainingRunSpec parseRun(Parser& p, const QJsonObject& o, const QString& where, 
 bool isTrainingConfig(const QJsonObject& config) {
   if (config.value(QStringLiteral("type")).toString() == QStringLiteral("training")) return true;
   const QJsonArray runs = config.value(QStringLiteral("runs")).toArray();
-  return !runs.isEmpty() && runs.first().toObject().value(QStringLiteral("type")).toString() == QStringLiteral("training");
+  return !runs.isEmpty() &&
+         runs.first().toObject().value(QStringLiteral("type")).toString() == QStringLiteral("training");
 }
 
 std::optional<TrainingExperimentSpec> parseTrainingExperiment(const QJsonObject& config, QString* error) {
@@ -289,16 +326,18 @@ std::optional<TrainingExperimentSpec> parseTrainingExperiment(const QJsonObject&
     TrainingRunSpec s = parseRun(p, config, {}, defaultRunId(config, 0));
     spec.runs.push_back(std::move(s));
   } else {
-    p.checkKeys(config, {}, {QStringLiteral("type"), QStringLiteral("name"), QStringLiteral("description"),
-                             QStringLiteral("dataset"), QStringLiteral("data_dir"), QStringLiteral("train_limit"),
-                             QStringLiteral("test_limit"), QStringLiteral("defaults"), QStringLiteral("runs"),
-                             QStringLiteral("gemm_on_trained_weights"), QStringLiteral("notes")});
+    p.checkKeys(config, {},
+                {QStringLiteral("type"), QStringLiteral("name"), QStringLiteral("description"),
+                 QStringLiteral("dataset"), QStringLiteral("data_dir"), QStringLiteral("train_limit"),
+                 QStringLiteral("test_limit"), QStringLiteral("defaults"), QStringLiteral("runs"),
+                 QStringLiteral("gemm_on_trained_weights"), QStringLiteral("notes")});
     spec.name = p.string(config, QStringLiteral("name"), {}, QStringLiteral("training"));
     QJsonObject defaults = p.object(config, QStringLiteral("defaults"), {});
     for (const char* k : {"dataset", "data_dir", "train_limit", "test_limit"})
       if (config.contains(QLatin1String(k))) defaults.insert(QLatin1String(k), config.value(QLatin1String(k)));
     const QJsonValue rv = config.value(QStringLiteral("runs"));
-    if (!rv.isArray() || rv.toArray().isEmpty()) p.fail(QStringLiteral("runs"), QStringLiteral("must be a non-empty array"));
+    if (!rv.isArray() || rv.toArray().isEmpty())
+      p.fail(QStringLiteral("runs"), QStringLiteral("must be a non-empty array"));
     const QJsonArray runs = rv.toArray();
     QSet<QString> ids;
     for (int i = 0; i < runs.size(); ++i) {
@@ -309,20 +348,24 @@ std::optional<TrainingExperimentSpec> parseTrainingExperiment(const QJsonObject&
       }
       const QJsonObject ro = merged(defaults, runs[i].toObject());
       TrainingRunSpec s = parseRun(p, ro, where, defaultRunId(ro, i));
-      if (ids.contains(s.id)) p.fail(Parser::at(where, QStringLiteral("id")), QStringLiteral("duplicate run id '%1'").arg(s.id));
+      if (ids.contains(s.id))
+        p.fail(Parser::at(where, QStringLiteral("id")), QStringLiteral("duplicate run id '%1'").arg(s.id));
       ids.insert(s.id);
       spec.runs.push_back(std::move(s));
     }
     if (config.contains(QStringLiteral("gemm_on_trained_weights"))) {
       const QString w = QStringLiteral("gemm_on_trained_weights");
       const QJsonObject go = p.object(config, w, {});
-      p.checkKeys(go, w, {QStringLiteral("from_run"), QStringLiteral("layers"), QStringLiteral("rows"), QStringLiteral("scaling"),
-                          QStringLiteral("a_format"), QStringLiteral("b_format"), QStringLiteral("accumulation"),
-                          QStringLiteral("promotion_interval"), QStringLiteral("fast_accum_bits")});
+      p.checkKeys(go, w,
+                  {QStringLiteral("from_run"), QStringLiteral("layers"), QStringLiteral("rows"),
+                   QStringLiteral("scaling"), QStringLiteral("a_format"), QStringLiteral("b_format"),
+                   QStringLiteral("accumulation"), QStringLiteral("promotion_interval"),
+                   QStringLiteral("fast_accum_bits")});
       WeightGemmSpec g;
       g.from_run = p.string(go, QStringLiteral("from_run"), w, spec.runs.empty() ? QString() : spec.runs.front().id);
       if (!ids.contains(g.from_run))
-        p.fail(Parser::at(w, QStringLiteral("from_run")), QStringLiteral("no run with id '%1' in this experiment").arg(g.from_run));
+        p.fail(Parser::at(w, QStringLiteral("from_run")),
+               QStringLiteral("no run with id '%1' in this experiment").arg(g.from_run));
       int nlayers = 3;
       for (const auto& r : spec.runs)
         if (r.id == g.from_run) nlayers = static_cast<int>(r.config.layer_sizes.size()) - 1;
@@ -334,20 +377,25 @@ std::optional<TrainingExperimentSpec> parseTrainingExperiment(const QJsonObject&
         bool ok = name.startsWith(QStringLiteral("fc"));
         const int l = name.mid(2).toInt(&ok) - 1;
         if (!ok || l < 0 || l >= nlayers)
-          p.fail(Parser::at(w, QStringLiteral("layers")), QStringLiteral("'%1' is not a layer (fc1 … fc%2)").arg(name).arg(nlayers));
-        else g.layers.push_back(l);
+          p.fail(Parser::at(w, QStringLiteral("layers")),
+                 QStringLiteral("'%1' is not a layer (fc1 … fc%2)").arg(name).arg(nlayers));
+        else
+          g.layers.push_back(l);
       }
       g.gemm.rows = p.integer(go, QStringLiteral("rows"), w, 1000, 1, 10000);
       g.gemm.scaling = p.string(go, QStringLiteral("scaling"), w, QStringLiteral("te_current")).toStdString();
       if (!scalingPreset(g.gemm.scaling))
         p.fail(Parser::at(w, QStringLiteral("scaling")),
-               QStringLiteral("'%1' is not a current-scaling preset (see fp8lab-cli quantize --help)").arg(QString::fromStdString(g.gemm.scaling)));
+               QStringLiteral("'%1' is not a current-scaling preset (see fp8lab-cli quantize --help)")
+                   .arg(QString::fromStdString(g.gemm.scaling)));
       g.gemm.a_format = p.format(go, QStringLiteral("a_format"), w, g.gemm.a_format);
       g.gemm.b_format = p.format(go, QStringLiteral("b_format"), w, g.gemm.b_format);
       if (go.contains(QStringLiteral("accumulation")))
-        g.gemm.gemm.accumulation = p.accumulation(go.value(QStringLiteral("accumulation")).toString(),
-                                                  Parser::at(w, QStringLiteral("accumulation")), g.gemm.gemm.accumulation);
-      g.gemm.gemm.promotion_interval = static_cast<int>(p.integer(go, QStringLiteral("promotion_interval"), w, 128, 1, 1 << 20));
+        g.gemm.gemm.accumulation =
+            p.accumulation(go.value(QStringLiteral("accumulation")).toString(),
+                           Parser::at(w, QStringLiteral("accumulation")), g.gemm.gemm.accumulation);
+      g.gemm.gemm.promotion_interval =
+          static_cast<int>(p.integer(go, QStringLiteral("promotion_interval"), w, 128, 1, 1 << 20));
       g.gemm.gemm.fast_accum_bits = static_cast<int>(p.integer(go, QStringLiteral("fast_accum_bits"), w, 14, 2, 24));
       spec.weight_gemm = g;
     }
@@ -363,7 +411,9 @@ std::optional<TrainingExperimentSpec> parseTrainingExperiment(const QJsonObject&
 
 namespace {
 
-QString pct(double f) { return QString::number(100.0 * f, 'f', 2) + QLatin1Char('%'); }
+QString pct(double f) {
+  return QString::number(100.0 * f, 'f', 2) + QLatin1Char('%');
+}
 
 std::string runConfigJson(const TrainingRunSpec& s) {
   return trainingConfigJson(s.config, s.id.toStdString(), s.train_limit, s.test_limit, s.data_dir.toStdString());
@@ -390,7 +440,8 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
   if (!opt.data_dir.isEmpty())
     for (auto& r : spec->runs) r.data_dir = opt.data_dir;
   if (opt.threads > 0)
-    for (auto& r : spec->runs) r.config.threads = r.config.forward_gemm.threads = r.config.backward_gemm.threads = opt.threads;
+    for (auto& r : spec->runs)
+      r.config.threads = r.config.forward_gemm.threads = r.config.backward_gemm.threads = opt.threads;
   if (!opt.run_id.isEmpty()) {
     if (spec->runs.size() != 1) return fail(QStringLiteral("--id needs a training config with a single run"));
     std::string why;
@@ -405,7 +456,8 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
   // Fail early on an unwritable output directory, before minutes of training.
   const QFileInfo outInfo(out_path_q);
   if (!QFileInfo(outInfo.absolutePath()).isDir() || !QFileInfo(outInfo.absolutePath()).isWritable())
-    return fail(QStringLiteral("cannot write %1: the directory %2 does not exist or is not writable").arg(out_path_q, outInfo.absolutePath()));
+    return fail(QStringLiteral("cannot write %1: the directory %2 does not exist or is not writable")
+                    .arg(out_path_q, outInfo.absolutePath()));
 
   DataCache data;
   SigintGuard sigint;
@@ -420,7 +472,8 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
     std::vector<std::string> ids;
     const Status st = appendRuns(out_path, {run}, wo, &ids);
     if (!st.ok()) {
-      fail(QStringLiteral("could not save run '%1' to %2: %3").arg(QString::fromStdString(run.id), out_path_q, QString::fromStdString(st.firstError())));
+      fail(QStringLiteral("could not save run '%1' to %2: %3")
+               .arg(QString::fromStdString(run.id), out_path_q, QString::fromStdString(st.firstError())));
       return false;
     }
     *stored_id = ids.empty() ? QString::fromStdString(run.id) : QString::fromStdString(ids.front());
@@ -443,7 +496,8 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
     if (!opt.quiet && !opt.json)
       std::fprintf(stderr, "%s: %s, %d epochs of %lld steps (batch %d, %lld images)\n", label.toUtf8().constData(),
                    rs.config.precision == TrainingPrecision::FP8 ? toString(rs.config.scaling.kind) : "FP32 baseline",
-                   rs.config.epochs, static_cast<long long>((train.count + rs.config.batch_size - 1) / rs.config.batch_size),
+                   rs.config.epochs,
+                   static_cast<long long>((train.count + rs.config.batch_size - 1) / rs.config.batch_size),
                    rs.config.batch_size, static_cast<long long>(train.count));
     if (opt.backend) opt.backend->resetCounts();
     TrainingRun run(rs.config, train, test, opt.backend);
@@ -459,7 +513,8 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
             const auto& e = eps[epochs_reported];
             bar.finish();
             std::fprintf(stderr, "%s: epoch %d: train loss %.4f, test loss %.4f, test accuracy %s (%.1f s)\n",
-                         label.toUtf8().constData(), e.epoch, e.train_loss, e.test_loss, pct(e.test_accuracy).toUtf8().constData(), e.seconds);
+                         label.toUtf8().constData(), e.epoch, e.train_loss, e.test_loss,
+                         pct(e.test_accuracy).toUtf8().constData(), e.seconds);
           }
         }
         return !g_interrupted.load();
@@ -484,7 +539,8 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
       recordBackend(session_run, *opt.backend, rs.config.forward_gemm,
                     backend_note.empty() ? opt.backend->noGpuReason() : backend_note);
       if (session_run.backend == "cuda")
-        session_run.attrs["fast_accum_backward"] = int64_t(rs.config.backward_gemm.accumulation == Accumulation::FastAccum ? 1 : 0);
+        session_run.attrs["fast_accum_backward"] =
+            int64_t(rs.config.backward_gemm.accumulation == Accumulation::FastAccum ? 1 : 0);
       session_run.attrs["gemm_runs_gpu"] = opt.backend->gpu_runs;
       session_run.attrs["gemm_runs_cpu"] = opt.backend->cpu_runs;
     }
@@ -501,7 +557,8 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
     js.insert(QStringLiteral("device"), QString::fromStdString(session_run.device));
     if (opt.backend) {
       js.insert(QStringLiteral("backend_request"), QString::fromLatin1(toString(opt.backend->request())));
-      js.insert(QStringLiteral("backend_note"), QString::fromStdString(attrString(session_run.attrs, "backend_note").value_or("")));
+      js.insert(QStringLiteral("backend_note"),
+                QString::fromStdString(attrString(session_run.attrs, "backend_note").value_or("")));
     }
     js.insert(QStringLiteral("steps"), static_cast<qint64>(res.steps_done));
     QJsonArray accs;
@@ -519,9 +576,14 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
     js.insert(QStringLiteral("saturated_total"), static_cast<qint64>(sat));
     summary.append(js);
     if (cancelled) {
-      if (opt.json) out(toJsonText(QJsonObject{{QStringLiteral("session"), out_path_q}, {QStringLiteral("interrupted"), true}, {QStringLiteral("runs"), summary}}) + "\n");
+      if (opt.json)
+        out(toJsonText(QJsonObject{{QStringLiteral("session"), out_path_q},
+                                   {QStringLiteral("interrupted"), true},
+                                   {QStringLiteral("runs"), summary}}) +
+            "\n");
       std::fprintf(stderr,
-                   "fp8lab-cli: interrupted: run '%s' stopped after step %lld of %lld; the session so far (%d run%s) is saved in %s\n",
+                   "fp8lab-cli: interrupted: run '%s' stopped after step %lld of %lld; the session so far (%d run%s) "
+                   "is saved in %s\n",
                    stored.toUtf8().constData(), static_cast<long long>(res.steps_done),
                    static_cast<long long>(res.steps_per_epoch * rs.config.epochs), static_cast<int>(summary.size()),
                    summary.size() == 1 ? "" : "s", out_path_q.toUtf8().constData());
@@ -540,19 +602,21 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
       wc.layer = l;
       wc.gemm.threads = opt.threads;
       const QString id = QStringLiteral("gemm-%1-fc%2").arg(g.from_run).arg(l + 1);
-      const std::string cfg_json = "{\n  \"type\": \"gemm-trained-weights\",\n  \"from_run\": \"" + g.from_run.toStdString() +
-                                   "\",\n  \"layer\": \"fc" + std::to_string(l + 1) + "\",\n  \"rows\": " + std::to_string(wc.rows) +
-                                   ",\n  \"scaling\": \"" + wc.scaling + "\",\n  \"a_format\": \"" + wc.a_format->name() +
-                                   "\",\n  \"b_format\": \"" + wc.b_format->name() + "\",\n  \"accumulation\": \"" +
+      const std::string cfg_json = "{\n  \"type\": \"gemm-trained-weights\",\n  \"from_run\": \"" +
+                                   g.from_run.toStdString() + "\",\n  \"layer\": \"fc" + std::to_string(l + 1) +
+                                   "\",\n  \"rows\": " + std::to_string(wc.rows) + ",\n  \"scaling\": \"" + wc.scaling +
+                                   "\",\n  \"a_format\": \"" + wc.a_format->name() + "\",\n  \"b_format\": \"" +
+                                   wc.b_format->name() + "\",\n  \"accumulation\": \"" +
                                    toString(wc.gemm.accumulation) + "\"\n}";
       Run run;
       try {
         TerminalProgress bar(QStringLiteral("GEMM on trained fc%1").arg(l + 1));
         if (opt.backend) opt.backend->resetCounts();
-        run = weightGemmRun(weights, fm->test, wc, id.toStdString(), cfg_json, opt.backend, [&](double f, const std::string& s) {
-          bar.update(f, QString::fromStdString(s));
-          return !g_interrupted.load();
-        });
+        run = weightGemmRun(weights, fm->test, wc, id.toStdString(), cfg_json, opt.backend,
+                            [&](double f, const std::string& s) {
+                              bar.update(f, QString::fromStdString(s));
+                              return !g_interrupted.load();
+                            });
       } catch (const Cancelled&) {
         break;
       } catch (const std::exception& e) {
@@ -560,7 +624,8 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
       }
       if (opt.backend) {
         const std::string note = opt.backend->fallbackSummary();
-        if (!note.empty() && !opt.quiet && !opt.json) std::fprintf(stderr, "%s: note: --backend %s\n", id.toUtf8().constData(), note.c_str());
+        if (!note.empty() && !opt.quiet && !opt.json)
+          std::fprintf(stderr, "%s: note: --backend %s\n", id.toUtf8().constData(), note.c_str());
         recordBackend(run, *opt.backend, wc.gemm, note.empty() ? opt.backend->noGpuReason() : note);
       }
       QString stored;
@@ -575,19 +640,27 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
         js.insert(QLatin1String(m), jsonNumber(run.metrics.at(m).value));
       summary.append(js);
       if (!opt.quiet && !opt.json)
-        std::fprintf(stderr, "GEMM on trained fc%d (%s, %s): SQNR %.2f dB total, %.2f dB quantization, %.2f dB accumulation\n",
+        std::fprintf(stderr,
+                     "GEMM on trained fc%d (%s, %s): SQNR %.2f dB total, %.2f dB quantization, %.2f dB accumulation\n",
                      l + 1, wc.scaling.c_str(), toString(wc.gemm.accumulation), run.metrics.at("total_sqnr_db").value,
                      run.metrics.at("quantization_sqnr_db").value, run.metrics.at("accumulation_sqnr_db").value);
     }
   }
   if (g_interrupted.load()) {
-    if (opt.json) out(toJsonText(QJsonObject{{QStringLiteral("session"), out_path_q}, {QStringLiteral("interrupted"), true}, {QStringLiteral("runs"), summary}}) + "\n");
-    std::fprintf(stderr, "fp8lab-cli: interrupted; the session so far (%d runs) is saved in %s\n", static_cast<int>(summary.size()),
-                 out_path_q.toUtf8().constData());
+    if (opt.json)
+      out(toJsonText(QJsonObject{{QStringLiteral("session"), out_path_q},
+                                 {QStringLiteral("interrupted"), true},
+                                 {QStringLiteral("runs"), summary}}) +
+          "\n");
+    std::fprintf(stderr, "fp8lab-cli: interrupted; the session so far (%d runs) is saved in %s\n",
+                 static_cast<int>(summary.size()), out_path_q.toUtf8().constData());
     return 130;
   }
   if (opt.json) {
-    out(toJsonText(QJsonObject{{QStringLiteral("session"), out_path_q}, {QStringLiteral("interrupted"), false}, {QStringLiteral("runs"), summary}}) + "\n");
+    out(toJsonText(QJsonObject{{QStringLiteral("session"), out_path_q},
+                               {QStringLiteral("interrupted"), false},
+                               {QStringLiteral("runs"), summary}}) +
+        "\n");
   } else if (!opt.quiet && opt.print_session_line) {
     std::fprintf(stderr, "session written: %s\n", QFileInfo(out_path_q).absoluteFilePath().toUtf8().constData());
   }
@@ -609,7 +682,9 @@ std::optional<Run> reproduceTrainingRun(const Run& stored, int threads, const Pr
   }
   TrainingRunSpec& rs = spec->runs.front();
   if (rs.config.seed != stored.seed) {
-    *error = QStringLiteral("the stored seed attribute (%1) disagrees with the config's seed (%2)").arg(stored.seed).arg(rs.config.seed);
+    *error = QStringLiteral("the stored seed attribute (%1) disagrees with the config's seed (%2)")
+                 .arg(stored.seed)
+                 .arg(rs.config.seed);
     return std::nullopt;
   }
   if (threads > 0) rs.config.threads = rs.config.forward_gemm.threads = rs.config.backward_gemm.threads = threads;
@@ -652,8 +727,10 @@ std::optional<Run> reproduceWeightGemmRun(const Run& stored, int threads, const 
   wc.a_format = p.format(o, QStringLiteral("a_format"), {}, wc.a_format);
   wc.b_format = p.format(o, QStringLiteral("b_format"), {}, wc.b_format);
   if (o.contains(QStringLiteral("accumulation")))
-    wc.gemm.accumulation = p.accumulation(o.value(QStringLiteral("accumulation")).toString(), QStringLiteral("accumulation"), wc.gemm.accumulation);
-  wc.gemm.promotion_interval = static_cast<int>(p.integer(o, QStringLiteral("promotion_interval"), {}, 128, 1, 1 << 20));
+    wc.gemm.accumulation = p.accumulation(o.value(QStringLiteral("accumulation")).toString(),
+                                          QStringLiteral("accumulation"), wc.gemm.accumulation);
+  wc.gemm.promotion_interval =
+      static_cast<int>(p.integer(o, QStringLiteral("promotion_interval"), {}, 128, 1, 1 << 20));
   wc.gemm.fast_accum_bits = static_cast<int>(p.integer(o, QStringLiteral("fast_accum_bits"), {}, 14, 2, 24));
   wc.gemm.threads = threads;
   if (!p.ok()) {
@@ -662,15 +739,15 @@ std::optional<Run> reproduceWeightGemmRun(const Run& stored, int threads, const 
   }
   const Dataset* a = stored.find("inputs/A");
   const Dataset* b = stored.find("inputs/B");
-  if (!a || !b || a->dtype != DType::Float32 || b->dtype != DType::Float32 || a->shape.size() != 2 || b->shape.size() != 2 ||
-      a->shape[1] != b->shape[0]) {
+  if (!a || !b || a->dtype != DType::Float32 || b->dtype != DType::Float32 || a->shape.size() != 2 ||
+      b->shape.size() != 2 || a->shape[1] != b->shape[0]) {
     *error = QStringLiteral("the run lacks float32 inputs/A [M,K] and inputs/B [K,N]");
     return std::nullopt;
   }
   try {
     return weightGemmRunFromInputs(a->f32, b->f32, a->shape[0], a->shape[1], b->shape[1],
-                                   attrString(stored.attrs, "layer").value_or("fc?"), wc, stored.id, stored.config_json, nullptr,
-                                   progress);
+                                   attrString(stored.attrs, "layer").value_or("fc?"), wc, stored.id, stored.config_json,
+                                   nullptr, progress);
   } catch (const std::exception& e) {
     *error = QString::fromUtf8(e.what());
   }
@@ -679,7 +756,8 @@ std::optional<Run> reproduceWeightGemmRun(const Run& stored, int threads, const 
 
 namespace {
 
-int runTrainingType(const QJsonObject& config, const QString& /*text: each run stores its own full config*/, const RunCliOptions& o) {
+int runTrainingType(const QJsonObject& config, const QString& /*text: each run stores its own full config*/,
+                    const RunCliOptions& o) {
   TrainingCliOptions t;
   t.json = o.json;
   t.quiet = o.quiet;
@@ -693,12 +771,14 @@ int runTrainingType(const QJsonObject& config, const QString& /*text: each run s
 }
 
 int runWeightGemmType(const QJsonObject&, const QString&, const RunCliOptions&) {
-  return fail(QStringLiteral("\"gemm-trained-weights\" runs are made by a training experiment's \"gemm_on_trained_weights\" "
-                             "(see docs/training.md); they can be re-run with `fp8lab-cli rerun`"));
+  return fail(
+      QStringLiteral("\"gemm-trained-weights\" runs are made by a training experiment's \"gemm_on_trained_weights\" "
+                     "(see docs/training.md); they can be re-run with `fp8lab-cli rerun`"));
 }
 
 const ExperimentTypeRegistrar trainingType({QStringLiteral("training"), runTrainingType, reproduceTrainingRun});
-const ExperimentTypeRegistrar weightGemmType({QStringLiteral("gemm-trained-weights"), runWeightGemmType, reproduceWeightGemmRun});
+const ExperimentTypeRegistrar weightGemmType({QStringLiteral("gemm-trained-weights"), runWeightGemmType,
+                                              reproduceWeightGemmRun});
 
 } // namespace
 

@@ -21,9 +21,13 @@ namespace fp8lab::cli {
 int runRenderViews(const QStringList& args); // cmd_render.cpp: `export --png DIR` renders the views
 namespace {
 
-void err(const QString& s) { std::fprintf(stderr, "%s\n", s.toUtf8().constData()); }
+void err(const QString& s) {
+  std::fprintf(stderr, "%s\n", s.toUtf8().constData());
+}
 
-QString qs(const std::string& s) { return QString::fromStdString(s); }
+QString qs(const std::string& s) {
+  return QString::fromStdString(s);
+}
 
 /// Shortest round-trip text of a value (float32 values as float32, so CSV is exact).
 void appendNumber(std::string& s, double v, bool is_float32) {
@@ -36,7 +40,8 @@ void appendNumber(std::string& s, double v, bool is_float32) {
     return;
   }
   char buf[64];
-  const auto r = is_float32 ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v)) : std::to_chars(buf, buf + sizeof buf, v);
+  const auto r = is_float32 ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v))
+                            : std::to_chars(buf, buf + sizeof buf, v);
   s.append(buf, r.ptr);
 }
 
@@ -55,8 +60,10 @@ QJsonObject attrsJson(const Attributes& a) {
 QString attrText(const AttrValue& v) {
   if (auto s = std::get_if<std::string>(&v)) return qs(*s);
   std::string t;
-  if (auto d = std::get_if<double>(&v)) appendNumber(t, *d, false);
-  else t = std::to_string(std::get<int64_t>(v));
+  if (auto d = std::get_if<double>(&v))
+    appendNumber(t, *d, false);
+  else
+    t = std::to_string(std::get<int64_t>(v));
   return qs(t);
 }
 
@@ -69,12 +76,13 @@ QString shapeText(const std::vector<int64_t>& s) {
 QJsonArray issuesJson(const Status& st) {
   QJsonArray a;
   for (const auto& i : st.issues)
-    a.append(QJsonObject{{QStringLiteral("severity"), i.severity == Warning::Severity::Error     ? QStringLiteral("error")
-                                                      : i.severity == Warning::Severity::Warning ? QStringLiteral("warning")
-                                                                                                 : QStringLiteral("info")},
-                         {QStringLiteral("what"), QString::fromLatin1(codeName(i.code))},
-                         {QStringLiteral("where"), qs(i.where)},
-                         {QStringLiteral("detail"), qs(i.detail)}});
+    a.append(
+        QJsonObject{{QStringLiteral("severity"), i.severity == Warning::Severity::Error     ? QStringLiteral("error")
+                                                 : i.severity == Warning::Severity::Warning ? QStringLiteral("warning")
+                                                                                            : QStringLiteral("info")},
+                    {QStringLiteral("what"), QString::fromLatin1(codeName(i.code))},
+                    {QStringLiteral("where"), qs(i.where)},
+                    {QStringLiteral("detail"), qs(i.detail)}});
   return a;
 }
 
@@ -83,7 +91,11 @@ std::unique_ptr<SessionReader> openOrFail(const QString& file, bool json, int* r
   auto r = SessionReader::open(file.toStdString());
   if (issues) *issues = r;
   if (!r.ok()) {
-    if (json) out(toJsonText(QJsonObject{{QStringLiteral("file"), file}, {QStringLiteral("ok"), false}, {QStringLiteral("issues"), issuesJson(r)}}) + "\n");
+    if (json)
+      out(toJsonText(QJsonObject{{QStringLiteral("file"), file},
+                                 {QStringLiteral("ok"), false},
+                                 {QStringLiteral("issues"), issuesJson(r)}}) +
+          "\n");
     *rc = fail(qs(r.errors()));
     return nullptr;
   }
@@ -94,13 +106,15 @@ std::unique_ptr<SessionReader> openOrFail(const QString& file, bool json, int* r
 
 int runInspect(const QStringList& args) {
   QCommandLineParser p;
-  p.setApplicationDescription(QStringLiteral(
-      "Shows what a session file holds: its runs, their configurations, metrics and datasets.\n"
-      "Validates the file on the way and lists every problem found."));
+  p.setApplicationDescription(
+      QStringLiteral("Shows what a session file holds: its runs, their configurations, metrics and datasets.\n"
+                     "Validates the file on the way and lists every problem found."));
   p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
   const QCommandLineOption js(QStringLiteral("json"), QStringLiteral("Machine-readable JSON output."));
-  const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("Only this run (with its config and datasets)."), QStringLiteral("ID"));
-  const QCommandLineOption verbose({QStringLiteral("v"), QStringLiteral("verbose")}, QStringLiteral("Show configs and datasets of every run."));
+  const QCommandLineOption runOpt(
+      QStringLiteral("run"), QStringLiteral("Only this run (with its config and datasets)."), QStringLiteral("ID"));
+  const QCommandLineOption verbose({QStringLiteral("v"), QStringLiteral("verbose")},
+                                   QStringLiteral("Show configs and datasets of every run."));
   p.addOptions({js, runOpt, verbose});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
@@ -112,7 +126,8 @@ int runInspect(const QStringList& args) {
   if (!rd) return rc;
   const SessionInfo& info = rd->info();
   const QString only = p.value(runOpt);
-  if (!only.isEmpty() && !info.find(only.toStdString())) return fail(QStringLiteral("no run '%1' in %2").arg(only, file));
+  if (!only.isEmpty() && !info.find(only.toStdString()))
+    return fail(QStringLiteral("no run '%1' in %2").arg(only, file));
 
   if (json) {
     QJsonArray runs;
@@ -120,33 +135,38 @@ int runInspect(const QStringList& args) {
       if (!only.isEmpty() && qs(r.id) != only) continue;
       QJsonObject metrics;
       for (const auto& [k, m] : r.metrics)
-        metrics.insert(qs(k), QJsonObject{{QStringLiteral("value"), jsonNumber(m.value)}, {QStringLiteral("units"), qs(m.units)},
+        metrics.insert(qs(k), QJsonObject{{QStringLiteral("value"), jsonNumber(m.value)},
+                                          {QStringLiteral("units"), qs(m.units)},
                                           {QStringLiteral("meaning"), qs(m.meaning)}});
       QJsonArray ds;
       for (const auto& d : r.datasets) {
         QJsonArray shape;
         for (auto x : d.shape) shape.append(static_cast<qint64>(x));
-        ds.append(QJsonObject{{QStringLiteral("path"), qs(d.path)}, {QStringLiteral("dtype"), QString::fromLatin1(toString(d.dtype))},
-                              {QStringLiteral("shape"), shape}, {QStringLiteral("chunked"), d.chunked},
-                              {QStringLiteral("compressed"), d.compressed}, {QStringLiteral("attrs"), attrsJson(d.attrs)}});
+        ds.append(QJsonObject{{QStringLiteral("path"), qs(d.path)},
+                              {QStringLiteral("dtype"), QString::fromLatin1(toString(d.dtype))},
+                              {QStringLiteral("shape"), shape},
+                              {QStringLiteral("chunked"), d.chunked},
+                              {QStringLiteral("compressed"), d.compressed},
+                              {QStringLiteral("attrs"), attrsJson(d.attrs)}});
       }
       QJsonObject groups;
       for (const auto& [g, a] : r.group_attrs) groups.insert(qs(g), attrsJson(a));
       QJsonParseError pe;
       const QJsonDocument cfg = QJsonDocument::fromJson(QByteArray::fromStdString(r.config_json), &pe);
-      runs.append(QJsonObject{{QStringLiteral("id"), qs(r.id)},
-                              {QStringLiteral("type"), qs(r.type)},
-                              {QStringLiteral("seed"), qs(std::to_string(r.seed))}, // string: uint64 does not fit a JSON double
-                              {QStringLiteral("backend"), qs(r.backend)},
-                              {QStringLiteral("device"), qs(r.device)},
-                              {QStringLiteral("created_utc"), qs(r.created_utc)},
-                              {QStringLiteral("app_version"), qs(r.app_version)},
-                              {QStringLiteral("config"), cfg.isObject() ? QJsonValue(cfg.object()) : QJsonValue(qs(r.config_json))},
-                              {QStringLiteral("config_text"), qs(r.config_json)},
-                              {QStringLiteral("attrs"), attrsJson(r.attrs)},
-                              {QStringLiteral("metrics"), metrics},
-                              {QStringLiteral("datasets"), ds},
-                              {QStringLiteral("groups"), groups}});
+      runs.append(QJsonObject{
+          {QStringLiteral("id"), qs(r.id)},
+          {QStringLiteral("type"), qs(r.type)},
+          {QStringLiteral("seed"), qs(std::to_string(r.seed))}, // string: uint64 does not fit a JSON double
+          {QStringLiteral("backend"), qs(r.backend)},
+          {QStringLiteral("device"), qs(r.device)},
+          {QStringLiteral("created_utc"), qs(r.created_utc)},
+          {QStringLiteral("app_version"), qs(r.app_version)},
+          {QStringLiteral("config"), cfg.isObject() ? QJsonValue(cfg.object()) : QJsonValue(qs(r.config_json))},
+          {QStringLiteral("config_text"), qs(r.config_json)},
+          {QStringLiteral("attrs"), attrsJson(r.attrs)},
+          {QStringLiteral("metrics"), metrics},
+          {QStringLiteral("datasets"), ds},
+          {QStringLiteral("groups"), groups}});
     }
     QJsonObject root{{QStringLiteral("file"), file},
                      {QStringLiteral("ok"), true},
@@ -192,11 +212,13 @@ int runInspect(const QStringList& args) {
       for (const auto& [k, m] : r.metrics) {
         std::string v;
         appendNumber(v, m.value, false);
-        t += QStringLiteral("    %1 %2 %3  %4\n").arg(qs(k), -16).arg(qs(v), 24).arg(qs(m.units), -6).arg(qs(m.meaning));
+        t +=
+            QStringLiteral("    %1 %2 %3  %4\n").arg(qs(k), -16).arg(qs(v), 24).arg(qs(m.units), -6).arg(qs(m.meaning));
       }
     }
     if (p.isSet(verbose) || !only.isEmpty()) {
-      t += QStringLiteral("  config: %1\n").arg(qs(r.config_json).trimmed().replace(QLatin1Char('\n'), QStringLiteral("\n          ")));
+      t += QStringLiteral("  config: %1\n")
+               .arg(qs(r.config_json).trimmed().replace(QLatin1Char('\n'), QStringLiteral("\n          ")));
       t += QStringLiteral("  datasets:\n");
       for (const auto& d : r.datasets)
         t += QStringLiteral("    %1 %2 %3%4  %5\n")
@@ -218,7 +240,8 @@ int runInspect(const QStringList& args) {
 // ---- export ---------------------------------------------------------------------------------
 
 /// Writes one dataset as CSV, reading 2-D datasets band by band (never the whole map at once).
-bool exportDataset(SessionReader& rd, const std::string& run, const DatasetInfo& d, const QString& path, QString* error) {
+bool exportDataset(SessionReader& rd, const std::string& run, const DatasetInfo& d, const QString& path,
+                   QString* error) {
   QFile f(path);
   if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) {
     *error = QStringLiteral("cannot write %1: %2").arg(path, f.errorString());
@@ -232,9 +255,12 @@ bool exportDataset(SessionReader& rd, const std::string& run, const DatasetInfo&
       for (int64_t j = 0; j < cols; ++j) {
         if (j) line += ',';
         const double v = ds.valueAt(i * cols + j);
-        if (d.dtype == DType::UInt8 || d.dtype == DType::Int64) line += std::to_string(static_cast<int64_t>(v));
-        else if (d.dtype == DType::Int64) line += std::to_string(ds.i64[size_t(i * cols + j)]);
-        else appendNumber(line, v, f32);
+        if (d.dtype == DType::UInt8 || d.dtype == DType::Int64)
+          line += std::to_string(static_cast<int64_t>(v));
+        else if (d.dtype == DType::Int64)
+          line += std::to_string(ds.i64[size_t(i * cols + j)]);
+        else
+          appendNumber(line, v, f32);
       }
       line += '\n';
       if (f.write(line.data(), qint64(line.size())) != qint64(line.size())) return false;
@@ -276,15 +302,18 @@ int runExport(const QStringList& args) {
   for (const QString& a : args)
     if (a == QStringLiteral("--png") || a.startsWith(QStringLiteral("--png="))) return runRenderViews(args);
   QCommandLineParser p;
-  p.setApplicationDescription(QStringLiteral(
-      "Exports one run to CSV files: one file per dataset (path with '/' replaced by '__', rows of\n"
-      "comma-separated values, shortest round-trip decimals: float32 values read back exactly),\n"
-      "plus metrics.csv, attributes.csv and config.json.\n"
-      "With --png DIR instead of --csv: renders the run's views (see fp8lab-cli render --help)."));
+  p.setApplicationDescription(
+      QStringLiteral("Exports one run to CSV files: one file per dataset (path with '/' replaced by '__', rows of\n"
+                     "comma-separated values, shortest round-trip decimals: float32 values read back exactly),\n"
+                     "plus metrics.csv, attributes.csv and config.json.\n"
+                     "With --png DIR instead of --csv: renders the run's views (see fp8lab-cli render --help)."));
   p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
   const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("Run to export."), QStringLiteral("ID"));
-  const QCommandLineOption csvOpt(QStringLiteral("csv"), QStringLiteral("Output directory (created)."), QStringLiteral("DIR"));
-  const QCommandLineOption dsOpt(QStringLiteral("datasets"), QStringLiteral("Comma-separated dataset paths (default: all)."), QStringLiteral("LIST"));
+  const QCommandLineOption csvOpt(QStringLiteral("csv"), QStringLiteral("Output directory (created)."),
+                                  QStringLiteral("DIR"));
+  const QCommandLineOption dsOpt(QStringLiteral("datasets"),
+                                 QStringLiteral("Comma-separated dataset paths (default: all)."),
+                                 QStringLiteral("LIST"));
   const QCommandLineOption js(QStringLiteral("json"), QStringLiteral("List the files written as JSON."));
   p.addOptions({runOpt, csvOpt, dsOpt, js});
   int rc = 0;
@@ -324,14 +353,16 @@ int runExport(const QStringList& args) {
     bar.update(double(k) / double(ri->datasets.size()), qs(d.path));
     QString e;
     if (!exportDataset(*rd, ri->id, d, path, &e)) return fail(e);
-    written.append(QJsonObject{{QStringLiteral("dataset"), qs(d.path)}, {QStringLiteral("file"), path},
+    written.append(QJsonObject{{QStringLiteral("dataset"), qs(d.path)},
+                               {QStringLiteral("file"), path},
                                {QStringLiteral("shape"), shapeText(d.shape)}});
   }
   bar.finish();
   // metrics, attributes, config
   {
     QFile f(QDir(dir).filePath(QStringLiteral("metrics.csv")));
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return fail(QStringLiteral("cannot write %1").arg(f.fileName()));
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+      return fail(QStringLiteral("cannot write %1").arg(f.fileName()));
     std::string s = "metric,value,units,meaning\n";
     for (const auto& [k2, m] : ri->metrics) {
       s += k2 + ",";
@@ -342,20 +373,32 @@ int runExport(const QStringList& args) {
   }
   {
     QFile f(QDir(dir).filePath(QStringLiteral("attributes.csv")));
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return fail(QStringLiteral("cannot write %1").arg(f.fileName()));
-    QString s = QStringLiteral("attribute,value\nid,%1\ntype,%2\nseed,%3\nbackend,%4\ndevice,\"%5\"\ncreated_utc,%6\napp_version,%7\n")
-                    .arg(qs(ri->id), qs(ri->type), qs(std::to_string(ri->seed)), qs(ri->backend), qs(ri->device),
-                         qs(ri->created_utc), qs(ri->app_version));
-    for (const auto& [k2, v] : ri->attrs) s += QStringLiteral("%1,\"%2\"\n").arg(qs(k2), attrText(v).replace(QLatin1Char('"'), QStringLiteral("\"\"")));
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+      return fail(QStringLiteral("cannot write %1").arg(f.fileName()));
+    QString s =
+        QStringLiteral(
+            "attribute,value\nid,%1\ntype,%2\nseed,%3\nbackend,%4\ndevice,\"%5\"\ncreated_utc,%6\napp_version,%7\n")
+            .arg(qs(ri->id), qs(ri->type), qs(std::to_string(ri->seed)), qs(ri->backend), qs(ri->device),
+                 qs(ri->created_utc), qs(ri->app_version));
+    for (const auto& [k2, v] : ri->attrs)
+      s += QStringLiteral("%1,\"%2\"\n").arg(qs(k2), attrText(v).replace(QLatin1Char('"'), QStringLiteral("\"\"")));
     f.write(s.toUtf8());
   }
   {
     QFile f(QDir(dir).filePath(QStringLiteral("config.json")));
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return fail(QStringLiteral("cannot write %1").arg(f.fileName()));
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+      return fail(QStringLiteral("cannot write %1").arg(f.fileName()));
     f.write(QByteArray::fromStdString(ri->config_json));
   }
-  if (p.isSet(js)) out(toJsonText(QJsonObject{{QStringLiteral("run"), id}, {QStringLiteral("dir"), dir}, {QStringLiteral("files"), written}}) + "\n");
-  else out(QStringLiteral("exported run %1: %2 dataset(s) + metrics.csv, attributes.csv, config.json -> %3\n").arg(id).arg(written.size()).arg(dir));
+  if (p.isSet(js))
+    out(toJsonText(QJsonObject{
+            {QStringLiteral("run"), id}, {QStringLiteral("dir"), dir}, {QStringLiteral("files"), written}}) +
+        "\n");
+  else
+    out(QStringLiteral("exported run %1: %2 dataset(s) + metrics.csv, attributes.csv, config.json -> %3\n")
+            .arg(id)
+            .arg(written.size())
+            .arg(dir));
   return 0;
 }
 
@@ -363,13 +406,15 @@ int runExport(const QStringList& args) {
 
 int runMerge(const QStringList& args) {
   QCommandLineParser p;
-  p.setApplicationDescription(QStringLiteral(
-      "Joins the runs of several session files (e.g. the shards of a sweep) into OUT.h5, written\n"
-      "atomically (OUT may be one of the inputs). Every input is validated first; nothing is written\n"
-      "if one is damaged. Run ids that collide get -2, -3, ... unless --on-conflict says otherwise."));
+  p.setApplicationDescription(
+      QStringLiteral("Joins the runs of several session files (e.g. the shards of a sweep) into OUT.h5, written\n"
+                     "atomically (OUT may be one of the inputs). Every input is validated first; nothing is written\n"
+                     "if one is damaged. Run ids that collide get -2, -3, ... unless --on-conflict says otherwise."));
   p.addPositionalArgument(QStringLiteral("OUT.h5"), QStringLiteral("Output session file."));
-  p.addPositionalArgument(QStringLiteral("IN.h5"), QStringLiteral("Input session files."), QStringLiteral("IN1.h5 IN2.h5 ..."));
-  const QCommandLineOption conf(QStringLiteral("on-conflict"), QStringLiteral("rename (default), fail or replace."), QStringLiteral("POLICY"), QStringLiteral("rename"));
+  p.addPositionalArgument(QStringLiteral("IN.h5"), QStringLiteral("Input session files."),
+                          QStringLiteral("IN1.h5 IN2.h5 ..."));
+  const QCommandLineOption conf(QStringLiteral("on-conflict"), QStringLiteral("rename (default), fail or replace."),
+                                QStringLiteral("POLICY"), QStringLiteral("rename"));
   const QCommandLineOption nc(QStringLiteral("json"), QStringLiteral("Machine-readable JSON output."));
   p.addOptions({conf, nc});
   int rc = 0;
@@ -378,10 +423,14 @@ int runMerge(const QStringList& args) {
   if (pos.size() < 2) return fail(QStringLiteral("merge needs OUT.h5 and at least one input"));
   WriteOptions wo;
   const QString c = p.value(conf);
-  if (c == QStringLiteral("rename")) wo.on_conflict = WriteOptions::OnConflict::Rename;
-  else if (c == QStringLiteral("fail")) wo.on_conflict = WriteOptions::OnConflict::Fail;
-  else if (c == QStringLiteral("replace")) wo.on_conflict = WriteOptions::OnConflict::Replace;
-  else return fail(QStringLiteral("--on-conflict: expected rename, fail or replace"));
+  if (c == QStringLiteral("rename"))
+    wo.on_conflict = WriteOptions::OnConflict::Rename;
+  else if (c == QStringLiteral("fail"))
+    wo.on_conflict = WriteOptions::OnConflict::Fail;
+  else if (c == QStringLiteral("replace"))
+    wo.on_conflict = WriteOptions::OnConflict::Replace;
+  else
+    return fail(QStringLiteral("--on-conflict: expected rename, fail or replace"));
   std::vector<std::string> ins;
   for (int i = 1; i < pos.size(); ++i) ins.push_back(pos[i].toStdString());
   TerminalProgress bar(QStringLiteral("merge"));
@@ -403,7 +452,9 @@ int runMerge(const QStringList& args) {
   if (p.isSet(nc)) {
     QJsonArray na;
     for (const auto& n : notes) na.append(qs(n));
-    out(toJsonText(QJsonObject{{QStringLiteral("file"), pos[0]}, {QStringLiteral("runs"), qint64(nruns)}, {QStringLiteral("notes"), na}}) + "\n");
+    out(toJsonText(QJsonObject{
+            {QStringLiteral("file"), pos[0]}, {QStringLiteral("runs"), qint64(nruns)}, {QStringLiteral("notes"), na}}) +
+        "\n");
   } else {
     out(QStringLiteral("merged %1 file(s) -> %2 (%3 runs)\n").arg(ins.size()).arg(pos[0]).arg(nruns));
   }
@@ -451,10 +502,15 @@ int runRuns(const QStringList& args) {
   return fail(QStringLiteral("unknown action '%1' (list, delete, rename)").arg(action));
 }
 
-const CommandRegistrar regInspect({QStringLiteral("inspect"), QStringLiteral("Show the runs, configs and metrics of a session file"), runInspect, 70});
-const CommandRegistrar regExport({QStringLiteral("export"), QStringLiteral("Export a run of a session file to CSV"), runExport, 71});
-const CommandRegistrar regMerge({QStringLiteral("merge"), QStringLiteral("Join session files (e.g. sweep shards) into one"), runMerge, 72});
-const CommandRegistrar regRuns({QStringLiteral("runs"), QStringLiteral("List, delete or rename runs of a session file"), runRuns, 73});
+const CommandRegistrar regInspect({QStringLiteral("inspect"),
+                                   QStringLiteral("Show the runs, configs and metrics of a session file"), runInspect,
+                                   70});
+const CommandRegistrar regExport({QStringLiteral("export"), QStringLiteral("Export a run of a session file to CSV"),
+                                  runExport, 71});
+const CommandRegistrar regMerge({QStringLiteral("merge"),
+                                 QStringLiteral("Join session files (e.g. sweep shards) into one"), runMerge, 72});
+const CommandRegistrar regRuns({QStringLiteral("runs"), QStringLiteral("List, delete or rename runs of a session file"),
+                                runRuns, 73});
 
 } // namespace
 } // namespace fp8lab::cli

@@ -18,20 +18,24 @@ int runTrain(const QStringList& args) {
       "\"runs\", e.g. resources/experiments/default.json) and writes every run into the session FILE.h5 "
       "(appended to when it exists). Ctrl-C stops after the current step, saves the session so far and exits 130."));
   p.addPositionalArgument(QStringLiteral("CONFIG.json"), QStringLiteral("Training experiment configuration."));
-  const QCommandLineOption outOpt({QStringLiteral("o"), QStringLiteral("out")}, QStringLiteral("Session file to write."),
-                                  QStringLiteral("FILE.h5"));
-  const QCommandLineOption dataOpt(QStringLiteral("data-dir"),
-                                   QStringLiteral("Fashion-MNIST directory (default: $FP8LAB_FASHION_MNIST_DIR, then "
-                                                  "/usr/share/datasets/fashion-mnist from the dataset-fashion-mnist package)."),
-                                   QStringLiteral("DIR"));
-  const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("Run only the run with this id."), QStringLiteral("ID"));
+  const QCommandLineOption outOpt({QStringLiteral("o"), QStringLiteral("out")},
+                                  QStringLiteral("Session file to write."), QStringLiteral("FILE.h5"));
+  const QCommandLineOption dataOpt(
+      QStringLiteral("data-dir"),
+      QStringLiteral("Fashion-MNIST directory (default: $FP8LAB_FASHION_MNIST_DIR, then "
+                     "/usr/share/datasets/fashion-mnist from the dataset-fashion-mnist package)."),
+      QStringLiteral("DIR"));
+  const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("Run only the run with this id."),
+                                  QStringLiteral("ID"));
   const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("Print a JSON summary on stdout."));
-  const QCommandLineOption quietOpt({QStringLiteral("q"), QStringLiteral("quiet")}, QStringLiteral("No per-epoch lines."));
+  const QCommandLineOption quietOpt({QStringLiteral("q"), QStringLiteral("quiet")},
+                                    QStringLiteral("No per-epoch lines."));
   const QCommandLineOption be = backendOption();
   p.addOptions({outOpt, dataOpt, runOpt, be, jsonOpt, quietOpt});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
-  if (p.positionalArguments().size() != 1) return fail(QStringLiteral("train needs exactly one CONFIG.json (see --help)"));
+  if (p.positionalArguments().size() != 1)
+    return fail(QStringLiteral("train needs exactly one CONFIG.json (see --help)"));
   if (!p.isSet(outOpt)) return fail(QStringLiteral("--out FILE.h5 is required"));
   const QString path = p.positionalArguments().first();
   QFile f(path);
@@ -39,8 +43,10 @@ int runTrain(const QStringList& args) {
   QJsonParseError pe;
   const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &pe);
   if (!doc.isObject())
-    return fail(QStringLiteral("%1 is not a JSON object: %2 (at offset %3)").arg(path, pe.errorString()).arg(pe.offset));
-  if (!isTrainingConfig(doc.object())) return fail(QStringLiteral("%1 is not a training config (\"type\": \"training\")").arg(path));
+    return fail(
+        QStringLiteral("%1 is not a JSON object: %2 (at offset %3)").arg(path, pe.errorString()).arg(pe.offset));
+  if (!isTrainingConfig(doc.object()))
+    return fail(QStringLiteral("%1 is not a training config (\"type\": \"training\")").arg(path));
   TrainingCliOptions o;
   o.json = p.isSet(jsonOpt);
   o.quiet = p.isSet(quietOpt);
@@ -52,7 +58,8 @@ int runTrain(const QStringList& args) {
   return runTrainingExperiment(doc.object(), p.value(outOpt), o);
 }
 
-const CommandRegistrar reg({QStringLiteral("train"), QStringLiteral("Train the FP8 MLP on Fashion-MNIST (a training config)"), runTrain, 40});
+const CommandRegistrar reg({QStringLiteral("train"),
+                            QStringLiteral("Train the FP8 MLP on Fashion-MNIST (a training config)"), runTrain, 40});
 
 } // namespace
 } // namespace fp8lab::cli

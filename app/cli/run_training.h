@@ -23,18 +23,18 @@ namespace fp8lab::cli {
 
 /// One training run parsed from JSON.
 struct TrainingRunSpec {
-  QString id;                  ///< run id in the session
+  QString id; ///< run id in the session
   TrainingConfig config;
-  QString data_dir;            ///< "" = automatic (FP8LAB_FASHION_MNIST_DIR, then the package)
-  int64_t train_limit = 0;     ///< > 0: first N training images only
+  QString data_dir;        ///< "" = automatic (FP8LAB_FASHION_MNIST_DIR, then the package)
+  int64_t train_limit = 0; ///< > 0: first N training images only
   int64_t test_limit = 0;
 };
 
 /// The GEMM error experiment on trained weights, parsed.
 struct WeightGemmSpec {
-  QString from_run;            ///< id of a training run of the same experiment
-  std::vector<int> layers;     ///< 0-based
-  WeightGemmConfig gemm;       ///< layer field set per layer
+  QString from_run;        ///< id of a training run of the same experiment
+  std::vector<int> layers; ///< 0-based
+  WeightGemmConfig gemm;   ///< layer field set per layer
 };
 
 struct TrainingExperimentSpec {
@@ -52,13 +52,13 @@ bool isTrainingConfig(const QJsonObject& config);
 std::optional<TrainingExperimentSpec> parseTrainingExperiment(const QJsonObject& config, QString* error);
 
 struct TrainingCliOptions {
-  bool json = false;           ///< print a JSON summary on stdout
-  bool quiet = false;          ///< no per-epoch lines on stderr
-  QString data_dir;            ///< --data-dir, overrides the config
-  QString only_run;            ///< run just this id
-  QString run_id;              ///< --id: id of a single-run config's run
-  int threads = 0;             ///< > 0: GEMM threads for every run (results do not depend on it)
-  bool compress = true;        ///< shuffle + gzip large datasets
+  bool json = false;              ///< print a JSON summary on stdout
+  bool quiet = false;             ///< no per-epoch lines on stderr
+  QString data_dir;               ///< --data-dir, overrides the config
+  QString only_run;               ///< run just this id
+  QString run_id;                 ///< --id: id of a single-run config's run
+  int threads = 0;                ///< > 0: GEMM threads for every run (results do not depend on it)
+  bool compress = true;           ///< shuffle + gzip large datasets
   bool print_session_line = true; ///< end with "session written: FILE" (run prints its own)
   /// --backend: where the FP8 GEMMs run (backend_choice.h); not owned; null = the CPU reference.
   ChosenGemmBackend* backend = nullptr;

@@ -26,20 +26,25 @@ int main(int argc, char** argv) {
   QApplication::setDesktopFileName(QStringLiteral("io.github.fp8lab.FP8Lab"));
 
   QCommandLineParser p;
-  p.setApplicationDescription(QStringLiteral(
-      "FP8 Lab — explore FP8 / MX number formats, scaling strategies, FP8 GEMM and FP8 training."));
+  p.setApplicationDescription(
+      QStringLiteral("FP8 Lab — explore FP8 / MX number formats, scaling strategies, FP8 GEMM and FP8 training."));
   p.addHelpOption();
   p.addVersionOption();
-  QCommandLineOption grab(QStringLiteral("grab"), QStringLiteral("Render the window to FILE.png and exit (offscreen works)."),
+  QCommandLineOption grab(QStringLiteral("grab"),
+                          QStringLiteral("Render the window to FILE.png and exit (offscreen works)."),
                           QStringLiteral("FILE.png"));
   QCommandLineOption viewOpt(QStringLiteral("view"),
                              QStringLiteral("View to show first: bits, numberline, codes, learn, learn:N (N = 0..3)."),
                              QStringLiteral("NAME"));
-  QCommandLineOption widgetOnly(QStringLiteral("grab-view-only"), QStringLiteral("With --grab: render only the view, not the window."));
-  QCommandLineOption noSession(QStringLiteral("no-default-session"), QStringLiteral("Do not open the bundled default session."));
-  QCommandLineOption timing(QStringLiteral("startup-time"), QStringLiteral("Print the time to the first paint (ms) to stderr."));
+  QCommandLineOption widgetOnly(QStringLiteral("grab-view-only"),
+                                QStringLiteral("With --grab: render only the view, not the window."));
+  QCommandLineOption noSession(QStringLiteral("no-default-session"),
+                               QStringLiteral("Do not open the bundled default session."));
+  QCommandLineOption timing(QStringLiteral("startup-time"),
+                            QStringLiteral("Print the time to the first paint (ms) to stderr."));
   p.addOptions({grab, viewOpt, widgetOnly, noSession, timing});
-  p.addPositionalArgument(QStringLiteral("session"), QStringLiteral("Session file (.h5) to open."), QStringLiteral("[session]"));
+  p.addPositionalArgument(QStringLiteral("session"), QStringLiteral("Session file (.h5) to open."),
+                          QStringLiteral("[session]"));
   p.process(app);
 
   fp8lab::ui::MainWindow::Options opt;

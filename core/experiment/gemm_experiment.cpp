@@ -36,9 +36,9 @@ bool fitsInMemory(int64_t m, int64_t k, int64_t n, int64_t limit, const std::str
     return std::string(t);
   };
   st->add(SessionIssue::Code::InvalidArgument, where,
-          "GEMM " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + " needs about " + gib(need) +
-              " of buffers, more than the " + gib(have) + (limit > 0 ? " allowed" : " of memory available") +
-              "; refused before allocating anything");
+          "GEMM " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + " needs about " +
+              gib(need) + " of buffers, more than the " + gib(have) +
+              (limit > 0 ? " allowed" : " of memory available") + "; refused before allocating anything");
   return false;
 }
 
@@ -67,8 +67,8 @@ bool loadOperand(const OperandSource& src, int64_t rows, int64_t cols, uint64_t 
     op->rows = rows;
     op->cols = cols;
     op->f32 = randomMatrix(rows, cols, seed, src.random, stream, threads);
-    op->origin = std::string("random ") + toString(src.random.distribution) + " (seed " + std::to_string(seed) + ", stream " +
-                 std::to_string(stream) + ")";
+    op->origin = std::string("random ") + toString(src.random.distribution) + " (seed " + std::to_string(seed) +
+                 ", stream " + std::to_string(stream) + ")";
     return true;
   }
   auto t = importTensor(src.tensor);
@@ -89,8 +89,10 @@ bool loadOperand(const OperandSource& src, int64_t rows, int64_t cols, uint64_t 
         for (int64_t j = 0; j < c; ++j) o[static_cast<size_t>(j * r + i)] = v[static_cast<size_t>(i * c + j)];
       v.swap(o);
     };
-    if (op->is64) tr(op->f64);
-    else tr(op->f32);
+    if (op->is64)
+      tr(op->f64);
+    else
+      tr(op->f32);
     std::swap(r, c);
   }
   op->rows = r;
@@ -157,15 +159,16 @@ std::vector<double> referenceProduct(const std::vector<double>& a, const std::ve
   return c;
 }
 
-Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::string& config_json, const std::string& run_id,
-                              GemmBackend& backend, const ProgressFn& progress) {
+Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::string& config_json,
+                                 const std::string& run_id, GemmBackend& backend, const ProgressFn& progress) {
   Result<Run> r;
   const std::string where = "gemm experiment " + run_id;
   const Format* fa = Format::byName(cfg.format_a);
   const Format* fb = Format::byName(cfg.format_b);
   for (auto [f, name] : {std::pair{fa, cfg.format_a}, {fb, cfg.format_b}})
     if (!f || f->bits() > 8) {
-      r.add(C::InvalidArgument, where, "format '" + name + "' is unknown or wider than 8 bits (see `fp8lab-cli formats`)");
+      r.add(C::InvalidArgument, where,
+            "format '" + name + "' is unknown or wider than 8 bits (see `fp8lab-cli formats`)");
       return r;
     }
   auto sc = scalingPreset(cfg.scaling);
@@ -174,7 +177,8 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
     for (const auto& p : scalingPresets())
       if (!p.delayed) names += (names.empty() ? "" : ", ") + p.name;
     r.add(C::InvalidArgument, where,
-          "scaling '" + cfg.scaling + "' is not a current-scaling preset (a single GEMM has no history; use one of: " + names + ")");
+          "scaling '" + cfg.scaling +
+              "' is not a current-scaling preset (a single GEMM has no history; use one of: " + names + ")");
     return r;
   }
   if (cfg.m < 1 || cfg.k < 1 || cfg.n < 1) {
@@ -196,14 +200,14 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
   if (!loadOperand(cfg.b, bk, cfg.n, cfg.seed, 2, cfg.gemm.threads, "B", &B, &r)) return r;
   if (A.cols != B.rows) {
     r.add(C::InvalidArgument, where,
-          "A is [" + std::to_string(A.rows) + ", " + std::to_string(A.cols) + "] and B is [" + std::to_string(B.rows) + ", " +
-              std::to_string(B.cols) + "]: inner dimensions differ");
+          "A is [" + std::to_string(A.rows) + ", " + std::to_string(A.cols) + "] and B is [" + std::to_string(B.rows) +
+              ", " + std::to_string(B.cols) + "]: inner dimensions differ");
     return r;
   }
   if (A.rows < 1 || A.cols < 1 || B.cols < 1) {
     r.add(C::InvalidArgument, where,
-          "A is [" + std::to_string(A.rows) + ", " + std::to_string(A.cols) + "] and B is [" + std::to_string(B.rows) + ", " +
-              std::to_string(B.cols) + "]: an empty operand has nothing to multiply");
+          "A is [" + std::to_string(A.rows) + ", " + std::to_string(A.cols) + "] and B is [" + std::to_string(B.rows) +
+              ", " + std::to_string(B.cols) + "]: an empty operand has nothing to multiply");
     return r;
   }
   const int64_t m = A.rows, k = A.cols, n = B.cols;
@@ -237,8 +241,8 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
   // quantized-exact (float64, dequantized inputs) and the backend's output. For float64 inputs the
   // ideal is computed here from the float64 values (no rounding through float32).
   const bool f32_inputs = !A.is64 && !B.is64;
-  GemmExperimentResult ex = runGemmExperiment(f32_inputs ? A.f32.data() : nullptr, f32_inputs ? B.f32.data() : nullptr, qa,
-                                              qb, cfg.gemm, &backend, sub(progress, 0.15, 0.9));
+  GemmExperimentResult ex = runGemmExperiment(f32_inputs ? A.f32.data() : nullptr, f32_inputs ? B.f32.data() : nullptr,
+                                              qa, qb, cfg.gemm, &backend, sub(progress, 0.15, 0.9));
   const std::vector<double> ad = A.asDouble(), bd = B.asDouble();
   if (!f32_inputs) {
     reportProgress(progress, 0.9, "float64 reference");
@@ -251,8 +255,10 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
   reportProgress(progress, 0.92, "metrics");
   const int64_t mn = m * n;
   const ErrorMetrics& em = ex.total;
-  std::vector<float> abs_map = errorMap(ref.data(), out.d.data(), mn, ErrorMapKind::Abs, nullptr, 1.0, cfg.gemm.threads);
-  std::vector<float> rel_map = errorMap(ref.data(), out.d.data(), mn, ErrorMapKind::Rel, nullptr, 1.0, cfg.gemm.threads);
+  std::vector<float> abs_map =
+      errorMap(ref.data(), out.d.data(), mn, ErrorMapKind::Abs, nullptr, 1.0, cfg.gemm.threads);
+  std::vector<float> rel_map =
+      errorMap(ref.data(), out.d.data(), mn, ErrorMapKind::Rel, nullptr, 1.0, cfg.gemm.threads);
   const TileMap tiles = tileMap(abs_map, m, n, std::min(cfg.tile, m), std::min(cfg.tile, n));
   const std::vector<float> dqa = qa.dequantize(), dqb = qb.dequantize();
   const ErrorMetrics qea = compareErrors(ad.data(), dqa.data(), m * k, cfg.gemm.threads);
@@ -287,7 +293,8 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
     auto put = [&](const char* path, const Operand& op, const char* meaning) {
       if (op.is64)
         run.datasets[path] = Dataset::float64({op.rows, op.cols}, op.f64, "1", meaning);
-      else run.datasets[path] = Dataset::float32({op.rows, op.cols}, op.f32, "1", meaning);
+      else
+        run.datasets[path] = Dataset::float32({op.rows, op.cols}, op.f32, "1", meaning);
       run.datasets[path].attrs["origin"] = op.origin;
     };
     put("inputs/A", A, "operand A [M,K] before quantization");
@@ -298,8 +305,9 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
     run.putQuantized("quantized/B", qb, "operand B");
   }
   auto& d = run.putFloat32("output/D", out.d, m, n, "1",
-                           std::string("D = A_q · B_q on the ") + run.backend + " backend, " + toString(cfg.gemm.accumulation) +
-                               " accumulation, output " + toString(cfg.gemm.output) + " (as float32 values)");
+                           std::string("D = A_q · B_q on the ") + run.backend + " backend, " +
+                               toString(cfg.gemm.accumulation) + " accumulation, output " + toString(cfg.gemm.output) +
+                               " (as float32 values)");
   d.attrs["output_type"] = std::string(toString(cfg.gemm.output));
   if (!out.d_codes.empty()) {
     auto& dc = run.datasets["output/D_codes"];
@@ -309,10 +317,12 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
   }
   run.datasets["reference/D"] =
       Dataset::float64({m, n}, ref, "1", "ideal D: float64 product of the unquantized operands (k ascending)");
-  run.datasets["reference/D_quantized_exact"] = Dataset::float64(
-      {m, n}, ex.quantized_exact, "1", "dequant(A_q) . dequant(B_q) in float64: D without accumulation or output error");
+  run.datasets["reference/D_quantized_exact"] =
+      Dataset::float64({m, n}, ex.quantized_exact, "1",
+                       "dequant(A_q) . dequant(B_q) in float64: D without accumulation or output error");
   if (cfg.store_error_maps) {
-    run.putFloat32("error/abs", std::move(abs_map), m, n, "1", "|D - reference| per element (NaN where either is non-finite)");
+    run.putFloat32("error/abs", std::move(abs_map), m, n, "1",
+                   "|D - reference| per element (NaN where either is non-finite)");
     run.putFloat32("error/rel", std::move(rel_map), m, n, "1",
                    "|D - reference| / |reference| per element (NaN where reference is 0 and D is not)");
   }
@@ -346,8 +356,8 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
   run.setMetric("amax_d", out.amax_d, "1", "max |D| before scale_D and the output cast (cuBLASLt AMAX_D)");
   run.setMetric("gemm_seconds", out.seconds, "s", "wall time of the GEMM alone");
   for (const auto& w : out.warnings)
-    r.issues.push_back(SessionIssue{w.severity == Warning::Severity::Error ? Warning::Severity::Warning : w.severity, C::Computation,
-                                    "GEMM " + w.where, w.what + ": " + w.detail});
+    r.issues.push_back(SessionIssue{w.severity == Warning::Severity::Error ? Warning::Severity::Warning : w.severity,
+                                    C::Computation, "GEMM " + w.where, w.what + ": " + w.detail});
   reportProgress(progress, 1.0, "done");
   return r;
 }
@@ -372,16 +382,29 @@ std::vector<std::string> compareRuns(const Run& a, const Run& b, int* nd, int* n
     const void* x = nullptr;
     const void* y = nullptr;
     switch (d.dtype) {
-    case DType::Float32: x = d.f32.data(); y = e->f32.data(); break;
-    case DType::Float64: x = d.f64.data(); y = e->f64.data(); break;
-    case DType::UInt8: x = d.u8.data(); y = e->u8.data(); break;
-    case DType::Int64: x = d.i64.data(); y = e->i64.data(); break;
+    case DType::Float32:
+      x = d.f32.data();
+      y = e->f32.data();
+      break;
+    case DType::Float64:
+      x = d.f64.data();
+      y = e->f64.data();
+      break;
+    case DType::UInt8:
+      x = d.u8.data();
+      y = e->u8.data();
+      break;
+    case DType::Int64:
+      x = d.i64.data();
+      y = e->i64.data();
+      break;
     }
     if (bytes && std::memcmp(x, y, bytes) != 0) {
       int64_t first = -1, count = 0;
       const size_t eb = d.elementBytes();
       for (int64_t i = 0; i < d.elementCount(); ++i)
-        if (std::memcmp(static_cast<const char*>(x) + size_t(i) * eb, static_cast<const char*>(y) + size_t(i) * eb, eb) != 0) {
+        if (std::memcmp(static_cast<const char*>(x) + size_t(i) * eb, static_cast<const char*>(y) + size_t(i) * eb,
+                        eb) != 0) {
           if (first < 0) first = i;
           ++count;
         }

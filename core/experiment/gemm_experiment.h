@@ -25,25 +25,25 @@ namespace fp8lab {
 
 /// Where one operand comes from.
 struct OperandSource {
-  RandomMatrixOptions random;  ///< used when `tensor` is empty
+  RandomMatrixOptions random; ///< used when `tensor` is empty
   /// Import spec for importTensor() ("w.npy", "m.safetensors:NAME", "f.h5:/path"); empty = random.
   /// An imported operand fixes that operand's shape (A: [M,K], B: [K,N]).
   std::string tensor;
-  bool transpose = false;      ///< use the imported tensor transposed
+  bool transpose = false; ///< use the imported tensor transposed
 };
 
 /// A GEMM experiment, as parsed from its JSON config (docs/session-format.md, "configs").
 struct GemmExperimentConfig {
   int64_t m = 256, k = 256, n = 256;
-  uint64_t seed = 1;           ///< A uses stream 1, B stream 2 of randomMatrix(seed, stream)
+  uint64_t seed = 1; ///< A uses stream 1, B stream 2 of randomMatrix(seed, stream)
   OperandSource a, b;
   std::string format_a = "E4M3FN", format_b = "E4M3FN";
   std::string scaling = "te_current"; ///< a current-scaling preset name (scalingPresets())
-  GemmOptions gemm;            ///< accumulation model, promotion interval, output type, threads
-  int64_t tile = 128;          ///< tile of error/tile_* maps
-  bool store_inputs = true;    ///< inputs/A, inputs/B
-  bool store_quantized = true; ///< quantized/A_*, quantized/B_*
-  bool store_error_maps = true;///< error/abs, error/rel (the tile maps are always stored)
+  GemmOptions gemm;                   ///< accumulation model, promotion interval, output type, threads
+  int64_t tile = 128;                 ///< tile of error/tile_* maps
+  bool store_inputs = true;           ///< inputs/A, inputs/B
+  bool store_quantized = true;        ///< quantized/A_*, quantized/B_*
+  bool store_error_maps = true;       ///< error/abs, error/rel (the tile maps are always stored)
 };
 
 /// Parses "exact" / "fp32" / "split_fp32" / "fast_accum" (case-insensitive, '-' = '_').
@@ -61,12 +61,12 @@ std::optional<OutputType> parseOutputType(std::string_view s);
 /// is InvalidArgument; NaN / Inf inputs give a Computation warning and metrics a_nonfinite /
 /// b_nonfinite.
 Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::string& config_json,
-                              const std::string& run_id, GemmBackend& backend, const ProgressFn& progress = {});
+                                 const std::string& run_id, GemmBackend& backend, const ProgressFn& progress = {});
 
 /// The float64 product of row-major A [M,K] and B [K,N] (k ascending per element, one rounding
 /// per multiply-add in double; multithreaded over rows, identical bits for any thread count).
-std::vector<double> referenceProduct(const std::vector<double>& a, const std::vector<double>& b, int64_t m,
-                                     int64_t k, int64_t n, int threads = 0);
+std::vector<double> referenceProduct(const std::vector<double>& a, const std::vector<double>& b, int64_t m, int64_t k,
+                                     int64_t n, int threads = 0);
 
 /// Compares two runs bit for bit: every dataset (dtype, shape, every element's bits) and every
 /// metric value. Attributes that record time or place (created_utc, app_version, device, and the

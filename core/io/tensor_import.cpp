@@ -53,7 +53,9 @@ bool openFile(const std::string& path, File* file, int64_t* size, Status* st) {
   return true;
 }
 
-bool readExact(std::FILE* f, void* buf, size_t n) { return n == 0 || std::fread(buf, 1, n, f) == n; }
+bool readExact(std::FILE* f, void* buf, size_t n) {
+  return n == 0 || std::fread(buf, 1, n, f) == n;
+}
 
 /// Product of dims with overflow and limit checks.
 bool checkedCount(const std::vector<int64_t>& shape, int64_t* n) {
@@ -76,12 +78,14 @@ std::string shapeText(const std::vector<int64_t>& s) {
 /// Element kinds the importers decode.
 enum class Src { F16, BF16, F32, F64 };
 
-size_t srcBytes(Src s) { return s == Src::F16 || s == Src::BF16 ? 2 : s == Src::F32 ? 4 : 8; }
+size_t srcBytes(Src s) {
+  return s == Src::F16 || s == Src::BF16 ? 2 : s == Src::F32 ? 4 : 8;
+}
 
 /// Converts `n` raw elements (byte order `big`) into out (float32 for ≤ 32-bit, float64 for F64),
 /// row-major. When fortran is true the raw data are column-major [rows, cols] and are transposed.
-void decodeInto(const std::vector<unsigned char>& raw, Src src, bool big, bool fortran, const std::vector<int64_t>& shape,
-                Dataset* out) {
+void decodeInto(const std::vector<unsigned char>& raw, Src src, bool big, bool fortran,
+                const std::vector<int64_t>& shape, Dataset* out) {
   const size_t eb = srcBytes(src);
   const int64_t n = static_cast<int64_t>(raw.size() / eb);
   const bool swap = big != (std::endian::native == std::endian::big);
@@ -114,9 +118,12 @@ void decodeInto(const std::vector<unsigned char>& raw, Src src, bool big, bool f
   for (int64_t i = 0; i < n; ++i) {
     const uint64_t v = u(i);
     float x;
-    if (src == Src::F32) x = std::bit_cast<float>(static_cast<uint32_t>(v));
-    else if (src == Src::BF16) x = std::bit_cast<float>(static_cast<uint32_t>(v) << 16); // exact widening
-    else x = static_cast<float>(f16.decode(static_cast<uint32_t>(v)));                    // exact in float32
+    if (src == Src::F32)
+      x = std::bit_cast<float>(static_cast<uint32_t>(v));
+    else if (src == Src::BF16)
+      x = std::bit_cast<float>(static_cast<uint32_t>(v) << 16); // exact widening
+    else
+      x = static_cast<float>(f16.decode(static_cast<uint32_t>(v))); // exact in float32
     (void)bf16;
     out->f32[static_cast<size_t>(dst(i))] = x;
   }
@@ -183,25 +190,44 @@ private:
         if (i_ >= s_.size()) return fail("unterminated escape");
         char e = s_[i_++];
         switch (e) {
-        case '"': case '\\': case '/': out->push_back(e); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
+        case '"':
+        case '\\':
+        case '/':
+          out->push_back(e);
+          break;
+        case 'b':
+          out->push_back('\b');
+          break;
+        case 'f':
+          out->push_back('\f');
+          break;
+        case 'n':
+          out->push_back('\n');
+          break;
+        case 'r':
+          out->push_back('\r');
+          break;
+        case 't':
+          out->push_back('\t');
+          break;
         case 'u': {
           if (i_ + 4 > s_.size()) return fail("bad \\u escape");
           unsigned cp = 0;
           for (int k = 0; k < 4; ++k) {
             char h = s_[i_++];
             cp <<= 4;
-            if (h >= '0' && h <= '9') cp |= unsigned(h - '0');
-            else if (h >= 'a' && h <= 'f') cp |= unsigned(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F') cp |= unsigned(h - 'A' + 10);
-            else return fail("bad \\u escape");
+            if (h >= '0' && h <= '9')
+              cp |= unsigned(h - '0');
+            else if (h >= 'a' && h <= 'f')
+              cp |= unsigned(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F')
+              cp |= unsigned(h - 'A' + 10);
+            else
+              return fail("bad \\u escape");
           }
           // UTF-8 encode (surrogates kept as-is; names only need to round-trip for lookup)
-          if (cp < 0x80) out->push_back(char(cp));
+          if (cp < 0x80)
+            out->push_back(char(cp));
           else if (cp < 0x800) {
             out->push_back(char(0xC0 | (cp >> 6)));
             out->push_back(char(0x80 | (cp & 0x3F)));
@@ -212,7 +238,8 @@ private:
           }
           break;
         }
-        default: return fail("bad escape");
+        default:
+          return fail("bad escape");
         }
       } else {
         out->push_back(c);
@@ -247,8 +274,14 @@ private:
         out->keys.push_back(std::move(k));
         out->vals.push_back(std::move(v));
         ws();
-        if (i_ < s_.size() && s_[i_] == ',') { ++i_; continue; }
-        if (i_ < s_.size() && s_[i_] == '}') { ++i_; return true; }
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        if (i_ < s_.size() && s_[i_] == '}') {
+          ++i_;
+          return true;
+        }
         return fail("expected ',' or '}'");
       }
     }
@@ -265,8 +298,14 @@ private:
         if (!value(&v, depth + 1)) return false;
         out->arr.push_back(std::move(v));
         ws();
-        if (i_ < s_.size() && s_[i_] == ',') { ++i_; continue; }
-        if (i_ < s_.size() && s_[i_] == ']') { ++i_; return true; }
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        if (i_ < s_.size() && s_[i_] == ']') {
+          ++i_;
+          return true;
+        }
         return fail("expected ',' or ']'");
       }
     }
@@ -274,9 +313,19 @@ private:
       out->t = Json::T::Str;
       return string(&out->str);
     }
-    if (lit("true")) { out->t = Json::T::Bool; out->b = true; return true; }
-    if (lit("false")) { out->t = Json::T::Bool; return true; }
-    if (lit("null")) { out->t = Json::T::Null; return true; }
+    if (lit("true")) {
+      out->t = Json::T::Bool;
+      out->b = true;
+      return true;
+    }
+    if (lit("false")) {
+      out->t = Json::T::Bool;
+      return true;
+    }
+    if (lit("null")) {
+      out->t = Json::T::Null;
+      return true;
+    }
     const size_t start = i_;
     while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '-' || s_[i_] == '+' ||
                               s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E'))
@@ -469,7 +518,8 @@ Result<Dataset> importNpy(const std::string& path) {
     hlen = int64_t(pre[8]) | (int64_t(pre[9]) << 8) | (int64_t(b[0]) << 16) | (int64_t(b[1]) << 24);
     hstart = 12;
   } else {
-    r.add(C::MalformedInput, path, "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(pre[7]));
+    r.add(C::MalformedInput, path,
+          "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(pre[7]));
     return r;
   }
   if (hlen > size - hstart || hlen > (int64_t(1) << 24)) {
@@ -498,7 +548,8 @@ Result<Dataset> importNpy(const std::string& path) {
     src = descr[2] == '2' ? Src::F16 : descr[2] == '4' ? Src::F32 : Src::F64;
   } else {
     r.add(C::MalformedInput, path,
-          "dtype '" + descr + "' is not supported (float16, float32 or float64 in either byte order: <f2 >f2 <f4 >f4 <f8 >f8)");
+          "dtype '" + descr +
+              "' is not supported (float16, float32 or float64 in either byte order: <f2 >f2 <f4 >f4 <f8 >f8)");
     return r;
   }
   // shape "(3, 4)" / "(5,)" / "()"
@@ -529,8 +580,9 @@ Result<Dataset> importNpy(const std::string& path) {
     return r;
   }
   if (shape.size() > 2) {
-    r.add(C::WrongShape, path, "shape " + shapeText(shape) + " has rank " + std::to_string(shape.size()) +
-                                   "; FP8 Lab imports 1-D and 2-D tensors (reshape it first)");
+    r.add(C::WrongShape, path,
+          "shape " + shapeText(shape) + " has rank " + std::to_string(shape.size()) +
+              "; FP8 Lab imports 1-D and 2-D tensors (reshape it first)");
     return r;
   }
   int64_t n = 0;
@@ -542,12 +594,13 @@ Result<Dataset> importNpy(const std::string& path) {
   const int64_t data_off = hstart + hlen;
   if (bytes > size - data_off) {
     r.add(C::MalformedInput, path,
-          "header claims " + shapeText(shape) + " " + descr + " = " + std::to_string(bytes) + " bytes of data, the file has " +
-              std::to_string(size - data_off) + ": truncated");
+          "header claims " + shapeText(shape) + " " + descr + " = " + std::to_string(bytes) +
+              " bytes of data, the file has " + std::to_string(size - data_off) + ": truncated");
     return r;
   }
   if (bytes < size - data_off)
-    r.add(C::MalformedInput, path, std::to_string(size - data_off - bytes) + " bytes after the data ignored", Warning::Severity::Warning);
+    r.add(C::MalformedInput, path, std::to_string(size - data_off - bytes) + " bytes after the data ignored",
+          Warning::Severity::Warning);
   std::vector<unsigned char> raw;
   if (!readRange(file, size, data_off, bytes, &raw, path, &r)) return r;
   r.value.shape = shape;
@@ -581,16 +634,21 @@ Result<Dataset> importSafetensors(const std::string& path, const std::string& na
   }
   if (!e && name.empty() && entries.size() == 1) e = &entries[0];
   if (!e) {
-    r.add(C::NotFound, path + ":" + name, name.empty() ? "give a tensor name; the file holds: " + names
-                                                         : "no tensor of that name; the file holds: " + names);
+    r.add(C::NotFound, path + ":" + name,
+          name.empty() ? "give a tensor name; the file holds: " + names
+                       : "no tensor of that name; the file holds: " + names);
     return r;
   }
   const std::string where = path + ":" + e->e.name;
   Src src;
-  if (e->e.dtype == "F16") src = Src::F16;
-  else if (e->e.dtype == "BF16") src = Src::BF16;
-  else if (e->e.dtype == "F32") src = Src::F32;
-  else if (e->e.dtype == "F64") src = Src::F64;
+  if (e->e.dtype == "F16")
+    src = Src::F16;
+  else if (e->e.dtype == "BF16")
+    src = Src::BF16;
+  else if (e->e.dtype == "F32")
+    src = Src::F32;
+  else if (e->e.dtype == "F64")
+    src = Src::F64;
   else {
     r.add(C::MalformedInput, where, "dtype " + e->e.dtype + " is not supported (F16, BF16, F32, F64)");
     return r;
@@ -607,8 +665,8 @@ Result<Dataset> importSafetensors(const std::string& path, const std::string& na
   const int64_t bytes = n * static_cast<int64_t>(srcBytes(src));
   if (bytes != e->end - e->begin) {
     r.add(C::MalformedInput, where,
-          "shape " + shapeText(e->e.shape) + " " + e->e.dtype + " needs " + std::to_string(bytes) + " bytes but data_offsets span " +
-              std::to_string(e->end - e->begin));
+          "shape " + shapeText(e->e.shape) + " " + e->e.dtype + " needs " + std::to_string(bytes) +
+              " bytes but data_offsets span " + std::to_string(e->end - e->begin));
     return r;
   }
   std::vector<unsigned char> raw;
@@ -729,8 +787,10 @@ Result<Dataset> importHdf5Dataset(const std::string& path, const std::string& da
   d.shape = shape;
   d.dtype = esz > 4 ? DType::Float64 : DType::Float32;
   try {
-    if (d.dtype == DType::Float64) d.f64.resize(static_cast<size_t>(n));
-    else d.f32.resize(static_cast<size_t>(n));
+    if (d.dtype == DType::Float64)
+      d.f64.resize(static_cast<size_t>(n));
+    else
+      d.f32.resize(static_cast<size_t>(n));
   } catch (const std::bad_alloc&) {
     r.add(C::MalformedInput, where, "not enough memory");
     return r;
@@ -756,7 +816,8 @@ Result<Dataset> importTensor(const std::string& spec) {
   // Split "FILE:NAME" at the first ':' after a known extension.
   for (const std::string ext : {".safetensors", ".h5", ".hdf5", ".hdf", ".npy"}) {
     std::string lower = spec;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     size_t p = lower.find(ext + ":");
     std::string file = spec, name;
     if (p != std::string::npos) {

@@ -36,9 +36,9 @@ Result<Dataset> importNpy(const std::string& path);
 /// One tensor listed in a safetensors header.
 struct TensorEntry {
   std::string name;
-  std::string dtype;          ///< "F16", "BF16", "F32", "F64", or other (not importable)
+  std::string dtype; ///< "F16", "BF16", "F32", "F64", or other (not importable)
   std::vector<int64_t> shape;
-  bool importable = false;    ///< float dtype and rank 1 or 2
+  bool importable = false; ///< float dtype and rank 1 or 2
 };
 
 /// Lists the tensors of a safetensors file (header only).

@@ -43,9 +43,9 @@ struct QuantizeStats {
 /// A row-major 2-D tensor of codes plus one scale per block.
 struct QuantizedTensor {
   int64_t rows = 0, cols = 0;
-  const Format* format = nullptr;   ///< element format (≤ 8 bits)
-  std::vector<uint8_t> codes;       ///< rows·cols codes, row-major
-  ScaleBlock block;                 ///< scale granularity
+  const Format* format = nullptr; ///< element format (≤ 8 bits)
+  std::vector<uint8_t> codes;     ///< rows·cols codes, row-major
+  ScaleBlock block;               ///< scale granularity
   /// Dequant scales, row-major over the block grid [blockRows(), blockCols()], float32.
   std::vector<float> dequant_scales;
   /// Quant multipliers, same layout: the exact values the quantize op used (x·q or x/dq).
@@ -53,7 +53,7 @@ struct QuantizedTensor {
   /// MX only: the E8M0 scale codes (same layout); empty for float32 scales.
   std::vector<uint8_t> scale_codes;
   QuantizeStats stats;
-  std::string strategy;             ///< human-readable strategy name, e.g. "per-tensor current (TE)"
+  std::string strategy; ///< human-readable strategy name, e.g. "per-tensor current (TE)"
   /// How the codes were produced from x: Multiply → cast(x · quant_scale) (TE, torchao,
   /// DeepGEMM, MX); Divide → cast(x / dequant_scale) (Flax, DeepSeek-V3 act_quant). Either way
   /// dequant_scales is the GEMM's factor.

@@ -74,7 +74,9 @@ bool writeAttrU64(hid_t obj, const std::string& name, uint64_t v) {
   return a.valid() && H5Awrite(a, H5T_NATIVE_UINT64, &v) >= 0;
 }
 
-bool hasAttr(hid_t obj, const std::string& name) { return H5Aexists(obj, name.c_str()) > 0; }
+bool hasAttr(hid_t obj, const std::string& name) {
+  return H5Aexists(obj, name.c_str()) > 0;
+}
 
 namespace {
 
@@ -134,7 +136,8 @@ herr_t attrCb(hid_t loc, const char* name, const H5A_info_t*, void* data) {
     }
     break;
   }
-  default: break;
+  default:
+    break;
   }
   H5Eclear2(H5E_DEFAULT);
   return 0;
@@ -198,20 +201,28 @@ bool pathExists(hid_t loc, const std::string& path) {
 
 hid_t fileType(DType t) {
   switch (t) {
-  case DType::Float32: return H5T_IEEE_F32LE;
-  case DType::Float64: return H5T_IEEE_F64LE;
-  case DType::UInt8: return H5T_STD_U8LE;
-  case DType::Int64: return H5T_STD_I64LE;
+  case DType::Float32:
+    return H5T_IEEE_F32LE;
+  case DType::Float64:
+    return H5T_IEEE_F64LE;
+  case DType::UInt8:
+    return H5T_STD_U8LE;
+  case DType::Int64:
+    return H5T_STD_I64LE;
   }
   return H5T_IEEE_F32LE;
 }
 
 hid_t memType(DType t) {
   switch (t) {
-  case DType::Float32: return H5T_NATIVE_FLOAT;
-  case DType::Float64: return H5T_NATIVE_DOUBLE;
-  case DType::UInt8: return H5T_NATIVE_UINT8;
-  case DType::Int64: return H5T_NATIVE_INT64;
+  case DType::Float32:
+    return H5T_NATIVE_FLOAT;
+  case DType::Float64:
+    return H5T_NATIVE_DOUBLE;
+  case DType::UInt8:
+    return H5T_NATIVE_UINT8;
+  case DType::Int64:
+    return H5T_NATIVE_INT64;
   }
   return H5T_NATIVE_FLOAT;
 }
@@ -220,14 +231,26 @@ bool dtypeOf(hid_t t, DType* out) {
   const H5T_class_t c = H5Tget_class(t);
   const size_t sz = H5Tget_size(t);
   if (c == H5T_FLOAT) {
-    if (sz == 4) { *out = DType::Float32; return true; }
-    if (sz == 8) { *out = DType::Float64; return true; }
+    if (sz == 4) {
+      *out = DType::Float32;
+      return true;
+    }
+    if (sz == 8) {
+      *out = DType::Float64;
+      return true;
+    }
     return false;
   }
   if (c == H5T_INTEGER) {
     const bool sgn = H5Tget_sign(t) != H5T_SGN_NONE;
-    if (sz == 1 && !sgn) { *out = DType::UInt8; return true; }
-    if (sz == 8 && sgn) { *out = DType::Int64; return true; }
+    if (sz == 1 && !sgn) {
+      *out = DType::UInt8;
+      return true;
+    }
+    if (sz == 8 && sgn) {
+      *out = DType::Int64;
+      return true;
+    }
   }
   return false;
 }

@@ -54,14 +54,30 @@ private:
   Closer close_ = nullptr;
 };
 
-inline Handle file(hid_t id) { return {id, H5Fclose}; }
-inline Handle group(hid_t id) { return {id, H5Gclose}; }
-inline Handle dataset(hid_t id) { return {id, H5Dclose}; }
-inline Handle space(hid_t id) { return {id, H5Sclose}; }
-inline Handle type(hid_t id) { return {id, H5Tclose}; }
-inline Handle attr(hid_t id) { return {id, H5Aclose}; }
-inline Handle plist(hid_t id) { return {id, H5Pclose}; }
-inline Handle object(hid_t id) { return {id, H5Oclose}; }
+inline Handle file(hid_t id) {
+  return {id, H5Fclose};
+}
+inline Handle group(hid_t id) {
+  return {id, H5Gclose};
+}
+inline Handle dataset(hid_t id) {
+  return {id, H5Dclose};
+}
+inline Handle space(hid_t id) {
+  return {id, H5Sclose};
+}
+inline Handle type(hid_t id) {
+  return {id, H5Tclose};
+}
+inline Handle attr(hid_t id) {
+  return {id, H5Aclose};
+}
+inline Handle plist(hid_t id) {
+  return {id, H5Pclose};
+}
+inline Handle object(hid_t id) {
+  return {id, H5Oclose};
+}
 
 /// Writes a scalar attribute (replacing an existing one of that name). False on failure.
 bool writeAttr(hid_t obj, const std::string& name, const AttrValue& v);

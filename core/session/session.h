@@ -95,10 +95,7 @@ struct Status {
 };
 
 /// A value plus its Status; the value is meaningful only when ok().
-template <class T>
-struct Result : Status {
-  T value{};
-};
+template <class T> struct Result : Status { T value{}; };
 
 // ---- the in-memory model --------------------------------------------------------------------
 
@@ -134,14 +131,10 @@ struct Dataset {
   /// Element i (row-major) as double, whatever the dtype.
   double valueAt(int64_t i) const;
 
-  static Dataset float32(std::vector<int64_t> shape, std::vector<float> data, std::string units,
-                         std::string meaning);
-  static Dataset float64(std::vector<int64_t> shape, std::vector<double> data, std::string units,
-                         std::string meaning);
-  static Dataset uint8(std::vector<int64_t> shape, std::vector<uint8_t> data, std::string units,
-                       std::string meaning);
-  static Dataset int64(std::vector<int64_t> shape, std::vector<int64_t> data, std::string units,
-                       std::string meaning);
+  static Dataset float32(std::vector<int64_t> shape, std::vector<float> data, std::string units, std::string meaning);
+  static Dataset float64(std::vector<int64_t> shape, std::vector<double> data, std::string units, std::string meaning);
+  static Dataset uint8(std::vector<int64_t> shape, std::vector<uint8_t> data, std::string units, std::string meaning);
+  static Dataset int64(std::vector<int64_t> shape, std::vector<int64_t> data, std::string units, std::string meaning);
 };
 
 /// A scalar result of a run (stored as attribute of /runs/<id>/metrics).
@@ -179,8 +172,8 @@ struct Run {
   std::map<std::string, Attributes> group_attrs;
 
   /// Adds (or replaces) a float32 dataset [rows, cols] or [n] (cols < 0 → 1-D).
-  Dataset& putFloat32(const std::string& path, std::vector<float> data, int64_t rows, int64_t cols,
-                      std::string units, std::string meaning);
+  Dataset& putFloat32(const std::string& path, std::vector<float> data, int64_t rows, int64_t cols, std::string units,
+                      std::string meaning);
   /// Stores a quantized tensor under `prefix` (e.g. "quantized/A"):
   ///   <prefix>_codes        uint8 [rows, cols]; attrs format, scaling, block_rows, block_cols,
   ///                         scale_convention, saturated, underflow, ... (QuantizeStats)
@@ -239,11 +232,11 @@ struct WriteOptions {
   /// Chunked + shuffle + gzip for datasets with at least compress_min_elements elements.
   /// false: contiguous, uncompressed (fastest; see tests/bench/bench_session.cpp).
   bool compress = true;
-  int gzip_level = 1;                     ///< 1..9 (1: fastest; float maps gain little from more)
-  int64_t compress_min_elements = 4096;   ///< smaller datasets are always contiguous
+  int gzip_level = 1;                   ///< 1..9 (1: fastest; float maps gain little from more)
+  int64_t compress_min_elements = 4096; ///< smaller datasets are always contiguous
   /// What to do when a run id being added already exists in the file.
   enum class OnConflict { Fail, Replace, Rename } on_conflict = OnConflict::Fail;
-  ProgressFn progress;                    ///< per dataset; returning false cancels (file untouched)
+  ProgressFn progress; ///< per dataset; returning false cancels (file untouched)
   /// Test hook: called before every dataset write with its full path; returning false makes
   /// the write fail there as an injected I/O error (to test that saves are atomic).
   std::function<bool(const std::string& dataset_path)> fault_injection;
@@ -268,16 +261,15 @@ Status appendRuns(const std::string& path, const std::vector<Run>& runs, const W
 Status deleteRun(const std::string& path, const std::string& run_id, const WriteOptions& opt = {});
 
 /// Renames a run (atomic rewrite). NotFound / DuplicateRun / InvalidArgument as appropriate.
-Status renameRun(const std::string& path, const std::string& from, const std::string& to,
-                 const WriteOptions& opt = {});
+Status renameRun(const std::string& path, const std::string& from, const std::string& to, const WriteOptions& opt = {});
 
 /// Joins the runs of several session files into `out` (created or replaced atomically; `out`
 /// may be one of the inputs). Every input is validated first; nothing is written if one has an
 /// error or a warning (a damaged run would be lost or copied damaged).
 /// Id collisions follow opt.on_conflict (default for merge callers: Rename). `notes` receives
 /// one line per renamed run ("IN2.h5: run r1 stored as r1-2").
-Status mergeSessions(const std::string& out, const std::vector<std::string>& inputs,
-                     const WriteOptions& opt = {}, std::vector<std::string>* notes = nullptr);
+Status mergeSessions(const std::string& out, const std::vector<std::string>& inputs, const WriteOptions& opt = {},
+                     std::vector<std::string>* notes = nullptr);
 
 // ---- reading --------------------------------------------------------------------------------
 
@@ -320,9 +312,8 @@ public:
   /// block_rows × block_cols (edge blocks partial) into a float64 [ceil(rows/br), ceil(cols/bc)]
   /// map. Reads band by band (whole blocks, about one chunk row high), so memory stays at one
   /// band plus the result — for heatmaps that must not miss a single large error when zoomed out.
-  Result<Dataset> readReduced(const std::string& run_id, const std::string& dataset_path,
-                              int64_t block_rows, int64_t block_cols, Reduce how,
-                              const Region& window = {});
+  Result<Dataset> readReduced(const std::string& run_id, const std::string& dataset_path, int64_t block_rows,
+                              int64_t block_cols, Reduce how, const Region& window = {});
   /// The whole run (every dataset loaded).
   Result<Run> readRun(const std::string& run_id, const ProgressFn& progress = {});
 

@@ -16,31 +16,50 @@ namespace fp8lab {
 const char* codeName(SessionIssue::Code c) {
   using C = SessionIssue::Code;
   switch (c) {
-  case C::NotFound: return "not found";
-  case C::NotHdf5: return "not an HDF5 file";
-  case C::Corrupt: return "corrupt file";
-  case C::ForeignFile: return "not an FP8 Lab session";
-  case C::FutureVersion: return "future format version";
-  case C::MissingGroup: return "missing group";
-  case C::MissingDataset: return "missing dataset";
-  case C::MissingAttribute: return "missing attribute";
-  case C::WrongShape: return "wrong shape";
-  case C::WrongType: return "wrong type";
-  case C::InvalidArgument: return "invalid argument";
-  case C::DuplicateRun: return "duplicate run";
-  case C::WriteFailed: return "write failed";
-  case C::MalformedInput: return "malformed input";
-  case C::Hdf5Error: return "HDF5 error";
-  case C::Computation: return "computation";
+  case C::NotFound:
+    return "not found";
+  case C::NotHdf5:
+    return "not an HDF5 file";
+  case C::Corrupt:
+    return "corrupt file";
+  case C::ForeignFile:
+    return "not an FP8 Lab session";
+  case C::FutureVersion:
+    return "future format version";
+  case C::MissingGroup:
+    return "missing group";
+  case C::MissingDataset:
+    return "missing dataset";
+  case C::MissingAttribute:
+    return "missing attribute";
+  case C::WrongShape:
+    return "wrong shape";
+  case C::WrongType:
+    return "wrong type";
+  case C::InvalidArgument:
+    return "invalid argument";
+  case C::DuplicateRun:
+    return "duplicate run";
+  case C::WriteFailed:
+    return "write failed";
+  case C::MalformedInput:
+    return "malformed input";
+  case C::Hdf5Error:
+    return "HDF5 error";
+  case C::Computation:
+    return "computation";
   }
   return "?";
 }
 
 static const char* severityName(Warning::Severity s) {
   switch (s) {
-  case Warning::Severity::Info: return "info";
-  case Warning::Severity::Warning: return "warning";
-  case Warning::Severity::Error: return "error";
+  case Warning::Severity::Info:
+    return "info";
+  case Warning::Severity::Warning:
+    return "warning";
+  case Warning::Severity::Error:
+    return "error";
   }
   return "?";
 }
@@ -54,7 +73,9 @@ std::string SessionIssue::toString() const {
   return s;
 }
 
-Warning SessionIssue::toWarning() const { return Warning{severity, codeName(code), where, detail}; }
+Warning SessionIssue::toWarning() const {
+  return Warning{severity, codeName(code), where, detail};
+}
 
 bool Status::ok() const {
   for (const auto& i : issues)
@@ -93,16 +114,22 @@ void Status::add(SessionIssue::Code code, std::string where, std::string detail,
   issues.push_back(SessionIssue{severity, code, std::move(where), std::move(detail)});
 }
 
-void Status::merge(const Status& other) { issues.insert(issues.end(), other.issues.begin(), other.issues.end()); }
+void Status::merge(const Status& other) {
+  issues.insert(issues.end(), other.issues.begin(), other.issues.end());
+}
 
 // ---- attributes, dtypes ---------------------------------------------------------------------
 
 const char* toString(DType t) {
   switch (t) {
-  case DType::Float32: return "float32";
-  case DType::Float64: return "float64";
-  case DType::UInt8: return "uint8";
-  case DType::Int64: return "int64";
+  case DType::Float32:
+    return "float32";
+  case DType::Float64:
+    return "float64";
+  case DType::UInt8:
+    return "uint8";
+  case DType::Int64:
+    return "int64";
   }
   return "?";
 }
@@ -139,20 +166,28 @@ int64_t Dataset::elementCount() const {
 
 int64_t Dataset::storedCount() const {
   switch (dtype) {
-  case DType::Float32: return static_cast<int64_t>(f32.size());
-  case DType::Float64: return static_cast<int64_t>(f64.size());
-  case DType::UInt8: return static_cast<int64_t>(u8.size());
-  case DType::Int64: return static_cast<int64_t>(i64.size());
+  case DType::Float32:
+    return static_cast<int64_t>(f32.size());
+  case DType::Float64:
+    return static_cast<int64_t>(f64.size());
+  case DType::UInt8:
+    return static_cast<int64_t>(u8.size());
+  case DType::Int64:
+    return static_cast<int64_t>(i64.size());
   }
   return 0;
 }
 
 size_t Dataset::elementBytes() const {
   switch (dtype) {
-  case DType::Float32: return 4;
-  case DType::Float64: return 8;
-  case DType::UInt8: return 1;
-  case DType::Int64: return 8;
+  case DType::Float32:
+    return 4;
+  case DType::Float64:
+    return 8;
+  case DType::UInt8:
+    return 1;
+  case DType::Int64:
+    return 8;
   }
   return 0;
 }
@@ -160,10 +195,14 @@ size_t Dataset::elementBytes() const {
 double Dataset::valueAt(int64_t i) const {
   const auto k = static_cast<size_t>(i);
   switch (dtype) {
-  case DType::Float32: return f32[k];
-  case DType::Float64: return f64[k];
-  case DType::UInt8: return u8[k];
-  case DType::Int64: return static_cast<double>(i64[k]);
+  case DType::Float32:
+    return f32[k];
+  case DType::Float64:
+    return f64[k];
+  case DType::UInt8:
+    return u8[k];
+  case DType::Int64:
+    return static_cast<double>(i64[k]);
   }
   return 0;
 }
@@ -251,8 +290,9 @@ void Run::putQuantized(const std::string& prefix, const QuantizedTensor& q, cons
   s.attrs["block_cols"] = q.block.cols;
   if (!q.quant_scales.empty()) {
     auto& qs = datasets[prefix + "_quant_scales"];
-    qs = Dataset::float32({br, bc}, q.quant_scales, "1",
-                          meaning + ": quant multiplier per block as used by the cast (x_q = cast(x * q)); ~ 1/dequant scale");
+    qs = Dataset::float32(
+        {br, bc}, q.quant_scales, "1",
+        meaning + ": quant multiplier per block as used by the cast (x_q = cast(x * q)); ~ 1/dequant scale");
   }
   if (!q.scale_codes.empty()) {
     auto& sc = datasets[prefix + "_scale_codes"];
@@ -270,8 +310,14 @@ Result<QuantizedTensor> Run::getQuantized(const std::string& prefix) const {
   const std::string where = "run " + id + ", " + prefix;
   const Dataset* c = find(prefix + "_codes");
   const Dataset* s = find(prefix + "_scales");
-  if (!c) { r.add(SessionIssue::Code::MissingDataset, where + "_codes", "quantized codes not stored"); return r; }
-  if (!s) { r.add(SessionIssue::Code::MissingDataset, where + "_scales", "dequant scales not stored"); return r; }
+  if (!c) {
+    r.add(SessionIssue::Code::MissingDataset, where + "_codes", "quantized codes not stored");
+    return r;
+  }
+  if (!s) {
+    r.add(SessionIssue::Code::MissingDataset, where + "_scales", "dequant scales not stored");
+    return r;
+  }
   if (c->dtype != DType::UInt8 || c->shape.size() != 2) {
     r.add(SessionIssue::Code::WrongType, where + "_codes", "expected uint8 [rows, cols]");
     return r;
@@ -345,9 +391,10 @@ bool isValidRunId(const std::string& id, std::string* why) {
   if (id.size() > 128) return bad("run id longer than 128 characters");
   if (id[0] == '.') return bad("run id starts with '.'");
   for (char ch : id) {
-    const bool okc = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                     ch == '_' || ch == '-' || ch == '.' || ch == '+' || ch == '=';
-    if (!okc) return bad(std::string("run id '") + id + "' contains '" + ch + "' (allowed: letters, digits, _ - . + =)");
+    const bool okc = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+                     ch == '-' || ch == '.' || ch == '+' || ch == '=';
+    if (!okc)
+      return bad(std::string("run id '") + id + "' contains '" + ch + "' (allowed: letters, digits, _ - . + =)");
   }
   return true;
 }

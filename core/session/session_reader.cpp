@@ -43,8 +43,10 @@ herr_t visitCb(hid_t, const char* name, const H5L_info_t* info, void* data) {
     return 0;
   }
   const H5I_type_t t = H5Iget_type(o);
-  if (t == H5I_DATASET) v->datasets.emplace_back(name);
-  else if (t == H5I_GROUP) v->groups.emplace_back(name);
+  if (t == H5I_DATASET)
+    v->datasets.emplace_back(name);
+  else if (t == H5I_GROUP)
+    v->groups.emplace_back(name);
   return 0;
 }
 
@@ -88,13 +90,15 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
   auto needString = [&](const char* name, std::string* out) {
     auto it = ri.attrs.find(name);
     if (it == ri.attrs.end()) {
-      st->add(C::MissingAttribute, where, std::string("run attribute '") + name + "' is absent; run skipped", W::Warning);
+      st->add(C::MissingAttribute, where, std::string("run attribute '") + name + "' is absent; run skipped",
+              W::Warning);
       bad = true;
     } else if (auto s = std::get_if<std::string>(&it->second)) {
       *out = *s;
       ri.attrs.erase(it);
     } else {
-      st->add(C::WrongType, where, std::string("run attribute '") + name + "' is not a string; run skipped", W::Warning);
+      st->add(C::WrongType, where, std::string("run attribute '") + name + "' is not a string; run skipped",
+              W::Warning);
       bad = true;
     }
   };
@@ -128,7 +132,8 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
           st->add(C::WrongType, where + "/metrics", "metric '" + k + "' is not a number; ignored", W::Warning);
           continue;
         }
-        ri.metrics[k] = Metric{*val, attrString(ma, k + ".units").value_or(""), attrString(ma, k + ".meaning").value_or("")};
+        ri.metrics[k] =
+            Metric{*val, attrString(ma, k + ".units").value_or(""), attrString(ma, k + ".meaning").value_or("")};
       }
     } else {
       st->add(C::WrongType, where + "/metrics", "is not a group; metrics ignored", W::Warning);
@@ -191,7 +196,9 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
   };
   // Quantized tensors: codes [r, c] ↔ scales [ceil(r/br), ceil(c/bc)] ↔ dequantized [r, c].
   for (const auto& d : ri.datasets) {
-    if (!d.path.ends_with("_codes") || d.path.ends_with("_scale_codes") || d.shape.size() != 2 || !attrString(d.attrs, "format")) continue;
+    if (!d.path.ends_with("_codes") || d.path.ends_with("_scale_codes") || d.shape.size() != 2 ||
+        !attrString(d.attrs, "format"))
+      continue;
     const std::string prefix = d.path.substr(0, d.path.size() - 6);
     auto br = attrInt(d.attrs, "block_rows"), bc = attrInt(d.attrs, "block_cols");
     if (!br || !bc || *br < 1 || *bc < 1) {
@@ -202,7 +209,8 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
     if (auto s = shapeOf(prefix + "_scales"); s && *s != want) {
       st->add(C::WrongShape, where + "/" + prefix + "_scales",
               "expected " + shapeText(want) + " for codes " + shapeText(d.shape) + " in blocks of " +
-                  std::to_string(*br) + "x" + std::to_string(*bc) + ", found " + shapeText(*s), W::Warning);
+                  std::to_string(*br) + "x" + std::to_string(*bc) + ", found " + shapeText(*s),
+              W::Warning);
       bad = true;
     }
     if (auto s = shapeOf(prefix + "_dequantized"); s && *s != d.shape) {
@@ -221,7 +229,8 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
     if (a && b) {
       if (a->size() != 2 || b->size() != 2 || (*a)[1] != (*b)[0]) {
         st->add(C::WrongShape, where + "/inputs/B",
-                "A is " + shapeText(*a) + ", B is " + shapeText(*b) + ": expected [M,K] and [K,N]; run skipped", W::Warning);
+                "A is " + shapeText(*a) + ", B is " + shapeText(*b) + ": expected [M,K] and [K,N]; run skipped",
+                W::Warning);
         bad = true;
       } else {
         mn = std::vector<int64_t>{(*a)[0], (*b)[1]};
@@ -231,14 +240,15 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
       st->add(C::MissingDataset, where + "/output/D", "required by a gemm run; run skipped", W::Warning);
       bad = true;
     } else if (!mn && dd->size() != 2) {
-      st->add(C::WrongShape, where + "/output/D", "expected [M,N], found " + shapeText(*dd) + "; run skipped", W::Warning);
+      st->add(C::WrongShape, where + "/output/D", "expected [M,N], found " + shapeText(*dd) + "; run skipped",
+              W::Warning);
       bad = true;
     } else {
       if (!mn) mn = *dd;
       for (const char* p : {"output/D", "reference/D", "reference/D_quantized_exact", "error/abs", "error/rel"})
         if (auto s = shapeOf(p); s && *s != *mn) {
-          st->add(C::WrongShape, where + "/" + p, "expected " + shapeText(*mn) + ", found " + shapeText(*s) + "; run skipped",
-                  W::Warning);
+          st->add(C::WrongShape, where + "/" + p,
+                  "expected " + shapeText(*mn) + ", found " + shapeText(*s) + "; run skipped", W::Warning);
           bad = true;
         }
     }
@@ -249,7 +259,9 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
 SessionReader::SessionReader() : d(std::make_unique<Impl>()) {}
 SessionReader::~SessionReader() = default;
 
-const SessionInfo& SessionReader::info() const { return d->info; }
+const SessionInfo& SessionReader::info() const {
+  return d->info;
+}
 
 Result<std::unique_ptr<SessionReader>> SessionReader::open(const std::string& path) {
   quietErrors();
@@ -290,7 +302,8 @@ Result<std::unique_ptr<SessionReader>> SessionReader::open(const std::string& pa
   const auto app = attrString(root, "application");
   const bool has_version = root.count("format_version") > 0;
   if (!app && !has_version) {
-    r.add(C::ForeignFile, path, "a valid HDF5 file, but not an FP8 Lab session (no 'application' / 'format_version' root attributes)");
+    r.add(C::ForeignFile, path,
+          "a valid HDF5 file, but not an FP8 Lab session (no 'application' / 'format_version' root attributes)");
     return r;
   }
   if (app && *app != "FP8 Lab") {
@@ -348,10 +361,18 @@ bool allocFor(Dataset& out, int64_t n, Status* st, const std::string& where) {
   }
   try {
     switch (out.dtype) {
-    case DType::Float32: out.f32.resize(static_cast<size_t>(n)); break;
-    case DType::Float64: out.f64.resize(static_cast<size_t>(n)); break;
-    case DType::UInt8: out.u8.resize(static_cast<size_t>(n)); break;
-    case DType::Int64: out.i64.resize(static_cast<size_t>(n)); break;
+    case DType::Float32:
+      out.f32.resize(static_cast<size_t>(n));
+      break;
+    case DType::Float64:
+      out.f64.resize(static_cast<size_t>(n));
+      break;
+    case DType::UInt8:
+      out.u8.resize(static_cast<size_t>(n));
+      break;
+    case DType::Int64:
+      out.i64.resize(static_cast<size_t>(n));
+      break;
     }
   } catch (const std::bad_alloc&) {
     st->add(C::InvalidArgument, where, "not enough memory for " + std::to_string(bytes) + " bytes");
@@ -362,10 +383,14 @@ bool allocFor(Dataset& out, int64_t n, Status* st, const std::string& where) {
 
 void* bufOf(Dataset& d) {
   switch (d.dtype) {
-  case DType::Float32: return d.f32.data();
-  case DType::Float64: return d.f64.data();
-  case DType::UInt8: return d.u8.data();
-  case DType::Int64: return d.i64.data();
+  case DType::Float32:
+    return d.f32.data();
+  case DType::Float64:
+    return d.f64.data();
+  case DType::UInt8:
+    return d.u8.data();
+  case DType::Int64:
+    return d.i64.data();
   }
   return nullptr;
 }
@@ -384,8 +409,8 @@ bool resolveRegion(const Region& in, int64_t rows, int64_t cols, Region* out, St
   if (r.rows > maxr || r.cols > maxc) {
     st->add(C::InvalidArgument, where,
             "region of " + std::to_string(r.rows) + "x" + std::to_string(r.cols) + " elements (steps " +
-                std::to_string(r.row_step) + ", " + std::to_string(r.col_step) + ") from (" + std::to_string(r.row0) + ", " +
-                std::to_string(r.col0) + ") does not fit in " + shapeText({rows, cols}));
+                std::to_string(r.row_step) + ", " + std::to_string(r.col_step) + ") from (" + std::to_string(r.row0) +
+                ", " + std::to_string(r.col0) + ") does not fit in " + shapeText({rows, cols}));
     return false;
   }
   *out = r;
@@ -442,7 +467,8 @@ Result<Dataset> SessionReader::read(const std::string& run_id, const std::string
   r.value.shape = di->shape;
   r.value.attrs = di->attrs;
   if (!allocFor(r.value, r.value.elementCount(), &r, where)) return r;
-  if (r.value.elementCount() > 0 && H5Dread(ds, memType(di->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, bufOf(r.value)) < 0) {
+  if (r.value.elementCount() > 0 &&
+      H5Dread(ds, memType(di->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, bufOf(r.value)) < 0) {
     r.add(C::Corrupt, where, "cannot read data: " + errorText());
     r.value = {};
   }
@@ -515,7 +541,8 @@ Result<Dataset> SessionReader::readReduced(const std::string& run_id, const std:
   }
   // Bands of whole blocks, at least one chunk row high, at most ~64 MiB of doubles.
   int64_t per_band = std::max<int64_t>(1, (chunk_rows + block_rows - 1) / block_rows);
-  per_band = std::max<int64_t>(1, std::min(per_band, (int64_t(64) << 20) / std::max<int64_t>(1, block_rows * g.cols * 8)));
+  per_band =
+      std::max<int64_t>(1, std::min(per_band, (int64_t(64) << 20) / std::max<int64_t>(1, block_rows * g.cols * 8)));
   const int64_t out_r = (g.rows + block_rows - 1) / block_rows, out_c = (g.cols + block_cols - 1) / block_cols;
   Dataset& out = r.value;
   out.dtype = DType::Float64;
@@ -523,7 +550,10 @@ Result<Dataset> SessionReader::readReduced(const std::string& run_id, const std:
   out.attrs = di->attrs;
   out.attrs["reduce_block_rows"] = block_rows;
   out.attrs["reduce_block_cols"] = block_cols;
-  out.attrs["reduce"] = std::string(how == Reduce::Mean ? "mean" : how == Reduce::Max ? "max" : how == Reduce::Min ? "min" : "max_abs");
+  out.attrs["reduce"] = std::string(how == Reduce::Mean  ? "mean"
+                                    : how == Reduce::Max ? "max"
+                                    : how == Reduce::Min ? "min"
+                                                         : "max_abs");
   if (!allocFor(out, out_r * out_c, &r, where)) return r;
   if (out_r == 0 || out_c == 0) return r;
   std::vector<double> band;
@@ -542,7 +572,8 @@ Result<Dataset> SessionReader::readReduced(const std::string& run_id, const std:
     H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, nullptr, count, nullptr);
     Handle msp = space(H5Screate_simple(2, count, nullptr));
     if (H5Dread(ds, H5T_NATIVE_DOUBLE, msp, fsp, H5P_DEFAULT, band.data()) < 0) {
-      r.add(C::Corrupt, where, "cannot read rows " + std::to_string(r0) + ".." + std::to_string(r0 + nrows) + ": " + errorText());
+      r.add(C::Corrupt, where,
+            "cannot read rows " + std::to_string(r0) + ".." + std::to_string(r0 + nrows) + ": " + errorText());
       r.value = {};
       return r;
     }
@@ -552,8 +583,8 @@ Result<Dataset> SessionReader::readReduced(const std::string& run_id, const std:
       for (int64_t bc = 0; bc < out_c; ++bc) {
         const int64_t c0 = bc * block_cols, nc = std::min(block_cols, g.cols - c0);
         double acc = how == Reduce::Max || how == Reduce::MaxAbs ? -std::numeric_limits<double>::infinity()
-                     : how == Reduce::Min                       ? std::numeric_limits<double>::infinity()
-                                                                : 0.0;
+                     : how == Reduce::Min                        ? std::numeric_limits<double>::infinity()
+                                                                 : 0.0;
         bool nan = false;
         for (int64_t i = 0; i < nr; ++i) {
           const double* row = band.data() + (i0 + i) * g.cols + c0;
@@ -561,10 +592,18 @@ Result<Dataset> SessionReader::readReduced(const std::string& run_id, const std:
             const double v = row[j];
             if (std::isnan(v)) nan = true;
             switch (how) {
-            case Reduce::Mean: acc += v; break;
-            case Reduce::Max: acc = std::max(acc, v); break;
-            case Reduce::Min: acc = std::min(acc, v); break;
-            case Reduce::MaxAbs: acc = std::max(acc, std::fabs(v)); break;
+            case Reduce::Mean:
+              acc += v;
+              break;
+            case Reduce::Max:
+              acc = std::max(acc, v);
+              break;
+            case Reduce::Min:
+              acc = std::min(acc, v);
+              break;
+            case Reduce::MaxAbs:
+              acc = std::max(acc, std::fabs(v));
+              break;
             }
           }
         }
@@ -620,12 +659,12 @@ Result<Session> loadSession(const std::string& path, const ProgressFn& progress)
   r.value.app_version = info.app_version;
   r.value.created_utc = info.created_utc;
   r.value.attrs = info.attrs;
-  for (const char* k : {"application", "format_version", "app_version", "created_utc", "modified_utc"}) r.value.attrs.erase(k);
+  for (const char* k : {"application", "format_version", "app_version", "created_utc", "modified_utc"})
+    r.value.attrs.erase(k);
   const size_t n = info.runs.size();
   for (size_t i = 0; i < n; ++i) {
     ProgressFn sub;
-    if (progress)
-      sub = [&](double f, const std::string& s) { return progress((double(i) + f) / double(n), s); };
+    if (progress) sub = [&](double f, const std::string& s) { return progress((double(i) + f) / double(n), s); };
     auto run = rd.value->readRun(info.runs[i].id, sub);
     r.merge(run);
     if (!run.ok()) return r;

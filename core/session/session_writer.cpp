@@ -48,8 +48,7 @@ bool makeTemp(const std::string& target, TempFile* tmp, Status* st) {
   buf.push_back('\0');
   const int fd = ::mkstemp(buf.data());
   if (fd < 0) {
-    st->add(C::WriteFailed, target,
-            "cannot create a temporary file in '" + dir + "': " + std::strerror(errno));
+    st->add(C::WriteFailed, target, "cannot create a temporary file in '" + dir + "': " + std::strerror(errno));
     return false;
   }
   ::close(fd);
@@ -67,8 +66,9 @@ bool commitTemp(TempFile* tmp, const std::string& target, Status* st) {
   }
   ::close(fd);
   // Keep the permissions of a file being replaced; new files get the umask default.
-  struct stat old{};
-  if (::stat(target.c_str(), &old) == 0) ::chmod(tmp->path.c_str(), old.st_mode & 07777);
+  struct stat old {};
+  if (::stat(target.c_str(), &old) == 0)
+    ::chmod(tmp->path.c_str(), old.st_mode & 07777);
   else {
     const mode_t um = ::umask(0);
     ::umask(um);
@@ -113,7 +113,7 @@ std::vector<hsize_t> chunkDims(const std::vector<int64_t>& shape, size_t elem) {
 
 struct WriteCtx {
   const WriteOptions* opt;
-  std::string file;    // target path (for messages)
+  std::string file; // target path (for messages)
   int64_t total_bytes = 1;
   int64_t done_bytes = 0;
 };
@@ -128,8 +128,8 @@ bool progress(WriteCtx& ctx, const std::string& stage, Status* st) {
   return true;
 }
 
-bool writeDataset(hid_t run_group, const std::string& rel, const std::string& full, const Dataset& d,
-                  WriteCtx& ctx, Status* st) {
+bool writeDataset(hid_t run_group, const std::string& rel, const std::string& full, const Dataset& d, WriteCtx& ctx,
+                  Status* st) {
   const std::string where = ctx.file + "#" + full;
   if (d.shape.empty()) {
     st->add(C::InvalidArgument, where, "dataset has rank 0 (give it a shape)");
@@ -170,10 +170,18 @@ bool writeDataset(hid_t run_group, const std::string& rel, const std::string& fu
   }
   const void* buf = nullptr;
   switch (d.dtype) {
-  case DType::Float32: buf = d.f32.data(); break;
-  case DType::Float64: buf = d.f64.data(); break;
-  case DType::UInt8: buf = d.u8.data(); break;
-  case DType::Int64: buf = d.i64.data(); break;
+  case DType::Float32:
+    buf = d.f32.data();
+    break;
+  case DType::Float64:
+    buf = d.f64.data();
+    break;
+  case DType::UInt8:
+    buf = d.u8.data();
+    break;
+  case DType::Int64:
+    buf = d.i64.data();
+    break;
   }
   if (d.elementCount() > 0 && H5Dwrite(ds, memType(d.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
     st->add(C::WriteFailed, where, "cannot write data: " + errorText());
@@ -250,7 +258,8 @@ bool writeRun(hid_t runs, const Run& run, const std::string& id, WriteCtx& ctx, 
   }
   for (const auto& [path, attrs] : run.group_attrs) {
     Handle grp;
-    if (pathExists(g, path)) grp = group(H5Gopen2(g, path.c_str(), H5P_DEFAULT));
+    if (pathExists(g, path))
+      grp = group(H5Gopen2(g, path.c_str(), H5P_DEFAULT));
     else {
       Handle lcpl = lcplIntermediate();
       grp = group(H5Gcreate2(g, path.c_str(), lcpl, H5P_DEFAULT, H5P_DEFAULT));
@@ -342,7 +351,8 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
         it = sources.emplace(c.file, std::move(sf)).first;
       }
       if (opt.fault_injection && !opt.fault_injection("copy:/runs/" + c.run)) {
-        st.add(C::WriteFailed, target + "#/runs/" + c.as, "injected write failure (test hook); the previous file is unchanged");
+        st.add(C::WriteFailed, target + "#/runs/" + c.as,
+               "injected write failure (test hook); the previous file is unchanged");
         return st;
       }
       if (!progress(ctx, "copying run " + c.run, &st)) return st;

@@ -10,8 +10,8 @@ namespace fp8lab {
 /// C[M,N] = A[M,K] · B[K,N] (accumulate = false) or C += A·B, all row-major float32.
 /// Summation order per element: k ascending, one float32 accumulator (deterministic for a
 /// given thread count, and independent of it: rows are split, never K). threads ≤ 0: all cores.
-void matmulF32(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n,
-               int threads = 0, bool accumulate = false);
+void matmulF32(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n, int threads = 0,
+               bool accumulate = false);
 
 /// out[N,M] = in[M,N]ᵀ (row-major float32).
 void transposeF32(const float* in, float* out, int64_t m, int64_t n);

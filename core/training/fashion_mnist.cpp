@@ -92,8 +92,8 @@ FashionMnist loadFashionMnist(const std::filesystem::path& explicit_dir, int64_t
   fm.directory = fashionMnistDirectory(explicit_dir);
   std::error_code ec;
   if (!std::filesystem::is_directory(fm.directory, ec))
-    throw DatasetMissingError("Fashion-MNIST not found: the directory " + fm.directory.string() + whereFrom(explicit_dir) +
-                              " does not exist. " + installHint());
+    throw DatasetMissingError("Fashion-MNIST not found: the directory " + fm.directory.string() +
+                              whereFrom(explicit_dir) + " does not exist. " + installHint());
   fm.train = loadFashionMnistSplit(fm.directory, "train", train_limit);
   fm.test = loadFashionMnistSplit(fm.directory, "t10k", test_limit);
   return fm;

@@ -32,8 +32,8 @@ const std::vector<std::string>& fashionMnistClassNames();
 
 /// Images and labels of one split.
 struct ImageDataset {
-  int64_t count = 0;           ///< number of images n
-  int rows = 28, cols = 28;    ///< image size
+  int64_t count = 0;        ///< number of images n
+  int rows = 28, cols = 28; ///< image size
   int64_t features() const { return int64_t{rows} * cols; }
   /// n × features float32 pixels scaled to [0, 1] (byte / 255, rounded once to float32), row-major.
   std::vector<float> pixels;

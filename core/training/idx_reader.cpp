@@ -33,8 +33,7 @@ uint32_t readBE32(const uint8_t* p) {
 
 } // namespace
 
-std::vector<uint8_t> gunzip(const std::vector<uint8_t>& gz, const std::string& what,
-                            int64_t max_output) {
+std::vector<uint8_t> gunzip(const std::vector<uint8_t>& gz, const std::string& what, int64_t max_output) {
   if (gz.size() < 2 || gz[0] != 0x1f || gz[1] != 0x8b)
     throw IdxError(what + ": not a gzip stream (missing the 1f 8b magic)");
   InflateStream s;
@@ -50,7 +49,8 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& gz, const std::string& w
     s.z.next_in = const_cast<Bytef*>(gz.data() + in_pos);
     s.z.avail_in = static_cast<uInt>(in_chunk);
     if (out_pos == out.size()) {
-      if (out.size() > cap) throw IdxError(what + ": decompresses to more than the allowed " + std::to_string(max_output) + " bytes");
+      if (out.size() > cap)
+        throw IdxError(what + ": decompresses to more than the allowed " + std::to_string(max_output) + " bytes");
       out.resize(std::min(cap + 1, out.size() * 2));
     }
     const size_t out_chunk = std::min<size_t>(out.size() - out_pos, std::numeric_limits<uInt>::max());
@@ -72,7 +72,8 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& gz, const std::string& w
                      " unexpected bytes after the end of the gzip stream");
     }
     if (rc == Z_DATA_ERROR)
-      throw IdxError(what + ": corrupt gzip data (" + (s.z.msg ? std::string(s.z.msg) : std::string("data error")) + ")");
+      throw IdxError(what + ": corrupt gzip data (" + (s.z.msg ? std::string(s.z.msg) : std::string("data error")) +
+                     ")");
     if (rc == Z_MEM_ERROR) throw IdxError(what + ": out of memory while decompressing");
     if (rc == Z_NEED_DICT) throw IdxError(what + ": corrupt gzip data (dictionary requested)");
     if (rc == Z_BUF_ERROR || (rc == Z_OK && in_pos == gz.size() && s.z.avail_out != 0)) {
@@ -80,24 +81,28 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& gz, const std::string& w
         throw IdxError(what + ": truncated gzip stream (ended after " + std::to_string(gz.size()) +
                        " bytes, before its end marker and checksum)");
     }
-    if (rc != Z_OK && rc != Z_BUF_ERROR)
-      throw IdxError(what + ": zlib error " + std::to_string(rc));
+    if (rc != Z_OK && rc != Z_BUF_ERROR) throw IdxError(what + ": zlib error " + std::to_string(rc));
   }
   out.resize(out_pos);
   return out;
 }
 
-IdxArray parseIdx(const std::vector<uint8_t>& bytes, const std::string& what, int expect_dims,
-                  int64_t max_elements) {
-  if (bytes.size() < 4) throw IdxError(what + ": too short for an IDX header (" + std::to_string(bytes.size()) + " bytes)");
-  if (bytes[0] != 0 || bytes[1] != 0) throw IdxError(what + ": not an IDX file (the first two bytes of the magic number must be zero)");
+IdxArray parseIdx(const std::vector<uint8_t>& bytes, const std::string& what, int expect_dims, int64_t max_elements) {
+  if (bytes.size() < 4)
+    throw IdxError(what + ": too short for an IDX header (" + std::to_string(bytes.size()) + " bytes)");
+  if (bytes[0] != 0 || bytes[1] != 0)
+    throw IdxError(what + ": not an IDX file (the first two bytes of the magic number must be zero)");
   const int type = bytes[2];
   const int nd = bytes[3];
   if (type != 0x08) {
     const char* names[] = {"signed byte", "", "int16", "int32", "float32", "float64"};
     const std::string tn = (type >= 0x09 && type <= 0x0E && type != 0x0A) ? names[type - 0x09] : "unknown";
     throw IdxError(what + ": IDX element type 0x" + (type < 16 ? "0" : "") +
-                   [&] { char b[4]; std::snprintf(b, sizeof b, "%x", type); return std::string(b); }() +
+                   [&] {
+                     char b[4];
+                     std::snprintf(b, sizeof b, "%x", type);
+                     return std::string(b);
+                   }() +
                    " (" + tn + ") is not supported; Fashion-MNIST files hold unsigned bytes (0x08)");
   }
   if (nd == 0) throw IdxError(what + ": IDX header declares zero dimensions");
@@ -106,7 +111,8 @@ IdxArray parseIdx(const std::vector<uint8_t>& bytes, const std::string& what, in
                    std::to_string(expect_dims) + "), the header declares " + std::to_string(nd));
   const size_t header = 4 + 4 * static_cast<size_t>(nd);
   if (bytes.size() < header)
-    throw IdxError(what + ": truncated IDX header (" + std::to_string(bytes.size()) + " bytes, need " + std::to_string(header) + ")");
+    throw IdxError(what + ": truncated IDX header (" + std::to_string(bytes.size()) + " bytes, need " +
+                   std::to_string(header) + ")");
   IdxArray a;
   int64_t n = 1;
   for (int i = 0; i < nd; ++i) {
@@ -123,8 +129,9 @@ IdxArray parseIdx(const std::vector<uint8_t>& bytes, const std::string& what, in
       if (i) dims += 'x';
       dims += std::to_string(a.dims[i]);
     }
-    throw IdxError(what + ": the header declares " + dims + " = " + std::to_string(n) + " elements but the file holds " +
-                   std::to_string(payload) + (static_cast<int64_t>(payload) < n ? " (truncated)" : " (trailing data)"));
+    throw IdxError(what + ": the header declares " + dims + " = " + std::to_string(n) +
+                   " elements but the file holds " + std::to_string(payload) +
+                   (static_cast<int64_t>(payload) < n ? " (truncated)" : " (trailing data)"));
   }
   a.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(header), bytes.end());
   return a;

@@ -29,9 +29,9 @@ struct IdxError : std::runtime_error {
 /// The contents of an IDX file of unsigned bytes (element type 0x08), the only type
 /// Fashion-MNIST uses.
 struct IdxArray {
-  std::vector<uint32_t> dims;  ///< sizes, outermost first (e.g. {60000, 28, 28})
-  std::vector<uint8_t> data;   ///< product(dims) elements, row-major
-  int64_t count() const;       ///< product of dims (0 for no dims)
+  std::vector<uint32_t> dims; ///< sizes, outermost first (e.g. {60000, 28, 28})
+  std::vector<uint8_t> data;  ///< product(dims) elements, row-major
+  int64_t count() const;      ///< product of dims (0 for no dims)
 };
 
 /// Default upper bound on the elements of an IDX file (1 GiB): far above Fashion-MNIST's
@@ -41,8 +41,7 @@ inline constexpr int64_t kIdxDefaultMaxElements = int64_t{1} << 30;
 /// Decompresses a complete gzip stream (RFC 1952; multiple members allowed) with zlib.
 /// At most `max_output` bytes are produced; more is an error. Throws IdxError on a corrupt or
 /// truncated stream (the message says which), naming `what` (the file) in the message.
-std::vector<uint8_t> gunzip(const std::vector<uint8_t>& gz, const std::string& what,
-                            int64_t max_output);
+std::vector<uint8_t> gunzip(const std::vector<uint8_t>& gz, const std::string& what, int64_t max_output);
 
 /// Parses the bytes of an uncompressed IDX file. `expect_dims` > 0 requires that number of
 /// dimensions. Throws IdxError (naming `what`) on a bad magic, an element type other than

@@ -17,20 +17,29 @@
 namespace fp8lab {
 
 bool parseTrainingScalingKind(const std::string& s, TrainingScalingKind* out) {
-  if (s == "delayed-flax" || s == "delayed" || s == "flax") *out = TrainingScalingKind::DelayedFlax;
-  else if (s == "delayed-te" || s == "te-delayed" || s == "te") *out = TrainingScalingKind::DelayedTE;
-  else if (s == "current-te" || s == "current" || s == "te-current") *out = TrainingScalingKind::CurrentTE;
-  else if (s == "current-torchao" || s == "torchao") *out = TrainingScalingKind::CurrentTorchao;
-  else return false;
+  if (s == "delayed-flax" || s == "delayed" || s == "flax")
+    *out = TrainingScalingKind::DelayedFlax;
+  else if (s == "delayed-te" || s == "te-delayed" || s == "te")
+    *out = TrainingScalingKind::DelayedTE;
+  else if (s == "current-te" || s == "current" || s == "te-current")
+    *out = TrainingScalingKind::CurrentTE;
+  else if (s == "current-torchao" || s == "torchao")
+    *out = TrainingScalingKind::CurrentTorchao;
+  else
+    return false;
   return true;
 }
 
 const char* toString(TrainingScalingKind k) {
   switch (k) {
-  case TrainingScalingKind::DelayedFlax: return "delayed-flax";
-  case TrainingScalingKind::DelayedTE: return "delayed-te";
-  case TrainingScalingKind::CurrentTE: return "current-te";
-  case TrainingScalingKind::CurrentTorchao: return "current-torchao";
+  case TrainingScalingKind::DelayedFlax:
+    return "delayed-flax";
+  case TrainingScalingKind::DelayedTE:
+    return "delayed-te";
+  case TrainingScalingKind::CurrentTE:
+    return "current-te";
+  case TrainingScalingKind::CurrentTorchao:
+    return "current-torchao";
   }
   return "?";
 }
@@ -47,12 +56,15 @@ struct OperandScaler::Impl {
 };
 
 OperandScaler::OperandScaler(const TrainingScalingConfig& cfg, const Format& format) : d(std::make_unique<Impl>()) {
-  if (format.bits() > 8) throw std::invalid_argument("OperandScaler: format " + format.name() + " is not an 8-bit (or narrower) format");
+  if (format.bits() > 8)
+    throw std::invalid_argument("OperandScaler: format " + format.name() + " is not an 8-bit (or narrower) format");
   if (isDelayed(cfg.kind) && cfg.history_len < 1)
-    throw std::invalid_argument("OperandScaler: amax history length must be ≥ 1 (got " + std::to_string(cfg.history_len) + ")");
+    throw std::invalid_argument("OperandScaler: amax history length must be ≥ 1 (got " +
+                                std::to_string(cfg.history_len) + ")");
   if (cfg.margin < 0 || cfg.margin > 64) throw std::invalid_argument("OperandScaler: margin must be in 0..64");
   if (cfg.kind == TrainingScalingKind::DelayedFlax && (cfg.margin != 0 || cfg.most_recent))
-    throw std::invalid_argument("OperandScaler: the Flax preset has no margin and only the max algorithm (use delayed-te)");
+    throw std::invalid_argument(
+        "OperandScaler: the Flax preset has no margin and only the max algorithm (use delayed-te)");
   d->cfg = cfg;
   d->format = &format;
   switch (cfg.kind) {
@@ -81,8 +93,12 @@ OperandScaler& OperandScaler::operator=(const OperandScaler& o) {
   if (this != &o) *d = *o.d;
   return *this;
 }
-const Format& OperandScaler::format() const { return *d->format; }
-const TrainingScalingConfig& OperandScaler::config() const { return d->cfg; }
+const Format& OperandScaler::format() const {
+  return *d->format;
+}
+const TrainingScalingConfig& OperandScaler::config() const {
+  return d->cfg;
+}
 
 namespace {
 
@@ -99,8 +115,7 @@ float amaxOf(const float* x, size_t n) {
 
 } // namespace
 
-void OperandScaler::quantize(const float* x, int64_t rows, int64_t cols, QuantizedTensor& out,
-                             OperandStepRecord* rec) {
+void OperandScaler::quantize(const float* x, int64_t rows, int64_t cols, QuantizedTensor& out, OperandStepRecord* rec) {
   Impl& s = *d;
   const size_t n = static_cast<size_t>(rows * cols);
   if (s.delayed) {

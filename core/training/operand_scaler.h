@@ -22,9 +22,9 @@ namespace fp8lab {
 
 /// Which scaling strategy the FP8 GEMM operands of a training run use.
 enum class TrainingScalingKind {
-  DelayedFlax, ///< per-tensor delayed, Flax fp8_ops preset (window excludes the current step)
-  DelayedTE,   ///< per-tensor delayed, Transformer Engine DelayedScaling preset (fused update)
-  CurrentTE,   ///< per-tensor current, TE Float8CurrentScaling (amax 0/inf/NaN → 1.0, inf → FLT_MAX)
+  DelayedFlax,    ///< per-tensor delayed, Flax fp8_ops preset (window excludes the current step)
+  DelayedTE,      ///< per-tensor delayed, Transformer Engine DelayedScaling preset (fused update)
+  CurrentTE,      ///< per-tensor current, TE Float8CurrentScaling (amax 0/inf/NaN → 1.0, inf → FLT_MAX)
   CurrentTorchao, ///< per-tensor current, torchao tensorwise (amax ≥ 1e-12, float64 division)
 };
 
@@ -39,20 +39,20 @@ bool isDelayed(TrainingScalingKind k);
 /// Options of the strategy (delayed presets only use history_len, algo and margin).
 struct TrainingScalingConfig {
   TrainingScalingKind kind = TrainingScalingKind::DelayedFlax;
-  int history_len = 1024;   ///< L, amax history length (Flax and TE default 1024)
-  bool most_recent = false; ///< TE amax_compute_algo "most_recent" instead of "max" (TE only)
-  int margin = 0;           ///< TE margin: scale divided by 2^margin (Flax: always 0)
-  bool power_of_two = false;///< current presets: round the quant scale down to a power of two
+  int history_len = 1024;    ///< L, amax history length (Flax and TE default 1024)
+  bool most_recent = false;  ///< TE amax_compute_algo "most_recent" instead of "max" (TE only)
+  int margin = 0;            ///< TE margin: scale divided by 2^margin (Flax: always 0)
+  bool power_of_two = false; ///< current presets: round the quant scale down to a power of two
 };
 
 /// What one quantization of an operand did (one training step).
 struct OperandStepRecord {
-  float amax = 0;          ///< max |x| of this step's tensor (before any scaling)
-  float dequant_scale = 0; ///< scale the tensor was quantized with (x ≈ q · dequant_scale)
-  float quant_scale = 0;   ///< the quant multiplier (x_q = cast(x · quant_scale)) = exact value used
+  float amax = 0;             ///< max |x| of this step's tensor (before any scaling)
+  float dequant_scale = 0;    ///< scale the tensor was quantized with (x ≈ q · dequant_scale)
+  float quant_scale = 0;      ///< the quant multiplier (x_q = cast(x · quant_scale)) = exact value used
   bool kept_previous = false; ///< an edge rule kept the previous scale (amax 0 / inf / NaN)
-  int64_t saturated = 0;   ///< elements clipped to ±max finite
-  int64_t underflow = 0;   ///< non-zero elements that became zero
+  int64_t saturated = 0;      ///< elements clipped to ±max finite
+  int64_t underflow = 0;      ///< non-zero elements that became zero
   /// Delayed scaling: the amax history after this step's update, chronological (oldest first,
   /// SCALING-SEMANTICS §10: hist[1:] + [hist[0]]), length L. Empty for current scaling.
   std::vector<float> history;
@@ -70,8 +70,7 @@ public:
   /// Quantizes x [rows, cols] (row-major float32) per tensor with the strategy, advancing the
   /// state (delayed: the amax is entered into the history). Saturating RNE cast. Writes into
   /// `out` (buffers reused across calls) and fills `*record` when non-null.
-  void quantize(const float* x, int64_t rows, int64_t cols, QuantizedTensor& out,
-                OperandStepRecord* record = nullptr);
+  void quantize(const float* x, int64_t rows, int64_t cols, QuantizedTensor& out, OperandStepRecord* record = nullptr);
 
   const Format& format() const;
   const TrainingScalingConfig& config() const;

@@ -8,7 +8,9 @@ namespace fp8lab {
 
 namespace {
 __extension__ typedef unsigned __int128 u128;
-inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+inline uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 } // namespace
 
 uint64_t TrainingRng::splitmix64(uint64_t& state) {
@@ -35,9 +37,13 @@ uint64_t TrainingRng::next() {
   return result;
 }
 
-float TrainingRng::uniform01() { return static_cast<float>(next() >> 40) * 0x1.0p-24f; }
+float TrainingRng::uniform01() {
+  return static_cast<float>(next() >> 40) * 0x1.0p-24f;
+}
 
-float TrainingRng::uniform(float lo, float hi) { return lo + (hi - lo) * uniform01(); }
+float TrainingRng::uniform(float lo, float hi) {
+  return lo + (hi - lo) * uniform01();
+}
 
 uint64_t TrainingRng::uniformInt(uint64_t n) {
   // Lemire, "Fast Random Integer Generation in an Interval" (2019), 64-bit variant.

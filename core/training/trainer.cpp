@@ -14,7 +14,9 @@
 
 namespace fp8lab {
 
-const char* toString(TrainingPrecision p) { return p == TrainingPrecision::FP8 ? "fp8" : "fp32"; }
+const char* toString(TrainingPrecision p) {
+  return p == TrainingPrecision::FP8 ? "fp8" : "fp32";
+}
 
 std::string TrainingConfig::validate() const {
   if (layer_sizes.size() < 2) return "layers must list at least an input and an output size";
@@ -99,12 +101,12 @@ void fp8Gemm(GemmBackend& backend, const QuantizedTensor& a, const QuantizedTens
 
 struct Layer {
   int64_t in = 0, out = 0;
-  std::vector<float> w, b;            // master weights
-  std::vector<float> mw, vw, mb, vb;  // Adam moments
-  std::vector<float> gw, gb;          // gradients
+  std::vector<float> w, b;           // master weights
+  std::vector<float> mw, vw, mb, vb; // Adam moments
+  std::vector<float> gw, gb;         // gradients
   // per-step buffers
-  std::vector<float> x;               // input [B, in] (after any spike)
-  std::vector<float> y;               // output [B, out] (pre-activation)
+  std::vector<float> x; // input [B, in] (after any spike)
+  std::vector<float> y; // output [B, out] (pre-activation)
   QuantizedTensor qx, qw, qg, qxT, qwT;
   OperandScaler* sx = nullptr;
   OperandScaler* sw = nullptr;
@@ -261,7 +263,8 @@ struct TrainingRun::Impl {
       loss += std::log(se) - static_cast<double>(z[label] - m);
       for (int64_t j = 0; j < C; ++j) {
         const double p = std::exp(static_cast<double>(z[j] - m)) / se;
-        g[static_cast<size_t>(i * C + j)] = static_cast<float>((p - (j == label ? 1.0 : 0.0)) / static_cast<double>(bsz));
+        g[static_cast<size_t>(i * C + j)] =
+            static_cast<float>((p - (j == label ? 1.0 : 0.0)) / static_cast<double>(bsz));
       }
     }
     // ---- backward
@@ -277,10 +280,10 @@ struct TrainingRun::Impl {
         OperandStepRecord rg;
         L.sg->quantize(g.data(), bsz, L.out, L.qg, &rg);
         record(3 * li + 2, rg);
-        transposeQuantized(L.qx, L.qxT);                          // xᵀ [in, B]
+        transposeQuantized(L.qx, L.qxT);                              // xᵀ [in, B]
         fp8Gemm(*backend, L.qxT, L.qg, cfg.backward_gemm, L.gw, res); // wgrad [in, out]
         if (need_dx) {
-          transposeQuantized(L.qw, L.qwT);                        // Wᵀ [out, in]
+          transposeQuantized(L.qw, L.qwT);                            // Wᵀ [out, in]
           fp8Gemm(*backend, L.qg, L.qwT, cfg.backward_gemm, dx, res); // dgrad [B, in]
         }
       } else {
@@ -347,7 +350,8 @@ struct TrainingRun::Impl {
       std::vector<OperandScaler> frozen = scalers; // each batch sees the training state as is
       for (size_t l = 0; l < layers.size(); ++l) {
         Layer& E = ev[l];
-        if (l == 0) E.x.assign(test->pixels.begin() + s * F, test->pixels.begin() + (s + b) * F);
+        if (l == 0)
+          E.x.assign(test->pixels.begin() + s * F, test->pixels.begin() + (s + b) * F);
         else {
           E.x.resize(ev[l - 1].y.size());
           for (size_t i = 0; i < E.x.size(); ++i) E.x[i] = std::max(ev[l - 1].y[i], 0.0f);
@@ -355,7 +359,8 @@ struct TrainingRun::Impl {
         E.w = layers[l].w; // cheap relative to the GEMMs; keeps forwardGemm's layout
         forwardGemm(E, b, &frozen[3 * l], &frozen[3 * l + 1], false, l);
         for (int64_t i = 0; i < b; ++i)
-          for (int64_t j = 0; j < E.out; ++j) E.y[static_cast<size_t>(i * E.out + j)] += layers[l].b[static_cast<size_t>(j)];
+          for (int64_t j = 0; j < E.out; ++j)
+            E.y[static_cast<size_t>(i * E.out + j)] += layers[l].b[static_cast<size_t>(j)];
       }
       const int64_t C = ev.back().out;
       for (int64_t i = 0; i < b; ++i) {
@@ -399,7 +404,8 @@ TrainingRun::TrainingRun(TrainingConfig config, const ImageDataset& train, const
   if (train.features() != config.layer_sizes.front() || test.features() != config.layer_sizes.front())
     throw std::invalid_argument("training config: the first layer size (" + std::to_string(config.layer_sizes.front()) +
                                 ") must equal the image size (" + std::to_string(train.features()) + ")");
-  if (train.count < 1 || test.count < 1) throw std::invalid_argument("training needs at least one training and one test image");
+  if (train.count < 1 || test.count < 1)
+    throw std::invalid_argument("training needs at least one training and one test image");
   {
     const double need = estimateTrainingBytes(config, train.count);
     const int64_t limit = config.forward_gemm.memory_limit_bytes;
@@ -410,10 +416,11 @@ TrainingRun::TrainingRun(TrainingConfig config, const ImageDataset& train, const
         std::snprintf(t, sizeof t, b >= 0x1p30 ? "%.3g GiB" : "%.3g MiB", b / (b >= 0x1p30 ? 0x1p30 : 0x1p20));
         return std::string(t);
       };
-      throw std::invalid_argument("training run '" + config.label + "' needs about " + size(need) +
-                                  " (weights, optimizer state, activations, per-step history), more than the " + size(have) +
-                                  (limit > 0 ? " allowed" : " of memory available") +
-                                  "; use fewer or smaller layers, fewer epochs, a shorter history_len or record_history false");
+      throw std::invalid_argument(
+          "training run '" + config.label + "' needs about " + size(need) +
+          " (weights, optimizer state, activations, per-step history), more than the " + size(have) +
+          (limit > 0 ? " allowed" : " of memory available") +
+          "; use fewer or smaller layers, fewer epochs, a shorter history_len or record_history false");
     }
   }
   d->cfg = std::move(config);
@@ -432,8 +439,12 @@ TrainingRun::TrainingRun(TrainingConfig config, const ImageDataset& train, const
 }
 
 TrainingRun::~TrainingRun() = default;
-const TrainingResult& TrainingRun::result() const { return d->res; }
-TrainingResult TrainingRun::takeResult() { return std::move(d->res); }
+const TrainingResult& TrainingRun::result() const {
+  return d->res;
+}
+TrainingResult TrainingRun::takeResult() {
+  return std::move(d->res);
+}
 
 void TrainingRun::run(const ProgressFn& progress) {
   if (d->ran) throw std::logic_error("TrainingRun::run called twice");
@@ -481,8 +492,9 @@ void TrainingRun::run(const ProgressFn& progress) {
     er.seconds = std::chrono::duration<double>(clock::now() - t_epoch).count();
     // Progress only: cancellation is honoured after steps, so a stopped run always ends at a step
     // boundary that a re-run can reproduce (the flag stays set and the next step stops).
-    if (progress) (void)progress(static_cast<double>(res.steps_done) / static_cast<double>(total),
-                                 label + ": evaluating on the test set");
+    if (progress)
+      (void)progress(static_cast<double>(res.steps_done) / static_cast<double>(total),
+                     label + ": evaluating on the test set");
     const auto [tl, ta] = s.evaluate();
     er.test_loss = tl;
     er.test_accuracy = ta;

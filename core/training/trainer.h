@@ -48,22 +48,22 @@ struct SpikeConfig {
 };
 
 struct TrainingConfig {
-  std::string label;                       ///< run label, e.g. "fp8-delayed-flax"
+  std::string label; ///< run label, e.g. "fp8-delayed-flax"
   TrainingPrecision precision = TrainingPrecision::FP8;
-  TrainingScalingConfig scaling;           ///< FP8 only
-  const Format* forward_format = &Format::E4M3FN();  ///< input and kernel
-  const Format* backward_format = &Format::E5M2();   ///< output gradient
+  TrainingScalingConfig scaling;                      ///< FP8 only
+  const Format* forward_format = &Format::E4M3FN();   ///< input and kernel
+  const Format* backward_format = &Format::E5M2();    ///< output gradient
   std::vector<int> layer_sizes = {784, 256, 128, 10}; ///< first = 784 (28×28), last = 10 classes
   int batch_size = 128;
   int epochs = 3;
   float learning_rate = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, adam_epsilon = 1e-8f;
-  uint64_t seed = 1;                       ///< initial weights and the per-epoch shuffles
-  GemmOptions forward_gemm;                ///< accumulation etc. of the forward GEMMs
-  GemmOptions backward_gemm;               ///< ... of dgrad and wgrad
-  int threads = 0;                         ///< FP32 GEMM threads (≤ 0: all cores)
+  uint64_t seed = 1;         ///< initial weights and the per-epoch shuffles
+  GemmOptions forward_gemm;  ///< accumulation etc. of the forward GEMMs
+  GemmOptions backward_gemm; ///< ... of dgrad and wgrad
+  int threads = 0;           ///< FP32 GEMM threads (≤ 0: all cores)
   SpikeConfig spike;
-  bool record_history = true;              ///< keep the amax-history window of every step
-  int eval_batch_size = 1000;              ///< test-set forward batch
+  bool record_history = true; ///< keep the amax-history window of every step
+  int eval_batch_size = 1000; ///< test-set forward batch
 
   /// Empty when usable; else what is wrong (one line), e.g. "batch_size must be ≥ 1".
   std::string validate() const;
@@ -71,16 +71,16 @@ struct TrainingConfig {
 
 /// Per-step record of one GEMM operand, "fc<l>/<input|kernel|output_grad>".
 struct OperandHistory {
-  std::string layer;      ///< "fc1", "fc2", ...
-  std::string operand;    ///< "input", "kernel", "output_grad"
-  std::string format;     ///< "E4M3FN" / "E5M2" (FP32 runs: "FP32")
-  int history_len = 0;    ///< L (0: no history — current scaling or FP32)
-  std::vector<float> amax;          ///< [steps] max |x| of the operand at that step
-  std::vector<float> dequant_scale; ///< [steps] scale used: x ≈ decode(q) · dequant_scale (FP8 only)
-  std::vector<float> quant_scale;   ///< [steps] the quant multiplier used (FP8 only)
+  std::string layer;                  ///< "fc1", "fc2", ...
+  std::string operand;                ///< "input", "kernel", "output_grad"
+  std::string format;                 ///< "E4M3FN" / "E5M2" (FP32 runs: "FP32")
+  int history_len = 0;                ///< L (0: no history — current scaling or FP32)
+  std::vector<float> amax;            ///< [steps] max |x| of the operand at that step
+  std::vector<float> dequant_scale;   ///< [steps] scale used: x ≈ decode(q) · dequant_scale (FP8 only)
+  std::vector<float> quant_scale;     ///< [steps] the quant multiplier used (FP8 only)
   std::vector<uint8_t> kept_previous; ///< [steps] 1 when an edge rule kept the previous scale
-  std::vector<int64_t> saturated;   ///< [steps] elements clipped to ±max finite
-  std::vector<int64_t> underflow;   ///< [steps] non-zero elements that became 0
+  std::vector<int64_t> saturated;     ///< [steps] elements clipped to ±max finite
+  std::vector<int64_t> underflow;     ///< [steps] non-zero elements that became 0
   /// [steps, history_len] row-major: the amax window after the step, chronological (oldest
   /// first) — the L amaxes whose max sets the next step's scale (see OperandStepRecord).
   std::vector<float> history;
@@ -105,13 +105,13 @@ struct LayerWeights {
 struct TrainingResult {
   TrainingConfig config;
   int64_t steps_per_epoch = 0;
-  int64_t steps_done = 0;      ///< completed optimizer steps (all records have this length)
-  bool cancelled = false;      ///< stopped early by the ProgressFn (records hold steps_done)
-  std::vector<float> loss;     ///< [steps] mean cross-entropy of the batch (nats), before the update
+  int64_t steps_done = 0;               ///< completed optimizer steps (all records have this length)
+  bool cancelled = false;               ///< stopped early by the ProgressFn (records hold steps_done)
+  std::vector<float> loss;              ///< [steps] mean cross-entropy of the batch (nats), before the update
   std::vector<OperandHistory> operands; ///< 3 per layer: input, kernel, output_grad
   std::vector<EpochRecord> epochs;      ///< completed epochs only
   std::vector<LayerWeights> weights;    ///< master weights after the last completed step
-  double seconds = 0;          ///< total wall time
+  double seconds = 0;                   ///< total wall time
   std::string gemm_backend, gemm_device, gemm_algorithm; ///< FP8 runs: where the GEMMs ran
   std::vector<Warning> warnings;
 

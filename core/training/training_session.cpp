@@ -13,17 +13,28 @@ std::string jsonString(const std::string& s) {
   std::string o = "\"";
   for (unsigned char c : s) {
     switch (c) {
-    case '"': o += "\\\""; break;
-    case '\\': o += "\\\\"; break;
-    case '\n': o += "\\n"; break;
-    case '\t': o += "\\t"; break;
-    case '\r': o += "\\r"; break;
+    case '"':
+      o += "\\\"";
+      break;
+    case '\\':
+      o += "\\\\";
+      break;
+    case '\n':
+      o += "\\n";
+      break;
+    case '\t':
+      o += "\\t";
+      break;
+    case '\r':
+      o += "\\r";
+      break;
     default:
       if (c < 0x20) {
         char b[8];
         std::snprintf(b, sizeof b, "\\u%04x", c);
         o += b;
-      } else o += static_cast<char>(c);
+      } else
+        o += static_cast<char>(c);
     }
   }
   return o + "\"";
@@ -93,8 +104,8 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
   run.attrs["steps_completed"] = r.steps_done;
   run.attrs["steps_per_epoch"] = r.steps_per_epoch;
   run.attrs["epochs_planned"] = int64_t{c.epochs};
-  run.attrs["scale_convention"] = std::string(
-      "dequant_scale: x ≈ decode(code) · scale; quant_scale = the multiplier of the quantize op");
+  run.attrs["scale_convention"] =
+      std::string("dequant_scale: x ≈ decode(code) · scale; quant_scale = the multiplier of the quantize op");
   if (fp8) {
     run.attrs["gemm_algorithm"] = r.gemm_algorithm;
     run.attrs["forward_accumulation"] = std::string(toString(c.forward_gemm.accumulation));
@@ -125,7 +136,8 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
   run.putFloat32("training/train_loss", trl, ne, -1, "nats", "mean of the epoch's step losses");
   run.datasets["training/epoch_end_step"] =
       Dataset::int64({ne}, end_step, "steps", "optimizer steps completed at the end of each epoch");
-  for (int64_t e = 0; e < ne; ++e) // wall times are metrics (named *seconds), not datasets: reruns compare datasets bit for bit
+  for (int64_t e = 0; e < ne;
+       ++e) // wall times are metrics (named *seconds), not datasets: reruns compare datasets bit for bit
     run.setMetric("epoch" + std::to_string(e + 1) + "_seconds", secs[static_cast<size_t>(e)], "s",
                   "wall time of epoch " + std::to_string(e + 1) + "'s training steps (evaluation excluded)");
 
@@ -139,13 +151,15 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
     ga["scaling"] = fp8 ? std::string(toString(c.scaling.kind)) : std::string("none (FP32 baseline)");
     const bool delayed = fp8 && isDelayed(c.scaling.kind);
     ga["history_len"] = int64_t{delayed ? c.scaling.history_len : 0}; // L of the strategy (0: no history)
-    ga["history_recorded"] = int64_t{h.history_len > 0 ? 1 : 0};     // amax_history present (record_history)
-    ga["scale_convention"] = std::string("scale = dequant_scale (x ≈ decode(q) · scale); quant_scale = quant multiplier");
+    ga["history_recorded"] = int64_t{h.history_len > 0 ? 1 : 0};      // amax_history present (record_history)
+    ga["scale_convention"] =
+        std::string("scale = dequant_scale (x ≈ decode(q) · scale); quant_scale = quant multiplier");
     ga["history_order"] = std::string(
         "amax_history[t] = the L amaxes a(t-L+1) … a(t), oldest first: the window whose max sets step t+1's scale");
     run.group_attrs[g] = ga;
     const std::string what = h.layer + " " + h.operand;
-    run.putFloat32(g + "/amax", h.amax, steps, -1, "1 (same units as the tensor)", "max |x| of the " + what + " at each step");
+    run.putFloat32(g + "/amax", h.amax, steps, -1, "1 (same units as the tensor)",
+                   "max |x| of the " + what + " at each step");
     if (!fp8) continue;
     run.putFloat32(g + "/scale", h.dequant_scale, steps, -1, "1",
                    "dequant scale the " + what + " was quantized with at each step: x ≈ decode(code) · scale");
@@ -166,7 +180,8 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
   for (size_t l = 0; l < r.weights.size(); ++l) {
     const LayerWeights& w = r.weights[l];
     const std::string g = "weights/fc" + std::to_string(l + 1);
-    run.putFloat32(g + "/kernel", w.kernel, w.in, w.out, "1", "FP32 master weights [in, out] after the last completed step");
+    run.putFloat32(g + "/kernel", w.kernel, w.in, w.out, "1",
+                   "FP32 master weights [in, out] after the last completed step");
     run.putFloat32(g + "/bias", w.bias, w.out, -1, "1", "FP32 bias [out] after the last completed step");
   }
   run.setMetric("steps", static_cast<double>(steps), "steps", "optimizer steps completed");
@@ -178,15 +193,20 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
       best = std::max(best, e.test_accuracy);
       train_s += e.seconds;
     }
-    run.setMetric("final_test_accuracy", r.epochs.back().test_accuracy, "1", "test accuracy after the last completed epoch");
-    run.setMetric("final_test_loss", r.epochs.back().test_loss, "nats", "test cross-entropy after the last completed epoch");
+    run.setMetric("final_test_accuracy", r.epochs.back().test_accuracy, "1",
+                  "test accuracy after the last completed epoch");
+    run.setMetric("final_test_loss", r.epochs.back().test_loss, "nats",
+                  "test cross-entropy after the last completed epoch");
     run.setMetric("best_test_accuracy", best, "1", "best test accuracy over the completed epochs");
-    run.setMetric("mean_epoch_seconds", train_s / static_cast<double>(ne), "s", "mean wall time of an epoch's training steps");
+    run.setMetric("mean_epoch_seconds", train_s / static_cast<double>(ne), "s",
+                  "mean wall time of an epoch's training steps");
   }
   if (!r.loss.empty()) run.setMetric("final_loss", r.loss.back(), "nats", "loss of the last step");
   if (fp8) {
-    run.setMetric("saturated_total", static_cast<double>(sat_total), "elements", "clipped elements over all operands and steps");
-    run.setMetric("underflow_total", static_cast<double>(und_total), "elements", "flushed-to-zero elements over all operands and steps");
+    run.setMetric("saturated_total", static_cast<double>(sat_total), "elements",
+                  "clipped elements over all operands and steps");
+    run.setMetric("underflow_total", static_cast<double>(und_total), "elements",
+                  "flushed-to-zero elements over all operands and steps");
   }
   return run;
 }
@@ -202,7 +222,8 @@ Result<LayerWeights> trainedWeightsFromRun(const Run& run, const std::string& la
   }
   if (k->dtype != DType::Float32 || k->shape.size() != 2 || b->dtype != DType::Float32 || b->shape.size() != 1 ||
       b->shape[0] != k->shape[1]) {
-    res.add(SessionIssue::Code::WrongShape, run.id + "/weights/" + layer, "kernel must be float32 [in,out], bias float32 [out]");
+    res.add(SessionIssue::Code::WrongShape, run.id + "/weights/" + layer,
+            "kernel must be float32 [in,out], bias float32 [out]");
     return res;
   }
   res.value.in = k->shape[0];

@@ -37,7 +37,9 @@ void putMetrics(Run& run, const std::string& prefix, const ErrorMetrics& m, cons
   run.setMetric(prefix + "_sqnr_db", m.sqnr_db, "dB", "signal-to-quantization-noise ratio, " + what);
 }
 
-std::vector<float> toF32(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
+std::vector<float> toF32(const std::vector<double>& v) {
+  return std::vector<float>(v.begin(), v.end());
+}
 
 } // namespace
 
@@ -86,8 +88,10 @@ Run weightGemmRunFromInputs(const std::vector<float>& a, const std::vector<float
   run.putFloat32("inputs/B", kernel, k, n, "1", "trained " + layer + " kernel [K=in, N=out] (FP32 master weights)");
   run.putQuantized("quantized/A", qa, "A quantized with " + cfg.scaling);
   run.putQuantized("quantized/B", qb, "B quantized with " + cfg.scaling);
-  run.putFloat32("output/D", r.output.d, m, n, "1", std::string("FP8 GEMM output D = A_q·B_q, ") + toString(cfg.gemm.accumulation) + " accumulation");
-  run.putFloat32("reference/D", toF32(r.ideal), m, n, "1", "ideal A·B of the unquantized inputs (double, rounded to float32 for storage)");
+  run.putFloat32("output/D", r.output.d, m, n, "1",
+                 std::string("FP8 GEMM output D = A_q·B_q, ") + toString(cfg.gemm.accumulation) + " accumulation");
+  run.putFloat32("reference/D", toF32(r.ideal), m, n, "1",
+                 "ideal A·B of the unquantized inputs (double, rounded to float32 for storage)");
   run.putFloat32("reference/D_quantized_exact", toF32(r.quantized_exact), m, n, "1",
                  "dequant(A_q)·dequant(B_q) in double (exact accumulation), rounded to float32 for storage");
   run.putFloat32("error/abs", errorMap(r.ideal.data(), r.output.d.data(), m * n, ErrorMapKind::Abs), m, n, "1",

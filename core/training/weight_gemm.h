@@ -21,12 +21,12 @@
 namespace fp8lab {
 
 struct WeightGemmConfig {
-  int layer = 0;                       ///< 0-based Linear layer (0 = "fc1")
-  int64_t rows = 1000;                 ///< M: test images used (≤ test-set size)
-  std::string scaling = "te_current";  ///< a current-scaling preset name of core/scaling
+  int layer = 0;                      ///< 0-based Linear layer (0 = "fc1")
+  int64_t rows = 1000;                ///< M: test images used (≤ test-set size)
+  std::string scaling = "te_current"; ///< a current-scaling preset name of core/scaling
   const Format* a_format = &Format::E4M3FN();
   const Format* b_format = &Format::E4M3FN();
-  GemmOptions gemm;                    ///< accumulation model, output type, threads
+  GemmOptions gemm; ///< accumulation model, output type, threads
 };
 
 /// The float32 input of Linear layer `layer` for the first `rows` test images, [rows, in].
@@ -48,6 +48,7 @@ Run weightGemmRun(const std::vector<LayerWeights>& weights, const ImageDataset& 
 /// is stored as the run's "layer" attribute ("fc1", ...).
 Run weightGemmRunFromInputs(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t k, int64_t n,
                             const std::string& layer_name, const WeightGemmConfig& cfg, const std::string& run_id,
-                            const std::string& config_json, GemmBackend* backend = nullptr, const ProgressFn& progress = {});
+                            const std::string& config_json, GemmBackend* backend = nullptr,
+                            const ProgressFn& progress = {});
 
 } // namespace fp8lab

@@ -50,7 +50,8 @@ double maxTickGapMs(int ms, const std::function<bool()>& keep_going = {}) {
     last.restart();
   });
   t.start();
-  while (total.elapsed() < ms && (!keep_going || keep_going())) QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 5);
+  while (total.elapsed() < ms && (!keep_going || keep_going()))
+    QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 5);
   worst = std::max(worst, double(last.nsecsElapsed()) / 1e6);
   return worst;
 }
@@ -67,7 +68,8 @@ static void BM_ProcessStartToFirstPaint(benchmark::State& state) {
     p.setProcessEnvironment(env);
     QElapsedTimer t;
     t.start();
-    p.start(QStringLiteral(FP8LAB_GUI_EXE), {QStringLiteral("--startup-time"), QStringLiteral("--grab"), QStringLiteral("/dev/null.png")});
+    p.start(QStringLiteral(FP8LAB_GUI_EXE),
+            {QStringLiteral("--startup-time"), QStringLiteral("--grab"), QStringLiteral("/dev/null.png")});
     QString err;
     static const QRegularExpression re(QStringLiteral("first paint after (\\d+) ms"));
     QRegularExpressionMatch m;
@@ -143,7 +145,14 @@ static void BM_GuiResponsiveWhileRunning(benchmark::State& state) {
   state.counters["max_gap_ms"] = worst;
   state.counters["idle_max_gap_ms"] = idle;
 }
-BENCHMARK(BM_GuiResponsiveWhileRunning)->Args({512, 0})->Args({1024, 0})->Args({512, 1})->Args({1024, 1})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK(BM_GuiResponsiveWhileRunning)
+    ->Args({512, 0})
+    ->Args({1024, 0})
+    ->Args({512, 1})
+    ->Args({1024, 1})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);

@@ -90,7 +90,8 @@ void BM_RawFwrite(benchmark::State& state) {
   for (auto _ : state) {
     std::FILE* f = std::fopen(path.c_str(), "wb");
     for (const auto& [p, d] : s.runs[0].datasets) {
-      const void* buf = d.dtype == DType::Float64 ? static_cast<const void*>(d.f64.data()) : static_cast<const void*>(d.f32.data());
+      const void* buf =
+          d.dtype == DType::Float64 ? static_cast<const void*>(d.f64.data()) : static_cast<const void*>(d.f32.data());
       std::fwrite(buf, d.elementBytes(), size_t(d.storedCount()), f);
     }
     std::fflush(f);
@@ -125,7 +126,8 @@ void BM_RawFread(benchmark::State& state) {
   {
     std::FILE* f = std::fopen(path.c_str(), "wb");
     for (const auto& [p, d] : gemmSession().runs[0].datasets) {
-      const void* buf = d.dtype == DType::Float64 ? static_cast<const void*>(d.f64.data()) : static_cast<const void*>(d.f32.data());
+      const void* buf =
+          d.dtype == DType::Float64 ? static_cast<const void*>(d.f64.data()) : static_cast<const void*>(d.f32.data());
       std::fwrite(buf, d.elementBytes(), size_t(d.storedCount()), f);
     }
     std::fclose(f);

@@ -73,14 +73,24 @@ void epoch(benchmark::State& st, TrainingPrecision prec, TrainingScalingKind kin
 } // namespace
 
 BENCHMARK_CAPTURE(epoch, fp32_baseline_2t, TrainingPrecision::FP32, TrainingScalingKind::DelayedFlax, 2)
-    ->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(epoch, fp8_delayed_flax_2t, TrainingPrecision::FP8, TrainingScalingKind::DelayedFlax, 2)
-    ->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(epoch, fp8_delayed_te_2t, TrainingPrecision::FP8, TrainingScalingKind::DelayedTE, 2)
-    ->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(epoch, fp8_current_te_2t, TrainingPrecision::FP8, TrainingScalingKind::CurrentTE, 2)
-    ->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(epoch, fp8_delayed_flax_1t, TrainingPrecision::FP8, TrainingScalingKind::DelayedFlax, 1)
-    ->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -32,7 +32,8 @@ std::vector<float> errorField(int64_t n) {
   std::vector<float> v(size_t(n * n));
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < n; ++j)
-      v[size_t(i * n + j)] = float(1e-3 * (1.0 + std::sin(0.01 * double(i)) * std::cos(0.013 * double(j))) + ((i * 7 + j * 13) % 101 == 0 ? 0.05 : 0.0));
+      v[size_t(i * n + j)] = float(1e-3 * (1.0 + std::sin(0.01 * double(i)) * std::cos(0.013 * double(j))) +
+                                   ((i * 7 + j * 13) % 101 == 0 ? 0.05 : 0.0));
   return v;
 }
 

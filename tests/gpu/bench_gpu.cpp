@@ -29,7 +29,9 @@ using namespace fp8lab::gpu;
 
 namespace {
 
-struct Shape { int64_t m, n, k; };
+struct Shape {
+  int64_t m, n, k;
+};
 
 struct Row {
   std::string section, shape, config;
@@ -41,8 +43,7 @@ struct Row {
 };
 
 /// Times `fn` (which enqueues work on `s`): warm-up, then enough iterations for ~target_ms.
-template <typename Fn>
-double timeMs(Fn&& fn, cudaStream_t s, double target_ms, int min_iters = 5) {
+template <typename Fn> double timeMs(Fn&& fn, cudaStream_t s, double target_ms, int min_iters = 5) {
   Event e0, e1;
   for (int i = 0; i < 3; ++i) fn();
   e0.record(s);
@@ -98,7 +99,12 @@ int main(int argc, char** argv) {
     fillRandomFloat(sb.get(), sb.size(), 6, 0.5f, 1.0f, s);
     stream.synchronize();
 
-    struct Config { const char* name; bool bf16; LtScaleMode a, b; int fast; };
+    struct Config {
+      const char* name;
+      bool bf16;
+      LtScaleMode a, b;
+      int fast;
+    };
     const Config configs[] = {
         {"BF16 (cuBLASLt)", true, LtScaleMode::Scalar, LtScaleMode::Scalar, 0},
         {"E4M3 per-tensor", false, LtScaleMode::Scalar, LtScaleMode::Scalar, 0},
@@ -159,9 +165,9 @@ int main(int argc, char** argv) {
         } catch (const std::exception& e) {
           r.note = std::string("unsupported/failed: ") + e.what();
         }
-        std::printf("  %-16s %-22s fast=%-2s %9.1f %s  %7.3f ms  x%.2f vs BF16  %s\n", r.shape.c_str(), r.config.c_str(),
-                    cf.bf16 ? "-" : std::to_string(cf.fast).c_str(), r.value, r.unit.c_str(), r.ms, r.ratio,
-                    r.note.c_str());
+        std::printf("  %-16s %-22s fast=%-2s %9.1f %s  %7.3f ms  x%.2f vs BF16  %s\n", r.shape.c_str(),
+                    r.config.c_str(), cf.bf16 ? "-" : std::to_string(cf.fast).c_str(), r.value, r.unit.c_str(), r.ms,
+                    r.ratio, r.note.c_str());
         std::fflush(stdout);
         rows.push_back(r);
       }
@@ -178,16 +184,25 @@ int main(int argc, char** argv) {
     q.upload(&qs, 1, s);
     const EncodeConstants k = makeEncodeConstants(Format::E4M3FN());
     const double fbytes = static_cast<double>(n) * 4;
-    struct Q { const char* name; double bytes; std::function<void()> fn; };
+    struct Q {
+      const char* name;
+      double bytes;
+      std::function<void()> fn;
+    };
     const std::vector<Q> qs_list = {
         {"device-to-device copy", 2 * fbytes,
          [&] { FP8LAB_CUDA_CHECK(cudaMemcpyAsync(y.get(), x.get(), n * 4, cudaMemcpyDeviceToDevice, s)); }},
         {"amax per tensor", fbytes, [&] { amaxTensor(x.get(), n, amax.get(), s); }},
         {"amax 1x128 blocks", fbytes + scales.bytes(),
-         [&] { amaxBlocks(x.get(), qrows, cols, {1, 128}, scales.get(), s); }},
-        {"quantize per tensor E4M3", fbytes + n, [&] { quantizeTensor(x.get(), codes.get(), n, q.get(), false, k, s); }},
+         [&] {
+           amaxBlocks(x.get(), qrows, cols, {1, 128}, scales.get(), s);
+         }},
+        {"quantize per tensor E4M3", fbytes + n,
+         [&] { quantizeTensor(x.get(), codes.get(), n, q.get(), false, k, s); }},
         {"quantize 1x128 E4M3", fbytes + n + scales.bytes(),
-         [&] { quantizeBlocks(x.get(), codes.get(), qrows, cols, {1, 128}, scales.get(), false, k, s); }},
+         [&] {
+           quantizeBlocks(x.get(), codes.get(), qrows, cols, {1, 128}, scales.get(), false, k, s);
+         }},
         {"amax+scale+quantize (TE current)", 2 * fbytes + n,
          [&] {
            amaxTensor(x.get(), n, amax.get(), s);
@@ -222,8 +237,8 @@ int main(int argc, char** argv) {
       std::string note = r.note;
       for (char& ch : note)
         if (ch == ',') ch = ';';
-      std::fprintf(f, "%s,%s,%s,%d,%.3f,%s,%.5f,%.4f,%s\n", r.section.c_str(), r.shape.c_str(), r.config.c_str(), r.fast,
-                   r.value, r.unit.c_str(), r.ms, r.ratio, note.c_str());
+      std::fprintf(f, "%s,%s,%s,%d,%.3f,%s,%.5f,%.4f,%s\n", r.section.c_str(), r.shape.c_str(), r.config.c_str(),
+                   r.fast, r.value, r.unit.c_str(), r.ms, r.ratio, note.c_str());
     }
     std::fclose(f);
     std::printf("wrote %s\n", path.c_str());

@@ -50,9 +50,9 @@ void dump(const std::string& name, const QuantizedTensor& a, const QuantizedTens
   FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return;
   auto tensor = [&](const char* what, const QuantizedTensor& t) {
-    std::fprintf(f, "# %s %lldx%lld %s block %lldx%lld\n# codes (row-major, hex)\n", what, static_cast<long long>(t.rows),
-                 static_cast<long long>(t.cols), t.format->name().c_str(), static_cast<long long>(t.block.rows),
-                 static_cast<long long>(t.block.cols));
+    std::fprintf(f, "# %s %lldx%lld %s block %lldx%lld\n# codes (row-major, hex)\n", what,
+                 static_cast<long long>(t.rows), static_cast<long long>(t.cols), t.format->name().c_str(),
+                 static_cast<long long>(t.block.rows), static_cast<long long>(t.block.cols));
     for (int64_t i = 0; i < t.rows; ++i) {
       for (int64_t j = 0; j < t.cols; ++j) std::fprintf(f, "%02x", t.codes[static_cast<size_t>(i * t.cols + j)]);
       std::fprintf(f, "\n");
@@ -63,8 +63,8 @@ void dump(const std::string& name, const QuantizedTensor& a, const QuantizedTens
   };
   tensor("A", a);
   tensor("B", b);
-  std::fprintf(f, "# gpu: %s | amax_d %a\n# cpu: %s | amax_d %a\n# i j gpu cpu (mismatches only)\n", g.algorithm.c_str(),
-               static_cast<double>(g.amax_d), c.algorithm.c_str(), static_cast<double>(c.amax_d));
+  std::fprintf(f, "# gpu: %s | amax_d %a\n# cpu: %s | amax_d %a\n# i j gpu cpu (mismatches only)\n",
+               g.algorithm.c_str(), static_cast<double>(g.amax_d), c.algorithm.c_str(), static_cast<double>(c.amax_d));
   int n = 0;
   for (int64_t i = 0; i < g.m; ++i)
     for (int64_t j = 0; j < g.n; ++j) {
@@ -78,8 +78,12 @@ void dump(const std::string& name, const QuantizedTensor& a, const QuantizedTens
 }
 
 void checkExact(Checker& c, GemmBackend& gpu, GemmBackend& cpu, FILE* log) {
-  struct Types { const Format* a; const Format* b; };
-  const Types types[] = {{&Format::E4M3FN(), &Format::E4M3FN()}, {&Format::E4M3FN(), &Format::E5M2()},
+  struct Types {
+    const Format* a;
+    const Format* b;
+  };
+  const Types types[] = {{&Format::E4M3FN(), &Format::E4M3FN()},
+                         {&Format::E4M3FN(), &Format::E5M2()},
                          {&Format::E5M2(), &Format::E4M3FN()}};
   const std::pair<Gran, Gran> pairs[] = {{Gran::Tensor, Gran::Tensor},   {Gran::Outer, Gran::Outer},
                                          {Gran::Tensor, Gran::Outer},    {Gran::Block1D, Gran::Block1D},
@@ -115,8 +119,8 @@ void checkExact(Checker& c, GemmBackend& gpu, GemmBackend& cpu, FILE* log) {
               // The combinations PyTorch and TE rely on must be supported on Hopper: per-tensor with
               // 16/32-bit output for all three type pairs, row-wise E4M3 x E4M3 -> BF16.
               const bool per_tensor = pr.first == Gran::Tensor && pr.second == Gran::Tensor;
-              const bool rowwise = pr.first == Gran::Outer && pr.second == Gran::Outer && ty.a == ty.b &&
-                                   out == OutputType::BF16;
+              const bool rowwise =
+                  pr.first == Gran::Outer && pr.second == Gran::Outer && ty.a == ty.b && out == OutputType::BF16;
               const bool must = (per_tensor && out != OutputType::E4M3FN) || rowwise;
               if (must) c.expect(false, name + ": unsupported on this GPU: " + why);
               continue;
@@ -132,8 +136,10 @@ void checkExact(Checker& c, GemmBackend& gpu, GemmBackend& cpu, FILE* log) {
                 for (size_t i = 0; i < r.d_codes.size(); ++i) bad += g.d_codes[i] != r.d_codes[i];
               std::string amax_note;
               if (out == OutputType::E4M3FN) {
-                if (g.amax_d == r.amax_d) ++amax_pre, amax_note = "AMAX_D = max|D| before scale_D";
-                else if (g.amax_d == r.amax_d * opt.output_quant_scale) ++amax_post, amax_note = "AMAX_D = max|D| after scale_D";
+                if (g.amax_d == r.amax_d)
+                  ++amax_pre, amax_note = "AMAX_D = max|D| before scale_D";
+                else if (g.amax_d == r.amax_d * opt.output_quant_scale)
+                  ++amax_post, amax_note = "AMAX_D = max|D| after scale_D";
                 else {
                   amax_note = "AMAX_D " + checks::hexf(g.amax_d) + " matches neither " + checks::hexf(r.amax_d) +
                               " nor its scaled value";
@@ -143,8 +149,8 @@ void checkExact(Checker& c, GemmBackend& gpu, GemmBackend& cpu, FILE* log) {
               ++ran;
               std::fprintf(log, "%s,%s,%zu mismatches; %s; %s\n", name.c_str(), bad ? "FAIL" : "ok", bad,
                            g.algorithm.c_str(), amax_note.c_str());
-              if (!c.expect(bad == 0, name + ": " + std::to_string(bad) + " elements differ from the CPU reference " +
-                                          amax_note))
+              if (!c.expect(bad == 0,
+                            name + ": " + std::to_string(bad) + " elements differ from the CPU reference " + amax_note))
                 dump(name, a, b, g, r);
             } catch (const std::exception& e) {
               c.expect(false, name + ": " + e.what());
@@ -175,9 +181,12 @@ ErrStats errorVs(const std::vector<float>& d, const std::vector<double>& exact) 
 
 void checkRealistic(Checker& c, GemmBackend& gpu, GemmBackend& cpu, FILE* csv) {
   const int64_t M = 256, N = 256, K = 4096;
-  struct Case { const char* a_preset; const char* b_preset; };
-  const Case cases[] = {{"te_current", "te_current"}, {"torchao_rowwise", "torchao_rowwise"},
-                        {"deepgemm_1x128", "deepgemm_128x128"}};
+  struct Case {
+    const char* a_preset;
+    const char* b_preset;
+  };
+  const Case cases[] = {
+      {"te_current", "te_current"}, {"torchao_rowwise", "torchao_rowwise"}, {"deepgemm_1x128", "deepgemm_128x128"}};
   for (int dist = 0; dist < 2; ++dist) {
     RandomMatrixOptions o;
     if (dist) {
@@ -220,10 +229,12 @@ void checkRealistic(Checker& c, GemmBackend& gpu, GemmBackend& cpu, FILE* csv) {
         }
         std::printf("    %-44s GPU split vs CPU SplitFP32: worst err / FP32-split bound %.3g (%s), "
                     "/ (bound + 14-bit tensor-core term) %.3g\n",
-                    name.c_str(), worst_fp32, worst_fp32 <= 1 ? "within" : "EXCEEDS: hardware keeps fewer bits than FP32",
-                    worst_hw);
-        if (!c.expect(worst_hw <= 1.0, name + ": GPU split vs CPU SplitFP32 within the split bound + 14-bit tensor-core "
-                                              "term (worst ratio " + std::to_string(worst_hw) + ")"))
+                    name.c_str(), worst_fp32,
+                    worst_fp32 <= 1 ? "within" : "EXCEEDS: hardware keeps fewer bits than FP32", worst_hw);
+        if (!c.expect(worst_hw <= 1.0, name +
+                                           ": GPU split vs CPU SplitFP32 within the split bound + 14-bit tensor-core "
+                                           "term (worst ratio " +
+                                           std::to_string(worst_hw) + ")"))
           dump(name, a, b, g_split, cs_split);
         auto row = [&](const char* what, const GemmOutput& g) {
           const ErrStats e = errorVs(g.d, exact);

@@ -57,10 +57,11 @@ std::vector<Input> makeInputs() {
   // Adversarial: E4M3/E5M2 ties and neighbours, subnormals, beyond max, specials, scattered
   // over a normal background (so block scales stay finite in most blocks).
   Input adv{"adversarial", R, C, randomMatrix(R, C, 4, {})};
-  std::vector<float> special = {0.0f, -0.0f, kInf, -kInf, kNaN, 448.0f, 464.0f, 480.0f, 57344.0f, 61440.0f, 1e30f,
-                                -1e30f, FLT_MAX, 1e-45f, -1e-40f, 1.0f / 512, 3.0f / 1024, 1.0f / 65536,
-                                1.5f / 65536, 1.0625f, 1.1875f, 1.125f, 0.5f + 1.0f / 32, 3.25f, 3.75f, 100.0f,
-                                104.0f, 112.0f, 120.0f};
+  std::vector<float> special = {
+      0.0f,        -0.0f,        kInf,         -kInf,   kNaN,    448.0f, 464.0f,           480.0f,
+      57344.0f,    61440.0f,     1e30f,        -1e30f,  FLT_MAX, 1e-45f, -1e-40f,          1.0f / 512,
+      3.0f / 1024, 1.0f / 65536, 1.5f / 65536, 1.0625f, 1.1875f, 1.125f, 0.5f + 1.0f / 32, 3.25f,
+      3.75f,       100.0f,       104.0f,       112.0f,  120.0f};
   for (size_t i = 0; i < adv.x.size(); i += 7) adv.x[i] = special[(i / 7) % special.size()];
   v.push_back(std::move(adv));
   // A block of all zeros, a row of NaN (edge rules of every preset).
@@ -154,7 +155,7 @@ void checkPresets(Checker& c, const std::vector<Input>& inputs) {
           for (size_t b = 0; b < camax.size(); ++b) bad_amax += checks::bitsOf(camax[b]) != checks::bitsOf(gamax[b]);
           ++cases;
           if (!c.expect(bad == 0 && bad_amax == 0, name + ": " + std::to_string(bad) + " code mismatches, " +
-                                                         std::to_string(bad_amax) + " block-amax mismatches"))
+                                                       std::to_string(bad_amax) + " block-amax mismatches"))
             dumpMismatch(name, in, q, codes, gamax, camax);
         }
     }
@@ -192,7 +193,8 @@ void checkPerTensorPipeline(Checker& c) {
       for (size_t i = 0; i < x.size(); ++i) bad += codes[i] != ref[i];
       c.expect(amax == camax, "amaxTensor 4096x4096 = CPU amax (NaN ignored): " + checks::hexf(amax));
       c.expect(q == cq && dqv == 1.0f / cq, f->name() + (pow2 ? " pow2" : "") + ": device TE scale = teScaleFromAmax");
-      c.expect(bad == 0, f->name() + ": quantizeTensor 16M elements bit-identical (" + std::to_string(bad) + " differ)");
+      c.expect(bad == 0,
+               f->name() + ": quantizeTensor 16M elements bit-identical (" + std::to_string(bad) + " differ)");
     }
   // TE edge rules on the device: amax 0 / Inf / NaN → 1; tiny → FLT_MAX; pow2 masks the mantissa.
   for (float a : {0.0f, kInf, kNaN, 1e-40f, 3.7f, 448.0f, 1e30f})
@@ -223,7 +225,8 @@ void checkDelayedKernel(Checker& c) {
       std::vector<fp8lab::DelayedScaling> cpu;
       for (int t = 0; t < n; ++t) cpu.emplace_back(Format::E4M3FN(), cfg);
       DelayedScalingParams p;
-      p.preset = preset == fp8lab::DelayedPreset::Flax ? gpu::DelayedPreset::Flax : gpu::DelayedPreset::TransformerEngine;
+      p.preset =
+          preset == fp8lab::DelayedPreset::Flax ? gpu::DelayedPreset::Flax : gpu::DelayedPreset::TransformerEngine;
       p.fp8_max = 448.0f;
       Stream s;
       std::vector<float> hist(static_cast<size_t>(L * n), 0.0f), scale(n, 1.0f), inv(n), am(n);
@@ -246,17 +249,20 @@ void checkDelayedKernel(Checker& c) {
           if (!checks::sameFloat(scale[static_cast<size_t>(t)], cpu[static_cast<size_t>(t)].scale())) {
             ok = false;
             where = "tensor " + std::to_string(t) + " step " + std::to_string(step) + " scale " +
-                    checks::hexf(scale[static_cast<size_t>(t)]) + " vs " + checks::hexf(cpu[static_cast<size_t>(t)].scale());
+                    checks::hexf(scale[static_cast<size_t>(t)]) + " vs " +
+                    checks::hexf(cpu[static_cast<size_t>(t)].scale());
           }
           for (int i = 0; i < L && ok; ++i)
             if (!checks::sameFloat(hist[static_cast<size_t>(i * n + t)],
                                    cpu[static_cast<size_t>(t)].historyRaw()[static_cast<size_t>(i)])) {
               ok = false;
-              where = "tensor " + std::to_string(t) + " step " + std::to_string(step) + " history[" + std::to_string(i) + "]";
+              where = "tensor " + std::to_string(t) + " step " + std::to_string(step) + " history[" +
+                      std::to_string(i) + "]";
             }
         }
       }
-      c.expect(ok, std::string("delayed update kernel ") + toString(preset) + " L=" + std::to_string(L) + " (4 tensors): " + where);
+      c.expect(ok, std::string("delayed update kernel ") + toString(preset) + " L=" + std::to_string(L) +
+                       " (4 tensors): " + where);
     }
 }
 

@@ -24,8 +24,10 @@ struct Checker {
     ++checks;
     if (!ok) {
       ++failures;
-      if (failures <= 50) std::printf("FAIL %s: %s\n", program, what.c_str());
-      else if (failures == 51) std::printf("FAIL %s: (further failures not printed)\n", program);
+      if (failures <= 50)
+        std::printf("FAIL %s: %s\n", program, what.c_str());
+      else if (failures == 51)
+        std::printf("FAIL %s: (further failures not printed)\n", program);
     }
     return ok;
   }
@@ -46,7 +48,9 @@ inline float floatOf(uint32_t u) {
   return f;
 }
 /// Bit equality, except that any two NaNs are equal.
-inline bool sameFloat(float a, float b) { return (std::isnan(a) && std::isnan(b)) || bitsOf(a) == bitsOf(b); }
+inline bool sameFloat(float a, float b) {
+  return (std::isnan(a) && std::isnan(b)) || bitsOf(a) == bitsOf(b);
+}
 inline std::string hexf(float f) {
   char b[64];
   std::snprintf(b, sizeof b, "%.9g (0x%08x)", static_cast<double>(f), bitsOf(f));

@@ -14,10 +14,14 @@ namespace fp8lab::checks {
 enum class Gran { Tensor, Outer, Block1D, Block2D };
 inline const char* granName(Gran g) {
   switch (g) {
-  case Gran::Tensor: return "tensor";
-  case Gran::Outer: return "outer";
-  case Gran::Block1D: return "1x128";
-  case Gran::Block2D: return "128x128";
+  case Gran::Tensor:
+    return "tensor";
+  case Gran::Outer:
+    return "outer";
+  case Gran::Block1D:
+    return "1x128";
+  case Gran::Block2D:
+    return "128x128";
   }
   return "?";
 }
@@ -29,10 +33,18 @@ inline QuantizedTensor intTensor(int64_t rows, int64_t cols, const Format& f, Gr
   t.cols = cols;
   t.format = &f;
   switch (g) {
-  case Gran::Tensor: t.block = {rows, cols}; break;
-  case Gran::Outer: t.block = is_a ? ScaleBlock{1, cols} : ScaleBlock{rows, 1}; break;
-  case Gran::Block1D: t.block = is_a ? ScaleBlock{1, 128} : ScaleBlock{128, 1}; break;
-  case Gran::Block2D: t.block = {128, 128}; break;
+  case Gran::Tensor:
+    t.block = {rows, cols};
+    break;
+  case Gran::Outer:
+    t.block = is_a ? ScaleBlock{1, cols} : ScaleBlock{rows, 1};
+    break;
+  case Gran::Block1D:
+    t.block = is_a ? ScaleBlock{1, 128} : ScaleBlock{128, 1};
+    break;
+  case Gran::Block2D:
+    t.block = {128, 128};
+    break;
   }
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> val(-4, 4), ex(-3, 1);
@@ -47,7 +59,6 @@ inline QuantizedTensor intTensor(int64_t rows, int64_t cols, const Format& f, Gr
   t.strategy = std::string("integers, ") + granName(g) + " power-of-two scales";
   return t;
 }
-
 
 /// Per output (i, j) of A[M,K]·B[K,N]: absprod = S = Σ_k |a_ik·b_kj| (dequantized, scales
 /// included), the scale of the FP32 split model's bound 2·γ_n·S; hw = Σ over 32-product groups

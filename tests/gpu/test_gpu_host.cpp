@@ -38,7 +38,9 @@ using fp8lab::checks::sameFloat;
 
 namespace {
 
-bool contains(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
+bool contains(const std::string& s, const std::string& sub) {
+  return s.find(sub) != std::string::npos;
+}
 
 /// Compares encodeFloat (GPU arithmetic on the host) with Format::encodeBulk for `in` under scale
 /// s and op. Returns the number of mismatches (prints the first few).
@@ -54,8 +56,8 @@ size_t compareEncode(Checker& c, const Format& f, const EncodeConstants& k, cons
     if (g != ref[i]) {
       if (++bad <= 3)
         c.expect(false, std::string(what) + " " + f.name() + ": x=" + checks::hexf(in[i]) + " s=" + checks::hexf(s) +
-                            (divide ? " (x/s)" : " (x*s)") + " gpu=0x" + std::to_string(g) +
-                            " cpu=0x" + std::to_string(ref[i]));
+                            (divide ? " (x/s)" : " (x*s)") + " gpu=0x" + std::to_string(g) + " cpu=0x" +
+                            std::to_string(ref[i]));
     }
   }
   return bad;
@@ -144,11 +146,11 @@ void testEncodeScaledAndAdversarial(Checker& c) {
       }
     }
     const float mx = static_cast<float>(f->maxFinite());
-    for (float v : {mx, std::nextafter(mx, FLT_MAX), mx * 1.0625f, mx * 1.125f, mx * 2.0f, FLT_MAX, 1e-45f, 1e-40f,
-                    FLT_MIN, 0.0f, -0.0f, std::numeric_limits<float>::infinity(),
-                    -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
-                    -std::numeric_limits<float>::quiet_NaN(), static_cast<float>(f->minSubnormal()) / 2,
-                    static_cast<float>(f->minSubnormal()) * 0.75f}) {
+    for (float v :
+         {mx, std::nextafter(mx, FLT_MAX), mx * 1.0625f, mx * 1.125f, mx * 2.0f, FLT_MAX, 1e-45f, 1e-40f, FLT_MIN, 0.0f,
+          -0.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+          std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+          static_cast<float>(f->minSubnormal()) / 2, static_cast<float>(f->minSubnormal()) * 0.75f}) {
       adv.push_back(v);
       adv.push_back(-v);
     }
@@ -171,8 +173,8 @@ void testEncodeScaledAndAdversarial(Checker& c) {
 /// The GPU update function against the CPU DelayedScaling, step by step, bit for bit.
 void testDelayedUpdate(Checker& c) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  const std::vector<float> seq = {1.0f, 3.5f, 0.0f, 0.0f, 2.0f, inf, 5.0f, nan, 7.0f, 1e-40f, 1e-30f, 448.0f,
-                                  0.25f, 0.0f, 6.0f, 1000.0f, 3.0f, 2.5f, 0.0f, 9.0f, 1e-45f, 12.0f};
+  const std::vector<float> seq = {1.0f,   3.5f,  0.0f, 0.0f, 2.0f,    inf,  5.0f, nan,  7.0f, 1e-40f, 1e-30f,
+                                  448.0f, 0.25f, 0.0f, 6.0f, 1000.0f, 3.0f, 2.5f, 0.0f, 9.0f, 1e-45f, 12.0f};
   for (fp8lab::DelayedPreset preset : {fp8lab::DelayedPreset::Flax, fp8lab::DelayedPreset::TE})
     for (fp8lab::AmaxAlgo algo : {fp8lab::AmaxAlgo::Max, fp8lab::AmaxAlgo::MostRecent})
       for (int L : {1, 2, 5, 16})
@@ -186,7 +188,8 @@ void testDelayedUpdate(Checker& c) {
             cfg.margin = margin;
             fp8lab::DelayedScaling cpu(*f, cfg);
             DelayedScalingParams p;
-            p.preset = preset == fp8lab::DelayedPreset::Flax ? gpu::DelayedPreset::Flax : gpu::DelayedPreset::TransformerEngine;
+            p.preset = preset == fp8lab::DelayedPreset::Flax ? gpu::DelayedPreset::Flax
+                                                             : gpu::DelayedPreset::TransformerEngine;
             p.algo = algo == fp8lab::AmaxAlgo::Max ? gpu::AmaxAlgo::Max : gpu::AmaxAlgo::MostRecent;
             p.fp8_max = static_cast<float>(f->maxFinite());
             p.margin = margin;
@@ -294,7 +297,8 @@ void testPaddingAndPacking(Checker& c) {
   const auto pbig = packKMajor(big, Operand::B, 144, 208);
   ok = true;
   for (int n = 0; n < 130 && ok; ++n)
-    for (int k = 0; k < 200 && ok; ++k) ok = pbig[static_cast<size_t>(n * 208 + k)] == big.codes[static_cast<size_t>(k * 130 + n)];
+    for (int k = 0; k < 200 && ok; ++k)
+      ok = pbig[static_cast<size_t>(n * 208 + k)] == big.codes[static_cast<size_t>(k * 130 + n)];
   c.expect(ok, "packKMajor(B 200x130) transposes across 64x64 tiles");
   threw = false;
   try {
@@ -395,13 +399,21 @@ void testScaleLayouts(Checker& c) {
 
 void testPairing(Checker& c) {
   using M = LtScaleMode;
-  struct Row { M a, b, ea, eb; bool note; };
+  struct Row {
+    M a, b, ea, eb;
+    bool note;
+  };
   const Row rows[] = {
-      {M::Scalar, M::Scalar, M::Scalar, M::Scalar, false},      {M::OuterVec, M::OuterVec, M::OuterVec, M::OuterVec, false},
-      {M::Scalar, M::OuterVec, M::OuterVec, M::OuterVec, true}, {M::OuterVec, M::Scalar, M::OuterVec, M::OuterVec, true},
-      {M::Vec128, M::Vec128, M::Vec128, M::Vec128, false},      {M::Vec128, M::Blk128x128, M::Vec128, M::Blk128x128, false},
-      {M::Blk128x128, M::Vec128, M::Blk128x128, M::Vec128, false}, {M::Blk128x128, M::Blk128x128, M::Vec128, M::Blk128x128, true},
-      {M::Scalar, M::Blk128x128, M::Vec128, M::Blk128x128, true}, {M::OuterVec, M::Vec128, M::Vec128, M::Vec128, true},
+      {M::Scalar, M::Scalar, M::Scalar, M::Scalar, false},
+      {M::OuterVec, M::OuterVec, M::OuterVec, M::OuterVec, false},
+      {M::Scalar, M::OuterVec, M::OuterVec, M::OuterVec, true},
+      {M::OuterVec, M::Scalar, M::OuterVec, M::OuterVec, true},
+      {M::Vec128, M::Vec128, M::Vec128, M::Vec128, false},
+      {M::Vec128, M::Blk128x128, M::Vec128, M::Blk128x128, false},
+      {M::Blk128x128, M::Vec128, M::Blk128x128, M::Vec128, false},
+      {M::Blk128x128, M::Blk128x128, M::Vec128, M::Blk128x128, true},
+      {M::Scalar, M::Blk128x128, M::Vec128, M::Blk128x128, true},
+      {M::OuterVec, M::Vec128, M::Vec128, M::Vec128, true},
   };
   for (const Row& r : rows) {
     const ModePair p = choosePairing(r.a, r.b);
@@ -437,7 +449,8 @@ void testDescriptors(Checker& c) {
 #if defined(CUBLAS_VERSION) && CUBLAS_VERSION >= 120900
     c.expect(op.desc.attribute<int32_t>(CUBLASLT_MATMUL_DESC_A_SCALE_MODE) == CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F,
              "A scale mode = VEC128_32F (4)");
-    c.expect(op.desc.attribute<int32_t>(CUBLASLT_MATMUL_DESC_B_SCALE_MODE) == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F,
+    c.expect(op.desc.attribute<int32_t>(CUBLASLT_MATMUL_DESC_B_SCALE_MODE) ==
+                 CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F,
              "B scale mode = BLK128x128_32F (5)");
 #endif
     c.expect(op.desc.attribute<int32_t>(CUBLASLT_MATMUL_DESC_COMPUTE_TYPE) == CUBLAS_COMPUTE_32F, "compute type 32F");
@@ -459,14 +472,17 @@ void testDescriptors(Checker& c) {
       return v;
     };
     // Lt-A: K x m, ld K (TRANSA = T); Lt-B: K x n, ld K; D: m x n, ld m.
-    c.expect(layout(op.a.get(), CUBLASLT_MATRIX_LAYOUT_ROWS) == 512 && layout(op.a.get(), CUBLASLT_MATRIX_LAYOUT_COLS) == 256 &&
+    c.expect(layout(op.a.get(), CUBLASLT_MATRIX_LAYOUT_ROWS) == 512 &&
+                 layout(op.a.get(), CUBLASLT_MATRIX_LAYOUT_COLS) == 256 &&
                  layout(op.a.get(), CUBLASLT_MATRIX_LAYOUT_LD) == 512 &&
                  layout(op.a.get(), CUBLASLT_MATRIX_LAYOUT_TYPE) == CUDA_R_8F_E4M3,
              "Lt-A layout: E4M3, 512 x 256, ld 512");
-    c.expect(layout(op.b.get(), CUBLASLT_MATRIX_LAYOUT_ROWS) == 512 && layout(op.b.get(), CUBLASLT_MATRIX_LAYOUT_COLS) == 128 &&
+    c.expect(layout(op.b.get(), CUBLASLT_MATRIX_LAYOUT_ROWS) == 512 &&
+                 layout(op.b.get(), CUBLASLT_MATRIX_LAYOUT_COLS) == 128 &&
                  layout(op.b.get(), CUBLASLT_MATRIX_LAYOUT_TYPE) == CUDA_R_8F_E5M2,
              "Lt-B layout: E5M2, 512 x 128, ld 512");
-    c.expect(layout(op.d.get(), CUBLASLT_MATRIX_LAYOUT_ROWS) == 256 && layout(op.d.get(), CUBLASLT_MATRIX_LAYOUT_LD) == 256 &&
+    c.expect(layout(op.d.get(), CUBLASLT_MATRIX_LAYOUT_ROWS) == 256 &&
+                 layout(op.d.get(), CUBLASLT_MATRIX_LAYOUT_LD) == 256 &&
                  layout(op.d.get(), CUBLASLT_MATRIX_LAYOUT_TYPE) == CUDA_R_16BF,
              "D layout: BF16, 256 x 128, ld 256");
     // The attribute size is what cuBLASLt validates: FAST_ACCUM as a 4-byte int is rejected.
@@ -615,11 +631,27 @@ void testErrors(Checker& c) {
 /// The device's scale rules (scale_rules.cuh, run here on the host) against core/scaling's
 /// blockScaleFromAmax for every rule, both formats, pow2 on/off, over a sweep of amax values.
 void testScaleRules(Checker& c) {
-  std::vector<float> amaxes = {0.0f, 1e-45f, 1e-40f, 1e-13f, 1e-12f, 1.1e-12f, 9.9e-5f, 1e-4f, 1.0001e-4f, 1.0f, 1.75f,
-                               2.0f, 448.0f, 480.0f, 57344.0f, 1e30f, FLT_MAX, std::numeric_limits<float>::infinity(),
+  std::vector<float> amaxes = {0.0f,
+                               1e-45f,
+                               1e-40f,
+                               1e-13f,
+                               1e-12f,
+                               1.1e-12f,
+                               9.9e-5f,
+                               1e-4f,
+                               1.0001e-4f,
+                               1.0f,
+                               1.75f,
+                               2.0f,
+                               448.0f,
+                               480.0f,
+                               57344.0f,
+                               1e30f,
+                               FLT_MAX,
+                               std::numeric_limits<float>::infinity(),
                                std::numeric_limits<float>::quiet_NaN()};
   for (uint32_t u = 0; u < 0x7f800000u; u += 1021) amaxes.push_back(floatOf(u));
-  for (int e = -130; e < 130; ++e)  // values just below and at powers of two (pow2 rounding edges)
+  for (int e = -130; e < 130; ++e) // values just below and at powers of two (pow2 rounding edges)
     for (float m : {1.0f, 0.99999994f, 0.9999999f, 1.0000001f}) amaxes.push_back(std::ldexp(m, e));
   // amax values whose scale fp8_max/amax lands just beside a power of two: the pow2 rounding
   // edges (torchao's log2f quirk, TE's mantissa mask, DeepGEMM's round-up).
@@ -648,9 +680,9 @@ void testScaleRules(Checker& c) {
           const DeviceBlockScale d = blockScaleFromAmaxHD(a, p);
           if (!sameFloat(r.quant, d.quant) || !sameFloat(r.dequant, d.dequant) || r.scale_code != d.code) {
             if (bad++ == 0)
-              first = "amax " + checks::hexf(a) + ": cpu q " + checks::hexf(r.quant) + " dq " + checks::hexf(r.dequant) +
-                      " code " + std::to_string(r.scale_code) + ", device q " + checks::hexf(d.quant) + " dq " +
-                      checks::hexf(d.dequant) + " code " + std::to_string(d.code);
+              first = "amax " + checks::hexf(a) + ": cpu q " + checks::hexf(r.quant) + " dq " +
+                      checks::hexf(r.dequant) + " code " + std::to_string(r.scale_code) + ", device q " +
+                      checks::hexf(d.quant) + " dq " + checks::hexf(d.dequant) + " code " + std::to_string(d.code);
           }
         }
         ++configs;
@@ -676,8 +708,9 @@ void testPresetParityOnHost(Checker& c) {
   o.distribution = Distribution::LogNormal;
   o.sigma = 3.0;
   std::vector<float> x = randomMatrix(260, 200, 11, o);
-  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
-                            1e-40f, 1e30f, 448.0f, 464.0f};
+  const float specials[] = {
+      0.0f,   -0.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 1e-40f, 1e30f,
+      448.0f, 464.0f};
   for (size_t i = 0; i < x.size(); i += 37) x[i] = specials[(i / 37) % 8];
   int cases = 0;
   for (const ScalingPresetInfo& info : scalingPresets()) {
@@ -776,9 +809,11 @@ void testSplitBounds(Checker& c) {
     }
     c.expect(r_seq <= 1.0, std::string(preset) + ": CPU FP32 vs SplitFP32 within the FP32 split bound (ratio " +
                                std::to_string(r_seq) + ")");
-    c.expect(r_fast <= 1.0, std::string(preset) + ": CPU 14-bit FastAccum model vs SplitFP32 within bound + tensor-core term (ratio " +
+    c.expect(r_fast <= 1.0, std::string(preset) +
+                                ": CPU 14-bit FastAccum model vs SplitFP32 within bound + tensor-core term (ratio " +
                                 std::to_string(r_fast) + ")");
-    std::printf("  split bounds %-16s FP32 %.3g, 14-bit model %.3g (strict %.3g)\n", preset, r_seq, r_fast, r_fast_strict);
+    std::printf("  split bounds %-16s FP32 %.3g, 14-bit model %.3g (strict %.3g)\n", preset, r_seq, r_fast,
+                r_fast_strict);
   }
 }
 

@@ -54,8 +54,8 @@ private Q_SLOTS:
     QVERIFY(s.isModified());
     QVERIFY(a.saveNow());
     QVERIFY(QFile::exists(rec));
-    QVERIFY(s.isModified());            // still unsaved for the user
-    QVERIFY(s.fileName().isEmpty());    // and still untitled
+    QVERIFY(s.isModified());         // still unsaved for the user
+    QVERIFY(s.fileName().isEmpty()); // and still untitled
     auto loaded = fp8lab::loadSession(rec.toStdString());
     QVERIFY2(loaded.ok(), loaded.message().c_str());
     QCOMPARE(loaded.value.runs.size(), size_t(2));
@@ -118,7 +118,7 @@ private Q_SLOTS:
     QCOMPARE(s.run(0).metric(QStringLiteral("sqnr_db")), 30.5);
     QVERIFY(s.isModified());
     QVERIFY(s.fileName().isEmpty());
-    QVERIFY(!QFile::exists(orphan));      // offered once
+    QVERIFY(!QFile::exists(orphan)); // offered once
     QVERIFY(Autosave::findOrphan().isEmpty());
     QCOMPARE(mine->recoveryPath(), Autosave::defaultRecoveryPath());
     mine->discard();

@@ -71,7 +71,8 @@ private Q_SLOTS:
     auto* t = v.findChild<QTableWidget*>(QStringLiteral("compareTable"));
     QVERIFY(t);
     QHash<QString, QPair<QString, QString>> rows;
-    for (int r = 0; r < t->rowCount(); ++r) rows[t->item(r, 0)->text()] = {t->item(r, 1)->text(), t->item(r, 2)->text()};
+    for (int r = 0; r < t->rowCount(); ++r)
+      rows[t->item(r, 0)->text()] = {t->item(r, 1)->text(), t->item(r, 2)->text()};
     QCOMPARE(rows.value(QStringLiteral("E5M2")).first, QStringLiteral("0x5f"));
     QCOMPARE(rows.value(QStringLiteral("E5M2")).second, QStringLiteral("448"));
     QCOMPARE(rows.value(QStringLiteral("E4M3FNUZ")).first, QStringLiteral("0x7f"));

@@ -106,7 +106,8 @@ private Q_SLOTS:
     QVERIFY(!w.openSession(txt));
     QCOMPARE(w.issues()->rowCount(), 1);
     QCOMPARE(w.issues()->issues()[0].severity, Severity::Error);
-    QVERIFY2(w.issues()->issues()[0].text.contains(QStringLiteral("not an HDF5 file")), qPrintable(w.issues()->issues()[0].text));
+    QVERIFY2(w.issues()->issues()[0].text.contains(QStringLiteral("not an HDF5 file")),
+             qPrintable(w.issues()->issues()[0].text));
     QCOMPARE(w.issues()->issues()[0].where, txt);
     const QString h5 = dir.filePath(QStringLiteral("broken.h5"));
     QFile g(h5);
@@ -152,7 +153,8 @@ private Q_SLOTS:
     c[QStringLiteral("backend")] = QStringLiteral("cuda");
     auto probs = ExperimentPanel::validate(c, true, {});
     bool found = false;
-    for (const auto& p : probs) found |= p.blocking && p.reason.contains(QStringLiteral("E5M2 \u00d7 E5M2 is not supported by cuBLASLt"));
+    for (const auto& p : probs)
+      found |= p.blocking && p.reason.contains(QStringLiteral("E5M2 \u00d7 E5M2 is not supported by cuBLASLt"));
     QVERIFY(found);
     c[QStringLiteral("backend")] = QStringLiteral("cpu");
     QVERIFY(ExperimentPanel::validate(c, false, {}).isEmpty()); // the CPU reference runs E5M2 x E5M2

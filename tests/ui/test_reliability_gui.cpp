@@ -68,12 +68,13 @@ private Q_SLOTS:
   // QApplication sets the user's locale; under de_DE (decimal comma) strtod rejected "0.5" typed
   // into the bit layout. de_DE.UTF-8 is compiled with localedef into a temporary LOCPATH.
   void typedNumbersIgnoreTheUserLocale() {
-    if (!QFileInfo::exists(QStringLiteral("/usr/share/i18n/locales/de_DE")) || QStandardPaths::findExecutable(QStringLiteral("localedef")).isEmpty())
+    if (!QFileInfo::exists(QStringLiteral("/usr/share/i18n/locales/de_DE")) ||
+        QStandardPaths::findExecutable(QStringLiteral("localedef")).isEmpty())
       QSKIP("no locale sources (/usr/share/i18n/locales/de_DE, package 'locales') to build de_DE.UTF-8");
     QTemporaryDir dir;
     QProcess def;
-    def.start(QStringLiteral("localedef"), {QStringLiteral("-i"), QStringLiteral("de_DE"), QStringLiteral("-f"), QStringLiteral("UTF-8"),
-                                            dir.filePath(QStringLiteral("de_DE.UTF-8"))});
+    def.start(QStringLiteral("localedef"), {QStringLiteral("-i"), QStringLiteral("de_DE"), QStringLiteral("-f"),
+                                            QStringLiteral("UTF-8"), dir.filePath(QStringLiteral("de_DE.UTF-8"))});
     QVERIFY(def.waitForFinished(180000));
     qputenv("LOCPATH", dir.path().toLocal8Bit());
     const char* set = std::setlocale(LC_NUMERIC, "de_DE.UTF-8");

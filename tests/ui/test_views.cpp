@@ -100,7 +100,8 @@ private Q_SLOTS:
     v.show();
     QTableWidget* t = v.table(0);
     QCOMPARE(t->rowCount(), 4);
-    const QStringList raw = {QStringLiteral("0x01"), QStringLiteral("0x03"), QStringLiteral("0x04"), QStringLiteral("0x05")};
+    const QStringList raw = {QStringLiteral("0x01"), QStringLiteral("0x03"), QStringLiteral("0x04"),
+                             QStringLiteral("0x05")};
     for (int r = 0; r < 4; ++r) QCOMPARE(t->item(r, 1)->text(), raw[r]);
     QCOMPARE(t->item(0, 5)->text(), QStringLiteral("0x63"));
     QCOMPARE(t->item(3, 5)->text(), QStringLiteral("0x7e"));

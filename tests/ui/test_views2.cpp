@@ -161,7 +161,8 @@ private Q_SLOTS:
     QCOMPARE(m.shape(ErrorQuantity::Total), (std::pair<int64_t, int64_t>{4, 4}));
     QCOMPARE(m.tileSize(), (std::pair<int64_t, int64_t>{2, 2})); // config "tile": 2
     HeatmapGrid g;
-    QVERIFY2(m.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, 4, 4, 2, 2, CellReduce::Max, &g, &err), qPrintable(err));
+    QVERIFY2(m.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, 4, 4, 2, 2, CellReduce::Max, &g, &err),
+             qPrintable(err));
     QCOMPARE(g.grid_rows, 2);
     QCOMPARE(g.grid_cols, 2);
     // Cell (0,0): elements (0,1),(1,0) odd → 0.25; cell (0,1): (1,2) 0.75 is the max;
@@ -253,7 +254,8 @@ private Q_SLOTS:
     // Hover over element (1, 2) with the mouse: reference 6, tested 6.75 (6 + 0.25 + 0.5), error 0.75.
     v.plot()->replot();
     QCPAxisRect* rect = v.plot()->axisRect(0);
-    const QPoint px(int(rect->axis(QCPAxis::atBottom)->coordToPixel(2)), int(rect->axis(QCPAxis::atLeft)->coordToPixel(1)));
+    const QPoint px(int(rect->axis(QCPAxis::atBottom)->coordToPixel(2)),
+                    int(rect->axis(QCPAxis::atLeft)->coordToPixel(1)));
     QTest::mouseMove(v.plot(), px);
     QTRY_VERIFY(v.hoverText().contains(QStringLiteral("(i, j) = (1, 2)")));
     QVERIFY2(v.hoverText().contains(QStringLiteral("reference/D = 6 ")), qPrintable(v.hoverText()));
@@ -391,7 +393,8 @@ private Q_SLOTS:
     QString err;
     ScaleEvolutionView v;
     v.resize(1200, 800);
-    v.setRuns(RunAccess::fromFile(file_, QStringLiteral("t-delayed"), &err), RunAccess::fromFile(file_, QStringLiteral("t-current"), &err));
+    v.setRuns(RunAccess::fromFile(file_, QStringLiteral("t-delayed"), &err),
+              RunAccess::fromFile(file_, QStringLiteral("t-current"), &err));
     QCOMPARE(v.checkedTensors(), QStringList{QStringLiteral("fc1/input")});
     QCOMPARE(v.saturationSteps(QStringLiteral("fc1/input")), QList<int64_t>{4});
     // Scale + amax + saturation marks for each run, loss for each run.
@@ -408,7 +411,8 @@ private Q_SLOTS:
     QCOMPARE(v.lossRect()->axis(QCPAxis::atBottom)->range().upper, 9.0);
     v.setQuantConvention(true);
     QVERIFY(v.scaleRect()->axis(QCPAxis::atLeft)->label().startsWith(QStringLiteral("quant scale")));
-    QVERIFY(v.csv().startsWith(QStringLiteral("step,fc1/input amax,fc1/input dequant_scale,fc1/input saturated,loss\n")));
+    QVERIFY(
+        v.csv().startsWith(QStringLiteral("step,fc1/input amax,fc1/input dequant_scale,fc1/input saturated,loss\n")));
     v.setRuns(nullptr);
     QCOMPARE(v.plot()->plottableCount(), 0);
   }
@@ -464,8 +468,8 @@ private Q_SLOTS:
     QVERIFY2(renderViews(req, &files, &err), qPrintable(err));
     QStringList names;
     for (const auto& f : files) names << QFileInfo(f.file).fileName();
-    for (const char* n : {"g1-heatmap.png", "g1-split.png", "g1-heatmap.csv", "t-delayed-amax.png", "t-delayed-scales.png",
-                          "g3-partial-split.png", "compare.png", "compare.csv"})
+    for (const char* n : {"g1-heatmap.png", "g1-split.png", "g1-heatmap.csv", "t-delayed-amax.png",
+                          "t-delayed-scales.png", "g3-partial-split.png", "compare.png", "compare.csv"})
       QVERIFY2(names.contains(QLatin1String(n)), n);
     QImage img(QDir(req.dir).filePath(QStringLiteral("t-delayed-amax.png")));
     QCOMPARE(img.size(), QSize(900, 600));

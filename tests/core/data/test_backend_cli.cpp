@@ -16,7 +16,9 @@ using namespace fp8lab;
 
 namespace {
 
-QString cliPath() { return QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab-cli"); }
+QString cliPath() {
+  return QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab-cli");
+}
 
 struct CliResult {
   int code = -1;
@@ -40,8 +42,9 @@ CliResult cli(const QStringList& args) {
   return r;
 }
 
-const QStringList kSmallGemm = {QStringLiteral("gemm"), QStringLiteral("--m"), QStringLiteral("16"), QStringLiteral("--n"),
-                                QStringLiteral("16"),   QStringLiteral("--k"), QStringLiteral("64")};
+const QStringList kSmallGemm = {QStringLiteral("gemm"), QStringLiteral("--m"), QStringLiteral("16"),
+                                QStringLiteral("--n"),  QStringLiteral("16"),  QStringLiteral("--k"),
+                                QStringLiteral("64")};
 
 QString writeFile(const QTemporaryDir& dir, const QString& name, const QByteArray& text) {
   const QString p = dir.filePath(name);
@@ -56,13 +59,14 @@ QString writeFile(const QTemporaryDir& dir, const QString& name, const QByteArra
 class TestBackendCli : public QObject {
   Q_OBJECT
 
-  bool gpu_ = false;   // `--backend gpu` ran: this machine has a usable GPU
-  QString no_gpu_;     // otherwise: the reason, as the CLI names it
+  bool gpu_ = false; // `--backend gpu` ran: this machine has a usable GPU
+  QString no_gpu_;   // otherwise: the reason, as the CLI names it
 
 private Q_SLOTS:
   void initTestCase() {
     QVERIFY2(QFileInfo::exists(cliPath()), qPrintable(QStringLiteral("build fp8lab-cli first: %1").arg(cliPath())));
-    const CliResult r = cli(kSmallGemm + QStringList{QStringLiteral("--backend"), QStringLiteral("gpu"), QStringLiteral("--json")});
+    const CliResult r =
+        cli(kSmallGemm + QStringList{QStringLiteral("--backend"), QStringLiteral("gpu"), QStringLiteral("--json")});
     QVERIFY2(r.code == 0 || r.code == 2, r.err.constData());
     gpu_ = r.code == 0;
     if (!gpu_) {
@@ -90,7 +94,8 @@ private Q_SLOTS:
   }
 
   void gemmCpuIsQuiet() {
-    const CliResult r = cli(kSmallGemm + QStringList{QStringLiteral("--backend"), QStringLiteral("cpu"), QStringLiteral("--json")});
+    const CliResult r =
+        cli(kSmallGemm + QStringList{QStringLiteral("--backend"), QStringLiteral("cpu"), QStringLiteral("--json")});
     QCOMPARE(r.code, 0);
     const QJsonObject j = r.json();
     QCOMPARE(j.value(QStringLiteral("backend")).toString(), QStringLiteral("cpu"));
@@ -114,8 +119,10 @@ private Q_SLOTS:
     } else {
       // exactly one note line naming the reason
       QCOMPARE(r.err.count("note:"), 1);
-      QVERIFY2(r.err.contains(QStringLiteral("note: --backend auto: %1; running on the CPU reference backend\n").arg(no_gpu_).toUtf8()),
-               r.err.constData());
+      QVERIFY2(
+          r.err.contains(
+              QStringLiteral("note: --backend auto: %1; running on the CPU reference backend\n").arg(no_gpu_).toUtf8()),
+          r.err.constData());
     }
     // text output says which backend ran
     const CliResult t = cli(kSmallGemm);
@@ -139,7 +146,10 @@ private Q_SLOTS:
     const CliResult f = cli(e5 + QStringList{QStringLiteral("--json")});
     QCOMPARE(f.code, 0);
     QCOMPARE(f.json().value(QStringLiteral("backend")).toString(), QStringLiteral("cpu"));
-    QVERIFY2(f.json().value(QStringLiteral("backend_note")).toString().contains(QStringLiteral("E5M2 x E5M2 is not supported")),
+    QVERIFY2(f.json()
+                 .value(QStringLiteral("backend_note"))
+                 .toString()
+                 .contains(QStringLiteral("E5M2 x E5M2 is not supported")),
              f.out.constData());
     QVERIFY2(f.err.contains("note: --backend auto: "), f.err.constData());
     const CliResult g = cli(e5 + QStringList{QStringLiteral("--backend"), QStringLiteral("gpu")});
@@ -149,17 +159,19 @@ private Q_SLOTS:
 
   void runRecordsTheBackendAndRerunUsesTheCpu() {
     QTemporaryDir dir;
-    const QString cfg = writeFile(dir, QStringLiteral("g.json"), R"({"type": "gemm", "m": 16, "k": 64, "n": 16, "seed": 5})");
+    const QString cfg =
+        writeFile(dir, QStringLiteral("g.json"), R"({"type": "gemm", "m": 16, "k": 64, "n": 16, "seed": 5})");
     const QString out = dir.filePath(QStringLiteral("s.h5"));
     // gpu without a GPU: refused before anything is written
     if (!gpu_) {
-      const CliResult g = cli({QStringLiteral("run"), cfg, QStringLiteral("--out"), out, QStringLiteral("--backend"), QStringLiteral("gpu")});
+      const CliResult g = cli({QStringLiteral("run"), cfg, QStringLiteral("--out"), out, QStringLiteral("--backend"),
+                               QStringLiteral("gpu")});
       QCOMPARE(g.code, 2);
       QVERIFY2(g.err.contains(QStringLiteral("--backend gpu: %1").arg(no_gpu_).toUtf8()), g.err.constData());
       QVERIFY(!QFileInfo::exists(out));
     }
-    const CliResult r = cli({QStringLiteral("run"), cfg, QStringLiteral("--out"), out, QStringLiteral("--id"), QStringLiteral("g1"),
-                          QStringLiteral("--json")});
+    const CliResult r = cli({QStringLiteral("run"), cfg, QStringLiteral("--out"), out, QStringLiteral("--id"),
+                             QStringLiteral("g1"), QStringLiteral("--json")});
     QVERIFY2(r.code == 0, r.err.constData());
     const QJsonObject j = r.json();
     const QString ran = gpu_ ? QStringLiteral("cuda") : QStringLiteral("cpu");
@@ -175,7 +187,8 @@ private Q_SLOTS:
     QCOMPARE(QString::fromStdString(run.backend), ran);
     QCOMPARE(QString::fromStdString(run.device), j.value(QStringLiteral("device")).toString());
     QCOMPARE(attrString(run.attrs, "backend_request").value_or(""), std::string("auto"));
-    QCOMPARE(QString::fromStdString(attrString(run.attrs, "algorithm").value_or("")), j.value(QStringLiteral("algorithm")).toString());
+    QCOMPARE(QString::fromStdString(attrString(run.attrs, "algorithm").value_or("")),
+             j.value(QStringLiteral("algorithm")).toString());
     if (gpu_) {
       QCOMPARE(attrInt(run.attrs, "fast_accum").value_or(-1), int64_t(0));
       QVERIFY(attrInt(run.attrs, "cublaslt_version").value_or(0) > 0);
@@ -189,30 +202,35 @@ private Q_SLOTS:
       QVERIFY2(re.out.contains("on the CPU backend"), re.out.constData());
     }
     // rerun takes no other backend: it says why instead of running elsewhere
-    const CliResult rg = cli({QStringLiteral("rerun"), out, QStringLiteral("g1"), QStringLiteral("--backend"), QStringLiteral("gpu")});
+    const CliResult rg =
+        cli({QStringLiteral("rerun"), out, QStringLiteral("g1"), QStringLiteral("--backend"), QStringLiteral("gpu")});
     QCOMPARE(rg.code, 2);
     QVERIFY2(rg.err.contains("rerun reproduces on the CPU reference backend only"), rg.err.constData());
   }
 
   void sweepTakesTheBackend() {
     QTemporaryDir dir;
-    const QString cfg = writeFile(dir, QStringLiteral("s.json"),
-                                  R"({"type": "gemm", "m": 16, "k": 32, "n": 16, "sweep": {"formats": ["E4M3FN", "E5M2"]}})");
+    const QString cfg =
+        writeFile(dir, QStringLiteral("s.json"),
+                  R"({"type": "gemm", "m": 16, "k": 32, "n": 16, "sweep": {"formats": ["E4M3FN", "E5M2"]}})");
     const QString out = dir.filePath(QStringLiteral("s.h5"));
-    const CliResult bad = cli({QStringLiteral("sweep"), cfg, QStringLiteral("--out"), out, QStringLiteral("--backend"), QStringLiteral("xpu")});
+    const CliResult bad = cli({QStringLiteral("sweep"), cfg, QStringLiteral("--out"), out, QStringLiteral("--backend"),
+                               QStringLiteral("xpu")});
     QCOMPARE(bad.code, 2);
     QVERIFY(!QFileInfo::exists(out));
-    const CliResult r = cli({QStringLiteral("sweep"), cfg, QStringLiteral("--out"), out, QStringLiteral("--backend"), QStringLiteral("cpu"),
-                          QStringLiteral("--json")});
+    const CliResult r = cli({QStringLiteral("sweep"), cfg, QStringLiteral("--out"), out, QStringLiteral("--backend"),
+                             QStringLiteral("cpu"), QStringLiteral("--json")});
     QVERIFY2(r.code == 0, r.err.constData());
     const QJsonObject j = r.json();
     QCOMPARE(j.value(QStringLiteral("backend_request")).toString(), QStringLiteral("cpu"));
     const QJsonArray rows = j.value(QStringLiteral("runs")).toArray();
     QCOMPARE(rows.size(), 2);
-    for (const auto& x : rows) QCOMPARE(x.toObject().value(QStringLiteral("backend")).toString(), QStringLiteral("cpu"));
+    for (const auto& x : rows)
+      QCOMPARE(x.toObject().value(QStringLiteral("backend")).toString(), QStringLiteral("cpu"));
     if (!gpu_) {
-      const CliResult g = cli({QStringLiteral("sweep"), cfg, QStringLiteral("--out"), dir.filePath(QStringLiteral("g.h5")),
-                            QStringLiteral("--backend"), QStringLiteral("gpu")});
+      const CliResult g =
+          cli({QStringLiteral("sweep"), cfg, QStringLiteral("--out"), dir.filePath(QStringLiteral("g.h5")),
+               QStringLiteral("--backend"), QStringLiteral("gpu")});
       QCOMPARE(g.code, 2);
       QVERIFY2(g.err.contains(QStringLiteral("--backend gpu: %1").arg(no_gpu_).toUtf8()), g.err.constData());
       QVERIFY(!QFileInfo::exists(dir.filePath(QStringLiteral("g.h5"))));

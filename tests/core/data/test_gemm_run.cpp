@@ -14,8 +14,16 @@ using namespace fp8lab;
 
 namespace {
 
-std::string le32(uint32_t v) { std::string s; for (int i = 0; i < 4; ++i) s += char((v >> (8 * i)) & 0xFF); return s; }
-std::string le64(uint64_t v) { std::string s; for (int i = 0; i < 8; ++i) s += char((v >> (8 * i)) & 0xFF); return s; }
+std::string le32(uint32_t v) {
+  std::string s;
+  for (int i = 0; i < 4; ++i) s += char((v >> (8 * i)) & 0xFF);
+  return s;
+}
+std::string le64(uint64_t v) {
+  std::string s;
+  for (int i = 0; i < 8; ++i) s += char((v >> (8 * i)) & 0xFF);
+  return s;
+}
 
 void writeNpy(const std::string& path, const std::string& descr, const std::string& shape, const std::string& data) {
   std::string h = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
@@ -64,10 +72,16 @@ void TestGemmRun::storesTheDocumentedLayout() {
   QCOMPARE(run.type, std::string("gemm"));
   QCOMPARE(run.seed, uint64_t(99));
   const std::vector<std::pair<std::string, std::vector<int64_t>>> want = {
-      {"inputs/A", {40, 300}}, {"inputs/B", {300, 24}}, {"output/D", {40, 24}}, {"reference/D", {40, 24}},
-      {"reference/D_quantized_exact", {40, 24}}, {"error/abs", {40, 24}}, {"error/rel", {40, 24}},
-      {"quantized/A_codes", {40, 300}}, {"quantized/A_scales", {40, 3}},  // 1x128 blocks along K of A: ceil(300/128) = 3
-      {"quantized/B_scales", {3, 24}},                                     // 128x1 blocks along K of B
+      {"inputs/A", {40, 300}},
+      {"inputs/B", {300, 24}},
+      {"output/D", {40, 24}},
+      {"reference/D", {40, 24}},
+      {"reference/D_quantized_exact", {40, 24}},
+      {"error/abs", {40, 24}},
+      {"error/rel", {40, 24}},
+      {"quantized/A_codes", {40, 300}},
+      {"quantized/A_scales", {40, 3}}, // 1x128 blocks along K of A: ceil(300/128) = 3
+      {"quantized/B_scales", {3, 24}}, // 128x1 blocks along K of B
       {"error/tile_max_abs", {1, 1}}};
   for (const auto& [p, shape] : want) {
     const Dataset* d = run.find(p);
@@ -173,7 +187,10 @@ void TestGemmRun::runWithoutStoredInputsStillValidates() {
   QVERIFY(r.ok());
   QVERIFY(!r.value.find("inputs/A") && !r.value.find("error/abs"));
   const std::string p = tmp_.path().toStdString() + "/lean.h5";
-  QVERIFY(writeSession(p, Session{.format_version = kSessionFormatVersion, .app_version = {}, .created_utc = {}, .attrs = {},
+  QVERIFY(writeSession(p, Session{.format_version = kSessionFormatVersion,
+                                  .app_version = {},
+                                  .created_utc = {},
+                                  .attrs = {},
                                   .runs = {r.value}})
               .ok());
   auto rd = SessionReader::open(p);

@@ -29,12 +29,32 @@ bool hasCode(const Status& st, Code c) {
   return false;
 }
 
-std::string le16(uint16_t v) { return {char(v & 0xFF), char(v >> 8)}; }
-std::string be16(uint16_t v) { return {char(v >> 8), char(v & 0xFF)}; }
-std::string le32(uint32_t v) { std::string s; for (int i = 0; i < 4; ++i) s += char((v >> (8 * i)) & 0xFF); return s; }
-std::string be32(uint32_t v) { std::string s; for (int i = 3; i >= 0; --i) s += char((v >> (8 * i)) & 0xFF); return s; }
-std::string le64(uint64_t v) { std::string s; for (int i = 0; i < 8; ++i) s += char((v >> (8 * i)) & 0xFF); return s; }
-std::string be64(uint64_t v) { std::string s; for (int i = 7; i >= 0; --i) s += char((v >> (8 * i)) & 0xFF); return s; }
+std::string le16(uint16_t v) {
+  return {char(v & 0xFF), char(v >> 8)};
+}
+std::string be16(uint16_t v) {
+  return {char(v >> 8), char(v & 0xFF)};
+}
+std::string le32(uint32_t v) {
+  std::string s;
+  for (int i = 0; i < 4; ++i) s += char((v >> (8 * i)) & 0xFF);
+  return s;
+}
+std::string be32(uint32_t v) {
+  std::string s;
+  for (int i = 3; i >= 0; --i) s += char((v >> (8 * i)) & 0xFF);
+  return s;
+}
+std::string le64(uint64_t v) {
+  std::string s;
+  for (int i = 0; i < 8; ++i) s += char((v >> (8 * i)) & 0xFF);
+  return s;
+}
+std::string be64(uint64_t v) {
+  std::string s;
+  for (int i = 7; i >= 0; --i) s += char((v >> (8 * i)) & 0xFF);
+  return s;
+}
 
 /// .npy v1.0 (or v2.0) file: magic, version, header length, dict padded with spaces to a
 /// multiple of 64 and ended by '\n' (NumPy format.rst), then the data.
@@ -51,7 +71,9 @@ std::string npy(const std::string& dict, const std::string& data, int major = 1)
 }
 
 /// safetensors file: u64 LE header length, JSON header, data.
-std::string safetensors(const std::string& json, const std::string& data) { return le64(json.size()) + json + data; }
+std::string safetensors(const std::string& json, const std::string& data) {
+  return le64(json.size()) + json + data;
+}
 
 } // namespace
 
@@ -91,7 +113,8 @@ void TestImport::npyFloat32BothByteOrders() {
   std::string data;
   for (auto b : bits) data += big ? be32(b) : le32(b);
   const std::string p = path(big ? "f32be.npy" : "f32le.npy");
-  writeBytes(p, npy(std::string("{'descr': '") + (big ? ">" : "<") + "f4', 'fortran_order': False, 'shape': (2, 3), }", data));
+  writeBytes(
+      p, npy(std::string("{'descr': '") + (big ? ">" : "<") + "f4', 'fortran_order': False, 'shape': (2, 3), }", data));
   auto r = importNpy(p);
   QVERIFY2(r.ok(), r.message().c_str());
   QCOMPARE(int(r.value.dtype), int(DType::Float32));
@@ -109,7 +132,9 @@ void TestImport::npyFloat16WidensExactly() {
     std::string data;
     for (auto x : h) data += big ? be16(x) : le16(x);
     const std::string p = path("f16.npy");
-    writeBytes(p, npy(std::string("{'descr': '") + (big ? ">" : "<") + "f2', 'fortran_order': False, 'shape': (3, 2), }", data));
+    writeBytes(
+        p,
+        npy(std::string("{'descr': '") + (big ? ">" : "<") + "f2', 'fortran_order': False, 'shape': (3, 2), }", data));
     auto r = importNpy(p);
     QVERIFY2(r.ok(), r.message().c_str());
     QCOMPARE(int(r.value.dtype), int(DType::Float32));
@@ -125,7 +150,8 @@ void TestImport::npyFloat64StaysFloat64() {
     std::string data;
     for (auto b : bits) data += big ? be64(b) : le64(b);
     const std::string p = path("f64.npy");
-    writeBytes(p, npy(std::string("{'descr': '") + (big ? ">" : "<") + "f8', 'fortran_order': False, 'shape': (2,), }", data));
+    writeBytes(
+        p, npy(std::string("{'descr': '") + (big ? ">" : "<") + "f8', 'fortran_order': False, 'shape': (2,), }", data));
     auto r = importNpy(p);
     QVERIFY2(r.ok(), r.message().c_str());
     QCOMPARE(int(r.value.dtype), int(DType::Float64));
@@ -167,18 +193,23 @@ void TestImport::npyBadInput_data() {
     QTest::newRow(name) << QByteArray(b.data(), qsizetype(b.size())) << int(c) << QString::fromUtf8(m);
   };
   row("not npy", "PK\x03\x04 this is a zip", Code::MalformedInput, "magic");
-  row("int32 dtype", npy("{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }", four), Code::MalformedInput, "<i4");
-  row("complex dtype", npy("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", four), Code::MalformedInput, "<c8");
-  row("truncated data", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", four), Code::MalformedInput, "truncated");
+  row("int32 dtype", npy("{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }", four), Code::MalformedInput,
+      "<i4");
+  row("complex dtype", npy("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", four), Code::MalformedInput,
+      "<c8");
+  row("truncated data", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", four), Code::MalformedInput,
+      "truncated");
   // (1000000, 1000000) float32 = 4 TB claimed by a 96-byte file: refused before any allocation.
   row("huge claim", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 1000000), }", four),
       Code::MalformedInput, "too large");
   row("huge but under limit", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 1000), }", four),
       Code::MalformedInput, "truncated");
-  row("rank 3", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 2), }", four), Code::WrongShape, "rank 3");
+  row("rank 3", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 2), }", four), Code::WrongShape,
+      "rank 3");
   row("scalar", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (), }", four), Code::WrongShape, "0-d");
   row("no shape", npy("{'descr': '<f4', 'fortran_order': False, }", four), Code::MalformedInput, "shape");
-  row("bad fortran", npy("{'descr': '<f4', 'fortran_order': 7, 'shape': (4,), }", four), Code::MalformedInput, "fortran_order");
+  row("bad fortran", npy("{'descr': '<f4', 'fortran_order': 7, 'shape': (4,), }", four), Code::MalformedInput,
+      "fortran_order");
   std::string longhdr = "\x93NUMPY";
   longhdr += char(1);
   longhdr += char(0);
@@ -252,8 +283,10 @@ void TestImport::safetensorsBadInput_data() {
   row("short", "abc", "shorter");
   row("header length beyond file", le64(1ull << 40) + "{}", "exceeds the file");
   row("bad json", safetensors(R"({"x":{"dtype":"F32",)", d8), "JSON");
-  row("offsets beyond data", safetensors(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,800]}})", d8), "truncated");
-  row("shape vs offsets", safetensors(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", d8), "data_offsets span 8");
+  row("offsets beyond data", safetensors(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,800]}})", d8),
+      "truncated");
+  row("shape vs offsets", safetensors(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", d8),
+      "data_offsets span 8");
   row("negative shape", safetensors(R"({"x":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", d8), "non-negative");
   row("missing fields", safetensors(R"({"x":{"dtype":"F32"}})", d8), "data_offsets");
   row("huge shape", safetensors(R"({"x":{"dtype":"F32","shape":[4000000000,4000000000],"data_offsets":[0,8]}})", d8),
@@ -327,7 +360,8 @@ void TestImport::specDispatch() {
   std::string data;
   for (float v : {1.f, 2.f}) data += le32(std::bit_cast<uint32_t>(v));
   writeBytes(path("s.npy"), npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }", data));
-  writeBytes(path("one.safetensors"), safetensors(R"({"only":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", data));
+  writeBytes(path("one.safetensors"),
+             safetensors(R"({"only":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", data));
   auto a = importTensor(path("s.npy"));
   QVERIFY2(a.ok(), a.message().c_str());
   QCOMPARE(a.value.f32, (std::vector<float>{1, 2}));

@@ -124,7 +124,9 @@ std::string selfExe() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
-QString cliPath() { return QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab-cli"); }
+QString cliPath() {
+  return QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab-cli");
+}
 
 /// The child of killDuringSaveKeepsPreviousFile: writes 6 runs of 1024×1024 float32 (4 MiB each,
 /// uncompressed); once 3 datasets are written reports "S" on stdout and sleeps until killed.
@@ -235,7 +237,9 @@ void TestReliability::killCliDuringAppendKeepsPreviousFile() {
   const std::string before = readBytes(p);
   const std::string cfg = dir.path().toStdString() + "/big.json";
   // 2048² outputs: D, reference, quantized-exact, error maps ≈ 100 MiB uncompressed to write.
-  writeBytes(cfg, R"({"type": "gemm", "m": 2048, "k": 64, "n": 2048, "seed": 1, "format": "E4M3FN", "scaling": "te_current"})");
+  writeBytes(
+      cfg,
+      R"({"type": "gemm", "m": 2048, "k": 64, "n": 2048, "seed": 1, "format": "E4M3FN", "scaling": "te_current"})");
   const std::string cli = cliPath().toStdString();
   const pid_t pid = fork();
   if (pid == 0) {
@@ -312,7 +316,8 @@ void TestReliability::fifoAndDevicesAreRefusedNotHung_data() {
   QTest::addColumn<QString>("kind");
   for (const char* reader : {"session", "hdf5-import", "npy", "safetensors", "idx"})
     for (const char* kind : {"fifo", "device", "directory"})
-      QTest::newRow((std::string(reader) + "/" + kind).c_str()) << QString::fromLatin1(reader) << QString::fromLatin1(kind);
+      QTest::newRow((std::string(reader) + "/" + kind).c_str())
+          << QString::fromLatin1(reader) << QString::fromLatin1(kind);
 }
 
 void TestReliability::fifoAndDevicesAreRefusedNotHung() {
@@ -528,46 +533,62 @@ void TestReliability::cliBadInput_data() {
   QTest::addColumn<QString>("mentions");
   const QString c = QStringLiteral("%D/c.json"), o = QStringLiteral("%D/out.h5");
   auto run = [&](const char* name, const QByteArray& cfg, const char* m) {
-    QTest::newRow(name) << QStringList{QStringLiteral("run"), c, QStringLiteral("--out"), o, QStringLiteral("-q")} << cfg
-                        << QString::fromUtf8(m);
+    QTest::newRow(name) << QStringList{QStringLiteral("run"), c, QStringLiteral("--out"), o, QStringLiteral("-q")}
+                        << cfg << QString::fromUtf8(m);
   };
   run("config: empty file", QByteArray(" "), "is not valid JSON");
   run("config: not JSON", QByteArray("{\"type\": \"gemm\",\n \"m\": }"), "line 2, column");
   run("config: top-level array", QByteArray("[1, 2]"), "expected a JSON object at the top");
   run("config: unknown key", QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4, "colour": 1})"), "colour");
-  run("config: m = 0", QByteArray(R"({"type": "gemm", "m": 0, "k": 4, "n": 4})"), "m: expected an integer in [1, 1048576]");
-  run("config: m is a string", QByteArray(R"({"type": "gemm", "m": "64", "k": 4, "n": 4})"), "m: expected an integer in [1, 1048576]");
-  run("config: m = 1e300", QByteArray(R"({"type": "gemm", "m": 1e300, "k": 4, "n": 4})"), "m: expected an integer in [1, 1048576]");
-  run("config: NaN-like scale", QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4, "a": {"scale": "nan"}})"), "a.scale: expected a finite number");
+  run("config: m = 0", QByteArray(R"({"type": "gemm", "m": 0, "k": 4, "n": 4})"),
+      "m: expected an integer in [1, 1048576]");
+  run("config: m is a string", QByteArray(R"({"type": "gemm", "m": "64", "k": 4, "n": 4})"),
+      "m: expected an integer in [1, 1048576]");
+  run("config: m = 1e300", QByteArray(R"({"type": "gemm", "m": 1e300, "k": 4, "n": 4})"),
+      "m: expected an integer in [1, 1048576]");
+  run("config: NaN-like scale", QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4, "a": {"scale": "nan"}})"),
+      "a.scale: expected a finite number");
   run("config: unknown type", QByteArray(R"({"type": "conv", "m": 4})"), "conv");
   run("config: unknown format", QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4, "format": "E9M9"})"), "E9M9");
-  run("config: missing tensor file", QByteArray(R"({"type": "gemm", "a": {"tensor": "/nonexistent/a.npy"}})"), "/nonexistent/a.npy");
-  run("config: GEMM larger than memory",
-      QByteArray(R"({"type": "gemm", "m": 1048576, "k": 1048576, "n": 1048576})"), "GiB of buffers, more than the");
-  run("config: training, huge layers", QByteArray(R"({"type": "training", "layers": [784, 65536, 65536, 10], "train_limit": 10, "test_limit": 10})"),
+  run("config: missing tensor file", QByteArray(R"({"type": "gemm", "a": {"tensor": "/nonexistent/a.npy"}})"),
+      "/nonexistent/a.npy");
+  run("config: GEMM larger than memory", QByteArray(R"({"type": "gemm", "m": 1048576, "k": 1048576, "n": 1048576})"),
+      "GiB of buffers, more than the");
+  run("config: training, huge layers",
+      QByteArray(R"({"type": "training", "layers": [784, 65536, 65536, 10], "train_limit": 10, "test_limit": 10})"),
       "more than the");
   // fuzz_config finding: a layer size of 2^53 + 1 was converted to int after the error was noted
   // (undefined behaviour; UBSan aborted). Now only the message.
-  run("config: training, layer size 2^53+1", QByteArray(R"({"type": "training", "layers": [784, 9007199254740993, 10]})"),
+  run("config: training, layer size 2^53+1",
+      QByteArray(R"({"type": "training", "layers": [784, 9007199254740993, 10]})"),
       "sizes must be integers in 1..65536");
-  run("config: training, unknown strategy",
-      QByteArray(R"({"type": "training", "scaling": {"strategy": "dalayed"}})"), "dalayed");
-  QTest::newRow("config file missing") << QStringList{QStringLiteral("run"), QStringLiteral("%D/none.json"), QStringLiteral("--out"), o}
+  run("config: training, unknown strategy", QByteArray(R"({"type": "training", "scaling": {"strategy": "dalayed"}})"),
+      "dalayed");
+  QTest::newRow("config file missing") << QStringList{QStringLiteral("run"), QStringLiteral("%D/none.json"),
+                                                      QStringLiteral("--out"), o}
                                        << QByteArray() << QStringLiteral("cannot read config");
-  QTest::newRow("config is a directory") << QStringList{QStringLiteral("run"), QStringLiteral("%D"), QStringLiteral("--out"), o}
+  QTest::newRow("config is a directory") << QStringList{QStringLiteral("run"), QStringLiteral("%D"),
+                                                        QStringLiteral("--out"), o}
                                          << QByteArray() << QStringLiteral("config");
-  QTest::newRow("output dir missing") << QStringList{QStringLiteral("run"), c, QStringLiteral("--out"), QStringLiteral("%D/no/such/dir/out.h5"), QStringLiteral("-q")}
-                                      << QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4})") << QStringLiteral("%D/no/such/dir");
+  QTest::newRow("output dir missing") << QStringList{QStringLiteral("run"), c, QStringLiteral("--out"),
+                                                     QStringLiteral("%D/no/such/dir/out.h5"), QStringLiteral("-q")}
+                                      << QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4})")
+                                      << QStringLiteral("%D/no/such/dir");
   QTest::newRow("inspect a FIFO") << QStringList{QStringLiteral("inspect"), QStringLiteral("%D/fifo")} << QByteArray()
                                   << QStringLiteral("not a regular file");
-  QTest::newRow("inspect a text file") << QStringList{QStringLiteral("inspect"), c} << QByteArray("hello") << QStringLiteral("HDF5");
-  QTest::newRow("unknown command") << QStringList{QStringLiteral("frobnicate")} << QByteArray() << QStringLiteral("unknown command 'frobnicate'");
-  QTest::newRow("unknown option") << QStringList{QStringLiteral("encode"), QStringLiteral("--formt"), QStringLiteral("E4M3FN"), QStringLiteral("1")}
+  QTest::newRow("inspect a text file") << QStringList{QStringLiteral("inspect"), c} << QByteArray("hello")
+                                       << QStringLiteral("HDF5");
+  QTest::newRow("unknown command") << QStringList{QStringLiteral("frobnicate")} << QByteArray()
+                                   << QStringLiteral("unknown command 'frobnicate'");
+  QTest::newRow("unknown option") << QStringList{QStringLiteral("encode"), QStringLiteral("--formt"),
+                                                 QStringLiteral("E4M3FN"), QStringLiteral("1")}
                                   << QByteArray() << QStringLiteral("formt");
-  QTest::newRow("encode: not a number") << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M3FN"), QStringLiteral("1e")}
+  QTest::newRow("encode: not a number") << QStringList{QStringLiteral("encode"), QStringLiteral("--format"),
+                                                       QStringLiteral("E4M3FN"), QStringLiteral("1e")}
                                         << QByteArray() << QStringLiteral("not a number: '1e'");
-  QTest::newRow("encode: unknown format") << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M4"), QStringLiteral("1")}
-                                          << QByteArray() << QStringLiteral("E4M4");
+  QTest::newRow("encode: unknown format")
+      << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M4"), QStringLiteral("1")}
+      << QByteArray() << QStringLiteral("E4M4");
 }
 
 void TestReliability::cliBadInput() {
@@ -602,14 +623,16 @@ void TestReliability::cliBadInput() {
 // The locale is compiled with localedef into a temporary LOCPATH (needs Debian's locale sources).
 void TestReliability::cliNumbersIgnoreTheUserLocale() {
   QVERIFY2(QFileInfo::exists(cliPath()), qPrintable(QStringLiteral("build fp8lab-cli first: %1").arg(cliPath())));
-  if (!QFileInfo::exists(QStringLiteral("/usr/share/i18n/locales/de_DE")) || QStandardPaths::findExecutable(QStringLiteral("localedef")).isEmpty())
+  if (!QFileInfo::exists(QStringLiteral("/usr/share/i18n/locales/de_DE")) ||
+      QStandardPaths::findExecutable(QStringLiteral("localedef")).isEmpty())
     QSKIP("no locale sources (/usr/share/i18n/locales/de_DE, package 'locales') to build de_DE.UTF-8");
   QTemporaryDir dir;
   QProcess def;
-  def.start(QStringLiteral("localedef"), {QStringLiteral("-i"), QStringLiteral("de_DE"), QStringLiteral("-f"), QStringLiteral("UTF-8"),
-                                          dir.filePath(QStringLiteral("de_DE.UTF-8"))});
+  def.start(QStringLiteral("localedef"), {QStringLiteral("-i"), QStringLiteral("de_DE"), QStringLiteral("-f"),
+                                          QStringLiteral("UTF-8"), dir.filePath(QStringLiteral("de_DE.UTF-8"))});
   QVERIFY(def.waitForFinished(180000));
-  QVERIFY2(QFileInfo::exists(dir.filePath(QStringLiteral("de_DE.UTF-8/LC_NUMERIC"))), def.readAllStandardError().constData());
+  QVERIFY2(QFileInfo::exists(dir.filePath(QStringLiteral("de_DE.UTF-8/LC_NUMERIC"))),
+           def.readAllStandardError().constData());
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
   env.insert(QStringLiteral("LOCPATH"), dir.path());
   env.insert(QStringLiteral("LC_ALL"), QStringLiteral("de_DE.UTF-8"));
@@ -619,7 +642,8 @@ void TestReliability::cliNumbersIgnoreTheUserLocale() {
   auto encode = [&](const QString& v, QByteArray* out) {
     QProcess p;
     p.setProcessEnvironment(env);
-    p.start(cliPath(), {QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M3FN"), QStringLiteral("--json"), v});
+    p.start(cliPath(), {QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M3FN"),
+                        QStringLiteral("--json"), v});
     if (!p.waitForFinished(60000)) return -1;
     *out = p.readAllStandardOutput() + p.readAllStandardError();
     return p.exitCode();
@@ -656,7 +680,8 @@ void TestReliability::fuzzRegressions() {
   const std::string f = file.toStdString();
   const int rc = inChild(
       [&] {
-        if (target == QStringLiteral("fuzz_npy")) (void)importNpy(f);
+        if (target == QStringLiteral("fuzz_npy"))
+          (void)importNpy(f);
         else if (target == QStringLiteral("fuzz_safetensors")) {
           auto l = listSafetensors(f);
           if (l.ok())
@@ -675,7 +700,8 @@ void TestReliability::fuzzRegressions() {
             const int nul = open("/dev/null", O_WRONLY);
             dup2(nul, 1);
             dup2(nul, 2);
-            execl(cli.c_str(), cli.c_str(), "run", f.c_str(), "--out", "/nonexistent-dir/x.h5", "-q", static_cast<char*>(nullptr));
+            execl(cli.c_str(), cli.c_str(), "run", f.c_str(), "--out", "/nonexistent-dir/x.h5", "-q",
+                  static_cast<char*>(nullptr));
             _exit(127);
           }
           int st = 0;

@@ -51,10 +51,18 @@ std::vector<std::string> otherFiles(const std::string& dir, const std::vector<st
 
 /// Float32 values whose bit patterns must survive: specials, −0, subnormals, extremes.
 std::vector<float> trickyFloats(size_t n) {
-  const float base[] = {0.0f, -0.0f, 1.0f, -1.5f, std::numeric_limits<float>::infinity(),
-                        -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
-                        std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max(),
-                        std::numeric_limits<float>::lowest(), 0.1f, 448.0f};
+  const float base[] = {0.0f,
+                        -0.0f,
+                        1.0f,
+                        -1.5f,
+                        std::numeric_limits<float>::infinity(),
+                        -std::numeric_limits<float>::infinity(),
+                        std::numeric_limits<float>::quiet_NaN(),
+                        std::numeric_limits<float>::denorm_min(),
+                        std::numeric_limits<float>::max(),
+                        std::numeric_limits<float>::lowest(),
+                        0.1f,
+                        448.0f};
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = base[i % 12] * (i < 12 ? 1.0f : float(i % 7 + 1));
   return v;
@@ -115,7 +123,8 @@ Run gemmRun(const std::string& id, int m = 3, int k = 4, int n = 5) {
   r.datasets["history/fc1/input/amax_history"] =
       Dataset::float32({3, 4}, {1, 0, 0, 0, 2, 1, 0, 0, 3, 2, 1, 0}, "1", "amax window per step");
   r.datasets["history/fc1/input/scale"] = Dataset::float32({3}, {1, 0.5f, 0.25f}, "1", "dequant scale per step");
-  r.datasets["history/fc1/input/saturated"] = Dataset::int64({3}, {0, 5, std::numeric_limits<int64_t>::max()}, "count", "clipped");
+  r.datasets["history/fc1/input/saturated"] =
+      Dataset::int64({3}, {0, 5, std::numeric_limits<int64_t>::max()}, "count", "clipped");
   r.datasets["training/loss"] = Dataset::float64({4}, {2.3, 1.0 + 0x1p-40, -0.0, std::nan("")}, "nat", "loss per step");
   r.group_attrs["history/fc1/input"] = {{"strategy", std::string("delayed")}, {"history_len", int64_t(4)}};
   r.group_attrs["history"] = {{"note", std::string("group attr on an intermediate group")}};
@@ -223,7 +232,8 @@ void TestSession::roundTripEveryDatasetAndAttribute() {
       QCOMPARE(r->attrs.at(k).index(), v.index());
       if (auto d = std::get_if<double>(&v))
         QCOMPARE(std::bit_cast<uint64_t>(std::get<double>(r->attrs.at(k))), std::bit_cast<uint64_t>(*d));
-      else QVERIFY(r->attrs.at(k) == v);
+      else
+        QVERIFY(r->attrs.at(k) == v);
     }
     QCOMPARE(r->metrics.size(), orig.metrics.size());
     for (const auto& [k, m] : orig.metrics) {
@@ -439,8 +449,8 @@ void TestSession::reducedReadKeepsEveryMaximum() {
   std::vector<float> v(size_t(R * Cc), 0.0f);
   for (int i = 0; i < R; ++i)
     for (int j = 0; j < Cc; ++j) v[size_t(i * Cc + j)] = float(1000 * i + j);
-  v[size_t(123 * Cc + 77)] = -1e9f;             // one large negative outlier
-  v[size_t(250 * Cc + 400)] = std::nanf("");    // one NaN
+  v[size_t(123 * Cc + 77)] = -1e9f;          // one large negative outlier
+  v[size_t(250 * Cc + 400)] = std::nanf(""); // one NaN
   Run r = gemmRun("map");
   r.putFloat32("error/tile_map", v, R, Cc, "1", "test map");
   const std::string p = path("reduced.h5");
@@ -476,8 +486,10 @@ void TestSession::reducedReadKeepsEveryMaximum() {
   for (int bi = 0; bi < 43; ++bi)
     for (int bj = 0; bj < 56; ++bj) {
       const double got = m7.value.f64[size_t(bi * 56 + bj)];
-      if (bi == 35 && bj == 44) QVERIFY(std::isnan(got));
-      else QCOMPARE(got, 1000.0 * std::min(7 * bi + 6, 299) + std::min(9 * bj + 8, 499));
+      if (bi == 35 && bj == 44)
+        QVERIFY(std::isnan(got));
+      else
+        QCOMPARE(got, 1000.0 * std::min(7 * bi + 6, 299) + std::min(9 * bj + 8, 499));
     }
 }
 

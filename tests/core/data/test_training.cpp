@@ -33,7 +33,8 @@ std::vector<uint8_t> be32(uint32_t v) {
 }
 
 /// IDX bytes: magic 00 00 08 <nd>, sizes, payload.
-std::vector<uint8_t> idxBytes(const std::vector<uint32_t>& dims, const std::vector<uint8_t>& payload, uint8_t type = 0x08) {
+std::vector<uint8_t> idxBytes(const std::vector<uint32_t>& dims, const std::vector<uint8_t>& payload,
+                              uint8_t type = 0x08) {
   std::vector<uint8_t> b = {0, 0, type, uint8_t(dims.size())};
   for (uint32_t d : dims) {
     auto w = be32(d);
@@ -98,8 +99,8 @@ TrainingConfig smallConfig(TrainingScalingKind kind, int history_len) {
   c.precision = TrainingPrecision::FP8;
   c.scaling.kind = kind;
   c.scaling.history_len = history_len;
-  c.batch_size = 64;       // 512 images → 8 steps per epoch
-  c.epochs = 3;            // 24 steps: every window of length ≤ 8 fills and rolls
+  c.batch_size = 64; // 512 images → 8 steps per epoch
+  c.epochs = 3;      // 24 steps: every window of length ≤ 8 fills and rolls
   c.eval_batch_size = 128;
   c.seed = 20261129;
   c.threads = 2;
@@ -123,7 +124,9 @@ float maxOf(const std::vector<float>& v) {
   return m;
 }
 
-bool sameFloat(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
+bool sameFloat(float a, float b) {
+  return std::memcmp(&a, &b, 4) == 0;
+}
 
 } // namespace
 
@@ -188,7 +191,9 @@ void TestTraining::idxRejectsBadFiles_data() {
   const std::vector<uint8_t> payload(12, 7);
   const auto good = idxBytes({2, 2, 3}, payload);
   const auto gz = gzipBytes(good);
-  auto qa = [](const std::vector<uint8_t>& v) { return QByteArray(reinterpret_cast<const char*>(v.data()), qsizetype(v.size())); };
+  auto qa = [](const std::vector<uint8_t>& v) {
+    return QByteArray(reinterpret_cast<const char*>(v.data()), qsizetype(v.size()));
+  };
 
   auto truncated = gz;
   truncated.resize(gz.size() - 6); // cuts the CRC-32/ISIZE trailer
@@ -207,16 +212,18 @@ void TestTraining::idxRejectsBadFiles_data() {
   QTest::newRow("gzip magic, garbage body") << qa(fake) << 3 << QStringLiteral("corrupt gzip");
 
   auto short_payload = idxBytes({2, 2, 3}, std::vector<uint8_t>(11, 7));
-  QTest::newRow("payload one byte short") << qa(gzipBytes(short_payload)) << 3 << QStringLiteral("holds 11 (truncated)");
+  QTest::newRow("payload one byte short")
+      << qa(gzipBytes(short_payload)) << 3 << QStringLiteral("holds 11 (truncated)");
   auto long_payload = idxBytes({2, 2, 3}, std::vector<uint8_t>(13, 7));
-  QTest::newRow("payload one byte long") << qa(gzipBytes(long_payload)) << 3 << QStringLiteral("holds 13 (trailing data)");
+  QTest::newRow("payload one byte long") << qa(gzipBytes(long_payload)) << 3
+                                         << QStringLiteral("holds 13 (trailing data)");
   auto bad_magic = good;
   bad_magic[0] = 0x12;
   QTest::newRow("bad magic") << qa(gzipBytes(bad_magic)) << 3 << QStringLiteral("not an IDX file");
   auto float_type = idxBytes({2, 2, 3}, std::vector<uint8_t>(48, 0), 0x0D);
   QTest::newRow("float32 element type") << qa(gzipBytes(float_type)) << 3 << QStringLiteral("float32");
-  QTest::newRow("labels where images expected") << qa(gzipBytes(idxBytes({12}, payload))) << 3
-                                                << QStringLiteral("expected 3 dimensions");
+  QTest::newRow("labels where images expected")
+      << qa(gzipBytes(idxBytes({12}, payload))) << 3 << QStringLiteral("expected 3 dimensions");
   QTest::newRow("header truncated") << qa(gzipBytes({0, 0, 8, 3, 0, 0, 0, 2, 0, 0})) << 3
                                     << QStringLiteral("truncated IDX header");
   QTest::newRow("empty file") << QByteArray() << 3 << QStringLiteral("too short");
@@ -241,7 +248,8 @@ void TestTraining::idxRefusesHugeDeclaredSizesWithoutAllocating() {
   QVERIFY2(err.contains(QStringLiteral("exceed the limit")), qPrintable(err));
   // A header promising 60000x28x28 with a 10-byte body: truncated, not a 47 MB allocation + crash.
   err = idxError(dir, gzipBytes(idxBytes({60000, 28, 28}, std::vector<uint8_t>(10, 0))), 3);
-  QVERIFY2(err.contains(QStringLiteral("47040000 elements")) && err.contains(QStringLiteral("truncated")), qPrintable(err));
+  QVERIFY2(err.contains(QStringLiteral("47040000 elements")) && err.contains(QStringLiteral("truncated")),
+           qPrintable(err));
   // A small explicit limit is honoured by the decompressor too (a "zip bomb" stops early).
   const fs::path p = fs::path(dir.path().toStdString()) / "bomb.gz";
   writeFile(p, gzipBytes(idxBytes({1000000}, std::vector<uint8_t>(1000000, 0))));
@@ -407,8 +415,11 @@ void TestTraining::flaxDelayedHistoryAndScaleFollowTheRules() {
       if (keep) sf = 1.0f / scale_prev;
       const float scale = 1.0f / sf;
       QVERIFY2(sameFloat(h.dequant_scale[size_t(t)], scale),
-               qPrintable(QStringLiteral("%1 step %2: scale %3, expected %4").arg(QString::fromStdString(h.name())).arg(t)
-                              .arg(double(h.dequant_scale[size_t(t)]), 0, 'g', 9).arg(double(scale), 0, 'g', 9)));
+               qPrintable(QStringLiteral("%1 step %2: scale %3, expected %4")
+                              .arg(QString::fromStdString(h.name()))
+                              .arg(t)
+                              .arg(double(h.dequant_scale[size_t(t)]), 0, 'g', 9)
+                              .arg(double(scale), 0, 'g', 9)));
       // Flax divides by the stored dequant scale; the quant multiplier reported beside it is
       // that scale's float32 reciprocal (QuantizedTensor convention for x/s presets), which can
       // differ from sf by an ulp — the double reciprocal of §2.2.
@@ -416,7 +427,8 @@ void TestTraining::flaxDelayedHistoryAndScaleFollowTheRules() {
       QCOMPARE(h.kept_previous[size_t(t)] != 0, keep);
       const auto w = expectedWindow(h.amax, t, L);
       const std::vector<float> got(h.history.begin() + t * L, h.history.begin() + (t + 1) * L);
-      QVERIFY2(got == w, qPrintable(QStringLiteral("%1 window at step %2").arg(QString::fromStdString(h.name())).arg(t)));
+      QVERIFY2(got == w,
+               qPrintable(QStringLiteral("%1 window at step %2").arg(QString::fromStdString(h.name())).arg(t)));
       scale_prev = scale;
     }
     QVERIFY(h.kept_previous[0] == 1); // the first step always starts from the all-zero history
@@ -429,7 +441,11 @@ void TestTraining::flaxDelayedHistoryAndScaleFollowTheRules() {
 void TestTraining::teDelayedHistoryAndScaleFollowTheRules() {
   const FashionMnist* fm = subset();
   QVERIFY2(fm, "Fashion-MNIST missing: install dataset-fashion-mnist");
-  struct Case { int L; int margin; bool most_recent; };
+  struct Case {
+    int L;
+    int margin;
+    bool most_recent;
+  };
   for (const Case k : {Case{3, 1, false}, Case{1, 0, false}, Case{6, 2, true}}) {
     auto cfg = smallConfig(TrainingScalingKind::DelayedTE, k.L);
     cfg.scaling.margin = k.margin;
@@ -449,12 +465,17 @@ void TestTraining::teDelayedHistoryAndScaleFollowTheRules() {
       float s = 1.0f;
       for (int64_t t = 0; t < r.steps_done; ++t) {
         QVERIFY2(sameFloat(h.quant_scale[size_t(t)], s),
-                 qPrintable(QStringLiteral("L=%1 %2 step %3: quant scale %4, expected %5").arg(k.L).arg(QString::fromStdString(h.name())).arg(t)
-                                .arg(double(h.quant_scale[size_t(t)]), 0, 'g', 9).arg(double(s), 0, 'g', 9)));
+                 qPrintable(QStringLiteral("L=%1 %2 step %3: quant scale %4, expected %5")
+                                .arg(k.L)
+                                .arg(QString::fromStdString(h.name()))
+                                .arg(t)
+                                .arg(double(h.quant_scale[size_t(t)]), 0, 'g', 9)
+                                .arg(double(s), 0, 'g', 9)));
         QVERIFY(sameFloat(h.dequant_scale[size_t(t)], 1.0f / s));
         const auto w = expectedWindow(h.amax, t, k.L);
         const std::vector<float> got(h.history.begin() + t * k.L, h.history.begin() + (t + 1) * k.L);
-        QVERIFY2(got == w, qPrintable(QStringLiteral("%1 window at step %2").arg(QString::fromStdString(h.name())).arg(t)));
+        QVERIFY2(got == w,
+                 qPrintable(QStringLiteral("%1 window at step %2").arg(QString::fromStdString(h.name())).arg(t)));
         const float m = k.most_recent ? h.amax[size_t(t)] : maxOf(w);
         if (h.amax[size_t(t)] != 0 && std::isfinite(m) && m > 0) {
           s = scaled_max / m;
@@ -486,8 +507,10 @@ void TestTraining::currentScalingFollowsTheRule() {
       // it is above can elements (those equal to amax) be counted as clipped — and then they
       // round to ±fp8_max anyway.
       const bool over = h.amax[t] * h.quant_scale[t] > fp8_max;
-      if (over) QVERIFY(h.saturated[t] >= 1);
-      else QCOMPARE(h.saturated[t], int64_t{0});
+      if (over)
+        QVERIFY(h.saturated[t] >= 1);
+      else
+        QCOMPARE(h.saturated[t], int64_t{0});
     }
   }
 }

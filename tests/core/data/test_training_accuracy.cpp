@@ -32,7 +32,8 @@ private Q_SLOTS:
     TrainingRun fp8(c, fm.train, fm.test);
     fp8.run();
     const double a32 = fp32.result().epochs.back().test_accuracy, a8 = fp8.result().epochs.back().test_accuracy;
-    qInfo("test accuracy after 3 epochs: FP32 %.2f %%, FP8 delayed %.2f %% (%+.2f pp)", 100 * a32, 100 * a8, 100 * (a8 - a32));
+    qInfo("test accuracy after 3 epochs: FP32 %.2f %%, FP8 delayed %.2f %% (%+.2f pp)", 100 * a32, 100 * a8,
+          100 * (a8 - a32));
     QVERIFY2(a32 >= 0.85, qPrintable(QString::number(a32)));
     QVERIFY2(std::abs(a8 - a32) <= 0.01, qPrintable(QStringLiteral("%1 vs %2").arg(a8).arg(a32)));
   }

@@ -16,7 +16,9 @@ using namespace fp8lab;
 
 namespace {
 
-QString cliPath() { return QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab-cli"); }
+QString cliPath() {
+  return QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab-cli");
+}
 
 /// A small training experiment: 2 runs on the first 4096 images, many epochs so that the
 /// interrupt always lands during training.
@@ -29,7 +31,9 @@ QByteArray smallConfig(int epochs) {
     {"id": "delayed", "precision": "fp8", "scaling": {"strategy": "delayed-flax", "history_len": 16}},
     {"id": "baseline", "precision": "fp32"}
   ]
-})").arg(epochs).toUtf8();
+})")
+      .arg(epochs)
+      .toUtf8();
 }
 
 QString writeConfig(const QTemporaryDir& dir, const QByteArray& text) {
@@ -56,7 +60,8 @@ private Q_SLOTS:
     const QString out = dir.filePath(QStringLiteral("s.h5"));
     QProcess p;
     // --backend cpu: rerun below promises identical bits for CPU runs (auto would take a GPU)
-    p.start(cliPath(), {QStringLiteral("train"), cfg, QStringLiteral("--out"), out, QStringLiteral("--backend"), QStringLiteral("cpu")});
+    p.start(cliPath(), {QStringLiteral("train"), cfg, QStringLiteral("--out"), out, QStringLiteral("--backend"),
+                        QStringLiteral("cpu")});
     QVERIFY(p.waitForStarted());
     // Wait until the first epoch has been reported, so the run is mid-training.
     QByteArray err;
@@ -99,24 +104,28 @@ private Q_SLOTS:
     re.start(cliPath(), {QStringLiteral("rerun"), out, QStringLiteral("delayed"), QStringLiteral("--json")});
     QVERIFY(re.waitForFinished(120000));
     const QByteArray rout = re.readAllStandardOutput();
-    QVERIFY2(re.exitCode() == 0 && rout.contains("\"identical\": true"), (rout + re.readAllStandardError()).constData());
+    QVERIFY2(re.exitCode() == 0 && rout.contains("\"identical\": true"),
+             (rout + re.readAllStandardError()).constData());
   }
 
   void runCommandDispatchesTrainingConfigs() {
     // `fp8lab-cli run` (the main job's command) sends "type": "training" here; --id names the run.
     QTemporaryDir dir;
-    const QString cfg = writeConfig(dir, R"({"type": "training", "precision": "fp8", "scaling": {"strategy": "current-te"},
+    const QString cfg =
+        writeConfig(dir, R"({"type": "training", "precision": "fp8", "scaling": {"strategy": "current-te"},
       "train_limit": 256, "test_limit": 100, "epochs": 1, "batch_size": 64})");
     const QString out = dir.filePath(QStringLiteral("s.h5"));
     QProcess p;
-    p.start(cliPath(), {QStringLiteral("run"), cfg, QStringLiteral("--out"), out, QStringLiteral("--id"), QStringLiteral("tiny"),
-                        QStringLiteral("--json")});
+    p.start(cliPath(), {QStringLiteral("run"), cfg, QStringLiteral("--out"), out, QStringLiteral("--id"),
+                        QStringLiteral("tiny"), QStringLiteral("--json")});
     QVERIFY(p.waitForFinished(120000));
     const QByteArray o = p.readAllStandardOutput();
     QVERIFY2(p.exitCode() == 0, (o + p.readAllStandardError()).constData());
     const QJsonObject j = QJsonDocument::fromJson(o).object();
-    QCOMPARE(j.value(QStringLiteral("runs")).toArray().at(0).toObject().value(QStringLiteral("id")).toString(), QStringLiteral("tiny"));
-    QCOMPARE(j.value(QStringLiteral("runs")).toArray().at(0).toObject().value(QStringLiteral("steps")).toInt(), 4); // 256 / 64
+    QCOMPARE(j.value(QStringLiteral("runs")).toArray().at(0).toObject().value(QStringLiteral("id")).toString(),
+             QStringLiteral("tiny"));
+    QCOMPARE(j.value(QStringLiteral("runs")).toArray().at(0).toObject().value(QStringLiteral("steps")).toInt(),
+             4); // 256 / 64
     auto rd = SessionReader::open(out.toStdString());
     QVERIFY2(rd.ok(), rd.message().c_str());
     QVERIFY(rd.value->info().find("tiny") != nullptr);
@@ -141,7 +150,8 @@ private Q_SLOTS:
 
   void badConfigNamesTheKey() {
     QTemporaryDir dir;
-    const QString cfg = writeConfig(dir, R"({"type": "training", "runs": [{"precision": "fp8", "scaling": {"strategy": "dalayed"}}]})");
+    const QString cfg =
+        writeConfig(dir, R"({"type": "training", "runs": [{"precision": "fp8", "scaling": {"strategy": "dalayed"}}]})");
     QProcess p;
     p.start(cliPath(), {QStringLiteral("train"), cfg, QStringLiteral("--out"), dir.filePath(QStringLiteral("s.h5"))});
     QVERIFY(p.waitForFinished(60000));
@@ -154,7 +164,8 @@ private Q_SLOTS:
     QTemporaryDir dir;
     const QString cfg = writeConfig(dir, smallConfig(1));
     QProcess p;
-    p.start(cliPath(), {QStringLiteral("train"), cfg, QStringLiteral("--out"), QStringLiteral("/nonexistent-dir/s.h5")});
+    p.start(cliPath(),
+            {QStringLiteral("train"), cfg, QStringLiteral("--out"), QStringLiteral("/nonexistent-dir/s.h5")});
     QVERIFY(p.waitForFinished(20000));
     const QByteArray err = p.readAllStandardError();
     QCOMPARE(p.exitCode(), 2);
