@@ -112,7 +112,8 @@ EOF
   fi
 fi
 if [ -f "$work/default.h5" ]; then
-  "$cli" inspect "$work/default.h5" | head -n 12
+  "$cli" inspect "$work/default.h5" > "$work/inspect.txt"   # not piped into head: SIGPIPE + pipefail
+  head -n 12 "$work/inspect.txt"
   "$cli" inspect "$work/default.h5" --json | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); r=d["runs"]; assert len(r) >= 3, r; print("runs:", [x["id"] for x in r])'
 fi
 
