@@ -21,6 +21,18 @@ std::optional<double> parseNumber(const QString& text);
 /// offending item and returns nullopt.
 std::optional<std::vector<double>> parseNumberList(const QString& text, QString* bad);
 
+/// Shortest text that reads back as the same double / float32 (std::to_chars), with "nan",
+/// "inf", "-inf" for non-finite values. Used by every command's text output.
+/// Overloaded on the argument's type; shortestDouble / shortestFloat fix the type explicitly.
+QString shortestNumber(double v);
+QString shortestNumber(float v);
+inline QString shortestDouble(double v) {
+  return shortestNumber(v);
+}
+inline QString shortestFloat(float v) {
+  return shortestNumber(v);
+}
+
 /// A JSON value for a double: numbers as numbers, NaN/±Inf as the strings "nan", "inf",
 /// "-inf", and −0 as the number -0.0 (written by toJsonText()).
 QJsonValue jsonNumber(double v);

@@ -53,14 +53,6 @@ QString unprotect(QString s) {
   return s.startsWith(kNumMarker) ? s.mid(1) : s;
 }
 
-QString fmtDouble(double v) {
-  if (std::isnan(v)) return QStringLiteral("nan");
-  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v); // shortest round-trip form
-  return QString::fromLatin1(buf, static_cast<qsizetype>(r.ptr - buf));
-}
-
 const Format* requireFormat(const QString& name, int* rc) {
   if (name.isEmpty()) {
     *rc = fail(QStringLiteral("--format is required (one of: %1)").arg(formatHelpList()));
@@ -133,10 +125,10 @@ int runFormats(const QStringList& args) {
              .arg(QString::fromStdString(f->name()), -12)
              .arg(QStringLiteral("%1/%2/%3").arg(s.has_sign ? 1 : 0).arg(s.exponent_bits).arg(s.mantissa_bits), -7)
              .arg(f->bias(), 5)
-             .arg(fmtDouble(f->maxFinite()), 14)
-             .arg(fmtDouble(f->minNormal()), 14)
-             .arg(fmtDouble(f->minSubnormal()), 14)
-             .arg(fmtDouble(f->machineEpsilon()), 10)
+             .arg(shortestDouble(f->maxFinite()), 14)
+             .arg(shortestDouble(f->minNormal()), 14)
+             .arg(shortestDouble(f->minSubnormal()), 14)
+             .arg(shortestDouble(f->machineEpsilon()), 10)
              .arg(QStringLiteral("%1/%2/%3").arg(f->finiteCount()).arg(f->nanCount()).arg(f->infCount()), 13)
              .arg(f->dynamicRangeBinades(), 8, 'f', 1);
   }
@@ -282,14 +274,14 @@ int runEncode(const QStringList& raw) {
                          .arg(input, -12)
                          .arg(QString::fromStdString(f->hexString(d.code)))
                          .arg(QString::fromStdString(f->binaryString(d.code)))
-                         .arg(fmtDouble(d.value))
+                         .arg(shortestDouble(d.value))
                          .arg(QString::fromLatin1(toString(f->classify(d.code))));
       if (d.has_neighbours && !d.exact)
         line += QStringLiteral("\n    neighbours %1 (%2) .. %3 (%4), midpoint %5%6; error %7 (rel %8)")
-                    .arg(fmtDouble(d.lower_value), QString::fromStdString(f->hexString(d.lower_code)))
-                    .arg(fmtDouble(d.upper_value), QString::fromStdString(f->hexString(d.upper_code)))
-                    .arg(fmtDouble(d.midpoint), d.tie ? QStringLiteral(" (tie)") : QString())
-                    .arg(fmtDouble(d.abs_error), fmtDouble(d.rel_error));
+                    .arg(shortestDouble(d.lower_value), QString::fromStdString(f->hexString(d.lower_code)))
+                    .arg(shortestDouble(d.upper_value), QString::fromStdString(f->hexString(d.upper_code)))
+                    .arg(shortestDouble(d.midpoint), d.tie ? QStringLiteral(" (tie)") : QString())
+                    .arg(shortestDouble(d.abs_error), shortestDouble(d.rel_error));
       if (d.overflow)
         line += d.saturated ? QStringLiteral("\n    overflow: saturated to max") : QStringLiteral("\n    overflow");
       if (d.underflow) line += QStringLiteral("\n    underflow");
@@ -353,7 +345,7 @@ int runDecode(const QStringList& args) {
     else
       text += QStringLiteral("%1 [%2] = %3 (%4)\n")
                   .arg(QString::fromStdString(f->hexString(*c)), QString::fromStdString(f->binaryString(*c)),
-                       fmtDouble(f->decode(*c)), QString::fromLatin1(toString(f->classify(*c))))
+                       shortestDouble(f->decode(*c)), QString::fromLatin1(toString(f->classify(*c))))
                   .toStdString();
   }
   out(p.isSet(QStringLiteral("json")) ? toJsonText(arr, false) + "\n" : text);
@@ -377,7 +369,7 @@ int runTable(const QStringList& args) {
   }
   std::string text = "code,binary,value,class\n";
   for (uint32_t c = 0; c < f->codeCount(); ++c)
-    text += f->hexString(c) + "," + f->binaryString(c) + "," + fmtDouble(f->decode(c)).toStdString() + "," +
+    text += f->hexString(c) + "," + f->binaryString(c) + "," + shortestDouble(f->decode(c)).toStdString() + "," +
             toString(f->classify(c)) + "\n";
   out(text);
   return 0;

@@ -17,21 +17,6 @@
 namespace fp8lab::cli {
 namespace {
 
-QString num(double v) {
-  if (std::isnan(v)) return QStringLiteral("nan");
-  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return QString::fromLatin1(buf, static_cast<qsizetype>(r.ptr - buf));
-}
-
-QString numf(float v) {
-  if (!std::isfinite(v)) return num(static_cast<double>(v));
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v); // shortest float32 round trip
-  return QString::fromLatin1(buf, static_cast<qsizetype>(r.ptr - buf));
-}
-
 /// Numbers of a text file (or stdin for "-"), separated by whitespace and/or commas.
 std::optional<std::vector<double>> readNumbers(const QString& path, QString* err) {
   QFile f;
@@ -215,7 +200,7 @@ int runQuantize(const QStringList& args) {
     q = st.quantizeStep(vf.data(), rows, cols, &u);
     strategy_note = QStringLiteral("after %1 earlier step(s); this step's amax updated the state: stored scale now %2")
                         .arg(st.steps() - 1)
-                        .arg(numf(st.scale()));
+                        .arg(shortestFloat(st.scale()));
   } else {
     auto cfg = scalingPreset(sname.toStdString());
     if (!cfg) return fail(QStringLiteral("unknown --scaling '%1' (presets: %2)").arg(sname, presetList()));
@@ -298,8 +283,8 @@ int runQuantize(const QStringList& args) {
     t += QStringLiteral("  [%1,%2] dequant %3  quant %4")
              .arg(static_cast<qint64>(k) / q.blockCols())
              .arg(static_cast<qint64>(k) % q.blockCols())
-             .arg(numf(q.dequant_scales[k]), -14)
-             .arg(numf(q.quant_scales[k]));
+             .arg(shortestFloat(q.dequant_scales[k]), -14)
+             .arg(shortestFloat(q.quant_scales[k]));
     if (!q.scale_codes.empty())
       t += QStringLiteral("  E8M0 %1").arg(QString::fromStdString(Format::E8M0FNU().hexString(q.scale_codes[k])));
     t += QLatin1Char('\n');
@@ -314,9 +299,9 @@ int runQuantize(const QStringList& args) {
       const size_t k = static_cast<size_t>(i * cols + j);
       t += QStringLiteral("%1 %2 %3 %4\n")
                .arg(QStringLiteral("[%1,%2]").arg(i).arg(j), -10)
-               .arg(f64 ? num(v[k]) : numf(vf[k]), -14)
+               .arg(f64 ? shortestDouble(v[k]) : shortestFloat(vf[k]), -14)
                .arg(QString::fromStdString(fmt->hexString(q.codes[k])), -6)
-               .arg(num(q.dequantizedAt(i, j)));
+               .arg(shortestDouble(q.dequantizedAt(i, j)));
     }
   t +=
       QStringLiteral("saturated %1, underflow %2, subnormal %3, NaN inputs %4, Inf inputs %5, zero inputs %6 (of %7)\n")

@@ -17,22 +17,6 @@
 namespace fp8lab::cli {
 namespace {
 
-QString num(double v) {
-  if (std::isnan(v)) return QStringLiteral("nan");
-  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return QString::fromLatin1(buf, static_cast<qsizetype>(r.ptr - buf));
-}
-
-QString num(float v) {
-  if (std::isnan(v)) return QStringLiteral("nan");
-  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v); // shortest float32 round trip
-  return QString::fromLatin1(buf, static_cast<qsizetype>(r.ptr - buf));
-}
-
 int usage() {
   out(QStringLiteral("Usage: fp8lab-cli scaling <subcommand> [options]\n\n"
                      "Subcommands:\n"
@@ -180,7 +164,7 @@ int runSimulate(const QStringList& args) {
                        : cfg.preset == DelayedPreset::TE ? QStringLiteral("Transformer Engine")
                                                          : QStringLiteral("Transformer Engine JAX"))
                   .arg(QString::fromStdString(fmt->name()))
-                  .arg(num(fmt->maxFinite()))
+                  .arg(shortestNumber(fmt->maxFinite()))
                   .arg(cfg.history_len)
                   .arg(QLatin1String(toString(cfg.algo)))
                   .arg(cfg.margin)
@@ -203,18 +187,18 @@ int runSimulate(const QStringList& args) {
     if (!u.rolled) note << QStringLiteral("no roll");
     t += QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8\n")
              .arg(static_cast<qint64>(i), 5)
-             .arg(num(amax[i]), 14)
-             .arg(num(u.window_amax), 14)
-             .arg(num(u.scale_used), 14)
-             .arg(num(u.scale), 14)
-             .arg(num(u.quant_scale), 14)
-             .arg(num(u.dequant_scale), 14)
+             .arg(shortestNumber(amax[i]), 14)
+             .arg(shortestNumber(u.window_amax), 14)
+             .arg(shortestNumber(u.scale_used), 14)
+             .arg(shortestNumber(u.scale), 14)
+             .arg(shortestNumber(u.quant_scale), 14)
+             .arg(shortestNumber(u.dequant_scale), 14)
              .arg(note.join(QStringLiteral(", ")));
   }
   const std::vector<float>& last = hist.back();
   const size_t show = std::min<size_t>(last.size(), 16);
   QStringList h;
-  for (size_t k = last.size() - show; k < last.size(); ++k) h << num(last[k]);
+  for (size_t k = last.size() - show; k < last.size(); ++k) h << shortestNumber(last[k]);
   t += QStringLiteral("history after the last step (oldest first%1): %2%3\n")
            .arg(flax ? QString() : QStringLiteral(", last = staging slot"))
            .arg(show < last.size() ? QStringLiteral("... ") : QString())
