@@ -44,7 +44,7 @@ grep -q '^ Depends:.*libhdf5' "$work/control" || die "Depends does not name the 
 grep -q '^ Depends:.*qt6-qpa-plugins' "$work/control" || die "Depends does not name qt6-qpa-plugins (the GUI's platform plugins)"
 if grep -q 'cuda' "$work/control"; then die "the package depends on CUDA"; fi
 dpkg-deb -c "$deb" | awk '{print $6}' > "$work/files"
-for f in ./usr/bin/fp8lab ./usr/bin/fp8lab-cli \
+for f in ./usr/bin/fp8lab ./usr/bin/fp8lab-cli ./usr/libexec/fp8lab/fp8lab-h5check \
          ./usr/share/applications/io.github.fp8lab.FP8Lab.desktop \
          ./usr/share/metainfo/io.github.fp8lab.FP8Lab.metainfo.xml \
          ./usr/share/icons/hicolor/scalable/apps/io.github.fp8lab.FP8Lab.svg \
@@ -116,6 +116,16 @@ if [ -f "$work/default.h5" ]; then
   head -n 12 "$work/inspect.txt"
   "$cli" inspect "$work/default.h5" --json | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); r=d["runs"]; assert len(r) >= 3, r; print("runs:", [x["id"] for x in r])'
 fi
+
+step "a file that crashes libhdf5 is refused by the installed CLI (fp8lab-h5check)"
+crash="$repo/tests/fuzz/known-libhdf5-crashes/H5Aiterate2-H5A__close-segv.h5"
+set +e
+"$cli" inspect "$crash" >"$work/crash.out" 2>"$work/crash.err"
+rc=$?
+set -e
+cat "$work/crash.err"
+[ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] || die "fp8lab-cli inspect of a crafted file ended with status $rc"
+grep -q 'separate checking process' "$work/crash.err" || die "the crafted file was not refused by the checking process"
 
 step "GEMM experiment from the installed CLI"
 echo '{"type": "gemm", "m": 64, "k": 128, "n": 32, "seed": 5, "format": "E4M3FN", "scaling": "te_current"}' > "$work/gemm.json"

@@ -2,6 +2,7 @@
 #include "io/tensor_import.h"
 
 #include "formats/format.h"
+#include "session/hdf5_isolation.h"
 #include "session/hdf5_util.h"
 
 #include <algorithm>
@@ -725,6 +726,11 @@ bool openForeignH5(const std::string& path, h5::Handle* f, Status* st) {
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     st->add(C::NotHdf5, path, "not an HDF5 file");
     H5Eclear2(H5E_DEFAULT);
+    return false;
+  }
+  // A crafted file can crash or hang libhdf5 itself; walk it in a separate process first.
+  if (Status iso = checkHdf5FileIsolated(path, Hdf5CheckKind::Foreign); !iso.ok()) {
+    st->merge(iso);
     return false;
   }
   *f = h5::file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));

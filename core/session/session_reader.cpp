@@ -1,5 +1,6 @@
 // FP8 Lab — session reader: validation on open (no data read), whole / windowed / block-reduced
 // reads of datasets. Layout: docs/session-format.md.
+#include "session/hdf5_isolation.h"
 #include "session/hdf5_util.h"
 #include "session/session.h"
 
@@ -287,6 +288,11 @@ Result<std::unique_ptr<SessionReader>> SessionReader::open(const std::string& pa
   }
   if (is < 0) {
     r.add(C::Corrupt, path, "cannot check the file: " + errorText());
+    return r;
+  }
+  // A crafted file can crash or hang libhdf5 itself; walk its metadata in a separate process first.
+  if (Status iso = checkHdf5FileIsolated(path, Hdf5CheckKind::Session); !iso.ok()) {
+    r.merge(iso);
     return r;
   }
   std::unique_ptr<SessionReader> sr(new SessionReader());

@@ -15,6 +15,7 @@
 #include "experiment/gemm_experiment.h"
 #include "gemm/gemm.h"
 #include "io/tensor_import.h"
+#include "session/hdf5_isolation.h"
 #include "session/session.h"
 #include "training/fashion_mnist.h"
 #include "training/idx_reader.h"
@@ -169,6 +170,9 @@ private Q_SLOTS:
   void cliNumbersIgnoreTheUserLocale();
   void fuzzRegressions_data();
   void fuzzRegressions();
+  void hdf5LibraryCrashesAreContained_data();
+  void hdf5LibraryCrashesAreContained();
+  void hdf5CheckPassesGoodFilesAndFallsBack();
 };
 
 // kill -9 in the middle of writeSession: the temporary file is half written, the previous file is
@@ -720,6 +724,67 @@ void TestReliability::fuzzRegressions() {
         return 0;
       },
       60);
+  QCOMPARE(rc, 0);
+}
+
+// Files that crash or hang libhdf5 1.10.8 itself (found by fuzz_session; tests/fuzz/
+// known-libhdf5-crashes/): opened in-process they SEGV or loop inside the library. FP8 Lab walks
+// a file's metadata in the separate fp8lab-h5check process first (core/session/hdf5_isolation.h),
+// so each open must come back as one Corrupt error that says the checking process crashed or ran
+// past its time limit — and this process must survive. The open runs in a forked child with a
+// time limit, so a regression fails this row instead of killing the suite.
+void TestReliability::hdf5LibraryCrashesAreContained_data() {
+  QTest::addColumn<QString>("file");
+  const QDir dir(QStringLiteral(FP8LAB_SOURCE_DIR "/tests/fuzz/known-libhdf5-crashes"));
+  const QStringList files = dir.entryList({QStringLiteral("*.h5")}, QDir::Files);
+  QVERIFY2(!files.isEmpty(), "tests/fuzz/known-libhdf5-crashes/*.h5 missing");
+  for (const QString& f : files) QTest::newRow(qPrintable(f)) << dir.filePath(f);
+}
+
+void TestReliability::hdf5LibraryCrashesAreContained() {
+  QFETCH(QString, file);
+  QVERIFY2(!hdf5CheckerPath().empty(), "fp8lab-h5check not found (it is built with fp8lab_data)");
+  setHdf5CheckTimeoutSeconds(5); // the hanging file loops for minutes; 5 s is plenty for a real walk
+  const std::string f = file.toStdString();
+  const int rc = inChild(
+      [&] {
+        auto r = SessionReader::open(f);
+        if (r.ok()) return 3; // these files are not valid sessions: must be refused
+        if (!hasCode(r, Code::Corrupt)) return 4;
+        const std::string m = r.message();
+        if (m.find("separate checking process") == std::string::npos) return 5;
+        if (m.find("crashed (signal") == std::string::npos && m.find("did not finish") == std::string::npos)
+          return 6;
+        (void)listHdf5Tensors(f); // the importer's listing is protected the same way: no crash
+        return 0;
+      },
+      40);
+  setHdf5CheckTimeoutSeconds(0);
+  QCOMPARE(rc, 0);
+}
+
+// The check lets a valid session through unchanged, and without a helper program the open still
+// works (unprotected, as before the check existed).
+void TestReliability::hdf5CheckPassesGoodFilesAndFallsBack() {
+  QTemporaryDir tmp;
+  QVERIFY(tmp.isValid());
+  const std::string path = tmp.filePath(QStringLiteral("good.h5")).toStdString();
+  Session s;
+  s.runs.push_back(bigRun("r1", 8, 1.0f));
+  QVERIFY(writeSession(path, s).ok());
+  QVERIFY(checkHdf5FileIsolated(path, Hdf5CheckKind::Session).ok());
+  QVERIFY(checkHdf5FileIsolated(path, Hdf5CheckKind::Foreign).ok());
+  auto r = SessionReader::open(path);
+  QVERIFY2(r.ok(), r.message().c_str());
+  QCOMPARE(r.value->info().runs.size(), size_t(1));
+  const int rc = inChild(
+      [&] {
+        setenv("FP8LAB_H5CHECK", "/nonexistent/fp8lab-h5check", 1);
+        if (!hdf5CheckerPath().empty()) return 3;
+        auto r2 = SessionReader::open(path);
+        return r2.ok() && r2.value->info().runs.size() == 1 ? 0 : 4;
+      },
+      30);
   QCOMPARE(rc, 0);
 }
 

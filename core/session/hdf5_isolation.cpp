@@ -1,0 +1,200 @@
+// FP8 Lab — metadata check of HDF5 files in a separate process (see hdf5_isolation.h).
+#include "session/hdf5_isolation.h"
+
+#include "io/tensor_import.h"
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <set>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <tuple>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace fp8lab {
+
+namespace {
+
+using C = SessionIssue::Code;
+
+std::atomic<int> g_isolation{-1};     // -1: not decided yet (read the environment)
+std::atomic<double> g_timeout_s{0.0}; // 0: default / environment
+thread_local bool t_in_walk = false;  // the walk itself never spawns a checker
+
+// (device, inode, size, mtime ns, kind) of files that passed.
+using Key = std::tuple<uint64_t, uint64_t, int64_t, int64_t, int>;
+std::mutex g_passed_mu;
+std::set<Key> g_passed;
+
+bool fileKey(const std::string& path, Hdf5CheckKind kind, Key* k) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  const int64_t mtime = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  *k = Key{uint64_t(st.st_dev), uint64_t(st.st_ino), int64_t(st.st_size), mtime, int(kind)};
+  return true;
+}
+
+bool isExecutable(const std::string& p) {
+  return !p.empty() && ::access(p.c_str(), X_OK) == 0;
+}
+
+std::string selfDir() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  std::string s(buf, size_t(n));
+  const auto slash = s.rfind('/');
+  return slash == std::string::npos ? std::string() : s.substr(0, slash);
+}
+
+std::string signalText(int sig) {
+  const char* d = ::strsignal(sig);
+  return "signal " + std::to_string(sig) + (d ? std::string(", ") + d : std::string());
+}
+
+} // namespace
+
+void setHdf5Isolation(bool on) {
+  g_isolation.store(on ? 1 : 0);
+}
+
+bool hdf5IsolationEnabled() {
+  int v = g_isolation.load();
+  if (v < 0) {
+    const char* e = std::getenv("FP8LAB_HDF5_ISOLATION");
+    v = (e && std::strcmp(e, "0") == 0) ? 0 : 1;
+    int expected = -1;
+    g_isolation.compare_exchange_strong(expected, v);
+    v = g_isolation.load();
+  }
+  return v == 1;
+}
+
+void setHdf5CheckTimeoutSeconds(double seconds) {
+  g_timeout_s.store(seconds > 0 ? seconds : 0.0);
+}
+
+double hdf5CheckTimeoutSeconds() {
+  const double t = g_timeout_s.load();
+  if (t > 0) return t;
+  if (const char* e = std::getenv("FP8LAB_HDF5_CHECK_TIMEOUT_S")) {
+    char* end = nullptr;
+    const double v = std::strtod(e, &end);
+    if (end != e && v > 0 && v < 1e6) return v;
+  }
+  return 30.0;
+}
+
+std::string hdf5CheckerPath() {
+  if (const char* e = std::getenv("FP8LAB_H5CHECK"); e && *e) return isExecutable(e) ? std::string(e) : std::string();
+  const std::string beside = selfDir() + "/fp8lab-h5check";
+  if (isExecutable(beside)) return beside;
+#ifdef FP8LAB_H5CHECK_BUILD_PATH
+  if (isExecutable(FP8LAB_H5CHECK_BUILD_PATH)) return FP8LAB_H5CHECK_BUILD_PATH;
+#endif
+#ifdef FP8LAB_H5CHECK_INSTALL_PATH
+  if (isExecutable(FP8LAB_H5CHECK_INSTALL_PATH)) return FP8LAB_H5CHECK_INSTALL_PATH;
+#endif
+  return {};
+}
+
+Status runHdf5MetadataWalk(const std::string& path, Hdf5CheckKind kind) {
+  const bool was = t_in_walk;
+  t_in_walk = true;
+  Status st;
+  if (kind == Hdf5CheckKind::Session) {
+    // Twice, the first reader still open: a second open of a file HDF5 already has open shares
+    // the library's cached (damaged) metadata and can crash where a fresh open does not — the
+    // GUI does exactly this (a view's reader plus a reload).
+    auto r = SessionReader::open(path);
+    auto again = SessionReader::open(path);
+    st = r;
+  } else {
+    auto r = listHdf5Tensors(path);
+    st = r;
+  }
+  t_in_walk = was;
+  return st;
+}
+
+Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind) {
+  Status st;
+  if (t_in_walk || !hdf5IsolationEnabled()) return st;
+  Key key;
+  if (!fileKey(path, kind, &key)) return st; // the open itself reports the missing file
+  {
+    std::lock_guard<std::mutex> lk(g_passed_mu);
+    if (g_passed.count(key)) return st;
+  }
+  const std::string helper = hdf5CheckerPath();
+  if (helper.empty()) return st; // no helper installed: open unprotected
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  std::string kindArg = kind == Hdf5CheckKind::Session ? "session" : "foreign";
+  std::string pathArg = path;
+  std::string helperArg = helper;
+  char* argv[] = {helperArg.data(), kindArg.data(), pathArg.data(), nullptr};
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, helper.c_str(), &fa, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return st; // cannot start it (resource limits, missing): open unprotected
+
+  const double limit = hdf5CheckTimeoutSeconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  int wstatus = 0;
+  bool timed_out = false;
+  auto nap = std::chrono::microseconds(200);
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &wstatus, WNOHANG);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) return st; // lost the child (SIGCHLD ignored elsewhere): unprotected
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > limit) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+      }
+      timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(nap);
+    if (nap < std::chrono::milliseconds(20)) nap *= 2;
+  }
+
+  const std::string what = kind == Hdf5CheckKind::Session ? "metadata" : "contents list";
+  if (timed_out) {
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%g", limit);
+    st.add(C::Corrupt, path,
+           "the HDF5 library did not finish reading this file's " + what + " within " + secs +
+               " s in a separate checking process (a damaged file can make it loop forever); "
+               "the file is damaged or crafted, so it was not opened");
+    return st;
+  }
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
+    std::lock_guard<std::mutex> lk(g_passed_mu);
+    g_passed.insert(key);
+    return st;
+  }
+  const std::string how = WIFSIGNALED(wstatus) ? "crashed (" + signalText(WTERMSIG(wstatus)) + ")"
+                                               : "failed (exit status " + std::to_string(WEXITSTATUS(wstatus)) + ")";
+  st.add(C::Corrupt, path,
+         "the HDF5 library " + how + " while reading this file's " + what +
+             " in a separate checking process; the file is damaged or crafted, so it was not opened "
+             "(FP8 Lab and your other work are unaffected)");
+  return st;
+}
+
+} // namespace fp8lab

@@ -1,0 +1,59 @@
+// FP8 Lab — opening HDF5 files from outside safely: a first pass over the file's metadata in a
+// separate checking process, so that a file that crashes or hangs the HDF5 library cannot take
+// the application (and the user's unsaved work) down with it.
+//
+// Why: libhdf5 1.10.8 (Debian 12) has known crashes and endless loops on crafted files (found by
+// tests/fuzz fuzz_session: a SEGV in H5Aiterate2 → H5A__close on a damaged attribute table, a
+// loop in H5HG_read on a damaged global heap; inputs in tests/fuzz/known-libhdf5-crashes/).
+// FP8 Lab cannot fix the library, so SessionReader::open and the HDF5 importer first let the
+// helper program `fp8lab-h5check` walk the same metadata (every attribute, group and dataset
+// header the in-process open will touch). The walk is deterministic, so a file that the helper
+// walks to the end is then opened in-process; a file that kills the helper (any signal, a
+// non-zero exit) or keeps it busy past the time limit is refused with a Corrupt error that says
+// so. Passed files are remembered per (device, inode, size, modification time) for the life of
+// the process, so the views' repeated opens of one session cost one check.
+//
+// Scope: the metadata read on open. Dataset contents are read later in-process; HDF5 reports
+// damaged chunks as errors (no crash was found there by fuzzing, see docs/reliability.md).
+#pragma once
+
+#include "session/session.h"
+
+#include <string>
+
+namespace fp8lab {
+
+/// What the checking process does with the file: the session open (SessionReader::open's
+/// validation) or the foreign-file listing (listHdf5Tensors).
+enum class Hdf5CheckKind { Session, Foreign };
+
+/// Runs the metadata walk of `path` in the helper process and waits for it (time limit:
+/// hdf5CheckTimeoutSeconds()). Returns ok when the helper finished (whatever it found: the
+/// in-process open reports the file's actual problems), when isolation is off, when the file was
+/// already checked unchanged, or when no helper program can be found or started (then the file is
+/// opened unprotected, exactly as before this check existed). Returns one Corrupt error naming
+/// the signal ("the HDF5 library crashed (signal 11, Segmentation fault) ...") or the time limit
+/// when the helper died or hung. Thread-safe; blocks the calling thread (so call it where the
+/// open itself would run: off the GUI thread).
+Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind);
+
+/// Turns the check on or off for this process (default on; off when the environment variable
+/// FP8LAB_HDF5_ISOLATION=0). The helper itself and the libFuzzer targets run with it off.
+void setHdf5Isolation(bool on);
+bool hdf5IsolationEnabled();
+
+/// Seconds the helper may take before the file counts as hanging the library (default 30;
+/// environment FP8LAB_HDF5_CHECK_TIMEOUT_S overrides; setter for tests). Values ≤ 0 reset.
+void setHdf5CheckTimeoutSeconds(double seconds);
+double hdf5CheckTimeoutSeconds();
+
+/// The helper program that will be used, or "" when none is found. Looked for in this order:
+/// $FP8LAB_H5CHECK; `fp8lab-h5check` beside the running executable; the build tree's copy; the
+/// installed copy (<prefix>/libexec/fp8lab/fp8lab-h5check).
+std::string hdf5CheckerPath();
+
+/// The walk the helper runs (also usable in-process, e.g. by tests): opens `path` as a session
+/// (SessionReader::open) or lists it as a foreign HDF5 file, with isolation off for the call.
+Status runHdf5MetadataWalk(const std::string& path, Hdf5CheckKind kind);
+
+} // namespace fp8lab
