@@ -12,5 +12,5 @@ cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DFP8LAB_FUZZ=ON -DFP8LAB_WITH_CUDA=OFF -DFP8LAB_BUILD_GUI=OFF \
   -DFP8LAB_BUILD_TESTS=OFF -DFP8LAB_BUILD_BENCHMARKS=OFF "$@"
-ninja -C "$build" -j "$jobs" fuzzers
+ninja -C "$build" -j "$jobs" fuzzers fp8lab-h5check
 echo "fuzzers in $build/tests/fuzz: $(cd "$build/tests/fuzz" && ls fuzz_* | grep -v '\.' | tr '\n' ' ')"
