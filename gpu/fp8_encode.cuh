@@ -11,6 +11,8 @@
 // Products and sums use __fmul_rn / __fdiv_rn / __fadd_rn on the device so nvcc never
 // contracts them into FMAs or approximates the division (IEEE float32, as the CPU kernel).
 // Denormal float32 inputs are kept (no flush-to-zero: never build gpu/ with --use_fast_math).
+// A NaN product / quotient takes the sign the x86 CPU reference gives it (x86NanResult): the
+// GPU's own NaN results are always the positive canonical NaN.
 #pragma once
 
 #include <cstdint>
@@ -90,6 +92,21 @@ FP8LAB_HD float addRn(float a, float b) {
   return a + b;
 #endif
 }
+/// The NaN an x86-64 CPU (SSE/AVX: the platform of the CPU reference) gives for x·s or x/s when
+/// the result is NaN: a NaN operand is passed on, quietened (x's when both are NaN; a CPU
+/// compiler may order the operands either way there, so that case can still differ), and an
+/// invalid operation on non-NaN operands (0·Inf, 0/0, Inf/Inf) gives the x86 "default NaN"
+/// 0xFFC00000, which is NEGATIVE. NVIDIA GPUs instead return the canonical NaN 0x7FFFFFFF for
+/// every NaN result (CUDA C++ Programming Guide, floating-point standard), whatever the inputs'
+/// signs. The sign matters for formats whose NaN code keeps the sign (E4M3 with Inf, E3M4: the
+/// ml_dtypes specials), so the device takes its NaN from here (encodeFloat); tests/gpu/
+/// test_gpu_host.cpp checks this rule against the CPU's own arithmetic.
+FP8LAB_HD float x86NanResult(float x, float s) {
+  const uint32_t ux = floatBits(x), us = floatBits(s);
+  if ((ux & 0x7fffffffu) > 0x7f800000u) return bitsFloat(ux | 0x00400000u);
+  if ((us & 0x7fffffffu) > 0x7f800000u) return bitsFloat(us | 0x00400000u);
+  return bitsFloat(0xffc00000u);
+}
 } // namespace detail
 
 /// Encodes one float32 value that has already been scaled. Bit-identical to
@@ -115,7 +132,13 @@ FP8LAB_HD uint8_t encodeScaled(float xf, const EncodeConstants& k) {
 /// x·s (divide = false) or x/s (divide = true) in IEEE float32, then encodeScaled. This is
 /// Format::encodeBulk(in, out, n, opt, s, Multiply|Divide) for one element.
 FP8LAB_HD uint8_t encodeFloat(float x, float s, bool divide, const EncodeConstants& k) {
-  const float xf = divide ? detail::divRn(x, s) : detail::mulRn(x, s);
+  float xf = divide ? detail::divRn(x, s) : detail::mulRn(x, s);
+#if defined(__CUDA_ARCH__)
+  // The GPU's NaN results are always +canonical; the CPU reference's keep the sign of a NaN
+  // operand (or are negative for 0·Inf, 0/0): see detail::x86NanResult. (On the host the
+  // arithmetic above already gives that NaN.)
+  if ((detail::floatBits(xf) & 0x7fffffffu) > 0x7f800000u) xf = detail::x86NanResult(x, s);
+#endif
   return encodeScaled(xf, k);
 }
 

@@ -170,6 +170,55 @@ void testEncodeScaledAndAdversarial(Checker& c) {
   }
 }
 
+/// The NaN rule the device applies (detail::x86NanResult, used by encodeFloat on the GPU, whose
+/// own NaN results are always the positive canonical 0x7FFFFFFF) against the CPU reference's
+/// arithmetic. For formats whose NaN code keeps the sign (E4M3 with Inf, E3M4), encoding
+/// x86NanResult(x, s) must give Format::encodeBulk's code for x·s / x/s: a NaN operand passes its
+/// sign on; the invalid operations 0·Inf, 0/0, Inf/Inf give x86's negative default NaN. Only on
+/// x86-64 (the CPU reference's platform; the GPU machines are x86-64).
+void testNanRule(Checker& c) {
+#if defined(__x86_64__)
+  const float qn = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    float x, s;
+    bool divide;
+    const char* what;
+  };
+  const Case cases[] = {{-qn, 2.0f, false, "-NaN * 2"},
+                        {qn, 2.0f, false, "+NaN * 2"},
+                        {-qn, 0.5f, true, "-NaN / 0.5"},
+                        {floatOf(0xff800001u), 3.0f, false, "-sNaN * 3"},
+                        {1.5f, -qn, false, "1.5 * -NaN"},
+                        {-1.5f, qn, true, "-1.5 / +NaN"},
+                        {0.0f, inf, false, "0 * Inf"},
+                        {-0.0f, inf, false, "-0 * Inf"},
+                        {0.0f, 0.0f, true, "0 / 0"},
+                        {inf, inf, true, "Inf / Inf"},
+                        {-inf, inf, true, "-Inf / Inf"}};
+  for (const Format* f : {&Format::E4M3(), &Format::E3M4(), &Format::E4M3FN(), &Format::E5M2()}) {
+    const EncodeConstants k = makeEncodeConstants(*f, true);
+    for (const Case& cs : cases) {
+      uint8_t ref = 0;
+      f->encodeBulk(&cs.x, &ref, 1, {}, cs.s, cs.divide ? Format::ScaleOp::Divide : Format::ScaleOp::Multiply);
+      const uint8_t dev = encodeScaled(detail::x86NanResult(cs.x, cs.s), k);
+      c.expect(dev == ref, f->name() + " " + cs.what + ": device NaN rule gives code " + std::to_string(dev) +
+                               ", the CPU reference " + std::to_string(ref));
+    }
+  }
+  // Hand-derived (so the rule can fail): E4M3 (bias 7, with Inf) keeps the NaN sign, NaN =
+  // exponent all ones with the mantissa's top bit: 0x78 | 0x04 = 0x7C, negative 0xFC. x86's
+  // 0·Inf is the negative default NaN → 0xFC; −NaN·2 → 0xFC; +NaN·2 → 0x7C. The GPU's canonical
+  // NaN alone would give 0x7C for all three.
+  const EncodeConstants k = makeEncodeConstants(Format::E4M3(), true);
+  c.expect(encodeScaled(detail::x86NanResult(0.0f, inf), k) == 0xFC &&
+               encodeScaled(detail::x86NanResult(-qn, 2.0f), k) == 0xFC &&
+               encodeScaled(detail::x86NanResult(qn, 2.0f), k) == 0x7C && encodeScaled(floatOf(0x7fffffffu), k) == 0x7C,
+           "E4M3 NaN codes: 0*Inf and -NaN*2 -> 0xFC, +NaN*2 and the GPU's canonical NaN -> 0x7C");
+#else
+  (void)c;
+#endif
+}
+
 /// The GPU update function against the CPU DelayedScaling, step by step, bit for bit.
 void testDelayedUpdate(Checker& c) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
@@ -836,6 +885,7 @@ int main() {
   testSplitBounds(c);
   testEncodeScaledAndAdversarial(c);
   testEncodeOtherFormats(c);
+  testNanRule(c);
   testEncodeBitPatterns(c);
   return c.finish();
 }
