@@ -11,6 +11,7 @@
 #include <map>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 namespace fp8lab::gpu {
@@ -235,9 +236,19 @@ public:
           }
           out.d[static_cast<size_t>(i * N + j)] = v;
         }
+      // cuBLASLt computes AMAX_D only for FP8 outputs: the host takes it here, from D after the
+      // output cast (exact for FP32 D; for BF16/FP16 it is max|D| rounded to that type, where the
+      // CPU backend reports the value before the cast). A NaN in D makes amax_D NaN, as the CPU
+      // backend's convertOutput does (gemm.h: NaN propagates).
       float m = 0;
-      for (float v : out.d) m = std::isnan(v) ? m : std::max(m, std::fabs(v));
-      out.amax_d = m; // cuBLASLt computes AMAX_D only for FP8 outputs: the host takes it here
+      bool nan = false;
+      for (float v : out.d) {
+        if (std::isnan(v))
+          nan = true;
+        else
+          m = std::max(m, std::fabs(v));
+      }
+      out.amax_d = nan ? std::numeric_limits<float>::quiet_NaN() : m;
     }
     out.seconds = ms * 1e-3;
     out.backend = "cuda";
