@@ -181,7 +181,7 @@ void LtRunner::run(const LtOperation& op, const LtPointers& ptr, const cublasLtM
 }
 
 LtAlgoInfo LtRunner::runWithFallback(const LtOperation& op, const LtPointers& ptr, cudaStream_t stream,
-                                     int requested) const {
+                                     int requested, cudaEvent_t start) const {
   std::string why;
   const auto cands = heuristics(op, requested, &why);
   if (cands.empty())
@@ -191,6 +191,7 @@ LtAlgoInfo LtRunner::runWithFallback(const LtOperation& op, const LtPointers& pt
   for (size_t i = 0; i < cands.size(); ++i) {
     if (cands[i].workspaceSize > workspace_.bytes()) continue;
     try {
+      if (start) FP8LAB_CUDA_CHECK(cudaEventRecord(start, stream));
       run(op, ptr, cands[i].algo, stream);
       LtAlgoInfo info = describeAlgo(cands[i].algo);
       info.heuristic_index = static_cast<int>(i);

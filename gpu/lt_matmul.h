@@ -110,9 +110,12 @@ public:
 
   /// Queries the heuristic and runs the first algorithm that launches, trying the others in order
   /// when one fails (fallback). Returns the algorithm used. Throws std::runtime_error naming the
-  /// problem when the heuristic returns nothing or every candidate fails.
-  LtAlgoInfo runWithFallback(const LtOperation& op, const LtPointers& ptr, cudaStream_t stream,
-                             int requested = 8) const;
+  /// problem when the heuristic returns nothing or every candidate fails. `start` (optional): an
+  /// event recorded on `stream` right before the matmul is enqueued (again before each fallback
+  /// candidate), so that timing with it leaves out the host-side heuristic query, during which
+  /// the GPU would sit idle after an event recorded earlier.
+  LtAlgoInfo runWithFallback(const LtOperation& op, const LtPointers& ptr, cudaStream_t stream, int requested = 8,
+                             cudaEvent_t start = nullptr) const;
 
   /// Times up to `candidates` heuristic results (`iters` runs each after one warm-up, CUDA
   /// events on `stream`) and returns the fastest, with its index in the heuristic list and its
