@@ -788,6 +788,75 @@ void testPresetParityOnHost(Checker& c) {
   c.expect(cases >= 30, "preset parity covered " + std::to_string(cases) + " cases");
 }
 
+/// quantizeOnDevice's whole pipeline, emulated on the host with the device's own pieces: the
+/// preset must be one the device takes (deviceQuantizeUnsupportedReason, else check_gpu_kernels
+/// throws on the device), the block is scaleBlockFor's, the block amax follows the kernels' rule
+/// (|x| maximum, NaN ignored or propagated per ruleAmaxPropagatesNaN, −0 as 0), scales come from
+/// blockScaleFromAmaxHD and codes from encodeFloat. Codes, quant/dequant scales and E8M0 codes
+/// must equal core/scaling quantize() — what check_gpu_kernels then demands of the device.
+void testDevicePipelineOnHost(Checker& c) {
+  RandomMatrixOptions o;
+  o.distribution = Distribution::LogNormal;
+  o.sigma = 3.0;
+  const int64_t R = 300, C = 264;
+  std::vector<float> x = randomMatrix(R, C, 13, o);
+  const float specials[] = {0.0f,   -0.0f,  std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                            1e-40f, 1e30f,  448.0f,                                  -std::numeric_limits<float>::infinity()};
+  for (size_t i = 0; i < x.size(); i += 41) x[i] = specials[(i / 41) % 8];
+  for (int64_t i = 0; i < 128; ++i) // an all-zero 128x128 block (edge rule of every preset)
+    for (int64_t j = 0; j < 128; ++j) x[static_cast<size_t>(i * C + j)] = 0.0f;
+  int cases = 0;
+  for (const ScalingPresetInfo& info : scalingPresets()) {
+    const auto cfg = scalingPreset(info.name);
+    if (info.delayed || !cfg) continue;
+    for (const Format* f : {&Format::E4M3FN(), &Format::E5M2()}) {
+      const std::string why = deviceQuantizeUnsupportedReason(*cfg, *f);
+      if (!c.expect(why.empty(), info.name + " " + f->name() + ": the device refuses a current preset: " + why))
+        continue;
+      const EncodeConstants k = makeEncodeConstants(*f, cfg->encode.saturate);
+      const DeviceScaleParams dp = deviceScaleParams(*cfg, *f);
+      const bool prop = ruleAmaxPropagatesNaN(cfg->rule);
+      const bool mx = cfg->rule == ScaleRule::MxFloor || cfg->rule == ScaleRule::MxCeil ||
+                      cfg->rule == ScaleRule::MxRceil || cfg->rule == ScaleRule::MxRceilTorchao;
+      for (Axis axis : {Axis::Cols, Axis::Rows}) {
+        const QuantizedTensor q = quantize(x.data(), R, C, *f, *cfg, axis);
+        const ScaleBlock blk = scaleBlockFor(*cfg, R, C, axis);
+        const int64_t bc = (C + blk.cols - 1) / blk.cols, nb = ((R + blk.rows - 1) / blk.rows) * bc;
+        std::vector<uint32_t> amax_bits(static_cast<size_t>(nb), 0u); // as the kernels: max of |x| bits
+        for (int64_t i = 0; i < R; ++i)
+          for (int64_t j = 0; j < C; ++j) {
+            uint32_t a = checks::bitsOf(x[static_cast<size_t>(i * C + j)]) & 0x7fffffffu;
+            if (!prop && a > 0x7f800000u) a = 0;
+            uint32_t& m = amax_bits[static_cast<size_t>((i / blk.rows) * bc + j / blk.cols)];
+            m = std::max(m, a);
+          }
+        size_t bad = (blk == q.block) ? 0 : 1;
+        std::vector<float> quant(static_cast<size_t>(nb)), dequant(static_cast<size_t>(nb));
+        for (int64_t b = 0; b < nb && bad == 0; ++b) {
+          const DeviceBlockScale s = blockScaleFromAmaxHD(floatOf(amax_bits[static_cast<size_t>(b)]), dp);
+          quant[static_cast<size_t>(b)] = s.quant;
+          dequant[static_cast<size_t>(b)] = s.dequant;
+          bad += !sameFloat(s.quant, q.quant_scales[static_cast<size_t>(b)]) ||
+                 !sameFloat(s.dequant, q.dequant_scales[static_cast<size_t>(b)]);
+          if (mx) bad += q.scale_codes.size() != static_cast<size_t>(nb) ||
+                         static_cast<uint8_t>(s.code < 0 ? 0 : s.code) != q.scale_codes[static_cast<size_t>(b)];
+        }
+        const bool divide = cfg->op == Format::ScaleOp::Divide;
+        for (int64_t i = 0; i < R && bad == 0; ++i)
+          for (int64_t j = 0; j < C; ++j) {
+            const size_t e = static_cast<size_t>(i * C + j), b = static_cast<size_t>((i / blk.rows) * bc + j / blk.cols);
+            bad += encodeFloat(x[e], divide ? dequant[b] : quant[b], divide, k) != q.codes[e];
+          }
+        ++cases;
+        c.expect(bad == 0, info.name + " " + f->name() + " " + toString(axis) +
+                               ": device pipeline (amax rule -> scale rule -> encode) differs from quantize() (" +
+                               std::to_string(bad) + ")");
+      }
+    }
+  }
+  c.expect(cases >= 30, "device pipeline covered " + std::to_string(cases) + " cases");
+}
+
 /// The exact-by-construction operands of check_gpu_gemm really are exact: on the CPU, the
 /// Exact (double), FP32, SplitFP32 and (non-promoting, 14-bit) FastAccum models all give the
 /// same bits for every scale pairing and output type, so any accumulation order the GPU uses
@@ -880,6 +949,7 @@ int main() {
   testSelectionWithoutGpu(c);
   testDelayedUpdate(c);
   testPresetParityOnHost(c);
+  testDevicePipelineOnHost(c);
   testScaleRules(c);
   testExactConstruction(c);
   testSplitBounds(c);
