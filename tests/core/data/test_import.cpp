@@ -291,6 +291,11 @@ void TestImport::safetensorsBadInput_data() {
   row("missing fields", safetensors(R"({"x":{"dtype":"F32"}})", d8), "data_offsets");
   row("huge shape", safetensors(R"({"x":{"dtype":"F32","shape":[4000000000,4000000000],"data_offsets":[0,8]}})", d8),
       "too large");
+  // Two entries named "x" (the first F32 [2], the second an unsupported dtype): which one a JSON
+  // reader keeps differs between readers, so the file is refused (fuzz_safetensors finding).
+  row("duplicate name",
+      safetensors(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"x":{"dtype":"I8","shape":[8],"data_offsets":[0,8]}})", d8),
+      "twice");
 }
 
 void TestImport::safetensorsBadInput() {
