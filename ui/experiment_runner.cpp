@@ -31,7 +31,20 @@ public:
   GemmOutput run(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,
                  const ProgressFn& progress) override {
     const std::string why = gpu_->unsupportedReason(a, b, opt);
-    if (why.empty()) return gpu_->run(a, b, opt, progress);
+    if (why.empty()) {
+      try {
+        return gpu_->run(a, b, opt, progress);
+      } catch (const Cancelled&) {
+        throw;
+      } catch (const std::exception& e) {
+        // Accepted up front but failed on the device (out of memory, no algorithm, driver error):
+        // the CPU reference backend runs it and the run says why.
+        GemmOutput out = cpu_->run(a, b, opt, progress);
+        out.warnings.push_back({Warning::Severity::Warning, "backend auto: the GPU run failed, ran on the CPU",
+                                "GEMM", e.what()});
+        return out;
+      }
+    }
     GemmOutput out = cpu_->run(a, b, opt, progress);
     out.warnings.push_back({Warning::Severity::Info, "backend auto: ran on the CPU", "GEMM", why});
     return out;

@@ -79,9 +79,25 @@ GemmOutput ChosenGemmBackend::run(const QuantizedTensor& a, const QuantizedTenso
   if (gpu_) {
     const std::string r = gpu_->unsupportedReason(a, b, opt);
     if (r.empty()) {
-      GemmOutput out = gpu_->run(a, b, opt, progress);
-      ++gpu_runs;
-      return out;
+      try {
+        GemmOutput out = gpu_->run(a, b, opt, progress);
+        ++gpu_runs;
+        return out;
+      } catch (const Cancelled&) {
+        throw;
+      } catch (const std::exception& e) {
+        // The GPU accepted the GEMM up front but failed running it (out of device memory, every
+        // cuBLASLt algorithm refused, a driver error). gpu: that is the answer; auto: the CPU
+        // reference backend runs it, with the GPU's error kept as the note.
+        if (request_ == BackendRequest::Gpu) throw;
+        last_fallback_ = "auto: the GEMM failed on " + gpu_->device() + " (" + e.what() +
+                         "); running on the CPU reference backend";
+        fallback_reasons.insert(std::string("run failed: ") + e.what());
+        GemmOutput out = cpu_->run(a, b, opt, progress);
+        ++cpu_runs;
+        out.warnings.push_back({Warning::Severity::Warning, "GPU fallback", "backend", last_fallback_});
+        return out;
+      }
     }
     if (request_ == BackendRequest::Gpu) throw std::runtime_error(gpu_->device() + " cannot run this GEMM: " + r);
     // selectGemmBackend's words for the same case (gpu/cuda_gemm_backend.cpp)
