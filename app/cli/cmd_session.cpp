@@ -408,15 +408,21 @@ int runMerge(const QStringList& args) {
   QCommandLineParser p;
   p.setApplicationDescription(
       QStringLiteral("Joins the runs of several session files (e.g. the shards of a sweep) into OUT.h5, written\n"
-                     "atomically (OUT may be one of the inputs). Every input is validated first; nothing is written\n"
-                     "if one is damaged. Run ids that collide get -2, -3, ... unless --on-conflict says otherwise."));
+                     "atomically. Every input is validated first; nothing is written if one is damaged. Run ids\n"
+                     "that collide get -2, -3, ... unless --on-conflict says otherwise.\n"
+                     "An existing OUT.h5 is never lost by accident: to merge into it, name it as an input too\n"
+                     "(merge all.h5 all.h5 new.h5); to replace it, add --force. A file that is not an FP8 Lab\n"
+                     "session (text, JSON, another program's HDF5) is never replaced, even with --force."));
   p.addPositionalArgument(QStringLiteral("OUT.h5"), QStringLiteral("Output session file."));
   p.addPositionalArgument(QStringLiteral("IN.h5"), QStringLiteral("Input session files."),
                           QStringLiteral("IN1.h5 IN2.h5 ..."));
   const QCommandLineOption conf(QStringLiteral("on-conflict"), QStringLiteral("rename (default), fail or replace."),
                                 QStringLiteral("POLICY"), QStringLiteral("rename"));
   const QCommandLineOption nc(QStringLiteral("json"), QStringLiteral("Machine-readable JSON output."));
-  p.addOptions({conf, nc});
+  const QCommandLineOption force(QStringLiteral("force"),
+                                 QStringLiteral("Replace an existing OUT.h5 session that is not one of the inputs "
+                                                "(its runs are lost)."));
+  p.addOptions({conf, nc, force});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   const QStringList pos = p.positionalArguments();
@@ -431,6 +437,7 @@ int runMerge(const QStringList& args) {
     wo.on_conflict = WriteOptions::OnConflict::Replace;
   else
     return fail(QStringLiteral("--on-conflict: expected rename, fail or replace"));
+  wo.replace_existing = p.isSet(force);
   std::vector<std::string> ins;
   for (int i = 1; i < pos.size(); ++i) ins.push_back(pos[i].toStdString());
   TerminalProgress bar(QStringLiteral("merge"));

@@ -236,6 +236,10 @@ struct WriteOptions {
   int64_t compress_min_elements = 4096; ///< smaller datasets are always contiguous
   /// What to do when a run id being added already exists in the file.
   enum class OnConflict { Fail, Replace, Rename } on_conflict = OnConflict::Fail;
+  /// mergeSessions only: replace an existing session at the output path that is not one of the
+  /// inputs (its runs are lost). Without it such an output is refused. A file that is not a
+  /// valid FP8 Lab session (text, JSON, foreign HDF5) is never replaced, whatever this says.
+  bool replace_existing = false;
   ProgressFn progress; ///< per dataset; returning false cancels (file untouched)
   /// Test hook: called before every dataset write with its full path; returning false makes
   /// the write fail there as an injected I/O error (to test that saves are atomic).
@@ -264,8 +268,13 @@ Status deleteRun(const std::string& path, const std::string& run_id, const Write
 Status renameRun(const std::string& path, const std::string& from, const std::string& to, const WriteOptions& opt = {});
 
 /// Joins the runs of several session files into `out` (created or replaced atomically; `out`
-/// may be one of the inputs). Every input is validated first; nothing is written if one has an
-/// error or a warning (a damaged run would be lost or copied damaged).
+/// may be one of the inputs, compared as files: another path to the same file counts). Every
+/// input is validated first; nothing is written if one has an error or a warning (a damaged run
+/// would be lost or copied damaged).
+/// An existing `out` that is not one of the inputs is refused (WriteFailed naming it and how to
+/// proceed: name it as an input to merge into it, or replace it) unless opt.replace_existing;
+/// an existing `out` that is not a valid FP8 Lab session is never replaced (the same check as
+/// appendRuns: its reader error plus WriteFailed).
 /// Id collisions follow opt.on_conflict (default for merge callers: Rename). `notes` receives
 /// one line per renamed run ("IN2.h5: run r1 stored as r1-2").
 Status mergeSessions(const std::string& out, const std::vector<std::string>& inputs, const WriteOptions& opt = {},

@@ -524,6 +524,30 @@ Status mergeSessions(const std::string& out, const std::vector<std::string>& inp
     st.add(C::InvalidArgument, out, "no input files");
     return st;
   }
+  // An existing output that is not one of the inputs would be replaced, losing its runs (and a
+  // text or foreign HDF5 file there would be turned into a session).
+  std::error_code ec;
+  if (fs::exists(out, ec)) {
+    bool is_input = false;
+    for (const auto& in : inputs) {
+      std::error_code e2;
+      is_input = is_input || fs::equivalent(out, in, e2);
+    }
+    if (!is_input) {
+      std::vector<std::string> its_runs;
+      RootInfo ignored;
+      // The rule of appendRuns (`run --out`): never replace a file that is not a session.
+      if (!existingRuns(out, &its_runs, &ignored, &st)) return st;
+      if (!opt.replace_existing) {
+        st.add(C::WriteFailed, out,
+               "already exists and is not one of the inputs: merging would replace it and lose its " +
+                   std::to_string(its_runs.size()) +
+                   " run(s) (file unchanged). To merge into it, name it as an input too (merge OUT OUT IN...); "
+                   "to replace it, use --force");
+        return st;
+      }
+    }
+  }
   std::vector<CopyItem> copies;
   std::set<std::string> taken;
   RootInfo root;

@@ -163,6 +163,8 @@ private Q_SLOTS:
   void appendConflictPolicies();
   void mergeJoinsShardsAndRenamesCollisions();
   void mergeRefusesBadInput();
+  void mergeNeverReplacesAnUnrelatedOutput_data();
+  void mergeNeverReplacesAnUnrelatedOutput();
   void regionReadIsAStridedWindow();
   void reducedReadKeepsEveryMaximum();
   void regionOutsideDatasetIsReported();
@@ -408,6 +410,75 @@ void TestSession::mergeRefusesBadInput() {
   QVERIFY(!st.ok());
   QVERIFY(hasCode(st, Code::NotHdf5));
   QVERIFY(!fs::exists(out));
+}
+
+// A tester's finding: `merge keep.h5 other.h5` replaced keep.h5 (its runs lost), and a text or
+// JSON file named as the output was turned into HDF5, exit 0. Now an existing output that is not
+// an input is refused unless replace_existing; a file that is not a session never is replaced.
+void TestSession::mergeNeverReplacesAnUnrelatedOutput_data() {
+  QTest::addColumn<QByteArray>("kind");          // what the existing output is
+  QTest::addColumn<bool>("force");               // WriteOptions::replace_existing
+  QTest::addColumn<int>("code");                 // expected code besides WriteFailed (-1: none)
+  QTest::addColumn<QByteArray>("message");       // expected text of the WriteFailed error
+  const QByteArray unrelated("already exists and is not one of the inputs: merging would replace it and lose its "
+                             "1 run(s) (file unchanged). To merge into it, name it as an input too (merge OUT OUT "
+                             "IN...); to replace it, use --force");
+  const QByteArray notSession("refusing to modify a file that is not a valid FP8 Lab session (file unchanged)");
+  QTest::newRow("session") << QByteArray("session") << false << -1 << unrelated;
+  QTest::newRow("text") << QByteArray("text") << false << int(Code::NotHdf5) << notSession;
+  QTest::newRow("text, force") << QByteArray("text") << true << int(Code::NotHdf5) << notSession;
+  QTest::newRow("json, force") << QByteArray("json") << true << int(Code::NotHdf5) << notSession;
+  QTest::newRow("empty, force") << QByteArray("empty") << true << int(Code::NotHdf5) << notSession;
+  QTest::newRow("foreign hdf5, force") << QByteArray("foreign") << true << int(Code::ForeignFile) << notSession;
+}
+
+void TestSession::mergeNeverReplacesAnUnrelatedOutput() {
+  QFETCH(QByteArray, kind);
+  QFETCH(bool, force);
+  QFETCH(int, code);
+  QFETCH(QByteArray, message);
+  QTemporaryDir dir;
+  const std::string d = dir.path().toStdString();
+  const std::string out = d + "/keep.h5", in1 = d + "/m1.h5", in2 = d + "/m2.h5";
+  QVERIFY(writeSession(in1, sess({gemmRun("m1")})).ok());
+  QVERIFY(writeSession(in2, sess({gemmRun("m2")})).ok());
+  if (kind == "session")
+    QVERIFY(writeSession(out, sess({gemmRun("kept")})).ok());
+  else if (kind == "text")
+    writeBytes(out, "my notes\n");
+  else if (kind == "json")
+    writeBytes(out, R"({"type": "gemm", "m": 4})");
+  else if (kind == "empty")
+    writeBytes(out, "");
+  else {
+    hid_t f = H5Fcreate(out.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    H5Gclose(H5Gcreate2(f, "weights", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5Fclose(f);
+  }
+  const std::string before = readBytes(out);
+  WriteOptions opt;
+  opt.on_conflict = WriteOptions::OnConflict::Rename;
+  opt.replace_existing = force;
+  Status st = mergeSessions(out, {in1, in2}, opt);
+  QVERIFY(!st.ok());
+  if (code >= 0) QVERIFY2(hasCode(st, Code(code)), st.message().c_str());
+  QCOMPARE(st.issues.back().code, Code::WriteFailed);
+  QCOMPARE(st.issues.back().where, out);
+  QCOMPARE(QByteArray::fromStdString(st.issues.back().detail), message);
+  QVERIFY(readBytes(out) == before);
+  QCOMPARE(otherFiles(d, {"keep.h5", "m1.h5", "m2.h5"}), std::vector<std::string>{});
+  if (kind != "session") return;
+  // Named as an input too (here through another path to the same file): merged into.
+  QVERIFY(mergeSessions(out, {d + "/./keep.h5", in1}, opt).ok());
+  std::vector<std::string> ids;
+  for (const auto& r : loadSession(out).value.runs) ids.push_back(r.id);
+  QCOMPARE(ids, (std::vector<std::string>{"kept", "m1"}));
+  // With replace_existing: replaced by exactly the inputs' runs.
+  opt.replace_existing = true;
+  QVERIFY(mergeSessions(out, {in1, in2}, opt).ok());
+  ids.clear();
+  for (const auto& r : loadSession(out).value.runs) ids.push_back(r.id);
+  QCOMPARE(ids, (std::vector<std::string>{"m1", "m2"}));
 }
 
 void TestSession::regionReadIsAStridedWindow() {
