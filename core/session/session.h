@@ -250,8 +250,12 @@ struct WriteOptions {
 /// temporary file in the same directory ("<name>.tmp-XXXXXX"), which is flushed, fsync'ed and
 /// renamed over `path` (POSIX rename is atomic); the directory is fsync'ed too. On any failure
 /// the temporary file is removed and a previous file at `path` is untouched.
-/// Errors: WriteFailed (unwritable directory, disk full, injected fault), InvalidArgument (bad
-/// run id, duplicate ids, data size not matching shape).
+/// Every writer below follows the same rules for the file it replaces:
+///  - a symbolic link at `path` (or a chain of them) is resolved to the file it finally points
+///    to; the temporary goes beside that file and is renamed over it, so the link keeps pointing
+///    at the updated file (a dangling link's target is created);
+/// Errors: WriteFailed (unwritable directory or file, disk full, injected fault), InvalidArgument
+/// (bad run id, duplicate ids, data size not matching shape).
 Status writeSession(const std::string& path, const Session& session, const WriteOptions& opt = {});
 
 /// Adds runs to the session at `path` (creating it when absent), atomically: the existing runs

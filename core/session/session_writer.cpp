@@ -56,11 +56,12 @@ bool makeTemp(const std::string& target, TempFile* tmp, Status* st) {
   return true;
 }
 
-/// fsync(file), rename(tmp → target), fsync(directory).
-bool commitTemp(TempFile* tmp, const std::string& target, Status* st) {
+/// fsync(file), rename(tmp → target), fsync(directory). `target` is the real file (symbolic links
+/// resolved); `shown` the path the caller gave, for messages.
+bool commitTemp(TempFile* tmp, const std::string& target, const std::string& shown, Status* st) {
   const int fd = ::open(tmp->path.c_str(), O_RDONLY);
   if (fd < 0 || ::fsync(fd) != 0) {
-    st->add(C::WriteFailed, target, std::string("fsync of the temporary file failed: ") + std::strerror(errno));
+    st->add(C::WriteFailed, shown, std::string("fsync of the temporary file failed: ") + std::strerror(errno));
     if (fd >= 0) ::close(fd);
     return false;
   }
@@ -75,7 +76,7 @@ bool commitTemp(TempFile* tmp, const std::string& target, Status* st) {
     ::chmod(tmp->path.c_str(), 0666 & ~um);
   }
   if (::rename(tmp->path.c_str(), target.c_str()) != 0) {
-    st->add(C::WriteFailed, target, std::string("rename of the temporary file failed: ") + std::strerror(errno));
+    st->add(C::WriteFailed, shown, std::string("rename of the temporary file failed: ") + std::strerror(errno));
     return false;
   }
   tmp->committed = true;
@@ -85,6 +86,31 @@ bool commitTemp(TempFile* tmp, const std::string& target, Status* st) {
     ::close(dfd);
   }
   return true;
+}
+
+/// The file a write to `path` replaces: `path` itself, or, when it is a symbolic link (or a chain
+/// of them), the file it finally points to (relative link texts resolve against the link's own
+/// directory, as the kernel does). Renaming over the link itself would replace the link by a
+/// regular file and leave its target stale. Only the last component matters: rename works
+/// through symbolic links to directories. A dangling link resolves to its missing target (which
+/// the write then creates). False (WriteFailed) for a link loop or an unreadable link.
+bool resolveTarget(const std::string& path, std::string* real, Status* st) {
+  fs::path p(path);
+  for (int hops = 0; hops < 40; ++hops) { // 40: Linux's limit on links followed in one lookup
+    std::error_code ec;
+    if (!fs::is_symlink(p, ec)) {
+      *real = p.string();
+      return true;
+    }
+    const fs::path to = fs::read_symlink(p, ec);
+    if (ec) {
+      st->add(C::WriteFailed, path, "cannot read the symbolic link '" + p.string() + "': " + ec.message());
+      return false;
+    }
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  st->add(C::WriteFailed, path, "too many levels of symbolic links (a link loop?); nothing was written");
+  return false;
 }
 
 Handle lcplIntermediate() {
@@ -305,13 +331,15 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
     st.add(C::InvalidArgument, target, "empty output path");
     return st;
   }
+  std::string real; // the file the rename replaces (symbolic links resolved)
+  if (!resolveTarget(target, &real, &st)) return st;
   std::error_code ec;
-  if (fs::is_directory(target, ec)) {
+  if (fs::is_directory(real, ec)) {
     st.add(C::WriteFailed, target, "the output path is a directory");
     return st;
   }
   TempFile tmp;
-  if (!makeTemp(target, &tmp, &st)) return st;
+  if (!makeTemp(real, &tmp, &st)) return st;
 
   WriteCtx ctx{&opt, target};
   ctx.total_bytes = 0;
@@ -372,7 +400,7 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
     }
   }
   if (!progress(ctx, "committing", &st)) return st;
-  commitTemp(&tmp, target, &st);
+  commitTemp(&tmp, real, target, &st);
   return st;
 }
 

@@ -165,6 +165,7 @@ private Q_SLOTS:
   void mergeRefusesBadInput();
   void mergeNeverReplacesAnUnrelatedOutput_data();
   void mergeNeverReplacesAnUnrelatedOutput();
+  void writesGoThroughSymbolicLinks();
   void regionReadIsAStridedWindow();
   void reducedReadKeepsEveryMaximum();
   void regionOutsideDatasetIsReported();
@@ -479,6 +480,53 @@ void TestSession::mergeNeverReplacesAnUnrelatedOutput() {
   ids.clear();
   for (const auto& r : loadSession(out).value.runs) ids.push_back(r.id);
   QCOMPARE(ids, (std::vector<std::string>{"m1", "m2"}));
+}
+
+// A tester's finding: `run --out link.h5` with link.h5 → real/target.h5 replaced the link by a
+// regular file; the target was never updated. Every writer now resolves the link and renames
+// over the real file, with its temporary beside it.
+void TestSession::writesGoThroughSymbolicLinks() {
+  QTemporaryDir dir;
+  const std::string d = dir.path().toStdString();
+  fs::create_directory(d + "/real");
+  const std::string target = d + "/real/target.h5", link = d + "/link.h5";
+  fs::create_symlink("real/target.h5", link); // relative: resolved against the link's directory
+  auto check = [&](const std::vector<std::string>& want, const char* step) {
+    QVERIFY2(fs::is_symlink(link), step);
+    QCOMPARE(fs::read_symlink(link).string(), std::string("real/target.h5"));
+    QVERIFY2(fs::is_regular_file(fs::symlink_status(target)), step);
+    std::vector<std::string> ids;
+    for (const auto& r : loadSession(target).value.runs) ids.push_back(r.id);
+    QCOMPARE(ids, want);
+    QCOMPARE(otherFiles(d, {"link.h5", "real", "other.h5"}), std::vector<std::string>{});
+    QCOMPARE(otherFiles(d + "/real", {"target.h5"}), std::vector<std::string>{});
+  };
+  // Dangling link: the write creates its target.
+  QVERIFY(writeSession(link, sess({gemmRun("a")})).ok());
+  check({"a"}, "write");
+  QVERIFY(appendRuns(link, {gemmRun("b"), gemmRun("c")}).ok());
+  check({"a", "b", "c"}, "append");
+  QVERIFY(deleteRun(link, "c").ok());
+  check({"a", "b"}, "delete");
+  QVERIFY(renameRun(link, "b", "b2").ok());
+  check({"a", "b2"}, "rename");
+  const std::string other = d + "/other.h5";
+  QVERIFY(writeSession(other, sess({gemmRun("o")})).ok());
+  QVERIFY(mergeSessions(link, {link, other}).ok());
+  check({"a", "b2", "o"}, "merge");
+  // A chain of links ends at the same file; a loop is refused and writes nothing.
+  const std::string link2 = d + "/real/link2.h5";
+  fs::create_symlink(link, link2);
+  QVERIFY(appendRuns(link2, {gemmRun("z")}).ok());
+  fs::remove(link2);
+  check({"a", "b2", "o", "z"}, "chain");
+  const std::string loop1 = d + "/real/loop1.h5", loop2 = d + "/real/loop2.h5";
+  fs::create_symlink("loop2.h5", loop1);
+  fs::create_symlink("loop1.h5", loop2);
+  Status st = writeSession(loop1, sess({gemmRun("x")}));
+  QVERIFY(hasCode(st, Code::WriteFailed));
+  QVERIFY2(st.firstError().find("too many levels of symbolic links") != std::string::npos, st.message().c_str());
+  QVERIFY(fs::is_symlink(loop1) && fs::is_symlink(loop2));
 }
 
 void TestSession::regionReadIsAStridedWindow() {
