@@ -492,11 +492,12 @@ int runRuns(const QStringList& args) {
   }
   if (action == QStringLiteral("delete")) {
     if (pos.size() < 3) return fail(QStringLiteral("runs delete needs FILE.h5 and at least one RUN_ID"));
-    for (int i = 2; i < pos.size(); ++i) {
-      Status st = deleteRun(file.toStdString(), pos[i].toStdString());
-      if (!st.ok()) return fail(qs(st.errors()));
-      out(QStringLiteral("deleted run %1 from %2\n").arg(pos[i], file));
-    }
+    std::vector<std::string> ids;
+    for (int i = 2; i < pos.size(); ++i) ids.push_back(pos[i].toStdString());
+    // One atomic rewrite: every id is checked first, so a missing one changes nothing.
+    Status st = deleteRuns(file.toStdString(), ids);
+    if (!st.ok()) return fail(qs(st.errors()));
+    for (int i = 2; i < pos.size(); ++i) out(QStringLiteral("deleted run %1 from %2\n").arg(pos[i], file));
     return 0;
   }
   if (action == QStringLiteral("rename")) {

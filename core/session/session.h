@@ -268,6 +268,11 @@ Status appendRuns(const std::string& path, const std::vector<Run>& runs, const W
 /// Removes a run (atomic rewrite without it; space is reclaimed). NotFound when absent.
 Status deleteRun(const std::string& path, const std::string& run_id, const WriteOptions& opt = {});
 
+/// Removes several runs in one atomic rewrite. Every id is checked first: when any is absent
+/// nothing is written and one NotFound error lists all the missing ids. Ids given twice count
+/// once; an empty list is InvalidArgument.
+Status deleteRuns(const std::string& path, const std::vector<std::string>& run_ids, const WriteOptions& opt = {});
+
 /// Renames a run (atomic rewrite). NotFound / DuplicateRun / InvalidArgument as appropriate.
 Status renameRun(const std::string& path, const std::string& from, const std::string& to, const WriteOptions& opt = {});
 

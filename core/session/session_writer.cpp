@@ -506,17 +506,35 @@ Status appendRuns(const std::string& path, const std::vector<Run>& runs, const W
 }
 
 Status deleteRun(const std::string& path, const std::string& run_id, const WriteOptions& opt) {
+  return deleteRuns(path, {run_id}, opt);
+}
+
+Status deleteRuns(const std::string& path, const std::vector<std::string>& run_ids, const WriteOptions& opt) {
   Status st;
+  if (run_ids.empty()) {
+    st.add(C::InvalidArgument, path, "no run id to delete");
+    return st;
+  }
   std::vector<std::string> existing;
   RootInfo root;
   if (!existingRuns(path, &existing, &root, &st)) return st;
-  if (std::find(existing.begin(), existing.end(), run_id) == existing.end()) {
-    st.add(C::NotFound, path + "#/runs/" + run_id, "no such run (file unchanged)");
+  // Every id first: a partial delete followed by "no such run" would change the file and say not.
+  const std::set<std::string> gone(run_ids.begin(), run_ids.end());
+  std::vector<std::string> missing;
+  for (const auto& id : run_ids)
+    if (std::find(existing.begin(), existing.end(), id) == existing.end() &&
+        std::find(missing.begin(), missing.end(), id) == missing.end())
+      missing.push_back(id);
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+    st.add(C::NotFound, missing.size() == 1 ? path + "#/runs/" + missing[0] : path,
+           (missing.size() == 1 ? "no such run" : "no such runs: " + list) + " (nothing deleted, file unchanged)");
     return st;
   }
   std::vector<CopyItem> copies;
   for (const auto& e : existing)
-    if (e != run_id) copies.push_back({path, e, e});
+    if (!gone.count(e)) copies.push_back({path, e, e});
   st.merge(produce(path, root, copies, {}, opt));
   return st;
 }

@@ -173,6 +173,7 @@ private Q_SLOTS:
   void hdf5LibraryCrashesAreContained_data();
   void hdf5LibraryCrashesAreContained();
   void hdf5CheckPassesGoodFilesAndFallsBack();
+  void cliMergeKeepsAnUnrelatedOutputAndDeleteIsAllOrNothing();
 };
 
 // kill -9 in the middle of writeSession: the temporary file is half written, the previous file is
@@ -786,6 +787,64 @@ void TestReliability::hdf5CheckPassesGoodFilesAndFallsBack() {
       },
       30);
   QCOMPARE(rc, 0);
+}
+
+// The tester's reproductions through the CLI: `merge keep.h5 other.h5` replaced keep.h5 (exit 0);
+// `merge text.h5 ...` turned a text file into HDF5; `runs delete d.h5 small nope` deleted `small`
+// and then said "file unchanged".
+void TestReliability::cliMergeKeepsAnUnrelatedOutputAndDeleteIsAllOrNothing() {
+  QVERIFY2(QFileInfo::exists(cliPath()), qPrintable(QStringLiteral("build fp8lab-cli first: %1").arg(cliPath())));
+  QTemporaryDir tmp;
+  QVERIFY(tmp.isValid());
+  const std::string dir = tmp.path().toStdString();
+  const std::string keep = dir + "/keep.h5", other = dir + "/other.h5", text = dir + "/text.h5", d = dir + "/d.h5";
+  QVERIFY(writeSession(keep, Session{1, {}, {}, {}, {bigRun("k1", 4, 1.0f)}}).ok());
+  QVERIFY(writeSession(other, Session{1, {}, {}, {}, {bigRun("o1", 4, 2.0f)}}).ok());
+  QVERIFY(writeSession(d, Session{1, {}, {}, {}, {bigRun("small", 4, 1.0f), bigRun("big", 8, 2.0f)}}).ok());
+  writeBytes(text, "lab notes, not a session\n");
+  auto cli = [&](const QStringList& args, QString* err) {
+    QProcess p;
+    p.start(cliPath(), args);
+    if (!p.waitForFinished(60000)) {
+      p.kill();
+      return -1;
+    }
+    *err = QString::fromUtf8(p.readAllStandardError());
+    return p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  };
+  const QString K = QString::fromStdString(keep), O = QString::fromStdString(other), T = QString::fromStdString(text);
+  const std::string keepBefore = readBytes(keep), textBefore = readBytes(text), dBefore = readBytes(d);
+  QString err;
+  QCOMPARE(cli({QStringLiteral("merge"), K, O}, &err), 2);
+  QVERIFY2(err.contains(K + QStringLiteral(": already exists and is not one of the inputs")), qPrintable(err));
+  QVERIFY2(err.contains(QStringLiteral("name it as an input too")) && err.contains(QStringLiteral("--force")),
+           qPrintable(err));
+  QVERIFY(readBytes(keep) == keepBefore);
+  for (const QStringList& args : {QStringList{QStringLiteral("merge"), T, K, O},
+                                  QStringList{QStringLiteral("merge"), QStringLiteral("--force"), T, K, O}}) {
+    QCOMPARE(cli(args, &err), 2);
+    QVERIFY2(err.contains(T + QStringLiteral(": refusing to modify a file that is not a valid FP8 Lab session")),
+             qPrintable(err));
+    QVERIFY(readBytes(text) == textBefore);
+  }
+  QCOMPARE(cli({QStringLiteral("merge"), K, K, O}, &err), 0); // merge into it
+  QCOMPARE(loadSession(keep).value.runs.size(), size_t(2));
+  QCOMPARE(cli({QStringLiteral("merge"), QStringLiteral("--force"), K, O}, &err), 0); // replace it
+  QCOMPARE(loadSession(keep).value.runs.size(), size_t(1));
+  QCOMPARE(loadSession(keep).value.runs[0].id, std::string("o1"));
+
+  const QString D = QString::fromStdString(d);
+  QCOMPARE(cli({QStringLiteral("runs"), QStringLiteral("delete"), D, QStringLiteral("small"), QStringLiteral("nope")},
+               &err),
+           2);
+  QVERIFY2(err.contains(D + QStringLiteral("#/runs/nope: no such run (nothing deleted, file unchanged)")),
+           qPrintable(err));
+  QVERIFY(readBytes(d) == dBefore);
+  QCOMPARE(cli({QStringLiteral("runs"), QStringLiteral("delete"), D, QStringLiteral("small"), QStringLiteral("big")},
+               &err),
+           0);
+  QCOMPARE(loadSession(d).value.runs.size(), size_t(0));
+  QCOMPARE(tempFiles(dir), std::vector<std::string>{});
 }
 
 int main(int argc, char** argv) {

@@ -166,6 +166,7 @@ private Q_SLOTS:
   void mergeNeverReplacesAnUnrelatedOutput_data();
   void mergeNeverReplacesAnUnrelatedOutput();
   void writesGoThroughSymbolicLinks();
+  void deleteRunsIsAllOrNothing();
   void regionReadIsAStridedWindow();
   void reducedReadKeepsEveryMaximum();
   void regionOutsideDatasetIsReported();
@@ -527,6 +528,34 @@ void TestSession::writesGoThroughSymbolicLinks() {
   QVERIFY(hasCode(st, Code::WriteFailed));
   QVERIFY2(st.firstError().find("too many levels of symbolic links") != std::string::npos, st.message().c_str());
   QVERIFY(fs::is_symlink(loop1) && fs::is_symlink(loop2));
+}
+
+// A tester's finding: `runs delete d.h5 small nope` deleted `small`, then failed on `nope` with
+// "no such run (file unchanged)" — but the file had changed. deleteRuns checks every id first.
+void TestSession::deleteRunsIsAllOrNothing() {
+  const std::string p = path("del_many.h5");
+  QVERIFY(writeSession(p, sess({gemmRun("small"), gemmRun("big"), gemmRun("keep")})).ok());
+  const std::string before = readBytes(p);
+  Status st = deleteRuns(p, {"small", "nope", "big", "zz", "nope"});
+  QVERIFY(!st.ok());
+  QCOMPARE(st.issues.size(), size_t(1));
+  QCOMPARE(st.issues[0].code, Code::NotFound);
+  QCOMPARE(st.issues[0].where, p);
+  QCOMPARE(st.issues[0].detail, std::string("no such runs: nope, zz (nothing deleted, file unchanged)"));
+  QVERIFY(readBytes(p) == before);
+  st = deleteRuns(p, {"nope"});
+  QCOMPARE(st.issues.size(), size_t(1));
+  QCOMPARE(st.issues[0].toString(),
+           "error: not found at " + p + "#/runs/nope: no such run (nothing deleted, file unchanged)");
+  QVERIFY(readBytes(p) == before);
+  QVERIFY(hasCode(deleteRuns(p, {}), Code::InvalidArgument));
+  QVERIFY(readBytes(p) == before);
+  // All present (one given twice): one rewrite without them.
+  QVERIFY(deleteRuns(p, {"small", "keep", "small"}).ok());
+  auto r = loadSession(p);
+  QVERIFY(r.ok());
+  QCOMPARE(r.value.runs.size(), size_t(1));
+  QCOMPARE(r.value.runs[0].id, std::string("big"));
 }
 
 void TestSession::regionReadIsAStridedWindow() {
