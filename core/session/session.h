@@ -254,6 +254,8 @@ struct WriteOptions {
 ///  - a symbolic link at `path` (or a chain of them) is resolved to the file it finally points
 ///    to; the temporary goes beside that file and is renamed over it, so the link keeps pointing
 ///    at the updated file (a dangling link's target is created);
+///  - an existing file this user may not write (access(W_OK) fails: `chmod a-w`, another
+///    user's file) is refused — rename would replace it, needing only the directory writable.
 /// Errors: WriteFailed (unwritable directory or file, disk full, injected fault), InvalidArgument
 /// (bad run id, duplicate ids, data size not matching shape).
 Status writeSession(const std::string& path, const Session& session, const WriteOptions& opt = {});

@@ -113,6 +113,20 @@ bool resolveTarget(const std::string& path, std::string* real, Status* st) {
   return false;
 }
 
+/// Refuses to replace an existing file the user may not write: rename() needs only the directory
+/// writable, so without this a `chmod a-w` session (or another user's file in a shared
+/// directory) would be silently rewritten. faccessat(AT_EACCESS): the effective ids decide, as
+/// for open(O_WRONLY). Root passes (it may write any file), as with every other tool.
+bool targetWritable(const std::string& real, const std::string& shown, Status* st) {
+  std::error_code ec;
+  if (!fs::exists(real, ec)) return true;
+  if (::faccessat(AT_FDCWD, real.c_str(), W_OK, AT_EACCESS) != 0 && (errno == EACCES || errno == EPERM)) {
+    st->add(C::WriteFailed, shown, "the file is read-only (permission denied); nothing was written");
+    return false;
+  }
+  return true;
+}
+
 Handle lcplIntermediate() {
   Handle p = plist(H5Pcreate(H5P_LINK_CREATE));
   H5Pset_create_intermediate_group(p, 1);
@@ -338,6 +352,7 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
     st.add(C::WriteFailed, target, "the output path is a directory");
     return st;
   }
+  if (!targetWritable(real, target, &st)) return st;
   TempFile tmp;
   if (!makeTemp(real, &tmp, &st)) return st;
 

@@ -32,6 +32,7 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -148,6 +149,55 @@ int childSave(const std::string& path) {
   return st.ok() ? 0 : 4; // reaching here means the parent did not kill us: the test fails
 }
 
+/// Runs fn in a forked child as an unprivileged user and returns the text it reports, so that
+/// permission checks are tested also where the suite runs as root (CI containers; root passes
+/// every access() check). As root the child drops to nobody/nogroup (65534) with setgroups +
+/// setresgid + setresuid; as any other user it keeps its ids. "SKIP: why" when the ids cannot be
+/// dropped; "CHILD FAILED ..." when it dies or hangs (time limit 60 s).
+std::string asUnprivileged(const std::function<std::string()>& fn) {
+  int fds[2];
+  if (pipe(fds) != 0) return "CHILD FAILED: pipe";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    alarm(60);
+    std::string report;
+    if (geteuid() == 0 &&
+        (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0))
+      report = std::string("SKIP: cannot drop root privileges: ") + std::strerror(errno);
+    if (report.empty()) report = fn();
+    for (size_t off = 0; off < report.size();) {
+      const ssize_t n = write(fds[1], report.data() + off, report.size() - off);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string report;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) report.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "CHILD FAILED (status " + std::to_string(status) + ")";
+  return report;
+}
+
+/// Makes `path` belong to the user asUnprivileged() runs as (when root; otherwise it already does).
+void giveToUnprivileged(const std::string& path) {
+  if (geteuid() == 0 && chown(path.c_str(), 65534, 65534) != 0) qWarning("chown %s failed", path.c_str());
+}
+
+/// The Error issues of st as "code|where|detail" lines (exact comparison in the tests).
+std::string errorLines(const Status& st) {
+  std::string r;
+  for (const auto& i : st.issues)
+    if (i.severity == Warning::Severity::Error)
+      r += std::string(codeName(i.code)) + "|" + i.where + "|" + i.detail + "\n";
+  return r;
+}
+
 } // namespace
 
 class TestReliability : public QObject {
@@ -173,6 +223,7 @@ private Q_SLOTS:
   void hdf5LibraryCrashesAreContained_data();
   void hdf5LibraryCrashesAreContained();
   void hdf5CheckPassesGoodFilesAndFallsBack();
+  void readOnlySessionIsNotRewritten();
   void cliMergeKeepsAnUnrelatedOutputAndDeleteIsAllOrNothing();
 };
 
@@ -787,6 +838,52 @@ void TestReliability::hdf5CheckPassesGoodFilesAndFallsBack() {
       },
       30);
   QCOMPARE(rc, 0);
+}
+
+// A tester's finding: as a normal user, `chmod 444 ro.h5; fp8lab-cli run g.json --out ro.h5`
+// rewrote the write-protected session (rename needs only the directory writable). Every writer
+// now refuses an existing target the user may not write. Runs as nobody (see asUnprivileged).
+void TestReliability::readOnlySessionIsNotRewritten() {
+  QTemporaryDir tmp;
+  QVERIFY(tmp.isValid());
+  const std::string dir = tmp.path().toStdString();
+  const std::string ro = dir + "/ro.h5", other = dir + "/other.h5", link = dir + "/link.h5";
+  QVERIFY(writeSession(ro, Session{1, {}, {}, {}, {bigRun("r1", 4, 1.0f), bigRun("r2", 4, 2.0f)}}).ok());
+  QVERIFY(writeSession(other, Session{1, {}, {}, {}, {bigRun("o1", 4, 3.0f)}}).ok());
+  fs::create_symlink("ro.h5", link);
+  giveToUnprivileged(ro);
+  giveToUnprivileged(other);
+  giveToUnprivileged(dir);
+  QCOMPARE(chmod(dir.c_str(), 0777), 0); // the directory is writable: only the file's mode protects it
+  QCOMPARE(chmod(ro.c_str(), 0444), 0);
+  const std::string before = readBytes(ro);
+  const std::string report = asUnprivileged([&] {
+    const std::string want = "write failed|%P|the file is read-only (permission denied); nothing was written\n";
+    auto expect = [&](const char* what, const Status& st, const std::string& shown) -> std::string {
+      std::string w = want;
+      w.replace(w.find("%P"), 2, shown);
+      const std::string got = errorLines(st);
+      return got == w ? std::string() : std::string(what) + ": got '" + got + "' want '" + w + "'\n";
+    };
+    std::string r;
+    Session s{1, {}, {}, {}, {bigRun("new", 4, 5.0f)}};
+    r += expect("writeSession", writeSession(ro, s), ro);
+    r += expect("appendRuns", appendRuns(ro, {bigRun("new", 4, 5.0f)}), ro);
+    r += expect("deleteRun", deleteRun(ro, "r1"), ro);
+    r += expect("renameRun", renameRun(ro, "r1", "r9"), ro);
+    r += expect("mergeSessions", mergeSessions(ro, {ro, other}), ro);
+    r += expect("appendRuns through a link", appendRuns(link, {bigRun("new", 4, 5.0f)}), link);
+    // A writable file of the same user in the same directory is written normally.
+    const Status ok = appendRuns(other, {bigRun("o2", 4, 6.0f)});
+    if (!ok.ok()) r += "appendRuns to a writable file failed: " + ok.message() + "\n";
+    return r.empty() ? std::string("OK") : r;
+  });
+  if (report.rfind("SKIP", 0) == 0) QSKIP(report.c_str());
+  QVERIFY2(report == "OK", report.c_str());
+  QVERIFY(readBytes(ro) == before);
+  QVERIFY(fs::is_symlink(link));
+  QCOMPARE(tempFiles(dir), std::vector<std::string>{});
+  QCOMPARE(loadSession(other).value.runs.size(), size_t(2));
 }
 
 // The tester's reproductions through the CLI: `merge keep.h5 other.h5` replaced keep.h5 (exit 0);
