@@ -62,6 +62,7 @@ struct SessionIssue {
     MalformedInput,   ///< importer: malformed header, wrong dtype, truncated data, bad size
     Hdf5Error,        ///< any other error reported by the HDF5 library (detail has its message)
     Computation,      ///< a finding of the computation that produced a run (quantizer, GEMM)
+    PermissionDenied, ///< the file exists but this user may not read it (or reach it: EACCES)
   };
   Warning::Severity severity = Warning::Severity::Error;
   Code code = Code::Hdf5Error;

@@ -48,6 +48,8 @@ const char* codeName(SessionIssue::Code c) {
     return "HDF5 error";
   case C::Computation:
     return "computation";
+  case C::PermissionDenied:
+    return "permission denied";
   }
   return "?";
 }

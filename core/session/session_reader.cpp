@@ -5,11 +5,15 @@
 #include "session/session.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <limits>
 #include <new>
 #include <optional>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace fp8lab {
 
@@ -269,7 +273,10 @@ Result<std::unique_ptr<SessionReader>> SessionReader::open(const std::string& pa
   Result<std::unique_ptr<SessionReader>> r;
   std::error_code ec;
   if (!fs::exists(path, ec)) {
-    r.add(C::NotFound, path, "no such file");
+    if (ec == std::errc::permission_denied)
+      r.add(C::PermissionDenied, path, "cannot reach the file: a directory on its path is not searchable by this user");
+    else
+      r.add(C::NotFound, path, "no such file");
     return r;
   }
   if (fs::is_directory(path, ec)) {
@@ -279,6 +286,12 @@ Result<std::unique_ptr<SessionReader>> SessionReader::open(const std::string& pa
   // A FIFO, socket or device would block H5Fis_hdf5's open()/read() forever (or read without end).
   if (!fs::is_regular_file(path, ec)) {
     r.add(C::NotHdf5, path, "not a regular file (a FIFO, socket or device cannot be a session)");
+    return r;
+  }
+  // Before HDF5 sees it: an unreadable file is "permission denied", not a corrupt file (H5Fis_hdf5
+  // fails with "H5FD__sec2_open ... Permission denied"). Effective ids decide, as for open().
+  if (::faccessat(AT_FDCWD, path.c_str(), R_OK, AT_EACCESS) != 0 && (errno == EACCES || errno == EPERM)) {
+    r.add(C::PermissionDenied, path, "this user may not read the file (check its permissions)");
     return r;
   }
   const htri_t is = H5Fis_hdf5(path.c_str());

@@ -425,7 +425,11 @@ bool existingRuns(const std::string& path, std::vector<std::string>* runs, RootI
   auto r = SessionReader::open(path);
   if (!r.ok()) {
     st->merge(r);
-    st->add(C::WriteFailed, path, "refusing to modify a file that is not a valid FP8 Lab session (file unchanged)");
+    bool unreadable = false;
+    for (const auto& i : r.issues) unreadable = unreadable || i.code == C::PermissionDenied;
+    st->add(C::WriteFailed, path,
+            unreadable ? "cannot read the existing file to keep its runs; nothing was written"
+                       : "refusing to modify a file that is not a valid FP8 Lab session (file unchanged)");
     return false;
   }
   root->created_utc = r.value->info().created_utc;

@@ -224,6 +224,7 @@ private Q_SLOTS:
   void hdf5LibraryCrashesAreContained();
   void hdf5CheckPassesGoodFilesAndFallsBack();
   void readOnlySessionIsNotRewritten();
+  void unreadableFileIsPermissionDenied();
   void cliMergeKeepsAnUnrelatedOutputAndDeleteIsAllOrNothing();
 };
 
@@ -884,6 +885,53 @@ void TestReliability::readOnlySessionIsNotRewritten() {
   QVERIFY(fs::is_symlink(link));
   QCOMPARE(tempFiles(dir), std::vector<std::string>{});
   QCOMPARE(loadSession(other).value.runs.size(), size_t(2));
+}
+
+// A tester's finding: `chmod 000 noread.h5; fp8lab-cli inspect noread.h5` (as a normal user) said
+// "corrupt file … cannot check the file: H5FD__sec2_open … Permission denied", and writing to it
+// said "not a valid FP8 Lab session". Now PermissionDenied, checked before HDF5 sees the file.
+void TestReliability::unreadableFileIsPermissionDenied() {
+  QTemporaryDir tmp;
+  QVERIFY(tmp.isValid());
+  const std::string dir = tmp.path().toStdString();
+  const std::string noread = dir + "/noread.h5", closed = dir + "/closed", hidden = closed + "/s.h5";
+  QVERIFY(writeSession(noread, Session{1, {}, {}, {}, {bigRun("r1", 4, 1.0f)}}).ok());
+  fs::create_directory(closed);
+  QVERIFY(writeSession(hidden, Session{1, {}, {}, {}, {bigRun("r1", 4, 1.0f)}}).ok());
+  const std::string before = readBytes(noread);
+  giveToUnprivileged(noread);
+  giveToUnprivileged(dir);
+  QCOMPARE(chmod(dir.c_str(), 0777), 0);
+  QCOMPARE(chmod(noread.c_str(), 0000), 0);
+  QCOMPARE(chmod(closed.c_str(), 0700), 0); // as root: root's; otherwise ours, made unsearchable below
+  const bool asRoot = geteuid() == 0;
+  if (!asRoot) QCOMPARE(chmod(closed.c_str(), 0000), 0);
+  const std::string report = asUnprivileged([&] {
+    std::string r;
+    auto expect = [&](const char* what, const Status& st, const std::string& want) {
+      const std::string got = errorLines(st);
+      if (got != want) r += std::string(what) + ": got '" + got + "' want '" + want + "'\n";
+    };
+    const std::string denied = "permission denied|" + noread + "|this user may not read the file (check its permissions)\n";
+    expect("open", SessionReader::open(noread), denied);
+    expect("append", appendRuns(noread, {bigRun("new", 4, 5.0f)}),
+           denied + "write failed|" + noread + "|cannot read the existing file to keep its runs; nothing was written\n");
+    expect("open below an unsearchable directory", SessionReader::open(hidden),
+           "permission denied|" + hidden +
+               "|cannot reach the file: a directory on its path is not searchable by this user\n");
+    const auto st = SessionReader::open(noread);
+    if (st.issues.empty() || st.issues[0].toString() != "error: permission denied at " + noread +
+                                                            ": this user may not read the file (check its permissions)")
+      r += "toString: " + (st.issues.empty() ? std::string("(none)") : st.issues[0].toString()) + "\n";
+    return r.empty() ? std::string("OK") : r;
+  });
+  if (!asRoot) chmod(closed.c_str(), 0700);
+  if (report.rfind("SKIP", 0) == 0) QSKIP(report.c_str());
+  QVERIFY2(report == "OK", report.c_str());
+  QCOMPARE(chmod(noread.c_str(), 0600), 0);
+  QVERIFY(readBytes(noread) == before);
+  QVERIFY(SessionReader::open(noread).ok());
+  QCOMPARE(tempFiles(dir), std::vector<std::string>{});
 }
 
 // The tester's reproductions through the CLI: `merge keep.h5 other.h5` replaced keep.h5 (exit 0);
