@@ -2,14 +2,18 @@
 
 #include "formats/format.h"
 
+#include <QFile>
 #include <QJsonDocument>
 #include <QMutex>
 
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <sys/stat.h>
 #include <locale.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -142,6 +146,85 @@ void JsonStreamWriter::value(const std::string& s) {
     }
   }
   buf_ += '"';
+}
+
+namespace {
+QString sizeText(qint64 bytes) {
+  if (bytes >= (qint64(1) << 30)) return QString::number(double(bytes) / double(qint64(1) << 30), 'f', 1) + QStringLiteral(" GiB");
+  if (bytes >= (qint64(1) << 20)) return QString::number(double(bytes) / double(qint64(1) << 20), 'f', 1) + QStringLiteral(" MiB");
+  return QString::number(bytes) + QStringLiteral(" bytes");
+}
+} // namespace
+
+std::optional<QByteArray> readInputFile(const QString& path, InputKind kind, const QString& what, qint64 max_bytes,
+                                        QString* error) {
+  const QString limit = sizeText(max_bytes);
+  auto readCapped = [&](QFile& f, const QString& name) -> std::optional<QByteArray> {
+    QByteArray all;
+    char buf[1 << 16];
+    for (;;) {
+      const qint64 n = f.read(buf, sizeof buf);
+      if (n < 0) {
+        *error = QStringLiteral("cannot read %1 %2: %3").arg(what, name, f.errorString());
+        return std::nullopt;
+      }
+      if (n == 0) break;
+      if (all.size() + n > max_bytes) {
+        *error = QStringLiteral("%1 %2 holds more than %3, the limit; split it").arg(what, name, limit);
+        return std::nullopt;
+      }
+      all.append(buf, n);
+    }
+    return all;
+  };
+  if (path == QStringLiteral("-")) {
+    if (kind == InputKind::Config) {
+      *error = QStringLiteral("%1 must be a file, not stdin").arg(what);
+      return std::nullopt;
+    }
+    QFile f;
+    if (!f.open(stdin, QIODevice::ReadOnly)) {
+      *error = QStringLiteral("cannot read stdin for %1").arg(what);
+      return std::nullopt;
+    }
+    return readCapped(f, QStringLiteral("(stdin)"));
+  }
+  const QString quoted = QLatin1Char('\'') + path + QLatin1Char('\'');
+  const QByteArray native = QFile::encodeName(path);
+  struct stat st {};
+  if (::stat(native.constData(), &st) != 0) {
+    const int e = errno;
+    *error = e == ENOENT ? QStringLiteral("%1 %2: no such file").arg(what, quoted)
+                         : QStringLiteral("%1 %2: %3").arg(what, quoted, QString::fromLocal8Bit(std::strerror(e)));
+    return std::nullopt;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    *error = QStringLiteral("%1 %2 is a directory").arg(what, quoted);
+    return std::nullopt;
+  }
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+    *error = QStringLiteral("%1 %2 is a device, not a file (a device such as /dev/zero never ends)").arg(what, quoted);
+    return std::nullopt;
+  }
+  const bool pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+  if (pipe && kind == InputKind::Config) {
+    *error = QStringLiteral("%1 %2 is a FIFO or socket, not a regular file").arg(what, quoted);
+    return std::nullopt;
+  }
+  if (!pipe && !S_ISREG(st.st_mode)) {
+    *error = QStringLiteral("%1 %2 is not a regular file").arg(what, quoted);
+    return std::nullopt;
+  }
+  if (!pipe && st.st_size > max_bytes) {
+    *error = QStringLiteral("%1 %2 is %3; the limit is %4").arg(what, quoted, sizeText(st.st_size), limit);
+    return std::nullopt;
+  }
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) {
+    *error = QStringLiteral("cannot read %1 %2: %3").arg(what, quoted, f.errorString());
+    return std::nullopt;
+  }
+  return readCapped(f, quoted);
 }
 
 int fail(const QString& message) {

@@ -1,6 +1,8 @@
 // Shared helpers of the fp8lab-cli commands: number parsing, JSON output, errors, progress.
 #pragma once
 
+#include <QByteArray>
+
 #include <QCommandLineParser>
 #include <QJsonArray>
 #include <QJsonObject>
@@ -85,6 +87,27 @@ private:
   bool first_ = true;
   bool after_key_ = false;
 };
+
+/// What an input file given on the command line may be (readInputFile).
+enum class InputKind {
+  Config, ///< a JSON config: a regular file only (a FIFO without a writer would block forever)
+  Values, ///< a list of numbers: a regular file, "-" (stdin) or a pipe / FIFO (`--input <(seq 1 9)`)
+};
+
+/// Reads a whole input file named on the command line, refusing what cannot be one before
+/// reading: a missing path, a directory, a device (/dev/zero, /dev/urandom: endless), a FIFO or
+/// socket for configs, and more than `max_bytes` (checked from the size up front for regular
+/// files, while reading for stdin and pipes — never more than max_bytes + 1 bytes are held).
+/// `what` names the input in messages ("config", "--input"). On failure returns nullopt and sets
+/// *error to one line naming the file and the reason ("--input '/dev/zero' is a device, not a
+/// file of values"; "config 'big.json' is 3.0 GiB; the limit is 64 MiB").
+std::optional<QByteArray> readInputFile(const QString& path, InputKind kind, const QString& what, qint64 max_bytes,
+                                        QString* error);
+
+/// The size limits of readInputFile's callers: configs 64 MiB, value lists 64 MiB (about six
+/// million numbers; split larger lists).
+inline constexpr qint64 kMaxConfigBytes = qint64(64) << 20;
+inline constexpr qint64 kMaxValuesBytes = qint64(64) << 20;
 
 /// Prints a message to stderr prefixed "fp8lab-cli: error: " and returns exit code 2.
 int fail(const QString& message);

@@ -35,18 +35,13 @@ QStringList protectNegativeNumbers(const QStringList& args) {
   return r;
 }
 
-/// Words of a text file or stdin ("-"), split on whitespace and commas.
-QStringList readValueWords(const QString& path) {
-  QFile f;
-  if (path == QStringLiteral("-")) {
-    if (!f.open(stdin, QIODevice::ReadOnly)) return {};
-  } else {
-    f.setFileName(path);
-    if (!f.open(QIODevice::ReadOnly)) return {};
-  }
-  const QString all = QString::fromUtf8(f.readAll());
+/// Words of a text file or stdin ("-"), split on whitespace and commas; nullopt and *error when
+/// the file cannot be one (readInputFile: devices, directories, over 64 MiB).
+std::optional<QStringList> readValueWords(const QString& path, QString* error) {
+  const auto bytes = readInputFile(path, InputKind::Values, QStringLiteral("--input"), kMaxValuesBytes, error);
+  if (!bytes) return std::nullopt;
   static const QRegularExpression sep(QStringLiteral("[\\s,]+"));
-  return all.split(sep, Qt::SkipEmptyParts);
+  return QString::fromUtf8(*bytes).split(sep, Qt::SkipEmptyParts);
 }
 
 QString unprotect(QString s) {
@@ -190,16 +185,19 @@ int runEncode(const QStringList& raw) {
 
   QStringList values;
   for (const QString& v : p.positionalArguments()) {
-    if (v == QStringLiteral("-"))
-      values << readValueWords(QStringLiteral("-"));
-    else
+    if (v == QStringLiteral("-")) {
+      QString err;
+      const auto w = readValueWords(QStringLiteral("-"), &err);
+      if (!w) return fail(err);
+      values << *w;
+    } else
       values << v;
   }
   if (p.isSet(QStringLiteral("input"))) {
-    const QString file = p.value(QStringLiteral("input"));
-    if (file != QStringLiteral("-") && !QFileInfo(file).isReadable())
-      return fail(QStringLiteral("cannot read --input file '%1'").arg(file));
-    values << readValueWords(file);
+    QString err;
+    const auto w = readValueWords(p.value(QStringLiteral("input")), &err);
+    if (!w) return fail(err);
+    values << *w;
   }
   if (values.isEmpty())
     return fail(QStringLiteral("no values given (example: fp8lab-cli encode --format E4M3FN 1.1 464 -- -3)"));

@@ -19,22 +19,11 @@ namespace {
 
 /// Numbers of a text file (or stdin for "-"), separated by whitespace and/or commas.
 std::optional<std::vector<double>> readNumbers(const QString& path, QString* err) {
-  QFile f;
-  if (path == QStringLiteral("-")) {
-    if (!f.open(stdin, QIODevice::ReadOnly)) {
-      *err = QStringLiteral("cannot read stdin");
-      return std::nullopt;
-    }
-  } else {
-    f.setFileName(path);
-    if (!f.open(QIODevice::ReadOnly)) {
-      *err = QStringLiteral("cannot read --input file '%1': %2").arg(path, f.errorString());
-      return std::nullopt;
-    }
-  }
+  const auto bytes = readInputFile(path, InputKind::Values, QStringLiteral("--input"), kMaxValuesBytes, err);
+  if (!bytes) return std::nullopt;
   static const QRegularExpression sep(QStringLiteral("[\\s,]+"));
   std::vector<double> v;
-  const QStringList words = QString::fromUtf8(f.readAll()).split(sep, Qt::SkipEmptyParts);
+  const QStringList words = QString::fromUtf8(*bytes).split(sep, Qt::SkipEmptyParts);
   for (qsizetype i = 0; i < words.size(); ++i) {
     const auto x = parseNumber(words[i]);
     if (!x) {

@@ -459,11 +459,22 @@ bool loadConfig(const QString& path, LoadedConfig* c) {
       return false;
     }
   }
-  if (!f.open(QIODevice::ReadOnly)) {
-    fail(QStringLiteral("cannot read config '%1': %2").arg(f.fileName(), f.errorString()));
-    return false;
+  QByteArray bytes;
+  if (path.isEmpty()) { // the embedded default (a Qt resource)
+    if (!f.open(QIODevice::ReadOnly)) {
+      fail(QStringLiteral("cannot read config '%1': %2").arg(f.fileName(), f.errorString()));
+      return false;
+    }
+    bytes = f.readAll();
+  } else { // a regular file of at most 64 MiB: never a FIFO (blocks) or /dev/zero (endless)
+    QString err;
+    const auto b = readInputFile(path, InputKind::Config, QStringLiteral("config"), kMaxConfigBytes, &err);
+    if (!b) {
+      fail(err);
+      return false;
+    }
+    bytes = *b;
   }
-  const QByteArray bytes = f.readAll();
   QJsonParseError pe;
   const QJsonDocument doc = QJsonDocument::fromJson(bytes, &pe);
   if (pe.error != QJsonParseError::NoError) {

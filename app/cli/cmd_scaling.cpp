@@ -120,11 +120,12 @@ int runSimulate(const QStringList& args) {
     if (!l) return fail(QStringLiteral("--amax: not a number: '%1'").arg(bad));
     amax = *l;
   } else {
-    QFile f(p.value(QStringLiteral("input")));
-    if (!f.open(QIODevice::ReadOnly))
-      return fail(QStringLiteral("cannot read --input '%1': %2").arg(f.fileName(), f.errorString()));
+    QString err;
+    const auto bytes = readInputFile(p.value(QStringLiteral("input")), InputKind::Values, QStringLiteral("--input"),
+                                     kMaxValuesBytes, &err);
+    if (!bytes) return fail(err);
     static const QRegularExpression sep(QStringLiteral("[\\s,]+"));
-    const QStringList w = QString::fromUtf8(f.readAll()).split(sep, Qt::SkipEmptyParts);
+    const QStringList w = QString::fromUtf8(*bytes).split(sep, Qt::SkipEmptyParts);
     for (qsizetype i = 0; i < w.size(); ++i) {
       const auto x = parseNumber(w[i]);
       if (!x) return fail(QStringLiteral("--input: item %1 is not a number: '%2'").arg(i + 1).arg(w[i]));

@@ -38,10 +38,11 @@ int runTrain(const QStringList& args) {
     return fail(QStringLiteral("train needs exactly one CONFIG.json (see --help)"));
   if (!p.isSet(outOpt)) return fail(QStringLiteral("--out FILE.h5 is required"));
   const QString path = p.positionalArguments().first();
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return fail(QStringLiteral("cannot read %1: %2").arg(path, f.errorString()));
+  QString err;
+  const auto bytes = readInputFile(path, InputKind::Config, QStringLiteral("config"), kMaxConfigBytes, &err);
+  if (!bytes) return fail(err);
   QJsonParseError pe;
-  const QJsonDocument doc = QJsonDocument::fromJson(f.readAll(), &pe);
+  const QJsonDocument doc = QJsonDocument::fromJson(*bytes, &pe);
   if (!doc.isObject())
     return fail(
         QStringLiteral("%1 is not a JSON object: %2 (at offset %3)").arg(path, pe.errorString()).arg(pe.offset));

@@ -218,6 +218,7 @@ private Q_SLOTS:
   void cliBadInput_data();
   void cliBadInput();
   void cliNumbersIgnoreTheUserLocale();
+  void cliRefusesOversizedConfigUpFront();
   void fuzzRegressions_data();
   void fuzzRegressions();
   void hdf5LibraryCrashesAreContained_data();
@@ -623,10 +624,33 @@ void TestReliability::cliBadInput_data() {
       "dalayed");
   QTest::newRow("config file missing") << QStringList{QStringLiteral("run"), QStringLiteral("%D/none.json"),
                                                       QStringLiteral("--out"), o}
-                                       << QByteArray() << QStringLiteral("cannot read config");
+                                       << QByteArray() << QStringLiteral("none.json': no such file");
   QTest::newRow("config is a directory") << QStringList{QStringLiteral("run"), QStringLiteral("%D"),
                                                         QStringLiteral("--out"), o}
-                                         << QByteArray() << QStringLiteral("config");
+                                         << QByteArray() << QStringLiteral("is a directory");
+  // Configs and value lists are read only from what can be one (cli_util readInputFile): before,
+  // /dev/zero was read until memory ran out (10-17 GB in 15 s) and a FIFO blocked forever.
+  QTest::newRow("config is /dev/zero") << QStringList{QStringLiteral("run"), QStringLiteral("/dev/zero"),
+                                                      QStringLiteral("--out"), o}
+                                       << QByteArray() << QStringLiteral("config '/dev/zero' is a device");
+  QTest::newRow("train config is /dev/urandom")
+      << QStringList{QStringLiteral("train"), QStringLiteral("/dev/urandom"), QStringLiteral("--out"), o}
+      << QByteArray() << QStringLiteral("config '/dev/urandom' is a device");
+  QTest::newRow("config is a FIFO") << QStringList{QStringLiteral("run"), QStringLiteral("%D/fifo"),
+                                                   QStringLiteral("--out"), o}
+                                    << QByteArray() << QStringLiteral("is a FIFO or socket, not a regular file");
+  QTest::newRow("encode --input /dev/zero")
+      << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M3FN"),
+                     QStringLiteral("--input"), QStringLiteral("/dev/zero")}
+      << QByteArray() << QStringLiteral("--input '/dev/zero' is a device");
+  QTest::newRow("quantize --input /dev/zero")
+      << QStringList{QStringLiteral("quantize"), QStringLiteral("--format"), QStringLiteral("E4M3FN"),
+                     QStringLiteral("--input"), QStringLiteral("/dev/zero")}
+      << QByteArray() << QStringLiteral("--input '/dev/zero' is a device");
+  QTest::newRow("scaling simulate --input /dev/zero")
+      << QStringList{QStringLiteral("scaling"), QStringLiteral("simulate"), QStringLiteral("--preset"),
+                     QStringLiteral("te"), QStringLiteral("--input"), QStringLiteral("/dev/zero")}
+      << QByteArray() << QStringLiteral("--input '/dev/zero' is a device");
   QTest::newRow("output dir missing") << QStringList{QStringLiteral("run"), c, QStringLiteral("--out"),
                                                      QStringLiteral("%D/no/such/dir/out.h5"), QStringLiteral("-q")}
                                       << QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4})")
@@ -673,6 +697,24 @@ void TestReliability::cliBadInput() {
   QVERIFY2(err.contains(QStringLiteral("error")), qPrintable(err));
   QVERIFY2(err.contains(mentions), qPrintable(QStringLiteral("'%1' not in: %2").arg(mentions, err)));
   QVERIFY2(!QFileInfo::exists(dir.filePath(QStringLiteral("out.h5"))), "an output file was written");
+}
+
+// A config larger than 64 MiB is refused from its size before anything is read (a 3 GB sparse
+// file used as a config took 3.3 GB of memory before the JSON error).
+void TestReliability::cliRefusesOversizedConfigUpFront() {
+  QTemporaryDir dir;
+  const QString big = dir.filePath(QStringLiteral("big.json"));
+  {
+    QFile f(big);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    QVERIFY(f.resize(qint64(3) << 30)); // sparse: 3 GiB of zero bytes, no disk used
+  }
+  QProcess p;
+  p.start(cliPath(), {QStringLiteral("run"), big, QStringLiteral("--out"), dir.filePath(QStringLiteral("o.h5"))});
+  QVERIFY(p.waitForFinished(60000));
+  const QString err = QString::fromUtf8(p.readAllStandardError());
+  QCOMPARE(p.exitCode(), 2);
+  QVERIFY2(err.contains(QStringLiteral("is 3.0 GiB; the limit is 64.0 MiB")), qPrintable(err));
 }
 
 // QCoreApplication sets the user's locale (setlocale(LC_ALL, "")); under de_DE (decimal comma)
