@@ -6,10 +6,12 @@
 #include <QJsonDocument>
 #include <QMutex>
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -225,6 +227,54 @@ std::optional<QByteArray> readInputFile(const QString& path, InputKind kind, con
     return std::nullopt;
   }
   return readCapped(f, quoted);
+}
+
+namespace {
+std::atomic<int> g_signal{0};
+constexpr int kGuarded[3] = {SIGINT, SIGTERM, SIGHUP};
+extern "C" void onInterrupt(int sig) {
+  g_signal.store(sig);
+  std::signal(sig, SIG_DFL); // the same signal again ends the process at once
+}
+} // namespace
+
+int g_guard_depth = 0; // guards nest (run → its training experiments); the outermost installs
+
+InterruptGuard::InterruptGuard() {
+  if (g_guard_depth++ > 0) return;
+  g_signal.store(0);
+  for (int i = 0; i < 3; ++i) old_[i] = std::signal(kGuarded[i], onInterrupt);
+}
+
+InterruptGuard::~InterruptGuard() {
+  if (--g_guard_depth > 0) return;
+  for (int i = 0; i < 3; ++i) std::signal(kGuarded[i], old_[i] == SIG_ERR ? SIG_DFL : old_[i]);
+}
+
+bool interrupted() {
+  return g_signal.load() != 0;
+}
+
+int interruptSignal() {
+  return g_signal.load();
+}
+
+QString interruptName() {
+  switch (g_signal.load()) {
+  case SIGINT:
+    return QStringLiteral("Ctrl-C (SIGINT)");
+  case SIGTERM:
+    return QStringLiteral("SIGTERM");
+  case SIGHUP:
+    return QStringLiteral("SIGHUP");
+  default:
+    return QStringLiteral("a signal");
+  }
+}
+
+int interruptedExitCode() {
+  const int s = g_signal.load();
+  return s ? 128 + s : 130;
 }
 
 int fail(const QString& message) {

@@ -109,6 +109,33 @@ std::optional<QByteArray> readInputFile(const QString& path, InputKind kind, con
 inline constexpr qint64 kMaxConfigBytes = qint64(64) << 20;
 inline constexpr qint64 kMaxValuesBytes = qint64(64) << 20;
 
+/// While alive, SIGINT (Ctrl-C), SIGTERM (timeout, Slurm, systemd, docker stop) and SIGHUP (a
+/// closed terminal) only set a flag, so a long command can stop at its next check point, save
+/// what is finished and say so; the same signal a second time ends the process at once (the
+/// default action; an atomic save in progress then leaves only its hidden temporary). The old
+/// handlers are restored on destruction. Guards nest: only the outermost installs and restores.
+class InterruptGuard {
+public:
+  InterruptGuard();
+  ~InterruptGuard();
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+private:
+  using Handler = void (*)(int);
+  Handler old_[3];
+};
+
+/// True once one of the guarded signals arrived (cleared when an InterruptGuard is created).
+bool interrupted();
+/// The signal that arrived (SIGINT, SIGTERM, SIGHUP), 0 when none.
+int interruptSignal();
+/// "Ctrl-C (SIGINT)", "SIGTERM", "SIGHUP" — for messages.
+QString interruptName();
+/// The exit status of an interrupted command: 128 + the signal (130 for Ctrl-C, 143 for SIGTERM),
+/// what a shell reports for a process killed by it.
+int interruptedExitCode();
+
 /// Prints a message to stderr prefixed "fp8lab-cli: error: " and returns exit code 2.
 int fail(const QString& message);
 

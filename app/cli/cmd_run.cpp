@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <unistd.h>
 
 namespace fp8lab::cli {
 
@@ -338,9 +339,16 @@ std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, const QString& text,
   TerminalProgress bar(QStringLiteral("gemm %1").arg(id));
   ProgressFn p = [&](double f, const std::string& s) {
     if (!quiet) bar.update(f, QString::fromStdString(s));
+    if (interrupted()) return false; // InterruptGuard: stop at the next check point
     return outer ? outer(f, s) : true;
   };
-  auto r = runGemmExperimentRun(c, text.toStdString(), id.toStdString(), *backend, p);
+  Result<Run> r;
+  try {
+    r = runGemmExperimentRun(c, text.toStdString(), id.toStdString(), *backend, p);
+  } catch (const Cancelled&) {
+    bar.finish();
+    return std::nullopt; // the caller reports the interrupt (interrupted() is set)
+  }
   bar.finish();
   for (const auto& i : r.issues)
     if (i.severity != Warning::Severity::Error) err(QString::fromStdString(i.toString()));
@@ -373,8 +381,16 @@ int runGemmType(const QJsonObject& o, const QString& text, const RunCliOptions& 
   std::string why;
   if (!isValidRunId(id.toStdString(), &why)) return fail(QString::fromStdString(why));
   auto run = gemmRun(cfg, text, id, opt.threads, opt.quiet, {}, opt.backend);
+  if (!run && interrupted()) {
+    std::fprintf(stderr, "fp8lab-cli: interrupted by %s: GEMM run '%s' stopped before it finished and was not saved "
+                 "(%s keeps what it held, with any runs finished before)\n",
+                 interruptName().toUtf8().constData(), id.toUtf8().constData(), opt.out.toUtf8().constData());
+    return interruptedExitCode();
+  }
   if (!run) return 2;
   std::vector<std::string> ids;
+  // A signal during the save does not stop it (the run is finished; saving takes seconds): the
+  // command ends after it, below. A second signal ends the process at once.
   if (!appendRunsToFile(opt.out, {*run}, opt.compress, &ids)) return 2;
   const QString stored = QString::fromStdString(ids.empty() ? run->id : ids[0]);
   if (opt.json) {
@@ -610,9 +626,15 @@ int runRun(const QStringList& args) {
   const auto backend = makeChosenBackend(p.value(be), opt.quiet);
   if (!backend) return 2;
   opt.backend = backend.get();
+  InterruptGuard interrupt_guard; // Ctrl-C / SIGTERM / SIGHUP: finish the save in progress, then stop
   for (const auto& [obj, text] : exps) {
     const int r = findType(typeOf(obj))->run(obj, text, opt);
     if (r != 0) return r;
+    if (interrupted()) {
+      std::fprintf(stderr, "fp8lab-cli: interrupted by %s; the finished runs are saved in %s\n",
+                   interruptName().toUtf8().constData(), opt.out.toUtf8().constData());
+      return interruptedExitCode();
+    }
   }
   if (!opt.json && !opt.quiet) err(QStringLiteral("session written: %1").arg(QFileInfo(opt.out).absoluteFilePath()));
   return 0;
@@ -756,6 +778,8 @@ int runSweep(const QStringList& args) {
             .arg(shards)
             .arg(outPath));
 
+  InterruptGuard interrupt_guard; // Ctrl-C / SIGTERM / SIGHUP: save the finished points, then stop
+  const bool stderr_tty = ::isatty(2) == 1;
   TerminalProgress bar(QStringLiteral("sweep"));
   std::vector<Run> pending;
   int64_t pending_bytes = 0;
@@ -802,7 +826,15 @@ int runSweep(const QStringList& args) {
         err(QStringLiteral("note: %1: --backend %2").arg(pt.id, QString::fromStdString(*note)));
     }
     if (!run) {
-      flush(); // keep what is done
+      const bool saved = flush(); // keep what is done
+      if (interrupted()) {
+        bar.finish();
+        std::fprintf(stderr,
+                     "fp8lab-cli: interrupted by %s at grid point %zu of %zu (%s); %s the %zu finished point%s in %s\n",
+                     interruptName().toUtf8().constData(), i + 1, grid.size(), pt.id.toUtf8().constData(),
+                     saved ? "saved" : "could not save", i, i == 1 ? "" : "s", outPath.toUtf8().constData());
+        return interruptedExitCode();
+      }
       return 2;
     }
     auto met = [&](const char* k) { return run->metrics.count(k) ? run->metrics.at(k).value : std::nan(""); };
@@ -819,9 +851,23 @@ int runSweep(const QStringList& args) {
         {QStringLiteral("device"), QString::fromStdString(run->device)},
         {QStringLiteral("backend_note"), QString::fromStdString(attrString(run->attrs, "backend_note").value_or(""))},
         {QStringLiteral("metrics"), metricsJson(*run)}});
+    // Without a terminal (a log file, CI, Slurm) there is no progress bar: one line per point.
+    if (!quiet && !stderr_tty)
+      err(QStringLiteral("sweep: %1/%2 %3 done (SQNR %4 dB)")
+              .arg(i + 1)
+              .arg(grid.size())
+              .arg(pt.id, num(met("sqnr_db"))));
     for (const auto& [k, d] : run->datasets) pending_bytes += d.storedCount() * int64_t(d.elementBytes());
     pending.push_back(std::move(*run));
     if (pending_bytes > (int64_t(256) << 20) && !flush()) return 2;
+    if (interrupted() && i + 1 < grid.size()) { // arrived after the point's last check
+      const bool saved = flush();
+      bar.finish();
+      std::fprintf(stderr, "fp8lab-cli: interrupted by %s after grid point %zu of %zu; %s the finished points in %s\n",
+                   interruptName().toUtf8().constData(), i + 1, grid.size(), saved ? "saved" : "could not save",
+                   outPath.toUtf8().constData());
+      return interruptedExitCode();
+    }
   }
   if (!flush()) return 2;
   bar.finish();

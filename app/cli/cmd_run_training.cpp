@@ -23,26 +23,6 @@ namespace fp8lab::cli {
 
 namespace {
 
-// ---- SIGINT -------------------------------------------------------------------------------------
-
-std::atomic<bool> g_interrupted{false};
-
-extern "C" void onSigint(int) {
-  g_interrupted.store(true);
-  std::signal(SIGINT, SIG_DFL); // a second Ctrl-C ends the process at once (the target file stays intact)
-}
-
-/// Installs the handler for the lifetime of a training command and restores the old one.
-struct SigintGuard {
-  using Handler = void (*)(int);
-  Handler old;
-  SigintGuard() {
-    g_interrupted.store(false);
-    old = std::signal(SIGINT, onSigint);
-  }
-  ~SigintGuard() { std::signal(SIGINT, old == SIG_ERR ? SIG_DFL : old); }
-};
-
 // ---- JSON parsing -------------------------------------------------------------------------------
 
 struct Parser {
@@ -460,7 +440,7 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
                     .arg(out_path_q, outInfo.absolutePath()));
 
   DataCache data;
-  SigintGuard sigint;
+  InterruptGuard interrupt_guard; // SIGINT / SIGTERM / SIGHUP: stop after the step, save, exit 128+sig
   const std::string out_path = out_path_q.toStdString();
   QJsonArray summary;
   std::map<QString, std::vector<LayerWeights>> trained;
@@ -517,7 +497,7 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
                          pct(e.test_accuracy).toUtf8().constData(), e.seconds);
           }
         }
-        return !g_interrupted.load();
+        return !interrupted();
       };
       try {
         run.run(progress);
@@ -587,17 +567,17 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
                    stored.toUtf8().constData(), static_cast<long long>(res.steps_done),
                    static_cast<long long>(res.steps_per_epoch * rs.config.epochs), static_cast<int>(summary.size()),
                    summary.size() == 1 ? "" : "s", out_path_q.toUtf8().constData());
-      return 130;
+      return interruptedExitCode();
     }
-    if (g_interrupted.load()) break;
+    if (interrupted()) break;
   }
 
-  if (spec->weight_gemm && !g_interrupted.load()) {
+  if (spec->weight_gemm && !interrupted()) {
     const WeightGemmSpec& g = *spec->weight_gemm;
     const auto& weights = trained.at(g.from_run);
     const FashionMnist* fm = data_of.at(g.from_run);
     for (int l : g.layers) {
-      if (g_interrupted.load()) break;
+      if (interrupted()) break;
       WeightGemmConfig wc = g.gemm;
       wc.layer = l;
       wc.gemm.threads = opt.threads;
@@ -615,7 +595,7 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
         run = weightGemmRun(weights, fm->test, wc, id.toStdString(), cfg_json, opt.backend,
                             [&](double f, const std::string& s) {
                               bar.update(f, QString::fromStdString(s));
-                              return !g_interrupted.load();
+                              return !interrupted();
                             });
       } catch (const Cancelled&) {
         break;
@@ -646,7 +626,7 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
                      run.metrics.at("quantization_sqnr_db").value, run.metrics.at("accumulation_sqnr_db").value);
     }
   }
-  if (g_interrupted.load()) {
+  if (interrupted()) {
     if (opt.json)
       out(toJsonText(QJsonObject{{QStringLiteral("session"), out_path_q},
                                  {QStringLiteral("interrupted"), true},
@@ -654,7 +634,7 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
           "\n");
     std::fprintf(stderr, "fp8lab-cli: interrupted; the session so far (%d runs) is saved in %s\n",
                  static_cast<int>(summary.size()), out_path_q.toUtf8().constData());
-    return 130;
+    return interruptedExitCode();
   }
   if (opt.json) {
     out(toJsonText(QJsonObject{{QStringLiteral("session"), out_path_q},
