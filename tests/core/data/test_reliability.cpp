@@ -669,6 +669,10 @@ void TestReliability::cliBadInput_data() {
   QTest::newRow("encode: not a number") << QStringList{QStringLiteral("encode"), QStringLiteral("--format"),
                                                        QStringLiteral("E4M3FN"), QStringLiteral("1e")}
                                         << QByteArray() << QStringLiteral("not a number: '1e'");
+  QTest::newRow("scaling simulate: negative amax")
+      << QStringList{QStringLiteral("scaling"), QStringLiteral("simulate"), QStringLiteral("--preset"),
+                     QStringLiteral("te"), QStringLiteral("--amax"), QStringLiteral("1,2,-1")}
+      << QByteArray() << QStringLiteral("amax -1 (item 3) is negative");
   QTest::newRow("encode: unknown format")
       << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M4"), QStringLiteral("1")}
       << QByteArray() << QStringLiteral("E4M4");
