@@ -17,6 +17,7 @@
 #include <QJsonArray>
 #include <QJsonObject>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -223,6 +224,24 @@ int runGemm(const QStringList& args) {
     bar.update(0.0, QStringLiteral("random matrices"));
     const std::vector<float> x = randomMatrix(M, K, seed, ro, 0, o.threads);
     const std::vector<float> y = randomMatrix(K, N, seed, ro, 1, o.threads);
+    {
+      // A --scale so large that float32 overflows (e.g. 1e45) gives Inf operands: every error
+      // would read 0 and SQNR inf — a perfect-looking result from garbage. Refuse it instead.
+      auto nonFinite = [](const std::vector<float>& v) {
+        return std::count_if(v.begin(), v.end(), [](float e) { return !std::isfinite(e); });
+      };
+      const auto na = nonFinite(x), nb = nonFinite(y);
+      if (na + nb > 0) {
+        bar.finish();
+        return fail(QStringLiteral("--scale %1 overflows float32 (max 3.40282e+38): %2 of %3 elements of A and %4 of %5 "
+                                   "of B are infinite; use a smaller --scale")
+                        .arg(shortestNumber(ro.scale))
+                        .arg(na)
+                        .arg(qint64(x.size()))
+                        .arg(nb)
+                        .arg(qint64(y.size())));
+      }
+    }
     bar.update(0.05, QStringLiteral("quantize"));
     const auto tq = clock::now();
     const QuantizedTensor qa = quantize(x.data(), M, K, *fa, *ca, Axis::Cols);

@@ -673,6 +673,11 @@ void TestReliability::cliBadInput_data() {
       << QStringList{QStringLiteral("scaling"), QStringLiteral("simulate"), QStringLiteral("--preset"),
                      QStringLiteral("te"), QStringLiteral("--amax"), QStringLiteral("1,2,-1")}
       << QByteArray() << QStringLiteral("amax -1 (item 3) is negative");
+  QTest::newRow("gemm: --scale overflows float32")
+      << QStringList{QStringLiteral("gemm"), QStringLiteral("-m"), QStringLiteral("8"), QStringLiteral("-n"),
+                     QStringLiteral("8"), QStringLiteral("-k"), QStringLiteral("16"), QStringLiteral("--scale"),
+                     QStringLiteral("1e45")}
+      << QByteArray() << QStringLiteral("--scale 1e+45 overflows float32");
   QTest::newRow("encode: unknown format")
       << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M4"), QStringLiteral("1")}
       << QByteArray() << QStringLiteral("E4M4");
