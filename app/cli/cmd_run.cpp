@@ -448,7 +448,11 @@ std::optional<Run> reproduceGemm(const Run& stored, int threads, const ProgressF
   return std::move(r.value);
 }
 
-const ExperimentTypeRegistrar gemmType({QStringLiteral("gemm"), runGemmType, reproduceGemm});
+const ExperimentTypeRegistrar gemmType({QStringLiteral("gemm"), runGemmType, reproduceGemm,
+                                        [](const QJsonObject& o, QString* error) {
+                                          GemmExperimentConfig cfg;
+                                          return parseGemmConfig(o, &cfg, error);
+                                        }});
 
 // Experiment types provided elsewhere register themselves with an ExperimentTypeRegistrar
 // (for example the training path: type "training", runTrainingExperiment /
@@ -614,14 +618,19 @@ int runRun(const QStringList& args) {
   if (exps.empty()) return fail(QStringLiteral("config: %1").arg(e));
   if (exps.size() > 1 && !opt.run_id.isEmpty())
     return fail(QStringLiteral("--id needs a config with a single experiment"));
-  // Check every type first, so a typo in the last experiment does not waste the first ones.
-  for (const auto& [obj, text] : exps) {
+  // Check every experiment first (type, then its schema), so a typo in the last experiment does
+  // not waste the first ones; errors name the experiment ("experiments[1]: k: ...").
+  for (size_t i = 0; i < exps.size(); ++i) {
+    const QJsonObject& obj = exps[i].first;
+    const QString where = exps.size() > 1 ? QStringLiteral("experiments[%1]").arg(i) : QStringLiteral("config");
     const QString t = typeOf(obj);
-    if (!findType(t))
-      return fail(
-          t.isEmpty()
-              ? QStringLiteral("config: missing \"type\" (one of: %1)").arg(typeNames())
-              : QStringLiteral("config: unknown experiment type '%1' (this build knows: %2)").arg(t, typeNames()));
+    const ExperimentType* type = findType(t);
+    if (!type)
+      return fail(t.isEmpty() ? QStringLiteral("%1: missing \"type\" (one of: %2)").arg(where, typeNames())
+                              : QStringLiteral("%1: unknown experiment type '%2' (this build knows: %3)")
+                                    .arg(where, t, typeNames()));
+    QString why;
+    if (type->validate && !type->validate(obj, &why)) return fail(QStringLiteral("%1: %2").arg(where, why));
   }
   const auto backend = makeChosenBackend(p.value(be), opt.quiet);
   if (!backend) return 2;

@@ -44,6 +44,10 @@ struct ExperimentType {
   /// Reproduces a stored run from its config (CPU backend); nullopt with *error on failure.
   std::function<std::optional<Run>(const Run& stored, int threads, const ProgressFn& progress, QString* error)>
       reproduce;
+  /// Checks one experiment object without running it (the schema: keys, types, ranges); false
+  /// with *error set. `run` checks every experiment of a config with it before running the first,
+  /// so a mistake in the last one does not cost the work of the earlier ones. May be empty.
+  std::function<bool(const QJsonObject& config, QString* error)> validate;
 };
 
 /// The registered experiment types ("gemm", and whatever registers itself).

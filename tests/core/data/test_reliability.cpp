@@ -622,6 +622,11 @@ void TestReliability::cliBadInput_data() {
   run("config: training, layer size 2^53+1",
       QByteArray(R"({"type": "training", "layers": [784, 9007199254740993, 10]})"),
       "sizes must be integers in 1..65536");
+  // Every experiment is checked before the first runs: the good first one is not computed and
+  // saved only for the command to fail on the second (and the error names which one).
+  run("config: second of two experiments has k = 0",
+      QByteArray(R"({"experiments": [{"type": "gemm", "m": 8, "n": 8, "k": 8}, {"type": "gemm", "m": 8, "n": 8, "k": 0}]})"),
+      "experiments[1]: k: expected an integer in [1, 1048576]");
   run("config: training, unknown strategy", QByteArray(R"({"type": "training", "scaling": {"strategy": "dalayed"}})"),
       "dalayed");
   QTest::newRow("config file missing") << QStringList{QStringLiteral("run"), QStringLiteral("%D/none.json"),
