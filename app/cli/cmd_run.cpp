@@ -719,11 +719,18 @@ int runSweep(const QStringList& args) {
   GemmExperimentConfig probe;
   QString e;
   if (!parseGemmConfig(base, &probe, &e)) return fail(QStringLiteral("config: %1").arg(e));
+  QString list_error; // an axis given but empty ("--formats ''", "formats": []) is a mistake, not the default
   auto listOf = [&](const QCommandLineOption& opt, const char* key, const QString& dflt) {
+    const bool given = p.isSet(opt) || sw.contains(QString::fromLatin1(key));
     QStringList l = p.isSet(opt) ? p.value(opt).split(QLatin1Char(','), Qt::SkipEmptyParts)
                                  : jsonStrings(sw.value(QString::fromLatin1(key)));
-    if (l.isEmpty()) l << dflt;
     for (auto& x : l) x = x.trimmed();
+    l.removeAll(QString());
+    if (l.isEmpty() && given && list_error.isEmpty())
+      list_error = (p.isSet(opt) ? QStringLiteral("--%1").arg(QString::fromLatin1(key))
+                                 : QStringLiteral("sweep.%1").arg(QString::fromLatin1(key))) +
+                   QStringLiteral(": an empty list (leave it out to use the config's own value)");
+    if (l.isEmpty()) l << dflt;
     return l;
   };
   const QStringList formats = listOf(
@@ -732,6 +739,12 @@ int runSweep(const QStringList& args) {
           (probe.format_b != probe.format_a ? QLatin1Char(':') + QString::fromStdString(probe.format_b) : QString()));
   const QStringList scalings = listOf(sOpt, "scalings", QString::fromStdString(probe.scaling));
   const QStringList dists = listOf(dOpt, "distributions", QString::fromLatin1(toString(probe.a.random.distribution)));
+  if (!list_error.isEmpty()) return fail(list_error);
+  for (const QString& f : formats) {
+    const QStringList ab = f.split(QLatin1Char(':'));
+    if (ab.size() > 2 || ab.contains(QString()))
+      return fail(QStringLiteral("formats: '%1' is not FORMAT or FORMAT_A:FORMAT_B").arg(f));
+  }
 
   struct Point {
     int index;

@@ -683,6 +683,15 @@ void TestReliability::cliBadInput_data() {
                      QStringLiteral("8"), QStringLiteral("-k"), QStringLiteral("16"), QStringLiteral("--scale"),
                      QStringLiteral("1e45")}
       << QByteArray() << QStringLiteral("--scale 1e+45 overflows float32");
+  QTest::newRow("sweep: three-part format") << QStringList{QStringLiteral("sweep"), c, QStringLiteral("--dry-run"),
+                                                         QStringLiteral("--formats"),
+                                                         QStringLiteral("E4M3FN:E5M2:E2M1")}
+                                           << QByteArray(R"({"type": "gemm", "m": 8, "n": 8, "k": 8})")
+                                           << QStringLiteral("'E4M3FN:E5M2:E2M1' is not FORMAT or FORMAT_A:FORMAT_B");
+  QTest::newRow("sweep: empty formats list")
+      << QStringList{QStringLiteral("sweep"), c, QStringLiteral("--dry-run")}
+      << QByteArray(R"({"type": "gemm", "m": 8, "n": 8, "k": 8, "sweep": {"formats": []}})")
+      << QStringLiteral("sweep.formats: an empty list");
   QTest::newRow("encode: unknown format")
       << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M4"), QStringLiteral("1")}
       << QByteArray() << QStringLiteral("E4M4");
