@@ -162,11 +162,21 @@ bool parseOperand(const QJsonObject& o, OperandSource* src, QString* error, cons
     }
     src->random.distribution = *d;
   }
-  return getDouble(o, "scale", &src->random.scale, error, ctx) &&
-         getDouble(o, "sigma", &src->random.sigma, error, ctx) &&
-         getDouble(o, "outlier_fraction", &src->random.outlier_fraction, error, ctx) &&
-         getDouble(o, "outlier_factor", &src->random.outlier_factor, error, ctx) &&
-         getString(o, "tensor", &src->tensor, error, ctx) && getBool(o, "transpose", &src->transpose, error, ctx);
+  if (!(getDouble(o, "scale", &src->random.scale, error, ctx) &&
+        getDouble(o, "sigma", &src->random.sigma, error, ctx) &&
+        getDouble(o, "outlier_fraction", &src->random.outlier_fraction, error, ctx) &&
+        getDouble(o, "outlier_factor", &src->random.outlier_factor, error, ctx) &&
+        getString(o, "tensor", &src->tensor, error, ctx) && getBool(o, "transpose", &src->transpose, error, ctx)))
+    return false;
+  // The random-data keys describe generated operands; beside a tensor file they would be ignored.
+  if (!src->tensor.empty())
+    for (const char* k : {"distribution", "scale", "sigma", "outlier_fraction", "outlier_factor"})
+      if (o.contains(QString::fromLatin1(k))) {
+        *error = QStringLiteral("%1%2: applies to random operands only; this operand is the tensor file '%3'")
+                     .arg(ctx, QString::fromLatin1(k), QString::fromStdString(src->tensor));
+        return false;
+      }
+  return true;
 }
 
 } // namespace
@@ -248,6 +258,23 @@ bool parseGemmConfig(const QJsonObject& o, GemmExperimentConfig* cfg, QString* e
     }
     if (!parseOperand(o.value(k).toObject(), key[0] == 'a' ? &cfg->a : &cfg->b, error, k + QStringLiteral(".")))
       return false;
+  }
+  // A tensor operand brings its own shape: A [M, K], B [K, N]. An explicit m / k / n for it would be
+  // ignored (or contradict the file), so it is refused, naming the file.
+  {
+    const std::string& ta = cfg->a.tensor;
+    const std::string& tb = cfg->b.tensor;
+    for (const char* dim : {"m", "k", "n"}) {
+      const QString d = QString::fromLatin1(dim);
+      if (!o.contains(d)) continue;
+      const bool from_a = !ta.empty() && (d == QStringLiteral("m") || d == QStringLiteral("k"));
+      const bool from_b = !tb.empty() && (d == QStringLiteral("k") || d == QStringLiteral("n"));
+      if (from_a || from_b) {
+        *error = QStringLiteral("%1: comes from the shape of the tensor file '%2'; leave it out")
+                     .arg(d, QString::fromStdString(from_a ? ta : tb));
+        return false;
+      }
+    }
   }
   std::string acc, outp;
   if (!getString(o, "accumulation", &acc, error, ctx) || !getString(o, "output", &outp, error, ctx)) return false;
@@ -412,9 +439,10 @@ int runGemmType(const QJsonObject& o, const QString& text, const RunCliOptions& 
     out(QStringLiteral("run %1 (gemm %2x%3x%4, %5 x %6, %7, %8 backend: %15) -> %9\n"
                        "  SQNR %10 dB  rel_fro %11  max_abs %12  (quantization %13 dB, accumulation %14 dB)\n")
             .arg(stored)
-            .arg(cfg.m)
-            .arg(cfg.k)
-            .arg(cfg.n)
+            // the shape that ran (tensor operands bring their own; the config's m/k/n are defaults)
+            .arg(attrInt(run->attrs, "m").value_or(cfg.m))
+            .arg(attrInt(run->attrs, "k").value_or(cfg.k))
+            .arg(attrInt(run->attrs, "n").value_or(cfg.n))
             .arg(QString::fromStdString(cfg.format_a), QString::fromStdString(cfg.format_b),
                  QString::fromStdString(cfg.scaling), QString::fromStdString(run->backend), opt.out)
             .arg(met("sqnr_db"), met("rel_fro"), met("max_abs"), met("quant_sqnr_db"), met("accum_sqnr_db"))

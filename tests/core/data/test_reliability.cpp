@@ -627,6 +627,11 @@ void TestReliability::cliBadInput_data() {
   run("config: second of two experiments has k = 0",
       QByteArray(R"({"experiments": [{"type": "gemm", "m": 8, "n": 8, "k": 8}, {"type": "gemm", "m": 8, "n": 8, "k": 0}]})"),
       "experiments[1]: k: expected an integer in [1, 1048576]");
+  run("config: m beside a tensor operand",
+      QByteArray(R"({"type": "gemm", "m": 999, "a": {"tensor": "a.npy"}, "b": {"tensor": "b.npy"}})"),
+      "m: comes from the shape of the tensor file 'a.npy'; leave it out");
+  run("config: scale on a tensor operand", QByteArray(R"({"type": "gemm", "a": {"tensor": "a.npy", "scale": 2}})"),
+      "a.scale: applies to random operands only");
   run("config: training, unknown strategy", QByteArray(R"({"type": "training", "scaling": {"strategy": "dalayed"}})"),
       "dalayed");
   QTest::newRow("config file missing") << QStringList{QStringLiteral("run"), QStringLiteral("%D/none.json"),
