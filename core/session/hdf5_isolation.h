@@ -32,8 +32,9 @@ enum class Hdf5CheckKind { Session, Foreign };
 /// in-process open reports the file's actual problems), when isolation is off, when the file was
 /// already checked unchanged, or when no helper program can be found or started (then the file is
 /// opened unprotected, exactly as before this check existed). Returns one Corrupt error naming
-/// the signal ("the HDF5 library crashed (signal 11, Segmentation fault) ...") or the time limit
-/// when the helper died or hung. Thread-safe; blocks the calling thread (so call it where the
+/// the signal ("the HDF5 library crashed (signal 11, Segmentation fault) ..."), the time limit,
+/// or the memory the walk took (above hdf5CheckMemoryLimitMiB()) when the helper died, hung, or
+/// needed far more memory than metadata can. Thread-safe; blocks the calling thread (so call it where the
 /// open itself would run: off the GUI thread).
 Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind);
 
@@ -46,6 +47,11 @@ bool hdf5IsolationEnabled();
 /// environment FP8LAB_HDF5_CHECK_TIMEOUT_S overrides; setter for tests). Values ≤ 0 reset.
 void setHdf5CheckTimeoutSeconds(double seconds);
 double hdf5CheckTimeoutSeconds();
+
+/// Peak memory (MiB) the helper may use walking the metadata before the file counts as crafted
+/// (default 512; environment FP8LAB_HDF5_CHECK_MAX_MIB). A healthy session's walk needs tens of
+/// MiB; a damaged variable-length string length made libhdf5 allocate and fill 1.7 GB.
+double hdf5CheckMemoryLimitMiB();
 
 /// The helper program that will be used, or "" when none is found. Looked for in this order:
 /// $FP8LAB_H5CHECK; `fp8lab-h5check` beside the running executable; the build tree's copy; the
