@@ -44,7 +44,42 @@ std::optional<double> parseNumber(const QString& text) {
   char* end = nullptr;
   const double v = strtod_l(b.constData(), &end, cLocale());
   if (end != b.constData() + b.size()) return std::nullopt;
+  // Out of float64's range: a finite literal that became ±inf, or a nonzero one that became 0
+  // (strtod's ERANGE cases that lose the value; subnormal results are kept).
+  if (std::isinf(v)) return std::nullopt;
+  if (v == 0) {
+    for (const char c : b) {
+      if (c == 'e' || c == 'E' || c == 'p' || c == 'P') break; // the exponent does not count
+      if (c >= '1' && c <= '9') return std::nullopt;
+      if (c == 'x' || c == 'X') continue;
+    }
+    // hex digits a-f in the mantissa of a hex float
+    if (b.toLower().contains("0x")) {
+      const QByteArray m = b.toLower().mid(b.toLower().indexOf("0x") + 2);
+      for (const char c : m) {
+        if (c == 'p') break;
+        if ((c >= '1' && c <= '9') || (c >= 'a' && c <= 'f')) return std::nullopt;
+      }
+    }
+  }
   return v;
+}
+
+QString numberProblem(const QString& text) {
+  const QByteArray b = text.trimmed().toUtf8();
+  char* end = nullptr;
+  const double v = b.isEmpty() ? 0.0 : strtod_l(b.constData(), &end, cLocale());
+  if (!b.isEmpty() && end == b.constData() + b.size()) {
+    if (std::isinf(v))
+      return QStringLiteral("'%1' is beyond the float64 range (largest finite 1.7976931348623157e+308; write inf for "
+                            "infinity)")
+          .arg(text.trimmed());
+    if (v == 0)
+      return QStringLiteral("'%1' underflows to 0 in float64 (smallest nonzero 4.9406564584124654e-324; write 0 for "
+                            "zero)")
+          .arg(text.trimmed());
+  }
+  return QStringLiteral("not a number: '%1'").arg(text.trimmed());
 }
 
 std::optional<std::vector<double>> parseNumberList(const QString& text, QString* bad) {

@@ -17,7 +17,13 @@ namespace fp8lab::cli {
 
 /// Parses a number as double: decimal ("1e-3"), C99 hex-float ("0x1.8p3"), "inf", "-inf",
 /// "nan", "-0". The whole text must be consumed; nullopt otherwise.
+/// Literals outside float64's range are refused, not rounded to ±inf or 0 ("1e400", "1e-400";
+/// subnormal results such as "1e-310" are kept).
 std::optional<double> parseNumber(const QString& text);
+
+/// Why parseNumber refused `text`, for messages: "not a number: 'x'", "'1e400' is beyond the
+/// float64 range (…)", "'1e-400' underflows to 0 in float64 (…)".
+QString numberProblem(const QString& text);
 
 /// Parses a comma-separated list of numbers ("1,2.5,-3"); on error sets *bad to the
 /// offending item and returns nullopt.

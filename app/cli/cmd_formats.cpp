@@ -205,7 +205,7 @@ int runEncode(const QStringList& raw) {
   xs.reserve(static_cast<size_t>(values.size()));
   for (const QString& v : values) {
     const auto x = parseNumber(unprotect(v));
-    if (!x) return fail(QStringLiteral("not a number: '%1'").arg(unprotect(v)));
+    if (!x) return fail(numberProblem(unprotect(v)));
     xs.push_back(*x);
   }
   const bool json = p.isSet(QStringLiteral("json"));

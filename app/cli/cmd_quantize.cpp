@@ -27,7 +27,7 @@ std::optional<std::vector<double>> readNumbers(const QString& path, QString* err
   for (qsizetype i = 0; i < words.size(); ++i) {
     const auto x = parseNumber(words[i]);
     if (!x) {
-      *err = QStringLiteral("--input '%1': item %2 is not a number: '%3'").arg(path).arg(i + 1).arg(words[i]);
+      *err = QStringLiteral("--input '%1': item %2: %3").arg(path).arg(i + 1).arg(numberProblem(words[i]));
       return std::nullopt;
     }
     v.push_back(*x);
@@ -122,7 +122,7 @@ int runQuantize(const QStringList& args) {
   if (has_values) {
     QString bad;
     const auto l = parseNumberList(p.value(QStringLiteral("values")), &bad);
-    if (!l) return fail(QStringLiteral("--values: not a number: '%1'").arg(bad));
+    if (!l) return fail(QStringLiteral("--values: %1").arg(numberProblem(bad)));
     v = *l;
   } else {
     QString err;
@@ -182,7 +182,7 @@ int runQuantize(const QStringList& args) {
     if (p.isSet(QStringLiteral("amax-history"))) {
       QString bad;
       const auto h = parseNumberList(p.value(QStringLiteral("amax-history")), &bad);
-      if (!h) return fail(QStringLiteral("--amax-history: not a number: '%1'").arg(bad));
+      if (!h) return fail(QStringLiteral("--amax-history: %1").arg(numberProblem(bad)));
       for (double a : *h) st.update(static_cast<float>(a));
     }
     DelayedUpdate u;

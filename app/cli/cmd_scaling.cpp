@@ -117,7 +117,7 @@ int runSimulate(const QStringList& args) {
   if (has_a) {
     QString bad;
     const auto l = parseNumberList(p.value(QStringLiteral("amax")), &bad);
-    if (!l) return fail(QStringLiteral("--amax: not a number: '%1'").arg(bad));
+    if (!l) return fail(QStringLiteral("--amax: %1").arg(numberProblem(bad)));
     amax = *l;
   } else {
     QString err;
@@ -128,7 +128,7 @@ int runSimulate(const QStringList& args) {
     const QStringList w = QString::fromUtf8(*bytes).split(sep, Qt::SkipEmptyParts);
     for (qsizetype i = 0; i < w.size(); ++i) {
       const auto x = parseNumber(w[i]);
-      if (!x) return fail(QStringLiteral("--input: item %1 is not a number: '%2'").arg(i + 1).arg(w[i]));
+      if (!x) return fail(QStringLiteral("--input: item %1: %2").arg(i + 1).arg(numberProblem(w[i])));
       amax.push_back(*x);
     }
   }

@@ -1,7 +1,8 @@
 // fp8lab-h5check KIND FILE — walks FILE's HDF5 metadata the way FP8 Lab's open does
 // (KIND = session: SessionReader::open's validation; foreign: the importer's listing), then exits.
 //
-// Exit status 0 means "the walk finished" — whether or not the file is a valid session (the
+// Exit status 0 means "the walk finished", 3 (kHdf5CheckExitMemory) "finished, but libhdf5 took
+// more memory than metadata can need" (a damaged length field) — whether or not the file is a valid session (the
 // in-process open reports the file's problems). Any other end (a signal from a libhdf5 crash, a
 // sanitizer's exit, being killed at the time limit) tells the parent the file is unsafe to open.
 // See core/session/hdf5_isolation.h. Not meant to be run by hand; prints the walk's findings
@@ -23,6 +24,12 @@ int main(int argc, char** argv) {
   const std::string msg = st.message();
   std::printf("%s%s", msg.empty() ? "walk finished, no findings\n" : msg.c_str(), msg.empty() || msg.back() == '\n' ? "" : "\n");
   std::fflush(stdout);
+  if (fp8lab::peakMemoryMiBOfThisProcess() > fp8lab::hdf5CheckMemoryLimitMiB()) {
+    std::printf("peak memory %.0f MiB above the limit %.0f MiB\n", fp8lab::peakMemoryMiBOfThisProcess(),
+                fp8lab::hdf5CheckMemoryLimitMiB());
+    std::fflush(stdout);
+    std::_Exit(fp8lab::kHdf5CheckExitMemory);
+  }
   // _Exit: the verdict is "the walk finished"; skip exit-time work (leak checkers, HDF5's atexit
   // close of a half-broken file) that could turn a finished walk into a non-zero status.
   std::_Exit(0);

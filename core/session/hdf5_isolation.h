@@ -53,6 +53,13 @@ double hdf5CheckTimeoutSeconds();
 /// MiB; a damaged variable-length string length made libhdf5 allocate and fill 1.7 GB.
 double hdf5CheckMemoryLimitMiB();
 
+/// The helper's exit status when its walk finished but its peak memory passed the limit.
+inline constexpr int kHdf5CheckExitMemory = 3;
+
+/// Peak resident memory of this process's address space in MiB (VmHWM of /proc/self/status;
+/// unlike getrusage's ru_maxrss it does not include a parent's memory carried through exec).
+double peakMemoryMiBOfThisProcess();
+
 /// The helper program that will be used, or "" when none is found. Looked for in this order:
 /// $FP8LAB_H5CHECK; `fp8lab-h5check` beside the running executable; the build tree's copy; the
 /// installed copy (<prefix>/libexec/fp8lab/fp8lab-h5check).
