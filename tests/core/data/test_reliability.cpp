@@ -697,6 +697,13 @@ void TestReliability::cliBadInput_data() {
       << QStringList{QStringLiteral("sweep"), c, QStringLiteral("--dry-run")}
       << QByteArray(R"({"type": "gemm", "m": 8, "n": 8, "k": 8, "sweep": {"formats": []}})")
       << QStringLiteral("sweep.formats: an empty list");
+  // strtod turns 1e400 into inf and 1e-400 into 0 (ERANGE): refused with the reason instead.
+  QTest::newRow("encode: 1e400 beyond float64")
+      << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M3FN"), QStringLiteral("1e400")}
+      << QByteArray() << QStringLiteral("'1e400' is beyond the float64 range");
+  QTest::newRow("encode: 1e-400 underflows float64")
+      << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M3FN"), QStringLiteral("1e-400")}
+      << QByteArray() << QStringLiteral("'1e-400' underflows to 0 in float64");
   QTest::newRow("encode: unknown format")
       << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M4"), QStringLiteral("1")}
       << QByteArray() << QStringLiteral("E4M4");
