@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <locale.h>
 #include <stdlib.h>
@@ -364,12 +365,18 @@ void TerminalProgress::update(double fraction, const QString& detail) {
   const auto now = std::chrono::steady_clock::now();
   if (d->drawn && fraction < 1.0 && now - d->last < std::chrono::milliseconds(100)) return;
   d->last = now;
-  const int width = 30;
+  // The line must fit the terminal: a wrapped line cannot be redrawn with \r (it scrolls).
+  int columns = 80;
+  struct winsize ws {};
+  if (::ioctl(fileno(stderr), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) columns = ws.ws_col;
+  const QString pct = QString::asprintf(" %5.1f%% ", 100.0 * std::clamp(fraction, 0.0, 1.0));
+  const int fixed = int(d->label.size()) + 3 + int(pct.size()); // "label [" + "]" + pct
+  const int width = std::clamp(columns - 1 - fixed - 10, 5, 30); // keep ~10 columns for the detail
   const int filled = static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * width));
-  std::string bar(static_cast<size_t>(filled), '#');
-  bar.append(static_cast<size_t>(width - filled), '.');
-  std::fprintf(stderr, "\r%s [%s] %5.1f%% %s\x1b[K", d->label.toUtf8().constData(), bar.c_str(),
-               100.0 * std::clamp(fraction, 0.0, 1.0), detail.toUtf8().constData());
+  QString line = d->label + QStringLiteral(" [") + QString(filled, QLatin1Char('#')) +
+                 QString(width - filled, QLatin1Char('.')) + QStringLiteral("]") + pct + detail;
+  if (line.size() > columns - 1) line.truncate(std::max(0, columns - 1));
+  std::fprintf(stderr, "\r%s\x1b[K", line.toUtf8().constData());
   std::fflush(stderr);
   d->drawn = true;
 }
