@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <map>
 #include <mutex>
 #include <set>
 #include <spawn.h>
@@ -35,6 +36,7 @@ thread_local bool t_in_walk = false;  // the walk itself never spawns a checker
 using Key = std::tuple<uint64_t, uint64_t, int64_t, int64_t, int>;
 std::mutex g_passed_mu;
 std::set<Key> g_passed;
+std::map<Key, Status> g_refused; // the same file is refused again at once (no second wait)
 
 bool fileKey(const std::string& path, Hdf5CheckKind kind, Key* k) {
   struct stat st {};
@@ -158,7 +160,14 @@ Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind) {
   {
     std::lock_guard<std::mutex> lk(g_passed_mu);
     if (g_passed.count(key)) return st;
+    if (auto it = g_refused.find(key); it != g_refused.end()) return it->second;
   }
+  // Every refusal below is remembered for this file version.
+  auto refuse = [&](Status s) {
+    std::lock_guard<std::mutex> lk(g_passed_mu);
+    g_refused[key] = s;
+    return s;
+  };
   const std::string helper = hdf5CheckerPath();
   if (helper.empty()) return st; // no helper installed: open unprotected
 
@@ -204,7 +213,7 @@ Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind) {
            "the HDF5 library did not finish reading this file's " + what + " within " + secs +
                " s in a separate checking process (a damaged file can make it loop forever); "
                "the file is damaged or crafted, so it was not opened");
-    return st;
+    return refuse(st);
   }
   // A damaged length field (a variable-length string claiming 1.7 GB, found by fuzz_session) makes
   // libhdf5 allocate and fill that much while reading metadata that is normally a few kB. The
@@ -217,7 +226,7 @@ Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind) {
            "reading this file's " + what + " took the HDF5 library " + buf +
                " in a separate checking process — a damaged length field; the file is damaged or crafted, "
                "so it was not opened");
-    return st;
+    return refuse(st);
   }
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
     std::lock_guard<std::mutex> lk(g_passed_mu);
@@ -230,7 +239,7 @@ Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind) {
          "the HDF5 library " + how + " while reading this file's " + what +
              " in a separate checking process; the file is damaged or crafted, so it was not opened "
              "(FP8 Lab and your other work are unaffected)");
-  return st;
+  return refuse(st);
 }
 
 } // namespace fp8lab

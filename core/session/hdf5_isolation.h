@@ -10,7 +10,7 @@
 // header the in-process open will touch). The walk is deterministic, so a file that the helper
 // walks to the end is then opened in-process; a file that kills the helper (any signal, a
 // non-zero exit) or keeps it busy past the time limit is refused with a Corrupt error that says
-// so. Passed files are remembered per (device, inode, size, modification time) for the life of
+// so. Passed and refused files are remembered per (device, inode, size, modification time) for the life of
 // the process, so the views' repeated opens of one session cost one check.
 //
 // Scope: the metadata read on open. Dataset contents are read later in-process; HDF5 reports
