@@ -180,8 +180,8 @@ void LtRunner::run(const LtOperation& op, const LtPointers& ptr, const cublasLtM
                                  stream));
 }
 
-LtAlgoInfo LtRunner::runWithFallback(const LtOperation& op, const LtPointers& ptr, cudaStream_t stream,
-                                     int requested, cudaEvent_t start) const {
+LtAlgoInfo LtRunner::runWithFallback(const LtOperation& op, const LtPointers& ptr, cudaStream_t stream, int requested,
+                                     cudaEvent_t start) const {
   std::string why;
   const auto cands = heuristics(op, requested, &why);
   if (cands.empty())

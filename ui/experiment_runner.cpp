@@ -40,8 +40,8 @@ public:
         // Accepted up front but failed on the device (out of memory, no algorithm, driver error):
         // the CPU reference backend runs it and the run says why.
         GemmOutput out = cpu_->run(a, b, opt, progress);
-        out.warnings.push_back({Warning::Severity::Warning, "backend auto: the GPU run failed, ran on the CPU",
-                                "GEMM", e.what()});
+        out.warnings.push_back(
+            {Warning::Severity::Warning, "backend auto: the GPU run failed, ran on the CPU", "GEMM", e.what()});
         return out;
       }
     }

@@ -90,8 +90,8 @@ GemmOutput ChosenGemmBackend::run(const QuantizedTensor& a, const QuantizedTenso
         // cuBLASLt algorithm refused, a driver error). gpu: that is the answer; auto: the CPU
         // reference backend runs it, with the GPU's error kept as the note.
         if (request_ == BackendRequest::Gpu) throw;
-        last_fallback_ = "auto: the GEMM failed on " + gpu_->device() + " (" + e.what() +
-                         "); running on the CPU reference backend";
+        last_fallback_ =
+            "auto: the GEMM failed on " + gpu_->device() + " (" + e.what() + "); running on the CPU reference backend";
         fallback_reasons.insert(std::string("run failed: ") + e.what());
         GemmOutput out = cpu_->run(a, b, opt, progress);
         ++cpu_runs;

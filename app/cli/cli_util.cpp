@@ -188,8 +188,10 @@ void JsonStreamWriter::value(const std::string& s) {
 
 namespace {
 QString sizeText(qint64 bytes) {
-  if (bytes >= (qint64(1) << 30)) return QString::number(double(bytes) / double(qint64(1) << 30), 'f', 1) + QStringLiteral(" GiB");
-  if (bytes >= (qint64(1) << 20)) return QString::number(double(bytes) / double(qint64(1) << 20), 'f', 1) + QStringLiteral(" MiB");
+  if (bytes >= (qint64(1) << 30))
+    return QString::number(double(bytes) / double(qint64(1) << 30), 'f', 1) + QStringLiteral(" GiB");
+  if (bytes >= (qint64(1) << 20))
+    return QString::number(double(bytes) / double(qint64(1) << 20), 'f', 1) + QStringLiteral(" MiB");
   return QString::number(bytes) + QStringLiteral(" bytes");
 }
 } // namespace
@@ -370,7 +372,7 @@ void TerminalProgress::update(double fraction, const QString& detail) {
   struct winsize ws {};
   if (::ioctl(fileno(stderr), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) columns = ws.ws_col;
   const QString pct = QString::asprintf(" %5.1f%% ", 100.0 * std::clamp(fraction, 0.0, 1.0));
-  const int fixed = int(d->label.size()) + 3 + int(pct.size()); // "label [" + "]" + pct
+  const int fixed = int(d->label.size()) + 3 + int(pct.size());  // "label [" + "]" + pct
   const int width = std::clamp(columns - 1 - fixed - 10, 5, 30); // keep ~10 columns for the detail
   const int filled = static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * width));
   QString line = d->label + QStringLiteral(" [") + QString(filled, QLatin1Char('#')) +

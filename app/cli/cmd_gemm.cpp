@@ -233,13 +233,14 @@ int runGemm(const QStringList& args) {
       const auto na = nonFinite(x), nb = nonFinite(y);
       if (na + nb > 0) {
         bar.finish();
-        return fail(QStringLiteral("--scale %1 overflows float32 (max 3.40282e+38): %2 of %3 elements of A and %4 of %5 "
-                                   "of B are infinite; use a smaller --scale")
-                        .arg(shortestNumber(ro.scale))
-                        .arg(na)
-                        .arg(qint64(x.size()))
-                        .arg(nb)
-                        .arg(qint64(y.size())));
+        return fail(
+            QStringLiteral("--scale %1 overflows float32 (max 3.40282e+38): %2 of %3 elements of A and %4 of %5 "
+                           "of B are infinite; use a smaller --scale")
+                .arg(shortestNumber(ro.scale))
+                .arg(na)
+                .arg(qint64(x.size()))
+                .arg(nb)
+                .arg(qint64(y.size())));
       }
     }
     bar.update(0.05, QStringLiteral("quantize"));

@@ -409,7 +409,8 @@ int runGemmType(const QJsonObject& o, const QString& text, const RunCliOptions& 
   if (!isValidRunId(id.toStdString(), &why)) return fail(QString::fromStdString(why));
   auto run = gemmRun(cfg, text, id, opt.threads, opt.quiet, {}, opt.backend);
   if (!run && interrupted()) {
-    std::fprintf(stderr, "fp8lab-cli: interrupted by %s: GEMM run '%s' stopped before it finished and was not saved "
+    std::fprintf(stderr,
+                 "fp8lab-cli: interrupted by %s: GEMM run '%s' stopped before it finished and was not saved "
                  "(%s keeps what it held, with any runs finished before)\n",
                  interruptName().toUtf8().constData(), id.toUtf8().constData(), opt.out.toUtf8().constData());
     return interruptedExitCode();
@@ -654,9 +655,10 @@ int runRun(const QStringList& args) {
     const QString t = typeOf(obj);
     const ExperimentType* type = findType(t);
     if (!type)
-      return fail(t.isEmpty() ? QStringLiteral("%1: missing \"type\" (one of: %2)").arg(where, typeNames())
-                              : QStringLiteral("%1: unknown experiment type '%2' (this build knows: %3)")
-                                    .arg(where, t, typeNames()));
+      return fail(
+          t.isEmpty()
+              ? QStringLiteral("%1: missing \"type\" (one of: %2)").arg(where, typeNames())
+              : QStringLiteral("%1: unknown experiment type '%2' (this build knows: %3)").arg(where, t, typeNames()));
     QString why;
     if (type->validate && !type->validate(obj, &why)) return fail(QStringLiteral("%1: %2").arg(where, why));
   }

@@ -756,10 +756,9 @@ int runWeightGemmType(const QJsonObject&, const QString&, const RunCliOptions&) 
                      "(see docs/training.md); they can be re-run with `fp8lab-cli rerun`"));
 }
 
-const ExperimentTypeRegistrar trainingType({QStringLiteral("training"), runTrainingType, reproduceTrainingRun,
-                                            [](const QJsonObject& o, QString* error) {
-                                              return parseTrainingExperiment(o, error).has_value();
-                                            }});
+const ExperimentTypeRegistrar
+    trainingType({QStringLiteral("training"), runTrainingType, reproduceTrainingRun,
+                  [](const QJsonObject& o, QString* error) { return parseTrainingExperiment(o, error).has_value(); }});
 const ExperimentTypeRegistrar weightGemmType({QStringLiteral("gemm-trained-weights"), runWeightGemmType,
                                               reproduceWeightGemmRun, nullptr});
 

@@ -19,10 +19,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   fp8lab::setHdf5Isolation(false);
-  const auto kind = std::strcmp(argv[1], "session") == 0 ? fp8lab::Hdf5CheckKind::Session : fp8lab::Hdf5CheckKind::Foreign;
+  const auto kind =
+      std::strcmp(argv[1], "session") == 0 ? fp8lab::Hdf5CheckKind::Session : fp8lab::Hdf5CheckKind::Foreign;
   const fp8lab::Status st = fp8lab::runHdf5MetadataWalk(argv[2], kind);
   const std::string msg = st.message();
-  std::printf("%s%s", msg.empty() ? "walk finished, no findings\n" : msg.c_str(), msg.empty() || msg.back() == '\n' ? "" : "\n");
+  std::printf("%s%s", msg.empty() ? "walk finished, no findings\n" : msg.c_str(),
+              msg.empty() || msg.back() == '\n' ? "" : "\n");
   std::fflush(stdout);
   if (fp8lab::peakMemoryMiBOfThisProcess() > fp8lab::hdf5CheckMemoryLimitMiB()) {
     std::printf("peak memory %.0f MiB above the limit %.0f MiB\n", fp8lab::peakMemoryMiBOfThisProcess(),

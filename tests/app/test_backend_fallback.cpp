@@ -74,8 +74,7 @@ private Q_SLOTS:
   }
 
   void gpuRequestReportsTheFailure() {
-    ChosenGemmBackend b(BackendRequest::Gpu, std::make_unique<FailingGpu>(FailingGpu::How::OutOfMemory),
-                        std::string());
+    ChosenGemmBackend b(BackendRequest::Gpu, std::make_unique<FailingGpu>(FailingGpu::How::OutOfMemory), std::string());
     const QuantizedTensor a = q({1, 2, 3, 4}, 2, 2);
     bool threw = false;
     try {

@@ -2,7 +2,7 @@
 # Runs every fuzzer (or the ones named) for SECONDS each (default 600 = 10 CPU-minutes, one
 # process per target), starting from the seed corpus in tests/fuzz/corpus/<target> and keeping
 # new inputs in BUILD_DIR/tests/fuzz/corpus-<target>. Crashes land in BUILD_DIR/tests/fuzz/
-# artifacts/. Usage: tests/fuzz/run.sh [SECONDS] [target...]
+# artifacts/, the whole output of each run in BUILD_DIR/tests/fuzz/log-<target>.txt. Usage: tests/fuzz/run.sh [SECONDS] [target...]
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${BUILD_DIR:-$repo/build-fuzz}"
@@ -27,7 +27,7 @@ for t in "${targets[@]}"; do
        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
        "$fz/$t" "$work" "$repo/tests/fuzz/corpus/$t" "${dict[@]}" \
          -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
-         -max_len=65536 -artifact_prefix="$fz/artifacts/$t-" -print_final_stats=1 2>&1 | tail -25; then
+         -max_len=65536 -artifact_prefix="$fz/artifacts/$t-" -print_final_stats=1 2>&1 | tee "$fz/log-$t.txt" | tail -25; then
     status=1
   fi
 done

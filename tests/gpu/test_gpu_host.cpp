@@ -184,16 +184,11 @@ void testNanRule(Checker& c) {
     bool divide;
     const char* what;
   };
-  const Case cases[] = {{-qn, 2.0f, false, "-NaN * 2"},
-                        {qn, 2.0f, false, "+NaN * 2"},
-                        {-qn, 0.5f, true, "-NaN / 0.5"},
-                        {floatOf(0xff800001u), 3.0f, false, "-sNaN * 3"},
-                        {1.5f, -qn, false, "1.5 * -NaN"},
-                        {-1.5f, qn, true, "-1.5 / +NaN"},
-                        {0.0f, inf, false, "0 * Inf"},
-                        {-0.0f, inf, false, "-0 * Inf"},
-                        {0.0f, 0.0f, true, "0 / 0"},
-                        {inf, inf, true, "Inf / Inf"},
+  const Case cases[] = {{-qn, 2.0f, false, "-NaN * 2"},   {qn, 2.0f, false, "+NaN * 2"},
+                        {-qn, 0.5f, true, "-NaN / 0.5"},  {floatOf(0xff800001u), 3.0f, false, "-sNaN * 3"},
+                        {1.5f, -qn, false, "1.5 * -NaN"}, {-1.5f, qn, true, "-1.5 / +NaN"},
+                        {0.0f, inf, false, "0 * Inf"},    {-0.0f, inf, false, "-0 * Inf"},
+                        {0.0f, 0.0f, true, "0 / 0"},      {inf, inf, true, "Inf / Inf"},
                         {-inf, inf, true, "-Inf / Inf"}};
   for (const Format* f : {&Format::E4M3(), &Format::E3M4(), &Format::E4M3FN(), &Format::E5M2()}) {
     const EncodeConstants k = makeEncodeConstants(*f, true);
@@ -800,8 +795,9 @@ void testDevicePipelineOnHost(Checker& c) {
   o.sigma = 3.0;
   const int64_t R = 300, C = 264;
   std::vector<float> x = randomMatrix(R, C, 13, o);
-  const float specials[] = {0.0f,   -0.0f,  std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
-                            1e-40f, 1e30f,  448.0f,                                  -std::numeric_limits<float>::infinity()};
+  const float specials[] = {
+      0.0f,  -0.0f,  std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 1e-40f,
+      1e30f, 448.0f, -std::numeric_limits<float>::infinity()};
   for (size_t i = 0; i < x.size(); i += 41) x[i] = specials[(i / 41) % 8];
   for (int64_t i = 0; i < 128; ++i) // an all-zero 128x128 block (edge rule of every preset)
     for (int64_t j = 0; j < 128; ++j) x[static_cast<size_t>(i * C + j)] = 0.0f;
@@ -838,13 +834,15 @@ void testDevicePipelineOnHost(Checker& c) {
           dequant[static_cast<size_t>(b)] = s.dequant;
           bad += !sameFloat(s.quant, q.quant_scales[static_cast<size_t>(b)]) ||
                  !sameFloat(s.dequant, q.dequant_scales[static_cast<size_t>(b)]);
-          if (mx) bad += q.scale_codes.size() != static_cast<size_t>(nb) ||
-                         static_cast<uint8_t>(s.code < 0 ? 0 : s.code) != q.scale_codes[static_cast<size_t>(b)];
+          if (mx)
+            bad += q.scale_codes.size() != static_cast<size_t>(nb) ||
+                   static_cast<uint8_t>(s.code < 0 ? 0 : s.code) != q.scale_codes[static_cast<size_t>(b)];
         }
         const bool divide = cfg->op == Format::ScaleOp::Divide;
         for (int64_t i = 0; i < R && bad == 0; ++i)
           for (int64_t j = 0; j < C; ++j) {
-            const size_t e = static_cast<size_t>(i * C + j), b = static_cast<size_t>((i / blk.rows) * bc + j / blk.cols);
+            const size_t e = static_cast<size_t>(i * C + j),
+                         b = static_cast<size_t>((i / blk.rows) * bc + j / blk.cols);
             bad += encodeFloat(x[e], divide ? dequant[b] : quant[b], divide, k) != q.codes[e];
           }
         ++cases;

@@ -294,7 +294,9 @@ void TestImport::safetensorsBadInput_data() {
   // Two entries named "x" (the first F32 [2], the second an unsupported dtype): which one a JSON
   // reader keeps differs between readers, so the file is refused (fuzz_safetensors finding).
   row("duplicate name",
-      safetensors(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"x":{"dtype":"I8","shape":[8],"data_offsets":[0,8]}})", d8),
+      safetensors(
+          R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"x":{"dtype":"I8","shape":[8],"data_offsets":[0,8]}})",
+          d8),
       "twice");
 }
 

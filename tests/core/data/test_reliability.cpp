@@ -625,7 +625,8 @@ void TestReliability::cliBadInput_data() {
   // Every experiment is checked before the first runs: the good first one is not computed and
   // saved only for the command to fail on the second (and the error names which one).
   run("config: second of two experiments has k = 0",
-      QByteArray(R"({"experiments": [{"type": "gemm", "m": 8, "n": 8, "k": 8}, {"type": "gemm", "m": 8, "n": 8, "k": 0}]})"),
+      QByteArray(
+          R"({"experiments": [{"type": "gemm", "m": 8, "n": 8, "k": 8}, {"type": "gemm", "m": 8, "n": 8, "k": 0}]})"),
       "experiments[1]: k: expected an integer in [1, 1048576]");
   run("config: m beside a tensor operand",
       QByteArray(R"({"type": "gemm", "m": 999, "a": {"tensor": "a.npy"}, "b": {"tensor": "b.npy"}})"),
@@ -661,7 +662,7 @@ void TestReliability::cliBadInput_data() {
       << QByteArray() << QStringLiteral("--input '/dev/zero' is a device");
   QTest::newRow("scaling simulate --input /dev/zero")
       << QStringList{QStringLiteral("scaling"), QStringLiteral("simulate"), QStringLiteral("--preset"),
-                     QStringLiteral("te"), QStringLiteral("--input"), QStringLiteral("/dev/zero")}
+                     QStringLiteral("te"),      QStringLiteral("--input"),  QStringLiteral("/dev/zero")}
       << QByteArray() << QStringLiteral("--input '/dev/zero' is a device");
   QTest::newRow("output dir missing") << QStringList{QStringLiteral("run"), c, QStringLiteral("--out"),
                                                      QStringLiteral("%D/no/such/dir/out.h5"), QStringLiteral("-q")}
@@ -681,28 +682,30 @@ void TestReliability::cliBadInput_data() {
                                         << QByteArray() << QStringLiteral("not a number: '1e'");
   QTest::newRow("scaling simulate: negative amax")
       << QStringList{QStringLiteral("scaling"), QStringLiteral("simulate"), QStringLiteral("--preset"),
-                     QStringLiteral("te"), QStringLiteral("--amax"), QStringLiteral("1,2,-1")}
+                     QStringLiteral("te"),      QStringLiteral("--amax"),   QStringLiteral("1,2,-1")}
       << QByteArray() << QStringLiteral("amax -1 (item 3) is negative");
   QTest::newRow("gemm: --scale overflows float32")
-      << QStringList{QStringLiteral("gemm"), QStringLiteral("-m"), QStringLiteral("8"), QStringLiteral("-n"),
-                     QStringLiteral("8"), QStringLiteral("-k"), QStringLiteral("16"), QStringLiteral("--scale"),
-                     QStringLiteral("1e45")}
+      << QStringList{QStringLiteral("gemm"), QStringLiteral("-m"),      QStringLiteral("8"),
+                     QStringLiteral("-n"),   QStringLiteral("8"),       QStringLiteral("-k"),
+                     QStringLiteral("16"),   QStringLiteral("--scale"), QStringLiteral("1e45")}
       << QByteArray() << QStringLiteral("--scale 1e+45 overflows float32");
-  QTest::newRow("sweep: three-part format") << QStringList{QStringLiteral("sweep"), c, QStringLiteral("--dry-run"),
-                                                         QStringLiteral("--formats"),
-                                                         QStringLiteral("E4M3FN:E5M2:E2M1")}
-                                           << QByteArray(R"({"type": "gemm", "m": 8, "n": 8, "k": 8})")
-                                           << QStringLiteral("'E4M3FN:E5M2:E2M1' is not FORMAT or FORMAT_A:FORMAT_B");
+  QTest::newRow("sweep: three-part format")
+      << QStringList{QStringLiteral("sweep"), c, QStringLiteral("--dry-run"), QStringLiteral("--formats"),
+                     QStringLiteral("E4M3FN:E5M2:E2M1")}
+      << QByteArray(R"({"type": "gemm", "m": 8, "n": 8, "k": 8})")
+      << QStringLiteral("'E4M3FN:E5M2:E2M1' is not FORMAT or FORMAT_A:FORMAT_B");
   QTest::newRow("sweep: empty formats list")
       << QStringList{QStringLiteral("sweep"), c, QStringLiteral("--dry-run")}
       << QByteArray(R"({"type": "gemm", "m": 8, "n": 8, "k": 8, "sweep": {"formats": []}})")
       << QStringLiteral("sweep.formats: an empty list");
   // strtod turns 1e400 into inf and 1e-400 into 0 (ERANGE): refused with the reason instead.
   QTest::newRow("encode: 1e400 beyond float64")
-      << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M3FN"), QStringLiteral("1e400")}
+      << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M3FN"),
+                     QStringLiteral("1e400")}
       << QByteArray() << QStringLiteral("'1e400' is beyond the float64 range");
   QTest::newRow("encode: 1e-400 underflows float64")
-      << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M3FN"), QStringLiteral("1e-400")}
+      << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M3FN"),
+                     QStringLiteral("1e-400")}
       << QByteArray() << QStringLiteral("'1e-400' underflows to 0 in float64");
   QTest::newRow("encode: unknown format")
       << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M4"), QStringLiteral("1")}
@@ -782,7 +785,8 @@ void TestReliability::cliSignalStopsAndKeepsFinishedRuns() {
   } else {
     // Three grid points of 1024³ (seconds each): the first is not flushed yet (pending < 256 MiB), so the sweep
     // must save it when interrupted during the second.
-    f.write(R"({"type": "gemm", "m": 1024, "n": 1024, "k": 1024, "sweep": {"formats": ["E4M3FN", "E5M2", "E4M3FNUZ"]}})");
+    f.write(
+        R"({"type": "gemm", "m": 1024, "n": 1024, "k": 1024, "sweep": {"formats": ["E4M3FN", "E5M2", "E4M3FNUZ"]}})");
     args = {QStringLiteral("sweep"), cfg, QStringLiteral("--out"), out};
   }
   f.close();
@@ -1055,10 +1059,12 @@ void TestReliability::unreadableFileIsPermissionDenied() {
       const std::string got = errorLines(st);
       if (got != want) r += std::string(what) + ": got '" + got + "' want '" + want + "'\n";
     };
-    const std::string denied = "permission denied|" + noread + "|this user may not read the file (check its permissions)\n";
+    const std::string denied =
+        "permission denied|" + noread + "|this user may not read the file (check its permissions)\n";
     expect("open", SessionReader::open(noread), denied);
     expect("append", appendRuns(noread, {bigRun("new", 4, 5.0f)}),
-           denied + "write failed|" + noread + "|cannot read the existing file to keep its runs; nothing was written\n");
+           denied + "write failed|" + noread +
+               "|cannot read the existing file to keep its runs; nothing was written\n");
     expect("open below an unsearchable directory", SessionReader::open(hidden),
            "permission denied|" + hidden +
                "|cannot reach the file: a directory on its path is not searchable by this user\n");
@@ -1122,15 +1128,15 @@ void TestReliability::cliMergeKeepsAnUnrelatedOutputAndDeleteIsAllOrNothing() {
   QCOMPARE(loadSession(keep).value.runs[0].id, std::string("o1"));
 
   const QString D = QString::fromStdString(d);
-  QCOMPARE(cli({QStringLiteral("runs"), QStringLiteral("delete"), D, QStringLiteral("small"), QStringLiteral("nope")},
-               &err),
-           2);
+  QCOMPARE(
+      cli({QStringLiteral("runs"), QStringLiteral("delete"), D, QStringLiteral("small"), QStringLiteral("nope")}, &err),
+      2);
   QVERIFY2(err.contains(D + QStringLiteral("#/runs/nope: no such run (nothing deleted, file unchanged)")),
            qPrintable(err));
   QVERIFY(readBytes(d) == dBefore);
-  QCOMPARE(cli({QStringLiteral("runs"), QStringLiteral("delete"), D, QStringLiteral("small"), QStringLiteral("big")},
-               &err),
-           0);
+  QCOMPARE(
+      cli({QStringLiteral("runs"), QStringLiteral("delete"), D, QStringLiteral("small"), QStringLiteral("big")}, &err),
+      0);
   QCOMPARE(loadSession(d).value.runs.size(), size_t(0));
   QCOMPARE(tempFiles(dir), std::vector<std::string>{});
 }

@@ -418,10 +418,10 @@ void TestSession::mergeRefusesBadInput() {
 // JSON file named as the output was turned into HDF5, exit 0. Now an existing output that is not
 // an input is refused unless replace_existing; a file that is not a session never is replaced.
 void TestSession::mergeNeverReplacesAnUnrelatedOutput_data() {
-  QTest::addColumn<QByteArray>("kind");          // what the existing output is
-  QTest::addColumn<bool>("force");               // WriteOptions::replace_existing
-  QTest::addColumn<int>("code");                 // expected code besides WriteFailed (-1: none)
-  QTest::addColumn<QByteArray>("message");       // expected text of the WriteFailed error
+  QTest::addColumn<QByteArray>("kind");    // what the existing output is
+  QTest::addColumn<bool>("force");         // WriteOptions::replace_existing
+  QTest::addColumn<int>("code");           // expected code besides WriteFailed (-1: none)
+  QTest::addColumn<QByteArray>("message"); // expected text of the WriteFailed error
   const QByteArray unrelated("already exists and is not one of the inputs: merging would replace it and lose its "
                              "1 run(s) (file unchanged). To merge into it, name it as an input too (merge OUT OUT "
                              "IN...); to replace it, use --force");
