@@ -5,6 +5,7 @@
 #include <QFile>
 #include <QJsonDocument>
 #include <QMutex>
+#include <QRegularExpression>
 
 #include <atomic>
 #include <cerrno>
@@ -313,6 +314,24 @@ QString interruptName() {
 int interruptedExitCode() {
   const int s = g_signal.load();
   return s ? 128 + s : 130;
+}
+
+std::optional<std::vector<double>> readNumberFile(const QString& path, QString* error) {
+  const auto bytes = readInputFile(path, InputKind::Values, QStringLiteral("--input"), kMaxValuesBytes, error);
+  if (!bytes) return std::nullopt;
+  static const QRegularExpression sep(QStringLiteral("[\\s,]+"));
+  const QStringList words = QString::fromUtf8(*bytes).split(sep, Qt::SkipEmptyParts);
+  std::vector<double> v;
+  v.reserve(static_cast<size_t>(words.size()));
+  for (qsizetype i = 0; i < words.size(); ++i) {
+    const auto x = parseNumber(words[i]);
+    if (!x) {
+      *error = QStringLiteral("--input '%1': item %2: %3").arg(path).arg(i + 1).arg(numberProblem(words[i]));
+      return std::nullopt;
+    }
+    v.push_back(*x);
+  }
+  return v;
 }
 
 int fail(const QString& message) {

@@ -110,6 +110,10 @@ enum class InputKind {
 std::optional<QByteArray> readInputFile(const QString& path, InputKind kind, const QString& what, qint64 max_bytes,
                                         QString* error);
 
+/// Numbers of a value-list input (readInputFile, InputKind::Values: a file, "-" or a pipe),
+/// separated by whitespace and/or commas; nullopt with *error naming the file and the item.
+std::optional<std::vector<double>> readNumberFile(const QString& path, QString* error);
+
 /// The size limits of readInputFile's callers: configs 64 MiB, value lists 64 MiB (about six
 /// million numbers; split larger lists).
 inline constexpr qint64 kMaxConfigBytes = qint64(64) << 20;

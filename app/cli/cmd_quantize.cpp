@@ -17,24 +17,6 @@
 namespace fp8lab::cli {
 namespace {
 
-/// Numbers of a text file (or stdin for "-"), separated by whitespace and/or commas.
-std::optional<std::vector<double>> readNumbers(const QString& path, QString* err) {
-  const auto bytes = readInputFile(path, InputKind::Values, QStringLiteral("--input"), kMaxValuesBytes, err);
-  if (!bytes) return std::nullopt;
-  static const QRegularExpression sep(QStringLiteral("[\\s,]+"));
-  std::vector<double> v;
-  const QStringList words = QString::fromUtf8(*bytes).split(sep, Qt::SkipEmptyParts);
-  for (qsizetype i = 0; i < words.size(); ++i) {
-    const auto x = parseNumber(words[i]);
-    if (!x) {
-      *err = QStringLiteral("--input '%1': item %2: %3").arg(path).arg(i + 1).arg(numberProblem(words[i]));
-      return std::nullopt;
-    }
-    v.push_back(*x);
-  }
-  return v;
-}
-
 bool parseShape(const QString& s, int64_t* r, int64_t* c) {
   static const QRegularExpression re(QStringLiteral("^\\s*(\\d+)\\s*[xX,*]\\s*(\\d+)\\s*$"));
   const auto m = re.match(s);
@@ -126,7 +108,7 @@ int runQuantize(const QStringList& args) {
     v = *l;
   } else {
     QString err;
-    const auto l = readNumbers(p.value(QStringLiteral("input")), &err);
+    const auto l = readNumberFile(p.value(QStringLiteral("input")), &err);
     if (!l) return fail(err);
     v = *l;
   }

@@ -121,16 +121,9 @@ int runSimulate(const QStringList& args) {
     amax = *l;
   } else {
     QString err;
-    const auto bytes = readInputFile(p.value(QStringLiteral("input")), InputKind::Values, QStringLiteral("--input"),
-                                     kMaxValuesBytes, &err);
-    if (!bytes) return fail(err);
-    static const QRegularExpression sep(QStringLiteral("[\\s,]+"));
-    const QStringList w = QString::fromUtf8(*bytes).split(sep, Qt::SkipEmptyParts);
-    for (qsizetype i = 0; i < w.size(); ++i) {
-      const auto x = parseNumber(w[i]);
-      if (!x) return fail(QStringLiteral("--input: item %1: %2").arg(i + 1).arg(numberProblem(w[i])));
-      amax.push_back(*x);
-    }
+    auto l = readNumberFile(p.value(QStringLiteral("input")), &err);
+    if (!l) return fail(err);
+    amax = std::move(*l);
   }
   if (amax.empty()) return fail(QStringLiteral("no amax values given"));
   // An amax is max |x|: never negative. NaN and Inf stay allowed (the presets' edge rules).

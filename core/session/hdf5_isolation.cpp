@@ -86,24 +86,25 @@ void setHdf5CheckTimeoutSeconds(double seconds) {
   g_timeout_s.store(seconds > 0 ? seconds : 0.0);
 }
 
-double hdf5CheckTimeoutSeconds() {
-  const double t = g_timeout_s.load();
-  if (t > 0) return t;
-  if (const char* e = std::getenv("FP8LAB_HDF5_CHECK_TIMEOUT_S")) {
+namespace {
+/// A positive number below 1e6 from the environment variable `name`, else `fallback`.
+double envPositive(const char* name, double fallback) {
+  if (const char* e = std::getenv(name)) {
     char* end = nullptr;
     const double v = std::strtod(e, &end);
     if (end != e && v > 0 && v < 1e6) return v;
   }
-  return 30.0;
+  return fallback;
+}
+} // namespace
+
+double hdf5CheckTimeoutSeconds() {
+  const double t = g_timeout_s.load();
+  return t > 0 ? t : envPositive("FP8LAB_HDF5_CHECK_TIMEOUT_S", 30.0);
 }
 
 double hdf5CheckMemoryLimitMiB() {
-  if (const char* e = std::getenv("FP8LAB_HDF5_CHECK_MAX_MIB")) {
-    char* end = nullptr;
-    const double v = std::strtod(e, &end);
-    if (end != e && v > 0) return v;
-  }
-  return 512.0;
+  return envPositive("FP8LAB_HDF5_CHECK_MAX_MIB", 512.0);
 }
 
 std::string hdf5CheckerPath() {
