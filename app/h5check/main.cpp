@@ -1,5 +1,6 @@
-// fp8lab-h5check KIND FILE — walks FILE's HDF5 metadata the way FP8 Lab's open does
-// (KIND = session: SessionReader::open's validation; foreign: the importer's listing), then exits.
+// fp8lab-h5check KIND FILE — walks FILE's HDF5 metadata the way FP8 Lab's opens do (both
+// SessionReader::open's validation and the importer's listing; KIND = session or foreign says
+// which runs first and whose findings are printed), then exits.
 //
 // Exit status 0 means "the walk finished", 3 (kHdf5CheckExitMemory) "finished, but libhdf5 took
 // more memory than metadata can need" (a damaged length field) — whether or not the file is a valid session (the

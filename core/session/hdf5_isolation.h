@@ -27,7 +27,8 @@ namespace fp8lab {
 /// validation) or the foreign-file listing (listHdf5Tensors).
 enum class Hdf5CheckKind { Session, Foreign };
 
-/// Runs the metadata walk of `path` in the helper process and waits for it (time limit:
+/// Runs the metadata walk of `path` (both the session open's and the importer's listing, see
+/// runHdf5MetadataWalk; `kind` only words the message) in the helper process and waits for it (time limit:
 /// hdf5CheckTimeoutSeconds()). Returns ok when the helper finished (whatever it found: the
 /// in-process open reports the file's actual problems), when isolation is off, when the file was
 /// already checked unchanged, or when no helper program can be found or started (then the file is
@@ -65,8 +66,10 @@ double peakMemoryMiBOfThisProcess();
 /// installed copy (<prefix>/libexec/fp8lab/fp8lab-h5check).
 std::string hdf5CheckerPath();
 
-/// The walk the helper runs (also usable in-process, e.g. by tests): opens `path` as a session
-/// (SessionReader::open) or lists it as a foreign HDF5 file, with isolation off for the call.
+/// The walk the helper runs (also usable in-process, e.g. by tests), with isolation off for the
+/// call: opens `path` as a session (SessionReader::open, twice) and lists it as a foreign HDF5
+/// file (listHdf5Tensors), `kind`'s walk first; returns that walk's findings. Both walks run for
+/// either kind, so one verdict covers every later open of the file version.
 Status runHdf5MetadataWalk(const std::string& path, Hdf5CheckKind kind);
 
 } // namespace fp8lab

@@ -20,6 +20,7 @@ inline std::string scratchFile(const uint8_t* data, size_t size, const char* suf
     const char* dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     path = std::string(dir) + "/fp8lab-fuzz-" + std::to_string(getpid()) + suffix;
   }
+  ::unlink(path.c_str());
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) __builtin_trap();
   if (size && std::fwrite(data, 1, size, f) != size) __builtin_trap();
