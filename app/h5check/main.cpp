@@ -4,7 +4,8 @@
 //
 // Exit status 0 means "the walk finished", 3 (kHdf5CheckExitMemory) "finished, but libhdf5 took
 // more memory than metadata can need" (a damaged length field) — whether or not the file is a valid session (the
-// in-process open reports the file's problems). Any other end (a signal from a libhdf5 crash, a
+// in-process open reports the file's problems); 5 (kHdf5CheckExitMemoryError) "AddressSanitizer
+// caught libhdf5 reading, writing or freeing memory it does not own, or crashing". Any other end (a signal from a libhdf5 crash, a
 // sanitizer's exit, being killed at the time limit) tells the parent the file is unsafe to open.
 // See core/session/hdf5_isolation.h. Not meant to be run by hand; prints the walk's findings
 // on stdout when it is.
@@ -14,7 +15,36 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define FP8LAB_H5CHECK_MEMORY_CHECKED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FP8LAB_H5CHECK_MEMORY_CHECKED 1
+#endif
+#endif
+
+// AddressSanitizer settings of the helper (app/h5check/CMakeLists.txt builds it with ASan; an
+// ASAN_OPTIONS environment variable overrides single keys). 512-byte red zones around every block:
+// libhdf5 is not instrumented, only its memcpy/memmove/free calls are checked, and a stray copy
+// lands in a red zone — and is caught — only if the zone reaches it (fuzz_session's file read 160
+// bytes past a 416-byte block). A huge allocation returns NULL as with glibc (libhdf5 reports it);
+// exit status kHdf5CheckExitMemoryError on any report, including a SEGV; no leak report (the
+// helper leaves a half-broken file open on purpose, see _Exit below).
+extern "C" const char* __asan_default_options() {
+  return "redzone=512:allocator_may_return_null=1:detect_leaks=0:exitcode=5:quarantine_size_mb=64";
+}
+
+// `fp8lab-h5check --features` prints "memory-checked" (built with ASan) or "plain".
 int main(int argc, char** argv) {
+  static_assert(fp8lab::kHdf5CheckExitMemoryError == 5, "keep __asan_default_options' exitcode in step");
+  if (argc == 2 && std::strcmp(argv[1], "--features") == 0) {
+#ifdef FP8LAB_H5CHECK_MEMORY_CHECKED
+    std::printf("memory-checked\n");
+#else
+    std::printf("plain\n");
+#endif
+    return 0;
+  }
   if (argc != 3 || (std::strcmp(argv[1], "session") != 0 && std::strcmp(argv[1], "foreign") != 0)) {
     std::fprintf(stderr, "usage: fp8lab-h5check session|foreign FILE\n");
     return 2;

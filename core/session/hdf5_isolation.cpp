@@ -240,6 +240,15 @@ Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind) {
                "so it was not opened");
     return refuse(st);
   }
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kHdf5CheckExitMemoryError) {
+    st.add(C::Corrupt, path,
+           "the HDF5 library made a memory error (read, wrote or freed memory it does not own, or crashed) "
+           "while reading this file's " + what +
+               " in a separate checking process, whose memory checker caught it; the file is damaged or crafted, so it "
+               "was not opened "
+               "(FP8 Lab and your other work are unaffected)");
+    return refuse(st);
+  }
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
     std::lock_guard<std::mutex> lk(g_passed_mu);
     g_passed.insert(key);

@@ -57,6 +57,12 @@ double hdf5CheckMemoryLimitMiB();
 /// The helper's exit status when its walk finished but its peak memory passed the limit.
 inline constexpr int kHdf5CheckExitMemory = 3;
 
+/// The helper's exit status when its memory checker (the helper is built with AddressSanitizer,
+/// FP8LAB_H5CHECK_ASAN) caught libhdf5 copying from outside a block, using freed memory, freeing
+/// twice, or crashing. Such a file is refused although a plain process might read it without a
+/// visible fault: the stray read lands wherever the heap layout puts it.
+inline constexpr int kHdf5CheckExitMemoryError = 5;
+
 /// Peak resident memory of this process's address space in MiB (VmHWM of /proc/self/status;
 /// unlike getrusage's ru_maxrss it does not include a parent's memory carried through exec).
 double peakMemoryMiBOfThisProcess();

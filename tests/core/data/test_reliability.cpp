@@ -959,6 +959,15 @@ void TestReliability::hdf5LibraryCrashesAreContained_data() {
 void TestReliability::hdf5LibraryCrashesAreContained() {
   QFETCH(QString, file);
   QVERIFY2(!hdf5CheckerPath().empty(), "fp8lab-h5check not found (it is built with fp8lab_data)");
+  // *.memcheck.h5: libhdf5 copies from past the end of a block on these, which faults or not
+  // depending on the heap layout — only the memory-checked helper (FP8LAB_H5CHECK_ASAN) sees it.
+  if (file.contains(QStringLiteral(".memcheck."))) {
+    QProcess p;
+    p.start(QString::fromStdString(hdf5CheckerPath()), {QStringLiteral("--features")});
+    QVERIFY(p.waitForFinished(30000));
+    if (!p.readAllStandardOutput().startsWith("memory-checked"))
+      QSKIP("fp8lab-h5check is built without AddressSanitizer (FP8LAB_H5CHECK_ASAN=OFF or no libasan)");
+  }
   setHdf5CheckTimeoutSeconds(5); // the hanging file loops for minutes; 5 s is plenty for a real walk
   const std::string f = file.toStdString();
   const int rc = inChild(
@@ -975,10 +984,11 @@ void TestReliability::hdf5LibraryCrashesAreContained() {
         if (!hasCode(r, Code::Corrupt)) return 4;
         const std::string m = r.message();
         if (m.find("separate checking process") == std::string::npos) return 5;
-        // a signal (release build), a sanitizer's exit status (the ASan build's helper reports the
-        // SEGV and exits 1), the time limit, or the memory limit
+        // a signal (a plain helper), the memory checker's report (the ASan-built helper, exit 5), a
+        // sanitizer's exit status (the whole-ASan build's helper), the time limit, or the memory limit
         if (m.find("crashed (signal") == std::string::npos && m.find("failed (exit status") == std::string::npos &&
-            m.find("did not finish") == std::string::npos && m.find("MiB of memory in a separate") == std::string::npos)
+            m.find("did not finish") == std::string::npos && m.find("MiB of memory in a separate") == std::string::npos &&
+            m.find("made a memory error") == std::string::npos)
           return 6;
         return 0;
       },
