@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <thread>
 #include <tuple>
+#include <vector>
 #include <unistd.h>
 
 extern char** environ;
@@ -63,6 +64,72 @@ std::string selfDir() {
 std::string signalText(int sig) {
   const char* d = ::strsignal(sig);
   return "signal " + std::to_string(sig) + (d ? std::string(", ") + d : std::string());
+}
+
+/// The environment for the helper: this process's, without LD_PRELOAD (a preloaded library in
+/// front of the AddressSanitizer runtime makes the memory-checked helper refuse to start).
+std::vector<std::string> checkerEnvironment() {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e)
+    if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env.emplace_back(*e);
+  return env;
+}
+
+/// Starts `helper args...` with stdin/stdout/stderr on /dev/null and waits up to `limit` seconds
+/// (then SIGKILL: *timed_out). False when it cannot be started or waited for.
+bool runChecker(const std::string& helper, const std::vector<std::string>& args, double limit, int* wstatus,
+                bool* timed_out) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  std::vector<std::string> argStore{helper};
+  argStore.insert(argStore.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argStore) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> envStore = checkerEnvironment();
+  std::vector<char*> envp;
+  for (auto& e : envStore) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, helper.c_str(), &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return false; // cannot start it (resource limits, missing)
+
+  const auto t0 = std::chrono::steady_clock::now();
+  *timed_out = false;
+  auto nap = std::chrono::microseconds(200);
+  for (;;) {
+    const pid_t w = ::waitpid(pid, wstatus, WNOHANG);
+    if (w == pid) return true;
+    if (w < 0 && errno != EINTR) return false; // lost the child (SIGCHLD ignored elsewhere)
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > limit) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, wstatus, 0) < 0 && errno == EINTR) {
+      }
+      *timed_out = true;
+      return true;
+    }
+    std::this_thread::sleep_for(nap);
+    if (nap < std::chrono::milliseconds(20)) nap *= 2;
+  }
+}
+
+/// Whether `helper --features` runs to a normal end in this process's environment (asked once
+/// per helper path, only after a helper exited with an unexpected status).
+bool checkerRuns(const std::string& helper) {
+  static std::mutex mu;
+  static std::map<std::string, bool> known;
+  std::lock_guard<std::mutex> lk(mu);
+  if (auto it = known.find(helper); it != known.end()) return it->second;
+  int ws = 0;
+  bool timed_out = false;
+  const bool ok = runChecker(helper, {"--features"}, 30.0, &ws, &timed_out) && !timed_out && WIFEXITED(ws) &&
+                  WEXITSTATUS(ws) == 0;
+  known[helper] = ok;
+  return ok;
 }
 
 } // namespace
@@ -183,39 +250,11 @@ Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind) {
   const std::string helper = hdf5CheckerPath();
   if (helper.empty()) return st; // no helper installed: open unprotected
 
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  std::string kindArg = kind == Hdf5CheckKind::Session ? "session" : "foreign";
-  std::string pathArg = path;
-  std::string helperArg = helper;
-  char* argv[] = {helperArg.data(), kindArg.data(), pathArg.data(), nullptr};
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, helper.c_str(), &fa, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return st; // cannot start it (resource limits, missing): open unprotected
-
+  const std::string kindArg = kind == Hdf5CheckKind::Session ? "session" : "foreign";
   const double limit = hdf5CheckTimeoutSeconds();
-  const auto t0 = std::chrono::steady_clock::now();
   int wstatus = 0;
   bool timed_out = false;
-  auto nap = std::chrono::microseconds(200);
-  for (;;) {
-    const pid_t w = ::waitpid(pid, &wstatus, WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) return st; // lost the child (SIGCHLD ignored elsewhere): unprotected
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > limit) {
-      ::kill(pid, SIGKILL);
-      while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-      }
-      timed_out = true;
-      break;
-    }
-    std::this_thread::sleep_for(nap);
-    if (nap < std::chrono::milliseconds(20)) nap *= 2;
-  }
+  if (!runChecker(helper, {kindArg, path}, limit, &wstatus, &timed_out)) return st; // cannot start or lost it: unprotected
 
   const std::string what = kind == Hdf5CheckKind::Session ? "metadata" : "contents list";
   if (timed_out) {
@@ -250,6 +289,15 @@ Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind) {
     return refuse(st);
   }
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
+    std::lock_guard<std::mutex> lk(g_passed_mu);
+    g_passed.insert(key);
+    return st;
+  }
+  // Any other end — a signal, another exit status (the whole-ASan build's helper reporting a
+  // crash) — blames the file, unless the helper cannot run in this environment at all (ASan's
+  // runtime aborts at start under a small RLIMIT_AS, for one): that would refuse every file, so
+  // it counts as "no helper", and the file is opened unprotected, as without the program.
+  if (!checkerRuns(helper)) {
     std::lock_guard<std::mutex> lk(g_passed_mu);
     g_passed.insert(key);
     return st;

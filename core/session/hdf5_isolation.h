@@ -31,8 +31,10 @@ enum class Hdf5CheckKind { Session, Foreign };
 /// runHdf5MetadataWalk; `kind` only words the message) in the helper process and waits for it (time limit:
 /// hdf5CheckTimeoutSeconds()). Returns ok when the helper finished (whatever it found: the
 /// in-process open reports the file's actual problems), when isolation is off, when the file was
-/// already checked unchanged, or when no helper program can be found or started (then the file is
-/// opened unprotected, exactly as before this check existed). Returns one Corrupt error naming
+/// already checked unchanged, or when no helper program can be found, started, or run in this
+/// environment (its `--features` self-test fails too, e.g. the AddressSanitizer runtime cannot
+/// reserve its shadow memory under a small RLIMIT_AS; then the file is opened unprotected, exactly
+/// as before this check existed). The helper gets this process's environment minus LD_PRELOAD. Returns one Corrupt error naming
 /// the signal ("the HDF5 library crashed (signal 11, Segmentation fault) ..."), the time limit,
 /// or the memory the walk took (above hdf5CheckMemoryLimitMiB()) when the helper died, hung, or
 /// needed far more memory than metadata can. Thread-safe; blocks the calling thread (so call it where the

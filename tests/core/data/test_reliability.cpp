@@ -226,6 +226,7 @@ private Q_SLOTS:
   void hdf5LibraryCrashesAreContained_data();
   void hdf5LibraryCrashesAreContained();
   void hdf5CheckPassesGoodFilesAndFallsBack();
+  void hdf5CheckSurvivesHostileEnvironment();
   void readOnlySessionIsNotRewritten();
   void unreadableFileIsPermissionDenied();
   void cliMergeKeepsAnUnrelatedOutputAndDeleteIsAllOrNothing();
@@ -999,6 +1000,50 @@ void TestReliability::hdf5LibraryCrashesAreContained() {
 
 // The check lets a valid session through unchanged, and without a helper program the open still
 // works (unprotected, as before the check existed).
+// The memory-checked helper (AddressSanitizer runtime) must not turn an unusual environment into
+// "every file refused" or "every file unprotected": a library preloaded in front of the ASan
+// runtime is dropped from the helper's environment (the crafted file is still refused), and an
+// address-space limit too small for ASan's shadow memory makes the helper unusable — then a good
+// file opens (unprotected, as without the helper) instead of being called damaged.
+void TestReliability::hdf5CheckSurvivesHostileEnvironment() {
+  QProcess p;
+  p.start(QString::fromStdString(hdf5CheckerPath()), {QStringLiteral("--features")});
+  QVERIFY(p.waitForFinished(30000));
+  if (!p.readAllStandardOutput().startsWith("memory-checked"))
+    QSKIP("fp8lab-h5check is built without AddressSanitizer");
+  QTemporaryDir tmp;
+  const std::string good = tmp.filePath(QStringLiteral("good.h5")).toStdString();
+  Session s;
+  s.runs.push_back(bigRun("r1", 8, 1.0f));
+  QVERIFY(writeSession(good, s).ok());
+  const std::string crafted = FP8LAB_SOURCE_DIR "/tests/fuzz/known-libhdf5-crashes/H5Aiterate2-H5A__close-segv.h5";
+  int rc = inChild(
+      [&] {
+        setenv("LD_PRELOAD", "libz.so.1", 1); // any library: ASan insists on coming first
+        auto bad = SessionReader::open(crafted);
+        if (bad.ok() || bad.message().find("separate checking process") == std::string::npos) return 3;
+        auto ok = SessionReader::open(good);
+        return ok.ok() ? 0 : 4;
+      },
+      60);
+  QCOMPARE(rc, 0);
+#if !defined(__SANITIZE_ADDRESS__) // this process's own ASan runtime would not survive the limit either
+  rc = inChild(
+      [&] {
+        rlimit lim{rlim_t(4) << 30, rlim_t(4) << 30}; // 4 GiB: plenty for FP8 Lab, far too little for ASan's shadow
+        if (setrlimit(RLIMIT_AS, &lim) != 0) return 10;
+        auto ok = SessionReader::open(good);
+        if (!ok.ok()) {
+          std::fprintf(stderr, "%s\n", ok.message().c_str());
+          return 11;
+        }
+        return ok.value->info().runs.size() == 1 ? 0 : 12;
+      },
+      60);
+  QCOMPARE(rc, 0);
+#endif
+}
+
 void TestReliability::hdf5CheckPassesGoodFilesAndFallsBack() {
   QTemporaryDir tmp;
   QVERIFY(tmp.isValid());
