@@ -1,5 +1,7 @@
 #include "cli_util.h"
 
+#include <QFileInfo>
+
 #include "formats/format.h"
 
 #include <QFile>
@@ -337,6 +339,34 @@ std::optional<std::vector<double>> readNumberFile(const QString& path, QString* 
 int fail(const QString& message) {
   std::fprintf(stderr, "fp8lab-cli: error: %s\n", message.toUtf8().constData());
   return 2;
+}
+
+int parseThreads(const QString& text) {
+  bool ok = false;
+  const int n = text.trimmed().toInt(&ok);
+  if (!ok || n < 0 || n > kMaxThreads) {
+    fail(QStringLiteral("--threads: expected an integer 0..%1 (0 = one per core), got '%2'").arg(kMaxThreads).arg(text));
+    return -1;
+  }
+  return n;
+}
+
+bool outputWritableOrFail(const QString& out) {
+  const QFileInfo fi(out);
+  if (fi.isDir()) return fail(QStringLiteral("write failed: --out %1 is a directory").arg(out)), false;
+  const QFileInfo dir(fi.absolutePath());
+  if (!dir.isDir())
+    return fail(QStringLiteral("write failed: the directory of --out %1 does not exist").arg(out)), false;
+  if (fi.exists() && !fi.isWritable())
+    return fail(QStringLiteral("write failed: %1 is read-only (the session is kept as it is; choose another --out)")
+                    .arg(out)),
+           false;
+  if (!dir.isWritable())
+    return fail(QStringLiteral("write failed: cannot create files in %1 (a save writes a temporary file there, then "
+                               "renames it)")
+                    .arg(dir.absoluteFilePath())),
+           false;
+  return true;
 }
 
 void out(const std::string& text) {

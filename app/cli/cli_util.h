@@ -149,6 +149,20 @@ int interruptedExitCode();
 /// Prints a message to stderr prefixed "fp8lab-cli: error: " and returns exit code 2.
 int fail(const QString& message);
 
+/// Largest --threads value accepted: far above any machine's core count, low enough that a typo
+/// (100000) is an error rather than 100000 worker threads.
+inline constexpr int kMaxThreads = 1024;
+
+/// Parses a --threads value: 0 (one per core) .. kMaxThreads. Returns the count, or -1 after
+/// printing "--threads: expected an integer 0..1024 (0 = one per core), got 'x'" (exit 2).
+int parseThreads(const QString& text);
+
+/// Refuses, before any computation, an output session the command could not save: a directory,
+/// a missing parent directory, an existing file this user may not write, or a parent directory
+/// where the save's temporary file cannot be created (saves write beside, then rename). Prints
+/// "write failed: ..." and returns false (exit 2).
+bool outputWritableOrFail(const QString& out);
+
 /// Prints text to stdout (UTF-8) without a trailing newline added.
 void out(const std::string& text);
 void out(const QString& text);

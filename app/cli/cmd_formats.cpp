@@ -77,6 +77,9 @@ int runFormats(const QStringList& args) {
   p.addOption(jsonOption());
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
+  if (!p.positionalArguments().isEmpty())
+    return fail(QStringLiteral("formats takes no arguments (got '%1'); `table --format NAME` lists one format's codes")
+                    .arg(p.positionalArguments().join(QLatin1Char(' '))));
   if (p.isSet(QStringLiteral("json"))) {
     QJsonArray arr;
     for (const Format* f : Format::all()) {
@@ -357,6 +360,9 @@ int runTable(const QStringList& args) {
   p.addOption(jsonOption());
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
+  if (!p.positionalArguments().isEmpty())
+    return fail(QStringLiteral("table takes no arguments (got '%1'); name the format with --format %1")
+                    .arg(p.positionalArguments().join(QLatin1Char(' '))));
   const Format* f = requireFormat(p.value(QStringLiteral("format")), &rc);
   if (!f) return rc;
   if (p.isSet(QStringLiteral("json"))) {

@@ -182,8 +182,8 @@ int runGemm(const QStringList& args) {
   o.fast_accum_group = p.value(QStringLiteral("fast-group")).toInt(&ok);
   if (!ok || o.fast_accum_group < 1) return fail(QStringLiteral("--fast-group must be a positive integer"));
   o.fast_accum_promotes = !p.isSet(QStringLiteral("no-promotion"));
-  o.threads = p.value(QStringLiteral("threads")).toInt(&ok);
-  if (!ok || o.threads < 0) return fail(QStringLiteral("--threads must be ≥ 0"));
+  o.threads = parseThreads(p.value(QStringLiteral("threads")));
+  if (o.threads < 0) return 2;
   const QString kern = p.value(QStringLiteral("kernel")).toLower();
   if (kern == QStringLiteral("portable"))
     o.cpu_kernel = CpuKernel::Portable;

@@ -628,16 +628,10 @@ int runRun(const QStringList& args) {
   opt.quiet = p.isSet(q);
   opt.compress = !p.isSet(nc);
   opt.data_dir = p.value(dataOpt);
-  bool ok = false;
-  opt.threads = p.value(th).toInt(&ok);
-  if (!ok || opt.threads < 0) return fail(QStringLiteral("--threads: expected a non-negative integer"));
-  {
-    // Refuse an output that cannot be written before computing anything.
-    const QFileInfo fi(opt.out);
-    if (fi.isDir()) return fail(QStringLiteral("write failed: --out %1 is a directory").arg(opt.out));
-    if (!fi.absoluteDir().exists())
-      return fail(QStringLiteral("write failed: the directory of --out %1 does not exist").arg(opt.out));
-  }
+  opt.threads = parseThreads(p.value(th));
+  if (opt.threads < 0) return 2;
+  // Refuse an output that cannot be written before computing anything.
+  if (!outputWritableOrFail(opt.out)) return 2;
   if (!parseBackendRequest(p.value(be)))
     return fail(QStringLiteral("--backend must be auto, cpu or gpu (got '%1')").arg(p.value(be)));
   LoadedConfig c;
@@ -720,9 +714,9 @@ int runSweep(const QStringList& args) {
   if (p.positionalArguments().size() != 1) return fail(QStringLiteral("sweep needs exactly one CONFIG.json"));
   const QString outPath = p.value(o);
   if (outPath.isEmpty() && !p.isSet(dryOpt)) return fail(QStringLiteral("--out FILE.h5 is required"));
-  bool ok = false;
-  const int threads = p.value(th).toInt(&ok);
-  if (!ok || threads < 0) return fail(QStringLiteral("--threads: expected a non-negative integer"));
+  if (!p.isSet(dryOpt) && !outputWritableOrFail(outPath)) return 2;
+  const int threads = parseThreads(p.value(th));
+  if (threads < 0) return 2;
   int shard = 0, shards = 1;
   if (p.isSet(shardOpt)) {
     static const QRegularExpression re(QStringLiteral("^(\\d+)/(\\d+)$"));
@@ -983,9 +977,8 @@ int runRerun(const QStringList& args) {
                        "to repeat a run on the GPU, run its config again: fp8lab-cli run CONFIG.json --backend gpu"));
   if (p.positionalArguments().size() != 2) return fail(QStringLiteral("rerun needs FILE.h5 and RUN_ID"));
   const QString file = p.positionalArguments()[0], id = p.positionalArguments()[1];
-  bool ok = false;
-  const int threads = p.value(th).toInt(&ok);
-  if (!ok || threads < 0) return fail(QStringLiteral("--threads: expected a non-negative integer"));
+  const int threads = parseThreads(p.value(th));
+  if (threads < 0) return 2;
   auto rd = SessionReader::open(file.toStdString());
   if (!rd.ok()) return fail(QString::fromStdString(rd.errors()));
   auto stored = rd.value->readRun(id.toStdString());

@@ -433,11 +433,8 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
     if (spec->runs.empty()) return fail(QStringLiteral("no run '%1' in the config").arg(opt.only_run));
     spec->weight_gemm.reset();
   }
-  // Fail early on an unwritable output directory, before minutes of training.
-  const QFileInfo outInfo(out_path_q);
-  if (!QFileInfo(outInfo.absolutePath()).isDir() || !QFileInfo(outInfo.absolutePath()).isWritable())
-    return fail(QStringLiteral("cannot write %1: the directory %2 does not exist or is not writable")
-                    .arg(out_path_q, outInfo.absolutePath()));
+  // Fail early on an output that cannot be saved, before minutes of training.
+  if (!outputWritableOrFail(out_path_q)) return 2;
 
   DataCache data;
   InterruptGuard interrupt_guard; // SIGINT / SIGTERM / SIGHUP: stop after the step, save, exit 128+sig

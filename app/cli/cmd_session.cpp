@@ -477,19 +477,34 @@ int runRuns(const QStringList& args) {
       "  runs list FILE.h5\n  runs delete FILE.h5 RUN_ID [RUN_ID...]\n  runs rename FILE.h5 OLD_ID NEW_ID"));
   p.addPositionalArgument(QStringLiteral("action"), QStringLiteral("list, delete or rename."));
   p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
+  const QCommandLineOption js(QStringLiteral("json"),
+                              QStringLiteral("list: a JSON array of {id, type, created_utc, datasets} instead of ids."));
+  p.addOption(js);
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   const QStringList pos = p.positionalArguments();
   if (pos.size() < 2) return fail(QStringLiteral("usage: runs list|delete|rename FILE.h5 ..."));
   const QString action = pos[0], file = pos[1];
   if (action == QStringLiteral("list")) {
-    auto rd = openOrFail(file, false, &rc);
+    if (pos.size() != 2) return fail(QStringLiteral("runs list takes only FILE.h5 (got %1 more)").arg(pos.size() - 2));
+    auto rd = openOrFail(file, p.isSet(js), &rc);
     if (!rd) return rc;
+    if (p.isSet(js)) {
+      QJsonArray a;
+      for (const auto& r : rd->info().runs)
+        a.append(QJsonObject{{QStringLiteral("id"), qs(r.id)},
+                             {QStringLiteral("type"), qs(r.type)},
+                             {QStringLiteral("created_utc"), qs(r.created_utc)},
+                             {QStringLiteral("datasets"), int(r.datasets.size())}});
+      out(toJsonText(a) + "\n");
+      return 0;
+    }
     QString t;
     for (const auto& r : rd->info().runs) t += qs(r.id) + QLatin1Char('\n');
     out(t);
     return 0;
   }
+  if (p.isSet(js)) return fail(QStringLiteral("--json applies to runs list only"));
   if (action == QStringLiteral("delete")) {
     if (pos.size() < 3) return fail(QStringLiteral("runs delete needs FILE.h5 and at least one RUN_ID"));
     std::vector<std::string> ids;

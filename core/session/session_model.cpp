@@ -392,11 +392,18 @@ bool isValidRunId(const std::string& id, std::string* why) {
   if (id.empty()) return bad("run id is empty");
   if (id.size() > 128) return bad("run id longer than 128 characters");
   if (id[0] == '.') return bad("run id starts with '.'");
-  for (char ch : id) {
+  for (size_t i = 0; i < id.size(); ++i) {
+    const char ch = id[i];
     const bool okc = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
                      ch == '-' || ch == '.' || ch == '+' || ch == '=';
-    if (!okc)
-      return bad(std::string("run id '") + id + "' contains '" + ch + "' (allowed: letters, digits, _ - . + =)");
+    if (okc) continue;
+    // Name the whole character: a non-ASCII one is a UTF-8 lead byte plus its continuation bytes
+    // (quoting the lead byte alone printed half a character).
+    size_t n = 1;
+    if (static_cast<unsigned char>(ch) >= 0xC0)
+      while (i + n < id.size() && n < 4 && (static_cast<unsigned char>(id[i + n]) & 0xC0) == 0x80) ++n;
+    return bad("run id '" + id + "' contains '" + id.substr(i, n) +
+               "' (allowed: ASCII letters and digits, _ - . + =)");
   }
   return true;
 }

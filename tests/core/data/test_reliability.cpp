@@ -598,6 +598,22 @@ void TestReliability::cliBadInput_data() {
                         << cfg << QString::fromUtf8(m);
   };
   run("config: empty file", QByteArray(" "), "is not valid JSON");
+  // Extra words were ignored silently (a tester's finding): `table E5M2` printed E4M3FN's table.
+  QTest::newRow("table with a positional format") << QStringList{QStringLiteral("table"), QStringLiteral("E5M2")}
+                                                  << QByteArray()
+                                                  << QStringLiteral("table takes no arguments (got 'E5M2'); name the format with --format E5M2");
+  QTest::newRow("formats with an argument") << QStringList{QStringLiteral("formats"), QStringLiteral("x")} << QByteArray()
+                                            << QStringLiteral("formats takes no arguments (got 'x')");
+  // A tester's finding: --threads 100000 was accepted (100000 worker threads). 0..1024 now.
+  QTest::newRow("run --threads 100000")
+      << QStringList{QStringLiteral("run"), c, QStringLiteral("--out"), o, QStringLiteral("--threads"),
+                     QStringLiteral("100000")}
+      << QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4})")
+      << QStringLiteral("--threads: expected an integer 0..1024 (0 = one per core), got '100000'");
+  QTest::newRow("sweep --threads -1") << QStringList{QStringLiteral("sweep"), c, QStringLiteral("--out"), o,
+                                                     QStringLiteral("--threads"), QStringLiteral("-1")}
+                                      << QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4})")
+                                      << QStringLiteral("--threads: expected an integer 0..1024");
   run("config: not JSON", QByteArray("{\"type\": \"gemm\",\n \"m\": }"), "line 2, column");
   run("config: top-level array", QByteArray("[1, 2]"), "expected a JSON object at the top");
   run("config: unknown key", QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4, "colour": 1})"), "colour");
@@ -1100,6 +1116,32 @@ void TestReliability::readOnlySessionIsNotRewritten() {
     r += expect("renameRun", renameRun(ro, "r1", "r9"), ro);
     r += expect("mergeSessions", mergeSessions(ro, {ro, other}), ro);
     r += expect("appendRuns through a link", appendRuns(link, {bigRun("new", 4, 5.0f)}), link);
+    // The CLI refuses the read-only --out before computing (a tester's finding: `run` computed
+    // first, then failed to save).
+    {
+      const std::string cfg = dir + "/c.json", errf = dir + "/cli-err.txt";
+      FILE* f = std::fopen(cfg.c_str(), "w");
+      if (!f) return std::string("cannot write the config");
+      std::fputs(R"({"type": "gemm", "m": 256, "k": 256, "n": 256})", f);
+      std::fclose(f);
+      const std::string cli = cliPath().toStdString();
+      const pid_t pid = fork();
+      if (pid == 0) {
+        const int e = open(errf.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(e, 2);
+        execl(cli.c_str(), cli.c_str(), "run", cfg.c_str(), "--out", ro.c_str(), "-q", static_cast<char*>(nullptr));
+        _exit(127);
+      }
+      int st = 0;
+      waitpid(pid, &st, 0);
+      const std::string err = readBytes(errf);
+      // The up-front refusal's own words (the save's refusal after computing says "nothing was written").
+      const std::string want = "write failed: " + ro + " is read-only (the session is kept as it is; choose another --out)";
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != 2 || err.find(want) == std::string::npos)
+        r += "CLI run --out read-only: exit " + std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : -1) + ": " + err;
+      std::remove(errf.c_str());
+      std::remove(cfg.c_str());
+    }
     // A writable file of the same user in the same directory is written normally.
     const Status ok = appendRuns(other, {bigRun("o2", 4, 6.0f)});
     if (!ok.ok()) r += "appendRuns to a writable file failed: " + ok.message() + "\n";
@@ -1207,6 +1249,20 @@ void TestReliability::cliMergeKeepsAnUnrelatedOutputAndDeleteIsAllOrNothing() {
   QCOMPARE(loadSession(keep).value.runs[0].id, std::string("o1"));
 
   const QString D = QString::fromStdString(d);
+  {
+    // runs list --json (a tester asked for it): one object per run, sorted by id, from the file.
+    QProcess p;
+    p.start(cliPath(), {QStringLiteral("runs"), QStringLiteral("list"), D, QStringLiteral("--json")});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 0);
+    const QJsonArray a = QJsonDocument::fromJson(p.readAllStandardOutput()).array();
+    QCOMPARE(a.size(), 2);
+    QCOMPARE(a[0].toObject().value(QStringLiteral("id")).toString(), QStringLiteral("big"));
+    QCOMPARE(a[1].toObject().value(QStringLiteral("id")).toString(), QStringLiteral("small"));
+    QVERIFY(a[0].toObject().value(QStringLiteral("datasets")).toInt() > 0);
+    QCOMPARE(cli({QStringLiteral("runs"), QStringLiteral("list"), D, QStringLiteral("extra")}, &err), 2);
+    QVERIFY2(err.contains(QStringLiteral("runs list takes only FILE.h5")), qPrintable(err));
+  }
   QCOMPARE(
       cli({QStringLiteral("runs"), QStringLiteral("delete"), D, QStringLiteral("small"), QStringLiteral("nope")}, &err),
       2);
