@@ -7,10 +7,12 @@
 // loop in H5HG_read on a damaged global heap; inputs in tests/fuzz/known-libhdf5-crashes/).
 // FP8 Lab cannot fix the library, so SessionReader::open and the HDF5 importer first let the
 // helper program `fp8lab-h5check` walk the same metadata (every attribute, group and dataset
-// header the in-process open will touch). The walk is deterministic, so a file that the helper
-// walks to the end is then opened in-process; a file that kills the helper (any signal, a
-// non-zero exit) or keeps it busy past the time limit is refused with a Corrupt error that says
-// so. Passed and refused files are remembered per (device, inode, size, modification time) for the life of
+// header either in-process open will touch). The helper is built with AddressSanitizer
+// (FP8LAB_H5CHECK_ASAN): libhdf5's memcpy/free calls are checked there, so a stray copy that a
+// plain process would survive by chance — and crash on later, depending on its heap layout — is
+// caught. A file that the helper walks to the end is then opened in-process; a file that kills
+// the helper (any signal, a non-zero exit), trips its memory checker, or keeps it busy past the
+// time limit is refused with a Corrupt error that says so. Passed and refused files are remembered per (device, inode, size, modification time) for the life of
 // the process, so the views' repeated opens of one session cost one check.
 //
 // Scope: the metadata read on open. Dataset contents are read later in-process; HDF5 reports
