@@ -42,6 +42,7 @@ sed -n '/Package:/,$p' "$work/control"
 grep -q '^ Depends:.*libqt6core6' "$work/control" || die "Depends does not name libqt6core6 (dpkg-shlibdeps)"
 grep -q '^ Depends:.*libhdf5' "$work/control" || die "Depends does not name the HDF5 library"
 grep -q '^ Depends:.*qt6-qpa-plugins' "$work/control" || die "Depends does not name qt6-qpa-plugins (the GUI's platform plugins)"
+grep -q '^ Depends:.*libasan' "$work/control" || die "Depends does not name libasan (fp8lab-h5check is built with AddressSanitizer)"
 if grep -q 'cuda' "$work/control"; then die "the package depends on CUDA"; fi
 dpkg-deb -c "$deb" | awk '{print $6}' > "$work/files"
 for f in ./usr/bin/fp8lab ./usr/bin/fp8lab-cli ./usr/libexec/fp8lab/fp8lab-h5check \
@@ -126,6 +127,14 @@ set -e
 cat "$work/crash.err"
 [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] || die "fp8lab-cli inspect of a crafted file ended with status $rc"
 grep -q 'separate checking process' "$work/crash.err" || die "the crafted file was not refused by the checking process"
+[ "$(/usr/libexec/fp8lab/fp8lab-h5check --features)" = memory-checked ] || die "the installed fp8lab-h5check is not memory-checked"
+# A file that only the memory checker catches (libhdf5 copies from past a block without faulting).
+set +e
+"$cli" inspect "$repo/tests/fuzz/known-libhdf5-crashes/H5A__compact_build_table-read-past-block.memcheck.h5" >/dev/null 2>"$work/crash2.err"
+rc=$?
+set -e
+cat "$work/crash2.err"
+[ "$rc" = 2 ] && grep -q 'memory checker caught it' "$work/crash2.err" || die "the read-past-block file was not refused by the memory checker (status $rc)"
 
 step "GEMM experiment from the installed CLI"
 echo '{"type": "gemm", "m": 64, "k": 128, "n": 32, "seed": 5, "format": "E4M3FN", "scaling": "te_current"}' > "$work/gemm.json"

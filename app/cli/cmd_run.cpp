@@ -396,6 +396,8 @@ QJsonObject metricsJson(const Run& r) {
   return m;
 }
 
+void reportGemmRun(const Run& r, const QString& stored, const GemmExperimentConfig& cfg, const RunCliOptions& opt);
+
 int runGemmType(const QJsonObject& o, const QString& text, const RunCliOptions& opt) {
   GemmExperimentConfig cfg;
   QString e;
@@ -416,11 +418,22 @@ int runGemmType(const QJsonObject& o, const QString& text, const RunCliOptions& 
     return interruptedExitCode();
   }
   if (!run) return 2;
+  auto report = [cfg, opt](const Run& r, const QString& stored) { reportGemmRun(r, stored, cfg, opt); };
+  if (opt.batch) {
+    opt.batch->push_back({std::move(*run), report});
+    return 0;
+  }
   std::vector<std::string> ids;
   // A signal during the save does not stop it (the run is finished; saving takes seconds): the
   // command ends after it, below. A second signal ends the process at once.
   if (!appendRunsToFile(opt.out, {*run}, opt.compress, &ids)) return 2;
-  const QString stored = QString::fromStdString(ids.empty() ? run->id : ids[0]);
+  report(*run, QString::fromStdString(ids.empty() ? run->id : ids[0]));
+  return 0;
+}
+
+/// Prints what `run` reports for a saved GEMM run (JSON object or two text lines).
+void reportGemmRun(const Run& r, const QString& stored, const GemmExperimentConfig& cfg, const RunCliOptions& opt) {
+  const Run* run = &r;
   if (opt.json) {
     QJsonObject j{
         {QStringLiteral("file"), opt.out},
@@ -449,7 +462,6 @@ int runGemmType(const QJsonObject& o, const QString& text, const RunCliOptions& 
             .arg(met("sqnr_db"), met("rel_fro"), met("max_abs"), met("quant_sqnr_db"), met("accum_sqnr_db"))
             .arg(QString::fromStdString(run->device)));
   }
-  return 0;
 }
 
 std::optional<Run> reproduceGemm(const Run& stored, int threads, const ProgressFn& progress, QString* error) {
@@ -660,15 +672,53 @@ int runRun(const QStringList& args) {
   if (!backend) return 2;
   opt.backend = backend.get();
   InterruptGuard interrupt_guard; // Ctrl-C / SIGTERM / SIGHUP: finish the save in progress, then stop
-  for (const auto& [obj, text] : exps) {
-    const int r = findType(typeOf(obj))->run(obj, text, opt);
-    if (r != 0) return r;
+  // Several experiments: GEMM runs are saved in batches (RunCliOptions::batch), one rewrite each.
+  std::vector<RunCliOptions::PendingRun> batch;
+  if (exps.size() > 1) opt.batch = &batch;
+  auto flush = [&]() {
+    if (batch.empty()) return true;
+    std::vector<Run> runs;
+    for (auto& b : batch) runs.push_back(std::move(b.run));
+    std::vector<std::string> ids;
+    const bool saved = appendRunsToFile(opt.out, runs, opt.compress, &ids);
+    if (saved)
+      for (size_t i = 0; i < runs.size(); ++i)
+        batch[i].report(runs[i], QString::fromStdString(i < ids.size() ? ids[i] : runs[i].id));
+    batch.clear();
+    return saved;
+  };
+  auto batchBytes = [&]() {
+    int64_t n = 0;
+    for (const auto& b : batch)
+      for (const auto& [k, d] : b.run.datasets) n += d.storedCount() * int64_t(d.elementBytes());
+    return n;
+  };
+  for (size_t i = 0; i < exps.size(); ++i) {
+    const auto& [obj, text] = exps[i];
+    const ExperimentType* type = findType(typeOf(obj));
+    // A training experiment saves into the file itself: save what is pending first.
+    if (type->type != QStringLiteral("gemm") && !flush()) return 2;
+    const int r = type->run(obj, text, opt);
+    if (r != 0) {
+      // Keep the finished runs: save the batch, then report the failure's exit status.
+      if (!flush()) return 2;
+      return r;
+    }
+    // GEMM results are printed when their batch is saved; this line says the work goes on.
+    if (exps.size() > 1 && !opt.quiet && !opt.json)
+      err(QStringLiteral("run: experiment %1/%2 done%3")
+              .arg(i + 1)
+              .arg(exps.size())
+              .arg(batch.empty() ? QString() : QStringLiteral(" (its run is saved with the next batch)")));
+    if (batchBytes() > (int64_t(256) << 20) && !flush()) return 2;
     if (interrupted()) {
+      if (!flush()) return 2;
       std::fprintf(stderr, "fp8lab-cli: interrupted by %s; the finished runs are saved in %s\n",
                    interruptName().toUtf8().constData(), opt.out.toUtf8().constData());
       return interruptedExitCode();
     }
   }
+  if (!flush()) return 2;
   if (!opt.json && !opt.quiet) err(QStringLiteral("session written: %1").arg(QFileInfo(opt.out).absoluteFilePath()));
   return 0;
 }

@@ -33,6 +33,17 @@ struct RunCliOptions {
   /// --backend: where the GEMMs run (backend_choice.h); made once per command, not owned.
   /// Null = the CPU reference backend.
   ChosenGemmBackend* backend = nullptr;
+  /// A finished run waiting to be saved, and what to print once it is (with the id it was
+  /// stored under: a taken id gets -2, -3...).
+  struct PendingRun {
+    Run run;
+    std::function<void(const Run& run, const QString& stored)> report;
+  };
+  /// Multi-experiment configs: GEMM experiments put their finished runs here instead of saving
+  /// each at once (each save rewrites the whole file, so N saves cost O(N²)); `run` saves the
+  /// batch with one rewrite — before a training experiment, past 256 MiB, at the end, and on an
+  /// error or interrupt. Null = save at once.
+  std::vector<PendingRun>* batch = nullptr;
 };
 
 /// One experiment type.

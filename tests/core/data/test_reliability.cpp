@@ -221,6 +221,7 @@ private Q_SLOTS:
   void cliRefusesOversizedConfigUpFront();
   void cliSignalStopsAndKeepsFinishedRuns_data();
   void cliSignalStopsAndKeepsFinishedRuns();
+  void cliRunSavesSeveralExperimentsInOneRewrite();
   void fuzzRegressions_data();
   void fuzzRegressions();
   void hdf5LibraryCrashesAreContained_data();
@@ -599,18 +600,19 @@ void TestReliability::cliBadInput_data() {
   };
   run("config: empty file", QByteArray(" "), "is not valid JSON");
   // Extra words were ignored silently (a tester's finding): `table E5M2` printed E4M3FN's table.
-  QTest::newRow("table with a positional format") << QStringList{QStringLiteral("table"), QStringLiteral("E5M2")}
-                                                  << QByteArray()
-                                                  << QStringLiteral("table takes no arguments (got 'E5M2'); name the format with --format E5M2");
-  QTest::newRow("formats with an argument") << QStringList{QStringLiteral("formats"), QStringLiteral("x")} << QByteArray()
-                                            << QStringLiteral("formats takes no arguments (got 'x')");
+  QTest::newRow("table with a positional format")
+      << QStringList{QStringLiteral("table"), QStringLiteral("E5M2")} << QByteArray()
+      << QStringLiteral("table takes no arguments (got 'E5M2'); name the format with --format E5M2");
+  QTest::newRow("formats with an argument") << QStringList{QStringLiteral("formats"), QStringLiteral("x")}
+                                            << QByteArray() << QStringLiteral("formats takes no arguments (got 'x')");
   // A tester's finding: --threads 100000 was accepted (100000 worker threads). 0..1024 now.
   QTest::newRow("run --threads 100000")
-      << QStringList{QStringLiteral("run"), c, QStringLiteral("--out"), o, QStringLiteral("--threads"),
+      << QStringList{QStringLiteral("run"),   c, QStringLiteral("--out"), o, QStringLiteral("--threads"),
                      QStringLiteral("100000")}
       << QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4})")
       << QStringLiteral("--threads: expected an integer 0..1024 (0 = one per core), got '100000'");
-  QTest::newRow("sweep --threads -1") << QStringList{QStringLiteral("sweep"), c, QStringLiteral("--out"), o,
+  QTest::newRow("sweep --threads -1") << QStringList{QStringLiteral("sweep"),     c,
+                                                     QStringLiteral("--out"),     o,
                                                      QStringLiteral("--threads"), QStringLiteral("-1")}
                                       << QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4})")
                                       << QStringLiteral("--threads: expected an integer 0..1024");
@@ -798,7 +800,7 @@ void TestReliability::cliSignalStopsAndKeepsFinishedRuns() {
   if (command == QStringLiteral("run")) {
     f.write(R"({"experiments": [{"type": "gemm", "m": 16, "n": 16, "k": 32, "name": "small"},
                                 {"type": "gemm", "m": 2048, "n": 2048, "k": 2048, "name": "big"}]})");
-    args = {QStringLiteral("run"), cfg, QStringLiteral("--out"), out, QStringLiteral("-q")};
+    args = {QStringLiteral("run"), cfg, QStringLiteral("--out"), out};
   } else {
     // Three grid points of 1024³ (seconds each): the first is not flushed yet (pending < 256 MiB), so the sweep
     // must save it when interrupted during the second.
@@ -810,20 +812,21 @@ void TestReliability::cliSignalStopsAndKeepsFinishedRuns() {
   QProcess p;
   p.start(cliPath(), args);
   QVERIFY(p.waitForStarted());
-  if (command == QStringLiteral("run")) {
-    // wait until the first run is saved
-    QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(out), 60000);
-    QTest::qWait(300);
-  } else {
-    // stderr is not a terminal here, so the sweep prints "sweep: 1/3 ... done" after each point
+  {
+    // Wait until the first run is finished (not yet saved: both commands save runs in batches,
+    // so the interrupt must save it). stderr is not a terminal here: `run` prints
+    // "run: experiment 1/2 done", the sweep "sweep: 1/3 ... done", after each.
+    const QByteArray mark =
+        command == QStringLiteral("run") ? QByteArray("run: experiment 1/2 done") : QByteArray("sweep: 1/3");
     QByteArray seen;
     QElapsedTimer t;
     t.start();
-    while (!seen.contains("sweep: 1/3") && t.elapsed() < 120000 && p.state() == QProcess::Running) {
+    while (!seen.contains(mark) && t.elapsed() < 120000 && p.state() == QProcess::Running) {
       p.waitForReadyRead(200);
       seen += p.readAllStandardError();
     }
-    QVERIFY2(seen.contains("sweep: 1/3"), seen.constData());
+    QVERIFY2(seen.contains(mark), seen.constData());
+    if (command == QStringLiteral("run")) QVERIFY2(!QFileInfo::exists(out), "run saved before the batch ended");
   }
   QVERIFY(::kill(static_cast<pid_t>(p.processId()), signal) == 0);
   QVERIFY(p.waitForFinished(120000));
@@ -834,6 +837,53 @@ void TestReliability::cliSignalStopsAndKeepsFinishedRuns() {
   auto r = SessionReader::open(out.toStdString());
   QVERIFY2(r.ok(), r.message().c_str());
   QCOMPARE(r.value->info().runs.size(), size_t(1));
+}
+
+// A tester's finding: `run` with N GEMM experiments rewrote the whole session after each (O(N²)
+// bytes written). The runs are now saved in one batch: each experiment's line is printed after the
+// save, with the id it was stored under (a taken id gets -2), in config order; a failure in a later
+// experiment still saves the finished ones.
+void TestReliability::cliRunSavesSeveralExperimentsInOneRewrite() {
+  QTemporaryDir dir;
+  const QString cfg = dir.filePath(QStringLiteral("c.json")), out = dir.filePath(QStringLiteral("o.h5"));
+  QVERIFY(writeSession(out.toStdString(), Session{1, {}, {}, {}, {bigRun("a", 4, 1.0f)}}).ok());
+  auto runCli = [&](const QByteArray& config, QString* so, QString* se) {
+    QFile f(cfg);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return -1;
+    f.write(config);
+    f.close();
+    QProcess p;
+    p.start(cliPath(), {QStringLiteral("run"), cfg, QStringLiteral("--out"), out});
+    if (!p.waitForFinished(120000)) return -1;
+    *so = QString::fromUtf8(p.readAllStandardOutput());
+    *se = QString::fromUtf8(p.readAllStandardError());
+    return p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  };
+  QString so, se;
+  QCOMPARE(runCli(R"({"experiments": [{"type": "gemm", "m": 8, "n": 8, "k": 16, "name": "a"},
+                                     {"type": "gemm", "m": 8, "n": 8, "k": 16, "name": "b"},
+                                     {"type": "gemm", "m": 8, "n": 8, "k": 16, "name": "c"}]})",
+                  &so, &se),
+           0);
+  const QStringList lines = so.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+  QStringList heads;
+  for (const QString& l : lines)
+    if (l.startsWith(QStringLiteral("run "))) heads << l.section(QLatin1Char(' '), 1, 1);
+  QCOMPARE(heads, (QStringList{QStringLiteral("a-2"), QStringLiteral("b"), QStringLiteral("c")}));
+  QVERIFY2(se.contains(QStringLiteral("run: experiment 2/3 done (its run is saved with the next batch)")),
+           qPrintable(se));
+  auto ids = [&] {
+    std::vector<std::string> v;
+    for (const auto& r : loadSession(out.toStdString()).value.runs) v.push_back(r.id);
+    return v;
+  };
+  QCOMPARE(ids(), (std::vector<std::string>{"a", "a-2", "b", "c"}));
+  // The second experiment fails at run time (its tensor file is missing): the first is kept.
+  const int rc = runCli(R"({"experiments": [{"type": "gemm", "m": 8, "n": 8, "k": 16, "name": "d"},
+                                           {"type": "gemm", "a": {"tensor": "/nonexistent/a.npy"}, "n": 8, "name": "e"}]})",
+                        &so, &se);
+  QVERIFY2(rc == 2, qPrintable(se));
+  QCOMPARE(ids(), (std::vector<std::string>{"a", "a-2", "b", "c", "d"}));
 }
 
 // QCoreApplication sets the user's locale (setlocale(LC_ALL, "")); under de_DE (decimal comma)
@@ -906,48 +956,48 @@ void TestReliability::fuzzRegressions() {
     files.push_back(file.toStdString());
   }
   const auto replay = [&](const std::string& f) -> int {
-        if (target == QStringLiteral("fuzz_npy"))
-          (void)importNpy(f);
-        else if (target == QStringLiteral("fuzz_safetensors")) {
-          auto l = listSafetensors(f);
-          if (l.ok())
-            for (const auto& e : l.value) (void)importSafetensors(f, e.name);
-        } else if (target == QStringLiteral("fuzz_session")) {
-          // What fuzz_session does with each input (the reader still open during loadSession).
-          auto r = SessionReader::open(f);
-          if (r.ok())
-            for (const auto& run : r.value->info().runs)
-              for (const auto& ds : run.datasets) (void)r.value->read(run.id, ds.path);
-          (void)loadSession(f);
-          const auto list = listHdf5Tensors(f);
-          if (list.ok())
-            for (size_t i = 0; i < list.value.size() && i < 8; ++i) (void)importHdf5Dataset(f, list.value[i].name);
-        } else if (target == QStringLiteral("fuzz_config")) {
-          // Through the real CLI: exit 0 or 2, never a signal (the sanitizer build aborts on UB).
-          const std::string cli = cliPath().toStdString(), out = f + ".out-" + std::to_string(getpid()) + ".h5";
-          const pid_t pid = fork();
-          if (pid == 0) {
-            const int nul = open("/dev/null", O_WRONLY);
-            dup2(nul, 1);
-            dup2(nul, 2);
-            execl(cli.c_str(), cli.c_str(), "run", f.c_str(), "--out", "/nonexistent-dir/x.h5", "-q",
-                  static_cast<char*>(nullptr));
-            _exit(127);
-          }
-          int st = 0;
-          waitpid(pid, &st, 0);
-          return WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 2) ? 0 : 9;
-        } else if (target == QStringLiteral("fuzz_idx")) {
-          const std::string b = readBytes(f);
-          if (b.empty()) return 0;
-          std::vector<uint8_t> bytes(b.begin() + 1, b.end());
-          try {
-            if (b[0] & 1) bytes = gunzip(bytes, "x", int64_t{1} << 20);
-            (void)parseIdx(bytes, "x", (b[0] >> 1) & 3, int64_t{1} << 24);
-          } catch (const IdxError&) {
-          }
-        }
-        return 0;
+    if (target == QStringLiteral("fuzz_npy"))
+      (void)importNpy(f);
+    else if (target == QStringLiteral("fuzz_safetensors")) {
+      auto l = listSafetensors(f);
+      if (l.ok())
+        for (const auto& e : l.value) (void)importSafetensors(f, e.name);
+    } else if (target == QStringLiteral("fuzz_session")) {
+      // What fuzz_session does with each input (the reader still open during loadSession).
+      auto r = SessionReader::open(f);
+      if (r.ok())
+        for (const auto& run : r.value->info().runs)
+          for (const auto& ds : run.datasets) (void)r.value->read(run.id, ds.path);
+      (void)loadSession(f);
+      const auto list = listHdf5Tensors(f);
+      if (list.ok())
+        for (size_t i = 0; i < list.value.size() && i < 8; ++i) (void)importHdf5Dataset(f, list.value[i].name);
+    } else if (target == QStringLiteral("fuzz_config")) {
+      // Through the real CLI: exit 0 or 2, never a signal (the sanitizer build aborts on UB).
+      const std::string cli = cliPath().toStdString(), out = f + ".out-" + std::to_string(getpid()) + ".h5";
+      const pid_t pid = fork();
+      if (pid == 0) {
+        const int nul = open("/dev/null", O_WRONLY);
+        dup2(nul, 1);
+        dup2(nul, 2);
+        execl(cli.c_str(), cli.c_str(), "run", f.c_str(), "--out", "/nonexistent-dir/x.h5", "-q",
+              static_cast<char*>(nullptr));
+        _exit(127);
+      }
+      int st = 0;
+      waitpid(pid, &st, 0);
+      return WIFEXITED(st) && (WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 2) ? 0 : 9;
+    } else if (target == QStringLiteral("fuzz_idx")) {
+      const std::string b = readBytes(f);
+      if (b.empty()) return 0;
+      std::vector<uint8_t> bytes(b.begin() + 1, b.end());
+      try {
+        if (b[0] & 1) bytes = gunzip(bytes, "x", int64_t{1} << 20);
+        (void)parseIdx(bytes, "x", (b[0] >> 1) & 3, int64_t{1} << 24);
+      } catch (const IdxError&) {
+      }
+    }
+    return 0;
   };
   const int rc = inChild(
       [&] {
@@ -1004,7 +1054,8 @@ void TestReliability::hdf5LibraryCrashesAreContained() {
         // a signal (a plain helper), the memory checker's report (the ASan-built helper, exit 5), a
         // sanitizer's exit status (the whole-ASan build's helper), the time limit, or the memory limit
         if (m.find("crashed (signal") == std::string::npos && m.find("failed (exit status") == std::string::npos &&
-            m.find("did not finish") == std::string::npos && m.find("MiB of memory in a separate") == std::string::npos &&
+            m.find("did not finish") == std::string::npos &&
+            m.find("MiB of memory in a separate") == std::string::npos &&
             m.find("made a memory error") == std::string::npos)
           return 6;
         return 0;
@@ -1136,7 +1187,8 @@ void TestReliability::readOnlySessionIsNotRewritten() {
       waitpid(pid, &st, 0);
       const std::string err = readBytes(errf);
       // The up-front refusal's own words (the save's refusal after computing says "nothing was written").
-      const std::string want = "write failed: " + ro + " is read-only (the session is kept as it is; choose another --out)";
+      const std::string want =
+          "write failed: " + ro + " is read-only (the session is kept as it is; choose another --out)";
       if (!WIFEXITED(st) || WEXITSTATUS(st) != 2 || err.find(want) == std::string::npos)
         r += "CLI run --out read-only: exit " + std::to_string(WIFEXITED(st) ? WEXITSTATUS(st) : -1) + ": " + err;
       std::remove(errf.c_str());
