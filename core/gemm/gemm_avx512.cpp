@@ -130,6 +130,39 @@ struct KernelArgs {
   int64_t ldsb;
 };
 
+// The end of a K scale group (both kernels): C[r, j] += sa[r, w] · sb[w, j] · acc[r, j] — or
+// C += acc when the run has no per-group scales — for the MR rows and 32 columns of the tile
+// (masked to the tile's width). float32 multiply then fused multiply-add, the CPU reference's
+// order (gemm.cpp), so the result is bit-identical to it. Args: KernelArgs or FmaArgs.
+template <int MR, class Args>
+__attribute__((target("avx512f"), always_inline)) inline void addScaleGroup(const Args& x, const Seg& sg,
+                                                                             __m512 (&acc)[MR][2]) {
+  __m512 sb0 = _mm512_set1_ps(1.0f), sb1 = sb0;
+  if (x.scaled && x.sb) {
+    sb0 = _mm512_maskz_loadu_ps(x.m0, x.sb + sg.w * x.ldsb);
+    sb1 = _mm512_maskz_loadu_ps(x.m1, x.sb + sg.w * x.ldsb + 16);
+  }
+  for (int r = 0; r < MR; ++r) {
+    float* cr = x.c + r * x.ldc;
+    __m512 c0 = _mm512_maskz_loadu_ps(x.m0, cr), c1 = _mm512_maskz_loadu_ps(x.m1, cr + 16);
+    if (x.scaled) {
+      __m512 s0 = sb0, s1 = sb1;
+      if (x.sa) {
+        const __m512 sa = _mm512_set1_ps(x.sa[r * x.W + sg.w]);
+        s0 = x.sb ? _mm512_mul_ps(sa, sb0) : sa;
+        s1 = x.sb ? _mm512_mul_ps(sa, sb1) : sa;
+      }
+      c0 = _mm512_fmadd_ps(s0, acc[r][0], c0);
+      c1 = _mm512_fmadd_ps(s1, acc[r][1], c1);
+    } else {
+      c0 = _mm512_add_ps(c0, acc[r][0]);
+      c1 = _mm512_add_ps(c1, acc[r][1]);
+    }
+    _mm512_mask_storeu_ps(cr, x.m0, c0);
+    _mm512_mask_storeu_ps(cr + 16, x.m1, c1);
+  }
+}
+
 template <int MR> __attribute__((target("avx512f,avx512bf16"))) void microKernel(const KernelArgs& x) {
   __m512 acc[MR][2];
   for (int s = 0; s < x.nsegs; ++s) {
@@ -162,30 +195,7 @@ template <int MR> __attribute__((target("avx512f,avx512bf16"))) void microKernel
         _mm512_mask_storeu_ps(x.c + r * x.ldc + 16, x.m1, acc[r][1]);
       }
     } else if (sg.ends) {
-      __m512 sb0 = _mm512_set1_ps(1.0f), sb1 = sb0;
-      if (x.scaled && x.sb) {
-        sb0 = _mm512_maskz_loadu_ps(x.m0, x.sb + sg.w * x.ldsb);
-        sb1 = _mm512_maskz_loadu_ps(x.m1, x.sb + sg.w * x.ldsb + 16);
-      }
-      for (int r = 0; r < MR; ++r) {
-        float* cr = x.c + r * x.ldc;
-        __m512 c0 = _mm512_maskz_loadu_ps(x.m0, cr), c1 = _mm512_maskz_loadu_ps(x.m1, cr + 16);
-        if (x.scaled) {
-          __m512 s0 = sb0, s1 = sb1;
-          if (x.sa) {
-            const __m512 sa = _mm512_set1_ps(x.sa[r * x.W + sg.w]);
-            s0 = x.sb ? _mm512_mul_ps(sa, sb0) : sa;
-            s1 = x.sb ? _mm512_mul_ps(sa, sb1) : sa;
-          }
-          c0 = _mm512_fmadd_ps(s0, acc[r][0], c0);
-          c1 = _mm512_fmadd_ps(s1, acc[r][1], c1);
-        } else {
-          c0 = _mm512_add_ps(c0, acc[r][0]);
-          c1 = _mm512_add_ps(c1, acc[r][1]);
-        }
-        _mm512_mask_storeu_ps(cr, x.m0, c0);
-        _mm512_mask_storeu_ps(cr + 16, x.m1, c1);
-      }
+      addScaleGroup<MR>(x, sg, acc);
     }
   }
 }
@@ -360,30 +370,7 @@ template <int MR> __attribute__((target("avx512f,fma"))) void fmaKernel(const Fm
         _mm512_mask_storeu_ps(x.c + r * x.ldc + 16, x.m1, acc[r][1]);
       }
     } else if (sg.ends) {
-      __m512 sb0 = _mm512_set1_ps(1.0f), sb1 = sb0;
-      if (x.scaled && x.sb) {
-        sb0 = _mm512_maskz_loadu_ps(x.m0, x.sb + sg.w * x.ldsb);
-        sb1 = _mm512_maskz_loadu_ps(x.m1, x.sb + sg.w * x.ldsb + 16);
-      }
-      for (int r = 0; r < MR; ++r) {
-        float* cr = x.c + r * x.ldc;
-        __m512 c0 = _mm512_maskz_loadu_ps(x.m0, cr), c1 = _mm512_maskz_loadu_ps(x.m1, cr + 16);
-        if (x.scaled) {
-          __m512 s0 = sb0, s1 = sb1;
-          if (x.sa) {
-            const __m512 sa = _mm512_set1_ps(x.sa[r * x.W + sg.w]);
-            s0 = x.sb ? _mm512_mul_ps(sa, sb0) : sa;
-            s1 = x.sb ? _mm512_mul_ps(sa, sb1) : sa;
-          }
-          c0 = _mm512_fmadd_ps(s0, acc[r][0], c0);
-          c1 = _mm512_fmadd_ps(s1, acc[r][1], c1);
-        } else {
-          c0 = _mm512_add_ps(c0, acc[r][0]);
-          c1 = _mm512_add_ps(c1, acc[r][1]);
-        }
-        _mm512_mask_storeu_ps(cr, x.m0, c0);
-        _mm512_mask_storeu_ps(cr + 16, x.m1, c1);
-      }
+      addScaleGroup<MR>(x, sg, acc);
     }
   }
 }
