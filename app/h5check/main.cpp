@@ -23,15 +23,13 @@
 #endif
 #endif
 
-// AddressSanitizer settings of the helper (app/h5check/CMakeLists.txt builds it with ASan; an
-// ASAN_OPTIONS environment variable overrides single keys). 512-byte red zones around every block:
-// libhdf5 is not instrumented, only its memcpy/memmove/free calls are checked, and a stray copy
-// lands in a red zone — and is caught — only if the zone reaches it (fuzz_session's file read 160
-// bytes past a 416-byte block). A huge allocation returns NULL as with glibc (libhdf5 reports it);
-// exit status kHdf5CheckExitMemoryError on any report, including a SEGV; no leak report (the
-// helper leaves a half-broken file open on purpose, see _Exit below).
+// AddressSanitizer settings of the helper when run by hand (app/h5check/CMakeLists.txt builds it
+// with ASan): those of hdf5CheckerAsanOptions() for the default memory limit. FP8 Lab starts it
+// with hdf5CheckerAsanOptions() appended to ASAN_OPTIONS, so they win over inherited ones. A
+// literal: ASan asks for it while it starts, before anything may allocate.
 extern "C" const char* __asan_default_options() {
-  return "redzone=512:allocator_may_return_null=1:detect_leaks=0:exitcode=5:quarantine_size_mb=64";
+  return "redzone=512:max_allocation_size_mb=512:allocator_may_return_null=0:detect_leaks=0:exitcode=5:"
+         "quarantine_size_mb=64";
 }
 
 // `fp8lab-h5check --features` prints "memory-checked" (built with ASan) or "plain".

@@ -3,6 +3,7 @@
 
 #include "io/tensor_import.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -70,8 +71,18 @@ std::string signalText(int sig) {
 /// front of the AddressSanitizer runtime makes the memory-checked helper refuse to start).
 std::vector<std::string> checkerEnvironment() {
   std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e)
-    if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env.emplace_back(*e);
+  std::string asan;
+  for (char** e = environ; e && *e; ++e) {
+    if (std::strncmp(*e, "LD_PRELOAD=", 11) == 0) continue;
+    if (std::strncmp(*e, "ASAN_OPTIONS=", 13) == 0) {
+      asan = *e + 13;
+      continue;
+    }
+    env.emplace_back(*e);
+  }
+  // The helper's own settings come last, so they win over anything inherited (a fuzzer's or a
+  // test run's allocator_may_return_null=1 would let a 1.4 GB allocation pass unseen).
+  env.push_back("ASAN_OPTIONS=" + asan + (asan.empty() ? "" : ":") + hdf5CheckerAsanOptions());
   return env;
 }
 
@@ -173,6 +184,15 @@ double hdf5CheckTimeoutSeconds() {
 
 double hdf5CheckMemoryLimitMiB() {
   return envPositive("FP8LAB_HDF5_CHECK_MAX_MIB", 512.0);
+}
+
+std::string hdf5CheckerAsanOptions() {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "redzone=512:max_allocation_size_mb=%.0f:allocator_may_return_null=0:detect_leaks=0:exitcode=%d:"
+                "quarantine_size_mb=64",
+                std::max(1.0, hdf5CheckMemoryLimitMiB()), kHdf5CheckExitMemoryError);
+  return buf;
 }
 
 std::string hdf5CheckerPath() {
@@ -280,12 +300,13 @@ Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind) {
     return refuse(st);
   }
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kHdf5CheckExitMemoryError) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.0f MiB", hdf5CheckMemoryLimitMiB());
     st.add(C::Corrupt, path,
-           "the HDF5 library made a memory error (read, wrote or freed memory it does not own, or crashed) "
-           "while reading this file's " + what +
+           "the HDF5 library made a memory error (read, wrote or freed memory it does not own, crashed, or asked "
+           "for more than " + std::string(buf) + " at once) while reading this file's " + what +
                " in a separate checking process, whose memory checker caught it; the file is damaged or crafted, so it "
-               "was not opened "
-               "(FP8 Lab and your other work are unaffected)");
+               "was not opened (FP8 Lab and your other work are unaffected)");
     return refuse(st);
   }
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {

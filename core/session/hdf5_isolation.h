@@ -58,12 +58,19 @@ double hdf5CheckTimeoutSeconds();
 /// MiB; a damaged variable-length string length made libhdf5 allocate and fill 1.7 GB.
 double hdf5CheckMemoryLimitMiB();
 
+/// The AddressSanitizer settings the memory-checked helper runs with (appended to any inherited
+/// ASAN_OPTIONS, so they win): 512-byte red zones (a stray copy must land in one to be seen),
+/// no single allocation above hdf5CheckMemoryLimitMiB() (a damaged local-heap size made libhdf5
+/// ask for 1.4 GB — harmless while untouched, so the peak-memory check missed it), such an
+/// allocation and every other report end the helper with kHdf5CheckExitMemoryError, no leak report.
+std::string hdf5CheckerAsanOptions();
+
 /// The helper's exit status when its walk finished but its peak memory passed the limit.
 inline constexpr int kHdf5CheckExitMemory = 3;
 
 /// The helper's exit status when its memory checker (the helper is built with AddressSanitizer,
 /// FP8LAB_H5CHECK_ASAN) caught libhdf5 copying from outside a block, using freed memory, freeing
-/// twice, or crashing. Such a file is refused although a plain process might read it without a
+/// twice, asking for more than hdf5CheckMemoryLimitMiB() in one allocation, or crashing. Such a file is refused although a plain process might read it without a
 /// visible fault: the stray read lands wherever the heap layout puts it.
 inline constexpr int kHdf5CheckExitMemoryError = 5;
 

@@ -1084,11 +1084,20 @@ void TestReliability::hdf5CheckSurvivesHostileEnvironment() {
   s.runs.push_back(bigRun("r1", 8, 1.0f));
   QVERIFY(writeSession(good, s).ok());
   const std::string crafted = FP8LAB_SOURCE_DIR "/tests/fuzz/known-libhdf5-crashes/H5Aiterate2-H5A__close-segv.h5";
+  const std::string bigAlloc = FP8LAB_SOURCE_DIR "/tests/fuzz/known-libhdf5-crashes/H5HL_protect-1.4GB-local-heap.memcheck.h5";
   int rc = inChild(
       [&] {
         setenv("LD_PRELOAD", "libz.so.1", 1); // any library: ASan insists on coming first
+        // Inherited sanitizer settings (a fuzzer's, a test run's) must not loosen the helper's: with
+        // these, libhdf5's 1.4 GB allocation would be allowed, or returned as NULL, and pass.
+        setenv("ASAN_OPTIONS", "allocator_may_return_null=1:max_allocation_size_mb=100000:redzone=16", 1);
         auto bad = SessionReader::open(crafted);
         if (bad.ok() || bad.message().find("separate checking process") == std::string::npos) return 3;
+        auto big = SessionReader::open(bigAlloc);
+        if (big.ok() || big.message().find("asked for more than 512 MiB at once") == std::string::npos) {
+          std::fprintf(stderr, "%s\n", big.message().c_str());
+          return 5;
+        }
         auto ok = SessionReader::open(good);
         return ok.ok() ? 0 : 4;
       },
