@@ -51,11 +51,6 @@ private:
   std::map<int, std::function<void()>> pending_;
 };
 
-/// Writes `view` to PNG / PDF / SVG (chosen by the file suffix). Plots are drawn as vectors
-/// into PDF and SVG (QCustomPlot::savePdf, QSvgGenerator); other views are rendered.
-/// Returns false and sets *error on failure.
-bool exportView(View* view, const QString& fileName, QString* error);
-
 /// Writes the view's CSV through QSaveFile (never a half-written file).
 bool exportCsv(View* view, const QString& fileName, QString* error);
 
