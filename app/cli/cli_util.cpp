@@ -345,7 +345,8 @@ int parseThreads(const QString& text) {
   bool ok = false;
   const int n = text.trimmed().toInt(&ok);
   if (!ok || n < 0 || n > kMaxThreads) {
-    fail(QStringLiteral("--threads: expected an integer 0..%1 (0 = one per core), got '%2'").arg(kMaxThreads).arg(text));
+    fail(
+        QStringLiteral("--threads: expected an integer 0..%1 (0 = one per core), got '%2'").arg(kMaxThreads).arg(text));
     return -1;
   }
   return n;

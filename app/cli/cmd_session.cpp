@@ -477,8 +477,9 @@ int runRuns(const QStringList& args) {
       "  runs list FILE.h5\n  runs delete FILE.h5 RUN_ID [RUN_ID...]\n  runs rename FILE.h5 OLD_ID NEW_ID"));
   p.addPositionalArgument(QStringLiteral("action"), QStringLiteral("list, delete or rename."));
   p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
-  const QCommandLineOption js(QStringLiteral("json"),
-                              QStringLiteral("list: a JSON array of {id, type, created_utc, datasets} instead of ids."));
+  const QCommandLineOption js(
+      QStringLiteral("json"),
+      QStringLiteral("list: a JSON array of {id, type, created_utc, datasets} instead of ids."));
   p.addOption(js);
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;

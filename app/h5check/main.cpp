@@ -5,10 +5,9 @@
 // Exit status 0 means "the walk finished", 3 (kHdf5CheckExitMemory) "finished, but libhdf5 took
 // more memory than metadata can need" (a damaged length field) — whether or not the file is a valid session (the
 // in-process open reports the file's problems); 5 (kHdf5CheckExitMemoryError) "AddressSanitizer
-// caught libhdf5 reading, writing or freeing memory it does not own, or crashing". Any other end (a signal from a libhdf5 crash, a
-// sanitizer's exit, being killed at the time limit) tells the parent the file is unsafe to open.
-// See core/session/hdf5_isolation.h. Not meant to be run by hand; prints the walk's findings
-// on stdout when it is.
+// caught libhdf5 reading, writing or freeing memory it does not own, or crashing". Any other end (a signal from a
+// libhdf5 crash, a sanitizer's exit, being killed at the time limit) tells the parent the file is unsafe to open. See
+// core/session/hdf5_isolation.h. Not meant to be run by hand; prints the walk's findings on stdout when it is.
 #include "session/hdf5_isolation.h"
 
 #include <cstdio>

@@ -136,7 +136,7 @@ struct KernelArgs {
 // order (gemm.cpp), so the result is bit-identical to it. Args: KernelArgs or FmaArgs.
 template <int MR, class Args>
 __attribute__((target("avx512f"), always_inline)) inline void addScaleGroup(const Args& x, const Seg& sg,
-                                                                             __m512 (&acc)[MR][2]) {
+                                                                            __m512 (&acc)[MR][2]) {
   __m512 sb0 = _mm512_set1_ps(1.0f), sb1 = sb0;
   if (x.scaled && x.sb) {
     sb0 = _mm512_maskz_loadu_ps(x.m0, x.sb + sg.w * x.ldsb);

@@ -137,8 +137,8 @@ bool checkerRuns(const std::string& helper) {
   if (auto it = known.find(helper); it != known.end()) return it->second;
   int ws = 0;
   bool timed_out = false;
-  const bool ok = runChecker(helper, {"--features"}, 30.0, &ws, &timed_out) && !timed_out && WIFEXITED(ws) &&
-                  WEXITSTATUS(ws) == 0;
+  const bool ok =
+      runChecker(helper, {"--features"}, 30.0, &ws, &timed_out) && !timed_out && WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
   known[helper] = ok;
   return ok;
 }
@@ -274,7 +274,8 @@ Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind) {
   const double limit = hdf5CheckTimeoutSeconds();
   int wstatus = 0;
   bool timed_out = false;
-  if (!runChecker(helper, {kindArg, path}, limit, &wstatus, &timed_out)) return st; // cannot start or lost it: unprotected
+  if (!runChecker(helper, {kindArg, path}, limit, &wstatus, &timed_out))
+    return st; // cannot start or lost it: unprotected
 
   const std::string what = kind == Hdf5CheckKind::Session ? "metadata" : "contents list";
   if (timed_out) {
@@ -304,7 +305,8 @@ Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind) {
     std::snprintf(buf, sizeof buf, "%.0f MiB", hdf5CheckMemoryLimitMiB());
     st.add(C::Corrupt, path,
            "the HDF5 library made a memory error (read, wrote or freed memory it does not own, crashed, or asked "
-           "for more than " + std::string(buf) + " at once) while reading this file's " + what +
+           "for more than " +
+               std::string(buf) + " at once) while reading this file's " + what +
                " in a separate checking process, whose memory checker caught it; the file is damaged or crafted, so it "
                "was not opened (FP8 Lab and your other work are unaffected)");
     return refuse(st);

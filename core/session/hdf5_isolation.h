@@ -12,8 +12,8 @@
 // plain process would survive by chance — and crash on later, depending on its heap layout — is
 // caught. A file that the helper walks to the end is then opened in-process; a file that kills
 // the helper (any signal, a non-zero exit), trips its memory checker, or keeps it busy past the
-// time limit is refused with a Corrupt error that says so. Passed and refused files are remembered per (device, inode, size, modification time) for the life of
-// the process, so the views' repeated opens of one session cost one check.
+// time limit is refused with a Corrupt error that says so. Passed and refused files are remembered per (device, inode,
+// size, modification time) for the life of the process, so the views' repeated opens of one session cost one check.
 //
 // Scope: the metadata read on open. Dataset contents are read later in-process; HDF5 reports
 // damaged chunks as errors (no crash was found there by fuzzing, see docs/reliability.md).
@@ -36,11 +36,11 @@ enum class Hdf5CheckKind { Session, Foreign };
 /// already checked unchanged, or when no helper program can be found, started, or run in this
 /// environment (its `--features` self-test fails too, e.g. the AddressSanitizer runtime cannot
 /// reserve its shadow memory under a small RLIMIT_AS; then the file is opened unprotected, exactly
-/// as before this check existed). The helper gets this process's environment minus LD_PRELOAD. Returns one Corrupt error naming
-/// the signal ("the HDF5 library crashed (signal 11, Segmentation fault) ..."), the time limit,
-/// or the memory the walk took (above hdf5CheckMemoryLimitMiB()) when the helper died, hung, or
-/// needed far more memory than metadata can. Thread-safe; blocks the calling thread (so call it where the
-/// open itself would run: off the GUI thread).
+/// as before this check existed). The helper gets this process's environment minus LD_PRELOAD. Returns one Corrupt
+/// error naming the signal ("the HDF5 library crashed (signal 11, Segmentation fault) ..."), the time limit, or the
+/// memory the walk took (above hdf5CheckMemoryLimitMiB()) when the helper died, hung, or needed far more memory than
+/// metadata can. Thread-safe; blocks the calling thread (so call it where the open itself would run: off the GUI
+/// thread).
 Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind);
 
 /// Turns the check on or off for this process (default on; off when the environment variable
@@ -70,8 +70,9 @@ inline constexpr int kHdf5CheckExitMemory = 3;
 
 /// The helper's exit status when its memory checker (the helper is built with AddressSanitizer,
 /// FP8LAB_H5CHECK_ASAN) caught libhdf5 copying from outside a block, using freed memory, freeing
-/// twice, asking for more than hdf5CheckMemoryLimitMiB() in one allocation, or crashing. Such a file is refused although a plain process might read it without a
-/// visible fault: the stray read lands wherever the heap layout puts it.
+/// twice, asking for more than hdf5CheckMemoryLimitMiB() in one allocation, or crashing. Such a file is refused
+/// although a plain process might read it without a visible fault: the stray read lands wherever the heap layout puts
+/// it.
 inline constexpr int kHdf5CheckExitMemoryError = 5;
 
 /// Peak resident memory of this process's address space in MiB (VmHWM of /proc/self/status;

@@ -402,8 +402,7 @@ bool isValidRunId(const std::string& id, std::string* why) {
     size_t n = 1;
     if (static_cast<unsigned char>(ch) >= 0xC0)
       while (i + n < id.size() && n < 4 && (static_cast<unsigned char>(id[i + n]) & 0xC0) == 0x80) ++n;
-    return bad("run id '" + id + "' contains '" + id.substr(i, n) +
-               "' (allowed: ASCII letters and digits, _ - . + =)");
+    return bad("run id '" + id + "' contains '" + id.substr(i, n) + "' (allowed: ASCII letters and digits, _ - . + =)");
   }
   return true;
 }

@@ -20,6 +20,8 @@ inline std::string scratchFile(const uint8_t* data, size_t size, const char* suf
     const char* dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     path = std::string(dir) + "/fp8lab-fuzz-" + std::to_string(getpid()) + suffix;
   }
+  // A new file (new inode) per input, as the app's atomic saves make: libhdf5 keys open files by
+  // device and inode, so rewriting one in place could let it mistake the new input for the old.
   ::unlink(path.c_str());
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) __builtin_trap();

@@ -1084,7 +1084,8 @@ void TestReliability::hdf5CheckSurvivesHostileEnvironment() {
   s.runs.push_back(bigRun("r1", 8, 1.0f));
   QVERIFY(writeSession(good, s).ok());
   const std::string crafted = FP8LAB_SOURCE_DIR "/tests/fuzz/known-libhdf5-crashes/H5Aiterate2-H5A__close-segv.h5";
-  const std::string bigAlloc = FP8LAB_SOURCE_DIR "/tests/fuzz/known-libhdf5-crashes/H5HL_protect-1.4GB-local-heap.memcheck.h5";
+  const std::string bigAlloc =
+      FP8LAB_SOURCE_DIR "/tests/fuzz/known-libhdf5-crashes/H5HL_protect-1.4GB-local-heap.memcheck.h5";
   int rc = inChild(
       [&] {
         setenv("LD_PRELOAD", "libz.so.1", 1); // any library: ASan insists on coming first

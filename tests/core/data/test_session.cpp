@@ -905,7 +905,8 @@ void TestSession::badCallerDataIsRejectedBeforeWriting() {
   QVERIFY(isValidRunId("gemm-E4M3FN_per-tensor.2", &why));
   // A non-ASCII character is named whole (U+00FC is the two bytes C3 BC in UTF-8), not its lead byte.
   QVERIFY(!isValidRunId("run-\xc3\xbc", &why));
-  QCOMPARE(why, std::string("run id 'run-\xc3\xbc' contains '\xc3\xbc' (allowed: ASCII letters and digits, _ - . + =)"));
+  QCOMPARE(why,
+           std::string("run id 'run-\xc3\xbc' contains '\xc3\xbc' (allowed: ASCII letters and digits, _ - . + =)"));
 }
 
 QTEST_APPLESS_MAIN(TestSession)
