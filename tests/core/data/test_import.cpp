@@ -4,6 +4,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <tuple>
+
 #include "io/tensor_import.h"
 
 #include <hdf5.h>
@@ -361,6 +363,38 @@ void TestImport::hdf5BadInput() {
   writeBytes(p, "hello");
   QVERIFY(hasCode(importHdf5Dataset(p, "/x"), Code::NotHdf5));
   QVERIFY(hasCode(importHdf5Dataset(path("missing.h5"), "/x"), Code::NotFound));
+
+  // A header's shape is only a claim: a chunked dataset with nothing written stores 0 bytes and
+  // reads back as the fill value. fuzz_session found a 5 kB file declaring 34 GB, which the
+  // importer tried to allocate. Now: 2^30 float64 elements (8 GiB) with 0 bytes stored is refused
+  // before any allocation (more than 1100:1, beyond deflate's 1032:1 maximum); a small unwritten
+  // dataset (1 Mi float32 = 4 MiB, under the 256 MiB threshold) still imports, as zeros.
+  const std::string sparse = path("sparse.h5");
+  {
+    hid_t f = H5Fcreate(sparse.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    for (auto [name, rows, type] :
+         {std::tuple{"huge", hsize_t(1) << 15, H5T_IEEE_F64LE}, std::tuple{"small", hsize_t(1) << 5, H5T_IEEE_F32LE}}) {
+      const hsize_t dims[2] = {rows, hsize_t(1) << 15}, chunk[2] = {16, 1024};
+      hid_t sp = H5Screate_simple(2, dims, nullptr);
+      hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+      H5Pset_chunk(dcpl, 2, chunk);
+      hid_t ds = H5Dcreate2(f, name, type, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+      QVERIFY(ds >= 0);
+      H5Dclose(ds);
+      H5Pclose(dcpl);
+      H5Sclose(sp);
+    }
+    H5Fclose(f);
+  }
+  const auto huge = importHdf5Dataset(sparse, "/huge");
+  QVERIFY(hasCode(huge, Code::MalformedInput));
+  QVERIFY2(huge.message().find("declares 8.00 GiB but the file stores only 0 bytes") != std::string::npos ||
+               huge.message().find("of memory,") != std::string::npos, // a machine with less than 8 GiB free
+           huge.message().c_str());
+  const auto small = importHdf5Dataset(sparse, "/small");
+  QVERIFY2(small.ok(), small.message().c_str());
+  QCOMPARE(small.value.f32.size(), size_t(1) << 20);
+  QCOMPARE(small.value.f32[12345], 0.0f);
 }
 
 void TestImport::specDispatch() {
