@@ -1,8 +1,6 @@
 // FP8 Lab — tensor importers (.npy, .safetensors, HDF5 datasets). See tensor_import.h.
 #include "io/tensor_import.h"
 
-#include "gemm/gemm_internal.h"
-
 #include "formats/format.h"
 #include "session/hdf5_isolation.h"
 #include "session/hdf5_util.h"
@@ -799,30 +797,9 @@ Result<Dataset> importHdf5Dataset(const std::string& path, const std::string& da
     r.add(C::MalformedInput, where, "shape " + shapeText(shape) + " is too large");
     return r;
   }
-  // The header's shape is a claim: HDF5 stores far less than it declares for compressed data and
-  // unwritten chunks (read back as the fill value), so a crafted 5 kB file can declare 34 GB
-  // (found by fuzz_session). Refuse before allocating: more than the memory available now, or a
-  // large dataset (above 256 MiB) declaring over 1100 times the bytes the file stores for it —
-  // beyond deflate's maximum ratio (1032:1), so no real compressed tensor is refused.
-  const int64_t bytes = n * (esz > 4 ? 8 : 4);
-  const int64_t avail = gemm_detail::availableMemoryBytes();
-  auto gib = [](int64_t b) {
-    char t[32];
-    std::snprintf(t, sizeof t, "%.2f GiB", double(b) / double(int64_t(1) << 30));
-    return std::string(t);
-  };
-  if (avail > 0 && bytes > avail) {
-    r.add(C::MalformedInput, where,
-          "shape " + shapeText(shape) + " needs " + gib(bytes) + " of memory, " + gib(avail) + " is available");
-    return r;
-  }
-  const int64_t stored = static_cast<int64_t>(H5Dget_storage_size(ds));
-  if (bytes > (int64_t(256) << 20) && bytes / 1100 > stored) {
-    r.add(C::MalformedInput, where,
-          "shape " + shapeText(shape) + " declares " + gib(bytes) + " but the file stores only " +
-              std::to_string(stored) +
-              " bytes for it (more than 1100:1, beyond any real compression): "
-              "a damaged or crafted header");
+  // The header's shape is only a claim (h5::checkReadSize): refuse before allocating.
+  if (std::string why; h5::checkReadSize(ds, n * (esz > 4 ? 8 : 4), shapeText(shape), &why) != h5::ReadSize::Ok) {
+    r.add(C::MalformedInput, where, why);
     return r;
   }
   Dataset& d = r.value;

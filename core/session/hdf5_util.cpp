@@ -1,6 +1,9 @@
 // FP8 Lab — internal HDF5 helpers (see hdf5_util.h).
 #include "session/hdf5_util.h"
 
+#include "gemm/gemm_internal.h"
+
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -253,6 +256,26 @@ bool dtypeOf(hid_t t, DType* out) {
     }
   }
   return false;
+}
+
+ReadSize checkReadSize(hid_t ds, int64_t bytes, const std::string& shape_text, std::string* why) {
+  auto gib = [](int64_t b) {
+    char t[32];
+    std::snprintf(t, sizeof t, "%.2f GiB", double(b) / double(int64_t(1) << 30));
+    return std::string(t);
+  };
+  const int64_t avail = gemm_detail::availableMemoryBytes();
+  if (avail > 0 && bytes > avail) {
+    *why = "shape " + shape_text + " needs " + gib(bytes) + " of memory, " + gib(avail) + " is available";
+    return ReadSize::TooLargeForMemory;
+  }
+  const int64_t stored = static_cast<int64_t>(H5Dget_storage_size(ds));
+  if (bytes > (int64_t(256) << 20) && bytes / 1100 > stored) {
+    *why = "shape " + shape_text + " declares " + gib(bytes) + " but the file stores only " + std::to_string(stored) +
+           " bytes for it (more than 1100:1, beyond any real compression): a damaged or crafted header";
+    return ReadSize::Implausible;
+  }
+  return ReadSize::Ok;
 }
 
 } // namespace fp8lab::h5

@@ -485,6 +485,15 @@ Result<Dataset> SessionReader::read(const std::string& run_id, const std::string
   r.value.dtype = di->dtype;
   r.value.shape = di->shape;
   r.value.attrs = di->attrs;
+  // The shape is the header's claim: refuse what memory cannot hold or the file cannot contain.
+  std::string why;
+  const ReadSize rs =
+      checkReadSize(ds, r.value.elementCount() * int64_t(r.value.elementBytes()), shapeText(di->shape), &why);
+  if (rs != ReadSize::Ok) {
+    r.add(rs == ReadSize::Implausible ? C::Corrupt : C::InvalidArgument, where, why);
+    r.value = {};
+    return r;
+  }
   if (!allocFor(r.value, r.value.elementCount(), &r, where)) return r;
   if (r.value.elementCount() > 0 &&
       H5Dread(ds, memType(di->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, bufOf(r.value)) < 0) {

@@ -186,6 +186,7 @@ private Q_SLOTS:
   void injectedFailureDuringAppendKeepsPreviousFile();
   void cancelledSaveKeepsPreviousFile();
   void badCallerDataIsRejectedBeforeWriting();
+  void declaredSizeIsCheckedBeforeReading();
 };
 
 void TestSession::roundTripEveryDatasetAndAttribute_data() {
@@ -907,6 +908,45 @@ void TestSession::badCallerDataIsRejectedBeforeWriting() {
   QVERIFY(!isValidRunId("run-\xc3\xbc", &why));
   QCOMPARE(why,
            std::string("run id 'run-\xc3\xbc' contains '\xc3\xbc' (allowed: ASCII letters and digits, _ - . + =)"));
+}
+
+// A dataset's shape is the header's claim (fuzz_session: a 5 kB file declared 34 GB). A run dataset
+// of 2^15 x 2^15 float64 (8 GiB) whose chunks were never written stores 0 bytes: read() refuses it
+// as Corrupt (more than 1100:1) — or, on a machine with less than 8 GiB free, as too large for
+// memory — before allocating anything; the run's other datasets still read.
+void TestSession::declaredSizeIsCheckedBeforeReading() {
+  const std::string p = path("claims.h5");
+  QVERIFY(writeSession(p, sess({gemmRun("r1")})).ok());
+  {
+    hid_t f = H5Fopen(p.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    QVERIFY(f >= 0);
+    const hsize_t dims[2] = {hsize_t(1) << 15, hsize_t(1) << 15}, chunk[2] = {64, 1024};
+    hid_t sp = H5Screate_simple(2, dims, nullptr);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 2, chunk);
+    hid_t ds = H5Dcreate2(f, "runs/r1/huge", H5T_IEEE_F64LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    QVERIFY(ds >= 0);
+    H5Dclose(ds);
+    H5Pclose(dcpl);
+    H5Sclose(sp);
+    H5Fclose(f);
+  }
+  auto r = SessionReader::open(p);
+  QVERIFY2(r.ok(), r.message().c_str());
+  const RunInfo* ri = r.value->info().find("r1");
+  QVERIFY(ri);
+  bool listed = false;
+  for (const auto& d : ri->datasets) listed = listed || d.path == "huge";
+  if (!listed) QSKIP("the reader does not list datasets outside the layout; nothing to read");
+  const auto big = r.value->read("r1", "huge");
+  QVERIFY(!big.ok());
+  QVERIFY2(hasCode(big, Code::Corrupt) || hasCode(big, Code::InvalidArgument), big.message().c_str());
+  QVERIFY2(big.message().find("declares 8.00 GiB but the file stores only 0 bytes") != std::string::npos ||
+               big.message().find("of memory,") != std::string::npos,
+           big.message().c_str());
+  QVERIFY(
+      r.value->read("r1", ri->datasets.front().path == "huge" ? ri->datasets.back().path : ri->datasets.front().path)
+          .ok());
 }
 
 QTEST_APPLESS_MAIN(TestSession)
