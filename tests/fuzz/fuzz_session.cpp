@@ -15,55 +15,49 @@
 #include "session/session.h"
 
 #include <hdf5.h>
-#include <sanitizer/common_interface_defs.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
 #include <string>
 #include <sys/stat.h>
-#include <unistd.h>
 
 using namespace fp8lab;
 
 // The check process's time limit must stay below libFuzzer's -timeout (10 s in run.sh), so a file
 // that hangs libhdf5 is refused by the check (a contained hang) instead of reported as a timeout.
 //
-// Sequence findings: libhdf5 keeps state between files (free lists, conversion paths), so a
-// report may need the inputs before it. The last kHistory inputs are kept in memory and, when the
-// sanitizer reports, written to $FP8LAB_FUZZ_HISTORY (default ./fuzz_session-history-PID/,
-// NN.h5 oldest first) — replay them in order with `fuzz_session DIR/*.h5` and reduce.
+// Sequence findings: libhdf5 keeps state between files, so a report may need the inputs before
+// it. With FP8LAB_FUZZ_HISTORY=DIR set, every input is also written to DIR/NNNNNNNN.h5 and only the
+// last 64 are kept, so after a report DIR holds the inputs that led to it, the reported one last
+// (libFuzzer owns the sanitizer's death callback, so they are written as they come). Replay them in
+// order with `fuzz_session DIR/*.h5`, then drop files while the report stays.
 namespace {
-constexpr size_t kHistory = 64;
-std::deque<std::string> g_recent;
-
-void dumpHistory() {
-  const char* env = std::getenv("FP8LAB_FUZZ_HISTORY");
-  const std::string dir =
-      env && *env ? std::string(env) : "fuzz_session-history-" + std::to_string(static_cast<long>(::getpid()));
-  ::mkdir(dir.c_str(), 0755);
-  for (size_t i = 0; i < g_recent.size(); ++i) {
-    char name[32];
-    std::snprintf(name, sizeof name, "/%02zu.h5", i);
-    if (FILE* f = std::fopen((dir + name).c_str(), "wb")) {
-      std::fwrite(g_recent[i].data(), 1, g_recent[i].size(), f);
-      std::fclose(f);
-    }
+void keepHistory(const uint8_t* data, size_t size) {
+  static const char* dir = std::getenv("FP8LAB_FUZZ_HISTORY");
+  static unsigned long long count = 0;
+  if (!dir || !*dir) return;
+  if (count == 0) ::mkdir(dir, 0755);
+  char name[64];
+  std::snprintf(name, sizeof name, "/%08llu.h5", count);
+  if (FILE* f = std::fopen((std::string(dir) + name).c_str(), "wb")) {
+    std::fwrite(data, 1, size, f);
+    std::fclose(f);
   }
-  std::fprintf(stderr, "fuzz_session: the last %zu inputs (the reported one last) are in %s/\n", g_recent.size(),
-               dir.c_str());
+  if (count >= 64) {
+    std::snprintf(name, sizeof name, "/%08llu.h5", count - 64);
+    std::remove((std::string(dir) + name).c_str());
+  }
+  ++count;
 }
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   setHdf5CheckTimeoutSeconds(3);
-  __sanitizer_set_death_callback(dumpHistory);
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  g_recent.emplace_back(reinterpret_cast<const char*>(data), size);
-  if (g_recent.size() > kHistory) g_recent.pop_front();
+  keepHistory(data, size);
   const std::string path = fuzz::scratchFile(data, size, ".h5");
   auto opened = SessionReader::open(path);
   if (opened.ok() && opened.value) {
