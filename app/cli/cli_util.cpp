@@ -354,20 +354,20 @@ int parseThreads(const QString& text) {
 
 bool outputWritableOrFail(const QString& out) {
   const QFileInfo fi(out);
-  if (fi.isDir()) return fail(QStringLiteral("write failed: --out %1 is a directory").arg(out)), false;
   const QFileInfo dir(fi.absolutePath());
-  if (!dir.isDir())
-    return fail(QStringLiteral("write failed: the directory of --out %1 does not exist").arg(out)), false;
-  if (fi.exists() && !fi.isWritable())
-    return fail(QStringLiteral("write failed: %1 is read-only (the session is kept as it is; choose another --out)")
-                    .arg(out)),
-           false;
-  if (!dir.isWritable())
-    return fail(QStringLiteral("write failed: cannot create files in %1 (a save writes a temporary file there, then "
-                               "renames it)")
-                    .arg(dir.absoluteFilePath())),
-           false;
-  return true;
+  QString problem;
+  if (fi.isDir())
+    problem = QStringLiteral("--out %1 is a directory").arg(out);
+  else if (!dir.isDir())
+    problem = QStringLiteral("the directory of --out %1 does not exist").arg(out);
+  else if (fi.exists() && !fi.isWritable())
+    problem = QStringLiteral("%1 is read-only (the session is kept as it is; choose another --out)").arg(out);
+  else if (!dir.isWritable())
+    problem = QStringLiteral("cannot create files in %1 (a save writes a temporary file there, then renames it)")
+                  .arg(dir.absoluteFilePath());
+  if (problem.isEmpty()) return true;
+  fail(QStringLiteral("write failed: ") + problem);
+  return false;
 }
 
 void out(const std::string& text) {

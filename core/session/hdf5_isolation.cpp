@@ -261,11 +261,19 @@ Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind) {
     if (g_passed.count(key)) return st;
     if (auto it = g_refused.find(key); it != g_refused.end()) return it->second;
   }
-  // Every refusal below is remembered for this file version.
-  auto refuse = [&](Status s) {
+  // Every verdict below is remembered for this file version.
+  auto pass = [&] {
     std::lock_guard<std::mutex> lk(g_passed_mu);
-    g_refused[key] = s;
-    return s;
+    g_passed.insert(key);
+    return st;
+  };
+  auto refuseWith = [&](const std::string& why, bool crashed = false) {
+    st.add(C::Corrupt, path,
+           why + "; the file is damaged or crafted, so it was not opened" +
+               (crashed ? " (FP8 Lab and your other work are unaffected)" : ""));
+    std::lock_guard<std::mutex> lk(g_passed_mu);
+    g_refused[key] = st;
+    return st;
   };
   const std::string helper = hdf5CheckerPath();
   if (helper.empty()) return st; // no helper installed: open unprotected
@@ -278,60 +286,37 @@ Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind) {
     return st; // cannot start or lost it: unprotected
 
   const std::string what = kind == Hdf5CheckKind::Session ? "metadata" : "contents list";
+  char limit_mib[32];
+  std::snprintf(limit_mib, sizeof limit_mib, "%.0f MiB", hdf5CheckMemoryLimitMiB());
   if (timed_out) {
     char secs[32];
     std::snprintf(secs, sizeof secs, "%g", limit);
-    st.add(C::Corrupt, path,
-           "the HDF5 library did not finish reading this file's " + what + " within " + secs +
-               " s in a separate checking process (a damaged file can make it loop forever); "
-               "the file is damaged or crafted, so it was not opened");
-    return refuse(st);
+    return refuseWith("the HDF5 library did not finish reading this file's " + what + " within " + secs +
+                      " s in a separate checking process (a damaged file can make it loop forever)");
   }
   // A damaged length field (a variable-length string claiming 1.7 GB, found by fuzz_session) makes
   // libhdf5 allocate and fill that much while reading metadata that is normally a few kB. The
   // helper measures its own peak (VmHWM of its address space: the parent's ru_maxrss would
   // include this process's memory, inherited through exec) and exits with kHdf5CheckExitMemory.
-  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kHdf5CheckExitMemory) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "more than %.0f MiB of memory", hdf5CheckMemoryLimitMiB());
-    st.add(C::Corrupt, path,
-           "reading this file's " + what + " took the HDF5 library " + buf +
-               " in a separate checking process — a damaged length field; the file is damaged or crafted, "
-               "so it was not opened");
-    return refuse(st);
-  }
-  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kHdf5CheckExitMemoryError) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.0f MiB", hdf5CheckMemoryLimitMiB());
-    st.add(C::Corrupt, path,
-           "the HDF5 library made a memory error (read, wrote or freed memory it does not own, crashed, or asked "
-           "for more than " +
-               std::string(buf) + " at once) while reading this file's " + what +
-               " in a separate checking process, whose memory checker caught it; the file is damaged or crafted, so it "
-               "was not opened (FP8 Lab and your other work are unaffected)");
-    return refuse(st);
-  }
-  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
-    std::lock_guard<std::mutex> lk(g_passed_mu);
-    g_passed.insert(key);
-    return st;
-  }
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kHdf5CheckExitMemory)
+    return refuseWith("reading this file's " + what + " took the HDF5 library more than " + limit_mib +
+                      " of memory in a separate checking process — a damaged length field");
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kHdf5CheckExitMemoryError)
+    return refuseWith("the HDF5 library made a memory error (read, wrote or freed memory it does not own, crashed, "
+                      "or asked for more than " +
+                          std::string(limit_mib) + " at once) while reading this file's " + what +
+                          " in a separate checking process, whose memory checker caught it",
+                      true);
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) return pass();
   // Any other end — a signal, another exit status (the whole-ASan build's helper reporting a
   // crash) — blames the file, unless the helper cannot run in this environment at all (ASan's
   // runtime aborts at start under a small RLIMIT_AS, for one): that would refuse every file, so
   // it counts as "no helper", and the file is opened unprotected, as without the program.
-  if (!checkerRuns(helper)) {
-    std::lock_guard<std::mutex> lk(g_passed_mu);
-    g_passed.insert(key);
-    return st;
-  }
+  if (!checkerRuns(helper)) return pass();
   const std::string how = WIFSIGNALED(wstatus) ? "crashed (" + signalText(WTERMSIG(wstatus)) + ")"
                                                : "failed (exit status " + std::to_string(WEXITSTATUS(wstatus)) + ")";
-  st.add(C::Corrupt, path,
-         "the HDF5 library " + how + " while reading this file's " + what +
-             " in a separate checking process; the file is damaged or crafted, so it was not opened "
-             "(FP8 Lab and your other work are unaffected)");
-  return refuse(st);
+  return refuseWith(
+      "the HDF5 library " + how + " while reading this file's " + what + " in a separate checking process", true);
 }
 
 } // namespace fp8lab

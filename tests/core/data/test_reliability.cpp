@@ -120,6 +120,13 @@ int inChild(const std::function<int()>& fn, int seconds) {
   return -2 - WTERMSIG(status);
 }
 
+/// Whether the HDF5 checking helper is built with AddressSanitizer (`fp8lab-h5check --features`).
+bool checkerIsMemoryChecked() {
+  QProcess p;
+  p.start(QString::fromStdString(hdf5CheckerPath()), {QStringLiteral("--features")});
+  return p.waitForFinished(30000) && p.readAllStandardOutput().startsWith("memory-checked");
+}
+
 std::string selfExe() {
   char buf[4096];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -1028,13 +1035,8 @@ void TestReliability::hdf5LibraryCrashesAreContained() {
   QVERIFY2(!hdf5CheckerPath().empty(), "fp8lab-h5check not found (it is built with fp8lab_data)");
   // *.memcheck.h5: libhdf5 copies from past the end of a block on these, which faults or not
   // depending on the heap layout — only the memory-checked helper (FP8LAB_H5CHECK_ASAN) sees it.
-  if (file.contains(QStringLiteral(".memcheck."))) {
-    QProcess p;
-    p.start(QString::fromStdString(hdf5CheckerPath()), {QStringLiteral("--features")});
-    QVERIFY(p.waitForFinished(30000));
-    if (!p.readAllStandardOutput().startsWith("memory-checked"))
-      QSKIP("fp8lab-h5check is built without AddressSanitizer (FP8LAB_H5CHECK_ASAN=OFF or no libasan)");
-  }
+  if (file.contains(QStringLiteral(".memcheck.")) && !checkerIsMemoryChecked())
+    QSKIP("fp8lab-h5check is built without AddressSanitizer (FP8LAB_H5CHECK_ASAN=OFF or no libasan)");
   setHdf5CheckTimeoutSeconds(5); // the hanging file loops for minutes; 5 s is plenty for a real walk
   const std::string f = file.toStdString();
   const int rc = inChild(
@@ -1073,11 +1075,7 @@ void TestReliability::hdf5LibraryCrashesAreContained() {
 // address-space limit too small for ASan's shadow memory makes the helper unusable — then a good
 // file opens (unprotected, as without the helper) instead of being called damaged.
 void TestReliability::hdf5CheckSurvivesHostileEnvironment() {
-  QProcess p;
-  p.start(QString::fromStdString(hdf5CheckerPath()), {QStringLiteral("--features")});
-  QVERIFY(p.waitForFinished(30000));
-  if (!p.readAllStandardOutput().startsWith("memory-checked"))
-    QSKIP("fp8lab-h5check is built without AddressSanitizer");
+  if (!checkerIsMemoryChecked()) QSKIP("fp8lab-h5check is built without AddressSanitizer");
   QTemporaryDir tmp;
   const std::string good = tmp.filePath(QStringLiteral("good.h5")).toStdString();
   Session s;
