@@ -1,18 +1,26 @@
-// fp8lab-h5check KIND FILE — walks FILE's HDF5 metadata the way FP8 Lab's opens do (both
-// SessionReader::open's validation and the importer's listing; KIND = session or foreign says
-// which runs first and whose findings are printed), then exits.
+// fp8lab-h5check — the separate checking process through which FP8 Lab reads HDF5 files from
+// outside (core/session/hdf5_isolation.h). Not meant to be run by hand.
 //
-// Exit status 0 means "the walk finished", 3 (kHdf5CheckExitMemory) "finished, but libhdf5 took
-// more memory than metadata can need" (a damaged length field) — whether or not the file is a valid session (the
-// in-process open reports the file's problems); 5 (kHdf5CheckExitMemoryError) "AddressSanitizer
-// caught libhdf5 reading, writing or freeing memory it does not own, or crashing". Any other end (a signal from a
-// libhdf5 crash, a sanitizer's exit, being killed at the time limit) tells the parent the file is unsafe to open. See
-// core/session/hdf5_isolation.h. Not meant to be run by hand; prints the walk's findings on stdout when it is.
+//   fp8lab-h5check prepare FILE PREFIX   walks FILE's metadata the way FP8 Lab's opens do (the
+//       session open twice, the importer's listing), then writes PREFIX.h5 (the checked copy of
+//       the session: FP8 Lab's own writer re-encodes it), PREFIX.session and PREFIX.list (the
+//       findings of the open and the listing, one per line).
+//   fp8lab-h5check import FILE DATASET PREFIX   imports one dataset of a foreign HDF5 file and
+//       writes it to PREFIX.h5 (a one-dataset session), findings to PREFIX.issues.
+//   fp8lab-h5check --features   prints "memory-checked" (built with AddressSanitizer) or "plain".
+//
+// Exit status 0 means "finished" — whether or not the file is a valid session (the findings say);
+// 3 (kHdf5CheckExitMemory) "the metadata walk took more memory than metadata can need" (a damaged
+// length field); 5 (kHdf5CheckExitMemoryError) "AddressSanitizer caught libhdf5 reading, writing or
+// freeing memory it does not own, asking for more than the limit at once during the metadata walk,
+// or crashing". Any other end (a signal from a libhdf5 crash, a sanitizer's exit, being killed at
+// the time limit) tells the application the file is unsafe to open.
 #include "session/hdf5_isolation.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define FP8LAB_H5CHECK_MEMORY_CHECKED 1
@@ -23,17 +31,45 @@
 #endif
 
 // AddressSanitizer settings of the helper when run by hand (app/h5check/CMakeLists.txt builds it
-// with ASan): those of hdf5CheckerAsanOptions() for the default memory limit. FP8 Lab starts it
-// with hdf5CheckerAsanOptions() appended to ASAN_OPTIONS, so they win over inherited ones. A
-// literal: ASan asks for it while it starts, before anything may allocate.
+// with ASan): those of hdf5CheckerAsanOptions(). FP8 Lab starts it with hdf5CheckerAsanOptions()
+// appended to ASAN_OPTIONS, so they win over inherited ones. A literal: ASan asks for it while it
+// starts, before anything may allocate.
 extern "C" const char* __asan_default_options() {
-  return "redzone=512:max_allocation_size_mb=512:allocator_may_return_null=0:detect_leaks=0:exitcode=5:"
+  return "redzone=512:max_allocation_size_mb=0:allocator_may_return_null=0:detect_leaks=0:exitcode=5:"
          "quarantine_size_mb=64";
 }
 
-// `fp8lab-h5check --features` prints "memory-checked" (built with ASan) or "plain".
+#ifdef FP8LAB_H5CHECK_MEMORY_CHECKED
+// The sanitizer runtime's allocation hooks (sanitizer/allocator_interface.h; declared here because
+// GCC does not install that header).
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, size_t),
+                                                         void (*free_hook)(const volatile void*));
+
+namespace {
+/// During the metadata walk no single allocation may pass the limit (a damaged length field):
+/// the helper ends at once with kHdf5CheckExitMemoryError, before the memory is even touched.
+void limitAllocations(const volatile void*, size_t size) {
+  const size_t limit = fp8lab::g_hdf5HelperAllocationLimit.load(std::memory_order_relaxed);
+  if (limit != 0 && size > limit) {
+    static const char msg[] = "fp8lab-h5check: a single allocation above the metadata limit\n";
+    (void)!::write(2, msg, sizeof msg - 1);
+    std::_Exit(fp8lab::kHdf5CheckExitMemoryError);
+  }
+}
+void noFreeHook(const volatile void*) {} // the runtime installs a pair only (a null one is refused)
+} // namespace
+#endif
+
 int main(int argc, char** argv) {
   static_assert(fp8lab::kHdf5CheckExitMemoryError == 5, "keep __asan_default_options' exitcode in step");
+#ifdef FP8LAB_H5CHECK_MEMORY_CHECKED
+  // Installed before anything else, --features included: a helper without its limit fails the
+  // application's self-test and counts as no helper.
+  if (__sanitizer_install_malloc_and_free_hooks(limitAllocations, noFreeHook) == 0) {
+    std::fprintf(stderr, "fp8lab-h5check: cannot install the allocation limit\n");
+    return 2;
+  }
+#endif
   if (argc == 2 && std::strcmp(argv[1], "--features") == 0) {
 #ifdef FP8LAB_H5CHECK_MEMORY_CHECKED
     std::printf("memory-checked\n");
@@ -42,25 +78,17 @@ int main(int argc, char** argv) {
 #endif
     return 0;
   }
-  if (argc != 3 || (std::strcmp(argv[1], "session") != 0 && std::strcmp(argv[1], "foreign") != 0)) {
-    std::fprintf(stderr, "usage: fp8lab-h5check session|foreign FILE\n");
+  int rc = -1;
+  if (argc == 4 && std::strcmp(argv[1], "prepare") == 0)
+    rc = fp8lab::runHdf5HelperPrepare(argv[2], argv[3]);
+  else if (argc == 5 && std::strcmp(argv[1], "import") == 0)
+    rc = fp8lab::runHdf5HelperImport(argv[2], argv[3], argv[4]);
+  if (rc < 0) {
+    std::fprintf(stderr, "usage: fp8lab-h5check prepare FILE PREFIX | import FILE DATASET PREFIX | --features\n");
     return 2;
   }
-  fp8lab::setHdf5Isolation(false);
-  const auto kind =
-      std::strcmp(argv[1], "session") == 0 ? fp8lab::Hdf5CheckKind::Session : fp8lab::Hdf5CheckKind::Foreign;
-  const fp8lab::Status st = fp8lab::runHdf5MetadataWalk(argv[2], kind);
-  const std::string msg = st.message();
-  std::printf("%s%s", msg.empty() ? "walk finished, no findings\n" : msg.c_str(),
-              msg.empty() || msg.back() == '\n' ? "" : "\n");
   std::fflush(stdout);
-  if (fp8lab::peakMemoryMiBOfThisProcess() > fp8lab::hdf5CheckMemoryLimitMiB()) {
-    std::printf("peak memory %.0f MiB above the limit %.0f MiB\n", fp8lab::peakMemoryMiBOfThisProcess(),
-                fp8lab::hdf5CheckMemoryLimitMiB());
-    std::fflush(stdout);
-    std::_Exit(fp8lab::kHdf5CheckExitMemory);
-  }
-  // _Exit: the verdict is "the walk finished"; skip exit-time work (leak checkers, HDF5's atexit
-  // close of a half-broken file) that could turn a finished walk into a non-zero status.
-  std::_Exit(0);
+  // _Exit: the verdict is "finished"; skip exit-time work (leak checkers, HDF5's atexit close of a
+  // half-broken file) that could turn a finished walk into a non-zero status.
+  std::_Exit(rc);
 }

@@ -720,7 +720,8 @@ herr_t h5ListCb(hid_t, const char* name, const H5L_info_t* info, void* data) {
   return 0;
 }
 
-bool openForeignH5(const std::string& path, h5::Handle* f, Status* st) {
+/// Checks that `path` is a regular HDF5 file (NotFound / NotHdf5 otherwise).
+bool foreignH5Exists(const std::string& path, Status* st) {
   h5::quietErrors();
   std::error_code ec;
   if (!fs::exists(path, ec)) {
@@ -736,11 +737,11 @@ bool openForeignH5(const std::string& path, h5::Handle* f, Status* st) {
     H5Eclear2(H5E_DEFAULT);
     return false;
   }
-  // A crafted file can crash or hang libhdf5 itself; walk it in a separate process first.
-  if (Status iso = checkHdf5FileIsolated(path, Hdf5CheckKind::Foreign); !iso.ok()) {
-    st->merge(iso);
-    return false;
-  }
+  return true;
+}
+
+/// Opens a foreign HDF5 file in this process (isolation off or no helper: see prepareHdf5File).
+bool openForeignH5(const std::string& path, h5::Handle* f, Status* st) {
   *f = h5::file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   if (!f->valid()) {
     st->add(C::Corrupt, path, "HDF5 cannot open it: " + h5::errorText());
@@ -753,6 +754,15 @@ bool openForeignH5(const std::string& path, h5::Handle* f, Status* st) {
 
 Result<std::vector<TensorEntry>> listHdf5Tensors(const std::string& path) {
   Result<std::vector<TensorEntry>> r;
+  if (!foreignH5Exists(path, &r)) return r;
+  // A file from outside is listed by the separate checking process (hdf5_isolation.h): its
+  // libhdf5 walks the original, this process's never does.
+  auto prep = prepareHdf5File(path);
+  if (!prep.ok()) {
+    r.merge(prep);
+    return r;
+  }
+  if (prep.value.isolated) return prep.value.listing;
   h5::Handle f;
   if (!openForeignH5(path, &f, &r)) return r;
   H5List d{f, &r.value};
@@ -763,6 +773,10 @@ Result<std::vector<TensorEntry>> listHdf5Tensors(const std::string& path) {
 
 Result<Dataset> importHdf5Dataset(const std::string& path, const std::string& dataset_path) {
   Result<Dataset> r;
+  if (!foreignH5Exists(path, &r)) return r;
+  // A file from outside is read by the separate checking process, which hands the tensor back.
+  bool handled = false;
+  if (auto iso = importHdf5DatasetIsolated(path, dataset_path, &handled); handled) return iso;
   h5::Handle f;
   if (!openForeignH5(path, &f, &r)) return r;
   const std::string where = path + ":" + dataset_path;

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <set>
@@ -189,9 +191,9 @@ double hdf5CheckMemoryLimitMiB() {
 std::string hdf5CheckerAsanOptions() {
   char buf[256];
   std::snprintf(buf, sizeof buf,
-                "redzone=512:max_allocation_size_mb=%.0f:allocator_may_return_null=0:detect_leaks=0:exitcode=%d:"
+                "redzone=512:max_allocation_size_mb=0:allocator_may_return_null=0:detect_leaks=0:exitcode=%d:"
                 "quarantine_size_mb=64",
-                std::max(1.0, hdf5CheckMemoryLimitMiB()), kHdf5CheckExitMemoryError);
+                kHdf5CheckExitMemoryError);
   return buf;
 }
 
@@ -222,101 +224,462 @@ double peakMemoryMiBOfThisProcess() {
   return kib / 1024.0;
 }
 
-Status runHdf5MetadataWalk(const std::string& path, Hdf5CheckKind kind) {
-  const bool was = t_in_walk;
-  t_in_walk = true;
-  // Both walks, whichever open asked (the asked one first, its findings returned): one verdict
-  // per file version. A file refused by the session walk must not reach the importer's listing
-  // in-process either — fuzz_session found a file whose session walk crashes libhdf5 while its
-  // listing passes, and that listing, run in-process, left the library's heap damaged so that a
-  // later, harmless file crashed (tests/fuzz/regressions/fuzz_session/sequence-*).
-  auto session = [&] {
-    // Twice, the first reader still open: a second open of a file HDF5 already has open shares
-    // the library's cached (damaged) metadata and can crash where a fresh open does not — the
-    // GUI does exactly this (a view's reader plus a reload).
-    auto r = SessionReader::open(path);
-    auto again = SessionReader::open(path);
-    return Status(r);
-  };
-  auto foreign = [&] { return Status(listHdf5Tensors(path)); };
-  Status st;
-  if (kind == Hdf5CheckKind::Session) {
-    st = session();
-    (void)foreign();
-  } else {
-    st = foreign();
-    (void)session();
+std::atomic<size_t> g_hdf5HelperAllocationLimit{0};
+
+namespace {
+
+// ---- findings files (helper → application) --------------------------------------------------
+// One record per line, fields separated by tabs; backslash, tab, CR and LF escaped.
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '\\')
+      o += "\\\\";
+    else if (c == '\t')
+      o += "\\t";
+    else if (c == '\n')
+      o += "\\n";
+    else if (c == '\r')
+      o += "\\r";
+    else
+      o += c;
   }
-  t_in_walk = was;
-  return st;
+  return o;
 }
 
-Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind kind) {
-  Status st;
-  if (t_in_walk || !hdf5IsolationEnabled()) return st;
-  Key key;
-  if (!fileKey(path, &key)) return st; // the open itself reports the missing file
-  {
-    std::lock_guard<std::mutex> lk(g_passed_mu);
-    if (g_passed.count(key)) return st;
-    if (auto it = g_refused.find(key); it != g_refused.end()) return it->second;
+std::vector<std::string> fields(const std::string& line) {
+  std::vector<std::string> f(1);
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == '\t') {
+      f.emplace_back();
+    } else if (c == '\\' && i + 1 < line.size()) {
+      const char n = line[++i];
+      f.back() += n == 't' ? '\t' : n == 'n' ? '\n' : n == 'r' ? '\r' : n;
+    } else {
+      f.back() += c;
+    }
   }
-  // Every verdict below is remembered for this file version.
-  auto pass = [&] {
-    std::lock_guard<std::mutex> lk(g_passed_mu);
-    g_passed.insert(key);
-    return st;
-  };
-  auto refuseWith = [&](const std::string& why, bool crashed = false) {
+  return f;
+}
+
+std::string issueLines(const Status& st) {
+  std::string o;
+  for (const auto& i : st.issues)
+    o += "issue\t" + std::to_string(int(i.severity)) + "\t" + std::to_string(int(i.code)) + "\t" + esc(i.where) + "\t" +
+         esc(i.detail) + "\n";
+  return o;
+}
+
+/// Adds an "issue" record to `st`; false when the record is malformed.
+bool parseIssue(const std::vector<std::string>& f, Status* st) {
+  if (f.size() != 5 || f[0] != "issue") return false;
+  char* end = nullptr;
+  const long sev = std::strtol(f[1].c_str(), &end, 10);
+  if (*end || sev < 0 || sev > int(Warning::Severity::Error)) return false;
+  const long code = std::strtol(f[2].c_str(), &end, 10);
+  if (*end || code < 0 || code > int(C::PermissionDenied)) return false;
+  SessionIssue i;
+  i.severity = Warning::Severity(sev);
+  i.code = C(code);
+  i.where = f[3];
+  i.detail = f[4];
+  st->issues.push_back(std::move(i));
+  return true;
+}
+
+bool writeText(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return false;
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  return std::fclose(f) == 0 && ok;
+}
+
+bool readLines(const std::string& path, std::vector<std::vector<std::string>>* out) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  std::string text;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  std::fclose(f);
+  size_t a = 0;
+  while (a < text.size()) {
+    size_t b = text.find('\n', a);
+    if (b == std::string::npos) return false; // cut short: not a finished file
+    out->push_back(fields(text.substr(a, b - a)));
+    a = b + 1;
+  }
+  return true;
+}
+
+// ---- the private directory of checked copies ------------------------------------------------
+
+pid_t g_copy_dir_owner = 0;
+std::string g_copy_dir;
+
+void removeCopyDir() {
+  if (g_copy_dir.empty() || ::getpid() != g_copy_dir_owner) return; // a forked child leaves it alone
+  std::error_code ec;
+  std::filesystem::remove_all(g_copy_dir, ec);
+}
+
+/// This process's directory for checked copies, created on first use ("" when none can be made).
+const std::string& copyDir() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::vector<std::string> bases;
+    for (const char* v : {"FP8LAB_HDF5_COPY_DIR", "TMPDIR"})
+      if (const char* e = std::getenv(v); e && *e) bases.emplace_back(e);
+    bases.emplace_back("/var/tmp");
+    bases.emplace_back("/tmp");
+    for (const auto& base : bases) {
+      // Directories left by processes that died (kill -9, a crash) are removed first.
+      std::error_code ec;
+      for (auto it = std::filesystem::directory_iterator(base, ec); !ec && it != std::filesystem::directory_iterator();
+           it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.rfind("fp8lab-checked-", 0) != 0) continue;
+        const long pid = std::strtol(name.c_str() + 15, nullptr, 10);
+        struct stat st {};
+        if (pid <= 0 || ::lstat(it->path().c_str(), &st) != 0 || st.st_uid != ::geteuid()) continue;
+        if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
+          std::error_code e2;
+          std::filesystem::remove_all(it->path(), e2);
+        }
+      }
+      std::string templ = base + "/fp8lab-checked-" + std::to_string(::getpid()) + "-XXXXXX";
+      std::vector<char> buf(templ.begin(), templ.end());
+      buf.push_back('\0');
+      if (::mkdtemp(buf.data())) {
+        g_copy_dir = buf.data();
+        g_copy_dir_owner = ::getpid();
+        std::atexit(removeCopyDir);
+        return;
+      }
+    }
+  });
+  return g_copy_dir;
+}
+
+std::atomic<uint64_t> g_serial{0};
+
+// ---- the cache of prepared file versions ----------------------------------------------------
+
+struct Entry {
+  uint64_t order = 0;
+  Result<PreparedHdf5> prepared;
+  std::vector<std::string> files; ///< removed when the entry goes
+};
+std::map<Key, Entry> g_cache; // under g_passed_mu
+std::set<Key> g_trusted;      // files the helper wrote for this process (under g_passed_mu)
+constexpr size_t kMaxEntries = 64;
+
+void dropFiles(const std::vector<std::string>& files) {
+  for (const auto& f : files) {
+    Key k;
+    if (fileKey(f, &k)) g_trusted.erase(k);
+    ::unlink(f.c_str());
+  }
+}
+
+/// Stores `e` under `key` (g_passed_mu held): older versions of the same file and the oldest
+/// entries beyond kMaxEntries go, with their copies.
+void remember(const Key& key, Entry e) {
+  for (auto it = g_cache.begin(); it != g_cache.end();) {
+    const bool older_version =
+        std::get<0>(it->first) == std::get<0>(key) && std::get<1>(it->first) == std::get<1>(key) && it->first != key;
+    if (older_version) {
+      dropFiles(it->second.files);
+      it = g_cache.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (auto it = g_cache.find(key); it != g_cache.end()) { // another thread was first: keep its copy
+    dropFiles(e.files);
+    return;
+  }
+  while (g_cache.size() >= kMaxEntries) {
+    auto oldest = std::min_element(g_cache.begin(), g_cache.end(),
+                                   [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
+    dropFiles(oldest->second.files);
+    g_cache.erase(oldest);
+  }
+  g_cache.emplace(key, std::move(e));
+}
+
+/// The helper's end as a verdict: ok, or one Corrupt refusal. *unusable when the helper cannot
+/// run in this environment at all (then the caller opens the file as without the helper).
+Status verdictOf(const std::string& path, const std::string& helper, int wstatus, bool timed_out, double limit,
+                 const std::string& what, bool* unusable) {
+  Status st;
+  *unusable = false;
+  auto refuse = [&](const std::string& why, bool crashed = false) {
     st.add(C::Corrupt, path,
            why + "; the file is damaged or crafted, so it was not opened" +
                (crashed ? " (FP8 Lab and your other work are unaffected)" : ""));
-    std::lock_guard<std::mutex> lk(g_passed_mu);
-    g_refused[key] = st;
     return st;
   };
-  const std::string helper = hdf5CheckerPath();
-  if (helper.empty()) return st; // no helper installed: open unprotected
-
-  const std::string kindArg = kind == Hdf5CheckKind::Session ? "session" : "foreign";
-  const double limit = hdf5CheckTimeoutSeconds();
-  int wstatus = 0;
-  bool timed_out = false;
-  if (!runChecker(helper, {kindArg, path}, limit, &wstatus, &timed_out))
-    return st; // cannot start or lost it: unprotected
-
-  const std::string what = kind == Hdf5CheckKind::Session ? "metadata" : "contents list";
   char limit_mib[32];
   std::snprintf(limit_mib, sizeof limit_mib, "%.0f MiB", hdf5CheckMemoryLimitMiB());
   if (timed_out) {
     char secs[32];
     std::snprintf(secs, sizeof secs, "%g", limit);
-    return refuseWith("the HDF5 library did not finish reading this file's " + what + " within " + secs +
-                      " s in a separate checking process (a damaged file can make it loop forever)");
+    return refuse("the HDF5 library did not finish reading this file's " + what + " within " + secs +
+                  " s in a separate checking process (a damaged file can make it loop forever)");
   }
   // A damaged length field (a variable-length string claiming 1.7 GB, found by fuzz_session) makes
   // libhdf5 allocate and fill that much while reading metadata that is normally a few kB. The
   // helper measures its own peak (VmHWM of its address space: the parent's ru_maxrss would
   // include this process's memory, inherited through exec) and exits with kHdf5CheckExitMemory.
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kHdf5CheckExitMemory)
-    return refuseWith("reading this file's " + what + " took the HDF5 library more than " + limit_mib +
-                      " of memory in a separate checking process — a damaged length field");
+    return refuse("reading this file's " + what + " took the HDF5 library more than " + limit_mib +
+                  " of memory in a separate checking process — a damaged length field");
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kHdf5CheckExitMemoryError)
-    return refuseWith("the HDF5 library made a memory error (read, wrote or freed memory it does not own, crashed, "
-                      "or asked for more than " +
-                          std::string(limit_mib) + " at once) while reading this file's " + what +
-                          " in a separate checking process, whose memory checker caught it",
-                      true);
-  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) return pass();
+    return refuse("the HDF5 library made a memory error (read, wrote or freed memory it does not own, crashed, "
+                  "or asked for more than " +
+                      std::string(limit_mib) + " at once) while reading this file's " + what +
+                      " in a separate checking process, whose memory checker caught it",
+                  true);
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) return st;
   // Any other end — a signal, another exit status (the whole-ASan build's helper reporting a
   // crash) — blames the file, unless the helper cannot run in this environment at all (ASan's
   // runtime aborts at start under a small RLIMIT_AS, for one): that would refuse every file, so
   // it counts as "no helper", and the file is opened unprotected, as without the program.
-  if (!checkerRuns(helper)) return pass();
+  if (!checkerRuns(helper)) {
+    *unusable = true;
+    return st;
+  }
   const std::string how = WIFSIGNALED(wstatus) ? "crashed (" + signalText(WTERMSIG(wstatus)) + ")"
                                                : "failed (exit status " + std::to_string(WEXITSTATUS(wstatus)) + ")";
-  return refuseWith(
-      "the HDF5 library " + how + " while reading this file's " + what + " in a separate checking process", true);
+  return refuse("the HDF5 library " + how + " while reading this file's " + what + " in a separate checking process",
+                true);
+}
+
+/// The helper's time limit for a file of `bytes`: the metadata limit plus 1 s per 20 MB (the
+/// checked copy reads every dataset).
+double limitFor(int64_t bytes) {
+  return hdf5CheckTimeoutSeconds() + double(std::max<int64_t>(bytes, 0)) / 20e6;
+}
+
+} // namespace
+
+Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind) {
+  return prepareHdf5File(path);
+}
+
+Result<PreparedHdf5> prepareHdf5File(const std::string& path) {
+  Result<PreparedHdf5> r;
+  r.value.session_path = path;
+  if (t_in_walk || !hdf5IsolationEnabled()) return r;
+  Key key;
+  if (!fileKey(path, &key)) return r; // the open itself reports the missing file
+  {
+    std::lock_guard<std::mutex> lk(g_passed_mu);
+    if (g_trusted.count(key)) return r;
+    if (auto it = g_cache.find(key); it != g_cache.end()) {
+      // The copy must still be there (a forked child sharing the directory may have evicted it).
+      const std::string& copy = it->second.prepared.value.session_path;
+      if (!it->second.prepared.value.isolated || copy == path || copy.empty() || ::access(copy.c_str(), R_OK) == 0)
+        return it->second.prepared;
+      g_cache.erase(it);
+    }
+  }
+  const std::string helper = hdf5CheckerPath();
+  if (helper.empty()) return r; // no helper installed: open unprotected
+  const std::string& dir = copyDir();
+  if (dir.empty()) return r; // nowhere to write a copy (no writable temporary directory)
+  const std::string prefix = dir + "/" + std::to_string(g_serial.fetch_add(1));
+  const double limit = limitFor(std::get<2>(key));
+  int wstatus = 0;
+  bool timed_out = false;
+  if (!runChecker(helper, {"prepare", path, prefix}, limit, &wstatus, &timed_out))
+    return r; // cannot start or lost it: unprotected
+  Entry e;
+  e.order = g_serial.fetch_add(1);
+  e.files = {prefix + ".h5", prefix + ".session", prefix + ".list"};
+  auto unlinkAll = [&] {
+    for (const auto& f : e.files) ::unlink(f.c_str());
+    e.files.clear();
+  };
+  bool unusable = false;
+  Status verdict = verdictOf(path, helper, wstatus, timed_out, limit, "contents", &unusable);
+  if (unusable) {
+    unlinkAll();
+    return r;
+  }
+  if (!verdict.ok()) {
+    r.merge(verdict);
+    unlinkAll();
+  } else {
+    std::vector<std::vector<std::string>> sess, list;
+    if (!readLines(prefix + ".session", &sess) || !readLines(prefix + ".list", &list)) {
+      // The walk passed but the helper could not write its findings (disk full?): open the original
+      // in-process, as before checked copies existed.
+      unlinkAll();
+    } else {
+      PreparedHdf5& p = r.value;
+      p.isolated = true;
+      p.session_path.clear();
+      for (const auto& f : sess) {
+        if (parseIssue(f, &p.session)) continue;
+        if (f.size() >= 2 && f[0] == "copy" && f[1] == "ok") p.session_path = prefix + ".h5";
+        if (f.size() >= 2 && f[0] == "copy" && f[1] == "failed") p.session_path = path; // walk passed
+        if (f.size() == 4 && f[0] == "layout") p.layout[f[1]] = {f[2] == "1", f[3] == "1"};
+      }
+      for (const auto& f : list) {
+        if (parseIssue(f, &p.listing)) continue;
+        if (f.size() == 5 && f[0] == "entry") {
+          TensorEntry t;
+          t.name = f[1];
+          t.dtype = f[2];
+          t.importable = f[3] == "1";
+          for (const auto& d : fields(f[4])) // dims separated by tabs inside the escaped field
+            if (!d.empty()) t.shape.push_back(std::strtoll(d.c_str(), nullptr, 10));
+          p.listing.value.push_back(std::move(t));
+        }
+      }
+      ::unlink((prefix + ".session").c_str()); // read; only the copy stays
+      ::unlink((prefix + ".list").c_str());
+      e.files = {prefix + ".h5"};
+      if (p.session_path != prefix + ".h5") {
+        ::unlink((prefix + ".h5").c_str());
+        e.files.clear();
+      }
+    }
+  }
+  e.prepared = r;
+  std::lock_guard<std::mutex> lk(g_passed_mu);
+  if (r.value.session_path == prefix + ".h5") {
+    Key ck;
+    if (fileKey(prefix + ".h5", &ck)) g_trusted.insert(ck);
+  }
+  remember(key, std::move(e));
+  if (auto it = g_cache.find(key); it != g_cache.end()) return it->second.prepared;
+  return r;
+}
+
+Result<Dataset> importHdf5DatasetIsolated(const std::string& path, const std::string& dataset_path, bool* handled) {
+  Result<Dataset> r;
+  *handled = false;
+  auto prep = prepareHdf5File(path);
+  if (!prep.ok()) {
+    *handled = true;
+    r.merge(prep);
+    return r;
+  }
+  if (!prep.value.isolated) return r; // isolation off, no helper, or a file the helper wrote
+  const std::string helper = hdf5CheckerPath();
+  Key key;
+  if (helper.empty() || copyDir().empty() || !fileKey(path, &key)) return r;
+  const std::string prefix = copyDir() + "/import-" + std::to_string(g_serial.fetch_add(1));
+  const double limit = limitFor(std::get<2>(key));
+  int wstatus = 0;
+  bool timed_out = false;
+  if (!runChecker(helper, {"import", path, dataset_path, prefix}, limit, &wstatus, &timed_out)) return r;
+  *handled = true;
+  const std::vector<std::string> files{prefix + ".h5", prefix + ".issues"};
+  struct Cleanup {
+    const std::vector<std::string>& f;
+    ~Cleanup() {
+      std::lock_guard<std::mutex> lk(g_passed_mu);
+      dropFiles(f);
+    }
+  } cleanup{files};
+  bool unusable = false;
+  Status verdict = verdictOf(path, helper, wstatus, timed_out, limit, "dataset " + dataset_path, &unusable);
+  if (unusable) {
+    *handled = false;
+    return r;
+  }
+  if (!verdict.ok()) {
+    r.merge(verdict);
+    return r;
+  }
+  std::vector<std::vector<std::string>> lines;
+  if (!readLines(prefix + ".issues", &lines)) {
+    r.add(C::Hdf5Error, path + ":" + dataset_path, "the separate checking process did not hand the dataset back");
+    return r;
+  }
+  for (const auto& f : lines) parseIssue(f, &r);
+  if (!r.ok()) return r;
+  Key ck;
+  {
+    std::lock_guard<std::mutex> lk(g_passed_mu);
+    if (fileKey(prefix + ".h5", &ck)) g_trusted.insert(ck);
+  }
+  auto s = loadSession(prefix + ".h5");
+  const Dataset* d = s.ok() && s.value.runs.size() == 1 ? s.value.runs[0].find("tensor") : nullptr;
+  if (!d) {
+    r.merge(s);
+    r.add(C::Hdf5Error, path + ":" + dataset_path, "the separate checking process did not hand the dataset back");
+    return r;
+  }
+  r.value = *d;
+  return r;
+}
+
+// ---- the helper's side ----------------------------------------------------------------------
+
+int runHdf5HelperPrepare(const std::string& path, const std::string& prefix) {
+  setHdf5Isolation(false);
+  t_in_walk = true;
+  // The metadata walk, under the allocation limit: the session open twice (the second while the
+  // first is open, as the GUI does) and the importer's listing.
+  g_hdf5HelperAllocationLimit.store(size_t(std::max(1.0, hdf5CheckMemoryLimitMiB()) * 1048576.0));
+  auto reader = SessionReader::open(path);
+  { auto again = SessionReader::open(path); }
+  const auto listing = listHdf5Tensors(path);
+  g_hdf5HelperAllocationLimit.store(0);
+  if (peakMemoryMiBOfThisProcess() > hdf5CheckMemoryLimitMiB()) {
+    std::printf("peak memory %.0f MiB above the limit %.0f MiB\n", peakMemoryMiBOfThisProcess(),
+                hdf5CheckMemoryLimitMiB());
+    return kHdf5CheckExitMemory;
+  }
+  std::string list = issueLines(listing);
+  for (const auto& e : listing.value) {
+    std::string dims;
+    for (auto d : e.shape) dims += std::to_string(d) + "\t";
+    list += "entry\t" + esc(e.name) + "\t" + esc(e.dtype) + "\t" + (e.importable ? "1" : "0") + "\t" + esc(dims) + "\n";
+  }
+  std::string sess = issueLines(reader);
+  if (reader.ok() && reader.value) {
+    const Status copy = writeCheckedSessionCopy(*reader.value, reader, path, prefix + ".h5");
+    sess += copy.ok() ? "copy\tok\n" : "copy\tfailed\t" + esc(copy.message()) + "\n";
+    for (const auto& run : reader.value->info().runs)
+      for (const auto& d : run.datasets)
+        sess += "layout\t" + esc(run.id + "/" + d.path) + "\t" + (d.chunked ? "1" : "0") + "\t" +
+                (d.compressed ? "1" : "0") + "\n";
+  } else {
+    sess += "copy\tnone\n";
+  }
+  reader.value.reset();
+  if (!writeText(prefix + ".list", list) || !writeText(prefix + ".session", sess)) return 0; // see prepareHdf5File
+  std::printf("%s%s", sess.c_str(), list.c_str());
+  return 0;
+}
+
+int runHdf5HelperImport(const std::string& path, const std::string& dataset_path, const std::string& prefix) {
+  setHdf5Isolation(false);
+  t_in_walk = true;
+  auto d = importHdf5Dataset(path, dataset_path);
+  Status st = d;
+  if (d.ok()) {
+    Session s;
+    Run run;
+    run.id = "import";
+    run.type = "import";
+    run.config_json = "{}";
+    run.datasets["tensor"] = std::move(d.value);
+    s.runs.push_back(std::move(run));
+    WriteOptions opt;
+    opt.compress = false;
+    st.merge(writeSession(prefix + ".h5", s, opt));
+  }
+  if (!writeText(prefix + ".issues", issueLines(st))) return 0; // the application reports the missing result
+  return 0;
 }
 
 } // namespace fp8lab

@@ -1,5 +1,6 @@
 // FP8 Lab — session writer: atomic saves (write beside, fsync, rename), append / delete / rename /
 // merge of runs by object copy. Layout: docs/session-format.md.
+#include "session/hdf5_isolation.h"
 #include "session/hdf5_util.h"
 #include "session/session.h"
 
@@ -58,9 +59,9 @@ bool makeTemp(const std::string& target, TempFile* tmp, Status* st) {
 
 /// fsync(file), rename(tmp → target), fsync(directory). `target` is the real file (symbolic links
 /// resolved); `shown` the path the caller gave, for messages.
-bool commitTemp(TempFile* tmp, const std::string& target, const std::string& shown, Status* st) {
+bool commitTemp(TempFile* tmp, const std::string& target, const std::string& shown, Status* st, bool durable = true) {
   const int fd = ::open(tmp->path.c_str(), O_RDONLY);
-  if (fd < 0 || ::fsync(fd) != 0) {
+  if (fd < 0 || (durable && ::fsync(fd) != 0)) {
     st->add(C::WriteFailed, shown, std::string("fsync of the temporary file failed: ") + std::strerror(errno));
     if (fd >= 0) ::close(fd);
     return false;
@@ -80,7 +81,7 @@ bool commitTemp(TempFile* tmp, const std::string& target, const std::string& sho
     return false;
   }
   tmp->committed = true;
-  const int dfd = ::open(dirOf(target).c_str(), O_RDONLY | O_DIRECTORY);
+  const int dfd = durable ? ::open(dirOf(target).c_str(), O_RDONLY | O_DIRECTORY) : -1;
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
@@ -334,11 +335,23 @@ struct CopyItem {
 struct RootInfo {
   std::string created_utc;
   Attributes extra;
+  bool verbatim = false; ///< checked copies: `extra` is the whole set (version, times kept)
 };
+
+/// Writes further runs into /runs after the fresh ones (checked copies stream run by run).
+using MoreRuns = std::function<bool(hid_t runs, WriteCtx& ctx, Status* st)>;
+
+/// The file libhdf5 may read for `path` in this process: its checked copy when isolation made
+/// one (hdf5_isolation.h), else `path`.
+std::string readablePath(const std::string& path) {
+  auto p = prepareHdf5File(path);
+  return p.ok() && !p.value.session_path.empty() ? p.value.session_path : path;
+}
 
 /// The one place files are produced: temp file ← root attrs, copied runs, new runs; commit.
 Status produce(const std::string& target, const RootInfo& root, const std::vector<CopyItem>& copies,
-               const std::vector<std::pair<const Run*, std::string>>& fresh, const WriteOptions& opt) {
+               const std::vector<std::pair<const Run*, std::string>>& fresh, const WriteOptions& opt,
+               const MoreRuns& more = {}, bool durable = true) {
   quietErrors();
   Status st;
   if (target.empty()) {
@@ -366,11 +379,13 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
       return st;
     }
     Attributes ra = root.extra;
-    ra["application"] = std::string("FP8 Lab");
-    ra["format_version"] = static_cast<int64_t>(kSessionFormatVersion);
-    ra["app_version"] = std::string(FP8LAB_VERSION);
-    ra["created_utc"] = root.created_utc.empty() ? utcNow() : root.created_utc;
-    ra["modified_utc"] = utcNow();
+    if (!root.verbatim) {
+      ra["application"] = std::string("FP8 Lab");
+      ra["format_version"] = static_cast<int64_t>(kSessionFormatVersion);
+      ra["app_version"] = std::string(FP8LAB_VERSION);
+      ra["created_utc"] = root.created_utc.empty() ? utcNow() : root.created_utc;
+      ra["modified_utc"] = utcNow();
+    }
     for (const auto& [k, v] : ra)
       if (!writeAttr(f, k, v)) {
         st.add(C::WriteFailed, target, "cannot write root attribute '" + k + "': " + errorText());
@@ -386,7 +401,8 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
     for (const auto& c : copies) {
       auto it = sources.find(c.file);
       if (it == sources.end()) {
-        Handle sf = file(H5Fopen(c.file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+        // A session from outside is copied from its checked copy (never the original bytes).
+        Handle sf = file(H5Fopen(readablePath(c.file).c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
         if (!sf.valid()) {
           st.add(C::Corrupt, c.file, "cannot open for copying: " + errorText());
           return st;
@@ -408,6 +424,7 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
     sources.clear();
     for (const auto& [r, id] : fresh)
       if (!writeRun(runs, *r, id, ctx, &st)) return st;
+    if (more && !more(runs, ctx, &st)) return st;
     runs.reset();
     if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0 || !f.reset()) {
       st.add(C::WriteFailed, target, "cannot flush/close the HDF5 file: " + errorText());
@@ -415,7 +432,7 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
     }
   }
   if (!progress(ctx, "committing", &st)) return st;
-  commitTemp(&tmp, real, target, &st);
+  commitTemp(&tmp, real, target, &st, durable);
   return st;
 }
 
@@ -438,7 +455,7 @@ bool existingRuns(const std::string& path, std::vector<std::string>* runs, RootI
       root->extra[k] = v;
   r.value.reset();
   quietErrors();
-  Handle f = file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  Handle f = file(H5Fopen(readablePath(path).c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   if (!f.valid()) {
     st->add(C::Corrupt, path, errorText());
     return false;
@@ -652,6 +669,67 @@ Status mergeSessions(const std::string& out, const std::vector<std::string>& inp
   }
   st.merge(produce(out, root, copies, {}, opt));
   return st;
+}
+
+Status writeCheckedSessionCopy(SessionReader& reader, const Status& findings, const std::string& in,
+                               const std::string& out) {
+  const SessionInfo& info = reader.info();
+  // Runs named by a finding ("<in>#/runs/<id>/..."): carried whole by H5Ocopy, so the in-process
+  // open of the copy reports them as the original would, and a rewrite keeps them.
+  std::set<std::string> flagged;
+  const std::string prefix = in + "#/runs/";
+  for (const auto& i : findings.issues)
+    if (i.where.rfind(prefix, 0) == 0)
+      flagged.insert(i.where.substr(prefix.size(), i.where.find('/', prefix.size()) - prefix.size()));
+  std::vector<std::string> all;
+  {
+    quietErrors();
+    Handle f = file(H5Fopen(in.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    Handle g = f.valid() ? group(H5Gopen2(f, "runs", H5P_DEFAULT)) : Handle();
+    if (g.valid()) all = linkNames(g);
+  }
+  std::vector<CopyItem> copies;
+  std::vector<std::string> reencode;
+  for (const auto& id : all) {
+    const RunInfo* ri = info.find(id);
+    if (!ri || flagged.count(id)) {
+      copies.push_back({in, id, id});
+      continue;
+    }
+    reencode.push_back(id);
+  }
+  RootInfo root;
+  root.extra = info.attrs;
+  root.verbatim = true;
+  // Uncompressed and not fsync'ed: a private, temporary file that is read right away (a third of the
+  // helper's time went to gzip and the flush; the reader reports the original's storage layout).
+  WriteOptions opt;
+  opt.compress = false;
+  // Carried runs (and runs whose data cannot be read: a damaged chunk — reading that dataset then
+  // fails in the application the same way, with HDF5's message) are copied with H5Ocopy; a run
+  // group even H5Ocopy cannot copy is left out (the findings already name it; the original keeps it).
+  MoreRuns more = [&](hid_t runs, WriteCtx& ctx, Status* st) {
+    Handle src = file(H5Fopen(in.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    auto carry = [&](const std::string& id) {
+      const std::string from = "/runs/" + id;
+      if (!src.valid() || H5Ocopy(src, from.c_str(), runs, id.c_str(), H5P_DEFAULT, H5P_DEFAULT) < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        if (H5Lexists(runs, id.c_str(), H5P_DEFAULT) > 0) H5Ldelete(runs, id.c_str(), H5P_DEFAULT);
+        H5Eclear2(H5E_DEFAULT);
+      }
+    };
+    for (const auto& c : copies) carry(c.run);
+    for (const auto& id : reencode) {
+      auto run = reader.readRun(id); // one run in memory at a time
+      if (!run.ok()) {
+        carry(id);
+        continue;
+      }
+      if (!writeRun(runs, run.value, id, ctx, st)) return false;
+    }
+    return true;
+  };
+  return produce(out, root, {}, {}, opt, more, /*durable=*/false);
 }
 
 } // namespace fp8lab

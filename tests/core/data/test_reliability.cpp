@@ -21,6 +21,8 @@
 #include "training/idx_reader.h"
 #include "training/trainer.h"
 
+#include <hdf5.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -235,6 +237,8 @@ private Q_SLOTS:
   void hdf5LibraryCrashesAreContained();
   void hdf5CheckPassesGoodFilesAndFallsBack();
   void hdf5CheckSurvivesHostileEnvironment();
+  void hdf5ReadsOnlyCheckedCopies();
+  void hdf5CheckedCopiesAreCleanedUp();
   void readOnlySessionIsNotRewritten();
   void unreadableFileIsPermissionDenied();
   void cliMergeKeepsAnUnrelatedOutputAndDeleteIsAllOrNothing();
@@ -1140,6 +1144,195 @@ void TestReliability::hdf5CheckPassesGoodFilesAndFallsBack() {
       },
       30);
   QCOMPARE(rc, 0);
+}
+
+// The application's libhdf5 never reads a file from outside: the helper re-encodes it into a
+// checked copy (hdf5_isolation.h), found necessary by fuzz_session (inputs that pass a check of
+// one file in a fresh process but make libhdf5 read uninitialised global-heap memory after other
+// files were opened; tests/fuzz/regressions/fuzz_session/sequence-H5HG_read-*). The copy must be
+// faithful: everything a reader, the importer's listing and an import return through it equals
+// what the same calls return reading the original in-process (isolation off) — the reference.
+// And while a reader is open, the only file libhdf5 holds is the copy, in the private directory.
+void TestReliability::hdf5ReadsOnlyCheckedCopies() {
+  QVERIFY2(!hdf5CheckerPath().empty(), "fp8lab-h5check not found (it is built with fp8lab_data)");
+  QTemporaryDir tmp;
+  QVERIFY(tmp.isValid());
+  const std::string sess = tmp.filePath(QStringLiteral("s.h5")).toStdString();
+  Session s;
+  s.created_utc = "2026-01-02T03:04:05Z";
+  s.attrs["note"] = std::string("root note");
+  s.attrs["count"] = int64_t(7);
+  Run a = bigRun("a", 96, 1.0f); // 9216 elements: chunked + gzip (≥ 4096)
+  a.attrs["label"] = std::string("first");
+  a.attrs["lr"] = 0.125;
+  a.seed = 0xFEDCBA9876543210ull; // above INT64_MAX: the u64 attribute must survive the copy
+  a.setMetric("snr", 31.5, "dB", "signal to noise");
+  a.putFloat32("small/v", {1.5f, -2.25f, 3.0f}, 3, -1, "1", "contiguous");
+  a.datasets["codes"] = Dataset::uint8({2, 3}, {0, 1, 2, 253, 254, 255}, "1", "codes");
+  a.datasets["steps"] = Dataset::int64({2}, {-5, int64_t(1) << 40}, "step", "steps");
+  a.datasets["wide"] = Dataset::float64({1, 2}, {0.1, -1e300}, "1", "float64");
+  a.group_attrs["small"]["group_note"] = std::string("g");
+  s.runs.push_back(a);
+  s.runs.push_back(bigRun("b", 8, 5.0f));
+  QVERIFY(writeSession(sess, s).ok());
+  // A foreign file: big-endian float64 [3, 4], float32 [5] with an attribute, a rank-3 float (listed,
+  // not importable) and an integer dataset (not listed).
+  const std::string foreign = tmp.filePath(QStringLiteral("f.h5")).toStdString();
+  {
+    hid_t f = H5Fcreate(foreign.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    auto put = [&](const char* name, hid_t ftype, hid_t mtype, std::vector<hsize_t> dims, const void* data) {
+      hid_t sp = H5Screate_simple(int(dims.size()), dims.data(), nullptr);
+      hid_t d = H5Dcreate2(f, name, ftype, sp, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+      H5Dwrite(d, mtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+      H5Dclose(d);
+      H5Sclose(sp);
+    };
+    const double w[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, -0.5};
+    const float v[5] = {0.5f, 1.5f, 2.5f, 3.5f, 4.5f};
+    const float cube[8] = {};
+    const int ints[3] = {1, 2, 3};
+    put("/model/w", H5T_IEEE_F64BE, H5T_NATIVE_DOUBLE, {3, 4}, w);
+    put("/v", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {5}, v);
+    put("/cube", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {2, 2, 2}, cube);
+    put("/ints", H5T_STD_I32LE, H5T_NATIVE_INT, {3}, ints);
+    H5Pclose(lcpl);
+    H5Fclose(f);
+  }
+  struct Seen {
+    SessionInfo info;
+    std::vector<Dataset> data;
+    std::vector<TensorEntry> list;
+    std::vector<Dataset> imports;
+    std::vector<std::string> open_files; // what libhdf5 held while the reader was open
+  };
+  auto look = [&](Seen* out) {
+    auto r = SessionReader::open(sess);
+    QVERIFY2(r.ok() && r.issues.empty(), r.message().c_str());
+    out->info = r.value->info();
+    for (const auto& run : out->info.runs)
+      for (const auto& d : run.datasets) {
+        auto ds = r.value->read(run.id, d.path);
+        QVERIFY2(ds.ok(), ds.message().c_str());
+        out->data.push_back(ds.value);
+      }
+    std::vector<hid_t> ids(64);
+    const ssize_t n = H5Fget_obj_ids(H5F_OBJ_ALL, H5F_OBJ_FILE, ids.size(), ids.data());
+    for (ssize_t i = 0; i < n; ++i) {
+      char name[4096] = {};
+      H5Fget_name(ids[size_t(i)], name, sizeof name);
+      out->open_files.emplace_back(name);
+    }
+    auto l = listHdf5Tensors(foreign);
+    QVERIFY2(l.ok(), l.message().c_str());
+    out->list = l.value;
+    for (const char* name : {"/model/w", "/v"}) {
+      auto d = importHdf5Dataset(foreign, name);
+      QVERIFY2(d.ok(), d.message().c_str());
+      out->imports.push_back(d.value);
+    }
+    auto bad = importHdf5Dataset(foreign, "/cube");
+    QVERIFY(!bad.ok() && hasCode(bad, Code::WrongShape)); // rank 3: the same refusal both ways
+  };
+  Seen ref, iso;
+  setHdf5Isolation(false);
+  look(&ref);
+  setHdf5Isolation(true);
+  look(&iso);
+  QCOMPARE(ref.open_files, std::vector<std::string>{sess}); // the reference read the original itself
+  QCOMPARE(iso.open_files.size(), size_t(1));
+  QVERIFY2(iso.open_files[0] != sess && iso.open_files[0].find("/fp8lab-checked-") != std::string::npos,
+           iso.open_files[0].c_str());
+  // The session as the reader shows it.
+  QCOMPARE(iso.info.path, sess);
+  QCOMPARE(iso.info.format_version, ref.info.format_version);
+  QCOMPARE(iso.info.app_version, ref.info.app_version);
+  QCOMPARE(iso.info.created_utc, std::string("2026-01-02T03:04:05Z"));
+  QCOMPARE(iso.info.modified_utc, ref.info.modified_utc);
+  QVERIFY(iso.info.attrs == ref.info.attrs);
+  QCOMPARE(iso.info.runs.size(), size_t(2));
+  for (size_t i = 0; i < ref.info.runs.size(); ++i) {
+    const RunInfo &x = ref.info.runs[i], &y = iso.info.runs[i];
+    QCOMPARE(y.id, x.id);
+    QCOMPARE(y.seed, x.seed);
+    QCOMPARE(y.type, x.type);
+    QCOMPARE(y.config_json, x.config_json);
+    QCOMPARE(y.created_utc, x.created_utc);
+    QVERIFY(y.attrs == x.attrs);
+    QVERIFY(y.group_attrs == x.group_attrs);
+    QCOMPARE(y.metrics.size(), x.metrics.size());
+    for (const auto& [k, m] : x.metrics) {
+      QCOMPARE(y.metrics.at(k).value, m.value);
+      QCOMPARE(y.metrics.at(k).units, m.units);
+    }
+    QCOMPARE(y.datasets.size(), x.datasets.size());
+    for (size_t j = 0; j < x.datasets.size(); ++j) {
+      QCOMPARE(y.datasets[j].path, x.datasets[j].path);
+      QVERIFY(y.datasets[j].dtype == x.datasets[j].dtype);
+      QCOMPARE(y.datasets[j].shape, x.datasets[j].shape);
+      QVERIFY(y.datasets[j].attrs == x.datasets[j].attrs);
+      QCOMPARE(y.datasets[j].chunked, x.datasets[j].chunked);
+      QCOMPARE(y.datasets[j].compressed, x.datasets[j].compressed);
+    }
+  }
+  QCOMPARE(ref.info.runs[0].seed, uint64_t(0xFEDCBA9876543210ull));
+  QCOMPARE(ref.info.runs[0].datasets.size(), size_t(5));
+  QVERIFY(ref.info.runs[0].datasets[1].compressed);  // output/D (sorted: codes, output/D, small/v, ...), 9216 elements
+  QVERIFY(!ref.info.runs[0].datasets[2].compressed); // small/v
+  QCOMPARE(iso.data.size(), ref.data.size());
+  for (size_t i = 0; i < ref.data.size(); ++i) {
+    QCOMPARE(iso.data[i].shape, ref.data[i].shape);
+    QVERIFY(iso.data[i].f32 == ref.data[i].f32 && iso.data[i].f64 == ref.data[i].f64 &&
+            iso.data[i].u8 == ref.data[i].u8 && iso.data[i].i64 == ref.data[i].i64);
+  }
+  // The importer, through the helper.
+  QCOMPARE(iso.list.size(), ref.list.size());
+  QCOMPARE(ref.list.size(), size_t(3)); // /cube, /model/w, /v (floats only)
+  for (size_t i = 0; i < ref.list.size(); ++i) {
+    QCOMPARE(iso.list[i].name, ref.list[i].name);
+    QCOMPARE(iso.list[i].dtype, ref.list[i].dtype);
+    QCOMPARE(iso.list[i].shape, ref.list[i].shape);
+    QCOMPARE(iso.list[i].importable, ref.list[i].importable);
+  }
+  for (size_t i = 0; i < ref.imports.size(); ++i) {
+    QVERIFY(iso.imports[i].dtype == ref.imports[i].dtype);
+    QCOMPARE(iso.imports[i].shape, ref.imports[i].shape);
+    QVERIFY(iso.imports[i].f32 == ref.imports[i].f32 && iso.imports[i].f64 == ref.imports[i].f64);
+    QVERIFY(iso.imports[i].attrs == ref.imports[i].attrs);
+  }
+  QCOMPARE(ref.imports[0].f64.back(), -0.5);                                  // big-endian float64, exact
+  QCOMPARE(attrString(ref.imports[0].attrs, "source").value_or(""), foreign); // the original path, not the copy
+  QCOMPARE(attrString(iso.imports[0].attrs, "source_dtype").value_or(""), std::string(">float64"));
+}
+
+// Checked copies take disk: they go when the process ends, and the directories of processes that
+// died without cleaning up (kill -9) go when the next FP8 Lab process makes its own.
+void TestReliability::hdf5CheckedCopiesAreCleanedUp() {
+  if (!QFileInfo::exists(cliPath())) QSKIP("fp8lab-cli not built");
+  QTemporaryDir tmp, base;
+  QVERIFY(tmp.isValid() && base.isValid());
+  const std::string sess = tmp.filePath(QStringLiteral("s.h5")).toStdString();
+  QVERIFY(writeSession(sess, Session{1, {}, {}, {}, {bigRun("r1", 8, 1.0f)}}).ok());
+  // A process that is gone: a child that has exited and been waited for.
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  const QString stale = base.filePath(QStringLiteral("fp8lab-checked-%1-abcdef").arg(dead));
+  QVERIFY(QDir().mkpath(stale));
+  writeBytes((stale + QStringLiteral("/0.h5")).toStdString(), "left by a killed process");
+  const QString alive = base.filePath(QStringLiteral("fp8lab-checked-%1-keepme").arg(getpid()));
+  QVERIFY(QDir().mkpath(alive)); // a running process's directory (this one's pid) is left alone
+  QProcess p;
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert(QStringLiteral("FP8LAB_HDF5_COPY_DIR"), base.path());
+  p.setProcessEnvironment(env);
+  p.start(cliPath(), {QStringLiteral("inspect"), QString::fromStdString(sess)});
+  QVERIFY(p.waitForFinished(60000));
+  QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+  QVERIFY(p.readAllStandardOutput().contains("r1"));
+  const QStringList left = QDir(base.path()).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+  QCOMPARE(left, QStringList{QFileInfo(alive).fileName()});
 }
 
 // A tester's finding: as a normal user, `chmod 444 ro.h5; fp8lab-cli run g.json --out ro.h5`
