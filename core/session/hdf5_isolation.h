@@ -143,10 +143,12 @@ extern std::atomic<size_t> g_hdf5HelperAllocationLimit;
 
 /// The helper's re-encoding (defined with the writer, core/session/session_writer.cpp): writes
 /// the checked copy of the open session `reader` (whose file is `in`, opened with `findings`) to
-/// `out`. Runs named in a finding ("<in>#/runs/<id>...") and run groups that failed validation
-/// are copied with H5Ocopy (kept, as every rewrite keeps them); all other runs are read and
-/// written again (contiguous, uncompressed, not fsync'ed: a private temporary file). A run whose
-/// data cannot be read is copied with H5Ocopy instead. Errors: WriteFailed (disk full, ...).
+/// `out`. Valid runs are read and written again (every dataset the application can read is
+/// re-encoded); run groups that failed validation, and objects inside valid runs that a finding
+/// names ("<in>#/runs/<id>/<path>", e.g. a dataset of the wrong type), are carried with H5Ocopy, so
+/// the open of the copy reports them as the original's did and every rewrite keeps them. Written
+/// contiguous, uncompressed, not fsync'ed (a private temporary file). A run whose data cannot be
+/// read is carried with H5Ocopy instead. Errors: WriteFailed (disk full, ...).
 Status writeCheckedSessionCopy(SessionReader& reader, const Status& findings, const std::string& in,
                                const std::string& out);
 

@@ -674,13 +674,19 @@ Status mergeSessions(const std::string& out, const std::vector<std::string>& inp
 Status writeCheckedSessionCopy(SessionReader& reader, const Status& findings, const std::string& in,
                                const std::string& out) {
   const SessionInfo& info = reader.info();
-  // Runs named by a finding ("<in>#/runs/<id>/..."): carried whole by H5Ocopy, so the in-process
-  // open of the copy reports them as the original would, and a rewrite keeps them.
-  std::set<std::string> flagged;
+  // Objects named by a finding inside a valid run ("<in>#/runs/<id>/<path>": a dataset left out
+  // for its type or shape) are carried by H5Ocopy beside the re-encoded run, so the in-process open
+  // of the copy reports them as the original would (and leaves them out again), and a rewrite
+  // keeps them. Every dataset the application can read is re-encoded.
+  std::map<std::string, std::vector<std::string>> flagged; // run id → paths inside it
   const std::string prefix = in + "#/runs/";
-  for (const auto& i : findings.issues)
-    if (i.where.rfind(prefix, 0) == 0)
-      flagged.insert(i.where.substr(prefix.size(), i.where.find('/', prefix.size()) - prefix.size()));
+  for (const auto& i : findings.issues) {
+    if (i.where.rfind(prefix, 0) != 0) continue;
+    const std::string rest = i.where.substr(prefix.size());
+    const size_t slash = rest.find('/');
+    if (slash != std::string::npos && slash + 1 < rest.size())
+      flagged[rest.substr(0, slash)].push_back(rest.substr(slash + 1));
+  }
   std::vector<std::string> all;
   {
     quietErrors();
@@ -692,7 +698,7 @@ Status writeCheckedSessionCopy(SessionReader& reader, const Status& findings, co
   std::vector<std::string> reencode;
   for (const auto& id : all) {
     const RunInfo* ri = info.find(id);
-    if (!ri || flagged.count(id)) {
+    if (!ri) { // failed validation: carried whole (the application cannot read it)
       copies.push_back({in, id, id});
       continue;
     }
@@ -707,7 +713,8 @@ Status writeCheckedSessionCopy(SessionReader& reader, const Status& findings, co
   opt.compress = false;
   // Carried runs (and runs whose data cannot be read: a damaged chunk — reading that dataset then
   // fails in the application the same way, with HDF5's message) are copied with H5Ocopy; a run
-  // group even H5Ocopy cannot copy is left out (the findings already name it; the original keeps it).
+  // group or object even H5Ocopy cannot copy is left out (the findings already name it; the
+  // original keeps it).
   MoreRuns more = [&](hid_t runs, WriteCtx& ctx, Status* st) {
     Handle src = file(H5Fopen(in.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
     auto carry = [&](const std::string& id) {
@@ -726,6 +733,12 @@ Status writeCheckedSessionCopy(SessionReader& reader, const Status& findings, co
         continue;
       }
       if (!writeRun(runs, run.value, id, ctx, st)) return false;
+      for (const auto& rel : flagged[id]) {
+        const std::string from = "/runs/" + id + "/" + rel, to = id + "/" + rel;
+        if (pathExists(runs, to) || !src.valid() || !pathExists(src, from.substr(1))) continue;
+        Handle lcpl = lcplIntermediate();
+        if (H5Ocopy(src, from.c_str(), runs, to.c_str(), H5P_DEFAULT, lcpl) < 0) H5Eclear2(H5E_DEFAULT);
+      }
     }
     return true;
   };
