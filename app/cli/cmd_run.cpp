@@ -20,6 +20,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <unistd.h>
 
@@ -507,6 +508,59 @@ struct LoadedConfig {
   QString origin;
 };
 
+/// The first key that appears twice in one JSON object of `json` (valid JSON: Qt parsed it
+/// already), with its line and column; nullopt when every object's keys are distinct. Qt's parser
+/// (like most) keeps the last value silently, so `{"m": 64, "m": 4096}` would run m = 4096 with
+/// nothing said — RFC 8259 §4: names "SHOULD be unique", and parsers disagree on which one wins.
+/// Keys are compared after JSON unescaping ("m" and "\u006d" are the same key).
+struct DuplicateKey {
+  QString key;
+  int line = 1, column = 1;
+};
+std::optional<DuplicateKey> firstDuplicateKey(const QByteArray& json) {
+  struct Frame {
+    bool object = false;
+    bool expect_key = false;
+    std::set<QString> keys;
+  };
+  std::vector<Frame> stack;
+  for (qsizetype i = 0; i < json.size(); ++i) {
+    const char ch = json[i];
+    if (ch == '{') {
+      stack.push_back({true, true, {}});
+    } else if (ch == '[') {
+      stack.push_back({false, false, {}});
+    } else if ((ch == '}' || ch == ']') && !stack.empty()) {
+      stack.pop_back();
+    } else if (ch == ',' && !stack.empty() && stack.back().object) {
+      stack.back().expect_key = true;
+    } else if (ch == '"') {
+      const qsizetype start = i;
+      for (++i; i < json.size() && json[i] != '"'; ++i)
+        if (json[i] == '\\') ++i;
+      if (stack.empty() || !stack.back().object || !stack.back().expect_key) continue;
+      stack.back().expect_key = false;
+      // Unescape through Qt's own parser: the token is a valid JSON string.
+      const QByteArray token = json.mid(start, i - start + 1);
+      const QString key = QJsonDocument::fromJson("[" + token + "]").array().at(0).toString();
+      if (!stack.back().keys.insert(key).second) {
+        DuplicateKey d;
+        d.key = key;
+        for (qsizetype k = 0; k < start; ++k) {
+          if (json[k] == '\n') {
+            ++d.line;
+            d.column = 1;
+          } else {
+            ++d.column;
+          }
+        }
+        return d;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 bool loadConfig(const QString& path, LoadedConfig* c) {
   QFile f(path);
   if (path.isEmpty()) {
@@ -556,6 +610,14 @@ bool loadConfig(const QString& path, LoadedConfig* c) {
   }
   if (!doc.isObject()) {
     fail(QStringLiteral("config '%1': expected a JSON object at the top").arg(f.fileName()));
+    return false;
+  }
+  if (const auto dup = firstDuplicateKey(bytes)) {
+    fail(QStringLiteral("config '%1': key \"%2\" appears twice in the same object (the second at line %3, column %4); "
+                        "JSON readers disagree on which one counts, so remove one")
+             .arg(f.fileName(), dup->key)
+             .arg(dup->line)
+             .arg(dup->column));
     return false;
   }
   c->root = doc.object();

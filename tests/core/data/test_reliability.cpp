@@ -629,6 +629,14 @@ void TestReliability::cliBadInput_data() {
                                       << QStringLiteral("--threads: expected an integer 0..1024");
   run("config: not JSON", QByteArray("{\"type\": \"gemm\",\n \"m\": }"), "line 2, column");
   run("config: top-level array", QByteArray("[1, 2]"), "expected a JSON object at the top");
+  // Qt's parser keeps the last of two equal keys silently: {"m": 4, "m": 4096} ran m = 4096.
+  run("config: key given twice", QByteArray("{\"type\": \"gemm\", \"m\": 4,\n \"k\": 4, \"n\": 4, \"m\": 4096}"),
+      "key \"m\" appears twice in the same object (the second at line 2, column 18)"); // line 2 = ` "k": 4, "n": 4,
+                                                                                       // "m"...`: its quote is
+                                                                                       // character 18
+  run("config: nested key given twice (escaped)",
+      QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4, "a": {"scale": 1, "sc\u0061le": 2}})"),
+      "key \"scale\" appears twice");
   run("config: unknown key", QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4, "colour": 1})"), "colour");
   run("config: m = 0", QByteArray(R"({"type": "gemm", "m": 0, "k": 4, "n": 4})"),
       "m: expected an integer in [1, 1048576]");
