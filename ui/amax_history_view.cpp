@@ -57,16 +57,8 @@ AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(6, 6, 6, 6);
   auto* bar = new QHBoxLayout;
-  auto label = [&](const QString& t, QWidget* buddy) {
-    auto* l = new QLabel(t, this);
-    l->setBuddy(buddy);
-    bar->addWidget(l);
-    bar->addWidget(buddy);
-  };
-  run_box_ = new QComboBox(this);
-  run_box_->setObjectName(QStringLiteral("run"));
-  run_box_->setMinimumContentsLength(16);
-  run_box_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  auto label = [&](const QString& t, QWidget* buddy) { addLabeled(bar, t, buddy); };
+  run_box_ = runComboBox(QStringLiteral("run"));
   label(tr("&Run:"), run_box_);
   tensor_box_ = new QComboBox(this);
   tensor_box_->setObjectName(QStringLiteral("tensor"));

@@ -1,8 +1,26 @@
 #include "view.h"
 
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
 #include <QSaveFile>
 
 namespace fp8lab::ui {
+
+QComboBox* View::runComboBox(const QString& object_name) {
+  auto* box = new QComboBox(this);
+  box->setObjectName(object_name);
+  box->setMinimumContentsLength(16);
+  box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  return box;
+}
+
+void View::addLabeled(QHBoxLayout* bar, const QString& text, QWidget* buddy) {
+  auto* l = new QLabel(text, this);
+  l->setBuddy(buddy);
+  bar->addWidget(l);
+  bar->addWidget(buddy);
+}
 
 void View::whenShown(int key, std::function<void()> reload) {
   if (isVisible() || window() == this) {

@@ -8,7 +8,9 @@
 #include <functional>
 #include <map>
 
+class QComboBox;
 class QCustomPlot;
+class QHBoxLayout;
 
 namespace fp8lab::ui {
 
@@ -44,6 +46,12 @@ protected:
   /// more than 100 ms while an experiment runs).
   void whenShown(int key, std::function<void()> reload);
   void showEvent(QShowEvent* e) override;
+
+  /// Control-bar helpers shared by the views: a combo box of runs (object name `object_name`, for
+  /// tests and --grab; wide enough for a 16-character run label), and a label whose mnemonic
+  /// (the "&" in `text`) focuses `buddy`, added to `bar` followed by `buddy`.
+  QComboBox* runComboBox(const QString& object_name);
+  void addLabeled(QHBoxLayout* bar, const QString& text, QWidget* buddy);
 
   Session* session_ = nullptr;
 
