@@ -19,7 +19,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <csignal>
 #include <cstring>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -70,6 +73,19 @@ int main(int argc, char** argv) {
     return 2;
   }
 #endif
+  // Never outlive the application: killed with it (kill -9 skips its time-limit kill), and a CPU
+  // limit of its time limit plus 5 s (FP8LAB_H5CHECK_CPU_S) for a parent that cannot kill it.
+  if (const char* parent = std::getenv("FP8LAB_H5CHECK_PARENT")) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != pid_t(std::strtol(parent, nullptr, 10))) return 2; // gone before prctl took effect
+  }
+  if (const char* cpu = std::getenv("FP8LAB_H5CHECK_CPU_S")) {
+    const long s = std::strtol(cpu, nullptr, 10);
+    if (s > 0) {
+      const rlimit lim{rlim_t(s), rlim_t(s) + 1};
+      ::setrlimit(RLIMIT_CPU, &lim);
+    }
+  }
   if (argc == 2 && std::strcmp(argv[1], "--features") == 0) {
 #ifdef FP8LAB_H5CHECK_MEMORY_CHECKED
     std::printf("memory-checked\n");

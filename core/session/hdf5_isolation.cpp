@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -71,11 +72,13 @@ std::string signalText(int sig) {
 
 /// The environment for the helper: this process's, without LD_PRELOAD (a preloaded library in
 /// front of the AddressSanitizer runtime makes the memory-checked helper refuse to start).
-std::vector<std::string> checkerEnvironment() {
+std::vector<std::string> checkerEnvironment(double limit) {
   std::vector<std::string> env;
   std::string asan;
   for (char** e = environ; e && *e; ++e) {
-    if (std::strncmp(*e, "LD_PRELOAD=", 11) == 0) continue;
+    if (std::strncmp(*e, "LD_PRELOAD=", 11) == 0 || std::strncmp(*e, "FP8LAB_H5CHECK_PARENT=", 22) == 0 ||
+        std::strncmp(*e, "FP8LAB_H5CHECK_CPU_S=", 21) == 0)
+      continue;
     if (std::strncmp(*e, "ASAN_OPTIONS=", 13) == 0) {
       asan = *e + 13;
       continue;
@@ -85,6 +88,10 @@ std::vector<std::string> checkerEnvironment() {
   // The helper's own settings come last, so they win over anything inherited (a fuzzer's or a
   // test run's allocator_may_return_null=1 would let a 1.4 GB allocation pass unseen).
   env.push_back("ASAN_OPTIONS=" + asan + (asan.empty() ? "" : ":") + hdf5CheckerAsanOptions());
+  // The helper ends itself when this process is gone (it is killed at the time limit by this
+  // process, which a kill -9 of the application would skip): see app/h5check/main.cpp.
+  env.push_back("FP8LAB_H5CHECK_PARENT=" + std::to_string(::getpid()));
+  env.push_back("FP8LAB_H5CHECK_CPU_S=" + std::to_string(long(std::ceil(limit)) + 5));
   return env;
 }
 
@@ -102,7 +109,7 @@ bool runChecker(const std::string& helper, const std::vector<std::string>& args,
   std::vector<char*> argv;
   for (auto& a : argStore) argv.push_back(a.data());
   argv.push_back(nullptr);
-  std::vector<std::string> envStore = checkerEnvironment();
+  std::vector<std::string> envStore = checkerEnvironment(limit);
   std::vector<char*> envp;
   for (auto& e : envStore) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -325,10 +332,15 @@ void removeCopyDir() {
   std::filesystem::remove_all(g_copy_dir, ec);
 }
 
-/// This process's directory for checked copies, created on first use ("" when none can be made).
-const std::string& copyDir() {
-  static std::once_flag once;
-  std::call_once(once, [] {
+/// This process's directory for checked copies, created on first use ("" when none can be made);
+/// made anew when this process may no longer write the one it has (a forked child that dropped
+/// privileges, a directory removed under it).
+std::string copyDir() {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lk(mu);
+  if (!g_copy_dir.empty() && ::access(g_copy_dir.c_str(), W_OK | X_OK) == 0) return g_copy_dir;
+  g_copy_dir.clear();
+  [] {
     std::vector<std::string> bases;
     for (const char* v : {"FP8LAB_HDF5_COPY_DIR", "TMPDIR"})
       if (const char* e = std::getenv(v); e && *e) bases.emplace_back(e);
@@ -354,12 +366,12 @@ const std::string& copyDir() {
       buf.push_back('\0');
       if (::mkdtemp(buf.data())) {
         g_copy_dir = buf.data();
+        if (g_copy_dir_owner != ::getpid()) std::atexit(removeCopyDir); // once per process
         g_copy_dir_owner = ::getpid();
-        std::atexit(removeCopyDir);
         return;
       }
     }
-  });
+  }();
   return g_copy_dir;
 }
 
@@ -489,8 +501,13 @@ Result<PreparedHdf5> prepareHdf5File(const std::string& path) {
   }
   const std::string helper = hdf5CheckerPath();
   if (helper.empty()) return r; // no helper installed: open unprotected
-  const std::string& dir = copyDir();
-  if (dir.empty()) return r; // nowhere to write a copy (no writable temporary directory)
+  const std::string dir = copyDir();
+  if (dir.empty()) {
+    r.add(C::Hdf5Error, path,
+          "FP8 Lab reads HDF5 files through a checked copy and found no writable temporary directory for it "
+          "(tried $FP8LAB_HDF5_COPY_DIR, $TMPDIR, /var/tmp, /tmp); set FP8LAB_HDF5_COPY_DIR to a directory with room");
+    return r;
+  }
   const std::string prefix = dir + "/" + std::to_string(g_serial.fetch_add(1));
   const double limit = limitFor(std::get<2>(key));
   int wstatus = 0;
@@ -516,9 +533,13 @@ Result<PreparedHdf5> prepareHdf5File(const std::string& path) {
   } else {
     std::vector<std::vector<std::string>> sess, list;
     if (!readLines(prefix + ".session", &sess) || !readLines(prefix + ".list", &list)) {
-      // The walk passed but the helper could not write its findings (disk full?): open the original
-      // in-process, as before checked copies existed.
+      // The walk passed but the helper could not write its findings (disk full?). Never fall back to
+      // reading the original in this process: it is exactly what the copy exists to avoid.
       unlinkAll();
+      r.add(C::Hdf5Error, path,
+            "the separate checking process could not hand back its findings (is " + dir +
+                " full?); free disk space there or set FP8LAB_HDF5_COPY_DIR to a directory with room");
+      return r; // not remembered: the next open tries again
     } else {
       PreparedHdf5& p = r.value;
       p.isolated = true;
@@ -526,7 +547,10 @@ Result<PreparedHdf5> prepareHdf5File(const std::string& path) {
       for (const auto& f : sess) {
         if (parseIssue(f, &p.session)) continue;
         if (f.size() >= 2 && f[0] == "copy" && f[1] == "ok") p.session_path = prefix + ".h5";
-        if (f.size() >= 2 && f[0] == "copy" && f[1] == "failed") p.session_path = path; // walk passed
+        if (f.size() >= 3 && f[0] == "copy" && f[1] == "failed")
+          r.add(C::Hdf5Error, path,
+                "FP8 Lab reads HDF5 files through a checked copy, which could not be written (" + f[2] +
+                    "); free disk space in " + dir + " or set FP8LAB_HDF5_COPY_DIR to a directory with room");
         if (f.size() == 4 && f[0] == "layout") p.layout[f[1]] = {f[2] == "1", f[3] == "1"};
       }
       for (const auto& f : list) {
@@ -549,6 +573,10 @@ Result<PreparedHdf5> prepareHdf5File(const std::string& path) {
         e.files.clear();
       }
     }
+  }
+  if (r.value.isolated && !r.ok()) { // the copy could not be written: not remembered, tried again next time
+    unlinkAll();
+    return r;
   }
   e.prepared = r;
   std::lock_guard<std::mutex> lk(g_passed_mu);
@@ -573,8 +601,9 @@ Result<Dataset> importHdf5DatasetIsolated(const std::string& path, const std::st
   if (!prep.value.isolated) return r; // isolation off, no helper, or a file the helper wrote
   const std::string helper = hdf5CheckerPath();
   Key key;
-  if (helper.empty() || copyDir().empty() || !fileKey(path, &key)) return r;
-  const std::string prefix = copyDir() + "/import-" + std::to_string(g_serial.fetch_add(1));
+  const std::string dir = copyDir();
+  if (helper.empty() || dir.empty() || !fileKey(path, &key)) return r;
+  const std::string prefix = dir + "/import-" + std::to_string(g_serial.fetch_add(1));
   const double limit = limitFor(std::get<2>(key));
   int wstatus = 0;
   bool timed_out = false;

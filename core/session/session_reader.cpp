@@ -315,7 +315,11 @@ Result<std::unique_ptr<SessionReader>> SessionReader::open(const std::string& pa
   }
   if (prep.value.isolated) {
     r.merge(prep.value.session);
-    if (!prep.value.session.ok() || prep.value.session_path.empty()) return r;
+    if (!prep.value.session.ok()) return r;
+    if (prep.value.session_path.empty()) { // (prepareHdf5File refuses first; never open the original)
+      r.add(C::Hdf5Error, path, "the separate checking process made no checked copy of this session");
+      return r;
+    }
   }
   const std::string readable = prep.value.session_path.empty() ? path : prep.value.session_path;
   std::unique_ptr<SessionReader> sr(new SessionReader());

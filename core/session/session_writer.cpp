@@ -157,6 +157,9 @@ struct WriteCtx {
   std::string file; // target path (for messages)
   int64_t total_bytes = 1;
   int64_t done_bytes = 0;
+  /// Writing a checked copy (hdf5_isolation.h): run ids are taken as the original has them (the
+  /// reader accepts any link name; the copy must not refuse what the original holds).
+  bool checked_copy = false;
 };
 
 bool progress(WriteCtx& ctx, const std::string& stage, Status* st) {
@@ -243,7 +246,7 @@ bool writeDataset(hid_t run_group, const std::string& rel, const std::string& fu
 bool writeRun(hid_t runs, const Run& run, const std::string& id, WriteCtx& ctx, Status* st) {
   const std::string where = ctx.file + "#/runs/" + id;
   std::string why;
-  if (!isValidRunId(id, &why)) {
+  if (!ctx.checked_copy && !isValidRunId(id, &why)) {
     st->add(C::InvalidArgument, where, why);
     return false;
   }
@@ -715,7 +718,7 @@ Status writeCheckedSessionCopy(SessionReader& reader, const Status& findings, co
   // fails in the application the same way, with HDF5's message) are copied with H5Ocopy; a run
   // group or object even H5Ocopy cannot copy is left out (the findings already name it; the
   // original keeps it).
-  MoreRuns more = [&](hid_t runs, WriteCtx& ctx, Status* st) {
+  MoreRuns more = [&](hid_t runs, WriteCtx& ctx, Status*) {
     Handle src = file(H5Fopen(in.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
     auto carry = [&](const std::string& id) {
       const std::string from = "/runs/" + id;
@@ -727,12 +730,15 @@ Status writeCheckedSessionCopy(SessionReader& reader, const Status& findings, co
     };
     for (const auto& c : copies) carry(c.run);
     for (const auto& id : reencode) {
+      ctx.checked_copy = true;
       auto run = reader.readRun(id); // one run in memory at a time
-      if (!run.ok()) {
+      Status wst;
+      if (!run.ok() || !writeRun(runs, run.value, id, ctx, &wst)) {
+        if (H5Lexists(runs, id.c_str(), H5P_DEFAULT) > 0) H5Ldelete(runs, id.c_str(), H5P_DEFAULT);
+        H5Eclear2(H5E_DEFAULT);
         carry(id);
         continue;
       }
-      if (!writeRun(runs, run.value, id, ctx, st)) return false;
       for (const auto& rel : flagged[id]) {
         const std::string from = "/runs/" + id + "/" + rel, to = id + "/" + rel;
         if (pathExists(runs, to) || !src.valid() || !pathExists(src, from.substr(1))) continue;

@@ -166,10 +166,16 @@ int childSave(const std::string& path) {
 std::string asUnprivileged(const std::function<std::string()>& fn) {
   int fds[2];
   if (pipe(fds) != 0) return "CHILD FAILED: pipe";
+  // The child's checked copies (core/session/hdf5_isolation.h) go to a directory this process
+  // removes afterwards (the child, no longer root, cannot write this process's copy directory and
+  // ends with _exit, which skips its own clean-up).
+  char copies[] = "/tmp/fp8lab-unprivileged-XXXXXX";
+  if (!mkdtemp(copies) || chmod(copies, 0777) != 0) return "CHILD FAILED: mkdtemp";
   const pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
     alarm(60);
+    setenv("FP8LAB_HDF5_COPY_DIR", copies, 1);
     std::string report;
     if (geteuid() == 0 &&
         (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0))
@@ -189,6 +195,8 @@ std::string asUnprivileged(const std::function<std::string()>& fn) {
   close(fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
+  std::error_code ec;
+  fs::remove_all(copies, ec);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "CHILD FAILED (status " + std::to_string(status) + ")";
   return report;
 }
