@@ -7,6 +7,8 @@
 //       findings of the open and the listing, one per line).
 //   fp8lab-h5check import FILE DATASET PREFIX   imports one dataset of a foreign HDF5 file and
 //       writes it to PREFIX.h5 (a one-dataset session), findings to PREFIX.issues.
+//   fp8lab-h5check carry FILE PREFIX   copies every run group of FILE with H5Ocopy into PREFIX.h5
+//       (for rewrites, which keep runs as they are); PREFIX.carry lists the runs it could not copy.
 //   fp8lab-h5check --features   prints "memory-checked" (built with AddressSanitizer) or "plain".
 //
 // Exit status 0 means "finished" — whether or not the file is a valid session (the findings say);
@@ -99,8 +101,12 @@ int main(int argc, char** argv) {
     rc = fp8lab::runHdf5HelperPrepare(argv[2], argv[3]);
   else if (argc == 5 && std::strcmp(argv[1], "import") == 0)
     rc = fp8lab::runHdf5HelperImport(argv[2], argv[3], argv[4]);
+  else if (argc == 4 && std::strcmp(argv[1], "carry") == 0)
+    rc = fp8lab::runHdf5HelperCarry(argv[2], argv[3]);
   if (rc < 0) {
-    std::fprintf(stderr, "usage: fp8lab-h5check prepare FILE PREFIX | import FILE DATASET PREFIX | --features\n");
+    std::fprintf(
+        stderr,
+        "usage: fp8lab-h5check prepare FILE PREFIX | import FILE DATASET PREFIX | carry FILE PREFIX | --features\n");
     return 2;
   }
   std::fflush(stdout);

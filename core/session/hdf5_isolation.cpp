@@ -2,6 +2,7 @@
 #include "session/hdf5_isolation.h"
 
 #include "io/tensor_import.h"
+#include "session/hdf5_util.h"
 
 #include <algorithm>
 #include <atomic>
@@ -382,7 +383,9 @@ std::atomic<uint64_t> g_serial{0};
 struct Entry {
   uint64_t order = 0;
   Result<PreparedHdf5> prepared;
-  std::vector<std::string> files; ///< removed when the entry goes
+  std::string carry_path;                            ///< made on first use (hdf5CarryCopy)
+  std::map<std::string, std::string> carry_failures; ///< run id → why H5Ocopy failed
+  std::vector<std::string> files;                    ///< removed when the entry goes
 };
 std::map<Key, Entry> g_cache; // under g_passed_mu
 std::set<Key> g_trusted;      // files the helper wrote for this process (under g_passed_mu)
@@ -589,6 +592,74 @@ Result<PreparedHdf5> prepareHdf5File(const std::string& path) {
   return r;
 }
 
+Result<std::string> hdf5CarryCopy(const std::string& path, std::map<std::string, std::string>* failures) {
+  Result<std::string> r;
+  r.value = path;
+  failures->clear();
+  auto prep = prepareHdf5File(path);
+  if (!prep.ok()) {
+    r.merge(prep);
+    return r;
+  }
+  if (!prep.value.isolated) return r;
+  Key key;
+  if (!fileKey(path, &key)) return r;
+  {
+    std::lock_guard<std::mutex> lk(g_passed_mu);
+    if (auto it = g_cache.find(key);
+        it != g_cache.end() && !it->second.carry_path.empty() && ::access(it->second.carry_path.c_str(), R_OK) == 0) {
+      r.value = it->second.carry_path;
+      *failures = it->second.carry_failures;
+      return r;
+    }
+  }
+  const std::string helper = hdf5CheckerPath();
+  const std::string dir = copyDir();
+  if (helper.empty() || dir.empty()) {
+    r.add(C::Hdf5Error, path, "no checking process or temporary directory to copy the existing runs through");
+    return r;
+  }
+  const std::string prefix = dir + "/carry-" + std::to_string(g_serial.fetch_add(1));
+  const double limit = limitFor(std::get<2>(key));
+  int wstatus = 0;
+  bool timed_out = false;
+  bool unusable = false;
+  auto drop = [&] {
+    ::unlink((prefix + ".h5").c_str());
+    ::unlink((prefix + ".carry").c_str());
+  };
+  if (!runChecker(helper, {"carry", path, prefix}, limit, &wstatus, &timed_out)) {
+    drop();
+    r.add(C::Hdf5Error, path, "cannot start the checking process to copy the existing runs");
+    return r;
+  }
+  Status verdict = verdictOf(path, helper, wstatus, timed_out, limit, "runs", &unusable);
+  std::vector<std::vector<std::string>> lines;
+  if (unusable || !verdict.ok() || !readLines(prefix + ".carry", &lines)) {
+    drop();
+    r.merge(verdict);
+    if (r.ok())
+      r.add(C::Hdf5Error, path,
+            "the separate checking process could not copy the existing runs (is " + dir + " full?)");
+    return r;
+  }
+  ::unlink((prefix + ".carry").c_str());
+  for (const auto& f : lines)
+    if (f.size() == 3 && f[0] == "failed") (*failures)[f[1]] = f[2];
+  std::lock_guard<std::mutex> lk(g_passed_mu);
+  auto it = g_cache.find(key);
+  if (it == g_cache.end()) { // evicted meanwhile: use it once, remove it at exit
+    r.value = prefix + ".h5";
+    return r;
+  }
+  if (!it->second.carry_path.empty()) ::unlink(it->second.carry_path.c_str());
+  it->second.carry_path = prefix + ".h5";
+  it->second.carry_failures = *failures;
+  it->second.files.push_back(prefix + ".h5");
+  r.value = prefix + ".h5";
+  return r;
+}
+
 Result<Dataset> importHdf5DatasetIsolated(const std::string& path, const std::string& dataset_path, bool* handled) {
   Result<Dataset> r;
   *handled = false;
@@ -687,6 +758,33 @@ int runHdf5HelperPrepare(const std::string& path, const std::string& prefix) {
   reader.value.reset();
   if (!writeText(prefix + ".list", list) || !writeText(prefix + ".session", sess)) return 0; // see prepareHdf5File
   std::printf("%s%s", sess.c_str(), list.c_str());
+  return 0;
+}
+
+int runHdf5HelperCarry(const std::string& path, const std::string& prefix) {
+  setHdf5Isolation(false);
+  t_in_walk = true;
+  h5::quietErrors();
+  std::string lines;
+  h5::Handle src = h5::file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  h5::Handle dst = h5::file(H5Fcreate((prefix + ".h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  if (!src.valid() || !dst.valid()) return 0; // no .carry file: the application reports it
+  h5::Handle runs = h5::group(H5Gcreate2(dst, "runs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  h5::Handle from = h5::group(H5Gopen2(src, "runs", H5P_DEFAULT));
+  if (!runs.valid() || !from.valid()) return 0;
+  for (const auto& id : h5::linkNames(from)) {
+    if (H5Ocopy(from, id.c_str(), runs, id.c_str(), H5P_DEFAULT, H5P_DEFAULT) < 0) {
+      lines += "failed\t" + esc(id) + "\t" + esc(h5::errorText()) + "\n";
+      H5Eclear2(H5E_DEFAULT);
+      if (H5Lexists(runs, id.c_str(), H5P_DEFAULT) > 0) H5Ldelete(runs, id.c_str(), H5P_DEFAULT);
+      H5Eclear2(H5E_DEFAULT);
+    }
+  }
+  runs.reset();
+  from.reset();
+  src.reset();
+  if (H5Fflush(dst, H5F_SCOPE_GLOBAL) < 0 || !dst.reset()) return 0;
+  writeText(prefix + ".carry", lines + "done\n");
   return 0;
 }
 

@@ -123,6 +123,16 @@ struct PreparedHdf5 {
 /// file (the copy reads all data). Errors: the refusals of checkHdf5FileIsolated.
 Result<PreparedHdf5> prepareHdf5File(const std::string& path);
 
+/// For the writers' rewrites (append, delete, rename, merge), which keep existing runs exactly as
+/// they are (H5Ocopy, no re-encoding): the path to copy runs of `path` from — its *carry copy*, made
+/// on first use by the helper (`fp8lab-h5check carry FILE PREFIX`: every run group H5Ocopy'd into a
+/// new file, so libhdf5 rebuilt every object header and heap and this process copies from a file
+/// libhdf5 wrote, filters and attribute types untouched), or `path` itself when isolation does not
+/// apply. Run groups the helper could not copy are listed in *failures (id → HDF5's message); a
+/// rewrite that needs one of them fails with that message. Errors: the refusals of prepareHdf5File,
+/// a crash of the helper while copying, no room for the copy.
+Result<std::string> hdf5CarryCopy(const std::string& path, std::map<std::string, std::string>* failures);
+
 /// Imports one dataset of a foreign HDF5 file in the helper (importHdf5Dataset there; the result
 /// comes back as a one-dataset session file the helper writes). *handled = false when isolation
 /// does not apply (off, no helper): the caller imports in-process. Errors: the helper's, or a
@@ -135,6 +145,7 @@ Result<Dataset> importHdf5DatasetIsolated(const std::string& path, const std::st
 /// metadata walk passed the memory limit).
 int runHdf5HelperPrepare(const std::string& path, const std::string& prefix);
 int runHdf5HelperImport(const std::string& path, const std::string& dataset_path, const std::string& prefix);
+int runHdf5HelperCarry(const std::string& path, const std::string& prefix);
 
 /// While non-zero, the memory-checked helper ends with kHdf5CheckExitMemoryError on any single
 /// allocation above this many bytes (its malloc hook reads it; set during the metadata walk only,

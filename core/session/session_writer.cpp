@@ -344,11 +344,19 @@ struct RootInfo {
 /// Writes further runs into /runs after the fresh ones (checked copies stream run by run).
 using MoreRuns = std::function<bool(hid_t runs, WriteCtx& ctx, Status* st)>;
 
-/// The file libhdf5 may read for `path` in this process: its checked copy when isolation made
-/// one (hdf5_isolation.h), else `path`.
-std::string readablePath(const std::string& path) {
-  auto p = prepareHdf5File(path);
-  return p.ok() && !p.value.session_path.empty() ? p.value.session_path : path;
+/// The file this process copies runs of `path` from: its carry copy when isolation applies
+/// (hdf5_isolation.h: made by the helper with H5Ocopy, so runs are kept exactly, but this process's
+/// libhdf5 reads a file libhdf5 wrote), else `path`. False with the reason in *st.
+bool carrySource(const std::string& path, std::string* source, std::map<std::string, std::string>* failures,
+                 Status* st) {
+  auto c = hdf5CarryCopy(path, failures);
+  if (!c.ok()) {
+    st->merge(c);
+    st->add(C::WriteFailed, path, "cannot copy the existing runs through the checking process; nothing was written");
+    return false;
+  }
+  *source = c.value;
+  return true;
 }
 
 /// The one place files are produced: temp file ← root attrs, copied runs, new runs; commit.
@@ -399,18 +407,28 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
       st.add(C::WriteFailed, target, "cannot create /runs: " + errorText());
       return st;
     }
-    // Copies, grouped by source file so each is opened once.
-    std::map<std::string, Handle> sources;
+    // Copies, grouped by source file so each is opened once. A session from outside is copied from
+    // its carry copy (never the original bytes).
+    std::map<std::string, std::pair<Handle, std::map<std::string, std::string>>> sources;
     for (const auto& c : copies) {
       auto it = sources.find(c.file);
       if (it == sources.end()) {
-        // A session from outside is copied from its checked copy (never the original bytes).
-        Handle sf = file(H5Fopen(readablePath(c.file).c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+        std::string from;
+        std::map<std::string, std::string> failures;
+        if (!carrySource(c.file, &from, &failures, &st)) return st;
+        quietErrors();
+        Handle sf = file(H5Fopen(from.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
         if (!sf.valid()) {
           st.add(C::Corrupt, c.file, "cannot open for copying: " + errorText());
           return st;
         }
-        it = sources.emplace(c.file, std::move(sf)).first;
+        it = sources.emplace(c.file, std::make_pair(std::move(sf), std::move(failures))).first;
+      }
+      if (auto f = it->second.second.find(c.run); f != it->second.second.end()) {
+        st.add(C::WriteFailed, target + "#/runs/" + c.as,
+               "cannot copy run from '" + c.file + "' (damaged: the HDF5 library could not copy it: " + f->second +
+                   "); nothing was written");
+        return st;
       }
       if (opt.fault_injection && !opt.fault_injection("copy:/runs/" + c.run)) {
         st.add(C::WriteFailed, target + "#/runs/" + c.as,
@@ -419,7 +437,7 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
       }
       if (!progress(ctx, "copying run " + c.run, &st)) return st;
       const std::string src = "/runs/" + c.run;
-      if (H5Ocopy(it->second, src.c_str(), runs, c.as.c_str(), H5P_DEFAULT, H5P_DEFAULT) < 0) {
+      if (H5Ocopy(it->second.first, src.c_str(), runs, c.as.c_str(), H5P_DEFAULT, H5P_DEFAULT) < 0) {
         st.add(C::WriteFailed, target + "#/runs/" + c.as, "cannot copy run from '" + c.file + "': " + errorText());
         return st;
       }
@@ -457,8 +475,11 @@ bool existingRuns(const std::string& path, std::vector<std::string>* runs, RootI
     if (k != "application" && k != "format_version" && k != "app_version" && k != "created_utc" && k != "modified_utc")
       root->extra[k] = v;
   r.value.reset();
+  std::string from;
+  std::map<std::string, std::string> failures;
+  if (!carrySource(path, &from, &failures, st)) return false;
   quietErrors();
-  Handle f = file(H5Fopen(readablePath(path).c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  Handle f = file(H5Fopen(from.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   if (!f.valid()) {
     st->add(C::Corrupt, path, errorText());
     return false;
@@ -469,6 +490,11 @@ bool existingRuns(const std::string& path, std::vector<std::string>* runs, RootI
     return false;
   }
   *runs = linkNames(g);
+  // Runs the checking process could not copy are still the file's: listed, so a rewrite that keeps
+  // them fails with the reason instead of dropping them (deleting one works).
+  for (const auto& [id, why] : failures)
+    if (std::find(runs->begin(), runs->end(), id) == runs->end()) runs->push_back(id);
+  std::sort(runs->begin(), runs->end());
   return true;
 }
 
