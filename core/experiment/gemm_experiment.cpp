@@ -314,6 +314,9 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
     dc = Dataset::uint8({m, n}, out.d_codes, "code", "FP8 codes of D (before dividing by scale_D)");
     dc.attrs["format"] = std::string(toString(cfg.gemm.output));
     dc.attrs["quant_scale"] = static_cast<double>(cfg.gemm.output_quant_scale);
+    dc.attrs["scaling"] = std::string("per_tensor"); // one scale_D for the whole output
+    dc.attrs["block_rows"] = m;
+    dc.attrs["block_cols"] = n;
   }
   run.datasets["reference/D"] =
       Dataset::float64({m, n}, ref, "1", "ideal D: float64 product of the unquantized operands (k ascending)");

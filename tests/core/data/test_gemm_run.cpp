@@ -63,6 +63,7 @@ private Q_SLOTS:
   void float64ImportIsQuantizedFromFloat64();
   void badConfigsAreReported();
   void runWithoutStoredInputsStillValidates();
+  void fp8OutputRunsOpenWithoutWarnings();
 };
 
 void TestGemmRun::storesTheDocumentedLayout() {
@@ -176,6 +177,38 @@ void TestGemmRun::badConfigsAreReported() {
   r = runGemmExperimentRun(c, "{}", "x", *be);
   QVERIFY(!r.ok());
   QVERIFY(r.message().find("missing.npy") != std::string::npos);
+}
+
+// A breaking session's finding: every run with an FP8 output ("output": "e4m3fn") opened with a
+// warning (output/D_codes: "block_rows / block_cols absent"), so such sessions could not be merged
+// ("not a clean FP8 Lab session"). The codes carry one scale_D: block = the whole [M, N] output.
+// Files written before the fix (codes without block attributes and no D_scales) open cleanly too.
+void TestGemmRun::fp8OutputRunsOpenWithoutWarnings() {
+  GemmExperimentConfig c = smallConfig();
+  c.gemm.output = OutputType::E4M3FN;
+  auto r = runIt(c, 0, "fp8out");
+  QVERIFY2(r.ok(), r.message().c_str());
+  const Dataset* codes = r.value.find("output/D_codes");
+  QVERIFY(codes);
+  QCOMPARE(attrInt(codes->attrs, "block_rows").value_or(0), c.m);
+  QCOMPARE(attrInt(codes->attrs, "block_cols").value_or(0), c.n);
+  const std::string p = tmp_.path().toStdString() + "/fp8out.h5", old = tmp_.path().toStdString() + "/old.h5",
+                    merged = tmp_.path().toStdString() + "/merged.h5";
+  Run before = r.value; // as written before the fix
+  before.id = "before";
+  before.datasets["output/D_codes"].attrs.erase("block_rows");
+  before.datasets["output/D_codes"].attrs.erase("block_cols");
+  QVERIFY(writeSession(p, Session{kSessionFormatVersion, {}, {}, {}, {r.value}}).ok());
+  QVERIFY(writeSession(old, Session{kSessionFormatVersion, {}, {}, {}, {before}}).ok());
+  for (const std::string& f : {p, old}) {
+    auto rd = SessionReader::open(f);
+    QVERIFY2(rd.ok() && rd.issues.empty(), rd.message().c_str());
+  }
+  const Status m = mergeSessions(merged, {p, old});
+  QVERIFY2(m.ok(), m.message().c_str());
+  auto rd = SessionReader::open(merged);
+  QVERIFY2(rd.ok() && rd.issues.empty(), rd.message().c_str());
+  QCOMPARE(rd.value->info().runs.size(), size_t(2));
 }
 
 void TestGemmRun::runWithoutStoredInputsStillValidates() {
