@@ -443,7 +443,8 @@ Status verdictOf(const std::string& path, const std::string& helper, int wstatus
     char secs[32];
     std::snprintf(secs, sizeof secs, "%g", limit);
     return refuse("the HDF5 library did not finish reading this file's " + what + " within " + secs +
-                  " s in a separate checking process (a damaged file can make it loop forever)");
+                  " s in a separate checking process (a damaged file can make it loop forever; if the file is "
+                  "very large or the machine busy, raise FP8LAB_HDF5_CHECK_TIMEOUT_S)");
   }
   // A damaged length field (a variable-length string claiming 1.7 GB, found by fuzz_session) makes
   // libhdf5 allocate and fill that much while reading metadata that is normally a few kB. The

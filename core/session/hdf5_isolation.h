@@ -109,7 +109,7 @@ struct PreparedHdf5 {
   Status session; ///< SessionReader::open's issues on the original (messages name the original path)
   Result<std::vector<TensorEntry>> listing; ///< listHdf5Tensors on the original
   /// Storage layout of the original's datasets (chunked, compressed) by "<run id>/<dataset path>":
-  /// the copy is written contiguous and uncompressed (fast to make and to read); the reader
+  /// the copy keeps small datasets contiguous and uncompressed (fast to make and to read); the reader
   /// reports the original's layout.
   std::map<std::string, std::pair<bool, bool>> layout;
 };
@@ -157,9 +157,10 @@ extern std::atomic<size_t> g_hdf5HelperAllocationLimit;
 /// `out`. Valid runs are read and written again (every dataset the application can read is
 /// re-encoded); run groups that failed validation, and objects inside valid runs that a finding
 /// names ("<in>#/runs/<id>/<path>", e.g. a dataset of the wrong type), are carried with H5Ocopy, so
-/// the open of the copy reports them as the original's did and every rewrite keeps them. Written
-/// contiguous, uncompressed, not fsync'ed (a private temporary file). A run whose data cannot be
-/// read is carried with H5Ocopy instead. Errors: WriteFailed (disk full, ...).
+/// the open of the copy reports them as the original's did (rewrites copy from the carry copy,
+/// hdf5CarryCopy). Not fsync'ed (a private temporary file); contiguous and uncompressed up to 4 Mi
+/// elements per dataset, gzip level 1 above. A run whose data cannot be read is carried with
+/// H5Ocopy instead. Errors: WriteFailed (disk full, ...).
 Status writeCheckedSessionCopy(SessionReader& reader, const Status& findings, const std::string& in,
                                const std::string& out);
 

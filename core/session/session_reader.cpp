@@ -185,6 +185,27 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
     std::vector<hsize_t> dims(static_cast<size_t>(rank));
     H5Sget_simple_extent_dims(sp, dims.data(), nullptr);
     di.shape.assign(dims.begin(), dims.end());
+    // A header whose shape the stored bytes cannot back (above 256 MiB and 1100:1, beyond deflate's
+    // 1032:1; chunks never written) is left out here, so no read of any kind — a whole read, a CSV
+    // export streaming it in bands, a heatmap reducing it — spends hours producing fill values (a
+    // breaking session: `export` of a 10^6 x 10^6 header wrote zeros without end).
+    {
+      int64_t bytes = int64_t(H5Tget_size(t));
+      for (hsize_t x : dims)
+        bytes = x != 0 && bytes > (int64_t(1) << 62) / int64_t(std::min<hsize_t>(x, hsize_t(1) << 62))
+                    ? (int64_t(1) << 62)
+                    : bytes * int64_t(x);
+      const int64_t stored = static_cast<int64_t>(H5Dget_storage_size(ds));
+      if (bytes > (int64_t(256) << 20) && bytes / 1100 > stored) {
+        st->add(
+            C::Corrupt, dwhere,
+            "shape " + shapeText(di.shape) + " declares " + std::to_string(bytes >> 20) +
+                " MiB but the file stores only " + std::to_string(stored) +
+                " bytes for it (more than 1100:1, beyond any real compression): a damaged or crafted header; left out",
+            W::Warning);
+        continue;
+      }
+    }
     di.attrs = readAttrs(ds);
     Handle dcpl = plist(H5Dget_create_plist(ds));
     di.chunked = H5Pget_layout(dcpl) == H5D_CHUNKED;

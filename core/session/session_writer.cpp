@@ -736,10 +736,14 @@ Status writeCheckedSessionCopy(SessionReader& reader, const Status& findings, co
   RootInfo root;
   root.extra = info.attrs;
   root.verbatim = true;
-  // Uncompressed and not fsync'ed: a private, temporary file that is read right away (a third of the
-  // helper's time went to gzip and the flush; the reader reports the original's storage layout).
+  // Not fsync'ed (a private, temporary file read right away), and uncompressed up to 4 Mi elements
+  // per dataset (a third of the helper's time went to gzip; the reader reports the original's
+  // layout). Larger datasets keep gzip level 1: a small file of highly compressible data (2.7 MB
+  // holding 256 MB of zeros, a breaking session's test) must not become a copy of its raw size.
   WriteOptions opt;
-  opt.compress = false;
+  opt.compress = true;
+  opt.gzip_level = 1;
+  opt.compress_min_elements = int64_t(4) << 20;
   // Carried runs (and runs whose data cannot be read: a damaged chunk — reading that dataset then
   // fails in the application the same way, with HDF5's message) are copied with H5Ocopy; a run
   // group or object even H5Ocopy cannot copy is left out (the findings already name it; the
