@@ -1,14 +1,16 @@
 // libFuzzer target: the HDF5 session loader (core/session SessionReader, loadSession) and the
 // HDF5 dataset importer (core/io listHdf5Tensors / importHdf5Dataset) on arbitrary bytes.
 // Opening validates the layout; then every listed dataset is read whole, as a strided region
-// and reduced, as the CLI (inspect / export) and the GUI views do.
+// and reduced, as the CLI (inspect / export) and the GUI views do; a session then gets a run
+// appended (the rewrite path: existing runs copied as they are).
 //
 // libhdf5 itself (Debian's 1.10 build) is not instrumented; a crash inside it is still reported
-// (SEGV). As in the app, every open first walks the file's metadata in the separate
-// fp8lab-h5check process (core/session/hdf5_isolation.h), which refuses the files that crash or
-// hang libhdf5 (tests/fuzz/known-libhdf5-crashes/) — so a crash here means the in-process work
-// after a passed check crashed: a real finding. With FP8LAB_HDF5_ISOLATION=0 the target fuzzes
-// the bare in-process reader (faster, and it finds the library's own crashes within seconds).
+// (SEGV). As in the app, every file goes through the separate fp8lab-h5check process
+// (core/session/hdf5_isolation.h), which refuses the files that crash or hang libhdf5
+// (tests/fuzz/known-libhdf5-crashes/) and hands back checked copies, listings, imports and carry
+// copies — this process's libhdf5 reads only files libhdf5 wrote. A crash here is a real finding.
+// With FP8LAB_HDF5_ISOLATION=0 the target fuzzes the bare in-process reader (faster, and it finds
+// the library's own crashes within seconds).
 #include "fuzz_util.h"
 #include "io/tensor_import.h"
 #include "session/hdf5_isolation.h"
@@ -84,7 +86,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto list = listHdf5Tensors(path);
   if (list.ok())
     for (size_t i = 0; i < list.value.size() && i < 8; ++i) (void)importHdf5Dataset(path, list.value[i].name);
+  const bool was_session = opened.ok();
   opened.value.reset(); // (loadSession above ran with this reader still open, as the GUI can)
+  // A rewrite, as `run --out` into an existing session does: the runs already there are copied as
+  // they are (through the helper's carry copy), the new one written.
+  if (was_session) {
+    Run extra;
+    extra.id = "fuzz-added";
+    extra.type = "fuzz";
+    extra.config_json = "{}";
+    extra.putFloat32("output/D", {1.0f, 2.0f}, 1, 2, "1", "added by the fuzzer");
+    WriteOptions opt;
+    opt.on_conflict = WriteOptions::OnConflict::Rename;
+    (void)appendRuns(path, {extra}, opt);
+  }
   // Every HDF5 object FP8 Lab opened is closed again, on every error path: an id left open keeps
   // the file and its metadata alive (a leak LeakSanitizer reports inside libhdf5).
   const auto open_ids = [](unsigned types) { return static_cast<long long>(H5Fget_obj_count(H5F_OBJ_ALL, types)); };
