@@ -339,6 +339,50 @@ bool appendRunsToFile(const QString& out, const std::vector<Run>& runs, bool com
   return true;
 }
 
+std::optional<DuplicateKey> firstDuplicateKey(const QByteArray& json) {
+  struct Frame {
+    bool object = false;
+    bool expect_key = false;
+    std::set<QString> keys;
+  };
+  std::vector<Frame> stack;
+  for (qsizetype i = 0; i < json.size(); ++i) {
+    const char ch = json[i];
+    if (ch == '{') {
+      stack.push_back({true, true, {}});
+    } else if (ch == '[') {
+      stack.push_back({false, false, {}});
+    } else if ((ch == '}' || ch == ']') && !stack.empty()) {
+      stack.pop_back();
+    } else if (ch == ',' && !stack.empty() && stack.back().object) {
+      stack.back().expect_key = true;
+    } else if (ch == '"') {
+      const qsizetype start = i;
+      for (++i; i < json.size() && json[i] != '"'; ++i)
+        if (json[i] == '\\') ++i;
+      if (stack.empty() || !stack.back().object || !stack.back().expect_key) continue;
+      stack.back().expect_key = false;
+      // Unescape through Qt's own parser: the token is a valid JSON string.
+      const QByteArray token = json.mid(start, i - start + 1);
+      const QString key = QJsonDocument::fromJson("[" + token + "]").array().at(0).toString();
+      if (!stack.back().keys.insert(key).second) {
+        DuplicateKey d;
+        d.key = key;
+        for (qsizetype k = 0; k < start; ++k) {
+          if (json[k] == '\n') {
+            ++d.line;
+            d.column = 1;
+          } else {
+            ++d.column;
+          }
+        }
+        return d;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 // ---- the "gemm" experiment type -------------------------------------------------------------
@@ -507,59 +551,6 @@ struct LoadedConfig {
   QString text;
   QString origin;
 };
-
-/// The first key that appears twice in one JSON object of `json` (valid JSON: Qt parsed it
-/// already), with its line and column; nullopt when every object's keys are distinct. Qt's parser
-/// (like most) keeps the last value silently, so `{"m": 64, "m": 4096}` would run m = 4096 with
-/// nothing said — RFC 8259 §4: names "SHOULD be unique", and parsers disagree on which one wins.
-/// Keys are compared after JSON unescaping ("m" and "\u006d" are the same key).
-struct DuplicateKey {
-  QString key;
-  int line = 1, column = 1;
-};
-std::optional<DuplicateKey> firstDuplicateKey(const QByteArray& json) {
-  struct Frame {
-    bool object = false;
-    bool expect_key = false;
-    std::set<QString> keys;
-  };
-  std::vector<Frame> stack;
-  for (qsizetype i = 0; i < json.size(); ++i) {
-    const char ch = json[i];
-    if (ch == '{') {
-      stack.push_back({true, true, {}});
-    } else if (ch == '[') {
-      stack.push_back({false, false, {}});
-    } else if ((ch == '}' || ch == ']') && !stack.empty()) {
-      stack.pop_back();
-    } else if (ch == ',' && !stack.empty() && stack.back().object) {
-      stack.back().expect_key = true;
-    } else if (ch == '"') {
-      const qsizetype start = i;
-      for (++i; i < json.size() && json[i] != '"'; ++i)
-        if (json[i] == '\\') ++i;
-      if (stack.empty() || !stack.back().object || !stack.back().expect_key) continue;
-      stack.back().expect_key = false;
-      // Unescape through Qt's own parser: the token is a valid JSON string.
-      const QByteArray token = json.mid(start, i - start + 1);
-      const QString key = QJsonDocument::fromJson("[" + token + "]").array().at(0).toString();
-      if (!stack.back().keys.insert(key).second) {
-        DuplicateKey d;
-        d.key = key;
-        for (qsizetype k = 0; k < start; ++k) {
-          if (json[k] == '\n') {
-            ++d.line;
-            d.column = 1;
-          } else {
-            ++d.column;
-          }
-        }
-        return d;
-      }
-    }
-  }
-  return std::nullopt;
-}
 
 bool loadConfig(const QString& path, LoadedConfig* c) {
   QFile f(path);

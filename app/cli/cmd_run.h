@@ -71,6 +71,18 @@ struct ExperimentTypeRegistrar {
 /// unknown keys are errors naming the key. Returns false with *error set.
 bool parseGemmConfig(const QJsonObject& o, GemmExperimentConfig* cfg, QString* error);
 
+/// A key given twice in one JSON object, where the second one starts (1-based line and column).
+struct DuplicateKey {
+  QString key;
+  int line = 1, column = 1;
+};
+/// The first key that appears twice in one JSON object of `json` (valid JSON: call it after Qt
+/// parsed the text), with its line and column; nullopt when every object's keys are distinct. Qt's
+/// parser (like most) keeps the last value silently, so `{"m": 64, "m": 4096}` would run m = 4096
+/// with nothing said — RFC 8259 §4: names "SHOULD be unique", and parsers disagree on which one
+/// wins. Keys are compared after JSON unescaping ("m" and "\u006d" are the same key).
+std::optional<DuplicateKey> firstDuplicateKey(const QByteArray& json);
+
 /// Appends runs to `out` (Rename on conflict), printing the ids assigned; false after printing
 /// the error.
 bool appendRunsToFile(const QString& out, const std::vector<Run>& runs, bool compress, std::vector<std::string>* ids);

@@ -1,6 +1,7 @@
 // libFuzzer target: experiment-config parsing of `fp8lab-cli run` — JSON text → (for each
 // experiment object, also inside {"experiments": [...]}) parseGemmConfig and, for training
-// configs, parseTrainingExperiment. Bad configs must give an error message naming the key;
+// configs, parseTrainingExperiment — and firstDuplicateKey on the text. Bad configs must give an
+// error message naming the key;
 // nothing may crash or hang. No experiment is run.
 #include "cmd_run.h"
 #include "run_training.h"
@@ -29,6 +30,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const QJsonDocument doc =
       QJsonDocument::fromJson(QByteArray(reinterpret_cast<const char*>(data), static_cast<qsizetype>(size)), &pe);
   if (pe.error != QJsonParseError::NoError || !doc.isObject()) return 0;
+  // The duplicate-key scan `run` applies to valid JSON: a reported key must start at the line and
+  // column it names (a '"' there).
+  const QByteArray bytes(reinterpret_cast<const char*>(data), static_cast<qsizetype>(size));
+  if (const auto dup = firstDuplicateKey(bytes)) {
+    qsizetype at = 0;
+    for (int line = 1; line < dup->line && at < bytes.size(); ++at)
+      if (bytes[at] == '\n') ++line;
+    at += dup->column - 1;
+    if (dup->line < 1 || dup->column < 1 || at >= bytes.size() || bytes[at] != '"') __builtin_trap();
+  }
   const QJsonObject root = doc.object();
   const QJsonValue ex = root.value(QStringLiteral("experiments"));
   if (ex.isArray()) {
