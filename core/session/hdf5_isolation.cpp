@@ -38,12 +38,10 @@ std::atomic<int> g_isolation{-1};     // -1: not decided yet (read the environme
 std::atomic<double> g_timeout_s{0.0}; // 0: default / environment
 thread_local bool t_in_walk = false;  // the walk itself never spawns a checker
 
-// (device, inode, size, mtime ns) of files that passed (one verdict for both kinds of open: the
-// helper runs both walks).
+// A file version: (device, inode, size, mtime ns). One verdict, copy and listing per version (the
+// helper runs every walk), kept in g_cache below under g_passed_mu.
 using Key = std::tuple<uint64_t, uint64_t, int64_t, int64_t>;
 std::mutex g_passed_mu;
-std::set<Key> g_passed;
-std::map<Key, Status> g_refused; // the same file is refused again at once (no second wait)
 
 bool fileKey(const std::string& path, Key* k) {
   struct stat st {};
