@@ -472,10 +472,24 @@ Status verdictOf(const std::string& path, const std::string& helper, int wstatus
                 true);
 }
 
-/// The helper's time limit for a file of `bytes`: the metadata limit plus 1 s per 20 MB (the
-/// checked copy reads every dataset).
-double limitFor(int64_t bytes) {
-  return hdf5CheckTimeoutSeconds() + double(std::max<int64_t>(bytes, 0)) / 20e6;
+/// How one helper run on a file ended.
+struct HelperEnd {
+  bool started = false;  ///< false: it could not be started or was lost (no verdict)
+  bool unusable = false; ///< the helper cannot run in this environment at all (see verdictOf)
+  Status verdict;        ///< ok, or the Corrupt refusal
+};
+
+/// Runs `helper args...` on the file `path` of `bytes` bytes and judges its end. Time limit: the
+/// metadata limit plus 1 s per 20 MB (a checked copy reads every dataset). `what` words a refusal.
+HelperEnd runHelperOn(const std::string& helper, const std::string& path, int64_t bytes,
+                      const std::vector<std::string>& args, const std::string& what) {
+  HelperEnd end;
+  const double limit = hdf5CheckTimeoutSeconds() + double(std::max<int64_t>(bytes, 0)) / 20e6;
+  int wstatus = 0;
+  bool timed_out = false;
+  end.started = runChecker(helper, args, limit, &wstatus, &timed_out);
+  if (end.started) end.verdict = verdictOf(path, helper, wstatus, timed_out, limit, what, &end.unusable);
+  return end;
 }
 
 } // namespace
@@ -511,11 +525,8 @@ Result<PreparedHdf5> prepareHdf5File(const std::string& path) {
     return r;
   }
   const std::string prefix = dir + "/" + std::to_string(g_serial.fetch_add(1));
-  const double limit = limitFor(std::get<2>(key));
-  int wstatus = 0;
-  bool timed_out = false;
-  if (!runChecker(helper, {"prepare", path, prefix}, limit, &wstatus, &timed_out))
-    return r; // cannot start or lost it: unprotected
+  const HelperEnd end = runHelperOn(helper, path, std::get<2>(key), {"prepare", path, prefix}, "contents");
+  if (!end.started) return r; // cannot start or lost it: unprotected
   Entry e;
   e.order = g_serial.fetch_add(1);
   e.files = {prefix + ".h5", prefix + ".session", prefix + ".list"};
@@ -523,14 +534,12 @@ Result<PreparedHdf5> prepareHdf5File(const std::string& path) {
     for (const auto& f : e.files) ::unlink(f.c_str());
     e.files.clear();
   };
-  bool unusable = false;
-  Status verdict = verdictOf(path, helper, wstatus, timed_out, limit, "contents", &unusable);
-  if (unusable) {
+  if (end.unusable) {
     unlinkAll();
     return r;
   }
-  if (!verdict.ok()) {
-    r.merge(verdict);
+  if (!end.verdict.ok()) {
+    r.merge(end.verdict);
     unlinkAll();
   } else {
     std::vector<std::vector<std::string>> sess, list;
@@ -619,24 +628,20 @@ Result<std::string> hdf5CarryCopy(const std::string& path, std::map<std::string,
     return r;
   }
   const std::string prefix = dir + "/carry-" + std::to_string(g_serial.fetch_add(1));
-  const double limit = limitFor(std::get<2>(key));
-  int wstatus = 0;
-  bool timed_out = false;
-  bool unusable = false;
   auto drop = [&] {
     ::unlink((prefix + ".h5").c_str());
     ::unlink((prefix + ".carry").c_str());
   };
-  if (!runChecker(helper, {"carry", path, prefix}, limit, &wstatus, &timed_out)) {
+  const HelperEnd end = runHelperOn(helper, path, std::get<2>(key), {"carry", path, prefix}, "runs");
+  if (!end.started) {
     drop();
     r.add(C::Hdf5Error, path, "cannot start the checking process to copy the existing runs");
     return r;
   }
-  Status verdict = verdictOf(path, helper, wstatus, timed_out, limit, "runs", &unusable);
   std::vector<std::vector<std::string>> lines;
-  if (unusable || !verdict.ok() || !readLines(prefix + ".carry", &lines)) {
+  if (end.unusable || !end.verdict.ok() || !readLines(prefix + ".carry", &lines)) {
     drop();
-    r.merge(verdict);
+    r.merge(end.verdict);
     if (r.ok())
       r.add(C::Hdf5Error, path,
             "the separate checking process could not copy the existing runs (is " + dir + " full?)");
@@ -674,10 +679,9 @@ Result<Dataset> importHdf5DatasetIsolated(const std::string& path, const std::st
   const std::string dir = copyDir();
   if (helper.empty() || dir.empty() || !fileKey(path, &key)) return r;
   const std::string prefix = dir + "/import-" + std::to_string(g_serial.fetch_add(1));
-  const double limit = limitFor(std::get<2>(key));
-  int wstatus = 0;
-  bool timed_out = false;
-  if (!runChecker(helper, {"import", path, dataset_path, prefix}, limit, &wstatus, &timed_out)) return r;
+  const HelperEnd end =
+      runHelperOn(helper, path, std::get<2>(key), {"import", path, dataset_path, prefix}, "dataset " + dataset_path);
+  if (!end.started) return r;
   *handled = true;
   const std::vector<std::string> files{prefix + ".h5", prefix + ".issues"};
   struct Cleanup {
@@ -687,14 +691,12 @@ Result<Dataset> importHdf5DatasetIsolated(const std::string& path, const std::st
       dropFiles(f);
     }
   } cleanup{files};
-  bool unusable = false;
-  Status verdict = verdictOf(path, helper, wstatus, timed_out, limit, "dataset " + dataset_path, &unusable);
-  if (unusable) {
+  if (end.unusable) {
     *handled = false;
     return r;
   }
-  if (!verdict.ok()) {
-    r.merge(verdict);
+  if (!end.verdict.ok()) {
+    r.merge(end.verdict);
     return r;
   }
   std::vector<std::vector<std::string>> lines;

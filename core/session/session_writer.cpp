@@ -723,12 +723,12 @@ Status writeCheckedSessionCopy(SessionReader& reader, const Status& findings, co
     Handle g = f.valid() ? group(H5Gopen2(f, "runs", H5P_DEFAULT)) : Handle();
     if (g.valid()) all = linkNames(g);
   }
-  std::vector<CopyItem> copies;
+  std::vector<std::string> carried;
   std::vector<std::string> reencode;
   for (const auto& id : all) {
     const RunInfo* ri = info.find(id);
     if (!ri) { // failed validation: carried whole (the application cannot read it)
-      copies.push_back({in, id, id});
+      carried.push_back(id);
       continue;
     }
     reencode.push_back(id);
@@ -758,7 +758,7 @@ Status writeCheckedSessionCopy(SessionReader& reader, const Status& findings, co
         H5Eclear2(H5E_DEFAULT);
       }
     };
-    for (const auto& c : copies) carry(c.run);
+    for (const auto& id : carried) carry(id);
     for (const auto& id : reencode) {
       ctx.checked_copy = true;
       auto run = reader.readRun(id); // one run in memory at a time
