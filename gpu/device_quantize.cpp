@@ -1,9 +1,12 @@
 #include "device_quantize.h"
 
+#include <cmath>
+
 #include "fp8_encode.cuh"
 #include "quantize_kernels.h"
 #include "scale_rules.cuh"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace fp8lab::gpu {
@@ -33,7 +36,9 @@ DeviceScaleParams deviceScaleParams(const ScalingConfig& cfg, const Format& fmt)
     p.rule = DeviceScaleRule::MxRceilTorchao;
     break;
   }
-  p.fp8_max = static_cast<float>(fmt.maxFinite());
+  // The TE rule's margin (ScalingConfig::margin): the scale is computed for fp8_max · 2^−margin.
+  p.fp8_max = static_cast<float>(cfg.rule == ScaleRule::TransformerEngine ? std::ldexp(fmt.maxFinite(), -cfg.margin)
+                                                                          : fmt.maxFinite());
   p.emax_elem = fmt.maxExponent();
   p.pow2 = cfg.pow2;
   p.amax_epsilon = cfg.amax_epsilon;

@@ -160,6 +160,22 @@ void Format::init() {
   }
   fast_path_ok_ = bits_ <= 8 && s.specials != SpecialCodes::E8M0;
   if (fast_path_ok_) initFast();
+  // Largest magnitude whose RNE result is finite: binary search on the double's bit pattern (the
+  // overflow predicate is monotone in |x|; DBL_MAX overflows every format of ≤ 16 bits).
+  EncodeOptions nosat;
+  nosat.saturate = false;
+  uint64_t lo = 0, hi = std::bit_cast<uint64_t>(std::numeric_limits<double>::max());
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (explain(std::bit_cast<double>(mid), nosat).overflow)
+      hi = mid;
+    else
+      lo = mid;
+  }
+  rne_finite_limit_ = std::bit_cast<double>(lo);
+  float f = static_cast<float>(rne_finite_limit_);
+  if (static_cast<double>(f) > rne_finite_limit_) f = std::nextafter(f, 0.0f);
+  rne_finite_limit_f32_ = f;
 }
 
 // ---- named formats --------------------------------------------------------------------------

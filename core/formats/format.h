@@ -160,6 +160,15 @@ public:
   int minExponent() const;                             ///< unbiased exponent of minNormal
   int maxExponent() const;                             ///< unbiased exponent of maxFinite
   uint32_t maxFiniteCode() const { return max_code_; } ///< positive max finite code
+  /// The overflow rule of OCP OFP8 v1.0 §3 as a bound: a finite magnitude a overflows — its
+  /// round-to-nearest-even result with an unbounded exponent lies beyond maxFinite() — iff
+  /// a > rneFiniteLimit(). Examples: E4M3FN 464 (the midpoint 448 + 32/2 is a tie and rounds to
+  /// the even 448), E5M2 the largest double below 61440 (the tie 61440 rounds up, to 2^16),
+  /// E8M0FNU the largest double below 1.5·2^127 (nearest, ties up). A value above maxFinite() but
+  /// not above this bound rounds to ±max and is not an overflow. Saturation counters use it.
+  double rneFiniteLimit() const { return rne_finite_limit_; }
+  /// rneFiniteLimit() for float32 magnitudes: the largest float32 whose RNE result is finite.
+  float rneFiniteLimitF32() const { return rne_finite_limit_f32_; }
   /// The code this library produces for NaN (positive sign): 0x7F E4M3FN, 0x7F E5M2 (CUDA),
   /// 0x80 FNUZ, 0xFF E8M0. Throws std::logic_error for formats without NaN.
   uint32_t canonicalNaN() const;
@@ -228,6 +237,8 @@ private:
   double max_finite_ = 0, min_normal_ = 0, min_subnormal_ = 0, epsilon_ = 0;
   int finite_count_ = 0, nan_count_ = 0, inf_count_ = 0;
   uint32_t max_code_ = 0;
+  double rne_finite_limit_ = 0;
+  float rne_finite_limit_f32_ = 0;
   std::vector<double> table_;    ///< decode table, 2^bits entries
   std::vector<float> table_f32_; ///< float32 copy for ≤ 8-bit formats
   bool fast_path_ok_ = false;    ///< the vector kernel covers this format

@@ -30,7 +30,7 @@ OperandStats operandStats(const float* x, const QuantizedTensor& q) {
   o.elements = n;
   const Format& f = *q.format;
   const std::vector<float>& table = f.decodeTable();
-  const double maxf = f.maxFinite();
+  const float limit = f.rneFiniteLimitF32(); // OCP overflow rule (Format::rneFiniteLimit)
   for (int64_t i = 0; i < q.rows; ++i)
     for (int64_t j = 0; j < q.cols; ++j) {
       const size_t k = static_cast<size_t>(i * q.cols + j);
@@ -56,7 +56,7 @@ OperandStats operandStats(const float* x, const QuantizedTensor& q) {
         y = x[k] * q.quant_scales[blk];
       else
         y = x[k] / q.dequant_scales[blk];
-      if (std::fabs(static_cast<double>(y)) > maxf) ++o.saturated;
+      if (std::fabs(y) > limit) ++o.saturated;
       if (table[code] == 0.0f) ++o.flushed;
     }
   return o;

@@ -13,7 +13,7 @@ namespace fp8lab {
 /// Counts over one quantized operand. Percentages are of `elements`.
 struct OperandStats {
   int64_t elements = 0;
-  int64_t saturated = 0; ///< finite inputs whose scaled magnitude exceeded max finite (clipped)
+  int64_t saturated = 0; ///< finite inputs whose scaled magnitude overflows (OCP rule, Format::rneFiniteLimit)
   int64_t flushed = 0;   ///< non-zero finite inputs that became zero (flushed to zero)
   int64_t subnormal = 0; ///< results that are subnormal codes
   int64_t nan = 0;       ///< NaN inputs
@@ -33,7 +33,8 @@ OperandStats operandStats(const QuantizeStats& s);
 /// Recounts from the original float32 values x [rows·cols, row-major] and their quantized
 /// form: scaled value y as the cast saw it, in float32: x · quant_scale (scale_op Multiply with
 /// quant_scales present) or x / dequant_scale of the element's block; saturated = finite x ≠ 0
-/// with |y| > maxFinite (the definition core/scaling's QuantizeStats uses); flushed = finite x ≠ 0 whose code decodes
+/// with |y| > rneFiniteLimitF32(), i.e. whose round-to-nearest result with an unbounded exponent is
+/// beyond max finite (OCP OFP8 v1.0 §3; the definition core/scaling's QuantizeStats uses); flushed = finite x ≠ 0 whose code decodes
 /// to 0; subnormal = codes of class Subnormal. Throws std::invalid_argument when sizes disagree.
 OperandStats operandStats(const float* x, const QuantizedTensor& q);
 

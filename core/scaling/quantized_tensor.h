@@ -32,7 +32,9 @@ struct ScaleBlock {
 /// Per-operand counts gathered while quantizing (over all elements).
 struct QuantizeStats {
   int64_t elements = 0;
-  int64_t saturated = 0;   ///< finite inputs whose scaled magnitude exceeded max finite (clipped)
+  /// finite inputs whose scaled magnitude overflows: its RNE result with an unbounded exponent
+  /// is beyond max finite (OCP OFP8 v1.0 §3; |scaled| > Format::rneFiniteLimit)
+  int64_t saturated = 0;
   int64_t underflow = 0;   ///< non-zero finite inputs that became zero
   int64_t subnormal = 0;   ///< results that are subnormal codes
   int64_t nan_inputs = 0;  ///< NaN inputs

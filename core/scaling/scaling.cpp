@@ -95,11 +95,16 @@ const std::vector<PresetDef>& presetDefs() {
       {{"torchao_rowwise", "one scale per slice across the contraction axis, torchao rule, pow2 (exp2(floor(log2)))",
         "torchao float8 recipe 'rowwise' (4.1, 4.2)"},
        make("torchao_rowwise", G::Outer, R::Torchao, true)},
-      {{"per_row", "one scale per row, torchao rule (no pow2 unless asked)",
-        "torchao axiswise_dim=-1 / cuBLASLt outer vector (4.1)"},
-       make("per_row", G::PerRow, R::Torchao)},
-      {{"per_column", "one scale per column, torchao rule (no pow2 unless asked)",
-        "torchao axiswise_dim=0 / cuBLASLt outer vector (4.1)"},
+      {{"per_row",
+        "row-wise: one scale per row of A and per column of B (per slice across the contraction axis), "
+        "torchao rule (no pow2 unless asked)",
+        "torchao rowwise pairing without power-of-two scales: A axiswise_dim=-1, B axiswise_dim=0 / cuBLASLt outer "
+        "vector (4.1)"},
+       make("per_row", G::Outer, R::Torchao)},
+      {{"per_column",
+        "one scale per column of the tensor, torchao rule (no pow2 unless asked); in a GEMM only for B "
+        "(A's columns run along K)",
+        "torchao axiswise_dim=0 (4.1)"},
        make("per_column", G::PerColumn, R::Torchao)},
       {{"torchao_block_1x128", "1x128 blocks along the contraction axis, torchao rule, no pow2",
         "torchao prototype/blockwise_fp8_training/kernels.py (4.5)"},
@@ -189,7 +194,7 @@ BlockScale blockScaleFromAmax(double amax, const Format& fmt, const ScalingConfi
   BlockScale b;
   switch (cfg.rule) {
   case ScaleRule::TransformerEngine:
-    b.quant = teScaleFromAmax(af, maxf, cfg.pow2, cfg.amax_epsilon);
+    b.quant = teScaleFromAmax(af, cfg.margin == 0 ? maxf : std::ldexp(maxf, -cfg.margin), cfg.pow2, cfg.amax_epsilon);
     b.dequant = 1.0f / b.quant; // TE scale_inv = __frcp_rn(scale)
     break;
   case ScaleRule::Torchao:
@@ -220,6 +225,21 @@ BlockScale blockScaleFromAmax(double amax, const Format& fmt, const ScalingConfi
   }
   }
   return b;
+}
+
+std::string gemmScalingProblem(const ScalingConfig& cfg, Axis contraction) {
+  const bool is_a = contraction == Axis::Cols;
+  if (cfg.granularity == Granularity::PerColumn && is_a)
+    return "'" + cfg.name +
+           "' gives A [M, K] one scale per column, so its scales vary along K and cannot be taken out of the "
+           "K sum; use per_row (one scale per row of A and per column of B, cuBLASLt outer vector) or a block preset "
+           "(1x128, 128x128, MX)";
+  if (cfg.granularity == Granularity::PerRow && !is_a)
+    return "'" + cfg.name +
+           "' gives B [K, N] one scale per row, so its scales vary along K and cannot be taken out of the K sum; "
+           "use per_row (one scale per row of A and per column of B, cuBLASLt outer vector) or a block preset "
+           "(1x128, 128x128, MX)";
+  return {};
 }
 
 ScaleBlock scaleBlockFor(const ScalingConfig& cfg, int64_t rows, int64_t cols, Axis contraction) {
@@ -345,15 +365,17 @@ struct CodeInfo {
         sub_limit(f.spec().specials == SpecialCodes::E8M0 ? 1u : (1u << f.spec().mantissa_bits)) {}
 };
 
-/// Counts over n elements: x the inputs, scaled(i) the value the cast saw, c the codes.
-/// Branch-free (bit tests) so it vectorises. Saturated: finite non-zero input whose scaled
-/// magnitude exceeds max finite (and is not NaN); underflow: finite non-zero input whose code is
-/// ±0; subnormal: subnormal result codes.
+/// Counts over n elements: x the inputs, scaled(i) the value the cast saw, c the codes, lim the
+/// format's rneFiniteLimit in T. Branch-free (bit tests) so it vectorises. Saturated: finite
+/// non-zero input whose scaled magnitude overflows by the OCP rule — its round-to-nearest result
+/// with an unbounded exponent lies beyond max finite, i.e. |scaled| > lim (an amax element scaled
+/// to one float32 ulp above max still rounds to max and is not counted); underflow: finite
+/// non-zero input whose code is ±0; subnormal: subnormal result codes.
 template <typename T, typename ScaledFn>
-inline __attribute__((always_inline)) void addStats(const T* x, const uint8_t* c, std::size_t n, ScaledFn scaled,
-                                                    T maxf, const CodeInfo& ci, QuantizeStats& st) {
+inline __attribute__((always_inline)) void addStats(const T* x, const uint8_t* c, std::size_t n, ScaledFn scaled, T lim,
+                                                    const CodeInfo& ci, QuantizeStats& st) {
   using U = typename Bits<T>::U;
-  const U inf = Bits<T>::inf, am = Bits<T>::abs_mask, maxb = std::bit_cast<U>(maxf);
+  const U inf = Bits<T>::inf, am = Bits<T>::abs_mask, limb = std::bit_cast<U>(lim);
   U nan = 0, infs = 0, zero = 0, under = 0, sat = 0, sub = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const U b = std::bit_cast<U>(x[i]) & am;
@@ -365,7 +387,7 @@ inline __attribute__((always_inline)) void addStats(const T* x, const uint8_t* c
     zero += U(b == 0);
     under += fin_nz & U(mag == 0);
     sub += U(mag != 0) & U(mag < ci.sub_limit);
-    sat += fin_nz & U(yb > maxb) & U(yb <= inf);
+    sat += fin_nz & U(yb > limb) & U(yb <= inf);
   }
   st.nan_inputs += static_cast<int64_t>(nan);
   st.inf_inputs += static_cast<int64_t>(infs);
@@ -374,6 +396,15 @@ inline __attribute__((always_inline)) void addStats(const T* x, const uint8_t* c
   st.saturated += static_cast<int64_t>(sat);
   st.subnormal += static_cast<int64_t>(sub);
   st.elements += static_cast<int64_t>(n);
+}
+
+/// The format's rneFiniteLimit in T (float32 or float64 inputs).
+template <typename T> T overflowLimit(const Format& f);
+template <> inline float overflowLimit<float>(const Format& f) {
+  return f.rneFiniteLimitF32();
+}
+template <> inline double overflowLimit<double>(const Format& f) {
+  return f.rneFiniteLimit();
 }
 
 /// Stats of x·s (divide: x/s) — the scaled value recomputed exactly as the bulk kernel does.
@@ -430,8 +461,7 @@ void encodeSegment(const Format& fmt, const T* x, uint8_t* c, std::size_t n, flo
                    QuantizeStats& st) {
   const T s = static_cast<T>(op == Format::ScaleOp::Divide ? dequant : quant);
   fmt.encodeBulk(x, c, n, enc, s, op, seed, first);
-  const T maxf = static_cast<T>(fmt.maxFinite());
-  statsScaled(x, c, n, s, op == Format::ScaleOp::Divide, maxf, ci, st);
+  statsScaled(x, c, n, s, op == Format::ScaleOp::Divide, overflowLimit<T>(fmt), ci, st);
 }
 
 /// Runs fn(r0, r1, worker) over rows [0, R) in chunks of `chunk` rows, on nt threads (the caller
@@ -500,7 +530,7 @@ void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, 
   const bool divide = cfg.op == Format::ScaleOp::Divide;
   const bool narrow = bc < 16 && GC > 1;
   const CodeInfo ci(fmt);
-  const T maxf = static_cast<T>(fmt.maxFinite());
+  const T maxf = overflowLimit<T>(fmt); // saturation bound of the stats pass
   using U = typename Bits<T>::U;
   const int nt = resolveThreads(cfg.threads, R, C);
   const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(C, 1));
@@ -605,6 +635,7 @@ std::string strategyName(const ScalingConfig& cfg, const ScaleBlock& b) {
   std::string s = cfg.name + " (" + toString(cfg.granularity) + " " + std::to_string(b.rows) + "x" +
                   std::to_string(b.cols) + ", rule " + toString(cfg.rule);
   if (cfg.pow2) s += ", pow2";
+  if (cfg.margin != 0) s += ", margin " + std::to_string(cfg.margin);
   s += cfg.op == Format::ScaleOp::Divide ? ", x/dequant)" : ", x*quant)";
   return s;
 }
@@ -615,6 +646,11 @@ QuantizedTensor quantizeImpl(const T* x, int64_t rows, int64_t cols, const Forma
   checkArgs(x, rows, cols, fmt);
   if (cfg.block < 1)
     throw std::invalid_argument("quantize: block size must be at least 1, got " + std::to_string(cfg.block));
+  if (cfg.margin != 0 && cfg.rule != ScaleRule::TransformerEngine)
+    throw std::invalid_argument(std::string("quantize: a margin applies to the TE rule only; ") + cfg.name +
+                                " follows " + toString(cfg.rule) + ", which has none");
+  if (cfg.margin < -126 || cfg.margin > 126)
+    throw std::invalid_argument("quantize: margin must be within [-126, 126], got " + std::to_string(cfg.margin));
   QuantizedTensor q;
   q.rows = rows;
   q.cols = cols;

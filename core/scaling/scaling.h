@@ -64,6 +64,12 @@ struct ScalingConfig {
   /// TE only: amax_epsilon (amax below it is raised to it). torchao and DeepGEMM use their fixed
   /// floors (1e-12, 1e-4).
   float amax_epsilon = 0.0f;
+  /// TE rule only: headroom in powers of two. The scale is compute_scale_from_amax(amax,
+  /// fp8_max · 2^−margin, pow2, amax_epsilon) — the scaled_max TE's DelayedScaling update passes
+  /// (SCALING-SEMANTICS §3.1), here with the current amax; pow2 rounds after the margin (amax 3,
+  /// margin 1, E4M3FN: 224/3 = 74.67 → 64). Float8CurrentScaling itself fixes 0. In [−126, 126];
+  /// other rules have no margin and quantize() refuses a non-zero one.
+  int margin = 0;
   /// How the scale is applied: x·quant_scale (TE, torchao, DeepGEMM helpers, MX) or
   /// x/dequant_scale (Flax, DeepSeek-V3 act_quant), in float32 (float64 for double input).
   Format::ScaleOp op = Format::ScaleOp::Multiply;
@@ -105,6 +111,13 @@ struct BlockScale {
   int scale_code = -1;  ///< E8M0 byte for MX rules, else −1
 };
 
+/// Why `cfg` cannot scale one operand of a GEMM, or "" when it can. `contraction` says which
+/// operand: Axis::Cols for A [M, K], Axis::Rows for B [K, N]. A GEMM takes a scale out of its K sum
+/// only where the scale is constant along K within the K-blocks it accumulates: per tensor, per
+/// slice across K (per row of A, per column of B: cuBLASLt outer vector, torchao rowwise), 1×B and
+/// B×B blocks, MX blocks. PerColumn scales on A and PerRow scales on B change at every k: refused.
+std::string gemmScalingProblem(const ScalingConfig& cfg, Axis contraction);
+
 /// The scale a config gives a block of amax `amax` (the rules of scale_rules.h; `amax` is
 /// the block's max |x|: NaN if the rule propagates NaN and the block has one). For float32 rules
 /// the amax is rounded to float32 first (exact for float32 tensors).
@@ -117,8 +130,8 @@ bool ruleAmaxPropagatesNaN(ScaleRule rule);
 /// Quantizes a row-major float32 tensor [rows, cols] with a current-scaling strategy.
 /// Each block: amax → scale (per preset) → codes = fmt.encodeBulk(x, scale, op).
 /// Returns codes, dequant_scales and quant_scales over the block grid (row-major), E8M0 scale
-/// codes for MX rules, and stats (saturated = finite inputs whose scaled magnitude exceeded
-/// max finite and were clipped; underflow; subnormal results; NaN/Inf/zero inputs).
+/// codes for MX rules, and stats (saturated = finite inputs whose scaled magnitude overflows by the
+/// OCP rule, i.e. exceeds Format::rneFiniteLimit and is clipped to ±max; underflow; subnormal results; NaN/Inf/zero inputs).
 /// NaN/Inf/all-zero inputs never throw: each rule's edge behaviour applies (docs/scaling.md).
 /// Throws std::invalid_argument for negative shapes, a null pointer with elements, a format of
 /// more than 8 bits or block < 1; Cancelled when progress asks to stop.

@@ -503,14 +503,11 @@ void TestTraining::currentScalingFollowsTheRule() {
       QVERIFY(sameFloat(h.quant_scale[t], fp8_max / h.amax[t]));
       QVERIFY(sameFloat(h.dequant_scale[t], 1.0f / (fp8_max / h.amax[t])));
       // Saturation: float32 multiplication is monotonic, so no element scales past
-      // fl(amax · quant_scale); that product is fp8_max or one float32 ulp above it. Only when
-      // it is above can elements (those equal to amax) be counted as clipped — and then they
-      // round to ±fp8_max anyway.
-      const bool over = h.amax[t] * h.quant_scale[t] > fp8_max;
-      if (over)
-        QVERIFY(h.saturated[t] >= 1);
-      else
-        QCOMPARE(h.saturated[t], int64_t{0});
+      // fl(amax · quant_scale), which is fp8_max or one float32 ulp above it (448.00003 for
+      // E4M3FN). Either rounds to fp8_max — the overflow bound is max + ulp/2 (464 in E4M3FN,
+      // just below 61440 in E5M2; OCP OFP8 v1.0 §3) — so current scaling clips nothing.
+      QVERIFY(h.amax[t] * h.quant_scale[t] <= std::nextafter(fp8_max, 1e30f));
+      QCOMPARE(h.saturated[t], int64_t{0});
     }
   }
 }
