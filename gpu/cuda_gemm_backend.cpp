@@ -149,6 +149,7 @@ public:
                                   std::to_string(a.cols) + ", B is " + std::to_string(b.rows) + "x" +
                                   std::to_string(b.cols));
     if (a.rows < 1 || a.cols < 1 || b.cols < 1) throw std::invalid_argument("GEMM with an empty operand");
+    checkOutputScale(opt);
     const std::string why = unsupportedReason(a, b, opt);
     if (!why.empty()) throw std::runtime_error("the CUDA backend cannot run this GEMM: " + why);
     reportProgress(progress, 0.0, "arranging operands for cuBLASLt");

@@ -229,6 +229,11 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
                 "elements whose reference is not finite (see metrics a_nonfinite / b_nonfinite)",
             Warning::Severity::Warning);
 
+  for (Axis ax : {Axis::Cols, Axis::Rows})
+    if (const std::string why = gemmScalingProblem(*sc, ax); !why.empty()) {
+      r.add(C::InvalidArgument, where, "scaling: " + why);
+      return r;
+    }
   reportProgress(progress, 0.05, "quantize A");
   QuantizedTensor qa = quantizeOperand(A, *fa, *sc, Axis::Cols, sub(progress, 0.05, 0.1));
   reportProgress(progress, 0.1, "quantize B");

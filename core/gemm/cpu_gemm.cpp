@@ -136,9 +136,7 @@ Plan makePlan(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOpti
   if (opt.fast_accum_group < 1)
     throw std::invalid_argument("fast-accumulation group must be ≥ 1, got " + std::to_string(opt.fast_accum_group));
   if (opt.threads < 0) throw std::invalid_argument("threads must be ≥ 0 (0 = all), got " + std::to_string(opt.threads));
-  if ((opt.output == OutputType::E4M3FN || opt.output == OutputType::E5M2) &&
-      !(std::isfinite(opt.output_quant_scale) && opt.output_quant_scale > 0))
-    throw std::invalid_argument("the output scale (quant multiplier scale_D) must be finite and > 0");
+  checkOutputScale(opt);
 
   Plan p;
   p.m = a.rows;
@@ -270,6 +268,16 @@ int64_t availableMemoryBytes() {
 }
 
 } // namespace gemm_detail
+
+void checkOutputScale(const GemmOptions& opt) {
+  const bool fp8 = opt.output == OutputType::E4M3FN || opt.output == OutputType::E5M2;
+  if (fp8 && !(std::isfinite(opt.output_quant_scale) && opt.output_quant_scale > 0))
+    throw std::invalid_argument("the output scale (quant multiplier scale_D) must be finite and > 0");
+  if (!fp8 && opt.output_quant_scale != 1.0f)
+    throw std::invalid_argument(std::string("an output scale scale_D applies only to FP8 outputs (E4M3FN, E5M2); the "
+                                            "output is ") +
+                                toString(opt.output) + ", which cuBLASLt writes without D_SCALE: leave scale_D at 1");
+}
 
 namespace {
 

@@ -79,13 +79,21 @@ struct GemmOptions {
   bool fast_accum_promotes = true; ///< FastAccum: promote per window (false: whole K in one window,
                                    ///< like cuBLASLt FAST_ACCUM=1; scale-block boundaries still cut)
   OutputType output = OutputType::FP32;
-  float output_quant_scale = 1.0f;        ///< scale_D (quant multiplier) for FP8 outputs
+  /// scale_D, the quant multiplier of FP8 outputs (E4M3FN, E5M2): d = cast(D · scale_D). cuBLASLt
+  /// applies D_SCALE only when D is FP8, so any other value than 1 with a BF16 / FP16 / FP32 output
+  /// is refused (checkOutputScale) rather than ignored.
+  float output_quant_scale = 1.0f;
   int threads = 0;                        ///< 0 = all hardware threads
   CpuKernel cpu_kernel = CpuKernel::Auto; ///< CPU backend only
   /// Refuse GEMMs whose buffers need more bytes than this; 0 = the memory available now
   /// (MemAvailable of /proc/meminfo, else physical memory).
   int64_t memory_limit_bytes = 0;
 };
+
+/// Throws std::invalid_argument when `opt.output_quant_scale` cannot apply: not finite and > 0 for
+/// an FP8 output, or other than 1 for a BF16 / FP16 / FP32 output (cuBLASLt multiplies by
+/// CUBLASLT_MATMUL_DESC_D_SCALE_POINTER only when D is FP8). Both backends call it.
+void checkOutputScale(const GemmOptions& opt);
 
 /// The result of one GEMM.
 struct GemmOutput {

@@ -112,8 +112,16 @@ bool runChecker(const std::string& helper, const std::vector<std::string>& args,
   std::vector<char*> envp;
   for (auto& e : envStore) envp.push_back(e.data());
   envp.push_back(nullptr);
+  // Its own process group: a signal to the application's group (Ctrl-C at a terminal, `timeout`,
+  // Slurm, `docker stop`) must not kill a check the application is waiting for while it stops
+  // and saves; the helper still ends with the application (see above) and at the time limit.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, helper.c_str(), &fa, nullptr, argv.data(), envp.data());
+  const int rc = ::posix_spawn(&pid, helper.c_str(), &fa, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return false; // cannot start it (resource limits, missing)
 

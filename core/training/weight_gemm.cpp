@@ -64,6 +64,9 @@ Run weightGemmRunFromInputs(const std::vector<float>& a, const std::vector<float
   const auto preset = scalingPreset(cfg.scaling);
   if (!preset)
     throw std::invalid_argument("trained-weights GEMM: unknown current-scaling preset '" + cfg.scaling + "'");
+  for (Axis ax : {Axis::Cols, Axis::Rows})
+    if (const std::string why = gemmScalingProblem(*preset, ax); !why.empty())
+      throw std::invalid_argument("trained-weights GEMM: " + why);
   const std::vector<float>& kernel = b;
   const QuantizedTensor qa = quantize(a.data(), m, k, *cfg.a_format, *preset, Axis::Cols);
   const QuantizedTensor qb = quantize(kernel.data(), k, n, *cfg.b_format, *preset, Axis::Rows);

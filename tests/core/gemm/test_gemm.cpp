@@ -212,7 +212,8 @@ void TestGemm::exactByConstruction() {
         o.accumulation = acc;
         o.fast_accum_promotes = promote;
         o.output = ot;
-        o.output_quant_scale = scale_d;
+        // scale_D applies to FP8 outputs only (cuBLASLt D_SCALE); other outputs refuse one ≠ 1.
+        o.output_quant_scale = (ot == OutputType::E4M3FN || ot == OutputType::E5M2) ? scale_d : 1.0f;
         o.threads = 2;
         const GemmOutput out = backend->run(a, b, o);
         QString where;
@@ -512,6 +513,14 @@ void TestGemm::badInputs() {
   o.output = OutputType::E4M3FN;
   o.output_quant_scale = 0;
   expectInvalid([&] { backend->run(a, b, o); }, "output scale");
+  // scale_D with a BF16 / FP16 / FP32 output: cuBLASLt applies D_SCALE only to FP8 outputs, so it
+  // would be dropped without a word — refused instead.
+  for (OutputType ot : {OutputType::BF16, OutputType::FP16, OutputType::FP32}) {
+    o = {};
+    o.output = ot;
+    o.output_quant_scale = 16.0f;
+    expectInvalid([&] { backend->run(a, b, o); }, "applies only to FP8 outputs");
+  }
   // memory: a limit of 16 bytes refuses even this 2x2x3 GEMM (84 bytes of buffers), naming the size
   o = {};
   o.memory_limit_bytes = 16;
