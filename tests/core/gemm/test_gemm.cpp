@@ -10,6 +10,7 @@
 #include <limits>
 #include <tuple>
 
+#include "compare_bits.h"
 #include "gemm/gemm.h"
 #include "gemm/gemm_experiment.h"
 #include "gemm/random_matrix.h"
@@ -94,6 +95,8 @@ private Q_SLOTS:
   void exactByConstruction_data();
   void exactByConstruction();
   void blockScalesAppliedAtPromotionWithFma();
+  void splitPromotionWindowsHandDerived_data();
+  void splitPromotionWindowsHandDerived();
   void fastAccumulationErrorExceedsSplit();
   void avx512Bf16EqualsPortable_data();
   void avx512Bf16EqualsPortable();
@@ -257,11 +260,84 @@ void TestGemm::blockScalesAppliedAtPromotionWithFma() {
       o.accumulation = acc;
       o.cpu_kernel = kern;
       const GemmOutput out = backend->run(a, b, o);
-      QCOMPARE(out.d[0], want0);
-      QCOMPARE(out.d[1], sa1);
+      QCOMPARE_BITS(out.d[0], want0);
+      QCOMPARE_BITS(out.d[1], sa1);
     }
   // The Exact model in double: −1 + (1 + 2^-12)² = 2^-11 + 2^-24 exactly.
-  QCOMPARE(quantizedExactGemm(a, b)[0], std::ldexp(1.0, -11) + std::ldexp(1.0, -24));
+  QCOMPARE_BITS(quantizedExactGemm(a, b)[0], std::ldexp(1.0, -11) + std::ldexp(1.0, -24));
+}
+
+// ---- where the split-FP32 promotion windows fall ----------------------------------------------
+// E5M2 operands (4096 = 2^12: exponent field 27, exact; 1 exact), K = 256, per-tensor scales 1.
+// Every row of A and every column of B is a = b = 4096 at k = 0 and a = b = 1 at k = 127, 128,
+// 129, zero elsewhere, so every output sums the exact products
+//   p_0 = 2^24,  p_127 = p_128 = p_129 = 1,  p_k = 0 otherwise        (exact sum 2^24 + 3).
+// float32 spacing in [2^24, 2^25) is 2: 2^24 + 1 is the tie between 2^24 (even significand) and
+// 2^24 + 2 (odd) → RNE gives 2^24; 2^24 + 3 is the tie between 2^24 + 2 (odd) and 2^24 + 4
+// (even) → 2^24 + 4; 2^24 + 2 is exact. A fresh window partial holds the small products (1, 2,
+// 3) exactly until it is promoted, while a running sum at 2^24 loses each +1 on its own.
+// No scale varies along K, so a promotion is acc = acc + partial (docs/gemm.md) and D = 1·acc.
+//   FP32 (one window [0, 256), whatever N_C): 2^24 + 1 → 2^24 three times      → D = 2^24
+//   Split N_C = 128: [0,128) = 2^24 (k = 127 lost), [128,256) = 1 + 1 = 2,
+//                    acc = 2^24 + 2 (exact)                                    → D = 2^24 + 2
+//   Split N_C = 127: [0,127) = 2^24, [127,254) = 3 (k = 127, 128, 129), [254,256) = 0,
+//                    acc = 2^24 + 3 → tie → 2^24 + 4                           → D = 2^24 + 4
+//   Split N_C = 129: [0,129) = 2^24 (k = 127 and 128 lost), [129,256) = 1,
+//                    acc = 2^24 + 1 → tie → 2^24                               → D = 2^24
+// Misplaced windows give another row's value: windows of N_C + 1 turn 128 into 129's 2^24 and
+// 127 into 128's 2^24 + 2; windows of 2·N_C (256, 254, 258) give 2^24 for 128 and 127. The
+// Exact model (double) keeps 2^24 + 3. M = 13, N = 33 cross the FMA kernel's 12-row and
+// 32-column panels, so edge tiles are checked too. Each kernel is forced in turn; the AVX512
+// kernels must actually run where the CPU has them, except that the BF16 pair kernel declines
+// N_C = 127 (a window starts at the odd k = 127) and hands over to the portable kernel.
+void TestGemm::splitPromotionWindowsHandDerived_data() {
+  QTest::addColumn<int>("accumulation");
+  QTest::addColumn<int>("interval");
+  QTest::addColumn<float>("expected");
+  const float two24 = std::ldexp(1.0f, 24);
+  for (int nc : {128, 127, 129}) QTest::addRow("FP32, N_C %d", nc) << int(Accumulation::FP32) << nc << two24;
+  QTest::addRow("SplitFP32, N_C 128") << int(Accumulation::SplitFP32) << 128 << two24 + 2.0f;
+  QTest::addRow("SplitFP32, N_C 127") << int(Accumulation::SplitFP32) << 127 << two24 + 4.0f;
+  QTest::addRow("SplitFP32, N_C 129") << int(Accumulation::SplitFP32) << 129 << two24;
+}
+
+void TestGemm::splitPromotionWindowsHandDerived() {
+  QFETCH(int, accumulation);
+  QFETCH(int, interval);
+  QFETCH(float, expected);
+  const int64_t M = 13, N = 33, K = 256;
+  std::vector<double> av(static_cast<size_t>(M * K), 0.0), bv(static_cast<size_t>(K * N), 0.0);
+  for (int64_t i = 0; i < M; ++i) {
+    av[static_cast<size_t>(i * K)] = 4096;
+    for (int64_t k : {127, 128, 129}) av[static_cast<size_t>(i * K + k)] = 1;
+  }
+  for (int64_t j = 0; j < N; ++j) {
+    bv[static_cast<size_t>(j)] = 4096;
+    for (int64_t k : {127, 128, 129}) bv[static_cast<size_t>(k * N + j)] = 1;
+  }
+  const QuantizedTensor a = makeTensor(av, M, K, Format::E5M2(), {M, K}, {1.0f});
+  const QuantizedTensor b = makeTensor(bv, K, N, Format::E5M2(), {K, N}, {1.0f});
+  QCOMPARE_BITS(quantizedExactGemm(a, b)[0], std::ldexp(1.0, 24) + 3.0);
+  auto backend = makeCpuGemmBackend();
+  const std::string device = backend->device();
+  for (auto [kernel, name, has] :
+       {std::tuple{CpuKernel::Portable, "portable", true},
+        std::tuple{CpuKernel::Avx512Fma, "avx512-fma", device.find("AVX512-FMA") != std::string::npos},
+        std::tuple{CpuKernel::Avx512Bf16, "avx512-bf16", device.find("AVX512-BF16") != std::string::npos}}) {
+    GemmOptions o;
+    o.accumulation = static_cast<Accumulation>(accumulation);
+    o.promotion_interval = interval;
+    o.cpu_kernel = kernel;
+    const GemmOutput out = backend->run(a, b, o);
+    const bool odd_window = o.accumulation == Accumulation::SplitFP32 && interval % 2 != 0;
+    const char* ran = !has || (kernel == CpuKernel::Avx512Bf16 && odd_window) ? "portable" : name;
+    QVERIFY2(out.algorithm.find(ran) != std::string::npos,
+             qPrintable(QStringLiteral("asked for %1, ran %2")
+                            .arg(QString::fromLatin1(name), QString::fromStdString(out.algorithm))));
+    if (!has) qInfo("%s kernel not on this CPU: checked the portable fallback", name);
+    QCOMPARE(out.d.size(), size_t(M * N));
+    for (size_t i = 0; i < out.d.size(); ++i) QCOMPARE_BITS(out.d[i], expected);
+  }
 }
 
 // ---- fast accumulation vs split -----------------------------------------------------------------
@@ -435,13 +511,13 @@ void TestGemm::fp8OutputScaleAndAmax() {
   o.output = OutputType::E4M3FN;
   o.output_quant_scale = 2.0f;
   GemmOutput out = backend->run(a, b, o);
-  QCOMPARE(out.amax_d, 240.0f);
+  QCOMPARE_BITS(out.amax_d, 240.0f);
   QCOMPARE(int(out.d_codes.at(0)), 0x7E);
-  QCOMPARE(out.d[0], 224.0f);
+  QCOMPARE_BITS(out.d[0], 224.0f);
   o.output_quant_scale = 0.5f;
   out = backend->run(a, b, o);
   QCOMPARE(int(out.d_codes.at(0)), 0x6F);
-  QCOMPARE(out.d[0], 240.0f);
+  QCOMPARE_BITS(out.d[0], 240.0f);
 }
 
 void TestGemm::nanAndInfInputsCountedNotFatal() {
@@ -457,21 +533,21 @@ void TestGemm::nanAndInfInputsCountedNotFatal() {
     const GemmOutput out = backend->run(a, b, o);
     QVERIFY(std::isnan(out.d[0]) && std::isnan(out.d[1]));
     QVERIFY(std::isinf(out.d[2]) && out.d[2] > 0);
-    QCOMPARE(out.d[4], 2.0f);
+    QCOMPARE_BITS(out.d[4], 2.0f);
     QVERIFY(std::isnan(out.amax_d));
   }
   const GemmExperimentResult r = runGemmExperiment(nullptr, nullptr, a, b, GemmOptions{});
   QCOMPARE(r.accumulation.nan_test, int64_t(2));
   QCOMPARE(r.accumulation.inf_test, int64_t(2));
   QCOMPARE(r.accumulation.finite_pairs, int64_t(2));
-  QCOMPARE(r.accumulation.max_abs, 0.0);
+  QCOMPARE_BITS(r.accumulation.max_abs, 0.0);
 }
 
 void TestGemm::e5m2TimesE5m2Flagged() {
   const QuantizedTensor a = makeTensor({1, 2}, 1, 2, Format::E5M2(), {1, 2}, {1.0f});
   const QuantizedTensor b = makeTensor({3, 4}, 2, 1, Format::E5M2(), {2, 1}, {1.0f});
   const GemmOutput out = makeCpuGemmBackend()->run(a, b, GemmOptions{});
-  QCOMPARE(out.d[0], 11.0f);
+  QCOMPARE_BITS(out.d[0], 11.0f);
   bool flagged = false;
   for (const Warning& w : out.warnings) flagged |= w.detail.find("not supported by cuBLASLt") != std::string::npos;
   QVERIFY(flagged);

@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "compare_bits.h"
 #include "formats/format.h"
 #include "scaling/delayed_scaling.h"
 
@@ -66,18 +67,18 @@ private Q_SLOTS:
 // 1/(448/3) = 0.0066964286379516125f = float32(3/448), derived).
 void TestDelayedScaling::flaxMetaDtype() {
   DelayedScaling s(Format::E4M3FN(), flaxCfg(3));
-  QCOMPARE(s.scale(), 1.0f);
+  QCOMPARE_BITS(s.scale(), 1.0f);
   const float inputs[3] = {2.0f, 3.0f, 4.0f};
   const std::vector<std::vector<float>> hist = {{2, 0, 0}, {3, 0, 2}, {4, 2, 3}};
   const std::vector<std::vector<float>> chrono = {{0, 0, 2}, {0, 2, 3}, {2, 3, 4}};
   const float scales[3] = {1.0f, 0.004464285913854837f, 0.0066964286379516125f};
   for (int i = 0; i < 3; ++i) {
     const DelayedUpdate u = s.update(inputs[i]);
-    QCOMPARE(s.historyRaw(), hist[static_cast<size_t>(i)]);
-    QCOMPARE(s.historyChronological(), chrono[static_cast<size_t>(i)]);
-    QCOMPARE(s.scale(), scales[i]);
-    QCOMPARE(u.scale_used, scales[i]); // Flax: the scale of this step's tensor
-    QCOMPARE(u.dequant_scale, scales[i]);
+    QCOMPARE_BITS(s.historyRaw(), hist[static_cast<size_t>(i)]);
+    QCOMPARE_BITS(s.historyChronological(), chrono[static_cast<size_t>(i)]);
+    QCOMPARE_BITS(s.scale(), scales[i]);
+    QCOMPARE_BITS(u.scale_used, scales[i]); // Flax: the scale of this step's tensor
+    QCOMPARE_BITS(u.dequant_scale, scales[i]);
     QCOMPARE(u.kept_previous, i == 0); // step 0: window all zeros → keep 1.0
   }
   // Within 1 float32 ulp of a/448 as Flax's assert_allclose expects.
@@ -96,13 +97,13 @@ void TestDelayedScaling::flaxMaxVersusSumAccumulation() {
   use2.update(3.0f);
   const std::vector<DelayedScaling> uses = {use1, use2};
   const DelayedScaling mx = DelayedScaling::combineUses(uses, MetaCombine::Max);
-  QCOMPARE(mx.scale(), 1.0f);
-  QCOMPARE(mx.historyRaw()[0], 3.0f);
-  for (size_t i = 1; i < 1024; ++i) QCOMPARE(mx.historyRaw()[i], 0.0f);
+  QCOMPARE_BITS(mx.scale(), 1.0f);
+  QCOMPARE_BITS(mx.historyRaw()[0], 3.0f);
+  for (size_t i = 1; i < 1024; ++i) QCOMPARE_BITS(mx.historyRaw()[i], 0.0f);
   const DelayedScaling sum = DelayedScaling::combineUses(uses, MetaCombine::Sum);
-  QCOMPARE(sum.scale(), 2.0f);
-  QCOMPARE(sum.historyRaw()[0], 5.0f);
-  QCOMPARE(sum.historyRaw()[1], 0.0f);
+  QCOMPARE_BITS(sum.scale(), 2.0f);
+  QCOMPARE_BITS(sum.historyRaw()[0], 5.0f);
+  QCOMPARE_BITS(sum.historyRaw()[1], 0.0f);
   // Differing configs cannot be combined.
   const std::vector<DelayedScaling> bad = {use1, DelayedScaling(Format::E4M3FN(), flaxCfg(16))};
   QVERIFY_THROWS_EXCEPTION(std::invalid_argument, DelayedScaling::combineUses(bad, MetaCombine::Max));
@@ -116,14 +117,14 @@ void TestDelayedScaling::flaxEdgeRulesKeepPrevious() {
   s.setState(7.0f, {0.0f, 0.0f});
   DelayedUpdate u = s.update(kInf); // window {0,0} → keep
   QVERIFY(u.kept_previous);
-  QCOMPARE(s.scale(), 6.999999523162842f);
+  QCOMPARE_BITS(s.scale(), 6.999999523162842f);
   u = s.update(1.0f); // window {0, inf} → inf → keep
   QVERIFY(u.kept_previous);
   u = s.update(1.0f); // window {inf, 1} → still inf
   QVERIFY(u.kept_previous);
   u = s.update(1.0f); // window {1, 1} → 1/(448/1) = float32(1/448)
   QVERIFY(!u.kept_previous);
-  QCOMPARE(s.scale(), 1.0f / 448.0f);
+  QCOMPARE_BITS(s.scale(), 1.0f / 448.0f);
   // NaN behaves like inf (jnp.max propagates it).
   DelayedScaling n(Format::E4M3FN(), flaxCfg(1));
   n.update(kNaN);
@@ -136,14 +137,14 @@ void TestDelayedScaling::flaxEdgeRulesKeepPrevious() {
 void TestDelayedScaling::flaxTinyAmaxStoresZero() {
   DelayedScaling s(Format::E4M3FN(), flaxCfg(1));
   s.update(1e-38f);
-  QCOMPARE(s.update(1.0f).scale, 0.0f);
+  QCOMPARE_BITS(s.update(1.0f).scale, 0.0f);
   // A stored tiny amax: the step's own scale becomes 0 and x / 0 = ±inf saturates to ±448.
   const std::vector<float> x = {1.0f, -2.0f};
   DelayedScaling t(Format::E4M3FN(), flaxCfg(1));
   t.setState(1.0f, {1e-38f});
   DelayedUpdate u;
   const QuantizedTensor q = t.quantizeStep(x.data(), 1, 2, &u);
-  QCOMPARE(u.scale_used, 0.0f);
+  QCOMPARE_BITS(u.scale_used, 0.0f);
   QCOMPARE(int(q.codes[0]), 0x7E);
   QCOMPARE(int(q.codes[1]), 0xFE);
   QCOMPARE(q.stats.saturated, int64_t(2));
@@ -157,12 +158,12 @@ void TestDelayedScaling::flaxQuantizeStepDividesByScale() {
   const std::vector<float> x = {2.0f, 4.0f, 0.0f, 1.0f};
   DelayedUpdate u;
   const QuantizedTensor q = s.quantizeStep(x.data(), 2, 2, &u);
-  QCOMPARE(u.scale_used, 0.008928571827709675f);
+  QCOMPARE_BITS(u.scale_used, 0.008928571827709675f);
   QVERIFY(q.scale_op == Format::ScaleOp::Divide);
-  QCOMPARE(q.dequant_scales[0], 0.008928571827709675f);
+  QCOMPARE_BITS(q.dequant_scales[0], 0.008928571827709675f);
   QCOMPARE(int(q.codes[0]), 0x76);
   QCOMPARE(int(q.codes[1]), 0x7E);
-  QCOMPARE(s.historyRaw()[0], 4.0f); // this step's amax recorded
+  QCOMPARE_BITS(s.historyRaw()[0], 4.0f); // this step's amax recorded
 }
 
 // TE test_fp8_scale_update_with_linear_module: DelayedScaling(margin=2, HYBRID), history 31 and
@@ -198,20 +199,20 @@ void TestDelayedScaling::teMargin2Hybrid() {
     x.quantizeStep(tx.data(), 8, 8, &ux);
     w.quantizeStep(tw.data(), 8, 8);
     g.quantizeStep(tg.data(), 8, 8);
-    QCOMPARE(ux.scale_used, used_x); // TE quantizes with the scale from before the step
-    QCOMPARE(x.scale(), (448.0f / ax) / 4.0f);
-    QCOMPARE(w.scale(), (448.0f / aw) / 4.0f);
-    QCOMPARE(g.scale(), (57344.0f / ag) / 4.0f);
-    QCOMPARE(x.dequantScale(), 1.0f / x.scale());
+    QCOMPARE_BITS(ux.scale_used, used_x); // TE quantizes with the scale from before the step
+    QCOMPARE_BITS(x.scale(), (448.0f / ax) / 4.0f);
+    QCOMPARE_BITS(w.scale(), (448.0f / aw) / 4.0f);
+    QCOMPARE_BITS(g.scale(), (57344.0f / ag) / 4.0f);
+    QCOMPARE_BITS(x.dequantScale(), 1.0f / x.scale());
     xs.push_back(ax);
     ws.push_back(aw);
     gs.push_back(ag);
     // History (chronological): L−1 stored amaxes oldest first, then the cleared staging slot.
     const std::vector<float> h = x.historyChronological();
     QCOMPARE(int(h.size()), len);
-    QCOMPARE(h.back(), 0.0f);
-    for (int k = 0; k <= s; ++k) QCOMPARE(h[static_cast<size_t>(len - 2 - s + k)], xs[static_cast<size_t>(k)]);
-    QCOMPARE(h[static_cast<size_t>(len - 3 - s)], 0.0f);
+    QCOMPARE_BITS(h.back(), 0.0f);
+    for (int k = 0; k <= s; ++k) QCOMPARE_BITS(h[static_cast<size_t>(len - 2 - s + k)], xs[static_cast<size_t>(k)]);
+    QCOMPARE_BITS(h[static_cast<size_t>(len - 3 - s)], 0.0f);
     QVERIFY(!x.keptPrevious());
   }
 }
@@ -224,12 +225,12 @@ void TestDelayedScaling::teMaxVersusMostRecent() {
     DelayedScaling r(Format::E4M3FN(), teCfg(len, AmaxAlgo::MostRecent));
     m.update(4.0f);
     r.update(4.0f);
-    QCOMPARE(m.scale(), 112.0f);
-    QCOMPARE(r.scale(), 112.0f);
+    QCOMPARE_BITS(m.scale(), 112.0f);
+    QCOMPARE_BITS(r.scale(), 112.0f);
     m.update(1.0f);
     r.update(1.0f);
-    QCOMPARE(m.scale(), len == 1 ? 448.0f : 112.0f);
-    QCOMPARE(r.scale(), 448.0f);
+    QCOMPARE_BITS(m.scale(), len == 1 ? 448.0f : 112.0f);
+    QCOMPARE_BITS(r.scale(), 448.0f);
   }
 }
 
@@ -259,7 +260,7 @@ void TestDelayedScaling::teNumericScenarios() {
   QFETCH(bool, kept);
   DelayedScaling s(fmt ? Format::E5M2() : Format::E4M3FN(), teCfg(1));
   const DelayedUpdate u = s.update(amax);
-  QCOMPARE(s.scale(), expected);
+  QCOMPARE_BITS(s.scale(), expected);
   QCOMPARE(u.kept_previous, kept);
   QCOMPARE(u.clamped, expected == kFltMax);
 }
@@ -272,9 +273,9 @@ void TestDelayedScaling::teZeroAmaxDoesNotRoll() {
   const DelayedUpdate u = s.update(0.0f);
   QVERIFY(u.kept_previous);
   QVERIFY(!u.rolled);
-  QCOMPARE(s.scale(), 224.0f);
-  QCOMPARE(s.historyRaw(), before);
-  QCOMPARE(s.historyRaw(), (std::vector<float>{0, 0, 0, 2}));
+  QCOMPARE_BITS(s.scale(), 224.0f);
+  QCOMPARE_BITS(s.historyRaw(), before);
+  QCOMPARE_BITS(s.historyRaw(), (std::vector<float>{0, 0, 0, 2}));
 }
 
 // inf/NaN amax: the history rolls (cur ≠ 0) but the scale is kept; an inf in the window keeps
@@ -285,15 +286,15 @@ void TestDelayedScaling::teInfStaysInWindow() {
   DelayedUpdate u = s.update(kInf);
   QVERIFY(u.kept_previous);
   QVERIFY(u.rolled);
-  QCOMPARE(s.scale(), 224.0f);
+  QCOMPARE_BITS(s.scale(), 224.0f);
   QVERIFY(s.update(1.0f).kept_previous);  // window {2, inf, 1}
   QVERIFY(s.update(1.0f).kept_previous);  // window {inf, 1, 1}
   QVERIFY(!s.update(1.0f).kept_previous); // window {1, 1, 1}
-  QCOMPARE(s.scale(), 448.0f);
+  QCOMPARE_BITS(s.scale(), 448.0f);
   DelayedScaling n(Format::E4M3FN(), teCfg(3));
   n.update(4.0f);
   QVERIFY(n.update(kNaN).kept_previous);
-  QCOMPARE(n.scale(), 112.0f);
+  QCOMPARE_BITS(n.scale(), 112.0f);
 }
 
 // TE L = 3, amaxes 8, 1, 1, 1 (hand-traced, SCALING-SEMANTICS §3.1 kernel_bulk):
@@ -308,8 +309,8 @@ void TestDelayedScaling::teWindowRollsOut() {
   const float in[4] = {8, 1, 1, 1};
   for (int i = 0; i < 4; ++i) {
     s.update(in[i]);
-    QCOMPARE(s.scale(), expect[i]);
-    QCOMPARE(s.historyRaw(), raw[static_cast<size_t>(i)]);
+    QCOMPARE_BITS(s.scale(), expect[i]);
+    QCOMPARE_BITS(s.historyRaw(), raw[static_cast<size_t>(i)]);
   }
 }
 
@@ -339,7 +340,7 @@ void TestDelayedScaling::teRecordCombinesByMax() {
   s.record(7.0f);
   s.record(4.0f);
   s.update();
-  QCOMPARE(s.scale(), 64.0f); // 448 / 7
+  QCOMPARE_BITS(s.scale(), 64.0f); // 448 / 7
   DelayedScaling f(Format::E4M3FN(), flaxCfg(8));
   QVERIFY_THROWS_EXCEPTION(std::logic_error, f.record(1.0f));
 }
@@ -353,9 +354,9 @@ void TestDelayedScaling::teQuantizeStepUsesCurrentScale() {
   DelayedUpdate u;
   const QuantizedTensor q = s.quantizeStep(x.data(), 1, 4, &u);
   QCOMPARE(int(q.codes[0]), 0x79);
-  QCOMPARE(q.quant_scales[0], 1.0f);
-  QCOMPARE(u.amax, 300.0);
-  QCOMPARE(s.scale(), 448.0f / 300.0f);
+  QCOMPARE_BITS(q.quant_scales[0], 1.0f);
+  QCOMPARE_BITS(u.amax, 300.0);
+  QCOMPARE_BITS(s.scale(), 448.0f / 300.0f);
   QCOMPARE(q.stats.nan_inputs, int64_t(1));
 }
 
@@ -367,21 +368,21 @@ void TestDelayedScaling::teJaxRollsOnZeroAndDoesNotClamp() {
   c.preset = DelayedPreset::TEJax;
   DelayedScaling s(Format::E4M3FN(), c);
   s.update(2.0f);
-  QCOMPARE(s.scale(), 224.0f);
-  QCOMPARE(s.historyRaw(), (std::vector<float>{0, 0, 0, 2}));
+  QCOMPARE_BITS(s.scale(), 224.0f);
+  QCOMPARE_BITS(s.historyRaw(), (std::vector<float>{0, 0, 0, 2}));
   const DelayedUpdate u = s.update(0.0f);
   QVERIFY(u.rolled);
   QVERIFY(!u.kept_previous); // window {0, 0, 2, 0} still has 2
-  QCOMPARE(s.scale(), 224.0f);
-  QCOMPARE(s.historyRaw(), (std::vector<float>{0, 0, 2, 0}));
+  QCOMPARE_BITS(s.scale(), 224.0f);
+  QCOMPARE_BITS(s.historyRaw(), (std::vector<float>{0, 0, 2, 0}));
   DelayedScaling t(Format::E4M3FN(), c);
   const DelayedUpdate v = t.update((448.0f / kFltMax) / 2.0f);
   QVERIFY(std::isinf(t.scale()));
   QVERIFY(!v.clamped);
-  QCOMPARE(t.dequantScale(), 0.0f);
+  QCOMPARE_BITS(t.dequantScale(), 0.0f);
   DelayedScaling z(Format::E4M3FN(), c);
   QVERIFY(z.update(0.0f).kept_previous);
-  QCOMPARE(z.scale(), 1.0f);
+  QCOMPARE_BITS(z.scale(), 1.0f);
   QVERIFY(parseDelayedPreset("te_jax") == DelayedPreset::TEJax);
 }
 
@@ -390,13 +391,13 @@ void TestDelayedScaling::simulateAndSetState() {
   std::vector<std::vector<float>> h;
   const auto ups = DelayedScaling::simulate(Format::E4M3FN(), flaxCfg(3), a, &h);
   QCOMPARE(ups.size(), size_t(3));
-  QCOMPARE(h[2], (std::vector<float>{2, 3, 4}));
-  QCOMPARE(ups[2].scale, 0.0066964286379516125f);
+  QCOMPARE_BITS(h[2], (std::vector<float>{2, 3, 4}));
+  QCOMPARE_BITS(ups[2].scale, 0.0066964286379516125f);
   DelayedScaling s(Format::E4M3FN(), teCfg(2));
   QVERIFY_THROWS_EXCEPTION(std::invalid_argument, s.setState(1.0f, {1, 2, 3}));
   s.setState(5.0f, {0, 1});
-  QCOMPARE(s.scale(), 5.0f);
-  QCOMPARE(s.historyChronological(), (std::vector<float>{1, 0}));
+  QCOMPARE_BITS(s.scale(), 5.0f);
+  QCOMPARE_BITS(s.historyChronological(), (std::vector<float>{1, 0}));
 }
 
 void TestDelayedScaling::badConfig() {

@@ -5,11 +5,11 @@
 // float32 rounding, marked "derived").
 #include <QtTest>
 
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "compare_bits.h"
 #include "formats/format.h"
 #include "scaling/scale_rules.h"
 #include "scaling/scaling.h"
@@ -65,99 +65,99 @@ private Q_SLOTS:
 // amax 0 / inf / NaN → 1.0 (for current scaling there is no previous scale) and
 // 0 < amax < fp8_max / FLT_MAX → FLT_MAX (PR #786).
 void TestScaling::teComputeScaleEdgeRules() {
-  QCOMPARE(teScaleFromAmax(0.0f, 448.0f), 1.0f);
-  QCOMPARE(teScaleFromAmax(kInf, 448.0f), 1.0f);
-  QCOMPARE(teScaleFromAmax(kNaN, 448.0f), 1.0f);
+  QCOMPARE_BITS(teScaleFromAmax(0.0f, 448.0f), 1.0f);
+  QCOMPARE_BITS(teScaleFromAmax(kInf, 448.0f), 1.0f);
+  QCOMPARE_BITS(teScaleFromAmax(kNaN, 448.0f), 1.0f);
   const float tiny = 448.0f / kFltMax / 2.0f; // TE's test: (fp8_max / FLT_MAX) / 2
   QVERIFY(tiny > 0.0f);
-  QCOMPARE(teScaleFromAmax(tiny, 448.0f), kFltMax);
-  QCOMPARE(teScaleFromAmax(57344.0f / kFltMax / 2.0f, 57344.0f), kFltMax);
+  QCOMPARE_BITS(teScaleFromAmax(tiny, 448.0f), kFltMax);
+  QCOMPARE_BITS(teScaleFromAmax(57344.0f / kFltMax / 2.0f, 57344.0f), kFltMax);
   // A normal amax: 448 / 2 = 224 exactly; 448 / 0.01f = 44800 (derived: 448 / 0.0099999998 =
   // 44800.001, the float32 spacing at 44800 is 2^-8, so it rounds to 44800).
-  QCOMPARE(teScaleFromAmax(2.0f, 448.0f), 224.0f);
-  QCOMPARE(teScaleFromAmax(0.01f, 448.0f), 44800.0f);
+  QCOMPARE_BITS(teScaleFromAmax(2.0f, 448.0f), 224.0f);
+  QCOMPARE_BITS(teScaleFromAmax(0.01f, 448.0f), 44800.0f);
   // amax_epsilon: amax below eps is raised to eps (1/1024 → 448·1024 = 458752).
-  QCOMPARE(teScaleFromAmax(1e-30f, 448.0f, false, 1.0f / 1024.0f), 458752.0f);
+  QCOMPARE_BITS(teScaleFromAmax(1e-30f, 448.0f, false, 1.0f / 1024.0f), 458752.0f);
   // NaN is not raised to eps (the comparison is false) and still gives 1.0.
-  QCOMPARE(teScaleFromAmax(kNaN, 448.0f, false, 1.0f), 1.0f);
+  QCOMPARE_BITS(teScaleFromAmax(kNaN, 448.0f, false, 1.0f), 1.0f);
 }
 
 // TE pow2: bits & 0xFF800000 → round the quant multiplier down to a power of two.
 void TestScaling::tePow2MantissaMask() {
-  QCOMPARE(tePow2(149.33333f), 128.0f);
-  QCOMPARE(tePow2(1.0f), 1.0f);
-  QCOMPARE(tePow2(kFltMax), std::ldexp(1.0f, 127));      // not inf: the mask keeps the exponent
-  QCOMPARE(teScaleFromAmax(3.0f, 448.0f, true), 128.0f); // 448/3 = 149.33 → 128
-  QCOMPARE(teScaleFromAmax(448.0f / kFltMax / 2.0f, 448.0f, true), std::ldexp(1.0f, 127));
+  QCOMPARE_BITS(tePow2(149.33333f), 128.0f);
+  QCOMPARE_BITS(tePow2(1.0f), 1.0f);
+  QCOMPARE_BITS(tePow2(kFltMax), std::ldexp(1.0f, 127));      // not inf: the mask keeps the exponent
+  QCOMPARE_BITS(teScaleFromAmax(3.0f, 448.0f, true), 128.0f); // 448/3 = 149.33 → 128
+  QCOMPARE_BITS(teScaleFromAmax(448.0f / kFltMax / 2.0f, 448.0f, true), std::ldexp(1.0f, 127));
 }
 
 // torchao float8_utils.amax_to_scale: EPS = 1e-12, float64 division then float32.
 void TestScaling::torchaoScaleRules() {
   // amax 0 → fp8_max / 1e-12: 4.48e14 (E4M3) and 5.7344e16 (E5M2), rounded to float32.
-  QCOMPARE(torchaoScaleFromAmax(0.0, 448.0), static_cast<float>(4.48e14));
-  QCOMPARE(torchaoScaleFromAmax(0.0, 57344.0), static_cast<float>(5.7344e16));
+  QCOMPARE_BITS(torchaoScaleFromAmax(0.0, 448.0), static_cast<float>(4.48e14));
+  QCOMPARE_BITS(torchaoScaleFromAmax(0.0, 57344.0), static_cast<float>(5.7344e16));
   // amax inf → 0; NaN → NaN.
-  QCOMPARE(torchaoScaleFromAmax(INFINITY, 448.0), 0.0f);
+  QCOMPARE_BITS(torchaoScaleFromAmax(INFINITY, 448.0), 0.0f);
   QVERIFY(std::isnan(torchaoScaleFromAmax(NAN, 448.0)));
   // Below EPS: clamped (TE would give 448/1e-13 = 4.48e15).
-  QCOMPARE(torchaoScaleFromAmax(1e-13, 448.0), static_cast<float>(4.48e14));
+  QCOMPARE_BITS(torchaoScaleFromAmax(1e-13, 448.0), static_cast<float>(4.48e14));
   // float64 division: 448 / 149.33333333333334 (double) = 3.0000000000000004 → 3.0f.
-  QCOMPARE(torchaoScaleFromAmax(448.0 / 3.0, 448.0), 3.0f);
+  QCOMPARE_BITS(torchaoScaleFromAmax(448.0 / 3.0, 448.0), 3.0f);
   // float64 division matters for float64 amaxes: a = 1 + 2^-24 + 2^-40 (double).
   // torchao: 448 / a = 447.99997328... → float32 448 − 2^-15 (derived: the neighbours are
   // 448 − 2^-15 = 447.99996948 and 448, distance 3.8e-6 vs 2.7e-5).
   // Rounding a to float32 first (1 + 2^-23, as a float32 rule sees it) gives
   // 448 / (1 + 2^-23) = 447.99994659 → 448 − 2^-14.
   const double a = 1.0 + std::ldexp(1.0, -24) + std::ldexp(1.0, -40);
-  QCOMPARE(torchaoScaleFromAmax(a, 448.0), 448.0f - std::ldexp(1.0f, -15));
-  QCOMPARE(teScaleFromAmax(static_cast<float>(a), 448.0f), 448.0f - std::ldexp(1.0f, -14));
+  QCOMPARE_BITS(torchaoScaleFromAmax(a, 448.0), 448.0f - std::ldexp(1.0f, -15));
+  QCOMPARE_BITS(teScaleFromAmax(static_cast<float>(a), 448.0f), 448.0f - std::ldexp(1.0f, -14));
   // The same through quantize(double): the torchao preset keeps the float64 amax.
   const std::vector<double> xd = {a, 0.5};
-  QCOMPARE(quantize(xd.data(), 1, 2, Format::E4M3FN(), *scalingPreset("torchao_tensorwise")).quant_scales[0],
-           448.0f - std::ldexp(1.0f, -15));
-  QCOMPARE(quantize(xd.data(), 1, 2, Format::E4M3FN(), *scalingPreset("te_current")).quant_scales[0],
-           448.0f - std::ldexp(1.0f, -14));
+  QCOMPARE_BITS(quantize(xd.data(), 1, 2, Format::E4M3FN(), *scalingPreset("torchao_tensorwise")).quant_scales[0],
+                448.0f - std::ldexp(1.0f, -15));
+  QCOMPARE_BITS(quantize(xd.data(), 1, 2, Format::E4M3FN(), *scalingPreset("te_current")).quant_scales[0],
+                448.0f - std::ldexp(1.0f, -14));
 }
 
 // torchao test_float8_utils: _round_scale_down_to_power_of_2 cases.
 void TestScaling::torchaoPow2Quirks() {
   QVERIFY(std::isinf(torchaoPow2(kFltMax))); // log2f(FLT_MAX) rounds to 128
-  QCOMPARE(torchaoPow2(1.0f + std::ldexp(1.0f, -23)), 1.0f);
-  QCOMPARE(torchaoPow2(1.0f - std::ldexp(1.0f, -24)), 0.5f);
-  QCOMPARE(torchaoPow2(149.33333f), 128.0f);
-  QCOMPARE(torchaoPow2(0.0f), 0.0f);
-  QCOMPARE(torchaoScaleFromAmax(3.0, 448.0, true), 128.0f);
+  QCOMPARE_BITS(torchaoPow2(1.0f + std::ldexp(1.0f, -23)), 1.0f);
+  QCOMPARE_BITS(torchaoPow2(1.0f - std::ldexp(1.0f, -24)), 0.5f);
+  QCOMPARE_BITS(torchaoPow2(149.33333f), 128.0f);
+  QCOMPARE_BITS(torchaoPow2(0.0f), 0.0f);
+  QCOMPARE_BITS(torchaoScaleFromAmax(3.0, 448.0, true), 128.0f);
 }
 
 // DeepGEMM math.py: amax clamped to 1e-4 (not 1e-12), sf = amax / 448, UE8M0 rounds sf up.
 void TestScaling::deepGemmClampAndUe8m0() {
   // derived: float32(1e-4) / 448 → 2.2321428616578487e-07 (Python struct float32 rounding).
-  QCOMPARE(deepGemmDequantScale(0.0f, 448.0f), 2.2321428616578487e-07f);
-  QCOMPARE(deepGemmDequantScale(5e-5f, 448.0f), 2.2321428616578487e-07f);
-  QCOMPARE(deepGemmDequantScale(7.0f, 448.0f), 0.015625f); // 7/448 = 2^-6 exactly
-  QCOMPARE(deepGemmDequantScale(448.0f, 448.0f, true), 1.0f);
-  QCOMPARE(deepGemmDequantScale(449.0f, 448.0f, true), 2.0f); // 1.0022 → next power of two
-  QCOMPARE(deepGemmDequantScale(300.0f, 448.0f, true), 1.0f); // 0.67 → 1
+  QCOMPARE_BITS(deepGemmDequantScale(0.0f, 448.0f), 2.2321428616578487e-07f);
+  QCOMPARE_BITS(deepGemmDequantScale(5e-5f, 448.0f), 2.2321428616578487e-07f);
+  QCOMPARE_BITS(deepGemmDequantScale(7.0f, 448.0f), 0.015625f); // 7/448 = 2^-6 exactly
+  QCOMPARE_BITS(deepGemmDequantScale(448.0f, 448.0f, true), 1.0f);
+  QCOMPARE_BITS(deepGemmDequantScale(449.0f, 448.0f, true), 2.0f); // 1.0022 → next power of two
+  QCOMPARE_BITS(deepGemmDequantScale(300.0f, 448.0f, true), 1.0f); // 0.67 → 1
   QVERIFY(std::isnan(deepGemmDequantScale(kNaN, 448.0f)));
 }
 
 // Flax compute_scale: dequant = 1 / ((fp8_max / amax) / 2^margin), fallback 1 / (1 / prev).
 void TestScaling::flaxDoubleReciprocal() {
   // derived: 1/(448/2) = 1/224 → 0.004464285913854837f, the float32 of 2/448.
-  QCOMPARE(flaxComputeScale(2.0f, 1.0f, 448.0f).dequant, 0.004464285913854837f);
+  QCOMPARE_BITS(flaxComputeScale(2.0f, 1.0f, 448.0f).dequant, 0.004464285913854837f);
   // Keep-previous goes through 1/(1/prev): prev 7 → 1/7 = 0.14285715f → 1/0.14285715f =
   // 6.9999995 (derived: 6.999999523162842, one float32 ulp below 7).
   const FlaxScale k = flaxComputeScale(0.0f, 7.0f, 448.0f);
   QVERIFY(k.kept_previous);
-  QCOMPARE(k.dequant, 6.999999523162842f);
+  QCOMPARE_BITS(k.dequant, 6.999999523162842f);
   QVERIFY(flaxComputeScale(kInf, 7.0f, 448.0f).kept_previous);
   QVERIFY(flaxComputeScale(kNaN, 7.0f, 448.0f).kept_previous);
   // No clamp: a tiny amax gives sf = inf and a stored scale of 0.
   const FlaxScale t = flaxComputeScale(1e-38f, 1.0f, 448.0f);
   QVERIFY(std::isinf(t.sf));
-  QCOMPARE(t.dequant, 0.0f);
+  QCOMPARE_BITS(t.dequant, 0.0f);
   // margin 2: sf = (448/2)/4 = 56 → dequant 1/56.
-  QCOMPARE(flaxComputeScale(2.0f, 1.0f, 448.0f, 2).sf, 56.0f);
+  QCOMPARE_BITS(flaxComputeScale(2.0f, 1.0f, 448.0f, 2).sf, 56.0f);
 }
 
 // TE ptx_arch_spec.cuh float_to_e8m0 (SCALING-SEMANTICS §3.5).
@@ -171,10 +171,10 @@ void TestScaling::e8m0RoundUpSaturating() {
   QCOMPARE(int(fp8lab::e8m0RoundUpSaturating(0.0f)), 0x00);
   QCOMPARE(int(fp8lab::e8m0RoundUpSaturating(std::ldexp(1.0f, -127))), 0x00);        // mantissa 0x400000
   QCOMPARE(int(fp8lab::e8m0RoundUpSaturating(1.5f * std::ldexp(1.0f, -127))), 0x01); // mantissa 0x600000
-  QCOMPARE(e8m0ToFloat(127), 1.0f);
-  QCOMPARE(e8m0ToFloat(0), std::ldexp(1.0f, -127));
+  QCOMPARE_BITS(e8m0ToFloat(127), 1.0f);
+  QCOMPARE_BITS(e8m0ToFloat(0), std::ldexp(1.0f, -127));
   QVERIFY(std::isnan(e8m0ToFloat(0xFF)));
-  QCOMPARE(e8m0ReciprocalToFloat(128), 0.5f);
+  QCOMPARE_BITS(e8m0ReciprocalToFloat(128), 0.5f);
 }
 
 // pytorch/ao #2035: amax 150 in MXFP8 E4M3 → RCEIL byte 126, OCP ceil 127 (and FLOOR 126:
@@ -200,13 +200,13 @@ void TestScaling::mxBlockOf480FloorVsRceil() {
   const QuantizedTensor f = quantize(x.data(), 1, 32, Format::E4M3FN(), preset("mx_floor"));
   QCOMPARE(f.scale_codes.size(), size_t(1));
   QCOMPARE(int(f.scale_codes[0]), 127);
-  QCOMPARE(f.dequant_scales[0], 1.0f);
+  QCOMPARE_BITS(f.dequant_scales[0], 1.0f);
   for (uint8_t c : f.codes) QCOMPARE(int(c), 0x7E);
   QCOMPARE(f.stats.saturated, int64_t(32));
   const QuantizedTensor r = quantize(x.data(), 1, 32, Format::E4M3FN(), preset("mx_rceil"));
   QCOMPARE(int(r.scale_codes[0]), 128);
-  QCOMPARE(r.dequant_scales[0], 2.0f);
-  QCOMPARE(r.quant_scales[0], 0.5f);
+  QCOMPARE_BITS(r.dequant_scales[0], 2.0f);
+  QCOMPARE_BITS(r.quant_scales[0], 0.5f);
   for (uint8_t c : r.codes) QCOMPARE(int(c), 0x77);
   QCOMPARE(r.stats.saturated, int64_t(0));
   QCOMPARE(r.block, (ScaleBlock{1, 32}));
@@ -284,8 +284,8 @@ void TestScaling::perTensorCurrentHandDerived() {
   const std::vector<float> x = {0.001f, 0.005f, 0.008f, 0.010f};
   const QuantizedTensor q = quantize(x.data(), 1, 4, Format::E4M3FN(), *scalingPreset(name.toStdString()));
   QCOMPARE(q.quant_scales.size(), size_t(1));
-  QCOMPARE(q.quant_scales[0], 44800.0f);
-  QCOMPARE(q.dequant_scales[0], 1.0f / 44800.0f);
+  QCOMPARE_BITS(q.quant_scales[0], 44800.0f);
+  QCOMPARE_BITS(q.dequant_scales[0], 1.0f / 44800.0f);
   const std::vector<int> codes = {0x63, 0x76, 0x7B, 0x7E};
   for (int i = 0; i < 4; ++i) QCOMPARE(int(q.codes[static_cast<size_t>(i)]), codes[static_cast<size_t>(i)]);
   const double expect[4] = {44.0 / 44800, 0.005, 352.0 / 44800, 0.01};
@@ -309,17 +309,17 @@ void TestScaling::perColumnAndRowwisePow2() {
   const std::vector<float> x = {1, -8, 2, 4, -4, 1};
   const QuantizedTensor c = quantize(x.data(), 3, 2, Format::E4M3FN(), preset("per_column"));
   QCOMPARE(c.block, (ScaleBlock{3, 1}));
-  QCOMPARE(c.quant_scales, (std::vector<float>{112.0f, 56.0f}));
+  QCOMPARE_BITS(c.quant_scales, (std::vector<float>{112.0f, 56.0f}));
   QCOMPARE(int(c.codes[0]), 0x6E);
   QCOMPARE(int(c.codes[1]), 0xFE);
   QCOMPARE(int(c.codes[4]), 0xFE);
   const QuantizedTensor r = quantize(x.data(), 3, 2, Format::E4M3FN(), preset("torchao_rowwise"), Axis::Cols);
   QCOMPARE(r.block, (ScaleBlock{1, 2}));
-  QCOMPARE(r.quant_scales, (std::vector<float>{32.0f, 64.0f, 64.0f}));
+  QCOMPARE_BITS(r.quant_scales, (std::vector<float>{32.0f, 64.0f, 64.0f}));
   // Contraction along rows: the same preset gives one scale per column (torchao W dim 0 rule).
   const QuantizedTensor rc = quantize(x.data(), 3, 2, Format::E4M3FN(), preset("torchao_rowwise"), Axis::Rows);
   QCOMPARE(rc.block, (ScaleBlock{3, 1}));
-  QCOMPARE(rc.quant_scales, (std::vector<float>{64.0f, 32.0f})); // 112 → 64, 56 → 32
+  QCOMPARE_BITS(rc.quant_scales, (std::vector<float>{64.0f, 32.0f})); // 112 → 64, 56 → 32
 }
 
 // DeepGEMM 1x128 on a [2, 200] tensor: blocks cols 0..127 and 128..199 (partial, 72 wide).
@@ -337,7 +337,7 @@ void TestScaling::partialBlocks1x128() {
   const QuantizedTensor q = quantize(x.data(), 2, 200, Format::E4M3FN(), preset("deepgemm_1x128"));
   QCOMPARE(q.blockRows(), int64_t(2));
   QCOMPARE(q.blockCols(), int64_t(2));
-  QCOMPARE(q.dequant_scales, (std::vector<float>{0.015625f, 0.03125f, 2.2321428616578487e-07f, 2.0f}));
+  QCOMPARE_BITS(q.dequant_scales, (std::vector<float>{0.015625f, 0.03125f, 2.2321428616578487e-07f, 2.0f}));
   QCOMPARE(int(q.codes[5]), 0x7E);
   QCOMPARE(int(q.codes[0]), 0x60);
   QCOMPARE(int(q.codes[130]), 0x58);
@@ -358,7 +358,7 @@ void TestScaling::partialBlocks128x128() {
   x[static_cast<size_t>(128 * n + 128)] = 3584.0f; // tile (1,1): sf 8
   const QuantizedTensor q = quantize(x.data(), n, n, Format::E4M3FN(), preset("deepgemm_128x128"));
   QCOMPARE(q.block, (ScaleBlock{128, 128}));
-  QCOMPARE(q.dequant_scales, (std::vector<float>{1.0f, 2.0f, 4.0f, 8.0f}));
+  QCOMPARE_BITS(q.dequant_scales, (std::vector<float>{1.0f, 2.0f, 4.0f, 8.0f}));
   QCOMPARE(int(q.codes[0]), 0x38);                                  // 1/1
   QCOMPARE(int(q.codes[static_cast<size_t>(0 * n + 150)]), 0x30);   // 1/2 = 0 0110 000
   QCOMPARE(int(q.codes[static_cast<size_t>(150 * n + 0)]), 0x28);   // 1/4 = 0 0101 000
@@ -366,7 +366,7 @@ void TestScaling::partialBlocks128x128() {
   QCOMPARE(int(q.codes[static_cast<size_t>(128 * n + 128)]), 0x7E);
   // TE block preset: same tiles, pow2 quant multipliers 448/amax = 1, 0.5, 0.25, 0.125.
   const QuantizedTensor t = quantize(x.data(), n, n, Format::E4M3FN(), preset("te_block_128x128"));
-  QCOMPARE(t.quant_scales, (std::vector<float>{1.0f, 0.5f, 0.25f, 0.125f}));
+  QCOMPARE_BITS(t.quant_scales, (std::vector<float>{1.0f, 0.5f, 0.25f, 0.125f}));
 }
 
 // 1x128 blocks for an operand whose contraction axis is Rows (B[K,N]) are 128×1: a [200, 3]
@@ -381,7 +381,7 @@ void TestScaling::block1DAlongRowsIsColumnBlocks() {
   QCOMPARE(q.block, (ScaleBlock{128, 1}));
   // (0,2): all ones → 1/448 (float32 division); (1,1): 1/448.
   const float one = 1.0f / 448.0f;
-  QCOMPARE(q.dequant_scales, (std::vector<float>{1.0f, 4.0f, one, 2.0f, one, 8.0f}));
+  QCOMPARE_BITS(q.dequant_scales, (std::vector<float>{1.0f, 4.0f, one, 2.0f, one, 8.0f}));
   QCOMPARE(int(q.codes[static_cast<size_t>(130 * 3 + 0)]), 0x7E);
   QCOMPARE(int(q.codes[static_cast<size_t>(131 * 3 + 0)]), 0x30); // 1/2
   QCOMPARE(int(q.codes[static_cast<size_t>(0 * 3 + 1)]), 0x28);   // 1/4
@@ -433,8 +433,8 @@ void TestScaling::columnBlocksMatchRowBlocksOnTranspose() {
   for (int64_t i = 0; i < gr; ++i)
     for (int64_t j = 0; j < gc; ++j) {
       const size_t ka = static_cast<size_t>(i * gc + j), kb = static_cast<size_t>(j * gr + i);
-      QVERIFY(std::bit_cast<uint32_t>(a.dequant_scales[ka]) == std::bit_cast<uint32_t>(b.dequant_scales[kb]));
-      QVERIFY(std::bit_cast<uint32_t>(a.quant_scales[ka]) == std::bit_cast<uint32_t>(b.quant_scales[kb]));
+      QCOMPARE_BITS(b.dequant_scales[kb], a.dequant_scales[ka]);
+      QCOMPARE_BITS(b.quant_scales[kb], a.quant_scales[ka]);
       if (!a.scale_codes.empty()) QCOMPARE(a.scale_codes[ka], b.scale_codes[kb]);
     }
   QCOMPARE(a.stats.saturated, b.stats.saturated);
@@ -483,9 +483,8 @@ void TestScaling::threadsDoNotChangeResults() {
       c.threads = 5;
       const QuantizedTensor b = quantize(x.data(), R, C, Format::E4M3FN(), c, ax);
       QVERIFY2(a.codes == b.codes, n);
-      QCOMPARE(a.quant_scales.size(), b.quant_scales.size());
-      for (size_t k = 0; k < a.quant_scales.size(); ++k)
-        QVERIFY(std::bit_cast<uint32_t>(a.quant_scales[k]) == std::bit_cast<uint32_t>(b.quant_scales[k]));
+      QCOMPARE_BITS(b.quant_scales, a.quant_scales);
+      QCOMPARE_BITS(b.dequant_scales, a.dequant_scales);
       QVERIFY(a.scale_codes == b.scale_codes);
       QCOMPARE(a.stats.saturated, b.stats.saturated);
       QCOMPARE(a.stats.subnormal, b.stats.subnormal);
@@ -516,16 +515,16 @@ void TestScaling::edgeTensorsNeverCrash() {
     }
   }
   const std::vector<float> z(256, 0.0f);
-  QCOMPARE(quantize(z.data(), 2, 128, Format::E4M3FN(), preset("te_current")).quant_scales[0], 1.0f);
-  QCOMPARE(quantize(z.data(), 2, 128, Format::E4M3FN(), preset("torchao_tensorwise")).quant_scales[0],
-           static_cast<float>(4.48e14));
+  QCOMPARE_BITS(quantize(z.data(), 2, 128, Format::E4M3FN(), preset("te_current")).quant_scales[0], 1.0f);
+  QCOMPARE_BITS(quantize(z.data(), 2, 128, Format::E4M3FN(), preset("torchao_tensorwise")).quant_scales[0],
+                static_cast<float>(4.48e14));
   const std::vector<float> nan(256, kNaN);
-  QCOMPARE(quantize(nan.data(), 2, 128, Format::E4M3FN(), preset("te_current")).quant_scales[0],
-           1.0f); // NaNs skipped → amax 0
+  QCOMPARE_BITS(quantize(nan.data(), 2, 128, Format::E4M3FN(), preset("te_current")).quant_scales[0],
+                1.0f); // NaNs skipped → amax 0
   QVERIFY(std::isnan(quantize(nan.data(), 2, 128, Format::E4M3FN(), preset("torchao_tensorwise")).quant_scales[0]));
   const std::vector<float> inf(256, kInf);
-  QCOMPARE(quantize(inf.data(), 2, 128, Format::E4M3FN(), preset("te_current")).quant_scales[0], 1.0f);
-  QCOMPARE(quantize(inf.data(), 2, 128, Format::E4M3FN(), preset("torchao_tensorwise")).quant_scales[0], 0.0f);
+  QCOMPARE_BITS(quantize(inf.data(), 2, 128, Format::E4M3FN(), preset("te_current")).quant_scales[0], 1.0f);
+  QCOMPARE_BITS(quantize(inf.data(), 2, 128, Format::E4M3FN(), preset("torchao_tensorwise")).quant_scales[0], 0.0f);
   // Empty tensors are fine too.
   const QuantizedTensor e = quantize(static_cast<const float*>(nullptr), 0, 5, Format::E4M3FN(), preset("te_current"));
   QVERIFY(e.codes.empty());
@@ -537,7 +536,7 @@ void TestScaling::edgeTensorsNeverCrash() {
 void TestScaling::doubleInputSingleRounding() {
   const std::vector<double> xd = {1.0625 + std::ldexp(1.0, -40), 448.0};
   const QuantizedTensor d = quantize(xd.data(), 1, 2, Format::E4M3FN(), preset("te_current"));
-  QCOMPARE(d.quant_scales[0], 1.0f); // 448/448
+  QCOMPARE_BITS(d.quant_scales[0], 1.0f); // 448/448
   QCOMPARE(int(d.codes[0]), 0x39);
   const std::vector<float> xf = {static_cast<float>(xd[0]), 448.0f};
   const QuantizedTensor f = quantize(xf.data(), 1, 2, Format::E4M3FN(), preset("te_current"));
@@ -551,7 +550,7 @@ void TestScaling::divideOpPreset() {
   const std::vector<float> x = {0.3f, 3.0f};
   const QuantizedTensor q = quantize(x.data(), 1, 2, Format::E4M3FN(), preset("dsv3_act_quant"));
   QVERIFY(q.scale_op == Format::ScaleOp::Divide);
-  QCOMPARE(q.dequant_scales[0], 3.0f / 448.0f);
+  QCOMPARE_BITS(q.dequant_scales[0], 3.0f / 448.0f);
   QCOMPARE(int(q.codes[0]), 0x63);
   QCOMPARE(int(q.codes[1]), 0x7E);
 }

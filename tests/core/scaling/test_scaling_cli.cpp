@@ -1,13 +1,16 @@
 // Checks the --json contracts of `fp8lab-cli quantize` and `fp8lab-cli scaling simulate` by
 // running the built CLI (FP8LAB_BINARY_DIR/app/fp8lab-cli). Expected values are the issue's
 // vectors (derivations in test_scaling.cpp / test_delayed_scaling.cpp). The CLI is part of the
-// default build; if it is missing the test fails and says so.
+// default build; if it is missing the test fails and says so. Scales are float32 values written
+// as JSON doubles; QJson round-trips a double exactly, so they are compared bit for bit.
 #include <QtTest>
 
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+
+#include "compare_bits.h"
 
 class TestScalingCli : public QObject {
   Q_OBJECT
@@ -57,8 +60,8 @@ private Q_SLOTS:
                               .object();
     QCOMPARE(strings(o[QStringLiteral("codes")]), (QStringList{QStringLiteral("0x63"), QStringLiteral("0x76"),
                                                                QStringLiteral("0x7b"), QStringLiteral("0x7e")}));
-    QCOMPARE(o[QStringLiteral("quant_scales")].toArray().at(0).toDouble(), 44800.0);
-    QCOMPARE(o[QStringLiteral("dequant_scales")].toArray().at(0).toDouble(), double(1.0f / 44800.0f));
+    QCOMPARE_BITS(o[QStringLiteral("quant_scales")].toArray().at(0).toDouble(), 44800.0);
+    QCOMPARE_BITS(o[QStringLiteral("dequant_scales")].toArray().at(0).toDouble(), double(1.0f / 44800.0f));
     QCOMPARE(o[QStringLiteral("saturated")].toInt(), 0);
     QCOMPARE(o[QStringLiteral("underflow")].toInt(), 0);
     QVERIFY(!o.contains(QStringLiteral("scale_codes")));
@@ -81,7 +84,7 @@ private Q_SLOTS:
                               .object();
     QCOMPARE(strings(r[QStringLiteral("scale_codes")]), QStringList{QStringLiteral("0x80")});
     QCOMPARE(strings(r[QStringLiteral("codes")]), QStringList(32, QStringLiteral("0x77")));
-    QCOMPARE(r[QStringLiteral("dequant_scales")].toArray().at(0).toDouble(), 2.0);
+    QCOMPARE_BITS(r[QStringLiteral("dequant_scales")].toArray().at(0).toDouble(), 2.0);
     QCOMPARE(r[QStringLiteral("saturated")].toInt(), 0);
   }
 
@@ -98,9 +101,9 @@ private Q_SLOTS:
     for (int i = 0; i < 3; ++i) {
       const QJsonObject o = a[i].toObject();
       QCOMPARE(o[QStringLiteral("step")].toInt(), i);
-      QCOMPARE(o[QStringLiteral("amax")].toDouble(), double(i + 2));
-      QCOMPARE(o[QStringLiteral("scale")].toDouble(), scales[i]);
-      QCOMPARE(o[QStringLiteral("dequant_scale")].toDouble(), scales[i]);
+      QCOMPARE_BITS(o[QStringLiteral("amax")].toDouble(), double(i + 2));
+      QCOMPARE_BITS(o[QStringLiteral("scale")].toDouble(), scales[i]);
+      QCOMPARE_BITS(o[QStringLiteral("dequant_scale")].toDouble(), scales[i]);
       QList<double> h;
       for (const auto& x : o[QStringLiteral("history")].toArray()) h << x.toDouble();
       QCOMPARE(h, hist[i]);
@@ -115,11 +118,11 @@ private Q_SLOTS:
                                QStringLiteral("--amax"), QStringLiteral("2,0,inf"), QStringLiteral("--json")})
                              .array();
     QCOMPARE(a.size(), 3);
-    QCOMPARE(a[0].toObject()[QStringLiteral("scale")].toDouble(), 224.0);
-    QCOMPARE(a[0].toObject()[QStringLiteral("quant_scale")].toDouble(), 224.0);
-    QCOMPARE(a[0].toObject()[QStringLiteral("dequant_scale")].toDouble(), double(1.0f / 224.0f));
+    QCOMPARE_BITS(a[0].toObject()[QStringLiteral("scale")].toDouble(), 224.0);
+    QCOMPARE_BITS(a[0].toObject()[QStringLiteral("quant_scale")].toDouble(), 224.0);
+    QCOMPARE_BITS(a[0].toObject()[QStringLiteral("dequant_scale")].toDouble(), double(1.0f / 224.0f));
     QCOMPARE(a[1].toObject()[QStringLiteral("kept_previous")].toBool(), true);
-    QCOMPARE(a[1].toObject()[QStringLiteral("scale")].toDouble(), 224.0);
+    QCOMPARE_BITS(a[1].toObject()[QStringLiteral("scale")].toDouble(), 224.0);
     QCOMPARE(a[2].toObject()[QStringLiteral("amax")].toString(), QStringLiteral("inf"));
     QCOMPARE(a[2].toObject()[QStringLiteral("kept_previous")].toBool(), true);
     QList<double> h;
