@@ -271,11 +271,41 @@ std::optional<QByteArray> readInputFile(const QString& path, InputKind kind, con
 }
 
 namespace {
-std::atomic<int> g_signal{0};
+std::atomic<int> g_signal{0};       // the first guarded signal that arrived, 0 when none
+std::atomic<int> g_signal_count{0}; // how many arrived
 constexpr int kGuarded[3] = {SIGINT, SIGTERM, SIGHUP};
+// The loss note, double-buffered: the main thread writes the buffer the handler is not pointed at,
+// then publishes it; the handler reads only a published, NUL-terminated buffer.
+constexpr size_t kNoteBytes = 401;
+char g_note[2][kNoteBytes] = {{0}, {0}};
+std::atomic<int> g_note_index{-1};
+
+void writeAll(const char* s) {
+  size_t n = std::strlen(s);
+  while (n > 0) {
+    const ssize_t w = ::write(STDERR_FILENO, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
 extern "C" void onInterrupt(int sig) {
-  g_signal.store(sig);
-  std::signal(sig, SIG_DFL); // the same signal again ends the process at once
+  const int saved_errno = errno;
+  int none = 0;
+  g_signal.compare_exchange_strong(none, sig);
+  const int count = g_signal_count.fetch_add(1) + 1;
+  if (count == 2) {
+    writeAll("\nfp8lab-cli: another signal: still stopping and saving what is finished; a third one stops at "
+             "once and loses it\n");
+  } else if (count >= 3) {
+    writeAll("\nfp8lab-cli: third signal: stopped at once; lost: ");
+    const int i = g_note_index.load();
+    writeAll(i >= 0 ? g_note[i] : "whatever was not saved yet");
+    writeAll("\n");
+    ::_exit(128 + g_signal.load());
+  }
+  errno = saved_errno;
 }
 } // namespace
 
@@ -284,12 +314,27 @@ int g_guard_depth = 0; // guards nest (run → its training experiments); the ou
 InterruptGuard::InterruptGuard() {
   if (g_guard_depth++ > 0) return;
   g_signal.store(0);
-  for (int i = 0; i < 3; ++i) old_[i] = std::signal(kGuarded[i], onInterrupt);
+  g_signal_count.store(0);
+  g_note_index.store(-1);
+  struct sigaction sa {};
+  sa.sa_handler = onInterrupt;
+  sigemptyset(&sa.sa_mask);
+  for (int s : kGuarded) sigaddset(&sa.sa_mask, s); // one handler at a time
+  sa.sa_flags = SA_RESTART;
+  for (int i = 0; i < 3; ++i) ::sigaction(kGuarded[i], &sa, &old_[i]);
 }
 
 InterruptGuard::~InterruptGuard() {
   if (--g_guard_depth > 0) return;
-  for (int i = 0; i < 3; ++i) std::signal(kGuarded[i], old_[i] == SIG_ERR ? SIG_DFL : old_[i]);
+  for (int i = 0; i < 3; ++i) ::sigaction(kGuarded[i], &old_[i], nullptr);
+}
+
+void setInterruptLossNote(const QString& note) {
+  const int next = g_note_index.load() == 0 ? 1 : 0;
+  const QByteArray b = note.toUtf8().left(int(kNoteBytes) - 1);
+  std::memcpy(g_note[next], b.constData(), static_cast<size_t>(b.size()));
+  g_note[next][b.size()] = 0;
+  g_note_index.store(next);
 }
 
 bool interrupted() {
@@ -352,19 +397,54 @@ int parseThreads(const QString& text) {
   return n;
 }
 
+namespace {
+/// Whether an existing file starts an HDF5 superblock at offset 0 or at a user-block boundary
+/// (512, 1024, 2048, ...; HDF5 File Format Specification §II.A, "Format Signature").
+bool looksLikeHdf5(const QString& path, qint64 size) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return true; // unreadable: the save's own check reports it
+  static const QByteArray sig("\x89HDF\r\n\x1a\n", 8);
+  for (qint64 off = 0; off + 8 <= size; off = off == 0 ? 512 : off * 2) {
+    if (!f.seek(off)) return false;
+    if (f.read(8) == sig) return true;
+  }
+  return false;
+}
+} // namespace
+
 bool outputWritableOrFail(const QString& out) {
   const QFileInfo fi(out);
   const QFileInfo dir(fi.absolutePath());
+  const QByteArray path = QFile::encodeName(out);
   QString problem;
-  if (fi.isDir())
+  struct stat st {};
+  const bool exists = ::stat(path.constData(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode))
     problem = QStringLiteral("--out %1 is a directory").arg(out);
   else if (!dir.isDir())
     problem = QStringLiteral("the directory of --out %1 does not exist").arg(out);
-  else if (fi.exists() && !fi.isWritable())
+  else if (exists && !S_ISREG(st.st_mode))
+    problem = QStringLiteral("--out %1 is not a regular file (a device, FIFO or socket); a session is a regular file")
+                  .arg(out);
+  else if (exists && ((st.st_mode & 0222) == 0 || ::access(path.constData(), W_OK) != 0))
     problem = QStringLiteral("%1 is read-only (the session is kept as it is; choose another --out)").arg(out);
-  else if (!dir.isWritable())
-    problem = QStringLiteral("cannot create files in %1 (a save writes a temporary file there, then renames it)")
-                  .arg(dir.absoluteFilePath());
+  else if (exists && st.st_size > 0 && !looksLikeHdf5(out, st.st_size))
+    problem = QStringLiteral("%1 exists and is not an HDF5 session (runs are appended to a session; choose another "
+                             "--out)")
+                  .arg(out);
+  if (problem.isEmpty()) {
+    // The save creates a temporary file beside the target: try it (permission bits alone say
+    // nothing for root, nor for /proc, /sys or a read-only mount).
+    QByteArray probe = QFile::encodeName(dir.absoluteFilePath() + QStringLiteral("/.fp8lab-probe-XXXXXX"));
+    const int fd = ::mkstemp(probe.data());
+    if (fd < 0) {
+      problem = QStringLiteral("cannot create files in %1 (%2; a save writes a temporary file there, then renames it)")
+                    .arg(dir.absoluteFilePath(), QString::fromLocal8Bit(std::strerror(errno)));
+    } else {
+      ::close(fd);
+      ::unlink(probe.constData());
+    }
+  }
   if (problem.isEmpty()) return true;
   fail(QStringLiteral("write failed: ") + problem);
   return false;

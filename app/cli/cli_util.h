@@ -1,6 +1,8 @@
 // Shared helpers of the fp8lab-cli commands: number parsing, JSON output, errors, progress.
 #pragma once
 
+#include <csignal>
+
 #include <QByteArray>
 
 #include <QCommandLineParser>
@@ -121,9 +123,13 @@ inline constexpr qint64 kMaxValuesBytes = qint64(64) << 20;
 
 /// While alive, SIGINT (Ctrl-C), SIGTERM (timeout, Slurm, systemd, docker stop) and SIGHUP (a
 /// closed terminal) only set a flag, so a long command can stop at its next check point, save
-/// what is finished and say so; the same signal a second time ends the process at once (the
-/// default action; an atomic save in progress then leaves only its hidden temporary). The old
-/// handlers are restored on destruction. Guards nest: only the outermost installs and restores.
+/// what is finished and say so. A second signal — `timeout`, Slurm and `docker stop` often send
+/// one to the process and one to its group, milliseconds apart — changes nothing: the save goes
+/// on (stderr says so). A third ends the process at once with 128 + the first signal, after
+/// writing to stderr what is lost (setInterruptLossNote); an atomic save in progress then leaves
+/// only its hidden temporary, the previous file intact. Handlers are installed with SA_RESTART,
+/// so a save's system calls are not interrupted by them. The old handlers are restored on
+/// destruction. Guards nest: only the outermost installs and restores.
 class InterruptGuard {
 public:
   InterruptGuard();
@@ -132,9 +138,13 @@ public:
   InterruptGuard& operator=(const InterruptGuard&) = delete;
 
 private:
-  using Handler = void (*)(int);
-  Handler old_[3];
+  struct sigaction old_[3];
 };
+
+/// Says what a forced stop (the third signal) would lose now, e.g. "2 finished runs not yet
+/// saved; out.h5 keeps what it held". Called from the main thread whenever that changes; the
+/// signal handler prints the latest note. Notes longer than 400 bytes are cut.
+void setInterruptLossNote(const QString& note);
 
 /// True once one of the guarded signals arrived (cleared when an InterruptGuard is created).
 bool interrupted();
@@ -158,9 +168,12 @@ inline constexpr int kMaxThreads = 1024;
 int parseThreads(const QString& text);
 
 /// Refuses, before any computation, an output session the command could not save: a directory,
-/// a missing parent directory, an existing file this user may not write, or a parent directory
-/// where the save's temporary file cannot be created (saves write beside, then rename). Prints
-/// "write failed: ..." and returns false (exit 2).
+/// a missing parent directory, an existing path that is not a regular file (a device, FIFO or
+/// socket), an existing file this user may not write or that has no write permission bit at all
+/// (also for root, who could write it), an existing non-empty file that is not HDF5, or a parent
+/// directory where the save's temporary file cannot be created (saves write beside, then rename:
+/// probed by creating and removing a file, so /proc, /sys and read-only mounts are refused for
+/// root too). Prints "write failed: ..." and returns false (exit 2).
 bool outputWritableOrFail(const QString& out);
 
 /// Prints text to stdout (UTF-8) without a trailing newline added.

@@ -166,6 +166,10 @@ int runGemm(const QStringList& args) {
   if (!cb)
     return fail(
         QStringLiteral("unknown or delayed scaling preset '%1' (current-scaling presets: %2)").arg(sb, presetNames()));
+  if (const std::string why = gemmScalingProblem(*ca, Axis::Cols); !why.empty())
+    return fail(QStringLiteral("scaling of A: %1").arg(QString::fromStdString(why)));
+  if (const std::string why = gemmScalingProblem(*cb, Axis::Rows); !why.empty())
+    return fail(QStringLiteral("scaling of B: %1").arg(QString::fromStdString(why)));
 
   GemmOptions o;
   const auto acc = parseAccumulation(p.value(QStringLiteral("accumulation")));
@@ -199,6 +203,10 @@ int runGemm(const QStringList& args) {
     if (!v || !(std::isfinite(*v) && *v > 0))
       return fail(QStringLiteral("--output-scale must be a finite number > 0 or 'auto'"));
     out_scale = static_cast<float>(*v);
+    if (!fp8_out)
+      return fail(QStringLiteral("--output-scale applies only to FP8 outputs (--output e4m3fn or e5m2): cuBLASLt "
+                                 "multiplies D by scale_D only when D is FP8, and the output here is %1")
+                      .arg(QString::fromLatin1(toString(o.output))));
   }
   const qulonglong seed = p.value(QStringLiteral("seed")).toULongLong(&ok);
   if (!ok) return fail(QStringLiteral("--seed must be a non-negative integer"));

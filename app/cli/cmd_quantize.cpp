@@ -78,7 +78,8 @@ int runQuantize(const QStringList& args) {
                QStringLiteral("L"), QStringLiteral("1024")});
   p.addOption({QStringLiteral("algo"), QStringLiteral("Delayed presets: max | most_recent (TE only)."),
                QStringLiteral("A"), QStringLiteral("max")});
-  p.addOption({QStringLiteral("margin"), QStringLiteral("Delayed presets: margin m (scale / 2^m)."),
+  p.addOption({QStringLiteral("margin"),
+               QStringLiteral("Delayed presets and TE-rule presets: margin m (scale computed for max / 2^m)."),
                QStringLiteral("M"), QStringLiteral("0")});
   p.addOption({QStringLiteral("amax-history"),
                QStringLiteral("Delayed presets: amaxes of earlier steps, oldest first."), QStringLiteral("LIST")});
@@ -149,7 +150,34 @@ int runQuantize(const QStringList& args) {
   QString strategy_note;
   const QString sl = sname.toLower().replace(QLatin1Char('-'), QLatin1Char('_'));
   const auto dp = sl.endsWith(QStringLiteral("_delayed")) ? parseDelayedPreset(sl.toStdString()) : std::nullopt;
+  // Every option a preset does not use is refused, naming why: an option that silently does
+  // nothing would report a result the user did not ask for.
+  auto isSet = [&](const char* o) { return p.isSet(QString::fromLatin1(o)); };
+  if (isSet("seed") && enc.rounding != Rounding::Stochastic)
+    return fail(
+        QStringLiteral("--seed applies only to --rounding stochastic (the other roundings draw no random bits)"));
   if (dp) {
+    const QString delayed_reason =
+        QStringLiteral("%1 follows %2, whose per-tensor delayed scaling %3")
+            .arg(sl, *dp == DelayedPreset::Flax ? QStringLiteral("Flax fp8_ops") : QStringLiteral("TE DelayedScaling"));
+    if (isSet("pow2") || isSet("no-pow2"))
+      return fail(QStringLiteral("--pow2 / --no-pow2: ") +
+                  delayed_reason.arg(QStringLiteral("computes float32 scales with no power-of-two option; for TE's "
+                                                    "power-of-two scales with a margin use --scaling te_current "
+                                                    "--pow2 --margin M")));
+    if (isSet("block"))
+      return fail(QStringLiteral("--block: ") + delayed_reason.arg(QStringLiteral("has one scale per tensor")));
+    if (isSet("axis"))
+      return fail(
+          QStringLiteral("--axis: ") +
+          delayed_reason.arg(QStringLiteral("has one scale per tensor, so the contraction axis changes nothing")));
+    if (isSet("amax-epsilon"))
+      return fail(QStringLiteral("--amax-epsilon: ") +
+                  delayed_reason.arg(QStringLiteral("keeps the previous scale for amax 0 instead of an epsilon")));
+    if (isSet("rounding") || isSet("no-saturate") || isSet("seed"))
+      return fail(
+          QStringLiteral("--rounding / --no-saturate / --seed: ") +
+          delayed_reason.arg(QStringLiteral("casts with round-to-nearest-even, saturating, as the system does")));
     DelayedScalingConfig dc;
     dc.preset = *dp;
     dc.history_len = p.value(QStringLiteral("history-len")).toInt(&ok);
@@ -175,6 +203,27 @@ int runQuantize(const QStringList& args) {
   } else {
     auto cfg = scalingPreset(sname.toStdString());
     if (!cfg) return fail(QStringLiteral("unknown --scaling '%1' (presets: %2)").arg(sname, presetList()));
+    for (const char* o : {"history-len", "algo", "amax-history"})
+      if (isSet(o))
+        return fail(QStringLiteral("--%1 applies to delayed presets (flax_delayed, te_delayed, te_jax_delayed); '%2' "
+                                   "is current scaling, computed from this tensor's own amax")
+                        .arg(QString::fromLatin1(o), sname));
+    if (isSet("margin")) {
+      if (cfg->rule != ScaleRule::TransformerEngine)
+        return fail(QStringLiteral("--margin applies to the TE rule (te_current, te_current_pow2, te_block_*) and the "
+                                   "delayed presets; '%1' follows %2, which has no margin")
+                        .arg(sname, QString::fromLatin1(toString(cfg->rule))));
+      cfg->margin = p.value(QStringLiteral("margin")).toInt(&ok);
+      if (!ok || cfg->margin < -126 || cfg->margin > 126)
+        return fail(QStringLiteral("--margin must be an integer in [-126, 126]"));
+    }
+    const bool mx_rule = cfg->rule == ScaleRule::MxFloor || cfg->rule == ScaleRule::MxCeil ||
+                         cfg->rule == ScaleRule::MxRceil || cfg->rule == ScaleRule::MxRceilTorchao;
+    if (mx_rule && (isSet("pow2") || isSet("no-pow2")))
+      return fail(QStringLiteral("--pow2 / --no-pow2: '%1' has E8M0 scales, powers of two by construction").arg(sname));
+    if (isSet("axis") && cfg->granularity == Granularity::PerTensor)
+      return fail(
+          QStringLiteral("--axis: '%1' has one scale per tensor, so the contraction axis changes nothing").arg(sname));
     if (p.isSet(QStringLiteral("block"))) {
       if (cfg->granularity != Granularity::Block1D && cfg->granularity != Granularity::Block2D)
         return fail(QStringLiteral("--block applies to block presets only; '%1' is %2")

@@ -17,6 +17,7 @@
 #include <QJsonDocument>
 #include <QRegularExpression>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -231,7 +232,13 @@ bool parseGemmConfig(const QJsonObject& o, GemmExperimentConfig* cfg, QString* e
       return false;
     }
   }
-  if (!scalingPreset(cfg->scaling)) {
+  if (const auto sp = scalingPreset(cfg->scaling)) {
+    for (Axis ax : {Axis::Cols, Axis::Rows})
+      if (const std::string why = gemmScalingProblem(*sp, ax); !why.empty()) {
+        *error = QStringLiteral("scaling: %1").arg(QString::fromStdString(why));
+        return false;
+      }
+  } else {
     QStringList n;
     for (const auto& p : scalingPresets())
       if (!p.delayed) n << QString::fromStdString(p.name);
@@ -312,6 +319,14 @@ bool parseGemmConfig(const QJsonObject& o, GemmExperimentConfig* cfg, QString* e
   cfg->gemm.fast_accum_bits = static_cast<int>(fb);
   cfg->gemm.fast_accum_group = static_cast<int>(fg);
   cfg->gemm.output_quant_scale = static_cast<float>(oqs);
+  if (o.contains(QStringLiteral("output_quant_scale"))) {
+    try {
+      checkOutputScale(cfg->gemm);
+    } catch (const std::invalid_argument& e) {
+      *error = QStringLiteral("output_quant_scale: %1").arg(QString::fromUtf8(e.what()));
+      return false;
+    }
+  }
   if (o.contains(QStringLiteral("type")) && o.value(QStringLiteral("type")).toString() != QStringLiteral("gemm")) {
     *error = QStringLiteral("type: expected \"gemm\"");
     return false;
@@ -470,7 +485,10 @@ int runGemmType(const QJsonObject& o, const QString& text, const RunCliOptions& 
   }
   std::vector<std::string> ids;
   // A signal during the save does not stop it (the run is finished; saving takes seconds): the
-  // command ends after it, below. A second signal ends the process at once.
+  // command ends after it. Only a third signal ends the process at once (InterruptGuard).
+  setInterruptLossNote(QStringLiteral("the save of run '%1' in progress (%2 keeps what it held before; saves are "
+                                      "atomic)")
+                           .arg(id, opt.out));
   if (!appendRunsToFile(opt.out, {*run}, opt.compress, &ids)) return 2;
   report(*run, QString::fromStdString(ids.empty() ? run->id : ids[0]));
   return 0;
@@ -728,16 +746,31 @@ int runRun(const QStringList& args) {
   // Several experiments: GEMM runs are saved in batches (RunCliOptions::batch), one rewrite each.
   std::vector<RunCliOptions::PendingRun> batch;
   if (exps.size() > 1) opt.batch = &batch;
+  auto noteLoss = [&]() {
+    setInterruptLossNote(
+        batch.empty()
+            ? QStringLiteral("the experiment in progress; %1 holds the runs finished before it").arg(opt.out)
+            : QStringLiteral("%1 finished run(s) not yet saved and the experiment in progress; %2 keeps what it "
+                             "held")
+                  .arg(batch.size())
+                  .arg(opt.out));
+  };
+  noteLoss();
   auto flush = [&]() {
     if (batch.empty()) return true;
     std::vector<Run> runs;
     for (auto& b : batch) runs.push_back(std::move(b.run));
     std::vector<std::string> ids;
+    setInterruptLossNote(QStringLiteral("the save of %1 finished run(s) in progress (%2 keeps what it held before; "
+                                        "saves are atomic)")
+                             .arg(runs.size())
+                             .arg(opt.out));
     const bool saved = appendRunsToFile(opt.out, runs, opt.compress, &ids);
     if (saved)
       for (size_t i = 0; i < runs.size(); ++i)
         batch[i].report(runs[i], QString::fromStdString(i < ids.size() ? ids[i] : runs[i].id));
     batch.clear();
+    noteLoss();
     return saved;
   };
   auto batchBytes = [&]() {
@@ -752,6 +785,7 @@ int runRun(const QStringList& args) {
     // A training experiment saves into the file itself: save what is pending first.
     if (type->type != QStringLiteral("gemm") && !flush()) return 2;
     const int r = type->run(obj, text, opt);
+    noteLoss();
     if (r != 0) {
       // Keep the finished runs: save the batch, then report the failure's exit status.
       if (!flush()) return 2;
@@ -810,8 +844,12 @@ int runSweep(const QStringList& args) {
                                 QStringLiteral("LIST"));
   const QCommandLineOption dryOpt(QStringLiteral("dry-run"),
                                   QStringLiteral("List the grid points of this shard and exit."));
+  const QCommandLineOption recomputeOpt(
+      QStringLiteral("recompute"),
+      QStringLiteral("Also run grid points already in --out with the same configuration (by default they are "
+                     "skipped, so a sweep run again after an interruption resumes); new copies get -2 ids."));
   const QCommandLineOption be = backendOption();
-  p.addOptions({o, shardOpt, fOpt, sOpt, dOpt, nc, th, be, js, q, dryOpt});
+  p.addOptions({o, shardOpt, fOpt, sOpt, dOpt, nc, th, be, js, q, dryOpt, recomputeOpt});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   if (p.positionalArguments().size() != 1) return fail(QStringLiteral("sweep needs exactly one CONFIG.json"));
@@ -915,6 +953,30 @@ int runSweep(const QStringList& args) {
     for (const auto& pt : grid) out(QStringLiteral("%1 %2\n").arg(pt.index).arg(pt.id));
     return 0;
   }
+  // Resume: grid points whose run is already in the file with the same configuration (the stored
+  // config object equals the point's, name included) are skipped and reported.
+  QStringList skipped;
+  if (!p.isSet(recomputeOpt) && QFileInfo::exists(outPath)) {
+    auto rd = SessionReader::open(outPath.toStdString());
+    if (!rd.ok()) return fail(QString::fromStdString(rd.errors()));
+    std::vector<QJsonObject> stored;
+    for (const RunInfo& ri : rd.value->info().runs) {
+      const QJsonDocument d = QJsonDocument::fromJson(QByteArray::fromStdString(ri.config_json));
+      if (ri.type == "gemm" && d.isObject()) stored.push_back(d.object());
+    }
+    std::erase_if(grid, [&](const Point& pt) {
+      const bool done = std::find(stored.begin(), stored.end(), pt.obj) != stored.end();
+      if (done) skipped << pt.id;
+      return done;
+    });
+    if (!skipped.isEmpty() && !quiet)
+      err(QStringLiteral("sweep: %1 grid point(s) already in %2 with the same configuration, skipped (--recompute "
+                         "runs them again): %3")
+              .arg(skipped.size())
+              .arg(outPath, skipped.size() <= 12
+                                ? skipped.join(QStringLiteral(", "))
+                                : skipped.mid(0, 12).join(QStringLiteral(", ")) + QStringLiteral(", ...")));
+  }
   const auto backend = makeChosenBackend(p.value(be), quiet);
   if (!backend) return 2;
   std::set<std::string> noted;  // each fallback reason once on stderr
@@ -938,9 +1000,20 @@ int runSweep(const QStringList& args) {
     double sqnr, rel_fro, max_rel, sat;
   };
   std::vector<Row> table;
+  auto noteLoss = [&]() {
+    setInterruptLossNote(QStringLiteral("%1 finished grid point(s) not yet saved and the point in progress; %2 keeps "
+                                        "what it held")
+                             .arg(pending.size())
+                             .arg(outPath));
+  };
+  noteLoss();
   auto flush = [&]() {
     if (pending.empty()) return true;
     std::vector<std::string> ids;
+    setInterruptLossNote(QStringLiteral("the save of %1 finished grid point(s) in progress (%2 keeps what it held "
+                                        "before; saves are atomic)")
+                             .arg(pending.size())
+                             .arg(outPath));
     WriteOptions wo;
     wo.compress = !p.isSet(nc);
     wo.on_conflict = WriteOptions::OnConflict::Rename;
@@ -955,6 +1028,7 @@ int runSweep(const QStringList& args) {
                 .arg(QString::fromStdString(pending[i].id), QString::fromStdString(ids[i])));
     pending.clear();
     pending_bytes = 0;
+    noteLoss();
     return true;
   };
   for (size_t i = 0; i < grid.size(); ++i) {
@@ -1008,6 +1082,7 @@ int runSweep(const QStringList& args) {
               .arg(pt.id, num(met("sqnr_db"))));
     for (const auto& [k, d] : run->datasets) pending_bytes += d.storedCount() * int64_t(d.elementBytes());
     pending.push_back(std::move(*run));
+    noteLoss();
     if (pending_bytes > (int64_t(256) << 20) && !flush()) return 2;
     if (interrupted() && i + 1 < grid.size()) { // arrived after the point's last check
       const bool saved = flush();
@@ -1020,12 +1095,18 @@ int runSweep(const QStringList& args) {
   }
   if (!flush()) return 2;
   bar.finish();
+  if (interrupted()) { // arrived after the last point's last check: everything is saved
+    std::fprintf(stderr, "fp8lab-cli: interrupted by %s after the last grid point; all %zu points are saved in %s\n",
+                 interruptName().toUtf8().constData(), grid.size(), outPath.toUtf8().constData());
+    return interruptedExitCode();
+  }
   if (json) {
     out(toJsonText(QJsonObject{{QStringLiteral("file"), outPath},
                                {QStringLiteral("shard"), shard},
                                {QStringLiteral("shards"), shards},
                                {QStringLiteral("backend_request"), QString::fromLatin1(toString(backend->request()))},
                                {QStringLiteral("grid_size"), g},
+                               {QStringLiteral("skipped"), QJsonArray::fromStringList(skipped)},
                                {QStringLiteral("runs"), rows}}) +
         "\n");
     return 0;

@@ -447,6 +447,9 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
     wo.on_conflict = WriteOptions::OnConflict::Rename;
     wo.compress = opt.compress;
     std::vector<std::string> ids;
+    setInterruptLossNote(QStringLiteral("the save of training run '%1' in progress (%2 keeps what it held before; "
+                                        "saves are atomic)")
+                             .arg(QString::fromStdString(run.id), out_path_q));
     const Status st = appendRuns(out_path, {run}, wo, &ids);
     if (!st.ok()) {
       fail(QStringLiteral("could not save run '%1' to %2: %3")
@@ -478,6 +481,9 @@ int runTrainingExperiment(const QJsonObject& config, const QString& out_file, co
                    rs.config.batch_size, static_cast<long long>(train.count));
     if (opt.backend) opt.backend->resetCounts();
     TrainingRun run(rs.config, train, test, opt.backend);
+    setInterruptLossNote(QStringLiteral("the steps of training run '%1' trained so far; %2 holds the runs finished "
+                                        "before it")
+                             .arg(rs.id, out_path_q));
     bool cancelled = false;
     {
       TerminalProgress bar(label);

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -161,6 +163,17 @@ struct WriteCtx {
   /// reader accepts any link name; the copy must not refuse what the original holds).
   bool checked_copy = false;
 };
+
+/// Test hook: with FP8LAB_TEST_SAVE_PAUSE=PATH in the environment, a save stops just before its
+/// commit — every run written into the temporary file, the target not yet replaced — creates PATH
+/// and waits until PATH is removed (at most 120 s). Reliability tests kill or signal a process
+/// there instead of racing its save. Unset, it costs one getenv per save.
+void pauseBeforeCommitIfAsked() {
+  const char* path = std::getenv("FP8LAB_TEST_SAVE_PAUSE");
+  if (!path || !*path) return;
+  if (FILE* f = std::fopen(path, "w")) std::fclose(f);
+  for (int i = 0; i < 24000 && ::access(path, F_OK) == 0; ++i) ::usleep(5000);
+}
 
 bool progress(WriteCtx& ctx, const std::string& stage, Status* st) {
   if (!ctx.opt->progress) return true;
@@ -453,6 +466,7 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
     }
   }
   if (!progress(ctx, "committing", &st)) return st;
+  pauseBeforeCommitIfAsked();
   commitTemp(&tmp, real, target, &st, durable);
   return st;
 }

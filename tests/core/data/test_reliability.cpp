@@ -8,6 +8,9 @@
 // The kill -9 test re-executes this test binary as the child ("--child-save FILE"): it writes a
 // large session and, once a few datasets are in the temporary file, tells the parent through a pipe
 // and waits to be killed. A second case kills a real `fp8lab-cli run` during its save.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QStandardPaths>
 #include <QtTest>
@@ -239,6 +242,11 @@ private Q_SLOTS:
   void cliSignalStopsAndKeepsFinishedRuns_data();
   void cliSignalStopsAndKeepsFinishedRuns();
   void cliRunSavesSeveralExperimentsInOneRewrite();
+  void cliSecondSignalStillSaves_data();
+  void cliSecondSignalStillSaves();
+  void cliThirdSignalStopsAndSaysWhatIsLost();
+  void cliSweepResumesFinishedPoints();
+  void cliRefusesWriteProtectedOutputEvenForRoot();
   void fuzzRegressions_data();
   void fuzzRegressions();
   void hdf5LibraryCrashesAreContained_data();
@@ -323,30 +331,35 @@ void TestReliability::killCliDuringAppendKeepsPreviousFile() {
       cfg,
       R"({"type": "gemm", "m": 2048, "k": 64, "n": 2048, "seed": 1, "format": "E4M3FN", "scaling": "te_current"})");
   const std::string cli = cliPath().toStdString();
+  // The save pauses before its commit (FP8LAB_TEST_SAVE_PAUSE, session_writer.cpp): the temporary
+  // file holds every run, the target is not replaced yet. The kill lands there on any machine.
+  const std::string pause = dir.path().toStdString() + "/save-paused";
   const pid_t pid = fork();
   if (pid == 0) {
     const int nul = open("/dev/null", O_WRONLY);
     dup2(nul, 1);
     dup2(nul, 2);
+    setenv("FP8LAB_TEST_SAVE_PAUSE", pause.c_str(), 1);
     execl(cli.c_str(), cli.c_str(), "run", cfg.c_str(), "--out", p.c_str(), "--no-compress", "-q",
           static_cast<char*>(nullptr));
     _exit(127);
   }
-  // Poll for the temporary file to hold data, then kill.
   bool killed_mid_save = false;
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (waitpid(pid, &status, WNOHANG) == pid) break; // finished before we saw it: fails below
-    const auto t = tempFiles(dir.path().toStdString());
-    std::error_code ec;
-    if (!t.empty() && fs::file_size(t[0], ec) > (size_t(1) << 20)) {
+    if (waitpid(pid, &status, WNOHANG) == pid) break; // ended without pausing: fails below
+    if (fs::exists(pause)) {
+      const auto t = tempFiles(dir.path().toStdString());
+      std::error_code ec;
+      const bool has_temporary = t.size() == 1 && fs::file_size(t[0], ec) > (size_t(1) << 20);
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       killed_mid_save = true;
+      QVERIFY2(has_temporary, "the paused save has no temporary file holding the run");
       break;
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   if (!killed_mid_save && waitpid(pid, &status, WNOHANG) == 0) {
     kill(pid, SIGKILL);
@@ -757,6 +770,65 @@ void TestReliability::cliBadInput_data() {
   QTest::newRow("encode: unknown format")
       << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M4"), QStringLiteral("1")}
       << QByteArray() << QStringLiteral("E4M4");
+  // Options that would do nothing are refused with the reason (before, exit 0 and the option
+  // dropped). scale_D: cuBLASLt applies D_SCALE only to FP8 outputs.
+  auto gemmArgs = [](std::initializer_list<const char*> extra) {
+    QStringList a{QStringLiteral("gemm"), QStringLiteral("-m"), QStringLiteral("8"), QStringLiteral("-n"),
+                  QStringLiteral("8"),    QStringLiteral("-k"), QStringLiteral("16")};
+    for (const char* e : extra) a << QString::fromLatin1(e);
+    return a;
+  };
+  QTest::newRow("gemm: --output-scale with a BF16 output")
+      << gemmArgs({"--output", "bf16", "--output-scale", "16"}) << QByteArray()
+      << QStringLiteral("--output-scale applies only to FP8 outputs");
+  run("config: output_quant_scale with an FP32 output",
+      QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4, "output": "fp32", "output_quant_scale": 16})"),
+      "output_quant_scale: an output scale scale_D applies only to FP8 outputs");
+  // per_column on A, or a per-row B, puts scales along K: no GEMM can take them out of its sum.
+  QTest::newRow("gemm: per_column scales A along K")
+      << gemmArgs({"--scaling", "per_column"}) << QByteArray()
+      << QStringLiteral("'per_column' gives A [M, K] one scale per column, so its scales vary along K");
+  run("config: per_column GEMM", QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4, "scaling": "per_column"})"),
+      "scaling: 'per_column' gives A [M, K] one scale per column");
+  auto quantizeArgs = [](std::initializer_list<const char*> extra) {
+    QStringList a{QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("E4M3FN"),
+                  QStringLiteral("--values"), QStringLiteral("3,1")};
+    for (const char* e : extra) a << QString::fromLatin1(e);
+    return a;
+  };
+  QTest::newRow("quantize: --pow2 on a delayed preset")
+      << quantizeArgs({"-s", "te_delayed", "--pow2"}) << QByteArray()
+      << QStringLiteral("te_delayed follows TE DelayedScaling, whose per-tensor delayed scaling computes float32 "
+                        "scales with no power-of-two option");
+  QTest::newRow("quantize: --margin on torchao")
+      << quantizeArgs({"-s", "torchao_tensorwise", "--margin", "1"}) << QByteArray()
+      << QStringLiteral("'torchao_tensorwise' follows torchao, which has "
+                        "no margin");
+  QTest::newRow("quantize: --history-len on a current preset")
+      << quantizeArgs({"-s", "te_current", "--history-len", "16"}) << QByteArray()
+      << QStringLiteral("--history-len applies to delayed presets");
+  QTest::newRow("quantize: --seed without stochastic rounding")
+      << quantizeArgs({"--seed", "7"}) << QByteArray()
+      << QStringLiteral("--seed applies only to --rounding stochastic");
+  QTest::newRow("quantize: --no-saturate on a delayed preset")
+      << quantizeArgs({"-s", "flax_delayed", "--no-saturate"}) << QByteArray()
+      << QStringLiteral("flax_delayed follows Flax fp8_ops, whose per-tensor delayed scaling casts with "
+                        "round-to-nearest-even, saturating");
+  QTest::newRow("quantize: --pow2 on MX") << quantizeArgs({"-s", "mx_floor", "--pow2"}) << QByteArray()
+                                          << QStringLiteral("E8M0 scales, powers of two by construction");
+  // Outputs that cannot hold a session, refused before computing (also for root).
+  QTest::newRow("run --out /dev/null") << QStringList{QStringLiteral("run"), c, QStringLiteral("--out"),
+                                                      QStringLiteral("/dev/null"), QStringLiteral("-q")}
+                                       << QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4})")
+                                       << QStringLiteral("--out /dev/null is not a regular file (a device");
+  QTest::newRow("run --out in /proc") << QStringList{QStringLiteral("run"), c, QStringLiteral("--out"),
+                                                     QStringLiteral("/proc/fp8lab-out.h5"), QStringLiteral("-q")}
+                                      << QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4})")
+                                      << QStringLiteral("write failed: cannot create files in /proc (");
+  QTest::newRow("sweep --out a text file")
+      << QStringList{QStringLiteral("sweep"), c, QStringLiteral("--out"), c, QStringLiteral("-q")}
+      << QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4})")
+      << QStringLiteral("c.json exists and is not an HDF5 session");
 }
 
 void TestReliability::cliBadInput() {
@@ -912,6 +984,226 @@ void TestReliability::cliRunSavesSeveralExperimentsInOneRewrite() {
                         &so, &se);
   QVERIFY2(rc == 2, qPrintable(se));
   QCOMPARE(ids(), (std::vector<std::string>{"a", "a-2", "b", "c", "d"}));
+}
+
+namespace {
+/// Writes `text` to `path` (a config).
+bool writeConfig(const QString& path, const QByteArray& text) {
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return false;
+  return f.write(text) == text.size();
+}
+
+/// Starts `fp8lab-cli args` with FP8LAB_TEST_SAVE_PAUSE=pause when `pause` is not empty.
+void startCli(QProcess& p, const QStringList& args, const QString& pause = {}) {
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  if (!pause.isEmpty()) env.insert(QStringLiteral("FP8LAB_TEST_SAVE_PAUSE"), pause);
+  p.setProcessEnvironment(env);
+  p.start(cliPath(), args);
+}
+
+/// Reads stderr until it contains `mark` (or 120 s pass, or the process ends); returns all read.
+QByteArray waitForStderr(QProcess& p, const QByteArray& mark) {
+  QByteArray seen;
+  QElapsedTimer t;
+  t.start();
+  while (!seen.contains(mark) && t.elapsed() < 120000 && p.state() == QProcess::Running) {
+    p.waitForReadyRead(100);
+    seen += p.readAllStandardError();
+  }
+  return seen;
+}
+
+/// Waits until `path` exists (the save paused there) or the process ends; true when it exists.
+bool waitForFile(QProcess& p, const QString& path) {
+  QElapsedTimer t;
+  t.start();
+  while (!QFileInfo::exists(path) && t.elapsed() < 120000 && p.state() == QProcess::Running) p.waitForFinished(5);
+  return QFileInfo::exists(path);
+}
+
+/// `count` signals to the process, `gap_us` microseconds apart (what `timeout`, Slurm or
+/// `docker stop` deliver: one to the process, one to its group, milliseconds apart).
+void signalTimes(QProcess& p, int sig, int count, int gap_us) {
+  for (int i = 0; i < count; ++i) {
+    ::kill(static_cast<pid_t>(p.processId()), sig);
+    if (i + 1 < count) ::usleep(static_cast<useconds_t>(gap_us));
+  }
+}
+
+size_t runsIn(const QString& path) {
+  auto r = SessionReader::open(path.toStdString());
+  return r.ok() ? r.value->info().runs.size() : size_t(0);
+}
+} // namespace
+
+// Two SIGTERMs 2 ms apart: before, the first reset the handler and the second killed the process
+// (exit 143, nothing saved, 16 of 16 tries). The second signal must not skip the save of the runs
+// that finished — whether it arrives while the next run computes or while the save is under way
+// (the save is paused before its commit with FP8LAB_TEST_SAVE_PAUSE, so the signals land in it on
+// any machine).
+void TestReliability::cliSecondSignalStillSaves_data() {
+  QTest::addColumn<QString>("command");
+  QTest::addColumn<bool>("duringSave");
+  QTest::addColumn<int>("tries");
+  QTest::newRow("run, while the second experiment computes") << QStringLiteral("run") << false << 4;
+  QTest::newRow("run, during the save") << QStringLiteral("run") << true << 2;
+  QTest::newRow("sweep, while the second point computes") << QStringLiteral("sweep") << false << 2;
+}
+
+void TestReliability::cliSecondSignalStillSaves() {
+  QFETCH(QString, command);
+  QFETCH(bool, duringSave);
+  QFETCH(int, tries);
+  QVERIFY2(QFileInfo::exists(cliPath()), qPrintable(QStringLiteral("build fp8lab-cli first: %1").arg(cliPath())));
+  for (int t = 0; t < tries; ++t) {
+    QTemporaryDir dir;
+    const QString cfg = dir.filePath(QStringLiteral("c.json")), out = dir.filePath(QStringLiteral("o.h5"));
+    const QString pause = duringSave ? dir.filePath(QStringLiteral("paused")) : QString();
+    QStringList args{command, cfg, QStringLiteral("--out"), out};
+    QByteArray mark;
+    if (command == QStringLiteral("sweep")) {
+      QVERIFY(writeConfig(
+          cfg,
+          R"({"type": "gemm", "m": 1024, "n": 1024, "k": 1024, "sweep": {"formats": ["E4M3FN", "E5M2", "E4M3FNUZ"]}})"));
+      mark = "sweep: 1/3";
+    } else if (duringSave) {
+      QVERIFY(writeConfig(cfg, R"({"type": "gemm", "m": 64, "n": 64, "k": 64, "name": "only"})"));
+    } else {
+      QVERIFY(writeConfig(cfg, R"({"experiments": [{"type": "gemm", "m": 16, "n": 16, "k": 32, "name": "small"},
+                                                  {"type": "gemm", "m": 2048, "n": 2048, "k": 2048, "name": "big"}]})"));
+      mark = "run: experiment 1/2 done";
+    }
+    QProcess p;
+    startCli(p, args, pause);
+    QVERIFY(p.waitForStarted());
+    QByteArray seen;
+    if (duringSave) {
+      QVERIFY2(waitForFile(p, pause), "the save did not pause");
+    } else {
+      seen = waitForStderr(p, mark);
+      QVERIFY2(seen.contains(mark), seen.constData());
+    }
+    signalTimes(p, SIGTERM, 2, 2000);
+    if (duringSave) {
+      // Both signals handled while the save waits; then it commits.
+      p.waitForFinished(300);
+      QVERIFY2(p.state() == QProcess::Running, "the second signal ended the process during its save");
+      QVERIFY(QFile::remove(pause));
+    }
+    QVERIFY(p.waitForFinished(120000));
+    const QString err = QString::fromUtf8(seen + p.readAllStandardError());
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QVERIFY2(p.exitCode() == 128 + SIGTERM, qPrintable(err));
+    QVERIFY2(err.contains(QStringLiteral("another signal: still stopping and saving what is finished")),
+             qPrintable(err));
+    QVERIFY2(err.contains(QStringLiteral("interrupted by SIGTERM")), qPrintable(err));
+    QCOMPARE(runsIn(out), size_t(1));
+  }
+}
+
+// A third signal stops at once, and stderr says what was lost; the atomic save leaves the previous
+// file as it was. Signalled while the save of the run is paused before its commit.
+void TestReliability::cliThirdSignalStopsAndSaysWhatIsLost() {
+  QVERIFY2(QFileInfo::exists(cliPath()), qPrintable(QStringLiteral("build fp8lab-cli first: %1").arg(cliPath())));
+  QTemporaryDir dir;
+  const QString cfg = dir.filePath(QStringLiteral("c.json")), out = dir.filePath(QStringLiteral("o.h5")),
+                pause = dir.filePath(QStringLiteral("paused"));
+  QVERIFY(writeSession(out.toStdString(), Session{1, {}, {}, {}, {bigRun("old", 8, 1.0f)}}).ok());
+  const std::string before = readBytes(out.toStdString());
+  QVERIFY(writeConfig(cfg, R"({"type": "gemm", "m": 64, "n": 64, "k": 64, "name": "new"})"));
+  QProcess p;
+  startCli(p, {QStringLiteral("run"), cfg, QStringLiteral("--out"), out}, pause);
+  QVERIFY(p.waitForStarted());
+  QVERIFY2(waitForFile(p, pause), "the save did not pause");
+  signalTimes(p, SIGTERM, 3, 2000);
+  QVERIFY(p.waitForFinished(30000));
+  QFile::remove(pause);
+  const QString err = QString::fromUtf8(p.readAllStandardError());
+  QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+  QVERIFY2(p.exitCode() == 128 + SIGTERM, qPrintable(err));
+  QVERIFY2(err.contains(QStringLiteral("third signal: stopped at once; lost: the save of run 'new' in progress (%1 "
+                                       "keeps what it held before; saves are atomic)")
+                            .arg(out)),
+           qPrintable(err));
+  QVERIFY(readBytes(out.toStdString()) == before);
+  QCOMPARE(runsIn(out), size_t(1));
+}
+
+// `sweep` run again with the same --out skips the grid points already there with the same
+// configuration (before: every point was computed again and stored twice, with -2 ids), so a sweep
+// interrupted and started again resumes. --recompute runs them again.
+void TestReliability::cliSweepResumesFinishedPoints() {
+  QVERIFY2(QFileInfo::exists(cliPath()), qPrintable(QStringLiteral("build fp8lab-cli first: %1").arg(cliPath())));
+  QTemporaryDir dir;
+  const QString cfg = dir.filePath(QStringLiteral("c.json")), out = dir.filePath(QStringLiteral("o.h5"));
+  QVERIFY(writeConfig(
+      cfg,
+      R"({"type": "gemm", "m": 8, "n": 8, "k": 16, "sweep": {"formats": ["E4M3FN", "E5M2"], "scalings": ["te_current"]}})"));
+  auto sweep = [&](const QStringList& extra, QString* so, QString* se) {
+    QProcess p;
+    p.start(cliPath(), QStringList{QStringLiteral("sweep"), cfg, QStringLiteral("--out"), out} + extra);
+    if (!p.waitForFinished(120000)) return -1;
+    *so = QString::fromUtf8(p.readAllStandardOutput());
+    *se = QString::fromUtf8(p.readAllStandardError());
+    return p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  };
+  auto ids = [&] {
+    std::vector<std::string> v;
+    for (const auto& r : loadSession(out.toStdString()).value.runs) v.push_back(r.id);
+    return v;
+  };
+  QString so, se;
+  QVERIFY2(sweep({}, &so, &se) == 0, qPrintable(se));
+  const std::vector<std::string> two{"sweep-E4M3FN-te_current-normal", "sweep-E5M2-te_current-normal"};
+  QCOMPARE(ids(), two);
+  QVERIFY2(sweep({}, &so, &se) == 0, qPrintable(se));
+  QVERIFY2(se.contains(QStringLiteral("sweep: 2 grid point(s) already in %1 with the same configuration, skipped "
+                                      "(--recompute runs them again): sweep-E4M3FN-te_current-normal, "
+                                      "sweep-E5M2-te_current-normal")
+                           .arg(out)),
+           qPrintable(se));
+  QCOMPARE(ids(), two);
+  // A grid with one more point computes only that one.
+  QVERIFY2(sweep({QStringLiteral("--formats"), QStringLiteral("E4M3FN,E5M2,E4M3FNUZ"), QStringLiteral("--json")}, &so,
+                 &se) == 0,
+           qPrintable(se));
+  const QJsonObject j = QJsonDocument::fromJson(so.toUtf8()).object();
+  QCOMPARE(j.value(QStringLiteral("skipped")).toArray().size(), 2);
+  QCOMPARE(j.value(QStringLiteral("runs")).toArray().size(), 1);
+  QCOMPARE(ids(), (std::vector<std::string>{"sweep-E4M3FN-te_current-normal", "sweep-E4M3FNUZ-te_current-normal",
+                                            "sweep-E5M2-te_current-normal"}));
+  // The same id with another configuration (here another seed) is not a finished point.
+  QVERIFY(writeConfig(
+      cfg,
+      R"({"type": "gemm", "m": 8, "n": 8, "k": 16, "seed": 7, "sweep": {"formats": ["E4M3FN"], "scalings": ["te_current"]}})"));
+  QVERIFY2(sweep({}, &so, &se) == 0, qPrintable(se));
+  QVERIFY2(!se.contains(QStringLiteral("skipped")), qPrintable(se));
+  QCOMPARE(ids().size(), size_t(4));
+  QVERIFY2(sweep({QStringLiteral("--recompute")}, &so, &se) == 0, qPrintable(se));
+  QCOMPARE(ids().size(), size_t(5));
+}
+
+// A session without any write permission bit is not rewritten by `run`, also for root (who may
+// write any file: access() says yes), refused before computing.
+void TestReliability::cliRefusesWriteProtectedOutputEvenForRoot() {
+  QVERIFY2(QFileInfo::exists(cliPath()), qPrintable(QStringLiteral("build fp8lab-cli first: %1").arg(cliPath())));
+  QTemporaryDir dir;
+  const QString cfg = dir.filePath(QStringLiteral("c.json")), out = dir.filePath(QStringLiteral("ro.h5"));
+  QVERIFY(writeSession(out.toStdString(), Session{1, {}, {}, {}, {bigRun("old", 4, 1.0f)}}).ok());
+  QCOMPARE(chmod(qPrintable(out), 0444), 0);
+  const std::string before = readBytes(out.toStdString());
+  QVERIFY(writeConfig(cfg, R"({"type": "gemm", "m": 8, "n": 8, "k": 8})"));
+  QProcess p;
+  p.start(cliPath(), {QStringLiteral("run"), cfg, QStringLiteral("--out"), out, QStringLiteral("-q")});
+  QVERIFY(p.waitForFinished(60000));
+  const QString err = QString::fromUtf8(p.readAllStandardError());
+  QCOMPARE(p.exitCode(), 2);
+  QVERIFY2(err.contains(QStringLiteral("write failed: %1 is read-only (the session is kept as it is; choose another "
+                                       "--out)")
+                            .arg(out)),
+           qPrintable(err));
+  QVERIFY(readBytes(out.toStdString()) == before);
 }
 
 // QCoreApplication sets the user's locale (setlocale(LC_ALL, "")); under de_DE (decimal comma)
@@ -1435,7 +1727,7 @@ void TestReliability::hdf5RewritesKeepRunsExactly() {
 // Checked copies take disk: they go when the process ends, and the directories of processes that
 // died without cleaning up (kill -9) go when the next FP8 Lab process makes its own.
 void TestReliability::hdf5CheckedCopiesAreCleanedUp() {
-  if (!QFileInfo::exists(cliPath())) QSKIP("fp8lab-cli not built");
+  QVERIFY2(QFileInfo::exists(cliPath()), qPrintable(QStringLiteral("build fp8lab-cli first: %1").arg(cliPath())));
   QTemporaryDir tmp, base;
   QVERIFY(tmp.isValid() && base.isValid());
   const std::string sess = tmp.filePath(QStringLiteral("s.h5")).toStdString();
