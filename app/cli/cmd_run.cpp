@@ -230,6 +230,7 @@ bool parseGemmConfig(const QJsonObject& o, GemmExperimentConfig* cfg, QString* e
                    .arg(QString::fromStdString(*f), formatHelpList());
       return false;
     }
+    noteFormatChoice(*ff);
   }
   if (!scalingPreset(cfg->scaling)) {
     QStringList n;
