@@ -288,12 +288,12 @@ int runEncode(const QStringList& raw) {
                          .arg(QString::fromLatin1(toString(f->classify(d.code))));
       const bool e8m0 = f->spec().specials == SpecialCodes::E8M0;
       if (d.sign_dropped)
-        line +=
-            QStringLiteral("\n    negative input: E8M0 is unsigned and CUDA encodes |x| = %1%2")
-                .arg(shortestDouble(std::fabs(d.input)),
-                     d.lower_value == d.upper_value ? QStringLiteral(" (exact); error %1 (rel %2)")
-                                                          .arg(shortestDouble(d.abs_error), shortestDouble(d.rel_error))
-                                                    : QString());
+        line += QStringLiteral("\n    negative input: E8M0 is unsigned and CUDA encodes |x| = %1%2")
+                    .arg(shortestDouble(std::fabs(d.input)),
+                         d.has_neighbours && d.lower_value == d.upper_value
+                             ? QStringLiteral(" (exact); error %1 (rel %2)")
+                                   .arg(shortestDouble(d.abs_error), shortestDouble(d.rel_error))
+                             : QString());
       // Neighbours are printed when the (magnitude) input lies strictly between two of them.
       if (d.has_neighbours && !d.exact && d.lower_value != d.upper_value)
         line += QStringLiteral("\n    neighbours %1 (%2) .. %3 (%4), midpoint %5%6; error %7 (rel %8)")

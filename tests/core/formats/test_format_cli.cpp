@@ -121,6 +121,12 @@ void TestFormatCli::e8m0BelowRange() {
   QVERIFY2(a.out.contains(QStringLiteral("-> 0x00")), qPrintable(a.out));
   QVERIFY(!a.out.contains(QStringLiteral("neighbours")));
   QVERIFY(a.out.contains(QStringLiteral("underflow: below the smallest E8M0 value 2^-127 (0x00)")));
+  // −0: CUDA encodes |x| = 0, also below 2^-127 → 0x00; 0 is not "exact" in E8M0 (no zero).
+  const Result z = runCli({QStringLiteral("encode"), QStringLiteral("-f"), QStringLiteral("E8M0FNU"),
+                           QStringLiteral("--"), QStringLiteral("-0")});
+  QVERIFY2(z.out.contains(QStringLiteral("-0           -> 0x00")), qPrintable(z.out));
+  QVERIFY(z.out.contains(QStringLiteral("CUDA encodes |x| = 0\n")));
+  QVERIFY(!z.out.contains(QStringLiteral("exact")));
 }
 
 void TestFormatCli::towardZeroOverflowSaysWhatHappened() {
