@@ -520,6 +520,14 @@ void TerminalProgress::finish() {
   d->drawn = false;
 }
 
+void noteFormatChoice(const Format& f) {
+  static std::atomic<bool> noted{false};
+  if (&f != &Format::E4M3() || noted.exchange(true)) return;
+  std::fprintf(stderr, "fp8lab-cli: note: E4M3 is the IEEE-style E4M3 (ml_dtypes float8_e4m3: max 240, with "
+                       "±Inf), not OCP E4M3FN (max 448, no Inf, as in CUDA and FP8 training); use E4M3FN for that\n");
+  std::fflush(stderr);
+}
+
 QString formatHelpList() {
   QStringList names;
   for (const Format* f : Format::all()) names << QString::fromStdString(f->name());

@@ -15,6 +15,10 @@
 #include <string>
 #include <vector>
 
+namespace fp8lab {
+class Format;
+}
+
 namespace fp8lab::cli {
 
 /// Parses a number as double: decimal ("1e-3"), C99 hex-float ("0x1.8p3"), "inf", "-inf",
@@ -201,5 +205,11 @@ private:
 
 /// The strings of a format list ("E4M3FN,E5M2") resolved to canonical names; sets *bad.
 QString formatHelpList();
+
+/// Call with every format a command resolved from the user's words (options or config). For
+/// E4M3 — the IEEE-style ml_dtypes float8_e4m3 (max 240, with ±Inf), which many users take for
+/// OCP E4M3FN (max 448, no Inf) — prints one note line to stderr naming the variant and pointing
+/// to E4M3FN; at most once per process (one command), however many values or formats follow.
+void noteFormatChoice(const Format& f);
 
 } // namespace fp8lab::cli

@@ -57,6 +57,8 @@ const Format* requireFormat(const QString& name, int* rc) {
   if (!f)
     *rc = fail(QStringLiteral("unknown format '%1' (known: %2; ml_dtypes names such as float8_e4m3fn also work)")
                    .arg(name, formatHelpList()));
+  else
+    noteFormatChoice(*f);
   return f;
 }
 
@@ -92,7 +94,8 @@ int runFormats(const QStringList& args) {
       o[QStringLiteral("bias")] = f->bias();
       o[QStringLiteral("max_finite")] = jsonNumber(f->maxFinite());
       o[QStringLiteral("min_normal")] = jsonNumber(f->minNormal());
-      o[QStringLiteral("min_subnormal")] = jsonNumber(f->minSubnormal());
+      // null where the format has no subnormals (E8M0: powers of two only).
+      o[QStringLiteral("min_subnormal")] = f->hasSubnormals() ? jsonNumber(f->minSubnormal()) : QJsonValue();
       o[QStringLiteral("machine_epsilon")] = jsonNumber(f->machineEpsilon());
       o[QStringLiteral("finite_codes")] = f->finiteCount();
       o[QStringLiteral("nan_codes")] = f->nanCount();
@@ -125,7 +128,7 @@ int runFormats(const QStringList& args) {
              .arg(f->bias(), 5)
              .arg(shortestDouble(f->maxFinite()), 14)
              .arg(shortestDouble(f->minNormal()), 14)
-             .arg(shortestDouble(f->minSubnormal()), 14)
+             .arg(f->hasSubnormals() ? shortestDouble(f->minSubnormal()) : QStringLiteral("-"), 14)
              .arg(shortestDouble(f->machineEpsilon()), 10)
              .arg(QStringLiteral("%1/%2/%3").arg(f->finiteCount()).arg(f->nanCount()).arg(f->infCount()), 13)
              .arg(f->dynamicRangeBinades(), 8, 'f', 1);
@@ -142,7 +145,9 @@ int runEncode(const QStringList& raw) {
       QStringLiteral("Encode values (parsed as double: 1e-3, 0x1.8p3, inf, nan, -0) into a format, with the rounding "
                      "decision: neighbours, midpoint, tie, error. Negative values may also follow `--`."));
   p.addOption(formatOption());
-  p.addOption({QStringLiteral("rounding"), QStringLiteral("rne | rtz | ru | rd | stochastic (default rne)."),
+  p.addOption({QStringLiteral("rounding"),
+               QStringLiteral("rne | rtz | ru | rd | stochastic (default rne; for E8M0, which has no mantissa, rne is "
+                              "nearest with ties up, as ml_dtypes)."),
                QStringLiteral("MODE"), QStringLiteral("rne")});
   p.addOption({QStringLiteral("seed"), QStringLiteral("Seed for stochastic rounding (value i uses counter i)."),
                QStringLiteral("N"), QStringLiteral("0")});
@@ -216,7 +221,7 @@ int runEncode(const QStringList& raw) {
   jw.beginArray();
   std::string text;
   if (!json) {
-    text += "format " + f->name() + ", rounding " + toString(o.rounding) +
+    text += "format " + f->name() + ", rounding " + f->roundingName(o.rounding) +
             (o.saturate ? ", saturating" : ", non-saturating") +
             (o.specials == SpecialsPolicy::Cuda ? ", CUDA specials" : ", ml_dtypes specials") + "\n";
   }
@@ -269,6 +274,10 @@ int runEncode(const QStringList& raw) {
       jw.value(d.saturated);
       jw.key("underflow");
       jw.value(d.underflow);
+      if (d.sign_dropped) {
+        jw.key("encoded_magnitude"); // E8M0, CUDA: the code is that of |x|
+        jw.value(true);
+      }
       jw.endObject();
     } else {
       QString line = QStringLiteral("%1 -> %2  [%3]  = %4  (%5)")
@@ -277,15 +286,40 @@ int runEncode(const QStringList& raw) {
                          .arg(QString::fromStdString(f->binaryString(d.code)))
                          .arg(shortestDouble(d.value))
                          .arg(QString::fromLatin1(toString(f->classify(d.code))));
-      if (d.has_neighbours && !d.exact)
+      const bool e8m0 = f->spec().specials == SpecialCodes::E8M0;
+      if (d.sign_dropped)
+        line += QStringLiteral("\n    negative input: E8M0 is unsigned and CUDA encodes |x| = %1%2")
+                    .arg(shortestDouble(std::fabs(d.input)),
+                         d.has_neighbours && d.lower_value == d.upper_value
+                             ? QStringLiteral(" (exact); error %1 (rel %2)")
+                                   .arg(shortestDouble(d.abs_error), shortestDouble(d.rel_error))
+                             : QString());
+      // Neighbours are printed when the (magnitude) input lies strictly between two of them.
+      if (d.has_neighbours && !d.exact && d.lower_value != d.upper_value)
         line += QStringLiteral("\n    neighbours %1 (%2) .. %3 (%4), midpoint %5%6; error %7 (rel %8)")
                     .arg(shortestDouble(d.lower_value), QString::fromStdString(f->hexString(d.lower_code)))
                     .arg(shortestDouble(d.upper_value), QString::fromStdString(f->hexString(d.upper_code)))
                     .arg(shortestDouble(d.midpoint), d.tie ? QStringLiteral(" (tie)") : QString())
                     .arg(shortestDouble(d.abs_error), shortestDouble(d.rel_error));
-      if (d.overflow)
-        line += d.saturated ? QStringLiteral("\n    overflow: saturated to max") : QStringLiteral("\n    overflow");
-      if (d.underflow) line += QStringLiteral("\n    underflow");
+      if (d.overflow) {
+        if (d.saturated)
+          line += QStringLiteral("\n    overflow: saturated to max");
+        else if (std::isfinite(d.value))
+          line += QStringLiteral("\n    overflow: rounded toward zero to max finite (%1; not saturated)")
+                      .arg(QString::fromLatin1(toString(o.rounding)));
+        else
+          line += QStringLiteral("\n    overflow");
+      }
+      if (d.underflow) {
+        if (e8m0 && !std::isnan(d.input) && std::fabs(d.input) < f->minNormal() && d.code == 0 &&
+            !(o.specials == SpecialsPolicy::MlDtypes && std::signbit(d.input)))
+          line += QStringLiteral("\n    underflow: below the smallest E8M0 value 2^-127 (0x00), which it gives "
+                                 "(E8M0 has no zero)");
+        else if (e8m0)
+          line += QStringLiteral("\n    underflow: out of range (E8M0 has no zero and no negative values)");
+        else
+          line += QStringLiteral("\n    underflow");
+      }
       text += line.toStdString() + "\n";
     }
   }

@@ -155,6 +155,8 @@ int runGemm(const QStringList& args) {
   if (!fb || fb->bits() > 8)
     return fail(QStringLiteral("--b-format: unknown or wider than 8 bits: '%1' (known: %2)")
                     .arg(p.value(QStringLiteral("b-format")), formatHelpList()));
+  noteFormatChoice(*fa);
+  noteFormatChoice(*fb);
   const QString sa = p.value(QStringLiteral("a-scaling")).isEmpty() ? p.value(QStringLiteral("scaling"))
                                                                     : p.value(QStringLiteral("a-scaling"));
   const QString sb = p.value(QStringLiteral("b-scaling")).isEmpty() ? p.value(QStringLiteral("scaling"))

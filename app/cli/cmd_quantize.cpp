@@ -94,6 +94,7 @@ int runQuantize(const QStringList& args) {
   if (fname.isEmpty()) return fail(QStringLiteral("--format is required (one of: %1)").arg(formatHelpList()));
   const Format* fmt = Format::byName(fname.toStdString());
   if (!fmt) return fail(QStringLiteral("unknown format '%1' (known: %2)").arg(fname, formatHelpList()));
+  noteFormatChoice(*fmt);
   if (fmt->bits() > 8)
     return fail(
         QStringLiteral("%1 has %2 bits; quantize needs a format of at most 8 bits").arg(fname).arg(fmt->bits()));

@@ -231,6 +231,7 @@ bool parseGemmConfig(const QJsonObject& o, GemmExperimentConfig* cfg, QString* e
                    .arg(QString::fromStdString(*f), formatHelpList());
       return false;
     }
+    noteFormatChoice(*ff);
   }
   if (const auto sp = scalingPreset(cfg->scaling)) {
     for (Axis ax : {Axis::Cols, Axis::Rows})

@@ -104,6 +104,8 @@ struct Parser {
       fail(at(where, key), QStringLiteral("unknown format '%1' (known: %2)").arg(name, formatHelpList()));
     else if (f->bits() > 8)
       fail(at(where, key), QStringLiteral("%1 is not an FP8 (≤ 8-bit) format").arg(name));
+    else
+      noteFormatChoice(*f);
     return f ? f : def;
   }
   Accumulation accumulation(const QString& s, const QString& where, Accumulation def) {

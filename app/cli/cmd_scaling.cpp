@@ -94,6 +94,7 @@ int runSimulate(const QStringList& args) {
   if (!fmt)
     return fail(
         QStringLiteral("unknown format '%1' (known: %2)").arg(p.value(QStringLiteral("format")), formatHelpList()));
+  noteFormatChoice(*fmt);
   if (fmt->bits() > 8)
     return fail(QStringLiteral("%1 is not an FP8 (or narrower) format").arg(p.value(QStringLiteral("format"))));
   DelayedScalingConfig cfg;

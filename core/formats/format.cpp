@@ -278,6 +278,11 @@ int Format::maxExponent() const {
   return std::ilogb(max_finite_);
 }
 
+std::string Format::roundingName(Rounding r) const {
+  if (spec_.specials == SpecialCodes::E8M0 && r == Rounding::NearestEven) return "nearest, ties up (ml_dtypes)";
+  return toString(r);
+}
+
 uint32_t Format::canonicalNaN() const {
   if (!hasNaN()) throw std::logic_error("format " + spec_.name + " has no NaN");
   return nanCode(false, EncodeOptions{});
@@ -425,7 +430,10 @@ uint32_t Format::infOrOverflowCode(bool negative, bool is_inf_input, const Encod
   };
   if (spec_.specials == SpecialCodes::FiniteOnly) return maxc;
   if (is_inf_input) {
-    if (ml) return nonFinite(); // ml_dtypes checks Inf before saturating
+    // FNUZ: ONNX Cast (opset 24 on) saturates ±Inf to ±max like CUDA's E4M3FN; ml_dtypes gives
+    // 0x80 (NaN) and is kept under SpecialsPolicy::MlDtypes. Other ml_dtypes-only formats keep Inf.
+    const bool inf_first = spec_.specials == SpecialCodes::FNUZ ? opt.specials == SpecialsPolicy::MlDtypes : ml;
+    if (inf_first) return nonFinite(); // ml_dtypes checks Inf before saturating
     return opt.saturate ? maxc : nonFinite();
   }
   if (opt.saturate) return maxc;
@@ -516,14 +524,16 @@ bool roundUp(double n, double f, bool negative, const EncodeOptions& opt, bool t
 
 uint32_t Format::encodeMagnitude(double a, bool negative, const EncodeOptions& opt, RoundingDecision* why) const {
   if (spec_.specials == SpecialCodes::E8M0) {
-    // a is the signed input here. Scale format: powers of two only.
+    // a is the signed input here. Scale format: powers of two 2^-127 .. 2^127 only.
     const bool ml = opt.specials == SpecialsPolicy::MlDtypes;
     const double x = a;
+    const int emin = -spec_.bias, emax = 254 - spec_.bias; // exponents of 0x00 and 0xFE
+    const uint32_t max_code = static_cast<uint32_t>(emax + spec_.bias);
     if (std::isinf(x)) {
       if (why) why->overflow = true;
       if (ml) return 0xFF;
       if (why) why->saturated = opt.saturate;
-      return opt.saturate ? 0xFE : 0xFF;
+      return opt.saturate ? max_code : 0xFF;
     }
     if (ml && (x == 0 || negative)) {
       // ml_dtypes: zero and negative inputs are out of range (E8M0 has neither).
@@ -531,48 +541,47 @@ uint32_t Format::encodeMagnitude(double a, bool negative, const EncodeOptions& o
       return opt.saturate ? 0x00 : 0xFF;
     }
     const double mag = std::fabs(x); // CUDA takes |x|
-    const double lo_limit = std::ldexp(1.0, -spec_.bias);
-    if (mag == 0) {
+    if (why) why->sign_dropped = negative;
+    if (mag < std::ldexp(1.0, emin)) {
+      // Below the smallest value 2^-127 (0 included): nothing lies below it, so every rounding
+      // mode gives 0x00 (CUDA clips there; ml_dtypes likewise for positive inputs).
       if (why) why->underflow = true;
-      return 0x00; // CUDA clips to the smallest value
-    }
-    int e = std::ilogb(mag);
-    const double f = std::ldexp(mag, -e) - 1.0; // position inside [2^e, 2^(e+1)), linear
-    // Rounding of the exponent: the only candidates are 2^e and 2^(e+1).
-    // CUDA applies the rounding mode to |x| as it is (ru rounds the magnitude up).
-    bool up = roundUp(0.0, f, false, opt, /*tie_up=*/true);
-    if (opt.rounding == Rounding::NearestEven && e < 1 - spec_.bias) {
-      // Below 2^-126 (float32 subnormal inputs) ml_dtypes rounds on the float32 bit pattern:
-      // everything above 2^-127 goes up to 2^-126 (oracle rows 0x00440000 → 0x01).
-      up = mag > lo_limit;
-    }
-    if (why) {
-      why->has_neighbours = true;
-      why->lower_value = std::ldexp(1.0, e);
-      why->upper_value = f == 0 ? why->lower_value : std::ldexp(1.0, e + 1);
-      why->midpoint = 1.5 * std::ldexp(1.0, e);
-      why->tie = f == 0.5;
-      why->rounded_up = up;
-    }
-    int re = e + (up ? 1 : 0);
-    if (re < -spec_.bias) {
-      // Below 2^-127: clip to the smallest value (CUDA); ml_dtypes does the same when positive.
-      if (why) why->underflow = mag < lo_limit;
-      if (why) {
-        why->lower_code = why->upper_code = 0;
-      }
       return 0x00;
     }
-    if (re > 254 - spec_.bias) {
+    const int e = std::ilogb(mag);
+    const double f = std::ldexp(mag, -e) - 1.0; // linear position inside [2^e, 2^(e+1))
+    // The only candidates are 2^e and 2^(e+1); nearest compares f with 1/2 (a tie, f = 1/2,
+    // rounds up as in ml_dtypes), the same rule in every binade, float32 subnormals included.
+    const bool up = roundUp(0.0, f, false, opt, /*tie_up=*/true);
+    const int re = e + (up ? 1 : 0);
+    if (why) {
+      why->has_neighbours = true;
+      why->rounded_up = up;
+      why->tie = f == 0.5;
+      if (e > emax) {
+        // Past 2^128 (a double input): the neighbours are max (2^127) and the missing 2^128.
+        why->lower_value = std::ldexp(1.0, emax);
+        why->upper_value = std::ldexp(1.0, emax + 1);
+        why->tie = false;
+      } else {
+        why->lower_value = std::ldexp(1.0, e);
+        why->upper_value = f == 0 ? why->lower_value : std::ldexp(1.0, e + 1);
+      }
+      why->midpoint = (why->lower_value + why->upper_value) / 2;
+      why->lower_code = static_cast<uint32_t>(std::min(e, emax) + spec_.bias);
+      const int ue = f == 0 ? e : std::min(e, emax) + 1;
+      why->upper_code = ue > emax ? 0xFFu : static_cast<uint32_t>(ue + spec_.bias);
+    }
+    if (re > emax) {
+      // Overflow: ±max when saturating; without saturation NaN, except that a rounding toward
+      // zero (rtz, or rd: E8M0 rounds |x|) never rounds past max (IEEE 754 7.4), as elsewhere.
+      const bool toward_max = opt.rounding == Rounding::TowardZero || opt.rounding == Rounding::TowardNegInf;
+      const uint32_t c = (opt.saturate || toward_max) ? max_code : 0xFFu;
       if (why) {
         why->overflow = true;
         why->saturated = opt.saturate;
       }
-      return opt.saturate ? 0xFE : 0xFF;
-    }
-    if (why) {
-      why->lower_code = static_cast<uint32_t>(std::clamp(e + spec_.bias, 0, 254));
-      why->upper_code = static_cast<uint32_t>(std::clamp(e + 1 + spec_.bias, 0, 255));
+      return c;
     }
     return static_cast<uint32_t>(re + spec_.bias);
   }
@@ -617,7 +626,10 @@ uint32_t Format::encodeMagnitude(double a, bool negative, const EncodeOptions& o
     const uint32_t c = infOrOverflowCode(negative, false, opt);
     if (why) {
       why->overflow = true;
-      why->saturated = std::fabs(decode(c)) == max_finite_;
+      // Without saturation a finite ±max result is the directed rounding's own (toward zero),
+      // not saturation; FP6/FP4 have no other overflow result.
+      const bool can_saturate = opt.saturate || spec_.specials == SpecialCodes::FiniteOnly;
+      why->saturated = can_saturate && std::fabs(decode(c)) == max_finite_;
     }
     return c;
   }

@@ -27,7 +27,8 @@ enum class SpecialCodes {
 
 /// Rounding applied when a value falls between two representable numbers.
 enum class Rounding {
-  NearestEven,  ///< round to nearest, ties to even ("rne"); E8M0: ties round up (ml_dtypes)
+  NearestEven,  ///< round to nearest, ties to even ("rne"); E8M0: nearest power of two on the
+                ///< linear scale, ties (1.5·2^e) round up, as ml_dtypes (Format::roundingName)
   TowardZero,   ///< truncate magnitude ("rtz", CUDA cudaRoundZero, ml_dtypes kTruncate)
   TowardPosInf, ///< round up ("ru", CUDA cudaRoundPosInf — used for E8M0 scales)
   TowardNegInf, ///< round down ("rd")
@@ -38,15 +39,16 @@ enum class Rounding {
 /// which CUDA 13 and ml_dtypes disagree (shared/oracle/README.md, "Where the oracles differ").
 enum class SpecialsPolicy {
   Cuda,     ///< default: ±Inf saturates under SATFINITE, NaN sign dropped, NaN→+max for FP6/FP4,
-            ///< E8M0 takes |x| and clips below 2^-127 to 0x00
-  MlDtypes, ///< ml_dtypes: Inf checked before saturation, NaN keeps sign, FP6/FP4 NaN → −0 code,
-            ///< E8M0 zero/negative inputs out of range
+            ///< E8M0 takes |x| and clips below 2^-127 to 0x00. FNUZ formats (no CUDA type):
+            ///< saturating ±Inf → ±max 0x7F/0xFF, as ONNX Cast from opset 24; otherwise ml_dtypes
+  MlDtypes, ///< ml_dtypes: Inf checked before saturation (FNUZ: ±Inf → 0x80 even when saturating),
+            ///< NaN keeps sign, FP6/FP4 NaN → −0 code, E8M0 zero/negative inputs out of range
 };
 
 /// Options for encode(). Defaults: RNE, saturating (SATFINITE), CUDA specials.
 struct EncodeOptions {
   Rounding rounding = Rounding::NearestEven;
-  /// true: values beyond max finite (and ±Inf under SpecialsPolicy::Cuda) become ±max finite
+  /// true: values beyond max finite (and ±Inf under SpecialsPolicy::Cuda, FNUZ included) become ±max finite
   /// (OCP "SAT"). false: they become Inf where the format has one, else NaN. Either way the
   /// value is first rounded with an unbounded exponent, then checked (OCP OFP8 v1.0 §3), so
   /// 464 → 448 in E4M3FN even without saturation.
@@ -90,11 +92,17 @@ struct RoundingDecision {
   bool tie = false;        ///< input exactly at the midpoint
   bool rounded_up = false; ///< magnitude rounded away from zero
   bool overflow = false;   ///< rounded magnitude exceeded max finite
-  bool saturated = false;  ///< overflow resolved to ±max finite
-  bool underflow = false;  ///< non-zero input became zero (or E8M0 minimum)
-  bool subnormal = false;  ///< result is subnormal
-  double abs_error = 0;    ///< |value − input| (Inf/NaN when the result is not finite)
-  double rel_error = 0;    ///< abs_error / |input| (0 for input 0)
+  /// Overflow resolved to ±max finite by saturation (or, for FP6/FP4, by the format having no
+  /// other code). False when a non-saturating rounding toward zero gave ±max: that result is
+  /// the rounding's own (IEEE 754 §7.4), shown as overflow && !saturated && finite value.
+  bool saturated = false;
+  bool underflow = false; ///< non-zero input became zero (or E8M0 minimum)
+  bool subnormal = false; ///< result is subnormal
+  /// E8M0 under SpecialsPolicy::Cuda: the input was negative and |x| was encoded (CUDA's
+  /// __nv_cvt_float_to_e8m0 ignores the sign); the neighbours are those of |x|.
+  bool sign_dropped = false;
+  double abs_error = 0; ///< |value − input| (Inf/NaN when the result is not finite)
+  double rel_error = 0; ///< abs_error / |input| (0 for input 0)
 };
 
 /// Classification of a code.
@@ -172,6 +180,11 @@ public:
   /// The code this library produces for NaN (positive sign): 0x7F E4M3FN, 0x7F E5M2 (CUDA),
   /// 0x80 FNUZ, 0xFF E8M0. Throws std::logic_error for formats without NaN.
   uint32_t canonicalNaN() const;
+
+  /// How this format applies rounding mode r, for labels: toString(r) ("rne", "rtz", ...),
+  /// except E8M0 with NearestEven, which has no even/odd choice (no mantissa) and rounds ties
+  /// up: "nearest, ties up (ml_dtypes)".
+  std::string roundingName(Rounding r) const;
 
   // ---- scalar conversion ----
   /// Exact value of `code` (low bits() bits used; higher bits must be zero, else

@@ -106,6 +106,17 @@ void testEncodeOtherFormats(Checker& c) {
     const size_t bad = compareEncode(c, *f, k, buf, 1.0f, false, true, "sampled patterns");
     c.expect(bad == 0, f->name() + ": " + std::to_string(bad) + " mismatches in sampled bit patterns");
   }
+  // ±Inf into the FNUZ formats, as ONNX Cast from opset 24: saturating → ±max 0x7F / 0xFF,
+  // non-saturating → NaN 0x80; an x·s that overflows float32 to Inf likewise.
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const Format* f : {&Format::E4M3FNUZ(), &Format::E5M2FNUZ(), &Format::E4M3B11FNUZ()}) {
+    const EncodeConstants sat = makeEncodeConstants(*f, true), nosat = makeEncodeConstants(*f, false);
+    c.expect(encodeFloat(inf, 1.0f, false, sat) == 0x7F && encodeFloat(-inf, 1.0f, false, sat) == 0xFF &&
+                 encodeFloat(1e30f, 1e30f, false, sat) == 0x7F,
+             f->name() + ": saturating ±Inf → 0x7F / 0xFF");
+    c.expect(encodeFloat(inf, 1.0f, false, nosat) == 0x80 && encodeFloat(-inf, 1.0f, false, nosat) == 0x80,
+             f->name() + ": non-saturating ±Inf → 0x80");
+  }
   bool threw = false;
   try {
     (void)makeEncodeConstants(Format::E8M0FNU());
