@@ -2,6 +2,8 @@
 #include "cli_util.h"
 #include "command.h"
 
+#include "session/hdf5_isolation.h"
+
 #include <QCoreApplication>
 
 #include <cstdio>
@@ -21,7 +23,9 @@ static void printUsage() {
                              "Commands:\n");
   for (const auto& c : commands()) t += QStringLiteral("  %1 %2\n").arg(c.name, -10).arg(c.summary);
   t += QStringLiteral("\nEvery command takes --help and --json (machine-readable output).\n"
-                      "Options: --help, --version\n");
+                      "Options: --help, --version\n"
+                      "  --untrusted  (before or after the command) HDF5 files from elsewhere: check each session\n"
+                      "               in a separate process before opening it (foreign-dataset imports always are)\n");
   out(t);
 }
 
@@ -40,7 +44,16 @@ int main(int argc, char** argv) {
   QCoreApplication::setApplicationName(QStringLiteral("fp8lab-cli"));
   QCoreApplication::setApplicationVersion(QStringLiteral(FP8LAB_VERSION));
   QCoreApplication::setOrganizationName(QStringLiteral("FP8 Lab"));
-  const QStringList args = QCoreApplication::arguments();
+  QStringList args = QCoreApplication::arguments();
+  // --untrusted anywhere before a "--": every session this command opens is checked out of process
+  // first (core/session/hdf5_isolation.h).
+  for (qsizetype i = 1; i < args.size() && args[i] != QStringLiteral("--");)
+    if (args[i] == QStringLiteral("--untrusted")) {
+      fp8lab::setHdf5Untrusted(true);
+      args.removeAt(i);
+    } else {
+      ++i;
+    }
   if (args.size() < 2 || args[1] == QStringLiteral("--help") || args[1] == QStringLiteral("-h") ||
       args[1] == QStringLiteral("help")) {
     printUsage();

@@ -1,22 +1,17 @@
-// fp8lab-h5check — the separate checking process through which FP8 Lab reads HDF5 files from
-// outside (core/session/hdf5_isolation.h). Not meant to be run by hand.
+// fp8lab-h5check — the separate checking process FP8 Lab runs on HDF5 files from elsewhere before
+// it opens them (core/session/hdf5_isolation.h): foreign datasets to import, and sessions opened as
+// untrusted. Not meant to be run by hand.
 //
-//   fp8lab-h5check prepare FILE PREFIX   walks FILE's metadata the way FP8 Lab's opens do (the
-//       session open twice, the importer's listing), then writes PREFIX.h5 (the checked copy of
-//       the session: FP8 Lab's own writer re-encodes it), PREFIX.session and PREFIX.list (the
-//       findings of the open and the listing, one per line).
-//   fp8lab-h5check import FILE DATASET PREFIX   imports one dataset of a foreign HDF5 file and
-//       writes it to PREFIX.h5 (a one-dataset session), findings to PREFIX.issues.
-//   fp8lab-h5check carry FILE PREFIX   copies every run group of FILE with H5Ocopy into PREFIX.h5
-//       (for rewrites, which keep runs as they are); PREFIX.carry lists the runs it could not copy.
+//   fp8lab-h5check check FILE   walks FILE's metadata the way FP8 Lab's opens do (the session open
+//       twice, the importer's listing) and prints what it found; it writes nothing.
 //   fp8lab-h5check --features   prints "memory-checked" (built with AddressSanitizer) or "plain".
 //
-// Exit status 0 means "finished" — whether or not the file is a valid session (the findings say);
-// 3 (kHdf5CheckExitMemory) "the metadata walk took more memory than metadata can need" (a damaged
-// length field); 5 (kHdf5CheckExitMemoryError) "AddressSanitizer caught libhdf5 reading, writing or
-// freeing memory it does not own, asking for more than the limit at once during the metadata walk,
-// or crashing". Any other end (a signal from a libhdf5 crash, a sanitizer's exit, being killed at
-// the time limit) tells the application the file is unsafe to open.
+// Exit status 0 means "finished" — whether or not the file is a valid session (the in-process open
+// reports that); 3 (kHdf5CheckExitMemory) "the metadata walk took more memory than metadata can
+// need" (a damaged length field); 5 (kHdf5CheckExitMemoryError) "AddressSanitizer caught libhdf5
+// reading, writing or freeing memory it does not own, asking for more than the limit at once, or
+// crashing". Any other end (a signal from a libhdf5 crash, a sanitizer's exit, being killed at the
+// time limit) tells the application the file is unsafe to open.
 #include "session/hdf5_isolation.h"
 
 #include <cstdio>
@@ -96,19 +91,11 @@ int main(int argc, char** argv) {
 #endif
     return 0;
   }
-  int rc = -1;
-  if (argc == 4 && std::strcmp(argv[1], "prepare") == 0)
-    rc = fp8lab::runHdf5HelperPrepare(argv[2], argv[3]);
-  else if (argc == 5 && std::strcmp(argv[1], "import") == 0)
-    rc = fp8lab::runHdf5HelperImport(argv[2], argv[3], argv[4]);
-  else if (argc == 4 && std::strcmp(argv[1], "carry") == 0)
-    rc = fp8lab::runHdf5HelperCarry(argv[2], argv[3]);
-  if (rc < 0) {
-    std::fprintf(
-        stderr,
-        "usage: fp8lab-h5check prepare FILE PREFIX | import FILE DATASET PREFIX | carry FILE PREFIX | --features\n");
+  if (argc != 3 || std::strcmp(argv[1], "check") != 0) {
+    std::fprintf(stderr, "usage: fp8lab-h5check check FILE | --features\n");
     return 2;
   }
+  const int rc = fp8lab::runHdf5HelperCheck(argv[2]);
   std::fflush(stdout);
   // _Exit: the verdict is "finished"; skip exit-time work (leak checkers, HDF5's atexit close of a
   // half-broken file) that could turn a finished walk into a non-zero status.

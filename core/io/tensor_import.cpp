@@ -740,8 +740,14 @@ bool foreignH5Exists(const std::string& path, Status* st) {
   return true;
 }
 
-/// Opens a foreign HDF5 file in this process (isolation off or no helper: see prepareHdf5File).
+/// Opens a foreign HDF5 file in this process, after the separate checking process's verdict on its
+/// metadata (hdf5_isolation.h): a file from elsewhere can crash or hang libhdf5 itself.
 bool openForeignH5(const std::string& path, h5::Handle* f, Status* st) {
+  const Status verdict = checkHdf5FileOutOfProcess(path);
+  if (!verdict.ok()) {
+    st->merge(verdict);
+    return false;
+  }
   *f = h5::file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   if (!f->valid()) {
     st->add(C::Corrupt, path, "HDF5 cannot open it: " + h5::errorText());
@@ -755,14 +761,6 @@ bool openForeignH5(const std::string& path, h5::Handle* f, Status* st) {
 Result<std::vector<TensorEntry>> listHdf5Tensors(const std::string& path) {
   Result<std::vector<TensorEntry>> r;
   if (!foreignH5Exists(path, &r)) return r;
-  // A file from outside is listed by the separate checking process (hdf5_isolation.h): its
-  // libhdf5 walks the original, this process's never does.
-  auto prep = prepareHdf5File(path);
-  if (!prep.ok()) {
-    r.merge(prep);
-    return r;
-  }
-  if (prep.value.isolated) return prep.value.listing;
   h5::Handle f;
   if (!openForeignH5(path, &f, &r)) return r;
   H5List d{f, &r.value};
@@ -774,9 +772,6 @@ Result<std::vector<TensorEntry>> listHdf5Tensors(const std::string& path) {
 Result<Dataset> importHdf5Dataset(const std::string& path, const std::string& dataset_path) {
   Result<Dataset> r;
   if (!foreignH5Exists(path, &r)) return r;
-  // A file from outside is read by the separate checking process, which hands the tensor back.
-  bool handled = false;
-  if (auto iso = importHdf5DatasetIsolated(path, dataset_path, &handled); handled) return iso;
   h5::Handle f;
   if (!openForeignH5(path, &f, &r)) return r;
   const std::string where = path + ":" + dataset_path;

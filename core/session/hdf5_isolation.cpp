@@ -2,7 +2,6 @@
 #include "session/hdf5_isolation.h"
 
 #include "io/tensor_import.h"
-#include "session/hdf5_util.h"
 
 #include <algorithm>
 #include <atomic>
@@ -13,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <filesystem>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -38,10 +36,11 @@ std::atomic<int> g_isolation{-1};     // -1: not decided yet (read the environme
 std::atomic<double> g_timeout_s{0.0}; // 0: default / environment
 thread_local bool t_in_walk = false;  // the walk itself never spawns a checker
 
-// A file version: (device, inode, size, mtime ns). One verdict, copy and listing per version (the
-// helper runs every walk), kept in g_cache below under g_passed_mu.
+// A file version: (device, inode, size, mtime ns). One verdict per version, kept in g_verdicts
+// below under g_mu.
 using Key = std::tuple<uint64_t, uint64_t, int64_t, int64_t>;
-std::mutex g_passed_mu;
+std::mutex g_mu;
+std::atomic<uint64_t> g_runs{0}; // helper runs on files
 
 bool fileKey(const std::string& path, Key* k) {
   struct stat st {};
@@ -242,195 +241,6 @@ std::atomic<size_t> g_hdf5HelperAllocationLimit{0};
 
 namespace {
 
-// ---- findings files (helper → application) --------------------------------------------------
-// One record per line, fields separated by tabs; backslash, tab, CR and LF escaped.
-
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '\\')
-      o += "\\\\";
-    else if (c == '\t')
-      o += "\\t";
-    else if (c == '\n')
-      o += "\\n";
-    else if (c == '\r')
-      o += "\\r";
-    else
-      o += c;
-  }
-  return o;
-}
-
-std::vector<std::string> fields(const std::string& line) {
-  std::vector<std::string> f(1);
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (c == '\t') {
-      f.emplace_back();
-    } else if (c == '\\' && i + 1 < line.size()) {
-      const char n = line[++i];
-      f.back() += n == 't' ? '\t' : n == 'n' ? '\n' : n == 'r' ? '\r' : n;
-    } else {
-      f.back() += c;
-    }
-  }
-  return f;
-}
-
-std::string issueLines(const Status& st) {
-  std::string o;
-  for (const auto& i : st.issues)
-    o += "issue\t" + std::to_string(int(i.severity)) + "\t" + std::to_string(int(i.code)) + "\t" + esc(i.where) + "\t" +
-         esc(i.detail) + "\n";
-  return o;
-}
-
-/// Adds an "issue" record to `st`; false when the record is malformed.
-bool parseIssue(const std::vector<std::string>& f, Status* st) {
-  if (f.size() != 5 || f[0] != "issue") return false;
-  char* end = nullptr;
-  const long sev = std::strtol(f[1].c_str(), &end, 10);
-  if (*end || sev < 0 || sev > int(Warning::Severity::Error)) return false;
-  const long code = std::strtol(f[2].c_str(), &end, 10);
-  if (*end || code < 0 || code > int(C::PermissionDenied)) return false;
-  SessionIssue i;
-  i.severity = Warning::Severity(sev);
-  i.code = C(code);
-  i.where = f[3];
-  i.detail = f[4];
-  st->issues.push_back(std::move(i));
-  return true;
-}
-
-bool writeText(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return false;
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  return std::fclose(f) == 0 && ok;
-}
-
-bool readLines(const std::string& path, std::vector<std::vector<std::string>>* out) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return false;
-  std::string text;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  std::fclose(f);
-  size_t a = 0;
-  while (a < text.size()) {
-    size_t b = text.find('\n', a);
-    if (b == std::string::npos) return false; // cut short: not a finished file
-    out->push_back(fields(text.substr(a, b - a)));
-    a = b + 1;
-  }
-  return true;
-}
-
-// ---- the private directory of checked copies ------------------------------------------------
-
-pid_t g_copy_dir_owner = 0;
-std::string g_copy_dir;
-
-void removeCopyDir() {
-  if (g_copy_dir.empty() || ::getpid() != g_copy_dir_owner) return; // a forked child leaves it alone
-  std::error_code ec;
-  std::filesystem::remove_all(g_copy_dir, ec);
-}
-
-/// This process's directory for checked copies, created on first use ("" when none can be made);
-/// made anew when this process may no longer write the one it has (a forked child that dropped
-/// privileges, a directory removed under it).
-std::string copyDir() {
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lk(mu);
-  if (!g_copy_dir.empty() && ::access(g_copy_dir.c_str(), W_OK | X_OK) == 0) return g_copy_dir;
-  g_copy_dir.clear();
-  [] {
-    std::vector<std::string> bases;
-    for (const char* v : {"FP8LAB_HDF5_COPY_DIR", "TMPDIR"})
-      if (const char* e = std::getenv(v); e && *e) bases.emplace_back(e);
-    bases.emplace_back("/var/tmp");
-    bases.emplace_back("/tmp");
-    for (const auto& base : bases) {
-      // Directories left by processes that died (kill -9, a crash) are removed first.
-      std::error_code ec;
-      for (auto it = std::filesystem::directory_iterator(base, ec); !ec && it != std::filesystem::directory_iterator();
-           it.increment(ec)) {
-        const std::string name = it->path().filename().string();
-        if (name.rfind("fp8lab-checked-", 0) != 0) continue;
-        const long pid = std::strtol(name.c_str() + 15, nullptr, 10);
-        struct stat st {};
-        if (pid <= 0 || ::lstat(it->path().c_str(), &st) != 0 || st.st_uid != ::geteuid()) continue;
-        if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH) {
-          std::error_code e2;
-          std::filesystem::remove_all(it->path(), e2);
-        }
-      }
-      std::string templ = base + "/fp8lab-checked-" + std::to_string(::getpid()) + "-XXXXXX";
-      std::vector<char> buf(templ.begin(), templ.end());
-      buf.push_back('\0');
-      if (::mkdtemp(buf.data())) {
-        g_copy_dir = buf.data();
-        if (g_copy_dir_owner != ::getpid()) std::atexit(removeCopyDir); // once per process
-        g_copy_dir_owner = ::getpid();
-        return;
-      }
-    }
-  }();
-  return g_copy_dir;
-}
-
-std::atomic<uint64_t> g_serial{0};
-
-// ---- the cache of prepared file versions ----------------------------------------------------
-
-struct Entry {
-  uint64_t order = 0;
-  Result<PreparedHdf5> prepared;
-  std::string carry_path;                            ///< made on first use (hdf5CarryCopy)
-  std::map<std::string, std::string> carry_failures; ///< run id → why H5Ocopy failed
-  std::vector<std::string> files;                    ///< removed when the entry goes
-};
-std::map<Key, Entry> g_cache; // under g_passed_mu
-std::set<Key> g_trusted;      // files the helper wrote for this process (under g_passed_mu)
-constexpr size_t kMaxEntries = 64;
-
-void dropFiles(const std::vector<std::string>& files) {
-  for (const auto& f : files) {
-    Key k;
-    if (fileKey(f, &k)) g_trusted.erase(k);
-    ::unlink(f.c_str());
-  }
-}
-
-/// Stores `e` under `key` (g_passed_mu held): older versions of the same file and the oldest
-/// entries beyond kMaxEntries go, with their copies.
-void remember(const Key& key, Entry e) {
-  for (auto it = g_cache.begin(); it != g_cache.end();) {
-    const bool older_version =
-        std::get<0>(it->first) == std::get<0>(key) && std::get<1>(it->first) == std::get<1>(key) && it->first != key;
-    if (older_version) {
-      dropFiles(it->second.files);
-      it = g_cache.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  if (auto it = g_cache.find(key); it != g_cache.end()) { // another thread was first: keep its copy
-    dropFiles(e.files);
-    return;
-  }
-  while (g_cache.size() >= kMaxEntries) {
-    auto oldest = std::min_element(g_cache.begin(), g_cache.end(),
-                                   [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
-    dropFiles(oldest->second.files);
-    g_cache.erase(oldest);
-  }
-  g_cache.emplace(key, std::move(e));
-}
-
 /// The helper's end as a verdict: ok, or one Corrupt refusal. *unusable when the helper cannot
 /// run in this environment at all (then the caller opens the file as without the helper).
 Status verdictOf(const std::string& path, const std::string& helper, int wstatus, bool timed_out, double limit,
@@ -487,12 +297,13 @@ struct HelperEnd {
   Status verdict;        ///< ok, or the Corrupt refusal
 };
 
-/// Runs `helper args...` on the file `path` of `bytes` bytes and judges its end. Time limit: the
-/// metadata limit plus 1 s per 20 MB (a checked copy reads every dataset). `what` words a refusal.
-HelperEnd runHelperOn(const std::string& helper, const std::string& path, int64_t bytes,
-                      const std::vector<std::string>& args, const std::string& what) {
+/// Runs `helper args...` on the file `path` and judges its end (time limit: the metadata limit; the
+/// walk reads no data). `what` words a refusal.
+HelperEnd runHelperOn(const std::string& helper, const std::string& path, const std::vector<std::string>& args,
+                      const std::string& what) {
   HelperEnd end;
-  const double limit = hdf5CheckTimeoutSeconds() + double(std::max<int64_t>(bytes, 0)) / 20e6;
+  const double limit = hdf5CheckTimeoutSeconds();
+  g_runs.fetch_add(1);
   int wstatus = 0;
   bool timed_out = false;
   end.started = runChecker(helper, args, limit, &wstatus, &timed_out);
@@ -500,239 +311,70 @@ HelperEnd runHelperOn(const std::string& helper, const std::string& path, int64_
   return end;
 }
 
+/// Verdicts per file version (under g_mu), at most kMaxVerdicts (the oldest half dropped beyond).
+std::map<Key, Status> g_verdicts;
+std::set<std::pair<uint64_t, uint64_t>> g_marked; // (device, inode) of files marked untrusted
+std::atomic<int> g_untrusted{-1};                 // -1: not decided yet (read the environment)
+constexpr size_t kMaxVerdicts = 1024;
+
 } // namespace
 
-Status checkHdf5FileIsolated(const std::string& path, Hdf5CheckKind) {
-  return prepareHdf5File(path);
+uint64_t hdf5CheckerRuns() {
+  return g_runs.load();
 }
 
-Result<PreparedHdf5> prepareHdf5File(const std::string& path) {
-  Result<PreparedHdf5> r;
-  r.value.session_path = path;
-  if (t_in_walk || !hdf5IsolationEnabled()) return r;
-  Key key;
-  if (!fileKey(path, &key)) return r; // the open itself reports the missing file
-  {
-    std::lock_guard<std::mutex> lk(g_passed_mu);
-    if (g_trusted.count(key)) return r;
-    if (auto it = g_cache.find(key); it != g_cache.end()) {
-      // The copy must still be there (a forked child sharing the directory may have evicted it).
-      const std::string& copy = it->second.prepared.value.session_path;
-      if (!it->second.prepared.value.isolated || copy == path || copy.empty() || ::access(copy.c_str(), R_OK) == 0)
-        return it->second.prepared;
-      g_cache.erase(it);
-    }
-  }
-  const std::string helper = hdf5CheckerPath();
-  if (helper.empty()) return r; // no helper installed: open unprotected
-  const std::string dir = copyDir();
-  if (dir.empty()) {
-    r.add(C::Hdf5Error, path,
-          "FP8 Lab reads HDF5 files through a checked copy and found no writable temporary directory for it "
-          "(tried $FP8LAB_HDF5_COPY_DIR, $TMPDIR, /var/tmp, /tmp); set FP8LAB_HDF5_COPY_DIR to a directory with room");
-    return r;
-  }
-  const std::string prefix = dir + "/" + std::to_string(g_serial.fetch_add(1));
-  const HelperEnd end = runHelperOn(helper, path, std::get<2>(key), {"prepare", path, prefix}, "contents");
-  if (!end.started) return r; // cannot start or lost it: unprotected
-  Entry e;
-  e.order = g_serial.fetch_add(1);
-  e.files = {prefix + ".h5", prefix + ".session", prefix + ".list"};
-  auto unlinkAll = [&] {
-    for (const auto& f : e.files) ::unlink(f.c_str());
-    e.files.clear();
-  };
-  if (end.unusable) {
-    unlinkAll();
-    return r;
-  }
-  if (!end.verdict.ok()) {
-    r.merge(end.verdict);
-    unlinkAll();
-  } else {
-    std::vector<std::vector<std::string>> sess, list;
-    if (!readLines(prefix + ".session", &sess) || !readLines(prefix + ".list", &list)) {
-      // The walk passed but the helper could not write its findings (disk full?). Never fall back to
-      // reading the original in this process: it is exactly what the copy exists to avoid.
-      unlinkAll();
-      r.add(C::Hdf5Error, path,
-            "the separate checking process could not hand back its findings (is " + dir +
-                " full?); free disk space there or set FP8LAB_HDF5_COPY_DIR to a directory with room");
-      return r; // not remembered: the next open tries again
-    } else {
-      PreparedHdf5& p = r.value;
-      p.isolated = true;
-      p.session_path.clear();
-      for (const auto& f : sess) {
-        if (parseIssue(f, &p.session)) continue;
-        if (f.size() >= 2 && f[0] == "copy" && f[1] == "ok") p.session_path = prefix + ".h5";
-        if (f.size() >= 3 && f[0] == "copy" && f[1] == "failed")
-          r.add(C::Hdf5Error, path,
-                "FP8 Lab reads HDF5 files through a checked copy, which could not be written (" + f[2] +
-                    "); free disk space in " + dir + " or set FP8LAB_HDF5_COPY_DIR to a directory with room");
-        if (f.size() == 4 && f[0] == "layout") p.layout[f[1]] = {f[2] == "1", f[3] == "1"};
-      }
-      for (const auto& f : list) {
-        if (parseIssue(f, &p.listing)) continue;
-        if (f.size() == 5 && f[0] == "entry") {
-          TensorEntry t;
-          t.name = f[1];
-          t.dtype = f[2];
-          t.importable = f[3] == "1";
-          for (const auto& d : fields(f[4])) // dims separated by tabs inside the escaped field
-            if (!d.empty()) t.shape.push_back(std::strtoll(d.c_str(), nullptr, 10));
-          p.listing.value.push_back(std::move(t));
-        }
-      }
-      ::unlink((prefix + ".session").c_str()); // read; only the copy stays
-      ::unlink((prefix + ".list").c_str());
-      e.files = {prefix + ".h5"};
-      if (p.session_path != prefix + ".h5") {
-        ::unlink((prefix + ".h5").c_str());
-        e.files.clear();
-      }
-    }
-  }
-  if (r.value.isolated && !r.ok()) { // the copy could not be written: not remembered, tried again next time
-    unlinkAll();
-    return r;
-  }
-  e.prepared = r;
-  std::lock_guard<std::mutex> lk(g_passed_mu);
-  if (r.value.session_path == prefix + ".h5") {
-    Key ck;
-    if (fileKey(prefix + ".h5", &ck)) g_trusted.insert(ck);
-  }
-  remember(key, std::move(e));
-  if (auto it = g_cache.find(key); it != g_cache.end()) return it->second.prepared;
-  return r;
+void setHdf5Untrusted(bool on) {
+  g_untrusted.store(on ? 1 : 0);
 }
 
-Result<std::string> hdf5CarryCopy(const std::string& path, std::map<std::string, std::string>* failures) {
-  Result<std::string> r;
-  r.value = path;
-  failures->clear();
-  auto prep = prepareHdf5File(path);
-  if (!prep.ok()) {
-    r.merge(prep);
-    return r;
+bool hdf5Untrusted() {
+  int v = g_untrusted.load();
+  if (v < 0) {
+    const char* e = std::getenv("FP8LAB_HDF5_UNTRUSTED");
+    v = (e && std::strcmp(e, "1") == 0) ? 1 : 0;
+    int expected = -1;
+    g_untrusted.compare_exchange_strong(expected, v);
+    v = g_untrusted.load();
   }
-  if (!prep.value.isolated) return r;
-  Key key;
-  if (!fileKey(path, &key)) return r;
-  {
-    std::lock_guard<std::mutex> lk(g_passed_mu);
-    if (auto it = g_cache.find(key);
-        it != g_cache.end() && !it->second.carry_path.empty() && ::access(it->second.carry_path.c_str(), R_OK) == 0) {
-      r.value = it->second.carry_path;
-      *failures = it->second.carry_failures;
-      return r;
-    }
-  }
-  const std::string helper = hdf5CheckerPath();
-  const std::string dir = copyDir();
-  if (helper.empty() || dir.empty()) {
-    r.add(C::Hdf5Error, path, "no checking process or temporary directory to copy the existing runs through");
-    return r;
-  }
-  const std::string prefix = dir + "/carry-" + std::to_string(g_serial.fetch_add(1));
-  auto drop = [&] {
-    ::unlink((prefix + ".h5").c_str());
-    ::unlink((prefix + ".carry").c_str());
-  };
-  const HelperEnd end = runHelperOn(helper, path, std::get<2>(key), {"carry", path, prefix}, "runs");
-  if (!end.started) {
-    drop();
-    r.add(C::Hdf5Error, path, "cannot start the checking process to copy the existing runs");
-    return r;
-  }
-  std::vector<std::vector<std::string>> lines;
-  if (end.unusable || !end.verdict.ok() || !readLines(prefix + ".carry", &lines)) {
-    drop();
-    r.merge(end.verdict);
-    if (r.ok())
-      r.add(C::Hdf5Error, path,
-            "the separate checking process could not copy the existing runs (is " + dir + " full?)");
-    return r;
-  }
-  ::unlink((prefix + ".carry").c_str());
-  for (const auto& f : lines)
-    if (f.size() == 3 && f[0] == "failed") (*failures)[f[1]] = f[2];
-  std::lock_guard<std::mutex> lk(g_passed_mu);
-  auto it = g_cache.find(key);
-  if (it == g_cache.end()) { // evicted meanwhile: use it once, remove it at exit
-    r.value = prefix + ".h5";
-    return r;
-  }
-  if (!it->second.carry_path.empty()) ::unlink(it->second.carry_path.c_str());
-  it->second.carry_path = prefix + ".h5";
-  it->second.carry_failures = *failures;
-  it->second.files.push_back(prefix + ".h5");
-  r.value = prefix + ".h5";
-  return r;
+  return v == 1;
 }
 
-Result<Dataset> importHdf5DatasetIsolated(const std::string& path, const std::string& dataset_path, bool* handled) {
-  Result<Dataset> r;
-  *handled = false;
-  auto prep = prepareHdf5File(path);
-  if (!prep.ok()) {
-    *handled = true;
-    r.merge(prep);
-    return r;
-  }
-  if (!prep.value.isolated) return r; // isolation off, no helper, or a file the helper wrote
-  const std::string helper = hdf5CheckerPath();
+void markHdf5Untrusted(const std::string& path) {
+  Key k;
+  if (!fileKey(path, &k)) return;
+  std::lock_guard<std::mutex> lk(g_mu);
+  g_marked.insert({std::get<0>(k), std::get<1>(k)});
+}
+
+bool hdf5NeedsCheck(const std::string& path) {
+  if (hdf5Untrusted()) return true;
+  Key k;
+  if (!fileKey(path, &k)) return false;
+  std::lock_guard<std::mutex> lk(g_mu);
+  return g_marked.count({std::get<0>(k), std::get<1>(k)}) > 0;
+}
+
+Status checkHdf5FileOutOfProcess(const std::string& path) {
+  if (t_in_walk || !hdf5IsolationEnabled()) return {};
   Key key;
-  const std::string dir = copyDir();
-  if (helper.empty() || dir.empty() || !fileKey(path, &key)) return r;
-  const std::string prefix = dir + "/import-" + std::to_string(g_serial.fetch_add(1));
-  const HelperEnd end =
-      runHelperOn(helper, path, std::get<2>(key), {"import", path, dataset_path, prefix}, "dataset " + dataset_path);
-  if (!end.started) return r;
-  *handled = true;
-  const std::vector<std::string> files{prefix + ".h5", prefix + ".issues"};
-  struct Cleanup {
-    const std::vector<std::string>& f;
-    ~Cleanup() {
-      std::lock_guard<std::mutex> lk(g_passed_mu);
-      dropFiles(f);
-    }
-  } cleanup{files};
-  if (end.unusable) {
-    *handled = false;
-    return r;
-  }
-  if (!end.verdict.ok()) {
-    r.merge(end.verdict);
-    return r;
-  }
-  std::vector<std::vector<std::string>> lines;
-  if (!readLines(prefix + ".issues", &lines)) {
-    r.add(C::Hdf5Error, path + ":" + dataset_path, "the separate checking process did not hand the dataset back");
-    return r;
-  }
-  for (const auto& f : lines) parseIssue(f, &r);
-  if (!r.ok()) return r;
-  Key ck;
+  if (!fileKey(path, &key)) return {}; // the open itself reports the missing file
   {
-    std::lock_guard<std::mutex> lk(g_passed_mu);
-    if (fileKey(prefix + ".h5", &ck)) g_trusted.insert(ck);
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (auto it = g_verdicts.find(key); it != g_verdicts.end()) return it->second;
   }
-  auto s = loadSession(prefix + ".h5");
-  const Dataset* d = s.ok() && s.value.runs.size() == 1 ? s.value.runs[0].find("tensor") : nullptr;
-  if (!d) {
-    r.merge(s);
-    r.add(C::Hdf5Error, path + ":" + dataset_path, "the separate checking process did not hand the dataset back");
-    return r;
-  }
-  r.value = *d;
-  return r;
+  const std::string helper = hdf5CheckerPath();
+  if (helper.empty()) return {}; // no helper installed: opened unchecked
+  const HelperEnd end = runHelperOn(helper, path, {"check", path}, "metadata");
+  if (!end.started || end.unusable) return {}; // cannot start it, or it cannot run here: unchecked
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (g_verdicts.size() >= kMaxVerdicts) g_verdicts.clear(); // rare; a later open checks again
+  g_verdicts[key] = end.verdict;
+  return end.verdict;
 }
 
 // ---- the helper's side ----------------------------------------------------------------------
 
-int runHdf5HelperPrepare(const std::string& path, const std::string& prefix) {
+int runHdf5HelperCheck(const std::string& path) {
   setHdf5Isolation(false);
   t_in_walk = true;
   // The metadata walk, under the allocation limit: the session open twice (the second while the
@@ -747,74 +389,10 @@ int runHdf5HelperPrepare(const std::string& path, const std::string& prefix) {
                 hdf5CheckMemoryLimitMiB());
     return kHdf5CheckExitMemory;
   }
-  std::string list = issueLines(listing);
-  for (const auto& e : listing.value) {
-    std::string dims;
-    for (auto d : e.shape) dims += std::to_string(d) + "\t";
-    list += "entry\t" + esc(e.name) + "\t" + esc(e.dtype) + "\t" + (e.importable ? "1" : "0") + "\t" + esc(dims) + "\n";
-  }
-  std::string sess = issueLines(reader);
-  if (reader.ok() && reader.value) {
-    const Status copy = writeCheckedSessionCopy(*reader.value, reader, path, prefix + ".h5");
-    sess += copy.ok() ? "copy\tok\n" : "copy\tfailed\t" + esc(copy.message()) + "\n";
-    for (const auto& run : reader.value->info().runs)
-      for (const auto& d : run.datasets)
-        sess += "layout\t" + esc(run.id + "/" + d.path) + "\t" + (d.chunked ? "1" : "0") + "\t" +
-                (d.compressed ? "1" : "0") + "\n";
-  } else {
-    sess += "copy\tnone\n";
-  }
-  reader.value.reset();
-  if (!writeText(prefix + ".list", list) || !writeText(prefix + ".session", sess)) return 0; // see prepareHdf5File
-  std::printf("%s%s", sess.c_str(), list.c_str());
-  return 0;
-}
-
-int runHdf5HelperCarry(const std::string& path, const std::string& prefix) {
-  setHdf5Isolation(false);
-  t_in_walk = true;
-  h5::quietErrors();
-  std::string lines;
-  h5::Handle src = h5::file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  h5::Handle dst = h5::file(H5Fcreate((prefix + ".h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
-  if (!src.valid() || !dst.valid()) return 0; // no .carry file: the application reports it
-  h5::Handle runs = h5::group(H5Gcreate2(dst, "runs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-  h5::Handle from = h5::group(H5Gopen2(src, "runs", H5P_DEFAULT));
-  if (!runs.valid() || !from.valid()) return 0;
-  for (const auto& id : h5::linkNames(from)) {
-    if (H5Ocopy(from, id.c_str(), runs, id.c_str(), H5P_DEFAULT, H5P_DEFAULT) < 0) {
-      lines += "failed\t" + esc(id) + "\t" + esc(h5::errorText()) + "\n";
-      H5Eclear2(H5E_DEFAULT);
-      if (H5Lexists(runs, id.c_str(), H5P_DEFAULT) > 0) H5Ldelete(runs, id.c_str(), H5P_DEFAULT);
-      H5Eclear2(H5E_DEFAULT);
-    }
-  }
-  runs.reset();
-  from.reset();
-  src.reset();
-  if (H5Fflush(dst, H5F_SCOPE_GLOBAL) < 0 || !dst.reset()) return 0;
-  writeText(prefix + ".carry", lines + "done\n");
-  return 0;
-}
-
-int runHdf5HelperImport(const std::string& path, const std::string& dataset_path, const std::string& prefix) {
-  setHdf5Isolation(false);
-  t_in_walk = true;
-  auto d = importHdf5Dataset(path, dataset_path);
-  Status st = d;
-  if (d.ok()) {
-    Session s;
-    Run run;
-    run.id = "import";
-    run.type = "import";
-    run.config_json = "{}";
-    run.datasets["tensor"] = std::move(d.value);
-    s.runs.push_back(std::move(run));
-    WriteOptions opt;
-    opt.compress = false;
-    st.merge(writeSession(prefix + ".h5", s, opt));
-  }
-  if (!writeText(prefix + ".issues", issueLines(st))) return 0; // the application reports the missing result
+  for (const auto& i : reader.issues) std::printf("session: %s\n", i.toString().c_str());
+  for (const auto& i : listing.issues) std::printf("listing: %s\n", i.toString().c_str());
+  std::printf("%zu run(s), %zu dataset(s) listed\n", reader.ok() && reader.value ? reader.value->info().runs.size() : 0,
+              listing.value.size());
   return 0;
 }
 

@@ -329,29 +329,20 @@ Result<std::unique_ptr<SessionReader>> SessionReader::open(const std::string& pa
     r.add(C::Corrupt, path, "cannot check the file: " + errorText());
     return r;
   }
-  // A crafted file can crash or hang libhdf5 itself, or damage its state for later files: the
-  // separate checking process walks it and re-encodes it; this process reads only that checked
-  // copy (hdf5_isolation.h). Its findings on the original come first; the in-process validation
-  // of the copy repeats those of the runs carried as they are (dropped below as duplicates).
-  auto prep = prepareHdf5File(path);
-  if (!prep.ok()) {
-    r.merge(prep);
-    return r;
-  }
-  if (prep.value.isolated) {
-    r.merge(prep.value.session);
-    if (!prep.value.session.ok()) return r;
-    if (prep.value.session_path.empty()) { // (prepareHdf5File refuses first; never open the original)
-      r.add(C::Hdf5Error, path, "the separate checking process made no checked copy of this session");
+  // A file from elsewhere (untrusted mode, or marked so) is checked by the separate checking
+  // process first: libhdf5 itself can crash or hang on a crafted file (hdf5_isolation.h).
+  if (hdf5NeedsCheck(path)) {
+    const Status verdict = checkHdf5FileOutOfProcess(path);
+    if (!verdict.ok()) {
+      r.merge(verdict);
       return r;
     }
   }
-  const std::string readable = prep.value.session_path.empty() ? path : prep.value.session_path;
   std::unique_ptr<SessionReader> sr(new SessionReader());
   auto& im = *sr->d;
   im.path = path;
   im.info.path = path;
-  im.file = file(H5Fopen(readable.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  im.file = file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   if (!im.file.valid()) {
     r.add(C::Corrupt, path, "HDF5 cannot open it (truncated or damaged): " + errorText());
     return r;
@@ -405,20 +396,6 @@ Result<std::unique_ptr<SessionReader>> SessionReader::open(const std::string& pa
   }
   for (const auto& id : linkNames(runs)) im.validateRun(id, &r);
   std::sort(im.info.runs.begin(), im.info.runs.end(), [](auto& a, auto& b) { return a.id < b.id; });
-  // The checked copy is contiguous and uncompressed; show the original's storage layout.
-  for (auto& run : im.info.runs)
-    for (auto& d : run.datasets)
-      if (auto it = prep.value.layout.find(run.id + "/" + d.path); it != prep.value.layout.end())
-        std::tie(d.chunked, d.compressed) = it->second;
-  // One line per finding: the checked copy's validation repeats the helper's for carried runs.
-  std::vector<SessionIssue> unique;
-  for (auto& i : r.issues) {
-    const bool seen = std::any_of(unique.begin(), unique.end(), [&](const SessionIssue& u) {
-      return u.severity == i.severity && u.code == i.code && u.where == i.where && u.detail == i.detail;
-    });
-    if (!seen) unique.push_back(std::move(i));
-  }
-  r.issues = std::move(unique);
   r.value = std::move(sr);
   return r;
 }

@@ -1,6 +1,5 @@
 // FP8 Lab — session writer: atomic saves (write beside, fsync, rename), append / delete / rename /
 // merge of runs by object copy. Layout: docs/session-format.md.
-#include "session/hdf5_isolation.h"
 #include "session/hdf5_util.h"
 #include "session/session.h"
 
@@ -159,9 +158,6 @@ struct WriteCtx {
   std::string file; // target path (for messages)
   int64_t total_bytes = 1;
   int64_t done_bytes = 0;
-  /// Writing a checked copy (hdf5_isolation.h): run ids are taken as the original has them (the
-  /// reader accepts any link name; the copy must not refuse what the original holds).
-  bool checked_copy = false;
 };
 
 /// Test hook: with FP8LAB_TEST_SAVE_PAUSE=PATH in the environment, a save stops just before its
@@ -259,7 +255,7 @@ bool writeDataset(hid_t run_group, const std::string& rel, const std::string& fu
 bool writeRun(hid_t runs, const Run& run, const std::string& id, WriteCtx& ctx, Status* st) {
   const std::string where = ctx.file + "#/runs/" + id;
   std::string why;
-  if (!ctx.checked_copy && !isValidRunId(id, &why)) {
+  if (!isValidRunId(id, &why)) {
     st->add(C::InvalidArgument, where, why);
     return false;
   }
@@ -351,31 +347,12 @@ struct CopyItem {
 struct RootInfo {
   std::string created_utc;
   Attributes extra;
-  bool verbatim = false; ///< checked copies: `extra` is the whole set (version, times kept)
 };
-
-/// Writes further runs into /runs after the fresh ones (checked copies stream run by run).
-using MoreRuns = std::function<bool(hid_t runs, WriteCtx& ctx, Status* st)>;
-
-/// The file this process copies runs of `path` from: its carry copy when isolation applies
-/// (hdf5_isolation.h: made by the helper with H5Ocopy, so runs are kept exactly, but this process's
-/// libhdf5 reads a file libhdf5 wrote), else `path`. False with the reason in *st.
-bool carrySource(const std::string& path, std::string* source, std::map<std::string, std::string>* failures,
-                 Status* st) {
-  auto c = hdf5CarryCopy(path, failures);
-  if (!c.ok()) {
-    st->merge(c);
-    st->add(C::WriteFailed, path, "cannot copy the existing runs through the checking process; nothing was written");
-    return false;
-  }
-  *source = c.value;
-  return true;
-}
 
 /// The one place files are produced: temp file ← root attrs, copied runs, new runs; commit.
 Status produce(const std::string& target, const RootInfo& root, const std::vector<CopyItem>& copies,
                const std::vector<std::pair<const Run*, std::string>>& fresh, const WriteOptions& opt,
-               const MoreRuns& more = {}, bool durable = true) {
+               bool durable = true) {
   quietErrors();
   Status st;
   if (target.empty()) {
@@ -403,13 +380,11 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
       return st;
     }
     Attributes ra = root.extra;
-    if (!root.verbatim) {
-      ra["application"] = std::string("FP8 Lab");
-      ra["format_version"] = static_cast<int64_t>(kSessionFormatVersion);
-      ra["app_version"] = std::string(FP8LAB_VERSION);
-      ra["created_utc"] = root.created_utc.empty() ? utcNow() : root.created_utc;
-      ra["modified_utc"] = utcNow();
-    }
+    ra["application"] = std::string("FP8 Lab");
+    ra["format_version"] = static_cast<int64_t>(kSessionFormatVersion);
+    ra["app_version"] = std::string(FP8LAB_VERSION);
+    ra["created_utc"] = root.created_utc.empty() ? utcNow() : root.created_utc;
+    ra["modified_utc"] = utcNow();
     for (const auto& [k, v] : ra)
       if (!writeAttr(f, k, v)) {
         st.add(C::WriteFailed, target, "cannot write root attribute '" + k + "': " + errorText());
@@ -420,28 +395,19 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
       st.add(C::WriteFailed, target, "cannot create /runs: " + errorText());
       return st;
     }
-    // Copies, grouped by source file so each is opened once. A session from outside is copied from
-    // its carry copy (never the original bytes).
-    std::map<std::string, std::pair<Handle, std::map<std::string, std::string>>> sources;
+    // Copies, grouped by source file so each is opened once; H5Ocopy keeps each run exactly
+    // (filters, byte order, attribute types, links).
+    std::map<std::string, Handle> sources;
     for (const auto& c : copies) {
       auto it = sources.find(c.file);
       if (it == sources.end()) {
-        std::string from;
-        std::map<std::string, std::string> failures;
-        if (!carrySource(c.file, &from, &failures, &st)) return st;
         quietErrors();
-        Handle sf = file(H5Fopen(from.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+        Handle sf = file(H5Fopen(c.file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
         if (!sf.valid()) {
           st.add(C::Corrupt, c.file, "cannot open for copying: " + errorText());
           return st;
         }
-        it = sources.emplace(c.file, std::make_pair(std::move(sf), std::move(failures))).first;
-      }
-      if (auto f = it->second.second.find(c.run); f != it->second.second.end()) {
-        st.add(C::WriteFailed, target + "#/runs/" + c.as,
-               "cannot copy run from '" + c.file + "' (damaged: the HDF5 library could not copy it: " + f->second +
-                   "); nothing was written");
-        return st;
+        it = sources.emplace(c.file, std::move(sf)).first;
       }
       if (opt.fault_injection && !opt.fault_injection("copy:/runs/" + c.run)) {
         st.add(C::WriteFailed, target + "#/runs/" + c.as,
@@ -450,7 +416,7 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
       }
       if (!progress(ctx, "copying run " + c.run, &st)) return st;
       const std::string src = "/runs/" + c.run;
-      if (H5Ocopy(it->second.first, src.c_str(), runs, c.as.c_str(), H5P_DEFAULT, H5P_DEFAULT) < 0) {
+      if (H5Ocopy(it->second, src.c_str(), runs, c.as.c_str(), H5P_DEFAULT, H5P_DEFAULT) < 0) {
         st.add(C::WriteFailed, target + "#/runs/" + c.as, "cannot copy run from '" + c.file + "': " + errorText());
         return st;
       }
@@ -458,7 +424,6 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
     sources.clear();
     for (const auto& [r, id] : fresh)
       if (!writeRun(runs, *r, id, ctx, &st)) return st;
-    if (more && !more(runs, ctx, &st)) return st;
     runs.reset();
     if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0 || !f.reset()) {
       st.add(C::WriteFailed, target, "cannot flush/close the HDF5 file: " + errorText());
@@ -489,11 +454,8 @@ bool existingRuns(const std::string& path, std::vector<std::string>* runs, RootI
     if (k != "application" && k != "format_version" && k != "app_version" && k != "created_utc" && k != "modified_utc")
       root->extra[k] = v;
   r.value.reset();
-  std::string from;
-  std::map<std::string, std::string> failures;
-  if (!carrySource(path, &from, &failures, st)) return false;
   quietErrors();
-  Handle f = file(H5Fopen(from.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  Handle f = file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   if (!f.valid()) {
     st->add(C::Corrupt, path, errorText());
     return false;
@@ -504,10 +466,6 @@ bool existingRuns(const std::string& path, std::vector<std::string>* runs, RootI
     return false;
   }
   *runs = linkNames(g);
-  // Runs the checking process could not copy are still the file's: listed, so a rewrite that keeps
-  // them fails with the reason instead of dropping them (deleting one works).
-  for (const auto& [id, why] : failures)
-    if (std::find(runs->begin(), runs->end(), id) == runs->end()) runs->push_back(id);
   std::sort(runs->begin(), runs->end());
   return true;
 }
@@ -712,87 +670,6 @@ Status mergeSessions(const std::string& out, const std::vector<std::string>& inp
   }
   st.merge(produce(out, root, copies, {}, opt));
   return st;
-}
-
-Status writeCheckedSessionCopy(SessionReader& reader, const Status& findings, const std::string& in,
-                               const std::string& out) {
-  const SessionInfo& info = reader.info();
-  // Objects named by a finding inside a valid run ("<in>#/runs/<id>/<path>": a dataset left out
-  // for its type or shape) are carried by H5Ocopy beside the re-encoded run, so the in-process open
-  // of the copy reports them as the original would (and leaves them out again), and a rewrite
-  // keeps them. Every dataset the application can read is re-encoded.
-  std::map<std::string, std::vector<std::string>> flagged; // run id → paths inside it
-  const std::string prefix = in + "#/runs/";
-  for (const auto& i : findings.issues) {
-    if (i.where.rfind(prefix, 0) != 0) continue;
-    const std::string rest = i.where.substr(prefix.size());
-    const size_t slash = rest.find('/');
-    if (slash != std::string::npos && slash + 1 < rest.size())
-      flagged[rest.substr(0, slash)].push_back(rest.substr(slash + 1));
-  }
-  std::vector<std::string> all;
-  {
-    quietErrors();
-    Handle f = file(H5Fopen(in.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-    Handle g = f.valid() ? group(H5Gopen2(f, "runs", H5P_DEFAULT)) : Handle();
-    if (g.valid()) all = linkNames(g);
-  }
-  std::vector<std::string> carried;
-  std::vector<std::string> reencode;
-  for (const auto& id : all) {
-    const RunInfo* ri = info.find(id);
-    if (!ri) { // failed validation: carried whole (the application cannot read it)
-      carried.push_back(id);
-      continue;
-    }
-    reencode.push_back(id);
-  }
-  RootInfo root;
-  root.extra = info.attrs;
-  root.verbatim = true;
-  // Not fsync'ed (a private, temporary file read right away), and uncompressed up to 4 Mi elements
-  // per dataset (a third of the helper's time went to gzip; the reader reports the original's
-  // layout). Larger datasets keep gzip level 1: a small file of highly compressible data (2.7 MB
-  // holding 256 MB of zeros, a breaking session's test) must not become a copy of its raw size.
-  WriteOptions opt;
-  opt.compress = true;
-  opt.gzip_level = 1;
-  opt.compress_min_elements = int64_t(4) << 20;
-  // Carried runs (and runs whose data cannot be read: a damaged chunk — reading that dataset then
-  // fails in the application the same way, with HDF5's message) are copied with H5Ocopy; a run
-  // group or object even H5Ocopy cannot copy is left out (the findings already name it; the
-  // original keeps it).
-  MoreRuns more = [&](hid_t runs, WriteCtx& ctx, Status*) {
-    Handle src = file(H5Fopen(in.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-    auto carry = [&](const std::string& id) {
-      const std::string from = "/runs/" + id;
-      if (!src.valid() || H5Ocopy(src, from.c_str(), runs, id.c_str(), H5P_DEFAULT, H5P_DEFAULT) < 0) {
-        H5Eclear2(H5E_DEFAULT);
-        if (H5Lexists(runs, id.c_str(), H5P_DEFAULT) > 0) H5Ldelete(runs, id.c_str(), H5P_DEFAULT);
-        H5Eclear2(H5E_DEFAULT);
-      }
-    };
-    for (const auto& id : carried) carry(id);
-    for (const auto& id : reencode) {
-      ctx.checked_copy = true;
-      auto run = reader.readRun(id); // one run in memory at a time
-      Status wst;
-      if (!run.ok() || !writeRun(runs, run.value, id, ctx, &wst)) {
-        if (H5Lexists(runs, id.c_str(), H5P_DEFAULT) > 0) H5Ldelete(runs, id.c_str(), H5P_DEFAULT);
-        H5Eclear2(H5E_DEFAULT);
-        carry(id);
-        continue;
-      }
-      for (const auto& rel : flagged[id]) {
-        const std::string from = "/runs/" + id + "/" + rel, to = id + "/" + rel;
-        if (pathExists(runs, to) || !src.valid() || !pathExists(src, from.substr(1))) continue;
-        Handle lcpl = lcplIntermediate();
-        if (H5Ocopy(src, from.c_str(), runs, to.c_str(), H5P_DEFAULT, lcpl) < 0) H5Eclear2(H5E_DEFAULT);
-      }
-    }
-    return true;
-  };
-  return produce(out, root, {}, {}, opt, more, /*durable=*/false);
 }
 
 } // namespace fp8lab

@@ -150,13 +150,13 @@ void BM_RawFread(benchmark::State& state) {
   std::filesystem::remove(path);
 }
 
-/// Opening a session from outside as the app does it (isolation on: the checking process walks the
-/// file and writes its checked copy, then this process reads the copy) against the same open with
-/// isolation off (libhdf5 reads the original in this process) — the price of never handing this
-/// process's libhdf5 a file from outside. The session: six 1024² datasets (float64 reference
-/// included, 28 MiB raw, gzip level 1 + shuffle as saved by default), about the default training
-/// session's size. Each iteration first bumps the file's modification time, so every open is of a
-/// new file version (no remembered verdict).
+/// Opening (SessionReader::open, metadata only) and loading (loadSession, every dataset) a session:
+/// as a trusted file (arg 0: in process, no helper), and as a file from elsewhere (arg 1: the
+/// separate checking process walks its metadata first, then the same in-process open) — the price
+/// of the check, beside its peer. The session: six 1024² datasets (float64 reference included,
+/// 28 MiB raw, gzip level 1 + shuffle as saved by default), about the default training session's
+/// size. Each iteration first bumps the file's modification time, so every open is of a new file
+/// version (no remembered verdict).
 void BM_OpenFromOutside(benchmark::State& state) {
   const std::string path = benchDir() + "/fp8lab_bench_session_o.h5";
   static const Session small = [] {
@@ -173,7 +173,7 @@ void BM_OpenFromOutside(benchmark::State& state) {
     state.SkipWithError("cannot write the session");
     return;
   }
-  setHdf5Isolation(state.range(0) != 0);
+  setHdf5Untrusted(state.range(0) != 0);
   if (state.range(0) != 0 && hdf5CheckerPath().empty()) state.SkipWithError("fp8lab-h5check not found");
   for (auto _ : state) {
     const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
@@ -185,8 +185,9 @@ void BM_OpenFromOutside(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(r.value.runs[0].datasets.size());
   }
-  setHdf5Isolation(false);
-  state.SetLabel(state.range(0) != 0 ? "checked copy (helper)" : "in-process, isolation off");
+  setHdf5Untrusted(false);
+  state.SetLabel(state.range(0) != 0 ? "untrusted: metadata check in the helper, then in process"
+                                     : "trusted: in process");
   std::filesystem::remove(path);
 }
 

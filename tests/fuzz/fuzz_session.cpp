@@ -5,12 +5,13 @@
 // appended (the rewrite path: existing runs copied as they are).
 //
 // libhdf5 itself (Debian's 1.10 build) is not instrumented; a crash inside it is still reported
-// (SEGV). As in the app, every file goes through the separate fp8lab-h5check process
-// (core/session/hdf5_isolation.h), which refuses the files that crash or hang libhdf5
-// (tests/fuzz/known-libhdf5-crashes/) and hands back checked copies, listings, imports and carry
-// copies — this process's libhdf5 reads only files libhdf5 wrote. A crash here is a real finding.
-// With FP8LAB_HDF5_ISOLATION=0 the target fuzzes the bare in-process reader (faster, and it finds
-// the library's own crashes within seconds).
+// (SEGV). Every input is handled as a file from elsewhere (untrusted mode): the separate
+// fp8lab-h5check process walks its metadata first (core/session/hdf5_isolation.h) and refuses the
+// files that crash or hang libhdf5 (tests/fuzz/known-libhdf5-crashes/); what passes is read in
+// process. A crash here is FP8 Lab's own, or a libhdf5 crash the check of one file cannot see
+// (damage that shows only after other files were read in the same process — tests/fuzz/
+// in-process-limits/). With FP8LAB_HDF5_ISOLATION=0 the target fuzzes the bare in-process reader
+// (faster, and it finds the library's own crashes within seconds).
 #include "fuzz_util.h"
 #include "io/tensor_import.h"
 #include "session/hdf5_isolation.h"
@@ -55,6 +56,7 @@ void keepHistory(const uint8_t* data, size_t size) {
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   setHdf5CheckTimeoutSeconds(3);
+  setHdf5Untrusted(true); // every input is a file from elsewhere: checked out of process first
   return 0;
 }
 
@@ -89,7 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool was_session = opened.ok();
   opened.value.reset(); // (loadSession above ran with this reader still open, as the GUI can)
   // A rewrite, as `run --out` into an existing session does: the runs already there are copied as
-  // they are (through the helper's carry copy), the new one written.
+  // they are (H5Ocopy), the new one written.
   if (was_session) {
     Run extra;
     extra.id = "fuzz-added";
