@@ -9,6 +9,9 @@
 #include "session.h"
 #include "view_render.h"
 
+#include "session/session.h"
+
+#include <QAction>
 #include <QLabel>
 #include <QImage>
 #include <QPushButton>
@@ -27,6 +30,25 @@ MainWindow::Options testOptions() {
   o.open_default_session = false;
   o.probe_backend = false;
   return o;
+}
+
+/// Writes a session of one GEMM run with a 4×4 error map (what the error heatmap draws):
+/// reference/D = 1..16, output/D = reference + 0.25, error/abs = 0.25 everywhere.
+bool writeGemmSession(const QString& file, QString* error) {
+  fp8lab::Run r;
+  r.id = "gemm-1";
+  r.type = "gemm";
+  r.config_json = "{\"type\":\"gemm\"}";
+  std::vector<double> ref(16);
+  std::vector<float> d(16), abs(16, 0.25f);
+  for (int k = 0; k < 16; ++k) ref[size_t(k)] = k + 1, d[size_t(k)] = float(k + 1) + 0.25f;
+  r.datasets["reference/D"] = fp8lab::Dataset::float64({4, 4}, ref, "1", "ideal");
+  r.putFloat32("output/D", d, 4, 4, "1", "D");
+  r.putFloat32("error/abs", abs, 4, 4, "1", "|D - ref|");
+  r.attrs["output_type"] = std::string("fp32");
+  Session s;
+  s.addRun(session_io::fromCoreRun(r));
+  return s.save(file, error);
 }
 
 QJsonObject smallGemm() {
@@ -215,11 +237,11 @@ private Q_SLOTS:
   // `fp8lab FILE.h5` (main.cpp: no default session, then openSession): the "No session open"
   // banner must not stay up once the file is open. A failed open leaves it.
   void openSessionHidesNoSessionBanner() {
-    const QString def = MainWindow::defaultSessionPath();
-    if (def.isEmpty() || !Session::fileSupport()) QSKIP("no bundled default session in this build");
+    if (!Session::fileSupport()) QSKIP("this build cannot read sessions (FP8LAB_WITH_HDF5=OFF)");
     QTemporaryDir dir;
     const QString copy = dir.filePath(QStringLiteral("mine.h5"));
-    QVERIFY(QFile::copy(def, copy));
+    QString error;
+    QVERIFY2(writeGemmSession(copy, &error), qPrintable(error));
     MainWindow w(testOptions());
     auto* banner = w.findChild<QLabel*>(QStringLiteral("banner"));
     QVERIFY(banner);
@@ -234,8 +256,11 @@ private Q_SLOTS:
   // Issue 5 §7: a view on a hidden tab does not reload when the session changes; it reloads when
   // shown. (The stall itself is measured by bench_gui, not here.)
   void hiddenViewsReloadWhenShown() {
-    const QString def = MainWindow::defaultSessionPath();
-    if (def.isEmpty() || !Session::fileSupport()) QSKIP("no bundled default session in this build");
+    if (!Session::fileSupport()) QSKIP("this build cannot read sessions (FP8LAB_WITH_HDF5=OFF)");
+    QTemporaryDir dir;
+    const QString file = dir.filePath(QStringLiteral("gemm.h5"));
+    QString error;
+    QVERIFY2(writeGemmSession(file, &error), qPrintable(error));
     MainWindow w(testOptions());
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
@@ -243,14 +268,94 @@ private Q_SLOTS:
     auto* heat = qobject_cast<ErrorHeatmapView*>(w.view(QStringLiteral("heatmap")));
     QVERIFY(heat);
     QVERIFY(!heat->hasPendingReload());
-    QVERIFY(w.openSession(def));
-    bool gemm = false;
-    for (const RunRecord& r : w.session()->runs()) gemm = gemm || r.kind.startsWith(QStringLiteral("gemm"));
+    QVERIFY(w.openSession(file));
     QVERIFY(heat->hasPendingReload());
     QVERIFY(heat->grids().isEmpty());
     QVERIFY(w.showView(QStringLiteral("heatmap")));
     QVERIFY(!heat->hasPendingReload());
-    if (gemm) QTRY_VERIFY(!heat->grids().isEmpty()); // the overview is read on the thread pool
+    // The overview is read on the thread pool: one cell per element of the 4×4 map, all 0.25.
+    QTRY_VERIFY(!heat->grids().isEmpty());
+    QCOMPARE(heat->grids().first().grid_rows, 4);
+    QCOMPARE(heat->grids().first().grid_cols, 4);
+    QCOMPARE(heat->grids().first().cell(3, 3), 0.25);
+    QCOMPARE(heat->grids().first().max, 0.25);
+  }
+
+  // The bundled default session belongs to the build or the installation: Save on it goes to
+  // Save as, which suggests a file elsewhere and refuses the bundled file itself; the file's bytes
+  // never change. FP8LAB_DEFAULT_SESSION makes a temporary copy the bundled session here.
+  void bundledSessionIsReadOnly() {
+    if (!Session::fileSupport()) QSKIP("this build cannot write sessions (FP8LAB_WITH_HDF5=OFF)");
+    QTemporaryDir dir;
+    const QString bundled = dir.filePath(QStringLiteral("default-session.h5"));
+    {
+      fp8lab::Run r;
+      r.id = "bundled-1";
+      r.type = "gemm";
+      r.config_json = "{}";
+      r.putFloat32("output/D", {1, 2, 3, 4}, 2, 2, "1", "D");
+      Session s;
+      s.addRun(session_io::fromCoreRun(r));
+      QString error;
+      QVERIFY2(s.save(bundled, &error), qPrintable(error));
+    }
+    auto bytes = [](const QString& f) {
+      QFile file(f);
+      return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+    };
+    const QByteArray before = bytes(bundled);
+    QVERIFY(!before.isEmpty());
+    const QByteArray oldEnv = qgetenv("FP8LAB_DEFAULT_SESSION");
+    qputenv("FP8LAB_DEFAULT_SESSION", bundled.toLocal8Bit());
+    auto restore = qScopeGuard([&] {
+      if (oldEnv.isEmpty())
+        qunsetenv("FP8LAB_DEFAULT_SESSION");
+      else
+        qputenv("FP8LAB_DEFAULT_SESSION", oldEnv);
+    });
+    QVERIFY(MainWindow::isBundledSession(bundled));
+    MainWindow::Options o = testOptions();
+    o.open_default_session = true;
+    MainWindow w(o);
+    QCOMPARE(w.session()->fileName(), QFileInfo(bundled).canonicalFilePath());
+    QVERIFY2(w.windowTitle().contains(QStringLiteral("(read-only)")), qPrintable(w.windowTitle()));
+    RunRecord extra;
+    extra.kind = QStringLiteral("gemm");
+    extra.label = QStringLiteral("mine");
+    w.session()->addRun(extra);
+    QStringList suggested;
+    const QString mine = dir.filePath(QStringLiteral("mine.h5"));
+    w.setSaveFileChooser([&](const QString& s) {
+      suggested << s;
+      return mine;
+    });
+    auto* save = w.findChild<QAction*>(QStringLiteral("actionSave"));
+    QVERIFY(save);
+    save->trigger();               // File → Save
+    QCOMPARE(suggested.size(), 1); // went to Save as
+    QVERIFY2(!MainWindow::isBundledSession(suggested[0]), qPrintable(suggested[0]));
+    QCOMPARE(bytes(bundled), before);
+    QCOMPARE(w.session()->fileName(), mine);
+    QVERIFY(!w.session()->isModified());
+    QVERIFY(!w.windowTitle().contains(QStringLiteral("(read-only)")));
+    // The banner about the bundled session went with it.
+    QVERIFY(w.findChild<QLabel*>(QStringLiteral("banner"))->isHidden());
+    // Save as onto the bundled file is refused with a reason.
+    w.session()->renameRun(0, QStringLiteral("renamed"));
+    w.setSaveFileChooser([&](const QString&) { return bundled; });
+    QVERIFY(!w.saveAs());
+    QCOMPARE(bytes(bundled), before);
+    QVERIFY(w.issues()->rowCount() >= 1);
+    QVERIFY2(w.issues()->issues().last().text.contains(QStringLiteral("read-only")),
+             qPrintable(w.issues()->issues().last().text));
+    // A writable file of the user's is saved in place, without a dialog.
+    w.setSaveFileChooser([&](const QString& s) {
+      suggested << s;
+      return QString();
+    });
+    QVERIFY(w.save());
+    QCOMPARE(suggested.size(), 1);
+    QVERIFY(!w.session()->isModified());
   }
 
   // File → Export plot asks for the size (issue 6 §5): the dialog starts at the given size, and
