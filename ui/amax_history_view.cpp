@@ -277,6 +277,8 @@ void AmaxHistoryView::loadTensor() {
   QStringList missing;
   DelayedScalingConfig c;
   format_ = &Format::E4M3FN();
+  // An FP32 baseline records amaxes only: it used no scale and kept no window.
+  scaled_ = !run_ || run_->attr(QStringLiteral("precision")) != QStringLiteral("fp32");
   if (!run_) {
     amax_ = demoAmaxSequence(600);
     c.preset = DelayedPreset::Flax;
@@ -292,13 +294,13 @@ void AmaxHistoryView::loadTensor() {
       missing << err;
     if (run_->has(g + QStringLiteral("/scale")) && run_->readAll(g + QStringLiteral("/scale"), &b, &err))
       rec_scale_ = b.v;
-    else
-      missing << tr("%1/scale (no recorded scale: an FP32 run?)").arg(g);
+    else if (scaled_)
+      missing << tr("%1/scale").arg(g);
     if (run_->has(g + QStringLiteral("/saturated")) && run_->readAll(g + QStringLiteral("/saturated"), &b, &err))
       for (double x : b.v) saturated_.push_back(int64_t(x));
     if (run_->has(g + QStringLiteral("/amax_history"))) {
       if (!run_->readAll(g + QStringLiteral("/amax_history"), &rec_hist_, &err)) missing << err;
-    } else
+    } else if (scaled_)
       missing << tr("%1/amax_history (recorded only under delayed scaling)").arg(g);
     const QString fmt = run_->groupAttr(g, QStringLiteral("format"));
     if (const Format* f = Format::byName(fmt.toStdString()); f && f->bits() <= 8) format_ = f;
@@ -308,9 +310,14 @@ void AmaxHistoryView::loadTensor() {
                    : DelayedPreset::Flax;
     const int L = run_->groupAttr(g, QStringLiteral("history_len")).toInt();
     c.history_len = L > 0 ? L : (rec_hist_.cols > 0 ? int(rec_hist_.cols) : 16);
-    note_ = tr("%1, %2 scaling recorded%3")
-                .arg(QString::fromStdString(format_->name()), scaling.isEmpty() ? tr("unknown") : scaling,
-                     L > 0 ? tr(", history %1").arg(L) : QString());
+    if (scaled_)
+      note_ = tr("%1, %2 scaling recorded%3")
+                  .arg(QString::fromStdString(format_->name()), scaling.isEmpty() ? tr("unknown") : scaling,
+                       L > 0 ? tr(", history %1").arg(L) : QString());
+    else
+      note_ = tr("FP32 run: no scaling, so no scale and no window were recorded; the window bars and the dashed "
+                 "curve are the what-if (delayed scaling replayed on these amaxes, %1)")
+                  .arg(QString::fromStdString(format_->name()));
   }
   if (!missing.isEmpty())
     note_ += tr(" \u00b7 <span style='color:#b00020'>missing: %1</span>")
@@ -616,11 +623,16 @@ void AmaxHistoryView::drawStep() {
   // Six significant digits on the plot (two short lines, clear of the legend); the CSV keeps
   // full precision.
   auto g6 = [](double v) { return QString::number(v, 'g', 6); };
-  taken_text_->setText(tr("after step %1: %2 of the window = %3\n\u2192 next dequant scale %4 = %5 / %6 \u00b7 2^%7")
-                           .arg(step_)
-                           .arg(cfg_.algo == AmaxAlgo::Max ? tr("max") : tr("most recent"), g6(taken), g6(next),
-                                g6(taken), numberText(fmax))
-                           .arg(cfg_.margin));
+  if (scaled_)
+    taken_text_->setText(tr("after step %1: %2 of the window = %3\n\u2192 next dequant scale %4 = %5 / %6 \u00b7 2^%7")
+                             .arg(step_)
+                             .arg(cfg_.algo == AmaxAlgo::Max ? tr("max") : tr("most recent"), g6(taken), g6(next),
+                                  g6(taken), numberText(fmax))
+                             .arg(cfg_.margin));
+  else
+    taken_text_->setText(tr("after step %1: %2 of the what-if window = %3\n(this FP32 run used no scale)")
+                             .arg(step_)
+                             .arg(cfg_.algo == AmaxAlgo::Max ? tr("max") : tr("most recent"), g6(taken)));
   QCPAxis* tx = top_->axis(QCPAxis::atBottom);
   tx->setRange(double(first) - 0.5, double(step_) + 0.5 + (te ? 1 : 0));
   // Whole steps only on the window axis.
@@ -657,6 +669,10 @@ void AmaxHistoryView::setInfo() {
 
 QString AmaxHistoryView::infoText() const {
   return info_->text();
+}
+
+QString AmaxHistoryView::windowText() const {
+  return taken_text_ ? taken_text_->text() : QString();
 }
 
 QString AmaxHistoryView::csv() const {

@@ -36,6 +36,11 @@ std::vector<double> readVec(const RunAccess* r, const QString& path) {
   return b.v;
 }
 
+/// Whether the run quantized anything: an FP32 baseline has amaxes but no scale.
+bool isScaled(const RunAccess* r) {
+  return r && r->attr(QStringLiteral("precision")) != QStringLiteral("fp32");
+}
+
 QString runName(const RunAccess* r) {
   const QString label = r->attr(QStringLiteral("label"));
   const QString scaling = r->attr(QStringLiteral("scaling"));
@@ -111,23 +116,34 @@ void ScaleEvolutionView::setSession(Session* session) {
 void ScaleEvolutionView::rebuildRuns() {
   if (!session_) return;
   const QString was = run_box_->currentData().toString(), wasCmp = cmp_box_->currentData().toString();
+  const bool hadRuns = run_box_->count() > 0;
   updating_ = true;
   run_box_->clear();
   cmp_box_->clear();
   cmp_box_->addItem(tr("(none)"), QString());
-  QStringList ids;
+  QStringList ids, scaled;
   for (const RunRecord& r : session_->runs())
     if (r.kind == QStringLiteral("training")) {
       const QString name = r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')');
       run_box_->addItem(name, r.id);
       cmp_box_->addItem(name, r.id);
       ids << r.id;
+      if (isScaled(RunAccess::forRecord(r, session_->fileName()).get())) scaled << r.id;
     }
+  // First choice: an FP8 run (this view is about scales; an FP32 baseline has none), then
+  // another FP8 run dashed beside it.
   int i = run_box_->findData(was);
+  if (i < 0 && !scaled.isEmpty()) i = run_box_->findData(scaled.first());
   run_box_->setCurrentIndex(i < 0 ? 0 : i);
-  int c = cmp_box_->findData(wasCmp);
-  if (c < 0 && ids.size() > 1)
-    c = cmp_box_->findData(ids.value(ids.indexOf(run_box_->currentData().toString()) == 0 ? 1 : 0));
+  const QString main = run_box_->currentData().toString();
+  // Keep the run compared with, or "(none)" when that was chosen for the same main run; else pick.
+  int c = wasCmp.isEmpty() ? (hadRuns && main == was ? 0 : -1) : cmp_box_->findData(wasCmp);
+  if (c < 0)
+    for (const QString& id : scaled.isEmpty() ? ids : scaled)
+      if (id != main) {
+        c = cmp_box_->findData(id);
+        break;
+      }
   cmp_box_->setCurrentIndex(c < 0 ? 0 : c);
   updating_ = false;
   runsChosen();
@@ -274,13 +290,11 @@ void ScaleEvolutionView::draw() {
   legend->setFont(lf);
   int64_t satEvents = 0;
   int64_t maxSteps = 0;
+  bool anyScale = false;
   auto addSeries = [&](const RunAccess* r, const QString& t, int colour, bool dashed) {
     const QString g = QStringLiteral("history/") + t;
     const QString who = dashed ? runName(r) + QStringLiteral(" ") : QString();
     std::vector<double> sc = readVec(r, g + (quant_ ? QStringLiteral("/quant_scale") : QStringLiteral("/scale")));
-    if (sc.empty() && !quant_) {
-      // Derive nothing: say what is missing.
-    }
     if (sc.empty() && quant_) {
       const auto d = readVec(r, g + QStringLiteral("/scale"));
       for (double x : d) sc.push_back(x > 0 ? 1.0 / x : std::nan(""));
@@ -297,8 +311,9 @@ void ScaleEvolutionView::draw() {
       gr->setPen(QPen(c, dashed ? 1.3 : 1.8, dashed ? Qt::DashLine : Qt::SolidLine));
       gr->setData(x, y, true);
       gr->addToLegend(legend);
-    } else {
-      missing << tr("%1 of %2 (FP32 run?)").arg(g + QStringLiteral("/scale"), r->id());
+      anyScale = true;
+    } else if (isScaled(r)) {
+      missing << tr("%1 of %2").arg(g + QStringLiteral("/scale"), r->id());
     }
     if (show_amax_ && !am.empty()) {
       QVector<double> x(int(am.size())), y(int(am.size()));
@@ -335,6 +350,7 @@ void ScaleEvolutionView::draw() {
     if (cmp_ && cmp_->has(QStringLiteral("history/%1/amax").arg(checked[i])))
       addSeries(cmp_.get(), checked[i], i, true);
   }
+  if (!anyScale && show_amax_) ty->setLabel(tr("amax (max |x|, tensor units)"));
   // Loss below.
   auto addLoss = [&](const RunAccess* r, bool dashed) {
     const auto loss = readVec(r, QStringLiteral("training/loss"));
@@ -389,6 +405,8 @@ void ScaleEvolutionView::draw() {
                                             : run_->attr(QStringLiteral("scaling")))
               .arg(maxSteps);
   if (cmp_) info << tr("dashed: %1").arg(runName(cmp_.get()));
+  for (const RunAccess* r : {run_.get(), cmp_.get()})
+    if (r && !isScaled(r)) info << tr("%1 is an FP32 run: no scale, amax only").arg(r->id());
   info << tr("%n saturation event(s) marked", nullptr, int(satEvents));
   info << tr("drag / wheel to pan and zoom; the loss plot follows");
   if (!missing.isEmpty())

@@ -10,10 +10,12 @@
 #include "heatmap_model.h"
 #include "qcp.h"
 #include "scale_evolution_view.h"
+#include "session.h"
 #include "view_render.h"
 
 #include "session/session.h"
 
+#include <QComboBox>
 #include <QImage>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -123,6 +125,27 @@ Run goldenTraining(const std::string& id, bool withHistory = true) {
   return r;
 }
 
+// Golden FP32 baseline (core/training/training_session.cpp for precision fp32): amaxes and loss
+// only, no scale, no window, no saturation counts.
+Run goldenFp32(const std::string& id) {
+  Run r;
+  r.id = id;
+  r.type = "training";
+  r.config_json = "{\"type\":\"training\"}";
+  r.attrs["precision"] = std::string("fp32");
+  r.attrs["scaling"] = std::string("none");
+  const int n = 20;
+  std::vector<float> amax(n, 1.0f), loss(n);
+  for (int t = 0; t < n; ++t) loss[size_t(t)] = 2.0f - 0.04f * float(t);
+  r.putFloat32("history/fc1/input/amax", amax, n, -1, "1", "amax");
+  r.group_attrs["history/fc1/input"]["format"] = std::string("E4M3FN");
+  r.group_attrs["history/fc1/input"]["scaling"] = std::string("none (FP32 baseline)");
+  r.group_attrs["history/fc1/input"]["history_len"] = int64_t(0);
+  r.putFloat32("training/loss", loss, n, -1, "nats", "loss");
+  r.setMetric("final_test_accuracy", 0.83, "1", "");
+  return r;
+}
+
 int distinctColours(const QImage& img) {
   std::set<QRgb> c;
   for (int y = 0; y < img.height(); y += 3)
@@ -143,7 +166,10 @@ private Q_SLOTS:
     QVERIFY(dir_.isValid());
     file_ = dir_.filePath(QStringLiteral("golden.h5"));
     fp8lab::Session s;
-    s.runs = {goldenGemm("g1"), goldenGemm("g2", 1.0), goldenTraining("t-delayed"), goldenTraining("t-current", false)};
+    // The FP32 baseline sorts first (runs are stored by id), as in the default experiment's
+    // session: a view that picks a default run must not take it for its position.
+    s.runs = {goldenFp32("fp32-baseline"), goldenGemm("g1"), goldenGemm("g2", 1.0), goldenTraining("t-delayed"),
+              goldenTraining("t-current", false)};
     // A GEMM run that lacks the quantized-exact reference (an older or partial file).
     Run partial = goldenGemm("g3-partial");
     partial.datasets.erase("reference/D_quantized_exact");
@@ -415,6 +441,53 @@ private Q_SLOTS:
         v.csv().startsWith(QStringLiteral("step,fc1/input amax,fc1/input dequant_scale,fc1/input saturated,loss\n")));
     v.setRuns(nullptr);
     QCOMPARE(v.plot()->plottableCount(), 0);
+  }
+
+  // A scale view opens on an FP8 run: the session's first training run is the FP32 baseline,
+  // which has no scale; the default is the first FP8 run (t-current, by id) with the next FP8
+  // run (t-delayed) dashed. Shown explicitly, the FP32 run draws its amax only and lists nothing as
+  // missing (it has no scale to miss).
+  void scaleEvolutionOpensOnAnFp8Run() {
+    fp8lab::ui::Session s;
+    QString err;
+    QVERIFY2(s.load(file_, &err), qPrintable(err));
+    QCOMPARE(s.run(0).id, QStringLiteral("fp32-baseline"));
+    ScaleEvolutionView v;
+    v.resize(1200, 800);
+    v.setSession(&s);
+    QCOMPARE(v.findChild<QComboBox*>(QStringLiteral("run"))->currentData().toString(), QStringLiteral("t-current"));
+    QCOMPARE(v.findChild<QComboBox*>(QStringLiteral("compare"))->currentData().toString(), QStringLiteral("t-delayed"));
+    QVERIFY2(!v.infoText().contains(QStringLiteral("missing")), qPrintable(v.infoText()));
+    v.setRuns(RunAccess::fromFile(file_, QStringLiteral("fp32-baseline"), &err));
+    QVERIFY2(!v.infoText().contains(QStringLiteral("missing")), qPrintable(v.infoText()));
+    QVERIFY(!v.infoText().contains(QStringLiteral("FP32 run?")));
+    QVERIFY2(v.infoText().contains(QStringLiteral("fp32-baseline is an FP32 run: no scale")), qPrintable(v.infoText()));
+    QStringList names;
+    for (int i = 0; i < v.plot()->plottableCount(); ++i) names << v.plot()->plottable(i)->name();
+    QCOMPARE(names, (QStringList{QStringLiteral("fc1/input amax"), QStringLiteral("loss, fp32-baseline [none]")}));
+    QCOMPARE(v.scaleRect()->axis(QCPAxis::atLeft)->label(), QStringLiteral("amax (max |x|, tensor units)"));
+  }
+
+  // The amax view names no scale for an FP32 run: it recorded none and used none. The window
+  // and the dashed curve are the what-if replay, and say so.
+  void amaxViewShowsNoScaleForFp32() {
+    QString err;
+    AmaxHistoryView v;
+    v.resize(1200, 800);
+    v.setRunAccess(RunAccess::fromFile(file_, QStringLiteral("fp32-baseline"), &err));
+    QCOMPARE(v.steps(), 20);
+    QVERIFY(v.recordedScale().empty());
+    v.setStep(5);
+    QVERIFY2(!v.windowText().contains(QStringLiteral("scale ")), qPrintable(v.windowText()));
+    QVERIFY(v.windowText().contains(QStringLiteral("used no scale")));
+    QVERIFY2(!v.infoText().contains(QStringLiteral("missing")), qPrintable(v.infoText()));
+    QVERIFY(!v.infoText().contains(QStringLiteral("recorded dequant scale")));
+    QVERIFY(v.infoText().contains(QStringLiteral("FP32 run: no scaling")));
+    // A delayed-scaling run keeps its next scale: window max 8 after step 5 → 8 / 448 · 2^0.
+    v.setRunAccess(RunAccess::fromFile(file_, QStringLiteral("t-delayed"), &err));
+    v.setStep(5);
+    QVERIFY2(v.windowText().contains(QStringLiteral("next dequant scale 0.0178571 = 8 / 448")),
+             qPrintable(v.windowText()));
   }
 
   void comparisonTableBarsDiff() {
