@@ -495,7 +495,7 @@ void AmaxHistoryView::drawAll() {
   bx->setLabel(tr("training step"));
   by->setLabel(tr("amax, dequant scale (x \u2248 q \u00b7 scale)"));
   by->setScaleType(QCPAxis::stLogarithmic);
-  by->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+  by->setTicker(distinctLogTicker());
   by->setNumberFormat(QStringLiteral("eb"));
   by->setNumberPrecision(0);
   QVector<double> xs(int(amax_.size())), ya(int(amax_.size()));

@@ -2,7 +2,30 @@
 
 #include "qcp.h"
 
+#include <QSet>
+
 namespace fp8lab::ui {
+
+namespace {
+class DistinctLogTicker : public QCPAxisTickerLog {
+protected:
+  QVector<QString> createLabelVector(const QVector<double>& ticks, const QLocale& locale, QChar formatChar,
+                                     int precision) override {
+    QVector<QString> labels;
+    for (int p = precision; p <= precision + 8; ++p) {
+      labels = QCPAxisTickerLog::createLabelVector(ticks, locale, formatChar, p);
+      if (QSet<QString>(labels.begin(), labels.end()).size() == labels.size()) break;
+    }
+    return labels;
+  }
+};
+} // namespace
+
+QSharedPointer<QCPAxisTickerLog> distinctLogTicker() {
+  auto t = QSharedPointer<DistinctLogTicker>::create();
+  t->setLogBase(10);
+  return t;
+}
 
 void plotEmptyState(QCustomPlot* plot, const QString& text) {
   plot->clearPlottables();

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <QColor>
+#include <QSharedPointer>
 #include <QString>
 
 class QCustomPlot;
+class QCPAxisTickerLog;
 class QCPColorGradient;
 
 namespace fp8lab::ui {
@@ -18,5 +20,10 @@ QCPColorGradient errorGradient();
 QCPColorGradient differenceGradient();
 /// The colour of NaN cells (magenta: not on either gradient).
 QColor nanColor();
+/// A base-10 log ticker whose labels are all different: over a range of several decades the
+/// ticks are the decades (10ⁿ, with the axis number format "eb", precision 0); over a range
+/// narrower than that, where QCustomPlot puts ticks between decades, each label gets as many
+/// significant digits as it takes to tell it from its neighbours (never two ticks "10¹").
+QSharedPointer<QCPAxisTickerLog> distinctLogTicker();
 
 } // namespace fp8lab::ui

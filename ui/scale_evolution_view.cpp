@@ -268,7 +268,7 @@ void ScaleEvolutionView::draw() {
   QCPAxis* bx = bottom_->axis(QCPAxis::atBottom);
   QCPAxis* by = bottom_->axis(QCPAxis::atLeft);
   ty->setScaleType(QCPAxis::stLogarithmic);
-  ty->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+  ty->setTicker(distinctLogTicker());
   ty->setNumberFormat(QStringLiteral("eb"));
   ty->setNumberPrecision(0);
   ty->setLabel(quant_ ? tr("quant scale s (q = cast(x\u00b7s))%1").arg(show_amax_ ? tr(", amax") : QString())

@@ -8,6 +8,7 @@
 #include "main_window.h"
 #include "session.h"
 #include "view_render.h"
+#include "qcp.h"
 
 #include "session/session.h"
 
@@ -15,6 +16,7 @@
 #include <QLabel>
 #include <QImage>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -32,20 +34,29 @@ MainWindow::Options testOptions() {
   return o;
 }
 
-/// Writes a session of one GEMM run with a 4×4 error map (what the error heatmap draws):
-/// reference/D = 1..16, output/D = reference + 0.25, error/abs = 0.25 everywhere.
-bool writeGemmSession(const QString& file, QString* error) {
+/// Writes a session of one GEMM run with an n×n error map (what the error heatmap draws):
+/// reference/D(i, j) = i·n + j + 1, output/D = reference + 0.25, error/abs = 0.25 everywhere;
+/// A and B (n×8 and 8×n) hold 1 + i and 1 + j, so row i of A is all i + 1.
+bool writeGemmSession(const QString& file, QString* error, int n = 4) {
   fp8lab::Run r;
   r.id = "gemm-1";
   r.type = "gemm";
   r.config_json = "{\"type\":\"gemm\"}";
-  std::vector<double> ref(16);
-  std::vector<float> d(16), abs(16, 0.25f);
-  for (int k = 0; k < 16; ++k) ref[size_t(k)] = k + 1, d[size_t(k)] = float(k + 1) + 0.25f;
-  r.datasets["reference/D"] = fp8lab::Dataset::float64({4, 4}, ref, "1", "ideal");
-  r.putFloat32("output/D", d, 4, 4, "1", "D");
-  r.putFloat32("error/abs", abs, 4, 4, "1", "|D - ref|");
+  const size_t nn = size_t(n) * size_t(n);
+  std::vector<double> ref(nn);
+  std::vector<float> d(nn), abs(nn, 0.25f), a(size_t(n) * 8), b(size_t(n) * 8);
+  for (size_t k = 0; k < nn; ++k) ref[k] = double(k + 1), d[k] = float(k + 1) + 0.25f;
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < 8; ++k)
+      a[size_t(i) * 8 + size_t(k)] = float(i + 1), b[size_t(k) * size_t(n) + size_t(i)] = float(i + 1);
+  r.datasets["reference/D"] = fp8lab::Dataset::float64({n, n}, ref, "1", "ideal");
+  r.putFloat32("output/D", d, n, n, "1", "D");
+  r.putFloat32("error/abs", abs, n, n, "1", "|D - ref|");
+  r.putFloat32("inputs/A", a, n, 8, "1", "A");
+  r.putFloat32("inputs/B", b, 8, n, "1", "B");
   r.attrs["output_type"] = std::string("fp32");
+  r.attrs["format_a"] = std::string("E4M3FN");
+  r.attrs["format_b"] = std::string("E4M3FN");
   Session s;
   s.addRun(session_io::fromCoreRun(r));
   return s.save(file, error);
@@ -279,6 +290,55 @@ private Q_SLOTS:
     QCOMPARE(heat->grids().first().grid_cols, 4);
     QCOMPARE(heat->grids().first().cell(3, 3), 0.25);
     QCOMPARE(heat->grids().first().max, 0.25);
+  }
+
+  // In the window at its default 1400×900, a click on an element of a 512×512 map fills the
+  // detail pane without changing the map's geometry (the element under the pointer stays the
+  // same), and the pane shows its whole text (it fits or scrolls; nothing is cut off).
+  void heatmapClickKeepsTheMap() {
+    if (!Session::fileSupport()) QSKIP("this build cannot read sessions (FP8LAB_WITH_HDF5=OFF)");
+    QTemporaryDir dir;
+    const QString file = dir.filePath(QStringLiteral("gemm.h5"));
+    QString error;
+    QVERIFY2(writeGemmSession(file, &error, 512), qPrintable(error));
+    MainWindow w(testOptions());
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openSession(file));
+    QVERIFY(w.showView(QStringLiteral("heatmap")));
+    auto* heat = qobject_cast<ErrorHeatmapView*>(w.view(QStringLiteral("heatmap")));
+    QTRY_VERIFY(!heat->grids().isEmpty());
+    heat->zoomTo(480, 96, 16, 16); // one cell per element
+    QCOMPARE(heat->grids().first().block_rows, 1);
+    QCoreApplication::processEvents();
+    heat->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QCPAxisRect* rect = heat->plot()->axisRect(0);
+    const QRect before = rect->rect();
+    const QSize plotBefore = heat->plot()->size();
+    const QPoint px(int(rect->axis(QCPAxis::atBottom)->coordToPixel(101)),
+                    int(rect->axis(QCPAxis::atLeft)->coordToPixel(486)));
+    QTest::mouseMove(heat->plot(), px);
+    QTRY_VERIFY(heat->hoverText().startsWith(QStringLiteral("(i, j) = (486, 101)")));
+    QTest::mouseClick(heat->plot(), Qt::LeftButton, {}, px);
+    QVERIFY2(heat->detailText().contains(QStringLiteral("Element (486, 101)")), qPrintable(heat->detailText()));
+    for (int i = 0; i < 5; ++i) QCoreApplication::processEvents();
+    heat->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QCOMPARE(heat->plot()->size(), plotBefore);
+    QCOMPARE(rect->rect(), before);
+    QTest::mouseMove(heat->plot(), px + QPoint(1, 0));
+    QTRY_VERIFY2(heat->hoverText().startsWith(QStringLiteral("(i, j) = (486, 101)")), qPrintable(heat->hoverText()));
+    // FP8LAB_TEST_GRAB=FILE.png keeps a picture of the window after the click, for review.
+    if (!qEnvironmentVariableIsEmpty("FP8LAB_TEST_GRAB")) w.grab().save(qEnvironmentVariable("FP8LAB_TEST_GRAB"));
+    // The pane: every line of the detail is inside the label, and the label is inside the
+    // visible area or the area scrolls to it.
+    auto* detail = heat->findChild<QLabel*>(QStringLiteral("detail"));
+    QVERIFY(detail);
+    QVERIFY2(detail->width() >= detail->minimumSizeHint().width(),
+             qPrintable(QStringLiteral("%1 < %2").arg(detail->width()).arg(detail->minimumSizeHint().width())));
+    auto* pane = heat->findChild<QScrollArea*>(QStringLiteral("detailPane"));
+    QVERIFY(pane);
+    QVERIFY(pane->widget()->width() <= pane->viewport()->width()); // no text off to the right
   }
 
   // The bundled default session belongs to the build or the installation: Save on it goes to

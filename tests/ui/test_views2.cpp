@@ -17,6 +17,7 @@
 
 #include <QComboBox>
 #include <QImage>
+#include <QSet>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -310,6 +311,49 @@ private Q_SLOTS:
     QCOMPARE(v.grids().first().cell(0, 1), 0.75);
     QVERIFY(v.csv().startsWith(QStringLiteral("quantity,kind,unit,row_first,row_last,col_first,col_last,value\n")));
     QVERIFY(v.csv().contains(QStringLiteral(",2,3,2,3,nan\n")));
+  }
+
+  // Log colour bars never label two ticks alike. QCustomPlot's log ticker puts ticks between
+  // decades when the range is narrower than a few decades; at precision 0 ("eb") 0.26 and 0.3
+  // both read "3·10⁻¹". Ranges: one value (0.25 everywhere), 10 … 25, and the golden 0.25 … 0.75.
+  void heatmapColourBarLabelsAreDistinct_data() {
+    QTest::addColumn<std::vector<float>>("abs");
+    QTest::addColumn<double>("lo");
+    QTest::addColumn<double>("hi");
+    QTest::newRow("one value") << std::vector<float>(16, 0.25f) << 0.25 << 0.25;
+    std::vector<float> ramp(16);
+    for (int k = 0; k < 16; ++k) ramp[size_t(k)] = 10.0f + float(k);
+    QTest::newRow("10..25") << ramp << 10.0 << 25.0;
+    std::vector<float> golden(16, 0.0f);
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) golden[size_t(i * 4 + j)] = (i + j) % 2 ? 0.25f : 0.0f;
+    golden[1 * 4 + 2] = 0.75f;
+    QTest::newRow("golden 0.25..0.75") << golden << 0.25 << 0.75;
+  }
+  void heatmapColourBarLabelsAreDistinct() {
+    QFETCH(std::vector<float>, abs);
+    QFETCH(double, lo);
+    QFETCH(double, hi);
+    Run r = goldenGemm("c");
+    r.putFloat32("error/abs", abs, 4, 4, "1", "abs");
+    r.datasets.erase("reference/D");
+    r.datasets.erase("output/D");
+    r.datasets.erase("reference/D_quantized_exact");
+    ErrorHeatmapView v;
+    v.resize(1000, 640);
+    v.setRunAccess(RunAccess::fromRun(std::make_shared<Run>(r)));
+    v.setLogScale(true);
+    v.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QCPAxis* a = v.colorScale()->axis();
+    QCOMPARE(a->scaleType(), QCPAxis::stLogarithmic);
+    QVERIFY(a->range().lower <= lo && a->range().upper >= hi);
+    QStringList shown;
+    const QVector<double> ticks = a->tickVector();
+    const QVector<QString> labels = a->tickVectorLabels();
+    for (int k = 0; k < ticks.size(); ++k)
+      if (a->range().contains(ticks[k])) shown << labels[k];
+    QVERIFY2(shown.size() >= 2, qPrintable(shown.join(QStringLiteral(" | "))));
+    QCOMPARE(QSet<QString>(shown.begin(), shown.end()).size(), shown.size());
   }
 
   void heatmapMissingDatasets() {
