@@ -11,6 +11,7 @@
 #include <QRegularExpression>
 #include <QSlider>
 #include <QSpinBox>
+#include <QStyle>
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -93,7 +94,10 @@ AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
   play_ = new QToolButton(this);
   play_->setObjectName(QStringLiteral("play"));
   play_->setCheckable(true);
-  play_->setText(tr("\u25b6 Play"));
+  // Icons from the style, not U+25B6 / U+23F8 in the label: many fonts have no pause glyph.
+  play_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  play_->setIcon(style()->standardIcon(QStyle::SP_MediaPlay));
+  play_->setText(tr("Play"));
   slider_ = new QSlider(Qt::Horizontal, this);
   slider_->setObjectName(QStringLiteral("step"));
   step_spin_ = new QSpinBox(this);
@@ -399,7 +403,8 @@ void AmaxHistoryView::setPlaying(bool on) {
     timer_->stop();
   play_->blockSignals(true);
   play_->setChecked(on);
-  play_->setText(on ? tr("\u23f8 Pause") : tr("\u25b6 Play"));
+  play_->setIcon(style()->standardIcon(on ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
+  play_->setText(on ? tr("Pause") : tr("Play"));
   play_->blockSignals(false);
 }
 
@@ -440,10 +445,22 @@ void AmaxHistoryView::drawAll() {
   auto* title =
       new QCPTextElement(plot_, tr("Amax history window — %1 (%2)").arg(who, QString::fromStdString(format_->name())),
                          QFont(font().family(), 10, QFont::Bold));
+  // Legends in rows of their own, beside no data: the window bars reach the top right corner
+  // and the spike markers the bottom one.
+  auto* topLegend = new QCPLegend;
+  auto* legend = new QCPLegend;
   layout->addElement(0, 0, title);
-  layout->addElement(1, 0, top_);
-  layout->addElement(2, 0, bottom_);
-  layout->setRowStretchFactors({0.01, 1.0, 1.0});
+  layout->addElement(1, 0, topLegend);
+  layout->addElement(2, 0, top_);
+  layout->addElement(3, 0, bottom_);
+  layout->addElement(4, 0, legend);
+  layout->setRowStretchFactors({0.001, 0.001, 1.0, 1.0, 0.001});
+  for (QCPLegend* l : {topLegend, legend}) {
+    l->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    l->setWrap(3);
+    l->setBorderPen(Qt::NoPen);
+    l->setLayer(QStringLiteral("legend"));
+  }
   auto* group = new QCPMarginGroup(plot_);
   top_->setMarginGroup(QCP::msLeft | QCP::msRight, group);
   bottom_->setMarginGroup(QCP::msLeft | QCP::msRight, group);
@@ -483,11 +500,7 @@ void AmaxHistoryView::drawAll() {
   taken_text_->setTextAlignment(Qt::AlignLeft);
   taken_text_->setBrush(QColor(255, 255, 255, 220));
   taken_text_->setPadding(QMargins(4, 2, 4, 2));
-  auto* topLegend = new QCPLegend;
-  top_->insetLayout()->addElement(topLegend, Qt::AlignTop | Qt::AlignRight);
-  topLegend->setLayer(QStringLiteral("legend"));
   for (auto* b : {bars_, spike_bars_, taken_bar_}) b->addToLegend(topLegend);
-  topLegend->setBrush(QColor(255, 255, 255, 220));
 
   // Bottom: the whole run.
   QCPAxis* bx = bottom_->axis(QCPAxis::atBottom);
@@ -570,10 +583,6 @@ void AmaxHistoryView::drawAll() {
   bx->setRange(-0.5, double(steps()) - 0.5);
   // Log axis: a factor of 3 of head room above the largest value (room for the spike markers).
   if (by->range().lower > 0) by->setRange(by->range().lower / 2, by->range().upper * 3);
-  auto* legend = new QCPLegend;
-  bottom_->insetLayout()->addElement(legend, Qt::AlignTop | Qt::AlignRight);
-  legend->setLayer(QStringLiteral("legend"));
-  legend->setBrush(QColor(255, 255, 255, 220));
   for (int i = 0; i < plot_->plottableCount(); ++i)
     if (plot_->plottable(i)->keyAxis() == bx) plot_->plottable(i)->addToLegend(legend);
   stylePlot(plot_);
@@ -642,7 +651,8 @@ void AmaxHistoryView::drawStep() {
   tx->setTicker(ticker);
   double ymax = 0;
   for (float a : w) ymax = std::max(ymax, double(a));
-  top_->axis(QCPAxis::atLeft)->setRange(0, ymax > 0 ? ymax * 1.3 : 1);
+  // Head room above the tallest bar for the two-line text in the top left corner.
+  top_->axis(QCPAxis::atLeft)->setRange(0, ymax > 0 ? ymax * 1.45 : 1);
   step_line_->point1->setCoords(double(step_), 1);
   step_line_->point2->setCoords(double(step_), 2);
   setInfo();

@@ -6,9 +6,13 @@
 #include <QSharedPointer>
 #include <QString>
 
+#include <QPen>
+
 class QCustomPlot;
 class QCPAxisTickerLog;
 class QCPColorGradient;
+class QCPLegend;
+class QCPScatterStyle;
 
 namespace fp8lab::ui {
 
@@ -25,5 +29,9 @@ QColor nanColor();
 /// narrower than that, where QCustomPlot puts ticks between decades, each label gets as many
 /// significant digits as it takes to tell it from its neighbours (never two ticks "10¹").
 QSharedPointer<QCPAxisTickerLog> distinctLogTicker();
+/// Adds a key entry to `legend` that stands for no single plottable: a line in `pen` (Qt::NoPen:
+/// none) with an optional scatter symbol, then `text`. Lets a legend say "colour = tensor, dashed
+/// = the compared run" in a few entries instead of one per curve.
+void addLegendKey(QCPLegend* legend, const QString& text, const QPen& pen, const QCPScatterStyle* scatter = nullptr);
 
 } // namespace fp8lab::ui

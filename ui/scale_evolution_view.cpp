@@ -276,13 +276,15 @@ void ScaleEvolutionView::draw() {
   tx->setLabel(tr("training step"));
   bx->setLabel(tr("training step"));
   by->setLabel(tr("loss (nats)"));
-  // The legend sits beside the scale plot (never over the curves).
-  // One legend below both plots, three entries a row (never over the curves).
+  // One legend below both plots (never over the curves), as a key rather than one entry per
+  // curve: colour = tensor, line style = quantity, dashed = the compared run. Three tensors of
+  // two runs would otherwise need 20 entries, too long to read or to fit.
   auto* legend = new QCPLegend;
   plot_->plotLayout()->addElement(2, 0, legend);
   plot_->plotLayout()->setRowStretchFactors({2.2, 1.0, 0.001});
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-  legend->setWrap(3);
+  legend->setWrap(4);
+  legend->setBorderPen(Qt::NoPen);
   legend->setLayer(QStringLiteral("legend"));
   legend->setBrush(QColor(255, 255, 255, 225));
   QFont lf = font();
@@ -290,7 +292,7 @@ void ScaleEvolutionView::draw() {
   legend->setFont(lf);
   int64_t satEvents = 0;
   int64_t maxSteps = 0;
-  bool anyScale = false;
+  bool anyScale = false, mainSat = false, cmpSat = false;
   auto addSeries = [&](const RunAccess* r, const QString& t, int colour, bool dashed) {
     const QString g = QStringLiteral("history/") + t;
     const QString who = dashed ? runName(r) + QStringLiteral(" ") : QString();
@@ -310,7 +312,6 @@ void ScaleEvolutionView::draw() {
       gr->setName(tr("%1%2 scale").arg(who, t));
       gr->setPen(QPen(c, dashed ? 1.3 : 1.8, dashed ? Qt::DashLine : Qt::SolidLine));
       gr->setData(x, y, true);
-      gr->addToLegend(legend);
       anyScale = true;
     } else if (isScaled(r)) {
       missing << tr("%1 of %2").arg(g + QStringLiteral("/scale"), r->id());
@@ -324,7 +325,6 @@ void ScaleEvolutionView::draw() {
       ca.setAlpha(dashed ? 90 : 130);
       ga->setPen(QPen(ca, 1, dashed ? Qt::DashDotLine : Qt::DotLine));
       ga->setData(x, y, true);
-      ga->addToLegend(legend);
     }
     if (!sat.empty() && !am.empty()) {
       QVector<double> x, y;
@@ -341,7 +341,7 @@ void ScaleEvolutionView::draw() {
         gs->setScatterStyle(
             QCPScatterStyle(dashed ? QCPScatterStyle::ssCircle : QCPScatterStyle::ssCross, QColor(0xc0, 0, 0), 6));
         gs->setData(x, y, true);
-        gs->addToLegend(legend);
+        (dashed ? cmpSat : mainSat) = true;
       }
     }
   };
@@ -352,6 +352,7 @@ void ScaleEvolutionView::draw() {
   }
   if (!anyScale && show_amax_) ty->setLabel(tr("amax (max |x|, tensor units)"));
   // Loss below.
+  std::vector<std::pair<QString, QPen>> losses;
   auto addLoss = [&](const RunAccess* r, bool dashed) {
     const auto loss = readVec(r, QStringLiteral("training/loss"));
     if (loss.empty()) {
@@ -366,12 +367,20 @@ void ScaleEvolutionView::draw() {
     g->setPen(
         QPen(dashed ? QColor(0x88, 0x88, 0x88) : QColor(0x20, 0x20, 0x20), 1, dashed ? Qt::DashLine : Qt::SolidLine));
     g->setData(x, y, true);
+    losses.push_back({r->id(), g->pen()});
   };
   addLoss(run_.get(), false);
   if (cmp_) addLoss(cmp_.get(), true);
-  // Legends as tall as their entries (the grid cell would spread them over the whole height).
-  for (int i = 0; i < plot_->plottableCount(); ++i)
-    if (plot_->plottable(i)->keyAxis() == bx) plot_->plottable(i)->addToLegend(legend);
+  for (int i = 0; i < checked.size(); ++i) addLegendKey(legend, checked[i], QPen(colors::series(i), 2.5));
+  const QColor ink(0x40, 0x40, 0x40);
+  if (anyScale) addLegendKey(legend, quant_ ? tr("quant scale (solid)") : tr("dequant scale (solid)"), QPen(ink, 1.8));
+  if (show_amax_ && !checked.isEmpty()) addLegendKey(legend, tr("amax (dotted)"), QPen(ink, 1, Qt::DotLine));
+  const QCPScatterStyle cross(QCPScatterStyle::ssCross, QColor(0xc0, 0, 0), 6),
+      circle(QCPScatterStyle::ssCircle, QColor(0xc0, 0, 0), 6);
+  if (mainSat) addLegendKey(legend, tr("\u2265 1 element clipped"), Qt::NoPen, &cross);
+  if (cmp_) addLegendKey(legend, tr("dashed: %1").arg(cmp_->id()), QPen(ink, 1.3, Qt::DashLine));
+  if (cmpSat) addLegendKey(legend, tr("clipped, %1").arg(cmp_->id()), Qt::NoPen, &circle);
+  for (const auto& [id, pen] : losses) addLegendKey(legend, tr("loss, %1").arg(id), pen);
 
   if (checked.isEmpty()) {
     auto* t = new QCPItemText(plot_);

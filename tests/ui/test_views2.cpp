@@ -16,10 +16,12 @@
 #include "session/session.h"
 
 #include <QComboBox>
+#include <QDebug>
 #include <QImage>
 #include <QSet>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QToolButton>
 #include <QtTest>
 
 #include <cmath>
@@ -145,6 +147,39 @@ Run goldenFp32(const std::string& id) {
   r.putFloat32("training/loss", loss, n, -1, "nats", "loss");
   r.setMetric("final_test_accuracy", 0.83, "1", "");
   return r;
+}
+
+/// Why a legend of `plot` misleads, or "" when none does: a legend that overlaps an axis rect
+/// (covers data), an entry narrower or lower than its text needs (cut off), or one outside the plot.
+QString legendProblems(QCustomPlot* plot) {
+  QList<QCPLegend*> legends;
+  QList<QCPAxisRect*> rects = plot->axisRects();
+  for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
+    if (auto* l = qobject_cast<QCPLegend*>(e)) legends << l;
+  for (QCPAxisRect* r : rects)
+    for (QCPLayoutElement* e : r->insetLayout()->elements(false))
+      if (auto* l = qobject_cast<QCPLegend*>(e)) legends << l;
+  QStringList out;
+  for (QCPLegend* l : legends) {
+    if (!l->visible() || l->itemCount() == 0) continue;
+    for (QCPAxisRect* r : rects)
+      if (l->outerRect().intersects(r->rect()))
+        out << QStringLiteral("legend %1 covers axis rect %2")
+                   .arg(QDebug::toString(l->outerRect()), QDebug::toString(r->rect()));
+    for (int i = 0; i < l->itemCount(); ++i) {
+      QCPAbstractLegendItem* it = l->item(i);
+      if (!it) continue; // an empty cell of the last row
+      const QSize need = it->minimumOuterSizeHint();
+      if (it->outerRect().width() < need.width() || it->outerRect().height() < need.height())
+        out << QStringLiteral("legend entry %1 is %2 wide, needs %3")
+                   .arg(i)
+                   .arg(it->outerRect().width())
+                   .arg(need.width());
+      if (!plot->rect().contains(it->outerRect()))
+        out << QStringLiteral("legend entry %1 lies outside the plot").arg(i);
+    }
+  }
+  return out.join(QStringLiteral("; "));
 }
 
 int distinctColours(const QImage& img) {
@@ -573,6 +608,88 @@ private Q_SLOTS:
     QVERIFY(v.diffText().contains(QStringLiteral("No difference map")));
     QVERIFY(!v.selectPair(QStringLiteral("g1"), QStringLiteral("nope")));
     QVERIFY(v.csv().startsWith(QStringLiteral("id,label,kind,formats")));
+  }
+
+  // Bars of runs whose labels share a long prefix get different tick labels; the count of runs
+  // without the metric is under the axis, not over the bars; no GUI hint is drawn in the plot
+  // (exported images carry it), only in the label beside it.
+  void comparisonLabelsAndHints() {
+    QList<std::shared_ptr<RunAccess>> runs;
+    for (const char* id : {"gemm-fp8-delayed-fc1", "gemm-fp8-delayed-fc2", "gemm-fp8-delayed-fc3"}) {
+      Run r = goldenGemm(id);
+      r.putFloat32("error/abs", std::vector<float>(size_t(4 * (4 + (id[19] - '0'))), 0.5f), 4, 4 + (id[19] - '0'), "1",
+                   "abs"); // three shapes: no default difference pair
+      runs << RunAccess::fromRun(std::make_shared<Run>(r));
+    }
+    runs << RunAccess::fromRun(std::make_shared<Run>(goldenFp32("fp32-baseline")));
+    ComparisonView v;
+    v.resize(1200, 800);
+    v.setRuns(runs);
+    v.setMetric(QStringLiteral("sqnr_db"));
+    QCPAxis* x = v.plot()->axisRect(0)->axis(QCPAxis::atBottom);
+    auto ticker = x->ticker().dynamicCast<QCPAxisTickerText>();
+    QVERIFY(ticker);
+    const QStringList labels = ticker->ticks().values();
+    QCOMPARE(labels.size(), 4);
+    QCOMPARE(QSet<QString>(labels.begin(), labels.end()).size(), 4);
+    QCOMPARE(labels[0], QStringLiteral("gemm-fp8-\u2026ayed-fc1"));
+    QCOMPARE(labels[3], QStringLiteral("fp32-baseline"));
+    QCOMPARE(x->label(), QStringLiteral("run (1 without this metric: no bar)"));
+    QStringList drawn;
+    for (int i = 0; i < v.plot()->itemCount(); ++i)
+      if (auto* t = qobject_cast<QCPItemText*>(v.plot()->item(i))) drawn << t->text();
+    for (QCPLayoutElement* e : v.plot()->plotLayout()->elements(true))
+      if (auto* t = qobject_cast<QCPTextElement*>(e)) drawn << t->text();
+    // The bars' value labels: SQNR 30 dB for each GEMM run, nothing else in the bar plot.
+    QVERIFY2(drawn.count(QStringLiteral("30")) == 3, qPrintable(drawn.join(QStringLiteral(" | "))));
+    for (const QString& t : drawn) {
+      QVERIFY2(!t.contains(QStringLiteral("without this metric")), qPrintable(t));
+      QVERIFY2(!t.contains(QStringLiteral("Ctrl")) && !t.contains(QStringLiteral("click")), qPrintable(t));
+    }
+    QVERIFY(v.diffText().contains(QStringLiteral("Ctrl+click rows")));
+    QVERIFY(drawn.contains(QStringLiteral("No difference map: no pair of GEMM runs of the same shape is selected.")));
+  }
+
+  // Legends sit beside the data, never over it, and show their entries whole: the amax window's
+  // bars and markers, and the scale key of two runs with every tensor ticked.
+  void legendsCoverNoData() {
+    QString err;
+    AmaxHistoryView a;
+    a.resize(1000, 620);
+    a.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&a));
+    a.setRunAccess(RunAccess::fromFile(file_, QStringLiteral("t-delayed"), &err));
+    a.setStep(5);
+    a.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY2(legendProblems(a.plot()).isEmpty(), qPrintable(legendProblems(a.plot())));
+    a.setRunAccess(nullptr); // the simulated sequence: spikes near the right end
+    a.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY2(legendProblems(a.plot()).isEmpty(), qPrintable(legendProblems(a.plot())));
+    ScaleEvolutionView s;
+    s.resize(1000, 620);
+    s.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&s));
+    s.setRuns(RunAccess::fromFile(file_, QStringLiteral("t-delayed"), &err),
+              RunAccess::fromFile(file_, QStringLiteral("t-current"), &err));
+    s.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY2(legendProblems(s.plot()).isEmpty(), qPrintable(legendProblems(s.plot())));
+  }
+
+  // The play button's label uses no character its font lacks (U+23F8 PAUSE is in few fonts; the
+  // button showed an empty box): the symbols are icons from the style.
+  void playButtonHasNoMissingGlyph() {
+    AmaxHistoryView v;
+    v.setRunAccess(nullptr);
+    auto* play = v.findChild<QToolButton*>(QStringLiteral("play"));
+    QVERIFY(play);
+    for (bool on : {false, true}) {
+      v.setPlaying(on);
+      QCOMPARE(play->text(), on ? QStringLiteral("Pause") : QStringLiteral("Play"));
+      QVERIFY(!play->icon().isNull());
+      const QFontMetrics fm(play->font());
+      for (const uint c : play->text().toUcs4()) QVERIFY2(fm.inFontUcs4(c), qPrintable(QString::number(c, 16)));
+    }
+    v.setPlaying(false);
   }
 
   void renderOffscreen() {
