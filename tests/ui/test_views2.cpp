@@ -8,6 +8,7 @@
 #include "comparison_view.h"
 #include "error_heatmap_view.h"
 #include "heatmap_model.h"
+#include "plot_util.h"
 #include "qcp.h"
 #include "scale_evolution_view.h"
 #include "session.h"
@@ -25,7 +26,6 @@
 #include <QtTest>
 
 #include <cmath>
-#include <set>
 
 using namespace fp8lab;
 using namespace fp8lab::ui;
@@ -182,11 +182,14 @@ QString legendProblems(QCustomPlot* plot) {
   return out.join(QStringLiteral("; "));
 }
 
-int distinctColours(const QImage& img) {
-  std::set<QRgb> c;
-  for (int y = 0; y < img.height(); y += 3)
-    for (int x = 0; x < img.width(); x += 3) c.insert(img.pixel(x, y));
-  return int(c.size());
+/// Pixels of exactly colour `c` in `img`.
+int countColour(const QImage& img, const QColor& c) {
+  int n = 0;
+  const QRgb want = c.rgb();
+  const QImage im = img.convertToFormat(QImage::Format_RGB32);
+  for (int y = 0; y < im.height(); ++y)
+    for (int x = 0; x < im.width(); ++x) n += (im.pixel(x, y) | 0xff000000u) == want;
+  return n;
 }
 
 } // namespace
@@ -417,7 +420,11 @@ private Q_SLOTS:
     QVERIFY2(exportViewSized(&v, png, QSize(800, 500), &err), qPrintable(err));
     QImage img(png);
     QCOMPARE(img.size(), QSize(800, 500));
-    QVERIFY(distinctColours(img) > 20); // not blank: map cells, colour bar, text
+    // The golden map in the picture (log colour scale over the finite range 0.25 … 0.75): the NaN
+    // element (2, 3) as a magenta cell, the largest error 0.75 at (1, 2) in viridis' top colour.
+    // Each cell of the 4×4 map covers thousands of pixels at this size.
+    QVERIFY2(countColour(img, nanColor()) > 1000, "no NaN cell in the exported heatmap");
+    QVERIFY2(countColour(img, QColor(0xfd, 0xe7, 0x25)) > 1000, "no cell at the top of the colour scale");
     for (const char* ext : {"pdf", "svg"}) {
       const QString f = dir_.filePath(QStringLiteral("h.") + QLatin1String(ext));
       QVERIFY2(exportViewSized(&v, f, QSize(800, 500), &err), qPrintable(err));
@@ -705,9 +712,51 @@ private Q_SLOTS:
     for (const char* n : {"g1-heatmap.png", "g1-split.png", "g1-heatmap.csv", "t-delayed-amax.png",
                           "t-delayed-scales.png", "g3-partial-split.png", "compare.png", "compare.csv"})
       QVERIFY2(names.contains(QLatin1String(n)), n);
+    auto read = [&](const char* name) {
+      QFile f(QDir(req.dir).filePath(QLatin1String(name)));
+      return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+    };
+    // g1's total error map, one row per element (golden values above): 0.25 where i + j is odd,
+    // 0.75 at (1, 2), NaN at (2, 3), 0 elsewhere.
+    QString heat = QStringLiteral("quantity,kind,unit,row_first,row_last,col_first,col_last,value\n");
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j)
+        heat += QStringLiteral("\"total error of D (D vs ideal)\",absolute,\"value units\",%1,%1,%2,%2,%3\n")
+                    .arg(i)
+                    .arg(j)
+                    .arg(i == 2 && j == 3   ? QStringLiteral("nan")
+                         : i == 1 && j == 2 ? QStringLiteral("0.75")
+                         : (i + j) % 2      ? QStringLiteral("0.25")
+                                            : QStringLiteral("0"));
+    QCOMPARE(read("g1-heatmap.csv"), heat);
+    // The comparison rows of g1 and t-delayed: SQNR 30 dB, max rel 0.125, saturated and underflow
+    // (1 + 1) / (4·2 + 2·4) · 100 = (2 + 0) / 16 · 100 = 12.5 %, GEMM 0.5 s; accuracy 0.8, 12 s.
+    const QStringList cmp = read("compare.csv").split(QLatin1Char('\n'));
+    QCOMPARE(cmp.value(0), QStringLiteral("id,label,kind,formats,scaling,accumulation,sqnr_db,max_rel,saturated_pct,"
+                                          "underflow_pct,quant_sqnr_db,accum_sqnr_db,final_accuracy,seconds,backend"));
+    QVERIFY(
+        cmp.contains(QStringLiteral("\"g1\",\"g1\",gemm,\"E4M3FN \u00d7 E5M2\",\"te_current\",\"split \u2192 fp32\","
+                                    "30,0.125,12.5,12.5,,,,0.5,\"cpu\"")));
+    QVERIFY(cmp.contains(QStringLiteral(
+        "\"t-delayed\",\"t-delayed\",training,\"E4M3FN / E5M2\",\"delayed-flax\",\"\",,,,,,,0.8,12,\"\"")));
+    QCOMPARE(cmp.size(), 1 + 6 + 1); // header, six runs, the empty string after the last newline
+    // t-delayed's amax window view: Flax dequant scale 1/(448/m) in float32 from the window before
+    // the step (history 4): step 0 keeps 1, steps 1..4 see m = 1, steps 5..8 the spike m = 8, then
+    // 1 again; the what-if replays the run exactly; the spike is step 4.
+    const QString s448 = QString::number(double(1.0f / (448.0f / 1.0f)), 'g', 9),
+                  s56 = QString::number(double(1.0f / (448.0f / 8.0f)), 'g', 9);
+    QString amax = QStringLiteral("step,amax,recorded_dequant_scale,whatif_dequant_scale,spike\n0,1,1,1,0\n");
+    for (int t = 1; t < 20; ++t) {
+      const QString sc = t >= 5 && t <= 8 ? s56 : s448;
+      amax += QStringLiteral("%1,%2,%3,%3,%4\n").arg(t).arg(t == 4 ? 8 : 1).arg(sc).arg(t == 4 ? 1 : 0);
+    }
+    QCOMPARE(s448, QStringLiteral("0.00223214296"));
+    QCOMPARE(read("t-delayed-amax.csv"), amax);
     QImage img(QDir(req.dir).filePath(QStringLiteral("t-delayed-amax.png")));
     QCOMPARE(img.size(), QSize(900, 600));
-    QVERIFY(distinctColours(img) > 20);
+    // The window drawn after step 6 (first spike + L/2) holds steps 3..6: the spike bar at step 4
+    // is drawn in the spike colour.
+    QVERIFY2(countColour(img, QColor(0xd5, 0x5e, 0x00)) > 200, "no spike bar in the amax image");
     req.run = QStringLiteral("nope");
     QVERIFY(!renderViews(req, &files, &err));
     QVERIFY(err.contains(QStringLiteral("no run 'nope'")));
