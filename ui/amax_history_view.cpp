@@ -442,9 +442,11 @@ void AmaxHistoryView::drawAll() {
   top_ = new QCPAxisRect(plot_);
   bottom_ = new QCPAxisRect(plot_);
   const QString who = run_ ? tr("%1 · %2").arg(run_->id(), tensor_) : tr("simulated amax sequence");
-  auto* title =
-      new QCPTextElement(plot_, tr("Amax history window — %1 (%2)").arg(who, QString::fromStdString(format_->name())),
-                         QFont(font().family(), 10, QFont::Bold));
+  auto* title = new QCPTextElement(
+      plot_,
+      (scaled_ ? tr("Amax history window — %1 (%2)") : tr("Amax history window — %1 (FP32 run; what-if in %2)"))
+          .arg(who, QString::fromStdString(format_->name())),
+      QFont(font().family(), 10, QFont::Bold));
   // Legends in rows of their own, beside no data: the window bars reach the top right corner
   // and the spike markers the bottom one.
   auto* topLegend = new QCPLegend;
