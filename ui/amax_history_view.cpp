@@ -11,6 +11,7 @@
 #include <QRegularExpression>
 #include <QSlider>
 #include <QSpinBox>
+#include <QStyle>
 #include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -93,7 +94,10 @@ AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
   play_ = new QToolButton(this);
   play_->setObjectName(QStringLiteral("play"));
   play_->setCheckable(true);
-  play_->setText(tr("\u25b6 Play"));
+  // Icons from the style, not U+25B6 / U+23F8 in the label: many fonts have no pause glyph.
+  play_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  play_->setIcon(style()->standardIcon(QStyle::SP_MediaPlay));
+  play_->setText(tr("Play"));
   slider_ = new QSlider(Qt::Horizontal, this);
   slider_->setObjectName(QStringLiteral("step"));
   step_spin_ = new QSpinBox(this);
@@ -277,6 +281,8 @@ void AmaxHistoryView::loadTensor() {
   QStringList missing;
   DelayedScalingConfig c;
   format_ = &Format::E4M3FN();
+  // An FP32 baseline records amaxes only: it used no scale and kept no window.
+  scaled_ = !run_ || run_->attr(QStringLiteral("precision")) != QStringLiteral("fp32");
   if (!run_) {
     amax_ = demoAmaxSequence(600);
     c.preset = DelayedPreset::Flax;
@@ -292,13 +298,13 @@ void AmaxHistoryView::loadTensor() {
       missing << err;
     if (run_->has(g + QStringLiteral("/scale")) && run_->readAll(g + QStringLiteral("/scale"), &b, &err))
       rec_scale_ = b.v;
-    else
-      missing << tr("%1/scale (no recorded scale: an FP32 run?)").arg(g);
+    else if (scaled_)
+      missing << tr("%1/scale").arg(g);
     if (run_->has(g + QStringLiteral("/saturated")) && run_->readAll(g + QStringLiteral("/saturated"), &b, &err))
       for (double x : b.v) saturated_.push_back(int64_t(x));
     if (run_->has(g + QStringLiteral("/amax_history"))) {
       if (!run_->readAll(g + QStringLiteral("/amax_history"), &rec_hist_, &err)) missing << err;
-    } else
+    } else if (scaled_)
       missing << tr("%1/amax_history (recorded only under delayed scaling)").arg(g);
     const QString fmt = run_->groupAttr(g, QStringLiteral("format"));
     if (const Format* f = Format::byName(fmt.toStdString()); f && f->bits() <= 8) format_ = f;
@@ -308,9 +314,14 @@ void AmaxHistoryView::loadTensor() {
                    : DelayedPreset::Flax;
     const int L = run_->groupAttr(g, QStringLiteral("history_len")).toInt();
     c.history_len = L > 0 ? L : (rec_hist_.cols > 0 ? int(rec_hist_.cols) : 16);
-    note_ = tr("%1, %2 scaling recorded%3")
-                .arg(QString::fromStdString(format_->name()), scaling.isEmpty() ? tr("unknown") : scaling,
-                     L > 0 ? tr(", history %1").arg(L) : QString());
+    if (scaled_)
+      note_ = tr("%1, %2 scaling recorded%3")
+                  .arg(QString::fromStdString(format_->name()), scaling.isEmpty() ? tr("unknown") : scaling,
+                       L > 0 ? tr(", history %1").arg(L) : QString());
+    else
+      note_ = tr("FP32 run: no scaling, so no scale and no window were recorded; the window bars and the dashed "
+                 "curve are the what-if (delayed scaling replayed on these amaxes, %1)")
+                  .arg(QString::fromStdString(format_->name()));
   }
   if (!missing.isEmpty())
     note_ += tr(" \u00b7 <span style='color:#b00020'>missing: %1</span>")
@@ -392,7 +403,8 @@ void AmaxHistoryView::setPlaying(bool on) {
     timer_->stop();
   play_->blockSignals(true);
   play_->setChecked(on);
-  play_->setText(on ? tr("\u23f8 Pause") : tr("\u25b6 Play"));
+  play_->setIcon(style()->standardIcon(on ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
+  play_->setText(on ? tr("Pause") : tr("Play"));
   play_->blockSignals(false);
 }
 
@@ -430,13 +442,27 @@ void AmaxHistoryView::drawAll() {
   top_ = new QCPAxisRect(plot_);
   bottom_ = new QCPAxisRect(plot_);
   const QString who = run_ ? tr("%1 · %2").arg(run_->id(), tensor_) : tr("simulated amax sequence");
-  auto* title =
-      new QCPTextElement(plot_, tr("Amax history window — %1 (%2)").arg(who, QString::fromStdString(format_->name())),
-                         QFont(font().family(), 10, QFont::Bold));
+  auto* title = new QCPTextElement(
+      plot_,
+      (scaled_ ? tr("Amax history window — %1 (%2)") : tr("Amax history window — %1 (FP32 run; what-if in %2)"))
+          .arg(who, QString::fromStdString(format_->name())),
+      QFont(font().family(), 10, QFont::Bold));
+  // Legends in rows of their own, beside no data: the window bars reach the top right corner
+  // and the spike markers the bottom one.
+  auto* topLegend = new QCPLegend;
+  auto* legend = new QCPLegend;
   layout->addElement(0, 0, title);
-  layout->addElement(1, 0, top_);
-  layout->addElement(2, 0, bottom_);
-  layout->setRowStretchFactors({0.01, 1.0, 1.0});
+  layout->addElement(1, 0, topLegend);
+  layout->addElement(2, 0, top_);
+  layout->addElement(3, 0, bottom_);
+  layout->addElement(4, 0, legend);
+  layout->setRowStretchFactors({0.001, 0.001, 1.0, 1.0, 0.001});
+  for (QCPLegend* l : {topLegend, legend}) {
+    l->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    l->setWrap(3);
+    l->setBorderPen(Qt::NoPen);
+    l->setLayer(QStringLiteral("legend"));
+  }
   auto* group = new QCPMarginGroup(plot_);
   top_->setMarginGroup(QCP::msLeft | QCP::msRight, group);
   bottom_->setMarginGroup(QCP::msLeft | QCP::msRight, group);
@@ -476,11 +502,7 @@ void AmaxHistoryView::drawAll() {
   taken_text_->setTextAlignment(Qt::AlignLeft);
   taken_text_->setBrush(QColor(255, 255, 255, 220));
   taken_text_->setPadding(QMargins(4, 2, 4, 2));
-  auto* topLegend = new QCPLegend;
-  top_->insetLayout()->addElement(topLegend, Qt::AlignTop | Qt::AlignRight);
-  topLegend->setLayer(QStringLiteral("legend"));
   for (auto* b : {bars_, spike_bars_, taken_bar_}) b->addToLegend(topLegend);
-  topLegend->setBrush(QColor(255, 255, 255, 220));
 
   // Bottom: the whole run.
   QCPAxis* bx = bottom_->axis(QCPAxis::atBottom);
@@ -488,7 +510,7 @@ void AmaxHistoryView::drawAll() {
   bx->setLabel(tr("training step"));
   by->setLabel(tr("amax, dequant scale (x \u2248 q \u00b7 scale)"));
   by->setScaleType(QCPAxis::stLogarithmic);
-  by->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+  by->setTicker(distinctLogTicker());
   by->setNumberFormat(QStringLiteral("eb"));
   by->setNumberPrecision(0);
   QVector<double> xs(int(amax_.size())), ya(int(amax_.size()));
@@ -563,10 +585,6 @@ void AmaxHistoryView::drawAll() {
   bx->setRange(-0.5, double(steps()) - 0.5);
   // Log axis: a factor of 3 of head room above the largest value (room for the spike markers).
   if (by->range().lower > 0) by->setRange(by->range().lower / 2, by->range().upper * 3);
-  auto* legend = new QCPLegend;
-  bottom_->insetLayout()->addElement(legend, Qt::AlignTop | Qt::AlignRight);
-  legend->setLayer(QStringLiteral("legend"));
-  legend->setBrush(QColor(255, 255, 255, 220));
   for (int i = 0; i < plot_->plottableCount(); ++i)
     if (plot_->plottable(i)->keyAxis() == bx) plot_->plottable(i)->addToLegend(legend);
   stylePlot(plot_);
@@ -616,11 +634,16 @@ void AmaxHistoryView::drawStep() {
   // Six significant digits on the plot (two short lines, clear of the legend); the CSV keeps
   // full precision.
   auto g6 = [](double v) { return QString::number(v, 'g', 6); };
-  taken_text_->setText(tr("after step %1: %2 of the window = %3\n\u2192 next dequant scale %4 = %5 / %6 \u00b7 2^%7")
-                           .arg(step_)
-                           .arg(cfg_.algo == AmaxAlgo::Max ? tr("max") : tr("most recent"), g6(taken), g6(next),
-                                g6(taken), numberText(fmax))
-                           .arg(cfg_.margin));
+  if (scaled_)
+    taken_text_->setText(tr("after step %1: %2 of the window = %3\n\u2192 next dequant scale %4 = %5 / %6 \u00b7 2^%7")
+                             .arg(step_)
+                             .arg(cfg_.algo == AmaxAlgo::Max ? tr("max") : tr("most recent"), g6(taken), g6(next),
+                                  g6(taken), numberText(fmax))
+                             .arg(cfg_.margin));
+  else
+    taken_text_->setText(tr("after step %1: %2 of the what-if window = %3\n(this FP32 run used no scale)")
+                             .arg(step_)
+                             .arg(cfg_.algo == AmaxAlgo::Max ? tr("max") : tr("most recent"), g6(taken)));
   QCPAxis* tx = top_->axis(QCPAxis::atBottom);
   tx->setRange(double(first) - 0.5, double(step_) + 0.5 + (te ? 1 : 0));
   // Whole steps only on the window axis.
@@ -630,7 +653,8 @@ void AmaxHistoryView::drawStep() {
   tx->setTicker(ticker);
   double ymax = 0;
   for (float a : w) ymax = std::max(ymax, double(a));
-  top_->axis(QCPAxis::atLeft)->setRange(0, ymax > 0 ? ymax * 1.3 : 1);
+  // Head room above the tallest bar for the two-line text in the top left corner.
+  top_->axis(QCPAxis::atLeft)->setRange(0, ymax > 0 ? ymax * 1.45 : 1);
   step_line_->point1->setCoords(double(step_), 1);
   step_line_->point2->setCoords(double(step_), 2);
   setInfo();
@@ -657,6 +681,10 @@ void AmaxHistoryView::setInfo() {
 
 QString AmaxHistoryView::infoText() const {
   return info_->text();
+}
+
+QString AmaxHistoryView::windowText() const {
+  return taken_text_ ? taken_text_->text() : QString();
 }
 
 QString AmaxHistoryView::csv() const {

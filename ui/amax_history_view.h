@@ -75,6 +75,8 @@ public:
   const std::vector<double>& whatIfScale() const { return sim_scale_; }
   const std::vector<int64_t>& spikes() const { return spikes_; }
   QString infoText() const;
+  /// The text in the window plot: the value taken and, for a scaled run, the next scale.
+  QString windowText() const;
   QCustomPlot* plot() const { return plot_; }
 
 private:
@@ -100,6 +102,7 @@ private:
   int64_t step_ = 0;
   bool updating_ = false;
   bool user_picked_ = false; ///< the user chose a run: keep it across session changes
+  bool scaled_ = true;       ///< false for an FP32 run (amaxes only, no scale)
   QString note_;
 
   QComboBox* run_box_;

@@ -103,7 +103,7 @@ void Autosave::discard() {
   QFile::remove(sidecar(path_));
 }
 
-int Autosave::restoreInto(Session* session, const QString& path, QString* error) {
+int Autosave::restoreAsNewSession(Session* session, const QString& path, QString* error) {
   QList<RunRecord> runs;
   QString why;
   QStringList warnings;
@@ -115,6 +115,7 @@ int Autosave::restoreInto(Session* session, const QString& path, QString* error)
     QFile::remove(sidecar(path));
     return -1;
   }
+  session->reset();
   int added = 0;
   for (RunRecord& r : runs) {
     if (session->indexOf(r.id) >= 0) r.id = session->nextRunId();
@@ -143,7 +144,7 @@ std::unique_ptr<Autosave> Autosave::start(QWidget* window, Session* session, std
       };
     if (ask(info)) {
       QString error;
-      if (restoreInto(session, orphan, &error) < 0 && window)
+      if (restoreAsNewSession(session, orphan, &error) < 0 && window)
         QMessageBox::warning(window, tr("Recovery failed"),
                              tr("The recovery file could not be read (%1). It was kept as %2.")
                                  .arg(error, orphan + QStringLiteral(".bad")));

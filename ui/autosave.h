@@ -5,8 +5,10 @@
 // process, so two instances never remove each other's file) through the same atomic writer as
 // File → Save (core/session: temporary file, fsync, rename), without touching the session's file
 // name or modified flag. A clean exit removes the file; after a crash or kill it is still there,
-// and the next start offers it back: restoreInto() adds the recovered runs to the (new, untitled)
-// session as one undoable edit each, so the user saves them wherever they like.
+// and the next start offers it back: restoreAsNewSession() replaces the open session (the bundled
+// default session, or a file named on the command line, neither of them modified yet) with a new
+// untitled one holding the recovered runs, one undoable edit each, so Save asks where to put them
+// and never writes them into the file that happened to be open.
 //
 // A sidecar "<recovery>.json" records the original file name, the time of the autosave and the
 // number of runs (shown in the recovery question). A recovery file that cannot be read is moved
@@ -59,12 +61,13 @@ public:
   bool saveNow(QString* error = nullptr);
   /// Removes the recovery file and its sidecar (clean exit, or the user declined recovery).
   void discard();
-  /// Adds the runs of the recovery file at `path` to `session` (run ids made unique), returns the
-  /// number added; -1 with *error when it cannot be read (then it is moved aside to .bad).
-  static int restoreInto(Session* session, const QString& path, QString* error = nullptr);
+  /// Reads the recovery file at `path`; on success resets `session` to a new untitled session
+  /// and adds its runs (unsaved, each one undoable), returning the number added. -1 with *error
+  /// when it cannot be read: then `session` is left as it was and the file is moved aside to .bad.
+  static int restoreAsNewSession(Session* session, const QString& path, QString* error = nullptr);
 
   /// The app's start-up hook: when findOrphan() finds a recovery file, asks (`ask`; default a
-  /// QMessageBox over `window`) whether to recover it; yes → restoreInto() the session, then the
+  /// QMessageBox over `window`) whether to recover it; yes → restoreAsNewSession(), then the
   /// orphan is removed either way (a failed restore is moved aside and reported). Returns the
   /// Autosave of this process (default path and interval), or null when the build cannot write
   /// sessions.

@@ -15,6 +15,22 @@
 
 namespace fp8lab::ui {
 
+QString codeCellText(double v) {
+  if (!std::isfinite(v) || v == 0) return numberText(v);
+  constexpr int kMaxChars = 9;
+  // v = k · 2^n with k odd: frexp gives v = m · 2^e, 0.5 ≤ |m| < 1; scale m to an integer.
+  int e = 0;
+  double k = std::frexp(std::fabs(v), &e);
+  int n = e;
+  while (k != std::floor(k)) k *= 2, --n;
+  while (std::fmod(k, 2.0) == 0 && k > 1) k /= 2, ++n;
+  const QString minus = v < 0 ? QStringLiteral("\u2212") : QString();
+  // Exact decimal: an integer for n ≥ 0, else exactly −n digits after the point.
+  const QString dec = minus + QString::number(std::fabs(v), 'f', n >= 0 ? 0 : -n);
+  if (dec.size() <= kMaxChars) return dec;
+  return minus + (k == 1 ? QString() : QString::number(k, 'f', 0) + QStringLiteral("\u00b7")) + pow2Text(n);
+}
+
 CodeGrid::CodeGrid(QWidget* parent) : QWidget(parent) {
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
   setMouseTracking(true);
@@ -90,9 +106,7 @@ void CodeGrid::paintEvent(QPaintEvent*) {
     const QColor ink = bg.lightness() < 140 ? Qt::white : Qt::black;
     p.setPen(ink);
     p.setFont(small);
-    const double v = format_->decode(code);
-    QString txt = std::isnan(v) ? QStringLiteral("NaN") : numberText(v);
-    if (txt.size() > 9) txt = QString::number(v, 'g', 3).replace(QLatin1Char('-'), QChar(0x2212));
+    const QString txt = codeCellText(format_->decode(code));
     if (cr.height() >= 26) {
       p.setPen(ink == Qt::white ? QColor(0xee, 0xee, 0xee) : QColor(0x30, 0x30, 0x30));
       p.drawText(cr.adjusted(2, 1, -2, 0), Qt::AlignTop | Qt::AlignLeft,
@@ -159,7 +173,8 @@ CodeGridView::CodeGridView(QWidget* parent) : View(parent) {
   }
   legend->addStretch(1);
   v->addLayout(legend);
-  auto* neg = new QLabel(tr("Negative values are slightly darker. Row = high nibble, column = low nibble. "
+  auto* neg = new QLabel(tr("Every value is exact: k\u00b72\u207f (k odd) where the decimal is longer than 9 "
+                            "characters. Negative values are slightly darker. Row = high nibble, column = low nibble. "
                             "Click a code to open it in the bit layout view."),
                          this);
   neg->setStyleSheet(QStringLiteral("color:#555"));

@@ -11,6 +11,12 @@ class QLabel;
 
 namespace fp8lab::ui {
 
+/// The value text of a code grid cell, always exact and at most 9 characters for every ≤ 8-bit
+/// format: the full decimal when it fits ("0.015625", "−448", "57344"), else k·2ⁿ with k odd
+/// (0.001953125 → "2⁻⁹", 0.005859375 → "3·2⁻⁹", E8M0's 2¹²⁷); "NaN", "+Inf", "−Inf", "−0".
+/// A value k·2ⁿ (k odd, n < 0) has exactly −n decimals, which decides whether it fits.
+QString codeCellText(double v);
+
 class CodeGrid : public QWidget {
   Q_OBJECT
 public:

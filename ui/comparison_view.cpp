@@ -57,6 +57,32 @@ private:
   double v_;
 };
 
+/// Tick labels for the bars: each run's label, shortened to `max` characters, and never two alike.
+/// A label that would clash once cut ("gemm-fp8-delayed…" for fc1, fc2, fc3) keeps its end
+/// instead ("gemm-fp8…ayed-fc1"); labels still alike (the same label twice) get the run id.
+QStringList barLabels(const QList<ComparisonRow>& rows, int max = 18) {
+  auto cut = [max](const QString& s, bool middle) {
+    if (s.size() <= max) return s;
+    if (!middle) return s.left(max - 2) + QStringLiteral("\u2026");
+    const int tail = (max - 1) / 2, head = max - 1 - tail;
+    return s.left(head) + QStringLiteral("\u2026") + s.right(tail);
+  };
+  QStringList out;
+  for (const auto& r : rows) out << cut(r.label, false);
+  auto clashing = [&] {
+    QList<bool> c;
+    for (const QString& l : out) c << (out.count(l) > 1);
+    return c;
+  };
+  QList<bool> c = clashing();
+  for (int i = 0; i < out.size(); ++i)
+    if (c[i]) out[i] = cut(rows[i].label, true);
+  c = clashing();
+  for (int i = 0; i < out.size(); ++i)
+    if (c[i] && rows[i].label != rows[i].id) out[i] = cut(rows[i].label + QStringLiteral(" ") + rows[i].id, true);
+  return out;
+}
+
 QString num(double v, int prec = 4) {
   return std::isnan(v) ? QStringLiteral("\u2014") : QString::number(v, 'g', prec);
 }
@@ -308,10 +334,9 @@ void ComparisonView::drawBars() {
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
   QVector<double> keys, vals;
   int missing = 0;
+  const QStringList names = barLabels(rows_);
   for (int i = 0; i < rows_.size(); ++i) {
-    QString name = rows_[i].label;
-    if (name.size() > 18) name = name.left(16) + QStringLiteral("\u2026");
-    ticker->addTick(i, name);
+    ticker->addTick(i, names[i]);
     const double v = rows_[i].*(def->field);
     if (std::isnan(v)) {
       ++missing;
@@ -321,8 +346,11 @@ void ComparisonView::drawBars() {
     vals << v;
   }
   x->setTicker(ticker);
-  x->setTickLabelRotation(rows_.size() > 2 ? 30 : 0);
-  x->setLabel(tr("run"));
+  // Slanted labels end at their tick (negative angle) so that they do not run into the
+  // difference map on the right.
+  x->setTickLabelRotation(rows_.size() > 2 ? -30 : 0);
+  // The runs without the metric are named under the axis, not over the bars' value labels.
+  x->setLabel(missing > 0 ? tr("run (%n without this metric: no bar)", nullptr, missing) : tr("run"));
   x->setRange(-0.6, double(rows_.size()) - 0.4);
   y->setLabel(QStringLiteral("%1 (%2)").arg(tr(def->name), tr(def->unit)));
   auto* bars = new QCPBars(x, y);
@@ -347,16 +375,6 @@ void ComparisonView::drawBars() {
     QFont f = font();
     f.setPointSizeF(8);
     t->setFont(f);
-  }
-  if (missing > 0) {
-    auto* t = new QCPItemText(plot_);
-    t->setClipAxisRect(bar_rect_);
-    t->position->setType(QCPItemPosition::ptAxisRectRatio);
-    t->position->setAxisRect(bar_rect_);
-    t->position->setCoords(0.02, 0.02);
-    t->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
-    t->setText(tr("%n run(s) without this metric (no bar)", nullptr, missing));
-    t->setColor(QColor(0x66, 0x66, 0x66));
   }
   stylePlot(plot_);
   plot_->replot(QCustomPlot::rpQueuedReplot);
@@ -400,8 +418,9 @@ void ComparisonView::drawDiff() {
     if (r->id() == pair_a_) a = r;
     if (r->id() == pair_b_) b = r;
   }
-  auto say = [&](const QString& t) {
-    diff_label_->setText(t);
+  // `t` is drawn in the plot (and so in exported images); `hint` is the how-to for the window only.
+  auto say = [&](const QString& t, const QString& hint = QString()) {
+    diff_label_->setText(hint.isEmpty() ? t : t + QLatin1Char(' ') + hint);
     x->setLabel(QString());
     y->setLabel(QString());
     x->setTicks(false), y->setTicks(false), x->setTickLabels(false), y->setTickLabels(false);
@@ -417,7 +436,8 @@ void ComparisonView::drawDiff() {
   for (int i = plot_->itemCount() - 1; i >= 0; --i)
     if (plot_->item(i)->clipAxisRect() == diff_rect_) plot_->removeItem(i);
   if (!a || !b) {
-    say(tr("Select two GEMM runs of the same shape (Ctrl+click rows)\nto see the difference of their error maps."));
+    say(tr("No difference map: no pair of GEMM runs of the same shape is selected."),
+        tr("Select two such runs in the table (Ctrl+click rows) to see the difference of their error maps."));
     return;
   }
   HeatmapModel ma(a), mb(b);
@@ -485,7 +505,8 @@ void ComparisonView::drawDiff() {
   map->setGradient(differenceGradient());
   const double r = amax > 0 ? amax : 1;
   map->setDataRange(QCPRange(-r, r));
-  scale->axis()->setLabel(tr("\u0394 |D \u2212 ideal| (value units), second \u2212 first"));
+  // Short enough for the colour bar's height at the default window size.
+  scale->axis()->setLabel(tr("\u0394|D \u2212 ideal|: 2nd \u2212 1st [value units]"));
   auto* group = new QCPMarginGroup(plot_);
   diff_rect_->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);

@@ -12,6 +12,8 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QStyle>
 #include <QSplitter>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -80,16 +82,24 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
   plot_->setObjectName(QStringLiteral("heatmapPlot"));
   plot_->setMinimumSize(420, 300);
   plot_->setMouseTracking(true);
-  auto* side = new QWidget(split);
+  // The detail pane scrolls: its text (a table and two wrapped paragraphs) changes with every
+  // click, and a pane that grew with it would take width from the plot and move the map under
+  // the pointer.
+  auto* pane = new QScrollArea(split);
+  pane->setObjectName(QStringLiteral("detailPane"));
+  pane->setWidgetResizable(true);
+  pane->setFrameShape(QFrame::NoFrame);
+  pane->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+  pane->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Ignored);
+  auto* side = new QWidget(pane);
   auto* sv = new QVBoxLayout(side);
-  sv->setContentsMargins(6, 0, 0, 0);
+  sv->setContentsMargins(6, 0, 6, 0);
   detail_ = new QLabel(side);
   detail_->setObjectName(QStringLiteral("detail"));
   detail_->setTextFormat(Qt::RichText);
   detail_->setWordWrap(true);
   detail_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   detail_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  detail_->setMinimumWidth(200);
   bits_ = new BitCells(side);
   bits_->setMinimumHeight(44);
   bits_->hide();
@@ -100,10 +110,16 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
   sv->addWidget(bits_);
   sv->addWidget(bits_button_);
   sv->addStretch(1);
+  pane->setWidget(side);
+  // Wide enough for the bit cells of an 8-bit code (the usual case) beside a vertical scroll bar;
+  // a 16-bit output type scrolls sideways.
+  pane->setMinimumWidth(std::max(240, bits_->minimumSizeHint().width()) + sv->contentsMargins().left() +
+                        sv->contentsMargins().right() + pane->style()->pixelMetric(QStyle::PM_ScrollBarExtent) + 2);
   split->addWidget(plot_);
-  split->addWidget(side);
-  split->setStretchFactor(0, 4);
-  split->setStretchFactor(1, 1);
+  split->addWidget(pane);
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 0);
+  split->setCollapsible(1, false);
   v->addWidget(split, 1);
   status_ = new QLabel(this);
   status_->setObjectName(QStringLiteral("status"));
@@ -112,6 +128,10 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
   hover_->setObjectName(QStringLiteral("hover"));
   hover_->setTextFormat(Qt::PlainText);
   hover_->setMinimumHeight(hover_->fontMetrics().height() + 4);
+  // A long hover line is cut at the edge rather than widening the view (which would move the
+  // map under the pointer); the status line wraps.
+  hover_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Fixed);
+  status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   v->addWidget(status_);
   v->addWidget(hover_);
 
@@ -335,6 +355,13 @@ void ErrorHeatmapView::rebuild() {
     x->setLabel(isA ? tr("column k of A") : tr("column j of %1").arg(isB ? QStringLiteral("B") : QStringLiteral("D")));
     y->setLabel(isB ? tr("row k of B") : tr("row i of %1").arg(isA ? QStringLiteral("A") : QStringLiteral("D")));
     y->setRangeReversed(true);
+    // Element indices are whole numbers: no tick at 97.5.
+    for (QCPAxis* a : {x, y}) {
+      auto whole = QSharedPointer<QCPAxisTickerFixed>::create();
+      whole->setTickStep(1);
+      whole->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+      a->setTicker(whole);
+    }
     x->setRange(-0.5, double(shape.second) - 0.5);
     y->setRange(-0.5, double(shape.first) - 0.5);
     rect->setRangeDrag(Qt::Horizontal | Qt::Vertical);
@@ -481,7 +508,9 @@ void ErrorHeatmapView::draw() {
   const bool log = log_ && minPos > 0;
   QCPRange range;
   if (log)
-    range = QCPRange(minPos, std::max(hi, minPos * 1.0001));
+    // One value only (every finite cell equal): a factor of 2 either side, so the colour bar has
+    // ticks to read it by; the status line gives the exact range.
+    range = hi > minPos * 1.0001 ? QCPRange(minPos, hi) : QCPRange(minPos / 2, minPos * 2);
   else
     range = QCPRange(std::min(0.0, lo), hi > std::min(0.0, lo) ? hi : std::min(0.0, lo) + 1);
   for (int p = 0; p < maps_.size(); ++p) {
@@ -504,7 +533,7 @@ void ErrorHeatmapView::draw() {
   }
   scale_->setDataScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
   if (log) {
-    scale_->axis()->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+    scale_->axis()->setTicker(distinctLogTicker());
     scale_->axis()->setNumberFormat(QStringLiteral("eb"));
     scale_->axis()->setNumberPrecision(0);
   } else {

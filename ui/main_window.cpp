@@ -133,6 +133,14 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
   connect(session_, &Session::runChanged, this, &MainWindow::rebuildSessionTree);
   connect(session_, &Session::reset_, this, &MainWindow::rebuildSessionTree);
   connect(session_, &Session::fileNameChanged, this, &MainWindow::updateTitle);
+  // A recovered session, File → New session, Save as: the banner about the bundled default
+  // session no longer describes what is shown.
+  connect(session_, &Session::fileNameChanged, this, [this](const QString& f) {
+    if (banner_is_bundled_ && !isBundledSession(f)) {
+      banner_->hide();
+      banner_is_bundled_ = false;
+    }
+  });
   connect(session_, &Session::modifiedChanged, this, &MainWindow::updateTitle);
   connect(issues_, &IssueList::countsChanged, this, &MainWindow::updateIssueCounter);
   connect(job_, &Job::started, this, [this](const QString& t) {
@@ -198,6 +206,7 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
     if (!def.isEmpty() && Session::fileSupport()) opened = openSession(def);
   }
   if (opened) {
+    banner_is_bundled_ = true;
     banner_->setText(tr("Showing the small bundled default session. "
                         "<a href='run'>Run the full default experiment</a> in the background \u00b7 "
                         "<a href='open'>open another session</a> \u00b7 <a href='close'>hide</a>"));
@@ -310,6 +319,7 @@ void MainWindow::buildActions() {
   file->addSeparator();
   act_save_ = file->addAction(QIcon(QStringLiteral(":/fp8lab/icons/save.svg")), tr("&Save"), this, &MainWindow::save);
   act_save_->setShortcut(QKeySequence::Save);
+  act_save_->setObjectName(QStringLiteral("actionSave"));
   auto* aSaveAs = file->addAction(tr("Save &as\u2026"), this, &MainWindow::saveAs);
   aSaveAs->setShortcut(QKeySequence::SaveAs);
   file->addSeparator();
@@ -428,7 +438,9 @@ void MainWindow::updateIssueCounter() {
 }
 
 void MainWindow::updateTitle() {
-  setWindowTitle(QStringLiteral("%1[*] \u2014 FP8 Lab").arg(session_->displayName()));
+  const QString name = isBundledSession(session_->fileName()) ? tr("%1 (read-only)").arg(session_->displayName())
+                                                              : session_->displayName();
+  setWindowTitle(QStringLiteral("%1[*] \u2014 FP8 Lab").arg(name));
   setWindowModified(session_->isModified());
   act_save_->setEnabled(Session::fileSupport());
 }
@@ -493,6 +505,23 @@ QString MainWindow::defaultSessionPath() {
   return {};
 }
 
+bool MainWindow::isBundledSession(const QString& fileName) {
+  if (fileName.isEmpty()) return false;
+  const QString c = QFileInfo(fileName).canonicalFilePath();
+  if (c.isEmpty()) return false;
+  const QString def = defaultSessionPath();
+  if (!def.isEmpty() && QFileInfo(def).canonicalFilePath() == c) return true;
+  // The build's and the installation's copy, also when FP8LAB_DEFAULT_SESSION points elsewhere.
+  for (const QString& dir : {QStringLiteral(FP8LAB_BUILD_RESOURCES_DIR), QStringLiteral(FP8LAB_INSTALL_DATA_DIR),
+                             QCoreApplication::applicationDirPath() + QStringLiteral("/../share/fp8lab")})
+    if (QFileInfo(dir + QStringLiteral("/default-session.h5")).canonicalFilePath() == c) return true;
+  return false;
+}
+
+void MainWindow::setSaveFileChooser(std::function<QString(const QString&)> chooser) {
+  save_chooser_ = std::move(chooser);
+}
+
 void MainWindow::newSession() {
   if (!maybeSave()) return;
   session_->reset();
@@ -506,27 +535,43 @@ void MainWindow::openSessionDialog() {
 }
 
 bool MainWindow::save() {
-  if (session_->fileName().isEmpty()) return saveAs();
+  const QString f = session_->fileName();
+  if (f.isEmpty() || isBundledSession(f) || (QFileInfo::exists(f) && !QFileInfo(f).isWritable())) return saveAs();
   QString error;
-  if (!session_->save(session_->fileName(), &error)) {
-    issues_->report(Severity::Error, tr("Cannot save: %1").arg(error), session_->fileName());
+  if (!session_->save(f, &error)) {
+    issues_->report(Severity::Error, tr("Cannot save: %1").arg(error), f);
     return false;
   }
-  statusBar()->showMessage(tr("Saved %1").arg(session_->fileName()), 4000);
+  statusBar()->showMessage(tr("Saved %1").arg(f), 4000);
   return true;
 }
 
 bool MainWindow::saveAs() {
-  QString f =
-      QFileDialog::getSaveFileName(this, tr("Save session"), session_->fileName(), tr("FP8 Lab sessions (*.h5)"));
+  QString suggested = session_->fileName();
+  if (suggested.isEmpty() || isBundledSession(suggested)) {
+    QString dir = QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation);
+    if (dir.isEmpty()) dir = QDir::homePath();
+    suggested = dir + QStringLiteral("/session.h5");
+  }
+  QString f = save_chooser_
+                  ? save_chooser_(suggested)
+                  : QFileDialog::getSaveFileName(this, tr("Save session"), suggested, tr("FP8 Lab sessions (*.h5)"));
   if (f.isEmpty()) return false;
   if (QFileInfo(f).suffix().isEmpty()) f += QStringLiteral(".h5");
+  if (isBundledSession(f)) {
+    issues_->report(Severity::Error,
+                    tr("Cannot save: the bundled default session is read-only (it belongs to the build or the "
+                       "installation); choose another file"),
+                    f);
+    return false;
+  }
   QString error;
   if (!session_->save(f, &error)) {
     issues_->report(Severity::Error, tr("Cannot save: %1").arg(error), f);
     return false;
   }
   addRecent(f);
+  statusBar()->showMessage(tr("Saved %1").arg(f), 4000);
   return true;
 }
 

@@ -73,6 +73,18 @@ public:
   bool openSession(const QString& fileName);
   /// The bundled default session, when one was generated at build time (empty if none).
   static QString defaultSessionPath();
+  /// Whether `fileName` is the bundled default session. It is read-only: it belongs to the build
+  /// or the installation and is regenerated there, so File → Save on it goes to Save As.
+  static bool isBundledSession(const QString& fileName);
+
+  /// File → Save: writes the session to its file. An untitled session, the bundled default
+  /// session or a file that is not writable goes to saveAs() instead. Returns success.
+  bool save();
+  /// File → Save as: asks for a file (never the bundled session) and writes the session there.
+  bool saveAs();
+  /// Replaces the file dialog of Save as (tests): gets the suggested path, returns the chosen
+  /// file or "" (cancelled). nullptr: QFileDialog.
+  void setSaveFileChooser(std::function<QString(const QString& suggested)> chooser);
 
   /// Replaces the experiment runner (nullptr: the built-in one, if any).
   void setExperimentRunner(ExperimentRunner runner);
@@ -99,8 +111,6 @@ private:
   void buildStatusBar();
   void newSession();
   void openSessionDialog();
-  bool save();
-  bool saveAs();
   bool maybeSave();
   void exportPlot();
   void exportData();
@@ -140,6 +150,8 @@ private:
   QAction *act_save_ = nullptr, *act_undo_ = nullptr, *act_redo_ = nullptr;
   BackendInfo backend_;
   QProcess* full_run_ = nullptr;
+  std::function<QString(const QString&)> save_chooser_;
+  bool banner_is_bundled_ = false; ///< the banner talks about the bundled default session
 };
 
 } // namespace fp8lab::ui

@@ -2,7 +2,75 @@
 
 #include "qcp.h"
 
+#include <QSet>
+
 namespace fp8lab::ui {
+
+namespace {
+class DistinctLogTicker : public QCPAxisTickerLog {
+protected:
+  QVector<QString> createLabelVector(const QVector<double>& ticks, const QLocale& locale, QChar formatChar,
+                                     int precision) override {
+    QVector<QString> labels;
+    for (int p = precision; p <= precision + 8; ++p) {
+      labels = QCPAxisTickerLog::createLabelVector(ticks, locale, formatChar, p);
+      if (QSet<QString>(labels.begin(), labels.end()).size() == labels.size()) break;
+    }
+    return labels;
+  }
+};
+/// A legend entry drawn from a pen and a scatter style, not from a plottable.
+class KeyItem : public QCPAbstractLegendItem {
+public:
+  KeyItem(QCPLegend* parent, QString text, QPen pen, QCPScatterStyle scatter)
+      : QCPAbstractLegendItem(parent), text_(std::move(text)), pen_(std::move(pen)), scatter_(std::move(scatter)) {}
+
+protected:
+  void draw(QCPPainter* painter) override {
+    painter->setFont(mParentLegend->font());
+    painter->setPen(QPen(mParentLegend->textColor()));
+    const QSize icon = mParentLegend->iconSize();
+    const QRect tr = painter->fontMetrics().boundingRect(0, 0, 0, icon.height(), Qt::TextDontClip, text_);
+    const int h = std::max(tr.height(), icon.height());
+    painter->drawText(mRect.x() + icon.width() + mParentLegend->iconTextPadding(), mRect.y(), tr.width(), h,
+                      Qt::TextDontClip, text_);
+    const QRect iconRect(QPoint(mRect.x(), mRect.y() + (h - icon.height()) / 2), icon);
+    painter->save();
+    painter->setClipRect(iconRect, Qt::IntersectClip);
+    const double y = iconRect.center().y() + 0.5;
+    if (pen_.style() != Qt::NoPen) {
+      painter->setPen(pen_);
+      painter->drawLine(QLineF(iconRect.left(), y, iconRect.right() + 1, y));
+    }
+    if (!scatter_.isNone()) {
+      scatter_.applyTo(painter, pen_.style() == Qt::NoPen ? QPen(Qt::black) : pen_);
+      scatter_.drawShape(painter, QPointF(iconRect.center().x() + 0.5, y));
+    }
+    painter->restore();
+  }
+  QSize minimumOuterSizeHint() const override {
+    const QSize icon = mParentLegend->iconSize();
+    const QRect tr = QFontMetrics(mParentLegend->font()).boundingRect(0, 0, 0, icon.height(), Qt::TextDontClip, text_);
+    return {icon.width() + mParentLegend->iconTextPadding() + tr.width() + mMargins.left() + mMargins.right(),
+            std::max(tr.height(), icon.height()) + mMargins.top() + mMargins.bottom()};
+  }
+
+private:
+  QString text_;
+  QPen pen_;
+  QCPScatterStyle scatter_;
+};
+} // namespace
+
+void addLegendKey(QCPLegend* legend, const QString& text, const QPen& pen, const QCPScatterStyle* scatter) {
+  legend->addItem(new KeyItem(legend, text, pen, scatter ? *scatter : QCPScatterStyle()));
+}
+
+QSharedPointer<QCPAxisTickerLog> distinctLogTicker() {
+  auto t = QSharedPointer<DistinctLogTicker>::create();
+  t->setLogBase(10);
+  return t;
+}
 
 void plotEmptyState(QCustomPlot* plot, const QString& text) {
   plot->clearPlottables();

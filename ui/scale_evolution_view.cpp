@@ -36,6 +36,11 @@ std::vector<double> readVec(const RunAccess* r, const QString& path) {
   return b.v;
 }
 
+/// Whether the run quantized anything: an FP32 baseline has amaxes but no scale.
+bool isScaled(const RunAccess* r) {
+  return r && r->attr(QStringLiteral("precision")) != QStringLiteral("fp32");
+}
+
 QString runName(const RunAccess* r) {
   const QString label = r->attr(QStringLiteral("label"));
   const QString scaling = r->attr(QStringLiteral("scaling"));
@@ -111,23 +116,34 @@ void ScaleEvolutionView::setSession(Session* session) {
 void ScaleEvolutionView::rebuildRuns() {
   if (!session_) return;
   const QString was = run_box_->currentData().toString(), wasCmp = cmp_box_->currentData().toString();
+  const bool hadRuns = run_box_->count() > 0;
   updating_ = true;
   run_box_->clear();
   cmp_box_->clear();
   cmp_box_->addItem(tr("(none)"), QString());
-  QStringList ids;
+  QStringList ids, scaled;
   for (const RunRecord& r : session_->runs())
     if (r.kind == QStringLiteral("training")) {
       const QString name = r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')');
       run_box_->addItem(name, r.id);
       cmp_box_->addItem(name, r.id);
       ids << r.id;
+      if (isScaled(RunAccess::forRecord(r, session_->fileName()).get())) scaled << r.id;
     }
+  // First choice: an FP8 run (this view is about scales; an FP32 baseline has none), then
+  // another FP8 run dashed beside it.
   int i = run_box_->findData(was);
+  if (i < 0 && !scaled.isEmpty()) i = run_box_->findData(scaled.first());
   run_box_->setCurrentIndex(i < 0 ? 0 : i);
-  int c = cmp_box_->findData(wasCmp);
-  if (c < 0 && ids.size() > 1)
-    c = cmp_box_->findData(ids.value(ids.indexOf(run_box_->currentData().toString()) == 0 ? 1 : 0));
+  const QString main = run_box_->currentData().toString();
+  // Keep the run compared with, or "(none)" when that was chosen for the same main run; else pick.
+  int c = wasCmp.isEmpty() ? (hadRuns && main == was ? 0 : -1) : cmp_box_->findData(wasCmp);
+  if (c < 0)
+    for (const QString& id : scaled.isEmpty() ? ids : scaled)
+      if (id != main) {
+        c = cmp_box_->findData(id);
+        break;
+      }
   cmp_box_->setCurrentIndex(c < 0 ? 0 : c);
   updating_ = false;
   runsChosen();
@@ -252,7 +268,7 @@ void ScaleEvolutionView::draw() {
   QCPAxis* bx = bottom_->axis(QCPAxis::atBottom);
   QCPAxis* by = bottom_->axis(QCPAxis::atLeft);
   ty->setScaleType(QCPAxis::stLogarithmic);
-  ty->setTicker(QSharedPointer<QCPAxisTickerLog>::create());
+  ty->setTicker(distinctLogTicker());
   ty->setNumberFormat(QStringLiteral("eb"));
   ty->setNumberPrecision(0);
   ty->setLabel(quant_ ? tr("quant scale s (q = cast(x\u00b7s))%1").arg(show_amax_ ? tr(", amax") : QString())
@@ -260,13 +276,15 @@ void ScaleEvolutionView::draw() {
   tx->setLabel(tr("training step"));
   bx->setLabel(tr("training step"));
   by->setLabel(tr("loss (nats)"));
-  // The legend sits beside the scale plot (never over the curves).
-  // One legend below both plots, three entries a row (never over the curves).
+  // One legend below both plots (never over the curves), as a key rather than one entry per
+  // curve: colour = tensor, line style = quantity, dashed = the compared run. Three tensors of
+  // two runs would otherwise need 20 entries, too long to read or to fit.
   auto* legend = new QCPLegend;
   plot_->plotLayout()->addElement(2, 0, legend);
   plot_->plotLayout()->setRowStretchFactors({2.2, 1.0, 0.001});
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-  legend->setWrap(3);
+  legend->setWrap(4);
+  legend->setBorderPen(Qt::NoPen);
   legend->setLayer(QStringLiteral("legend"));
   legend->setBrush(QColor(255, 255, 255, 225));
   QFont lf = font();
@@ -274,13 +292,11 @@ void ScaleEvolutionView::draw() {
   legend->setFont(lf);
   int64_t satEvents = 0;
   int64_t maxSteps = 0;
+  bool anyScale = false, mainSat = false, cmpSat = false;
   auto addSeries = [&](const RunAccess* r, const QString& t, int colour, bool dashed) {
     const QString g = QStringLiteral("history/") + t;
     const QString who = dashed ? runName(r) + QStringLiteral(" ") : QString();
     std::vector<double> sc = readVec(r, g + (quant_ ? QStringLiteral("/quant_scale") : QStringLiteral("/scale")));
-    if (sc.empty() && !quant_) {
-      // Derive nothing: say what is missing.
-    }
     if (sc.empty() && quant_) {
       const auto d = readVec(r, g + QStringLiteral("/scale"));
       for (double x : d) sc.push_back(x > 0 ? 1.0 / x : std::nan(""));
@@ -296,9 +312,9 @@ void ScaleEvolutionView::draw() {
       gr->setName(tr("%1%2 scale").arg(who, t));
       gr->setPen(QPen(c, dashed ? 1.3 : 1.8, dashed ? Qt::DashLine : Qt::SolidLine));
       gr->setData(x, y, true);
-      gr->addToLegend(legend);
-    } else {
-      missing << tr("%1 of %2 (FP32 run?)").arg(g + QStringLiteral("/scale"), r->id());
+      anyScale = true;
+    } else if (isScaled(r)) {
+      missing << tr("%1 of %2").arg(g + QStringLiteral("/scale"), r->id());
     }
     if (show_amax_ && !am.empty()) {
       QVector<double> x(int(am.size())), y(int(am.size()));
@@ -309,7 +325,6 @@ void ScaleEvolutionView::draw() {
       ca.setAlpha(dashed ? 90 : 130);
       ga->setPen(QPen(ca, 1, dashed ? Qt::DashDotLine : Qt::DotLine));
       ga->setData(x, y, true);
-      ga->addToLegend(legend);
     }
     if (!sat.empty() && !am.empty()) {
       QVector<double> x, y;
@@ -326,7 +341,7 @@ void ScaleEvolutionView::draw() {
         gs->setScatterStyle(
             QCPScatterStyle(dashed ? QCPScatterStyle::ssCircle : QCPScatterStyle::ssCross, QColor(0xc0, 0, 0), 6));
         gs->setData(x, y, true);
-        gs->addToLegend(legend);
+        (dashed ? cmpSat : mainSat) = true;
       }
     }
   };
@@ -335,7 +350,9 @@ void ScaleEvolutionView::draw() {
     if (cmp_ && cmp_->has(QStringLiteral("history/%1/amax").arg(checked[i])))
       addSeries(cmp_.get(), checked[i], i, true);
   }
+  if (!anyScale && show_amax_) ty->setLabel(tr("amax (max |x|, tensor units)"));
   // Loss below.
+  std::vector<std::pair<QString, QPen>> losses;
   auto addLoss = [&](const RunAccess* r, bool dashed) {
     const auto loss = readVec(r, QStringLiteral("training/loss"));
     if (loss.empty()) {
@@ -350,12 +367,20 @@ void ScaleEvolutionView::draw() {
     g->setPen(
         QPen(dashed ? QColor(0x88, 0x88, 0x88) : QColor(0x20, 0x20, 0x20), 1, dashed ? Qt::DashLine : Qt::SolidLine));
     g->setData(x, y, true);
+    losses.push_back({r->id(), g->pen()});
   };
   addLoss(run_.get(), false);
   if (cmp_) addLoss(cmp_.get(), true);
-  // Legends as tall as their entries (the grid cell would spread them over the whole height).
-  for (int i = 0; i < plot_->plottableCount(); ++i)
-    if (plot_->plottable(i)->keyAxis() == bx) plot_->plottable(i)->addToLegend(legend);
+  for (int i = 0; i < checked.size(); ++i) addLegendKey(legend, checked[i], QPen(colors::series(i), 2.5));
+  const QColor ink(0x40, 0x40, 0x40);
+  if (anyScale) addLegendKey(legend, quant_ ? tr("quant scale (solid)") : tr("dequant scale (solid)"), QPen(ink, 1.8));
+  if (show_amax_ && !checked.isEmpty()) addLegendKey(legend, tr("amax (dotted)"), QPen(ink, 1, Qt::DotLine));
+  const QCPScatterStyle cross(QCPScatterStyle::ssCross, QColor(0xc0, 0, 0), 6),
+      circle(QCPScatterStyle::ssCircle, QColor(0xc0, 0, 0), 6);
+  if (mainSat) addLegendKey(legend, tr("\u2265 1 element clipped"), Qt::NoPen, &cross);
+  if (cmp_) addLegendKey(legend, tr("dashed: %1").arg(cmp_->id()), QPen(ink, 1.3, Qt::DashLine));
+  if (cmpSat) addLegendKey(legend, tr("clipped, %1").arg(cmp_->id()), Qt::NoPen, &circle);
+  for (const auto& [id, pen] : losses) addLegendKey(legend, tr("loss, %1").arg(id), pen);
 
   if (checked.isEmpty()) {
     auto* t = new QCPItemText(plot_);
@@ -389,6 +414,8 @@ void ScaleEvolutionView::draw() {
                                             : run_->attr(QStringLiteral("scaling")))
               .arg(maxSteps);
   if (cmp_) info << tr("dashed: %1").arg(runName(cmp_.get()));
+  for (const RunAccess* r : {run_.get(), cmp_.get()})
+    if (r && !isScaled(r)) info << tr("%1 is an FP32 run: no scale, amax only").arg(r->id());
   info << tr("%n saturation event(s) marked", nullptr, int(satEvents));
   info << tr("drag / wheel to pan and zoom; the loss plot follows");
   if (!missing.isEmpty())

@@ -16,36 +16,78 @@
 
 #include <cstdio>
 
+namespace {
+// The options of `fp8lab`. Set up before any application object exists, so that --help,
+// --version and a bad option are answered without a display (QApplication aborts without one).
+struct Options {
+  QCommandLineOption grab{QStringLiteral("grab"),
+                          QStringLiteral("Render the window to FILE.png and exit (offscreen works)."),
+                          QStringLiteral("FILE.png")};
+  QCommandLineOption view{
+      QStringLiteral("view"),
+      QStringLiteral("View to show first: bits, numberline, codes, learn, learn:N (N = 0..3), amax, "
+                     "scales, heatmap, compare."),
+      QStringLiteral("NAME")};
+  QCommandLineOption widgetOnly{QStringLiteral("grab-view-only"),
+                                QStringLiteral("With --grab: render only the view, not the window.")};
+  QCommandLineOption noSession{QStringLiteral("no-default-session"),
+                               QStringLiteral("Do not open the bundled default session.")};
+  QCommandLineOption timing{QStringLiteral("startup-time"),
+                            QStringLiteral("Print the time to the first paint (ms) to stderr.")};
+  QCommandLineOption help{QStringList{QStringLiteral("h"), QStringLiteral("help")},
+                          QStringLiteral("Displays help on commandline options.")};
+  QCommandLineOption version{QStringList{QStringLiteral("v"), QStringLiteral("version")},
+                             QStringLiteral("Displays version information.")};
+
+  void addTo(QCommandLineParser& p) const {
+    p.setApplicationDescription(QStringLiteral(
+        "FP8 Lab \u2014 explore FP8 / MX number formats, scaling strategies, FP8 GEMM and FP8 training."));
+    p.addOptions({help, version, grab, view, widgetOnly, noSession, timing});
+    p.addPositionalArgument(QStringLiteral("session"), QStringLiteral("Session file (.h5) to open."),
+                            QStringLiteral("[session]"));
+  }
+};
+
+void setNames() {
+  QCoreApplication::setApplicationName(QStringLiteral("FP8 Lab"));
+  QCoreApplication::setApplicationVersion(QStringLiteral(FP8LAB_VERSION));
+  QCoreApplication::setOrganizationName(QStringLiteral("FP8 Lab"));
+}
+} // namespace
+
 int main(int argc, char** argv) {
   QElapsedTimer since_start;
   since_start.start();
-  QApplication app(argc, argv);
-  QApplication::setApplicationName(QStringLiteral("FP8 Lab"));
-  QApplication::setApplicationVersion(QStringLiteral(FP8LAB_VERSION));
-  QApplication::setOrganizationName(QStringLiteral("FP8 Lab"));
-  QApplication::setDesktopFileName(QStringLiteral("io.github.fp8lab.FP8Lab"));
-
+  const Options o;
   QCommandLineParser p;
-  p.setApplicationDescription(
-      QStringLiteral("FP8 Lab — explore FP8 / MX number formats, scaling strategies, FP8 GEMM and FP8 training."));
-  p.addHelpOption();
-  p.addVersionOption();
-  QCommandLineOption grab(QStringLiteral("grab"),
-                          QStringLiteral("Render the window to FILE.png and exit (offscreen works)."),
-                          QStringLiteral("FILE.png"));
-  QCommandLineOption viewOpt(QStringLiteral("view"),
-                             QStringLiteral("View to show first: bits, numberline, codes, learn, learn:N (N = 0..3)."),
-                             QStringLiteral("NAME"));
-  QCommandLineOption widgetOnly(QStringLiteral("grab-view-only"),
-                                QStringLiteral("With --grab: render only the view, not the window."));
-  QCommandLineOption noSession(QStringLiteral("no-default-session"),
-                               QStringLiteral("Do not open the bundled default session."));
-  QCommandLineOption timing(QStringLiteral("startup-time"),
-                            QStringLiteral("Print the time to the first paint (ms) to stderr."));
-  p.addOptions({grab, viewOpt, widgetOnly, noSession, timing});
-  p.addPositionalArgument(QStringLiteral("session"), QStringLiteral("Session file (.h5) to open."),
-                          QStringLiteral("[session]"));
-  p.process(app);
+  o.addTo(p);
+  {
+    // Qt's own options (-platform, -style, ...) are unknown to this parser and make parse()
+    // return false; they are taken out by QApplication and checked by process() below.
+    QStringList args;
+    for (int i = 0; i < argc; ++i) args << QString::fromLocal8Bit(argv[i]);
+    p.parse(args);
+    if (p.isSet(o.help) || p.isSet(o.version)) {
+      // Text only: a QCoreApplication needs no display.
+      QCoreApplication core(argc, argv);
+      setNames();
+      if (p.isSet(o.help))
+        std::fputs(qPrintable(p.helpText()), stdout);
+      else
+        std::printf("%s %s\n", qPrintable(QCoreApplication::applicationName()),
+                    qPrintable(QCoreApplication::applicationVersion()));
+      return 0;
+    }
+  }
+  QApplication app(argc, argv);
+  setNames();
+  QApplication::setDesktopFileName(QStringLiteral("io.github.fp8lab.FP8Lab"));
+  const QCommandLineOption& grab = o.grab;
+  const QCommandLineOption& viewOpt = o.view;
+  const QCommandLineOption& widgetOnly = o.widgetOnly;
+  const QCommandLineOption& noSession = o.noSession;
+  const QCommandLineOption& timing = o.timing;
+  p.process(app); // the arguments without Qt's own; a bad option prints the reason and exits 1
 
   fp8lab::ui::MainWindow::Options opt;
   const bool grabbing = p.isSet(grab);

@@ -1,7 +1,8 @@
 // GUI autosave and crash recovery (issue 8 §4, ui/autosave.h): the recovery file is written only
 // while there are unsaved changes, holds exactly the session's runs, leaves the session's file
 // name and modified flag alone, survives a crash (a process that never called discard()), is
-// offered and restored on the next start as unsaved runs, and a damaged one is moved aside.
+// offered and restored on the next start as a new untitled session of unsaved runs (never added
+// to the session that start opened, e.g. the bundled default), and a damaged one is moved aside.
 #include "autosave.h"
 #include "session.h"
 
@@ -13,6 +14,7 @@
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QUndoStack>
 #include <QtTest>
 
 #include <sys/wait.h>
@@ -124,6 +126,56 @@ private Q_SLOTS:
     mine->discard();
   }
 
+  // The next start has already opened a session (the bundled default session, a file on the
+  // command line) when the recovery question comes. The recovered runs must not join it: they
+  // open as a new untitled session, as the question says, and the open file is not touched.
+  void recoveryOpensAsNewUntitledSession() {
+    QTemporaryDir dir;
+    const QString opened = dir.filePath(QStringLiteral("default-session.h5"));
+    {
+      Session d;
+      d.addRun(makeRun("bundled-1"));
+      d.addRun(makeRun("bundled-2"));
+      QVERIFY(d.save(opened, nullptr));
+    }
+    QFile f(opened);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray before = f.readAll();
+    f.close();
+
+    const QString rec_dir = QFileInfo(Autosave::defaultRecoveryPath()).absolutePath();
+    QDir(rec_dir).removeRecursively();
+    const pid_t pid = fork();
+    if (pid == 0) {
+      Session s;
+      s.addRun(makeRun("run-0001"));
+      Autosave a(&s, Autosave::defaultRecoveryPath(), 0);
+      _exit(a.saveNow() ? 0 : 1);
+    }
+    int status = 0;
+    QCOMPARE(waitpid(pid, &status, 0), pid);
+    QVERIFY(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+    Session s;
+    QString error;
+    QVERIFY2(s.load(opened, &error), qPrintable(error));
+    QCOMPARE(s.runCount(), 2);
+    auto mine = Autosave::start(nullptr, &s, [](const Autosave::Info&) { return true; });
+    QVERIFY(mine);
+    QCOMPARE(s.runCount(), 1); // only the recovered run, not 2 bundled + 1
+    QCOMPARE(s.run(0).id, QStringLiteral("run-0001"));
+    QVERIFY(s.fileName().isEmpty()); // Save asks for a file name
+    QCOMPARE(s.displayName(), QStringLiteral("Untitled"));
+    QVERIFY(s.isModified());
+    // Undo removes the recovered run; it does not bring the bundled runs back into this session.
+    s.undoStack()->undo();
+    QCOMPARE(s.runCount(), 0);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QCOMPARE(f.readAll(), before);
+    f.close();
+    mine->discard();
+  }
+
   void damagedRecoveryIsMovedAside() {
     QTemporaryDir dir;
     const QString rec = dir.filePath(QStringLiteral("rec.h5"));
@@ -133,7 +185,7 @@ private Q_SLOTS:
     f.close();
     Session s;
     QString error;
-    QCOMPARE(Autosave::restoreInto(&s, rec, &error), -1);
+    QCOMPARE(Autosave::restoreAsNewSession(&s, rec, &error), -1);
     QVERIFY(!error.isEmpty());
     QCOMPARE(s.runCount(), 0);
     QVERIFY(!QFile::exists(rec));

@@ -8,10 +8,15 @@
 #include "main_window.h"
 #include "session.h"
 #include "view_render.h"
+#include "qcp.h"
 
+#include "session/session.h"
+
+#include <QAction>
 #include <QLabel>
 #include <QImage>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -27,6 +32,34 @@ MainWindow::Options testOptions() {
   o.open_default_session = false;
   o.probe_backend = false;
   return o;
+}
+
+/// Writes a session of one GEMM run with an n×n error map (what the error heatmap draws):
+/// reference/D(i, j) = i·n + j + 1, output/D = reference + 0.25, error/abs = 0.25 everywhere;
+/// A and B (n×8 and 8×n) hold 1 + i and 1 + j, so row i of A is all i + 1.
+bool writeGemmSession(const QString& file, QString* error, int n = 4) {
+  fp8lab::Run r;
+  r.id = "gemm-1";
+  r.type = "gemm";
+  r.config_json = "{\"type\":\"gemm\"}";
+  const size_t nn = size_t(n) * size_t(n);
+  std::vector<double> ref(nn);
+  std::vector<float> d(nn), abs(nn, 0.25f), a(size_t(n) * 8), b(size_t(n) * 8);
+  for (size_t k = 0; k < nn; ++k) ref[k] = double(k + 1), d[k] = float(k + 1) + 0.25f;
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < 8; ++k)
+      a[size_t(i) * 8 + size_t(k)] = float(i + 1), b[size_t(k) * size_t(n) + size_t(i)] = float(i + 1);
+  r.datasets["reference/D"] = fp8lab::Dataset::float64({n, n}, ref, "1", "ideal");
+  r.putFloat32("output/D", d, n, n, "1", "D");
+  r.putFloat32("error/abs", abs, n, n, "1", "|D - ref|");
+  r.putFloat32("inputs/A", a, n, 8, "1", "A");
+  r.putFloat32("inputs/B", b, 8, n, "1", "B");
+  r.attrs["output_type"] = std::string("fp32");
+  r.attrs["format_a"] = std::string("E4M3FN");
+  r.attrs["format_b"] = std::string("E4M3FN");
+  Session s;
+  s.addRun(session_io::fromCoreRun(r));
+  return s.save(file, error);
 }
 
 QJsonObject smallGemm() {
@@ -215,11 +248,11 @@ private Q_SLOTS:
   // `fp8lab FILE.h5` (main.cpp: no default session, then openSession): the "No session open"
   // banner must not stay up once the file is open. A failed open leaves it.
   void openSessionHidesNoSessionBanner() {
-    const QString def = MainWindow::defaultSessionPath();
-    if (def.isEmpty() || !Session::fileSupport()) QSKIP("no bundled default session in this build");
+    if (!Session::fileSupport()) QSKIP("this build cannot read sessions (FP8LAB_WITH_HDF5=OFF)");
     QTemporaryDir dir;
     const QString copy = dir.filePath(QStringLiteral("mine.h5"));
-    QVERIFY(QFile::copy(def, copy));
+    QString error;
+    QVERIFY2(writeGemmSession(copy, &error), qPrintable(error));
     MainWindow w(testOptions());
     auto* banner = w.findChild<QLabel*>(QStringLiteral("banner"));
     QVERIFY(banner);
@@ -234,8 +267,11 @@ private Q_SLOTS:
   // Issue 5 §7: a view on a hidden tab does not reload when the session changes; it reloads when
   // shown. (The stall itself is measured by bench_gui, not here.)
   void hiddenViewsReloadWhenShown() {
-    const QString def = MainWindow::defaultSessionPath();
-    if (def.isEmpty() || !Session::fileSupport()) QSKIP("no bundled default session in this build");
+    if (!Session::fileSupport()) QSKIP("this build cannot read sessions (FP8LAB_WITH_HDF5=OFF)");
+    QTemporaryDir dir;
+    const QString file = dir.filePath(QStringLiteral("gemm.h5"));
+    QString error;
+    QVERIFY2(writeGemmSession(file, &error), qPrintable(error));
     MainWindow w(testOptions());
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
@@ -243,14 +279,143 @@ private Q_SLOTS:
     auto* heat = qobject_cast<ErrorHeatmapView*>(w.view(QStringLiteral("heatmap")));
     QVERIFY(heat);
     QVERIFY(!heat->hasPendingReload());
-    QVERIFY(w.openSession(def));
-    bool gemm = false;
-    for (const RunRecord& r : w.session()->runs()) gemm = gemm || r.kind.startsWith(QStringLiteral("gemm"));
+    QVERIFY(w.openSession(file));
     QVERIFY(heat->hasPendingReload());
     QVERIFY(heat->grids().isEmpty());
     QVERIFY(w.showView(QStringLiteral("heatmap")));
     QVERIFY(!heat->hasPendingReload());
-    if (gemm) QTRY_VERIFY(!heat->grids().isEmpty()); // the overview is read on the thread pool
+    // The overview is read on the thread pool: one cell per element of the 4×4 map, all 0.25.
+    QTRY_VERIFY(!heat->grids().isEmpty());
+    QCOMPARE(heat->grids().first().grid_rows, 4);
+    QCOMPARE(heat->grids().first().grid_cols, 4);
+    QCOMPARE(heat->grids().first().cell(3, 3), 0.25);
+    QCOMPARE(heat->grids().first().max, 0.25);
+  }
+
+  // In the window at its default 1400×900, a click on an element of a 512×512 map fills the
+  // detail pane without changing the map's geometry (the element under the pointer stays the
+  // same), and the pane shows its whole text (it fits or scrolls; nothing is cut off).
+  void heatmapClickKeepsTheMap() {
+    if (!Session::fileSupport()) QSKIP("this build cannot read sessions (FP8LAB_WITH_HDF5=OFF)");
+    QTemporaryDir dir;
+    const QString file = dir.filePath(QStringLiteral("gemm.h5"));
+    QString error;
+    QVERIFY2(writeGemmSession(file, &error, 512), qPrintable(error));
+    MainWindow w(testOptions());
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openSession(file));
+    QVERIFY(w.showView(QStringLiteral("heatmap")));
+    auto* heat = qobject_cast<ErrorHeatmapView*>(w.view(QStringLiteral("heatmap")));
+    QTRY_VERIFY(!heat->grids().isEmpty());
+    heat->zoomTo(480, 96, 16, 16); // one cell per element
+    QCOMPARE(heat->grids().first().block_rows, 1);
+    QCoreApplication::processEvents();
+    heat->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QCPAxisRect* rect = heat->plot()->axisRect(0);
+    const QRect before = rect->rect();
+    const QSize plotBefore = heat->plot()->size();
+    const QPoint px(int(rect->axis(QCPAxis::atBottom)->coordToPixel(101)),
+                    int(rect->axis(QCPAxis::atLeft)->coordToPixel(486)));
+    QTest::mouseMove(heat->plot(), px);
+    QTRY_VERIFY(heat->hoverText().startsWith(QStringLiteral("(i, j) = (486, 101)")));
+    QTest::mouseClick(heat->plot(), Qt::LeftButton, {}, px);
+    QVERIFY2(heat->detailText().contains(QStringLiteral("Element (486, 101)")), qPrintable(heat->detailText()));
+    for (int i = 0; i < 5; ++i) QCoreApplication::processEvents();
+    heat->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QCOMPARE(heat->plot()->size(), plotBefore);
+    QCOMPARE(rect->rect(), before);
+    QTest::mouseMove(heat->plot(), px + QPoint(1, 0));
+    QTRY_VERIFY2(heat->hoverText().startsWith(QStringLiteral("(i, j) = (486, 101)")), qPrintable(heat->hoverText()));
+    // FP8LAB_TEST_GRAB=FILE.png keeps a picture of the window after the click, for review.
+    if (!qEnvironmentVariableIsEmpty("FP8LAB_TEST_GRAB")) w.grab().save(qEnvironmentVariable("FP8LAB_TEST_GRAB"));
+    // The pane: every line of the detail is inside the label, and the label is inside the
+    // visible area or the area scrolls to it.
+    auto* detail = heat->findChild<QLabel*>(QStringLiteral("detail"));
+    QVERIFY(detail);
+    QVERIFY2(detail->width() >= detail->minimumSizeHint().width(),
+             qPrintable(QStringLiteral("%1 < %2").arg(detail->width()).arg(detail->minimumSizeHint().width())));
+    auto* pane = heat->findChild<QScrollArea*>(QStringLiteral("detailPane"));
+    QVERIFY(pane);
+    QVERIFY(pane->widget()->width() <= pane->viewport()->width()); // no text off to the right
+  }
+
+  // The bundled default session belongs to the build or the installation: Save on it goes to
+  // Save as, which suggests a file elsewhere and refuses the bundled file itself; the file's bytes
+  // never change. FP8LAB_DEFAULT_SESSION makes a temporary copy the bundled session here.
+  void bundledSessionIsReadOnly() {
+    if (!Session::fileSupport()) QSKIP("this build cannot write sessions (FP8LAB_WITH_HDF5=OFF)");
+    QTemporaryDir dir;
+    const QString bundled = dir.filePath(QStringLiteral("default-session.h5"));
+    {
+      fp8lab::Run r;
+      r.id = "bundled-1";
+      r.type = "gemm";
+      r.config_json = "{}";
+      r.putFloat32("output/D", {1, 2, 3, 4}, 2, 2, "1", "D");
+      Session s;
+      s.addRun(session_io::fromCoreRun(r));
+      QString error;
+      QVERIFY2(s.save(bundled, &error), qPrintable(error));
+    }
+    auto bytes = [](const QString& f) {
+      QFile file(f);
+      return file.open(QIODevice::ReadOnly) ? file.readAll() : QByteArray();
+    };
+    const QByteArray before = bytes(bundled);
+    QVERIFY(!before.isEmpty());
+    const QByteArray oldEnv = qgetenv("FP8LAB_DEFAULT_SESSION");
+    qputenv("FP8LAB_DEFAULT_SESSION", bundled.toLocal8Bit());
+    auto restore = qScopeGuard([&] {
+      if (oldEnv.isEmpty())
+        qunsetenv("FP8LAB_DEFAULT_SESSION");
+      else
+        qputenv("FP8LAB_DEFAULT_SESSION", oldEnv);
+    });
+    QVERIFY(MainWindow::isBundledSession(bundled));
+    MainWindow::Options o = testOptions();
+    o.open_default_session = true;
+    MainWindow w(o);
+    QCOMPARE(w.session()->fileName(), QFileInfo(bundled).canonicalFilePath());
+    QVERIFY2(w.windowTitle().contains(QStringLiteral("(read-only)")), qPrintable(w.windowTitle()));
+    RunRecord extra;
+    extra.kind = QStringLiteral("gemm");
+    extra.label = QStringLiteral("mine");
+    w.session()->addRun(extra);
+    QStringList suggested;
+    const QString mine = dir.filePath(QStringLiteral("mine.h5"));
+    w.setSaveFileChooser([&](const QString& s) {
+      suggested << s;
+      return mine;
+    });
+    auto* save = w.findChild<QAction*>(QStringLiteral("actionSave"));
+    QVERIFY(save);
+    save->trigger();               // File → Save
+    QCOMPARE(suggested.size(), 1); // went to Save as
+    QVERIFY2(!MainWindow::isBundledSession(suggested[0]), qPrintable(suggested[0]));
+    QCOMPARE(bytes(bundled), before);
+    QCOMPARE(w.session()->fileName(), mine);
+    QVERIFY(!w.session()->isModified());
+    QVERIFY(!w.windowTitle().contains(QStringLiteral("(read-only)")));
+    // The banner about the bundled session went with it.
+    QVERIFY(w.findChild<QLabel*>(QStringLiteral("banner"))->isHidden());
+    // Save as onto the bundled file is refused with a reason.
+    w.session()->renameRun(0, QStringLiteral("renamed"));
+    w.setSaveFileChooser([&](const QString&) { return bundled; });
+    QVERIFY(!w.saveAs());
+    QCOMPARE(bytes(bundled), before);
+    QVERIFY(w.issues()->rowCount() >= 1);
+    QVERIFY2(w.issues()->issues().last().text.contains(QStringLiteral("read-only")),
+             qPrintable(w.issues()->issues().last().text));
+    // A writable file of the user's is saved in place, without a dialog.
+    w.setSaveFileChooser([&](const QString& s) {
+      suggested << s;
+      return QString();
+    });
+    QVERIFY(w.save());
+    QCOMPARE(suggested.size(), 1);
+    QVERIFY(!w.session()->isModified());
   }
 
   // File → Export plot asks for the size (issue 6 §5): the dialog starts at the given size, and

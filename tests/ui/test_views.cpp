@@ -12,6 +12,8 @@
 #include <QTableWidget>
 #include <QtTest>
 
+#include <cmath>
+
 using namespace fp8lab::ui;
 
 class TestViews : public QObject {
@@ -43,6 +45,52 @@ private Q_SLOTS:
     QCOMPARE(v.grid()->rows(), 1);
     QVERIFY(!v.setFormat(QStringLiteral("BF16")));
     QVERIFY(v.csv().startsWith(QStringLiteral("format,code_hex,row,col,value,class\n")));
+  }
+
+  // Every cell of the code grid shows its value exactly (the grid used to round some values to 3
+  // digits beside exact ones: 0x01 "0.00195" next to 0x08 "0.015625"). Hand-derived E4M3FN cells:
+  // 0x01 = 2⁻⁹ (0.001953125, 11 characters) → "2⁻⁹"; 0x03 = 3·2⁻⁹ → "3·2⁻⁹"; 0x08 = 2⁻⁶ = 0.015625
+  // (8 characters) → "0.015625"; 0x09 = 9·2⁻⁹ = 0.017578125 → "9·2⁻⁹"; 0xFE = −448.
+  // Then every code of every ≤ 8-bit format: the text, read back exactly, is the decoded value.
+  void codeGridValuesAreExact() {
+    QCOMPARE(codeCellText(std::ldexp(1.0, -9)), QStringLiteral("2\u207b\u2079"));
+    QCOMPARE(codeCellText(3 * std::ldexp(1.0, -9)), QStringLiteral("3\u00b72\u207b\u2079"));
+    QCOMPARE(codeCellText(0.015625), QStringLiteral("0.015625"));
+    QCOMPARE(codeCellText(-9 * std::ldexp(1.0, -9)), QStringLiteral("\u22129\u00b72\u207b\u2079"));
+    QCOMPARE(codeCellText(-448), QStringLiteral("\u2212448"));
+    QCOMPARE(codeCellText(std::ldexp(1.0, 127)), QStringLiteral("2\u00b9\u00b2\u2077")); // E8M0FNU max
+    // Reads "d", "−d", "2ⁿ", "k·2ⁿ" back to a double (exactly: k and 2ⁿ are exact in a double).
+    auto parse = [](QString t) {
+      static const QString sup = QStringLiteral("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079");
+      double sign = 1;
+      if (t.startsWith(QChar(0x2212))) sign = -1, t = t.mid(1);
+      const int dot = t.indexOf(QChar(0x00b7));
+      const int two = t.indexOf(QLatin1Char('2'), dot + 1);
+      const bool pow = two >= 0 && two + 1 < t.size() && (t[two + 1] == QChar(0x207b) || sup.contains(t[two + 1]));
+      if (!pow) return sign * t.toDouble();
+      const double k = dot >= 0 ? t.left(dot).toDouble() : 1.0;
+      int e = 0, es = 1;
+      for (QChar c : t.mid(two + 1))
+        if (c == QChar(0x207b))
+          es = -1;
+        else
+          e = e * 10 + int(sup.indexOf(c));
+      return sign * std::ldexp(k, es * e);
+    };
+    for (const fp8lab::Format* f : fp8lab::Format::all()) {
+      if (f->bits() > 8) continue;
+      for (uint32_t c = 0; c < f->codeCount(); ++c) {
+        const double v = f->decode(c);
+        const QString t = codeCellText(v);
+        QVERIFY2(t.size() <= 9, qPrintable(t));
+        if (!std::isfinite(v)) continue;
+        QVERIFY2(parse(t) == v, qPrintable(QStringLiteral("%1 0x%2: %3 for %4")
+                                               .arg(QString::fromStdString(f->name()))
+                                               .arg(c, 0, 16)
+                                               .arg(t)
+                                               .arg(v, 0, 'g', 17)));
+      }
+    }
   }
 
   void numberLineShowsFormats() {

@@ -8,19 +8,24 @@
 #include "comparison_view.h"
 #include "error_heatmap_view.h"
 #include "heatmap_model.h"
+#include "plot_util.h"
 #include "qcp.h"
 #include "scale_evolution_view.h"
+#include "session.h"
 #include "view_render.h"
 
 #include "session/session.h"
 
+#include <QComboBox>
+#include <QDebug>
 #include <QImage>
+#include <QSet>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QToolButton>
 #include <QtTest>
 
 #include <cmath>
-#include <set>
 
 using namespace fp8lab;
 using namespace fp8lab::ui;
@@ -123,11 +128,68 @@ Run goldenTraining(const std::string& id, bool withHistory = true) {
   return r;
 }
 
-int distinctColours(const QImage& img) {
-  std::set<QRgb> c;
-  for (int y = 0; y < img.height(); y += 3)
-    for (int x = 0; x < img.width(); x += 3) c.insert(img.pixel(x, y));
-  return int(c.size());
+// Golden FP32 baseline (core/training/training_session.cpp for precision fp32): amaxes and loss
+// only, no scale, no window, no saturation counts.
+Run goldenFp32(const std::string& id) {
+  Run r;
+  r.id = id;
+  r.type = "training";
+  r.config_json = "{\"type\":\"training\"}";
+  r.attrs["precision"] = std::string("fp32");
+  r.attrs["scaling"] = std::string("none");
+  const int n = 20;
+  std::vector<float> amax(n, 1.0f), loss(n);
+  for (int t = 0; t < n; ++t) loss[size_t(t)] = 2.0f - 0.04f * float(t);
+  r.putFloat32("history/fc1/input/amax", amax, n, -1, "1", "amax");
+  r.group_attrs["history/fc1/input"]["format"] = std::string("E4M3FN");
+  r.group_attrs["history/fc1/input"]["scaling"] = std::string("none (FP32 baseline)");
+  r.group_attrs["history/fc1/input"]["history_len"] = int64_t(0);
+  r.putFloat32("training/loss", loss, n, -1, "nats", "loss");
+  r.setMetric("final_test_accuracy", 0.83, "1", "");
+  return r;
+}
+
+/// Why a legend of `plot` misleads, or "" when none does: a legend that overlaps an axis rect
+/// (covers data), an entry narrower or lower than its text needs (cut off), or one outside the plot.
+QString legendProblems(QCustomPlot* plot) {
+  QList<QCPLegend*> legends;
+  QList<QCPAxisRect*> rects = plot->axisRects();
+  for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
+    if (auto* l = qobject_cast<QCPLegend*>(e)) legends << l;
+  for (QCPAxisRect* r : rects)
+    for (QCPLayoutElement* e : r->insetLayout()->elements(false))
+      if (auto* l = qobject_cast<QCPLegend*>(e)) legends << l;
+  QStringList out;
+  for (QCPLegend* l : legends) {
+    if (!l->visible() || l->itemCount() == 0) continue;
+    for (QCPAxisRect* r : rects)
+      if (l->outerRect().intersects(r->rect()))
+        out << QStringLiteral("legend %1 covers axis rect %2")
+                   .arg(QDebug::toString(l->outerRect()), QDebug::toString(r->rect()));
+    for (int i = 0; i < l->itemCount(); ++i) {
+      QCPAbstractLegendItem* it = l->item(i);
+      if (!it) continue; // an empty cell of the last row
+      const QSize need = it->minimumOuterSizeHint();
+      if (it->outerRect().width() < need.width() || it->outerRect().height() < need.height())
+        out << QStringLiteral("legend entry %1 is %2 wide, needs %3")
+                   .arg(i)
+                   .arg(it->outerRect().width())
+                   .arg(need.width());
+      if (!plot->rect().contains(it->outerRect()))
+        out << QStringLiteral("legend entry %1 lies outside the plot").arg(i);
+    }
+  }
+  return out.join(QStringLiteral("; "));
+}
+
+/// Pixels of exactly colour `c` in `img`.
+int countColour(const QImage& img, const QColor& c) {
+  int n = 0;
+  const QRgb want = c.rgb();
+  const QImage im = img.convertToFormat(QImage::Format_RGB32);
+  for (int y = 0; y < im.height(); ++y)
+    for (int x = 0; x < im.width(); ++x) n += (im.pixel(x, y) | 0xff000000u) == want;
+  return n;
 }
 
 } // namespace
@@ -143,7 +205,10 @@ private Q_SLOTS:
     QVERIFY(dir_.isValid());
     file_ = dir_.filePath(QStringLiteral("golden.h5"));
     fp8lab::Session s;
-    s.runs = {goldenGemm("g1"), goldenGemm("g2", 1.0), goldenTraining("t-delayed"), goldenTraining("t-current", false)};
+    // The FP32 baseline sorts first (runs are stored by id), as in the default experiment's
+    // session: a view that picks a default run must not take it for its position.
+    s.runs = {goldenFp32("fp32-baseline"), goldenGemm("g1"), goldenGemm("g2", 1.0), goldenTraining("t-delayed"),
+              goldenTraining("t-current", false)};
     // A GEMM run that lacks the quantized-exact reference (an older or partial file).
     Run partial = goldenGemm("g3-partial");
     partial.datasets.erase("reference/D_quantized_exact");
@@ -286,6 +351,49 @@ private Q_SLOTS:
     QVERIFY(v.csv().contains(QStringLiteral(",2,3,2,3,nan\n")));
   }
 
+  // Log colour bars never label two ticks alike. QCustomPlot's log ticker puts ticks between
+  // decades when the range is narrower than a few decades; at precision 0 ("eb") 0.26 and 0.3
+  // both read "3·10⁻¹". Ranges: one value (0.25 everywhere), 10 … 25, and the golden 0.25 … 0.75.
+  void heatmapColourBarLabelsAreDistinct_data() {
+    QTest::addColumn<std::vector<float>>("abs");
+    QTest::addColumn<double>("lo");
+    QTest::addColumn<double>("hi");
+    QTest::newRow("one value") << std::vector<float>(16, 0.25f) << 0.25 << 0.25;
+    std::vector<float> ramp(16);
+    for (int k = 0; k < 16; ++k) ramp[size_t(k)] = 10.0f + float(k);
+    QTest::newRow("10..25") << ramp << 10.0 << 25.0;
+    std::vector<float> golden(16, 0.0f);
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j) golden[size_t(i * 4 + j)] = (i + j) % 2 ? 0.25f : 0.0f;
+    golden[1 * 4 + 2] = 0.75f;
+    QTest::newRow("golden 0.25..0.75") << golden << 0.25 << 0.75;
+  }
+  void heatmapColourBarLabelsAreDistinct() {
+    QFETCH(std::vector<float>, abs);
+    QFETCH(double, lo);
+    QFETCH(double, hi);
+    Run r = goldenGemm("c");
+    r.putFloat32("error/abs", abs, 4, 4, "1", "abs");
+    r.datasets.erase("reference/D");
+    r.datasets.erase("output/D");
+    r.datasets.erase("reference/D_quantized_exact");
+    ErrorHeatmapView v;
+    v.resize(1000, 640);
+    v.setRunAccess(RunAccess::fromRun(std::make_shared<Run>(r)));
+    v.setLogScale(true);
+    v.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QCPAxis* a = v.colorScale()->axis();
+    QCOMPARE(a->scaleType(), QCPAxis::stLogarithmic);
+    QVERIFY(a->range().lower <= lo && a->range().upper >= hi);
+    QStringList shown;
+    const QVector<double> ticks = a->tickVector();
+    const QVector<QString> labels = a->tickVectorLabels();
+    for (int k = 0; k < ticks.size(); ++k)
+      if (a->range().contains(ticks[k])) shown << labels[k];
+    QVERIFY2(shown.size() >= 2, qPrintable(shown.join(QStringLiteral(" | "))));
+    QCOMPARE(QSet<QString>(shown.begin(), shown.end()).size(), shown.size());
+  }
+
   void heatmapMissingDatasets() {
     QString err;
     ErrorHeatmapView v;
@@ -312,7 +420,11 @@ private Q_SLOTS:
     QVERIFY2(exportViewSized(&v, png, QSize(800, 500), &err), qPrintable(err));
     QImage img(png);
     QCOMPARE(img.size(), QSize(800, 500));
-    QVERIFY(distinctColours(img) > 20); // not blank: map cells, colour bar, text
+    // The golden map in the picture (log colour scale over the finite range 0.25 … 0.75): the NaN
+    // element (2, 3) as a magenta cell, the largest error 0.75 at (1, 2) in viridis' top colour.
+    // Each cell of the 4×4 map covers thousands of pixels at this size.
+    QVERIFY2(countColour(img, nanColor()) > 1000, "no NaN cell in the exported heatmap");
+    QVERIFY2(countColour(img, QColor(0xfd, 0xe7, 0x25)) > 1000, "no cell at the top of the colour scale");
     for (const char* ext : {"pdf", "svg"}) {
       const QString f = dir_.filePath(QStringLiteral("h.") + QLatin1String(ext));
       QVERIFY2(exportViewSized(&v, f, QSize(800, 500), &err), qPrintable(err));
@@ -417,6 +529,53 @@ private Q_SLOTS:
     QCOMPARE(v.plot()->plottableCount(), 0);
   }
 
+  // A scale view opens on an FP8 run: the session's first training run is the FP32 baseline,
+  // which has no scale; the default is the first FP8 run (t-current, by id) with the next FP8
+  // run (t-delayed) dashed. Shown explicitly, the FP32 run draws its amax only and lists nothing as
+  // missing (it has no scale to miss).
+  void scaleEvolutionOpensOnAnFp8Run() {
+    fp8lab::ui::Session s;
+    QString err;
+    QVERIFY2(s.load(file_, &err), qPrintable(err));
+    QCOMPARE(s.run(0).id, QStringLiteral("fp32-baseline"));
+    ScaleEvolutionView v;
+    v.resize(1200, 800);
+    v.setSession(&s);
+    QCOMPARE(v.findChild<QComboBox*>(QStringLiteral("run"))->currentData().toString(), QStringLiteral("t-current"));
+    QCOMPARE(v.findChild<QComboBox*>(QStringLiteral("compare"))->currentData().toString(), QStringLiteral("t-delayed"));
+    QVERIFY2(!v.infoText().contains(QStringLiteral("missing")), qPrintable(v.infoText()));
+    v.setRuns(RunAccess::fromFile(file_, QStringLiteral("fp32-baseline"), &err));
+    QVERIFY2(!v.infoText().contains(QStringLiteral("missing")), qPrintable(v.infoText()));
+    QVERIFY(!v.infoText().contains(QStringLiteral("FP32 run?")));
+    QVERIFY2(v.infoText().contains(QStringLiteral("fp32-baseline is an FP32 run: no scale")), qPrintable(v.infoText()));
+    QStringList names;
+    for (int i = 0; i < v.plot()->plottableCount(); ++i) names << v.plot()->plottable(i)->name();
+    QCOMPARE(names, (QStringList{QStringLiteral("fc1/input amax"), QStringLiteral("loss, fp32-baseline [none]")}));
+    QCOMPARE(v.scaleRect()->axis(QCPAxis::atLeft)->label(), QStringLiteral("amax (max |x|, tensor units)"));
+  }
+
+  // The amax view names no scale for an FP32 run: it recorded none and used none. The window
+  // and the dashed curve are the what-if replay, and say so.
+  void amaxViewShowsNoScaleForFp32() {
+    QString err;
+    AmaxHistoryView v;
+    v.resize(1200, 800);
+    v.setRunAccess(RunAccess::fromFile(file_, QStringLiteral("fp32-baseline"), &err));
+    QCOMPARE(v.steps(), 20);
+    QVERIFY(v.recordedScale().empty());
+    v.setStep(5);
+    QVERIFY2(!v.windowText().contains(QStringLiteral("scale ")), qPrintable(v.windowText()));
+    QVERIFY(v.windowText().contains(QStringLiteral("used no scale")));
+    QVERIFY2(!v.infoText().contains(QStringLiteral("missing")), qPrintable(v.infoText()));
+    QVERIFY(!v.infoText().contains(QStringLiteral("recorded dequant scale")));
+    QVERIFY(v.infoText().contains(QStringLiteral("FP32 run: no scaling")));
+    // A delayed-scaling run keeps its next scale: window max 8 after step 5 → 8 / 448 · 2^0.
+    v.setRunAccess(RunAccess::fromFile(file_, QStringLiteral("t-delayed"), &err));
+    v.setStep(5);
+    QVERIFY2(v.windowText().contains(QStringLiteral("next dequant scale 0.0178571 = 8 / 448")),
+             qPrintable(v.windowText()));
+  }
+
   void comparisonTableBarsDiff() {
     QString err;
     ComparisonView v;
@@ -458,6 +617,88 @@ private Q_SLOTS:
     QVERIFY(v.csv().startsWith(QStringLiteral("id,label,kind,formats")));
   }
 
+  // Bars of runs whose labels share a long prefix get different tick labels; the count of runs
+  // without the metric is under the axis, not over the bars; no GUI hint is drawn in the plot
+  // (exported images carry it), only in the label beside it.
+  void comparisonLabelsAndHints() {
+    QList<std::shared_ptr<RunAccess>> runs;
+    for (const char* id : {"gemm-fp8-delayed-fc1", "gemm-fp8-delayed-fc2", "gemm-fp8-delayed-fc3"}) {
+      Run r = goldenGemm(id);
+      r.putFloat32("error/abs", std::vector<float>(size_t(4 * (4 + (id[19] - '0'))), 0.5f), 4, 4 + (id[19] - '0'), "1",
+                   "abs"); // three shapes: no default difference pair
+      runs << RunAccess::fromRun(std::make_shared<Run>(r));
+    }
+    runs << RunAccess::fromRun(std::make_shared<Run>(goldenFp32("fp32-baseline")));
+    ComparisonView v;
+    v.resize(1200, 800);
+    v.setRuns(runs);
+    v.setMetric(QStringLiteral("sqnr_db"));
+    QCPAxis* x = v.plot()->axisRect(0)->axis(QCPAxis::atBottom);
+    auto ticker = x->ticker().dynamicCast<QCPAxisTickerText>();
+    QVERIFY(ticker);
+    const QStringList labels = ticker->ticks().values();
+    QCOMPARE(labels.size(), 4);
+    QCOMPARE(QSet<QString>(labels.begin(), labels.end()).size(), 4);
+    QCOMPARE(labels[0], QStringLiteral("gemm-fp8-\u2026ayed-fc1"));
+    QCOMPARE(labels[3], QStringLiteral("fp32-baseline"));
+    QCOMPARE(x->label(), QStringLiteral("run (1 without this metric: no bar)"));
+    QStringList drawn;
+    for (int i = 0; i < v.plot()->itemCount(); ++i)
+      if (auto* t = qobject_cast<QCPItemText*>(v.plot()->item(i))) drawn << t->text();
+    for (QCPLayoutElement* e : v.plot()->plotLayout()->elements(true))
+      if (auto* t = qobject_cast<QCPTextElement*>(e)) drawn << t->text();
+    // The bars' value labels: SQNR 30 dB for each GEMM run, nothing else in the bar plot.
+    QVERIFY2(drawn.count(QStringLiteral("30")) == 3, qPrintable(drawn.join(QStringLiteral(" | "))));
+    for (const QString& t : drawn) {
+      QVERIFY2(!t.contains(QStringLiteral("without this metric")), qPrintable(t));
+      QVERIFY2(!t.contains(QStringLiteral("Ctrl")) && !t.contains(QStringLiteral("click")), qPrintable(t));
+    }
+    QVERIFY(v.diffText().contains(QStringLiteral("Ctrl+click rows")));
+    QVERIFY(drawn.contains(QStringLiteral("No difference map: no pair of GEMM runs of the same shape is selected.")));
+  }
+
+  // Legends sit beside the data, never over it, and show their entries whole: the amax window's
+  // bars and markers, and the scale key of two runs with every tensor ticked.
+  void legendsCoverNoData() {
+    QString err;
+    AmaxHistoryView a;
+    a.resize(1000, 620);
+    a.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&a));
+    a.setRunAccess(RunAccess::fromFile(file_, QStringLiteral("t-delayed"), &err));
+    a.setStep(5);
+    a.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY2(legendProblems(a.plot()).isEmpty(), qPrintable(legendProblems(a.plot())));
+    a.setRunAccess(nullptr); // the simulated sequence: spikes near the right end
+    a.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY2(legendProblems(a.plot()).isEmpty(), qPrintable(legendProblems(a.plot())));
+    ScaleEvolutionView s;
+    s.resize(1000, 620);
+    s.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&s));
+    s.setRuns(RunAccess::fromFile(file_, QStringLiteral("t-delayed"), &err),
+              RunAccess::fromFile(file_, QStringLiteral("t-current"), &err));
+    s.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY2(legendProblems(s.plot()).isEmpty(), qPrintable(legendProblems(s.plot())));
+  }
+
+  // The play button's label uses no character its font lacks (U+23F8 PAUSE is in few fonts; the
+  // button showed an empty box): the symbols are icons from the style.
+  void playButtonHasNoMissingGlyph() {
+    AmaxHistoryView v;
+    v.setRunAccess(nullptr);
+    auto* play = v.findChild<QToolButton*>(QStringLiteral("play"));
+    QVERIFY(play);
+    for (bool on : {false, true}) {
+      v.setPlaying(on);
+      QCOMPARE(play->text(), on ? QStringLiteral("Pause") : QStringLiteral("Play"));
+      QVERIFY(!play->icon().isNull());
+      const QFontMetrics fm(play->font());
+      for (const uint c : play->text().toUcs4()) QVERIFY2(fm.inFontUcs4(c), qPrintable(QString::number(c, 16)));
+    }
+    v.setPlaying(false);
+  }
+
   void renderOffscreen() {
     RenderRequest req;
     req.session = file_;
@@ -471,9 +712,51 @@ private Q_SLOTS:
     for (const char* n : {"g1-heatmap.png", "g1-split.png", "g1-heatmap.csv", "t-delayed-amax.png",
                           "t-delayed-scales.png", "g3-partial-split.png", "compare.png", "compare.csv"})
       QVERIFY2(names.contains(QLatin1String(n)), n);
+    auto read = [&](const char* name) {
+      QFile f(QDir(req.dir).filePath(QLatin1String(name)));
+      return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+    };
+    // g1's total error map, one row per element (golden values above): 0.25 where i + j is odd,
+    // 0.75 at (1, 2), NaN at (2, 3), 0 elsewhere.
+    QString heat = QStringLiteral("quantity,kind,unit,row_first,row_last,col_first,col_last,value\n");
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j)
+        heat += QStringLiteral("\"total error of D (D vs ideal)\",absolute,\"value units\",%1,%1,%2,%2,%3\n")
+                    .arg(i)
+                    .arg(j)
+                    .arg(i == 2 && j == 3   ? QStringLiteral("nan")
+                         : i == 1 && j == 2 ? QStringLiteral("0.75")
+                         : (i + j) % 2      ? QStringLiteral("0.25")
+                                            : QStringLiteral("0"));
+    QCOMPARE(read("g1-heatmap.csv"), heat);
+    // The comparison rows of g1 and t-delayed: SQNR 30 dB, max rel 0.125, saturated and underflow
+    // (1 + 1) / (4·2 + 2·4) · 100 = (2 + 0) / 16 · 100 = 12.5 %, GEMM 0.5 s; accuracy 0.8, 12 s.
+    const QStringList cmp = read("compare.csv").split(QLatin1Char('\n'));
+    QCOMPARE(cmp.value(0), QStringLiteral("id,label,kind,formats,scaling,accumulation,sqnr_db,max_rel,saturated_pct,"
+                                          "underflow_pct,quant_sqnr_db,accum_sqnr_db,final_accuracy,seconds,backend"));
+    QVERIFY(
+        cmp.contains(QStringLiteral("\"g1\",\"g1\",gemm,\"E4M3FN \u00d7 E5M2\",\"te_current\",\"split \u2192 fp32\","
+                                    "30,0.125,12.5,12.5,,,,0.5,\"cpu\"")));
+    QVERIFY(cmp.contains(QStringLiteral(
+        "\"t-delayed\",\"t-delayed\",training,\"E4M3FN / E5M2\",\"delayed-flax\",\"\",,,,,,,0.8,12,\"\"")));
+    QCOMPARE(cmp.size(), 1 + 6 + 1); // header, six runs, the empty string after the last newline
+    // t-delayed's amax window view: Flax dequant scale 1/(448/m) in float32 from the window before
+    // the step (history 4): step 0 keeps 1, steps 1..4 see m = 1, steps 5..8 the spike m = 8, then
+    // 1 again; the what-if replays the run exactly; the spike is step 4.
+    const QString s448 = QString::number(double(1.0f / (448.0f / 1.0f)), 'g', 9),
+                  s56 = QString::number(double(1.0f / (448.0f / 8.0f)), 'g', 9);
+    QString amax = QStringLiteral("step,amax,recorded_dequant_scale,whatif_dequant_scale,spike\n0,1,1,1,0\n");
+    for (int t = 1; t < 20; ++t) {
+      const QString sc = t >= 5 && t <= 8 ? s56 : s448;
+      amax += QStringLiteral("%1,%2,%3,%3,%4\n").arg(t).arg(t == 4 ? 8 : 1).arg(sc).arg(t == 4 ? 1 : 0);
+    }
+    QCOMPARE(s448, QStringLiteral("0.00223214296"));
+    QCOMPARE(read("t-delayed-amax.csv"), amax);
     QImage img(QDir(req.dir).filePath(QStringLiteral("t-delayed-amax.png")));
     QCOMPARE(img.size(), QSize(900, 600));
-    QVERIFY(distinctColours(img) > 20);
+    // The window drawn after step 6 (first spike + L/2) holds steps 3..6: the spike bar at step 4
+    // is drawn in the spike colour.
+    QVERIFY2(countColour(img, QColor(0xd5, 0x5e, 0x00)) > 200, "no spike bar in the amax image");
     req.run = QStringLiteral("nope");
     QVERIFY(!renderViews(req, &files, &err));
     QVERIFY(err.contains(QStringLiteral("no run 'nope'")));

@@ -1,0 +1,65 @@
+// The `fp8lab` executable's command line without a display: --help and --version print and exit 0
+// (a QApplication aborts with SIGABRT when no platform plugin can start, so these must be
+// answered before one is created). Runs the built app/fp8lab with DISPLAY, WAYLAND_DISPLAY and
+// QT_QPA_PLATFORM removed from its environment, as on a headless server or in a container.
+#include <QFileInfo>
+#include <QProcess>
+#include <QtTest>
+
+namespace {
+const QString kApp = QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab");
+
+struct Result {
+  QProcess::ExitStatus status;
+  int code;
+  QString out, err;
+};
+
+Result runHeadless(const QStringList& args) {
+  QProcess p;
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  for (const char* k : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) env.remove(QString::fromLatin1(k));
+  p.setProcessEnvironment(env);
+  p.start(kApp, args);
+  if (!p.waitForFinished(30000)) {
+    p.kill();
+    p.waitForFinished();
+  }
+  return {p.exitStatus(), p.exitCode(), QString::fromLocal8Bit(p.readAllStandardOutput()),
+          QString::fromLocal8Bit(p.readAllStandardError())};
+}
+} // namespace
+
+class TestAppCli : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY2(QFileInfo(kApp).isExecutable(), qPrintable(kApp + QStringLiteral(" not built (target fp8lab)")));
+  }
+
+  void helpWithoutDisplay_data() {
+    QTest::addColumn<QString>("arg");
+    QTest::newRow("--help") << QStringLiteral("--help");
+    QTest::newRow("-h") << QStringLiteral("-h");
+  }
+  void helpWithoutDisplay() {
+    QFETCH(QString, arg);
+    const Result r = runHeadless({arg});
+    QCOMPARE(r.status, QProcess::NormalExit); // not SIGABRT
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    // The options docs/gui.md documents.
+    for (const char* opt : {"--grab <FILE.png>", "--view <NAME>", "--grab-view-only", "--no-default-session",
+                            "--startup-time", "--version"})
+      QVERIFY2(r.out.contains(QLatin1String(opt)), opt);
+  }
+
+  void versionWithoutDisplay() {
+    const Result r = runHeadless({QStringLiteral("--version")});
+    QCOMPARE(r.status, QProcess::NormalExit);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(r.out, QStringLiteral("FP8 Lab " FP8LAB_VERSION "\n"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestAppCli)
+#include "test_app_cli.moc"
