@@ -19,6 +19,8 @@
 #include "view_render.h"
 #include "qcp.h"
 
+#include "session/hdf5_isolation.h"
+
 #include <QAction>
 #include <QElapsedTimer>
 
@@ -314,6 +316,10 @@ void MainWindow::buildActions() {
   auto* aOpen = file->addAction(QIcon(QStringLiteral(":/fp8lab/icons/open.svg")), tr("&Open session\u2026"), this,
                                 &MainWindow::openSessionDialog);
   aOpen->setShortcut(QKeySequence::Open);
+  auto* aOpenUntrusted = file->addAction(tr("Open &untrusted\u2026"), this, &MainWindow::openUntrustedDialog);
+  aOpenUntrusted->setObjectName(QStringLiteral("actionOpenUntrusted"));
+  aOpenUntrusted->setStatusTip(tr("Open an HDF5 session you did not make: a separate process checks its metadata "
+                                  "first, so a crafted file cannot crash FP8 Lab"));
   recent_menu_ = file->addMenu(tr("Open &recent"));
   recent_menu_->setObjectName(QStringLiteral("recentMenu"));
   file->addSeparator();
@@ -532,6 +538,18 @@ void MainWindow::openSessionDialog() {
   const QString f = QFileDialog::getOpenFileName(this, tr("Open session"), {},
                                                  tr("FP8 Lab sessions (*.h5 *.hdf5 *.fp8lab);;All files (*)"));
   if (!f.isEmpty()) openSession(f);
+}
+
+void MainWindow::openUntrustedDialog() {
+  if (!maybeSave()) return;
+  const QString f = QFileDialog::getOpenFileName(this, tr("Open untrusted session"), {},
+                                                 tr("HDF5 files (*.h5 *.hdf5 *.fp8lab);;All files (*)"));
+  if (!f.isEmpty()) openUntrustedSession(f);
+}
+
+bool MainWindow::openUntrustedSession(const QString& fileName) {
+  fp8lab::markHdf5Untrusted(QFile::encodeName(fileName).toStdString());
+  return openSession(fileName);
 }
 
 bool MainWindow::save() {

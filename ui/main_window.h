@@ -71,6 +71,10 @@ public:
 
   /// Opens a session file; problems go to the Issues panel. Returns success.
   bool openSession(const QString& fileName);
+  /// Opens a session file from elsewhere (File → Open untrusted…): the separate checking process
+  /// walks its metadata first and a file that crashes or hangs libhdf5 is refused with the reason
+  /// (core/session/hdf5_isolation.h); later opens of the same file in this process are checked too.
+  bool openUntrustedSession(const QString& fileName);
   /// The bundled default session, when one was generated at build time (empty if none).
   static QString defaultSessionPath();
   /// Whether `fileName` is the bundled default session. It is read-only: it belongs to the build
@@ -111,6 +115,7 @@ private:
   void buildStatusBar();
   void newSession();
   void openSessionDialog();
+  void openUntrustedDialog();
   bool maybeSave();
   void exportPlot();
   void exportData();

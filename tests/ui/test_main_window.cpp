@@ -9,6 +9,7 @@
 #include "session.h"
 #include "view_render.h"
 #include "qcp.h"
+#include "session/session.h"
 
 #include "session/session.h"
 
@@ -128,6 +129,34 @@ private Q_SLOTS:
 
   // Bad input: a foreign file and a corrupt HDF5 file each give one Issues entry with the
   // reason; the session and the window stay as they were.
+  // File → Open untrusted… on a file that crashes libhdf5 itself (tests/fuzz/known-libhdf5-crashes,
+  // a SEGV in H5Aiterate2 → H5A__close): refused by the separate checking process with the reason,
+  // the window and its session untouched. A good file opens the same way.
+  void openUntrustedRefusesACrashingFile() {
+    MainWindow w(testOptions());
+    const QString crash =
+        QStringLiteral(FP8LAB_SOURCE_DIR "/tests/fuzz/known-libhdf5-crashes/H5Aiterate2-H5A__close-segv.h5");
+    QVERIFY(QFileInfo::exists(crash));
+    QVERIFY(!w.openUntrustedSession(crash));
+    QCOMPARE(w.issues()->rowCount(), 1);
+    QCOMPARE(w.issues()->issues()[0].severity, Severity::Error);
+    QVERIFY2(w.issues()->issues()[0].text.contains(QStringLiteral("in a separate checking process")),
+             qPrintable(w.issues()->issues()[0].text));
+    QCOMPARE(w.session()->runCount(), 0);
+    QTemporaryDir dir;
+    const QString good = dir.filePath(QStringLiteral("good.h5"));
+    fp8lab::Session s;
+    fp8lab::Run r;
+    r.id = "r1";
+    r.type = "test";
+    r.config_json = "{}";
+    r.putFloat32("output/D", {1.0f, 2.0f}, 1, 2, "1", "test data");
+    s.runs.push_back(r);
+    QVERIFY(fp8lab::writeSession(good.toStdString(), s).ok());
+    QVERIFY(w.openUntrustedSession(good));
+    QCOMPARE(w.session()->runCount(), 1);
+  }
+
   void corruptOrForeignFile() {
     QTemporaryDir dir;
     MainWindow w(testOptions());
