@@ -242,8 +242,9 @@ struct WriteOptions {
   /// valid FP8 Lab session (text, JSON, foreign HDF5) is never replaced, whatever this says.
   bool replace_existing = false;
   ProgressFn progress; ///< per dataset; returning false cancels (file untouched)
-  /// Test hook: called before every dataset write with its full path; returning false makes
-  /// the write fail there as an injected I/O error (to test that saves are atomic).
+  /// Test hook: called before every dataset write with its full path (before copying a run
+  /// "copy:/runs/<id>", before an append's byte copy of the file "copy:file"); returning false
+  /// makes the write fail there as an injected I/O error (to test that saves are atomic).
   std::function<bool(const std::string& dataset_path)> fault_injection;
 };
 
@@ -261,9 +262,12 @@ struct WriteOptions {
 /// (bad run id, duplicate ids, data size not matching shape).
 Status writeSession(const std::string& path, const Session& session, const WriteOptions& opt = {});
 
-/// Adds runs to the session at `path` (creating it when absent), atomically: the existing runs
-/// are copied object by object (H5Ocopy, no re-encoding) into a temporary file, the new runs are
-/// written, then it replaces `path`. Conflicting ids follow opt.on_conflict (Rename appends
+/// Adds runs to the session at `path` (creating it when absent), atomically: the file's bytes are
+/// copied to a temporary file beside it (copy_file_range: a reflink or an in-kernel copy where the
+/// filesystem can), the new runs are written into that copy (the existing runs are not touched),
+/// then it replaces `path` (fsync, rename, fsync of the directory) — the cost of a file copy plus
+/// the new runs. With OnConflict::Replace of an existing id the whole session is rewritten
+/// instead (existing runs copied object by object with H5Ocopy, no re-encoding). Conflicting ids follow opt.on_conflict (Rename appends
 /// "-2", "-3", ...). `assigned_ids`, when given, receives the id each new run got.
 Status appendRuns(const std::string& path, const std::vector<Run>& runs, const WriteOptions& opt = {},
                   std::vector<std::string>* assigned_ids = nullptr);

@@ -436,6 +436,115 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
   return st;
 }
 
+/// Copies the bytes of `from` into the (empty) file `to`: copy_file_range, which the kernel turns
+/// into a reflink (btrfs, XFS) or an in-kernel copy where it can, else read / write in 4 MiB steps.
+/// `done` (bytes copied so far) drives the progress. False with the reason in *st.
+bool copyBytes(const std::string& from, const std::string& to, const std::string& shown, WriteCtx& ctx, Status* st) {
+  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  const int out = ::open(to.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  auto fail = [&](const char* what) {
+    st->add(C::WriteFailed, shown, std::string(what) + ": " + std::strerror(errno) + "; the previous file is unchanged");
+    if (in >= 0) ::close(in);
+    if (out >= 0) ::close(out);
+    return false;
+  };
+  if (in < 0) return fail("cannot read the session to copy it");
+  if (out < 0) return fail("cannot write the temporary file");
+  if (ctx.opt->fault_injection && !ctx.opt->fault_injection("copy:file")) {
+    errno = EIO;
+    return fail("injected write failure (test hook)");
+  }
+  struct stat sst {};
+  if (::fstat(in, &sst) != 0) return fail("cannot stat the session");
+  off_t left = sst.st_size;
+  bool kernel_copy = true;
+  std::vector<char> buf;
+  const off_t step = off_t(64) << 20; // progress (and a chance to cancel) every 64 MiB
+  while (left > 0) {
+    ssize_t n = -1;
+    if (kernel_copy) {
+      n = ::copy_file_range(in, nullptr, out, nullptr, size_t(std::min(left, step)), 0);
+      if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP || errno == EPERM)) {
+        kernel_copy = false; // another filesystem or an old kernel: copy through user space
+        continue;
+      }
+    } else {
+      if (buf.empty()) buf.resize(size_t(4) << 20);
+      const ssize_t r = ::read(in, buf.data(), size_t(std::min<off_t>(left, off_t(buf.size()))));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return fail("cannot read the session to copy it");
+      for (ssize_t w = 0; w < r;) {
+        const ssize_t k = ::write(out, buf.data() + w, size_t(r - w));
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return fail("cannot write the temporary file");
+        w += k;
+      }
+      n = r;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail("cannot copy the session into the temporary file");
+    if (n == 0) break; // the file shrank under us: the HDF5 open below reports a damaged copy
+    left -= n;
+    ctx.done_bytes += n;
+    if (!progress(ctx, "copying the session", st)) {
+      ::close(in);
+      ::close(out);
+      return false;
+    }
+  }
+  ::close(in);
+  if (::close(out) != 0) return fail("cannot write the temporary file");
+  return true;
+}
+
+/// An append that costs the new runs, not the file: the session's bytes are copied to a temporary
+/// file beside it (copyBytes), the new runs are written into that copy by libhdf5 (the runs
+/// already there are not touched: their objects stay byte for byte as they were), modified_utc
+/// and app_version are updated, then the same atomic commit as every save (fsync, rename, fsync of
+/// the directory). `target` must be a valid FP8 Lab session (existingRuns checked it).
+Status appendToCopy(const std::string& target, const std::vector<std::pair<const Run*, std::string>>& fresh,
+                    const WriteOptions& opt) {
+  quietErrors();
+  Status st;
+  std::string real;
+  if (!resolveTarget(target, &real, &st)) return st;
+  if (!targetWritable(real, target, &st)) return st;
+  TempFile tmp;
+  if (!makeTemp(real, &tmp, &st)) return st;
+  WriteCtx ctx{&opt, target};
+  std::error_code ec;
+  ctx.total_bytes = int64_t(fs::file_size(real, ec));
+  for (const auto& [r, id] : fresh) ctx.total_bytes += runBytes(*r);
+  if (!copyBytes(real, tmp.path, target, ctx, &st)) return st;
+  {
+    Handle f = file(H5Fopen(tmp.path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    if (!f.valid()) {
+      st.add(C::WriteFailed, target, "cannot open the copy of the session for appending: " + errorText());
+      return st;
+    }
+    if (!writeAttr(f, "modified_utc", utcNow()) || !writeAttr(f, "app_version", std::string(FP8LAB_VERSION))) {
+      st.add(C::WriteFailed, target, "cannot update the root attributes: " + errorText());
+      return st;
+    }
+    Handle runs = group(H5Gopen2(f, "runs", H5P_DEFAULT));
+    if (!runs.valid()) {
+      st.add(C::WriteFailed, target, "cannot open /runs in the copy: " + errorText());
+      return st;
+    }
+    for (const auto& [r, id] : fresh)
+      if (!writeRun(runs, *r, id, ctx, &st)) return st;
+    runs.reset();
+    if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0 || !f.reset()) {
+      st.add(C::WriteFailed, target, "cannot flush/close the HDF5 file: " + errorText());
+      return st;
+    }
+  }
+  if (!progress(ctx, "committing", &st)) return st;
+  pauseBeforeCommitIfAsked();
+  commitTemp(&tmp, real, target, &st);
+  return st;
+}
+
 /// Validates an existing session and lists its run groups (all of them, also damaged ones, so a
 /// rewrite loses nothing) and its root info.
 bool existingRuns(const std::string& path, std::vector<std::string>* runs, RootInfo* root, Status* st) {
@@ -501,9 +610,8 @@ Status appendRuns(const std::string& path, const std::vector<Run>& runs, const W
   std::vector<std::string> existing;
   RootInfo root;
   std::error_code ec;
-  if (fs::exists(path, ec)) {
-    if (!existingRuns(path, &existing, &root, &st)) return st;
-  }
+  const bool had_file = fs::exists(path, ec);
+  if (had_file && !existingRuns(path, &existing, &root, &st)) return st;
   std::set<std::string> taken(existing.begin(), existing.end());
   std::set<std::string> replaced;
   std::vector<std::pair<const Run*, std::string>> fresh;
@@ -533,6 +641,13 @@ Status appendRuns(const std::string& path, const std::vector<Run>& runs, const W
     fresh_ids.insert(id);
     fresh.emplace_back(&r, id);
     if (assigned_ids) assigned_ids->push_back(id);
+  }
+  if (had_file && replaced.empty()) {
+    // Nothing replaced: append to a byte copy of the file (the cost of the new runs plus a file
+    // copy, which the kernel may turn into a reflink) instead of copying every run through libhdf5.
+    st.merge(appendToCopy(path, fresh, opt));
+    if (!st.ok() && assigned_ids) assigned_ids->clear();
+    return st;
   }
   std::vector<CopyItem> copies;
   for (const auto& e : existing)

@@ -193,6 +193,54 @@ void BM_OpenFromOutside(benchmark::State& state) {
   std::filesystem::remove(path);
 }
 
+/// Appending a small run (64×64 float32 output) to the 448 MiB session (arg 1: appendRuns, the
+/// atomic append: byte copy of the file, the new run written into the copy, fsync, rename) beside
+/// its peer (arg 0: a raw copy of the same file with copy_file_range + fsync, what any atomic
+/// replacement must at least cost). Target: the append ≤ 2× the copy.
+void BM_AppendRun(benchmark::State& state) {
+  const std::string path = benchDir() + "/fp8lab_bench_session_a.h5";
+  const std::string copy = benchDir() + "/fp8lab_bench_session_a.copy";
+  WriteOptions opt;
+  opt.compress = false;
+  if (!writeSession(path, gemmSession(), opt).ok()) {
+    state.SkipWithError("cannot write the session");
+    return;
+  }
+  Run small;
+  small.id = "small";
+  small.type = "bench";
+  small.config_json = "{}";
+  small.putFloat32("output/D", std::vector<float>(64 * 64, 1.0f), 64, 64, "1", "bench");
+  WriteOptions ao;
+  ao.on_conflict = WriteOptions::OnConflict::Rename;
+  for (auto _ : state) {
+    if (state.range(0) == 0) {
+      const int in = ::open(path.c_str(), O_RDONLY), out = ::open(copy.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      struct stat st {};
+      ::fstat(in, &st);
+      for (off_t left = st.st_size; left > 0;) {
+        const ssize_t n = ::copy_file_range(in, nullptr, out, nullptr, size_t(left), 0);
+        if (n <= 0) break;
+        left -= n;
+      }
+      ::fsync(out);
+      ::close(in);
+      ::close(out);
+    } else {
+      const Status st = appendRuns(path, {small}, ao);
+      if (!st.ok()) {
+        state.SkipWithError(st.message().c_str());
+        break;
+      }
+    }
+  }
+  std::error_code ec;
+  state.counters["file_MiB"] = double(std::filesystem::file_size(path, ec)) / 1048576.0;
+  state.SetLabel(state.range(0) == 0 ? "raw copy (copy_file_range + fsync)" : "appendRuns (atomic)");
+  std::filesystem::remove(path, ec);
+  std::filesystem::remove(copy, ec);
+}
+
 /// What the GUI heatmap does: a 4096² map reduced (max |x|) to 512×512, or a 1024² window.
 void BM_HeatmapReads(benchmark::State& state) {
   const std::string path = benchDir() + "/fp8lab_bench_session_h.h5";
@@ -230,6 +278,7 @@ BENCHMARK(BM_SessionWrite)->Arg(1)->ArgName("compress")->Unit(benchmark::kMillis
 BENCHMARK(BM_SessionRead)->Arg(1)->ArgName("compress")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK(BM_HeatmapReads)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
 
+BENCHMARK(BM_AppendRun)->Arg(0)->Arg(1)->ArgName("append")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(4);
 BENCHMARK(BM_OpenFromOutside)
     ->Arg(0)
     ->Arg(1)

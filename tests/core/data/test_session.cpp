@@ -861,7 +861,8 @@ void TestSession::injectedFailureDuringAppendKeepsPreviousFile() {
   const std::string p = dir.path().toStdString() + "/keep.h5";
   QVERIFY(appendRuns(p, {gemmRun("v1"), gemmRun("v2")}).ok());
   const std::string before = readBytes(p);
-  for (const std::string failAt : {"copy:/runs/v2", "/runs/v3/output/D"}) {
+  // An append copies the file's bytes ("copy:file"), then writes the new run into the copy.
+  for (const std::string failAt : {"copy:file", "/runs/v3/output/D"}) {
     WriteOptions opt;
     opt.fault_injection = [&](const std::string& what) { return what != failAt; };
     Status st = appendRuns(p, {gemmRun("v3")}, opt);
