@@ -107,7 +107,8 @@ int Autosave::restoreAsNewSession(Session* session, const QString& path, QString
   QList<RunRecord> runs;
   QString why;
   QStringList warnings;
-  if (!session_io::read(path, &runs, &why, &warnings)) {
+  // Every run into memory: the recovery file is removed once its runs are back.
+  if (!session_io::read(path, &runs, &why, &warnings, /*lazy=*/false)) {
     if (error) *error = why;
     const QString bad = path + QStringLiteral(".bad");
     QFile::remove(bad);

@@ -1,5 +1,7 @@
 #include "number_line_view.h"
 
+#include "run_access.h"
+
 #include "scaling/scaling.h"
 #include "session.h"
 #include "style.h"
@@ -196,13 +198,17 @@ std::vector<float> NumberLineView::sourceValues(QString* name) const {
       return x;
     }
     const RunRecord& r = session_->run(session_->currentRun());
-    auto t = r.tensor(QStringLiteral("inputs/A"));
-    if (!t) {
+    // Through RunAccess: a run read lazily from its file has no tensors in memory.
+    const auto a = RunAccess::forRecord(r, session_->fileName());
+    Block b;
+    QString err;
+    if (!a->has(QStringLiteral("inputs/A")) || !a->readAll(QStringLiteral("inputs/A"), &b, &err)) {
       *name = tr("%1 has no inputs/A").arg(r.label);
       return x;
     }
-    *name = tr("%1 inputs/A [%2\u00d7%3]").arg(r.label).arg(t->rows).arg(t->cols);
-    return t->data;
+    *name = tr("%1 inputs/A [%2\u00d7%3]").arg(r.label).arg(b.rows).arg(b.cols);
+    x.assign(b.v.begin(), b.v.end());
+    return x;
   }
   std::mt19937_64 rng(1);
   x.resize(size_t(n));

@@ -2,11 +2,13 @@
 
 #include "session.h"
 
+#include <QDateTime>
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QObject>
 
 #include <mutex>
+#include <vector>
 
 namespace fp8lab::ui {
 
@@ -213,7 +215,7 @@ std::mutex& hdf5Mutex() {
 
 class FileAccess final : public RunAccess {
 public:
-  FileAccess(std::unique_ptr<fp8lab::SessionReader> reader, const fp8lab::RunInfo* info)
+  FileAccess(std::shared_ptr<fp8lab::SessionReader> reader, const fp8lab::RunInfo* info)
       : reader_(std::move(reader)), info_(info) {}
   QString id() const override { return QString::fromStdString(info_->id); }
   QString type() const override { return QString::fromStdString(info_->type); }
@@ -292,7 +294,7 @@ public:
   }
 
 private:
-  std::unique_ptr<fp8lab::SessionReader> reader_;
+  std::shared_ptr<fp8lab::SessionReader> reader_;
   const fp8lab::RunInfo* info_;
 };
 
@@ -307,12 +309,36 @@ std::shared_ptr<RunAccess> RunAccess::fromRun(std::shared_ptr<const fp8lab::Run>
 
 std::shared_ptr<RunAccess> RunAccess::fromFile(const QString& fileName, const QString& runId, QString* error) {
   std::lock_guard<std::mutex> lock(hdf5Mutex());
-  auto res = fp8lab::SessionReader::open(fileName.toStdString());
-  if (!res.ok()) {
-    if (error) *error = QString::fromStdString(res.errors());
-    return nullptr;
+  // One open reader per file version, shared by the views' accessors (an open validates every run
+  // of the file; the views ask for accessors often). At most 8 files are kept open.
+  struct Cached {
+    QString path;
+    QDateTime mtime;
+    qint64 size = -1;
+    std::shared_ptr<fp8lab::SessionReader> reader;
+  };
+  static std::vector<Cached> cache;
+  const QFileInfo fi(fileName);
+  std::shared_ptr<fp8lab::SessionReader> reader;
+  for (auto it = cache.begin(); it != cache.end(); ++it)
+    if (it->path == fi.absoluteFilePath()) {
+      if (it->mtime == fi.lastModified() && it->size == fi.size())
+        reader = it->reader;
+      else
+        cache.erase(it);
+      break;
+    }
+  if (!reader) {
+    auto res = fp8lab::SessionReader::open(fileName.toStdString());
+    if (!res.ok()) {
+      if (error) *error = QString::fromStdString(res.errors());
+      return nullptr;
+    }
+    reader = std::shared_ptr<fp8lab::SessionReader>(std::move(res.value));
+    if (cache.size() >= 8) cache.erase(cache.begin());
+    cache.push_back({fi.absoluteFilePath(), fi.lastModified(), fi.size(), reader});
   }
-  const auto& info = res.value->info();
+  const auto& info = reader->info();
   const fp8lab::RunInfo* ri = nullptr;
   if (runId.isEmpty()) {
     if (!info.runs.empty()) ri = &info.runs.front();
@@ -329,13 +355,17 @@ std::shared_ptr<RunAccess> RunAccess::fromFile(const QString& fileName, const QS
     }
     return nullptr;
   }
-  return std::make_shared<FileAccess>(std::move(res.value), ri);
+  return std::make_shared<FileAccess>(std::move(reader), ri);
 }
 #endif
 
 std::shared_ptr<RunAccess> RunAccess::forRecord(const RunRecord& r, const QString& fileName) {
 #ifdef FP8LAB_HAVE_HDF5
   if (r.core) return fromRun(r.core);
+  if (!r.source.isEmpty()) {
+    QString err;
+    if (auto a = fromFile(r.source, r.source_run, &err)) return a;
+  }
   if (!fileName.isEmpty() && QFileInfo::exists(fileName)) {
     QString err;
     if (auto a = fromFile(fileName, r.id, &err)) return a;

@@ -174,6 +174,13 @@ bool Session::load(const QString& fileName, QString* error, QStringList* warning
 
 bool Session::save(const QString& fileName, QString* error) {
   if (!session_io::write(fileName, runs_, error)) return false;
+  // Runs read lazily now live in the saved file too: read them from there from now on (the file
+  // they came from may be replaced or removed).
+  for (RunRecord& r : runs_)
+    if (!r.core && !r.source.isEmpty()) {
+      r.source = fileName;
+      r.source_run = r.id;
+    }
   undo_->setClean();
   if (file_name_ != fileName) {
     file_name_ = fileName;

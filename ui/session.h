@@ -41,6 +41,11 @@ struct RunRecord {
   QList<QPair<QString, double>> metrics;                           ///< ordered, e.g. ("sqnr_db", 31.2)
   QList<QPair<QString, std::shared_ptr<const RunTensor>>> tensors; ///< ordered by path, e.g. "output/D"
   QStringList warnings; ///< what the run reported (also sent to the Issues panel)
+  /// The session file and run id (`source_run`, which `id` may no longer equal after a merge)
+  /// holding this record's datasets, read lazily by the views (RunAccess::forRecord) and copied
+  /// as they are when the session is saved. Empty for runs held in memory (`core`, or `tensors`
+  /// built in the GUI).
+  QString source, source_run;
 #ifdef FP8LAB_HAVE_HDF5
   /// The core run this record was made from (read from a file or produced by core/experiment);
   /// saving writes it back unchanged except for the label. Null for runs built in the GUI.
@@ -115,7 +120,12 @@ private:
 
 namespace session_io {
 /// Implemented in session_io.cpp over core/session; see Session::load / save.
-bool read(const QString& fileName, QList<RunRecord>* runs, QString* error, QStringList* warnings);
+/// Lazy (the default): metadata only — each record names the file as its `source` and the views
+/// read datasets on demand. Not lazy: every run in memory (`core`), for a file that goes away
+/// after reading (a recovery file).
+bool read(const QString& fileName, QList<RunRecord>* runs, QString* error, QStringList* warnings, bool lazy = true);
+/// Writes the records: runs in memory are written, runs read lazily are copied from their source
+/// file as they are (their label updated); atomic (core writeSessionItems).
 bool write(const QString& fileName, const QList<RunRecord>& runs, QString* error);
 bool available();
 #ifdef FP8LAB_HAVE_HDF5

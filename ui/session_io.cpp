@@ -81,8 +81,37 @@ static fp8lab::Run toCoreRun(const RunRecord& r) {
   return run;
 }
 
-bool read(const QString& fileName, QList<RunRecord>* runs, QString* error, QStringList* warnings) {
-  auto res = fp8lab::loadSession(fileName.toStdString());
+/// A record for run `ri` of a session file, without its data (RunRecord::source names the file).
+RunRecord fromRunInfo(const fp8lab::RunInfo& ri, const QString& fileName) {
+  RunRecord r;
+  r.id = QString::fromStdString(ri.id);
+  const auto label = fp8lab::attrString(ri.attrs, "label");
+  r.label = label && !label->empty() ? QString::fromStdString(*label) : r.id;
+  r.kind = QString::fromStdString(ri.type);
+  r.backend = QString::fromStdString(ri.backend);
+  r.device = QString::fromStdString(ri.device);
+  r.created = QDateTime::fromString(QString::fromStdString(ri.created_utc), Qt::ISODate);
+  r.config = QJsonDocument::fromJson(QByteArray::fromStdString(ri.config_json)).object();
+  for (const auto& [name, m] : ri.metrics) r.metrics.append({QString::fromStdString(name), m.value});
+  r.source = fileName;
+  r.source_run = r.id;
+  return r;
+}
+
+bool read(const QString& fileName, QList<RunRecord>* runs, QString* error, QStringList* warnings, bool lazy) {
+  if (!lazy) {
+    auto res = fp8lab::loadSession(fileName.toStdString());
+    if (!res.ok()) {
+      if (error) *error = QString::fromStdString(res.firstError());
+      return false;
+    }
+    if (warnings)
+      for (const auto& i : res.issues) *warnings << QString::fromStdString(i.toString());
+    runs->clear();
+    for (const auto& run : res.value.runs) runs->append(fromCoreRun(run));
+    return true;
+  }
+  auto res = fp8lab::SessionReader::open(fileName.toStdString());
   if (!res.ok()) {
     if (error) *error = QString::fromStdString(res.firstError());
     return false;
@@ -90,14 +119,28 @@ bool read(const QString& fileName, QList<RunRecord>* runs, QString* error, QStri
   if (warnings)
     for (const auto& i : res.issues) *warnings << QString::fromStdString(i.toString());
   runs->clear();
-  for (const auto& run : res.value.runs) runs->append(fromCoreRun(run));
+  for (const auto& ri : res.value->info().runs) runs->append(fromRunInfo(ri, fileName));
   return true;
 }
 
 bool write(const QString& fileName, const QList<RunRecord>& runs, QString* error) {
-  fp8lab::Session s;
-  for (const auto& r : runs) s.runs.push_back(toCoreRun(r));
-  const auto st = fp8lab::writeSession(fileName.toStdString(), s);
+  std::vector<fp8lab::Run> held; // runs in memory, converted for the writer
+  held.reserve(size_t(runs.size()));
+  std::vector<fp8lab::SaveItem> items;
+  for (const auto& r : runs) {
+    fp8lab::SaveItem it;
+    if (!r.core && !r.source.isEmpty()) {
+      it.file = r.source.toStdString();
+      it.run_id = r.source_run.toStdString();
+      it.id = r.id.toStdString();
+      it.label = r.label.toStdString();
+    } else {
+      held.push_back(toCoreRun(r));
+      it.run = &held.back();
+    }
+    items.push_back(std::move(it));
+  }
+  const auto st = fp8lab::writeSessionItems(fileName.toStdString(), items);
   if (!st.ok()) {
     if (error) *error = QString::fromStdString(st.firstError());
     return false;
@@ -111,7 +154,7 @@ bool available() {
   return false;
 }
 
-bool read(const QString&, QList<RunRecord>*, QString* error, QStringList*) {
+bool read(const QString&, QList<RunRecord>*, QString* error, QStringList*, bool) {
   if (error) *error = QObject::tr("this build has no HDF5 support (FP8LAB_WITH_HDF5=OFF), so it cannot read sessions");
   return false;
 }

@@ -262,6 +262,20 @@ struct WriteOptions {
 /// (bad run id, duplicate ids, data size not matching shape).
 Status writeSession(const std::string& path, const Session& session, const WriteOptions& opt = {});
 
+/// One run of a session being written by writeSessionItems: a run in memory (`run`), or a run of
+/// another session file copied exactly as it is (`file`, `run_id`: H5Ocopy, no re-encoding; the
+/// GUI saves runs it read lazily this way), stored as `id`, with its "label" attribute set to
+/// `label` when that is not empty.
+struct SaveItem {
+  const Run* run = nullptr;
+  std::string file, run_id, id, label;
+};
+
+/// Writes a session made of `items`, in order, to `path`, atomically (as writeSession; a source
+/// file may be `path` itself). Errors: those of writeSession; DuplicateRun for an id given twice;
+/// NotFound / Corrupt when a source file does not hold a valid run to copy (nothing written).
+Status writeSessionItems(const std::string& path, const std::vector<SaveItem>& items, const WriteOptions& opt = {});
+
 /// Adds runs to the session at `path` (creating it when absent), atomically: the file's bytes are
 /// copied to a temporary file beside it (copy_file_range: a reflink or an in-kernel copy where the
 /// filesystem can), the new runs are written into that copy (the existing runs are not touched),

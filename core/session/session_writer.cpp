@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <set>
 
 #include <fcntl.h>
@@ -341,6 +343,7 @@ struct CopyItem {
   std::string file;
   std::string run;
   std::string as;
+  std::string label; ///< when not empty: the copied run's "label" attribute is set to it
 };
 
 /// Root attributes for the output file.
@@ -420,6 +423,13 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
         st.add(C::WriteFailed, target + "#/runs/" + c.as, "cannot copy run from '" + c.file + "': " + errorText());
         return st;
       }
+      if (!c.label.empty()) {
+        Handle g = group(H5Gopen2(runs, c.as.c_str(), H5P_DEFAULT));
+        if (!g.valid() || !writeAttr(g, "label", c.label)) {
+          st.add(C::WriteFailed, target + "#/runs/" + c.as, "cannot set the run's label: " + errorText());
+          return st;
+        }
+      }
     }
     sources.clear();
     for (const auto& [r, id] : fresh)
@@ -443,7 +453,8 @@ bool copyBytes(const std::string& from, const std::string& to, const std::string
   const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
   const int out = ::open(to.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
   auto fail = [&](const char* what) {
-    st->add(C::WriteFailed, shown, std::string(what) + ": " + std::strerror(errno) + "; the previous file is unchanged");
+    st->add(C::WriteFailed, shown,
+            std::string(what) + ": " + std::strerror(errno) + "; the previous file is unchanged");
     if (in >= 0) ::close(in);
     if (out >= 0) ::close(out);
     return false;
@@ -654,6 +665,48 @@ Status appendRuns(const std::string& path, const std::vector<Run>& runs, const W
     if (!replaced.count(e)) copies.push_back({path, e, e});
   st.merge(produce(path, root, copies, fresh, opt));
   if (!st.ok() && assigned_ids) assigned_ids->clear();
+  return st;
+}
+
+Status writeSessionItems(const std::string& path, const std::vector<SaveItem>& items, const WriteOptions& opt) {
+  Status st;
+  std::set<std::string> ids;
+  std::vector<std::pair<const Run*, std::string>> fresh;
+  std::vector<CopyItem> copies;
+  std::map<std::string, std::unique_ptr<SessionReader>> sources; // each source validated once
+  for (const auto& it : items) {
+    const std::string id = it.run ? it.run->id : it.id;
+    if (!ids.insert(id).second) {
+      st.add(C::DuplicateRun, path, "run id '" + id + "' given twice");
+      return st;
+    }
+    if (it.run) {
+      fresh.emplace_back(it.run, id);
+      continue;
+    }
+    std::string why;
+    if (!isValidRunId(id, &why)) {
+      st.add(C::InvalidArgument, path + "#/runs/" + id, why);
+      return st;
+    }
+    auto src = sources.find(it.file);
+    if (src == sources.end()) {
+      auto r = SessionReader::open(it.file); // the source must be a valid session holding the run
+      if (!r.ok()) {
+        st.merge(r);
+        st.add(C::WriteFailed, path, "cannot copy runs from '" + it.file + "'; nothing was written");
+        return st;
+      }
+      src = sources.emplace(it.file, std::move(r.value)).first;
+    }
+    if (!src->second->info().find(it.run_id)) {
+      st.add(C::NotFound, it.file + "#/runs/" + it.run_id, "no such run to copy; nothing was written");
+      return st;
+    }
+    copies.push_back({it.file, it.run_id, id, it.label});
+  }
+  sources.clear();
+  st.merge(produce(path, RootInfo{}, copies, fresh, opt));
   return st;
 }
 
