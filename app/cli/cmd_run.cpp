@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -774,6 +775,7 @@ int runRun(const QStringList& args) {
     noteLoss();
     return saved;
   };
+  auto batch_since = std::chrono::steady_clock::now();
   auto batchBytes = [&]() {
     int64_t n = 0;
     for (const auto& b : batch)
@@ -798,6 +800,12 @@ int runRun(const QStringList& args) {
               .arg(i + 1)
               .arg(exps.size())
               .arg(batch.empty() ? QString() : QStringLiteral(" (its run is saved with the next batch)")));
+    // A batch is saved at least every 30 s, so a kill -9 or a crash loses at most that much work
+    // (an append costs a file copy plus the new runs).
+    if (batch.empty())
+      batch_since = std::chrono::steady_clock::now();
+    else if (std::chrono::steady_clock::now() - batch_since > std::chrono::seconds(30) && !flush())
+      return 2;
     if (batchBytes() > (int64_t(256) << 20) && !flush()) return 2;
     if (interrupted()) {
       if (!flush()) return 2;
@@ -807,6 +815,11 @@ int runRun(const QStringList& args) {
     }
   }
   if (!flush()) return 2;
+  if (interrupted()) { // arrived during the last experiment's end or the final save: all is saved
+    std::fprintf(stderr, "fp8lab-cli: interrupted by %s; the finished runs are saved in %s\n",
+                 interruptName().toUtf8().constData(), opt.out.toUtf8().constData());
+    return interruptedExitCode();
+  }
   if (!opt.json && !opt.quiet) err(QStringLiteral("session written: %1").arg(QFileInfo(opt.out).absoluteFilePath()));
   return 0;
 }
@@ -977,6 +990,20 @@ int runSweep(const QStringList& args) {
               .arg(outPath, skipped.size() <= 12
                                 ? skipped.join(QStringLiteral(", "))
                                 : skipped.mid(0, 12).join(QStringLiteral(", ")) + QStringLiteral(", ...")));
+  }
+  if (grid.empty() && !skipped.isEmpty()) {
+    if (json)
+      out(toJsonText(QJsonObject{{QStringLiteral("file"), outPath},
+                                 {QStringLiteral("shard"), shard},
+                                 {QStringLiteral("shards"), shards},
+                                 {QStringLiteral("grid_size"), g},
+                                 {QStringLiteral("skipped"), QJsonArray::fromStringList(skipped)},
+                                 {QStringLiteral("runs"), QJsonArray()}}) +
+          "\n");
+    else
+      err(QStringLiteral("sweep: nothing to run: every grid point of this shard is already in %1 (file unchanged)")
+              .arg(outPath));
+    return 0;
   }
   const auto backend = makeChosenBackend(p.value(be), quiet);
   if (!backend) return 2;

@@ -33,8 +33,10 @@ int main(int argc, char** argv) {
 #ifdef FP8LAB_HAVE_UI
   // `render` and `export --png` draw the desktop app's views offscreen (cmd_render.cpp): they
   // need a QApplication; every other command keeps the lighter QCoreApplication.
-  bool widgets = argc > 1 && std::strcmp(argv[1], "render") == 0;
-  for (int i = 2; argc > 1 && std::strcmp(argv[1], "export") == 0 && i < argc; ++i)
+  int cmd = 1; // the command word: the first argument that is not the global --untrusted
+  while (cmd < argc && std::strcmp(argv[cmd], "--untrusted") == 0) ++cmd;
+  bool widgets = cmd < argc && std::strcmp(argv[cmd], "render") == 0;
+  for (int i = cmd + 1; cmd < argc && std::strcmp(argv[cmd], "export") == 0 && i < argc; ++i)
     widgets = widgets || std::strcmp(argv[i], "--png") == 0 || std::strncmp(argv[i], "--png=", 6) == 0;
   if (widgets && !qEnvironmentVariableIsSet("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   std::unique_ptr<QCoreApplication> app_ptr(widgets ? new QApplication(argc, argv) : new QCoreApplication(argc, argv));

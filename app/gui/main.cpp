@@ -15,6 +15,7 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <cstring>
 
 namespace {
 // The options of `fp8lab`. Set up before any application object exists, so that --help,
@@ -78,6 +79,16 @@ int main(int argc, char** argv) {
                     qPrintable(QCoreApplication::applicationVersion()));
       return 0;
     }
+  }
+  // Without a display and without a chosen platform Qt aborts (SIGABRT); say what to do instead.
+  bool platform_arg = false;
+  for (int i = 1; i < argc; ++i) platform_arg = platform_arg || std::strcmp(argv[i], "-platform") == 0;
+  if (!platform_arg && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
+      qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")) {
+    std::fputs("fp8lab: no display (DISPLAY and WAYLAND_DISPLAY are unset): run it in a desktop session, under "
+               "xvfb-run, or with QT_QPA_PLATFORM=offscreen for --grab; fp8lab-cli works without one\n",
+               stderr);
+    return 1;
   }
   QApplication app(argc, argv);
   setNames();

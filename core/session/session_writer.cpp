@@ -120,12 +120,19 @@ bool resolveTarget(const std::string& path, std::string* real, Status* st) {
 /// Refuses to replace an existing file the user may not write: rename() needs only the directory
 /// writable, so without this a `chmod a-w` session (or another user's file in a shared
 /// directory) would be silently rewritten. faccessat(AT_EACCESS): the effective ids decide, as
-/// for open(O_WRONLY). Root passes (it may write any file), as with every other tool.
+/// for open(O_WRONLY). A file with no write permission bit is refused for root too.
 bool targetWritable(const std::string& real, const std::string& shown, Status* st) {
   std::error_code ec;
   if (!fs::exists(real, ec)) return true;
   if (::faccessat(AT_FDCWD, real.c_str(), W_OK, AT_EACCESS) != 0 && (errno == EACCES || errno == EPERM)) {
     st->add(C::WriteFailed, shown, "the file is read-only (permission denied); nothing was written");
+    return false;
+  }
+  // No write permission bit at all (chmod a-w): write-protected also for root, whom access()
+  // always lets write.
+  struct stat sb {};
+  if (::stat(real.c_str(), &sb) == 0 && S_ISREG(sb.st_mode) && (sb.st_mode & 0222) == 0) {
+    st->add(C::WriteFailed, shown, "the file is read-only (no write permission bit); nothing was written");
     return false;
   }
   return true;

@@ -59,6 +59,16 @@ private Q_SLOTS:
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QCOMPARE(r.out, QStringLiteral("FP8 Lab " FP8LAB_VERSION "\n"));
   }
+
+  // Anything else needs a display: without one, a message saying what to do and exit 1, not
+  // Qt's abort.
+  void noDisplaySaysWhatToDo() {
+    const Result r = runHeadless({QStringLiteral("--no-default-session")});
+    QCOMPARE(r.status, QProcess::NormalExit); // not SIGABRT
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains(QStringLiteral("fp8lab: no display (DISPLAY and WAYLAND_DISPLAY are unset)")),
+             qPrintable(r.err));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestAppCli)

@@ -1059,7 +1059,9 @@ void TestReliability::cliSecondSignalStillSaves() {
           R"({"type": "gemm", "m": 1024, "n": 1024, "k": 1024, "sweep": {"formats": ["E4M3FN", "E5M2", "E4M3FNUZ"]}})"));
       mark = "sweep: 1/3";
     } else if (duringSave) {
-      QVERIFY(writeConfig(cfg, R"({"type": "gemm", "m": 64, "n": 64, "k": 64, "name": "only"})"));
+      // Two experiments: both finish, the signals land in the final save of their batch.
+      QVERIFY(writeConfig(cfg, R"({"experiments": [{"type": "gemm", "m": 64, "n": 64, "k": 64, "name": "one"},
+                                                  {"type": "gemm", "m": 32, "n": 32, "k": 32, "name": "two"}]})"));
     } else {
       QVERIFY(writeConfig(cfg, R"({"experiments": [{"type": "gemm", "m": 16, "n": 16, "k": 32, "name": "small"},
                                                   {"type": "gemm", "m": 2048, "n": 2048, "k": 2048, "name": "big"}]})"));
@@ -1089,7 +1091,7 @@ void TestReliability::cliSecondSignalStillSaves() {
     // (Two signals this close can reach the process as one — POSIX does not queue a standard
     // signal that is already pending — so the "another signal" line is not required; the save is.)
     QVERIFY2(err.contains(QStringLiteral("interrupted by SIGTERM")), qPrintable(err));
-    QCOMPARE(runsIn(out), size_t(1));
+    QCOMPARE(runsIn(out), size_t(duringSave ? 2 : 1));
   }
 }
 
@@ -1179,8 +1181,9 @@ void TestReliability::cliSweepResumesFinishedPoints() {
   QCOMPARE(ids().size(), size_t(5));
 }
 
-// A session without any write permission bit is not rewritten by `run`, also for root (who may
-// write any file: access() says yes), refused before computing.
+// A session without any write permission bit is not rewritten by `run` (refused before
+// computing) nor by the writers (delete, merge, append), also for root (who may write any file:
+// access() says yes).
 void TestReliability::cliRefusesWriteProtectedOutputEvenForRoot() {
   QVERIFY2(QFileInfo::exists(cliPath()), qPrintable(QStringLiteral("build fp8lab-cli first: %1").arg(cliPath())));
   QTemporaryDir dir;
@@ -1199,6 +1202,13 @@ void TestReliability::cliRefusesWriteProtectedOutputEvenForRoot() {
                             .arg(out)),
            qPrintable(err));
   QVERIFY(readBytes(out.toStdString()) == before);
+  // The writers themselves (runs delete, merge, append) refuse it too.
+  const std::string o = out.toStdString();
+  for (const Status& st : {deleteRun(o, "old"), mergeSessions(o, {o}), appendRuns(o, {bigRun("new", 4, 2.0f)})}) {
+    QVERIFY(!st.ok());
+    QVERIFY2(st.message().find("the file is read-only") != std::string::npos, st.message().c_str());
+  }
+  QVERIFY(readBytes(o) == before);
 }
 
 // QCoreApplication sets the user's locale (setlocale(LC_ALL, "")); under de_DE (decimal comma)

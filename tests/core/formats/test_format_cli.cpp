@@ -47,6 +47,7 @@ private Q_SLOTS:
   void e8m0BelowRange();
   void towardZeroOverflowSaysWhatHappened();
   void fnuzInfinitySaturates();
+  void neighbourPastMaxHasNoCode();
   void e4m3NoteOncePerCommand_data();
   void e4m3NoteOncePerCommand();
 };
@@ -143,6 +144,21 @@ void TestFormatCli::towardZeroOverflowSaysWhatHappened() {
   const Result b = runCli({QStringLiteral("encode"), QStringLiteral("-f"), QStringLiteral("E4M3FN"),
                            QStringLiteral("--rounding"), QStringLiteral("rtz"), QStringLiteral("1000")});
   QVERIFY(b.out.contains(QStringLiteral("overflow: saturated to max")));
+}
+
+// E4M3FN: 464 lies between max 448 (0x7e) and 480, the next grid point with an unbounded exponent
+// (1.111b·2^8) — whose bit pattern 0x7f is E4M3FN's NaN, so it has no code to show. E5M2, not
+// saturating: 61440 lies between 57344 (0x7b) and 65536 = 2^16, past max (0x7c would be +Inf).
+void TestFormatCli::neighbourPastMaxHasNoCode() {
+  const Result a = runCli({QStringLiteral("encode"), QStringLiteral("-f"), QStringLiteral("E4M3FN"), QStringLiteral("464")});
+  QCOMPARE(a.rc, 0);
+  QVERIFY2(a.out.contains(QStringLiteral("neighbours 448 (0x7e) .. 480 (beyond max, unbounded exponent), midpoint 464 "
+                                         "(tie)")),
+           qPrintable(a.out));
+  const Result b = runCli({QStringLiteral("encode"), QStringLiteral("-f"), QStringLiteral("E5M2"),
+                           QStringLiteral("--no-saturate"), QStringLiteral("61440")});
+  QCOMPARE(b.rc, 0);
+  QVERIFY2(b.out.contains(QStringLiteral("57344 (0x7b) .. 65536 (beyond max, unbounded exponent)")), qPrintable(b.out));
 }
 
 void TestFormatCli::fnuzInfinitySaturates() {
