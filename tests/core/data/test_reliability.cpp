@@ -125,6 +125,20 @@ int inChild(const std::function<int()>& fn, int seconds) {
   return -2 - WTERMSIG(status);
 }
 
+/// What fuzz_session does with one input (the reader still open during loadSession), as for a
+/// session from elsewhere: checked out of process first.
+void replaySessionInput(const std::string& f) {
+  setHdf5Untrusted(true);
+  auto r = SessionReader::open(f);
+  if (r.ok())
+    for (const auto& run : r.value->info().runs)
+      for (const auto& ds : run.datasets) (void)r.value->read(run.id, ds.path);
+  (void)loadSession(f);
+  const auto list = listHdf5Tensors(f);
+  if (list.ok())
+    for (size_t i = 0; i < list.value.size() && i < 8; ++i) (void)importHdf5Dataset(f, list.value[i].name);
+}
+
 /// Whether the HDF5 checking helper is built with AddressSanitizer (`fp8lab-h5check --features`).
 bool checkerIsMemoryChecked() {
   QProcess p;
@@ -241,6 +255,7 @@ private Q_SLOTS:
   void cliRefusesWriteProtectedOutputEvenForRoot();
   void fuzzRegressions_data();
   void fuzzRegressions();
+  void inProcessLimitsAreEachCheckedAlone();
   void hdf5LibraryCrashesAreContained_data();
   void hdf5LibraryCrashesAreContained();
   void hdf5CheckPassesGoodFilesAndFallsBack();
@@ -1288,17 +1303,7 @@ void TestReliability::fuzzRegressions() {
       if (l.ok())
         for (const auto& e : l.value) (void)importSafetensors(f, e.name);
     } else if (target == QStringLiteral("fuzz_session")) {
-      // What fuzz_session does with each input (the reader still open during loadSession), as for a
-      // session from elsewhere: checked out of process first.
-      setHdf5Untrusted(true);
-      auto r = SessionReader::open(f);
-      if (r.ok())
-        for (const auto& run : r.value->info().runs)
-          for (const auto& ds : run.datasets) (void)r.value->read(run.id, ds.path);
-      (void)loadSession(f);
-      const auto list = listHdf5Tensors(f);
-      if (list.ok())
-        for (size_t i = 0; i < list.value.size() && i < 8; ++i) (void)importHdf5Dataset(f, list.value[i].name);
+      replaySessionInput(f);
     } else if (target == QStringLiteral("fuzz_config")) {
       // Through the real CLI: exit 0 or 2, never a signal (the sanitizer build aborts on UB).
       const std::string cli = cliPath().toStdString(), out = f + ".out-" + std::to_string(getpid()) + ".h5";
@@ -1334,6 +1339,27 @@ void TestReliability::fuzzRegressions() {
       },
       60 * int(files.size()));
   QCOMPARE(rc, 0);
+}
+
+// tests/fuzz/in-process-limits/: files that pass the out-of-process check one by one but crash
+// libhdf5 when read in sequence in one process (docs/reliability.md row 92, not contained). Each
+// file alone must be handled — opened or refused — as an untrusted file, in a fresh process.
+void TestReliability::inProcessLimitsAreEachCheckedAlone() {
+  const QDir root(QStringLiteral(FP8LAB_SOURCE_DIR "/tests/fuzz/in-process-limits"));
+  int files = 0;
+  for (const QString& d : root.entryList(QDir::Dirs | QDir::NoDotAndDotDot))
+    for (const QString& f : QDir(root.filePath(d)).entryList(QDir::Files, QDir::Name)) {
+      const std::string path = root.filePath(d + QLatin1Char('/') + f).toStdString();
+      const int rc = inChild(
+          [&] {
+            replaySessionInput(path);
+            return 0;
+          },
+          60);
+      QVERIFY2(rc == 0, path.c_str());
+      ++files;
+    }
+  QVERIFY2(files >= 2, "tests/fuzz/in-process-limits/ holds no inputs");
 }
 
 // Files that crash or hang libhdf5 1.10.8 itself (found by fuzz_session; tests/fuzz/
@@ -1938,6 +1964,14 @@ void TestReliability::cliMergeKeepsAnUnrelatedOutputAndDeleteIsAllOrNothing() {
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "--child-save") == 0) return childSave(argv[2]);
+  if (argc == 3 && std::strcmp(argv[1], "--replay-sequence") == 0) { // tests/fuzz/in-process-limits/README.md
+    const QDir seq(QString::fromLocal8Bit(argv[2]));
+    for (const QString& f : seq.entryList(QDir::Files, QDir::Name)) {
+      std::fprintf(stderr, "replaying %s\n", qPrintable(seq.filePath(f)));
+      replaySessionInput(seq.filePath(f).toStdString());
+    }
+    return 0;
+  }
   TestReliability t;
   QTEST_SET_MAIN_SOURCE_PATH
   return QTest::qExec(&t, argc, argv);
