@@ -15,6 +15,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
@@ -59,6 +60,36 @@ FP8LAB_CLONES void accumulateRow(Acc* __restrict acc, const float* __restrict ar
   }
 }
 
+/// C[0:4, 0:16] += A[0:4, k0:k1] · B[k0:k1, 0:16] in double (c, a, b point at the tile's corner;
+/// ldc, lda, ldb are row strides), the 64 sums held in registers across k. Each element's products
+/// are added in ascending k, one rounding each — the order accumulateRow uses, so the result is
+/// bit-identical to it; a product of two float32 values is exact in double, so a fused
+/// multiply-add rounds as the separate add does.
+FP8LAB_CLONES void tile4x16Double(double* __restrict c, int64_t ldc, const float* __restrict a, int64_t lda,
+                                  const float* __restrict b, int64_t ldb, int64_t k0, int64_t k1) {
+  double acc[4][16];
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r)
+#pragma GCC unroll 16
+    for (int n = 0; n < 16; ++n) acc[r][n] = c[r * ldc + n];
+  for (int64_t k = k0; k < k1; ++k) {
+    const float* __restrict brow = b + k * ldb;
+    double bv[16];
+#pragma GCC unroll 16
+    for (int n = 0; n < 16; ++n) bv[n] = static_cast<double>(brow[n]);
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) {
+      const double av = static_cast<double>(a[r * lda + k]);
+#pragma GCC unroll 16
+      for (int n = 0; n < 16; ++n) acc[r][n] += av * bv[n];
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; ++r)
+#pragma GCC unroll 16
+    for (int n = 0; n < 16; ++n) c[r * ldc + n] = acc[r][n];
+}
+
 template <class Acc>
 void promoteRow(const Plan& plan, Acc* __restrict c, const Acc* __restrict acc, int64_t i, int64_t n0, int64_t nb,
                 int64_t w) {
@@ -90,6 +121,23 @@ void gemmPortable(const Plan& plan, const float* a, const float* b, Acc* c, int 
     const int64_t i0 = (job / tn) * kRowsPerTile, i1 = std::min(plan.m, i0 + kRowsPerTile);
     const int64_t n0 = (job % tn) * kColsPerTile, nb = std::min(plan.n, n0 + kColsPerTile) - n0;
     std::vector<Acc> part(direct ? 0 : static_cast<size_t>((i1 - i0) * nb));
+    if constexpr (std::is_same_v<Acc, double>) {
+      if (direct) { // C accumulates directly: 4×16 register tiles, the same per-element k order
+        const int64_t i4 = i0 + (i1 - i0) / 4 * 4, n16 = nb / 16 * 16;
+        for (const Chunk& ch : chunks) {
+          for (int64_t i = i0; i < i4; i += 4)
+            for (int64_t n = 0; n < n16; n += 16)
+              tile4x16Double(c + i * plan.n + n0 + n, plan.n, a + i * plan.k, plan.k, b + n0 + n, plan.n, ch.k0, ch.k1);
+          for (int64_t i = i0; i < i1; ++i) {
+            if (i < i4 && n16 < nb) // the columns right of the last full tile
+              accumulateRow(c + i * plan.n + n0 + n16, a + i * plan.k, b + n0 + n16, plan.n, ch.k0, ch.k1, nb - n16);
+            if (i >= i4) // the rows below the last full tile
+              accumulateRow(c + i * plan.n + n0, a + i * plan.k, b + n0, plan.n, ch.k0, ch.k1, nb);
+          }
+        }
+        return;
+      }
+    }
     for (const Chunk& ch : chunks) {
       for (int64_t i = i0; i < i1; ++i) {
         Acc* acc = direct ? c + i * plan.n + n0 : part.data() + (i - i0) * nb;

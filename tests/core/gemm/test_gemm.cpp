@@ -92,6 +92,7 @@ class TestGemm : public QObject {
   Q_OBJECT
 
 private Q_SLOTS:
+  void idealGemmIsTheSequentialDoubleSum();
   void exactByConstruction_data();
   void exactByConstruction();
   void blockScalesAppliedAtPromotionWithFma();
@@ -658,6 +659,37 @@ void TestGemm::randomMatrixReproducible() {
   QVERIFY(big > 700 && big < 1300); // 1000 expected outliers; |N(0,1)|·100 > 10 with prob 0.92
   QCOMPARE(parseDistribution("LogNormal").value(), Distribution::LogNormal);
   QVERIFY(!parseDistribution("cauchy"));
+}
+
+// The float64 ideal GEMM is the textbook sum in double, each output's products added in
+// ascending k with one rounding per addition (a product of two float32 values is exact in double):
+// compared bit for bit with that loop written out here, on shapes that leave partial register
+// tiles (rows not a multiple of 4, columns not a multiple of 16, K across several chunks), values of
+// both signs over many binades, with 1 and 2 threads.
+void TestGemm::idealGemmIsTheSequentialDoubleSum() {
+  const int64_t M = 23, K = 700, N = 45;
+  std::vector<float> a(size_t(M * K)), b(size_t(K * N));
+  uint64_t st = 7;
+  auto next = [&] {
+    st = st * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = double(st >> 11) * 0x1.0p-53;              // [0, 1)
+    const double e = std::ldexp(1.0, int((st >> 3) % 24) - 12); // 2^-12 .. 2^11
+    return float((u - 0.5) * e);
+  };
+  for (auto& x : a) x = next();
+  for (auto& x : b) x = next();
+  std::vector<double> want(size_t(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s = s + double(a[size_t(i * K + k)]) * double(b[size_t(k * N + j)]);
+      want[size_t(i * N + j)] = s;
+    }
+  for (int threads : {1, 2}) {
+    const std::vector<double> got = idealGemm(a.data(), b.data(), M, K, N, threads);
+    QCOMPARE(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) QCOMPARE_BITS(got[i], want[i]);
+  }
 }
 
 QTEST_APPLESS_MAIN(TestGemm)
