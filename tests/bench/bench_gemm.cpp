@@ -28,9 +28,10 @@
 #endif
 
 #include <cstdio>
-#include <map>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <map>
 #include <vector>
 
 using namespace fp8lab;
@@ -170,29 +171,45 @@ void errorMaps4096(benchmark::State& state) {
   }
 }
 
-/// Console output plus a table of time ratios to sgemm for the same size and threads.
-class RatioReporter : public benchmark::ConsoleReporter {
+/// The reporter --benchmark_format asks for (console, json or csv), plus a table of time ratios to
+/// sgemm for the same size and threads, printed to stderr so that stdout stays exactly what the
+/// chosen format writes (`--benchmark_format=json > out.json` is valid JSON).
+class RatioReporter : public benchmark::BenchmarkReporter {
 public:
+  explicit RatioReporter(const std::string& format) {
+    if (format == "json")
+      inner_ = std::make_unique<benchmark::JSONReporter>();
+    else if (format == "csv")
+      inner_ = std::make_unique<benchmark::CSVReporter>();
+    else
+      inner_ = std::make_unique<benchmark::ConsoleReporter>();
+  }
+  bool ReportContext(const Context& context) override {
+    inner_->SetOutputStream(&GetOutputStream());
+    inner_->SetErrorStream(&GetErrorStream());
+    return inner_->ReportContext(context);
+  }
   void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
+    inner_->ReportRuns(runs);
     for (const Run& r : runs) {
       if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
       times_[r.benchmark_name()] = r.GetAdjustedRealTime();
     }
   }
   void Finalize() override {
-    ConsoleReporter::Finalize();
-    std::printf("\nratio of real time to sgemm (same size, same threads; < 1 = faster than sgemm)\n");
+    inner_->Finalize();
+    std::fprintf(stderr, "\nratio of real time to sgemm (same size, same threads; < 1 = faster than sgemm)\n");
     for (const auto& [name, t] : times_) {
       const auto slash = name.find('/');
       if (slash == std::string::npos || name.rfind("sgemm", 0) == 0) continue;
       const auto base = times_.find("sgemm" + name.substr(slash));
       if (base == times_.end()) continue;
-      std::printf("  %-40s %6.2f\n", name.c_str(), t / base->second);
+      std::fprintf(stderr, "  %-40s %6.2f\n", name.c_str(), t / base->second);
     }
   }
 
 private:
+  std::unique_ptr<benchmark::BenchmarkReporter> inner_;
   std::map<std::string, double> times_;
 };
 
@@ -220,9 +237,12 @@ BENCHMARK(errorMetrics4096)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseR
 BENCHMARK(errorMaps4096)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 int main(int argc, char** argv) {
+  std::string format = "console"; // read before Initialize, which consumes the benchmark flags
+  for (int i = 1; i < argc; ++i)
+    if (std::strncmp(argv[i], "--benchmark_format=", 19) == 0) format = argv[i] + 19;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  RatioReporter reporter;
+  RatioReporter reporter(format);
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;
