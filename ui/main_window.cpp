@@ -22,6 +22,10 @@
 #include "session/hdf5_isolation.h"
 
 #include <QAction>
+#include <atomic>
+#include <QTimer>
+#include <QProgressDialog>
+#include <QEventLoop>
 #include <QElapsedTimer>
 
 #include <cstdio>
@@ -556,11 +560,48 @@ bool MainWindow::save() {
   const QString f = session_->fileName();
   if (f.isEmpty() || isBundledSession(f) || (QFileInfo::exists(f) && !QFileInfo(f).isWritable())) return saveAs();
   QString error;
-  if (!session_->save(f, &error)) {
+  if (!writeSession(f, &error)) {
     issues_->report(Severity::Error, tr("Cannot save: %1").arg(error), f);
     return false;
   }
   statusBar()->showMessage(tr("Saved %1").arg(f), 4000);
+  return true;
+}
+
+bool MainWindow::writeSession(const QString& fileName, QString* error) {
+  // The runs as they are now (records share their data); the window takes no input meanwhile
+  // (a window-modal progress dialog), but repaints and shows progress, and Cancel leaves the file
+  // as it was.
+  const QList<RunRecord> runs = session_->runs();
+  auto fraction = std::make_shared<std::atomic<int>>(0);
+  auto cancel = std::make_shared<std::atomic<bool>>(false);
+  auto why = std::make_shared<QString>();
+  QFutureWatcher<bool> watcher;
+  QEventLoop loop;
+  connect(&watcher, &QFutureWatcher<bool>::finished, &loop, &QEventLoop::quit);
+  watcher.setFuture(QtConcurrent::run([runs, fileName, fraction, cancel, why] {
+    return session_io::write(fileName, runs, why.get(), [fraction, cancel](double f, const std::string&) {
+      fraction->store(int(std::clamp(f, 0.0, 1.0) * 1000));
+      return !cancel->load();
+    });
+  }));
+  QProgressDialog dialog(tr("Saving %1\u2026").arg(QFileInfo(fileName).fileName()), tr("Cancel"), 0, 1000, this);
+  dialog.setObjectName(QStringLiteral("saveProgress"));
+  dialog.setWindowModality(Qt::WindowModal);
+  dialog.setMinimumDuration(400);
+  dialog.setAutoClose(false);
+  dialog.setAutoReset(false);
+  connect(&dialog, &QProgressDialog::canceled, this, [cancel] { cancel->store(true); });
+  QTimer tick;
+  connect(&tick, &QTimer::timeout, this, [&] { dialog.setValue(fraction->load()); });
+  tick.start(50);
+  if (!watcher.isFinished()) loop.exec();
+  tick.stop();
+  if (!watcher.result()) {
+    if (error) *error = cancel->load() ? tr("cancelled; the file is unchanged") : *why;
+    return false;
+  }
+  session_->markSaved(fileName);
   return true;
 }
 
@@ -584,7 +625,7 @@ bool MainWindow::saveAs() {
     return false;
   }
   QString error;
-  if (!session_->save(f, &error)) {
+  if (!writeSession(f, &error)) {
     issues_->report(Severity::Error, tr("Cannot save: %1").arg(error), f);
     return false;
   }

@@ -84,6 +84,9 @@ public:
   /// File → Save: writes the session to its file. An untitled session, the bundled default
   /// session or a file that is not writable goes to saveAs() instead. Returns success.
   bool save();
+  /// Writes the session to `fileName` on a worker thread while the window repaints and shows
+  /// progress (Cancel leaves the file as it was); marks the session saved. False and *error.
+  bool writeSession(const QString& fileName, QString* error);
   /// File → Save as: asks for a file (never the bundled session) and writes the session there.
   bool saveAs();
   /// Replaces the file dialog of Save as (tests): gets the suggested path, returns the chosen

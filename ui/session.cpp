@@ -172,8 +172,13 @@ bool Session::load(const QString& fileName, QString* error, QStringList* warning
   return true;
 }
 
-bool Session::save(const QString& fileName, QString* error) {
-  if (!session_io::write(fileName, runs_, error)) return false;
+bool Session::save(const QString& fileName, QString* error, const fp8lab::ProgressFn& progress) {
+  if (!session_io::write(fileName, runs_, error, progress)) return false;
+  markSaved(fileName);
+  return true;
+}
+
+void Session::markSaved(const QString& fileName) {
   // Runs read lazily now live in the saved file too: read them from there from now on (the file
   // they came from may be replaced or removed).
   for (RunRecord& r : runs_)
@@ -186,7 +191,6 @@ bool Session::save(const QString& fileName, QString* error) {
     file_name_ = fileName;
     Q_EMIT fileNameChanged(file_name_);
   }
-  return true;
 }
 
 } // namespace fp8lab::ui

@@ -4,6 +4,8 @@
 // this class only adapts it to Qt.
 #pragma once
 
+#include "common/progress.h"
+
 #include <QDateTime>
 #include <QJsonObject>
 #include <QList>
@@ -89,8 +91,12 @@ public:
   /// Reads a session file. On failure the session is unchanged, false is returned and *error
   /// holds the reason (not an HDF5 file, not an FP8 Lab session, unsupported version, ...).
   bool load(const QString& fileName, QString* error, QStringList* warnings = nullptr);
-  /// Writes the session (write beside, then rename). Marks it clean on success.
-  bool save(const QString& fileName, QString* error);
+  /// Writes the session (write beside, then rename). Marks it clean on success. `progress`
+  /// (called on the calling thread, per dataset or copied run) may cancel: the file is unchanged.
+  bool save(const QString& fileName, QString* error, const fp8lab::ProgressFn& progress = {});
+  /// After the runs were written to `fileName` by other means (MainWindow saves on a worker
+  /// thread): the session is clean, named `fileName`, and runs read lazily are read from there.
+  void markSaved(const QString& fileName);
   /// Whether this build can read and write session files (needs core/session).
   static bool fileSupport();
 
@@ -126,7 +132,8 @@ namespace session_io {
 bool read(const QString& fileName, QList<RunRecord>* runs, QString* error, QStringList* warnings, bool lazy = true);
 /// Writes the records: runs in memory are written, runs read lazily are copied from their source
 /// file as they are (their label updated); atomic (core writeSessionItems).
-bool write(const QString& fileName, const QList<RunRecord>& runs, QString* error);
+bool write(const QString& fileName, const QList<RunRecord>& runs, QString* error,
+           const fp8lab::ProgressFn& progress = {});
 bool available();
 #ifdef FP8LAB_HAVE_HDF5
 /// A core run as the GUI shows it: float32 datasets of rank 1 or 2 become tensors, metrics keep

@@ -123,7 +123,7 @@ bool read(const QString& fileName, QList<RunRecord>* runs, QString* error, QStri
   return true;
 }
 
-bool write(const QString& fileName, const QList<RunRecord>& runs, QString* error) {
+bool write(const QString& fileName, const QList<RunRecord>& runs, QString* error, const fp8lab::ProgressFn& progress) {
   std::vector<fp8lab::Run> held; // runs in memory, converted for the writer
   held.reserve(size_t(runs.size()));
   std::vector<fp8lab::SaveItem> items;
@@ -140,7 +140,9 @@ bool write(const QString& fileName, const QList<RunRecord>& runs, QString* error
     }
     items.push_back(std::move(it));
   }
-  const auto st = fp8lab::writeSessionItems(fileName.toStdString(), items);
+  fp8lab::WriteOptions opt;
+  opt.progress = progress;
+  const auto st = fp8lab::writeSessionItems(fileName.toStdString(), items, opt);
   if (!st.ok()) {
     if (error) *error = QString::fromStdString(st.firstError());
     return false;
@@ -159,7 +161,7 @@ bool read(const QString&, QList<RunRecord>*, QString* error, QStringList*, bool)
   return false;
 }
 
-bool write(const QString&, const QList<RunRecord>&, QString* error) {
+bool write(const QString&, const QList<RunRecord>&, QString* error, const fp8lab::ProgressFn&) {
   if (error) *error = QObject::tr("this build has no HDF5 support (FP8LAB_WITH_HDF5=OFF), so it cannot write sessions");
   return false;
 }

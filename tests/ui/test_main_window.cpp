@@ -158,6 +158,45 @@ private Q_SLOTS:
     QCOMPARE(w.session()->runCount(), 1);
   }
 
+  // File → Save writes on a worker thread: the GUI thread's event loop runs during the save. The
+  // save pauses before its commit (FP8LAB_TEST_SAVE_PAUSE, core session_writer.cpp) until a timer
+  // on the GUI thread removes the pause file — which it can only do if the window is not blocked.
+  void saveKeepsTheWindowResponsive() {
+    MainWindow w(testOptions());
+    RunRecord r;
+    r.id = QStringLiteral("r1");
+    r.label = QStringLiteral("r1");
+    r.kind = QStringLiteral("test");
+    auto t = std::make_shared<RunTensor>();
+    t->rows = 64;
+    t->cols = 64;
+    t->data.assign(64 * 64, 1.5f);
+    r.tensors.append({QStringLiteral("output/D"), t});
+    w.session()->addRun(r);
+    QVERIFY(w.session()->isModified());
+    QTemporaryDir dir;
+    const QString pause = dir.filePath(QStringLiteral("paused")), file = dir.filePath(QStringLiteral("s.h5"));
+    qputenv("FP8LAB_TEST_SAVE_PAUSE", QFile::encodeName(pause));
+    bool fired_during_save = false;
+    QTimer poll;
+    connect(&poll, &QTimer::timeout, [&] {
+      if (QFileInfo::exists(pause)) {
+        fired_during_save = true;
+        QFile::remove(pause);
+      }
+    });
+    poll.start(10);
+    QString error;
+    const bool ok = w.writeSession(file, &error);
+    poll.stop();
+    qunsetenv("FP8LAB_TEST_SAVE_PAUSE");
+    QVERIFY2(ok, qPrintable(error));
+    QVERIFY2(fired_during_save, "the GUI thread was blocked during the save");
+    QVERIFY(!w.session()->isModified());
+    QCOMPARE(w.session()->fileName(), file);
+    QVERIFY(QFileInfo::exists(file));
+  }
+
   void corruptOrForeignFile() {
     QTemporaryDir dir;
     MainWindow w(testOptions());
