@@ -37,7 +37,10 @@ bool available() {
   return true;
 }
 
-RunRecord fromCoreRun(const fp8lab::Run& run) {
+namespace {
+/// The record's header — id, label, kind, backend, device, time, config, metrics — from a core
+/// Run or a RunInfo (which hold these fields under the same names).
+template <class R> RunRecord recordHeader(const R& run) {
   RunRecord r;
   r.id = QString::fromStdString(run.id);
   const auto label = fp8lab::attrString(run.attrs, "label");
@@ -48,6 +51,12 @@ RunRecord fromCoreRun(const fp8lab::Run& run) {
   r.created = QDateTime::fromString(QString::fromStdString(run.created_utc), Qt::ISODate);
   r.config = QJsonDocument::fromJson(QByteArray::fromStdString(run.config_json)).object();
   for (const auto& [name, m] : run.metrics) r.metrics.append({QString::fromStdString(name), m.value});
+  return r;
+}
+} // namespace
+
+RunRecord fromCoreRun(const fp8lab::Run& run) {
+  RunRecord r = recordHeader(run);
   for (const auto& [path, d] : run.datasets) {
     if (d.dtype != fp8lab::DType::Float32 || d.shape.empty() || d.shape.size() > 2) continue;
     auto t = std::make_shared<RunTensor>();
@@ -83,16 +92,7 @@ static fp8lab::Run toCoreRun(const RunRecord& r) {
 
 /// A record for run `ri` of a session file, without its data (RunRecord::source names the file).
 RunRecord fromRunInfo(const fp8lab::RunInfo& ri, const QString& fileName) {
-  RunRecord r;
-  r.id = QString::fromStdString(ri.id);
-  const auto label = fp8lab::attrString(ri.attrs, "label");
-  r.label = label && !label->empty() ? QString::fromStdString(*label) : r.id;
-  r.kind = QString::fromStdString(ri.type);
-  r.backend = QString::fromStdString(ri.backend);
-  r.device = QString::fromStdString(ri.device);
-  r.created = QDateTime::fromString(QString::fromStdString(ri.created_utc), Qt::ISODate);
-  r.config = QJsonDocument::fromJson(QByteArray::fromStdString(ri.config_json)).object();
-  for (const auto& [name, m] : ri.metrics) r.metrics.append({QString::fromStdString(name), m.value});
+  RunRecord r = recordHeader(ri);
   r.source = fileName;
   r.source_run = r.id;
   return r;

@@ -359,6 +359,27 @@ struct RootInfo {
   Attributes extra;
 };
 
+/// Writes the new runs into /runs of the open temporary file `f`, then flushes and closes it.
+bool writeFreshAndClose(Handle& f, Handle& runs, const std::vector<std::pair<const Run*, std::string>>& fresh,
+                        const std::string& target, WriteCtx& ctx, Status* st) {
+  for (const auto& [r, id] : fresh)
+    if (!writeRun(runs, *r, id, ctx, st)) return false;
+  runs.reset();
+  if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0 || !f.reset()) {
+    st->add(C::WriteFailed, target, "cannot flush/close the HDF5 file: " + errorText());
+    return false;
+  }
+  return true;
+}
+
+/// The end of every save: a last chance to cancel, the test pause, then the atomic commit.
+void commitWritten(TempFile* tmp, const std::string& real, const std::string& target, WriteCtx& ctx, Status* st,
+                   bool durable = true) {
+  if (!progress(ctx, "committing", st)) return;
+  pauseBeforeCommitIfAsked();
+  commitTemp(tmp, real, target, st, durable);
+}
+
 /// The one place files are produced: temp file ← root attrs, copied runs, new runs; commit.
 Status produce(const std::string& target, const RootInfo& root, const std::vector<CopyItem>& copies,
                const std::vector<std::pair<const Run*, std::string>>& fresh, const WriteOptions& opt,
@@ -439,17 +460,9 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
       }
     }
     sources.clear();
-    for (const auto& [r, id] : fresh)
-      if (!writeRun(runs, *r, id, ctx, &st)) return st;
-    runs.reset();
-    if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0 || !f.reset()) {
-      st.add(C::WriteFailed, target, "cannot flush/close the HDF5 file: " + errorText());
-      return st;
-    }
+    if (!writeFreshAndClose(f, runs, fresh, target, ctx, &st)) return st;
   }
-  if (!progress(ctx, "committing", &st)) return st;
-  pauseBeforeCommitIfAsked();
-  commitTemp(&tmp, real, target, &st, durable);
+  commitWritten(&tmp, real, target, ctx, &st, durable);
   return st;
 }
 
@@ -549,17 +562,9 @@ Status appendToCopy(const std::string& target, const std::vector<std::pair<const
       st.add(C::WriteFailed, target, "cannot open /runs in the copy: " + errorText());
       return st;
     }
-    for (const auto& [r, id] : fresh)
-      if (!writeRun(runs, *r, id, ctx, &st)) return st;
-    runs.reset();
-    if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0 || !f.reset()) {
-      st.add(C::WriteFailed, target, "cannot flush/close the HDF5 file: " + errorText());
-      return st;
-    }
+    if (!writeFreshAndClose(f, runs, fresh, target, ctx, &st)) return st;
   }
-  if (!progress(ctx, "committing", &st)) return st;
-  pauseBeforeCommitIfAsked();
-  commitTemp(&tmp, real, target, &st);
+  commitWritten(&tmp, real, target, ctx, &st);
   return st;
 }
 
