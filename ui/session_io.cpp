@@ -98,26 +98,29 @@ RunRecord fromRunInfo(const fp8lab::RunInfo& ri, const QString& fileName) {
   return r;
 }
 
-bool read(const QString& fileName, QList<RunRecord>* runs, QString* error, QStringList* warnings, bool lazy) {
-  if (!lazy) {
-    auto res = fp8lab::loadSession(fileName.toStdString());
-    if (!res.ok()) {
-      if (error) *error = QString::fromStdString(res.firstError());
-      return false;
-    }
-    if (warnings)
-      for (const auto& i : res.issues) *warnings << QString::fromStdString(i.toString());
-    runs->clear();
-    for (const auto& run : res.value.runs) runs->append(fromCoreRun(run));
-    return true;
-  }
-  auto res = fp8lab::SessionReader::open(fileName.toStdString());
+namespace {
+/// A core read's outcome in the GUI's terms: false with *error on failure, findings as warnings.
+template <class R> bool outcome(const R& res, QString* error, QStringList* warnings) {
   if (!res.ok()) {
     if (error) *error = QString::fromStdString(res.firstError());
     return false;
   }
   if (warnings)
     for (const auto& i : res.issues) *warnings << QString::fromStdString(i.toString());
+  return true;
+}
+} // namespace
+
+bool read(const QString& fileName, QList<RunRecord>* runs, QString* error, QStringList* warnings, bool lazy) {
+  if (!lazy) {
+    auto res = fp8lab::loadSession(fileName.toStdString());
+    if (!outcome(res, error, warnings)) return false;
+    runs->clear();
+    for (const auto& run : res.value.runs) runs->append(fromCoreRun(run));
+    return true;
+  }
+  auto res = fp8lab::SessionReader::open(fileName.toStdString());
+  if (!outcome(res, error, warnings)) return false;
   runs->clear();
   for (const auto& ri : res.value->info().runs) runs->append(fromRunInfo(ri, fileName));
   return true;
