@@ -330,6 +330,7 @@ int runGemm(const QStringList& args) {
       ops[QStringLiteral("B")] = statsJson(r.b_stats);
       j[QStringLiteral("operands")] = ops;
       j[QStringLiteral("amax_d")] = jsonNumber(r.output.amax_d);
+      if (r.d_saturated >= 0) j[QStringLiteral("d_saturated")] = static_cast<double>(r.d_saturated);
       QJsonObject tm;
       tm[QStringLiteral("what")] = QStringLiteral("absolute total error |D - ideal|");
       tm[QStringLiteral("tile")] = static_cast<double>(tile);
@@ -420,6 +421,15 @@ int runGemm(const QStringList& args) {
     };
     srow(QStringLiteral("A"), r.a_stats);
     srow(QStringLiteral("B"), r.b_stats);
+    if (r.d_saturated >= 0) {
+      OperandStats d;
+      d.elements = r.m * r.n;
+      d.saturated = r.d_saturated;
+      s += QStringLiteral("%1 %2  (the %3 output cast at scale_D %4, counted on the quantized-exact D)\n")
+               .arg(QStringLiteral("D"), -8)
+               .arg(QStringLiteral("%1 (%2%)").arg(d.saturated).arg(d.saturatedPercent(), 0, 'f', 3), 20)
+               .arg(QString::fromLatin1(toString(o.output)), num(o.output_quant_scale, 6));
+    }
     s += QStringLiteral("\namax_D %1\n").arg(num(r.output.amax_d, 8));
     if (worst >= 0)
       s += QStringLiteral("worst %1x%1 tile of |D - ideal|: tile (%2, %3), mean %4, max %5\n")

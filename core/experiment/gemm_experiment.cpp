@@ -362,6 +362,11 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
   run.setMetric("b_saturated", double(qb.stats.saturated), "count", "elements of B clipped to max finite");
   run.setMetric("b_underflow", double(qb.stats.underflow), "count", "non-zero elements of B that became zero");
   run.setMetric("amax_d", out.amax_d, "1", "max |D| before scale_D and the output cast (cuBLASLt AMAX_D)");
+  if (ex.d_saturated >= 0) {
+    run.setMetric("d_saturated", double(ex.d_saturated), "count",
+                  "elements of D clipped by the FP8 output cast: |D·scale_D| beyond max finite (counted on the "
+                  "quantized-exact D)");
+  }
   run.setMetric("gemm_seconds", out.seconds, "s", "wall time of the GEMM alone");
   for (const auto& w : out.warnings)
     r.issues.push_back(SessionIssue{w.severity == Warning::Severity::Error ? Warning::Severity::Warning : w.severity,

@@ -2,6 +2,7 @@
 #include "gemm/gemm_internal.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -117,6 +118,23 @@ GemmExperimentResult runGemmExperiment(const float* a_float, const float* b_floa
   r.quantized_exact = quantizedExactGemm(a, b, opt.threads, subRange(progress, 0.3, 0.6));
   r.exact_seconds = std::chrono::duration<double>(clock::now() - t1).count();
   r.output = backend->run(a, b, opt, subRange(progress, 0.6, 0.95));
+  if (opt.output == OutputType::E4M3FN || opt.output == OutputType::E5M2) {
+    const double limit = (opt.output == OutputType::E4M3FN ? Format::E4M3FN() : Format::E5M2()).rneFiniteLimit();
+    const double sd = static_cast<double>(opt.output_quant_scale);
+    int64_t clipped = 0;
+    for (double v : r.quantized_exact) clipped += std::isfinite(v) && std::fabs(v * sd) > limit;
+    r.d_saturated = clipped;
+    if (clipped > 0) {
+      char detail[256];
+      std::snprintf(detail, sizeof detail,
+                    "%lld of %lld elements clip: D·scale_D exceeds max finite (scale_D %g, amax_D %g); a scale_D of at "
+                    "most %g keeps them",
+                    static_cast<long long>(clipped), static_cast<long long>(mn), sd, double(r.output.amax_d),
+                    r.output.amax_d > 0 ? limit / double(r.output.amax_d) : sd);
+      r.output.warnings.push_back(
+          {Warning::Severity::Warning, std::string(toString(opt.output)) + " output clipped", "D", detail});
+    }
+  }
   r.accumulation = compareErrors(r.quantized_exact.data(), r.output.d.data(), mn, opt.threads);
   if (a_float) {
     r.quantization = compareErrors(r.ideal.data(), r.quantized_exact.data(), mn, opt.threads);

@@ -44,6 +44,10 @@ struct GemmExperimentResult {
   ErrorMetrics accumulation;           ///< output vs quantized_exact (accumulation + output cast)
   ErrorMetrics total;                  ///< output vs ideal (zeros when no ideal)
   OperandStats a_stats, b_stats;       ///< recounted from the float inputs when given, else the quantizer's
+  /// FP8 outputs (E4M3FN, E5M2): elements of D that the output cast clips, counted on the
+  /// quantized-exact D — |D · scale_D| beyond the format's overflow bound (OCP rule,
+  /// Format::rneFiniteLimit), finite D only. −1 for BF16 / FP16 / FP32 outputs (no scale_D).
+  int64_t d_saturated = -1;
   double ideal_seconds = 0, exact_seconds = 0;
 };
 

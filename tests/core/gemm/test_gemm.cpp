@@ -93,6 +93,7 @@ class TestGemm : public QObject {
 
 private Q_SLOTS:
   void idealGemmIsTheSequentialDoubleSum();
+  void fp8OutputClippingIsCounted();
   void exactByConstruction_data();
   void exactByConstruction();
   void blockScalesAppliedAtPromotionWithFma();
@@ -690,6 +691,32 @@ void TestGemm::idealGemmIsTheSequentialDoubleSum() {
     QCOMPARE(got.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) QCOMPARE_BITS(got[i], want[i]);
   }
+}
+
+// An FP8 output clips what scale_D pushes beyond max finite, and the experiment says how much.
+// A = [16 16] (1×2), B = [[16 1], [16 1]] (2×2), scales 1: D = [16·16 + 16·16, 16 + 16] = [512, 32].
+// E4M3FN output, scale_D 1: 512 > 464 (the overflow bound, 448 + 32/2) → clipped; 32 is fine:
+// d_saturated = 1, and a warning. scale_D 0.5: 256 and 16 → nothing clipped. A BF16 output has no
+// scale_D: −1.
+void TestGemm::fp8OutputClippingIsCounted() {
+  const QuantizedTensor a = makeTensor({16, 16}, 1, 2, Format::E4M3FN(), {1, 2}, {1.0f});
+  const QuantizedTensor b = makeTensor({16, 1, 16, 1}, 2, 2, Format::E4M3FN(), {2, 2}, {1.0f});
+  GemmOptions o;
+  o.output = OutputType::E4M3FN;
+  o.output_quant_scale = 1.0f;
+  GemmExperimentResult r = runGemmExperiment(nullptr, nullptr, a, b, o);
+  QCOMPARE_BITS(r.quantized_exact[0], 512.0);
+  QCOMPARE_BITS(r.quantized_exact[1], 32.0);
+  QCOMPARE(r.d_saturated, int64_t(1));
+  bool warned = false;
+  for (const auto& w : r.output.warnings) warned = warned || w.what == "e4m3fn output clipped";
+  QVERIFY(warned);
+  o.output_quant_scale = 0.5f;
+  r = runGemmExperiment(nullptr, nullptr, a, b, o);
+  QCOMPARE(r.d_saturated, int64_t(0));
+  o.output = OutputType::BF16;
+  o.output_quant_scale = 1.0f;
+  QCOMPARE(runGemmExperiment(nullptr, nullptr, a, b, o).d_saturated, int64_t(-1));
 }
 
 QTEST_APPLESS_MAIN(TestGemm)
