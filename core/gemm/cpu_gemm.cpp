@@ -4,6 +4,8 @@
 #include "gemm/gemm.h"
 #include "gemm/gemm_internal.h"
 
+#include "common/worker_pool.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -212,15 +214,8 @@ void parallelJobs(int64_t jobs, int threads, const ProgressFn& progress, const s
       }
     }
   };
-  std::vector<std::thread> pool;
-  pool.reserve(static_cast<size_t>(threads - 1));
-  try {
-    for (int t = 1; t < threads; ++t) pool.emplace_back(worker, false);
-  } catch (...) {
-    // Could not start more threads: the ones running (and the caller) do all the jobs.
-  }
-  worker(true);
-  for (auto& t : pool) t.join();
+  // The process-wide pool (common/worker_pool.h): no threads started or joined per GEMM.
+  runOnWorkers(threads, [&](int w) { worker(w == 0); });
   if (error) std::rethrow_exception(error);
 }
 

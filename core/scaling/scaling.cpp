@@ -1,5 +1,7 @@
 #include "scaling/scaling.h"
 
+#include "common/worker_pool.h"
+
 #include "scaling/scale_rules.h"
 
 #include <algorithm>
@@ -494,10 +496,7 @@ void runRows(int64_t R, int64_t chunk, int nt, const Fn& fn, const ProgressFn& p
       stop = true;
     }
   };
-  std::vector<std::thread> threads;
-  for (int w = 1; w < nt; ++w) threads.emplace_back(work, w);
-  work(0);
-  for (auto& t : threads) t.join();
+  runOnWorkers(nt, work); // the process-wide pool (common/worker_pool.h)
   if (err) std::rethrow_exception(err);
   if (cancelled) throw Cancelled();
 }

@@ -674,7 +674,7 @@ Status appendRuns(const std::string& path, const std::vector<Run>& runs, const W
   }
   std::vector<CopyItem> copies;
   for (const auto& e : existing)
-    if (!replaced.count(e)) copies.push_back({path, e, e});
+    if (!replaced.count(e)) copies.push_back({path, e, e, {}});
   st.merge(produce(path, root, copies, fresh, opt));
   if (!st.ok() && assigned_ids) assigned_ids->clear();
   return st;
@@ -751,7 +751,7 @@ Status deleteRuns(const std::string& path, const std::vector<std::string>& run_i
   }
   std::vector<CopyItem> copies;
   for (const auto& e : existing)
-    if (!gone.count(e)) copies.push_back({path, e, e});
+    if (!gone.count(e)) copies.push_back({path, e, e, {}});
   st.merge(produce(path, root, copies, {}, opt));
   return st;
 }
@@ -775,7 +775,7 @@ Status renameRun(const std::string& path, const std::string& from, const std::st
     return st;
   }
   std::vector<CopyItem> copies;
-  for (const auto& e : existing) copies.push_back({path, e, e == from ? to : e});
+  for (const auto& e : existing) copies.push_back({path, e, e == from ? to : e, {}});
   st.merge(produce(path, root, copies, {}, opt));
   return st;
 }
@@ -845,7 +845,7 @@ Status mergeSessions(const std::string& out, const std::vector<std::string>& inp
         }
       }
       taken.insert(as);
-      copies.push_back({in, run.id, as});
+      copies.push_back({in, run.id, as, {}});
     }
   }
   st.merge(produce(out, root, copies, {}, opt));

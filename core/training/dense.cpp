@@ -1,7 +1,10 @@
 // FP8 Lab — float32 dense kernels (see dense.h).
 #include "training/dense.h"
 
+#include "common/worker_pool.h"
+
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -64,15 +67,14 @@ void matmulF32(const float* a, const float* b, float* c, int64_t m, int64_t k, i
     matmulRows(a, b, c, 0, m, k, n, accumulate);
     return;
   }
-  // Row bands in multiples of 4 so every band but the last uses the 4-row kernel.
+  // Row bands in multiples of 4 so every band but the last uses the 4-row kernel, taken by the
+  // workers of the process-wide pool (common/worker_pool.h) as they come free.
   const int64_t band = ((m + t - 1) / t + 3) / 4 * 4;
-  std::vector<std::thread> pool;
-  for (int w = 1; w < t; ++w) {
-    const int64_t r0 = w * band, r1 = std::min(m, r0 + band);
-    if (r0 < r1) pool.emplace_back(matmulRows, a, b, c, r0, r1, k, n, accumulate);
-  }
-  matmulRows(a, b, c, 0, std::min(m, band), k, n, accumulate);
-  for (auto& th : pool) th.join();
+  std::atomic<int64_t> next{0};
+  runOnWorkers(t, [&](int) {
+    for (int64_t r0; (r0 = next.fetch_add(band)) < m;)
+      matmulRows(a, b, c, r0, std::min(m, r0 + band), k, n, accumulate);
+  });
 }
 
 void transposeF32(const float* in, float* out, int64_t m, int64_t n) {

@@ -1,0 +1,111 @@
+// FP8 Lab — the process-wide worker pool (see worker_pool.h).
+#include "common/worker_pool.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+namespace fp8lab {
+
+namespace {
+
+/// The pool. Never destroyed (its threads wait on `wake` until the process ends), so nothing has to
+/// be joined at exit. Used only by the process that made it: a forked child has none of its threads
+/// and runs every call alone.
+struct Pool {
+  std::mutex call;                  // one call at a time
+  std::mutex mu;                    // guards everything below
+  std::condition_variable wake;     // a new call (generation changed)
+  std::condition_variable done;     // remaining reached 0
+  std::vector<std::thread> threads; // thread i runs worker id i + 1
+  const std::function<void(int)>* task = nullptr;
+  int wanted = 0;          // pool workers in the current call: ids 1 .. wanted
+  int remaining = 0;       // of those, still running
+  uint64_t generation = 0; // counts calls
+  std::exception_ptr error;
+  pid_t owner = ::getpid();
+};
+
+thread_local bool t_pool_worker = false;
+
+Pool& pool() {
+  static Pool* p = new Pool;
+  return *p;
+}
+
+void workerLoop(Pool* p, int id) {
+  t_pool_worker = true;
+  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lk(p->mu);
+  for (;;) {
+    p->wake.wait(lk, [&] { return p->generation != seen; });
+    seen = p->generation;
+    if (id > p->wanted) continue;
+    const std::function<void(int)>* task = p->task;
+    lk.unlock();
+    std::exception_ptr e;
+    try {
+      (*task)(id);
+    } catch (...) {
+      e = std::current_exception();
+    }
+    lk.lock();
+    if (e && !p->error) p->error = e;
+    if (--p->remaining == 0) p->done.notify_all();
+  }
+}
+
+} // namespace
+
+void runOnWorkers(int workers, const std::function<void(int worker)>& fn) {
+  workers = std::clamp(workers, 1, 256);
+  Pool& p = pool();
+  if (workers == 1 || t_pool_worker || ::getpid() != p.owner) {
+    fn(0);
+    return;
+  }
+  std::unique_lock<std::mutex> call(p.call, std::try_to_lock);
+  if (!call.owns_lock()) { // another thread's call holds the pool: do the work alone
+    fn(0);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lk(p.mu);
+    try {
+      while (static_cast<int>(p.threads.size()) < workers - 1)
+        p.threads.emplace_back(workerLoop, &p, static_cast<int>(p.threads.size()) + 1);
+    } catch (...) {
+      // Could not start more threads: the ones there (and the caller) do all the work.
+    }
+    p.task = &fn;
+    p.wanted = std::min(workers - 1, static_cast<int>(p.threads.size()));
+    p.remaining = p.wanted;
+    p.error = nullptr;
+    ++p.generation;
+  }
+  p.wake.notify_all();
+  std::exception_ptr mine;
+  try {
+    fn(0);
+  } catch (...) {
+    mine = std::current_exception();
+  }
+  std::exception_ptr theirs;
+  {
+    std::unique_lock<std::mutex> lk(p.mu);
+    p.done.wait(lk, [&] { return p.remaining == 0; });
+    p.task = nullptr;
+    theirs = p.error;
+    p.error = nullptr;
+  }
+  if (mine) std::rethrow_exception(mine);
+  if (theirs) std::rethrow_exception(theirs);
+}
+
+} // namespace fp8lab
