@@ -118,9 +118,13 @@ ComparisonRow comparisonRow(const RunAccess& r) {
       const QString a = r.attr(QStringLiteral("a_format")), b = r.attr(QStringLiteral("b_format"));
       row.formats = a == b ? a : a + QStringLiteral(" \u00d7 ") + b;
     }
-    const double M = r.attr(QStringLiteral("m")).toDouble(), K = r.attr(QStringLiteral("k")).toDouble(),
-                 N = r.attr(QStringLiteral("n")).toDouble();
-    const double elems = M * K + K * N;
+    double elems = r.attr(QStringLiteral("m")).toDouble() * r.attr(QStringLiteral("k")).toDouble() +
+                   r.attr(QStringLiteral("k")).toDouble() * r.attr(QStringLiteral("n")).toDouble();
+    if (!(elems > 0)) { // runs without m / k / n attributes (trained-weights GEMMs): the operands' shapes
+      const auto [ar, ac] = r.dims(QStringLiteral("inputs/A"));
+      const auto [br, bc] = r.dims(QStringLiteral("inputs/B"));
+      elems = double(ar) * double(ac) + double(br) * double(bc);
+    }
     if (elems > 0) {
       row.saturated_pct = (m("a_saturated") + m("b_saturated")) / elems * 100.0;
       row.underflow_pct = (m("a_underflow") + m("b_underflow")) / elems * 100.0;

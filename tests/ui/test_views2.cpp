@@ -10,6 +10,7 @@
 #include "heatmap_model.h"
 #include "plot_util.h"
 #include "qcp.h"
+#include "run_access.h"
 #include "scale_evolution_view.h"
 #include "session.h"
 #include "view_render.h"
@@ -200,6 +201,25 @@ class TestViews2 : public QObject {
   QString file_;
 
 private Q_SLOTS:
+  // A trained-weights GEMM run has no m / k / n attributes: the comparison takes the operands'
+  // element count from the shapes of inputs/A [2, 3] and inputs/B [3, 4] (6 + 12 = 18), so
+  // a_saturated 2 + b_saturated 1 is 3/18 = 16.67 %, a_underflow 9 is 50 % (before: blank).
+  void comparisonCountsTrainedWeightsRuns() {
+    auto run = std::make_shared<fp8lab::Run>();
+    run->id = "gemm-fc1";
+    run->type = "gemm-trained-weights";
+    run->config_json = "{}";
+    run->putFloat32("inputs/A", std::vector<float>(6, 1.0f), 2, 3, "1", "A");
+    run->putFloat32("inputs/B", std::vector<float>(12, 1.0f), 3, 4, "1", "B");
+    run->setMetric("a_saturated", 2, "elements", "");
+    run->setMetric("b_saturated", 1, "elements", "");
+    run->setMetric("a_underflow", 9, "elements", "");
+    run->setMetric("b_underflow", 0, "elements", "");
+    const ComparisonRow row = comparisonRow(*RunAccess::fromRun(run));
+    QCOMPARE(row.saturated_pct, 100.0 * 3.0 / 18.0);
+    QCOMPARE(row.underflow_pct, 50.0);
+  }
+
   void initTestCase() {
     QStandardPaths::setTestModeEnabled(true);
     QVERIFY(dir_.isValid());
