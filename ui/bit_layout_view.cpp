@@ -240,6 +240,7 @@ BitLayoutView::BitLayoutView(QWidget* parent) : View(parent), format_(&Format::E
   vh->addWidget(value_edit_, 2);
   vh->addWidget(new QLabel(tr("Rounding:"), valBox));
   rounding_box_ = new QComboBox(valBox);
+  rounding_box_->setObjectName(QStringLiteral("roundingBox"));
   rounding_box_->addItem(tr("nearest, ties to even (RNE)"), int(Rounding::NearestEven));
   rounding_box_->addItem(tr("toward zero (RTZ)"), int(Rounding::TowardZero));
   rounding_box_->addItem(tr("toward +\u221e (RU)"), int(Rounding::TowardPosInf));
@@ -295,6 +296,9 @@ bool BitLayoutView::setFormat(const QString& name) {
     format_ = f;
     const QSignalBlocker b(format_box_);
     format_box_->setCurrentText(QString::fromStdString(f->name()));
+    // E8M0's nearest rounding ties up (ml_dtypes), not to even: the label says which.
+    rounding_box_->setItemText(0, f->spec().specials == SpecialCodes::E8M0 ? tr("nearest, ties up (ml_dtypes)")
+                                                                           : tr("nearest, ties to even (RNE)"));
     cells_->setFormat(f);
     code_ = f->maxFiniteCode();
     refreshCode();
@@ -409,7 +413,7 @@ void BitLayoutView::refreshCode() {
                             .arg(f.bias())
                             .arg(numberText(f.maxFinite()))
                             .arg(valueWithPow2(f.minNormal()))
-                            .arg(valueWithPow2(f.minSubnormal()))
+                            .arg((f.hasSubnormals() ? valueWithPow2(f.minSubnormal()) : QStringLiteral("\u2014")))
                             .arg(f.finiteCount())
                             .arg(f.hasInfinity() ? tr(" · has \u00b1Inf") : QString()));
   props_label_->setToolTip(QString::fromStdString(f.spec().description));

@@ -739,7 +739,8 @@ void MainWindow::formatsReference() {
                 .arg(s.exponent_bits)
                 .arg(s.mantissa_bits)
                 .arg(s.bias)
-                .arg(numberText(f->maxFinite()), valueWithPow2(f->minNormal()), valueWithPow2(f->minSubnormal()),
+                .arg(numberText(f->maxFinite()), valueWithPow2(f->minNormal()),
+                     (f->hasSubnormals() ? valueWithPow2(f->minSubnormal()) : QStringLiteral("\u2014")),
                      f->hasInfinity() ? tr("yes") : tr("no"))
                 .arg(f->nanCount())
                 .arg(QString::fromStdString(s.description).toHtmlEscaped());

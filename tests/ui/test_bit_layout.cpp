@@ -2,6 +2,7 @@
 // E4M3FN definition (bias 7, no Inf, S.1111.111 = NaN), the derivation next to each check.
 #include "bit_layout_view.h"
 
+#include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QTableWidget>
@@ -13,6 +14,22 @@ class TestBitLayout : public QObject {
   Q_OBJECT
 private Q_SLOTS:
   void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+  // E8M0FNU (OCP MX v1.0 §5.4: 2^(e−127), no zero, no subnormals) has no min subnormal to show,
+  // and its nearest rounding ties up (ml_dtypes), which the rounding choice says; E4M3FN's is RNE.
+  void e8m0ShowsNoSubnormalAndItsTieRule() {
+    BitLayoutView v;
+    QVERIFY(v.setFormat(QStringLiteral("E8M0FNU")));
+    auto* props = v.findChild<QLabel*>(QStringLiteral("propsLabel"));
+    QVERIFY(props);
+    QVERIFY2(props->text().contains(QStringLiteral("min subnormal \u2014")), qPrintable(props->text()));
+    auto* box = v.findChild<QComboBox*>(QStringLiteral("roundingBox"));
+    QVERIFY(box);
+    QCOMPARE(box->itemText(0), QStringLiteral("nearest, ties up (ml_dtypes)"));
+    QVERIFY(v.setFormat(QStringLiteral("E4M3FN")));
+    QCOMPARE(box->itemText(0), QStringLiteral("nearest, ties to even (RNE)"));
+    QVERIFY(!props->text().contains(QStringLiteral("min subnormal \u2014")));
+  }
 
   // 0x7E = 0 1111 110 = 2^(15-7) · 1.75 = 448 (max finite). Clicking bit 0 gives 0 1111 111 =
   // 0x7F, the NaN of E4M3FN.
