@@ -415,7 +415,9 @@ void BitLayoutView::refreshCode() {
                             .arg(valueWithPow2(f.minNormal()))
                             .arg((f.hasSubnormals() ? valueWithPow2(f.minSubnormal()) : QStringLiteral("\u2014")))
                             .arg(f.finiteCount())
-                            .arg(f.hasInfinity() ? tr(" · has \u00b1Inf") : QString()));
+                            .arg(f.hasInfinity() ? tr(" · has \u00b1Inf") : QString()) +
+                        // E4M3 is often taken for OCP E4M3FN (max 448, no Inf): say which one this is.
+                        (f.name() == "E4M3" ? tr(" · IEEE-style E4M3, not OCP E4M3FN (max 448, no Inf)") : QString()));
   props_label_->setToolTip(QString::fromStdString(f.spec().description));
   Q_EMIT codeChanged(QString::fromStdString(format_->name()), code_);
 }

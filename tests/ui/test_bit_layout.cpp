@@ -29,6 +29,9 @@ private Q_SLOTS:
     QVERIFY(v.setFormat(QStringLiteral("E4M3FN")));
     QCOMPARE(box->itemText(0), QStringLiteral("nearest, ties to even (RNE)"));
     QVERIFY(!props->text().contains(QStringLiteral("min subnormal \u2014")));
+    // E4M3 (IEEE-style: max 240, ±Inf) says it is not E4M3FN.
+    QVERIFY(v.setFormat(QStringLiteral("E4M3")));
+    QVERIFY2(props->text().contains(QStringLiteral("IEEE-style E4M3, not OCP E4M3FN")), qPrintable(props->text()));
   }
 
   // 0x7E = 0 1111 110 = 2^(15-7) · 1.75 = 448 (max finite). Clicking bit 0 gives 0 1111 111 =
