@@ -47,8 +47,8 @@ private Q_SLOTS:
     QVERIFY(v.csv().startsWith(QStringLiteral("format,code_hex,row,col,value,class\n")));
   }
 
-  // Every cell of the code grid shows its value exactly (the grid used to round some values to 3
-  // digits beside exact ones: 0x01 "0.00195" next to 0x08 "0.015625"). Hand-derived E4M3FN cells:
+  // Every cell of the code grid shows its value exactly (a rounded "0.00195" beside an exact
+  // "0.015625" would mislead). Hand-derived E4M3FN cells:
   // 0x01 = 2⁻⁹ (0.001953125, 11 characters) → "2⁻⁹"; 0x03 = 3·2⁻⁹ → "3·2⁻⁹"; 0x08 = 2⁻⁶ = 0.015625
   // (8 characters) → "0.015625"; 0x09 = 9·2⁻⁹ = 0.017578125 → "9·2⁻⁹"; 0xFE = −448.
   // Then every code of every ≤ 8-bit format: the text, read back exactly, is the decoded value.

@@ -203,7 +203,7 @@ class TestViews2 : public QObject {
 private Q_SLOTS:
   // A trained-weights GEMM run has no m / k / n attributes: the comparison takes the operands'
   // element count from the shapes of inputs/A [2, 3] and inputs/B [3, 4] (6 + 12 = 18), so
-  // a_saturated 2 + b_saturated 1 is 3/18 = 16.67 %, a_underflow 9 is 50 % (before: blank).
+  // a_saturated 2 + b_saturated 1 is 3/18 = 16.67 %, a_underflow 9 is 50 %.
   void comparisonCountsTrainedWeightsRuns() {
     auto run = std::make_shared<fp8lab::Run>();
     run->id = "gemm-fc1";

@@ -776,8 +776,8 @@ void TestReliability::cliBadInput_data() {
   QTest::newRow("encode: unknown format")
       << QStringList{QStringLiteral("encode"), QStringLiteral("--format"), QStringLiteral("E4M4"), QStringLiteral("1")}
       << QByteArray() << QStringLiteral("E4M4");
-  // Options that would do nothing are refused with the reason (before, exit 0 and the option
-  // dropped). scale_D: cuBLASLt applies D_SCALE only to FP8 outputs.
+  // Options that would do nothing are refused with the reason. scale_D: cuBLASLt applies D_SCALE
+  // only to FP8 outputs.
   auto gemmArgs = [](std::initializer_list<const char*> extra) {
     QStringList a{QStringLiteral("gemm"), QStringLiteral("-m"), QStringLiteral("8"), QStringLiteral("-n"),
                   QStringLiteral("8"),    QStringLiteral("-k"), QStringLiteral("16")};
@@ -1043,9 +1043,8 @@ size_t runsIn(const QString& path) {
 }
 } // namespace
 
-// Two SIGTERMs 2 ms apart: before, the first reset the handler and the second killed the process
-// (exit 143, nothing saved, 16 of 16 tries). The second signal must not skip the save of the runs
-// that finished — whether it arrives while the next run computes or while the save is under way
+// Two SIGTERMs 2 ms apart (what `timeout`, Slurm or `docker stop` deliver): the second signal must
+// not skip the save of the runs that finished — whether it arrives while the next run computes or while the save is under way
 // (the save is paused before its commit with FP8LAB_TEST_SAVE_PAUSE, so the signals land in it on
 // any machine).
 void TestReliability::cliSecondSignalStillSaves_data() {
@@ -1143,8 +1142,7 @@ void TestReliability::cliThirdSignalStopsAndSaysWhatIsLost() {
 }
 
 // `sweep` run again with the same --out skips the grid points already there with the same
-// configuration (before: every point was computed again and stored twice, with -2 ids), so a sweep
-// interrupted and started again resumes. --recompute runs them again.
+// configuration, so a sweep interrupted and started again resumes. --recompute runs them again.
 void TestReliability::cliSweepResumesFinishedPoints() {
   QVERIFY2(QFileInfo::exists(cliPath()), qPrintable(QStringLiteral("build fp8lab-cli first: %1").arg(cliPath())));
   QTemporaryDir dir;
