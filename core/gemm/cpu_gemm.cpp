@@ -5,6 +5,8 @@
 #include "gemm/gemm_internal.h"
 
 #include "common/worker_pool.h"
+#include "formats/format.h"
+#include "scaling/scaling.h"
 
 #include <algorithm>
 #include <atomic>
@@ -264,6 +266,51 @@ int64_t availableMemoryBytes() {
 
 } // namespace gemm_detail
 
+namespace {
+/// Whether Auto runs the AVX512-BF16 kernel before the AVX512 FMA one. Both are bit-identical to the
+/// portable kernel, so only speed decides, and it depends on the CPU (VDPBF16PS runs at full rate on
+/// some, at half the rate of two FMA ports on others): timed once per process on a 256×1024×256
+/// E4M3FN GEMM, best of three runs each, one thread (a few milliseconds). False where the CPU lacks
+/// either kernel.
+bool preferBf16Kernel() {
+  using namespace gemm_detail;
+  static const bool prefer = [] {
+    if (!cpuHasAvx512Bf16()) return false;
+    if (!cpuHasAvx512Fma()) return true;
+    const int64_t M = 256, K = 1024, N = 256;
+    std::vector<float> x(static_cast<size_t>(M * K)), y(static_cast<size_t>(K * N));
+    uint32_t st = 1;
+    for (auto* v : {&x, &y})
+      for (float& e : *v) {
+        st = st * 1664525u + 1013904223u;
+        e = static_cast<float>(static_cast<int32_t>(st >> 8) % 2001 - 1000) / 100.0f;
+      }
+    ScalingConfig sc;
+    const QuantizedTensor a = quantize(x.data(), M, K, Format::E4M3FN(), sc, Axis::Cols);
+    const QuantizedTensor b = quantize(y.data(), K, N, Format::E4M3FN(), sc, Axis::Rows);
+    GemmOptions o;
+    o.accumulation = Accumulation::FP32;
+    const Plan plan = makePlan(a, b, o);
+    if (!avx512Bf16Unsuitable(plan, a, b).empty() || !avx512FmaUnsuitable(a, b).empty()) return false;
+    std::vector<float> c(static_cast<size_t>(M * N));
+    auto best = [&](auto run) {
+      double t = 1e30;
+      for (int i = 0; i < 3; ++i) {
+        std::fill(c.begin(), c.end(), 0.0f);
+        const auto t0 = std::chrono::steady_clock::now();
+        run();
+        t = std::min(t, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      return t;
+    };
+    const double bf16 = best([&] { gemmFloatAvx512Bf16(plan, a, b, c.data(), 1, {}); });
+    const double fma = best([&] { gemmFloatAvx512Fma(plan, a, b, c.data(), 1, {}); });
+    return bf16 < fma;
+  }();
+  return prefer;
+}
+} // namespace
+
 void checkOutputScale(const GemmOptions& opt) {
   const bool fp8 = opt.output == OutputType::E4M3FN || opt.output == OutputType::E5M2;
   if (fp8 && !(std::isfinite(opt.output_quant_scale) && opt.output_quant_scale > 0))
@@ -452,7 +499,23 @@ public:
       bool done = false, fma_kernel_used = false;
       const bool vector_model = opt.accumulation != Accumulation::FastAccum;
       const std::string tail = " blocked, " + std::to_string(threads) + " threads";
-      if (vector_model && (opt.cpu_kernel == CpuKernel::Auto || opt.cpu_kernel == CpuKernel::Avx512Fma)) {
+      // Auto takes whichever of the two AVX-512 kernels is faster on this CPU (they give the same
+      // bits): the BF16 one where VDPBF16PS runs at full rate, two exact products per lane and
+      // instruction.
+      if (vector_model &&
+          ((opt.cpu_kernel == CpuKernel::Auto && preferBf16Kernel()) || opt.cpu_kernel == CpuKernel::Avx512Bf16)) {
+        const std::string why =
+            cpuHasAvx512Bf16() ? avx512Bf16Unsuitable(plan, a, b) : std::string("this CPU has no AVX512-BF16");
+        if (why.empty()) {
+          gemmFloatAvx512Bf16(plan, a, b, c.data(), threads, progress);
+          out.algorithm = std::string(toString(opt.accumulation)) + ", avx512-bf16" + tail;
+          done = true;
+        } else if (opt.cpu_kernel == CpuKernel::Avx512Bf16) {
+          out.warnings.push_back(
+              {Warning::Severity::Info, "portable kernel used", "gemm", "AVX512-BF16 kernel not used: " + why});
+        }
+      }
+      if (!done && vector_model && (opt.cpu_kernel == CpuKernel::Auto || opt.cpu_kernel == CpuKernel::Avx512Fma)) {
         const std::string why =
             cpuHasAvx512Fma() ? avx512FmaUnsuitable(a, b) : std::string("this CPU has no AVX512F/FMA");
         if (why.empty()) {
@@ -463,18 +526,6 @@ public:
         } else if (opt.cpu_kernel == CpuKernel::Avx512Fma) {
           out.warnings.push_back(
               {Warning::Severity::Info, "portable kernel used", "gemm", "AVX512 FMA kernel not used: " + why});
-        }
-      }
-      if (!done && vector_model && (opt.cpu_kernel == CpuKernel::Auto || opt.cpu_kernel == CpuKernel::Avx512Bf16)) {
-        const std::string why =
-            cpuHasAvx512Bf16() ? avx512Bf16Unsuitable(plan, a, b) : std::string("this CPU has no AVX512-BF16");
-        if (why.empty()) {
-          gemmFloatAvx512Bf16(plan, a, b, c.data(), threads, progress);
-          out.algorithm = std::string(toString(opt.accumulation)) + ", avx512-bf16" + tail;
-          done = true;
-        } else if (opt.cpu_kernel == CpuKernel::Avx512Bf16) {
-          out.warnings.push_back(
-              {Warning::Severity::Info, "portable kernel used", "gemm", "AVX512-BF16 kernel not used: " + why});
         }
       }
       if (!done) {
