@@ -7,6 +7,7 @@
 // Run:  build/tests/bench/bench_session [--benchmark_filter=...]
 // Files go to $FP8LAB_BENCH_DIR (default: the system temp directory).
 #include <benchmark/benchmark.h>
+#include <hdf5.h>
 
 #include "session/hdf5_isolation.h"
 #include "session/session.h"
@@ -241,6 +242,51 @@ void BM_AppendRun(benchmark::State& state) {
   std::filesystem::remove(copy, ec);
 }
 
+/// Opening a session for its metadata, as `fp8lab-cli inspect` and the GUI do (arg 0:
+/// SessionReader::open — libhdf5 plus FP8 Lab's validation of every run, no data read), beside its
+/// peer (arg 1: libhdf5 alone, H5Fopen then H5Ovisit of every object counting its attributes, what
+/// any in-process HDF5 reader pays at least), on the same file. Each iteration bumps the file's
+/// modification time first.
+void BM_OpenMetadata(benchmark::State& state) {
+  const std::string path = benchDir() + "/fp8lab_bench_session_b.h5";
+  WriteOptions wo;
+  wo.compress = false;
+  if (!writeSession(path, gemmSession(), wo).ok()) {
+    state.SkipWithError("cannot write the session");
+    return;
+  }
+  for (auto _ : state) {
+    const timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
+    ::utimensat(AT_FDCWD, path.c_str(), times, 0);
+    if (state.range(0) == 0) {
+      auto r = SessionReader::open(path);
+      if (!r.ok()) {
+        state.SkipWithError(r.message().c_str());
+        break;
+      }
+      benchmark::DoNotOptimize(r.value->info().runs.size());
+      continue;
+    }
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) {
+      state.SkipWithError("H5Fopen failed");
+      break;
+    }
+    int64_t objects = 0;
+    H5Ovisit(
+        f, H5_INDEX_NAME, H5_ITER_INC,
+        [](hid_t, const char*, const H5O_info_t* info, void* n) -> herr_t {
+          *static_cast<int64_t*>(n) += 1 + static_cast<int64_t>(info->num_attrs);
+          return 0;
+        },
+        &objects);
+    H5Fclose(f);
+    benchmark::DoNotOptimize(objects);
+  }
+  state.SetLabel(state.range(0) == 0 ? "SessionReader::open (validated)" : "libhdf5 alone: H5Fopen + H5Ovisit");
+  std::filesystem::remove(path);
+}
+
 /// What the GUI heatmap does: a 4096² map reduced (max |x|) to 512×512, or a 1024² window.
 void BM_HeatmapReads(benchmark::State& state) {
   const std::string path = benchDir() + "/fp8lab_bench_session_h.h5";
@@ -279,6 +325,7 @@ BENCHMARK(BM_SessionRead)->Arg(1)->ArgName("compress")->Unit(benchmark::kMillise
 BENCHMARK(BM_HeatmapReads)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
 
 BENCHMARK(BM_AppendRun)->Arg(0)->Arg(1)->ArgName("append")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(4);
+BENCHMARK(BM_OpenMetadata)->Arg(0)->Arg(1)->ArgName("bare_hdf5")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(10);
 BENCHMARK(BM_OpenFromOutside)
     ->Arg(0)
     ->Arg(1)
