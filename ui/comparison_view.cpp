@@ -6,6 +6,8 @@
 #include "style.h"
 
 #include <QComboBox>
+#include <QtConcurrent/QtConcurrentRun>
+#include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -225,6 +227,8 @@ void ComparisonView::rebuildRuns() {
 
 void ComparisonView::setRuns(const QList<std::shared_ptr<RunAccess>>& runs) {
   runs_ = runs;
+  diff_maps_.reset(); // the runs (and so their maps) may have changed under the same ids
+  ++diff_generation_; // a computation still running is for the old runs
   fillTable();
 }
 
@@ -466,12 +470,46 @@ void ComparisonView::drawDiff() {
   const int64_t blk = std::max<int64_t>({1, (sa.first + cells - 1) / cells, (sa.second + cells - 1) / cells});
   HeatmapGrid ga, gb;
   QString err;
-  if (!ma.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sa.first, sa.second, blk, blk, CellReduce::Mean, &ga,
-                  &err) ||
-      !mb.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sb.first, sb.second, blk, blk, CellReduce::Mean, &gb,
-                  &err)) {
-    say(tr("No difference map: %1").arg(err));
+  const QString ida = a->id(), idb = b->id();
+  if (diff_maps_ && diff_maps_->a == ida && diff_maps_->b == idb) {
+    if (!diff_maps_->error.isEmpty()) {
+      say(tr("No difference map: %1").arg(diff_maps_->error));
+      return;
+    }
+    ga = diff_maps_->ga;
+    gb = diff_maps_->gb;
+  } else if (sa.first * sa.second > (int64_t(1) << 20)) {
+    // A big pair (each map read and reduced from its file): on the thread pool, so the window stays
+    // responsive; drawn when both are back (and the pair is still the selected one).
+    const quint64 gen = ++diff_generation_;
+    auto* watcher = new QFutureWatcher<DiffMaps>(this);
+    connect(watcher, &QFutureWatcher<DiffMaps>::finished, this, [this, watcher, gen] {
+      watcher->deleteLater();
+      if (gen != diff_generation_) return; // another pair was chosen meanwhile
+      diff_maps_ = watcher->result();
+      drawDiff();
+    });
+    watcher->setFuture(QtConcurrent::run([a, b, ida, idb, sa, blk] {
+      HeatmapModel ma2(a), mb2(b);
+      DiffMaps m{ida, idb, {}, {}, {}};
+      if (!ma2.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sa.first, sa.second, blk, blk, CellReduce::Mean,
+                       &m.ga, &m.error) ||
+          !mb2.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sa.first, sa.second, blk, blk, CellReduce::Mean,
+                       &m.gb, &m.error))
+        m.ga = m.gb = {};
+      return m;
+    }));
+    say(tr("Computing the difference map of %1 and %2\u2026").arg(ida, idb));
     return;
+  } else {
+    if (!ma.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sa.first, sa.second, blk, blk, CellReduce::Mean, &ga,
+                    &err) ||
+        !mb.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sb.first, sb.second, blk, blk, CellReduce::Mean, &gb,
+                    &err)) {
+      say(tr("No difference map: %1").arg(err));
+      return;
+    }
+    diff_maps_ = DiffMaps{ida, idb, ga, gb, {}};
   }
   diff_ = ga;
   double amax = 0;

@@ -5,6 +5,8 @@
 // means over a decimated grid, diverging colour scale).
 #pragma once
 
+#include <optional>
+
 #include "heatmap_model.h"
 #include "view.h"
 
@@ -65,6 +67,15 @@ private:
   QList<ComparisonRow> rows_;
   QString pair_a_, pair_b_;
   HeatmapGrid diff_;
+  /// The two runs' reduced error maps of the last difference map (computed on the thread pool for
+  /// big maps; drawDiff uses them when the pair is unchanged).
+  struct DiffMaps {
+    QString a, b;
+    HeatmapGrid ga, gb;
+    QString error; ///< why the maps could not be computed (empty: they were)
+  };
+  std::optional<DiffMaps> diff_maps_;
+  quint64 diff_generation_ = 0;
   bool updating_ = false;
   QTableWidget* table_;
   QComboBox* metric_box_;

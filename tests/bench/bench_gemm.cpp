@@ -208,8 +208,7 @@ public:
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
       inner_ = std::make_unique<benchmark::CSVReporter>();
 #pragma GCC diagnostic pop
-    }
-    else
+    } else
       inner_ = std::make_unique<benchmark::ConsoleReporter>();
   }
   bool ReportContext(const Context& context) override {

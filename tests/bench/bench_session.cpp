@@ -325,7 +325,13 @@ BENCHMARK(BM_SessionRead)->Arg(1)->ArgName("compress")->Unit(benchmark::kMillise
 BENCHMARK(BM_HeatmapReads)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
 
 BENCHMARK(BM_AppendRun)->Arg(0)->Arg(1)->ArgName("append")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(4);
-BENCHMARK(BM_OpenMetadata)->Arg(0)->Arg(1)->ArgName("bare_hdf5")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(10);
+BENCHMARK(BM_OpenMetadata)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("bare_hdf5")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(10);
 BENCHMARK(BM_OpenFromOutside)
     ->Arg(0)
     ->Arg(1)

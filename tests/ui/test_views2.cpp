@@ -637,6 +637,33 @@ private Q_SLOTS:
     QVERIFY(v.csv().startsWith(QStringLiteral("id,label,kind,formats")));
   }
 
+  // The difference map of two big runs (1100×1000 > 2^20 elements each) is computed on the thread
+  // pool: right after the selection the view says it is computing (the GUI thread did not wait),
+  // then the map arrives. a: D = 1, b: D = 3, reference 0 everywhere: |D − ref| is 1 and 3, so every
+  // cell (a mean of 5×5 elements: 1100/256 → blocks of 5) of b − a is exactly 2.
+  void bigDifferenceMapIsComputedInTheBackground() {
+    auto make = [](const char* id, float d) {
+      auto r = std::make_shared<fp8lab::Run>();
+      r->id = id;
+      r->type = "gemm";
+      r->config_json = "{}";
+      r->putFloat32("output/D", std::vector<float>(1100 * 1000, d), 1100, 1000, "1", "D");
+      r->putFloat32("reference/D", std::vector<float>(1100 * 1000, 0.0f), 1100, 1000, "1", "ideal");
+      return RunAccess::fromRun(r);
+    };
+    ComparisonView v;
+    v.resize(1200, 800);
+    v.setRuns({make("a", 1.0f), make("b", 3.0f)});
+    QVERIFY(v.selectPair(QStringLiteral("a"), QStringLiteral("b")));
+    QVERIFY2(v.diffText().contains(QStringLiteral("Computing the difference map of a and b")),
+             qPrintable(v.diffText()));
+    QTRY_VERIFY_WITH_TIMEOUT(v.difference().grid_rows > 0, 30000);
+    QCOMPARE(v.difference().grid_rows, 220);
+    QVERIFY(v.difference().cell(0, 0) == 2.0);
+    QVERIFY(v.difference().cell(219, 199) == 2.0);
+    QVERIFY(v.diffText().contains(QStringLiteral("b minus a")));
+  }
+
   // Bars of runs whose labels share a long prefix get different tick labels; the count of runs
   // without the metric is under the axis, not over the bars; no GUI hint is drawn in the plot
   // (exported images carry it), only in the label beside it.
