@@ -24,8 +24,6 @@ EncodeConstants makeEncodeConstants(const Format& f, bool saturate) {
   k.sign_bit = 1u << (f.bits() - 1);
   EncodeOptions opt;
   opt.saturate = saturate;
-  EncodeOptions nosat;
-  nosat.saturate = false;
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
   // Overflow codes: what the scalar reference gives for a finite value far beyond max finite.
@@ -37,20 +35,8 @@ EncodeConstants makeEncodeConstants(const Format& f, bool saturate) {
   k.nan_pos = f.encode(nan, opt);
   k.nan_neg = f.encode(std::copysign(nan, -1.0), opt);
   k.negative_zero = f.hasNegativeZero() ? 1u : 0u;
-  // Largest float32 magnitude whose RNE result is finite (binary search, as Format::initFast).
-  uint32_t lo = 0, hi = 0x7f7fffffu;
-  if (!f.explain(static_cast<double>(std::bit_cast<float>(hi)), nosat).overflow) {
-    lo = hi;
-  } else {
-    while (hi - lo > 1) {
-      const uint32_t mid = lo + (hi - lo) / 2;
-      if (f.explain(static_cast<double>(std::bit_cast<float>(mid)), nosat).overflow)
-        hi = mid;
-      else
-        lo = mid;
-    }
-  }
-  k.sat_threshold_bits = lo;
+  // Largest float32 magnitude whose RNE result is finite (the format's overflow bound).
+  k.sat_threshold_bits = std::bit_cast<uint32_t>(f.rneFiniteLimitF32());
   return k;
 }
 

@@ -469,8 +469,16 @@ void ComparisonView::drawDiff() {
   const int64_t cells = 256;
   const int64_t blk = std::max<int64_t>({1, (sa.first + cells - 1) / cells, (sa.second + cells - 1) / cells});
   HeatmapGrid ga, gb;
-  QString err;
   const QString ida = a->id(), idb = b->id();
+  // Both runs' total |D − ideal| maps reduced to cell means of blk×blk (any thread).
+  auto reduce = [a, b, ida, idb, sa, blk] {
+    DiffMaps m{ida, idb, {}, {}, {}};
+    for (auto [run, grid] : {std::pair{a, &m.ga}, {b, &m.gb}})
+      if (!HeatmapModel(run).compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sa.first, sa.second, blk, blk,
+                                     CellReduce::Mean, grid, &m.error))
+        break;
+    return m;
+  };
   if (diff_maps_ && diff_maps_->a == ida && diff_maps_->b == idb) {
     if (!diff_maps_->error.isEmpty()) {
       say(tr("No difference map: %1").arg(diff_maps_->error));
@@ -489,27 +497,17 @@ void ComparisonView::drawDiff() {
       diff_maps_ = watcher->result();
       drawDiff();
     });
-    watcher->setFuture(QtConcurrent::run([a, b, ida, idb, sa, blk] {
-      HeatmapModel ma2(a), mb2(b);
-      DiffMaps m{ida, idb, {}, {}, {}};
-      if (!ma2.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sa.first, sa.second, blk, blk, CellReduce::Mean,
-                       &m.ga, &m.error) ||
-          !mb2.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sa.first, sa.second, blk, blk, CellReduce::Mean,
-                       &m.gb, &m.error))
-        m.ga = m.gb = {};
-      return m;
-    }));
+    watcher->setFuture(QtConcurrent::run(reduce));
     say(tr("Computing the difference map of %1 and %2\u2026").arg(ida, idb));
     return;
   } else {
-    if (!ma.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sa.first, sa.second, blk, blk, CellReduce::Mean, &ga,
-                    &err) ||
-        !mb.compute(ErrorQuantity::Total, ErrorKind::Abs, 0, 0, sb.first, sb.second, blk, blk, CellReduce::Mean, &gb,
-                    &err)) {
-      say(tr("No difference map: %1").arg(err));
+    diff_maps_ = reduce();
+    if (!diff_maps_->error.isEmpty()) {
+      say(tr("No difference map: %1").arg(diff_maps_->error));
       return;
     }
-    diff_maps_ = DiffMaps{ida, idb, ga, gb, {}};
+    ga = diff_maps_->ga;
+    gb = diff_maps_->gb;
   }
   diff_ = ga;
   double amax = 0;

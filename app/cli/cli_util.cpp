@@ -3,6 +3,7 @@
 #include <QFileInfo>
 
 #include "formats/format.h"
+#include "session/session.h"
 
 #include <QFile>
 #include <QJsonDocument>
@@ -397,21 +398,6 @@ int parseThreads(const QString& text) {
   return n;
 }
 
-namespace {
-/// Whether an existing file starts an HDF5 superblock at offset 0 or at a user-block boundary
-/// (512, 1024, 2048, ...; HDF5 File Format Specification §II.A, "Format Signature").
-bool looksLikeHdf5(const QString& path, qint64 size) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return true; // unreadable: the save's own check reports it
-  static const QByteArray sig("\x89HDF\r\n\x1a\n", 8);
-  for (qint64 off = 0; off + 8 <= size; off = off == 0 ? 512 : off * 2) {
-    if (!f.seek(off)) return false;
-    if (f.read(8) == sig) return true;
-  }
-  return false;
-}
-} // namespace
-
 bool outputWritableOrFail(const QString& out) {
   const QFileInfo fi(out);
   const QFileInfo dir(fi.absolutePath());
@@ -428,7 +414,8 @@ bool outputWritableOrFail(const QString& out) {
                   .arg(out);
   else if (exists && ((st.st_mode & 0222) == 0 || ::access(path.constData(), W_OK) != 0))
     problem = QStringLiteral("%1 is read-only (the session is kept as it is; choose another --out)").arg(out);
-  else if (exists && st.st_size > 0 && !looksLikeHdf5(out, st.st_size))
+  else if (exists && st.st_size > 0 && ::access(path.constData(), R_OK) == 0 &&
+           !fp8lab::hasHdf5Signature(path.toStdString()))
     problem = QStringLiteral("%1 exists and is not an HDF5 session (runs are appended to a session; choose another "
                              "--out)")
                   .arg(out);

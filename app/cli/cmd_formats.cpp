@@ -299,13 +299,13 @@ int runEncode(const QStringList& raw) {
       // (the code shown would be Inf or NaN), so it is labelled as such.
       const bool upper_past_max = std::fabs(d.upper_value) > f->maxFinite();
       if (d.has_neighbours && !d.exact && d.lower_value != d.upper_value)
-        line += QStringLiteral("\n    neighbours %1 (%2) .. %3 (%4), midpoint %5%6; error %7 (rel %8)")
-                    .arg(shortestDouble(d.lower_value), QString::fromStdString(f->hexString(d.lower_code)))
-                    .arg(shortestDouble(d.upper_value),
-                         upper_past_max ? QStringLiteral("beyond max, unbounded exponent")
-                                        : QString::fromStdString(f->hexString(d.upper_code)))
-                    .arg(shortestDouble(d.midpoint), d.tie ? QStringLiteral(" (tie)") : QString())
-                    .arg(shortestDouble(d.abs_error), shortestDouble(d.rel_error));
+        line +=
+            QStringLiteral("\n    neighbours %1 (%2) .. %3 (%4), midpoint %5%6; error %7 (rel %8)")
+                .arg(shortestDouble(d.lower_value), QString::fromStdString(f->hexString(d.lower_code)))
+                .arg(shortestDouble(d.upper_value), upper_past_max ? QStringLiteral("beyond max, unbounded exponent")
+                                                                   : QString::fromStdString(f->hexString(d.upper_code)))
+                .arg(shortestDouble(d.midpoint), d.tie ? QStringLiteral(" (tie)") : QString())
+                .arg(shortestDouble(d.abs_error), shortestDouble(d.rel_error));
       if (d.overflow) {
         if (d.saturated)
           line += QStringLiteral("\n    overflow: saturated to max");

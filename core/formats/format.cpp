@@ -158,8 +158,6 @@ void Format::init() {
   } else {
     table_f32_.clear();
   }
-  fast_path_ok_ = bits_ <= 8 && s.specials != SpecialCodes::E8M0;
-  if (fast_path_ok_) initFast();
   // Largest magnitude whose RNE result is finite: binary search on the double's bit pattern (the
   // overflow predicate is monotone in |x|; DBL_MAX overflows every format of ≤ 16 bits).
   EncodeOptions nosat;
@@ -176,6 +174,8 @@ void Format::init() {
   float f = static_cast<float>(rne_finite_limit_);
   if (static_cast<double>(f) > rne_finite_limit_) f = std::nextafter(f, 0.0f);
   rne_finite_limit_f32_ = f;
+  fast_path_ok_ = bits_ <= 8 && s.specials != SpecialCodes::E8M0;
+  if (fast_path_ok_) initFast(); // uses rne_finite_limit_f32_
 }
 
 // ---- named formats --------------------------------------------------------------------------

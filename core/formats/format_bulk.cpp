@@ -41,21 +41,8 @@ void Format::initFast() {
     k.nan_code[neg] = nanCode(neg != 0, sat);
   }
   k.negative_zero = hasNegativeZero();
-  // Largest float32 magnitude whose RNE result is still finite: binary search on bit patterns
-  // (the overflow predicate is monotone in |x|).
-  uint32_t lo = 0, hi = 0x7f7fffffu;
-  if (!explain(std::bit_cast<float>(hi), nosat).overflow) {
-    lo = hi;
-  } else {
-    while (hi - lo > 1) {
-      const uint32_t mid = lo + (hi - lo) / 2;
-      if (explain(static_cast<double>(std::bit_cast<float>(mid)), nosat).overflow)
-        hi = mid;
-      else
-        lo = mid;
-    }
-  }
-  k.sat_threshold_bits = lo;
+  // Largest float32 magnitude whose RNE result is still finite (found by init()).
+  k.sat_threshold_bits = std::bit_cast<uint32_t>(rne_finite_limit_f32_);
 }
 
 namespace {

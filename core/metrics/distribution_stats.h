@@ -34,8 +34,8 @@ OperandStats operandStats(const QuantizeStats& s);
 /// form: scaled value y as the cast saw it, in float32: x · quant_scale (scale_op Multiply with
 /// quant_scales present) or x / dequant_scale of the element's block; saturated = finite x ≠ 0
 /// with |y| > rneFiniteLimitF32(), i.e. whose round-to-nearest result with an unbounded exponent is
-/// beyond max finite (OCP OFP8 v1.0 §3; the definition core/scaling's QuantizeStats uses); flushed = finite x ≠ 0 whose code decodes
-/// to 0; subnormal = codes of class Subnormal. Throws std::invalid_argument when sizes disagree.
+/// beyond max finite (OCP OFP8 v1.0 §3; the definition core/scaling's QuantizeStats uses); flushed = finite x ≠ 0 whose
+/// code decodes to 0; subnormal = codes of class Subnormal. Throws std::invalid_argument when sizes disagree.
 OperandStats operandStats(const float* x, const QuantizedTensor& q);
 
 /// Histogram of |x|·scale by binade: bin b counts values with 2^(min_exponent+b) ≤ |v| <

@@ -131,10 +131,10 @@ bool ruleAmaxPropagatesNaN(ScaleRule rule);
 /// Each block: amax → scale (per preset) → codes = fmt.encodeBulk(x, scale, op).
 /// Returns codes, dequant_scales and quant_scales over the block grid (row-major), E8M0 scale
 /// codes for MX rules, and stats (saturated = finite inputs whose scaled magnitude overflows by the
-/// OCP rule, i.e. exceeds Format::rneFiniteLimit and is clipped to ±max; underflow; subnormal results; NaN/Inf/zero inputs).
-/// NaN/Inf/all-zero inputs never throw: each rule's edge behaviour applies (docs/scaling.md).
-/// Throws std::invalid_argument for negative shapes, a null pointer with elements, a format of
-/// more than 8 bits or block < 1; Cancelled when progress asks to stop.
+/// OCP rule, i.e. exceeds Format::rneFiniteLimit and is clipped to ±max; underflow; subnormal results; NaN/Inf/zero
+/// inputs). NaN/Inf/all-zero inputs never throw: each rule's edge behaviour applies (docs/scaling.md). Throws
+/// std::invalid_argument for negative shapes, a null pointer with elements, a format of more than 8 bits or block < 1;
+/// Cancelled when progress asks to stop.
 QuantizedTensor quantize(const float* x, int64_t rows, int64_t cols, const Format& fmt, const ScalingConfig& cfg,
                          Axis contraction = Axis::Cols, const ProgressFn& progress = {});
 

@@ -164,16 +164,24 @@ void setHdf5Isolation(bool on) {
   g_isolation.store(on ? 1 : 0);
 }
 
-bool hdf5IsolationEnabled() {
-  int v = g_isolation.load();
+namespace {
+/// A process-wide on/off switch that a setter may set, else decided once from the environment:
+/// on when `var` equals `on_text`, or (on_text null) unless it equals "0".
+bool envSwitch(std::atomic<int>& state, const char* var, const char* on_text) {
+  int v = state.load();
   if (v < 0) {
-    const char* e = std::getenv("FP8LAB_HDF5_ISOLATION");
-    v = (e && std::strcmp(e, "0") == 0) ? 0 : 1;
+    const char* e = std::getenv(var);
+    v = on_text ? (e && std::strcmp(e, on_text) == 0) : !(e && std::strcmp(e, "0") == 0);
     int expected = -1;
-    g_isolation.compare_exchange_strong(expected, v);
-    v = g_isolation.load();
+    state.compare_exchange_strong(expected, v);
+    v = state.load();
   }
   return v == 1;
+}
+} // namespace
+
+bool hdf5IsolationEnabled() {
+  return envSwitch(g_isolation, "FP8LAB_HDF5_ISOLATION", nullptr);
 }
 
 void setHdf5CheckTimeoutSeconds(double seconds) {
@@ -328,15 +336,7 @@ void setHdf5Untrusted(bool on) {
 }
 
 bool hdf5Untrusted() {
-  int v = g_untrusted.load();
-  if (v < 0) {
-    const char* e = std::getenv("FP8LAB_HDF5_UNTRUSTED");
-    v = (e && std::strcmp(e, "1") == 0) ? 1 : 0;
-    int expected = -1;
-    g_untrusted.compare_exchange_strong(expected, v);
-    v = g_untrusted.load();
-  }
-  return v == 1;
+  return envSwitch(g_untrusted, "FP8LAB_HDF5_UNTRUSTED", "1");
 }
 
 void markHdf5Untrusted(const std::string& path) {

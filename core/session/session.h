@@ -222,6 +222,11 @@ struct SessionInfo {
   const RunInfo* find(const std::string& id) const;
 };
 
+/// Whether the file at `path` holds an HDF5 superblock signature at offset 0, 512, 1024, 2048, …
+/// (HDF5 File Format Specification §II.A "Format Signature", the offsets H5Fis_hdf5 tries), read
+/// with plain file I/O — libhdf5 never sees the file. False when it cannot be read.
+bool hasHdf5Signature(const std::string& path);
+
 /// True when id is a valid run id (see Run::id); otherwise *why says what is wrong.
 bool isValidRunId(const std::string& id, std::string* why = nullptr);
 /// Current time as ISO 8601 UTC "YYYY-MM-DDTHH:MM:SSZ".
@@ -281,7 +286,8 @@ Status writeSessionItems(const std::string& path, const std::vector<SaveItem>& i
 /// filesystem can), the new runs are written into that copy (the existing runs are not touched),
 /// then it replaces `path` (fsync, rename, fsync of the directory) — the cost of a file copy plus
 /// the new runs. With OnConflict::Replace of an existing id the whole session is rewritten
-/// instead (existing runs copied object by object with H5Ocopy, no re-encoding). Conflicting ids follow opt.on_conflict (Rename appends
+/// instead (existing runs copied object by object with H5Ocopy, no re-encoding). Conflicting ids follow opt.on_conflict
+/// (Rename appends
 /// "-2", "-3", ...). `assigned_ids`, when given, receives the id each new run got.
 Status appendRuns(const std::string& path, const std::vector<Run>& runs, const WriteOptions& opt = {},
                   std::vector<std::string>* assigned_ids = nullptr);

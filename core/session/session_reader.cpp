@@ -5,6 +5,8 @@
 #include "session/session.h"
 
 #include <algorithm>
+#include <cstring>
+#include <cstdio>
 #include <tuple>
 #include <cerrno>
 #include <cmath>
@@ -292,6 +294,20 @@ SessionReader::~SessionReader() = default;
 
 const SessionInfo& SessionReader::info() const {
   return d->info;
+}
+
+bool hasHdf5Signature(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  static const char sig[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  bool found = false;
+  char buf[8];
+  for (long off = 0; !found; off = off == 0 ? 512 : off * 2) {
+    if (std::fseek(f, off, SEEK_SET) != 0 || std::fread(buf, 1, 8, f) != 8) break;
+    found = std::memcmp(buf, sig, 8) == 0;
+  }
+  std::fclose(f);
+  return found;
 }
 
 Result<std::unique_ptr<SessionReader>> SessionReader::open(const std::string& path) {

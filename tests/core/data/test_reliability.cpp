@@ -1044,9 +1044,9 @@ size_t runsIn(const QString& path) {
 } // namespace
 
 // Two SIGTERMs 2 ms apart (what `timeout`, Slurm or `docker stop` deliver): the second signal must
-// not skip the save of the runs that finished — whether it arrives while the next run computes or while the save is under way
-// (the save is paused before its commit with FP8LAB_TEST_SAVE_PAUSE, so the signals land in it on
-// any machine).
+// not skip the save of the runs that finished — whether it arrives while the next run computes or while the save is
+// under way (the save is paused before its commit with FP8LAB_TEST_SAVE_PAUSE, so the signals land in it on any
+// machine).
 void TestReliability::cliSecondSignalStillSaves_data() {
   QTest::addColumn<QString>("command");
   QTest::addColumn<bool>("duringSave");

@@ -150,7 +150,8 @@ void TestFormatCli::towardZeroOverflowSaysWhatHappened() {
 // (1.111b·2^8) — whose bit pattern 0x7f is E4M3FN's NaN, so it has no code to show. E5M2, not
 // saturating: 61440 lies between 57344 (0x7b) and 65536 = 2^16, past max (0x7c would be +Inf).
 void TestFormatCli::neighbourPastMaxHasNoCode() {
-  const Result a = runCli({QStringLiteral("encode"), QStringLiteral("-f"), QStringLiteral("E4M3FN"), QStringLiteral("464")});
+  const Result a =
+      runCli({QStringLiteral("encode"), QStringLiteral("-f"), QStringLiteral("E4M3FN"), QStringLiteral("464")});
   QCOMPARE(a.rc, 0);
   QVERIFY2(a.out.contains(QStringLiteral("neighbours 448 (0x7e) .. 480 (beyond max, unbounded exponent), midpoint 464 "
                                          "(tie)")),
