@@ -33,25 +33,6 @@ QString presetNames() {
   return n.join(QStringLiteral(", "));
 }
 
-std::optional<Accumulation> parseAccumulation(const QString& s) {
-  const QString l = s.toLower();
-  if (l == QStringLiteral("exact") || l == QStringLiteral("double")) return Accumulation::Exact;
-  if (l == QStringLiteral("fp32")) return Accumulation::FP32;
-  if (l == QStringLiteral("split") || l == QStringLiteral("splitfp32")) return Accumulation::SplitFP32;
-  if (l == QStringLiteral("fast") || l == QStringLiteral("fastaccum")) return Accumulation::FastAccum;
-  return std::nullopt;
-}
-
-std::optional<OutputType> parseOutput(const QString& s) {
-  const QString l = s.toLower();
-  if (l == QStringLiteral("fp32") || l == QStringLiteral("float32")) return OutputType::FP32;
-  if (l == QStringLiteral("bf16") || l == QStringLiteral("bfloat16")) return OutputType::BF16;
-  if (l == QStringLiteral("fp16") || l == QStringLiteral("float16")) return OutputType::FP16;
-  if (l == QStringLiteral("e4m3fn") || l == QStringLiteral("e4m3")) return OutputType::E4M3FN;
-  if (l == QStringLiteral("e5m2")) return OutputType::E5M2;
-  return std::nullopt;
-}
-
 QString num(double v, int prec = 4) {
   if (std::isnan(v)) return QStringLiteral("nan");
   if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
@@ -174,10 +155,10 @@ int runGemm(const QStringList& args) {
     return fail(QStringLiteral("scaling of B: %1").arg(QString::fromStdString(why)));
 
   GemmOptions o;
-  const auto acc = parseAccumulation(p.value(QStringLiteral("accumulation")));
+  const auto acc = parseAccumulation(p.value(QStringLiteral("accumulation")).toStdString());
   if (!acc) return fail(QStringLiteral("--accumulation must be exact, fp32, split or fast"));
   o.accumulation = *acc;
-  const auto out_type = parseOutput(p.value(QStringLiteral("output")));
+  const auto out_type = parseOutputType(p.value(QStringLiteral("output")).toStdString());
   if (!out_type) return fail(QStringLiteral("--output must be fp32, bf16, fp16, e4m3fn or e5m2"));
   o.output = *out_type;
   bool ok = false;

@@ -4,6 +4,7 @@
 #include "cli_util.h"
 #include "command.h"
 
+#include "experiment/gemm_config.h"
 #include "experiment/gemm_experiment.h"
 #include "formats/format.h"
 #include "gemm/gemm.h"
@@ -63,278 +64,7 @@ QString typeNames() {
   return n.join(QStringLiteral(", "));
 }
 
-// ---- config parsing -------------------------------------------------------------------------
-
-bool getInt(const QJsonObject& o, const char* key, int64_t lo, int64_t hi, int64_t* v, QString* error,
-            const QString& ctx) {
-  const QString k = QString::fromLatin1(key);
-  if (!o.contains(k)) return true;
-  const QJsonValue j = o.value(k);
-  const double d = j.toDouble(std::nan(""));
-  if (!j.isDouble() || d != std::floor(d) || d < double(lo) || d > double(hi)) {
-    *error = QStringLiteral("%1%2: expected an integer in [%3, %4]").arg(ctx, k).arg(lo).arg(hi);
-    return false;
-  }
-  *v = static_cast<int64_t>(d);
-  return true;
-}
-
-bool getDouble(const QJsonObject& o, const char* key, double* v, QString* error, const QString& ctx) {
-  const QString k = QString::fromLatin1(key);
-  if (!o.contains(k)) return true;
-  if (!o.value(k).isDouble() || !std::isfinite(o.value(k).toDouble())) {
-    *error = QStringLiteral("%1%2: expected a finite number").arg(ctx, k);
-    return false;
-  }
-  *v = o.value(k).toDouble();
-  return true;
-}
-
-bool getBool(const QJsonObject& o, const char* key, bool* v, QString* error, const QString& ctx) {
-  const QString k = QString::fromLatin1(key);
-  if (!o.contains(k)) return true;
-  if (!o.value(k).isBool()) {
-    *error = QStringLiteral("%1%2: expected true or false").arg(ctx, k);
-    return false;
-  }
-  *v = o.value(k).toBool();
-  return true;
-}
-
-bool getString(const QJsonObject& o, const char* key, std::string* v, QString* error, const QString& ctx) {
-  const QString k = QString::fromLatin1(key);
-  if (!o.contains(k)) return true;
-  if (!o.value(k).isString()) {
-    *error = QStringLiteral("%1%2: expected a string").arg(ctx, k);
-    return false;
-  }
-  *v = o.value(k).toString().toStdString();
-  return true;
-}
-
-bool checkKeys(const QJsonObject& o, const QStringList& allowed, QString* error, const QString& ctx) {
-  for (auto it = o.begin(); it != o.end(); ++it)
-    if (!allowed.contains(it.key())) {
-      *error = QStringLiteral("%1%2: unknown key (known: %3)").arg(ctx, it.key(), allowed.join(QStringLiteral(", ")));
-      return false;
-    }
-  return true;
-}
-
-/// A seed: an integer number ≤ 2^53, or a string holding a decimal or 0x-hex uint64.
-bool getSeed(const QJsonObject& o, uint64_t* seed, QString* error) {
-  if (!o.contains(QStringLiteral("seed"))) return true;
-  const QJsonValue v = o.value(QStringLiteral("seed"));
-  if (v.isDouble()) {
-    const double d = v.toDouble();
-    if (d < 0 || d > 9007199254740992.0 || d != std::floor(d)) {
-      *error = QStringLiteral("seed: expected an integer in [0, 2^53] (give larger seeds as a string)");
-      return false;
-    }
-    *seed = static_cast<uint64_t>(d);
-    return true;
-  }
-  if (v.isString()) {
-    bool ok = false;
-    const QString s = v.toString();
-    const qulonglong x = s.startsWith(QStringLiteral("0x")) ? s.mid(2).toULongLong(&ok, 16) : s.toULongLong(&ok, 10);
-    if (ok) {
-      *seed = x;
-      return true;
-    }
-  }
-  *error = QStringLiteral("seed: expected an unsigned 64-bit integer (number or string)");
-  return false;
-}
-
-bool parseOperand(const QJsonObject& o, OperandSource* src, QString* error, const QString& ctx) {
-  if (!checkKeys(o,
-                 {QStringLiteral("distribution"), QStringLiteral("scale"), QStringLiteral("sigma"),
-                  QStringLiteral("outlier_fraction"), QStringLiteral("outlier_factor"), QStringLiteral("tensor"),
-                  QStringLiteral("transpose")},
-                 error, ctx))
-    return false;
-  std::string dist;
-  if (!getString(o, "distribution", &dist, error, ctx)) return false;
-  if (!dist.empty()) {
-    auto d = parseDistribution(dist);
-    if (!d) {
-      *error = QStringLiteral("%1distribution: unknown '%2' (normal, uniform, lognormal, outliers)")
-                   .arg(ctx, QString::fromStdString(dist));
-      return false;
-    }
-    src->random.distribution = *d;
-  }
-  if (!(getDouble(o, "scale", &src->random.scale, error, ctx) &&
-        getDouble(o, "sigma", &src->random.sigma, error, ctx) &&
-        getDouble(o, "outlier_fraction", &src->random.outlier_fraction, error, ctx) &&
-        getDouble(o, "outlier_factor", &src->random.outlier_factor, error, ctx) &&
-        getString(o, "tensor", &src->tensor, error, ctx) && getBool(o, "transpose", &src->transpose, error, ctx)))
-    return false;
-  // The random-data keys describe generated operands; beside a tensor file they would be ignored.
-  if (!src->tensor.empty())
-    for (const char* k : {"distribution", "scale", "sigma", "outlier_fraction", "outlier_factor"})
-      if (o.contains(QString::fromLatin1(k))) {
-        *error = QStringLiteral("%1%2: applies to random operands only; this operand is the tensor file '%3'")
-                     .arg(ctx, QString::fromLatin1(k), QString::fromStdString(src->tensor));
-        return false;
-      }
-  return true;
-}
-
 } // namespace
-
-bool parseGemmConfig(const QJsonObject& o, GemmExperimentConfig* cfg, QString* error) {
-  const QString ctx;
-  if (!checkKeys(o,
-                 {QStringLiteral("type"),
-                  QStringLiteral("name"),
-                  QStringLiteral("description"),
-                  QStringLiteral("m"),
-                  QStringLiteral("k"),
-                  QStringLiteral("n"),
-                  QStringLiteral("seed"),
-                  QStringLiteral("format"),
-                  QStringLiteral("format_a"),
-                  QStringLiteral("format_b"),
-                  QStringLiteral("scaling"),
-                  QStringLiteral("distribution"),
-                  QStringLiteral("a"),
-                  QStringLiteral("b"),
-                  QStringLiteral("accumulation"),
-                  QStringLiteral("promotion_interval"),
-                  QStringLiteral("fast_accum_bits"),
-                  QStringLiteral("fast_accum_group"),
-                  QStringLiteral("fast_accum_promotes"),
-                  QStringLiteral("output"),
-                  QStringLiteral("output_quant_scale"),
-                  QStringLiteral("tile"),
-                  QStringLiteral("store_inputs"),
-                  QStringLiteral("store_quantized"),
-                  QStringLiteral("store_error_maps"),
-                  QStringLiteral("sweep")},
-                 error, ctx))
-    return false;
-  const int64_t big = int64_t(1) << 20;
-  if (!getInt(o, "m", 1, big, &cfg->m, error, ctx) || !getInt(o, "k", 1, big, &cfg->k, error, ctx) ||
-      !getInt(o, "n", 1, big, &cfg->n, error, ctx) || !getSeed(o, &cfg->seed, error))
-    return false;
-  std::string fmt;
-  if (!getString(o, "format", &fmt, error, ctx)) return false;
-  if (!fmt.empty()) cfg->format_a = cfg->format_b = fmt;
-  if (!getString(o, "format_a", &cfg->format_a, error, ctx) || !getString(o, "format_b", &cfg->format_b, error, ctx) ||
-      !getString(o, "scaling", &cfg->scaling, error, ctx))
-    return false;
-  for (const std::string* f : {&cfg->format_a, &cfg->format_b}) {
-    const Format* ff = Format::byName(*f);
-    if (!ff || ff->bits() > 8) {
-      *error = QStringLiteral("format: '%1' is unknown or wider than 8 bits (known: %2)")
-                   .arg(QString::fromStdString(*f), formatHelpList());
-      return false;
-    }
-    noteFormatChoice(*ff);
-  }
-  if (const auto sp = scalingPreset(cfg->scaling)) {
-    for (Axis ax : {Axis::Cols, Axis::Rows})
-      if (const std::string why = gemmScalingProblem(*sp, ax); !why.empty()) {
-        *error = QStringLiteral("scaling: %1").arg(QString::fromStdString(why));
-        return false;
-      }
-  } else {
-    QStringList n;
-    for (const auto& p : scalingPresets())
-      if (!p.delayed) n << QString::fromStdString(p.name);
-    *error = QStringLiteral("scaling: '%1' is not a current-scaling preset (one of: %2)")
-                 .arg(QString::fromStdString(cfg->scaling), n.join(QStringLiteral(", ")));
-    return false;
-  }
-  std::string dist;
-  if (!getString(o, "distribution", &dist, error, ctx)) return false;
-  if (!dist.empty()) {
-    auto d = parseDistribution(dist);
-    if (!d) {
-      *error = QStringLiteral("distribution: unknown '%1' (normal, uniform, lognormal, outliers)")
-                   .arg(QString::fromStdString(dist));
-      return false;
-    }
-    cfg->a.random.distribution = cfg->b.random.distribution = *d;
-  }
-  for (const char* key : {"a", "b"}) {
-    const QString k = QString::fromLatin1(key);
-    if (!o.contains(k)) continue;
-    if (!o.value(k).isObject()) {
-      *error = k + QStringLiteral(": expected an object");
-      return false;
-    }
-    if (!parseOperand(o.value(k).toObject(), key[0] == 'a' ? &cfg->a : &cfg->b, error, k + QStringLiteral(".")))
-      return false;
-  }
-  // A tensor operand brings its own shape: A [M, K], B [K, N]. An explicit m / k / n for it would be
-  // ignored (or contradict the file), so it is refused, naming the file.
-  {
-    const std::string& ta = cfg->a.tensor;
-    const std::string& tb = cfg->b.tensor;
-    for (const char* dim : {"m", "k", "n"}) {
-      const QString d = QString::fromLatin1(dim);
-      if (!o.contains(d)) continue;
-      const bool from_a = !ta.empty() && (d == QStringLiteral("m") || d == QStringLiteral("k"));
-      const bool from_b = !tb.empty() && (d == QStringLiteral("k") || d == QStringLiteral("n"));
-      if (from_a || from_b) {
-        *error = QStringLiteral("%1: comes from the shape of the tensor file '%2'; leave it out")
-                     .arg(d, QString::fromStdString(from_a ? ta : tb));
-        return false;
-      }
-    }
-  }
-  std::string acc, outp;
-  if (!getString(o, "accumulation", &acc, error, ctx) || !getString(o, "output", &outp, error, ctx)) return false;
-  if (!acc.empty()) {
-    auto a = parseAccumulation(acc);
-    if (!a) {
-      *error = QStringLiteral("accumulation: unknown '%1' (exact, fp32, split_fp32, fast_accum)")
-                   .arg(QString::fromStdString(acc));
-      return false;
-    }
-    cfg->gemm.accumulation = *a;
-  }
-  if (!outp.empty()) {
-    auto t = parseOutputType(outp);
-    if (!t) {
-      *error =
-          QStringLiteral("output: unknown '%1' (fp32, bf16, fp16, e4m3fn, e5m2)").arg(QString::fromStdString(outp));
-      return false;
-    }
-    cfg->gemm.output = *t;
-  }
-  int64_t pi = cfg->gemm.promotion_interval, fb = cfg->gemm.fast_accum_bits, fg = cfg->gemm.fast_accum_group;
-  double oqs = cfg->gemm.output_quant_scale;
-  if (!getInt(o, "promotion_interval", 1, big, &pi, error, ctx) ||
-      !getInt(o, "fast_accum_bits", 2, 24, &fb, error, ctx) ||
-      !getInt(o, "fast_accum_group", 1, big, &fg, error, ctx) ||
-      !getBool(o, "fast_accum_promotes", &cfg->gemm.fast_accum_promotes, error, ctx) ||
-      !getDouble(o, "output_quant_scale", &oqs, error, ctx) || !getInt(o, "tile", 1, big, &cfg->tile, error, ctx) ||
-      !getBool(o, "store_inputs", &cfg->store_inputs, error, ctx) ||
-      !getBool(o, "store_quantized", &cfg->store_quantized, error, ctx) ||
-      !getBool(o, "store_error_maps", &cfg->store_error_maps, error, ctx))
-    return false;
-  cfg->gemm.promotion_interval = static_cast<int>(pi);
-  cfg->gemm.fast_accum_bits = static_cast<int>(fb);
-  cfg->gemm.fast_accum_group = static_cast<int>(fg);
-  cfg->gemm.output_quant_scale = static_cast<float>(oqs);
-  if (o.contains(QStringLiteral("output_quant_scale"))) {
-    try {
-      checkOutputScale(cfg->gemm);
-    } catch (const std::invalid_argument& e) {
-      *error = QStringLiteral("output_quant_scale: %1").arg(QString::fromUtf8(e.what()));
-      return false;
-    }
-  }
-  if (o.contains(QStringLiteral("type")) && o.value(QStringLiteral("type")).toString() != QStringLiteral("gemm")) {
-    *error = QStringLiteral("type: expected \"gemm\"");
-    return false;
-  }
-  return true;
-}
 
 bool appendRunsToFile(const QString& out, const std::vector<Run>& runs, bool compress, std::vector<std::string>* ids) {
   WriteOptions wo;
@@ -356,50 +86,6 @@ bool appendRunsToFile(const QString& out, const std::vector<Run>& runs, bool com
   return true;
 }
 
-std::optional<DuplicateKey> firstDuplicateKey(const QByteArray& json) {
-  struct Frame {
-    bool object = false;
-    bool expect_key = false;
-    std::set<QString> keys;
-  };
-  std::vector<Frame> stack;
-  for (qsizetype i = 0; i < json.size(); ++i) {
-    const char ch = json[i];
-    if (ch == '{') {
-      stack.push_back({true, true, {}});
-    } else if (ch == '[') {
-      stack.push_back({false, false, {}});
-    } else if ((ch == '}' || ch == ']') && !stack.empty()) {
-      stack.pop_back();
-    } else if (ch == ',' && !stack.empty() && stack.back().object) {
-      stack.back().expect_key = true;
-    } else if (ch == '"') {
-      const qsizetype start = i;
-      for (++i; i < json.size() && json[i] != '"'; ++i)
-        if (json[i] == '\\') ++i;
-      if (stack.empty() || !stack.back().object || !stack.back().expect_key) continue;
-      stack.back().expect_key = false;
-      // Unescape through Qt's own parser: the token is a valid JSON string.
-      const QByteArray token = json.mid(start, i - start + 1);
-      const QString key = QJsonDocument::fromJson("[" + token + "]").array().at(0).toString();
-      if (!stack.back().keys.insert(key).second) {
-        DuplicateKey d;
-        d.key = key;
-        for (qsizetype k = 0; k < start; ++k) {
-          if (json[k] == '\n') {
-            ++d.line;
-            d.column = 1;
-          } else {
-            ++d.column;
-          }
-        }
-        return d;
-      }
-    }
-  }
-  return std::nullopt;
-}
-
 namespace {
 
 // ---- the "gemm" experiment type -------------------------------------------------------------
@@ -415,8 +101,11 @@ QString autoGemmId(const GemmExperimentConfig& c) {
 /// Runs one GEMM config into a Run (progress on the terminal); nullopt after printing the error.
 /// `backend` null = the CPU reference backend. A fallback of --backend auto to the CPU is noted
 /// on stderr (unless quiet) and recorded in the run (recordBackend).
-std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, const QString& text, const QString& id, int threads,
+/// `text` is stored as the run's config: the object as given, or "" for the canonical one
+/// (gemmConfigJson, with the id as "name").
+std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, std::string text, const QString& id, int threads,
                            bool quiet, const ProgressFn& outer = {}, ChosenGemmBackend* chosen = nullptr) {
+  if (text.empty()) text = gemmConfigJson(cfg, id.toStdString()).dump(2);
   GemmExperimentConfig c = cfg;
   c.gemm.threads = threads;
   std::unique_ptr<ChosenGemmBackend> own;
@@ -433,7 +122,7 @@ std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, const QString& text,
   };
   Result<Run> r;
   try {
-    r = runGemmExperimentRun(c, text.toStdString(), id.toStdString(), *backend, p);
+    r = runGemmExperimentRun(c, text, id.toStdString(), *backend, p);
   } catch (const Cancelled&) {
     bar.finish();
     return std::nullopt; // the caller reports the interrupt (interrupted() is set)
@@ -460,14 +149,23 @@ QJsonObject metricsJson(const Run& r) {
 
 void reportGemmRun(const Run& r, const QString& stored, const GemmExperimentConfig& cfg, const RunCliOptions& opt);
 
-int runGemmType(const QJsonObject& o, const QString& text, const RunCliOptions& opt) {
+void printNotes(const ConfigReader& r) {
+  for (const auto& n : r.notes()) err(QStringLiteral("fp8lab-cli: note: %1").arg(QString::fromStdString(n)));
+}
+
+int runGemmType(const Json& o, const std::string& text, const ConfigPath& at, const RunCliOptions& opt) {
   GemmExperimentConfig cfg;
-  QString e;
-  if (!parseGemmConfig(o, &cfg, &e)) return fail(QStringLiteral("config: %1").arg(e));
-  if (o.contains(QStringLiteral("sweep")))
+  ConfigReader r(opt.doc);
+  if (!parseGemmConfig(o, &cfg, r, at))
+    return fail(QStringLiteral("config: %1").arg(QString::fromStdString(r.error())));
+  printNotes(r);
+  if (o.contains("sweep"))
     err(QStringLiteral(
         "note: the config has a \"sweep\" object; `run` does one GEMM, `fp8lab-cli sweep` runs the grid"));
-  QString id = !opt.run_id.isEmpty() ? opt.run_id : o.value(QStringLiteral("name")).toString();
+  QString id = !opt.run_id.isEmpty()
+                   ? opt.run_id
+                   : QString::fromStdString(o.contains("name") && o["name"].is_string() ? o["name"].get<std::string>()
+                                                                                        : std::string());
   if (id.isEmpty()) id = autoGemmId(cfg);
   std::string why;
   if (!isValidRunId(id.toStdString(), &why)) return fail(QString::fromStdString(why));
@@ -529,36 +227,43 @@ void reportGemmRun(const Run& r, const QString& stored, const GemmExperimentConf
   }
 }
 
-std::optional<Run> reproduceGemm(const Run& stored, int threads, const ProgressFn& progress, QString* error) {
-  QJsonParseError pe;
-  const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(stored.config_json), &pe);
-  if (!doc.isObject()) {
-    *error = QStringLiteral("the stored config is not a JSON object: %1").arg(pe.errorString());
+std::optional<Run> reproduceGemm(const Run& stored, int threads, const ProgressFn& progress, std::string* error) {
+  JsonDocument doc;
+  try {
+    doc = JsonDocument::parse(stored.config_json);
+  } catch (const JsonTextError& e) {
+    *error = std::string("the stored config is not valid JSON: ") + e.what();
     return std::nullopt;
   }
   GemmExperimentConfig cfg;
-  if (!parseGemmConfig(doc.object(), &cfg, error)) return std::nullopt;
+  if (const std::string e = parseGemmConfig(doc.root(), &cfg, &doc); !e.empty()) {
+    *error = e;
+    return std::nullopt;
+  }
   if (cfg.seed != stored.seed) {
-    *error = QStringLiteral("the stored seed attribute (%1) disagrees with the config's seed (%2)")
-                 .arg(stored.seed)
-                 .arg(cfg.seed);
+    *error = "the stored seed attribute (" + std::to_string(stored.seed) + ") disagrees with the config's seed (" +
+             std::to_string(cfg.seed) + ")";
     return std::nullopt;
   }
   cfg.gemm.threads = threads;
   auto backend = makeCpuGemmBackend();
   auto r = runGemmExperimentRun(cfg, stored.config_json, stored.id, *backend, progress);
   if (!r.ok()) {
-    *error = QString::fromStdString(r.errors());
+    *error = r.errors();
     return std::nullopt;
   }
   return std::move(r.value);
 }
 
-const ExperimentTypeRegistrar gemmType({QStringLiteral("gemm"), runGemmType, reproduceGemm,
-                                        [](const QJsonObject& o, QString* error) {
-                                          GemmExperimentConfig cfg;
-                                          return parseGemmConfig(o, &cfg, error);
-                                        }});
+const ExperimentTypeRegistrar
+    gemmType({QStringLiteral("gemm"), runGemmType, reproduceGemm,
+              [](const Json& o, const ConfigPath& at, const JsonDocument* doc, std::string* error) {
+                GemmExperimentConfig cfg;
+                ConfigReader r(doc);
+                parseGemmConfig(o, &cfg, r, at);
+                *error = r.error();
+                return r.ok();
+              }});
 
 // Experiment types provided elsewhere register themselves with an ExperimentTypeRegistrar
 // (for example the training path: type "training", runTrainingExperiment /
@@ -566,11 +271,7 @@ const ExperimentTypeRegistrar gemmType({QStringLiteral("gemm"), runGemmType, rep
 
 // ---- config files ---------------------------------------------------------------------------
 
-struct LoadedConfig {
-  QJsonObject root;
-  QString text;
-  QString origin;
-};
+} // namespace
 
 bool loadConfig(const QString& path, LoadedConfig* c) {
   QFile f(path);
@@ -593,78 +294,74 @@ bool loadConfig(const QString& path, LoadedConfig* c) {
     }
     bytes = f.readAll();
   } else { // a regular file of at most 64 MiB: never a FIFO (blocks) or /dev/zero (endless)
-    QString err;
-    const auto b = readInputFile(path, InputKind::Config, QStringLiteral("config"), kMaxConfigBytes, &err);
+    QString e;
+    const auto b = readInputFile(path, InputKind::Config, QStringLiteral("config"), kMaxConfigBytes, &e);
     if (!b) {
-      fail(err);
+      fail(e);
       return false;
     }
     bytes = *b;
   }
-  QJsonParseError pe;
-  const QJsonDocument doc = QJsonDocument::fromJson(bytes, &pe);
-  if (pe.error != QJsonParseError::NoError) {
-    // line/column of the offset, for humans
-    int line = 1, col = 1;
-    for (int i = 0; i < pe.offset && i < bytes.size(); ++i) {
-      if (bytes[i] == '\n') {
-        ++line;
-        col = 1;
-      } else
-        ++col;
-    }
-    fail(QStringLiteral("config '%1' is not valid JSON: %2 at line %3, column %4")
-             .arg(f.fileName(), pe.errorString())
-             .arg(line)
-             .arg(col));
+  c->text = bytes.toStdString();
+  try {
+    c->doc = JsonDocument::parse(c->text);
+  } catch (const JsonTextError& e) {
+    if (e.kind == JsonTextError::Kind::DuplicateKey)
+      fail(QStringLiteral("config '%1': %2; JSON readers disagree on which one counts, so remove one")
+               .arg(f.fileName(), QString::fromStdString(e.what())));
+    else
+      fail(QStringLiteral("config '%1' is not valid JSON: %2 at line %3, column %4")
+               .arg(f.fileName(), QString::fromStdString(e.what()))
+               .arg(e.pos.line)
+               .arg(e.pos.column));
     return false;
   }
-  if (!doc.isObject()) {
+  if (!c->doc.root().is_object()) {
     fail(QStringLiteral("config '%1': expected a JSON object at the top").arg(f.fileName()));
     return false;
   }
-  if (const auto dup = firstDuplicateKey(bytes)) {
-    fail(QStringLiteral("config '%1': key \"%2\" appears twice in the same object (the second at line %3, column %4); "
-                        "JSON readers disagree on which one counts, so remove one")
-             .arg(f.fileName(), dup->key)
-             .arg(dup->line)
-             .arg(dup->column));
-    return false;
-  }
-  c->root = doc.object();
-  c->text = QString::fromUtf8(bytes);
   c->origin = f.fileName();
   return true;
 }
 
-/// The experiment objects of a config and the text to store for each.
-std::vector<std::pair<QJsonObject, QString>> experimentsOf(const LoadedConfig& c, QString* error) {
-  std::vector<std::pair<QJsonObject, QString>> r;
-  if (c.root.contains(QStringLiteral("experiments"))) {
-    const QJsonValue v = c.root.value(QStringLiteral("experiments"));
-    if (!v.isArray() || v.toArray().isEmpty()) {
+namespace {
+
+/// One experiment object of a config, the text to store for it, and where it sits.
+struct ExperimentObject {
+  const Json* obj;
+  std::string text;
+  ConfigPath at;
+};
+
+/// The experiment objects of a config.
+std::vector<ExperimentObject> experimentsOf(const LoadedConfig& c, QString* error) {
+  std::vector<ExperimentObject> r;
+  const Json& root = c.doc.root();
+  if (root.contains("experiments")) {
+    const Json& v = root["experiments"];
+    if (!v.is_array() || v.empty()) {
       *error = QStringLiteral("experiments: expected a non-empty array of experiment objects");
       return {};
     }
-    int i = 0;
-    for (const auto& e : v.toArray()) {
-      if (!e.isObject()) {
+    // Messages name the key inside the experiment ("k: ...") and the caller says which one
+    // ("experiments[1]: k: ..."); the pointer still finds the line and column.
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_object()) {
         *error = QStringLiteral("experiments[%1]: expected an object").arg(i);
         return {};
       }
-      r.emplace_back(e.toObject(), QString::fromUtf8(QJsonDocument(e.toObject()).toJson(QJsonDocument::Compact)));
-      ++i;
+      r.push_back({&v[i], v[i].dump(), ConfigPath{std::string(), "/experiments/" + std::to_string(i)}});
     }
     return r;
   }
-  r.emplace_back(c.root, c.text);
+  r.push_back({&root, c.text, {}});
   return r;
 }
 
-QString typeOf(const QJsonObject& o) {
-  QString t = o.value(QStringLiteral("type")).toString();
-  if (t.isEmpty() && o.contains(QStringLiteral("m"))) t = QStringLiteral("gemm");
-  return t;
+QString typeOf(const Json& o) {
+  std::string t = o.contains("type") && o["type"].is_string() ? o["type"].get<std::string>() : std::string();
+  if (t.empty() && (o.contains("m") || isLegacyPanelGemmConfig(o))) t = "gemm";
+  return QString::fromStdString(t);
 }
 
 // ---- run ------------------------------------------------------------------------------------
@@ -729,7 +426,7 @@ int runRun(const QStringList& args) {
   // Check every experiment first (type, then its schema), so a typo in the last experiment does
   // not waste the first ones; errors name the experiment ("experiments[1]: k: ...").
   for (size_t i = 0; i < exps.size(); ++i) {
-    const QJsonObject& obj = exps[i].first;
+    const Json& obj = *exps[i].obj;
     const QString where = exps.size() > 1 ? QStringLiteral("experiments[%1]").arg(i) : QStringLiteral("config");
     const QString t = typeOf(obj);
     const ExperimentType* type = findType(t);
@@ -738,12 +435,14 @@ int runRun(const QStringList& args) {
           t.isEmpty()
               ? QStringLiteral("%1: missing \"type\" (one of: %2)").arg(where, typeNames())
               : QStringLiteral("%1: unknown experiment type '%2' (this build knows: %3)").arg(where, t, typeNames()));
-    QString why;
-    if (type->validate && !type->validate(obj, &why)) return fail(QStringLiteral("%1: %2").arg(where, why));
+    std::string why;
+    if (type->validate && !type->validate(obj, exps[i].at, &c.doc, &why))
+      return fail(QStringLiteral("%1: %2").arg(where, QString::fromStdString(why)));
   }
   const auto backend = makeChosenBackend(p.value(be), opt.quiet);
   if (!backend) return 2;
   opt.backend = backend.get();
+  opt.doc = &c.doc;
   InterruptGuard interrupt_guard; // Ctrl-C / SIGTERM / SIGHUP: finish the save in progress, then stop
   // Several experiments: GEMM runs are saved in batches (RunCliOptions::batch), one rewrite each.
   std::vector<RunCliOptions::PendingRun> batch;
@@ -783,11 +482,11 @@ int runRun(const QStringList& args) {
     return n;
   };
   for (size_t i = 0; i < exps.size(); ++i) {
-    const auto& [obj, text] = exps[i];
-    const ExperimentType* type = findType(typeOf(obj));
+    const ExperimentObject& ex = exps[i];
+    const ExperimentType* type = findType(typeOf(*ex.obj));
     // A training experiment saves into the file itself: save what is pending first.
     if (type->type != QStringLiteral("gemm") && !flush()) return 2;
-    const int r = type->run(obj, text, opt);
+    const int r = type->run(*ex.obj, ex.text, ex.at, opt);
     noteLoss();
     if (r != 0) {
       // Keep the finished runs: save the batch, then report the failure's exit status.
@@ -825,13 +524,6 @@ int runRun(const QStringList& args) {
 }
 
 // ---- sweep ----------------------------------------------------------------------------------
-
-QStringList jsonStrings(const QJsonValue& v) {
-  QStringList r;
-  if (v.isString()) r << v.toString();
-  for (const auto& x : v.toArray()) r << x.toString();
-  return r;
-}
 
 int runSweep(const QStringList& args) {
   QCommandLineParser p;
@@ -885,24 +577,35 @@ int runSweep(const QStringList& args) {
     return fail(QStringLiteral("write failed: --out %1 is a directory or its directory does not exist").arg(outPath));
   LoadedConfig c;
   if (!loadConfig(p.positionalArguments()[0], &c)) return 2;
-  QJsonObject base = c.root;
+  Json base = c.doc.root();
   if (typeOf(base) != QStringLiteral("gemm"))
     return fail(QStringLiteral("sweep: the config must be a GEMM experiment (\"type\": \"gemm\")"));
-  const QJsonObject sw = base.value(QStringLiteral("sweep")).toObject();
+  const Json sw = base.contains("sweep") && base["sweep"].is_object() ? base["sweep"] : Json::object();
   for (auto it = sw.begin(); it != sw.end(); ++it)
-    if (it.key() != QStringLiteral("formats") && it.key() != QStringLiteral("scalings") &&
-        it.key() != QStringLiteral("distributions"))
-      return fail(QStringLiteral("sweep.%1: unknown key (formats, scalings, distributions)").arg(it.key()));
-  base.remove(QStringLiteral("sweep"));
-  base.remove(QStringLiteral("name"));
+    if (it.key() != "formats" && it.key() != "scalings" && it.key() != "distributions")
+      return fail(QStringLiteral("sweep.%1: unknown key (formats, scalings, distributions)")
+                      .arg(QString::fromStdString(it.key())));
+  base.erase("sweep");
+  base.erase("name");
   GemmExperimentConfig probe;
-  QString e;
-  if (!parseGemmConfig(base, &probe, &e)) return fail(QStringLiteral("config: %1").arg(e));
+  {
+    ConfigReader r(&c.doc);
+    if (!parseGemmConfig(base, &probe, r))
+      return fail(QStringLiteral("config: %1").arg(QString::fromStdString(r.error())));
+    printNotes(r);
+  }
   QString list_error; // an axis given but empty ("--formats ''", "formats": []) is a mistake, not the default
   auto listOf = [&](const QCommandLineOption& opt, const char* key, const QString& dflt) {
-    const bool given = p.isSet(opt) || sw.contains(QString::fromLatin1(key));
-    QStringList l = p.isSet(opt) ? p.value(opt).split(QLatin1Char(','), Qt::SkipEmptyParts)
-                                 : jsonStrings(sw.value(QString::fromLatin1(key)));
+    const bool given = p.isSet(opt) || sw.contains(key);
+    QStringList l;
+    if (p.isSet(opt)) {
+      l = p.value(opt).split(QLatin1Char(','), Qt::SkipEmptyParts);
+    } else if (sw.contains(key)) {
+      const Json& v = sw[key];
+      if (v.is_string()) l << QString::fromStdString(v.get<std::string>());
+      for (const Json& x : v.is_array() ? v : Json::array())
+        if (x.is_string()) l << QString::fromStdString(x.get<std::string>());
+    }
     for (auto& x : l) x = x.trimmed();
     l.removeAll(QString());
     if (l.isEmpty() && given && list_error.isEmpty())
@@ -928,34 +631,29 @@ int runSweep(const QStringList& args) {
   struct Point {
     int index;
     QString id;
-    QJsonObject obj;
+    GemmExperimentConfig cfg;
     QString fmt, scaling, dist;
   };
   std::vector<Point> grid;
   int g = 0;
   for (const auto& f : formats)
-    for (const auto& s : scalings)
+    for (const auto& sc : scalings)
       for (const auto& d : dists) {
-        Point pt{g++, {}, base, f, s, d};
+        Point pt{g++, {}, {}, f, sc, d};
+        Json obj = base;
         const QStringList ab = f.split(QLatin1Char(':'));
-        pt.obj.remove(QStringLiteral("format"));
-        pt.obj.insert(QStringLiteral("format_a"), ab[0]);
-        pt.obj.insert(QStringLiteral("format_b"), ab.value(1, ab[0]));
-        pt.obj.insert(QStringLiteral("scaling"), s);
-        pt.obj.insert(QStringLiteral("distribution"), d);
-        for (const char* op : {"a", "b"}) { // the grid's distribution wins over per-operand ones
-          QJsonObject oo = pt.obj.value(QString::fromLatin1(op)).toObject();
-          if (oo.contains(QStringLiteral("distribution"))) {
-            oo.remove(QStringLiteral("distribution"));
-            pt.obj.insert(QString::fromLatin1(op), oo);
-          }
-        }
+        obj.erase("format");
+        obj["format_a"] = ab[0].toStdString();
+        obj["format_b"] = ab.value(1, ab[0]).toStdString();
+        obj["scaling"] = sc.toStdString();
+        obj["distribution"] = d.toStdString();
+        for (const char* op : {"a", "b"}) // the grid's distribution wins over per-operand ones
+          if (obj.contains(op) && obj[op].is_object()) obj[op].erase("distribution");
         QString fid = ab[0] + (ab.size() > 1 && ab[1] != ab[0] ? QLatin1Char('x') + ab[1] : QString());
-        pt.id = QStringLiteral("sweep-%1-%2-%3").arg(fid, s, d);
-        pt.obj.insert(QStringLiteral("name"), pt.id);
-        GemmExperimentConfig cc;
-        if (!parseGemmConfig(pt.obj, &cc, &e))
-          return fail(QStringLiteral("grid point %1 (%2): %3").arg(pt.index).arg(pt.id, e));
+        pt.id = QStringLiteral("sweep-%1-%2-%3").arg(fid, sc, d);
+        const std::string pe = parseGemmConfig(obj, &pt.cfg);
+        if (!pe.empty())
+          return fail(QStringLiteral("grid point %1 (%2): %3").arg(pt.index).arg(pt.id, QString::fromStdString(pe)));
         std::string why;
         if (!isValidRunId(pt.id.toStdString(), &why)) return fail(QString::fromStdString(why));
         if (pt.index % shards == shard) grid.push_back(pt);
@@ -968,18 +666,27 @@ int runSweep(const QStringList& args) {
     return 0;
   }
   // Resume: grid points whose run is already in the file with the same configuration (the stored
-  // config object equals the point's, name included) are skipped and reported.
+  // config, read and written back canonically, equals the point's, name included) are skipped
+  // and reported.
   QStringList skipped;
   if (!p.isSet(recomputeOpt) && QFileInfo::exists(outPath)) {
     auto rd = SessionReader::open(outPath.toStdString());
     if (!rd.ok()) return fail(QString::fromStdString(rd.errors()));
-    std::vector<QJsonObject> stored;
+    std::vector<Json> stored;
     for (const RunInfo& ri : rd.value->info().runs) {
-      const QJsonDocument d = QJsonDocument::fromJson(QByteArray::fromStdString(ri.config_json));
-      if (ri.type == "gemm" && d.isObject()) stored.push_back(d.object());
+      if (ri.type != "gemm") continue;
+      try {
+        const JsonDocument d = JsonDocument::parse(ri.config_json);
+        GemmExperimentConfig sc;
+        const std::string name =
+            d.root().contains("name") && d.root()["name"].is_string() ? d.root()["name"].get<std::string>() : "";
+        if (parseGemmConfig(d.root(), &sc).empty()) stored.push_back(gemmConfigJson(sc, name));
+      } catch (const JsonTextError&) {
+      }
     }
     std::erase_if(grid, [&](const Point& pt) {
-      const bool done = std::find(stored.begin(), stored.end(), pt.obj) != stored.end();
+      const Json canonical = gemmConfigJson(pt.cfg, pt.id.toStdString());
+      const bool done = std::find(stored.begin(), stored.end(), canonical) != stored.end();
       if (done) skipped << pt.id;
       return done;
     });
@@ -1061,16 +768,13 @@ int runSweep(const QStringList& args) {
   };
   for (size_t i = 0; i < grid.size(); ++i) {
     const auto& pt = grid[i];
-    GemmExperimentConfig cc;
-    parseGemmConfig(pt.obj, &cc, &e);
-    const QString text = QString::fromUtf8(QJsonDocument(pt.obj).toJson(QJsonDocument::Compact));
     ProgressFn outer = [&](double f, const std::string&) {
       if (!quiet)
         bar.update((double(i) + f) / double(grid.size()),
                    QStringLiteral("%1/%2 %3").arg(i + 1).arg(grid.size()).arg(pt.id));
       return true;
     };
-    auto run = gemmRun(cc, text, pt.id, threads, true, outer, backend.get());
+    auto run = gemmRun(pt.cfg, {}, pt.id, threads, true, outer, backend.get());
     if (run && !quiet) {
       const auto note = attrString(run->attrs, "backend_note");
       if (note && run->backend == "cpu" && backend->hasGpu() && noted.insert(*note).second)
@@ -1203,7 +907,7 @@ int runRerun(const QStringList& args) {
                     .arg(id, QString::fromStdString(s.type), typeNames()));
   TerminalProgress bar(QStringLiteral("rerun %1").arg(id));
   const bool quiet = p.isSet(q);
-  QString e;
+  std::string e;
   auto fresh = t->reproduce(
       s, threads,
       [&](double f, const std::string& st) {
@@ -1212,7 +916,7 @@ int runRerun(const QStringList& args) {
       },
       &e);
   bar.finish();
-  if (!fresh) return fail(QStringLiteral("cannot re-run %1: %2").arg(id, e));
+  if (!fresh) return fail(QStringLiteral("cannot re-run %1: %2").arg(id, QString::fromStdString(e)));
   int nd = 0, nm = 0;
   const auto diffs = compareRuns(s, *fresh, &nd, &nm);
   if (p.isSet(saveOpt)) {

@@ -9,10 +9,11 @@
 
 #include "backend_choice.h"
 #include "common/progress.h"
+#include "experiment/config_reader.h"
 #include "experiment/gemm_experiment.h"
+#include "io/json_document.h"
 #include "session/session.h"
 
-#include <QJsonObject>
 #include <QString>
 
 #include <functional>
@@ -44,21 +45,23 @@ struct RunCliOptions {
   /// batch with one rewrite — before a training experiment, past 256 MiB, at the end, and on an
   /// error or interrupt. Null = save at once.
   std::vector<PendingRun>* batch = nullptr;
+  /// The parsed config the experiment objects come from (line and column in messages).
+  const JsonDocument* doc = nullptr;
 };
 
 /// One experiment type.
 struct ExperimentType {
   QString type;
-  /// Runs one experiment object. `text` is the JSON text to store as each run's config (the file
-  /// as given for single-experiment files). Returns the process exit code (0 = ok).
-  std::function<int(const QJsonObject& config, const QString& text, const RunCliOptions& opt)> run;
+  /// Runs one experiment object (at `at` in opt.doc). `text` is the JSON text of the object as
+  /// given. Returns the process exit code (0 = ok).
+  std::function<int(const Json& config, const std::string& text, const ConfigPath& at, const RunCliOptions& opt)> run;
   /// Reproduces a stored run from its config (CPU backend); nullopt with *error on failure.
-  std::function<std::optional<Run>(const Run& stored, int threads, const ProgressFn& progress, QString* error)>
+  std::function<std::optional<Run>(const Run& stored, int threads, const ProgressFn& progress, std::string* error)>
       reproduce;
-  /// Checks one experiment object without running it (the schema: keys, types, ranges); false
-  /// with *error set. `run` checks every experiment of a config with it before running the first,
-  /// so a mistake in the last one does not cost the work of the earlier ones. May be empty.
-  std::function<bool(const QJsonObject& config, QString* error)> validate;
+  /// Checks one experiment object without running it (keys, types, ranges); false with *error
+  /// set. `run` checks every experiment of a config with it before running the first, so a
+  /// mistake in the last one does not cost the work of the earlier ones. May be empty.
+  std::function<bool(const Json& config, const ConfigPath& at, const JsonDocument* doc, std::string* error)> validate;
 };
 
 /// The registered experiment types ("gemm", and whatever registers itself).
@@ -67,21 +70,15 @@ struct ExperimentTypeRegistrar {
   explicit ExperimentTypeRegistrar(ExperimentType t);
 };
 
-/// Parses a GEMM experiment object (keys in docs/session-format.md, "GEMM experiment config");
-/// unknown keys are errors naming the key. Returns false with *error set.
-bool parseGemmConfig(const QJsonObject& o, GemmExperimentConfig* cfg, QString* error);
-
-/// A key given twice in one JSON object, where the second one starts (1-based line and column).
-struct DuplicateKey {
-  QString key;
-  int line = 1, column = 1;
+/// A config file (or the embedded default when `path` is empty) read and parsed: at most 64 MiB,
+/// a regular file, valid JSON with an object at the top and no key given twice in one object.
+struct LoadedConfig {
+  JsonDocument doc;
+  std::string text;
+  QString origin;
 };
-/// The first key that appears twice in one JSON object of `json` (valid JSON: call it after Qt
-/// parsed the text), with its line and column; nullopt when every object's keys are distinct. Qt's
-/// parser (like most) keeps the last value silently, so `{"m": 64, "m": 4096}` would run m = 4096
-/// with nothing said — RFC 8259 §4: names "SHOULD be unique", and parsers disagree on which one
-/// wins. Keys are compared after JSON unescaping ("m" and "\u006d" are the same key).
-std::optional<DuplicateKey> firstDuplicateKey(const QByteArray& json);
+/// Loads `path`; false after printing the error (naming the file, line and column).
+bool loadConfig(const QString& path, LoadedConfig* c);
 
 /// Appends runs to `out` (Rename on conflict), printing the ids assigned; false after printing
 /// the error.

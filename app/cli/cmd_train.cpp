@@ -1,12 +1,12 @@
 // fp8lab-cli train CONFIG.json --out FILE.h5 — runs a training experiment (the training path of
 // `fp8lab-cli run`, reachable directly). See run_training.h and docs/training.md.
 #include "cli_util.h"
+#include "cmd_run.h"
 #include "command.h"
+#include "experiment/training_config.h"
 #include "run_training.h"
 
 #include <QCommandLineParser>
-#include <QFile>
-#include <QJsonDocument>
 
 namespace fp8lab::cli {
 namespace {
@@ -37,17 +37,10 @@ int runTrain(const QStringList& args) {
   if (p.positionalArguments().size() != 1)
     return fail(QStringLiteral("train needs exactly one CONFIG.json (see --help)"));
   if (!p.isSet(outOpt)) return fail(QStringLiteral("--out FILE.h5 is required"));
-  const QString path = p.positionalArguments().first();
-  QString err;
-  const auto bytes = readInputFile(path, InputKind::Config, QStringLiteral("config"), kMaxConfigBytes, &err);
-  if (!bytes) return fail(err);
-  QJsonParseError pe;
-  const QJsonDocument doc = QJsonDocument::fromJson(*bytes, &pe);
-  if (!doc.isObject())
-    return fail(
-        QStringLiteral("%1 is not a JSON object: %2 (at offset %3)").arg(path, pe.errorString()).arg(pe.offset));
-  if (!isTrainingConfig(doc.object()))
-    return fail(QStringLiteral("%1 is not a training config (\"type\": \"training\")").arg(path));
+  LoadedConfig c; // the same reading as `run`: size limit, line and column, duplicate keys refused
+  if (!loadConfig(p.positionalArguments().first(), &c)) return 2;
+  if (!isTrainingConfig(c.doc.root()))
+    return fail(QStringLiteral("%1 is not a training config (\"type\": \"training\")").arg(c.origin));
   TrainingCliOptions o;
   o.json = p.isSet(jsonOpt);
   o.quiet = p.isSet(quietOpt);
@@ -56,7 +49,7 @@ int runTrain(const QStringList& args) {
   const auto backend = makeChosenBackend(p.value(be), o.quiet);
   if (!backend) return 2;
   o.backend = backend.get();
-  return runTrainingExperiment(doc.object(), p.value(outOpt), o);
+  return runTrainingExperiment(c.doc.root(), {}, &c.doc, p.value(outOpt), o);
 }
 
 const CommandRegistrar reg({QStringLiteral("train"),

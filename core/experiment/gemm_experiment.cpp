@@ -42,12 +42,6 @@ bool fitsInMemory(int64_t m, int64_t k, int64_t n, int64_t limit, const std::str
   return false;
 }
 
-std::string norm(std::string_view s) {
-  std::string r(s);
-  for (auto& c : r) c = c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return r;
-}
-
 /// One operand in the precision it came in: float32 (random, F16/BF16/F32 imports) or float64.
 struct Operand {
   int64_t rows = 0, cols = 0;
@@ -114,25 +108,6 @@ ProgressFn sub(const ProgressFn& p, double from, double to) {
 }
 
 } // namespace
-
-std::optional<Accumulation> parseAccumulation(std::string_view s) {
-  const std::string n = norm(s);
-  if (n == "exact") return Accumulation::Exact;
-  if (n == "fp32") return Accumulation::FP32;
-  if (n == "split_fp32" || n == "splitfp32") return Accumulation::SplitFP32;
-  if (n == "fast_accum" || n == "fastaccum") return Accumulation::FastAccum;
-  return std::nullopt;
-}
-
-std::optional<OutputType> parseOutputType(std::string_view s) {
-  const std::string n = norm(s);
-  if (n == "fp32" || n == "float32") return OutputType::FP32;
-  if (n == "bf16" || n == "bfloat16") return OutputType::BF16;
-  if (n == "fp16" || n == "float16") return OutputType::FP16;
-  if (n == "e4m3fn") return OutputType::E4M3FN;
-  if (n == "e5m2") return OutputType::E5M2;
-  return std::nullopt;
-}
 
 std::vector<double> referenceProduct(const std::vector<double>& a, const std::vector<double>& b, int64_t m, int64_t k,
                                      int64_t n, int threads) {

@@ -46,11 +46,6 @@ struct GemmExperimentConfig {
   bool store_error_maps = true;       ///< error/abs, error/rel (the tile maps are always stored)
 };
 
-/// Parses "exact" / "fp32" / "split_fp32" / "fast_accum" (case-insensitive, '-' = '_').
-std::optional<Accumulation> parseAccumulation(std::string_view s);
-/// Parses "fp32" / "bf16" / "fp16" / "e4m3fn" / "e5m2".
-std::optional<OutputType> parseOutputType(std::string_view s);
-
 /// Runs the experiment and packs it into a Run. `config_json` is stored verbatim as the run's config. Errors (unknown
 /// format or preset, bad shape, import failure, unsupported by the backend) come back as
 /// InvalidArgument / the importer's issues; Cancelled is thrown when progress returns false.

@@ -9,6 +9,7 @@
 #include "scaling/scaling.h"
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -36,6 +37,37 @@ const char* toString(Accumulation a) {
     return "fast";
   }
   return "?";
+}
+
+namespace {
+std::string normName(std::string_view s) {
+  std::string n(s);
+  for (char& c : n) c = c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return n;
+}
+} // namespace
+
+std::optional<Accumulation> parseAccumulation(std::string_view s) {
+  const std::string n = normName(s);
+  if (n == "exact" || n == "double") return Accumulation::Exact;
+  if (n == "fp32") return Accumulation::FP32;
+  if (n == "split" || n == "split_fp32" || n == "splitfp32") return Accumulation::SplitFP32;
+  if (n == "fast" || n == "fast_accum" || n == "fastaccum") return Accumulation::FastAccum;
+  return std::nullopt;
+}
+
+std::string accumulationNames() {
+  return "exact, fp32, split (split_fp32), fast (fast_accum)";
+}
+
+std::optional<OutputType> parseOutputType(std::string_view s) {
+  const std::string n = normName(s);
+  if (n == "fp32" || n == "float32") return OutputType::FP32;
+  if (n == "bf16" || n == "bfloat16") return OutputType::BF16;
+  if (n == "fp16" || n == "float16") return OutputType::FP16;
+  if (n == "e4m3fn" || n == "e4m3") return OutputType::E4M3FN;
+  if (n == "e5m2") return OutputType::E5M2;
+  return std::nullopt;
 }
 
 const char* toString(OutputType t) {

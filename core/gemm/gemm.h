@@ -15,7 +15,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fp8lab {
@@ -66,9 +68,20 @@ enum class CpuKernel {
               ///< MAC rate of two FMA ports (measured), so this is the faster path
 };
 
+/// The canonical names: "exact", "fp32", "split", "fast" (the ones configs are written with).
 const char* toString(Accumulation a);
+/// "fp32", "bf16", "fp16", "e4m3fn", "e5m2".
 const char* toString(OutputType t);
 const char* toString(CpuKernel k);
+
+/// The one spelling table of the accumulation models, for flags, configs and the desktop app
+/// alike (case-insensitive, '-' and '_' the same): exact (also double), fp32, split (split_fp32,
+/// splitfp32), fast (fast_accum, fastaccum). nullopt for anything else.
+std::optional<Accumulation> parseAccumulation(std::string_view s);
+/// "exact, fp32, split (split_fp32), fast (fast_accum)" — for error messages and help.
+std::string accumulationNames();
+/// fp32 (float32), bf16 (bfloat16), fp16 (float16), e4m3fn (e4m3), e5m2; case-insensitive.
+std::optional<OutputType> parseOutputType(std::string_view s);
 
 struct GemmOptions {
   Accumulation accumulation = Accumulation::SplitFP32;

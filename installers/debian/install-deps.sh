@@ -15,6 +15,8 @@ packages=(
   libqcustomplot-dev libqcustomplot2.1-qt6
   # sessions and data
   libhdf5-dev zlib1g-dev
+  # experiment configs and file headers (JSON, header-only)
+  nlohmann-json3-dev
   # benchmarks (Google Benchmark; OpenBLAS only as the sgemm baseline)
   libbenchmark-dev libopenblas-dev
   # real data for the default experiment

@@ -1,53 +1,54 @@
-// libFuzzer target: experiment-config parsing of `fp8lab-cli run` — JSON text → (for each
-// experiment object, also inside {"experiments": [...]}) parseGemmConfig and, for training
-// configs, parseTrainingExperiment — and firstDuplicateKey on the text. Bad configs must give an
-// error message naming the key;
-// nothing may crash or hang. No experiment is run.
-#include "cmd_run.h"
-#include "run_training.h"
+// libFuzzer target: experiment-config reading of `fp8lab-cli run` — JSON text → JsonDocument
+// (positions, duplicate keys) → for each experiment object, also inside {"experiments": [...]},
+// parseGemmConfig and, for training configs, parseTrainingExperiment. Bad configs must give an
+// error message naming the key; a duplicate key must be reported at its opening quote; nothing
+// may crash or hang. No experiment is run.
+#include "experiment/gemm_config.h"
+#include "experiment/training_config.h"
+#include "io/json_document.h"
 
-#include <QJsonArray>
-#include <QJsonDocument>
+#include <string>
 
 using namespace fp8lab;
-using namespace fp8lab::cli;
 
 namespace {
-void parseOne(const QJsonObject& o) {
+void parseOne(const Json& o, const JsonDocument& doc, const ConfigPath& at) {
   GemmExperimentConfig g;
-  QString err;
-  if (!parseGemmConfig(o, &g, &err) && err.isEmpty()) __builtin_trap();
+  ConfigReader r(&doc);
+  if (!parseGemmConfig(o, &g, r, at) && r.error().empty()) __builtin_trap();
   if (isTrainingConfig(o)) {
-    QString terr;
-    const auto spec = parseTrainingExperiment(o, &terr);
-    if (!spec && terr.isEmpty()) __builtin_trap();
+    std::string terr;
+    const auto spec = parseTrainingExperiment(o, &terr, &doc, at);
+    if (!spec && terr.empty()) __builtin_trap();
   }
 }
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  QJsonParseError pe;
-  const QJsonDocument doc =
-      QJsonDocument::fromJson(QByteArray(reinterpret_cast<const char*>(data), static_cast<qsizetype>(size)), &pe);
-  if (pe.error != QJsonParseError::NoError || !doc.isObject()) return 0;
-  // The duplicate-key scan `run` applies to valid JSON: a reported key must start at the line and
-  // column it names (a '"' there).
-  const QByteArray bytes(reinterpret_cast<const char*>(data), static_cast<qsizetype>(size));
-  if (const auto dup = firstDuplicateKey(bytes)) {
-    qsizetype at = 0;
-    for (int line = 1; line < dup->line && at < bytes.size(); ++at)
-      if (bytes[at] == '\n') ++line;
-    at += dup->column - 1;
-    if (dup->line < 1 || dup->column < 1 || at >= bytes.size() || bytes[at] != '"') __builtin_trap();
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  JsonDocument doc;
+  try {
+    doc = JsonDocument::parse(text);
+  } catch (const JsonTextError& e) {
+    if (e.kind == JsonTextError::Kind::DuplicateKey) {
+      // The reported place must be the opening quote of a key.
+      size_t at = 0;
+      for (int line = 1; line < e.pos.line && at < text.size(); ++at)
+        if (text[at] == '\n') ++line;
+      at += static_cast<size_t>(e.pos.column - 1);
+      if (e.pos.line < 1 || e.pos.column < 1 || at >= text.size() || text[at] != '"') __builtin_trap();
+    }
+    return 0;
   }
-  const QJsonObject root = doc.object();
-  const QJsonValue ex = root.value(QStringLiteral("experiments"));
-  if (ex.isArray()) {
+  const Json& root = doc.root();
+  if (!root.is_object()) return 0;
+  if (root.contains("experiments") && root["experiments"].is_array()) {
     int n = 0;
-    for (const QJsonValue& e : ex.toArray())
-      if (e.isObject() && ++n <= 8) parseOne(e.toObject());
+    for (size_t i = 0; i < root["experiments"].size(); ++i)
+      if (root["experiments"][i].is_object() && ++n <= 8)
+        parseOne(root["experiments"][i], doc, ConfigPath{std::string(), "/experiments/" + std::to_string(i)});
   } else {
-    parseOne(root);
+    parseOne(root, doc, {});
   }
   return 0;
 }

@@ -1,0 +1,341 @@
+#include "experiment/gemm_config.h"
+
+#include "formats/format.h"
+#include "scaling/scaling.h"
+
+#include <cctype>
+
+namespace fp8lab {
+
+namespace {
+
+const std::vector<std::string> kGemmKeys = {"type",
+                                            "name",
+                                            "description",
+                                            "m",
+                                            "k",
+                                            "n",
+                                            "seed",
+                                            "format",
+                                            "format_a",
+                                            "format_b",
+                                            "scaling",
+                                            "distribution",
+                                            "a",
+                                            "b",
+                                            "accumulation",
+                                            "promotion_interval",
+                                            "fast_accum_bits",
+                                            "fast_accum_group",
+                                            "fast_accum_promotes",
+                                            "output",
+                                            "output_quant_scale",
+                                            "tile",
+                                            "store_inputs",
+                                            "store_quantized",
+                                            "store_error_maps",
+                                            "sweep"};
+
+constexpr const char* kRandomKeys[] = {"distribution", "scale", "sigma", "outlier_fraction", "outlier_factor"};
+
+std::string formatNames() {
+  std::vector<std::string> n;
+  for (const Format* f : Format::all()) n.push_back(f->name());
+  return joinNames(n);
+}
+
+/// An FP8-or-narrower format name; notes the IEEE-style E4M3 (a common slip for E4M3FN).
+void readFormat(const Json& o, std::string_view key, const ConfigPath& at, std::string* out, ConfigReader& r) {
+  if (!ConfigReader::has(o, key)) return;
+  const std::string name = r.string(o, key, at, *out);
+  if (!r.ok()) return;
+  const Format* f = Format::byName(name);
+  if (!f || f->bits() > 8) {
+    r.fail(at.member(key), "'" + name + "' is unknown or wider than 8 bits (known: " + formatNames() + ")");
+    return;
+  }
+  if (f == &Format::E4M3())
+    r.note("E4M3 is the IEEE-style E4M3 (ml_dtypes float8_e4m3: max 240, with ±Inf), not OCP E4M3FN (max 448, no "
+           "Inf, as in CUDA and FP8 training); use E4M3FN for that");
+  *out = f->name();
+}
+
+void readDistribution(const Json& o, const ConfigPath& at, Distribution* d, ConfigReader& r) {
+  if (!ConfigReader::has(o, "distribution")) return;
+  const std::string s = r.string(o, "distribution", at, {});
+  if (!r.ok()) return;
+  const auto p = parseDistribution(s);
+  if (!p)
+    r.fail(at.member("distribution"), "unknown '" + s + "' (normal, uniform, lognormal, outliers)");
+  else
+    *d = *p;
+}
+
+void parseOperand(const Json& o, const ConfigPath& at, OperandSource* src, ConfigReader& r) {
+  r.checkKeys(o, at, {"distribution", "scale", "sigma", "outlier_fraction", "outlier_factor", "tensor", "transpose"});
+  readDistribution(o, at, &src->random.distribution, r);
+  src->random.scale = r.number(o, "scale", at, src->random.scale);
+  src->random.sigma = r.number(o, "sigma", at, src->random.sigma);
+  src->random.outlier_fraction = r.number(o, "outlier_fraction", at, src->random.outlier_fraction);
+  src->random.outlier_factor = r.number(o, "outlier_factor", at, src->random.outlier_factor);
+  src->tensor = r.string(o, "tensor", at, src->tensor);
+  src->transpose = r.boolean(o, "transpose", at, src->transpose);
+  // The random-data keys describe generated operands; beside a tensor file they would be ignored.
+  if (r.ok() && !src->tensor.empty())
+    for (const char* k : kRandomKeys)
+      if (ConfigReader::has(o, k))
+        r.fail(at.member(k), "applies to random operands only; this operand is the tensor file '" + src->tensor + "'");
+}
+
+} // namespace
+
+bool isLegacyPanelGemmConfig(const Json& o) {
+  return o.is_object() && (o.contains("a_format") || o.contains("preset") || o.contains("pow2_scales"));
+}
+
+Json legacyPanelGemmConfig(const Json& c, ConfigReader& r, const ConfigPath& at) {
+  auto str = [&](const char* k, const char* def) { return r.string(c, k, at, def); };
+  const std::string s = str("scaling", "per-tensor-current"), p = str("preset", "te");
+  const bool pow2 = r.boolean(c, "pow2_scales", at, false);
+  std::string preset;
+  auto no = [&](const std::string& why) { r.fail(at.member("scaling"), why); };
+  if (s == "per-tensor-current") {
+    if (p == "te")
+      preset = pow2 ? "te_current_pow2" : "te_current";
+    else if (p == "torchao" && !pow2)
+      preset = "torchao_tensorwise";
+    else if (p == "torchao")
+      no("torchao's tensorwise preset has no power-of-two option; use Transformer Engine (te_current_pow2)");
+    else
+      no("'" + p +
+         "' has no per-tensor current scaling (Flax scales with a delayed amax history; DeepGEMM uses "
+         "blocks)");
+  } else if (s == "per-tensor-delayed") {
+    no("a single GEMM has no amax history: delayed scaling needs a training run");
+  } else if (s == "per-row") {
+    preset = "torchao_rowwise";
+  } else if (s == "1x128" || s == "128x128") {
+    if (r.integer(c, "block", at, 128, 1, 1 << 20) != 128)
+      no("the block presets (DeepSeek-V3, TE, torchao) use 128; other block sizes are not available");
+    else if (p == "te")
+      preset = "te_block_" + s;
+    else if (p == "torchao")
+      preset = "torchao_block_" + s;
+    else if (p == "deepgemm")
+      preset = "deepgemm_" + s + (pow2 ? "_ue8m0" : "");
+    else
+      no("'" + p + "' has no block scaling (DeepGEMM, Transformer Engine and torchao have)");
+  } else if (s == "mx32") {
+    preset = str("mx_rule", "floor") == "rceil" ? "mx_rceil" : "mx_floor";
+  } else {
+    no("unknown scaling strategy '" + s + "'");
+  }
+  Json g = Json::object();
+  g["type"] = "gemm";
+  if (c.contains("run_id") && c["run_id"].is_string() && !c["run_id"].get<std::string>().empty())
+    g["name"] = c["run_id"];
+  g["format_a"] = str("a_format", "E4M3FN");
+  g["format_b"] = str("b_format", "E4M3FN");
+  g["scaling"] = preset;
+  g["seed"] = r.seed(c, "seed", at, 1);
+  g["accumulation"] = str("accumulation", "split");
+  g["output"] = str("output", "fp32");
+  g["promotion_interval"] = r.integer(c, "promotion_interval", at, 128, 1, 1 << 20);
+  g["fast_accum_bits"] = r.integer(c, "fast_accum_bits", at, 14, 2, 24);
+  const std::string input = str("input", "distribution");
+  const int64_t m = r.integer(c, "m", at, 256, 1, 1 << 20), k = r.integer(c, "k", at, 256, 1, 1 << 20),
+                n = r.integer(c, "n", at, 256, 1, 1 << 20);
+  if (input == "distribution") {
+    g["m"] = m;
+    g["k"] = k;
+    g["n"] = n;
+    const Json op = {{"distribution", str("distribution", "normal")}, {"scale", r.number(c, "sigma", at, 1.0)}};
+    g["a"] = op;
+    g["b"] = op;
+  } else if (input == "import") {
+    g["n"] = n;
+    g["a"] = {{"tensor", str("import_path", "")}};
+  } else if (input == "training") {
+    // The trained kernel of the first layer, read from the saved session file (B = W [K, N]).
+    g["m"] = m;
+    g["b"] = {{"tensor", str("session_file", "") + ":/runs/" + str("training_run", "") + "/weights/fc1/kernel"}};
+  } else {
+    r.fail(at.member("input"), "unknown input '" + input + "' (distribution, import, training)");
+  }
+  return g;
+}
+
+bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r, const ConfigPath& at) {
+  if (!in.is_object()) {
+    r.fail(at, "expected an object");
+    return false;
+  }
+  Json translated;
+  const Json* op = &in;
+  if (isLegacyPanelGemmConfig(in)) {
+    translated = legacyPanelGemmConfig(in, r, at);
+    if (!r.ok()) return false;
+    op = &translated;
+  }
+  const Json& o = *op;
+  r.checkKeys(o, at, kGemmKeys);
+  if (!r.ok()) return false;
+  const int64_t big = int64_t(1) << 20;
+  cfg->m = r.integer(o, "m", at, cfg->m, 1, big);
+  cfg->k = r.integer(o, "k", at, cfg->k, 1, big);
+  cfg->n = r.integer(o, "n", at, cfg->n, 1, big);
+  cfg->seed = r.seed(o, "seed", at, cfg->seed);
+  if (!r.ok()) return false;
+  std::string fmt;
+  readFormat(o, "format", at, &fmt, r);
+  if (!fmt.empty()) cfg->format_a = cfg->format_b = fmt;
+  readFormat(o, "format_a", at, &cfg->format_a, r);
+  readFormat(o, "format_b", at, &cfg->format_b, r);
+  cfg->scaling = r.string(o, "scaling", at, cfg->scaling);
+  if (!r.ok()) return false;
+  if (const auto sp = scalingPreset(cfg->scaling)) {
+    for (Axis ax : {Axis::Cols, Axis::Rows})
+      if (const std::string why = gemmScalingProblem(*sp, ax); !why.empty()) {
+        r.fail(at.member("scaling"), why);
+        return false;
+      }
+    // The table's spelling (scalingPreset accepts any case and '-' for '_').
+    for (const auto& p : scalingPresets())
+      if (scalingPreset(p.name) && p.name.size() == cfg->scaling.size()) {
+        bool same = true;
+        for (size_t i = 0; i < p.name.size() && same; ++i) {
+          const char a = static_cast<char>(std::tolower(static_cast<unsigned char>(cfg->scaling[i])));
+          same = (a == '-' ? '_' : a) == p.name[i];
+        }
+        if (same) cfg->scaling = p.name;
+      }
+  } else {
+    std::vector<std::string> n;
+    for (const auto& p : scalingPresets())
+      if (!p.delayed) n.push_back(p.name);
+    r.fail(at.member("scaling"),
+           "'" + cfg->scaling + "' is not a current-scaling preset (one of: " + joinNames(n) + ")");
+    return false;
+  }
+  Distribution d = cfg->a.random.distribution;
+  const bool has_dist = ConfigReader::has(o, "distribution");
+  readDistribution(o, at, &d, r);
+  if (has_dist) cfg->a.random.distribution = cfg->b.random.distribution = d;
+  for (const char* key : {"a", "b"})
+    if (const Json* ob = r.object(o, key, at)) parseOperand(*ob, at.member(key), key[0] == 'a' ? &cfg->a : &cfg->b, r);
+  if (!r.ok()) return false;
+  // A tensor operand brings its own shape: A [M, K], B [K, N]. An explicit m / k / n for it would be
+  // ignored (or contradict the file), so it is refused, naming the file.
+  for (const char* dim : {"m", "k", "n"}) {
+    if (!ConfigReader::has(o, dim)) continue;
+    const std::string dm = dim;
+    const bool from_a = !cfg->a.tensor.empty() && (dm == "m" || dm == "k");
+    const bool from_b = !cfg->b.tensor.empty() && (dm == "k" || dm == "n");
+    if (from_a || from_b) {
+      r.fail(at.member(dim), "comes from the shape of the tensor file '" + (from_a ? cfg->a.tensor : cfg->b.tensor) +
+                                 "'; leave it out");
+      return false;
+    }
+  }
+  if (ConfigReader::has(o, "accumulation")) {
+    const std::string acc = r.string(o, "accumulation", at, {});
+    if (!r.ok()) return false;
+    const auto a = parseAccumulation(acc);
+    if (!a) {
+      r.fail(at.member("accumulation"), "unknown '" + acc + "' (" + accumulationNames() + ")");
+      return false;
+    }
+    cfg->gemm.accumulation = *a;
+  }
+  if (ConfigReader::has(o, "output")) {
+    const std::string outp = r.string(o, "output", at, {});
+    if (!r.ok()) return false;
+    const auto t = parseOutputType(outp);
+    if (!t) {
+      r.fail(at.member("output"), "unknown '" + outp + "' (fp32, bf16, fp16, e4m3fn, e5m2)");
+      return false;
+    }
+    cfg->gemm.output = *t;
+  }
+  cfg->gemm.promotion_interval =
+      static_cast<int>(r.integer(o, "promotion_interval", at, cfg->gemm.promotion_interval, 1, big));
+  cfg->gemm.fast_accum_bits = static_cast<int>(r.integer(o, "fast_accum_bits", at, cfg->gemm.fast_accum_bits, 2, 24));
+  cfg->gemm.fast_accum_group =
+      static_cast<int>(r.integer(o, "fast_accum_group", at, cfg->gemm.fast_accum_group, 1, big));
+  cfg->gemm.fast_accum_promotes = r.boolean(o, "fast_accum_promotes", at, cfg->gemm.fast_accum_promotes);
+  cfg->gemm.output_quant_scale =
+      static_cast<float>(r.number(o, "output_quant_scale", at, cfg->gemm.output_quant_scale));
+  cfg->tile = r.integer(o, "tile", at, cfg->tile, 1, big);
+  cfg->store_inputs = r.boolean(o, "store_inputs", at, cfg->store_inputs);
+  cfg->store_quantized = r.boolean(o, "store_quantized", at, cfg->store_quantized);
+  cfg->store_error_maps = r.boolean(o, "store_error_maps", at, cfg->store_error_maps);
+  if (!r.ok()) return false;
+  if (ConfigReader::has(o, "output_quant_scale")) {
+    try {
+      checkOutputScale(cfg->gemm);
+    } catch (const std::invalid_argument& e) {
+      r.fail(at.member("output_quant_scale"), e.what());
+      return false;
+    }
+  }
+  if (ConfigReader::has(o, "type") && !(o["type"].is_string() && o["type"].get<std::string>() == "gemm")) {
+    r.fail(at.member("type"), "expected \"gemm\"");
+    return false;
+  }
+  return r.ok();
+}
+
+std::string parseGemmConfig(const Json& o, GemmExperimentConfig* cfg, const JsonDocument* doc) {
+  ConfigReader r(doc);
+  parseGemmConfig(o, cfg, r);
+  return r.error();
+}
+
+Json gemmConfigJson(const GemmExperimentConfig& c, const std::string& name) {
+  Json j = Json::object();
+  j["type"] = "gemm";
+  if (!name.empty()) j["name"] = name;
+  const bool ta = !c.a.tensor.empty(), tb = !c.b.tensor.empty();
+  if (!ta) j["m"] = c.m;
+  if (!ta && !tb) j["k"] = c.k;
+  if (!tb) j["n"] = c.n;
+  // Seeds above 2^53 as decimal text: JSON readers that hold numbers as doubles would round them.
+  if (c.seed > (uint64_t(1) << 53))
+    j["seed"] = std::to_string(c.seed);
+  else
+    j["seed"] = c.seed;
+  j["format_a"] = c.format_a;
+  j["format_b"] = c.format_b;
+  j["scaling"] = c.scaling;
+  auto operand = [](const OperandSource& s) {
+    Json o = Json::object();
+    if (!s.tensor.empty()) {
+      o["tensor"] = s.tensor;
+      o["transpose"] = s.transpose;
+    } else {
+      o["distribution"] = toString(s.random.distribution);
+      o["scale"] = s.random.scale;
+      o["sigma"] = s.random.sigma;
+      o["outlier_fraction"] = s.random.outlier_fraction;
+      o["outlier_factor"] = s.random.outlier_factor;
+    }
+    return o;
+  };
+  j["a"] = operand(c.a);
+  j["b"] = operand(c.b);
+  j["accumulation"] = toString(c.gemm.accumulation);
+  j["promotion_interval"] = c.gemm.promotion_interval;
+  j["fast_accum_bits"] = c.gemm.fast_accum_bits;
+  j["fast_accum_group"] = c.gemm.fast_accum_group;
+  j["fast_accum_promotes"] = c.gemm.fast_accum_promotes;
+  j["output"] = toString(c.gemm.output);
+  if (c.gemm.output == OutputType::E4M3FN || c.gemm.output == OutputType::E5M2)
+    j["output_quant_scale"] = c.gemm.output_quant_scale;
+  j["tile"] = c.tile;
+  j["store_inputs"] = c.store_inputs;
+  j["store_quantized"] = c.store_quantized;
+  j["store_error_maps"] = c.store_error_maps;
+  return j;
+}
+
+} // namespace fp8lab

@@ -1,0 +1,46 @@
+// FP8 Lab — the GEMM experiment config as JSON: one parser (with its validation) and one
+// serializer, used by `fp8lab-cli run / sweep / gemm / rerun`, the desktop app's experiment
+// panel and the tests. Keys: docs/session-format.md, "GEMM experiment config".
+//
+// Vocabulary: formats by Format::byName, scaling by the preset table (scalingPresets()),
+// accumulation and output by parseAccumulation / parseOutputType (core/gemm/gemm.h), each with
+// its aliases. The serializer writes the canonical spelling of every value, all keys explicit,
+// so the stored text alone reproduces the run.
+//
+// Older desktop-app sessions stored the experiment panel's own keys (a_format, b_format,
+// scaling = a strategy, preset = a system, pow2_scales, block, mx_rule, input, sigma,
+// import_path, ...). parseGemmConfig reads that form too, mapping it to the preset it ran with,
+// so those runs still re-run.
+#pragma once
+
+#include "io/json_document.h"
+#include "experiment/config_reader.h"
+#include "experiment/gemm_experiment.h"
+
+#include <string>
+
+namespace fp8lab {
+
+/// Parses a GEMM experiment object into `cfg` (fields absent from `o` keep cfg's values). Errors
+/// go to `r` naming the key path under `at`; unknown keys, wrong types, out-of-range values,
+/// unknown formats / presets / accumulation / output, a tensor operand beside m/k/n it fixes,
+/// random-data keys on a tensor operand, an output scale on a non-FP8 output are all errors.
+/// Returns r.ok().
+bool parseGemmConfig(const Json& o, GemmExperimentConfig* cfg, ConfigReader& r, const ConfigPath& at = {});
+/// The same with its own reader; "" when `o` is a valid config, else the message.
+std::string parseGemmConfig(const Json& o, GemmExperimentConfig* cfg, const JsonDocument* doc = nullptr);
+
+/// The canonical config object of `cfg`: "type": "gemm" and every key with its value in the
+/// canonical spelling (m/k/n only for dimensions no tensor operand fixes; output_quant_scale
+/// only for FP8 outputs; the random-data keys only for random operands). `name`, when not
+/// empty, is stored as "name". parseGemmConfig(gemmConfigJson(c)) gives c back.
+Json gemmConfigJson(const GemmExperimentConfig& cfg, const std::string& name = {});
+
+/// True when `o` is in the desktop app's older panel form (it has "a_format", "preset" or
+/// "pow2_scales").
+bool isLegacyPanelGemmConfig(const Json& o);
+/// The canonical config of an object in the older panel form; errors into `r` (a combination
+/// that has no preset, e.g. Flax per-tensor current scaling) naming the key.
+Json legacyPanelGemmConfig(const Json& o, ConfigReader& r, const ConfigPath& at = {});
+
+} // namespace fp8lab

@@ -1,0 +1,322 @@
+#include "experiment/training_config.h"
+
+#include "formats/format.h"
+#include "scaling/scaling.h"
+#include "session/session.h"
+#include "training/training_session.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+namespace fp8lab {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+const std::vector<std::string> kRunKeys = {
+    "type",      "id",         "label",          "dataset",         "data_dir", "train_limit",     "test_limit",
+    "precision", "scaling",    "forward_format", "backward_format", "layers",   "batch_size",      "epochs",
+    "optimizer", "seed",       "forward_gemm",   "backward_gemm",   "spike",    "eval_batch_size", "record_history",
+    "threads",   "description"};
+
+const Format* readFormat(ConfigReader& r, const Json& o, std::string_view key, const ConfigPath& at,
+                         const Format* def) {
+  if (!ConfigReader::has(o, key)) return def;
+  const std::string name = r.string(o, key, at, {});
+  if (!r.ok()) return def;
+  const Format* f = Format::byName(name);
+  if (!f) {
+    std::vector<std::string> names;
+    for (const Format* x : Format::all()) names.push_back(x->name());
+    r.fail(at.member(key), "unknown format '" + name + "' (known: " + joinNames(names) + ")");
+    return def;
+  }
+  if (f->bits() > 8) {
+    r.fail(at.member(key), name + " is not an FP8 (≤ 8-bit) format");
+    return def;
+  }
+  if (f == &Format::E4M3())
+    r.note("E4M3 is the IEEE-style E4M3 (ml_dtypes float8_e4m3: max 240, with ±Inf), not OCP E4M3FN (max 448, no "
+           "Inf, as in CUDA and FP8 training); use E4M3FN for that");
+  return f;
+}
+
+Accumulation readAccumulation(ConfigReader& r, const Json& o, const ConfigPath& at, Accumulation def) {
+  if (!ConfigReader::has(o, "accumulation")) return def;
+  const std::string s = r.string(o, "accumulation", at, {});
+  if (!r.ok()) return def;
+  const auto a = parseAccumulation(s);
+  if (!a) {
+    r.fail(at.member("accumulation"), "unknown accumulation '" + s + "' (" + accumulationNames() + ")");
+    return def;
+  }
+  return *a;
+}
+
+GemmOptions readGemm(ConfigReader& r, const Json& o, std::string_view key, const ConfigPath& at, GemmOptions g) {
+  const Json* go = r.object(o, key, at);
+  if (!go) return g;
+  const ConfigPath w = at.member(key);
+  r.checkKeys(*go, w, {"accumulation", "promotion_interval", "fast_accum_bits"});
+  g.accumulation = readAccumulation(r, *go, w, g.accumulation);
+  g.promotion_interval = static_cast<int>(r.integer(*go, "promotion_interval", w, g.promotion_interval, 1, 1 << 20));
+  g.fast_accum_bits = static_cast<int>(r.integer(*go, "fast_accum_bits", w, g.fast_accum_bits, 2, 24));
+  return g;
+}
+
+/// Members of `over` replace those of `base` (one level; nested objects are merged one more level).
+Json merged(const Json& base, const Json& over) {
+  Json r = base.is_object() ? base : Json::object();
+  for (auto it = over.begin(); it != over.end(); ++it) {
+    if (it.value().is_object() && r.contains(it.key()) && r[it.key()].is_object()) {
+      for (auto j = it.value().begin(); j != it.value().end(); ++j) r[it.key()][j.key()] = j.value();
+    } else {
+      r[it.key()] = it.value();
+    }
+  }
+  return r;
+}
+
+std::string defaultRunId(const Json& o, int index) {
+  const std::string prec =
+      o.contains("precision") && o["precision"].is_string() ? o["precision"].get<std::string>() : std::string("fp8");
+  if (prec == "fp32") return "fp32-baseline";
+  std::string strat = "delayed-flax";
+  if (o.contains("scaling") && o["scaling"].is_object() && o["scaling"].contains("strategy") &&
+      o["scaling"]["strategy"].is_string())
+    strat = o["scaling"]["strategy"].get<std::string>();
+  std::string id = "fp8-";
+  id += strat;
+  if (index > 0) {
+    id += '-';
+    id += std::to_string(index + 1);
+  }
+  return id;
+}
+
+TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where, const std::string& default_id) {
+  TrainingRunSpec s;
+  TrainingConfig& c = s.config;
+  r.checkKeys(o, where, kRunKeys);
+  if (ConfigReader::has(o, "type") && r.string(o, "type", where, {}) != "training")
+    r.fail(where.member("type"), "must be \"training\"");
+  if (ConfigReader::has(o, "dataset") && lower(r.string(o, "dataset", where, {})) != "fashion-mnist")
+    r.fail(where.member("dataset"), "only \"fashion-mnist\" is supported");
+  s.id = r.string(o, "id", where, default_id);
+  std::string why;
+  if (!isValidRunId(s.id, &why)) r.fail(where.member("id"), why);
+  c.label = r.string(o, "label", where, s.id);
+  s.data_dir = r.string(o, "data_dir", where, {});
+  s.train_limit = r.integer(o, "train_limit", where, 0, 0, 60000);
+  s.test_limit = r.integer(o, "test_limit", where, 0, 0, 10000);
+  const std::string prec = lower(r.string(o, "precision", where, "fp8"));
+  if (prec == "fp8")
+    c.precision = TrainingPrecision::FP8;
+  else if (prec == "fp32")
+    c.precision = TrainingPrecision::FP32;
+  else
+    r.fail(where.member("precision"), "must be \"fp8\" or \"fp32\"");
+  if (const Json* so = r.object(o, "scaling", where)) {
+    const ConfigPath w = where.member("scaling");
+    r.checkKeys(*so, w, {"strategy", "history_len", "amax_compute_algo", "margin", "power_of_two"});
+    const std::string strat = r.string(*so, "strategy", w, "delayed-flax");
+    if (!parseTrainingScalingKind(lower(strat), &c.scaling.kind))
+      r.fail(w.member("strategy"),
+             "unknown strategy '" + strat + "' (delayed-flax, delayed-te, current-te, current-torchao)");
+    c.scaling.history_len = static_cast<int>(r.integer(*so, "history_len", w, 1024, 1, 65536));
+    const std::string algo = r.string(*so, "amax_compute_algo", w, "max");
+    if (algo == "most_recent")
+      c.scaling.most_recent = true;
+    else if (algo != "max")
+      r.fail(w.member("amax_compute_algo"), "must be \"max\" or \"most_recent\"");
+    c.scaling.margin = static_cast<int>(r.integer(*so, "margin", w, 0, 0, 64));
+    c.scaling.power_of_two = r.boolean(*so, "power_of_two", w, false);
+    if (c.scaling.kind == TrainingScalingKind::DelayedFlax && (c.scaling.margin != 0 || c.scaling.most_recent))
+      r.fail(w, "the Flax preset has no margin and only amax_compute_algo \"max\" (use delayed-te)");
+  }
+  c.forward_format = readFormat(r, o, "forward_format", where, c.forward_format);
+  c.backward_format = readFormat(r, o, "backward_format", where, c.backward_format);
+  if (ConfigReader::has(o, "layers")) {
+    const Json& lv = o["layers"];
+    const ConfigPath w = where.member("layers");
+    c.layer_sizes.clear();
+    if (!lv.is_array()) r.fail(w, "must be an array of sizes");
+    for (const Json& v : lv.is_array() ? lv : Json::array()) {
+      const bool integral =
+          v.is_number_integer() || (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()));
+      const double d = v.is_number() ? v.get<double>() : -1;
+      if (!integral || d < 1 || d > 65536) {
+        r.fail(w, "sizes must be integers in 1..65536");
+        continue;
+      }
+      c.layer_sizes.push_back(static_cast<int>(d));
+    }
+    if (!c.layer_sizes.empty() && c.layer_sizes.front() != 784) r.fail(w, "the first size must be 784 (28×28 pixels)");
+    if (!c.layer_sizes.empty() && c.layer_sizes.back() != 10) r.fail(w, "the last size must be 10 (classes)");
+    if (c.layer_sizes.size() < 2) r.fail(w, "needs at least input and output sizes");
+  }
+  c.batch_size = static_cast<int>(r.integer(o, "batch_size", where, c.batch_size, 1, 60000));
+  c.epochs = static_cast<int>(r.integer(o, "epochs", where, c.epochs, 1, 1000));
+  c.eval_batch_size = static_cast<int>(r.integer(o, "eval_batch_size", where, c.eval_batch_size, 1, 10000));
+  c.threads = static_cast<int>(r.integer(o, "threads", where, 0, 0, 1024));
+  c.seed = r.seed(o, "seed", where, c.seed);
+  c.record_history = r.boolean(o, "record_history", where, true);
+  if (const Json* oo = r.object(o, "optimizer", where)) {
+    const ConfigPath w = where.member("optimizer");
+    r.checkKeys(*oo, w, {"name", "learning_rate", "beta1", "beta2", "epsilon"});
+    if (lower(r.string(*oo, "name", w, "adam")) != "adam") r.fail(w.member("name"), "only \"adam\" is supported");
+    c.learning_rate = static_cast<float>(r.number(*oo, "learning_rate", w, c.learning_rate));
+    c.beta1 = static_cast<float>(r.number(*oo, "beta1", w, c.beta1));
+    c.beta2 = static_cast<float>(r.number(*oo, "beta2", w, c.beta2));
+    c.adam_epsilon = static_cast<float>(r.number(*oo, "epsilon", w, c.adam_epsilon));
+  }
+  c.forward_gemm = readGemm(r, o, "forward_gemm", where, c.forward_gemm);
+  c.backward_gemm = readGemm(r, o, "backward_gemm", where, c.backward_gemm);
+  c.forward_gemm.threads = c.backward_gemm.threads = c.threads;
+  if (const Json* so = r.object(o, "spike", where)) {
+    const ConfigPath w = where.member("spike");
+    r.checkKeys(*so, w, {"step", "factor", "layer"});
+    c.spike.enabled = true;
+    c.spike.step = r.integer(*so, "step", w, 0, 0, int64_t{1} << 40);
+    c.spike.factor = static_cast<float>(r.number(*so, "factor", w, 1.0));
+    c.spike.layer = static_cast<int>(r.integer(*so, "layer", w, 0, 0, 64));
+  }
+  if (r.ok())
+    if (const std::string v = c.validate(); !v.empty()) r.fail(where, v);
+  return s;
+}
+
+void readWeightGemmOptions(ConfigReader& r, const Json& go, const ConfigPath& w, WeightGemmConfig* g) {
+  g->rows = r.integer(go, "rows", w, 1000, 1, 10000);
+  g->scaling = r.string(go, "scaling", w, "te_current");
+  if (r.ok() && !scalingPreset(g->scaling))
+    r.fail(w.member("scaling"),
+           "'" + g->scaling + "' is not a current-scaling preset (see fp8lab-cli quantize --help)");
+  g->a_format = readFormat(r, go, "a_format", w, g->a_format);
+  g->b_format = readFormat(r, go, "b_format", w, g->b_format);
+  g->gemm.accumulation = readAccumulation(r, go, w, g->gemm.accumulation);
+  g->gemm.promotion_interval = static_cast<int>(r.integer(go, "promotion_interval", w, 128, 1, 1 << 20));
+  g->gemm.fast_accum_bits = static_cast<int>(r.integer(go, "fast_accum_bits", w, 14, 2, 24));
+}
+
+} // namespace
+
+std::string TrainingRunSpec::configJson() const {
+  return trainingConfigJson(config, id, train_limit, test_limit, data_dir);
+}
+
+std::string WeightGemmSpec::runId(int layer) const {
+  return "gemm-" + from_run + "-fc" + std::to_string(layer + 1);
+}
+
+std::string WeightGemmSpec::configJson(int layer) const {
+  Json j = Json::object();
+  j["type"] = "gemm-trained-weights";
+  j["from_run"] = from_run;
+  j["layer"] = "fc" + std::to_string(layer + 1);
+  j["rows"] = gemm.rows;
+  j["scaling"] = gemm.scaling;
+  j["a_format"] = gemm.a_format->name();
+  j["b_format"] = gemm.b_format->name();
+  j["accumulation"] = toString(gemm.gemm.accumulation);
+  j["promotion_interval"] = gemm.gemm.promotion_interval;
+  j["fast_accum_bits"] = gemm.gemm.fast_accum_bits;
+  return j.dump(2);
+}
+
+bool isTrainingConfig(const Json& config) {
+  if (!config.is_object()) return false;
+  if (config.contains("type") && config["type"] == "training") return true;
+  return config.contains("runs") && config["runs"].is_array() && !config["runs"].empty() &&
+         config["runs"][0].is_object() && config["runs"][0].contains("type") && config["runs"][0]["type"] == "training";
+}
+
+std::optional<TrainingExperimentSpec> parseTrainingExperiment(const Json& config, std::string* error,
+                                                              const JsonDocument* doc, const ConfigPath& at) {
+  ConfigReader r(doc);
+  TrainingExperimentSpec spec;
+  if (!config.is_object()) {
+    r.fail(at, "expected an object");
+  } else if (!config.contains("runs")) {
+    spec.runs.push_back(parseRun(r, config, at, defaultRunId(config, 0)));
+  } else {
+    r.checkKeys(config, at,
+                {"type", "name", "description", "dataset", "data_dir", "train_limit", "test_limit", "defaults", "runs",
+                 "gemm_on_trained_weights", "notes"});
+    spec.name = r.string(config, "name", at, "training");
+    Json defaults = Json::object();
+    if (const Json* d = r.object(config, "defaults", at)) defaults = *d;
+    for (const char* k : {"dataset", "data_dir", "train_limit", "test_limit"})
+      if (config.contains(k)) defaults[k] = config[k];
+    const Json& rv = config["runs"];
+    if (!rv.is_array() || rv.empty()) r.fail(at.member("runs"), "must be a non-empty array");
+    std::set<std::string> ids;
+    for (size_t i = 0; rv.is_array() && i < rv.size(); ++i) {
+      const ConfigPath where = at.member("runs").element(i);
+      if (!rv[i].is_object()) {
+        r.fail(where, "must be an object");
+        continue;
+      }
+      const Json ro = merged(defaults, rv[i]);
+      TrainingRunSpec s = parseRun(r, ro, where, defaultRunId(ro, static_cast<int>(i)));
+      if (!ids.insert(s.id).second) r.fail(where.member("id"), "duplicate run id '" + s.id + "'");
+      spec.runs.push_back(std::move(s));
+    }
+    if (const Json* go = r.object(config, "gemm_on_trained_weights", at)) {
+      const ConfigPath w = at.member("gemm_on_trained_weights");
+      r.checkKeys(*go, w,
+                  {"from_run", "layers", "rows", "scaling", "a_format", "b_format", "accumulation",
+                   "promotion_interval", "fast_accum_bits"});
+      WeightGemmSpec g;
+      g.from_run = r.string(*go, "from_run", w, spec.runs.empty() ? std::string() : spec.runs.front().id);
+      if (!ids.count(g.from_run))
+        r.fail(w.member("from_run"), "no run with id '" + g.from_run + "' in this experiment");
+      int nlayers = 3;
+      for (const auto& run : spec.runs)
+        if (run.id == g.from_run) nlayers = static_cast<int>(run.config.layer_sizes.size()) - 1;
+      const Json la = go->contains("layers") && (*go)["layers"].is_array() ? (*go)["layers"] : Json::array();
+      if (la.empty())
+        for (int l = 0; l < nlayers; ++l) g.layers.push_back(l);
+      for (const Json& v : la) {
+        const std::string name = v.is_string() ? v.get<std::string>() : std::string();
+        int l = -1;
+        if (name.size() > 2 && name.compare(0, 2, "fc") == 0 &&
+            std::all_of(name.begin() + 2, name.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) &&
+            name.size() < 8)
+          l = std::stoi(name.substr(2)) - 1;
+        if (l < 0 || l >= nlayers)
+          r.fail(w.member("layers"), "'" + name + "' is not a layer (fc1 … fc" + std::to_string(nlayers) + ")");
+        else
+          g.layers.push_back(l);
+      }
+      readWeightGemmOptions(r, *go, w, &g.gemm);
+      spec.weight_gemm = g;
+    }
+  }
+  if (!r.ok()) {
+    if (error) *error = r.error();
+    return std::nullopt;
+  }
+  return spec;
+}
+
+std::optional<WeightGemmConfig> parseWeightGemmRunConfig(const Json& o, std::string* error) {
+  ConfigReader r;
+  WeightGemmConfig wc;
+  if (!o.is_object())
+    r.fail({}, "expected an object");
+  else
+    readWeightGemmOptions(r, o, {}, &wc);
+  if (!r.ok()) {
+    if (error) *error = r.error();
+    return std::nullopt;
+  }
+  return wc;
+}
+
+} // namespace fp8lab

@@ -1,0 +1,63 @@
+// FP8 Lab — the training experiment config as JSON: one parser with its validation, used by
+// `fp8lab-cli run / rerun`, the desktop app and the tests. Schema: docs/training.md.
+//
+// A config is one run object ("type": "training", ...) or an experiment:
+//   {"type": "training", "defaults": {...}, "runs": [{...}, ...], "gemm_on_trained_weights": {...}}
+// where each run is `defaults` with the run's own members laid over it (nested objects merged
+// one level). resources/experiments/default.json is the example. Each run is stored with the
+// one-run config that reproduces it (trainingConfigJson, core/training/training_session.h).
+#pragma once
+
+#include "experiment/config_reader.h"
+#include "io/json_document.h"
+#include "training/trainer.h"
+#include "training/weight_gemm.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fp8lab {
+
+/// One training run of an experiment.
+struct TrainingRunSpec {
+  std::string id; ///< run id in the session
+  TrainingConfig config;
+  std::string data_dir;    ///< "" = automatic (FP8LAB_FASHION_MNIST_DIR, then the package)
+  int64_t train_limit = 0; ///< > 0: first N training images only
+  int64_t test_limit = 0;
+  /// The one-run config that reproduces this run (stored as the run's config).
+  std::string configJson() const;
+};
+
+/// The GEMM error experiment on the weights a training run learned.
+struct WeightGemmSpec {
+  std::string from_run;    ///< id of a training run of the same experiment
+  std::vector<int> layers; ///< 0-based
+  WeightGemmConfig gemm;   ///< layer field set per layer
+  /// The config of the run for layer `layer` (stored as its config; reproduced from its inputs).
+  std::string configJson(int layer) const;
+  /// "gemm-<from_run>-fc<layer+1>".
+  std::string runId(int layer) const;
+};
+
+struct TrainingExperimentSpec {
+  std::string name;
+  std::vector<TrainingRunSpec> runs;
+  std::optional<WeightGemmSpec> weight_gemm;
+};
+
+/// True when `config` is a training config ("type": "training", or "runs" whose first entry is).
+bool isTrainingConfig(const Json& config);
+
+/// Parses and validates a whole training config; nullopt with *error naming the key path (and,
+/// with `doc`, its line and column), e.g. "runs[1].scaling.strategy: unknown strategy 'dalayed'
+/// (...)". `at` is where `config` sits in `doc` (inside {"experiments": [...]}).
+std::optional<TrainingExperimentSpec> parseTrainingExperiment(const Json& config, std::string* error,
+                                                              const JsonDocument* doc = nullptr,
+                                                              const ConfigPath& at = {});
+
+/// Parses the config a "gemm-trained-weights" run stores (WeightGemmSpec::configJson).
+std::optional<WeightGemmConfig> parseWeightGemmRunConfig(const Json& config, std::string* error);
+
+} // namespace fp8lab
