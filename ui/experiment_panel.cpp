@@ -9,7 +9,9 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
+#include <QFile>
 #include <QFileInfo>
+#include <QSaveFile>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -236,6 +238,30 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   runRow->addWidget(run_, 1);
   runRow->addWidget(cancel_);
   outer->addLayout(runRow);
+  auto* configRow = new QHBoxLayout;
+  auto* saveCfg = new QPushButton(tr("Save config\u2026"), this);
+  saveCfg->setObjectName(QStringLiteral("saveConfigButton"));
+  saveCfg->setToolTip(tr("Write this experiment as a config file (the format of fp8lab-cli run and of the runs' "
+                         "stored configs)"));
+  auto* loadCfg = new QPushButton(tr("Load config\u2026"), this);
+  loadCfg->setObjectName(QStringLiteral("loadConfigButton"));
+  loadCfg->setToolTip(tr("Set the fields from a GEMM config file (fp8lab-cli run's format)"));
+  configRow->addWidget(saveCfg);
+  configRow->addWidget(loadCfg);
+  configRow->addStretch(1);
+  outer->addLayout(configRow);
+  connect(saveCfg, &QPushButton::clicked, this, [this] {
+    const QString f = QFileDialog::getSaveFileName(this, tr("Save experiment config"), QStringLiteral("gemm.json"),
+                                                   tr("Experiment configs (*.json)"));
+    QString why;
+    if (!f.isEmpty() && !saveConfig(f, &why)) problems_label_->setText(why.toHtmlEscaped());
+  });
+  connect(loadCfg, &QPushButton::clicked, this, [this] {
+    const QString f =
+        QFileDialog::getOpenFileName(this, tr("Load experiment config"), QString(), tr("Experiment configs (*.json)"));
+    QString why;
+    if (!f.isEmpty() && !loadConfig(f, &why)) problems_label_->setText(why.toHtmlEscaped());
+  });
   progress_ = new QProgressBar(this);
   progress_->setRange(0, 1000);
   progress_->setTextVisible(true);
@@ -282,6 +308,36 @@ QJsonObject ExperimentPanel::defaultConfig() {
       {QStringLiteral("seed"), 42},
       {QStringLiteral("backend"), QStringLiteral("auto")},
   };
+}
+
+bool ExperimentPanel::saveConfig(const QString& fileName, QString* why) const {
+  const QByteArray text = canonicalGemmConfig(config(), QString(), why);
+  if (text.isEmpty()) return false;
+  QSaveFile f(fileName);
+  if (!f.open(QIODevice::WriteOnly) || f.write(text + "\n") != text.size() + 1 || !f.commit()) {
+    if (why) *why = tr("Cannot write %1: %2").arg(fileName, f.errorString());
+    return false;
+  }
+  return true;
+}
+
+bool ExperimentPanel::loadConfig(const QString& fileName, QString* why) {
+  QFile f(fileName);
+  if (f.size() > (64 << 20) || !f.open(QIODevice::ReadOnly)) {
+    if (why)
+      *why = tr("Cannot read %1: %2").arg(fileName, f.size() > (64 << 20) ? tr("larger than 64 MiB") : f.errorString());
+    return false;
+  }
+  QString reason;
+  const QJsonObject c = panelConfigFromCanonical(f.readAll(), config(), &reason);
+  if (c.isEmpty()) {
+    if (why) *why = tr("%1: %2").arg(QFileInfo(fileName).fileName(), reason);
+    return false;
+  }
+  setConfig(c);
+  revalidate();
+  Q_EMIT configChanged(config());
+  return true;
 }
 
 void ExperimentPanel::resetToDefaults() {

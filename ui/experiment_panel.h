@@ -39,6 +39,15 @@ public:
   QJsonObject config() const;
   /// Sets every field from `c` (missing keys keep their value); no configChanged loop.
   void setConfig(const QJsonObject& c);
+  /// Writes the canonical GEMM config of the fields (core's gemmConfigJson: what Run runs and
+  /// stores, what `fp8lab-cli run` reads) to `fileName`, atomically. False with *why when the
+  /// fields have no config (a combination without a preset) or the file cannot be written.
+  bool saveConfig(const QString& fileName, QString* why) const;
+  /// Sets the fields from a GEMM config file (the same format; older panel forms too). False
+  /// with *why, fields unchanged, when the file is not a GEMM config or asks for what the panel
+  /// cannot express (two different operand distributions, a B tensor, a preset without panel
+  /// choices).
+  bool loadConfig(const QString& fileName, QString* why);
   /// Back to the default experiment.
   void resetToDefaults();
   static QJsonObject defaultConfig();

@@ -1,9 +1,13 @@
 // The bridge from the experiment panel's configuration (ExperimentPanel::config(), JSON) to
-// core/experiment's GEMM error experiment. Kept in one file so the rest of the GUI does not
+// core/experiment: the panel's fields become the canonical GEMM config (gemm_config.h), which
+// is what runs and what the run stores, so `fp8lab-cli rerun` reproduces GUI runs; training
+// experiments run in process on core's runner. Kept in one file so the rest of the GUI does not
 // depend on the runner's API.
 #pragma once
 
 #include "main_window.h"
+
+#include <QByteArray>
 
 namespace fp8lab::ui {
 
@@ -14,7 +18,22 @@ ExperimentRunner builtinExperimentRunner();
 QString experimentRunnerMissingReason();
 
 /// The core/scaling preset name for the panel's strategy + preset + options, or "" with *why
-/// when that combination has no preset (e.g. Flax has no per-tensor current scaling).
+/// when that combination has no preset (e.g. Flax has no per-tensor current scaling). The
+/// mapping is core's (legacyPanelGemmConfig).
 QString scalingPresetFor(const QJsonObject& config, QString* why);
+
+/// The canonical GEMM config (JSON text, gemmConfigJson) of the panel's configuration, or "" with
+/// *why. `run_id` is stored as its "name" when not empty.
+QByteArray canonicalGemmConfig(const QJsonObject& panel_config, const QString& run_id, QString* why);
+/// The panel configuration that runs the canonical GEMM config `json` (Load config…): the
+/// fields it sets, over `base`; or an empty object with *why (not JSON, not a GEMM config, or a
+/// scaling preset the panel's choices cannot express).
+QJsonObject panelConfigFromCanonical(const QByteArray& json, const QJsonObject& base, QString* why);
+
+/// The work of a training experiment for a Job: `config_json` (a training config, as
+/// resources/experiments/default.json) run on core's runner, each finished run appended to
+/// `out_file`; progress is the whole experiment's; Cancel stops after the current step and keeps
+/// that run (status cancelled) and the ones before. The result names the file to open.
+JobResult runTrainingJob(const QByteArray& config_json, const QString& out_file, const fp8lab::ProgressFn& progress);
 
 } // namespace fp8lab::ui

@@ -65,7 +65,7 @@ bool Job::start(const QString& title, Work work) {
   watcher_->setFuture(QtConcurrent::run([s, fn, work = std::move(work)] {
     try {
       s->result = work(fn);
-      if (s->cancel.load()) s->was_cancelled = true;
+      if (s->cancel.load() && !s->result.kept_after_cancel) s->was_cancelled = true;
     } catch (const fp8lab::Cancelled&) {
       s->was_cancelled = true;
     } catch (const std::exception& e) {

@@ -20,6 +20,14 @@ namespace fp8lab::ui {
 struct JobResult {
   RunRecord run;
   std::vector<fp8lab::Warning> warnings;
+  /// A session file the job wrote (a training experiment saves each run as it finishes): the
+  /// window opens it when the job ends.
+  QString session_file;
+  /// The work kept what it finished although Cancel was pressed (a cancelled training run is
+  /// saved with its completed steps): the job ends with finished(), not cancelled().
+  bool kept_after_cancel = false;
+  /// One line for the status bar (empty: the default).
+  QString summary;
 };
 
 class Job : public QObject {

@@ -40,7 +40,6 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QProcess>
 #include <QProgressBar>
 #include <QScrollArea>
 #include <QStandardPaths>
@@ -224,10 +223,6 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
 }
 
 MainWindow::~MainWindow() {
-  if (full_run_) {
-    full_run_->kill();
-    full_run_->waitForFinished(2000);
-  }
   job_->cancel();
   job_->waitForFinished();
 }
@@ -793,62 +788,47 @@ bool MainWindow::runExperiment(const QJsonObject& config) {
 }
 
 bool MainWindow::runFullDefaultExperiment() {
-  if (full_run_) {
-    statusBar()->showMessage(tr("The full default experiment is already running"), 4000);
-    return false;
-  }
-  const QString cli = QCoreApplication::applicationDirPath() + QStringLiteral("/fp8lab-cli");
-  if (!QFileInfo(cli).isExecutable()) {
+  QFile f(QStringLiteral(":/fp8lab/app/experiments/default.json"));
+  if (!f.open(QIODevice::ReadOnly)) {
     issues_->report(Severity::Error,
-                    tr("Cannot run the full default experiment: fp8lab-cli was not found next to fp8lab"), cli);
+                    tr("Cannot run the full default experiment: its config is missing from this build"), f.fileName());
     return false;
   }
   const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation);
   QDir().mkpath(dir);
   const QString out = dir + QStringLiteral("/default-experiment-%1.h5")
                                 .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")));
-  full_run_ = new QProcess(this);
-  full_run_->setProcessChannelMode(QProcess::MergedChannels);
-  job_label_->setText(tr("Full default experiment (Fashion-MNIST training, a few minutes)\u2026"));
-  job_bar_->setRange(0, 0); // busy: the CLI reports progress on a terminal only
-  job_label_->show();
-  job_bar_->show();
-  job_cancel_->show();
-  auto conn = connect(job_cancel_, &QToolButton::clicked, full_run_, [this] {
-    if (full_run_) full_run_->kill();
+  return runTrainingExperiment(f.readAll(), out, tr("Full default experiment (Fashion-MNIST training, a few minutes)"));
+}
+
+bool MainWindow::runTrainingExperiment(const QByteArray& config_json, const QString& out_file, const QString& title) {
+  if (job_->isRunning()) {
+    statusBar()->showMessage(tr("An experiment is already running"), 3000);
+    return false;
+  }
+  const bool started = job_->start(title, [config_json, out_file](const fp8lab::ProgressFn& fn) {
+    return runTrainingJob(config_json, out_file, fn);
   });
-  connect(full_run_, &QProcess::finished, this, [this, out, conn](int code, QProcess::ExitStatus st) {
-    disconnect(conn);
-    job_bar_->setRange(0, 1000);
-    job_label_->hide();
-    job_bar_->hide();
-    job_cancel_->hide();
-    const QString log = QString::fromUtf8(full_run_->readAll()).trimmed();
-    full_run_->deleteLater();
-    full_run_ = nullptr;
-    if (st != QProcess::NormalExit || code != 0) {
-      issues_->report(st == QProcess::CrashExit ? Severity::Info : Severity::Error,
-                      st == QProcess::CrashExit
-                          ? tr("The full default experiment was stopped")
-                          : tr("The full default experiment failed (exit %1): %2").arg(code).arg(log.right(300)),
-                      out);
-      return;
-    }
-    if (!session_->isModified())
-      openSession(out);
-    else
-      issues_->report(Severity::Info, tr("The full default experiment finished; open it from File \u2192 Open recent"),
-                      out);
-    addRecent(out);
-  });
-  full_run_->start(cli, {QStringLiteral("run"), QStringLiteral("--out"), out, QStringLiteral("--quiet")});
-  statusBar()->showMessage(tr("Running the full default experiment into %1").arg(out), 6000);
-  return true;
+  if (started) statusBar()->showMessage(tr("Training into %1").arg(out_file), 6000);
+  return started;
 }
 
 void MainWindow::onJobFinished(const JobResult& r) {
   const QString where = r.run.label.isEmpty() ? tr("experiment") : r.run.label;
   for (const auto& w : r.warnings) issues_->report(w, where);
+  if (!r.session_file.isEmpty()) {
+    // A training experiment saved its runs into this file as they finished.
+    addRecent(r.session_file);
+    if (!session_->isModified())
+      openSession(r.session_file);
+    else
+      issues_->report(Severity::Info,
+                      tr("The training experiment's session is saved; open it from File \u2192 Open recent"),
+                      r.session_file);
+    if (!r.summary.isEmpty()) statusBar()->showMessage(r.summary, 10000);
+    if (r.kept_after_cancel) issues_->report(Severity::Info, r.summary, r.session_file);
+    return;
+  }
   if (r.run.kind.isEmpty()) return;
   QElapsedTimer t;
   t.start();

@@ -20,7 +20,6 @@
 class QAction;
 class QLabel;
 class QMenu;
-class QProcess;
 class QProgressBar;
 class QTabWidget;
 class QToolButton;
@@ -99,10 +98,15 @@ public:
   /// Starts the experiment panel's configuration in the background; false if refused.
   bool runExperiment(const QJsonObject& config);
 
-  /// Starts `fp8lab-cli run` (the full default experiment, resources/experiments/default.json:
-  /// Fashion-MNIST training + GEMMs on the trained weights, a few minutes) in a background process;
-  /// opens the resulting session when it finishes. False when the CLI cannot be found.
+  /// Runs the full default experiment (resources/experiments/default.json: Fashion-MNIST training
+  /// + GEMMs on the trained weights, a few minutes) with runTrainingExperiment into a new file
+  /// under the app's data directory.
   bool runFullDefaultExperiment();
+  /// Runs a training experiment config (docs/training.md) in this process on the job thread, with
+  /// per-step progress; each finished run is appended to `out_file` at once. Cancel stops after
+  /// the current step and keeps it (status cancelled) with the runs before. The file is opened
+  /// when the job ends (unless the current session has unsaved changes). False when a job runs.
+  bool runTrainingExperiment(const QByteArray& config_json, const QString& out_file, const QString& title);
 
   /// The status-bar texts, for tests.
   QString backendText() const;
@@ -157,7 +161,6 @@ private:
   QLabel* banner_ = nullptr;
   QAction *act_save_ = nullptr, *act_undo_ = nullptr, *act_redo_ = nullptr;
   BackendInfo backend_;
-  QProcess* full_run_ = nullptr;
   std::function<QString(const QString&)> save_chooser_;
   bool banner_is_bundled_ = false; ///< the banner talks about the bundled default session
 };

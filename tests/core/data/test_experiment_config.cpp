@@ -1,0 +1,146 @@
+// core/experiment's config model: JSON read with positions and duplicate keys refused, errors
+// naming the key path with line and column, one vocabulary with aliases, the canonical
+// serializer, and the desktop panel's older form read as the preset it ran with.
+#include <QtTest>
+
+#include "experiment/gemm_config.h"
+#include "experiment/training_config.h"
+#include "io/json_document.h"
+#include "scaling/scaling.h"
+
+using namespace fp8lab;
+
+namespace {
+std::string gemmError(const std::string& text) {
+  try {
+    const JsonDocument d = JsonDocument::parse(text);
+    GemmExperimentConfig c;
+    return parseGemmConfig(d.root(), &c, &d);
+  } catch (const JsonTextError& e) {
+    return e.what();
+  }
+}
+} // namespace
+
+class TestExperimentConfig : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  // Line 2 is ` "b": {"x": 1, "x": 2}}`: the second "x" opens at column 16 (counted by hand:
+  // space, "b", colon, space, brace, "x", colon, space, 1, comma, space → the quote is 16th).
+  void duplicateKeyIsReportedAtItsQuote() {
+    try {
+      JsonDocument::parse("{\"a\": 1,\n \"b\": {\"x\": 1, \"x\": 2}}");
+      QFAIL("accepted a duplicate key");
+    } catch (const JsonTextError& e) {
+      QCOMPARE(int(e.kind), int(JsonTextError::Kind::DuplicateKey));
+      QCOMPARE(e.pos.line, 2);
+      QCOMPARE(e.pos.column, 16);
+      QCOMPARE(QString::fromStdString(e.key), QStringLiteral("x"));
+    }
+    // "\u0078" is "x" after unescaping (RFC 8259 §7): still the same key.
+    QVERIFY_THROWS_EXCEPTION(JsonTextError, JsonDocument::parse(R"({"x": 1, "\u0078": 2})"));
+    // The same key in two different objects is fine.
+    JsonDocument::parse(R"({"x": {"x": 1}, "y": [{"x": 1}, {"x": 2}]})");
+  }
+
+  void syntaxErrorsHaveAPosition() {
+    try {
+      JsonDocument::parse("{\"type\": \"gemm\",\n \"m\": }");
+      QFAIL("accepted invalid JSON");
+    } catch (const JsonTextError& e) {
+      QCOMPARE(int(e.kind), int(JsonTextError::Kind::Syntax));
+      QCOMPARE(e.pos.line, 2);
+      QCOMPARE(e.pos.column, 7); // the '}' where a value should be
+    }
+  }
+
+  // Errors name the key path and, from the document, where the key is.
+  void errorsNameTheKeyPathWithLineAndColumn() {
+    QCOMPARE(QString::fromStdString(gemmError("{\n  \"type\": \"gemm\",\n  \"m\": 0\n}")),
+             QStringLiteral("m: expected an integer in [1, 1048576] (line 3, column 3)"));
+    const QString e = QString::fromStdString(gemmError(R"({"type": "gemm", "a": {"distrbution": "normal"}})"));
+    QVERIFY2(e.startsWith(QStringLiteral("a.distrbution: unknown key (known: distribution, ")), qPrintable(e));
+    QVERIFY2(e.endsWith(QStringLiteral("(line 1, column 24)")), qPrintable(e));
+    std::string terr;
+    const JsonDocument d =
+        JsonDocument::parse("{\"type\": \"training\", \"runs\": [{}, {\"scaling\": {\"strategy\": \"dalayed\"}}]}");
+    QVERIFY(!parseTrainingExperiment(d.root(), &terr, &d));
+    QVERIFY2(QString::fromStdString(terr).startsWith(QStringLiteral("runs[1].scaling.strategy: unknown strategy "
+                                                                    "'dalayed'")),
+             terr.c_str());
+    QVERIFY2(QString::fromStdString(terr).endsWith(QStringLiteral("(line 1, column 48)")), terr.c_str());
+  }
+
+  // One spelling table: flags, configs, training configs and the panel's "split-fp32" alike.
+  void vocabularyAcceptsEveryOldSpelling() {
+    for (const char* s : {"split", "split_fp32", "split-fp32", "SPLIT_FP32", "splitfp32"})
+      QCOMPARE(int(parseAccumulation(s).value_or(Accumulation::Exact)), int(Accumulation::SplitFP32));
+    for (const char* s : {"fast", "fast_accum", "fast-accum", "fastaccum"})
+      QCOMPARE(int(parseAccumulation(s).value_or(Accumulation::Exact)), int(Accumulation::FastAccum));
+    QCOMPARE(int(parseAccumulation("double").value_or(Accumulation::FP32)), int(Accumulation::Exact));
+    QVERIFY(!parseAccumulation("splt"));
+    QCOMPARE(int(parseOutputType("E4M3").value_or(OutputType::FP32)), int(OutputType::E4M3FN));
+    QCOMPARE(int(parseOutputType("bfloat16").value_or(OutputType::FP32)), int(OutputType::BF16));
+  }
+
+  // Every preset a GEMM takes survives gemmConfigJson → parseGemmConfig, with its random-operand
+  // settings, a seed above 2^53 (written as text) and an FP8 output scale.
+  void canonicalConfigRoundTripsEveryPreset() {
+    int n = 0;
+    for (const auto& p : scalingPresets()) {
+      const auto sp = scalingPreset(p.name);
+      if (!sp || !gemmScalingProblem(*sp, Axis::Cols).empty() || !gemmScalingProblem(*sp, Axis::Rows).empty()) continue;
+      GemmExperimentConfig c;
+      c.m = 17;
+      c.k = 300;
+      c.n = 5;
+      c.seed = (uint64_t(1) << 60) + 3;
+      c.scaling = p.name;
+      c.format_b = "E5M2";
+      c.a.random.distribution = Distribution::Outliers;
+      c.a.random.outlier_fraction = 0.25;
+      c.b.random.scale = 3.5;
+      c.gemm.accumulation = Accumulation::FastAccum;
+      c.gemm.output = OutputType::E4M3FN;
+      c.gemm.output_quant_scale = 0.125f;
+      c.store_quantized = false;
+      const Json j = gemmConfigJson(c, "x");
+      GemmExperimentConfig back;
+      QCOMPARE(QString::fromStdString(parseGemmConfig(j, &back)), QString());
+      QCOMPARE(QString::fromStdString(gemmConfigJson(back, "x").dump()), QString::fromStdString(j.dump()));
+      QCOMPARE(back.seed, c.seed);
+      QCOMPARE(QString::fromStdString(back.scaling), QString::fromStdString(p.name));
+      QVERIFY(j["seed"].is_string());
+      ++n;
+    }
+    QVERIFY(n >= 15);
+  }
+
+  // The older panel form: "per-row" with TE → torchao_rowwise (the only row-wise preset a GEMM
+  // takes), sigma → both operands' scale, "split-fp32" → split; the same run as the canonical
+  // config written by hand from those rules.
+  void olderPanelConfigRunsAsItsPreset() {
+    const Json legacy = Json::parse(R"({"a_format": "E5M2", "b_format": "E4M3FN", "m": 24, "n": 16, "k": 64,
+      "scaling": "per-row", "preset": "te", "pow2_scales": false, "accumulation": "split-fp32", "output": "bf16",
+      "input": "distribution", "distribution": "uniform", "sigma": 2.0, "seed": 9, "backend": "auto",
+      "run_id": "run-0007", "history_len": 1024, "amax_algo": "max", "margin": 0, "block": 128,
+      "mx_rule": "floor", "promotion_interval": 128, "fast_accum_bits": 14, "import_path": "",
+      "training_run": ""})");
+    const Json canonical = Json::parse(R"({"type": "gemm", "format_a": "E5M2", "format_b": "E4M3FN", "m": 24,
+      "n": 16, "k": 64, "scaling": "torchao_rowwise", "accumulation": "split", "output": "bf16", "seed": 9,
+      "a": {"distribution": "uniform", "scale": 2.0}, "b": {"distribution": "uniform", "scale": 2.0}})");
+    GemmExperimentConfig a, b;
+    QCOMPARE(QString::fromStdString(parseGemmConfig(legacy, &a)), QString());
+    QCOMPARE(QString::fromStdString(parseGemmConfig(canonical, &b)), QString());
+    QCOMPARE(QString::fromStdString(gemmConfigJson(a).dump()), QString::fromStdString(gemmConfigJson(b).dump()));
+    // Flax has no per-tensor current scaling: refused, naming why.
+    Json flax = legacy;
+    flax["scaling"] = "per-tensor-current";
+    flax["preset"] = "flax";
+    GemmExperimentConfig f;
+    QVERIFY(QString::fromStdString(parseGemmConfig(flax, &f)).contains(QStringLiteral("no per-tensor current")));
+  }
+};
+
+QTEST_MAIN(TestExperimentConfig)
+#include "test_experiment_config.moc"
