@@ -6,8 +6,9 @@
 #      AppStream metainfo, default experiment), desktop-file / AppStream validation;
 #   3. installs it with apt (dpkg -i as fallback), then from the INSTALLED paths runs
 #      `fp8lab-cli --version`, the default experiment (shortened unless FP8LAB_FULL_DEFAULT=1:
-#      1 epoch on 2000 images — the full one takes minutes), a GEMM experiment + inspect, and
-#      `fp8lab --grab` under Xvfb (a real X server, not the offscreen platform);
+#      1 epoch on 2000 images — the full one takes minutes), a GEMM experiment + inspect, its views
+#      through `fp8lab-cli render` (which runs the installed fp8lab-render), and `fp8lab --grab`
+#      under Xvfb (a real X server, not the offscreen platform);
 #   4. removes the package again (also on failure) and checks nothing is left in /usr.
 # Environment: BUILD_DIR (default <repo>/build-pkg), FP8LAB_JOBS (default nproc),
 #              KEEP_INSTALLED=1 to leave the package installed.
@@ -45,14 +46,17 @@ grep -q '^ Depends:.*qt6-qpa-plugins' "$work/control" || die "Depends does not n
 grep -q '^ Depends:.*libasan' "$work/control" || die "Depends does not name libasan (fp8lab-h5check is built with AddressSanitizer)"
 if grep -q 'cuda' "$work/control"; then die "the package depends on CUDA"; fi
 dpkg-deb -c "$deb" | awk '{print $6}' > "$work/files"
-for f in ./usr/bin/fp8lab ./usr/bin/fp8lab-cli ./usr/libexec/fp8lab/fp8lab-h5check \
+for f in ./usr/bin/fp8lab ./usr/bin/fp8lab-cli ./usr/bin/fp8lab-render ./usr/libexec/fp8lab/fp8lab-h5check \
          ./usr/share/applications/io.github.fp8lab.FP8Lab.desktop \
          ./usr/share/metainfo/io.github.fp8lab.FP8Lab.metainfo.xml \
          ./usr/share/icons/hicolor/scalable/apps/io.github.fp8lab.FP8Lab.svg \
          ./usr/share/fp8lab/experiments/default.json; do
   grep -qx "$f" "$work/files" || die "package lacks $f"
 done
-tar -tzf "$tgz" | grep -q 'bin/fp8lab-cli$' || die "the .tar.gz lacks bin/fp8lab-cli"
+tar -tzf "$tgz" > "$work/tgz-files"
+for b in fp8lab fp8lab-cli fp8lab-render; do
+  grep -q "bin/$b\$" "$work/tgz-files" || die "the .tar.gz lacks bin/$b"
+done
 if command -v desktop-file-validate >/dev/null; then
   desktop-file-validate "$repo/installers/linux/io.github.fp8lab.FP8Lab.desktop"
 fi
@@ -80,9 +84,18 @@ dpkg -s fp8lab | grep -q '^Status: install ok installed' || die "dpkg does not l
 cd "$work"  # nothing below may find the build tree by accident
 cli=/usr/bin/fp8lab-cli
 gui=/usr/bin/fp8lab
-[ -x "$cli" ] && [ -x "$gui" ] || die "binaries not installed in /usr/bin"
-if ldd "$cli" "$gui" | grep -q 'not found'; then ldd "$cli" "$gui" | grep 'not found'; die "unresolved libraries"; fi
-if ldd "$cli" | grep -q "$build"; then die "fp8lab-cli links into the build tree"; fi
+render=/usr/bin/fp8lab-render
+[ -x "$cli" ] && [ -x "$gui" ] && [ -x "$render" ] || die "binaries not installed in /usr/bin"
+if ldd "$cli" "$gui" "$render" | grep -q 'not found'; then
+  ldd "$cli" "$gui" "$render" | grep 'not found'
+  die "unresolved libraries"
+fi
+if ldd "$cli" "$render" | grep -q "$build"; then die "fp8lab-cli or fp8lab-render links into the build tree"; fi
+# The CLI needs Qt Core only; the desktop app's libraries are fp8lab-render's.
+if readelf -d "$cli" | grep NEEDED | grep -Eqi 'Qt6(Widgets|Gui|Concurrent|Svg|PrintSupport)|qcustomplot'; then
+  readelf -d "$cli" | grep NEEDED
+  die "fp8lab-cli links a GUI library"
+fi
 
 step "fp8lab-cli --version"
 v="$("$cli" --version)"
@@ -141,6 +154,12 @@ echo '{"type": "gemm", "m": 64, "k": 128, "n": 32, "seed": 5, "format": "E4M3FN"
 "$cli" run "$work/gemm.json" --out "$work/gemm.h5" -q
 "$cli" inspect "$work/gemm.h5" >/dev/null
 
+step "the GEMM run's views from the installed CLI (fp8lab-cli render runs /usr/bin/fp8lab-render)"
+env -u DISPLAY -u WAYLAND_DISPLAY -u QT_QPA_PLATFORM "$cli" render "$work/gemm.h5" --png "$work/views" --size 800x500 \
+  >"$work/views.txt" 2>"$work/views.err" || { cat "$work/views.err"; die "fp8lab-cli render failed"; }
+cat "$work/views.txt"
+grep -q -- '-heatmap\.png$' "$work/views.txt" && [ -s "$work/views/compare.png" ] || die "fp8lab-cli render wrote no heatmap / comparison"
+
 step "fp8lab --grab under Xvfb"
 session_arg=()
 [ -f "$work/default.h5" ] && session_arg=("$work/default.h5")
@@ -159,5 +178,5 @@ EOF
 
 remove_pkg
 trap 'rm -rf "$work"' EXIT
-[ ! -e /usr/bin/fp8lab-cli ] && [ ! -e /usr/share/applications/io.github.fp8lab.FP8Lab.desktop ] || die "files left after remove"
+[ ! -e /usr/bin/fp8lab-cli ] && [ ! -e /usr/bin/fp8lab-render ] && [ ! -e /usr/share/applications/io.github.fp8lab.FP8Lab.desktop ] || die "files left after remove"
 step "test-install: OK"

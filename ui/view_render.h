@@ -1,7 +1,7 @@
 // Offscreen rendering and sized export of the analysis views (issue 6 §5): every view to PNG /
 // PDF / SVG at a chosen size plus its data as CSV, and the scripted report renderer behind
-// `fp8lab-cli render FILE.h5 --run ID --png DIR` (and `fp8lab-cli export ... --png DIR`).
-// Needs a QApplication (the CLI creates one on the offscreen platform for these commands).
+// `fp8lab-render FILE.h5 --run ID --png DIR` (which `fp8lab-cli render` and `fp8lab-cli export
+// ... --png DIR` run). Needs a QApplication (fp8lab-render creates one on the offscreen platform).
 #pragma once
 
 #include <QDialog>

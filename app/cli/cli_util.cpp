@@ -382,8 +382,16 @@ std::optional<std::vector<double>> readNumberFile(const QString& path, QString* 
   return v;
 }
 
+namespace {
+const char* g_program_name = "fp8lab-cli";
+} // namespace
+
+void setProgramName(const char* name) {
+  g_program_name = name;
+}
+
 int fail(const QString& message) {
-  std::fprintf(stderr, "fp8lab-cli: error: %s\n", message.toUtf8().constData());
+  std::fprintf(stderr, "%s: error: %s\n", g_program_name, message.toUtf8().constData());
   return 2;
 }
 
@@ -510,8 +518,10 @@ void TerminalProgress::finish() {
 void noteFormatChoice(const Format& f) {
   static std::atomic<bool> noted{false};
   if (&f != &Format::E4M3() || noted.exchange(true)) return;
-  std::fprintf(stderr, "fp8lab-cli: note: E4M3 is the IEEE-style E4M3 (ml_dtypes float8_e4m3: max 240, with "
-                       "±Inf), not OCP E4M3FN (max 448, no Inf, as in CUDA and FP8 training); use E4M3FN for that\n");
+  std::fprintf(stderr,
+               "%s: note: E4M3 is the IEEE-style E4M3 (ml_dtypes float8_e4m3: max 240, with "
+               "±Inf), not OCP E4M3FN (max 448, no Inf, as in CUDA and FP8 training); use E4M3FN for that\n",
+               g_program_name);
   std::fflush(stderr);
 }
 

@@ -1,4 +1,5 @@
-// Shared helpers of the fp8lab-cli commands: number parsing, JSON output, errors, progress.
+// Shared helpers of the fp8lab-cli commands and of fp8lab-render: number parsing, JSON output,
+// errors, progress.
 #pragma once
 
 #include <csignal>
@@ -160,7 +161,13 @@ QString interruptName();
 /// what a shell reports for a process killed by it.
 int interruptedExitCode();
 
-/// Prints a message to stderr prefixed "fp8lab-cli: error: " and returns exit code 2.
+/// Names the program in fail()'s and noteFormatChoice()'s stderr lines ("fp8lab-render: error: …");
+/// "fp8lab-cli" unless set. `name` must outlive every later call (a string literal). Set it in
+/// main, before anything can fail.
+void setProgramName(const char* name);
+
+/// Prints a message to stderr prefixed "<program>: error: " ("fp8lab-cli: error: " unless
+/// setProgramName chose another name) and returns exit code 2.
 int fail(const QString& message);
 
 /// Largest --threads value accepted: far above any machine's core count, low enough that a typo

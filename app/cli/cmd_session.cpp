@@ -1,6 +1,7 @@
 // fp8lab-cli inspect | export | merge | runs — session files: what is in them, CSV export,
 // joining shards, deleting and renaming runs (core/session/session.h).
 #include "cli_util.h"
+#include "cmd_render.h"
 #include "command.h"
 
 #include "session/session.h"
@@ -18,7 +19,6 @@
 #include <cstdio>
 
 namespace fp8lab::cli {
-int runRenderViews(const QStringList& args); // cmd_render.cpp: `export --png DIR` renders the views
 namespace {
 
 void err(const QString& s) {
@@ -300,7 +300,8 @@ bool exportDataset(SessionReader& rd, const std::string& run, const DatasetInfo&
 
 int runExport(const QStringList& args) {
   for (const QString& a : args)
-    if (a == QStringLiteral("--png") || a.startsWith(QStringLiteral("--png="))) return runRenderViews(args);
+    if (a == QStringLiteral("--png") || a.startsWith(QStringLiteral("--png=")))
+      return runRenderer(args.mid(1), QStringLiteral("export --png"));
   QCommandLineParser p;
   p.setApplicationDescription(
       QStringLiteral("Exports one run to CSV files: one file per dataset (path with '/' replaced by '__', rows of\n"

@@ -1,4 +1,5 @@
-// fp8lab-cli — headless FP8 Lab. Thin dispatcher over the registered commands (command.h).
+// fp8lab-cli — headless FP8 Lab. Thin dispatcher over the registered commands (command.h). Links
+// Qt Core only: `render` and `export --png` run fp8lab-render for the views (cmd_render.cpp).
 #include "cli_util.h"
 #include "command.h"
 
@@ -6,13 +7,7 @@
 
 #include <QCoreApplication>
 
-#include <cstdio>
-#include <cstring>
-#include <memory>
-
-#ifdef FP8LAB_HAVE_UI
-#include <QApplication>
-#endif
+#include <exception>
 
 using namespace fp8lab::cli;
 
@@ -30,19 +25,7 @@ static void printUsage() {
 }
 
 int main(int argc, char** argv) {
-#ifdef FP8LAB_HAVE_UI
-  // `render` and `export --png` draw the desktop app's views offscreen (cmd_render.cpp): they
-  // need a QApplication; every other command keeps the lighter QCoreApplication.
-  int cmd = 1; // the command word: the first argument that is not the global --untrusted
-  while (cmd < argc && std::strcmp(argv[cmd], "--untrusted") == 0) ++cmd;
-  bool widgets = cmd < argc && std::strcmp(argv[cmd], "render") == 0;
-  for (int i = cmd + 1; cmd < argc && std::strcmp(argv[cmd], "export") == 0 && i < argc; ++i)
-    widgets = widgets || std::strcmp(argv[i], "--png") == 0 || std::strncmp(argv[i], "--png=", 6) == 0;
-  if (widgets && !qEnvironmentVariableIsSet("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
-  std::unique_ptr<QCoreApplication> app_ptr(widgets ? new QApplication(argc, argv) : new QCoreApplication(argc, argv));
-#else
-  auto app_ptr = std::make_unique<QCoreApplication>(argc, argv);
-#endif
+  QCoreApplication app(argc, argv);
   QCoreApplication::setApplicationName(QStringLiteral("fp8lab-cli"));
   QCoreApplication::setApplicationVersion(QStringLiteral(FP8LAB_VERSION));
   QCoreApplication::setOrganizationName(QStringLiteral("FP8 Lab"));

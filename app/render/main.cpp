@@ -1,0 +1,127 @@
+// fp8lab-render FILE.h5 [--run ID] --png DIR — the desktop app's analysis views (error heatmap,
+// split, amax history, scale evolution, comparison) rendered offscreen into files, so reports can
+// be scripted. A program of its own because drawing the views needs the desktop app's libraries
+// (Qt Widgets, QCustomPlot, Svg, PrintSupport), which fp8lab-cli does not link: `fp8lab-cli render`
+// and `fp8lab-cli export FILE.h5 --run ID --png DIR` run this program with the same arguments.
+#include "cli_util.h"
+#include "view_render.h"
+
+#include "session/hdf5_isolation.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QJsonArray>
+#include <QJsonObject>
+
+#include <exception>
+
+using namespace fp8lab::cli;
+
+namespace {
+
+/// Parses the arguments (args[0] is the program), renders, and prints the files written: one
+/// path a line, or with --json {"session", "files": [{"view", "file", "run", "width", "height"}]}.
+/// Returns the exit code: 0, or 2 after an error message (usage or rendering).
+int renderCommand(const QStringList& args) {
+  QCommandLineParser p;
+  p.setApplicationDescription(QStringLiteral(
+      "Render the analysis views of a session offscreen: for GEMM runs the error heatmap (heatmap) and the "
+      "quantization | accumulation | total split (split), for training runs the amax history window (amax) and "
+      "the scale evolution with the loss (scales), and the comparison of all runs (compare). Files are named "
+      "<run>-<view>.<ext> (compare.<ext>), each with its data as <name>.csv.\n"
+      "`fp8lab-cli render` and `fp8lab-cli export FILE.h5 --png DIR` run this program."));
+  p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
+  const QCommandLineOption runOpt(QStringLiteral("run"), QStringLiteral("Run to render (default: every run)."),
+                                  QStringLiteral("ID"));
+  const QCommandLineOption pngOpt(QStringLiteral("png"), QStringLiteral("Output directory (created)."),
+                                  QStringLiteral("DIR"));
+  const QCommandLineOption viewsOpt(
+      QStringLiteral("views"),
+      QStringLiteral("Comma-separated views: heatmap, split, amax, scales, compare (default: all that apply)."),
+      QStringLiteral("LIST"));
+  const QCommandLineOption sizeOpt(QStringLiteral("size"), QStringLiteral("Image size in pixels (default 1400x900)."),
+                                   QStringLiteral("WxH"));
+  const QCommandLineOption fmtOpt(QStringLiteral("formats"),
+                                  QStringLiteral("Comma-separated: png, pdf, svg (default png)."),
+                                  QStringLiteral("LIST"));
+  const QCommandLineOption noCsv(QStringLiteral("no-csv"), QStringLiteral("Do not write the views' CSV data."));
+  const QCommandLineOption csvOpt(QStringLiteral("csv"),
+                                  QStringLiteral("(export) ignored with --png: use export without --png for datasets."),
+                                  QStringLiteral("DIR"));
+  const QCommandLineOption js(QStringLiteral("json"), QStringLiteral("List the files written as JSON."));
+  const QCommandLineOption untrustedOpt(
+      QStringLiteral("untrusted"),
+      QStringLiteral("The session is from elsewhere: check it in a separate process before opening it."));
+  const QCommandLineOption versionOpt(QStringLiteral("version"), QStringLiteral("Print the version and exit."));
+  p.addOptions({runOpt, pngOpt, viewsOpt, sizeOpt, fmtOpt, noCsv, csvOpt, js, untrustedOpt, versionOpt});
+  int rc = 0;
+  if (!parseArgs(p, args, &rc)) return rc;
+  if (p.isSet(versionOpt)) {
+    out(QStringLiteral("fp8lab-render " FP8LAB_VERSION "\n"));
+    return 0;
+  }
+  if (p.positionalArguments().size() != 1) return fail(QStringLiteral("render needs one FILE.h5"));
+  if (!p.isSet(pngOpt)) return fail(QStringLiteral("--png DIR is required"));
+  if (p.isSet(csvOpt))
+    return fail(QStringLiteral("--csv and --png cannot be combined: export datasets and render views in two calls"));
+  if (p.isSet(untrustedOpt)) fp8lab::setHdf5Untrusted(true);
+  fp8lab::ui::RenderRequest req;
+  req.session = p.positionalArguments()[0];
+  req.run = p.value(runOpt);
+  req.dir = p.value(pngOpt);
+  req.views = p.value(viewsOpt).split(QLatin1Char(','), Qt::SkipEmptyParts);
+  if (p.isSet(fmtOpt)) req.formats = p.value(fmtOpt).toLower().split(QLatin1Char(','), Qt::SkipEmptyParts);
+  if (p.isSet(sizeOpt)) {
+    const QStringList wh = p.value(sizeOpt).toLower().split(QLatin1Char('x'));
+    bool okw = false, okh = false;
+    const int w = wh.value(0).toInt(&okw), h = wh.value(1).toInt(&okh);
+    if (wh.size() != 2 || !okw || !okh || w < 16 || h < 16 || w > 20000 || h > 20000)
+      return fail(QStringLiteral("--size must be WxH with 16..20000 pixels each, e.g. 1600x1000 (got '%1')")
+                      .arg(p.value(sizeOpt)));
+    req.size = QSize(w, h);
+  }
+  req.csv = !p.isSet(noCsv);
+  QList<fp8lab::ui::RenderedFile> files;
+  QString err;
+  TerminalProgress bar(QStringLiteral("render"));
+  const bool ok = fp8lab::ui::renderViews(req, &files, &err, [&](double f, const QString& what) {
+    bar.update(f, what);
+    return true;
+  });
+  bar.finish();
+  if (!ok) return fail(err);
+  if (p.isSet(js)) {
+    QJsonArray a;
+    for (const auto& f : files) {
+      QJsonObject o{{QStringLiteral("view"), f.view}, {QStringLiteral("file"), f.file}};
+      if (!f.run.isEmpty()) o[QStringLiteral("run")] = f.run;
+      if (f.size.isValid()) {
+        o[QStringLiteral("width")] = f.size.width();
+        o[QStringLiteral("height")] = f.size.height();
+      }
+      a.append(o);
+    }
+    out(toJsonText(QJsonObject{{QStringLiteral("session"), req.session}, {QStringLiteral("files"), a}}) + "\n");
+  } else {
+    for (const auto& f : files) out(f.file + QLatin1Char('\n'));
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  // The views are widgets: they need a QApplication, which needs a platform. Offscreen unless the
+  // caller chose one, so the program runs without a display (servers, CI, containers).
+  if (!qEnvironmentVariableIsSet("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  QCoreApplication::setApplicationName(QStringLiteral("fp8lab-render"));
+  QCoreApplication::setApplicationVersion(QStringLiteral(FP8LAB_VERSION));
+  QCoreApplication::setOrganizationName(QStringLiteral("FP8 Lab"));
+  setProgramName("fp8lab-render");
+  try {
+    return renderCommand(QCoreApplication::arguments());
+  } catch (const std::exception& e) {
+    return fail(QString::fromUtf8(e.what()));
+  }
+}
