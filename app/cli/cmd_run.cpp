@@ -421,7 +421,7 @@ std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, const QString& text,
   c.gemm.threads = threads;
   std::unique_ptr<ChosenGemmBackend> own;
   if (!chosen) {
-    own = std::make_unique<ChosenGemmBackend>(BackendRequest::Cpu, nullptr, std::string());
+    own = makeGemmBackend(BackendRequest::Cpu);
     chosen = own.get();
   }
   ChosenGemmBackend* backend = chosen;

@@ -290,6 +290,49 @@ private Q_SLOTS:
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, FallbackGemmBackend(std::make_unique<FakeGpu>(FakeGpu::How::Accept),
                                                                         nullptr, BackendRequest::Auto));
   }
+
+  // The fallback rules as fp8lab-cli has always applied them (kept as they were).
+  void autoFallsBackToTheCpuWhenTheGpuRunFails() {
+    auto gpu = std::make_unique<FakeGpu>(FakeGpu::How::OutOfMemory);
+    FakeGpu* g = gpu.get();
+    FallbackGemmBackend b(std::move(gpu), makeCpuGemmBackend(), BackendRequest::Auto);
+    const QuantizedTensor a = q({1, 2, 3, 4}, 2, 2);
+    const QuantizedTensor id = q({1, 0, 0, 1}, 2, 2);
+    QCOMPARE(a.codes, (std::vector<uint8_t>{0x38, 0x40, 0x44, 0x48})); // the derivation above
+    const GemmOutput out = b.run(a, id, GemmOptions{});
+    QCOMPARE(g->runs(), 1);
+    QCOMPARE(out.backend, std::string("cpu"));
+    QCOMPARE(out.d, (std::vector<float>{1, 2, 3, 4}));
+    QCOMPARE(b.cpu_runs, int64_t(1));
+    QCOMPARE(b.gpu_runs, int64_t(0));
+    QVERIFY2(b.lastFallback().find("out of memory") != std::string::npos, b.lastFallback().c_str());
+    QVERIFY2(b.lastFallback().find("Stand-in H200") != std::string::npos, b.lastFallback().c_str());
+    bool noted = false;
+    for (const Warning& w : out.warnings) noted |= w.detail.find("cudaErrorMemoryAllocation") != std::string::npos;
+    QVERIFY(noted);
+    QVERIFY(b.fallbackSummary().find("out of memory") != std::string::npos);
+  }
+
+  void gpuRequestReportsTheFailure() {
+    FallbackGemmBackend b(std::make_unique<FakeGpu>(FakeGpu::How::OutOfMemory), makeCpuGemmBackend(),
+                          BackendRequest::Gpu);
+    const QuantizedTensor a = q({1, 2, 3, 4}, 2, 2);
+    bool threw = false;
+    try {
+      (void)b.run(a, a, GemmOptions{});
+    } catch (const std::runtime_error& e) {
+      threw = std::string(e.what()).find("out of memory") != std::string::npos;
+    }
+    QVERIFY(threw);
+    QCOMPARE(b.cpu_runs, int64_t(0));
+  }
+
+  void cancelIsNotAFallback() {
+    FallbackGemmBackend b(std::make_unique<FakeGpu>(FakeGpu::How::Cancel), makeCpuGemmBackend(), BackendRequest::Auto);
+    const QuantizedTensor a = q({1, 2, 3, 4}, 2, 2);
+    QVERIFY_THROWS_EXCEPTION(Cancelled, (void)b.run(a, a, GemmOptions{}));
+    QCOMPARE(b.cpu_runs, int64_t(0));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestBackendPolicy)
