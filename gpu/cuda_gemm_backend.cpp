@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 namespace fp8lab::gpu {
@@ -359,56 +360,6 @@ std::unique_ptr<GemmBackend> makeCudaGemmBackend(std::string* why) {
     if (why) *why = std::string("the CUDA backend could not start: ") + e.what();
     return nullptr;
   }
-}
-
-std::optional<BackendChoice> parseBackendChoice(std::string_view s) {
-  if (s == "auto") return BackendChoice::Auto;
-  if (s == "cpu") return BackendChoice::Cpu;
-  if (s == "gpu" || s == "cuda") return BackendChoice::Gpu;
-  return std::nullopt;
-}
-
-const char* toString(BackendChoice c) {
-  switch (c) {
-  case BackendChoice::Auto:
-    return "auto";
-  case BackendChoice::Cpu:
-    return "cpu";
-  case BackendChoice::Gpu:
-    return "gpu";
-  }
-  return "?";
-}
-
-BackendSelection selectGemmBackend(BackendChoice choice, const QuantizedTensor* a, const QuantizedTensor* b,
-                                   const GemmOptions* opt) {
-  BackendSelection sel;
-  if (choice == BackendChoice::Cpu) {
-    sel.backend = makeCpuGemmBackend();
-    sel.reason = "CPU reference backend (--backend cpu)";
-    return sel;
-  }
-  std::string why;
-  std::unique_ptr<GemmBackend> gpu = makeCudaGemmBackend(&why);
-  if (gpu && a && b && opt) {
-    const std::string r = gpu->unsupportedReason(*a, *b, *opt);
-    if (!r.empty()) {
-      why = gpu->device() + " cannot run this GEMM: " + r;
-      gpu.reset();
-      sel.fell_back = true;
-    }
-  }
-  if (gpu) {
-    sel.reason = "GPU backend: " + gpu->device() + (choice == BackendChoice::Auto ? " (auto: GPU present)" : "");
-    sel.backend = std::move(gpu);
-    sel.gpu = true;
-    return sel;
-  }
-  sel.backend = makeCpuGemmBackend();
-  if (choice == BackendChoice::Gpu) sel.fell_back = true;
-  sel.reason = std::string(choice == BackendChoice::Gpu ? "GPU requested but " : "auto: ") + why +
-               "; running on the CPU reference backend";
-  return sel;
 }
 
 } // namespace fp8lab::gpu

@@ -1,5 +1,6 @@
-// FP8 Lab GPU core — the CUDA / cuBLASLt implementation of GemmBackend (core/gemm/gemm.h), and
-// the backend choice the CLI (`--backend auto|cpu|gpu`) and the GUI's experiment panel make.
+// FP8 Lab GPU core — the CUDA / cuBLASLt implementation of GemmBackend (core/gemm/gemm.h). Which
+// GEMMs run here and which on the CPU is core's rule (core/gemm/backend_policy.h), built by
+// makeGemmBackend (core/backend/backend_factory.h).
 //
 //     D = scale_D · (a_scale ⊙ b_scale ⊙ (A·B))      A [M,K], B [K,N] row-major, D [M,N]
 // with a_scale / b_scale the operands' DEQUANT scales (QuantizedTensor) and scale_D the output's
@@ -7,7 +8,8 @@
 // arranged TN and their scales laid out as scale_layout.h describes; the matmul is one cuBLASLt
 // call (lt_matmul.h).
 //
-// What runs here (anything else: unsupportedReason() says why, and the CPU backend runs it):
+// What runs here (anything else: unsupportedReason() says why; under --backend auto the CPU
+// reference backend runs it):
 //   formats     E4M3FN × E4M3FN, E4M3FN × E5M2, E5M2 × E4M3FN (not E5M2 × E5M2; no FNUZ, MX,
 //               FP6/FP4 types on Hopper)
 //   scales      per tensor, A per-row / B per-column, A 1x128 / B 128x1, 128x128, and any
@@ -25,9 +27,7 @@
 #include "gemm/gemm.h"
 
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 
 namespace fp8lab::gpu {
 
@@ -45,26 +45,5 @@ std::unique_ptr<GemmBackend> makeCudaGemmBackend(std::string* why = nullptr);
 /// Runtime, driver and cuBLASLt versions of the probe as text, e.g.
 /// "CUDA runtime 13.0, driver 13.0, cuBLASLt 13.1.0".
 std::string versionsSummary(const ProbeResult& p);
-
-/// The backend a user asked for.
-enum class BackendChoice { Auto, Cpu, Gpu };
-/// "auto", "cpu", "gpu" (also "cuda"); nullopt otherwise.
-std::optional<BackendChoice> parseBackendChoice(std::string_view s);
-const char* toString(BackendChoice c);
-
-/// The outcome of choosing a backend.
-struct BackendSelection {
-  std::unique_ptr<GemmBackend> backend; ///< never null
-  bool gpu = false;                     ///< backend is the CUDA one
-  bool fell_back = false;               ///< the GPU was asked for (gpu, or auto with a GPU) but the CPU runs
-  std::string reason;                   ///< one line for the UI / CLI: what runs where and why
-};
-
-/// Chooses the backend: Cpu → CPU; Gpu → CUDA when a usable GPU is present and (if a, b, opt are
-/// given) it can run that GEMM, else the CPU with fell_back = true and the reason; Auto → the
-/// CUDA backend when it is present and can run the GEMM, else the CPU (fell_back only when a GPU
-/// was present but cannot run it). Never throws for a missing GPU.
-BackendSelection selectGemmBackend(BackendChoice choice, const QuantizedTensor* a = nullptr,
-                                   const QuantizedTensor* b = nullptr, const GemmOptions* opt = nullptr);
 
 } // namespace fp8lab::gpu

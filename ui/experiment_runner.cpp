@@ -3,61 +3,19 @@
 #include "job.h"
 
 #ifdef FP8LAB_HAVE_HDF5
+#include "backend/backend_factory.h"
+#include "backend/backend_record.h"
 #include "experiment/gemm_config.h"
 #include "experiment/gemm_experiment.h"
 #include "experiment/training_config.h"
 #include "experiment/training_experiment.h"
 #include "session.h"
 #endif
-#ifdef FP8LAB_HAVE_CUDA
-#include "cuda_gemm_backend.h"
-#endif
 
 #include <QJsonDocument>
 
 namespace fp8lab::ui {
 
-namespace {
-
-/// "auto" in the experiment panel: each GEMM runs on the GPU when the CUDA backend can take it
-/// (formats, scale modes, accumulation model: gpu/cuda_gemm_backend.h), else on the CPU
-/// reference backend — the same rule as fp8lab-cli --backend auto.
-class AutoGemmBackend final : public GemmBackend {
-public:
-  explicit AutoGemmBackend(std::unique_ptr<GemmBackend> gpu) : gpu_(std::move(gpu)), cpu_(makeCpuGemmBackend()) {}
-  std::string name() const override { return gpu_->name(); }
-  std::string device() const override { return gpu_->device(); }
-  std::string unsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b,
-                                const GemmOptions& opt) const override {
-    return gpu_->unsupportedReason(a, b, opt).empty() ? std::string() : cpu_->unsupportedReason(a, b, opt);
-  }
-  GemmOutput run(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,
-                 const ProgressFn& progress) override {
-    const std::string why = gpu_->unsupportedReason(a, b, opt);
-    if (why.empty()) {
-      try {
-        return gpu_->run(a, b, opt, progress);
-      } catch (const Cancelled&) {
-        throw;
-      } catch (const std::exception& e) {
-        // Accepted up front but failed on the device (out of memory, no algorithm, driver error):
-        // the CPU reference backend runs it and the run says why.
-        GemmOutput out = cpu_->run(a, b, opt, progress);
-        out.warnings.push_back(
-            {Warning::Severity::Warning, "backend auto: the GPU run failed, ran on the CPU", "GEMM", e.what()});
-        return out;
-      }
-    }
-    GemmOutput out = cpu_->run(a, b, opt, progress);
-    out.warnings.push_back({Warning::Severity::Info, "backend auto: ran on the CPU", "GEMM", why});
-    return out;
-  }
-
-private:
-  std::unique_ptr<GemmBackend> gpu_, cpu_;
-};
-
-} // namespace
 
 #ifdef FP8LAB_HAVE_HDF5
 
@@ -71,24 +29,18 @@ ExperimentRunner builtinExperimentRunner() {
     GemmExperimentConfig cfg;
     if (const std::string e = parseGemmConfig(Json::parse(canonical.toStdString()), &cfg); !e.empty())
       throw std::invalid_argument(e);
-    std::unique_ptr<GemmBackend> backend;
+    // The config's "backend" is "auto", "cpu" or "cuda": core's policy (gemm/backend_policy.h),
+    // the same as fp8lab-cli --backend.
     const QString choice = c.value(QStringLiteral("backend")).toString(QStringLiteral("auto"));
-#ifdef FP8LAB_HAVE_CUDA
-    if (choice == QStringLiteral("cuda") || choice == QStringLiteral("auto")) {
-      std::string no;
-      auto gpu = fp8lab::gpu::makeCudaGemmBackend(&no);
-      if (!gpu && choice == QStringLiteral("cuda"))
-        throw std::runtime_error("the CUDA backend is not available: " + no);
-      if (gpu && choice == QStringLiteral("auto"))
-        backend = std::make_unique<AutoGemmBackend>(std::move(gpu));
-      else
-        backend = std::move(gpu);
-    }
-#endif
-    if (!backend) backend = makeCpuGemmBackend();
+    const auto request = parseBackendRequest(choice.toStdString());
+    if (!request) throw std::invalid_argument("unknown backend '" + choice.toStdString() + "'");
+    std::string no_gpu;
+    const auto backend = makeGemmBackend(*request, &no_gpu);
+    if (!backend) throw std::runtime_error("the CUDA backend is not available: " + no_gpu);
     auto res =
         runGemmExperimentRun(cfg, canonical.toStdString(), run_id.empty() ? "run-gui" : run_id, *backend, progress);
     if (!res.ok()) throw std::runtime_error(res.firstError());
+    recordBackend(res.value, *backend, cfg.gemm, backend->note());
     JobResult jr;
     jr.run = session_io::fromCoreRun(res.value);
     for (const auto& i : res.issues) jr.warnings.push_back(i.toWarning());

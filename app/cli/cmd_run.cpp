@@ -110,7 +110,7 @@ std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, std::string text, co
   c.gemm.threads = threads;
   std::unique_ptr<ChosenGemmBackend> own;
   if (!chosen) {
-    own = std::make_unique<ChosenGemmBackend>(BackendRequest::Cpu, nullptr, std::string());
+    own = makeGemmBackend(BackendRequest::Cpu);
     chosen = own.get();
   }
   ChosenGemmBackend* backend = chosen;

@@ -22,6 +22,7 @@
 #include "check_util.h"
 #include "gemm_cases.h"
 
+#include "backend/backend_factory.h"
 #include "cuda_gemm_backend.h"
 #include "device_probe.h"
 #include "gemm/gemm_experiment.h"
@@ -293,13 +294,30 @@ void checkBadInput(Checker& c, GemmBackend& gpu) {
     threw = std::string(e.what()).find("FNUZ") != std::string::npos;
   }
   c.expect(threw, "FNUZ operand throws std::runtime_error naming FNUZ");
-  // Selection with the GPU present: auto picks it; an FNUZ GEMM falls back with the reason.
-  GemmOptions opt;
+  // The backend policy with the GPU present (core/gemm/backend_policy.h): auto runs an E4M3FN GEMM
+  // on the GPU and an FNUZ one on the CPU with the GPU's reason; gpu refuses the FNUZ one.
   const QuantizedTensor b_ok = intTensor(64, 32, Format::E4M3FN(), Gran::Tensor, false, 4);
-  BackendSelection s = selectGemmBackend(BackendChoice::Auto, &a, &b_ok, &opt);
-  c.expect(s.gpu && s.backend->name() == "cuda", "auto with a GPU picks the CUDA backend: " + s.reason);
-  s = selectGemmBackend(BackendChoice::Gpu, &a, &bz, &opt);
-  c.expect(!s.gpu && s.fell_back && s.reason.find("FNUZ") != std::string::npos, "gpu + FNUZ falls back: " + s.reason);
+  std::string error;
+  const auto au = makeGemmBackend(BackendRequest::Auto, &error);
+  c.expect(au && au->hasGpu() && au->name() == "cuda" && au->cuda_versions.cublaslt > 0,
+           "auto with a GPU gets the CUDA backend: " + (au ? au->noGpuReason() : error));
+  if (au && au->hasGpu()) {
+    const GemmOutput on_gpu = au->run(a, b_ok, {});
+    c.expect(on_gpu.backend == "cuda" && au->gpu_runs == 1 && au->lastFallback().empty(),
+             "auto: E4M3FN runs on the GPU");
+    const GemmOutput on_cpu = au->run(a, bz, {});
+    c.expect(on_cpu.backend == "cpu" && au->cpu_runs == 1 && au->lastFallback().find("FNUZ") != std::string::npos &&
+                 !on_cpu.warnings.empty(),
+             "auto: FNUZ falls back to the CPU with the reason: " + au->lastFallback());
+  }
+  const auto gp = makeGemmBackend(BackendRequest::Gpu, &error);
+  threw = false;
+  try {
+    if (gp) (void)gp->run(a, bz, {});
+  } catch (const std::runtime_error& e) {
+    threw = std::string(e.what()).find("FNUZ") != std::string::npos;
+  }
+  c.expect(gp && threw, "gpu: an FNUZ GEMM is refused naming FNUZ");
 }
 
 } // namespace

@@ -4,7 +4,8 @@
 //  * the delayed-scaling update (delayed_scaling.cuh) against core/scaling DelayedScaling;
 //  * padding, TN packing, scale-tensor layouts per cuBLASLt mode, mode pairing/promotion;
 //  * cuBLASLt descriptor set-up (host-only API), attribute types, problem checks;
-//  * unsupported-combination reasons and backend selection without a GPU; error messages.
+//  * unsupported-combination reasons and the backend factory (core/backend) without a GPU;
+//    error messages.
 // Expected values are hand-derived (comments give the derivation) or come from the CPU
 // reference implementations (core/formats, core/scaling), which have their own oracle tests.
 #include "check_util.h"
@@ -12,6 +13,7 @@
 #include "gemm/gemm.h"
 
 #include "cuda_error.h"
+#include "backend/backend_factory.h"
 #include "cuda_gemm_backend.h"
 #include "delayed_scaling.cuh"
 #include "device_probe.h"
@@ -636,25 +638,22 @@ void testUnsupportedReasons(Checker& c) {
 }
 
 void testSelectionWithoutGpu(Checker& c) {
-  c.expect(parseBackendChoice("auto") == BackendChoice::Auto && parseBackendChoice("cpu") == BackendChoice::Cpu &&
-               parseBackendChoice("gpu") == BackendChoice::Gpu && parseBackendChoice("cuda") == BackendChoice::Gpu &&
-               !parseBackendChoice("tpu"),
-           "parseBackendChoice");
+  std::string why = "untouched";
+  const auto cpu = makeGemmBackend(BackendRequest::Cpu, &why);
+  c.expect(cpu && cpu->name() == "cpu" && !cpu->hasGpu() && cpu->noGpuReason().empty() && why == "untouched",
+           "--backend cpu → CPU, no probe");
   const ProbeResult probe = probeDevices();
-  BackendSelection cpu = selectGemmBackend(BackendChoice::Cpu);
-  c.expect(cpu.backend && cpu.backend->name() == "cpu" && !cpu.gpu && !cpu.fell_back, "--backend cpu → CPU");
   if (probe.hasDevice()) {
     std::printf("  (a GPU is present: the no-GPU selection checks are skipped)\n");
     return;
   }
-  BackendSelection autos = selectGemmBackend(BackendChoice::Auto);
-  c.expect(autos.backend && autos.backend->name() == "cpu" && !autos.gpu && !autos.fell_back &&
-               contains(autos.reason, "no CUDA device"),
-           "auto without GPU → CPU: " + autos.reason);
-  BackendSelection g = selectGemmBackend(BackendChoice::Gpu);
-  c.expect(g.backend && g.backend->name() == "cpu" && g.fell_back && contains(g.reason, "GPU requested"),
-           "gpu without GPU → CPU with fell_back: " + g.reason);
-  std::string why;
+  const auto autos = makeGemmBackend(BackendRequest::Auto);
+  c.expect(autos && autos->name() == "cpu" && !autos->hasGpu() && contains(autos->noGpuReason(), "no CUDA device"),
+           "auto without GPU → CPU with the reason: " + (autos ? autos->noGpuReason() : std::string("null")));
+  std::string error;
+  const auto g = makeGemmBackend(BackendRequest::Gpu, &error);
+  c.expect(!g && contains(error, "no CUDA device"), "gpu without GPU → refused with the reason: " + error);
+  why.clear();
   c.expect(!makeCudaGemmBackend(&why) && !why.empty(), "makeCudaGemmBackend → nullptr + reason: " + why);
 }
 
