@@ -3,6 +3,7 @@
 #include "experiment_runner.h"
 
 #include "formats/format.h"
+#include "scaling/scaling.h"
 #include "session.h"
 
 #include <QCheckBox>
@@ -36,16 +37,35 @@ struct Item {
   const char* key;
   const char* text;
 };
-const Item kScalings[] = {{"per-tensor-current", "Per-tensor current"},
-                          {"per-tensor-delayed", "Per-tensor delayed"},
-                          {"per-row", "Per-row (A) / per-column (B)"},
-                          {"1x128", "1x128 blocks (A), 128x128 (B)"},
-                          {"128x128", "128x128 blocks"},
-                          {"mx32", "MX block-32 (E8M0)"}};
-const Item kPresets[] = {{"te", "Transformer Engine"},
-                         {"torchao", "torchao"},
-                         {"flax", "Flax fp8_ops"},
-                         {"deepgemm", "DeepGEMM / DeepSeek-V3"}};
+const Item kScalings[] = {{"per-tensor-current", "Per tensor, current amax"},
+                          {"per-tensor-delayed", "Per tensor, delayed (amax history)"},
+                          {"per-row", "Per row of A / per column of B"},
+                          {"1x128", "1x128 blocks along K"},
+                          {"128x128", "128x128 tiles"},
+                          {"mx32", "MX block-32 (E8M0 scales)"}};
+
+QString strategyOf(const ScalingPresetInfo& p) {
+  return panelStrategyOf(QString::fromStdString(p.name));
+}
+
+/// The Preset entries of a strategy: every table preset of it, a power-of-two twin pair shown
+/// once (as its non-power-of-two member; the checkbox picks the other).
+QStringList presetsOf(const QString& strategy) {
+  QStringList r;
+  for (const auto& p : scalingPresets()) {
+    if (strategyOf(p) != strategy) continue;
+    const std::string twin = p.delayed ? std::string() : scalingPresetTwin(p.name);
+    if (!twin.empty() && scalingPreset(p.name)->pow2) continue;
+    r << QString::fromStdString(p.name);
+  }
+  return r;
+}
+
+const ScalingPresetInfo* presetInfo(const QString& name) {
+  for (const auto& p : scalingPresets())
+    if (QString::fromStdString(p.name) == name) return &p;
+  return nullptr;
+}
 const Item kAccum[] = {{"split-fp32", "Split FP32 (promote every N_C of K)"},
                        {"fp32", "FP32, fixed order"},
                        {"fast-accum", "Fast accumulation (model)"},
@@ -141,9 +161,8 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   fill(scaling_, kScalings);
   form_->addRow(tr("Strategy:"), scaling_);
   preset_ = combo(QStringLiteral("preset"));
-  fill(preset_, kPresets);
-  preset_->setToolTip(tr("Whose exact rules to follow (SCALING-SEMANTICS.md): edge cases of amax 0/Inf/NaN, "
-                         "scale rounding, clamps"));
+  preset_->setToolTip(tr("The presets of the table (fp8lab-cli quantize --help) with this strategy; each follows "
+                         "one system's exact rules (docs/scaling.md)"));
   form_->addRow(tr("Preset:"), preset_);
   history_ = spin(QStringLiteral("historyLength"), 1, 4096, 1024, tr(" steps"));
   form_->addRow(tr("History length:"), history_);
@@ -154,17 +173,22 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   margin_ = spin(QStringLiteral("margin"), 0, 16, 0);
   margin_->setToolTip(tr("Extra power-of-two headroom: the quant scale is divided by 2^margin"));
   form_->addRow(tr("Margin:"), margin_);
-  block_ = spin(QStringLiteral("blockSize"), 1, 4096, 128);
-  form_->addRow(tr("Block size:"), block_);
   pow2_ = new QCheckBox(tr("powers of two"), inner);
-  pow2_->setToolTip(tr("Round scales to powers of two (TE, torchao: down; DeepGEMM UE8M0: up)"));
   pow2_->setObjectName(QStringLiteral("pow2"));
   connect(pow2_, &QCheckBox::toggled, this, &ExperimentPanel::onWidgetChanged);
   form_->addRow(tr("Power of two:"), pow2_);
-  mx_rule_ = combo(QStringLiteral("mxRule"));
-  mx_rule_->addItem(tr("FLOOR (OCP MX v1.0)"), QStringLiteral("floor"));
-  mx_rule_->addItem(tr("RCEIL (NVIDIA)"), QStringLiteral("rceil"));
-  form_->addRow(tr("MX rule:"), mx_rule_);
+  // After the generic handler (connected first): refill, then check and report the final state.
+  connect(scaling_, &QComboBox::currentIndexChanged, this, [this] {
+    if (updating_) return;
+    fillPresets(QString());
+    onWidgetChanged();
+  });
+  connect(preset_, &QComboBox::currentIndexChanged, this, [this] {
+    if (updating_) return;
+    updatePow2(std::nullopt);
+    onWidgetChanged();
+  });
+  fillPresets(QString());
 
   section(tr("GEMM"));
   accum_ = combo(QStringLiteral("accumulation"));
@@ -289,13 +313,11 @@ QJsonObject ExperimentPanel::defaultConfig() {
       {QStringLiteral("n"), 256},
       {QStringLiteral("k"), 1024},
       {QStringLiteral("scaling"), QStringLiteral("per-tensor-current")},
-      {QStringLiteral("preset"), QStringLiteral("te")},
+      {QStringLiteral("preset"), QStringLiteral("te_current")},
       {QStringLiteral("history_len"), 1024},
       {QStringLiteral("amax_algo"), QStringLiteral("max")},
       {QStringLiteral("margin"), 0},
-      {QStringLiteral("block"), 128},
       {QStringLiteral("pow2_scales"), false},
-      {QStringLiteral("mx_rule"), QStringLiteral("floor")},
       {QStringLiteral("accumulation"), QStringLiteral("split-fp32")},
       {QStringLiteral("promotion_interval"), 128},
       {QStringLiteral("fast_accum_bits"), 14},
@@ -308,6 +330,65 @@ QJsonObject ExperimentPanel::defaultConfig() {
       {QStringLiteral("seed"), 42},
       {QStringLiteral("backend"), QStringLiteral("auto")},
   };
+}
+
+void ExperimentPanel::fillPresets(const QString& select) {
+  const bool was = updating_;
+  updating_ = true;
+  const QString strategy = key(scaling_);
+  // A pow2 twin is listed as its non-power-of-two member.
+  QString base = select;
+  bool pow2 = false;
+  if (const auto c = scalingPreset(select.toStdString()); c && c->pow2) {
+    const std::string twin = scalingPresetTwin(select.toStdString());
+    if (!twin.empty()) base = QString::fromStdString(twin);
+    pow2 = true;
+  }
+  preset_->clear();
+  for (const QString& n : presetsOf(strategy)) {
+    preset_->addItem(n, n);
+    if (const ScalingPresetInfo* info = presetInfo(n))
+      preset_->setItemData(
+          preset_->count() - 1,
+          QStringLiteral("%1\n%2").arg(QString::fromStdString(info->summary), QString::fromStdString(info->source)),
+          Qt::ToolTipRole);
+  }
+  const int i = preset_->findData(base);
+  preset_->setCurrentIndex(i >= 0 ? i : 0);
+  updating_ = was;
+  updatePow2(i >= 0 ? std::optional<bool>(pow2) : std::nullopt);
+}
+
+void ExperimentPanel::updatePow2(std::optional<bool> want) {
+  const QString base = key(preset_);
+  const auto c = scalingPreset(base.toStdString());
+  const std::string twin = c ? scalingPresetTwin(base.toStdString()) : std::string();
+  const bool was = updating_;
+  updating_ = true;
+  if (!c) { // delayed presets: the scale is a power of two only with the TE option of a training run
+    pow2_->setEnabled(false);
+    pow2_->setChecked(false);
+    pow2_->setToolTip(tr("Delayed scaling runs in training experiments, where power-of-two scales are set per run"));
+  } else if (twin.empty()) {
+    pow2_->setEnabled(false);
+    pow2_->setChecked(c->pow2);
+    pow2_->setToolTip(c->pow2 ? tr("%1 always has power-of-two scales; the table has no twin without them").arg(base)
+                              : tr("%1 has no power-of-two variant in the preset table").arg(base));
+  } else {
+    pow2_->setEnabled(true);
+    if (want) pow2_->setChecked(*want);
+    pow2_->setToolTip(tr("Ticked: %1 (power-of-two scales); unticked: %2").arg(QString::fromStdString(twin), base));
+  }
+  updating_ = was;
+}
+
+QString ExperimentPanel::resolvedPreset() const {
+  const QString base = key(preset_);
+  if (pow2_->isEnabled() && pow2_->isChecked()) {
+    const std::string twin = scalingPresetTwin(base.toStdString());
+    if (!twin.empty()) return QString::fromStdString(twin);
+  }
+  return base;
 }
 
 bool ExperimentPanel::saveConfig(const QString& fileName, QString* why) const {
@@ -352,13 +433,11 @@ QJsonObject ExperimentPanel::config() const {
   c[QStringLiteral("n")] = n_->value();
   c[QStringLiteral("k")] = k_->value();
   c[QStringLiteral("scaling")] = key(scaling_);
-  c[QStringLiteral("preset")] = key(preset_);
+  c[QStringLiteral("preset")] = resolvedPreset();
   c[QStringLiteral("history_len")] = history_->value();
   c[QStringLiteral("amax_algo")] = key(algo_);
   c[QStringLiteral("margin")] = margin_->value();
-  c[QStringLiteral("block")] = block_->value();
   c[QStringLiteral("pow2_scales")] = pow2_->isChecked();
-  c[QStringLiteral("mx_rule")] = key(mx_rule_);
   c[QStringLiteral("accumulation")] = key(accum_);
   c[QStringLiteral("promotion_interval")] = promo_->value();
   c[QStringLiteral("fast_accum_bits")] = fast_bits_->value();
@@ -385,13 +464,24 @@ void ExperimentPanel::setConfig(const QJsonObject& c) {
   setInt(n_, "n");
   setInt(k_, "k");
   setData(scaling_, c.value(QStringLiteral("scaling")));
-  setData(preset_, c.value(QStringLiteral("preset")));
+  {
+    // The preset by its table name; an older form (preset = a system, pow2_scales, mx_rule,
+    // block) is resolved through core's mapping. The power-of-two box follows the preset.
+    QJsonObject full = config();
+    for (auto it = c.begin(); it != c.end(); ++it) full[it.key()] = it.value();
+    QString name = c.value(QStringLiteral("preset")).toString();
+    if (!presetInfo(name)) name = scalingPresetFor(full, nullptr);
+    // An explicit power-of-two choice picks that member of a twin pair.
+    if (const auto pc = scalingPreset(name.toStdString());
+        pc && c.contains(QStringLiteral("pow2_scales")) && pc->pow2 != c.value(QStringLiteral("pow2_scales")).toBool())
+      if (const std::string twin = scalingPresetTwin(name.toStdString()); !twin.empty())
+        name = QString::fromStdString(twin);
+    fillPresets(name);
+  }
   setInt(history_, "history_len");
   setData(algo_, c.value(QStringLiteral("amax_algo")));
   setInt(margin_, "margin");
-  setInt(block_, "block");
-  if (c.contains(QStringLiteral("pow2_scales"))) pow2_->setChecked(c.value(QStringLiteral("pow2_scales")).toBool());
-  setData(mx_rule_, c.value(QStringLiteral("mx_rule")));
+
   setData(accum_, c.value(QStringLiteral("accumulation")));
   setInt(promo_, "promotion_interval");
   setInt(fast_bits_, "fast_accum_bits");
@@ -419,15 +509,10 @@ void ExperimentPanel::onWidgetChanged() {
 void ExperimentPanel::updateVisibility() {
   const QString s = key(scaling_);
   const bool delayed = s == QStringLiteral("per-tensor-delayed");
-  const bool mx = s == QStringLiteral("mx32");
-  const bool block = s == QStringLiteral("1x128") || s == QStringLiteral("128x128");
-  form_->setRowVisible(preset_, !mx);
   form_->setRowVisible(history_, delayed);
   form_->setRowVisible(algo_, delayed);
-  form_->setRowVisible(margin_, delayed || s == QStringLiteral("per-tensor-current"));
-  form_->setRowVisible(block_, block);
-  form_->setRowVisible(pow2_, !mx);
-  form_->setRowVisible(mx_rule_, mx);
+  form_->setRowVisible(margin_, delayed);
+  form_->setRowVisible(pow2_, !delayed);
   const QString acc = key(accum_);
   form_->setRowVisible(promo_, acc == QStringLiteral("split-fp32") || acc == QStringLiteral("fast-accum"));
   form_->setRowVisible(fast_bits_, acc == QStringLiteral("fast-accum"));
@@ -474,17 +559,11 @@ QList<ConfigProblem> ExperimentPanel::validate(const QJsonObject& c, bool gpu_av
     p << ConfigProblem{QObject::tr("Shape"),
                        QObject::tr("M\u00b7K, K\u00b7N and M\u00b7N need about %1 GiB; the limit is 8 GiB.")
                            .arg(bytes / (1024.0 * 1024 * 1024), 0, 'f', 1)};
-  if (s == QStringLiteral("1x128") || s == QStringLiteral("128x128")) {
-    const int blk = c.value(QStringLiteral("block")).toInt();
-    if (blk < 1 || blk > k)
-      p << ConfigProblem{QObject::tr("Block size"),
-                         QObject::tr("block size %1 must be between 1 and K = %2.").arg(blk).arg(k)};
-  }
   if (s == QStringLiteral("per-tensor-delayed")) {
     const int h = c.value(QStringLiteral("history_len")).toInt();
     if (h < 1 || h > 4096)
       p << ConfigProblem{QObject::tr("History length"), QObject::tr("history length must be 1 \u2026 4096.")};
-    if (c.value(QStringLiteral("preset")).toString() == QStringLiteral("flax") &&
+    if (c.value(QStringLiteral("preset")).toString().startsWith(QStringLiteral("flax")) &&
         c.value(QStringLiteral("margin")).toInt() != 0)
       p << ConfigProblem{QObject::tr("Margin"),
                          QObject::tr("Flax never passes a margin (it is always 0 in fp8_ops); "

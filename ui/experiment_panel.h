@@ -8,6 +8,8 @@
 #include <QStringList>
 #include <QWidget>
 
+#include <optional>
+
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
@@ -77,6 +79,14 @@ private:
   void onWidgetChanged(); // "changed in the widget"
   void updateVisibility();
   void revalidate();
+  /// Lists the table's presets of the current strategy in the Preset box and selects `name`
+  /// (a pow2 twin selects its partner and ticks the box); the first one when absent.
+  void fillPresets(const QString& name);
+  /// Enables the power-of-two box when the preset has a twin (else shows, disabled, what the
+  /// preset does, with the reason); `want` sets it when given.
+  void updatePow2(std::optional<bool> want);
+  /// The preset Run uses: the Preset box's entry, or its twin when the box is ticked.
+  QString resolvedPreset() const;
 
   bool updating_ = false; // guard against loops while setConfig() fills the widgets
   bool gpu_ = false;
@@ -86,9 +96,8 @@ private:
   Session* session_ = nullptr;
   QList<ConfigProblem> problems_;
 
-  QComboBox *fmt_a_, *fmt_b_, *scaling_, *preset_, *algo_, *mx_rule_, *accum_, *output_, *input_, *dist_, *train_run_,
-      *backend_;
-  QSpinBox *history_, *margin_, *block_, *m_, *n_, *k_, *seed_, *promo_, *fast_bits_;
+  QComboBox *fmt_a_, *fmt_b_, *scaling_, *preset_, *algo_, *accum_, *output_, *input_, *dist_, *train_run_, *backend_;
+  QSpinBox *history_, *margin_, *m_, *n_, *k_, *seed_, *promo_, *fast_bits_;
   QCheckBox* pow2_;
   QDoubleSpinBox* sigma_;
   QLineEdit* import_path_;

@@ -12,10 +12,33 @@
 #include "session.h"
 #endif
 
+#include "scaling/scaling.h"
+
 #include <QJsonDocument>
 
 namespace fp8lab::ui {
 
+QString panelStrategyOf(const QString& preset) {
+  const std::string name = preset.toStdString();
+  for (const auto& p : scalingPresets())
+    if (p.delayed && p.name == name) return QStringLiteral("per-tensor-delayed");
+  const auto c = scalingPreset(name);
+  if (!c || !gemmScalingProblem(*c, Axis::Cols).empty() || !gemmScalingProblem(*c, Axis::Rows).empty()) return {};
+  const bool mx = c->rule == ScaleRule::MxFloor || c->rule == ScaleRule::MxCeil || c->rule == ScaleRule::MxRceil ||
+                  c->rule == ScaleRule::MxRceilTorchao;
+  switch (c->granularity) {
+  case Granularity::PerTensor:
+    return QStringLiteral("per-tensor-current");
+  case Granularity::Outer:
+    return QStringLiteral("per-row");
+  case Granularity::Block1D:
+    return mx ? QStringLiteral("mx32") : QStringLiteral("1x128");
+  case Granularity::Block2D:
+    return QStringLiteral("128x128");
+  default:
+    return {};
+  }
+}
 
 #ifdef FP8LAB_HAVE_HDF5
 
@@ -105,6 +128,20 @@ QJsonObject panelConfigFromCanonical(const QByteArray& json, const QJsonObject& 
                   .arg(e.pos.line)
                   .arg(e.pos.column));
   }
+  {
+    const GemmExperimentConfig d;
+    const char* hidden = nullptr;
+    if (cfg.gemm.fast_accum_group != d.gemm.fast_accum_group) hidden = "fast_accum_group";
+    if (cfg.gemm.fast_accum_promotes != d.gemm.fast_accum_promotes) hidden = "fast_accum_promotes";
+    if (cfg.gemm.output_quant_scale != d.gemm.output_quant_scale) hidden = "output_quant_scale";
+    if (cfg.tile != d.tile) hidden = "tile";
+    if (cfg.store_inputs != d.store_inputs || cfg.store_quantized != d.store_quantized ||
+        cfg.store_error_maps != d.store_error_maps)
+      hidden = "store_*";
+    if (hidden)
+      return no(QObject::tr("the panel has no field for \"%1\"; run this config with fp8lab-cli run")
+                    .arg(QString::fromLatin1(hidden)));
+  }
   QJsonObject c = base;
   c[QStringLiteral("a_format")] = QString::fromStdString(cfg.format_a);
   c[QStringLiteral("b_format")] = QString::fromStdString(cfg.format_b);
@@ -112,7 +149,22 @@ QJsonObject panelConfigFromCanonical(const QByteArray& json, const QJsonObject& 
   c[QStringLiteral("k")] = int(cfg.k);
   c[QStringLiteral("n")] = int(cfg.n);
   c[QStringLiteral("seed")] = double(cfg.seed);
-  c[QStringLiteral("accumulation")] = QString::fromLatin1(toString(cfg.gemm.accumulation));
+  // The panel's Accumulation box keys (aliases of the canonical names).
+  const char* acc = "split-fp32";
+  switch (cfg.gemm.accumulation) {
+  case Accumulation::Exact:
+    acc = "exact";
+    break;
+  case Accumulation::FP32:
+    acc = "fp32";
+    break;
+  case Accumulation::SplitFP32:
+    break;
+  case Accumulation::FastAccum:
+    acc = "fast-accum";
+    break;
+  }
+  c[QStringLiteral("accumulation")] = QString::fromLatin1(acc);
   c[QStringLiteral("output")] = QString::fromLatin1(toString(cfg.gemm.output));
   c[QStringLiteral("promotion_interval")] = cfg.gemm.promotion_interval;
   c[QStringLiteral("fast_accum_bits")] = cfg.gemm.fast_accum_bits;
@@ -135,22 +187,14 @@ QJsonObject panelConfigFromCanonical(const QByteArray& json, const QJsonObject& 
     c[QStringLiteral("distribution")] = QString::fromLatin1(toString(ra.distribution));
     c[QStringLiteral("sigma")] = ra.scale;
   }
-  // The panel's scaling fields that map to this preset (the same mapping Run uses).
-  for (const char* s : {"per-tensor-current", "per-row", "1x128", "128x128", "mx32"})
-    for (const char* p : {"te", "torchao", "deepgemm", "flax"})
-      for (bool pow2 : {false, true})
-        for (const char* mx : {"floor", "rceil"}) {
-          QJsonObject t = c;
-          t[QStringLiteral("scaling")] = QString::fromLatin1(s);
-          t[QStringLiteral("preset")] = QString::fromLatin1(p);
-          t[QStringLiteral("pow2_scales")] = pow2;
-          t[QStringLiteral("mx_rule")] = QString::fromLatin1(mx);
-          t[QStringLiteral("block")] = 128;
-          if (scalingPresetFor(t, nullptr) == QString::fromStdString(cfg.scaling)) return t;
-        }
-  return no(QObject::tr("the scaling preset '%1' has no combination of the panel's choices; run it with "
-                        "fp8lab-cli run")
-                .arg(QString::fromStdString(cfg.scaling)));
+  const QString preset = QString::fromStdString(cfg.scaling);
+  const QString strategy = panelStrategyOf(preset);
+  if (strategy.isEmpty())
+    return no(QObject::tr("the scaling preset '%1' cannot scale both operands of a GEMM").arg(preset));
+  c[QStringLiteral("scaling")] = strategy;
+  c[QStringLiteral("preset")] = preset;
+  c[QStringLiteral("pow2_scales")] = scalingPreset(cfg.scaling)->pow2;
+  return c;
 }
 
 JobResult runTrainingJob(const QByteArray& config_json, const QString& out_file, const fp8lab::ProgressFn& progress) {

@@ -22,6 +22,11 @@ QString experimentRunnerMissingReason();
 /// mapping is core's (legacyPanelGemmConfig).
 QString scalingPresetFor(const QJsonObject& config, QString* why);
 
+/// The experiment panel's Strategy entry ("per-tensor-current", "per-tensor-delayed", "per-row",
+/// "1x128", "128x128", "mx32") of a preset of the table, from its granularity and rule; "" for a
+/// preset a GEMM cannot take (per_column: A's columns run along K) or an unknown name.
+QString panelStrategyOf(const QString& preset);
+
 /// The canonical GEMM config (JSON text, gemmConfigJson) of the panel's configuration, or "" with
 /// *why. `run_id` is stored as its "name" when not empty.
 QByteArray canonicalGemmConfig(const QJsonObject& panel_config, const QString& run_id, QString* why);

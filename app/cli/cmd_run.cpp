@@ -228,15 +228,10 @@ void reportGemmRun(const Run& r, const QString& stored, const GemmExperimentConf
 }
 
 std::optional<Run> reproduceGemm(const Run& stored, int threads, const ProgressFn& progress, std::string* error) {
-  JsonDocument doc;
-  try {
-    doc = JsonDocument::parse(stored.config_json);
-  } catch (const JsonTextError& e) {
-    *error = std::string("the stored config is not valid JSON: ") + e.what();
-    return std::nullopt;
-  }
+  const auto doc = parseStoredConfig(stored.config_json, error);
+  if (!doc) return std::nullopt;
   GemmExperimentConfig cfg;
-  if (const std::string e = parseGemmConfig(doc.root(), &cfg, &doc); !e.empty()) {
+  if (const std::string e = parseGemmConfig(doc->root(), &cfg, &*doc); !e.empty()) {
     *error = e;
     return std::nullopt;
   }

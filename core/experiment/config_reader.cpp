@@ -1,5 +1,7 @@
 #include "experiment/config_reader.h"
 
+#include "formats/format.h"
+
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -156,6 +158,32 @@ const Json* ConfigReader::object(const Json& o, std::string_view key, const Conf
     return nullptr;
   }
   return &v;
+}
+
+const Format* ConfigReader::format(const Json& o, std::string_view key, const ConfigPath& at, const Format* def) {
+  if (!has(o, key)) return def;
+  const std::string name = string(o, key, at, {});
+  if (!ok()) return def;
+  const Format* f = Format::byName(name);
+  if (!f || f->bits() > 8) {
+    std::vector<std::string> names;
+    for (const Format* x : Format::all()) names.push_back(x->name());
+    fail(at.member(key), "'" + name + "' is unknown or wider than 8 bits (known: " + joinNames(names) + ")");
+    return def;
+  }
+  if (f == &Format::E4M3())
+    note("E4M3 is the IEEE-style E4M3 (ml_dtypes float8_e4m3: max 240, with ±Inf), not OCP E4M3FN (max 448, no "
+         "Inf, as in CUDA and FP8 training); use E4M3FN for that");
+  return f;
+}
+
+std::optional<JsonDocument> parseStoredConfig(const std::string& text, std::string* error) {
+  try {
+    return JsonDocument::parse(text);
+  } catch (const JsonTextError& e) {
+    if (error) *error = std::string("the stored config is not valid JSON: ") + e.what();
+  }
+  return std::nullopt;
 }
 
 } // namespace fp8lab

@@ -16,6 +16,8 @@
 
 namespace fp8lab {
 
+class Format;
+
 /// Where a value sits: the path shown to people ("runs[1].scaling") and its JSON Pointer
 /// ("/runs/1/scaling") to find its position.
 struct ConfigPath {
@@ -59,12 +61,19 @@ public:
   uint64_t seed(const Json& o, std::string_view key, const ConfigPath& at, uint64_t def);
   /// The member object, or nullptr when absent (no error) or not an object (error).
   const Json* object(const Json& o, std::string_view key, const ConfigPath& at);
+  /// An element format of at most 8 bits by name (Format::byName: any case, aliases); `def` when
+  /// absent. Notes the IEEE-style E4M3 (a frequent slip for E4M3FN).
+  const Format* format(const Json& o, std::string_view key, const ConfigPath& at, const Format* def);
 
 private:
   const JsonDocument* doc_;
   std::string error_;
   std::vector<std::string> notes_;
 };
+
+/// The JSON of a run's stored config, or nullopt with *error ("the stored config is not valid
+/// JSON: ...").
+std::optional<JsonDocument> parseStoredConfig(const std::string& text, std::string* error);
 
 /// "a, b, c".
 std::string joinNames(const std::vector<std::string>& names);

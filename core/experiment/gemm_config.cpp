@@ -38,26 +38,9 @@ const std::vector<std::string> kGemmKeys = {"type",
 
 constexpr const char* kRandomKeys[] = {"distribution", "scale", "sigma", "outlier_fraction", "outlier_factor"};
 
-std::string formatNames() {
-  std::vector<std::string> n;
-  for (const Format* f : Format::all()) n.push_back(f->name());
-  return joinNames(n);
-}
-
-/// An FP8-or-narrower format name; notes the IEEE-style E4M3 (a common slip for E4M3FN).
+/// A format name into `out` (its canonical spelling).
 void readFormat(const Json& o, std::string_view key, const ConfigPath& at, std::string* out, ConfigReader& r) {
-  if (!ConfigReader::has(o, key)) return;
-  const std::string name = r.string(o, key, at, *out);
-  if (!r.ok()) return;
-  const Format* f = Format::byName(name);
-  if (!f || f->bits() > 8) {
-    r.fail(at.member(key), "'" + name + "' is unknown or wider than 8 bits (known: " + formatNames() + ")");
-    return;
-  }
-  if (f == &Format::E4M3())
-    r.note("E4M3 is the IEEE-style E4M3 (ml_dtypes float8_e4m3: max 240, with ±Inf), not OCP E4M3FN (max 448, no "
-           "Inf, as in CUDA and FP8 training); use E4M3FN for that");
-  *out = f->name();
+  if (const Format* f = r.format(o, key, at, nullptr)) *out = f->name();
 }
 
 void readDistribution(const Json& o, const ConfigPath& at, Distribution* d, ConfigReader& r) {
@@ -99,7 +82,13 @@ Json legacyPanelGemmConfig(const Json& c, ConfigReader& r, const ConfigPath& at)
   const bool pow2 = r.boolean(c, "pow2_scales", at, false);
   std::string preset;
   auto no = [&](const std::string& why) { r.fail(at.member("scaling"), why); };
-  if (s == "per-tensor-current") {
+  if (scalingPreset(p)) {
+    // The panel names the table's preset itself.
+    for (const auto& info : scalingPresets())
+      if (scalingPreset(info.name) && scalingPreset(info.name)->name == scalingPreset(p)->name) preset = info.name;
+  } else if (s == "per-tensor-delayed") {
+    no("a single GEMM has no amax history: delayed scaling needs a training run");
+  } else if (s == "per-tensor-current") {
     if (p == "te")
       preset = pow2 ? "te_current_pow2" : "te_current";
     else if (p == "torchao" && !pow2)
@@ -110,8 +99,6 @@ Json legacyPanelGemmConfig(const Json& c, ConfigReader& r, const ConfigPath& at)
       no("'" + p +
          "' has no per-tensor current scaling (Flax scales with a delayed amax history; DeepGEMM uses "
          "blocks)");
-  } else if (s == "per-tensor-delayed") {
-    no("a single GEMM has no amax history: delayed scaling needs a training run");
   } else if (s == "per-row") {
     preset = "torchao_rowwise";
   } else if (s == "1x128" || s == "128x128") {

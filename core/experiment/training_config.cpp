@@ -24,28 +24,6 @@ const std::vector<std::string> kRunKeys = {
     "optimizer", "seed",       "forward_gemm",   "backward_gemm",   "spike",    "eval_batch_size", "record_history",
     "threads",   "description"};
 
-const Format* readFormat(ConfigReader& r, const Json& o, std::string_view key, const ConfigPath& at,
-                         const Format* def) {
-  if (!ConfigReader::has(o, key)) return def;
-  const std::string name = r.string(o, key, at, {});
-  if (!r.ok()) return def;
-  const Format* f = Format::byName(name);
-  if (!f) {
-    std::vector<std::string> names;
-    for (const Format* x : Format::all()) names.push_back(x->name());
-    r.fail(at.member(key), "unknown format '" + name + "' (known: " + joinNames(names) + ")");
-    return def;
-  }
-  if (f->bits() > 8) {
-    r.fail(at.member(key), name + " is not an FP8 (≤ 8-bit) format");
-    return def;
-  }
-  if (f == &Format::E4M3())
-    r.note("E4M3 is the IEEE-style E4M3 (ml_dtypes float8_e4m3: max 240, with ±Inf), not OCP E4M3FN (max 448, no "
-           "Inf, as in CUDA and FP8 training); use E4M3FN for that");
-  return f;
-}
-
 Accumulation readAccumulation(ConfigReader& r, const Json& o, const ConfigPath& at, Accumulation def) {
   if (!ConfigReader::has(o, "accumulation")) return def;
   const std::string s = r.string(o, "accumulation", at, {});
@@ -139,8 +117,8 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
     if (c.scaling.kind == TrainingScalingKind::DelayedFlax && (c.scaling.margin != 0 || c.scaling.most_recent))
       r.fail(w, "the Flax preset has no margin and only amax_compute_algo \"max\" (use delayed-te)");
   }
-  c.forward_format = readFormat(r, o, "forward_format", where, c.forward_format);
-  c.backward_format = readFormat(r, o, "backward_format", where, c.backward_format);
+  c.forward_format = r.format(o, "forward_format", where, c.forward_format);
+  c.backward_format = r.format(o, "backward_format", where, c.backward_format);
   if (ConfigReader::has(o, "layers")) {
     const Json& lv = o["layers"];
     const ConfigPath w = where.member("layers");
@@ -197,8 +175,8 @@ void readWeightGemmOptions(ConfigReader& r, const Json& go, const ConfigPath& w,
   if (r.ok() && !scalingPreset(g->scaling))
     r.fail(w.member("scaling"),
            "'" + g->scaling + "' is not a current-scaling preset (see fp8lab-cli quantize --help)");
-  g->a_format = readFormat(r, go, "a_format", w, g->a_format);
-  g->b_format = readFormat(r, go, "b_format", w, g->b_format);
+  g->a_format = r.format(go, "a_format", w, g->a_format);
+  g->b_format = r.format(go, "b_format", w, g->b_format);
   g->gemm.accumulation = readAccumulation(r, go, w, g->gemm.accumulation);
   g->gemm.promotion_interval = static_cast<int>(r.integer(go, "promotion_interval", w, 128, 1, 1 << 20));
   g->gemm.fast_accum_bits = static_cast<int>(r.integer(go, "fast_accum_bits", w, 14, 2, 24));

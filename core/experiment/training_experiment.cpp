@@ -172,15 +172,10 @@ TrainingExperimentOutcome runTrainingExperiment(const TrainingExperimentSpec& sp
 
 std::optional<Run> reproduceTrainingRun(const Run& stored, int threads, const ProgressFn& progress,
                                         std::string* error) {
-  JsonDocument doc;
-  try {
-    doc = JsonDocument::parse(stored.config_json);
-  } catch (const JsonTextError& e) {
-    *error = std::string("the stored config is not valid JSON: ") + e.what();
-    return std::nullopt;
-  }
+  const auto doc = parseStoredConfig(stored.config_json, error);
+  if (!doc) return std::nullopt;
   std::string err;
-  auto spec = parseTrainingExperiment(doc.root(), &err, &doc);
+  auto spec = parseTrainingExperiment(doc->root(), &err, &*doc);
   if (!spec || spec->runs.size() != 1) {
     *error = spec ? std::string("the stored config holds more than one run") : err;
     return std::nullopt;
@@ -219,14 +214,9 @@ std::optional<Run> reproduceTrainingRun(const Run& stored, int threads, const Pr
 
 std::optional<Run> reproduceWeightGemmRun(const Run& stored, int threads, const ProgressFn& progress,
                                           std::string* error) {
-  JsonDocument doc;
-  try {
-    doc = JsonDocument::parse(stored.config_json);
-  } catch (const JsonTextError& e) {
-    *error = std::string("the stored config is not valid JSON: ") + e.what();
-    return std::nullopt;
-  }
-  auto wc = parseWeightGemmRunConfig(doc.root(), error);
+  const auto doc = parseStoredConfig(stored.config_json, error);
+  if (!doc) return std::nullopt;
+  auto wc = parseWeightGemmRunConfig(doc->root(), error);
   if (!wc) return std::nullopt;
   wc->gemm.threads = threads;
   const Dataset* a = stored.find("inputs/A");

@@ -183,6 +183,19 @@ std::optional<ScalingConfig> scalingPreset(std::string_view name) {
   return std::nullopt;
 }
 
+std::string scalingPresetTwin(std::string_view name) {
+  const auto c = scalingPreset(name);
+  if (!c) return {};
+  for (const auto& d : presetDefs()) {
+    const ScalingConfig& o = d.cfg;
+    if (d.info.delayed || o.name == c->name) continue;
+    if (o.pow2 != c->pow2 && o.granularity == c->granularity && o.block == c->block && o.rule == c->rule &&
+        o.op == c->op && o.margin == c->margin && o.amax_epsilon == c->amax_epsilon)
+      return d.info.name;
+  }
+  return {};
+}
+
 // ---- scale of one block ------------------------------------------------------------------------
 
 bool ruleAmaxPropagatesNaN(ScaleRule rule) {

@@ -100,6 +100,11 @@ const std::vector<ScalingPresetInfo>& scalingPresets();
 /// nullopt for unknown names and for the delayed presets (see delayedPreset()).
 std::optional<ScalingConfig> scalingPreset(std::string_view name);
 
+/// The current-scaling preset that is `name` with the other power-of-two setting and nothing else
+/// changed (te_current ↔ te_current_pow2, per_row ↔ torchao_rowwise, deepgemm_1x128 ↔
+/// deepgemm_1x128_ue8m0, ...), or "" when the table has none (te_block_1x128 is pow2 only).
+std::string scalingPresetTwin(std::string_view name);
+
 /// Resolves a granularity to the block shape for a [rows, cols] tensor and contraction axis
 /// (PerTensor → [rows, cols], at least 1×1; partial edge blocks are allowed).
 ScaleBlock scaleBlockFor(const ScalingConfig& cfg, int64_t rows, int64_t cols, Axis contraction);

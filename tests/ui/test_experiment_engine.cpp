@@ -1,8 +1,8 @@
 // The desktop app and the CLI on one experiment model: a GEMM run made in the window stores the
 // canonical config and `fp8lab-cli rerun` reproduces it bit for bit; a training experiment runs in
 // process with per-step progress, Cancel keeps the finished steps (status "cancelled"), and the
-// CLI reproduces that run too; the panel's Save config… / Load config… round-trip every scaling
-// choice it offers.
+// CLI reproduces that run too; every GEMM preset of the table is reachable from the panel and
+// round-trips through Save config… / Load config….
 #include "experiment_panel.h"
 #include "experiment_runner.h"
 #include "job.h"
@@ -10,8 +10,11 @@
 #include "session.h"
 
 #include "io/json_document.h"
+#include "scaling/scaling.h"
 #include "session/session.h"
 
+#include <QCheckBox>
+#include <QComboBox>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -54,8 +57,9 @@ fp8lab::Json storedConfig(const QString& file, const QString& run) {
 class TestExperimentEngine : public QObject {
   Q_OBJECT
 private Q_SLOTS:
-  // A GEMM run from the panel (per-row scaling, split accumulation — the panel's spelling
-  // "split-fp32") stores the canonical config: format_a, the preset name, the canonical
+  // A GEMM run from the panel (per-row scaling with power-of-two unticked — the per_row preset,
+  // not torchao_rowwise, whose scales are powers of two; split accumulation in the panel's
+  // spelling "split-fp32") stores the canonical config: format_a, the preset name, the canonical
   // accumulation name; the CLI re-runs it from the saved file and finds every dataset and metric
   // identical.
   void guiGemmRunRerunsBitForBitWithTheCli() {
@@ -67,10 +71,13 @@ private Q_SLOTS:
     c[QStringLiteral("n")] = 40;
     c[QStringLiteral("k")] = 256;
     c[QStringLiteral("scaling")] = QStringLiteral("per-row");
+    c[QStringLiteral("preset")] = QString();
+    c[QStringLiteral("pow2_scales")] = false;
     c[QStringLiteral("accumulation")] = QStringLiteral("split-fp32");
     c[QStringLiteral("backend")] = QStringLiteral("cpu");
+    w.experimentPanel()->setConfig(c);
     QSignalSpy ended(w.job(), &Job::ended);
-    QVERIFY(w.runExperiment(c));
+    QVERIFY(w.runExperiment(w.experimentPanel()->config()));
     QVERIFY(ended.wait(120000));
     QCOMPARE(w.session()->runCount(), 1);
     QTemporaryDir dir;
@@ -80,7 +87,7 @@ private Q_SLOTS:
     const QString id = w.session()->run(0).id;
     const fp8lab::Json cfg = storedConfig(file, id);
     QCOMPARE(QString::fromStdString(cfg.value("type", "")), QStringLiteral("gemm"));
-    QCOMPARE(QString::fromStdString(cfg.value("scaling", "")), QStringLiteral("torchao_rowwise"));
+    QCOMPARE(QString::fromStdString(cfg.value("scaling", "")), QStringLiteral("per_row"));
     QCOMPARE(QString::fromStdString(cfg.value("format_a", "")), QStringLiteral("E4M3FN"));
     QCOMPARE(QString::fromStdString(cfg.value("accumulation", "")), QStringLiteral("split"));
     QVERIFY(!cfg.contains("a_format"));
@@ -132,41 +139,76 @@ private Q_SLOTS:
     QVERIFY2(out.contains("reproduced bit for bit"), out.constData());
   }
 
-  // Save config… writes the canonical config; Load config… into a panel set to other values gives
-  // back the same preset and the same canonical text, for every scaling choice the panel offers.
-  void panelConfigRoundTripsEveryScalingChoice() {
+  // Every preset of the table that can scale both operands of a GEMM is reachable from the panel:
+  // a canonical config naming it loads into the panel (Strategy, Preset, power-of-two box), the
+  // panel resolves to it, and Save config… writes the same canonical config back.
+  void everyGemmPresetRoundTripsThroughThePanel() {
     QTemporaryDir dir;
     int checked = 0;
-    for (const char* s : {"per-tensor-current", "per-row", "1x128", "128x128", "mx32"})
-      for (const char* p : {"te", "torchao", "deepgemm", "flax"})
-        for (bool pow2 : {false, true})
-          for (const char* mx : {"floor", "rceil"}) {
-            ExperimentPanel a;
-            QJsonObject c = ExperimentPanel::defaultConfig();
-            c[QStringLiteral("scaling")] = QString::fromLatin1(s);
-            c[QStringLiteral("preset")] = QString::fromLatin1(p);
-            c[QStringLiteral("pow2_scales")] = pow2;
-            c[QStringLiteral("mx_rule")] = QString::fromLatin1(mx);
-            c[QStringLiteral("accumulation")] = QStringLiteral("fast");
-            c[QStringLiteral("seed")] = 7;
-            a.setConfig(c);
-            const QString preset = scalingPresetFor(a.config(), nullptr);
-            const QString f = dir.filePath(QStringLiteral("c.json"));
-            QString why;
-            if (preset.isEmpty()) {
-              QVERIFY(!a.saveConfig(f, &why)); // no preset: nothing to save, and it says why
-              QVERIFY(!why.isEmpty());
-              continue;
-            }
-            QVERIFY2(a.saveConfig(f, &why), qPrintable(why));
-            ExperimentPanel b; // defaults: te per-tensor, split, seed 42
-            QVERIFY2(b.loadConfig(f, &why), qPrintable(why));
-            QCOMPARE(scalingPresetFor(b.config(), nullptr), preset);
-            QCOMPARE(canonicalGemmConfig(b.config(), QString(), &why),
-                     canonicalGemmConfig(a.config(), QString(), &why));
-            ++checked;
-          }
-    QVERIFY(checked > 0);
+    for (const auto& p : fp8lab::scalingPresets()) {
+      const auto sp = fp8lab::scalingPreset(p.name);
+      if (!sp || !fp8lab::gemmScalingProblem(*sp, fp8lab::Axis::Cols).empty() ||
+          !fp8lab::gemmScalingProblem(*sp, fp8lab::Axis::Rows).empty())
+        continue;
+      const QString name = QString::fromStdString(p.name);
+      // MX presets take MX element formats; E4M3FN is one.
+      const QByteArray canonical = QByteArray::fromStdString(fp8lab::Json{
+          {"type", "gemm"},
+          {"m", 64},
+          {"k", 256},
+          {"n", 32},
+          {"seed", 7},
+          {"scaling", p.name},
+          {"accumulation", "fast"}}.dump());
+      const QString f = dir.filePath(QStringLiteral("in.json"));
+      QFile in(f);
+      QVERIFY(in.open(QIODevice::WriteOnly));
+      in.write(canonical);
+      in.close();
+      ExperimentPanel panel; // starts at te_current
+      QString why;
+      QVERIFY2(panel.loadConfig(f, &why), qPrintable(name + QStringLiteral(": ") + why));
+      QCOMPARE(panel.config().value(QStringLiteral("preset")).toString(), name);
+      QCOMPARE(scalingPresetFor(panel.config(), nullptr), name);
+      auto* pow2 = panel.findChild<QCheckBox*>(QStringLiteral("pow2"));
+      QCOMPARE(pow2->isChecked(), sp->pow2);
+      QCOMPARE(pow2->isEnabled(), !fp8lab::scalingPresetTwin(p.name).empty());
+      const QString out = dir.filePath(QStringLiteral("out.json"));
+      QVERIFY2(panel.saveConfig(out, &why), qPrintable(why));
+      {
+        QFile o(out);
+        QVERIFY(o.open(QIODevice::ReadOnly));
+        const fp8lab::Json j = fp8lab::Json::parse(o.readAll().toStdString());
+        QCOMPARE(QString::fromStdString(j.value("scaling", "")), name);
+        QCOMPARE(QString::fromStdString(j.value("accumulation", "")), QStringLiteral("fast"));
+        QCOMPARE(j.value("k", 0), 256);
+      }
+      ++checked;
+    }
+    QVERIFY(checked >= 15);
+  }
+
+  // The widgets themselves: picking per-row, then ticking and unticking the power-of-two box,
+  // moves between the twins per_row and torchao_rowwise; te_block_1x128 (pow2 only) leaves the box
+  // ticked and disabled with the reason.
+  void powerOfTwoBoxFollowsTheTwins() {
+    ExperimentPanel panel;
+    auto* strategy = panel.findChild<QComboBox*>(QStringLiteral("scaling"));
+    auto* preset = panel.findChild<QComboBox*>(QStringLiteral("preset"));
+    auto* pow2 = panel.findChild<QCheckBox*>(QStringLiteral("pow2"));
+    strategy->setCurrentIndex(strategy->findData(QStringLiteral("per-row")));
+    QCOMPARE(preset->currentData().toString(), QStringLiteral("per_row"));
+    QVERIFY(pow2->isEnabled());
+    pow2->setChecked(true);
+    QCOMPARE(panel.config().value(QStringLiteral("preset")).toString(), QStringLiteral("torchao_rowwise"));
+    pow2->setChecked(false);
+    QCOMPARE(panel.config().value(QStringLiteral("preset")).toString(), QStringLiteral("per_row"));
+    strategy->setCurrentIndex(strategy->findData(QStringLiteral("1x128")));
+    preset->setCurrentIndex(preset->findData(QStringLiteral("te_block_1x128")));
+    QVERIFY(!pow2->isEnabled());
+    QVERIFY(pow2->isChecked());
+    QVERIFY(pow2->toolTip().contains(QStringLiteral("always")));
+    QCOMPARE(panel.config().value(QStringLiteral("preset")).toString(), QStringLiteral("te_block_1x128"));
   }
 
   // Load config… refuses what the panel cannot express, and leaves the fields as they were.
