@@ -4,6 +4,7 @@
 #include "qcp.h"
 #include "session.h"
 #include "style.h"
+#include "view_registry.h"
 
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -700,5 +701,7 @@ QString AmaxHistoryView::csv() const {
   }
   return out;
 }
+
+FP8LAB_REGISTER_VIEW(AmaxHistoryView, "amax", 50);
 
 } // namespace fp8lab::ui

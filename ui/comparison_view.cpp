@@ -4,6 +4,7 @@
 #include "qcp.h"
 #include "session.h"
 #include "style.h"
+#include "view_registry.h"
 
 #include <QComboBox>
 #include <QtConcurrent/QtConcurrentRun>
@@ -593,5 +594,7 @@ QString ComparisonView::csv() const {
            QLatin1Char('\n');
   return out;
 }
+
+FP8LAB_REGISTER_VIEW(ComparisonView, "compare", 80);
 
 } // namespace fp8lab::ui

@@ -1,11 +1,11 @@
 #include "error_heatmap_view.h"
 
 #include "bit_layout_view.h"
-#include "main_window.h"
 #include "plot_util.h"
 #include "qcp.h"
 #include "session.h"
 #include "style.h"
+#include "view_registry.h"
 
 #include <QComboBox>
 #include <QFutureWatcher>
@@ -857,14 +857,7 @@ void ErrorHeatmapView::selectElement(int64_t i, int64_t j, int panel) {
 
 void ErrorHeatmapView::openInBitLayout() {
   if (detail_format_.isEmpty()) return;
-  Q_EMIT showInBitLayout(detail_format_, detail_value_);
-  if (auto* w = qobject_cast<MainWindow*>(window())) {
-    if (auto* b = qobject_cast<BitLayoutView*>(w->view(QStringLiteral("bits")))) {
-      b->setFormat(detail_format_);
-      b->setCode(detail_code_);
-      w->showView(QStringLiteral("bits"));
-    }
-  }
+  Q_EMIT showCodeRequested(QStringLiteral("bits"), detail_format_, detail_code_);
 }
 
 QString ErrorHeatmapView::csv() const {
@@ -892,5 +885,7 @@ QString ErrorHeatmapView::csv() const {
   }
   return out;
 }
+
+FP8LAB_REGISTER_VIEW(ErrorHeatmapView, "heatmap", 70);
 
 } // namespace fp8lab::ui

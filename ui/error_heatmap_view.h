@@ -87,10 +87,6 @@ public:
   /// Whether the map shown is being read on the thread pool ("Reading the map…" below the plot).
   bool isReading() const { return reading_ != 0 && reading_ == generation_; }
 
-Q_SIGNALS:
-  /// The detail panel's "Show in Bit layout" link was used.
-  void showInBitLayout(const QString& format, double value);
-
 private:
   /// Where a map is read: on the GUI thread, on the thread pool, or on the pool only when the
   /// window has more than 2^20 elements (over the maps shown; a smaller one is drawn at once).
