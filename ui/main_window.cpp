@@ -159,7 +159,6 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
           [this] { statusBar()->showMessage(tr("Experiment cancelled; nothing was added"), 5000); });
   connect(panel_, &ExperimentPanel::runRequested, this, &MainWindow::runExperiment);
   connect(panel_, &ExperimentPanel::cancelRequested, job_, &Job::cancel);
-  for (View* v : views_) v->setSession(session_);
   panel_->setSession(session_);
 
   resize(1400, 900);

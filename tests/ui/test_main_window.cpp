@@ -418,6 +418,27 @@ private Q_SLOTS:
     QCOMPARE(heat->grids().first().max, 0.25);
   }
 
+  // A session change reloads each view once: the window hands the session to each view once.
+  // A GEMM run with output/D but no reference/D has no total error map, and the heatmap says so
+  // with a warning at every reload; adding that run while the heatmap is in front reports it once.
+  void sessionChangeReloadsEachViewOnce() {
+    MainWindow w(testOptions());
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.showView(QStringLiteral("heatmap")));
+    fp8lab::Run r;
+    r.id = "no-reference";
+    r.type = "gemm";
+    r.config_json = "{}";
+    r.putFloat32("output/D", std::vector<float>(16, 1.0f), 4, 4, "1", "D");
+    w.session()->addRun(session_io::fromCoreRun(r));
+    int reports = 0;
+    for (const Issue& i : w.issues()->issues())
+      if (i.text.startsWith(QStringLiteral("Error heatmap:")) && i.text.contains(QStringLiteral("reference/D")))
+        reports += i.count;
+    QCOMPARE(reports, 1);
+  }
+
   // In the window at its default 1400×900, a click on an element of a 512×512 map fills the
   // detail pane without changing the map's geometry (the element under the pointer stays the
   // same), and the pane shows its whole text (it fits or scrolls; nothing is cut off).
