@@ -487,7 +487,7 @@ void ComparisonView::drawDiff() {
     }
     ga = diff_maps_->ga;
     gb = diff_maps_->gb;
-  } else if (sa.first * sa.second > (int64_t(1) << 20)) {
+  } else if (sa.first * sa.second > kBackgroundReadElements) {
     // A big pair (each map read and reduced from its file): on the thread pool, so the window stays
     // responsive; drawn when both are back (and the pair is still the selected one).
     const quint64 gen = ++diff_generation_;

@@ -28,12 +28,6 @@ namespace {
 QString rangeText(int64_t a, int64_t n) {
   return n <= 1 ? QString::number(a) : QStringLiteral("%1\u2013%2").arg(a).arg(a + n - 1);
 }
-
-// Windows of more elements than this (summed over the maps drawn) are read on the thread pool
-// when the read may go either way (Read::BySize), as the Comparison's difference map. Measured on
-// the 618 MB 4096² session: 2^20 elements of the stored total error read and reduce in 18–26 ms,
-// of a derived map (two float64 datasets) in 43–73 ms, under the 100 ms the GUI thread may block.
-constexpr int64_t kBackgroundReadElements = int64_t(1) << 20;
 } // namespace
 
 ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {

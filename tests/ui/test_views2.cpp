@@ -604,6 +604,64 @@ private Q_SLOTS:
     QVERIFY(v.infoText().contains(QStringLiteral("amax_history")));
   }
 
+  // The recorded windows of a long run (amax_history 1100 × 1000 > 2^20 values) are read on the
+  // thread pool when the run is picked in the run box: right after the pick the amaxes (one a
+  // step, read at once) are there, the windows are not, and the info line says they are being
+  // read; then they arrive. t-long's window after step t is 1000 × (t + 1). A small run picked
+  // before they are back replaces them: its windows (4 a step) are read at once, and the long
+  // run's, when their read ends, are dropped.
+  void longRunWindowsAreReadInTheBackground() {
+    Run lr;
+    lr.id = "t-long";
+    lr.type = "training";
+    lr.config_json = "{}";
+    lr.attrs["precision"] = std::string("fp8");
+    const int steps = 1100, len = 1000;
+    std::vector<float> hist(size_t(steps) * len);
+    for (int t = 0; t < steps; ++t) std::fill_n(hist.begin() + std::ptrdiff_t(t) * len, len, float(t + 1));
+    lr.putFloat32("history/fc1/input/amax", std::vector<float>(steps, 1.0f), steps, -1, "1", "amax");
+    lr.putFloat32("history/fc1/input/scale", std::vector<float>(steps, 1.0f), steps, -1, "1", "scale");
+    lr.putFloat32("history/fc1/input/amax_history", hist, steps, len, "1", "window");
+    lr.group_attrs["history/fc1/input"]["format"] = std::string("E4M3FN");
+    lr.group_attrs["history/fc1/input"]["scaling"] = std::string("delayed-flax");
+    lr.group_attrs["history/fc1/input"]["history_len"] = int64_t(len);
+    ui::Session s;
+    s.addRun(session_io::fromCoreRun(goldenTraining("t-small")));
+    s.addRun(session_io::fromCoreRun(lr));
+    AmaxHistoryView v;
+    v.resize(1200, 800);
+    v.setSession(&s);
+    auto* box = v.findChild<QComboBox*>(QStringLiteral("run"));
+    QVERIFY(box);
+    QCOMPARE(box->currentData().toString(), QStringLiteral("t-small"));
+    QVERIFY(!v.isReadingWindows());
+
+    box->setCurrentIndex(box->findData(QStringLiteral("t-long")));
+    QVERIFY(v.isReadingWindows());
+    QCOMPARE(v.steps(), int64_t(steps));
+    QVERIFY(v.recordedWindow().empty());
+    QVERIFY2(v.infoText().contains(QStringLiteral("reading the recorded windows")), qPrintable(v.infoText()));
+    QTRY_VERIFY_WITH_TIMEOUT(!v.isReadingWindows(), 30000);
+    v.setStep(7);
+    const std::vector<float> w = v.recordedWindow();
+    QCOMPARE(w.size(), size_t(len));
+    QCOMPARE(w.front(), 8.0f);
+    QCOMPARE(w.back(), 8.0f);
+    QVERIFY(!v.infoText().contains(QStringLiteral("reading")));
+
+    box->setCurrentIndex(box->findData(QStringLiteral("t-small")));
+    box->setCurrentIndex(box->findData(QStringLiteral("t-long")));
+    QVERIFY(v.isReadingWindows());
+    box->setCurrentIndex(box->findData(QStringLiteral("t-small")));
+    QVERIFY(!v.isReadingWindows());
+    QCOMPARE(v.steps(), int64_t(20));
+    QThreadPool::globalInstance()->waitForDone();
+    for (int i = 0; i < 3; ++i) QCoreApplication::processEvents();
+    QVERIFY(!v.isReadingWindows());
+    QCOMPARE(v.recordedWindow().size(), size_t(4));
+    QCOMPARE(v.steps(), int64_t(20));
+  }
+
   void scaleEvolutionLinkedPlots() {
     QString err;
     ScaleEvolutionView v;
