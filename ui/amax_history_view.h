@@ -52,6 +52,8 @@ public:
   void setRunAccess(std::shared_ptr<RunAccess> run);
   /// Tensors of the run: "fc1/input", ... (empty for the simulated sequence).
   QStringList tensors() const;
+  /// Shows a tensor of the run, everything read at once (the renderer, scripts); false if the run
+  /// has no such tensor. The tensor box reads big recorded windows on the thread pool instead.
   bool setTensor(const QString& tensor);
   QString tensor() const;
   /// What-if settings (also the spin boxes); re-runs the simulation.
@@ -70,6 +72,10 @@ public:
   double takenValue() const;
   /// The recorded window after step t (amax_history row), empty when the run has none.
   std::vector<float> recordedWindow() const;
+  /// Whether the recorded windows (amax_history, when it has more than kBackgroundReadElements
+  /// values and the run or tensor was chosen in the view or by the session) are being read on the
+  /// thread pool; recordedWindow() is empty until they are back. Everything else is drawn meanwhile.
+  bool isReadingWindows() const { return reading_windows_; }
   /// Dequant scale used at each step: recorded (empty when absent) and what-if.
   const std::vector<double>& recordedScale() const { return rec_scale_; }
   const std::vector<double>& whatIfScale() const { return sim_scale_; }
@@ -83,8 +89,12 @@ private:
   void rebuildRuns();
   /// Shows the session's current run `index` when this view can show it.
   void followRun(int index);
-  void runChosen();
-  void loadTensor();
+  /// `pool_if_big`: read recorded windows of more than kBackgroundReadElements values on the
+  /// thread pool (a choice in the view or a session change); else everything at once.
+  void runChosen(bool pool_if_big);
+  bool showTensor(const QString& tensor, bool pool_if_big);
+  void loadTensor(bool pool_if_big);
+  void readWindowsInBackground(const QString& path);
   void simulate();
   void drawAll();
   void drawStep();
@@ -97,6 +107,8 @@ private:
   std::vector<double> amax_, rec_scale_, sim_scale_;
   std::vector<int64_t> saturated_;
   Block rec_hist_;
+  quint64 windows_generation_ = 0; ///< bumped by every load: a background read of an older one is dropped
+  bool reading_windows_ = false;
   std::vector<std::vector<float>> sim_hist_;
   std::vector<int64_t> spikes_;
   int64_t step_ = 0;

@@ -1,6 +1,7 @@
 #include "bit_layout_view.h"
 
 #include "style.h"
+#include "view_registry.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -312,6 +313,18 @@ void BitLayoutView::setCode(uint32_t code) {
   refreshCode();
 }
 
+bool BitLayoutView::selectCode(const QString& format, uint32_t code) {
+  if (!setFormat(format)) return false;
+  setCode(code);
+  return true;
+}
+
+bool BitLayoutView::selectedCode(QString* format, uint32_t* code) const {
+  *format = QString::fromStdString(format_->name());
+  *code = code_;
+  return true;
+}
+
 void BitLayoutView::toggleBit(int bit) {
   if (bit < 0 || bit >= format_->bits()) return;
   setCode(code_ ^ (1u << bit));
@@ -419,7 +432,7 @@ void BitLayoutView::refreshCode() {
                         // E4M3 is often taken for OCP E4M3FN (max 448, no Inf): say which one this is.
                         (f.name() == "E4M3" ? tr(" · IEEE-style E4M3, not OCP E4M3FN (max 448, no Inf)") : QString()));
   props_label_->setToolTip(QString::fromStdString(f.spec().description));
-  Q_EMIT codeChanged(QString::fromStdString(format_->name()), code_);
+  Q_EMIT codeSelected(QString::fromStdString(format_->name()), code_);
 }
 
 EncodeOptions BitLayoutView::options() const {
@@ -530,5 +543,7 @@ QString BitLayoutView::csv() const {
              .arg(QString::number(f.decode(c), 'g', 17), QString::fromLatin1(toString(f.classify(c))));
   return t;
 }
+
+FP8LAB_REGISTER_VIEW(BitLayoutView, "bits", 10);
 
 } // namespace fp8lab::ui

@@ -72,8 +72,10 @@ public:
   QString classTextShown() const;
   QString formulaText() const;
 
-Q_SIGNALS:
-  void codeChanged(const QString& format, uint32_t code);
+  /// Shows `code` of the named format; false for an unknown format.
+  bool selectCode(const QString& format, uint32_t code) override;
+  /// The format and code shown (the other views that show codes follow it).
+  bool selectedCode(QString* format, uint32_t* code) const override;
 
 protected:
   void keyPressEvent(QKeyEvent* e) override;

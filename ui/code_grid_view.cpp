@@ -1,6 +1,7 @@
 #include "code_grid_view.h"
 
 #include "style.h"
+#include "view_registry.h"
 
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -181,8 +182,11 @@ CodeGridView::CodeGridView(QWidget* parent) : View(parent) {
   neg->setWordWrap(true);
   v->addWidget(neg);
   connect(format_box_, &QComboBox::currentTextChanged, this, [this](const QString& n) { setFormat(n); });
-  connect(grid_, &CodeGrid::codeClicked, this,
-          [this](uint32_t c) { Q_EMIT codeActivated(QString::fromStdString(grid_->format()->name()), c); });
+  connect(grid_, &CodeGrid::codeClicked, this, [this](uint32_t c) {
+    const QString f = QString::fromStdString(grid_->format()->name());
+    Q_EMIT codeActivated(f, c);
+    Q_EMIT showCodeRequested(QStringLiteral("bits"), f, c);
+  });
   setFormat(QStringLiteral("E4M3FN"));
 }
 
@@ -207,10 +211,15 @@ bool CodeGridView::setFormat(const QString& name) {
 }
 
 void CodeGridView::showCode(const QString& format, uint32_t code) {
+  selectCode(format, code);
+}
+
+bool CodeGridView::selectCode(const QString& format, uint32_t code) {
   const Format* f = Format::byName(format.toStdString());
-  if (!f || f->bits() > 8) return;
+  if (!f || f->bits() > 8) return false;
   setFormat(format);
   grid_->setSelected(int(code));
+  return true;
 }
 
 QString CodeGridView::csv() const {
@@ -224,5 +233,7 @@ QString CodeGridView::csv() const {
              .arg(QString::number(f.decode(c), 'g', 17), QString::fromLatin1(toString(f.classify(c))));
   return t;
 }
+
+FP8LAB_REGISTER_VIEW(CodeGridView, "codes", 30);
 
 } // namespace fp8lab::ui

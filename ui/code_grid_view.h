@@ -57,9 +57,11 @@ public:
   CodeGrid* grid() const { return grid_; }
   /// Follows the bit layout view's selection (no signal back).
   void showCode(const QString& format, uint32_t code);
+  /// showCode(); false for a format of more than 8 bits (not in a grid).
+  bool selectCode(const QString& format, uint32_t code) override;
 
 Q_SIGNALS:
-  /// The user picked a code: the main window shows it in the bit layout view.
+  /// The user picked a code; the view also asks for it in the bit layout view (showCodeRequested).
   void codeActivated(const QString& format, uint32_t code);
 
 private:

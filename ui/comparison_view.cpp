@@ -4,6 +4,7 @@
 #include "qcp.h"
 #include "session.h"
 #include "style.h"
+#include "view_registry.h"
 
 #include <QComboBox>
 #include <QtConcurrent/QtConcurrentRun>
@@ -486,7 +487,7 @@ void ComparisonView::drawDiff() {
     }
     ga = diff_maps_->ga;
     gb = diff_maps_->gb;
-  } else if (sa.first * sa.second > (int64_t(1) << 20)) {
+  } else if (sa.first * sa.second > kBackgroundReadElements) {
     // A big pair (each map read and reduced from its file): on the thread pool, so the window stays
     // responsive; drawn when both are back (and the pair is still the selected one).
     const quint64 gen = ++diff_generation_;
@@ -593,5 +594,7 @@ QString ComparisonView::csv() const {
            QLatin1Char('\n');
   return out;
 }
+
+FP8LAB_REGISTER_VIEW(ComparisonView, "compare", 80);
 
 } // namespace fp8lab::ui

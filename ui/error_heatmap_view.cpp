@@ -1,11 +1,11 @@
 #include "error_heatmap_view.h"
 
 #include "bit_layout_view.h"
-#include "main_window.h"
 #include "plot_util.h"
 #include "qcp.h"
 #include "session.h"
 #include "style.h"
+#include "view_registry.h"
 
 #include <QComboBox>
 #include <QFutureWatcher>
@@ -13,6 +13,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QSignalBlocker>
 #include <QStyle>
 #include <QSplitter>
 #include <QTimer>
@@ -138,25 +139,22 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
   refine_ = new QTimer(this);
   refine_->setSingleShot(true);
   refine_->setInterval(80);
-  // Zoom / pan refinement reads the window on the thread pool (a large HDF5 map takes ~0.4 s);
-  // zoomTo() and the first overview stay synchronous.
-  connect(refine_, &QTimer::timeout, this, [this] {
-    async_next_ = true;
-    onRangeChanged();
-    async_next_ = false;
-  });
+  // Zoom / pan refinement always reads the window on the thread pool (a drag repeats it; a large
+  // HDF5 window takes ~0.4 s).
+  connect(refine_, &QTimer::timeout, this, [this] { onRangeChanged(Read::Background); });
 
+  // A choice made in the control bar reads a big map on the thread pool, a small one at once.
   connect(run_box_, &QComboBox::currentIndexChanged, this, [this] {
-    if (!updating_) runChosen();
+    if (!updating_) runChosen(Read::BySize);
   });
   connect(mode_box_, &QComboBox::currentIndexChanged, this,
-          [this] { setMode(Mode(mode_box_->currentData().toInt())); });
+          [this] { applyMode(Mode(mode_box_->currentData().toInt()), Read::BySize); });
   connect(kind_box_, &QComboBox::currentIndexChanged, this,
-          [this] { setKind(ErrorKind(kind_box_->currentData().toInt())); });
+          [this] { applyKind(ErrorKind(kind_box_->currentData().toInt()), Read::BySize); });
   connect(scale_box_, &QComboBox::currentIndexChanged, this,
           [this] { setLogScale(scale_box_->currentData().toInt() == 1); });
   connect(agg_box_, &QComboBox::currentIndexChanged, this,
-          [this] { setAggregation(Aggregation(agg_box_->currentData().toInt())); });
+          [this] { applyAggregation(Aggregation(agg_box_->currentData().toInt()), Read::BySize); });
   connect(reset, &QPushButton::clicked, this, &ErrorHeatmapView::resetZoom);
   connect(plot_, &QCustomPlot::mouseMove, this, &ErrorHeatmapView::mouseMoved);
   connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) { press_pos_ = e->pos(); });
@@ -164,37 +162,36 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
     if ((e->pos() - press_pos_).manhattanLength() < 4) mouseClicked(e);
   });
   connect(bits_button_, &QPushButton::clicked, this, &ErrorHeatmapView::openInBitLayout);
-  rebuild();
+  rebuild(Read::Now);
 }
 
 void ErrorHeatmapView::setSession(Session* session) {
   View::setSession(session);
   if (!session) return;
   // Session changes (a run added while an experiment runs, a load) read the overview on the
-  // thread pool; the plot shows the new run's axes at once and its map when the read is back.
-  auto async = [this](auto f) {
-    async_next_ = true;
-    f();
-    async_next_ = false;
-  };
-  auto reload = [this, async] { whenShown(0, [this, async] { async([this] { rebuildRuns(); }); }); };
+  // thread pool whatever its size; the plot shows the new run's axes at once and its map when
+  // the read is back.
+  auto reload = [this] { whenShown(0, [this] { rebuildRuns(Read::Background); }); };
   connect(session, &Session::reset_, this, reload);
   connect(session, &Session::runAdded, this, reload);
   connect(session, &Session::runRemoved, this, reload);
   connect(session, &Session::runChanged, this, reload);
-  connect(session, &Session::currentRunChanged, this, [this, async](int index) {
-    whenShown(1, [this, async, index] { async([this, index] { followRun(index); }); });
-  });
-  rebuildRuns();
+  connect(session, &Session::currentRunChanged, this,
+          [this](int index) { whenShown(1, [this, index] { followRun(index); }); });
+  rebuildRuns(Read::BySize);
 }
 
 void ErrorHeatmapView::followRun(int index) {
   if (index < 0 || !session_ || index >= session_->runCount()) return;
   const int i = run_box_->findData(session_->run(index).id);
-  if (i >= 0) run_box_->setCurrentIndex(i);
+  if (i < 0 || i == run_box_->currentIndex()) return;
+  updating_ = true;
+  run_box_->setCurrentIndex(i);
+  updating_ = false;
+  runChosen(Read::Background);
 }
 
-void ErrorHeatmapView::rebuildRuns() {
+void ErrorHeatmapView::rebuildRuns(Read read) {
   if (!session_) return;
   const QString was = run_box_->currentData().toString();
   updating_ = true;
@@ -206,10 +203,10 @@ void ErrorHeatmapView::rebuildRuns() {
   if (i < 0 && session_->currentRun() >= 0) i = run_box_->findData(session_->run(session_->currentRun()).id);
   run_box_->setCurrentIndex(i < 0 ? 0 : i);
   updating_ = false;
-  runChosen();
+  runChosen(read);
 }
 
-void ErrorHeatmapView::runChosen() {
+void ErrorHeatmapView::runChosen(Read read) {
   std::shared_ptr<RunAccess> a;
   if (session_) {
     const int i = session_->indexOf(run_box_->currentData().toString());
@@ -217,7 +214,7 @@ void ErrorHeatmapView::runChosen() {
   }
   run_ = std::move(a);
   model_ = run_ ? std::make_shared<HeatmapModel>(run_) : nullptr;
-  rebuild();
+  rebuild(read);
 }
 
 void ErrorHeatmapView::setRunAccess(std::shared_ptr<RunAccess> run) {
@@ -227,27 +224,35 @@ void ErrorHeatmapView::setRunAccess(std::shared_ptr<RunAccess> run) {
   updating_ = false;
   run_ = std::move(run);
   model_ = run_ ? std::make_shared<HeatmapModel>(run_) : nullptr;
-  rebuild();
+  rebuild(Read::Now);
 }
 
 void ErrorHeatmapView::setMode(Mode m) {
+  applyMode(m, Read::Now);
+}
+
+void ErrorHeatmapView::applyMode(Mode m, Read read) {
   if (mode_box_->currentData().toInt() != int(m)) {
-    mode_box_->setCurrentIndex(mode_box_->findData(int(m))); // re-enters through the signal
-    return;
+    const QSignalBlocker b(mode_box_);
+    mode_box_->setCurrentIndex(mode_box_->findData(int(m)));
   }
   if (m == mode_ && !maps_.isEmpty()) return;
   mode_ = m;
-  rebuild();
+  rebuild(read);
 }
 
 void ErrorHeatmapView::setKind(ErrorKind k) {
+  applyKind(k, Read::Now);
+}
+
+void ErrorHeatmapView::applyKind(ErrorKind k, Read read) {
   if (kind_box_->currentData().toInt() != int(k)) {
+    const QSignalBlocker b(kind_box_);
     kind_box_->setCurrentIndex(kind_box_->findData(int(k)));
-    return;
   }
   if (k == kind_) return;
   kind_ = k;
-  rebuild();
+  rebuild(read);
 }
 
 void ErrorHeatmapView::setLogScale(bool on) {
@@ -261,18 +266,22 @@ void ErrorHeatmapView::setLogScale(bool on) {
 }
 
 void ErrorHeatmapView::setAggregation(Aggregation a) {
+  applyAggregation(a, Read::Now);
+}
+
+void ErrorHeatmapView::applyAggregation(Aggregation a, Read read) {
   if (agg_box_->currentData().toInt() != int(a)) {
+    const QSignalBlocker b(agg_box_);
     agg_box_->setCurrentIndex(agg_box_->findData(int(a)));
-    return;
   }
   if (a == agg_) return;
   agg_ = a;
-  rebuild();
+  rebuild(read);
 }
 
 void ErrorHeatmapView::setOverviewCells(int n) {
   overview_cells_ = std::max(16, n);
-  rebuild();
+  rebuild(Read::Now);
 }
 
 QList<ErrorQuantity> ErrorHeatmapView::quantities() const {
@@ -294,9 +303,9 @@ QList<ErrorQuantity> ErrorHeatmapView::quantities() const {
 }
 
 // Builds the plot layout for the mode (one or three panels + one colour scale) and the overview.
-void ErrorHeatmapView::rebuild() {
+void ErrorHeatmapView::rebuild(Read read) {
   refine_->stop();
-  ++generation_;
+  nextGeneration();
   plot_->clearPlottables();
   plot_->plotLayout()->clear();
   rects_.clear();
@@ -404,10 +413,22 @@ void ErrorHeatmapView::rebuild() {
   stylePlot(plot_);
   // Overview: the whole map, decimated by max (or tiles).
   const auto [rows, cols] = shape;
-  computeWindow(0, 0, rows, cols, true);
+  computeWindow(0, 0, rows, cols, true, read);
 }
 
-void ErrorHeatmapView::computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t nc, bool overview) {
+quint64 ErrorHeatmapView::nextGeneration() {
+  live_generation_->store(++generation_);
+  return generation_;
+}
+
+void ErrorHeatmapView::setTitleNote(const QString& note) {
+  if (auto* t = qobject_cast<QCPTextElement*>(plot_->plotLayout()->element(0, 0))) {
+    const QString base = t->property("base").toString();
+    t->setText(base + QStringLiteral("\n") + (run_ ? run_->id() + QStringLiteral(" \u00b7 ") : QString()) + note);
+  }
+}
+
+void ErrorHeatmapView::computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t nc, bool overview, Read read) {
   if (!model_ || maps_.isEmpty()) return;
   QList<ErrorQuantity> shown;
   for (ErrorQuantity q : quantities())
@@ -437,12 +458,13 @@ void ErrorHeatmapView::computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t
   }
   if (!overview && !overview_.isEmpty() && overview_.first().block_rows <= br && overview_.first().r0 == r0 &&
       overview_.first().c0 == c0 && overview_.first().rows == nr && overview_.first().cols == nc) {
+    nextGeneration();
     grids_ = overview_;
     draw();
     return;
   }
-  const quint64 gen = ++generation_;
-  if (async_next_) {
+  const quint64 gen = nextGeneration();
+  if (read == Read::Background || (read == Read::BySize && nr * nc * shown.size() > kBackgroundReadElements)) {
     struct Result {
       QList<HeatmapGrid> grids;
       QString error;
@@ -451,6 +473,7 @@ void ErrorHeatmapView::computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t
     connect(watcher, &QFutureWatcher<Result>::finished, this, [this, watcher, gen, overview] {
       watcher->deleteLater();
       if (gen != generation_ || maps_.isEmpty()) return; // stale: a newer window or map is on its way
+      reading_ = 0;
       Result r = watcher->result();
       if (!r.error.isEmpty()) {
         status_->setText(tr("Cannot read the map: %1").arg(r.error));
@@ -461,14 +484,26 @@ void ErrorHeatmapView::computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t
       if (overview) overview_ = r.grids;
       draw();
     });
+    reading_ = gen;
+    reading_overview_ = overview;
     status_->setText(tr("Reading the map\u2026"));
+    // After a rebuild the plot shows the new axes, empty, until the map is back (not the previous
+    // run's map); a refinement keeps the coarser cells in view meanwhile.
+    if (grids_.isEmpty()) {
+      setTitleNote(tr("reading\u2026"));
+      scale_->axis()->setTickLabels(false); // no range yet
+    }
+    plot_->replot(QCustomPlot::rpQueuedReplot);
     std::shared_ptr<const HeatmapModel> model = model_;
     const ErrorKind kind = kind_;
-    watcher->setFuture(QtConcurrent::run([model, shown, kind, r0, c0, nr, nc, br, bc, how] {
+    // A read that is no longer current stops at its next band.
+    auto live = live_generation_;
+    watcher->setFuture(QtConcurrent::run([model, shown, kind, r0, c0, nr, nc, br, bc, how, live, gen] {
       Result r;
+      const auto current = [&live, gen](double) { return live->load() == gen; };
       for (ErrorQuantity q : shown) {
         HeatmapGrid g;
-        if (!model->compute(q, kind, r0, c0, nr, nc, br, bc, how, &g, &r.error)) return r;
+        if (!model->compute(q, kind, r0, c0, nr, nc, br, bc, how, &g, &r.error, current)) return r;
         r.grids << std::move(g);
       }
       return r;
@@ -532,6 +567,7 @@ void ErrorHeatmapView::draw() {
       }
   }
   scale_->setDataScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+  scale_->axis()->setTickLabels(true);
   if (log) {
     scale_->axis()->setTicker(distinctLogTicker());
     scale_->axis()->setNumberFormat(QStringLiteral("eb"));
@@ -581,22 +617,21 @@ void ErrorHeatmapView::draw() {
                                                        .arg(g.block_rows)
                                                        .arg(g.block_cols);
   note += nanElems > 0 ? tr(" \u00b7 %1 NaN (magenta)").arg(nanElems) : tr(" \u00b7 no NaN");
-  if (auto* t = qobject_cast<QCPTextElement*>(plot_->plotLayout()->element(0, 0))) {
-    const QString base = t->property("base").toString();
-    t->setText(base + QStringLiteral("\n") + (run_ ? run_->id() + QStringLiteral(" \u00b7 ") : QString()) + note);
-  }
+  setTitleNote(note);
   plot_->replot(QCustomPlot::rpImmediateRefresh);
 }
 
-void ErrorHeatmapView::onRangeChanged() {
+void ErrorHeatmapView::onRangeChanged(Read read) {
   if (rects_.isEmpty() || !model_) return;
-  ++generation_; // whatever this shows, an older background read must not replace it
   const QCPRange xr = rects_.first()->axis(QCPAxis::atBottom)->range();
   const QCPRange yr = rects_.first()->axis(QCPAxis::atLeft)->range();
   QList<ErrorQuantity> shown;
   for (ErrorQuantity q : quantities())
     if (model_->available(q, kind_)) shown << q;
-  if (shown.isEmpty()) return;
+  if (shown.isEmpty()) {
+    nextGeneration();
+    return;
+  }
   const auto [rows, cols] = model_->shape(shown.first());
   int64_t c0 = std::clamp<int64_t>(int64_t(std::floor(xr.lower + 0.5)), 0, cols - 1);
   int64_t c1 = std::clamp<int64_t>(int64_t(std::ceil(xr.upper + 0.5)), c0 + 1, cols);
@@ -606,12 +641,14 @@ void ErrorHeatmapView::onRangeChanged() {
   if (c1 - c0 < 2) c0 = std::max<int64_t>(0, c1 - 2), c1 = std::min<int64_t>(cols, c0 + 2);
   if (r1 - r0 < 2) r0 = std::max<int64_t>(0, r1 - 2), r1 = std::min<int64_t>(rows, r0 + 2);
   const bool whole = r0 == 0 && c0 == 0 && r1 == rows && c1 == cols;
+  if (whole && overview_.isEmpty() && isReading() && reading_overview_) return; // it is on its way
   if (whole && !overview_.isEmpty()) {
+    nextGeneration(); // an older background read must not replace the overview
     grids_ = overview_;
     draw();
     return;
   }
-  computeWindow(r0, c0, r1 - r0, c1 - c0, false);
+  computeWindow(r0, c0, r1 - r0, c1 - c0, false, read);
 }
 
 void ErrorHeatmapView::zoomTo(int64_t r0, int64_t c0, int64_t nr, int64_t nc) {
@@ -623,7 +660,7 @@ void ErrorHeatmapView::zoomTo(int64_t r0, int64_t c0, int64_t nr, int64_t nc) {
   }
   updating_ = false;
   refine_->stop();
-  onRangeChanged();
+  onRangeChanged(Read::BySize);
 }
 
 void ErrorHeatmapView::resetZoom() {
@@ -638,7 +675,7 @@ void ErrorHeatmapView::resetZoom() {
 
 void ErrorHeatmapView::refresh() {
   refine_->stop();
-  if (!rects_.isEmpty() && !grids_.isEmpty()) onRangeChanged();
+  if (!rects_.isEmpty() && !grids_.isEmpty()) onRangeChanged(Read::Now);
   plot_->replot(QCustomPlot::rpImmediateRefresh);
 }
 
@@ -814,14 +851,7 @@ void ErrorHeatmapView::selectElement(int64_t i, int64_t j, int panel) {
 
 void ErrorHeatmapView::openInBitLayout() {
   if (detail_format_.isEmpty()) return;
-  Q_EMIT showInBitLayout(detail_format_, detail_value_);
-  if (auto* w = qobject_cast<MainWindow*>(window())) {
-    if (auto* b = qobject_cast<BitLayoutView*>(w->view(QStringLiteral("bits")))) {
-      b->setFormat(detail_format_);
-      b->setCode(detail_code_);
-      w->showView(QStringLiteral("bits"));
-    }
-  }
+  Q_EMIT showCodeRequested(QStringLiteral("bits"), detail_format_, detail_code_);
 }
 
 QString ErrorHeatmapView::csv() const {
@@ -849,5 +879,7 @@ QString ErrorHeatmapView::csv() const {
   }
   return out;
 }
+
+FP8LAB_REGISTER_VIEW(ErrorHeatmapView, "heatmap", 70);
 
 } // namespace fp8lab::ui

@@ -17,6 +17,9 @@
 #include "heatmap_model.h"
 #include "view.h"
 
+#include <atomic>
+#include <memory>
+
 class QCPColorMap;
 class QCPColorScale;
 class QCPAxisRect;
@@ -43,15 +46,20 @@ public:
   QString csv() const override;
   void setSession(Session* session) override;
 
-  /// Shows a run directly (the CLI renderer, tests, benchmarks); nullptr clears the view.
+  /// Shows a run directly (the CLI renderer, tests, benchmarks) and draws it at once; nullptr
+  /// clears the view.
   void setRunAccess(std::shared_ptr<RunAccess> run);
+  /// These setters draw at once (scripts, the renderer); the same choices made in the control bar
+  /// read a big map on the thread pool.
   void setMode(Mode m);
   void setKind(ErrorKind k);
   void setLogScale(bool on);
   void setAggregation(Aggregation a);
   /// Largest number of cells per side of the overview (default 512).
   void setOverviewCells(int n);
-  /// Shows the window rows [r0, r0+nr) × cols [c0, c0+nc) (as a zoom does) and refines it now.
+  /// Shows the window rows [r0, r0+nr) × cols [c0, c0+nc) (as a zoom does) and refines it: a
+  /// window of more than 2^20 elements (over the maps shown) on the thread pool (isReading()
+  /// until it is back), a smaller one at once.
   void zoomTo(int64_t r0, int64_t c0, int64_t nr, int64_t nc);
   /// Back to the whole map.
   void resetZoom();
@@ -76,20 +84,28 @@ public:
   uint32_t detailCode() const { return detail_code_; }
   /// Redraws now (synchronously), e.g. before rendering offscreen.
   void refresh();
-
-Q_SIGNALS:
-  /// The detail panel's "Show in Bit layout" link was used.
-  void showInBitLayout(const QString& format, double value);
+  /// Whether the map shown is being read on the thread pool ("Reading the map…" below the plot).
+  bool isReading() const { return reading_ != 0 && reading_ == generation_; }
 
 private:
-  void rebuildRuns();
+  /// Where a map is read: on the GUI thread, on the thread pool, or on the pool only when the
+  /// window has more than 2^20 elements (over the maps shown; a smaller one is drawn at once).
+  enum class Read { Now, Background, BySize };
+  void rebuildRuns(Read read);
   /// Shows the session's current run `index` when this view can show it.
   void followRun(int index);
-  void runChosen();
-  void rebuild();
-  void computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t nc, bool overview);
+  void runChosen(Read read);
+  void applyMode(Mode m, Read read);
+  void applyKind(ErrorKind k, Read read);
+  void applyAggregation(Aggregation a, Read read);
+  void rebuild(Read read);
+  void computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t nc, bool overview, Read read);
+  /// Starts a new generation: whatever is read or drawn from now on replaces older reads.
+  quint64 nextGeneration();
+  /// The second line of the first panel's title: the run id and `note`.
+  void setTitleNote(const QString& note);
   void draw();
-  void onRangeChanged();
+  void onRangeChanged(Read read);
   void mouseMoved(QMouseEvent* e);
   void mouseClicked(QMouseEvent* e);
   bool elementAt(const QPoint& pos, int64_t* i, int64_t* j, int* panel) const;
@@ -98,11 +114,13 @@ private:
 
   std::shared_ptr<RunAccess> run_;
   std::shared_ptr<HeatmapModel> model_; ///< shared with a refinement running on the pool
-  /// Bumped by every rebuild and window computation; a background refinement whose number is
-  /// no longer current is dropped (the user zoomed again, changed the map or the run).
+  /// Bumped by every rebuild and window computation; a background read whose number is no longer
+  /// current is dropped (the user zoomed again, changed the map or the run), and stops early: it
+  /// watches live_generation_, the same number shared with the pool.
   quint64 generation_ = 0;
-  bool async_next_ =
-      false; ///< windows computed while set are read on the thread pool (zoom refinement, session changes)
+  std::shared_ptr<std::atomic<quint64>> live_generation_ = std::make_shared<std::atomic<quint64>>(0);
+  quint64 reading_ = 0;           ///< the generation being read on the thread pool (0: none)
+  bool reading_overview_ = false; ///< ... and whether it is the whole-map overview
   Mode mode_ = Mode::Total;
   ErrorKind kind_ = ErrorKind::Abs;
   Aggregation agg_ = Aggregation::Elements;

@@ -6,6 +6,7 @@
 #include "style.h"
 
 #include "qcp.h"
+#include "view_registry.h"
 
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -540,5 +541,7 @@ void LearnPage::setLagParameters(int history, int spike_step, double spike_amax)
                 .arg(drop, 0, 'f', 1);
   notes_[3]->setText(text);
 }
+
+FP8LAB_REGISTER_VIEW(LearnPage, "learn", 40);
 
 } // namespace fp8lab::ui

@@ -2,20 +2,14 @@
 
 #include <QHash>
 
-#include "bit_layout_view.h"
-#include "code_grid_view.h"
 #include "experiment_panel.h"
 #include "experiment_runner.h"
 #include "issues.h"
 #include "job.h"
-#include "learn_page.h"
-#include "number_line_view.h"
-#include "amax_history_view.h"
-#include "comparison_view.h"
-#include "error_heatmap_view.h"
-#include "scale_evolution_view.h"
 #include "session.h"
 #include "style.h"
+#include "view.h"
+#include "view_registry.h"
 #include "view_render.h"
 #include "qcp.h"
 
@@ -104,27 +98,16 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
   cv->addWidget(tabs_, 1);
   setCentralWidget(central);
 
-  bits_ = new BitLayoutView(this);
-  numberline_ = new NumberLineView(this);
-  codes_ = new CodeGridView(this);
-  learn_ = new LearnPage(this);
-  addView(bits_);
-  addView(numberline_);
-  addView(codes_);
-  addView(learn_);
-  // Analysis views (issue 6): amax history window, scale evolution, error heatmap, comparison.
-  addView(new AmaxHistoryView(this));
-  addView(new ScaleEvolutionView(this));
-  addView(new ErrorHeatmapView(this));
-  addView(new ComparisonView(this));
-  // The code grid and the bit layout show the same selection.
-  connect(codes_, &CodeGridView::codeActivated, this, [this](const QString& f, uint32_t c) {
-    bits_->setFormat(f);
-    bits_->setCode(c);
-    showView(bits_->viewId());
-  });
-  connect(bits_, &BitLayoutView::codeChanged, codes_, &CodeGridView::showCode);
-  codes_->showCode(QString::fromStdString(bits_->format().name()), bits_->code());
+  // The views register themselves (view_registry.h), in their tab order.
+  for (const ViewType& t : viewTypes()) addView(t.create(this));
+  // Views that show codes start on the code of the one that leads (the bit layout).
+  for (View* v : views_) {
+    QString format;
+    uint32_t code = 0;
+    if (!v->selectedCode(&format, &code)) continue;
+    for (View* o : views_)
+      if (o != v) o->selectCode(format, code);
+  }
 
   buildDocks();
   buildActions();
@@ -176,7 +159,6 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
           [this] { statusBar()->showMessage(tr("Experiment cancelled; nothing was added"), 5000); });
   connect(panel_, &ExperimentPanel::runRequested, this, &MainWindow::runExperiment);
   connect(panel_, &ExperimentPanel::cancelRequested, job_, &Job::cancel);
-  for (View* v : views_) v->setSession(session_);
   panel_->setSession(session_);
 
   resize(1400, 900);
@@ -242,6 +224,17 @@ void MainWindow::addView(View* view) {
   }
   connect(view, &View::issue, this, [this, view](int sev, const QString& text, const QString& where) {
     issues_->report(Severity(std::clamp(sev, 0, 2)), text, where.isEmpty() ? view->title() : where);
+  });
+  // Views know each other only by id, through the window: a code one view shows is shown by the
+  // others that show codes (the code grid follows the bit layout); a view asks for a code to be
+  // shown in another view, which comes to the front.
+  connect(view, &View::codeSelected, this, [this, view](const QString& format, uint32_t code) {
+    for (View* o : views_)
+      if (o != view) o->selectCode(format, code);
+  });
+  connect(view, &View::showCodeRequested, this, [this](const QString& id, const QString& format, uint32_t code) {
+    View* target = this->view(id);
+    if (target && target->selectCode(format, code)) showView(id);
   });
   view->setSession(session_);
 }

@@ -2,8 +2,9 @@
 // the session tree, the experiment panel and the Issues list; the status bar shows the backend,
 // the issue counter and the progress of a running job.
 //
-// Views are registered with addView(), so later views (amax history, scale evolution, error
-// heatmaps, comparison) slot in as tabs without touching the rest.
+// The views come from the view registry (view_registry.h): each view registers itself in its own
+// .cpp, and the window builds its tabs and View menu from the list. Views reach the window and
+// each other only through View's signals.
 #pragma once
 
 #include "backend.h"
@@ -27,14 +28,10 @@ class QTreeWidget;
 
 namespace fp8lab::ui {
 
-class BitLayoutView;
-class CodeGridView;
 class ExperimentPanel;
 class IssueList;
 class IssuesDock;
 class Job;
-class LearnPage;
-class NumberLineView;
 class Session;
 class View;
 struct JobResult;
@@ -142,10 +139,6 @@ private:
   ExperimentRunner runner_;
   QTabWidget* tabs_;
   QList<View*> views_;
-  BitLayoutView* bits_ = nullptr;
-  CodeGridView* codes_ = nullptr;
-  NumberLineView* numberline_ = nullptr;
-  LearnPage* learn_ = nullptr;
   ExperimentPanel* panel_ = nullptr;
   IssuesDock* issues_dock_ = nullptr;
   QDockWidget* tree_dock_ = nullptr;

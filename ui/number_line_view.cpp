@@ -7,6 +7,7 @@
 #include "style.h"
 
 #include "qcp.h"
+#include "view_registry.h"
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -513,5 +514,7 @@ QString NumberLineView::csv() const {
   }
   return t;
 }
+
+FP8LAB_REGISTER_VIEW(NumberLineView, "numberline", 20);
 
 } // namespace fp8lab::ui

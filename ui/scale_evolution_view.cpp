@@ -4,6 +4,7 @@
 #include "qcp.h"
 #include "session.h"
 #include "style.h"
+#include "view_registry.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -454,5 +455,7 @@ QString ScaleEvolutionView::csv() const {
   }
   return out;
 }
+
+FP8LAB_REGISTER_VIEW(ScaleEvolutionView, "scales", 60);
 
 } // namespace fp8lab::ui

@@ -5,6 +5,7 @@
 
 #include <QWidget>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 
@@ -34,9 +35,28 @@ public:
   /// Whether reloads are waiting for the view to be shown (see whenShown()).
   bool hasPendingReload() const { return !pending_.empty(); }
 
+  /// Views that show one code of a format (the bit layout, the code grid) show `code` and return
+  /// true; the others ignore it. The window calls it for codeSelected and showCodeRequested.
+  virtual bool selectCode(const QString& format, uint32_t code) {
+    Q_UNUSED(format);
+    Q_UNUSED(code);
+    return false;
+  }
+  /// The code this view shows, for a view that leads the others (the bit layout); false if none.
+  virtual bool selectedCode(QString* format, uint32_t* code) const {
+    Q_UNUSED(format);
+    Q_UNUSED(code);
+    return false;
+  }
+
 Q_SIGNALS:
   /// Something worth a line in the Issues panel (severity 0 info, 1 warning, 2 error).
   void issue(int severity, const QString& text, const QString& where);
+  /// The code this view shows changed: the window passes it to the other views (selectCode).
+  void codeSelected(const QString& format, uint32_t code);
+  /// Asks the window to show `code` of `format` in the view `viewId` and bring that view to the
+  /// front (the code grid's click, the heatmap's "Show in Bit layout").
+  void showCodeRequested(const QString& viewId, const QString& format, uint32_t code);
 
 protected:
   /// Runs `reload` now when the view is on screen or stands alone (a widget of its own, as in

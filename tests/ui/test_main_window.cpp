@@ -7,6 +7,7 @@
 #include "job.h"
 #include "main_window.h"
 #include "session.h"
+#include "view_registry.h"
 #include "view_render.h"
 #include "qcp.h"
 #include "run_access.h"
@@ -15,11 +16,14 @@
 #include "session/session.h"
 
 #include <QAction>
+#include <QMenu>
+#include <QMenuBar>
 #include <QLabel>
 #include <QImage>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSpinBox>
+#include <QTabWidget>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QUndoStack>
@@ -113,6 +117,49 @@ private Q_SLOTS:
     QCOMPARE(bits->decodedText(), QStringLiteral("1 = 2\u2070"));
     bits->setCode(0x01);
     QCOMPARE(grid->grid()->selected(), 0x01);
+  }
+
+  // The views register themselves (view_registry.h): the registry lists every view the window
+  // shows, in tab and View-menu order, under the ids that saved settings ("window/view"), --view
+  // and the menu's object names use; each registered type makes a view of its own id. The tabs
+  // and the View menu carry the views' titles, the menu entries Alt+1 … Alt+8.
+  void viewRegistryListsEveryViewInMenuOrder() {
+    const QStringList ids = {QStringLiteral("bits"),    QStringLiteral("numberline"), QStringLiteral("codes"),
+                             QStringLiteral("learn"),   QStringLiteral("amax"),       QStringLiteral("scales"),
+                             QStringLiteral("heatmap"), QStringLiteral("compare")};
+    const QStringList titles = {QStringLiteral("Bit layout"),    QStringLiteral("Number line"),
+                                QStringLiteral("Code grid"),     QStringLiteral("Learn"),
+                                QStringLiteral("Amax history"),  QStringLiteral("Scale evolution"),
+                                QStringLiteral("Error heatmap"), QStringLiteral("Comparison")};
+    QStringList registered;
+    for (const ViewType& t : viewTypes()) {
+      registered << t.id;
+      std::unique_ptr<View> v(t.create(nullptr));
+      QCOMPARE(v->viewId(), t.id);
+    }
+    QCOMPARE(registered, ids);
+    MainWindow w(testOptions());
+    QStringList shown;
+    for (View* v : w.views()) shown << v->viewId();
+    QCOMPARE(shown, ids);
+    auto* tabs = w.findChild<QTabWidget*>(QStringLiteral("views"));
+    QVERIFY(tabs);
+    QCOMPARE(tabs->count(), ids.size());
+    QMenu* viewMenu = nullptr;
+    for (QAction* a : w.menuBar()->actions())
+      if (a->text() == QStringLiteral("&View")) viewMenu = a->menu();
+    QVERIFY(viewMenu);
+    const QList<QAction*> entries = viewMenu->actions();
+    QVERIFY(entries.size() > ids.size());
+    for (int i = 0; i < ids.size(); ++i) {
+      QCOMPARE(tabs->tabText(i), titles[i]);
+      QCOMPARE(entries[i]->objectName(), QStringLiteral("showView_") + ids[i]);
+      QCOMPARE(entries[i]->text(), titles[i]);
+      QCOMPARE(entries[i]->shortcut(), QKeySequence(QStringLiteral("Alt+%1").arg(i + 1)));
+      entries[i]->trigger();
+      QCOMPARE(w.currentView()->viewId(), ids[i]);
+    }
+    QVERIFY(entries[ids.size()]->isSeparator());
   }
 
   void issuesAreCountedOnce() {
@@ -371,6 +418,27 @@ private Q_SLOTS:
     QCOMPARE(heat->grids().first().max, 0.25);
   }
 
+  // A session change reloads each view once: the window hands the session to each view once.
+  // A GEMM run with output/D but no reference/D has no total error map, and the heatmap says so
+  // with a warning at every reload; adding that run while the heatmap is in front reports it once.
+  void sessionChangeReloadsEachViewOnce() {
+    MainWindow w(testOptions());
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.showView(QStringLiteral("heatmap")));
+    fp8lab::Run r;
+    r.id = "no-reference";
+    r.type = "gemm";
+    r.config_json = "{}";
+    r.putFloat32("output/D", std::vector<float>(16, 1.0f), 4, 4, "1", "D");
+    w.session()->addRun(session_io::fromCoreRun(r));
+    int reports = 0;
+    for (const Issue& i : w.issues()->issues())
+      if (i.text.startsWith(QStringLiteral("Error heatmap:")) && i.text.contains(QStringLiteral("reference/D")))
+        reports += i.count;
+    QCOMPARE(reports, 1);
+  }
+
   // In the window at its default 1400×900, a click on an element of a 512×512 map fills the
   // detail pane without changing the map's geometry (the element under the pointer stays the
   // same), and the pane shows its whole text (it fits or scrolls; nothing is cut off).
@@ -418,6 +486,37 @@ private Q_SLOTS:
     auto* pane = heat->findChild<QScrollArea*>(QStringLiteral("detailPane"));
     QVERIFY(pane);
     QVERIFY(pane->widget()->width() <= pane->viewport()->width()); // no text off to the right
+  }
+
+  // The heatmap's "Show in Bit layout" shows the selected element's nearest encoding there, and
+  // the code grid follows. Element (1, 2) of the 4×4 run: D = reference 1·4 + 2 + 1 = 7, + 0.25 =
+  // 7.25; D is fp32, so the nearest E4M3FN code (format_a) is shown: 7.25 lies halfway between
+  // 7 = 1.75·2² (0 1001 110 = 0x4E) and 7.5 (0x4F), and ties go to the even mantissa: 0x4E.
+  void heatmapShowsItsCodeInTheBitLayout() {
+    if (!Session::fileSupport()) QSKIP("this build cannot read sessions (FP8LAB_WITH_HDF5=OFF)");
+    QTemporaryDir dir;
+    const QString file = dir.filePath(QStringLiteral("gemm.h5"));
+    QString error;
+    QVERIFY2(writeGemmSession(file, &error), qPrintable(error));
+    MainWindow w(testOptions());
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(w.openSession(file));
+    QVERIFY(w.showView(QStringLiteral("heatmap")));
+    auto* heat = qobject_cast<ErrorHeatmapView*>(w.view(QStringLiteral("heatmap")));
+    QTRY_VERIFY(!heat->grids().isEmpty());
+    heat->selectElement(1, 2);
+    QCOMPARE(heat->detailFormat(), QStringLiteral("E4M3FN"));
+    auto* button = heat->findChild<QPushButton*>(QStringLiteral("showInBitLayout"));
+    QVERIFY(button);
+    QTRY_VERIFY(button->isVisible());
+    QTest::mouseClick(button, Qt::LeftButton);
+    auto* bits = qobject_cast<BitLayoutView*>(w.view(QStringLiteral("bits")));
+    auto* codes = qobject_cast<CodeGridView*>(w.view(QStringLiteral("codes")));
+    QCOMPARE(w.currentView(), static_cast<View*>(bits));
+    QCOMPARE(QString::fromStdString(bits->format().name()), QStringLiteral("E4M3FN"));
+    QCOMPARE(bits->code(), 0x4Eu);
+    QCOMPARE(codes->grid()->selected(), 0x4E);
   }
 
   // The bundled default session belongs to the build or the installation: Save on it goes to

@@ -21,8 +21,10 @@
 #include <QDebug>
 #include <QImage>
 #include <QSet>
+#include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QThreadPool>
 #include <QToolButton>
 #include <QtTest>
 
@@ -414,6 +416,87 @@ private Q_SLOTS:
     QCOMPARE(QSet<QString>(shown.begin(), shown.end()).size(), shown.size());
   }
 
+  // Picking a big GEMM run (1100×1000 > 2^20 elements) in the heatmap's run box reads its overview
+  // on the thread pool: right after the pick the view is reading (no map, the status says so),
+  // then the map arrives. A run picked before the read is back replaces it: the older read is
+  // never drawn. A small run is drawn at once. big-a: |D − ref| = 1 everywhere; big-b: 3
+  // everywhere but 7 at (1099, 999). Overview cells are 3×3 elements (max(⌈1100/512⌉, ⌈1000/512⌉)),
+  // so 367 × 334 cells and cell (366, 333) holds element (1099, 999).
+  void bigRunPickedInTheHeatmapRunBoxIsReadInTheBackground() {
+    auto big = [](const char* id, float value, float last) {
+      Run r;
+      r.id = id;
+      r.type = "gemm";
+      r.config_json = "{}";
+      std::vector<float> abs(1100 * 1000, value);
+      abs.back() = last;
+      r.putFloat32("error/abs", abs, 1100, 1000, "1", "|D - ref|");
+      return session_io::fromCoreRun(r);
+    };
+    ui::Session s;
+    s.addRun(session_io::fromCoreRun(goldenGemm("small")));
+    s.addRun(big("big-a", 1.0f, 1.0f));
+    s.addRun(big("big-b", 3.0f, 7.0f));
+    s.setCurrentRun(0);
+    ErrorHeatmapView v;
+    v.resize(900, 600);
+    v.setSession(&s);
+    auto* box = v.findChild<QComboBox*>(QStringLiteral("run"));
+    QVERIFY(box);
+    QCOMPARE(box->currentData().toString(), QStringLiteral("small"));
+    QCOMPARE(v.grids().size(), 1);
+    QSignalSpy issues(&v, &View::issue);
+    QList<double> drawn; // the largest cell of every map drawn from here on
+    connect(v.plot(), &QCustomPlot::afterReplot, &v, [&] {
+      if (!v.grids().isEmpty()) drawn << v.grids().first().max;
+    });
+
+    box->setCurrentIndex(box->findData(QStringLiteral("big-b")));
+    QVERIFY(v.isReading());
+    QVERIFY(v.grids().isEmpty());
+    QVERIFY2(v.statusText().contains(QStringLiteral("Reading the map")), qPrintable(v.statusText()));
+    QTRY_VERIFY_WITH_TIMEOUT(!v.isReading(), 30000);
+    QCOMPARE(v.grids().size(), 1);
+    QCOMPARE(v.grids().first().grid_rows, 367);
+    QCOMPARE(v.grids().first().grid_cols, 334);
+    QCOMPARE(v.grids().first().cell(0, 0), 3.0);
+    QCOMPARE(v.grids().first().cell(366, 333), 7.0);
+    QCOMPARE(drawn, QList<double>{7.0});
+
+    // big-a, then big-b before big-a's read is back: only big-b is drawn, also once every read
+    // has finished and its result has been delivered.
+    drawn.clear();
+    box->setCurrentIndex(box->findData(QStringLiteral("big-a")));
+    QVERIFY(v.isReading());
+    box->setCurrentIndex(box->findData(QStringLiteral("big-b")));
+    QVERIFY(v.isReading());
+    QTRY_VERIFY_WITH_TIMEOUT(!v.isReading(), 30000);
+    QThreadPool::globalInstance()->waitForDone();
+    for (int i = 0; i < 3; ++i) QCoreApplication::processEvents();
+    QCOMPARE(drawn, QList<double>{7.0});
+    QCOMPARE(v.grids().first().cell(0, 0), 3.0);
+    QCOMPARE(issues.count(), 0); // the dropped read is no error
+
+    // zoomTo a big window (1100×999) reads on the pool too: the window leaves out column 999, so
+    // its largest cell is 3. A small window (the 10×10 corner) is read at once: one element per
+    // cell, 7 at its (9, 9).
+    v.zoomTo(0, 0, 1100, 999);
+    QVERIFY(v.isReading());
+    QTRY_VERIFY_WITH_TIMEOUT(!v.isReading(), 30000);
+    QCOMPARE(v.grids().first().cols, 999);
+    QCOMPARE(v.grids().first().max, 3.0);
+    v.zoomTo(1090, 990, 10, 10);
+    QVERIFY(!v.isReading());
+    QCOMPARE(v.grids().first().block_rows, 1);
+    QCOMPARE(v.grids().first().cell(9, 9), 7.0);
+
+    // The small run is drawn at once: its largest error is 0.75 (see goldenGemm).
+    box->setCurrentIndex(box->findData(QStringLiteral("small")));
+    QVERIFY(!v.isReading());
+    QCOMPARE(v.grids().size(), 1);
+    QCOMPARE(v.grids().first().max, 0.75);
+  }
+
   void heatmapMissingDatasets() {
     QString err;
     ErrorHeatmapView v;
@@ -519,6 +602,64 @@ private Q_SLOTS:
     v.setRunAccess(RunAccess::fromFile(file_, QStringLiteral("t-current"), &err));
     QCOMPARE(v.steps(), 20);
     QVERIFY(v.infoText().contains(QStringLiteral("amax_history")));
+  }
+
+  // The recorded windows of a long run (amax_history 1100 × 1000 > 2^20 values) are read on the
+  // thread pool when the run is picked in the run box: right after the pick the amaxes (one a
+  // step, read at once) are there, the windows are not, and the info line says they are being
+  // read; then they arrive. t-long's window after step t is 1000 × (t + 1). A small run picked
+  // before they are back replaces them: its windows (4 a step) are read at once, and the long
+  // run's, when their read ends, are dropped.
+  void longRunWindowsAreReadInTheBackground() {
+    Run lr;
+    lr.id = "t-long";
+    lr.type = "training";
+    lr.config_json = "{}";
+    lr.attrs["precision"] = std::string("fp8");
+    const int steps = 1100, len = 1000;
+    std::vector<float> hist(size_t(steps) * len);
+    for (int t = 0; t < steps; ++t) std::fill_n(hist.begin() + std::ptrdiff_t(t) * len, len, float(t + 1));
+    lr.putFloat32("history/fc1/input/amax", std::vector<float>(steps, 1.0f), steps, -1, "1", "amax");
+    lr.putFloat32("history/fc1/input/scale", std::vector<float>(steps, 1.0f), steps, -1, "1", "scale");
+    lr.putFloat32("history/fc1/input/amax_history", hist, steps, len, "1", "window");
+    lr.group_attrs["history/fc1/input"]["format"] = std::string("E4M3FN");
+    lr.group_attrs["history/fc1/input"]["scaling"] = std::string("delayed-flax");
+    lr.group_attrs["history/fc1/input"]["history_len"] = int64_t(len);
+    ui::Session s;
+    s.addRun(session_io::fromCoreRun(goldenTraining("t-small")));
+    s.addRun(session_io::fromCoreRun(lr));
+    AmaxHistoryView v;
+    v.resize(1200, 800);
+    v.setSession(&s);
+    auto* box = v.findChild<QComboBox*>(QStringLiteral("run"));
+    QVERIFY(box);
+    QCOMPARE(box->currentData().toString(), QStringLiteral("t-small"));
+    QVERIFY(!v.isReadingWindows());
+
+    box->setCurrentIndex(box->findData(QStringLiteral("t-long")));
+    QVERIFY(v.isReadingWindows());
+    QCOMPARE(v.steps(), int64_t(steps));
+    QVERIFY(v.recordedWindow().empty());
+    QVERIFY2(v.infoText().contains(QStringLiteral("reading the recorded windows")), qPrintable(v.infoText()));
+    QTRY_VERIFY_WITH_TIMEOUT(!v.isReadingWindows(), 30000);
+    v.setStep(7);
+    const std::vector<float> w = v.recordedWindow();
+    QCOMPARE(w.size(), size_t(len));
+    QCOMPARE(w.front(), 8.0f);
+    QCOMPARE(w.back(), 8.0f);
+    QVERIFY(!v.infoText().contains(QStringLiteral("reading")));
+
+    box->setCurrentIndex(box->findData(QStringLiteral("t-small")));
+    box->setCurrentIndex(box->findData(QStringLiteral("t-long")));
+    QVERIFY(v.isReadingWindows());
+    box->setCurrentIndex(box->findData(QStringLiteral("t-small")));
+    QVERIFY(!v.isReadingWindows());
+    QCOMPARE(v.steps(), int64_t(20));
+    QThreadPool::globalInstance()->waitForDone();
+    for (int i = 0; i < 3; ++i) QCoreApplication::processEvents();
+    QVERIFY(!v.isReadingWindows());
+    QCOMPARE(v.recordedWindow().size(), size_t(4));
+    QCOMPARE(v.steps(), int64_t(20));
   }
 
   void scaleEvolutionLinkedPlots() {

@@ -1,0 +1,51 @@
+// The view registry (ui/view_registry.h) on its own: this file names no view class, so the views
+// are in the registry only because their own .cpp registered them and the link kept those files
+// (fp8lab_ui links its archive whole). The ids and titles are the ones saved settings, --view and
+// the View menu use.
+#include "view.h"
+#include "view_registry.h"
+
+#include <QtTest>
+
+#include <memory>
+
+using namespace fp8lab::ui;
+
+class TestViewRegistry : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  void everyViewIsRegisteredInTabOrder() {
+    const QStringList ids = {QStringLiteral("bits"),    QStringLiteral("numberline"), QStringLiteral("codes"),
+                             QStringLiteral("learn"),   QStringLiteral("amax"),       QStringLiteral("scales"),
+                             QStringLiteral("heatmap"), QStringLiteral("compare")};
+    const QStringList titles = {QStringLiteral("Bit layout"),    QStringLiteral("Number line"),
+                                QStringLiteral("Code grid"),     QStringLiteral("Learn"),
+                                QStringLiteral("Amax history"),  QStringLiteral("Scale evolution"),
+                                QStringLiteral("Error heatmap"), QStringLiteral("Comparison")};
+    QStringList registered;
+    int previous = -1;
+    for (const ViewType& t : viewTypes()) {
+      registered << t.id;
+      QVERIFY2(t.order > previous, qPrintable(t.id)); // distinct, ascending
+      previous = t.order;
+      std::unique_ptr<View> v(t.create(nullptr));
+      QVERIFY(v);
+      QCOMPARE(v->viewId(), t.id);
+      QCOMPARE(v->title(), titles.value(int(registered.size()) - 1));
+    }
+    QCOMPARE(registered, ids);
+  }
+
+  // A second registration of an id keeps the first, so a view is never shown twice.
+  void anIdRegisteredTwiceKeepsTheFirst() {
+    const auto before = viewTypes();
+    QVERIFY(registerViewType({QStringLiteral("bits"), 1000, [](QWidget*) -> View* { return nullptr; }}));
+    const auto after = viewTypes();
+    QCOMPARE(after.size(), before.size());
+    QCOMPARE(after.front().id, QStringLiteral("bits"));
+    QCOMPARE(after.front().order, before.front().order);
+  }
+};
+
+QTEST_MAIN(TestViewRegistry)
+#include "test_view_registry.moc"
