@@ -3,6 +3,7 @@
 #include "experiment_runner.h"
 
 #include "formats/format.h"
+#include "gemm/gemm_experiment.h"
 #include "scaling/scaling.h"
 #include "session.h"
 
@@ -552,13 +553,10 @@ QList<ConfigProblem> ExperimentPanel::validate(const QJsonObject& c, bool gpu_av
     if (v < 1 || v > 65536)
       p << ConfigProblem{QObject::tr("Shape"),
                          QObject::tr("%1 = %2 is out of range (1 \u2026 65536).").arg(name).arg(v)};
-  // Inputs, codes, outputs, reference and error maps: about 4 bytes per element of A and B,
-  // 5 float32 arrays of [M,N]. Refuse what does not fit comfortably in memory.
-  const double bytes = 4.0 * (double(m) * k + double(k) * n) * 2 + 20.0 * double(m) * n;
-  if (bytes > 8.0 * 1024 * 1024 * 1024)
-    p << ConfigProblem{QObject::tr("Shape"),
-                       QObject::tr("M\u00b7K, K\u00b7N and M\u00b7N need about %1 GiB; the limit is 8 GiB.")
-                           .arg(bytes / (1024.0 * 1024 * 1024), 0, 'f', 1)};
+  // The experiment's own estimate (gemmExperimentBytes) against the memory available now.
+  if (const std::string mem = gemmExperimentMemoryProblem(m, n, k); !mem.empty())
+    p << ConfigProblem{QObject::tr("Shape"), QString::fromStdString(mem) + QLatin1Char('.')};
+
   if (s == QStringLiteral("per-tensor-delayed")) {
     const int h = c.value(QStringLiteral("history_len")).toInt();
     if (h < 1 || h > 4096)

@@ -4,7 +4,10 @@
 // accumulation vs total error (core/metrics).
 #include "backend_choice.h"
 #include "cli_util.h"
+#include "cmd_run.h"
 #include "command.h"
+
+#include "experiment/gemm_config.h"
 
 #include "formats/format.h"
 #include "gemm/gemm.h"
@@ -108,12 +111,15 @@ int runGemm(const QStringList& args) {
   opt("output", "Output type: fp32 (default) | bf16 | fp16 | e4m3fn | e5m2.", "T", "fp32");
   opt("output-scale", "FP8 outputs: scale_D, the quant multiplier (default auto = max/amax of the quantized-exact D).",
       "S", "auto");
-  opt("seed", "Seed of the random matrices (A: stream 0, B: stream 1; default 1).", "N", "1");
+  opt("seed", "Seed of the random matrices (A: stream 1, B: stream 2, as in `run`; default 1).", "N", "1");
   opt("distribution", "normal (default) | uniform | lognormal | outliers.", "D", "normal");
   opt("scale", "Standard deviation / half-width / median of the distribution (default 1).", "X", "1");
   opt("threads", "Threads (default 0 = all).", "T", "0");
   opt("kernel", "CPU kernel: auto (default) | portable | avx512bf16.", "K", "auto");
   opt("tile", "Tile edge of the per-tile error map (default 128).", "T", "128");
+  opt("out", "Also save the run (datasets, metrics, the config that reproduces it) into this session file.", "FILE.h5",
+      "");
+  opt("id", "Run id with --out (default gemm-<formats>-<scaling>-<distribution>).", "ID", "");
   p.addOption(backendOption());
   p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")});
   int rc = 0;
@@ -202,70 +208,91 @@ int runGemm(const QStringList& args) {
   ro.scale = *sc;
   const bool json = p.isSet(QStringLiteral("json"));
 
-  // Memory: inputs (float), codes, ideal + exact (double) and the backend's own buffers —
-  // refused before anything is generated.
-  const std::string mem = gemmExperimentMemoryProblem(M, N, K);
-  if (!mem.empty()) return fail(QString::fromStdString(mem));
+  const QString outFile = p.value(QStringLiteral("out"));
+  if (!outFile.isEmpty() && !outputWritableOrFail(outFile)) return 2;
+  // The one GEMM error experiment (core/experiment): the same operands, streams and datasets as
+  // `fp8lab-cli run` of the equivalent config, which is what --out stores.
+  GemmExperimentConfig cfg;
+  cfg.m = M;
+  cfg.k = K;
+  cfg.n = N;
+  cfg.seed = seed;
+  cfg.format_a = fa->name();
+  cfg.format_b = fb->name();
+  cfg.scaling = ca->name;
+  cfg.scaling_b = cb->name == ca->name ? std::string() : cb->name;
+  cfg.a.random = cfg.b.random = ro;
+  cfg.gemm = o;
+  cfg.tile = tile;
+  cfg.output_scale_auto = fp8_out && !out_scale;
+  if (out_scale) cfg.gemm.output_quant_scale = *out_scale;
+  cfg.store_inputs = cfg.store_quantized = cfg.store_error_maps = !outFile.isEmpty();
+  const QString id = p.value(QStringLiteral("id")).isEmpty() ? QString::fromStdString(defaultGemmRunId(cfg))
+                                                             : p.value(QStringLiteral("id"));
+  if (std::string why; !isValidRunId(id.toStdString(), &why)) return fail(QString::fromStdString(why));
   auto backend = makeChosenBackend(p.value(QStringLiteral("backend")), false);
   if (!backend) return 2;
+  InterruptGuard interrupt_guard;
   TerminalProgress bar(QStringLiteral("gemm"));
   try {
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();
-    bar.update(0.0, QStringLiteral("random matrices"));
-    const std::vector<float> x = randomMatrix(M, K, seed, ro, 0, o.threads);
-    const std::vector<float> y = randomMatrix(K, N, seed, ro, 1, o.threads);
-    {
-      // A --scale so large that float32 overflows (e.g. 1e45) gives Inf operands: every error
-      // would read 0 and SQNR inf — a perfect-looking result from garbage. Refuse it instead.
-      auto nonFinite = [](const std::vector<float>& v) {
-        return std::count_if(v.begin(), v.end(), [](float e) { return !std::isfinite(e); });
-      };
-      const auto na = nonFinite(x), nb = nonFinite(y);
-      if (na + nb > 0) {
-        bar.finish();
-        return fail(
-            QStringLiteral("--scale %1 overflows float32 (max 3.40282e+38): %2 of %3 elements of A and %4 of %5 "
-                           "of B are infinite; use a smaller --scale")
-                .arg(shortestNumber(ro.scale))
-                .arg(na)
-                .arg(qint64(x.size()))
-                .arg(nb)
-                .arg(qint64(y.size())));
-      }
+    GemmRunDetails det;
+    Result<Run> res = runGemmExperimentRun(
+        cfg, gemmConfigJson(cfg, id.toStdString()).dump(2), id.toStdString(), *backend,
+        [&](double f, const std::string& st) {
+          bar.update(f, QString::fromStdString(st));
+          return !interrupted();
+        },
+        &det);
+    bar.finish();
+    if (!res.ok()) return fail(QString::fromStdString(res.errors()));
+    // A --scale so large that float32 overflows (e.g. 1e45) gives Inf operands: every error
+    // would read 0 and SQNR inf — a perfect-looking result from garbage. Refuse it instead.
+    if (det.a_nonfinite + det.b_nonfinite > 0)
+      return fail(QStringLiteral("--scale %1 overflows float32 (max 3.40282e+38): %2 of %3 elements of A and %4 of %5 "
+                                 "of B are infinite; use a smaller --scale")
+                      .arg(shortestNumber(ro.scale))
+                      .arg(det.a_nonfinite)
+                      .arg(qint64(M * K))
+                      .arg(det.b_nonfinite)
+                      .arg(qint64(K * N)));
+    for (const auto& i : res.issues)
+      if (i.severity != Warning::Severity::Error) std::fprintf(stderr, "%s\n", i.toString().c_str());
+    const std::string& fallback = backend->lastFallback();
+    if (!fallback.empty()) std::fprintf(stderr, "note: --backend %s\n", fallback.c_str());
+    recordBackend(res.value, *backend, cfg.gemm, !fallback.empty() ? fallback : backend->noGpuReason());
+    QString stored;
+    if (!outFile.isEmpty()) {
+      std::vector<std::string> ids;
+      setInterruptLossNote(QStringLiteral("the save of run '%1' in progress (%2 keeps what it held before; saves are "
+                                          "atomic)")
+                               .arg(id, outFile));
+      if (!appendRunsToFile(outFile, {res.value}, true, &ids)) return 2;
+      stored = QString::fromStdString(ids.empty() ? res.value.id : ids.front());
     }
-    bar.update(0.05, QStringLiteral("quantize"));
-    const auto tq = clock::now();
-    const QuantizedTensor qa = quantize(x.data(), M, K, *fa, *ca, Axis::Cols);
-    const QuantizedTensor qb = quantize(y.data(), K, N, *fb, *cb, Axis::Rows);
-    const double quantize_s = std::chrono::duration<double>(clock::now() - tq).count();
-    if (fp8_out && !out_scale) {
-      // auto: scale_D = max / amax of the quantized-exact D (current scaling of the output)
-      const std::vector<double> d = quantizedExactGemm(qa, qb, o.threads);
-      double amax = 0;
-      for (double v : d)
-        if (std::isfinite(v)) amax = std::max(amax, std::fabs(v));
-      const double mx = (o.output == OutputType::E4M3FN ? Format::E4M3FN() : Format::E5M2()).maxFinite();
-      out_scale = amax > 0 ? static_cast<float>(mx / amax) : 1.0f;
-    }
-    if (out_scale) o.output_quant_scale = *out_scale;
-    const GemmExperimentResult r =
-        runGemmExperiment(x.data(), y.data(), qa, qb, o, backend.get(), [&](double f, const std::string& s) {
-          bar.update(0.1 + 0.85 * f, QString::fromStdString(s));
-          return true;
-        });
-    // per-tile map of the total absolute error
-    const std::vector<float> abs_map =
-        errorMap(r.ideal.data(), r.output.d.data(), M * N, ErrorMapKind::Abs, nullptr, 1.0, o.threads);
-    const TileMap tiles = tileMap(abs_map, M, N, tile, tile);
+    const GemmExperimentResult r{det.m,
+                                 det.n,
+                                 det.k,
+                                 {},
+                                 {},
+                                 det.output,
+                                 det.quantization,
+                                 det.accumulation,
+                                 det.total,
+                                 det.a_stats,
+                                 det.b_stats,
+                                 det.d_saturated,
+                                 det.ideal_seconds,
+                                 det.exact_seconds};
+    o.output_quant_scale = det.output_quant_scale;
+    const double quantize_s = det.quantize_seconds;
+    const TileMap& tiles = det.tiles;
     int64_t worst = -1;
     for (size_t i = 0; i < tiles.mean.size(); ++i)
       if (!std::isnan(tiles.mean[i]) && (worst < 0 || tiles.mean[i] > tiles.mean[static_cast<size_t>(worst)]))
         worst = static_cast<int64_t>(i);
     const double total_s = std::chrono::duration<double>(clock::now() - t0).count();
-    bar.finish();
-    const std::string& fallback = backend->lastFallback();
-    if (!fallback.empty()) std::fprintf(stderr, "note: --backend %s\n", fallback.c_str());
 
     if (json) {
       QJsonObject j;
@@ -334,6 +361,10 @@ int runGemm(const QStringList& args) {
         w.append(wo);
       }
       j[QStringLiteral("warnings")] = w;
+      if (!stored.isEmpty()) {
+        j[QStringLiteral("file")] = outFile;
+        j[QStringLiteral("run")] = stored;
+      }
       out(toJsonText(j));
       return 0;
     }
@@ -423,9 +454,16 @@ int runGemm(const QStringList& args) {
                .arg(w.severity == Warning::Severity::Info ? QStringLiteral("note") : QStringLiteral("warning"),
                     QString::fromStdString(w.what), QString::fromStdString(w.detail));
     out(s);
+    if (!stored.isEmpty())
+      std::fprintf(stderr, "saved as run %s in %s\n", stored.toUtf8().constData(), outFile.toUtf8().constData());
     return 0;
   } catch (const Cancelled&) {
     bar.finish();
+    if (interrupted()) {
+      std::fprintf(stderr, "fp8lab-cli: interrupted by %s: the GEMM stopped before it finished; nothing was saved\n",
+                   interruptName().toUtf8().constData());
+      return interruptedExitCode();
+    }
     return fail(QStringLiteral("cancelled"));
   } catch (const std::exception& e) {
     bar.finish();

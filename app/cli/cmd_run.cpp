@@ -90,14 +90,6 @@ namespace {
 
 // ---- the "gemm" experiment type -------------------------------------------------------------
 
-QString autoGemmId(const GemmExperimentConfig& c) {
-  QString fmt = QString::fromStdString(c.format_a);
-  if (c.format_b != c.format_a) fmt += QLatin1Char('x') + QString::fromStdString(c.format_b);
-  const QString dist =
-      c.a.tensor.empty() ? QString::fromLatin1(toString(c.a.random.distribution)) : QStringLiteral("import");
-  return QStringLiteral("gemm-%1-%2-%3").arg(fmt, QString::fromStdString(c.scaling), dist);
-}
-
 /// Runs one GEMM config into a Run (progress on the terminal); nullopt after printing the error.
 /// `backend` null = the CPU reference backend. A fallback of --backend auto to the CPU is noted
 /// on stderr (unless quiet) and recorded in the run (recordBackend).
@@ -166,7 +158,7 @@ int runGemmType(const Json& o, const std::string& text, const ConfigPath& at, co
                    ? opt.run_id
                    : QString::fromStdString(o.contains("name") && o["name"].is_string() ? o["name"].get<std::string>()
                                                                                         : std::string());
-  if (id.isEmpty()) id = autoGemmId(cfg);
+  if (id.isEmpty()) id = QString::fromStdString(defaultGemmRunId(cfg));
   std::string why;
   if (!isValidRunId(id.toStdString(), &why)) return fail(QString::fromStdString(why));
   auto run = gemmRun(cfg, text, id, opt.threads, opt.quiet, {}, opt.backend);

@@ -4,6 +4,7 @@
 #include "scaling/scaling.h"
 
 #include <cctype>
+#include <tuple>
 
 namespace fp8lab {
 
@@ -20,6 +21,7 @@ const std::vector<std::string> kGemmKeys = {"type",
                                             "format_a",
                                             "format_b",
                                             "scaling",
+                                            "scaling_b",
                                             "distribution",
                                             "a",
                                             "b",
@@ -71,6 +73,14 @@ void parseOperand(const Json& o, const ConfigPath& at, OperandSource* src, Confi
 }
 
 } // namespace
+
+std::string defaultGemmRunId(const GemmExperimentConfig& c) {
+  std::string id = "gemm-" + c.format_a;
+  if (c.format_b != c.format_a) id += "x" + c.format_b;
+  id += "-" + c.scaling + "-";
+  id += c.a.tensor.empty() ? std::string(toString(c.a.random.distribution)) : std::string("import");
+  return id;
+}
 
 bool isLegacyPanelGemmConfig(const Json& o) {
   return o.is_object() && (o.contains("a_format") || o.contains("preset") || o.contains("pow2_scales"));
@@ -179,31 +189,32 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
   readFormat(o, "format_a", at, &cfg->format_a, r);
   readFormat(o, "format_b", at, &cfg->format_b, r);
   cfg->scaling = r.string(o, "scaling", at, cfg->scaling);
+  cfg->scaling_b = r.string(o, "scaling_b", at, cfg->scaling_b);
   if (!r.ok()) return false;
-  if (const auto sp = scalingPreset(cfg->scaling)) {
-    for (Axis ax : {Axis::Cols, Axis::Rows})
+  for (const auto& [key, name, axis] :
+       {std::tuple{"scaling", &cfg->scaling, Axis::Cols}, std::tuple{"scaling_b", &cfg->scaling_b, Axis::Rows}}) {
+    if (name->empty() && std::string(key) == "scaling_b") continue;
+    const auto sp = scalingPreset(*name);
+    if (!sp) {
+      std::vector<std::string> n;
+      for (const auto& p : scalingPresets())
+        if (!p.delayed) n.push_back(p.name);
+      r.fail(at.member(key), "'" + *name + "' is not a current-scaling preset (one of: " + joinNames(n) + ")");
+      return false;
+    }
+    // "scaling" scales both operands unless scaling_b is given.
+    for (Axis ax : {Axis::Cols, Axis::Rows}) {
+      if (std::string(key) == "scaling_b" && ax == Axis::Cols) continue;
+      if (std::string(key) == "scaling" && ax == Axis::Rows && !cfg->scaling_b.empty()) continue;
       if (const std::string why = gemmScalingProblem(*sp, ax); !why.empty()) {
-        r.fail(at.member("scaling"), why);
+        r.fail(at.member(key), why);
         return false;
       }
-    // The table's spelling (scalingPreset accepts any case and '-' for '_').
-    for (const auto& p : scalingPresets())
-      if (scalingPreset(p.name) && p.name.size() == cfg->scaling.size()) {
-        bool same = true;
-        for (size_t i = 0; i < p.name.size() && same; ++i) {
-          const char a = static_cast<char>(std::tolower(static_cast<unsigned char>(cfg->scaling[i])));
-          same = (a == '-' ? '_' : a) == p.name[i];
-        }
-        if (same) cfg->scaling = p.name;
-      }
-  } else {
-    std::vector<std::string> n;
-    for (const auto& p : scalingPresets())
-      if (!p.delayed) n.push_back(p.name);
-    r.fail(at.member("scaling"),
-           "'" + cfg->scaling + "' is not a current-scaling preset (one of: " + joinNames(n) + ")");
-    return false;
+    }
+    (void)axis;
+    *name = sp->name; // the table's spelling (scalingPreset accepts any case and '-' for '_')
   }
+  if (cfg->scaling_b == cfg->scaling) cfg->scaling_b.clear();
   Distribution d = cfg->a.random.distribution;
   const bool has_dist = ConfigReader::has(o, "distribution");
   readDistribution(o, at, &d, r);
@@ -250,14 +261,24 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
   cfg->gemm.fast_accum_group =
       static_cast<int>(r.integer(o, "fast_accum_group", at, cfg->gemm.fast_accum_group, 1, big));
   cfg->gemm.fast_accum_promotes = r.boolean(o, "fast_accum_promotes", at, cfg->gemm.fast_accum_promotes);
-  cfg->gemm.output_quant_scale =
-      static_cast<float>(r.number(o, "output_quant_scale", at, cfg->gemm.output_quant_scale));
+  if (ConfigReader::has(o, "output_quant_scale") && o["output_quant_scale"].is_string()) {
+    if (o["output_quant_scale"].get<std::string>() != "auto")
+      r.fail(at.member("output_quant_scale"), "expected a finite number or \"auto\"");
+    cfg->output_scale_auto = true;
+  } else {
+    cfg->gemm.output_quant_scale =
+        static_cast<float>(r.number(o, "output_quant_scale", at, cfg->gemm.output_quant_scale));
+  }
   cfg->tile = r.integer(o, "tile", at, cfg->tile, 1, big);
   cfg->store_inputs = r.boolean(o, "store_inputs", at, cfg->store_inputs);
   cfg->store_quantized = r.boolean(o, "store_quantized", at, cfg->store_quantized);
   cfg->store_error_maps = r.boolean(o, "store_error_maps", at, cfg->store_error_maps);
   if (!r.ok()) return false;
-  if (ConfigReader::has(o, "output_quant_scale")) {
+  if (cfg->output_scale_auto && cfg->gemm.output != OutputType::E4M3FN && cfg->gemm.output != OutputType::E5M2) {
+    r.fail(at.member("output_quant_scale"), "\"auto\" applies only to FP8 outputs (e4m3fn, e5m2)");
+    return false;
+  }
+  if (ConfigReader::has(o, "output_quant_scale") && !cfg->output_scale_auto) {
     try {
       checkOutputScale(cfg->gemm);
     } catch (const std::invalid_argument& e) {
@@ -294,6 +315,7 @@ Json gemmConfigJson(const GemmExperimentConfig& c, const std::string& name) {
   j["format_a"] = c.format_a;
   j["format_b"] = c.format_b;
   j["scaling"] = c.scaling;
+  if (!c.scaling_b.empty() && c.scaling_b != c.scaling) j["scaling_b"] = c.scaling_b;
   auto operand = [](const OperandSource& s) {
     Json o = Json::object();
     if (!s.tensor.empty()) {
@@ -316,8 +338,12 @@ Json gemmConfigJson(const GemmExperimentConfig& c, const std::string& name) {
   j["fast_accum_group"] = c.gemm.fast_accum_group;
   j["fast_accum_promotes"] = c.gemm.fast_accum_promotes;
   j["output"] = toString(c.gemm.output);
-  if (c.gemm.output == OutputType::E4M3FN || c.gemm.output == OutputType::E5M2)
-    j["output_quant_scale"] = c.gemm.output_quant_scale;
+  if (c.gemm.output == OutputType::E4M3FN || c.gemm.output == OutputType::E5M2) {
+    if (c.output_scale_auto)
+      j["output_quant_scale"] = "auto";
+    else
+      j["output_quant_scale"] = c.gemm.output_quant_scale;
+  }
   j["tile"] = c.tile;
   j["store_inputs"] = c.store_inputs;
   j["store_quantized"] = c.store_quantized;

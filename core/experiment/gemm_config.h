@@ -36,6 +36,10 @@ std::string parseGemmConfig(const Json& o, GemmExperimentConfig* cfg, const Json
 /// empty, is stored as "name". parseGemmConfig(gemmConfigJson(c)) gives c back.
 Json gemmConfigJson(const GemmExperimentConfig& cfg, const std::string& name = {});
 
+/// The run id used when a config names none: "gemm-<format_a>[x<format_b>]-<scaling>-<distribution of A
+/// or import>", e.g. "gemm-E4M3FN-te_current-normal".
+std::string defaultGemmRunId(const GemmExperimentConfig& cfg);
+
 /// True when `o` is in the desktop app's older panel form (it has "a_format", "preset" or
 /// "pow2_scales").
 bool isLegacyPanelGemmConfig(const Json& o);

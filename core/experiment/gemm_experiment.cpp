@@ -9,6 +9,7 @@
 #include "scaling/scaling.h"
 
 #include <algorithm>
+#include <chrono>
 #include <bit>
 #include <cctype>
 #include <cmath>
@@ -22,12 +23,10 @@ using C = SessionIssue::Code;
 
 namespace {
 
-/// Refuses an experiment whose buffers cannot fit before anything is allocated (issue 8 §4).
-/// Per operand element: input float32 4 + codes 1 + dequantized 4 + decoded copy 4 + float64
-/// copy 8 = 21 bytes; per output element: ideal 8 + quantized-exact 8 + D 4 + two error maps 8 +
-/// the stored float32 copies 8 = 36 bytes. `limit` > 0 replaces the memory available now.
+/// Refuses an experiment whose buffers (gemmExperimentBytes) cannot fit, before anything is
+/// allocated. `limit` > 0 replaces the memory available now.
 bool fitsInMemory(int64_t m, int64_t k, int64_t n, int64_t limit, const std::string& where, Status* st) {
-  const double need = 21.0 * (double(m) * double(k) + double(k) * double(n)) + 36.0 * double(m) * double(n);
+  const double need = gemmExperimentBytes(m, n, k);
   const double have = double(limit > 0 ? limit : gemm_detail::availableMemoryBytes());
   if (need <= have) return true;
   auto gib = [](double b) {
@@ -134,8 +133,10 @@ std::vector<double> referenceProduct(const std::vector<double>& a, const std::ve
   return c;
 }
 
-Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::string& config_json,
-                                 const std::string& run_id, GemmBackend& backend, const ProgressFn& progress) {
+Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::string& config_json,
+                                 const std::string& run_id, GemmBackend& backend, const ProgressFn& progress,
+                                 GemmRunDetails* details) {
+  GemmExperimentConfig cfg = cfg_in;
   Result<Run> r;
   const std::string where = "gemm experiment " + run_id;
   const Format* fa = Format::byName(cfg.format_a);
@@ -147,15 +148,17 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
       return r;
     }
   auto sc = scalingPreset(cfg.scaling);
-  if (!sc) {
-    std::string names;
-    for (const auto& p : scalingPresets())
-      if (!p.delayed) names += (names.empty() ? "" : ", ") + p.name;
-    r.add(C::InvalidArgument, where,
-          "scaling '" + cfg.scaling +
-              "' is not a current-scaling preset (a single GEMM has no history; use one of: " + names + ")");
-    return r;
-  }
+  auto scb = scalingPreset(cfg.scaling_b.empty() ? cfg.scaling : cfg.scaling_b);
+  for (const auto& [p, name] : {std::pair{&sc, cfg.scaling}, {&scb, cfg.scaling_b}})
+    if (!*p) {
+      std::string names;
+      for (const auto& pi : scalingPresets())
+        if (!pi.delayed) names += (names.empty() ? "" : ", ") + pi.name;
+      r.add(C::InvalidArgument, where,
+            "scaling '" + name +
+                "' is not a current-scaling preset (a single GEMM has no history; use one of: " + names + ")");
+      return r;
+    }
   if (cfg.m < 1 || cfg.k < 1 || cfg.n < 1) {
     r.add(C::InvalidArgument, where, "m, k and n must be ≥ 1");
     return r;
@@ -204,15 +207,27 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
                 "elements whose reference is not finite (see metrics a_nonfinite / b_nonfinite)",
             Warning::Severity::Warning);
 
-  for (Axis ax : {Axis::Cols, Axis::Rows})
-    if (const std::string why = gemmScalingProblem(*sc, ax); !why.empty()) {
+  for (const auto& [ax, cfgp] : {std::pair{Axis::Cols, &*sc}, {Axis::Rows, &*scb}})
+    if (const std::string why = gemmScalingProblem(*cfgp, ax); !why.empty()) {
       r.add(C::InvalidArgument, where, "scaling: " + why);
       return r;
     }
   reportProgress(progress, 0.05, "quantize A");
+  const auto tq = std::chrono::steady_clock::now();
   QuantizedTensor qa = quantizeOperand(A, *fa, *sc, Axis::Cols, sub(progress, 0.05, 0.1));
   reportProgress(progress, 0.1, "quantize B");
-  QuantizedTensor qb = quantizeOperand(B, *fb, *sc, Axis::Rows, sub(progress, 0.1, 0.15));
+  QuantizedTensor qb = quantizeOperand(B, *fb, *scb, Axis::Rows, sub(progress, 0.1, 0.15));
+  const double quantize_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - tq).count();
+  const bool fp8_out = cfg.gemm.output == OutputType::E4M3FN || cfg.gemm.output == OutputType::E5M2;
+  if (fp8_out && cfg.output_scale_auto) {
+    // scale_D = max / amax of the quantized-exact D: the output's own current scaling.
+    const std::vector<double> dq = quantizedExactGemm(qa, qb, cfg.gemm.threads);
+    double amax = 0;
+    for (double v : dq)
+      if (std::isfinite(v)) amax = std::max(amax, std::fabs(v));
+    const double mx = (cfg.gemm.output == OutputType::E4M3FN ? Format::E4M3FN() : Format::E5M2()).maxFinite();
+    cfg.gemm.output_quant_scale = amax > 0 ? static_cast<float>(mx / amax) : 1.0f;
+  }
   if (auto why = backend.unsupportedReason(qa, qb, cfg.gemm); !why.empty()) {
     r.add(C::InvalidArgument, where, "the " + backend.name() + " backend cannot run this GEMM: " + why);
     return r;
@@ -255,6 +270,7 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
   run.attrs["format_a"] = fa->name();
   run.attrs["format_b"] = fb->name();
   run.attrs["scaling"] = sc->name;
+  if (scb->name != sc->name) run.attrs["scaling_b"] = scb->name;
   run.attrs["accumulation"] = std::string(toString(cfg.gemm.accumulation));
   run.attrs["output_type"] = std::string(toString(cfg.gemm.output));
   run.attrs["m"] = m;
@@ -343,6 +359,30 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
                   "quantized-exact D)");
   }
   run.setMetric("gemm_seconds", out.seconds, "s", "wall time of the GEMM alone");
+  run.setMetric("quant_max_abs", ex.quantization.max_abs, "1", "max |quantized-exact - ideal|");
+  run.setMetric("quant_max_rel", ex.quantization.max_rel, "1", "max relative error of quantized-exact vs ideal");
+  run.setMetric("quant_rmse", ex.quantization.rmse, "1", "root mean square of quantized-exact - ideal");
+  run.setMetric("accum_max_rel", ex.accumulation.max_rel, "1", "max relative error of D vs quantized-exact");
+  run.setMetric("accum_rmse", ex.accumulation.rmse, "1", "root mean square of D - quantized-exact");
+  if (details) {
+    details->m = m;
+    details->k = k;
+    details->n = n;
+    details->quantization = ex.quantization;
+    details->accumulation = ex.accumulation;
+    details->total = ex.total;
+    details->a_stats = ex.a_stats;
+    details->b_stats = ex.b_stats;
+    details->d_saturated = ex.d_saturated;
+    details->output_quant_scale = cfg.gemm.output_quant_scale;
+    details->tiles = tiles;
+    details->quantize_seconds = quantize_s;
+    details->ideal_seconds = ex.ideal_seconds;
+    details->exact_seconds = ex.exact_seconds;
+    details->output = out;
+    details->a_nonfinite = a_nonfinite;
+    details->b_nonfinite = b_nonfinite;
+  }
   for (const auto& w : out.warnings)
     r.issues.push_back(SessionIssue{w.severity == Warning::Severity::Error ? Warning::Severity::Warning : w.severity,
                                     C::Computation, "GEMM " + w.where, w.what + ": " + w.detail});

@@ -14,6 +14,8 @@
 #include "common/progress.h"
 #include "gemm/gemm.h"
 #include "gemm/random_matrix.h"
+#include "metrics/distribution_stats.h"
+#include "metrics/error_metrics.h"
 #include "session/session.h"
 
 #include <cstdint>
@@ -39,11 +41,28 @@ struct GemmExperimentConfig {
   OperandSource a, b;
   std::string format_a = "E4M3FN", format_b = "E4M3FN";
   std::string scaling = "te_current"; ///< a current-scaling preset name (scalingPresets())
+  std::string scaling_b;              ///< B's preset when it differs from A's; "" = `scaling`
   GemmOptions gemm;                   ///< accumulation model, promotion interval, output type, threads
-  int64_t tile = 128;                 ///< tile of error/tile_* maps
-  bool store_inputs = true;           ///< inputs/A, inputs/B
-  bool store_quantized = true;        ///< quantized/A_*, quantized/B_*
-  bool store_error_maps = true;       ///< error/abs, error/rel (the tile maps are always stored)
+  /// FP8 outputs: scale_D = max finite / amax of the quantized-exact D (current scaling of the
+  /// output) instead of gemm.output_quant_scale.
+  bool output_scale_auto = false;
+  int64_t tile = 128;           ///< tile of error/tile_* maps
+  bool store_inputs = true;     ///< inputs/A, inputs/B
+  bool store_quantized = true;  ///< quantized/A_*, quantized/B_*
+  bool store_error_maps = true; ///< error/abs, error/rel (the tile maps are always stored)
+};
+
+/// What a run computed beyond what it stores, for a front end to print (`fp8lab-cli gemm`).
+struct GemmRunDetails {
+  int64_t m = 0, k = 0, n = 0;
+  ErrorMetrics quantization, accumulation, total; ///< as in GemmExperimentResult
+  OperandStats a_stats, b_stats;
+  int64_t d_saturated = -1;     ///< FP8 outputs: elements of D the output cast clips, else −1
+  float output_quant_scale = 1; ///< scale_D used (auto or given)
+  TileMap tiles;                ///< of |D − ideal|, tile edge cfg.tile
+  double quantize_seconds = 0, ideal_seconds = 0, exact_seconds = 0;
+  GemmOutput output; ///< the backend's result (D, amax_D, algorithm, warnings, seconds)
+  int64_t a_nonfinite = 0, b_nonfinite = 0;
 };
 
 /// Runs the experiment and packs it into a Run. `config_json` is stored verbatim as the run's config. Errors (unknown
@@ -55,8 +74,10 @@ struct GemmExperimentConfig {
 /// with InvalidArgument naming both sizes before anything is allocated; an empty imported operand
 /// is InvalidArgument; NaN / Inf inputs give a Computation warning and metrics a_nonfinite /
 /// b_nonfinite.
+/// `details`, when not null, receives what the run computed beyond its datasets.
 Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::string& config_json,
-                                 const std::string& run_id, GemmBackend& backend, const ProgressFn& progress = {});
+                                 const std::string& run_id, GemmBackend& backend, const ProgressFn& progress = {},
+                                 GemmRunDetails* details = nullptr);
 
 /// The float64 product of row-major A [M,K] and B [K,N] (k ascending per element, one rounding
 /// per multiply-add in double; multithreaded over rows, identical bits for any thread count).

@@ -28,8 +28,11 @@ std::vector<double> idealGemm(const float* a, const float* b, int64_t m, int64_t
 std::vector<double> quantizedExactGemm(const QuantizedTensor& a, const QuantizedTensor& b, int threads = 0,
                                        const ProgressFn& progress = {});
 
-/// Bytes a full experiment on float32 inputs of M×K and K×N needs (inputs, codes, ideal and
-/// quantized-exact results in double, the backend's buffers, metrics maps), and "" when that
+/// Bytes a full GEMM error experiment (core/experiment's run) on inputs of M×K and K×N needs at
+/// its peak: 21 B per operand element (float32 input, codes, dequantized and decoded copies, the
+/// float64 copy) and 36 B per output element (ideal and quantized-exact in double, D, the error
+/// maps, the stored float32 copies). The one estimate the runner, the CLI and the desktop panel
+/// use. gemmExperimentMemoryProblem: "" when that
 /// fits in the memory available now, else a message naming both sizes. Callers that generate
 /// or load the inputs check this first, so a huge request is refused before any allocation.
 double gemmExperimentBytes(int64_t m, int64_t n, int64_t k);
