@@ -1,4 +1,4 @@
-// Amax history window view (issue 6 §1): for one tensor (layer × operand) of a training run, or a
+// Amax history window view: for one tensor (layer × operand) of a training run, or a
 // simulated amax sequence, the delayed-scaling window at step t as bars in chronological order,
 // the value the strategy takes from it (max or most recent) marked, and a step slider with play /
 // pause. Spikes (amax > 2 × the median of the previous 16 steps) are highlighted with the steps

@@ -1,4 +1,4 @@
-// Analysis views of the desktop app, part 2 (issue 6 §6): error heatmap, amax history window,
+// Analysis views of the desktop app, part 2: error heatmap, amax history window,
 // scale evolution, comparison, sized export and the offscreen renderer, against a small golden
 // session written here with core/session. Every expected number is derived by hand in a comment
 // from the golden values (and, for delayed scaling, from Flax's compute_scale,

@@ -1,4 +1,4 @@
-// Reliability (issue 8 §3-§4): the bad inputs of docs/reliability.md not already covered by
+// Reliability: the bad inputs of docs/reliability.md not already covered by
 // test_session / test_import / test_training / test_training_cli — kill -9 during a save (a child
 // process, SIGKILLed mid-write: the previous file must open intact), a full disk, FIFOs and devices
 // given as input files (must be refused, not hang), NaN / Inf / all-zero / empty tensors in the GEMM

@@ -1,6 +1,6 @@
 // Tests for core/session: round trip of every dataset and attribute kind, quantized tensors,
-// append / rename / delete / merge, partial reads, and every bad-input case of issue 4 §6 that
-// concerns files. Expected values are hand-derived (comments show how), never read back from the
+// append / rename / delete / merge, partial reads, and every bad input that concerns files
+// (docs/reliability.md). Expected values are hand-derived (comments show how), never read back from the
 // code under test alone.
 #include <QTemporaryDir>
 #include <QtTest>
@@ -170,7 +170,7 @@ private Q_SLOTS:
   void regionReadIsAStridedWindow();
   void reducedReadKeepsEveryMaximum();
   void regionOutsideDatasetIsReported();
-  // bad input (issue 4 §6)
+  // bad input
   void missingFile();
   void nonHdf5AndEmptyFiles();
   void truncatedFile();
