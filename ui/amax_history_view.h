@@ -4,7 +4,7 @@
 // pause. Spikes (amax > 2 × the median of the previous 16 steps) are highlighted with the steps
 // where they enter and leave the window. Window length, algorithm, margin and preset are
 // editable: the view replays the recorded amaxes through core/scaling's DelayedScaling::simulate
-// (Flax / TE rules, shared/SCALING-SEMANTICS.md §2, §3.1) and draws the what-if scale next to the
+// (Flax fp8_ops / TE DelayedScaling rules) and draws the what-if scale next to the
 // recorded one.
 //
 // Layout of a training run (core/training/training_session.h): history/<fcN>/<operand>/amax,

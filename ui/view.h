@@ -1,6 +1,6 @@
 // The common face of every view in the main window's tab area: a name for menus and
 // screenshots, and what File → Export can take from it. Views read from the Session and the
-// core; they never own results (STYLE.md, "The seam between compute and views").
+// core; they never own results (docs/architecture.md: every number a view shows is read from a Run).
 #pragma once
 
 #include <QWidget>
