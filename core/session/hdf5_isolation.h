@@ -9,7 +9,8 @@
 // damaged attribute table), endless loops (H5HG_read on a damaged global heap), gigabyte allocations
 // from damaged length fields, stray reads that land in valid memory by chance, and damage that shows
 // only after other files were opened in the same process (fuzz_session's inputs for each are in
-// tests/fuzz/known-libhdf5-crashes/ and tests/fuzz/regressions/fuzz_session/). Those remain possible for a session opened in process.
+// tests/fuzz/known-libhdf5-crashes/ and tests/fuzz/regressions/fuzz_session/). Those remain
+// possible for a session opened in process.
 //
 // For files from elsewhere the check runs first: imports of foreign HDF5 datasets (always), and
 // sessions opened as untrusted (`fp8lab-cli --untrusted`, the GUI's File → Open untrusted…,
