@@ -1,6 +1,6 @@
 # Decide FP8LAB_HAVE_CUDA from FP8LAB_WITH_CUDA (AUTO / ON / OFF).
 # CMake only looks for nvcc on PATH and $CUDA_PATH/bin, so point it at the usual prefix when
-# the compiler is not already known (BUILD-STACK.md, gotcha 7).
+# the compiler is not already known.
 set(FP8LAB_HAVE_CUDA OFF)
 if(NOT FP8LAB_WITH_CUDA STREQUAL "OFF")
   if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})

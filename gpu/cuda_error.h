@@ -4,7 +4,7 @@
 // failure becomes a GpuError whose message names the call, the status name and its text, e.g.
 //   "cublasLtMatmulAlgoGetHeuristic failed: CUBLAS_STATUS_NOT_SUPPORTED (15)".
 // Status names come from cudaGetErrorName / cublasLtGetStatusName (cublasGetStatusName lives
-// in libcublas, not libcublasLt: CUBLASLT-FP8.md §1).
+// in libcublas, not libcublasLt).
 #pragma once
 
 #include <stdexcept>

@@ -1,7 +1,7 @@
 // FP8 Lab GPU core — the delayed-scaling update (amax history roll + scale from the history),
-// one function for host and device, with each preset's edge rules. Semantics restated from
-// SCALING-SEMANTICS.md (Flax fp8_ops.update_fp8_meta §2.2; TransformerEngine
-// delayed_scaling.cu kernel_bulk §3.1, the fused default path, and its JAX quantizer §3.2).
+// one function for host and device, with each preset's edge rules. Semantics of Flax
+// fp8_ops.update_fp8_meta, TransformerEngine delayed_scaling.cu kernel_bulk (the fused default
+// path) and TE's JAX DelayedScaleQuantizer.
 //
 // History layout (both presets): hist[0 .. L−1] of one tensor, element i at hist[i·stride].
 // Chronological order after an update is hist[1:] + [hist[0]] (oldest first).

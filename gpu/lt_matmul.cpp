@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-// cuBLASLt ≥ 12.9 has the outer-vector / 1x128 / 128x128 scale modes (CUBLASLT-FP8.md §3);
+// cuBLASLt ≥ 12.9 has the outer-vector / 1x128 / 128x128 scale modes;
 // older toolkits (a GPU machine's may be one) build with per-tensor scaling only.
 #if defined(CUBLAS_VERSION) && CUBLAS_VERSION >= 120900
 #define FP8LAB_LT_SCALE_MODES 1

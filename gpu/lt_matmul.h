@@ -8,7 +8,7 @@
 //
 // This file works in cuBLASLt's own (column-major, "Lt") terms; scale_layout.h explains how the
 // caller's row-major A[M,K]·B[K,N] becomes Lt-A = caller B, Lt-B = caller A (TN, swapped).
-// Call sequence (CUBLASLT-FP8.md §1.2): MatmulDescCreate(COMPUTE_32F, R_32F) → TRANSA = T,
+// Call sequence: MatmulDescCreate(COMPUTE_32F, R_32F) → TRANSA = T,
 // TRANSB = N, scale pointers + modes, FAST_ACCUM (int8_t), D scale / amax for FP8 D → four
 // layouts (Lt-A K×m ld K, Lt-B K×n ld K, C/D m×n ld m) → preference with a 32 MiB workspace →
 // AlgoGetHeuristic (several results) → Matmul, falling back to the next result on failure.
@@ -27,7 +27,7 @@
 
 namespace fp8lab::gpu {
 
-constexpr size_t kWorkspaceBytes = 32u << 20; ///< 32 MiB, the Hopper workspace (CUBLASLT-FP8.md §1)
+constexpr size_t kWorkspaceBytes = 32u << 20; ///< 32 MiB, Hopper's workspace (NVIDIA's block-scaling sample)
 
 /// A matmul in cuBLASLt's terms: D[m×n] = op(A)[m×k] · B[k×n], A stored k×m (ld k, TRANSA = T),
 /// B stored k×n (ld k), D column-major m×n (ld m). Sizes must already be padded (16, K 128 for

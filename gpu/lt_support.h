@@ -5,7 +5,7 @@
 // pairings (in cuBLASLt's own A/B order) SCALAR×SCALAR, OUTER_VEC×OUTER_VEC, SCALAR×OUTER_VEC,
 // OUTER_VEC×SCALAR, VEC128×VEC128, VEC128×BLK128x128, BLK128x128×VEC128, BLK128x128×BLK128x128,
 // SCALAR×VEC128, and FAST_ACCUM 0/1 — including combinations documented as unsupported, so one
-// run on a GPU settles every "verify on device" item of CUBLASLT-FP8.md (§9).
+// run on a GPU settles what cuBLASLt's documentation leaves to be checked on the device.
 #pragma once
 
 #include "lt_matmul.h"

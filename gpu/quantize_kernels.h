@@ -51,7 +51,7 @@ void quantizeTensor(const float* x, uint8_t* codes, size_t n, const float* scale
 void quantizeBlocks(const float* x, uint8_t* codes, int64_t rows, int64_t cols, ScaleBlock block, const float* scales,
                     bool divide, const EncodeConstants& k, cudaStream_t stream);
 
-/// Per-tensor current scaling on the device (TE compute_scale_from_amax, SCALING-SEMANTICS §3.3,
+/// Per-tensor current scaling on the device (TE compute_scale_from_amax, recipe_common.cuh,
 /// eps = 0): from *amax writes quant = fp8_max / amax (IEEE division; 1.0 when amax is 0, Inf or
 /// NaN; FLT_MAX when the quotient is Inf; power-of-two rounded down when pow2) and
 /// dequant = 1 / quant.

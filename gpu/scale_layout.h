@@ -15,7 +15,7 @@
 // multiple of 128 when either operand uses a 1x128 / 128x128 mode; padded codes are 0 (+0.0),
 // padded scales 1.0, so the padded rows/columns of D are 0 and are cut off.
 //
-// Scale tensors as cuBLASLt expects them (CUBLASLT-FP8.md §3.1; "outer" = M for caller A,
+// Scale tensors as cuBLASLt expects them (cublasLtMatmulMatrixScale_t modes; "outer" = M for caller A,
 // N for caller B, padded; kb = K-block index, KB = K_pad/128; all float32, dequant scales):
 //   SCALAR_32F      1 value
 //   OUTER_VEC_32F   outer values, scale[o] multiplies row o of A (column o of B)

@@ -11,7 +11,7 @@
 //   MX        E8M0 byte by FLOOR (OCP), CEIL (torchao), RCEIL (NVIDIA, saturating) or torchao's
 //             RCEIL (not saturating: Inf/NaN/overflow → 0xFF); dequant =
 //             2^(code−127), quant = 2^(127−code) (exact, NaN for 0xFF).
-// Semantics: shared/SCALING-SEMANTICS.md §3.3, §3.5, §4.1, §4.6, §5, §6.
+// Semantics: core/scaling/scale_rules.h names each system's source.
 #pragma once
 
 #include "fp8_encode.cuh"

@@ -1,10 +1,10 @@
-// Amax history window view (issue 6 §1): for one tensor (layer × operand) of a training run, or a
+// Amax history window view: for one tensor (layer × operand) of a training run, or a
 // simulated amax sequence, the delayed-scaling window at step t as bars in chronological order,
 // the value the strategy takes from it (max or most recent) marked, and a step slider with play /
 // pause. Spikes (amax > 2 × the median of the previous 16 steps) are highlighted with the steps
 // where they enter and leave the window. Window length, algorithm, margin and preset are
 // editable: the view replays the recorded amaxes through core/scaling's DelayedScaling::simulate
-// (Flax / TE rules, shared/SCALING-SEMANTICS.md §2, §3.1) and draws the what-if scale next to the
+// (Flax fp8_ops / TE DelayedScaling rules) and draws the what-if scale next to the
 // recorded one.
 //
 // Layout of a training run (core/training/training_session.h): history/<fcN>/<operand>/amax,

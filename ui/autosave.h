@@ -1,4 +1,4 @@
-// FP8 Lab — GUI autosave and crash recovery (issue 8 §4 "No lost work").
+// FP8 Lab — GUI autosave and crash recovery, so a crash or a kill loses no unsaved work.
 //
 // While the session has unsaved changes, Autosave writes its runs every `interval` to a recovery
 // file (default: <AppDataLocation>/recovery/session-recovery-<pid>.h5, one per running window

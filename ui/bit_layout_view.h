@@ -1,4 +1,4 @@
-// Bit layout view (issue 5 §3): the bit cells of one code coloured by field and clickable, the
+// Bit layout view: the bit cells of one code coloured by field and clickable, the
 // decoded value with its formula filled in, the class; a value field that shows the encoding under
 // the chosen rounding and saturation with neighbours, midpoint, tie and error, and the same value in
 // other formats side by side. Arrow keys step to the next / previous representable value.

@@ -1,4 +1,4 @@
-// The code grid (issue 5 §4): all codes of a ≤ 8-bit format in a 16-column grid (16×16 for
+// The code grid: all codes of a ≤ 8-bit format in a 16-column grid (16×16 for
 // 8-bit formats), coloured by class, high nibble down, low nibble across. Clicking a code selects
 // it in the bit layout view.
 #pragma once

@@ -1,4 +1,4 @@
-// Comparison view (issue 6 §4): the runs of a session side by side in a sortable table (formats,
+// Comparison view: the runs of a session side by side in a sortable table (formats,
 // strategy, SQNR, max relative error, saturated %, underflow %, time, backend; final accuracy for
 // training runs), a bar chart of a chosen metric, and, for two selected GEMM runs of the same
 // shape, the difference of their error maps (|D − ideal| of the second minus the first, cell

@@ -1,4 +1,4 @@
-// Error heatmap view (issue 6 §3): a colour map of the per-element absolute / relative / ULP error
+// Error heatmap view: a colour map of the per-element absolute / relative / ULP error
 // of a GEMM run's output D, or the quantization error of A or B; a split view of quantization,
 // accumulation and total error side by side on one colour scale; linear or log colour scale with
 // units; tile aggregation (mean / max per tile of the run's tile size).

@@ -1,4 +1,4 @@
-// The numbers behind the error heatmap (issue 6 §3), without widgets: per-element error maps of a
+// The numbers behind the error heatmap, without widgets: per-element error maps of a
 // "gemm" run (docs/session-format.md) computed by core/metrics' errorMap() from the stored
 // operands and references, reduced to a grid of cells for drawing.
 //

@@ -1,4 +1,4 @@
-// The Learn page (issue 5 §5): four teaching demos, each computed by the real core (formats,
+// The Learn page: four teaching demos, each computed by the real core (formats,
 // scaling, metrics) — nothing here is a canned picture.
 //   0 Why scale: [0.001, 0.005, 0.008, 0.010] in E4M3FN with and without per-tensor scaling.
 //   1 E4M3 vs E5M2: range against precision on the same tensor.

@@ -1,4 +1,4 @@
-// Number-line / value-grid view (issue 5 §4): every representable value of the selected formats
+// Number-line / value-grid view: every representable value of the selected formats
 // on a log2 axis (both signs) with the subnormal zone, min normal and max marked; the number of
 // values per binade; and a tensor's histogram in log2 binades aligned to the format's exponents,
 // before and after per-tensor scaling, with the shares that underflow and saturate.

@@ -1,8 +1,7 @@
 // Read access to the datasets of ONE run for the analysis views (amax history, scale evolution,
 // error heatmap, comparison): either a run already in memory (RunRecord::core, a run the GUI just
 // computed) or a run inside a session file, read lazily through core/session's SessionReader so a
-// 4096×4096 run never loads more than the view asks for (issue 6 §3: "never load more of the file
-// than the view needs"). Values come back as float64 whatever the stored dtype.
+// 4096×4096 run never loads more of the file than the view needs. Values come back as float64 whatever the stored dtype.
 #pragma once
 
 #include <QJsonObject>

@@ -1,4 +1,4 @@
-// Scale evolution view (issue 6 §2): the scale (dequant or quant, labelled) and amax of several
+// Scale evolution view: the scale (dequant or quant, labelled) and amax of several
 // tensors of a training run against the step, on a log axis, with overflow / saturation events
 // marked; a second run (e.g. current scaling next to delayed scaling) drawn dashed on the same
 // axes; the loss curve in a linked plot below that shares the step axis (zoom and pan in sync).

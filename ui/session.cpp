@@ -150,7 +150,7 @@ bool Session::fileSupport() {
 bool Session::load(const QString& fileName, QString* error, QStringList* warnings) {
   QString why;
   // Only regular files: opening a FIFO blocks until a writer appears (the window would freeze),
-  // and a directory or device is never a session (issue 8, docs/reliability.md).
+  // and a directory or device is never a session (docs/reliability.md).
   if (const QFileInfo fi(fileName); fi.exists() && !fi.isFile()) {
     if (error) *error = tr("not a regular file (a directory, FIFO or device cannot be a session)");
     return false;

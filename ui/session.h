@@ -1,5 +1,5 @@
 // The GUI's Session: owns the runs shown by every view, the file name, the modified flag and an
-// undo stack; emits typed change signals. Views listen and never own results (STYLE.md).
+// undo stack; emits typed change signals. Views listen and never own results.
 // Reading and writing go through core/session (HDF5, docs/session-format.md) in session_io.cpp;
 // this class only adapts it to Qt.
 #pragma once

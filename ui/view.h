@@ -1,6 +1,6 @@
 // The common face of every view in the main window's tab area: a name for menus and
 // screenshots, and what File → Export can take from it. Views read from the Session and the
-// core; they never own results (STYLE.md, "The seam between compute and views").
+// core; they never own results (docs/architecture.md: every number a view shows is read from a Run).
 #pragma once
 
 #include <QWidget>
@@ -62,8 +62,8 @@ protected:
   /// Runs `reload` now when the view is on screen or stands alone (a widget of its own, as in
   /// tests and offscreen rendering); a view on a hidden tab of a window instead keeps the latest
   /// `reload` per `key` and runs them, in key order, in its next showEvent. This keeps adding a
-  /// run cheap for views the user is not looking at (issue 5 §7: the GUI thread never blocks
-  /// more than 100 ms while an experiment runs).
+  /// run cheap for views the user is not looking at, so the GUI thread never blocks more than
+  /// 100 ms while an experiment runs.
   void whenShown(int key, std::function<void()> reload);
   void showEvent(QShowEvent* e) override;
 

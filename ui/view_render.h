@@ -1,4 +1,4 @@
-// Offscreen rendering and sized export of the analysis views (issue 6 §5): every view to PNG /
+// Offscreen rendering and sized export of the analysis views: every view to PNG /
 // PDF / SVG at a chosen size plus its data as CSV, and the scripted report renderer behind
 // `fp8lab-render FILE.h5 --run ID --png DIR` (which `fp8lab-cli render` and `fp8lab-cli export
 // ... --png DIR` run). Needs a QApplication (fp8lab-render creates one on the offscreen platform).
@@ -22,7 +22,7 @@ class View;
 /// SVG); other views are rendered as widgets. Writes beside and renames (never a half file).
 bool exportViewSized(View* view, const QString& fileName, QSize size, QString* error);
 
-/// The size step of File → Export plot (issue 6 §5, "at a chosen size"): width and height spin
+/// The size step of File → Export plot, which exports at a chosen size: width and height spin
 /// boxes in logical pixels (16..20000, the range exportViewSized accepts), preset to `initial`
 /// (the view's current size). Object names "width" and "height" for tests.
 class ExportSizeDialog : public QDialog {

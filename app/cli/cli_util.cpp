@@ -31,7 +31,7 @@ namespace {
 const char* kNegZero = "__fp8lab_negative_zero__";
 
 /// The "C" locale for strtod_l: QCoreApplication calls setlocale(LC_ALL, "") on Unix, and under a
-/// decimal-comma locale (de_DE, fr_FR, ...) plain strtod rejects "0.5" (issue 8, docs/reliability.md).
+/// decimal-comma locale (de_DE, fr_FR, ...) plain strtod rejects "0.5" (docs/reliability.md).
 locale_t cLocale() {
   static const locale_t c = newlocale(LC_ALL_MASK, "C", locale_t(nullptr));
   return c;

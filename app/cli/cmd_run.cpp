@@ -6,6 +6,7 @@
 
 #include "experiment/gemm_config.h"
 #include "experiment/gemm_experiment.h"
+#include "experiment/sweep.h"
 #include "formats/format.h"
 #include "gemm/gemm.h"
 #include "scaling/scaling.h"
@@ -564,119 +565,40 @@ int runSweep(const QStringList& args) {
     return fail(QStringLiteral("write failed: --out %1 is a directory or its directory does not exist").arg(outPath));
   LoadedConfig c;
   if (!loadConfig(p.positionalArguments()[0], &c)) return 2;
-  Json base = c.doc.root();
-  if (typeOf(base) != QStringLiteral("gemm"))
-    return fail(QStringLiteral("sweep: the config must be a GEMM experiment (\"type\": \"gemm\")"));
-  const Json sw = base.contains("sweep") && base["sweep"].is_object() ? base["sweep"] : Json::object();
-  for (auto it = sw.begin(); it != sw.end(); ++it)
-    if (it.key() != "formats" && it.key() != "scalings" && it.key() != "distributions")
-      return fail(QStringLiteral("sweep.%1: unknown key (formats, scalings, distributions)")
-                      .arg(QString::fromStdString(it.key())));
-  base.erase("sweep");
-  base.erase("name");
-  GemmExperimentConfig probe;
-  {
-    ConfigReader r(&c.doc);
-    if (!parseGemmConfig(base, &probe, r))
-      return fail(QStringLiteral("config: %1").arg(QString::fromStdString(r.error())));
-    printNotes(r);
-  }
-  QString list_error; // an axis given but empty ("--formats ''", "formats": []) is a mistake, not the default
-  auto listOf = [&](const QCommandLineOption& opt, const char* key, const QString& dflt) {
-    const bool given = p.isSet(opt) || sw.contains(key);
-    QStringList l;
-    if (p.isSet(opt)) {
-      l = p.value(opt).split(QLatin1Char(','), Qt::SkipEmptyParts);
-    } else if (sw.contains(key)) {
-      const Json& v = sw[key];
-      if (v.is_string()) l << QString::fromStdString(v.get<std::string>());
-      for (const Json& x : v.is_array() ? v : Json::array())
-        if (x.is_string()) l << QString::fromStdString(x.get<std::string>());
-    }
-    for (auto& x : l) x = x.trimmed();
-    l.removeAll(QString());
-    if (l.isEmpty() && given && list_error.isEmpty())
-      list_error = (p.isSet(opt) ? QStringLiteral("--%1").arg(QString::fromLatin1(key))
-                                 : QStringLiteral("sweep.%1").arg(QString::fromLatin1(key))) +
-                   QStringLiteral(": an empty list (leave it out to use the config's own value)");
-    if (l.isEmpty()) l << dflt;
-    return l;
+  SweepAxisOverrides over;
+  auto flagList = [&](const QCommandLineOption& opt, std::optional<std::vector<std::string>>* to) {
+    if (!p.isSet(opt)) return;
+    std::vector<std::string> l;
+    for (const QString& x : p.value(opt).split(QLatin1Char(','), Qt::SkipEmptyParts))
+      l.push_back(x.trimmed().toStdString());
+    *to = std::move(l);
   };
-  const QStringList formats = listOf(
-      fOpt, "formats",
-      QString::fromStdString(probe.format_a) +
-          (probe.format_b != probe.format_a ? QLatin1Char(':') + QString::fromStdString(probe.format_b) : QString()));
-  const QStringList scalings = listOf(sOpt, "scalings", QString::fromStdString(probe.scaling));
-  const QStringList dists = listOf(dOpt, "distributions", QString::fromLatin1(toString(probe.a.random.distribution)));
-  if (!list_error.isEmpty()) return fail(list_error);
-  for (const QString& f : formats) {
-    const QStringList ab = f.split(QLatin1Char(':'));
-    if (ab.size() > 2 || ab.contains(QString()))
-      return fail(QStringLiteral("formats: '%1' is not FORMAT or FORMAT_A:FORMAT_B").arg(f));
-  }
-
-  struct Point {
-    int index;
-    QString id;
-    GemmExperimentConfig cfg;
-    QString fmt, scaling, dist;
-  };
-  std::vector<Point> grid;
-  int g = 0;
-  for (const auto& f : formats)
-    for (const auto& sc : scalings)
-      for (const auto& d : dists) {
-        Point pt{g++, {}, {}, f, sc, d};
-        Json obj = base;
-        const QStringList ab = f.split(QLatin1Char(':'));
-        obj.erase("format");
-        obj["format_a"] = ab[0].toStdString();
-        obj["format_b"] = ab.value(1, ab[0]).toStdString();
-        obj["scaling"] = sc.toStdString();
-        obj["distribution"] = d.toStdString();
-        for (const char* op : {"a", "b"}) // the grid's distribution wins over per-operand ones
-          if (obj.contains(op) && obj[op].is_object()) obj[op].erase("distribution");
-        QString fid = ab[0] + (ab.size() > 1 && ab[1] != ab[0] ? QLatin1Char('x') + ab[1] : QString());
-        pt.id = QStringLiteral("sweep-%1-%2-%3").arg(fid, sc, d);
-        const std::string pe = parseGemmConfig(obj, &pt.cfg);
-        if (!pe.empty())
-          return fail(QStringLiteral("grid point %1 (%2): %3").arg(pt.index).arg(pt.id, QString::fromStdString(pe)));
-        std::string why;
-        if (!isValidRunId(pt.id.toStdString(), &why)) return fail(QString::fromStdString(why));
-        if (pt.index % shards == shard) grid.push_back(pt);
-      }
+  flagList(fOpt, &over.formats);
+  flagList(sOpt, &over.scalings);
+  flagList(dOpt, &over.distributions);
+  SweepSpec spec;
+  const std::string spec_error = parseSweepSpec(c.doc.root(), over, &spec, &c.doc);
+  for (const auto& n : spec.notes) err(QStringLiteral("fp8lab-cli: note: %1").arg(QString::fromStdString(n)));
+  if (!spec_error.empty()) return fail(QString::fromStdString(spec_error));
+  std::vector<SweepPoint> all;
+  if (const std::string e = expandSweep(spec, &all); !e.empty()) return fail(QString::fromStdString(e));
+  const int g = static_cast<int>(all.size());
+  std::vector<SweepPoint> grid = sweepShard(all, shard, shards);
   const bool json = p.isSet(js), quiet = p.isSet(q);
   if (!parseBackendRequest(p.value(be)))
     return fail(QStringLiteral("--backend must be auto, cpu or gpu (got '%1')").arg(p.value(be)));
   if (p.isSet(dryOpt)) {
-    for (const auto& pt : grid) out(QStringLiteral("%1 %2\n").arg(pt.index).arg(pt.id));
+    for (const auto& pt : grid) out(QStringLiteral("%1 %2\n").arg(pt.index).arg(QString::fromStdString(pt.id)));
     return 0;
   }
-  // Resume: grid points whose run is already in the file with the same configuration (the stored
-  // config, read and written back canonically, equals the point's, name included) are skipped
-  // and reported.
+  // Resume: the grid points already in the file with the same configuration are skipped and
+  // reported (removeStoredPoints).
   QStringList skipped;
   if (!p.isSet(recomputeOpt) && QFileInfo::exists(outPath)) {
     auto rd = SessionReader::open(outPath.toStdString());
     if (!rd.ok()) return fail(QString::fromStdString(rd.errors()));
-    std::vector<Json> stored;
-    for (const RunInfo& ri : rd.value->info().runs) {
-      if (ri.type != "gemm") continue;
-      try {
-        const JsonDocument d = JsonDocument::parse(ri.config_json);
-        GemmExperimentConfig sc;
-        const std::string name =
-            d.root().contains("name") && d.root()["name"].is_string() ? d.root()["name"].get<std::string>() : "";
-        if (parseGemmConfig(d.root(), &sc).empty()) stored.push_back(gemmConfigJson(sc, name));
-      } catch (const JsonTextError&) {
-      }
-    }
-    std::erase_if(grid, [&](const Point& pt) {
-      const Json canonical = gemmConfigJson(pt.cfg, pt.id.toStdString());
-      const bool done = std::find(stored.begin(), stored.end(), canonical) != stored.end();
-      if (done) skipped << pt.id;
-      return done;
-    });
+    for (const std::string& id : removeStoredPoints(&grid, rd.value->info().runs))
+      skipped << QString::fromStdString(id);
     if (!skipped.isEmpty() && !quiet)
       err(QStringLiteral("sweep: %1 grid point(s) already in %2 with the same configuration, skipped (--recompute "
                          "runs them again): %3")
@@ -714,8 +636,7 @@ int runSweep(const QStringList& args) {
   InterruptGuard interrupt_guard; // Ctrl-C / SIGTERM / SIGHUP: save the finished points, then stop
   const bool stderr_tty = ::isatty(2) == 1;
   TerminalProgress bar(QStringLiteral("sweep"));
-  std::vector<Run> pending;
-  int64_t pending_bytes = 0;
+  size_t pending = 0; // finished points not yet saved
   QJsonArray rows;
   struct Row {
     QString id, fmt, scaling, dist;
@@ -725,98 +646,97 @@ int runSweep(const QStringList& args) {
   auto noteLoss = [&]() {
     setInterruptLossNote(QStringLiteral("%1 finished grid point(s) not yet saved and the point in progress; %2 keeps "
                                         "what it held")
-                             .arg(pending.size())
+                             .arg(pending)
                              .arg(outPath));
   };
   noteLoss();
-  auto flush = [&]() {
-    if (pending.empty()) return true;
+  SweepHooks hooks;
+  hooks.progress = [&](double f, const std::string& stage) {
+    if (!quiet) bar.update(f, QString::fromStdString(stage));
+    return !interrupted(); // InterruptGuard: stop at the next check point
+  };
+  hooks.warning = [](const SweepPoint&, const SessionIssue& w) { err(QString::fromStdString(w.toString())); };
+  hooks.point_done = [&](const SweepPoint& pt, Run& run) {
+    recordBackend(run, *backend, pt.config.gemm, backend->note());
+    const QString id = QString::fromStdString(pt.id);
+    if (!quiet) {
+      const auto note = attrString(run.attrs, "backend_note");
+      if (note && run.backend == "cpu" && backend->hasGpu() && noted.insert(*note).second)
+        err(QStringLiteral("note: %1: --backend %2").arg(id, QString::fromStdString(*note)));
+    }
+    auto met = [&](const char* k) { return run.metrics.count(k) ? run.metrics.at(k).value : std::nan(""); };
+    ran_on.insert(run.backend + " (" + run.device + ")");
+    const QString fmt = QString::fromStdString(pt.format), scaling = QString::fromStdString(pt.scaling),
+                  dist = QString::fromStdString(pt.distribution);
+    table.push_back({id, fmt, scaling, dist, met("sqnr_db"), met("rel_fro"), met("max_rel"),
+                     met("a_saturated") + met("b_saturated")});
+    rows.append(QJsonObject{
+        {QStringLiteral("run"), id},
+        {QStringLiteral("grid_index"), qint64(pt.index)},
+        {QStringLiteral("format"), fmt},
+        {QStringLiteral("scaling"), scaling},
+        {QStringLiteral("distribution"), dist},
+        {QStringLiteral("backend"), QString::fromStdString(run.backend)},
+        {QStringLiteral("device"), QString::fromStdString(run.device)},
+        {QStringLiteral("backend_note"), QString::fromStdString(attrString(run.attrs, "backend_note").value_or(""))},
+        {QStringLiteral("metrics"), metricsJson(run)}});
+    // Without a terminal (a log file, CI, Slurm) there is no progress bar: one line per point.
+    if (!quiet && !stderr_tty)
+      err(QStringLiteral("sweep: %1/%2 %3 done (SQNR %4 dB)")
+              .arg(table.size())
+              .arg(grid.size())
+              .arg(id, num(met("sqnr_db"))));
+    ++pending;
+    noteLoss();
+  };
+  hooks.save = [&](const std::vector<Run>& runs, std::string* error) {
     std::vector<std::string> ids;
     setInterruptLossNote(QStringLiteral("the save of %1 finished grid point(s) in progress (%2 keeps what it held "
                                         "before; saves are atomic)")
-                             .arg(pending.size())
+                             .arg(runs.size())
                              .arg(outPath));
     WriteOptions wo;
     wo.compress = !p.isSet(nc);
     wo.on_conflict = WriteOptions::OnConflict::Rename;
-    Status st = appendRuns(outPath.toStdString(), pending, wo, &ids);
+    Status st = appendRuns(outPath.toStdString(), runs, wo, &ids);
     if (!st.ok()) {
-      fail(QString::fromStdString(st.errors()));
+      *error = st.errors();
       return false;
     }
     for (size_t i = 0; i < ids.size(); ++i)
-      if (ids[i] != pending[i].id)
+      if (ids[i] != runs[i].id)
         err(QStringLiteral("note: run %1 stored as %2 (id taken)")
-                .arg(QString::fromStdString(pending[i].id), QString::fromStdString(ids[i])));
-    pending.clear();
-    pending_bytes = 0;
+                .arg(QString::fromStdString(runs[i].id), QString::fromStdString(ids[i])));
+    pending = 0;
     noteLoss();
     return true;
   };
-  for (size_t i = 0; i < grid.size(); ++i) {
-    const auto& pt = grid[i];
-    ProgressFn outer = [&](double f, const std::string&) {
-      if (!quiet)
-        bar.update((double(i) + f) / double(grid.size()),
-                   QStringLiteral("%1/%2 %3").arg(i + 1).arg(grid.size()).arg(pt.id));
-      return true;
-    };
-    auto run = gemmRun(pt.cfg, {}, pt.id, threads, true, outer, backend.get());
-    if (run && !quiet) {
-      const auto note = attrString(run->attrs, "backend_note");
-      if (note && run->backend == "cpu" && backend->hasGpu() && noted.insert(*note).second)
-        err(QStringLiteral("note: %1: --backend %2").arg(pt.id, QString::fromStdString(*note)));
-    }
-    if (!run) {
-      const bool saved = flush(); // keep what is done
-      if (interrupted()) {
-        bar.finish();
-        std::fprintf(stderr,
-                     "fp8lab-cli: interrupted by %s at grid point %zu of %zu (%s); %s the %zu finished point%s in %s\n",
-                     interruptName().toUtf8().constData(), i + 1, grid.size(), pt.id.toUtf8().constData(),
-                     saved ? "saved" : "could not save", i, i == 1 ? "" : "s", outPath.toUtf8().constData());
-        return interruptedExitCode();
-      }
-      return 2;
-    }
-    auto met = [&](const char* k) { return run->metrics.count(k) ? run->metrics.at(k).value : std::nan(""); };
-    ran_on.insert(run->backend + " (" + run->device + ")");
-    table.push_back({pt.id, pt.fmt, pt.scaling, pt.dist, met("sqnr_db"), met("rel_fro"), met("max_rel"),
-                     met("a_saturated") + met("b_saturated")});
-    rows.append(QJsonObject{
-        {QStringLiteral("run"), pt.id},
-        {QStringLiteral("grid_index"), pt.index},
-        {QStringLiteral("format"), pt.fmt},
-        {QStringLiteral("scaling"), pt.scaling},
-        {QStringLiteral("distribution"), pt.dist},
-        {QStringLiteral("backend"), QString::fromStdString(run->backend)},
-        {QStringLiteral("device"), QString::fromStdString(run->device)},
-        {QStringLiteral("backend_note"), QString::fromStdString(attrString(run->attrs, "backend_note").value_or(""))},
-        {QStringLiteral("metrics"), metricsJson(*run)}});
-    // Without a terminal (a log file, CI, Slurm) there is no progress bar: one line per point.
-    if (!quiet && !stderr_tty)
-      err(QStringLiteral("sweep: %1/%2 %3 done (SQNR %4 dB)")
-              .arg(i + 1)
-              .arg(grid.size())
-              .arg(pt.id, num(met("sqnr_db"))));
-    for (const auto& [k, d] : run->datasets) pending_bytes += d.storedCount() * int64_t(d.elementBytes());
-    pending.push_back(std::move(*run));
-    noteLoss();
-    if (pending_bytes > (int64_t(256) << 20) && !flush()) return 2;
-    if (interrupted() && i + 1 < grid.size()) { // arrived after the point's last check
-      const bool saved = flush();
-      bar.finish();
-      std::fprintf(stderr, "fp8lab-cli: interrupted by %s after grid point %zu of %zu; %s the finished points in %s\n",
-                   interruptName().toUtf8().constData(), i + 1, grid.size(), saved ? "saved" : "could not save",
-                   outPath.toUtf8().constData());
+  SweepRunOptions run_opt;
+  run_opt.threads = threads;
+  const SweepOutcome res = runSweep(grid, *backend, hooks, run_opt);
+  const size_t n = grid.size();
+  if (res.status != SweepOutcome::Status::Completed) {
+    bar.finish();
+    if (!res.error.empty()) fail(QString::fromStdString(res.error));
+    if (!res.saved()) fail(QString::fromStdString(res.save_error));
+    if (!interrupted()) return 2;
+    const char* saved = res.saved() ? "saved" : "could not save";
+    if (res.in_point) {
+      std::fprintf(stderr,
+                   "fp8lab-cli: interrupted by %s at grid point %zu of %zu (%s); %s the %zu finished point%s in %s\n",
+                   interruptName().toUtf8().constData(), res.finished + 1, n, grid[res.finished].id.c_str(), saved,
+                   res.finished, res.finished == 1 ? "" : "s", outPath.toUtf8().constData());
       return interruptedExitCode();
     }
+    if (res.status == SweepOutcome::Status::Failed) return 2; // a batch save failed
+    std::fprintf(stderr, "fp8lab-cli: interrupted by %s after grid point %zu of %zu; %s the finished points in %s\n",
+                 interruptName().toUtf8().constData(), res.finished, n, saved, outPath.toUtf8().constData());
+    return interruptedExitCode();
   }
-  if (!flush()) return 2;
   bar.finish();
   if (interrupted()) { // arrived after the last point's last check: everything is saved
     std::fprintf(stderr, "fp8lab-cli: interrupted by %s after the last grid point; all %zu points are saved in %s\n",
-                 interruptName().toUtf8().constData(), grid.size(), outPath.toUtf8().constData());
+                 interruptName().toUtf8().constData(), n, outPath.toUtf8().constData());
     return interruptedExitCode();
   }
   if (json) {

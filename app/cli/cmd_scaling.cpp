@@ -135,8 +135,8 @@ int runSimulate(const QStringList& args) {
                       .arg(i + 1));
 
   // One step at a time (DelayedScaling::simulate's loop): memory stays O(history length) for any
-  // number of steps — keeping every step's history took steps × L floats (4.6 GB for 10^6 steps
-  // at L = 1024). The JSON array is written as it is produced.
+  // number of steps — keeping every step's history would take steps × L floats (4.6 GB for 10^6
+  // steps at L = 1024). The JSON array is written as it is produced.
   DelayedScaling state(*fmt, cfg);
   if (p.isSet(QStringLiteral("json"))) {
     out(std::string("[\n"));

@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
       QApplication::exit(ok ? 0 : 1);
     });
   }
-  // Autosave + crash recovery (issue 8 §4); not while grabbing screenshots.
+  // Autosave + crash recovery (ui/autosave.h); not while grabbing screenshots.
   std::unique_ptr<fp8lab::ui::Autosave> autosave;
   if (!grabbing) autosave = fp8lab::ui::Autosave::start(&w, w.session());
   const int rc = app.exec();

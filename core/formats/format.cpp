@@ -39,7 +39,7 @@ FormatSpec makeSpec(std::string name, int e, int m, int bias, bool sign, Special
 }
 
 /// Formats whose specials follow the EncodeOptions::specials choice (CUDA 13 covers them).
-/// The ml_dtypes-only formats always follow ml_dtypes (shared/oracle/README.md).
+/// The ml_dtypes-only formats always follow ml_dtypes (docs/formats.md).
 bool cudaCovered(const FormatSpec& s) {
   static const char* names[] = {"E4M3FN", "E5M2", "E8M0FNU", "E2M3", "E3M2", "E2M1"};
   for (const char* n : names)

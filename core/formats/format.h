@@ -36,7 +36,7 @@ enum class Rounding {
 };
 
 /// Which reference implementation to follow for NaN / Inf / zero specials, the only inputs on
-/// which CUDA 13 and ml_dtypes disagree (shared/oracle/README.md, "Where the oracles differ").
+/// which CUDA 13 and ml_dtypes disagree (docs/formats.md, "Where the references disagree").
 enum class SpecialsPolicy {
   Cuda,     ///< default: ±Inf saturates under SATFINITE, NaN sign dropped, NaN→+max for FP6/FP4,
             ///< E8M0 takes |x| and clips below 2^-127 to 0x00. FNUZ formats (no CUDA type):

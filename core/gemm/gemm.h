@@ -1,7 +1,7 @@
 // FP8 Lab — FP8 GEMM: the backend interface shared by the CPU reference (core/gemm) and the
 // CUDA/cuBLASLt backend (gpu/).
 //
-// Formula (cuBLASLt's, CUBLASLT-FP8.md §1):
+// Formula (cuBLASLt's FP8 cublasLtMatmul with A/B/D scale pointers):
 //     D = scale_D · ( a_scale ⊙ b_scale ⊙ (A_q · B_q) )      then, for FP8 D, cast + amax_D
 // with A_q [M,K] and B_q [K,N] the decoded codes, a_scale / b_scale the dequant scales of
 // each operand's blocks (QuantizedTensor), and scale_D the *quant* multiplier of the output

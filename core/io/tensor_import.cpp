@@ -426,7 +426,7 @@ bool readSafetensorsHeader(const std::string& path, File* file, int64_t* data_st
   }
   std::sort(entries->begin(), entries->end(), [](auto& a, auto& b) { return a.e.name < b.e.name; });
   // A name given twice is ambiguous (JSON readers disagree on which one wins): refuse the file
-  // rather than import one of the two silently (fuzz_safetensors finding, tests/fuzz/regressions).
+  // rather than import one of the two silently (the case is in tests/fuzz/regressions).
   for (size_t i = 1; i < entries->size(); ++i)
     if ((*entries)[i].e.name == (*entries)[i - 1].e.name) {
       st->add(C::MalformedInput, path + ":" + (*entries)[i].e.name,

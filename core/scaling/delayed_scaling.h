@@ -1,6 +1,6 @@
 // FP8 Lab — per-tensor delayed scaling: an amax history and the scale derived from it, with the
 // exact timing, storage and edge rules of Flax `fp8_ops` and Transformer Engine `DelayedScaling`
-// (shared/SCALING-SEMANTICS.md §2 and §3.1; docs/scaling.md).
+// (flax/linen/fp8_ops.py; TE's fused update kernel_bulk; docs/scaling.md).
 //
 // One DelayedScaling object is the scaling state of ONE tensor (an input, a weight or an output
 // gradient of one GEMM). The training helper records with it; the GUI replays an amax sequence
@@ -39,9 +39,9 @@ namespace fp8lab {
 
 /// Which system's delayed scaling to reproduce.
 enum class DelayedPreset {
-  Flax, ///< flax/linen/fp8_ops.py update_fp8_meta + compute_scale (SCALING-SEMANTICS §2)
-  TE,   ///< TransformerEngine DelayedScaling, fused update kernel_bulk (SCALING-SEMANTICS §3.1)
-  /// TransformerEngine JAX DelayedScaleQuantizer (§3.2): like TE, but update(a) overwrites slot 0,
+  Flax, ///< flax/linen/fp8_ops.py update_fp8_meta + compute_scale
+  TE,   ///< TransformerEngine DelayedScaling, fused update kernel_bulk
+  /// TransformerEngine JAX DelayedScaleQuantizer: like TE, but update(a) overwrites slot 0,
   /// always rolls (also for amax 0, which then enters the history) and does not clamp an
   /// infinite scale to FLT_MAX; sf = (max/amax)/2^margin.
   TEJax,

@@ -2,9 +2,8 @@
 //
 // Pure functions, one per system, each reproducing that system's arithmetic exactly (float32
 // IEEE division for Transformer Engine, float64-then-float32 for torchao, the double reciprocal
-// of Flax, E8M0 exponent arithmetic for MX). The exact reference is
-// shared/SCALING-SEMANTICS.md (sections named in each comment); docs/scaling.md has the table of
-// edge rules. Conventions:
+// of Flax, E8M0 exponent arithmetic for MX). Each comment names the system's source file and
+// function; docs/scaling.md has the table of edge rules. Conventions:
 //   quant multiplier   s_q : x_q = cast(x · s_q)      (TE `scale`, torchao `scale`)
 //   dequant multiplier s_dq: x  ≈ x_q · s_dq          (TE `scale_inv`, Flax `scale`, DeepGEMM `sf`,
 //                                                     cuBLASLt A/B_SCALE_POINTER, MX X = 2^(e−127))
@@ -14,7 +13,7 @@
 
 namespace fp8lab {
 
-/// Transformer Engine `compute_scale_from_amax` (recipe_common.cuh; SCALING-SEMANTICS §3.3),
+/// Transformer Engine `compute_scale_from_amax` (recipe_common.cuh),
 /// used by Float8CurrentScaling (per tensor) and Float8BlockScaling (per block).
 /// Returns the **quant multiplier** s_q, float32:
 ///   amax < eps → eps; amax 0 / ±inf / NaN → 1.0; s = fp8_max / amax (IEEE float32 division);
@@ -24,10 +23,10 @@ float teScaleFromAmax(float amax, float fp8_max, bool pow2 = false, float eps = 
                       float value_for_inf = 3.40282347e38f);
 
 /// TE's power-of-two rounding of a quant multiplier: float32 bits & 0xFF800000 (round down,
-/// FLT_MAX → 2^127). SCALING-SEMANTICS §3.3.
+/// FLT_MAX → 2^127), as in recipe_common.cuh.
 float tePow2(float s);
 
-/// torchao `amax_to_scale` (torchao/float8/float8_utils.py; SCALING-SEMANTICS §4.1).
+/// torchao `amax_to_scale` (torchao/float8/float8_utils.py).
 /// Returns the **quant multiplier**: float32(float64(fp8_max) / max(float64(amax), 1e-12)),
 /// then, if pow2, torchaoPow2(). amax 0 → fp8_max·1e12; amax inf → 0; amax NaN → NaN.
 float torchaoScaleFromAmax(double amax, double fp8_max, bool pow2 = false);
@@ -41,13 +40,13 @@ inline constexpr double kTorchaoEps = 1e-12;
 /// The amax floor of DeepGEMM / DeepSeek-V3 per-block casts.
 inline constexpr float kDeepGemmAmaxFloor = 1e-4f;
 
-/// DeepGEMM `per_token_cast_to_fp8` / `per_block_cast_to_fp8` (deep_gemm/utils/math.py;
-/// SCALING-SEMANTICS §5). Returns the **dequant multiplier** sf = max(amax, 1e-4) / fp8_max in
+/// DeepGEMM `per_token_cast_to_fp8` / `per_block_cast_to_fp8` (deep_gemm/utils/math.py).
+/// Returns the **dequant multiplier** sf = max(amax, 1e-4) / fp8_max in
 /// float32; with ue8m0, sf is rounded *up* to a power of two (exponent + (mantissa ≠ 0),
 /// clamped to biased [1, 254]). NaN amax gives NaN (not handled by DeepGEMM).
 float deepGemmDequantScale(float amax, float fp8_max, bool ue8m0 = false);
 
-/// Flax `compute_scale` (flax/linen/fp8_ops.py; SCALING-SEMANTICS §2.2), float32 throughout.
+/// Flax `compute_scale` (flax/linen/fp8_ops.py), float32 throughout.
 /// Inputs: window amax, the previous stored scale (dequant), fp8_max, margin.
 /// sf = (fp8_max / amax) / 2^margin, or 1/prev when amax is not > 0 or not finite; the result
 /// is the **dequant multiplier** 1/sf (a double reciprocal: can differ from amax/fp8_max by an
@@ -64,11 +63,11 @@ FlaxScale flaxComputeScale(float amax, float prev_dequant, float fp8_max, int ma
 /// Transformer Engine `float_to_e8m0` (ptx_arch_spec.cuh; cvt.rp.satfinite.ue8m0x2.f32):
 /// round |v| up to a power of two, saturating. NaN → 0xFF, ±inf → 0xFE, 0 → 0x00; otherwise the
 /// float32 biased exponent, +1 when a mantissa bit is set, except at exponent 0xFE (saturates)
-/// and for v ≤ 2^-127 (stays 0x00). SCALING-SEMANTICS §3.5.
+/// and for v ≤ 2^-127 (stays 0x00).
 uint8_t e8m0RoundUpSaturating(float v);
 
 /// MX shared-scale byte, OCP MX v1.0 §6.3 FLOOR rule as torchao's ScaleCalculationMode.FLOOR
-/// (SCALING-SEMANTICS §4.6, §6): e = floor_log2(amax) − emax_elem read from the float32
+/// (torchao/prototype/mx_formats): e = floor_log2(amax) − emax_elem read from the float32
 /// exponent bits (0 and float32 subnormals read as −127), clamped to [−127, 127]; NaN/inf amax
 /// → 0xFF. Elements are then x · 2^-e and saturate (amax mantissa > 1.75 clips in E4M3).
 uint8_t mxScaleFloor(float amax, int emax_elem);
@@ -84,7 +83,7 @@ uint8_t mxScaleRceil(float amax, float elem_max);
 
 /// torchao ScaleCalculationMode.RCEIL: the same round-up of amax · float32(1/max) as
 /// mxScaleRceil() but without saturation: inf / NaN (and anything rounding past 2^127) → 0xFF,
-/// so the whole block dequantizes to NaN. SCALING-SEMANTICS §4.6.
+/// so the whole block dequantizes to NaN (torchao/prototype/mx_formats).
 uint8_t mxScaleRceilNoSat(float amax, float elem_max);
 
 /// 2^(code − 127) as float32 (exact, 2^-127 is a float32 subnormal); NaN for 0xFF.

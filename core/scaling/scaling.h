@@ -4,7 +4,7 @@
 // delayed_scaling.h and quantizes through quantizeWithScale() below.
 //
 // A strategy = granularity × amax source × scale rule × rounding of the scale × quantize op.
-// The exact semantics of every rule are in shared/SCALING-SEMANTICS.md; docs/scaling.md lists
+// Each rule follows its system's source, named at the rule (scale_rules.h); docs/scaling.md lists
 // which preset follows which system and what each does with amax 0 / inf / NaN / tiny.
 //
 // Scale convention: results are QuantizedTensor (quantized_tensor.h): `dequant_scales`
@@ -66,7 +66,7 @@ struct ScalingConfig {
   float amax_epsilon = 0.0f;
   /// TE rule only: headroom in powers of two. The scale is compute_scale_from_amax(amax,
   /// fp8_max · 2^−margin, pow2, amax_epsilon) — the scaled_max TE's DelayedScaling update passes
-  /// (SCALING-SEMANTICS §3.1), here with the current amax; pow2 rounds after the margin (amax 3,
+  /// (kernel_bulk), here with the current amax; pow2 rounds after the margin (amax 3,
   /// margin 1, E4M3FN: 224/3 = 74.67 → 64). Float8CurrentScaling itself fixes 0. In [−126, 126];
   /// other rules have no margin and quantize() refuses a non-zero one.
   int margin = 0;
@@ -85,7 +85,7 @@ struct ScalingConfig {
 struct ScalingPresetInfo {
   std::string name;     ///< e.g. "te_current"
   std::string summary;  ///< one line
-  std::string source;   ///< system, file and section of SCALING-SEMANTICS.md
+  std::string source;   ///< the system, source file and function the rule follows
   bool delayed = false; ///< true for flax_delayed / te_delayed (use DelayedScaling)
 };
 

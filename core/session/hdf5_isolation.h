@@ -5,11 +5,12 @@
 // FP8 Lab's validating reader (SessionReader: every dataset's type, shape and declared size checked
 // before a read, reads bounded by the memory available). The user's work is protected from a crash
 // by autosave and atomic saves. What libhdf5 1.10.8 (Debian 12) itself does on a crafted file cannot
-// be validated from outside it: tests/fuzz fuzz_session found SEGVs (H5Aiterate2 → H5A__close on a
+// be validated from outside it: crafted files give SEGVs (H5Aiterate2 → H5A__close on a
 // damaged attribute table), endless loops (H5HG_read on a damaged global heap), gigabyte allocations
 // from damaged length fields, stray reads that land in valid memory by chance, and damage that shows
-// only after other files were opened in the same process (tests/fuzz/known-libhdf5-crashes/,
-// tests/fuzz/regressions/fuzz_session/). Those remain possible for a session opened in process.
+// only after other files were opened in the same process (fuzz_session's inputs for each are in
+// tests/fuzz/known-libhdf5-crashes/ and tests/fuzz/regressions/fuzz_session/). Those remain
+// possible for a session opened in process.
 //
 // For files from elsewhere the check runs first: imports of foreign HDF5 datasets (always), and
 // sessions opened as untrusted (`fp8lab-cli --untrusted`, the GUI's File → Open untrusted…,
@@ -20,7 +21,7 @@
 // A file that kills the helper, trips its memory checker, needs more memory than metadata can, or
 // keeps it busy past the time limit is refused with a Corrupt error that says so. Verdicts are
 // remembered per file version (device, inode, size, modification time) for the life of the process.
-// The sequence findings (a file that passes alone but damages libhdf5's state for later files of
+// Sequence damage (a file that passes alone but damages libhdf5's state for later files of
 // the same process) are not caught by a check of one file: a checked file is then read in process.
 #pragma once
 

@@ -105,8 +105,8 @@ enum class ReadSize { Ok, TooLargeForMemory, Implausible };
 
 /// Checks a whole-dataset read of `bytes` (the in-memory size its header declares) before
 /// anything is allocated. A header's shape is only a claim: HDF5 stores less for compressed data
-/// and unwritten chunks (read back as the fill value), and a crafted 5 kB file declared 34 GB
-/// (fuzz_session). TooLargeForMemory: more than the memory available now (MemAvailable).
+/// and unwritten chunks (read back as the fill value), and a crafted 5 kB file can declare
+/// 34 GB. TooLargeForMemory: more than the memory available now (MemAvailable).
 /// Implausible: above 256 MiB and more than 1100 times the bytes the file stores for `ds`
 /// (H5Dget_storage_size) — beyond deflate's maximum ratio of 1032:1, so no real compressed
 /// dataset is refused. *why gets the message (sizes in GiB) when not Ok.

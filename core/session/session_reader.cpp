@@ -190,7 +190,7 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
     // A header whose shape the stored bytes cannot back (above 256 MiB and 1100:1, beyond deflate's
     // 1032:1; chunks never written) is left out here, so no read of any kind — a whole read, a CSV
     // export streaming it in bands, a heatmap reducing it — spends hours producing fill values (a
-    // breaking session: `export` of a 10^6 x 10^6 header wrote zeros without end).
+    // 10^6 x 10^6 header would stream zeros without end).
     {
       int64_t bytes = int64_t(H5Tget_size(t));
       for (hsize_t x : dims)
@@ -231,8 +231,8 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
     const std::string prefix = d.path.substr(0, d.path.size() - 6);
     auto br = attrInt(d.attrs, "block_rows"), bc = attrInt(d.attrs, "block_cols");
     // The block shape is what relates codes to their scales; codes stored without a scales dataset
-    // (output/D_codes: one scale_D, an attribute) need none — sessions written before 2026-11-29
-    // had no block attributes there and warned on every open (a breaking session's finding).
+    // (output/D_codes: one scale_D, an attribute) need none, so codes without block attributes
+    // there open without a warning.
     if (!shapeOf(prefix + "_scales") && !br && !bc) continue;
     if (!br || !bc || *br < 1 || *bc < 1) {
       st->add(C::MissingAttribute, where + "/" + d.path, "block_rows / block_cols absent or < 1", W::Warning);

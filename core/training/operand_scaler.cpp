@@ -129,11 +129,11 @@ void OperandScaler::quantize(const float* x, int64_t rows, int64_t cols, Quantiz
       rec->kept_previous = u.kept_previous;
       if (s.cfg.kind == TrainingScalingKind::DelayedFlax) {
         // Flax after update: hist[1:] + [hist[0]] = {a_(t-L+1) … a_t}, the window of the
-        // next step's scale (SCALING-SEMANTICS §2.2).
+        // next step's scale (Flax fp8_ops update_fp8_meta).
         rec->history = s.delayed->historyChronological();
       } else {
         // TE: the window the fused update took its max over — the L−1 stored amaxes (oldest
-        // first) plus the one staged this step = {a_(t-L+1) … a_t} (§3.1). After the update the
+        // first) plus the one staged this step = {a_(t-L+1) … a_t} (TE kernel_bulk). After the update the
         // array itself holds the last L−1 of them and a cleared staging slot.
         rec->history.assign(before.begin(), before.end() - 1);
         rec->history.push_back(rec->amax);

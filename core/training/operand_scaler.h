@@ -6,8 +6,9 @@
 //
 // Scale convention: dequant_scale (x ≈ decode(code) · dequant_scale); quant_scale is the
 // multiplier the quantize op used (TE's `scale`; for Flax the stored dequant scale divides).
-// The rules are those of ../shared/SCALING-SEMANTICS.md §2 (Flax), §3.1 (TE DelayedScaling),
-// §3.3 (TE Float8CurrentScaling) and §4.1 (torchao), implemented by core/scaling.
+// The rules are those of Flax (flax/linen/fp8_ops.py), Transformer Engine (DelayedScaling,
+// Float8CurrentScaling) and torchao (float8_utils.py amax_to_scale), implemented by core/scaling
+// (docs/scaling.md).
 #pragma once
 
 #include "formats/format.h"
@@ -54,7 +55,7 @@ struct OperandStepRecord {
   int64_t saturated = 0;      ///< elements clipped to ±max finite
   int64_t underflow = 0;      ///< non-zero elements that became zero
   /// Delayed scaling: the amax history after this step's update, chronological (oldest first,
-  /// SCALING-SEMANTICS §10: hist[1:] + [hist[0]]), length L. Empty for current scaling.
+  /// hist[1:] + [hist[0]] for Flax and TE alike), length L. Empty for current scaling.
   std::vector<float> history;
 };
 

@@ -118,8 +118,8 @@ struct TrainingResult {
   const OperandHistory* find(const std::string& name) const; ///< by "fc1/input"
 };
 
-/// Bytes a training run needs at its peak (issue 8 §4: runs that cannot fit are refused up
-/// front): per weight 24 B (master float32, gradient, Adam m and v, FP8 codes and dequantized
+/// Bytes a training run needs at its peak (runs that cannot fit are refused up front, before
+/// anything is allocated): per weight 24 B (master float32, gradient, Adam m and v, FP8 codes and dequantized
 /// copy), per activation 12 B × (batch + eval batch) × Σ(in + out), and per recorded step
 /// 3 operands per layer × (40 B + 2 × 4 B × history_len when the window is recorded — once in
 /// the result, once when stored as a session run). `train_images` sets the step count

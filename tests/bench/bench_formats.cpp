@@ -2,7 +2,7 @@
 // the LUT decoder, single thread, 16 Mi elements, next to the peers measured in the same run:
 //   (a) a loop over CUDA 13's host conversion __nv_cvt_float_to_fp8 (what a C++ user reaches for),
 //   (b) memcpy of the same float32 bytes (the memory-bandwidth limit).
-// Targets (issue 2): encode ≥ 10× the CUDA-host loop and ≥ 25% of memcpy's element rate;
+// Targets: encode ≥ 10× the CUDA-host loop and ≥ 25% of memcpy's element rate;
 // decode ≥ 50% of it. Run: build/tests/bench/bench_formats --benchmark_min_time=1
 #include <benchmark/benchmark.h>
 

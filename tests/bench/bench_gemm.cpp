@@ -1,4 +1,4 @@
-// FP8 Lab — CPU FP8 GEMM benchmark (issue 3, section 6).
+// FP8 Lab — CPU FP8 GEMM benchmark.
 //
 // What a user does today to multiply FP8-quantized matrices on a CPU is dequantize and call
 // sgemm. This program times, in the same run and on the same FP32 matrices:

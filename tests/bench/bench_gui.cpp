@@ -1,4 +1,4 @@
-// GUI performance (issue 5 §7), measured with Google Benchmark, never with timed tests:
+// GUI performance, measured with Google Benchmark, never with timed tests:
 //
 //   BM_ProcessStartToFirstPaint  wall time from starting `fp8lab --startup-time --grab` to the
 //                                first paint of its current view (the app reports the time since

@@ -1,7 +1,7 @@
 // Session I/O throughput: writing and reading a 4096×4096 GEMM run (inputs A and B, output D,
 // reference D in float64, error/abs, error/rel: 448 MiB) through core/session, next to a raw
-// fwrite / fread of the same bytes in the same process (issue 4 §7: target ≥ 50 % of raw with
-// compression off). Both writers end with fflush + fsync, as the session's atomic save does
+// fwrite / fread of the same bytes in the same process (target: ≥ 50 % of raw with compression
+// off). Both writers end with fflush + fsync, as the session's atomic save does
 // (write beside, fsync, rename), so they pay the same durability cost.
 //
 // Run:  build/tests/bench/bench_session [--benchmark_filter=...]

@@ -2,7 +2,7 @@
 // Fashion-MNIST training images) on the CPU backend, next to the FP32 baseline epoch measured
 // in the same run. Each FP8 step quantizes 8 operands and runs 8 FP8 GEMMs through core/gemm
 // (3 forward, 3 wgrad, 2 dgrad — fc1's dgrad is not needed).
-// Target (issue 4 §2): one FP8 epoch ≤ 60 s on 2 cores, with progress shown.
+// Target: one FP8 epoch ≤ 60 s on 2 cores, with progress shown.
 // Counters: epoch_s = wall time of the epoch's 469 training steps (test evaluation excluded),
 // step_ms = per step, eval_s = the test-set evaluation after the epoch, ratio_vs_fp32 = this
 // epoch / the FP32 baseline epoch of the same run (FP32 first), cpu_s = CPU seconds of all

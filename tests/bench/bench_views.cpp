@@ -1,4 +1,4 @@
-// Analysis views of the desktop app (issue 6 §7), offscreen:
+// Analysis views of the desktop app, offscreen:
 //   BM_HeatmapRedraw2048/512    redraw of the heatmap of a 2048×2048 run as the view draws it (target ≤ 150 ms);
 //                               /2048: the same at one cell per element, for reference
 //   BM_HeatmapRecomputeDraw2048 the same window recomputed from the run (in memory, on the thread

@@ -138,7 +138,7 @@ if gemm:
                 t = tmap.get((s, cfg, fast))
                 line += "%-27s" % (("%.0f" % float(t["tflops"])) if t and t["tflops"] else "n/a")
             print(line)
-    # Targets (issue 7): per-tensor FP8 ≥ 1.7x BF16 and ≥ 0.97x torch._scaled_mm.
+    # Targets: per-tensor FP8 ≥ 1.7x BF16 and ≥ 0.97x torch._scaled_mm.
     for s in shapes:
         for fast in ("0", "1"):
             r = next((x for x in gemm if x["shape"] == s and x["config"] == "E4M3 per-tensor" and x["fast_accum"] == fast), None)

@@ -275,7 +275,7 @@ void testDelayedUpdate(Checker& c) {
             c.expect(ok, std::string("delayed update ") + toString(preset) + "/" + toString(algo) + " L=" +
                              std::to_string(L) + " margin=" + std::to_string(margin) + " " + f->name() + ": " + where);
           }
-  // Hand-derived TE values (SCALING-SEMANTICS §3.1): L = 3, E4M3: amax 2 → window {2} → 448/2 = 224;
+  // Hand-derived TE values (DelayedScaling, kernel_bulk): L = 3, E4M3: amax 2 → window {2} → 448/2 = 224;
   // then amax 0 → no roll, scale unchanged; then amax 4 → window {2, 4} → 112.
   DelayedScalingParams p;
   std::vector<float> h(3, 0.0f);

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Outside reader of FP8 Lab session files (issue 4 §5).
+"""Outside reader of FP8 Lab session files: h5py reads what fp8lab-cli wrote.
 
 Runs `fp8lab-cli run` on two small GEMM experiments, then opens the session with h5py (Debian's
 python3-h5py, under /usr/bin/python3) and checks the layout documented in docs/session-format.md:

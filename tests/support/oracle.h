@@ -1,4 +1,4 @@
-// FP8 Lab tests — readers for the independent oracle tables in shared/oracle (CUDA 13 host
+// FP8 Lab tests — readers for the independent oracle tables in FP8LAB_ORACLE_DIR (CUDA 13 host
 // conversions and ml_dtypes). Tests never regenerate these from the project's own code.
 #pragma once
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Renders every view of the desktop app to PNG files for review (issue 5 §6).
+# Renders every view of the desktop app to PNG files for review.
 #
 #   tests/ui/screenshots.sh [BUILD_DIR] [OUT_DIR]
 #

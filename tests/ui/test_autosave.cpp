@@ -1,4 +1,4 @@
-// GUI autosave and crash recovery (issue 8 §4, ui/autosave.h): the recovery file is written only
+// GUI autosave and crash recovery (ui/autosave.h): the recovery file is written only
 // while there are unsaved changes, holds exactly the session's runs, leaves the session's file
 // name and modified flag alone, survives a crash (a process that never called discard()), is
 // offered and restored on the next start as a new untitled session of unsaved runs (never added

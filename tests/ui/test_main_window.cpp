@@ -1,4 +1,4 @@
-// Main window, Session model, Issues panel and experiment panel (issue 5 §1, §2, §6, "Bad input").
+// Main window, Session model, Issues panel and experiment panel, and how each handles bad input.
 #include "bit_layout_view.h"
 #include "code_grid_view.h"
 #include "error_heatmap_view.h"
@@ -390,7 +390,7 @@ private Q_SLOTS:
     QVERIFY(banner->isHidden());
   }
 
-  // Issue 5 §7: a view on a hidden tab does not reload when the session changes; it reloads when
+  // A view on a hidden tab does not reload when the session changes; it reloads when
   // shown. (The stall itself is measured by bench_gui, not here.)
   void hiddenViewsReloadWhenShown() {
     if (!Session::fileSupport()) QSKIP("this build cannot read sessions (FP8LAB_WITH_HDF5=OFF)");
@@ -596,7 +596,7 @@ private Q_SLOTS:
     QVERIFY(!w.session()->isModified());
   }
 
-  // File → Export plot asks for the size (issue 6 §5): the dialog starts at the given size, and
+  // File → Export plot asks for the size: the dialog starts at the given size, and
   // the chosen size is what the PNG gets (logical pixels, device pixel ratio 1).
   void exportSizeDialog() {
     ExportSizeDialog d(QSize(640, 480));

@@ -44,7 +44,7 @@ private Q_SLOTS:
     QCoreApplication::setApplicationName(QStringLiteral("test_reliability_gui"));
   }
 
-  // FIFO (open() would block forever before the fix), /dev/zero and a directory: each is refused at
+  // FIFO (opening one blocks until a writer appears), /dev/zero and a directory: each is refused at
   // once with an error row in the Issues panel; the window holds no session afterwards.
   void specialFilesAreRefusedNotHung() {
     QTemporaryDir dir;

@@ -1,4 +1,4 @@
-// Code grid, number line and Learn page (issue 5 §4, §5): each view constructs and shows the
+// Code grid, number line and Learn page: each view constructs and shows the
 // expected content. Expected numbers are derived by hand from the format definitions
 // (OCP OFP8 rev 1.0, OCP MX v1.0) and Transformer Engine's current-scaling rule s = max/amax.
 #include "code_grid_view.h"

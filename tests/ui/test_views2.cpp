@@ -1,8 +1,8 @@
-// Analysis views of the desktop app, part 2 (issue 6 §6): error heatmap, amax history window,
+// Analysis views of the desktop app, part 2: error heatmap, amax history window,
 // scale evolution, comparison, sized export and the offscreen renderer, against a small golden
 // session written here with core/session. Every expected number is derived by hand in a comment
-// from the golden values (and, for delayed scaling, from Flax's compute_scale,
-// shared/SCALING-SEMANTICS.md §2: scale = 1 / (fp8_max / amax) in float32, from the window BEFORE
+// from the golden values (and, for delayed scaling, from Flax's compute_scale in
+// flax/linen/fp8_ops.py: scale = 1 / (fp8_max / amax) in float32, from the window BEFORE
 // the step's amax is rolled in).
 #include "amax_history_view.h"
 #include "comparison_view.h"

@@ -1,4 +1,4 @@
-// `--backend auto|cpu|gpu` of fp8lab-cli as a user meets it (issue 7 §2): which backend ran is
+// `--backend auto|cpu|gpu` of fp8lab-cli as a user meets it: which backend ran is
 // printed and stored, auto without a usable GPU runs on the CPU with a one-line note naming the
 // reason, gpu without one is an error (exit 2) naming the same reason, a bad value is an error,
 // sessions record backend / device / backend_request / backend_note, rerun reproduces on the CPU.

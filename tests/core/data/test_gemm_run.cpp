@@ -179,10 +179,10 @@ void TestGemmRun::badConfigsAreReported() {
   QVERIFY(r.message().find("missing.npy") != std::string::npos);
 }
 
-// A breaking session's finding: every run with an FP8 output ("output": "e4m3fn") opened with a
-// warning (output/D_codes: "block_rows / block_cols absent"), so such sessions could not be merged
-// ("not a clean FP8 Lab session"). The codes carry one scale_D: block = the whole [M, N] output.
-// Files written before the fix (codes without block attributes and no D_scales) open cleanly too.
+// A run with an FP8 output ("output": "e4m3fn") opens without warnings, so its session can be
+// merged (a warning such as "block_rows / block_cols absent" would make it "not a clean FP8 Lab
+// session"). The codes carry one scale_D: block = the whole [M, N] output. Codes without block
+// attributes and without D_scales open cleanly too.
 void TestGemmRun::fp8OutputRunsOpenWithoutWarnings() {
   GemmExperimentConfig c = smallConfig();
   c.gemm.output = OutputType::E4M3FN;
@@ -194,7 +194,7 @@ void TestGemmRun::fp8OutputRunsOpenWithoutWarnings() {
   QCOMPARE(attrInt(codes->attrs, "block_cols").value_or(0), c.n);
   const std::string p = tmp_.path().toStdString() + "/fp8out.h5", old = tmp_.path().toStdString() + "/old.h5",
                     merged = tmp_.path().toStdString() + "/merged.h5";
-  Run before = r.value; // as written before the fix
+  Run before = r.value; // the same run, its codes without block attributes
   before.id = "before";
   before.datasets["output/D_codes"].attrs.erase("block_rows");
   before.datasets["output/D_codes"].attrs.erase("block_cols");
@@ -212,8 +212,8 @@ void TestGemmRun::fp8OutputRunsOpenWithoutWarnings() {
 }
 
 void TestGemmRun::runWithoutStoredInputsStillValidates() {
-  // Regression: a gemm run written with store_inputs / store_quantized / store_error_maps off
-  // was skipped by the validator as "missing inputs/A".
+  // A gemm run written with store_inputs / store_quantized / store_error_maps off validates: the
+  // validator does not ask for inputs/A.
   GemmExperimentConfig c = smallConfig();
   c.store_inputs = c.store_quantized = c.store_error_maps = false;
   auto r = runIt(c, 0, "lean");

@@ -294,7 +294,7 @@ void TestImport::safetensorsBadInput_data() {
   row("huge shape", safetensors(R"({"x":{"dtype":"F32","shape":[4000000000,4000000000],"data_offsets":[0,8]}})", d8),
       "too large");
   // Two entries named "x" (the first F32 [2], the second an unsupported dtype): which one a JSON
-  // reader keeps differs between readers, so the file is refused (fuzz_safetensors finding).
+  // reader keeps differs between readers, so the file is refused.
   row("duplicate name",
       safetensors(
           R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"x":{"dtype":"I8","shape":[8],"data_offsets":[0,8]}})",
@@ -365,8 +365,8 @@ void TestImport::hdf5BadInput() {
   QVERIFY(hasCode(importHdf5Dataset(path("missing.h5"), "/x"), Code::NotFound));
 
   // A header's shape is only a claim: a chunked dataset with nothing written stores 0 bytes and
-  // reads back as the fill value. fuzz_session found a 5 kB file declaring 34 GB, which the
-  // importer tried to allocate. Now: 2^30 float64 elements (8 GiB) with 0 bytes stored is refused
+  // reads back as the fill value, so a 5 kB file can declare 34 GB. 2^30 float64 elements (8 GiB)
+  // with 0 bytes stored is refused
   // before any allocation (more than 1100:1, beyond deflate's 1032:1 maximum); a small unwritten
   // dataset (1 Mi float32 = 4 MiB, under the 256 MiB threshold) still imports, as zeros.
   const std::string sparse = path("sparse.h5");

@@ -1,4 +1,4 @@
-// Reliability (issue 8 §3-§4): the bad inputs of docs/reliability.md not already covered by
+// Reliability: the bad inputs of docs/reliability.md not already covered by
 // test_session / test_import / test_training / test_training_cli — kill -9 during a save (a child
 // process, SIGKILLed mid-write: the previous file must open intact), a full disk, FIFOs and devices
 // given as input files (must be refused, not hang), NaN / Inf / all-zero / empty tensors in the GEMM
@@ -662,13 +662,13 @@ void TestReliability::cliBadInput_data() {
                         << cfg << QString::fromUtf8(m);
   };
   run("config: empty file", QByteArray(" "), "is not valid JSON");
-  // Extra words were ignored silently (a tester's finding): `table E5M2` printed E4M3FN's table.
+  // Extra words are refused, not ignored: `table E5M2` would otherwise print E4M3FN's table.
   QTest::newRow("table with a positional format")
       << QStringList{QStringLiteral("table"), QStringLiteral("E5M2")} << QByteArray()
       << QStringLiteral("table takes no arguments (got 'E5M2'); name the format with --format E5M2");
   QTest::newRow("formats with an argument") << QStringList{QStringLiteral("formats"), QStringLiteral("x")}
                                             << QByteArray() << QStringLiteral("formats takes no arguments (got 'x')");
-  // A tester's finding: --threads 100000 was accepted (100000 worker threads). 0..1024 now.
+  // --threads is bounded to 0..1024 (100000 would start 100000 worker threads).
   QTest::newRow("run --threads 100000")
       << QStringList{QStringLiteral("run"),   c, QStringLiteral("--out"), o, QStringLiteral("--threads"),
                      QStringLiteral("100000")}
@@ -681,7 +681,7 @@ void TestReliability::cliBadInput_data() {
                                       << QStringLiteral("--threads: expected an integer 0..1024");
   run("config: not JSON", QByteArray("{\"type\": \"gemm\",\n \"m\": }"), "line 2, column");
   run("config: top-level array", QByteArray("[1, 2]"), "expected a JSON object at the top");
-  // Qt's parser keeps the last of two equal keys silently: {"m": 4, "m": 4096} ran m = 4096.
+  // A key given twice is refused: JSON readers disagree on which value wins ({"m": 4, "m": 4096}).
   run("config: key given twice", QByteArray("{\"type\": \"gemm\", \"m\": 4,\n \"k\": 4, \"n\": 4, \"m\": 4096}"),
       "key \"m\" appears twice in the same object (the second at line 2, column 18)"); // line 2 = ` "k": 4, "n": 4,
                                                                                        // "m"...`: its quote is
@@ -707,8 +707,8 @@ void TestReliability::cliBadInput_data() {
   run("config: training, huge layers",
       QByteArray(R"({"type": "training", "layers": [784, 65536, 65536, 10], "train_limit": 10, "test_limit": 10})"),
       "more than the");
-  // fuzz_config finding: a layer size of 2^53 + 1 was converted to int after the error was noted
-  // (undefined behaviour; UBSan aborted). Now only the message.
+  // A layer size of 2^53 + 1 gives the message and nothing else: it is never converted to int
+  // (undefined behaviour, which UBSan would report).
   run("config: training, layer size 2^53+1",
       QByteArray(R"({"type": "training", "layers": [784, 9007199254740993, 10]})"),
       "sizes must be integers in 1..65536");
@@ -731,8 +731,8 @@ void TestReliability::cliBadInput_data() {
   QTest::newRow("config is a directory") << QStringList{QStringLiteral("run"), QStringLiteral("%D"),
                                                         QStringLiteral("--out"), o}
                                          << QByteArray() << QStringLiteral("is a directory");
-  // Configs and value lists are read only from what can be one (cli_util readInputFile): before,
-  // /dev/zero was read until memory ran out (10-17 GB in 15 s) and a FIFO blocked forever.
+  // Configs and value lists are read only from what can be one (cli_util readInputFile): /dev/zero
+  // would be read until memory runs out, and a FIFO blocks until a writer appears.
   QTest::newRow("config is /dev/zero") << QStringList{QStringLiteral("run"), QStringLiteral("/dev/zero"),
                                                       QStringLiteral("--out"), o}
                                        << QByteArray() << QStringLiteral("config '/dev/zero' is a device");
@@ -888,8 +888,8 @@ void TestReliability::cliBadInput() {
   QVERIFY2(!QFileInfo::exists(dir.filePath(QStringLiteral("out.h5"))), "an output file was written");
 }
 
-// A config larger than 64 MiB is refused from its size before anything is read (a 3 GB sparse
-// file used as a config took 3.3 GB of memory before the JSON error).
+// A config larger than 64 MiB is refused from its size before anything is read (reading a 3 GB
+// sparse file as a config would take 3 GB of memory before the JSON error).
 void TestReliability::cliRefusesOversizedConfigUpFront() {
   QTemporaryDir dir;
   const QString big = dir.filePath(QStringLiteral("big.json"));
@@ -908,8 +908,8 @@ void TestReliability::cliRefusesOversizedConfigUpFront() {
 
 // SIGINT / SIGTERM / SIGHUP during `run` and `sweep` (InterruptGuard, app/cli/cli_util.h): the
 // command stops at its next check point, keeps the runs finished before, says so, and exits with
-// 128 + the signal — before, it died at once (SIGTERM from timeout/Slurm/systemd lost the work;
-// a sweep lost every finished grid point). The signal is sent once the first run is in the file,
+// 128 + the signal, so a SIGTERM from timeout, Slurm or systemd loses only the run in progress.
+// The signal is sent once the first run is in the file,
 // while the second (a 2048³ GEMM, seconds on the CPU) computes.
 void TestReliability::cliSignalStopsAndKeepsFinishedRuns_data() {
   QTest::addColumn<QString>("command");
@@ -969,8 +969,8 @@ void TestReliability::cliSignalStopsAndKeepsFinishedRuns() {
   QCOMPARE(r.value->info().runs.size(), size_t(1));
 }
 
-// A tester's finding: `run` with N GEMM experiments rewrote the whole session after each (O(N²)
-// bytes written). The runs are now saved in one batch: each experiment's line is printed after the
+// `run` with N GEMM experiments saves their runs in one batch (one rewrite of the session, not N:
+// each save rewrites the file, so N saves would write O(N²) bytes): each experiment's line is printed after the
 // save, with the id it was stored under (a taken id gets -2), in config order; a failure in a later
 // experiment still saves the finished ones.
 void TestReliability::cliRunSavesSeveralExperimentsInOneRewrite() {
@@ -1795,9 +1795,9 @@ void TestReliability::hdf5RewritesKeepRunsExactly() {
   QVERIFY2(std::abs(sn - so) <= 0.01 * so, qPrintable(QStringLiteral("%1 vs %2 bytes").arg(sn).arg(so)));
 }
 
-// A tester's finding: as a normal user, `chmod 444 ro.h5; fp8lab-cli run g.json --out ro.h5`
-// rewrote the write-protected session (rename needs only the directory writable). Every writer
-// now refuses an existing target the user may not write. Runs as nobody (see asUnprivileged).
+// As a normal user, `chmod 444 ro.h5; fp8lab-cli run g.json --out ro.h5` leaves the write-protected
+// session alone: every writer refuses an existing target the user may not write (a rename needs
+// only the directory writable, so the check is explicit). Runs as nobody (see asUnprivileged).
 void TestReliability::readOnlySessionIsNotRewritten() {
   QTemporaryDir tmp;
   QVERIFY(tmp.isValid());
@@ -1828,8 +1828,7 @@ void TestReliability::readOnlySessionIsNotRewritten() {
     r += expect("renameRun", renameRun(ro, "r1", "r9"), ro);
     r += expect("mergeSessions", mergeSessions(ro, {ro, other}), ro);
     r += expect("appendRuns through a link", appendRuns(link, {bigRun("new", 4, 5.0f)}), link);
-    // The CLI refuses the read-only --out before computing (a tester's finding: `run` computed
-    // first, then failed to save).
+    // The CLI refuses the read-only --out before computing, not after.
     {
       const std::string cfg = dir + "/c.json", errf = dir + "/cli-err.txt";
       FILE* f = std::fopen(cfg.c_str(), "w");
@@ -1868,9 +1867,9 @@ void TestReliability::readOnlySessionIsNotRewritten() {
   QCOMPARE(loadSession(other).value.runs.size(), size_t(2));
 }
 
-// A tester's finding: `chmod 000 noread.h5; fp8lab-cli inspect noread.h5` (as a normal user) said
-// "corrupt file … cannot check the file: H5FD__sec2_open … Permission denied", and writing to it
-// said "not a valid FP8 Lab session". Now PermissionDenied, checked before HDF5 sees the file.
+// `chmod 000 noread.h5; fp8lab-cli inspect noread.h5` (as a normal user), and writing to it, give
+// PermissionDenied, checked before HDF5 sees the file — not "corrupt file" or "not a valid FP8 Lab
+// session".
 void TestReliability::unreadableFileIsPermissionDenied() {
   QTemporaryDir tmp;
   QVERIFY(tmp.isValid());
@@ -1917,9 +1916,9 @@ void TestReliability::unreadableFileIsPermissionDenied() {
   QCOMPARE(tempFiles(dir), std::vector<std::string>{});
 }
 
-// The tester's reproductions through the CLI: `merge keep.h5 other.h5` replaced keep.h5 (exit 0);
-// `merge text.h5 ...` turned a text file into HDF5; `runs delete d.h5 small nope` deleted `small`
-// and then said "file unchanged".
+// The same through the CLI: `merge keep.h5 other.h5` refuses to replace keep.h5 (--force does);
+// `merge text.h5 ...` never turns a text file into HDF5; `runs delete d.h5 small nope` deletes
+// nothing and says "file unchanged".
 void TestReliability::cliMergeKeepsAnUnrelatedOutputAndDeleteIsAllOrNothing() {
   QVERIFY2(QFileInfo::exists(cliPath()), qPrintable(QStringLiteral("build fp8lab-cli first: %1").arg(cliPath())));
   QTemporaryDir tmp;
@@ -1963,7 +1962,7 @@ void TestReliability::cliMergeKeepsAnUnrelatedOutputAndDeleteIsAllOrNothing() {
 
   const QString D = QString::fromStdString(d);
   {
-    // runs list --json (a tester asked for it): one object per run, sorted by id, from the file.
+    // runs list --json: one object per run, sorted by id, from the file.
     QProcess p;
     p.start(cliPath(), {QStringLiteral("runs"), QStringLiteral("list"), D, QStringLiteral("--json")});
     QVERIFY(p.waitForFinished(60000));

@@ -1,6 +1,6 @@
 // Tests for core/session: round trip of every dataset and attribute kind, quantized tensors,
-// append / rename / delete / merge, partial reads, and every bad-input case of issue 4 §6 that
-// concerns files. Expected values are hand-derived (comments show how), never read back from the
+// append / rename / delete / merge, partial reads, and every bad input that concerns files
+// (docs/reliability.md). Expected values are hand-derived (comments show how), never read back from the
 // code under test alone.
 #include <QTemporaryDir>
 #include <QtTest>
@@ -170,7 +170,7 @@ private Q_SLOTS:
   void regionReadIsAStridedWindow();
   void reducedReadKeepsEveryMaximum();
   void regionOutsideDatasetIsReported();
-  // bad input (issue 4 §6)
+  // bad input
   void missingFile();
   void nonHdf5AndEmptyFiles();
   void truncatedFile();
@@ -415,9 +415,9 @@ void TestSession::mergeRefusesBadInput() {
   QVERIFY(!fs::exists(out));
 }
 
-// A tester's finding: `merge keep.h5 other.h5` replaced keep.h5 (its runs lost), and a text or
-// JSON file named as the output was turned into HDF5, exit 0. Now an existing output that is not
-// an input is refused unless replace_existing; a file that is not a session never is replaced.
+// merge never loses an unrelated file: an existing output that is not an input (`merge keep.h5
+// other.h5`) is refused unless replace_existing, and a file that is not a session (a text or JSON
+// file named as the output) is never replaced.
 void TestSession::mergeNeverReplacesAnUnrelatedOutput_data() {
   QTest::addColumn<QByteArray>("kind");    // what the existing output is
   QTest::addColumn<bool>("force");         // WriteOptions::replace_existing
@@ -484,9 +484,8 @@ void TestSession::mergeNeverReplacesAnUnrelatedOutput() {
   QCOMPARE(ids, (std::vector<std::string>{"m1", "m2"}));
 }
 
-// A tester's finding: `run --out link.h5` with link.h5 → real/target.h5 replaced the link by a
-// regular file; the target was never updated. Every writer now resolves the link and renames
-// over the real file, with its temporary beside it.
+// `run --out link.h5` with link.h5 → real/target.h5 updates the target and keeps the link: every
+// writer resolves the link and renames over the real file, with its temporary beside it.
 void TestSession::writesGoThroughSymbolicLinks() {
   QTemporaryDir dir;
   const std::string d = dir.path().toStdString();
@@ -531,8 +530,8 @@ void TestSession::writesGoThroughSymbolicLinks() {
   QVERIFY(fs::is_symlink(loop1) && fs::is_symlink(loop2));
 }
 
-// A tester's finding: `runs delete d.h5 small nope` deleted `small`, then failed on `nope` with
-// "no such run (file unchanged)" — but the file had changed. deleteRuns checks every id first.
+// `runs delete d.h5 small nope` deletes nothing: deleteRuns checks every id first, so "no such run
+// (file unchanged)" is true.
 void TestSession::deleteRunsIsAllOrNothing() {
   const std::string p = path("del_many.h5");
   QVERIFY(writeSession(p, sess({gemmRun("small"), gemmRun("big"), gemmRun("keep")})).ok());
@@ -911,12 +910,11 @@ void TestSession::badCallerDataIsRejectedBeforeWriting() {
            std::string("run id 'run-\xc3\xbc' contains '\xc3\xbc' (allowed: ASCII letters and digits, _ - . + =)"));
 }
 
-// A dataset's shape is the header's claim (fuzz_session: a 5 kB file declared 34 GB). A run dataset
+// A dataset's shape is the header's claim (a 5 kB file can declare 34 GB). A run dataset
 // of 2^15 x 2^15 float64 (8 GiB = 8192 MiB) whose chunks were never written stores 0 bytes: more
 // than 256 MiB and 1100:1 (beyond deflate's 1032:1), so the open leaves it out with a Corrupt
-// warning — no read of any kind reaches it (a breaking session's `export` of such a header streamed
-// fill values without end; read() refused it, the band-wise export did not). The run's other
-// datasets still read.
+// warning — no read of any kind reaches it (neither read() nor the band-wise export, which would
+// stream fill values without end). The run's other datasets still read.
 void TestSession::declaredSizeIsCheckedBeforeReading() {
   const std::string p = path("claims.h5");
   QVERIFY(writeSession(p, sess({gemmRun("r1")})).ok());

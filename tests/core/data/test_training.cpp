@@ -3,9 +3,10 @@
 // experiment on a small subset: it learns, is reproducible, and records amax histories and
 // scales that equal an independent step-by-step recomputation of each preset's rules.
 //
-// The recomputation below is written from ../shared/SCALING-SEMANTICS.md (§2.2 Flax
-// update_fp8_meta/compute_scale, §3.1 TE DelayedScaling fused update, §3.3 TE current scaling),
-// not by calling core/scaling: it takes only the recorded per-step amaxes as input.
+// The recomputation below is written from the systems' sources (Flax fp8_ops.py
+// update_fp8_meta/compute_scale, TE DelayedScaling's fused update kernel_bulk, TE current scaling's
+// recipe_common.cuh compute_scale_from_amax), not by calling core/scaling: it takes only the
+// recorded per-step amaxes as input.
 #include <QtTest>
 
 #include "training/fashion_mnist.h"
@@ -108,7 +109,7 @@ TrainingConfig smallConfig(TrainingScalingKind kind, int history_len) {
 }
 
 /// The expected window after step t: the L amaxes a_(t-L+1) … a_t, zeros before step 0
-/// (both Flax and TE start from an all-zero history; §2.1, §3.1).
+/// (both Flax and TE start from an all-zero history).
 std::vector<float> expectedWindow(const std::vector<float>& amax, int64_t t, int L) {
   std::vector<float> w(static_cast<size_t>(L), 0.0f);
   for (int j = 0; j < L; ++j) {
@@ -405,7 +406,7 @@ void TestTraining::flaxDelayedHistoryAndScaleFollowTheRules() {
     QCOMPARE(h.history_len, L);
     QCOMPARE(h.amax.size(), size_t(r.steps_done));
     QCOMPARE(h.history.size(), size_t(r.steps_done) * L);
-    // Flax (§2.2): scale_t = 1 / (fp8_max / max(window of a_(t-L) … a_(t-1))), kept (as
+    // Flax (update_fp8_meta, compute_scale): scale_t = 1 / (fp8_max / max(window of a_(t-L) … a_(t-1))), kept (as
     // 1/(1/scale_prev)) when that max is 0; initial stored scale 1.0, history zeros.
     float scale_prev = 1.0f;
     for (int64_t t = 0; t < r.steps_done; ++t) {
@@ -422,7 +423,7 @@ void TestTraining::flaxDelayedHistoryAndScaleFollowTheRules() {
                               .arg(double(scale), 0, 'g', 9)));
       // Flax divides by the stored dequant scale; the quant multiplier reported beside it is
       // that scale's float32 reciprocal (QuantizedTensor convention for x/s presets), which can
-      // differ from sf by an ulp — the double reciprocal of §2.2.
+      // differ from sf by an ulp — Flax compute_scale's double reciprocal.
       QVERIFY(sameFloat(h.quant_scale[size_t(t)], 1.0f / scale));
       QCOMPARE(h.kept_previous[size_t(t)] != 0, keep);
       const auto w = expectedWindow(h.amax, t, L);
@@ -457,7 +458,7 @@ void TestTraining::teDelayedHistoryAndScaleFollowTheRules() {
     for (const OperandHistory& h : r.operands) {
       const float fp8_max = h.operand == "output_grad" ? 57344.0f : 448.0f;
       const float scaled_max = std::ldexp(fp8_max, -k.margin); // fp8_max · 2^-margin, exact
-      // TE fused update (§3.1): step t casts with the quant scale s_t (s_0 = 1.0); after it,
+      // TE fused update (kernel_bulk): step t casts with the quant scale s_t (s_0 = 1.0); after it,
       // window = {a_(t-L+1) … a_t} (L values incl. the staged one) and, if the staged amax ≠ 0,
       // s_(t+1) = scaled_max / amax with amax = max(window) ("max") or a_t ("most_recent"),
       // keeping s_t for a zero / non-finite amax, FLT_MAX if the division overflows. The dequant
@@ -498,7 +499,7 @@ void TestTraining::currentScalingFollowsTheRule() {
     QCOMPARE(h.history_len, 0);
     QVERIFY(h.history.empty());
     for (size_t t = 0; t < h.amax.size(); ++t) {
-      // TE compute_scale_from_amax (§3.3): fp8_max / amax in float32 (amax > 0 here).
+      // TE compute_scale_from_amax (recipe_common.cuh): fp8_max / amax in float32 (amax > 0 here).
       QVERIFY(h.amax[t] > 0);
       QVERIFY(sameFloat(h.quant_scale[t], fp8_max / h.amax[t]));
       QVERIFY(sameFloat(h.dequant_scale[t], 1.0f / (fp8_max / h.amax[t])));

@@ -1,4 +1,4 @@
-// Issue 4 §2's accuracy target on the full data set, as the default experiment runs it: after
+// The training accuracy target (docs/training.md) on the full data set, as the default experiment runs it: after
 // 3 epochs the FP32 baseline reaches ≥ 85 % test accuracy and FP8 training with delayed scaling
 // (Flax preset, history 1024; E4M3FN forward, E5M2 gradients) is within 1.0 percentage point of
 // it. Seeded, so the outcome is deterministic; about 20 CPU-seconds on 2 cores.

@@ -1,5 +1,5 @@
 // The training path of fp8lab-cli as a user meets it: SIGINT during training stops after the
-// current step and leaves a valid session holding everything so far (issue 4 §6); a missing
+// current step and leaves a valid session holding everything so far; a missing
 // Fashion-MNIST package gives a message naming it and writes nothing; a bad config names the key.
 // Runs the built fp8lab-cli (FP8LAB_BINARY_DIR/app/fp8lab-cli) with QProcess.
 #include <QtTest>

@@ -1,6 +1,6 @@
 // Tests for the number-format commands of fp8lab-cli (formats, encode, decode, table) as a user
 // runs them: the built binary in a child process, its stdout / stderr compared with values from
-// outside the code (OCP MX v1.0, the oracle tables in shared/oracle, ONNX Cast, hand
+// outside the code (OCP MX v1.0, the oracle tables, ONNX Cast, hand
 // derivations in the comments). Needs the fp8lab-cli target built beside the tests.
 #include <QtTest>
 
@@ -99,7 +99,7 @@ void TestFormatCli::e8m0RoundingLabel() {
 }
 
 void TestFormatCli::e8m0NegativeInputNeighbours() {
-  // CUDA's e8m0 conversion ignores the sign (shared/oracle/README.md: "E8M0 takes |x|"). −2:
+  // CUDA's e8m0 conversion ignores the sign (in the oracle tables, E8M0 of x is E8M0 of |x|). −2:
   // |x| = 2 = 2^1 is exact (0x80), so there are no neighbours to show. −3: |x| lies between
   // 2 (0x80) and 4 (0x81), midpoint 3, a tie → up → 0x81.
   const Result a = runCli({QStringLiteral("encode"), QStringLiteral("-f"), QStringLiteral("E8M0FNU"),

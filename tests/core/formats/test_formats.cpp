@@ -1,4 +1,4 @@
-// Tests for core/formats against the independent oracle tables (shared/oracle) and
+// Tests for core/formats against the independent oracle tables (FP8LAB_ORACLE_DIR) and
 // hand-derived cases. Expected values never come from the code under test.
 #include <QtTest>
 
@@ -37,8 +37,8 @@ Mode parseMode(const std::string& m) {
   return r;
 }
 
-// The project's documented departures from an oracle row (shared/oracle/README.md, "What FP8
-// Lab follows where the oracles differ"); every other row is expected bit for bit.
+// The project's documented departures from an oracle row (docs/formats.md, "Where the
+// references disagree"); every other row is expected bit for bit.
 enum class Departure { None, E8M0SubnormalNearest, FnuzSaturatingInf };
 
 // ml_dtypes float8_e8m0fnu RNE (ConvertImpl in float8.h) treats a target exponent field of 0 as
@@ -304,8 +304,7 @@ void TestFormats::bulkMatchesScalarOnRandomBitPatterns() {
 }
 
 void TestFormats::properties_data() {
-  // Expected values: shared/oracle/README.md "Key facts per format" (read from the oracle decode
-  // tables), OCP OFP8 v1.0 Tables 1-2, OCP MX v1.0, IEEE 754 for FP16/BF16.
+  // Expected values: read from the oracle decode tables, OCP OFP8 v1.0 Tables 1-2, OCP MX v1.0, IEEE 754 for FP16/BF16.
   QTest::addColumn<QString>("name");
   QTest::addColumn<int>("bias");
   QTest::addColumn<double>("maxFinite");

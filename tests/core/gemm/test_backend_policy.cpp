@@ -291,7 +291,7 @@ private Q_SLOTS:
                                                                         nullptr, BackendRequest::Auto));
   }
 
-  // The fallback rules as fp8lab-cli has always applied them (kept as they were).
+  // auto: a GEMM the GPU fails (here out of memory) runs again on the CPU, and the note says why.
   void autoFallsBackToTheCpuWhenTheGpuRunFails() {
     auto gpu = std::make_unique<FakeGpu>(FakeGpu::How::OutOfMemory);
     FakeGpu* g = gpu.get();

@@ -297,7 +297,7 @@ void TestDelayedScaling::teInfStaysInWindow() {
   QCOMPARE_BITS(n.scale(), 112.0f);
 }
 
-// TE L = 3, amaxes 8, 1, 1, 1 (hand-traced, SCALING-SEMANTICS §3.1 kernel_bulk):
+// TE L = 3, amaxes 8, 1, 1, 1 (hand-traced through TE's kernel_bulk):
 //   step 0: staged 8, window {0,0,8} → 56;  raw [0,0,8]
 //   step 1: staged 1, window {0,8,1} → 56;  raw [0,8,1]
 //   step 2: staged 1, window {8,1,1} → 56;  raw [0,1,1]
@@ -314,7 +314,7 @@ void TestDelayedScaling::teWindowRollsOut() {
   }
 }
 
-// SCALING-SEMANTICS §3.1/§10: Flax and TE use the same window: TE's scale after step t is the
+// Flax and TE use the same window: TE's scale after step t is the
 // scale Flax uses at step t+1 (up to Flax's double reciprocal: within 1 float32 ulp).
 void TestDelayedScaling::flaxAndTeUseTheSameWindow() {
   const float amaxes[8] = {3.0f, 0.5f, 7.0f, 1.25f, 2.0f, 0.1f, 0.3f, 5.0f};
@@ -360,7 +360,7 @@ void TestDelayedScaling::teQuantizeStepUsesCurrentScale() {
   QCOMPARE(q.stats.nan_inputs, int64_t(1));
 }
 
-// TE JAX DelayedScaleQuantizer (SCALING-SEMANTICS §3.2): amax 0 keeps the scale but the history
+// TE JAX DelayedScaleQuantizer: amax 0 keeps the scale but the history
 // still rolls (the 0 enters it); a tiny amax gives an infinite scale (no FLT_MAX clamp); otherwise
 // the same window and values as the PyTorch preset.
 void TestDelayedScaling::teJaxRollsOnZeroAndDoesNotClamp() {

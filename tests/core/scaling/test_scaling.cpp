@@ -160,7 +160,7 @@ void TestScaling::flaxDoubleReciprocal() {
   QCOMPARE_BITS(flaxComputeScale(2.0f, 1.0f, 448.0f, 2).sf, 56.0f);
 }
 
-// TE ptx_arch_spec.cuh float_to_e8m0 (SCALING-SEMANTICS §3.5).
+// TE ptx_arch_spec.cuh float_to_e8m0.
 void TestScaling::e8m0RoundUpSaturating() {
   QCOMPARE(int(fp8lab::e8m0RoundUpSaturating(1.0f)), 127);
   QCOMPARE(int(fp8lab::e8m0RoundUpSaturating(1.5f)), 128);
@@ -256,7 +256,7 @@ void TestScaling::mxNaNAndInfBlocks() {
   QCOMPARE(int(r.scale_codes[1]), 0xFE);
   QCOMPARE(r.stats.nan_inputs, int64_t(1));
   QCOMPARE(r.stats.inf_inputs, int64_t(1));
-  // torchao RCEIL: same round-up but no saturation: NaN and inf blocks → 0xFF (§4.6).
+  // torchao RCEIL: same round-up but no saturation: NaN and inf blocks → 0xFF (torchao/prototype/mx_formats).
   const QuantizedTensor t = quantize(x.data(), 1, 64, Format::E4M3FN(), preset("mx_rceil_torchao"));
   QCOMPARE(int(t.scale_codes[0]), 0xFF);
   QCOMPARE(int(t.scale_codes[1]), 0xFF);

@@ -1,0 +1,223 @@
+#include "experiment/sweep.h"
+
+#include "experiment/config_reader.h"
+#include "experiment/gemm_config.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string_view>
+
+namespace fp8lab {
+
+namespace {
+
+constexpr std::string_view kSpace = " \t\n\v\f\r";
+
+std::string trimmed(std::string_view s) {
+  const size_t b = s.find_first_not_of(kSpace);
+  if (b == std::string_view::npos) return {};
+  return std::string(s.substr(b, s.find_last_not_of(kSpace) - b + 1));
+}
+
+/// `s` split at every ':', empty parts kept ("A:" → {"A", ""}).
+std::vector<std::string> splitFormats(const std::string& s) {
+  std::vector<std::string> parts;
+  size_t from = 0;
+  for (size_t at; (at = s.find(':', from)) != std::string::npos; from = at + 1)
+    parts.push_back(s.substr(from, at - from));
+  parts.push_back(s.substr(from));
+  return parts;
+}
+
+/// The experiment type the CLI's `run` gives an object: its "type", or "gemm" for an object without
+/// one that has "m" or the desktop panel's older keys.
+std::string typeOf(const Json& o) {
+  std::string t = o.contains("type") && o["type"].is_string() ? o["type"].get<std::string>() : std::string();
+  if (t.empty() && (o.contains("m") || isLegacyPanelGemmConfig(o))) t = "gemm";
+  return t;
+}
+
+} // namespace
+
+std::string parseSweepSpec(const Json& config, const SweepAxisOverrides& overrides, SweepSpec* spec,
+                           const JsonDocument* doc) {
+  if (typeOf(config) != "gemm") return "sweep: the config must be a GEMM experiment (\"type\": \"gemm\")";
+  const Json sw = config.contains("sweep") && config["sweep"].is_object() ? config["sweep"] : Json::object();
+  for (auto it = sw.begin(); it != sw.end(); ++it)
+    if (it.key() != "formats" && it.key() != "scalings" && it.key() != "distributions")
+      return "sweep." + it.key() + ": unknown key (formats, scalings, distributions)";
+  SweepSpec s;
+  s.base = config;
+  s.base.erase("sweep");
+  s.base.erase("name");
+  {
+    ConfigReader r(doc);
+    if (!parseGemmConfig(s.base, &s.base_config, r)) return "config: " + r.error();
+    s.notes = r.notes();
+  }
+  const GemmExperimentConfig& b = s.base_config;
+  // An axis given but empty ("--formats ''", "formats": []) is a mistake, not the default.
+  std::string list_error;
+  auto axis = [&](const std::optional<std::vector<std::string>>& over, const char* key, const std::string& dflt) {
+    std::vector<std::string> raw;
+    const bool given = over.has_value() || sw.contains(key);
+    if (over) {
+      raw = *over;
+    } else if (sw.contains(key)) {
+      const Json& v = sw[key];
+      if (v.is_string()) raw.push_back(v.get<std::string>());
+      for (const Json& x : v.is_array() ? v : Json::array())
+        if (x.is_string()) raw.push_back(x.get<std::string>());
+    }
+    std::vector<std::string> l;
+    for (const std::string& x : raw)
+      if (std::string t = trimmed(x); !t.empty()) l.push_back(std::move(t));
+    if (l.empty() && given && list_error.empty())
+      list_error =
+          (over ? "--" : "sweep.") + std::string(key) + ": an empty list (leave it out to use the config's own value)";
+    if (l.empty()) l.push_back(dflt);
+    return l;
+  };
+  s.formats = axis(overrides.formats, "formats", b.format_a + (b.format_b != b.format_a ? ":" + b.format_b : ""));
+  s.scalings = axis(overrides.scalings, "scalings", b.scaling);
+  s.distributions = axis(overrides.distributions, "distributions", toString(b.a.random.distribution));
+  for (const std::string& f : s.formats) {
+    if (!list_error.empty()) break;
+    const auto ab = splitFormats(f);
+    if (ab.size() > 2 || std::find(ab.begin(), ab.end(), std::string()) != ab.end())
+      list_error = "formats: '" + f + "' is not FORMAT or FORMAT_A:FORMAT_B";
+  }
+  if (!list_error.empty()) {
+    spec->notes = std::move(s.notes); // the base config's notes still stand
+    return list_error;
+  }
+  *spec = std::move(s);
+  return {};
+}
+
+std::string expandSweep(const SweepSpec& spec, std::vector<SweepPoint>* grid) {
+  std::vector<SweepPoint> g;
+  int64_t index = 0;
+  for (const std::string& f : spec.formats)
+    for (const std::string& sc : spec.scalings)
+      for (const std::string& d : spec.distributions) {
+        SweepPoint pt;
+        pt.index = index++;
+        pt.format = f;
+        pt.scaling = sc;
+        pt.distribution = d;
+        const auto ab = splitFormats(f);
+        Json obj = spec.base;
+        obj.erase("format");
+        obj["format_a"] = ab[0];
+        obj["format_b"] = ab.size() > 1 ? ab[1] : ab[0];
+        obj["scaling"] = sc;
+        obj["distribution"] = d;
+        for (const char* op : {"a", "b"}) // the grid's distribution wins over per-operand ones
+          if (obj.contains(op) && obj[op].is_object()) obj[op].erase("distribution");
+        const std::string fid = ab[0] + (ab.size() > 1 && ab[1] != ab[0] ? "x" + ab[1] : std::string());
+        pt.id = "sweep-" + fid + "-" + sc + "-" + d;
+        if (const std::string e = parseGemmConfig(obj, &pt.config); !e.empty())
+          return "grid point " + std::to_string(pt.index) + " (" + pt.id + "): " + e;
+        if (std::string why; !isValidRunId(pt.id, &why)) return why;
+        g.push_back(std::move(pt));
+      }
+  *grid = std::move(g);
+  return {};
+}
+
+std::vector<SweepPoint> sweepShard(const std::vector<SweepPoint>& grid, int shard, int shards) {
+  if (shards < 1 || shard < 0 || shard >= shards)
+    throw std::invalid_argument("sweep shard " + std::to_string(shard) + "/" + std::to_string(shards) +
+                                ": expected 0 <= i < n");
+  std::vector<SweepPoint> r;
+  for (const SweepPoint& p : grid)
+    if (p.index % shards == shard) r.push_back(p);
+  return r;
+}
+
+std::vector<std::string> removeStoredPoints(std::vector<SweepPoint>* points, const std::vector<RunInfo>& stored) {
+  std::vector<Json> canonical;
+  for (const RunInfo& ri : stored) {
+    if (ri.type != "gemm") continue;
+    try {
+      const JsonDocument d = JsonDocument::parse(ri.config_json);
+      GemmExperimentConfig c;
+      const std::string name =
+          d.root().contains("name") && d.root()["name"].is_string() ? d.root()["name"].get<std::string>() : "";
+      if (parseGemmConfig(d.root(), &c).empty()) canonical.push_back(gemmConfigJson(c, name));
+    } catch (const JsonTextError&) {
+    }
+  }
+  std::vector<std::string> removed;
+  std::erase_if(*points, [&](const SweepPoint& pt) {
+    const Json mine = gemmConfigJson(pt.config, pt.id);
+    const bool done = std::find(canonical.begin(), canonical.end(), mine) != canonical.end();
+    if (done) removed.push_back(pt.id);
+    return done;
+  });
+  return removed;
+}
+
+SweepOutcome runSweep(const std::vector<SweepPoint>& points, GemmBackend& backend, const SweepHooks& hooks,
+                      const SweepRunOptions& opt) {
+  SweepOutcome out;
+  std::vector<Run> pending;
+  int64_t pending_bytes = 0;
+  auto save = [&]() {
+    if (pending.empty()) return true;
+    std::string error;
+    if (hooks.save && !hooks.save(pending, &error)) {
+      out.save_error = error.empty() ? std::string("the save failed") : error;
+      return false;
+    }
+    pending.clear();
+    pending_bytes = 0;
+    return true;
+  };
+  auto stop = [&](SweepOutcome::Status status, bool in_point, std::string error = {}) {
+    out.status = status;
+    out.in_point = in_point;
+    out.error = std::move(error);
+    save();
+    return out;
+  };
+  const size_t n = points.size();
+  for (size_t i = 0; i < n; ++i) {
+    const SweepPoint& pt = points[i];
+    const std::string stage = std::to_string(i + 1) + "/" + std::to_string(n) + " " + pt.id;
+    const ProgressFn progress = [&](double f, const std::string&) {
+      return !hooks.progress || hooks.progress((double(i) + f) / double(n), stage);
+    };
+    const std::string text = gemmConfigJson(pt.config, pt.id).dump(2);
+    GemmExperimentConfig c = pt.config;
+    c.gemm.threads = opt.threads;
+    Result<Run> r;
+    try {
+      r = runGemmExperimentRun(c, text, pt.id, backend, progress);
+    } catch (const Cancelled&) {
+      return stop(SweepOutcome::Status::Cancelled, true);
+    } catch (const std::exception& e) {
+      return stop(SweepOutcome::Status::Failed, true, e.what());
+    }
+    if (hooks.warning)
+      for (const SessionIssue& issue : r.issues)
+        if (issue.severity != Warning::Severity::Error) hooks.warning(pt, issue);
+    if (!r.ok()) return stop(SweepOutcome::Status::Failed, true, r.errors());
+    if (hooks.point_done) hooks.point_done(pt, r.value);
+    for (const auto& [path, d] : r.value.datasets) pending_bytes += d.storedCount() * int64_t(d.elementBytes());
+    pending.push_back(std::move(r.value));
+    out.finished = i + 1;
+    if (pending_bytes > opt.save_batch_bytes && !save()) {
+      out.status = SweepOutcome::Status::Failed;
+      return out;
+    }
+    // A cancel that arrives after the point's last check stops before the next point starts.
+    if (i + 1 < n && hooks.progress && !hooks.progress(double(i + 1) / double(n), stage))
+      return stop(SweepOutcome::Status::Cancelled, false);
+  }
+  if (!save()) out.status = SweepOutcome::Status::Failed;
+  return out;
+}
+
+} // namespace fp8lab
