@@ -1,4 +1,4 @@
-// Experiment panel (issue 5 §2): every parameter of a GEMM experiment, checked in place. Invalid
+// Experiment panel: every parameter of a GEMM experiment, checked in place. Invalid
 // combinations are explained next to the fields (e.g. E5M2×E5M2 on the GPU) and Run stays off
 // until they are fixed. Two groups of slots, as LabPlot's widgets: "changed in the widget"
 // (re-validate, emit configChanged) and "changed in the model" (setConfig), with a guard.

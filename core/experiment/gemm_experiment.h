@@ -69,7 +69,7 @@ struct GemmRunDetails {
 /// format or preset, bad shape, import failure, unsupported by the backend) come back as
 /// InvalidArgument / the importer's issues; Cancelled is thrown when progress returns false.
 /// The run's id is `run_id`, type "gemm", seed = cfg.seed.
-/// Reliability (issue 8): a GEMM whose buffers (≈ 21 B per operand element + 36 B per output
+/// Limits: a GEMM whose buffers (≈ 21 B per operand element + 36 B per output
 /// element) exceed the memory available — or cfg.gemm.memory_limit_bytes when > 0 — is refused
 /// with InvalidArgument naming both sizes before anything is allocated; an empty imported operand
 /// is InvalidArgument; NaN / Inf inputs give a Computation warning and metrics a_nonfinite /
