@@ -107,7 +107,8 @@ ComparisonRow comparisonRow(const RunAccess& r) {
     row.accumulation = r.attr(QStringLiteral("accumulation"));
     const QString out = r.attr(QStringLiteral("output_type"));
     if (!out.isEmpty()) row.accumulation += QStringLiteral(" \u2192 ") + out;
-    // "gemm" runs (gemm_experiment.cpp) and "gemm-trained-weights" runs (training) name them differently.
+    // Older "gemm-trained-weights" runs named the error-split metrics total_*, quantization_*,
+    // accumulation_*; every run now uses the names of experiment/gemm_run.cpp.
     auto m2 = [&](const char* a, const char* b) {
       const double v = m(a);
       return std::isnan(v) ? m(b) : v;

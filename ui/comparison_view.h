@@ -27,7 +27,7 @@ struct ComparisonRow {
   double quant_sqnr_db = NAN, accum_sqnr_db = NAN, final_accuracy = NAN;
 };
 
-/// The row of a run, from its attributes and metrics (docs: gemm_experiment.cpp, training_session.h).
+/// The row of a run, from its attributes and metrics (docs: experiment/gemm_run.cpp, training_session.h).
 /// saturated % = (a_saturated + b_saturated) / (M·K + K·N) · 100, likewise underflow.
 ComparisonRow comparisonRow(const RunAccess& run);
 

@@ -3,7 +3,7 @@
 #include "experiment_runner.h"
 
 #include "formats/format.h"
-#include "gemm/gemm_experiment.h"
+#include "gemm/error_split.h"
 #include "scaling/scaling.h"
 #include "session.h"
 
@@ -222,7 +222,7 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   auto* imp = new QHBoxLayout;
   import_path_ = new QLineEdit(inner);
   import_path_->setObjectName(QStringLiteral("importPath"));
-  import_path_->setPlaceholderText(tr(".npy, .safetensors or HDF5 file"));
+  import_path_->setPlaceholderText(tr(".npy, .safetensors or HDF5 file (empty: random A)"));
   connect(import_path_, &QLineEdit::textChanged, this, &ExperimentPanel::onWidgetChanged);
   browse_ = new QPushButton(tr("Browse\u2026"), inner);
   connect(browse_, &QPushButton::clicked, this, [this] {
@@ -232,7 +232,21 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   });
   imp->addWidget(import_path_, 1);
   imp->addWidget(browse_);
-  form_->addRow(tr("Tensor file:"), imp);
+  form_->addRow(tr("Tensor A [M,K]:"), imp);
+  auto* impb = new QHBoxLayout;
+  import_path_b_ = new QLineEdit(inner);
+  import_path_b_->setObjectName(QStringLiteral("importPathB"));
+  import_path_b_->setPlaceholderText(tr("(empty: random B)"));
+  connect(import_path_b_, &QLineEdit::textChanged, this, &ExperimentPanel::onWidgetChanged);
+  auto* browse_b = new QPushButton(tr("Browse\u2026"), inner);
+  connect(browse_b, &QPushButton::clicked, this, [this] {
+    const QString f = QFileDialog::getOpenFileName(this, tr("Import tensor B"), {},
+                                                   tr("Tensors (*.npy *.safetensors *.h5 *.hdf5);;All files (*)"));
+    if (!f.isEmpty()) import_path_b_->setText(f);
+  });
+  impb->addWidget(import_path_b_, 1);
+  impb->addWidget(browse_b);
+  form_->addRow(tr("Tensor B [K,N]:"), impb);
   train_run_ = combo(QStringLiteral("trainingRun"));
   form_->addRow(tr("Training run:"), train_run_);
   seed_ = spin(QStringLiteral("seed"), 0, 2147483647, 42);
@@ -447,6 +461,7 @@ QJsonObject ExperimentPanel::config() const {
   c[QStringLiteral("distribution")] = key(dist_);
   c[QStringLiteral("sigma")] = sigma_->value();
   c[QStringLiteral("import_path")] = import_path_->text();
+  c[QStringLiteral("import_path_b")] = import_path_b_->text();
   c[QStringLiteral("training_run")] = train_run_->currentData().toString();
   c[QStringLiteral("seed")] = seed_->value();
   c[QStringLiteral("backend")] = key(backend_);
@@ -492,6 +507,8 @@ void ExperimentPanel::setConfig(const QJsonObject& c) {
   if (c.value(QStringLiteral("sigma")).isDouble()) sigma_->setValue(c.value(QStringLiteral("sigma")).toDouble());
   if (c.contains(QStringLiteral("import_path")))
     import_path_->setText(c.value(QStringLiteral("import_path")).toString());
+  if (c.contains(QStringLiteral("import_path_b")))
+    import_path_b_->setText(c.value(QStringLiteral("import_path_b")).toString());
   setData(train_run_, c.value(QStringLiteral("training_run")));
   setInt(seed_, "seed");
   setData(backend_, c.value(QStringLiteral("backend")));
@@ -523,9 +540,19 @@ void ExperimentPanel::updateVisibility() {
   // The import row is a layout; find its row through the line edit's layout item.
   for (int r = 0; r < form_->rowCount(); ++r) {
     QLayoutItem* it = form_->itemAt(r, QFormLayout::FieldRole);
-    if (it && it->layout() && it->layout()->indexOf(import_path_) >= 0)
+    if (it && it->layout() && (it->layout()->indexOf(import_path_) >= 0 || it->layout()->indexOf(import_path_b_) >= 0))
       form_->setRowVisible(r, in == QStringLiteral("import"));
   }
+  // An imported operand brings its shape: A fixes M and K, B fixes K and N.
+  const bool ta = in == QStringLiteral("import") && !import_path_->text().isEmpty();
+  const bool tb = in == QStringLiteral("import") && !import_path_b_->text().isEmpty();
+  const QString from = tr("taken from the imported tensor's shape");
+  m_->setEnabled(!ta);
+  k_->setEnabled(!ta && !tb);
+  n_->setEnabled(!tb);
+  m_->setToolTip(ta ? from : QString());
+  k_->setToolTip(ta || tb ? from : QString());
+  n_->setToolTip(tb ? from : QString());
   form_->setRowVisible(train_run_, in == QStringLiteral("training"));
 }
 
@@ -580,17 +607,23 @@ QList<ConfigProblem> ExperimentPanel::validate(const QJsonObject& c, bool gpu_av
                        false};
   const QString in = c.value(QStringLiteral("input")).toString();
   if (in == QStringLiteral("import")) {
-    const QString path = c.value(QStringLiteral("import_path")).toString();
-    const QString suf = QFileInfo(path).suffix().toLower();
-    if (path.isEmpty())
+    const QString pa = c.value(QStringLiteral("import_path")).toString();
+    const QString pb = c.value(QStringLiteral("import_path_b")).toString();
+    if (pa.isEmpty() && pb.isEmpty())
       p << ConfigProblem{QObject::tr("Tensor file"), QObject::tr("choose a tensor file to import.")};
-    else if (!QFileInfo::exists(path))
-      p << ConfigProblem{QObject::tr("Tensor file"), QObject::tr("%1 does not exist.").arg(path)};
-    else if (!QStringList{QStringLiteral("npy"), QStringLiteral("safetensors"), QStringLiteral("h5"),
-                          QStringLiteral("hdf5")}
-                  .contains(suf))
-      p << ConfigProblem{QObject::tr("Tensor file"),
-                         QObject::tr("'.%1' files cannot be imported (use .npy, .safetensors or HDF5).").arg(suf)};
+    for (const QString& path : {pa, pb}) {
+      if (path.isEmpty()) continue;
+      // "file.safetensors:NAME" and "file.h5:/path" name a tensor inside the file.
+      const QString file = path.section(QLatin1Char(':'), 0, 0);
+      const QString suf = QFileInfo(file).suffix().toLower();
+      if (!QFileInfo::exists(file))
+        p << ConfigProblem{QObject::tr("Tensor file"), QObject::tr("%1 does not exist.").arg(file)};
+      else if (!QStringList{QStringLiteral("npy"), QStringLiteral("safetensors"), QStringLiteral("h5"),
+                            QStringLiteral("hdf5")}
+                    .contains(suf))
+        p << ConfigProblem{QObject::tr("Tensor file"),
+                           QObject::tr("'.%1' files cannot be imported (use .npy, .safetensors or HDF5).").arg(suf)};
+    }
   } else if (in == QStringLiteral("training")) {
     const QString r = c.value(QStringLiteral("training_run")).toString();
     if (training_runs.isEmpty())

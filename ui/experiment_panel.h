@@ -100,7 +100,7 @@ private:
   QSpinBox *history_, *margin_, *m_, *n_, *k_, *seed_, *promo_, *fast_bits_;
   QCheckBox* pow2_;
   QDoubleSpinBox* sigma_;
-  QLineEdit* import_path_;
+  QLineEdit *import_path_, *import_path_b_;
   QPushButton* browse_;
   QFormLayout* form_;
   QLabel* problems_label_;

@@ -6,7 +6,7 @@
 #include "backend/backend_factory.h"
 #include "backend/backend_record.h"
 #include "experiment/gemm_config.h"
-#include "experiment/gemm_experiment.h"
+#include "experiment/gemm_run.h"
 #include "experiment/training_config.h"
 #include "experiment/training_experiment.h"
 #include "session.h"
@@ -169,11 +169,18 @@ QJsonObject panelConfigFromCanonical(const QByteArray& json, const QJsonObject& 
   c[QStringLiteral("promotion_interval")] = cfg.gemm.promotion_interval;
   c[QStringLiteral("fast_accum_bits")] = cfg.gemm.fast_accum_bits;
   if (!cfg.a.tensor.empty() || !cfg.b.tensor.empty()) {
-    if (!cfg.b.tensor.empty() || cfg.a.transpose)
-      return no(QObject::tr("the panel imports operand A only, untransposed; this config imports %1")
-                    .arg(QString::fromStdString(cfg.b.tensor.empty() ? cfg.a.tensor + " transposed" : cfg.b.tensor)));
+    if (cfg.a.transpose || cfg.b.transpose)
+      return no(QObject::tr("the panel imports tensors untransposed; this config transposes one"));
+    const RandomMatrixOptions def;
+    for (const OperandSource* o : {&cfg.a, &cfg.b})
+      if (o->tensor.empty() &&
+          (o->random.distribution != def.distribution || o->random.scale != def.scale || o->random.sigma != def.sigma ||
+           o->random.outlier_fraction != def.outlier_fraction || o->random.outlier_factor != def.outlier_factor))
+        return no(QObject::tr("beside an imported tensor the panel's random operand is normal with scale 1; this "
+                              "config's differs (run it with fp8lab-cli run)"));
     c[QStringLiteral("input")] = QStringLiteral("import");
     c[QStringLiteral("import_path")] = QString::fromStdString(cfg.a.tensor);
+    c[QStringLiteral("import_path_b")] = QString::fromStdString(cfg.b.tensor);
   } else {
     const RandomMatrixOptions& ra = cfg.a.random;
     const RandomMatrixOptions& rb = cfg.b.random;

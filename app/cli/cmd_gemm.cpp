@@ -11,7 +11,7 @@
 
 #include "formats/format.h"
 #include "gemm/gemm.h"
-#include "gemm/gemm_experiment.h"
+#include "gemm/error_split.h"
 #include "gemm/random_matrix.h"
 #include "metrics/error_metrics.h"
 #include "scaling/scaling.h"

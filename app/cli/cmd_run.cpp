@@ -5,7 +5,7 @@
 #include "command.h"
 
 #include "experiment/gemm_config.h"
-#include "experiment/gemm_experiment.h"
+#include "experiment/gemm_run.h"
 #include "experiment/sweep.h"
 #include "formats/format.h"
 #include "gemm/gemm.h"

@@ -10,7 +10,7 @@
 #include "backend_choice.h"
 #include "common/progress.h"
 #include "experiment/config_reader.h"
-#include "experiment/gemm_experiment.h"
+#include "experiment/gemm_run.h"
 #include "io/json_document.h"
 #include "session/session.h"
 

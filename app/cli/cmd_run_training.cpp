@@ -30,8 +30,12 @@ QJsonObject outcomeJson(const TrainingRunOutcome& o, const ChosenGemmBackend* ba
   js.insert(QStringLiteral("device"), QString::fromStdString(o.device));
   if (o.type == "gemm-trained-weights") {
     js.insert(QStringLiteral("layer"), QString::fromStdString(o.layer));
-    for (const char* m : {"total_sqnr_db", "quantization_sqnr_db", "accumulation_sqnr_db", "total_rel_fro"})
-      js.insert(QLatin1String(m), jsonNumber(o.metrics.count(m) ? o.metrics.at(m) : std::nan("")));
+    // The summary's keys name the error split; the run's metrics are those of every GEMM run.
+    for (const auto& [key, metric] : {std::pair{"total_sqnr_db", "sqnr_db"},
+                                      {"quantization_sqnr_db", "quant_sqnr_db"},
+                                      {"accumulation_sqnr_db", "accum_sqnr_db"},
+                                      {"total_rel_fro", "rel_fro"}})
+      js.insert(QLatin1String(key), jsonNumber(o.metrics.count(metric) ? o.metrics.at(metric) : std::nan("")));
     return js;
   }
   const TrainingConfig& c = o.spec->config;
@@ -150,8 +154,8 @@ int runTrainingExperiment(const Json& config, const ConfigPath& at, const JsonDo
     backend_notes[*stored] = attrString(run.attrs, "backend_note").value_or("");
     if (run.type == "gemm-trained-weights" && lines)
       std::fprintf(stderr, "GEMM on trained %s: SQNR %.2f dB total, %.2f dB quantization, %.2f dB accumulation\n",
-                   attrString(run.attrs, "layer").value_or("?").c_str(), run.metrics.at("total_sqnr_db").value,
-                   run.metrics.at("quantization_sqnr_db").value, run.metrics.at("accumulation_sqnr_db").value);
+                   attrString(run.attrs, "layer").value_or("?").c_str(), run.metrics.at("sqnr_db").value,
+                   run.metrics.at("quant_sqnr_db").value, run.metrics.at("accum_sqnr_db").value);
     return true;
   };
   TrainingRunnerOptions ro;

@@ -150,8 +150,20 @@ Json legacyPanelGemmConfig(const Json& c, ConfigReader& r, const ConfigPath& at)
     g["a"] = op;
     g["b"] = op;
   } else if (input == "import") {
-    g["n"] = n;
-    g["a"] = {{"tensor", str("import_path", "")}};
+    // A from import_path, B from import_path_b; an operand without a file is random (normal,
+    // scale 1). Each tensor fixes its dimensions.
+    const std::string ta = str("import_path", ""), tb = str("import_path_b", "");
+    if (ta.empty()) {
+      g["m"] = m;
+      if (tb.empty()) g["k"] = k;
+    } else {
+      g["a"] = {{"tensor", ta}};
+    }
+    if (tb.empty())
+      g["n"] = n;
+    else
+      g["b"] = {{"tensor", tb}};
+    if (ta.empty() && tb.empty()) r.fail(at.member("import_path"), "choose a tensor file to import");
   } else if (input == "training") {
     // The trained kernel of the first layer, read from the saved session file (B = W [K, N]).
     g["m"] = m;

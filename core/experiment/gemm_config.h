@@ -15,7 +15,7 @@
 
 #include "io/json_document.h"
 #include "experiment/config_reader.h"
-#include "experiment/gemm_experiment.h"
+#include "experiment/gemm_run.h"
 
 #include <string>
 

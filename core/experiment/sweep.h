@@ -16,7 +16,7 @@
 // formats.
 #pragma once
 
-#include "experiment/gemm_experiment.h"
+#include "experiment/gemm_run.h"
 #include "io/json_document.h"
 #include "session/session.h"
 

@@ -1,6 +1,7 @@
 // FP8 Lab — GEMM error experiment on trained weights (see weight_gemm.h).
 #include "training/weight_gemm.h"
 
+#include "experiment/gemm_run.h"
 #include "metrics/error_metrics.h"
 #include "scaling/scaling.h"
 #include "training/dense.h"
@@ -27,22 +28,6 @@ std::vector<float> layerInputs(const std::vector<LayerWeights>& w, int layer, co
   return x;
 }
 
-namespace {
-
-void putMetrics(Run& run, const std::string& prefix, const ErrorMetrics& m, const std::string& what) {
-  run.setMetric(prefix + "_max_abs", m.max_abs, "1", "max absolute error, " + what);
-  run.setMetric(prefix + "_max_rel", m.max_rel, "1", "max relative error over non-zero references, " + what);
-  run.setMetric(prefix + "_rmse", m.rmse, "1", "root-mean-square error, " + what);
-  run.setMetric(prefix + "_rel_fro", m.rel_fro, "1", "relative Frobenius error, " + what);
-  run.setMetric(prefix + "_sqnr_db", m.sqnr_db, "dB", "signal-to-quantization-noise ratio, " + what);
-}
-
-std::vector<float> toF32(const std::vector<double>& v) {
-  return std::vector<float>(v.begin(), v.end());
-}
-
-} // namespace
-
 Run weightGemmRun(const std::vector<LayerWeights>& w, const ImageDataset& test, const WeightGemmConfig& cfg,
                   const std::string& run_id, const std::string& config_json, GemmBackend* backend,
                   const ProgressFn& progress) {
@@ -67,48 +52,38 @@ Run weightGemmRunFromInputs(const std::vector<float>& a, const std::vector<float
   for (Axis ax : {Axis::Cols, Axis::Rows})
     if (const std::string why = gemmScalingProblem(*preset, ax); !why.empty())
       throw std::invalid_argument("trained-weights GEMM: " + why);
-  const std::vector<float>& kernel = b;
-  const QuantizedTensor qa = quantize(a.data(), m, k, *cfg.a_format, *preset, Axis::Cols);
-  const QuantizedTensor qb = quantize(kernel.data(), k, n, *cfg.b_format, *preset, Axis::Rows);
-  GemmExperimentResult r = runGemmExperiment(a.data(), kernel.data(), qa, qb, cfg.gemm, backend, progress);
-
-  Run run;
-  run.id = run_id;
+  // The one GEMM error experiment (core/experiment), on these operands: the same datasets and
+  // metric names as every "gemm" run, the float64 reference included.
+  GemmExperimentConfig g;
+  g.m = m;
+  g.k = k;
+  g.n = n;
+  g.format_a = cfg.a_format->name();
+  g.format_b = cfg.b_format->name();
+  g.scaling = cfg.scaling;
+  g.gemm = cfg.gemm;
+  g.a.values = &a;
+  g.a.rows = m;
+  g.a.cols = k;
+  g.a.origin = layer + " input activations of the first " + std::to_string(m) + " test images";
+  g.b.values = &b;
+  g.b.rows = k;
+  g.b.cols = n;
+  g.b.origin = "trained " + layer + " kernel (FP32 master weights)";
+  std::unique_ptr<GemmBackend> cpu;
+  if (!backend) {
+    cpu = makeCpuGemmBackend();
+    backend = cpu.get();
+  }
+  Result<Run> res = runGemmExperimentRun(g, config_json, run_id, *backend, progress);
+  if (!res.ok()) throw std::invalid_argument("trained-weights GEMM: " + res.firstError());
+  Run run = std::move(res.value);
   run.type = "gemm-trained-weights";
-  run.config_json = config_json;
-  run.backend = r.output.backend;
-  run.device = r.output.device;
+  run.seed = 0; // no random operand
   run.attrs["layer"] = layer;
-  run.attrs["scaling"] = cfg.scaling;
-  run.attrs["a_format"] = cfg.a_format->name();
-  run.attrs["b_format"] = cfg.b_format->name();
-  run.attrs["accumulation"] = std::string(toString(cfg.gemm.accumulation));
-  run.attrs["algorithm"] = r.output.algorithm;
   run.attrs["description"] = "A = " + layer + " input of the first " + std::to_string(m) +
                              " test images (float32 through the trained weights), B = trained " + layer + " kernel";
   run.attrs["rows"] = m;
-  run.putFloat32("inputs/A", a, m, k, "1", layer + " input activations of test images [M=images, K=in features]");
-  run.putFloat32("inputs/B", kernel, k, n, "1", "trained " + layer + " kernel [K=in, N=out] (FP32 master weights)");
-  run.putQuantized("quantized/A", qa, "A quantized with " + cfg.scaling);
-  run.putQuantized("quantized/B", qb, "B quantized with " + cfg.scaling);
-  run.putFloat32("output/D", r.output.d, m, n, "1",
-                 std::string("FP8 GEMM output D = A_q·B_q, ") + toString(cfg.gemm.accumulation) + " accumulation");
-  run.putFloat32("reference/D", toF32(r.ideal), m, n, "1",
-                 "ideal A·B of the unquantized inputs (double, rounded to float32 for storage)");
-  run.putFloat32("reference/D_quantized_exact", toF32(r.quantized_exact), m, n, "1",
-                 "dequant(A_q)·dequant(B_q) in double (exact accumulation), rounded to float32 for storage");
-  run.putFloat32("error/abs", errorMap(r.ideal.data(), r.output.d.data(), m * n, ErrorMapKind::Abs), m, n, "1",
-                 "|D − ideal| per element");
-  run.putFloat32("error/rel", errorMap(r.ideal.data(), r.output.d.data(), m * n, ErrorMapKind::Rel), m, n, "1",
-                 "|D − ideal| / |ideal| per element (NaN where ideal = 0 and D ≠ 0)");
-  putMetrics(run, "total", r.total, "D vs ideal");
-  putMetrics(run, "quantization", r.quantization, "quantized-exact vs ideal");
-  putMetrics(run, "accumulation", r.accumulation, "D vs quantized-exact");
-  run.setMetric("a_saturated", static_cast<double>(qa.stats.saturated), "elements", "A elements clipped");
-  run.setMetric("a_underflow", static_cast<double>(qa.stats.underflow), "elements", "A elements flushed to zero");
-  run.setMetric("b_saturated", static_cast<double>(qb.stats.saturated), "elements", "B elements clipped");
-  run.setMetric("b_underflow", static_cast<double>(qb.stats.underflow), "elements", "B elements flushed to zero");
-  run.setMetric("gemm_seconds", r.output.seconds, "s", "wall time of the FP8 GEMM");
   return run;
 }
 

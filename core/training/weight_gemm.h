@@ -10,7 +10,7 @@
 #pragma once
 
 #include "gemm/gemm.h"
-#include "gemm/gemm_experiment.h"
+#include "gemm/error_split.h"
 #include "session/session.h"
 #include "training/fashion_mnist.h"
 #include "training/trainer.h"
@@ -33,12 +33,13 @@ struct WeightGemmConfig {
 std::vector<float> layerInputs(const std::vector<LayerWeights>& weights, int layer, const ImageDataset& test,
                                int64_t rows, int threads = 0);
 
-/// Runs the experiment and builds a session run of type "gemm-trained-weights" with datasets
-/// inputs/A, inputs/B (float32), quantized/A, quantized/B (Run::putQuantized), output/D,
-/// reference/D (ideal, float32 of the double result), reference/D_quantized_exact, error/abs and
-/// error/rel (output vs ideal), and metrics for the three error splits (quantization,
-/// accumulation, total: max_abs, max_rel, rmse, rel_fro, sqnr_db) plus operand saturation counts.
-/// Throws std::invalid_argument for an unknown preset, a layer out of range or rows < 1.
+/// Runs the GEMM error experiment of core/experiment (runGemmExperimentRun) on A = the layer's
+/// input activations and B = its trained kernel, and returns it as a session run of type
+/// "gemm-trained-weights": the datasets and metric names of every "gemm" run (inputs/A, inputs/B,
+/// quantized/*, output/D, reference/D and reference/D_quantized_exact in float64, error maps;
+/// sqnr_db, quant_sqnr_db, accum_sqnr_db, ... — docs/session-format.md) plus the attributes
+/// layer, rows and description. Throws std::invalid_argument for an unknown preset, a layer out
+/// of range or rows < 1.
 Run weightGemmRun(const std::vector<LayerWeights>& weights, const ImageDataset& test, const WeightGemmConfig& cfg,
                   const std::string& run_id, const std::string& config_json, GemmBackend* backend = nullptr,
                   const ProgressFn& progress = {});

@@ -25,7 +25,7 @@
 #include "backend/backend_factory.h"
 #include "cuda_gemm_backend.h"
 #include "device_probe.h"
-#include "gemm/gemm_experiment.h"
+#include "gemm/error_split.h"
 #include "gemm/random_matrix.h"
 #include "scaling/scaling.h"
 

@@ -16,6 +16,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QProcess>
+#include <QSpinBox>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -50,6 +51,22 @@ fp8lab::Json storedConfig(const QString& file, const QString& run) {
   for (const auto& ri : rd.value->info().runs)
     if (ri.id == run.toStdString()) return fp8lab::Json::parse(ri.config_json);
   return {};
+}
+
+/// A little-endian float32 .npy file (format 1.0: magic, header length, a dict padded with
+/// spaces to a multiple of 64 bytes ending in '\n', then the data).
+void writeNpy(const QString& file, int64_t rows, int64_t cols, const std::vector<float>& v) {
+  QByteArray h =
+      QStringLiteral("{'descr': '<f4', 'fortran_order': False, 'shape': (%1, %2), }").arg(rows).arg(cols).toLatin1();
+  while ((10 + h.size() + 1) % 64 != 0) h += ' ';
+  h += '\n';
+  QFile f(file);
+  if (!f.open(QIODevice::WriteOnly)) qFatal("cannot write %s", qPrintable(file));
+  f.write("\x93NUMPY\x01\x00", 8);
+  const quint16 len = quint16(h.size());
+  f.write(reinterpret_cast<const char*>(&len), 2);
+  f.write(h);
+  f.write(reinterpret_cast<const char*>(v.data()), qint64(v.size() * sizeof(float)));
 }
 
 } // namespace
@@ -209,6 +226,54 @@ private Q_SLOTS:
     QVERIFY(pow2->isChecked());
     QVERIFY(pow2->toolTip().contains(QStringLiteral("always")));
     QCOMPARE(panel.config().value(QStringLiteral("preset")).toString(), QStringLiteral("te_block_1x128"));
+  }
+
+  // Both operands imported in the panel: the run takes M, K, N from the tensors (A [3,4] and
+  // B [4,2], while the M/N/K fields say 256/256/1024 and are disabled), stores them unchanged as
+  // inputs/A and inputs/B, and the CLI re-runs it bit for bit from the stored config.
+  void bothOperandsImportedTakeTheirShape() {
+    MainWindow w(testOptions());
+    if (!w.hasExperimentRunner()) QSKIP("no experiment runner in this build");
+    QTemporaryDir dir;
+    const std::vector<float> a = {1, -2, 0.5f, 3, 0.25f, 7, -1, 2, 4, -0.125f, 1.5f, -6};
+    const std::vector<float> b = {2, -1, 0.5f, 3, -4, 1, 0.75f, -2};
+    const QString fa = dir.filePath(QStringLiteral("a.npy")), fb = dir.filePath(QStringLiteral("b.npy"));
+    writeNpy(fa, 3, 4, a);
+    writeNpy(fb, 4, 2, b);
+    QJsonObject c = ExperimentPanel::defaultConfig();
+    c[QStringLiteral("input")] = QStringLiteral("import");
+    c[QStringLiteral("import_path")] = fa;
+    c[QStringLiteral("import_path_b")] = fb;
+    c[QStringLiteral("backend")] = QStringLiteral("cpu");
+    w.experimentPanel()->setConfig(c);
+    auto* m = w.experimentPanel()->findChild<QSpinBox*>(QStringLiteral("m"));
+    auto* n = w.experimentPanel()->findChild<QSpinBox*>(QStringLiteral("n"));
+    QVERIFY(!m->isEnabled());
+    QVERIFY(!n->isEnabled());
+    QVERIFY2(w.experimentPanel()->isValid(), "importing both operands is a valid experiment");
+    QSignalSpy ended(w.job(), &Job::ended);
+    QSignalSpy failed(w.job(), &Job::failed);
+    QVERIFY(w.runExperiment(w.experimentPanel()->config()));
+    QVERIFY(ended.wait(60000));
+    QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][0].toString()));
+    QCOMPARE(w.session()->runCount(), 1);
+    const QString file = dir.filePath(QStringLiteral("imp.h5"));
+    QString error;
+    QVERIFY2(w.writeSession(file, &error), qPrintable(error));
+    const QString id = w.session()->run(0).id;
+    auto rd = fp8lab::SessionReader::open(file.toStdString());
+    QVERIFY2(rd.ok(), rd.errors().c_str());
+    auto run = rd.value->readRun(id.toStdString());
+    QVERIFY2(run.ok(), run.errors().c_str());
+    QCOMPARE(fp8lab::attrInt(run.value.attrs, "m").value_or(0), int64_t(3));
+    QCOMPARE(fp8lab::attrInt(run.value.attrs, "k").value_or(0), int64_t(4));
+    QCOMPARE(fp8lab::attrInt(run.value.attrs, "n").value_or(0), int64_t(2));
+    QCOMPARE(run.value.find("inputs/A")->f32, a);
+    QCOMPARE(run.value.find("inputs/B")->f32, b);
+    rd.value.reset();
+    QByteArray out;
+    QCOMPARE(cli({QStringLiteral("rerun"), file, id}, &out), 0);
+    QVERIFY2(out.contains("reproduced bit for bit"), out.constData());
   }
 
   // Load config… refuses what the panel cannot express, and leaves the fields as they were.

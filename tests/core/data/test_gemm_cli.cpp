@@ -3,7 +3,7 @@
 // it with the config that reproduces it, and `rerun` reproduces it. Runs the built fp8lab-cli.
 #include <QtTest>
 
-#include "experiment/gemm_experiment.h"
+#include "experiment/gemm_run.h"
 #include "session/session.h"
 
 using namespace fp8lab;

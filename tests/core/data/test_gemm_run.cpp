@@ -3,7 +3,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "experiment/gemm_experiment.h"
+#include "experiment/gemm_run.h"
 #include "formats/format.h"
 
 #include <bit>

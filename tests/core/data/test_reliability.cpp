@@ -15,7 +15,7 @@
 #include <QStandardPaths>
 #include <QtTest>
 
-#include "experiment/gemm_experiment.h"
+#include "experiment/gemm_run.h"
 #include "gemm/gemm.h"
 #include "io/tensor_import.h"
 #include "session/hdf5_isolation.h"

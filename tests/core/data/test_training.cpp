@@ -656,7 +656,7 @@ void TestTraining::gemmOnTrainedWeightsSplitsTheError() {
   // E4M3 per-tensor quantization of both operands: SQNR of a few tens of dB (E4M3 has 3
   // mantissa bits, ≈ 6 dB per bit → roughly 25–40 dB on real data), and the float32 split
   // accumulation adds far less error than the quantization.
-  const double q = run.metrics.at("quantization_sqnr_db").value, a = run.metrics.at("accumulation_sqnr_db").value;
+  const double q = run.metrics.at("quant_sqnr_db").value, a = run.metrics.at("accum_sqnr_db").value;
   QVERIFY2(q > 20 && q < 50, qPrintable(QString::number(q)));
   QVERIFY2(a > q + 40, qPrintable(QString::number(a)));
 }

@@ -12,7 +12,7 @@
 
 #include "compare_bits.h"
 #include "gemm/gemm.h"
-#include "gemm/gemm_experiment.h"
+#include "gemm/error_split.h"
 #include "gemm/random_matrix.h"
 
 using namespace fp8lab;

@@ -1,4 +1,4 @@
-#include "gemm/gemm_experiment.h"
+#include "gemm/error_split.h"
 #include "gemm/gemm_internal.h"
 
 #include <chrono>

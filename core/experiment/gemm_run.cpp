@@ -1,8 +1,8 @@
-// FP8 Lab — the GEMM error experiment (see gemm_experiment.h).
-#include "experiment/gemm_experiment.h"
+// FP8 Lab — the GEMM error experiment (see gemm_run.h).
+#include "experiment/gemm_run.h"
 
 #include "formats/format.h"
-#include "gemm/gemm_experiment.h"
+#include "gemm/error_split.h"
 #include "gemm/gemm_internal.h"
 #include "io/tensor_import.h"
 #include "metrics/error_metrics.h"
@@ -56,6 +56,19 @@ struct Operand {
 
 bool loadOperand(const OperandSource& src, int64_t rows, int64_t cols, uint64_t seed, uint64_t stream, int threads,
                  const char* name, Operand* op, Status* st) {
+  if (src.values) {
+    if (src.rows < 1 || src.cols < 1 || static_cast<int64_t>(src.values->size()) != src.rows * src.cols) {
+      st->add(SessionIssue::Code::InvalidArgument, name,
+              std::string(name) + " holds " + std::to_string(src.values->size()) + " values, not [" +
+                  std::to_string(src.rows) + ", " + std::to_string(src.cols) + "]");
+      return false;
+    }
+    op->rows = src.rows;
+    op->cols = src.cols;
+    op->f32 = *src.values;
+    op->origin = src.origin;
+    return true;
+  }
   if (src.tensor.empty()) {
     op->rows = rows;
     op->cols = cols;
@@ -168,13 +181,13 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     return r;
   }
   // Random operands: the shape is known now; imported ones are checked once loaded.
-  if (cfg.a.tensor.empty() && cfg.b.tensor.empty() &&
+  if (cfg.a.tensor.empty() && cfg.b.tensor.empty() && !cfg.a.values && !cfg.b.values &&
       !fitsInMemory(cfg.m, cfg.k, cfg.n, cfg.gemm.memory_limit_bytes, where, &r))
     return r;
   reportProgress(progress, 0.0, "operands");
   Operand A, B;
   if (!loadOperand(cfg.a, cfg.m, cfg.k, cfg.seed, 1, cfg.gemm.threads, "A", &A, &r)) return r;
-  const int64_t bk = cfg.a.tensor.empty() ? cfg.k : A.cols;
+  const int64_t bk = cfg.a.tensor.empty() && !cfg.a.values ? cfg.k : A.cols;
   if (!loadOperand(cfg.b, bk, cfg.n, cfg.seed, 2, cfg.gemm.threads, "B", &B, &r)) return r;
   if (A.cols != B.rows) {
     r.add(C::InvalidArgument, where,

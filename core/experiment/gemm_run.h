@@ -32,6 +32,12 @@ struct OperandSource {
   /// An imported operand fixes that operand's shape (A: [M,K], B: [K,N]).
   std::string tensor;
   bool transpose = false; ///< use the imported tensor transposed
+  /// An operand computed by the caller (the trained-weights GEMM: layer inputs and a trained
+  /// kernel), row-major [rows, cols]; not owned, must outlive the run; used when not null (then
+  /// `tensor` and `random` are not). Configs cannot name it: the caller stores its own config.
+  const std::vector<float>* values = nullptr;
+  int64_t rows = 0, cols = 0;
+  std::string origin; ///< what `values` is, stored as the operand's origin
 };
 
 /// A GEMM experiment, as parsed from its JSON config (docs/session-format.md, "configs").
