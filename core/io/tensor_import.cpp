@@ -2,6 +2,7 @@
 #include "io/tensor_import.h"
 
 #include "formats/format.h"
+#include "io/json_document.h"
 #include "session/hdf5_isolation.h"
 #include "session/hdf5_util.h"
 
@@ -130,223 +131,18 @@ void decodeInto(const std::vector<unsigned char>& raw, Src src, bool big, bool f
   }
 }
 
-// ---- a small JSON reader (safetensors headers) ----------------------------------------------
-
-struct Json {
-  enum class T { Null, Bool, Num, Str, Arr, Obj } t = T::Null;
-  bool b = false;
-  double num = 0;
-  std::string str;
-  std::vector<Json> arr;
-  // Object members as two parallel vectors: std::pair<std::string, Json> would need Json complete
-  // here (libstdc++ with clang rejects it; only std::vector of an incomplete type is allowed).
-  std::vector<std::string> keys;
-  std::vector<Json> vals;
-  const Json* get(const std::string& k) const {
-    for (size_t i = 0; i < keys.size(); ++i)
-      if (keys[i] == k) return &vals[i];
-    return nullptr;
-  }
-};
-
-class JsonParser {
-public:
-  explicit JsonParser(const std::string& s) : s_(s) {}
-  bool parse(Json* out, std::string* err) {
-    if (!value(out, 0)) {
-      *err = err_ + " at byte " + std::to_string(i_);
-      return false;
-    }
-    ws();
-    if (i_ != s_.size()) {
-      *err = "trailing characters at byte " + std::to_string(i_);
-      return false;
-    }
-    return true;
-  }
-
-private:
-  const std::string& s_;
-  size_t i_ = 0;
-  std::string err_;
-  void ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
-  }
-  bool fail(const char* m) {
-    err_ = m;
-    return false;
-  }
-  bool lit(const char* w) {
-    const size_t n = std::strlen(w);
-    if (s_.compare(i_, n, w) != 0) return false;
-    i_ += n;
-    return true;
-  }
-  bool string(std::string* out) {
-    if (i_ >= s_.size() || s_[i_] != '"') return fail("expected a string");
-    ++i_;
-    while (i_ < s_.size() && s_[i_] != '"') {
-      char c = s_[i_++];
-      if (c == '\\') {
-        if (i_ >= s_.size()) return fail("unterminated escape");
-        char e = s_[i_++];
-        switch (e) {
-        case '"':
-        case '\\':
-        case '/':
-          out->push_back(e);
-          break;
-        case 'b':
-          out->push_back('\b');
-          break;
-        case 'f':
-          out->push_back('\f');
-          break;
-        case 'n':
-          out->push_back('\n');
-          break;
-        case 'r':
-          out->push_back('\r');
-          break;
-        case 't':
-          out->push_back('\t');
-          break;
-        case 'u': {
-          if (i_ + 4 > s_.size()) return fail("bad \\u escape");
-          unsigned cp = 0;
-          for (int k = 0; k < 4; ++k) {
-            char h = s_[i_++];
-            cp <<= 4;
-            if (h >= '0' && h <= '9')
-              cp |= unsigned(h - '0');
-            else if (h >= 'a' && h <= 'f')
-              cp |= unsigned(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F')
-              cp |= unsigned(h - 'A' + 10);
-            else
-              return fail("bad \\u escape");
-          }
-          // UTF-8 encode (surrogates kept as-is; names only need to round-trip for lookup)
-          if (cp < 0x80)
-            out->push_back(char(cp));
-          else if (cp < 0x800) {
-            out->push_back(char(0xC0 | (cp >> 6)));
-            out->push_back(char(0x80 | (cp & 0x3F)));
-          } else {
-            out->push_back(char(0xE0 | (cp >> 12)));
-            out->push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-            out->push_back(char(0x80 | (cp & 0x3F)));
-          }
-          break;
-        }
-        default:
-          return fail("bad escape");
-        }
-      } else {
-        out->push_back(c);
-      }
-    }
-    if (i_ >= s_.size()) return fail("unterminated string");
-    ++i_;
-    return true;
-  }
-  bool value(Json* out, int depth) {
-    if (depth > 64) return fail("nesting too deep");
-    ws();
-    if (i_ >= s_.size()) return fail("unexpected end");
-    const char c = s_[i_];
-    if (c == '{') {
-      out->t = Json::T::Obj;
-      ++i_;
-      ws();
-      if (i_ < s_.size() && s_[i_] == '}') {
-        ++i_;
-        return true;
-      }
-      for (;;) {
-        ws();
-        std::string k;
-        if (!string(&k)) return false;
-        ws();
-        if (i_ >= s_.size() || s_[i_] != ':') return fail("expected ':'");
-        ++i_;
-        Json v;
-        if (!value(&v, depth + 1)) return false;
-        out->keys.push_back(std::move(k));
-        out->vals.push_back(std::move(v));
-        ws();
-        if (i_ < s_.size() && s_[i_] == ',') {
-          ++i_;
-          continue;
-        }
-        if (i_ < s_.size() && s_[i_] == '}') {
-          ++i_;
-          return true;
-        }
-        return fail("expected ',' or '}'");
-      }
-    }
-    if (c == '[') {
-      out->t = Json::T::Arr;
-      ++i_;
-      ws();
-      if (i_ < s_.size() && s_[i_] == ']') {
-        ++i_;
-        return true;
-      }
-      for (;;) {
-        Json v;
-        if (!value(&v, depth + 1)) return false;
-        out->arr.push_back(std::move(v));
-        ws();
-        if (i_ < s_.size() && s_[i_] == ',') {
-          ++i_;
-          continue;
-        }
-        if (i_ < s_.size() && s_[i_] == ']') {
-          ++i_;
-          return true;
-        }
-        return fail("expected ',' or ']'");
-      }
-    }
-    if (c == '"') {
-      out->t = Json::T::Str;
-      return string(&out->str);
-    }
-    if (lit("true")) {
-      out->t = Json::T::Bool;
-      out->b = true;
-      return true;
-    }
-    if (lit("false")) {
-      out->t = Json::T::Bool;
-      return true;
-    }
-    if (lit("null")) {
-      out->t = Json::T::Null;
-      return true;
-    }
-    const size_t start = i_;
-    while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '-' || s_[i_] == '+' ||
-                              s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E'))
-      ++i_;
-    if (start == i_) return fail("unexpected character");
-    out->t = Json::T::Num;
-    try {
-      out->num = std::stod(s_.substr(start, i_ - start));
-    } catch (...) {
-      return fail("bad number");
-    }
-    return true;
-  }
-};
-
 /// Exact non-negative integer from a JSON number (safetensors shapes and offsets).
 bool jsonInt(const Json& j, int64_t* v) {
-  if (j.t != Json::T::Num || j.num < 0 || j.num > 9.0e15 || j.num != static_cast<double>(static_cast<int64_t>(j.num)))
-    return false;
-  *v = static_cast<int64_t>(j.num);
+  if (j.is_number_unsigned()) {
+    if (j.get<uint64_t>() > uint64_t(9e15)) return false;
+    *v = static_cast<int64_t>(j.get<uint64_t>());
+    return true;
+  }
+  if (j.is_number_integer()) return false; // negative
+  if (!j.is_number_float()) return false;
+  const double d = j.get<double>();
+  if (!(d >= 0 && d <= 9.0e15) || d != static_cast<double>(static_cast<int64_t>(d))) return false;
+  *v = static_cast<int64_t>(d);
   return true;
 }
 
@@ -379,30 +175,42 @@ bool readSafetensorsHeader(const std::string& path, File* file, int64_t* data_st
     return false;
   }
   *data_start = 8 + static_cast<int64_t>(hlen);
-  Json root;
-  std::string err;
-  if (!JsonParser(header).parse(&root, &err) || root.t != Json::T::Obj) {
-    st->add(C::MalformedInput, path, "header is not a JSON object: " + (err.empty() ? "not an object" : err));
+  JsonDocument doc;
+  try {
+    doc = JsonDocument::parse(header, 64);
+  } catch (const JsonTextError& e) {
+    // A name given twice is ambiguous (JSON readers disagree on which one wins): refuse the file
+    // rather than import one of the two silently.
+    if (e.kind == JsonTextError::Kind::DuplicateKey) {
+      st->add(C::MalformedInput, path + ":" + e.key,
+              "the header names '" + e.key + "' twice in one object: ambiguous, not imported");
+      return false;
+    }
+    st->add(C::MalformedInput, path, std::string("header is not a JSON object: ") + e.what());
+    return false;
+  }
+  const Json& root = doc.root();
+  if (!root.is_object()) {
+    st->add(C::MalformedInput, path, "header is not a JSON object: not an object");
     return false;
   }
   const int64_t data_len = *file_size - *data_start;
-  for (size_t member = 0; member < root.keys.size(); ++member) {
-    const std::string& name = root.keys[member];
-    const Json& v = root.vals[member];
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string& name = it.key();
+    const Json& v = it.value();
     if (name == "__metadata__") continue;
     const std::string where = path + ":" + name;
-    const Json* dt = v.get("dtype");
-    const Json* sh = v.get("shape");
-    const Json* off = v.get("data_offsets");
-    if (v.t != Json::T::Obj || !dt || dt->t != Json::T::Str || !sh || sh->t != Json::T::Arr || !off ||
-        off->t != Json::T::Arr || off->arr.size() != 2) {
+    const Json* dt = v.is_object() && v.contains("dtype") ? &v["dtype"] : nullptr;
+    const Json* sh = v.is_object() && v.contains("shape") ? &v["shape"] : nullptr;
+    const Json* off = v.is_object() && v.contains("data_offsets") ? &v["data_offsets"] : nullptr;
+    if (!dt || !dt->is_string() || !sh || !sh->is_array() || !off || !off->is_array() || off->size() != 2) {
       st->add(C::MalformedInput, where, "tensor entry needs string 'dtype', array 'shape', 2-element 'data_offsets'");
       return false;
     }
     StEntry e;
     e.e.name = name;
-    e.e.dtype = dt->str;
-    for (const auto& d : sh->arr) {
+    e.e.dtype = dt->get<std::string>();
+    for (const auto& d : *sh) {
       int64_t x;
       if (!jsonInt(d, &x)) {
         st->add(C::MalformedInput, where, "shape entries must be non-negative integers");
@@ -410,7 +218,7 @@ bool readSafetensorsHeader(const std::string& path, File* file, int64_t* data_st
       }
       e.e.shape.push_back(x);
     }
-    if (!jsonInt(off->arr[0], &e.begin) || !jsonInt(off->arr[1], &e.end) || e.end < e.begin) {
+    if (!jsonInt((*off)[0], &e.begin) || !jsonInt((*off)[1], &e.end) || e.end < e.begin) {
       st->add(C::MalformedInput, where, "data_offsets must be non-negative integers with begin ≤ end");
       return false;
     }
@@ -424,15 +232,7 @@ bool readSafetensorsHeader(const std::string& path, File* file, int64_t* data_st
     e.e.importable = fl && (e.e.shape.size() == 1 || e.e.shape.size() == 2);
     entries->push_back(std::move(e));
   }
-  std::sort(entries->begin(), entries->end(), [](auto& a, auto& b) { return a.e.name < b.e.name; });
-  // A name given twice is ambiguous (JSON readers disagree on which one wins): refuse the file
-  // rather than import one of the two silently (the case is in tests/fuzz/regressions).
-  for (size_t i = 1; i < entries->size(); ++i)
-    if ((*entries)[i].e.name == (*entries)[i - 1].e.name) {
-      st->add(C::MalformedInput, path + ":" + (*entries)[i].e.name,
-              "the header names tensor '" + (*entries)[i].e.name + "' twice: ambiguous, not imported");
-      return false;
-    }
+  // The JSON object's members come in name order (names are unique: refused above otherwise).
   return true;
 }
 
