@@ -3,12 +3,16 @@
 #include "experiment_runner.h"
 
 #include "formats/format.h"
+#ifdef FP8LAB_HAVE_HDF5
+#include "io/tensor_import.h"
+#endif
 #include "gemm/error_split.h"
 #include "scaling/scaling.h"
 #include "session.h"
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDateTime>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFile>
@@ -24,6 +28,8 @@
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QVBoxLayout>
+
+#include <map>
 
 namespace fp8lab::ui {
 
@@ -60,6 +66,35 @@ QStringList presetsOf(const QString& strategy) {
     r << QString::fromStdString(p.name);
   }
   return r;
+}
+
+/// The shape of an import spec's tensor from its header (tensorShape), cached per file version so
+/// the panel can show it on every edit; empty with *why when it cannot be read.
+std::vector<int64_t> importedShape(const QString& spec, QString* why) {
+  struct Entry {
+    QDateTime modified;
+    qint64 size = -1;
+    std::vector<int64_t> shape;
+    QString why;
+  };
+  static std::map<QString, Entry> cache;
+  const QFileInfo fi(spec.section(QLatin1Char(':'), 0, 0));
+  Entry& e = cache[spec];
+  if (e.size != fi.size() || e.modified != fi.lastModified()) {
+    e.modified = fi.lastModified();
+    e.size = fi.size();
+#ifdef FP8LAB_HAVE_HDF5
+    const auto r = tensorShape(spec.toStdString());
+    e.shape = r.ok() ? r.value : std::vector<int64_t>();
+    e.why = r.ok() ? QString() : QString::fromStdString(r.firstError());
+#else
+    e.shape.clear();
+    e.why = QObject::tr("this build cannot read tensor files");
+#endif
+  }
+  if (why) *why = e.why;
+  if (e.shape.size() == 1) return {1, e.shape[0]}; // a vector is one row
+  return e.shape;
 }
 
 const ScalingPresetInfo* presetInfo(const QString& name) {
@@ -550,6 +585,20 @@ void ExperimentPanel::updateVisibility() {
   m_->setEnabled(!ta);
   k_->setEnabled(!ta && !tb);
   n_->setEnabled(!tb);
+  // Show the shape the run will have: the fields a tensor fixes take its dimensions.
+  const bool was = updating_;
+  updating_ = true;
+  if (ta)
+    if (const auto sh = importedShape(import_path_->text(), nullptr); sh.size() == 2) {
+      m_->setValue(int(std::min<int64_t>(sh[0], m_->maximum())));
+      k_->setValue(int(std::min<int64_t>(sh[1], k_->maximum())));
+    }
+  if (tb)
+    if (const auto sh = importedShape(import_path_b_->text(), nullptr); sh.size() == 2) {
+      if (!ta) k_->setValue(int(std::min<int64_t>(sh[0], k_->maximum())));
+      n_->setValue(int(std::min<int64_t>(sh[1], n_->maximum())));
+    }
+  updating_ = was;
   m_->setToolTip(ta ? from : QString());
   k_->setToolTip(ta || tb ? from : QString());
   n_->setToolTip(tb ? from : QString());
@@ -611,8 +660,15 @@ QList<ConfigProblem> ExperimentPanel::validate(const QJsonObject& c, bool gpu_av
     const QString pb = c.value(QStringLiteral("import_path_b")).toString();
     if (pa.isEmpty() && pb.isEmpty())
       p << ConfigProblem{QObject::tr("Tensor file"), QObject::tr("choose a tensor file to import.")};
+    std::vector<int64_t> sa, sb;
     for (const QString& path : {pa, pb}) {
       if (path.isEmpty()) continue;
+      QString why;
+      const std::vector<int64_t> sh = importedShape(path, &why);
+      (path == pa ? sa : sb) = sh;
+      if (sh.size() > 2 || (sh.empty() && QFileInfo::exists(path.section(QLatin1Char(':'), 0, 0)) && !why.isEmpty()))
+        p << ConfigProblem{QObject::tr("Tensor file"),
+                           why.isEmpty() ? QObject::tr("%1 is not a matrix").arg(path) : why};
       // "file.safetensors:NAME" and "file.h5:/path" name a tensor inside the file.
       const QString file = path.section(QLatin1Char(':'), 0, 0);
       const QString suf = QFileInfo(file).suffix().toLower();
@@ -624,6 +680,13 @@ QList<ConfigProblem> ExperimentPanel::validate(const QJsonObject& c, bool gpu_av
         p << ConfigProblem{QObject::tr("Tensor file"),
                            QObject::tr("'.%1' files cannot be imported (use .npy, .safetensors or HDF5).").arg(suf)};
     }
+    if (sa.size() == 2 && sb.size() == 2 && sa[1] != sb[0])
+      p << ConfigProblem{QObject::tr("Tensor file"),
+                         QObject::tr("A is [%1, %2] and B is [%3, %4]: the inner dimensions (K) differ.")
+                             .arg(sa[0])
+                             .arg(sa[1])
+                             .arg(sb[0])
+                             .arg(sb[1])};
   } else if (in == QStringLiteral("training")) {
     const QString r = c.value(QStringLiteral("training_run")).toString();
     if (training_runs.isEmpty())

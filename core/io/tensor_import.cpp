@@ -303,15 +303,21 @@ bool npyField(const std::string& h, const std::string& key, std::string* value) 
 
 } // namespace
 
-Result<Dataset> importNpy(const std::string& path) {
-  Result<Dataset> r;
-  File file;
-  int64_t size = 0;
-  if (!openFile(path, &file, &size, &r)) return r;
+/// The header of a .npy file, checked against the file's size (nothing of the data is read).
+struct NpyHeader {
+  Src src = Src::F32;
+  bool big = false;
+  bool fortran = false;
+  std::string descr;
+  std::vector<int64_t> shape;
+  int64_t data_off = 0, bytes = 0;
+};
+
+bool readNpyHeader(const std::string& path, File& file, int64_t size, NpyHeader* out, Status& r) {
   unsigned char pre[10];
   if (size < 10 || !readExact(file.f, pre, 10) || std::memcmp(pre, "\x93NUMPY", 6) != 0) {
     r.add(C::MalformedInput, path, "no .npy magic (\\x93NUMPY): not a NumPy .npy file");
-    return r;
+    return false;
   }
   const int major = pre[6];
   int64_t hlen = 0, hstart = 0;
@@ -322,32 +328,32 @@ Result<Dataset> importNpy(const std::string& path) {
     unsigned char b[2];
     if (!readExact(file.f, b, 2)) {
       r.add(C::MalformedInput, path, "truncated header length");
-      return r;
+      return false;
     }
     hlen = int64_t(pre[8]) | (int64_t(pre[9]) << 8) | (int64_t(b[0]) << 16) | (int64_t(b[1]) << 24);
     hstart = 12;
   } else {
     r.add(C::MalformedInput, path,
           "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(pre[7]));
-    return r;
+    return false;
   }
   if (hlen > size - hstart || hlen > (int64_t(1) << 24)) {
     r.add(C::MalformedInput, path, "header length " + std::to_string(hlen) + " exceeds the file: truncated");
-    return r;
+    return false;
   }
   std::string h(static_cast<size_t>(hlen), '\0');
   if (!readExact(file.f, h.data(), h.size())) {
     r.add(C::MalformedInput, path, "cannot read the header");
-    return r;
+    return false;
   }
   std::string descr, fortran, shape_txt;
   if (!npyField(h, "descr", &descr) || !npyField(h, "fortran_order", &fortran) || !npyField(h, "shape", &shape_txt)) {
     r.add(C::MalformedInput, path, "header lacks 'descr', 'fortran_order' or 'shape': " + h.substr(0, 120));
-    return r;
+    return false;
   }
   if (fortran != "True" && fortran != "False") {
     r.add(C::MalformedInput, path, "fortran_order is '" + fortran + "', expected True or False");
-    return r;
+    return false;
   }
   Src src;
   bool big = false;
@@ -359,13 +365,13 @@ Result<Dataset> importNpy(const std::string& path) {
     r.add(C::MalformedInput, path,
           "dtype '" + descr +
               "' is not supported (float16, float32 or float64 in either byte order: <f2 >f2 <f4 >f4 <f8 >f8)");
-    return r;
+    return false;
   }
   // shape "(3, 4)" / "(5,)" / "()"
   std::vector<int64_t> shape;
   if (shape_txt.size() < 2 || shape_txt.front() != '(' || shape_txt.back() != ')') {
     r.add(C::MalformedInput, path, "shape '" + shape_txt + "' is not a tuple");
-    return r;
+    return false;
   }
   {
     std::string inner = shape_txt.substr(1, shape_txt.size() - 2);
@@ -377,7 +383,7 @@ Result<Dataset> importNpy(const std::string& path) {
       while (e < inner.size() && std::isdigit(static_cast<unsigned char>(inner[e]))) ++e;
       if (e == p || e - p > 15) {
         r.add(C::MalformedInput, path, "shape '" + shape_txt + "' has a non-integer or absurd entry");
-        return r;
+        return false;
       }
       shape.push_back(std::stoll(inner.substr(p, e - p)));
       p = e;
@@ -386,18 +392,18 @@ Result<Dataset> importNpy(const std::string& path) {
   }
   if (shape.empty()) {
     r.add(C::WrongShape, path, "a 0-d (scalar) array; FP8 Lab imports 1-D and 2-D tensors");
-    return r;
+    return false;
   }
   if (shape.size() > 2) {
     r.add(C::WrongShape, path,
           "shape " + shapeText(shape) + " has rank " + std::to_string(shape.size()) +
               "; FP8 Lab imports 1-D and 2-D tensors (reshape it first)");
-    return r;
+    return false;
   }
   int64_t n = 0;
   if (!checkedCount(shape, &n)) {
     r.add(C::MalformedInput, path, "shape " + shapeText(shape) + " is too large (limit 2^34 elements)");
-    return r;
+    return false;
   }
   const int64_t bytes = n * static_cast<int64_t>(srcBytes(src));
   const int64_t data_off = hstart + hlen;
@@ -405,17 +411,34 @@ Result<Dataset> importNpy(const std::string& path) {
     r.add(C::MalformedInput, path,
           "header claims " + shapeText(shape) + " " + descr + " = " + std::to_string(bytes) +
               " bytes of data, the file has " + std::to_string(size - data_off) + ": truncated");
-    return r;
+    return false;
   }
   if (bytes < size - data_off)
     r.add(C::MalformedInput, path, std::to_string(size - data_off - bytes) + " bytes after the data ignored",
           Warning::Severity::Warning);
+  out->src = src;
+  out->big = big;
+  out->fortran = fortran == "True";
+  out->descr = descr;
+  out->shape = shape;
+  out->data_off = data_off;
+  out->bytes = bytes;
+  return true;
+}
+
+Result<Dataset> importNpy(const std::string& path) {
+  Result<Dataset> r;
+  File file;
+  int64_t size = 0;
+  if (!openFile(path, &file, &size, &r)) return r;
+  NpyHeader h;
+  if (!readNpyHeader(path, file, size, &h, r)) return r;
   std::vector<unsigned char> raw;
-  if (!readRange(file, size, data_off, bytes, &raw, path, &r)) return r;
-  r.value.shape = shape;
-  decodeInto(raw, src, big, fortran == "True", shape, &r.value);
-  setSourceAttrs(&r.value, path, descr, "");
-  r.value.attrs["fortran_order"] = static_cast<int64_t>(fortran == "True");
+  if (!readRange(file, size, h.data_off, h.bytes, &raw, path, &r)) return r;
+  r.value.shape = h.shape;
+  decodeInto(raw, h.src, h.big, h.fortran, h.shape, &r.value);
+  setSourceAttrs(&r.value, path, h.descr, "");
+  r.value.attrs["fortran_order"] = static_cast<int64_t>(h.fortran);
   return r;
 }
 
@@ -634,42 +657,86 @@ Result<Dataset> importHdf5Dataset(const std::string& path, const std::string& da
   return r;
 }
 
-Result<Dataset> importTensor(const std::string& spec) {
+namespace {
+
+/// "FILE.ext:NAME" split at the first ':' after a known extension; false for an unknown type.
+bool splitTensorSpec(const std::string& spec, std::string* file, std::string* name, std::string* ext) {
   auto ends = [](const std::string& s, const std::string& suf) {
     if (s.size() < suf.size()) return false;
     std::string t = s.substr(s.size() - suf.size());
     std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return t == suf;
   };
-  // Split "FILE:NAME" at the first ':' after a known extension.
-  for (const std::string ext : {".safetensors", ".h5", ".hdf5", ".hdf", ".npy"}) {
-    std::string lower = spec;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    size_t p = lower.find(ext + ":");
-    std::string file = spec, name;
+  std::string lower = spec;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const std::string e : {".safetensors", ".h5", ".hdf5", ".hdf", ".npy"}) {
+    const size_t p = lower.find(e + ":");
     if (p != std::string::npos) {
-      file = spec.substr(0, p + ext.size());
-      name = spec.substr(p + ext.size() + 1);
-    } else if (!ends(spec, ext)) {
+      *file = spec.substr(0, p + e.size());
+      *name = spec.substr(p + e.size() + 1);
+    } else if (ends(spec, e)) {
+      *file = spec;
+      name->clear();
+    } else {
       continue;
     }
-    if (ext == ".npy") return importNpy(file);
-    if (ext == ".safetensors") return importSafetensors(file, name);
-    if (name.empty()) {
-      Result<Dataset> r;
-      auto l = listHdf5Tensors(file);
-      std::string names;
-      for (const auto& e : l.value)
-        if (e.importable) names += (names.empty() ? "" : ", ") + e.name;
-      r.add(C::InvalidArgument, spec, "give the dataset path as FILE.h5:/path (float datasets: " + names + ")");
-      return r;
-    }
-    return importHdf5Dataset(file, name);
+    *ext = e;
+    return true;
   }
-  Result<Dataset> r;
-  r.add(C::InvalidArgument, spec, "unknown tensor file type (use .npy, .safetensors:NAME or .h5:/PATH)");
+  return false;
+}
+
+} // namespace
+
+Result<std::vector<int64_t>> tensorShape(const std::string& spec) {
+  Result<std::vector<int64_t>> r;
+  std::string file, name, ext;
+  if (!splitTensorSpec(spec, &file, &name, &ext)) {
+    r.add(C::InvalidArgument, spec, "unknown tensor file type (use .npy, .safetensors:NAME or .h5:/PATH)");
+    return r;
+  }
+  if (ext == ".npy") {
+    File f;
+    int64_t size = 0;
+    NpyHeader h;
+    if (openFile(file, &f, &size, &r) && readNpyHeader(file, f, size, &h, r)) r.value = h.shape;
+    return r;
+  }
+  auto list = ext == ".safetensors" ? listSafetensors(file) : listHdf5Tensors(file);
+  r.merge(list);
+  if (!list.ok()) return r;
+  const TensorEntry* found = nullptr;
+  for (const auto& e : list.value)
+    if (e.name == name) found = &e;
+  if (!found && name.empty() && ext == ".safetensors" && list.value.size() == 1) found = &list.value.front();
+  if (!found) {
+    r.add(C::NotFound, spec, name.empty() ? "give the tensor's name as FILE:NAME" : "no tensor of that name");
+    return r;
+  }
+  r.value = found->shape;
   return r;
+}
+
+Result<Dataset> importTensor(const std::string& spec) {
+  std::string file, name, ext;
+  if (!splitTensorSpec(spec, &file, &name, &ext)) {
+    Result<Dataset> r;
+    r.add(C::InvalidArgument, spec, "unknown tensor file type (use .npy, .safetensors:NAME or .h5:/PATH)");
+    return r;
+  }
+  if (ext == ".npy") return importNpy(file);
+  if (ext == ".safetensors") return importSafetensors(file, name);
+  if (name.empty()) {
+    Result<Dataset> r;
+    auto l = listHdf5Tensors(file);
+    std::string names;
+    for (const auto& e : l.value)
+      if (e.importable) names += (names.empty() ? "" : ", ") + e.name;
+    r.add(C::InvalidArgument, spec, "give the dataset path as FILE.h5:/path (float datasets: " + names + ")");
+    return r;
+  }
+  return importHdf5Dataset(file, name);
 }
 
 } // namespace fp8lab

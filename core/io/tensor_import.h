@@ -56,4 +56,9 @@ Result<Dataset> importHdf5Dataset(const std::string& path, const std::string& da
 /// (also .hdf5 / .hdf). A safetensors file with exactly one tensor needs no name.
 Result<Dataset> importTensor(const std::string& spec);
 
+/// The shape a spec's tensor has in its file, from the header alone (the .npy header, the
+/// safetensors header, the HDF5 listing; no data is read): [n] or [rows, cols]. The errors of
+/// the importers for a missing file, an unknown type, a damaged header or a missing name.
+Result<std::vector<int64_t>> tensorShape(const std::string& spec);
+
 } // namespace fp8lab

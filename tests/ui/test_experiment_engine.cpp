@@ -250,6 +250,11 @@ private Q_SLOTS:
     auto* n = w.experimentPanel()->findChild<QSpinBox*>(QStringLiteral("n"));
     QVERIFY(!m->isEnabled());
     QVERIFY(!n->isEnabled());
+    // The fields show the shape the run will have, read from the files' headers.
+    auto* k = w.experimentPanel()->findChild<QSpinBox*>(QStringLiteral("k"));
+    QCOMPARE(m->value(), 3);
+    QCOMPARE(k->value(), 4);
+    QCOMPARE(n->value(), 2);
     QVERIFY2(w.experimentPanel()->isValid(), "importing both operands is a valid experiment");
     QSignalSpy ended(w.job(), &Job::ended);
     QSignalSpy failed(w.job(), &Job::failed);
@@ -274,6 +279,22 @@ private Q_SLOTS:
     QByteArray out;
     QCOMPARE(cli({QStringLiteral("rerun"), file, id}, &out), 0);
     QVERIFY2(out.contains("reproduced bit for bit"), out.constData());
+  }
+
+  // Two tensors whose inner dimensions differ are refused in place, naming both shapes.
+  void importedShapesThatDoNotMultiplyAreRefused() {
+    QTemporaryDir dir;
+    const QString fa = dir.filePath(QStringLiteral("a.npy")), fb = dir.filePath(QStringLiteral("b.npy"));
+    writeNpy(fa, 3, 4, std::vector<float>(12, 1.0f));
+    writeNpy(fb, 5, 2, std::vector<float>(10, 1.0f));
+    QJsonObject c = ExperimentPanel::defaultConfig();
+    c[QStringLiteral("input")] = QStringLiteral("import");
+    c[QStringLiteral("import_path")] = fa;
+    c[QStringLiteral("import_path_b")] = fb;
+    bool found = false;
+    for (const auto& p : ExperimentPanel::validate(c, false, {}))
+      found |= p.blocking && p.reason.contains(QStringLiteral("A is [3, 4] and B is [5, 2]"));
+    QVERIFY(found);
   }
 
   // Load config… refuses what the panel cannot express, and leaves the fields as they were.

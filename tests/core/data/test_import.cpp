@@ -99,7 +99,33 @@ private Q_SLOTS:
   void hdf5AnyFloatDataset();
   void hdf5BadInput();
   void specDispatch();
+  void shapeFromTheHeaderAlone();
 };
+
+// tensorShape reads headers only: the .npy shape (3, 5) and the safetensors entries' shapes come
+// from the headers written here by hand; a missing name or file is an error.
+void TestImport::shapeFromTheHeaderAlone() {
+  const std::string n = path("shape.npy");
+  writeBytes(n, npy("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 5), }", std::string(60, '\0')));
+  auto a = tensorShape(n);
+  QVERIFY2(a.ok(), a.message().c_str());
+  QCOMPARE(a.value, (std::vector<int64_t>{3, 5}));
+  const std::string st = path("shape.safetensors");
+  writeBytes(
+      st,
+      safetensors(
+          R"({"w":{"dtype":"F32","shape":[2,4],"data_offsets":[0,32]},"v":{"dtype":"F32","shape":[4],"data_offsets":[32,48]}})",
+          std::string(48, '\0')));
+  auto b = tensorShape(st + ":w");
+  QVERIFY2(b.ok(), b.message().c_str());
+  QCOMPARE(b.value, (std::vector<int64_t>{2, 4}));
+  auto c = tensorShape(st + ":v");
+  QCOMPARE(c.value, (std::vector<int64_t>{4}));
+  auto d = tensorShape(st + ":nope");
+  QVERIFY(!d.ok());
+  QVERIFY2(d.message().find("no tensor of that name") != std::string::npos, d.message().c_str());
+  QVERIFY(!tensorShape(path("missing.npy")).ok());
+}
 
 void TestImport::npyFloat32BothByteOrders_data() {
   QTest::addColumn<bool>("big");
