@@ -18,14 +18,14 @@ QCommandLineOption backendOption() {
       QStringLiteral("auto|cpu|gpu"), QStringLiteral("auto"));
 }
 
-std::unique_ptr<ChosenGemmBackend> makeChosenBackend(const QString& value, bool quiet) {
+std::unique_ptr<FallbackGemmBackend> makeChosenBackend(const QString& value, bool quiet) {
   const auto req = parseBackendRequest(value);
   if (!req) {
     fail(QStringLiteral("--backend must be auto, cpu or gpu (got '%1')").arg(value));
     return nullptr;
   }
   std::string error;
-  std::unique_ptr<ChosenGemmBackend> b = makeGemmBackend(*req, &error);
+  std::unique_ptr<FallbackGemmBackend> b = makeGemmBackend(*req, &error);
   if (!b) {
     fail(QStringLiteral("--backend gpu: %1").arg(QString::fromStdString(error)));
     return nullptr;
@@ -39,7 +39,7 @@ std::unique_ptr<ChosenGemmBackend> makeChosenBackend(const QString& value, bool 
   return b;
 }
 
-void addBackendJson(QJsonObject& j, const ChosenGemmBackend& b, const std::string& backend_that_ran,
+void addBackendJson(QJsonObject& j, const FallbackGemmBackend& b, const std::string& backend_that_ran,
                     const GemmOptions& opt, const std::string& note) {
   j[QStringLiteral("backend_request")] = QString::fromLatin1(toString(b.request()));
   j[QStringLiteral("backend_note")] = QString::fromStdString(note);

@@ -23,9 +23,6 @@
 
 namespace fp8lab::cli {
 
-/// The backend the commands run their GEMMs on (core's policy object; the CLI's name for it).
-using ChosenGemmBackend = FallbackGemmBackend;
-
 /// fp8lab::parseBackendRequest of a command-line value: "auto", "cpu", "gpu" (also "cuda"),
 /// case-insensitive; nullopt otherwise.
 std::optional<BackendRequest> parseBackendRequest(const QString& s);
@@ -36,12 +33,12 @@ QCommandLineOption backendOption();
 /// printing the error (the caller exits 2): unknown value; gpu without CUDA support or without a
 /// usable device. auto without a usable GPU in a build with CUDA prints "note: ..." on stderr
 /// (unless quiet) and runs on the CPU.
-std::unique_ptr<ChosenGemmBackend> makeChosenBackend(const QString& value, bool quiet);
+std::unique_ptr<FallbackGemmBackend> makeChosenBackend(const QString& value, bool quiet);
 
 /// The backend facts of recordBackend for --json output: backend_request, backend_note, and when
 /// `backend_that_ran` is "cuda" fast_accum (bool) and versions {cuda_runtime, cuda_driver,
 /// cublaslt}.
-void addBackendJson(QJsonObject& j, const ChosenGemmBackend& b, const std::string& backend_that_ran,
+void addBackendJson(QJsonObject& j, const FallbackGemmBackend& b, const std::string& backend_that_ran,
                     const GemmOptions& opt, const std::string& note);
 
 } // namespace fp8lab::cli

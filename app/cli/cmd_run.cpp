@@ -97,16 +97,16 @@ namespace {
 /// `text` is stored as the run's config: the object as given, or "" for the canonical one
 /// (gemmConfigJson, with the id as "name").
 std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, std::string text, const QString& id, int threads,
-                           bool quiet, const ProgressFn& outer = {}, ChosenGemmBackend* chosen = nullptr) {
+                           bool quiet, const ProgressFn& outer = {}, FallbackGemmBackend* chosen = nullptr) {
   if (text.empty()) text = gemmConfigJson(cfg, id.toStdString()).dump(2);
   GemmExperimentConfig c = cfg;
   c.gemm.threads = threads;
-  std::unique_ptr<ChosenGemmBackend> own;
+  std::unique_ptr<FallbackGemmBackend> own;
   if (!chosen) {
     own = makeGemmBackend(BackendRequest::Cpu);
     chosen = own.get();
   }
-  ChosenGemmBackend* backend = chosen;
+  FallbackGemmBackend* backend = chosen;
   TerminalProgress bar(QStringLiteral("gemm %1").arg(id));
   ProgressFn p = [&](double f, const std::string& s) {
     if (!quiet) bar.update(f, QString::fromStdString(s));

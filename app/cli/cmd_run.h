@@ -33,7 +33,7 @@ struct RunCliOptions {
   QString data_dir;     ///< --data-dir (training data)
   /// --backend: where the GEMMs run (backend_choice.h); made once per command, not owned.
   /// Null = the CPU reference backend.
-  ChosenGemmBackend* backend = nullptr;
+  FallbackGemmBackend* backend = nullptr;
   /// A finished run waiting to be saved, and what to print once it is (with the id it was
   /// stored under: a taken id gets -2, -3...).
   struct PendingRun {

@@ -22,7 +22,7 @@ QString pct(double f) {
   return QString::number(100.0 * f, 'f', 2) + QLatin1Char('%');
 }
 
-QJsonObject outcomeJson(const TrainingRunOutcome& o, const ChosenGemmBackend* backend, const std::string& note) {
+QJsonObject outcomeJson(const TrainingRunOutcome& o, const FallbackGemmBackend* backend, const std::string& note) {
   QJsonObject js;
   js.insert(QStringLiteral("id"), QString::fromStdString(o.stored_id));
   js.insert(QStringLiteral("type"), QString::fromStdString(o.type));

@@ -23,7 +23,7 @@ struct TrainingCliOptions {
   bool compress = true;           ///< shuffle + gzip large datasets
   bool print_session_line = true; ///< end with "session written: FILE" (run prints its own)
   /// --backend: where the FP8 GEMMs run (backend_choice.h); not owned; null = the CPU reference.
-  ChosenGemmBackend* backend = nullptr;
+  FallbackGemmBackend* backend = nullptr;
 };
 
 /// Runs the training experiment `config` (at `at` in `doc`, which may be null) and writes its
