@@ -1,7 +1,8 @@
 // Read access to the datasets of ONE run for the analysis views (amax history, scale evolution,
 // error heatmap, comparison): either a run already in memory (RunRecord::core, a run the GUI just
 // computed) or a run inside a session file, read lazily through core/session's SessionReader so a
-// 4096×4096 run never loads more of the file than the view needs. Values come back as float64 whatever the stored dtype.
+// 4096×4096 run never loads more of the file than the view needs. Values come back as float64 whatever the stored
+// dtype.
 #pragma once
 
 #include <QJsonObject>
@@ -22,9 +23,9 @@ namespace fp8lab::ui {
 struct RunRecord;
 
 /// Views read a dataset or a window of more elements than this on the thread pool when the read
-/// follows a choice in the GUI (a run, a map, a zoom, a tensor); a smaller one at once. On the
-/// 618 MB 4096² session 2^20 elements of a stored map take 18–26 ms to read and reduce, of a
-/// derived map 43–73 ms: under the 100 ms the GUI thread may block (2 loaded cores).
+/// follows a choice in the GUI (a run, a map, a zoom, a tensor); a smaller one at once. 2^20
+/// elements read and reduce in a few tens of milliseconds, under the 100 ms the GUI thread may
+/// block.
 constexpr int64_t kBackgroundReadElements = int64_t(1) << 20;
 
 /// A dense row-major float64 block.

@@ -94,11 +94,9 @@ namespace {
 /// Runs one GEMM config into a Run (progress on the terminal); nullopt after printing the error.
 /// `backend` null = the CPU reference backend. A fallback of --backend auto to the CPU is noted
 /// on stderr (unless quiet) and recorded in the run (recordBackend).
-/// `text` is stored as the run's config: the object as given, or "" for the canonical one
-/// (gemmConfigJson, with the id as "name").
-std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, std::string text, const QString& id, int threads,
-                           bool quiet, const ProgressFn& outer = {}, FallbackGemmBackend* chosen = nullptr) {
-  if (text.empty()) text = gemmConfigJson(cfg, id.toStdString()).dump(2);
+/// `text` (the object as given) is stored as the run's config.
+std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, const std::string& text, const QString& id, int threads,
+                           bool quiet, FallbackGemmBackend* chosen = nullptr) {
   GemmExperimentConfig c = cfg;
   c.gemm.threads = threads;
   std::unique_ptr<FallbackGemmBackend> own;
@@ -110,8 +108,7 @@ std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, std::string text, co
   TerminalProgress bar(QStringLiteral("gemm %1").arg(id));
   ProgressFn p = [&](double f, const std::string& s) {
     if (!quiet) bar.update(f, QString::fromStdString(s));
-    if (interrupted()) return false; // InterruptGuard: stop at the next check point
-    return outer ? outer(f, s) : true;
+    return !interrupted(); // InterruptGuard: stop at the next check point
   };
   Result<Run> r;
   try {
@@ -162,7 +159,7 @@ int runGemmType(const Json& o, const std::string& text, const ConfigPath& at, co
   if (id.isEmpty()) id = QString::fromStdString(defaultGemmRunId(cfg));
   std::string why;
   if (!isValidRunId(id.toStdString(), &why)) return fail(QString::fromStdString(why));
-  auto run = gemmRun(cfg, text, id, opt.threads, opt.quiet, {}, opt.backend);
+  auto run = gemmRun(cfg, text, id, opt.threads, opt.quiet, opt.backend);
   if (!run && interrupted()) {
     std::fprintf(stderr,
                  "fp8lab-cli: interrupted by %s: GEMM run '%s' stopped before it finished and was not saved "

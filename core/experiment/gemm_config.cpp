@@ -92,10 +92,8 @@ Json legacyPanelGemmConfig(const Json& c, ConfigReader& r, const ConfigPath& at)
   const bool pow2 = r.boolean(c, "pow2_scales", at, false);
   std::string preset;
   auto no = [&](const std::string& why) { r.fail(at.member("scaling"), why); };
-  if (scalingPreset(p)) {
-    // The panel names the table's preset itself.
-    for (const auto& info : scalingPresets())
-      if (scalingPreset(info.name) && scalingPreset(info.name)->name == scalingPreset(p)->name) preset = info.name;
+  if (const auto named = scalingPreset(p)) {
+    preset = named->name; // the panel names the table's preset itself
   } else if (s == "per-tensor-delayed") {
     no("a single GEMM has no amax history: delayed scaling needs a training run");
   } else if (s == "per-tensor-current") {
@@ -203,9 +201,12 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
   cfg->scaling = r.string(o, "scaling", at, cfg->scaling);
   cfg->scaling_b = r.string(o, "scaling_b", at, cfg->scaling_b);
   if (!r.ok()) return false;
-  for (const auto& [key, name, axis] :
-       {std::tuple{"scaling", &cfg->scaling, Axis::Cols}, std::tuple{"scaling_b", &cfg->scaling_b, Axis::Rows}}) {
-    if (name->empty() && std::string(key) == "scaling_b") continue;
+  // "scaling" scales A, and B too unless scaling_b is given.
+  const bool own_b = !cfg->scaling_b.empty();
+  for (const auto& [key, name, axes] :
+       {std::tuple{"scaling", &cfg->scaling, own_b ? std::vector{Axis::Cols} : std::vector{Axis::Cols, Axis::Rows}},
+        std::tuple{"scaling_b", &cfg->scaling_b, std::vector{Axis::Rows}}}) {
+    if (name == &cfg->scaling_b && name->empty()) continue; // scaling_b absent
     const auto sp = scalingPreset(*name);
     if (!sp) {
       std::vector<std::string> n;
@@ -214,16 +215,11 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
       r.fail(at.member(key), "'" + *name + "' is not a current-scaling preset (one of: " + joinNames(n) + ")");
       return false;
     }
-    // "scaling" scales both operands unless scaling_b is given.
-    for (Axis ax : {Axis::Cols, Axis::Rows}) {
-      if (std::string(key) == "scaling_b" && ax == Axis::Cols) continue;
-      if (std::string(key) == "scaling" && ax == Axis::Rows && !cfg->scaling_b.empty()) continue;
+    for (Axis ax : axes)
       if (const std::string why = gemmScalingProblem(*sp, ax); !why.empty()) {
         r.fail(at.member(key), why);
         return false;
       }
-    }
-    (void)axis;
     *name = sp->name; // the table's spelling (scalingPreset accepts any case and '-' for '_')
   }
   if (cfg->scaling_b == cfg->scaling) cfg->scaling_b.clear();
