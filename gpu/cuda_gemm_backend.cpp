@@ -257,15 +257,14 @@ public:
     out.backend = "cuda";
     out.device = device_;
     out.algorithm = algo.describe() + "; " + describeProblem(p) + " (cuBLASLt operands swapped: Lt-A = B^T, Lt-B = A)";
-    if (!pair.note.empty())
-      out.warnings.push_back({Warning::Severity::Info, "scale modes promoted", "cuBLASLt", pair.note});
+    if (!pair.note.empty()) out.warnings.push_back({Severity::Info, "scale modes promoted", "cuBLASLt", pair.note});
     if (opt.accumulation == Accumulation::SplitFP32 && opt.promotion_interval != 128)
-      out.warnings.push_back({Warning::Severity::Warning, "promotion interval", "cuBLASLt",
+      out.warnings.push_back({Severity::Warning, "promotion interval", "cuBLASLt",
                               "cuBLASLt's promotion interval is fixed by the library (undocumented; 128 of K assumed); "
                               "the requested " +
                                   std::to_string(opt.promotion_interval) + " is ignored"});
     if (ps.mp != M || ps.np != N || ps.kp != K)
-      out.warnings.push_back({Warning::Severity::Info, "padded", "cuBLASLt",
+      out.warnings.push_back({Severity::Info, "padded", "cuBLASLt",
                               "M, N, K padded with zeros to " + std::to_string(ps.mp) + ", " + std::to_string(ps.np) +
                                   ", " + std::to_string(ps.kp)});
     reportProgress(progress, 1.0, "done");

@@ -345,7 +345,7 @@ void ErrorHeatmapView::rebuild(Read read) {
   if (shown.isEmpty()) {
     plotEmptyState(plot_, tr("Nothing to draw for this choice:\n%1").arg(missing.join(QLatin1Char('\n'))));
     status_->setText(tr("Missing: %1").arg(missing_));
-    Q_EMIT issue(1, tr("Error heatmap: %1").arg(missing_), run_->id());
+    Q_EMIT issue(Severity::Warning, tr("Error heatmap: %1").arg(missing_), run_->id());
     plot_->replot();
     return;
   }
@@ -477,7 +477,7 @@ void ErrorHeatmapView::computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t
       Result r = watcher->result();
       if (!r.error.isEmpty()) {
         status_->setText(tr("Cannot read the map: %1").arg(r.error));
-        Q_EMIT issue(2, tr("Error heatmap: %1").arg(r.error), run_ ? run_->id() : QString());
+        Q_EMIT issue(Severity::Error, tr("Error heatmap: %1").arg(r.error), run_ ? run_->id() : QString());
         return;
       }
       grids_ = r.grids;
@@ -516,7 +516,7 @@ void ErrorHeatmapView::computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t
     QString err;
     if (!model_->compute(q, kind_, r0, c0, nr, nc, br, bc, how, &g, &err)) {
       status_->setText(tr("Cannot read the map: %1").arg(err));
-      Q_EMIT issue(2, tr("Error heatmap: %1").arg(err), run_ ? run_->id() : QString());
+      Q_EMIT issue(Severity::Error, tr("Error heatmap: %1").arg(err), run_ ? run_->id() : QString());
       return;
     }
     grids << std::move(g);

@@ -66,7 +66,7 @@ ExperimentRunner builtinExperimentRunner() {
     recordBackend(res.value, *backend, cfg.gemm, backend->note());
     JobResult jr;
     jr.run = session_io::fromCoreRun(res.value);
-    for (const auto& i : res.issues) jr.warnings.push_back(i.toWarning());
+    for (const auto& i : res.issues) jr.warnings.push_back(i);
     return jr;
   };
 }
@@ -237,7 +237,7 @@ JobResult runTrainingJob(const QByteArray& config_json, const QString& out_file,
   using S = TrainingExperimentOutcome::Status;
   if (res.status == S::Failed) {
     if (res.runs.empty()) throw std::runtime_error(res.error);
-    jr.warnings.push_back({Warning::Severity::Error, res.error, "training experiment", out_file.toStdString()});
+    jr.warnings.push_back({Severity::Error, res.error, "training experiment", out_file.toStdString()});
   }
   jr.kept_after_cancel = res.status == S::Cancelled && !res.runs.empty();
   if (res.status == S::Cancelled && !res.runs.empty() && res.runs.back().cancelled) {

@@ -15,7 +15,7 @@ IssueList::IssueList(QObject* parent) : QAbstractTableModel(parent) {}
 
 void IssueList::report(Severity s, const QString& text, const QString& where, const QString& detail) {
   for (int i = 0; i < issues_.size(); ++i) {
-    Issue& it = issues_[i];
+    IssueRow& it = issues_[i];
     if (it.severity == s && it.text == text && it.where == where) {
       ++it.count;
       it.last = QDateTime::currentDateTime();
@@ -27,21 +27,18 @@ void IssueList::report(Severity s, const QString& text, const QString& where, co
     }
   }
   beginInsertRows({}, issues_.size(), issues_.size());
-  issues_.append(Issue{s, text, where, detail, 1, QDateTime::currentDateTime()});
+  issues_.append(IssueRow{s, text, where, detail, 1, QDateTime::currentDateTime()});
   endInsertRows();
   Q_EMIT countsChanged();
   Q_EMIT reported(issues_.last());
 }
 
-void IssueList::report(const fp8lab::Warning& w, const QString& context) {
-  Severity s = w.severity == fp8lab::Warning::Severity::Error  ? Severity::Error
-               : w.severity == fp8lab::Warning::Severity::Info ? Severity::Info
-                                                               : Severity::Warning;
-  QString text = QString::fromStdString(w.what);
+void IssueList::report(const fp8lab::Issue& w, const QString& context) {
+  QString text = QString::fromStdString(w.title());
   if (!w.detail.empty()) text += QStringLiteral(": ") + QString::fromStdString(w.detail);
   QString where = QString::fromStdString(w.where);
   if (!context.isEmpty()) where = where.isEmpty() ? context : context + QStringLiteral(" / ") + where;
-  report(s, text, where);
+  report(w.severity, text, where);
 }
 
 void IssueList::clear() {
@@ -91,7 +88,7 @@ QIcon IssueList::severityIcon(Severity s) {
 
 QVariant IssueList::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.row() >= issues_.size()) return {};
-  const Issue& it = issues_[index.row()];
+  const IssueRow& it = issues_[index.row()];
   if (role == Qt::DisplayRole) {
     switch (index.column()) {
     case SeverityCol:

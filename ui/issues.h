@@ -3,7 +3,7 @@
 // Issues dock, so a run that saturates in 500 steps gives one line, not 500.
 #pragma once
 
-#include "common/progress.h"
+#include "common/issue.h"
 
 #include <QAbstractTableModel>
 #include <QDateTime>
@@ -14,9 +14,9 @@ class QLabel;
 
 namespace fp8lab::ui {
 
-enum class Severity { Info, Warning, Error };
-
-struct Issue {
+/// One line of the Issues list: a finding (fp8lab::Issue's severity, title and detail as text)
+/// and how often it came.
+struct IssueRow {
   Severity severity = Severity::Warning;
   QString text;   ///< what happened, one sentence
   QString where;  ///< file, run, operand or panel field
@@ -34,11 +34,11 @@ public:
 
   /// Adds an issue, or bumps the count of an identical one (same severity, text and where).
   void report(Severity s, const QString& text, const QString& where = {}, const QString& detail = {});
-  /// Converts a core warning (common/progress.h).
-  void report(const fp8lab::Warning& w, const QString& context = {});
+  /// Adds a core finding (common/issue.h): its title and detail become the text.
+  void report(const fp8lab::Issue& w, const QString& context = {});
   void clear();
 
-  const QList<Issue>& issues() const { return issues_; }
+  const QList<IssueRow>& issues() const { return issues_; }
   int countOf(Severity s) const;
 
   int rowCount(const QModelIndex& parent = {}) const override;
@@ -52,10 +52,10 @@ public:
 Q_SIGNALS:
   void countsChanged();
   /// An error or warning arrived (the main window may flash the status-bar counter).
-  void reported(const fp8lab::ui::Issue& issue);
+  void reported(const fp8lab::ui::IssueRow& issue);
 
 private:
-  QList<Issue> issues_;
+  QList<IssueRow> issues_;
 };
 
 /// The dock around the list, with a Clear button.

@@ -19,7 +19,7 @@ namespace fp8lab::ui {
 /// What a job returns: a run to add to the session (kind empty: nothing to add) and findings.
 struct JobResult {
   RunRecord run;
-  std::vector<fp8lab::Warning> warnings;
+  std::vector<fp8lab::Issue> warnings;
   /// A session file the job wrote (a training experiment saves each run as it finishes): the
   /// window opens it when the job ends.
   QString session_file;

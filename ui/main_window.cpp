@@ -222,8 +222,8 @@ void MainWindow::addView(View* view) {
     auto* a = view_menu_->addAction(view->title(), this, [this, view] { showView(view->viewId()); });
     a->setObjectName(QStringLiteral("showView_") + view->viewId());
   }
-  connect(view, &View::issue, this, [this, view](int sev, const QString& text, const QString& where) {
-    issues_->report(Severity(std::clamp(sev, 0, 2)), text, where.isEmpty() ? view->title() : where);
+  connect(view, &View::issue, this, [this, view](Severity sev, const QString& text, const QString& where) {
+    issues_->report(sev, text, where.isEmpty() ? view->title() : where);
   });
   // Views know each other only by id, through the window: a code one view shows is shown by the
   // others that show codes (the code grid follows the bit layout); a view asks for a code to be

@@ -3,6 +3,8 @@
 // core; they never own results (docs/architecture.md: every number a view shows is read from a Run).
 #pragma once
 
+#include "common/issue.h"
+
 #include <QWidget>
 
 #include <cstdint>
@@ -50,8 +52,8 @@ public:
   }
 
 Q_SIGNALS:
-  /// Something worth a line in the Issues panel (severity 0 info, 1 warning, 2 error).
-  void issue(int severity, const QString& text, const QString& where);
+  /// Something worth a line in the Issues panel.
+  void issue(fp8lab::Severity severity, const QString& text, const QString& where);
   /// The code this view shows changed: the window passes it to the other views (selectCode).
   void codeSelected(const QString& format, uint32_t code);
   /// Asks the window to show `code` of `format` in the view `viewId` and bring that view to the

@@ -258,7 +258,7 @@ int runGemm(const QStringList& args) {
                       .arg(det.b_nonfinite)
                       .arg(qint64(K * N)));
     for (const auto& i : res.issues)
-      if (i.severity != Warning::Severity::Error) std::fprintf(stderr, "%s\n", i.toString().c_str());
+      if (i.severity != Severity::Error) std::fprintf(stderr, "%s\n", i.toString().c_str());
     const std::string& fallback = backend->lastFallback();
     if (!fallback.empty()) std::fprintf(stderr, "note: --backend %s\n", fallback.c_str());
     recordBackend(res.value, *backend, cfg.gemm, !fallback.empty() ? fallback : backend->noGpuReason());
@@ -353,7 +353,7 @@ int runGemm(const QStringList& args) {
       tm[QStringLiteral("max")] = max;
       j[QStringLiteral("tile_map")] = tm;
       QJsonArray w;
-      for (const Warning& x2 : r.output.warnings) {
+      for (const Issue& x2 : r.output.warnings) {
         QJsonObject wo;
         wo[QStringLiteral("what")] = QString::fromStdString(x2.what);
         wo[QStringLiteral("where")] = QString::fromStdString(x2.where);
@@ -449,9 +449,9 @@ int runGemm(const QStringList& args) {
                .arg(worst / tiles.grid_cols)
                .arg(worst % tiles.grid_cols)
                .arg(num(tiles.mean[static_cast<size_t>(worst)]), num(tiles.max[static_cast<size_t>(worst)]));
-    for (const Warning& w : r.output.warnings)
+    for (const Issue& w : r.output.warnings)
       s += QStringLiteral("%1: %2 (%3)\n")
-               .arg(w.severity == Warning::Severity::Info ? QStringLiteral("note") : QStringLiteral("warning"),
+               .arg(w.severity == Severity::Info ? QStringLiteral("note") : QStringLiteral("warning"),
                     QString::fromStdString(w.what), QString::fromStdString(w.detail));
     out(s);
     if (!stored.isEmpty())

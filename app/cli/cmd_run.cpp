@@ -79,7 +79,7 @@ bool appendRunsToFile(const QString& out, const std::vector<Run>& runs, bool com
   Status st = appendRuns(out.toStdString(), runs, wo, ids);
   bar.finish();
   for (const auto& i : st.issues)
-    if (i.severity != Warning::Severity::Error) err(QString::fromStdString(i.toString()));
+    if (i.severity != Severity::Error) err(QString::fromStdString(i.toString()));
   if (!st.ok()) {
     fail(QString::fromStdString(st.errors()));
     return false;
@@ -119,7 +119,7 @@ std::optional<Run> gemmRun(const GemmExperimentConfig& cfg, const std::string& t
   }
   bar.finish();
   for (const auto& i : r.issues)
-    if (i.severity != Warning::Severity::Error) err(QString::fromStdString(i.toString()));
+    if (i.severity != Severity::Error) err(QString::fromStdString(i.toString()));
   if (!r.ok()) {
     fail(QString::fromStdString(r.errors()));
     return std::nullopt;
@@ -652,7 +652,7 @@ int runSweep(const QStringList& args) {
     if (!quiet) bar.update(f, QString::fromStdString(stage));
     return !interrupted(); // InterruptGuard: stop at the next check point
   };
-  hooks.warning = [](const SweepPoint&, const SessionIssue& w) { err(QString::fromStdString(w.toString())); };
+  hooks.warning = [](const SweepPoint&, const Issue& w) { err(QString::fromStdString(w.toString())); };
   hooks.point_done = [&](const SweepPoint& pt, Run& run) {
     recordBackend(run, *backend, pt.config.gemm, backend->note());
     const QString id = QString::fromStdString(pt.id);

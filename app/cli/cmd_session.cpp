@@ -76,13 +76,12 @@ QString shapeText(const std::vector<int64_t>& s) {
 QJsonArray issuesJson(const Status& st) {
   QJsonArray a;
   for (const auto& i : st.issues)
-    a.append(
-        QJsonObject{{QStringLiteral("severity"), i.severity == Warning::Severity::Error     ? QStringLiteral("error")
-                                                 : i.severity == Warning::Severity::Warning ? QStringLiteral("warning")
-                                                                                            : QStringLiteral("info")},
-                    {QStringLiteral("what"), QString::fromLatin1(codeName(i.code))},
-                    {QStringLiteral("where"), qs(i.where)},
-                    {QStringLiteral("detail"), qs(i.detail)}});
+    a.append(QJsonObject{{QStringLiteral("severity"), i.severity == Severity::Error     ? QStringLiteral("error")
+                                                      : i.severity == Severity::Warning ? QStringLiteral("warning")
+                                                                                        : QStringLiteral("info")},
+                         {QStringLiteral("what"), QString::fromLatin1(codeName(i.code))},
+                         {QStringLiteral("where"), qs(i.where)},
+                         {QStringLiteral("detail"), qs(i.detail)}});
   return a;
 }
 
@@ -451,7 +450,7 @@ int runMerge(const QStringList& args) {
   bar.finish();
   if (!st.ok()) {
     for (const auto& i : st.issues) // the warnings say which run of which input is damaged
-      if (i.severity != Warning::Severity::Error) err(qs(i.toString()));
+      if (i.severity != Severity::Error) err(qs(i.toString()));
     return fail(qs(st.errors()));
   }
   for (const auto& n : notes) err(QStringLiteral("note: ") + qs(n));

@@ -1,6 +1,8 @@
 // FP8 Lab — the seam between long computations and their callers (CLI progress bar, GUI
-// progress dialog): a progress callback that can cancel, and typed warnings.
+// progress dialog): a progress callback that can cancel, and the findings it reports (issue.h).
 #pragma once
+
+#include "common/issue.h"
 
 #include <functional>
 #include <stdexcept>
@@ -17,16 +19,6 @@ using ProgressFn = std::function<bool(double fraction, const std::string& stage)
 /// Thrown when a ProgressFn asked to stop.
 struct Cancelled : std::runtime_error {
   Cancelled() : std::runtime_error("cancelled") {}
-};
-
-/// A non-fatal finding of a computation: what happened, where, and the detail
-/// (for example {"saturated", "layer1/input", "1532 of 100352 elements (1.5%)"}).
-struct Warning {
-  enum class Severity { Info, Warning, Error };
-  Severity severity = Severity::Warning;
-  std::string what;
-  std::string where;
-  std::string detail;
 };
 
 /// Calls fn if set; throws Cancelled when it returns false.

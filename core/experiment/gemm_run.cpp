@@ -19,7 +19,7 @@
 
 namespace fp8lab {
 
-using C = SessionIssue::Code;
+using C = Issue::Code;
 
 namespace {
 
@@ -34,7 +34,7 @@ bool fitsInMemory(int64_t m, int64_t k, int64_t n, int64_t limit, const std::str
     std::snprintf(t, sizeof t, b >= 0x1p30 ? "%.3g GiB" : "%.3g MiB", b / (b >= 0x1p30 ? 0x1p30 : 0x1p20));
     return std::string(t);
   };
-  st->add(SessionIssue::Code::InvalidArgument, where,
+  st->add(Issue::Code::InvalidArgument, where,
           "GEMM " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + " needs about " +
               gib(need) + " of buffers, more than the " + gib(have) +
               (limit > 0 ? " allowed" : " of memory available") + "; refused before allocating anything");
@@ -58,7 +58,7 @@ bool loadOperand(const OperandSource& src, int64_t rows, int64_t cols, uint64_t 
                  const char* name, Operand* op, Status* st) {
   if (src.values) {
     if (src.rows < 1 || src.cols < 1 || static_cast<int64_t>(src.values->size()) != src.rows * src.cols) {
-      st->add(SessionIssue::Code::InvalidArgument, name,
+      st->add(Issue::Code::InvalidArgument, name,
               std::string(name) + " holds " + std::to_string(src.values->size()) + " values, not [" +
                   std::to_string(src.rows) + ", " + std::to_string(src.cols) + "]");
       return false;
@@ -218,7 +218,7 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
             std::string(name) + " holds " + std::to_string(cnt) +
                 " NaN or Inf value(s): they saturate or become NaN when quantized, and the error metrics skip "
                 "elements whose reference is not finite (see metrics a_nonfinite / b_nonfinite)",
-            Warning::Severity::Warning);
+            Severity::Warning);
 
   for (const auto& [ax, cfgp] : {std::pair{Axis::Cols, &*sc}, {Axis::Rows, &*scb}})
     if (const std::string why = gemmScalingProblem(*cfgp, ax); !why.empty()) {
@@ -397,8 +397,8 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     details->b_nonfinite = b_nonfinite;
   }
   for (const auto& w : out.warnings)
-    r.issues.push_back(SessionIssue{w.severity == Warning::Severity::Error ? Warning::Severity::Warning : w.severity,
-                                    C::Computation, "GEMM " + w.where, w.what + ": " + w.detail});
+    r.issues.push_back(Issue{w.severity == Severity::Error ? Severity::Warning : w.severity, "", "GEMM " + w.where,
+                             w.what + ": " + w.detail, C::Computation});
   reportProgress(progress, 1.0, "done");
   return r;
 }

@@ -201,8 +201,8 @@ SweepOutcome runSweep(const std::vector<SweepPoint>& points, GemmBackend& backen
       return stop(SweepOutcome::Status::Failed, true, e.what());
     }
     if (hooks.warning)
-      for (const SessionIssue& issue : r.issues)
-        if (issue.severity != Warning::Severity::Error) hooks.warning(pt, issue);
+      for (const Issue& issue : r.issues)
+        if (issue.severity != Severity::Error) hooks.warning(pt, issue);
     if (!r.ok()) return stop(SweepOutcome::Status::Failed, true, r.errors());
     if (hooks.point_done) hooks.point_done(pt, r.value);
     for (const auto& [path, d] : r.value.datasets) pending_bytes += d.storedCount() * int64_t(d.elementBytes());

@@ -105,7 +105,7 @@ struct SweepHooks {
   /// check, and nothing after it runs.
   std::function<bool(double fraction, const std::string& stage)> progress;
   /// A warning (severity below Error) of a point's run, as soon as the run ends, failed or not.
-  std::function<void(const SweepPoint& point, const SessionIssue& warning)> warning;
+  std::function<void(const SweepPoint& point, const Issue& warning)> warning;
   /// A point finished: add attributes to its run (where the GEMMs ran: recordBackend), report it.
   /// The run is then held for the next save.
   std::function<void(const SweepPoint& point, Run& run)> point_done;

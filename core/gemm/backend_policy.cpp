@@ -86,7 +86,7 @@ GemmOutput FallbackGemmBackend::run(const QuantizedTensor& a, const QuantizedTen
       fallback_reasons.insert(std::string("run failed: ") + e.what());
       GemmOutput out = fallback_->run(a, b, opt, progress);
       ++cpu_runs;
-      out.warnings.push_back({Warning::Severity::Warning, "GPU fallback", "backend", last_fallback_});
+      out.warnings.push_back({Severity::Warning, "GPU fallback", "backend", last_fallback_});
       return out;
     }
   }
@@ -96,7 +96,7 @@ GemmOutput FallbackGemmBackend::run(const QuantizedTensor& a, const QuantizedTen
   GemmOutput out = fallback_->run(a, b, opt, progress);
   ++cpu_runs;
   fallback_reasons.insert(r);
-  out.warnings.push_back({Warning::Severity::Info, "GPU fallback", "backend", last_fallback_});
+  out.warnings.push_back({Severity::Info, "GPU fallback", "backend", last_fallback_});
   return out;
 }
 

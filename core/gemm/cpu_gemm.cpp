@@ -499,15 +499,15 @@ public:
     out.model_of_undocumented_hardware = opt.accumulation == Accumulation::FastAccum;
     if (a.format->name() == "E5M2" && b.format->name() == "E5M2")
       out.warnings.push_back(
-          {Warning::Severity::Warning, "unsupported on GPU", "A, B",
+          {Severity::Warning, "unsupported on GPU", "A, B",
            "E5M2 x E5M2 is not supported by cuBLASLt (PyTorch refuses it too); the CPU reference computes it anyway"});
     if (opt.accumulation == Accumulation::FastAccum) {
       out.warnings.push_back(
-          {Warning::Severity::Info, "model of undocumented hardware", "accumulation",
+          {Severity::Info, "model of undocumented hardware", "accumulation",
            "FastAccum models Hopper FP8 tensor-core accumulation as described by DeepSeek-V3 §3.3 (~" +
                std::to_string(opt.fast_accum_bits) + " significant bits); NVIDIA does not document it"});
       if (!opt.fast_accum_promotes && plan.scaled_promotion())
-        out.warnings.push_back({Warning::Severity::Warning, "promotion forced by block scales", "accumulation",
+        out.warnings.push_back({Severity::Warning, "promotion forced by block scales", "accumulation",
                                 "scales vary along K, so the sum is promoted at every scale-block boundary although "
                                 "fast_accum_promotes is false (cuBLASLt refuses fast accumulation with block scales)"});
     }
@@ -544,7 +544,7 @@ public:
           done = true;
         } else if (opt.cpu_kernel == CpuKernel::Avx512Bf16) {
           out.warnings.push_back(
-              {Warning::Severity::Info, "portable kernel used", "gemm", "AVX512-BF16 kernel not used: " + why});
+              {Severity::Info, "portable kernel used", "gemm", "AVX512-BF16 kernel not used: " + why});
         }
       }
       if (!done && vector_model && (opt.cpu_kernel == CpuKernel::Auto || opt.cpu_kernel == CpuKernel::Avx512Fma)) {
@@ -557,7 +557,7 @@ public:
           done = true;
         } else if (opt.cpu_kernel == CpuKernel::Avx512Fma) {
           out.warnings.push_back(
-              {Warning::Severity::Info, "portable kernel used", "gemm", "AVX512 FMA kernel not used: " + why});
+              {Severity::Info, "portable kernel used", "gemm", "AVX512 FMA kernel not used: " + why});
         }
       }
       if (!done) {

@@ -131,7 +131,7 @@ GemmExperimentResult runGemmExperiment(const float* a_float, const float* b_floa
                     static_cast<long long>(clipped), static_cast<long long>(mn), sd, double(r.output.amax_d),
                     r.output.amax_d > 0 ? limit / double(r.output.amax_d) : sd);
       r.output.warnings.push_back(
-          {Warning::Severity::Warning, std::string(toString(opt.output)) + " output clipped", "D", detail});
+          {Severity::Warning, std::string(toString(opt.output)) + " output clipped", "D", detail});
     }
   }
   r.accumulation = compareErrors(r.quantized_exact.data(), r.output.d.data(), mn, opt.threads);

@@ -121,7 +121,7 @@ struct GemmOutput {
   std::string device;                          ///< CPU model or GPU name
   std::string algorithm;                       ///< e.g. "avx512-bf16 blocked, 2 threads" or the cuBLASLt algo id
   bool model_of_undocumented_hardware = false; ///< true for Accumulation::FastAccum
-  std::vector<Warning> warnings;
+  std::vector<Issue> warnings;
 };
 
 /// A place GEMMs run. Implementations: CPU reference (makeCpuGemmBackend) and CUDA (gpu/).

@@ -18,7 +18,7 @@
 namespace fp8lab {
 
 namespace fs = std::filesystem;
-using C = SessionIssue::Code;
+using C = Issue::Code;
 
 namespace {
 
@@ -415,7 +415,7 @@ bool readNpyHeader(const std::string& path, File& file, int64_t size, NpyHeader*
   }
   if (bytes < size - data_off)
     r.add(C::MalformedInput, path, std::to_string(size - data_off - bytes) + " bytes after the data ignored",
-          Warning::Severity::Warning);
+          Severity::Warning);
   out->src = src;
   out->big = big;
   out->fortran = fortran == "True";

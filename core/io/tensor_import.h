@@ -10,7 +10,7 @@
 //
 // Untrusted input: headers are parsed with explicit length checks; a claimed shape is checked
 // against the real file size before anything is allocated; element counts are checked for
-// overflow. Errors are SessionIssue::Code::MalformedInput (bad header, dtype, truncated data,
+// overflow. Errors are Issue::Code::MalformedInput (bad header, dtype, truncated data,
 // size mismatch), NotFound (file or tensor name), WrongType / WrongShape (HDF5 dataset not a float
 // or not 1-/2-D). Nothing throws.
 //

@@ -30,7 +30,7 @@ namespace fp8lab {
 
 namespace {
 
-using C = SessionIssue::Code;
+using C = Issue::Code;
 
 std::atomic<int> g_isolation{-1};     // -1: not decided yet (read the environment)
 std::atomic<double> g_timeout_s{0.0}; // 0: default / environment

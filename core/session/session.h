@@ -19,7 +19,7 @@
 // type (see putQuantized()).
 //
 // Errors: nothing here throws for bad files or I/O failures; every call returns a Status /
-// Result carrying typed SessionIssues (what is wrong, where in the file, detail). HDF5's own
+// Result carrying typed Issues (what is wrong, where in the file, detail). HDF5's own
 // error stack printing is switched off and its messages are captured into the issue detail.
 #pragma once
 
@@ -43,44 +43,9 @@ inline constexpr int kSessionFormatVersion = 1;
 
 // ---- results --------------------------------------------------------------------------------
 
-/// What went wrong (or is worth knowing) while reading or writing a session or importing a tensor.
-struct SessionIssue {
-  enum class Code {
-    NotFound,         ///< the file (or run, dataset, tensor) does not exist
-    NotHdf5,          ///< not an HDF5 file at all (no HDF5 signature)
-    Corrupt,          ///< an HDF5 file the library cannot read (truncated, damaged)
-    ForeignFile,      ///< a valid HDF5 file that is not an FP8 Lab session (no application attr)
-    FutureVersion,    ///< format_version newer than this build understands
-    MissingGroup,     ///< a required group is absent (e.g. /runs)
-    MissingDataset,   ///< a required or requested dataset is absent
-    MissingAttribute, ///< a required attribute is absent
-    WrongShape,       ///< a dataset's rank or dimensions are not what the layout says
-    WrongType,        ///< a dataset or attribute has an unexpected element type
-    InvalidArgument,  ///< caller error: bad run id, region outside the dataset, size mismatch
-    DuplicateRun,     ///< a run id already exists
-    WriteFailed,      ///< cannot create / write / fsync / rename the output (previous file kept)
-    MalformedInput,   ///< importer: malformed header, wrong dtype, truncated data, bad size
-    Hdf5Error,        ///< any other error reported by the HDF5 library (detail has its message)
-    Computation,      ///< a finding of the computation that produced a run (quantizer, GEMM)
-    PermissionDenied, ///< the file exists but this user may not read it (or reach it: EACCES)
-  };
-  Warning::Severity severity = Warning::Severity::Error;
-  Code code = Code::Hdf5Error;
-  std::string where;  ///< file path, plus "#/runs/<id>/<dataset>" when inside the file
-  std::string detail; ///< human-readable explanation, including HDF5's message if any
-
-  /// One line: "error: wrong shape at FILE#/runs/r1/output/D: expected [64,64], found [64]".
-  std::string toString() const;
-  /// The same finding as a core Warning (what = codeName(code)).
-  Warning toWarning() const;
-};
-
-/// Short lowercase name of a code ("missing dataset", "future version", ...).
-const char* codeName(SessionIssue::Code c);
-
 /// Success flag plus typed issues (errors and warnings). ok == no issue of severity Error.
 struct Status {
-  std::vector<SessionIssue> issues;
+  std::vector<Issue> issues;
   bool ok() const;
   explicit operator bool() const { return ok(); }
   /// All issues, one per line (empty when there are none).
@@ -90,8 +55,7 @@ struct Status {
   /// The Error issues without the "error: " prefix ("not found at FILE: no such file"), one per
   /// line — for messages that add their own prefix.
   std::string errors() const;
-  void add(SessionIssue::Code code, std::string where, std::string detail,
-           Warning::Severity severity = Warning::Severity::Error);
+  void add(Issue::Code code, std::string where, std::string detail, Severity severity = Severity::Error);
   void merge(const Status& other);
 };
 

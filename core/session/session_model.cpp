@@ -13,75 +13,9 @@ namespace fp8lab {
 
 // ---- issues ---------------------------------------------------------------------------------
 
-const char* codeName(SessionIssue::Code c) {
-  using C = SessionIssue::Code;
-  switch (c) {
-  case C::NotFound:
-    return "not found";
-  case C::NotHdf5:
-    return "not an HDF5 file";
-  case C::Corrupt:
-    return "corrupt file";
-  case C::ForeignFile:
-    return "not an FP8 Lab session";
-  case C::FutureVersion:
-    return "future format version";
-  case C::MissingGroup:
-    return "missing group";
-  case C::MissingDataset:
-    return "missing dataset";
-  case C::MissingAttribute:
-    return "missing attribute";
-  case C::WrongShape:
-    return "wrong shape";
-  case C::WrongType:
-    return "wrong type";
-  case C::InvalidArgument:
-    return "invalid argument";
-  case C::DuplicateRun:
-    return "duplicate run";
-  case C::WriteFailed:
-    return "write failed";
-  case C::MalformedInput:
-    return "malformed input";
-  case C::Hdf5Error:
-    return "HDF5 error";
-  case C::Computation:
-    return "computation";
-  case C::PermissionDenied:
-    return "permission denied";
-  }
-  return "?";
-}
-
-static const char* severityName(Warning::Severity s) {
-  switch (s) {
-  case Warning::Severity::Info:
-    return "info";
-  case Warning::Severity::Warning:
-    return "warning";
-  case Warning::Severity::Error:
-    return "error";
-  }
-  return "?";
-}
-
-std::string SessionIssue::toString() const {
-  std::string s = severityName(severity);
-  s += ": ";
-  s += codeName(code);
-  if (!where.empty()) s += " at " + where;
-  if (!detail.empty()) s += ": " + detail;
-  return s;
-}
-
-Warning SessionIssue::toWarning() const {
-  return Warning{severity, codeName(code), where, detail};
-}
-
 bool Status::ok() const {
   for (const auto& i : issues)
-    if (i.severity == Warning::Severity::Error) return false;
+    if (i.severity == Severity::Error) return false;
   return true;
 }
 
@@ -96,24 +30,24 @@ std::string Status::message() const {
 
 std::string Status::firstError() const {
   for (const auto& i : issues)
-    if (i.severity == Warning::Severity::Error) return i.toString();
+    if (i.severity == Severity::Error) return i.toString();
   return {};
 }
 
 std::string Status::errors() const {
   std::string s;
   for (const auto& i : issues) {
-    if (i.severity != Warning::Severity::Error) continue;
+    if (i.severity != Severity::Error) continue;
     if (!s.empty()) s += '\n';
-    s += codeName(i.code);
+    s += i.title();
     if (!i.where.empty()) s += " at " + i.where;
     if (!i.detail.empty()) s += ": " + i.detail;
   }
   return s;
 }
 
-void Status::add(SessionIssue::Code code, std::string where, std::string detail, Warning::Severity severity) {
-  issues.push_back(SessionIssue{severity, code, std::move(where), std::move(detail)});
+void Status::add(Issue::Code code, std::string where, std::string detail, Severity severity) {
+  issues.push_back(Issue::file(code, std::move(where), std::move(detail), severity));
 }
 
 void Status::merge(const Status& other) {
@@ -313,27 +247,27 @@ Result<QuantizedTensor> Run::getQuantized(const std::string& prefix) const {
   const Dataset* c = find(prefix + "_codes");
   const Dataset* s = find(prefix + "_scales");
   if (!c) {
-    r.add(SessionIssue::Code::MissingDataset, where + "_codes", "quantized codes not stored");
+    r.add(Issue::Code::MissingDataset, where + "_codes", "quantized codes not stored");
     return r;
   }
   if (!s) {
-    r.add(SessionIssue::Code::MissingDataset, where + "_scales", "dequant scales not stored");
+    r.add(Issue::Code::MissingDataset, where + "_scales", "dequant scales not stored");
     return r;
   }
   if (c->dtype != DType::UInt8 || c->shape.size() != 2) {
-    r.add(SessionIssue::Code::WrongType, where + "_codes", "expected uint8 [rows, cols]");
+    r.add(Issue::Code::WrongType, where + "_codes", "expected uint8 [rows, cols]");
     return r;
   }
   auto fname = attrString(c->attrs, "format");
   const Format* f = fname ? Format::byName(*fname) : nullptr;
   if (!f) {
-    r.add(fname ? SessionIssue::Code::WrongType : SessionIssue::Code::MissingAttribute, where + "_codes",
+    r.add(fname ? Issue::Code::WrongType : Issue::Code::MissingAttribute, where + "_codes",
           fname ? "unknown format '" + *fname + "'" : "attribute 'format' absent");
     return r;
   }
   auto brow = attrInt(c->attrs, "block_rows"), bcol = attrInt(c->attrs, "block_cols");
   if (!brow || !bcol || *brow < 1 || *bcol < 1) {
-    r.add(SessionIssue::Code::MissingAttribute, where + "_codes", "block_rows / block_cols absent or < 1");
+    r.add(Issue::Code::MissingAttribute, where + "_codes", "block_rows / block_cols absent or < 1");
     return r;
   }
   QuantizedTensor& q = r.value;
@@ -344,7 +278,7 @@ Result<QuantizedTensor> Run::getQuantized(const std::string& prefix) const {
   q.block = {*brow, *bcol};
   q.strategy = attrString(c->attrs, "scaling").value_or("");
   if (s->dtype != DType::Float32 || s->shape != std::vector<int64_t>{q.blockRows(), q.blockCols()}) {
-    r.add(SessionIssue::Code::WrongShape, where + "_scales",
+    r.add(Issue::Code::WrongShape, where + "_scales",
           "expected float32 [" + std::to_string(q.blockRows()) + ", " + std::to_string(q.blockCols()) + "]");
     return r;
   }

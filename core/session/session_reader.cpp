@@ -21,8 +21,8 @@
 namespace fp8lab {
 
 namespace fs = std::filesystem;
-using C = SessionIssue::Code;
-using W = Warning::Severity;
+using C = Issue::Code;
+using W = Severity;
 using namespace h5;
 
 namespace {

@@ -24,7 +24,7 @@
 namespace fp8lab {
 
 namespace fs = std::filesystem;
-using C = SessionIssue::Code;
+using C = Issue::Code;
 using namespace h5;
 
 namespace {
@@ -818,7 +818,7 @@ Status mergeSessions(const std::string& out, const std::vector<std::string>& inp
     const auto& in = inputs[i];
     auto r = SessionReader::open(in);
     bool clean = r.ok();
-    for (const auto& i : r.issues) clean = clean && i.severity == Warning::Severity::Info;
+    for (const auto& i : r.issues) clean = clean && i.severity == Severity::Info;
     if (!clean) {
       st.merge(r);
       st.add(C::WriteFailed, out, "input '" + in + "' is not a clean FP8 Lab session; nothing written");

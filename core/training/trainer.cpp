@@ -511,11 +511,11 @@ void TrainingRun::run(const ProgressFn& progress) {
       und += h.underflow[i];
     }
     if (sat > 0)
-      res.warnings.push_back({Warning::Severity::Warning, "saturated", h.name(),
+      res.warnings.push_back({Severity::Warning, "saturated", h.name(),
                               std::to_string(sat) + " elements clipped to ±max finite in " + std::to_string(sat_steps) +
                                   " of " + std::to_string(res.steps_done) + " steps"});
     if (und > 0)
-      res.warnings.push_back({Warning::Severity::Info, "underflow", h.name(),
+      res.warnings.push_back({Severity::Info, "underflow", h.name(),
                               std::to_string(und) + " non-zero elements flushed to zero over " +
                                   std::to_string(res.steps_done) + " steps"});
   }

@@ -113,7 +113,7 @@ struct TrainingResult {
   std::vector<LayerWeights> weights;    ///< master weights after the last completed step
   double seconds = 0;                   ///< total wall time
   std::string gemm_backend, gemm_device, gemm_algorithm; ///< FP8 runs: where the GEMMs ran
-  std::vector<Warning> warnings;
+  std::vector<Issue> warnings;
 
   const OperandHistory* find(const std::string& name) const; ///< by "fc1/input"
 };

@@ -216,13 +216,13 @@ Result<LayerWeights> trainedWeightsFromRun(const Run& run, const std::string& la
   const Dataset* k = run.find("weights/" + layer + "/kernel");
   const Dataset* b = run.find("weights/" + layer + "/bias");
   if (!k || !b) {
-    res.add(SessionIssue::Code::MissingDataset, run.id + "/weights/" + layer,
+    res.add(Issue::Code::MissingDataset, run.id + "/weights/" + layer,
             "run '" + run.id + "' has no trained weights for layer " + layer);
     return res;
   }
   if (k->dtype != DType::Float32 || k->shape.size() != 2 || b->dtype != DType::Float32 || b->shape.size() != 1 ||
       b->shape[0] != k->shape[1]) {
-    res.add(SessionIssue::Code::WrongShape, run.id + "/weights/" + layer,
+    res.add(Issue::Code::WrongShape, run.id + "/weights/" + layer,
             "kernel must be float32 [in,out], bias float32 [out]");
     return res;
   }

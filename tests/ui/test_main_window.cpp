@@ -30,6 +30,7 @@
 #include <QtTest>
 
 using namespace fp8lab::ui;
+using fp8lab::Severity;
 
 namespace {
 MainWindow::Options testOptions() {
@@ -433,7 +434,7 @@ private Q_SLOTS:
     r.putFloat32("output/D", std::vector<float>(16, 1.0f), 4, 4, "1", "D");
     w.session()->addRun(session_io::fromCoreRun(r));
     int reports = 0;
-    for (const Issue& i : w.issues()->issues())
+    for (const IssueRow& i : w.issues()->issues())
       if (i.text.startsWith(QStringLiteral("Error heatmap:")) && i.text.contains(QStringLiteral("reference/D")))
         reports += i.count;
     QCOMPARE(reports, 1);

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 
 using namespace fp8lab::ui;
+using fp8lab::Severity;
 
 namespace {
 MainWindow::Options testOptions() {

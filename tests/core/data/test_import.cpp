@@ -16,7 +16,7 @@
 #include <fstream>
 
 using namespace fp8lab;
-using Code = SessionIssue::Code;
+using Code = Issue::Code;
 
 namespace {
 

@@ -46,7 +46,7 @@
 
 using namespace fp8lab;
 namespace fs = std::filesystem;
-using Code = SessionIssue::Code;
+using Code = Issue::Code;
 
 namespace {
 
@@ -243,8 +243,7 @@ void giveToUnprivileged(const std::string& path) {
 std::string errorLines(const Status& st) {
   std::string r;
   for (const auto& i : st.issues)
-    if (i.severity == Warning::Severity::Error)
-      r += std::string(codeName(i.code)) + "|" + i.where + "|" + i.detail + "\n";
+    if (i.severity == Severity::Error) r += std::string(codeName(i.code)) + "|" + i.where + "|" + i.detail + "\n";
   return r;
 }
 
@@ -498,7 +497,7 @@ void TestReliability::nanInfZeroTensorsInGemmExperiment() {
   };
   auto warned = [](const Status& st) {
     for (const auto& i : st.issues)
-      if (i.severity == Warning::Severity::Warning && i.detail.find("NaN or Inf") != std::string::npos) return true;
+      if (i.severity == Severity::Warning && i.detail.find("NaN or Inf") != std::string::npos) return true;
     return false;
   };
   {

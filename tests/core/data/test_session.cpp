@@ -19,7 +19,7 @@
 
 using namespace fp8lab;
 namespace fs = std::filesystem;
-using Code = SessionIssue::Code;
+using Code = Issue::Code;
 
 namespace {
 

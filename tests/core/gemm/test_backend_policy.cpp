@@ -130,7 +130,7 @@ private Q_SLOTS:
     QTest::addColumn<int>("warningSeverity"); // -1: no warning
     QTest::addColumn<QString>("reason");      // the one kept in fallback_reasons, "" for none
     using H = FakeGpu::How;
-    const int kNo = -1, kInfo = int(Warning::Severity::Info), kWarn = int(Warning::Severity::Warning);
+    const int kNo = -1, kInfo = int(Severity::Info), kWarn = int(Severity::Warning);
     const QString oom = QString::fromLatin1(kOom);
     const QString refusal = QString::fromLatin1(kRefusal);
     const int au = int(BackendRequest::Auto), cp = int(BackendRequest::Cpu), gp = int(BackendRequest::Gpu);
@@ -195,7 +195,7 @@ private Q_SLOTS:
       QVERIFY(out.warnings.empty());
     } else {
       QCOMPARE(out.warnings.size(), size_t(1));
-      const Warning& w = out.warnings.front();
+      const Issue& w = out.warnings.front();
       QCOMPARE(int(w.severity), warningSeverity);
       QCOMPARE(w.what, std::string("GPU fallback"));
       QCOMPARE(w.where, std::string("backend"));
@@ -308,7 +308,7 @@ private Q_SLOTS:
     QVERIFY2(b.lastFallback().find("out of memory") != std::string::npos, b.lastFallback().c_str());
     QVERIFY2(b.lastFallback().find("Stand-in H200") != std::string::npos, b.lastFallback().c_str());
     bool noted = false;
-    for (const Warning& w : out.warnings) noted |= w.detail.find("cudaErrorMemoryAllocation") != std::string::npos;
+    for (const Issue& w : out.warnings) noted |= w.detail.find("cudaErrorMemoryAllocation") != std::string::npos;
     QVERIFY(noted);
     QVERIFY(b.fallbackSummary().find("out of memory") != std::string::npos);
   }

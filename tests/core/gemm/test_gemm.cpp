@@ -551,10 +551,10 @@ void TestGemm::e5m2TimesE5m2Flagged() {
   const GemmOutput out = makeCpuGemmBackend()->run(a, b, GemmOptions{});
   QCOMPARE_BITS(out.d[0], 11.0f);
   bool flagged = false;
-  for (const Warning& w : out.warnings) flagged |= w.detail.find("not supported by cuBLASLt") != std::string::npos;
+  for (const Issue& w : out.warnings) flagged |= w.detail.find("not supported by cuBLASLt") != std::string::npos;
   QVERIFY(flagged);
   const QuantizedTensor b4 = makeTensor({3, 4}, 2, 1, Format::E4M3FN(), {2, 1}, {1.0f});
-  for (const Warning& w : makeCpuGemmBackend()->run(a, b4, GemmOptions{}).warnings)
+  for (const Issue& w : makeCpuGemmBackend()->run(a, b4, GemmOptions{}).warnings)
     QVERIFY(w.detail.find("not supported by cuBLASLt") == std::string::npos);
 }
 
