@@ -2,7 +2,7 @@
 
 #include "plot_util.h"
 #include "qcp.h"
-#include "session.h"
+#include "session_document.h"
 #include "style.h"
 #include "view_registry.h"
 
@@ -165,13 +165,13 @@ AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
   setRunAccess(nullptr);
 }
 
-void AmaxHistoryView::setSession(Session* session) {
+void AmaxHistoryView::setSession(SessionDocument* session) {
   View::setSession(session);
   if (!session) return;
-  connect(session, &Session::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &Session::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &Session::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &Session::currentRunChanged, this,
+  connect(session, &SessionDocument::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &SessionDocument::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &SessionDocument::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &SessionDocument::currentRunChanged, this,
           [this](int index) { whenShown(1, [this, index] { followRun(index); }); });
   rebuildRuns();
 }

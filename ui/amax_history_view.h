@@ -46,7 +46,7 @@ public:
   QString title() const override { return tr("Amax history"); }
   QCustomPlot* exportPlot() const override { return plot_; }
   QString csv() const override;
-  void setSession(Session* session) override;
+  void setSession(SessionDocument* session) override;
 
   /// Shows a run directly (CLI renderer, tests); nullptr: the simulated sequence.
   void setRunAccess(std::shared_ptr<RunAccess> run);

@@ -1,6 +1,6 @@
 #include "autosave.h"
 
-#include "session.h"
+#include "session_document.h"
 
 #include <QDir>
 #include <QFile>
@@ -24,7 +24,7 @@ QString sidecar(const QString& path) {
 }
 } // namespace
 
-Autosave::Autosave(Session* session, QString recovery_path, int interval_ms, QObject* parent)
+Autosave::Autosave(SessionDocument* session, QString recovery_path, int interval_ms, QObject* parent)
     : QObject(parent), session_(session), path_(std::move(recovery_path)) {
   connect(&timer_, &QTimer::timeout, this, &Autosave::tick);
   if (interval_ms > 0) timer_.start(interval_ms);
@@ -103,7 +103,7 @@ void Autosave::discard() {
   QFile::remove(sidecar(path_));
 }
 
-int Autosave::restoreAsNewSession(Session* session, const QString& path, QString* error) {
+int Autosave::restoreAsNewSession(SessionDocument* session, const QString& path, QString* error) {
   QList<RunRecord> runs;
   QString why;
   QStringList warnings;
@@ -126,8 +126,9 @@ int Autosave::restoreAsNewSession(Session* session, const QString& path, QString
   return added;
 }
 
-std::unique_ptr<Autosave> Autosave::start(QWidget* window, Session* session, std::function<bool(const Info&)> ask) {
-  if (!Session::fileSupport()) return nullptr;
+std::unique_ptr<Autosave> Autosave::start(QWidget* window, SessionDocument* session,
+                                          std::function<bool(const Info&)> ask) {
+  if (!SessionDocument::fileSupport()) return nullptr;
   const QString orphan = findOrphan();
   if (!orphan.isEmpty()) {
     Info info;

@@ -27,7 +27,7 @@ class QWidget;
 
 namespace fp8lab::ui {
 
-class Session;
+class SessionDocument;
 
 class Autosave : public QObject {
   Q_OBJECT
@@ -41,7 +41,8 @@ public:
   };
 
   /// Starts the timer at once. interval_ms ≤ 0 disables the timer (saveNow() still works).
-  Autosave(Session* session, QString recovery_path, int interval_ms = kDefaultIntervalMs, QObject* parent = nullptr);
+  Autosave(SessionDocument* session, QString recovery_path, int interval_ms = kDefaultIntervalMs,
+           QObject* parent = nullptr);
   ~Autosave() override;
 
   static constexpr int kDefaultIntervalMs = 3 * 60 * 1000; ///< every 3 minutes
@@ -64,14 +65,15 @@ public:
   /// Reads the recovery file at `path`; on success resets `session` to a new untitled session
   /// and adds its runs (unsaved, each one undoable), returning the number added. -1 with *error
   /// when it cannot be read: then `session` is left as it was and the file is moved aside to .bad.
-  static int restoreAsNewSession(Session* session, const QString& path, QString* error = nullptr);
+  static int restoreAsNewSession(SessionDocument* session, const QString& path, QString* error = nullptr);
 
   /// The app's start-up hook: when findOrphan() finds a recovery file, asks (`ask`; default a
   /// QMessageBox over `window`) whether to recover it; yes → restoreAsNewSession(), then the
   /// orphan is removed either way (a failed restore is moved aside and reported). Returns the
   /// Autosave of this process (default path and interval), or null when the build cannot write
   /// sessions.
-  static std::unique_ptr<Autosave> start(QWidget* window, Session* session, std::function<bool(const Info&)> ask = {});
+  static std::unique_ptr<Autosave> start(QWidget* window, SessionDocument* session,
+                                         std::function<bool(const Info&)> ask = {});
 
 Q_SIGNALS:
   void saved(const QString& path);
@@ -79,7 +81,7 @@ Q_SIGNALS:
 
 private:
   void tick();
-  Session* session_;
+  SessionDocument* session_;
   QString path_;
   QTimer timer_;
 };

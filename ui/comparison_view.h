@@ -39,7 +39,7 @@ public:
   QString title() const override { return tr("Comparison"); }
   QCustomPlot* exportPlot() const override { return plot_; }
   QString csv() const override;
-  void setSession(Session* session) override;
+  void setSession(SessionDocument* session) override;
 
   /// Shows runs directly (CLI renderer, tests).
   void setRuns(const QList<std::shared_ptr<RunAccess>>& runs);

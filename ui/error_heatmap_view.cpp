@@ -3,7 +3,7 @@
 #include "bit_layout_view.h"
 #include "plot_util.h"
 #include "qcp.h"
-#include "session.h"
+#include "session_document.h"
 #include "style.h"
 #include "view_registry.h"
 
@@ -165,18 +165,18 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
   rebuild(Read::Now);
 }
 
-void ErrorHeatmapView::setSession(Session* session) {
+void ErrorHeatmapView::setSession(SessionDocument* session) {
   View::setSession(session);
   if (!session) return;
   // Session changes (a run added while an experiment runs, a load) read the overview on the
   // thread pool whatever its size; the plot shows the new run's axes at once and its map when
   // the read is back.
   auto reload = [this] { whenShown(0, [this] { rebuildRuns(Read::Background); }); };
-  connect(session, &Session::reset_, this, reload);
-  connect(session, &Session::runAdded, this, reload);
-  connect(session, &Session::runRemoved, this, reload);
-  connect(session, &Session::runChanged, this, reload);
-  connect(session, &Session::currentRunChanged, this,
+  connect(session, &SessionDocument::reset_, this, reload);
+  connect(session, &SessionDocument::runAdded, this, reload);
+  connect(session, &SessionDocument::runRemoved, this, reload);
+  connect(session, &SessionDocument::runChanged, this, reload);
+  connect(session, &SessionDocument::currentRunChanged, this,
           [this](int index) { whenShown(1, [this, index] { followRun(index); }); });
   rebuildRuns(Read::BySize);
 }

@@ -44,7 +44,7 @@ public:
   QString title() const override { return tr("Error heatmap"); }
   QCustomPlot* exportPlot() const override { return plot_; }
   QString csv() const override;
-  void setSession(Session* session) override;
+  void setSession(SessionDocument* session) override;
 
   /// Shows a run directly (the CLI renderer, tests, benchmarks) and draws it at once; nullptr
   /// clears the view.

@@ -8,7 +8,7 @@
 #endif
 #include "gemm/error_split.h"
 #include "scaling/scaling.h"
-#include "session.h"
+#include "session_document.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -745,7 +745,7 @@ void ExperimentPanel::revalidate() {
                                : tr("Fix the problems listed above first"));
 }
 
-void ExperimentPanel::setSession(Session* s) {
+void ExperimentPanel::setSession(SessionDocument* s) {
   session_ = s;
   auto refill = [this] {
     const QString cur = train_run_->currentData().toString();
@@ -758,9 +758,9 @@ void ExperimentPanel::setSession(Session* s) {
     if (i >= 0) train_run_->setCurrentIndex(i);
     revalidate();
   };
-  connect(s, &Session::runAdded, this, refill);
-  connect(s, &Session::runRemoved, this, refill);
-  connect(s, &Session::reset_, this, refill);
+  connect(s, &SessionDocument::runAdded, this, refill);
+  connect(s, &SessionDocument::runRemoved, this, refill);
+  connect(s, &SessionDocument::reset_, this, refill);
   refill();
 }
 

@@ -23,7 +23,7 @@ class QStackedWidget;
 
 namespace fp8lab::ui {
 
-class Session;
+class SessionDocument;
 
 /// One finding of the validation: which field, and why.
 struct ConfigProblem {
@@ -60,7 +60,7 @@ public:
   QList<ConfigProblem> problems() const { return problems_; }
   bool isValid() const;
 
-  void setSession(Session* s);
+  void setSession(SessionDocument* s);
   /// Tells the panel whether a GPU exists (the backend box then offers it) and its name.
   void setGpu(bool available, const QString& name);
   /// Whether this build can run experiments (core/experiment present); if not, Run is off and says why.
@@ -93,7 +93,7 @@ private:
   QString gpu_name_;
   bool runner_ = false;
   QString runner_why_;
-  Session* session_ = nullptr;
+  SessionDocument* session_ = nullptr;
   QList<ConfigProblem> problems_;
 
   QComboBox *fmt_a_, *fmt_b_, *scaling_, *preset_, *algo_, *accum_, *output_, *input_, *dist_, *train_run_, *backend_;

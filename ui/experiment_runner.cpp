@@ -9,7 +9,7 @@
 #include "experiment/gemm_run.h"
 #include "experiment/training_config.h"
 #include "experiment/training_experiment.h"
-#include "session.h"
+#include "session_document.h"
 #endif
 
 #include "scaling/scaling.h"

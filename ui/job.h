@@ -4,7 +4,7 @@
 #pragma once
 
 #include "common/progress.h"
-#include "session.h"
+#include "session_document.h"
 
 #include <QElapsedTimer>
 #include <QFutureWatcher>

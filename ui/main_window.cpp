@@ -6,7 +6,7 @@
 #include "experiment_runner.h"
 #include "issues.h"
 #include "job.h"
-#include "session.h"
+#include "session_document.h"
 #include "style.h"
 #include "view.h"
 #include "view_registry.h"
@@ -64,7 +64,8 @@ const QString kRecentKey = QStringLiteral("recentFiles");
 MainWindow::MainWindow() : MainWindow(Options{}) {}
 
 MainWindow::MainWindow(const Options& opt, QWidget* parent)
-    : QMainWindow(parent), opt_(opt), session_(new Session(this)), issues_(new IssueList(this)), job_(new Job(this)) {
+    : QMainWindow(parent), opt_(opt), session_(new SessionDocument(this)), issues_(new IssueList(this)),
+      job_(new Job(this)) {
   initFp8labResources();
   setObjectName(QStringLiteral("MainWindow"));
   setWindowIcon(QIcon(QStringLiteral(":/fp8lab/icons/fp8lab.svg")));
@@ -116,20 +117,20 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
   runner_ = builtinExperimentRunner();
   panel_->setRunnerAvailable(bool(runner_), experimentRunnerMissingReason());
 
-  connect(session_, &Session::runAdded, this, &MainWindow::rebuildSessionTree);
-  connect(session_, &Session::runRemoved, this, &MainWindow::rebuildSessionTree);
-  connect(session_, &Session::runChanged, this, &MainWindow::rebuildSessionTree);
-  connect(session_, &Session::reset_, this, &MainWindow::rebuildSessionTree);
-  connect(session_, &Session::fileNameChanged, this, &MainWindow::updateTitle);
+  connect(session_, &SessionDocument::runAdded, this, &MainWindow::rebuildSessionTree);
+  connect(session_, &SessionDocument::runRemoved, this, &MainWindow::rebuildSessionTree);
+  connect(session_, &SessionDocument::runChanged, this, &MainWindow::rebuildSessionTree);
+  connect(session_, &SessionDocument::reset_, this, &MainWindow::rebuildSessionTree);
+  connect(session_, &SessionDocument::fileNameChanged, this, &MainWindow::updateTitle);
   // A recovered session, File → New session, Save as: the banner about the bundled default
   // session no longer describes what is shown.
-  connect(session_, &Session::fileNameChanged, this, [this](const QString& f) {
+  connect(session_, &SessionDocument::fileNameChanged, this, [this](const QString& f) {
     if (banner_is_bundled_ && !isBundledSession(f)) {
       banner_->hide();
       banner_is_bundled_ = false;
     }
   });
-  connect(session_, &Session::modifiedChanged, this, &MainWindow::updateTitle);
+  connect(session_, &SessionDocument::modifiedChanged, this, &MainWindow::updateTitle);
   connect(issues_, &IssueList::countsChanged, this, &MainWindow::updateIssueCounter);
   connect(job_, &Job::started, this, [this](const QString& t) {
     panel_->setRunning(true);
@@ -190,7 +191,7 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
   bool opened = false;
   if (opt_.open_default_session) {
     const QString def = defaultSessionPath();
-    if (!def.isEmpty() && Session::fileSupport()) opened = openSession(def);
+    if (!def.isEmpty() && SessionDocument::fileSupport()) opened = openSession(def);
   }
   if (opened) {
     banner_is_bundled_ = true;
@@ -440,7 +441,7 @@ void MainWindow::updateTitle() {
                                                               : session_->displayName();
   setWindowTitle(QStringLiteral("%1[*] \u2014 FP8 Lab").arg(name));
   setWindowModified(session_->isModified());
-  act_save_->setEnabled(Session::fileSupport());
+  act_save_->setEnabled(SessionDocument::fileSupport());
 }
 
 void MainWindow::rebuildSessionTree() {

@@ -1,6 +1,6 @@
-// The FP8 Lab main window: a tab area of views (View subclasses) around a Session, with docks for
-// the session tree, the experiment panel and the Issues list; the status bar shows the backend,
-// the issue counter and the progress of a running job.
+// The FP8 Lab main window: a tab area of views (View subclasses) around a SessionDocument (the open session), with
+// docks for the session tree, the experiment panel and the Issues list; the status bar shows the backend, the issue
+// counter and the progress of a running job.
 //
 // The views come from the view registry (view_registry.h): each view registers itself in its own
 // .cpp, and the window builds its tabs and View menu from the list. Views reach the window and
@@ -32,7 +32,7 @@ class ExperimentPanel;
 class IssueList;
 class IssuesDock;
 class Job;
-class Session;
+class SessionDocument;
 class View;
 struct JobResult;
 
@@ -52,7 +52,7 @@ public:
   explicit MainWindow(const Options& opt, QWidget* parent = nullptr);
   ~MainWindow() override;
 
-  Session* session() const { return session_; }
+  SessionDocument* session() const { return session_; }
   IssueList* issues() const { return issues_; }
   ExperimentPanel* experimentPanel() const { return panel_; }
   Job* job() const { return job_; }
@@ -133,7 +133,7 @@ private:
   void onJobFinished(const JobResult& r);
 
   Options opt_;
-  Session* session_;
+  SessionDocument* session_;
   IssueList* issues_;
   Job* job_;
   ExperimentRunner runner_;

@@ -3,7 +3,7 @@
 #include "run_access.h"
 
 #include "scaling/scaling.h"
-#include "session.h"
+#include "session_document.h"
 #include "style.h"
 
 #include "qcp.h"
@@ -154,9 +154,9 @@ NumberLineView::NumberLineView(QWidget* parent) : View(parent) {
   rebuild();
 }
 
-void NumberLineView::setSession(Session* s) {
+void NumberLineView::setSession(SessionDocument* s) {
   View::setSession(s);
-  connect(s, &Session::currentRunChanged, this, [this] {
+  connect(s, &SessionDocument::currentRunChanged, this, [this] {
     if (source_->currentData().toString() == QStringLiteral("run")) rebuild();
   });
 }

@@ -40,7 +40,7 @@ public:
   QString title() const override { return tr("Number line"); }
   QCustomPlot* exportPlot() const override { return plot_; }
   QString csv() const override;
-  void setSession(Session* s) override;
+  void setSession(SessionDocument* s) override;
 
   /// The primary format and an optional second one ("" for none).
   bool setFormats(const QString& primary, const QString& secondary = {});

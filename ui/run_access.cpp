@@ -1,6 +1,6 @@
 #include "run_access.h"
 
-#include "session.h"
+#include "session_document.h"
 
 #include <QDateTime>
 #include <QFileInfo>

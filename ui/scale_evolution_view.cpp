@@ -2,7 +2,7 @@
 
 #include "plot_util.h"
 #include "qcp.h"
-#include "session.h"
+#include "session_document.h"
 #include "style.h"
 #include "view_registry.h"
 
@@ -105,12 +105,12 @@ ScaleEvolutionView::ScaleEvolutionView(QWidget* parent) : View(parent) {
   draw();
 }
 
-void ScaleEvolutionView::setSession(Session* session) {
+void ScaleEvolutionView::setSession(SessionDocument* session) {
   View::setSession(session);
   if (!session) return;
-  connect(session, &Session::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &Session::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &Session::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &SessionDocument::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &SessionDocument::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &SessionDocument::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   rebuildRuns();
 }
 

@@ -25,7 +25,7 @@ public:
   QString title() const override { return tr("Scale evolution"); }
   QCustomPlot* exportPlot() const override { return plot_; }
   QString csv() const override;
-  void setSession(Session* session) override;
+  void setSession(SessionDocument* session) override;
 
   /// Shows runs directly (CLI renderer, tests); `compare` may be nullptr.
   void setRuns(std::shared_ptr<RunAccess> run, std::shared_ptr<RunAccess> compare = nullptr);

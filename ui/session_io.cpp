@@ -1,6 +1,6 @@
 // Session file adapter: RunRecord <-> core/session (HDF5, docs/session-format.md). Reads and
 // writes whole sessions through loadSession / writeSession (atomic write-beside + rename).
-#include "session.h"
+#include "session_document.h"
 
 #include <QFile>
 #include <QJsonDocument>

@@ -1,5 +1,5 @@
 // The common face of every view in the main window's tab area: a name for menus and
-// screenshots, and what File → Export can take from it. Views read from the Session and the
+// screenshots, and what File → Export can take from it. Views read from the SessionDocument and the
 // core; they never own results (docs/architecture.md: every number a view shows is read from a Run).
 #pragma once
 
@@ -17,7 +17,7 @@ class QHBoxLayout;
 
 namespace fp8lab::ui {
 
-class Session;
+class SessionDocument;
 
 class View : public QWidget {
   Q_OBJECT
@@ -32,7 +32,7 @@ public:
   /// CSV text for File → Export data (header line first); empty when the view has no table.
   virtual QString csv() const { return {}; }
   /// Called once by the main window so the view can follow the session.
-  virtual void setSession(Session* session) { session_ = session; }
+  virtual void setSession(SessionDocument* session) { session_ = session; }
 
   /// Whether reloads are waiting for the view to be shown (see whenShown()).
   bool hasPendingReload() const { return !pending_.empty(); }
@@ -75,7 +75,7 @@ protected:
   QComboBox* runComboBox(const QString& object_name);
   void addLabeled(QHBoxLayout* bar, const QString& text, QWidget* buddy);
 
-  Session* session_ = nullptr;
+  SessionDocument* session_ = nullptr;
 
 private:
   std::map<int, std::function<void()>> pending_;

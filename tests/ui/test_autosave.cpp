@@ -4,7 +4,7 @@
 // offered and restored on the next start as a new untitled session of unsaved runs (never added
 // to the session that start opened, e.g. the bundled default), and a damaged one is moved aside.
 #include "autosave.h"
-#include "session.h"
+#include "session_document.h"
 
 #include "session/session.h"
 
@@ -47,7 +47,7 @@ private Q_SLOTS:
   void writesOnlyUnsavedWorkAndLeavesTheSessionAlone() {
     QTemporaryDir dir;
     const QString rec = dir.filePath(QStringLiteral("rec.h5"));
-    Session s;
+    SessionDocument s;
     Autosave a(&s, rec, 0);
     QVERIFY(a.saveNow());
     QVERIFY(!QFile::exists(rec)); // nothing unsaved: no file
@@ -78,7 +78,7 @@ private Q_SLOTS:
   void timerSavesPeriodically() {
     QTemporaryDir dir;
     const QString rec = dir.filePath(QStringLiteral("rec.h5"));
-    Session s;
+    SessionDocument s;
     Autosave a(&s, rec, 50);
     QSignalSpy saved(&a, &Autosave::saved);
     s.addRun(makeRun("run-0001"));
@@ -96,7 +96,7 @@ private Q_SLOTS:
     QDir(rec_dir).removeRecursively();
     const pid_t pid = fork();
     if (pid == 0) {
-      Session s;
+      SessionDocument s;
       s.addRun(makeRun("run-0007"));
       Autosave a(&s, Autosave::defaultRecoveryPath(), 0);
       _exit(a.saveNow() ? 0 : 1); // no discard(): the file stays, as after a crash
@@ -107,7 +107,7 @@ private Q_SLOTS:
     const QString orphan = Autosave::findOrphan();
     QVERIFY2(orphan.endsWith(QStringLiteral("session-recovery-%1.h5").arg(pid)), qPrintable(orphan));
 
-    Session s;
+    SessionDocument s;
     int asked = 0;
     auto mine = Autosave::start(nullptr, &s, [&](const Autosave::Info& i) {
       ++asked;
@@ -133,7 +133,7 @@ private Q_SLOTS:
     QTemporaryDir dir;
     const QString opened = dir.filePath(QStringLiteral("default-session.h5"));
     {
-      Session d;
+      SessionDocument d;
       d.addRun(makeRun("bundled-1"));
       d.addRun(makeRun("bundled-2"));
       QVERIFY(d.save(opened, nullptr));
@@ -147,7 +147,7 @@ private Q_SLOTS:
     QDir(rec_dir).removeRecursively();
     const pid_t pid = fork();
     if (pid == 0) {
-      Session s;
+      SessionDocument s;
       s.addRun(makeRun("run-0001"));
       Autosave a(&s, Autosave::defaultRecoveryPath(), 0);
       _exit(a.saveNow() ? 0 : 1);
@@ -156,7 +156,7 @@ private Q_SLOTS:
     QCOMPARE(waitpid(pid, &status, 0), pid);
     QVERIFY(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
-    Session s;
+    SessionDocument s;
     QString error;
     QVERIFY2(s.load(opened, &error), qPrintable(error));
     QCOMPARE(s.runCount(), 2);
@@ -183,7 +183,7 @@ private Q_SLOTS:
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write(QByteArray("\x89HDF\r\n\x1a\n", 8) + QByteArray(100, '\x01'));
     f.close();
-    Session s;
+    SessionDocument s;
     QString error;
     QCOMPARE(Autosave::restoreAsNewSession(&s, rec, &error), -1);
     QVERIFY(!error.isEmpty());

@@ -7,7 +7,7 @@
 #include "experiment_runner.h"
 #include "job.h"
 #include "main_window.h"
-#include "session.h"
+#include "session_document.h"
 
 #include "io/json_document.h"
 #include "scaling/scaling.h"

@@ -1,4 +1,4 @@
-// Main window, Session model, Issues panel and experiment panel, and how each handles bad input.
+// Main window, session document, Issues panel and experiment panel, and how each handles bad input.
 #include "bit_layout_view.h"
 #include "code_grid_view.h"
 #include "error_heatmap_view.h"
@@ -6,7 +6,7 @@
 #include "issues.h"
 #include "job.h"
 #include "main_window.h"
-#include "session.h"
+#include "session_document.h"
 #include "view_registry.h"
 #include "view_render.h"
 #include "qcp.h"
@@ -64,7 +64,7 @@ bool writeGemmSession(const QString& file, QString* error, int n = 4) {
   r.attrs["output_type"] = std::string("fp32");
   r.attrs["format_a"] = std::string("E4M3FN");
   r.attrs["format_b"] = std::string("E4M3FN");
-  Session s;
+  SessionDocument s;
   s.addRun(session_io::fromCoreRun(r));
   return s.save(file, error);
 }
@@ -273,8 +273,8 @@ private Q_SLOTS:
   }
 
   void sessionUndoRedo() {
-    Session s;
-    QSignalSpy added(&s, &Session::runAdded);
+    SessionDocument s;
+    QSignalSpy added(&s, &SessionDocument::runAdded);
     RunRecord r;
     r.kind = QStringLiteral("gemm");
     r.label = QStringLiteral("first");
@@ -375,7 +375,7 @@ private Q_SLOTS:
   // `fp8lab FILE.h5` (main.cpp: no default session, then openSession): the "No session open"
   // banner must not stay up once the file is open. A failed open leaves it.
   void openSessionHidesNoSessionBanner() {
-    if (!Session::fileSupport()) QSKIP("this build cannot read sessions (FP8LAB_WITH_HDF5=OFF)");
+    if (!SessionDocument::fileSupport()) QSKIP("this build cannot read sessions (FP8LAB_WITH_HDF5=OFF)");
     QTemporaryDir dir;
     const QString copy = dir.filePath(QStringLiteral("mine.h5"));
     QString error;
@@ -394,7 +394,7 @@ private Q_SLOTS:
   // A view on a hidden tab does not reload when the session changes; it reloads when
   // shown. (The stall itself is measured by bench_gui, not here.)
   void hiddenViewsReloadWhenShown() {
-    if (!Session::fileSupport()) QSKIP("this build cannot read sessions (FP8LAB_WITH_HDF5=OFF)");
+    if (!SessionDocument::fileSupport()) QSKIP("this build cannot read sessions (FP8LAB_WITH_HDF5=OFF)");
     QTemporaryDir dir;
     const QString file = dir.filePath(QStringLiteral("gemm.h5"));
     QString error;
@@ -444,7 +444,7 @@ private Q_SLOTS:
   // detail pane without changing the map's geometry (the element under the pointer stays the
   // same), and the pane shows its whole text (it fits or scrolls; nothing is cut off).
   void heatmapClickKeepsTheMap() {
-    if (!Session::fileSupport()) QSKIP("this build cannot read sessions (FP8LAB_WITH_HDF5=OFF)");
+    if (!SessionDocument::fileSupport()) QSKIP("this build cannot read sessions (FP8LAB_WITH_HDF5=OFF)");
     QTemporaryDir dir;
     const QString file = dir.filePath(QStringLiteral("gemm.h5"));
     QString error;
@@ -494,7 +494,7 @@ private Q_SLOTS:
   // 7.25; D is fp32, so the nearest E4M3FN code (format_a) is shown: 7.25 lies halfway between
   // 7 = 1.75·2² (0 1001 110 = 0x4E) and 7.5 (0x4F), and ties go to the even mantissa: 0x4E.
   void heatmapShowsItsCodeInTheBitLayout() {
-    if (!Session::fileSupport()) QSKIP("this build cannot read sessions (FP8LAB_WITH_HDF5=OFF)");
+    if (!SessionDocument::fileSupport()) QSKIP("this build cannot read sessions (FP8LAB_WITH_HDF5=OFF)");
     QTemporaryDir dir;
     const QString file = dir.filePath(QStringLiteral("gemm.h5"));
     QString error;
@@ -524,7 +524,7 @@ private Q_SLOTS:
   // Save as, which suggests a file elsewhere and refuses the bundled file itself; the file's bytes
   // never change. FP8LAB_DEFAULT_SESSION makes a temporary copy the bundled session here.
   void bundledSessionIsReadOnly() {
-    if (!Session::fileSupport()) QSKIP("this build cannot write sessions (FP8LAB_WITH_HDF5=OFF)");
+    if (!SessionDocument::fileSupport()) QSKIP("this build cannot write sessions (FP8LAB_WITH_HDF5=OFF)");
     QTemporaryDir dir;
     const QString bundled = dir.filePath(QStringLiteral("default-session.h5"));
     {
@@ -533,7 +533,7 @@ private Q_SLOTS:
       r.type = "gemm";
       r.config_json = "{}";
       r.putFloat32("output/D", {1, 2, 3, 4}, 2, 2, "1", "D");
-      Session s;
+      SessionDocument s;
       s.addRun(session_io::fromCoreRun(r));
       QString error;
       QVERIFY2(s.save(bundled, &error), qPrintable(error));

@@ -6,7 +6,7 @@
 #include "experiment_panel.h"
 #include "issues.h"
 #include "main_window.h"
-#include "session.h"
+#include "session_document.h"
 
 #include "session/session.h"
 

@@ -12,7 +12,7 @@
 #include "qcp.h"
 #include "run_access.h"
 #include "scale_evolution_view.h"
-#include "session.h"
+#include "session_document.h"
 #include "view_render.h"
 
 #include "session/session.h"
@@ -433,7 +433,7 @@ private Q_SLOTS:
       r.putFloat32("error/abs", abs, 1100, 1000, "1", "|D - ref|");
       return session_io::fromCoreRun(r);
     };
-    ui::Session s;
+    ui::SessionDocument s;
     s.addRun(session_io::fromCoreRun(goldenGemm("small")));
     s.addRun(big("big-a", 1.0f, 1.0f));
     s.addRun(big("big-b", 3.0f, 7.0f));
@@ -625,7 +625,7 @@ private Q_SLOTS:
     lr.group_attrs["history/fc1/input"]["format"] = std::string("E4M3FN");
     lr.group_attrs["history/fc1/input"]["scaling"] = std::string("delayed-flax");
     lr.group_attrs["history/fc1/input"]["history_len"] = int64_t(len);
-    ui::Session s;
+    ui::SessionDocument s;
     s.addRun(session_io::fromCoreRun(goldenTraining("t-small")));
     s.addRun(session_io::fromCoreRun(lr));
     AmaxHistoryView v;
@@ -695,7 +695,7 @@ private Q_SLOTS:
   // run (t-delayed) dashed. Shown explicitly, the FP32 run draws its amax only and lists nothing as
   // missing (it has no scale to miss).
   void scaleEvolutionOpensOnAnFp8Run() {
-    fp8lab::ui::Session s;
+    fp8lab::ui::SessionDocument s;
     QString err;
     QVERIFY2(s.load(file_, &err), qPrintable(err));
     QCOMPARE(s.run(0).id, QStringLiteral("fp32-baseline"));

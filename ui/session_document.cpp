@@ -1,4 +1,4 @@
-#include "session.h"
+#include "session_document.h"
 
 #include <QFileInfo>
 #include <QUndoCommand>
@@ -20,101 +20,101 @@ double RunRecord::metric(const QString& name, double fallback) const {
 
 class AddRunCommand : public QUndoCommand {
 public:
-  AddRunCommand(Session* s, RunRecord r)
+  AddRunCommand(SessionDocument* s, RunRecord r)
       : QUndoCommand(QObject::tr("Add run %1").arg(r.label)), s_(s), r_(std::move(r)) {}
   void redo() override { s_->insertRunAt(s_->runCount(), r_); }
   void undo() override { r_ = s_->takeRunAt(s_->indexOf(r_.id)); }
 
 private:
-  Session* s_;
+  SessionDocument* s_;
   RunRecord r_;
 };
 
 class RemoveRunCommand : public QUndoCommand {
 public:
-  RemoveRunCommand(Session* s, int index)
+  RemoveRunCommand(SessionDocument* s, int index)
       : QUndoCommand(QObject::tr("Remove run %1").arg(s->run(index).label)), s_(s), index_(index) {}
   void redo() override { r_ = s_->takeRunAt(index_); }
   void undo() override { s_->insertRunAt(index_, r_); }
 
 private:
-  Session* s_;
+  SessionDocument* s_;
   int index_;
   RunRecord r_;
 };
 
 class RenameRunCommand : public QUndoCommand {
 public:
-  RenameRunCommand(Session* s, int index, QString label)
+  RenameRunCommand(SessionDocument* s, int index, QString label)
       : QUndoCommand(QObject::tr("Rename run")), s_(s), id_(s->run(index).id), new_(std::move(label)),
         old_(s->run(index).label) {}
   void redo() override { s_->setLabelAt(s_->indexOf(id_), new_); }
   void undo() override { s_->setLabelAt(s_->indexOf(id_), old_); }
 
 private:
-  Session* s_;
+  SessionDocument* s_;
   QString id_, new_, old_;
 };
 
-Session::Session(QObject* parent) : QObject(parent), undo_(new QUndoStack(this)) {
+SessionDocument::SessionDocument(QObject* parent) : QObject(parent), undo_(new QUndoStack(this)) {
   connect(undo_, &QUndoStack::cleanChanged, this, [this](bool clean) { Q_EMIT modifiedChanged(!clean); });
 }
 
-Session::~Session() = default;
+SessionDocument::~SessionDocument() = default;
 
-QString Session::displayName() const {
+QString SessionDocument::displayName() const {
   return file_name_.isEmpty() ? tr("Untitled") : QFileInfo(file_name_).fileName();
 }
 
-bool Session::isModified() const {
+bool SessionDocument::isModified() const {
   return !undo_->isClean();
 }
 
-int Session::indexOf(const QString& id) const {
+int SessionDocument::indexOf(const QString& id) const {
   for (int i = 0; i < runs_.size(); ++i)
     if (runs_[i].id == id) return i;
   return -1;
 }
 
-QString Session::nextRunId() const {
+QString SessionDocument::nextRunId() const {
   for (int n = int(runs_.size()) + 1;; ++n) {
     QString id = QStringLiteral("run-%1").arg(n, 4, 10, QLatin1Char('0'));
     if (indexOf(id) < 0) return id;
   }
 }
 
-void Session::addRun(RunRecord r) {
+void SessionDocument::addRun(RunRecord r) {
   if (r.id.isEmpty() || indexOf(r.id) >= 0) r.id = nextRunId();
   if (r.label.isEmpty()) r.label = r.id;
   if (!r.created.isValid()) r.created = QDateTime::currentDateTimeUtc();
   undo_->push(new AddRunCommand(this, std::move(r)));
 }
 
-void Session::removeRun(int index) {
+void SessionDocument::removeRun(int index) {
   if (index < 0 || index >= runs_.size()) return;
   undo_->push(new RemoveRunCommand(this, index));
 }
 
-void Session::renameRun(int index, const QString& label) {
+void SessionDocument::renameRun(int index, const QString& label) {
   if (index < 0 || index >= runs_.size() || runs_[index].label == label || label.trimmed().isEmpty()) return;
   undo_->push(new RenameRunCommand(this, index, label.trimmed()));
 }
 
-void Session::setCurrentRun(int index) {
+void SessionDocument::setCurrentRun(int index) {
   if (index < -1 || index >= runs_.size()) index = -1;
   if (index == current_) return;
   current_ = index;
   Q_EMIT currentRunChanged(index);
 }
 
-void Session::insertRunAt(int index, RunRecord r) {
+void SessionDocument::insertRunAt(int index, RunRecord r) {
   runs_.insert(index, std::move(r));
   Q_EMIT runAdded(index);
   if (current_ >= index) ++current_;
   setCurrentRun(index);
 }
 
-RunRecord Session::takeRunAt(int index) {
+RunRecord SessionDocument::takeRunAt(int index) {
   RunRecord r = runs_.takeAt(index);
   Q_EMIT runRemoved(index);
   if (current_ == index) {
@@ -126,13 +126,13 @@ RunRecord Session::takeRunAt(int index) {
   return r;
 }
 
-void Session::setLabelAt(int index, const QString& label) {
+void SessionDocument::setLabelAt(int index, const QString& label) {
   if (index < 0) return;
   runs_[index].label = label;
   Q_EMIT runChanged(index);
 }
 
-void Session::reset() {
+void SessionDocument::reset() {
   runs_.clear();
   undo_->clear();
   current_ = -1;
@@ -143,11 +143,11 @@ void Session::reset() {
   Q_EMIT modifiedChanged(false);
 }
 
-bool Session::fileSupport() {
+bool SessionDocument::fileSupport() {
   return session_io::available();
 }
 
-bool Session::load(const QString& fileName, QString* error, QStringList* warnings) {
+bool SessionDocument::load(const QString& fileName, QString* error, QStringList* warnings) {
   QString why;
   // Only regular files: opening a FIFO blocks until a writer appears (the window would freeze),
   // and a directory or device is never a session (docs/reliability.md).
@@ -172,13 +172,13 @@ bool Session::load(const QString& fileName, QString* error, QStringList* warning
   return true;
 }
 
-bool Session::save(const QString& fileName, QString* error, const fp8lab::ProgressFn& progress) {
+bool SessionDocument::save(const QString& fileName, QString* error, const fp8lab::ProgressFn& progress) {
   if (!session_io::write(fileName, runs_, error, progress)) return false;
   markSaved(fileName);
   return true;
 }
 
-void Session::markSaved(const QString& fileName) {
+void SessionDocument::markSaved(const QString& fileName) {
   // Runs read lazily now live in the saved file too: read them from there from now on (the file
   // they came from may be replaced or removed).
   for (RunRecord& r : runs_)

@@ -1,4 +1,4 @@
-// The GUI's Session: owns the runs shown by every view, the file name, the modified flag and an
+// The GUI's open session (SessionDocument): owns the runs shown by every view, the file name, the modified flag and an
 // undo stack; emits typed change signals. Views listen and never own results.
 // Reading and writing go through core/session (HDF5, docs/session-format.md) in session_io.cpp;
 // this class only adapts it to Qt.
@@ -58,11 +58,11 @@ struct RunRecord {
   double metric(const QString& name, double fallback = 0) const;
 };
 
-class Session : public QObject {
+class SessionDocument : public QObject {
   Q_OBJECT
 public:
-  explicit Session(QObject* parent = nullptr);
-  ~Session() override;
+  explicit SessionDocument(QObject* parent = nullptr);
+  ~SessionDocument() override;
 
   QString fileName() const { return file_name_; }
   /// Display name: file name without directory, or "Untitled".
@@ -125,7 +125,7 @@ private:
 };
 
 namespace session_io {
-/// Implemented in session_io.cpp over core/session; see Session::load / save.
+/// Implemented in session_io.cpp over core/session; see SessionDocument::load / save.
 /// Lazy (the default): metadata only — each record names the file as its `source` and the views
 /// read datasets on demand. Not lazy: every run in memory (`core`), for a file that goes away
 /// after reading (a recovery file).
