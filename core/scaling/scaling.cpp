@@ -48,6 +48,8 @@ const char* toString(ScaleRule r) {
     return "mx-floor";
   case ScaleRule::MxCeil:
     return "mx-ceil";
+  case ScaleRule::MxEven:
+    return "mx-even";
   case ScaleRule::MxRceil:
     return "mx-rceil";
   case ScaleRule::MxRceilTorchao:
@@ -140,12 +142,23 @@ const std::vector<PresetDef>& presetDefs() {
        make("mx_floor", G::Block1D, R::MxFloor, false, 32)},
       {{"mx_ceil", "MX block-32, E8M0 = ceil exponent - emax_elem", "torchao ScaleCalculationMode.CEIL (4.6)"},
        make("mx_ceil", G::Block1D, R::MxCeil, false, 32)},
+      {{"mx_even",
+        "MX block-32, amax rounded half-up to the element's mantissa width, then FLOOR (carries past 2 - "
+        "2^-(mbits+1)); NaN/inf block -> 0xFF",
+        "torchao ScaleCalculationMode.EVEN, prototype/mx_formats/mx_tensor.py to_mx (RECIPES-2026 F)"},
+       make("mx_even", G::Block1D, R::MxEven, false, 32)},
       {{"mx_rceil", "MX block-32, E8M0 = round_up(amax/max) saturating, never clips",
         "TE MXFP8BlockScaling float_to_e8m0, cuBLAS (3.5)"},
        make("mx_rceil", G::Block1D, R::MxRceil, false, 32)},
       {{"mx_rceil_torchao", "MX block-32, E8M0 = round_up(amax/max) without saturation (inf/NaN block -> 0xFF)",
         "torchao ScaleCalculationMode.RCEIL (4.6)"},
        make("mx_rceil_torchao", G::Block1D, R::MxRceilTorchao, false, 32)},
+      {{"mx_rceil_2d",
+        "MX 32x32 tiles (weights), E8M0 = round_up(amax/max) saturating, one scale per tile (rowwise and "
+        "columnwise codes identical)",
+        "TE MXFP8BlockScaling(enable_2d_quantization=True), cast/mxfp8/quantize_mxfp8.cuh kIs2DBlockScaling "
+        "(RECIPES-2026 G)"},
+       make("mx_rceil_2d", G::Block2D, R::MxRceil, false, 32)},
       {{"flax_delayed", "per-tensor delayed: Flax fp8_ops history (window excludes current step), dequant scale",
         "Flax flax/linen/fp8_ops.py update_fp8_meta (2)", true},
        make("flax_delayed", G::PerTensor, R::TransformerEngine)},
@@ -198,6 +211,11 @@ std::string scalingPresetTwin(std::string_view name) {
 
 // ---- scale of one block ------------------------------------------------------------------------
 
+bool isMxRule(ScaleRule rule) {
+  return rule == ScaleRule::MxFloor || rule == ScaleRule::MxCeil || rule == ScaleRule::MxEven ||
+         rule == ScaleRule::MxRceil || rule == ScaleRule::MxRceilTorchao;
+}
+
 bool ruleAmaxPropagatesNaN(ScaleRule rule) {
   return !(rule == ScaleRule::TransformerEngine || rule == ScaleRule::MxRceil);
 }
@@ -222,6 +240,7 @@ BlockScale blockScaleFromAmax(double amax, const Format& fmt, const ScalingConfi
     break;
   case ScaleRule::MxFloor:
   case ScaleRule::MxCeil:
+  case ScaleRule::MxEven:
   case ScaleRule::MxRceil:
   case ScaleRule::MxRceilTorchao: {
     uint8_t code = 0;
@@ -229,6 +248,8 @@ BlockScale blockScaleFromAmax(double amax, const Format& fmt, const ScalingConfi
       code = mxScaleFloor(af, fmt.maxExponent());
     else if (cfg.rule == ScaleRule::MxCeil)
       code = mxScaleCeil(af, fmt.maxExponent());
+    else if (cfg.rule == ScaleRule::MxEven)
+      code = mxScaleEven(af, fmt.maxExponent(), fmt.spec().mantissa_bits);
     else if (cfg.rule == ScaleRule::MxRceil)
       code = mxScaleRceil(af, maxf);
     else
@@ -535,8 +556,7 @@ void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, 
   q.codes.resize(static_cast<std::size_t>(R * C));
   q.dequant_scales.assign(nblocks, 1.0f);
   q.quant_scales.assign(nblocks, 1.0f);
-  const bool mx = cfg.rule == ScaleRule::MxFloor || cfg.rule == ScaleRule::MxCeil || cfg.rule == ScaleRule::MxRceil ||
-                  cfg.rule == ScaleRule::MxRceilTorchao;
+  const bool mx = isMxRule(cfg.rule);
   if (mx) q.scale_codes.assign(nblocks, 0);
   const bool ignore_nan = !ruleAmaxPropagatesNaN(cfg.rule);
   const bool divide = cfg.op == Format::ScaleOp::Divide;

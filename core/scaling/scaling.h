@@ -47,6 +47,7 @@ enum class ScaleRule {
   DeepGemm,          ///< deepGemmDequantScale: amax ≥ 1e-4, sf = amax/max (dequant first)
   MxFloor,           ///< OCP MX §6.3 (torchao FLOOR): E8M0 = floor(log2 amax) − emax_elem
   MxCeil,            ///< torchao CEIL: E8M0 = ceil-ish exponent − emax_elem
+  MxEven,            ///< torchao EVEN: amax rounded half-up to the element's mantissa, then FLOOR
   MxRceil,           ///< NVIDIA RCEIL (TE, cuBLAS): E8M0 = round_up(amax/max), saturating
   MxRceilTorchao,    ///< torchao RCEIL: the same round-up, not saturating (inf/NaN → 0xFF)
 };
@@ -92,8 +93,10 @@ struct ScalingPresetInfo {
 /// Every preset, in display order: te_current, te_current_pow2, torchao_tensorwise,
 /// torchao_rowwise, per_row, per_column, torchao_block_1x128, torchao_block_128x128,
 /// deepgemm_1x128, deepgemm_128x128, deepgemm_1x128_ue8m0, deepgemm_128x128_ue8m0,
-/// dsv3_act_quant, te_block_1x128, te_block_128x128, mx_floor, mx_ceil, mx_rceil, mx_rceil_torchao,
-/// flax_delayed, te_delayed, te_jax_delayed.
+/// dsv3_act_quant, te_block_1x128, te_block_128x128, mx_floor, mx_ceil, mx_even, mx_rceil,
+/// mx_rceil_torchao, mx_rceil_2d, flax_delayed, te_delayed, te_jax_delayed.
+/// The MX presets take the element format separately (quantize()'s `fmt`: E4M3FN, E5M2, E2M3,
+/// E3M2, E2M1); their rules read its emax, mantissa width and max from it.
 const std::vector<ScalingPresetInfo>& scalingPresets();
 
 /// The config of a current-scaling preset (case-insensitive; '-' and '_' are the same).
@@ -127,6 +130,9 @@ std::string gemmScalingProblem(const ScalingConfig& cfg, Axis contraction);
 /// the block's max |x|: NaN if the rule propagates NaN and the block has one). For float32 rules
 /// the amax is rounded to float32 first (exact for float32 tensors).
 BlockScale blockScaleFromAmax(double amax, const Format& fmt, const ScalingConfig& cfg);
+
+/// Whether a rule gives E8M0 (MX) scales: MxFloor, MxCeil, MxEven, MxRceil, MxRceilTorchao.
+bool isMxRule(ScaleRule rule);
 
 /// Whether a rule's amax propagates NaN (torch.max / jnp.max: torchao, DeepGEMM, MX FLOOR/CEIL/
 /// RCEIL via torchao) or ignores NaN elements (CUDA fmaxf in TE kernels: TE rules, MX RCEIL).
