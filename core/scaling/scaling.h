@@ -165,6 +165,29 @@ QuantizedTensor quantizeWithScale(const double* x, int64_t rows, int64_t cols, c
                                   const BlockScale& scale, Format::ScaleOp op, const EncodeOptions& encode = {},
                                   const ProgressFn& progress = {});
 
+/// An MXINT8 tensor (OCP MX v1.0): int8 two's-complement element codes (formats/mxint8.h, value
+/// k/64) and one E8M0 scale per block; x ≈ mxint8::decode(code) · 2^(scale_code − 127).
+struct MxInt8Tensor {
+  int64_t rows = 0, cols = 0;
+  ScaleBlock block;                 ///< [1, 32] (contraction axis Cols) or [32, 1] (Rows)
+  std::vector<uint8_t> codes;       ///< rows·cols int8 bit patterns, row-major
+  std::vector<uint8_t> scale_codes; ///< biased E8M0, row-major over the block grid
+  QuantizeStats stats; ///< elements, saturated (finite, |x·2^(127−e)| ≥ 127.5/64), NaN/inf/zero inputs
+  /// All elements dequantized to float32: decode(code) · 2^(e−127) (NaN for scale 0xFF).
+  std::vector<float> dequantize() const;
+};
+
+/// Quantizes a row-major float32 tensor [rows, cols] to MXINT8 (OCP MX v1.0 §6.3 FLOOR, as
+/// torchao's ScaleCalculationMode.FLOOR): blocks of `block` elements along the contraction axis
+/// (1×block for Axis::Cols, block×1 for Axis::Rows; partial edge blocks allowed); per block,
+/// e = mxScaleFloor(amax, emax_elem = 0), i.e. floor(log2 amax) clamped to [−127, 127]; amax
+/// propagates NaN, so a NaN or inf in the block gives scale 0xFF (the block dequantizes to NaN);
+/// an all-zero block gives 0x00. Elements: mxint8::encodeBulk(x, 2^(127−e)), RNE saturating to
+/// ±127 (an amax with significand above 1.984375 clips, as FLOOR clips in MXFP8). Single-threaded.
+/// Throws std::invalid_argument for negative shapes, a null pointer with elements, or block < 1.
+MxInt8Tensor quantizeMxInt8(const float* x, int64_t rows, int64_t cols, Axis contraction = Axis::Cols,
+                            int64_t block = 32);
+
 /// max |x| over n values. ignore_nan: NaN elements are skipped (CUDA fmaxf); otherwise any NaN
 /// makes the result NaN (torch.max). Inf counts as Inf.
 double amaxOf(const float* x, std::size_t n, bool ignore_nan);

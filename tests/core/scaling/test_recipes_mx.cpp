@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,9 @@ private Q_SLOTS:
   void evenE2M1ElementsByHand();
   void teMxfp8EdgesByHand();
   void mx2dTileByHand();
+  void mxint8QuantizeByHand();
+  void mxint8EdgeBlocks();
+  void mxint8Columnwise();
 };
 
 void TestRecipesMx::csvRows_data() {
@@ -309,6 +313,81 @@ void TestRecipesMx::mx2dTileByHand() {
     QCOMPARE(int(q.codes[31 * 64 + 31]), 0x7E);
     QCOMPARE(int(q.codes[40]), 0x78); // quant 2^(127−119) = 2^8: 1 → 256 = 1.0·2^8 → 0 1111 000
   }
+}
+
+// MXINT8 (OCP MX v1.0 FLOOR, emax_elem 0): e = floor(log2 amax) + 127; elements round(x·2^-e·64).
+//   Block [1, 0.5, −0.25, 0 ...]: amax 1 → e 127, quant 1: 64 = 0x40, 32 = 0x20, −16 = 0xF0.
+//   Block [3, 1.015625, −3, 0 ...]: amax 3 = 1.5·2^1 → 128, quant 0.5: 1.5 → 96 = 0x60;
+//     0.5078125 → 32.5 ties → 32 = 0x20; −1.5 → −96 = 0xA0.
+//   Block [1.995, ...]: amax 1.995 → e 127; 1.995·64 = 127.68 → 128 → saturates to 127 (counted);
+//     1.99 · 64 = 127.36 → 127 (not saturated).
+void TestRecipesMx::mxint8QuantizeByHand() {
+  std::vector<float> x(96, 0.0f);
+  x[0] = 1.0f;
+  x[1] = 0.5f;
+  x[2] = -0.25f;
+  x[32] = 3.0f;
+  x[33] = 1.015625f;
+  x[34] = -3.0f;
+  x[64] = 1.995f;
+  x[65] = 1.99f;
+  const MxInt8Tensor q = quantizeMxInt8(x.data(), 1, 96);
+  QCOMPARE(q.block, (ScaleBlock{1, 32}));
+  QCOMPARE(q.scale_codes, (std::vector<uint8_t>{127, 128, 127}));
+  QCOMPARE(int(q.codes[0]), 0x40);
+  QCOMPARE(int(q.codes[1]), 0x20);
+  QCOMPARE(int(q.codes[2]), 0xF0);
+  QCOMPARE(int(q.codes[32]), 0x60);
+  QCOMPARE(int(q.codes[33]), 0x20);
+  QCOMPARE(int(q.codes[34]), 0xA0);
+  QCOMPARE(int(q.codes[64]), 0x7F);
+  QCOMPARE(int(q.codes[65]), 0x7F);
+  QCOMPARE(q.stats.saturated, int64_t(1));
+  QCOMPARE(q.stats.zero_inputs, int64_t(96 - 8));
+  const std::vector<float> d = q.dequantize();
+  QCOMPARE(d[32], 3.0f); // 96/64 · 2
+  QCOMPARE(d[33], 1.0f); // 32/64 · 2
+  QCOMPARE(d[64], 1.984375f);
+}
+
+// FLOOR with NaN propagation (torch.amax): a NaN or inf in a block → scale 0xFF → NaN on
+// dequantization; an all-zero block → 0x00, codes 0.
+void TestRecipesMx::mxint8EdgeBlocks() {
+  std::vector<float> x(96, 1.0f);
+  x[3] = kNaN;
+  x[40] = -kInf;
+  for (int i = 64; i < 96; ++i) x[static_cast<size_t>(i)] = 0.0f;
+  const MxInt8Tensor q = quantizeMxInt8(x.data(), 1, 96);
+  QCOMPARE(q.scale_codes, (std::vector<uint8_t>{0xFF, 0xFF, 0x00}));
+  const std::vector<float> d = q.dequantize();
+  QVERIFY(std::isnan(d[0]));
+  QVERIFY(std::isnan(d[63]));
+  QCOMPARE(d[64], 0.0f);
+  QCOMPARE(int(q.codes[64]), 0x00);
+  QCOMPARE(q.stats.nan_inputs, int64_t(1));
+  QCOMPARE(q.stats.inf_inputs, int64_t(1));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, quantizeMxInt8(x.data(), 1, 96, Axis::Cols, 0));
+}
+
+// Axis::Rows: 32×1 blocks down each column of a [64, 2] tensor. Column 0 of block row 0 holds
+// 4.0 at row 3 (others 1.0) → amax 4 → e 129, quant 2^-2: 4 → 1.0 → 64 = 0x40, 1 → 0.25 → 16 =
+// 0x10. Column 1 is 0.25 everywhere → e 125, quant 4: → 64 = 0x40. Block row 1: column 0 zeros
+// → 0x00; column 1 0.25 → 125.
+void TestRecipesMx::mxint8Columnwise() {
+  std::vector<float> x(128);
+  for (int i = 0; i < 64; ++i) {
+    x[static_cast<size_t>(i * 2)] = i < 32 ? 1.0f : 0.0f;
+    x[static_cast<size_t>(i * 2 + 1)] = 0.25f;
+  }
+  x[3 * 2] = 4.0f;
+  const MxInt8Tensor q = quantizeMxInt8(x.data(), 64, 2, Axis::Rows);
+  QCOMPARE(q.block, (ScaleBlock{32, 1}));
+  QCOMPARE(q.scale_codes, (std::vector<uint8_t>{129, 125, 0, 125}));
+  QCOMPARE(int(q.codes[3 * 2]), 0x40);
+  QCOMPARE(int(q.codes[0]), 0x10);
+  QCOMPARE(int(q.codes[1]), 0x40);
+  QCOMPARE(int(q.codes[40 * 2]), 0x00);
+  QCOMPARE(int(q.codes[40 * 2 + 1]), 0x40);
 }
 
 QTEST_APPLESS_MAIN(TestRecipesMx)
