@@ -33,7 +33,7 @@ QString panelStrategyOf(const QString& preset) {
   case Granularity::Block1D:
     return mx ? QStringLiteral("mx32") : QStringLiteral("1x128");
   case Granularity::Block2D:
-    return mx ? QString() : QStringLiteral("128x128");
+    return mx ? QStringLiteral("mx32") : QStringLiteral("128x128");
   default:
     return {};
   }
