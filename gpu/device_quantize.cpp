@@ -29,6 +29,9 @@ DeviceScaleParams deviceScaleParams(const ScalingConfig& cfg, const Format& fmt)
   case ScaleRule::MxCeil:
     p.rule = DeviceScaleRule::MxCeil;
     break;
+  case ScaleRule::MxEven:
+    p.rule = DeviceScaleRule::MxEven;
+    break;
   case ScaleRule::MxRceil:
     p.rule = DeviceScaleRule::MxRceil;
     break;
@@ -40,6 +43,7 @@ DeviceScaleParams deviceScaleParams(const ScalingConfig& cfg, const Format& fmt)
   p.fp8_max = static_cast<float>(cfg.rule == ScaleRule::TransformerEngine ? std::ldexp(fmt.maxFinite(), -cfg.margin)
                                                                           : fmt.maxFinite());
   p.emax_elem = fmt.maxExponent();
+  p.mbits_elem = fmt.spec().mantissa_bits;
   p.pow2 = cfg.pow2;
   p.amax_epsilon = cfg.amax_epsilon;
   return p;
@@ -55,6 +59,7 @@ bool deviceKnowsRule(ScaleRule r) {
   case ScaleRule::DeepGemm:
   case ScaleRule::MxFloor:
   case ScaleRule::MxCeil:
+  case ScaleRule::MxEven:
   case ScaleRule::MxRceil:
   case ScaleRule::MxRceilTorchao:
     return true;
@@ -93,8 +98,7 @@ DeviceQuantized quantizeOnDevice(const float* x, int64_t rows, int64_t cols, con
   q.strategy = cfg.name + " (GPU)";
   const size_t nblocks =
       static_cast<size_t>(((rows + q.block.rows - 1) / q.block.rows) * ((cols + q.block.cols - 1) / q.block.cols));
-  const bool mx = cfg.rule == ScaleRule::MxFloor || cfg.rule == ScaleRule::MxCeil || cfg.rule == ScaleRule::MxRceil ||
-                  cfg.rule == ScaleRule::MxRceilTorchao;
+  const bool mx = isMxRule(cfg.rule);
   q.codes = DeviceBuffer<uint8_t>(static_cast<size_t>(rows * cols));
   q.amax = DeviceBuffer<float>(nblocks);
   q.quant_scales = DeviceBuffer<float>(nblocks);

@@ -8,7 +8,8 @@
 //             tests. dequant = 1 / quant.
 //   DeepGEMM  dequant = max(amax, 1e-4) / fp8_max (float32); ue8m0 (pow2): exponent + (mantissa≠0),
 //             clamped to [1, 254]. quant = 1 / dequant.
-//   MX        E8M0 byte by FLOOR (OCP), CEIL (torchao), RCEIL (NVIDIA, saturating) or torchao's
+//   MX        E8M0 byte by FLOOR (OCP), CEIL (torchao), EVEN (torchao: amax bits + 2^(22−mbits),
+//             masked to a power of two, then FLOOR), RCEIL (NVIDIA, saturating) or torchao's
 //             RCEIL (not saturating: Inf/NaN/overflow → 0xFF); dequant =
 //             2^(code−127), quant = 2^(127−code) (exact, NaN for 0xFF).
 // Semantics: core/scaling/scale_rules.h names each system's source.
@@ -32,14 +33,16 @@ enum class DeviceScaleRule : int {
   MxFloor = 3,
   MxCeil = 4,
   MxRceil = 5,
-  MxRceilTorchao = 6
+  MxRceilTorchao = 6,
+  MxEven = 7
 };
 
 /// Plain-data parameters of a rule (build with deviceScaleParams()).
 struct DeviceScaleParams {
   DeviceScaleRule rule = DeviceScaleRule::TransformerEngine;
   float fp8_max = 448.0f;
-  int emax_elem = 8; ///< MX FLOOR/CEIL: exponent of the element format's largest power of two
+  int emax_elem = 8;  ///< MX FLOOR/CEIL/EVEN: exponent of the element format's largest power of two
+  int mbits_elem = 3; ///< MX EVEN: mantissa bits of the element format
   bool pow2 = false;
   float amax_epsilon = 0.0f; ///< TE only
 };
@@ -160,6 +163,7 @@ FP8LAB_HD DeviceBlockScale blockScaleFromAmaxHD(float amax, const DeviceScalePar
   }
   case DeviceScaleRule::MxFloor:
   case DeviceScaleRule::MxCeil:
+  case DeviceScaleRule::MxEven:
   case DeviceScaleRule::MxRceil:
   case DeviceScaleRule::MxRceilTorchao: {
     uint32_t code;
@@ -180,10 +184,11 @@ FP8LAB_HD DeviceBlockScale blockScaleFromAmaxHD(float amax, const DeviceScalePar
     } else if (isNan(amax) || isInf(amax)) {
       code = 0xFFu;
     } else {
-      const uint32_t u = floatBits(amax) & 0x7FFFFFFFu;
+      uint32_t u = floatBits(amax) & 0x7FFFFFFFu;
+      if (p.rule == DeviceScaleRule::MxEven) u = (u + (1u << (22 - p.mbits_elem))) & 0xFF800000u;
       const int floor_exp = static_cast<int>(u >> 23) - 127;
       const int up = (p.rule == DeviceScaleRule::MxCeil && (u & 0x7FFFFFu) != 0) ? 1 : 0;
-      code = mxByte(floor_exp + up - p.emax_elem);
+      code = u >= 0x7F800000u ? 0xFFu : mxByte(floor_exp + up - p.emax_elem); // EVEN's carry can reach inf
     }
     b.code = static_cast<int>(code);
     b.dequant = e8m0Value(code);

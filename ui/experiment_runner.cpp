@@ -24,8 +24,7 @@ QString panelStrategyOf(const QString& preset) {
     if (p.delayed && p.name == name) return QStringLiteral("per-tensor-delayed");
   const auto c = scalingPreset(name);
   if (!c || !gemmScalingProblem(*c, Axis::Cols).empty() || !gemmScalingProblem(*c, Axis::Rows).empty()) return {};
-  const bool mx = c->rule == ScaleRule::MxFloor || c->rule == ScaleRule::MxCeil || c->rule == ScaleRule::MxRceil ||
-                  c->rule == ScaleRule::MxRceilTorchao;
+  const bool mx = isMxRule(c->rule);
   switch (c->granularity) {
   case Granularity::PerTensor:
     return QStringLiteral("per-tensor-current");
@@ -34,7 +33,7 @@ QString panelStrategyOf(const QString& preset) {
   case Granularity::Block1D:
     return mx ? QStringLiteral("mx32") : QStringLiteral("1x128");
   case Granularity::Block2D:
-    return QStringLiteral("128x128");
+    return mx ? QStringLiteral("mx32") : QStringLiteral("128x128");
   default:
     return {};
   }

@@ -218,8 +218,7 @@ int runQuantize(const QStringList& args) {
       if (!ok || cfg->margin < -126 || cfg->margin > 126)
         return fail(QStringLiteral("--margin must be an integer in [-126, 126]"));
     }
-    const bool mx_rule = cfg->rule == ScaleRule::MxFloor || cfg->rule == ScaleRule::MxCeil ||
-                         cfg->rule == ScaleRule::MxRceil || cfg->rule == ScaleRule::MxRceilTorchao;
+    const bool mx_rule = isMxRule(cfg->rule);
     if (mx_rule && (isSet("pow2") || isSet("no-pow2")))
       return fail(QStringLiteral("--pow2 / --no-pow2: '%1' has E8M0 scales, powers of two by construction").arg(sname));
     if (isSet("axis") && cfg->granularity == Granularity::PerTensor)

@@ -93,6 +93,13 @@ uint8_t mxScaleCeil(float amax, int emax_elem) {
   return clampedMxByte(floor_exp + ((u & 0x7FFFFFu) != 0 ? 1 : 0) - emax_elem);
 }
 
+uint8_t mxScaleEven(float amax, int emax_elem, int mbits) {
+  if (std::isnan(amax)) return 0xFF;
+  const uint32_t u = std::bit_cast<uint32_t>(amax) & 0x7FFFFFFFu;
+  const uint32_t rounded = (u + (uint32_t(1) << (22 - mbits))) & 0xFF800000u;
+  return mxScaleFloor(std::bit_cast<float>(rounded), emax_elem); // inf after the carry → 0xFF
+}
+
 uint8_t mxScaleRceil(float amax, float elem_max) {
   const float rcp = 1.0f / elem_max; // TE: RCP = float32(1/fp8_max)
   return e8m0RoundUpSaturating(amax * rcp);

@@ -76,6 +76,16 @@ uint8_t mxScaleFloor(float amax, int emax_elem);
 /// like FLOOR; NaN/inf → 0xFF.
 uint8_t mxScaleCeil(float amax, int emax_elem);
 
+/// torchao ScaleCalculationMode.EVEN (torchao/prototype/mx_formats/mx_tensor.py, `to_mx`):
+/// before FLOOR, the float32 bits of amax become (bits + 2^(22 − mbits)) & 0xFF800000, i.e. the
+/// significand is rounded half-up to the element's mantissa width `mbits` and then truncated to
+/// a power of two; then mxScaleFloor(). The significand carries to the next binade when it is ≥
+/// 2 − 2^-(mbits+1): E4M3 / E2M3 (mbits 3) 1.9375, E5M2 / E3M2 (mbits 2) 1.875, E2M1 (mbits 1)
+/// 1.75. Example: E2M1 amax 7 = 1.75·2^2 carries to 8 → e = 3 − 2 = 1 → byte 128 (FLOOR: 127).
+/// NaN amax → 0xFF (torchao restores the NaN after the bit trick); ±inf, or an amax whose carry
+/// reaches the float32 inf pattern (≥ 2^128·(1 − 2^-(mbits+2))) → 0xFF; 0 → 0x00.
+uint8_t mxScaleEven(float amax, int emax_elem, int mbits);
+
 /// NVIDIA RCEIL (TE MXFP8BlockScaling, cuBLAS): e8m0RoundUpSaturating(amax · float32(1/max)),
 /// the product rounded once to float32. Never clips: amax / 2^(e−127) ≤ max. TE saturates
 /// (inf → 0xFE); torchao's RCEIL would give 0xFF there (documented, not modelled).

@@ -2,6 +2,7 @@
 
 #include "common/worker_pool.h"
 
+#include "formats/mxint8.h"
 #include "scaling/scale_rules.h"
 
 #include <algorithm>
@@ -48,6 +49,8 @@ const char* toString(ScaleRule r) {
     return "mx-floor";
   case ScaleRule::MxCeil:
     return "mx-ceil";
+  case ScaleRule::MxEven:
+    return "mx-even";
   case ScaleRule::MxRceil:
     return "mx-rceil";
   case ScaleRule::MxRceilTorchao:
@@ -140,12 +143,23 @@ const std::vector<PresetDef>& presetDefs() {
        make("mx_floor", G::Block1D, R::MxFloor, false, 32)},
       {{"mx_ceil", "MX block-32, E8M0 = ceil exponent - emax_elem", "torchao ScaleCalculationMode.CEIL (4.6)"},
        make("mx_ceil", G::Block1D, R::MxCeil, false, 32)},
+      {{"mx_even",
+        "MX block-32, amax rounded half-up to the element's mantissa width, then FLOOR (carries past 2 - "
+        "2^-(mbits+1)); NaN/inf block -> 0xFF",
+        "torchao ScaleCalculationMode.EVEN, prototype/mx_formats/mx_tensor.py to_mx (RECIPES-2026 F)"},
+       make("mx_even", G::Block1D, R::MxEven, false, 32)},
       {{"mx_rceil", "MX block-32, E8M0 = round_up(amax/max) saturating, never clips",
         "TE MXFP8BlockScaling float_to_e8m0, cuBLAS (3.5)"},
        make("mx_rceil", G::Block1D, R::MxRceil, false, 32)},
       {{"mx_rceil_torchao", "MX block-32, E8M0 = round_up(amax/max) without saturation (inf/NaN block -> 0xFF)",
         "torchao ScaleCalculationMode.RCEIL (4.6)"},
        make("mx_rceil_torchao", G::Block1D, R::MxRceilTorchao, false, 32)},
+      {{"mx_rceil_2d",
+        "MX 32x32 tiles (weights), E8M0 = round_up(amax/max) saturating, one scale per tile (rowwise and "
+        "columnwise codes identical)",
+        "TE MXFP8BlockScaling(enable_2d_quantization=True), cast/mxfp8/quantize_mxfp8.cuh kIs2DBlockScaling "
+        "(RECIPES-2026 G)"},
+       make("mx_rceil_2d", G::Block2D, R::MxRceil, false, 32)},
       {{"flax_delayed", "per-tensor delayed: Flax fp8_ops history (window excludes current step), dequant scale",
         "Flax flax/linen/fp8_ops.py update_fp8_meta (2)", true},
        make("flax_delayed", G::PerTensor, R::TransformerEngine)},
@@ -198,6 +212,11 @@ std::string scalingPresetTwin(std::string_view name) {
 
 // ---- scale of one block ------------------------------------------------------------------------
 
+bool isMxRule(ScaleRule rule) {
+  return rule == ScaleRule::MxFloor || rule == ScaleRule::MxCeil || rule == ScaleRule::MxEven ||
+         rule == ScaleRule::MxRceil || rule == ScaleRule::MxRceilTorchao;
+}
+
 bool ruleAmaxPropagatesNaN(ScaleRule rule) {
   return !(rule == ScaleRule::TransformerEngine || rule == ScaleRule::MxRceil);
 }
@@ -222,6 +241,7 @@ BlockScale blockScaleFromAmax(double amax, const Format& fmt, const ScalingConfi
     break;
   case ScaleRule::MxFloor:
   case ScaleRule::MxCeil:
+  case ScaleRule::MxEven:
   case ScaleRule::MxRceil:
   case ScaleRule::MxRceilTorchao: {
     uint8_t code = 0;
@@ -229,6 +249,8 @@ BlockScale blockScaleFromAmax(double amax, const Format& fmt, const ScalingConfi
       code = mxScaleFloor(af, fmt.maxExponent());
     else if (cfg.rule == ScaleRule::MxCeil)
       code = mxScaleCeil(af, fmt.maxExponent());
+    else if (cfg.rule == ScaleRule::MxEven)
+      code = mxScaleEven(af, fmt.maxExponent(), fmt.spec().mantissa_bits);
     else if (cfg.rule == ScaleRule::MxRceil)
       code = mxScaleRceil(af, maxf);
     else
@@ -535,8 +557,7 @@ void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, 
   q.codes.resize(static_cast<std::size_t>(R * C));
   q.dequant_scales.assign(nblocks, 1.0f);
   q.quant_scales.assign(nblocks, 1.0f);
-  const bool mx = cfg.rule == ScaleRule::MxFloor || cfg.rule == ScaleRule::MxCeil || cfg.rule == ScaleRule::MxRceil ||
-                  cfg.rule == ScaleRule::MxRceilTorchao;
+  const bool mx = isMxRule(cfg.rule);
   if (mx) q.scale_codes.assign(nblocks, 0);
   const bool ignore_nan = !ruleAmaxPropagatesNaN(cfg.rule);
   const bool divide = cfg.op == Format::ScaleOp::Divide;
@@ -710,6 +731,83 @@ double amaxOf(const float* x, std::size_t n, bool ignore_nan) {
 }
 double amaxOf(const double* x, std::size_t n, bool ignore_nan) {
   return amaxImpl(x, n, ignore_nan);
+}
+
+std::vector<float> MxInt8Tensor::dequantize() const {
+  std::vector<float> out(codes.size());
+  mxint8::decodeBulk(codes.data(), out.data(), codes.size());
+  const int64_t gc = block.cols > 0 ? (cols + block.cols - 1) / block.cols : 0;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      out[static_cast<size_t>(i * cols + j)] *=
+          e8m0ToFloat(scale_codes[static_cast<size_t>((i / block.rows) * gc + j / block.cols)]);
+  return out;
+}
+
+MxInt8Tensor quantizeMxInt8(const float* x, int64_t rows, int64_t cols, Axis contraction, int64_t block) {
+  checkArgs(x, rows, cols, Format::E4M3FN()); // shape and pointer checks (the format is only for the width test)
+  if (block < 1)
+    throw std::invalid_argument("quantizeMxInt8: block size must be at least 1, got " + std::to_string(block));
+  MxInt8Tensor q;
+  q.rows = rows;
+  q.cols = cols;
+  q.block = contraction == Axis::Cols ? ScaleBlock{1, block} : ScaleBlock{block, 1};
+  if (rows == 0 || cols == 0) return q;
+  const int64_t gr = (rows + q.block.rows - 1) / q.block.rows, gc = (cols + q.block.cols - 1) / q.block.cols;
+  q.codes.resize(static_cast<size_t>(rows * cols));
+  q.scale_codes.resize(static_cast<size_t>(gr * gc));
+  // |y| ≥ 127.5/64 rounds (ties to even) to 128 or more with an unbounded range: saturated to 127.
+  const float sat = 127.5f / 64.0f;
+  auto count = [&](const float* xs, const float* ys, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t b = std::bit_cast<uint32_t>(xs[i]) & 0x7FFFFFFFu;
+      q.stats.nan_inputs += b > 0x7F800000u;
+      q.stats.inf_inputs += b == 0x7F800000u;
+      q.stats.zero_inputs += b == 0;
+      q.stats.saturated += (b != 0 && b < 0x7F800000u && std::fabs(ys[i]) >= sat) ? 1 : 0;
+    }
+    q.stats.elements += static_cast<int64_t>(n);
+  };
+  std::vector<float> y(static_cast<size_t>(cols));
+  if (contraction == Axis::Cols) {
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* row = x + i * cols;
+      for (int64_t gj = 0; gj < gc; ++gj) {
+        const int64_t c0 = gj * block, n = std::min(cols - c0, block);
+        const uint8_t e =
+            mxScaleFloor(static_cast<float>(amaxOf(row + c0, static_cast<size_t>(n), false)), mxint8::kEmaxElem);
+        q.scale_codes[static_cast<size_t>(i * gc + gj)] = e;
+        const float s = e8m0ReciprocalToFloat(e);
+        for (int64_t j = c0; j < c0 + n; ++j) y[static_cast<size_t>(j)] = row[j] * s;
+      }
+      mxint8::encodeBulk(y.data(), q.codes.data() + i * cols, static_cast<size_t>(cols));
+      count(row, y.data(), static_cast<size_t>(cols));
+    }
+    return q;
+  }
+  // Axis::Rows: block×1 column slices; amax per (block row, column) with NaN propagating.
+  std::vector<uint32_t> mb(static_cast<size_t>(cols)), mn(static_cast<size_t>(cols));
+  std::vector<float> s(static_cast<size_t>(cols));
+  for (int64_t gi = 0; gi < gr; ++gi) {
+    const int64_t r0 = gi * block, r1 = std::min(rows, r0 + block);
+    std::fill(mb.begin(), mb.end(), 0u);
+    std::fill(mn.begin(), mn.end(), 0u);
+    for (int64_t i = r0; i < r1; ++i) colMax(x + i * cols, static_cast<size_t>(cols), mb.data(), mn.data());
+    for (int64_t j = 0; j < cols; ++j) {
+      const float amax = mn[static_cast<size_t>(j)] ? std::numeric_limits<float>::quiet_NaN()
+                                                    : std::bit_cast<float>(mb[static_cast<size_t>(j)]);
+      const uint8_t e = mxScaleFloor(amax, mxint8::kEmaxElem);
+      q.scale_codes[static_cast<size_t>(gi * gc + j)] = e;
+      s[static_cast<size_t>(j)] = e8m0ReciprocalToFloat(e);
+    }
+    for (int64_t i = r0; i < r1; ++i) {
+      const float* row = x + i * cols;
+      for (int64_t j = 0; j < cols; ++j) y[static_cast<size_t>(j)] = row[j] * s[static_cast<size_t>(j)];
+      mxint8::encodeBulk(y.data(), q.codes.data() + i * cols, static_cast<size_t>(cols));
+      count(row, y.data(), static_cast<size_t>(cols));
+    }
+  }
+  return q;
 }
 
 QuantizedTensor quantize(const float* x, int64_t rows, int64_t cols, const Format& fmt, const ScalingConfig& cfg,

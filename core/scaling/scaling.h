@@ -47,6 +47,7 @@ enum class ScaleRule {
   DeepGemm,          ///< deepGemmDequantScale: amax ≥ 1e-4, sf = amax/max (dequant first)
   MxFloor,           ///< OCP MX §6.3 (torchao FLOOR): E8M0 = floor(log2 amax) − emax_elem
   MxCeil,            ///< torchao CEIL: E8M0 = ceil-ish exponent − emax_elem
+  MxEven,            ///< torchao EVEN: amax rounded half-up to the element's mantissa, then FLOOR
   MxRceil,           ///< NVIDIA RCEIL (TE, cuBLAS): E8M0 = round_up(amax/max), saturating
   MxRceilTorchao,    ///< torchao RCEIL: the same round-up, not saturating (inf/NaN → 0xFF)
 };
@@ -92,8 +93,10 @@ struct ScalingPresetInfo {
 /// Every preset, in display order: te_current, te_current_pow2, torchao_tensorwise,
 /// torchao_rowwise, per_row, per_column, torchao_block_1x128, torchao_block_128x128,
 /// deepgemm_1x128, deepgemm_128x128, deepgemm_1x128_ue8m0, deepgemm_128x128_ue8m0,
-/// dsv3_act_quant, te_block_1x128, te_block_128x128, mx_floor, mx_ceil, mx_rceil, mx_rceil_torchao,
-/// flax_delayed, te_delayed, te_jax_delayed.
+/// dsv3_act_quant, te_block_1x128, te_block_128x128, mx_floor, mx_ceil, mx_even, mx_rceil,
+/// mx_rceil_torchao, mx_rceil_2d, flax_delayed, te_delayed, te_jax_delayed.
+/// The MX presets take the element format separately (quantize()'s `fmt`: E4M3FN, E5M2, E2M3,
+/// E3M2, E2M1); their rules read its emax, mantissa width and max from it.
 const std::vector<ScalingPresetInfo>& scalingPresets();
 
 /// The config of a current-scaling preset (case-insensitive; '-' and '_' are the same).
@@ -128,6 +131,9 @@ std::string gemmScalingProblem(const ScalingConfig& cfg, Axis contraction);
 /// the amax is rounded to float32 first (exact for float32 tensors).
 BlockScale blockScaleFromAmax(double amax, const Format& fmt, const ScalingConfig& cfg);
 
+/// Whether a rule gives E8M0 (MX) scales: MxFloor, MxCeil, MxEven, MxRceil, MxRceilTorchao.
+bool isMxRule(ScaleRule rule);
+
 /// Whether a rule's amax propagates NaN (torch.max / jnp.max: torchao, DeepGEMM, MX FLOOR/CEIL/
 /// RCEIL via torchao) or ignores NaN elements (CUDA fmaxf in TE kernels: TE rules, MX RCEIL).
 bool ruleAmaxPropagatesNaN(ScaleRule rule);
@@ -158,6 +164,29 @@ QuantizedTensor quantizeWithScale(const float* x, int64_t rows, int64_t cols, co
 QuantizedTensor quantizeWithScale(const double* x, int64_t rows, int64_t cols, const Format& fmt,
                                   const BlockScale& scale, Format::ScaleOp op, const EncodeOptions& encode = {},
                                   const ProgressFn& progress = {});
+
+/// An MXINT8 tensor (OCP MX v1.0): int8 two's-complement element codes (formats/mxint8.h, value
+/// k/64) and one E8M0 scale per block; x ≈ mxint8::decode(code) · 2^(scale_code − 127).
+struct MxInt8Tensor {
+  int64_t rows = 0, cols = 0;
+  ScaleBlock block;                 ///< [1, 32] (contraction axis Cols) or [32, 1] (Rows)
+  std::vector<uint8_t> codes;       ///< rows·cols int8 bit patterns, row-major
+  std::vector<uint8_t> scale_codes; ///< biased E8M0, row-major over the block grid
+  QuantizeStats stats; ///< elements, saturated (finite, |x·2^(127−e)| ≥ 127.5/64), NaN/inf/zero inputs
+  /// All elements dequantized to float32: decode(code) · 2^(e−127) (NaN for scale 0xFF).
+  std::vector<float> dequantize() const;
+};
+
+/// Quantizes a row-major float32 tensor [rows, cols] to MXINT8 (OCP MX v1.0 §6.3 FLOOR, as
+/// torchao's ScaleCalculationMode.FLOOR): blocks of `block` elements along the contraction axis
+/// (1×block for Axis::Cols, block×1 for Axis::Rows; partial edge blocks allowed); per block,
+/// e = mxScaleFloor(amax, emax_elem = 0), i.e. floor(log2 amax) clamped to [−127, 127]; amax
+/// propagates NaN, so a NaN or inf in the block gives scale 0xFF (the block dequantizes to NaN);
+/// an all-zero block gives 0x00. Elements: mxint8::encodeBulk(x, 2^(127−e)), RNE saturating to
+/// ±127 (an amax with significand above 1.984375 clips, as FLOOR clips in MXFP8). Single-threaded.
+/// Throws std::invalid_argument for negative shapes, a null pointer with elements, or block < 1.
+MxInt8Tensor quantizeMxInt8(const float* x, int64_t rows, int64_t cols, Axis contraction = Axis::Cols,
+                            int64_t block = 32);
 
 /// max |x| over n values. ignore_nan: NaN elements are skipped (CUDA fmaxf); otherwise any NaN
 /// makes the result NaN (torch.max). Inf counts as Inf.

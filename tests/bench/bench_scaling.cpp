@@ -50,6 +50,28 @@ void BM_Quantize(benchmark::State& st, const char* preset, Axis axis) {
   st.SetItemsProcessed(st.iterations() * static_cast<int64_t>(x.size()));
 }
 
+/// An MX preset with its own element format (mx_even's rule reads the element's mantissa width).
+void BM_QuantizeMx(benchmark::State& st, const char* preset, const Format* fmt) {
+  const auto& x = data();
+  ScalingConfig c = *scalingPreset(preset);
+  c.threads = static_cast<int>(st.range(0));
+  for (auto _ : st) {
+    QuantizedTensor q = quantize(x.data(), kN, kN, *fmt, c, Axis::Cols);
+    benchmark::DoNotOptimize(q.codes.data());
+  }
+  st.SetItemsProcessed(st.iterations() * static_cast<int64_t>(x.size()));
+}
+
+/// MXINT8 (quantizeMxInt8: FLOOR, emax 0, int8 elements), single-threaded by construction.
+void BM_QuantizeMxInt8(benchmark::State& st) {
+  const auto& x = data();
+  for (auto _ : st) {
+    MxInt8Tensor q = quantizeMxInt8(x.data(), kN, kN, Axis::Cols);
+    benchmark::DoNotOptimize(q.codes.data());
+  }
+  st.SetItemsProcessed(st.iterations() * static_cast<int64_t>(x.size()));
+}
+
 } // namespace
 
 BENCHMARK(BM_PlainEncodeBulk)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -93,5 +115,19 @@ BENCHMARK_CAPTURE(BM_Quantize, mx_floor, "mx_floor", Axis::Cols)
     ->Arg(2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Quantize, mx_even, "mx_even", Axis::Cols)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_QuantizeMx, mx_floor_e2m1, "mx_floor", &Format::E2M1())
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_QuantizeMx, mx_even_e2m1, "mx_even", &Format::E2M1())
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_QuantizeMxInt8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();

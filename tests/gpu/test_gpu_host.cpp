@@ -822,8 +822,7 @@ void testDevicePipelineOnHost(Checker& c) {
       const EncodeConstants k = makeEncodeConstants(*f, cfg->encode.saturate);
       const DeviceScaleParams dp = deviceScaleParams(*cfg, *f);
       const bool prop = ruleAmaxPropagatesNaN(cfg->rule);
-      const bool mx = cfg->rule == ScaleRule::MxFloor || cfg->rule == ScaleRule::MxCeil ||
-                      cfg->rule == ScaleRule::MxRceil || cfg->rule == ScaleRule::MxRceilTorchao;
+      const bool mx = isMxRule(cfg->rule);
       for (Axis axis : {Axis::Cols, Axis::Rows}) {
         const QuantizedTensor q = quantize(x.data(), R, C, *f, *cfg, axis);
         const ScaleBlock blk = scaleBlockFor(*cfg, R, C, axis);

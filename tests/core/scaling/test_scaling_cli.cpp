@@ -88,6 +88,21 @@ private Q_SLOTS:
     QCOMPARE(r[QStringLiteral("saturated")].toInt(), 0);
   }
 
+  // torchao EVEN through the table: 32 × 7.0 in E2M1 (mbits 1, emax 2): 7 = 1.75·2^2 carries to 8
+  // → e = 3 − 2 = 1 → 0x80; 7 / 2 = 3.5 ties 3 / 4 → RNE 4 = 0x6 (derivation in
+  // test_recipes_mx.cpp). FLOOR would give 0x7f and 0x7 (saturated).
+  void quantizeMxEvenJson() {
+    QStringList v;
+    for (int i = 0; i < 32; ++i) v << QStringLiteral("7");
+    const QJsonObject e = json({QStringLiteral("quantize"), QStringLiteral("--format"), QStringLiteral("E2M1"),
+                                QStringLiteral("--scaling"), QStringLiteral("mx_even"), QStringLiteral("--values"),
+                                v.join(QLatin1Char(',')), QStringLiteral("--json")})
+                              .object();
+    QCOMPARE(strings(e[QStringLiteral("scale_codes")]), QStringList{QStringLiteral("0x80")});
+    QCOMPARE(strings(e[QStringLiteral("codes")]), QStringList(32, QStringLiteral("0x6")));
+    QCOMPARE(e[QStringLiteral("saturated")].toInt(), 0);
+  }
+
   // Flax test_fp8_meta_dtype through the CLI: history (oldest first) [0,0,2], [0,2,3], [2,3,4];
   // scale 1, float32(2/448), float32(3/448); kept_previous only at step 0.
   void simulateFlaxJson() {
