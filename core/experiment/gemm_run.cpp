@@ -15,7 +15,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 
 namespace fp8lab {
 
@@ -120,31 +119,6 @@ ProgressFn sub(const ProgressFn& p, double from, double to) {
 }
 
 } // namespace
-
-std::vector<double> referenceProduct(const std::vector<double>& a, const std::vector<double>& b, int64_t m, int64_t k,
-                                     int64_t n, int threads) {
-  std::vector<double> c(static_cast<size_t>(m * n), 0.0);
-  int t = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  t = static_cast<int>(std::min<int64_t>(t, std::max<int64_t>(1, m)));
-  auto rows = [&](int64_t r0, int64_t r1) {
-    for (int64_t i = r0; i < r1; ++i) {
-      double* ci = c.data() + i * n;
-      for (int64_t kk = 0; kk < k; ++kk) {
-        const double aik = a[static_cast<size_t>(i * k + kk)];
-        const double* bk = b.data() + kk * n;
-        for (int64_t j = 0; j < n; ++j) ci[j] += aik * bk[j]; // k ascending per element
-      }
-    }
-  };
-  if (t <= 1) {
-    rows(0, m);
-    return c;
-  }
-  std::vector<std::thread> pool;
-  for (int w = 0; w < t; ++w) pool.emplace_back(rows, m * w / t, m * (w + 1) / t);
-  for (auto& th : pool) th.join();
-  return c;
-}
 
 Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::string& config_json,
                                  const std::string& run_id, GemmBackend& backend, const ProgressFn& progress,
@@ -254,7 +228,7 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   const std::vector<double> ad = A.asDouble(), bd = B.asDouble();
   if (!f32_inputs) {
     reportProgress(progress, 0.9, "float64 reference");
-    ex.ideal = referenceProduct(ad, bd, m, k, n, cfg.gemm.threads);
+    ex.ideal = idealGemm(ad.data(), bd.data(), m, k, n, cfg.gemm.threads);
     ex.quantization = compareErrors(ex.ideal.data(), ex.quantized_exact.data(), m * n, cfg.gemm.threads);
     ex.total = compareErrors(ex.ideal.data(), ex.output.d.data(), m * n, cfg.gemm.threads);
   }

@@ -85,11 +85,6 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::str
                                  const std::string& run_id, GemmBackend& backend, const ProgressFn& progress = {},
                                  GemmRunDetails* details = nullptr);
 
-/// The float64 product of row-major A [M,K] and B [K,N] (k ascending per element, one rounding
-/// per multiply-add in double; multithreaded over rows, identical bits for any thread count).
-std::vector<double> referenceProduct(const std::vector<double>& a, const std::vector<double>& b, int64_t m, int64_t k,
-                                     int64_t n, int threads = 0);
-
 /// Compares two runs bit for bit: every dataset (dtype, shape, every element's bits) and every
 /// metric value. Attributes that record time or place (created_utc, app_version, device, and the
 /// "seconds" metric family) are not compared. Returns one line per difference (empty = same).

@@ -65,6 +65,28 @@ std::vector<double> idealGemm(const float* a, const float* b, int64_t m, int64_t
   return c;
 }
 
+std::vector<double> idealGemm(const double* a, const double* b, int64_t m, int64_t k, int64_t n, int threads,
+                              const ProgressFn& progress) {
+  if (m < 0 || k < 0 || n < 0) throw std::invalid_argument("ideal GEMM: negative shape");
+  if (k == 0) throw std::invalid_argument("GEMM with K = 0: there is nothing to accumulate");
+  if ((m * k > 0 && !a) || (k * n > 0 && !b)) throw std::invalid_argument("ideal GEMM: null input");
+  checkMemory(static_cast<double>(m) * static_cast<double>(n) * 8.0,
+              "ideal GEMM " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
+  std::vector<double> c(static_cast<size_t>(m * n), 0.0);
+  constexpr int64_t kRows = 16;
+  parallelJobs((m + kRows - 1) / kRows, threads, progress, "float64 reference", 0.0, 1.0, [&](int64_t job) {
+    for (int64_t i = job * kRows; i < std::min(m, (job + 1) * kRows); ++i) {
+      double* ci = c.data() + i * n;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const double aik = a[i * k + kk];
+        const double* bk = b + kk * n;
+        for (int64_t j = 0; j < n; ++j) ci[j] += aik * bk[j];
+      }
+    }
+  });
+  return c;
+}
+
 std::vector<double> quantizedExactGemm(const QuantizedTensor& a, const QuantizedTensor& b, int threads,
                                        const ProgressFn& progress) {
   GemmOptions opt;

@@ -23,6 +23,12 @@ namespace fp8lab {
 std::vector<double> idealGemm(const float* a, const float* b, int64_t m, int64_t k, int64_t n, int threads = 0,
                               const ProgressFn& progress = {});
 
+/// The same reference for float64 A [m,k], B [k,n] (imported float64 tensors): k ascending per
+/// output, one double rounding per multiply and one per addition (no fused multiply-add), rows
+/// split over threads with identical bits for any thread count. Same errors as the float32 form.
+std::vector<double> idealGemm(const double* a, const double* b, int64_t m, int64_t k, int64_t n, int threads = 0,
+                              const ProgressFn& progress = {});
+
 /// dequant(A)·dequant(B) in double: the Exact accumulation model without the output cast
 /// (gemm.h). Validates like GemmBackend::run.
 std::vector<double> quantizedExactGemm(const QuantizedTensor& a, const QuantizedTensor& b, int threads = 0,
