@@ -138,11 +138,12 @@ inline float treeSum16(const float* e) {
 
 /// Quantizes the blocks of one band. Blocks are numbered k = 0 .. nblk−1 in scale-grid order
 /// within the band; blk(k) gives the 16 values, dst(k) the 16 code bytes, index(k, i) the row-major
-/// element index (for the random bytes), tile(k) the 16×16 tile (2-D) and tile_members the stride
-/// between blocks of one tile (Axis::Cols: blocks of one tile are nblk/16 apart; Axis::Rows: adjacent).
+/// element index (for the random bytes). With 2-D tiles the band is 16 rows: Axis::Cols blocks of
+/// one tile are nblk/16 apart, Axis::Rows blocks of one tile are 16 adjacent columns. scale_out and
+/// map4_out (4over6 only) receive one byte per block.
 template <typename Blk, typename Dst, typename Idx>
 void quantizeBand(std::size_t nblk, const Blk& blk, const Dst& dst, const Idx& index, bool rows_axis, const Plan& p,
-                  Scratch& s, uint8_t* scale_out) {
+                  Scratch& s, uint8_t* scale_out, uint8_t* map4_out) {
   const bool fos = p.fos != FourOverSix::Off;
   s.size(nblk, rows_axis, fos);
   const bool ignore_nan = p.rule != Nvfp4Rule::TorchaoMxFormats;
@@ -240,6 +241,7 @@ void quantizeBand(std::size_t nblk, const Blk& blk, const Dst& dst, const Idx& i
     const uint8_t* src = map4 ? &s.q4[16 * k] : &s.q6[16 * k];
     std::copy(src, src + 16, dst(k));
     scale_out[k] = map4 ? s.sc4[k] : s.sc[k];
+    map4_out[k] = map4 ? 1 : 0;
   };
   if (!p.tile_2d) {
     for (std::size_t k = 0; k < nblk; ++k) take(k, s.err4[k] < s.err6[k]); // ties → map-6
@@ -486,6 +488,8 @@ Nvfp4Tensor quantizeNvfp4(const float* x, int64_t rows, int64_t cols, const Nvfp
 
   q.codes.resize(static_cast<std::size_t>(n));
   q.scale_codes.resize(static_cast<std::size_t>(q.blockRows() * q.blockCols()));
+  const bool fos = cfg.four_over_six != FourOverSix::Off;
+  if (fos) q.map4.resize(q.scale_codes.size());
   if (n == 0) return q;
   std::vector<Scratch> scratch(static_cast<std::size_t>(nt));
   const std::size_t C = static_cast<std::size_t>(cols);
@@ -502,7 +506,8 @@ Nvfp4Tensor quantizeNvfp4(const float* x, int64_t rows, int64_t cols, const Nvfp
       quantizeBand(
           nblk, [&](std::size_t k) { return &s.vals[16 * k]; }, [&](std::size_t k) { return &s.out[16 * k]; },
           [&](std::size_t k, int i) { return static_cast<uint64_t>((r0 + static_cast<std::size_t>(i)) * C + k); }, true,
-          p, s, q.scale_codes.data() + static_cast<std::size_t>(b) * C);
+          p, s, q.scale_codes.data() + static_cast<std::size_t>(b) * C,
+          fos ? q.map4.data() + static_cast<std::size_t>(b) * C : nullptr);
       for (std::size_t i = 0; i < 16; ++i)
         for (std::size_t c = 0; c < C; ++c) q.codes[(r0 + i) * C + c] = s.out[16 * c + i];
     } else {
@@ -512,7 +517,7 @@ Nvfp4Tensor quantizeNvfp4(const float* x, int64_t rows, int64_t cols, const Nvfp
           nblk, [&](std::size_t k) { return src + r0 * C + 16 * k; },
           [&](std::size_t k) { return q.codes.data() + r0 * C + 16 * k; },
           [&](std::size_t k, int i) { return static_cast<uint64_t>(r0 * C + 16 * k + static_cast<std::size_t>(i)); },
-          false, p, s, q.scale_codes.data() + r0 * per_row);
+          false, p, s, q.scale_codes.data() + r0 * per_row, fos ? q.map4.data() + r0 * per_row : nullptr);
     }
   });
   return q;
