@@ -21,13 +21,6 @@ std::array<float, 256> rhtMatrix16(uint16_t sign_mask) {
   return r;
 }
 
-float bf16RoundNearestEven(float x) {
-  uint32_t b = std::bit_cast<uint32_t>(x);
-  if (std::isnan(x)) return std::bit_cast<float>((b | 0x00400000u) & 0xFFFF0000u);
-  b += 0x7FFFu + ((b >> 16) & 1u); // carries into the exponent (and to inf) exactly as RNE does
-  return std::bit_cast<float>(b & 0xFFFF0000u);
-}
-
 void hadamardTransform16(const float* x, float* y, uint16_t sign_mask, std::ptrdiff_t x_stride, std::ptrdiff_t y_stride,
                          bool bf16_output) {
   const std::array<float, 256> r = rhtMatrix16(sign_mask);

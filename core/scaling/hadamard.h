@@ -17,6 +17,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -37,7 +38,12 @@ std::array<float, 256> rhtMatrix16(uint16_t sign_mask = kTeRhtSignMask);
 
 /// float32 → BF16 → float32 with round to nearest, ties to even (CUDA __float2bfloat16_rn,
 /// cvt.rn.bf16.f32); NaN stays a quiet NaN with its sign, ±inf stays ±inf, overflow rounds to ±inf.
-float bf16RoundNearestEven(float x);
+inline float bf16RoundNearestEven(float x) {
+  const uint32_t b = std::bit_cast<uint32_t>(x);
+  const uint32_t rounded = (b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u; // the carry is RNE's
+  const uint32_t nan = (b | 0x00400000u) & 0xFFFF0000u;
+  return std::bit_cast<float>((b & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
+}
 
 /// One 16-point RHT: y_j = bf16(Σ_{i=0..15} R[i][j] · x_i) with the sum in float32 (order i = 0..15)
 /// and, when bf16_output, the result rounded to BF16 (as TE's kernels do; false keeps the fp32

@@ -2,7 +2,7 @@
 //
 // Every fp32 operation below is one IEEE binary32 operation in the order the systems write them.
 // This file is built with -ffp-contract=off (core/CMakeLists.txt), so no multiply-add is fused;
-// the one fused operation is the explicit std::fmaf of TE's stochastic rounding model.
+// TE's fmaf in its stochastic rounding model is an exact product plus one rounded add here.
 #include "scaling/nvfp4.h"
 
 #include "common/worker_pool.h"
@@ -29,23 +29,70 @@ constexpr float kE4M3Eps = 0.015625f; // torch.finfo(torch.float8_e4m3fn).tiny =
 constexpr float kE2M1Value[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
                                   -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 
-/// RNE E2M1 magnitude code of a ≥ 0 (not NaN), saturating: the count of rounding thresholds
-/// below a. A tie goes to the even code: 0.25 → 0, 0.75 → 1.0, 1.25 → 1.0, 1.75 → 2, 2.5 → 2,
-/// 3.5 → 4, 5 → 4 (strict > at ties whose lower neighbour is even, ≥ where the upper one is).
-inline uint8_t e2m1Magnitude(float a) {
-  return static_cast<uint8_t>((a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) + (a > 2.5f) + (a >= 3.5f) +
-                              (a > 5.0f));
+// E2M1 encoders on the float32 bits: for non-negative floats the bit patterns order like the
+// values, so every threshold test is an integer compare of |v|'s bits (a NaN's bits exceed
+// 0x7F800000), which vectorises without SSE4.1 and has no NaN branches.
+constexpr int32_t fbits(float v) {
+  return std::bit_cast<int32_t>(v);
+}
+constexpr int32_t kInfBits = 0x7F800000;
+
+/// RNE E2M1 magnitude code of |v| with bits m (not NaN), saturating: the count of rounding
+/// thresholds below |v|. A tie goes to the even code: 0.25 → 0, 0.75 → 1.0, 1.25 → 1.0, 1.75 → 2,
+/// 2.5 → 2, 3.5 → 4, 5 → 4 (strict > at ties whose lower neighbour is even, ≥ where the upper is).
+inline int32_t e2m1MagnitudeBits(int32_t m) {
+  return (m > fbits(0.25f)) + (m >= fbits(0.75f)) + (m > fbits(1.25f)) + (m >= fbits(1.75f)) + (m > fbits(2.5f)) +
+         (m >= fbits(3.5f)) + (m > fbits(5.0f));
 }
 
 inline uint8_t e2m1Sign(float v) {
   return static_cast<uint8_t>((std::bit_cast<uint32_t>(v) >> 31) << 3);
 }
 
+/// cvt.rn.satfinite.e2m1: RNE saturating, sign kept, NaN → +6 (0x7).
+inline int32_t e2m1Rne(float v) {
+  const int32_t b = fbits(v);
+  const int32_t m = b & 0x7FFFFFFF;
+  const int32_t code = e2m1MagnitudeBits(m) | ((b >> 28) & 8);
+  return m > kInfBits ? 0x7 : code;
+}
+
+/// TE stochastic_round_fp4_e2m1 (see stochasticRoundE2M1Te) for the random byte rbits & 0xFF.
+inline int32_t srE2M1(float x, uint32_t rbits) {
+  const int32_t b = fbits(x);
+  const int32_t m = b & 0x7FFFFFFF;
+  const float a = std::bit_cast<float>(m);
+  const float u = static_cast<float>(static_cast<int32_t>(rbits & 0xFFu)) * (1.0f / 256.0f); // exact
+  // step(a) = 0.5 (a < 2), 1 (2 ≤ a < 4), 2 (a ≥ 4).
+  // Built on the exponent field: 0.5 = 0x3F000000, each comparison that holds adds one binade.
+  const float st = std::bit_cast<float>(0x3F000000 + (static_cast<int32_t>(m >= fbits(2.0f)) << 23) +
+                                        (static_cast<int32_t>(m >= fbits(4.0f)) << 23));
+  // t = fmaf(u, step(a), a): u·step(a) is exact (an 8-bit fraction times a power of two), so the
+  // plain sum, rounded once, is the fused result (and avoids a libm fmaf on CPUs without FMA).
+  const int32_t t = fbits(a + u * st);
+  // min(floor(t/step(t))·step(t), 6) is the largest E2M1 value ≤ t (step(t) is the grid spacing at
+  // t, and 6 the top), so its magnitude code is the number of positive grid values ≤ t.
+  const int32_t mag = (t >= fbits(0.5f)) + (t >= fbits(1.0f)) + (t >= fbits(1.5f)) + (t >= fbits(2.0f)) +
+                      (t >= fbits(3.0f)) + (t >= fbits(4.0f)) + (t >= fbits(6.0f));
+  const int32_t code = mag | ((b >> 28) & 8);
+  return m > kInfBits ? 0x7 : code; // NaN → +6
+}
+
+/// q[i] = code(i) for the 16 elements of a block: the codes are formed in int32 lanes (one vector
+/// loop), then narrowed.
+template <typename F> inline void encode16(uint8_t* q, const F& code) {
+  int32_t c[16];
+  for (int i = 0; i < 16; ++i) c[i] = code(i);
+  for (int i = 0; i < 16; ++i) q[i] = static_cast<uint8_t>(c[i]);
+}
+
 /// torchao f32_to_f4_unpacked after clamp(±6): RNE saturating, sign of −0 kept; NaN falls
 /// through the bit trick to code 0x3 (custom_fp_utils.py _f32_to_floatx_unpacked).
-inline uint8_t e2m1Torchao(float v) {
-  if (std::isnan(v)) return 0x3;
-  return static_cast<uint8_t>(e2m1Magnitude(std::fabs(v)) | e2m1Sign(v));
+inline int32_t e2m1Torchao(float v) {
+  const int32_t b = fbits(v);
+  const int32_t m = b & 0x7FFFFFFF;
+  const int32_t code = e2m1MagnitudeBits(m) | ((b >> 28) & 8);
+  return m > kInfBits ? 0x3 : code;
 }
 
 /// max |x_i| over 16 values. ignore_nan: CUDA fmaxf / max.abs (NaN operands dropped); otherwise
@@ -66,10 +113,6 @@ inline float clampKeepNaN(float v, float lo, float hi) {
   if (v < lo) v = lo;
   if (v > hi) v = hi;
   return v;
-}
-
-inline uint8_t randomByte(uint64_t seed, uint64_t index) {
-  return static_cast<uint8_t>(Format::counterRandom(seed, index >> 2) >> (8 * (index & 3)));
 }
 
 /// Tensor-level constants of one quantization.
@@ -203,19 +246,34 @@ void quantizeBand(std::size_t nblk, const Blk& blk, const Dst& dst, const Idx& i
       case Nvfp4Rule::TransformerEngine: {
         const float enc_b = std::fmin(1.0f / (sf * p.s_dec), kFltMax);
         if (p.sr) {
-          for (int i = 0; i < 16; ++i) q[i] = stochasticRoundE2M1Te(x[i] * enc_b, randomByte(p.seed, index(k, i)));
+          // Element e takes byte e mod 4 of counterRandom(seed, e / 4): one word per 4 elements.
+          // A 1×16 block starts at a multiple of 16, so its 16 bytes are 4 whole words.
+          uint32_t rb[16];
+          if (!rows_axis) {
+            const uint64_t g0 = index(k, 0) >> 2;
+            for (int w = 0; w < 4; ++w) {
+              const uint32_t word = Format::counterRandom(p.seed, g0 + static_cast<uint64_t>(w));
+              for (int j = 0; j < 4; ++j) rb[4 * w + j] = word >> (8 * j);
+            }
+          } else {
+            for (int i = 0; i < 16; ++i) {
+              const uint64_t e = index(k, i);
+              rb[i] = Format::counterRandom(p.seed, e >> 2) >> (8 * (e & 3));
+            }
+          }
+          encode16(q, [&](int i) { return srE2M1(x[i] * enc_b, rb[i]); });
         } else {
-          for (int i = 0; i < 16; ++i) q[i] = e2m1RneSatfinite(x[i] * enc_b);
+          encode16(q, [&](int i) { return e2m1Rne(x[i] * enc_b); });
         }
         break;
       }
       case Nvfp4Rule::TorchaoMxFormats: {
         const float rs = p.two_level ? p.inv_pts / sf : 1.0f / sf;
-        for (int i = 0; i < 16; ++i) q[i] = e2m1Torchao(x[i] * rs);
+        encode16(q, [&](int i) { return e2m1Torchao(x[i] * rs); });
         break;
       }
       case Nvfp4Rule::CudnnDocSingleLevel:
-        for (int i = 0; i < 16; ++i) q[i] = e2m1RneSatfinite(x[i] / sf);
+        encode16(q, [&](int i) { return e2m1Rne(x[i] / sf); });
         break;
       }
     }
@@ -230,10 +288,8 @@ void quantizeBand(std::size_t nblk, const Blk& blk, const Dst& dst, const Idx& i
     const float inv6 = std::fmin(1.0f / (sf6 * p.s_dec), kFltMax);
     uint8_t* q4 = &s.q4[16 * k];
     uint8_t* q6 = &s.q6[16 * k];
-    for (int i = 0; i < 16; ++i) {
-      q4[i] = e2m1RneSatfinite(x[i] * inv4);
-      q6[i] = e2m1RneSatfinite(x[i] * inv6);
-    }
+    encode16(q4, [&](int i) { return e2m1Rne(x[i] * inv4); });
+    encode16(q6, [&](int i) { return e2m1Rne(x[i] * inv6); });
     s.err4[k] = fosError(x, q4, sf4, p);
     s.err6[k] = fosError(x, q6, sf6, p);
   }
@@ -370,20 +426,11 @@ float torchaoNvfp4PerTensorScale(float amax) {
 }
 
 uint8_t e2m1RneSatfinite(float v) {
-  if (std::isnan(v)) return 0x7;
-  return static_cast<uint8_t>(e2m1Magnitude(std::fabs(v)) | e2m1Sign(v));
+  return e2m1Rne(v);
 }
 
 uint8_t stochasticRoundE2M1Te(float x, uint8_t rbits) {
-  if (std::isnan(x)) return 0x7;
-  auto step = [](float a) { return a < 2.0f ? 0.5f : (a < 4.0f ? 1.0f : 2.0f); };
-  const float a = std::fabs(x);
-  const float u = static_cast<float>(rbits) / 256.0f;
-  const float t = std::fmaf(u, step(a), a);
-  const float st = step(t);
-  const float q = std::fmin(std::floor(t / st) * st, 6.0f);
-  // q is an E2M1 magnitude (a multiple of its step, ≤ 6): its code is exact under RNE.
-  return static_cast<uint8_t>(e2m1Magnitude(q) | e2m1Sign(x));
+  return srE2M1(x, rbits);
 }
 
 uint8_t Nvfp4Tensor::scaleCodeAt(int64_t i, int64_t j) const {
@@ -501,15 +548,18 @@ Nvfp4Tensor quantizeNvfp4(const float* x, int64_t rows, int64_t cols, const Nvfp
       // 16 rows × cols: block k = column k; gather each column's 16 values, scatter the codes.
       const std::size_t nblk = C;
       s.size(nblk, true, p.fos != FourOverSix::Off);
-      for (std::size_t i = 0; i < 16; ++i)
-        for (std::size_t c = 0; c < C; ++c) s.vals[16 * c + i] = src[(r0 + i) * C + c];
+      // Transposed in 16×16 squares, so both sides stay within a few cache lines.
+      for (std::size_t c0 = 0; c0 < C; c0 += 16)
+        for (std::size_t i = 0; i < 16; ++i)
+          for (std::size_t c = c0; c < std::min(C, c0 + 16); ++c) s.vals[16 * c + i] = src[(r0 + i) * C + c];
       quantizeBand(
           nblk, [&](std::size_t k) { return &s.vals[16 * k]; }, [&](std::size_t k) { return &s.out[16 * k]; },
           [&](std::size_t k, int i) { return static_cast<uint64_t>((r0 + static_cast<std::size_t>(i)) * C + k); }, true,
           p, s, q.scale_codes.data() + static_cast<std::size_t>(b) * C,
           fos ? q.map4.data() + static_cast<std::size_t>(b) * C : nullptr);
-      for (std::size_t i = 0; i < 16; ++i)
-        for (std::size_t c = 0; c < C; ++c) q.codes[(r0 + i) * C + c] = s.out[16 * c + i];
+      for (std::size_t c0 = 0; c0 < C; c0 += 16)
+        for (std::size_t i = 0; i < 16; ++i)
+          for (std::size_t c = c0; c < std::min(C, c0 + 16); ++c) q.codes[(r0 + i) * C + c] = s.out[16 * c + i];
     } else {
       // (r1 − r0) rows × cols/16 blocks, row-major: block k = (row − r0)·(cols/16) + column block.
       const std::size_t per_row = C / 16, nblk = (r1 - r0) * per_row;

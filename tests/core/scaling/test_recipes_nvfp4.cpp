@@ -181,6 +181,7 @@ private Q_SLOTS:
   void dequantizeTorchaoHandDerived();
   void e2m1RneMatchesFormatE2M1();
   void stochasticRoundingHandDerived();
+  void stochasticRoundingMatchesTeFormula();
   void stochasticRoundingGridPointsNeverMove();
   void stochasticRoundingRandomBytes();
   void hadamardSquareIs16I();
@@ -482,6 +483,29 @@ void TestRecipesNvfp4::stochasticRoundingHandDerived() {
   QCOMPARE(stochasticRoundE2M1Te(kInf, 0x00), uint8_t(0x7));   // min(inf, 6) = 6
   QCOMPARE(stochasticRoundE2M1Te(-kInf, 0x10), uint8_t(0xF));
   QCOMPARE(stochasticRoundE2M1Te(kNaN, 0xFF), uint8_t(0x7)); // NaN → +6
+}
+
+void TestRecipesNvfp4::stochasticRoundingMatchesTeFormula() {
+  // TE util/ptx.cuh stochastic_round_fp4_e2m1 transcribed literally (fmaf, floor, division; the
+  // E2M1 code then read from Format::E2M1(), where q is exact), for every random byte.
+  const auto te = [](float x, uint8_t r) -> uint32_t {
+    if (std::isnan(x)) return 0x7;
+    const auto step = [](float a) { return a < 2.0f ? 0.5f : (a < 4.0f ? 1.0f : 2.0f); };
+    const float a = std::fabs(x);
+    const float u = static_cast<float>(r) / 256.0f;
+    const float t = std::fmaf(u, step(a), a);
+    const float q = std::fmin(std::floor(t / step(t)) * step(t), 6.0f);
+    return Format::E2M1().encode(static_cast<double>(std::signbit(x) ? -q : q));
+  };
+  std::mt19937 g(17);
+  std::uniform_real_distribution<float> d(-9.0f, 9.0f);
+  std::vector<float> xs = {0.0f,       -0.0f, 0.2499999f, 1.9999999f, 2.0f,  3.9999998f, 4.0f,
+                           5.9999995f, 6.0f,  1e30f,      kInf,       -kInf, kNaN};
+  for (int i = 0; i < 400; ++i) xs.push_back(d(g));
+  for (float x : xs)
+    for (int r = 0; r < 256; ++r)
+      QVERIFY2(stochasticRoundE2M1Te(x, static_cast<uint8_t>(r)) == te(x, static_cast<uint8_t>(r)),
+               (std::to_string(x) + " r=" + std::to_string(r)).c_str());
 }
 
 void TestRecipesNvfp4::stochasticRoundingGridPointsNeverMove() {
