@@ -176,6 +176,7 @@ private Q_SLOTS:
   void torchaoNaNAndInfHandDerived();
   void torchaoStaticAndSingleLevel();
   void cudnnZeroBlockLiteral();
+  void edgeCasesOfEachPreset();
   void dequantizeTeHandDerived();
   void dequantizeTe4over6Uses1536();
   void dequantizeTorchaoHandDerived();
@@ -395,6 +396,43 @@ void TestRecipesNvfp4::cudnnZeroBlockLiteral() {
   QCOMPARE(q.codes[0], uint8_t(0x7));
   QCOMPARE(q.codes[16], uint8_t(0x0));
   QCOMPARE_BITS(q.dequantize()[0], 0.0f);
+}
+
+void TestRecipesNvfp4::edgeCasesOfEachPreset() {
+  // docs/nvfp4.md "Edge cases per preset", each cell derived from the rules above.
+  // Block 0: zeros; block 1: [inf, 1, ...]; block 2: [NaN, 2, ...] (1×48).
+  std::vector<float> x(48, 0.0f);
+  x[16] = kInf;
+  x[17] = 1.0f;
+  x[32] = kNaN;
+  x[33] = 2.0f;
+  // TE: amax inf (NaN dropped) → S_enc 1; zero block 0x00 / 0; inf block 448 (0x7E), inf → 0x7,
+  // 1·fl(1/448) → 0; NaN block amax 2 → 2·fl(1/6) = 0.33333334, nearest E4M3 0.34375 (0x2B; the
+  // neighbours are 0.3125 and 0.34375, spacing 2^-5); NaN → 0x7.
+  Nvfp4Tensor q = quantizeNvfp4(x.data(), 1, 48, preset("nvfp4_te"));
+  QCOMPARE(bits(q.tensor_scale), 0x3F800000u);
+  QCOMPARE(q.scale_codes, (std::vector<uint8_t>{0x00, 0x7E, 0x2B}));
+  QCOMPARE(q.codes[0], uint8_t(0x0));
+  QCOMPARE(q.codes[16], uint8_t(0x7));
+  QCOMPARE(q.codes[17], uint8_t(0x0));
+  QCOMPARE(q.codes[32], uint8_t(0x7));
+  // torchao single level: zero block clamp 2^-6 (0x08), codes 0; inf block inf/6 → clamp 448
+  // (0x7E), inf·(1/448) = inf → clamp 6 → 0x7; NaN block (torch.amax NaN) → 0x7F, codes 0x3.
+  q = quantizeNvfp4(x.data(), 1, 48, preset("nvfp4_torchao_single_level"));
+  QCOMPARE(q.scale_codes, (std::vector<uint8_t>{0x08, 0x7E, 0x7F}));
+  QCOMPARE(q.codes[0], uint8_t(0x0));
+  QCOMPARE(q.codes[16], uint8_t(0x7));
+  QCOMPARE(q.codes[32], uint8_t(0x3));
+  QCOMPARE(q.codes[33], uint8_t(0x3));
+  // cuDNN doc: zero block scale 0 → 0/0 → 0x7; inf block round_up(inf) satfinite → 0x7E, inf → 0x7;
+  // NaN block amax 2 (NaN dropped): 2/6 = 0.33333334 rounds up to 0.34375 (0x2B); 2/0.34375 =
+  // 5.818 → 6 (0x7); NaN → 0x7.
+  q = quantizeNvfp4(x.data(), 1, 48, preset("nvfp4_cudnn_doc"));
+  QCOMPARE(q.scale_codes, (std::vector<uint8_t>{0x00, 0x7E, 0x2B}));
+  QCOMPARE(q.codes[0], uint8_t(0x7));
+  QCOMPARE(q.codes[16], uint8_t(0x7));
+  QCOMPARE(q.codes[33], uint8_t(0x7));
+  QCOMPARE(q.codes[32], uint8_t(0x7));
 }
 
 // ---- dequantization -----------------------------------------------------------------------------
