@@ -8,8 +8,8 @@
 // contraction axis: Axis::Cols → 1×16 along a row (A[M,K]: TE's rowwise copy), Axis::Rows → 16×1
 // down a column (B[K,N], or x[M,K] as the wgrad operand: TE's columnwise copy, which TE stores
 // transposed). Partial edge blocks are refused (std::invalid_argument): the block axis must be a
-// multiple of 16, and with 2-D tiles both axes, as the systems' quantizers require
-// (TE quantize_transpose_nvfp4, torchao nvfp4_quantize).
+// multiple of 16, and with 2-D tiles both axes (a partial block would need a padding rule that the
+// systems' arithmetic does not define).
 //
 // Scale conventions, kept as each system stores them:
 //   * E4M3 block scales are **dequant** factors in every rule (TE `_rowwise_scale_inv`,
