@@ -289,6 +289,11 @@ private:
 
 std::string cudaUnsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt, int cc_,
                                   size_t cublaslt_version) {
+  for (const auto* t : {&a, &b})
+    if (t->format == &Format::E2M1() && t->scale_format == &Format::E4M3FN())
+      return std::string("operand ") + (t == &a ? "A" : "B") +
+             " is NVFP4 (E2M1 with E4M3 block scales, cuBLASLt VEC16_UE4M3), which cuBLASLt runs on Blackwell "
+             "(sm_100) only, not on Hopper; the CPU reference runs it";
   const auto ta = ltTypeOf(a.format), tb = ltTypeOf(b.format);
   if (!ta) return formatReason(a.format, "A");
   if (!tb) return formatReason(b.format, "B");

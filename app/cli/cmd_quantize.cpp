@@ -5,12 +5,14 @@
 
 #include "formats/format.h"
 #include "scaling/delayed_scaling.h"
+#include "scaling/nvfp4.h"
 #include "scaling/scaling.h"
 
 #include <QCommandLineParser>
 #include <QFile>
 #include <QRegularExpression>
 
+#include <bit>
 #include <charconv>
 #include <cmath>
 
@@ -30,6 +32,7 @@ bool parseShape(const QString& s, int64_t* r, int64_t* c) {
 QString presetList() {
   QStringList n;
   for (const auto& p : scalingPresets()) n << QString::fromStdString(p.name);
+  for (const auto& p : nvfp4Presets()) n << QString::fromStdString(p.name);
   return n.join(QStringLiteral(", "));
 }
 
@@ -41,6 +44,7 @@ int runQuantize(const QStringList& args) {
           "(dequant: x ≈ decode(code)·dequant_scale, what GEMMs take; quant: x_q = cast(x·quant_scale)),\n"
           "E8M0 scale codes for MX, and saturated / underflow counts. Values are float32 (like a float32\n"
           "tensor) unless --float64. Delayed presets (flax_delayed, te_delayed) first replay --amax-history.\n"
+          "NVFP4 presets (nvfp4_*) give E2M1 codes, E4M3 block scale codes and the fp32 tensor scale.\n"
           "Presets: %1")
           .arg(presetList()));
   p.addOption({{QStringLiteral("f"), QStringLiteral("format")},
@@ -90,11 +94,18 @@ int runQuantize(const QStringList& args) {
     return fail(QStringLiteral("unexpected argument '%1' (values go in --values or --input)")
                     .arg(p.positionalArguments().first()));
 
-  const QString fname = p.value(QStringLiteral("format"));
+  const QString sname = p.value(QStringLiteral("scaling"));
+  const std::optional<Nvfp4Config> nv = nvfp4Preset(sname.toStdString());
+  QString fname = p.value(QStringLiteral("format"));
+  if (nv && fname.isEmpty()) fname = QStringLiteral("E2M1");
   if (fname.isEmpty()) return fail(QStringLiteral("--format is required (one of: %1)").arg(formatHelpList()));
   const Format* fmt = Format::byName(fname.toStdString());
   if (!fmt) return fail(QStringLiteral("unknown format '%1' (known: %2)").arg(fname, formatHelpList()));
   noteFormatChoice(*fmt);
+  if (nv && fmt != &Format::E2M1())
+    return fail(QStringLiteral("'%1' is NVFP4, whose elements are E2M1; --format %2 does not apply (leave it out or "
+                               "give E2M1)")
+                    .arg(sname, fname));
   if (fmt->bits() > 8)
     return fail(
         QStringLiteral("%1 has %2 bits; quantize needs a format of at most 8 bits").arg(fname).arg(fmt->bits()));
@@ -143,7 +154,6 @@ int runQuantize(const QStringList& args) {
   const qulonglong seed = p.value(QStringLiteral("seed")).toULongLong(&ok);
   if (!ok) return fail(QStringLiteral("--seed must be a non-negative integer"));
 
-  const QString sname = p.value(QStringLiteral("scaling"));
   const bool json = p.isSet(QStringLiteral("json"));
   const bool f64 = p.isSet(QStringLiteral("float64"));
   std::vector<float> vf(v.begin(), v.end());
@@ -154,10 +164,29 @@ int runQuantize(const QStringList& args) {
   // Every option a preset does not use is refused, naming why: an option that silently does
   // nothing would report a result the user did not ask for.
   auto isSet = [&](const char* o) { return p.isSet(QString::fromLatin1(o)); };
-  if (isSet("seed") && enc.rounding != Rounding::Stochastic)
+  if (isSet("seed") && enc.rounding != Rounding::Stochastic && !(nv && nv->stochastic_rounding))
     return fail(
         QStringLiteral("--seed applies only to --rounding stochastic (the other roundings draw no random bits)"));
-  if (dp) {
+  if (nv) {
+    for (const char* o : {"block", "pow2", "no-pow2", "amax-epsilon", "margin", "history-len", "algo", "amax-history",
+                          "rounding", "no-saturate", "float64"})
+      if (isSet(o))
+        return fail(QStringLiteral("--%1 does not apply to '%2': NVFP4 fixes 1x16 blocks, E4M3 block scales, the "
+                                   "system's rounding (RNE, or stochastic for *_sr presets) and float32 input")
+                        .arg(QString::fromLatin1(o), sname));
+    if (isSet("seed") && !nv->stochastic_rounding)
+      return fail(QStringLiteral("--seed applies to the stochastic-rounding NVFP4 presets (nvfp4_te_sr, "
+                                 "nvfp4_te_rht_sr); '%1' rounds to nearest")
+                      .arg(sname));
+    Nvfp4Config c = *nv;
+    c.seed = seed;
+    try {
+      const Nvfp4Tensor t = quantizeNvfp4(vf.data(), rows, cols, c, axis);
+      q = toQuantizedTensor(t, c, vf.data());
+    } catch (const std::invalid_argument& e) {
+      return fail(QStringLiteral("%1: %2").arg(sname, QString::fromStdString(e.what())));
+    }
+  } else if (dp) {
     const QString delayed_reason =
         QStringLiteral("%1 follows %2, whose per-tensor delayed scaling %3")
             .arg(sl, *dp == DelayedPreset::Flax ? QStringLiteral("Flax fp8_ops") : QStringLiteral("TE DelayedScaling"));
@@ -274,8 +303,23 @@ int runQuantize(const QStringList& args) {
     o[QStringLiteral("quant_scales")] = qs;
     if (!q.scale_codes.empty()) {
       QJsonArray sc;
-      for (uint8_t c : q.scale_codes) sc.append(QString::fromStdString(Format::E8M0FNU().hexString(c)));
+      for (uint8_t c : q.scale_codes) sc.append(QString::fromStdString(q.scaleCodeFormat().hexString(c)));
       o[QStringLiteral("scale_codes")] = sc;
+      o[QStringLiteral("scale_format")] = QString::fromStdString(q.scaleCodeFormat().name());
+    }
+    if (q.tensor_scale.kind != TensorScale::Kind::None) {
+      // The second level as the system keeps it: TE the amax (S_enc = fp4_fp8_max / amax is the
+      // quant multiplier), torchao per_tensor_scale (a dequant factor).
+      const bool te = q.tensor_scale.kind == TensorScale::Kind::TeAmax;
+      QJsonObject ts;
+      ts[QStringLiteral("kind")] = te ? QStringLiteral("te_amax") : QStringLiteral("torchao_per_tensor_scale");
+      ts[QStringLiteral("amax")] = jsonNumber(q.tensor_scale.amax);
+      ts[QStringLiteral("value")] = jsonNumber(q.tensor_scale.value);
+      ts[QStringLiteral("value_f32_hex")] = QString::asprintf("0x%08X", std::bit_cast<uint32_t>(q.tensor_scale.value));
+      ts[QStringLiteral("convention")] = te ? QStringLiteral("quant multiplier S_enc = fp4_fp8_max / amax")
+                                            : QStringLiteral("dequant factor amax / 2688");
+      if (te) ts[QStringLiteral("fp4_fp8_max")] = jsonNumber(q.tensor_scale.fp4_fp8_max);
+      o[QStringLiteral("tensor_scale")] = ts;
     }
     o[QStringLiteral("saturated")] = static_cast<qint64>(s.saturated);
     o[QStringLiteral("underflow")] = static_cast<qint64>(s.underflow);
@@ -298,15 +342,25 @@ int runQuantize(const QStringList& args) {
            .arg(q.blockCols())
            .arg(q.scale_op == Format::ScaleOp::Divide ? QStringLiteral("x_q = cast(x / dequant_scale)")
                                                       : QStringLiteral("x_q = cast(x * quant_scale)"));
+  if (q.tensor_scale.kind == TensorScale::Kind::TeAmax)
+    t += QStringLiteral("tensor scale (TE): amax %1, S_enc = %2/amax = %3 (quant multiplier); block factor = "
+                        "E4M3 scale * amax * (1/%2)\n")
+             .arg(shortestFloat(q.tensor_scale.amax), shortestFloat(q.tensor_scale.fp4_fp8_max),
+                  shortestFloat(q.tensor_scale.value));
+  else if (q.tensor_scale.kind == TensorScale::Kind::TorchaoPts)
+    t += QStringLiteral("tensor scale (torchao): per_tensor_scale = amax/2688 = %1 (dequant factor, amax %2); block "
+                        "factor = per_tensor_scale * E4M3 scale\n")
+             .arg(shortestFloat(q.tensor_scale.value), shortestFloat(q.tensor_scale.amax));
   t += QStringLiteral("scales (block grid, row-major):\n");
   for (size_t k = 0; k < q.dequant_scales.size(); ++k) {
     t += QStringLiteral("  [%1,%2] dequant %3  quant %4")
              .arg(static_cast<qint64>(k) / q.blockCols())
              .arg(static_cast<qint64>(k) % q.blockCols())
              .arg(shortestFloat(q.dequant_scales[k]), -14)
-             .arg(shortestFloat(q.quant_scales[k]));
+             .arg(k < q.quant_scales.size() ? shortestFloat(q.quant_scales[k]) : QStringLiteral("(per rule)"));
     if (!q.scale_codes.empty())
-      t += QStringLiteral("  E8M0 %1").arg(QString::fromStdString(Format::E8M0FNU().hexString(q.scale_codes[k])));
+      t += QStringLiteral("  %1 %2").arg(QString::fromStdString(q.scaleCodeFormat().name()),
+                                         QString::fromStdString(q.scaleCodeFormat().hexString(q.scale_codes[k])));
     t += QLatin1Char('\n');
   }
   t += QStringLiteral("%1 %2 %3 %4\n")

@@ -178,8 +178,10 @@ Plan makePlan(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOpti
   p.m = a.rows;
   p.n = b.cols;
   p.k = a.cols;
-  p.a_varies = a.block.cols < p.k;
-  p.b_varies = b.block.rows < p.k;
+  // Block scales of two-level formats (NVFP4) always go with their K-block's partial sum, as the
+  // block-scaled MMA applies them, even when one block spans K; only the tensor factor is constant.
+  p.a_varies = a.block.cols < p.k || a.tensor_scale.kind != TensorScale::Kind::None;
+  p.b_varies = b.block.rows < p.k || b.tensor_scale.kind != TensorScale::Kind::None;
   int64_t interval = 0;
   if (opt.accumulation == Accumulation::SplitFP32 ||
       (opt.accumulation == Accumulation::FastAccum && opt.fast_accum_promotes))
@@ -208,6 +210,12 @@ Plan makePlan(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOpti
   if (!p.b_varies)
     for (int64_t j = 0; j < p.n; ++j)
       p.cb[static_cast<size_t>(j)] = b.dequant_scales[static_cast<size_t>(j / b.block.cols)];
+  // Two-level formats (NVFP4): the tensors' second level is one factor on the product, applied
+  // with the constant scales after the sum (TE's GEMM alpha, torchao's pts_A · pts_B).
+  if (a.tensor_scale.kind != TensorScale::Kind::None || b.tensor_scale.kind != TensorScale::Kind::None) {
+    const float g = gemmTensorFactor(a.tensor_scale, b.tensor_scale);
+    for (float& v : p.ca) v *= g;
+  }
   for (float v : p.ca) p.has_const_scale |= (v != 1.0f);
   for (float v : p.cb) p.has_const_scale |= (v != 1.0f);
   return p;

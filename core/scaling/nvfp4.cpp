@@ -573,6 +573,61 @@ Nvfp4Tensor quantizeNvfp4(const float* x, int64_t rows, int64_t cols, const Nvfp
   return q;
 }
 
+QuantizedTensor toQuantizedTensor(const Nvfp4Tensor& t, const Nvfp4Config& cfg, const float* x) {
+  QuantizedTensor q;
+  q.rows = t.rows;
+  q.cols = t.cols;
+  q.format = &Format::E2M1();
+  q.codes = t.codes;
+  q.block = t.axis == Axis::Cols ? ScaleBlock{1, 16} : ScaleBlock{16, 1};
+  q.scale_codes = t.scale_codes;
+  q.scale_format = &Format::E4M3FN();
+  const std::vector<float>& e4m3 = Format::E4M3FN().decodeTable();
+  q.dequant_scales.resize(t.scale_codes.size());
+  for (std::size_t b = 0; b < t.scale_codes.size(); ++b) q.dequant_scales[b] = e4m3[t.scale_codes[b]];
+  if (t.rule == Nvfp4Rule::TransformerEngine) {
+    q.tensor_scale.kind = TensorScale::Kind::TeAmax;
+    q.tensor_scale.amax = t.amax;
+    q.tensor_scale.value = t.tensor_scale;
+    q.tensor_scale.fp4_fp8_max = t.fp4_fp8_max;
+  } else if (t.rule == Nvfp4Rule::TorchaoMxFormats && t.has_tensor_scale) {
+    q.tensor_scale.kind = TensorScale::Kind::TorchaoPts;
+    q.tensor_scale.amax = t.amax;
+    q.tensor_scale.value = t.tensor_scale;
+  }
+  q.strategy = cfg.name + " (NVFP4, " + toString(t.rule) + (cfg.tile_2d ? ", 16x16 tiles" : "") +
+               (cfg.rht ? ", Hadamard-rotated" : "") + (cfg.stochastic_rounding ? ", stochastic rounding" : "") +
+               (cfg.four_over_six != FourOverSix::Off ? std::string(", 4over6 ") + toString(cfg.four_over_six) : "") +
+               ")";
+  QuantizeStats& s = q.stats;
+  s.elements = t.rows * t.cols;
+  if (!x) return q;
+  const double limit = Format::E2M1().rneFiniteLimit();
+  const bool rotated = cfg.rht;
+  for (int64_t i = 0; i < t.rows; ++i)
+    for (int64_t j = 0; j < t.cols; ++j) {
+      const std::size_t e = static_cast<std::size_t>(i * t.cols + j);
+      const float v = x[e];
+      if (std::isnan(v)) {
+        ++s.nan_inputs;
+        continue;
+      }
+      if (std::isinf(v)) {
+        ++s.inf_inputs;
+        continue;
+      }
+      if (v == 0.0f) {
+        ++s.zero_inputs;
+        continue;
+      }
+      if (rotated) continue;
+      if ((t.codes[e] & 0x7) == 0) ++s.underflow;
+      const double f = q.dequantScaleAt(i, j);
+      if (f > 0 && std::fabs(static_cast<double>(v)) / f > limit) ++s.saturated;
+    }
+  return q;
+}
+
 const std::vector<Nvfp4PresetInfo>& nvfp4Presets() {
   static const std::string te_1d =
       "Transformer Engine common/cast/nvfp4/core_nvfp4.cuh compute_global_encode_scaling_factor_FP4, "

@@ -147,6 +147,20 @@ struct Nvfp4Tensor {
 /// than 256 / 448; static tensor scales with a rule other than torchao.
 Nvfp4Tensor quantizeNvfp4(const float* x, int64_t rows, int64_t cols, const Nvfp4Config& cfg, Axis axis = Axis::Cols);
 
+/// The NVFP4 tensor as the QuantizedTensor GEMMs, sessions and views take: format E2M1, block
+/// 1×16 (Axis::Cols) or 16×1 (Axis::Rows), dequant_scales = the decoded E4M3 block scales (NaN for
+/// code 0x7F), scale_codes = the E4M3 codes (scale_format E4M3FN), tensor_scale = TeAmax (TE:
+/// amax, S_enc, fp4_fp8_max) or TorchaoPts (torchao two-level) or None (single level). So
+/// QuantizedTensor::dequantize() equals Nvfp4Tensor::dequantize() bit for bit, and a GEMM applies
+/// each K-block's two E4M3 scales to its partial sum and the system's tensor factor
+/// (gemmTensorFactor) to the result. quant_scales stays empty: the element multiplier is per rule
+/// (docs/nvfp4.md). `x` (the input, row-major [rows, cols], may be null) fills the stats:
+/// NaN / Inf / zero inputs, underflow (a non-zero finite input coded ±0) and saturated (a finite
+/// input whose value over its effective dequant factor rounds beyond ±6); with RHT they describe
+/// the rotated tensor's codes against the unrotated input and are left at zero except the input
+/// counts. `cfg` is the config `t` was quantized with (its name becomes the strategy).
+QuantizedTensor toQuantizedTensor(const Nvfp4Tensor& t, const Nvfp4Config& cfg, const float* x);
+
 /// TE's global encode scale (core_nvfp4.cuh compute_global_encode_scaling_factor_FP4), the quant
 /// multiplier S_enc = fminf(f32(6·e4m3_max / amax), FLT_MAX), and 1.0 when amax == 0 or the
 /// quotient is 0 (amax = +inf). e4m3_max is 448 (2688/amax) or 256 for 4over6 (1536/amax).

@@ -224,6 +224,16 @@ void Run::putQuantized(const std::string& prefix, const QuantizedTensor& q, cons
                        meaning + ": dequant scale per block [block_rows x block_cols] (x ~= decode(code) * scale)");
   s.attrs["block_rows"] = q.block.rows;
   s.attrs["block_cols"] = q.block.cols;
+  if (q.tensor_scale.kind != TensorScale::Kind::None) {
+    // Two-level (NVFP4): _scales holds the decoded E4M3 block scales; the second level is here.
+    const bool te = q.tensor_scale.kind == TensorScale::Kind::TeAmax;
+    s.attrs["tensor_scale_kind"] = std::string(te ? "te_amax" : "torchao_per_tensor_scale");
+    s.attrs["tensor_amax"] = static_cast<double>(q.tensor_scale.amax);
+    s.attrs["tensor_scale"] = static_cast<double>(q.tensor_scale.value);
+    s.attrs["fp4_fp8_max"] = static_cast<double>(q.tensor_scale.fp4_fp8_max);
+    s.attrs["meaning"] = meaning + ": E4M3 block scale per block [block_rows x block_cols]; x ~= decode(code) * " +
+                         (te ? "scale * tensor_amax * (1/fp4_fp8_max)" : "tensor_scale * scale");
+  }
   if (!q.quant_scales.empty()) {
     auto& qs = datasets[prefix + "_quant_scales"];
     qs = Dataset::float32(
@@ -232,8 +242,9 @@ void Run::putQuantized(const std::string& prefix, const QuantizedTensor& q, cons
   }
   if (!q.scale_codes.empty()) {
     auto& sc = datasets[prefix + "_scale_codes"];
-    sc = Dataset::uint8({br, bc}, q.scale_codes, "code", meaning + ": E8M0 scale codes per block (MX)");
-    sc.attrs["format"] = std::string("E8M0FNU");
+    const std::string sf = q.scaleCodeFormat().name();
+    sc = Dataset::uint8({br, bc}, q.scale_codes, "code", meaning + ": " + sf + " scale codes per block");
+    sc.attrs["format"] = sf;
   }
   auto& dq = datasets[prefix + "_dequantized"];
   dq = Dataset::float32({q.rows, q.cols}, q.dequantize(), "1",
@@ -285,8 +296,22 @@ Result<QuantizedTensor> Run::getQuantized(const std::string& prefix) const {
   q.dequant_scales = s->f32;
   if (auto qs = find(prefix + "_quant_scales"); qs && qs->dtype == DType::Float32 && qs->shape == s->shape)
     q.quant_scales = qs->f32;
-  if (auto sc = find(prefix + "_scale_codes"); sc && sc->dtype == DType::UInt8 && sc->shape == s->shape)
+  if (auto sc = find(prefix + "_scale_codes"); sc && sc->dtype == DType::UInt8 && sc->shape == s->shape) {
     q.scale_codes = sc->u8;
+    if (attrString(sc->attrs, "format").value_or("E8M0FNU") == "E4M3FN") q.scale_format = &Format::E4M3FN();
+  }
+  if (auto kind = attrString(s->attrs, "tensor_scale_kind")) {
+    q.tensor_scale.kind = *kind == "te_amax" ? TensorScale::Kind::TeAmax : TensorScale::Kind::TorchaoPts;
+    auto num = [&](const char* key, double fallback) {
+      const auto it = s->attrs.find(key);
+      if (it == s->attrs.end()) return fallback;
+      if (const double* d = std::get_if<double>(&it->second)) return *d;
+      return fallback;
+    };
+    q.tensor_scale.amax = static_cast<float>(num("tensor_amax", 0.0));
+    q.tensor_scale.value = static_cast<float>(num("tensor_scale", 1.0));
+    q.tensor_scale.fp4_fp8_max = static_cast<float>(num("fp4_fp8_max", 2688.0));
+  }
   q.stats.elements = attrInt(c->attrs, "elements").value_or(0);
   q.stats.saturated = attrInt(c->attrs, "saturated").value_or(0);
   q.stats.underflow = attrInt(c->attrs, "underflow").value_or(0);

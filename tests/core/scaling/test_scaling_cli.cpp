@@ -11,6 +11,9 @@
 #include <QProcess>
 
 #include "compare_bits.h"
+#include "recipe_vectors.h"
+
+#include <bit>
 
 class TestScalingCli : public QObject {
   Q_OBJECT
@@ -101,6 +104,48 @@ private Q_SLOTS:
     QCOMPARE(strings(e[QStringLiteral("scale_codes")]), QStringList{QStringLiteral("0x80")});
     QCOMPARE(strings(e[QStringLiteral("codes")]), QStringList(32, QStringLiteral("0x6")));
     QCOMPARE(e[QStringLiteral("saturated")].toInt(), 0);
+  }
+
+  // NVFP4 through the CLI: every 1×16 row of the recipe vectors for TE's kernels and torchao's
+  // NVFP4Tensor (dynamic per-tensor scale) gives the CSV's E2M1 codes, E4M3 block scale codes and
+  // fp32 tensor scale (TE: S_enc; torchao: per_tensor_scale).
+  void quantizeNvfp4JsonMatchesTheRecipeVectors() {
+    int checked = 0;
+    for (const auto& v : fp8lab::test::recipeVectors("A")) {
+      const bool te = v.variant == "te_nvfp4_1x16", ao = v.variant == "torchao_nvfp4_quantize";
+      if (!te && !ao) continue;
+      QStringList vals;
+      for (float x : v.input) vals << QString::number(double(x), 'g', 17);
+      const QJsonObject o = json({QStringLiteral("quantize"), QStringLiteral("-s"),
+                                  te ? QStringLiteral("nvfp4_te") : QStringLiteral("nvfp4_torchao"),
+                                  QStringLiteral("--values"), vals.join(QLatin1Char(',')), QStringLiteral("--json")})
+                                .object();
+      const QString what = QString::fromStdString(v.variant + "/" + v.name);
+      QStringList codes, scales;
+      for (uint32_t c : v.element_codes) codes << QStringLiteral("0x%1").arg(c, 0, 16);
+      for (uint32_t c : v.scale_codes) scales << QStringLiteral("0x%1").arg(c, 2, 16, QLatin1Char('0'));
+      QVERIFY2(strings(o[QStringLiteral("codes")]) == codes, qPrintable(what));
+      QVERIFY2(strings(o[QStringLiteral("scale_codes")]) == scales, qPrintable(what));
+      QCOMPARE(o[QStringLiteral("scale_format")].toString(), QStringLiteral("E4M3FN"));
+      const QJsonObject ts = o[QStringLiteral("tensor_scale")].toObject();
+      QVERIFY2(v.tensor_scale_bits.has_value(), qPrintable(what));
+      QCOMPARE(ts[QStringLiteral("value_f32_hex")].toString(), QString::asprintf("0x%08X", *v.tensor_scale_bits));
+      QCOMPARE(ts[QStringLiteral("kind")].toString(),
+               te ? QStringLiteral("te_amax") : QStringLiteral("torchao_per_tensor_scale"));
+      ++checked;
+    }
+    QCOMPARE(checked, 9); // 5 TE rows and 4 torchao rows in the vectors
+    // NVFP4 fixes its element format and rounding: other choices are refused with the reason.
+    const Result r =
+        run({QStringLiteral("quantize"), QStringLiteral("-s"), QStringLiteral("nvfp4_te"), QStringLiteral("-f"),
+             QStringLiteral("E4M3FN"), QStringLiteral("--values"), QStringLiteral("1")});
+    QVERIFY(r.code != 0);
+    QVERIFY2(r.err.contains("E2M1"), r.err.constData());
+    const Result b =
+        run({QStringLiteral("quantize"), QStringLiteral("-s"), QStringLiteral("nvfp4_te"), QStringLiteral("--block"),
+             QStringLiteral("32"), QStringLiteral("--values"), QStringLiteral("1")});
+    QVERIFY(b.code != 0);
+    QVERIFY2(b.err.contains("1x16 blocks"), b.err.constData());
   }
 
   // Flax test_fp8_meta_dtype through the CLI: history (oldest first) [0,0,2], [0,2,3], [2,3,4];
