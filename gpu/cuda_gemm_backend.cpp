@@ -58,6 +58,28 @@ std::optional<cudaDataType_t> outputType(OutputType t) {
   return std::nullopt;
 }
 
+/// v in cuBLASLt type t (FP32, BF16 or FP16) at dst; the caller has checked that v converts exactly.
+void storeAs(cudaDataType_t t, float v, uint8_t* dst) {
+  if (t == CUDA_R_32F) {
+    std::memcpy(dst, &v, 4);
+    return;
+  }
+  const Format& f = t == CUDA_R_16BF ? Format::BF16() : Format::FP16();
+  const uint16_t h = static_cast<uint16_t>(f.encode(v, EncodeOptions{}));
+  std::memcpy(dst, &h, 2);
+}
+
+/// "" when every value of v is exactly representable in cuBLASLt type t, else which is not.
+std::string notExactIn(cudaDataType_t t, const std::vector<float>& v, const char* what) {
+  if (t == CUDA_R_32F) return {};
+  const Format& f = t == CUDA_R_16BF ? Format::BF16() : Format::FP16();
+  for (size_t i = 0; i < v.size(); ++i)
+    if (static_cast<float>(f.decode(f.encode(v[i], EncodeOptions{}))) != v[i] && !std::isnan(v[i]))
+      return std::string("the epilogue's ") + what + " value " + std::to_string(v[i]) + " (element " +
+             std::to_string(i) + ") is not a " + typeName(t) + " number, the type cuBLASLt takes it in here";
+  return {};
+}
+
 float bf16ToFloat(uint16_t h) {
   const uint32_t u = static_cast<uint32_t>(h) << 16;
   float f;
@@ -87,6 +109,9 @@ Plan makePlan(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOpti
   p.a_mode = pl.pair.b;
   p.b_mode = pl.pair.a;
   p.fast_accum = opt.accumulation == Accumulation::FastAccum;
+  p.alpha = opt.alpha;
+  p.beta = opt.beta;
+  p.bias = opt.bias != nullptr;
   return pl;
 }
 
@@ -151,6 +176,7 @@ public:
                                   std::to_string(b.cols));
     if (a.rows < 1 || a.cols < 1 || b.cols < 1) throw std::invalid_argument("GEMM with an empty operand");
     checkOutputScale(opt);
+    checkEpilogue(opt, a.rows, b.cols);
     const std::string why = unsupportedReason(a, b, opt);
     if (!why.empty()) throw std::runtime_error("the CUDA backend cannot run this GEMM: " + why);
     reportProgress(progress, 0.0, "arranging operands for cuBLASLt");
@@ -190,6 +216,27 @@ public:
     ptr.b_scale = dsb.get();
     ptr.d_scale = dscale_d.get();
     ptr.amax_d = damax.get();
+    // The epilogue inputs in cuBLASLt's types and layout (unsupportedReason checked that every
+    // value converts exactly): C [M,N] row-major = Lt column-major Np×Mp with ld Np, zero padded;
+    // the caller's bias per column j = Lt's bias per row.
+    DeviceBuffer<uint8_t> dcin(opt.beta != 0.0f ? d_elems * elementBytes(p.cType()) : 0);
+    DeviceBuffer<uint8_t> dbias(p.bias ? static_cast<size_t>(p.m) * 2 : 0);
+    if (opt.beta != 0.0f) {
+      std::vector<uint8_t> hc(dcin.bytes(), 0);
+      const size_t eb = elementBytes(p.cType());
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j)
+          storeAs(p.cType(), (*opt.c)[static_cast<size_t>(i * N + j)],
+                  hc.data() + static_cast<size_t>(i * p.m + j) * eb);
+      dcin.upload(hc.data(), hc.size(), s);
+    }
+    if (p.bias) {
+      std::vector<uint8_t> hb(dbias.bytes(), 0);
+      for (int64_t j = 0; j < N; ++j) storeAs(p.biasType(), (*opt.bias)[static_cast<size_t>(j)], hb.data() + j * 2);
+      dbias.upload(hb.data(), hb.size(), s);
+      ptr.bias = dbias.get();
+    }
+    if (opt.beta != 0.0f) ptr.c = dcin.get();
     const LtOperation op(p, ptr);
 
     reportProgress(progress, 0.4, "cuBLASLt FP8 GEMM");
@@ -332,6 +379,17 @@ std::string cudaUnsupportedReason(const QuantizedTensor& a, const QuantizedTenso
   if (!acc_ok) return std::string("the accumulation model ") + toString(opt.accumulation) + " is CPU-only";
   if (opt.output == OutputType::E5M2 && *ta == CUDA_R_8F_E4M3 && *tb == CUDA_R_8F_E4M3)
     return "E4M3 x E4M3 -> E5M2 output is not supported by cuBLASLt";
+  if (opt.bias && opt.output == OutputType::FP32)
+    return "a bias with an FP32 output: cuBLASLt's FP8 GEMMs take a 16-bit bias, and PyTorch refuses a bias with FP32 "
+           "output for this reason; the CPU reference adds the float32 bias";
+  {
+    LtProblem q;
+    q.d_type = *outputType(opt.output);
+    if (opt.beta != 0.0f && opt.c)
+      if (std::string w = notExactIn(q.cType(), *opt.c, "C"); !w.empty()) return w;
+    if (opt.bias)
+      if (std::string w = notExactIn(q.biasType(), *opt.bias, "bias"); !w.empty()) return w;
+  }
   if (a.cols != b.rows) return {}; // run() reports the shape error
   return {};
 }

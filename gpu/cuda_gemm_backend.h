@@ -2,7 +2,8 @@
 // GEMMs run here and which on the CPU is core's rule (core/gemm/backend_policy.h), built by
 // makeGemmBackend (core/backend/backend_factory.h).
 //
-//     D = scale_D · (a_scale ⊙ b_scale ⊙ (A·B))      A [M,K], B [K,N] row-major, D [M,N]
+//     D = scale_D · (alpha · (a_scale ⊙ b_scale ⊙ (A·B)) + beta · C + bias)
+//                                                    A [M,K], B [K,N], C [M,N] row-major, bias [N]
 // with a_scale / b_scale the operands' DEQUANT scales (QuantizedTensor) and scale_D the output's
 // QUANT multiplier (GemmOptions::output_quant_scale, FP8 outputs only). The operands are padded,
 // arranged TN and their scales laid out as scale_layout.h describes; the matmul is one cuBLASLt
@@ -20,6 +21,9 @@
 //               CPU model imitates); Exact, FP32 and the promoting FastAccum model are
 //               CPU-only models
 //   output      FP32, BF16, FP16, E4M3FN (D scale + AMAX_D), E5M2 where the heuristic accepts it
+//   epilogue    alpha and beta·C (C in D's type, BF16 for an FP8 D) and a bias (CUBLASLT_EPILOGUE_BIAS,
+//               BF16, FP16 for an FP16 D) when every C / bias value is exactly a number of that
+//               type; not a bias with an FP32 D (a 16-bit bias only; PyTorch refuses it too)
 //   devices     sm_90 (H100/H200) for every mode; sm_89 and sm_100+ per-tensor only
 #pragma once
 

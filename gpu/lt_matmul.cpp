@@ -50,6 +50,8 @@ std::string describeProblem(const LtProblem& p) {
   if (p.isFp8())
     s += std::string(", ") + toString(p.a_mode) + " x " + toString(p.b_mode) + ", fast accum " +
          (p.fast_accum ? "1" : "0");
+  if (p.alpha != 1.0f || p.beta != 0.0f) s += ", alpha " + std::to_string(p.alpha) + " beta " + std::to_string(p.beta);
+  if (p.bias) s += std::string(", bias ") + typeName(p.biasType());
   s += ", m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k);
   return s;
 }
@@ -99,6 +101,11 @@ LtOperation::LtOperation(const LtProblem& p, const LtPointers& ptr, bool validat
       d(p.d_type, static_cast<uint64_t>(p.m), static_cast<uint64_t>(p.n), p.m) {
   desc.set<int32_t>(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
   desc.set<int32_t>(CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
+  if (p.bias) {
+    desc.set<uint32_t>(CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
+    desc.set<int32_t>(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(p.biasType()));
+    if (ptr.bias) desc.set<const void*>(CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr.bias);
+  }
   if (!p.isFp8()) return;
   if (ptr.a_scale) desc.set<const void*>(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, ptr.a_scale);
   if (ptr.b_scale) desc.set<const void*>(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, ptr.b_scale);
@@ -174,7 +181,7 @@ std::vector<cublasLtMatmulHeuristicResult_t> LtRunner::heuristics(const LtOperat
 
 void LtRunner::run(const LtOperation& op, const LtPointers& ptr, const cublasLtMatmulAlgo_t& algo,
                    cudaStream_t stream) const {
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = op.problem.alpha, beta = op.problem.beta;
   FP8LAB_LT_CHECK(cublasLtMatmul(handle_.get(), op.desc.get(), &alpha, ptr.a, op.a.get(), ptr.b, op.b.get(), &beta,
                                  ptr.c, op.c.get(), ptr.d, op.d.get(), &algo, workspace_.get(), workspace_.bytes(),
                                  stream));

@@ -1,8 +1,10 @@
 // FP8 Lab GPU core — one cuBLASLt matmul (FP8 with A/B scale modes, or BF16 for baselines).
 //
-//     D = scale_D · ( alpha · a_scale ⊙ b_scale ⊙ (op(A) · op(B)) ) + beta · C ,  then for an
-//     FP8 D: amax_D = max |D| (AMAX_D_POINTER) and the cast to D's type (saturating).
-// alpha = 1, beta = 0 (C is never read). a_scale / b_scale are the DEQUANT multipliers
+//     D = scale_D · ( alpha · a_scale ⊙ b_scale ⊙ (op(A) · op(B)) + beta · C + bias ) ,  then for
+//     an FP8 D: amax_D = max |D| (AMAX_D_POINTER) and the cast to D's type (saturating).
+// alpha, beta: host float32 scalars (LtProblem); C is read only when beta ≠ 0; bias (one value
+// per row of Lt-D, broadcast over its columns) through CUBLASLT_EPILOGUE_BIAS with
+// BIAS_POINTER / BIAS_DATA_TYPE, added after alpha. a_scale / b_scale are the DEQUANT multipliers
 // (A_SCALE_POINTER / B_SCALE_POINTER), laid out per mode as in scale_layout.h; scale_D is the
 // output's QUANT multiplier (D_SCALE_POINTER), used only for FP8 D.
 //
@@ -39,10 +41,15 @@ struct LtProblem {
   cudaDataType_t d_type = CUDA_R_16BF; ///< CUDA_R_16BF / 16F / 32F / 8F_E4M3 / 8F_E5M2
   LtScaleMode a_mode = LtScaleMode::Scalar, b_mode = LtScaleMode::Scalar; ///< FP8 inputs only
   bool fast_accum = false;                                                ///< CUBLASLT_MATMUL_DESC_FAST_ACCUM (int8_t)
+  float alpha = 1.0f, beta = 0.0f; ///< host scalars of cublasLtMatmul (default pointer mode)
+  bool bias = false;               ///< CUBLASLT_EPILOGUE_BIAS with a bias of m values of biasType()
   bool isFp8() const { return a_type != CUDA_R_16BF; }
   bool fp8Output() const { return d_type == CUDA_R_8F_E4M3 || d_type == CUDA_R_8F_E5M2; }
   /// C's type: D's, except BF16 for an FP8 D (cuBLASLt requires a 16-bit C then).
   cudaDataType_t cType() const { return fp8Output() ? CUDA_R_16BF : d_type; }
+  /// The bias type: FP16 for an FP16 D, else BF16 (FP8 kernels take a 16-bit bias; for an FP8 D
+  /// it matches C's BF16).
+  cudaDataType_t biasType() const { return d_type == CUDA_R_16F ? CUDA_R_16F : CUDA_R_16BF; }
 };
 
 /// Device pointers of one matmul (see the file header). Unused ones may be null: scales for BF16
@@ -57,6 +64,7 @@ struct LtPointers {
   const float* b_scale = nullptr;
   const float* d_scale = nullptr;
   float* amax_d = nullptr;
+  const void* bias = nullptr; ///< m values of LtProblem::biasType(), when LtProblem::bias
 };
 
 /// Why a problem cannot be sent to cuBLASLt on Hopper (types, TN/alignment rules, E5M2×E5M2,

@@ -10,8 +10,9 @@
 #include "experiment/gemm_config.h"
 
 #include "formats/format.h"
-#include "gemm/gemm.h"
+#include "gemm/accumulation_preset.h"
 #include "gemm/error_split.h"
+#include "gemm/gemm.h"
 #include "gemm/random_matrix.h"
 #include "metrics/error_metrics.h"
 #include "scaling/scaling.h"
@@ -25,6 +26,7 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <tuple>
 
 namespace fp8lab::cli {
 namespace {
@@ -102,13 +104,25 @@ int runGemm(const QStringList& args) {
       "te_current");
   opt("a-scaling", "Preset of A (overrides --scaling).", "S", "");
   opt("b-scaling", "Preset of B (overrides --scaling).", "S", "");
-  opt("accumulation", "exact | fp32 | split (default) | fast (model of undocumented hardware).", "MODE", "split");
+  opt("accumulation",
+      "exact | fp32 | split (default) | fast (model of undocumented hardware), or an accumulation preset: "
+      "hopper_fp8 | blackwell_fp8 | block_scaled_mma (unsure) — a fast model's parameters per architecture.",
+      "MODE", "split");
   opt("promotion-interval", "N_C: elements of K per promotion window (split/fast; default 128).", "N", "128");
   opt("fast-bits", "Significant bits of the fast-accumulation model (default 14).", "B", "14");
   opt("fast-group", "Products aligned together by the fast model (default 32).", "G", "32");
   p.addOption({QStringLiteral("no-promotion"),
                QStringLiteral("Fast model: one window over all of K (cuBLASLt FAST_ACCUM=1).")});
   opt("output", "Output type: fp32 (default) | bf16 | fp16 | e4m3fn | e5m2.", "T", "fp32");
+  opt("alpha", "Epilogue: D = scale_D·(alpha·(A·B) + beta·C + bias); alpha (default 1).", "X", "1");
+  opt("beta", "Epilogue beta (default 0; needs --c-seed).", "X", "0");
+  opt("c-seed", "Epilogue C [M,N]: seeded normal values rounded to BF16 (stream 3; default none).", "N", "");
+  opt("c-scale", "Standard deviation of C (default 1).", "X", "1");
+  opt("bias-seed",
+      "Epilogue bias [N], added to every row after alpha: seeded normal values rounded to BF16 "
+      "(stream 4; default none).",
+      "N", "");
+  opt("bias-scale", "Standard deviation of the bias (default 1).", "X", "1");
   opt("output-scale", "FP8 outputs: scale_D, the quant multiplier (default auto = max/amax of the quantized-exact D).",
       "S", "auto");
   opt("seed", "Seed of the random matrices (A: stream 1, B: stream 2, as in `run`; default 1).", "N", "1");
@@ -161,9 +175,13 @@ int runGemm(const QStringList& args) {
     return fail(QStringLiteral("scaling of B: %1").arg(QString::fromStdString(why)));
 
   GemmOptions o;
-  const auto acc = parseAccumulation(p.value(QStringLiteral("accumulation")).toStdString());
-  if (!acc) return fail(QStringLiteral("--accumulation must be exact, fp32, split or fast"));
-  o.accumulation = *acc;
+  const std::string acc_name = p.value(QStringLiteral("accumulation")).toStdString();
+  const auto acc = parseAccumulation(acc_name);
+  const auto acc_preset = accumulationPreset(acc_name);
+  if (!acc && !acc_preset)
+    return fail(QStringLiteral("--accumulation must be exact, fp32, split, fast or a preset (%1)")
+                    .arg(QString::fromStdString(accumulationPresetNames())));
+  o.accumulation = acc ? *acc : acc_preset->accumulation;
   const auto out_type = parseOutputType(p.value(QStringLiteral("output")).toStdString());
   if (!out_type) return fail(QStringLiteral("--output must be fp32, bf16, fp16, e4m3fn or e5m2"));
   o.output = *out_type;
@@ -175,6 +193,47 @@ int runGemm(const QStringList& args) {
   o.fast_accum_group = p.value(QStringLiteral("fast-group")).toInt(&ok);
   if (!ok || o.fast_accum_group < 1) return fail(QStringLiteral("--fast-group must be a positive integer"));
   o.fast_accum_promotes = !p.isSet(QStringLiteral("no-promotion"));
+  if (acc_preset) {
+    // The preset sets the fast model's parameters; a flag given beside it must agree.
+    GemmOptions given = withAccumulationPreset(o, *acc_preset);
+    if (p.isSet(QStringLiteral("promotion-interval"))) given.promotion_interval = o.promotion_interval;
+    if (p.isSet(QStringLiteral("fast-bits"))) given.fast_accum_bits = o.fast_accum_bits;
+    if (p.isSet(QStringLiteral("fast-group"))) given.fast_accum_group = o.fast_accum_group;
+    if (p.isSet(QStringLiteral("no-promotion"))) given.fast_accum_promotes = false;
+    if (const std::string why = accumulationPresetMismatch(given, *acc_preset); !why.empty())
+      return fail(QStringLiteral("--accumulation %1: %2")
+                      .arg(QString::fromStdString(acc_preset->name), QString::fromStdString(why)));
+    o = given;
+  }
+  try {
+    checkFastAccum(o);
+  } catch (const std::invalid_argument& e) {
+    return fail(QStringLiteral("--fast-bits / --fast-group: %1").arg(QString::fromStdString(e.what())));
+  }
+  const auto alpha = parseNumber(p.value(QStringLiteral("alpha")));
+  const auto beta = parseNumber(p.value(QStringLiteral("beta")));
+  if (!alpha || !std::isfinite(static_cast<float>(*alpha)))
+    return fail(QStringLiteral("--alpha must be a finite number"));
+  if (!beta || !std::isfinite(static_cast<float>(*beta))) return fail(QStringLiteral("--beta must be a finite number"));
+  o.alpha = static_cast<float>(*alpha);
+  o.beta = static_cast<float>(*beta);
+  EpilogueSource c_src, bias_src;
+  for (const auto& [flag, scale_flag, src] :
+       {std::tuple{"c-seed", "c-scale", &c_src}, std::tuple{"bias-seed", "bias-scale", &bias_src}}) {
+    const QString v = p.value(QString::fromLatin1(flag));
+    if (v.isEmpty()) continue;
+    bool sok = false;
+    src->seed = v.toULongLong(&sok);
+    if (!sok) return fail(QStringLiteral("--%1 must be a non-negative integer").arg(QString::fromLatin1(flag)));
+    const auto sc = parseNumber(p.value(QString::fromLatin1(scale_flag)));
+    if (!sc || !(std::isfinite(*sc) && *sc > 0))
+      return fail(QStringLiteral("--%1 must be a finite number > 0").arg(QString::fromLatin1(scale_flag)));
+    src->scale = *sc;
+    src->enabled = true;
+  }
+  if (o.beta != 0.0f && !c_src.enabled) return fail(QStringLiteral("--beta other than 0 needs a C matrix: --c-seed N"));
+  if (o.beta == 0.0f && c_src.enabled)
+    return fail(QStringLiteral("--c-seed: C is read only when --beta is not 0 (cuBLASLt ignores C at beta = 0)"));
   o.threads = parseThreads(p.value(QStringLiteral("threads")));
   if (o.threads < 0) return 2;
   const QString kern = p.value(QStringLiteral("kernel")).toLower();
@@ -223,6 +282,9 @@ int runGemm(const QStringList& args) {
   cfg.scaling_b = cb->name == ca->name ? std::string() : cb->name;
   cfg.a.random = cfg.b.random = ro;
   cfg.gemm = o;
+  cfg.accumulation_preset = acc_preset ? acc_preset->name : std::string();
+  cfg.c_source = c_src;
+  cfg.bias_source = bias_src;
   cfg.tile = tile;
   cfg.output_scale_auto = fp8_out && !out_scale;
   if (out_scale) cfg.gemm.output_quant_scale = *out_scale;
@@ -305,6 +367,18 @@ int runGemm(const QStringList& args) {
       cfg[QStringLiteral("a_scaling")] = sa;
       cfg[QStringLiteral("b_scaling")] = sb;
       cfg[QStringLiteral("accumulation")] = QString::fromLatin1(toString(o.accumulation));
+      if (acc_preset) {
+        QJsonObject ap;
+        ap[QStringLiteral("name")] = QString::fromStdString(acc_preset->name);
+        ap[QStringLiteral("summary")] = QString::fromStdString(acc_preset->summary);
+        ap[QStringLiteral("source")] = QString::fromStdString(acc_preset->source);
+        ap[QStringLiteral("unsure")] = acc_preset->unsure;
+        cfg[QStringLiteral("accumulation_preset")] = ap;
+      }
+      cfg[QStringLiteral("alpha")] = jsonNumber(o.alpha);
+      cfg[QStringLiteral("beta")] = jsonNumber(o.beta);
+      if (c_src.enabled) cfg[QStringLiteral("c_seed")] = static_cast<double>(c_src.seed);
+      if (bias_src.enabled) cfg[QStringLiteral("bias_seed")] = static_cast<double>(bias_src.seed);
       cfg[QStringLiteral("promotion_interval")] = o.promotion_interval;
       cfg[QStringLiteral("fast_accum_bits")] = o.fast_accum_bits;
       cfg[QStringLiteral("fast_accum_group")] = o.fast_accum_group;
@@ -388,6 +462,18 @@ int runGemm(const QStringList& args) {
     s += QStringLiteral("accumulation %1, output %2%3\n")
              .arg(accs, QString::fromLatin1(toString(o.output)),
                   fp8_out ? QStringLiteral(" (scale_D %1)").arg(num(o.output_quant_scale, 6)) : QString());
+    if (acc_preset)
+      s += QStringLiteral("accumulation preset %1%2: %3\n  source: %4\n")
+               .arg(QString::fromStdString(acc_preset->name),
+                    acc_preset->unsure ? QStringLiteral(" (UNSURE)") : QString(),
+                    QString::fromStdString(acc_preset->summary), QString::fromStdString(acc_preset->source));
+    if (hasEpilogue(o))
+      s += QStringLiteral("epilogue D = scale_D·(alpha·(A·B) + beta·C + bias): alpha %1, beta %2%3, bias %4\n")
+               .arg(num(o.alpha, 9), num(o.beta, 9),
+                    c_src.enabled ? QStringLiteral(" (C seed %1, scale %2)").arg(c_src.seed).arg(num(c_src.scale))
+                                  : QString(),
+                    bias_src.enabled ? QStringLiteral("seed %1, scale %2").arg(bias_src.seed).arg(num(bias_src.scale))
+                                     : QStringLiteral("none"));
     s += QStringLiteral("backend %1 (--backend %2): %3\n  %4\n")
              .arg(QString::fromStdString(r.output.backend), QString::fromLatin1(toString(backend->request())),
                   QString::fromStdString(r.output.device), QString::fromStdString(r.output.algorithm));

@@ -4,6 +4,7 @@
 #include "scaling/scaling.h"
 
 #include <cctype>
+#include <cmath>
 #include <tuple>
 
 namespace fp8lab {
@@ -26,12 +27,17 @@ const std::vector<std::string> kGemmKeys = {"type",
                                             "a",
                                             "b",
                                             "accumulation",
+                                            "accumulation_preset",
                                             "promotion_interval",
                                             "fast_accum_bits",
                                             "fast_accum_group",
                                             "fast_accum_promotes",
                                             "output",
                                             "output_quant_scale",
+                                            "alpha",
+                                            "beta",
+                                            "c",
+                                            "bias",
                                             "tile",
                                             "store_inputs",
                                             "store_quantized",
@@ -70,6 +76,18 @@ void parseOperand(const Json& o, const ConfigPath& at, OperandSource* src, Confi
     for (const char* k : kRandomKeys)
       if (ConfigReader::has(o, k))
         r.fail(at.member(k), "applies to random operands only; this operand is the tensor file '" + src->tensor + "'");
+}
+
+void parseEpilogueSource(const Json& o, const char* key, const ConfigPath& at, EpilogueSource* src, ConfigReader& r) {
+  const Json* ob = r.object(o, key, at);
+  if (!ob) return;
+  const ConfigPath p = at.member(key);
+  r.checkKeys(*ob, p, {"seed", "scale"});
+  src->enabled = true;
+  src->seed = r.seed(*ob, "seed", p, src->seed);
+  src->scale = r.number(*ob, "scale", p, src->scale);
+  if (r.ok() && !(std::isfinite(src->scale) && src->scale > 0))
+    r.fail(p.member("scale"), "must be a finite number > 0");
 }
 
 } // namespace
@@ -136,7 +154,7 @@ Json legacyPanelGemmConfig(const Json& c, ConfigReader& r, const ConfigPath& at)
   g["accumulation"] = str("accumulation", "split");
   g["output"] = str("output", "fp32");
   g["promotion_interval"] = r.integer(c, "promotion_interval", at, 128, 1, 1 << 20);
-  g["fast_accum_bits"] = r.integer(c, "fast_accum_bits", at, 14, 2, 24);
+  g["fast_accum_bits"] = r.integer(c, "fast_accum_bits", at, 14, 2, kFastAccumMaxBits);
   const std::string input = str("input", "distribution");
   const int64_t m = r.integer(c, "m", at, 256, 1, 1 << 20), k = r.integer(c, "k", at, 256, 1, 1 << 20),
                 n = r.integer(c, "n", at, 256, 1, 1 << 20);
@@ -265,10 +283,58 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
   }
   cfg->gemm.promotion_interval =
       static_cast<int>(r.integer(o, "promotion_interval", at, cfg->gemm.promotion_interval, 1, big));
-  cfg->gemm.fast_accum_bits = static_cast<int>(r.integer(o, "fast_accum_bits", at, cfg->gemm.fast_accum_bits, 2, 24));
+  cfg->gemm.fast_accum_bits =
+      static_cast<int>(r.integer(o, "fast_accum_bits", at, cfg->gemm.fast_accum_bits, 2, kFastAccumMaxBits));
   cfg->gemm.fast_accum_group =
       static_cast<int>(r.integer(o, "fast_accum_group", at, cfg->gemm.fast_accum_group, 1, big));
   cfg->gemm.fast_accum_promotes = r.boolean(o, "fast_accum_promotes", at, cfg->gemm.fast_accum_promotes);
+  if (!r.ok()) return false;
+  if (ConfigReader::has(o, "accumulation_preset")) {
+    // A preset sets the accumulation parameters; a parameter key beside it must say the same.
+    const std::string name = r.string(o, "accumulation_preset", at, {});
+    if (!r.ok()) return false;
+    const auto p = accumulationPreset(name);
+    if (!p) {
+      r.fail(at.member("accumulation_preset"), "unknown '" + name + "' (" + accumulationPresetNames() + ")");
+      return false;
+    }
+    GemmOptions given = withAccumulationPreset(cfg->gemm, *p);
+    if (ConfigReader::has(o, "accumulation")) given.accumulation = cfg->gemm.accumulation;
+    if (ConfigReader::has(o, "promotion_interval")) given.promotion_interval = cfg->gemm.promotion_interval;
+    if (ConfigReader::has(o, "fast_accum_bits")) given.fast_accum_bits = cfg->gemm.fast_accum_bits;
+    if (ConfigReader::has(o, "fast_accum_group")) given.fast_accum_group = cfg->gemm.fast_accum_group;
+    if (ConfigReader::has(o, "fast_accum_promotes")) given.fast_accum_promotes = cfg->gemm.fast_accum_promotes;
+    if (const std::string why = accumulationPresetMismatch(given, *p); !why.empty()) {
+      r.fail(at.member("accumulation_preset"), why + "; leave the key out or the preset");
+      return false;
+    }
+    cfg->gemm = given;
+    cfg->accumulation_preset = p->name;
+  }
+  try {
+    checkFastAccum(cfg->gemm);
+  } catch (const std::invalid_argument& e) {
+    r.fail(at.member("fast_accum_bits"), e.what());
+    return false;
+  }
+  cfg->gemm.alpha = static_cast<float>(r.number(o, "alpha", at, cfg->gemm.alpha));
+  cfg->gemm.beta = static_cast<float>(r.number(o, "beta", at, cfg->gemm.beta));
+  parseEpilogueSource(o, "c", at, &cfg->c_source, r);
+  parseEpilogueSource(o, "bias", at, &cfg->bias_source, r);
+  if (!r.ok()) return false;
+  for (const char* key : {"alpha", "beta"})
+    if (!std::isfinite(key[0] == 'a' ? cfg->gemm.alpha : cfg->gemm.beta)) {
+      r.fail(at.member(key), "must be a finite float32 number");
+      return false;
+    }
+  if (cfg->gemm.beta != 0.0f && !cfg->c_source.enabled) {
+    r.fail(at.member("beta"), "beta ≠ 0 needs a C matrix: add \"c\": {\"seed\": N, \"scale\": X}");
+    return false;
+  }
+  if (cfg->gemm.beta == 0.0f && cfg->c_source.enabled) {
+    r.fail(at.member("c"), "C is read only when beta ≠ 0 (cuBLASLt ignores C at beta = 0); set beta or leave c out");
+    return false;
+  }
   if (ConfigReader::has(o, "output_quant_scale") && o["output_quant_scale"].is_string()) {
     if (o["output_quant_scale"].get<std::string>() != "auto")
       r.fail(at.member("output_quant_scale"), "expected a finite number or \"auto\"");
@@ -344,7 +410,21 @@ Json gemmConfigJson(const GemmExperimentConfig& c, const std::string& name) {
   j["promotion_interval"] = c.gemm.promotion_interval;
   j["fast_accum_bits"] = c.gemm.fast_accum_bits;
   j["fast_accum_group"] = c.gemm.fast_accum_group;
+  if (!c.accumulation_preset.empty()) j["accumulation_preset"] = c.accumulation_preset;
   j["fast_accum_promotes"] = c.gemm.fast_accum_promotes;
+  j["alpha"] = c.gemm.alpha;
+  j["beta"] = c.gemm.beta;
+  auto source = [](const EpilogueSource& e) {
+    Json o = Json::object();
+    if (e.seed > (uint64_t(1) << 53))
+      o["seed"] = std::to_string(e.seed);
+    else
+      o["seed"] = e.seed;
+    o["scale"] = e.scale;
+    return o;
+  };
+  if (c.c_source.enabled) j["c"] = source(c.c_source);
+  if (c.bias_source.enabled) j["bias"] = source(c.bias_source);
   j["output"] = toString(c.gemm.output);
   if (c.gemm.output == OutputType::E4M3FN || c.gemm.output == OutputType::E5M2) {
     if (c.output_scale_auto)

@@ -205,10 +205,28 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   reportProgress(progress, 0.1, "quantize B");
   QuantizedTensor qb = quantizeOperand(B, *fb, *scb, Axis::Rows, sub(progress, 0.1, 0.15));
   const double quantize_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - tq).count();
+  // The epilogue inputs: seeded, BF16-valued (EpilogueSource).
+  auto epilogueInput = [&](const EpilogueSource& src, int64_t rows, int64_t cols, uint64_t stream) {
+    RandomMatrixOptions ro;
+    ro.scale = src.scale;
+    std::vector<float> v = randomMatrix(rows, cols, src.seed, ro, stream, cfg.gemm.threads);
+    Format::BF16().roundTripBulk(v.data(), v.data(), v.size(), EncodeOptions{});
+    return std::make_shared<const std::vector<float>>(std::move(v));
+  };
+  cfg.gemm.c = cfg.c_source.enabled ? epilogueInput(cfg.c_source, m, n, 3) : nullptr;
+  cfg.gemm.bias = cfg.bias_source.enabled ? epilogueInput(cfg.bias_source, 1, n, 4) : nullptr;
+  try {
+    checkEpilogue(cfg.gemm, m, n);
+  } catch (const std::invalid_argument& e) {
+    r.add(C::InvalidArgument, where, e.what());
+    return r;
+  }
   const bool fp8_out = cfg.gemm.output == OutputType::E4M3FN || cfg.gemm.output == OutputType::E5M2;
   if (fp8_out && cfg.output_scale_auto) {
-    // scale_D = max / amax of the quantized-exact D: the output's own current scaling.
-    const std::vector<double> dq = quantizedExactGemm(qa, qb, cfg.gemm.threads);
+    // scale_D = max / amax of the quantized-exact D (epilogue included): the output's own
+    // current scaling.
+    std::vector<double> dq = quantizedExactGemm(qa, qb, cfg.gemm.threads);
+    applyEpilogue(cfg.gemm, dq.data(), m, n, cfg.gemm.threads);
     double amax = 0;
     for (double v : dq)
       if (std::isfinite(v)) amax = std::max(amax, std::fabs(v));
@@ -229,6 +247,7 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   if (!f32_inputs) {
     reportProgress(progress, 0.9, "float64 reference");
     ex.ideal = idealGemm(ad.data(), bd.data(), m, k, n, cfg.gemm.threads);
+    applyEpilogue(cfg.gemm, ex.ideal.data(), m, n, cfg.gemm.threads);
     ex.quantization = compareErrors(ex.ideal.data(), ex.quantized_exact.data(), m * n, cfg.gemm.threads);
     ex.total = compareErrors(ex.ideal.data(), ex.output.d.data(), m * n, cfg.gemm.threads);
   }
@@ -259,6 +278,26 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   run.attrs["scaling"] = sc->name;
   if (scb->name != sc->name) run.attrs["scaling_b"] = scb->name;
   run.attrs["accumulation"] = std::string(toString(cfg.gemm.accumulation));
+  // The resolved accumulation parameters and epilogue (what the preset, if any, stood for).
+  if (!cfg.accumulation_preset.empty()) {
+    run.attrs["accumulation_preset"] = cfg.accumulation_preset;
+    if (const auto p = accumulationPreset(cfg.accumulation_preset)) {
+      run.attrs["accumulation_preset_summary"] = p->summary;
+      run.attrs["accumulation_preset_source"] = p->source;
+      run.attrs["accumulation_preset_unsure"] = std::string(p->unsure ? "true" : "false");
+    }
+  }
+  run.attrs["promotion_interval"] = int64_t(cfg.gemm.promotion_interval);
+  if (cfg.gemm.accumulation == Accumulation::FastAccum) {
+    run.attrs["fast_accum_bits"] = int64_t(cfg.gemm.fast_accum_bits);
+    run.attrs["fast_accum_group"] = int64_t(cfg.gemm.fast_accum_group);
+    run.attrs["fast_accum_promotes"] = std::string(cfg.gemm.fast_accum_promotes ? "true" : "false");
+  }
+  if (hasEpilogue(cfg.gemm)) {
+    run.attrs["alpha"] = double(cfg.gemm.alpha);
+    run.attrs["beta"] = double(cfg.gemm.beta);
+    run.attrs["bias"] = std::string(cfg.gemm.bias ? "seed " + std::to_string(cfg.bias_source.seed) : "none");
+  }
   run.attrs["output_type"] = std::string(toString(cfg.gemm.output));
   run.attrs["m"] = m;
   run.attrs["k"] = k;
@@ -282,15 +321,20 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     };
     put("inputs/A", A, "operand A [M,K] before quantization");
     put("inputs/B", B, "operand B [K,N] before quantization");
+    if (cfg.gemm.c && cfg.gemm.beta != 0.0f)
+      run.putFloat32("inputs/C", *cfg.gemm.c, m, n, "1", "epilogue matrix C [M,N] of beta·C (BF16 values)");
+    if (cfg.gemm.bias)
+      run.putFloat32("inputs/bias", *cfg.gemm.bias, 1, n, "1", "epilogue bias [N], added to every row (BF16 values)");
   }
   if (cfg.store_quantized) {
     run.putQuantized("quantized/A", qa, "operand A");
     run.putQuantized("quantized/B", qb, "operand B");
   }
   auto& d = run.putFloat32("output/D", out.d, m, n, "1",
-                           std::string("D = A_q · B_q on the ") + run.backend + " backend, " +
-                               toString(cfg.gemm.accumulation) + " accumulation, output " + toString(cfg.gemm.output) +
-                               " (as float32 values)");
+                           std::string(hasEpilogue(cfg.gemm) ? "D = alpha · (A_q · B_q) + beta · C + bias on the "
+                                                             : "D = A_q · B_q on the ") +
+                               run.backend + " backend, " + toString(cfg.gemm.accumulation) + " accumulation, output " +
+                               toString(cfg.gemm.output) + " (as float32 values)");
   d.attrs["output_type"] = std::string(toString(cfg.gemm.output));
   if (!out.d_codes.empty()) {
     auto& dc = run.datasets["output/D_codes"];

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "common/progress.h"
+#include "gemm/accumulation_preset.h"
 #include "gemm/gemm.h"
 #include "gemm/random_matrix.h"
 #include "metrics/distribution_stats.h"
@@ -40,6 +41,16 @@ struct OperandSource {
   std::string origin; ///< what `values` is, stored as the operand's origin
 };
 
+/// A random epilogue input (C [M,N] or bias [N]): normal(0, scale) values of randomMatrix(seed,
+/// stream 3 for C, 4 for bias), each rounded to the nearest BF16 value (RNE), so that a backend
+/// that takes the epilogue inputs in BF16 (cuBLASLt's FP8 GEMMs, bias always, C for FP8 outputs)
+/// receives the same numbers as the CPU reference.
+struct EpilogueSource {
+  bool enabled = false; ///< false: no C (beta must be 0) / no bias
+  uint64_t seed = 1;
+  double scale = 1.0; ///< standard deviation, > 0
+};
+
 /// A GEMM experiment, as parsed from its JSON config (docs/session-format.md, "configs").
 struct GemmExperimentConfig {
   int64_t m = 256, k = 256, n = 256;
@@ -48,7 +59,13 @@ struct GemmExperimentConfig {
   std::string format_a = "E4M3FN", format_b = "E4M3FN";
   std::string scaling = "te_current"; ///< a current-scaling preset name (scalingPresets())
   std::string scaling_b;              ///< B's preset when it differs from A's; "" = `scaling`
-  GemmOptions gemm;                   ///< accumulation model, promotion interval, output type, threads
+  GemmOptions gemm;                   ///< accumulation model, promotion interval, output type, threads,
+                                      ///< alpha, beta (its c / bias come from c_source / bias_source)
+  /// The accumulation preset (accumulation_preset.h) gemm's accumulation parameters were set from;
+  /// "" = none (the parameters as given).
+  std::string accumulation_preset;
+  EpilogueSource c_source;    ///< C of beta·C
+  EpilogueSource bias_source; ///< the bias vector
   /// FP8 outputs: scale_D = max finite / amax of the quantized-exact D (current scaling of the
   /// output) instead of gemm.output_quant_scale.
   bool output_scale_auto = false;

@@ -9,6 +9,7 @@
 #include "scaling/scaling.h"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <atomic>
 #include <chrono>
@@ -167,8 +168,7 @@ Plan makePlan(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOpti
                                 "): there is nothing to accumulate");
   if (opt.promotion_interval < 1)
     throw std::invalid_argument("promotion interval N_C must be ≥ 1, got " + std::to_string(opt.promotion_interval));
-  if (opt.fast_accum_bits < 2 || opt.fast_accum_bits > 24)
-    throw std::invalid_argument("fast-accumulation bits must be in 2..24, got " + std::to_string(opt.fast_accum_bits));
+  checkFastAccum(opt);
   if (opt.fast_accum_group < 1)
     throw std::invalid_argument("fast-accumulation group must be ≥ 1, got " + std::to_string(opt.fast_accum_group));
   if (opt.threads < 0) throw std::invalid_argument("threads must be ≥ 0 (0 = all), got " + std::to_string(opt.threads));
@@ -351,6 +351,78 @@ bool preferBf16Kernel() {
 }
 } // namespace
 
+void checkFastAccum(const GemmOptions& opt) {
+  if (opt.fast_accum_bits < 2 || opt.fast_accum_bits > kFastAccumMaxBits)
+    throw std::invalid_argument("fast-accumulation bits must be in 2.." + std::to_string(kFastAccumMaxBits) + ", got " +
+                                std::to_string(opt.fast_accum_bits));
+  if (opt.fast_accum_group < 1)
+    throw std::invalid_argument("fast-accumulation group must be ≥ 1, got " + std::to_string(opt.fast_accum_group));
+  const int gbits = static_cast<int>(std::bit_width(static_cast<unsigned>(opt.fast_accum_group)));
+  if (opt.fast_accum_bits + gbits > 53)
+    throw std::invalid_argument(
+        "fast-accumulation bits " + std::to_string(opt.fast_accum_bits) + " with groups of " +
+        std::to_string(opt.fast_accum_group) + " products need " + std::to_string(opt.fast_accum_bits + gbits) +
+        " bits to add a group exactly, more than double's 53: use fewer bits or a smaller group");
+}
+
+bool hasEpilogue(const GemmOptions& opt) {
+  return opt.alpha != 1.0f || opt.beta != 0.0f || opt.bias != nullptr;
+}
+
+void checkEpilogue(const GemmOptions& opt, int64_t m, int64_t n) {
+  if (!std::isfinite(opt.alpha)) throw std::invalid_argument("the epilogue's alpha must be finite");
+  if (!std::isfinite(opt.beta)) throw std::invalid_argument("the epilogue's beta must be finite");
+  const std::string dims = std::to_string(m) + "x" + std::to_string(n);
+  if (opt.beta != 0.0f && !opt.c)
+    throw std::invalid_argument("the epilogue's beta is " + std::to_string(opt.beta) + " but no C [" + dims +
+                                "] is given");
+  if (opt.c && static_cast<int64_t>(opt.c->size()) != m * n)
+    throw std::invalid_argument("the epilogue's C holds " + std::to_string(opt.c->size()) + " values, D [" + dims +
+                                "] needs " + std::to_string(m * n));
+  if (opt.bias && static_cast<int64_t>(opt.bias->size()) != n)
+    throw std::invalid_argument("the epilogue's bias holds " + std::to_string(opt.bias->size()) + " values, D [" +
+                                dims + "] needs one per column: " + std::to_string(n));
+}
+
+namespace {
+template <class T> void epilogueImpl(const GemmOptions& opt, T* d, int64_t m, int64_t n, int threads) {
+  checkEpilogue(opt, m, n);
+  if (!hasEpilogue(opt)) return;
+  const T alpha = static_cast<T>(opt.alpha), beta = static_cast<T>(opt.beta);
+  const float* c = opt.beta != 0.0f ? opt.c->data() : nullptr;
+  const float* bias = opt.bias ? opt.bias->data() : nullptr;
+  const int64_t rows_per_job = std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, n));
+  gemm_detail::parallelJobs((m + rows_per_job - 1) / rows_per_job, threads, {}, "", 0, 0, [&](int64_t j) {
+    for (int64_t i = j * rows_per_job; i < std::min(m, (j + 1) * rows_per_job); ++i) {
+      T* row = d + i * n;
+      // One rounding per operation, in the documented order; `volatile` keeps each product
+      // rounded on its own, so the compiler cannot contract it with the add that follows into a
+      // fused multiply-add.
+      for (int64_t k = 0; k < n; ++k) {
+        T y = row[k];
+        if (opt.alpha != 1.0f) {
+          volatile T t = alpha * y;
+          y = t;
+        }
+        if (c) {
+          volatile T t = beta * static_cast<T>(c[i * n + k]);
+          y = y + t;
+        }
+        if (bias) y = y + static_cast<T>(bias[k]);
+        row[k] = y;
+      }
+    }
+  });
+}
+} // namespace
+
+void applyEpilogue(const GemmOptions& opt, float* d, int64_t m, int64_t n, int threads) {
+  epilogueImpl(opt, d, m, n, threads);
+}
+void applyEpilogue(const GemmOptions& opt, double* d, int64_t m, int64_t n, int threads) {
+  epilogueImpl(opt, d, m, n, threads);
+}
+
 void checkOutputScale(const GemmOptions& opt) {
   const bool fp8 = opt.output == OutputType::E4M3FN || opt.output == OutputType::E5M2;
   if (fp8 && !(std::isfinite(opt.output_quant_scale) && opt.output_quant_scale > 0))
@@ -486,7 +558,8 @@ public:
   std::string unsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b,
                                 const GemmOptions& opt) const override {
     try {
-      (void)makePlan(a, b, opt);
+      const Plan plan = makePlan(a, b, opt);
+      checkEpilogue(opt, plan.m, plan.n);
     } catch (const std::exception& e) {
       return e.what();
     }
@@ -496,6 +569,7 @@ public:
   GemmOutput run(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,
                  const ProgressFn& progress) override {
     const Plan plan = makePlan(a, b, opt);
+    checkEpilogue(opt, plan.m, plan.n);
     const std::string mem = memoryReason(a, b, opt);
     if (!mem.empty()) throw std::runtime_error(mem);
     const int threads = resolveThreads(opt.threads);
@@ -512,7 +586,7 @@ public:
     if (opt.accumulation == Accumulation::FastAccum) {
       out.warnings.push_back(
           {Severity::Info, "model of undocumented hardware", "accumulation",
-           "FastAccum models Hopper FP8 tensor-core accumulation as described by DeepSeek-V3 §3.3 (~" +
+           "FastAccum models FP8 tensor-core accumulation as DeepSeek-V3 §3.3 describes it for Hopper (here ~" +
                std::to_string(opt.fast_accum_bits) + " significant bits); NVIDIA does not document it"});
       if (!opt.fast_accum_promotes && plan.scaled_promotion())
         out.warnings.push_back({Severity::Warning, "promotion forced by block scales", "accumulation",
@@ -531,6 +605,7 @@ public:
       std::vector<double> c(static_cast<size_t>(mn), 0.0);
       gemmDoublePortable(plan, af.data(), bf.data(), c.data(), threads, progress);
       applyConstScales(plan, c.data(), threads);
+      applyEpilogue(opt, c.data(), plan.m, plan.n, threads);
       convertOutput(c.data(), mn, opt, out);
       out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       out.algorithm = "exact (double), portable blocked, " + std::to_string(threads) + " threads";
@@ -585,6 +660,7 @@ public:
         }
       }
       if (!fma_kernel_used) applyConstScales(plan, c.data(), threads); // the FMA kernel applies them itself
+      applyEpilogue(opt, c.data(), plan.m, plan.n, threads);
       if (opt.output == OutputType::FP32) {
         convertOutput(c.data(), 0, opt, out); // nothing to convert: hand C over
         out.amax_d = amaxOf(c);

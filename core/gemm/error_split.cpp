@@ -119,6 +119,7 @@ GemmExperimentResult runGemmExperiment(const float* a_float, const float* b_floa
   }
   GemmOptions opt = options;
   const Plan plan = makePlan(a, b, opt); // validates before any work
+  checkEpilogue(opt, plan.m, plan.n);
   GemmExperimentResult r;
   r.m = plan.m;
   r.n = plan.n;
@@ -137,6 +138,9 @@ GemmExperimentResult runGemmExperiment(const float* a_float, const float* b_floa
   }
   const auto t1 = clock::now();
   r.quantized_exact = quantizedExactGemm(a, b, opt.threads, subRange(progress, 0.3, 0.6));
+  // The same epilogue on both references, in double (the output applies it in its own precision).
+  if (!r.ideal.empty()) applyEpilogue(opt, r.ideal.data(), plan.m, plan.n, opt.threads);
+  applyEpilogue(opt, r.quantized_exact.data(), plan.m, plan.n, opt.threads);
   r.exact_seconds = std::chrono::duration<double>(clock::now() - t1).count();
   r.output = backend->run(a, b, opt, subRange(progress, 0.6, 0.95));
   if (opt.output == OutputType::E4M3FN || opt.output == OutputType::E5M2) {

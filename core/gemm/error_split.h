@@ -2,6 +2,7 @@
 // to quantization and the part due to accumulation (and the output cast):
 //   ideal            = A·B in double on the unquantized float32 inputs
 //   quantized-exact  = dequant(A_q)·dequant(B_q) in double (the Exact model, before any cast)
+//   (both followed by the options' epilogue — alpha, beta·C, bias — in double, gemm.h)
 //   output           = the chosen backend / accumulation model / output type
 //   quantization error = quantized-exact vs ideal; accumulation error = output vs
 //   quantized-exact; total error = output vs ideal.
@@ -30,7 +31,7 @@ std::vector<double> idealGemm(const double* a, const double* b, int64_t m, int64
                               const ProgressFn& progress = {});
 
 /// dequant(A)·dequant(B) in double: the Exact accumulation model without the output cast
-/// (gemm.h). Validates like GemmBackend::run.
+/// (gemm.h) and without an epilogue (applyEpilogue adds it). Validates like GemmBackend::run.
 std::vector<double> quantizedExactGemm(const QuantizedTensor& a, const QuantizedTensor& b, int threads = 0,
                                        const ProgressFn& progress = {});
 
@@ -46,8 +47,8 @@ std::string gemmExperimentMemoryProblem(int64_t m, int64_t n, int64_t k);
 
 struct GemmExperimentResult {
   int64_t m = 0, n = 0, k = 0;
-  std::vector<double> ideal;           ///< [m,n]; empty when no float inputs were given
-  std::vector<double> quantized_exact; ///< [m,n]
+  std::vector<double> ideal;           ///< [m,n] after the epilogue; empty when no float inputs were given
+  std::vector<double> quantized_exact; ///< [m,n] after the epilogue
   GemmOutput output;                   ///< the chosen model's output
   ErrorMetrics quantization;           ///< quantized_exact vs ideal (zeros when no ideal)
   ErrorMetrics accumulation;           ///< output vs quantized_exact (accumulation + output cast)

@@ -1,13 +1,15 @@
 // FP8 Lab — FP8 GEMM: the backend interface shared by the CPU reference (core/gemm) and the
 // CUDA/cuBLASLt backend (gpu/).
 //
-// Formula (cuBLASLt's FP8 cublasLtMatmul with A/B/D scale pointers):
-//     D = scale_D · ( a_scale ⊙ b_scale ⊙ (A_q · B_q) )      then, for FP8 D, cast + amax_D
+// Formula (cuBLASLt's FP8 cublasLtMatmul with A/B/D scale pointers and the BIAS epilogue):
+//     D = scale_D · ( alpha · (a_scale ⊙ b_scale ⊙ (A_q · B_q)) + beta · C + bias )
+//                                                            then, for FP8 D, cast + amax_D
 // with A_q [M,K] and B_q [K,N] the decoded codes, a_scale / b_scale the dequant scales of
-// each operand's blocks (QuantizedTensor), and scale_D the *quant* multiplier of the output
-// (cuBLASLt D_SCALE_POINTER; used only for FP8 outputs). Block scales are applied where the
-// hardware applies them: per promotion window of K for block modes (DeepGEMM / cuBLAS), at the
-// end for per-tensor and per-row/column scales.
+// each operand's blocks (QuantizedTensor), C [M,N] and bias [N] (broadcast over rows) the
+// epilogue inputs, and scale_D the *quant* multiplier of the output (cuBLASLt D_SCALE_POINTER;
+// used only for FP8 outputs). The bias is added after alpha, so alpha does not scale it. Block scales are applied where
+// the hardware applies them: per promotion window of K for block modes (DeepGEMM / cuBLAS), at the end for per-tensor
+// and per-row/column scales.
 #pragma once
 
 #include "common/progress.h"
@@ -83,10 +85,17 @@ std::string accumulationNames();
 /// fp32 (float32), bf16 (bfloat16), fp16 (float16), e4m3fn (e4m3), e5m2; case-insensitive.
 std::optional<OutputType> parseOutputType(std::string_view s);
 
+/// Largest `fast_accum_bits` the FastAccum model takes. Its double accumulator adds a group of g
+/// products and the running sum, all truncated onto one grid of 2^(E − bits + 1), exactly when
+/// bits + bit_width(g) ≤ 53 (g + 1 terms below 2^bits grid units each); 48 leaves room for groups
+/// up to 31 and covers every accumulation preset (accumulation_preset.h). Larger groups with many
+/// bits are refused by checkFastAccum.
+inline constexpr int kFastAccumMaxBits = 48;
+
 struct GemmOptions {
   Accumulation accumulation = Accumulation::SplitFP32;
   int promotion_interval = 128;    ///< N_C, elements of K per promotion window (SplitFP32/FastAccum), ≥ 1
-  int fast_accum_bits = 14;        ///< significant bits kept by the FastAccum model, 2..24
+  int fast_accum_bits = 14;        ///< significant bits kept by the FastAccum model, 2..kFastAccumMaxBits
   int fast_accum_group = 32;       ///< products aligned together by the FastAccum model (one Hopper
                                    ///< FP8 WGMMA covers K = 32), ≥ 1
   bool fast_accum_promotes = true; ///< FastAccum: promote per window (false: whole K in one window,
@@ -96,6 +105,17 @@ struct GemmOptions {
   /// applies D_SCALE only when D is FP8, so any other value than 1 with a BF16 / FP16 / FP32 output
   /// is refused (checkOutputScale) rather than ignored.
   float output_quant_scale = 1.0f;
+  /// Epilogue (cuBLASLt's alpha, beta·C and CUBLASLT_EPILOGUE_BIAS), applied to the accumulated,
+  /// dequantized result x = a_scale ⊙ b_scale ⊙ (A_q·B_q) before scale_D and the output cast, in
+  /// this order, each step one rounding in the accumulator's precision (float32; double for Exact):
+  ///     y = alpha · x;   y = y + beta · C[m,n]  (only when beta ≠ 0);   y = y + bias[n]  (only
+  /// when a bias is given). alpha = 1, beta = 0 and no bias leave x untouched (bit for bit).
+  float alpha = 1.0f;
+  float beta = 0.0f; ///< ≠ 0 needs `c`; with beta = 0, C is not read (as cuBLASLt)
+  /// C, float32 [M,N] row-major (M·N values); read only when beta ≠ 0. Shared, not copied.
+  std::shared_ptr<const std::vector<float>> c;
+  /// bias, float32 [N], broadcast over the M rows; null = no bias epilogue.
+  std::shared_ptr<const std::vector<float>> bias;
   int threads = 0;                        ///< 0 = all hardware threads
   CpuKernel cpu_kernel = CpuKernel::Auto; ///< CPU backend only
   /// Refuse GEMMs whose buffers need more bytes than this; 0 = the memory available now
@@ -108,18 +128,38 @@ struct GemmOptions {
 /// CUBLASLT_MATMUL_DESC_D_SCALE_POINTER only when D is FP8). Both backends call it.
 void checkOutputScale(const GemmOptions& opt);
 
+/// Throws std::invalid_argument when the FastAccum parameters cannot be modelled exactly:
+/// fast_accum_bits outside 2..kFastAccumMaxBits, fast_accum_group < 1, or bits +
+/// bit_width(group) > 53 (the group sum would round in the model's double accumulator); the
+/// message names the values. Checked for every model, like the other options.
+void checkFastAccum(const GemmOptions& opt);
+
+/// True when `opt` asks for any epilogue step (alpha ≠ 1, beta ≠ 0 or a bias).
+bool hasEpilogue(const GemmOptions& opt);
+
+/// Throws std::invalid_argument when the epilogue inputs do not fit D [m,n]: alpha or beta not
+/// finite, beta ≠ 0 without C, C with other than m·n values, a bias with other than n values
+/// (the messages name both sizes). Both backends call it.
+void checkEpilogue(const GemmOptions& opt, int64_t m, int64_t n);
+
+/// Applies the epilogue of `opt` (see GemmOptions::alpha) in place to d [m,n] row-major, float32
+/// arithmetic for the float form and double arithmetic for the double form (C and bias are
+/// float32 values, exact in double). Validates with checkEpilogue first.
+void applyEpilogue(const GemmOptions& opt, float* d, int64_t m, int64_t n, int threads = 0);
+void applyEpilogue(const GemmOptions& opt, double* d, int64_t m, int64_t n, int threads = 0);
+
 /// The result of one GEMM.
 struct GemmOutput {
   int64_t m = 0, n = 0;
   /// D as float32 [M,N] row-major: the output type's values (BF16/FP16/FP8 decoded exactly;
   /// for FP8 outputs the decoded codes divided by scale_D, i.e. what a consumer dequantizes).
   std::vector<float> d;
-  std::vector<uint8_t> d_codes;                ///< FP8 outputs: the codes [M,N]; empty otherwise
-  float amax_d = 0;                            ///< max |D| before scale_D and the output cast (cuBLASLt AMAX_D)
-  double seconds = 0;                          ///< wall time of the GEMM including the output cast and amax_D
-  std::string backend;                         ///< "cpu" or "cuda"
-  std::string device;                          ///< CPU model or GPU name
-  std::string algorithm;                       ///< e.g. "avx512-bf16 blocked, 2 threads" or the cuBLASLt algo id
+  std::vector<uint8_t> d_codes; ///< FP8 outputs: the codes [M,N]; empty otherwise
+  float amax_d = 0;             ///< max |D| after the epilogue, before scale_D and the output cast (cuBLASLt AMAX_D)
+  double seconds = 0;           ///< wall time of the GEMM including the output cast and amax_D
+  std::string backend;          ///< "cpu" or "cuda"
+  std::string device;           ///< CPU model or GPU name
+  std::string algorithm;        ///< e.g. "avx512-bf16 blocked, 2 threads" or the cuBLASLt algo id
   bool model_of_undocumented_hardware = false; ///< true for Accumulation::FastAccum
   std::vector<Issue> warnings;
 };
@@ -134,7 +174,7 @@ public:
   /// accumulation models, memory), e.g. "E5M2 × E5M2 is not supported by cuBLASLt".
   virtual std::string unsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b,
                                         const GemmOptions& opt) const = 0;
-  /// Runs D = A·B. Throws std::invalid_argument on shape mismatch (A.cols != B.rows, K = 0),
+  /// Runs D = A·B with the epilogue of `opt`. Throws std::invalid_argument on shape mismatch (A.cols != B.rows, K = 0),
   /// std::runtime_error with the reason when unsupported or out of memory, Cancelled when
   /// progress returned false.
   virtual GemmOutput run(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,

@@ -25,6 +25,46 @@ std::string gemmError(const std::string& text) {
 class TestExperimentConfig : public QObject {
   Q_OBJECT
 private Q_SLOTS:
+  // accumulation_preset sets the five parameters of docs/gemm.md's table; a parameter key beside
+  // it must agree; alpha/beta/c/bias round-trip; a config without the new keys keeps today's
+  // defaults (split, 14 bits, group 32, N_C 128, alpha 1, beta 0, no C, no bias).
+  void gemmPresetAndEpilogueKeys() {
+    GemmExperimentConfig c;
+    QVERIFY(parseGemmConfig(Json::parse(R"({"type": "gemm", "accumulation_preset": "blackwell_fp8"})"), &c).empty());
+    QCOMPARE(int(c.gemm.accumulation), int(Accumulation::FastAccum));
+    QCOMPARE(c.gemm.fast_accum_bits, 26);
+    QCOMPARE(c.gemm.fast_accum_group, 32);
+    QCOMPARE(c.gemm.promotion_interval, 128);
+    QVERIFY(c.gemm.fast_accum_promotes);
+    QCOMPARE(c.accumulation_preset, std::string("blackwell_fp8"));
+    QVERIFY(QString::fromStdString(gemmError(R"({"accumulation_preset": "hopper_fp8", "fast_accum_bits": 20})"))
+                .contains(QStringLiteral("fast_accum_bits 20 differs from accumulation preset hopper_fp8's 14")));
+    QVERIFY(
+        gemmError(R"({"accumulation_preset": "hopper_fp8", "accumulation": "fast", "fast_accum_bits": 14})").empty());
+    QVERIFY(
+        QString::fromStdString(gemmError(R"({"accumulation_preset": "volta"})")).contains(QStringLiteral("unknown")));
+    QVERIFY(QString::fromStdString(gemmError(R"({"beta": 1})")).contains(QStringLiteral("needs a C matrix")));
+    QVERIFY(QString::fromStdString(gemmError(R"({"c": {"seed": 2}})")).contains(QStringLiteral("only when beta")));
+    GemmExperimentConfig e;
+    QVERIFY(parseGemmConfig(Json::parse(R"({"alpha": 0.5, "beta": -2, "c": {"seed": 7, "scale": 0.25},
+                                            "bias": {"seed": 9}, "accumulation_preset": "block_scaled_mma"})"),
+                            &e)
+                .empty());
+    QCOMPARE(e.gemm.alpha, 0.5f);
+    QCOMPARE(e.gemm.beta, -2.0f);
+    QVERIFY(e.c_source.enabled && e.c_source.seed == 7 && e.c_source.scale == 0.25);
+    QVERIFY(e.bias_source.enabled && e.bias_source.seed == 9 && e.bias_source.scale == 1.0);
+    GemmExperimentConfig back;
+    QVERIFY(parseGemmConfig(gemmConfigJson(e), &back).empty());
+    QCOMPARE(QString::fromStdString(gemmConfigJson(back).dump()), QString::fromStdString(gemmConfigJson(e).dump()));
+    GemmExperimentConfig old;
+    QVERIFY(parseGemmConfig(Json::parse(R"({"type": "gemm", "m": 8, "k": 16, "n": 8})"), &old).empty());
+    QCOMPARE(int(old.gemm.accumulation), int(Accumulation::SplitFP32));
+    QCOMPARE(old.gemm.fast_accum_bits, 14);
+    QCOMPARE(old.gemm.alpha, 1.0f);
+    QCOMPARE(old.gemm.beta, 0.0f);
+    QVERIFY(!old.c_source.enabled && !old.bias_source.enabled && old.accumulation_preset.empty());
+  }
   // Line 2 is ` "b": {"x": 1, "x": 2}}`: the second "x" opens at column 16 (counted by hand:
   // space, "b", colon, space, brace, "x", colon, space, 1, comma, space → the quote is 16th).
   void duplicateKeyIsReportedAtItsQuote() {
