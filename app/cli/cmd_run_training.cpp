@@ -41,7 +41,7 @@ QJsonObject outcomeJson(const TrainingRunOutcome& o, const FallbackGemmBackend* 
   const TrainingConfig& c = o.spec->config;
   js.insert(QStringLiteral("precision"), QString::fromLatin1(toString(c.precision)));
   if (c.precision == TrainingPrecision::FP8)
-    js.insert(QStringLiteral("scaling"), QString::fromLatin1(toString(c.scaling.kind)));
+    js.insert(QStringLiteral("scaling"), QString::fromStdString(trainingScalingName(c)));
   js.insert(QStringLiteral("status"), o.cancelled ? QStringLiteral("cancelled") : QStringLiteral("completed"));
   if (backend) {
     js.insert(QStringLiteral("backend_request"), QString::fromLatin1(toString(backend->request())));
@@ -96,7 +96,8 @@ int runTrainingExperiment(const Json& config, const ConfigPath& at, const JsonDo
     label = QStringLiteral("[%1/%2] %3").arg(i + 1).arg(n).arg(QString::fromStdString(rs.id));
     if (lines)
       std::fprintf(stderr, "%s: %s, %d epochs of %lld steps (batch %d, %lld images)\n", label.toUtf8().constData(),
-                   rs.config.precision == TrainingPrecision::FP8 ? toString(rs.config.scaling.kind) : "FP32 baseline",
+                   rs.config.precision == TrainingPrecision::FP8 ? trainingScalingName(rs.config).c_str()
+                                                                 : "FP32 baseline",
                    rs.config.epochs, static_cast<long long>(steps_per_epoch), rs.config.batch_size,
                    static_cast<long long>(images));
     if (opt.backend) opt.backend->resetCounts();

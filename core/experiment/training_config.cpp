@@ -19,10 +19,103 @@ std::string lower(std::string s) {
 }
 
 const std::vector<std::string> kRunKeys = {
-    "type",      "id",         "label",          "dataset",         "data_dir", "train_limit",     "test_limit",
-    "precision", "scaling",    "forward_format", "backward_format", "layers",   "batch_size",      "epochs",
-    "optimizer", "seed",       "forward_gemm",   "backward_gemm",   "spike",    "eval_batch_size", "record_history",
-    "threads",   "description"};
+    "type",      "id",          "label",          "dataset",         "data_dir", "train_limit",     "test_limit",
+    "precision", "scaling",     "forward_format", "backward_format", "layers",   "batch_size",      "epochs",
+    "optimizer", "seed",        "forward_gemm",   "backward_gemm",   "spike",    "eval_batch_size", "record_history",
+    "threads",   "description", "recipe"};
+
+const char* kRoleNames = "fprop.input, fprop.weight, dgrad.grad_output, dgrad.weight, wgrad.input, "
+                         "wgrad.grad_output, or fprop / dgrad / wgrad for both operands of that GEMM";
+
+std::optional<RoleKind> parseRoleKind(const std::string& s) {
+  for (auto k : {RoleKind::HighPrecision, RoleKind::Float8Block, RoleKind::Mxfp8, RoleKind::Nvfp4})
+    if (s == toString(k)) return k;
+  return std::nullopt;
+}
+
+/// The "recipe" member of a run: a name, or {"name", "fp8_format", "weight_2d", "hadamard",
+/// "stochastic_rounding", "overrides": {role: {"recipe", "format"}}}.
+void readRecipe(ConfigReader& r, const Json& o, const ConfigPath& where, TrainingConfig& c) {
+  const ConfigPath w = where.member("recipe");
+  const Json& rv = o["recipe"];
+  if (!rv.is_string() && !rv.is_object()) {
+    r.fail(w, "must be a recipe name (" + trainingRecipeNames() + ") or an object with \"name\"");
+    return;
+  }
+  Json ro = rv.is_string() ? Json::object({{"name", rv}}) : rv;
+  const ConfigPath nw = rv.is_string() ? w : w.member("name");
+  if (rv.is_object())
+    r.checkKeys(ro, w, {"name", "fp8_format", "weight_2d", "hadamard", "stochastic_rounding", "overrides"});
+  if (!ro.contains("name")) {
+    r.fail(w, "needs \"name\" (" + trainingRecipeNames() + ")");
+    return;
+  }
+  const std::string name = ro["name"].is_string() ? ro["name"].get<std::string>() : std::string();
+  const auto rec = parseTrainingRecipe(lower(name));
+  if (!rec || *rec == TrainingRecipe::PerTensor) {
+    r.fail(nw, "unknown recipe '" + name + "' (" + trainingRecipeNames() +
+                   "; per-tensor scaling is \"scaling\" without a recipe)");
+    return;
+  }
+  TrainingRecipeConfig& rc = c.recipe;
+  rc.recipe = *rec;
+  const std::string f8 = r.string(ro, "fp8_format", w, "E4M3");
+  if (f8 == "HYBRID" || f8 == "hybrid")
+    rc.hybrid = true;
+  else if (f8 != "E4M3" && f8 != "e4m3")
+    r.fail(w.member("fp8_format"), "must be \"E4M3\" or \"HYBRID\" (TE recipe fp8_format)");
+  if (ConfigReader::has(ro, "weight_2d")) rc.weight_2d = r.boolean(ro, "weight_2d", w, true);
+  for (const char* k : {"hadamard", "stochastic_rounding"})
+    if (ConfigReader::has(ro, k) && rc.recipe != TrainingRecipe::TeNvfp4)
+      r.fail(w.member(k), "only te_nvfp4 has this option");
+  rc.nvfp4_rht = r.boolean(ro, "hadamard", w, true);
+  rc.nvfp4_stochastic_rounding = r.boolean(ro, "stochastic_rounding", w, true);
+  if (const Json* ov = r.object(ro, "overrides", w)) {
+    const ConfigPath owp = w.member("overrides");
+    for (auto it = ov->begin(); it != ov->end(); ++it) {
+      const ConfigPath rp = owp.member(it.key());
+      std::vector<OperandRole> roles;
+      if (it.key() == "fprop")
+        roles = {OperandRole::FpropInput, OperandRole::FpropWeight};
+      else if (it.key() == "dgrad")
+        roles = {OperandRole::DgradGradOutput, OperandRole::DgradWeight};
+      else if (it.key() == "wgrad")
+        roles = {OperandRole::WgradInput, OperandRole::WgradGradOutput};
+      else if (const auto one = parseOperandRole(it.key()))
+        roles = {*one};
+      else {
+        r.fail(rp, "unknown role '" + it.key() + "' (" + kRoleNames + ")");
+        continue;
+      }
+      if (!it.value().is_object()) {
+        r.fail(rp, "must be an object with \"recipe\" and/or \"format\"");
+        continue;
+      }
+      r.checkKeys(it.value(), rp, {"recipe", "format"});
+      RoleOverride x;
+      if (ConfigReader::has(it.value(), "recipe")) {
+        const std::string k = r.string(it.value(), "recipe", rp, {});
+        x.kind = parseRoleKind(lower(k));
+        if (!x.kind)
+          r.fail(rp.member("recipe"), "unknown recipe '" + k + "' (high_precision, " + trainingRecipeNames() + ")");
+      }
+      x.format = r.format(it.value(), "format", rp, nullptr);
+      for (OperandRole role : roles) {
+        RoleOverride& dst = rc.overrides[static_cast<size_t>(role)];
+        if (x.kind) dst.kind = x.kind;
+        if (x.format) dst.format = x.format;
+      }
+    }
+    if (r.ok())
+      if (const std::string why = rc.validate(); !why.empty()) r.fail(owp, why);
+  }
+  if (c.precision != TrainingPrecision::FP8) r.fail(w, "a recipe needs precision \"fp8\"");
+  for (const char* k : {"scaling", "forward_format", "backward_format"})
+    if (ConfigReader::has(o, k))
+      r.fail(where.member(k), std::string("a block recipe sets its own scaling and formats (recipe.fp8_format, "
+                                          "recipe.overrides.<role>.format); remove \"") +
+                                  k + "\"");
+}
 
 Accumulation readAccumulation(ConfigReader& r, const Json& o, const ConfigPath& at, Accumulation def) {
   if (!ConfigReader::has(o, "accumulation")) return def;
@@ -117,6 +210,7 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
     if (c.scaling.kind == TrainingScalingKind::DelayedFlax && (c.scaling.margin != 0 || c.scaling.most_recent))
       r.fail(w, "the Flax preset has no margin and only amax_compute_algo \"max\" (use delayed-te)");
   }
+  if (ConfigReader::has(o, "recipe")) readRecipe(r, o, where, c);
   c.forward_format = r.format(o, "forward_format", where, c.forward_format);
   c.backward_format = r.format(o, "backward_format", where, c.backward_format);
   if (ConfigReader::has(o, "layers")) {

@@ -34,6 +34,9 @@ std::string TrainingConfig::validate() const {
     if (forward_format->bits() > 8 || backward_format->bits() > 8) return "FP8 runs need 8-bit (or narrower) formats";
     if (isDelayed(scaling.kind) && (scaling.history_len < 1 || scaling.history_len > 65536))
       return "amax history length must be in 1..65536";
+    if (const std::string why = recipe.validate(); !why.empty()) return "recipe: " + why;
+  } else if (recipe.recipe != TrainingRecipe::PerTensor) {
+    return "a recipe needs precision fp8";
   }
   if (spike.enabled) {
     if (spike.step < 0) return "spike step must be ≥ 0";
@@ -42,6 +45,12 @@ std::string TrainingConfig::validate() const {
     if (!std::isfinite(spike.factor)) return "spike factor must be finite";
   }
   return {};
+}
+
+std::string trainingScalingName(const TrainingConfig& c) {
+  if (c.precision != TrainingPrecision::FP8) return "none";
+  if (c.recipe.recipe != TrainingRecipe::PerTensor) return toString(c.recipe.recipe);
+  return toString(c.scaling.kind);
 }
 
 const OperandHistory* TrainingResult::find(const std::string& name) const {
@@ -128,6 +137,32 @@ struct TrainingRun::Impl {
   int64_t adam_t = 0;
 
   bool fp8() const { return cfg.precision == TrainingPrecision::FP8; }
+  bool blockRecipe() const { return fp8() && cfg.recipe.recipe != TrainingRecipe::PerTensor; }
+
+  /// The stochastic-rounding seed of one quantization: splitmix64 over (run seed, step, layer,
+  /// role), so every step, layer and role draws its own random bytes and a run is reproducible.
+  uint64_t srSeed(int64_t step, size_t layer, OperandRole role) const {
+    uint64_t h = cfg.seed;
+    for (uint64_t v : {static_cast<uint64_t>(step), static_cast<uint64_t>(layer), static_cast<uint64_t>(role)}) {
+      h += 0x9E3779B97F4A7C15ull + v;
+      h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+      h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+      h ^= h >> 31;
+    }
+    return h;
+  }
+
+  /// Block recipes: the record of operand `op_index` from what its quantization did.
+  void recordRecipe(size_t op_index, const RoleQuantRecord& rq) {
+    OperandStepRecord r;
+    r.amax = rq.amax;
+    r.dequant_scale = rq.dequant_scale;
+    r.quant_scale = rq.quant_scale;
+    r.kept_previous = !(rq.amax > 0) || !std::isfinite(rq.amax);
+    r.saturated = rq.saturated;
+    r.underflow = rq.underflow;
+    record(op_index, r);
+  }
 
   void init() {
     const auto& ls = cfg.layer_sizes;
@@ -148,7 +183,7 @@ struct TrainingRun::Impl {
       L.gw.resize(L.w.size());
       L.gb.resize(L.b.size());
     }
-    if (fp8()) {
+    if (fp8() && !blockRecipe()) {
       scalers.reserve(layers.size() * 3);
       for (size_t l = 0; l < layers.size(); ++l) {
         scalers.emplace_back(cfg.scaling, *cfg.forward_format);
@@ -161,7 +196,8 @@ struct TrainingRun::Impl {
         layers[l].sg = &scalers[3 * l + 2];
       }
     }
-    const int hl = fp8() && isDelayed(cfg.scaling.kind) && cfg.record_history ? cfg.scaling.history_len : 0;
+    const int hl =
+        fp8() && !blockRecipe() && isDelayed(cfg.scaling.kind) && cfg.record_history ? cfg.scaling.history_len : 0;
     for (size_t l = 0; l < layers.size(); ++l) {
       const char* names[3] = {"input", "kernel", "output_grad"};
       for (int k = 0; k < 3; ++k) {
@@ -169,6 +205,14 @@ struct TrainingRun::Impl {
         h.layer = "fc" + std::to_string(l + 1);
         h.operand = names[k];
         h.format = fp8() ? (k == 2 ? cfg.backward_format->name() : cfg.forward_format->name()) : "FP32";
+        if (blockRecipe()) {
+          const OperandRole role = k == 0   ? OperandRole::FpropInput
+                                   : k == 1 ? OperandRole::FpropWeight
+                                            : OperandRole::WgradGradOutput;
+          const RoleQuantization q = cfg.recipe.role(role);
+          h.format = q.format ? q.format->name() : std::string("FP32");
+          h.quantization = std::string(toString(role)) + ": " + q.describe();
+        }
         h.history_len = hl;
         res.operands.push_back(std::move(h));
       }
@@ -202,9 +246,19 @@ struct TrainingRun::Impl {
 
   /// y = x·W (+ b added by the caller) for one layer; FP8 quantizes x and W (advancing the state
   /// when `rec` is set, else with `sx`/`sw` given explicitly — evaluation copies).
-  void forwardGemm(Layer& L, int64_t bsz, OperandScaler* sx, OperandScaler* sw, bool recording, size_t li) {
+  void forwardGemm(Layer& L, int64_t bsz, OperandScaler* sx, OperandScaler* sw, bool recording, size_t li,
+                   int64_t step = 0) {
     L.y.resize(static_cast<size_t>(bsz * L.out));
-    if (fp8()) {
+    if (blockRecipe()) {
+      RoleQuantRecord rx, rw;
+      recipeLinearGemm(cfg.recipe, LinearGemm::Fprop, L.x.data(), L.w.data(), bsz, L.in, L.out,
+                       srSeed(step, li, OperandRole::FpropInput), srSeed(step, li, OperandRole::FpropWeight), L.y,
+                       recording ? &rx : nullptr, recording ? &rw : nullptr, cfg.threads);
+      if (recording) {
+        recordRecipe(3 * li, rx);
+        recordRecipe(3 * li + 1, rw);
+      }
+    } else if (fp8()) {
       OperandStepRecord rx, rw;
       sx->quantize(L.x.data(), bsz, L.in, L.qx, recording ? &rx : nullptr);
       sw->quantize(L.w.data(), L.in, L.out, L.qw, recording ? &rw : nullptr);
@@ -245,7 +299,7 @@ struct TrainingRun::Impl {
       }
       if (spike && static_cast<int>(l) == cfg.spike.layer)
         for (float& v : L.x) v *= cfg.spike.factor;
-      forwardGemm(L, bsz, L.sx, L.sw, true, l);
+      forwardGemm(L, bsz, L.sx, L.sw, true, l, global_step);
       for (int64_t i = 0; i < bsz; ++i)
         for (int64_t j = 0; j < L.out; ++j) L.y[static_cast<size_t>(i * L.out + j)] += L.b[static_cast<size_t>(j)];
     }
@@ -276,7 +330,18 @@ struct TrainingRun::Impl {
       for (int64_t i = 0; i < bsz; ++i)
         for (int64_t j = 0; j < L.out; ++j) L.gb[static_cast<size_t>(j)] += g[static_cast<size_t>(i * L.out + j)];
       const bool need_dx = li > 0;
-      if (fp8()) {
+      if (blockRecipe()) {
+        // wgrad dW = xᵀ·g (both copies quantized along B); output_grad records wgrad.grad_output
+        RoleQuantRecord rg;
+        recipeLinearGemm(cfg.recipe, LinearGemm::Wgrad, L.x.data(), g.data(), bsz, L.in, L.out,
+                         srSeed(global_step, li, OperandRole::WgradInput),
+                         srSeed(global_step, li, OperandRole::WgradGradOutput), L.gw, nullptr, &rg, cfg.threads);
+        recordRecipe(3 * li + 2, rg);
+        if (need_dx) // dgrad dx = g·Wᵀ (both copies quantized along out)
+          recipeLinearGemm(cfg.recipe, LinearGemm::Dgrad, g.data(), L.w.data(), bsz, L.in, L.out,
+                           srSeed(global_step, li, OperandRole::DgradGradOutput),
+                           srSeed(global_step, li, OperandRole::DgradWeight), dx, nullptr, nullptr, cfg.threads);
+      } else if (fp8()) {
         OperandStepRecord rg;
         L.sg->quantize(g.data(), bsz, L.out, L.qg, &rg);
         record(3 * li + 2, rg);
@@ -348,6 +413,7 @@ struct TrainingRun::Impl {
     for (int64_t s = 0; s < test->count; s += eb) {
       const int64_t b = std::min(eb, test->count - s);
       std::vector<OperandScaler> frozen = scalers; // each batch sees the training state as is
+      const bool block = blockRecipe();            // block recipes have no state
       for (size_t l = 0; l < layers.size(); ++l) {
         Layer& E = ev[l];
         if (l == 0)
@@ -357,7 +423,7 @@ struct TrainingRun::Impl {
           for (size_t i = 0; i < E.x.size(); ++i) E.x[i] = std::max(ev[l - 1].y[i], 0.0f);
         }
         E.w = layers[l].w; // cheap relative to the GEMMs; keeps forwardGemm's layout
-        forwardGemm(E, b, &frozen[3 * l], &frozen[3 * l + 1], false, l);
+        forwardGemm(E, b, block ? nullptr : &frozen[3 * l], block ? nullptr : &frozen[3 * l + 1], false, l);
         for (int64_t i = 0; i < b; ++i)
           for (int64_t j = 0; j < E.out; ++j)
             E.y[static_cast<size_t>(i * E.out + j)] += layers[l].b[static_cast<size_t>(j)];
@@ -392,7 +458,8 @@ double estimateTrainingBytes(const TrainingConfig& c, int64_t train_images) {
   const double layers = double(c.layer_sizes.size() > 0 ? c.layer_sizes.size() - 1 : 0);
   const double batch = std::max(1, c.batch_size);
   const double steps = double(std::max(1, c.epochs)) * std::ceil(double(std::max<int64_t>(1, train_images)) / batch);
-  const bool window = c.precision == TrainingPrecision::FP8 && c.record_history && isDelayed(c.scaling.kind);
+  const bool window = c.precision == TrainingPrecision::FP8 && c.recipe.recipe == TrainingRecipe::PerTensor &&
+                      c.record_history && isDelayed(c.scaling.kind);
   const double per_step = 3.0 * layers * (40.0 + (window ? 8.0 * double(std::max(0, c.scaling.history_len)) : 0.0));
   return 24.0 * weights + 12.0 * (batch + double(std::max(1, c.eval_batch_size))) * acts + steps * (per_step + 8.0);
 }
@@ -426,12 +493,16 @@ TrainingRun::TrainingRun(TrainingConfig config, const ImageDataset& train, const
   d->cfg = std::move(config);
   d->train = &train;
   d->test = &test;
-  if (d->fp8()) {
+  if (d->fp8() && !d->blockRecipe()) {
     if (!backend) {
       d->own_backend = makeCpuGemmBackend();
       backend = d->own_backend.get();
     }
     d->backend = backend;
+  } else if (d->blockRecipe()) {
+    d->res.gemm_backend = "cpu";
+    d->res.gemm_device = "CPU (float32 GEMMs of the dequantized operands)";
+    d->res.gemm_algorithm = "fake quantization: float32 GEMM, k ascending, one float32 accumulator";
   }
   d->res.config = d->cfg;
   d->res.steps_per_epoch = (train.count + d->cfg.batch_size - 1) / d->cfg.batch_size;

@@ -17,6 +17,11 @@
 // float32 (the bias add is outside the FP8 dot). The first layer's dgrad (the gradient w.r.t. the
 // images) is not computed: nothing uses it (JAX removes it too).
 //
+// Block recipes (config "recipe", recipe.h): TE's Float8BlockScaling, MXFP8BlockScaling and
+// NVFP4BlockScaling. Each of the six GEMM operands (roles) is quantized separately from the
+// float32 tensor along its own contraction axis, dequantized, and the GEMM is a float32 GEMM of
+// the dequantized operands (fake quantization); per-role overrides can keep a role in float32.
+//
 // FP32 precision: the same model, data order and initial weights with float32 GEMMs (the
 // baseline). The operands' amax is still recorded (what FP8 would have had to cover).
 #pragma once
@@ -26,6 +31,7 @@
 #include "gemm/gemm.h"
 #include "training/fashion_mnist.h"
 #include "training/operand_scaler.h"
+#include "training/recipe.h"
 
 #include <cstdint>
 #include <memory>
@@ -50,9 +56,10 @@ struct SpikeConfig {
 struct TrainingConfig {
   std::string label; ///< run label, e.g. "fp8-delayed-flax"
   TrainingPrecision precision = TrainingPrecision::FP8;
-  TrainingScalingConfig scaling;                      ///< FP8 only
-  const Format* forward_format = &Format::E4M3FN();   ///< input and kernel
-  const Format* backward_format = &Format::E5M2();    ///< output gradient
+  TrainingScalingConfig scaling;                      ///< FP8 per-tensor recipe only
+  TrainingRecipeConfig recipe;                        ///< FP8 only; PerTensor = `scaling` with the formats below
+  const Format* forward_format = &Format::E4M3FN();   ///< input and kernel (per-tensor recipe)
+  const Format* backward_format = &Format::E5M2();    ///< output gradient (per-tensor recipe)
   std::vector<int> layer_sizes = {784, 256, 128, 10}; ///< first = 784 (28×28), last = 10 classes
   int batch_size = 128;
   int epochs = 3;
@@ -69,14 +76,25 @@ struct TrainingConfig {
   std::string validate() const;
 };
 
+/// What quantizes the run's GEMM operands, for display and the session's "scaling" attribute:
+/// the block recipe's name ("te_mxfp8", ...), else the per-tensor strategy ("delayed-flax", ...),
+/// "none" for FP32 runs.
+std::string trainingScalingName(const TrainingConfig& c);
+
 /// Per-step record of one GEMM operand, "fc<l>/<input|kernel|output_grad>".
 struct OperandHistory {
-  std::string layer;                  ///< "fc1", "fc2", ...
-  std::string operand;                ///< "input", "kernel", "output_grad"
-  std::string format;                 ///< "E4M3FN" / "E5M2" (FP32 runs: "FP32")
-  int history_len = 0;                ///< L (0: no history — current scaling or FP32)
-  std::vector<float> amax;            ///< [steps] max |x| of the operand at that step
-  std::vector<float> dequant_scale;   ///< [steps] scale used: x ≈ decode(q) · dequant_scale (FP8 only)
+  std::string layer;   ///< "fc1", "fc2", ...
+  std::string operand; ///< "input", "kernel", "output_grad"
+  std::string format;  ///< "E4M3FN" / "E5M2" / "E2M1" (FP32 runs and float32 roles: "FP32")
+  /// Block recipes: the recorded role and its quantization, e.g. "fprop.input: te_mxfp8 E4M3FN
+  /// 1x32". input records fprop.input, kernel fprop.weight, output_grad wgrad.grad_output (the
+  /// one gradient copy every layer has). Empty for per-tensor and FP32 runs.
+  std::string quantization;
+  int history_len = 0;     ///< L (0: no history — current scaling or FP32)
+  std::vector<float> amax; ///< [steps] max |x| of the operand at that step
+  /// [steps] scale used: x ≈ decode(q) · dequant_scale (FP8 only). Block recipes: the
+  /// representative scale of RoleQuantRecord (median block scale; NVFP4: 1/S_enc).
+  std::vector<float> dequant_scale;
   std::vector<float> quant_scale;     ///< [steps] the quant multiplier used (FP8 only)
   std::vector<uint8_t> kept_previous; ///< [steps] 1 when an edge rule kept the previous scale
   std::vector<int64_t> saturated;     ///< [steps] elements clipped to ±max finite

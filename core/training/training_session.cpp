@@ -55,6 +55,28 @@ std::string gemmJson(const GemmOptions& g) {
 
 } // namespace
 
+std::string recipeJson(const TrainingRecipeConfig& r) {
+  std::string o = "{\"name\": " + jsonString(toString(r.recipe)) +
+                  ", \"fp8_format\": " + jsonString(r.hybrid ? "HYBRID" : "E4M3") +
+                  ", \"weight_2d\": " + (r.weight2d() ? "true" : "false");
+  if (r.recipe == TrainingRecipe::TeNvfp4) {
+    o += std::string(", \"hadamard\": ") + (r.nvfp4_rht ? "true" : "false");
+    o += std::string(", \"stochastic_rounding\": ") + (r.nvfp4_stochastic_rounding ? "true" : "false");
+  }
+  std::string ov;
+  for (int i = 0; i < kOperandRoles; ++i) {
+    const RoleOverride& x = r.overrides[static_cast<size_t>(i)];
+    if (!x.kind && !x.format) continue;
+    ov += ov.empty() ? "" : ", ";
+    ov += jsonString(toString(static_cast<OperandRole>(i))) + ": {";
+    if (x.kind) ov += "\"recipe\": " + jsonString(toString(*x.kind));
+    if (x.format) ov += std::string(x.kind ? ", " : "") + "\"format\": " + jsonString(x.format->name());
+    ov += "}";
+  }
+  if (!ov.empty()) o += ", \"overrides\": {" + ov + "}";
+  return o + "}";
+}
+
 std::string trainingConfigJson(const TrainingConfig& c, const std::string& run_id, int64_t train_limit,
                                int64_t test_limit, const std::string& data_dir) {
   std::ostringstream o;
@@ -63,13 +85,17 @@ std::string trainingConfigJson(const TrainingConfig& c, const std::string& run_i
   if (!data_dir.empty()) o << "  \"data_dir\": " << jsonString(data_dir) << ",\n";
   o << "  \"train_limit\": " << train_limit << ",\n  \"test_limit\": " << test_limit << ",\n";
   o << "  \"precision\": " << jsonString(toString(c.precision)) << ",\n";
-  o << "  \"scaling\": {\"strategy\": " << jsonString(toString(c.scaling.kind))
-    << ", \"history_len\": " << c.scaling.history_len
-    << ", \"amax_compute_algo\": " << jsonString(c.scaling.most_recent ? "most_recent" : "max")
-    << ", \"margin\": " << c.scaling.margin << ", \"power_of_two\": " << (c.scaling.power_of_two ? "true" : "false")
-    << "},\n";
-  o << "  \"forward_format\": " << jsonString(c.forward_format->name()) << ",\n";
-  o << "  \"backward_format\": " << jsonString(c.backward_format->name()) << ",\n";
+  if (c.recipe.recipe != TrainingRecipe::PerTensor) {
+    o << "  \"recipe\": " << recipeJson(c.recipe) << ",\n";
+  } else {
+    o << "  \"scaling\": {\"strategy\": " << jsonString(toString(c.scaling.kind))
+      << ", \"history_len\": " << c.scaling.history_len
+      << ", \"amax_compute_algo\": " << jsonString(c.scaling.most_recent ? "most_recent" : "max")
+      << ", \"margin\": " << c.scaling.margin << ", \"power_of_two\": " << (c.scaling.power_of_two ? "true" : "false")
+      << "},\n";
+    o << "  \"forward_format\": " << jsonString(c.forward_format->name()) << ",\n";
+    o << "  \"backward_format\": " << jsonString(c.backward_format->name()) << ",\n";
+  }
   o << "  \"layers\": [";
   for (size_t i = 0; i < c.layer_sizes.size(); ++i) o << (i ? ", " : "") << c.layer_sizes[i];
   o << "],\n  \"batch_size\": " << c.batch_size << ",\n  \"epochs\": " << c.epochs << ",\n";
@@ -99,7 +125,10 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
   run.device = fp8 ? r.gemm_device : "CPU (float32 GEMMs)";
   run.attrs["label"] = c.label.empty() ? run_id : c.label;
   run.attrs["precision"] = std::string(toString(c.precision));
-  run.attrs["scaling"] = fp8 ? std::string(toString(c.scaling.kind)) : std::string("none");
+  const bool block = fp8 && c.recipe.recipe != TrainingRecipe::PerTensor;
+  const std::string scaling_name = trainingScalingName(c);
+  run.attrs["scaling"] = scaling_name;
+  if (block) run.attrs["recipe"] = std::string(toString(c.recipe.recipe));
   run.attrs["status"] = std::string(r.cancelled ? "cancelled" : "completed");
   run.attrs["steps_completed"] = r.steps_done;
   run.attrs["steps_per_epoch"] = r.steps_per_epoch;
@@ -148,8 +177,15 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
     ga["format"] = h.format;
     ga["operand"] = h.operand;
     ga["layer"] = h.layer;
-    ga["scaling"] = fp8 ? std::string(toString(c.scaling.kind)) : std::string("none (FP32 baseline)");
-    const bool delayed = fp8 && isDelayed(c.scaling.kind);
+    ga["scaling"] = fp8 ? scaling_name : std::string("none (FP32 baseline)");
+    if (block) {
+      ga["quantization"] = h.quantization;
+      ga["scale_source"] =
+          std::string("amax: max |x| of the float32 tensor; scale: the lower median of the block dequant scales "
+                      "(te_float8_block, te_mxfp8), 1/S_enc with S_enc = 2688/amax of the quantized copy (te_nvfp4), "
+                      "1 (high_precision)");
+    }
+    const bool delayed = fp8 && !block && isDelayed(c.scaling.kind);
     ga["history_len"] = int64_t{delayed ? c.scaling.history_len : 0}; // L of the strategy (0: no history)
     ga["history_recorded"] = int64_t{h.history_len > 0 ? 1 : 0};      // amax_history present (record_history)
     ga["scale_convention"] =

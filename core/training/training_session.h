@@ -31,6 +31,11 @@
 
 namespace fp8lab {
 
+/// The JSON object of a block recipe as the config reads it (docs/training.md), every option
+/// written out: {"name": "te_nvfp4", "fp8_format": "E4M3", "weight_2d": true, "hadamard": true,
+/// "stochastic_rounding": true, "overrides": {"wgrad.input": {"recipe": "high_precision"}}}.
+std::string recipeJson(const TrainingRecipeConfig& r);
+
 /// The JSON text of one training run's configuration (the "run" object the CLI reads back:
 /// `fp8lab-cli rerun` reproduces the run from it). `extra` is inserted verbatim as additional
 /// members (e.g. "\"data_dir\": \"/x\"" ) when non-empty.

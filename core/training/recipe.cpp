@@ -1,0 +1,317 @@
+// FP8 Lab — the block-scaled training recipes (see recipe.h). The quantization itself is
+// core/scaling's: quantize() with the presets te_block_1x128 / te_block_128x128 / mx_rceil /
+// mx_rceil_2d, and quantizeNvfp4() with Nvfp4Rule::TransformerEngine; this file picks the preset
+// per role, pads the contraction axis and dequantizes.
+#include "training/recipe.h"
+
+#include "scaling/nvfp4.h"
+#include "training/dense.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+namespace fp8lab {
+
+const char* toString(TrainingRecipe r) {
+  switch (r) {
+  case TrainingRecipe::PerTensor:
+    return "per_tensor";
+  case TrainingRecipe::TeFloat8Block:
+    return "te_float8_block";
+  case TrainingRecipe::TeMxfp8:
+    return "te_mxfp8";
+  case TrainingRecipe::TeNvfp4:
+    return "te_nvfp4";
+  }
+  return "?";
+}
+
+std::optional<TrainingRecipe> parseTrainingRecipe(const std::string& s) {
+  for (auto r :
+       {TrainingRecipe::PerTensor, TrainingRecipe::TeFloat8Block, TrainingRecipe::TeMxfp8, TrainingRecipe::TeNvfp4})
+    if (s == toString(r)) return r;
+  return std::nullopt;
+}
+
+std::string trainingRecipeNames() {
+  return "te_float8_block, te_mxfp8, te_nvfp4";
+}
+
+const char* toString(OperandRole r) {
+  switch (r) {
+  case OperandRole::FpropInput:
+    return "fprop.input";
+  case OperandRole::FpropWeight:
+    return "fprop.weight";
+  case OperandRole::DgradGradOutput:
+    return "dgrad.grad_output";
+  case OperandRole::DgradWeight:
+    return "dgrad.weight";
+  case OperandRole::WgradInput:
+    return "wgrad.input";
+  case OperandRole::WgradGradOutput:
+    return "wgrad.grad_output";
+  }
+  return "?";
+}
+
+std::optional<OperandRole> parseOperandRole(const std::string& s) {
+  for (int i = 0; i < kOperandRoles; ++i)
+    if (s == toString(static_cast<OperandRole>(i))) return static_cast<OperandRole>(i);
+  return std::nullopt;
+}
+
+bool isGradientRole(OperandRole r) {
+  return r == OperandRole::DgradGradOutput || r == OperandRole::WgradGradOutput;
+}
+
+bool isWeightRole(OperandRole r) {
+  return r == OperandRole::FpropWeight || r == OperandRole::DgradWeight;
+}
+
+const char* toString(RoleKind k) {
+  switch (k) {
+  case RoleKind::HighPrecision:
+    return "high_precision";
+  case RoleKind::Float8Block:
+    return "te_float8_block";
+  case RoleKind::Mxfp8:
+    return "te_mxfp8";
+  case RoleKind::Nvfp4:
+    return "te_nvfp4";
+  }
+  return "?";
+}
+
+std::string RoleQuantization::describe() const {
+  std::string s = toString(kind);
+  if (kind == RoleKind::HighPrecision) return s;
+  if (format) s += " " + format->name();
+  switch (kind) {
+  case RoleKind::Float8Block:
+    s += block_2d ? " 128x128" : " 1x128";
+    break;
+  case RoleKind::Mxfp8:
+    s += block_2d ? " 32x32" : " 1x32";
+    break;
+  case RoleKind::Nvfp4:
+    s += block_2d ? " 16x16" : " 1x16";
+    if (rht) s += " rht";
+    if (stochastic_rounding) s += " sr";
+    break;
+  case RoleKind::HighPrecision:
+    break;
+  }
+  return s;
+}
+
+bool TrainingRecipeConfig::weight2d() const {
+  if (weight_2d) return *weight_2d;
+  return recipe != TrainingRecipe::TeMxfp8; // MXFP8 2-D is TE's opt-in enable_2d_quantization
+}
+
+namespace {
+
+RoleKind kindOf(TrainingRecipe r) {
+  switch (r) {
+  case TrainingRecipe::TeFloat8Block:
+    return RoleKind::Float8Block;
+  case TrainingRecipe::TeMxfp8:
+    return RoleKind::Mxfp8;
+  case TrainingRecipe::TeNvfp4:
+    return RoleKind::Nvfp4;
+  case TrainingRecipe::PerTensor:
+    break;
+  }
+  return RoleKind::HighPrecision;
+}
+
+} // namespace
+
+bool TrainingRecipeConfig::bothWgradNvfp4() const {
+  for (auto r : {OperandRole::WgradInput, OperandRole::WgradGradOutput}) {
+    const RoleOverride& o = overrides[static_cast<size_t>(r)];
+    if ((o.kind ? *o.kind : kindOf(recipe)) != RoleKind::Nvfp4) return false;
+  }
+  return true;
+}
+
+RoleQuantization TrainingRecipeConfig::role(OperandRole r) const {
+  RoleQuantization q;
+  const RoleOverride& o = overrides[static_cast<size_t>(r)];
+  q.kind = o.kind ? *o.kind : kindOf(recipe);
+  const bool grad = isGradientRole(r), weight = isWeightRole(r);
+  const bool wgrad = r == OperandRole::WgradInput || r == OperandRole::WgradGradOutput;
+  // weight_2d belongs to the run's recipe; a role overridden to another kind takes that kind's
+  // own TE default (Float8Block and NVFP4: 2-D weights; MXFP8: 1-D).
+  const bool own = q.kind == kindOf(recipe);
+  switch (q.kind) {
+  case RoleKind::HighPrecision:
+    return q;
+  case RoleKind::Float8Block:
+  case RoleKind::Mxfp8:
+    q.format = grad && hybrid ? &Format::E5M2() : &Format::E4M3FN();
+    q.block_2d = weight && (own ? weight2d() : q.kind == RoleKind::Float8Block);
+    break;
+  case RoleKind::Nvfp4:
+    q.format = &Format::E2M1();
+    q.block_2d = weight && (own ? weight2d() : true);
+    // The rotation cancels in dW = (xᵀQ)(Qᵀg) only when both wgrad operands are rotated, so RHT is
+    // on when both are NVFP4 (TE rotates both columnwise copies, never one).
+    q.rht = wgrad && nvfp4_rht && bothWgradNvfp4();
+    q.stochastic_rounding = grad && (own ? nvfp4_stochastic_rounding : true);
+    break;
+  }
+  if (o.format) q.format = o.format;
+  return q;
+}
+
+std::string TrainingRecipeConfig::validate() const {
+  for (int i = 0; i < kOperandRoles; ++i) {
+    const auto r = static_cast<OperandRole>(i);
+    const RoleQuantization q = role(r);
+    const std::string where = std::string(toString(r)) + ": ";
+    if (q.kind == RoleKind::Nvfp4 && q.format != &Format::E2M1())
+      return where + "te_nvfp4 elements are E2M1; a format override applies to the FP8 recipes only";
+    if (q.kind == RoleKind::HighPrecision && overrides[static_cast<size_t>(i)].format)
+      return where + "a high_precision operand has no format";
+    if ((q.kind == RoleKind::Float8Block || q.kind == RoleKind::Mxfp8) && q.format->bits() != 8)
+      return where + q.format->name() + " is not an 8-bit format";
+    if (q.kind == RoleKind::Mxfp8 && q.format != &Format::E4M3FN() && q.format != &Format::E5M2())
+      return where + "te_mxfp8 elements are E4M3FN or E5M2 (TE MXFP8BlockScaling), not " + q.format->name();
+  }
+  return {};
+}
+
+int64_t paddedContraction(int64_t k) {
+  return (k + 15) / 16 * 16;
+}
+
+namespace {
+
+float amaxIgnoringNaN(const float* x, size_t n) {
+  float m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    m = a > m ? a : m; // = fmaxf(m, a): NaN ignored
+  }
+  return m;
+}
+
+/// Copies src [r, c] into dst [R, C] (R ≥ r, C ≥ c) at the top left, zeros elsewhere.
+void padInto(const float* src, int64_t r, int64_t c, std::vector<float>& dst, int64_t R, int64_t C) {
+  dst.assign(static_cast<size_t>(R * C), 0.0f);
+  for (int64_t i = 0; i < r; ++i) std::copy_n(src + i * c, c, dst.begin() + i * C);
+}
+
+} // namespace
+
+void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64_t cols, Axis axis, uint64_t sr_seed,
+                  std::vector<float>& out, RoleQuantRecord* rec, int threads) {
+  const size_t n = static_cast<size_t>(rows * cols);
+  const int64_t k = axis == Axis::Cols ? cols : rows;
+  const int64_t kp = paddedContraction(k);
+  const int64_t out_rows = axis == Axis::Cols ? rows : kp, out_cols = axis == Axis::Cols ? kp : cols;
+  RoleQuantRecord r;
+  r.amax = amaxIgnoringNaN(x, n);
+  std::vector<float> deq; // [rows, cols] unless NVFP4 (padded shape)
+  int64_t deq_rows = rows, deq_cols = cols;
+  switch (q.kind) {
+  case RoleKind::HighPrecision:
+    deq.assign(x, x + n);
+    break;
+  case RoleKind::Float8Block:
+  case RoleKind::Mxfp8: {
+    const char* preset = q.kind == RoleKind::Float8Block ? (q.block_2d ? "te_block_128x128" : "te_block_1x128")
+                                                         : (q.block_2d ? "mx_rceil_2d" : "mx_rceil");
+    ScalingConfig sc = *scalingPreset(preset);
+    sc.threads = threads;
+    const QuantizedTensor t = quantize(x, rows, cols, *q.format, sc, axis);
+    deq = t.dequantize();
+    // the lower median of the block dequant scales, with that block's quant multiplier
+    std::vector<size_t> idx(t.dequant_scales.size());
+    std::iota(idx.begin(), idx.end(), size_t{0});
+    const size_t mid = (idx.size() - 1) / 2;
+    std::nth_element(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(mid), idx.end(),
+                     [&](size_t a, size_t b) { return t.dequant_scales[a] < t.dequant_scales[b]; });
+    r.dequant_scale = t.dequant_scales[idx[mid]];
+    r.quant_scale = t.quant_scales.empty() ? 1.0f / r.dequant_scale : t.quant_scales[idx[mid]];
+    r.saturated = t.stats.saturated;
+    r.underflow = t.stats.underflow;
+    break;
+  }
+  case RoleKind::Nvfp4: {
+    Nvfp4Config nc = *nvfp4Preset("nvfp4_te");
+    nc.tile_2d = q.block_2d;
+    nc.rht = q.rht;
+    nc.stochastic_rounding = q.stochastic_rounding;
+    nc.seed = sr_seed;
+    nc.threads = threads;
+    // pad the block axis (and, for 2-D tiles, the other axis) to multiples of 16 with zeros
+    const bool pad_other = q.block_2d;
+    const int64_t pr = axis == Axis::Rows || pad_other ? paddedContraction(rows) : rows;
+    const int64_t pc = axis == Axis::Cols || pad_other ? paddedContraction(cols) : cols;
+    std::vector<float> padded;
+    const float* src = x;
+    if (pr != rows || pc != cols) {
+      padInto(x, rows, cols, padded, pr, pc);
+      src = padded.data();
+    }
+    const Nvfp4Tensor t = quantizeNvfp4(src, pr, pc, nc, axis);
+    deq = t.dequantize();
+    deq_rows = pr;
+    deq_cols = pc;
+    r.quant_scale = t.tensor_scale;
+    r.dequant_scale = 1.0f / t.tensor_scale;
+    if (!q.rht)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          if (x[i * cols + j] != 0 && deq[static_cast<size_t>(i * pc + j)] == 0) ++r.underflow;
+    break;
+  }
+  }
+  // deq [deq_rows, deq_cols] → out [out_rows, out_cols]: keep the contraction axis (padded with
+  // zeros, or with the rotated pad of an RHT operand), crop the other axis to its real length.
+  out.assign(static_cast<size_t>(out_rows * out_cols), 0.0f);
+  const int64_t cr = std::min(out_rows, deq_rows), cc = std::min(out_cols, deq_cols);
+  for (int64_t i = 0; i < cr; ++i) std::copy_n(deq.begin() + i * deq_cols, cc, out.begin() + i * out_cols);
+  if (rec) *rec = r;
+}
+
+} // namespace fp8lab
+
+namespace fp8lab {
+
+void recipeLinearGemm(const TrainingRecipeConfig& rc, LinearGemm gemm, const float* a, const float* b, int64_t batch,
+                      int64_t in, int64_t out, uint64_t sr_seed_a, uint64_t sr_seed_b, std::vector<float>& d,
+                      RoleQuantRecord* rec_a, RoleQuantRecord* rec_b, int threads) {
+  std::vector<float> fa, fb, t;
+  switch (gemm) {
+  case LinearGemm::Fprop:
+    fakeQuantize(rc.role(OperandRole::FpropInput), a, batch, in, Axis::Cols, sr_seed_a, fa, rec_a, threads);
+    fakeQuantize(rc.role(OperandRole::FpropWeight), b, in, out, Axis::Rows, sr_seed_b, fb, rec_b, threads);
+    d.resize(static_cast<size_t>(batch * out));
+    matmulF32(fa.data(), fb.data(), d.data(), batch, paddedContraction(in), out, threads);
+    break;
+  case LinearGemm::Dgrad:
+    fakeQuantize(rc.role(OperandRole::DgradGradOutput), a, batch, out, Axis::Cols, sr_seed_a, fa, rec_a, threads);
+    t.resize(static_cast<size_t>(in * out));
+    transposeF32(b, t.data(), in, out); // Wᵀ [out, in]
+    fakeQuantize(rc.role(OperandRole::DgradWeight), t.data(), out, in, Axis::Rows, sr_seed_b, fb, rec_b, threads);
+    d.resize(static_cast<size_t>(batch * in));
+    matmulF32(fa.data(), fb.data(), d.data(), batch, paddedContraction(out), in, threads);
+    break;
+  case LinearGemm::Wgrad:
+    t.resize(static_cast<size_t>(batch * in));
+    transposeF32(a, t.data(), batch, in); // xᵀ [in, B]
+    fakeQuantize(rc.role(OperandRole::WgradInput), t.data(), in, batch, Axis::Cols, sr_seed_a, fa, rec_a, threads);
+    fakeQuantize(rc.role(OperandRole::WgradGradOutput), b, batch, out, Axis::Rows, sr_seed_b, fb, rec_b, threads);
+    d.resize(static_cast<size_t>(in * out));
+    matmulF32(fa.data(), fb.data(), d.data(), in, paddedContraction(batch), out, threads);
+    break;
+  }
+}
+
+} // namespace fp8lab
