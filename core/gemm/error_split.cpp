@@ -46,13 +46,22 @@ std::string gemmExperimentMemoryProblem(int64_t m, int64_t n, int64_t k) {
   return buf;
 }
 
-std::vector<double> idealGemm(const float* a, const float* b, int64_t m, int64_t k, int64_t n, int threads,
-                              const ProgressFn& progress) {
+namespace {
+/// Checks the arguments of an ideal GEMM (shapes, K ≥ 1, inputs present, memory) and returns its
+/// zeroed float64 output [m, n].
+std::vector<double> idealOutput(bool has_a, bool has_b, int64_t m, int64_t k, int64_t n) {
   if (m < 0 || k < 0 || n < 0) throw std::invalid_argument("ideal GEMM: negative shape");
   if (k == 0) throw std::invalid_argument("GEMM with K = 0: there is nothing to accumulate");
-  if ((m * k > 0 && !a) || (k * n > 0 && !b)) throw std::invalid_argument("ideal GEMM: null input");
+  if ((m * k > 0 && !has_a) || (k * n > 0 && !has_b)) throw std::invalid_argument("ideal GEMM: null input");
   checkMemory(static_cast<double>(m) * static_cast<double>(n) * 8.0,
               "ideal GEMM " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
+  return std::vector<double>(static_cast<size_t>(m * n), 0.0);
+}
+} // namespace
+
+std::vector<double> idealGemm(const float* a, const float* b, int64_t m, int64_t k, int64_t n, int threads,
+                              const ProgressFn& progress) {
+  std::vector<double> c = idealOutput(a != nullptr, b != nullptr, m, k, n);
   Plan plan;
   plan.m = m;
   plan.n = n;
@@ -60,19 +69,13 @@ std::vector<double> idealGemm(const float* a, const float* b, int64_t m, int64_t
   plan.windows = {Window{0, k, 0, 0}};
   plan.ca.assign(static_cast<size_t>(m), 1.0f);
   plan.cb.assign(static_cast<size_t>(n), 1.0f);
-  std::vector<double> c(static_cast<size_t>(m * n), 0.0);
   gemmDoublePortable(plan, a, b, c.data(), threads, progress);
   return c;
 }
 
 std::vector<double> idealGemm(const double* a, const double* b, int64_t m, int64_t k, int64_t n, int threads,
                               const ProgressFn& progress) {
-  if (m < 0 || k < 0 || n < 0) throw std::invalid_argument("ideal GEMM: negative shape");
-  if (k == 0) throw std::invalid_argument("GEMM with K = 0: there is nothing to accumulate");
-  if ((m * k > 0 && !a) || (k * n > 0 && !b)) throw std::invalid_argument("ideal GEMM: null input");
-  checkMemory(static_cast<double>(m) * static_cast<double>(n) * 8.0,
-              "ideal GEMM " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
-  std::vector<double> c(static_cast<size_t>(m * n), 0.0);
+  std::vector<double> c = idealOutput(a != nullptr, b != nullptr, m, k, n);
   constexpr int64_t kRows = 16;
   parallelJobs((m + kRows - 1) / kRows, threads, progress, "float64 reference", 0.0, 1.0, [&](int64_t job) {
     for (int64_t i = job * kRows; i < std::min(m, (job + 1) * kRows); ++i) {
