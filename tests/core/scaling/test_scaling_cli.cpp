@@ -134,7 +134,7 @@ private Q_SLOTS:
                te ? QStringLiteral("te_amax") : QStringLiteral("torchao_per_tensor_scale"));
       ++checked;
     }
-    QCOMPARE(checked, 9); // 5 TE rows and 4 torchao rows in the vectors
+    QVERIFY2(checked >= 9, "the vectors have 5 TE and 4 torchao 1x16 rows"); // more in a longer file
     // NVFP4 fixes its element format and rounding: other choices are refused with the reason.
     const Result r =
         run({QStringLiteral("quantize"), QStringLiteral("-s"), QStringLiteral("nvfp4_te"), QStringLiteral("-f"),
