@@ -15,6 +15,7 @@
 #include "gemm/gemm.h"
 #include "gemm/random_matrix.h"
 #include "metrics/error_metrics.h"
+#include "scaling/nvfp4.h"
 #include "scaling/scaling.h"
 
 #include <QCommandLineParser>
@@ -35,6 +36,7 @@ QString presetNames() {
   QStringList n;
   for (const auto& p : scalingPresets())
     if (!p.delayed) n << QString::fromStdString(p.name);
+  for (const auto& p : nvfp4Presets()) n << QString::fromStdString(p.name);
   return n.join(QStringLiteral(", "));
 }
 
@@ -100,8 +102,11 @@ int runGemm(const QStringList& args) {
   opt("k", "Contraction length (default 512).", "K", "512");
   opt("a-format", "Element format of A (default E4M3FN).", "F", "E4M3FN");
   opt("b-format", "Element format of B (default E4M3FN).", "F", "E4M3FN");
-  opt("scaling", "Current-scaling preset of both operands (default te_current); see `fp8lab-cli quantize --help`.", "S",
-      "te_current");
+  opt("scaling",
+      "Current-scaling or NVFP4 preset of both operands (default te_current); see `fp8lab-cli quantize --help`. "
+      "NVFP4 presets (nvfp4_*) give E2M1 operands (an unset format becomes E2M1), need K a multiple of 16, and "
+      "go on both operands or neither; the Hadamard ones (nvfp4_te_rht*) too.",
+      "S", "te_current");
   opt("a-scaling", "Preset of A (overrides --scaling).", "S", "");
   opt("b-scaling", "Preset of B (overrides --scaling).", "S", "");
   opt("accumulation",
@@ -150,6 +155,7 @@ int runGemm(const QStringList& args) {
     return fail(QStringLiteral("--tile must be a positive integer"));
   const Format* fa = Format::byName(p.value(QStringLiteral("a-format")).toStdString());
   const Format* fb = Format::byName(p.value(QStringLiteral("b-format")).toStdString());
+  // (an NVFP4 --scaling below makes an unset format E2M1)
   if (!fa || fa->bits() > 8)
     return fail(QStringLiteral("--a-format: unknown or wider than 8 bits: '%1' (known: %2)")
                     .arg(p.value(QStringLiteral("a-format")), formatHelpList()));
@@ -162,17 +168,25 @@ int runGemm(const QStringList& args) {
                                                                     : p.value(QStringLiteral("a-scaling"));
   const QString sb = p.value(QStringLiteral("b-scaling")).isEmpty() ? p.value(QStringLiteral("scaling"))
                                                                     : p.value(QStringLiteral("b-scaling"));
-  const auto ca = scalingPreset(sa.toStdString()), cb = scalingPreset(sb.toStdString());
-  if (!ca)
+  // NVFP4 presets (nvfp4_*) quantize an operand to E2M1 with E4M3 block scales of 16 along K.
+  const auto nva = nvfp4Preset(sa.toStdString()), nvb = nvfp4Preset(sb.toStdString());
+  const auto ca = nva ? std::optional<ScalingConfig>() : scalingPreset(sa.toStdString());
+  const auto cb = nvb ? std::optional<ScalingConfig>() : scalingPreset(sb.toStdString());
+  if (!ca && !nva)
     return fail(
         QStringLiteral("unknown or delayed scaling preset '%1' (current-scaling presets: %2)").arg(sa, presetNames()));
-  if (!cb)
+  if (!cb && !nvb)
     return fail(
         QStringLiteral("unknown or delayed scaling preset '%1' (current-scaling presets: %2)").arg(sb, presetNames()));
-  if (const std::string why = gemmScalingProblem(*ca, Axis::Cols); !why.empty())
-    return fail(QStringLiteral("scaling of A: %1").arg(QString::fromStdString(why)));
-  if (const std::string why = gemmScalingProblem(*cb, Axis::Rows); !why.empty())
-    return fail(QStringLiteral("scaling of B: %1").arg(QString::fromStdString(why)));
+  if (ca)
+    if (const std::string why = gemmScalingProblem(*ca, Axis::Cols); !why.empty())
+      return fail(QStringLiteral("scaling of A: %1").arg(QString::fromStdString(why)));
+  if (cb)
+    if (const std::string why = gemmScalingProblem(*cb, Axis::Rows); !why.empty())
+      return fail(QStringLiteral("scaling of B: %1").arg(QString::fromStdString(why)));
+  if (nva && !p.isSet(QStringLiteral("a-format"))) fa = &Format::E2M1();
+  if (nvb && !p.isSet(QStringLiteral("b-format"))) fb = &Format::E2M1();
+  const std::string name_a = nva ? nva->name : ca->name, name_b = nvb ? nvb->name : cb->name;
 
   GemmOptions o;
   const std::string acc_name = p.value(QStringLiteral("accumulation")).toStdString();
@@ -278,8 +292,8 @@ int runGemm(const QStringList& args) {
   cfg.seed = seed;
   cfg.format_a = fa->name();
   cfg.format_b = fb->name();
-  cfg.scaling = ca->name;
-  cfg.scaling_b = cb->name == ca->name ? std::string() : cb->name;
+  cfg.scaling = name_a;
+  cfg.scaling_b = name_b == name_a ? std::string() : name_b;
   cfg.a.random = cfg.b.random = ro;
   cfg.gemm = o;
   cfg.accumulation_preset = acc_preset ? acc_preset->name : std::string();
@@ -289,6 +303,15 @@ int runGemm(const QStringList& args) {
   cfg.output_scale_auto = fp8_out && !out_scale;
   if (out_scale) cfg.gemm.output_quant_scale = *out_scale;
   cfg.store_inputs = cfg.store_quantized = cfg.store_error_maps = !outFile.isEmpty();
+  if (const auto pr = gemmOperandProblem(cfg, M, K, N)) {
+    const std::string& k = pr->key;
+    const QString flag = k == "format_a"    ? QStringLiteral("--a-format")
+                         : k == "format_b"  ? QStringLiteral("--b-format")
+                         : k == "scaling_b" ? QStringLiteral("--b-scaling")
+                         : k == "scaling"   ? QStringLiteral("--scaling")
+                                            : QStringLiteral("--") + QString::fromStdString(k);
+    return fail(QStringLiteral("%1: %2").arg(flag, QString::fromStdString(pr->why)));
+  }
   const QString id = p.value(QStringLiteral("id")).isEmpty() ? QString::fromStdString(defaultGemmRunId(cfg))
                                                              : p.value(QStringLiteral("id"));
   if (std::string why; !isValidRunId(id.toStdString(), &why)) return fail(QString::fromStdString(why));

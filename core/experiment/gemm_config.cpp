@@ -1,6 +1,7 @@
 #include "experiment/gemm_config.h"
 
 #include "formats/format.h"
+#include "scaling/nvfp4.h"
 #include "scaling/scaling.h"
 
 #include <cctype>
@@ -62,7 +63,145 @@ void readDistribution(const Json& o, const ConfigPath& at, Distribution* d, Conf
     *d = *p;
 }
 
-void parseOperand(const Json& o, const ConfigPath& at, OperandSource* src, ConfigReader& r) {
+constexpr const char* kPreQuantizedKeys[] = {"codes", "format",      "scales",       "scale_format",
+                                             "block", "tensor_amax", "tensor_scale", "fp4_fp8_max"};
+
+const char* toString(PreQuantizedSource::ScaleFormat f) {
+  using SF = PreQuantizedSource::ScaleFormat;
+  return f == SF::E8M0 ? "E8M0" : f == SF::E4M3FN ? "E4M3FN" : "float32";
+}
+
+/// The pre-quantized form of an operand object ("codes" present): PreQuantizedSource. `axis` is
+/// the operand's contraction axis (A: Cols, B: Rows), which the MX and NVFP4 blocks must follow.
+void parsePreQuantized(const Json& o, const ConfigPath& at, Axis axis, PreQuantizedSource* p, ConfigReader& r) {
+  using SF = PreQuantizedSource::ScaleFormat;
+  p->codes = r.string(o, "codes", at, p->codes);
+  if (r.ok() && p->codes.empty())
+    r.fail(at.member("codes"), "expected the codes file (\"c.npy\", \"m.safetensors:NAME\")");
+  if (!ConfigReader::has(o, "format"))
+    r.fail(at.member("codes"), "pre-quantized codes need their element format: add \"format\"");
+  if (!r.ok()) return;
+  if (const Format* f = r.format(o, "format", at, nullptr)) p->format = f->name();
+  if (!ConfigReader::has(o, "scales")) {
+    r.fail(at.member("codes"), "pre-quantized codes need \"scales\": a file of block scales or one number");
+    return;
+  }
+  const Json& sv = o["scales"];
+  const bool one = sv.is_number();
+  if (one) {
+    p->scale = r.number(o, "scales", at, 1.0);
+    p->scales.clear();
+    if (r.ok() && !(std::isfinite(float(p->scale)) && p->scale > 0))
+      r.fail(at.member("scales"), "one per-tensor dequant scale must be a finite float32 number > 0");
+  } else {
+    p->scales = r.string(o, "scales", at, {});
+    if (r.ok() && p->scales.empty()) r.fail(at.member("scales"), "expected a scale file or one number");
+  }
+  if (!r.ok()) return;
+  const std::string sf = r.string(o, "scale_format", at, toString(p->scale_format));
+  if (!r.ok()) return;
+  std::string low;
+  for (char c : sf) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (low == "float32" || low == "f32")
+    p->scale_format = SF::Float32;
+  else if (low == "e8m0" || low == "e8m0fnu")
+    p->scale_format = SF::E8M0;
+  else if (low == "e4m3fn" || low == "e4m3")
+    p->scale_format = SF::E4M3FN;
+  else {
+    r.fail(at.member("scale_format"), "unknown '" + sf + "' (float32, E8M0, E4M3FN)");
+    return;
+  }
+  p->block = {0, 0};
+  if (ConfigReader::has(o, "block")) {
+    const Json& b = o["block"];
+    const ConfigPath bp = at.member("block");
+    if (!b.is_array() || b.size() != 2) {
+      r.fail(bp, "expected [rows, cols] of one scale block");
+      return;
+    }
+    int64_t v[2] = {0, 0};
+    for (size_t i = 0; i < 2; ++i) {
+      if (!b[i].is_number_integer() || b[i].get<int64_t>() < 1 || b[i].get<int64_t>() > (int64_t(1) << 40)) {
+        r.fail(bp.element(i), "expected an integer ≥ 1");
+        return;
+      }
+      v[i] = b[i].get<int64_t>();
+    }
+    p->block = {v[0], v[1]};
+  }
+  if (one && ConfigReader::has(o, "block")) {
+    r.fail(at.member("block"), "one scale covers the whole tensor; a block shape goes with a scale file");
+    return;
+  }
+  if (!one && !ConfigReader::has(o, "block")) {
+    r.fail(at.member("scales"), "a scale file needs \"block\": [rows, cols] of the codes one scale covers");
+    return;
+  }
+  const bool a = axis == Axis::Cols;
+  auto alongK = [&](int64_t len) { return a ? ScaleBlock{1, len} : ScaleBlock{len, 1}; };
+  auto blockText = [](ScaleBlock b) { return "[" + std::to_string(b.rows) + ", " + std::to_string(b.cols) + "]"; };
+  if (p->scale_format == SF::E8M0 && p->block != alongK(32)) {
+    r.fail(at.member("block"),
+           "E8M0 (MX) scales cover 32 elements along K: " + blockText(alongK(32)) + " for " + (a ? "A" : "B"));
+    return;
+  }
+  if (p->scale_format == SF::E4M3FN) {
+    if (p->block != alongK(16)) {
+      r.fail(at.member("block"), "E4M3FN (NVFP4) block scales cover 16 elements along K: " + blockText(alongK(16)) +
+                                     " for " + (a ? "A" : "B"));
+      return;
+    }
+    if (p->format != "E2M1") {
+      r.fail(at.member("format"), "is '" + p->format + "' beside E4M3FN block scales (NVFP4), whose elements are E2M1");
+      return;
+    }
+  }
+  const bool has_amax = ConfigReader::has(o, "tensor_amax"), has_pts = ConfigReader::has(o, "tensor_scale");
+  if ((has_amax || has_pts || ConfigReader::has(o, "fp4_fp8_max")) && p->scale_format != SF::E4M3FN) {
+    r.fail(at.member(has_amax  ? "tensor_amax"
+                     : has_pts ? "tensor_scale"
+                               : "fp4_fp8_max"),
+           "the second scale level belongs to NVFP4 (scale_format E4M3FN)");
+    return;
+  }
+  if (has_amax && has_pts) {
+    r.fail(at.member("tensor_scale"), "give the TE tensor_amax or the torchao tensor_scale, not both");
+    return;
+  }
+  if (ConfigReader::has(o, "fp4_fp8_max") && !has_amax) {
+    r.fail(at.member("fp4_fp8_max"), "applies to the TE second level (tensor_amax)");
+    return;
+  }
+  p->tensor_kind = has_amax  ? TensorScale::Kind::TeAmax
+                   : has_pts ? TensorScale::Kind::TorchaoPts
+                             : TensorScale::Kind::None;
+  p->tensor_amax = static_cast<float>(r.number(o, "tensor_amax", at, p->tensor_amax));
+  p->tensor_scale = static_cast<float>(r.number(o, "tensor_scale", at, p->tensor_scale));
+  p->fp4_fp8_max = static_cast<float>(r.number(o, "fp4_fp8_max", at, p->fp4_fp8_max));
+  if (!r.ok()) return;
+  if (has_amax && !(std::isfinite(p->tensor_amax) && p->tensor_amax >= 0))
+    r.fail(at.member("tensor_amax"), "must be a finite float32 number ≥ 0");
+  else if (has_pts && !(std::isfinite(p->tensor_scale) && p->tensor_scale >= 0))
+    r.fail(at.member("tensor_scale"), "must be a finite float32 number ≥ 0");
+  else if (p->fp4_fp8_max != 2688.0f && p->fp4_fp8_max != 1536.0f)
+    r.fail(at.member("fp4_fp8_max"), "is 2688 (6 · 448) or 1536 (6 · 256, TE 4over6)");
+}
+
+void parseOperand(const Json& o, const ConfigPath& at, Axis axis, OperandSource* src, ConfigReader& r) {
+  if (ConfigReader::has(o, "codes")) {
+    r.checkKeys(o, at,
+                {"codes", "format", "scales", "scale_format", "block", "tensor_amax", "tensor_scale", "fp4_fp8_max"});
+    if (!r.ok()) return;
+    src->tensor.clear();
+    parsePreQuantized(o, at, axis, &src->pre, r);
+    return;
+  }
+  for (const char* k : kPreQuantizedKeys)
+    if (ConfigReader::has(o, k)) {
+      r.fail(at.member(k), "belongs to a pre-quantized operand; add \"codes\" (the codes file) or leave it out");
+      return;
+    }
   r.checkKeys(o, at, {"distribution", "scale", "sigma", "outlier_fraction", "outlier_factor", "tensor", "transpose"});
   readDistribution(o, at, &src->random.distribution, r);
   src->random.scale = r.number(o, "scale", at, src->random.scale);
@@ -96,7 +235,7 @@ std::string defaultGemmRunId(const GemmExperimentConfig& c) {
   std::string id = "gemm-" + c.format_a;
   if (c.format_b != c.format_a) id += "x" + c.format_b;
   id += "-" + c.scaling + "-";
-  id += c.a.tensor.empty() ? std::string(toString(c.a.random.distribution)) : std::string("import");
+  id += c.a.fromFile() ? std::string("import") : std::string(toString(c.a.random.distribution));
   return id;
 }
 
@@ -225,12 +364,17 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
        {std::tuple{"scaling", &cfg->scaling, own_b ? std::vector{Axis::Cols} : std::vector{Axis::Cols, Axis::Rows}},
         std::tuple{"scaling_b", &cfg->scaling_b, std::vector{Axis::Rows}}}) {
     if (name == &cfg->scaling_b && name->empty()) continue; // scaling_b absent
+    if (const auto nv = nvfp4Preset(*name)) {
+      *name = nv->name; // NVFP4: the quantizer checks its own block rules (gemmOperandProblem)
+      continue;
+    }
     const auto sp = scalingPreset(*name);
     if (!sp) {
       std::vector<std::string> n;
       for (const auto& p : scalingPresets())
         if (!p.delayed) n.push_back(p.name);
-      r.fail(at.member(key), "'" + *name + "' is not a current-scaling preset (one of: " + joinNames(n) + ")");
+      for (const auto& p : nvfp4Presets()) n.push_back(p.name);
+      r.fail(at.member(key), "'" + *name + "' is not a current-scaling or NVFP4 preset (one of: " + joinNames(n) + ")");
       return false;
     }
     for (Axis ax : axes)
@@ -246,17 +390,51 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
   readDistribution(o, at, &d, r);
   if (has_dist) cfg->a.random.distribution = cfg->b.random.distribution = d;
   for (const char* key : {"a", "b"})
-    if (const Json* ob = r.object(o, key, at)) parseOperand(*ob, at.member(key), key[0] == 'a' ? &cfg->a : &cfg->b, r);
+    if (const Json* ob = r.object(o, key, at))
+      parseOperand(*ob, at.member(key), key[0] == 'a' ? Axis::Cols : Axis::Rows, key[0] == 'a' ? &cfg->a : &cfg->b, r);
   if (!r.ok()) return false;
+  // A pre-quantized operand brings its own format; the run quantizes only the other one, with
+  // `scaling`.
+  for (auto [src, fk, fmt] : {std::tuple{&cfg->a, "format_a", &cfg->format_a}, {&cfg->b, "format_b", &cfg->format_b}}) {
+    if (!src->pre.enabled()) continue;
+    const char* given = ConfigReader::has(o, fk) ? fk : ConfigReader::has(o, "format") ? "format" : nullptr;
+    if (given && *fmt != src->pre.format) {
+      r.fail(at.member(given),
+             "is '" + *fmt + "' but the pre-quantized operand's format is '" + src->pre.format + "'; leave it out");
+      return false;
+    }
+    *fmt = src->pre.format;
+  }
+  if (cfg->a.pre.enabled() && !cfg->scaling_b.empty()) {
+    cfg->scaling = cfg->scaling_b;
+    cfg->scaling_b.clear();
+  }
+  if (cfg->b.pre.enabled()) cfg->scaling_b.clear();
+  // NVFP4 operands have E2M1 elements: an absent format means E2M1.
+  const bool fmt_a_given = ConfigReader::has(o, "format_a") || ConfigReader::has(o, "format");
+  const bool fmt_b_given = ConfigReader::has(o, "format_b") || ConfigReader::has(o, "format");
+  if (!cfg->a.pre.enabled() && !fmt_a_given && isNvfp4Scaling(cfg->scaling)) cfg->format_a = "E2M1";
+  if (!cfg->b.pre.enabled() && !fmt_b_given && isNvfp4Scaling(cfg->scaling_b.empty() ? cfg->scaling : cfg->scaling_b))
+    cfg->format_b = "E2M1";
+  {
+    const bool fa = cfg->a.fromFile(), fb = cfg->b.fromFile();
+    if (const auto pr = gemmOperandProblem(*cfg, fa ? 0 : cfg->m, fa || fb ? 0 : cfg->k, fb ? 0 : cfg->n)) {
+      std::string key = pr->key;
+      if (key == "format_a" || key == "format_b") key = ConfigReader::has(o, key) ? key : "format";
+      r.fail(at.member(key), pr->why);
+      return false;
+    }
+  }
   // A tensor operand brings its own shape: A [M, K], B [K, N]. An explicit m / k / n for it would be
   // ignored (or contradict the file), so it is refused, naming the file.
   for (const char* dim : {"m", "k", "n"}) {
     if (!ConfigReader::has(o, dim)) continue;
     const std::string dm = dim;
-    const bool from_a = !cfg->a.tensor.empty() && (dm == "m" || dm == "k");
-    const bool from_b = !cfg->b.tensor.empty() && (dm == "k" || dm == "n");
+    const bool from_a = cfg->a.fromFile() && (dm == "m" || dm == "k");
+    const bool from_b = cfg->b.fromFile() && (dm == "k" || dm == "n");
     if (from_a || from_b) {
-      r.fail(at.member(dim), "comes from the shape of the tensor file '" + (from_a ? cfg->a.tensor : cfg->b.tensor) +
+      const OperandSource& s = from_a ? cfg->a : cfg->b;
+      r.fail(at.member(dim), "comes from the shape of the tensor file '" + (s.pre.enabled() ? s.pre.codes : s.tensor) +
                                  "'; leave it out");
       return false;
     }
@@ -377,7 +555,8 @@ Json gemmConfigJson(const GemmExperimentConfig& c, const std::string& name) {
   Json j = Json::object();
   j["type"] = "gemm";
   if (!name.empty()) j["name"] = name;
-  const bool ta = !c.a.tensor.empty(), tb = !c.b.tensor.empty();
+  const bool ta = c.a.fromFile(), tb = c.b.fromFile();
+  const bool pa = c.a.pre.enabled(), pb = c.b.pre.enabled();
   if (!ta) j["m"] = c.m;
   if (!ta && !tb) j["k"] = c.k;
   if (!tb) j["n"] = c.n;
@@ -386,13 +565,30 @@ Json gemmConfigJson(const GemmExperimentConfig& c, const std::string& name) {
     j["seed"] = std::to_string(c.seed);
   else
     j["seed"] = c.seed;
-  j["format_a"] = c.format_a;
-  j["format_b"] = c.format_b;
-  j["scaling"] = c.scaling;
-  if (!c.scaling_b.empty() && c.scaling_b != c.scaling) j["scaling_b"] = c.scaling_b;
+  // A pre-quantized operand's format is in its object; `scaling` is the other operand's.
+  if (!pa) j["format_a"] = c.format_a;
+  if (!pb) j["format_b"] = c.format_b;
+  if (!pa || !pb) j["scaling"] = c.scaling;
+  if (!pa && !pb && !c.scaling_b.empty() && c.scaling_b != c.scaling) j["scaling_b"] = c.scaling_b;
   auto operand = [](const OperandSource& s) {
     Json o = Json::object();
-    if (!s.tensor.empty()) {
+    if (s.pre.enabled()) {
+      const PreQuantizedSource& p = s.pre;
+      o["codes"] = p.codes;
+      o["format"] = p.format;
+      if (p.scales.empty())
+        o["scales"] = p.scale;
+      else
+        o["scales"] = p.scales;
+      o["scale_format"] = toString(p.scale_format);
+      if (!p.scales.empty()) o["block"] = Json::array({p.block.rows, p.block.cols});
+      if (p.tensor_kind == TensorScale::Kind::TeAmax) {
+        o["tensor_amax"] = p.tensor_amax;
+        o["fp4_fp8_max"] = p.fp4_fp8_max;
+      } else if (p.tensor_kind == TensorScale::Kind::TorchaoPts) {
+        o["tensor_scale"] = p.tensor_scale;
+      }
+    } else if (!s.tensor.empty()) {
       o["tensor"] = s.tensor;
       o["transpose"] = s.transpose;
     } else {

@@ -6,6 +6,7 @@
 #include "gemm/gemm_internal.h"
 #include "io/tensor_import.h"
 #include "metrics/error_metrics.h"
+#include "scaling/nvfp4.h"
 #include "scaling/scaling.h"
 
 #include <algorithm>
@@ -15,6 +16,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <tuple>
 
 namespace fp8lab {
 
@@ -107,10 +110,122 @@ bool loadOperand(const OperandSource& src, int64_t rows, int64_t cols, uint64_t 
   return true;
 }
 
+std::string shapeStr(int64_t r, int64_t c) {
+  return "[" + std::to_string(r) + ", " + std::to_string(c) + "]";
+}
+
+/// A pre-quantized operand (PreQuantizedSource): reads the codes and scales, checks them against
+/// each other and builds the QuantizedTensor; `op` receives the dequantized values in float64
+/// (decode(code) · the element's effective dequant factor, exact in double), the run's only
+/// "input" for this operand. `key` ("a" / "b") names the config object in errors.
+bool loadPreQuantized(const PreQuantizedSource& p, const char* key, QuantizedTensor* q, Operand* op, Status* st) {
+  const std::string at = std::string(key) + ".";
+  auto bad = [&](const std::string& k, const std::string& why) {
+    st->add(Issue::Code::InvalidArgument, at + k, why);
+    return false;
+  };
+  const Format* f = Format::byName(p.format);
+  if (!f || f->bits() > 8) return bad("format", "'" + p.format + "' is unknown or wider than 8 bits");
+  auto codes = importCodeTensor(p.codes);
+  if (!codes.ok()) {
+    st->merge(codes);
+    return false;
+  }
+  Dataset& cd = codes.value;
+  if (cd.shape.size() == 1) cd.shape = {1, cd.shape[0]};
+  const int64_t rows = cd.shape[0], cols = cd.shape[1];
+  if (rows < 1 || cols < 1) return bad("codes", "'" + p.codes + "' is " + shapeStr(rows, cols) + ": empty");
+  const uint32_t limit = 1u << f->bits();
+  for (size_t i = 0; i < cd.u8.size(); ++i)
+    if (cd.u8[i] >= limit) {
+      char hex[8], lim[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", cd.u8[i]);
+      std::snprintf(lim, sizeof lim, "0x%02X", limit);
+      return bad("codes", "code " + std::string(hex) + " at (" + std::to_string(int64_t(i) / cols) + ", " +
+                              std::to_string(int64_t(i) % cols) + ") of '" + p.codes + "' is out of range for " +
+                              f->name() + " (" + std::to_string(f->bits()) + " bits: codes below " + lim + ")");
+    }
+  q->rows = rows;
+  q->cols = cols;
+  q->format = f;
+  q->codes = std::move(cd.u8);
+  q->block = p.block.rows > 0 ? p.block : ScaleBlock{rows, cols};
+  q->strategy = "pre-quantized (" + p.codes + ")";
+  q->stats.elements = rows * cols;
+  const int64_t gr = q->blockRows(), gc = q->blockCols();
+  if (p.scales.empty()) {
+    q->dequant_scales = {static_cast<float>(p.scale)};
+  } else {
+    const bool float_scales = p.scale_format == PreQuantizedSource::ScaleFormat::Float32;
+    auto sd = float_scales ? importTensor(p.scales) : importCodeTensor(p.scales);
+    if (!sd.ok()) {
+      st->merge(sd);
+      return false;
+    }
+    Dataset& d = sd.value;
+    // A 1-D scale vector fits a grid with one row or one column (per-row scales of A: [M]).
+    if (d.shape.size() == 1 && (gr == 1 || gc == 1)) d.shape = {gr, gc};
+    if (d.shape.size() == 1) d.shape = {1, d.shape[0]};
+    if (d.shape[0] != gr || d.shape[1] != gc)
+      return bad("scales", "'" + p.scales + "' is " + shapeStr(d.shape[0], d.shape[1]) + " but codes " +
+                               shapeStr(rows, cols) + " in blocks of " + shapeStr(q->block.rows, q->block.cols) +
+                               " need a scale grid of " + shapeStr(gr, gc));
+    if (float_scales) {
+      if (d.dtype != DType::Float32)
+        return bad("scales", "'" + p.scales +
+                                 "' holds float64 values; float32 scales are float16, bfloat16 or "
+                                 "float32 (the GEMM applies float32 factors)");
+      for (size_t i = 0; i < d.f32.size(); ++i)
+        if (!std::isfinite(d.f32[i]))
+          return bad("scales", "scale " + std::to_string(i) + " of '" + p.scales + "' is not finite");
+      q->dequant_scales = std::move(d.f32);
+    } else {
+      const bool e8 = p.scale_format == PreQuantizedSource::ScaleFormat::E8M0;
+      const Format& sf = e8 ? Format::E8M0FNU() : Format::E4M3FN();
+      q->scale_format = &sf;
+      q->scale_codes = std::move(d.u8);
+      q->dequant_scales.resize(q->scale_codes.size());
+      for (size_t i = 0; i < q->scale_codes.size(); ++i)
+        q->dequant_scales[i] = static_cast<float>(sf.decode(q->scale_codes[i]));
+      if (!e8 && p.tensor_kind == TensorScale::Kind::TeAmax) {
+        q->tensor_scale.kind = TensorScale::Kind::TeAmax;
+        q->tensor_scale.amax = p.tensor_amax;
+        q->tensor_scale.value = teNvfp4GlobalEncodeScale(p.tensor_amax, p.fp4_fp8_max / 6.0f);
+        q->tensor_scale.fp4_fp8_max = p.fp4_fp8_max;
+      } else if (!e8 && p.tensor_kind == TensorScale::Kind::TorchaoPts) {
+        q->tensor_scale.kind = TensorScale::Kind::TorchaoPts;
+        q->tensor_scale.value = p.tensor_scale;
+      }
+    }
+  }
+  op->rows = rows;
+  op->cols = cols;
+  op->is64 = true;
+  op->f64.resize(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) op->f64[static_cast<size_t>(i * cols + j)] = q->dequantizedAt(i, j);
+  op->origin = "pre-quantized: " + f->name() + " codes " + p.codes + ", scales " +
+               (p.scales.empty() ? "one per tensor" : p.scales);
+  return true;
+}
+
 QuantizedTensor quantizeOperand(const Operand& op, const Format& f, const ScalingConfig& cfg, Axis axis,
                                 const ProgressFn& p) {
   return op.is64 ? quantize(op.f64.data(), op.rows, op.cols, f, cfg, axis, p)
                  : quantize(op.f32.data(), op.rows, op.cols, f, cfg, axis, p);
+}
+
+/// NVFP4 quantization of one operand along K (A: Axis::Cols, B: Axis::Rows). quantizeNvfp4 reads
+/// float32: float64 imports are rounded to float32 first (RNE), as the systems' NVFP4 kernels take
+/// BF16 / FP32 tensors.
+QuantizedTensor quantizeNvfp4Operand(const Operand& op, const Nvfp4Config& c, Axis axis) {
+  std::vector<float> narrowed;
+  const float* x = op.f32.data();
+  if (op.is64) {
+    narrowed.assign(op.f64.begin(), op.f64.end());
+    x = narrowed.data();
+  }
+  return toQuantizedTensor(quantizeNvfp4(x, op.rows, op.cols, c, axis), c, x);
 }
 
 ProgressFn sub(const ProgressFn& p, double from, double to) {
@@ -120,12 +235,80 @@ ProgressFn sub(const ProgressFn& p, double from, double to) {
 
 } // namespace
 
+bool isNvfp4Scaling(const std::string& name) {
+  return nvfp4Preset(name).has_value();
+}
+
+std::optional<GemmConfigProblem> gemmOperandProblem(const GemmExperimentConfig& cfg, int64_t m, int64_t k, int64_t n) {
+  const bool pre_a = cfg.a.pre.enabled(), pre_b = cfg.b.pre.enabled();
+  const std::string name_b = cfg.scaling_b.empty() ? cfg.scaling : cfg.scaling_b;
+  const char* key_b = cfg.scaling_b.empty() ? "scaling" : "scaling_b";
+  const auto nva = pre_a ? std::nullopt : nvfp4Preset(cfg.scaling);
+  const auto nvb = pre_b ? std::nullopt : nvfp4Preset(name_b);
+  using SF = PreQuantizedSource::ScaleFormat;
+  const bool nv_a = pre_a ? cfg.a.pre.scale_format == SF::E4M3FN : nva.has_value();
+  const bool nv_b = pre_b ? cfg.b.pre.scale_format == SF::E4M3FN : nvb.has_value();
+  for (const auto& [nv, fmt, key, preset] :
+       {std::tuple{&nva, &cfg.format_a, "format_a", cfg.scaling}, std::tuple{&nvb, &cfg.format_b, "format_b", name_b}})
+    if (*nv && *fmt != "E2M1")
+      return GemmConfigProblem{key, "is '" + *fmt + "' beside the NVFP4 preset '" + preset +
+                                        "', whose elements are E2M1; leave the format out or set E2M1"};
+  auto describe = [](bool pre, const std::optional<Nvfp4Config>& nv, const std::string& preset,
+                     const std::string& fmt) {
+    if (pre) return std::string("pre-quantized ") + fmt;
+    return nv ? "NVFP4 ('" + preset + "')" : fmt + " ('" + preset + "')";
+  };
+  if (nv_a != nv_b)
+    return GemmConfigProblem{
+        pre_b   ? std::string("b")
+        : pre_a ? std::string("a")
+                : std::string(key_b),
+        "A is " + describe(pre_a, nva, cfg.scaling, cfg.format_a) + " and B is " +
+            describe(pre_b, nvb, name_b, cfg.format_b) +
+            ": no GEMM multiplies an NVFP4 operand with a non-NVFP4 one (Blackwell's block-scaled MMA takes "
+            "E2M1 with E4M3 block scales of 16 on both sides); give both operands NVFP4 or neither"};
+  // The rotation. TE's RHT maps each 16-block x along K to y = x·R, R = diag(s)·H16/4. H16 is
+  // symmetric with H16·H16 = 16·I, and diag(s)² = I, so R·Rᵀ = diag(s)·H16·H16·diag(s)/16 = I.
+  // With R_K = blockdiag(R, ..., R) over K: a row a of A becomes a·R_K (A' = A·R_K), and a column
+  // b of B, read along K, becomes bᵀ·R_K, i.e. b' = R_Kᵀ·b (B' = R_Kᵀ·B). So A'·B' = A·R_K·R_Kᵀ·B
+  // = A·B in exact arithmetic: rotating both operands along K by the same R (TE does this to x^T
+  // and dy^T of the wgrad GEMM, along the token axis) leaves the product unchanged, and what is
+  // left of the error split is what quantizing the rotated operands costs. Rotating one operand
+  // only changes the product itself.
+  const bool rht_a = nva && nva->rht, rht_b = nvb && nvb->rht;
+  if (rht_a != rht_b)
+    return GemmConfigProblem{rht_a && cfg.scaling_b.empty() ? std::string("scaling") : std::string(key_b),
+                             std::string("the Hadamard rotation is on ") + (rht_a ? "A" : "B") + " ('" +
+                                 (rht_a ? cfg.scaling : name_b) +
+                                 "') only: A·R·Rᵀ·B = A·B needs both operands "
+                                 "rotated along K by the same R; use an RHT preset (nvfp4_te_rht, nvfp4_te_rht_sr) "
+                                 "for both or for neither"};
+  if (rht_a && nva->rht_sign_mask != nvb->rht_sign_mask)
+    return GemmConfigProblem{key_b, "A and B are rotated with different sign masks; the rotations would not cancel"};
+  if ((nva || nvb) && k > 0 && k % 16 != 0)
+    return GemmConfigProblem{"k", "NVFP4 blocks hold 16 elements of K; K = " + std::to_string(k) +
+                                      " is not a multiple of 16 (the systems define no partial block)"};
+  if (nva && nva->tile_2d && m > 0 && m % 16 != 0)
+    return GemmConfigProblem{"m", "'" + cfg.scaling + "' uses 16×16 tiles on A; M = " + std::to_string(m) +
+                                      " is not a multiple of 16"};
+  if (nvb && nvb->tile_2d && n > 0 && n % 16 != 0)
+    return GemmConfigProblem{"n", "'" + name_b + "' uses 16×16 tiles on B; N = " + std::to_string(n) +
+                                      " is not a multiple of 16"};
+  return std::nullopt;
+}
+
 Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::string& config_json,
                                  const std::string& run_id, GemmBackend& backend, const ProgressFn& progress,
                                  GemmRunDetails* details) {
   GemmExperimentConfig cfg = cfg_in;
   Result<Run> r;
   const std::string where = "gemm experiment " + run_id;
+  const bool pre_a = cfg.a.pre.enabled(), pre_b = cfg.b.pre.enabled();
+  if (pre_a) cfg.format_a = cfg.a.pre.format;
+  if (pre_b) cfg.format_b = cfg.b.pre.format;
+  const std::string scaling_b = cfg.scaling_b.empty() ? cfg.scaling : cfg.scaling_b;
+  const std::optional<Nvfp4Config> nva = pre_a ? std::nullopt : nvfp4Preset(cfg.scaling);
+  const std::optional<Nvfp4Config> nvb = pre_b ? std::nullopt : nvfp4Preset(scaling_b);
   const Format* fa = Format::byName(cfg.format_a);
   const Format* fb = Format::byName(cfg.format_b);
   for (auto [f, name] : {std::pair{fa, cfg.format_a}, {fb, cfg.format_b}})
@@ -134,9 +317,10 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
             "format '" + name + "' is unknown or wider than 8 bits (see `fp8lab-cli formats`)");
       return r;
     }
-  auto sc = scalingPreset(cfg.scaling);
-  auto scb = scalingPreset(cfg.scaling_b.empty() ? cfg.scaling : cfg.scaling_b);
-  for (const auto& [p, name] : {std::pair{&sc, cfg.scaling}, {&scb, cfg.scaling_b}})
+  // A preset is needed only for an operand the run quantizes (NVFP4 presets are looked up above).
+  auto sc = pre_a || nva ? scalingPreset("te_current") : scalingPreset(cfg.scaling);
+  auto scb = pre_b || nvb ? scalingPreset("te_current") : scalingPreset(scaling_b);
+  for (const auto& [p, name] : {std::pair{&sc, cfg.scaling}, {&scb, scaling_b}})
     if (!*p) {
       std::string names;
       for (const auto& pi : scalingPresets())
@@ -155,14 +339,19 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     return r;
   }
   // Random operands: the shape is known now; imported ones are checked once loaded.
-  if (cfg.a.tensor.empty() && cfg.b.tensor.empty() && !cfg.a.values && !cfg.b.values &&
+  if (!cfg.a.fromFile() && !cfg.b.fromFile() && !cfg.a.values && !cfg.b.values &&
       !fitsInMemory(cfg.m, cfg.k, cfg.n, cfg.gemm.memory_limit_bytes, where, &r))
     return r;
   reportProgress(progress, 0.0, "operands");
   Operand A, B;
-  if (!loadOperand(cfg.a, cfg.m, cfg.k, cfg.seed, 1, cfg.gemm.threads, "A", &A, &r)) return r;
-  const int64_t bk = cfg.a.tensor.empty() && !cfg.a.values ? cfg.k : A.cols;
-  if (!loadOperand(cfg.b, bk, cfg.n, cfg.seed, 2, cfg.gemm.threads, "B", &B, &r)) return r;
+  QuantizedTensor qa, qb;
+  if (pre_a ? !loadPreQuantized(cfg.a.pre, "a", &qa, &A, &r)
+            : !loadOperand(cfg.a, cfg.m, cfg.k, cfg.seed, 1, cfg.gemm.threads, "A", &A, &r))
+    return r;
+  const int64_t bk = !cfg.a.fromFile() && !cfg.a.values ? cfg.k : A.cols;
+  if (pre_b ? !loadPreQuantized(cfg.b.pre, "b", &qb, &B, &r)
+            : !loadOperand(cfg.b, bk, cfg.n, cfg.seed, 2, cfg.gemm.threads, "B", &B, &r))
+    return r;
   if (A.cols != B.rows) {
     r.add(C::InvalidArgument, where,
           "A is [" + std::to_string(A.rows) + ", " + std::to_string(A.cols) + "] and B is [" + std::to_string(B.rows) +
@@ -177,6 +366,10 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   }
   const int64_t m = A.rows, k = A.cols, n = B.cols;
   if (!fitsInMemory(m, k, n, cfg.gemm.memory_limit_bytes, where, &r)) return r;
+  if (const auto pr = gemmOperandProblem(cfg, m, k, n)) {
+    r.add(C::InvalidArgument, where, pr->key + ": " + pr->why);
+    return r;
+  }
   // Non-finite inputs: FP8 casts saturate ±Inf or turn it into NaN and the error metrics skip
   // non-finite reference elements, so a run on such data must say so rather than look perfect.
   auto nonFinite = [](const Operand& op) {
@@ -201,9 +394,30 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     }
   reportProgress(progress, 0.05, "quantize A");
   const auto tq = std::chrono::steady_clock::now();
-  QuantizedTensor qa = quantizeOperand(A, *fa, *sc, Axis::Cols, sub(progress, 0.05, 0.1));
-  reportProgress(progress, 0.1, "quantize B");
-  QuantizedTensor qb = quantizeOperand(B, *fb, *scb, Axis::Rows, sub(progress, 0.1, 0.15));
+  // NVFP4 operands: blocks of 16 along K (A [M,K] along its rows, B [K,N] down its columns).
+  // Stochastic rounding draws its bytes from the run's seed, A and B from different streams.
+  // The Hadamard presets rotate each 16-block along K by R before quantizing: see
+  // gemmOperandProblem for why the rotations cancel in the product.
+  auto nvfp4For = [&](const Nvfp4Config& c, uint64_t stream) {
+    Nvfp4Config x = c;
+    x.seed = cfg.seed * 2 + stream;
+    x.threads = cfg.gemm.threads;
+    return x;
+  };
+  try {
+    if (nva)
+      qa = quantizeNvfp4Operand(A, nvfp4For(*nva, 0), Axis::Cols);
+    else if (!pre_a)
+      qa = quantizeOperand(A, *fa, *sc, Axis::Cols, sub(progress, 0.05, 0.1));
+    reportProgress(progress, 0.1, "quantize B");
+    if (nvb)
+      qb = quantizeNvfp4Operand(B, nvfp4For(*nvb, 1), Axis::Rows);
+    else if (!pre_b)
+      qb = quantizeOperand(B, *fb, *scb, Axis::Rows, sub(progress, 0.1, 0.15));
+  } catch (const std::invalid_argument& e) {
+    r.add(C::InvalidArgument, where, std::string("quantize: ") + e.what());
+    return r;
+  }
   const double quantize_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - tq).count();
   // The epilogue inputs: seeded, BF16-valued (EpilogueSource).
   auto epilogueInput = [&](const EpilogueSource& src, int64_t rows, int64_t cols, uint64_t stream) {
@@ -275,8 +489,26 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   run.attrs["algorithm"] = out.algorithm;
   run.attrs["format_a"] = fa->name();
   run.attrs["format_b"] = fb->name();
-  run.attrs["scaling"] = sc->name;
-  if (scb->name != sc->name) run.attrs["scaling_b"] = scb->name;
+  const std::string name_a = pre_a ? std::string("pre-quantized") : nva ? nva->name : sc->name;
+  const std::string name_b = pre_b ? std::string("pre-quantized") : nvb ? nvb->name : scb->name;
+  run.attrs["scaling"] = name_a;
+  if (name_b != name_a) run.attrs["scaling_b"] = name_b;
+  if (nva && nva->rht) {
+    char mask[8];
+    std::snprintf(mask, sizeof mask, "0x%04X", unsigned(nva->rht_sign_mask));
+    run.attrs["rotation"] = "both operands rotated along K by R = diag(s)·H16/4 (sign mask " + std::string(mask) +
+                            ", BF16-rounded) before quantizing; quantized/* hold the rotated operands, "
+                            "reference/D is the product of the unrotated inputs";
+  }
+  if (pre_a || pre_b)
+    run.attrs["pre_quantized"] =
+        std::string(pre_a && pre_b ? "A and B"
+                    : pre_a        ? "A"
+                                   : "B") +
+        " given as codes and scales (no unquantized input): their inputs/* hold the dequantized values, so the "
+        "quantization part of the error split is " +
+        (pre_a && pre_b ? "zero up to the rounding of the scale factors; only accumulation and output error remain"
+                        : "that of the other operand alone");
   run.attrs["accumulation"] = std::string(toString(cfg.gemm.accumulation));
   // The resolved accumulation parameters and epilogue (what the preset, if any, stood for).
   if (!cfg.accumulation_preset.empty()) {
@@ -319,8 +551,12 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
         run.datasets[path] = Dataset::float32({op.rows, op.cols}, op.f32, "1", meaning);
       run.datasets[path].attrs["origin"] = op.origin;
     };
-    put("inputs/A", A, "operand A [M,K] before quantization");
-    put("inputs/B", B, "operand B [K,N] before quantization");
+    put("inputs/A", A,
+        pre_a ? "operand A [M,K]: the dequantized pre-quantized codes (no unquantized input)"
+              : "operand A [M,K] before quantization");
+    put("inputs/B", B,
+        pre_b ? "operand B [K,N]: the dequantized pre-quantized codes (no unquantized input)"
+              : "operand B [K,N] before quantization");
     if (cfg.gemm.c && cfg.gemm.beta != 0.0f)
       run.putFloat32("inputs/C", *cfg.gemm.c, m, n, "1", "epilogue matrix C [M,N] of beta·C (BF16 values)");
     if (cfg.gemm.bias)
@@ -346,7 +582,10 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     dc.attrs["block_cols"] = n;
   }
   run.datasets["reference/D"] =
-      Dataset::float64({m, n}, ref, "1", "ideal D: float64 product of the unquantized operands (k ascending)");
+      Dataset::float64({m, n}, ref, "1",
+                       pre_a || pre_b ? "ideal D: float64 product of the operands (k ascending); pre-quantized "
+                                        "operands enter dequantized, as there is no unquantized input"
+                                      : "ideal D: float64 product of the unquantized operands (k ascending)");
   run.datasets["reference/D_quantized_exact"] =
       Dataset::float64({m, n}, ex.quantized_exact, "1",
                        "dequant(A_q) . dequant(B_q) in float64: D without accumulation or output error");

@@ -26,6 +26,38 @@
 
 namespace fp8lab {
 
+/// An operand given already quantized: its codes and scales read from files, so a kernel's
+/// output can be checked against the reference on the user's own data (docs/gemm.md,
+/// "Pre-quantized operands"). The run builds the QuantizedTensor directly; there is no float
+/// input, so the run's ideal reference is the float64 product of the dequantized operands and
+/// only the accumulation / output part of the error split says anything.
+///
+/// Shapes: codes [rows, cols] (A: [M, K], B: [K, N]); one scale per block of `block`, row-major
+/// over the grid [ceil(rows / block.rows), ceil(cols / block.cols)] (partial edge blocks allowed
+/// for float32 scales). Scale convention: dequant factors, x ≈ decode(code) · scale (cuBLASLt
+/// A/B_SCALE_POINTER, torch._scaled_mm), whatever the scale format:
+///   Float32 — the scales themselves (one `scale` number or a float tensor): per tensor, per row /
+///     column, per block;
+///   E8M0    — MX scale codes (OCP MX v1.0 §5.4: 2^(code − 127), 0xFF NaN), blocks of 32 along K;
+///   E4M3FN  — NVFP4 block scale codes (blocks of 16 along K, E2M1 elements), with the second
+///     level: `tensor_amax` (Transformer Engine: effective factor f32(f32(s · amax) ·
+///     f32(1/fp4_fp8_max)), GEMM alpha from both amaxes) or `tensor_scale` (torchao
+///     per_tensor_scale, a dequant factor: f32(pts · s)), or neither (single level).
+struct PreQuantizedSource {
+  enum class ScaleFormat { Float32, E8M0, E4M3FN };
+  std::string codes;  ///< import spec of the uint8 codes ("c.npy", "m.safetensors:NAME"); "" = not pre-quantized
+  std::string format; ///< element format of the codes (canonical name, ≤ 8 bits)
+  std::string scales; ///< import spec of the scale tensor; "" = the single `scale`
+  double scale = 1.0; ///< the per-tensor dequant scale when `scales` is empty
+  ScaleFormat scale_format = ScaleFormat::Float32;
+  ScaleBlock block{0, 0}; ///< scale block; {0, 0} = one block over the whole tensor (per tensor)
+  TensorScale::Kind tensor_kind = TensorScale::Kind::None; ///< E4M3FN only: TeAmax / TorchaoPts / None
+  float tensor_amax = 0.0f;                                ///< TeAmax: the tensor amax
+  float tensor_scale = 0.0f;                               ///< TorchaoPts: per_tensor_scale
+  float fp4_fp8_max = 2688.0f; ///< TeAmax: 6 · E4M3 max (2688; 1536 for TE 4over6 at the 256 bound)
+  bool enabled() const { return !codes.empty(); }
+};
+
 /// Where one operand comes from.
 struct OperandSource {
   RandomMatrixOptions random; ///< used when `tensor` is empty
@@ -39,6 +71,11 @@ struct OperandSource {
   const std::vector<float>* values = nullptr;
   int64_t rows = 0, cols = 0;
   std::string origin; ///< what `values` is, stored as the operand's origin
+  /// Codes and scales from files (used when pre.enabled(); `tensor`, `random` and the run's
+  /// format / scaling for this operand are not).
+  PreQuantizedSource pre;
+  /// Whether the operand's shape comes from a file (an imported tensor or pre-quantized codes).
+  bool fromFile() const { return !tensor.empty() || pre.enabled(); }
 };
 
 /// A random epilogue input (C [M,N] or bias [N]): normal(0, scale) values of randomMatrix(seed,
@@ -57,10 +94,12 @@ struct GemmExperimentConfig {
   uint64_t seed = 1; ///< A uses stream 1, B stream 2 of randomMatrix(seed, stream)
   OperandSource a, b;
   std::string format_a = "E4M3FN", format_b = "E4M3FN";
-  std::string scaling = "te_current"; ///< a current-scaling preset name (scalingPresets())
-  std::string scaling_b;              ///< B's preset when it differs from A's; "" = `scaling`
-  GemmOptions gemm;                   ///< accumulation model, promotion interval, output type, threads,
-                                      ///< alpha, beta (its c / bias come from c_source / bias_source)
+  /// A's preset: a current-scaling preset (scalingPresets()) or an NVFP4 preset (nvfp4Presets():
+  /// E2M1 elements, A quantized along K with Axis::Cols, B along K with Axis::Rows).
+  std::string scaling = "te_current";
+  std::string scaling_b; ///< B's preset when it differs from A's; "" = `scaling`
+  GemmOptions gemm;      ///< accumulation model, promotion interval, output type, threads,
+                         ///< alpha, beta (its c / bias come from c_source / bias_source)
   /// The accumulation preset (accumulation_preset.h) gemm's accumulation parameters were set from;
   /// "" = none (the parameters as given).
   std::string accumulation_preset;
@@ -74,6 +113,25 @@ struct GemmExperimentConfig {
   bool store_quantized = true;  ///< quantized/A_*, quantized/B_*
   bool store_error_maps = true; ///< error/abs, error/rel (the tile maps are always stored)
 };
+
+/// Whether `name` is an NVFP4 preset (nvfp4Preset()), not a scaling preset.
+bool isNvfp4Scaling(const std::string& name);
+
+/// A problem of a config's operand quantization: the config key it is about and why.
+struct GemmConfigProblem {
+  std::string key; ///< e.g. "scaling_b", "k", "format_a"
+  std::string why;
+};
+
+/// Why the operand quantization of `cfg` cannot run as a GEMM, or nullopt when it can; the
+/// dimensions checked are m, k, n as given (the caller passes the loaded shapes at run time).
+/// NVFP4 rules (docs/gemm.md, "NVFP4 operands"): an NVFP4 preset needs format E2M1 (key
+/// format_a / format_b); K a multiple of 16 (2-D presets: M for A, N for B too); NVFP4 on one
+/// operand and FP8 on the other is refused (no block-scaled MMA mixes them); the Hadamard
+/// presets (rht) on one operand only is refused (the rotation cancels only when both operands
+/// are rotated along K by the same R). Pre-quantized operands count as NVFP4 when their
+/// scale_format is E4M3FN.
+std::optional<GemmConfigProblem> gemmOperandProblem(const GemmExperimentConfig& cfg, int64_t m, int64_t k, int64_t n);
 
 /// What a run computed beyond what it stores, for a front end to print (`fp8lab-cli gemm`).
 struct GemmRunDetails {

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <string_view>
 
 namespace fp8lab {
 
@@ -78,10 +79,10 @@ std::string shapeText(const std::vector<int64_t>& s) {
 }
 
 /// Element kinds the importers decode.
-enum class Src { F16, BF16, F32, F64 };
+enum class Src { F16, BF16, F32, F64, U8 };
 
 size_t srcBytes(Src s) {
-  return s == Src::F16 || s == Src::BF16 ? 2 : s == Src::F32 ? 4 : 8;
+  return s == Src::U8 ? 1 : s == Src::F16 || s == Src::BF16 ? 2 : s == Src::F32 ? 4 : 8;
 }
 
 /// Converts `n` raw elements (byte order `big`) into out (float32 for ≤ 32-bit, float64 for F64),
@@ -107,6 +108,12 @@ void decodeInto(const std::vector<unsigned char>& raw, Src src, bool big, bool f
     const int64_t r = i % rows, j = i / rows;
     return r * cols + j;
   };
+  if (src == Src::U8) {
+    out->dtype = DType::UInt8;
+    out->u8.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) out->u8[static_cast<size_t>(dst(i))] = static_cast<uint8_t>(u(i));
+    return;
+  }
   if (src == Src::F64) {
     out->dtype = DType::Float64;
     out->f64.resize(static_cast<size_t>(n));
@@ -313,7 +320,8 @@ struct NpyHeader {
   int64_t data_off = 0, bytes = 0;
 };
 
-bool readNpyHeader(const std::string& path, File& file, int64_t size, NpyHeader* out, Status& r) {
+/// `codes`: the file must hold uint8 codes (|u1, <u1, >u1, =u1) instead of floats.
+bool readNpyHeader(const std::string& path, File& file, int64_t size, NpyHeader* out, Status& r, bool codes = false) {
   unsigned char pre[10];
   if (size < 10 || !readExact(file.f, pre, 10) || std::memcmp(pre, "\x93NUMPY", 6) != 0) {
     r.add(C::MalformedInput, path, "no .npy magic (\\x93NUMPY): not a NumPy .npy file");
@@ -357,8 +365,16 @@ bool readNpyHeader(const std::string& path, File& file, int64_t size, NpyHeader*
   }
   Src src;
   bool big = false;
-  if (descr.size() == 3 && (descr[0] == '<' || descr[0] == '>' || descr[0] == '=') && descr[1] == 'f' &&
-      (descr[2] == '2' || descr[2] == '4' || descr[2] == '8')) {
+  if (codes) {
+    if (descr.size() == 3 && std::string_view("|<>=").find(descr[0]) != std::string_view::npos && descr[1] == 'u' &&
+        descr[2] == '1') {
+      src = Src::U8;
+    } else {
+      r.add(C::MalformedInput, path, "dtype '" + descr + "' is not uint8 (|u1): codes are one byte per element");
+      return false;
+    }
+  } else if (descr.size() == 3 && (descr[0] == '<' || descr[0] == '>' || descr[0] == '=') && descr[1] == 'f' &&
+             (descr[2] == '2' || descr[2] == '4' || descr[2] == '8')) {
     big = descr[0] == '>' || (descr[0] == '=' && std::endian::native == std::endian::big);
     src = descr[2] == '2' ? Src::F16 : descr[2] == '4' ? Src::F32 : Src::F64;
   } else {
@@ -715,6 +731,60 @@ Result<std::vector<int64_t>> tensorShape(const std::string& spec) {
     return r;
   }
   r.value = found->shape;
+  return r;
+}
+
+Result<Dataset> importCodeTensor(const std::string& spec) {
+  Result<Dataset> r;
+  std::string file, name, ext;
+  if (!splitTensorSpec(spec, &file, &name, &ext)) {
+    r.add(C::InvalidArgument, spec, "unknown tensor file type (use .npy or .safetensors:NAME)");
+    return r;
+  }
+  if (ext == ".npy") {
+    File f;
+    int64_t size = 0;
+    NpyHeader h;
+    if (!openFile(file, &f, &size, &r) || !readNpyHeader(file, f, size, &h, r, true)) return r;
+    std::vector<unsigned char> raw;
+    if (!readRange(f, size, h.data_off, h.bytes, &raw, file, &r)) return r;
+    r.value.shape = h.shape;
+    decodeInto(raw, Src::U8, false, h.fortran, h.shape, &r.value);
+    setSourceAttrs(&r.value, file, h.descr, "");
+    return r;
+  }
+  if (ext != ".safetensors") {
+    r.add(C::InvalidArgument, spec, "code tensors are read from .npy (uint8) or .safetensors (U8) files");
+    return r;
+  }
+  File f;
+  int64_t start = 0, size = 0;
+  std::vector<StEntry> entries;
+  if (!readSafetensorsHeader(file, &f, &start, &size, &entries, &r)) return r;
+  const StEntry* e = nullptr;
+  for (const auto& x : entries)
+    if (x.e.name == name || (name.empty() && entries.size() == 1)) e = &x;
+  if (!e) {
+    r.add(C::NotFound, spec, "no tensor of that name (give FILE.safetensors:NAME)");
+    return r;
+  }
+  const std::string where = file + ":" + e->e.name;
+  int64_t n = 0;
+  if (e->e.dtype != "U8") {
+    r.add(C::MalformedInput, where, "dtype " + e->e.dtype + " is not U8: codes are one byte per element");
+    return r;
+  }
+  if (e->e.shape.empty() || e->e.shape.size() > 2 || !checkedCount(e->e.shape, &n) || n != e->end - e->begin) {
+    r.add(C::MalformedInput, where,
+          "shape " + shapeText(e->e.shape) + " U8 does not fit data_offsets spanning " +
+              std::to_string(e->end - e->begin) + " bytes (1-D or 2-D tensors only)");
+    return r;
+  }
+  std::vector<unsigned char> raw;
+  if (!readRange(f, size, start + e->begin, n, &raw, where, &r)) return r;
+  r.value.shape = e->e.shape;
+  decodeInto(raw, Src::U8, false, false, e->e.shape, &r.value);
+  setSourceAttrs(&r.value, file, e->e.dtype, e->e.name);
   return r;
 }
 

@@ -56,6 +56,13 @@ Result<Dataset> importHdf5Dataset(const std::string& path, const std::string& da
 /// (also .hdf5 / .hdf). A safetensors file with exactly one tensor needs no name.
 Result<Dataset> importTensor(const std::string& spec);
 
+/// Reads a tensor of uint8 codes (quantized elements or E8M0 / E4M3 scale codes): "FILE.npy"
+/// (dtype |u1, <u1, >u1, C or Fortran order) or "FILE.safetensors:NAME" (dtype U8), rank 1 or 2,
+/// into a Dataset of dtype UInt8 (row-major). Float files are refused (MalformedInput naming the
+/// dtype); HDF5 code tensors are not read (InvalidArgument). The same size and header checks as
+/// importNpy / importSafetensors.
+Result<Dataset> importCodeTensor(const std::string& spec);
+
 /// The shape a spec's tensor has in its file, from the header alone (the .npy header, the
 /// safetensors header, the HDF5 listing; no data is read): [n] or [rows, cols]. The errors of
 /// the importers for a missing file, an unknown type, a damaged header or a missing name.

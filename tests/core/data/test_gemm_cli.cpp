@@ -90,6 +90,29 @@ private Q_SLOTS:
     QCOMPARE(cli({QStringLiteral("rerun"), a, QStringLiteral("gemm-E4M3FN-te_current-lognormal")}, &err), 0);
   }
 
+  // An NVFP4 run (stochastic rounding, so the seed matters) saved by `gemm --out` re-runs bit for
+  // bit with `rerun` (which exits non-zero on any difference); the formats default to E2M1 and a
+  // different one beside an NVFP4 preset is refused naming the flag.
+  void nvfp4GemmRerunsBitForBit() {
+    QTemporaryDir dir;
+    const QString f = dir.filePath(QStringLiteral("nvfp4.h5"));
+    QByteArray err;
+    QCOMPARE(cli({QStringLiteral("gemm"), QStringLiteral("--m"), QStringLiteral("32"), QStringLiteral("--n"),
+                  QStringLiteral("16"), QStringLiteral("--k"), QStringLiteral("64"), QStringLiteral("--scaling"),
+                  QStringLiteral("nvfp4_te_sr"), QStringLiteral("--out"), f},
+                 &err),
+             0);
+    const Run run = readOnly(f);
+    QCOMPARE(run.id, std::string("gemm-E2M1-nvfp4_te_sr-normal"));
+    QCOMPARE(attrString(run.find("quantized/A_scale_codes")->attrs, "format").value_or(""), std::string("E4M3FN"));
+    QCOMPARE(cli({QStringLiteral("rerun"), f, QStringLiteral("gemm-E2M1-nvfp4_te_sr-normal")}, &err), 0);
+    QCOMPARE(cli({QStringLiteral("gemm"), QStringLiteral("--k"), QStringLiteral("64"), QStringLiteral("--scaling"),
+                  QStringLiteral("nvfp4_te"), QStringLiteral("--a-format"), QStringLiteral("E4M3FN")},
+                 &err),
+             2);
+    QVERIFY2(err.contains("--a-format: is 'E4M3FN' beside the NVFP4 preset 'nvfp4_te'"), err.constData());
+  }
+
   // Without --out nothing is written; a bad --out is refused before computing.
   void outIsCheckedFirst() {
     QTemporaryDir dir;
