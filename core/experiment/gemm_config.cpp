@@ -43,6 +43,8 @@ const std::vector<std::string> kGemmKeys = {"type",
                                             "store_inputs",
                                             "store_quantized",
                                             "store_error_maps",
+                                            "rounding",
+                                            "stochastic_bits",
                                             "sweep"};
 
 constexpr const char* kRandomKeys[] = {"distribution", "scale", "sigma", "outlier_fraction", "outlier_factor"};
@@ -525,7 +527,30 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
   cfg->store_inputs = r.boolean(o, "store_inputs", at, cfg->store_inputs);
   cfg->store_quantized = r.boolean(o, "store_quantized", at, cfg->store_quantized);
   cfg->store_error_maps = r.boolean(o, "store_error_maps", at, cfg->store_error_maps);
+  if (ConfigReader::has(o, "rounding")) {
+    const std::string rn = r.string(o, "rounding", at, "rne");
+    if (rn == "stochastic" || rn == "sr")
+      cfg->stochastic_rounding = true;
+    else if (rn == "rne" || rn == "nearest")
+      cfg->stochastic_rounding = false;
+    else {
+      r.fail(at.member("rounding"), "'" + rn + "' is not an element rounding of the GEMM operands (rne, stochastic)");
+      return false;
+    }
+  }
+  if (ConfigReader::has(o, "stochastic_bits") && !cfg->stochastic_rounding) {
+    r.fail(at.member("stochastic_bits"), "applies to \"rounding\": \"stochastic\" only");
+    return false;
+  }
+  cfg->stochastic_bits = static_cast<int>(r.integer(o, "stochastic_bits", at, cfg->stochastic_bits, 1, 32));
   if (!r.ok()) return false;
+  if (cfg->stochastic_rounding)
+    for (const auto& [key, name] : {std::pair{"scaling", &cfg->scaling}, {"scaling_b", &cfg->scaling_b}})
+      if (isNvfp4Scaling(*name)) {
+        r.fail(at.member("rounding"), std::string("the NVFP4 preset '") + *name + "' of " + key +
+                                          " has its own rounding: use nvfp4_te_sr (TE's 8-bit stochastic rounding)");
+        return false;
+      }
   if (cfg->output_scale_auto && cfg->gemm.output != OutputType::E4M3FN && cfg->gemm.output != OutputType::E5M2) {
     r.fail(at.member("output_quant_scale"), "\"auto\" applies only to FP8 outputs (e4m3fn, e5m2)");
     return false;
@@ -632,6 +657,10 @@ Json gemmConfigJson(const GemmExperimentConfig& c, const std::string& name) {
   j["store_inputs"] = c.store_inputs;
   j["store_quantized"] = c.store_quantized;
   j["store_error_maps"] = c.store_error_maps;
+  if (c.stochastic_rounding) {
+    j["rounding"] = "stochastic";
+    j["stochastic_bits"] = c.stochastic_bits;
+  }
   return j;
 }
 

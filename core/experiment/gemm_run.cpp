@@ -330,6 +330,14 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
                 "' is not a current-scaling preset (a single GEMM has no history; use one of: " + names + ")");
       return r;
     }
+  if (cfg.stochastic_rounding) {
+    // Stochastic rounding of the elements; the scales are each preset's own (RNE or its rule).
+    for (auto [p, seed] : {std::pair{&sc, 2 * cfg.seed}, {&scb, 2 * cfg.seed + 1}}) {
+      (*p)->encode.rounding = Rounding::Stochastic;
+      (*p)->encode.stochastic_bits = cfg.stochastic_bits;
+      (*p)->seed = seed;
+    }
+  }
   if (cfg.m < 1 || cfg.k < 1 || cfg.n < 1) {
     r.add(C::InvalidArgument, where, "m, k and n must be ≥ 1");
     return r;
@@ -492,6 +500,9 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   const std::string name_a = pre_a ? std::string("pre-quantized") : nva ? nva->name : sc->name;
   const std::string name_b = pre_b ? std::string("pre-quantized") : nvb ? nvb->name : scb->name;
   run.attrs["scaling"] = name_a;
+  if (cfg.stochastic_rounding)
+    run.attrs["rounding"] = "stochastic, " + std::to_string(cfg.stochastic_bits) +
+                            " random bits per element (A: counterRandom(2*seed, i), B: counterRandom(2*seed+1, i))";
   if (name_b != name_a) run.attrs["scaling_b"] = name_b;
   if (nva && nva->rht) {
     char mask[8];

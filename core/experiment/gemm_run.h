@@ -112,6 +112,13 @@ struct GemmExperimentConfig {
   bool store_inputs = true;     ///< inputs/A, inputs/B
   bool store_quantized = true;  ///< quantized/A_*, quantized/B_*
   bool store_error_maps = true; ///< error/abs, error/rel (the tile maps are always stored)
+  /// Element rounding of the operands the run quantizes with a current-scaling preset: false =
+  /// RNE (every preset's cast); true = stochastic rounding (Format's EncodeOptions: the discarded
+  /// significand truncated to `stochastic_bits` bits plus as many random bits, rounding up on a
+  /// carry), element i of A drawing Format::counterRandom(2·seed, i) and of B (2·seed + 1, i), so a
+  /// run repeats bit for bit. NVFP4 presets have their own rounding (nvfp4_te_sr: TE's 8-bit model).
+  bool stochastic_rounding = false;
+  int stochastic_bits = 16; ///< random bits per element for stochastic rounding, 1..32
 };
 
 /// Whether `name` is an NVFP4 preset (nvfp4Preset()), not a scaling preset.
