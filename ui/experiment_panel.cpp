@@ -927,7 +927,7 @@ void ExperimentPanel::setProgress(double fraction, const QString& stage) {
 }
 
 namespace {
-const Item kRecipes[] = {{"per_tensor", "Per tensor (scaling strategy below)"},
+const Item kRecipes[] = {{"per_tensor", "Per-tensor scaling with the strategy below"},
                          {"te_float8_block", "TE Float8BlockScaling (1x128 / 128x128, DeepSeek-V3)"},
                          {"te_mxfp8", "TE MXFP8BlockScaling (E4M3, 1x32 E8M0 RCEIL)"},
                          {"te_nvfp4", "TE NVFP4BlockScaling (E2M1 1x16, E4M3 + fp32 scales)"}};
@@ -987,18 +987,25 @@ QWidget* ExperimentPanel::buildTrainingTab() {
   connect(t_id_, &QLineEdit::textChanged, this, changed);
   train_form_->addRow(tr("Run id:"), t_id_);
   t_precision_ = combo(QStringLiteral("trainPrecision"));
-  t_precision_->addItem(tr("Low precision (FP8 / FP4 GEMMs)"), QStringLiteral("fp8"));
+  t_precision_->addItem(tr("FP8 / FP4"), QStringLiteral("fp8"));
   t_precision_->addItem(tr("FP32 baseline"), QStringLiteral("fp32"));
   train_form_->addRow(tr("Precision:"), t_precision_);
 
   section(tr("Recipe"));
   t_recipe_ = combo(QStringLiteral("recipe"));
-  fill(t_recipe_, kRecipes);
+  // Short names in the narrow dock; what each follows in the item's tooltip.
+  for (const Item& it : kRecipes) {
+    t_recipe_->addItem(QString::fromLatin1(it.key), QString::fromLatin1(it.key));
+    t_recipe_->setItemData(t_recipe_->count() - 1, tr(it.text), Qt::ToolTipRole);
+  }
   t_recipe_->setToolTip(tr("How the six GEMM operands of every Linear layer are quantized (docs/training.md, "
                            "\"Block recipes\")"));
   train_form_->addRow(tr("Recipe:"), t_recipe_);
   t_strategy_ = combo(QStringLiteral("trainStrategy"));
-  fill(t_strategy_, kTrainStrategies);
+  for (const Item& it : kTrainStrategies) {
+    t_strategy_->addItem(QString::fromLatin1(it.key), QString::fromLatin1(it.key));
+    t_strategy_->setItemData(t_strategy_->count() - 1, tr(it.text), Qt::ToolTipRole);
+  }
   train_form_->addRow(tr("Strategy:"), t_strategy_);
   t_history_ = spin(QStringLiteral("trainHistory"), 1, 4096, 1024, tr(" steps"));
   train_form_->addRow(tr("History length:"), t_history_);
