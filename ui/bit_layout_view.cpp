@@ -3,6 +3,8 @@
 #include "style.h"
 #include "view_registry.h"
 
+#include "scaling/nvfp4.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
@@ -16,6 +18,7 @@
 #include <QLineEdit>
 #include <QPainter>
 #include <QRegularExpression>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -278,6 +281,50 @@ BitLayoutView::BitLayoutView(QWidget* parent) : View(parent), format_(&Format::E
   vv->addWidget(compare_, 1);
   outer->addWidget(valBox, 1);
 
+  // ---- two-level scale (NVFP4) ----
+  auto* twoBox = new QGroupBox(tr("Two-level scale (NVFP4: fp32 tensor scale \u00d7 E4M3 block scale \u00d7 E2M1 "
+                                  "element)"),
+                               this);
+  twoBox->setObjectName(QStringLiteral("twoLevelBox"));
+  auto* tv = new QVBoxLayout(twoBox);
+  auto* th = new QHBoxLayout;
+  th->addWidget(new QLabel(tr("Values:"), twoBox));
+  two_values_ = new QLineEdit(twoBox);
+  two_values_->setObjectName(QStringLiteral("twoLevelValues"));
+  two_values_->setToolTip(tr("One row of values, quantized in 1\u00d716 blocks (padded with zeros to a multiple "
+                             "of 16)"));
+  th->addWidget(two_values_, 2);
+  two_preset_ = new QComboBox(twoBox);
+  two_preset_->setObjectName(QStringLiteral("twoLevelPreset"));
+  for (const char* n : {"nvfp4_te", "nvfp4_torchao"}) {
+    const QString name = QString::fromLatin1(n);
+    two_preset_->addItem(name, name);
+    for (const auto& info : nvfp4Presets())
+      if (info.name == n)
+        two_preset_->setItemData(
+            two_preset_->count() - 1,
+            QStringLiteral("%1\n%2").arg(QString::fromStdString(info.summary), QString::fromStdString(info.source)),
+            Qt::ToolTipRole);
+  }
+  two_preset_->setToolTip(tr("TE keeps the tensor amax (block factor amax\u00b7(1/2688)\u00b7s); torchao keeps "
+                             "per_tensor_scale pts = amax/2688 (block factor pts\u00b7s)"));
+  th->addWidget(two_preset_);
+  th->addWidget(new QLabel(tr("Element:"), twoBox));
+  two_index_ = new QSpinBox(twoBox);
+  two_index_->setObjectName(QStringLiteral("twoLevelIndex"));
+  two_index_->setRange(0, 15);
+  th->addWidget(two_index_);
+  tv->addLayout(th);
+  two_text_ = new QLabel(twoBox);
+  two_text_->setObjectName(QStringLiteral("twoLevelText"));
+  two_text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  two_text_->setWordWrap(true);
+  tv->addWidget(two_text_);
+  outer->addWidget(twoBox);
+  connect(two_values_, &QLineEdit::textChanged, this, &BitLayoutView::refreshTwoLevel);
+  connect(two_preset_, &QComboBox::currentIndexChanged, this, &BitLayoutView::refreshTwoLevel);
+  connect(two_index_, &QSpinBox::valueChanged, this, &BitLayoutView::refreshTwoLevel);
+
   connect(format_box_, &QComboBox::currentTextChanged, this, [this](const QString& n) { setFormat(n); });
   connect(cells_, &BitCells::bitClicked, this, &BitLayoutView::toggleBit);
   connect(value_edit_, &QLineEdit::textChanged, this, &BitLayoutView::refreshValue);
@@ -287,7 +334,103 @@ BitLayoutView::BitLayoutView(QWidget* parent) : View(parent), format_(&Format::E
   cells_->setFormat(format_);
   code_ = format_->maxFiniteCode();
   value_edit_->setText(QStringLiteral("464"));
+  two_values_->setText(QStringLiteral("16 4 1 0.5 -3 0.25 2 6"));
+  two_index_->setValue(1);
   refreshCode();
+}
+
+bool BitLayoutView::setTwoLevelExample(const QString& values, const QString& preset, int index) {
+  const int p = two_preset_->findData(preset);
+  if (p < 0) return false;
+  {
+    const QSignalBlocker b1(two_values_), b2(two_preset_), b3(two_index_);
+    two_values_->setText(values);
+    two_preset_->setCurrentIndex(p);
+    two_index_->setMaximum(std::max(15, index));
+    two_index_->setValue(index);
+  }
+  refreshTwoLevel();
+  return !two_text_->text().startsWith(QChar(0x2716));
+}
+
+QString BitLayoutView::twoLevelText() const {
+  return two_text_->text();
+}
+
+void BitLayoutView::refreshTwoLevel() {
+  std::vector<float> x;
+  static const QRegularExpression sep(QStringLiteral("[\\s,;]+"));
+  for (const QString& t : two_values_->text().split(sep, Qt::SkipEmptyParts)) {
+    const auto v = parseUserNumber(t);
+    if (!v) {
+      two_text_->setText(QStringLiteral("\u2716 ") + tr("'%1' is not a number").arg(t));
+      return;
+    }
+    x.push_back(float(*v));
+  }
+  if (x.empty()) {
+    two_text_->setText(tr("Type a few values, e.g. 16 4 1 0.5"));
+    return;
+  }
+  // Zeros change no amax and no scale (docs/training.md, padding).
+  while (x.size() % 16 != 0) x.push_back(0.0f);
+  const auto cfg = nvfp4Preset(two_preset_->currentData().toString().toStdString());
+  if (!cfg) return;
+  const QuantizedTensor q = toQuantizedTensor(quantizeNvfp4(x.data(), 1, int64_t(x.size()), *cfg), *cfg, x.data());
+  two_index_->setMaximum(int(x.size()) - 1);
+  const int64_t j = std::min<int64_t>(two_index_->value(), int64_t(x.size()) - 1);
+  two_text_->setText(tr("input %1\n%2\n%3")
+                         .arg(numberText(x[size_t(j)]), twoLevelScaleText(q, 0, j), twoLevelConventionText(q, 0, j)));
+}
+
+namespace {
+QString hexCode(uint32_t c) {
+  return QStringLiteral("0x%1").arg(c, 0, 16).toUpper().replace(QStringLiteral("0X"), QStringLiteral("0x"));
+}
+} // namespace
+
+QString twoLevelScaleText(const QuantizedTensor& q, int64_t i, int64_t j) {
+  if (!q.format || q.scale_codes.empty() || q.scale_format != &Format::E4M3FN()) return {};
+  const size_t b = size_t((i / q.block.rows) * q.blockCols() + j / q.block.cols);
+  const uint32_t sc = q.scale_codes[b];
+  const uint32_t ec = q.codes[size_t(i * q.cols + j)];
+  const float s = q.dequant_scales[b];
+  const double e = q.format->decode(ec);
+  const float value = float(e * double(q.dequantScaleAt(i, j)));
+  const QString fmt = QString::fromStdString(q.format->name());
+  QString tensor;
+  switch (q.tensor_scale.kind) {
+  case TensorScale::Kind::TeAmax:
+    tensor = QStringLiteral("%1 (tensor, amax/%2) \u00d7 ")
+                 .arg(QString::number(q.tensor_scale.tensorFactor(), 'g', 5))
+                 .arg(double(q.tensor_scale.fp4_fp8_max));
+    break;
+  case TensorScale::Kind::TorchaoPts:
+    tensor = QStringLiteral("%1 (tensor, pts) \u00d7 ").arg(QString::number(q.tensor_scale.tensorFactor(), 'g', 5));
+    break;
+  case TensorScale::Kind::None:
+    break;
+  }
+  return QStringLiteral("x = %1%2 (E4M3 %3) \u00d7 %4 (%5 %6) = %7")
+      .arg(tensor, numberText(s), hexCode(sc), numberText(e), fmt, hexCode(ec), floatText(value));
+}
+
+QString twoLevelConventionText(const QuantizedTensor& q, int64_t i, int64_t j) {
+  if (q.scale_codes.empty()) return {};
+  const QString f = QString::number(q.dequantScaleAt(i, j), 'g', 8);
+  const TensorScale& t = q.tensor_scale;
+  switch (t.kind) {
+  case TensorScale::Kind::TeAmax:
+    return QObject::tr("TE: block factor f32(f32(s\u00b7amax)\u00b7f32(1/%1)) = %2; amax %3, S_enc = %1/amax = %4")
+        .arg(double(t.fp4_fp8_max))
+        .arg(f, numberText(t.amax), numberText(t.value));
+  case TensorScale::Kind::TorchaoPts:
+    return QObject::tr("torchao: block factor f32(pts\u00b7s) = %1; per_tensor_scale pts = amax/2688 = %2")
+        .arg(f, QString::number(t.value, 'g', 8));
+  case TensorScale::Kind::None:
+    return QObject::tr("single level: block factor s = %1").arg(f);
+  }
+  return {};
 }
 
 bool BitLayoutView::setFormat(const QString& name) {

@@ -5,12 +5,14 @@
 #pragma once
 
 #include "formats/format.h"
+#include "scaling/quantized_tensor.h"
 #include "view.h"
 
 class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
+class QSpinBox;
 class QTableWidget;
 
 namespace fp8lab::ui {
@@ -72,6 +74,13 @@ public:
   QString classTextShown() const;
   QString formulaText() const;
 
+  /// The two-level scale example: `values` (numbers separated by spaces or commas, padded with
+  /// zeros to a multiple of 16) quantized by the NVFP4 preset `preset` (nvfp4_te, nvfp4_torchao)
+  /// as one row of 1×16 blocks; element `index` is shown as tensor × block × element. False
+  /// (and the reason shown) when a value is not a number or the preset is unknown.
+  bool setTwoLevelExample(const QString& values, const QString& preset, int index);
+  QString twoLevelText() const;
+
   /// Shows `code` of the named format; false for an unknown format.
   bool selectCode(const QString& format, uint32_t code) override;
   /// The format and code shown (the other views that show codes follow it).
@@ -83,6 +92,7 @@ protected:
 private:
   void refreshCode();
   void refreshValue();
+  void refreshTwoLevel();
   QString formula(uint32_t code) const;
   EncodeOptions options() const;
 
@@ -104,7 +114,23 @@ private:
   QCheckBox* saturate_box_;
   QLabel* value_result_;
   QTableWidget* compare_;
+  QLineEdit* two_values_;
+  QComboBox* two_preset_;
+  QSpinBox* two_index_;
+  QLabel* two_text_;
 };
+
+/// Element (i, j) of a two-level tensor (NVFP4: E2M1 codes, E4M3 block scales, an fp32 tensor
+/// scale) as the product of its three levels and the value the GEMM sees (float32):
+///   TE (amax kept):      "x = 0.0059524 (tensor, amax/2688) × 448 (E4M3 0x7E) × 1.5 (E2M1 0x3) = 4"
+///   torchao (pts kept):  "x = 0.0059524 (tensor, pts) × 448 (E4M3 0x7E) × 1.5 (E2M1 0x3) = 4"
+/// The tensor factor is TensorScale::tensorFactor() (5 significant digits); the value is
+/// f32(element · blockFactor(block scale)), each system's own rounding (TE rounds s·amax first).
+/// A single-level tensor has no tensor term. Empty for a tensor without E4M3 scale codes.
+QString twoLevelScaleText(const QuantizedTensor& q, int64_t i, int64_t j);
+/// The second line: how the system forms the block factor, e.g. "TE: block factor
+/// f32(f32(s·amax)·f32(1/2688)) = 2.6666667; amax 16, S_enc = 2688/amax = 168".
+QString twoLevelConventionText(const QuantizedTensor& q, int64_t i, int64_t j);
 
 /// Parses a number typed by a user: decimal, "1e-3", hex float "0x1.8p3", "inf", "-inf", "nan",
 /// simple fractions "1/3" and powers "2^-9". nullopt when it is not a number.

@@ -6,6 +6,7 @@
 #ifdef FP8LAB_HAVE_HDF5
 #include "io/tensor_import.h"
 #endif
+#include "gemm/accumulation_preset.h"
 #include "gemm/error_split.h"
 #include "scaling/scaling.h"
 #include "session_document.h"
@@ -20,6 +21,8 @@
 #include <QSaveFile>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QJsonArray>
+#include <QJsonDocument>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -27,6 +30,7 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSpinBox>
+#include <QTabWidget>
 #include <QVBoxLayout>
 
 #include <map>
@@ -229,7 +233,19 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   section(tr("GEMM"));
   accum_ = combo(QStringLiteral("accumulation"));
   fill(accum_, kAccum);
-  accum_->setToolTip(tr("Fast accumulation is a MODEL of undocumented Hopper hardware (DeepSeek-V3 \u00a73.3)"));
+  // The architecture presets: parameter sets of the fast-accumulation model, each with its source.
+  accum_->insertSeparator(accum_->count());
+  for (const auto& ap : accumulationPresets()) {
+    const QString name = QString::fromStdString(ap.name);
+    accum_->addItem(ap.unsure ? tr("%1 (model, unsure)").arg(name) : tr("%1 (model)").arg(name), name);
+    accum_->setItemData(
+        accum_->count() - 1,
+        tr("%1\n\nSource: %2").arg(QString::fromStdString(ap.summary), QString::fromStdString(ap.source)),
+        Qt::ToolTipRole);
+  }
+  accum_->setToolTip(tr("How the K products are summed. Fast accumulation and the architecture presets "
+                        "(hopper_fp8, blackwell_fp8, block_scaled_mma) are MODELS of undocumented tensor-core "
+                        "hardware; each preset's tooltip names its source"));
   form_->addRow(tr("Accumulation:"), accum_);
   promo_ = spin(QStringLiteral("promotionInterval"), 1, 65536, 128, tr(" of K"));
   form_->addRow(tr("Promotion N_C:"), promo_);
@@ -238,6 +254,37 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   output_ = combo(QStringLiteral("output"));
   fill(output_, kOutputs);
   form_->addRow(tr("Output type:"), output_);
+
+  section(tr("Epilogue"));
+  auto dspin = [&](const QString& name, double lo, double hi, double val, const QString& tip) {
+    auto* d = new QDoubleSpinBox(inner);
+    d->setObjectName(name);
+    d->setDecimals(6);
+    d->setRange(lo, hi);
+    d->setValue(val);
+    d->setToolTip(tip);
+    connect(d, &QDoubleSpinBox::valueChanged, this, &ExperimentPanel::onWidgetChanged);
+    return d;
+  };
+  alpha_ =
+      dspin(QStringLiteral("alpha"), -1e6, 1e6, 1.0, tr("D = \u03b1\u00b7(A\u00b7B) + \u03b2\u00b7C + bias (float32)"));
+  form_->addRow(tr("\u03b1:"), alpha_);
+  beta_ = dspin(QStringLiteral("beta"), -1e6, 1e6, 0.0,
+                tr("\u03b2 \u2260 0 adds \u03b2\u00b7C; C is read only then (as cuBLASLt)"));
+  form_->addRow(tr("\u03b2:"), beta_);
+  c_seed_ = spin(QStringLiteral("cSeed"), 0, 2147483647, 1);
+  form_->addRow(tr("C seed:"), c_seed_);
+  c_scale_ = dspin(QStringLiteral("cScale"), 1e-6, 1e6, 1.0, QString());
+  form_->addRow(tr("C scale \u03c3:"), c_scale_);
+  bias_ = new QCheckBox(tr("add a bias vector [N]"), inner);
+  bias_->setObjectName(QStringLiteral("bias"));
+  bias_->setToolTip(tr("A normal random bias of N values, broadcast over the M rows"));
+  connect(bias_, &QCheckBox::toggled, this, &ExperimentPanel::onWidgetChanged);
+  form_->addRow(tr("Bias:"), bias_);
+  bias_seed_ = spin(QStringLiteral("biasSeed"), 0, 2147483647, 1);
+  form_->addRow(tr("Bias seed:"), bias_seed_);
+  bias_scale_ = dspin(QStringLiteral("biasScale"), 1e-6, 1e6, 1.0, QString());
+  form_->addRow(tr("Bias scale \u03c3:"), bias_scale_);
 
   section(tr("Input"));
   input_ = combo(QStringLiteral("input"));
@@ -294,7 +341,12 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   form_->addRow(tr("Backend:"), backend_);
 
   scroll->setWidget(inner);
-  outer->addWidget(scroll, 1);
+  tabs_ = new QTabWidget(this);
+  tabs_->setObjectName(QStringLiteral("experimentTabs"));
+  tabs_->addTab(scroll, tr("GEMM"));
+  tabs_->addTab(buildTrainingTab(), tr("Training"));
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] { revalidate(); });
+  outer->addWidget(tabs_, 1);
 
   problems_label_ = new QLabel(this);
   problems_label_->setObjectName(QStringLiteral("problems"));
@@ -319,7 +371,7 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
                          "stored configs)"));
   auto* loadCfg = new QPushButton(tr("Load config\u2026"), this);
   loadCfg->setObjectName(QStringLiteral("loadConfigButton"));
-  loadCfg->setToolTip(tr("Set the fields from a GEMM config file (fp8lab-cli run's format)"));
+  loadCfg->setToolTip(tr("Set the fields from a GEMM or a one-run training config file (fp8lab-cli run's format)"));
   configRow->addWidget(saveCfg);
   configRow->addWidget(loadCfg);
   configRow->addStretch(1);
@@ -347,7 +399,7 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   outer->addWidget(stage_);
 
   connect(run_, &QPushButton::clicked, this, [this] {
-    if (isValid() && runner_) Q_EMIT runRequested(config());
+    if (isValid() && runner_) requestRun();
   });
   connect(cancel_, &QPushButton::clicked, this, &ExperimentPanel::cancelRequested);
 
@@ -372,6 +424,13 @@ QJsonObject ExperimentPanel::defaultConfig() {
       {QStringLiteral("promotion_interval"), 128},
       {QStringLiteral("fast_accum_bits"), 14},
       {QStringLiteral("output"), QStringLiteral("fp32")},
+      {QStringLiteral("alpha"), 1.0},
+      {QStringLiteral("beta"), 0.0},
+      {QStringLiteral("c_seed"), 1},
+      {QStringLiteral("c_scale"), 1.0},
+      {QStringLiteral("bias"), false},
+      {QStringLiteral("bias_seed"), 1},
+      {QStringLiteral("bias_scale"), 1.0},
       {QStringLiteral("input"), QStringLiteral("distribution")},
       {QStringLiteral("distribution"), QStringLiteral("normal")},
       {QStringLiteral("sigma"), 1.0},
@@ -442,7 +501,8 @@ QString ExperimentPanel::resolvedPreset() const {
 }
 
 bool ExperimentPanel::saveConfig(const QString& fileName, QString* why) const {
-  const QByteArray text = canonicalGemmConfig(config(), QString(), why);
+  const QByteArray text = currentTab() == Tab::Gemm ? canonicalGemmConfig(config(), QString(), why)
+                                                    : canonicalTrainingConfig(trainingConfig(), why);
   if (text.isEmpty()) return false;
   QSaveFile f(fileName);
   if (!f.open(QIODevice::WriteOnly) || f.write(text + "\n") != text.size() + 1 || !f.commit()) {
@@ -460,11 +520,26 @@ bool ExperimentPanel::loadConfig(const QString& fileName, QString* why) {
     return false;
   }
   QString reason;
-  const QJsonObject c = panelConfigFromCanonical(f.readAll(), config(), &reason);
+  const QByteArray text = f.readAll();
+  // A training config ("type": "training" or a "runs" list) goes to the Training tab.
+  const QJsonObject probe = QJsonDocument::fromJson(text).object();
+  if (probe.value(QStringLiteral("type")).toString() == QStringLiteral("training") ||
+      probe.contains(QStringLiteral("runs"))) {
+    const QJsonObject t = trainingPanelFromCanonical(text, &reason);
+    if (t.isEmpty()) {
+      if (why) *why = tr("%1: %2").arg(QFileInfo(fileName).fileName(), reason);
+      return false;
+    }
+    setTrainingConfig(t);
+    showTab(Tab::Training);
+    return true;
+  }
+  const QJsonObject c = panelConfigFromCanonical(text, config(), &reason);
   if (c.isEmpty()) {
     if (why) *why = tr("%1: %2").arg(QFileInfo(fileName).fileName(), reason);
     return false;
   }
+  showTab(Tab::Gemm);
   setConfig(c);
   revalidate();
   Q_EMIT configChanged(config());
@@ -473,6 +548,7 @@ bool ExperimentPanel::loadConfig(const QString& fileName, QString* why) {
 
 void ExperimentPanel::resetToDefaults() {
   setConfig(defaultConfig());
+  setTrainingConfig(defaultTrainingConfig());
 }
 
 QJsonObject ExperimentPanel::config() const {
@@ -492,6 +568,13 @@ QJsonObject ExperimentPanel::config() const {
   c[QStringLiteral("promotion_interval")] = promo_->value();
   c[QStringLiteral("fast_accum_bits")] = fast_bits_->value();
   c[QStringLiteral("output")] = key(output_);
+  c[QStringLiteral("alpha")] = alpha_->value();
+  c[QStringLiteral("beta")] = beta_->value();
+  c[QStringLiteral("c_seed")] = c_seed_->value();
+  c[QStringLiteral("c_scale")] = c_scale_->value();
+  c[QStringLiteral("bias")] = bias_->isChecked();
+  c[QStringLiteral("bias_seed")] = bias_seed_->value();
+  c[QStringLiteral("bias_scale")] = bias_scale_->value();
   c[QStringLiteral("input")] = key(input_);
   c[QStringLiteral("distribution")] = key(dist_);
   c[QStringLiteral("sigma")] = sigma_->value();
@@ -537,6 +620,17 @@ void ExperimentPanel::setConfig(const QJsonObject& c) {
   setInt(promo_, "promotion_interval");
   setInt(fast_bits_, "fast_accum_bits");
   setData(output_, c.value(QStringLiteral("output")));
+  auto setDouble = [&](QDoubleSpinBox* d, const char* k) {
+    const QJsonValue v = c.value(QLatin1String(k));
+    if (v.isDouble()) d->setValue(v.toDouble());
+  };
+  setDouble(alpha_, "alpha");
+  setDouble(beta_, "beta");
+  setInt(c_seed_, "c_seed");
+  setDouble(c_scale_, "c_scale");
+  if (c.value(QStringLiteral("bias")).isBool()) bias_->setChecked(c.value(QStringLiteral("bias")).toBool());
+  setInt(bias_seed_, "bias_seed");
+  setDouble(bias_scale_, "bias_scale");
   setData(input_, c.value(QStringLiteral("input")));
   setData(dist_, c.value(QStringLiteral("distribution")));
   if (c.value(QStringLiteral("sigma")).isDouble()) sigma_->setValue(c.value(QStringLiteral("sigma")).toDouble());
@@ -567,8 +661,35 @@ void ExperimentPanel::updateVisibility() {
   form_->setRowVisible(margin_, delayed);
   form_->setRowVisible(pow2_, !delayed);
   const QString acc = key(accum_);
-  form_->setRowVisible(promo_, acc == QStringLiteral("split-fp32") || acc == QStringLiteral("fast-accum"));
-  form_->setRowVisible(fast_bits_, acc == QStringLiteral("fast-accum"));
+  const auto ap = accumulationPreset(acc.toStdString());
+  form_->setRowVisible(promo_, ap || acc == QStringLiteral("split-fp32") || acc == QStringLiteral("fast-accum"));
+  form_->setRowVisible(fast_bits_, ap || acc == QStringLiteral("fast-accum"));
+  // A preset fixes its parameters: shown, not editable.
+  promo_->setEnabled(!ap);
+  fast_bits_->setEnabled(!ap);
+  const QString set_by = ap ? tr("set by the %1 preset").arg(acc) : QString();
+  promo_->setToolTip(set_by);
+  fast_bits_->setToolTip(set_by);
+  if (ap) {
+    const bool was_p = updating_;
+    updating_ = true;
+    promo_->setValue(ap->promotes ? ap->promotion_interval : promo_->value());
+    fast_bits_->setValue(ap->bits);
+    updating_ = was_p;
+    if (!ap->promotes)
+      promo_->setToolTip(tr("%1 has no promotion window of its own (the scale blocks cut K)").arg(acc));
+  }
+  const bool with_c = float(beta_->value()) != 0.0f;
+  const QString no_c = tr("C is read only when \u03b2 \u2260 0 (as cuBLASLt): set \u03b2 first");
+  for (QWidget* w : std::initializer_list<QWidget*>{c_seed_, c_scale_}) {
+    w->setEnabled(with_c);
+    w->setToolTip(with_c ? tr("C [M,N]: normal random values with this seed and standard deviation") : no_c);
+  }
+  for (QWidget* w : std::initializer_list<QWidget*>{bias_seed_, bias_scale_}) {
+    w->setEnabled(bias_->isChecked());
+    w->setToolTip(bias_->isChecked() ? tr("bias [N]: normal random values with this seed and standard deviation")
+                                     : tr("tick Bias to add one"));
+  }
   const QString in = key(input_);
   form_->setRowVisible(dist_, in == QStringLiteral("distribution"));
   form_->setRowVisible(sigma_, in == QStringLiteral("distribution"));
@@ -649,6 +770,16 @@ QList<ConfigProblem> ExperimentPanel::validate(const QJsonObject& c, bool gpu_av
     if (scalingPresetFor(c, &why).isEmpty()) p << ConfigProblem{QObject::tr("Strategy"), why};
   }
   const QString acc = c.value(QStringLiteral("accumulation")).toString();
+  const auto ap = accumulationPreset(acc.toStdString());
+  if (ap)
+    p << ConfigProblem{QObject::tr("Accumulation"),
+                       ap->unsure ? QObject::tr("%1 is a model whose source is UNSURE of the accumulator width; "
+                                                "see the preset's tooltip.")
+                                        .arg(acc)
+                                  : QObject::tr("%1 is a model of undocumented hardware from published "
+                                                "measurements, not a measurement of this machine.")
+                                        .arg(acc),
+                       false};
   if (acc == QStringLiteral("fast-accum"))
     p << ConfigProblem{QObject::tr("Accumulation"),
                        QObject::tr("Fast accumulation is a model of undocumented hardware behaviour "
@@ -707,7 +838,7 @@ QList<ConfigProblem> ExperimentPanel::validate(const QJsonObject& c, bool gpu_av
     if (a.endsWith(QStringLiteral("FNUZ")) || b.endsWith(QStringLiteral("FNUZ")))
       p << ConfigProblem{QObject::tr("Backend"),
                          QObject::tr("FNUZ formats are AMD formats; cuBLASLt has no FNUZ types.")};
-    if (acc == QStringLiteral("fast-accum") || acc == QStringLiteral("exact"))
+    if (ap || acc == QStringLiteral("fast-accum") || acc == QStringLiteral("exact"))
       p << ConfigProblem{
           QObject::tr("Backend"),
           QObject::tr("the '%1' accumulation is a CPU model; the GPU accumulates as the hardware does.").arg(acc)};
@@ -729,7 +860,7 @@ void ExperimentPanel::revalidate() {
   if (session_)
     for (const auto& r : session_->runs())
       if (r.kind == QStringLiteral("training")) runs << r.id;
-  problems_ = validate(config(), gpu_, runs);
+  problems_ = currentTab() == Tab::Gemm ? validate(config(), gpu_, runs) : trainingProblems();
   QString html;
   for (const auto& p : problems_)
     html += QStringLiteral("<div style='color:%1'>%2 <b>%3:</b> %4</div>")
@@ -740,9 +871,11 @@ void ExperimentPanel::revalidate() {
   problems_label_->setText(html);
   problems_label_->setVisible(!html.isEmpty());
   run_->setEnabled(isValid() && runner_ && !cancel_->isEnabled());
-  run_->setToolTip(!runner_    ? runner_why_
-                   : isValid() ? tr("Run the experiment in the background (Ctrl+R)")
-                               : tr("Fix the problems listed above first"));
+  run_->setToolTip(!runner_     ? runner_why_
+                   : !isValid() ? tr("Fix the problems listed above first")
+                   : currentTab() == Tab::Gemm
+                       ? tr("Run the experiment in the background (Ctrl+R)")
+                       : tr("Train in the background into a new session file, opened when it finishes (Ctrl+R)"));
 }
 
 void ExperimentPanel::setSession(SessionDocument* s) {
@@ -791,6 +924,310 @@ void ExperimentPanel::setRunning(bool running) {
 void ExperimentPanel::setProgress(double fraction, const QString& stage) {
   progress_->setValue(int(std::clamp(fraction, 0.0, 1.0) * 1000));
   stage_->setText(stage);
+}
+
+namespace {
+const Item kRecipes[] = {{"per_tensor", "Per-tensor scaling with the strategy below"},
+                         {"te_float8_block", "TE Float8BlockScaling (1x128 / 128x128, DeepSeek-V3)"},
+                         {"te_mxfp8", "TE MXFP8BlockScaling (E4M3, 1x32 E8M0 RCEIL)"},
+                         {"te_nvfp4", "TE NVFP4BlockScaling (E2M1 1x16, E4M3 + fp32 scales)"}};
+const Item kTrainStrategies[] = {{"delayed-flax", "Delayed, Flax fp8_ops (amax history)"},
+                                 {"delayed-te", "Delayed, TE DelayedScaling (amax history)"},
+                                 {"current-te", "Current, TE Float8CurrentScaling"},
+                                 {"current-torchao", "Current, torchao tensorwise"}};
+/// weight_2d when the config does not set it (TrainingRecipeConfig::weight2d()).
+bool recipeWeight2dDefault(const QString& recipe) {
+  return recipe != QStringLiteral("te_mxfp8");
+}
+} // namespace
+
+QWidget* ExperimentPanel::buildTrainingTab() {
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  auto* inner = new QWidget(scroll);
+  train_form_ = new QFormLayout(inner);
+  train_form_->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  train_form_->setLabelAlignment(Qt::AlignRight);
+  auto changed = [this] {
+    if (updating_) return;
+    updateTrainingStates();
+    revalidate();
+  };
+  auto combo = [&](const QString& name) {
+    auto* c = new QComboBox(inner);
+    c->setObjectName(name);
+    c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    c->setMinimumContentsLength(6);
+    connect(c, &QComboBox::currentIndexChanged, this, changed);
+    return c;
+  };
+  auto spin = [&](const QString& name, int lo, int hi, int val, const QString& suffix = {}) {
+    auto* s = new QSpinBox(inner);
+    s->setObjectName(name);
+    s->setRange(lo, hi);
+    s->setValue(val);
+    s->setSuffix(suffix);
+    connect(s, &QSpinBox::valueChanged, this, changed);
+    return s;
+  };
+  auto check = [&](const QString& name, const QString& text) {
+    auto* c = new QCheckBox(text, inner);
+    c->setObjectName(name);
+    connect(c, &QCheckBox::toggled, this, changed);
+    return c;
+  };
+  auto section = [&](const QString& t) { train_form_->addRow(new QLabel(QStringLiteral("<b>%1</b>").arg(t), inner)); };
+
+  section(tr("Run"));
+  t_id_ = new QLineEdit(inner);
+  t_id_->setObjectName(QStringLiteral("trainId"));
+  t_id_->setToolTip(tr("The run's id in the session"));
+  connect(t_id_, &QLineEdit::textChanged, this, changed);
+  train_form_->addRow(tr("Run id:"), t_id_);
+  t_precision_ = combo(QStringLiteral("trainPrecision"));
+  t_precision_->addItem(tr("FP8 / FP4"), QStringLiteral("fp8"));
+  t_precision_->addItem(tr("FP32 baseline"), QStringLiteral("fp32"));
+  train_form_->addRow(tr("Precision:"), t_precision_);
+
+  section(tr("Recipe"));
+  t_recipe_ = combo(QStringLiteral("recipe"));
+  // Short names in the narrow dock; what each follows in the item's tooltip.
+  for (const Item& it : kRecipes) {
+    t_recipe_->addItem(QString::fromLatin1(it.key), QString::fromLatin1(it.key));
+    t_recipe_->setItemData(t_recipe_->count() - 1, tr(it.text), Qt::ToolTipRole);
+  }
+  t_recipe_->setToolTip(tr("How the six GEMM operands of every Linear layer are quantized (docs/training.md, "
+                           "\"Block recipes\")"));
+  train_form_->addRow(tr("Recipe:"), t_recipe_);
+  t_strategy_ = combo(QStringLiteral("trainStrategy"));
+  for (const Item& it : kTrainStrategies) {
+    t_strategy_->addItem(QString::fromLatin1(it.key), QString::fromLatin1(it.key));
+    t_strategy_->setItemData(t_strategy_->count() - 1, tr(it.text), Qt::ToolTipRole);
+  }
+  train_form_->addRow(tr("Strategy:"), t_strategy_);
+  t_history_ = spin(QStringLiteral("trainHistory"), 1, 4096, 1024, tr(" steps"));
+  train_form_->addRow(tr("History length:"), t_history_);
+  t_fwd_ = combo(QStringLiteral("forwardFormat"));
+  t_bwd_ = combo(QStringLiteral("backwardFormat"));
+  for (const QString& f : kFp8) {
+    t_fwd_->addItem(f, f);
+    t_bwd_->addItem(f, f);
+  }
+  t_fwd_->setToolTip(tr("Inputs and weights (Flax Fp8DotGeneral, TE HYBRID: E4M3FN)"));
+  t_bwd_->setToolTip(tr("Output gradients (HYBRID: E5M2)"));
+  train_form_->addRow(tr("Forward format:"), t_fwd_);
+  train_form_->addRow(tr("Backward format:"), t_bwd_);
+  t_fp8fmt_ = combo(QStringLiteral("fp8Format"));
+  t_fp8fmt_->addItem(tr("E4M3 (every tensor)"), QStringLiteral("E4M3"));
+  t_fp8fmt_->addItem(tr("HYBRID (gradients E5M2)"), QStringLiteral("HYBRID"));
+  train_form_->addRow(tr("FP8 format:"), t_fp8fmt_);
+  t_w2d_ = check(QStringLiteral("weight2d"), tr("weights in 2-D tiles"));
+  train_form_->addRow(tr("Weights:"), t_w2d_);
+  t_hadamard_ = check(QStringLiteral("hadamard"), tr("Hadamard transform (RHT) on the wgrad operands"));
+  train_form_->addRow(tr("Hadamard:"), t_hadamard_);
+  t_sr_ = check(QStringLiteral("stochasticRounding"), tr("stochastic rounding of the gradients"));
+  train_form_->addRow(tr("Rounding:"), t_sr_);
+  t_wgrad_hp_ = check(QStringLiteral("wgradHighPrecision"), tr("weight-gradient GEMM in high precision"));
+  t_wgrad_hp_->setToolTip(tr("overrides: {\"wgrad\": {\"recipe\": \"high_precision\"}} \u2014 torchao's "
+                             "rowwise_with_gw_hp idea: both wgrad operands enter the GEMM unquantized"));
+  train_form_->addRow(tr("Override:"), t_wgrad_hp_);
+
+  section(tr("Training"));
+  t_epochs_ = spin(QStringLiteral("epochs"), 1, 1000, 3);
+  train_form_->addRow(tr("Epochs:"), t_epochs_);
+  t_batch_ = spin(QStringLiteral("batchSize"), 1, 60000, 128);
+  train_form_->addRow(tr("Batch size:"), t_batch_);
+  t_seed_ = spin(QStringLiteral("trainSeed"), 0, 2147483647, 1);
+  t_seed_->setToolTip(tr("Initial weights, data order and stochastic rounding"));
+  train_form_->addRow(tr("Seed:"), t_seed_);
+  t_train_limit_ = spin(QStringLiteral("trainLimit"), 0, 60000, 0);
+  t_train_limit_->setSpecialValueText(tr("all 60000"));
+  t_train_limit_->setToolTip(tr("Only the first N training images (0: all)"));
+  train_form_->addRow(tr("Training images:"), t_train_limit_);
+  t_test_limit_ = spin(QStringLiteral("testLimit"), 0, 10000, 0);
+  t_test_limit_->setSpecialValueText(tr("all 10000"));
+  train_form_->addRow(tr("Test images:"), t_test_limit_);
+  // After the generic handler: a recipe brings its own weight_2d default.
+  connect(t_recipe_, &QComboBox::currentIndexChanged, this, [this] {
+    if (updating_) return;
+    const bool was = updating_;
+    updating_ = true;
+    t_w2d_->setChecked(recipeWeight2dDefault(key(t_recipe_)));
+    updating_ = was;
+    updateTrainingStates();
+    revalidate();
+  });
+  scroll->setWidget(inner);
+  return scroll;
+}
+
+QJsonObject ExperimentPanel::defaultTrainingConfig() {
+  return QJsonObject{
+      {QStringLiteral("type"), QStringLiteral("training")},
+      {QStringLiteral("id"), QStringLiteral("train-gui")},
+      {QStringLiteral("precision"), QStringLiteral("fp8")},
+      {QStringLiteral("scaling"), QJsonObject{{QStringLiteral("strategy"), QStringLiteral("delayed-flax")},
+                                              {QStringLiteral("history_len"), 1024}}},
+      {QStringLiteral("forward_format"), QStringLiteral("E4M3FN")},
+      {QStringLiteral("backward_format"), QStringLiteral("E5M2")},
+      {QStringLiteral("epochs"), 3},
+      {QStringLiteral("batch_size"), 128},
+      {QStringLiteral("seed"), 1},
+      {QStringLiteral("train_limit"), 0},
+      {QStringLiteral("test_limit"), 0}};
+}
+
+QJsonObject ExperimentPanel::trainingConfig() const {
+  QJsonObject c;
+  c[QStringLiteral("type")] = QStringLiteral("training");
+  c[QStringLiteral("id")] = t_id_->text();
+  const QString precision = key(t_precision_);
+  c[QStringLiteral("precision")] = precision;
+  const QString recipe = key(t_recipe_);
+  if (precision == QStringLiteral("fp8") && recipe != QStringLiteral("per_tensor")) {
+    QJsonObject r;
+    r[QStringLiteral("name")] = recipe;
+    r[QStringLiteral("fp8_format")] = key(t_fp8fmt_);
+    r[QStringLiteral("weight_2d")] = t_w2d_->isChecked();
+    if (recipe == QStringLiteral("te_nvfp4")) {
+      r[QStringLiteral("hadamard")] = t_hadamard_->isChecked();
+      r[QStringLiteral("stochastic_rounding")] = t_sr_->isChecked();
+    }
+    if (t_wgrad_hp_->isChecked())
+      r[QStringLiteral("overrides")] = QJsonObject{
+          {QStringLiteral("wgrad"), QJsonObject{{QStringLiteral("recipe"), QStringLiteral("high_precision")}}}};
+    c[QStringLiteral("recipe")] = r;
+  } else {
+    c[QStringLiteral("scaling")] = QJsonObject{{QStringLiteral("strategy"), key(t_strategy_)},
+                                               {QStringLiteral("history_len"), t_history_->value()}};
+    c[QStringLiteral("forward_format")] = key(t_fwd_);
+    c[QStringLiteral("backward_format")] = key(t_bwd_);
+  }
+  c[QStringLiteral("epochs")] = t_epochs_->value();
+  c[QStringLiteral("batch_size")] = t_batch_->value();
+  c[QStringLiteral("seed")] = t_seed_->value();
+  c[QStringLiteral("train_limit")] = t_train_limit_->value();
+  c[QStringLiteral("test_limit")] = t_test_limit_->value();
+  return c;
+}
+
+void ExperimentPanel::setTrainingConfig(const QJsonObject& c) {
+  const bool was = updating_;
+  updating_ = true;
+  if (c.value(QStringLiteral("id")).isString()) t_id_->setText(c.value(QStringLiteral("id")).toString());
+  setData(t_precision_, c.value(QStringLiteral("precision")));
+  auto setInt = [](QSpinBox* s, const QJsonValue& v) {
+    if (v.isDouble()) s->setValue(v.toInt());
+  };
+  const QJsonValue rv = c.value(QStringLiteral("recipe"));
+  if (rv.isString() || rv.isObject()) {
+    const QJsonObject r = rv.isObject() ? rv.toObject() : QJsonObject{{QStringLiteral("name"), rv.toString()}};
+    const QString name = r.value(QStringLiteral("name")).toString();
+    setData(t_recipe_, name);
+    setData(t_fp8fmt_, r.value(QStringLiteral("fp8_format")).toString(QStringLiteral("E4M3")));
+    t_w2d_->setChecked(r.value(QStringLiteral("weight_2d")).toBool(recipeWeight2dDefault(name)));
+    t_hadamard_->setChecked(r.value(QStringLiteral("hadamard")).toBool(true));
+    t_sr_->setChecked(r.value(QStringLiteral("stochastic_rounding")).toBool(true));
+    t_wgrad_hp_->setChecked(r.value(QStringLiteral("overrides")).toObject().contains(QStringLiteral("wgrad")));
+  } else if (c.contains(QStringLiteral("scaling")) || c.contains(QStringLiteral("precision"))) {
+    setData(t_recipe_, QStringLiteral("per_tensor"));
+    t_wgrad_hp_->setChecked(false);
+  }
+  const QJsonObject sc = c.value(QStringLiteral("scaling")).toObject();
+  setData(t_strategy_, sc.value(QStringLiteral("strategy")));
+  setInt(t_history_, sc.value(QStringLiteral("history_len")));
+  setData(t_fwd_, c.value(QStringLiteral("forward_format")));
+  setData(t_bwd_, c.value(QStringLiteral("backward_format")));
+  setInt(t_epochs_, c.value(QStringLiteral("epochs")));
+  setInt(t_batch_, c.value(QStringLiteral("batch_size")));
+  setInt(t_seed_, c.value(QStringLiteral("seed")));
+  setInt(t_train_limit_, c.value(QStringLiteral("train_limit")));
+  setInt(t_test_limit_, c.value(QStringLiteral("test_limit")));
+  updating_ = was;
+  updateTrainingStates();
+  revalidate();
+}
+
+void ExperimentPanel::updateTrainingStates() {
+  const bool fp8 = key(t_precision_) == QStringLiteral("fp8");
+  const QString recipe = key(t_recipe_);
+  const bool per_tensor = recipe == QStringLiteral("per_tensor");
+  const bool nvfp4 = recipe == QStringLiteral("te_nvfp4");
+  const QString fp32_why = tr("The FP32 baseline quantizes nothing");
+  t_recipe_->setEnabled(fp8);
+  t_recipe_->setToolTip(fp8 ? tr("How the six GEMM operands of every Linear layer are quantized (docs/training.md, "
+                                 "\"Block recipes\")")
+                            : fp32_why);
+  // A block recipe replaces the strategy and the two formats; the recipe options belong to recipes.
+  for (QWidget* w : std::initializer_list<QWidget*>{t_strategy_, t_history_, t_fwd_, t_bwd_})
+    train_form_->setRowVisible(w, per_tensor || !fp8);
+  for (QWidget* w : std::initializer_list<QWidget*>{t_fp8fmt_, t_w2d_, t_hadamard_, t_sr_, t_wgrad_hp_})
+    train_form_->setRowVisible(w, fp8 && !per_tensor);
+  for (QWidget* w : std::initializer_list<QWidget*>{t_strategy_, t_fwd_, t_bwd_}) w->setEnabled(fp8);
+  const bool delayed = key(t_strategy_).startsWith(QStringLiteral("delayed"));
+  t_history_->setEnabled(fp8 && delayed);
+  t_history_->setToolTip(!fp8 ? fp32_why
+                         : delayed
+                             ? tr("L: the scale of step t comes from the amaxes of steps t\u2212L \u2026 t\u22121")
+                             : tr("Current scaling keeps no amax history"));
+  t_strategy_->setToolTip(fp8 ? tr("Per-tensor scaling of the FP8 GEMM operands (docs/training.md)") : fp32_why);
+  t_fp8fmt_->setEnabled(!nvfp4);
+  t_fp8fmt_->setToolTip(nvfp4 ? tr("te_nvfp4's elements are E2M1; fp8_format sets the FP8 recipes' formats")
+                              : tr("TE recipe fp8_format: E4M3 for every tensor (TE's default) or HYBRID "
+                                   "(E5M2 gradients)"));
+  t_w2d_->setToolTip(recipe == QStringLiteral("te_float8_block")
+                         ? tr("128\u00d7128 weight tiles (TE w_block_scaling_dim = 2, the default)")
+                     : recipe == QStringLiteral("te_mxfp8")
+                         ? tr("32\u00d732 weight tiles, mx_rceil_2d (TE enable_2d_quantization, default off)")
+                         : tr("16\u00d716 weight tiles (TE fp4_2d_quantization, the default)"));
+  const QString only_nvfp4 = tr("Only te_nvfp4 has this option (TE NVFP4BlockScaling); %1 has none").arg(recipe);
+  const bool rht_cancels = !t_wgrad_hp_->isChecked();
+  t_hadamard_->setEnabled(nvfp4 && rht_cancels);
+  t_hadamard_->setToolTip(
+      !nvfp4         ? only_nvfp4
+      : !rht_cancels ? tr("The rotation cancels in dW = (x\u1d40Q)(Q\u1d40g) only when both wgrad operands are NVFP4; "
+                          "with the wgrad GEMM in high precision TE applies no RHT")
+                     : tr("16-point random Hadamard transform (sign mask 0xD7E8) on wgrad.input and "
+                          "wgrad.grad_output before their amax and quantization (TE default: on)"));
+  t_sr_->setEnabled(nvfp4);
+  t_sr_->setToolTip(nvfp4 ? tr("TE's software stochastic rounding of the E2M1 elements of dgrad.grad_output and "
+                               "wgrad.grad_output (TE default: on); reproducible from the run seed")
+                          : only_nvfp4);
+}
+
+QList<ConfigProblem> ExperimentPanel::trainingProblems() const {
+  QList<ConfigProblem> p;
+  if (t_id_->text().trimmed().isEmpty()) p << ConfigProblem{tr("Run id"), tr("give the run an id.")};
+  QString why;
+  if (canonicalTrainingConfig(trainingConfig(), &why).isEmpty() && !why.isEmpty())
+    p << ConfigProblem{tr("Training"), why};
+  p << ConfigProblem{tr("Training"),
+                     tr("the run trains on Fashion-MNIST on the CPU into a new session file, opened when it finishes"),
+                     false};
+  return p;
+}
+
+void ExperimentPanel::requestRun() {
+  if (currentTab() == Tab::Gemm) {
+    Q_EMIT runRequested(config());
+    return;
+  }
+  QString why;
+  const QByteArray json = canonicalTrainingConfig(trainingConfig(), &why);
+  if (!json.isEmpty())
+    Q_EMIT trainingRunRequested(json, t_id_->text());
+  else
+    problems_label_->setText(why.toHtmlEscaped());
+}
+
+ExperimentPanel::Tab ExperimentPanel::currentTab() const {
+  return tabs_->currentIndex() == 1 ? Tab::Training : Tab::Gemm;
+}
+
+void ExperimentPanel::showTab(Tab t) {
+  tabs_->setCurrentIndex(t == Tab::Training ? 1 : 0);
 }
 
 } // namespace fp8lab::ui

@@ -1,4 +1,6 @@
-// Experiment panel: every parameter of a GEMM experiment, checked in place. Invalid
+// Experiment panel: every parameter of a GEMM experiment (GEMM tab) or of one training run
+// (Training tab: the per-tensor scaling strategies or one of TE's block recipes), checked in
+// place. Invalid
 // combinations are explained next to the fields (e.g. E5M2×E5M2 on the GPU) and Run stays off
 // until they are fixed. Two groups of slots, as LabPlot's widgets: "changed in the widget"
 // (re-validate, emit configChanged) and "changed in the model" (setConfig), with a guard.
@@ -20,6 +22,7 @@ class QPushButton;
 class QSpinBox;
 class QFormLayout;
 class QStackedWidget;
+class QTabWidget;
 
 namespace fp8lab::ui {
 
@@ -50,6 +53,23 @@ public:
   /// cannot express (two different operand distributions, a B tensor, a preset without panel
   /// choices).
   bool loadConfig(const QString& fileName, QString* why);
+  /// The Training tab's run as a training config of one run (docs/training.md keys: id,
+  /// precision, recipe {name, fp8_format, weight_2d, hadamard, stochastic_rounding, overrides} or
+  /// scaling + forward_format / backward_format, epochs, batch_size, seed, train_limit,
+  /// test_limit).
+  QJsonObject trainingConfig() const;
+  /// Sets the Training tab's fields from a training config of that form (missing keys keep
+  /// their value).
+  void setTrainingConfig(const QJsonObject& c);
+  static QJsonObject defaultTrainingConfig();
+  /// The tab that Run, Save config… and the problem list act on.
+  enum class Tab { Gemm = 0, Training = 1 };
+  Tab currentTab() const;
+  /// Runs the current tab's experiment: runRequested (GEMM; the window validates and reports)
+  /// or trainingRunRequested (Training, when core accepts the config).
+  void requestRun();
+  void showTab(Tab t);
+
   /// Back to the default experiment.
   void resetToDefaults();
   static QJsonObject defaultConfig();
@@ -73,6 +93,9 @@ public:
 Q_SIGNALS:
   void configChanged(const QJsonObject& c);
   void runRequested(const QJsonObject& c);
+  /// Run on the Training tab: `config_json` is the canonical one-run training config
+  /// (canonicalTrainingConfig), `run_id` its id.
+  void trainingRunRequested(const QByteArray& config_json, const QString& run_id);
   void cancelRequested();
 
 private:
@@ -87,6 +110,11 @@ private:
   void updatePow2(std::optional<bool> want);
   /// The preset Run uses: the Preset box's entry, or its twin when the box is ticked.
   QString resolvedPreset() const;
+  QWidget* buildTrainingTab();
+  /// Enables the Training tab's fields that apply to its precision and recipe; a disabled one
+  /// says why in its tooltip.
+  void updateTrainingStates();
+  QList<ConfigProblem> trainingProblems() const;
 
   bool updating_ = false; // guard against loops while setConfig() fills the widgets
   bool gpu_ = false;
@@ -100,6 +128,17 @@ private:
   QSpinBox *history_, *margin_, *m_, *n_, *k_, *seed_, *promo_, *fast_bits_;
   QCheckBox* pow2_;
   QDoubleSpinBox* sigma_;
+  // Epilogue: D = alpha·(A·B) + beta·C + bias.
+  QDoubleSpinBox *alpha_, *beta_, *c_scale_, *bias_scale_;
+  QSpinBox *c_seed_, *bias_seed_;
+  QCheckBox* bias_;
+  QTabWidget* tabs_;
+  // Training tab.
+  QFormLayout* train_form_;
+  QLineEdit* t_id_;
+  QComboBox *t_precision_, *t_recipe_, *t_strategy_, *t_fwd_, *t_bwd_, *t_fp8fmt_;
+  QSpinBox *t_history_, *t_epochs_, *t_batch_, *t_seed_, *t_train_limit_, *t_test_limit_;
+  QCheckBox *t_w2d_, *t_hadamard_, *t_sr_, *t_wgrad_hp_;
   QLineEdit *import_path_, *import_path_b_;
   QPushButton* browse_;
   QFormLayout* form_;

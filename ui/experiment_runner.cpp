@@ -9,6 +9,8 @@
 #include "experiment/gemm_run.h"
 #include "experiment/training_config.h"
 #include "experiment/training_experiment.h"
+#include "gemm/accumulation_preset.h"
+#include "training/training_session.h"
 #include "session_document.h"
 #endif
 
@@ -86,6 +88,32 @@ QString reasonOf(const std::string& e) {
   return QString::fromStdString(c == std::string::npos ? e : e.substr(c + 2));
 }
 
+/// The panel keys core's older-form mapping does not know: an accumulation preset named in the
+/// Accumulation box (it sets the model and its parameters, so the model keys are left out), and
+/// the epilogue: alpha, beta, C (present exactly when beta ≠ 0, as parseGemmConfig requires) and
+/// the bias.
+void addPanelGemmKeys(const QJsonObject& panel, Json& g) {
+  const std::string acc = panel.value(QStringLiteral("accumulation")).toString().toStdString();
+  if (const auto preset = accumulationPreset(acc)) {
+    g.erase("accumulation");
+    g.erase("promotion_interval");
+    g.erase("fast_accum_bits");
+    g["accumulation_preset"] = preset->name;
+  }
+  const double alpha = panel.value(QStringLiteral("alpha")).toDouble(1.0);
+  const double beta = panel.value(QStringLiteral("beta")).toDouble(0.0);
+  g["alpha"] = alpha;
+  g["beta"] = beta;
+  auto source = [&](const char* seed, const char* scale) {
+    Json o = Json::object();
+    o["seed"] = static_cast<uint64_t>(panel.value(QLatin1String(seed)).toDouble(1.0));
+    o["scale"] = panel.value(QLatin1String(scale)).toDouble(1.0);
+    return o;
+  };
+  if (float(beta) != 0.0f) g["c"] = source("c_seed", "c_scale");
+  if (panel.value(QStringLiteral("bias")).toBool()) g["bias"] = source("bias_seed", "bias_scale");
+}
+
 } // namespace
 
 QString scalingPresetFor(const QJsonObject& c, QString* why) {
@@ -102,7 +130,8 @@ QByteArray canonicalGemmConfig(const QJsonObject& panel, const QString& run_id, 
   ConfigReader r;
   QJsonObject p = panel;
   p.remove(QStringLiteral("run_id"));
-  const Json g = legacyPanelGemmConfig(toJson(p), r);
+  Json g = legacyPanelGemmConfig(toJson(p), r);
+  if (r.ok()) addPanelGemmKeys(panel, g);
   GemmExperimentConfig cfg;
   if (r.ok()) parseGemmConfig(g, &cfg, r);
   if (!r.ok()) {
@@ -130,8 +159,11 @@ QJsonObject panelConfigFromCanonical(const QByteArray& json, const QJsonObject& 
   {
     const GemmExperimentConfig d;
     const char* hidden = nullptr;
-    if (cfg.gemm.fast_accum_group != d.gemm.fast_accum_group) hidden = "fast_accum_group";
-    if (cfg.gemm.fast_accum_promotes != d.gemm.fast_accum_promotes) hidden = "fast_accum_promotes";
+    // An accumulation preset sets the group and the promotion itself.
+    if (cfg.accumulation_preset.empty() && cfg.gemm.fast_accum_group != d.gemm.fast_accum_group)
+      hidden = "fast_accum_group";
+    if (cfg.accumulation_preset.empty() && cfg.gemm.fast_accum_promotes != d.gemm.fast_accum_promotes)
+      hidden = "fast_accum_promotes";
     if (cfg.gemm.output_quant_scale != d.gemm.output_quant_scale) hidden = "output_quant_scale";
     if (cfg.tile != d.tile) hidden = "tile";
     if (cfg.store_inputs != d.store_inputs || cfg.store_quantized != d.store_quantized ||
@@ -163,7 +195,20 @@ QJsonObject panelConfigFromCanonical(const QByteArray& json, const QJsonObject& 
     acc = "fast-accum";
     break;
   }
-  c[QStringLiteral("accumulation")] = QString::fromLatin1(acc);
+  c[QStringLiteral("accumulation")] =
+      cfg.accumulation_preset.empty() ? QString::fromLatin1(acc) : QString::fromStdString(cfg.accumulation_preset);
+  c[QStringLiteral("alpha")] = double(cfg.gemm.alpha);
+  c[QStringLiteral("beta")] = double(cfg.gemm.beta);
+  // C is in a config exactly when beta ≠ 0; the bias when it is on.
+  if (cfg.c_source.enabled) {
+    c[QStringLiteral("c_seed")] = double(cfg.c_source.seed);
+    c[QStringLiteral("c_scale")] = cfg.c_source.scale;
+  }
+  c[QStringLiteral("bias")] = cfg.bias_source.enabled;
+  if (cfg.bias_source.enabled) {
+    c[QStringLiteral("bias_seed")] = double(cfg.bias_source.seed);
+    c[QStringLiteral("bias_scale")] = cfg.bias_source.scale;
+  }
   c[QStringLiteral("output")] = QString::fromLatin1(toString(cfg.gemm.output));
   c[QStringLiteral("promotion_interval")] = cfg.gemm.promotion_interval;
   c[QStringLiteral("fast_accum_bits")] = cfg.gemm.fast_accum_bits;
@@ -200,6 +245,82 @@ QJsonObject panelConfigFromCanonical(const QByteArray& json, const QJsonObject& 
   c[QStringLiteral("scaling")] = strategy;
   c[QStringLiteral("preset")] = preset;
   c[QStringLiteral("pow2_scales")] = scalingPreset(cfg.scaling)->pow2;
+  return c;
+}
+
+QByteArray canonicalTrainingConfig(const QJsonObject& training, QString* why) {
+  std::string err;
+  const Json j = toJson(training);
+  const auto spec = parseTrainingExperiment(j, &err);
+  if (!spec || spec->runs.size() != 1) {
+    if (why) *why = spec ? QObject::tr("a training config of one run is expected") : QString::fromStdString(err);
+    return {};
+  }
+  return QByteArray::fromStdString(spec->runs.front().configJson());
+}
+
+QJsonObject trainingPanelFromCanonical(const QByteArray& json, QString* why) {
+  auto no = [&](const QString& w) {
+    if (why) *why = w;
+    return QJsonObject();
+  };
+  std::optional<TrainingExperimentSpec> spec;
+  std::string err;
+  try {
+    const JsonDocument doc = JsonDocument::parse(json.toStdString());
+    if (!isTrainingConfig(doc.root())) return no(QObject::tr("not a training config (\"type\": \"training\")"));
+    spec = parseTrainingExperiment(doc.root(), &err, &doc);
+  } catch (const JsonTextError& e) {
+    return no(QObject::tr("not valid JSON: %1 (line %2, column %3)")
+                  .arg(QString::fromStdString(e.what()))
+                  .arg(e.pos.line)
+                  .arg(e.pos.column));
+  }
+  if (!spec) return no(QString::fromStdString(err));
+  if (spec->runs.size() != 1 || spec->weight_gemm)
+    return no(QObject::tr("the Training tab holds one run; this config has %1 run(s)%2 (run it with fp8lab-cli run)")
+                  .arg(spec->runs.size())
+                  .arg(spec->weight_gemm ? QObject::tr(" and a GEMM on trained weights") : QString()));
+  const TrainingRunSpec& run = spec->runs.front();
+  const TrainingConfig& t = run.config;
+  QJsonObject c;
+  c[QStringLiteral("type")] = QStringLiteral("training");
+  c[QStringLiteral("id")] = QString::fromStdString(run.id);
+  c[QStringLiteral("precision")] = QString::fromLatin1(toString(t.precision));
+  if (t.precision == TrainingPrecision::FP8 && t.recipe.recipe != TrainingRecipe::PerTensor) {
+    QJsonObject r;
+    r[QStringLiteral("name")] = QString::fromLatin1(toString(t.recipe.recipe));
+    r[QStringLiteral("fp8_format")] = t.recipe.hybrid ? QStringLiteral("HYBRID") : QStringLiteral("E4M3");
+    r[QStringLiteral("weight_2d")] = t.recipe.weight2d();
+    if (t.recipe.recipe == TrainingRecipe::TeNvfp4) {
+      r[QStringLiteral("hadamard")] = t.recipe.nvfp4_rht;
+      r[QStringLiteral("stochastic_rounding")] = t.recipe.nvfp4_stochastic_rounding;
+    }
+    const auto& ov = t.recipe.overrides;
+    if (ov[size_t(OperandRole::WgradInput)].kind == RoleKind::HighPrecision &&
+        ov[size_t(OperandRole::WgradGradOutput)].kind == RoleKind::HighPrecision)
+      r[QStringLiteral("overrides")] = QJsonObject{
+          {QStringLiteral("wgrad"), QJsonObject{{QStringLiteral("recipe"), QStringLiteral("high_precision")}}}};
+    c[QStringLiteral("recipe")] = r;
+  } else if (t.precision == TrainingPrecision::FP8) {
+    c[QStringLiteral("scaling")] =
+        QJsonObject{{QStringLiteral("strategy"), QString::fromLatin1(toString(t.scaling.kind))},
+                    {QStringLiteral("history_len"), t.scaling.history_len}};
+    c[QStringLiteral("forward_format")] = QString::fromStdString(t.forward_format->name());
+    c[QStringLiteral("backward_format")] = QString::fromStdString(t.backward_format->name());
+  }
+  c[QStringLiteral("epochs")] = t.epochs;
+  c[QStringLiteral("batch_size")] = t.batch_size;
+  c[QStringLiteral("seed")] = double(t.seed);
+  c[QStringLiteral("train_limit")] = double(run.train_limit);
+  c[QStringLiteral("test_limit")] = double(run.test_limit);
+  // The fields above must reproduce the run: a key the tab has no field for would be lost.
+  const Json want = Json::parse(run.configJson());
+  const Json have = Json::parse(canonicalTrainingConfig(c, nullptr).toStdString());
+  for (auto it = want.begin(); it != want.end(); ++it)
+    if (!have.contains(it.key()) || have[it.key()] != it.value())
+      return no(QObject::tr("the Training tab has no field for this config's \"%1\"; run it with fp8lab-cli run")
+                    .arg(QString::fromStdString(it.key())));
   return c;
 }
 
@@ -276,6 +397,16 @@ QByteArray canonicalGemmConfig(const QJsonObject&, const QString&, QString* why)
 }
 
 QJsonObject panelConfigFromCanonical(const QByteArray&, const QJsonObject&, QString* why) {
+  if (why) *why = experimentRunnerMissingReason();
+  return {};
+}
+
+QByteArray canonicalTrainingConfig(const QJsonObject&, QString* why) {
+  if (why) *why = experimentRunnerMissingReason();
+  return {};
+}
+
+QJsonObject trainingPanelFromCanonical(const QByteArray&, QString* why) {
   if (why) *why = experimentRunnerMissingReason();
   return {};
 }

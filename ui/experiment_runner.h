@@ -35,6 +35,15 @@ QByteArray canonicalGemmConfig(const QJsonObject& panel_config, const QString& r
 /// scaling preset the panel's choices cannot express).
 QJsonObject panelConfigFromCanonical(const QByteArray& json, const QJsonObject& base, QString* why);
 
+/// The one-run training config that reproduces `training` (a training config of one run, as the
+/// Training tab writes it): trainingConfigJson with every default filled in — what the run stores
+/// and `fp8lab-cli run` reads; "" with *why when core refuses it.
+QByteArray canonicalTrainingConfig(const QJsonObject& training, QString* why);
+/// The Training tab's fields of a training config file (Load config…); an empty object with *why
+/// when it is not a training config, holds more than one run or a GEMM on trained weights, or
+/// sets a key the tab has no field for (the layers, the optimizer, a spike, ...).
+QJsonObject trainingPanelFromCanonical(const QByteArray& json, QString* why);
+
 /// The work of a training experiment for a Job: `config_json` (a training config, as
 /// resources/experiments/default.json) run on core's runner, each finished run appended to
 /// `out_file`; progress is the whole experiment's; Cancel stops after the current step and keeps

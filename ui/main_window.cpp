@@ -159,6 +159,13 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
   connect(job_, &Job::cancelled, this,
           [this] { statusBar()->showMessage(tr("Experiment cancelled; nothing was added"), 5000); });
   connect(panel_, &ExperimentPanel::runRequested, this, &MainWindow::runExperiment);
+  connect(panel_, &ExperimentPanel::trainingRunRequested, this, [this](const QByteArray& json, const QString& id) {
+    const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation);
+    QDir().mkpath(dir);
+    const QString out = dir + QStringLiteral("/training-%1-%2.h5")
+                                  .arg(id, QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")));
+    runTrainingExperiment(json, out, tr("Training run %1").arg(id));
+  });
   connect(panel_, &ExperimentPanel::cancelRequested, job_, &Job::cancel);
   panel_->setSession(session_);
 
@@ -344,7 +351,7 @@ void MainWindow::buildActions() {
 
   auto* run = menuBar()->addMenu(tr("&Run"));
   auto* aRun = run->addAction(QIcon(QStringLiteral(":/fp8lab/icons/run.svg")), tr("&Run experiment"), this,
-                              [this] { runExperiment(panel_->config()); });
+                              [this] { panel_->requestRun(); });
   aRun->setShortcut(QKeySequence(QStringLiteral("Ctrl+R")));
   auto* aCancel = run->addAction(QIcon(QStringLiteral(":/fp8lab/icons/stop.svg")), tr("&Cancel"), job_, &Job::cancel);
   aCancel->setShortcut(QKeySequence(QStringLiteral("Ctrl+.")));

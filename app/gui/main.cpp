@@ -3,6 +3,7 @@
 // CI, docs); NAME is a view id (bits, numberline, codes, learn, ...) or learn:N for a demo.
 #include "autosave.h"
 #include "bit_layout_view.h"
+#include "experiment_panel.h"
 #include "learn_page.h"
 #include "main_window.h"
 #include "view.h"
@@ -31,6 +32,9 @@ struct Options {
       QStringLiteral("NAME")};
   QCommandLineOption widgetOnly{QStringLiteral("grab-view-only"),
                                 QStringLiteral("With --grab: render only the view, not the window.")};
+  QCommandLineOption panelTab{QStringLiteral("panel-tab"),
+                              QStringLiteral("Experiment panel tab to show first: gemm or training."),
+                              QStringLiteral("TAB")};
   QCommandLineOption noSession{QStringLiteral("no-default-session"),
                                QStringLiteral("Do not open the bundled default session.")};
   QCommandLineOption timing{QStringLiteral("startup-time"),
@@ -43,7 +47,7 @@ struct Options {
   void addTo(QCommandLineParser& p) const {
     p.setApplicationDescription(QStringLiteral(
         "FP8 Lab \u2014 explore FP8 / MX number formats, scaling strategies, FP8 GEMM and FP8 training."));
-    p.addOptions({help, version, grab, view, widgetOnly, noSession, timing});
+    p.addOptions({help, version, grab, view, widgetOnly, panelTab, noSession, timing});
     p.addPositionalArgument(QStringLiteral("session"), QStringLiteral("Session file (.h5) to open."),
                             QStringLiteral("[session]"));
   }
@@ -120,6 +124,10 @@ int main(int argc, char** argv) {
     if (demo >= 0)
       if (auto* l = qobject_cast<fp8lab::ui::LearnPage*>(w.view(QStringLiteral("learn")))) l->setDemo(demo);
   }
+  if (p.isSet(o.panelTab))
+    w.experimentPanel()->showTab(p.value(o.panelTab) == QStringLiteral("training")
+                                     ? fp8lab::ui::ExperimentPanel::Tab::Training
+                                     : fp8lab::ui::ExperimentPanel::Tab::Gemm);
   w.show();
   // First paint: the first Paint event the current view receives (it draws the content a user
   // sees first). Measured from the start of main(), so it excludes only the dynamic loader.
