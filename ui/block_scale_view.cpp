@@ -572,7 +572,7 @@ void BlockScaleView::drawHistogram() {
   }
   ok_bars->setData(ok_k, ok_v, true);
   bad_bars->setData(bad_k, bad_v, true);
-  ok_bars->setBrush(colors::series(1));
+  ok_bars->setBrush(colors::series(0));
   bad_bars->setBrush(troubleColor());
   ok_bars->setName(codes ? tr("blocks per scale code") : tr("blocks per bin of log\u2082 scale"));
   ok_bars->addToLegend(legend);
@@ -585,12 +585,21 @@ void BlockScaleView::drawHistogram() {
   }
   // The trouble bars are named over the bar, with their count: a single NaN block among
   // thousands is a bar one pixel high.
+  // Labels of trouble bars closer than a tenth of the axis are stacked one above the other.
+  const double span = std::max(1.0, (hi - lo) + 2.0);
+  double prev_x = -INFINITY;
+  int level = 0;
+  QList<std::pair<QCPItemText*, int>> labels;
   for (const ScaleBin& b : h.bins) {
     if (!b.trouble) continue;
+    level = (b.x - prev_x) / span < 0.1 ? level + 1 : 0;
+    prev_x = b.x;
     auto* t = new QCPItemText(plot_);
+
     t->setClipAxisRect(rect);
     t->position->setAxes(x, y);
     t->position->setCoords(b.x, double(b.count));
+    labels << std::pair{t, level};
     t->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
     const QString code = b.code >= 0 ? QStringLiteral(" (0x%1)")
                                            .arg(b.code, 2, 16, QLatin1Char('0'))
@@ -599,6 +608,8 @@ void BlockScaleView::drawHistogram() {
                                      : QString();
     t->setText(QStringLiteral("%1%2\n%3").arg(b.trouble_text, code).arg(b.count));
     t->setColor(troubleColor().darker(130));
+    t->setLayer(QStringLiteral("axes")); // above the bars, on a light ground: legible over a neighbour
+    t->setBrush(QColor(255, 255, 255, 210));
     QFont f = font();
     f.setPointSizeF(8);
     t->setFont(f);
@@ -614,11 +625,33 @@ void BlockScaleView::drawHistogram() {
   y->setLabel(tr("blocks (of %1)").arg(h.blocks));
   if (!std::isfinite(lo)) lo = hi = 0;
   x->setRange(lo - 1.0, hi + 1.0);
-  y->setRange(0, top * 1.25); // room for the trouble labels above the highest bar
-  auto yt = QSharedPointer<QCPAxisTicker>::create();
-  yt->setTickCount(6);
-  y->setTicker(yt);
-  y->setNumberFormat(QStringLiteral("g"));
+  // Counts that span more than two decades go on a log axis (bars from 0.5), so that a tail of a
+  // few blocks beside thousands stays visible.
+  double least = top;
+  for (const ScaleBin& b : h.bins) least = std::min(least, double(b.count));
+  const bool logy = top / least >= 100;
+  if (logy) {
+    for (auto* bars : {ok_bars, bad_bars}) bars->setBaseValue(0.5);
+    y->setScaleType(QCPAxis::stLogarithmic);
+    y->setTicker(distinctLogTicker());
+    y->setNumberFormat(QStringLiteral("eb"));
+    y->setNumberPrecision(0);
+    y->setRange(0.5, top * 6); // room for the trouble labels above the highest bar
+    y->setLabel(tr("blocks (of %1; log axis)").arg(h.blocks));
+  } else {
+    y->setRange(0, top * 1.25);
+    auto yt = QSharedPointer<QCPAxisTicker>::create();
+    yt->setTickCount(6);
+    y->setTicker(yt);
+    y->setNumberFormat(QStringLiteral("g"));
+  }
+  // A stacked label sits higher by a factor of 4 (log axis) or a tenth of the axis (linear).
+  for (auto [t, lv] : labels)
+    if (lv > 0) {
+      const double yv = t->position->coords().y();
+      t->position->setCoords(t->position->coords().x(),
+                             logy ? yv * std::pow(4.0, lv) : yv + lv * 0.1 * y->range().size());
+    }
   stylePlot(plot_);
   legend->setBorderPen(Qt::NoPen);
   QString cap = codes ? tr("%1 scale codes of %2 (%3): %4 blocks of %5\u00d7%6 elements (grid %7\u00d7%8).")
@@ -694,26 +727,44 @@ void BlockScaleView::drawErrorMap() {
   map->setColorScale(scale);
   map->setGradient(errorGradient());
   double lo = m.min, hi = m.max;
+  // Relative errors spread over decades (one outlier block beside many small ones) take a log
+  // colour scale; exact blocks (0) are drawn in the lowest colour.
+  double least = INFINITY;
+  for (double v : m.v)
+    if (v > 0 && std::isfinite(v)) least = std::min(least, v);
+  const bool logc = !sqnr && std::isfinite(least) && hi / least >= 10;
+  if (logc) {
+    lo = least;
+    for (int r = 0; r < kr; ++r)
+      for (int c = 0; c < kc; ++c)
+        if (map->data()->cell(c, r) <= 0) map->data()->setCell(c, r, least);
+    map->setDataScaleType(QCPAxis::stLogarithmic);
+    scale->setDataScaleType(QCPAxis::stLogarithmic);
+    scale->axis()->setTicker(distinctLogTicker());
+    scale->axis()->setNumberFormat(QStringLiteral("gb"));
+  }
   if (hi <= lo) hi = lo + (sqnr ? 1.0 : std::max(1e-9, std::fabs(lo) * 0.01));
   map->setDataRange(QCPRange(lo, hi));
-  scale->axis()->setLabel(sqnr ? tr("block SQNR (dB; higher is better)") : tr("max |x\u0302 \u2212 x| / |x| (1)"));
+  scale->axis()->setLabel(sqnr   ? tr("block SQNR (dB; higher is better)")
+                          : logc ? tr("max |x_q \u2212 x| / |x| (1, log scale)")
+                                 : tr("max |x_q \u2212 x| / |x| (1)"));
   auto* group = new QCPMarginGroup(plot_);
   rect->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   x->setRange(-0.5, double(m.cols) - 0.5);
   y->setRange(-0.5, double(m.rows) - 0.5);
   stylePlot(plot_);
-  QString cap =
-      tr("%1 of quantized/%2_dequantized against inputs/%2 over each of the %3\u00d7%4 scale blocks (%5\u00d7%6 "
-         "elements each). Range %7 \u2026 %8 %9.")
-          .arg(sqnr ? tr("SQNR 10\u00b7log\u2081\u2080(\u03a3x\u00b2 / \u03a3(x\u0302 \u2212 x)\u00b2)")
-                    : tr("Largest |x\u0302 \u2212 x| / |x| (x \u2260 0)"),
-               op)
-          .arg(m.grid_rows)
-          .arg(m.grid_cols)
-          .arg(m.block_rows)
-          .arg(m.block_cols)
-          .arg(errorText(m.min), errorText(m.max), sqnr ? tr("dB") : QString());
+  QString cap = tr("%1 of x_q = quantized/%2_dequantized against x = inputs/%2 over each of the %3\u00d7%4 scale "
+                   "blocks (%5\u00d7%6 "
+                   "elements each). Range %7 \u2026 %8%9.")
+                    .arg(sqnr ? tr("SQNR 10\u00b7log\u2081\u2080(\u03a3x\u00b2 / \u03a3(x_q \u2212 x)\u00b2)")
+                              : tr("Largest |x_q \u2212 x| / |x| (x \u2260 0)"),
+                         op)
+                    .arg(m.grid_rows)
+                    .arg(m.grid_cols)
+                    .arg(m.block_rows)
+                    .arg(m.block_cols)
+                    .arg(errorText(m.min), errorText(m.max), sqnr ? tr(" dB") : QString());
   if (m.exact_blocks > 0)
     cap += QLatin1Char(' ') +
            (sqnr ? tr("%n block(s) exact (SQNR \u221e, drawn at the top of the scale).", nullptr, int(m.exact_blocks))

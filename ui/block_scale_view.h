@@ -74,8 +74,8 @@ bool blockScaleHistogram(const RunAccess& run, char operand, ScaleHistogram* out
 /// The quantization error of one operand over its scale blocks.
 struct BlockErrorMap {
   enum class Measure {
-    Sqnr,   ///< 10·log10(Σx² / Σ(x̂ − x)²) over the block's finite elements, dB; +Inf when exact
-    MaxRel, ///< max |x̂ − x| / |x| over the block's elements with x ≠ 0, 1
+    Sqnr,   ///< 10·log10(Σx² / Σ(x_q − x)²) over the block's finite elements, dB; +Inf when exact
+    MaxRel, ///< max |x_q − x| / |x| over the block's elements with x ≠ 0, 1
   };
   Measure measure = Measure::Sqnr;
   int64_t rows = 0, cols = 0;             ///< the operand, in elements
