@@ -18,6 +18,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -246,7 +247,6 @@ ComparisonView::ComparisonView(QWidget* parent) : View(parent) {
   table_->setObjectName(QStringLiteral("runsTable"));
   const QStringList heads{tr("Run"),
                           tr("Rank (same operands)"),
-                          tr("Operands"),
                           tr("Kind"),
                           tr("Formats"),
                           tr("Scaling"),
@@ -259,7 +259,8 @@ ComparisonView::ComparisonView(QWidget* parent) : View(parent) {
                           tr("Underflow (%)"),
                           tr("Final accuracy"),
                           tr("Time (s)"),
-                          tr("Backend")};
+                          tr("Backend"),
+                          tr("Operands")};
   table_->setColumnCount(int(heads.size()));
   table_->setHorizontalHeaderLabels(heads);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -389,6 +390,17 @@ void ComparisonView::fillTable() {
   if (!ids.contains(pair_a_) || !ids.contains(pair_b_)) {
     pair_a_.clear();
     pair_b_.clear();
+    // The best two recipes of the first group (same operands, so the same shape) come first.
+    for (const auto& r : rows_)
+      if (r.group == 1 && r.rank == 1) pair_a_ = r.id;
+    for (const auto& r : rows_)
+      if (r.group == 1 && r.rank == 2) pair_b_ = r.id;
+    const int ia = int(ids.indexOf(pair_a_)), ib = int(ids.indexOf(pair_b_));
+    if (ia < 0 || ib < 0 || !runs_[ia]->has(QStringLiteral("error/abs")) ||
+        runs_[ia]->dims(QStringLiteral("error/abs")) != runs_[ib]->dims(QStringLiteral("error/abs"))) {
+      pair_a_.clear();
+      pair_b_.clear();
+    }
     for (int i = 0; i < runs_.size() && pair_b_.isEmpty(); ++i)
       for (int j = i + 1; j < runs_.size(); ++j)
         if (runs_[i]->type().startsWith(QStringLiteral("gemm")) &&
@@ -460,6 +472,7 @@ void ComparisonView::drawBars() {
   if (QCPLayoutInset* inset = bar_rect_->insetLayout())
     for (int i = inset->elementCount() - 1; i >= 0; --i)
       if (auto* l = qobject_cast<QCPLegend*>(inset->elementAt(i))) inset->remove(l);
+  bar_rect_->axis(QCPAxis::atRight)->setVisible(false);
   if (metric() == QStringLiteral("ranking")) {
     drawRanking();
     return;
@@ -543,6 +556,18 @@ void ComparisonView::drawRanking() {
     plot_->replot(QCustomPlot::rpQueuedReplot);
     return;
   }
+  // Tick labels name what differs between the recipes of a group (the scaling preset, say); the
+  // table has the whole recipe.
+  std::map<int, std::array<bool, 3>> differs;
+  for (int i : order) {
+    const ComparisonRow& r = rows_[i];
+    const ComparisonRow& first =
+        rows_[*std::find_if(order.begin(), order.end(), [&](int j) { return rows_[j].group == r.group; })];
+    auto& d = differs[r.group];
+    d[0] |= r.scaling != first.scaling;
+    d[1] |= r.formats != first.formats;
+    d[2] |= r.accumulation != first.accumulation;
+  }
   QVector<double> keys;
   QVector<double> vals[3];
   struct Span {
@@ -557,8 +582,13 @@ void ComparisonView::drawRanking() {
     if (n > 0 && r.group != rows_[order[n - 1]].group) pos += 1;
     if (spans.isEmpty() || spans.last().group != r.group) spans << Span{r.group, pos, pos, r.operands};
     spans.last().last = pos;
-    QString label = r.recipe();
-    if (label.size() > 34) label = label.left(33) + QStringLiteral("\u2026");
+    const auto& d = differs[r.group];
+    QStringList parts;
+    if (d[0]) parts << r.scaling;
+    if (d[1]) parts << r.formats;
+    if (d[2]) parts << r.accumulation;
+    QString label = parts.isEmpty() ? r.label : parts.join(QStringLiteral(" \u00b7 "));
+    if (label.size() > 24) label = label.left(23) + QStringLiteral("\u2026");
     ticker->addTick(pos, (r.rank == 1 ? QStringLiteral("\u2605 ") : QStringLiteral("%1. ").arg(r.rank)) + label);
     keys << pos;
     vals[0] << r.sqnr_db;
@@ -567,41 +597,71 @@ void ComparisonView::drawRanking() {
     pos += 1;
   }
   x->setTicker(ticker);
-  x->setTickLabelRotation(-30);
-  x->setLabel(
-      tr("recipe (scaling \u00b7 formats \u00b7 accumulation), ranked by total SQNR within each operand group"));
+  x->setTickLabelRotation(order.size() > 3 ? -30 : 0);
+  x->setLabel(tr("recipe, ranked by total SQNR within each operand group (\u2605 best)"));
   x->setRange(-0.6, pos - 0.4);
-  y->setLabel(tr("SQNR (dB)"));
+  y->setLabel(tr("total and quantization SQNR (dB)"));
+  // Accumulation SQNR is often 100 dB above the others: markers on an axis of its own.
+  QCPAxis* y2 = bar_rect_->axis(QCPAxis::atRight);
+  y2->setVisible(true);
+  y2->setTickLabels(true);
+  y2->setLabel(tr("accumulation SQNR (dB), \u25c6"));
   auto* group = new QCPBarsGroup(plot_);
   group->setSpacing(1);
-  const QString names[3] = {tr("total SQNR (ranks)"), tr("quantization SQNR"), tr("accumulation SQNR")};
+  const QString names[3] = {tr("total SQNR (ranks)"), tr("quantization SQNR"), tr("accumulation SQNR (right axis)")};
+  // Two entries a row: the legend fits the headroom of a half-width chart.
   auto* legend = new QCPLegend;
   bar_rect_->insetLayout()->addElement(legend, Qt::AlignTop | Qt::AlignLeft);
   legend->setLayer(QStringLiteral("legend"));
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  legend->setWrap(2);
   legend->setBrush(QColor(255, 255, 255, 230));
   legend->setBorderPen(Qt::NoPen);
   QFont lf = font();
   lf.setPointSizeF(8);
   legend->setFont(lf);
-  double lo = 0, hi = 0;
-  for (int s = 0; s < 3; ++s) {
+  double lo = 0, hi = 0, lo2 = INFINITY, hi2 = -INFINITY;
+  for (int s = 0; s < 2; ++s) {
     auto* bars = new QCPBars(x, y);
     QVector<double> k, v;
     for (int i = 0; i < keys.size(); ++i)
-      if (std::isfinite(vals[s][i]))
-        k << keys[i], v << vals[s][i], lo = std::min(lo, vals[s][i]), hi = std::max(hi, vals[s][i]);
+      if (std::isfinite(vals[s][i])) {
+        k << keys[i], v << vals[s][i];
+        lo = std::min(lo, vals[s][i]);
+        hi = std::max(hi, vals[s][i]);
+      }
     bars->setData(k, v, true);
-    bars->setWidth(0.27);
+    bars->setWidth(0.38);
     bars->setPen(Qt::NoPen);
     bars->setBrush(colors::series(s));
     bars->setName(names[s]);
     bars->setBarsGroup(group);
     bars->addToLegend(legend);
   }
+  {
+    auto* g = new QCPGraph(x, y2);
+    QVector<double> k, v;
+    for (int i = 0; i < keys.size(); ++i)
+      if (std::isfinite(vals[2][i])) {
+        k << keys[i], v << vals[2][i];
+        lo2 = std::min(lo2, vals[2][i]);
+        hi2 = std::max(hi2, vals[2][i]);
+      }
+    g->setData(k, v, true);
+    g->setLineStyle(QCPGraph::lsNone);
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, colors::series(2), colors::series(2), 9));
+    g->setName(names[2]);
+    g->addToLegend(legend);
+    if (!std::isfinite(lo2)) lo2 = 0, hi2 = 1;
+    if (hi2 - lo2 < 1) lo2 -= 0.5, hi2 += 0.5;
+    // The same headroom as the left axis, so no marker sits under the legend.
+    // The markers take the lower half of the axis, over the bars, clear of the value labels above
+    // the bars and of the legend.
+    y2->setRange(lo2 - 0.25 * (hi2 - lo2), hi2 + 1.25 * (hi2 - lo2));
+  }
   if (hi == lo) hi = lo + 1;
   // Headroom above the bars for the legend and the group captions, so neither covers a bar.
-  y->setRange(lo - 0.05 * (hi - lo), hi + 0.45 * (hi - lo));
+  y->setRange(lo - 0.05 * (hi - lo), hi + 0.6 * (hi - lo));
   QFont f = font();
   f.setPointSizeF(8);
   for (int i = 0; i < keys.size(); ++i) { // the total SQNR over its bar
@@ -609,7 +669,7 @@ void ComparisonView::drawRanking() {
     auto* t = new QCPItemText(plot_);
     t->setClipAxisRect(bar_rect_);
     t->position->setAxes(x, y);
-    t->position->setCoords(keys[i] - 0.28, vals[0][i]);
+    t->position->setCoords(keys[i] - 0.19, vals[0][i]);
     t->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
     t->setText(num(vals[0][i], 4));
     t->setFont(f);
@@ -619,10 +679,10 @@ void ComparisonView::drawRanking() {
     auto* t = new QCPItemText(plot_);
     t->setClipAxisRect(bar_rect_);
     t->position->setAxes(x, y);
-    t->position->setCoords((sp.first + sp.last) / 2.0, hi + 0.2 * (hi - lo));
+    t->position->setCoords((sp.first + sp.last) / 2.0, hi + 0.14 * (hi - lo));
     t->setPositionAlignment(Qt::AlignHCenter | Qt::AlignVCenter);
     QString ops = sp.operands;
-    const int room = int(std::max(12.0, (sp.last - sp.first + 1) * 14.0));
+    const int room = int(std::max(10.0, (sp.last - sp.first + 1) * 8.0));
     if (ops.size() > room) ops = ops.left(room - 1) + QStringLiteral("\u2026");
     t->setText(tr("G%1: %2").arg(sp.group).arg(ops));
     t->setFont(f);

@@ -64,7 +64,6 @@ public:
   enum Column {
     ColRun,
     ColRank,
-    ColOperands,
     ColKind,
     ColFormats,
     ColScaling,
@@ -78,6 +77,7 @@ public:
     ColFinalAccuracy,
     ColTime,
     ColBackend,
+    ColOperands,
     ColumnCount
   };
   explicit ComparisonView(QWidget* parent = nullptr);
