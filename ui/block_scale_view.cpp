@@ -517,7 +517,9 @@ void BlockScaleView::drawEmpty(const QString& text) {
   plot_->clearPlottables();
   plot_->clearItems();
   plotEmptyState(plot_, text);
+  // The plot says it (and so does an exported image); the caption would say it twice.
   caption_->setText(text);
+  caption_->hide();
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -673,6 +675,7 @@ void BlockScaleView::drawHistogram() {
   if (!h.tensor_scale.isEmpty())
     cap += QLatin1Char(' ') + h.tensor_scale.left(1).toUpper() + h.tensor_scale.mid(1) + QLatin1Char('.');
   caption_->setText(cap);
+  caption_->show();
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -740,8 +743,17 @@ void BlockScaleView::drawErrorMap() {
         if (map->data()->cell(c, r) <= 0) map->data()->setCell(c, r, least);
     map->setDataScaleType(QCPAxis::stLogarithmic);
     scale->setDataScaleType(QCPAxis::stLogarithmic);
-    scale->axis()->setTicker(distinctLogTicker());
-    scale->axis()->setNumberFormat(QStringLiteral("gb"));
+    // Ticks at 1, 2 and 5 of every decade in range (QCPAxisTickerLog over a decade or two labels
+    // only its upper part).
+    auto ticks = QSharedPointer<QCPAxisTickerText>::create();
+    const int e0 = int(std::floor(std::log10(lo))), e1 = int(std::ceil(std::log10(hi)));
+    for (int e = e0; e <= e1; ++e)
+      for (double f : {1.0, 2.0, 5.0}) {
+        if (f > 1 && e1 - e0 > 3) continue; // over more than three decades, the decades only
+        const double t = f * std::pow(10.0, e);
+        if (t >= lo && t <= hi) ticks->addTick(t, QString::number(t, 'g', 3));
+      }
+    scale->axis()->setTicker(ticks);
   }
   if (hi <= lo) hi = lo + (sqnr ? 1.0 : std::max(1e-9, std::fabs(lo) * 0.01));
   map->setDataRange(QCPRange(lo, hi));
@@ -772,6 +784,7 @@ void BlockScaleView::drawErrorMap() {
   if (m.nan_blocks > 0)
     cap += QLatin1Char(' ') + tr("%n block(s) with NaN or Inf elements (magenta).", nullptr, int(m.nan_blocks));
   caption_->setText(cap);
+  caption_->show();
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -120,7 +120,8 @@ public:
   const ScaleHistogram& histogram() const { return hist_; }
   /// The error map drawn (error modes; v empty when none).
   const BlockErrorMap& errorMap() const { return emap_; }
-  /// The caption under the plot: what is shown, the tensor scale, trouble counts, or what to do.
+  /// The caption under the plot: what is shown, the tensor scale, trouble counts; in the empty or
+  /// failed state (caption hidden, the plot says it) what to do.
   QString captionText() const;
   /// Whether a computation for the current choice is running on the thread pool.
   bool isComputing() const { return computing_ != 0 && computing_ == generation_; }

@@ -8,6 +8,7 @@
 
 #include "session/session.h"
 
+#include <QComboBox>
 #include <QTableWidget>
 #include <QtTest>
 
@@ -236,6 +237,40 @@ private Q_SLOTS:
     QVERIFY(std::isnan(map->data()->cell(1, 1)));
     QVERIFY2(v.captionText().contains(QStringLiteral("1 block(s) exact")), qPrintable(v.captionText()));
     QVERIFY2(v.captionText().contains(QStringLiteral("1 block(s) with NaN or Inf")), qPrintable(v.captionText()));
+  }
+
+  // A choice in the control bar over more than 2^20 values is computed on the thread pool: right
+  // after the operand is chosen the view is computing (the GUI thread did not wait), then the map
+  // arrives. A [1100, 1000] = 2 everywhere, x_q = 2.5, blocks of 1×1000 (a 1100×1 grid): every
+  // block's max relative error is 0.5 / 2 = 0.25.
+  void bigErrorMapIsComputedInTheBackground() {
+    auto r = std::make_shared<Run>();
+    r->id = "big";
+    r->type = "gemm";
+    r->config_json = "{}";
+    r->putFloat32("inputs/A", std::vector<float>(1100 * 1000, 2.0f), 1100, 1000, "1", "A");
+    r->putFloat32("quantized/A_dequantized", std::vector<float>(1100 * 1000, 2.5f), 1100, 1000, "1", "A dq");
+    auto& s = r->putFloat32("quantized/A_scales", std::vector<float>(1100, 1.0f), 1100, 1, "1", "scales");
+    s.attrs["block_rows"] = int64_t(1);
+    s.attrs["block_cols"] = int64_t(1000);
+    BlockScaleView v;
+    v.setRunAccess(RunAccess::fromRun(r));
+    v.setOperand('B'); // B has nothing stored: the empty state, at once
+    v.setMode(BlockScaleView::Mode::ErrorMaxRel);
+    QVERIFY(!v.isComputing());
+    auto* box = v.findChild<QComboBox*>(QStringLiteral("operand"));
+    QVERIFY(box);
+    box->setCurrentIndex(box->findData(int('A'))); // as the user does
+    QVERIFY(v.isComputing());
+    QVERIFY2(v.captionText().contains(QStringLiteral("Computing the error by block of A in big")),
+             qPrintable(v.captionText()));
+    QTRY_VERIFY_WITH_TIMEOUT(!v.isComputing(), 60000);
+    QCOMPARE(v.errorMap().grid_rows, int64_t(1100));
+    QCOMPARE(v.errorMap().grid_cols, int64_t(1));
+    QCOMPARE(v.errorMap().at(0, 0), 0.25);
+    QCOMPARE(v.errorMap().at(1099, 0), 0.25);
+    QCOMPARE(v.errorMap().min, 0.25);
+    QCOMPARE(v.errorMap().max, 0.25);
   }
 
   // Empty and failed states say what to do.
