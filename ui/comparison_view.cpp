@@ -14,9 +14,13 @@
 #include <QLabel>
 #include <QSplitter>
 #include <QTableWidget>
+#include <QJsonDocument>
 #include <QVBoxLayout>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 
 namespace fp8lab::ui {
 
@@ -30,6 +34,7 @@ struct MetricDef {
 };
 
 const MetricDef kMetrics[] = {
+    {"ranking", "Ranking: SQNR total / quantization / accumulation", "dB", &ComparisonRow::sqnr_db},
     {"sqnr_db", "SQNR", "dB", &ComparisonRow::sqnr_db},
     {"max_rel", "max relative error", "1", &ComparisonRow::max_rel},
     {"saturated_pct", "saturated", "% of A and B elements", &ComparisonRow::saturated_pct},
@@ -104,6 +109,8 @@ ComparisonRow comparisonRow(const RunAccess& r) {
     const QString fa = r.attr(QStringLiteral("format_a")), fb = r.attr(QStringLiteral("format_b"));
     row.formats = fa == fb ? fa : fa + QStringLiteral(" \u00d7 ") + fb;
     row.scaling = r.attr(QStringLiteral("scaling"));
+    const QString scaling_b = r.attr(QStringLiteral("scaling_b"));
+    if (!scaling_b.isEmpty() && scaling_b != row.scaling) row.scaling += QStringLiteral(" \u00d7 ") + scaling_b;
     row.accumulation = r.attr(QStringLiteral("accumulation"));
     const QString out = r.attr(QStringLiteral("output_type"));
     if (!out.isEmpty()) row.accumulation += QStringLiteral(" \u2192 ") + out;
@@ -129,6 +136,21 @@ ComparisonRow comparisonRow(const RunAccess& r) {
       const auto [br, bc] = r.dims(QStringLiteral("inputs/B"));
       elems = double(ar) * double(ac) + double(br) * double(bc);
     }
+    row.operand_key = operandKey(r);
+    if (!row.operand_key.isEmpty()) {
+      const auto [ar, ac] = r.dims(QStringLiteral("inputs/A"));
+      const auto [br, bc] = r.dims(QStringLiteral("inputs/B"));
+      QString m = r.attr(QStringLiteral("m")), k = r.attr(QStringLiteral("k")), n = r.attr(QStringLiteral("n"));
+      if (m.isEmpty() && ar > 0) m = QString::number(ar), k = QString::number(ac), n = QString::number(bc);
+      Q_UNUSED(br);
+      const QString ao = r.attr(QStringLiteral("a_origin")), bo = r.attr(QStringLiteral("b_origin"));
+      row.operands = m.isEmpty() ? QString() : QStringLiteral("%1\u00d7%2\u00d7%3").arg(m, k, n);
+      if (!ao.isEmpty() || !bo.isEmpty())
+        row.operands += (row.operands.isEmpty() ? QString() : QStringLiteral(", ")) + QStringLiteral("A ") + ao +
+                        QStringLiteral(", B ") + bo;
+      else
+        row.operands += QStringLiteral(" seed %1").arg(r.config().value(QStringLiteral("seed")).toVariant().toString());
+    }
     if (elems > 0) {
       row.saturated_pct = (m("a_saturated") + m("b_saturated")) / elems * 100.0;
       row.underflow_pct = (m("a_underflow") + m("b_underflow")) / elems * 100.0;
@@ -148,6 +170,75 @@ ComparisonRow comparisonRow(const RunAccess& r) {
   return row;
 }
 
+QString ComparisonRow::recipe() const {
+  QStringList parts;
+  for (const QString& p : {scaling, formats, accumulation})
+    if (!p.isEmpty()) parts << p;
+  return parts.join(QStringLiteral(" \u00b7 "));
+}
+
+QString operandKey(const RunAccess& r) {
+  if (!r.type().startsWith(QStringLiteral("gemm"))) return {};
+  const QJsonObject c = r.config();
+  const QString ao = r.attr(QStringLiteral("a_origin")), bo = r.attr(QStringLiteral("b_origin"));
+  auto tensorIn = [&](const char* key) {
+    return c.value(QString::fromLatin1(key)).toObject().contains(QStringLiteral("tensor"));
+  };
+  const bool known = !ao.isEmpty() || !bo.isEmpty() || c.contains(QStringLiteral("seed")) || tensorIn("a") ||
+                     tensorIn("b") || c.contains(QStringLiteral("import_path"));
+  if (!known) return {};
+  QJsonObject k;
+  for (const char* key : {"a", "b", "sigma", "distribution", "input", "import_path", "import_path_b", "session_file",
+                          "training_run", "alpha", "beta", "c", "bias"})
+    if (c.contains(QString::fromLatin1(key))) k.insert(QString::fromLatin1(key), c.value(QString::fromLatin1(key)));
+  if (ao.isEmpty() && bo.isEmpty() && c.contains(QStringLiteral("seed")))
+    k.insert(QStringLiteral("seed"), c.value(QStringLiteral("seed")));
+  auto dim = [&](const char* attr, const char* ds, int axis) {
+    QString v = r.attr(QString::fromLatin1(attr));
+    if (v.isEmpty()) {
+      const auto d = r.dims(QString::fromLatin1(ds));
+      if (d.first > 0) v = QString::number(axis == 0 ? d.first : d.second);
+    }
+    if (v.isEmpty()) v = c.value(QString::fromLatin1(attr)).toVariant().toString();
+    return v;
+  };
+  k.insert(QStringLiteral("shape"), dim("m", "inputs/A", 0) + QLatin1Char('x') + dim("k", "inputs/A", 1) +
+                                        QLatin1Char('x') + dim("n", "inputs/B", 1));
+  k.insert(QStringLiteral("a_origin"), ao);
+  k.insert(QStringLiteral("b_origin"), bo);
+  return QString::fromUtf8(QJsonDocument(k).toJson(QJsonDocument::Compact));
+}
+
+void rankRows(QList<ComparisonRow>* rows) {
+  std::map<QString, QList<int>> members;
+  QStringList order;
+  for (int i = 0; i < rows->size(); ++i) {
+    ComparisonRow& r = (*rows)[i];
+    r.group = r.group_size = r.rank = 0;
+    if (r.operand_key.isEmpty()) continue;
+    if (!members.count(r.operand_key)) order << r.operand_key;
+    members[r.operand_key] << i;
+  }
+  int group = 0;
+  for (const QString& key : order) {
+    QList<int> idx = members[key];
+    if (idx.size() < 2) continue;
+    ++group;
+    std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) {
+      const double sa = (*rows)[a].sqnr_db, sb = (*rows)[b].sqnr_db;
+      if (std::isnan(sb)) return !std::isnan(sa);
+      return !std::isnan(sa) && sa > sb;
+    });
+    int rank = 0;
+    for (int i : idx) {
+      ComparisonRow& r = (*rows)[i];
+      r.group = group;
+      r.group_size = int(idx.size());
+      r.rank = std::isnan(r.sqnr_db) ? 0 : ++rank;
+    }
+  }
+}
+
 ComparisonView::ComparisonView(QWidget* parent) : View(parent) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(6, 6, 6, 6);
@@ -155,19 +246,21 @@ ComparisonView::ComparisonView(QWidget* parent) : View(parent) {
   table_ = new QTableWidget(split);
   table_->setObjectName(QStringLiteral("runsTable"));
   const QStringList heads{tr("Run"),
+                          tr("Rank (same operands)"),
                           tr("Kind"),
                           tr("Formats"),
                           tr("Scaling"),
                           tr("Accumulation \u2192 output"),
                           tr("SQNR (dB)"),
+                          tr("Quant. SQNR (dB)"),
+                          tr("Accum. SQNR (dB)"),
                           tr("Max rel. error"),
                           tr("Saturated (%)"),
                           tr("Underflow (%)"),
-                          tr("Quant. SQNR (dB)"),
-                          tr("Accum. SQNR (dB)"),
                           tr("Final accuracy"),
                           tr("Time (s)"),
-                          tr("Backend")};
+                          tr("Backend"),
+                          tr("Operands")};
   table_->setColumnCount(int(heads.size()));
   table_->setHorizontalHeaderLabels(heads);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -176,8 +269,10 @@ ComparisonView::ComparisonView(QWidget* parent) : View(parent) {
   table_->setSortingEnabled(true);
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  table_->setToolTip(
-      tr("Click a header to sort; select two GEMM runs (Ctrl+click) to see the difference of their error maps"));
+  table_->setToolTip(tr("Click a header to sort (Rank: by operand group, best SQNR first); select two GEMM runs "
+                        "(Ctrl+click) to see the difference of their error maps"));
+  // Grouped and ranked until the user sorts by another column.
+  table_->sortByColumn(ColRank, Qt::AscendingOrder);
   auto* lower = new QWidget(split);
   auto* lv = new QVBoxLayout(lower);
   lv->setContentsMargins(0, 4, 0, 0);
@@ -243,6 +338,7 @@ void ComparisonView::fillTable() {
       if (i >= 0) rows_.last().label = session_->run(i).label;
     }
   }
+  rankRows(&rows_);
   updating_ = true;
   table_->setSortingEnabled(false);
   table_->clearContents();
@@ -252,20 +348,39 @@ void ComparisonView::fillTable() {
     auto* name =
         new QTableWidgetItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'));
     name->setData(Qt::UserRole, r.id);
-    table_->setItem(i, 0, name);
-    table_->setItem(i, 1, new QTableWidgetItem(r.kind));
-    table_->setItem(i, 2, new QTableWidgetItem(r.formats));
-    table_->setItem(i, 3, new QTableWidgetItem(r.scaling));
-    table_->setItem(i, 4, new QTableWidgetItem(r.accumulation));
-    table_->setItem(i, 5, new NumberItem(r.sqnr_db, num(r.sqnr_db)));
-    table_->setItem(i, 6, new NumberItem(r.max_rel, num(r.max_rel)));
-    table_->setItem(i, 7, new NumberItem(r.saturated_pct, num(r.saturated_pct)));
-    table_->setItem(i, 8, new NumberItem(r.underflow_pct, num(r.underflow_pct)));
-    table_->setItem(i, 9, new NumberItem(r.quant_sqnr_db, num(r.quant_sqnr_db)));
-    table_->setItem(i, 10, new NumberItem(r.accum_sqnr_db, num(r.accum_sqnr_db)));
-    table_->setItem(i, 11, new NumberItem(r.final_accuracy, num(r.final_accuracy)));
-    table_->setItem(i, 12, new NumberItem(r.seconds, num(r.seconds, 3)));
-    table_->setItem(i, 13, new QTableWidgetItem(r.backend));
+    table_->setItem(i, ColRun, name);
+    // Rank sorts by group, then rank (unranked members last), then runs in no group.
+    const double order = r.group > 0 ? r.group * 10000.0 + (r.rank > 0 ? r.rank : 9999) : NAN;
+    const QString rank = r.group == 0  ? QStringLiteral("\u2014")
+                         : r.rank == 0 ? tr("G%1 \u00b7 no SQNR").arg(r.group)
+                         : r.rank == 1 ? tr("G%1 \u00b7 \u2605 best of %2").arg(r.group).arg(r.group_size)
+                                       : tr("G%1 \u00b7 %2 of %3").arg(r.group).arg(r.rank).arg(r.group_size);
+    table_->setItem(i, ColRank, new NumberItem(order, rank));
+    table_->item(i, ColRank)->setTextAlignment(Qt::AlignLeft | Qt::AlignVCenter);
+    auto* ops = new QTableWidgetItem(r.group > 0 ? tr("G%1: %2").arg(r.group).arg(r.operands) : r.operands);
+    ops->setToolTip(r.operands);
+    table_->setItem(i, ColOperands, ops);
+    table_->setItem(i, ColKind, new QTableWidgetItem(r.kind));
+    table_->setItem(i, ColFormats, new QTableWidgetItem(r.formats));
+    table_->setItem(i, ColScaling, new QTableWidgetItem(r.scaling));
+    table_->setItem(i, ColAccumulation, new QTableWidgetItem(r.accumulation));
+    table_->setItem(i, ColSqnr, new NumberItem(r.sqnr_db, num(r.sqnr_db)));
+    table_->setItem(i, ColQuantSqnr, new NumberItem(r.quant_sqnr_db, num(r.quant_sqnr_db)));
+    table_->setItem(i, ColAccumSqnr, new NumberItem(r.accum_sqnr_db, num(r.accum_sqnr_db)));
+    table_->setItem(i, ColMaxRel, new NumberItem(r.max_rel, num(r.max_rel)));
+    table_->setItem(i, ColSaturated, new NumberItem(r.saturated_pct, num(r.saturated_pct)));
+    table_->setItem(i, ColUnderflow, new NumberItem(r.underflow_pct, num(r.underflow_pct)));
+    table_->setItem(i, ColFinalAccuracy, new NumberItem(r.final_accuracy, num(r.final_accuracy)));
+    table_->setItem(i, ColTime, new NumberItem(r.seconds, num(r.seconds, 3)));
+    table_->setItem(i, ColBackend, new QTableWidgetItem(r.backend));
+    if (r.rank == 1) // the best recipe of its group
+      for (int c = 0; c < ColumnCount; ++c) {
+        QTableWidgetItem* it = table_->item(i, c);
+        QFont f = it->font();
+        f.setBold(true);
+        it->setFont(f);
+        it->setBackground(QColor(0xE3, 0xF2, 0xE6));
+      }
   }
   table_->setSortingEnabled(true);
   updating_ = false;
@@ -275,6 +390,17 @@ void ComparisonView::fillTable() {
   if (!ids.contains(pair_a_) || !ids.contains(pair_b_)) {
     pair_a_.clear();
     pair_b_.clear();
+    // The best two recipes of the first group (same operands, so the same shape) come first.
+    for (const auto& r : rows_)
+      if (r.group == 1 && r.rank == 1) pair_a_ = r.id;
+    for (const auto& r : rows_)
+      if (r.group == 1 && r.rank == 2) pair_b_ = r.id;
+    const int ia = int(ids.indexOf(pair_a_)), ib = int(ids.indexOf(pair_b_));
+    if (ia < 0 || ib < 0 || !runs_[ia]->has(QStringLiteral("error/abs")) ||
+        runs_[ia]->dims(QStringLiteral("error/abs")) != runs_[ib]->dims(QStringLiteral("error/abs"))) {
+      pair_a_.clear();
+      pair_b_.clear();
+    }
     for (int i = 0; i < runs_.size() && pair_b_.isEmpty(); ++i)
       for (int j = i + 1; j < runs_.size(); ++j)
         if (runs_[i]->type().startsWith(QStringLiteral("gemm")) &&
@@ -300,6 +426,11 @@ void ComparisonView::fillTable() {
   }
   // Keep the chosen metric unless no run has it: then the first metric some run has.
   auto hasMetric = [&](const QString& key) {
+    if (key == QStringLiteral("ranking")) {
+      for (const auto& r : rows_)
+        if (r.rank == 2) return true; // a group with two ranked runs
+      return false;
+    }
     for (const auto& d : kMetrics)
       if (key == QString::fromLatin1(d.key))
         for (const auto& r : rows_)
@@ -336,6 +467,16 @@ void ComparisonView::drawBars() {
   if (!bar_rect_) return;
   for (int i = plot_->plottableCount() - 1; i >= 0; --i)
     if (plot_->plottable(i)->keyAxis()->axisRect() == bar_rect_) plot_->removePlottable(i);
+  for (int i = plot_->itemCount() - 1; i >= 0; --i)
+    if (plot_->item(i)->clipAxisRect() == bar_rect_) plot_->removeItem(i);
+  if (QCPLayoutInset* inset = bar_rect_->insetLayout())
+    for (int i = inset->elementCount() - 1; i >= 0; --i)
+      if (auto* l = qobject_cast<QCPLegend*>(inset->elementAt(i))) inset->remove(l);
+  bar_rect_->axis(QCPAxis::atRight)->setVisible(false);
+  if (metric() == QStringLiteral("ranking")) {
+    drawRanking();
+    return;
+  }
   const MetricDef* def = &kMetrics[0];
   for (const auto& d : kMetrics)
     if (metric() == QString::fromLatin1(d.key)) def = &d;
@@ -373,8 +514,6 @@ void ComparisonView::drawBars() {
   if (hi == lo) hi = lo + 1;
   y->setRange(lo - 0.05 * (hi - lo), hi + 0.1 * (hi - lo));
   // Value labels above the bars.
-  for (int i = plot_->itemCount() - 1; i >= 0; --i)
-    if (plot_->item(i)->clipAxisRect() == bar_rect_) plot_->removeItem(i);
   for (int i = 0; i < keys.size(); ++i) {
     auto* t = new QCPItemText(plot_);
     t->setClipAxisRect(bar_rect_);
@@ -385,6 +524,178 @@ void ComparisonView::drawBars() {
     QFont f = font();
     f.setPointSizeF(8);
     t->setFont(f);
+  }
+  stylePlot(plot_);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ComparisonView::drawRanking() {
+  QCPAxis* x = bar_rect_->axis(QCPAxis::atBottom);
+  QCPAxis* y = bar_rect_->axis(QCPAxis::atLeft);
+  // The ranked runs, group by group, best first; one empty slot between groups.
+  QList<int> order;
+  for (int i = 0; i < rows_.size(); ++i)
+    if (rows_[i].rank > 0) order << i;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return std::pair(rows_[a].group, rows_[a].rank) < std::pair(rows_[b].group, rows_[b].rank);
+  });
+  for (auto* g : plot_->findChildren<QCPBarsGroup*>(Qt::FindDirectChildrenOnly)) delete g;
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  if (order.isEmpty()) {
+    x->setTicker(ticker);
+    x->setLabel(QString());
+    y->setLabel(QString());
+    auto* t = new QCPItemText(plot_);
+    t->setClipAxisRect(bar_rect_);
+    t->position->setType(QCPItemPosition::ptAxisRectRatio);
+    t->position->setAxisRect(bar_rect_);
+    t->position->setCoords(0.5, 0.5);
+    t->setText(tr("No ranking: no two GEMM runs with an SQNR share their operands.\nRun the same GEMM (same "
+                  "shape, seed and distribution, or tensor) with other recipes."));
+    t->setColor(QColor(0x55, 0x55, 0x55));
+    plot_->replot(QCustomPlot::rpQueuedReplot);
+    return;
+  }
+  // Tick labels name what differs between the recipes of a group (the scaling preset, say); the
+  // table has the whole recipe.
+  std::map<int, std::array<bool, 3>> differs;
+  for (int i : order) {
+    const ComparisonRow& r = rows_[i];
+    const ComparisonRow& first =
+        rows_[*std::find_if(order.begin(), order.end(), [&](int j) { return rows_[j].group == r.group; })];
+    auto& d = differs[r.group];
+    d[0] |= r.scaling != first.scaling;
+    d[1] |= r.formats != first.formats;
+    d[2] |= r.accumulation != first.accumulation;
+  }
+  QVector<double> keys;
+  QVector<double> vals[3];
+  struct Span {
+    int group;
+    double first, last;
+    QString operands;
+  };
+  QList<Span> spans;
+  double pos = 0;
+  for (int n = 0; n < order.size(); ++n) {
+    const ComparisonRow& r = rows_[order[n]];
+    if (n > 0 && r.group != rows_[order[n - 1]].group) pos += 1;
+    if (spans.isEmpty() || spans.last().group != r.group) spans << Span{r.group, pos, pos, r.operands};
+    spans.last().last = pos;
+    const auto& d = differs[r.group];
+    QStringList parts;
+    if (d[0]) parts << r.scaling;
+    if (d[1]) parts << r.formats;
+    if (d[2]) parts << r.accumulation;
+    QString label = parts.isEmpty() ? r.label : parts.join(QStringLiteral(" \u00b7 "));
+    if (label.size() > 24) label = label.left(23) + QStringLiteral("\u2026");
+    ticker->addTick(pos, (r.rank == 1 ? QStringLiteral("\u2605 ") : QStringLiteral("%1. ").arg(r.rank)) + label);
+    keys << pos;
+    vals[0] << r.sqnr_db;
+    vals[1] << r.quant_sqnr_db;
+    vals[2] << r.accum_sqnr_db;
+    pos += 1;
+  }
+  x->setTicker(ticker);
+  x->setTickLabelRotation(order.size() > 3 ? -30 : 0);
+  x->setLabel(tr("recipe, ranked by total SQNR within each operand group (\u2605 best)"));
+  x->setRange(-0.6, pos - 0.4);
+  y->setLabel(tr("total and quantization SQNR (dB)"));
+  // Accumulation SQNR is often 100 dB above the others: markers on an axis of its own.
+  QCPAxis* y2 = bar_rect_->axis(QCPAxis::atRight);
+  y2->setVisible(true);
+  y2->setTickLabels(true);
+  y2->setLabel(tr("accumulation SQNR (dB), \u25c6"));
+  auto* group = new QCPBarsGroup(plot_);
+  group->setSpacing(1);
+  const QString names[3] = {tr("total SQNR (ranks)"), tr("quantization SQNR"), tr("accumulation SQNR (right axis)")};
+  // Two entries a row: the legend fits the headroom of a half-width chart.
+  auto* legend = new QCPLegend;
+  bar_rect_->insetLayout()->addElement(legend, Qt::AlignTop | Qt::AlignLeft);
+  legend->setLayer(QStringLiteral("legend"));
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  legend->setWrap(2);
+  legend->setBrush(QColor(255, 255, 255, 230));
+  legend->setBorderPen(Qt::NoPen);
+  QFont lf = font();
+  lf.setPointSizeF(8);
+  legend->setFont(lf);
+  double lo = 0, hi = 0, lo2 = INFINITY, hi2 = -INFINITY;
+  for (int s = 0; s < 2; ++s) {
+    auto* bars = new QCPBars(x, y);
+    QVector<double> k, v;
+    for (int i = 0; i < keys.size(); ++i)
+      if (std::isfinite(vals[s][i])) {
+        k << keys[i], v << vals[s][i];
+        lo = std::min(lo, vals[s][i]);
+        hi = std::max(hi, vals[s][i]);
+      }
+    bars->setData(k, v, true);
+    bars->setWidth(0.38);
+    bars->setPen(Qt::NoPen);
+    bars->setBrush(colors::series(s));
+    bars->setName(names[s]);
+    bars->setBarsGroup(group);
+    bars->addToLegend(legend);
+  }
+  {
+    auto* g = new QCPGraph(x, y2);
+    QVector<double> k, v;
+    for (int i = 0; i < keys.size(); ++i)
+      if (std::isfinite(vals[2][i])) {
+        k << keys[i], v << vals[2][i];
+        lo2 = std::min(lo2, vals[2][i]);
+        hi2 = std::max(hi2, vals[2][i]);
+      }
+    g->setData(k, v, true);
+    g->setLineStyle(QCPGraph::lsNone);
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, colors::series(2), colors::series(2), 9));
+    g->setName(names[2]);
+    g->addToLegend(legend);
+    if (!std::isfinite(lo2)) lo2 = 0, hi2 = 1;
+    if (hi2 - lo2 < 1) lo2 -= 0.5, hi2 += 0.5;
+    // The same headroom as the left axis, so no marker sits under the legend.
+    // The markers take the lower half of the axis, over the bars, clear of the value labels above
+    // the bars and of the legend.
+    y2->setRange(lo2 - 0.25 * (hi2 - lo2), hi2 + 1.25 * (hi2 - lo2));
+  }
+  if (hi == lo) hi = lo + 1;
+  // Headroom above the bars for the legend and the group captions, so neither covers a bar.
+  y->setRange(lo - 0.05 * (hi - lo), hi + 0.6 * (hi - lo));
+  QFont f = font();
+  f.setPointSizeF(8);
+  for (int i = 0; i < keys.size(); ++i) { // the total SQNR over its bar
+    if (!std::isfinite(vals[0][i])) continue;
+    auto* t = new QCPItemText(plot_);
+    t->setClipAxisRect(bar_rect_);
+    t->position->setAxes(x, y);
+    t->position->setCoords(keys[i] - 0.19, vals[0][i]);
+    t->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
+    t->setText(num(vals[0][i], 4));
+    t->setFont(f);
+  }
+  for (int g = 0; g < spans.size(); ++g) {
+    const Span& sp = spans[g];
+    auto* t = new QCPItemText(plot_);
+    t->setClipAxisRect(bar_rect_);
+    t->position->setAxes(x, y);
+    t->position->setCoords((sp.first + sp.last) / 2.0, hi + 0.14 * (hi - lo));
+    t->setPositionAlignment(Qt::AlignHCenter | Qt::AlignVCenter);
+    QString ops = sp.operands;
+    const int room = int(std::max(10.0, (sp.last - sp.first + 1) * 8.0));
+    if (ops.size() > room) ops = ops.left(room - 1) + QStringLiteral("\u2026");
+    t->setText(tr("G%1: %2").arg(sp.group).arg(ops));
+    t->setFont(f);
+    t->setColor(QColor(0x44, 0x44, 0x44));
+    if (g > 0) { // a dashed line between groups
+      auto* line = new QCPItemStraightLine(plot_);
+      line->setClipAxisRect(bar_rect_);
+      line->point1->setAxes(x, y);
+      line->point2->setAxes(x, y);
+      line->point1->setCoords(sp.first - 1.0, 0);
+      line->point2->setCoords(sp.first - 1.0, 1);
+      line->setPen(QPen(QColor(0x99, 0x99, 0x99), 1, Qt::DashLine));
+    }
   }
   stylePlot(plot_);
   plot_->replot(QCustomPlot::rpQueuedReplot);
@@ -570,7 +881,7 @@ QString ComparisonView::csv() const {
   if (rows_.isEmpty()) return {};
   QString out = QStringLiteral("id,label,kind,formats,scaling,accumulation,sqnr_db,max_rel,saturated_pct,underflow_pct,"
                                "quant_sqnr_db,accum_sqnr_db,"
-                               "final_accuracy,seconds,backend\n");
+                               "final_accuracy,seconds,backend,operands,group,rank\n");
   auto q = [](const QString& s) {
     return QStringLiteral("\"") + QString(s).replace(QLatin1Char('"'), QStringLiteral("\"\"")) + QLatin1Char('"');
   };
@@ -590,7 +901,10 @@ QString ComparisonView::csv() const {
                        n(r.accum_sqnr_db),
                        n(r.final_accuracy),
                        n(r.seconds),
-                       q(r.backend)}
+                       q(r.backend),
+                       q(r.operands),
+                       r.group > 0 ? QString::number(r.group) : QString(),
+                       r.rank > 0 ? QString::number(r.rank) : QString()}
                .join(QLatin1Char(',')) +
            QLatin1Char('\n');
   return out;

@@ -3,6 +3,11 @@
 // training runs), a bar chart of a chosen metric, and, for two selected GEMM runs of the same
 // shape, the difference of their error maps (|D − ideal| of the second minus the first, cell
 // means over a decimated grid, diverging colour scale).
+//
+// Recipes ranked: GEMM runs on the same operands (operandKey()) form a group, and each group of
+// two or more runs is ranked by total SQNR, best first (rankRows()). The table starts sorted by
+// group and rank with the best run of each group marked (★, bold); the "Ranking" bar chart shows
+// total, quantization and accumulation SQNR of the ranked runs, group by group.
 #pragma once
 
 #include <optional>
@@ -25,15 +30,56 @@ struct ComparisonRow {
   QString id, label, kind, formats, scaling, accumulation, backend;
   double sqnr_db = NAN, max_rel = NAN, saturated_pct = NAN, underflow_pct = NAN, seconds = NAN;
   double quant_sqnr_db = NAN, accum_sqnr_db = NAN, final_accuracy = NAN;
+  QString operand_key; ///< operandKey() of the run ("" when its operands are unknown)
+  QString operands;    ///< the operands as shown: "M×K×N, A …, B …" ("" when unknown)
+  int group = 0;       ///< 1, 2, … for runs that share their operands with another run; 0: none
+  int group_size = 0;  ///< runs in the group
+  int rank = 0;        ///< 1 = best total SQNR of the group; 0: not ranked (no group, or no SQNR)
+  /// The recipe in one line: "scaling · formats · accumulation → output".
+  QString recipe() const;
 };
 
 /// The row of a run, from its attributes and metrics (docs: experiment/gemm_run.cpp, training_session.h).
 /// saturated % = (a_saturated + b_saturated) / (M·K + K·N) · 100, likewise underflow.
 ComparisonRow comparisonRow(const RunAccess& run);
 
+/// What makes two GEMM runs' operands the same: M×K×N, where A and B came from (the run
+/// attributes a_origin / b_origin: distribution, seed and stream of random operands, the file of
+/// imported ones) and the config keys that change them without showing in the origin (the "a" /
+/// "b" objects — scale, sigma, outliers, transpose —, the legacy "sigma", "distribution",
+/// "input", "import_path*", and the epilogue alpha, beta, c, bias). Empty for runs that are not
+/// GEMMs or do not say where their operands came from (no origin attributes, and no seed or
+/// tensor in the config): such runs are never grouped.
+QString operandKey(const RunAccess& run);
+
+/// Numbers the groups of rows with the same non-empty operand_key (1, 2, … in order of their first
+/// row; a key of one row only is no group) and ranks each group by sqnr_db, highest first; ties
+/// keep the rows' order; rows without an SQNR stay unranked (rank 0).
+void rankRows(QList<ComparisonRow>* rows);
+
 class ComparisonView : public View {
   Q_OBJECT
 public:
+  /// Columns of the table.
+  enum Column {
+    ColRun,
+    ColRank,
+    ColKind,
+    ColFormats,
+    ColScaling,
+    ColAccumulation,
+    ColSqnr,
+    ColQuantSqnr,
+    ColAccumSqnr,
+    ColMaxRel,
+    ColSaturated,
+    ColUnderflow,
+    ColFinalAccuracy,
+    ColTime,
+    ColBackend,
+    ColOperands,
+    ColumnCount
+  };
   explicit ComparisonView(QWidget* parent = nullptr);
   QString viewId() const override { return QStringLiteral("compare"); }
   QString title() const override { return tr("Comparison"); }
@@ -45,8 +91,9 @@ public:
   void setRuns(const QList<std::shared_ptr<RunAccess>>& runs);
   const QList<ComparisonRow>& rows() const { return rows_; }
   QTableWidget* table() const { return table_; }
-  /// Metric of the bar chart: "sqnr_db", "max_rel", "saturated_pct", "underflow_pct", "seconds",
-  /// "quant_sqnr_db", "accum_sqnr_db", "final_accuracy".
+  /// Metric of the bar chart: "ranking" (total, quantization and accumulation SQNR of the ranked
+  /// runs, group by group, best first; offered when some group has two ranked runs), "sqnr_db", "max_rel",
+  /// "saturated_pct", "underflow_pct", "seconds", "quant_sqnr_db", "accum_sqnr_db", "final_accuracy".
   void setMetric(const QString& key);
   QString metric() const;
   /// Selects two runs (by id) for the error-map difference; false when either is unknown.
@@ -60,6 +107,7 @@ private:
   void rebuildRuns();
   void fillTable();
   void drawBars();
+  void drawRanking();
   void drawDiff();
   void selectionChanged();
 

@@ -123,15 +123,15 @@ private Q_SLOTS:
   // The views register themselves (view_registry.h): the registry lists every view the window
   // shows, in tab and View-menu order, under the ids that saved settings ("window/view"), --view
   // and the menu's object names use; each registered type makes a view of its own id. The tabs
-  // and the View menu carry the views' titles, the menu entries Alt+1 … Alt+8.
+  // and the View menu carry the views' titles, the menu entries Alt+1 … Alt+9.
   void viewRegistryListsEveryViewInMenuOrder() {
-    const QStringList ids = {QStringLiteral("bits"),    QStringLiteral("numberline"), QStringLiteral("codes"),
-                             QStringLiteral("learn"),   QStringLiteral("amax"),       QStringLiteral("scales"),
-                             QStringLiteral("heatmap"), QStringLiteral("compare")};
-    const QStringList titles = {QStringLiteral("Bit layout"),    QStringLiteral("Number line"),
-                                QStringLiteral("Code grid"),     QStringLiteral("Learn"),
-                                QStringLiteral("Amax history"),  QStringLiteral("Scale evolution"),
-                                QStringLiteral("Error heatmap"), QStringLiteral("Comparison")};
+    const QStringList ids = {QStringLiteral("bits"),    QStringLiteral("numberline"),   QStringLiteral("codes"),
+                             QStringLiteral("learn"),   QStringLiteral("amax"),         QStringLiteral("scales"),
+                             QStringLiteral("heatmap"), QStringLiteral("block_scales"), QStringLiteral("compare")};
+    const QStringList titles = {
+        QStringLiteral("Bit layout"),    QStringLiteral("Number line"),  QStringLiteral("Code grid"),
+        QStringLiteral("Learn"),         QStringLiteral("Amax history"), QStringLiteral("Scale evolution"),
+        QStringLiteral("Error heatmap"), QStringLiteral("Block scales"), QStringLiteral("Comparison")};
     QStringList registered;
     for (const ViewType& t : viewTypes()) {
       registered << t.id;

@@ -752,10 +752,10 @@ private Q_SLOTS:
     QCOMPARE(v.rows()[2].final_accuracy, 0.8);
     QVERIFY(std::isnan(v.rows()[2].sqnr_db));
     // Sort by SQNR descending: g2 (31 dB) first, g1 (30) next, the training run (no SQNR) last.
-    v.table()->sortByColumn(5, Qt::DescendingOrder); // as a header click
+    v.table()->sortByColumn(ComparisonView::ColSqnr, Qt::DescendingOrder); // as a header click
     QCOMPARE(v.table()->item(0, 0)->data(Qt::UserRole).toString(), QStringLiteral("g2"));
     QCOMPARE(v.table()->item(1, 0)->data(Qt::UserRole).toString(), QStringLiteral("g1"));
-    v.table()->sortByColumn(5, Qt::AscendingOrder);
+    v.table()->sortByColumn(ComparisonView::ColSqnr, Qt::AscendingOrder);
     QCOMPARE(v.table()->item(0, 0)->data(Qt::UserRole).toString(), QStringLiteral("g1"));
     QCOMPARE(v.table()->item(2, 0)->data(Qt::UserRole).toString(), QStringLiteral("t-delayed"));
     // Bar chart: one bar per run with the metric (2 of 3 have an SQNR).
@@ -920,13 +920,15 @@ private Q_SLOTS:
     // The comparison rows of g1 and t-delayed: SQNR 30 dB, max rel 0.125, saturated and underflow
     // (1 + 1) / (4·2 + 2·4) · 100 = (2 + 0) / 16 · 100 = 12.5 %, GEMM 0.5 s; accuracy 0.8, 12 s.
     const QStringList cmp = read("compare.csv").split(QLatin1Char('\n'));
-    QCOMPARE(cmp.value(0), QStringLiteral("id,label,kind,formats,scaling,accumulation,sqnr_db,max_rel,saturated_pct,"
-                                          "underflow_pct,quant_sqnr_db,accum_sqnr_db,final_accuracy,seconds,backend"));
+    QCOMPARE(cmp.value(0),
+             QStringLiteral("id,label,kind,formats,scaling,accumulation,sqnr_db,max_rel,saturated_pct,"
+                            "underflow_pct,quant_sqnr_db,accum_sqnr_db,final_accuracy,seconds,backend,operands,"
+                            "group,rank"));
     QVERIFY(
         cmp.contains(QStringLiteral("\"g1\",\"g1\",gemm,\"E4M3FN \u00d7 E5M2\",\"te_current\",\"split \u2192 fp32\","
-                                    "30,0.125,12.5,12.5,,,,0.5,\"cpu\"")));
+                                    "30,0.125,12.5,12.5,,,,0.5,\"cpu\",\"\",,")));
     QVERIFY(cmp.contains(QStringLiteral(
-        "\"t-delayed\",\"t-delayed\",training,\"E4M3FN / E5M2\",\"delayed-flax\",\"\",,,,,,,0.8,12,\"\"")));
+        "\"t-delayed\",\"t-delayed\",training,\"E4M3FN / E5M2\",\"delayed-flax\",\"\",,,,,,,0.8,12,\"\",\"\",,")));
     QCOMPARE(cmp.size(), 1 + 6 + 1); // header, six runs, the empty string after the last newline
     // t-delayed's amax window view: Flax dequant scale 1/(448/m) in float32 from the window before
     // the step (history 4): step 0 keeps 1, steps 1..4 see m = 1, steps 5..8 the spike m = 8, then

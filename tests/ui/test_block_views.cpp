@@ -1,0 +1,391 @@
+// Views of block-scaled tensors: the Block scales view (histogram of the scale codes, error by
+// block) and the comparison's ranking of recipes on the same operands, against small runs built
+// here with core/session. Every expected number is derived by hand in a comment.
+#include "block_scale_view.h"
+#include "comparison_view.h"
+#include "qcp.h"
+#include "run_access.h"
+
+#include "session/session.h"
+
+#include <QComboBox>
+#include <QTableWidget>
+#include <QtTest>
+
+#include <cmath>
+
+using namespace fp8lab;
+using namespace fp8lab::ui;
+
+namespace {
+
+const double kNaN = std::nan("");
+
+/// A GEMM run whose operand A has the scale codes `codes` ([rows, cols] blocks of 1×32) of `format`.
+std::shared_ptr<Run> scaleCodeRun(const std::string& format, std::vector<uint8_t> codes, int64_t rows, int64_t cols) {
+  auto r = std::make_shared<Run>();
+  r->id = "mx";
+  r->type = "gemm";
+  r->config_json = "{}";
+  std::vector<float> dq(size_t(rows * cols), 1.0f);
+  auto& s = r->putFloat32("quantized/A_scales", dq, rows, cols, "1", "dequant scales");
+  s.attrs["block_rows"] = int64_t(1);
+  s.attrs["block_cols"] = int64_t(32);
+  r->datasets["quantized/A_scale_codes"] = Dataset::uint8({rows, cols}, std::move(codes), "code", "scale codes");
+  r->datasets["quantized/A_scale_codes"].attrs["format"] = format;
+  return r;
+}
+
+/// A GEMM run for the ranking: operands from `a_origin`, total / quantization / accumulation SQNR.
+std::shared_ptr<RunAccess> rankedRun(const std::string& id, const std::string& scaling, const std::string& a_origin,
+                                     double sqnr, double quant, double accum, const std::string& config = "{}") {
+  auto r = std::make_shared<Run>();
+  r->id = id;
+  r->type = "gemm";
+  r->config_json = config;
+  r->attrs["format_a"] = std::string("E4M3FN");
+  r->attrs["format_b"] = std::string("E4M3FN");
+  r->attrs["scaling"] = scaling;
+  r->attrs["accumulation"] = std::string("split");
+  r->attrs["output_type"] = std::string("fp32");
+  r->attrs["m"] = int64_t(64);
+  r->attrs["k"] = int64_t(128);
+  r->attrs["n"] = int64_t(32);
+  r->attrs["a_origin"] = a_origin;
+  r->attrs["b_origin"] = std::string("random normal (seed 1, stream 2)");
+  r->setMetric("sqnr_db", sqnr, "dB", "");
+  r->setMetric("quant_sqnr_db", quant, "dB", "");
+  r->setMetric("accum_sqnr_db", accum, "dB", "");
+  return RunAccess::fromRun(r);
+}
+
+} // namespace
+
+class TestBlockViews : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  // Four blocks with E8M0 codes 0x7F, 0x7F, 0x80, 0xFF: 2^(0x7F − 127) = 2^0 twice, 2^1 once,
+  // and NaN (0xFF) once, placed one binade above the largest scale 2^127, i.e. at 128. Only the
+  // NaN bar is trouble. E8M0 scales are powers of two: the closest codes are 1 binade apart, so
+  // the bars are 0.85 wide.
+  void e8m0HistogramCountsBlocksPerCode() {
+    auto run = RunAccess::fromRun(scaleCodeRun("E8M0FNU", {0x7F, 0x7F, 0x80, 0xFF}, 2, 2));
+    ScaleHistogram h;
+    QString why;
+    QVERIFY2(blockScaleHistogram(*run, 'A', &h, &why), qPrintable(why));
+    QCOMPARE(h.source, ScaleHistogram::Source::Codes);
+    QCOMPARE(h.format, QStringLiteral("E8M0FNU"));
+    QCOMPARE(h.blocks, int64_t(4));
+    QCOMPARE(h.block_cols, int64_t(32));
+    QCOMPARE(h.bar_width, 0.85);
+    QCOMPARE(int(h.bins.size()), 3);
+    QCOMPARE(h.bins[0].code, 0x7F);
+    QCOMPARE(h.bins[0].x, 0.0);
+    QCOMPARE(h.bins[0].count, int64_t(2));
+    QVERIFY(!h.bins[0].trouble);
+    QCOMPARE(h.bins[1].code, 0x80);
+    QCOMPARE(h.bins[1].x, 1.0);
+    QCOMPARE(h.bins[1].count, int64_t(1));
+    QVERIFY(!h.bins[1].trouble);
+    QCOMPARE(h.bins[2].code, 0xFF);
+    QCOMPARE(h.bins[2].x, 128.0);
+    QCOMPARE(h.bins[2].count, int64_t(1));
+    QVERIFY(h.bins[2].trouble);
+    QCOMPARE(h.bins[2].trouble_text, QStringLiteral("NaN"));
+    QCOMPARE(h.trouble_blocks, int64_t(1));
+
+    // The view draws the same counts: blue bars 2 and 1, one vermillion bar of 1, with a legend.
+    BlockScaleView v;
+    v.resize(1000, 700);
+    v.setRunAccess(run);
+    QCOMPARE(int(v.histogram().bins.size()), 3);
+    auto* ok = qobject_cast<QCPBars*>(v.plot()->plottable(0));
+    auto* bad = qobject_cast<QCPBars*>(v.plot()->plottable(1));
+    QVERIFY(ok && bad);
+    QCOMPARE(ok->dataCount(), 2);
+    QCOMPARE(ok->data()->at(0)->value, 2.0);
+    QCOMPARE(ok->data()->at(1)->value, 1.0);
+    QCOMPARE(bad->dataCount(), 1);
+    QCOMPARE(bad->data()->at(0)->key, 128.0);
+    QCOMPARE(bad->name(), QStringLiteral("trouble: NaN"));
+    QVERIFY2(v.captionText().contains(QStringLiteral("1 block(s) with a trouble code")), qPrintable(v.captionText()));
+    QVERIFY(v.csv().startsWith(QStringLiteral("x_log2,code,value,blocks,trouble\n0,127,1,2,\n1,128,2,1,\n")));
+  }
+
+  // An NVFP4-like operand: E4M3FN block scale codes 0x00 (zero), 0x01 (2^−9, the smallest
+  // subnormal), 0x38 twice (0 0111 000 = 2^(7−7) = 1), 0x7E (448, the largest) and 0x7F (NaN).
+  // Positions: zero one binade below 2^−9 → −10; 2^−9 → −9; 1 → 0; 448 → log2 448; NaN one above
+  // → log2 448 + 1. All but the two 1s are trouble (4 blocks). The closest two E4M3 codes are
+  // 1.875 and 2 (log2(16/15) apart). The tensor scale of Transformer Engine's two-level scaling is
+  // in the caption.
+  void e4m3ScaleCodesOfNvfp4() {
+    auto r = scaleCodeRun("E4M3FN", {0x00, 0x01, 0x38, 0x38, 0x7E, 0x7F}, 2, 3);
+    auto& s = r->datasets["quantized/A_scales"];
+    s.attrs["block_cols"] = int64_t(16);
+    s.attrs["tensor_scale_kind"] = std::string("te_amax");
+    s.attrs["tensor_amax"] = 6.0;
+    s.attrs["tensor_scale"] = 0.5;
+    s.attrs["fp4_fp8_max"] = 2688.0;
+    ScaleHistogram h;
+    QString why;
+    QVERIFY2(blockScaleHistogram(*RunAccess::fromRun(r), 'A', &h, &why), qPrintable(why));
+    QCOMPARE(int(h.bins.size()), 5);
+    const double l448 = std::log2(448.0);
+    const double xs[] = {-10, -9, 0, l448, l448 + 1};
+    const int64_t counts[] = {1, 1, 2, 1, 1};
+    const bool trouble[] = {true, true, false, true, true};
+    const char* names[] = {"zero", "subnormal", "", "max 448", "NaN"};
+    for (int i = 0; i < 5; ++i) {
+      QCOMPARE(h.bins[size_t(i)].x, xs[i]);
+      QCOMPARE(h.bins[size_t(i)].count, counts[i]);
+      QCOMPARE(h.bins[size_t(i)].trouble, trouble[i]);
+      QCOMPARE(h.bins[size_t(i)].trouble_text, QString::fromLatin1(names[i]));
+    }
+    QCOMPARE(h.trouble_blocks, int64_t(4));
+    QVERIFY(std::fabs(h.bar_width - 0.85 * std::log2(16.0 / 15.0)) < 1e-12);
+    QVERIFY2(h.tensor_scale.contains(QStringLiteral("te_amax")) && h.tensor_scale.contains(QStringLiteral("amax 6")) &&
+                 h.tensor_scale.contains(QStringLiteral("/ 2688")),
+             qPrintable(h.tensor_scale));
+    BlockScaleView v;
+    v.setRunAccess(RunAccess::fromRun(r));
+    QVERIFY2(v.captionText().contains(QStringLiteral("E4M3FN scale codes of A")), qPrintable(v.captionText()));
+    QVERIFY2(v.captionText().contains(QStringLiteral("Tensor scale (Transformer Engine, te_amax)")),
+             qPrintable(v.captionText()));
+  }
+
+  // Float32 scales only (no scale codes): log2 of the dequant scale. Scales 0.3, 0.3, 0.5, 0 are
+  // not all powers of two, so the bins are 1/8 binade: log2 0.3 = −1.737 lies in [−14/8, −13/8),
+  // centre −1.6875 (2 blocks); log2 0.5 = −1 in [−8/8, −7/8), centre −0.9375; the zero scale sits
+  // two bins below the lowest bin, at −14/8 − 2/8 + 1/16 = −1.9375, and is trouble. A single
+  // power-of-two scale 0.25 (per-tensor) is one unit bin at −2.
+  void float32ScalesShowLog2OfTheScale() {
+    auto r = std::make_shared<Run>();
+    r->id = "te";
+    r->type = "gemm";
+    r->config_json = "{}";
+    r->putFloat32("quantized/A_scales", {0.3f, 0.3f, 0.5f, 0.0f}, 1, 4, "1", "scales").attrs["block_cols"] =
+        int64_t(128);
+    r->putFloat32("quantized/B_scales", {0.25f}, 1, 1, "1", "scale");
+    ScaleHistogram h;
+    QString why;
+    QVERIFY2(blockScaleHistogram(*RunAccess::fromRun(r), 'A', &h, &why), qPrintable(why));
+    QCOMPARE(h.source, ScaleHistogram::Source::Float32Log2);
+    QCOMPARE(int(h.bins.size()), 3);
+    QCOMPARE(h.bins[0].x, -1.9375);
+    QVERIFY(h.bins[0].trouble);
+    QCOMPARE(h.bins[0].trouble_text, QStringLiteral("zero"));
+    QCOMPARE(h.bins[1].x, -1.6875);
+    QCOMPARE(h.bins[1].count, int64_t(2));
+    QCOMPARE(h.bins[2].x, -0.9375);
+    QCOMPARE(h.bins[2].count, int64_t(1));
+    QVERIFY(blockScaleHistogram(*RunAccess::fromRun(r), 'B', &h, &why));
+    QCOMPARE(int(h.bins.size()), 1);
+    QCOMPARE(h.bins[0].x, -2.0);
+    QCOMPARE(h.bar_width, 0.85);
+    BlockScaleView v;
+    v.setRunAccess(RunAccess::fromRun(r));
+    QVERIFY2(v.captionText().startsWith(QStringLiteral("No scale codes: A has float32 scales only")),
+             qPrintable(v.captionText()));
+  }
+
+  // A [2, 4] in blocks of 1×2 (a 2×2 grid):
+  //   x  = 3 4 | 1 1       x̂ = 3 4 | 1 1.5
+  //        2 0 | 1 NaN          2.5 0 | 1 1
+  // block (0,0) exact: SQNR +Inf, max rel 0; (0,1): Σx² = 2, Σe² = 0.25 → 10·log10(8) dB, max rel
+  // 0.5/1 = 0.5; (1,0): Σx² = 4, Σe² = 0.25 → 10·log10(16) dB, max rel 0.5/2 = 0.25 (x = 0 has no
+  // relative error); (1,1) holds a NaN input: NaN. Finite range 10·log10(8) … 10·log10(16).
+  void errorByBlockOfAHandDerivedRun() {
+    auto r = std::make_shared<Run>();
+    r->id = "blk";
+    r->type = "gemm";
+    r->config_json = "{}";
+    r->putFloat32("inputs/A", {3, 4, 1, 1, 2, 0, 1, float(kNaN)}, 2, 4, "1", "A");
+    r->putFloat32("quantized/A_dequantized", {3, 4, 1, 1.5f, 2.5f, 0, 1, 1}, 2, 4, "1", "A dq");
+    auto& s = r->putFloat32("quantized/A_scales", {1, 1, 1, 1}, 2, 2, "1", "scales");
+    s.attrs["block_rows"] = int64_t(1);
+    s.attrs["block_cols"] = int64_t(2);
+    auto run = RunAccess::fromRun(r);
+    BlockErrorMap m;
+    QString why;
+    QVERIFY2(blockErrorMap(*run, 'A', BlockErrorMap::Measure::Sqnr, &m, &why), qPrintable(why));
+    QCOMPARE(m.grid_rows, int64_t(2));
+    QCOMPARE(m.grid_cols, int64_t(2));
+    QVERIFY(std::isinf(m.at(0, 0)) && m.at(0, 0) > 0);
+    QCOMPARE(m.at(0, 1), 10 * std::log10(8.0));
+    QCOMPARE(m.at(1, 0), 10 * std::log10(16.0));
+    QVERIFY(std::isnan(m.at(1, 1)));
+    QCOMPARE(m.exact_blocks, int64_t(1));
+    QCOMPARE(m.nan_blocks, int64_t(1));
+    QCOMPARE(m.min, 10 * std::log10(8.0));
+    QCOMPARE(m.max, 10 * std::log10(16.0));
+    QVERIFY(blockErrorMap(*run, 'A', BlockErrorMap::Measure::MaxRel, &m, &why));
+    QCOMPARE(m.at(0, 0), 0.0);
+    QCOMPARE(m.at(0, 1), 0.5);
+    QCOMPARE(m.at(1, 0), 0.25);
+    QVERIFY(std::isnan(m.at(1, 1)));
+
+    // The view draws the grid (the exact block at the top of the colour range) and says so.
+    BlockScaleView v;
+    v.resize(1000, 700);
+    v.setRunAccess(run);
+    v.setMode(BlockScaleView::Mode::ErrorSqnr);
+    QCOMPARE(v.errorMap().at(0, 1), 10 * std::log10(8.0));
+    auto* map = qobject_cast<QCPColorMap*>(v.plot()->plottable(0));
+    QVERIFY(map);
+    QCOMPARE(map->data()->cell(0, 0), 10 * std::log10(16.0));
+    QCOMPARE(map->data()->cell(1, 0), 10 * std::log10(8.0));
+    QVERIFY(std::isnan(map->data()->cell(1, 1)));
+    QVERIFY2(v.captionText().contains(QStringLiteral("1 block(s) exact")), qPrintable(v.captionText()));
+    QVERIFY2(v.captionText().contains(QStringLiteral("1 block(s) with NaN or Inf")), qPrintable(v.captionText()));
+  }
+
+  // A choice in the control bar over more than 2^20 values is computed on the thread pool: right
+  // after the operand is chosen the view is computing (the GUI thread did not wait), then the map
+  // arrives. A [1100, 1000] = 2 everywhere, x_q = 2.5, blocks of 1×1000 (a 1100×1 grid): every
+  // block's max relative error is 0.5 / 2 = 0.25.
+  void bigErrorMapIsComputedInTheBackground() {
+    auto r = std::make_shared<Run>();
+    r->id = "big";
+    r->type = "gemm";
+    r->config_json = "{}";
+    r->putFloat32("inputs/A", std::vector<float>(1100 * 1000, 2.0f), 1100, 1000, "1", "A");
+    r->putFloat32("quantized/A_dequantized", std::vector<float>(1100 * 1000, 2.5f), 1100, 1000, "1", "A dq");
+    auto& s = r->putFloat32("quantized/A_scales", std::vector<float>(1100, 1.0f), 1100, 1, "1", "scales");
+    s.attrs["block_rows"] = int64_t(1);
+    s.attrs["block_cols"] = int64_t(1000);
+    BlockScaleView v;
+    v.setRunAccess(RunAccess::fromRun(r));
+    v.setOperand('B'); // B has nothing stored: the empty state, at once
+    v.setMode(BlockScaleView::Mode::ErrorMaxRel);
+    QVERIFY(!v.isComputing());
+    auto* box = v.findChild<QComboBox*>(QStringLiteral("operand"));
+    QVERIFY(box);
+    box->setCurrentIndex(box->findData(int('A'))); // as the user does
+    QVERIFY(v.isComputing());
+    QVERIFY2(v.captionText().contains(QStringLiteral("Computing the error by block of A in big")),
+             qPrintable(v.captionText()));
+    QTRY_VERIFY_WITH_TIMEOUT(!v.isComputing(), 60000);
+    QCOMPARE(v.errorMap().grid_rows, int64_t(1100));
+    QCOMPARE(v.errorMap().grid_cols, int64_t(1));
+    QCOMPARE(v.errorMap().at(0, 0), 0.25);
+    QCOMPARE(v.errorMap().at(1099, 0), 0.25);
+    QCOMPARE(v.errorMap().min, 0.25);
+    QCOMPARE(v.errorMap().max, 0.25);
+  }
+
+  // Empty and failed states say what to do.
+  void emptyStatesSayWhatToDo() {
+    BlockScaleView v;
+    QVERIFY2(v.captionText().contains(QStringLiteral("Run a GEMM with an MX or NVFP4 preset")),
+             qPrintable(v.captionText()));
+    auto r = std::make_shared<Run>();
+    r->id = "plain";
+    r->type = "gemm";
+    r->config_json = "{}";
+    r->putFloat32("output/D", {1}, 1, 1, "1", "D");
+    v.setRunAccess(RunAccess::fromRun(r));
+    QVERIFY2(v.captionText().contains(QStringLiteral("Run plain stores no block scales of A")) &&
+                 v.captionText().contains(QStringLiteral("store_quantized on")),
+             qPrintable(v.captionText()));
+    QVERIFY(v.histogram().bins.empty());
+    r->putFloat32("quantized/A_scales", {1}, 1, 1, "1", "scale");
+    v.setRunAccess(RunAccess::fromRun(r));
+    v.setMode(BlockScaleView::Mode::ErrorMaxRel);
+    QVERIFY2(v.captionText().contains(QStringLiteral("stores no float input of A (inputs/A)")) &&
+                 v.captionText().contains(QStringLiteral("store_inputs on")),
+             qPrintable(v.captionText()));
+    QVERIFY(v.errorMap().v.empty());
+  }
+
+  // Three recipes on the same operands (same shape and origins) with total SQNR 25, 31 and 28 dB
+  // rank 31 (1), 28 (2), 25 (3) in group 1. A run on other operands (seed 9), a run whose A is
+  // scaled differently in the config, and a run that says nothing about its operands are in no
+  // group.
+  void comparisonRanksRecipesOnTheSameOperands() {
+    const std::string a1 = "random normal (seed 1, stream 1)";
+    QList<std::shared_ptr<RunAccess>> runs{
+        rankedRun("mx-floor", "mx_floor", a1, 25, 26, 40),
+        rankedRun("other-seed", "mx_floor", "random normal (seed 9, stream 1)", 35, 36, 40),
+        rankedRun("te-1x128", "te_block_1x128", a1, 31, 32, 45),
+        rankedRun("mx-rceil", "mx_rceil", a1, 28, 29, 41),
+        rankedRun("scaled-a", "mx_floor", a1, 20, 21, 40, "{\"a\":{\"scale\":4}}"),
+    };
+    {
+      auto unknown = std::make_shared<Run>();
+      unknown->id = "unknown";
+      unknown->type = "gemm";
+      unknown->config_json = "{}";
+      unknown->setMetric("sqnr_db", 50, "dB", "");
+      runs << RunAccess::fromRun(unknown);
+    }
+    QVERIFY(operandKey(*runs[5]).isEmpty());
+    QCOMPARE(operandKey(*runs[0]), operandKey(*runs[2]));
+    QVERIFY(operandKey(*runs[0]) != operandKey(*runs[4]));
+    ComparisonView v;
+    v.resize(1400, 900);
+    v.setRuns(runs);
+    const auto& rows = v.rows();
+    QCOMPARE(rows[0].group, 1);
+    QCOMPARE(rows[0].rank, 3);
+    QCOMPARE(rows[2].rank, 1);
+    QCOMPARE(rows[3].rank, 2);
+    QCOMPARE(rows[2].group_size, 3);
+    for (int i : {1, 4, 5}) {
+      QCOMPARE(rows[i].group, 0);
+      QCOMPARE(rows[i].rank, 0);
+    }
+    QCOMPARE(rows[2].recipe(), QStringLiteral("te_block_1x128 \u00b7 E4M3FN \u00b7 split \u2192 fp32"));
+    // The table starts grouped and ranked: te-1x128, mx-rceil, mx-floor, then the runs in no group.
+    QStringList ids;
+    for (int row = 0; row < 3; ++row)
+      ids << v.table()->item(row, ComparisonView::ColRun)->data(Qt::UserRole).toString();
+    QCOMPARE(ids, (QStringList{QStringLiteral("te-1x128"), QStringLiteral("mx-rceil"), QStringLiteral("mx-floor")}));
+    QCOMPARE(v.table()->item(0, ComparisonView::ColRank)->text(), QStringLiteral("G1 \u00b7 \u2605 best of 3"));
+    QCOMPARE(v.table()->item(1, ComparisonView::ColRank)->text(), QStringLiteral("G1 \u00b7 2 of 3"));
+    QVERIFY(v.table()->item(0, ComparisonView::ColSqnr)->font().bold());
+    QVERIFY(!v.table()->item(1, ComparisonView::ColSqnr)->font().bold());
+    QCOMPARE(v.table()->item(0, ComparisonView::ColQuantSqnr)->text(), QStringLiteral("32"));
+    QCOMPARE(v.table()->item(0, ComparisonView::ColAccumSqnr)->text(), QStringLiteral("45"));
+    // The ranking chart is the default: total and quantization SQNR bars of the three ranked runs
+    // in rank order (31, 28, 25 | 32, 29, 26), accumulation SQNR as markers on the right axis
+    // (45, 41, 40), the best marked ★.
+    QCOMPARE(v.metric(), QStringLiteral("ranking"));
+    QList<QCPBars*> bars;
+    QCPGraph* accum = nullptr;
+    for (int i = 0; i < v.plot()->plottableCount(); ++i) {
+      if (auto* b = qobject_cast<QCPBars*>(v.plot()->plottable(i))) bars << b;
+      if (auto* g = qobject_cast<QCPGraph*>(v.plot()->plottable(i))) accum = g;
+    }
+    QCOMPARE(bars.size(), 2);
+    QVERIFY(accum);
+    QCOMPARE(accum->valueAxis()->axisType(), QCPAxis::atRight);
+    const double expect[3][3] = {{31, 28, 25}, {32, 29, 26}, {45, 41, 40}};
+    for (int s = 0; s < 3; ++s) {
+      const int count = s < 2 ? bars[s]->dataCount() : accum->dataCount();
+      QCOMPARE(count, 3);
+      for (int i = 0; i < 3; ++i)
+        QCOMPARE(s < 2 ? bars[s]->data()->at(i)->value : accum->data()->at(i)->value, expect[s][i]);
+    }
+    // Tick labels name what differs within the group: the scaling preset.
+    auto ticker = bars[0]->keyAxis()->ticker().dynamicCast<QCPAxisTickerText>();
+    QVERIFY(ticker);
+    QCOMPARE(ticker->ticks().value(0), QStringLiteral("\u2605 te_block_1x128"));
+    QCOMPARE(ticker->ticks().value(2), QStringLiteral("3. mx_floor"));
+    // CSV: operands, group and rank at the end of each row.
+    QVERIFY(v.csv().contains(QStringLiteral(",\"64\u00d7128\u00d732, A random normal (seed 1, stream 1), B random "
+                                            "normal (seed 1, stream 2)\",1,1\n")));
+  }
+
+  // Without two runs on the same operands the chart falls back to SQNR and nothing is ranked.
+  void noRankingWithoutAGroup() {
+    ComparisonView v;
+    v.setRuns({rankedRun("a", "mx_floor", "random normal (seed 1, stream 1)", 25, 26, 40),
+               rankedRun("b", "mx_floor", "random normal (seed 2, stream 1)", 28, 29, 41)});
+    QCOMPARE(v.metric(), QStringLiteral("sqnr_db"));
+    QCOMPARE(v.rows()[0].rank, 0);
+    QCOMPARE(v.table()->item(0, ComparisonView::ColRank)->text(), QStringLiteral("\u2014"));
+  }
+};
+
+QTEST_MAIN(TestBlockViews)
+#include "test_block_views.moc"
