@@ -6,6 +6,7 @@
 #include "style.h"
 #include "view_registry.h"
 
+#include <QFontMetrics>
 #include <QComboBox>
 #include <QtConcurrent/QtConcurrentRun>
 #include <QFutureWatcher>
@@ -598,6 +599,13 @@ void ComparisonView::drawRanking() {
   }
   x->setTicker(ticker);
   x->setTickLabelRotation(order.size() > 3 ? -30 : 0);
+  // A rotated label runs down-left from its tick: the first one needs room left of the axis.
+  int left = 0;
+  if (order.size() > 3 && !ticker->ticks().isEmpty()) {
+    const QFontMetrics fm(x->tickLabelFont());
+    left = static_cast<int>(fm.horizontalAdvance(ticker->ticks().first()) * 0.87) + 8;
+  }
+  bar_rect_->setMinimumMargins(QMargins(left, 0, 0, 0));
   x->setLabel(tr("recipe, ranked by total SQNR within each operand group (\u2605 best)"));
   x->setRange(-0.6, pos - 0.4);
   y->setLabel(tr("total and quantization SQNR (dB)"));
