@@ -28,7 +28,7 @@ struct Options {
   QCommandLineOption view{
       QStringLiteral("view"),
       QStringLiteral("View to show first: bits, numberline, codes, learn, learn:N (N = 0..3), amax, "
-                     "scales, heatmap, compare."),
+                     "scales, heatmap, block_scales, compare."),
       QStringLiteral("NAME")};
   QCommandLineOption widgetOnly{QStringLiteral("grab-view-only"),
                                 QStringLiteral("With --grab: render only the view, not the window.")};
