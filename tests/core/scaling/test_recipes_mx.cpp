@@ -266,7 +266,7 @@ void TestRecipesMx::evenE2M1ElementsByHand() {
   QCOMPARE(int(f.codes[3]), 0x1);
 }
 
-// TE MXFP8 (RECIPES-2026 G, quantize_mxfp8.cuh): e = cvt.rp.satfinite.ue8m0(amax · fl(1/448)).
+// TE MXFP8 (cast/mxfp8/quantize_mxfp8.cuh): e = cvt.rp.satfinite.ue8m0(amax · fl(1/448)).
 //   amax +inf → 0xFE (satfinite); quant 2^(127−254) = 2^-127: inf · 2^-127 = inf → E4M3 satfinite
 //     448 = 0x7E; 1 · 2^-127 → 0x00.
 //   NaN ignored (fmaxf): block [1, NaN, 2, 0...]: amax 2, 2 · fl(1/448) = 0x3B924925 (1.14·2^-8)

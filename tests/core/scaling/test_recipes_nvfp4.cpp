@@ -73,8 +73,8 @@ std::optional<std::pair<int64_t, int64_t>> shapeFromNotes(const std::string& not
   return std::nullopt;
 }
 
-/// Maps a CSV variant to a preset (RECIPES-2026 sections A–E); nullopt for a variant this test does
-/// not know, which fails the row.
+/// Maps a CSV variant to a preset (the vectors' recipes A–E: TE, torchao and cuDNN NVFP4, RHT, SR); nullopt for a
+/// variant this test does not know, which fails the row.
 std::optional<RowPlan> planFor(const RecipeVector& v) {
   RowPlan p;
   const std::string& var = v.variant;
