@@ -220,7 +220,10 @@ bool blockErrorMap(const RunAccess& run, char operand, BlockErrorMap::Measure me
   *out = {};
   out->measure = measure;
   const QString op{QChar(QLatin1Char(operand))};
-  const QString x = QStringLiteral("inputs/") + op, p = prefixOf(operand);
+  const QString p = prefixOf(operand);
+  // Hadamard-rotated runs quantized the rotated operand: the error is measured against it.
+  const QString x =
+      run.has(p + QStringLiteral("_rotated")) ? p + QStringLiteral("_rotated") : QStringLiteral("inputs/") + op;
   const QString dq = p + QStringLiteral("_dequantized"), scales = p + QStringLiteral("_scales");
   auto fail = [why](const QString& t) {
     if (why) *why = t;

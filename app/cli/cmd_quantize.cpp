@@ -296,8 +296,16 @@ int runQuantize(const QStringList& args) {
       }
     o[QStringLiteral("codes")] = codes;
     o[QStringLiteral("dequantized")] = deq;
+    // dequant_scales are the factors x ≈ decode(code) · dequant_scale uses: for two-level formats
+    // (NVFP4) each block's E4M3 scale times the tensor level (block_scales lists the E4M3 values).
     QJsonArray dq, qs;
-    for (float x : q.dequant_scales) dq.append(jsonNumber(x));
+    const bool two_level = q.tensor_scale.kind != TensorScale::Kind::None;
+    for (float x : q.dequant_scales) dq.append(jsonNumber(two_level ? q.tensor_scale.blockFactor(x) : x));
+    if (two_level) {
+      QJsonArray bs;
+      for (float x : q.dequant_scales) bs.append(jsonNumber(x));
+      o[QStringLiteral("block_scales")] = bs;
+    }
     for (float x : q.quant_scales) qs.append(jsonNumber(x));
     o[QStringLiteral("dequant_scales")] = dq;
     o[QStringLiteral("quant_scales")] = qs;
@@ -353,10 +361,11 @@ int runQuantize(const QStringList& args) {
              .arg(shortestFloat(q.tensor_scale.value), shortestFloat(q.tensor_scale.amax));
   t += QStringLiteral("scales (block grid, row-major):\n");
   for (size_t k = 0; k < q.dequant_scales.size(); ++k) {
+    const bool two_level = q.tensor_scale.kind != TensorScale::Kind::None;
     t += QStringLiteral("  [%1,%2] dequant %3  quant %4")
              .arg(static_cast<qint64>(k) / q.blockCols())
              .arg(static_cast<qint64>(k) % q.blockCols())
-             .arg(shortestFloat(q.dequant_scales[k]), -14)
+             .arg(shortestFloat(two_level ? q.tensor_scale.blockFactor(q.dequant_scales[k]) : q.dequant_scales[k]), -14)
              .arg(k < q.quant_scales.size() ? shortestFloat(q.quant_scales[k]) : QStringLiteral("(per rule)"));
     if (!q.scale_codes.empty())
       t += QStringLiteral("  %1 %2").arg(QString::fromStdString(q.scaleCodeFormat().name()),

@@ -484,8 +484,19 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
       errorMap(ref.data(), out.d.data(), mn, ErrorMapKind::Rel, nullptr, 1.0, cfg.gemm.threads);
   const TileMap tiles = tileMap(abs_map, m, n, std::min(cfg.tile, m), std::min(cfg.tile, n));
   const std::vector<float> dqa = qa.dequantize(), dqb = qb.dequantize();
-  const ErrorMetrics qea = compareErrors(ad.data(), dqa.data(), m * k, cfg.gemm.threads);
-  const ErrorMetrics qeb = compareErrors(bd.data(), dqb.data(), k * n, cfg.gemm.threads);
+  // An operand's own quantization error is measured against what was quantized: for the Hadamard
+  // presets that is the rotated operand (rhtOperand), not the unrotated input.
+  auto rotatedAsDouble = [&](const Operand& op, const Nvfp4Config& c, Axis axis) {
+    std::vector<float> f(op.f32);
+    if (op.is64) f.assign(op.f64.begin(), op.f64.end());
+    const std::vector<float> rot = rhtOperand(f.data(), op.rows, op.cols, c.rht_sign_mask, axis, cfg.gemm.threads);
+    return std::vector<double>(rot.begin(), rot.end());
+  };
+  const bool rotated = nva && nva->rht;
+  const std::vector<double> ra = rotated ? rotatedAsDouble(A, *nva, Axis::Cols) : std::vector<double>{};
+  const std::vector<double> rb = rotated ? rotatedAsDouble(B, *nvb, Axis::Rows) : std::vector<double>{};
+  const ErrorMetrics qea = compareErrors(rotated ? ra.data() : ad.data(), dqa.data(), m * k, cfg.gemm.threads);
+  const ErrorMetrics qeb = compareErrors(rotated ? rb.data() : bd.data(), dqb.data(), k * n, cfg.gemm.threads);
 
   Run& run = r.value;
   run.id = run_id;
@@ -576,6 +587,13 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   if (cfg.store_quantized) {
     run.putQuantized("quantized/A", qa, "operand A");
     run.putQuantized("quantized/B", qb, "operand B");
+    if (rotated) {
+      // What the Hadamard presets quantized: the operands rotated along K (the codes' basis).
+      run.putFloat32("quantized/A_rotated", std::vector<float>(ra.begin(), ra.end()), m, k, "1",
+                     "operand A rotated along K by R = diag(s)·H16/4 (BF16), the tensor quantized/A_codes encode");
+      run.putFloat32("quantized/B_rotated", std::vector<float>(rb.begin(), rb.end()), k, n, "1",
+                     "operand B rotated along K by R = diag(s)·H16/4 (BF16), the tensor quantized/B_codes encode");
+    }
   }
   auto& d = run.putFloat32("output/D", out.d, m, n, "1",
                            std::string(hasEpilogue(cfg.gemm) ? "D = alpha · (A_q · B_q) + beta · C + bias on the "
@@ -627,8 +645,10 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   run.setMetric("accum_sqnr_db", ex.accumulation.sqnr_db, "dB", "D vs quantized-exact: accumulation and output cast");
   run.setMetric("accum_rel_fro", ex.accumulation.rel_fro, "1", "D vs quantized-exact, relative Frobenius");
   run.setMetric("accum_max_abs", ex.accumulation.max_abs, "1", "max |D - quantized-exact|");
-  run.setMetric("a_sqnr_db", qea.sqnr_db, "dB", "SQNR of dequantized A vs A (quantization alone)");
-  run.setMetric("b_sqnr_db", qeb.sqnr_db, "dB", "SQNR of dequantized B vs B (quantization alone)");
+  run.setMetric("a_sqnr_db", qea.sqnr_db, "dB",
+                "SQNR of dequantized A vs A as quantized (quantization alone; rotated A for Hadamard presets)");
+  run.setMetric("b_sqnr_db", qeb.sqnr_db, "dB",
+                "SQNR of dequantized B vs B as quantized (quantization alone; rotated B for Hadamard presets)");
   run.setMetric("a_saturated", double(qa.stats.saturated), "count", "elements of A clipped to max finite");
   run.setMetric("a_underflow", double(qa.stats.underflow), "count", "non-zero elements of A that became zero");
   run.setMetric("b_saturated", double(qb.stats.saturated), "count", "elements of B clipped to max finite");

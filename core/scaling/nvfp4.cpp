@@ -457,6 +457,33 @@ std::vector<float> Nvfp4Tensor::dequantize() const {
   return y;
 }
 
+std::vector<float> rhtOperand(const float* x, int64_t rows, int64_t cols, uint16_t sign_mask, Axis axis, int threads) {
+  if (rows < 0 || cols < 0) throw std::invalid_argument("rhtOperand: negative shape");
+  const int64_t along = axis == Axis::Rows ? rows : cols;
+  if (along % 16 != 0)
+    throw std::invalid_argument("rhtOperand: the rotated axis has " + std::to_string(along) +
+                                " elements, not a multiple of 16");
+  const int64_t n = rows * cols;
+  std::vector<float> rotated(static_cast<std::size_t>(n));
+  if (n == 0) return rotated;
+  if (!x) throw std::invalid_argument("rhtOperand: null input");
+  const int64_t nbands = (rows + 15) / 16;
+  const int nt = resolveThreads(threads, n, std::max<int64_t>(nbands, 1));
+  const std::size_t C = static_cast<std::size_t>(cols);
+  parallelJobs(nbands, nt, [&](int64_t b, int) {
+    const int64_t r0 = 16 * b, r1 = std::min(rows, r0 + 16);
+    std::vector<float> in(static_cast<std::size_t>((r1 - r0) * cols));
+    for (std::size_t e = 0; e < in.size(); ++e) in[e] = bf16RoundNearestEven(x[static_cast<std::size_t>(r0) * C + e]);
+    float* out = rotated.data() + static_cast<std::size_t>(r0) * C;
+    if (axis == Axis::Rows) {
+      hadamardTransform16Columns(in.data(), out, C, C, sign_mask);
+    } else {
+      for (std::size_t e = 0; e < in.size(); e += 16) hadamardTransform16(&in[e], out + e, sign_mask);
+    }
+  });
+  return rotated;
+}
+
 Nvfp4Tensor quantizeNvfp4(const float* x, int64_t rows, int64_t cols, const Nvfp4Config& cfg, Axis axis) {
   validate(x, rows, cols, cfg, axis);
   Nvfp4Tensor q;
@@ -473,19 +500,7 @@ Nvfp4Tensor quantizeNvfp4(const float* x, int64_t rows, int64_t cols, const Nvfp
   std::vector<float> rotated;
   const float* src = x;
   if (cfg.rht && n > 0) {
-    rotated.resize(static_cast<std::size_t>(n));
-    const std::size_t C = static_cast<std::size_t>(cols);
-    parallelJobs(nbands, nt, [&](int64_t b, int) {
-      const int64_t r0 = 16 * b, r1 = std::min(rows, r0 + 16);
-      std::vector<float> in(static_cast<std::size_t>((r1 - r0) * cols));
-      for (std::size_t e = 0; e < in.size(); ++e) in[e] = bf16RoundNearestEven(x[static_cast<std::size_t>(r0) * C + e]);
-      float* out = rotated.data() + static_cast<std::size_t>(r0) * C;
-      if (rows_axis) {
-        hadamardTransform16Columns(in.data(), out, C, C, cfg.rht_sign_mask);
-      } else {
-        for (std::size_t e = 0; e < in.size(); e += 16) hadamardTransform16(&in[e], out + e, cfg.rht_sign_mask);
-      }
-    });
+    rotated = rhtOperand(x, rows, cols, cfg.rht_sign_mask, axis, cfg.threads);
     src = rotated.data();
   }
 
@@ -602,8 +617,13 @@ QuantizedTensor toQuantizedTensor(const Nvfp4Tensor& t, const Nvfp4Config& cfg, 
   QuantizeStats& s = q.stats;
   s.elements = t.rows * t.cols;
   if (!x) return q;
+  // With RHT the codes are those of the rotated tensor: count against what was quantized.
+  std::vector<float> rotated;
+  if (cfg.rht) {
+    rotated = rhtOperand(x, t.rows, t.cols, cfg.rht_sign_mask, t.axis, cfg.threads);
+    x = rotated.data();
+  }
   const double limit = Format::E2M1().rneFiniteLimit();
-  const bool rotated = cfg.rht;
   for (int64_t i = 0; i < t.rows; ++i)
     for (int64_t j = 0; j < t.cols; ++j) {
       const std::size_t e = static_cast<std::size_t>(i * t.cols + j);
@@ -620,7 +640,6 @@ QuantizedTensor toQuantizedTensor(const Nvfp4Tensor& t, const Nvfp4Config& cfg, 
         ++s.zero_inputs;
         continue;
       }
-      if (rotated) continue;
       if ((t.codes[e] & 0x7) == 0) ++s.underflow;
       const double f = q.dequantScaleAt(i, j);
       if (f > 0 && std::fabs(static_cast<double>(v)) / f > limit) ++s.saturated;

@@ -147,6 +147,14 @@ struct Nvfp4Tensor {
 /// than 256 / 448; static tensor scales with a rule other than torchao.
 Nvfp4Tensor quantizeNvfp4(const float* x, int64_t rows, int64_t cols, const Nvfp4Config& cfg, Axis axis = Axis::Cols);
 
+/// The tensor an RHT preset quantizes: x [rows, cols] (row-major float32) rounded to BF16 (TE's
+/// RHT takes BF16 tensors), then each 16-block along `axis` (Cols: along a row, Rows: down a
+/// column) transformed by hadamardTransform16 with `sign_mask`, BF16-rounded output (TE's kernels).
+/// Throws std::invalid_argument when the axis is not a multiple of 16, for negative shapes or a
+/// null input with elements. Results do not depend on `threads` (0 = all hardware threads).
+std::vector<float> rhtOperand(const float* x, int64_t rows, int64_t cols, uint16_t sign_mask, Axis axis,
+                              int threads = 0);
+
 /// The NVFP4 tensor as the QuantizedTensor GEMMs, sessions and views take: format E2M1, block
 /// 1×16 (Axis::Cols) or 16×1 (Axis::Rows), dequant_scales = the decoded E4M3 block scales (NaN for
 /// code 0x7F), scale_codes = the E4M3 codes (scale_format E4M3FN), tensor_scale = TeAmax (TE:
@@ -156,9 +164,9 @@ Nvfp4Tensor quantizeNvfp4(const float* x, int64_t rows, int64_t cols, const Nvfp
 /// (gemmTensorFactor) to the result. quant_scales stays empty: the element multiplier is per rule
 /// (docs/nvfp4.md). `x` (the input, row-major [rows, cols], may be null) fills the stats:
 /// NaN / Inf / zero inputs, underflow (a non-zero finite input coded ±0) and saturated (a finite
-/// input whose value over its effective dequant factor rounds beyond ±6); with RHT they describe
-/// the rotated tensor's codes against the unrotated input and are left at zero except the input
-/// counts. `cfg` is the config `t` was quantized with (its name becomes the strategy).
+/// input whose value over its effective dequant factor rounds beyond ±6); with RHT they count
+/// against the rotated tensor (rhtOperand), which is what was quantized. `cfg` is the config `t` was quantized with
+/// (its name becomes the strategy).
 QuantizedTensor toQuantizedTensor(const Nvfp4Tensor& t, const Nvfp4Config& cfg, const float* x);
 
 /// TE's global encode scale (core_nvfp4.cuh compute_global_encode_scaling_factor_FP4), the quant

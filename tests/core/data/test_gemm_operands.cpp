@@ -97,6 +97,7 @@ private Q_SLOTS:
   ///   f32(f32(1 · 2) · f32(1/7225344)); D = f32(alpha · 57802752) ≈ 16 = 4·4, the unrotated
   ///   product, which is the ideal (reference/D) exactly.
   void hadamardRunMatchesTheHandDerivation();
+  void hadamardUnderflowCountsTheRotatedTensor();
   /// MX codes and E8M0 scales from files: A [1,32] E4M3FN codes 0x38 (1.0) with E8M0 0x80
   /// (2^(128−127) = 2), B [32,1] codes 0x40 (2.0) with E8M0 0x7E (2^−1): every product is
   /// 2 · 1, D = 32 · 2 = 64 (exact in float32), and the ideal is the same product of the
@@ -268,6 +269,41 @@ void TestGemmOperands::hadamardRunMatchesTheHandDerivation() {
   QCOMPARE(bits(d0(r.value)), bits(alpha * 57802752.0f));
   QCOMPARE(r.value.find("reference/D")->f64[0], 16.0);
   QVERIFY(attrString(r.value.attrs, "rotation").has_value());
+  // What was quantized is stored, and each operand's own error is measured against it: the rotated
+  // A is sixteen 1.0 and the rotated B is 2, 0, 2, 0, ... (derived above). Its codes decode to
+  // 6 · f32(f32(448 · amax) · f32(1/2688)): 6 · f32(448/2688) for A, 6 · f32(896/2688) for B, so the
+  // dequantized operands differ from the rotated ones by float32 rounding only (SQNR > 100 dB),
+  // where comparing them with the unrotated inputs (4, 0, ...) would give about −3.5 dB.
+  const Dataset* ar = r.value.find("quantized/A_rotated");
+  const Dataset* br = r.value.find("quantized/B_rotated");
+  QVERIFY(ar && br);
+  QCOMPARE(ar->f32, std::vector<float>(16, 1.0f));
+  std::vector<float> bexp(16, 0.0f);
+  for (size_t j = 0; j < 16; j += 2) bexp[j] = 2.0f;
+  QCOMPARE(br->f32, bexp);
+  const double sa = r.value.metrics.at("a_sqnr_db").value, sb = r.value.metrics.at("b_sqnr_db").value;
+  QVERIFY2(sa > 100.0, qPrintable(QString::number(sa)));
+  QVERIFY2(sb > 100.0, qPrintable(QString::number(sb)));
+}
+
+/// A rotated operand's underflow count is taken on the tensor that was quantized: the non-zero
+/// elements of quantized/A_rotated whose E2M1 code is ±0, counted here from the stored datasets.
+/// Outliers put small elements beside a large one in a block, so some flush to zero.
+void TestGemmOperands::hadamardUnderflowCountsTheRotatedTensor() {
+  GemmExperimentConfig c;
+  QCOMPARE(
+      parse(R"({"scaling": "nvfp4_te_rht", "m": 32, "k": 64, "n": 16, "seed": 3, "distribution": "outliers"})", &c),
+      std::string());
+  auto r = runConfig(c);
+  QVERIFY2(r.ok(), r.message().c_str());
+  const Dataset* rot = r.value.find("quantized/A_rotated");
+  const Dataset* codes = r.value.find("quantized/A_codes");
+  QVERIFY(rot && codes);
+  int64_t under = 0;
+  for (size_t i = 0; i < rot->f32.size(); ++i)
+    if (rot->f32[i] != 0.0f && std::isfinite(rot->f32[i]) && (codes->u8[i] & 0x7) == 0) ++under;
+  QVERIFY(under > 0); // outliers: small elements beside a large one in a block flush to zero
+  QCOMPARE(r.value.metrics.at("a_underflow").value, double(under));
 }
 
 /// MX codes and E8M0 scales from files: A [1,32] E4M3FN codes 0x38 (1.0) with E8M0 0x80

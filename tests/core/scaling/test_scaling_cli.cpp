@@ -11,6 +11,8 @@
 #include <QProcess>
 
 #include "compare_bits.h"
+#include "formats/format.h"
+#include "oracle.h"
 #include "recipe_vectors.h"
 
 #include <bit>
@@ -132,6 +134,26 @@ private Q_SLOTS:
       QCOMPARE(ts[QStringLiteral("value_f32_hex")].toString(), QString::asprintf("0x%08X", *v.tensor_scale_bits));
       QCOMPARE(ts[QStringLiteral("kind")].toString(),
                te ? QStringLiteral("te_amax") : QStringLiteral("torchao_per_tensor_scale"));
+      // The documented contract x ≈ decode(code) · dequant_scale holds with the two-level factor:
+      // every dequantized value is its E2M1 value times its block's dequant_scale (the exact
+      // product, as for every preset), and block_scales are the E4M3 values of scale_codes.
+      static const double e2m1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+      const QJsonArray dq = o[QStringLiteral("dequant_scales")].toArray(),
+                       bs = o[QStringLiteral("block_scales")].toArray();
+      const QJsonArray deq = o[QStringLiteral("dequantized")].toArray();
+      QCOMPARE(bs.size(), qsizetype(v.scale_codes.size()));
+      // NaN (torchao's 0x7F for amax 0) is written as the JSON string "nan".
+      auto num = [](const QJsonValue& x) {
+        return x.isString() && x.toString() == QStringLiteral("nan") ? std::nan("") : x.toDouble();
+      };
+      for (qsizetype b = 0; b < bs.size(); ++b)
+        QVERIFY(fp8lab::test::sameValue(num(bs[b]), fp8lab::Format::E4M3FN().decode(v.scale_codes[size_t(b)])));
+      for (qsizetype i = 0; i < deq.size(); ++i) {
+        const uint32_t c = v.element_codes[size_t(i)];
+        const double e = (c & 8 ? -1 : 1) * e2m1[c & 7];
+        const double want = e * num(dq[i / 16]);
+        QVERIFY2(num(deq[i]) == want || (std::isnan(num(deq[i])) && std::isnan(want)), qPrintable(what));
+      }
       ++checked;
     }
     QVERIFY2(checked >= 9, "the vectors have 5 TE and 4 torchao 1x16 rows"); // more in a longer file
