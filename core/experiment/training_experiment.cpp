@@ -112,6 +112,8 @@ TrainingExperimentOutcome runTrainingExperiment(const TrainingExperimentSpec& sp
     if (!save(session_run, &rs, &o.stored_id)) return out;
     o.type = "training";
     o.cancelled = cancelled;
+    o.stopped_nonfinite = res.stopped_nonfinite;
+    o.first_nonfinite = res.first_nonfinite;
     o.spec = &rs;
     o.steps_done = res.steps_done;
     o.steps_total = res.steps_per_epoch * rs.config.epochs;
