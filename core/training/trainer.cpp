@@ -174,19 +174,21 @@ struct TrainingRun::Impl {
     inputs(r, r.row, r.col);
   }
 
-  /// A quantized GEMM operand: non-finite codes are possible only when its input held NaN / ±Inf
-  /// or a non-saturating cast overflowed — both counted by the quantization (QuantizeStats).
+  /// A per-tensor quantized GEMM operand (decode(code) · scale): non-finite codes are possible
+  /// only when its input held NaN / ±Inf or a non-saturating cast overflowed — both counted by the
+  /// quantization (QuantizeStats) — and a non-finite scale makes every element non-finite.
   void checkQuantized(const QuantizedTensor& q, const float* x, size_t li, const char* role) {
     if (!checking()) return;
     const QuantizeStats& st = q.stats;
-    if (st.nan_inputs == 0 && st.inf_inputs == 0 && (cfg.scaling.saturate || st.saturated == 0)) return;
+    if (st.nan_inputs == 0 && st.inf_inputs == 0 && (cfg.scaling.saturate || st.saturated == 0) &&
+        std::isfinite(q.dequant_scales.at(0)))
+      return;
     const std::vector<float>& table = q.format->decodeTable();
     for (size_t i = 0; i < q.codes.size(); ++i) {
-      const float v = table[q.codes[i]];
-      if (std::isfinite(v)) continue;
       const int64_t row = static_cast<int64_t>(i) / q.cols, col = static_cast<int64_t>(i) % q.cols;
-      NonFiniteRecord& r = startRecord(li, role, "quantized_operand", q.rows, q.cols, static_cast<int64_t>(i),
-                                       v * q.dequantScaleAt(row, col));
+      const float v = table[q.codes[i]] * q.dequantScaleAt(row, col);
+      if (std::isfinite(v)) continue;
+      NonFiniteRecord& r = startRecord(li, role, "quantized_operand", q.rows, q.cols, static_cast<int64_t>(i), v);
       r.input_names = {"x", "quant_scale", "dequant_scale"};
       r.inputs = {x[i], q.quant_scales.empty() ? 1.0f / q.dequant_scales.at(0) : q.quant_scales.at(0),
                   q.dequantScaleAt(row, col)};
