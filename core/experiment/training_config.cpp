@@ -133,10 +133,18 @@ GemmOptions readGemm(ConfigReader& r, const Json& o, std::string_view key, const
   const Json* go = r.object(o, key, at);
   if (!go) return g;
   const ConfigPath w = at.member(key);
-  r.checkKeys(*go, w, {"accumulation", "promotion_interval", "fast_accum_bits"});
+  r.checkKeys(*go, w, {"accumulation", "promotion_interval", "fast_accum_bits", "output"});
   g.accumulation = readAccumulation(r, *go, w, g.accumulation);
   g.promotion_interval = static_cast<int>(r.integer(*go, "promotion_interval", w, g.promotion_interval, 1, 1 << 20));
   g.fast_accum_bits = static_cast<int>(r.integer(*go, "fast_accum_bits", w, g.fast_accum_bits, 2, 24));
+  if (ConfigReader::has(*go, "output")) {
+    const std::string s = r.string(*go, "output", w, "fp32");
+    const auto t = parseOutputType(s);
+    if (r.ok() && (!t || (*t != OutputType::FP32 && *t != OutputType::BF16 && *t != OutputType::FP16)))
+      r.fail(w.member("output"), "unknown output type '" + s + "' (fp32, bf16, fp16)");
+    else if (t)
+      g.output = *t;
+  }
   return g;
 }
 

@@ -48,6 +48,13 @@ std::string TrainingConfig::validate() const {
     if (spike.col >= layer_sizes[static_cast<size_t>(spike.layer)])
       return "spike col must be below the layer's input size";
   }
+  for (const GemmOptions* g : {&forward_gemm, &backward_gemm}) {
+    if (g->output != OutputType::FP32 && g->output != OutputType::BF16 && g->output != OutputType::FP16)
+      return "the GEMM output type must be fp32, bf16 or fp16";
+    if (g->output != OutputType::FP32 &&
+        (precision != TrainingPrecision::FP8 || recipe.recipe != TrainingRecipe::PerTensor))
+      return "a GEMM output type other than fp32 applies to the per-tensor FP8 GEMMs only";
+  }
   if (precision == TrainingPrecision::FP8 && recipe.recipe != TrainingRecipe::PerTensor && !scaling.saturate)
     return "saturate false applies to the per-tensor FP8 casts (\"scaling\"), not to block recipes";
   return {};

@@ -69,8 +69,10 @@ struct TrainingConfig {
   int batch_size = 128;
   int epochs = 3;
   float learning_rate = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, adam_epsilon = 1e-8f;
-  uint64_t seed = 1;         ///< initial weights and the per-epoch shuffles
-  GemmOptions forward_gemm;  ///< accumulation etc. of the forward GEMMs
+  uint64_t seed = 1; ///< initial weights and the per-epoch shuffles
+  /// Accumulation etc. of the forward GEMMs; `output` (fp32 default, bf16, fp16: per-tensor FP8
+  /// runs only) is the type D is rounded to — fp16 overflows to ±Inf beyond 65504.
+  GemmOptions forward_gemm;
   GemmOptions backward_gemm; ///< ... of dgrad and wgrad
   int threads = 0;           ///< FP32 GEMM threads (≤ 0: all cores)
   SpikeConfig spike;

@@ -50,7 +50,8 @@ std::string jsonFloat(float v) {
 std::string gemmJson(const GemmOptions& g) {
   return "{\"accumulation\": " + jsonString(toString(g.accumulation)) +
          ", \"promotion_interval\": " + std::to_string(g.promotion_interval) +
-         ", \"fast_accum_bits\": " + std::to_string(g.fast_accum_bits) + "}";
+         ", \"fast_accum_bits\": " + std::to_string(g.fast_accum_bits) +
+         (g.output == OutputType::FP32 ? std::string() : ", \"output\": " + jsonString(toString(g.output))) + "}";
 }
 
 } // namespace

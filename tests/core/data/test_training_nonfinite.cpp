@@ -291,7 +291,8 @@ void TestTrainingNonFinite::sessionGroupHoldsTheRecord() {
 void TestTrainingNonFinite::configReadsTheKeys() {
   const JsonDocument d = JsonDocument::parse(R"({"type": "training", "on_nonfinite": "continue",
       "scaling": {"strategy": "delayed-flax", "saturate": false},
-      "spike": {"step": 5, "factor": 1e6, "layer": 0, "row": 5, "col": 300}})");
+      "spike": {"step": 5, "factor": 1e6, "layer": 0, "row": 5, "col": 300},
+      "forward_gemm": {"output": "fp16"}})");
   std::string err;
   const auto spec = parseTrainingExperiment(d.root(), &err, &d);
   QVERIFY2(spec, err.c_str());
@@ -300,6 +301,8 @@ void TestTrainingNonFinite::configReadsTheKeys() {
   QVERIFY(!c.scaling.saturate);
   QCOMPARE(c.spike.row, int64_t{5});
   QCOMPARE(c.spike.col, int64_t{300});
+  QCOMPARE(static_cast<int>(c.forward_gemm.output), static_cast<int>(OutputType::FP16));
+  QCOMPARE(static_cast<int>(c.backward_gemm.output), static_cast<int>(OutputType::FP32));
   // the stored one-run config reads back to the same options
   const JsonDocument back = JsonDocument::parse(spec->runs[0].configJson());
   const auto again = parseTrainingExperiment(back.root(), &err, &back);
@@ -309,6 +312,7 @@ void TestTrainingNonFinite::configReadsTheKeys() {
   QVERIFY(!c2.scaling.saturate);
   QCOMPARE(c2.spike.row, int64_t{5});
   QCOMPARE(c2.spike.col, int64_t{300});
+  QCOMPARE(static_cast<int>(c2.forward_gemm.output), static_cast<int>(OutputType::FP16));
   // defaults: stop, saturating, the whole layer spiked
   const JsonDocument dd = JsonDocument::parse(R"({"type": "training", "spike": {"step": 1, "factor": 2}})");
   const auto def = parseTrainingExperiment(dd.root(), &err, &dd);
@@ -335,6 +339,16 @@ void TestTrainingNonFinite::configRefusesAnUnknownPolicy() {
       JsonDocument::parse(R"({"type": "training", "spike": {"step": 1, "factor": 2, "layer": 1, "col": 256}})");
   QVERIFY(!parseTrainingExperiment(s.root(), &err, &s));
   QVERIFY2(err.find("spike col must be below the layer's input size") != std::string::npos, err.c_str());
+  // GEMM outputs: fp32, bf16, fp16 only, and only where the per-tensor FP8 GEMMs run
+  const JsonDocument o = JsonDocument::parse(R"({"type": "training", "forward_gemm": {"output": "e4m3"}})");
+  QVERIFY(!parseTrainingExperiment(o.root(), &err, &o));
+  QVERIFY2(QString::fromStdString(err).startsWith(
+               QStringLiteral("forward_gemm.output: unknown output type 'e4m3' (fp32, bf16, fp16)")),
+           err.c_str());
+  const JsonDocument f =
+      JsonDocument::parse(R"({"type": "training", "precision": "fp32", "backward_gemm": {"output": "fp16"}})");
+  QVERIFY(!parseTrainingExperiment(f.root(), &err, &f));
+  QVERIFY2(err.find("applies to the per-tensor FP8 GEMMs only") != std::string::npos, err.c_str());
 }
 
 void TestTrainingNonFinite::largestDotTermsOrder() {
