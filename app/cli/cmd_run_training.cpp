@@ -176,6 +176,7 @@ int runTrainingExperiment(const Json& config, const ConfigPath& at, const JsonDo
   const TrainingExperimentOutcome res = runTrainingExperiment(*spec, ro, hooks);
   if (bar) bar->finish();
   for (const auto& o : res.runs) summary.append(outcomeJson(o, opt.backend, backend_notes[o.stored_id]));
+  if (!res.weight_gemm_skipped.empty()) std::fprintf(stderr, "note: %s\n", res.weight_gemm_skipped.c_str());
   if (res.status == TrainingExperimentOutcome::Status::Failed) return fail(QString::fromStdString(res.error));
   if (res.status == TrainingExperimentOutcome::Status::Cancelled) {
     if (opt.json)

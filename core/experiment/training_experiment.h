@@ -66,6 +66,9 @@ struct TrainingExperimentOutcome {
   enum class Status { Completed, Cancelled, Failed };
   Status status = Status::Completed;
   std::string error; ///< Failed: why (data set missing, a run failed, a save failed)
+  /// Non-empty when the GEMM on trained weights was skipped because the weights of its run hold
+  /// NaN / ±Inf (a run stopped or continued past its first non-finite value): why, one line.
+  std::string weight_gemm_skipped;
   std::vector<TrainingRunOutcome> runs;
 };
 

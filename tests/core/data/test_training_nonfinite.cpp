@@ -5,6 +5,7 @@
 #include <QtTest>
 
 #include "experiment/training_config.h"
+#include "experiment/training_experiment.h"
 #include "io/json_document.h"
 #include "training/nonfinite.h"
 #include "training/trainer.h"
@@ -98,6 +99,7 @@ private Q_SLOTS:
   void cleanRunRecordsNothing();
   void sameSeedGivesTheSameRecord();
   void sessionGroupHoldsTheRecord();
+  void experimentGoesOnAndSkipsTheGemmOnNonFiniteWeights();
   void configReadsTheKeys();
   void configRefusesAnUnknownPolicy();
   void largestDotTermsOrder();
@@ -286,6 +288,40 @@ void TestTrainingNonFinite::sessionGroupHoldsTheRecord() {
   QVERIFY(json.find("\"saturate\": false") != std::string::npos);
   QVERIFY(json.find("\"row\": 5, \"col\": 300") != std::string::npos);
   QVERIFY(json.find("on_nonfinite") == std::string::npos); // stop is the default
+}
+
+void TestTrainingNonFinite::experimentGoesOnAndSkipsTheGemmOnNonFiniteWeights() {
+  // Run "nf" (Fashion-MNIST, the whole batch × 1e6 at step 5 through the non-saturating cast of
+  // quantizedOverflowConfig) stops with NaN weights after step 5; run "ok" still trains; the GEMM
+  // error experiment on nf's weights is skipped, not run on NaN.
+  const JsonDocument d = JsonDocument::parse(R"({"type": "training", "train_limit": 512, "test_limit": 100,
+    "defaults": {"epochs": 1, "batch_size": 64},
+    "runs": [{"id": "nf", "scaling": {"strategy": "delayed-te", "history_len": 4, "margin": 4, "saturate": false},
+              "spike": {"step": 5, "factor": 1e6, "layer": 0}},
+             {"id": "ok", "precision": "fp32"}],
+    "gemm_on_trained_weights": {"from_run": "nf", "rows": 100}})");
+  std::string err;
+  const auto spec = parseTrainingExperiment(d.root(), &err, &d);
+  QVERIFY2(spec, err.c_str());
+  std::vector<Run> saved;
+  TrainingHooks hooks;
+  hooks.save = [&](const Run& r, std::string* id, std::string*) {
+    saved.push_back(r);
+    *id = r.id;
+    return true;
+  };
+  const TrainingExperimentOutcome o = runTrainingExperiment(*spec, {}, hooks);
+  QVERIFY2(o.status == TrainingExperimentOutcome::Status::Completed, o.error.c_str());
+  QCOMPARE(o.runs.size(), size_t{2});
+  QVERIFY(o.runs[0].stopped_nonfinite);
+  QCOMPARE(o.runs[0].steps_done, int64_t{6});
+  QCOMPARE(o.runs[0].first_nonfinite.step, int64_t{5});
+  QVERIFY(!o.runs[1].stopped_nonfinite);
+  QCOMPARE(o.runs[1].steps_done, int64_t{8});
+  QCOMPARE(saved.size(), size_t{2}); // no gemm-trained-weights runs
+  QCOMPARE(attrString(saved[0].attrs, "status").value_or(""), std::string("stopped_nonfinite"));
+  QCOMPARE(o.weight_gemm_skipped, std::string("the GEMM on trained weights is skipped: the weights of run 'nf' hold "
+                                              "non-finite values (see its first non-finite value)"));
 }
 
 void TestTrainingNonFinite::configReadsTheKeys() {
