@@ -42,7 +42,11 @@ QJsonObject outcomeJson(const TrainingRunOutcome& o, const FallbackGemmBackend* 
   js.insert(QStringLiteral("precision"), QString::fromLatin1(toString(c.precision)));
   if (c.precision == TrainingPrecision::FP8)
     js.insert(QStringLiteral("scaling"), QString::fromStdString(trainingScalingName(c)));
-  js.insert(QStringLiteral("status"), o.cancelled ? QStringLiteral("cancelled") : QStringLiteral("completed"));
+  js.insert(QStringLiteral("status"), o.cancelled           ? QStringLiteral("cancelled")
+                                      : o.stopped_nonfinite ? QStringLiteral("stopped_nonfinite")
+                                                            : QStringLiteral("completed"));
+  if (o.first_nonfinite.found)
+    js.insert(QStringLiteral("first_nonfinite"), QString::fromStdString(o.first_nonfinite.describe()));
   if (backend) {
     js.insert(QStringLiteral("backend_request"), QString::fromLatin1(toString(backend->request())));
     js.insert(QStringLiteral("backend_note"), QString::fromStdString(note));
@@ -153,6 +157,13 @@ int runTrainingExperiment(const Json& config, const ConfigPath& at, const JsonDo
     }
     *stored = ids.empty() ? run.id : ids.front();
     backend_notes[*stored] = attrString(run.attrs, "backend_note").value_or("");
+    if (const auto nf = run.group_attrs.find("nonfinite");
+        nf != run.group_attrs.end() && attrInt(nf->second, "found").value_or(0) == 1)
+      std::fprintf(stderr, "%s: first non-finite value: %s%s\n", stored->c_str(),
+                   attrString(nf->second, "description").value_or("?").c_str(),
+                   attrString(run.attrs, "status").value_or("") == "stopped_nonfinite"
+                       ? "; run stopped (on_nonfinite stop)"
+                       : "");
     if (run.type == "gemm-trained-weights" && lines)
       std::fprintf(stderr, "GEMM on trained %s: SQNR %.2f dB total, %.2f dB quantization, %.2f dB accumulation\n",
                    attrString(run.attrs, "layer").value_or("?").c_str(), run.metrics.at("sqnr_db").value,
@@ -165,6 +176,7 @@ int runTrainingExperiment(const Json& config, const ConfigPath& at, const JsonDo
   const TrainingExperimentOutcome res = runTrainingExperiment(*spec, ro, hooks);
   if (bar) bar->finish();
   for (const auto& o : res.runs) summary.append(outcomeJson(o, opt.backend, backend_notes[o.stored_id]));
+  if (!res.weight_gemm_skipped.empty()) std::fprintf(stderr, "note: %s\n", res.weight_gemm_skipped.c_str());
   if (res.status == TrainingExperimentOutcome::Status::Failed) return fail(QString::fromStdString(res.error));
   if (res.status == TrainingExperimentOutcome::Status::Cancelled) {
     if (opt.json)

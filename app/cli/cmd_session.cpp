@@ -206,6 +206,13 @@ int runInspect(const QStringList& args) {
     if (!only.isEmpty() && qs(r.id) != only) continue;
     t += QStringLiteral("\nrun %1 (%2)\n").arg(qs(r.id), qs(r.type));
     for (const auto& [k, v] : r.attrs) t += QStringLiteral("  %1 = %2\n").arg(qs(k), attrText(v));
+    if (const auto nf = r.group_attrs.find("nonfinite"); nf != r.group_attrs.end()) {
+      // training runs: where the first NaN / ±Inf appeared (group nonfinite, docs/session-format.md)
+      const bool found = attrInt(nf->second, "found").value_or(0) == 1;
+      t += QStringLiteral("  first non-finite value: %1\n")
+               .arg(qs(found ? attrString(nf->second, "description").value_or("?")
+                             : attrString(nf->second, "description").value_or("none")));
+    }
     if (!r.metrics.empty()) {
       t += QStringLiteral("  metrics:\n");
       for (const auto& [k, m] : r.metrics) {

@@ -22,7 +22,7 @@ const std::vector<std::string> kRunKeys = {
     "type",      "id",          "label",          "dataset",         "data_dir", "train_limit",     "test_limit",
     "precision", "scaling",     "forward_format", "backward_format", "layers",   "batch_size",      "epochs",
     "optimizer", "seed",        "forward_gemm",   "backward_gemm",   "spike",    "eval_batch_size", "record_history",
-    "threads",   "description", "recipe"};
+    "threads",   "description", "recipe",         "on_nonfinite"};
 
 const char* kRoleNames = "fprop.input, fprop.weight, dgrad.grad_output, dgrad.weight, wgrad.input, "
                          "wgrad.grad_output, or fprop / dgrad / wgrad for both operands of that GEMM";
@@ -133,10 +133,18 @@ GemmOptions readGemm(ConfigReader& r, const Json& o, std::string_view key, const
   const Json* go = r.object(o, key, at);
   if (!go) return g;
   const ConfigPath w = at.member(key);
-  r.checkKeys(*go, w, {"accumulation", "promotion_interval", "fast_accum_bits"});
+  r.checkKeys(*go, w, {"accumulation", "promotion_interval", "fast_accum_bits", "output"});
   g.accumulation = readAccumulation(r, *go, w, g.accumulation);
   g.promotion_interval = static_cast<int>(r.integer(*go, "promotion_interval", w, g.promotion_interval, 1, 1 << 20));
   g.fast_accum_bits = static_cast<int>(r.integer(*go, "fast_accum_bits", w, g.fast_accum_bits, 2, 24));
+  if (ConfigReader::has(*go, "output")) {
+    const std::string s = r.string(*go, "output", w, "fp32");
+    const auto t = parseOutputType(s);
+    if (r.ok() && (!t || (*t != OutputType::FP32 && *t != OutputType::BF16 && *t != OutputType::FP16)))
+      r.fail(w.member("output"), "unknown output type '" + s + "' (fp32, bf16, fp16)");
+    else if (t)
+      g.output = *t;
+  }
   return g;
 }
 
@@ -194,7 +202,7 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
     r.fail(where.member("precision"), "must be \"fp8\" or \"fp32\"");
   if (const Json* so = r.object(o, "scaling", where)) {
     const ConfigPath w = where.member("scaling");
-    r.checkKeys(*so, w, {"strategy", "history_len", "amax_compute_algo", "margin", "power_of_two"});
+    r.checkKeys(*so, w, {"strategy", "history_len", "amax_compute_algo", "margin", "power_of_two", "saturate"});
     const std::string strat = r.string(*so, "strategy", w, "delayed-flax");
     if (!parseTrainingScalingKind(lower(strat), &c.scaling.kind))
       r.fail(w.member("strategy"),
@@ -207,6 +215,7 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
       r.fail(w.member("amax_compute_algo"), "must be \"max\" or \"most_recent\"");
     c.scaling.margin = static_cast<int>(r.integer(*so, "margin", w, 0, 0, 64));
     c.scaling.power_of_two = r.boolean(*so, "power_of_two", w, false);
+    c.scaling.saturate = r.boolean(*so, "saturate", w, true);
     if (c.scaling.kind == TrainingScalingKind::DelayedFlax && (c.scaling.margin != 0 || c.scaling.most_recent))
       r.fail(w, "the Flax preset has no margin and only amax_compute_algo \"max\" (use delayed-te)");
   }
@@ -252,11 +261,18 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
   c.forward_gemm.threads = c.backward_gemm.threads = c.threads;
   if (const Json* so = r.object(o, "spike", where)) {
     const ConfigPath w = where.member("spike");
-    r.checkKeys(*so, w, {"step", "factor", "layer"});
+    r.checkKeys(*so, w, {"step", "factor", "layer", "row", "col"});
     c.spike.enabled = true;
     c.spike.step = r.integer(*so, "step", w, 0, 0, int64_t{1} << 40);
     c.spike.factor = static_cast<float>(r.number(*so, "factor", w, 1.0));
     c.spike.layer = static_cast<int>(r.integer(*so, "layer", w, 0, 0, 64));
+    c.spike.row = r.integer(*so, "row", w, -1, 0, 65535);
+    c.spike.col = r.integer(*so, "col", w, -1, 0, 65535);
+  }
+  if (ConfigReader::has(o, "on_nonfinite")) {
+    const std::string v = r.string(o, "on_nonfinite", where, "stop");
+    if (r.ok() && !parseNonFinitePolicy(lower(v), &c.on_nonfinite))
+      r.fail(where.member("on_nonfinite"), "unknown value '" + v + "' (stop, continue, off)");
   }
   if (r.ok())
     if (const std::string v = c.validate(); !v.empty()) r.fail(where, v);

@@ -112,6 +112,8 @@ TrainingExperimentOutcome runTrainingExperiment(const TrainingExperimentSpec& sp
     if (!save(session_run, &rs, &o.stored_id)) return out;
     o.type = "training";
     o.cancelled = cancelled;
+    o.stopped_nonfinite = res.stopped_nonfinite;
+    o.first_nonfinite = res.first_nonfinite;
     o.spec = &rs;
     o.steps_done = res.steps_done;
     o.steps_total = res.steps_per_epoch * rs.config.epochs;
@@ -138,6 +140,13 @@ TrainingExperimentOutcome runTrainingExperiment(const TrainingExperimentSpec& sp
     const WeightGemmSpec& g = *spec.weight_gemm;
     const auto& weights = trained.at(g.from_run);
     const FashionMnist* fm = data_of.at(g.from_run);
+    for (const LayerWeights& w : weights)
+      if (!allFinite(w.kernel.data(), w.kernel.size()) || !allFinite(w.bias.data(), w.bias.size())) {
+        // the GEMM error of NaN weights means nothing (its SQNR would read inf)
+        out.weight_gemm_skipped = "the GEMM on trained weights is skipped: the weights of run '" + g.from_run +
+                                  "' hold non-finite values (see its first non-finite value)";
+        return out;
+      }
     for (int l : g.layers) {
       if (stopRequested("starting " + g.runId(l))) return out;
       WeightGemmConfig wc = g.gemm;

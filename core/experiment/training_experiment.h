@@ -6,7 +6,8 @@
 //
 // Cancel: when hooks.progress returns false the run in progress stops after its current step
 // (TrainingRun::run) and is handed to save() with status "cancelled" and the steps it finished;
-// nothing after it runs. Runs finished before are already saved.
+// nothing after it runs. Runs finished before are already saved. A run stopped by on_nonfinite
+// "stop" is saved with status "stopped_nonfinite" and the experiment goes on.
 #pragma once
 
 #include "experiment/training_config.h"
@@ -47,6 +48,10 @@ struct TrainingRunOutcome {
   std::string stored_id;
   std::string type; ///< "training" or "gemm-trained-weights"
   bool cancelled = false;
+  /// on_nonfinite stop ended the run after the step of its first non-finite value (status
+  /// "stopped_nonfinite"); the experiment goes on with its next run.
+  bool stopped_nonfinite = false;
+  NonFiniteRecord first_nonfinite;       ///< training runs: the first NaN / ±Inf (found = false: none)
   const TrainingRunSpec* spec = nullptr; ///< training runs: into the experiment spec
   int64_t steps_done = 0, steps_total = 0;
   std::vector<double> test_accuracy; ///< per finished epoch
@@ -61,6 +66,9 @@ struct TrainingExperimentOutcome {
   enum class Status { Completed, Cancelled, Failed };
   Status status = Status::Completed;
   std::string error; ///< Failed: why (data set missing, a run failed, a save failed)
+  /// Non-empty when the GEMM on trained weights was skipped because the weights of its run hold
+  /// NaN / ±Inf (a run stopped or continued past its first non-finite value): why, one line.
+  std::string weight_gemm_skipped;
   std::vector<TrainingRunOutcome> runs;
 };
 

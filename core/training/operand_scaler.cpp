@@ -86,6 +86,7 @@ OperandScaler::OperandScaler(const TrainingScalingConfig& cfg, const Format& for
     d->current.pow2 = cfg.power_of_two;
     break;
   }
+  if (!cfg.saturate) d->current.encode.saturate = false;
 }
 OperandScaler::~OperandScaler() = default;
 OperandScaler::OperandScaler(const OperandScaler& o) : d(std::make_unique<Impl>(*o.d)) {}
@@ -104,7 +105,7 @@ namespace {
 
 /// max |x| for the record of a current-scaling step, NaN elements ignored (CUDA fmaxf, as TE's
 /// amax kernel; torchao would propagate NaN, which training data never holds).
-float amaxOf(const float* x, size_t n) {
+float amaxNanIgnored(const float* x, size_t n) {
   float m = 0;
   for (size_t i = 0; i < n; ++i) {
     const float a = std::fabs(x[i]);
@@ -123,7 +124,25 @@ void OperandScaler::quantize(const float* x, int64_t rows, int64_t cols, Quantiz
     std::vector<float> before;
     if (rec && s.cfg.kind == TrainingScalingKind::DelayedTE) before = s.delayed->historyChronological();
     DelayedUpdate u;
-    out = s.delayed->quantizeStep(x, rows, cols, &u);
+    if (s.cfg.saturate) {
+      out = s.delayed->quantizeStep(x, rows, cols, &u);
+    } else {
+      // DelayedScaling::quantizeStep with a non-saturating cast: the same amax rule (Flax
+      // NaN-propagating, TE NaN-ignoring), the same order of scale update and cast.
+      EncodeOptions enc;
+      enc.saturate = false;
+      DelayedScaling& ds = *s.delayed;
+      if (s.cfg.kind == TrainingScalingKind::DelayedFlax) {
+        u = ds.update(static_cast<float>(amaxOf(x, n, /*ignore_nan=*/false)));
+        out = quantizeWithScale(x, rows, cols, *s.format, BlockScale{ds.quantScale(), ds.dequantScale(), -1},
+                                Format::ScaleOp::Divide, enc);
+      } else {
+        out = quantizeWithScale(x, rows, cols, *s.format, BlockScale{ds.quantScale(), ds.dequantScale(), -1},
+                                Format::ScaleOp::Multiply, enc);
+        u = ds.update(static_cast<float>(amaxOf(x, n, /*ignore_nan=*/true)));
+      }
+      out.strategy = std::string(toString(s.cfg.kind)) + " (per-tensor, non-saturating cast)";
+    }
     if (rec) {
       rec->amax = static_cast<float>(u.amax);
       rec->kept_previous = u.kept_previous;
@@ -142,7 +161,7 @@ void OperandScaler::quantize(const float* x, int64_t rows, int64_t cols, Quantiz
   } else {
     out = fp8lab::quantize(x, rows, cols, *s.format, s.current, Axis::Cols);
     if (rec) {
-      rec->amax = amaxOf(x, n);
+      rec->amax = amaxNanIgnored(x, n);
       rec->kept_previous = !(rec->amax > 0) || !std::isfinite(rec->amax);
       rec->history.clear();
     }

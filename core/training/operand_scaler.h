@@ -44,6 +44,9 @@ struct TrainingScalingConfig {
   bool most_recent = false;  ///< TE amax_compute_algo "most_recent" instead of "max" (TE only)
   int margin = 0;            ///< TE margin: scale divided by 2^margin (Flax: always 0)
   bool power_of_two = false; ///< current presets: round the quant scale down to a power of two
+  /// The FP8 casts saturate (values beyond max finite become ±max, every preset's default). false:
+  /// they overflow to Inf where the format has one (E5M2), else NaN (E4M3FN) — OCP "non-SAT".
+  bool saturate = true;
 };
 
 /// What one quantization of an operand did (one training step).
@@ -69,7 +72,8 @@ public:
   OperandScaler& operator=(const OperandScaler&);
 
   /// Quantizes x [rows, cols] (row-major float32) per tensor with the strategy, advancing the
-  /// state (delayed: the amax is entered into the history). Saturating RNE cast. Writes into
+  /// state (delayed: the amax is entered into the history). RNE cast, saturating unless
+  /// config().saturate is false (then the same scale and amax rules, non-saturating cast). Writes into
   /// `out` (buffers reused across calls) and fills `*record` when non-null.
   void quantize(const float* x, int64_t rows, int64_t cols, QuantizedTensor& out, OperandStepRecord* record = nullptr);
 

@@ -6,6 +6,7 @@
 #include "gemm/gemm_internal.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -43,7 +44,19 @@ std::string TrainingConfig::validate() const {
     if (spike.layer < 0 || spike.layer >= static_cast<int>(layer_sizes.size()) - 1)
       return "spike layer must name a Linear layer (0-based)";
     if (!std::isfinite(spike.factor)) return "spike factor must be finite";
+    if (spike.row < -1 || spike.col < -1) return "spike row and col must be ≥ 0 (or absent: every element)";
+    if (spike.col >= layer_sizes[static_cast<size_t>(spike.layer)])
+      return "spike col must be below the layer's input size";
   }
+  for (const GemmOptions* g : {&forward_gemm, &backward_gemm}) {
+    if (g->output != OutputType::FP32 && g->output != OutputType::BF16 && g->output != OutputType::FP16)
+      return "the GEMM output type must be fp32, bf16 or fp16";
+    if (g->output != OutputType::FP32 &&
+        (precision != TrainingPrecision::FP8 || recipe.recipe != TrainingRecipe::PerTensor))
+      return "a GEMM output type other than fp32 applies to the per-tensor FP8 GEMMs only";
+  }
+  if (precision == TrainingPrecision::FP8 && recipe.recipe != TrainingRecipe::PerTensor && !scaling.saturate)
+    return "saturate false applies to the per-tensor FP8 casts (\"scaling\"), not to block recipes";
   return {};
 }
 
@@ -135,6 +148,105 @@ struct TrainingRun::Impl {
   std::vector<OperandScaler> scalers; // 3 per layer: x, w, g
   bool ran = false;
   int64_t adam_t = 0;
+  int64_t cur_step = 0; // the global step being computed (non-finite records)
+
+  // ---- the first non-finite value (nonfinite.h). Every check returns at once when the policy
+  // is Off or the first value has been recorded; a failing tensor is scanned a second time.
+  bool checking() const { return cfg.on_nonfinite != NonFinitePolicy::Off && !res.first_nonfinite.found; }
+
+  NonFiniteRecord& startRecord(size_t li, const char* tensor, const char* kind, int64_t rows, int64_t cols,
+                               int64_t index, float value) {
+    NonFiniteRecord& r = res.first_nonfinite;
+    r = NonFiniteRecord{};
+    r.found = true;
+    r.step = cur_step;
+    r.layer = "fc" + std::to_string(li + 1);
+    r.tensor = tensor;
+    r.kind = kind;
+    r.rows = rows;
+    r.cols = cols;
+    r.row = index / std::max<int64_t>(cols, 1);
+    r.col = index % std::max<int64_t>(cols, 1);
+    r.value = value;
+    return r;
+  }
+
+  /// An elementwise float32 result x [rows, cols]; inputs(i, j) gives the op's inputs at (i, j)
+  /// as {names, values}.
+  template <class Inputs>
+  void checkElementwise(const float* x, int64_t rows, int64_t cols, size_t li, const char* tensor, Inputs inputs) {
+    if (!checking() || allFinite(x, static_cast<size_t>(rows * cols))) return;
+    const int64_t e = firstNonFinite(x, static_cast<size_t>(rows * cols));
+    NonFiniteRecord& r = startRecord(li, tensor, "elementwise", rows, cols, e, x[e]);
+    inputs(r, r.row, r.col);
+  }
+
+  /// A per-tensor quantized GEMM operand (decode(code) · scale): non-finite codes are possible
+  /// only when its input held NaN / ±Inf or a non-saturating cast overflowed — both counted by the
+  /// quantization (QuantizeStats) — and a non-finite scale makes every element non-finite.
+  void checkQuantized(const QuantizedTensor& q, const float* x, size_t li, const char* role) {
+    if (!checking()) return;
+    const QuantizeStats& st = q.stats;
+    if (st.nan_inputs == 0 && st.inf_inputs == 0 && (cfg.scaling.saturate || st.saturated == 0) &&
+        std::isfinite(q.dequant_scales.at(0)))
+      return;
+    const std::vector<float>& table = q.format->decodeTable();
+    for (size_t i = 0; i < q.codes.size(); ++i) {
+      const int64_t row = static_cast<int64_t>(i) / q.cols, col = static_cast<int64_t>(i) % q.cols;
+      const float v = table[q.codes[i]] * q.dequantScaleAt(row, col);
+      if (std::isfinite(v)) continue;
+      NonFiniteRecord& r = startRecord(li, role, "quantized_operand", q.rows, q.cols, static_cast<int64_t>(i), v);
+      r.input_names = {"x", "quant_scale", "dequant_scale"};
+      r.inputs = {x[i], q.quant_scales.empty() ? 1.0f / q.dequant_scales.at(0) : q.quant_scales.at(0),
+                  q.dequantScaleAt(row, col)};
+      return;
+    }
+  }
+
+  /// A GEMM output d [m, n] = A [m, k] · B [k, n]; a(i, kk) and b(kk, j) give the operand values
+  /// the GEMM used; a_op / b_op index the recorded operands (amax, scale of this step).
+  template <class A, class B>
+  void checkGemm(const std::vector<float>& d, int64_t m, int64_t n, int64_t k, size_t li, const char* tensor, A a, B b,
+                 size_t a_op, size_t b_op) {
+    if (!checking() || allFinite(d.data(), static_cast<size_t>(m * n))) return;
+    const int64_t e = firstNonFinite(d.data(), d.size());
+    NonFiniteRecord& r = startRecord(li, tensor, "gemm_output", m, n, e, d[static_cast<size_t>(e)]);
+    std::vector<float> arow(static_cast<size_t>(k)), bcol(static_cast<size_t>(k));
+    for (int64_t kk = 0; kk < k; ++kk) {
+      arow[static_cast<size_t>(kk)] = a(r.row, kk);
+      bcol[static_cast<size_t>(kk)] = b(kk, r.col);
+    }
+    r.k_len = k;
+    r.terms = largestDotTerms(arow.data(), 1, bcol.data(), 1, k);
+    r.terms_before_quantization = blockRecipe();
+    const OperandHistory& ha = res.operands[a_op];
+    const OperandHistory& hb = res.operands[b_op];
+    r.a_operand = ha.name();
+    r.b_operand = hb.name();
+    r.a_amax = ha.amax.empty() ? 0.0f : ha.amax.back();
+    r.b_amax = hb.amax.empty() ? 0.0f : hb.amax.back();
+    r.a_scale = ha.dequant_scale.empty() ? 1.0f : ha.dequant_scale.back();
+    r.b_scale = hb.dequant_scale.empty() ? 1.0f : hb.dequant_scale.back();
+  }
+
+  /// The value of a quantized operand at (i, j) as the GEMM uses it: decode(code) · scale.
+  static float deq(const QuantizedTensor& q, int64_t i, int64_t j) {
+    return q.format->decodeTable()[q.codes[static_cast<size_t>(i * q.cols + j)]] * q.dequantScaleAt(i, j);
+  }
+
+  /// The float32 forward GEMM's output check (fprop.output) for layer li, whichever path ran.
+  void checkForward(Layer& L, int64_t bsz, size_t li) {
+    if (!checking()) return;
+    if (fp8() && !blockRecipe())
+      checkGemm(
+          L.y, bsz, L.out, L.in, li, "fprop.output", [&](int64_t i, int64_t k) { return deq(L.qx, i, k); },
+          [&](int64_t k, int64_t j) { return deq(L.qw, k, j); }, 3 * li, 3 * li + 1);
+    else
+      checkGemm(
+          L.y, bsz, L.out, L.in, li, "fprop.output",
+          [&](int64_t i, int64_t k) { return L.x[static_cast<size_t>(i * L.in + k)]; },
+          [&](int64_t k, int64_t j) { return L.w[static_cast<size_t>(k * L.out + j)]; }, 3 * li, 3 * li + 1);
+  }
 
   bool fp8() const { return cfg.precision == TrainingPrecision::FP8; }
   bool blockRecipe() const { return fp8() && cfg.recipe.recipe != TrainingRecipe::PerTensor; }
@@ -265,6 +377,8 @@ struct TrainingRun::Impl {
       if (recording) {
         record(3 * li, rx);
         record(3 * li + 1, rw);
+        checkQuantized(L.qx, L.x.data(), li, "fprop.input");
+        checkQuantized(L.qw, L.w.data(), li, "fprop.weight");
       }
       fp8Gemm(*backend, L.qx, L.qw, cfg.forward_gemm, L.y, res);
     } else {
@@ -289,6 +403,7 @@ struct TrainingRun::Impl {
       std::copy_n(train->pixels.begin() + src * F, F, first.x.begin() + i * F);
     }
     const bool spike = cfg.spike.enabled && cfg.spike.step == global_step;
+    cur_step = global_step;
     // ---- forward
     for (size_t l = 0; l < layers.size(); ++l) {
       Layer& L = layers[l];
@@ -297,9 +412,40 @@ struct TrainingRun::Impl {
         L.x.resize(P.y.size());
         for (size_t i = 0; i < P.y.size(); ++i) L.x[i] = std::max(P.y[i], 0.0f); // ReLU
       }
-      if (spike && static_cast<int>(l) == cfg.spike.layer)
-        for (float& v : L.x) v *= cfg.spike.factor;
+      const bool spiked = spike && static_cast<int>(l) == cfg.spike.layer;
+      if (spiked) {
+        const SpikeConfig& sp = cfg.spike;
+        for (int64_t i = 0; i < bsz; ++i)
+          for (int64_t j = 0; j < L.in; ++j)
+            if ((sp.row < 0 || sp.row == i) && (sp.col < 0 || sp.col == j))
+              L.x[static_cast<size_t>(i * L.in + j)] *= sp.factor;
+      }
+      // the images, or a spiked input (otherwise the input is the ReLU of a checked activation)
+      if (l == 0 || spiked)
+        checkElementwise(L.x.data(), bsz, L.in, l, "input", [&](NonFiniteRecord& r, int64_t, int64_t) {
+          if (spiked) {
+            r.input_names = {"spike_factor"};
+            r.inputs = {cfg.spike.factor};
+          }
+        });
       forwardGemm(L, bsz, L.sx, L.sw, true, l, global_step);
+      checkForward(L, bsz, l);
+      if (checking()) { // activation = fprop.output + bias: find an overflowing sum before it is written
+        uint32_t bad = 0;
+        for (int64_t i = 0; i < bsz; ++i)
+          for (int64_t j = 0; j < L.out; ++j) {
+            const float v = L.y[static_cast<size_t>(i * L.out + j)] + L.b[static_cast<size_t>(j)];
+            bad |= (std::bit_cast<uint32_t>(v) & 0x7F800000u) == 0x7F800000u;
+          }
+        for (int64_t e = 0; bad && e < bsz * L.out; ++e) {
+          const float d0 = L.y[static_cast<size_t>(e)], b0 = L.b[static_cast<size_t>(e % L.out)];
+          if (std::isfinite(d0 + b0)) continue;
+          NonFiniteRecord& r = startRecord(l, "activation", "elementwise", bsz, L.out, e, d0 + b0);
+          r.input_names = {"fprop.output", "bias"};
+          r.inputs = {d0, b0};
+          break;
+        }
+      }
       for (int64_t i = 0; i < bsz; ++i)
         for (int64_t j = 0; j < L.out; ++j) L.y[static_cast<size_t>(i * L.out + j)] += L.b[static_cast<size_t>(j)];
     }
@@ -321,6 +467,15 @@ struct TrainingRun::Impl {
             static_cast<float>((p - (j == label ? 1.0 : 0.0)) / static_cast<double>(bsz));
       }
     }
+    const size_t lastl = layers.size() - 1;
+    if (checking()) {
+      const float lv = static_cast<float>(loss / static_cast<double>(bsz));
+      if (!std::isfinite(lv)) startRecord(lastl, "loss", "elementwise", 1, 1, 0, lv);
+      checkElementwise(g.data(), bsz, C, lastl, "loss_grad", [&](NonFiniteRecord& r, int64_t i, int64_t j) {
+        r.input_names = {"logit"};
+        r.inputs = {last.y[static_cast<size_t>(i * C + j)]};
+      });
+    }
     // ---- backward
     std::vector<float> dx;
     for (size_t li = layers.size(); li-- > 0;) {
@@ -329,6 +484,7 @@ struct TrainingRun::Impl {
       std::fill(L.gb.begin(), L.gb.end(), 0.0f);
       for (int64_t i = 0; i < bsz; ++i)
         for (int64_t j = 0; j < L.out; ++j) L.gb[static_cast<size_t>(j)] += g[static_cast<size_t>(i * L.out + j)];
+      checkElementwise(L.gb.data(), 1, L.out, li, "bias_grad", [](NonFiniteRecord&, int64_t, int64_t) {});
       const bool need_dx = li > 0;
       if (blockRecipe()) {
         // wgrad dW = xᵀ·g (both copies quantized along B); output_grad records wgrad.grad_output
@@ -337,19 +493,35 @@ struct TrainingRun::Impl {
                          srSeed(global_step, li, OperandRole::WgradInput),
                          srSeed(global_step, li, OperandRole::WgradGradOutput), L.gw, nullptr, &rg, cfg.threads);
         recordRecipe(3 * li + 2, rg);
-        if (need_dx) // dgrad dx = g·Wᵀ (both copies quantized along out)
+        checkGemm(
+            L.gw, L.in, L.out, bsz, li, "wgrad.output",
+            [&](int64_t i, int64_t k) { return L.x[static_cast<size_t>(k * L.in + i)]; },
+            [&](int64_t k, int64_t j) { return g[static_cast<size_t>(k * L.out + j)]; }, 3 * li, 3 * li + 2);
+        if (need_dx) { // dgrad dx = g·Wᵀ (both copies quantized along out)
           recipeLinearGemm(cfg.recipe, LinearGemm::Dgrad, g.data(), L.w.data(), bsz, L.in, L.out,
                            srSeed(global_step, li, OperandRole::DgradGradOutput),
                            srSeed(global_step, li, OperandRole::DgradWeight), dx, nullptr, nullptr, cfg.threads);
+          checkGemm(
+              dx, bsz, L.in, L.out, li, "dgrad.output",
+              [&](int64_t i, int64_t k) { return g[static_cast<size_t>(i * L.out + k)]; },
+              [&](int64_t k, int64_t j) { return L.w[static_cast<size_t>(j * L.out + k)]; }, 3 * li + 2, 3 * li + 1);
+        }
       } else if (fp8()) {
         OperandStepRecord rg;
         L.sg->quantize(g.data(), bsz, L.out, L.qg, &rg);
         record(3 * li + 2, rg);
+        checkQuantized(L.qg, g.data(), li, "wgrad.grad_output");
         transposeQuantized(L.qx, L.qxT);                              // xᵀ [in, B]
         fp8Gemm(*backend, L.qxT, L.qg, cfg.backward_gemm, L.gw, res); // wgrad [in, out]
+        checkGemm(
+            L.gw, L.in, L.out, bsz, li, "wgrad.output", [&](int64_t i, int64_t k) { return deq(L.qxT, i, k); },
+            [&](int64_t k, int64_t j) { return deq(L.qg, k, j); }, 3 * li, 3 * li + 2);
         if (need_dx) {
           transposeQuantized(L.qw, L.qwT);                            // Wᵀ [out, in]
           fp8Gemm(*backend, L.qg, L.qwT, cfg.backward_gemm, dx, res); // dgrad [B, in]
+          checkGemm(
+              dx, bsz, L.in, L.out, li, "dgrad.output", [&](int64_t i, int64_t k) { return deq(L.qg, i, k); },
+              [&](int64_t k, int64_t j) { return deq(L.qwT, k, j); }, 3 * li + 2, 3 * li + 1);
         }
       } else {
         OperandStepRecord rg;
@@ -358,17 +530,34 @@ struct TrainingRun::Impl {
         std::vector<float> xT(L.x.size());
         transposeF32(L.x.data(), xT.data(), bsz, L.in);
         matmulF32(xT.data(), g.data(), L.gw.data(), L.in, bsz, L.out, cfg.threads);
+        checkGemm(
+            L.gw, L.in, L.out, bsz, li, "wgrad.output",
+            [&](int64_t i, int64_t k) { return xT[static_cast<size_t>(i * bsz + k)]; },
+            [&](int64_t k, int64_t j) { return g[static_cast<size_t>(k * L.out + j)]; }, 3 * li, 3 * li + 2);
         if (need_dx) {
           std::vector<float> wT(L.w.size());
           transposeF32(L.w.data(), wT.data(), L.in, L.out);
           dx.resize(static_cast<size_t>(bsz * L.in));
           matmulF32(g.data(), wT.data(), dx.data(), bsz, L.out, L.in, cfg.threads);
+          checkGemm(
+              dx, bsz, L.in, L.out, li, "dgrad.output",
+              [&](int64_t i, int64_t k) { return g[static_cast<size_t>(i * L.out + k)]; },
+              [&](int64_t k, int64_t j) { return wT[static_cast<size_t>(k * L.in + j)]; }, 3 * li + 2, 3 * li + 1);
         }
       }
       if (need_dx) {
         // x_li = factor · ReLU(y_(li-1)) at a spike step: the chain rule brings the factor back
-        if (spike && static_cast<int>(li) == cfg.spike.layer)
-          for (float& v : dx) v *= cfg.spike.factor;
+        if (spike && static_cast<int>(li) == cfg.spike.layer) {
+          const SpikeConfig& sp = cfg.spike;
+          for (int64_t i = 0; i < bsz; ++i)
+            for (int64_t j = 0; j < L.in; ++j)
+              if ((sp.row < 0 || sp.row == i) && (sp.col < 0 || sp.col == j))
+                dx[static_cast<size_t>(i * L.in + j)] *= sp.factor;
+          checkElementwise(dx.data(), bsz, L.in, li, "input_grad", [&](NonFiniteRecord& r, int64_t, int64_t) {
+            r.input_names = {"spike_factor"};
+            r.inputs = {sp.factor};
+          });
+        }
         // through the ReLU of the previous layer: zero where its pre-activation was ≤ 0
         const Layer& P = layers[li - 1];
         for (size_t i = 0; i < dx.size(); ++i)
@@ -390,9 +579,21 @@ struct TrainingRun::Impl {
         p[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
       }
     };
-    for (Layer& L : layers) {
+    for (size_t l = 0; l < layers.size(); ++l) {
+      Layer& L = layers[l];
       adam(L.w, L.mw, L.vw, L.gw);
       adam(L.b, L.mb, L.vb, L.gb);
+      // the updated master copies: the inputs of the update at the element (after it: m and v)
+      auto adamInputs = [](const std::vector<float>& gr, const std::vector<float>& m, const std::vector<float>& v,
+                           int64_t cols) {
+        return [&gr, &m, &v, cols](NonFiniteRecord& r, int64_t i, int64_t j) {
+          const size_t e = static_cast<size_t>(i * cols + j);
+          r.input_names = {"gradient", "adam_m", "adam_v"};
+          r.inputs = {gr[e], m[e], v[e]};
+        };
+      };
+      checkElementwise(L.w.data(), L.in, L.out, l, "weight", adamInputs(L.gw, L.mw, L.vw, L.out));
+      checkElementwise(L.b.data(), 1, L.out, l, "bias", adamInputs(L.gb, L.mb, L.vb, L.out));
     }
     return static_cast<float>(loss / static_cast<double>(bsz));
   }
@@ -545,6 +746,11 @@ void TrainingRun::run(const ProgressFn& progress) {
       ++res.steps_done;
       loss_sum += loss;
       ++steps;
+      if (s.cfg.on_nonfinite == NonFinitePolicy::Stop && res.first_nonfinite.found) {
+        res.stopped_nonfinite = true; // this step is complete; the epoch is not evaluated
+        stop = true;
+        break;
+      }
       if (progress) {
         char buf[160];
         std::snprintf(buf, sizeof buf, "%s: epoch %d/%d, step %lld/%lld, loss %.4f", label.c_str(), e + 1, s.cfg.epochs,
@@ -590,7 +796,11 @@ void TrainingRun::run(const ProgressFn& progress) {
                               std::to_string(und) + " non-zero elements flushed to zero over " +
                                   std::to_string(res.steps_done) + " steps"});
   }
-  if (stop) {
+  if (res.first_nonfinite.found)
+    res.warnings.push_back({Severity::Error, "nonfinite", res.first_nonfinite.layer + "/" + res.first_nonfinite.tensor,
+                            "first non-finite value: " + res.first_nonfinite.describe() +
+                                (res.stopped_nonfinite ? "; the run stopped after that step" : "")});
+  if (stop && !res.stopped_nonfinite) {
     res.cancelled = true;
     throw Cancelled();
   }

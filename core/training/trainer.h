@@ -30,6 +30,7 @@
 #include "formats/format.h"
 #include "gemm/gemm.h"
 #include "training/fashion_mnist.h"
+#include "training/nonfinite.h"
 #include "training/operand_scaler.h"
 #include "training/recipe.h"
 
@@ -46,11 +47,15 @@ const char* toString(TrainingPrecision p); ///< "fp8" / "fp32"
 /// Multiply one batch's activations by `factor` at global step `step` (0-based): the input of
 /// Linear layer `layer` (0 = the images) — to show delayed scaling's lag (the scale in use was
 /// computed from earlier, smaller amaxes, so the spike saturates) and current scaling's lack of it.
+/// With `row` / `col` ≥ 0 only that element of the layer input [batch, in] is multiplied (the
+/// injected overflow of docs/training.md's non-finite section); −1 = every row / column.
 struct SpikeConfig {
   bool enabled = false;
   int64_t step = 0;
   float factor = 1.0f;
   int layer = 0;
+  int64_t row = -1; ///< batch row of the layer input, 0-based; −1: all rows
+  int64_t col = -1; ///< input column (feature), 0-based; −1: all columns
 };
 
 struct TrainingConfig {
@@ -64,13 +69,18 @@ struct TrainingConfig {
   int batch_size = 128;
   int epochs = 3;
   float learning_rate = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, adam_epsilon = 1e-8f;
-  uint64_t seed = 1;         ///< initial weights and the per-epoch shuffles
-  GemmOptions forward_gemm;  ///< accumulation etc. of the forward GEMMs
+  uint64_t seed = 1; ///< initial weights and the per-epoch shuffles
+  /// Accumulation etc. of the forward GEMMs; `output` (fp32 default, bf16, fp16: per-tensor FP8
+  /// runs only) is the type D is rounded to — fp16 overflows to ±Inf beyond 65504.
+  GemmOptions forward_gemm;
   GemmOptions backward_gemm; ///< ... of dgrad and wgrad
   int threads = 0;           ///< FP32 GEMM threads (≤ 0: all cores)
   SpikeConfig spike;
   bool record_history = true; ///< keep the amax-history window of every step
   int eval_batch_size = 1000; ///< test-set forward batch
+  /// What a step that produces a NaN / ±Inf does (nonfinite.h): stop (default) or continue; the
+  /// first occurrence is recorded in TrainingResult::first_nonfinite either way. Off: no check.
+  NonFinitePolicy on_nonfinite = NonFinitePolicy::Stop;
 
   /// Empty when usable; else what is wrong (one line), e.g. "batch_size must be ≥ 1".
   std::string validate() const;
@@ -123,8 +133,12 @@ struct LayerWeights {
 struct TrainingResult {
   TrainingConfig config;
   int64_t steps_per_epoch = 0;
-  int64_t steps_done = 0;               ///< completed optimizer steps (all records have this length)
-  bool cancelled = false;               ///< stopped early by the ProgressFn (records hold steps_done)
+  int64_t steps_done = 0; ///< completed optimizer steps (all records have this length)
+  bool cancelled = false; ///< stopped early by the ProgressFn (records hold steps_done)
+  /// on_nonfinite stop: the run stopped after the step of first_nonfinite (that step is complete
+  /// and recorded; steps_done = first_nonfinite.step + 1; no evaluation of the unfinished epoch).
+  bool stopped_nonfinite = false;
+  NonFiniteRecord first_nonfinite;      ///< where the first NaN / ±Inf appeared (found = false: none)
   std::vector<float> loss;              ///< [steps] mean cross-entropy of the batch (nats), before the update
   std::vector<OperandHistory> operands; ///< 3 per layer: input, kernel, output_grad
   std::vector<EpochRecord> epochs;      ///< completed epochs only
@@ -161,6 +175,9 @@ public:
   /// call after a step returns false the run stops there (the current step always completes),
   /// sets result().cancelled and throws Cancelled — result() then holds everything up to that
   /// step, consistent and complete (epochs whose evaluation ran are in result().epochs).
+  /// A step that produces a non-finite value is recorded in result().first_nonfinite (the first
+  /// one only); with on_nonfinite stop the run returns after that step with
+  /// result().stopped_nonfinite set (no exception).
   /// GEMM failures propagate as std::runtime_error.
   void run(const ProgressFn& progress = {});
   const TrainingResult& result() const;

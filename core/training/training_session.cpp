@@ -50,7 +50,8 @@ std::string jsonFloat(float v) {
 std::string gemmJson(const GemmOptions& g) {
   return "{\"accumulation\": " + jsonString(toString(g.accumulation)) +
          ", \"promotion_interval\": " + std::to_string(g.promotion_interval) +
-         ", \"fast_accum_bits\": " + std::to_string(g.fast_accum_bits) + "}";
+         ", \"fast_accum_bits\": " + std::to_string(g.fast_accum_bits) +
+         (g.output == OutputType::FP32 ? std::string() : ", \"output\": " + jsonString(toString(g.output))) + "}";
 }
 
 } // namespace
@@ -92,7 +93,7 @@ std::string trainingConfigJson(const TrainingConfig& c, const std::string& run_i
       << ", \"history_len\": " << c.scaling.history_len
       << ", \"amax_compute_algo\": " << jsonString(c.scaling.most_recent ? "most_recent" : "max")
       << ", \"margin\": " << c.scaling.margin << ", \"power_of_two\": " << (c.scaling.power_of_two ? "true" : "false")
-      << "},\n";
+      << (c.scaling.saturate ? "" : ", \"saturate\": false") << "},\n";
     o << "  \"forward_format\": " << jsonString(c.forward_format->name()) << ",\n";
     o << "  \"backward_format\": " << jsonString(c.backward_format->name()) << ",\n";
   }
@@ -107,11 +108,80 @@ std::string trainingConfigJson(const TrainingConfig& c, const std::string& run_i
   o << "  \"backward_gemm\": " << gemmJson(c.backward_gemm) << ",\n";
   if (c.spike.enabled)
     o << "  \"spike\": {\"step\": " << c.spike.step << ", \"factor\": " << jsonFloat(c.spike.factor)
-      << ", \"layer\": " << c.spike.layer << "},\n";
+      << ", \"layer\": " << c.spike.layer;
+  if (c.spike.enabled && c.spike.row >= 0) o << ", \"row\": " << c.spike.row;
+  if (c.spike.enabled && c.spike.col >= 0) o << ", \"col\": " << c.spike.col;
+  if (c.spike.enabled) o << "},\n";
+  if (c.on_nonfinite != NonFinitePolicy::Stop)
+    o << "  \"on_nonfinite\": " << jsonString(toString(c.on_nonfinite)) << ",\n";
   o << "  \"eval_batch_size\": " << c.eval_batch_size << ",\n";
   o << "  \"record_history\": " << (c.record_history ? "true" : "false") << "\n}";
   return o.str();
 }
+
+namespace {
+
+/// The "nonfinite" group of a training run (docs/session-format.md): attributes always, the
+/// dot-product terms and the elementwise inputs as small datasets when a value was found.
+void putNonFinite(Run& run, const TrainingResult& r) {
+  const NonFiniteRecord& n = r.first_nonfinite;
+  Attributes a;
+  a["policy"] = std::string(toString(r.config.on_nonfinite));
+  a["found"] = int64_t{n.found ? 1 : 0};
+  a["description"] =
+      r.config.on_nonfinite == NonFinitePolicy::Off ? std::string("not checked (on_nonfinite off)") : n.describe();
+  if (n.found) {
+    a["step"] = n.step;
+    a["layer"] = n.layer;
+    a["tensor"] = n.tensor;
+    a["kind"] = n.kind;
+    a["rows"] = n.rows;
+    a["cols"] = n.cols;
+    a["row"] = n.row;
+    a["col"] = n.col;
+    a["value"] = static_cast<double>(n.value);
+    a["value_text"] = floatText(n.value);
+    if (n.kind == "gemm_output") {
+      a["k_len"] = n.k_len;
+      a["a_operand"] = n.a_operand;
+      a["b_operand"] = n.b_operand;
+      a["a_amax"] = static_cast<double>(n.a_amax);
+      a["b_amax"] = static_cast<double>(n.b_amax);
+      a["a_scale"] = static_cast<double>(n.a_scale);
+      a["b_scale"] = static_cast<double>(n.b_scale);
+      a["terms_before_quantization"] = int64_t{n.terms_before_quantization ? 1 : 0};
+      const int64_t nt = static_cast<int64_t>(n.terms.size());
+      std::vector<int64_t> k;
+      std::vector<float> ta, tb;
+      std::vector<double> tp;
+      for (const DotTerm& t : n.terms) {
+        k.push_back(t.k);
+        ta.push_back(t.a);
+        tb.push_back(t.b);
+        tp.push_back(t.product);
+      }
+      if (nt > 0) {
+        run.datasets["nonfinite/terms_k"] =
+            Dataset::int64({nt}, k, "index", "contraction index k of the largest |a_k·b_k| terms, largest first");
+        run.datasets["nonfinite/terms_a"] =
+            Dataset::float32({nt}, ta, "1", "A[row, k] as the GEMM used it (dequantized), per term");
+        run.datasets["nonfinite/terms_b"] =
+            Dataset::float32({nt}, tb, "1", "B[k, col] as the GEMM used it (dequantized), per term");
+        run.datasets["nonfinite/terms_product"] = Dataset::float64({nt}, tp, "1", "a_k·b_k in float64, per term");
+      }
+    } else if (!n.inputs.empty()) {
+      std::string names;
+      for (size_t i = 0; i < n.input_names.size(); ++i) names += (i ? "," : "") + n.input_names[i];
+      a["input_names"] = names;
+      run.datasets["nonfinite/inputs"] =
+          Dataset::float32({static_cast<int64_t>(n.inputs.size())}, n.inputs, "1",
+                           "the op's input values at the element, in the order of the group's input_names");
+    }
+  }
+  run.group_attrs["nonfinite"] = a;
+}
+
+} // namespace
 
 Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, const std::string& config_json) {
   const TrainingConfig& c = r.config;
@@ -129,7 +199,12 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
   const std::string scaling_name = trainingScalingName(c);
   run.attrs["scaling"] = scaling_name;
   if (block) run.attrs["recipe"] = std::string(toString(c.recipe.recipe));
-  run.attrs["status"] = std::string(r.cancelled ? "cancelled" : "completed");
+  run.attrs["status"] = std::string(r.cancelled           ? "cancelled"
+                                    : r.stopped_nonfinite ? "stopped_nonfinite"
+                                                          : "completed");
+  if (r.stopped_nonfinite)
+    run.attrs["status_reason"] =
+        "stopped after the step of the first non-finite value: " + r.first_nonfinite.describe();
   run.attrs["steps_completed"] = r.steps_done;
   run.attrs["steps_per_epoch"] = r.steps_per_epoch;
   run.attrs["epochs_planned"] = int64_t{c.epochs};
@@ -213,6 +288,7 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
     for (int64_t v : h.saturated) sat_total += v;
     for (int64_t v : h.underflow) und_total += v;
   }
+  putNonFinite(run, r);
   for (size_t l = 0; l < r.weights.size(); ++l) {
     const LayerWeights& w = r.weights[l];
     const std::string g = "weights/fc" + std::to_string(l + 1);

@@ -1,7 +1,8 @@
 // FP8 Lab — storing a training run in a session (core/session): the layout of a "training" run.
 //
 //   /runs/<id>/                attrs: type "training", config (JSON), seed, backend, device,
-//                                     precision, scaling, status ("completed" | "cancelled"),
+//                                     precision, scaling, status ("completed" | "cancelled" |
+//                                     "stopped_nonfinite", then also status_reason),
 //                                     steps_completed, steps_per_epoch, scale_convention
 //   training/loss              float32 [steps]      nats; mean softmax cross-entropy of the
 //                                                   step's batch, before the update
@@ -17,6 +18,11 @@
 //       amax_history           float32 [steps, L]   window after each step, oldest first (delayed)
 //       saturated, underflow   int64   [steps]      element counts                              (FP8)
 //       kept_previous          uint8   [steps]      1 where an edge rule kept the old scale     (FP8)
+//   nonfinite/                 group attrs: policy, found (0/1), description; when found: step,
+//                              layer, tensor, kind, rows, cols, row, col, value, value_text, and
+//                              input_names or k_len, a/b_operand, a/b_amax, a/b_scale
+//       inputs                 float32 [n]          the op's inputs at the element (elementwise)
+//       terms_k, terms_a, terms_b, terms_product    the largest |a_k·b_k| terms (GEMM outputs)
 //   weights/<fcN>/kernel       float32 [in, out]    FP32 master weights after the last step
 //   weights/<fcN>/bias         float32 [out]
 //   metrics: final_test_accuracy, final_test_loss, best_test_accuracy, final_loss, steps,

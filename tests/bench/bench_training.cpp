@@ -7,6 +7,8 @@
 // step_ms = per step, eval_s = the test-set evaluation after the epoch, ratio_vs_fp32 = this
 // epoch / the FP32 baseline epoch of the same run (FP32 first), cpu_s = CPU seconds of all
 // threads for epoch + evaluation (what the epoch costs when the machine is shared).
+// The `_check_off` row is fp8_delayed_flax_2t with on_nonfinite "off": the rows differ by the
+// cost of the first-non-finite check (docs/training.md), the other rows check (the default).
 // Run: build/tests/bench/bench_training   (needs the dataset-fashion-mnist package)
 #include <benchmark/benchmark.h>
 
@@ -40,7 +42,8 @@ double processCpuSeconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-void epoch(benchmark::State& st, TrainingPrecision prec, TrainingScalingKind kind, int threads) {
+void epoch(benchmark::State& st, TrainingPrecision prec, TrainingScalingKind kind, int threads,
+           NonFinitePolicy on_nonfinite = NonFinitePolicy::Stop) {
   const FashionMnist* fm = data();
   if (!fm) {
     st.SkipWithError("Fashion-MNIST missing: sudo apt-get install dataset-fashion-mnist");
@@ -53,6 +56,7 @@ void epoch(benchmark::State& st, TrainingPrecision prec, TrainingScalingKind kin
     c.precision = prec;
     c.scaling.kind = kind;
     c.epochs = 1;
+    c.on_nonfinite = on_nonfinite;
     c.threads = threads;
     c.forward_gemm.threads = c.backward_gemm.threads = threads;
     TrainingRun run(c, fm->train, fm->test);
@@ -77,6 +81,11 @@ BENCHMARK_CAPTURE(epoch, fp32_baseline_2t, TrainingPrecision::FP32, TrainingScal
     ->Unit(benchmark::kSecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(epoch, fp8_delayed_flax_2t, TrainingPrecision::FP8, TrainingScalingKind::DelayedFlax, 2)
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(epoch, fp8_delayed_flax_2t_check_off, TrainingPrecision::FP8, TrainingScalingKind::DelayedFlax, 2,
+                  NonFinitePolicy::Off)
     ->Iterations(1)
     ->Unit(benchmark::kSecond)
     ->UseRealTime();

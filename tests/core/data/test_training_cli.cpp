@@ -1,6 +1,7 @@
 // The training path of fp8lab-cli as a user meets it: SIGINT during training stops after the
 // current step and leaves a valid session holding everything so far; a missing
-// Fashion-MNIST package gives a message naming it and writes nothing; a bad config names the key.
+// Fashion-MNIST package gives a message naming it and writes nothing; a bad config names the key;
+// the first non-finite value of a run is one line on stderr, in the JSON summary and in inspect.
 // Runs the built fp8lab-cli (FP8LAB_BINARY_DIR/app/fp8lab-cli) with QProcess.
 #include <QtTest>
 #include <QJsonArray>
@@ -129,6 +130,48 @@ private Q_SLOTS:
     auto rd = SessionReader::open(out.toStdString());
     QVERIFY2(rd.ok(), rd.message().c_str());
     QVERIFY(rd.value->info().find("tiny") != nullptr);
+  }
+
+  void firstNonFiniteIsPrintedAndInspected() {
+    // Every pixel of the batch × 1e6 at step 5 through a non-saturating E4M3FN cast whose delayed
+    // scale came from amaxes of 1 (quant 448 / 2^4 = 28): each non-zero pixel scales to ≥ 1e6 / 255 · 28
+    // ≫ 464 and becomes NaN, so the first non-finite value is fc1's quantized input at step 5, at the
+    // first non-zero pixel of batch row 0 (which pixel depends on the shuffled image; the session names it).
+    QTemporaryDir dir;
+    const QString cfg = writeConfig(dir, R"({"type": "training", "id": "nf", "train_limit": 512, "test_limit": 100,
+      "epochs": 2, "batch_size": 64,
+      "scaling": {"strategy": "delayed-te", "history_len": 4, "margin": 4, "saturate": false},
+      "spike": {"step": 5, "factor": 1e6, "layer": 0}})");
+    const QString out = dir.filePath(QStringLiteral("s.h5"));
+    QProcess p;
+    p.start(cliPath(), {QStringLiteral("train"), cfg, QStringLiteral("--out"), out, QStringLiteral("--json")});
+    QVERIFY(p.waitForFinished(120000));
+    const QByteArray o = p.readAllStandardOutput(), err = p.readAllStandardError();
+    QVERIFY2(p.exitCode() == 0, (o + err).constData());
+    const QJsonObject run =
+        QJsonDocument::fromJson(o).object().value(QStringLiteral("runs")).toArray().at(0).toObject();
+    QCOMPARE(run.value(QStringLiteral("status")).toString(), QStringLiteral("stopped_nonfinite"));
+    QCOMPARE(run.value(QStringLiteral("steps")).toInt(), 6); // steps 0 … 5: the step of the record is kept
+    auto rd = SessionReader::open(out.toStdString());
+    QVERIFY2(rd.ok(), rd.message().c_str());
+    const RunInfo* info = rd.value->info().find("nf");
+    QVERIFY(info);
+    const Attributes& g = info->group_attrs.at("nonfinite");
+    QCOMPARE(attrInt(g, "step").value_or(-1), int64_t{5});
+    QCOMPARE(attrInt(g, "row").value_or(-1), int64_t{0});
+    const QString where =
+        QStringLiteral("step 5, layer fc1, fprop.input[0,%1] = nan").arg(attrInt(g, "col").value_or(-1));
+    // one line on stderr when the run is saved, and the same in the JSON summary and in inspect
+    const QString line = QStringLiteral("nf: first non-finite value: ") + where;
+    QVERIFY2(err.contains(line.toUtf8()) && err.contains("; run stopped (on_nonfinite stop)\n"), err.constData());
+    QCOMPARE(err.count("first non-finite value"), 1);
+    QVERIFY(run.value(QStringLiteral("first_nonfinite")).toString().startsWith(where));
+    QProcess ins;
+    ins.start(cliPath(), {QStringLiteral("inspect"), out});
+    QVERIFY(ins.waitForFinished(60000));
+    const QByteArray text = ins.readAllStandardOutput();
+    QVERIFY2(text.contains((QStringLiteral("  first non-finite value: ") + where).toUtf8()), text.constData());
+    QVERIFY2(text.contains("  status = stopped_nonfinite\n"), text.constData());
   }
 
   void missingDatasetNamesThePackageAndWritesNothing() {
