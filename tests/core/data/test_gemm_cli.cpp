@@ -152,7 +152,7 @@ private Q_SLOTS:
   //   2^-13 → 0.0091146 = 4.667 · 2^-9 → subnormal 5 · 2^-9 = 0x05; 0 → zero, 0x00. So min 0x00,
   //   max 0x7E, one zero, one subnormal, no NaN. B: amax 1, S_enc = 2688, four blocks of amax 1
   //   → 0x7E each.
-  //   mx_floor (1x32 blocks, E8M0FNU): code = floor(log2 amax_b) − emax(E2M1) + 127 = ⌊log2⌋ + 125:
+  //   mx_floor on E2M1 elements (1x32 blocks, E8M0FNU): code = floor(log2 amax_b) − emax(E2M1) + 127 = ⌊log2⌋ + 125:
   //   A's blocks amax 6 → 127 = 0x7F, amax 2^-13 → 112 = 0x70; B's two blocks amax 1 → 125 = 0x7D.
   //   E8M0 has no zero or subnormal; no NaN. No tensor scale.
   void gemmJsonReportsTheOperandScales() {
@@ -162,13 +162,15 @@ private Q_SLOTS:
     const QString fa = dir.filePath(QStringLiteral("a.npy")), fb = dir.filePath(QStringLiteral("b.npy"));
     writeNpy(fa, "(1, 64)", a);
     writeNpy(fb, "(64, 1)", std::vector<float>(64, 1.0f));
-    auto gemm = [&](const char* scaling) {
+    auto gemm = [&](const char* scaling, const QStringList& more = {}) {
       int code = 0;
       QByteArray err;
-      const QByteArray out = cliOut({QStringLiteral("gemm"), QStringLiteral("--scaling"), QString::fromLatin1(scaling),
-                                     QStringLiteral("--a-tensor"), fa, QStringLiteral("--b-tensor"), fb,
-                                     QStringLiteral("--backend"), QStringLiteral("cpu"), QStringLiteral("--json")},
-                                    &code, &err);
+      const QByteArray out =
+          cliOut(QStringList{QStringLiteral("gemm"), QStringLiteral("--scaling"), QString::fromLatin1(scaling),
+                             QStringLiteral("--a-tensor"), fa, QStringLiteral("--b-tensor"), fb,
+                             QStringLiteral("--backend"), QStringLiteral("cpu"), QStringLiteral("--json")} +
+                     more,
+                 &code, &err);
       if (code != 0) qWarning("%s", err.constData());
       return code == 0 ? QJsonDocument::fromJson(out).object() : QJsonObject();
     };
@@ -205,7 +207,8 @@ private Q_SLOTS:
     QCOMPARE(bb[QStringLiteral("min_code")].toInt(), 0x7E);
     QCOMPARE(bb[QStringLiteral("max_code")].toInt(), 0x7E);
 
-    const QJsonObject mx = gemm("mx_floor");
+    const QJsonObject mx = gemm("mx_floor", {QStringLiteral("--a-format"), QStringLiteral("E2M1"),
+                                             QStringLiteral("--b-format"), QStringLiteral("E2M1")});
     QVERIFY(!mx.isEmpty());
     const QJsonObject mA = mx[QStringLiteral("operands")].toObject()[QStringLiteral("A")].toObject();
     QCOMPARE(mA[QStringLiteral("scale_format")].toString(), QStringLiteral("E8M0FNU"));
