@@ -269,11 +269,13 @@ private Q_SLOTS:
     bs.attrs["block_cols"] = int64_t(1);
     r->datasets["quantized/B_scale_codes"] = Dataset::uint8({2, 1}, {0x7F, 0x7F}, "code", "B scale codes");
     r->datasets["quantized/B_scale_codes"].attrs["format"] = std::string("E8M0FNU");
+    r->putFloat32("output/D", {1.0f}, 1, 1, "1", "D"); // a session's GEMM run needs its output
     Run plain;
     plain.id = "fp8";
     plain.type = "gemm";
     plain.config_json = "{}";
     plain.putFloat32("quantized/A_scales", {0.5f}, 1, 1, "1", "scale");
+    plain.putFloat32("output/D", {1.0f}, 1, 1, "1", "D");
     Session s;
     s.runs = {*r, plain};
     const QString file = dir.filePath(QStringLiteral("s.h5"));
