@@ -1,5 +1,7 @@
 #include "bit_layout_view.h"
 
+#include "run_access.h"
+#include "session_document.h"
 #include "style.h"
 #include "view_registry.h"
 
@@ -287,7 +289,47 @@ BitLayoutView::BitLayoutView(QWidget* parent) : View(parent), format_(&Format::E
                                this);
   twoBox->setObjectName(QStringLiteral("twoLevelBox"));
   auto* tv = new QVBoxLayout(twoBox);
-  auto* th = new QHBoxLayout;
+  auto* sh = new QHBoxLayout;
+  sh->addWidget(new QLabel(tr("Show:"), twoBox));
+  two_source_ = new QComboBox(twoBox);
+  two_source_->setObjectName(QStringLiteral("twoLevelSource"));
+  two_source_->addItem(tr("Typed values"));
+  two_source_->addItem(tr("From a GEMM run"));
+  two_source_->setToolTip(tr("From a GEMM run: an element of an NVFP4 operand of a run, read from its codes, block "
+                             "scale codes and tensor scale"));
+  sh->addWidget(two_source_);
+  sh->addStretch(1);
+  tv->addLayout(sh);
+  // From a run: which run (GEMM runs with E4M3 block scale codes), operand and element.
+  two_from_run_ = new QWidget(twoBox);
+  auto* rh = new QHBoxLayout(two_from_run_);
+  rh->setContentsMargins(0, 0, 0, 0);
+  rh->addWidget(new QLabel(tr("Run:"), two_from_run_));
+  two_run_ = new QComboBox(two_from_run_);
+  two_run_->setObjectName(QStringLiteral("twoLevelRun"));
+  two_run_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  rh->addWidget(two_run_, 2);
+  rh->addWidget(new QLabel(tr("Operand:"), two_from_run_));
+  two_operand_ = new QComboBox(two_from_run_);
+  two_operand_->setObjectName(QStringLiteral("twoLevelOperand"));
+  two_operand_->addItem(tr("A [M\u00d7K]"), int('A'));
+  two_operand_->addItem(tr("B [K\u00d7N]"), int('B'));
+  rh->addWidget(two_operand_);
+  rh->addWidget(new QLabel(tr("Row:"), two_from_run_));
+  two_row_ = new QSpinBox(two_from_run_);
+  two_row_->setObjectName(QStringLiteral("twoLevelRow"));
+  two_row_->setRange(0, 0);
+  rh->addWidget(two_row_);
+  rh->addWidget(new QLabel(tr("Column:"), two_from_run_));
+  two_col_ = new QSpinBox(two_from_run_);
+  two_col_->setObjectName(QStringLiteral("twoLevelColumn"));
+  two_col_->setRange(0, 0);
+  rh->addWidget(two_col_);
+  tv->addWidget(two_from_run_);
+  two_from_run_->hide();
+  two_typed_ = new QWidget(twoBox);
+  auto* th = new QHBoxLayout(two_typed_);
+  th->setContentsMargins(0, 0, 0, 0);
   th->addWidget(new QLabel(tr("Values:"), twoBox));
   two_values_ = new QLineEdit(twoBox);
   two_values_->setObjectName(QStringLiteral("twoLevelValues"));
@@ -314,7 +356,7 @@ BitLayoutView::BitLayoutView(QWidget* parent) : View(parent), format_(&Format::E
   two_index_->setObjectName(QStringLiteral("twoLevelIndex"));
   two_index_->setRange(0, 15);
   th->addWidget(two_index_);
-  tv->addLayout(th);
+  tv->addWidget(two_typed_);
   two_text_ = new QLabel(twoBox);
   two_text_->setObjectName(QStringLiteral("twoLevelText"));
   two_text_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -324,6 +366,25 @@ BitLayoutView::BitLayoutView(QWidget* parent) : View(parent), format_(&Format::E
   connect(two_values_, &QLineEdit::textChanged, this, &BitLayoutView::refreshTwoLevel);
   connect(two_preset_, &QComboBox::currentIndexChanged, this, &BitLayoutView::refreshTwoLevel);
   connect(two_index_, &QSpinBox::valueChanged, this, &BitLayoutView::refreshTwoLevel);
+  connect(two_source_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    two_typed_->setVisible(i == 0);
+    two_from_run_->setVisible(i == 1);
+    if (two_updating_) return;
+    if (i == 1)
+      twoLevelRunChosen();
+    else
+      refreshTwoLevel();
+  });
+  connect(two_run_, &QComboBox::currentIndexChanged, this, [this] {
+    if (!two_updating_) twoLevelRunChosen();
+  });
+  for (QSpinBox* b : {two_row_, two_col_})
+    connect(b, &QSpinBox::valueChanged, this, [this] {
+      if (!two_updating_) refreshTwoLevelRun();
+    });
+  connect(two_operand_, &QComboBox::currentIndexChanged, this, [this] {
+    if (!two_updating_) refreshTwoLevelRun();
+  });
 
   connect(format_box_, &QComboBox::currentTextChanged, this, [this](const QString& n) { setFormat(n); });
   connect(cells_, &BitCells::bitClicked, this, &BitLayoutView::toggleBit);
@@ -343,7 +404,10 @@ bool BitLayoutView::setTwoLevelExample(const QString& values, const QString& pre
   const int p = two_preset_->findData(preset);
   if (p < 0) return false;
   {
-    const QSignalBlocker b1(two_values_), b2(two_preset_), b3(two_index_);
+    const QSignalBlocker b1(two_values_), b2(two_preset_), b3(two_index_), b4(two_source_);
+    two_source_->setCurrentIndex(0);
+    two_typed_->show();
+    two_from_run_->hide();
     two_values_->setText(values);
     two_preset_->setCurrentIndex(p);
     two_index_->setMaximum(std::max(15, index));
@@ -357,7 +421,115 @@ QString BitLayoutView::twoLevelText() const {
   return two_text_->text();
 }
 
+bool BitLayoutView::twoLevelFromRun() const {
+  return two_source_->currentIndex() == 1;
+}
+
+bool BitLayoutView::setTwoLevelRun(std::shared_ptr<RunAccess> run, char operand, int64_t row, int64_t col) {
+  {
+    const QSignalBlocker b1(two_source_), b2(two_run_), b3(two_operand_), b4(two_row_), b5(two_col_);
+    two_updating_ = true;
+    two_source_->setCurrentIndex(run ? 1 : 0);
+    two_typed_->setVisible(!run);
+    two_from_run_->setVisible(bool(run));
+    two_run_->clear();
+    if (run) two_run_->addItem(run->id(), run->id());
+    two_operand_->setCurrentIndex(operand == 'B' ? 1 : 0);
+    two_row_->setMaximum(int(std::max<int64_t>(0, row)));
+    two_col_->setMaximum(int(std::max<int64_t>(0, col)));
+    two_row_->setValue(int(row));
+    two_col_->setValue(int(col));
+    two_updating_ = false;
+  }
+  two_run_access_ = std::move(run);
+  if (!two_run_access_) {
+    refreshTwoLevel();
+    return true;
+  }
+  refreshTwoLevelRun();
+  return !two_text_->text().startsWith(QChar(0x2716));
+}
+
+void BitLayoutView::setSession(SessionDocument* session) {
+  View::setSession(session);
+  if (!session) return;
+  auto rebuild = [this] { rebuildTwoLevelRuns(); };
+  connect(session, &SessionDocument::reset_, this, rebuild);
+  connect(session, &SessionDocument::runAdded, this, rebuild);
+  connect(session, &SessionDocument::runRemoved, this, rebuild);
+  connect(session, &SessionDocument::runChanged, this, rebuild);
+  // A GEMM run with NVFP4 operands made current is shown in the box.
+  connect(session, &SessionDocument::currentRunChanged, this, [this](int index) {
+    if (index < 0 || index >= session_->runCount()) return;
+    const int i = two_run_->findData(session_->run(index).id);
+    if (i < 0) return;
+    {
+      const QSignalBlocker b1(two_source_), b2(two_run_);
+      two_updating_ = true;
+      two_source_->setCurrentIndex(1);
+      two_typed_->hide();
+      two_from_run_->show();
+      two_run_->setCurrentIndex(i);
+      two_updating_ = false;
+    }
+    twoLevelRunChosen();
+  });
+  rebuildTwoLevelRuns();
+}
+
+void BitLayoutView::rebuildTwoLevelRuns() {
+  if (!session_) return;
+  const QString was = two_run_->currentData().toString();
+  {
+    const QSignalBlocker b(two_run_);
+    two_updating_ = true;
+    two_run_->clear();
+    // GEMM runs whose A or B has E4M3 block scale codes (NVFP4).
+    for (const RunRecord& r : session_->runs()) {
+      if (!r.kind.startsWith(QStringLiteral("gemm"))) continue;
+      // From the config (no file is opened): an NVFP4 preset on A or B.
+      bool two = false;
+      for (const char* key : {"scaling", "scaling_b"})
+        two |= nvfp4Preset(r.config.value(QLatin1String(key)).toString().toStdString()).has_value();
+      if (two)
+        two_run_->addItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'), r.id);
+    }
+    const int i = two_run_->findData(was);
+    two_run_->setCurrentIndex(i < 0 ? 0 : i);
+    two_updating_ = false;
+  }
+  if (twoLevelFromRun()) twoLevelRunChosen();
+}
+
+void BitLayoutView::twoLevelRunChosen() {
+  two_run_access_.reset();
+  if (session_) {
+    const int i = session_->indexOf(two_run_->currentData().toString());
+    if (i >= 0) two_run_access_ = RunAccess::forRecord(session_->run(i), session_->fileName());
+  }
+  refreshTwoLevelRun();
+}
+
+void BitLayoutView::refreshTwoLevelRun() {
+  if (!two_run_access_) {
+    two_text_->setText(tr("No GEMM run with NVFP4 operands in the session.\nRun a GEMM with an NVFP4 preset "
+                          "(scaling nvfp4_te, nvfp4_torchao, \u2026) and store_quantized on."));
+    return;
+  }
+  const char op = char(two_operand_->currentData().toInt());
+  const auto [rows, cols] = two_run_access_->dims(QStringLiteral("quantized/%1_codes").arg(QLatin1Char(op)));
+  {
+    const QSignalBlocker b1(two_row_), b2(two_col_);
+    two_row_->setMaximum(int(std::max<int64_t>(0, rows - 1)));
+    two_col_->setMaximum(int(std::max<int64_t>(0, cols - 1)));
+  }
+  QString why;
+  const QString t = runTwoLevelText(*two_run_access_, op, two_row_->value(), two_col_->value(), &why);
+  two_text_->setText(t.isEmpty() ? QStringLiteral("\u2716 ") + why : t);
+}
+
 void BitLayoutView::refreshTwoLevel() {
+  if (twoLevelFromRun()) return;
   std::vector<float> x;
   static const QRegularExpression sep(QStringLiteral("[\\s,;]+"));
   for (const QString& t : two_values_->text().split(sep, Qt::SkipEmptyParts)) {
@@ -413,6 +585,66 @@ QString twoLevelScaleText(const QuantizedTensor& q, int64_t i, int64_t j) {
   }
   return QStringLiteral("x = %1%2 (E4M3 %3) \u00d7 %4 (%5 %6) = %7")
       .arg(tensor, numberText(s), hexCode(sc), numberText(e), fmt, hexCode(ec), floatText(value));
+}
+
+QString runTwoLevelText(const RunAccess& run, char operand, int64_t row, int64_t col, QString* why) {
+  const QString p = QStringLiteral("quantized/") + QLatin1Char(operand);
+  const QString codes = p + QStringLiteral("_codes"), scales = p + QStringLiteral("_scales"),
+                scale_codes = p + QStringLiteral("_scale_codes");
+  auto fail = [why](const QString& t) {
+    if (why) *why = t;
+    return QString();
+  };
+  if (!run.has(codes) || !run.has(scales) || !run.has(scale_codes) ||
+      run.datasetAttr(scale_codes, QStringLiteral("format")) != QStringLiteral("E4M3FN") ||
+      run.datasetAttr(scales, QStringLiteral("tensor_scale_kind")).isEmpty())
+    return fail(QObject::tr("Run %1 has no two-level (NVFP4) operand %2: it needs %3 with E4M3FN scale codes (%4) and "
+                            "a tensor scale. Run a GEMM with an NVFP4 preset (nvfp4_te, nvfp4_torchao, \u2026) and "
+                            "store_quantized on.")
+                    .arg(run.id(), QString(QLatin1Char(operand)), codes, scale_codes));
+  const auto [rows, cols] = run.dims(codes);
+  if (row < 0 || col < 0 || row >= rows || col >= cols)
+    return fail(QObject::tr("(%1, %2) is outside %3 [%4\u00d7%5]").arg(row).arg(col).arg(codes).arg(rows).arg(cols));
+  const Format* f = Format::byName(run.datasetAttr(codes, QStringLiteral("format")).toStdString());
+  if (!f) return fail(QObject::tr("%1 has an unknown format").arg(codes));
+  const int64_t br = run.datasetAttr(codes, QStringLiteral("block_rows")).toLongLong();
+  const int64_t bc = run.datasetAttr(codes, QStringLiteral("block_cols")).toLongLong();
+  if (br < 1 || bc < 1) return fail(QObject::tr("%1 has no block_rows / block_cols").arg(codes));
+  Block c, s, sc, x;
+  QString err;
+  if (!run.read(codes, row, col, 1, 1, &c, &err) || !run.read(scales, row / br, col / bc, 1, 1, &s, &err) ||
+      !run.read(scale_codes, row / br, col / bc, 1, 1, &sc, &err))
+    return fail(err);
+  // The element's block alone, as a 1×1 tensor: the texts below need only its three levels.
+  QuantizedTensor q;
+  q.rows = q.cols = 1;
+  q.format = f;
+  q.block = {1, 1};
+  q.codes = {uint8_t(c.v[0])};
+  q.dequant_scales = {float(s.v[0])};
+  q.scale_codes = {uint8_t(sc.v[0])};
+  q.scale_format = &Format::E4M3FN();
+  const QString kind = run.datasetAttr(scales, QStringLiteral("tensor_scale_kind"));
+  const bool te = kind == QStringLiteral("te_amax");
+  q.tensor_scale.kind = te ? TensorScale::Kind::TeAmax : TensorScale::Kind::TorchaoPts;
+  q.tensor_scale.amax = run.datasetAttr(scales, QStringLiteral("tensor_amax")).toFloat();
+  q.tensor_scale.value = run.datasetAttr(scales, QStringLiteral("tensor_scale")).toFloat();
+  const QString mx = run.datasetAttr(scales, QStringLiteral("fp4_fp8_max"));
+  q.tensor_scale.fp4_fp8_max = mx.isEmpty() ? 2688.0f : mx.toFloat();
+  QString scaling = run.datasetAttr(codes, QStringLiteral("scaling"));
+  if (!scaling.isEmpty()) scaling += QStringLiteral("; ");
+  QString text = QObject::tr("%1[%2, %3] of run %4 (%5%6)")
+                     .arg(QLatin1Char(operand))
+                     .arg(row)
+                     .arg(col)
+                     .arg(run.id(), scaling,
+                          te ? QObject::tr("Transformer Engine convention: the tensor amax is kept")
+                             : QObject::tr("torchao convention: the per_tensor_scale amax/%1 is kept")
+                                   .arg(numberText(q.tensor_scale.fp4_fp8_max)));
+  const QString in = QStringLiteral("inputs/") + QLatin1Char(operand);
+  if (run.has(in) && run.read(in, row, col, 1, 1, &x, &err))
+    text += QLatin1Char('\n') + QObject::tr("input %1").arg(numberText(x.v[0]));
+  return text + QLatin1Char('\n') + twoLevelScaleText(q, 0, 0) + QLatin1Char('\n') + twoLevelConventionText(q, 0, 0);
 }
 
 QString twoLevelConventionText(const QuantizedTensor& q, int64_t i, int64_t j) {

@@ -8,6 +8,8 @@
 #include "scaling/quantized_tensor.h"
 #include "view.h"
 
+#include <memory>
+
 class QCheckBox;
 class QComboBox;
 class QLabel;
@@ -16,6 +18,8 @@ class QSpinBox;
 class QTableWidget;
 
 namespace fp8lab::ui {
+
+class RunAccess;
 
 /// The row of bit cells: sign / exponent / mantissa, most significant bit on the left.
 class BitCells : public QWidget {
@@ -79,7 +83,15 @@ public:
   /// as one row of 1×16 blocks; element `index` is shown as tensor × block × element. False
   /// (and the reason shown) when a value is not a number or the preset is unknown.
   bool setTwoLevelExample(const QString& values, const QString& preset, int index);
+  /// The two-level box fed by a GEMM run: element (row, col) of `operand` ('A' or 'B') of `run`,
+  /// read from its quantized datasets (runTwoLevelText). The box switches to "From run"; false
+  /// (and the reason shown) when the run has no two-level operand there. nullptr goes back to the
+  /// typed values.
+  bool setTwoLevelRun(std::shared_ptr<RunAccess> run, char operand, int64_t row, int64_t col);
   QString twoLevelText() const;
+  /// Whether the two-level box shows a run's element (else the typed values).
+  bool twoLevelFromRun() const;
+  void setSession(SessionDocument* session) override;
 
   /// Shows `code` of the named format; false for an unknown format.
   bool selectCode(const QString& format, uint32_t code) override;
@@ -93,6 +105,9 @@ private:
   void refreshCode();
   void refreshValue();
   void refreshTwoLevel();
+  void refreshTwoLevelRun();
+  void rebuildTwoLevelRuns();
+  void twoLevelRunChosen();
   QString formula(uint32_t code) const;
   EncodeOptions options() const;
 
@@ -118,6 +133,15 @@ private:
   QComboBox* two_preset_;
   QSpinBox* two_index_;
   QLabel* two_text_;
+  QComboBox* two_source_;
+  QWidget* two_typed_;
+  QWidget* two_from_run_;
+  QComboBox* two_run_;
+  QComboBox* two_operand_;
+  QSpinBox* two_row_;
+  QSpinBox* two_col_;
+  std::shared_ptr<RunAccess> two_run_access_;
+  bool two_updating_ = false;
 };
 
 /// Element (i, j) of a two-level tensor (NVFP4: E2M1 codes, E4M3 block scales, an fp32 tensor
@@ -131,6 +155,17 @@ QString twoLevelScaleText(const QuantizedTensor& q, int64_t i, int64_t j);
 /// The second line: how the system forms the block factor, e.g. "TE: block factor
 /// f32(f32(s·amax)·f32(1/2688)) = 2.6666667; amax 16, S_enc = 2688/amax = 168".
 QString twoLevelConventionText(const QuantizedTensor& q, int64_t i, int64_t j);
+
+/// Element (row, col) of operand `operand` ('A' or 'B') of a GEMM run as the product of its
+/// levels, read from the run's datasets: the E2M1 code (`quantized/<X>_codes`, attributes
+/// `format`, `block_rows`, `block_cols`), its block's E4M3 scale code and decoded scale
+/// (`quantized/<X>_scale_codes`, `quantized/<X>_scales`) and the tensor scale (attributes
+/// `tensor_scale_kind`, `tensor_amax`, `tensor_scale`, `fp4_fp8_max` of `quantized/<X>_scales`).
+/// Lines: what is shown and the convention ("A[0, 17] of run r (nvfp4_te; Transformer Engine:
+/// the tensor amax is kept)"), the input when `inputs/<X>` is stored, then twoLevelScaleText()
+/// and twoLevelConventionText() of that element. Empty and *why (what to do) when the run has no
+/// two-level operand there or (row, col) is outside it.
+QString runTwoLevelText(const RunAccess& run, char operand, int64_t row, int64_t col, QString* why);
 
 /// Parses a number typed by a user: decimal, "1e-3", hex float "0x1.8p3", "inf", "-inf", "nan",
 /// simple fractions "1/3" and powers "2^-9". nullopt when it is not a number.

@@ -1,6 +1,7 @@
 #include "view_render.h"
 
 #include "amax_history_view.h"
+#include "block_scale_view.h"
 #include "comparison_view.h"
 #include "error_heatmap_view.h"
 #include "qcp.h"
@@ -25,8 +26,8 @@
 namespace fp8lab::ui {
 
 QStringList renderableViews() {
-  return {QStringLiteral("heatmap"), QStringLiteral("split"), QStringLiteral("amax"), QStringLiteral("scales"),
-          QStringLiteral("compare")};
+  return {QStringLiteral("heatmap"), QStringLiteral("split"),  QStringLiteral("block_scales"),
+          QStringLiteral("amax"),    QStringLiteral("scales"), QStringLiteral("compare")};
 }
 
 ExportSizeDialog::ExportSizeDialog(QSize initial, QWidget* parent) : QDialog(parent) {
@@ -233,6 +234,7 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
   struct Job {
     QString run, name;
     std::function<std::unique_ptr<View>()> make;
+    QString view; ///< the view name of the files; empty: `name`
   };
   QList<Job> jobs;
   for (const auto& a : chosen) {
@@ -250,6 +252,34 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
                       v->setMode(ErrorHeatmapView::Mode::Split);
                       return std::unique_ptr<View>(std::move(v));
                     }};
+      // Block scales: per operand with block scale codes (MX, NVFP4), the histogram of its codes
+      // ("block_scales-A") and, when the run stores its input and dequantized values, the SQNR
+      // of each block ("block_error-A").
+      if (wants(QStringLiteral("block_scales")))
+        for (const char op : {'A', 'B'}) {
+          const QString p = QStringLiteral("quantized/") + QLatin1Char(op);
+          if (!a->has(p + QStringLiteral("_scale_codes"))) continue;
+          const QString suffix = QStringLiteral("-") + QLatin1Char(op);
+          jobs << Job{a->id(), QStringLiteral("block_scales") + suffix,
+                      [a, op] {
+                        auto v = std::make_unique<BlockScaleView>();
+                        v->setRunAccess(a);
+                        v->setOperand(op);
+                        return std::unique_ptr<View>(std::move(v));
+                      },
+                      QStringLiteral("block_scales")};
+          if (a->has(QStringLiteral("inputs/") + QLatin1Char(op)) && a->has(p + QStringLiteral("_dequantized")) &&
+              a->has(p + QStringLiteral("_scales")))
+            jobs << Job{a->id(), QStringLiteral("block_error") + suffix,
+                        [a, op] {
+                          auto v = std::make_unique<BlockScaleView>();
+                          v->setRunAccess(a);
+                          v->setOperand(op);
+                          v->setMode(BlockScaleView::Mode::ErrorSqnr);
+                          return std::unique_ptr<View>(std::move(v));
+                        },
+                        QStringLiteral("block_scales")};
+        }
     } else if (a->type() == QStringLiteral("training")) {
       if (wants(QStringLiteral("amax")))
         jobs << Job{a->id(), QStringLiteral("amax"), [a] {
@@ -287,8 +317,8 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
                 }};
   if (jobs.isEmpty()) {
     if (error)
-      *error = QObject::tr("nothing to render: the chosen run(s) have no view among %1 (GEMM runs: heatmap, split; "
-                           "training runs: amax, scales)")
+      *error = QObject::tr("nothing to render: the chosen run(s) have no view among %1 (GEMM runs: heatmap, split, "
+                           "block_scales when they store block scale codes; training runs: amax, scales)")
                    .arg(req.views.isEmpty() ? renderableViews().join(QStringLiteral(", "))
                                             : req.views.join(QStringLiteral(", ")));
     return false;
@@ -300,17 +330,18 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
       return false;
     }
     std::unique_ptr<View> v = j.make();
+    const QString view = j.view.isEmpty() ? j.name : j.view;
     v->resize(req.size);
     const QString base = QDir(req.dir).filePath(j.run.isEmpty() ? j.name : j.run + QLatin1Char('-') + j.name);
     for (const QString& f : req.formats) {
       const QString file = base + QLatin1Char('.') + f;
       if (!exportViewSized(v.get(), file, req.size, error)) return false;
-      if (written) *written << RenderedFile{j.run, j.name, file, req.size};
+      if (written) *written << RenderedFile{j.run, view, file, req.size};
     }
     if (req.csv) {
       const QString file = base + QStringLiteral(".csv");
       if (!writeCsv(v.get(), file, error)) return false;
-      if (written && QFileInfo::exists(file)) *written << RenderedFile{j.run, j.name, file, {}};
+      if (written && QFileInfo::exists(file)) *written << RenderedFile{j.run, view, file, {}};
     }
   }
   if (progress) progress(1.0, QObject::tr("done"));

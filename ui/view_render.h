@@ -41,19 +41,22 @@ struct RenderRequest {
   QString session;   ///< session file (.h5)
   QString run;       ///< run id; empty: every run
   QString dir;       ///< output directory (created)
-  QStringList views; ///< "heatmap", "split", "amax", "scales", "compare"; empty: all that apply
+  QStringList views; ///< "heatmap", "split", "block_scales", "amax", "scales", "compare"; empty: all that apply
   QStringList formats{QStringLiteral("png")}; ///< any of png, pdf, svg
   QSize size{1400, 900};
   bool csv = true; ///< also write each view's CSV
 };
 
 struct RenderedFile {
-  QString run, view, file;
+  QString run, view, file; ///< view: the RenderRequest view name that wrote it
   QSize size;
 };
 
 /// Renders the views of the chosen run(s) of a session file offscreen. Each file is named
-/// "<run>-<view>.<ext>" ("compare.<ext>" for the whole-session comparison). Reads only what each
+/// "<run>-<view>.<ext>" ("compare.<ext>" for the whole-session comparison); block_scales writes,
+/// per operand X with block scale codes, "<run>-block_scales-X.<ext>" (the histogram of its
+/// codes) and, when the run stores inputs/X and its dequantized values,
+/// "<run>-block_error-X.<ext>" (SQNR per block); their RenderedFile::view is "block_scales". Reads only what each
 /// view needs (RunAccess over SessionReader). Returns false and *error on the first failure
 /// (unreadable file, unknown run or view, unwritable directory). `progress(fraction, what)`
 /// returning false cancels.

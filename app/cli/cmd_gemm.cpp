@@ -16,6 +16,7 @@
 #include "gemm/random_matrix.h"
 #include "metrics/error_metrics.h"
 #include "scaling/nvfp4.h"
+#include "scaling/quantized_tensor.h"
 #include "scaling/scaling.h"
 
 #include <QCommandLineParser>
@@ -78,6 +79,57 @@ QJsonObject statsJson(const OperandStats& s) {
   return o;
 }
 
+/// The scales of one quantized operand (quantized/<X>_* of the run): the scale format, the
+/// tensor scale of a two-level format (NVFP4) and, for block scale codes (MX: E8M0FNU, NVFP4:
+/// E4M3FN), the smallest and largest code and the counts of codes that mean trouble: a zero
+/// scale, a subnormal scale, NaN (E4M3FN 0x7F / 0xFF, E8M0FNU 0xFF).
+void addScalesJson(QJsonObject* o, const QuantizedTensor& q) {
+  (*o)[QStringLiteral("scale_format")] =
+      q.scale_codes.empty() ? QStringLiteral("float32") : QString::fromStdString(q.scaleCodeFormat().name());
+  if (q.tensor_scale.kind != TensorScale::Kind::None) {
+    const TensorScale& t = q.tensor_scale;
+    QJsonObject ts;
+    ts[QStringLiteral("kind")] =
+        t.kind == TensorScale::Kind::TeAmax ? QStringLiteral("te_amax") : QStringLiteral("torchao_per_tensor_scale");
+    ts[QStringLiteral("amax")] = jsonNumber(t.amax);
+    ts[QStringLiteral("value")] = jsonNumber(t.value);
+    ts[QStringLiteral("fp4_fp8_max")] = jsonNumber(t.fp4_fp8_max);
+    (*o)[QStringLiteral("tensor_scale")] = ts;
+  }
+  if (q.scale_codes.empty()) return;
+  const Format& f = q.scaleCodeFormat();
+  int lo = 255, hi = 0;
+  int64_t zero = 0, subnormal = 0, nan = 0;
+  for (const uint8_t c : q.scale_codes) {
+    lo = std::min(lo, int(c));
+    hi = std::max(hi, int(c));
+    switch (f.classify(c)) {
+    case CodeClass::Zero:
+      ++zero;
+      break;
+    case CodeClass::Subnormal:
+      ++subnormal;
+      break;
+    case CodeClass::NaN:
+      ++nan;
+      break;
+    default:
+      break;
+    }
+  }
+  QJsonObject b;
+  b[QStringLiteral("format")] = QString::fromStdString(f.name());
+  b[QStringLiteral("blocks")] = static_cast<double>(q.scale_codes.size());
+  b[QStringLiteral("block_rows")] = static_cast<double>(q.block.rows);
+  b[QStringLiteral("block_cols")] = static_cast<double>(q.block.cols);
+  b[QStringLiteral("min_code")] = lo;
+  b[QStringLiteral("max_code")] = hi;
+  b[QStringLiteral("zero")] = static_cast<double>(zero);
+  b[QStringLiteral("subnormal")] = static_cast<double>(subnormal);
+  b[QStringLiteral("nan")] = static_cast<double>(nan);
+  (*o)[QStringLiteral("block_scale_codes")] = b;
+}
+
 bool parsePositive(const QCommandLineParser& p, const QString& name, int64_t* v, int64_t max = (int64_t(1) << 40)) {
   bool ok = false;
   const qlonglong x = p.value(name).toLongLong(&ok);
@@ -138,6 +190,11 @@ int runGemm(const QStringList& args) {
   opt("tile", "Tile edge of the per-tile error map (default 128).", "T", "128");
   opt("out", "Also save the run (datasets, metrics, the config that reproduces it) into this session file.", "FILE.h5",
       "");
+  opt("a-tensor",
+      "Import A [M,K] instead of random data: an import spec as in a config's \"a\": {\"tensor\": ...} "
+      "(w.npy, m.safetensors:NAME, f.h5:/path); fixes M and K.",
+      "SPEC", "");
+  opt("b-tensor", "Import B [K,N] the same way; fixes K and N.", "SPEC", "");
   opt("id", "Run id with --out (default gemm-<formats>-<scaling>-<distribution>).", "ID", "");
   p.addOption(backendOption());
   p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")});
@@ -295,6 +352,8 @@ int runGemm(const QStringList& args) {
   cfg.scaling = name_a;
   cfg.scaling_b = name_b == name_a ? std::string() : name_b;
   cfg.a.random = cfg.b.random = ro;
+  cfg.a.tensor = p.value(QStringLiteral("a-tensor")).toStdString();
+  cfg.b.tensor = p.value(QStringLiteral("b-tensor")).toStdString();
   cfg.gemm = o;
   cfg.accumulation_preset = acc_preset ? acc_preset->name : std::string();
   cfg.c_source = c_src;
@@ -303,7 +362,11 @@ int runGemm(const QStringList& args) {
   cfg.output_scale_auto = fp8_out && !out_scale;
   if (out_scale) cfg.gemm.output_quant_scale = *out_scale;
   cfg.store_inputs = cfg.store_quantized = cfg.store_error_maps = !outFile.isEmpty();
-  if (const auto pr = gemmOperandProblem(cfg, M, K, N)) {
+  // --json reports the operands' scales, read from the run's quantized datasets.
+  if (json) cfg.store_quantized = true;
+  // Imported operands fix the shape: the run checks them once they are loaded.
+  const bool imported = cfg.a.fromFile() || cfg.b.fromFile();
+  if (const auto pr = imported ? std::nullopt : gemmOperandProblem(cfg, M, K, N)) {
     const std::string& k = pr->key;
     const QString flag = k == "format_a"    ? QStringLiteral("--a-format")
                          : k == "format_b"  ? QStringLiteral("--b-format")
@@ -380,11 +443,15 @@ int runGemm(const QStringList& args) {
     const double total_s = std::chrono::duration<double>(clock::now() - t0).count();
 
     if (json) {
+      const QString cfg_a_tensor = QString::fromStdString(cfg.a.tensor),
+                    cfg_b_tensor = QString::fromStdString(cfg.b.tensor);
       QJsonObject j;
       QJsonObject cfg;
-      cfg[QStringLiteral("m")] = static_cast<double>(M);
-      cfg[QStringLiteral("n")] = static_cast<double>(N);
-      cfg[QStringLiteral("k")] = static_cast<double>(K);
+      cfg[QStringLiteral("m")] = static_cast<double>(r.m);
+      cfg[QStringLiteral("n")] = static_cast<double>(r.n);
+      cfg[QStringLiteral("k")] = static_cast<double>(r.k);
+      if (!cfg_a_tensor.isEmpty()) cfg[QStringLiteral("a_tensor")] = cfg_a_tensor;
+      if (!cfg_b_tensor.isEmpty()) cfg[QStringLiteral("b_tensor")] = cfg_b_tensor;
       cfg[QStringLiteral("a_format")] = QString::fromStdString(fa->name());
       cfg[QStringLiteral("b_format")] = QString::fromStdString(fb->name());
       cfg[QStringLiteral("a_scaling")] = sa;
@@ -431,8 +498,11 @@ int runGemm(const QStringList& args) {
       e[QStringLiteral("total")] = metricsJson(r.total);
       j[QStringLiteral("errors")] = e;
       QJsonObject ops;
-      ops[QStringLiteral("A")] = statsJson(r.a_stats);
-      ops[QStringLiteral("B")] = statsJson(r.b_stats);
+      for (const auto& [name, st] : {std::pair{"A", &r.a_stats}, std::pair{"B", &r.b_stats}}) {
+        QJsonObject op = statsJson(*st);
+        if (auto q = res.value.getQuantized(std::string("quantized/") + name); q.ok()) addScalesJson(&op, q.value);
+        ops[QString::fromLatin1(name)] = op;
+      }
       j[QStringLiteral("operands")] = ops;
       j[QStringLiteral("amax_d")] = jsonNumber(r.output.amax_d);
       if (r.d_saturated >= 0) j[QStringLiteral("d_saturated")] = static_cast<double>(r.d_saturated);
@@ -467,10 +537,10 @@ int runGemm(const QStringList& args) {
     }
     QString s;
     s += QStringLiteral("GEMM %1 x %2 x %3 (M x N x K), %4 data, seed %5\n")
-             .arg(M)
-             .arg(N)
-             .arg(K)
-             .arg(QString::fromLatin1(toString(ro.distribution)))
+             .arg(r.m)
+             .arg(r.n)
+             .arg(r.k)
+             .arg(imported ? QStringLiteral("imported") : QString::fromLatin1(toString(ro.distribution)))
              .arg(seed);
     s += QStringLiteral("A %1 (%2), B %3 (%4)\n")
              .arg(QString::fromStdString(fa->name()), sa, QString::fromStdString(fb->name()), sb);

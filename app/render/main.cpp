@@ -1,5 +1,5 @@
 // fp8lab-render FILE.h5 [--run ID] --png DIR — the desktop app's analysis views (error heatmap,
-// split, amax history, scale evolution, comparison) rendered offscreen into files, so reports can
+// split, block scales, amax history, scale evolution, comparison) rendered offscreen into files, so reports can
 // be scripted. A program of its own because drawing the views needs the desktop app's libraries
 // (Qt Widgets, QCustomPlot, Svg, PrintSupport), which fp8lab-cli does not link: `fp8lab-cli render`
 // and `fp8lab-cli export FILE.h5 --run ID --png DIR` run this program with the same arguments.
@@ -26,7 +26,9 @@ int renderCommand(const QStringList& args) {
   QCommandLineParser p;
   p.setApplicationDescription(QStringLiteral(
       "Render the analysis views of a session offscreen: for GEMM runs the error heatmap (heatmap) and the "
-      "quantization | accumulation | total split (split), for training runs the amax history window (amax) and "
+      "quantization | accumulation | total split (split) and, for runs with block scale codes (MX, NVFP4), the "
+      "histogram of each operand's codes and its SQNR per block (block_scales: <run>-block_scales-A, "
+      "<run>-block_error-A, the same for B), for training runs the amax history window (amax) and "
       "the scale evolution with the loss (scales), and the comparison of all runs (compare). Files are named "
       "<run>-<view>.<ext> (compare.<ext>), each with its data as <name>.csv.\n"
       "`fp8lab-cli render` and `fp8lab-cli export FILE.h5 --png DIR` run this program."));
@@ -37,7 +39,8 @@ int renderCommand(const QStringList& args) {
                                   QStringLiteral("DIR"));
   const QCommandLineOption viewsOpt(
       QStringLiteral("views"),
-      QStringLiteral("Comma-separated views: heatmap, split, amax, scales, compare (default: all that apply)."),
+      QStringLiteral(
+          "Comma-separated views: heatmap, split, block_scales, amax, scales, compare (default: all that apply)."),
       QStringLiteral("LIST"));
   const QCommandLineOption sizeOpt(QStringLiteral("size"), QStringLiteral("Image size in pixels (default 1400x900)."),
                                    QStringLiteral("WxH"));

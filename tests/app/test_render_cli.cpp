@@ -366,8 +366,9 @@ wait)");
   void helpAndVersion() {
     const Result help = run(kCli, {QStringLiteral("render"), QStringLiteral("--help")}, headless());
     QVERIFY2(help.code == 0, qPrintable(help.err));
-    for (const char* opt : {"FILE.h5", "--run <ID>", "--png <DIR>", "--views <LIST>", "--size <WxH>",
-                            "--formats <LIST>", "--no-csv", "--json", "--untrusted", "fp8lab-cli render"})
+    for (const char* opt :
+         {"FILE.h5", "--run <ID>", "--png <DIR>", "--views <LIST>", "--size <WxH>", "--formats <LIST>", "--no-csv",
+          "--json", "--untrusted", "fp8lab-cli render", "block_scales"})
       QVERIFY2(help.out.contains(QLatin1String(opt)), opt);
     const Result direct = run(kRender, {QStringLiteral("--help")}, headless());
     QCOMPARE(direct.out.section(QLatin1Char('\n'), 1), help.out.section(QLatin1Char('\n'), 1)); // all but Usage:

@@ -5,11 +5,16 @@
 #include "comparison_view.h"
 #include "qcp.h"
 #include "run_access.h"
+#include "view_render.h"
 
 #include "session/session.h"
 
 #include <QComboBox>
+#include <QDir>
+#include <QFileInfo>
+#include <QImage>
 #include <QTableWidget>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <cmath>
@@ -237,6 +242,78 @@ private Q_SLOTS:
     QVERIFY(std::isnan(map->data()->cell(1, 1)));
     QVERIFY2(v.captionText().contains(QStringLiteral("1 block(s) exact")), qPrintable(v.captionText()));
     QVERIFY2(v.captionText().contains(QStringLiteral("1 block(s) with NaN or Inf")), qPrintable(v.captionText()));
+  }
+
+  // fp8lab-render's block_scales: per operand with scale codes the histogram and, when the run
+  // stores the inputs, the SQNR per block; files <run>-block_scales-X and <run>-block_error-X at
+  // the size asked, view "block_scales", CSV as the view's. A run without scale codes has none.
+  //   A [1, 32] = sixteen 6 then sixteen 0.75, E4M3FN codes 0x7E (448) and 0x66 (0 1100 110 =
+  //   2^(12−7)·1.75 = 56) in blocks of 1×16: bars at log2 56 = 5.80735492 and log2 448 =
+  //   8.80735492, one block each, 448 the largest E4M3 value ("max 448"). Dequantized: block 0
+  //   exact (SQNR inf); block 1 is 0.75 but one 1.0: Σx² = 16 · 0.5625 = 9, Σe² = 0.25² =
+  //   0.0625, SQNR 10·log10(144) = 21.5836249 dB.
+  //   B [32, 1], E8M0FNU codes 0x7F twice in blocks of 16×1 (2^0 = 1, at x = 0), no inputs/B: a
+  //   histogram only.
+  void renderWritesTheBlockScaleViews() {
+    QTemporaryDir dir;
+    auto r = std::make_shared<Run>(*scaleCodeRun("E4M3FN", {0x7E, 0x66}, 1, 2));
+    r->id = "fp4";
+    r->datasets["quantized/A_scales"].attrs["block_cols"] = int64_t(16);
+    std::vector<float> a(32, 6.0f);
+    for (size_t i = 16; i < 32; ++i) a[i] = 0.75f;
+    r->putFloat32("inputs/A", a, 1, 32, "1", "A");
+    a[20] = 1.0f;
+    r->putFloat32("quantized/A_dequantized", a, 1, 32, "1", "A dq");
+    auto& bs = r->putFloat32("quantized/B_scales", {1.0f, 1.0f}, 2, 1, "1", "B scales");
+    bs.attrs["block_rows"] = int64_t(16);
+    bs.attrs["block_cols"] = int64_t(1);
+    r->datasets["quantized/B_scale_codes"] = Dataset::uint8({2, 1}, {0x7F, 0x7F}, "code", "B scale codes");
+    r->datasets["quantized/B_scale_codes"].attrs["format"] = std::string("E8M0FNU");
+    r->putFloat32("output/D", {1.0f}, 1, 1, "1", "D"); // a session's GEMM run needs its output
+    Run plain;
+    plain.id = "fp8";
+    plain.type = "gemm";
+    plain.config_json = "{}";
+    plain.putFloat32("quantized/A_scales", {0.5f}, 1, 1, "1", "scale");
+    plain.putFloat32("output/D", {1.0f}, 1, 1, "1", "D");
+    Session s;
+    s.runs = {*r, plain};
+    const QString file = dir.filePath(QStringLiteral("s.h5"));
+    const auto st = writeSession(file.toStdString(), s);
+    QVERIFY2(st.ok(), st.message().c_str());
+    RenderRequest req;
+    req.session = file;
+    req.dir = dir.filePath(QStringLiteral("out"));
+    req.views = {QStringLiteral("block_scales")};
+    req.size = QSize(640, 480);
+    QList<RenderedFile> files;
+    QString err;
+    QVERIFY2(renderViews(req, &files, &err), qPrintable(err));
+    QStringList names;
+    for (const auto& f : files) {
+      QCOMPARE(f.view, QStringLiteral("block_scales"));
+      QCOMPARE(f.run, QStringLiteral("fp4"));
+      names << QFileInfo(f.file).fileName();
+    }
+    QCOMPARE(names, (QStringList{QStringLiteral("fp4-block_scales-A.png"), QStringLiteral("fp4-block_scales-A.csv"),
+                                 QStringLiteral("fp4-block_error-A.png"), QStringLiteral("fp4-block_error-A.csv"),
+                                 QStringLiteral("fp4-block_scales-B.png"), QStringLiteral("fp4-block_scales-B.csv")}));
+    auto read = [&](const QString& name) {
+      QFile f(QDir(req.dir).filePath(name));
+      return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+    };
+    for (const QString& n : names)
+      if (n.endsWith(QStringLiteral(".png"))) QCOMPARE(QImage(QDir(req.dir).filePath(n)).size(), QSize(640, 480));
+    QCOMPARE(read(QStringLiteral("fp4-block_scales-A.csv")),
+             QStringLiteral("x_log2,code,value,blocks,trouble\n5.80735492,102,56,1,\n8.80735492,126,448,1,max 448\n"));
+    QCOMPARE(read(QStringLiteral("fp4-block_error-A.csv")),
+             QStringLiteral("block_row,block_col,sqnr_db\n0,0,inf\n0,1,21.5836249\n"));
+    QCOMPARE(read(QStringLiteral("fp4-block_scales-B.csv")),
+             QStringLiteral("x_log2,code,value,blocks,trouble\n0,127,1,2,\n"));
+    // Only the run without scale codes chosen: nothing to render, and the error says why.
+    req.run = QStringLiteral("fp8");
+    QVERIFY(!renderViews(req, &files, &err));
+    QVERIFY2(err.contains(QStringLiteral("block_scales when they store block scale codes")), qPrintable(err));
   }
 
   // A choice in the control bar over more than 2^20 values is computed on the thread pool: right

@@ -6,6 +6,12 @@
 #include "experiment/gemm_run.h"
 #include "session/session.h"
 
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <cstring>
+#include <fstream>
+
 using namespace fp8lab;
 
 namespace {
@@ -16,6 +22,30 @@ int cli(const QStringList& args, QByteArray* err = nullptr) {
   if (!p.waitForFinished(120000)) return -1;
   if (err) *err = p.readAllStandardError();
   return p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+}
+
+/// stdout of the built fp8lab-cli; exit code in *code.
+QByteArray cliOut(const QStringList& args, int* code, QByteArray* err) {
+  QProcess p;
+  p.start(QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab-cli"), args);
+  if (!p.waitForFinished(120000)) {
+    *code = -1;
+    return {};
+  }
+  *err = p.readAllStandardError();
+  *code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  return p.readAllStandardOutput();
+}
+
+/// A float32 .npy v1.0 file of `shape` ("(1, 64)"): magic, version, header padded to 64 bytes, data.
+void writeNpy(const QString& path, const std::string& shape, const std::vector<float>& v) {
+  std::string h = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+  while ((10 + h.size() + 1) % 64 != 0) h += ' ';
+  h += '\n';
+  std::string data(v.size() * 4, '\0');
+  std::memcpy(data.data(), v.data(), data.size()); // little-endian host
+  std::ofstream(path.toStdString(), std::ios::binary)
+      << std::string("\x93NUMPY\x01\x00", 8) + char(h.size() & 0xFF) + char(h.size() >> 8) + h + data;
 }
 
 Run readOnly(const QString& file) {
@@ -111,6 +141,97 @@ private Q_SLOTS:
                  &err),
              2);
     QVERIFY2(err.contains("--a-format: is 'E4M3FN' beside the NVFP4 preset 'nvfp4_te'"), err.constData());
+  }
+
+  // `gemm --json` reports each operand's scales, on operands imported from .npy so that every
+  // code is derived by hand. A [1, 64] = sixteen 6, sixteen 0.75, sixteen 2^-13, sixteen 0;
+  // B [64, 1] = sixty-four 1.
+  //   nvfp4_te (1x16 blocks along K, E4M3FN scales): A's tensor amax 6, S_enc = f32(2688/6) = 448;
+  //   block scale = RNE_E4M3(amax_b · f32(448 · f32(1/6))) with f32(448 · f32(1/6)) = 74.666672:
+  //   6 → 448.00003 → 448 = 0x7E (0 1111 110); 0.75 → 56.000004 → 56 = 0x66 (0 1100 110);
+  //   2^-13 → 0.0091146 = 4.667 · 2^-9 → subnormal 5 · 2^-9 = 0x05; 0 → zero, 0x00. So min 0x00,
+  //   max 0x7E, one zero, one subnormal, no NaN. B: amax 1, S_enc = 2688, four blocks of amax 1
+  //   → 0x7E each.
+  //   mx_floor on E2M1 elements (1x32 blocks, E8M0FNU): code = floor(log2 amax_b) − emax(E2M1) + 127 = ⌊log2⌋ + 125:
+  //   A's blocks amax 6 → 127 = 0x7F, amax 2^-13 → 112 = 0x70; B's two blocks amax 1 → 125 = 0x7D.
+  //   E8M0 has no zero or subnormal; no NaN. No tensor scale.
+  void gemmJsonReportsTheOperandScales() {
+    QTemporaryDir dir;
+    std::vector<float> a;
+    for (float v : {6.0f, 0.75f, 0x1p-13f, 0.0f}) a.insert(a.end(), 16, v);
+    const QString fa = dir.filePath(QStringLiteral("a.npy")), fb = dir.filePath(QStringLiteral("b.npy"));
+    writeNpy(fa, "(1, 64)", a);
+    writeNpy(fb, "(64, 1)", std::vector<float>(64, 1.0f));
+    auto gemm = [&](const char* scaling, const QStringList& more = {}) {
+      int code = 0;
+      QByteArray err;
+      const QByteArray out =
+          cliOut(QStringList{QStringLiteral("gemm"), QStringLiteral("--scaling"), QString::fromLatin1(scaling),
+                             QStringLiteral("--a-tensor"), fa, QStringLiteral("--b-tensor"), fb,
+                             QStringLiteral("--backend"), QStringLiteral("cpu"), QStringLiteral("--json")} +
+                     more,
+                 &code, &err);
+      if (code != 0) qWarning("%s", err.constData());
+      return code == 0 ? QJsonDocument::fromJson(out).object() : QJsonObject();
+    };
+    const QJsonObject te = gemm("nvfp4_te");
+    QVERIFY(!te.isEmpty());
+    const QJsonObject cfg = te[QStringLiteral("config")].toObject();
+    QCOMPARE(cfg[QStringLiteral("m")].toInt(), 1);
+    QCOMPARE(cfg[QStringLiteral("k")].toInt(), 64);
+    QCOMPARE(cfg[QStringLiteral("n")].toInt(), 1);
+    QCOMPARE(cfg[QStringLiteral("a_tensor")].toString(), fa);
+    const QJsonObject A = te[QStringLiteral("operands")].toObject()[QStringLiteral("A")].toObject();
+    QCOMPARE(A[QStringLiteral("elements")].toInt(), 64); // the existing keys stay
+    QCOMPARE(A[QStringLiteral("scale_format")].toString(), QStringLiteral("E4M3FN"));
+    const QJsonObject ts = A[QStringLiteral("tensor_scale")].toObject();
+    QCOMPARE(ts[QStringLiteral("kind")].toString(), QStringLiteral("te_amax"));
+    QCOMPARE(ts[QStringLiteral("amax")].toDouble(), 6.0);
+    QCOMPARE(ts[QStringLiteral("value")].toDouble(), 448.0);
+    QCOMPARE(ts[QStringLiteral("fp4_fp8_max")].toDouble(), 2688.0);
+    const QJsonObject bs = A[QStringLiteral("block_scale_codes")].toObject();
+    QCOMPARE(bs[QStringLiteral("format")].toString(), QStringLiteral("E4M3FN"));
+    QCOMPARE(bs[QStringLiteral("blocks")].toInt(), 4);
+    QCOMPARE(bs[QStringLiteral("block_rows")].toInt(), 1);
+    QCOMPARE(bs[QStringLiteral("block_cols")].toInt(), 16);
+    QCOMPARE(bs[QStringLiteral("min_code")].toInt(), 0x00);
+    QCOMPARE(bs[QStringLiteral("max_code")].toInt(), 0x7E);
+    QCOMPARE(bs[QStringLiteral("zero")].toInt(), 1);
+    QCOMPARE(bs[QStringLiteral("subnormal")].toInt(), 1);
+    QCOMPARE(bs[QStringLiteral("nan")].toInt(), 0);
+    const QJsonObject B = te[QStringLiteral("operands")].toObject()[QStringLiteral("B")].toObject();
+    QCOMPARE(B[QStringLiteral("tensor_scale")].toObject()[QStringLiteral("amax")].toDouble(), 1.0);
+    QCOMPARE(B[QStringLiteral("tensor_scale")].toObject()[QStringLiteral("value")].toDouble(), 2688.0);
+    const QJsonObject bb = B[QStringLiteral("block_scale_codes")].toObject();
+    QCOMPARE(bb[QStringLiteral("blocks")].toInt(), 4);
+    QCOMPARE(bb[QStringLiteral("min_code")].toInt(), 0x7E);
+    QCOMPARE(bb[QStringLiteral("max_code")].toInt(), 0x7E);
+
+    const QJsonObject mx = gemm("mx_floor", {QStringLiteral("--a-format"), QStringLiteral("E2M1"),
+                                             QStringLiteral("--b-format"), QStringLiteral("E2M1")});
+    QVERIFY(!mx.isEmpty());
+    const QJsonObject mA = mx[QStringLiteral("operands")].toObject()[QStringLiteral("A")].toObject();
+    QCOMPARE(mA[QStringLiteral("scale_format")].toString(), QStringLiteral("E8M0FNU"));
+    QVERIFY(!mA.contains(QStringLiteral("tensor_scale")));
+    const QJsonObject mbs = mA[QStringLiteral("block_scale_codes")].toObject();
+    QCOMPARE(mbs[QStringLiteral("blocks")].toInt(), 2);
+    QCOMPARE(mbs[QStringLiteral("block_cols")].toInt(), 32);
+    QCOMPARE(mbs[QStringLiteral("min_code")].toInt(), 0x70);
+    QCOMPARE(mbs[QStringLiteral("max_code")].toInt(), 0x7F);
+    for (const char* k : {"zero", "subnormal", "nan"}) QCOMPARE(mbs[QLatin1String(k)].toInt(), 0);
+    const QJsonObject mbb = mx[QStringLiteral("operands")]
+                                .toObject()[QStringLiteral("B")]
+                                .toObject()[QStringLiteral("block_scale_codes")]
+                                .toObject();
+    QCOMPARE(mbb[QStringLiteral("min_code")].toInt(), 0x7D);
+    QCOMPARE(mbb[QStringLiteral("max_code")].toInt(), 0x7D);
+
+    // A per-tensor preset has float32 scales only: no codes to summarise.
+    const QJsonObject pt = gemm("te_current");
+    QVERIFY(!pt.isEmpty());
+    const QJsonObject pA = pt[QStringLiteral("operands")].toObject()[QStringLiteral("A")].toObject();
+    QCOMPARE(pA[QStringLiteral("scale_format")].toString(), QStringLiteral("float32"));
+    QVERIFY(!pA.contains(QStringLiteral("block_scale_codes")));
   }
 
   // Without --out nothing is written; a bad --out is refused before computing.
