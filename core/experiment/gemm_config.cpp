@@ -1,9 +1,11 @@
 #include "experiment/gemm_config.h"
 
 #include "formats/format.h"
+#include "io/fp8_checkpoint.h"
 #include "scaling/nvfp4.h"
 #include "scaling/scaling.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <tuple>
@@ -190,12 +192,44 @@ void parsePreQuantized(const Json& o, const ConfigPath& at, Axis axis, PreQuanti
     r.fail(at.member("fp4_fp8_max"), "is 2688 (6 · 448) or 1536 (6 · 256, TE 4over6)");
 }
 
+/// The checkpoint form of a pre-quantized operand ("checkpoint" present): an FP8 tensor of a
+/// safetensors file with its scales (core/io/fp8_checkpoint.h). The file's header is read here for
+/// the tensor's format, so a missing file or tensor is an error at its key.
+void parseCheckpointOperand(const Json& o, const ConfigPath& at, PreQuantizedSource* p, ConfigReader& r) {
+  r.checkKeys(o, at, {"checkpoint", "tensor", "scale", "transpose"});
+  if (!r.ok()) return;
+  *p = PreQuantizedSource{};
+  p->checkpoint = r.string(o, "checkpoint", at, {});
+  if (r.ok() && p->checkpoint.empty()) r.fail(at.member("checkpoint"), "expected the safetensors file");
+  if (r.ok() && !ConfigReader::has(o, "tensor"))
+    r.fail(at.member("checkpoint"), "a checkpoint operand needs \"tensor\": the FP8 weight's name in the file");
+  p->checkpoint_tensor = r.string(o, "tensor", at, {});
+  p->checkpoint_scale = r.string(o, "scale", at, {});
+  p->transpose = r.boolean(o, "transpose", at, false);
+  if (!r.ok()) return;
+  const auto f = fp8CheckpointFormat(p->checkpoint, p->checkpoint_tensor);
+  if (!f.ok()) {
+    const bool file_problem = std::any_of(f.issues.begin(), f.issues.end(), [&](const Issue& i) {
+      return i.severity == Severity::Error && i.where == p->checkpoint;
+    });
+    r.fail(at.member(file_problem ? "checkpoint" : "tensor"), f.errors());
+    return;
+  }
+  p->format = f.value->name();
+}
+
 void parseOperand(const Json& o, const ConfigPath& at, Axis axis, OperandSource* src, ConfigReader& r) {
+  if (ConfigReader::has(o, "checkpoint")) {
+    src->tensor.clear();
+    parseCheckpointOperand(o, at, &src->pre, r);
+    return;
+  }
   if (ConfigReader::has(o, "codes")) {
     r.checkKeys(o, at,
                 {"codes", "format", "scales", "scale_format", "block", "tensor_amax", "tensor_scale", "fp4_fp8_max"});
     if (!r.ok()) return;
     src->tensor.clear();
+    src->pre.checkpoint.clear();
     parsePreQuantized(o, at, axis, &src->pre, r);
     return;
   }
@@ -436,7 +470,7 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
     const bool from_b = cfg->b.fromFile() && (dm == "k" || dm == "n");
     if (from_a || from_b) {
       const OperandSource& s = from_a ? cfg->a : cfg->b;
-      r.fail(at.member(dim), "comes from the shape of the tensor file '" + (s.pre.enabled() ? s.pre.codes : s.tensor) +
+      r.fail(at.member(dim), "comes from the shape of the tensor file '" + (s.pre.enabled() ? s.pre.file() : s.tensor) +
                                  "'; leave it out");
       return false;
     }
@@ -597,7 +631,13 @@ Json gemmConfigJson(const GemmExperimentConfig& c, const std::string& name) {
   if (!pa && !pb && !c.scaling_b.empty() && c.scaling_b != c.scaling) j["scaling_b"] = c.scaling_b;
   auto operand = [](const OperandSource& s) {
     Json o = Json::object();
-    if (s.pre.enabled()) {
+    if (!s.pre.checkpoint.empty()) {
+      const PreQuantizedSource& p = s.pre;
+      o["checkpoint"] = p.checkpoint;
+      o["tensor"] = p.checkpoint_tensor;
+      if (!p.checkpoint_scale.empty()) o["scale"] = p.checkpoint_scale;
+      o["transpose"] = p.transpose;
+    } else if (s.pre.enabled()) {
       const PreQuantizedSource& p = s.pre;
       o["codes"] = p.codes;
       o["format"] = p.format;

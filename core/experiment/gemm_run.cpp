@@ -4,6 +4,7 @@
 #include "formats/format.h"
 #include "gemm/error_split.h"
 #include "gemm/gemm_internal.h"
+#include "io/fp8_checkpoint.h"
 #include "io/tensor_import.h"
 #include "metrics/error_metrics.h"
 #include "scaling/nvfp4.h"
@@ -124,6 +125,25 @@ bool loadPreQuantized(const PreQuantizedSource& p, const char* key, QuantizedTen
     st->add(Issue::Code::InvalidArgument, at + k, why);
     return false;
   };
+  if (!p.checkpoint.empty()) {
+    Fp8ImportOptions opt;
+    opt.scale_name = p.checkpoint_scale;
+    auto ck = importFp8Checkpoint(p.checkpoint, p.checkpoint_tensor, opt);
+    st->merge(ck);
+    if (!ck.ok()) return false;
+    if (ck.value.format->name() != p.format)
+      return bad("tensor", "'" + p.checkpoint_tensor + "' is " + ck.value.format->name() + " now but was " + p.format +
+                               " when the config was read");
+    *q = p.transpose ? transposeQuantized(ck.value) : std::move(ck.value);
+    op->rows = q->rows;
+    op->cols = q->cols;
+    op->is64 = true;
+    op->f64.resize(static_cast<size_t>(q->rows * q->cols));
+    for (int64_t i = 0; i < q->rows; ++i)
+      for (int64_t j = 0; j < q->cols; ++j) op->f64[static_cast<size_t>(i * q->cols + j)] = q->dequantizedAt(i, j);
+    op->origin = "checkpoint: " + q->strategy + (p.transpose ? " (transposed)" : "");
+    return true;
+  }
   const Format* f = Format::byName(p.format);
   if (!f || f->bits() > 8) return bad("format", "'" + p.format + "' is unknown or wider than 8 bits");
   auto codes = importCodeTensor(p.codes);

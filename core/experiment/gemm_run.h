@@ -55,7 +55,19 @@ struct PreQuantizedSource {
   float tensor_amax = 0.0f;                                ///< TeAmax: the tensor amax
   float tensor_scale = 0.0f;                               ///< TorchaoPts: per_tensor_scale
   float fp4_fp8_max = 2688.0f; ///< TeAmax: 6 · E4M3 max (2688; 1536 for TE 4over6 at the 256 bound)
-  bool enabled() const { return !codes.empty(); }
+  /// An FP8 checkpoint instead of `codes` / `scales`: the safetensors file, the FP8 tensor in it and
+  /// its scale read by importFp8Checkpoint (core/io/fp8_checkpoint.h: per-tensor / per-channel
+  /// `weight_scale`, 128×128 `weight_scale_inv`, all dequant factors). `format` is the tensor's
+  /// (E4M3FN or E5M2); `codes`, `scales`, `block` are unused.
+  std::string checkpoint;
+  std::string checkpoint_tensor; ///< e.g. "layers.0.mlp.down_proj.weight"
+  std::string checkpoint_scale;  ///< the scale tensor's name; "" = by the naming convention
+  /// Use the stored tensor transposed: a Linear weight W [out, in] is the B = Wᵀ [in, out] of
+  /// y = x · Wᵀ (B is [K, N]).
+  bool transpose = false;
+  bool enabled() const { return !codes.empty() || !checkpoint.empty(); }
+  /// The file the operand is read from (for messages).
+  const std::string& file() const { return checkpoint.empty() ? codes : checkpoint; }
 };
 
 /// Where one operand comes from.

@@ -525,6 +525,45 @@ Result<Dataset> importSafetensors(const std::string& path, const std::string& na
   return r;
 }
 
+int safetensorsDtypeBytes(const std::string& dtype) {
+  static const std::map<std::string, int> sizes = {
+      {"BOOL", 1}, {"U8", 1},   {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"F8_E8M0", 1}, {"U16", 2}, {"I16", 2},
+      {"F16", 2},  {"BF16", 2}, {"U32", 4}, {"I32", 4},     {"F32", 4},     {"U64", 8},     {"I64", 8}, {"F64", 8}};
+  const auto it = sizes.find(dtype);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+Result<SafetensorsBytes> readSafetensorsBytes(const std::string& path, const std::string& name) {
+  Result<SafetensorsBytes> r;
+  File file;
+  int64_t start = 0, size = 0;
+  std::vector<StEntry> entries;
+  if (!readSafetensorsHeader(path, &file, &start, &size, &entries, &r)) return r;
+  const StEntry* e = nullptr;
+  for (const auto& x : entries)
+    if (x.e.name == name) e = &x;
+  if (!e) {
+    r.add(C::NotFound, path + ":" + name, "no tensor of that name");
+    return r;
+  }
+  const std::string where = path + ":" + name;
+  const int eb = safetensorsDtypeBytes(e->e.dtype);
+  int64_t n = 0;
+  if (eb == 0) {
+    r.add(C::MalformedInput, where, "dtype " + e->e.dtype + " is not a safetensors dtype");
+    return r;
+  }
+  if (!checkedCount(e->e.shape, &n) || n * eb != e->end - e->begin) {
+    r.add(C::MalformedInput, where,
+          "shape " + shapeText(e->e.shape) + " " + e->e.dtype + " does not fit data_offsets spanning " +
+              std::to_string(e->end - e->begin) + " bytes");
+    return r;
+  }
+  if (!readRange(file, size, start + e->begin, n * eb, &r.value.bytes, where, &r)) return r;
+  r.value.entry = e->e;
+  return r;
+}
+
 // ---- HDF5 -----------------------------------------------------------------------------------
 
 namespace {

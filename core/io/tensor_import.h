@@ -46,6 +46,22 @@ Result<std::vector<TensorEntry>> listSafetensors(const std::string& path);
 /// Reads one tensor of a safetensors file by name.
 Result<Dataset> importSafetensors(const std::string& path, const std::string& tensor_name);
 
+/// One tensor of a safetensors file as stored: its header entry and its raw little-endian bytes.
+struct SafetensorsBytes {
+  TensorEntry entry;                ///< name, dtype, shape (any rank, rank 0 = a scalar)
+  std::vector<unsigned char> bytes; ///< product(shape) · element size bytes
+};
+
+/// Element size in bytes of a safetensors dtype ("F8_E4M3" 1, "BF16" 2, "F32" 4, ...); 0 for an
+/// unknown dtype.
+int safetensorsDtypeBytes(const std::string& dtype);
+
+/// Reads one tensor of a safetensors file by name without converting it, for readers of dtypes the
+/// float importers do not take (FP8 codes, rank-0 scales: core/io/fp8_checkpoint.h). The header
+/// checks of importSafetensors; MalformedInput for an unknown dtype or a shape whose byte size
+/// differs from the span of data_offsets, NotFound for a missing name.
+Result<SafetensorsBytes> readSafetensorsBytes(const std::string& path, const std::string& tensor_name);
+
 /// Lists the 1-/2-D float datasets of any HDF5 file (absolute paths, e.g. "/model/w1").
 Result<std::vector<TensorEntry>> listHdf5Tensors(const std::string& path);
 /// Reads a 1-D or 2-D float dataset (any float width / byte order; ≤ 32-bit → float32, wider →

@@ -1,0 +1,302 @@
+// fp8lab-cli checkpoint — FP8 checkpoints in safetensors (core/io/fp8_checkpoint.h):
+//   checkpoint list FILE.safetensors                 the FP8 tensors with their scale layout
+//   checkpoint show FILE TENSOR [--scale NAME]       codes, scales and decoded values
+//   checkpoint requantize FILE TENSOR --scaling P    what preset P would store; SQNR vs the file
+//   checkpoint export SESSION.h5 RUN --layout L --out F.safetensors   a training run's weights
+#include "cli_util.h"
+#include "command.h"
+
+#include "formats/format.h"
+#include "io/fp8_checkpoint.h"
+#include "scaling/scaling.h"
+#include "session/session.h"
+#include "training/training_session.h"
+
+#include <QCommandLineParser>
+#include <QJsonArray>
+#include <QJsonObject>
+
+#include <cmath>
+
+namespace fp8lab::cli {
+namespace {
+
+QString qs(const std::string& s) {
+  return QString::fromStdString(s);
+}
+
+QJsonArray shapeJson(const std::vector<int64_t>& s) {
+  QJsonArray a;
+  for (auto d : s) a.append(qint64(d));
+  return a;
+}
+
+QString shapeText(const std::vector<int64_t>& s) {
+  QStringList t;
+  for (auto d : s) t << QString::number(d);
+  return QStringLiteral("[") + t.join(QStringLiteral(", ")) + QStringLiteral("]");
+}
+
+QString hex2(uint32_t c) {
+  return QStringLiteral("0x%1")
+      .arg(c, 2, 16, QLatin1Char('0'))
+      .toUpper()
+      .replace(QStringLiteral("0X"), QStringLiteral("0x"));
+}
+
+QJsonArray floats(const std::vector<float>& v) {
+  QJsonArray a;
+  for (float x : v) a.append(jsonNumber(x));
+  return a;
+}
+
+int runList(const QStringList& pos, bool json) {
+  if (pos.size() != 2) return fail(QStringLiteral("usage: checkpoint list FILE.safetensors"));
+  auto l = listFp8Checkpoint(pos[1].toStdString());
+  if (!l.ok()) return fail(qs(l.errors()));
+  if (json) {
+    QJsonArray a;
+    for (const auto& e : l.value)
+      a.append(QJsonObject{{QStringLiteral("name"), qs(e.name)},
+                           {QStringLiteral("dtype"), qs(e.dtype)},
+                           {QStringLiteral("shape"), shapeJson(e.shape)},
+                           {QStringLiteral("scale"), qs(e.scale_name)},
+                           {QStringLiteral("scale_dtype"), qs(e.scale_dtype)},
+                           {QStringLiteral("scale_shape"), shapeJson(e.scale_shape)},
+                           {QStringLiteral("layout"), qs(e.layout)},
+                           {QStringLiteral("problem"), qs(e.problem)}});
+    out(toJsonText(a) + "\n");
+    return 0;
+  }
+  if (l.value.empty()) out(QStringLiteral("no FP8 tensors (F8_E4M3, F8_E5M2) in %1\n").arg(pos[1]));
+  for (const auto& e : l.value) {
+    QString line = qs(e.name) + QStringLiteral("  ") + qs(e.dtype) + QStringLiteral(" ") + shapeText(e.shape);
+    if (!e.problem.empty())
+      line += QStringLiteral("  not importable: ") + qs(e.problem);
+    else
+      line += QStringLiteral("  ") + qs(e.layout) + QStringLiteral(": ") + qs(e.scale_name) + QStringLiteral(" ") +
+              qs(e.scale_dtype) + QStringLiteral(" ") + shapeText(e.scale_shape);
+    out(line + QStringLiteral("\n"));
+  }
+  return 0;
+}
+
+int runShow(const QStringList& pos, const QString& scale, bool json) {
+  if (pos.size() != 3) return fail(QStringLiteral("usage: checkpoint show FILE.safetensors TENSOR [--scale NAME]"));
+  Fp8ImportOptions opt;
+  opt.scale_name = scale.toStdString();
+  auto q = importFp8Checkpoint(pos[1].toStdString(), pos[2].toStdString(), opt);
+  if (!q.ok()) return fail(qs(q.errors()));
+  const QuantizedTensor& t = q.value;
+  constexpr int64_t kShown = 4096;
+  const int64_t n = std::min<int64_t>(t.rows * t.cols, kShown);
+  if (json) {
+    QJsonArray codes, values;
+    for (int64_t i = 0; i < n; ++i) {
+      codes.append(int(t.codes[static_cast<size_t>(i)]));
+      values.append(jsonNumber(t.dequantizedAt(i / t.cols, i % t.cols)));
+    }
+    out(toJsonText(QJsonObject{{QStringLiteral("tensor"), pos[2]},
+                               {QStringLiteral("format"), qs(t.format->name())},
+                               {QStringLiteral("shape"), shapeJson({t.rows, t.cols})},
+                               {QStringLiteral("block"), shapeJson({t.block.rows, t.block.cols})},
+                               {QStringLiteral("strategy"), qs(t.strategy)},
+                               {QStringLiteral("dequant_scales"), floats(t.dequant_scales)},
+                               {QStringLiteral("codes"), codes},
+                               {QStringLiteral("values"), values},
+                               {QStringLiteral("shown"), qint64(n)}}) +
+        "\n");
+    return 0;
+  }
+  out(QStringLiteral("%1: %2 [%3, %4], scale blocks [%5, %6], x = decode(code) * scale\n")
+          .arg(qs(t.strategy), qs(t.format->name()))
+          .arg(t.rows)
+          .arg(t.cols)
+          .arg(t.block.rows)
+          .arg(t.block.cols));
+  QStringList s;
+  for (size_t i = 0; i < std::min<size_t>(t.dequant_scales.size(), 64); ++i) s << shortestFloat(t.dequant_scales[i]);
+  out(QStringLiteral("scales: ") + s.join(QStringLiteral(" ")) +
+      (t.dequant_scales.size() > 64 ? QStringLiteral(" ...") : QString()) + QStringLiteral("\n"));
+  for (int64_t i = 0; i < n; ++i)
+    out(QStringLiteral("(%1, %2) %3 = %4\n")
+            .arg(i / t.cols)
+            .arg(i % t.cols)
+            .arg(hex2(t.codes[static_cast<size_t>(i)]))
+            .arg(shortestDouble(t.dequantizedAt(i / t.cols, i % t.cols))));
+  if (n < t.rows * t.cols) out(QStringLiteral("... (first %1 elements shown)\n").arg(n));
+  return 0;
+}
+
+int runRequantize(const QStringList& pos, const QCommandLineParser& p, bool json) {
+  if (pos.size() != 3)
+    return fail(QStringLiteral("usage: checkpoint requantize FILE.safetensors TENSOR --scaling PRESET [--format F]"));
+  Fp8ImportOptions opt;
+  opt.scale_name = p.value(QStringLiteral("scale")).toStdString();
+  auto q = importFp8Checkpoint(pos[1].toStdString(), pos[2].toStdString(), opt);
+  if (!q.ok()) return fail(qs(q.errors()));
+  const QString sname = p.value(QStringLiteral("scaling"));
+  auto preset = scalingPreset(sname.toStdString());
+  bool delayed = false;
+  for (const auto& pi : scalingPresets())
+    if (preset && pi.name == preset->name) delayed = pi.delayed;
+  if (!preset || delayed) {
+    QStringList names;
+    for (const auto& pi : scalingPresets())
+      if (!pi.delayed) names << qs(pi.name);
+    return fail(QStringLiteral("--scaling: '%1' is not a current-scaling preset (%2)")
+                    .arg(sname, names.join(QStringLiteral(", "))));
+  }
+  const QString fname =
+      p.isSet(QStringLiteral("format")) ? p.value(QStringLiteral("format")) : qs(q.value.format->name());
+  const Format* f = Format::byName(fname.toStdString());
+  if (!f || f->bits() > 8) return fail(QStringLiteral("--format: '%1' is unknown or wider than 8 bits").arg(fname));
+  const QString axis = p.value(QStringLiteral("axis"));
+  if (axis != QStringLiteral("cols") && axis != QStringLiteral("rows"))
+    return fail(QStringLiteral("--axis: expected cols or rows, got '%1'").arg(axis));
+  const Axis ax = axis == QStringLiteral("rows") ? Axis::Rows : Axis::Cols;
+  if (const std::string why = gemmScalingProblem(*preset, ax); !why.empty()) return fail(qs(why));
+  const Fp8Requantized rq = requantizeCheckpointTensor(q.value, *f, *preset, ax);
+  const QuantizedTensor& t = rq.requantized;
+  if (json) {
+    QJsonArray codes, scale_codes;
+    for (auto c : t.codes) codes.append(int(c));
+    for (auto c : t.scale_codes) scale_codes.append(int(c));
+    QJsonObject o{{QStringLiteral("tensor"), pos[2]},
+                  {QStringLiteral("stored"), qs(q.value.strategy)},
+                  {QStringLiteral("scaling"), qs(preset->name)},
+                  {QStringLiteral("format"), qs(f->name())},
+                  {QStringLiteral("block"), shapeJson({t.block.rows, t.block.cols})},
+                  {QStringLiteral("dequant_scales"), floats(t.dequant_scales)},
+                  {QStringLiteral("sqnr_db"), jsonNumber(rq.sqnr_db)},
+                  {QStringLiteral("saturated"), qint64(t.stats.saturated)},
+                  {QStringLiteral("underflow"), qint64(t.stats.underflow)},
+                  {QStringLiteral("codes"), codes}};
+    if (!t.scale_codes.empty()) o[QStringLiteral("scale_codes")] = scale_codes;
+    if (rq.same_format) o[QStringLiteral("codes_changed")] = qint64(rq.codes_changed);
+    out(toJsonText(o) + "\n");
+    return 0;
+  }
+  out(QStringLiteral("stored:      %1\n").arg(qs(q.value.strategy)));
+  out(QStringLiteral("requantized: %1 %2, scale blocks [%3, %4], %5 scales\n")
+          .arg(qs(preset->name), qs(f->name()))
+          .arg(t.block.rows)
+          .arg(t.block.cols)
+          .arg(t.dequant_scales.size()));
+  out(QStringLiteral("SQNR vs the stored tensor (decode * scale): %1 dB\n").arg(shortestDouble(rq.sqnr_db)));
+  if (rq.same_format)
+    out(QStringLiteral("codes changed: %1 of %2\n").arg(rq.codes_changed).arg(qint64(t.codes.size())));
+  out(QStringLiteral("saturated %1, underflow %2\n").arg(t.stats.saturated).arg(t.stats.underflow));
+  return 0;
+}
+
+int runExport(const QStringList& pos, const QCommandLineParser& p, bool json) {
+  if (pos.size() != 3)
+    return fail(
+        QStringLiteral("usage: checkpoint export SESSION.h5 RUN --layout per_tensor|block128 --out MODEL.safetensors"));
+  const QString layout_name = p.value(QStringLiteral("layout"));
+  Fp8ScaleLayout layout;
+  if (layout_name == QStringLiteral("per_tensor"))
+    layout = Fp8ScaleLayout::PerTensor;
+  else if (layout_name == QStringLiteral("block128") || layout_name == QStringLiteral("block128x128"))
+    layout = Fp8ScaleLayout::Block;
+  else
+    return fail(QStringLiteral("--layout: expected per_tensor or block128, got '%1'").arg(layout_name));
+  const QString outPath = p.value(QStringLiteral("out"));
+  if (outPath.isEmpty()) return fail(QStringLiteral("--out MODEL.safetensors is required"));
+  auto rd = SessionReader::open(pos[1].toStdString());
+  if (!rd.ok()) return fail(qs(rd.errors()));
+  auto run = rd.value->readRun(pos[2].toStdString());
+  if (!run.ok()) return fail(qs(run.errors()));
+  if (run.value.type != "training")
+    return fail(QStringLiteral("run '%1' is a %2 run; checkpoints are exported from training runs")
+                    .arg(pos[2], qs(run.value.type)));
+  std::vector<SafetensorsTensor> tensors;
+  QJsonArray layers;
+  for (int l = 1;; ++l) {
+    const std::string name = "fc" + std::to_string(l);
+    if (!run.value.find("weights/" + name + "/kernel")) break;
+    auto w = trainedWeightsFromRun(run.value, name);
+    if (!w.ok()) return fail(qs(w.errors()));
+    const LayerWeights& lw = w.value;
+    // The run stores kernel [in, out] (y = x · kernel); a checkpoint stores nn.Linear's weight
+    // [out, in] = kernelᵀ (y = x · Wᵀ).
+    std::vector<float> wt(lw.kernel.size());
+    for (int64_t i = 0; i < lw.in; ++i)
+      for (int64_t j = 0; j < lw.out; ++j)
+        wt[static_cast<size_t>(j * lw.in + i)] = lw.kernel[static_cast<size_t>(i * lw.out + j)];
+    const QuantizedTensor q = quantizeForCheckpoint(wt, lw.out, lw.in, layout);
+    for (auto& t : fp8WeightTensors(name, q)) tensors.push_back(std::move(t));
+    tensors.push_back(float32Tensor(name + ".bias", lw.bias, 0, lw.out));
+    layers.append(QJsonObject{{QStringLiteral("name"), qs(name)},
+                              {QStringLiteral("weight_shape"), shapeJson({lw.out, lw.in})},
+                              {QStringLiteral("scales"), qint64(q.dequant_scales.size())},
+                              {QStringLiteral("saturated"), qint64(q.stats.saturated)}});
+  }
+  if (tensors.empty())
+    return fail(QStringLiteral("run '%1' stores no trained weights (weights/fc1/kernel)").arg(pos[2]));
+  const std::map<std::string, std::string> meta = {
+      {"format", "pt"},
+      {"producer", "fp8lab-cli checkpoint export"},
+      {"layout", layout == Fp8ScaleLayout::PerTensor ? "per_tensor" : "block128x128"},
+      {"quantization", layout == Fp8ScaleLayout::PerTensor ? "te_current" : "deepgemm_128x128"},
+      {"scale_convention", "dequant: w = decode(weight) * scale"},
+      {"source", pos[1].toStdString() + "#/runs/" + pos[2].toStdString()}};
+  const Status st = writeSafetensors(outPath.toStdString(), std::move(tensors), meta);
+  if (!st.ok()) return fail(qs(st.errors()));
+  if (json)
+    out(toJsonText(QJsonObject{{QStringLiteral("file"), outPath},
+                               {QStringLiteral("layout"), qs(meta.at("layout"))},
+                               {QStringLiteral("layers"), layers}}) +
+        "\n");
+  else
+    out(QStringLiteral("wrote %1 (%2 layers, %3)\n").arg(outPath).arg(layers.size()).arg(qs(meta.at("layout"))));
+  return 0;
+}
+
+int runCheckpoint(const QStringList& args) {
+  QCommandLineParser p;
+  p.setApplicationDescription(QStringLiteral(
+      "FP8 checkpoints in safetensors (docs/checkpoints.md). Scales are dequant factors:\n"
+      "w = decode(code) * scale, per tensor (X.weight_scale [] or [1]), per output channel\n"
+      "(X.weight_scale [rows, 1]) or per 128x128 block (X.weight_scale_inv [ceil(rows/128), ceil(cols/128)]).\n"
+      "  checkpoint list FILE.safetensors\n"
+      "  checkpoint show FILE.safetensors TENSOR [--scale NAME]\n"
+      "  checkpoint requantize FILE.safetensors TENSOR --scaling PRESET [--format F] [--axis cols|rows]\n"
+      "  checkpoint export SESSION.h5 RUN --layout per_tensor|block128 --out MODEL.safetensors"));
+  p.addPositionalArgument(QStringLiteral("action"), QStringLiteral("list, show, requantize or export."));
+  p.addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
+  p.addOption({QStringLiteral("scale"), QStringLiteral("The scale tensor's name (default: by the naming convention)."),
+               QStringLiteral("NAME")});
+  p.addOption({QStringLiteral("scaling"), QStringLiteral("requantize: the current-scaling preset."),
+               QStringLiteral("PRESET"), QStringLiteral("te_current")});
+  p.addOption({QStringLiteral("format"), QStringLiteral("requantize: element format (default: the stored one)."),
+               QStringLiteral("F")});
+  p.addOption({QStringLiteral("axis"),
+               QStringLiteral("requantize: contraction axis, cols (the tensor is an A [M, K], default) or rows (B)."),
+               QStringLiteral("AXIS"), QStringLiteral("cols")});
+  p.addOption({QStringLiteral("layout"),
+               QStringLiteral("export: per_tensor (TE current scaling) or block128 "
+                              "(DeepSeek-V3 128x128)."),
+               QStringLiteral("L"), QStringLiteral("per_tensor")});
+  p.addOption(
+      {QStringLiteral("out"), QStringLiteral("export: the safetensors file to write."), QStringLiteral("FILE")});
+  int rc = 0;
+  if (!parseArgs(p, args, &rc)) return rc;
+  const QStringList pos = p.positionalArguments();
+  const bool json = p.isSet(QStringLiteral("json"));
+  const QString action = pos.isEmpty() ? QString() : pos[0];
+  if (action == QStringLiteral("list")) return runList(pos, json);
+  if (action == QStringLiteral("show")) return runShow(pos, p.value(QStringLiteral("scale")), json);
+  if (action == QStringLiteral("requantize")) return runRequantize(pos, p, json);
+  if (action == QStringLiteral("export")) return runExport(pos, p, json);
+  return fail(QStringLiteral("usage: checkpoint list|show|requantize|export ... (see --help)"));
+}
+
+const CommandRegistrar
+    reg({QStringLiteral("checkpoint"),
+         QStringLiteral("FP8 checkpoints (safetensors): list, show, requantize, export a training run"), runCheckpoint,
+         75});
+
+} // namespace
+} // namespace fp8lab::cli

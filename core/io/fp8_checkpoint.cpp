@@ -1,0 +1,416 @@
+// FP8 Lab — FP8 checkpoints in safetensors. See fp8_checkpoint.h and docs/checkpoints.md.
+#include "io/fp8_checkpoint.h"
+
+#include "formats/format.h"
+#include "io/json_document.h"
+#include "metrics/error_metrics.h"
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace fp8lab {
+
+namespace fs = std::filesystem;
+using C = Issue::Code;
+
+namespace {
+
+std::string shapeText(const std::vector<int64_t>& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+const Format* formatOfDtype(const std::string& dtype) {
+  if (dtype == "F8_E4M3") return &Format::E4M3FN();
+  if (dtype == "F8_E5M2") return &Format::E5M2();
+  return nullptr;
+}
+
+bool isScaleDtype(const std::string& d) {
+  return d == "F32" || d == "BF16" || d == "F16";
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+/// The layout a scale of shape `s` gives a weight [rows, cols]; false when none fits. Checked in
+/// this order, so a grid that fits two layouts (a [1, 1] grid) is read as the simpler one.
+bool layoutOf(const std::vector<int64_t>& s, int64_t rows, int64_t cols, int64_t block, Fp8ScaleLayout* out) {
+  const bool one = s.empty() || (s.size() == 1 && s[0] == 1) || (s.size() == 2 && s[0] == 1 && s[1] == 1);
+  if (one) {
+    *out = Fp8ScaleLayout::PerTensor;
+    return true;
+  }
+  if ((s.size() == 2 && s[0] == rows && s[1] == 1) || (s.size() == 1 && s[0] == rows)) {
+    *out = Fp8ScaleLayout::PerChannel;
+    return true;
+  }
+  if (s.size() == 2 && s[0] == ceilDiv(rows, block) && s[1] == ceilDiv(cols, block)) {
+    *out = Fp8ScaleLayout::Block;
+    return true;
+  }
+  return false;
+}
+
+/// The shapes the rule allows, for messages.
+std::string allowedShapes(int64_t rows, int64_t cols, int64_t block) {
+  const std::string b = std::to_string(block);
+  return "[] or [1] (per tensor), [" + std::to_string(rows) + ", 1] (per output channel) or [" +
+         std::to_string(ceilDiv(rows, block)) + ", " + std::to_string(ceilDiv(cols, block)) + "] (" + b + "×" + b +
+         " blocks: [ceil(" + std::to_string(rows) + "/" + b + "), ceil(" + std::to_string(cols) + "/" + b + ")])";
+}
+
+/// The scale's name by the convention, among `names`; "" when neither exists.
+std::string conventionalScale(const std::string& tensor, const std::set<std::string>& names) {
+  for (const char* suffix : {"_scale_inv", "_scale"})
+    if (names.count(tensor + suffix)) return tensor + suffix;
+  return {};
+}
+
+std::vector<float> widenScales(const SafetensorsBytes& s) {
+  const auto& b = s.bytes;
+  const std::string& d = s.entry.dtype;
+  const size_t eb = d == "F32" ? 4 : 2;
+  std::vector<float> out(b.size() / eb);
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint32_t v = 0;
+    for (size_t k = 0; k < eb; ++k) v |= uint32_t(b[i * eb + k]) << (8 * k);
+    if (d == "F32")
+      out[i] = std::bit_cast<float>(v);
+    else if (d == "BF16")
+      out[i] = std::bit_cast<float>(v << 16); // exact widening
+    else
+      out[i] = static_cast<float>(Format::FP16().decode(v)); // exact in float32
+  }
+  return out;
+}
+
+void putLe32(std::vector<unsigned char>* out, uint32_t v) {
+  for (int k = 0; k < 4; ++k) out->push_back(static_cast<unsigned char>((v >> (8 * k)) & 0xFF));
+}
+
+} // namespace
+
+std::string toString(Fp8ScaleLayout l, int64_t block) {
+  switch (l) {
+  case Fp8ScaleLayout::PerTensor:
+    return "per_tensor";
+  case Fp8ScaleLayout::PerChannel:
+    return "per_channel";
+  case Fp8ScaleLayout::Block:
+    break;
+  }
+  return "block" + std::to_string(block) + "x" + std::to_string(block);
+}
+
+Result<std::vector<Fp8CheckpointEntry>> listFp8Checkpoint(const std::string& path, int64_t block) {
+  Result<std::vector<Fp8CheckpointEntry>> r;
+  auto list = listSafetensors(path);
+  r.merge(list);
+  if (!list.ok()) return r;
+  std::set<std::string> names;
+  for (const auto& e : list.value) names.insert(e.name);
+  for (const auto& e : list.value) {
+    if (!formatOfDtype(e.dtype)) continue;
+    Fp8CheckpointEntry c;
+    c.name = e.name;
+    c.dtype = e.dtype;
+    c.shape = e.shape;
+    c.scale_name = conventionalScale(e.name, names);
+    if (e.shape.size() != 2) {
+      c.problem = "shape " + shapeText(e.shape) + " is not 2-D";
+    } else if (c.scale_name.empty()) {
+      c.problem = "no scale: neither " + e.name + "_scale_inv nor " + e.name + "_scale";
+    } else {
+      for (const auto& s : list.value)
+        if (s.name == c.scale_name) {
+          c.scale_dtype = s.dtype;
+          c.scale_shape = s.shape;
+        }
+      Fp8ScaleLayout l;
+      if (!isScaleDtype(c.scale_dtype))
+        c.problem = "scale dtype " + c.scale_dtype + " (expected F32, BF16 or F16)";
+      else if (!layoutOf(c.scale_shape, e.shape[0], e.shape[1], block, &l))
+        c.problem = "scale " + shapeText(c.scale_shape) + " fits no layout of " + shapeText(e.shape) + ": " +
+                    allowedShapes(e.shape[0], e.shape[1], block);
+      else
+        c.layout = toString(l, block);
+    }
+    r.value.push_back(std::move(c));
+  }
+  return r;
+}
+
+Result<const Format*> fp8CheckpointFormat(const std::string& path, const std::string& tensor_name) {
+  Result<const Format*> r;
+  auto list = listSafetensors(path);
+  r.merge(list);
+  if (!list.ok()) return r;
+  for (const auto& e : list.value)
+    if (e.name == tensor_name) {
+      r.value = formatOfDtype(e.dtype);
+      if (!r.value)
+        r.add(C::MalformedInput, path + ":" + tensor_name,
+              "dtype " + e.dtype + " is not an FP8 dtype (F8_E4M3 or F8_E5M2)");
+      return r;
+    }
+  r.add(C::NotFound, path + ":" + tensor_name, "no tensor of that name");
+  return r;
+}
+
+Result<QuantizedTensor> importFp8Checkpoint(const std::string& path, const std::string& tensor_name,
+                                            const Fp8ImportOptions& opt) {
+  Result<QuantizedTensor> r;
+  const std::string where = path + ":" + tensor_name;
+  if (opt.block < 1) {
+    r.add(C::InvalidArgument, where, "block must be ≥ 1");
+    return r;
+  }
+  auto list = listSafetensors(path);
+  r.merge(list);
+  if (!list.ok()) return r;
+  std::set<std::string> names;
+  for (const auto& e : list.value) names.insert(e.name);
+  if (!names.count(tensor_name)) {
+    std::string fp8;
+    for (const auto& e : list.value)
+      if (formatOfDtype(e.dtype)) fp8 += (fp8.empty() ? "" : ", ") + e.name;
+    r.add(C::NotFound, where, "no tensor of that name; the file's FP8 tensors: " + (fp8.empty() ? "none" : fp8));
+    return r;
+  }
+  auto w = readSafetensorsBytes(path, tensor_name);
+  r.merge(w);
+  if (!w.ok()) return r;
+  const Format* f = formatOfDtype(w.value.entry.dtype);
+  if (!f) {
+    r.add(C::MalformedInput, where, "dtype " + w.value.entry.dtype + " is not an FP8 dtype (F8_E4M3 or F8_E5M2)");
+    return r;
+  }
+  const auto& shape = w.value.entry.shape;
+  if (shape.size() != 2 || shape[0] < 1 || shape[1] < 1) {
+    r.add(C::WrongShape, where, "shape " + shapeText(shape) + ": an FP8 weight is a non-empty 2-D [rows, cols]");
+    return r;
+  }
+  const int64_t rows = shape[0], cols = shape[1];
+  std::string scale_name = opt.scale_name;
+  if (scale_name.empty()) {
+    scale_name = conventionalScale(tensor_name, names);
+    if (scale_name.empty()) {
+      r.add(C::NotFound, where,
+            "no scale: neither '" + tensor_name + "_scale_inv' (DeepSeek-V3 blocks) nor '" + tensor_name +
+                "_scale' (per tensor / per channel) is in the file; name it explicitly if it is stored otherwise");
+      return r;
+    }
+  } else if (!names.count(scale_name)) {
+    r.add(C::NotFound, path + ":" + scale_name, "no scale tensor of that name");
+    return r;
+  }
+  auto s = readSafetensorsBytes(path, scale_name);
+  r.merge(s);
+  if (!s.ok()) return r;
+  const std::string swhere = path + ":" + scale_name;
+  if (!isScaleDtype(s.value.entry.dtype)) {
+    r.add(C::MalformedInput, swhere, "scale dtype " + s.value.entry.dtype + " is not F32, BF16 or F16");
+    return r;
+  }
+  Fp8ScaleLayout layout;
+  if (!layoutOf(s.value.entry.shape, rows, cols, opt.block, &layout)) {
+    r.add(C::WrongShape, swhere,
+          "scale shape " + shapeText(s.value.entry.shape) + " does not match weight '" + tensor_name + "' " +
+              shapeText(shape) + ": the scale must be " + allowedShapes(rows, cols, opt.block));
+    return r;
+  }
+  std::vector<float> scales = widenScales(s.value);
+  for (size_t i = 0; i < scales.size(); ++i)
+    if (!std::isfinite(scales[i])) {
+      r.add(C::MalformedInput, swhere, "scale " + std::to_string(i) + " is not finite");
+      return r;
+    }
+  QuantizedTensor& q = r.value;
+  q.rows = rows;
+  q.cols = cols;
+  q.format = f;
+  q.codes = std::move(w.value.bytes);
+  q.block = layout == Fp8ScaleLayout::PerTensor    ? ScaleBlock{rows, cols}
+            : layout == Fp8ScaleLayout::PerChannel ? ScaleBlock{1, cols}
+                                                   : ScaleBlock{opt.block, opt.block};
+  q.dequant_scales = std::move(scales);
+  q.stats.elements = rows * cols;
+  // DeepSeek-V3's weight_quant divides by the block scale; the per-tensor and per-channel systems
+  // multiply by its reciprocal. Either way dequant_scales is the factor.
+  q.scale_op = layout == Fp8ScaleLayout::Block ? Format::ScaleOp::Divide : Format::ScaleOp::Multiply;
+  q.strategy = "checkpoint " + where + " (" + scale_name + ", " + toString(layout, opt.block) + ")";
+  return r;
+}
+
+QuantizedTensor transposeQuantized(const QuantizedTensor& q) {
+  QuantizedTensor t = q;
+  t.rows = q.cols;
+  t.cols = q.rows;
+  t.block = {q.block.cols, q.block.rows};
+  for (int64_t i = 0; i < q.rows; ++i)
+    for (int64_t j = 0; j < q.cols; ++j)
+      t.codes[static_cast<size_t>(j * q.rows + i)] = q.codes[static_cast<size_t>(i * q.cols + j)];
+  const int64_t gr = q.blockRows(), gc = q.blockCols();
+  auto grid = [&](const auto& v, auto* out) {
+    if (v.size() != static_cast<size_t>(gr * gc)) return; // empty (absent) scale kinds stay as they are
+    for (int64_t i = 0; i < gr; ++i)
+      for (int64_t j = 0; j < gc; ++j) (*out)[static_cast<size_t>(j * gr + i)] = v[static_cast<size_t>(i * gc + j)];
+  };
+  grid(q.dequant_scales, &t.dequant_scales);
+  grid(q.quant_scales, &t.quant_scales);
+  grid(q.scale_codes, &t.scale_codes);
+  return t;
+}
+
+// ---- writing --------------------------------------------------------------------------------
+
+Status writeSafetensors(const std::string& path, std::vector<SafetensorsTensor> tensors,
+                        const std::map<std::string, std::string>& metadata) {
+  Status st;
+  std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  Json header = Json::object();
+  if (!metadata.empty()) {
+    Json m = Json::object();
+    for (const auto& [k, v] : metadata) m[k] = v;
+    header["__metadata__"] = m;
+  }
+  int64_t offset = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto& t = tensors[i];
+    if (t.name.empty() || t.name == "__metadata__" || (i > 0 && tensors[i - 1].name == t.name)) {
+      st.add(C::InvalidArgument, path + ":" + t.name, "tensor names must be unique, not empty and not __metadata__");
+      return st;
+    }
+    int64_t n = 1;
+    for (auto d : t.shape) n *= d;
+    const int eb = safetensorsDtypeBytes(t.dtype);
+    if (eb == 0 || static_cast<int64_t>(t.bytes.size()) != n * eb) {
+      st.add(C::InvalidArgument, path + ":" + t.name,
+             "dtype " + t.dtype + " " + shapeText(t.shape) + " does not match " + std::to_string(t.bytes.size()) +
+                 " bytes");
+      return st;
+    }
+    header[t.name] = {{"dtype", t.dtype},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + static_cast<int64_t>(t.bytes.size())}}};
+    offset += static_cast<int64_t>(t.bytes.size());
+  }
+  std::string text = header.dump();
+  while (text.size() % 8 != 0) text += ' ';
+  std::vector<unsigned char> out;
+  out.reserve(8 + text.size() + static_cast<size_t>(offset));
+  const uint64_t n = text.size();
+  for (int k = 0; k < 8; ++k) out.push_back(static_cast<unsigned char>((n >> (8 * k)) & 0xFF));
+  out.insert(out.end(), text.begin(), text.end());
+  for (const auto& t : tensors) out.insert(out.end(), t.bytes.begin(), t.bytes.end());
+
+  // Write beside the target, fsync, rename over it, fsync the directory.
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string templ = (dir / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
+  const int fd = ::mkstemp(templ.data());
+  if (fd < 0) {
+    st.add(C::WriteFailed, path, std::string("cannot create a temporary file beside it: ") + std::strerror(errno));
+    return st;
+  }
+  size_t done = 0;
+  bool ok = true;
+  while (done < out.size()) {
+    const ssize_t w = ::write(fd, out.data() + done, out.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      ok = false;
+      break;
+    }
+    done += static_cast<size_t>(w);
+  }
+  const int err = errno;
+  ok = ok && ::fchmod(fd, 0644) == 0 && ::fsync(fd) == 0;
+  ok = ::close(fd) == 0 && ok;
+  if (!ok || ::rename(templ.c_str(), path.c_str()) != 0) {
+    st.add(C::WriteFailed, path, std::string("cannot write it: ") + std::strerror(ok ? errno : err));
+    ::unlink(templ.c_str());
+    return st;
+  }
+  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY); dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return st;
+}
+
+SafetensorsTensor float32Tensor(const std::string& name, const std::vector<float>& v, int64_t rows, int64_t cols) {
+  SafetensorsTensor t;
+  t.name = name;
+  t.dtype = "F32";
+  t.shape = rows > 0 ? std::vector<int64_t>{rows, cols} : std::vector<int64_t>{cols};
+  for (float x : v) putLe32(&t.bytes, std::bit_cast<uint32_t>(x));
+  return t;
+}
+
+std::vector<SafetensorsTensor> fp8WeightTensors(const std::string& prefix, const QuantizedTensor& q) {
+  const bool e4 = q.format == &Format::E4M3FN() || (q.format && q.format->name() == "E4M3FN");
+  const bool e5 = q.format == &Format::E5M2() || (q.format && q.format->name() == "E5M2");
+  if (!e4 && !e5) throw std::invalid_argument("fp8WeightTensors: the format must be E4M3FN or E5M2");
+  const bool per_tensor = q.block.rows >= q.rows && q.block.cols >= q.cols;
+  if (!per_tensor && q.block.rows != q.block.cols)
+    throw std::invalid_argument("fp8WeightTensors: the scale block must be the whole tensor or square");
+  std::vector<SafetensorsTensor> out(2);
+  out[0].name = prefix + ".weight";
+  out[0].dtype = e4 ? "F8_E4M3" : "F8_E5M2";
+  out[0].shape = {q.rows, q.cols};
+  out[0].bytes.assign(q.codes.begin(), q.codes.end());
+  if (per_tensor) {
+    out[1] = float32Tensor(prefix + ".weight_scale", q.dequant_scales, 0, 1);
+  } else {
+    out[1] = float32Tensor(prefix + ".weight_scale_inv", q.dequant_scales, q.blockRows(), q.blockCols());
+  }
+  return out;
+}
+
+QuantizedTensor quantizeForCheckpoint(const std::vector<float>& w, int64_t rows, int64_t cols, Fp8ScaleLayout layout) {
+  if (rows < 1 || cols < 1 || w.size() != static_cast<size_t>(rows * cols))
+    throw std::invalid_argument("quantizeForCheckpoint: " + std::to_string(w.size()) + " values for [" +
+                                std::to_string(rows) + ", " + std::to_string(cols) + "]");
+  if (layout == Fp8ScaleLayout::PerChannel)
+    throw std::invalid_argument("quantizeForCheckpoint: per-channel checkpoints are read, not written");
+  const auto preset = scalingPreset(layout == Fp8ScaleLayout::PerTensor ? "te_current" : "deepgemm_128x128");
+  if (!preset) throw std::invalid_argument("quantizeForCheckpoint: scaling preset missing");
+  return quantize(w.data(), rows, cols, Format::E4M3FN(), *preset, Axis::Cols);
+}
+
+// ---- re-quantizing --------------------------------------------------------------------------
+
+Fp8Requantized requantizeCheckpointTensor(const QuantizedTensor& stored, const Format& format,
+                                          const ScalingConfig& preset, Axis contraction) {
+  Fp8Requantized out;
+  const int64_t n = stored.rows * stored.cols;
+  out.original.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < stored.rows; ++i)
+    for (int64_t j = 0; j < stored.cols; ++j)
+      out.original[static_cast<size_t>(i * stored.cols + j)] = stored.dequantizedAt(i, j);
+  out.requantized = quantize(out.original.data(), stored.rows, stored.cols, format, preset, contraction);
+  std::vector<double> back(static_cast<size_t>(n));
+  for (int64_t i = 0; i < stored.rows; ++i)
+    for (int64_t j = 0; j < stored.cols; ++j)
+      back[static_cast<size_t>(i * stored.cols + j)] = out.requantized.dequantizedAt(i, j);
+  out.sqnr_db = compareErrors(out.original.data(), back.data(), n, 1).sqnr_db;
+  out.same_format = stored.format && stored.format->name() == format.name();
+  if (out.same_format)
+    for (size_t i = 0; i < stored.codes.size(); ++i) out.codes_changed += stored.codes[i] != out.requantized.codes[i];
+  return out;
+}
+
+} // namespace fp8lab

@@ -1,0 +1,145 @@
+// FP8 Lab — FP8 checkpoints in safetensors: reading a weight stored as FP8 codes with its scales,
+// writing trained weights in the same layouts, and re-quantizing a stored weight under another
+// recipe. docs/checkpoints.md has the conventions with their sources.
+//
+// A weight `<X>.weight` of dtype F8_E4M3 (→ Format E4M3FN) or F8_E5M2 (→ E5M2), shape
+// [rows, cols] = [out_features, in_features] (PyTorch nn.Linear, y = x · Wᵀ), has its scale
+// beside it, always a **dequant** factor, x ≈ decode(code) · scale:
+//   - `<X>.weight_scale`, float32 [] or [1]: one scale per tensor (vLLM
+//     model_executor/layers/quantization/fp8.py, Fp8LinearMethod: PerTensorScaleParameter;
+//     compressed-tensors "tensor" strategy);
+//   - `<X>.weight_scale`, float32 [rows, 1] or [rows]: one scale per output channel
+//     (compressed-tensors "channel" strategy, vLLM compressed_tensors_w8a8_fp8.py:
+//     ChannelQuantScaleParameter of shape (sum(output_partition_sizes), 1));
+//   - `<X>.weight_scale_inv` (or `weight_scale` in compressed-tensors' block strategy), float32
+//     [ceil(rows/128), ceil(cols/128)]: one scale per 128×128 block, partial blocks at the bottom and
+//     right edges (DeepSeek-V3 inference/kernel.py weight_dequant: y = x · s[i/128][j/128];
+//     fp8_cast_bf16.py finds it as f"{weight_name}_scale_inv"; vLLM fp8.py registers
+//     BlockQuantScaleParameter under that name "intentional for deepseekv3"). Despite "_inv" it
+//     multiplies the codes.
+// Scale dtypes F32, BF16 and F16 are read (the latter two widened exactly to float32).
+#pragma once
+
+#include "io/tensor_import.h"
+#include "scaling/quantized_tensor.h"
+#include "scaling/scaling.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace fp8lab {
+
+/// How a checkpoint weight's scales cover it.
+enum class Fp8ScaleLayout {
+  PerTensor,  ///< one scale: [] or [1] (also a [1, 1] grid)
+  PerChannel, ///< one scale per row (output channel): [rows, 1] or [rows]
+  Block,      ///< one scale per block×block tile: [ceil(rows/block), ceil(cols/block)]
+};
+/// "per_tensor", "per_channel", "block128x128" (the block edge in the name).
+std::string toString(Fp8ScaleLayout l, int64_t block = 128);
+
+/// Options of importFp8Checkpoint.
+struct Fp8ImportOptions {
+  /// The scale tensor's name; "" = by the naming convention: "<tensor>_scale_inv" when present,
+  /// else "<tensor>_scale" (`X.weight` → `X.weight_scale_inv` / `X.weight_scale`).
+  std::string scale_name;
+  int64_t block = 128; ///< edge of the square scale blocks of the Block layout (DeepSeek-V3: 128)
+};
+
+/// One FP8 tensor of a checkpoint as listed by listFp8Checkpoint (header only).
+struct Fp8CheckpointEntry {
+  std::string name;                 ///< e.g. "model.layers.0.mlp.down_proj.weight"
+  std::string dtype;                ///< "F8_E4M3" or "F8_E5M2"
+  std::vector<int64_t> shape;       ///< as stored
+  std::string scale_name;           ///< the scale found by the convention; "" = none
+  std::string scale_dtype;          ///< its dtype
+  std::vector<int64_t> scale_shape; ///< its shape
+  std::string layout;               ///< toString(Fp8ScaleLayout), or "" when no layout fits
+  std::string problem;              ///< why the tensor cannot be imported; "" = importable
+};
+
+/// The FP8 tensors (F8_E4M3, F8_E5M2) of a safetensors file with the scale each would be read
+/// with. Errors: the header errors of listSafetensors; per-tensor problems (no scale, a scale whose
+/// shape fits no layout, a scale dtype other than F32 / BF16 / F16) go into `problem`.
+Result<std::vector<Fp8CheckpointEntry>> listFp8Checkpoint(const std::string& path, int64_t block = 128);
+
+/// Reads FP8 weight `tensor_name` of a safetensors file with its scales into a QuantizedTensor:
+/// codes exactly as stored (row-major [rows, cols]), format E4M3FN (F8_E4M3) or E5M2 (F8_E5M2),
+/// `dequant_scales` the stored float32 scales (x ≈ decode(code) · scale), `block` from the layout
+/// (PerTensor: [rows, cols]; PerChannel: [1, cols]; Block: [block, block]), `strategy` naming the
+/// file, tensor, scale and layout. `quant_scales` is left empty (a checkpoint stores no quant
+/// multiplier).
+/// Errors (nothing is read past the first): NotFound (file, tensor, or no scale by either
+/// conventional name: the message names both), MalformedInput (the weight's dtype is not F8_E4M3 /
+/// F8_E5M2, the scale's dtype not F32 / BF16 / F16, a non-finite scale), WrongShape (weight not 2-D;
+/// a scale whose shape fits no layout — the message names both shapes and the shapes the rule
+/// allows).
+Result<QuantizedTensor> importFp8Checkpoint(const std::string& path, const std::string& tensor_name,
+                                            const Fp8ImportOptions& opt = {});
+
+/// The element format of FP8 tensor `tensor_name` (header only): E4M3FN or E5M2; errors as
+/// importFp8Checkpoint for a missing tensor or a non-FP8 dtype.
+Result<const Format*> fp8CheckpointFormat(const std::string& path, const std::string& tensor_name);
+
+/// `q` transposed: codes [cols, rows], block [block.cols, block.rows], scale grid transposed
+/// (dequant scales, quant scales and scale codes alike). A Linear weight W [out, in] gives the GEMM
+/// operand B = Wᵀ [in, out] of y = x · Wᵀ.
+QuantizedTensor transposeQuantized(const QuantizedTensor& q);
+
+// ---- writing --------------------------------------------------------------------------------
+
+/// One tensor to write: dtype ("F8_E4M3", "F8_E5M2", "F32", "U8", ...), shape and little-endian raw
+/// bytes (product(shape) · element size).
+struct SafetensorsTensor {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::vector<unsigned char> bytes;
+};
+
+/// Writes a safetensors file (Hugging Face safetensors format: 8-byte little-endian header length
+/// N, N bytes of JSON header {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__":
+/// {string: string}}, padded with spaces to a multiple of 8; then the data, tensors in name order,
+/// offsets relative to the end of the header). Atomic: written to a temporary file beside `path`,
+/// fsync'ed, renamed over `path`, directory fsync'ed; on any failure the previous file is kept.
+/// Errors: InvalidArgument (duplicate or empty name, a byte count that does not match dtype and
+/// shape, "__metadata__" as a tensor name), WriteFailed.
+Status writeSafetensors(const std::string& path, std::vector<SafetensorsTensor> tensors,
+                        const std::map<std::string, std::string>& metadata = {});
+
+/// The tensors that store `q` as FP8 weight `<prefix>.weight` [rows, cols] with its scale:
+/// "<prefix>.weight_scale" F32 [1] when `q` has one scale (per tensor), else
+/// "<prefix>.weight_scale_inv" F32 [blockRows, blockCols] (block layout, DeepSeek-V3 naming) — both
+/// dequant factors, q.dequant_scales as stored. Throws std::invalid_argument for a format other than
+/// E4M3FN / E5M2 or a block that is neither the whole tensor nor square.
+std::vector<SafetensorsTensor> fp8WeightTensors(const std::string& prefix, const QuantizedTensor& q);
+
+/// A float32 tensor [rows, cols] (rows 0: a vector [cols]) as an F32 SafetensorsTensor.
+SafetensorsTensor float32Tensor(const std::string& name, const std::vector<float>& v, int64_t rows, int64_t cols);
+
+/// Quantizes a float32 weight [rows, cols] for a checkpoint layout: PerTensor with Transformer
+/// Engine current scaling (preset te_current: quant multiplier s = 448/amax in float32, stored
+/// dequant scale = TE's scale_inv = f32(1/s)), Block with DeepSeek-V3's 128×128 rule (preset
+/// deepgemm_128x128: sf = max(amax, 1e-4)/448 per block, the stored weight_scale_inv). Format
+/// E4M3FN. Throws std::invalid_argument for PerChannel (not written) or a bad shape.
+QuantizedTensor quantizeForCheckpoint(const std::vector<float>& w, int64_t rows, int64_t cols, Fp8ScaleLayout layout);
+
+// ---- re-quantizing --------------------------------------------------------------------------
+
+/// A stored FP8 weight re-quantized under another recipe.
+struct Fp8Requantized {
+  std::vector<double> original; ///< decode(code) · scale of the stored tensor, exact in float64
+  QuantizedTensor requantized;  ///< quantize(original) with the preset (from float64)
+  double sqnr_db = 0;           ///< 10·log10(Σ original² / Σ (requantized − original)²); +Inf when equal
+  int64_t codes_changed = 0;    ///< elements whose code differs from the stored one (same format only)
+  bool same_format = false;     ///< the preset's format is the stored one (codes comparable)
+};
+
+/// Dequantizes `stored` exactly (float64) and quantizes it with `preset` in `format` along
+/// `contraction` (Cols: the tensor is an A [M, K]; Rows: a B [K, N]). Throws std::invalid_argument
+/// for a format wider than 8 bits (as quantize()).
+Fp8Requantized requantizeCheckpointTensor(const QuantizedTensor& stored, const Format& format,
+                                          const ScalingConfig& preset, Axis contraction = Axis::Cols);
+
+} // namespace fp8lab

@@ -1,0 +1,381 @@
+// Tests for FP8 checkpoints (core/io/fp8_checkpoint.h). Input files are built byte by byte here
+// following the safetensors format (8-byte little-endian header length, JSON header, raw
+// little-endian data); the FP8 code values are derived by hand in the comments (OCP OFP8 v1.0:
+// E4M3FN bias 7, E5M2 bias 15), nothing is produced by the code under test.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "experiment/gemm_config.h"
+#include "experiment/gemm_run.h"
+#include "io/fp8_checkpoint.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+using namespace fp8lab;
+using Code = Issue::Code;
+
+namespace {
+
+void writeBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string readBytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+std::string le64(uint64_t v) {
+  std::string s;
+  for (int i = 0; i < 8; ++i) s += char((v >> (8 * i)) & 0xFF);
+  return s;
+}
+
+std::string f32Bytes(const std::vector<float>& v) {
+  std::string s;
+  for (float x : v) {
+    const uint32_t u = std::bit_cast<uint32_t>(x);
+    for (int i = 0; i < 4; ++i) s += char((u >> (8 * i)) & 0xFF);
+  }
+  return s;
+}
+
+/// A safetensors file: `header` is the JSON text, `data` the data section.
+void writeSafetensors(const std::string& path, const std::string& header, const std::string& data) {
+  writeBytes(path, le64(header.size()) + header + data);
+}
+
+/// A .npy v1.0 file: magic, version, header length, the dict padded to 64 bytes, raw data.
+void writeNpy(const std::string& path, const std::string& descr, const std::string& shape, const std::string& data) {
+  std::string h = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  while ((10 + h.size() + 1) % 64 != 0) h += ' ';
+  h += '\n';
+  writeBytes(path, std::string("\x93NUMPY\x01\x00", 8) + char(h.size() & 0xFF) + char(h.size() >> 8) + h + data);
+}
+
+bool hasCode(const Status& st, Code c) {
+  for (const auto& i : st.issues)
+    if (i.code == c) return true;
+  return false;
+}
+
+uint32_t bits(float x) {
+  return std::bit_cast<uint32_t>(x);
+}
+
+QString q(const std::string& s) {
+  return QString::fromStdString(s);
+}
+
+/// Codes of the [2, 3] E4M3FN test weight, row-major: 0x38 = 0 0111 000 = 1.0, 0x40 = 0 1000 000 =
+/// 2.0, 0xB8 = −1.0, 0x00 = 0, 0x3C = 0 0111 100 = 1.5, 0x01 = 2^−6 · 1/8 = 2^−9 (subnormal).
+const std::string kCodes23 = std::string("\x38\x40\xB8\x00\x3C\x01", 6);
+
+} // namespace
+
+class TestFp8Checkpoint : public QObject {
+  Q_OBJECT
+  QTemporaryDir dir;
+  std::string path(const char* n) const { return (dir.path() + QLatin1Char('/') + QLatin1String(n)).toStdString(); }
+
+private Q_SLOTS:
+  void perTensorScaleDecodes_data() {
+    QTest::addColumn<QString>("scale_entry");
+    QTest::addColumn<QByteArray>("scale_bytes");
+    // 0.5 = 0x3F000000 in float32; as BF16 its top half 0x3F00.
+    QTest::newRow("F32 scalar") << QStringLiteral("\"dtype\":\"F32\",\"shape\":[]")
+                                << QByteArray("\x00\x00\x00\x3F", 4);
+    QTest::newRow("F32 [1]") << QStringLiteral("\"dtype\":\"F32\",\"shape\":[1]") << QByteArray("\x00\x00\x00\x3F", 4);
+    QTest::newRow("BF16 [1]") << QStringLiteral("\"dtype\":\"BF16\",\"shape\":[1]") << QByteArray("\x00\x3F", 2);
+  }
+  void perTensorScaleDecodes() {
+    QFETCH(QString, scale_entry);
+    QFETCH(QByteArray, scale_bytes);
+    const std::string p = path("pt.safetensors");
+    const std::string n = std::to_string(scale_bytes.size());
+    const std::string header =
+        "{\"l.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[0,6]},\"l.weight_scale\":{" +
+        scale_entry.toStdString() + ",\"data_offsets\":[6," + std::to_string(6 + scale_bytes.size()) + "]}}";
+    writeSafetensors(p, header, kCodes23 + scale_bytes.toStdString());
+    auto r = importFp8Checkpoint(p, "l.weight");
+    QVERIFY2(r.ok(), r.message().c_str());
+    const QuantizedTensor& t = r.value;
+    QCOMPARE(t.format->name(), std::string("E4M3FN"));
+    QCOMPARE(t.rows, int64_t(2));
+    QCOMPARE(t.cols, int64_t(3));
+    QCOMPARE(t.codes, std::vector<uint8_t>({0x38, 0x40, 0xB8, 0x00, 0x3C, 0x01}));
+    QCOMPARE(t.block, (ScaleBlock{2, 3}));
+    QCOMPARE(t.dequant_scales, std::vector<float>({0.5f}));
+    // decode(code) · 0.5: 0.5, 1.0, −0.5, 0, 0.75, 2^−10.
+    const double want[6] = {0.5, 1.0, -0.5, 0.0, 0.75, std::ldexp(1.0, -10)};
+    for (int i = 0; i < 6; ++i) QCOMPARE(t.dequantizedAt(i / 3, i % 3), want[i]);
+  }
+
+  void perChannelScale() {
+    // [2, 1] compressed-tensors channel scales {4, 0.25}: row 0 × 4, row 1 × 0.25.
+    const std::string p = path("pc.safetensors");
+    writeSafetensors(p,
+                     "{\"l.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[0,6]},"
+                     "\"l.weight_scale\":{\"dtype\":\"F32\",\"shape\":[2,1],\"data_offsets\":[6,14]}}",
+                     kCodes23 + f32Bytes({4.0f, 0.25f}));
+    auto r = importFp8Checkpoint(p, "l.weight");
+    QVERIFY2(r.ok(), r.message().c_str());
+    QCOMPARE(r.value.block, (ScaleBlock{1, 3}));
+    const double want[6] = {4.0, 8.0, -4.0, 0.0, 0.375, std::ldexp(1.0, -11)};
+    for (int i = 0; i < 6; ++i) QCOMPARE(r.value.dequantizedAt(i / 3, i % 3), want[i]);
+  }
+
+  void blockScaleAtTheEdge() {
+    // A 130×3 E5M2 weight, every code 0x3C = 0 01111 00 = 1.0, with DeepSeek-V3's weight_scale_inv
+    // [ceil(130/128), ceil(3/128)] = [2, 1] = {2, 0.25}: rows 0..127 decode to 2, rows 128..129
+    // (the partial bottom block) to 0.25.
+    const std::string p = path("blk.safetensors");
+    writeSafetensors(p,
+                     "{\"m.weight\":{\"dtype\":\"F8_E5M2\",\"shape\":[130,3],\"data_offsets\":[0,390]},"
+                     "\"m.weight_scale_inv\":{\"dtype\":\"F32\",\"shape\":[2,1],\"data_offsets\":[390,398]}}",
+                     std::string(390, '\x3C') + f32Bytes({2.0f, 0.25f}));
+    auto r = importFp8Checkpoint(p, "m.weight");
+    QVERIFY2(r.ok(), r.message().c_str());
+    QCOMPARE(r.value.format->name(), std::string("E5M2"));
+    QCOMPARE(r.value.block, (ScaleBlock{128, 128}));
+    QCOMPARE(r.value.dequantizedAt(0, 0), 2.0);
+    QCOMPARE(r.value.dequantizedAt(127, 2), 2.0);
+    QCOMPARE(r.value.dequantizedAt(128, 0), 0.25);
+    QCOMPARE(r.value.dequantizedAt(129, 2), 0.25);
+    auto l = listFp8Checkpoint(p);
+    QVERIFY(l.ok());
+    QCOMPARE(l.value.size(), size_t(1));
+    QCOMPARE(l.value[0].layout, std::string("block128x128"));
+    QCOMPARE(l.value[0].scale_name, std::string("m.weight_scale_inv"));
+  }
+
+  void shapeMismatchRefusedNamingBothShapes() {
+    // [3, 1] fits no layout of [130, 3]: per tensor is [1], per channel [130, 1], blocks [2, 1].
+    const std::string p = path("bad.safetensors");
+    writeSafetensors(p,
+                     "{\"m.weight\":{\"dtype\":\"F8_E5M2\",\"shape\":[130,3],\"data_offsets\":[0,390]},"
+                     "\"m.weight_scale_inv\":{\"dtype\":\"F32\",\"shape\":[3,1],\"data_offsets\":[390,402]}}",
+                     std::string(390, '\x3C') + f32Bytes({1.0f, 1.0f, 1.0f}));
+    auto r = importFp8Checkpoint(p, "m.weight");
+    QVERIFY(!r.ok());
+    QVERIFY(hasCode(r, Code::WrongShape));
+    const std::string m = r.errors();
+    QVERIFY2(m.find("[3, 1]") != std::string::npos, m.c_str());
+    QVERIFY2(m.find("[130, 3]") != std::string::npos, m.c_str());
+    QVERIFY2(m.find("[2, 1] (128×128 blocks") != std::string::npos, m.c_str());
+    QVERIFY2(m.find("[130, 1] (per output channel)") != std::string::npos, m.c_str());
+    auto l = listFp8Checkpoint(p);
+    QVERIFY(l.ok());
+    QCOMPARE(l.value[0].layout, std::string());
+    QVERIFY(!l.value[0].problem.empty());
+  }
+
+  void missingScaleAndWrongDtypesRefused() {
+    const std::string p = path("noscale.safetensors");
+    writeSafetensors(p, "{\"l.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[0,6]}}", kCodes23);
+    auto r = importFp8Checkpoint(p, "l.weight");
+    QVERIFY(hasCode(r, Code::NotFound));
+    QVERIFY2(r.errors().find("l.weight_scale_inv") != std::string::npos, r.errors().c_str());
+    QVERIFY2(r.errors().find("'l.weight_scale'") != std::string::npos, r.errors().c_str());
+
+    // An F64 scale: not a scale dtype.
+    const std::string p2 = path("f64scale.safetensors");
+    writeSafetensors(p2,
+                     "{\"l.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[0,6]},"
+                     "\"l.weight_scale\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[6,14]}}",
+                     kCodes23 + std::string(8, '\0'));
+    auto r2 = importFp8Checkpoint(p2, "l.weight");
+    QVERIFY(hasCode(r2, Code::MalformedInput));
+    QVERIFY2(r2.errors().find("F64") != std::string::npos, r2.errors().c_str());
+
+    // A U8 "weight" is not FP8.
+    const std::string p3 = path("u8.safetensors");
+    writeSafetensors(p3,
+                     "{\"l.weight\":{\"dtype\":\"U8\",\"shape\":[2,3],\"data_offsets\":[0,6]},"
+                     "\"l.weight_scale\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[6,10]}}",
+                     kCodes23 + f32Bytes({1.0f}));
+    auto r3 = importFp8Checkpoint(p3, "l.weight");
+    QVERIFY(hasCode(r3, Code::MalformedInput));
+    QVERIFY2(r3.errors().find("U8 is not an FP8 dtype") != std::string::npos, r3.errors().c_str());
+
+    // An explicit scale name that is absent.
+    Fp8ImportOptions opt;
+    opt.scale_name = "l.s";
+    auto r4 = importFp8Checkpoint(p, "l.weight", opt);
+    QVERIFY(hasCode(r4, Code::NotFound));
+    QVERIFY2(r4.errors().find("l.s") != std::string::npos, r4.errors().c_str());
+  }
+
+  void explicitScaleName() {
+    const std::string p = path("named.safetensors");
+    writeSafetensors(p,
+                     "{\"l.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[0,6]},"
+                     "\"l.s\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[6,10]}}",
+                     kCodes23 + f32Bytes({8.0f}));
+    Fp8ImportOptions opt;
+    opt.scale_name = "l.s";
+    auto r = importFp8Checkpoint(p, "l.weight", opt);
+    QVERIFY2(r.ok(), r.message().c_str());
+    QCOMPARE(r.value.dequantizedAt(0, 1), 16.0); // 0x40 = 2 · 8
+  }
+
+  void exportImportRoundTripBitForBit_data() {
+    QTest::addColumn<int>("layout");
+    QTest::newRow("per_tensor") << int(Fp8ScaleLayout::PerTensor);
+    QTest::newRow("block128") << int(Fp8ScaleLayout::Block);
+  }
+  void exportImportRoundTripBitForBit() {
+    QFETCH(int, layout);
+    const int64_t rows = 130, cols = 200;
+    std::vector<float> w(static_cast<size_t>(rows * cols));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        w[static_cast<size_t>(i * cols + j)] = float((i * 7 + j * 3) % 17 - 8) * 0.01f * float(1 + i / 64);
+    const QuantizedTensor qt = quantizeForCheckpoint(w, rows, cols, Fp8ScaleLayout(layout));
+    auto tensors = fp8WeightTensors("fc1", qt);
+    tensors.push_back(float32Tensor("fc1.bias", std::vector<float>(rows, 0.5f), 0, rows));
+    const std::string p = path("rt.safetensors");
+    const Status st = fp8lab::writeSafetensors(p, tensors, {{"producer", "test"}});
+    QVERIFY2(st.ok(), st.message().c_str());
+    // The 8-byte length is a multiple of 8 and the header is JSON followed by the data.
+    const std::string raw = readBytes(p);
+    uint64_t hlen = 0;
+    for (int k = 0; k < 8; ++k) hlen |= uint64_t(uint8_t(raw[size_t(k)])) << (8 * k);
+    QCOMPARE(hlen % 8, uint64_t(0));
+    const int64_t nscales = layout == int(Fp8ScaleLayout::PerTensor) ? 1 : 2 * 2; // ceil(130/128) × ceil(200/128)
+    QCOMPARE(raw.size(), size_t(8 + hlen + rows * cols + 4 * nscales + 4 * rows));
+    auto r = importFp8Checkpoint(p, "fc1.weight");
+    QVERIFY2(r.ok(), r.message().c_str());
+    QCOMPARE(r.value.codes, qt.codes);
+    QCOMPARE(r.value.dequant_scales.size(), size_t(nscales));
+    for (size_t i = 0; i < qt.dequant_scales.size(); ++i)
+      QCOMPARE(bits(r.value.dequant_scales[i]), bits(qt.dequant_scales[i]));
+    const ScaleBlock want_block =
+        layout == int(Fp8ScaleLayout::PerTensor) ? ScaleBlock{rows, cols} : ScaleBlock{128, 128};
+    QCOMPARE(r.value.block, want_block);
+    // Per tensor: the amax is 8 · 0.01 · 3 (rows 128..129), TE's quant multiplier f32(448 / f32(0.24))
+    // and the stored dequant scale is its float32 reciprocal.
+    if (layout == int(Fp8ScaleLayout::PerTensor)) {
+      const float amax = 8 * 0.01f * 3;
+      const float s = 448.0f / amax;
+      QCOMPARE(bits(r.value.dequant_scales[0]), bits(1.0f / s));
+    }
+  }
+
+  void requantizeWithTheSameRecipeKeepsTheCodes() {
+    // A per-tensor E4M3FN tensor whose amax code is 448 (0x7E): requantizing its decoded values
+    // with te_current finds amax = 448 · s, the same scale, and so the same codes.
+    const std::string p = path("rq.safetensors");
+    writeSafetensors(p,
+                     "{\"l.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[1,4],\"data_offsets\":[0,4]},"
+                     "\"l.weight_scale\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                     std::string("\x7E\x38\xC0\x01", 4) + f32Bytes({0.125f}));
+    auto r = importFp8Checkpoint(p, "l.weight");
+    QVERIFY2(r.ok(), r.message().c_str());
+    const auto te = scalingPreset("te_current");
+    const Fp8Requantized rq = requantizeCheckpointTensor(r.value, Format::E4M3FN(), *te);
+    // x = {448, 1, −2, 2^−9} · 0.125 = {56, 0.125, −0.25, 2^−12}
+    QCOMPARE(rq.original, std::vector<double>({56.0, 0.125, -0.25, std::ldexp(1.0, -12)}));
+    QCOMPARE(rq.codes_changed, int64_t(0));
+    QVERIFY(std::isinf(rq.sqnr_db));
+    // MX (mx_rceil, block 32 along the columns): amax 56 → E8M0 = ceil(log2(56/448)) = −3, scale 2^−3:
+    // the same values and codes again.
+    const auto mx = scalingPreset("mx_rceil");
+    const Fp8Requantized rm = requantizeCheckpointTensor(r.value, Format::E4M3FN(), *mx);
+    QCOMPARE(rm.requantized.dequant_scales, std::vector<float>({0.125f}));
+    QCOMPARE(rm.requantized.codes, std::vector<uint8_t>({0x7E, 0x38, 0xC0, 0x01}));
+  }
+
+  void gemmCheckpointOperandMatchesNpyOperands() {
+    // A = x.weight [2, 3] (kCodes23, per-tensor 0.5): {0.5, 1, −0.5; 0, 0.75, 2^−10}.
+    // W = w.weight [2, 3] as a Linear weight [out, in], codes {0x40 0x38 0x40; 0x38 0x38 0x38},
+    // per-channel scales {1, 0.25}; B = Wᵀ [3, 2] = {2, 0.25; 1, 0.25; 2, 0.25}.
+    // D = A·B: D00 = 1 + 1 − 1 = 1, D01 = 0.25 · (0.5 + 1 − 0.5) = 0.25,
+    //          D10 = 0.75 + 2^−9, D11 = 0.25 · (0.75 + 2^−10).
+    const std::string ck = path("g.safetensors");
+    writeSafetensors(ck,
+                     "{\"w.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[0,6]},"
+                     "\"w.weight_scale\":{\"dtype\":\"F32\",\"shape\":[2,1],\"data_offsets\":[6,14]},"
+                     "\"x.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[14,20]},"
+                     "\"x.weight_scale\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[20,24]}}",
+                     std::string("\x40\x38\x40\x38\x38\x38", 6) + f32Bytes({1.0f, 0.25f}) + kCodes23 +
+                         f32Bytes({0.5f}));
+    writeNpy(path("ga.npy"), "|u1", "(2, 3)", kCodes23);
+    writeNpy(path("gb.npy"), "|u1", "(3, 2)", std::string("\x40\x38\x38\x38\x40\x38", 6));
+    writeNpy(path("gbs.npy"), "<f4", "(1, 2)", f32Bytes({1.0f, 0.25f}));
+    GemmExperimentConfig c1, c2;
+    const std::string j1 = "{\"accumulation\": \"fp32\", \"a\": {\"checkpoint\": \"" + ck +
+                           "\", \"tensor\": \"x.weight\"}, \"b\": {\"checkpoint\": \"" + ck +
+                           "\", \"tensor\": \"w.weight\", \"transpose\": true}}";
+    QCOMPARE(parseGemmConfig(Json::parse(j1), &c1), std::string());
+    const std::string j2 = "{\"accumulation\": \"fp32\", \"a\": {\"codes\": \"" + path("ga.npy") +
+                           "\", \"format\": \"E4M3FN\", \"scales\": 0.5}, \"b\": {\"codes\": \"" + path("gb.npy") +
+                           "\", \"format\": \"E4M3FN\", \"scales\": \"" + path("gbs.npy") + "\", \"block\": [3, 1]}}";
+    QCOMPARE(parseGemmConfig(Json::parse(j2), &c2), std::string());
+    auto be = makeCpuGemmBackend();
+    auto r1 = runGemmExperimentRun(c1, gemmConfigJson(c1).dump(), "ck", *be);
+    auto r2 = runGemmExperimentRun(c2, gemmConfigJson(c2).dump(), "npy", *be);
+    QVERIFY2(r1.ok(), r1.message().c_str());
+    QVERIFY2(r2.ok(), r2.message().c_str());
+    const Dataset* d1 = r1.value.find("output/D");
+    const Dataset* d2 = r2.value.find("output/D");
+    QVERIFY(d1 && d2);
+    QCOMPARE(d1->shape, std::vector<int64_t>({2, 2}));
+    const std::vector<float> want = {1.0f, 0.25f, float(0.75 + std::ldexp(1.0, -9)),
+                                     float(0.25 * (0.75 + std::ldexp(1.0, -10)))};
+    for (size_t i = 0; i < 4; ++i) {
+      QCOMPARE(bits(d1->f32[i]), bits(want[i]));
+      QCOMPARE(bits(d1->f32[i]), bits(d2->f32[i]));
+    }
+    // The stored config names the checkpoint and reads back to the same operands.
+    GemmExperimentConfig back;
+    QCOMPARE(parseGemmConfig(Json::parse(r1.value.config_json), &back), std::string());
+    QCOMPARE(back.b.pre.checkpoint, ck);
+    QCOMPARE(back.b.pre.checkpoint_tensor, std::string("w.weight"));
+    QVERIFY(back.b.pre.transpose);
+    QCOMPARE(back.format_a, std::string("E4M3FN"));
+  }
+
+  void gemmCheckpointErrorsNameTheKey() {
+    const std::string ck = path("g.safetensors"); // written by the test above
+    const std::string text = "{\n  \"a\": {\"checkpoint\": \"" + ck + "\",\n        \"tensor\": \"nope.weight\"},\n" +
+                             "  \"b\": {\"distribution\": \"normal\"}\n}";
+    const JsonDocument doc = JsonDocument::parse(text);
+    GemmExperimentConfig c;
+    const std::string m = parseGemmConfig(doc.root(), &c, &doc);
+    QVERIFY2(m.find("a.tensor") != std::string::npos, m.c_str());
+    QVERIFY2(m.find("no tensor of that name") != std::string::npos, m.c_str());
+    QVERIFY2(m.find("line 3") != std::string::npos, m.c_str());
+    GemmExperimentConfig c2;
+    const std::string m2 = parseGemmConfig(
+        Json::parse("{\"a\": {\"checkpoint\": \"" + ck + "\", \"tensor\": \"x.weight\", \"codes\": \"x\"}}"), &c2);
+    QVERIFY2(m2.find("a.codes") != std::string::npos, m2.c_str());
+    GemmExperimentConfig c3;
+    const std::string m3 = parseGemmConfig(
+        Json::parse("{\"a\": {\"checkpoint\": \"" + path("none.safetensors") + "\", \"tensor\": \"x.weight\"}}"), &c3);
+    QVERIFY2(m3.find("a.checkpoint") != std::string::npos, m3.c_str());
+    QVERIFY2(m3.find("no such file") != std::string::npos, m3.c_str());
+  }
+
+  void transposeMovesCodesAndScaleGrid() {
+    QuantizedTensor t;
+    t.rows = 2;
+    t.cols = 3;
+    t.format = &Format::E4M3FN();
+    t.codes = {1, 2, 3, 4, 5, 6};
+    t.block = {1, 3};
+    t.dequant_scales = {0.5f, 2.0f};
+    const QuantizedTensor u = transposeQuantized(t);
+    QCOMPARE(u.rows, int64_t(3));
+    QCOMPARE(u.codes, std::vector<uint8_t>({1, 4, 2, 5, 3, 6}));
+    QCOMPARE(u.block, (ScaleBlock{3, 1}));
+    QCOMPARE(u.dequant_scales, std::vector<float>({0.5f, 2.0f}));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestFp8Checkpoint)
+#include "test_fp8_checkpoint.moc"
