@@ -53,7 +53,8 @@ QString tensorScaleText(const RunAccess& run, const QString& scales) {
       .arg(kind, numberText(value), numberText(amax));
 }
 
-/// Whether a scale code means trouble, and its short name.
+/// Whether a scale code means trouble (NaN, Inf, zero, subnormal, negative, E8M0's smallest and
+/// largest codes), and its short name.
 bool troubleOf(const Format& f, uint32_t code, QString* text) {
   const double v = f.decode(code);
   switch (f.classify(code)) {
@@ -70,6 +71,9 @@ bool troubleOf(const Format& f, uint32_t code, QString* text) {
     *text = QObject::tr("subnormal");
     return true;
   case CodeClass::MaxFinite:
+    // An E4M3 block scale of 448 is NVFP4's design point: the block holding the tensor amax gets
+    // bamax · (2688/amax)/6 = 448 under TE's rule. E8M0's largest code (2^127) is an overflow.
+    if (f.spec().specials == SpecialCodes::FN) return false;
     *text = QObject::tr("max %1").arg(valueWithPow2(std::fabs(v)).section(QStringLiteral(" = "), -1));
     return true;
   case CodeClass::Normal:

@@ -120,7 +120,8 @@ private Q_SLOTS:
   // An NVFP4-like operand: E4M3FN block scale codes 0x00 (zero), 0x01 (2^−9, the smallest
   // subnormal), 0x38 twice (0 0111 000 = 2^(7−7) = 1), 0x7E (448, the largest) and 0x7F (NaN).
   // Positions: zero one binade below 2^−9 → −10; 2^−9 → −9; 1 → 0; 448 → log2 448; NaN one above
-  // → log2 448 + 1. All but the two 1s are trouble (4 blocks). The closest two E4M3 codes are
+  // → log2 448 + 1. Zero, subnormal and NaN are trouble (3 blocks); 448 is not, as NVFP4's
+  // tensor-amax block gets exactly 448 by design (bamax · (2688/amax)/6). The closest two E4M3 codes are
   // 1.875 and 2 (log2(16/15) apart). The tensor scale of Transformer Engine's two-level scaling is
   // in the caption.
   void e4m3ScaleCodesOfNvfp4() {
@@ -138,15 +139,15 @@ private Q_SLOTS:
     const double l448 = std::log2(448.0);
     const double xs[] = {-10, -9, 0, l448, l448 + 1};
     const int64_t counts[] = {1, 1, 2, 1, 1};
-    const bool trouble[] = {true, true, false, true, true};
-    const char* names[] = {"zero", "subnormal", "", "max 448", "NaN"};
+    const bool trouble[] = {true, true, false, false, true};
+    const char* names[] = {"zero", "subnormal", "", "", "NaN"};
     for (int i = 0; i < 5; ++i) {
       QCOMPARE(h.bins[size_t(i)].x, xs[i]);
       QCOMPARE(h.bins[size_t(i)].count, counts[i]);
       QCOMPARE(h.bins[size_t(i)].trouble, trouble[i]);
       QCOMPARE(h.bins[size_t(i)].trouble_text, QString::fromLatin1(names[i]));
     }
-    QCOMPARE(h.trouble_blocks, int64_t(4));
+    QCOMPARE(h.trouble_blocks, int64_t(3));
     QVERIFY(std::fabs(h.bar_width - 0.85 * std::log2(16.0 / 15.0)) < 1e-12);
     QVERIFY2(h.tensor_scale.contains(QStringLiteral("te_amax")) && h.tensor_scale.contains(QStringLiteral("amax 6")) &&
                  h.tensor_scale.contains(QStringLiteral("/ 2688")),
@@ -249,7 +250,7 @@ private Q_SLOTS:
   // the size asked, view "block_scales", CSV as the view's. A run without scale codes has none.
   //   A [1, 32] = sixteen 6 then sixteen 0.75, E4M3FN codes 0x7E (448) and 0x66 (0 1100 110 =
   //   2^(12−7)·1.75 = 56) in blocks of 1×16: bars at log2 56 = 5.80735492 and log2 448 =
-  //   8.80735492, one block each, 448 the largest E4M3 value ("max 448"). Dequantized: block 0
+  //   8.80735492, one block each, 448 the largest E4M3 value (not trouble: the amax block). Dequantized: block 0
   //   exact (SQNR inf); block 1 is 0.75 but one 1.0: Σx² = 16 · 0.5625 = 9, Σe² = 0.25² =
   //   0.0625, SQNR 10·log10(144) = 21.5836249 dB.
   //   B [32, 1], E8M0FNU codes 0x7F twice in blocks of 16×1 (2^0 = 1, at x = 0), no inputs/B: a
@@ -305,7 +306,7 @@ private Q_SLOTS:
     for (const QString& n : names)
       if (n.endsWith(QStringLiteral(".png"))) QCOMPARE(QImage(QDir(req.dir).filePath(n)).size(), QSize(640, 480));
     QCOMPARE(read(QStringLiteral("fp4-block_scales-A.csv")),
-             QStringLiteral("x_log2,code,value,blocks,trouble\n5.80735492,102,56,1,\n8.80735492,126,448,1,max 448\n"));
+             QStringLiteral("x_log2,code,value,blocks,trouble\n5.80735492,102,56,1,\n8.80735492,126,448,1,\n"));
     QCOMPARE(read(QStringLiteral("fp4-block_error-A.csv")),
              QStringLiteral("block_row,block_col,sqnr_db\n0,0,inf\n0,1,21.5836249\n"));
     QCOMPARE(read(QStringLiteral("fp4-block_scales-B.csv")),
