@@ -1089,7 +1089,7 @@ QJsonObject ExperimentPanel::trainingConfig() const {
   if (precision == QStringLiteral("fp8") && recipe != QStringLiteral("per_tensor")) {
     QJsonObject r;
     r[QStringLiteral("name")] = recipe;
-    r[QStringLiteral("fp8_format")] = key(t_fp8fmt_);
+    if (recipe != QStringLiteral("te_nvfp4")) r[QStringLiteral("fp8_format")] = key(t_fp8fmt_);
     r[QStringLiteral("weight_2d")] = t_w2d_->isChecked();
     if (recipe == QStringLiteral("te_nvfp4")) {
       r[QStringLiteral("hadamard")] = t_hadamard_->isChecked();

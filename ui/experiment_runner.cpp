@@ -290,7 +290,8 @@ QJsonObject trainingPanelFromCanonical(const QByteArray& json, QString* why) {
   if (t.precision == TrainingPrecision::FP8 && t.recipe.recipe != TrainingRecipe::PerTensor) {
     QJsonObject r;
     r[QStringLiteral("name")] = QString::fromLatin1(toString(t.recipe.recipe));
-    r[QStringLiteral("fp8_format")] = t.recipe.hybrid ? QStringLiteral("HYBRID") : QStringLiteral("E4M3");
+    if (t.recipe.recipe != TrainingRecipe::TeNvfp4)
+      r[QStringLiteral("fp8_format")] = t.recipe.hybrid ? QStringLiteral("HYBRID") : QStringLiteral("E4M3");
     r[QStringLiteral("weight_2d")] = t.recipe.weight2d();
     if (t.recipe.recipe == TrainingRecipe::TeNvfp4) {
       r[QStringLiteral("hadamard")] = t.recipe.nvfp4_rht;

@@ -60,6 +60,12 @@ void readRecipe(ConfigReader& r, const Json& o, const ConfigPath& where, Trainin
   TrainingRecipeConfig& rc = c.recipe;
   rc.recipe = *rec;
   const std::string f8 = r.string(ro, "fp8_format", w, "E4M3");
+  // te_nvfp4 has E2M1 elements in every role: "E4M3" (the default, in configs stored by earlier
+  // versions) changes nothing, "HYBRID" would be silently ignored, so it is refused.
+  if (rc.recipe == TrainingRecipe::TeNvfp4 && (f8 == "HYBRID" || f8 == "hybrid")) {
+    r.fail(w.member("fp8_format"), "te_nvfp4 has E2M1 elements in every role; HYBRID applies to the FP8 recipes");
+    return;
+  }
   if (f8 == "HYBRID" || f8 == "hybrid")
     rc.hybrid = true;
   else if (f8 != "E4M3" && f8 != "e4m3")
@@ -169,7 +175,17 @@ std::string defaultRunId(const Json& o, int index) {
   if (o.contains("scaling") && o["scaling"].is_object() && o["scaling"].contains("strategy") &&
       o["scaling"]["strategy"].is_string())
     strat = o["scaling"]["strategy"].get<std::string>();
-  std::string id = "fp8-";
+  // A block recipe names the run ("te_mxfp8" → "te-mxfp8"): it has no per-tensor strategy.
+  if (o.contains("recipe")) {
+    const Json& rc = o["recipe"];
+    if (rc.is_string())
+      strat = rc.get<std::string>();
+    else if (rc.is_object() && rc.contains("name") && rc["name"].is_string())
+      strat = rc["name"].get<std::string>();
+    for (char& ch : strat)
+      if (ch == '_') ch = '-';
+  }
+  std::string id = prec == "fp8" ? "fp8-" : prec + "-";
   id += strat;
   if (index > 0) {
     id += '-';

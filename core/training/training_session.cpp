@@ -57,9 +57,9 @@ std::string gemmJson(const GemmOptions& g) {
 } // namespace
 
 std::string recipeJson(const TrainingRecipeConfig& r) {
-  std::string o = "{\"name\": " + jsonString(toString(r.recipe)) +
-                  ", \"fp8_format\": " + jsonString(r.hybrid ? "HYBRID" : "E4M3") +
-                  ", \"weight_2d\": " + (r.weight2d() ? "true" : "false");
+  std::string o = "{\"name\": " + jsonString(toString(r.recipe));
+  if (r.recipe != TrainingRecipe::TeNvfp4) o += ", \"fp8_format\": " + jsonString(r.hybrid ? "HYBRID" : "E4M3");
+  o += std::string(", \"weight_2d\": ") + (r.weight2d() ? "true" : "false");
   if (r.recipe == TrainingRecipe::TeNvfp4) {
     o += std::string(", \"hadamard\": ") + (r.nvfp4_rht ? "true" : "false");
     o += std::string(", \"stochastic_rounding\": ") + (r.nvfp4_stochastic_rounding ? "true" : "false");

@@ -277,7 +277,7 @@ private Q_SLOTS:
     QFile in(f);
     QVERIFY(in.open(QIODevice::ReadOnly));
     const fp8lab::Json saved = fp8lab::Json::parse(in.readAll().toStdString());
-    QCOMPARE(saved["recipe"], fp8lab::Json::parse(R"({"name": "te_nvfp4", "fp8_format": "E4M3", "weight_2d": true,
+    QCOMPARE(saved["recipe"], fp8lab::Json::parse(R"({"name": "te_nvfp4", "weight_2d": true,
         "hadamard": false, "stochastic_rounding": true, "overrides": {"wgrad.input": {"recipe": "high_precision"},
         "wgrad.grad_output": {"recipe": "high_precision"}}})"));
     ExperimentPanel other;

@@ -106,6 +106,19 @@ void TestTrainingRecipes::recipeConfigIsParsedAndBadKeysAreRefused() {
   e = QString::fromStdString(parseError(
       R"({"type": "training", "recipe": {"name": "te_nvfp4", "overrides": {"fprop.input": {"format": "E5M2"}}}})"));
   QVERIFY2(e.startsWith(QStringLiteral("recipe.overrides: fprop.input: te_nvfp4 elements are E2M1")), qPrintable(e));
+  // HYBRID would change nothing for te_nvfp4 (E2M1 everywhere): refused, not ignored.
+  e = QString::fromStdString(
+      parseError(R"({"type": "training", "recipe": {"name": "te_nvfp4", "fp8_format": "HYBRID"}})"));
+  QVERIFY2(e.startsWith(QStringLiteral("recipe.fp8_format: te_nvfp4 has E2M1 elements in every role")), qPrintable(e));
+  // A recipe run without an id is named after its recipe, not after a per-tensor strategy it does
+  // not use: "fp8-" + the recipe name with '-' for '_'.
+  {
+    const JsonDocument d = JsonDocument::parse(R"({"type": "training", "recipe": "te_nvfp4"})");
+    std::string err;
+    const auto spec = parseTrainingExperiment(d.root(), &err, &d);
+    QVERIFY2(spec, err.c_str());
+    QCOMPARE(spec->runs.at(0).id, std::string("fp8-te-nvfp4"));
+  }
 
   // A good config: "wgrad" names both wgrad operands; the stored config reads back the same.
   const std::string good = R"({"type": "training", "id": "r", "recipe": {"name": "te_mxfp8", "fp8_format": "HYBRID",
