@@ -210,8 +210,10 @@ void reportGemmRun(const Run& r, const QString& stored, const GemmExperimentConf
             .arg(attrInt(run->attrs, "m").value_or(cfg.m))
             .arg(attrInt(run->attrs, "k").value_or(cfg.k))
             .arg(attrInt(run->attrs, "n").value_or(cfg.n))
-            .arg(QString::fromStdString(cfg.format_a), QString::fromStdString(cfg.format_b),
-                 QString::fromStdString(cfg.scaling), QString::fromStdString(run->backend), opt.out)
+            .arg(QString::fromStdString(attrString(run->attrs, "format_a").value_or(cfg.format_a)),
+                 QString::fromStdString(attrString(run->attrs, "format_b").value_or(cfg.format_b)),
+                 QString::fromStdString(attrString(run->attrs, "scaling").value_or(cfg.scaling)),
+                 QString::fromStdString(run->backend), opt.out)
             .arg(met("sqnr_db"), met("rel_fro"), met("max_abs"), met("quant_sqnr_db"), met("accum_sqnr_db"))
             .arg(QString::fromStdString(run->device)));
   }
