@@ -264,6 +264,19 @@ int runGemm(const QStringList& args) {
   o.fast_accum_group = p.value(QStringLiteral("fast-group")).toInt(&ok);
   if (!ok || o.fast_accum_group < 1) return fail(QStringLiteral("--fast-group must be a positive integer"));
   o.fast_accum_promotes = !p.isSet(QStringLiteral("no-promotion"));
+  // A flag the chosen model does not read is refused, naming the models that read it.
+  if (!acc_preset) {
+    const bool fast = o.accumulation == Accumulation::FastAccum;
+    for (const char* f : {"fast-bits", "fast-group", "no-promotion"})
+      if (p.isSet(QString::fromLatin1(f)) && !fast)
+        return fail(QStringLiteral("--%1 applies to the fast-accumulation model (--accumulation fast or a preset); "
+                                   "'%2' does not read it")
+                        .arg(QString::fromLatin1(f), QString::fromStdString(acc_name)));
+    if (p.isSet(QStringLiteral("promotion-interval")) && !fast && o.accumulation != Accumulation::SplitFP32)
+      return fail(QStringLiteral("--promotion-interval applies to split and fast accumulation; '%1' has no "
+                                 "promotion windows")
+                      .arg(QString::fromStdString(acc_name)));
+  }
   if (acc_preset) {
     // The preset sets the fast model's parameters; a flag given beside it must agree.
     GemmOptions given = withAccumulationPreset(o, *acc_preset);
@@ -292,7 +305,12 @@ int runGemm(const QStringList& args) {
   for (const auto& [flag, scale_flag, src] :
        {std::tuple{"c-seed", "c-scale", &c_src}, std::tuple{"bias-seed", "bias-scale", &bias_src}}) {
     const QString v = p.value(QString::fromLatin1(flag));
-    if (v.isEmpty()) continue;
+    if (v.isEmpty()) {
+      if (p.isSet(QString::fromLatin1(scale_flag)))
+        return fail(QStringLiteral("--%1 needs --%2 (the values are seeded)")
+                        .arg(QString::fromLatin1(scale_flag), QString::fromLatin1(flag)));
+      continue;
+    }
     bool sok = false;
     src->seed = v.toULongLong(&sok);
     if (!sok) return fail(QStringLiteral("--%1 must be a non-negative integer").arg(QString::fromLatin1(flag)));

@@ -244,6 +244,37 @@ private Q_SLOTS:
              2);
     QVERIFY2(!err.isEmpty(), "an error message");
   }
+
+  // A flag the chosen model does not read is refused, not ignored: the fast model's parameters
+  // beside split, a promotion interval beside exact (windows only at scale boundaries), a C or
+  // bias scale without the seed that draws the values.
+  void flagsTheModelDoesNotReadAreRefused() {
+    const QStringList base{QStringLiteral("gemm"), QStringLiteral("--m"), QStringLiteral("8"), QStringLiteral("--n"),
+                           QStringLiteral("8"),    QStringLiteral("--k"), QStringLiteral("32")};
+    const std::pair<QStringList, const char*> cases[] = {
+        {{QStringLiteral("--accumulation"), QStringLiteral("split"), QStringLiteral("--fast-bits"),
+          QStringLiteral("20")},
+         "--fast-bits applies to the fast-accumulation model"},
+        {{QStringLiteral("--accumulation"), QStringLiteral("fp32"), QStringLiteral("--no-promotion")},
+         "--no-promotion applies to the fast-accumulation model"},
+        {{QStringLiteral("--accumulation"), QStringLiteral("exact"), QStringLiteral("--promotion-interval"),
+          QStringLiteral("64")},
+         "--promotion-interval applies to split and fast accumulation"},
+        {{QStringLiteral("--c-scale"), QStringLiteral("3")}, "--c-scale needs --c-seed"},
+        {{QStringLiteral("--bias-scale"), QStringLiteral("3")}, "--bias-scale needs --bias-seed"}};
+    for (const auto& [extra, needle] : cases) {
+      QByteArray err;
+      QCOMPARE(cli(base + extra, &err), 2);
+      QVERIFY2(err.contains(needle), err.constData());
+    }
+    // The models that read them still take them.
+    QByteArray err;
+    QCOMPARE(
+        cli(base + QStringList{QStringLiteral("--accumulation"), QStringLiteral("fast"), QStringLiteral("--fast-bits"),
+                               QStringLiteral("20"), QStringLiteral("--promotion-interval"), QStringLiteral("64")},
+            &err),
+        0);
+  }
 };
 
 QTEST_MAIN(TestGemmCli)
