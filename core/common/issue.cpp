@@ -65,7 +65,9 @@ Issue Issue::file(Code code, std::string where, std::string detail, Severity sev
   return i;
 }
 
-std::string Issue::title() const { return what.empty() ? std::string(codeName(code)) : what; }
+std::string Issue::title() const {
+  return what.empty() ? std::string(codeName(code)) : what;
+}
 
 std::string Issue::toString() const {
   std::string s = severityName(severity);

@@ -92,7 +92,8 @@ const std::vector<PresetDef>& presetDefs() {
         "Transformer Engine Float8CurrentScaling, recipe_common.cuh compute_scale_from_amax"},
        make("te_current", G::PerTensor, R::TransformerEngine)},
       {{"te_current_pow2", "te_current with power-of-two scales (mantissa mask, rounds down)",
-        "TE Float8CurrentScaling with NVTE_FP8_CURRENT_SCALING_POWER_2_SCALES=1, recipe_common.cuh compute_scale_from_amax (pow_2_scales)"},
+        "TE Float8CurrentScaling with NVTE_FP8_CURRENT_SCALING_POWER_2_SCALES=1, recipe_common.cuh "
+        "compute_scale_from_amax (pow_2_scales)"},
        make("te_current_pow2", G::PerTensor, R::TransformerEngine, true)},
       {{"torchao_tensorwise", "per-tensor, s = float32(float64(max)/max(amax,1e-12))",
         "torchao float8 recipe 'tensorwise', torchao/float8/float8_utils.py amax_to_scale"},
@@ -133,15 +134,18 @@ const std::vector<PresetDef>& presetDefs() {
         "DeepSeek-V3 inference/kernel.py act_quant"},
        make("dsv3_act_quant", G::Block1D, R::DeepGemm, false, 128, Format::ScaleOp::Divide)},
       {{"te_block_1x128", "1x128 blocks, TE rule with power-of-two scales (default of Float8BlockScaling)",
-        "TE Float8BlockScaling (common/recipe/__init__.py): inputs and gradients in 1D blocks, recipe_common.cuh compute_scale_from_amax"},
+        "TE Float8BlockScaling (common/recipe/__init__.py): inputs and gradients in 1D blocks, recipe_common.cuh "
+        "compute_scale_from_amax"},
        make("te_block_1x128", G::Block1D, R::TransformerEngine, true)},
       {{"te_block_128x128", "128x128 tiles, TE rule with power-of-two scales",
-        "TE Float8BlockScaling (common/recipe/__init__.py): weights in 2D blocks, recipe_common.cuh compute_scale_from_amax"},
+        "TE Float8BlockScaling (common/recipe/__init__.py): weights in 2D blocks, recipe_common.cuh "
+        "compute_scale_from_amax"},
        make("te_block_128x128", G::Block2D, R::TransformerEngine, true)},
       {{"mx_floor", "MX block-32, E8M0 = floor(log2 amax) - emax_elem, elements saturate (may clip)",
         "OCP MX v1.0 6.3; microxcaling; torchao ScaleCalculationMode.FLOOR, prototype/mx_formats/mx_tensor.py to_mx"},
        make("mx_floor", G::Block1D, R::MxFloor, false, 32)},
-      {{"mx_ceil", "MX block-32, E8M0 = ceil exponent - emax_elem", "torchao ScaleCalculationMode.CEIL, prototype/mx_formats/mx_tensor.py to_mx"},
+      {{"mx_ceil", "MX block-32, E8M0 = ceil exponent - emax_elem",
+        "torchao ScaleCalculationMode.CEIL, prototype/mx_formats/mx_tensor.py to_mx"},
        make("mx_ceil", G::Block1D, R::MxCeil, false, 32)},
       {{"mx_even",
         "MX block-32, amax rounded half-up to the element's mantissa width, then FLOOR (carries past 2 - "
@@ -149,7 +153,8 @@ const std::vector<PresetDef>& presetDefs() {
         "torchao ScaleCalculationMode.EVEN, prototype/mx_formats/mx_tensor.py to_mx"},
        make("mx_even", G::Block1D, R::MxEven, false, 32)},
       {{"mx_rceil", "MX block-32, E8M0 = round_up(amax/max) saturating, never clips",
-        "TE MXFP8BlockScaling, util/ptx_arch_spec.cuh float_to_e8m0 (cvt.rp.satfinite.ue8m0x2.f32); cuBLAS block scaling"},
+        "TE MXFP8BlockScaling, util/ptx_arch_spec.cuh float_to_e8m0 (cvt.rp.satfinite.ue8m0x2.f32); cuBLAS block "
+        "scaling"},
        make("mx_rceil", G::Block1D, R::MxRceil, false, 32)},
       {{"mx_rceil_torchao", "MX block-32, E8M0 = round_up(amax/max) without saturation (inf/NaN block -> 0xFF)",
         "torchao ScaleCalculationMode.RCEIL, prototype/mx_formats/mx_tensor.py to_mx"},

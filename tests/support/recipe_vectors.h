@@ -27,12 +27,12 @@ inline std::string recipeVectorsPath() {
 
 /// One row of the recipe vectors.
 struct RecipeVector {
-  std::string recipe;  ///< section letter of RECIPES-2026.md: A .. G, H_extra
-  std::string variant; ///< e.g. te_nvfp4_1x16, torchao_mx_e4m3_EVEN
-  std::string name;    ///< the case, e.g. rounding_order_difference_scale
-  std::vector<float> input;            ///< fp32 values, row-major (shape in notes)
-  std::vector<uint32_t> element_codes; ///< unpacked codes
-  std::vector<uint32_t> scale_codes;   ///< E4M3 (NVFP4) or biased E8M0 (MX) codes
+  std::string recipe;                        ///< section letter of RECIPES-2026.md: A .. G, H_extra
+  std::string variant;                       ///< e.g. te_nvfp4_1x16, torchao_mx_e4m3_EVEN
+  std::string name;                          ///< the case, e.g. rounding_order_difference_scale
+  std::vector<float> input;                  ///< fp32 values, row-major (shape in notes)
+  std::vector<uint32_t> element_codes;       ///< unpacked codes
+  std::vector<uint32_t> scale_codes;         ///< E4M3 (NVFP4) or biased E8M0 (MX) codes
   std::optional<uint32_t> tensor_scale_bits; ///< fp32 bits; empty for single-level recipes
   std::string notes;
   std::string source;
@@ -114,8 +114,10 @@ inline std::vector<RecipeVector> readRecipeVectors() {
     v.variant = f[1];
     v.name = f[2];
     for (const auto& s : detail::splitList(f[3])) v.input.push_back(detail::parseFloat(s));
-    for (const auto& s : detail::splitList(f[4])) v.element_codes.push_back(uint32_t(std::strtoul(s.c_str(), nullptr, 16)));
-    for (const auto& s : detail::splitList(f[5])) v.scale_codes.push_back(uint32_t(std::strtoul(s.c_str(), nullptr, 16)));
+    for (const auto& s : detail::splitList(f[4]))
+      v.element_codes.push_back(uint32_t(std::strtoul(s.c_str(), nullptr, 16)));
+    for (const auto& s : detail::splitList(f[5]))
+      v.scale_codes.push_back(uint32_t(std::strtoul(s.c_str(), nullptr, 16)));
     if (!f[6].empty()) v.tensor_scale_bits = uint32_t(std::strtoul(f[6].c_str(), nullptr, 16));
     v.notes = f[7];
     v.source = f[8];
