@@ -1,0 +1,160 @@
+// Per-block statistics (core/metrics/block_stats.h) on tensors whose every number is derived by
+// hand below: underflow by a tie to zero, saturation beyond E4M3FN's rounding limit 464, exact
+// blocks, edge blocks, two-level (NVFP4) factors, and the summary over the blocks.
+#include <QtTest>
+
+#include "formats/format.h"
+#include "metrics/block_stats.h"
+#include "scaling/scaling.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace fp8lab;
+
+namespace {
+
+/// x [rows, cols] in E4M3FN with one dequant scale per block (quant multiplier its reciprocal,
+/// Multiply), codes = encode(x · quant) saturating.
+QuantizedTensor handQuantized(const std::vector<float>& x, int64_t rows, int64_t cols, ScaleBlock block,
+                              const std::vector<float>& dequant) {
+  QuantizedTensor q;
+  q.rows = rows;
+  q.cols = cols;
+  q.format = &Format::E4M3FN();
+  q.block = block;
+  q.dequant_scales = dequant;
+  for (float d : dequant) q.quant_scales.push_back(1.0f / d);
+  q.codes.resize(x.size());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      const size_t b = static_cast<size_t>((i / block.rows) * q.blockCols() + j / block.cols);
+      q.codes[static_cast<size_t>(i * cols + j)] =
+          static_cast<uint8_t>(q.format->encode(double(x[static_cast<size_t>(i * cols + j)] * q.quant_scales[b])));
+    }
+  return q;
+}
+
+} // namespace
+
+class TestBlockStats : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  // x = [2^-10, 500 | 2, 0.25], blocks 1×2 with dequant scales 1 and 2^-4 (quant 1 and 16).
+  // Block 0: 2^-10 is half of E4M3FN's smallest subnormal 2^-9, a tie → even → 0: one underflow;
+  //   500 > 464 saturates to 448: one saturation. amax 500, min non-zero 2^-10,
+  //   dynamic range log2(500 / 2^-10) = log2(512000) = 18.96578428 bits;
+  //   SQNR 10·log10((2^-20 + 250000) / (2^-20 + 52²)) = 10·log10(92.45562...) = 19.65936 dB.
+  // Block 1: 2·16 = 32 and 0.25·16 = 4 are E4M3FN values: exact (SQNR +Inf), range log2(2/0.25) = 3.
+  // Summary: log2 scales {0, −4}: min −4, max 0, mean −2, std 2; max range 18.96578; one of two
+  //   blocks underflows, one saturates; underflow 1 of 4 non-zero, saturation 1 of 4 elements;
+  //   tensor SQNR 10·log10((2^-20 + 250000 + 4 + 0.0625) / (2^-20 + 2704)) = 19.65943 dB.
+  void handDerivedBlocks() {
+    const std::vector<float> x = {0x1p-10f, 500.0f, 2.0f, 0.25f};
+    const QuantizedTensor q = handQuantized(x, 1, 4, {1, 2}, {1.0f, 0x1p-4f});
+    BlockStatsMap m;
+    const BlockStatsSummary s = computeBlockStats(x.data(), q, m);
+    QCOMPARE(m.grid_rows, int64_t{1});
+    QCOMPARE(m.grid_cols, int64_t{2});
+    QCOMPARE(m.underflow, (std::vector<int64_t>{1, 0}));
+    QCOMPARE(m.saturated, (std::vector<int64_t>{1, 0}));
+    QCOMPARE(m.amax, (std::vector<float>{500.0f, 2.0f}));
+    QCOMPARE(m.min_nonzero, (std::vector<float>{0x1p-10f, 0.25f}));
+    QVERIFY(std::fabs(m.dynamic_range[0] - 18.96578428f) < 1e-5f);
+    QCOMPARE(m.dynamic_range[1], 3.0f);
+    QVERIFY(std::fabs(m.sqnr_db[0] - 19.65936f) < 1e-4f);
+    QVERIFY(std::isinf(m.sqnr_db[1]) && m.sqnr_db[1] > 0);
+    QVERIFY(m.scale_code.empty());
+    QCOMPARE(s.blocks, int64_t{2});
+    QCOMPARE(s.nonzero, int64_t{4});
+    QCOMPARE(s.log2_scale_min, -4.0f);
+    QCOMPARE(s.log2_scale_max, 0.0f);
+    QCOMPARE(s.log2_scale_mean, -2.0f);
+    QCOMPARE(s.log2_scale_std, 2.0f);
+    QVERIFY(std::fabs(s.max_dynamic_range - 18.96578428f) < 1e-5f);
+    QCOMPARE(s.underflow_block_share, 0.5f);
+    QCOMPARE(s.saturation_block_share, 0.5f);
+    QCOMPARE(s.underflow_fraction, 0.25f);
+    QCOMPARE(s.saturation_fraction, 0.25f);
+    QVERIFY(std::fabs(s.sqnr_db - 19.65943f) < 1e-4f);
+  }
+
+  // A 3×3 tensor in 2×2 blocks: the grid is 2×2 and the edge blocks hold 2, 2 and 1 elements.
+  // All values 1 with scale 1/448 · 448 = exact; zeros do not count as non-zero, and an all-zero
+  // block has SQNR NaN, no range and min non-zero 0.
+  void edgeBlocksAndZeros() {
+    const std::vector<float> x = {1, 1, 0, 1, 1, 0, 0, 0, 0};
+    const QuantizedTensor q = handQuantized(x, 3, 3, {2, 2}, {1.0f, 1.0f, 1.0f, 1.0f});
+    BlockStatsMap m;
+    const BlockStatsSummary s = computeBlockStats(x.data(), q, m);
+    QCOMPARE(m.blocks(), int64_t{4});
+    QCOMPARE(m.blockElements(0, 0), int64_t{4});
+    QCOMPARE(m.blockElements(0, 1), int64_t{2});
+    QCOMPARE(m.blockElements(1, 0), int64_t{2});
+    QCOMPARE(m.blockElements(1, 1), int64_t{1});
+    QVERIFY(std::isinf(m.sqnr_db[0]));
+    for (int b = 1; b < 4; ++b) {
+      QVERIFY(std::isnan(m.sqnr_db[static_cast<size_t>(b)]));
+      QCOMPARE(m.min_nonzero[static_cast<size_t>(b)], 0.0f);
+      QCOMPARE(m.dynamic_range[static_cast<size_t>(b)], 0.0f);
+    }
+    QCOMPARE(s.nonzero, int64_t{4});
+    QCOMPARE(s.underflow_fraction, 0.0f);
+    QVERIFY(std::isinf(s.sqnr_db));
+  }
+
+  // MX (mx_rceil, E4M3FN, 1×32 along the row) on a row of 64 values 0.5 with one 1.0 at column 40:
+  // RCEIL scale = 2^ceil(log2(amax / 448)): block 0 (amax 0.5) 2^ceil(−9.807) = 2^−9, E8M0 code
+  // 127 − 9 = 118; block 1 (amax 1) 2^ceil(−8.807) = 2^−8, code 119. Elements 0.5/2^−9 = 256 and
+  // 1/2^−8 = 256 are E4M3FN values: exact. log2 scales {−9, −8}: mean −8.5, std 0.5.
+  void mxScaleCodes() {
+    std::vector<float> x(64, 0.5f);
+    x[40] = 1.0f;
+    const QuantizedTensor q = quantize(x.data(), 1, 64, Format::E4M3FN(), *scalingPreset("mx_rceil"), Axis::Cols);
+    BlockStatsMap m;
+    const BlockStatsSummary s = computeBlockStats(x.data(), q, m);
+    QCOMPARE(m.scale, (std::vector<float>{0x1p-9f, 0x1p-8f}));
+    QCOMPARE(m.scale_code, (std::vector<uint8_t>{118, 119}));
+    QCOMPARE(m.dynamic_range, (std::vector<float>{0.0f, 1.0f}));
+    QCOMPARE(s.log2_scale_mean, -8.5f);
+    QCOMPARE(s.log2_scale_std, 0.5f);
+    QVERIFY(std::isinf(s.sqnr_db));
+  }
+
+  // A two-level tensor: block scales 2 with a TorchaoPts tensor factor 0.25 give the effective
+  // factor f32(0.25 · 2) = 0.5 (TensorScale::blockFactor); x = 1 codes as 1/0.5 = 2 (exact) and
+  // x = 4 as 8 (exact); in E2M1 (max 6, RNE limit 7) 8 would saturate: one saturation, since
+  // |4 / 0.5| = 8 > 7.
+  void twoLevelFactor() {
+    QuantizedTensor q;
+    q.rows = 1;
+    q.cols = 2;
+    q.format = &Format::E2M1();
+    q.block = {1, 2};
+    q.dequant_scales = {2.0f};
+    q.tensor_scale.kind = TensorScale::Kind::TorchaoPts;
+    q.tensor_scale.value = 0.25f;
+    q.codes = {static_cast<uint8_t>(Format::E2M1().encode(2.0)), static_cast<uint8_t>(Format::E2M1().encode(6.0))};
+    const std::vector<float> x = {1.0f, 4.0f};
+    BlockStatsMap m;
+    const BlockStatsSummary s = computeBlockStats(x.data(), q, m);
+    QCOMPARE(m.scale, (std::vector<float>{0.5f}));
+    QCOMPARE(m.saturated, (std::vector<int64_t>{1}));
+    QCOMPARE(s.log2_scale_mean, -1.0f);
+    // error only at x = 4: 6 · 0.5 = 3; SQNR 10·log10(17 / 1) = 12.30449 dB
+    QVERIFY(std::fabs(s.sqnr_db - 12.30449f) < 1e-4f);
+  }
+
+  void badShapesAreRefused() {
+    QuantizedTensor q = handQuantized({1, 2}, 1, 2, {1, 2}, {1.0f});
+    q.dequant_scales.push_back(1.0f);
+    BlockStatsMap m;
+    const float x[2] = {1, 2};
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, computeBlockStats(x, q, m));
+    QuantizedTensor none;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, computeBlockStats(x, none, m));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestBlockStats)
+#include "test_block_stats.moc"
