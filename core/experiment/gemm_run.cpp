@@ -1,6 +1,10 @@
 // FP8 Lab — the GEMM error experiment (see gemm_run.h).
 #include "experiment/gemm_run.h"
 
+#include "metrics/block_stats.h"
+#include "training/diagnostics.h"
+#include "training/training_session.h"
+
 #include "formats/format.h"
 #include "gemm/error_split.h"
 #include "gemm/gemm_internal.h"
@@ -673,6 +677,29 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   run.setMetric("a_underflow", double(qa.stats.underflow), "count", "non-zero elements of A that became zero");
   run.setMetric("b_saturated", double(qb.stats.saturated), "count", "elements of B clipped to max finite");
   run.setMetric("b_underflow", double(qb.stats.underflow), "count", "non-zero elements of B that became zero");
+  // Per-block statistics of A and B against what was quantized (the rotated operand for RHT).
+  auto putOperandBlockStats = [&](const Operand& op, const std::vector<double>& rot, const QuantizedTensor& q,
+                                  const char* name, const std::string& quantization) {
+    std::vector<float> tmp;
+    const float* x = op.f32.data();
+    if (!rot.empty() || op.is64) {
+      tmp.assign(rot.empty() ? op.f64.begin() : rot.begin(), rot.empty() ? op.f64.end() : rot.end());
+      x = tmp.data();
+    }
+    OperandBlockSeries s;
+    s.operand = name;
+    s.quantization = quantization;
+    s.format = q.format->name();
+    s.scale_format = q.scale_codes.empty() ? std::string("float32") : q.scaleCodeFormat().name();
+    BlockStatsMap map;
+    s.steps.push_back(computeBlockStats(x, q, map));
+    s.setShape(map);
+    s.map_steps.push_back(0);
+    s.maps.push_back(std::move(map));
+    putBlockStatsSeries(run, std::string("block_stats/") + name, s, 1);
+  };
+  putOperandBlockStats(A, ra, qa, "A", name_a);
+  putOperandBlockStats(B, rb, qb, "B", name_b);
   run.setMetric("amax_d", out.amax_d, "1", "max |D| before scale_D and the output cast (cuBLASLt AMAX_D)");
   if (ex.d_saturated >= 0) {
     run.setMetric("d_saturated", double(ex.d_saturated), "count",

@@ -19,10 +19,10 @@ std::string lower(std::string s) {
 }
 
 const std::vector<std::string> kRunKeys = {
-    "type",      "id",          "label",          "dataset",         "data_dir", "train_limit",     "test_limit",
-    "precision", "scaling",     "forward_format", "backward_format", "layers",   "batch_size",      "epochs",
-    "optimizer", "seed",        "forward_gemm",   "backward_gemm",   "spike",    "eval_batch_size", "record_history",
-    "threads",   "description", "recipe",         "on_nonfinite"};
+    "type",      "id",          "label",          "dataset",         "data_dir",   "train_limit",     "test_limit",
+    "precision", "scaling",     "forward_format", "backward_format", "layers",     "batch_size",      "epochs",
+    "optimizer", "seed",        "forward_gemm",   "backward_gemm",   "spike",      "eval_batch_size", "record_history",
+    "threads",   "description", "recipe",         "on_nonfinite",    "diagnostics"};
 
 const char* kRoleNames = "fprop.input, fprop.weight, dgrad.grad_output, dgrad.weight, wgrad.input, "
                          "wgrad.grad_output, or fprop / dgrad / wgrad for both operands of that GEMM";
@@ -289,6 +289,31 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
     const std::string v = r.string(o, "on_nonfinite", where, "stop");
     if (r.ok() && !parseNonFinitePolicy(lower(v), &c.on_nonfinite))
       r.fail(where.member("on_nonfinite"), "unknown value '" + v + "' (stop, continue, off)");
+  }
+  if (const Json* dg = r.object(o, "diagnostics", where)) {
+    const ConfigPath w = where.member("diagnostics");
+    r.checkKeys(*dg, w, {"block_stats", "map_every", "what_if"});
+    c.diagnostics.block_stats = r.boolean(*dg, "block_stats", w, true);
+    c.diagnostics.map_every = static_cast<int>(r.integer(*dg, "map_every", w, 250, 0, 1 << 30));
+    if (const Json* wi = r.object(*dg, "what_if", w)) {
+      const ConfigPath ww = w.member("what_if");
+      r.checkKeys(*wi, ww, {"every", "recipes"});
+      c.diagnostics.what_if_every = static_cast<int>(r.integer(*wi, "every", ww, 50, 1, 1 << 30));
+      const Json& rl = (*wi)["recipes"];
+      if (!wi->contains("recipes") || !rl.is_array() || rl.empty()) {
+        r.fail(ww.member("recipes"), "must be a non-empty list of recipe ids, e.g. [\"te_current\", \"mx_rceil\"]");
+      } else {
+        for (size_t i = 0; i < rl.size(); ++i) {
+          std::string why;
+          const auto rec = rl[i].is_string() ? parseWhatIfRecipe(rl[i].get<std::string>(), &why) : std::nullopt;
+          if (!rl[i].is_string()) why = "must be a recipe id (a string)";
+          if (!rec)
+            r.fail(ww.member("recipes").element(i), why);
+          else
+            c.diagnostics.what_if.push_back(*rec);
+        }
+      }
+    }
   }
   if (r.ok())
     if (const std::string v = c.validate(); !v.empty()) r.fail(where, v);

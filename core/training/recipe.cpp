@@ -209,7 +209,7 @@ void padInto(const float* src, int64_t r, int64_t c, std::vector<float>& dst, in
 } // namespace
 
 void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64_t cols, Axis axis, uint64_t sr_seed,
-                  std::vector<float>& out, RoleQuantRecord* rec, int threads) {
+                  std::vector<float>& out, RoleQuantRecord* rec, int threads, const QuantizedObserver* observe) {
   const size_t n = static_cast<size_t>(rows * cols);
   const int64_t k = axis == Axis::Cols ? cols : rows;
   const int64_t kp = paddedContraction(k);
@@ -229,6 +229,7 @@ void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64
     ScalingConfig sc = *scalingPreset(preset);
     sc.threads = threads;
     const QuantizedTensor t = quantize(x, rows, cols, *q.format, sc, axis);
+    if (observe && *observe) (*observe)(x, t);
     deq = t.dequantize();
     // the lower median of the block dequant scales, with that block's quant multiplier
     std::vector<size_t> idx(t.dequant_scales.size());
@@ -260,6 +261,15 @@ void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64
       src = padded.data();
     }
     const Nvfp4Tensor t = quantizeNvfp4(src, pr, pc, nc, axis);
+    if (observe && *observe) {
+      const QuantizedTensor qt = toQuantizedTensor(t, nc, src);
+      if (nc.rht) {
+        const std::vector<float> rotated = rhtOperand(src, pr, pc, nc.rht_sign_mask, axis, threads);
+        (*observe)(rotated.data(), qt);
+      } else {
+        (*observe)(src, qt);
+      }
+    }
     deq = t.dequantize();
     deq_rows = pr;
     deq_cols = pc;
@@ -286,28 +296,33 @@ namespace fp8lab {
 
 void recipeLinearGemm(const TrainingRecipeConfig& rc, LinearGemm gemm, const float* a, const float* b, int64_t batch,
                       int64_t in, int64_t out, uint64_t sr_seed_a, uint64_t sr_seed_b, std::vector<float>& d,
-                      RoleQuantRecord* rec_a, RoleQuantRecord* rec_b, int threads) {
+                      RoleQuantRecord* rec_a, RoleQuantRecord* rec_b, int threads, const QuantizedObserver* observe_a,
+                      const QuantizedObserver* observe_b) {
   std::vector<float> fa, fb, t;
   switch (gemm) {
   case LinearGemm::Fprop:
-    fakeQuantize(rc.role(OperandRole::FpropInput), a, batch, in, Axis::Cols, sr_seed_a, fa, rec_a, threads);
-    fakeQuantize(rc.role(OperandRole::FpropWeight), b, in, out, Axis::Rows, sr_seed_b, fb, rec_b, threads);
+    fakeQuantize(rc.role(OperandRole::FpropInput), a, batch, in, Axis::Cols, sr_seed_a, fa, rec_a, threads, observe_a);
+    fakeQuantize(rc.role(OperandRole::FpropWeight), b, in, out, Axis::Rows, sr_seed_b, fb, rec_b, threads, observe_b);
     d.resize(static_cast<size_t>(batch * out));
     matmulF32(fa.data(), fb.data(), d.data(), batch, paddedContraction(in), out, threads);
     break;
   case LinearGemm::Dgrad:
-    fakeQuantize(rc.role(OperandRole::DgradGradOutput), a, batch, out, Axis::Cols, sr_seed_a, fa, rec_a, threads);
+    fakeQuantize(rc.role(OperandRole::DgradGradOutput), a, batch, out, Axis::Cols, sr_seed_a, fa, rec_a, threads,
+                 observe_a);
     t.resize(static_cast<size_t>(in * out));
     transposeF32(b, t.data(), in, out); // Wᵀ [out, in]
-    fakeQuantize(rc.role(OperandRole::DgradWeight), t.data(), out, in, Axis::Rows, sr_seed_b, fb, rec_b, threads);
+    fakeQuantize(rc.role(OperandRole::DgradWeight), t.data(), out, in, Axis::Rows, sr_seed_b, fb, rec_b, threads,
+                 observe_b);
     d.resize(static_cast<size_t>(batch * in));
     matmulF32(fa.data(), fb.data(), d.data(), batch, paddedContraction(out), in, threads);
     break;
   case LinearGemm::Wgrad:
     t.resize(static_cast<size_t>(batch * in));
     transposeF32(a, t.data(), batch, in); // xᵀ [in, B]
-    fakeQuantize(rc.role(OperandRole::WgradInput), t.data(), in, batch, Axis::Cols, sr_seed_a, fa, rec_a, threads);
-    fakeQuantize(rc.role(OperandRole::WgradGradOutput), b, batch, out, Axis::Rows, sr_seed_b, fb, rec_b, threads);
+    fakeQuantize(rc.role(OperandRole::WgradInput), t.data(), in, batch, Axis::Cols, sr_seed_a, fa, rec_a, threads,
+                 observe_a);
+    fakeQuantize(rc.role(OperandRole::WgradGradOutput), b, batch, out, Axis::Rows, sr_seed_b, fb, rec_b, threads,
+                 observe_b);
     d.resize(static_cast<size_t>(in * out));
     matmulF32(fa.data(), fb.data(), d.data(), in, paddedContraction(batch), out, threads);
     break;

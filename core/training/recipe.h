@@ -26,6 +26,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -134,6 +135,11 @@ struct RoleQuantRecord {
   int64_t underflow = 0; ///< non-zero elements that dequantize to 0 (Nvfp4 with RHT: not counted, 0)
 };
 
+/// Receives a quantization as it ran: the tensor the codes were made from (NVFP4: zero padded to
+/// whole blocks, and rotated for RHT) and the QuantizedTensor of the same shape (NVFP4:
+/// toQuantizedTensor). Used for per-block statistics (diagnostics.h).
+using QuantizedObserver = std::function<void(const float* x, const QuantizedTensor& q)>;
+
 /// The contraction length a fake-quantized operand is padded to: k rounded up to a multiple of 16.
 /// NVFP4 blocks need whole 16-element blocks (TE refuses other shapes); the pad is zeros, so every
 /// amax and scale is that of the real elements, and both operands of a GEMM share the padded K.
@@ -144,10 +150,12 @@ int64_t paddedContraction(int64_t k);
 /// dequantized float32 operand with the contraction axis padded with zeros to
 /// paddedContraction(K): [rows, Kp] for Cols, [Kp, cols] for Rows. NVFP4 2-D tiles pad the other
 /// axis too for the quantization and crop it afterwards. `sr_seed` seeds stochastic rounding
-/// (Nvfp4Config::seed). Fills `*rec` when non-null. Throws std::invalid_argument (from
-/// core/scaling) for an unusable format.
+/// (Nvfp4Config::seed). Fills `*rec` when non-null and calls `observe` (when set and the role is
+/// quantized) with the quantization. Throws std::invalid_argument (from core/scaling) for an
+/// unusable format.
 void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64_t cols, Axis axis, uint64_t sr_seed,
-                  std::vector<float>& out, RoleQuantRecord* rec = nullptr, int threads = 0);
+                  std::vector<float>& out, RoleQuantRecord* rec = nullptr, int threads = 0,
+                  const QuantizedObserver* observe = nullptr);
 
 } // namespace fp8lab
 
@@ -167,10 +175,11 @@ enum class LinearGemm {
 /// d = A·B with matmulF32 over the padded contraction length (zeros, recipe.h). a, b: row-major
 /// float32 as listed at LinearGemm; d is resized to the output shape. `sr_seed_a` / `sr_seed_b`
 /// seed the stochastic rounding of the two operands. rec_a / rec_b (may be null) receive what
-/// each quantization did. Deterministic: the same inputs and seeds give the same bits for any
-/// `threads`.
+/// each quantization did, and observe_a / observe_b (may be null) the quantizations themselves
+/// (fakeQuantize). Deterministic: the same inputs and seeds give the same bits for any `threads`.
 void recipeLinearGemm(const TrainingRecipeConfig& rc, LinearGemm gemm, const float* a, const float* b, int64_t batch,
                       int64_t in, int64_t out, uint64_t sr_seed_a, uint64_t sr_seed_b, std::vector<float>& d,
-                      RoleQuantRecord* rec_a = nullptr, RoleQuantRecord* rec_b = nullptr, int threads = 0);
+                      RoleQuantRecord* rec_a = nullptr, RoleQuantRecord* rec_b = nullptr, int threads = 0,
+                      const QuantizedObserver* observe_a = nullptr, const QuantizedObserver* observe_b = nullptr);
 
 } // namespace fp8lab

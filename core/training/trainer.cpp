@@ -57,6 +57,7 @@ std::string TrainingConfig::validate() const {
   }
   if (precision == TrainingPrecision::FP8 && recipe.recipe != TrainingRecipe::PerTensor && !scaling.saturate)
     return "saturate false applies to the per-tensor FP8 casts (\"scaling\"), not to block recipes";
+  if (const std::string why = diagnostics.validate(); !why.empty()) return why;
   return {};
 }
 
@@ -149,6 +150,12 @@ struct TrainingRun::Impl {
   bool ran = false;
   int64_t adam_t = 0;
   int64_t cur_step = 0; // the global step being computed (non-finite records)
+  std::unique_ptr<DiagnosticsRecorder> diag;
+
+  /// The observer that hands the trained quantization of operand `op` at `step` to the diagnostics.
+  QuantizedObserver observer(size_t op, int64_t step) {
+    return [this, op, step](const float* x, const QuantizedTensor& q) { diag->trained(op, step, x, q); };
+  }
 
   // ---- the first non-finite value (nonfinite.h). Every check returns at once when the policy
   // is Off or the first value has been recorded; a failing tensor is scanned a second time.
@@ -329,6 +336,27 @@ struct TrainingRun::Impl {
         res.operands.push_back(std::move(h));
       }
     }
+    std::vector<DiagnosticsRecorder::Operand> dops;
+    for (size_t i = 0; i < res.operands.size(); ++i) {
+      const OperandHistory& h = res.operands[i];
+      DiagnosticsRecorder::Operand o;
+      o.layer = h.layer;
+      o.operand = h.operand;
+      o.gradient = i % 3 == 2;
+      if (blockRecipe()) {
+        const OperandRole role = i % 3 == 0   ? OperandRole::FpropInput
+                                 : i % 3 == 1 ? OperandRole::FpropWeight
+                                              : OperandRole::WgradGradOutput;
+        o.quantized = cfg.recipe.role(role).kind != RoleKind::HighPrecision;
+        o.quantization = h.quantization;
+      } else {
+        o.quantized = fp8();
+        o.quantization = std::string("per-tensor ") + toString(cfg.scaling.kind) + " " + h.format;
+      }
+      dops.push_back(std::move(o));
+    }
+    diag = std::make_unique<DiagnosticsRecorder>(cfg.diagnostics, std::move(dops), res.steps_per_epoch * cfg.epochs,
+                                                 cfg.threads);
   }
 
   void record(size_t op_index, const OperandStepRecord& r) {
@@ -363,12 +391,16 @@ struct TrainingRun::Impl {
     L.y.resize(static_cast<size_t>(bsz * L.out));
     if (blockRecipe()) {
       RoleQuantRecord rx, rw;
+      const QuantizedObserver ox = recording ? observer(3 * li, step) : QuantizedObserver();
+      const QuantizedObserver ow = recording ? observer(3 * li + 1, step) : QuantizedObserver();
       recipeLinearGemm(cfg.recipe, LinearGemm::Fprop, L.x.data(), L.w.data(), bsz, L.in, L.out,
                        srSeed(step, li, OperandRole::FpropInput), srSeed(step, li, OperandRole::FpropWeight), L.y,
-                       recording ? &rx : nullptr, recording ? &rw : nullptr, cfg.threads);
+                       recording ? &rx : nullptr, recording ? &rw : nullptr, cfg.threads, &ox, &ow);
       if (recording) {
         recordRecipe(3 * li, rx);
         recordRecipe(3 * li + 1, rw);
+        diag->whatIf(3 * li, step, L.x.data(), bsz, L.in, Axis::Cols);
+        diag->whatIf(3 * li + 1, step, L.w.data(), L.in, L.out, Axis::Rows);
       }
     } else if (fp8()) {
       OperandStepRecord rx, rw;
@@ -379,6 +411,10 @@ struct TrainingRun::Impl {
         record(3 * li + 1, rw);
         checkQuantized(L.qx, L.x.data(), li, "fprop.input");
         checkQuantized(L.qw, L.w.data(), li, "fprop.weight");
+        diag->trained(3 * li, step, L.x.data(), L.qx);
+        diag->trained(3 * li + 1, step, L.w.data(), L.qw);
+        diag->whatIf(3 * li, step, L.x.data(), bsz, L.in, Axis::Cols);
+        diag->whatIf(3 * li + 1, step, L.w.data(), L.in, L.out, Axis::Rows);
       }
       fp8Gemm(*backend, L.qx, L.qw, cfg.forward_gemm, L.y, res);
     } else {
@@ -388,6 +424,8 @@ struct TrainingRun::Impl {
         rw.amax = amaxOf(L.w);
         record(3 * li, rx);
         record(3 * li + 1, rw);
+        diag->whatIf(3 * li, step, L.x.data(), bsz, L.in, Axis::Cols);
+        diag->whatIf(3 * li + 1, step, L.w.data(), L.in, L.out, Axis::Rows);
       }
       matmulF32(L.x.data(), L.w.data(), L.y.data(), bsz, L.in, L.out, cfg.threads);
     }
@@ -489,10 +527,13 @@ struct TrainingRun::Impl {
       if (blockRecipe()) {
         // wgrad dW = xᵀ·g (both copies quantized along B); output_grad records wgrad.grad_output
         RoleQuantRecord rg;
+        const QuantizedObserver og = observer(3 * li + 2, global_step);
         recipeLinearGemm(cfg.recipe, LinearGemm::Wgrad, L.x.data(), g.data(), bsz, L.in, L.out,
                          srSeed(global_step, li, OperandRole::WgradInput),
-                         srSeed(global_step, li, OperandRole::WgradGradOutput), L.gw, nullptr, &rg, cfg.threads);
+                         srSeed(global_step, li, OperandRole::WgradGradOutput), L.gw, nullptr, &rg, cfg.threads,
+                         nullptr, &og);
         recordRecipe(3 * li + 2, rg);
+        diag->whatIf(3 * li + 2, global_step, g.data(), bsz, L.out, Axis::Rows);
         checkGemm(
             L.gw, L.in, L.out, bsz, li, "wgrad.output",
             [&](int64_t i, int64_t k) { return L.x[static_cast<size_t>(k * L.in + i)]; },
@@ -511,6 +552,8 @@ struct TrainingRun::Impl {
         L.sg->quantize(g.data(), bsz, L.out, L.qg, &rg);
         record(3 * li + 2, rg);
         checkQuantized(L.qg, g.data(), li, "wgrad.grad_output");
+        diag->trained(3 * li + 2, global_step, g.data(), L.qg);
+        diag->whatIf(3 * li + 2, global_step, g.data(), bsz, L.out, Axis::Rows);
         transposeQuantized(L.qx, L.qxT);                              // xᵀ [in, B]
         fp8Gemm(*backend, L.qxT, L.qg, cfg.backward_gemm, L.gw, res); // wgrad [in, out]
         checkGemm(
@@ -527,6 +570,7 @@ struct TrainingRun::Impl {
         OperandStepRecord rg;
         rg.amax = amaxOf(g);
         record(3 * li + 2, rg);
+        diag->whatIf(3 * li + 2, global_step, g.data(), bsz, L.out, Axis::Rows);
         std::vector<float> xT(L.x.size());
         transposeF32(L.x.data(), xT.data(), bsz, L.in);
         matmulF32(xT.data(), g.data(), L.gw.data(), L.in, bsz, L.out, cfg.threads);
@@ -662,7 +706,15 @@ double estimateTrainingBytes(const TrainingConfig& c, int64_t train_images) {
   const bool window = c.precision == TrainingPrecision::FP8 && c.recipe.recipe == TrainingRecipe::PerTensor &&
                       c.record_history && isDelayed(c.scaling.kind);
   const double per_step = 3.0 * layers * (40.0 + (window ? 8.0 * double(std::max(0, c.scaling.history_len)) : 0.0));
-  return 24.0 * weights + 12.0 * (batch + double(std::max(1, c.eval_batch_size))) * acts + steps * (per_step + 8.0);
+  double operand_elements = 0; // x [B,in], W [in,out], g [B,out] of every layer
+  for (size_t l = 0; l + 1 < c.layer_sizes.size(); ++l)
+    operand_elements += batch * double(c.layer_sizes[l]) + double(c.layer_sizes[l]) * double(c.layer_sizes[l + 1]) +
+                        batch * double(c.layer_sizes[l + 1]);
+  const double diagnostics =
+      estimateDiagnosticsBytes(c.diagnostics, static_cast<int64_t>(steps), static_cast<int64_t>(3 * layers),
+                               static_cast<int64_t>(operand_elements));
+  return 24.0 * weights + 12.0 * (batch + double(std::max(1, c.eval_batch_size))) * acts + steps * (per_step + 8.0) +
+         diagnostics;
 }
 
 TrainingRun::TrainingRun(TrainingConfig config, const ImageDataset& train, const ImageDataset& test,
@@ -778,6 +830,7 @@ void TrainingRun::run(const ProgressFn& progress) {
     res.epochs.push_back(er);
   }
   res.weights = s.currentWeights();
+  res.diagnostics = s.diag->finish(res.steps_done);
   res.seconds = std::chrono::duration<double>(clock::now() - t_start).count();
   // warnings: saturation / underflow summaries per operand
   for (const auto& h : res.operands) {

@@ -29,6 +29,7 @@
 #include "common/progress.h"
 #include "formats/format.h"
 #include "gemm/gemm.h"
+#include "training/diagnostics.h"
 #include "training/fashion_mnist.h"
 #include "training/nonfinite.h"
 #include "training/operand_scaler.h"
@@ -81,6 +82,8 @@ struct TrainingConfig {
   /// What a step that produces a NaN / ±Inf does (nonfinite.h): stop (default) or continue; the
   /// first occurrence is recorded in TrainingResult::first_nonfinite either way. Off: no check.
   NonFinitePolicy on_nonfinite = NonFinitePolicy::Stop;
+  /// Per-block statistics (FP8 runs) and what-if recipes (any run): diagnostics.h.
+  TrainingDiagnostics diagnostics;
 
   /// Empty when usable; else what is wrong (one line), e.g. "batch_size must be ≥ 1".
   std::string validate() const;
@@ -146,6 +149,9 @@ struct TrainingResult {
   double seconds = 0;                   ///< total wall time
   std::string gemm_backend, gemm_device, gemm_algorithm; ///< FP8 runs: where the GEMMs ran
   std::vector<Issue> warnings;
+  /// Per-block statistics of the operands under the recipe that trained (FP8 runs), and what-if
+  /// recipes; operands in the order of `operands`.
+  DiagnosticsResult diagnostics;
 
   const OperandHistory* find(const std::string& name) const; ///< by "fc1/input"
 };
@@ -154,7 +160,8 @@ struct TrainingResult {
 /// anything is allocated): per weight 24 B (master float32, gradient, Adam m and v, FP8 codes and dequantized
 /// copy), per activation 12 B × (batch + eval batch) × Σ(in + out), and per recorded step
 /// 3 operands per layer × (40 B + 2 × 4 B × history_len when the window is recorded — once in
-/// the result, once when stored as a session run). `train_images` sets the step count
+/// the result, once when stored as a session run), plus the diagnostics (estimateDiagnosticsBytes
+/// over the recorded operands). `train_images` sets the step count
 /// (epochs × ceil(train_images / batch_size)). An estimate, meant to be within 2× of the truth.
 double estimateTrainingBytes(const TrainingConfig& config, int64_t train_images);
 

@@ -114,6 +114,17 @@ std::string trainingConfigJson(const TrainingConfig& c, const std::string& run_i
   if (c.spike.enabled) o << "},\n";
   if (c.on_nonfinite != NonFinitePolicy::Stop)
     o << "  \"on_nonfinite\": " << jsonString(toString(c.on_nonfinite)) << ",\n";
+  {
+    const TrainingDiagnostics& dg = c.diagnostics;
+    o << "  \"diagnostics\": {\"block_stats\": " << (dg.block_stats ? "true" : "false")
+      << ", \"map_every\": " << dg.map_every;
+    if (!dg.what_if.empty()) {
+      o << ", \"what_if\": {\"every\": " << dg.what_if_every << ", \"recipes\": [";
+      for (size_t i = 0; i < dg.what_if.size(); ++i) o << (i ? ", " : "") << jsonString(dg.what_if[i].id);
+      o << "]}";
+    }
+    o << "},\n";
+  }
   o << "  \"eval_batch_size\": " << c.eval_batch_size << ",\n";
   o << "  \"record_history\": " << (c.record_history ? "true" : "false") << "\n}";
   return o.str();
@@ -179,6 +190,126 @@ void putNonFinite(Run& run, const TrainingResult& r) {
     }
   }
   run.group_attrs["nonfinite"] = a;
+}
+
+} // namespace
+
+void putBlockStatsSeries(Run& run, const std::string& group, const OperandBlockSeries& s, int64_t map_every,
+                         const Attributes& extra) {
+  Attributes a = extra;
+  a["layer"] = s.layer;
+  a["operand"] = s.operand;
+  a["quantization"] = s.quantization;
+  a["format"] = s.format;
+  a["scale_format"] = s.scale_format;
+  a["rows"] = s.rows;
+  a["cols"] = s.cols;
+  a["block_rows"] = s.block.rows;
+  a["block_cols"] = s.block.cols;
+  a["grid_rows"] = s.grid_rows;
+  a["grid_cols"] = s.grid_cols;
+  a["map_every"] = map_every;
+  a["scale_convention"] = std::string("dequant scale: x ≈ decode(code) · scale (NVFP4: block scale × tensor factor)");
+  run.group_attrs[group] = a;
+  const int64_t n = static_cast<int64_t>(s.steps.size());
+  struct Field {
+    const char* name;
+    float BlockStatsSummary::*member;
+    const char* units;
+    const char* meaning;
+  };
+  static const Field fields[] = {
+      {"log2_scale_min", &BlockStatsSummary::log2_scale_min, "log2",
+       "min over blocks of log2(effective dequant scale), positive finite scales only; NaN when none"},
+      {"log2_scale_max", &BlockStatsSummary::log2_scale_max, "log2",
+       "max over blocks of log2(effective dequant scale)"},
+      {"log2_scale_mean", &BlockStatsSummary::log2_scale_mean, "log2",
+       "mean over blocks of log2(effective dequant scale)"},
+      {"log2_scale_std", &BlockStatsSummary::log2_scale_std, "log2",
+       "population standard deviation over blocks of log2(effective dequant scale)"},
+      {"max_dynamic_range", &BlockStatsSummary::max_dynamic_range, "bits",
+       "max over blocks of log2(max |x| / min non-zero |x|), finite x"},
+      {"underflow_block_share", &BlockStatsSummary::underflow_block_share, "1",
+       "share of blocks with at least one underflowed element"},
+      {"saturation_block_share", &BlockStatsSummary::saturation_block_share, "1",
+       "share of blocks with at least one saturated element"},
+      {"underflow_fraction", &BlockStatsSummary::underflow_fraction, "1",
+       "underflowed elements / non-zero finite elements (x != 0 whose code decodes to 0)"},
+      {"saturation_fraction", &BlockStatsSummary::saturation_fraction, "1",
+       "saturated elements / elements (scaled |x| rounds beyond max finite)"},
+      {"sqnr_db", &BlockStatsSummary::sqnr_db, "dB",
+       "10 log10(sum x^2 / sum (dequantized - x)^2) over finite elements; +Inf exact, NaN all zero"},
+  };
+  for (const Field& f : fields) {
+    std::vector<float> v;
+    v.reserve(s.steps.size());
+    for (const BlockStatsSummary& x : s.steps) v.push_back(x.*(f.member));
+    run.datasets[group + "/" + f.name] = Dataset::float32({n}, std::move(v), f.units, f.meaning);
+  }
+  if (s.maps.empty()) return;
+  const int64_t m = static_cast<int64_t>(s.maps.size());
+  const std::vector<int64_t> shape = {m, s.grid_rows, s.grid_cols};
+  run.datasets[group + "/map_steps"] = Dataset::int64({m}, s.map_steps, "steps", "the steps of the full maps");
+  std::vector<float> scale, amax, mn, dr, sq;
+  std::vector<uint8_t> code;
+  std::vector<int64_t> und, sat;
+  for (const BlockStatsMap& b : s.maps) {
+    scale.insert(scale.end(), b.scale.begin(), b.scale.end());
+    code.insert(code.end(), b.scale_code.begin(), b.scale_code.end());
+    amax.insert(amax.end(), b.amax.begin(), b.amax.end());
+    mn.insert(mn.end(), b.min_nonzero.begin(), b.min_nonzero.end());
+    und.insert(und.end(), b.underflow.begin(), b.underflow.end());
+    sat.insert(sat.end(), b.saturated.begin(), b.saturated.end());
+    dr.insert(dr.end(), b.dynamic_range.begin(), b.dynamic_range.end());
+    sq.insert(sq.end(), b.sqnr_db.begin(), b.sqnr_db.end());
+  }
+  run.datasets[group + "/map_scale"] =
+      Dataset::float32(shape, std::move(scale), "1", "effective dequant scale of each block: x ≈ decode(q) · scale");
+  if (!code.empty() && code.size() == static_cast<size_t>(m * s.grid_rows * s.grid_cols)) {
+    Dataset c = Dataset::uint8(shape, std::move(code), "code", "the block scale's code in the group's scale_format");
+    c.attrs["format"] = s.scale_format;
+    run.datasets[group + "/map_scale_code"] = std::move(c);
+  }
+  run.datasets[group + "/map_amax"] = Dataset::float32(shape, std::move(amax), "1", "max |x| of each block");
+  run.datasets[group + "/map_min_nonzero"] =
+      Dataset::float32(shape, std::move(mn), "1", "smallest non-zero finite |x| of each block (0 when none)");
+  run.datasets[group + "/map_underflow"] =
+      Dataset::int64(shape, std::move(und), "elements", "underflowed elements of each block");
+  run.datasets[group + "/map_saturated"] =
+      Dataset::int64(shape, std::move(sat), "elements", "saturated elements of each block");
+  run.datasets[group + "/map_dynamic_range"] =
+      Dataset::float32(shape, std::move(dr), "bits", "log2(max |x| / min non-zero |x|) of each block (0 when none)");
+  run.datasets[group + "/map_sqnr_db"] =
+      Dataset::float32(shape, std::move(sq), "dB", "SQNR of each block (+Inf exact, NaN all zero)");
+}
+
+namespace {
+
+/// The diagnostics groups of a training run: block_stats and what_if.
+void putDiagnostics(Run& run, const TrainingResult& r) {
+  const DiagnosticsResult& d = r.diagnostics;
+  for (const OperandBlockSeries& s : d.block_stats)
+    if (!s.steps.empty()) putBlockStatsSeries(run, "block_stats/" + s.layer + "/" + s.operand, s, d.map_every);
+  if (d.what_if.empty()) return;
+  const int64_t w = static_cast<int64_t>(d.what_if_steps.size());
+  run.datasets["what_if/steps"] =
+      Dataset::int64({w}, d.what_if_steps, "steps", "the steps the what-if recipes measured");
+  Attributes wa;
+  wa["every"] = int64_t{d.what_if_every};
+  std::string ids;
+  for (const WhatIfSeries& x : d.what_if) ids += (ids.empty() ? "" : ",") + x.id;
+  wa["recipes"] = ids;
+  wa["meaning"] = std::string("each operand's high-precision tensor quantized under other recipes at these steps, "
+                              "without changing the training");
+  run.group_attrs["what_if"] = wa;
+  for (const WhatIfSeries& x : d.what_if)
+    for (const OperandBlockSeries& s : x.operands) {
+      if (s.steps.empty()) continue;
+      Attributes e;
+      e["recipe"] = x.id;
+      e["semantics"] = x.semantics;
+      putBlockStatsSeries(run, "what_if/" + x.id + "/" + s.layer + "/" + s.operand, s, 0, e);
+    }
 }
 
 } // namespace
@@ -289,6 +420,7 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
     for (int64_t v : h.underflow) und_total += v;
   }
   putNonFinite(run, r);
+  putDiagnostics(run, r);
   for (size_t l = 0; l < r.weights.size(); ++l) {
     const LayerWeights& w = r.weights[l];
     const std::string g = "weights/fc" + std::to_string(l + 1);

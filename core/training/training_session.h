@@ -23,6 +23,10 @@
 //                              input_names or k_len, a/b_operand, a/b_amax, a/b_scale
 //       inputs                 float32 [n]          the op's inputs at the element (elementwise)
 //       terms_k, terms_a, terms_b, terms_product    the largest |a_k·b_k| terms (GEMM outputs)
+//   block_stats/<fcN>/<operand>/  per-block statistics of the recipe that trained (FP8 runs):
+//                              nine per-step float32 series [steps] and full maps
+//                              map_* [m, grid_rows, grid_cols] at map_steps (putBlockStatsSeries)
+//   what_if/steps              int64 [w]; what_if/<recipe>/<fcN>/<operand>/ the nine series [w]
 //   weights/<fcN>/kernel       float32 [in, out]    FP32 master weights after the last step
 //   weights/<fcN>/bias         float32 [out]
 //   metrics: final_test_accuracy, final_test_loss, best_test_accuracy, final_loss, steps,
@@ -51,6 +55,16 @@ std::string trainingConfigJson(const TrainingConfig& c, const std::string& run_i
 /// Builds the session Run of a (possibly cancelled) training result. config_json is stored as
 /// given (normally trainingConfigJson()).
 Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, const std::string& config_json);
+
+/// Stores one operand's per-block statistics under `group` (docs/session-format.md "Per-block
+/// statistics"): group attributes layer, operand, quantization, format, scale_format, rows, cols,
+/// block_rows, block_cols, grid_rows, grid_cols, map_every; the nine per-step float32 series
+/// [s.steps.size()] (log2_scale_min … sqnr_db); and, when s.maps is non-empty, map_steps int64
+/// [m] and the maps map_scale, map_scale_code (when the scales have codes), map_amax,
+/// map_min_nonzero, map_underflow, map_saturated, map_dynamic_range, map_sqnr_db [m, grid_rows,
+/// grid_cols]. `extra` attributes are added to the group.
+void putBlockStatsSeries(Run& run, const std::string& group, const OperandBlockSeries& s, int64_t map_every,
+                         const Attributes& extra = {});
 
 /// Reads the FP32 master weights of layer `layer` ("fc1", ...) back from a stored training run.
 /// Errors name the missing dataset.

@@ -146,6 +146,41 @@ def main():
                 deq[op] = stored.astype(np.float64)
                 dec[op] = decode_fp8(c[()], fmt)
                 dec[op + "_scaled"] = dec[op] * full
+                # per-block statistics (docs/session-format.md "Per-block statistics"), recomputed
+                # here per block from inputs/<op> and the decoded codes
+                bsg = g.get(f"block_stats/{op}")
+                check(bsg is not None, f"{where} block_stats/{op} present")
+                if bsg is not None:
+                    x = g[f"inputs/{op}"][()].astype(np.float64)
+                    gr_, gc_ = s.shape
+                    check((int(bsg.attrs["grid_rows"]), int(bsg.attrs["grid_cols"])) == (gr_, gc_),
+                          f"{where} block_stats/{op} grid")
+                    check((int(bsg.attrs["block_rows"]), int(bsg.attrs["block_cols"])) == (br, bc),
+                          f"{where} block_stats/{op} block")
+                    xq = dec[op] * full
+                    amax = np.zeros((gr_, gc_)); und = np.zeros((gr_, gc_), np.int64); sq = np.zeros((gr_, gc_))
+                    for i in range(gr_):
+                        for j in range(gc_):
+                            xb = x[i * br:(i + 1) * br, j * bc:(j + 1) * bc]
+                            qb = xq[i * br:(i + 1) * br, j * bc:(j + 1) * bc]
+                            db = dec[op][i * br:(i + 1) * br, j * bc:(j + 1) * bc]
+                            amax[i, j] = np.max(np.abs(xb))
+                            und[i, j] = int(np.sum((xb != 0) & (db == 0)))
+                            e = float(np.sum((qb - xb) ** 2))
+                            sq[i, j] = math.inf if e == 0 else 10 * math.log10(float(np.sum(xb * xb)) / e)
+                    check(bsg["map_amax"].shape == (1, gr_, gc_), f"{where} block_stats/{op}/map_amax shape")
+                    check(np.array_equal(bsg["map_amax"][0].astype(np.float64), amax), f"{where} {op} block amax")
+                    check(np.array_equal(bsg["map_underflow"][0], und), f"{where} {op} block underflow")
+                    check(np.array_equal(bsg["map_scale"][0], s), f"{where} {op} block scale == quantized scales")
+                    got = bsg["map_sqnr_db"][0].astype(np.float64)
+                    fin = np.isfinite(sq)
+                    check(np.array_equal(np.isinf(got), ~fin) and np.all(np.abs(got[fin] - sq[fin]) <= 1e-4),
+                          f"{where} {op} block SQNR")
+                    check(bsg["underflow_fraction"].shape == (1,), f"{where} {op} underflow_fraction shape")
+                    nz = int(np.sum(x != 0))
+                    check(abs(float(bsg["underflow_fraction"][0]) - und.sum() / nz) <= 1e-7,
+                          f"{where} {op} underflow_fraction")
+                    check(bsg["sqnr_db"].attrs["units"] == "dB", f"{where} {op} sqnr_db units")
                 if cfg["scaling"].startswith("mx"):
                     check((br, bc) == ((1, 32) if op == "A" else (32, 1)), f"{where} MX block of {op}: {(br, bc)}")
                     sc = g[f"quantized/{op}_scale_codes"][()].astype(np.float64)
