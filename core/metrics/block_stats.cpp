@@ -22,9 +22,41 @@ float sqnrDb(double signal, double noise) {
   return static_cast<float>(10.0 * std::log10(signal / noise));
 }
 
+/// sqnrDb in float32 arithmetic for the per-block maps (float32 results either way).
+float sqnrDbF(double signal, double noise) {
+  if (signal == 0) return std::numeric_limits<float>::quiet_NaN();
+  if (noise == 0) return std::numeric_limits<float>::infinity();
+  return 10.0f * std::log10(static_cast<float>(signal / noise));
+}
+
 } // namespace
 
-BlockStatsSummary computeBlockStats(const float* x, const QuantizedTensor& q, BlockStatsMap& m) {
+namespace {
+
+/// What one block's elements add up to.
+struct BlockAcc {
+  float amax = 0;                                    // max |x| (NaN ignored, Inf included)
+  float fmax = 0;                                    // max finite |x|
+  float mn = std::numeric_limits<float>::infinity(); // min non-zero finite |x|
+  int64_t und = 0, sat = 0, nz = 0;
+  double sig = 0, err = 0;
+};
+
+/// The smallest float T ≥ 0 with pred(T) true, for a predicate that is monotone in |x| (false
+/// below T, true from T on), searched from the guess t; +Inf when no finite value satisfies it.
+template <class Pred> float threshold(float t, Pred pred) {
+  const float inf = std::numeric_limits<float>::infinity();
+  if (!(t >= 0) || !std::isfinite(t)) t = std::numeric_limits<float>::max();
+  if (!pred(std::numeric_limits<float>::max())) return inf;
+  while (t > 0 && pred(std::nextafter(t, 0.0f))) t = std::nextafter(t, 0.0f);
+  while (!pred(t)) t = std::nextafter(t, inf);
+  return t;
+}
+
+} // namespace
+
+BlockStatsSummary computeBlockStats(const float* x, const QuantizedTensor& q, BlockStatsMap& m,
+                                    BlockStatsDetail detail) {
   if (!q.format) throw std::invalid_argument("block stats: the quantized tensor has no format");
   const int64_t n = q.rows * q.cols;
   if (q.rows < 0 || q.cols < 0 || static_cast<int64_t>(q.codes.size()) != n || (n > 0 && !x))
@@ -36,6 +68,7 @@ BlockStatsSummary computeBlockStats(const float* x, const QuantizedTensor& q, Bl
   const bool has_codes = !q.scale_codes.empty();
   if (has_codes && q.scale_codes.size() != q.dequant_scales.size())
     throw std::invalid_argument("block stats: the scale code count does not match the block grid");
+  const bool full = detail == BlockStatsDetail::Full;
 
   m.rows = q.rows;
   m.cols = q.cols;
@@ -43,33 +76,41 @@ BlockStatsSummary computeBlockStats(const float* x, const QuantizedTensor& q, Bl
   m.grid_rows = n > 0 ? q.blockRows() : 0;
   m.grid_cols = n > 0 ? q.blockCols() : 0;
   const size_t nb = static_cast<size_t>(m.grid_rows * m.grid_cols);
-  m.scale.resize(nb);
   if (has_codes)
     m.scale_code.assign(q.scale_codes.begin(), q.scale_codes.end());
   else
     m.scale_code.clear();
-  m.amax.assign(nb, 0.0f);
-  m.min_nonzero.assign(nb, std::numeric_limits<float>::infinity());
-  m.underflow.assign(nb, 0);
-  m.saturated.assign(nb, 0);
-  m.dynamic_range.resize(nb);
-  m.sqnr_db.resize(nb);
-  std::vector<double> signal(nb, 0.0), noise(nb, 0.0);
 
   const Format& f = *q.format;
-  const std::vector<float>& table = f.decodeTable();
+  const float* table = f.decodeTable().data();
   const bool two_level = q.tensor_scale.kind != TensorScale::Kind::None;
   const bool multiply = !two_level && q.scale_op == Format::ScaleOp::Multiply &&
                         q.quant_scales.size() == q.dequant_scales.size() && !q.quant_scales.empty();
   const float limit_f = f.rneFiniteLimitF32();
   const double limit_d = f.rneFiniteLimit();
-  std::vector<double> factor(nb);
+  // Per block: the effective factor, and the magnitude from which a finite element saturates —
+  // the saturation rule (x·quant, x/dequant in float32, or double(x)/factor against the double
+  // limit) is monotone in |x|, so it is one threshold per block.
+  m.scale.resize(nb);
+  std::vector<float> sat_from(nb);
+  std::vector<uint8_t> fast(nb);
   for (size_t b = 0; b < nb; ++b) {
-    const float s = q.dequant_scales[b];
-    m.scale[b] = two_level ? q.tensor_scale.blockFactor(s) : s;
-    factor[b] = static_cast<double>(m.scale[b]);
+    const float sd = q.dequant_scales[b];
+    m.scale[b] = two_level ? q.tensor_scale.blockFactor(sd) : sd;
+    const float fac = m.scale[b];
+    fast[b] =
+        fac > 0 && std::isfinite(fac) && (!multiply || (q.quant_scales[b] > 0 && std::isfinite(q.quant_scales[b])));
+    if (!fast[b]) continue;
+    if (two_level)
+      sat_from[b] = threshold(static_cast<float>(limit_d * fac),
+                              [&](float a) { return static_cast<double>(a) / static_cast<double>(fac) > limit_d; });
+    else if (multiply)
+      sat_from[b] = threshold(limit_f / q.quant_scales[b], [&](float a) { return a * q.quant_scales[b] > limit_f; });
+    else
+      sat_from[b] = threshold(limit_f * sd, [&](float a) { return a / sd > limit_f; });
   }
-  int64_t nonzero = 0;
+
+  std::vector<BlockAcc> acc(nb);
   for (int64_t i = 0; i < q.rows; ++i) {
     const int64_t bi = i / q.block.rows;
     const float* xr = x + i * q.cols;
@@ -77,80 +118,117 @@ BlockStatsSummary computeBlockStats(const float* x, const QuantizedTensor& q, Bl
     for (int64_t bj = 0; bj < m.grid_cols; ++bj) {
       const size_t b = static_cast<size_t>(bi * m.grid_cols + bj);
       const int64_t j0 = bj * q.block.cols, j1 = std::min(q.cols, j0 + q.block.cols);
-      const double fac = factor[b];
+      const double fac = static_cast<double>(m.scale[b]);
+      BlockAcc& A = acc[b];
+      bool nonfinite = false;
+      if (fast[b]) {
+        // every element finite is the common case: no branch per element
+        const float t_sat = sat_from[b];
+        float amax = A.amax, mn = A.mn;
+        int64_t und = 0, sat = 0, nz = 0;
+        double sig = 0, err = 0;
+        for (int64_t j = j0; j < j1; ++j) {
+          const float v = xr[j];
+          const float a = std::fabs(v);
+          nonfinite |= !(a <= std::numeric_limits<float>::max());
+          amax = a > amax ? a : amax;
+          const float t = table[cr[j]];
+          const double e = static_cast<double>(t) * fac - static_cast<double>(v);
+          sig += static_cast<double>(v) * static_cast<double>(v);
+          err += e * e;
+          const bool nzb = v != 0;
+          nz += nzb;
+          mn = nzb && a < mn ? a : mn;
+          und += nzb & (t == 0.0f);
+          sat += a >= t_sat;
+        }
+        if (!nonfinite) {
+          A.amax = amax;
+          A.fmax = amax > A.fmax ? amax : A.fmax;
+          A.mn = mn;
+          A.und += und;
+          A.sat += sat;
+          A.nz += nz;
+          A.sig += sig;
+          A.err += err;
+          continue;
+        }
+      }
+      // the general rule, element by element (non-finite inputs, zero / NaN / Inf scales)
       const float qs = multiply ? q.quant_scales[b] : 0.0f, dq = q.dequant_scales[b];
-      float amax = m.amax[b], mn = m.min_nonzero[b];
-      int64_t und = 0, sat = 0, nz = 0;
-      double sig = 0, err = 0;
       for (int64_t j = j0; j < j1; ++j) {
         const float v = xr[j];
         const float a = std::fabs(v);
-        amax = a > amax ? a : amax; // NaN ignored
+        A.amax = a > A.amax ? a : A.amax; // NaN ignored
         if (!std::isfinite(v)) continue;
+        A.fmax = a > A.fmax ? a : A.fmax;
         const double xh = static_cast<double>(table[cr[j]]) * fac;
         const double e = xh - static_cast<double>(v);
-        sig += static_cast<double>(v) * static_cast<double>(v);
-        err += e * e;
+        A.sig += static_cast<double>(v) * static_cast<double>(v);
+        A.err += e * e;
         if (v == 0) continue;
-        ++nz;
-        mn = a < mn ? a : mn;
-        if (table[cr[j]] == 0.0f) ++und;
+        ++A.nz;
+        A.mn = a < A.mn ? a : A.mn;
+        if (table[cr[j]] == 0.0f) ++A.und;
         if (two_level) {
-          if (std::fabs(static_cast<double>(v) / fac) > limit_d) ++sat;
+          if (std::fabs(static_cast<double>(v) / fac) > limit_d) ++A.sat;
         } else {
           const float y = multiply ? v * qs : v / dq;
-          if (std::fabs(y) > limit_f) ++sat;
+          if (std::fabs(y) > limit_f) ++A.sat;
         }
       }
-      m.amax[b] = amax;
-      m.min_nonzero[b] = mn;
-      m.underflow[b] += und;
-      m.saturated[b] += sat;
-      signal[b] += sig;
-      noise[b] += err;
-      nonzero += nz;
     }
   }
 
+  m.amax.resize(nb);
+  m.min_nonzero.resize(nb);
+  m.underflow.resize(nb);
+  m.saturated.resize(nb);
+  if (full) {
+    m.dynamic_range.resize(nb);
+    m.sqnr_db.resize(nb);
+  } else {
+    m.dynamic_range.clear();
+    m.sqnr_db.clear();
+  }
   BlockStatsSummary s;
   s.blocks = static_cast<int64_t>(nb);
   s.elements = n;
-  s.nonzero = nonzero;
   double sum = 0, sum2 = 0, tsig = 0, tnoise = 0;
   int64_t scaled = 0, und_blocks = 0, sat_blocks = 0;
-  float lmin = std::numeric_limits<float>::infinity(), lmax = -lmin, dr_max = 0;
+  float lmin = std::numeric_limits<float>::infinity(), lmax = -lmin;
+  double ratio_max = 1; // max over blocks of max / min non-zero
+  float last_scale = std::numeric_limits<float>::quiet_NaN();
+  double last_log = 0;
   for (size_t b = 0; b < nb; ++b) {
-    if (!std::isfinite(m.min_nonzero[b])) m.min_nonzero[b] = 0;
-    // the block's largest finite magnitude bounds the range (amax may be Inf)
-    m.dynamic_range[b] = 0;
-    if (m.min_nonzero[b] > 0) {
-      float fmax = m.amax[b];
-      if (!std::isfinite(fmax)) { // recompute the largest finite |x| of this block
-        fmax = 0;
-        const int64_t bi = static_cast<int64_t>(b) / m.grid_cols, bj = static_cast<int64_t>(b) % m.grid_cols;
-        for (int64_t i = bi * q.block.rows; i < std::min(q.rows, (bi + 1) * q.block.rows); ++i)
-          for (int64_t j = bj * q.block.cols; j < std::min(q.cols, (bj + 1) * q.block.cols); ++j) {
-            const float a = std::fabs(x[i * q.cols + j]);
-            if (std::isfinite(a)) fmax = std::max(fmax, a);
-          }
-      }
-      m.dynamic_range[b] = static_cast<float>(std::log2(static_cast<double>(fmax) / m.min_nonzero[b]));
+    const BlockAcc& A = acc[b];
+    m.amax[b] = A.amax;
+    m.min_nonzero[b] = A.nz > 0 ? A.mn : 0.0f;
+    m.underflow[b] = A.und;
+    m.saturated[b] = A.sat;
+    const double ratio = A.nz > 0 ? static_cast<double>(A.fmax) / static_cast<double>(A.mn) : 1.0;
+    ratio_max = std::max(ratio_max, ratio);
+    if (full) {
+      m.dynamic_range[b] = A.nz > 0 ? std::log2(static_cast<float>(ratio)) : 0.0f;
+      m.sqnr_db[b] = sqnrDbF(A.sig, A.err);
     }
-    dr_max = std::max(dr_max, m.dynamic_range[b]);
-    m.sqnr_db[b] = sqnrDb(signal[b], noise[b]);
-    tsig += signal[b];
-    tnoise += noise[b];
-    s.underflow += m.underflow[b];
-    s.saturated += m.saturated[b];
-    und_blocks += m.underflow[b] > 0;
-    sat_blocks += m.saturated[b] > 0;
+    s.nonzero += A.nz;
+    tsig += A.sig;
+    tnoise += A.err;
+    s.underflow += A.und;
+    s.saturated += A.sat;
+    und_blocks += A.und > 0;
+    sat_blocks += A.sat > 0;
     const float sc = m.scale[b];
     if (sc > 0 && std::isfinite(sc)) {
-      const double l = std::log2(static_cast<double>(sc));
-      sum += l;
-      sum2 += l * l;
-      lmin = std::min(lmin, static_cast<float>(l));
-      lmax = std::max(lmax, static_cast<float>(l));
+      if (!(sc == last_scale)) { // neighbouring blocks often share a scale
+        last_scale = sc;
+        last_log = std::log2(static_cast<double>(sc));
+      }
+      sum += last_log;
+      sum2 += last_log * last_log;
+      lmin = std::min(lmin, static_cast<float>(last_log));
+      lmax = std::max(lmax, static_cast<float>(last_log));
       ++scaled;
     }
   }
@@ -164,10 +242,10 @@ BlockStatsSummary computeBlockStats(const float* x, const QuantizedTensor& q, Bl
   } else {
     s.log2_scale_min = s.log2_scale_max = s.log2_scale_mean = s.log2_scale_std = nan;
   }
-  s.max_dynamic_range = dr_max;
+  s.max_dynamic_range = static_cast<float>(std::log2(ratio_max));
   s.underflow_block_share = nb ? static_cast<float>(double(und_blocks) / double(nb)) : 0.0f;
   s.saturation_block_share = nb ? static_cast<float>(double(sat_blocks) / double(nb)) : 0.0f;
-  s.underflow_fraction = nonzero ? static_cast<float>(double(s.underflow) / double(nonzero)) : 0.0f;
+  s.underflow_fraction = s.nonzero ? static_cast<float>(double(s.underflow) / double(s.nonzero)) : 0.0f;
   s.saturation_fraction = n ? static_cast<float>(double(s.saturated) / double(n)) : 0.0f;
   s.sqnr_db = sqnrDb(tsig, tnoise);
   return s;

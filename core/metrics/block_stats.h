@@ -63,10 +63,18 @@ struct BlockStatsSummary {
   float sqnr_db = 0;                ///< over the whole tensor, same rule as the blocks
 };
 
+/// How much of the map computeBlockStats fills.
+enum class BlockStatsDetail {
+  Full,    ///< every per-block vector
+  Summary, ///< all but the per-block dynamic_range and sqnr_db (left empty): what the summary needs
+};
+
 /// Computes the per-block values of `q` against the high-precision tensor it was quantized from,
 /// x [q.rows, q.cols] row-major float32 (for an RHT operand: the rotated tensor), into `map`
-/// (buffers reused), and returns their summary. Throws std::invalid_argument when `q` has no
-/// format, its codes or scales do not match its shape, or x is null with elements.
-BlockStatsSummary computeBlockStats(const float* x, const QuantizedTensor& q, BlockStatsMap& map);
+/// (buffers reused), and returns their summary (the same for either detail). Throws
+/// std::invalid_argument when `q` has no format, its codes or scales do not match its shape, or
+/// x is null with elements.
+BlockStatsSummary computeBlockStats(const float* x, const QuantizedTensor& q, BlockStatsMap& map,
+                                    BlockStatsDetail detail = BlockStatsDetail::Full);
 
 } // namespace fp8lab

@@ -218,7 +218,8 @@ void DiagnosticsRecorder::trained(size_t op, int64_t step, const float* x, const
   // epoch) is summarized but not mapped.
   const bool same_shape = s.steps.empty() || (q.rows == s.rows && q.cols == s.cols);
   BlockStatsMap& m = same_shape ? d->work[op] : d->scratch;
-  const BlockStatsSummary sum = computeBlockStats(x, q, m);
+  // Full detail every step: the last map of a run that stops early is the step it stopped at.
+  const BlockStatsSummary sum = computeBlockStats(x, q, m, BlockStatsDetail::Full);
   startSeries(s, q, m);
   s.steps.push_back(sum);
   if (!same_shape) return;
@@ -246,7 +247,7 @@ void DiagnosticsRecorder::whatIf(size_t op, int64_t step, const float* x, int64_
         continue;
       }
       const QuantizedTensor q = st.quantizeStep(x, rows, cols);
-      const BlockStatsSummary sum = computeBlockStats(x, q, d->scratch);
+      const BlockStatsSummary sum = computeBlockStats(x, q, d->scratch, BlockStatsDetail::Summary);
       startSeries(s, q, d->scratch);
       s.steps.push_back(sum);
       continue;
@@ -256,7 +257,7 @@ void DiagnosticsRecorder::whatIf(size_t op, int64_t step, const float* x, int64_
       ScalingConfig sc = r.scaling;
       sc.threads = d->threads;
       const QuantizedTensor q = quantize(x, rows, cols, f, sc, axis);
-      const BlockStatsSummary sum = computeBlockStats(x, q, d->scratch);
+      const BlockStatsSummary sum = computeBlockStats(x, q, d->scratch, BlockStatsDetail::Summary);
       startSeries(s, q, d->scratch);
       s.steps.push_back(sum);
       continue;
@@ -278,7 +279,8 @@ void DiagnosticsRecorder::whatIf(size_t op, int64_t step, const float* x, int64_
     const QuantizedTensor q = toQuantizedTensor(t, nc, src);
     std::vector<float> rotated;
     if (nc.rht) rotated = rhtOperand(src, pr, pc, nc.rht_sign_mask, axis, d->threads);
-    const BlockStatsSummary sum = computeBlockStats(nc.rht ? rotated.data() : src, q, d->scratch);
+    const BlockStatsSummary sum =
+        computeBlockStats(nc.rht ? rotated.data() : src, q, d->scratch, BlockStatsDetail::Summary);
     startSeries(s, q, d->scratch);
     s.steps.push_back(sum);
   }

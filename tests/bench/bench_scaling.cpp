@@ -2,11 +2,14 @@
 // measured in the same run: a plain float32 → E4M3FN encodeBulk of the same 16.8 M elements
 // with one fixed scale (no amax pass, no stats), single-threaded. The ratio strategy / peer at
 // 1 thread (/1) is the overhead of the amax pass, the per-block scale rule and the statistics;
-// /2 runs quantize on two threads.
+// /2 runs quantize on two threads. BM_BlockStats is computeBlockStats (metrics/block_stats.h, full
+// detail) of the quantized tensor against its input, single-threaded, next to its peer
+// BM_Quantize of the same preset at /1: what the training diagnostics add per operand and step.
 //   ./build/tests/bench/bench_scaling --benchmark_min_time=1
 #include <benchmark/benchmark.h>
 
 #include "formats/format.h"
+#include "metrics/block_stats.h"
 #include "scaling/scaling.h"
 
 #include <random>
@@ -46,6 +49,19 @@ void BM_Quantize(benchmark::State& st, const char* preset, Axis axis) {
   for (auto _ : st) {
     QuantizedTensor q = quantize(x.data(), kN, kN, Format::E4M3FN(), c, axis);
     benchmark::DoNotOptimize(q.codes.data());
+  }
+  st.SetItemsProcessed(st.iterations() * static_cast<int64_t>(x.size()));
+}
+
+void BM_BlockStats(benchmark::State& st, const char* preset) {
+  const auto& x = data();
+  ScalingConfig c = *scalingPreset(preset);
+  c.threads = 1;
+  const QuantizedTensor q = quantize(x.data(), kN, kN, Format::E4M3FN(), c, Axis::Cols);
+  BlockStatsMap m;
+  for (auto _ : st) {
+    const BlockStatsSummary s = computeBlockStats(x.data(), q, m, BlockStatsDetail::Full);
+    benchmark::DoNotOptimize(s.sqnr_db);
   }
   st.SetItemsProcessed(st.iterations() * static_cast<int64_t>(x.size()));
 }
@@ -128,6 +144,9 @@ BENCHMARK_CAPTURE(BM_QuantizeMx, mx_even_e2m1, "mx_even", &Format::E2M1())
     ->Arg(1)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK_CAPTURE(BM_BlockStats, te_current, "te_current")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_BlockStats, mx_rceil, "mx_rceil")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_BlockStats, deepgemm_1x128, "deepgemm_1x128")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_QuantizeMxInt8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();

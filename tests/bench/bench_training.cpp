@@ -9,9 +9,14 @@
 // threads for epoch + evaluation (what the epoch costs when the machine is shared).
 // The `_check_off` row is fp8_delayed_flax_2t with on_nonfinite "off": the rows differ by the
 // cost of the first-non-finite check (docs/training.md), the other rows check (the default).
+// Diagnostics (docs/training.md "Per-block statistics"): every row records per-block statistics
+// (the default) except the `_diag_off` rows (block_stats false); `_what_if5` adds the default
+// experiment's five what-if recipes every 50 steps. The te_mxfp8 pair is the same comparison for
+// a block recipe (its per-step statistics cover ~14 000 blocks).
 // Run: build/tests/bench/bench_training   (needs the dataset-fashion-mnist package)
 #include <benchmark/benchmark.h>
 
+#include "training/diagnostics.h"
 #include "training/fashion_mnist.h"
 #include "training/trainer.h"
 
@@ -42,8 +47,11 @@ double processCpuSeconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
+enum class Diag { On, Off, WhatIf5 };
+
 void epoch(benchmark::State& st, TrainingPrecision prec, TrainingScalingKind kind, int threads,
-           NonFinitePolicy on_nonfinite = NonFinitePolicy::Stop) {
+           NonFinitePolicy on_nonfinite = NonFinitePolicy::Stop, Diag diag = Diag::On,
+           TrainingRecipe recipe = TrainingRecipe::PerTensor) {
   const FashionMnist* fm = data();
   if (!fm) {
     st.SkipWithError("Fashion-MNIST missing: sudo apt-get install dataset-fashion-mnist");
@@ -57,6 +65,11 @@ void epoch(benchmark::State& st, TrainingPrecision prec, TrainingScalingKind kin
     c.scaling.kind = kind;
     c.epochs = 1;
     c.on_nonfinite = on_nonfinite;
+    c.recipe.recipe = recipe;
+    c.diagnostics.block_stats = diag != Diag::Off;
+    if (diag == Diag::WhatIf5)
+      for (const char* id : {"te_current", "delayed_L16", "te_block_1x128", "mx_rceil", "nvfp4_te"})
+        c.diagnostics.what_if.push_back(*parseWhatIfRecipe(id, nullptr));
     c.threads = threads;
     c.forward_gemm.threads = c.backward_gemm.threads = threads;
     TrainingRun run(c, fm->train, fm->test);
@@ -86,6 +99,26 @@ BENCHMARK_CAPTURE(epoch, fp8_delayed_flax_2t, TrainingPrecision::FP8, TrainingSc
     ->UseRealTime();
 BENCHMARK_CAPTURE(epoch, fp8_delayed_flax_2t_check_off, TrainingPrecision::FP8, TrainingScalingKind::DelayedFlax, 2,
                   NonFinitePolicy::Off)
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(epoch, fp8_delayed_flax_2t_diag_off, TrainingPrecision::FP8, TrainingScalingKind::DelayedFlax, 2,
+                  NonFinitePolicy::Stop, Diag::Off)
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(epoch, fp8_delayed_flax_2t_what_if5, TrainingPrecision::FP8, TrainingScalingKind::DelayedFlax, 2,
+                  NonFinitePolicy::Stop, Diag::WhatIf5)
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(epoch, te_mxfp8_2t, TrainingPrecision::FP8, TrainingScalingKind::DelayedFlax, 2,
+                  NonFinitePolicy::Stop, Diag::On, TrainingRecipe::TeMxfp8)
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(epoch, te_mxfp8_2t_diag_off, TrainingPrecision::FP8, TrainingScalingKind::DelayedFlax, 2,
+                  NonFinitePolicy::Stop, Diag::Off, TrainingRecipe::TeMxfp8)
     ->Iterations(1)
     ->Unit(benchmark::kSecond)
     ->UseRealTime();

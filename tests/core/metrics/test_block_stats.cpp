@@ -5,10 +5,12 @@
 
 #include "formats/format.h"
 #include "metrics/block_stats.h"
+#include "metrics/distribution_stats.h"
 #include "scaling/scaling.h"
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 using namespace fp8lab;
 
@@ -143,6 +145,35 @@ private Q_SLOTS:
     QCOMPARE(s.log2_scale_mean, -1.0f);
     // error only at x = 4: 6 · 0.5 = 3; SQNR 10·log10(17 / 1) = 12.30449 dB
     QVERIFY(std::fabs(s.sqnr_db - 12.30449f) < 1e-4f);
+  }
+
+  // The per-element rules agree with operandStats() (metrics/distribution_stats.h, the counts the
+  // Distribution view shows) on 4096 normal values with a fixed scale that clips the tails and
+  // flushes the smallest values, for both scale ops, and for every element (saturation thresholds
+  // at the exact rounding limit included: 464 · s and its neighbours are in the data).
+  void countsAgreeWithOperandStats() {
+    std::mt19937 g(7);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    std::vector<float> x(4096);
+    for (float& v : x) v = d(g) * 200.0f;
+    const float s = 0.5f; // dequant: |x| / 0.5 > 464 ⟺ |x| > 232 saturates
+    x[0] = 232.0f;
+    x[1] = std::nextafter(232.0f, 1000.0f);
+    x[2] = 1e-4f; // 2e-4 < 2^-10: flushed
+    x[3] = 0.0f;
+    for (Format::ScaleOp op : {Format::ScaleOp::Multiply, Format::ScaleOp::Divide}) {
+      BlockScale bs;
+      bs.dequant = s;
+      bs.quant = 1.0f / s;
+      const QuantizedTensor q = quantizeWithScale(x.data(), 64, 64, Format::E4M3FN(), bs, op);
+      const OperandStats o = operandStats(x.data(), q);
+      BlockStatsMap m;
+      const BlockStatsSummary b = computeBlockStats(x.data(), q, m);
+      QVERIFY(o.saturated > 0 && o.flushed > 0);
+      QCOMPARE(b.saturated, o.saturated);
+      QCOMPARE(b.underflow, o.flushed);
+      QCOMPARE(b.nonzero, o.elements - o.zero - o.nan - o.inf);
+    }
   }
 
   void badShapesAreRefused() {
