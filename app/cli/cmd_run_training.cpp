@@ -4,6 +4,7 @@
 
 #include "cli_util.h"
 #include "cmd_run.h"
+#include <algorithm>
 
 #include "experiment/training_experiment.h"
 
@@ -164,6 +165,36 @@ int runTrainingExperiment(const Json& config, const ConfigPath& at, const JsonDo
                    attrString(run.attrs, "status").value_or("") == "stopped_nonfinite"
                        ? "; run stopped (on_nonfinite stop)"
                        : "");
+    if (lines && run.group_attrs.count("what_if")) {
+      // one line per run: the mean SQNR over every operand and what-if step, per recipe and the
+      // recipe that trained, best first
+      const Dataset* steps = run.find("what_if/steps");
+      std::map<std::string, std::pair<double, int>> mean; // recipe → (Σ, n)
+      for (const auto& [path, d] : run.datasets) {
+        const bool wi = path.rfind("what_if/", 0) == 0, bs = path.rfind("block_stats/", 0) == 0;
+        if ((!wi && !bs) || path.size() < 8 || path.compare(path.size() - 8, 8, "/sqnr_db") != 0) continue;
+        std::string recipe = "trained";
+        if (wi) recipe = path.substr(8, path.find('/', 8) - 8);
+        auto& m = mean[recipe];
+        if (wi) {
+          for (float v : d.f32)
+            if (std::isfinite(v)) m.first += v, ++m.second;
+        } else if (steps) {
+          for (int64_t t : steps->i64)
+            if (t >= 0 && t < static_cast<int64_t>(d.f32.size()) && std::isfinite(d.f32[static_cast<size_t>(t)]))
+              m.first += d.f32[static_cast<size_t>(t)], ++m.second;
+        }
+      }
+      std::vector<std::pair<double, std::string>> rank;
+      for (const auto& [k, v] : mean)
+        if (v.second > 0) rank.push_back({v.first / v.second, k});
+      std::sort(rank.rbegin(), rank.rend());
+      std::string line;
+      for (const auto& [v, k] : rank)
+        line += (line.empty() ? "" : ", ") + k + " " + QString::number(v, 'f', 2).toStdString();
+      std::fprintf(stderr, "%s: what-if, mean SQNR over the operands at %lld steps (dB): %s\n", stored->c_str(),
+                   static_cast<long long>(steps ? steps->i64.size() : 0), line.c_str());
+    }
     if (run.type == "gemm-trained-weights" && lines)
       std::fprintf(stderr, "GEMM on trained %s: SQNR %.2f dB total, %.2f dB quantization, %.2f dB accumulation\n",
                    attrString(run.attrs, "layer").value_or("?").c_str(), run.metrics.at("sqnr_db").value,

@@ -114,8 +114,7 @@ std::string trainingConfigJson(const TrainingConfig& c, const std::string& run_i
   if (c.spike.enabled) o << "},\n";
   if (c.on_nonfinite != NonFinitePolicy::Stop)
     o << "  \"on_nonfinite\": " << jsonString(toString(c.on_nonfinite)) << ",\n";
-  {
-    const TrainingDiagnostics& dg = c.diagnostics;
+  if (const TrainingDiagnostics& dg = c.diagnostics; !dg.block_stats || dg.map_every != 250 || !dg.what_if.empty()) {
     o << "  \"diagnostics\": {\"block_stats\": " << (dg.block_stats ? "true" : "false")
       << ", \"map_every\": " << dg.map_every;
     if (!dg.what_if.empty()) {
