@@ -3,9 +3,12 @@
 //   checkpoint show FILE TENSOR [--scale NAME]       codes, scales and decoded values
 //   checkpoint requantize FILE TENSOR --scaling P    what preset P would store; SQNR vs the file
 //   checkpoint export SESSION.h5 RUN --layout L --out F.safetensors   a training run's weights
+//   checkpoint import FILE --out SESSION.h5 [--tensor T]... [--what-if IDS]   a run of the session
 #include "cli_util.h"
+#include "cmd_run.h"
 #include "command.h"
 
+#include "experiment/checkpoint_run.h"
 #include "formats/format.h"
 #include "io/fp8_checkpoint.h"
 #include "scaling/scaling.h"
@@ -13,6 +16,7 @@
 #include "training/training_session.h"
 
 #include <QCommandLineParser>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonObject>
 
@@ -254,6 +258,50 @@ int runExport(const QStringList& pos, const QCommandLineParser& p, bool json) {
   return 0;
 }
 
+int runImport(const QStringList& pos, const QCommandLineParser& p, bool json) {
+  if (pos.size() != 2)
+    return fail(QStringLiteral("usage: checkpoint import FILE.safetensors --out SESSION.h5 [--tensor NAME]... "
+                               "[--what-if ID,ID] [--id RUN]"));
+  const QString outPath = p.value(QStringLiteral("out"));
+  if (outPath.isEmpty()) return fail(QStringLiteral("--out SESSION.h5 is required"));
+  CheckpointRunOptions o;
+  for (const QString& t : p.values(QStringLiteral("tensor"))) o.tensors.push_back(t.toStdString());
+  for (const QString& id : p.value(QStringLiteral("what-if")).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+    std::string why;
+    const auto r = parseWhatIfRecipe(id.trimmed().toStdString(), &why);
+    if (!r) return fail(QStringLiteral("--what-if: %1").arg(qs(why)));
+    o.what_if.push_back(*r);
+  }
+  QString id = p.value(QStringLiteral("id"));
+  if (id.isEmpty()) {
+    id = QFileInfo(pos[1]).completeBaseName();
+    for (QChar& c : id)
+      if (!(c.isLetterOrNumber() && c.unicode() < 128) && c != QLatin1Char('_') && c != QLatin1Char('-') &&
+          c != QLatin1Char('.') && c != QLatin1Char('+') && c != QLatin1Char('='))
+        c = QLatin1Char('_');
+    if (id.isEmpty() || id.startsWith(QLatin1Char('.'))) id.prepend(QStringLiteral("checkpoint"));
+  }
+  auto run = checkpointRun(pos[1].toStdString(), id.toStdString(), o);
+  if (!run.ok()) return fail(qs(run.errors()));
+  std::vector<std::string> ids;
+  if (!appendRunsToFile(outPath, {run.value}, true, &ids)) return 2;
+  const QString stored = ids.empty() ? id : qs(ids.front());
+  const qint64 n = attrInt(run.value.attrs, "tensors").value_or(0);
+  if (json)
+    out(toJsonText(QJsonObject{{QStringLiteral("file"), outPath},
+                               {QStringLiteral("run"), stored},
+                               {QStringLiteral("tensors"), n},
+                               {QStringLiteral("what_if"), qint64(o.what_if.size())}}) +
+        "\n");
+  else
+    out(QStringLiteral("%1: run %2 (%3 FP8 tensors%4) written to %5\n")
+            .arg(pos[1], stored)
+            .arg(n)
+            .arg(o.what_if.empty() ? QString() : QStringLiteral(", %1 what-if recipes").arg(o.what_if.size()))
+            .arg(outPath));
+  return 0;
+}
+
 int runCheckpoint(const QStringList& args) {
   QCommandLineParser p;
   p.setApplicationDescription(QStringLiteral(
@@ -263,8 +311,9 @@ int runCheckpoint(const QStringList& args) {
       "  checkpoint list FILE.safetensors\n"
       "  checkpoint show FILE.safetensors TENSOR [--scale NAME]\n"
       "  checkpoint requantize FILE.safetensors TENSOR --scaling PRESET [--format F] [--axis cols|rows]\n"
-      "  checkpoint export SESSION.h5 RUN --layout per_tensor|block128 --out MODEL.safetensors"));
-  p.addPositionalArgument(QStringLiteral("action"), QStringLiteral("list, show, requantize or export."));
+      "  checkpoint export SESSION.h5 RUN --layout per_tensor|block128 --out MODEL.safetensors\n"
+      "  checkpoint import FILE.safetensors --out SESSION.h5 [--tensor NAME]... [--what-if ID,ID] [--id RUN]"));
+  p.addPositionalArgument(QStringLiteral("action"), QStringLiteral("list, show, requantize, export or import."));
   p.addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
   p.addOption({QStringLiteral("scale"), QStringLiteral("The scale tensor's name (default: by the naming convention)."),
                QStringLiteral("NAME")});
@@ -279,8 +328,17 @@ int runCheckpoint(const QStringList& args) {
                QStringLiteral("export: per_tensor (TE current scaling) or block128 "
                               "(DeepSeek-V3 128x128)."),
                QStringLiteral("L"), QStringLiteral("per_tensor")});
+  p.addOption({QStringLiteral("out"),
+               QStringLiteral("export: the safetensors file to write; import: the session file to add the run to."),
+               QStringLiteral("FILE")});
+  p.addOption({QStringLiteral("tensor"), QStringLiteral("import: an FP8 tensor to take (repeatable; default: all)."),
+               QStringLiteral("NAME")});
+  p.addOption({QStringLiteral("what-if"),
+               QStringLiteral("import: recipes to re-quantize each tensor with, comma-separated (te_current, "
+                              "mx_rceil, nvfp4_te, ... as in training diagnostics)."),
+               QStringLiteral("IDS")});
   p.addOption(
-      {QStringLiteral("out"), QStringLiteral("export: the safetensors file to write."), QStringLiteral("FILE")});
+      {QStringLiteral("id"), QStringLiteral("import: the run id (default: the file name)."), QStringLiteral("RUN")});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   const QStringList pos = p.positionalArguments();
@@ -290,13 +348,15 @@ int runCheckpoint(const QStringList& args) {
   if (action == QStringLiteral("show")) return runShow(pos, p.value(QStringLiteral("scale")), json);
   if (action == QStringLiteral("requantize")) return runRequantize(pos, p, json);
   if (action == QStringLiteral("export")) return runExport(pos, p, json);
-  return fail(QStringLiteral("usage: checkpoint list|show|requantize|export ... (see --help)"));
+  if (action == QStringLiteral("import")) return runImport(pos, p, json);
+  return fail(QStringLiteral("usage: checkpoint list|show|requantize|export|import ... (see --help)"));
 }
 
 const CommandRegistrar
     reg({QStringLiteral("checkpoint"),
-         QStringLiteral("FP8 checkpoints (safetensors): list, show, requantize, export a training run"), runCheckpoint,
-         75});
+         QStringLiteral(
+             "FP8 checkpoints (safetensors): list, show, requantize, export a training run, import into a session"),
+         runCheckpoint, 75});
 
 } // namespace
 } // namespace fp8lab::cli

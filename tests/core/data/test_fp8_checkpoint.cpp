@@ -5,6 +5,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "experiment/checkpoint_run.h"
 #include "experiment/gemm_config.h"
 #include "experiment/gemm_run.h"
 #include "io/fp8_checkpoint.h"
@@ -359,6 +360,49 @@ private Q_SLOTS:
         Json::parse("{\"a\": {\"checkpoint\": \"" + path("none.safetensors") + "\", \"tensor\": \"x.weight\"}}"), &c3);
     QVERIFY2(m3.find("a.checkpoint") != std::string::npos, m3.c_str());
     QVERIFY2(m3.find("no such file") != std::string::npos, m3.c_str());
+  }
+
+  // A checkpoint as a session run (checkpoint_run.h): one weight [1, 256] in two 128-blocks with
+  // weight_scale_inv [0.5, 4]. Block 0: codes 0x38 (1.0) with 0x40 (2.0) at column 5 → x = 0.5 and
+  // 1.0; block 1: codes 0x30 (0.5) → x = 2.0. Per block: amax 1 and 2, min non-zero 0.5 and 2,
+  // range 1 and 0 bits, exact (SQNR +Inf: every x is decode · scale in float32 exactly).
+  // What-if mx_rceil (E4M3FN, 1×32 along the row): 2^ceil(log2(amax/448)) = 2^−8 for the block
+  // holding the 1.0, 2^−9 for the other three of checkpoint block 0, 2^−7 for the four of block 1;
+  // log2 mean (−8 − 3·9 − 4·7)/8 = −7.875; every element lands on 256: exact.
+  void checkpointAsASessionRun() {
+    std::string codes(256, '\x38');
+    codes[5] = '\x40';
+    for (int j = 128; j < 256; ++j) codes[static_cast<size_t>(j)] = '\x30';
+    const std::string scales("\x00\x00\x00\x3F\x00\x00\x80\x40", 8); // 0.5f, 4.0f
+    const std::string p = path("run.safetensors");
+    writeSafetensors(p,
+                     "{\"w\":{\"dtype\":\"F8_E4M3\",\"shape\":[1,256],\"data_offsets\":[0,256]},"
+                     "\"w_scale_inv\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[256,264]}}",
+                     codes + scales);
+    CheckpointRunOptions o;
+    std::string why;
+    o.what_if.push_back(*parseWhatIfRecipe("mx_rceil", &why));
+    const auto r = checkpointRun(p, "ck", o);
+    QVERIFY2(r.ok(), r.message().c_str());
+    const Run& run = r.value;
+    QCOMPARE(run.type, std::string("checkpoint"));
+    QVERIFY(run.find("quantized/w_codes"));
+    QCOMPARE(run.find("block_stats/w/map_scale")->f32, (std::vector<float>{0.5f, 4.0f}));
+    QCOMPARE(run.find("block_stats/w/map_amax")->f32, (std::vector<float>{1.0f, 2.0f}));
+    QCOMPARE(run.find("block_stats/w/map_min_nonzero")->f32, (std::vector<float>{0.5f, 2.0f}));
+    QCOMPARE(run.find("block_stats/w/map_dynamic_range")->f32, (std::vector<float>{1.0f, 0.0f}));
+    QVERIFY(std::isinf(run.find("block_stats/w/sqnr_db")->f32.at(0)));
+    QCOMPARE(attrInt(run.group_attrs.at("block_stats/w"), "grid_cols").value_or(0), int64_t{2});
+    QCOMPARE(run.find("what_if/mx_rceil/w/log2_scale_mean")->f32, (std::vector<float>{-7.875f}));
+    QCOMPARE(run.find("what_if/mx_rceil/w/log2_scale_min")->f32, (std::vector<float>{-9.0f}));
+    QVERIFY(std::isinf(run.find("what_if/mx_rceil/w/sqnr_db")->f32.at(0)));
+    QCOMPARE(run.find("what_if/steps")->i64, (std::vector<int64_t>{0}));
+    // a tensor that is not in the file is named
+    CheckpointRunOptions bad;
+    bad.tensors = {"nope"};
+    const auto e = checkpointRun(p, "ck", bad);
+    QVERIFY(!e.ok());
+    QVERIFY2(e.errors().find("no FP8 tensor 'nope'") != std::string::npos, e.errors().c_str());
   }
 
   void transposeMovesCodesAndScaleGrid() {

@@ -1,0 +1,148 @@
+// FP8 Lab — an FP8 checkpoint as a session run (see checkpoint_run.h).
+#include "experiment/checkpoint_run.h"
+
+#include "io/fp8_checkpoint.h"
+#include "io/json_document.h"
+#include "metrics/block_stats.h"
+#include "training/training_session.h"
+
+#include <algorithm>
+
+namespace fp8lab {
+
+namespace {
+
+/// The per-block statistics of `q` against `x` as a one-step series with its map.
+OperandBlockSeries oneStep(const std::string& name, const std::string& quantization, const float* x,
+                           const QuantizedTensor& q, bool with_map) {
+  OperandBlockSeries s;
+  s.operand = name;
+  s.quantization = quantization;
+  s.format = q.format->name();
+  s.scale_format = q.scale_codes.empty() ? std::string("float32") : q.scaleCodeFormat().name();
+  BlockStatsMap m;
+  s.steps.push_back(computeBlockStats(x, q, m, with_map ? BlockStatsDetail::Full : BlockStatsDetail::Summary));
+  s.setShape(m);
+  if (with_map) {
+    s.map_steps.push_back(0);
+    s.maps.push_back(std::move(m));
+  }
+  return s;
+}
+
+QuantizedTensor quantizeUnder(const WhatIfRecipe& r, const std::vector<float>& x, int64_t rows, int64_t cols,
+                              const Format& own, int threads, std::vector<float>* source) {
+  *source = x;
+  if (r.kind == WhatIfRecipe::Kind::Nvfp4) {
+    Nvfp4Config nc = r.nvfp4;
+    nc.threads = threads;
+    const int64_t pc = (cols + 15) / 16 * 16, pr = nc.tile_2d ? (rows + 15) / 16 * 16 : rows;
+    if (pc != cols || pr != rows) {
+      source->assign(static_cast<size_t>(pr * pc), 0.0f);
+      for (int64_t i = 0; i < rows; ++i) std::copy_n(x.begin() + i * cols, cols, source->begin() + i * pc);
+    }
+    const Nvfp4Tensor t = quantizeNvfp4(source->data(), pr, pc, nc, Axis::Cols);
+    QuantizedTensor q = toQuantizedTensor(t, nc, source->data());
+    if (nc.rht) *source = rhtOperand(source->data(), pr, pc, nc.rht_sign_mask, Axis::Cols, threads);
+    return q;
+  }
+  const Format& f = r.format ? *r.format : own;
+  if (r.kind == WhatIfRecipe::Kind::Delayed) {
+    // a single tensor has no history: the first step of delayed scaling (scale 1, TE's initial)
+    DelayedScaling st(f, r.delayed);
+    return st.quantizeStep(x.data(), rows, cols);
+  }
+  ScalingConfig sc = r.scaling;
+  sc.threads = threads;
+  return quantize(x.data(), rows, cols, f, sc, Axis::Cols);
+}
+
+} // namespace
+
+Result<Run> checkpointRun(const std::string& path, const std::string& run_id, const CheckpointRunOptions& opt) {
+  Result<Run> res;
+  auto listed = listFp8Checkpoint(path, opt.block);
+  if (!listed.ok()) {
+    res.issues = listed.issues;
+    return res;
+  }
+  std::vector<std::string> names = opt.tensors;
+  if (names.empty()) {
+    for (const Fp8CheckpointEntry& e : listed.value)
+      if (e.problem.empty()) names.push_back(e.name);
+    if (names.empty()) {
+      res.add(Issue::Code::NotFound, path, "the file holds no FP8 tensor that can be read with its scale");
+      return res;
+    }
+  }
+  for (const std::string& n : names) {
+    const auto it = std::find_if(listed.value.begin(), listed.value.end(),
+                                 [&](const Fp8CheckpointEntry& e) { return e.name == n; });
+    if (it == listed.value.end()) {
+      res.add(Issue::Code::NotFound, path + "#" + n, "no FP8 tensor '" + n + "' in the file");
+      return res;
+    }
+    if (!it->problem.empty()) {
+      res.add(Issue::Code::MalformedInput, path + "#" + n, it->problem);
+      return res;
+    }
+  }
+  Run& run = res.value;
+  run.id = run_id;
+  run.type = "checkpoint";
+  run.backend = "cpu";
+  run.device = "CPU";
+  run.attrs["source"] = path;
+  run.attrs["tensors"] = static_cast<int64_t>(names.size());
+  run.attrs["block"] = opt.block;
+  run.attrs["description"] = std::string("FP8 checkpoint ") + path + ": " + std::to_string(names.size()) + " tensors";
+  std::string ids;
+  for (const WhatIfRecipe& r : opt.what_if) ids += (ids.empty() ? "" : ",") + r.id;
+  Json cfg = Json::object();
+  cfg["type"] = "checkpoint";
+  cfg["file"] = path;
+  cfg["tensors"] = names;
+  cfg["what_if"] = Json::array();
+  for (const WhatIfRecipe& r : opt.what_if) cfg["what_if"].push_back(r.id);
+  run.config_json = cfg.dump(2);
+  for (const std::string& n : names) {
+    Fp8ImportOptions io;
+    io.block = opt.block;
+    auto q = importFp8Checkpoint(path, n, io);
+    if (!q.ok()) {
+      res.issues = q.issues;
+      return res;
+    }
+    const QuantizedTensor& t = q.value;
+    const std::vector<float> x = t.dequantize();
+    run.putQuantized("quantized/" + n, t, "FP8 weight " + n + " as stored in " + path);
+    putBlockStatsSeries(run, "block_stats/" + n, oneStep(n, t.strategy, x.data(), t, true), 1);
+    for (const WhatIfRecipe& r : opt.what_if) {
+      std::vector<float> src;
+      QuantizedTensor w;
+      try {
+        w = quantizeUnder(r, x, t.rows, t.cols, *t.format, opt.threads, &src);
+      } catch (const std::invalid_argument& e) {
+        res.add(Issue::Code::InvalidArgument, path + "#" + n, "what-if " + r.id + ": " + e.what());
+        return res;
+      }
+      Attributes a;
+      a["recipe"] = r.id;
+      a["semantics"] = r.semantics;
+      putBlockStatsSeries(run, "what_if/" + r.id + "/" + n,
+                          oneStep(n, r.describe(t.format == &Format::E5M2()), src.data(), w, false), 0, a);
+    }
+  }
+  if (!opt.what_if.empty()) {
+    run.datasets["what_if/steps"] = Dataset::int64({1}, {0}, "steps", "one step: the checkpoint as stored");
+    Attributes wa;
+    wa["every"] = int64_t{1};
+    wa["recipes"] = ids;
+    wa["meaning"] =
+        std::string("each weight, dequantized, re-quantized under other recipes: what they would have stored");
+    run.group_attrs["what_if"] = wa;
+  }
+  return res;
+}
+
+} // namespace fp8lab

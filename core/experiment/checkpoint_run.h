@@ -1,0 +1,39 @@
+// FP8 Lab — an FP8 checkpoint as a session run (type "checkpoint"), so that its weights appear in
+// the views that read sessions (bit histograms, block map, number line) and can be compared with
+// what other recipes would have stored.
+//
+// Layout (docs/checkpoints.md "In a session"; docs/session-format.md):
+//   /runs/<id>/                 attrs: type "checkpoint", source (the file), tensors (count),
+//                                      block (edge of the square scale blocks read)
+//   quantized/<tensor>_*        the stored codes and scales exactly as read (Run::putQuantized)
+//   block_stats/<tensor>/       per-block statistics of the stored quantization against the
+//                               float32 dequantized weight x = f32(decode(code) · scale): one step,
+//                               one map (putBlockStatsSeries)
+//   what_if/steps               int64 [1] = {0}
+//   what_if/<recipe>/<tensor>/  the same statistics of x re-quantized under `recipe` (blocks along
+//                               the columns: an nn.Linear weight [out, in] contracts over in)
+#pragma once
+
+#include "session/session.h"
+#include "training/diagnostics.h"
+
+#include <string>
+#include <vector>
+
+namespace fp8lab {
+
+/// Options of checkpointRun.
+struct CheckpointRunOptions {
+  std::vector<std::string> tensors;  ///< FP8 tensors to take; empty: every importable one
+  std::vector<WhatIfRecipe> what_if; ///< recipes to re-quantize each tensor with
+  int64_t block = 128;               ///< edge of the square scale blocks (DeepSeek-V3: 128)
+  int threads = 0;
+};
+
+/// Builds the session run of an FP8 safetensors checkpoint (layout above). Errors: the file's
+/// (listFp8Checkpoint), a named tensor that is not in the file or cannot be imported (its
+/// problem), a file with no importable FP8 tensor; importFp8Checkpoint's errors for each tensor.
+/// A what-if format suffix applies as in training; without one the tensor's own format is used.
+Result<Run> checkpointRun(const std::string& path, const std::string& run_id, const CheckpointRunOptions& opt);
+
+} // namespace fp8lab
