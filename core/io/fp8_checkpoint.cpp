@@ -13,6 +13,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <unistd.h>
@@ -102,6 +105,95 @@ void putLe32(std::vector<unsigned char>* out, uint32_t v) {
 
 } // namespace
 
+namespace {
+
+/// One tensor of a checkpoint and the file that holds it.
+struct Located {
+  TensorEntry entry;
+  std::string file;
+};
+
+bool isShardIndex(const std::string& path) {
+  const std::string suffix = ".index.json";
+  return path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// Every tensor of a checkpoint: one safetensors file, or the shards of a Hugging Face index
+/// (`model.safetensors.index.json`: {"weight_map": {tensor: shard file}}, shard files relative
+/// to the index's directory). Every tensor the index names must be in its shard.
+Result<std::vector<Located>> listCheckpoint(const std::string& path) {
+  Result<std::vector<Located>> r;
+  if (!isShardIndex(path)) {
+    auto list = listSafetensors(path);
+    r.merge(list);
+    if (!list.ok()) return r;
+    for (auto& e : list.value) r.value.push_back({std::move(e), path});
+    return r;
+  }
+  std::string text;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      r.add(C::NotFound, path, std::string("cannot open the shard index: ") + std::strerror(errno));
+      return r;
+    }
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  Json doc;
+  try {
+    doc = Json::parse(text);
+  } catch (const std::exception& e) {
+    r.add(C::MalformedInput, path, std::string("the shard index is not JSON: ") + e.what());
+    return r;
+  }
+  if (!doc.is_object() || !doc.contains("weight_map") || !doc["weight_map"].is_object()) {
+    r.add(C::MalformedInput, path, "the shard index has no \"weight_map\" object {tensor: file}");
+    return r;
+  }
+  const fs::path dir = fs::path(path).parent_path();
+  std::map<std::string, std::vector<std::string>> by_file; // shard → tensors the index puts there
+  for (const auto& [name, file] : doc["weight_map"].items()) {
+    if (!file.is_string()) {
+      r.add(C::MalformedInput, path, "weight_map[\"" + name + "\"] is not a file name");
+      return r;
+    }
+    const std::string f = file.get<std::string>();
+    if (f.empty() || fs::path(f).is_absolute() || f.find("..") != std::string::npos) {
+      r.add(C::MalformedInput, path,
+            "weight_map[\"" + name + "\"] = \"" + f + "\": a shard is a file beside the index");
+      return r;
+    }
+    by_file[(dir / f).string()].push_back(name);
+  }
+  for (const auto& [file, names] : by_file) {
+    auto list = listSafetensors(file);
+    r.merge(list);
+    if (!list.ok()) return r;
+    std::map<std::string, TensorEntry> here;
+    for (auto& e : list.value) here[e.name] = std::move(e);
+    for (const std::string& n : names) {
+      const auto it = here.find(n);
+      if (it == here.end()) {
+        r.add(C::MalformedInput, file + ":" + n,
+              "the shard index puts tensor '" + n + "' in this file, which lacks it");
+        return r;
+      }
+      r.value.push_back({it->second, file});
+    }
+  }
+  std::sort(r.value.begin(), r.value.end(),
+            [](const Located& a, const Located& b) { return a.entry.name < b.entry.name; });
+  return r;
+}
+
+const Located* findLocated(const std::vector<Located>& v, const std::string& name) {
+  for (const Located& l : v)
+    if (l.entry.name == name) return &l;
+  return nullptr;
+}
+
+} // namespace
+
 std::string toString(Fp8ScaleLayout l, int64_t block) {
   switch (l) {
   case Fp8ScaleLayout::PerTensor:
@@ -116,12 +208,13 @@ std::string toString(Fp8ScaleLayout l, int64_t block) {
 
 Result<std::vector<Fp8CheckpointEntry>> listFp8Checkpoint(const std::string& path, int64_t block) {
   Result<std::vector<Fp8CheckpointEntry>> r;
-  auto list = listSafetensors(path);
+  auto list = listCheckpoint(path);
   r.merge(list);
   if (!list.ok()) return r;
   std::set<std::string> names;
-  for (const auto& e : list.value) names.insert(e.name);
-  for (const auto& e : list.value) {
+  for (const auto& l : list.value) names.insert(l.entry.name);
+  for (const auto& l : list.value) {
+    const TensorEntry& e = l.entry;
     if (!formatOfDtype(e.dtype)) continue;
     Fp8CheckpointEntry c;
     c.name = e.name;
@@ -133,11 +226,10 @@ Result<std::vector<Fp8CheckpointEntry>> listFp8Checkpoint(const std::string& pat
     } else if (c.scale_name.empty()) {
       c.problem = "no scale: neither " + e.name + "_scale_inv nor " + e.name + "_scale";
     } else {
-      for (const auto& s : list.value)
-        if (s.name == c.scale_name) {
-          c.scale_dtype = s.dtype;
-          c.scale_shape = s.shape;
-        }
+      if (const Located* s = findLocated(list.value, c.scale_name)) {
+        c.scale_dtype = s->entry.dtype;
+        c.scale_shape = s->entry.shape;
+      }
       Fp8ScaleLayout l;
       if (!isScaleDtype(c.scale_dtype))
         c.problem = "scale dtype " + c.scale_dtype + " (expected F32, BF16 or F16)";
@@ -154,11 +246,11 @@ Result<std::vector<Fp8CheckpointEntry>> listFp8Checkpoint(const std::string& pat
 
 Result<const Format*> fp8CheckpointFormat(const std::string& path, const std::string& tensor_name) {
   Result<const Format*> r;
-  auto list = listSafetensors(path);
+  auto list = listCheckpoint(path);
   r.merge(list);
   if (!list.ok()) return r;
-  for (const auto& e : list.value)
-    if (e.name == tensor_name) {
+  for (const auto& l : list.value)
+    if (const TensorEntry& e = l.entry; e.name == tensor_name) {
       r.value = formatOfDtype(e.dtype);
       if (!r.value)
         r.add(C::MalformedInput, path + ":" + tensor_name,
@@ -177,19 +269,19 @@ Result<QuantizedTensor> importFp8Checkpoint(const std::string& path, const std::
     r.add(C::InvalidArgument, where, "block must be ≥ 1");
     return r;
   }
-  auto list = listSafetensors(path);
+  auto list = listCheckpoint(path);
   r.merge(list);
   if (!list.ok()) return r;
   std::set<std::string> names;
-  for (const auto& e : list.value) names.insert(e.name);
+  for (const auto& l : list.value) names.insert(l.entry.name);
   if (!names.count(tensor_name)) {
     std::string fp8;
-    for (const auto& e : list.value)
-      if (formatOfDtype(e.dtype)) fp8 += (fp8.empty() ? "" : ", ") + e.name;
+    for (const auto& l : list.value)
+      if (formatOfDtype(l.entry.dtype)) fp8 += (fp8.empty() ? "" : ", ") + l.entry.name;
     r.add(C::NotFound, where, "no tensor of that name; the file's FP8 tensors: " + (fp8.empty() ? "none" : fp8));
     return r;
   }
-  auto w = readSafetensorsBytes(path, tensor_name);
+  auto w = readSafetensorsBytes(findLocated(list.value, tensor_name)->file, tensor_name);
   r.merge(w);
   if (!w.ok()) return r;
   const Format* f = formatOfDtype(w.value.entry.dtype);
@@ -216,7 +308,7 @@ Result<QuantizedTensor> importFp8Checkpoint(const std::string& path, const std::
     r.add(C::NotFound, path + ":" + scale_name, "no scale tensor of that name");
     return r;
   }
-  auto s = readSafetensorsBytes(path, scale_name);
+  auto s = readSafetensorsBytes(findLocated(list.value, scale_name)->file, scale_name);
   r.merge(s);
   if (!s.ok()) return r;
   const std::string swhere = path + ":" + scale_name;

@@ -2,6 +2,7 @@
 // following the safetensors format (8-byte little-endian header length, JSON header, raw
 // little-endian data); the FP8 code values are derived by hand in the comments (OCP OFP8 v1.0:
 // E4M3FN bias 7, E5M2 bias 15), nothing is produced by the code under test.
+#include <QDir>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -403,6 +404,45 @@ private Q_SLOTS:
     const auto e = checkpointRun(p, "ck", bad);
     QVERIFY(!e.ok());
     QVERIFY2(e.errors().find("no FP8 tensor 'nope'") != std::string::npos, e.errors().c_str());
+  }
+
+  // A sharded checkpoint (Hugging Face model.safetensors.index.json): the weight in one shard, its
+  // block scale in the other; listing and importing through the index give what one file gives.
+  void shardedCheckpointThroughItsIndex() {
+    const int64_t rows = 130, cols = 200;
+    std::vector<float> w(static_cast<size_t>(rows * cols));
+    for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 23) - 11) * 0.03f;
+    const QuantizedTensor qt = quantizeForCheckpoint(w, rows, cols, Fp8ScaleLayout::Block);
+    auto t = fp8WeightTensors("fc1", qt); // fc1.weight, fc1.weight_scale_inv
+    QCOMPARE(t.size(), size_t{2});
+    QDir().mkpath(QString::fromStdString(path("sh")));
+    QVERIFY(fp8lab::writeSafetensors(path("sh/model-00001-of-00002.safetensors"), {t[0]}).ok());
+    QVERIFY(fp8lab::writeSafetensors(path("sh/model-00002-of-00002.safetensors"), {t[1]}).ok());
+    const std::string index = path("sh/model.safetensors.index.json");
+    {
+      std::ofstream f(index);
+      f << R"({"metadata": {"total_size": 26312}, "weight_map": {"fc1.weight": "model-00001-of-00002.safetensors",
+             "fc1.weight_scale_inv": "model-00002-of-00002.safetensors"}})";
+    }
+    const auto listed = listFp8Checkpoint(index);
+    QVERIFY2(listed.ok(), listed.message().c_str());
+    QCOMPARE(listed.value.size(), size_t{1});
+    QCOMPARE(listed.value[0].scale_name, std::string("fc1.weight_scale_inv"));
+    QCOMPARE(listed.value[0].layout, std::string("block128x128"));
+    const auto r = importFp8Checkpoint(index, "fc1.weight");
+    QVERIFY2(r.ok(), r.message().c_str());
+    QCOMPARE(r.value.codes, qt.codes);
+    QCOMPARE(r.value.dequant_scales, qt.dequant_scales);
+    // an index that places a tensor in a shard that lacks it is refused, naming both
+    const std::string bad = path("sh/bad.safetensors.index.json");
+    {
+      std::ofstream f(bad);
+      f << R"({"weight_map": {"fc1.weight": "model-00002-of-00002.safetensors"}})";
+    }
+    const auto e = listFp8Checkpoint(bad);
+    QVERIFY(!e.ok());
+    QVERIFY2(e.errors().find("puts tensor 'fc1.weight' in this file, which lacks it") != std::string::npos,
+             e.errors().c_str());
   }
 
   void transposeMovesCodesAndScaleGrid() {
