@@ -196,16 +196,25 @@ int runRequantize(const QStringList& pos, const QCommandLineParser& p, bool json
 
 int runExport(const QStringList& pos, const QCommandLineParser& p, bool json) {
   if (pos.size() != 3)
-    return fail(
-        QStringLiteral("usage: checkpoint export SESSION.h5 RUN --layout per_tensor|block128 --out MODEL.safetensors"));
+    return fail(QStringLiteral("usage: checkpoint export SESSION.h5 RUN --layout per_tensor|per_channel|block128 "
+                               "[--format E4M3FN|E5M2] --out MODEL.safetensors"));
   const QString layout_name = p.value(QStringLiteral("layout"));
   Fp8ScaleLayout layout;
   if (layout_name == QStringLiteral("per_tensor"))
     layout = Fp8ScaleLayout::PerTensor;
+  else if (layout_name == QStringLiteral("per_channel"))
+    layout = Fp8ScaleLayout::PerChannel;
   else if (layout_name == QStringLiteral("block128") || layout_name == QStringLiteral("block128x128"))
     layout = Fp8ScaleLayout::Block;
   else
-    return fail(QStringLiteral("--layout: expected per_tensor or block128, got '%1'").arg(layout_name));
+    return fail(QStringLiteral("--layout: expected per_tensor, per_channel or block128, got '%1'").arg(layout_name));
+  const Format* fmt = &Format::E4M3FN();
+  if (p.isSet(QStringLiteral("format"))) {
+    fmt = Format::byName(p.value(QStringLiteral("format")).toStdString());
+    if (fmt != &Format::E4M3FN() && fmt != &Format::E5M2())
+      return fail(QStringLiteral("--format: a checkpoint stores E4M3FN (F8_E4M3) or E5M2 (F8_E5M2), not '%1'")
+                      .arg(p.value(QStringLiteral("format"))));
+  }
   const QString outPath = p.value(QStringLiteral("out"));
   if (outPath.isEmpty()) return fail(QStringLiteral("--out MODEL.safetensors is required"));
   auto rd = SessionReader::open(pos[1].toStdString());
@@ -229,7 +238,7 @@ int runExport(const QStringList& pos, const QCommandLineParser& p, bool json) {
     for (int64_t i = 0; i < lw.in; ++i)
       for (int64_t j = 0; j < lw.out; ++j)
         wt[static_cast<size_t>(j * lw.in + i)] = lw.kernel[static_cast<size_t>(i * lw.out + j)];
-    const QuantizedTensor q = quantizeForCheckpoint(wt, lw.out, lw.in, layout);
+    const QuantizedTensor q = quantizeForCheckpoint(wt, lw.out, lw.in, layout, *fmt);
     for (auto& t : fp8WeightTensors(name, q)) tensors.push_back(std::move(t));
     tensors.push_back(float32Tensor(name + ".bias", lw.bias, 0, lw.out));
     layers.append(QJsonObject{{QStringLiteral("name"), qs(name)},
@@ -239,13 +248,18 @@ int runExport(const QStringList& pos, const QCommandLineParser& p, bool json) {
   }
   if (tensors.empty())
     return fail(QStringLiteral("run '%1' stores no trained weights (weights/fc1/kernel)").arg(pos[2]));
-  const std::map<std::string, std::string> meta = {
-      {"format", "pt"},
-      {"producer", "fp8lab-cli checkpoint export"},
-      {"layout", layout == Fp8ScaleLayout::PerTensor ? "per_tensor" : "block128x128"},
-      {"quantization", layout == Fp8ScaleLayout::PerTensor ? "te_current" : "deepgemm_128x128"},
-      {"scale_convention", "dequant: w = decode(weight) * scale"},
-      {"source", pos[1].toStdString() + "#/runs/" + pos[2].toStdString()}};
+  const std::map<std::string, std::string> meta = {{"format", "pt"},
+                                                   {"producer", "fp8lab-cli checkpoint export"},
+                                                   {"layout", layout == Fp8ScaleLayout::PerTensor    ? "per_tensor"
+                                                              : layout == Fp8ScaleLayout::PerChannel ? "per_channel"
+                                                                                                     : "block128x128"},
+                                                   {"quantization", layout == Fp8ScaleLayout::PerTensor ? "te_current"
+                                                                    : layout == Fp8ScaleLayout::PerChannel
+                                                                        ? "per_row"
+                                                                        : "deepgemm_128x128"},
+                                                   {"element_format", fmt->name()},
+                                                   {"scale_convention", "dequant: w = decode(weight) * scale"},
+                                                   {"source", pos[1].toStdString() + "#/runs/" + pos[2].toStdString()}};
   const Status st = writeSafetensors(outPath.toStdString(), std::move(tensors), meta);
   if (!st.ok()) return fail(qs(st.errors()));
   if (json)
@@ -311,7 +325,8 @@ int runCheckpoint(const QStringList& args) {
       "  checkpoint list FILE.safetensors\n"
       "  checkpoint show FILE.safetensors TENSOR [--scale NAME]\n"
       "  checkpoint requantize FILE.safetensors TENSOR --scaling PRESET [--format F] [--axis cols|rows]\n"
-      "  checkpoint export SESSION.h5 RUN --layout per_tensor|block128 --out MODEL.safetensors\n"
+      "  checkpoint export SESSION.h5 RUN --layout per_tensor|per_channel|block128 [--format E4M3FN|E5M2] --out "
+      "MODEL.safetensors\n"
       "  checkpoint import FILE.safetensors --out SESSION.h5 [--tensor NAME]... [--what-if ID,ID] [--id RUN]"));
   p.addPositionalArgument(QStringLiteral("action"), QStringLiteral("list, show, requantize, export or import."));
   p.addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
@@ -319,14 +334,16 @@ int runCheckpoint(const QStringList& args) {
                QStringLiteral("NAME")});
   p.addOption({QStringLiteral("scaling"), QStringLiteral("requantize: the current-scaling preset."),
                QStringLiteral("PRESET"), QStringLiteral("te_current")});
-  p.addOption({QStringLiteral("format"), QStringLiteral("requantize: element format (default: the stored one)."),
-               QStringLiteral("F")});
+  p.addOption(
+      {QStringLiteral("format"),
+       QStringLiteral("requantize: element format (default: the stored one); export: E4M3FN (default) or E5M2."),
+       QStringLiteral("F")});
   p.addOption({QStringLiteral("axis"),
                QStringLiteral("requantize: contraction axis, cols (the tensor is an A [M, K], default) or rows (B)."),
                QStringLiteral("AXIS"), QStringLiteral("cols")});
   p.addOption({QStringLiteral("layout"),
-               QStringLiteral("export: per_tensor (TE current scaling) or block128 "
-                              "(DeepSeek-V3 128x128)."),
+               QStringLiteral("export: per_tensor (TE current scaling), per_channel (one scale per output "
+                              "channel, compressed-tensors) or block128 (DeepSeek-V3 128x128)."),
                QStringLiteral("L"), QStringLiteral("per_tensor")});
   p.addOption({QStringLiteral("out"),
                QStringLiteral("export: the safetensors file to write; import: the session file to add the run to."),

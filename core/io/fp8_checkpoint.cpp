@@ -457,8 +457,10 @@ std::vector<SafetensorsTensor> fp8WeightTensors(const std::string& prefix, const
   const bool e5 = q.format == &Format::E5M2() || (q.format && q.format->name() == "E5M2");
   if (!e4 && !e5) throw std::invalid_argument("fp8WeightTensors: the format must be E4M3FN or E5M2");
   const bool per_tensor = q.block.rows >= q.rows && q.block.cols >= q.cols;
-  if (!per_tensor && q.block.rows != q.block.cols)
-    throw std::invalid_argument("fp8WeightTensors: the scale block must be the whole tensor or square");
+  const bool per_channel = !per_tensor && q.block.rows == 1 && q.block.cols >= q.cols;
+  if (!per_tensor && !per_channel && q.block.rows != q.block.cols)
+    throw std::invalid_argument(
+        "fp8WeightTensors: the scale block must be the whole tensor, one row (per channel) or square");
   std::vector<SafetensorsTensor> out(2);
   out[0].name = prefix + ".weight";
   out[0].dtype = e4 ? "F8_E4M3" : "F8_E5M2";
@@ -466,21 +468,27 @@ std::vector<SafetensorsTensor> fp8WeightTensors(const std::string& prefix, const
   out[0].bytes.assign(q.codes.begin(), q.codes.end());
   if (per_tensor) {
     out[1] = float32Tensor(prefix + ".weight_scale", q.dequant_scales, 0, 1);
+  } else if (per_channel) {
+    out[1] = float32Tensor(prefix + ".weight_scale", q.dequant_scales, q.rows, 1);
   } else {
     out[1] = float32Tensor(prefix + ".weight_scale_inv", q.dequant_scales, q.blockRows(), q.blockCols());
   }
   return out;
 }
 
-QuantizedTensor quantizeForCheckpoint(const std::vector<float>& w, int64_t rows, int64_t cols, Fp8ScaleLayout layout) {
+QuantizedTensor quantizeForCheckpoint(const std::vector<float>& w, int64_t rows, int64_t cols, Fp8ScaleLayout layout,
+                                      const Format& format) {
   if (rows < 1 || cols < 1 || w.size() != static_cast<size_t>(rows * cols))
     throw std::invalid_argument("quantizeForCheckpoint: " + std::to_string(w.size()) + " values for [" +
                                 std::to_string(rows) + ", " + std::to_string(cols) + "]");
-  if (layout == Fp8ScaleLayout::PerChannel)
-    throw std::invalid_argument("quantizeForCheckpoint: per-channel checkpoints are read, not written");
-  const auto preset = scalingPreset(layout == Fp8ScaleLayout::PerTensor ? "te_current" : "deepgemm_128x128");
+  if (&format != &Format::E4M3FN() && &format != &Format::E5M2())
+    throw std::invalid_argument("quantizeForCheckpoint: checkpoints store E4M3FN or E5M2, not " + format.name());
+  const char* name = layout == Fp8ScaleLayout::PerTensor    ? "te_current"
+                     : layout == Fp8ScaleLayout::PerChannel ? "per_row"
+                                                            : "deepgemm_128x128";
+  const auto preset = scalingPreset(name);
   if (!preset) throw std::invalid_argument("quantizeForCheckpoint: scaling preset missing");
-  return quantize(w.data(), rows, cols, Format::E4M3FN(), *preset, Axis::Cols);
+  return quantize(w.data(), rows, cols, format, *preset, Axis::Cols);
 }
 
 // ---- re-quantizing --------------------------------------------------------------------------

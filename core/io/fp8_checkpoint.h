@@ -109,21 +109,26 @@ Status writeSafetensors(const std::string& path, std::vector<SafetensorsTensor> 
                         const std::map<std::string, std::string>& metadata = {});
 
 /// The tensors that store `q` as FP8 weight `<prefix>.weight` [rows, cols] with its scale:
-/// "<prefix>.weight_scale" F32 [1] when `q` has one scale (per tensor), else
+/// "<prefix>.weight_scale" F32 [1] when `q` has one scale (per tensor), "<prefix>.weight_scale"
+/// F32 [rows, 1] for one scale per row (per channel, compressed-tensors), else
 /// "<prefix>.weight_scale_inv" F32 [blockRows, blockCols] (block layout, DeepSeek-V3 naming) — both
 /// dequant factors, q.dequant_scales as stored. Throws std::invalid_argument for a format other than
-/// E4M3FN / E5M2 or a block that is neither the whole tensor nor square.
+/// E4M3FN / E5M2 or a block that is neither the whole tensor, a row nor square.
 std::vector<SafetensorsTensor> fp8WeightTensors(const std::string& prefix, const QuantizedTensor& q);
 
 /// A float32 tensor [rows, cols] (rows 0: a vector [cols]) as an F32 SafetensorsTensor.
 SafetensorsTensor float32Tensor(const std::string& name, const std::vector<float>& v, int64_t rows, int64_t cols);
 
-/// Quantizes a float32 weight [rows, cols] for a checkpoint layout: PerTensor with Transformer
-/// Engine current scaling (preset te_current: quant multiplier s = 448/amax in float32, stored
-/// dequant scale = TE's scale_inv = f32(1/s)), Block with DeepSeek-V3's 128×128 rule (preset
-/// deepgemm_128x128: sf = max(amax, 1e-4)/448 per block, the stored weight_scale_inv). Format
-/// E4M3FN. Throws std::invalid_argument for PerChannel (not written) or a bad shape.
-QuantizedTensor quantizeForCheckpoint(const std::vector<float>& w, int64_t rows, int64_t cols, Fp8ScaleLayout layout);
+/// Quantizes a float32 weight [rows, cols] for a checkpoint layout, in E4M3FN (default) or E5M2:
+/// PerTensor with Transformer Engine current scaling (preset te_current: quant multiplier s =
+/// max/amax in float32, stored dequant scale = TE's scale_inv = f32(1/s)); PerChannel one scale per
+/// row = output channel (preset per_row: torchao's rule s = f32(max / max(amax, 1e-12)) computed in
+/// float64, stored as `weight_scale` [rows, 1] = f32(1/s), the compressed-tensors "channel"
+/// layout); Block with DeepSeek-V3's 128×128 rule (preset deepgemm_128x128: sf = max(amax,
+/// 1e-4)/max per block, the stored weight_scale_inv). Throws std::invalid_argument for another
+/// format or a bad shape.
+QuantizedTensor quantizeForCheckpoint(const std::vector<float>& w, int64_t rows, int64_t cols, Fp8ScaleLayout layout,
+                                      const Format& format = Format::E4M3FN());
 
 // ---- re-quantizing --------------------------------------------------------------------------
 

@@ -227,17 +227,23 @@ private Q_SLOTS:
 
   void exportImportRoundTripBitForBit_data() {
     QTest::addColumn<int>("layout");
-    QTest::newRow("per_tensor") << int(Fp8ScaleLayout::PerTensor);
-    QTest::newRow("block128") << int(Fp8ScaleLayout::Block);
+    QTest::addColumn<bool>("e5m2");
+    QTest::newRow("per_tensor") << int(Fp8ScaleLayout::PerTensor) << false;
+    QTest::newRow("per_channel") << int(Fp8ScaleLayout::PerChannel) << false;
+    QTest::newRow("block128") << int(Fp8ScaleLayout::Block) << false;
+    QTest::newRow("per_channel E5M2") << int(Fp8ScaleLayout::PerChannel) << true;
+    QTest::newRow("block128 E5M2") << int(Fp8ScaleLayout::Block) << true;
   }
   void exportImportRoundTripBitForBit() {
     QFETCH(int, layout);
+    QFETCH(bool, e5m2);
     const int64_t rows = 130, cols = 200;
     std::vector<float> w(static_cast<size_t>(rows * cols));
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < cols; ++j)
         w[static_cast<size_t>(i * cols + j)] = float((i * 7 + j * 3) % 17 - 8) * 0.01f * float(1 + i / 64);
-    const QuantizedTensor qt = quantizeForCheckpoint(w, rows, cols, Fp8ScaleLayout(layout));
+    const Format& fmt = e5m2 ? Format::E5M2() : Format::E4M3FN();
+    const QuantizedTensor qt = quantizeForCheckpoint(w, rows, cols, Fp8ScaleLayout(layout), fmt);
     auto tensors = fp8WeightTensors("fc1", qt);
     tensors.push_back(float32Tensor("fc1.bias", std::vector<float>(rows, 0.5f), 0, rows));
     const std::string p = path("rt.safetensors");
@@ -248,19 +254,30 @@ private Q_SLOTS:
     uint64_t hlen = 0;
     for (int k = 0; k < 8; ++k) hlen |= uint64_t(uint8_t(raw[size_t(k)])) << (8 * k);
     QCOMPARE(hlen % 8, uint64_t(0));
-    const int64_t nscales = layout == int(Fp8ScaleLayout::PerTensor) ? 1 : 2 * 2; // ceil(130/128) × ceil(200/128)
+    // per tensor 1; per channel one per row; blocks ceil(130/128) × ceil(200/128)
+    const int64_t nscales = layout == int(Fp8ScaleLayout::PerTensor)    ? 1
+                            : layout == int(Fp8ScaleLayout::PerChannel) ? rows
+                                                                        : 2 * 2;
     QCOMPARE(raw.size(), size_t(8 + hlen + rows * cols + 4 * nscales + 4 * rows));
     auto r = importFp8Checkpoint(p, "fc1.weight");
     QVERIFY2(r.ok(), r.message().c_str());
     QCOMPARE(r.value.codes, qt.codes);
+    QCOMPARE(r.value.format, &fmt);
     QCOMPARE(r.value.dequant_scales.size(), size_t(nscales));
     for (size_t i = 0; i < qt.dequant_scales.size(); ++i)
       QCOMPARE(bits(r.value.dequant_scales[i]), bits(qt.dequant_scales[i]));
-    const ScaleBlock want_block =
-        layout == int(Fp8ScaleLayout::PerTensor) ? ScaleBlock{rows, cols} : ScaleBlock{128, 128};
+    const ScaleBlock want_block = layout == int(Fp8ScaleLayout::PerTensor)    ? ScaleBlock{rows, cols}
+                                  : layout == int(Fp8ScaleLayout::PerChannel) ? ScaleBlock{1, cols}
+                                                                              : ScaleBlock{128, 128};
     QCOMPARE(r.value.block, want_block);
     // Per tensor: the amax is 8 · 0.01 · 3 (rows 128..129), TE's quant multiplier f32(448 / f32(0.24))
     // and the stored dequant scale is its float32 reciprocal.
+    // Per channel, row 0: w[0, j] = ((3j) % 17 − 8) · 0.01, amax 8 · 0.01 = 0.08 (j = 0), torchao's
+    // s = f32(max / 0.08) in float64, stored f32(1 / s).
+    if (layout == int(Fp8ScaleLayout::PerChannel)) {
+      const float s = static_cast<float>(fmt.maxFinite() / static_cast<double>(8 * 0.01f));
+      QCOMPARE(bits(r.value.dequant_scales[0]), bits(1.0f / s));
+    }
     if (layout == int(Fp8ScaleLayout::PerTensor)) {
       const float amax = 8 * 0.01f * 3;
       const float s = 448.0f / amax;
