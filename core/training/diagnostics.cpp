@@ -302,13 +302,15 @@ DiagnosticsResult DiagnosticsRecorder::finish(int64_t steps_done) {
 }
 
 double estimateDiagnosticsBytes(const TrainingDiagnostics& cfg, int64_t steps, int64_t operands, int64_t elements) {
-  const double summaries = cfg.block_stats ? double(steps) * double(operands) * sizeof(BlockStatsSummary) : 0.0;
-  const double maps_n = cfg.block_stats ? (cfg.map_every > 0 ? double(steps) / cfg.map_every : 0.0) + 2.0 : 0.0;
-  // at most one block per 16 elements, 45 bytes per block (in the result and the stored run)
-  const double maps = maps_n * double(elements) / 16.0 * 45.0 * 2.0;
-  const double wi = cfg.what_if.empty() ? 0.0
-                                        : (double(steps) / cfg.what_if_every + 1.0) * double(cfg.what_if.size()) *
-                                              double(operands) * sizeof(BlockStatsSummary);
+  if (steps < 1) return 0.0;
+  const double row = sizeof(BlockStatsSummary); // one summary per operand and recorded step
+  const double summaries = cfg.block_stats ? double(steps) * double(operands) * row : 0.0;
+  // maps at every map_every-th step from 0 plus the last; at most one block per 16 elements and
+  // 45 bytes per block, once in the result and once in the stored run
+  const int64_t maps_n = cfg.block_stats ? (cfg.map_every > 0 ? (steps - 1) / cfg.map_every + 1 : 1) + 1 : 0;
+  const double maps = double(maps_n) * double(elements / 16) * 45.0 * 2.0;
+  const int64_t what_if_n = cfg.what_if.empty() ? 0 : (steps - 1) / cfg.what_if_every + 2;
+  const double wi = double(what_if_n) * double(cfg.what_if.size()) * double(operands) * row;
   return summaries + maps + wi;
 }
 

@@ -131,8 +131,11 @@ private:
   std::unique_ptr<Impl> d;
 };
 
-/// Bytes the diagnostics of a run keep (maps, summaries, what-if), for estimateTrainingBytes:
-/// `elements` = Σ of the recorded operands' elements, `operands` their number.
+/// Bytes the diagnostics of a run keep, for estimateTrainingBytes: per operand and step one
+/// BlockStatsSummary (80 B) with block_stats on; (⌊(steps − 1) / map_every⌋ + 2) maps (map_every
+/// 0: 2) of at most ⌊elements / 16⌋ blocks × 45 B, twice (result and stored run); per what-if
+/// recipe, operand and what-if step (⌊(steps − 1) / every⌋ + 2) one summary. `elements` = Σ of the
+/// recorded operands' elements, `operands` their number.
 double estimateDiagnosticsBytes(const TrainingDiagnostics& cfg, int64_t steps, int64_t operands, int64_t elements);
 
 } // namespace fp8lab

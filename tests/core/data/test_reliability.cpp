@@ -580,13 +580,17 @@ void TestReliability::hugeGemmIsRefusedUpFrontNamingTheSize() {
 // Training: the default 784-256-128-10 MLP, 1 epoch of 1 image, current scaling (no history
 // window): weights 784·256 + 256·128 + 128·10 = 234,752 → 24 B each = 5,634,048 B; activations
 // Σ(in+out) = 1040 + 384 + 138 = 1562, × 12 B × (batch 128 + eval 1000) = 21,143,232 B; 1 step ×
-// (3·3·40 + 8) = 368 B. Total 26,777,648 B = 25.5 MiB > a 16 MiB limit: refused naming both.
+// (3·3·40 + 8) = 368 B; diagnostics (block_stats on, map_every 250): 9 summaries × 80 B = 720 B and
+// (⌊0/250⌋ + 2) = 2 maps × ⌊434,688 / 16⌋ = 27,168 blocks × 45 B × 2 = 4,890,240 B (the 9 operands
+// hold 128·784 + 784·256 + 128·256 + 128·256 + 256·128 + 128·128 + 128·128 + 128·10 + 128·10 =
+// 434,688 elements). Total 31,668,608 B = 30.2 MiB > a 16 MiB limit: refused naming both.
 void TestReliability::hugeTrainingIsRefusedUpFrontNamingTheSize() {
   TrainingConfig c;
   c.label = "big";
   c.epochs = 1;
   c.scaling.kind = TrainingScalingKind::CurrentTE;
-  QCOMPARE(estimateTrainingBytes(c, 1), 26777648.0);
+  static_assert(sizeof(BlockStatsSummary) == 80);
+  QCOMPARE(estimateTrainingBytes(c, 1), 31668608.0);
   c.forward_gemm.memory_limit_bytes = int64_t(16) << 20;
   ImageDataset one;
   one.count = 1;
@@ -597,10 +601,10 @@ void TestReliability::hugeTrainingIsRefusedUpFrontNamingTheSize() {
     QFAIL("a run larger than the limit was accepted");
   } catch (const std::invalid_argument& e) {
     const std::string m = e.what();
-    QVERIFY2(m.find("needs about 25.5 MiB") != std::string::npos, e.what());
+    QVERIFY2(m.find("needs about 30.2 MiB") != std::string::npos, e.what());
     QVERIFY2(m.find("more than the 16 MiB allowed") != std::string::npos, e.what());
   }
-  c.forward_gemm.memory_limit_bytes = 26777648; // exactly enough
+  c.forward_gemm.memory_limit_bytes = 31668608; // exactly enough
   TrainingRun ok(c, one, one);
   Q_UNUSED(ok);
   // Without a limit: 65536-wide layers (parser maximum) need 24·(784·65536 + 65536² + 65536·10)
