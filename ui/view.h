@@ -78,6 +78,7 @@ protected:
   SessionDocument* session_ = nullptr;
 
 private:
+  friend class RunBox; // defers its reloads with whenShown
   std::map<int, std::function<void()>> pending_;
 };
 
