@@ -252,7 +252,9 @@ void MainWindow::addView(View* view) {
   connect(view, &View::showOperandRequested, this,
           [this](const QString& id, const QString& run, const QString& operand, qint64 step) {
             View* target = this->view(id);
-            if (target && target->showOperand(run, operand, step)) showView(id);
+            if (!target) return;
+            target->runPendingReloads();
+            if (target->showOperand(run, operand, step)) showView(id);
           });
   connect(view, &View::showRangeRequested, this,
           [this](const QString& id, const QString& format, double lo, double hi, const QString& label) {
@@ -285,8 +287,10 @@ bool MainWindow::jumpToNonfinite(const QString& runId) {
   const NonfiniteJump j = nonfiniteJump(*RunAccess::forRecord(session_->run(i), session_->fileName()));
   View* v = view(QStringLiteral("layers"));
   if (!j.found || !v) return false;
-  showView(QStringLiteral("layers")); // shown first: a hidden view defers its reloads to its show
-  return v->showOperand(runId, j.operand, j.step);
+  v->runPendingReloads();
+  if (!v->showOperand(runId, j.operand, j.step)) return false;
+  showView(QStringLiteral("layers"));
+  return true;
 }
 
 QString MainWindow::bannerText() const {

@@ -36,6 +36,9 @@ public:
 
   /// Whether reloads are waiting for the view to be shown (see whenShown()).
   bool hasPendingReload() const { return !pending_.empty(); }
+  /// Runs the reloads waiting for the view to be shown now (the window does before it asks a
+  /// hidden view to show an operand, so that the view lists the session's latest runs).
+  void runPendingReloads();
 
   /// Views that show one code of a format (the bit layout, the code grid) show `code` and return
   /// true; the others ignore it. The window calls it for codeSelected and showCodeRequested.
