@@ -547,6 +547,8 @@ bool MainWindow::openSession(const QString& fileName) {
   // A session is open now: the "No session open" banner no longer applies (the constructor sets
   // its own text for the bundled default session after opening it).
   if (QFileInfo(fileName).canonicalFilePath() != QFileInfo(defaultSessionPath()).canonicalFilePath()) banner_->hide();
+  // ... but a run of it that met a non-finite value is worth the banner.
+  offerNonfiniteJump(session_->currentRun());
   addRecent(fileName);
   statusBar()->showMessage(tr("Opened %1 (%n run(s))", nullptr, session_->runCount()).arg(fileName), 5000);
   return true;
