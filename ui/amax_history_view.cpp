@@ -247,6 +247,21 @@ void AmaxHistoryView::setRunAccess(std::shared_ptr<RunAccess> run) {
   showTensor(ts.isEmpty() ? QString() : ts.first(), false);
 }
 
+bool AmaxHistoryView::showOperand(const QString& runId, const QString& operand, qint64 step) {
+  if (!run_ || run_->id() != runId) {
+    const int i = run_box_->findData(runId);
+    if (runId.isEmpty() || i < 0) return false;
+    user_picked_ = true;
+    updating_ = true;
+    run_box_->setCurrentIndex(i);
+    updating_ = false;
+    runChosen(false);
+  }
+  if (!operand.isEmpty() && operand != tensor_ && !setTensor(operand)) return false;
+  setStep(step);
+  return true;
+}
+
 QStringList AmaxHistoryView::tensors() const {
   QStringList out;
   if (!run_) return out;

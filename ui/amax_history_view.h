@@ -47,6 +47,10 @@ public:
   QCustomPlot* exportPlot() const override { return plot_; }
   QString csv() const override;
   void setSession(SessionDocument* session) override;
+  /// Selects run `runId` (kept across session changes, as a choice in the box), its tensor
+  /// `operand` ("fc1/input"; "" keeps the tensor shown) and step `step` (clamped to the run).
+  /// False when the view does not list the run or the run has no such tensor.
+  bool showOperand(const QString& runId, const QString& operand, qint64 step) override;
 
   /// Shows a run directly (CLI renderer, tests); nullptr: the simulated sequence.
   void setRunAccess(std::shared_ptr<RunAccess> run);

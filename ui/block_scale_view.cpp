@@ -3,6 +3,7 @@
 #include "formats/format.h"
 #include "plot_util.h"
 #include "qcp.h"
+#include "run_box.h"
 #include "session_document.h"
 #include "style.h"
 #include "view_registry.h"
@@ -335,8 +336,9 @@ BlockScaleView::BlockScaleView(QWidget* parent) : View(parent) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(6, 6, 6, 6);
   auto* bar = new QHBoxLayout;
-  run_box_ = runComboBox(QStringLiteral("run"));
-  addLabeled(bar, tr("&Run:"), run_box_);
+  auto* run_box = runComboBox(QStringLiteral("run"));
+  runs_ = new RunBox(this, run_box, [](const RunRecord& r) { return r.kind.startsWith(QStringLiteral("gemm")); });
+  addLabeled(bar, tr("&Run:"), run_box);
   operand_box_ = new QComboBox(this);
   operand_box_->setObjectName(QStringLiteral("operand"));
   operand_box_->addItem(tr("A [M\u00d7K]"), int('A'));
@@ -362,16 +364,13 @@ BlockScaleView::BlockScaleView(QWidget* parent) : View(parent) {
   caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   v->addWidget(caption_);
 
-  connect(run_box_, &QComboBox::currentIndexChanged, this, [this] {
-    if (!updating_) runChosen(Read::BySize);
-  });
+  connect(runs_, &RunBox::chosen, this,
+          [this](bool background) { runChosen(background ? Read::Background : Read::BySize); });
   connect(operand_box_, &QComboBox::currentIndexChanged, this, [this] {
-    if (updating_) return;
     operand_ = char(operand_box_->currentData().toInt());
     recompute(Read::BySize);
   });
   connect(mode_box_, &QComboBox::currentIndexChanged, this, [this] {
-    if (updating_) return;
     mode_ = Mode(mode_box_->currentData().toInt());
     recompute(Read::BySize);
   });
@@ -380,56 +379,16 @@ BlockScaleView::BlockScaleView(QWidget* parent) : View(parent) {
 
 void BlockScaleView::setSession(SessionDocument* session) {
   View::setSession(session);
-  if (!session) return;
-  auto reload = [this] { whenShown(0, [this] { rebuildRuns(Read::Background); }); };
-  connect(session, &SessionDocument::reset_, this, reload);
-  connect(session, &SessionDocument::runAdded, this, reload);
-  connect(session, &SessionDocument::runRemoved, this, reload);
-  connect(session, &SessionDocument::runChanged, this, reload);
-  connect(session, &SessionDocument::currentRunChanged, this,
-          [this](int index) { whenShown(1, [this, index] { followRun(index); }); });
-  rebuildRuns(Read::BySize);
-}
-
-void BlockScaleView::followRun(int index) {
-  if (index < 0 || !session_ || index >= session_->runCount()) return;
-  const int i = run_box_->findData(session_->run(index).id);
-  if (i < 0 || i == run_box_->currentIndex()) return;
-  updating_ = true;
-  run_box_->setCurrentIndex(i);
-  updating_ = false;
-  runChosen(Read::Background);
-}
-
-void BlockScaleView::rebuildRuns(Read read) {
-  if (!session_) return;
-  const QString was = run_box_->currentData().toString();
-  updating_ = true;
-  run_box_->clear();
-  for (const RunRecord& r : session_->runs())
-    if (r.kind.startsWith(QStringLiteral("gemm")))
-      run_box_->addItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'), r.id);
-  int i = run_box_->findData(was);
-  if (i < 0 && session_->currentRun() >= 0) i = run_box_->findData(session_->run(session_->currentRun()).id);
-  run_box_->setCurrentIndex(i < 0 ? 0 : i);
-  updating_ = false;
-  runChosen(read);
+  runs_->setSession(session);
 }
 
 void BlockScaleView::runChosen(Read read) {
-  run_.reset();
-  if (session_) {
-    const int i = session_->indexOf(run_box_->currentData().toString());
-    if (i >= 0) run_ = RunAccess::forRecord(session_->run(i), session_->fileName());
-  }
+  run_ = runs_->access();
   recompute(read);
 }
 
 void BlockScaleView::setRunAccess(std::shared_ptr<RunAccess> run) {
-  updating_ = true;
-  run_box_->clear();
-  if (run) run_box_->addItem(run->id(), run->id());
-  updating_ = false;
+  runs_->showOnly(run ? run->id() : QString());
   run_ = std::move(run);
   recompute(Read::Now);
 }

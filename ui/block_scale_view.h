@@ -34,6 +34,8 @@ class QLabel;
 
 namespace fp8lab::ui {
 
+class RunBox;
+
 /// One bar of a block-scale histogram: the blocks that share a scale code (or, for float32
 /// scales, a bin of log2 of the scale).
 struct ScaleBin {
@@ -129,8 +131,6 @@ public:
 
 private:
   enum class Read { Now, BySize, Background };
-  void rebuildRuns(Read read);
-  void followRun(int index);
   void runChosen(Read read);
   void recompute(Read read);
   void drawEmpty(const QString& text);
@@ -146,9 +146,8 @@ private:
   quint64 generation_ = 0;
   quint64 computing_ = 0;
   std::shared_ptr<std::atomic<quint64>> live_generation_ = std::make_shared<std::atomic<quint64>>(0);
-  bool updating_ = false;
 
-  QComboBox* run_box_;
+  RunBox* runs_;
   QComboBox* operand_box_;
   QComboBox* mode_box_;
   QCustomPlot* plot_;

@@ -3,6 +3,7 @@
 #include "bit_layout_view.h"
 #include "plot_util.h"
 #include "qcp.h"
+#include "run_box.h"
 #include "session_document.h"
 #include "style.h"
 #include "view_registry.h"
@@ -41,10 +42,11 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
     bar->addWidget(l);
     bar->addWidget(box);
   };
-  run_box_ = new QComboBox(this);
-  run_box_->setMinimumContentsLength(14);
-  run_box_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  addBox(tr("&Run:"), run_box_, QStringLiteral("run"));
+  auto* run_box = new QComboBox(this);
+  run_box->setMinimumContentsLength(14);
+  run_box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  addBox(tr("&Run:"), run_box, QStringLiteral("run"));
+  runs_ = new RunBox(this, run_box, [](const RunRecord& r) { return r.kind.startsWith(QStringLiteral("gemm")); });
   mode_box_ = new QComboBox(this);
   mode_box_->addItem(tr("Total error of D"), int(Mode::Total));
   mode_box_->addItem(tr("Quantization error of D"), int(Mode::Quantization));
@@ -144,9 +146,11 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
   connect(refine_, &QTimer::timeout, this, [this] { onRangeChanged(Read::Background); });
 
   // A choice made in the control bar reads a big map on the thread pool, a small one at once.
-  connect(run_box_, &QComboBox::currentIndexChanged, this, [this] {
-    if (!updating_) runChosen(Read::BySize);
-  });
+  // Session changes (a run added while an experiment runs, a load) read the overview on the
+  // thread pool whatever its size; the plot shows the new run's axes at once and its map when
+  // the read is back.
+  connect(runs_, &RunBox::chosen, this,
+          [this](bool background) { runChosen(background ? Read::Background : Read::BySize); });
   connect(mode_box_, &QComboBox::currentIndexChanged, this,
           [this] { applyMode(Mode(mode_box_->currentData().toInt()), Read::BySize); });
   connect(kind_box_, &QComboBox::currentIndexChanged, this,
@@ -167,61 +171,17 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
 
 void ErrorHeatmapView::setSession(SessionDocument* session) {
   View::setSession(session);
-  if (!session) return;
-  // Session changes (a run added while an experiment runs, a load) read the overview on the
-  // thread pool whatever its size; the plot shows the new run's axes at once and its map when
-  // the read is back.
-  auto reload = [this] { whenShown(0, [this] { rebuildRuns(Read::Background); }); };
-  connect(session, &SessionDocument::reset_, this, reload);
-  connect(session, &SessionDocument::runAdded, this, reload);
-  connect(session, &SessionDocument::runRemoved, this, reload);
-  connect(session, &SessionDocument::runChanged, this, reload);
-  connect(session, &SessionDocument::currentRunChanged, this,
-          [this](int index) { whenShown(1, [this, index] { followRun(index); }); });
-  rebuildRuns(Read::BySize);
-}
-
-void ErrorHeatmapView::followRun(int index) {
-  if (index < 0 || !session_ || index >= session_->runCount()) return;
-  const int i = run_box_->findData(session_->run(index).id);
-  if (i < 0 || i == run_box_->currentIndex()) return;
-  updating_ = true;
-  run_box_->setCurrentIndex(i);
-  updating_ = false;
-  runChosen(Read::Background);
-}
-
-void ErrorHeatmapView::rebuildRuns(Read read) {
-  if (!session_) return;
-  const QString was = run_box_->currentData().toString();
-  updating_ = true;
-  run_box_->clear();
-  for (const RunRecord& r : session_->runs())
-    if (r.kind.startsWith(QStringLiteral("gemm")))
-      run_box_->addItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'), r.id);
-  int i = run_box_->findData(was);
-  if (i < 0 && session_->currentRun() >= 0) i = run_box_->findData(session_->run(session_->currentRun()).id);
-  run_box_->setCurrentIndex(i < 0 ? 0 : i);
-  updating_ = false;
-  runChosen(read);
+  runs_->setSession(session);
 }
 
 void ErrorHeatmapView::runChosen(Read read) {
-  std::shared_ptr<RunAccess> a;
-  if (session_) {
-    const int i = session_->indexOf(run_box_->currentData().toString());
-    if (i >= 0) a = RunAccess::forRecord(session_->run(i), session_->fileName());
-  }
-  run_ = std::move(a);
+  run_ = runs_->access();
   model_ = run_ ? std::make_shared<HeatmapModel>(run_) : nullptr;
   rebuild(read);
 }
 
 void ErrorHeatmapView::setRunAccess(std::shared_ptr<RunAccess> run) {
-  updating_ = true;
-  run_box_->clear();
-  if (run) run_box_->addItem(run->id(), run->id());
-  updating_ = false;
+  runs_->showOnly(run ? run->id() : QString());
   run_ = std::move(run);
   model_ = run_ ? std::make_shared<HeatmapModel>(run_) : nullptr;
   rebuild(Read::Now);

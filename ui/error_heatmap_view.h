@@ -30,6 +30,8 @@ class QTimer;
 
 namespace fp8lab::ui {
 
+class RunBox;
+
 class BitCells;
 
 class ErrorHeatmapView : public View {
@@ -91,9 +93,6 @@ private:
   /// Where a map is read: on the GUI thread, on the thread pool, or on the pool only when the
   /// window has more than 2^20 elements (over the maps shown; a smaller one is drawn at once).
   enum class Read { Now, Background, BySize };
-  void rebuildRuns(Read read);
-  /// Shows the session's current run `index` when this view can show it.
-  void followRun(int index);
   void runChosen(Read read);
   void applyMode(Mode m, Read read);
   void applyKind(ErrorKind k, Read read);
@@ -136,7 +135,7 @@ private:
   QString detail_format_;
   uint32_t detail_code_ = 0;
 
-  QComboBox* run_box_;
+  RunBox* runs_;
   QComboBox* mode_box_;
   QComboBox* kind_box_;
   QComboBox* scale_box_;

@@ -4,6 +4,7 @@
 
 #include "experiment_panel.h"
 #include "experiment_runner.h"
+#include "block_stats.h"
 #include "issues.h"
 #include "job.h"
 #include "session_document.h"
@@ -91,6 +92,8 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
       panel_dock_->raise();
     } else if (link == QStringLiteral("close"))
       banner_->hide();
+    else if (link.startsWith(QStringLiteral("nonfinite:")))
+      jumpToNonfinite(link.mid(10));
   });
   cv->addWidget(banner_);
   tabs_ = new QTabWidget(central);
@@ -118,6 +121,8 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
   panel_->setRunnerAvailable(bool(runner_), experimentRunnerMissingReason());
 
   connect(session_, &SessionDocument::runAdded, this, &MainWindow::rebuildSessionTree);
+  connect(session_, &SessionDocument::runAdded, this, &MainWindow::offerNonfiniteJump);
+  connect(session_, &SessionDocument::currentRunChanged, this, &MainWindow::offerNonfiniteJump);
   connect(session_, &SessionDocument::runRemoved, this, &MainWindow::rebuildSessionTree);
   connect(session_, &SessionDocument::runChanged, this, &MainWindow::rebuildSessionTree);
   connect(session_, &SessionDocument::reset_, this, &MainWindow::rebuildSessionTree);
@@ -244,7 +249,56 @@ void MainWindow::addView(View* view) {
     View* target = this->view(id);
     if (target && target->selectCode(format, code)) showView(id);
   });
+  connect(view, &View::showOperandRequested, this,
+          [this](const QString& id, const QString& run, const QString& operand, qint64 step) {
+            View* target = this->view(id);
+            if (!target) return;
+            target->runPendingReloads();
+            if (target->showOperand(run, operand, step)) showView(id);
+          });
+  connect(view, &View::showRangeRequested, this,
+          [this](const QString& id, const QString& format, double lo, double hi, const QString& label) {
+            View* target = this->view(id);
+            if (target && target->showRange(format, lo, hi, label)) showView(id);
+          });
   view->setSession(session_);
+}
+
+void MainWindow::offerNonfiniteJump(int index) {
+  if (index < 0 || index >= session_->runCount()) return;
+  const RunRecord& r = session_->run(index);
+  if (r.kind != QStringLiteral("training")) return;
+  // Metadata only (the group attributes of `nonfinite`): no dataset is read.
+  const NonfiniteJump j = nonfiniteJump(*RunAccess::forRecord(r, session_->fileName()));
+  if (!j.found) return;
+  banner_is_bundled_ = false;
+  const QString where = j.operand.isEmpty() ? j.layer + QLatin1Char(' ') + j.tensor : j.operand;
+  banner_->setText(tr("Run %1 met a non-finite value: %2. <a href='nonfinite:%1'>Go to the first non-finite value "
+                      "(step %3, %4)</a> in the Layer × step map · <a href='close'>hide</a>")
+                       .arg(r.id.toHtmlEscaped(), j.description.toHtmlEscaped())
+                       .arg(j.step)
+                       .arg(where.toHtmlEscaped()));
+  banner_->show();
+}
+
+bool MainWindow::jumpToNonfinite(const QString& runId) {
+  const int i = session_->indexOf(runId);
+  if (i < 0) return false;
+  const NonfiniteJump j = nonfiniteJump(*RunAccess::forRecord(session_->run(i), session_->fileName()));
+  View* v = view(QStringLiteral("layers"));
+  if (!j.found || !v) return false;
+  v->runPendingReloads();
+  if (!v->showOperand(runId, j.operand, j.step)) return false;
+  showView(QStringLiteral("layers"));
+  return true;
+}
+
+QString MainWindow::bannerText() const {
+  return banner_->text();
+}
+
+bool MainWindow::bannerShown() const {
+  return !banner_->isHidden();
 }
 
 View* MainWindow::view(const QString& id) const {
@@ -493,6 +547,8 @@ bool MainWindow::openSession(const QString& fileName) {
   // A session is open now: the "No session open" banner no longer applies (the constructor sets
   // its own text for the bundled default session after opening it).
   if (QFileInfo(fileName).canonicalFilePath() != QFileInfo(defaultSessionPath()).canonicalFilePath()) banner_->hide();
+  // ... but a run of it that met a non-finite value is worth the banner.
+  offerNonfiniteJump(session_->currentRun());
   addRecent(fileName);
   statusBar()->showMessage(tr("Opened %1 (%n run(s))", nullptr, session_->runCount()).arg(fileName), 5000);
   return true;

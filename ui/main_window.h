@@ -105,6 +105,14 @@ public:
   /// when the job ends (unless the current session has unsaved changes). False when a job runs.
   bool runTrainingExperiment(const QByteArray& config_json, const QString& out_file, const QString& title);
 
+  /// Shows the first non-finite value of run `runId` (its `nonfinite` group) in the Layer × step
+  /// view, at its step and operand, and brings that view to the front; false when the run has
+  /// none. The banner's link does this for the current run or a run just added.
+  bool jumpToNonfinite(const QString& runId);
+  /// The banner's text (rich text) and whether it is shown, for tests.
+  QString bannerText() const;
+  bool bannerShown() const;
+
   /// The status-bar texts, for tests.
   QString backendText() const;
   QString issueCounterText() const;
@@ -131,6 +139,8 @@ private:
   void updateTitle();
   void updateIssueCounter();
   void onJobFinished(const JobResult& r);
+  /// Offers jumpToNonfinite in the banner when run `index` of the session had a non-finite value.
+  void offerNonfiniteJump(int index);
 
   Options opt_;
   SessionDocument* session_;

@@ -172,6 +172,19 @@ bool NumberLineView::setFormats(const QString& primary, const QString& secondary
   return true;
 }
 
+bool NumberLineView::showRange(const QString& format, double lo, double hi, const QString& label) {
+  const Format* f = Format::byName(format.toStdString());
+  if (!f || !(lo > 0) || !(hi >= lo) || !std::isfinite(hi)) return false;
+  range_ = {QString::fromStdString(f->name()), label, lo, hi};
+  const QString second = secondary_->currentData().toString();
+  return setFormats(range_.format, second == range_.format ? QString() : second);
+}
+
+void NumberLineView::clearRange() {
+  range_ = {};
+  rebuild();
+}
+
 QStringList NumberLineView::formats() const {
   QStringList l{primary_->currentData().toString()};
   if (!secondary_->currentData().toString().isEmpty() && secondary_->currentData() != primary_->currentData())
@@ -357,6 +370,30 @@ void NumberLineView::rebuild() {
   }
   QCPAxis* vx = values_rect_->axis(QCPAxis::atBottom);
   QCPAxis* vy = values_rect_->axis(QCPAxis::atLeft);
+  // A marked range (a block's elements after scaling), over the rows of its format.
+  const int ri = int(names.indexOf(range_.format));
+  if (!range_.label.isEmpty() && ri >= 0) {
+    const double yPos = 3.0 * (nf - 1 - ri) + 1, yNeg = yPos - 1;
+    auto* band = new QCPItemRect(plot_);
+    band->setClipAxisRect(values_rect_);
+    for (auto* pos : {band->topLeft, band->bottomRight}) {
+      pos->setAxisRect(values_rect_);
+      pos->setAxes(vx, vy);
+    }
+    band->topLeft->setCoords(std::log2(range_.lo), yPos + 0.5);
+    band->bottomRight->setCoords(std::log2(range_.hi), yNeg - 0.5);
+    band->setPen(QPen(QColor(0x00, 0x72, 0xb2), 1.5));
+    band->setBrush(QColor(0x56, 0xb4, 0xe9, 70));
+    auto* t = new QCPItemText(plot_);
+    t->setClipAxisRect(values_rect_);
+    t->position->setAxisRect(values_rect_);
+    t->position->setAxes(vx, vy);
+    t->position->setCoords((std::log2(range_.lo) + std::log2(range_.hi)) / 2, yPos - 0.5);
+    t->setPositionAlignment(Qt::AlignCenter);
+    t->setText(tr("%1: %2 … %3").arg(range_.label, numberText(range_.lo), numberText(range_.hi)));
+    t->setColor(QColor(0x00, 0x72, 0xb2).darker(120));
+    t->setBrush(QColor(255, 255, 255, 220));
+  }
   vy->setTicker(rowTicker);
   vy->setRange(-0.6, 3 * nf - 1.0);
   vy->grid()->setVisible(false);

@@ -48,6 +48,18 @@ public:
   /// Histogram source: "none", "normal", "lognormal", "uniform", "outliers", "run".
   void setTensorSource(const QString& source, double sigma = 1.0);
   const TensorOverlay& overlay() const { return overlay_; }
+  /// Makes `format` the primary format (keeping the second one) and marks the magnitudes
+  /// [lo, hi] (0 < lo ≤ hi, values of the format: a block's elements after scaling) as a band
+  /// over the value rows, labelled `label`; it stays until another range is marked or
+  /// clearRange(). False for an unknown format or an empty range.
+  bool showRange(const QString& format, double lo, double hi, const QString& label) override;
+  void clearRange();
+  /// The band marked ("" label when none): log2 of its ends and its label.
+  struct MarkedRange {
+    QString format, label;
+    double lo = 0, hi = 0;
+  };
+  const MarkedRange& markedRange() const { return range_; }
 
   /// Computes the overlay for `values` in format `f` (per-tensor current scaling, amax → max).
   static TensorOverlay analyse(const std::vector<float>& values, const Format& f, const QString& source);
@@ -65,6 +77,7 @@ private:
   QSpinBox* count_;
   QLabel* info_;
   TensorOverlay overlay_;
+  MarkedRange range_;
 };
 
 } // namespace fp8lab::ui

@@ -21,6 +21,11 @@ bool RunAccess::readAll(const QString& path, Block* out, QString* error) const {
   return read(path, 0, 0, r, c, out, error);
 }
 
+bool RunAccess::readPlane(const QString& path, int64_t, Block*, QString* error) const {
+  if (error) *error = QObject::tr("the run has no 3-D dataset '%1'").arg(path);
+  return false;
+}
+
 std::pair<int64_t, int64_t> RunAccess::dims(const QString& path) const {
   const auto s = shape(path);
   if (s.size() == 1) return {1, s[0]};
@@ -140,6 +145,19 @@ void copyWindow(const fp8lab::Dataset& d, int64_t cols, int64_t r0, int64_t c0, 
   }
 }
 
+/// Copies plane `index` of the 3-D dataset `d` (shape checked by the caller) into `out`.
+bool copyPlane(const fp8lab::Dataset& d, const QString& path, int64_t index, Block* out, QString* error) {
+  if (d.shape.size() != 3 || index < 0 || index >= d.shape[0] || d.storedCount() != d.elementCount()) {
+    if (error)
+      *error = d.shape.size() != 3
+                   ? QObject::tr("dataset '%1' is not 3-D").arg(path)
+                   : QObject::tr("plane %1 outside '%2' [%3 planes]").arg(index).arg(path).arg(d.shape[0]);
+    return false;
+  }
+  copyWindow(d, d.shape[2], index * d.shape[1], 0, d.shape[1], d.shape[2], out);
+  return true;
+}
+
 std::pair<int64_t, int64_t> dimsOf(const std::vector<int64_t>& s) {
   if (s.size() == 1) return {1, s[0]};
   if (s.size() == 2) return {s[0], s[1]};
@@ -201,6 +219,12 @@ public:
     }
     copyWindow(*d, cols, r0, c0, nr, nc, out);
     return true;
+  }
+
+  bool readPlane(const QString& path, int64_t index, Block* out, QString* error) const override {
+    const auto* d = run_->find(path.toStdString());
+    if (!d) return RunAccess::readPlane(path, index, out, error);
+    return copyPlane(*d, path, index, out, error);
   }
 
 private:
@@ -291,6 +315,18 @@ public:
     }
     copyWindow(res.value, cols, r0, c0, nr, nc, out);
     return true;
+  }
+
+  bool readPlane(const QString& path, int64_t index, Block* out, QString* error) const override {
+    const auto* info = find(path);
+    if (!info || info->shape.size() != 3) return RunAccess::readPlane(path, index, out, error);
+    std::lock_guard<std::mutex> lock(hdf5Mutex());
+    auto res = reader_->read(info_->id, info->path);
+    if (!res.ok()) {
+      if (error) *error = QString::fromStdString(res.errors());
+      return false;
+    }
+    return copyPlane(res.value, path, index, out, error);
   }
 
 private:

@@ -33,6 +33,10 @@ void View::whenShown(int key, std::function<void()> reload) {
 
 void View::showEvent(QShowEvent* e) {
   QWidget::showEvent(e);
+  runPendingReloads();
+}
+
+void View::runPendingReloads() {
   auto pending = std::move(pending_);
   pending_.clear();
   for (auto& [key, reload] : pending) reload();

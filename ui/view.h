@@ -36,6 +36,9 @@ public:
 
   /// Whether reloads are waiting for the view to be shown (see whenShown()).
   bool hasPendingReload() const { return !pending_.empty(); }
+  /// Runs the reloads waiting for the view to be shown now (the window does before it asks a
+  /// hidden view to show an operand, so that the view lists the session's latest runs).
+  void runPendingReloads();
 
   /// Views that show one code of a format (the bit layout, the code grid) show `code` and return
   /// true; the others ignore it. The window calls it for codeSelected and showCodeRequested.
@@ -50,6 +53,27 @@ public:
     Q_UNUSED(code);
     return false;
   }
+  /// Views that show one operand of a run at a step (the amax history, the block map, the layer
+  /// × step map) show run `runId`'s operand `operand` ("fc1/input", "fc2/output_grad"; "A" / "B"
+  /// of a GEMM run; "" keeps the operand shown) at `step` (a global optimizer step, 0-based; the
+  /// nearest one the view has) and return true; false when they cannot (another kind of view, an
+  /// unknown run or operand). The window calls it for showOperandRequested.
+  virtual bool showOperand(const QString& runId, const QString& operand, qint64 step) {
+    Q_UNUSED(runId);
+    Q_UNUSED(operand);
+    Q_UNUSED(step);
+    return false;
+  }
+  /// Views that draw the values of a format (the number line) mark the magnitudes [lo, hi] of
+  /// format `format` (element values after scaling, lo > 0) as a band named `label`, and return
+  /// true; the others ignore it. The window calls it for showRangeRequested.
+  virtual bool showRange(const QString& format, double lo, double hi, const QString& label) {
+    Q_UNUSED(format);
+    Q_UNUSED(lo);
+    Q_UNUSED(hi);
+    Q_UNUSED(label);
+    return false;
+  }
 
 Q_SIGNALS:
   /// Something worth a line in the Issues panel.
@@ -59,6 +83,12 @@ Q_SIGNALS:
   /// Asks the window to show `code` of `format` in the view `viewId` and bring that view to the
   /// front (the code grid's click, the heatmap's "Show in Bit layout").
   void showCodeRequested(const QString& viewId, const QString& format, uint32_t code);
+  /// Asks the window to show `operand` of run `runId` at `step` in the view `viewId` (showOperand)
+  /// and bring that view to the front (a cell of the layer × step map, its non-finite jump).
+  void showOperandRequested(const QString& viewId, const QString& runId, const QString& operand, qint64 step);
+  /// Asks the window to mark the magnitudes [lo, hi] of `format` in the view `viewId` (showRange)
+  /// and bring it to the front (the block map's "Show on number line").
+  void showRangeRequested(const QString& viewId, const QString& format, double lo, double hi, const QString& label);
 
 protected:
   /// Runs `reload` now when the view is on screen or stands alone (a widget of its own, as in
@@ -78,6 +108,7 @@ protected:
   SessionDocument* session_ = nullptr;
 
 private:
+  friend class RunBox; // defers its reloads with whenShown
   std::map<int, std::function<void()>> pending_;
 };
 

@@ -1,0 +1,99 @@
+#include "block_stats.h"
+
+#include <QObject>
+#include <QRegularExpression>
+
+#include <algorithm>
+#include <set>
+
+namespace fp8lab::ui {
+
+namespace {
+
+/// Sort key of an operand: its place in a layer (input, kernel, output_grad, then the others).
+int operandRank(const QString& op) {
+  if (op == QStringLiteral("input")) return 0;
+  if (op == QStringLiteral("kernel")) return 1;
+  if (op == QStringLiteral("output_grad")) return 2;
+  return 3;
+}
+
+/// The number of "fc12" (12), for sorting fc2 before fc10; −1 when there is none.
+int layerNumber(const QString& layer) {
+  static const QRegularExpression re(QStringLiteral("(\\d+)$"));
+  const auto m = re.match(layer);
+  return m.hasMatch() ? m.captured(1).toInt() : -1;
+}
+
+} // namespace
+
+std::vector<OperandRow> blockStatOperands(const RunAccess& run) {
+  std::set<std::pair<QString, QString>> found;
+  static const QRegularExpression re(QStringLiteral("^block_stats/([^/]+)/([^/]+)/[^/]+$"));
+  for (const QString& d : run.datasets()) {
+    const auto m = re.match(d);
+    if (m.hasMatch()) found.insert({m.captured(1), m.captured(2)});
+  }
+  std::vector<OperandRow> rows;
+  for (const auto& [l, o] : found) rows.push_back({l, o});
+  std::sort(rows.begin(), rows.end(), [](const OperandRow& a, const OperandRow& b) {
+    const int la = layerNumber(a.layer), lb = layerNumber(b.layer);
+    if (la != lb) return la < lb;
+    if (a.layer != b.layer) return a.layer < b.layer;
+    const int ra = operandRank(a.operand), rb = operandRank(b.operand);
+    if (ra != rb) return ra < rb;
+    return a.operand < b.operand;
+  });
+  return rows;
+}
+
+QStringList whatIfRecipes(const RunAccess& run) {
+  QStringList out;
+  for (const QString& r : run.groupAttr(QStringLiteral("what_if"), QStringLiteral("recipes")).split(QLatin1Char(',')))
+    if (!r.trimmed().isEmpty()) out << r.trimmed();
+  if (!out.isEmpty()) return out;
+  static const QRegularExpression re(QStringLiteral("^what_if/([^/]+)/[^/]+/[^/]+/[^/]+$"));
+  for (const QString& d : run.datasets()) {
+    const auto m = re.match(d);
+    if (m.hasMatch() && !out.contains(m.captured(1))) out << m.captured(1);
+  }
+  return out;
+}
+
+NonfiniteJump nonfiniteJump(const RunAccess& run, const std::vector<OperandRow>& given) {
+  NonfiniteJump j;
+  const QString g = QStringLiteral("nonfinite");
+  if (run.groupAttr(g, QStringLiteral("found")).toLongLong() != 1) return j;
+  j.found = true;
+  j.step = run.groupAttr(g, QStringLiteral("step")).toLongLong();
+  j.layer = run.groupAttr(g, QStringLiteral("layer"));
+  j.tensor = run.groupAttr(g, QStringLiteral("tensor"));
+  j.kind = run.groupAttr(g, QStringLiteral("kind"));
+  j.description = run.groupAttr(g, QStringLiteral("description"));
+  const std::vector<OperandRow> rows = given.empty() ? blockStatOperands(run) : given;
+  auto exists = [&rows](const QString& path) {
+    return std::any_of(rows.begin(), rows.end(), [&path](const OperandRow& r) { return r.path() == path; });
+  };
+  QString layer = j.layer;
+  if ((layer == QStringLiteral("loss") || layer == QStringLiteral("loss_grad")) && !rows.empty()) {
+    // The loss belongs to the last layer: the one with the highest number.
+    layer = rows.back().layer;
+  }
+  QString op;
+  if (j.kind == QStringLiteral("gemm_output")) {
+    const QString a = run.groupAttr(g, QStringLiteral("a_operand"));
+    if (exists(a)) j.operand = a;
+    return j;
+  }
+  if (j.tensor == QStringLiteral("fprop.input") || j.tensor == QStringLiteral("input"))
+    op = QStringLiteral("input");
+  else if (j.tensor == QStringLiteral("fprop.weight") || j.tensor == QStringLiteral("weight"))
+    op = QStringLiteral("kernel");
+  else if (j.tensor == QStringLiteral("wgrad.grad_output") || j.tensor == QStringLiteral("output_grad") ||
+           j.tensor == QStringLiteral("loss_grad"))
+    op = QStringLiteral("output_grad");
+  if (!op.isEmpty() && exists(layer + QLatin1Char('/') + op)) j.operand = layer + QLatin1Char('/') + op;
+  return j;
+}
+
+} // namespace fp8lab::ui

@@ -1,0 +1,69 @@
+// The run box of an analysis view: a combo box that lists the session's runs a view can show
+// (GEMM runs, training runs with per-block statistics, ...) and follows the session's current run
+// when it lists it. One implementation for the views that pick one run from the session (block
+// scales, error heatmap, layer × step map, block map).
+#pragma once
+
+#include <QObject>
+#include <QString>
+
+#include <functional>
+#include <memory>
+
+class QComboBox;
+
+namespace fp8lab::ui {
+
+class RunAccess;
+class SessionDocument;
+class View;
+struct RunRecord;
+
+class RunBox : public QObject {
+  Q_OBJECT
+public:
+  /// Which runs the box lists.
+  using Filter = std::function<bool(const RunRecord&)>;
+
+  /// Drives `box` (a child of `view`, e.g. View::runComboBox) for `view`; the box shows
+  /// "label (id)" and holds the run id as its item data.
+  RunBox(View* view, QComboBox* box, Filter lists);
+
+  /// Follows `session`: its changes (reset, a run added, removed or changed) rebuild the list,
+  /// keeping the run shown, else taking the current run; a new current run is shown when the box
+  /// lists it. While the view is on a hidden tab both wait for its next show (View::whenShown).
+  /// Fills the box now and emits chosen(false).
+  void setSession(SessionDocument* session);
+  /// The box holds exactly `id` (a run shown directly: tests, the renderer), or nothing for an
+  /// empty id; emits nothing.
+  void showOnly(const QString& id);
+  /// Shows run `id` when the box lists it (emits nothing; the caller redraws); false if not listed.
+  bool select(const QString& id);
+
+  QComboBox* box() const { return box_; }
+  /// The id of the run shown ("" when none).
+  QString currentId() const;
+  /// A reader for the run shown (RunAccess::forRecord over the session); nullptr when none.
+  std::shared_ptr<RunAccess> access() const;
+  /// Whether the session holds run `id` and the box would list it.
+  bool lists(const QString& id) const;
+
+Q_SIGNALS:
+  /// The run shown changed or the list was rebuilt. `background`: the change came from the
+  /// session (a run added while an experiment runs, a load, a new current run), so big reads go
+  /// to the thread pool whatever their size; false: the user chose in the box, or setSession's
+  /// first fill (read by size).
+  void chosen(bool background);
+
+private:
+  void rebuild(bool background);
+  void follow(int index);
+
+  View* view_;
+  QComboBox* box_;
+  Filter lists_;
+  SessionDocument* session_ = nullptr;
+  bool updating_ = false;
+};
+
+} // namespace fp8lab::ui
