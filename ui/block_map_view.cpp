@@ -40,10 +40,16 @@ std::vector<MapOperand> blockMapOperands(const RunAccess& run) {
     const QString g = QStringLiteral("block_stats/") + r.path();
     if (run.has(g + QStringLiteral("/map_scale"))) out.push_back({g, r.path(), r.label()});
   }
-  for (const QString& op : {QStringLiteral("A"), QStringLiteral("B")}) {
-    const QString g = QStringLiteral("block_stats/") + op;
-    if (run.has(g + QStringLiteral("/map_scale"))) out.push_back({g, op, op});
-  }
+  // one level below block_stats/: a GEMM run's A and B, a checkpoint run's weights
+  const QString prefix = QStringLiteral("block_stats/"), leaf = QStringLiteral("/map_scale");
+  QStringList single;
+  for (const QString& d : run.datasets())
+    if (d.startsWith(prefix) && d.endsWith(leaf)) {
+      const QString op = d.mid(prefix.size(), d.size() - prefix.size() - leaf.size());
+      if (!op.isEmpty() && !op.contains(QLatin1Char('/'))) single << op;
+    }
+  single.sort();
+  for (const QString& op : single) out.push_back({prefix + op, op, op});
   return out;
 }
 
@@ -201,7 +207,7 @@ BlockMapView::BlockMapView(QWidget* parent) : View(parent) {
   auto* bar = new QHBoxLayout;
   auto* run_box = runComboBox(QStringLiteral("run"));
   runs_ = new RunBox(this, run_box, [](const RunRecord& r) {
-    return r.kind == QStringLiteral("training") || r.kind.startsWith(QStringLiteral("gemm"));
+    return mayHoldBlockStats(r) || r.kind.startsWith(QStringLiteral("gemm")) || r.kind == QStringLiteral("checkpoint");
   });
   addLabeled(bar, tr("&Run:"), run_box);
   operand_box_ = new QComboBox(this);
@@ -403,8 +409,8 @@ void BlockMapView::load(Read read) {
   const QString group = currentGroup();
   if (group.isEmpty()) {
     drawEmpty(run_->type() == QStringLiteral("training")
-                  ? tr("Run %1 was recorded without per-block statistics (block_stats/); rerun it with diagnostics "
-                       "on \u2014 see docs/training.md.")
+                  ? tr("Run %1 was recorded without per-block statistics (block_stats/).\nRerun it with "
+                       "diagnostics on \u2014 see docs/training.md.")
                         .arg(run_->id())
                   : tr("Run %1 stores no block maps of A or B (block_stats/A, block_stats/B).\nRerun the GEMM with a "
                        "build that records per-block statistics.")

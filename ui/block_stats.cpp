@@ -1,5 +1,9 @@
 #include "block_stats.h"
 
+#include "session_document.h"
+
+#include <QJsonObject>
+
 #include <QObject>
 #include <QRegularExpression>
 
@@ -7,6 +11,14 @@
 #include <set>
 
 namespace fp8lab::ui {
+
+bool mayHoldBlockStats(const RunRecord& r) {
+  if (r.kind != QStringLiteral("training")) return false;
+  const QJsonObject dg = r.config.value(QStringLiteral("diagnostics")).toObject();
+  if (dg.contains(QStringLiteral("what_if"))) return true;
+  if (r.config.value(QStringLiteral("precision")).toString() == QStringLiteral("fp32")) return false;
+  return dg.value(QStringLiteral("block_stats")).toBool(true);
+}
 
 namespace {
 

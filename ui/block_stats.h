@@ -25,6 +25,14 @@ struct OperandRow {
   bool operator==(const OperandRow&) const = default;
 };
 
+struct RunRecord;
+
+/// Whether a training run can hold per-block statistics or what-if results, from its config
+/// alone (the run boxes list runs before their datasets are read): an FP8 run without
+/// "diagnostics": {"block_stats": false}, or any run with diagnostics.what_if. FP32 runs quantize
+/// nothing and record no block_stats.
+bool mayHoldBlockStats(const RunRecord& r);
+
 /// The operands of `run` that have `block_stats/<fcN>/<operand>/` datasets, by layer number, then
 /// input, kernel, output_grad (other operand names after those, by name).
 std::vector<OperandRow> blockStatOperands(const RunAccess& run);

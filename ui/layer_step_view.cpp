@@ -241,7 +241,7 @@ LayerStepView::LayerStepView(QWidget* parent) : View(parent) {
   v->setContentsMargins(6, 6, 6, 6);
   auto* bar = new QHBoxLayout;
   auto* run_box = runComboBox(QStringLiteral("run"));
-  runs_ = new RunBox(this, run_box, [](const RunRecord& r) { return r.kind == QStringLiteral("training"); });
+  runs_ = new RunBox(this, run_box, [](const RunRecord& r) { return mayHoldBlockStats(r); });
   addLabeled(bar, tr("&Run:"), run_box);
   stat_box_ = new QComboBox(this);
   stat_box_->setObjectName(QStringLiteral("stat"));

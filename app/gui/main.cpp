@@ -6,6 +6,7 @@
 #include "experiment_panel.h"
 #include "learn_page.h"
 #include "main_window.h"
+#include "session_document.h"
 #include "view.h"
 
 #include <QApplication>
@@ -28,13 +29,16 @@ struct Options {
   QCommandLineOption view{
       QStringLiteral("view"),
       QStringLiteral("View to show first: bits, numberline, codes, learn, learn:N (N = 0..3), amax, "
-                     "scales, heatmap, block_scales, compare."),
+                     "scales, layers, block_map, heatmap, block_scales, compare."),
       QStringLiteral("NAME")};
   QCommandLineOption widgetOnly{QStringLiteral("grab-view-only"),
                                 QStringLiteral("With --grab: render only the view, not the window.")};
   QCommandLineOption panelTab{QStringLiteral("panel-tab"),
                               QStringLiteral("Experiment panel tab to show first: gemm or training."),
                               QStringLiteral("TAB")};
+  QCommandLineOption run{QStringLiteral("run"),
+                         QStringLiteral("Run of the session to make current (the views follow it)."),
+                         QStringLiteral("ID")};
   QCommandLineOption noSession{QStringLiteral("no-default-session"),
                                QStringLiteral("Do not open the bundled default session.")};
   QCommandLineOption timing{QStringLiteral("startup-time"),
@@ -47,7 +51,7 @@ struct Options {
   void addTo(QCommandLineParser& p) const {
     p.setApplicationDescription(QStringLiteral(
         "FP8 Lab \u2014 explore FP8 / MX number formats, scaling strategies, FP8 GEMM and FP8 training."));
-    p.addOptions({help, version, grab, view, widgetOnly, panelTab, noSession, timing});
+    p.addOptions({help, version, grab, view, widgetOnly, panelTab, run, noSession, timing});
     p.addPositionalArgument(QStringLiteral("session"), QStringLiteral("Session file (.h5) to open."),
                             QStringLiteral("[session]"));
   }
@@ -110,6 +114,14 @@ int main(int argc, char** argv) {
   opt.open_default_session = !p.isSet(noSession) && p.positionalArguments().isEmpty();
   fp8lab::ui::MainWindow w(opt);
   if (!p.positionalArguments().isEmpty()) w.openSession(p.positionalArguments().first());
+  if (p.isSet(o.run)) {
+    const int index = w.session()->indexOf(p.value(o.run));
+    if (index < 0) {
+      std::fprintf(stderr, "fp8lab: the session has no run '%s'\n", qPrintable(p.value(o.run)));
+      return 2;
+    }
+    w.session()->setCurrentRun(index);
+  }
   if (p.isSet(viewOpt)) {
     QString v = p.value(viewOpt);
     int demo = -1;
