@@ -685,6 +685,6 @@ QString BlockMapView::csv() const {
   return out;
 }
 
-FP8LAB_REGISTER_VIEW(BlockMapView, "block_map", 65);
+FP8LAB_REGISTER_VIEW(BlockMapView, "block_map", 90);
 
 } // namespace fp8lab::ui

@@ -723,6 +723,6 @@ QString LayerStepView::csv() const {
   return out;
 }
 
-FP8LAB_REGISTER_VIEW(LayerStepView, "layers", 63);
+FP8LAB_REGISTER_VIEW(LayerStepView, "layers", 85);
 
 } // namespace fp8lab::ui

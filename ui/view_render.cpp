@@ -1,9 +1,11 @@
 #include "view_render.h"
 
 #include "amax_history_view.h"
+#include "block_map_view.h"
 #include "block_scale_view.h"
 #include "comparison_view.h"
 #include "error_heatmap_view.h"
+#include "layer_step_view.h"
 #include "qcp.h"
 #include "scale_evolution_view.h"
 #include "view.h"
@@ -26,8 +28,9 @@
 namespace fp8lab::ui {
 
 QStringList renderableViews() {
-  return {QStringLiteral("heatmap"), QStringLiteral("split"),  QStringLiteral("block_scales"),
-          QStringLiteral("amax"),    QStringLiteral("scales"), QStringLiteral("compare")};
+  return {QStringLiteral("heatmap"),   QStringLiteral("split"),  QStringLiteral("block_scales"),
+          QStringLiteral("amax"),      QStringLiteral("scales"), QStringLiteral("layers"),
+          QStringLiteral("block_map"), QStringLiteral("compare")};
 }
 
 ExportSizeDialog::ExportSizeDialog(QSize initial, QWidget* parent) : QDialog(parent) {
@@ -237,7 +240,30 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
     QString view; ///< the view name of the files; empty: `name`
   };
   QList<Job> jobs;
+  auto hasBlockStats = [](const RunAccess& a) {
+    for (const QString& d : a.datasets())
+      if (d.startsWith(QStringLiteral("block_stats/")) || d.startsWith(QStringLiteral("what_if/"))) return true;
+    return false;
+  };
+  // The diagnostic views of a run with per-block statistics: the layer × step map (training) and
+  // the block map of its first operand at its first map step.
+  auto addDiagnostics = [&](const std::shared_ptr<RunAccess>& a) {
+    if (!hasBlockStats(*a)) return;
+    if (a->type() == QStringLiteral("training") && wants(QStringLiteral("layers")))
+      jobs << Job{a->id(), QStringLiteral("layers"), [a] {
+                    auto v = std::make_unique<LayerStepView>();
+                    v->setRunAccess(a);
+                    return std::unique_ptr<View>(std::move(v));
+                  }};
+    if (wants(QStringLiteral("block_map")) && !blockMapOperands(*a).empty())
+      jobs << Job{a->id(), QStringLiteral("block_map"), [a] {
+                    auto v = std::make_unique<BlockMapView>();
+                    v->setRunAccess(a);
+                    return std::unique_ptr<View>(std::move(v));
+                  }};
+  };
   for (const auto& a : chosen) {
+    addDiagnostics(a);
     if (a->type().startsWith(QStringLiteral("gemm"))) {
       if (wants(QStringLiteral("heatmap")))
         jobs << Job{a->id(), QStringLiteral("heatmap"), [a] {
@@ -317,8 +343,10 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
                 }};
   if (jobs.isEmpty()) {
     if (error)
-      *error = QObject::tr("nothing to render: the chosen run(s) have no view among %1 (GEMM runs: heatmap, split, "
-                           "block_scales when they store block scale codes; training runs: amax, scales)")
+      *error = QObject::tr(
+                   "nothing to render: the chosen run(s) have no view among %1 (GEMM runs: heatmap, split, "
+                   "block_scales when they store block scale codes; training runs: amax, scales; runs with per-block "
+                   "statistics: layers (training), block_map)")
                    .arg(req.views.isEmpty() ? renderableViews().join(QStringLiteral(", "))
                                             : req.views.join(QStringLiteral(", ")));
     return false;

@@ -278,9 +278,15 @@ wait)");
       QCOMPARE(QFileInfo(line).absolutePath(), QFileInfo(viaCli).absoluteFilePath());
       names << QFileInfo(line).fileName();
     }
-    const QStringList expected{runId_ + QStringLiteral("-heatmap.png"), runId_ + QStringLiteral("-heatmap.csv"),
-                               runId_ + QStringLiteral("-split.png"),   runId_ + QStringLiteral("-split.csv"),
-                               QStringLiteral("compare.png"),           QStringLiteral("compare.csv")};
+    // a GEMM run stores the per-block statistics of A and B: its block map comes first
+    const QStringList expected{runId_ + QStringLiteral("-block_map.png"),
+                               runId_ + QStringLiteral("-block_map.csv"),
+                               runId_ + QStringLiteral("-heatmap.png"),
+                               runId_ + QStringLiteral("-heatmap.csv"),
+                               runId_ + QStringLiteral("-split.png"),
+                               runId_ + QStringLiteral("-split.csv"),
+                               QStringLiteral("compare.png"),
+                               QStringLiteral("compare.csv")};
     QCOMPARE(names, expected);
     QCOMPARE(QString(b.out).replace(direct, viaCli), a.out);
     for (const QString& n : expected) {
