@@ -669,9 +669,31 @@ bool BlockMapView::showOnNumberLine() {
   const double sc = map_.scale[i];
   if (!(map_.amax[i] > 0) || !(sc > 0) || !std::isfinite(sc)) return false;
   const double lo = map_.min_nonzero[i] > 0 ? map_.min_nonzero[i] / sc : map_.amax[i] / sc;
-  Q_EMIT showRangeRequested(QStringLiteral("numberline"), map_.format, lo, map_.amax[i] / sc,
-                            tr("%1 block (%2, %3), step %4").arg(map_.label).arg(sel_r_).arg(sel_c_).arg(map_.step));
+  const QString label = tr("%1 block (%2, %3), step %4").arg(map_.label).arg(sel_r_).arg(sel_c_).arg(map_.step);
+  Q_EMIT showRangeRequested(QStringLiteral("numberline"), map_.format, lo, map_.amax[i] / sc, label);
+  // The block's own elements where the run stores them: a GEMM run's inputs/A|B, a checkpoint
+  // run's dequantized weight (training runs keep only the range above).
+  const QString elements = blockElementsDataset(*run_, map_.operand);
+  if (!elements.isEmpty()) {
+    const int64_t r0 = sel_r_ * map_.block_rows, c0 = sel_c_ * map_.block_cols;
+    const int64_t nr = std::min(map_.block_rows, map_.rows - r0), nc = std::min(map_.block_cols, map_.cols - c0);
+    Block b;
+    QString err;
+    if (nr > 0 && nc > 0 && run_->read(elements, r0, c0, nr, nc, &b, &err)) {
+      QList<float> v;
+      v.reserve(qsizetype(b.v.size()));
+      for (double x : b.v) v.append(float(x));
+      Q_EMIT showValuesRequested(QStringLiteral("numberline"), map_.format, v, label);
+    }
+  }
   return true;
+}
+
+QString blockElementsDataset(const RunAccess& run, const QString& operand) {
+  for (const QString& p :
+       {QStringLiteral("inputs/") + operand, QStringLiteral("quantized/") + operand + QStringLiteral("_dequantized")})
+    if (!operand.contains(QLatin1Char('/')) && run.has(p) && run.shape(p).size() == 2) return p;
+  return {};
 }
 
 QString BlockMapView::csv() const {

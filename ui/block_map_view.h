@@ -73,6 +73,11 @@ struct BlockMap {
 /// Reads plane `index` of the map datasets of `group` of `run` (every map_* of the doc), with the
 /// group's attributes. False and *why when the run has no such map. Reads whole map datasets
 /// from a session file: call it on the thread pool when mapCost() is big.
+/// The dataset holding the elements of one-level operand `operand` ("A", a checkpoint weight):
+/// `inputs/<operand>` (GEMM runs: the high-precision input), else `quantized/<operand>_dequantized`
+/// (checkpoint runs: the stored weight, dequantized); "" when the run stores neither (training).
+QString blockElementsDataset(const RunAccess& run, const QString& operand);
+
 bool readBlockMap(const RunAccess& run, const QString& group, int64_t index, BlockMap* out, QString* why);
 /// The elements readBlockMap reads for `group` (every plane of its eight maps).
 int64_t mapCost(const RunAccess& run, const QString& group);

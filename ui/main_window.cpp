@@ -261,6 +261,11 @@ void MainWindow::addView(View* view) {
             View* target = this->view(id);
             if (target && target->showRange(format, lo, hi, label)) showView(id);
           });
+  connect(view, &View::showValuesRequested, this,
+          [this](const QString& id, const QString& format, const QList<float>& values, const QString& label) {
+            View* target = this->view(id);
+            if (target && target->showValues(format, values, label)) showView(id);
+          });
   view->setSession(session_);
 }
 

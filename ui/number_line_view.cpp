@@ -180,6 +180,21 @@ bool NumberLineView::showRange(const QString& format, double lo, double hi, cons
   return setFormats(range_.format, second == range_.format ? QString() : second);
 }
 
+bool NumberLineView::showValues(const QString& format, const QList<float>& values, const QString& label) {
+  const Format* f = Format::byName(format.toStdString());
+  if (!f || values.isEmpty()) return false;
+  block_values_.assign(values.begin(), values.end());
+  block_label_ = label;
+  if (source_->findData(QStringLiteral("block")) < 0) source_->addItem(tr("block elements"), QStringLiteral("block"));
+  {
+    const QSignalBlocker b(source_);
+    source_->setCurrentIndex(source_->findData(QStringLiteral("block")));
+  }
+  const QString second = secondary_->currentData().toString();
+  const QString name = QString::fromStdString(f->name());
+  return setFormats(name, second == name ? QString() : second);
+}
+
 void NumberLineView::clearRange() {
   range_ = {};
   rebuild();
@@ -206,6 +221,10 @@ std::vector<float> NumberLineView::sourceValues(QString* name) const {
   const int n = count_->value();
   std::vector<float> x;
   if (src == QStringLiteral("none")) return x;
+  if (src == QStringLiteral("block")) {
+    *name = tr("%1, %2 elements").arg(block_label_).arg(qint64(block_values_.size()));
+    return block_values_;
+  }
   if (src == QStringLiteral("run")) {
     if (!session_ || session_->currentRun() < 0) {
       *name = tr("no run selected");

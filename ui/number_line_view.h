@@ -54,6 +54,10 @@ public:
   /// clearRange(). False for an unknown format or an empty range.
   bool showRange(const QString& format, double lo, double hi, const QString& label) override;
   void clearRange();
+  /// Makes `format` the primary format and the histogram source "block": `values` (a block's
+  /// elements) named `label`, scaled as the overlay scales every source (amax → max). False for an
+  /// unknown format or no values.
+  bool showValues(const QString& format, const QList<float>& values, const QString& label) override;
   /// The band marked ("" label when none): log2 of its ends and its label.
   struct MarkedRange {
     QString format, label;
@@ -77,6 +81,8 @@ private:
   QSpinBox* count_;
   QLabel* info_;
   TensorOverlay overlay_;
+  std::vector<float> block_values_; ///< the "block" source (showValues)
+  QString block_label_;
   MarkedRange range_;
 };
 

@@ -5,6 +5,7 @@
 
 #include "common/issue.h"
 
+#include <QList>
 #include <QWidget>
 
 #include <cstdint>
@@ -74,6 +75,15 @@ public:
     Q_UNUSED(label);
     return false;
   }
+  /// Views that draw a tensor's histogram (the number line) show `values` (a block's elements, in
+  /// the tensor's units) in format `format`, named `label`, and return true; the others ignore
+  /// it. The window calls it for showValuesRequested.
+  virtual bool showValues(const QString& format, const QList<float>& values, const QString& label) {
+    Q_UNUSED(format);
+    Q_UNUSED(values);
+    Q_UNUSED(label);
+    return false;
+  }
 
 Q_SIGNALS:
   /// Something worth a line in the Issues panel.
@@ -89,6 +99,10 @@ Q_SIGNALS:
   /// Asks the window to mark the magnitudes [lo, hi] of `format` in the view `viewId` (showRange)
   /// and bring it to the front (the block map's "Show on number line").
   void showRangeRequested(const QString& viewId, const QString& format, double lo, double hi, const QString& label);
+  /// Asks the window to show `values` in the view `viewId` (showValues) and bring it to the front
+  /// (the block map's "Show on number line" for a run that stores the block's elements).
+  void showValuesRequested(const QString& viewId, const QString& format, const QList<float>& values,
+                           const QString& label);
 
 protected:
   /// Runs `reload` now when the view is on screen or stands alone (a widget of its own, as in

@@ -536,6 +536,28 @@ private Q_SLOTS:
     QVERIFY2(v.detailText().contains(QStringLiteral("float32 scale bits <tt>0 01111111 00000000000000000000000</tt>")),
              qPrintable(v.detailText()));
     QVERIFY(!v.showScaleBits());
+    // The training run above stores no elements: only the range. A GEMM run stores inputs/A:
+    // "Show on number line" also sends block (3, 1)'s 32 elements, A[3, 32..63] = 3·64 + j.
+    QSignalSpy none(&v, &View::showValuesRequested);
+    QVERIFY(v.showOnNumberLine());
+    QCOMPARE(none.count(), 0);
+    std::vector<float> a(4 * 64);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = float(i);
+    r.putFloat32("inputs/A", a, 4, 64, "1", "A");
+    BlockMapView g;
+    g.setRunAccess(memoryRun(r));
+    g.selectBlock(3, 1);
+    QSignalSpy values(&g, &View::showValuesRequested);
+    QVERIFY(g.showOnNumberLine());
+    QCOMPARE(values.count(), 1);
+    const QList<float> got = values[0][2].value<QList<float>>();
+    QCOMPARE(got.size(), qsizetype(32));
+    QCOMPARE(got.first(), 3.0f * 64 + 32);
+    QCOMPARE(got.last(), 3.0f * 64 + 63);
+    NumberLineView nl;
+    QVERIFY(nl.showValues(QStringLiteral("E4M3FN"), got, QStringLiteral("A block (3, 1)")));
+    QCOMPARE(nl.overlay().elements, qint64(32));
+    QCOMPARE(nl.overlay().amax, 255.0);
   }
 
   // The window: a click on a cell puts the block map on fc1 input at map step 3 (nearest 2) and
