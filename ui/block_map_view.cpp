@@ -107,8 +107,8 @@ double BlockMap::value(BlockStat s, int64_t r, int64_t c) const {
   const size_t i = at(r, c);
   auto log2pos = [](double v) { return v > 0 ? std::log2(v) : std::nan(""); };
   switch (s) {
-  case BlockStat::Log2Scale:
-    return log2pos(scale[i]);
+  case BlockStat::Log2Scale: // an all-zero block's scale (E8M0 2^-127, NVFP4 0) scales nothing: no data
+    return amax[i] > 0 ? log2pos(scale[i]) : std::nan("");
   case BlockStat::Log2Amax:
     return log2pos(amax[i]);
   case BlockStat::UnderflowPct: {

@@ -42,7 +42,8 @@ QuantizedTensor quantizeUnder(const WhatIfRecipe& r, const std::vector<float>& x
       for (int64_t i = 0; i < rows; ++i) std::copy_n(x.begin() + i * cols, cols, source->begin() + i * pc);
     }
     const Nvfp4Tensor t = quantizeNvfp4(source->data(), pr, pc, nc, Axis::Cols);
-    QuantizedTensor q = toQuantizedTensor(t, nc, source->data());
+    QuantizedTensor q = nc.tile_2d ? mergeScaleBlocks(toQuantizedTensor(t, nc, source->data()), {16, 16})
+                                   : toQuantizedTensor(t, nc, source->data());
     if (nc.rht) *source = rhtOperand(source->data(), pr, pc, nc.rht_sign_mask, Axis::Cols, threads);
     return q;
   }
@@ -79,7 +80,10 @@ Result<Run> checkpointRun(const std::string& path, const std::string& run_id, co
     const auto it = std::find_if(listed.value.begin(), listed.value.end(),
                                  [&](const Fp8CheckpointEntry& e) { return e.name == n; });
     if (it == listed.value.end()) {
-      res.add(Issue::Code::NotFound, path + "#" + n, "no FP8 tensor '" + n + "' in the file");
+      std::string have;
+      for (const Fp8CheckpointEntry& e : listed.value) have += (have.empty() ? "" : ", ") + e.name;
+      res.add(Issue::Code::NotFound, path + "#" + n,
+              "no FP8 tensor '" + n + "' in the file; its FP8 tensors: " + (have.empty() ? "none" : have));
       return res;
     }
     if (!it->problem.empty()) {
@@ -87,6 +91,12 @@ Result<Run> checkpointRun(const std::string& path, const std::string& run_id, co
       return res;
     }
   }
+  for (size_t i = 0; i < opt.what_if.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (opt.what_if[i].id == opt.what_if[j].id) {
+        res.add(Issue::Code::InvalidArgument, path, "what-if recipe '" + opt.what_if[i].id + "' is listed twice");
+        return res;
+      }
   Run& run = res.value;
   run.id = run_id;
   run.type = "checkpoint";
@@ -116,7 +126,10 @@ Result<Run> checkpointRun(const std::string& path, const std::string& run_id, co
     const QuantizedTensor& t = q.value;
     const std::vector<float> x = t.dequantize();
     run.putQuantized("quantized/" + n, t, "FP8 weight " + n + " as stored in " + path);
-    putBlockStatsSeries(run, "block_stats/" + n, oneStep(n, t.strategy, x.data(), t, true), 1);
+    const auto entry = std::find_if(listed.value.begin(), listed.value.end(),
+                                    [&](const Fp8CheckpointEntry& e) { return e.name == n; });
+    putBlockStatsSeries(run, "block_stats/" + n,
+                        oneStep(n, "stored " + entry->layout + " (" + entry->scale_name + ")", x.data(), t, true), 1);
     for (const WhatIfRecipe& r : opt.what_if) {
       std::vector<float> src;
       QuantizedTensor w;

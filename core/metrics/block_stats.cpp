@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,40 @@ float sqnrDbF(double signal, double noise) {
 }
 
 } // namespace
+
+QuantizedTensor mergeScaleBlocks(const QuantizedTensor& q, ScaleBlock tile) {
+  if (tile.rows < 1 || tile.cols < 1 || q.block.rows < 1 || q.block.cols < 1 || tile.rows % q.block.rows != 0 ||
+      tile.cols % q.block.cols != 0)
+    throw std::invalid_argument("mergeScaleBlocks: a " + std::to_string(tile.rows) + "x" + std::to_string(tile.cols) +
+                                " tile is not a whole number of " + std::to_string(q.block.rows) + "x" +
+                                std::to_string(q.block.cols) + " blocks");
+  QuantizedTensor t = q;
+  t.block = tile;
+  const int64_t gr = t.blockRows(), gc = t.blockCols(), qc = q.blockCols();
+  const int64_t fr = tile.rows / q.block.rows, fc = tile.cols / q.block.cols;
+  const bool quant = q.quant_scales.size() == q.dequant_scales.size() && !q.quant_scales.empty();
+  const bool codes = q.scale_codes.size() == q.dequant_scales.size() && !q.scale_codes.empty();
+  t.dequant_scales.assign(static_cast<size_t>(gr * gc), 0.0f);
+  if (quant) t.quant_scales.assign(t.dequant_scales.size(), 0.0f);
+  if (codes) t.scale_codes.assign(t.dequant_scales.size(), 0);
+  for (int64_t i = 0; i < gr; ++i)
+    for (int64_t j = 0; j < gc; ++j) {
+      const size_t first = static_cast<size_t>(i * fr * qc + j * fc), to = static_cast<size_t>(i * gc + j);
+      for (int64_t a = i * fr; a < std::min(q.blockRows(), (i + 1) * fr); ++a)
+        for (int64_t b = j * fc; b < std::min(qc, (j + 1) * fc); ++b) {
+          const size_t k = static_cast<size_t>(a * qc + b);
+          const bool same = std::memcmp(&q.dequant_scales[k], &q.dequant_scales[first], sizeof(float)) == 0 &&
+                            (!codes || q.scale_codes[k] == q.scale_codes[first]);
+          if (!same)
+            throw std::invalid_argument("mergeScaleBlocks: the blocks of tile (" + std::to_string(i) + ", " +
+                                        std::to_string(j) + ") carry different scales");
+        }
+      t.dequant_scales[to] = q.dequant_scales[first];
+      if (quant) t.quant_scales[to] = q.quant_scales[first];
+      if (codes) t.scale_codes[to] = q.scale_codes[first];
+    }
+  return t;
+}
 
 namespace {
 
@@ -220,8 +255,8 @@ BlockStatsSummary computeBlockStats(const float* x, const QuantizedTensor& q, Bl
     und_blocks += A.und > 0;
     sat_blocks += A.sat > 0;
     const float sc = m.scale[b];
-    if (sc > 0 && std::isfinite(sc)) {
-      if (!(sc == last_scale)) { // neighbouring blocks often share a scale
+    if (A.nz > 0 && sc > 0 && std::isfinite(sc)) { // an all-zero block's scale scales nothing
+      if (!(sc == last_scale)) {                   // neighbouring blocks often share a scale
         last_scale = sc;
         last_log = std::log2(static_cast<double>(sc));
       }

@@ -52,8 +52,9 @@ struct BlockStatsSummary {
   int64_t nonzero = 0;   ///< non-zero finite elements
   int64_t underflow = 0; ///< Σ of the blocks' underflow counts
   int64_t saturated = 0; ///< Σ of the blocks' saturation counts
-  /// log2 of the effective dequant scales of the blocks whose scale is positive and finite:
-  /// min, max, mean, population std; NaN when no block has one.
+  /// log2 of the effective dequant scales of the blocks that hold a non-zero element and whose
+  /// scale is positive and finite (an all-zero block's scale — E8M0 2^−127, NVFP4 0 — scales
+  /// nothing): min, max, mean, population std; NaN when no block has one.
   float log2_scale_min = 0, log2_scale_max = 0, log2_scale_mean = 0, log2_scale_std = 0;
   float max_dynamic_range = 0;      ///< max of the blocks' dynamic range, bits
   float underflow_block_share = 0;  ///< blocks with ≥ 1 underflowed element / blocks
@@ -62,6 +63,12 @@ struct BlockStatsSummary {
   float saturation_fraction = 0;    ///< saturated / elements
   float sqnr_db = 0;                ///< over the whole tensor, same rule as the blocks
 };
+
+/// `q` with its scale blocks merged into `tile` blocks, for statistics per tile: NVFP4 2-D
+/// weights (TE's 16×16 tiles) list one scale per 1×16 block, the tile's scale repeated. `tile` must
+/// be a whole number of q's blocks in each dimension; every block of a tile must carry the same
+/// scale (and code). Codes are unchanged. Throws std::invalid_argument otherwise.
+QuantizedTensor mergeScaleBlocks(const QuantizedTensor& q, ScaleBlock tile);
 
 /// How much of the map computeBlockStats fills.
 enum class BlockStatsDetail {

@@ -276,7 +276,8 @@ void DiagnosticsRecorder::whatIf(size_t op, int64_t step, const float* x, int64_
       src = pad.data();
     }
     const Nvfp4Tensor t = quantizeNvfp4(src, pr, pc, nc, axis);
-    const QuantizedTensor q = toQuantizedTensor(t, nc, src);
+    const QuantizedTensor q =
+        nc.tile_2d ? mergeScaleBlocks(toQuantizedTensor(t, nc, src), {16, 16}) : toQuantizedTensor(t, nc, src);
     std::vector<float> rotated;
     if (nc.rht) rotated = rhtOperand(src, pr, pc, nc.rht_sign_mask, axis, d->threads);
     const BlockStatsSummary sum =

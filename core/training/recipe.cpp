@@ -4,6 +4,7 @@
 // per role, pads the contraction axis and dequantizes.
 #include "training/recipe.h"
 
+#include "metrics/block_stats.h"
 #include "scaling/nvfp4.h"
 #include "training/dense.h"
 
@@ -262,7 +263,9 @@ void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64
     }
     const Nvfp4Tensor t = quantizeNvfp4(src, pr, pc, nc, axis);
     if (observe && *observe) {
-      const QuantizedTensor qt = toQuantizedTensor(t, nc, src);
+      // statistics per 16×16 tile for 2-D weights (the 1×16 blocks repeat the tile's scale)
+      const QuantizedTensor qt =
+          nc.tile_2d ? mergeScaleBlocks(toQuantizedTensor(t, nc, src), {16, 16}) : toQuantizedTensor(t, nc, src);
       if (nc.rht) {
         const std::vector<float> rotated = rhtOperand(src, pr, pc, nc.rht_sign_mask, axis, threads);
         (*observe)(rotated.data(), qt);

@@ -269,9 +269,10 @@ void putBlockStatsSeries(Run& run, const std::string& group, const OperandBlockS
     c.attrs["format"] = s.scale_format;
     run.datasets[group + "/map_scale_code"] = std::move(c);
   }
-  run.datasets[group + "/map_amax"] = Dataset::float32(shape, std::move(amax), "1", "max |x| of each block");
-  run.datasets[group + "/map_min_nonzero"] =
-      Dataset::float32(shape, std::move(mn), "1", "smallest non-zero finite |x| of each block (0 when none)");
+  run.datasets[group + "/map_amax"] =
+      Dataset::float32(shape, std::move(amax), "1 (same units as the tensor)", "max |x| of each block");
+  run.datasets[group + "/map_min_nonzero"] = Dataset::float32(
+      shape, std::move(mn), "1 (same units as the tensor)", "smallest non-zero finite |x| of each block (0 when none)");
   run.datasets[group + "/map_underflow"] =
       Dataset::int64(shape, std::move(und), "elements", "underflowed elements of each block");
   run.datasets[group + "/map_saturated"] =

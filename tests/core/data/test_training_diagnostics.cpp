@@ -209,6 +209,26 @@ private Q_SLOTS:
       for (int64_t j = 0; j < 25; ++j) QCOMPARE(int(m.scale_code[static_cast<size_t>(i * 25 + j)]), j == 9 ? 119 : 118);
   }
 
+  // te_nvfp4 quantizes weights in 16×16 tiles: their statistics are per tile — fc1's kernel W
+  // [784, 256] has a 49 × 16 grid of 16×16 blocks; the input x [64, 784] keeps 1×16 blocks
+  // (64 × 49).
+  void nvfp4WeightStatisticsArePerTile() {
+    TrainingConfig c = baseConfig(TrainingScalingKind::CurrentTE, {"nvfp4_te_2d"});
+    c.recipe.recipe = TrainingRecipe::TeNvfp4;
+    c.epochs = 1;
+    const TrainingResult r = train(c);
+    const OperandBlockSeries* k = series(r.diagnostics.block_stats, "fc1", "kernel");
+    QVERIFY(k);
+    QCOMPARE(k->block, (ScaleBlock{16, 16}));
+    QCOMPARE(k->grid_rows, int64_t{49});
+    QCOMPARE(k->grid_cols, int64_t{16});
+    const OperandBlockSeries* x = series(r.diagnostics.block_stats, "fc1", "input");
+    QCOMPARE(x->block, (ScaleBlock{1, 16}));
+    QCOMPARE(x->grid_cols, int64_t{49});
+    const OperandBlockSeries* w = series(whatIf(r, "nvfp4_te_2d")->operands, "fc1", "kernel");
+    QCOMPARE(w->block, (ScaleBlock{16, 16}));
+  }
+
   // The session layout of docs/session-format.md: shapes, units and the group attributes.
   void sessionLayout() {
     const TrainingConfig c = baseConfig(TrainingScalingKind::DelayedFlax, {"mx_rceil", "delayed_L16_most_recent"});

@@ -176,6 +176,33 @@ private Q_SLOTS:
     }
   }
 
+  // Merging 1×2 blocks into 2×2 tiles (as NVFP4 2-D weights list one scale per 1×16 block): the
+  // tile takes the blocks' common scale; blocks of one tile with different scales are refused.
+  // An all-zero block (E8M0 code 0 = 2^−127 under MX) is left out of the log2 scale statistics.
+  void tilesMergeAndZeroBlocksHaveNoScale() {
+    const std::vector<float> x = {1, 1, 2, 2, 1, 1, 2, 2};
+    const QuantizedTensor q = handQuantized(x, 2, 4, {1, 2}, {0.5f, 1.0f, 0.5f, 1.0f});
+    const QuantizedTensor t = mergeScaleBlocks(q, {2, 2});
+    QCOMPARE(t.block, (ScaleBlock{2, 2}));
+    QCOMPARE(t.dequant_scales, (std::vector<float>{0.5f, 1.0f}));
+    QCOMPARE(t.codes, q.codes);
+    BlockStatsMap m;
+    QCOMPARE(computeBlockStats(x.data(), t, m).blocks, int64_t{2});
+    const QuantizedTensor bad = handQuantized(x, 2, 4, {1, 2}, {0.5f, 1.0f, 0.25f, 1.0f});
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, mergeScaleBlocks(bad, {2, 2}));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, mergeScaleBlocks(q, {2, 3}));
+    // 64 values: block 0 all zero (RCEIL of amax 0: E8M0 code 0), block 1 all 1.0 (2^ceil(log2(1/448))
+    // = 2^−8): the log2 statistics see block 1 only.
+    std::vector<float> z(64, 0.0f);
+    for (int j = 32; j < 64; ++j) z[static_cast<size_t>(j)] = 1.0f;
+    const QuantizedTensor mq = quantize(z.data(), 1, 64, Format::E4M3FN(), *scalingPreset("mx_rceil"), Axis::Cols);
+    QCOMPARE(int(mq.scale_codes.at(0)), 0);
+    const BlockStatsSummary s = computeBlockStats(z.data(), mq, m);
+    QCOMPARE(s.log2_scale_min, -8.0f);
+    QCOMPARE(s.log2_scale_mean, -8.0f);
+    QCOMPARE(s.log2_scale_std, 0.0f);
+  }
+
   void badShapesAreRefused() {
     QuantizedTensor q = handQuantized({1, 2}, 1, 2, {1, 2}, {1.0f});
     q.dequant_scales.push_back(1.0f);
