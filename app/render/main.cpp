@@ -29,7 +29,9 @@ int renderCommand(const QStringList& args) {
       "quantization | accumulation | total split (split) and, for runs with block scale codes (MX, NVFP4), the "
       "histogram of each operand's codes and its SQNR per block (block_scales: <run>-block_scales-A, "
       "<run>-block_error-A, the same for B), for training runs the amax history window (amax) and "
-      "the scale evolution with the loss (scales), and the comparison of all runs (compare). Files are named "
+      "the scale evolution with the loss (scales), for runs with per-block statistics the layer x step map "
+      "(layers, training runs) and the block map of the first operand (block_map), and the comparison of all "
+      "runs (compare). Files are named "
       "<run>-<view>.<ext> (compare.<ext>), each with its data as <name>.csv.\n"
       "`fp8lab-cli render` and `fp8lab-cli export FILE.h5 --png DIR` run this program."));
   p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
@@ -40,7 +42,8 @@ int renderCommand(const QStringList& args) {
   const QCommandLineOption viewsOpt(
       QStringLiteral("views"),
       QStringLiteral(
-          "Comma-separated views: heatmap, split, block_scales, amax, scales, compare (default: all that apply)."),
+          "Comma-separated views: heatmap, split, block_scales, amax, scales, layers, block_map, compare (default: "
+          "all that apply)."),
       QStringLiteral("LIST"));
   const QCommandLineOption sizeOpt(QStringLiteral("size"), QStringLiteral("Image size in pixels (default 1400x900)."),
                                    QStringLiteral("WxH"));
