@@ -307,10 +307,14 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
           std::string why;
           const auto rec = rl[i].is_string() ? parseWhatIfRecipe(rl[i].get<std::string>(), &why) : std::nullopt;
           if (!rl[i].is_string()) why = "must be a recipe id (a string)";
-          if (!rec)
+          if (!rec) {
             r.fail(ww.member("recipes").element(i), why);
-          else
+          } else if (std::any_of(c.diagnostics.what_if.begin(), c.diagnostics.what_if.end(),
+                                 [&](const WhatIfRecipe& w) { return w.id == rec->id; })) {
+            r.fail(ww.member("recipes").element(i), "'" + rec->id + "' is listed twice");
+          } else {
             c.diagnostics.what_if.push_back(*rec);
+          }
         }
       }
     }

@@ -73,18 +73,20 @@ public:
 
   std::optional<JsonTextError> duplicate;
 
-  bool null() { return element(); }
-  bool boolean(bool) { return element(); }
-  bool number_integer(Json::number_integer_t) { return element(); }
-  bool number_unsigned(Json::number_unsigned_t) { return element(); }
-  bool number_float(Json::number_float_t, const Json::string_t&) { return element(); }
-  bool string(Json::string_t&) { return element(); }
+  // A literal's last byte was the last read; a number's scan read one byte past it; a string's
+  // closing quote was the last byte read.
+  bool null() { return scalar(offset() - 4); }
+  bool boolean(bool b) { return scalar(offset() - (b ? 4 : 5)); }
+  bool number_integer(Json::number_integer_t) { return scalar(numberStart()); }
+  bool number_unsigned(Json::number_unsigned_t) { return scalar(numberStart()); }
+  bool number_float(Json::number_float_t, const Json::string_t&) { return scalar(numberStart()); }
+  bool string(Json::string_t&) { return scalar(openingQuote(offset() - 1)); }
   bool binary(Json::binary_t&) { return element(); }
   bool start_object(std::size_t) {
     // '{' was the last byte read.
     if (!frames_.empty() && !frames_.back().object) {
       element();
-      (*positions_)[pointer()] = textPosition(text_, offset() - 1);
+      (*positions_)[pointer()] = positionOf(offset() - 1);
     }
     frames_.push_back({true, {}, {}, 0});
     return true;
@@ -94,7 +96,8 @@ public:
     return true;
   }
   bool start_array(std::size_t) {
-    element();
+    // '[' was the last byte read.
+    if (!frames_.empty() && !frames_.back().object) scalar(offset() - 1);
     frames_.push_back({false, {}, {}, 0});
     return true;
   }
@@ -105,16 +108,9 @@ public:
   bool key(Json::string_t& k) {
     Frame& f = frames_.back();
     // The closing quote was the last byte read; the key starts at the quote that opens it.
-    size_t close = offset() - 1, open = close;
-    while (open > 0) {
-      --open;
-      if (text_[open] != '"') continue;
-      size_t backslashes = 0;
-      while (open >= backslashes + 1 && text_[open - backslashes - 1] == '\\') ++backslashes;
-      if (backslashes % 2 == 0) break;
-    }
+    const size_t open = openingQuote(offset() - 1);
     f.token = jsonPointerToken(k);
-    const TextPos at = textPosition(text_, open);
+    const TextPos at = positionOf(open);
     if (!f.keys.insert(k).second) {
       duplicate.emplace(JsonTextError::Kind::DuplicateKey,
                         "key \"" + k + "\" appears twice in the same object (the second at line " +
@@ -135,6 +131,53 @@ private:
     int64_t next_index;
   };
   size_t offset() const { return static_cast<size_t>(*cursor_ - text_.data()); }
+  /// The unescaped '"' that opens the string whose closing quote is at `close`.
+  size_t openingQuote(size_t close) const {
+    size_t open = close;
+    while (open > 0) {
+      --open;
+      if (text_[open] != '"') continue;
+      size_t backslashes = 0;
+      while (open >= backslashes + 1 && text_[open - backslashes - 1] == '\\') ++backslashes;
+      if (backslashes % 2 == 0) break;
+    }
+    return open;
+  }
+  /// The first byte of the number just read: the byte before the cursor ends the number (a
+  /// separator, white space or bracket), and the number's bytes come before it.
+  size_t numberStart() const {
+    size_t i = offset() >= 2 ? offset() - 2 : 0;
+    const auto numeric = [](char c) {
+      return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+    };
+    while (i > 0 && numeric(text_[i - 1])) --i;
+    return i;
+  }
+  /// A scalar (or array) value starting at byte `start`: inside an array, its position is kept.
+  bool scalar(size_t start) {
+    if (!frames_.empty() && !frames_.back().object) {
+      element();
+      (*positions_)[pointer()] = positionOf(start);
+    }
+    return true;
+  }
+  /// textPosition(text_, offset), counted on from the last position asked for, so that a text
+  /// with n values costs O(text) rather than O(n * text).
+  TextPos positionOf(size_t offset) {
+    if (offset < seen_offset_) {
+      seen_offset_ = 0;
+      seen_ = TextPos{};
+    }
+    for (; seen_offset_ < offset && seen_offset_ < text_.size(); ++seen_offset_) {
+      if (text_[seen_offset_] == '\n') {
+        ++seen_.line;
+        seen_.column = 1;
+      } else {
+        ++seen_.column;
+      }
+    }
+    return seen_;
+  }
   /// A value starts: inside an array it is the next element.
   bool element() {
     if (!frames_.empty() && !frames_.back().object) frames_.back().token = std::to_string(frames_.back().next_index++);
@@ -150,6 +193,8 @@ private:
   const char** cursor_;
   std::map<std::string, TextPos>* positions_;
   std::vector<Frame> frames_;
+  size_t seen_offset_ = 0;
+  TextPos seen_;
 };
 
 int depthOf(std::string_view text) {

@@ -33,8 +33,8 @@ struct JsonTextError : std::runtime_error {
   std::string key; ///< DuplicateKey: the key (unescaped)
 };
 
-/// A parsed JSON text with the position of each object member and array element that is an
-/// object, keyed by JSON Pointer (RFC 6901: "/experiments/0/m").
+/// A parsed JSON text with the position of each object member and array element, keyed by JSON
+/// Pointer (RFC 6901: "/experiments/0/m").
 class JsonDocument {
 public:
   /// Parses `text` (UTF-8 JSON, RFC 8259). Throws JsonTextError for invalid JSON (message from
@@ -45,8 +45,9 @@ public:
 
   const Json& root() const { return root_; }
   Json& root() { return root_; }
-  /// Where the member or element at `pointer` starts (a key: its opening quote); nullopt when
-  /// the document has no position for it (scalar array elements, values added after parsing).
+  /// Where the member or element at `pointer` starts (a member: its key's opening quote; an
+  /// element: its first byte); nullopt when the document has no position for it (values added
+  /// after parsing).
   std::optional<TextPos> position(const std::string& pointer) const;
 
 private:

@@ -83,6 +83,25 @@ private Q_SLOTS:
     JsonDocument::parse(R"({"x": {"x": 1}, "y": [{"x": 1}, {"x": 2}]})");
   }
 
+  // Every array element has a position, scalars too. In `{"a": [12, -3.5e2 ,true,\n  null,
+  // "s\"q", [7]]}` (counted by hand): 12 at column 8, -3.5e2 at 12, true at 20, then on line 2
+  // null at column 3, the string's quote at 9, the inner array's '[' at 17 and its 7 at 18.
+  void scalarArrayElementsHavePositions() {
+    const JsonDocument d = JsonDocument::parse("{\"a\": [12, -3.5e2 ,true,\n  null, \"s\\\"q\", [7]]}");
+    const auto at = [&](const char* p) {
+      const auto pos = d.position(p);
+      return pos ? std::make_pair(pos->line, pos->column) : std::make_pair(0, 0);
+    };
+    QCOMPARE(at("/a/0"), std::make_pair(1, 8));
+    QCOMPARE(at("/a/1"), std::make_pair(1, 12));
+    QCOMPARE(at("/a/2"), std::make_pair(1, 20));
+    QCOMPARE(at("/a/3"), std::make_pair(2, 3));
+    QCOMPARE(at("/a/4"), std::make_pair(2, 9));
+    QCOMPARE(at("/a/5"), std::make_pair(2, 17));
+    QCOMPARE(at("/a/5/0"), std::make_pair(2, 18));
+    QCOMPARE(at("/a"), std::make_pair(1, 2));
+  }
+
   void syntaxErrorsHaveAPosition() {
     try {
       JsonDocument::parse("{\"type\": \"gemm\",\n \"m\": }");

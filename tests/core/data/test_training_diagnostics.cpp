@@ -281,6 +281,15 @@ private Q_SLOTS:
         R"({"type": "training", "diagnostics": {"what_if": {"recipes": ["te_current", "mx_bogus"]}}})");
     QVERIFY(!parseTrainingExperiment(bad.root(), &err, &bad));
     QVERIFY2(err.find("diagnostics.what_if.recipes[1]: what-if recipe 'mx_bogus': unknown recipe") == 0, err.c_str());
+    // The quote that opens "mx_bogus" is column 76 of line 1 (counted by hand: the array's '['
+    // is column 61, "te_current" takes 62..73 and ", " 74..75).
+    QVERIFY2(QString::fromStdString(err).endsWith(QStringLiteral("(line 1, column 76)")), err.c_str());
+    // A recipe given twice is reported at its second place: line 2, column 5 (four spaces
+    // before the quote).
+    const JsonDocument twice = JsonDocument::parse("{\"type\": \"training\", \"diagnostics\": {\"what_if\": "
+                                                   "{\"recipes\": [\"mx_rceil\",\n    \"mx_rceil\"]}}}");
+    QVERIFY(!parseTrainingExperiment(twice.root(), &err, &twice));
+    QCOMPARE(err, std::string("diagnostics.what_if.recipes[1]: 'mx_rceil' is listed twice (line 2, column 5)"));
     std::string why;
     QVERIFY(!parseWhatIfRecipe("te_delayed", &why));
     QVERIFY2(why.find("use delayed_L<N>") != std::string::npos, why.c_str());
