@@ -320,13 +320,18 @@ public:
   bool readPlane(const QString& path, int64_t index, Block* out, QString* error) const override {
     const auto* info = find(path);
     if (!info || info->shape.size() != 3) return RunAccess::readPlane(path, index, out, error);
+    if (index < 0 || index >= info->shape[0]) {
+      if (error) *error = QObject::tr("plane %1 outside '%2' [%3 planes]").arg(index).arg(path).arg(info->shape[0]);
+      return false;
+    }
     std::lock_guard<std::mutex> lock(hdf5Mutex());
-    auto res = reader_->read(info_->id, info->path);
+    auto res = reader_->readPlane(info_->id, info->path, index);
     if (!res.ok()) {
       if (error) *error = QString::fromStdString(res.errors());
       return false;
     }
-    return copyPlane(res.value, path, index, out, error);
+    copyWindow(res.value, info->shape[2], 0, 0, info->shape[1], info->shape[2], out);
+    return true;
   }
 
 private:

@@ -588,6 +588,43 @@ Result<Dataset> SessionReader::readRegion(const std::string& run_id, const std::
   return r;
 }
 
+Result<Dataset> SessionReader::readPlane(const std::string& run_id, const std::string& ds_path, int64_t index) {
+  quietErrors();
+  Result<Dataset> r;
+  const DatasetInfo* di = d->findInfo(run_id, ds_path, &r);
+  if (!di) return r;
+  const std::string where = d->path + "#/runs/" + run_id + "/" + ds_path;
+  if (di->shape.size() != 3) {
+    r.add(C::WrongShape, where, "readPlane needs a 3-D dataset, this one is " + shapeText(di->shape));
+    return r;
+  }
+  if (index < 0 || index >= di->shape[0]) {
+    r.add(C::InvalidArgument, where,
+          "plane " + std::to_string(index) + " outside [0, " + std::to_string(di->shape[0]) + ")");
+    return r;
+  }
+  Handle ds = openForRead(d->file, "runs/" + run_id + "/" + ds_path);
+  if (!ds.valid()) {
+    r.add(C::Corrupt, where, errorText());
+    return r;
+  }
+  r.value.dtype = di->dtype;
+  r.value.shape = {di->shape[1], di->shape[2]};
+  r.value.attrs = di->attrs;
+  if (!allocFor(r.value, di->shape[1] * di->shape[2], &r, where)) return r;
+  if (di->shape[1] == 0 || di->shape[2] == 0) return r;
+  Handle fsp = space(H5Dget_space(ds));
+  const hsize_t start[3] = {hsize_t(index), 0, 0};
+  const hsize_t count[3] = {1, hsize_t(di->shape[1]), hsize_t(di->shape[2])};
+  H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, nullptr, count, nullptr);
+  Handle msp = space(H5Screate_simple(3, count, nullptr));
+  if (H5Dread(ds, memType(di->dtype), msp, fsp, H5P_DEFAULT, bufOf(r.value)) < 0) {
+    r.add(C::Corrupt, where, "cannot read plane: " + errorText());
+    r.value = {};
+  }
+  return r;
+}
+
 Result<Dataset> SessionReader::readReduced(const std::string& run_id, const std::string& ds_path, int64_t block_rows,
                                            int64_t block_cols, Reduce how, const Region& window) {
   quietErrors();

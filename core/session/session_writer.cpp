@@ -145,7 +145,9 @@ Handle lcplIntermediate() {
   return p;
 }
 
-/// Chunk shape of about ≤ 1 MiB, obtained by halving the largest dimension.
+/// Chunk shape of about ≤ 1 MiB, obtained by halving the largest dimension. A 3-D dataset is a
+/// stack of planes (block maps by step) read one plane at a time: its chunks hold whole planes,
+/// as many as fit in 1 MiB, and a plane over 1 MiB is split by halving its larger side.
 std::vector<hsize_t> chunkDims(const std::vector<int64_t>& shape, size_t elem) {
   std::vector<hsize_t> c(shape.begin(), shape.end());
   for (auto& x : c) x = std::max<hsize_t>(x, 1);
@@ -154,6 +156,15 @@ std::vector<hsize_t> chunkDims(const std::vector<int64_t>& shape, size_t elem) {
     for (auto x : c) n *= x;
     return n;
   };
+  if (c.size() == 3) {
+    const hsize_t plane = hsize_t(elem) * c[1] * c[2];
+    c[0] = std::clamp<hsize_t>((hsize_t(1) << 20) / plane, 1, c[0]);
+    while (bytes() > (hsize_t(1) << 20) && std::max(c[1], c[2]) > 1) {
+      hsize_t& side = c[1] >= c[2] ? c[1] : c[2];
+      side = (side + 1) / 2;
+    }
+    return c;
+  }
   while (bytes() > (hsize_t(1) << 20)) {
     auto it = std::max_element(c.begin(), c.end());
     if (*it <= 1) break;

@@ -12,6 +12,7 @@
 #include "session/hdf5_isolation.h"
 #include "session/session.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -317,6 +318,48 @@ void BM_HeatmapReads(benchmark::State& state) {
   std::filesystem::remove(path);
 }
 
+/// What the Block map does on a step change: one plane of a [1407, 256, 25] float32 block map
+/// (fc1's weight in MXFP8 blocks, mapped at every step of 3 epochs: 36 MiB, gzip), read alone
+/// (readPlane) next to the whole dataset.
+void BM_BlockMapStep(benchmark::State& state) {
+  const std::string path = benchDir() + "/fp8lab_bench_session_m.h5";
+  constexpr int64_t kSteps = 1407, kRows = 256, kCols = 25;
+  {
+    Session ss;
+    Run r;
+    r.id = "maps";
+    r.type = "training";
+    r.config_json = R"({"type":"training"})";
+    r.backend = "cpu";
+    std::mt19937 gen(7);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> v(size_t(kSteps * kRows * kCols));
+    for (auto& x : v) x = std::exp2(std::round(4.0f * nd(gen)));
+    r.datasets["block_stats/fc1/kernel/map_scale"] = Dataset::float32({kSteps, kRows, kCols}, std::move(v), "1", "map");
+    ss.runs.push_back(std::move(r));
+    if (!writeSession(path, ss).ok()) {
+      state.SkipWithError("cannot write the session");
+      return;
+    }
+  }
+  auto rd = SessionReader::open(path);
+  int64_t k = 0;
+  for (auto _ : state) {
+    k = (k + 97) % kSteps;
+    if (state.range(0) == 0) {
+      auto r = rd.value->readPlane("maps", "block_stats/fc1/kernel/map_scale", k);
+      benchmark::DoNotOptimize(r.value.f32.data());
+    } else {
+      auto r = rd.value->read("maps", "block_stats/fc1/kernel/map_scale");
+      std::vector<float> plane(r.value.f32.begin() + k * kRows * kCols, r.value.f32.begin() + (k + 1) * kRows * kCols);
+      benchmark::DoNotOptimize(plane.data());
+    }
+  }
+  state.SetLabel(state.range(0) == 0 ? "readPlane: one 256x25 plane" : "read all 1407 planes, keep one");
+  rd.value.reset();
+  std::filesystem::remove(path);
+}
+
 } // namespace
 
 BENCHMARK(BM_RawFwrite)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
@@ -327,6 +370,13 @@ BENCHMARK(BM_SessionRead)->Arg(0)->ArgName("compress")->Unit(benchmark::kMillise
 BENCHMARK(BM_SessionWrite)->Arg(1)->ArgName("compress")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK(BM_SessionRead)->Arg(1)->ArgName("compress")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 BENCHMARK(BM_HeatmapReads)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+BENCHMARK(BM_BlockMapStep)
+    ->Arg(0)
+    ->Arg(1)
+    ->ArgName("whole")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(5);
 
 BENCHMARK(BM_AppendRun)->Arg(0)->Arg(1)->ArgName("append")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(4);
 BENCHMARK(BM_OpenMetadata)

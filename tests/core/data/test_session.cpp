@@ -169,6 +169,7 @@ private Q_SLOTS:
   void deleteRunsIsAllOrNothing();
   void regionReadIsAStridedWindow();
   void reducedReadKeepsEveryMaximum();
+  void planeReadIsOnePlane();
   void regionOutsideDatasetIsReported();
   // bad input
   void missingFile();
@@ -590,6 +591,36 @@ void TestSession::regionReadIsAStridedWindow() {
   QVERIFY(w2.ok());
   QCOMPARE(w2.value.shape, (std::vector<int64_t>{5, 5}));
   QCOMPARE(w2.value.f32.back(), float(1000 * 247 + 491));
+}
+
+// A 3-D dataset [5, 300, 500] whose element (p, i, j) is 10^6·p + 1000·i + j (exact in float32:
+// all below 2^24); plane p read alone is that plane, compressed or not.
+void TestSession::planeReadIsOnePlane() {
+  const int P = 5, R = 300, Cc = 500;
+  std::vector<float> v(size_t(P * R * Cc));
+  for (int p = 0; p < P; ++p)
+    for (int i = 0; i < R; ++i)
+      for (int j = 0; j < Cc; ++j) v[size_t((p * R + i) * Cc + j)] = float(1000000 * p + 1000 * i + j);
+  Run r = gemmRun("maps");
+  r.datasets["block_stats/A/map_amax"] = Dataset::float32({P, R, Cc}, v, "1", "test maps");
+  for (bool compress : {true, false}) {
+    const std::string file = path(compress ? "planes_c.h5" : "planes_u.h5");
+    WriteOptions o;
+    o.compress = compress;
+    QVERIFY(writeSession(file, sess({r}), o).ok());
+    auto rd = SessionReader::open(file);
+    QVERIFY(rd.ok());
+    auto pl = rd.value->readPlane("maps", "block_stats/A/map_amax", 3);
+    QVERIFY2(pl.ok(), pl.message().c_str());
+    QCOMPARE(pl.value.shape, (std::vector<int64_t>{R, Cc}));
+    QCOMPARE(pl.value.f32.front(), 3000000.0f);
+    QCOMPARE(pl.value.f32[size_t(123 * Cc + 77)], float(3000000 + 123000 + 77));
+    QCOMPARE(pl.value.f32.back(), float(3000000 + 299000 + 499));
+    QCOMPARE(pl.value.attrs.count("units"), size_t{1});
+    QVERIFY(hasCode(rd.value->readPlane("maps", "block_stats/A/map_amax", 5), Code::InvalidArgument));
+    QVERIFY(hasCode(rd.value->readPlane("maps", "block_stats/A/map_amax", -1), Code::InvalidArgument));
+    QVERIFY(hasCode(rd.value->readPlane("maps", "output/D", 0), Code::WrongShape));
+  }
 }
 
 void TestSession::reducedReadKeepsEveryMaximum() {
