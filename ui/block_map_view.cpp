@@ -276,15 +276,9 @@ BlockMapView::BlockMapView(QWidget* parent) : View(parent) {
   });
   connect(bits_button_, &QPushButton::clicked, this, [this] { showScaleBits(); });
   connect(line_button_, &QPushButton::clicked, this, [this] { showOnNumberLine(); });
-  connect(plot_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) {
-    int64_t r = -1, c = -1;
-    if (blockAt(e->pos(), &r, &c)) hoverAt(r, c);
-  });
-  connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) { press_pos_ = e->pos(); });
-  connect(plot_, &QCustomPlot::mouseRelease, this, [this](QMouseEvent* e) {
-    int64_t r = -1, c = -1;
-    if ((e->pos() - press_pos_).manhattanLength() < 4 && blockAt(e->pos(), &r, &c)) selectBlock(r, c);
-  });
+  connectCellMouse(
+      plot_, this, [this](const QPoint& p, int64_t* r, int64_t* c) { return blockAt(p, r, c); },
+      [this](int64_t r, int64_t c) { hoverAt(r, c); }, [this](int64_t r, int64_t c) { selectBlock(r, c); });
   setRunAccess(nullptr);
 }
 
@@ -468,45 +462,30 @@ void BlockMapView::drawEmpty(const QString& text) {
 
 void BlockMapView::draw() {
   empty_.clear();
-  plot_->clearPlottables();
-  plot_->clearItems();
-  plot_->plotLayout()->clear();
-  plot_->legend = nullptr;
   const BlockMap& m = map_;
   const QString unit = blockStatUnit(stat_);
-  auto* te = new QCPTextElement(plot_, tr("%1 per block of %2 in %3, step %4\n%5: %6\u00d7%7 blocks of %8\u00d7%9 "
-                                          "elements over [%10, %11]")
-                                           .arg(blockStatName(stat_), m.label, run_->id())
-                                           .arg(m.step)
-                                           .arg(m.quantization.isEmpty() ? m.format : m.quantization)
-                                           .arg(m.grid_rows)
-                                           .arg(m.grid_cols)
-                                           .arg(m.block_rows)
-                                           .arg(m.block_cols)
-                                           .arg(m.rows)
-                                           .arg(m.cols));
-  te->setFont(QFont(font().family(), 10, QFont::Bold));
-  plot_->plotLayout()->addElement(0, 0, te);
-  auto* rect = new QCPAxisRect(plot_);
-  plot_->plotLayout()->addElement(1, 0, rect);
-  plot_->plotLayout()->setRowStretchFactors({0.001, 1.0});
-  QCPAxis* x = rect->axis(QCPAxis::atBottom);
-  QCPAxis* y = rect->axis(QCPAxis::atLeft);
+  const ColorMapLayout l = titledColorMap(plot_,
+                                          tr("%1 per block of %2 in %3, step %4\n%5: %6\u00d7%7 blocks of %8\u00d7%9 "
+                                             "elements over [%10, %11]")
+                                              .arg(blockStatName(stat_), m.label, run_->id())
+                                              .arg(m.step)
+                                              .arg(m.quantization.isEmpty() ? m.format : m.quantization)
+                                              .arg(m.grid_rows)
+                                              .arg(m.grid_cols)
+                                              .arg(m.block_rows)
+                                              .arg(m.block_cols)
+                                              .arg(m.rows)
+                                              .arg(m.cols),
+                                          font().family());
+  QCPAxis* x = l.x;
+  QCPAxis* y = l.y;
   x->setLabel(tr("column (elements)"));
   y->setLabel(tr("row (elements)"));
   y->setRangeReversed(true);
-  cmap_ = new QCPColorMap(x, y);
-  cmap_->setInterpolate(false);
-  // Cell centres in element coordinates; a grid of one block along a side is drawn as two cells a
-  // quarter block either side of its centre (a colour map needs two to know its extent).
-  const int kc = int(std::max<int64_t>(2, m.grid_cols)), kr = int(std::max<int64_t>(2, m.grid_rows));
-  auto range = [](int64_t grid, int64_t blk) {
-    const double c0 = double(blk - 1) / 2.0;
-    if (grid <= 1) return QCPRange(c0 - double(blk) / 4.0, c0 + double(blk) / 4.0);
-    return QCPRange(c0, c0 + double(grid - 1) * double(blk));
-  };
-  cmap_->data()->setSize(kc, kr);
-  cmap_->data()->setRange(range(m.grid_cols, m.block_cols), range(m.grid_rows, m.block_rows));
+  cmap_ = l.map;
+  scale_ = l.scale;
+  setBlockGrid(cmap_->data(), m.grid_rows, m.grid_cols, m.block_rows, m.block_cols);
+  const int kc = cmap_->data()->keySize(), kr = cmap_->data()->valueSize();
   double lo = INFINITY, hi = -INFINITY;
   int64_t nodata = 0;
   for (int64_t r = 0; r < m.grid_rows; ++r)
@@ -524,26 +503,18 @@ void BlockMapView::draw() {
       const double val = m.value(stat_, std::min<int64_t>(r, m.grid_rows - 1), std::min<int64_t>(c, m.grid_cols - 1));
       cmap_->data()->setCell(c, r, std::isfinite(val) ? val : std::nan(""));
     }
-  scale_ = new QCPColorScale(plot_);
-  plot_->plotLayout()->addElement(1, 1, scale_);
-  scale_->setType(QCPAxis::atRight);
-  scale_->setBarWidth(12);
-  cmap_->setColorScale(scale_);
   QCPColorGradient g = errorGradient();
-  g.setNanColor(QColor(0xa0, 0xa0, 0xa0));
+  g.setNanColor(noDataColor());
   cmap_->setGradient(g);
   if (!std::isfinite(lo)) lo = hi = 0;
   if (hi <= lo) hi = lo + 1;
   cmap_->setDataRange(QCPRange(lo, hi));
   scale_->axis()->setLabel(tr("%1 (%2)").arg(blockStatName(stat_), unit));
-  auto* group = new QCPMarginGroup(plot_);
-  rect->setMarginGroup(QCP::msBottom | QCP::msTop, group);
-  scale_->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   x->setRange(-0.5, double(m.cols) - 0.5);
   y->setRange(-0.5, double(m.rows) - 0.5);
   stylePlot(plot_);
   sel_rect_ = new QCPItemRect(plot_);
-  sel_rect_->setClipAxisRect(rect);
+  sel_rect_->setClipAxisRect(l.rect);
   sel_rect_->topLeft->setAxes(x, y);
   sel_rect_->bottomRight->setAxes(x, y);
   sel_rect_->setPen(QPen(Qt::black, 2));

@@ -148,7 +148,6 @@ private:
   int64_t sel_r_ = -1, sel_c_ = -1;
   quint64 generation_ = 0, reading_ = 0;
   bool updating_ = false;
-  QPoint press_pos_;
 
   RunBox* runs_;
   QComboBox* operand_box_;

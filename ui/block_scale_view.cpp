@@ -646,42 +646,27 @@ void BlockScaleView::drawHistogram() {
 }
 
 void BlockScaleView::drawErrorMap() {
-  plot_->clearPlottables();
-  plot_->clearItems();
-  plot_->plotLayout()->clear();
-  plot_->legend = nullptr;
   const BlockErrorMap& m = emap_;
   const bool sqnr = m.measure == BlockErrorMap::Measure::Sqnr;
   const QString op{QChar(QLatin1Char(operand_))};
-  auto* te = new QCPTextElement(
-      plot_, (sqnr ? tr("Quantization SQNR per scale block of %1 in %2 (blocks of %3\u00d7%4)")
-                   : tr("Max relative quantization error per scale block of %1 in %2 (blocks of %3\u00d7%4)"))
-                 .arg(op, run_->id())
-                 .arg(m.block_rows)
-                 .arg(m.block_cols));
-  te->setFont(QFont(font().family(), 10, QFont::Bold));
-  plot_->plotLayout()->addElement(0, 0, te);
-  auto* rect = new QCPAxisRect(plot_);
-  plot_->plotLayout()->addElement(1, 0, rect);
-  plot_->plotLayout()->setRowStretchFactors({0.001, 1.0});
-  QCPAxis* x = rect->axis(QCPAxis::atBottom);
-  QCPAxis* y = rect->axis(QCPAxis::atLeft);
+  const ColorMapLayout l =
+      titledColorMap(plot_,
+                     (sqnr ? tr("Quantization SQNR per scale block of %1 in %2 (blocks of %3\u00d7%4)")
+                           : tr("Max relative quantization error per scale block of %1 in %2 (blocks of %3\u00d7%4)"))
+                         .arg(op, run_->id())
+                         .arg(m.block_rows)
+                         .arg(m.block_cols),
+                     font().family());
+  QCPAxis* x = l.x;
+  QCPAxis* y = l.y;
   const bool isA = operand_ == 'A';
   x->setLabel(isA ? tr("column k of A (element)") : tr("column n of B (element)"));
   y->setLabel(isA ? tr("row m of A (element)") : tr("row k of B (element)"));
   y->setRangeReversed(true);
-  auto* map = new QCPColorMap(x, y);
-  map->setInterpolate(false);
-  // Cell centres in element coordinates; a grid of one cell along a side is drawn as two equal
-  // cells a quarter block either side of the centre (a colour map needs two to know its extent).
-  const int kc = int(std::max<int64_t>(2, m.grid_cols)), kr = int(std::max<int64_t>(2, m.grid_rows));
-  auto range = [](int64_t grid, int64_t blk) {
-    const double c0 = double(blk - 1) / 2.0;
-    if (grid <= 1) return QCPRange(c0 - double(blk) / 4.0, c0 + double(blk) / 4.0);
-    return QCPRange(c0, c0 + double(grid - 1) * double(blk));
-  };
-  map->data()->setSize(kc, kr);
-  map->data()->setRange(range(m.grid_cols, m.block_cols), range(m.grid_rows, m.block_rows));
+  auto* map = l.map;
+  auto* scale = l.scale;
+  setBlockGrid(map->data(), m.grid_rows, m.grid_cols, m.block_rows, m.block_cols);
+  const int kc = map->data()->keySize(), kr = map->data()->valueSize();
   for (int r = 0; r < kr; ++r)
     for (int c = 0; c < kc; ++c) {
       double v = m.at(std::min<int64_t>(r, m.grid_rows - 1), std::min<int64_t>(c, m.grid_cols - 1));
@@ -689,11 +674,6 @@ void BlockScaleView::drawErrorMap() {
       if (std::isinf(v)) v = v > 0 ? m.max : m.min;
       map->data()->setCell(c, r, v);
     }
-  auto* scale = new QCPColorScale(plot_);
-  plot_->plotLayout()->addElement(1, 1, scale);
-  scale->setType(QCPAxis::atRight);
-  scale->setBarWidth(12);
-  map->setColorScale(scale);
   map->setGradient(errorGradient());
   double lo = m.min, hi = m.max;
   // Relative errors spread over decades (one outlier block beside many small ones) take a log
@@ -726,9 +706,6 @@ void BlockScaleView::drawErrorMap() {
   scale->axis()->setLabel(sqnr   ? tr("block SQNR (dB; higher is better)")
                           : logc ? tr("max |x_q \u2212 x| / |x| (1, log scale)")
                                  : tr("max |x_q \u2212 x| / |x| (1)"));
-  auto* group = new QCPMarginGroup(plot_);
-  rect->setMarginGroup(QCP::msBottom | QCP::msTop, group);
-  scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   x->setRange(-0.5, double(m.cols) - 0.5);
   y->setRange(-0.5, double(m.rows) - 0.5);
   stylePlot(plot_);

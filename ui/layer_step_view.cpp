@@ -61,10 +61,6 @@ private:
   std::vector<int64_t> steps_;
 };
 
-QColor noDataColor() {
-  return QColor(0xa0, 0xa0, 0xa0);
-}
-
 } // namespace
 
 QString layerStatDataset(LayerStat s) {
@@ -302,15 +298,17 @@ LayerStepView::LayerStepView(QWidget* parent) : View(parent) {
     reload();
   });
   connect(nonfinite_button_, &QPushButton::clicked, this, [this] { goToNonfinite(); });
-  connect(plot_, &QCustomPlot::mouseMove, this, [this](QMouseEvent* e) {
-    int r = -1, c = -1;
-    if (cellAt(e->pos(), &r, &c)) hoverAt(r, c);
-  });
-  connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) { press_pos_ = e->pos(); });
-  connect(plot_, &QCustomPlot::mouseRelease, this, [this](QMouseEvent* e) {
-    int r = -1, c = -1;
-    if ((e->pos() - press_pos_).manhattanLength() < 4 && cellAt(e->pos(), &r, &c)) clickCell(r, c);
-  });
+  connectCellMouse(
+      plot_, this,
+      [this](const QPoint& p, int64_t* r, int64_t* c) {
+        int ri = -1, ci = -1;
+        if (!cellAt(p, &ri, &ci)) return false;
+        *r = ri;
+        *c = ci;
+        return true;
+      },
+      [this](int64_t r, int64_t c) { hoverAt(int(r), int(c)); },
+      [this](int64_t r, int64_t c) { clickCell(int(r), int(c)); });
   setRunAccess(nullptr);
 }
 
@@ -427,28 +425,22 @@ int LayerStepView::rowOf(const QString& operand) const {
 }
 
 void LayerStepView::draw() {
-  plot_->clearPlottables();
-  plot_->clearItems();
-  plot_->plotLayout()->clear();
-  plot_->legend = nullptr;
   sel_rect_ = nullptr;
   const int nr = int(m_.rows.size()), nc = int(m_.steps.size());
   const QString unit = layerStatUnit(stat_);
   QString what = layerStatName(stat_);
   if (m_.difference) what = tr("SQNR under %1 minus SQNR as trained").arg(m_.recipe);
   const QString under = m_.recipe.isEmpty() ? tr("as trained") : tr("under what-if recipe %1").arg(m_.recipe);
-  auto* te =
-      new QCPTextElement(plot_, m_.difference ? tr("%1 per operand and step, run %2").arg(what, run_->id())
-                                              : tr("%1 per operand and step, %2, run %3").arg(what, under, run_->id()));
-  te->setFont(QFont(font().family(), 10, QFont::Bold));
-  plot_->plotLayout()->addElement(0, 0, te);
-  auto* rect = new QCPAxisRect(plot_);
-  plot_->plotLayout()->addElement(1, 0, rect);
-  plot_->plotLayout()->setRowStretchFactors({0.001, 1.0});
-  QCPAxis* x = rect->axis(QCPAxis::atBottom);
-  QCPAxis* y = rect->axis(QCPAxis::atLeft);
-  map_ = new QCPColorMap(x, y);
-  map_->setInterpolate(false);
+  const ColorMapLayout l =
+      titledColorMap(plot_,
+                     m_.difference ? tr("%1 per operand and step, run %2").arg(what, run_->id())
+                                   : tr("%1 per operand and step, %2, run %3").arg(what, under, run_->id()),
+                     font().family());
+  QCPAxisRect* rect = l.rect;
+  QCPAxis* x = l.x;
+  QCPAxis* y = l.y;
+  map_ = l.map;
+  scale_ = l.scale;
   // Columns and rows are indices (what-if steps need not be evenly spaced); the step ticker labels
   // the columns with their steps. A side of one cell is drawn as two (a colour map needs two).
   const int kc = std::max(2, nc), kr = std::max(2, nr);
@@ -472,11 +464,6 @@ void LayerStepView::draw() {
       const double val = m_.at(size_t(std::min(r, nr - 1)), size_t(std::min(c, nc - 1)));
       map_->data()->setCell(c, r, LayerStepMatrix::noData(val) ? std::nan("") : val);
     }
-  scale_ = new QCPColorScale(plot_);
-  plot_->plotLayout()->addElement(1, 1, scale_);
-  scale_->setType(QCPAxis::atRight);
-  scale_->setBarWidth(12);
-  map_->setColorScale(scale_);
   QCPColorGradient g = m_.difference ? differenceGradient().inverted() : errorGradient();
   g.setNanColor(noDataColor());
   map_->setGradient(g);
@@ -491,9 +478,6 @@ void LayerStepView::draw() {
   map_->setDataRange(QCPRange(lo, hi));
   scale_->axis()->setLabel(m_.difference ? tr("SQNR %1 \u2212 trained (dB; > 0: %1 better)").arg(m_.recipe)
                                          : tr("%1 (%2)").arg(layerStatName(stat_), unit));
-  auto* group = new QCPMarginGroup(plot_);
-  rect->setMarginGroup(QCP::msBottom | QCP::msTop, group);
-  scale_->setMarginGroup(QCP::msBottom | QCP::msTop, group);
 
   auto rows = QSharedPointer<QCPAxisTickerText>::create();
   for (int r = 0; r < nr; ++r) rows->addTick(r, m_.rows[size_t(r)].label());

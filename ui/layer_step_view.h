@@ -162,7 +162,6 @@ private:
   QString hover_text_;
   int sel_row_ = -1, sel_col_ = -1;
   bool updating_ = false;
-  QPoint press_pos_;
 
   RunBox* runs_;
   QComboBox* stat_box_;

@@ -4,6 +4,9 @@
 
 #include <QSet>
 
+#include <algorithm>
+#include <memory>
+
 namespace fp8lab::ui {
 
 namespace {
@@ -83,6 +86,63 @@ void plotEmptyState(QCustomPlot* plot, const QString& text) {
 
 QColor nanColor() {
   return QColor(0xe0, 0x00, 0xe0);
+}
+
+QColor noDataColor() {
+  return QColor(0xa0, 0xa0, 0xa0);
+}
+
+ColorMapLayout titledColorMap(QCustomPlot* plot, const QString& title, const QString& font_family) {
+  plot->clearPlottables();
+  plot->clearItems();
+  plot->plotLayout()->clear();
+  plot->legend = nullptr;
+  ColorMapLayout l;
+  auto* te = new QCPTextElement(plot, title);
+  te->setFont(QFont(font_family, 10, QFont::Bold));
+  plot->plotLayout()->addElement(0, 0, te);
+  l.rect = new QCPAxisRect(plot);
+  plot->plotLayout()->addElement(1, 0, l.rect);
+  plot->plotLayout()->setRowStretchFactors({0.001, 1.0});
+  l.x = l.rect->axis(QCPAxis::atBottom);
+  l.y = l.rect->axis(QCPAxis::atLeft);
+  l.map = new QCPColorMap(l.x, l.y);
+  l.map->setInterpolate(false);
+  l.scale = new QCPColorScale(plot);
+  plot->plotLayout()->addElement(1, 1, l.scale);
+  l.scale->setType(QCPAxis::atRight);
+  l.scale->setBarWidth(12);
+  l.map->setColorScale(l.scale);
+  auto* group = new QCPMarginGroup(plot);
+  l.rect->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  l.scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  return l;
+}
+
+void setBlockGrid(QCPColorMapData* data, int64_t grid_rows, int64_t grid_cols, int64_t block_rows, int64_t block_cols) {
+  auto range = [](int64_t grid, int64_t blk) {
+    const double c0 = double(blk - 1) / 2.0;
+    if (grid <= 1) return QCPRange(c0 - double(blk) / 4.0, c0 + double(blk) / 4.0);
+    return QCPRange(c0, c0 + double(grid - 1) * double(blk));
+  };
+  data->setSize(int(std::max<int64_t>(2, grid_cols)), int(std::max<int64_t>(2, grid_rows)));
+  data->setRange(range(grid_cols, block_cols), range(grid_rows, block_rows));
+}
+
+void connectCellMouse(QCustomPlot* plot, QObject* context,
+                      std::function<bool(const QPoint& pos, int64_t* r, int64_t* c)> cell_at,
+                      std::function<void(int64_t r, int64_t c)> hover,
+                      std::function<void(int64_t r, int64_t c)> click) {
+  auto press = std::make_shared<QPoint>();
+  QObject::connect(plot, &QCustomPlot::mouseMove, context, [cell_at, hover](QMouseEvent* e) {
+    int64_t r = -1, c = -1;
+    if (cell_at(e->pos(), &r, &c)) hover(r, c);
+  });
+  QObject::connect(plot, &QCustomPlot::mousePress, context, [press](QMouseEvent* e) { *press = e->pos(); });
+  QObject::connect(plot, &QCustomPlot::mouseRelease, context, [press, cell_at, click](QMouseEvent* e) {
+    int64_t r = -1, c = -1;
+    if ((e->pos() - *press).manhattanLength() < 4 && cell_at(e->pos(), &r, &c)) click(r, c);
+  });
 }
 
 QCPColorGradient errorGradient() {

@@ -8,11 +8,21 @@
 
 #include <QPen>
 
+#include <cstdint>
+#include <functional>
+
 class QCustomPlot;
+class QCPAxis;
+class QCPAxisRect;
 class QCPAxisTickerLog;
 class QCPColorGradient;
+class QCPColorMap;
+class QCPColorMapData;
+class QCPColorScale;
 class QCPLegend;
 class QCPScatterStyle;
+class QObject;
+class QPoint;
 
 namespace fp8lab::ui {
 
@@ -24,6 +34,36 @@ QCPColorGradient errorGradient();
 QCPColorGradient differenceGradient();
 /// The colour of NaN cells (magenta: not on either gradient).
 QColor nanColor();
+/// The colour of cells without data where a missing value is expected (an all-zero block's
+/// scale, an exact SQNR): mid grey, apart from the gradients and from nanColor().
+QColor noDataColor();
+
+/// What titledColorMap builds.
+struct ColorMapLayout {
+  QCPAxisRect* rect = nullptr;
+  QCPAxis* x = nullptr; ///< bottom axis: the map's key axis
+  QCPAxis* y = nullptr; ///< left axis: the map's value axis
+  QCPColorMap* map = nullptr;
+  QCPColorScale* scale = nullptr;
+};
+/// Clears `plot` (plottables, items, layout, legend) and lays out a colour map: `title` in bold
+/// (`font_family`, 10 pt) in row 0; in row 1 an axis rect holding a colour map drawn without
+/// interpolation and, on its right, the map's colour scale (a 12 px bar), their top and bottom
+/// margins aligned. The caller sets the data, gradient, ranges and labels.
+ColorMapLayout titledColorMap(QCustomPlot* plot, const QString& title, const QString& font_family);
+/// Sizes `data` to a grid of grid_rows × grid_cols scale blocks of block_rows × block_cols
+/// elements in element coordinates: cell centres at (blk − 1) / 2 + i·blk. A grid one block wide
+/// along a side gets two cells a quarter block either side of the block's centre (a colour map
+/// needs two cells to know its extent); fill cell (c, r) with block (min(r, grid_rows − 1),
+/// min(c, grid_cols − 1)).
+void setBlockGrid(QCPColorMapData* data, int64_t grid_rows, int64_t grid_cols, int64_t block_rows, int64_t block_cols);
+/// Wires the mouse of a plot of cells: a move over cell (r, c) calls hover(r, c); a press and a
+/// release less than 4 px apart (a click, not a drag) over cell (r, c) calls click(r, c).
+/// `cell_at` maps a widget position to a cell (false: no cell there). The connections live as
+/// long as `context`.
+void connectCellMouse(QCustomPlot* plot, QObject* context,
+                      std::function<bool(const QPoint& pos, int64_t* r, int64_t* c)> cell_at,
+                      std::function<void(int64_t r, int64_t c)> hover, std::function<void(int64_t r, int64_t c)> click);
 /// A base-10 log ticker whose labels are all different: over a range of several decades the
 /// ticks are the decades (10ⁿ, with the axis number format "eb", precision 0); over a range
 /// narrower than that, where QCustomPlot puts ticks between decades, each label gets as many
