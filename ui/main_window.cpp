@@ -203,10 +203,11 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
   bool opened = false;
   if (opt_.open_default_session) {
     const QString def = defaultSessionPath();
+    banner_is_bundled_ = true; // openSession keeps the banner for this file
     if (!def.isEmpty() && SessionDocument::fileSupport()) opened = openSession(def);
+    banner_is_bundled_ = opened;
   }
   if (opened) {
-    banner_is_bundled_ = true;
     banner_->setText(tr("Showing the small bundled default session. "
                         "<a href='run'>Run the full default experiment</a> in the background \u00b7 "
                         "<a href='open'>open another session</a> \u00b7 <a href='close'>hide</a>"));
@@ -549,9 +550,12 @@ bool MainWindow::openSession(const QString& fileName) {
     return false;
   }
   for (const QString& w : warnings) issues_->report(Severity::Warning, w, fileName);
-  // A session is open now: the "No session open" banner no longer applies (the constructor sets
-  // its own text for the bundled default session after opening it).
-  if (QFileInfo(fileName).canonicalFilePath() != QFileInfo(defaultSessionPath()).canonicalFilePath()) banner_->hide();
+  // A session is open now: the "No session open" banner no longer applies; the one about the
+  // bundled default session stays while that session is what is open.
+  if (!banner_is_bundled_ || !isBundledSession(fileName)) {
+    banner_->hide();
+    banner_is_bundled_ = false;
+  }
   // ... but a run of it that met a non-finite value is worth the banner.
   offerNonfiniteJump(session_->currentRun());
   addRecent(fileName);

@@ -392,6 +392,16 @@ private Q_SLOTS:
     QVERIFY(!banner->isHidden());
     QVERIFY(w.openSession(copy));
     QVERIFY(banner->isHidden());
+    // `fp8lab build/resources/default-session.h5`: the bundled session opened by its path is a
+    // session too.
+    const QString bundled = MainWindow::defaultSessionPath();
+    if (!bundled.isEmpty()) {
+      MainWindow w2(testOptions());
+      auto* b2 = w2.findChild<QLabel*>(QStringLiteral("banner"));
+      QVERIFY(!b2->isHidden());
+      QVERIFY(w2.openSession(bundled));
+      QVERIFY2(b2->isHidden(), qPrintable(b2->text()));
+    }
   }
 
   // A view on a hidden tab does not reload when the session changes; it reloads when
