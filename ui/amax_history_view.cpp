@@ -706,9 +706,14 @@ void AmaxHistoryView::drawStep() {
                              .arg(cfg_.algo == AmaxAlgo::Max ? tr("max") : tr("most recent"), g6(taken)));
   QCPAxis* tx = top_->axis(QCPAxis::atBottom);
   tx->setRange(double(first) - 0.5, double(step_) + 0.5 + (te ? 1 : 0));
-  // Whole steps only on the window axis.
+  // Whole steps only on the window axis, at round multiples (1, 2 or 5 · 10^k) giving about 8
+  // ticks over the window.
   auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
-  ticker->setTickStep(std::max(1.0, std::ceil(double(n) / 10.0)));
+  const double raw = std::max(1.0, double(n) / 8.0), decade = std::pow(10.0, std::floor(std::log10(raw)));
+  ticker->setTickStep(raw <= decade       ? decade
+                      : raw <= 2 * decade ? 2 * decade
+                      : raw <= 5 * decade ? 5 * decade
+                                          : 10 * decade);
   ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
   tx->setTicker(ticker);
   double ymax = 0;
