@@ -16,11 +16,11 @@
 #include "training/training_session.h"
 
 #include <QCommandLineParser>
-#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonObject>
 
 #include <cmath>
+#include <cstdio>
 
 namespace fp8lab::cli {
 namespace {
@@ -54,10 +54,18 @@ QJsonArray floats(const std::vector<float>& v) {
   return a;
 }
 
+/// Prints the warnings of `st` to stderr, one line each ("fp8lab-cli: warning: malformed input at
+/// INDEX:T: the shard index puts tensor 'T' in …").
+void printWarnings(const Status& st) {
+  for (const Issue& i : st.issues)
+    if (i.severity == Severity::Warning) std::fprintf(stderr, "fp8lab-cli: %s\n", i.toString().c_str());
+}
+
 int runList(const QStringList& pos, bool json) {
   if (pos.size() != 2) return fail(QStringLiteral("usage: checkpoint list FILE.safetensors"));
   auto l = listFp8Checkpoint(pos[1].toStdString());
   if (!l.ok()) return fail(qs(l.errors()));
+  printWarnings(l);
   if (json) {
     QJsonArray a;
     for (const auto& e : l.value)
@@ -287,16 +295,10 @@ int runImport(const QStringList& pos, const QCommandLineParser& p, bool json) {
     o.what_if.push_back(*r);
   }
   QString id = p.value(QStringLiteral("id"));
-  if (id.isEmpty()) {
-    id = QFileInfo(pos[1]).completeBaseName();
-    for (QChar& c : id)
-      if (!(c.isLetterOrNumber() && c.unicode() < 128) && c != QLatin1Char('_') && c != QLatin1Char('-') &&
-          c != QLatin1Char('.') && c != QLatin1Char('+') && c != QLatin1Char('='))
-        c = QLatin1Char('_');
-    if (id.isEmpty() || id.startsWith(QLatin1Char('.'))) id.prepend(QStringLiteral("checkpoint"));
-  }
+  if (id.isEmpty()) id = qs(defaultCheckpointRunId(pos[1].toStdString()));
   auto run = checkpointRun(pos[1].toStdString(), id.toStdString(), o);
   if (!run.ok()) return fail(qs(run.errors()));
+  printWarnings(run);
   std::vector<std::string> ids;
   if (!appendRunsToFile(outPath, {run.value}, true, &ids)) return 2;
   const QString stored = ids.empty() ? id : qs(ids.front());
@@ -354,8 +356,9 @@ int runCheckpoint(const QStringList& args) {
                QStringLiteral("import: recipes to re-quantize each tensor with, comma-separated (te_current, "
                               "mx_rceil, nvfp4_te, ... as in training diagnostics)."),
                QStringLiteral("IDS")});
-  p.addOption(
-      {QStringLiteral("id"), QStringLiteral("import: the run id (default: the file name)."), QStringLiteral("RUN")});
+  p.addOption({QStringLiteral("id"),
+               QStringLiteral("import: the run id (default: the file name without .safetensors / .index.json)."),
+               QStringLiteral("RUN")});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   const QStringList pos = p.positionalArguments();

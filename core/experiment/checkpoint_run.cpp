@@ -7,6 +7,7 @@
 #include "training/training_session.h"
 
 #include <algorithm>
+#include <filesystem>
 
 namespace fp8lab {
 
@@ -80,6 +81,12 @@ Result<Run> checkpointRun(const std::string& path, const std::string& run_id, co
     const auto it = std::find_if(listed.value.begin(), listed.value.end(),
                                  [&](const Fp8CheckpointEntry& e) { return e.name == n; });
     if (it == listed.value.end()) {
+      const std::string misplaced_at = path + ":" + n;
+      for (const Issue& i : listed.issues)
+        if (i.severity == Severity::Warning && i.where == misplaced_at) {
+          res.add(i.code, i.where, i.detail);
+          return res;
+        }
       std::string have;
       for (const Fp8CheckpointEntry& e : listed.value) have += (have.empty() ? "" : ", ") + e.name;
       res.add(Issue::Code::NotFound, path + "#" + n,
@@ -97,6 +104,7 @@ Result<Run> checkpointRun(const std::string& path, const std::string& run_id, co
         res.add(Issue::Code::InvalidArgument, path, "what-if recipe '" + opt.what_if[i].id + "' is listed twice");
         return res;
       }
+  res.issues = listed.issues; // the warnings: tensors the shard index misplaces
   Run& run = res.value;
   run.id = run_id;
   run.type = "checkpoint";
@@ -156,6 +164,34 @@ Result<Run> checkpointRun(const std::string& path, const std::string& run_id, co
     run.group_attrs["what_if"] = wa;
   }
   return res;
+}
+
+std::string defaultCheckpointRunId(const std::string& path) {
+  std::string name = std::filesystem::path(path).filename().string();
+  const auto strip = [&](const std::string& suffix) {
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      name.resize(name.size() - suffix.size());
+      return true;
+    }
+    return false;
+  };
+  if (!strip(".index.json"))
+    if (const size_t dot = name.rfind('.'); dot != std::string::npos) name.resize(dot);
+  strip(".safetensors");
+  std::string id;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    if (c >= 0x80) { // a UTF-8 sequence: one '_' for the character
+      id += '_';
+      while (i + 1 < name.size() && (static_cast<unsigned char>(name[i + 1]) & 0xC0) == 0x80) ++i;
+      continue;
+    }
+    const bool keep = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+                      c == '-' || c == '.' || c == '+' || c == '=';
+    id += keep ? static_cast<char>(c) : '_';
+  }
+  if (id.empty() || id.front() == '.') id.insert(0, "checkpoint");
+  return id;
 }
 
 } // namespace fp8lab

@@ -30,10 +30,20 @@ struct CheckpointRunOptions {
   int threads = 0;
 };
 
-/// Builds the session run of an FP8 safetensors checkpoint (layout above). Errors: the file's
-/// (listFp8Checkpoint), a named tensor that is not in the file or cannot be imported (its
-/// problem), a file with no importable FP8 tensor; importFp8Checkpoint's errors for each tensor.
+/// Builds the session run of an FP8 safetensors checkpoint or shard index (layout above). Errors:
+/// the file's (listFp8Checkpoint), a named tensor that is not in the file or cannot be imported
+/// (its problem; for a tensor the shard index misplaces, listFp8Checkpoint's warning as an Error),
+/// a file with no importable FP8 tensor; importFp8Checkpoint's errors for each tensor. On success
+/// the result carries listFp8Checkpoint's warnings (misplaced tensors, which are not imported).
 /// A what-if format suffix applies as in training; without one the tensor's own format is used.
 Result<Run> checkpointRun(const std::string& path, const std::string& run_id, const CheckpointRunOptions& opt);
+
+/// The run id `checkpoint import` gives `path` when none is asked for: its file name without
+/// ".index.json" (a shard index), or else without its last extension, then without a trailing
+/// ".safetensors": "model.safetensors" and "model.safetensors.index.json" both give "model",
+/// "weights.json" gives "weights". Characters other than ASCII letters, digits and _ - . + = are
+/// replaced by '_' (one per character); an id that is empty or starts with '.' is prefixed with
+/// "checkpoint".
+std::string defaultCheckpointRunId(const std::string& path);
 
 } // namespace fp8lab

@@ -18,6 +18,7 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 #include <unistd.h>
 
 namespace fp8lab {
@@ -113,45 +114,109 @@ struct Located {
   std::string file;
 };
 
-bool isShardIndex(const std::string& path) {
-  const std::string suffix = ".index.json";
-  return path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+/// A tensor that a shard index maps to a shard whose header lacks it.
+struct Misplaced {
+  std::string name;     ///< the tensor
+  std::string shard;    ///< the shard file the index names, as the index spells it
+  std::string found_in; ///< another shard of the index whose header holds the name; "" = none
+  TensorEntry entry;    ///< its entry in `found_in` (meaningful only when found_in is set)
+};
+
+/// What a checkpoint holds: every tensor that is where it is said to be, and (shard index only)
+/// the tensors the index misplaces.
+struct Checkpoint {
+  std::vector<Located> tensors; ///< in name order
+  std::vector<Misplaced> misplaced;
+};
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// Reads a whole (small) file into `text`; false with `why` set when it cannot be opened.
+bool readText(const std::string& path, std::string* text, std::string* why) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *why = std::strerror(errno);
+    return false;
+  }
+  text->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return true;
+}
+
+/// The largest file taken for a JSON shard index when its name does not say so (the limit of a
+/// safetensors header; real indexes are well under a megabyte).
+constexpr uintmax_t kMaxIndexBytes = 100u << 20;
+
+/// Whether a file not named `*.index.json` is JSON text: its first 8 bytes hold no NUL (a
+/// safetensors file starts with its header length as 8 little-endian bytes, whose top byte is 0
+/// for any length a file can have) and its first non-space byte is '{'. Such a file cannot be
+/// safetensors; `text` then holds it whole. False (nothing read) otherwise, and for a file that
+/// cannot be opened or is larger than kMaxIndexBytes: listSafetensors reports on those.
+bool looksLikeJson(const std::string& path, std::string* text) {
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec || size > kMaxIndexBytes) return false;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  char head[8] = {};
+  in.read(head, sizeof head);
+  const std::string_view h(head, static_cast<size_t>(in.gcount()));
+  if (h.find('\0') != std::string_view::npos) return false;
+  if (const size_t first = h.find_first_not_of(" \t\r\n"); first != std::string_view::npos && h[first] != '{')
+    return false;
+  in.clear();
+  in.seekg(0);
+  text->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  const size_t first = text->find_first_not_of(" \t\r\n");
+  return first != std::string::npos && (*text)[first] == '{';
 }
 
 /// Every tensor of a checkpoint: one safetensors file, or the shards of a Hugging Face index
-/// (`model.safetensors.index.json`: {"weight_map": {tensor: shard file}}, shard files relative
-/// to the index's directory). Every tensor the index names must be in its shard.
-Result<std::vector<Located>> listCheckpoint(const std::string& path) {
-  Result<std::vector<Located>> r;
-  if (!isShardIndex(path)) {
+/// ({"weight_map": {tensor: shard file}}, shard files relative to the index's directory). A file
+/// is an index when it is named `*.index.json` (`model.safetensors.index.json`) or, whatever its
+/// name, when it is JSON text (looksLikeJson) with a top-level "weight_map" object. A tensor the
+/// index puts in a shard that lacks it goes into `misplaced`, with the shard that holds it if
+/// another shard of the index does; an error in a shard (a missing file, a bad header) names the
+/// index and the tensors it maps there.
+Result<Checkpoint> listCheckpoint(const std::string& path) {
+  Result<Checkpoint> r;
+  std::string text;
+  const bool named_index = endsWith(path, ".index.json");
+  if (named_index) {
+    std::string why;
+    if (!readText(path, &text, &why)) {
+      r.add(C::NotFound, path, "cannot open the shard index: " + why);
+      return r;
+    }
+  } else if (!looksLikeJson(path, &text)) {
     auto list = listSafetensors(path);
     r.merge(list);
     if (!list.ok()) return r;
-    for (auto& e : list.value) r.value.push_back({std::move(e), path});
+    for (auto& e : list.value) r.value.tensors.push_back({std::move(e), path});
     return r;
-  }
-  std::string text;
-  {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      r.add(C::NotFound, path, std::string("cannot open the shard index: ") + std::strerror(errno));
-      return r;
-    }
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   Json doc;
   try {
     doc = Json::parse(text);
   } catch (const std::exception& e) {
-    r.add(C::MalformedInput, path, std::string("the shard index is not JSON: ") + e.what());
+    r.add(C::MalformedInput, path,
+          named_index ? std::string("the shard index is not JSON: ") + e.what()
+                      : std::string("starts like JSON text, not like a safetensors file (an 8-byte header "
+                                    "length), but is not JSON: ") +
+                            e.what());
     return r;
   }
   if (!doc.is_object() || !doc.contains("weight_map") || !doc["weight_map"].is_object()) {
-    r.add(C::MalformedInput, path, "the shard index has no \"weight_map\" object {tensor: file}");
+    r.add(C::MalformedInput, path,
+          named_index ? "the shard index has no \"weight_map\" object {tensor: file}"
+                      : "a JSON file, not a safetensors file; as a shard index it lacks the \"weight_map\" "
+                        "object {tensor: file}");
     return r;
   }
   const fs::path dir = fs::path(path).parent_path();
-  std::map<std::string, std::vector<std::string>> by_file; // shard → tensors the index puts there
+  const std::string index_name = fs::path(path).filename().string();
+  std::map<std::string, std::vector<std::string>> by_shard; // shard (as named) → tensors the index puts there
   for (const auto& [name, file] : doc["weight_map"].items()) {
     if (!file.is_string()) {
       r.add(C::MalformedInput, path, "weight_map[\"" + name + "\"] is not a file name");
@@ -163,26 +228,48 @@ Result<std::vector<Located>> listCheckpoint(const std::string& path) {
             "weight_map[\"" + name + "\"] = \"" + f + "\": a shard is a file beside the index");
       return r;
     }
-    by_file[(dir / f).string()].push_back(name);
+    by_shard[f].push_back(name);
   }
-  for (const auto& [file, names] : by_file) {
+  std::map<std::string, std::map<std::string, TensorEntry>> headers; // shard (as named) → its tensors
+  for (auto& [shard, names] : by_shard) {
+    std::sort(names.begin(), names.end());
+    const std::string file = (dir / shard).string();
     auto list = listSafetensors(file);
-    r.merge(list);
-    if (!list.ok()) return r;
-    std::map<std::string, TensorEntry> here;
-    for (auto& e : list.value) here[e.name] = std::move(e);
-    for (const std::string& n : names) {
-      const auto it = here.find(n);
-      if (it == here.end()) {
-        r.add(C::MalformedInput, file + ":" + n,
-              "the shard index puts tensor '" + n + "' in this file, which lacks it");
-        return r;
+    if (!list.ok()) {
+      // Name the index and what it maps to the shard beside the shard's own error.
+      const std::string named_by = " (named by " + index_name + " for " + std::to_string(names.size()) +
+                                   (names.size() == 1 ? " tensor, '" : " tensors, first '") + names.front() + "')";
+      for (Issue i : list.issues) {
+        if (i.where == file) i.where += named_by;
+        r.issues.push_back(std::move(i));
       }
-      r.value.push_back({it->second, file});
+      return r;
+    }
+    r.merge(list);
+    auto& here = headers[shard];
+    for (auto& e : list.value) here[e.name] = std::move(e);
+  }
+  for (const auto& [shard, names] : by_shard) {
+    const auto& here = headers.at(shard);
+    for (const std::string& n : names) {
+      if (const auto it = here.find(n); it != here.end()) {
+        r.value.tensors.push_back({it->second, (dir / shard).string()});
+        continue;
+      }
+      Misplaced m{n, shard, {}, {}};
+      for (const auto& [other, tensors] : headers)
+        if (const auto it = tensors.find(n); other != shard && it != tensors.end()) {
+          m.found_in = other;
+          m.entry = it->second;
+          break;
+        }
+      r.value.misplaced.push_back(std::move(m));
     }
   }
-  std::sort(r.value.begin(), r.value.end(),
+  std::sort(r.value.tensors.begin(), r.value.tensors.end(),
             [](const Located& a, const Located& b) { return a.entry.name < b.entry.name; });
+  std::sort(r.value.misplaced.begin(), r.value.misplaced.end(),
+            [](const Misplaced& a, const Misplaced& b) { return a.name < b.name; });
   return r;
 }
 
@@ -190,6 +277,29 @@ const Located* findLocated(const std::vector<Located>& v, const std::string& nam
   for (const Located& l : v)
     if (l.entry.name == name) return &l;
   return nullptr;
+}
+
+const Misplaced* findMisplaced(const Checkpoint& c, const std::string& name) {
+  for (const Misplaced& m : c.misplaced)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+/// What is wrong with a misplaced tensor, for messages: "the shard index puts tensor 'T' in S,
+/// which lacks it; S2 holds a tensor of that name, which is not read in its place" (or "; no shard
+/// of the index holds it").
+std::string misplacedText(const Misplaced& m) {
+  return "the shard index puts tensor '" + m.name + "' in " + m.shard + ", which lacks it; " +
+         (m.found_in.empty() ? std::string("no shard of the index holds it")
+                             : m.found_in + " holds a tensor of that name, which is not read in its place");
+}
+
+/// The names of every tensor of `c`, misplaced ones included.
+std::set<std::string> allNames(const Checkpoint& c) {
+  std::set<std::string> names;
+  for (const auto& l : c.tensors) names.insert(l.entry.name);
+  for (const auto& m : c.misplaced) names.insert(m.name);
+  return names;
 }
 
 } // namespace
@@ -211,9 +321,9 @@ Result<std::vector<Fp8CheckpointEntry>> listFp8Checkpoint(const std::string& pat
   auto list = listCheckpoint(path);
   r.merge(list);
   if (!list.ok()) return r;
-  std::set<std::string> names;
-  for (const auto& l : list.value) names.insert(l.entry.name);
-  for (const auto& l : list.value) {
+  const Checkpoint& ck = list.value;
+  const std::set<std::string> names = allNames(ck);
+  for (const auto& l : ck.tensors) {
     const TensorEntry& e = l.entry;
     if (!formatOfDtype(e.dtype)) continue;
     Fp8CheckpointEntry c;
@@ -225,8 +335,10 @@ Result<std::vector<Fp8CheckpointEntry>> listFp8Checkpoint(const std::string& pat
       c.problem = "shape " + shapeText(e.shape) + " is not 2-D";
     } else if (c.scale_name.empty()) {
       c.problem = "no scale: neither " + e.name + "_scale_inv nor " + e.name + "_scale";
+    } else if (const Misplaced* m = findMisplaced(ck, c.scale_name)) {
+      c.problem = "scale " + c.scale_name + ": " + misplacedText(*m);
     } else {
-      if (const Located* s = findLocated(list.value, c.scale_name)) {
+      if (const Located* s = findLocated(ck.tensors, c.scale_name)) {
         c.scale_dtype = s->entry.dtype;
         c.scale_shape = s->entry.shape;
       }
@@ -241,6 +353,19 @@ Result<std::vector<Fp8CheckpointEntry>> listFp8Checkpoint(const std::string& pat
     }
     r.value.push_back(std::move(c));
   }
+  for (const Misplaced& m : ck.misplaced) {
+    r.add(C::MalformedInput, path + ":" + m.name, misplacedText(m), Severity::Warning);
+    if (m.found_in.empty() || !formatOfDtype(m.entry.dtype)) continue;
+    Fp8CheckpointEntry c;
+    c.name = m.name;
+    c.dtype = m.entry.dtype;
+    c.shape = m.entry.shape;
+    c.scale_name = conventionalScale(m.name, names);
+    c.problem = misplacedText(m);
+    r.value.push_back(std::move(c));
+  }
+  std::sort(r.value.begin(), r.value.end(),
+            [](const Fp8CheckpointEntry& a, const Fp8CheckpointEntry& b) { return a.name < b.name; });
   return r;
 }
 
@@ -249,7 +374,7 @@ Result<const Format*> fp8CheckpointFormat(const std::string& path, const std::st
   auto list = listCheckpoint(path);
   r.merge(list);
   if (!list.ok()) return r;
-  for (const auto& l : list.value)
+  for (const auto& l : list.value.tensors)
     if (const TensorEntry& e = l.entry; e.name == tensor_name) {
       r.value = formatOfDtype(e.dtype);
       if (!r.value)
@@ -257,7 +382,10 @@ Result<const Format*> fp8CheckpointFormat(const std::string& path, const std::st
               "dtype " + e.dtype + " is not an FP8 dtype (F8_E4M3 or F8_E5M2)");
       return r;
     }
-  r.add(C::NotFound, path + ":" + tensor_name, "no tensor of that name");
+  if (const Misplaced* m = findMisplaced(list.value, tensor_name))
+    r.add(C::MalformedInput, path + ":" + tensor_name, misplacedText(*m));
+  else
+    r.add(C::NotFound, path + ":" + tensor_name, "no tensor of that name");
   return r;
 }
 
@@ -272,16 +400,20 @@ Result<QuantizedTensor> importFp8Checkpoint(const std::string& path, const std::
   auto list = listCheckpoint(path);
   r.merge(list);
   if (!list.ok()) return r;
-  std::set<std::string> names;
-  for (const auto& l : list.value) names.insert(l.entry.name);
+  const Checkpoint& ck = list.value;
+  const std::set<std::string> names = allNames(ck);
   if (!names.count(tensor_name)) {
     std::string fp8;
-    for (const auto& l : list.value)
+    for (const auto& l : ck.tensors)
       if (formatOfDtype(l.entry.dtype)) fp8 += (fp8.empty() ? "" : ", ") + l.entry.name;
     r.add(C::NotFound, where, "no tensor of that name; the file's FP8 tensors: " + (fp8.empty() ? "none" : fp8));
     return r;
   }
-  auto w = readSafetensorsBytes(findLocated(list.value, tensor_name)->file, tensor_name);
+  if (const Misplaced* m = findMisplaced(ck, tensor_name)) {
+    r.add(C::MalformedInput, where, misplacedText(*m));
+    return r;
+  }
+  auto w = readSafetensorsBytes(findLocated(ck.tensors, tensor_name)->file, tensor_name);
   r.merge(w);
   if (!w.ok()) return r;
   const Format* f = formatOfDtype(w.value.entry.dtype);
@@ -308,7 +440,11 @@ Result<QuantizedTensor> importFp8Checkpoint(const std::string& path, const std::
     r.add(C::NotFound, path + ":" + scale_name, "no scale tensor of that name");
     return r;
   }
-  auto s = readSafetensorsBytes(findLocated(list.value, scale_name)->file, scale_name);
+  if (const Misplaced* m = findMisplaced(ck, scale_name)) {
+    r.add(C::MalformedInput, path + ":" + scale_name, "the scale of '" + tensor_name + "': " + misplacedText(*m));
+    return r;
+  }
+  auto s = readSafetensorsBytes(findLocated(ck.tensors, scale_name)->file, scale_name);
   r.merge(s);
   if (!s.ok()) return r;
   const std::string swhere = path + ":" + scale_name;

@@ -59,9 +59,21 @@ struct Fp8CheckpointEntry {
   std::string problem;              ///< why the tensor cannot be imported; "" = importable
 };
 
-/// The FP8 tensors (F8_E4M3, F8_E5M2) of a safetensors file with the scale each would be read
-/// with. Errors: the header errors of listSafetensors; per-tensor problems (no scale, a scale whose
-/// shape fits no layout, a scale dtype other than F32 / BF16 / F16) go into `problem`.
+/// The FP8 tensors (F8_E4M3, F8_E5M2) of a checkpoint with the scale each would be read with, in
+/// name order. `path` is a safetensors file or a Hugging Face shard index ({"weight_map": {tensor:
+/// shard file}}, shards beside it), taken as an index when it is named `*.index.json` or, whatever
+/// its name, when it is JSON text (its first non-space byte '{', no NUL in its first 8 bytes) with a
+/// top-level "weight_map" object.
+/// Errors: the header errors of listSafetensors (for a shard, its `where` is "SHARD (named by
+/// INDEX for N tensors, first 'T')"); an index that is not JSON or has no "weight_map" object (for
+/// a JSON file of another name: "a JSON file, not a safetensors file; …"); a shard path outside the
+/// index's directory. Per-tensor problems (no scale, a scale whose shape fits no layout, a scale
+/// dtype other than F32 / BF16 / F16) go into `problem`.
+/// A tensor the index puts in a shard that lacks it ("misplaced") is no error: each gives a
+/// Warning (MalformedInput) at "<path>:<tensor>" saying which shard the index names and which
+/// shard of the index, if any, holds the name; the other tensors are listed as usual. A misplaced
+/// FP8 tensor that another shard holds is listed with that shard's dtype and shape and the
+/// misplacement as its `problem`, as is an FP8 weight whose scale is misplaced.
 Result<std::vector<Fp8CheckpointEntry>> listFp8Checkpoint(const std::string& path, int64_t block = 128);
 
 /// Reads FP8 weight `tensor_name` of a safetensors file with its scales into a QuantizedTensor:
@@ -70,16 +82,19 @@ Result<std::vector<Fp8CheckpointEntry>> listFp8Checkpoint(const std::string& pat
 /// (PerTensor: [rows, cols]; PerChannel: [1, cols]; Block: [block, block]), `strategy` naming the
 /// file, tensor, scale and layout. `quant_scales` is left empty (a checkpoint stores no quant
 /// multiplier).
-/// Errors (nothing is read past the first): NotFound (file, tensor, or no scale by either
-/// conventional name: the message names both), MalformedInput (the weight's dtype is not F8_E4M3 /
-/// F8_E5M2, the scale's dtype not F32 / BF16 / F16, a non-finite scale), WrongShape (weight not 2-D;
-/// a scale whose shape fits no layout — the message names both shapes and the shapes the rule
+/// `path` is a safetensors file or a shard index, as for listFp8Checkpoint.
+/// Errors (nothing is read past the first): listFp8Checkpoint's file errors; NotFound (tensor, or
+/// no scale by either conventional name: the message names both), MalformedInput (the weight's
+/// dtype is not F8_E4M3 / F8_E5M2, the scale's dtype not F32 / BF16 / F16, a non-finite scale;
+/// the weight or its scale misplaced by the index: the message names the tensor, the shard the
+/// index names and the shard that holds it, which is not read instead), WrongShape (weight not
+/// 2-D; a scale whose shape fits no layout — the message names both shapes and the shapes the rule
 /// allows).
 Result<QuantizedTensor> importFp8Checkpoint(const std::string& path, const std::string& tensor_name,
                                             const Fp8ImportOptions& opt = {});
 
 /// The element format of FP8 tensor `tensor_name` (header only): E4M3FN or E5M2; errors as
-/// importFp8Checkpoint for a missing tensor or a non-FP8 dtype.
+/// importFp8Checkpoint for a missing or misplaced tensor or a non-FP8 dtype.
 Result<const Format*> fp8CheckpointFormat(const std::string& path, const std::string& tensor_name);
 
 /// `q` transposed: codes [cols, rows], block [block.cols, block.rows], scale grid transposed
