@@ -98,6 +98,10 @@ QString blockStatUnit(BlockStat s) {
   return {};
 }
 
+QString BlockMap::stepSuffix() const {
+  return stepped ? QObject::tr(", step %1").arg(step) : QString();
+}
+
 int64_t BlockMap::elements(int64_t r, int64_t c) const {
   const int64_t h = std::min(block_rows, rows - r * block_rows), w = std::min(block_cols, cols - c * block_cols);
   return std::max<int64_t>(0, h) * std::max<int64_t>(0, w);
@@ -163,6 +167,7 @@ bool readBlockMap(const RunAccess& run, const QString& group, int64_t index, Blo
   index = std::clamp<int64_t>(index, 0, int64_t(steps.size()) - 1);
   out->index = index;
   out->step = steps[size_t(index)];
+  out->stepped = run.has(group + QStringLiteral("/map_steps"));
   std::vector<double>* dest[] = {&out->scale,     &out->code,      &out->amax,          &out->min_nonzero,
                                  &out->underflow, &out->saturated, &out->dynamic_range, &out->sqnr};
   for (size_t k = 0; k < std::size(kMaps); ++k) {
@@ -464,28 +469,6 @@ void BlockMapView::draw() {
   empty_.clear();
   const BlockMap& m = map_;
   const QString unit = blockStatUnit(stat_);
-  const ColorMapLayout l = titledColorMap(plot_,
-                                          tr("%1 per block of %2 in %3, step %4\n%5: %6\u00d7%7 blocks of %8\u00d7%9 "
-                                             "elements over [%10, %11]")
-                                              .arg(blockStatName(stat_), m.label, run_->id())
-                                              .arg(m.step)
-                                              .arg(m.quantization.isEmpty() ? m.format : m.quantization)
-                                              .arg(m.grid_rows)
-                                              .arg(m.grid_cols)
-                                              .arg(m.block_rows)
-                                              .arg(m.block_cols)
-                                              .arg(m.rows)
-                                              .arg(m.cols),
-                                          font().family());
-  QCPAxis* x = l.x;
-  QCPAxis* y = l.y;
-  x->setLabel(tr("column (elements)"));
-  y->setLabel(tr("row (elements)"));
-  y->setRangeReversed(true);
-  cmap_ = l.map;
-  scale_ = l.scale;
-  setBlockGrid(cmap_->data(), m.grid_rows, m.grid_cols, m.block_rows, m.block_cols);
-  const int kc = cmap_->data()->keySize(), kr = cmap_->data()->valueSize();
   double lo = INFINITY, hi = -INFINITY;
   int64_t nodata = 0;
   for (int64_t r = 0; r < m.grid_rows; ++r)
@@ -498,6 +481,38 @@ void BlockMapView::draw() {
       lo = std::min(lo, val);
       hi = std::max(hi, val);
     }
+  // The title says what an exported picture cannot show by hovering: how many blocks are grey,
+  // and the value of a tensor that is one block.
+  QString third;
+  if (m.grid_rows * m.grid_cols == 1)
+    third = std::isfinite(lo) ? tr("\none block (per-tensor scale): value %1 (%2)").arg(numberText(lo), unit)
+                              : tr("\none block (per-tensor scale), without a finite value");
+  else if (nodata > 0)
+    third = tr("\n%1 of %2 blocks grey: no finite value (an all-zero block, an exact SQNR)")
+                .arg(nodata)
+                .arg(m.grid_rows * m.grid_cols);
+  const ColorMapLayout l = titledColorMap(plot_,
+                                          tr("%1 per block of %2 in %3%4\n%5: %6\u00d7%7 blocks of %8\u00d7%9 "
+                                             "elements over [%10, %11]")
+                                                  .arg(blockStatName(stat_), m.label, run_->id(), m.stepSuffix())
+                                                  .arg(m.quantization.isEmpty() ? m.format : m.quantization)
+                                                  .arg(m.grid_rows)
+                                                  .arg(m.grid_cols)
+                                                  .arg(m.block_rows)
+                                                  .arg(m.block_cols)
+                                                  .arg(m.rows)
+                                                  .arg(m.cols) +
+                                              third,
+                                          font().family());
+  QCPAxis* x = l.x;
+  QCPAxis* y = l.y;
+  x->setLabel(tr("column (elements)"));
+  y->setLabel(tr("row (elements)"));
+  y->setRangeReversed(true);
+  cmap_ = l.map;
+  scale_ = l.scale;
+  setBlockGrid(cmap_->data(), m.grid_rows, m.grid_cols, m.block_rows, m.block_cols);
+  const int kc = cmap_->data()->keySize(), kr = cmap_->data()->valueSize();
   for (int r = 0; r < kr; ++r)
     for (int c = 0; c < kc; ++c) {
       const double val = m.value(stat_, std::min<int64_t>(r, m.grid_rows - 1), std::min<int64_t>(c, m.grid_cols - 1));
@@ -524,6 +539,12 @@ void BlockMapView::draw() {
                               : QString()) +
                   tr("Hover over a block for its numbers; click it for its scale."));
   plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QString BlockMapView::plotTitle() const {
+  if (!cmap_) return {};
+  auto* te = qobject_cast<QCPTextElement*>(plot_->plotLayout()->element(0, 0));
+  return te ? te->text() : QString();
 }
 
 bool BlockMapView::blockAt(const QPoint& pos, int64_t* r, int64_t* c) const {
@@ -576,11 +597,10 @@ void BlockMapView::selectBlock(int64_t r, int64_t c) {
   sel_c_ = c;
   hoverAt(r, c);
   const size_t i = m.at(r, c);
-  QString text = tr("<b>Block (%1, %2)</b> of %3, step %4<br>dequant scale %5 (x \u2248 decode(q) \u00b7 scale)<br>")
+  QString text = tr("<b>Block (%1, %2)</b> of %3%4<br>dequant scale %5 (x \u2248 decode(q) \u00b7 scale)<br>")
                      .arg(r)
                      .arg(c)
-                     .arg(m.label.toHtmlEscaped())
-                     .arg(m.step)
+                     .arg(m.label.toHtmlEscaped(), m.stepSuffix())
                      .arg(valueWithPow2(m.scale[i]).toHtmlEscaped());
   const Format* f = m.code.empty() ? nullptr : Format::byName(m.scale_format.toStdString());
   if (f) {
@@ -640,7 +660,7 @@ bool BlockMapView::showOnNumberLine() {
   const double sc = map_.scale[i];
   if (!(map_.amax[i] > 0) || !(sc > 0) || !std::isfinite(sc)) return false;
   const double lo = map_.min_nonzero[i] > 0 ? map_.min_nonzero[i] / sc : map_.amax[i] / sc;
-  const QString label = tr("%1 block (%2, %3), step %4").arg(map_.label).arg(sel_r_).arg(sel_c_).arg(map_.step);
+  const QString label = tr("%1 block (%2, %3)%4").arg(map_.label).arg(sel_r_).arg(sel_c_).arg(map_.stepSuffix());
   Q_EMIT showRangeRequested(QStringLiteral("numberline"), map_.format, lo, map_.amax[i] / sc, label);
   // The block's own elements where the run stores them: a GEMM run's inputs/A|B, a checkpoint
   // run's dequantized weight (training runs keep only the range above).

@@ -59,6 +59,7 @@ struct BlockMap {
   int64_t block_rows = 1, block_cols = 1; ///< elements per block
   int64_t grid_rows = 0, grid_cols = 0;   ///< blocks
   int64_t step = 0;                       ///< the map's step (map_steps[index])
+  bool stepped = false;                   ///< maps by step (training); false: one map (GEMM, checkpoint)
   int64_t index = 0;                      ///< its plane in the map datasets
   /// [grid_rows, grid_cols] each, row-major: as stored in the map_* datasets; `code` is empty for
   /// float32 scales (no map_scale_code).
@@ -66,6 +67,8 @@ struct BlockMap {
   size_t at(int64_t r, int64_t c) const { return size_t(r * grid_cols + c); }
   /// Elements of block (r, c): block_rows × block_cols, fewer at the bottom and right edges.
   int64_t elements(int64_t r, int64_t c) const;
+  /// ", step N" for maps by step, "" for a run's one map: for titles and labels.
+  QString stepSuffix() const;
   /// The value of statistic `s` of block (r, c) in blockStatUnit(s); NaN / ±Inf: no data.
   double value(BlockStat s, int64_t r, int64_t c) const;
 };
@@ -110,6 +113,8 @@ public:
   QString operand() const;
   int64_t step() const { return map_.step; }
   QString emptyText() const { return empty_; }
+  /// The plot's title as drawn (what an exported picture shows above the map); "" when empty.
+  QString plotTitle() const;
   bool isReading() const { return reading_ != 0 && reading_ == generation_; }
 
   /// What hovering over block (r, c) shows; hoverAt is what a mouse move over it does.

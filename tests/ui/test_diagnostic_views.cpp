@@ -471,6 +471,11 @@ private Q_SLOTS:
     v.setStat(BlockStat::SqnrDb);
     QVERIFY(std::isnan(v.colorMap()->data()->cell(1, 0))); // +Inf
     QVERIFY(std::isnan(v.colorMap()->data()->cell(0, 1))); // NaN
+    QVERIFY2(v.plotTitle().startsWith(QStringLiteral("block SQNR per block of fc1 input in t, step 3\n")),
+             qPrintable(v.plotTitle()));
+    QVERIFY2(v.plotTitle().endsWith(
+                 QStringLiteral("\n2 of 4 blocks grey: no finite value (an all-zero block, an exact SQNR)")),
+             qPrintable(v.plotTitle()));
     // Element geometry: columns span 0 … 48 elements, rows 0 … 2.
     QCOMPARE(v.colorMap()->keyAxis()->range().upper, 47.5);
     QCOMPARE(v.colorMap()->valueAxis()->range().upper, 1.5);
@@ -514,7 +519,7 @@ private Q_SLOTS:
     QVERIFY(!nl.showRange(QStringLiteral("E5M2"), 0.0, 1.0, QStringLiteral("empty")));
   }
 
-  // A GEMM run's block_stats/A, one map without map_steps: step 0.
+  // A GEMM run's block_stats/A, one map without map_steps: index 0, titled without a step.
   void gemmRunHasOneMap() {
     Run r;
     r.id = "g";
@@ -535,6 +540,10 @@ private Q_SLOTS:
     v.selectBlock(0, 0);
     QVERIFY2(v.detailText().contains(QStringLiteral("float32 scale bits <tt>0 01111111 00000000000000000000000</tt>")),
              qPrintable(v.detailText()));
+    QVERIFY2(v.plotTitle().startsWith(QStringLiteral("log\u2082 of the block scale per block of A in g\n")),
+             qPrintable(v.plotTitle()));
+    // One map, not a map at step 0: the detail names no step.
+    QVERIFY2(v.detailText().startsWith(QStringLiteral("<b>Block (0, 0)</b> of A<br>")), qPrintable(v.detailText()));
     QVERIFY(!v.showScaleBits());
     // The training run above stores no elements: only the range. A GEMM run stores inputs/A:
     // "Show on number line" also sends block (3, 1)'s 32 elements, A[3, 32..63] = 3·64 + j.
