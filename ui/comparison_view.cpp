@@ -542,6 +542,14 @@ void ComparisonView::drawRanking() {
   });
   for (auto* g : plot_->findChildren<QCPBarsGroup*>(Qt::FindDirectChildrenOnly)) delete g;
   auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  // An empty state shows its text on a bare rectangle: no ticks, numbers or grid of a chart
+  // that is not there. The recipes' axis has no grid (a line through each pair of bars).
+  for (QCPAxis* a : {x, y}) {
+    a->setTicks(!order.isEmpty());
+    a->setTickLabels(!order.isEmpty());
+  }
+  x->grid()->setVisible(false);
+  y->grid()->setVisible(!order.isEmpty());
   if (order.isEmpty()) {
     x->setTicker(ticker);
     x->setLabel(QString());
@@ -752,7 +760,11 @@ void ComparisonView::drawDiff() {
     diff_label_->setText(hint.isEmpty() ? t : t + QLatin1Char(' ') + hint);
     x->setLabel(QString());
     y->setLabel(QString());
-    x->setTicks(false), y->setTicks(false), x->setTickLabels(false), y->setTickLabels(false);
+    for (QCPAxis* a : {x, y}) {
+      a->setTicks(false);
+      a->setTickLabels(false);
+      a->grid()->setVisible(false);
+    }
     auto* txt = new QCPItemText(plot_);
     txt->setClipAxisRect(diff_rect_);
     txt->position->setType(QCPItemPosition::ptAxisRectRatio);
@@ -841,7 +853,11 @@ void ComparisonView::drawDiff() {
       amax = std::max(amax, std::fabs(diff_.v[i]));
   }
   diff_.nan_cells = nan;
-  x->setTicks(true), y->setTicks(true), x->setTickLabels(true), y->setTickLabels(true);
+  for (QCPAxis* a : {x, y}) {
+    a->setTicks(true);
+    a->setTickLabels(true);
+    a->grid()->setVisible(true);
+  }
   x->setTicker(QSharedPointer<QCPAxisTicker>::create());
   x->setTickLabelRotation(0);
   x->setLabel(tr("column j of D"));
