@@ -39,12 +39,35 @@ int layerNumber(const QString& layer) {
 
 } // namespace
 
-std::vector<OperandRow> blockStatOperands(const RunAccess& run) {
+namespace {
+
+std::set<std::pair<QString, QString>> operandsUnder(const RunAccess& run, const QRegularExpression& re) {
   std::set<std::pair<QString, QString>> found;
-  static const QRegularExpression re(QStringLiteral("^block_stats/([^/]+)/([^/]+)/[^/]+$"));
   for (const QString& d : run.datasets()) {
     const auto m = re.match(d);
     if (m.hasMatch()) found.insert({m.captured(1), m.captured(2)});
+  }
+  return found;
+}
+
+const QRegularExpression& trainedStatsPattern() {
+  static const QRegularExpression re(QStringLiteral("^block_stats/([^/]+)/([^/]+)/[^/]+$"));
+  return re;
+}
+
+} // namespace
+
+bool hasTrainedBlockStats(const RunAccess& run) {
+  for (const QString& d : run.datasets())
+    if (trainedStatsPattern().match(d).hasMatch()) return true;
+  return false;
+}
+
+std::vector<OperandRow> blockStatOperands(const RunAccess& run) {
+  std::set<std::pair<QString, QString>> found = operandsUnder(run, trainedStatsPattern());
+  if (found.empty()) {
+    static const QRegularExpression what_if(QStringLiteral("^what_if/[^/]+/([^/]+)/([^/]+)/[^/]+$"));
+    found = operandsUnder(run, what_if);
   }
   std::vector<OperandRow> rows;
   for (const auto& [l, o] : found) rows.push_back({l, o});

@@ -33,9 +33,13 @@ struct RunRecord;
 /// nothing and record no block_stats.
 bool mayHoldBlockStats(const RunRecord& r);
 
-/// The operands of `run` that have `block_stats/<fcN>/<operand>/` datasets, by layer number, then
-/// input, kernel, output_grad (other operand names after those, by name).
+/// The operands of `run` that have `block_stats/<fcN>/<operand>/` datasets or, for a run that
+/// measured what-if recipes without statistics as trained (an FP32 run, "block_stats": false),
+/// `what_if/<recipe>/<fcN>/<operand>/` datasets; by layer number, then input, kernel,
+/// output_grad (other operand names after those, by name).
 std::vector<OperandRow> blockStatOperands(const RunAccess& run);
+/// Whether `run` has per-block statistics as trained (`block_stats/<fcN>/<operand>/`).
+bool hasTrainedBlockStats(const RunAccess& run);
 
 /// The what-if recipe ids of `run`: the `recipes` attribute of group `what_if` (comma-separated),
 /// else the recipe groups found under `what_if/`; empty when the run has none.

@@ -145,6 +145,12 @@ bool layerStepMatrix(const RunAccess& run, LayerStat stat, const QString& recipe
                     .arg(run.id()));
   if (difference && (stat != LayerStat::SqnrDb || recipe.isEmpty()))
     return fail(QObject::tr("The difference to the trained recipe is defined for the SQNR of a what-if recipe only."));
+  if ((recipe.isEmpty() || difference) && !hasTrainedBlockStats(run))
+    return fail(QObject::tr("Run %1 measured what-if recipes but recorded no per-block statistics as trained (%2).\n"
+                            "Choose a what-if recipe in the Recipe box.")
+                    .arg(run.id(), run.config().value(QStringLiteral("precision")).toString() == QStringLiteral("fp32")
+                                       ? QObject::tr("an FP32 run quantizes nothing")
+                                       : QObject::tr("\u201cblock_stats\u201d: false")));
   const QString ds = layerStatDataset(stat);
   const double f = layerStatFactor(stat);
   const size_t nr = out->rows.size();
@@ -210,13 +216,16 @@ std::vector<OperandRanking> recipeRanking(const RunAccess& run) {
     s.mean_db = s.steps > 0 ? sum / double(s.steps) : std::nan("");
     return s;
   };
+  const bool trained = hasTrainedBlockStats(run);
   for (const OperandRow& row : blockStatOperands(run)) {
     OperandRanking rk;
     rk.row = row;
-    const std::vector<double> t = readSeries(run, kBlockStats + row.path() + QStringLiteral("/sqnr_db"));
-    std::vector<double> at;
-    for (double s : steps) at.push_back(s >= 0 && size_t(s) < t.size() ? t[size_t(s)] : std::nan(""));
-    rk.scores.push_back(score(QString(), at));
+    if (trained) {
+      const std::vector<double> t = readSeries(run, kBlockStats + row.path() + QStringLiteral("/sqnr_db"));
+      std::vector<double> at;
+      for (double s : steps) at.push_back(s >= 0 && size_t(s) < t.size() ? t[size_t(s)] : std::nan(""));
+      rk.scores.push_back(score(QString(), at));
+    }
     for (const QString& r : recipes)
       rk.scores.push_back(
           score(r, readSeries(run, kWhatIf + r + QLatin1Char('/') + row.path() + QStringLiteral("/sqnr_db"))));
@@ -332,16 +341,19 @@ void LayerStepView::setRunAccess(std::shared_ptr<RunAccess> run) {
 
 void LayerStepView::fillRecipes() {
   const QStringList recipes = run_ ? whatIfRecipes(*run_) : QStringList();
+  // A run with what-if results only (FP32, "block_stats": false) has nothing "as trained".
+  const bool trained = !run_ || recipes.isEmpty() || hasTrainedBlockStats(*run_);
   const bool sqnr = stat_ == LayerStat::SqnrDb;
-  if (!recipes.contains(recipe_)) recipe_.clear();
-  if (!sqnr || recipe_.isEmpty()) difference_ = false;
+  if (!recipes.contains(recipe_)) recipe_ = trained ? QString() : recipes.value(0);
+  if (!sqnr || recipe_.isEmpty() || !trained) difference_ = false;
   updating_ = true;
   recipe_box_->clear();
   const QString scaling = run_ ? run_->attr(QStringLiteral("scaling")) : QString();
-  recipe_box_->addItem(scaling.isEmpty() ? tr("as trained") : tr("as trained (%1)").arg(scaling),
-                       QStringList{QString(), QString()});
+  if (trained)
+    recipe_box_->addItem(scaling.isEmpty() ? tr("as trained") : tr("as trained (%1)").arg(scaling),
+                         QStringList{QString(), QString()});
   for (const QString& r : recipes) recipe_box_->addItem(r, QStringList{r, QString()});
-  if (sqnr)
+  if (sqnr && trained)
     for (const QString& r : recipes)
       recipe_box_->addItem(tr("%1 \u2212 trained").arg(r), QStringList{r, QStringLiteral("diff")});
   recipe_box_->setCurrentIndex(
@@ -362,6 +374,9 @@ void LayerStepView::setStat(LayerStat s) {
 bool LayerStepView::setRecipe(const QString& recipe, bool difference) {
   if (!recipe.isEmpty() && (!run_ || !whatIfRecipes(*run_).contains(recipe))) return false;
   if (difference && (recipe.isEmpty() || stat_ != LayerStat::SqnrDb)) return false;
+  // What-if results only: nothing as trained to show or to subtract.
+  if ((recipe.isEmpty() || difference) && run_ && !whatIfRecipes(*run_).isEmpty() && !hasTrainedBlockStats(*run_))
+    return false;
   recipe_ = recipe;
   difference_ = difference;
   fillRecipes();
@@ -683,10 +698,16 @@ void LayerStepView::fillRanking() {
   ranking_table_->setVerticalHeaderLabels(vhead);
   ranking_table_->resizeColumnsToContents();
   ranking_table_->show();
-  ranking_note_->setText(tr(
-      "Recipes per operand by mean SQNR over the %n what-if step(s), best first (the recipe "
-      "that trained in bold; steps with an exact or missing SQNR left out of the mean).",
-      nullptr, int(m_.recipe.isEmpty() ? readSeries(*run_, QStringLiteral("what_if/steps")).size() : m_.steps.size())));
+  const int n = int(m_.recipe.isEmpty() ? readSeries(*run_, QStringLiteral("what_if/steps")).size() : m_.steps.size());
+  ranking_note_->setText(
+      hasTrainedBlockStats(*run_)
+          ? tr("Recipes per operand by mean SQNR over the %n what-if step(s), best first (the recipe "
+               "that trained in bold; steps with an exact or missing SQNR left out of the mean).",
+               nullptr, n)
+          : tr("What-if recipes per operand by mean SQNR over the %n what-if step(s), best first "
+               "(this run recorded no statistics as trained; steps with an exact or missing SQNR "
+               "left out of the mean).",
+               nullptr, n));
   ranking_note_->show();
 }
 

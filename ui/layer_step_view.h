@@ -75,7 +75,8 @@ struct LayerStepMatrix {
 /// (`recipe` empty) or under what-if recipe `recipe`; `difference` (SQNR only) gives
 /// what_if/<recipe>/<op>/sqnr_db[i] − block_stats/<op>/sqnr_db[what_if/steps[i]]. False and *why
 /// (what to do) when the run has no per-block statistics, no such recipe, or `difference` is asked
-/// of another statistic.
+/// of another statistic; as trained or `difference` also fail for a run with what-if results only
+/// (an FP32 run, "block_stats": false).
 bool layerStepMatrix(const RunAccess& run, LayerStat stat, const QString& recipe, bool difference, LayerStepMatrix* out,
                      QString* why);
 
@@ -91,8 +92,9 @@ struct OperandRanking {
   std::vector<RecipeScore> scores; ///< by descending mean_db; recipes without a finite SQNR last
 };
 /// For each operand row of `run` (blockStatOperands), the what-if recipes and the trained recipe
-/// (its block_stats/<op>/sqnr_db at the what-if steps) sorted by mean SQNR, best first; ties keep
-/// the order trained, then whatIfRecipes(). Empty when the run has no what-if recipes.
+/// (its block_stats/<op>/sqnr_db at the what-if steps; absent for a run without statistics as
+/// trained) sorted by mean SQNR, best first; ties keep the order trained, then whatIfRecipes().
+/// Empty when the run has no what-if recipes.
 std::vector<OperandRanking> recipeRanking(const RunAccess& run);
 
 /// The Layer × step map view (id "layers").

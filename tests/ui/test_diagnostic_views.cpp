@@ -286,6 +286,57 @@ private Q_SLOTS:
     QCOMPARE(table->item(0, 2)->text(), QStringLiteral("as trained (te_mxfp8): 21.00 dB"));
   }
 
+  // An FP32 run that measured what-if recipes records no block_stats/: its rows come from
+  // what_if/, the map opens on the first recipe, there is nothing "as trained" to pick or to
+  // subtract, and the ranking has only the what-if recipes (fc1 input: te_current 25 dB over 1
+  // step before mx_rceil (16.5 + 30) / 2 = 23.25 dB).
+  void whatIfOnlyRunShowsItsRecipes() {
+    Run r = trainingRun("base", false);
+    r.config_json = R"({"precision": "fp32", "diagnostics": {"what_if": {"every": 2, "recipes": ["mx_rceil",
+        "te_current"]}}})";
+    for (auto it = r.datasets.begin(); it != r.datasets.end();)
+      it = it->first.rfind("block_stats/", 0) == 0 ? r.datasets.erase(it) : std::next(it);
+    for (auto it = r.group_attrs.begin(); it != r.group_attrs.end();)
+      it = it->first.rfind("block_stats/", 0) == 0 ? r.group_attrs.erase(it) : std::next(it);
+    auto run = written(dir_.filePath(QStringLiteral("fp32_what_if.h5")), {r}, "base");
+    QVERIFY(!hasTrainedBlockStats(*run));
+    const auto rows = blockStatOperands(*run);
+    QCOMPARE(int(rows.size()), 4);
+    QCOMPARE(rows[0].path(), QStringLiteral("fc1/input"));
+    QCOMPARE(rows[3].path(), QStringLiteral("fc10/input"));
+    LayerStepMatrix m;
+    QString why;
+    QVERIFY(!layerStepMatrix(*run, LayerStat::SqnrDb, QString(), false, &m, &why));
+    QVERIFY2(why.contains(QStringLiteral("an FP32 run quantizes nothing")), qPrintable(why));
+    QVERIFY(!layerStepMatrix(*run, LayerStat::SqnrDb, QStringLiteral("mx_rceil"), true, &m, &why));
+
+    LayerStepView v;
+    v.resize(1100, 700);
+    v.setRunAccess(run);
+    v.setStat(LayerStat::SqnrDb);
+    QVERIFY2(v.emptyText().isEmpty(), qPrintable(v.emptyText()));
+    QCOMPARE(v.matrix().recipe, QStringLiteral("mx_rceil"));
+    QCOMPARE(v.matrix().steps, (std::vector<int64_t>{0, 2}));
+    QCOMPARE(v.matrix().at(0, 0), 16.5);
+    QCOMPARE(v.matrix().at(0, 1), 30.0);
+    auto* box = v.findChild<QComboBox*>(QStringLiteral("recipe"));
+    QVERIFY(box);
+    QStringList items;
+    for (int i = 0; i < box->count(); ++i) items << box->itemText(i);
+    QCOMPARE(items, (QStringList{QStringLiteral("mx_rceil"), QStringLiteral("te_current")}));
+    QVERIFY(!v.setRecipe(QStringLiteral("mx_rceil"), true));
+    QVERIFY(!v.setRecipe(QString()));
+    QVERIFY(v.setRecipe(QStringLiteral("te_current")));
+    QCOMPARE(v.matrix().at(1, 0), 13.0); // fc1 kernel under te_current at step 0
+    const auto& rk = v.ranking();
+    QCOMPARE(int(rk.size()), 4);
+    QCOMPARE(int(rk[0].scores.size()), 2);
+    QCOMPARE(rk[0].scores[0].recipe, QStringLiteral("te_current"));
+    QCOMPARE(rk[0].scores[0].mean_db, 25.0);
+    QCOMPARE(rk[0].scores[1].recipe, QStringLiteral("mx_rceil"));
+    QCOMPARE(rk[0].scores[1].mean_db, 23.25);
+  }
+
   // A click on fc1 input at step 2 asks the block map, then the amax history, to show fc1/input
   // of run t at step 2.
   void clickRequestsTheOperandAtTheStep() {
