@@ -10,6 +10,7 @@
 #include "training/diagnostics.h"
 #include "training/trainer.h"
 #include "training/training_session.h"
+#include "uniform_images.h"
 
 #include <cmath>
 #include <cstring>
@@ -18,27 +19,13 @@ using namespace fp8lab;
 
 namespace {
 
-constexpr int64_t kHot = 300; // the one pixel of value 1.0 in every image
-
-ImageDataset uniformImages(int64_t n) {
-  ImageDataset d;
-  d.count = n;
-  d.pixels.assign(static_cast<size_t>(n * 784), 0.5f);
-  d.labels.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    d.pixels[static_cast<size_t>(i * 784 + kHot)] = 1.0f;
-    d.labels[static_cast<size_t>(i)] = static_cast<uint8_t>(i % 10);
-  }
-  return d;
-}
+constexpr int64_t kHot = test::kHotPixel;
 
 const ImageDataset& trainSet() {
-  static const ImageDataset d = uniformImages(512);
-  return d;
+  return test::uniformTrainSet();
 }
 const ImageDataset& testSet() {
-  static const ImageDataset d = uniformImages(16);
-  return d;
+  return test::uniformTestSet();
 }
 
 WhatIfRecipe recipe(const std::string& id) {

@@ -10,6 +10,7 @@
 #include "training/nonfinite.h"
 #include "training/trainer.h"
 #include "training/training_session.h"
+#include "uniform_images.h"
 
 #include <cmath>
 #include <cstring>
@@ -19,32 +20,18 @@ using namespace fp8lab;
 
 namespace {
 
-constexpr int64_t kHot = 300; // the one pixel of value 1.0 in every image (the others are 0.5)
-constexpr int64_t kStep = 5;  // the spike step (epoch 0: batches of 64 from 512 images → 8 steps)
-constexpr int64_t kRow = 5;   // the spiked batch row
+constexpr int64_t kHot = test::kHotPixel;
+constexpr int64_t kStep = 5; // the spike step (epoch 0: batches of 64 from 512 images → 8 steps)
+constexpr int64_t kRow = 5;  // the spiked batch row
 
-/// `n` identical images: every pixel 0.5 except pixel kHot = 1.0, labels i % 10. Whatever the
-/// shuffle, batch row kRow of step kStep holds this image, so the spiked element x[kRow, kHot] is
-/// 1.0 · factor and every other element of the batch is 0.5 or 1.0.
-ImageDataset uniformImages(int64_t n) {
-  ImageDataset d;
-  d.count = n;
-  d.pixels.assign(static_cast<size_t>(n * 784), 0.5f);
-  d.labels.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    d.pixels[static_cast<size_t>(i * 784 + kHot)] = 1.0f;
-    d.labels[static_cast<size_t>(i)] = static_cast<uint8_t>(i % 10);
-  }
-  return d;
-}
-
+// Every image is the same (uniform_images.h): whatever the shuffle, batch row kRow of step kStep
+// holds it, so the spiked element x[kRow, kHot] is 1.0 · factor and every other element of the
+// batch is 0.5 or 1.0.
 const ImageDataset& trainSet() {
-  static const ImageDataset d = uniformImages(512);
-  return d;
+  return test::uniformTrainSet();
 }
 const ImageDataset& testSet() {
-  static const ImageDataset d = uniformImages(16);
-  return d;
+  return test::uniformTestSet();
 }
 
 TrainingConfig baseConfig(TrainingScalingKind kind) {
