@@ -8,6 +8,8 @@
 //   ./build/tests/bench/bench_scaling --benchmark_min_time=1
 #include <benchmark/benchmark.h>
 
+#include "bench_tensor.h"
+
 #include "formats/format.h"
 #include "metrics/block_stats.h"
 #include "scaling/scaling.h"
@@ -19,17 +21,10 @@ using namespace fp8lab;
 
 namespace {
 
-constexpr int64_t kN = 4096;
+constexpr int64_t kN = bench::kTensorN;
 
 const std::vector<float>& data() {
-  static const std::vector<float> x = [] {
-    std::vector<float> v(static_cast<size_t>(kN * kN));
-    std::mt19937 g(42);
-    std::normal_distribution<float> d(0.0f, 1.0f);
-    for (auto& e : v) e = d(g);
-    return v;
-  }();
-  return x;
+  return bench::normalTensor();
 }
 
 void BM_PlainEncodeBulk(benchmark::State& st) {
