@@ -66,6 +66,38 @@ QuantizedTensor mergeScaleBlocks(const QuantizedTensor& q, ScaleBlock tile) {
   return t;
 }
 
+QuantizedTensor cropQuantized(const QuantizedTensor& q, int64_t rows, int64_t cols) {
+  if (rows < 0 || cols < 0 || rows > q.rows || cols > q.cols)
+    throw std::invalid_argument("cropQuantized: [" + std::to_string(rows) + ", " + std::to_string(cols) +
+                                "] is not inside the quantized [" + std::to_string(q.rows) + ", " +
+                                std::to_string(q.cols) + "]");
+  if (rows == q.rows && cols == q.cols) return q;
+  QuantizedTensor t = q;
+  t.rows = rows;
+  t.cols = cols;
+  t.codes.resize(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i) std::copy_n(q.codes.begin() + i * q.cols, cols, t.codes.begin() + i * cols);
+  const int64_t gr = t.blockRows(), gc = t.blockCols(), qc = q.blockCols();
+  auto cropGrid = [&](const auto& from, auto& to) {
+    if (from.size() != static_cast<size_t>(q.blockRows() * qc)) return;
+    to.resize(static_cast<size_t>(gr * gc));
+    for (int64_t i = 0; i < gr; ++i) std::copy_n(from.begin() + i * qc, gc, to.begin() + i * gc);
+  };
+  cropGrid(q.dequant_scales, t.dequant_scales);
+  cropGrid(q.quant_scales, t.quant_scales);
+  cropGrid(q.scale_codes, t.scale_codes);
+  return t;
+}
+
+std::vector<float> cropMatrix(const float* x, int64_t x_rows, int64_t x_cols, int64_t rows, int64_t cols) {
+  if (rows < 0 || cols < 0 || rows > x_rows || cols > x_cols)
+    throw std::invalid_argument("cropMatrix: [" + std::to_string(rows) + ", " + std::to_string(cols) +
+                                "] is not inside [" + std::to_string(x_rows) + ", " + std::to_string(x_cols) + "]");
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i) std::copy_n(x + i * x_cols, cols, out.begin() + i * cols);
+  return out;
+}
+
 namespace {
 
 /// What one block's elements add up to.

@@ -70,6 +70,16 @@ struct BlockStatsSummary {
 /// scale (and code). Codes are unchanged. Throws std::invalid_argument otherwise.
 QuantizedTensor mergeScaleBlocks(const QuantizedTensor& q, ScaleBlock tile);
 
+/// The top-left [rows, cols] of `q`, for statistics of a tensor that was zero padded to whole
+/// blocks before quantizing (NVFP4: 16-element blocks, 16×16 tiles): the codes of the kept
+/// elements and the scales of the blocks that hold one (a block cut by the crop keeps its scale
+/// and becomes an edge block), so blocks made only of padding are not counted. q.stats are kept
+/// as they are. Throws std::invalid_argument when rows or cols exceed q's or are negative.
+QuantizedTensor cropQuantized(const QuantizedTensor& q, int64_t rows, int64_t cols);
+/// The top-left [rows, cols] of x [x_rows, x_cols] (row-major), the input cropQuantized's result
+/// goes with.
+std::vector<float> cropMatrix(const float* x, int64_t x_rows, int64_t x_cols, int64_t rows, int64_t cols);
+
 /// How much of the map computeBlockStats fills.
 enum class BlockStatsDetail {
   Full,    ///< every per-block vector

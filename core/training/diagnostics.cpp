@@ -276,12 +276,19 @@ void DiagnosticsRecorder::whatIf(size_t op, int64_t step, const float* x, int64_
       src = pad.data();
     }
     const Nvfp4Tensor t = quantizeNvfp4(src, pr, pc, nc, axis);
-    const QuantizedTensor q =
+    QuantizedTensor q =
         nc.tile_2d ? mergeScaleBlocks(toQuantizedTensor(t, nc, src), {16, 16}) : toQuantizedTensor(t, nc, src);
-    std::vector<float> rotated;
-    if (nc.rht) rotated = rhtOperand(src, pr, pc, nc.rht_sign_mask, axis, d->threads);
+    // Over the real elements, as fakeQuantize reports the trained NVFP4 operands: the padding is
+    // cropped except along the block axis of an RHT operand (the rotation spreads values over it).
+    std::vector<float> seen =
+        nc.rht ? rhtOperand(src, pr, pc, nc.rht_sign_mask, axis, d->threads) : std::vector<float>{};
+    const int64_t kr = nc.rht && axis == Axis::Rows ? pr : rows, kc = nc.rht && axis == Axis::Cols ? pc : cols;
+    if (kr != pr || kc != pc) {
+      q = cropQuantized(q, kr, kc);
+      seen = cropMatrix(nc.rht ? seen.data() : src, pr, pc, kr, kc);
+    }
     const BlockStatsSummary sum =
-        computeBlockStats(nc.rht ? rotated.data() : src, q, d->scratch, BlockStatsDetail::Summary);
+        computeBlockStats(seen.empty() ? src : seen.data(), q, d->scratch, BlockStatsDetail::Summary);
     startSeries(s, q, d->scratch);
     s.steps.push_back(sum);
   }

@@ -263,15 +263,19 @@ void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64
     }
     const Nvfp4Tensor t = quantizeNvfp4(src, pr, pc, nc, axis);
     if (observe && *observe) {
-      // statistics per 16×16 tile for 2-D weights (the 1×16 blocks repeat the tile's scale)
-      const QuantizedTensor qt =
+      // Statistics per 16×16 tile for 2-D weights (the 1×16 blocks repeat the tile's scale), over
+      // the real elements: the zero padding is cropped, except along the block axis of an RHT
+      // operand, where the rotation has spread the block's values over the pad.
+      QuantizedTensor qt =
           nc.tile_2d ? mergeScaleBlocks(toQuantizedTensor(t, nc, src), {16, 16}) : toQuantizedTensor(t, nc, src);
-      if (nc.rht) {
-        const std::vector<float> rotated = rhtOperand(src, pr, pc, nc.rht_sign_mask, axis, threads);
-        (*observe)(rotated.data(), qt);
-      } else {
-        (*observe)(src, qt);
+      std::vector<float> seen =
+          nc.rht ? rhtOperand(src, pr, pc, nc.rht_sign_mask, axis, threads) : std::vector<float>{};
+      const int64_t kr = nc.rht && axis == Axis::Rows ? pr : rows, kc = nc.rht && axis == Axis::Cols ? pc : cols;
+      if (kr != pr || kc != pc) {
+        qt = cropQuantized(qt, kr, kc);
+        seen = cropMatrix(nc.rht ? seen.data() : src, pr, pc, kr, kc);
       }
+      (*observe)(seen.empty() ? src : seen.data(), qt);
     }
     deq = t.dequantize();
     deq_rows = pr;

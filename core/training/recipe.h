@@ -135,9 +135,11 @@ struct RoleQuantRecord {
   int64_t underflow = 0; ///< non-zero elements that dequantize to 0 (Nvfp4 with RHT: not counted, 0)
 };
 
-/// Receives a quantization as it ran: the tensor the codes were made from (NVFP4: zero padded to
-/// whole blocks, and rotated for RHT) and the QuantizedTensor of the same shape (NVFP4:
-/// toQuantizedTensor). Used for per-block statistics (diagnostics.h).
+/// Receives a quantization as it ran: the tensor the codes were made from and the QuantizedTensor
+/// of the same shape. NVFP4 (toQuantizedTensor): rotated for RHT; the zero padding to whole
+/// blocks is cropped back to the real shape (cropQuantized), except along the block axis of an
+/// RHT operand, whose rotated pad is part of the blocks. Used for per-block statistics
+/// (diagnostics.h).
 using QuantizedObserver = std::function<void(const float* x, const QuantizedTensor& q)>;
 
 /// The contraction length a fake-quantized operand is padded to: k rounded up to a multiple of 16.

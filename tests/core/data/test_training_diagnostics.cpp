@@ -214,6 +214,16 @@ private Q_SLOTS:
     QCOMPARE(x->grid_cols, int64_t{49});
     const OperandBlockSeries* w = series(whatIf(r, "nvfp4_te_2d")->operands, "fc1", "kernel");
     QCOMPARE(w->block, (ScaleBlock{16, 16}));
+    // fc3's kernel [128, 10] is quantized zero padded to [128, 16]; its statistics cover the real
+    // [128, 10]: 8 × 1 tiles of 16 × 16, the last column of each cut to 10 elements.
+    for (const OperandBlockSeries* f3 : {series(r.diagnostics.block_stats, "fc3", "kernel"),
+                                         series(whatIf(r, "nvfp4_te_2d")->operands, "fc3", "kernel")}) {
+      QVERIFY(f3);
+      QCOMPARE(f3->rows, int64_t{128});
+      QCOMPARE(f3->cols, int64_t{10});
+      QCOMPARE(f3->grid_rows, int64_t{8});
+      QCOMPARE(f3->grid_cols, int64_t{1});
+    }
   }
 
   // The session layout of docs/session-format.md: shapes, units and the group attributes.

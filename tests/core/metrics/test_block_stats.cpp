@@ -203,6 +203,34 @@ private Q_SLOTS:
     QCOMPARE(s.log2_scale_std, 0.0f);
   }
 
+  // x = [500, 1, 1; 2, 2, 2] zero padded to [4, 4], blocks 2×2, every dequant scale 1: padded,
+  // 4 blocks of which two are padding only; 500 > 464 saturates, so the saturation shares are
+  // 1/4 of the blocks and 1/16 of the elements. Cropped back to [2, 3]: 2 blocks (the second is
+  // an edge block of 2×1 elements), shares 1/2 and 1/6, the same codes in the kept places.
+  void cropLeavesTheRealBlocks() {
+    const std::vector<float> pad = {500, 1, 1, 0, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const QuantizedTensor q = handQuantized(pad, 4, 4, {2, 2}, {1.0f, 1.0f, 1.0f, 1.0f});
+    BlockStatsMap m;
+    const BlockStatsSummary sp = computeBlockStats(pad.data(), q, m);
+    QCOMPARE(sp.blocks, int64_t{4});
+    QCOMPARE(sp.saturation_block_share, 0.25f);
+    QCOMPARE(sp.saturation_fraction, 1.0f / 16.0f);
+    const QuantizedTensor c = cropQuantized(q, 2, 3);
+    QCOMPARE(c.rows, int64_t{2});
+    QCOMPARE(c.cols, int64_t{3});
+    QCOMPARE(c.dequant_scales, (std::vector<float>{1.0f, 1.0f}));
+    QCOMPARE(c.quant_scales, (std::vector<float>{1.0f, 1.0f}));
+    QCOMPARE(c.codes, (std::vector<uint8_t>{q.codes[0], q.codes[1], q.codes[2], q.codes[4], q.codes[5], q.codes[6]}));
+    const std::vector<float> x = cropMatrix(pad.data(), 4, 4, 2, 3);
+    QCOMPARE(x, (std::vector<float>{500, 1, 1, 2, 2, 2}));
+    const BlockStatsSummary sc = computeBlockStats(x.data(), c, m);
+    QCOMPARE(sc.blocks, int64_t{2});
+    QCOMPARE(sc.saturation_block_share, 0.5f);
+    QCOMPARE(sc.saturation_fraction, 1.0f / 6.0f);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, cropQuantized(q, 5, 1));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, cropMatrix(pad.data(), 4, 4, 1, 5));
+  }
+
   void badShapesAreRefused() {
     QuantizedTensor q = handQuantized({1, 2}, 1, 2, {1, 2}, {1.0f});
     q.dequant_scales.push_back(1.0f);
