@@ -79,8 +79,14 @@ NumberLineView::NumberLineView(QWidget* parent) : View(parent) {
   source_->addItem(tr("log-normal(0, \u03c3)"), QStringLiteral("lognormal"));
   source_->addItem(tr("uniform(\u2212\u03c3, \u03c3)"), QStringLiteral("uniform"));
   source_->addItem(tr("normal + 0.1% outliers \u00d7100"), QStringLiteral("outliers"));
-  source_->addItem(tr("current run: A"), QStringLiteral("run"));
+  source_->addItem(tr("current run\u2019s tensor"), QStringLiteral("run"));
   h->addWidget(source_);
+  run_tensor_ = new QComboBox(this);
+  run_tensor_->setObjectName(QStringLiteral("runTensor"));
+  run_tensor_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  run_tensor_->setToolTip(tr("The tensor of the run selected in the Session panel"));
+  run_tensor_->hide();
+  h->addWidget(run_tensor_);
   h->addWidget(new QLabel(QStringLiteral("\u03c3:"), this));
   sigma_ = new QDoubleSpinBox(this);
   sigma_->setDecimals(5);
@@ -141,7 +147,11 @@ NumberLineView::NumberLineView(QWidget* parent) : View(parent) {
 
   connect(primary_, &QComboBox::currentIndexChanged, this, &NumberLineView::rebuild);
   connect(secondary_, &QComboBox::currentIndexChanged, this, &NumberLineView::rebuild);
-  connect(source_, &QComboBox::currentIndexChanged, this, &NumberLineView::rebuild);
+  connect(source_, &QComboBox::currentIndexChanged, this, [this] {
+    fillRunTensors();
+    rebuild();
+  });
+  connect(run_tensor_, &QComboBox::currentIndexChanged, this, &NumberLineView::rebuild);
   connect(sigma_, &QDoubleSpinBox::valueChanged, this, &NumberLineView::rebuild);
   connect(count_, &QSpinBox::valueChanged, this, &NumberLineView::rebuild);
 
@@ -157,8 +167,58 @@ NumberLineView::NumberLineView(QWidget* parent) : View(parent) {
 void NumberLineView::setSession(SessionDocument* s) {
   View::setSession(s);
   connect(s, &SessionDocument::currentRunChanged, this, [this] {
-    if (source_->currentData().toString() == QStringLiteral("run")) rebuild();
+    if (source_->currentData().toString() != QStringLiteral("run")) return;
+    fillRunTensors();
+    rebuild();
   });
+}
+
+QStringList histogramTensors(const RunAccess& run) {
+  QStringList out;
+  auto twoD = [&run](const QString& p) { return run.has(p) && run.shape(p).size() == 2; };
+  for (const QString& p : {QStringLiteral("inputs/A"), QStringLiteral("inputs/B")})
+    if (twoD(p)) out << p;
+  QStringList weights, stored;
+  for (const QString& d : run.datasets()) {
+    if (d.startsWith(QStringLiteral("weights/")) && d.endsWith(QStringLiteral("/kernel")) && twoD(d)) weights << d;
+    if (run.type() == QStringLiteral("checkpoint") && d.startsWith(QStringLiteral("quantized/")) &&
+        d.endsWith(QStringLiteral("_dequantized")) && twoD(d))
+      stored << d;
+  }
+  weights.sort();
+  stored.sort();
+  return out + weights + stored;
+}
+
+void NumberLineView::fillRunTensors() {
+  const bool on = source_->currentData().toString() == QStringLiteral("run");
+  run_tensor_->setVisible(on);
+  if (!on) return;
+  const QString was = run_tensor_->currentData().toString();
+  QStringList paths;
+  if (session_ && session_->currentRun() >= 0)
+    paths = histogramTensors(*RunAccess::forRecord(session_->run(session_->currentRun()), session_->fileName()));
+  const QSignalBlocker b(run_tensor_);
+  run_tensor_->clear();
+  for (const QString& p : paths) run_tensor_->addItem(p, p);
+  run_tensor_->setCurrentIndex(std::max(0, run_tensor_->findData(was)));
+  run_tensor_->setEnabled(!paths.isEmpty());
+}
+
+bool NumberLineView::setRunTensor(const QString& path) {
+  {
+    const QSignalBlocker b(source_);
+    source_->setCurrentIndex(source_->findData(QStringLiteral("run")));
+  }
+  fillRunTensors();
+  const int i = run_tensor_->findData(path);
+  if (i < 0) return false;
+  {
+    const QSignalBlocker b(run_tensor_);
+    run_tensor_->setCurrentIndex(i);
+  }
+  rebuild();
+  return true;
 }
 
 bool NumberLineView::setFormats(const QString& primary, const QString& secondary) {
@@ -212,6 +272,7 @@ void NumberLineView::setTensorSource(const QString& source, double sigma) {
   int i = source_->findData(source);
   if (i >= 0) source_->setCurrentIndex(i);
   sigma_->setValue(sigma);
+  fillRunTensors();
   rebuild();
 }
 
@@ -233,13 +294,16 @@ std::vector<float> NumberLineView::sourceValues(QString* name) const {
     const RunRecord& r = session_->run(session_->currentRun());
     // Through RunAccess: a run read lazily from its file has no tensors in memory.
     const auto a = RunAccess::forRecord(r, session_->fileName());
+    const QString path = run_tensor_->currentData().toString();
     Block b;
     QString err;
-    if (!a->has(QStringLiteral("inputs/A")) || !a->readAll(QStringLiteral("inputs/A"), &b, &err)) {
-      *name = tr("%1 has no inputs/A").arg(r.label);
+    if (path.isEmpty() || !a->has(path) || !a->readAll(path, &b, &err)) {
+      *name = path.isEmpty()
+                  ? tr("%1 stores no tensor to show (inputs, trained weights or a checkpoint's weights)").arg(r.label)
+                  : tr("%1: %2").arg(r.label, err);
       return x;
     }
-    *name = tr("%1 inputs/A [%2\u00d7%3]").arg(r.label).arg(b.rows).arg(b.cols);
+    *name = tr("%1 %2 [%3\u00d7%4]").arg(r.label, path).arg(b.rows).arg(b.cols);
     x.assign(b.v.begin(), b.v.end());
     return x;
   }
@@ -474,10 +538,10 @@ void NumberLineView::rebuildOverlay() {
     t->position->setType(QCPItemPosition::ptAxisRectRatio);
     t->position->setAxisRect(hist_rect_);
     t->position->setCoords(0.5, 0.5);
-    t->setText(f.bits() > 8 ? tr("Tensor histograms are shown for 8-bit and smaller formats; pick one above.")
-               : name.isEmpty()
-                   ? tr("No tensor: choose a distribution or \"current run: A\" above to overlay its histogram.")
-                   : tr("No tensor (%1): run an experiment or pick a distribution above.").arg(name));
+    t->setText(f.bits() > 8     ? tr("Tensor histograms are shown for 8-bit and smaller formats; pick one above.")
+               : name.isEmpty() ? tr("No tensor: choose a distribution or \u201ccurrent run\u2019s tensor\u201d above "
+                                     "to overlay its histogram.")
+                                : tr("No tensor (%1): run an experiment or pick a distribution above.").arg(name));
     t->setColor(QColor(0x61, 0x61, 0x61));
     hy->setRange(0, 1);
     info_->setText(

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "formats/format.h"
+#include "run_access.h"
 #include "view.h"
 
 #include <vector>
@@ -32,6 +33,12 @@ struct TensorOverlay {
   qint64 elements = 0;
 };
 
+/// The 2-D tensors of `run` the histogram can show, in this order: a GEMM's inputs (inputs/A,
+/// inputs/B), a training run's trained weights (weights/<layer>/kernel), a checkpoint's stored
+/// weights dequantized (quantized/<tensor>_dequantized, checkpoint runs only: the values the file
+/// holds). Dataset paths; empty when the run has none.
+QStringList histogramTensors(const RunAccess& run);
+
 class NumberLineView : public View {
   Q_OBJECT
 public:
@@ -47,6 +54,9 @@ public:
   QStringList formats() const;
   /// Histogram source: "none", "normal", "lognormal", "uniform", "outliers", "run".
   void setTensorSource(const QString& source, double sigma = 1.0);
+  /// With source "run": the current run's tensor (a histogramTensors() path). False when the
+  /// current run has no such tensor.
+  bool setRunTensor(const QString& path);
   const TensorOverlay& overlay() const { return overlay_; }
   /// Makes `format` the primary format (keeping the second one) and marks the magnitudes
   /// [lo, hi] (0 < lo ≤ hi, values of the format: a block's elements after scaling) as a band
@@ -72,11 +82,13 @@ private:
   void rebuild();
   void rebuildOverlay();
   std::vector<float> sourceValues(QString* name) const;
+  /// Lists the current run's tensors in the tensor box (shown with source "run" only).
+  void fillRunTensors();
 
   QCustomPlot* plot_;
   QCPAxisRect *values_rect_, *density_rect_, *hist_rect_;
   QCPLegend *density_legend_, *hist_legend_;
-  QComboBox *primary_, *secondary_, *source_;
+  QComboBox *primary_, *secondary_, *source_, *run_tensor_;
   QDoubleSpinBox* sigma_;
   QSpinBox* count_;
   QLabel* info_;

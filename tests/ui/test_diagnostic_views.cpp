@@ -570,6 +570,41 @@ private Q_SLOTS:
     QVERIFY(!nl.showRange(QStringLiteral("E5M2"), 0.0, 1.0, QStringLiteral("empty")));
   }
 
+  // The Number line's "current run's tensor": a checkpoint run's stored weights (dequantized), a
+  // training run's trained kernels, a GEMM's inputs. A checkpoint weight [2, 3] of 1, 2, 4, 8, 16
+  // and 448 in E4M3FN: per-tensor current scaling maps amax 448 to 448 (scale 1), so the six
+  // values keep their binades 0, 1, 2, 3, 4 and 8 (448 = 1.75 · 2^8), one sixth each.
+  void numberLineShowsARunsTensor() {
+    Run ck;
+    ck.id = "ck";
+    ck.type = "checkpoint";
+    ck.config_json = "{}";
+    ck.putFloat32("quantized/w.weight_dequantized", {1, 2, 4, 8, 16, 448}, 2, 3, "1", "stored weight");
+    ck.putFloat32("quantized/a.weight_dequantized", {1}, 1, 1, "1", "stored weight");
+    Run tr = trainingRun("t", false);
+    tr.putFloat32("weights/fc2/kernel", {1, 2}, 1, 2, "1", "kernel");
+    tr.putFloat32("weights/fc1/kernel", {1, 2}, 1, 2, "1", "kernel");
+    tr.putFloat32("weights/fc1/bias", {1, 2}, 1, 2, "1", "bias");
+    QCOMPARE(histogramTensors(*memoryRun(ck)), (QStringList{QStringLiteral("quantized/a.weight_dequantized"),
+                                                            QStringLiteral("quantized/w.weight_dequantized")}));
+    QCOMPARE(histogramTensors(*memoryRun(tr)),
+             (QStringList{QStringLiteral("weights/fc1/kernel"), QStringLiteral("weights/fc2/kernel")}));
+    SessionDocument doc;
+    doc.addRun(session_io::fromCoreRun(ck));
+    doc.setCurrentRun(0);
+    NumberLineView nl;
+    nl.resize(1100, 800);
+    nl.setSession(&doc);
+    QVERIFY(nl.setRunTensor(QStringLiteral("quantized/w.weight_dequantized")));
+    QVERIFY(!nl.setRunTensor(QStringLiteral("inputs/A")));
+    QVERIFY(nl.setRunTensor(QStringLiteral("quantized/w.weight_dequantized")));
+    const TensorOverlay& o = nl.overlay();
+    QVERIFY2(o.source.contains(QStringLiteral("quantized/w.weight_dequantized [2\u00d73]")), qPrintable(o.source));
+    QCOMPARE(o.elements, qint64(6));
+    QCOMPARE(o.amax, 448.0);
+    QCOMPARE(o.binade, (std::vector<int>{0, 1, 2, 3, 4, 8}));
+  }
+
   // A GEMM run's block_stats/A, one map without map_steps: index 0, titled without a step.
   void gemmRunHasOneMap() {
     Run r;
