@@ -159,6 +159,9 @@ int runQuantize(const QStringList& args) {
   std::vector<float> vf(v.begin(), v.end());
   QuantizedTensor q;
   QString strategy_note;
+  // The Hadamard presets quantize the input rotated along the block axis: the codes and the
+  // dequantized values are those of the rotated tensor, listed beside the input.
+  std::vector<float> rotated;
   const QString sl = sname.toLower().replace(QLatin1Char('-'), QLatin1Char('_'));
   const auto dp = sl.endsWith(QStringLiteral("_delayed")) ? parseDelayedPreset(sl.toStdString()) : std::nullopt;
   // Every option a preset does not use is refused, naming why: an option that silently does
@@ -183,6 +186,13 @@ int runQuantize(const QStringList& args) {
     try {
       const Nvfp4Tensor t = quantizeNvfp4(vf.data(), rows, cols, c, axis);
       q = toQuantizedTensor(t, c, vf.data());
+      if (c.rht) {
+        rotated = rhtOperand(vf.data(), rows, cols, c.rht_sign_mask, axis);
+        strategy_note = QStringLiteral("rotated: the input rounded to BF16 and rotated along the block axis by R = "
+                                       "diag(s)·H16/4 (sign mask 0x%1), what the codes encode; dequantized is in "
+                                       "that basis (R is orthogonal: the GEMM's second rotated operand undoes it)")
+                            .arg(c.rht_sign_mask, 4, 16, QLatin1Char('0'));
+      }
     } catch (const std::invalid_argument& e) {
       return fail(QStringLiteral("%1: %2").arg(sname, QString::fromStdString(e.what())));
     }
@@ -296,6 +306,11 @@ int runQuantize(const QStringList& args) {
       }
     o[QStringLiteral("codes")] = codes;
     o[QStringLiteral("dequantized")] = deq;
+    if (!rotated.empty()) {
+      QJsonArray rot;
+      for (float x : rotated) rot.append(jsonNumber(x));
+      o[QStringLiteral("rotated")] = rot;
+    }
     // dequant_scales are the factors x ≈ decode(code) · dequant_scale uses: for two-level formats
     // (NVFP4) each block's E4M3 scale times the tensor level (block_scales lists the E4M3 values).
     QJsonArray dq, qs;
@@ -372,17 +387,20 @@ int runQuantize(const QStringList& args) {
                                          QString::fromStdString(q.scaleCodeFormat().hexString(q.scale_codes[k])));
     t += QLatin1Char('\n');
   }
-  t += QStringLiteral("%1 %2 %3 %4\n")
+  const bool rot = !rotated.empty();
+  t += QStringLiteral("%1 %2 %3%4 %5\n")
            .arg(QStringLiteral("index"), -10)
            .arg(QStringLiteral("input"), -14)
+           .arg(rot ? QStringLiteral("%1 ").arg(QStringLiteral("rotated"), -14) : QString())
            .arg(QStringLiteral("code"), -6)
            .arg(QStringLiteral("dequantized"));
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) {
       const size_t k = static_cast<size_t>(i * cols + j);
-      t += QStringLiteral("%1 %2 %3 %4\n")
+      t += QStringLiteral("%1 %2 %3%4 %5\n")
                .arg(QStringLiteral("[%1,%2]").arg(i).arg(j), -10)
                .arg(f64 ? shortestDouble(v[k]) : shortestFloat(vf[k]), -14)
+               .arg(rot ? QStringLiteral("%1 ").arg(shortestFloat(rotated[k]), -14) : QString())
                .arg(QString::fromStdString(fmt->hexString(q.codes[k])), -6)
                .arg(shortestDouble(q.dequantizedAt(i, j)));
     }

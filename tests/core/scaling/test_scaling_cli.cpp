@@ -170,6 +170,29 @@ private Q_SLOTS:
     QVERIFY2(b.err.contains("1x16 blocks"), b.err.constData());
   }
 
+  // nvfp4_te_rht lists the rotated tensor the codes encode beside the input. x = 1..16 and sign
+  // mask 0xD7E8 (s_i = −1 at i = 3, 5, 6, 7, 8, 9, 10, 12, 14, 15): y_0 = Σ s_i·x_i·H[i][0] / 4 =
+  // ((1 + 2 + 3 + 5 + 12 + 14) − (4 + 6 + 7 + 8 + 9 + 10 + 11 + 13 + 15 + 16)) / 4 = (37 − 99) / 4 =
+  // −15.5 (every sum exact in BF16).
+  void hadamardPresetListsTheRotatedTensor() {
+    QStringList values;
+    for (int i = 1; i <= 16; ++i) values << QString::number(i);
+    const QStringList args{QStringLiteral("quantize"), QStringLiteral("-s"), QStringLiteral("nvfp4_te_rht"),
+                           QStringLiteral("--values"), values.join(QLatin1Char(','))};
+    const Result r = run(args);
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.contains("index      input          rotated        code   dequantized"), r.out.constData());
+    QVERIFY2(r.out.contains("[0,0]      1              -15.5          0xf"), r.out.constData());
+    const QJsonDocument d = json(args + QStringList{QStringLiteral("--json")});
+    QCOMPARE(d[QStringLiteral("rotated")].toArray().size(), qsizetype(16));
+    QCOMPARE(d[QStringLiteral("rotated")].toArray().first().toDouble(), -15.5);
+    QVERIFY(json({QStringLiteral("quantize"), QStringLiteral("-s"), QStringLiteral("nvfp4_te"),
+                  QStringLiteral("--values"), values.join(QLatin1Char(',')), QStringLiteral("--json")})
+                .object()
+                .value(QStringLiteral("rotated"))
+                .isUndefined());
+  }
+
   // Flax test_fp8_meta_dtype through the CLI: history (oldest first) [0,0,2], [0,2,3], [2,3,4];
   // scale 1, float32(2/448), float32(3/448); kept_previous only at step 0.
   void simulateFlaxJson() {
