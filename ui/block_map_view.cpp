@@ -401,19 +401,29 @@ void BlockMapView::load(Read read) {
   bits_button_->setEnabled(false);
   line_button_->setEnabled(false);
   if (!run_) {
-    drawEmpty(tr("No run to show.\nTrain with diagnostics on (Experiment panel, Training tab) or run a GEMM, or open "
-                 "a session that holds one (File \u2192 Open)."));
+    const int u = session_ && !runs_->unlistedId().isEmpty() ? session_->indexOf(runs_->unlistedId()) : -1;
+    drawEmpty(u >= 0 ? noTrainedBlockStatsText(session_->run(u)) + tr("\nChoose a run in the Run box above.")
+                     : tr("No run to show.\nTrain with diagnostics on (Experiment panel, Training tab) or run a GEMM, "
+                          "or open a session that holds one (File \u2192 Open)."));
     return;
   }
   const QString group = currentGroup();
   if (group.isEmpty()) {
-    drawEmpty(run_->type() == QStringLiteral("training")
-                  ? tr("Run %1 was recorded without per-block statistics (block_stats/).\nRerun it with "
-                       "diagnostics on \u2014 see docs/training.md.")
-                        .arg(run_->id())
-                  : tr("Run %1 stores no block maps of A or B (block_stats/A, block_stats/B).\nRerun the GEMM with a "
-                       "build that records per-block statistics.")
-                        .arg(run_->id()));
+    const int i = session_ ? session_->indexOf(run_->id()) : -1;
+    if (run_->type() == QStringLiteral("training") && !whatIfRecipes(*run_).isEmpty() && !hasTrainedBlockStats(*run_))
+      drawEmpty(tr("Run %1 measured what-if recipes only: summaries per step, no block maps.\nThey are in the Layer "
+                   "\u00d7 step view (Recipe box).")
+                    .arg(run_->id()));
+    else if (run_->type() == QStringLiteral("training") && i >= 0)
+      drawEmpty(noTrainedBlockStatsText(session_->run(i)));
+    else
+      drawEmpty(run_->type() == QStringLiteral("training")
+                    ? tr("Run %1 was recorded without per-block statistics (block_stats/).\nRerun it with "
+                         "diagnostics on \u2014 see docs/training.md.")
+                          .arg(run_->id())
+                    : tr("Run %1 stores no block maps of A or B (block_stats/A, block_stats/B).\nRerun it "
+                         "(fp8lab-cli rerun) to record them.")
+                          .arg(run_->id()));
     return;
   }
   const int64_t index = std::max(0, step_box_->currentIndex());

@@ -39,6 +39,31 @@ int layerNumber(const QString& layer) {
 
 } // namespace
 
+QString noTrainedBlockStatsText(const RunRecord& r) {
+  if (r.kind == QStringLiteral("training")) {
+    const QJsonObject dg = r.config.value(QStringLiteral("diagnostics")).toObject();
+    if (r.config.value(QStringLiteral("precision")).toString() == QStringLiteral("fp32"))
+      return QObject::tr(
+                 "Run %1 is an FP32 run: it quantizes nothing, so it has no per-block statistics of its own.\n"
+                 "Add \"diagnostics\": {\"what_if\": {\"recipes\": [\"te_current\", \"mx_rceil\"]}} to "
+                 "its config to measure FP8 recipes on its tensors (docs/training.md, \u201cWhat-if recipes\u201d).")
+          .arg(r.id);
+    if (!dg.value(QStringLiteral("block_stats")).toBool(true))
+      return QObject::tr("Run %1 was trained with \"diagnostics\": {\"block_stats\": false}: no per-block "
+                         "statistics.\nRerun it without that setting (block statistics are on by default; "
+                         "docs/training.md, \u201cPer-block statistics\u201d).")
+          .arg(r.id);
+    return QObject::tr("Run %1 has no per-block statistics (block_stats/): it was recorded by an older version.\n"
+                       "Rerun it (fp8lab-cli rerun) to record them.")
+        .arg(r.id);
+  }
+  if (r.kind.startsWith(QStringLiteral("gemm")) || r.kind == QStringLiteral("checkpoint"))
+    return QObject::tr("Run %1 is a %2 run: one quantization, no training steps.\nIts blocks are in the Block map "
+                       "view.")
+        .arg(r.id, r.kind);
+  return QObject::tr("Run %1 (%2) has no per-block statistics.").arg(r.id, r.kind);
+}
+
 namespace {
 
 std::set<std::pair<QString, QString>> operandsUnder(const RunAccess& run, const QRegularExpression& re) {

@@ -33,6 +33,11 @@ struct RunRecord;
 /// nothing and record no block_stats.
 bool mayHoldBlockStats(const RunRecord& r);
 
+/// Why run `r` has no per-block statistics as trained, from its kind and config, with what to do
+/// (an FP32 run quantizes nothing; "block_stats": false; a GEMM or checkpoint run has one map and
+/// no steps). For the empty states of the diagnostic views.
+QString noTrainedBlockStatsText(const RunRecord& r);
+
 /// The operands of `run` that have `block_stats/<fcN>/<operand>/` datasets or, for a run that
 /// measured what-if recipes without statistics as trained (an FP32 run, "block_stats": false),
 /// `what_if/<recipe>/<fcN>/<operand>/` datasets; by layer number, then input, kernel,

@@ -392,8 +392,10 @@ void LayerStepView::reload() {
   hover_text_.clear();
   hover_->clear();
   if (!run_) {
-    drawEmpty(tr("No training run in this session.\nTrain one in the Experiment panel (Training tab, Ctrl+R) with "
-                 "diagnostics on, or open a session that holds one (File \u2192 Open)."));
+    const int u = session_ && !runs_->unlistedId().isEmpty() ? session_->indexOf(runs_->unlistedId()) : -1;
+    drawEmpty(u >= 0 ? noTrainedBlockStatsText(session_->run(u)) + tr("\nChoose a run in the Run box above.")
+                     : tr("No training run in this session.\nTrain one in the Experiment panel (Training tab, Ctrl+R) "
+                          "with diagnostics on, or open a session that holds one (File \u2192 Open)."));
     fillRanking();
     return;
   }

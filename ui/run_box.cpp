@@ -10,8 +10,11 @@ namespace fp8lab::ui {
 
 RunBox::RunBox(View* view, QComboBox* box, Filter lists)
     : QObject(view), view_(view), box_(box), lists_(std::move(lists)) {
+  box_->setPlaceholderText(tr("(choose a run)"));
   connect(box_, &QComboBox::currentIndexChanged, this, [this] {
-    if (!updating_) Q_EMIT chosen(false);
+    if (updating_) return;
+    unlisted_.clear();
+    Q_EMIT chosen(false);
   });
 }
 
@@ -30,8 +33,20 @@ void RunBox::setSession(SessionDocument* session) {
 
 void RunBox::follow(int index) {
   if (index < 0 || !session_ || index >= session_->runCount()) return;
-  const int i = box_->findData(session_->run(index).id);
-  if (i < 0 || i == box_->currentIndex()) return;
+  const QString id = session_->run(index).id;
+  const int i = box_->findData(id);
+  if (i < 0) {
+    if (unlisted_ == id && box_->currentIndex() < 0) return;
+    unlisted_ = id;
+    updating_ = true;
+    box_->setCurrentIndex(-1);
+    updating_ = false;
+    Q_EMIT chosen(true);
+    return;
+  }
+  const bool was_unlisted = !unlisted_.isEmpty();
+  unlisted_.clear();
+  if (i == box_->currentIndex() && !was_unlisted) return;
   updating_ = true;
   box_->setCurrentIndex(i);
   updating_ = false;
@@ -46,9 +61,16 @@ void RunBox::rebuild(bool background) {
   for (const RunRecord& r : session_->runs())
     if (lists_(r))
       box_->addItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'), r.id);
+  const QString current = session_->currentRun() >= 0 ? session_->run(session_->currentRun()).id : QString();
   int i = box_->findData(was);
-  if (i < 0 && session_->currentRun() >= 0) i = box_->findData(session_->run(session_->currentRun()).id);
-  box_->setCurrentIndex(i < 0 ? 0 : i);
+  if (i < 0 && !current.isEmpty()) i = box_->findData(current);
+  // The current run still unlisted (its record changed, another run was added): still no run.
+  if (!unlisted_.isEmpty() && was.isEmpty() && unlisted_ == current && box_->findData(current) < 0)
+    i = -1;
+  else if (i < 0)
+    i = 0;
+  if (i >= 0) unlisted_.clear();
+  box_->setCurrentIndex(i);
   updating_ = false;
   Q_EMIT chosen(background);
 }

@@ -31,8 +31,8 @@ public:
 
   /// Follows `session`: its changes (reset, a run added, removed or changed) rebuild the list,
   /// keeping the run shown, else taking the current run; a new current run is shown when the box
-  /// lists it. While the view is on a hidden tab both wait for its next show (View::whenShown).
-  /// Fills the box now and emits chosen(false).
+  /// lists it, and none when it does not (unlistedId()). While the view is on a hidden tab both wait for its next show
+  /// (View::whenShown). Fills the box now and emits chosen(false).
   void setSession(SessionDocument* session);
   /// The box holds exactly `id` (a run shown directly: tests, the renderer), or nothing for an
   /// empty id; emits nothing.
@@ -47,6 +47,10 @@ public:
   std::shared_ptr<RunAccess> access() const;
   /// Whether the session holds run `id` and the box would list it.
   bool lists(const QString& id) const;
+  /// The session's current run when the box does not list it: the box then shows no run (so the
+  /// view does not go on showing another one as if it were that run) until the user picks one or
+  /// the current run changes; "" otherwise.
+  QString unlistedId() const { return unlisted_; }
 
 Q_SIGNALS:
   /// The run shown changed or the list was rebuilt. `background`: the change came from the
@@ -64,6 +68,7 @@ private:
   Filter lists_;
   SessionDocument* session_ = nullptr;
   bool updating_ = false;
+  QString unlisted_;
 };
 
 } // namespace fp8lab::ui

@@ -570,6 +570,44 @@ private Q_SLOTS:
     QVERIFY(!nl.showRange(QStringLiteral("E5M2"), 0.0, 1.0, QStringLiteral("empty")));
   }
 
+  // The session's current run when a view does not list it (an FP32 run without what-if
+  // recipes has nothing for Layer × step or Block map): the view shows no run and says why, rather
+  // than going on showing the previous run as if it were the one selected.
+  void unlistedCurrentRunIsSaidNotSwapped() {
+    Run base;
+    base.id = "base";
+    base.type = "training";
+    base.config_json = R"({"precision": "fp32"})";
+    base.putFloat32("history/fc1/input/amax", {1.0f}, 1, -1, "1", "amax");
+    SessionDocument doc;
+    doc.addRun(session_io::fromCoreRun(trainingRun("t", false)));
+    doc.addRun(session_io::fromCoreRun(base));
+    doc.setCurrentRun(0);
+    LayerStepView v;
+    v.resize(1100, 700);
+    v.setSession(&doc);
+    v.runPendingReloads();
+    QVERIFY2(v.emptyText().isEmpty(), qPrintable(v.emptyText()));
+    BlockMapView b;
+    b.resize(1100, 700);
+    b.setSession(&doc);
+    b.runPendingReloads();
+    QCOMPARE(b.operand(), QStringLiteral("fc1/input"));
+    doc.setCurrentRun(1);
+    v.runPendingReloads();
+    b.runPendingReloads();
+    auto* box = v.findChild<QComboBox*>(QStringLiteral("run"));
+    QCOMPARE(box->currentIndex(), -1);
+    QVERIFY2(v.emptyText().startsWith(QStringLiteral("Run base is an FP32 run: it quantizes nothing")),
+             qPrintable(v.emptyText()));
+    QVERIFY2(v.emptyText().endsWith(QStringLiteral("Choose a run in the Run box above.")), qPrintable(v.emptyText()));
+    QVERIFY2(b.emptyText().startsWith(QStringLiteral("Run base is an FP32 run")), qPrintable(b.emptyText()));
+    // Choosing in the box shows that run again.
+    box->setCurrentIndex(0);
+    QVERIFY2(v.emptyText().isEmpty(), qPrintable(v.emptyText()));
+    QCOMPARE(v.matrix().steps.size(), size_t{4});
+  }
+
   // The Number line's "current run's tensor": a checkpoint run's stored weights (dequantized), a
   // training run's trained kernels, a GEMM's inputs. A checkpoint weight [2, 3] of 1, 2, 4, 8, 16
   // and 448 in E4M3FN: per-tensor current scaling maps amax 448 to 448 (scale 1), so the six
