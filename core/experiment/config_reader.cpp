@@ -29,12 +29,40 @@ std::string joinNames(const std::vector<std::string>& names) {
   return s;
 }
 
+void ConfigReader::setSources(const ConfigPath& merged, std::vector<ConfigPath> sources) {
+  merged_ = merged;
+  sources_ = std::move(sources);
+}
+
 void ConfigReader::fail(const ConfigPath& at, const std::string& what) {
   if (!error_.empty()) return;
+  auto where = [](const TextPos& p) {
+    return " (line " + std::to_string(p.line) + ", column " + std::to_string(p.column) + ")";
+  };
+  if (doc_) {
+    if (const auto pos = doc_->position(at.pointer)) {
+      error_ = at.prefix() + what + where(*pos);
+      return;
+    }
+    const bool under = !sources_.empty() && at.pointer.size() > merged_.pointer.size() &&
+                       at.pointer.compare(0, merged_.pointer.size(), merged_.pointer) == 0 &&
+                       at.pointer[merged_.pointer.size()] == '/' &&
+                       at.path.compare(0, merged_.path.size(), merged_.path) == 0;
+    if (under) {
+      const std::string rest_pointer = at.pointer.substr(merged_.pointer.size());
+      std::string rest_path = at.path.substr(merged_.path.size());
+      for (const ConfigPath& src : sources_)
+        if (const auto pos = doc_->position(src.pointer + rest_pointer)) {
+          ConfigPath moved;
+          moved.pointer = src.pointer + rest_pointer;
+          moved.path = src.path.empty() && !rest_path.empty() && rest_path[0] == '.' ? rest_path.substr(1)
+                                                                                     : src.path + rest_path;
+          error_ = moved.prefix() + what + where(*pos) + " (in " + merged_.path + ")";
+          return;
+        }
+    }
+  }
   error_ = at.prefix() + what;
-  if (doc_)
-    if (const auto pos = doc_->position(at.pointer))
-      error_ += " (line " + std::to_string(pos->line) + ", column " + std::to_string(pos->column) + ")";
 }
 
 void ConfigReader::note(const std::string& text) {

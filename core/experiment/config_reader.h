@@ -42,6 +42,13 @@ public:
   /// Records "<at.path>: <what> (line, column)" unless an error is already recorded.
   void fail(const ConfigPath& at, const std::string& what);
 
+  /// Values of the object at `merged` may come from the objects `sources` (a run merged over the
+  /// experiment's "defaults" and top-level keys): an error at a place under `merged` that has no
+  /// position of its own in the document is reported at the first source holding that place
+  /// ("defaults.diagnostics.blok_stats: ... (line 4, column 20) (in runs[0])"). Replaces an
+  /// earlier call; an empty `sources` ends it.
+  void setSources(const ConfigPath& merged, std::vector<ConfigPath> sources);
+
   /// A remark for the person who wrote the config (not an error), kept once.
   void note(const std::string& text);
   const std::vector<std::string>& notes() const { return notes_; }
@@ -67,6 +74,8 @@ public:
 
 private:
   const JsonDocument* doc_;
+  ConfigPath merged_;
+  std::vector<ConfigPath> sources_;
   std::string error_;
   std::vector<std::string> notes_;
 };

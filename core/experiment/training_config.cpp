@@ -396,7 +396,9 @@ std::optional<TrainingExperimentSpec> parseTrainingExperiment(const Json& config
         continue;
       }
       const Json ro = merged(defaults, rv[i]);
+      r.setSources(where, {at.member("defaults"), at});
       TrainingRunSpec s = parseRun(r, ro, where, defaultRunId(ro, static_cast<int>(i)));
+      r.setSources({}, {});
       if (!ids.insert(s.id).second) r.fail(where.member("id"), "duplicate run id '" + s.id + "'");
       spec.runs.push_back(std::move(s));
     }

@@ -130,6 +130,31 @@ private Q_SLOTS:
     QVERIFY2(QString::fromStdString(terr).endsWith(QStringLiteral("(line 1, column 48)")), terr.c_str());
   }
 
+  // A mistake in "defaults" (or a top-level key merged into every run) is reported where it was
+  // written, with the run it broke. Line 3 of the first text is `   "diagnostics": {"blok_stats":
+  // true}},`: three spaces, "diagnostics" in columns 4–16, the colon, a space and the brace, so
+  // the key's quote is column 20 (counted by hand). In the second, "train_limit" opens at
+  // column 22 of line 1 (`{"type": "training", ` is 21 bytes).
+  void defaultsErrorsPointAtTheDefaults() {
+    std::string err;
+    const JsonDocument d =
+        JsonDocument::parse("{\"type\": \"training\",\n \"defaults\": {\"precision\": \"fp8\",\n"
+                            "   \"diagnostics\": {\"blok_stats\": true}},\n \"runs\": [{\"id\": \"a\"}]}");
+    QVERIFY(!parseTrainingExperiment(d.root(), &err, &d));
+    QCOMPARE(err, std::string("defaults.diagnostics.blok_stats: unknown key (known: block_stats, map_every, what_if) "
+                              "(line 3, column 20) (in runs[0])"));
+    const JsonDocument t = JsonDocument::parse(
+        "{\"type\": \"training\", \"train_limit\": -5, \"runs\": [{\"id\": \"a\"}, {\"id\": \"b\"}]}");
+    QVERIFY(!parseTrainingExperiment(t.root(), &err, &t));
+    QCOMPARE(err, std::string("train_limit: expected an integer in [0, 60000] (line 1, column 22) (in runs[0])"));
+    // The run's own value wins and is reported at the run.
+    const JsonDocument o = JsonDocument::parse(
+        "{\"type\": \"training\", \"defaults\": {\"epochs\": 2}, \"runs\": [{\"id\": \"a\", \"epochs\": 0}]}");
+    QVERIFY(!parseTrainingExperiment(o.root(), &err, &o));
+    QVERIFY2(QString::fromStdString(err).startsWith(QStringLiteral("runs[0].epochs: ")), err.c_str());
+    QVERIFY2(err.find("(in runs[0])") == std::string::npos, err.c_str());
+  }
+
   // One spelling table: flags, configs, training configs and the panel's "split-fp32" alike.
   void vocabularyAcceptsEveryOldSpelling() {
     for (const char* s : {"split", "split_fp32", "split-fp32", "SPLIT_FP32", "splitfp32"})
