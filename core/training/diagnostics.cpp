@@ -42,6 +42,17 @@ bool parsePositiveInt(std::string_view s, int* out) {
 
 } // namespace
 
+namespace {
+
+/// The canonical spelling of a parsed id: "delayed_L16" for "delayed_L016", the format by its
+/// name ("@E4M3FN" for "@e4m3fn"), so that two spellings of one recipe are one recipe.
+std::string canonicalId(const std::string& name, const Format* f) {
+  if (!f) return name;
+  return name + "@" + (f == &Format::E4M3() ? std::string("float8_e4m3") : f->name());
+}
+
+} // namespace
+
 std::optional<WhatIfRecipe> parseWhatIfRecipe(const std::string& id, std::string* why) {
   auto fail = [&](const std::string& w) -> std::optional<WhatIfRecipe> {
     if (why)
@@ -55,8 +66,16 @@ std::optional<WhatIfRecipe> parseWhatIfRecipe(const std::string& id, std::string
   std::string name = id;
   if (const size_t at = id.find('@'); at != std::string::npos) {
     name = id.substr(0, at);
-    const Format* f = Format::byName(id.substr(at + 1));
-    if (!f) return fail("unknown format '" + id.substr(at + 1) + "'");
+    const std::string fname = id.substr(at + 1);
+    const Format* f = Format::byName(fname);
+    if (!f) return fail("unknown format '" + fname + "'");
+    // "E4M3" is the OCP E4M3FN in Transformer Engine's fp8_format and in the recipes' own
+    // labels, but the IEEE-style format by name here: refused, so a what-if meant to reproduce a
+    // recipe does not silently take the other one.
+    if (f == &Format::E4M3() && fname != "float8_e4m3")
+      return fail("'@" + fname +
+                  "' is ambiguous: write @E4M3FN for OCP E4M3 (max 448, what Transformer Engine's "
+                  "fp8_format \"E4M3\" means) or @float8_e4m3 for the IEEE-style E4M3 (max 240, with ±Inf)");
     if (f->bits() != 8) return fail(f->name() + " is not an 8-bit format");
     r.format = f;
   }
@@ -75,6 +94,7 @@ std::optional<WhatIfRecipe> parseWhatIfRecipe(const std::string& id, std::string
     r.delayed.algo = most_recent ? AmaxAlgo::MostRecent : AmaxAlgo::Max;
     r.semantics = "Transformer Engine DelayedScaling (fused amax/scale update, margin 0), from the operand's own "
                   "amax of every step";
+    r.id = canonicalId("delayed_L" + std::to_string(len) + (most_recent ? "_most_recent" : ""), r.format);
     return r;
   }
   for (const ScalingPresetInfo& p : scalingPresets())
@@ -83,6 +103,7 @@ std::optional<WhatIfRecipe> parseWhatIfRecipe(const std::string& id, std::string
       r.kind = WhatIfRecipe::Kind::Scaling;
       r.scaling = *scalingPreset(name);
       r.semantics = p.source;
+      r.id = canonicalId(name, r.format);
       return r;
     }
   if (const auto n = nvfp4Preset(name)) {

@@ -293,6 +293,22 @@ private Q_SLOTS:
     QVERIFY(!parseWhatIfRecipe("delayed_L0", &why));
     QVERIFY(!parseWhatIfRecipe("nvfp4_te@E4M3FN", &why));
     QVERIFY(!parseWhatIfRecipe("mx_rceil@BF16", &why));
+    // "E4M3" names OCP E4M3FN in TE's fp8_format but the IEEE-style format by name: refused.
+    QVERIFY(!parseWhatIfRecipe("mx_rceil@E4M3", &why));
+    QVERIFY2(why.find("'@E4M3' is ambiguous: write @E4M3FN") != std::string::npos, why.c_str());
+    QVERIFY(!parseWhatIfRecipe("mx_rceil@e4m3", &why));
+    const auto ieee = parseWhatIfRecipe("mx_rceil@float8_e4m3", &why);
+    QVERIFY(ieee);
+    QCOMPARE(ieee->format, &Format::E4M3());
+    QCOMPARE(parseWhatIfRecipe("mx_rceil@E4M3FN", &why)->format, &Format::E4M3FN());
+    // One recipe, one id: the canonical spelling, so that two spellings are caught as one listed twice.
+    QCOMPARE(parseWhatIfRecipe("delayed_L016", &why)->id, std::string("delayed_L16"));
+    QCOMPARE(parseWhatIfRecipe("mx_rceil@e4m3fn", &why)->id, std::string("mx_rceil@E4M3FN"));
+    QCOMPARE(ieee->id, std::string("mx_rceil@float8_e4m3"));
+    const JsonDocument dup = JsonDocument::parse(
+        R"({"type": "training", "diagnostics": {"what_if": {"recipes": ["delayed_L16", "delayed_L016"]}}})");
+    QVERIFY(!parseTrainingExperiment(dup.root(), &err, &dup));
+    QVERIFY2(err.find("recipes[1]: 'delayed_L16' is listed twice") != std::string::npos, err.c_str());
   }
 };
 
