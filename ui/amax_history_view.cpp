@@ -168,22 +168,32 @@ AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
 void AmaxHistoryView::setSession(SessionDocument* session) {
   View::setSession(session);
   if (!session) return;
-  connect(session, &SessionDocument::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &SessionDocument::reset_, this, [this] {
+    just_reset_ = true;
+    whenShown(0, [this] { rebuildRuns(); });
+  });
   connect(session, &SessionDocument::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   connect(session, &SessionDocument::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &SessionDocument::currentRunChanged, this,
-          [this](int index) { whenShown(1, [this, index] { followRun(index); }); });
+  connect(session, &SessionDocument::currentRunChanged, this, [this](int index) {
+    // The first current run after a load or reset is the session's choice (run 0), not the user's.
+    const bool after_reset = just_reset_;
+    just_reset_ = false;
+    whenShown(1, [this, index, after_reset] { followRun(index, after_reset); });
+  });
   rebuildRuns();
 }
 
-void AmaxHistoryView::followRun(int index) {
+void AmaxHistoryView::followRun(int index, bool after_reset) {
   if (index < 0 || !session_ || index >= session_->runCount()) return;
-  // Follow the session's current run when it has amax windows to show (a load makes run 0
-  // current, which may be an FP32 baseline without any).
-  bool windows = false;
-  for (const QString& d : RunAccess::forRecord(session_->run(index), session_->fileName())->datasets())
-    windows = windows || d.endsWith(QStringLiteral("/amax_history"));
-  if (!windows) return;
+  // Follow the session's current run. A load makes run 0 current, which may be an FP32 baseline
+  // without windows: then the run with windows that rebuildRuns chose stays; a run the user
+  // selects afterwards is followed whatever it recorded (its window is then the what-if).
+  if (after_reset) {
+    bool windows = false;
+    for (const QString& d : RunAccess::forRecord(session_->run(index), session_->fileName())->datasets())
+      windows = windows || d.endsWith(QStringLiteral("/amax_history"));
+    if (!windows) return;
+  }
   const int i = run_box_->findData(session_->run(index).id);
   if (i >= 0) run_box_->setCurrentIndex(i);
 }
@@ -307,6 +317,7 @@ void AmaxHistoryView::loadTensor(bool pool_if_big) {
   format_ = &Format::E4M3FN();
   // An FP32 baseline records amaxes only: it used no scale and kept no window.
   scaled_ = !run_ || run_->attr(QStringLiteral("precision")) != QStringLiteral("fp32");
+  windowed_ = !run_;
   if (!run_) {
     amax_ = demoAmaxSequence(600);
     c.preset = DelayedPreset::Flax;
@@ -330,7 +341,9 @@ void AmaxHistoryView::loadTensor(bool pool_if_big) {
     // 10-epoch run's); the windows are L values a step (1407 × 1024 for the default experiment,
     // 6–49 ms to read; 4690 × 1024 for 10 epochs, 53–99 ms).
     const QString hist = g + QStringLiteral("/amax_history");
+    const QString scaling = run_->groupAttr(g, QStringLiteral("scaling")).toLower();
     int64_t window_len = 0;
+    windowed_ = run_->has(hist);
     if (run_->has(hist)) {
       const auto [hr, hc] = run_->dims(hist);
       window_len = hc;
@@ -338,17 +351,25 @@ void AmaxHistoryView::loadTensor(bool pool_if_big) {
         readWindowsInBackground(hist);
       else if (!run_->readAll(hist, &rec_hist_, &err))
         missing << err;
-    } else if (scaled_)
-      missing << tr("%1/amax_history (recorded only under delayed scaling)").arg(g);
+    } else if (scaled_ && scaling.contains(QStringLiteral("delayed"))) {
+      missing << tr("%1/amax_history (recorded under delayed scaling)").arg(g);
+    }
     const QString fmt = run_->groupAttr(g, QStringLiteral("format"));
     if (const Format* f = Format::byName(fmt.toStdString()); f && f->bits() <= 8) format_ = f;
-    const QString scaling = run_->groupAttr(g, QStringLiteral("scaling")).toLower();
     c.preset = scaling.contains(QStringLiteral("te")) && !scaling.contains(QStringLiteral("flax"))
                    ? DelayedPreset::TE
                    : DelayedPreset::Flax;
     const int L = run_->groupAttr(g, QStringLiteral("history_len")).toInt();
     c.history_len = L > 0 ? L : (window_len > 0 ? int(window_len) : 16);
-    if (scaled_)
+    if (scaled_ && !windowed_ && !scaling.contains(QStringLiteral("delayed")))
+      note_ = tr("%1, %2 scaling recorded: it keeps no amax history, so the window bars and the dashed curve are "
+                 "the what-if (delayed scaling replayed on these amaxes)%3")
+                  .arg(QString::fromStdString(format_->name()), scaling.isEmpty() ? tr("unknown") : scaling,
+                       run_->config().contains(QStringLiteral("recipe"))
+                           ? tr("; the recorded dequant scale of a block recipe is the lower median of its block "
+                                "scales")
+                           : QString());
+    else if (scaled_)
       note_ = tr("%1, %2 scaling recorded%3")
                   .arg(QString::fromStdString(format_->name()), scaling.isEmpty() ? tr("unknown") : scaling,
                        L > 0 ? tr(", history %1").arg(L) : QString());
@@ -502,11 +523,12 @@ void AmaxHistoryView::drawAll() {
   top_ = new QCPAxisRect(plot_);
   bottom_ = new QCPAxisRect(plot_);
   const QString who = run_ ? tr("%1 · %2").arg(run_->id(), tensor_) : tr("simulated amax sequence");
-  auto* title = new QCPTextElement(
-      plot_,
-      (scaled_ ? tr("Amax history window — %1 (%2)") : tr("Amax history window — %1 (FP32 run; what-if in %2)"))
-          .arg(who, QString::fromStdString(format_->name())),
-      QFont(font().family(), 10, QFont::Bold));
+  auto* title = new QCPTextElement(plot_,
+                                   (!scaled_     ? tr("Amax history window — %1 (FP32 run; what-if in %2)")
+                                    : !windowed_ ? tr("Amax history window — %1 (no window recorded; what-if in %2)")
+                                                 : tr("Amax history window — %1 (%2)"))
+                                       .arg(who, QString::fromStdString(format_->name())),
+                                   QFont(font().family(), 10, QFont::Bold));
   // Legends in rows of their own, beside no data: the window bars reach the top right corner
   // and the spike markers the bottom one.
   auto* topLegend = new QCPLegend;
@@ -529,7 +551,7 @@ void AmaxHistoryView::drawAll() {
   QCPAxis* tx = top_->axis(QCPAxis::atBottom);
   QCPAxis* ty = top_->axis(QCPAxis::atLeft);
   tx->setLabel(tr("step at which the amax was recorded (window after step t, oldest left)"));
-  ty->setLabel(tr("amax (|x| max, tensor units)"));
+  ty->setLabel(tr("amax (tensor units)"));
   bars_ = new QCPBars(tx, ty);
   bars_->setName(tr("amax in the window"));
   bars_->setPen(Qt::NoPen);
@@ -568,7 +590,7 @@ void AmaxHistoryView::drawAll() {
   QCPAxis* bx = bottom_->axis(QCPAxis::atBottom);
   QCPAxis* by = bottom_->axis(QCPAxis::atLeft);
   bx->setLabel(tr("training step"));
-  by->setLabel(tr("amax, dequant scale (x \u2248 q \u00b7 scale)"));
+  by->setLabel(tr("amax, dequant scale (1)"));
   by->setScaleType(QCPAxis::stLogarithmic);
   by->setTicker(distinctLogTicker());
   by->setNumberFormat(QStringLiteral("eb"));
@@ -694,12 +716,17 @@ void AmaxHistoryView::drawStep() {
   // Six significant digits on the plot (two short lines, clear of the legend); the CSV keeps
   // full precision.
   auto g6 = [](double v) { return QString::number(v, 'g', 6); };
-  if (scaled_)
+  if (scaled_ && windowed_)
     taken_text_->setText(tr("after step %1: %2 of the window = %3\n\u2192 next dequant scale %4 = %5 / %6 \u00b7 2^%7")
                              .arg(step_)
                              .arg(cfg_.algo == AmaxAlgo::Max ? tr("max") : tr("most recent"), g6(taken), g6(next),
                                   g6(taken), numberText(fmax))
                              .arg(cfg_.margin));
+  else if (scaled_)
+    taken_text_->setText(tr("after step %1: %2 of the what-if window = %3 \u2192 what-if dequant scale %4\n(the run "
+                            "kept no window: it scaled from each step's own amaxes)")
+                             .arg(step_)
+                             .arg(cfg_.algo == AmaxAlgo::Max ? tr("max") : tr("most recent"), g6(taken), g6(next)));
   else
     taken_text_->setText(tr("after step %1: %2 of the what-if window = %3\n(this FP32 run used no scale)")
                              .arg(step_)

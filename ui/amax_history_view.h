@@ -92,7 +92,7 @@ public:
 private:
   void rebuildRuns();
   /// Shows the session's current run `index` when this view can show it.
-  void followRun(int index);
+  void followRun(int index, bool after_reset);
   /// `pool_if_big`: read recorded windows of more than kBackgroundReadElements values on the
   /// thread pool (a choice in the view or a session change); else everything at once.
   void runChosen(bool pool_if_big);
@@ -119,6 +119,10 @@ private:
   bool updating_ = false;
   bool user_picked_ = false; ///< the user chose a run: keep it across session changes
   bool scaled_ = true;       ///< false for an FP32 run (amaxes only, no scale)
+  /// Whether the run kept an amax history window (delayed scaling); otherwise (current or block
+  /// scaling, FP32) the window and its scale are the what-if only.
+  bool windowed_ = true;
+  bool just_reset_ = false; ///< the session was just loaded or reset: its next current run is its own choice
   QString note_;
 
   QComboBox* run_box_;

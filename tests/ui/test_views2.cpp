@@ -598,10 +598,17 @@ private Q_SLOTS:
     v.setRunAccess(nullptr);
     QCOMPARE(v.steps(), 600);
     QCOMPARE(v.spikes(), (std::vector<int64_t>{150, 300, 450}));
-    // A run without amax_history (current scaling): still draws, says what is missing.
+    // A run without amax_history (current scaling keeps none): still draws, and says that the
+    // window and its scale are the what-if, not what the run did.
     v.setRunAccess(RunAccess::fromFile(file_, QStringLiteral("t-current"), &err));
     QCOMPARE(v.steps(), 20);
-    QVERIFY(v.infoText().contains(QStringLiteral("amax_history")));
+    QVERIFY2(v.infoText().contains(QStringLiteral("keeps no amax history, so the window bars and the dashed curve "
+                                                  "are the what-if")),
+             qPrintable(v.infoText()));
+    QVERIFY2(!v.infoText().contains(QStringLiteral("missing")), qPrintable(v.infoText()));
+    v.setStep(5);
+    QVERIFY2(v.windowText().contains(QStringLiteral("of the what-if window")), qPrintable(v.windowText()));
+    QVERIFY2(v.windowText().contains(QStringLiteral("the run kept no window")), qPrintable(v.windowText()));
   }
 
   // The recorded windows of a long run (amax_history 1100 × 1000 > 2^20 values) are read on the
