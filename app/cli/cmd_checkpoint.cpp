@@ -99,6 +99,7 @@ int runShow(const QStringList& pos, const QString& scale, bool json) {
   opt.scale_name = scale.toStdString();
   auto q = importFp8Checkpoint(pos[1].toStdString(), pos[2].toStdString(), opt);
   if (!q.ok()) return fail(qs(q.errors()));
+  printWarnings(q);
   const QuantizedTensor& t = q.value;
   constexpr int64_t kShown = 4096;
   const int64_t n = std::min<int64_t>(t.rows * t.cols, kShown);
@@ -147,6 +148,7 @@ int runRequantize(const QStringList& pos, const QCommandLineParser& p, bool json
   opt.scale_name = p.value(QStringLiteral("scale")).toStdString();
   auto q = importFp8Checkpoint(pos[1].toStdString(), pos[2].toStdString(), opt);
   if (!q.ok()) return fail(qs(q.errors()));
+  printWarnings(q);
   const QString sname = p.value(QStringLiteral("scaling"));
   auto preset = scalingPreset(sname.toStdString());
   bool delayed = false;
@@ -247,7 +249,7 @@ int runExport(const QStringList& pos, const QCommandLineParser& p, bool json) {
       for (int64_t j = 0; j < lw.out; ++j)
         wt[static_cast<size_t>(j * lw.in + i)] = lw.kernel[static_cast<size_t>(i * lw.out + j)];
     const QuantizedTensor q = quantizeForCheckpoint(wt, lw.out, lw.in, layout, *fmt);
-    for (auto& t : fp8WeightTensors(name, q)) tensors.push_back(std::move(t));
+    for (auto& t : fp8WeightTensors(name, q, layout)) tensors.push_back(std::move(t));
     tensors.push_back(float32Tensor(name + ".bias", lw.bias, 0, lw.out));
     layers.append(QJsonObject{{QStringLiteral("name"), qs(name)},
                               {QStringLiteral("weight_shape"), shapeJson({lw.out, lw.in})},
