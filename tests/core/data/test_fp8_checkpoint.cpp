@@ -575,7 +575,8 @@ private Q_SLOTS:
     QVERIFY2(all.ok(), all.message().c_str());
     QCOMPARE(attrInt(all.value.attrs, "tensors").value_or(0), int64_t{1});
     QVERIFY(all.value.find("quantized/layers.1.weight_codes"));
-    QCOMPARE(q(all.message()), q(l.message()));
+    QCOMPARE(q(all.message()), q(l.message() + "\nwarning: malformed input at " + index +
+                                 ":layers.2.weight: not imported: scale layers.2.weight_scale: " + s2));
     CheckpointRunOptions named;
     named.tensors = {"layers.0.weight"};
     QCOMPARE(q(checkpointRun(index, "model", named).errors()),
@@ -794,6 +795,50 @@ private Q_SLOTS:
                ":l.weight: 2 codes are NaN (E4M3FN), the first at index 1 (row 0, col 1); read as NaN"));
     QVERIFY(std::isnan(r.value.dequantizedAt(0, 1)));
     QCOMPARE(r.value.dequantizedAt(0, 0), 0.5);
+    // a session run keeps the warning
+    QCOMPARE(q(checkpointRun(nan, "nan", {}).message()), q(r.message()));
+  }
+
+  // An import of every tensor skips those that cannot be imported with one warning each, in
+  // list's words, and stores the others; checkpointRunSqnr reads back the SQNR it stored. The
+  // weight w is checkpointAsASessionRun's (both the stored copy and mx_rceil exact: +Inf).
+  void importSkipsWhatCannotBeImportedWithAWarning() {
+    std::string codes(256, '\x38');
+    codes[5] = '\x40';
+    for (int j = 128; j < 256; ++j) codes[static_cast<size_t>(j)] = '\x30';
+    const std::string p = path("skip.safetensors");
+    writeSafetensors(p,
+                     "{\"v.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[4],\"data_offsets\":[0,4]},"
+                     "\"v.weight_scale\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]},"
+                     "\"w\":{\"dtype\":\"F8_E4M3\",\"shape\":[1,256],\"data_offsets\":[8,264]},"
+                     "\"w_scale_inv\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[264,272]},"
+                     "\"x.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[272,278]}}",
+                     std::string(4, '\x38') + f32Bytes({1.0f}) + codes + f32Bytes({0.5f, 4.0f}) + kCodes23);
+    CheckpointRunOptions o;
+    std::string why;
+    o.what_if.push_back(*parseWhatIfRecipe("mx_rceil", &why));
+    const auto r = checkpointRun(p, "skip", o);
+    QVERIFY2(r.ok(), r.message().c_str());
+    QCOMPARE(q(r.message()), q("warning: malformed input at " + p +
+                               ":v.weight: not imported: shape [4]: an FP8 weight is a non-empty 2-D [rows, cols]\n"
+                               "warning: malformed input at " +
+                               p + ":x.weight: not imported: no scale: neither x.weight_scale_inv nor x.weight_scale"));
+    QCOMPARE(attrInt(r.value.attrs, "tensors").value_or(0), int64_t{1});
+    const auto sqnr = checkpointRunSqnr(r.value);
+    QCOMPARE(sqnr.size(), size_t{1});
+    QCOMPARE(sqnr[0].tensor, std::string("w"));
+    QVERIFY(std::isinf(sqnr[0].stored_db));
+    QCOMPARE(sqnr[0].what_if_db.size(), size_t{1});
+    QCOMPARE(sqnr[0].what_if_db[0].first, std::string("mx_rceil"));
+    QVERIFY(std::isinf(sqnr[0].what_if_db[0].second));
+    // nothing importable: the warnings, then the error
+    const std::string none = path("none.safetensors");
+    writeSafetensors(none, "{\"x.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[0,6]}}", kCodes23);
+    QCOMPARE(q(checkpointRun(none, "none", {}).message()),
+             q("warning: malformed input at " + none +
+               ":x.weight: not imported: no scale: neither x.weight_scale_inv nor x.weight_scale\n"
+               "error: not found at " +
+               none + ": the file holds no FP8 tensor that can be read with its scale"));
   }
 
   void transposeMovesCodesAndScaleGrid() {
