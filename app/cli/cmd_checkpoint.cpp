@@ -19,6 +19,7 @@
 #include <QJsonArray>
 #include <QJsonObject>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -99,6 +100,7 @@ int runShow(const QStringList& pos, const QString& scale, bool json) {
   opt.scale_name = scale.toStdString();
   auto q = importFp8Checkpoint(pos[1].toStdString(), pos[2].toStdString(), opt);
   if (!q.ok()) return fail(qs(q.errors()));
+  printWarnings(q);
   const QuantizedTensor& t = q.value;
   constexpr int64_t kShown = 4096;
   const int64_t n = std::min<int64_t>(t.rows * t.cols, kShown);
@@ -147,6 +149,7 @@ int runRequantize(const QStringList& pos, const QCommandLineParser& p, bool json
   opt.scale_name = p.value(QStringLiteral("scale")).toStdString();
   auto q = importFp8Checkpoint(pos[1].toStdString(), pos[2].toStdString(), opt);
   if (!q.ok()) return fail(qs(q.errors()));
+  printWarnings(q);
   const QString sname = p.value(QStringLiteral("scaling"));
   auto preset = scalingPreset(sname.toStdString());
   bool delayed = false;
@@ -247,7 +250,7 @@ int runExport(const QStringList& pos, const QCommandLineParser& p, bool json) {
       for (int64_t j = 0; j < lw.out; ++j)
         wt[static_cast<size_t>(j * lw.in + i)] = lw.kernel[static_cast<size_t>(i * lw.out + j)];
     const QuantizedTensor q = quantizeForCheckpoint(wt, lw.out, lw.in, layout, *fmt);
-    for (auto& t : fp8WeightTensors(name, q)) tensors.push_back(std::move(t));
+    for (auto& t : fp8WeightTensors(name, q, layout)) tensors.push_back(std::move(t));
     tensors.push_back(float32Tensor(name + ".bias", lw.bias, 0, lw.out));
     layers.append(QJsonObject{{QStringLiteral("name"), qs(name)},
                               {QStringLiteral("weight_shape"), shapeJson({lw.out, lw.in})},
@@ -292,29 +295,69 @@ int runImport(const QStringList& pos, const QCommandLineParser& p, bool json) {
     std::string why;
     const auto r = parseWhatIfRecipe(id.trimmed().toStdString(), &why);
     if (!r) return fail(QStringLiteral("--what-if: %1").arg(qs(why)));
+    for (const WhatIfRecipe& before : o.what_if)
+      if (before.id == r->id) return fail(QStringLiteral("--what-if: '%1' is listed twice").arg(qs(r->id)));
     o.what_if.push_back(*r);
   }
   QString id = p.value(QStringLiteral("id"));
   if (id.isEmpty()) id = qs(defaultCheckpointRunId(pos[1].toStdString()));
   auto run = checkpointRun(pos[1].toStdString(), id.toStdString(), o);
+  printWarnings(run); // tensors not imported, NaN codes; before the error when nothing could be
   if (!run.ok()) return fail(qs(run.errors()));
-  printWarnings(run);
   std::vector<std::string> ids;
   if (!appendRunsToFile(outPath, {run.value}, true, &ids)) return 2;
   const QString stored = ids.empty() ? id : qs(ids.front());
   const qint64 n = attrInt(run.value.attrs, "tensors").value_or(0);
-  if (json)
+  const std::vector<CheckpointSqnr> sqnr = checkpointRunSqnr(run.value);
+  if (json) {
+    QJsonArray rows;
+    for (const CheckpointSqnr& r : sqnr) {
+      QJsonObject w;
+      for (const auto& [rid, db] : r.what_if_db) w[qs(rid)] = jsonNumber(db);
+      rows.append(QJsonObject{{QStringLiteral("tensor"), qs(r.tensor)},
+                              {QStringLiteral("stored_sqnr_db"), jsonNumber(r.stored_db)},
+                              {QStringLiteral("what_if_sqnr_db"), w}});
+    }
     out(toJsonText(QJsonObject{{QStringLiteral("file"), outPath},
                                {QStringLiteral("run"), stored},
                                {QStringLiteral("tensors"), n},
-                               {QStringLiteral("what_if"), qint64(o.what_if.size())}}) +
+                               {QStringLiteral("what_if"), qint64(o.what_if.size())},
+                               {QStringLiteral("sqnr"), rows}}) +
         "\n");
-  else
-    out(QStringLiteral("%1: run %2 (%3 FP8 tensors%4) written to %5\n")
-            .arg(pos[1], stored)
-            .arg(n)
-            .arg(o.what_if.empty() ? QString() : QStringLiteral(", %1 what-if recipes").arg(o.what_if.size()))
-            .arg(outPath));
+    return 0;
+  }
+  const qsizetype nw = static_cast<qsizetype>(o.what_if.size());
+  out(QStringLiteral("%1: run %2 (%3 FP8 %4%5) written to %6\n")
+          .arg(pos[1], stored)
+          .arg(n)
+          .arg(n == 1 ? QStringLiteral("tensor") : QStringLiteral("tensors"))
+          .arg(nw == 0   ? QString()
+               : nw == 1 ? QStringLiteral(", 1 what-if recipe")
+                         : QStringLiteral(", %1 what-if recipes").arg(nw))
+          .arg(outPath));
+  if (o.what_if.empty() || sqnr.empty()) return 0;
+  // One row per tensor: the stored quantization's SQNR and each what-if recipe's, all against the
+  // float32 dequantized weight (block_stats/<tensor>/sqnr_db, what_if/<id>/<tensor>/sqnr_db).
+  QStringList head{QStringLiteral("tensor"), QStringLiteral("stored")};
+  for (const WhatIfRecipe& r : o.what_if) head << qs(r.id);
+  std::vector<QStringList> cells{head};
+  for (const CheckpointSqnr& r : sqnr) {
+    QStringList row{qs(r.tensor), shortestFloat(r.stored_db)};
+    for (const auto& wi : r.what_if_db) row << shortestFloat(wi.second);
+    cells.push_back(row);
+  }
+  std::vector<qsizetype> width(static_cast<size_t>(head.size()), 0);
+  for (const QStringList& row : cells)
+    for (qsizetype c = 0; c < row.size(); ++c)
+      width[static_cast<size_t>(c)] = std::max(width[static_cast<size_t>(c)], row[c].size());
+  out(QStringLiteral("SQNR (dB) vs the weight as stored (decode * scale, float32):\n"));
+  for (const QStringList& row : cells) {
+    QString line;
+    for (qsizetype c = 0; c < row.size(); ++c)
+      line += (c ? QStringLiteral("  ") : QString()) +
+              (c + 1 < row.size() ? row[c].leftJustified(width[static_cast<size_t>(c)]) : row[c]);
+    out(line + QStringLiteral("\n"));
+  }
   return 0;
 }
 
@@ -324,6 +367,8 @@ int runCheckpoint(const QStringList& args) {
       "FP8 checkpoints in safetensors (docs/checkpoints.md). Scales are dequant factors:\n"
       "w = decode(code) * scale, per tensor (X.weight_scale [] or [1]), per output channel\n"
       "(X.weight_scale [rows, 1]) or per 128x128 block (X.weight_scale_inv [ceil(rows/128), ceil(cols/128)]).\n"
+      "FILE.safetensors may also be a Hugging Face shard index (model.safetensors.index.json: {\"weight_map\":\n"
+      "{tensor: shard file}}, shards beside it); each tensor is read from its shard.\n"
       "  checkpoint list FILE.safetensors\n"
       "  checkpoint show FILE.safetensors TENSOR [--scale NAME]\n"
       "  checkpoint requantize FILE.safetensors TENSOR --scaling PRESET [--format F] [--axis cols|rows]\n"

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 namespace fp8lab {
 
@@ -69,10 +70,21 @@ Result<Run> checkpointRun(const std::string& path, const std::string& run_id, co
     return res;
   }
   std::vector<std::string> names = opt.tensors;
+  Status skipped; // one warning per FP8 tensor that is not importable, unless listed has one for it
   if (names.empty()) {
-    for (const Fp8CheckpointEntry& e : listed.value)
-      if (e.problem.empty()) names.push_back(e.name);
+    for (const Fp8CheckpointEntry& e : listed.value) {
+      if (e.problem.empty()) {
+        names.push_back(e.name);
+        continue;
+      }
+      const std::string where = path + ":" + e.name;
+      const bool warned =
+          std::any_of(listed.issues.begin(), listed.issues.end(), [&](const Issue& i) { return i.where == where; });
+      if (!warned) skipped.add(Issue::Code::MalformedInput, where, "not imported: " + e.problem, Severity::Warning);
+    }
     if (names.empty()) {
+      res.issues = listed.issues;
+      res.merge(skipped);
       res.add(Issue::Code::NotFound, path, "the file holds no FP8 tensor that can be read with its scale");
       return res;
     }
@@ -105,6 +117,7 @@ Result<Run> checkpointRun(const std::string& path, const std::string& run_id, co
         return res;
       }
   res.issues = listed.issues; // the warnings: tensors the shard index misplaces
+  res.merge(skipped);
   Run& run = res.value;
   run.id = run_id;
   run.type = "checkpoint";
@@ -113,7 +126,8 @@ Result<Run> checkpointRun(const std::string& path, const std::string& run_id, co
   run.attrs["source"] = path;
   run.attrs["tensors"] = static_cast<int64_t>(names.size());
   run.attrs["block"] = opt.block;
-  run.attrs["description"] = std::string("FP8 checkpoint ") + path + ": " + std::to_string(names.size()) + " tensors";
+  run.attrs["description"] = std::string("FP8 checkpoint ") + path + ": " + std::to_string(names.size()) +
+                             (names.size() == 1 ? " tensor" : " tensors");
   std::string ids;
   for (const WhatIfRecipe& r : opt.what_if) ids += (ids.empty() ? "" : ",") + r.id;
   Json cfg = Json::object();
@@ -131,6 +145,7 @@ Result<Run> checkpointRun(const std::string& path, const std::string& run_id, co
       res.issues = q.issues;
       return res;
     }
+    res.merge(q); // its warnings (NaN codes)
     const QuantizedTensor& t = q.value;
     const std::vector<float> x = t.dequantize();
     run.putQuantized("quantized/" + n, t, "FP8 weight " + n + " as stored in " + path);
@@ -164,6 +179,37 @@ Result<Run> checkpointRun(const std::string& path, const std::string& run_id, co
     run.group_attrs["what_if"] = wa;
   }
   return res;
+}
+
+std::vector<CheckpointSqnr> checkpointRunSqnr(const Run& run) {
+  std::vector<CheckpointSqnr> out;
+  Json cfg;
+  try {
+    cfg = Json::parse(run.config_json);
+  } catch (const std::exception&) {
+    return out;
+  }
+  if (!cfg.is_object() || !cfg.contains("tensors") || !cfg["tensors"].is_array()) return out;
+  std::vector<std::string> ids;
+  if (cfg.contains("what_if") && cfg["what_if"].is_array())
+    for (const Json& id : cfg["what_if"])
+      if (id.is_string()) ids.push_back(id.get<std::string>());
+  const auto first = [&](const std::string& name) {
+    const Dataset* d = run.find(name);
+    return d && !d->f32.empty() ? std::optional<float>(d->f32.front()) : std::nullopt;
+  };
+  for (const Json& t : cfg["tensors"]) {
+    if (!t.is_string()) continue;
+    CheckpointSqnr row;
+    row.tensor = t.get<std::string>();
+    const auto stored = first("block_stats/" + row.tensor + "/sqnr_db");
+    if (!stored) continue;
+    row.stored_db = *stored;
+    for (const std::string& id : ids)
+      if (const auto v = first("what_if/" + id + "/" + row.tensor + "/sqnr_db")) row.what_if_db.emplace_back(id, *v);
+    out.push_back(std::move(row));
+  }
+  return out;
 }
 
 std::string defaultCheckpointRunId(const std::string& path) {

@@ -10,14 +10,16 @@
 //                               float32 dequantized weight x = f32(decode(code) · scale): one step,
 //                               one map (putBlockStatsSeries)
 //   what_if/steps               int64 [1] = {0}
-//   what_if/<recipe>/<tensor>/  the same statistics of x re-quantized under `recipe` (blocks along
-//                               the columns: an nn.Linear weight [out, in] contracts over in)
+//   what_if/<recipe>/<tensor>/  the summaries of x re-quantized under `recipe` (blocks along the
+//                               columns: an nn.Linear weight [out, in] contracts over in): one
+//                               step of the nine per-step series, no per-block maps
 #pragma once
 
 #include "session/session.h"
 #include "training/diagnostics.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fp8lab {
@@ -33,10 +35,25 @@ struct CheckpointRunOptions {
 /// Builds the session run of an FP8 safetensors checkpoint or shard index (layout above). Errors:
 /// the file's (listFp8Checkpoint), a named tensor that is not in the file or cannot be imported
 /// (its problem; for a tensor the shard index misplaces, listFp8Checkpoint's warning as an Error),
-/// a file with no importable FP8 tensor; importFp8Checkpoint's errors for each tensor. On success
-/// the result carries listFp8Checkpoint's warnings (misplaced tensors, which are not imported).
+/// a file with no importable FP8 tensor (after the warnings below); importFp8Checkpoint's errors
+/// for each tensor. On success the result carries listFp8Checkpoint's warnings (misplaced tensors,
+/// which are not imported); without `opt.tensors`, a Warning (MalformedInput) at "<path>:<tensor>"
+/// "not imported: <its problem>" for each FP8 tensor listFp8Checkpoint finds not importable and
+/// has no warning for; and importFp8Checkpoint's warnings (NaN codes).
 /// A what-if format suffix applies as in training; without one the tensor's own format is used.
 Result<Run> checkpointRun(const std::string& path, const std::string& run_id, const CheckpointRunOptions& opt);
+
+/// One tensor's SQNR (dB) against its float32 dequantized weight x, as a checkpoint run stores it.
+struct CheckpointSqnr {
+  std::string tensor;
+  float stored_db = 0; ///< block_stats/<tensor>/sqnr_db: the stored quantization (+Inf when exact)
+  std::vector<std::pair<std::string, float>> what_if_db; ///< (recipe id, what_if/<id>/<tensor>/sqnr_db)
+};
+
+/// The SQNR of each tensor of checkpoint run `run` (checkpointRun's result or one read back) in
+/// the order of its config's "tensors", with the what-if recipes in the config's order. Tensors
+/// without block_stats/<tensor>/sqnr_db are left out; empty for a run without a checkpoint config.
+std::vector<CheckpointSqnr> checkpointRunSqnr(const Run& run);
 
 /// The run id `checkpoint import` gives `path` when none is asked for: its file name without
 /// ".index.json" (a shard index), or else without its last extension, then without a trailing

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 #include <fcntl.h>
@@ -40,6 +42,26 @@ const Format* formatOfDtype(const std::string& dtype) {
   return nullptr;
 }
 
+/// Whether `dtype` is an 8-bit float dtype of safetensors or a dialect ("F8_E4M3FNUZ",
+/// "F8_E8M0", ...), read or not.
+bool isF8Dtype(const std::string& dtype) {
+  return dtype.compare(0, 3, "F8_") == 0;
+}
+
+/// Why a weight of `dtype` is not read: "dtype F8_E4M3FNUZ is not read (F8_E4M3, F8_E5M2 are)" for
+/// another 8-bit float, "dtype U8 is not an FP8 dtype (F8_E4M3 or F8_E5M2)" otherwise.
+std::string dtypeProblem(const std::string& dtype) {
+  return isF8Dtype(dtype) ? "dtype " + dtype + " is not read (F8_E4M3, F8_E5M2 are)"
+                          : "dtype " + dtype + " is not an FP8 dtype (F8_E4M3 or F8_E5M2)";
+}
+
+/// Why a weight of shape `s` is not read; "" when it is a non-empty [rows, cols].
+std::string weightShapeProblem(const std::vector<int64_t>& s);
+
+/// Why `bytes` of data do not hold a tensor of `dtype` and shape `s` (readSafetensorsBytes' words:
+/// "shape [300, 200] F8_E4M3 does not fit data_offsets spanning 10 bytes"); "" when they do.
+std::string spanProblem(const std::string& dtype, const std::vector<int64_t>& s, int64_t bytes);
+
 bool isScaleDtype(const std::string& d) {
   return d == "F32" || d == "BF16" || d == "F16";
 }
@@ -48,9 +70,24 @@ int64_t ceilDiv(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-/// The layout a scale of shape `s` gives a weight [rows, cols]; false when none fits. Checked in
-/// this order, so a grid that fits two layouts (a [1, 1] grid) is read as the simpler one.
-bool layoutOf(const std::vector<int64_t>& s, int64_t rows, int64_t cols, int64_t block, Fp8ScaleLayout* out) {
+/// Whether `scale_name` is named as DeepSeek-V3's block grid, "<X>_scale_inv".
+bool namedAsBlockGrid(const std::string& scale_name) {
+  static const std::string suffix = "_scale_inv";
+  return scale_name.size() > suffix.size() &&
+         scale_name.compare(scale_name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// The layout a scale of shape `s` gives a weight [rows, cols]; false when none fits. A scale named
+/// as a block grid (`block_grid_name`: "<X>_scale_inv") that has the grid's shape is the Block
+/// layout, also when that grid is [1, 1] (a weight within one block). Otherwise the layouts are
+/// checked in this order, so a shape that fits two of them (a [1, 1] `weight_scale`) is read as the
+/// simpler one.
+bool layoutOf(const std::vector<int64_t>& s, int64_t rows, int64_t cols, int64_t block, bool block_grid_name,
+              Fp8ScaleLayout* out) {
+  if (block_grid_name && s.size() == 2 && s[0] == ceilDiv(rows, block) && s[1] == ceilDiv(cols, block)) {
+    *out = Fp8ScaleLayout::Block;
+    return true;
+  }
   const bool one = s.empty() || (s.size() == 1 && s[0] == 1) || (s.size() == 2 && s[0] == 1 && s[1] == 1);
   if (one) {
     *out = Fp8ScaleLayout::PerTensor;
@@ -104,6 +141,54 @@ void putLe32(std::vector<unsigned char>* out, uint32_t v) {
   for (int k = 0; k < 4; ++k) out->push_back(static_cast<unsigned char>((v >> (8 * k)) & 0xFF));
 }
 
+std::string weightShapeProblem(const std::vector<int64_t>& s) {
+  if (s.size() == 2 && s[0] >= 1 && s[1] >= 1) return {};
+  return "shape " + shapeText(s) + ": an FP8 weight is a non-empty 2-D [rows, cols]";
+}
+
+std::string spanProblem(const std::string& dtype, const std::vector<int64_t>& s, int64_t bytes) {
+  const int eb = safetensorsDtypeBytes(dtype);
+  if (eb == 0 || bytes < 0) return {}; // not a size this reader knows; readSafetensorsBytes reports it
+  int64_t n = eb;
+  for (int64_t d : s) {
+    if (d < 0 || (d > 0 && n > INT64_MAX / d)) return "shape " + shapeText(s) + " " + dtype + " overflows";
+    n *= d;
+  }
+  if (n == bytes) return {};
+  return "shape " + shapeText(s) + " " + dtype + " does not fit data_offsets spanning " + std::to_string(bytes) +
+         " bytes";
+}
+
+/// Which scale element index `i` of a `layout` grid with `grid_cols` columns is, for messages:
+/// "block (1, 0)", "row 5", "the tensor's scale".
+std::string scaleElementText(Fp8ScaleLayout layout, size_t i, int64_t grid_cols) {
+  switch (layout) {
+  case Fp8ScaleLayout::PerTensor:
+    return "the tensor's scale";
+  case Fp8ScaleLayout::PerChannel:
+    return "row " + std::to_string(i);
+  case Fp8ScaleLayout::Block:
+    break;
+  }
+  const auto c = static_cast<size_t>(grid_cols);
+  return "block (" + std::to_string(i / c) + ", " + std::to_string(i % c) + ")";
+}
+
+/// Shortest decimal text that reads back as `v` ("-0.5", "0", "-0").
+std::string floatText(float v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+/// nlohmann::json's message without its "[json.exception.parse_error.101] " prefix: "parse error
+/// at line 1, column 38: syntax error while parsing object key - unexpected '}'; …".
+std::string jsonErrorText(const std::string& what) {
+  if (what.compare(0, 16, "[json.exception.") == 0)
+    if (const size_t end = what.find("] "); end != std::string::npos) return what.substr(end + 2);
+  return what;
+}
+
 } // namespace
 
 namespace {
@@ -112,6 +197,7 @@ namespace {
 struct Located {
   TensorEntry entry;
   std::string file;
+  int64_t bytes = -1; ///< end − begin of its data_offsets; −1 = not known
 };
 
 /// A tensor that a shard index maps to a shard whose header lacks it.
@@ -172,6 +258,32 @@ bool looksLikeJson(const std::string& path, std::string* text) {
   return first != std::string::npos && (*text)[first] == '{';
 }
 
+/// The byte count of each tensor's data_offsets [begin, end] in the header of safetensors file
+/// `file` (which listSafetensors has accepted); empty when the header cannot be read again.
+std::map<std::string, int64_t> dataSpans(const std::string& file) {
+  std::map<std::string, int64_t> spans;
+  std::ifstream in(file, std::ios::binary);
+  unsigned char len[8] = {};
+  if (!in.read(reinterpret_cast<char*>(len), sizeof len)) return spans;
+  uint64_t n = 0;
+  for (int k = 0; k < 8; ++k) n |= uint64_t(len[k]) << (8 * k);
+  if (n > kMaxIndexBytes) return spans;
+  std::string header(static_cast<size_t>(n), '\0');
+  if (!in.read(header.data(), static_cast<std::streamsize>(n))) return spans;
+  try {
+    const Json doc = Json::parse(header);
+    for (const auto& [name, e] : doc.items()) {
+      if (name == "__metadata__" || !e.is_object() || !e.contains("data_offsets")) continue;
+      const Json& o = e["data_offsets"];
+      if (o.is_array() && o.size() == 2 && o[0].is_number_integer() && o[1].is_number_integer())
+        spans[name] = o[1].get<int64_t>() - o[0].get<int64_t>();
+    }
+  } catch (const std::exception&) {
+    spans.clear();
+  }
+  return spans;
+}
+
 /// Every tensor of a checkpoint: one safetensors file, or the shards of a Hugging Face index
 /// ({"weight_map": {tensor: shard file}}, shard files relative to the index's directory). A file
 /// is an index when it is named `*.index.json` (`model.safetensors.index.json`) or, whatever its
@@ -193,7 +305,11 @@ Result<Checkpoint> listCheckpoint(const std::string& path) {
     auto list = listSafetensors(path);
     r.merge(list);
     if (!list.ok()) return r;
-    for (auto& e : list.value) r.value.tensors.push_back({std::move(e), path});
+    const auto spans = dataSpans(path);
+    for (auto& e : list.value) {
+      const auto it = spans.find(e.name);
+      r.value.tensors.push_back({std::move(e), path, it == spans.end() ? int64_t{-1} : it->second});
+    }
     return r;
   }
   Json doc;
@@ -201,10 +317,10 @@ Result<Checkpoint> listCheckpoint(const std::string& path) {
     doc = Json::parse(text);
   } catch (const std::exception& e) {
     r.add(C::MalformedInput, path,
-          named_index ? std::string("the shard index is not JSON: ") + e.what()
-                      : std::string("starts like JSON text, not like a safetensors file (an 8-byte header "
-                                    "length), but is not JSON: ") +
-                            e.what());
+          named_index ? "the shard index is not JSON: " + jsonErrorText(e.what())
+                      : "starts like JSON text, not like a safetensors file (an 8-byte header length), but is not "
+                        "JSON: " +
+                            jsonErrorText(e.what()));
     return r;
   }
   if (!doc.is_object() || !doc.contains("weight_map") || !doc["weight_map"].is_object()) {
@@ -231,6 +347,7 @@ Result<Checkpoint> listCheckpoint(const std::string& path) {
     by_shard[f].push_back(name);
   }
   std::map<std::string, std::map<std::string, TensorEntry>> headers; // shard (as named) → its tensors
+  std::map<std::string, std::map<std::string, int64_t>> spans;       // shard (as named) → data bytes
   for (auto& [shard, names] : by_shard) {
     std::sort(names.begin(), names.end());
     const std::string file = (dir / shard).string();
@@ -248,12 +365,15 @@ Result<Checkpoint> listCheckpoint(const std::string& path) {
     r.merge(list);
     auto& here = headers[shard];
     for (auto& e : list.value) here[e.name] = std::move(e);
+    spans[shard] = dataSpans(file);
   }
   for (const auto& [shard, names] : by_shard) {
     const auto& here = headers.at(shard);
     for (const std::string& n : names) {
       if (const auto it = here.find(n); it != here.end()) {
-        r.value.tensors.push_back({it->second, (dir / shard).string()});
+        const auto& sp = spans.at(shard);
+        const auto b = sp.find(n);
+        r.value.tensors.push_back({it->second, (dir / shard).string(), b == sp.end() ? int64_t{-1} : b->second});
         continue;
       }
       Misplaced m{n, shard, {}, {}};
@@ -325,31 +445,42 @@ Result<std::vector<Fp8CheckpointEntry>> listFp8Checkpoint(const std::string& pat
   const std::set<std::string> names = allNames(ck);
   for (const auto& l : ck.tensors) {
     const TensorEntry& e = l.entry;
-    if (!formatOfDtype(e.dtype)) continue;
+    if (!formatOfDtype(e.dtype)) {
+      // Another 8-bit float is listed as not read, unless it is the scale of a weight (MX's E8M0).
+      const bool is_scale = (endsWith(e.name, "_scale") && names.count(e.name.substr(0, e.name.size() - 6))) ||
+                            (endsWith(e.name, "_scale_inv") && names.count(e.name.substr(0, e.name.size() - 10)));
+      if (!isF8Dtype(e.dtype) || is_scale) continue;
+    }
     Fp8CheckpointEntry c;
     c.name = e.name;
     c.dtype = e.dtype;
     c.shape = e.shape;
     c.scale_name = conventionalScale(e.name, names);
-    if (e.shape.size() != 2) {
-      c.problem = "shape " + shapeText(e.shape) + " is not 2-D";
+    const Located* s = c.scale_name.empty() ? nullptr : findLocated(ck.tensors, c.scale_name);
+    if (s) {
+      c.scale_dtype = s->entry.dtype;
+      c.scale_shape = s->entry.shape;
+    }
+    Fp8ScaleLayout layout;
+    if (!formatOfDtype(e.dtype)) {
+      c.problem = dtypeProblem(e.dtype);
+    } else if (const std::string why = weightShapeProblem(e.shape); !why.empty()) {
+      c.problem = why;
+    } else if (const std::string span = spanProblem(e.dtype, e.shape, l.bytes); !span.empty()) {
+      c.problem = span;
     } else if (c.scale_name.empty()) {
       c.problem = "no scale: neither " + e.name + "_scale_inv nor " + e.name + "_scale";
     } else if (const Misplaced* m = findMisplaced(ck, c.scale_name)) {
       c.problem = "scale " + c.scale_name + ": " + misplacedText(*m);
+    } else if (!isScaleDtype(c.scale_dtype)) {
+      c.problem = "scale dtype " + c.scale_dtype + " (expected F32, BF16 or F16)";
+    } else if (const std::string sspan = spanProblem(c.scale_dtype, c.scale_shape, s ? s->bytes : -1); !sspan.empty()) {
+      c.problem = "scale " + c.scale_name + ": " + sspan;
+    } else if (!layoutOf(c.scale_shape, e.shape[0], e.shape[1], block, namedAsBlockGrid(c.scale_name), &layout)) {
+      c.problem = "scale " + shapeText(c.scale_shape) + " fits no layout of " + shapeText(e.shape) + ": " +
+                  allowedShapes(e.shape[0], e.shape[1], block);
     } else {
-      if (const Located* s = findLocated(ck.tensors, c.scale_name)) {
-        c.scale_dtype = s->entry.dtype;
-        c.scale_shape = s->entry.shape;
-      }
-      Fp8ScaleLayout l;
-      if (!isScaleDtype(c.scale_dtype))
-        c.problem = "scale dtype " + c.scale_dtype + " (expected F32, BF16 or F16)";
-      else if (!layoutOf(c.scale_shape, e.shape[0], e.shape[1], block, &l))
-        c.problem = "scale " + shapeText(c.scale_shape) + " fits no layout of " + shapeText(e.shape) + ": " +
-                    allowedShapes(e.shape[0], e.shape[1], block);
-      else
-        c.layout = toString(l, block);
+      c.layout = toString(layout, block);
     }
     r.value.push_back(std::move(c));
   }
@@ -377,9 +508,7 @@ Result<const Format*> fp8CheckpointFormat(const std::string& path, const std::st
   for (const auto& l : list.value.tensors)
     if (const TensorEntry& e = l.entry; e.name == tensor_name) {
       r.value = formatOfDtype(e.dtype);
-      if (!r.value)
-        r.add(C::MalformedInput, path + ":" + tensor_name,
-              "dtype " + e.dtype + " is not an FP8 dtype (F8_E4M3 or F8_E5M2)");
+      if (!r.value) r.add(C::MalformedInput, path + ":" + tensor_name, dtypeProblem(e.dtype));
       return r;
     }
   if (const Misplaced* m = findMisplaced(list.value, tensor_name))
@@ -413,17 +542,18 @@ Result<QuantizedTensor> importFp8Checkpoint(const std::string& path, const std::
     r.add(C::MalformedInput, where, misplacedText(*m));
     return r;
   }
-  auto w = readSafetensorsBytes(findLocated(ck.tensors, tensor_name)->file, tensor_name);
-  r.merge(w);
-  if (!w.ok()) return r;
-  const Format* f = formatOfDtype(w.value.entry.dtype);
+  const Located* located = findLocated(ck.tensors, tensor_name);
+  const Format* f = formatOfDtype(located->entry.dtype);
   if (!f) {
-    r.add(C::MalformedInput, where, "dtype " + w.value.entry.dtype + " is not an FP8 dtype (F8_E4M3 or F8_E5M2)");
+    r.add(C::MalformedInput, where, dtypeProblem(located->entry.dtype));
     return r;
   }
+  auto w = readSafetensorsBytes(located->file, tensor_name);
+  r.merge(w);
+  if (!w.ok()) return r;
   const auto& shape = w.value.entry.shape;
-  if (shape.size() != 2 || shape[0] < 1 || shape[1] < 1) {
-    r.add(C::WrongShape, where, "shape " + shapeText(shape) + ": an FP8 weight is a non-empty 2-D [rows, cols]");
+  if (const std::string why = weightShapeProblem(shape); !why.empty()) {
+    r.add(C::WrongShape, where, why);
     return r;
   }
   const int64_t rows = shape[0], cols = shape[1];
@@ -453,18 +583,42 @@ Result<QuantizedTensor> importFp8Checkpoint(const std::string& path, const std::
     return r;
   }
   Fp8ScaleLayout layout;
-  if (!layoutOf(s.value.entry.shape, rows, cols, opt.block, &layout)) {
+  if (!layoutOf(s.value.entry.shape, rows, cols, opt.block, namedAsBlockGrid(scale_name), &layout)) {
     r.add(C::WrongShape, swhere,
           "scale shape " + shapeText(s.value.entry.shape) + " does not match weight '" + tensor_name + "' " +
               shapeText(shape) + ": the scale must be " + allowedShapes(rows, cols, opt.block));
     return r;
   }
   std::vector<float> scales = widenScales(s.value);
-  for (size_t i = 0; i < scales.size(); ++i)
+  const int64_t grid_cols = layout == Fp8ScaleLayout::Block ? ceilDiv(cols, opt.block) : 1;
+  for (size_t i = 0; i < scales.size(); ++i) {
+    const std::string at = "scale index " + std::to_string(i) + " (" + scaleElementText(layout, i, grid_cols) + ")";
     if (!std::isfinite(scales[i])) {
-      r.add(C::MalformedInput, swhere, "scale " + std::to_string(i) + " is not finite");
+      r.add(C::MalformedInput, swhere, at + " is not finite");
       return r;
     }
+    // x = decode(code) · scale with scale = amax / max (DeepSeek-V3, torchao) or 1 / s (TE) is
+    // positive by construction; a scale ≤ 0 flips or erases the weight.
+    if (!(scales[i] > 0)) {
+      r.add(C::MalformedInput, swhere,
+            at + " is " + floatText(scales[i]) +
+                ": a dequant scale is > 0 (amax / max, as every FP8 recipe stores it)");
+      return r;
+    }
+  }
+  // NaN codes are values of the format (E4M3FN: 0x7F, 0xFF; E5M2: exponent 11111 with a non-zero
+  // mantissa), read as they are; the first is named so that it can be found.
+  bool is_nan[256];
+  for (uint32_t c = 0; c < 256; ++c) is_nan[c] = std::isnan(f->decode(c));
+  int64_t nan_codes = 0, first_nan = -1;
+  for (size_t i = 0; i < w.value.bytes.size(); ++i)
+    if (is_nan[w.value.bytes[i]] && nan_codes++ == 0) first_nan = static_cast<int64_t>(i);
+  if (nan_codes > 0)
+    r.add(C::MalformedInput, where,
+          std::to_string(nan_codes) + (nan_codes == 1 ? " code is NaN" : " codes are NaN") + " (" + f->name() +
+              "), the first at index " + std::to_string(first_nan) + " (row " + std::to_string(first_nan / cols) +
+              ", col " + std::to_string(first_nan % cols) + "); read as NaN",
+          Severity::Warning);
   QuantizedTensor& q = r.value;
   q.rows = rows;
   q.cols = cols;
@@ -588,15 +742,19 @@ SafetensorsTensor float32Tensor(const std::string& name, const std::vector<float
   return t;
 }
 
-std::vector<SafetensorsTensor> fp8WeightTensors(const std::string& prefix, const QuantizedTensor& q) {
+std::vector<SafetensorsTensor> fp8WeightTensors(const std::string& prefix, const QuantizedTensor& q,
+                                                Fp8ScaleLayout layout) {
   const bool e4 = q.format == &Format::E4M3FN() || (q.format && q.format->name() == "E4M3FN");
   const bool e5 = q.format == &Format::E5M2() || (q.format && q.format->name() == "E5M2");
   if (!e4 && !e5) throw std::invalid_argument("fp8WeightTensors: the format must be E4M3FN or E5M2");
-  const bool per_tensor = q.block.rows >= q.rows && q.block.cols >= q.cols;
-  const bool per_channel = !per_tensor && q.block.rows == 1 && q.block.cols >= q.cols;
-  if (!per_tensor && !per_channel && q.block.rows != q.block.cols)
-    throw std::invalid_argument(
-        "fp8WeightTensors: the scale block must be the whole tensor, one row (per channel) or square");
+  const bool per_tensor = layout == Fp8ScaleLayout::PerTensor;
+  const bool per_channel = layout == Fp8ScaleLayout::PerChannel;
+  if (per_tensor && (q.block.rows < q.rows || q.block.cols < q.cols))
+    throw std::invalid_argument("fp8WeightTensors: per_tensor needs one scale block covering the tensor");
+  if (per_channel && (q.block.rows != 1 || q.block.cols < q.cols))
+    throw std::invalid_argument("fp8WeightTensors: per_channel needs one scale per row");
+  if (layout == Fp8ScaleLayout::Block && q.block.rows != q.block.cols)
+    throw std::invalid_argument("fp8WeightTensors: the block layout needs square scale blocks");
   std::vector<SafetensorsTensor> out(2);
   out[0].name = prefix + ".weight";
   out[0].dtype = e4 ? "F8_E4M3" : "F8_E5M2";

@@ -16,7 +16,7 @@
 //     right edges (DeepSeek-V3 inference/kernel.py weight_dequant: y = x · s[i/128][j/128];
 //     fp8_cast_bf16.py finds it as f"{weight_name}_scale_inv"; vLLM fp8.py registers
 //     BlockQuantScaleParameter under that name "intentional for deepseekv3"). Despite "_inv" it
-//     multiplies the codes.
+//     multiplies the codes. A weight that fits in one block has a [1, 1] grid.
 // Scale dtypes F32, BF16 and F16 are read (the latter two widened exactly to float32).
 #pragma once
 
@@ -32,9 +32,10 @@ namespace fp8lab {
 
 /// How a checkpoint weight's scales cover it.
 enum class Fp8ScaleLayout {
-  PerTensor,  ///< one scale: [] or [1] (also a [1, 1] grid)
+  PerTensor,  ///< one scale: [] or [1] (also a [1, 1] `weight_scale`)
   PerChannel, ///< one scale per row (output channel): [rows, 1] or [rows]
-  Block,      ///< one scale per block×block tile: [ceil(rows/block), ceil(cols/block)]
+  Block,      ///< one scale per block×block tile: [ceil(rows/block), ceil(cols/block)]; a
+              ///< `weight_scale_inv` [1, 1] is the grid of a weight that fits in one block
 };
 /// "per_tensor", "per_channel", "block128x128" (the block edge in the name).
 std::string toString(Fp8ScaleLayout l, int64_t block = 128);
@@ -60,15 +61,20 @@ struct Fp8CheckpointEntry {
 };
 
 /// The FP8 tensors (F8_E4M3, F8_E5M2) of a checkpoint with the scale each would be read with, in
-/// name order. `path` is a safetensors file or a Hugging Face shard index ({"weight_map": {tensor:
-/// shard file}}, shards beside it), taken as an index when it is named `*.index.json` or, whatever
-/// its name, when it is JSON text (its first non-space byte '{', no NUL in its first 8 bytes) with a
-/// top-level "weight_map" object.
+/// name order, and the tensors of another 8-bit float dtype (F8_E4M3FNUZ, ...) that are not a
+/// weight's scale, listed with the dtype as their problem. `path` is a safetensors file or a
+/// Hugging Face shard index ({"weight_map": {tensor: shard file}}, shards beside it), taken as an
+/// index when it is named `*.index.json` or, whatever its name, when it is JSON text (its first
+/// non-space byte '{', no NUL in its first 8 bytes) with a top-level "weight_map" object.
 /// Errors: the header errors of listSafetensors (for a shard, its `where` is "SHARD (named by
 /// INDEX for N tensors, first 'T')"); an index that is not JSON or has no "weight_map" object (for
 /// a JSON file of another name: "a JSON file, not a safetensors file; …"); a shard path outside the
-/// index's directory. Per-tensor problems (no scale, a scale whose shape fits no layout, a scale
-/// dtype other than F32 / BF16 / F16) go into `problem`.
+/// index's directory. Per-tensor problems go into `problem`, in importFp8Checkpoint's words where it
+/// refuses the same thing: a dtype that is not read ("dtype F8_E4M3FNUZ is not read (F8_E4M3,
+/// F8_E5M2 are)"), a shape that is not a non-empty 2-D, data_offsets whose span does not fit the
+/// shape and dtype (of the weight, or "scale NAME: …" of its scale), no scale, a scale dtype other
+/// than F32 / BF16 / F16, a scale whose shape fits no layout. Only headers are read: the scale
+/// values (importFp8Checkpoint checks them) are not.
 /// A tensor the index puts in a shard that lacks it ("misplaced") is no error: each gives a
 /// Warning (MalformedInput) at "<path>:<tensor>" saying which shard the index names and which
 /// shard of the index, if any, holds the name; the other tensors are listed as usual. A misplaced
@@ -85,11 +91,16 @@ Result<std::vector<Fp8CheckpointEntry>> listFp8Checkpoint(const std::string& pat
 /// `path` is a safetensors file or a shard index, as for listFp8Checkpoint.
 /// Errors (nothing is read past the first): listFp8Checkpoint's file errors; NotFound (tensor, or
 /// no scale by either conventional name: the message names both), MalformedInput (the weight's
-/// dtype is not F8_E4M3 / F8_E5M2, the scale's dtype not F32 / BF16 / F16, a non-finite scale;
+/// dtype is not F8_E4M3 / F8_E5M2, data_offsets that do not fit the shape, the scale's dtype not
+/// F32 / BF16 / F16; a scale that is not finite or is ≤ 0, named by index and block: "scale index
+/// 4 (block (2, 0)) is 0: a dequant scale is > 0 (…)" — no FP8 recipe stores one;
 /// the weight or its scale misplaced by the index: the message names the tensor, the shard the
 /// index names and the shard that holds it, which is not read instead), WrongShape (weight not
 /// 2-D; a scale whose shape fits no layout — the message names both shapes and the shapes the rule
 /// allows).
+/// Warning (MalformedInput) at "<path>:<tensor>": codes that decode to NaN (E4M3FN 0x7F / 0xFF,
+/// E5M2 0x7D-0x7F / 0xFD-0xFF), with their count and the first index; they are legal codes and
+/// are read as NaN.
 Result<QuantizedTensor> importFp8Checkpoint(const std::string& path, const std::string& tensor_name,
                                             const Fp8ImportOptions& opt = {});
 
@@ -123,13 +134,16 @@ struct SafetensorsTensor {
 Status writeSafetensors(const std::string& path, std::vector<SafetensorsTensor> tensors,
                         const std::map<std::string, std::string>& metadata = {});
 
-/// The tensors that store `q` as FP8 weight `<prefix>.weight` [rows, cols] with its scale:
-/// "<prefix>.weight_scale" F32 [1] when `q` has one scale (per tensor), "<prefix>.weight_scale"
-/// F32 [rows, 1] for one scale per row (per channel, compressed-tensors), else
-/// "<prefix>.weight_scale_inv" F32 [blockRows, blockCols] (block layout, DeepSeek-V3 naming) — both
-/// dequant factors, q.dequant_scales as stored. Throws std::invalid_argument for a format other than
-/// E4M3FN / E5M2 or a block that is neither the whole tensor, a row nor square.
-std::vector<SafetensorsTensor> fp8WeightTensors(const std::string& prefix, const QuantizedTensor& q);
+/// The tensors that store `q` as FP8 weight `<prefix>.weight` [rows, cols] with its scale in
+/// `layout`: PerTensor "<prefix>.weight_scale" F32 [1]; PerChannel "<prefix>.weight_scale" F32
+/// [rows, 1] (compressed-tensors); Block "<prefix>.weight_scale_inv" F32 [blockRows, blockCols]
+/// (DeepSeek-V3 naming), also for a weight within one block ([1, 1]), since the block readers look
+/// up `<X>.weight_scale_inv` on every layer — all dequant factors, q.dequant_scales as stored.
+/// Throws std::invalid_argument for a format other than E4M3FN / E5M2 or a `q` whose scale blocks
+/// do not fit `layout` (PerTensor: one block covering the tensor; PerChannel: [1, ≥ cols]; Block:
+/// square).
+std::vector<SafetensorsTensor> fp8WeightTensors(const std::string& prefix, const QuantizedTensor& q,
+                                                Fp8ScaleLayout layout);
 
 /// A float32 tensor [rows, cols] (rows 0: a vector [cols]) as an F32 SafetensorsTensor.
 SafetensorsTensor float32Tensor(const std::string& name, const std::vector<float>& v, int64_t rows, int64_t cols);

@@ -260,7 +260,7 @@ private Q_SLOTS:
         w[static_cast<size_t>(i * cols + j)] = float((i * 7 + j * 3) % 17 - 8) * 0.01f * float(1 + i / 64);
     const Format& fmt = e5m2 ? Format::E5M2() : Format::E4M3FN();
     const QuantizedTensor qt = quantizeForCheckpoint(w, rows, cols, Fp8ScaleLayout(layout), fmt);
-    auto tensors = fp8WeightTensors("fc1", qt);
+    auto tensors = fp8WeightTensors("fc1", qt, Fp8ScaleLayout(layout));
     tensors.push_back(float32Tensor("fc1.bias", std::vector<float>(rows, 0.5f), 0, rows));
     const std::string p = path("rt.safetensors");
     const Status st = fp8lab::writeSafetensors(p, tensors, {{"producer", "test"}});
@@ -446,7 +446,7 @@ private Q_SLOTS:
     std::vector<float> w(static_cast<size_t>(rows * cols));
     for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 23) - 11) * 0.03f;
     const QuantizedTensor qt = quantizeForCheckpoint(w, rows, cols, Fp8ScaleLayout::Block);
-    auto t = fp8WeightTensors("fc1", qt); // fc1.weight, fc1.weight_scale_inv
+    auto t = fp8WeightTensors("fc1", qt, Fp8ScaleLayout::Block); // fc1.weight, fc1.weight_scale_inv
     QCOMPARE(t.size(), size_t{2});
     QDir().mkpath(QString::fromStdString(path("sh")));
     QVERIFY(fp8lab::writeSafetensors(path("sh/model-00001-of-00002.safetensors"), {t[0]}).ok());
@@ -575,7 +575,8 @@ private Q_SLOTS:
     QVERIFY2(all.ok(), all.message().c_str());
     QCOMPARE(attrInt(all.value.attrs, "tensors").value_or(0), int64_t{1});
     QVERIFY(all.value.find("quantized/layers.1.weight_codes"));
-    QCOMPARE(q(all.message()), q(l.message()));
+    QCOMPARE(q(all.message()), q(l.message() + "\nwarning: malformed input at " + index +
+                                 ":layers.2.weight: not imported: scale layers.2.weight_scale: " + s2));
     CheckpointRunOptions named;
     named.tensors = {"layers.0.weight"};
     QCOMPARE(q(checkpointRun(index, "model", named).errors()),
@@ -621,6 +622,8 @@ private Q_SLOTS:
                                ": starts like JSON text, not like a safetensors file (an 8-byte header length), "
                                "but is not JSON: ";
     QVERIFY2(m.compare(0, prefix.size(), prefix) == 0, m.c_str());
+    // nlohmann's "[json.exception.parse_error.101] " is cut; the position stays
+    QCOMPARE(q(m.substr(prefix.size(), 30)), q("parse error at line 1, column "));
 
     std::string header = R"({"w":{"dtype":"F8_E4M3","shape":[2,3],"data_offsets":[0,6]},)"
                          R"("w_scale":{"dtype":"F32","shape":[1],"data_offsets":[6,10]}})";
@@ -665,6 +668,177 @@ private Q_SLOTS:
     QFETCH(QString, file);
     QFETCH(QString, id);
     QCOMPARE(q(defaultCheckpointRunId(file.toStdString())), id);
+  }
+
+  // A block128 export of a weight within one 128×128 block ([10, 128], like an MLP's last layer)
+  // stores DeepSeek-V3's `weight_scale_inv` as a [1, 1] grid, which reads back as that block; the
+  // per-tensor export of the same weight keeps `weight_scale` [1]. w = 1.0 everywhere but
+  // w[0, 0] = 448: amax 448, sf = 448 / 448 = 1, codes 0x7E (448) and 0x38 (1.0).
+  void blockExportOfASmallWeightKeepsTheGrid() {
+    std::vector<float> w(10 * 128, 1.0f);
+    w[0] = 448.0f;
+    const QuantizedTensor qb = quantizeForCheckpoint(w, 10, 128, Fp8ScaleLayout::Block);
+    QCOMPARE(qb.dequant_scales, std::vector<float>({1.0f}));
+    const auto tb = fp8WeightTensors("fc3", qb, Fp8ScaleLayout::Block);
+    QCOMPARE(tb.size(), size_t{2});
+    QCOMPARE(tb[1].name, std::string("fc3.weight_scale_inv"));
+    QCOMPARE(tb[1].shape, (std::vector<int64_t>{1, 1}));
+    const std::string p = path("small.safetensors");
+    QVERIFY(fp8lab::writeSafetensors(p, tb).ok());
+    const auto l = listFp8Checkpoint(p);
+    QVERIFY2(l.ok(), l.message().c_str());
+    QCOMPARE(l.value.size(), size_t{1});
+    QCOMPARE(l.value[0].scale_name, std::string("fc3.weight_scale_inv"));
+    QCOMPARE(l.value[0].scale_shape, (std::vector<int64_t>{1, 1}));
+    QCOMPARE(l.value[0].layout, std::string("block128x128"));
+    const auto r = importFp8Checkpoint(p, "fc3.weight");
+    QVERIFY2(r.ok(), r.message().c_str());
+    QCOMPARE(r.value.block, (ScaleBlock{128, 128}));
+    QCOMPARE(r.value.codes[0], uint8_t{0x7E});
+    QCOMPARE(r.value.codes[1], uint8_t{0x38});
+    QCOMPARE(r.value.dequantizedAt(9, 127), 1.0);
+
+    const QuantizedTensor qt = quantizeForCheckpoint(w, 10, 128, Fp8ScaleLayout::PerTensor);
+    const auto tt = fp8WeightTensors("fc3", qt, Fp8ScaleLayout::PerTensor);
+    QCOMPARE(tt[1].name, std::string("fc3.weight_scale"));
+    QCOMPARE(tt[1].shape, (std::vector<int64_t>{1}));
+    // the layout must fit the scale blocks: per-tensor blocks are not one scale per row
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, fp8WeightTensors("fc3", qt, Fp8ScaleLayout::PerChannel));
+
+    // a [1, 1] `weight_scale` (not the block grid's name) stays per tensor
+    const std::string p2 = path("one.safetensors");
+    writeSafetensors(p2,
+                     "{\"l.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[0,6]},"
+                     "\"l.weight_scale\":{\"dtype\":\"F32\",\"shape\":[1,1],\"data_offsets\":[6,10]}}",
+                     kCodes23 + f32Bytes({0.5f}));
+    QCOMPARE(listFp8Checkpoint(p2).value.at(0).layout, std::string("per_tensor"));
+    QCOMPARE(importFp8Checkpoint(p2, "l.weight").value.block, (ScaleBlock{2, 3}));
+  }
+
+  // `list` marks as not importable what `import` refuses from the header: data_offsets that do not
+  // span the shape (weight a: 5 bytes for [2, 3] F8_E4M3 = 6; c's F32 [1] scale: 8 bytes for 4), and
+  // an 8-bit float dtype that is not read (b: F8_E4M3FNUZ); an F8_E8M0 scale (d's) is not listed as
+  // a tensor of its own but as its weight's scale dtype.
+  void listMarksWhatImportRefuses() {
+    const std::string p = path("refused.safetensors");
+    writeSafetensors(p,
+                     "{\"a.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[0,5]},"
+                     "\"b.weight\":{\"dtype\":\"F8_E4M3FNUZ\",\"shape\":[2,3],\"data_offsets\":[5,11]},"
+                     "\"b.weight_scale\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[11,15]},"
+                     "\"c.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[15,21]},"
+                     "\"c.weight_scale\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[21,29]},"
+                     "\"d.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[29,35]},"
+                     "\"d.weight_scale\":{\"dtype\":\"F8_E8M0\",\"shape\":[1],\"data_offsets\":[35,36]}}",
+                     std::string(36, '\x38'));
+    const auto l = listFp8Checkpoint(p);
+    QVERIFY2(l.ok(), l.message().c_str());
+    QCOMPARE(l.value.size(), size_t{4});
+    QCOMPARE(q(l.value[0].problem), q("shape [2, 3] F8_E4M3 does not fit data_offsets spanning 5 bytes"));
+    QCOMPARE(l.value[1].dtype, std::string("F8_E4M3FNUZ"));
+    QCOMPARE(q(l.value[1].problem), q("dtype F8_E4M3FNUZ is not read (F8_E4M3, F8_E5M2 are)"));
+    QCOMPARE(q(l.value[2].problem),
+             q("scale c.weight_scale: shape [1] F32 does not fit data_offsets spanning 8 bytes"));
+    QCOMPARE(l.value[3].name, std::string("d.weight"));
+    QCOMPARE(q(l.value[3].problem), q("scale dtype F8_E8M0 (expected F32, BF16 or F16)"));
+    QCOMPARE(
+        q(importFp8Checkpoint(p, "a.weight").errors()),
+        q("malformed input at " + p + ":a.weight: shape [2, 3] F8_E4M3 does not fit data_offsets spanning 5 bytes"));
+    QCOMPARE(q(importFp8Checkpoint(p, "b.weight").errors()),
+             q("malformed input at " + p + ":b.weight: dtype F8_E4M3FNUZ is not read (F8_E4M3, F8_E5M2 are)"));
+    QCOMPARE(
+        q(importFp8Checkpoint(p, "c.weight").errors()),
+        q("malformed input at " + p + ":c.weight_scale: shape [1] F32 does not fit data_offsets spanning 8 bytes"));
+  }
+
+  // Scale values: none of the recipes stores a dequant scale ≤ 0 or non-finite, so those are refused
+  // naming the index and where it applies; NaN codes are E4M3FN values (0x7F, 0xFF) and are read,
+  // with a warning giving their count and the first.
+  void badScaleValuesRefusedNanCodesWarned() {
+    // [130, 3] E5M2 (codes 0x3C = 1.0) with weight_scale_inv [2, 1] = {2, −0.5}: block (1, 0) < 0
+    const std::string neg = path("neg.safetensors");
+    writeSafetensors(neg,
+                     "{\"m.weight\":{\"dtype\":\"F8_E5M2\",\"shape\":[130,3],\"data_offsets\":[0,390]},"
+                     "\"m.weight_scale_inv\":{\"dtype\":\"F32\",\"shape\":[2,1],\"data_offsets\":[390,398]}}",
+                     std::string(390, '\x3C') + f32Bytes({2.0f, -0.5f}));
+    QCOMPARE(q(importFp8Checkpoint(neg, "m.weight").errors()),
+             q("malformed input at " + neg +
+               ":m.weight_scale_inv: scale index 1 (block (1, 0)) is -0.5: a dequant scale is > 0 (amax / max, as "
+               "every FP8 recipe stores it)"));
+    // per channel {4, 0}: row 1 is 0
+    const std::string zero = path("zero.safetensors");
+    writeSafetensors(zero,
+                     "{\"l.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[0,6]},"
+                     "\"l.weight_scale\":{\"dtype\":\"F32\",\"shape\":[2,1],\"data_offsets\":[6,14]}}",
+                     kCodes23 + f32Bytes({4.0f, 0.0f}));
+    QCOMPARE(q(importFp8Checkpoint(zero, "l.weight").errors()),
+             q("malformed input at " + zero +
+               ":l.weight_scale: scale index 1 (row 1) is 0: a dequant scale is > 0 (amax / max, as every FP8 "
+               "recipe stores it)"));
+    // per tensor +Inf
+    const std::string inf = path("inf.safetensors");
+    writeSafetensors(inf,
+                     "{\"l.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[0,6]},"
+                     "\"l.weight_scale\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[6,10]}}",
+                     kCodes23 + f32Bytes({INFINITY}));
+    QCOMPARE(q(importFp8Checkpoint(inf, "l.weight").errors()),
+             q("malformed input at " + inf + ":l.weight_scale: scale index 0 (the tensor's scale) is not finite"));
+    // codes {0x38, 0x7F, 0xB8; 0x00, 0xFF, 0x01}: NaN at indices 1 and 4
+    const std::string nan = path("nan.safetensors");
+    writeSafetensors(nan,
+                     "{\"l.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[0,6]},"
+                     "\"l.weight_scale\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[6,10]}}",
+                     std::string("\x38\x7F\xB8\x00\xFF\x01", 6) + f32Bytes({0.5f}));
+    const auto r = importFp8Checkpoint(nan, "l.weight");
+    QVERIFY2(r.ok(), r.message().c_str());
+    QCOMPARE(q(r.message()),
+             q("warning: malformed input at " + nan +
+               ":l.weight: 2 codes are NaN (E4M3FN), the first at index 1 (row 0, col 1); read as NaN"));
+    QVERIFY(std::isnan(r.value.dequantizedAt(0, 1)));
+    QCOMPARE(r.value.dequantizedAt(0, 0), 0.5);
+    // a session run keeps the warning
+    QCOMPARE(q(checkpointRun(nan, "nan", {}).message()), q(r.message()));
+  }
+
+  // An import of every tensor skips those that cannot be imported with one warning each, in
+  // list's words, and stores the others; checkpointRunSqnr reads back the SQNR it stored. The
+  // weight w is checkpointAsASessionRun's (both the stored copy and mx_rceil exact: +Inf).
+  void importSkipsWhatCannotBeImportedWithAWarning() {
+    std::string codes(256, '\x38');
+    codes[5] = '\x40';
+    for (int j = 128; j < 256; ++j) codes[static_cast<size_t>(j)] = '\x30';
+    const std::string p = path("skip.safetensors");
+    writeSafetensors(p,
+                     "{\"v.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[4],\"data_offsets\":[0,4]},"
+                     "\"v.weight_scale\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]},"
+                     "\"w\":{\"dtype\":\"F8_E4M3\",\"shape\":[1,256],\"data_offsets\":[8,264]},"
+                     "\"w_scale_inv\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[264,272]},"
+                     "\"x.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[272,278]}}",
+                     std::string(4, '\x38') + f32Bytes({1.0f}) + codes + f32Bytes({0.5f, 4.0f}) + kCodes23);
+    CheckpointRunOptions o;
+    std::string why;
+    o.what_if.push_back(*parseWhatIfRecipe("mx_rceil", &why));
+    const auto r = checkpointRun(p, "skip", o);
+    QVERIFY2(r.ok(), r.message().c_str());
+    QCOMPARE(q(r.message()), q("warning: malformed input at " + p +
+                               ":v.weight: not imported: shape [4]: an FP8 weight is a non-empty 2-D [rows, cols]\n"
+                               "warning: malformed input at " +
+                               p + ":x.weight: not imported: no scale: neither x.weight_scale_inv nor x.weight_scale"));
+    QCOMPARE(attrInt(r.value.attrs, "tensors").value_or(0), int64_t{1});
+    const auto sqnr = checkpointRunSqnr(r.value);
+    QCOMPARE(sqnr.size(), size_t{1});
+    QCOMPARE(sqnr[0].tensor, std::string("w"));
+    QVERIFY(std::isinf(sqnr[0].stored_db));
+    QCOMPARE(sqnr[0].what_if_db.size(), size_t{1});
+    QCOMPARE(sqnr[0].what_if_db[0].first, std::string("mx_rceil"));
+    QVERIFY(std::isinf(sqnr[0].what_if_db[0].second));
+    // nothing importable: the warnings, then the error
+    const std::string none = path("none.safetensors");
+    writeSafetensors(none, "{\"x.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[0,6]}}", kCodes23);
+    QCOMPARE(q(checkpointRun(none, "none", {}).message()),
+             q("warning: malformed input at " + none +
+               ":x.weight: not imported: no scale: neither x.weight_scale_inv nor x.weight_scale\n"
+               "error: not found at " +
+               none + ": the file holds no FP8 tensor that can be read with its scale"));
   }
 
   void transposeMovesCodesAndScaleGrid() {
