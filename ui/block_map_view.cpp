@@ -167,7 +167,7 @@ bool readBlockMap(const RunAccess& run, const QString& group, int64_t index, Blo
   index = std::clamp<int64_t>(index, 0, int64_t(steps.size()) - 1);
   out->index = index;
   out->step = steps[size_t(index)];
-  out->stepped = run.has(group + QStringLiteral("/map_steps"));
+  out->stepped = run.type() == QStringLiteral("training") && run.has(group + QStringLiteral("/map_steps"));
   std::vector<double>* dest[] = {&out->scale,     &out->code,      &out->amax,          &out->min_nonzero,
                                  &out->underflow, &out->saturated, &out->dynamic_range, &out->sqnr};
   for (size_t k = 0; k < std::size(kMaps); ++k) {

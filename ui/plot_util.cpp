@@ -92,13 +92,40 @@ QColor noDataColor() {
   return QColor(0xa0, 0xa0, 0xa0);
 }
 
+namespace {
+
+/// A title that never widens its layout column: each line too long for the width it gets is
+/// elided in the middle ("…"), so a long tensor name cannot squeeze the colour scale beside the
+/// map out of the plot. text() keeps the full title; exports draw what the window shows.
+class ElidedTitle : public QCPTextElement {
+public:
+  using QCPTextElement::QCPTextElement;
+
+protected:
+  QSize minimumOuterSizeHint() const override {
+    QSize s = QCPTextElement::minimumOuterSizeHint();
+    s.setWidth(std::min(s.width(), 120));
+    return s;
+  }
+  void draw(QCPPainter* painter) override {
+    painter->setFont(mainFont());
+    painter->setPen(QPen(mainTextColor()));
+    const QFontMetrics fm(mainFont());
+    QStringList lines = mText.split(QLatin1Char('\n'));
+    for (QString& l : lines) l = fm.elidedText(l, Qt::ElideMiddle, mRect.width() - 4);
+    painter->drawText(mRect, mTextFlags, lines.join(QLatin1Char('\n')));
+  }
+};
+
+} // namespace
+
 ColorMapLayout titledColorMap(QCustomPlot* plot, const QString& title, const QString& font_family) {
   plot->clearPlottables();
   plot->clearItems();
   plot->plotLayout()->clear();
   plot->legend = nullptr;
   ColorMapLayout l;
-  auto* te = new QCPTextElement(plot, title);
+  auto* te = new ElidedTitle(plot, title);
   te->setFont(QFont(font_family, 10, QFont::Bold));
   plot->plotLayout()->addElement(0, 0, te);
   l.rect = new QCPAxisRect(plot);
