@@ -234,6 +234,23 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
     c.scaling.saturate = r.boolean(*so, "saturate", w, true);
     if (c.scaling.kind == TrainingScalingKind::DelayedFlax && (c.scaling.margin != 0 || c.scaling.most_recent))
       r.fail(w, "the Flax preset has no margin and only amax_compute_algo \"max\" (use delayed-te)");
+    // A knob the strategy does not have is refused when it asks for something: kept in the
+    // stored config, it would say the run used what it did not. (Sessions store every knob at its
+    // default, so a default value is accepted.)
+    const bool delayed =
+        c.scaling.kind == TrainingScalingKind::DelayedFlax || c.scaling.kind == TrainingScalingKind::DelayedTE;
+    const char* foreign = nullptr;
+    if (!delayed && ConfigReader::has(*so, "margin") && c.scaling.margin != 0) foreign = "margin";
+    if (!delayed && c.scaling.most_recent) foreign = "amax_compute_algo";
+    if (!delayed && ConfigReader::has(*so, "history_len") && c.scaling.history_len != 1024) foreign = "history_len";
+    if (r.ok() && foreign)
+      r.fail(w.member(foreign), "'" + strat +
+                                    "' scales each tensor from its own amax: it keeps no amax history, so it has no "
+                                    "history_len, amax_compute_algo or margin (those are delayed-te's)");
+    if (r.ok() && delayed && c.scaling.power_of_two)
+      r.fail(w.member("power_of_two"), "'" + strat +
+                                           "' computes float32 scales with no power-of-two option; power_of_two "
+                                           "applies to current-te and current-torchao");
   }
   if (ConfigReader::has(o, "recipe")) readRecipe(r, o, where, c);
   c.forward_format = r.format(o, "forward_format", where, c.forward_format);

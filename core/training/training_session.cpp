@@ -89,11 +89,18 @@ std::string trainingConfigJson(const TrainingConfig& c, const std::string& run_i
   if (c.recipe.recipe != TrainingRecipe::PerTensor) {
     o << "  \"recipe\": " << recipeJson(c.recipe) << ",\n";
   } else {
-    o << "  \"scaling\": {\"strategy\": " << jsonString(toString(c.scaling.kind))
-      << ", \"history_len\": " << c.scaling.history_len
-      << ", \"amax_compute_algo\": " << jsonString(c.scaling.most_recent ? "most_recent" : "max")
-      << ", \"margin\": " << c.scaling.margin << ", \"power_of_two\": " << (c.scaling.power_of_two ? "true" : "false")
-      << (c.scaling.saturate ? "" : ", \"saturate\": false") << "},\n";
+    // The knobs of the strategy only: a delayed preset's window and margin, a current one's
+    // power-of-two choice.
+    const bool delayed =
+        c.scaling.kind == TrainingScalingKind::DelayedFlax || c.scaling.kind == TrainingScalingKind::DelayedTE;
+    o << "  \"scaling\": {\"strategy\": " << jsonString(toString(c.scaling.kind));
+    if (delayed)
+      o << ", \"history_len\": " << c.scaling.history_len
+        << ", \"amax_compute_algo\": " << jsonString(c.scaling.most_recent ? "most_recent" : "max")
+        << ", \"margin\": " << c.scaling.margin;
+    else
+      o << ", \"power_of_two\": " << (c.scaling.power_of_two ? "true" : "false");
+    o << (c.scaling.saturate ? "" : ", \"saturate\": false") << "},\n";
     o << "  \"forward_format\": " << jsonString(c.forward_format->name()) << ",\n";
     o << "  \"backward_format\": " << jsonString(c.backward_format->name()) << ",\n";
   }

@@ -155,6 +155,29 @@ private Q_SLOTS:
     QVERIFY2(err.find("(in runs[0])") == std::string::npos, err.c_str());
   }
 
+  // A knob the strategy lacks is refused where it asks for something (docs/training.md, the
+  // strategies' "knobs" column): TE's Float8CurrentScaling has no margin or window, the delayed
+  // presets no power-of-two option. "margin" opens at column 60 of line 1 (counted by hand: the
+  // text up to it is `{"type": "training", ` 21 bytes, `"scaling": {` 12, `"strategy": "current-te", `
+  // 26: 59 bytes).
+  void strategiesRefuseKnobsTheyLack() {
+    std::string err;
+    const JsonDocument m =
+        JsonDocument::parse(R"({"type": "training", "scaling": {"strategy": "current-te", "margin": 2}})");
+    QVERIFY(!parseTrainingExperiment(m.root(), &err, &m));
+    QCOMPARE(err, std::string("scaling.margin: 'current-te' scales each tensor from its own amax: it keeps no amax "
+                              "history, so it has no history_len, amax_compute_algo or margin (those are "
+                              "delayed-te's) (line 1, column 60)"));
+    const JsonDocument p =
+        JsonDocument::parse(R"({"type": "training", "scaling": {"strategy": "delayed-te", "power_of_two": true}})");
+    QVERIFY(!parseTrainingExperiment(p.root(), &err, &p));
+    QVERIFY2(err.find("scaling.power_of_two: 'delayed-te' computes float32 scales") == 0, err.c_str());
+    // Defaults are accepted (older sessions store every knob), and saturate belongs to both.
+    const JsonDocument ok = JsonDocument::parse(R"({"type": "training", "scaling": {"strategy": "current-te",
+        "margin": 0, "history_len": 1024, "amax_compute_algo": "max", "saturate": false}})");
+    QVERIFY2(parseTrainingExperiment(ok.root(), &err, &ok), err.c_str());
+  }
+
   // One spelling table: flags, configs, training configs and the panel's "split-fp32" alike.
   void vocabularyAcceptsEveryOldSpelling() {
     for (const char* s : {"split", "split_fp32", "split-fp32", "SPLIT_FP32", "splitfp32"})
