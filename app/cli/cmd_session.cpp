@@ -14,6 +14,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -186,17 +187,23 @@ int runInspect(const QStringList& args) {
                   .arg(qs(info.app_version), qs(info.created_utc), qs(info.modified_utc));
   t += QStringLiteral("%1 run(s)\n").arg(info.runs.size());
   if (only.isEmpty() && !info.runs.empty()) {
+    // Columns as wide as their longest entry (a 10-letter "checkpoint" ran into the seed).
+    int id_w = 3, type_w = 4;
+    for (const auto& r : info.runs) {
+      id_w = std::max(id_w, int(qs(r.id).size()));
+      type_w = std::max(type_w, int(qs(r.type).size()));
+    }
     t += QStringLiteral("\n  %1  %2  %3  %4  %5  %6\n")
-             .arg(QStringLiteral("run"), -40)
-             .arg(QStringLiteral("type"), -9)
+             .arg(QStringLiteral("run"), -id_w)
+             .arg(QStringLiteral("type"), -type_w)
              .arg(QStringLiteral("seed"), -20)
              .arg(QStringLiteral("backend"), -8)
              .arg(QStringLiteral("created"), -20)
              .arg(QStringLiteral("datasets"));
     for (const auto& r : info.runs)
       t += QStringLiteral("  %1  %2  %3  %4  %5  %6\n")
-               .arg(qs(r.id), -40)
-               .arg(qs(r.type), -9)
+               .arg(qs(r.id), -id_w)
+               .arg(qs(r.type), -type_w)
                .arg(qs(std::to_string(r.seed)), -20)
                .arg(qs(r.backend), -8)
                .arg(qs(r.created_utc), -20)
@@ -215,11 +222,17 @@ int runInspect(const QStringList& args) {
     }
     if (!r.metrics.empty()) {
       t += QStringLiteral("  metrics:\n");
+      int name_w = 16;
+      for (const auto& [k, m] : r.metrics) name_w = std::max(name_w, int(qs(k).size()));
       for (const auto& [k, m] : r.metrics) {
         std::string v;
         appendNumber(v, m.value, false);
-        t +=
-            QStringLiteral("    %1 %2 %3  %4\n").arg(qs(k), -16).arg(qs(v), 24).arg(qs(m.units), -6).arg(qs(m.meaning));
+        // Unit "1" (a ratio, a fraction) prints as none: "0.789 1" read as two numbers.
+        t += QStringLiteral("    %1 %2 %3  %4\n")
+                 .arg(qs(k), -name_w)
+                 .arg(qs(v), 24)
+                 .arg(m.units == "1" ? QString() : qs(m.units), -6)
+                 .arg(qs(m.meaning));
       }
     }
     if (p.isSet(verbose) || !only.isEmpty()) {
