@@ -81,6 +81,24 @@ QString blockStatName(BlockStat s) {
   return {};
 }
 
+const std::vector<BlockStat>& allBlockStats() {
+  static const std::vector<BlockStat> all{BlockStat::Log2Scale, BlockStat::Log2Amax,     BlockStat::UnderflowPct,
+                                          BlockStat::Saturated, BlockStat::DynamicRange, BlockStat::SqnrDb};
+  return all;
+}
+
+QString blockStatKey(BlockStat s) {
+  static const char* const names[] = {"log2_scale", "log2_amax",          "underflow_percent",
+                                      "saturated",  "dynamic_range_bits", "sqnr_db"};
+  return QLatin1String(names[int(s)]);
+}
+
+std::optional<BlockStat> parseBlockStat(const QString& key) {
+  for (BlockStat s : allBlockStats())
+    if (blockStatKey(s) == key) return s;
+  return std::nullopt;
+}
+
 QString blockStatUnit(BlockStat s) {
   switch (s) {
   case BlockStat::Log2Scale:
@@ -225,8 +243,7 @@ BlockMapView::BlockMapView(QWidget* parent) : View(parent) {
   addLabeled(bar, tr("S&tep:"), step_box_);
   stat_box_ = new QComboBox(this);
   stat_box_->setObjectName(QStringLiteral("stat"));
-  for (BlockStat s : {BlockStat::Log2Scale, BlockStat::Log2Amax, BlockStat::UnderflowPct, BlockStat::Saturated,
-                      BlockStat::DynamicRange, BlockStat::SqnrDb})
+  for (BlockStat s : allBlockStats())
     stat_box_->addItem(blockStatName(s) + QStringLiteral(" (") + blockStatUnit(s) + QLatin1Char(')'), int(s));
   addLabeled(bar, tr("&Colour:"), stat_box_);
   bar->addStretch(1);
@@ -699,9 +716,7 @@ QString blockElementsDataset(const RunAccess& run, const QString& operand) {
 
 QString BlockMapView::csv() const {
   if (map_.scale.empty()) return {};
-  static const char* const names[] = {"log2_scale", "log2_amax",          "underflow_percent",
-                                      "saturated",  "dynamic_range_bits", "sqnr_db"};
-  QString out = QStringLiteral("block_row,block_col,") + QLatin1String(names[int(stat_)]) + QLatin1Char('\n');
+  QString out = QStringLiteral("block_row,block_col,") + blockStatKey(stat_) + QLatin1Char('\n');
   for (int64_t r = 0; r < map_.grid_rows; ++r)
     for (int64_t c = 0; c < map_.grid_cols; ++c)
       out += QStringLiteral("%1,%2,%3\n").arg(r).arg(c).arg(QString::number(map_.value(stat_, r, c), 'g', 9));

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <vector>
 
 class QCPColorMap;
@@ -50,6 +51,13 @@ enum class BlockStat {
 };
 QString blockStatName(BlockStat s);
 QString blockStatUnit(BlockStat s);
+/// The statistic's CSV column name: log2_scale, log2_amax, underflow_percent, saturated,
+/// dynamic_range_bits, sqnr_db.
+QString blockStatKey(BlockStat s);
+/// The statistic of CSV column name `key`; nullopt for another name.
+std::optional<BlockStat> parseBlockStat(const QString& key);
+/// Every statistic, in the order of the view's Colour box.
+const std::vector<BlockStat>& allBlockStats();
 
 /// One full map: every number of every block of one operand at one step.
 struct BlockMap {

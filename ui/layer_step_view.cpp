@@ -95,6 +95,20 @@ double layerStatFactor(LayerStat s) {
   }
 }
 
+const std::vector<LayerStat>& allLayerStats() {
+  static const std::vector<LayerStat> all{
+      LayerStat::UnderflowPct,      LayerStat::SaturationPct,   LayerStat::SqnrDb,
+      LayerStat::Log2ScaleMean,     LayerStat::MaxDynamicRange, LayerStat::UnderflowBlockPct,
+      LayerStat::SaturationBlockPct};
+  return all;
+}
+
+std::optional<LayerStat> parseLayerStat(const QString& dataset) {
+  for (LayerStat s : allLayerStats())
+    if (layerStatDataset(s) == dataset) return s;
+  return std::nullopt;
+}
+
 QString layerStatUnit(LayerStat s) {
   switch (s) {
   case LayerStat::SqnrDb:
@@ -250,8 +264,7 @@ LayerStepView::LayerStepView(QWidget* parent) : View(parent) {
   addLabeled(bar, tr("&Run:"), run_box);
   stat_box_ = new QComboBox(this);
   stat_box_->setObjectName(QStringLiteral("stat"));
-  for (LayerStat s : {LayerStat::UnderflowPct, LayerStat::SaturationPct, LayerStat::SqnrDb, LayerStat::Log2ScaleMean,
-                      LayerStat::MaxDynamicRange, LayerStat::UnderflowBlockPct, LayerStat::SaturationBlockPct})
+  for (LayerStat s : allLayerStats())
     stat_box_->addItem(layerStatName(s) + QStringLiteral(" (") + layerStatUnit(s) + QLatin1Char(')'), int(s));
   addLabeled(bar, tr("&Statistic:"), stat_box_);
   recipe_box_ = new QComboBox(this);

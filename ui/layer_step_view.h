@@ -21,6 +21,7 @@
 #include "view.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 class QCPColorMap;
@@ -53,6 +54,10 @@ double layerStatFactor(LayerStat s);
 QString layerStatUnit(LayerStat s);
 /// Its name for the box and the colour scale ("underflow", "SQNR", ...).
 QString layerStatName(LayerStat s);
+/// Every statistic, in the order of the view's Statistic box.
+const std::vector<LayerStat>& allLayerStats();
+/// The statistic whose dataset (layerStatDataset) is `dataset`; nullopt for another name.
+std::optional<LayerStat> parseLayerStat(const QString& dataset);
 
 /// A layer × step matrix: `rows` × `steps`, row-major.
 struct LayerStepMatrix {

@@ -2,6 +2,7 @@
 
 #include "amax_history_view.h"
 #include "block_map_view.h"
+#include "block_stats.h"
 #include "block_scale_view.h"
 #include "comparison_view.h"
 #include "error_heatmap_view.h"
@@ -192,6 +193,30 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
       if (error) *error = QObject::tr("unknown format '%1' (png, pdf, svg)").arg(f);
       return false;
     }
+  std::optional<LayerStat> layer_stat;
+  std::optional<BlockStat> block_stat;
+  if (!req.layer_stat.isEmpty() && !(layer_stat = parseLayerStat(req.layer_stat))) {
+    QStringList names;
+    for (LayerStat s : allLayerStats()) names << layerStatDataset(s);
+    if (error)
+      *error = QObject::tr("unknown layer statistic '%1' (%2)").arg(req.layer_stat, names.join(QStringLiteral(", ")));
+    return false;
+  }
+  if (!req.block_stat.isEmpty() && !(block_stat = parseBlockStat(req.block_stat))) {
+    QStringList names;
+    for (BlockStat s : allBlockStats()) names << blockStatKey(s);
+    if (error)
+      *error = QObject::tr("unknown block statistic '%1' (%2)").arg(req.block_stat, names.join(QStringLiteral(", ")));
+    return false;
+  }
+  if (req.run.isEmpty() && (!req.recipe.isEmpty() || !req.operand.isEmpty() || req.step >= 0)) {
+    if (error) *error = QObject::tr("--recipe, --operand and --step choose within one run: give --run ID");
+    return false;
+  }
+  if (req.difference && (req.recipe.isEmpty() || (layer_stat && *layer_stat != LayerStat::SqnrDb))) {
+    if (error) *error = QObject::tr("--difference needs --recipe and shows SQNR (--layer-stat sqnr_db or none)");
+    return false;
+  }
   QString err;
   auto first = RunAccess::fromFile(req.session, QString(), &err);
   if (!first) {
@@ -229,10 +254,6 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
       return false;
     }
   }
-  if (!QDir().mkpath(req.dir)) {
-    if (error) *error = QObject::tr("cannot create directory %1").arg(req.dir);
-    return false;
-  }
   auto wants = [&](const QString& v) { return req.views.isEmpty() || req.views.contains(v); };
   struct Job {
     QString run, name;
@@ -247,20 +268,41 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
   };
   // The diagnostic views of a run with per-block statistics: the layer × step map (training) and
   // the block map of its first operand at its first map step.
+  // A choice the run cannot show (a recipe or operand it lacks) is an error, not a silent default.
+  QString choice_error;
   auto addDiagnostics = [&](const std::shared_ptr<RunAccess>& a) {
     if (!hasBlockStats(*a)) return;
-    if (a->type() == QStringLiteral("training") && wants(QStringLiteral("layers")))
-      jobs << Job{a->id(), QStringLiteral("layers"), [a] {
+    if (a->type() == QStringLiteral("training") && wants(QStringLiteral("layers"))) {
+      if (!req.recipe.isEmpty() && !whatIfRecipes(*a).contains(req.recipe) && choice_error.isEmpty())
+        choice_error = QObject::tr("run %1 has no what-if recipe '%2' (its recipes: %3)")
+                           .arg(a->id(), req.recipe, whatIfRecipes(*a).join(QStringLiteral(", ")));
+      jobs << Job{a->id(), QStringLiteral("layers"), [a, layer_stat, req] {
                     auto v = std::make_unique<LayerStepView>();
                     v->setRunAccess(a);
+                    if (layer_stat) v->setStat(*layer_stat);
+                    if (!req.recipe.isEmpty()) v->setRecipe(req.recipe, req.difference);
                     return std::unique_ptr<View>(std::move(v));
                   }};
-    if (wants(QStringLiteral("block_map")) && !blockMapOperands(*a).empty())
-      jobs << Job{a->id(), QStringLiteral("block_map"), [a] {
+    }
+    const std::vector<MapOperand> ops = blockMapOperands(*a);
+    if (wants(QStringLiteral("block_map")) && !ops.empty()) {
+      if (!req.operand.isEmpty() &&
+          std::none_of(ops.begin(), ops.end(), [&](const MapOperand& o) { return o.operand == req.operand; }) &&
+          choice_error.isEmpty()) {
+        QStringList names;
+        for (const MapOperand& o : ops) names << o.operand;
+        choice_error = QObject::tr("run %1 has no block map of '%2' (its operands: %3)")
+                           .arg(a->id(), req.operand, names.join(QStringLiteral(", ")));
+      }
+      jobs << Job{a->id(), QStringLiteral("block_map"), [a, block_stat, req] {
                     auto v = std::make_unique<BlockMapView>();
                     v->setRunAccess(a);
+                    if (!req.operand.isEmpty()) v->setOperand(req.operand);
+                    if (req.step >= 0) v->setStep(req.step);
+                    if (block_stat) v->setStat(*block_stat);
                     return std::unique_ptr<View>(std::move(v));
                   }};
+    }
   };
   for (const auto& a : chosen) {
     addDiagnostics(a);
@@ -341,6 +383,10 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
                   v->setRuns(all);
                   return std::unique_ptr<View>(std::move(v));
                 }};
+  if (!choice_error.isEmpty()) {
+    if (error) *error = choice_error;
+    return false;
+  }
   if (jobs.isEmpty()) {
     if (error)
       *error = QObject::tr(
@@ -349,6 +395,11 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
                    "statistics: layers (training), block_map)")
                    .arg(req.views.isEmpty() ? renderableViews().join(QStringLiteral(", "))
                                             : req.views.join(QStringLiteral(", ")));
+    return false;
+  }
+  // Created once every argument is known to be good: a refused call writes nothing.
+  if (!QDir().mkpath(req.dir)) {
+    if (error) *error = QObject::tr("cannot create directory %1").arg(req.dir);
     return false;
   }
   for (int k = 0; k < jobs.size(); ++k) {

@@ -45,6 +45,13 @@ struct RenderRequest {
   QStringList formats{QStringLiteral("png")}; ///< any of png, pdf, svg
   QSize size{1400, 900};
   bool csv = true; ///< also write each view's CSV
+  /// The diagnostic views' choices (the boxes of their control bars); empty / −1: the view's
+  /// default. layer_stat: a layerStatDataset name ("sqnr_db"); recipe: a what-if recipe id of the
+  /// run, with `difference` for "recipe − trained" (SQNR); operand: a block map operand
+  /// ("fc1/input", "A"); step: the map step nearest it; block_stat: a blockStatKey name.
+  QString layer_stat, recipe, operand, block_stat;
+  bool difference = false;
+  qint64 step = -1;
 };
 
 struct RenderedFile {

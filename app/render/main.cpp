@@ -59,7 +59,30 @@ int renderCommand(const QStringList& args) {
       QStringLiteral("untrusted"),
       QStringLiteral("The session is from elsewhere: check it in a separate process before opening it."));
   const QCommandLineOption versionOpt(QStringLiteral("version"), QStringLiteral("Print the version and exit."));
-  p.addOptions({runOpt, pngOpt, viewsOpt, sizeOpt, fmtOpt, noCsv, csvOpt, js, untrustedOpt, versionOpt});
+  const QCommandLineOption layerStatOpt(
+      QStringLiteral("layer-stat"),
+      QStringLiteral("layers: the statistic (underflow_fraction, saturation_fraction, sqnr_db, log2_scale_mean, "
+                     "max_dynamic_range, underflow_block_share, saturation_block_share; default underflow_fraction)."),
+      QStringLiteral("NAME"));
+  const QCommandLineOption recipeOpt(QStringLiteral("recipe"),
+                                     QStringLiteral("layers: a what-if recipe of the run (with --run)."),
+                                     QStringLiteral("ID"));
+  const QCommandLineOption diffOpt(QStringLiteral("difference"),
+                                   QStringLiteral("layers: SQNR under --recipe minus SQNR as trained (dB)."));
+  const QCommandLineOption operandOpt(QStringLiteral("operand"),
+                                      QStringLiteral("block_map: the operand (fc1/input, A, a checkpoint tensor; "
+                                                     "with --run; default the first)."),
+                                      QStringLiteral("OP"));
+  const QCommandLineOption stepOpt(QStringLiteral("step"),
+                                   QStringLiteral("block_map: the map step nearest N (with --run; default the first)."),
+                                   QStringLiteral("N"));
+  const QCommandLineOption blockStatOpt(QStringLiteral("block-stat"),
+                                        QStringLiteral("block_map: the colour (log2_scale, log2_amax, "
+                                                       "underflow_percent, saturated, dynamic_range_bits, sqnr_db; "
+                                                       "default log2_scale)."),
+                                        QStringLiteral("NAME"));
+  p.addOptions({runOpt, pngOpt, viewsOpt, sizeOpt, fmtOpt, noCsv, csvOpt, js, untrustedOpt, versionOpt, layerStatOpt,
+                recipeOpt, diffOpt, operandOpt, stepOpt, blockStatOpt});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   if (p.isSet(versionOpt)) {
@@ -87,6 +110,17 @@ int renderCommand(const QStringList& args) {
     req.size = QSize(w, h);
   }
   req.csv = !p.isSet(noCsv);
+  req.layer_stat = p.value(layerStatOpt);
+  req.recipe = p.value(recipeOpt);
+  req.difference = p.isSet(diffOpt);
+  req.operand = p.value(operandOpt);
+  req.block_stat = p.value(blockStatOpt);
+  if (p.isSet(stepOpt)) {
+    bool ok = false;
+    req.step = p.value(stepOpt).toLongLong(&ok);
+    if (!ok || req.step < 0)
+      return fail(QStringLiteral("--step must be a step number ≥ 0 (got '%1')").arg(p.value(stepOpt)));
+  }
   QList<fp8lab::ui::RenderedFile> files;
   QString err;
   TerminalProgress bar(QStringLiteral("render"));

@@ -300,6 +300,19 @@ wait)");
     }
   }
 
+  // The diagnostic views' choices: the block map of B coloured by block SQNR (its CSV column).
+  void diagnosticChoices() {
+    const QString out = dir_.filePath(QStringLiteral("choices"));
+    const Result r = run(kRender,
+                         {session_, QStringLiteral("--png"), out, QStringLiteral("--run"), runId_,
+                          QStringLiteral("--views"), QStringLiteral("block_map"), QStringLiteral("--operand"),
+                          QStringLiteral("B"), QStringLiteral("--block-stat"), QStringLiteral("sqnr_db")},
+                         headless());
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const QByteArray csv = readFile(QDir(out).filePath(runId_ + QStringLiteral("-block_map.csv")));
+    QVERIFY2(csv.startsWith("block_row,block_col,sqnr_db\n"), csv.constData());
+  }
+
   void exportPngThroughTheCli() {
     const QString out = dir_.filePath(QStringLiteral("export-png"));
     const Result r = run(kCli,
@@ -348,6 +361,33 @@ wait)");
                                  << QStringLiteral("nope");
     QTest::newRow("missing file") << QStringList{dir_.filePath(QStringLiteral("missing.h5")), png, out}
                                   << QStringLiteral("missing.h5");
+    QTest::newRow("--recipe without --run")
+        << QStringList{session_, png, out, QStringLiteral("--recipe"), QStringLiteral("mx_rceil")}
+        << QStringLiteral("--recipe, --operand and --step choose within one run: give --run ID");
+    QTest::newRow("unknown layer statistic")
+        << QStringList{session_, png, out, QStringLiteral("--layer-stat"), QStringLiteral("sqnr")}
+        << QStringLiteral("unknown layer statistic 'sqnr' (underflow_fraction, saturation_fraction, sqnr_db,");
+    QTest::newRow("unknown block statistic")
+        << QStringList{session_, png, out, QStringLiteral("--block-stat"), QStringLiteral("scale")}
+        << QStringLiteral("unknown block statistic 'scale' (log2_scale, log2_amax, underflow_percent,");
+    QTest::newRow("--difference alone") << QStringList{session_, png, out, QStringLiteral("--difference")}
+                                        << QStringLiteral("--difference needs --recipe");
+    QTest::newRow("operand the run lacks") << QStringList{session_,
+                                                          png,
+                                                          out,
+                                                          QStringLiteral("--run"),
+                                                          runId_,
+                                                          QStringLiteral("--operand"),
+                                                          QStringLiteral("fc1/input")}
+                                           << QStringLiteral("has no block map of 'fc1/input' (its operands: A, B)");
+    QTest::newRow("--step -1") << QStringList{session_,
+                                              png,
+                                              out,
+                                              QStringLiteral("--run"),
+                                              runId_,
+                                              QStringLiteral("--step"),
+                                              QStringLiteral("-1")}
+                               << QStringLiteral("--step must be a step number");
   }
   void refusedArguments() {
     QFETCH(QStringList, args);
