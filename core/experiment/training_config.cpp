@@ -288,6 +288,15 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
     c.beta1 = static_cast<float>(r.number(*oo, "beta1", w, c.beta1));
     c.beta2 = static_cast<float>(r.number(*oo, "beta2", w, c.beta2));
     c.adam_epsilon = static_cast<float>(r.number(*oo, "epsilon", w, c.adam_epsilon));
+    // Checked here, at the key, as well as by TrainingConfig::validate.
+    auto num = [](float v) { return Json(v).dump(); };
+    if (r.ok() && !(c.learning_rate > 0))
+      r.fail(w.member("learning_rate"),
+             "must be a positive number (Adam's step size; got " + num(c.learning_rate) + ")");
+    for (const auto& [key, v] : {std::pair{"beta1", c.beta1}, std::pair{"beta2", c.beta2}})
+      if (r.ok() && !(v >= 0 && v < 1)) r.fail(w.member(key), "must be in [0, 1) (got " + num(v) + ")");
+    if (r.ok() && !(c.adam_epsilon > 0))
+      r.fail(w.member("epsilon"), "must be a positive number (got " + num(c.adam_epsilon) + ")");
   }
   c.forward_gemm = readGemm(r, o, "forward_gemm", where, c.forward_gemm);
   c.backward_gemm = readGemm(r, o, "backward_gemm", where, c.backward_gemm);
@@ -301,6 +310,16 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
     c.spike.layer = static_cast<int>(r.integer(*so, "layer", w, 0, 0, 64));
     c.spike.row = r.integer(*so, "row", w, -1, 0, 65535);
     c.spike.col = r.integer(*so, "col", w, -1, 0, 65535);
+    const int linears = static_cast<int>(c.layer_sizes.size()) - 1;
+    if (r.ok() && linears > 0 && c.spike.layer >= linears)
+      r.fail(w.member("layer"), "must name a Linear layer: 0 … " + std::to_string(linears - 1) +
+                                    " (0-based: 0 is fc1; got " + std::to_string(c.spike.layer) + ")");
+    if (r.ok() && linears > 0 && c.spike.col >= c.layer_sizes[static_cast<size_t>(c.spike.layer)])
+      r.fail(w.member("col"), "must be below the input size of layer " + std::to_string(c.spike.layer) + " (fc" +
+                                  std::to_string(c.spike.layer + 1) + " takes " +
+                                  std::to_string(c.layer_sizes[static_cast<size_t>(c.spike.layer)]) +
+                                  " inputs: col 0 … " +
+                                  std::to_string(c.layer_sizes[static_cast<size_t>(c.spike.layer)] - 1) + ")");
   }
   if (ConfigReader::has(o, "on_nonfinite")) {
     const std::string v = r.string(o, "on_nonfinite", where, "stop");

@@ -178,6 +178,27 @@ private Q_SLOTS:
     QVERIFY2(parseTrainingExperiment(ok.root(), &err, &ok), err.c_str());
   }
 
+  // Optimizer and spike values are checked at their keys, with the range: the default network
+  // 784-256-128-10 has Linear layers 0 … 2, and fc1 takes 784 inputs. "learning_rate" opens at
+  // column 36 (`{"type": "training", ` is 21 bytes, `"optimizer": {` 14).
+  void optimizerAndSpikeErrorsNameTheKey() {
+    std::string err;
+    auto fails = [&](const char* text) {
+      const JsonDocument d = JsonDocument::parse(text);
+      return !parseTrainingExperiment(d.root(), &err, &d);
+    };
+    QVERIFY(fails(R"({"type": "training", "optimizer": {"learning_rate": -1}})"));
+    QCOMPARE(err, std::string("optimizer.learning_rate: must be a positive number (Adam's step size; got -1.0) "
+                              "(line 1, column 36)"));
+    QVERIFY(fails(R"({"type": "training", "optimizer": {"beta2": 1}})"));
+    QVERIFY2(err.find("optimizer.beta2: must be in [0, 1) (got 1.0)") == 0, err.c_str());
+    QVERIFY(fails(R"({"type": "training", "spike": {"layer": 5}})"));
+    QVERIFY2(err.find("spike.layer: must name a Linear layer: 0 … 2 (0-based: 0 is fc1; got 5)") == 0, err.c_str());
+    QVERIFY(fails(R"({"type": "training", "spike": {"layer": 0, "col": 900}})"));
+    QVERIFY2(err.find("spike.col: must be below the input size of layer 0 (fc1 takes 784 inputs: col 0 … 783)") == 0,
+             err.c_str());
+  }
+
   // One spelling table: flags, configs, training configs and the panel's "split-fp32" alike.
   void vocabularyAcceptsEveryOldSpelling() {
     for (const char* s : {"split", "split_fp32", "split-fp32", "SPLIT_FP32", "splitfp32"})

@@ -361,7 +361,8 @@ void TestTrainingNonFinite::configRefusesAnUnknownPolicy() {
   const JsonDocument s =
       JsonDocument::parse(R"({"type": "training", "spike": {"step": 1, "factor": 2, "layer": 1, "col": 256}})");
   QVERIFY(!parseTrainingExperiment(s.root(), &err, &s));
-  QVERIFY2(err.find("spike col must be below the layer's input size") != std::string::npos, err.c_str());
+  QVERIFY2(err.find("spike.col: must be below the input size of layer 1 (fc2 takes 256 inputs: col 0 … 255)") == 0,
+           err.c_str());
   // GEMM outputs: fp32, bf16, fp16 only, and only where the per-tensor FP8 GEMMs run
   const JsonDocument o = JsonDocument::parse(R"({"type": "training", "forward_gemm": {"output": "e4m3"}})");
   QVERIFY(!parseTrainingExperiment(o.root(), &err, &o));
