@@ -736,11 +736,7 @@ void AmaxHistoryView::drawStep() {
   // Whole steps only on the window axis, at round multiples (1, 2 or 5 · 10^k) giving about 8
   // ticks over the window.
   auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
-  const double raw = std::max(1.0, double(n) / 8.0), decade = std::pow(10.0, std::floor(std::log10(raw)));
-  ticker->setTickStep(raw <= decade       ? decade
-                      : raw <= 2 * decade ? 2 * decade
-                      : raw <= 5 * decade ? 5 * decade
-                                          : 10 * decade);
+  ticker->setTickStep(roundTickStep(double(n), 8));
   ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
   tx->setTicker(ticker);
   double ymax = 0;

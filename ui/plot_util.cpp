@@ -5,6 +5,7 @@
 #include <QSet>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 namespace fp8lab::ui {
@@ -86,6 +87,25 @@ void plotEmptyState(QCustomPlot* plot, const QString& text) {
 
 QColor nanColor() {
   return QColor(0xe0, 0x00, 0xe0);
+}
+
+double roundTickStep(double span, int ticks, double least) {
+  const double raw = std::max(least, span / std::max(1, ticks));
+  const double decade = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0})
+    if (raw <= m * decade) return std::max(least, m * decade);
+  return std::max(least, 10.0 * decade);
+}
+
+namespace {
+class WholeNumberTicker : public QCPAxisTicker {
+protected:
+  double getTickStep(const QCPRange& range) override { return roundTickStep(range.size(), 6); }
+};
+} // namespace
+
+QSharedPointer<QCPAxisTicker> wholeNumberTicker() {
+  return QSharedPointer<QCPAxisTicker>(new WholeNumberTicker);
 }
 
 QColor noDataColor() {

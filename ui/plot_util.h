@@ -14,6 +14,7 @@
 class QCustomPlot;
 class QCPAxis;
 class QCPAxisRect;
+class QCPAxisTicker;
 class QCPAxisTickerLog;
 class QCPColorGradient;
 class QCPColorMap;
@@ -69,6 +70,12 @@ void connectCellMouse(QCustomPlot* plot, QObject* context,
 /// narrower than that, where QCustomPlot puts ticks between decades, each label gets as many
 /// significant digits as it takes to tell it from its neighbours (never two ticks "10¹").
 QSharedPointer<QCPAxisTickerLog> distinctLogTicker();
+/// A round step for an axis of about `ticks` ticks over `span` units: 1, 2 or 5 · 10^k, at least
+/// `least` (1 for whole steps).
+double roundTickStep(double span, int ticks, double least = 1.0);
+/// A linear ticker that puts ticks at whole numbers only (training steps, indices), at a round
+/// step (roundTickStep) for about 6 ticks.
+QSharedPointer<QCPAxisTicker> wholeNumberTicker();
 /// Adds a key entry to `legend` that stands for no single plottable: a line in `pen` (Qt::NoPen:
 /// none) with an optional scatter symbol, then `text`. Lets a legend say "colour = tensor, dashed
 /// = the compared run" in a few entries instead of one per curve.

@@ -111,7 +111,30 @@ void ScaleEvolutionView::setSession(SessionDocument* session) {
   connect(session, &SessionDocument::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   connect(session, &SessionDocument::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   connect(session, &SessionDocument::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
+  connect(session, &SessionDocument::reset_, this, [this] { just_reset_ = true; });
+  connect(session, &SessionDocument::currentRunChanged, this, [this](int index) {
+    // The first current run after a load is the session's choice (run 0, often the FP32
+    // baseline, which has no scales): the FP8 run rebuildRuns chose stays. Later ones are the
+    // user's and are shown.
+    const bool after_reset = just_reset_;
+    just_reset_ = false;
+    if (after_reset) return;
+    whenShown(1, [this, index] { followRun(index); });
+  });
   rebuildRuns();
+}
+
+void ScaleEvolutionView::followRun(int index) {
+  if (!session_ || index < 0 || index >= session_->runCount()) return;
+  const int i = run_box_->findData(session_->run(index).id);
+  if (i < 0 || i == run_box_->currentIndex()) return;
+  updating_ = true;
+  // The run compared with cannot be the run shown: it becomes the one shown before.
+  if (cmp_box_->currentData().toString() == session_->run(index).id)
+    cmp_box_->setCurrentIndex(std::max(0, cmp_box_->findData(run_box_->currentData())));
+  run_box_->setCurrentIndex(i);
+  updating_ = false;
+  runsChosen();
 }
 
 void ScaleEvolutionView::rebuildRuns() {
@@ -259,8 +282,14 @@ void ScaleEvolutionView::draw() {
   QStringList missing;
   top_ = new QCPAxisRect(plot_);
   bottom_ = new QCPAxisRect(plot_);
-  plot_->plotLayout()->addElement(0, 0, top_);
-  plot_->plotLayout()->addElement(1, 0, bottom_);
+  auto* title = new QCPTextElement(
+      plot_,
+      cmp_ ? tr("Scales and loss \u2014 %1 (dashed: %2)").arg(runName(run_.get()), runName(cmp_.get()))
+           : tr("Scales and loss \u2014 %1").arg(runName(run_.get())),
+      QFont(font().family(), 10, QFont::Bold));
+  plot_->plotLayout()->addElement(0, 0, title);
+  plot_->plotLayout()->addElement(1, 0, top_);
+  plot_->plotLayout()->addElement(2, 0, bottom_);
   auto* group = new QCPMarginGroup(plot_);
   top_->setMarginGroup(QCP::msLeft | QCP::msRight, group);
   bottom_->setMarginGroup(QCP::msLeft | QCP::msRight, group);
@@ -276,13 +305,15 @@ void ScaleEvolutionView::draw() {
                       : tr("dequant scale s (x \u2248 q\u00b7s)%1").arg(show_amax_ ? tr(", amax") : QString()));
   tx->setLabel(tr("training step"));
   bx->setLabel(tr("training step"));
+  tx->setTicker(wholeNumberTicker());
+  bx->setTicker(wholeNumberTicker());
   by->setLabel(tr("loss (nats)"));
   // One legend below both plots (never over the curves), as a key rather than one entry per
   // curve: colour = tensor, line style = quantity, dashed = the compared run. Three tensors of
   // two runs would otherwise need 20 entries, too long to read or to fit.
   auto* legend = new QCPLegend;
-  plot_->plotLayout()->addElement(2, 0, legend);
-  plot_->plotLayout()->setRowStretchFactors({2.2, 1.0, 0.001});
+  plot_->plotLayout()->addElement(3, 0, legend);
+  plot_->plotLayout()->setRowStretchFactors({0.001, 2.2, 1.0, 0.001});
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
   legend->setWrap(4);
   legend->setBorderPen(Qt::NoPen);

@@ -45,6 +45,8 @@ public:
 
 private:
   void rebuildRuns();
+  /// Shows session run `index` when it is a training run.
+  void followRun(int index);
   void runsChosen();
   void fillTensors();
   void draw();
@@ -52,6 +54,7 @@ private:
   std::shared_ptr<RunAccess> run_, cmp_;
   bool quant_ = false;
   bool show_amax_ = true;
+  bool just_reset_ = false; ///< the next current run is the session's own choice after a load
   bool updating_ = false;
   QComboBox* run_box_;
   QComboBox* cmp_box_;

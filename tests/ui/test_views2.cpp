@@ -712,6 +712,12 @@ private Q_SLOTS:
     QCOMPARE(v.findChild<QComboBox*>(QStringLiteral("run"))->currentData().toString(), QStringLiteral("t-current"));
     QCOMPARE(v.findChild<QComboBox*>(QStringLiteral("compare"))->currentData().toString(), QStringLiteral("t-delayed"));
     QVERIFY2(!v.infoText().contains(QStringLiteral("missing")), qPrintable(v.infoText()));
+    // A run the user selects in the session is shown; the one compared with cannot be it, so it
+    // becomes the run shown before.
+    s.setCurrentRun(s.indexOf(QStringLiteral("t-delayed")));
+    v.runPendingReloads();
+    QCOMPARE(v.findChild<QComboBox*>(QStringLiteral("run"))->currentData().toString(), QStringLiteral("t-delayed"));
+    QCOMPARE(v.findChild<QComboBox*>(QStringLiteral("compare"))->currentData().toString(), QStringLiteral("t-current"));
     v.setRuns(RunAccess::fromFile(file_, QStringLiteral("fp32-baseline"), &err));
     QVERIFY2(!v.infoText().contains(QStringLiteral("missing")), qPrintable(v.infoText()));
     QVERIFY(!v.infoText().contains(QStringLiteral("FP32 run?")));
