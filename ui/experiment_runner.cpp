@@ -363,12 +363,13 @@ JobResult runTrainingJob(const QByteArray& config_json, const QString& out_file,
   jr.kept_after_cancel = res.status == S::Cancelled && !res.runs.empty();
   if (res.status == S::Cancelled && !res.runs.empty() && res.runs.back().cancelled) {
     const auto& o = res.runs.back();
-    jr.summary = QObject::tr("Cancelled: run %1 stopped after step %2 of %3; %4 run(s) saved in %5")
+    jr.summary = QObject::tr("Cancelled: run %1 stopped after %2 of %3 steps%6; %4 run(s) saved in %5")
                      .arg(QString::fromStdString(o.stored_id))
                      .arg(o.steps_done)
                      .arg(o.steps_total)
                      .arg(res.runs.size())
-                     .arg(out_file);
+                     .arg(out_file)
+                     .arg(o.steps_done > 0 ? QObject::tr(" (steps 0 to %1)").arg(o.steps_done - 1) : QString());
   } else if (res.status == S::Cancelled) {
     jr.summary = QObject::tr("Cancelled; %1 finished run(s) saved in %2").arg(res.runs.size()).arg(out_file);
   } else if (res.status == S::Completed) {

@@ -218,9 +218,12 @@ int runTrainingExperiment(const Json& config, const ConfigPath& at, const JsonDo
     if (!res.runs.empty() && res.runs.back().cancelled) {
       const auto& o = res.runs.back();
       std::fprintf(stderr,
-                   "fp8lab-cli: interrupted: run '%s' stopped after step %lld of %lld; the session so far (%d run%s) "
-                   "is saved in %s\n",
+                   "fp8lab-cli: interrupted: run '%s' stopped after %lld of %lld steps%s; the session so far (%d "
+                   "run%s) is saved in %s\n",
                    o.stored_id.c_str(), static_cast<long long>(o.steps_done), static_cast<long long>(o.steps_total),
+                   o.steps_done > 0
+                       ? (" (steps 0 to " + std::to_string(o.steps_done - 1) + ", 0-based as in the session)").c_str()
+                       : "",
                    static_cast<int>(summary.size()), summary.size() == 1 ? "" : "s", out_file.toUtf8().constData());
     } else {
       std::fprintf(stderr, "fp8lab-cli: interrupted; the session so far (%d runs) is saved in %s\n",
