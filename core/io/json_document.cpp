@@ -1,14 +1,17 @@
 #include "io/json_document.h"
 
+#include <algorithm>
 #include <iterator>
 #include <set>
 #include <vector>
 
 namespace fp8lab {
 
-TextPos textPosition(std::string_view text, size_t offset) {
-  TextPos p;
-  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+namespace {
+
+/// Moves `p` (the position of byte `from`) on to the position of byte `to` of `text`.
+void advance(TextPos& p, std::string_view text, size_t from, size_t to) {
+  for (size_t i = from; i < to && i < text.size(); ++i) {
     if (text[i] == '\n') {
       ++p.line;
       p.column = 1;
@@ -16,6 +19,13 @@ TextPos textPosition(std::string_view text, size_t offset) {
       ++p.column;
     }
   }
+}
+
+} // namespace
+
+TextPos textPosition(std::string_view text, size_t offset) {
+  TextPos p;
+  advance(p, text, 0, offset);
   return p;
 }
 
@@ -168,14 +178,8 @@ private:
       seen_offset_ = 0;
       seen_ = TextPos{};
     }
-    for (; seen_offset_ < offset && seen_offset_ < text_.size(); ++seen_offset_) {
-      if (text_[seen_offset_] == '\n') {
-        ++seen_.line;
-        seen_.column = 1;
-      } else {
-        ++seen_.column;
-      }
-    }
+    advance(seen_, text_, seen_offset_, offset);
+    seen_offset_ = std::max(seen_offset_, std::min(offset, text_.size()));
     return seen_;
   }
   /// A value starts: inside an array it is the next element.
