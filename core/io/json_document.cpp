@@ -179,7 +179,7 @@ private:
       seen_ = TextPos{};
     }
     advance(seen_, text_, seen_offset_, offset);
-    seen_offset_ = std::max(seen_offset_, std::min(offset, text_.size()));
+    seen_offset_ = std::min(offset, text_.size());
     return seen_;
   }
   /// A value starts: inside an array it is the next element.

@@ -297,20 +297,9 @@ void DiagnosticsRecorder::whatIf(size_t op, int64_t step, const float* x, int64_
       src = pad.data();
     }
     const Nvfp4Tensor t = quantizeNvfp4(src, pr, pc, nc, axis);
-    QuantizedTensor q =
-        nc.tile_2d ? mergeScaleBlocks(toQuantizedTensor(t, nc, src), {16, 16}) : toQuantizedTensor(t, nc, src);
-    // Over the real elements, as fakeQuantize reports the trained NVFP4 operands: the padding is
-    // cropped except along the block axis of an RHT operand (the rotation spreads values over it).
-    std::vector<float> seen =
-        nc.rht ? rhtOperand(src, pr, pc, nc.rht_sign_mask, axis, d->threads) : std::vector<float>{};
-    const int64_t kr = nc.rht && axis == Axis::Rows ? pr : rows, kc = nc.rht && axis == Axis::Cols ? pc : cols;
-    if (kr != pr || kc != pc) {
-      q = cropQuantized(q, kr, kc);
-      seen = cropMatrix(nc.rht ? seen.data() : src, pr, pc, kr, kc);
-    }
-    const BlockStatsSummary sum =
-        computeBlockStats(seen.empty() ? src : seen.data(), q, d->scratch, BlockStatsDetail::Summary);
-    startSeries(s, q, d->scratch);
+    const Nvfp4StatsView v = nvfp4StatsView(t, nc, src, pr, pc, rows, cols, axis, d->threads);
+    const BlockStatsSummary sum = computeBlockStats(v.elements(src), v.q, d->scratch, BlockStatsDetail::Summary);
+    startSeries(s, v.q, d->scratch);
     s.steps.push_back(sum);
   }
 }
@@ -328,6 +317,19 @@ DiagnosticsResult DiagnosticsRecorder::finish(int64_t steps_done) {
     }
   }
   return std::move(d->res);
+}
+
+Nvfp4StatsView nvfp4StatsView(const Nvfp4Tensor& t, const Nvfp4Config& nc, const float* src, int64_t pr, int64_t pc,
+                              int64_t rows, int64_t cols, Axis axis, int threads) {
+  Nvfp4StatsView v;
+  v.q = nc.tile_2d ? mergeScaleBlocks(toQuantizedTensor(t, nc, src), {16, 16}) : toQuantizedTensor(t, nc, src);
+  if (nc.rht) v.x = rhtOperand(src, pr, pc, nc.rht_sign_mask, axis, threads);
+  const int64_t kr = nc.rht && axis == Axis::Rows ? pr : rows, kc = nc.rht && axis == Axis::Cols ? pc : cols;
+  if (kr != pr || kc != pc) {
+    v.q = cropQuantized(v.q, kr, kc);
+    v.x = cropMatrix(v.elements(src), pr, pc, kr, kc);
+  }
+  return v;
 }
 
 double estimateDiagnosticsBytes(const TrainingDiagnostics& cfg, int64_t steps, int64_t operands, int64_t elements) {

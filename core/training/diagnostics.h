@@ -131,6 +131,21 @@ private:
   std::unique_ptr<Impl> d;
 };
 
+/// What per-block statistics see of an NVFP4 quantization `t` (config `nc`, blocks along `axis`)
+/// of `src` [pr, pc]: x [rows, cols] zero padded to whole 16-element blocks (both axes for 2-D
+/// tiles). `q` is toQuantizedTensor(t) with 2-D tiles merged into 16×16 scale blocks, cropped to
+/// the real [rows, cols] (cropQuantized) except along the block axis of an RHT operand, whose
+/// rotated pad belongs to its blocks; `x` holds the matching elements (rotated for RHT), or is
+/// empty when they are `src` as it is. Both the trained operands (fakeQuantize's observer) and
+/// the what-if recipes are measured through it.
+struct Nvfp4StatsView {
+  QuantizedTensor q;
+  std::vector<float> x;
+  const float* elements(const float* src) const { return x.empty() ? src : x.data(); }
+};
+Nvfp4StatsView nvfp4StatsView(const Nvfp4Tensor& t, const Nvfp4Config& nc, const float* src, int64_t pr, int64_t pc,
+                              int64_t rows, int64_t cols, Axis axis, int threads);
+
 /// Bytes the diagnostics of a run keep, for estimateTrainingBytes: per operand and step one
 /// BlockStatsSummary (80 B) with block_stats on; (⌊(steps − 1) / map_every⌋ + 2) maps (map_every
 /// 0: 2) of at most ⌊elements / 16⌋ blocks × 45 B, twice (result and stored run); per what-if

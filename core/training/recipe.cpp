@@ -4,7 +4,7 @@
 // per role, pads the contraction axis and dequantizes.
 #include "training/recipe.h"
 
-#include "metrics/block_stats.h"
+#include "training/diagnostics.h"
 #include "scaling/nvfp4.h"
 #include "training/dense.h"
 
@@ -263,19 +263,8 @@ void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64
     }
     const Nvfp4Tensor t = quantizeNvfp4(src, pr, pc, nc, axis);
     if (observe && *observe) {
-      // Statistics per 16×16 tile for 2-D weights (the 1×16 blocks repeat the tile's scale), over
-      // the real elements: the zero padding is cropped, except along the block axis of an RHT
-      // operand, where the rotation has spread the block's values over the pad.
-      QuantizedTensor qt =
-          nc.tile_2d ? mergeScaleBlocks(toQuantizedTensor(t, nc, src), {16, 16}) : toQuantizedTensor(t, nc, src);
-      std::vector<float> seen =
-          nc.rht ? rhtOperand(src, pr, pc, nc.rht_sign_mask, axis, threads) : std::vector<float>{};
-      const int64_t kr = nc.rht && axis == Axis::Rows ? pr : rows, kc = nc.rht && axis == Axis::Cols ? pc : cols;
-      if (kr != pr || kc != pc) {
-        qt = cropQuantized(qt, kr, kc);
-        seen = cropMatrix(nc.rht ? seen.data() : src, pr, pc, kr, kc);
-      }
-      (*observe)(seen.empty() ? src : seen.data(), qt);
+      const Nvfp4StatsView v = nvfp4StatsView(t, nc, src, pr, pc, rows, cols, axis, threads);
+      (*observe)(v.elements(src), v.q);
     }
     deq = t.dequantize();
     deq_rows = pr;
