@@ -231,6 +231,7 @@ struct LmTrainingRun::Impl {
     table = cfg.model.sites();
     res.sites = table;
     model = std::make_unique<TransformerModel<float>>(cfg.model, cfg.seed);
+    model->setThreads(cfg.threads);
     if (fp8() && !blockRecipe()) {
       scalers.reserve(table.size() * kSiteOperands);
       for (size_t s = 0; s < table.size(); ++s) {

@@ -145,6 +145,9 @@ public:
   /// parameter's gradient into Param::grad (zero them first with zeroGrad).
   void backward(int64_t count, LinearOps<T>& ops);
   void zeroGrad();
+  /// Worker threads of the attention and of nothing else (the GEMMs take their own); 0: all
+  /// cores. Results do not depend on it.
+  void setThreads(int threads);
   /// The activations of the last forward.
   TransformerTaps<T> taps() const;
   /// The token ids of a greedy or sampled continuation of `prompt` (temperature ≤ 0: greedy).
