@@ -562,7 +562,7 @@ void LmTrainingRun::run(const ProgressFn& progress) {
     for (int64_t i = 0; i < plen; ++i) prompt.push_back(s.corpus->val[size_t(i)]);
     std::vector<OperandScaler> frozen = s.scalers;
     s.ops->setStep(res.steps_done, false, &frozen);
-    const std::vector<int32_t> gen = s.model->generate(prompt, cfg.sample_bytes, 0.0, cfg.seed, *s.ops);
+    const std::vector<int32_t> gen = s.model->generate(prompt, cfg.sample_bytes, cfg.sample_temperature, cfg.seed, *s.ops);
     std::vector<uint8_t> bytes(prompt.begin(), prompt.end());
     bytes.insert(bytes.end(), gen.begin(), gen.end());
     res.sample = printableText(bytes);
