@@ -10,6 +10,7 @@
 #include "experiment/gemm_config.h"
 #include "experiment/gemm_run.h"
 #include "io/fp8_checkpoint.h"
+#include "io/tensor_import.h"
 
 #include <bit>
 #include <cmath>
@@ -939,6 +940,38 @@ private Q_SLOTS:
     QCOMPARE(d1->shape, std::vector<int64_t>({m, rows}));
     QCOMPARE(d2->shape, d1->shape);
     for (size_t i = 0; i < d1->f32.size(); ++i) QCOMPARE(bits(d1->f32[i]), bits(d2->f32[i]));
+  }
+
+  // An FP8 tensor named as a float tensor ({"tensor": "ck.safetensors:w"}) is refused with the
+  // operand that does read it, {"checkpoint": FILE, "tensor": NAME}, which then runs.
+  void fp8TensorAsAFloatTensorNamesTheCheckpointOperand() {
+    const std::string ck = path("ck.safetensors");
+    writeSafetensors(ck,
+                     "{\"w\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[0,6]},"
+                     "\"w_scale\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[6,10]}}",
+                     kCodes23 + f32Bytes({0.5f}));
+    const std::string hint = "{\"checkpoint\": \"" + ck + "\", \"tensor\": \"w\"}";
+    auto t = importTensor(ck + ":w");
+    QVERIFY(!t.ok());
+    QVERIFY2(t.message().find("dtype F8_E4M3 is an FP8 tensor") != std::string::npos, t.message().c_str());
+    QVERIFY2(t.message().find(hint) != std::string::npos, t.message().c_str());
+    QVERIFY2(t.message().find("is not supported") == std::string::npos, t.message().c_str());
+    // The same through a GEMM config's operand; the operand the message names reads it.
+    GemmExperimentConfig bad, good;
+    QCOMPARE(parseGemmConfig(Json::parse("{\"a\": {\"tensor\": \"" + ck + ":w\"}, \"b\": {\"checkpoint\": \"" + ck +
+                                         "\", \"tensor\": \"w\", \"transpose\": true}}"),
+                             &bad),
+             std::string());
+    auto be = makeCpuGemmBackend();
+    auto rb = runGemmExperimentRun(bad, gemmConfigJson(bad).dump(), "bad", *be);
+    QVERIFY(!rb.ok());
+    QVERIFY2(rb.message().find(hint) != std::string::npos, rb.message().c_str());
+    QCOMPARE(parseGemmConfig(Json::parse("{\"a\": " + hint + ", \"b\": {\"checkpoint\": \"" + ck +
+                                         "\", \"tensor\": \"w\", \"transpose\": true}}"),
+                             &good),
+             std::string());
+    auto rg = runGemmExperimentRun(good, gemmConfigJson(good).dump(), "good", *be);
+    QVERIFY2(rg.ok(), rg.message().c_str());
   }
 
   void transposeMovesCodesAndScaleGrid() {
