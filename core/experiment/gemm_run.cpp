@@ -608,7 +608,9 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     run.setMetric("b_nonfinite", double(b_nonfinite), "count", "NaN or Inf elements of B before quantization");
   }
   if (out.model_of_undocumented_hardware)
-    run.attrs["note"] = std::string("FastAccum is a model of undocumented Hopper hardware behaviour");
+    run.attrs["note"] =
+        "FastAccum is a model of undocumented tensor-core accumulation" +
+        (cfg.accumulation_preset.empty() ? std::string() : " (accumulation preset " + cfg.accumulation_preset + ")");
 
   if (cfg.store_inputs) {
     auto put = [&](const char* path, const Operand& op, const char* meaning) {
