@@ -117,6 +117,42 @@ private Q_SLOTS:
     QVERIFY(v.csv().startsWith(QStringLiteral("x_log2,code,value,blocks,trouble\n0,127,1,2,\n1,128,2,1,\n")));
   }
 
+  // On a log count axis a bar stands on the axis floor (0.5) and ends at its count: QCPBars draws
+  // from its base to base + value, so the value is the count less the floor. Codes 0x7F ×300,
+  // 0x80 ×2, 0x81 ×1 (E8M0: 2^0, 2^1, 2^2, at x = 0, 1, 2): counts 300, 2, 1 span 300 ≥ 100, so
+  // the count axis is logarithmic. In the window at 1400×900, a point 2 px below a bar's top is
+  // inside the bar and a point at 1.15 × its count is not (before, 1 was drawn up to 1.5 and 2 up
+  // to 2.5, while the CSV said 1 and 2).
+  void logCountBarsEndAtTheirCount() {
+    std::vector<uint8_t> codes(303, 0x7F);
+    codes[300] = codes[301] = 0x80;
+    codes[302] = 0x81;
+    BlockScaleView v;
+    v.resize(1400, 900);
+    v.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    v.setRunAccess(RunAccess::fromRun(scaleCodeRun("E8M0FNU", codes, 1, 303)));
+    QVERIFY(v.csv().contains(QStringLiteral("\n0,127,1,300,\n1,128,2,2,\n2,129,4,1,\n")));
+    v.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    auto* ok = qobject_cast<QCPBars*>(v.plot()->plottable(0));
+    QVERIFY(ok);
+    QCPAxis* x = ok->keyAxis();
+    QCPAxis* y = ok->valueAxis();
+    QCOMPARE(y->scaleType(), QCPAxis::stLogarithmic);
+    QCOMPARE(y->range().lower, 0.5);
+    QCOMPARE(ok->dataCount(), 3);
+    const double counts[3] = {300, 2, 1};
+    for (int i = 0; i < 3; ++i) {
+      const double key = ok->data()->at(i)->key;
+      QCOMPARE(key, double(i));
+      QCOMPARE(ok->baseValue() + ok->data()->at(i)->value, counts[i]);
+      const double px = x->coordToPixel(key);
+      QVERIFY2(ok->selectTest(QPointF(px, y->coordToPixel(counts[i]) + 2), false) >= 0, qPrintable(QString::number(i)));
+      QVERIFY2(ok->selectTest(QPointF(px, y->coordToPixel(counts[i] * 1.15)), false) < 0,
+               qPrintable(QString::number(i)));
+    }
+  }
+
   // An NVFP4-like operand: E4M3FN block scale codes 0x00 (zero), 0x01 (2^−9, the smallest
   // subnormal), 0x38 twice (0 0111 000 = 2^(7−7) = 1), 0x7E (448, the largest) and 0x7F (NaN).
   // Positions: zero one binade below 2^−9 → −10; 2^−9 → −9; 1 → 0; 448 → log2 448; NaN one above
