@@ -3,13 +3,16 @@
 // here with core/session. Every expected number is derived by hand in a comment.
 #include "block_scale_view.h"
 #include "comparison_view.h"
+#include "main_window.h"
 #include "qcp.h"
 #include "run_access.h"
+#include "session_document.h"
 #include "view_render.h"
 
 #include "session/session.h"
 
 #include <QComboBox>
+#include <QHeaderView>
 #include <QDir>
 #include <QFileInfo>
 #include <QImage>
@@ -42,8 +45,8 @@ std::shared_ptr<Run> scaleCodeRun(const std::string& format, std::vector<uint8_t
 }
 
 /// A GEMM run for the ranking: operands from `a_origin`, total / quantization / accumulation SQNR.
-std::shared_ptr<RunAccess> rankedRun(const std::string& id, const std::string& scaling, const std::string& a_origin,
-                                     double sqnr, double quant, double accum, const std::string& config = "{}") {
+std::shared_ptr<Run> rankedCoreRun(const std::string& id, const std::string& scaling, const std::string& a_origin,
+                                   double sqnr, double quant, double accum, const std::string& config = "{}") {
   auto r = std::make_shared<Run>();
   r->id = id;
   r->type = "gemm";
@@ -61,7 +64,20 @@ std::shared_ptr<RunAccess> rankedRun(const std::string& id, const std::string& s
   r->setMetric("sqnr_db", sqnr, "dB", "");
   r->setMetric("quant_sqnr_db", quant, "dB", "");
   r->setMetric("accum_sqnr_db", accum, "dB", "");
-  return RunAccess::fromRun(r);
+  return r;
+}
+
+std::shared_ptr<RunAccess> rankedRun(const std::string& id, const std::string& scaling, const std::string& a_origin,
+                                     double sqnr, double quant, double accum, const std::string& config = "{}") {
+  return RunAccess::fromRun(rankedCoreRun(id, scaling, a_origin, sqnr, quant, accum, config));
+}
+
+MainWindow::Options testOptions() {
+  MainWindow::Options o;
+  o.restore_settings = false;
+  o.open_default_session = false;
+  o.probe_backend = false;
+  return o;
 }
 
 } // namespace
@@ -488,6 +504,107 @@ private Q_SLOTS:
     // CSV: operands, group and rank at the end of each row.
     QVERIFY(v.csv().contains(QStringLiteral(",\"64\u00d7128\u00d732, A random normal (seed 1, stream 1), B random "
                                             "normal (seed 1, stream 2)\",1,1\n")));
+  }
+
+  // The comparison in the window at 1400×900, on seven GEMM runs in two operand groups (five
+  // recipes on imported operands with a long path, two on random ones): the chart has the
+  // room an exported image gives it, and nothing of it is cut or drawn over another part.
+  //   - the bar chart gets the wider share of the plot (3 : 2) and two thirds of the height;
+  //   - the legend sits in a row of its own above the bars, inside the plot, over no axis rect;
+  //   - each group caption starts with its "G1: " / "G2: ", lies inside the bar chart between the
+  //     dashed lines around its group, and overlaps no other caption;
+  //   - the right axis's margin holds its widest tick label and its label, and the difference map
+  //     starts right of it;
+  //   - the table shows the SQNR, Quant. SQNR and Accum. SQNR columns whole.
+  void comparisonInTheWindowHasRoomForItsChart() {
+    MainWindow w(testOptions());
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    const std::string a1 = "/tmp/fp8lab-sweep-2026-03-14/activations_layer3_after_layernorm.npy",
+                      a2 = "random normal (seed 1, stream 1)";
+    int n = 0;
+    for (const auto& [scaling, origin, sqnr] : {std::tuple{"per_row", a1, 29.21},
+                                                {"mx_rceil", a1, 28.57},
+                                                {"te_block_1x128", a1, 28.56},
+                                                {"te_current", a1, 28.52},
+                                                {"mx_floor", a1, 26.57},
+                                                {"te_current", a2, 28.52},
+                                                {"mx_rceil", a2, 28.48}}) {
+      Run r = *rankedCoreRun("gemm-E4M3FN-" + std::string(scaling) + (origin == a1 ? "-import" : "-normal") +
+                                 std::to_string(n++),
+                             scaling, origin, sqnr, sqnr, 150 + n);
+      w.session()->addRun(session_io::fromCoreRun(r));
+    }
+    QVERIFY(w.showView(QStringLiteral("compare")));
+    auto* v = qobject_cast<ComparisonView*>(w.view(QStringLiteral("compare")));
+    QVERIFY(v);
+    QTRY_COMPARE(int(v->rows().size()), 7);
+    for (int i = 0; i < 3; ++i) QCoreApplication::processEvents();
+    QCOMPARE(v->metric(), QStringLiteral("ranking"));
+    QCustomPlot* plot = v->plot();
+    plot->replot(QCustomPlot::rpImmediateRefresh);
+    const QRect bars = v->barRect()->rect(), diff = v->diffRect()->rect();
+    // Room: before, the bars had half of a plot 60 % of the view high, a rect 330 px wide.
+    QVERIFY2(
+        v->barRect()->outerRect().width() >= 0.55 * plot->width() && bars.width() > diff.width(),
+        qPrintable(
+            QStringLiteral("bars %1 px, diff %2 px of %3").arg(bars.width()).arg(diff.width()).arg(plot->width())));
+    QVERIFY2(plot->height() >= 0.55 * v->height(),
+             qPrintable(QStringLiteral("%1 of %2").arg(plot->height()).arg(v->height())));
+    // Legend.
+    QCPLegend* legend = nullptr;
+    for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
+      if (auto* l = qobject_cast<QCPLegend*>(e)) legend = l;
+    QVERIFY(legend);
+    QCOMPARE(legend->itemCount(), 3);
+    QVERIFY(plot->viewport().contains(legend->outerRect()));
+    for (QCPAxisRect* r : plot->axisRects()) QVERIFY(!legend->outerRect().intersects(r->rect()));
+    for (int i = 0; i < legend->itemCount(); ++i) {
+      auto* item = qobject_cast<QCPPlottableLegendItem*>(legend->item(i));
+      QVERIFY(item);
+      const int need = legend->iconSize().width() + legend->iconTextPadding() +
+                       QFontMetrics(legend->font()).horizontalAdvance(item->plottable()->name());
+      QVERIFY2(item->rect().width() >= need && legend->outerRect().contains(item->rect()),
+               qPrintable(item->plottable()->name()));
+    }
+    // Captions.
+    QList<QRectF> boxes;
+    for (int i = 0; i < plot->itemCount(); ++i) {
+      auto* t = qobject_cast<QCPItemText*>(plot->item(i));
+      if (!t || !t->text().startsWith(QLatin1Char('G'))) continue;
+      QVERIFY2(t->text().startsWith(QStringLiteral("G%1: ").arg(boxes.size() + 1)), qPrintable(t->text()));
+      const QRectF box(t->topLeft->pixelPosition(), t->bottomRight->pixelPosition());
+      QVERIFY2(QRectF(bars).contains(box), qPrintable(t->text()));
+      const QFontMetrics fm(t->font());
+      for (const QString& line : t->text().split(QLatin1Char('\n')))
+        QVERIFY2(fm.horizontalAdvance(line) <= box.width(), qPrintable(line));
+      for (const QRectF& b : boxes) QVERIFY2(!b.intersects(box), qPrintable(t->text()));
+      boxes << box;
+    }
+    QCOMPARE(boxes.size(), 2);
+    // The first caption stays left of the dashed line between the groups (key 4 + 1 = 5).
+    QVERIFY(boxes[0].right() <= v->barRect()->axis(QCPAxis::atBottom)->coordToPixel(5.0));
+    // Right axis.
+    QCPAxis* y2 = v->barRect()->axis(QCPAxis::atRight);
+    QVERIFY(y2->visible());
+    int widest = 0;
+    for (const QString& l : y2->tickVectorLabels())
+      widest = std::max(widest, QFontMetrics(y2->tickLabelFont()).horizontalAdvance(l));
+    QVERIFY(widest > 0);
+    const int need = y2->tickLabelPadding() + widest + y2->labelPadding() + QFontMetrics(y2->labelFont()).height();
+    QVERIFY2(v->barRect()->margins().right() >= need,
+             qPrintable(QStringLiteral("%1 < %2").arg(v->barRect()->margins().right()).arg(need)));
+    QVERIFY(v->barRect()->outerRect().right() < v->diffRect()->outerRect().left());
+    // Table.
+    QTableWidget* t = v->table();
+    for (const int c : {ComparisonView::ColSqnr, ComparisonView::ColQuantSqnr, ComparisonView::ColAccumSqnr}) {
+      const int x = t->columnViewportPosition(c);
+      QVERIFY2(x >= 0 && x + t->columnWidth(c) <= t->viewport()->width(),
+               qPrintable(t->horizontalHeaderItem(c)->text()));
+      QVERIFY(t->columnWidth(c) >= t->horizontalHeader()->sectionSizeHint(c));
+    }
+    if (!qEnvironmentVariableIsEmpty("FP8LAB_TEST_GRAB")) w.grab().save(qEnvironmentVariable("FP8LAB_TEST_GRAB"));
   }
 
   // Without two runs on the same operands the chart falls back to SQNR and nothing is ranked.
