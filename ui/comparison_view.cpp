@@ -929,7 +929,11 @@ void ComparisonView::drawDiff() {
       map->data()->setCell(int(c), int(r),
                            r < diff_.grid_rows && c < diff_.grid_cols ? diff_.cell(r, c) : std::nan(""));
   auto* scale = new QCPColorScale(plot_);
-  plot_->plotLayout()->addElement(1, 2, scale);
+  QCPLayoutGrid* grid = plot_->plotLayout();
+  int row = 0; // the map's row: 1 below the legend's row, 0 when a simplify() took that row
+  for (int r = 0; r < grid->rowCount(); ++r)
+    if (grid->hasElement(r, 1) && grid->element(r, 1) == diff_rect_) row = r;
+  grid->addElement(row, 2, scale);
   scale->setType(QCPAxis::atRight);
   scale->setBarWidth(12);
   map->setColorScale(scale);

@@ -531,8 +531,9 @@ private Q_SLOTS:
                                                 {"mx_floor", a1, 26.57},
                                                 {"te_current", a2, 28.52},
                                                 {"mx_rceil", a2, 28.48}}) {
+      ++n;
       Run r = *rankedCoreRun("gemm-E4M3FN-" + std::string(scaling) + (origin == a1 ? "-import" : "-normal") +
-                                 std::to_string(n++),
+                                 std::to_string(n),
                              scaling, origin, sqnr, sqnr, 150 + n);
       w.session()->addRun(session_io::fromCoreRun(r));
     }
@@ -605,6 +606,52 @@ private Q_SLOTS:
       QVERIFY(t->columnWidth(c) >= t->horizontalHeader()->sectionSizeHint(c));
     }
     if (!qEnvironmentVariableIsEmpty("FP8LAB_TEST_GRAB")) w.grab().save(qEnvironmentVariable("FP8LAB_TEST_GRAB"));
+  }
+
+  // Switching the chart between SQNR (no legend) and the ranking (a legend row above the bars)
+  // around a difference map keeps every part in its place: the legend above the bars, the
+  // colour scale beside the map (the map's row, whether or not the legend's row is there).
+  void comparisonLayoutSurvivesMetricChanges() {
+    QList<std::shared_ptr<RunAccess>> runs;
+    const std::string a1 = "random normal (seed 1, stream 1)";
+    for (const auto& [id, scaling, sqnr] : {std::tuple{"a", "mx_floor", 25.0}, {"b", "mx_rceil", 28.0}}) {
+      auto r = rankedCoreRun(id, scaling, a1, sqnr, sqnr + 1, 40);
+      std::vector<float> abs(16);
+      for (int k = 0; k < 16; ++k) abs[size_t(k)] = float(k) / (sqnr / 10); // |D − ideal|, differing per run
+      r->putFloat32("error/abs", abs, 4, 4, "1", "|D - ref|");
+      runs << RunAccess::fromRun(r);
+    }
+    ComparisonView v;
+    v.resize(1400, 900);
+    v.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    v.setRuns(runs);
+    auto check = [&](bool legend_expected) {
+      v.plot()->replot(QCustomPlot::rpImmediateRefresh);
+      QCPLegend* legend = nullptr;
+      QCPColorScale* scale = nullptr;
+      for (QCPLayoutElement* e : v.plot()->plotLayout()->elements(true)) {
+        if (auto* l = qobject_cast<QCPLegend*>(e)) legend = l;
+        if (auto* c = qobject_cast<QCPColorScale*>(e)) scale = c;
+      }
+      QCOMPARE(legend != nullptr, legend_expected);
+      if (legend) QVERIFY(legend->outerRect().bottom() <= v.barRect()->outerRect().top());
+      QVERIFY(scale);
+      QCOMPARE(scale->outerRect().top(), v.diffRect()->outerRect().top());
+      QVERIFY(scale->outerRect().left() >= v.diffRect()->outerRect().right());
+      QCOMPARE(v.barRect()->outerRect().top(), v.diffRect()->outerRect().top());
+    };
+    QCOMPARE(v.metric(), QStringLiteral("ranking"));
+    QVERIFY(v.difference().grid_rows > 0);
+    check(true);
+    v.setMetric(QStringLiteral("sqnr_db"));
+    check(false);
+    QVERIFY(v.selectPair(QStringLiteral("a"), QStringLiteral("b"))); // redraws the map without a legend row
+    check(false);
+    v.setMetric(QStringLiteral("ranking"));
+    check(true);
+    QVERIFY(v.selectPair(QStringLiteral("b"), QStringLiteral("a")));
+    check(true);
   }
 
   // Without two runs on the same operands the chart falls back to SQNR and nothing is ranked.
