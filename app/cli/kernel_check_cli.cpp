@@ -282,8 +282,8 @@ QString kernelCheckText(const KernelCheckResult& r, const KernelCheckConfig& cfg
                     : QString())
            .arg(num(c.median_ulps), num(c.median_ulps_differing));
   if (c.first.valid())
-    s += QStringLiteral("  first differing element %1: observed %2, %3 %4\n")
-             .arg(idx(c.first), shortestNumber(c.first_observed), ref, shortestNumber(c.first_model));
+    s += QStringLiteral("  first differing element %1: observed %2, reference %3\n")
+             .arg(idx(c.first), shortestNumber(c.first_observed), shortestNumber(c.first_model));
   if (c.worst_tile.valid())
     s += QStringLiteral("  worst %1x%2 tile %3: %4 differing, max %5 ULP\n")
              .arg(c.tile_rows)
@@ -297,7 +297,7 @@ QString kernelCheckText(const KernelCheckResult& r, const KernelCheckConfig& cfg
            .arg(c.observed_nan)
            .arg(c.observed_inf)
            .arg(c.not_representable);
-  s += QStringLiteral("  max |observed - %1| %2; SQNR %3 dB\n").arg(ref, num(c.max_abs_diff), num(c.sqnr_db, 5));
+  s += QStringLiteral("  max |observed - reference| %1; SQNR %2 dB\n").arg(num(c.max_abs_diff), num(c.sqnr_db, 5));
   QString hist;
   for (int b = 0; b < int(c.ulp_histogram.size()); ++b)
     if (c.ulp_histogram[size_t(b)] > 0)

@@ -9,19 +9,25 @@
 #include "gemm/kernel_check.h"
 
 #include "formats/format.h"
+#include "common/worker_pool.h"
 #include "gemm/accumulation_preset.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <stdexcept>
+#include <thread>
 #include <unordered_map>
 
 namespace fp8lab {
@@ -463,13 +469,13 @@ std::vector<AccumulationModel> referenceModels(const GemmOptions& base) {
   v.push_back(makeModel(base, Accumulation::Exact));
   v.push_back(makeModel(base, Accumulation::FP32));
   v.push_back(makeModel(base, Accumulation::SplitFP32, 128));
-  v.push_back(makeModel(base, Accumulation::FastAccum, 128, 14, 32, false));
   for (const auto& p : accumulationPresets()) {
     AccumulationModel m;
     m.options = withAccumulationPreset(base, p);
     m.preset = p.name;
     v.push_back(m);
   }
+  v.push_back(makeModel(base, Accumulation::FastAccum, 128, 14, 32, false));
   AccumulationModel own;
   own.options = base;
   own.preset = presetOf(base);
@@ -764,6 +770,37 @@ std::string summarise(const std::vector<AccumulationModel>& ms) {
   return s;
 }
 
+/// body(i) for i in [0, n) on `threads` workers (0 = all cores), each item on one thread (the
+/// sample GEMMs are too small to split further), results written by index so the order never
+/// matters; progress from the calling worker (from → to), Cancelled and the first exception of any
+/// item stop the others and are rethrown here.
+void eachInParallel(size_t n, int threads, const ProgressFn& progress, double from, double to, const std::string& stage,
+                    const std::function<void(size_t)>& body) {
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0}, done{0};
+  std::atomic<bool> stop{false};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  runOnWorkers(static_cast<int>(std::min<size_t>(size_t(threads), std::max<size_t>(n, 1))), [&](int w) {
+    for (;;) {
+      if (stop.load(std::memory_order_relaxed)) return;
+      const size_t i = next.fetch_add(1);
+      if (i >= n) return;
+      try {
+        body(i);
+        const size_t d = done.fetch_add(1) + 1;
+        if (w == 0) reportProgress(progress, from + (to - from) * double(d) / double(n), stage);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        stop = true;
+        return;
+      }
+    }
+  });
+  if (error) std::rethrow_exception(error);
+}
+
 /// A full evaluation: the comparison on all of D and the hash of the output.
 struct FullResult {
   OutputComparison comparison;
@@ -780,6 +817,7 @@ FitResult fitImpl(const QuantizedTensor& a, const QuantizedTensor& b, const Gemm
                                 std::to_string(observed.cols) + "] but D = A·B is [" + std::to_string(a.rows) + ", " +
                                 std::to_string(b.cols) + "]");
   auto cpu = makeCpuGemmBackend();
+  const int threads = opt.threads > 0 ? opt.threads : base.threads;
   GemmOptions gbase = base;
   CompareOptions copt = opt.compare;
   copt.output_quant_scale = base.output_quant_scale;
@@ -807,13 +845,11 @@ FitResult fitImpl(const QuantizedTensor& a, const QuantizedTensor& b, const Gemm
   const Sample s1 = makeSample(a, b, gbase, observed, opt.sample_rows, opt.sample_cols, 0.5);
   res.sample_elements = s1.observed.rows * s1.observed.cols;
   std::vector<Screened> screened(cands.size());
-  for (size_t i = 0; i < cands.size(); ++i) {
-    if (i % 8 == 0)
-      reportProgress(progress, 0.35 + 0.45 * double(i) / double(cands.size()),
-                     "fit: screening " + std::to_string(i) + " of " + std::to_string(cands.size()) + " models");
+  eachInParallel(cands.size(), threads, progress, 0.35, 0.8, "fit: screening models", [&](size_t i) {
     GemmOptions o = cands[i].options;
     o.c = s1.base.c;
     o.bias = s1.base.bias;
+    o.threads = 1;
     const GemmOutput out = cpu->run(s1.a, s1.b, o);
     Screened& sc = screened[i];
     sc.candidate = i;
@@ -821,7 +857,7 @@ FitResult fitImpl(const QuantizedTensor& a, const QuantizedTensor& b, const Gemm
     sc.out = out.d;
     sc.codes = out.d_codes;
     sc.hash = outputHash(out);
-  }
+  });
   std::vector<std::vector<size_t>> classes = classesOf(screened);
   const bool one_class_on_s1 = classes.size() == 1;
   // 3. Refinement: the best candidates on a second, larger sample (0.8 – 0.9): every member of the
@@ -838,14 +874,13 @@ FitResult fitImpl(const QuantizedTensor& a, const QuantizedTensor& b, const Gemm
       chosen.push_back(classes[c].front());
     const Sample s2 = makeSample(a, b, gbase, observed, opt.refine_rows, opt.refine_cols, 0.25);
     res.refine_elements = s2.observed.rows * s2.observed.cols;
-    std::vector<Screened> refined;
-    for (size_t n = 0; n < chosen.size(); ++n) {
-      reportProgress(progress, 0.8 + 0.1 * double(n) / double(chosen.size()),
-                     "fit: refining " + std::to_string(n) + " of " + std::to_string(chosen.size()));
+    std::vector<Screened> refined(chosen.size());
+    eachInParallel(chosen.size(), threads, progress, 0.8, 0.9, "fit: refining the best", [&](size_t n) {
       const Screened& first = screened[chosen[n]];
       GemmOptions o = cands[first.candidate].options;
       o.c = s2.base.c;
       o.bias = s2.base.bias;
+      o.threads = 1;
       const GemmOutput out = cpu->run(s2.a, s2.b, o);
       Screened r = first;
       r.score.add(compareOutputs(s2.observed, out.d, out.d_codes, o.output, copt));
@@ -853,8 +888,8 @@ FitResult fitImpl(const QuantizedTensor& a, const QuantizedTensor& b, const Gemm
       r.codes.insert(r.codes.end(), out.d_codes.begin(), out.d_codes.end());
       r.hash = fnv(out.d.data(), out.d.size() * sizeof(float), r.hash);
       r.hash = fnv(out.d_codes.data(), out.d_codes.size(), r.hash);
-      refined.push_back(std::move(r));
-    }
+      refined[n] = std::move(r);
+    });
     classes.clear();
     for (const auto& c : classesOf(refined)) {
       std::vector<size_t> v;

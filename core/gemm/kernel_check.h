@@ -179,9 +179,10 @@ struct AccumulationModel {
 std::optional<AccumulationModel> namedModel(const std::string& name, const GemmOptions& base);
 
 /// The CPU reference's models on `base`'s output and epilogue: exact, FP32, split FP32 (N_C 128),
-/// the fast model as cuBLASLt FAST_ACCUM = 1 (14 bits, group 32, no promotion) and every
-/// accumulation preset (hopper_fp8 = fast, 14 bits, group 32, N_C 128; blackwell_fp8;
-/// block_scaled_mma), plus `base`'s own model when it is none of these.
+/// every accumulation preset (hopper_fp8 = fast, 14 bits, group 32, N_C 128; blackwell_fp8;
+/// block_scaled_mma) and the fast model as cuBLASLt FAST_ACCUM = 1 (14 bits, group 32, no
+/// promotion), plus `base`'s own model when it is none of these. (Of models that give the same
+/// output, the fit names the first in this order.)
 std::vector<AccumulationModel> referenceModels(const GemmOptions& base);
 
 /// The grid of the fit. Defaults: bits 10..28, groups 1, 2, 4, ..., 64, N_C 32, 64, ..., 512 and
@@ -209,7 +210,7 @@ struct FitOptions {
   int refine_rows = 96, refine_cols = 96;
   int refine_candidates = 32; ///< how many of the best candidates are screened again
   int full_checks = 3;        ///< how many distinct best candidates are compared on all of D
-  int threads = 0;
+  int threads = 0;            ///< workers of the screening (0: GemmOptions::threads of the GEMM, 0 there = all cores)
   CompareOptions compare;
 };
 
