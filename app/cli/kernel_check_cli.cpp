@@ -277,8 +277,8 @@ QString kernelCheckText(const KernelCheckResult& r, const KernelCheckConfig& cfg
            .arg(QString(qMax(0, 6 - int(ot.size())), QLatin1Char(' ')))
            .arg(num(c.max_ulps))
            .arg(c.worst.valid()
-                    ? QStringLiteral(" at %1 (observed %2, %3 %4)")
-                          .arg(idx(c.worst), shortestNumber(c.worst_observed), ref, shortestNumber(c.worst_model))
+                    ? QStringLiteral(" at %1 (observed %2, reference %3)")
+                          .arg(idx(c.worst), shortestNumber(c.worst_observed), shortestNumber(c.worst_model))
                     : QString())
            .arg(num(c.median_ulps), num(c.median_ulps_differing));
   if (c.first.valid())
