@@ -11,6 +11,8 @@
 #include <QComboBox>
 #include <QFutureWatcher>
 #include <QHBoxLayout>
+#include <QJsonArray>
+#include <QJsonDocument>
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
@@ -374,7 +376,10 @@ void ErrorHeatmapView::rebuild(Read read) {
   }
   QString unit = model_->unit(shown.first(), kind_);
   scale_->axis()->setLabel(tr("%1 error [%2]").arg(toText(kind_), unit));
-  if (mode_ == Mode::KernelCheck) addUlpHistogram();
+  if (mode_ == Mode::KernelCheck) {
+    addUlpHistogram();
+    detail_->setText(modelsTable());
+  }
   stylePlot(plot_);
   // Overview: the whole map, decimated by max (or tiles).
   const auto [rows, cols] = shape;
@@ -437,6 +442,45 @@ void ErrorHeatmapView::addUlpHistogram() {
   y->setNumberPrecision(0);
   y->setRange(0.5, top * 3);
   y->setLabel(tr("elements"));
+}
+
+// The kernel check's models, each with its share of elements identical to the observed D, and the
+// fit's verdict: which accumulation reproduces the kernel.
+QString ErrorHeatmapView::modelsTable() const {
+  if (!run_ || !run_->has(QStringLiteral("check/models/identical_share")))
+    return tr("<i>This check ran without the fit: no table of models. Click an element for its detail.</i>");
+  Block share, maxu;
+  QString err;
+  if (!run_->readAll(QStringLiteral("check/models/identical_share"), &share, &err) ||
+      !run_->readAll(QStringLiteral("check/models/max_ulps"), &maxu, &err))
+    return err.toHtmlEscaped();
+  const QJsonArray names =
+      QJsonDocument::fromJson(run_->groupAttr(QStringLiteral("check/models"), QStringLiteral("names")).toUtf8())
+          .array();
+  QString html = tr("<b>Accumulation models</b> on this run's operands, each compared with the observed D:"
+                    "<table cellspacing=3><tr><th align=left>model</th><th align=right>identical</th>"
+                    "<th align=right>max ULP</th></tr>");
+  // Max ULPs as the histogram counts them: whole numbers to 4096, then the nearest power of two.
+  auto ulps = [](double u) -> QString {
+    if (!std::isfinite(u)) return QStringLiteral("NaN/Inf");
+    if (u <= 4096) return QString::number(u, 'g', 4);
+    static const QString sup = QStringLiteral("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079");
+    QString t = QStringLiteral("\u22482");
+    for (QChar c : QString::number(int(std::lround(std::log2(u))))) t += sup[c.digitValue()];
+    return t;
+  };
+  for (int i = 0; i < names.size() && size_t(i) < share.v.size(); ++i)
+    html += QStringLiteral("<tr><td>%1</td><td align=right nowrap>%2%</td><td align=right nowrap>%3</td></tr>")
+                .arg(names[i].toString().toHtmlEscaped(), QString::number(100.0 * share.v[size_t(i)], 'f', 2),
+                     ulps(maxu.v[size_t(i)]));
+  html += QStringLiteral("</table>");
+  const QString fit = run_->groupAttr(QStringLiteral("check"), QStringLiteral("fit_verdict"));
+  if (!fit.isEmpty())
+    html += QStringLiteral("<br>%1").arg(fit.toHtmlEscaped()); // "best fit: ..." / "bit-identical to ..."
+  const QString warn = run_->groupAttr(QStringLiteral("check"), QStringLiteral("fit_warning"));
+  if (!warn.isEmpty()) html += QStringLiteral("<br><span style='color:#b00020'>%1</span>").arg(warn.toHtmlEscaped());
+  html += tr("<br><br><i>Click an element of the map to see its detail.</i>");
+  return html;
 }
 
 quint64 ErrorHeatmapView::nextGeneration() {

@@ -113,6 +113,8 @@ private:
   QList<ErrorQuantity> quantities() const;
   /// KernelCheck: the ULP histogram (check/ulp_histogram) in row 2 of the plot layout.
   void addUlpHistogram();
+  /// KernelCheck: the models table (check/models/*) and the fit's verdict, for the detail pane.
+  QString modelsTable() const;
   void openInBitLayout();
 
   std::shared_ptr<RunAccess> run_;
