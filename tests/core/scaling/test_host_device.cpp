@@ -79,6 +79,7 @@ private Q_SLOTS:
   void deviceNanRuleMatchesX86();
   void cudaLog2fExactOnPowersOfTwo();
   void cudaLog2fFloorAtBinadeEdges();
+  void cudaLog2fWithinOneUlp();
   void torchaoPow2TorchaoTestCases();
   void delayedUpdateMatchesDelayedScaling();
   void delayedUpdateHandDerived();
@@ -299,6 +300,24 @@ void TestHostDevice::cudaLog2fFloorAtBinadeEdges() {
   QVERIFY2(bad == 0, first.c_str());
   QCOMPARE_BITS(torchaoPow2(8.0f * (1.0f - std::ldexp(1.0f, -24))), 8.0f);
   QCOMPARE_BITS(torchaoPow2(2.0f * (1.0f - std::ldexp(1.0f, -24))), 1.0f);
+}
+
+// CUDA's documented accuracy of log2f (CUDA C++ Programming Guide, "Mathematical Functions":
+// maximum ulp error 1): on every 4099th positive finite float32, cudaLog2f is within one float32
+// ulp of log2 computed in float64 and rounded once (the correctly rounded value, but for the
+// rare double-rounding case, which the bound absorbs).
+void TestHostDevice::cudaLog2fWithinOneUlp() {
+  size_t n = 0, bad = 0;
+  std::string first;
+  for (uint64_t u = 1; u < 0x7f800000u; u += 4099) {
+    const float s = floatOf(static_cast<uint32_t>(u));
+    const float got = cudaLog2f(s), ref = static_cast<float>(std::log2(static_cast<double>(s)));
+    ++n;
+    const bool ok = got == ref || std::nextafter(ref, kInf) == got || std::nextafter(ref, -kInf) == got;
+    if (!ok && bad++ == 0) first = "s = " + hexf(s) + ": cudaLog2f " + hexf(got) + ", log2 " + hexf(ref);
+  }
+  QVERIFY(n > 500000);
+  QVERIFY2(bad == 0, first.c_str());
 }
 
 // torchao test/float8/test_float8_utils.py, test_round_scale_down_to_power_of_2_valid_inputs (run
