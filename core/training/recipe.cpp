@@ -345,7 +345,9 @@ QuantizedTensor quantizeRole(const RoleQuantization& q, const float* x, int64_t 
       const Nvfp4StatsView v = nvfp4StatsView(t, nc, src, pr, pc, rows, cols, axis, threads);
       (*observe)(v.elements(src), v.q);
     }
-    out = toQuantizedTensor(t, nc, src);
+    // The statistics of an RHT operand would need the rotation a third time (quantizeNvfp4 and the
+    // statistics view rotate it already); its record counts no underflow anyway.
+    out = toQuantizedTensor(t, nc, q.rht ? nullptr : src);
     // Keep the padded contraction axis, crop the other one to its real length.
     const int64_t kr = axis == Axis::Rows ? pr : rows, kc = axis == Axis::Cols ? pc : cols;
     if (kr != pr || kc != pc) out = cropQuantized(out, kr, kc);
