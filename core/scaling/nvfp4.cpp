@@ -635,6 +635,9 @@ QuantizedTensor toQuantizedTensor(const Nvfp4Tensor& t, const Nvfp4Config& cfg, 
     const double* ef = eff.data() + (i / br) * nbc;
     for (int64_t bj = 0; bj < nbc; ++bj) {
       const double f = ef[bj];
+      // |v| / f > limit, decided by a multiplication unless |v| is within 1e-12 of the boundary
+      // (then by the division itself, so the count is exactly the division's).
+      const double thr = limit * f;
       for (int64_t j = bj * bc; j < std::min(t.cols, (bj + 1) * bc); ++j) {
         const std::size_t e = static_cast<std::size_t>(i * t.cols + j);
         const float v = x[e];
@@ -651,7 +654,8 @@ QuantizedTensor toQuantizedTensor(const Nvfp4Tensor& t, const Nvfp4Config& cfg, 
           continue;
         }
         if ((t.codes[e] & 0x7) == 0) ++s.underflow;
-        if (f > 0 && std::fabs(static_cast<double>(v)) / f > limit) ++s.saturated;
+        const double a = std::fabs(static_cast<double>(v));
+        if (f > 0 && a > thr * (1 - 1e-12) && (a > thr * (1 + 1e-12) || a / f > limit)) ++s.saturated;
       }
     }
   }
