@@ -603,12 +603,13 @@ public:
     if (opt.accumulation == Accumulation::Exact) {
       const std::vector<float> af = decodeOperand(a, threads), bf = decodeOperand(b, threads);
       std::vector<double> c(static_cast<size_t>(mn), 0.0);
-      gemmDoublePortable(plan, af.data(), bf.data(), c.data(), threads, progress);
+      gemmDouble(plan, af.data(), bf.data(), c.data(), threads, progress);
       applyConstScales(plan, c.data(), threads);
       applyEpilogue(opt, c.data(), plan.m, plan.n, threads);
       convertOutput(c.data(), mn, opt, out);
       out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      out.algorithm = "exact (double), portable blocked, " + std::to_string(threads) + " threads";
+      out.algorithm = std::string("exact (double), ") + (cpuHasAvx512F() ? "avx512" : "portable") + " blocked, " +
+                      std::to_string(threads) + " threads";
     } else {
       std::vector<float> c(static_cast<size_t>(mn), 0.0f);
       bool done = false, fma_kernel_used = false;

@@ -69,7 +69,7 @@ std::vector<double> idealGemm(const float* a, const float* b, int64_t m, int64_t
   plan.windows = {Window{0, k, 0, 0}};
   plan.ca.assign(static_cast<size_t>(m), 1.0f);
   plan.cb.assign(static_cast<size_t>(n), 1.0f);
-  gemmDoublePortable(plan, a, b, c.data(), threads, progress);
+  gemmDouble(plan, a, b, c.data(), threads, progress);
   return c;
 }
 
@@ -105,7 +105,7 @@ std::vector<double> quantizedExactGemm(const QuantizedTensor& a, const Quantized
   a.format->decodeBulk(a.codes.data(), af.data(), af.size());
   b.format->decodeBulk(b.codes.data(), bf.data(), bf.size());
   std::vector<double> c(static_cast<size_t>(plan.m * plan.n), 0.0);
-  gemmDoublePortable(plan, af.data(), bf.data(), c.data(), threads, progress);
+  gemmDouble(plan, af.data(), bf.data(), c.data(), threads, progress);
   applyConstScales(plan, c.data(), threads);
   return c;
 }
