@@ -601,9 +601,8 @@ public:
     reportProgress(progress, 0.0, "gemm");
     const auto t0 = std::chrono::steady_clock::now();
     if (opt.accumulation == Accumulation::Exact) {
-      const std::vector<float> af = decodeOperand(a, threads), bf = decodeOperand(b, threads);
       std::vector<double> c(static_cast<size_t>(mn), 0.0);
-      gemmDouble(plan, af.data(), bf.data(), c.data(), threads, progress);
+      gemmDoubleCodes(plan, a, b, c.data(), threads, progress);
       applyConstScales(plan, c.data(), threads);
       applyEpilogue(opt, c.data(), plan.m, plan.n, threads);
       convertOutput(c.data(), mn, opt, out);
