@@ -364,6 +364,28 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   runRow->addWidget(run_, 1);
   runRow->addWidget(cancel_);
   outer->addLayout(runRow);
+  // Live mode: the GEMM re-runs as the fields change (live_experiment.h); Keep adds the result
+  // shown to the session.
+  auto* liveRow = new QHBoxLayout;
+  live_ = new QCheckBox(tr("&Live"), this);
+  live_->setObjectName(QStringLiteral("liveBox"));
+  live_->setChecked(true);
+  live_->setToolTip(tr("Re-run the GEMM experiment as you change its fields (small sizes only); the result is shown "
+                       "but not added to the session until you keep it"));
+  keep_ = new QPushButton(tr("&Keep"), this);
+  keep_->setObjectName(QStringLiteral("keepButton"));
+  keep_->setToolTip(tr("Add the live result shown to the session (Ctrl+K)"));
+  keep_->setEnabled(false);
+  liveRow->addWidget(live_);
+  liveRow->addStretch(1);
+  liveRow->addWidget(keep_);
+  outer->addLayout(liveRow);
+  live_status_ = new QLabel(this);
+  live_status_->setObjectName(QStringLiteral("liveStatus"));
+  live_status_->setWordWrap(true);
+  outer->addWidget(live_status_);
+  connect(live_, &QCheckBox::toggled, this, &ExperimentPanel::liveToggled);
+  connect(keep_, &QPushButton::clicked, this, &ExperimentPanel::keepRequested);
   auto* configRow = new QHBoxLayout;
   auto* saveCfg = new QPushButton(tr("Save config\u2026"), this);
   saveCfg->setObjectName(QStringLiteral("saveConfigButton"));
@@ -919,6 +941,23 @@ void ExperimentPanel::setRunning(bool running) {
     stage_->setText(tr("starting\u2026"));
   }
   revalidate();
+}
+
+bool ExperimentPanel::isLive() const {
+  return live_->isChecked();
+}
+
+void ExperimentPanel::setLive(bool on) {
+  live_->setChecked(on);
+}
+
+void ExperimentPanel::setLiveStatus(const QString& text, bool can_keep) {
+  live_status_->setText(text);
+  keep_->setEnabled(can_keep);
+}
+
+QString ExperimentPanel::liveStatus() const {
+  return live_status_->text();
 }
 
 void ExperimentPanel::setProgress(double fraction, const QString& stage) {

@@ -1,0 +1,131 @@
+#include "live_wiring.h"
+
+#include "block_map_view.h"
+#include "block_scale_view.h"
+#include "error_heatmap_view.h"
+#include "experiment_panel.h"
+#include "live_experiment.h"
+#include "main_window.h"
+#include "run_access.h"
+#include "session_document.h"
+
+#include <QAction>
+#include <QKeySequence>
+#include <QStatusBar>
+
+#include <cmath>
+#include <memory>
+
+namespace fp8lab::ui {
+
+namespace {
+
+/// Shows `record` in the views that show one GEMM run (it is not in the session).
+void showInViews(MainWindow* w, const RunRecord& record) {
+  const auto access = RunAccess::forRecord(record, QString());
+  if (auto* v = qobject_cast<ErrorHeatmapView*>(w->view(QStringLiteral("heatmap")))) v->setRunAccess(access);
+  if (auto* v = qobject_cast<BlockScaleView*>(w->view(QStringLiteral("block_scales")))) v->setRunAccess(access);
+  if (auto* v = qobject_cast<BlockMapView*>(w->view(QStringLiteral("block_map")))) v->setRunAccess(access);
+}
+
+/// Back to following the session (live mode off, or a live result kept).
+void followSession(MainWindow* w) {
+  for (const char* id : {"heatmap", "block_scales", "block_map"})
+    if (View* v = w->view(QString::fromLatin1(id))) v->setSession(w->session());
+}
+
+QString limitText(const LiveExperiment* live) {
+  // The cube sign is appended after arg(): QString::arg would read it as a digit of the placeholder.
+  return QObject::tr("up to M\u00b7N\u00b7K = %1").arg(std::cbrt(live->workLimit()), 0, 'f', 0) +
+         QStringLiteral("\u00b3");
+}
+
+} // namespace
+
+LiveExperiment* attachLiveExperiment(MainWindow* w) {
+  auto* live = new LiveExperiment(w->experimentRunner(), w);
+  ExperimentPanel* panel = w->experimentPanel();
+  live->setEnabled(panel->isLive());
+  panel->setLiveStatus(QObject::tr("Live %1: change a field and the views follow; Keep (Ctrl+K) adds the result to "
+                                   "the session.")
+                           .arg(limitText(live)),
+                       false);
+
+  QObject::connect(panel, &ExperimentPanel::configChanged, live, [w, live, panel](const QJsonObject& c) {
+    if (panel->currentTab() != ExperimentPanel::Tab::Gemm || !live->isEnabled()) return;
+    for (const ConfigProblem& p : panel->problems())
+      if (p.blocking) {
+        panel->setLiveStatus(QObject::tr("Live: waiting for a valid configuration (%1)").arg(p.reason),
+                             live->last().has_value());
+        return;
+      }
+    QJsonObject cfg = c;
+    cfg[QStringLiteral("run_id")] = w->session()->nextRunId();
+    cfg[QStringLiteral("session_file")] = w->session()->fileName();
+    live->setRunner(w->experimentRunner());
+    live->request(cfg);
+  });
+  QObject::connect(live, &LiveExperiment::runStarted, panel, [panel, live] {
+    panel->setLiveStatus(QObject::tr("Live: updating\u2026"), live->last().has_value());
+  });
+  QObject::connect(live, &LiveExperiment::updated, w, [w, live, panel](const JobResult& r, qint64 ms) {
+    RunRecord rec = r.run;
+    rec.label = QObject::tr("live, not kept");
+    showInViews(w, rec);
+    panel->setLiveStatus(QObject::tr("Live (%1): updated %2, in %3 ms. Not in the session: Keep (Ctrl+K) adds it.")
+                             .arg(limitText(live), live->lastTime().toString(QStringLiteral("HH:mm:ss")))
+                             .arg(ms),
+                         true);
+  });
+  QObject::connect(live, &LiveExperiment::skipped, panel, [panel, live](const QString& why) {
+    panel->setLiveStatus(QObject::tr("Live: %1.").arg(why), live->last().has_value());
+  });
+  QObject::connect(live, &LiveExperiment::failed, panel, [panel, live](const QString& why) {
+    panel->setLiveStatus(QObject::tr("Live run failed: %1").arg(why), live->last().has_value());
+  });
+  QObject::connect(panel, &ExperimentPanel::liveToggled, live, [w, live, panel](bool on) {
+    live->setEnabled(on);
+    if (!on) {
+      followSession(w);
+      panel->setLiveStatus(QObject::tr("Live off: press Run to run the experiment."), false);
+      return;
+    }
+    panel->setLiveStatus(QObject::tr("Live %1.").arg(limitText(live)), false);
+    Q_EMIT panel->configChanged(panel->config());
+  });
+  auto keep = [w, live, panel] {
+    std::optional<JobResult> r = live->keepLast();
+    if (!r) {
+      w->statusBar()->showMessage(QObject::tr("No live result to keep"), 3000);
+      return;
+    }
+    RunRecord rec = r->run;
+    // The id was the session's next one when the run started; another run may have taken it.
+    if (w->session()->indexOf(rec.id) >= 0) {
+      rec.id = w->session()->nextRunId();
+#ifdef FP8LAB_HAVE_HDF5
+      if (rec.core) {
+        auto c = std::make_shared<fp8lab::Run>(*rec.core);
+        c->id = rec.id.toStdString();
+        rec.core = c;
+      }
+#endif
+    }
+    w->session()->addRun(rec);
+    w->session()->setCurrentRun(w->session()->indexOf(rec.id));
+    followSession(w);
+    panel->setLiveStatus(QObject::tr("Kept as %1 (%2). Change a field to continue live.").arg(rec.label, rec.id),
+                         false);
+    w->statusBar()->showMessage(QObject::tr("Live result kept: %1").arg(rec.id), 5000);
+  };
+  QObject::connect(panel, &ExperimentPanel::keepRequested, w, keep);
+  auto* act = new QAction(QObject::tr("&Keep live result"), w);
+  act->setObjectName(QStringLiteral("keepLiveAction"));
+  act->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_K));
+  act->setShortcutContext(Qt::WindowShortcut);
+  QObject::connect(act, &QAction::triggered, w, keep);
+  w->addAction(act);
+  return live;
+}
+
+} // namespace fp8lab::ui
