@@ -89,6 +89,15 @@ LearnDemo::LearnDemo(const QString& title, const QString& intro, QWidget* parent
   layout_->addWidget(plot_, 1);
 }
 
+void LearnDemo::ensureComputed() {
+  if (!computed_) recompute();
+}
+
+void LearnDemo::showEvent(QShowEvent* e) {
+  QWidget::showEvent(e);
+  ensureComputed();
+}
+
 QString LearnDemo::noteText() const {
   return note_->text();
 }

@@ -38,8 +38,15 @@ public:
   virtual QString csv() const;
   /// Recomputes from the controls and redraws (the controls call it).
   virtual void recompute() = 0;
+  /// Computes once if nothing has been computed yet: demos compute when first shown (or asked for
+  /// their numbers), so that the window's start-up pays for none of them.
+  void ensureComputed();
 
 protected:
+  void showEvent(QShowEvent* e) override;
+  /// Subclasses call it at the start of recompute().
+  void markComputed() { computed_ = true; }
+
   /// Adds "text" and the widget to the controls, which flow onto as many lines as the page's width
   /// needs (the page never scrolls sideways).
   void addControl(const QString& text, QWidget* w);
@@ -69,6 +76,7 @@ private:
   QLabel* note_;
   QCustomPlot* plot_;
   QTableWidget* table_ = nullptr;
+  bool computed_ = false;
 };
 
 } // namespace fp8lab::ui

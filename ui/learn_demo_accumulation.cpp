@@ -69,7 +69,6 @@ AccumulationDemo::AccumulationDemo(QWidget* parent)
   stylePlot(p);
   legendBelow(p);
   setNote(tr("Computing\u2026"));
-  recompute();
 }
 
 AccumulationDemo::~AccumulationDemo() {
@@ -95,6 +94,7 @@ void AccumulationDemo::waitForResult() {
 }
 
 void AccumulationDemo::recompute() {
+  markComputed();
   if (watcher_->isRunning()) {
     again_ = true; // the newest settings run when this one ends
     return;

@@ -74,7 +74,6 @@ DeterminismDemo::DeterminismDemo(QWidget* parent)
   p->yAxis->setLabel(tr("amaxes in [1, 2) that differ (%)"));
   stylePlot(p);
   p->setInteractions({});
-  recompute();
 }
 
 void DeterminismDemo::setAmax(float amax) {
@@ -103,6 +102,7 @@ const BinadeSurvey& DeterminismDemo::survey() {
 }
 
 void DeterminismDemo::recompute() {
+  markComputed();
   const Format& f = formatOf(format_);
   case_ = fp8lab::scaleCase(amax_, f);
   const size_t rm = size_t(ScaleEvaluation::ReciprocalMultiply);

@@ -80,7 +80,6 @@ LagDemo::LagDemo(QWidget* parent)
   bottom->axis(QCPAxis::atLeft)->setLabel(tr("SQNR (dB)"));
   bottom->axis(QCPAxis::atBottom)->setLabel(tr("training step"));
   stylePlot(p);
-  recompute();
 }
 
 void LagDemo::setLagParameters(int history, int spike_step, double spike_amax) {
@@ -102,6 +101,7 @@ QString LagDemo::csv() const {
 }
 
 void LagDemo::recompute() {
+  markComputed();
   const int history = history_->value(), spike_step = step_->value();
   const double spike_amax = height_->value();
   const Format& f = formatOf(format_);

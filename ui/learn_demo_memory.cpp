@@ -97,7 +97,6 @@ MemoryDemo::MemoryDemo(QWidget* parent)
   legendBelow(p);
   p->legend->setWrap(3);
   p->setInteractions({});
-  recompute();
 }
 
 void MemoryDemo::setInputs(const QString& model, int64_t batch, int64_t sequence, const QString& recipe) {
@@ -112,6 +111,7 @@ void MemoryDemo::setInputs(const QString& model, int64_t batch, int64_t sequence
 }
 
 void MemoryDemo::recompute() {
+  markComputed();
   MemoryBudgetConfig c;
   c.model = *transformerShape(model_->currentData().toString().toStdString());
   c.batch = batch_->value();

@@ -90,7 +90,6 @@ SharedMetaDemo::SharedMetaDemo(QWidget* parent)
   bottom->axis(QCPAxis::atLeft)->setLabel(tr("SQNR (dB)"));
   bottom->axis(QCPAxis::atBottom)->setLabel(tr("step"));
   stylePlot(p);
-  recompute();
 }
 
 void SharedMetaDemo::setParameters(double amax1, double amax2, int history, int steps) {
@@ -105,6 +104,7 @@ void SharedMetaDemo::setParameters(double amax1, double amax2, int history, int 
 }
 
 void SharedMetaDemo::recompute() {
+  markComputed();
   SharedMetaConfig c;
   c.use_amax = {float(a1_->value()), float(a2_->value())};
   c.history_len = history_->value();

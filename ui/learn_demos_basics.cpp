@@ -95,7 +95,6 @@ WhyScaleDemo::WhyScaleDemo(QWidget* parent)
   stylePlot(p);
   legendBelow(p);
   p->setInteractions({});
-  recompute();
 }
 
 void WhyScaleDemo::setInputs(const QString& values, const QString& format, const QString& preset) {
@@ -109,6 +108,7 @@ void WhyScaleDemo::setInputs(const QString& values, const QString& format, const
 }
 
 void WhyScaleDemo::recompute() {
+  markComputed();
   QString why;
   const std::vector<float> x = parseValues(values_->text(), 16, &why);
   if (x.empty()) {
@@ -213,7 +213,6 @@ RangeDemo::RangeDemo(QWidget* parent)
   p->yAxis->setNumberPrecision(0);
   stylePlot(p);
   legendBelow(p);
-  recompute();
 }
 
 void RangeDemo::setSpread(double center, double sigma, const QString& preset) {
@@ -227,6 +226,7 @@ void RangeDemo::setSpread(double center, double sigma, const QString& preset) {
 }
 
 void RangeDemo::recompute() {
+  markComputed();
   std::mt19937_64 rng(7);
   std::normal_distribution<double> nd(center_->value(), sigma_->value());
   std::bernoulli_distribution sign(0.5);
@@ -336,7 +336,6 @@ OutlierDemo::OutlierDemo(QWidget* parent)
   stylePlot(p);
   legendBelow(p);
   p->setInteractions({});
-  recompute();
 }
 
 void OutlierDemo::setInputs(const QString& values, const QString& format, int block) {
@@ -350,6 +349,7 @@ void OutlierDemo::setInputs(const QString& values, const QString& format, int bl
 }
 
 void OutlierDemo::recompute() {
+  markComputed();
   QString why;
   const std::vector<float> x = parseValues(values_->text(), 16, &why);
   if (x.empty()) {

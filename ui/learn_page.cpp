@@ -130,19 +130,23 @@ int LearnPage::demo() const {
 }
 
 QTableWidget* LearnPage::table(int demo) const {
+  demos_[size_t(demo)]->ensureComputed();
   return demos_[size_t(demo)]->table();
 }
 
 QCustomPlot* LearnPage::plot(int demo) const {
+  demos_[size_t(demo)]->ensureComputed();
   return demos_[size_t(demo)]->plot();
 }
 
 QCustomPlot* LearnPage::exportPlot() const {
-  return demo() < 0 ? nullptr : demos_[size_t(demo())]->plot();
+  return demo() < 0 ? nullptr : plot(demo());
 }
 
 QString LearnPage::csv() const {
-  return demo() < 0 ? QString() : demos_[size_t(demo())]->csv();
+  if (demo() < 0) return {};
+  demos_[size_t(demo())]->ensureComputed();
+  return demos_[size_t(demo())]->csv();
 }
 
 LagDemo* LearnPage::lag() const {
@@ -153,9 +157,11 @@ void LearnPage::setLagParameters(int history, int spike_step, double spike_amax)
   lag()->setLagParameters(history, spike_step, spike_amax);
 }
 const std::vector<double>& LearnPage::lagScaleUsed() const {
+  lag()->ensureComputed();
   return lag()->scaleUsed();
 }
 const std::vector<double>& LearnPage::lagSaturated() const {
+  lag()->ensureComputed();
   return lag()->saturated();
 }
 

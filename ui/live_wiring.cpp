@@ -10,26 +10,69 @@
 #include "session_document.h"
 
 #include <QAction>
+#include <QEvent>
 #include <QKeySequence>
 #include <QStatusBar>
 
 #include <cmath>
+#include <functional>
 #include <memory>
 
 namespace fp8lab::ui {
 
 namespace {
 
-/// Shows `record` in the views that show one GEMM run (it is not in the session).
-void showInViews(MainWindow* w, const RunRecord& record) {
-  const auto access = RunAccess::forRecord(record, QString());
-  if (auto* v = qobject_cast<ErrorHeatmapView*>(w->view(QStringLiteral("heatmap")))) v->setRunAccess(access);
-  if (auto* v = qobject_cast<BlockScaleView*>(w->view(QStringLiteral("block_scales")))) v->setRunAccess(access);
-  if (auto* v = qobject_cast<BlockMapView*>(w->view(QStringLiteral("block_map")))) v->setRunAccess(access);
+/// Hands a live result to a view that shows one GEMM run: at once when the view is on screen, else
+/// when it is next shown (the newest result then), so that hidden tabs cost the update nothing.
+class LiveDelivery : public QObject {
+public:
+  LiveDelivery(View* view, std::function<void(std::shared_ptr<RunAccess>)> apply, QObject* parent)
+      : QObject(parent), view_(view), apply_(std::move(apply)) {
+    view_->installEventFilter(this);
+  }
+  void deliver(std::shared_ptr<RunAccess> access) {
+    if (view_->isVisible()) {
+      pending_.reset();
+      apply_(std::move(access));
+    } else {
+      pending_ = std::move(access);
+    }
+  }
+  /// The view follows the session again: a pending live result is dropped.
+  void clear() { pending_.reset(); }
+  bool eventFilter(QObject* o, QEvent* e) override {
+    if (o == view_ && e->type() == QEvent::Show && pending_) {
+      auto access = std::move(pending_);
+      pending_.reset();
+      apply_(std::move(access));
+    }
+    return false;
+  }
+
+private:
+  View* view_;
+  std::function<void(std::shared_ptr<RunAccess>)> apply_;
+  std::shared_ptr<RunAccess> pending_;
+};
+
+/// The deliveries of a window: the views that show one GEMM run.
+QList<LiveDelivery*> deliveries(MainWindow* w, QObject* parent) {
+  QList<LiveDelivery*> d;
+  if (auto* v = qobject_cast<ErrorHeatmapView*>(w->view(QStringLiteral("heatmap"))))
+    d << new LiveDelivery(
+        v, [v](std::shared_ptr<RunAccess> a) { v->setRunAccess(std::move(a)); }, parent);
+  if (auto* v = qobject_cast<BlockScaleView*>(w->view(QStringLiteral("block_scales"))))
+    d << new LiveDelivery(
+        v, [v](std::shared_ptr<RunAccess> a) { v->setRunAccess(std::move(a)); }, parent);
+  if (auto* v = qobject_cast<BlockMapView*>(w->view(QStringLiteral("block_map"))))
+    d << new LiveDelivery(
+        v, [v](std::shared_ptr<RunAccess> a) { v->setRunAccess(std::move(a)); }, parent);
+  return d;
 }
 
 /// Back to following the session (live mode off, or a live result kept).
-void followSession(MainWindow* w) {
+void followSession(MainWindow* w, const QList<LiveDelivery*>& d) {
+  for (LiveDelivery* x : d) x->clear();
   for (const char* id : {"heatmap", "block_scales", "block_map"})
     if (View* v = w->view(QString::fromLatin1(id))) v->setSession(w->session());
 }
@@ -45,6 +88,7 @@ QString limitText(const LiveExperiment* live) {
 LiveExperiment* attachLiveExperiment(MainWindow* w) {
   auto* live = new LiveExperiment(w->experimentRunner(), w);
   ExperimentPanel* panel = w->experimentPanel();
+  const QList<LiveDelivery*> views = deliveries(w, live);
   live->setEnabled(panel->isLive());
   panel->setLiveStatus(QObject::tr("Live %1: change a field and the views follow; Keep (Ctrl+K) adds the result to "
                                    "the session.")
@@ -68,10 +112,11 @@ LiveExperiment* attachLiveExperiment(MainWindow* w) {
   QObject::connect(live, &LiveExperiment::runStarted, panel, [panel, live] {
     panel->setLiveStatus(QObject::tr("Live: updating\u2026"), live->last().has_value());
   });
-  QObject::connect(live, &LiveExperiment::updated, w, [w, live, panel](const JobResult& r, qint64 ms) {
+  QObject::connect(live, &LiveExperiment::updated, w, [live, panel, views](const JobResult& r, qint64 ms) {
     RunRecord rec = r.run;
     rec.label = QObject::tr("live, not kept");
-    showInViews(w, rec);
+    const auto access = RunAccess::forRecord(rec, QString());
+    for (LiveDelivery* d : views) d->deliver(access);
     panel->setLiveStatus(QObject::tr("Live (%1): updated %2, in %3 ms. Not in the session: Keep (Ctrl+K) adds it.")
                              .arg(limitText(live), live->lastTime().toString(QStringLiteral("HH:mm:ss")))
                              .arg(ms),
@@ -83,17 +128,17 @@ LiveExperiment* attachLiveExperiment(MainWindow* w) {
   QObject::connect(live, &LiveExperiment::failed, panel, [panel, live](const QString& why) {
     panel->setLiveStatus(QObject::tr("Live run failed: %1").arg(why), live->last().has_value());
   });
-  QObject::connect(panel, &ExperimentPanel::liveToggled, live, [w, live, panel](bool on) {
+  QObject::connect(panel, &ExperimentPanel::liveToggled, live, [w, live, panel, views](bool on) {
     live->setEnabled(on);
     if (!on) {
-      followSession(w);
+      followSession(w, views);
       panel->setLiveStatus(QObject::tr("Live off: press Run to run the experiment."), false);
       return;
     }
     panel->setLiveStatus(QObject::tr("Live %1.").arg(limitText(live)), false);
     Q_EMIT panel->configChanged(panel->config());
   });
-  auto keep = [w, live, panel] {
+  auto keep = [w, live, panel, views] {
     std::optional<JobResult> r = live->keepLast();
     if (!r) {
       w->statusBar()->showMessage(QObject::tr("No live result to keep"), 3000);
@@ -113,7 +158,7 @@ LiveExperiment* attachLiveExperiment(MainWindow* w) {
     }
     w->session()->addRun(rec);
     w->session()->setCurrentRun(w->session()->indexOf(rec.id));
-    followSession(w);
+    followSession(w, views);
     panel->setLiveStatus(QObject::tr("Kept as %1 (%2). Change a field to continue live.").arg(rec.label, rec.id),
                          false);
     w->statusBar()->showMessage(QObject::tr("Live result kept: %1").arg(rec.id), 5000);
