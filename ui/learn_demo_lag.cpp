@@ -75,7 +75,7 @@ LagDemo::LagDemo(QWidget* parent)
   }
   top->axis(QCPAxis::atLeft)->setScaleType(QCPAxis::stLogarithmic);
   top->axis(QCPAxis::atLeft)->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
-  top->axis(QCPAxis::atLeft)->setLabel(tr("amax (log scale)"));
+  top->axis(QCPAxis::atLeft)->setLabel(tr("amax"));
   top->axis(QCPAxis::atBottom)->setLabel(tr("training step"));
   bottom->axis(QCPAxis::atLeft)->setLabel(tr("SQNR (dB)"));
   bottom->axis(QCPAxis::atBottom)->setLabel(tr("training step"));

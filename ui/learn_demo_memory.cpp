@@ -202,6 +202,7 @@ void MemoryDemo::recompute() {
     below = b;
   }
   p->yAxis->setTicker(tk);
+  p->yAxis->setTickLabelFont(QFont(p->font().family(), 7));
   p->yAxis->setRange(0.4, double(recipes.size()) + 0.6);
   p->xAxis->setRange(0, widest * 1.05);
   replot(p);
