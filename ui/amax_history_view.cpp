@@ -138,7 +138,11 @@ AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
   connect(run_box_, &QComboBox::currentIndexChanged, this, [this] {
     if (!updating_) runChosen(true);
   });
-  connect(run_box_, &QComboBox::activated, this, [this] { user_picked_ = true; });
+  connect(run_box_, &QComboBox::activated, this, [this] {
+    user_picked_ = true;
+    // The user's choice is the session's current run: the tree and the other views follow.
+    if (session_) session_->setCurrentRunId(run_box_->currentData().toString());
+  });
   connect(tensor_box_, &QComboBox::currentIndexChanged, this, [this] {
     if (!updating_) showTensor(tensor_box_->currentData().toString(), true);
   });
@@ -168,17 +172,13 @@ AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
 void AmaxHistoryView::setSession(SessionDocument* session) {
   View::setSession(session);
   if (!session) return;
-  connect(session, &SessionDocument::reset_, this, [this] {
-    just_reset_ = true;
-    whenShown(0, [this] { rebuildRuns(); });
-  });
+  connect(session, &SessionDocument::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   connect(session, &SessionDocument::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   connect(session, &SessionDocument::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &SessionDocument::currentRunChanged, this, [this](int index) {
-    // The first current run after a load or reset is the session's choice (run 0), not the user's.
-    const bool after_reset = just_reset_;
-    just_reset_ = false;
-    whenShown(1, [this, index, after_reset] { followRun(index, after_reset); });
+  connect(session, &SessionDocument::currentRunChanged, this, [this] {
+    // The first current run after a load or reset is the session's default (run 0), not the
+    // user's choice (SessionDocument::currentRunChosen()).
+    whenShown(1, [this] { followRun(session_->currentRun(), !session_->currentRunChosen()); });
   });
   rebuildRuns();
 }

@@ -122,7 +122,6 @@ private:
   /// Whether the run kept an amax history window (delayed scaling); otherwise (current or block
   /// scaling, FP32) the window and its scale are the what-if only.
   bool windowed_ = true;
-  bool just_reset_ = false; ///< the session was just loaded or reset: its next current run is its own choice
   QString note_;
 
   QComboBox* run_box_;

@@ -49,6 +49,8 @@
 #include <QTreeWidget>
 #include <QUndoStack>
 #include <QVBoxLayout>
+#include <QMutex>
+#include <QMutexLocker>
 #include <QtConcurrent/QtConcurrentRun>
 
 // Q_INIT_RESOURCE must be called outside any namespace.
@@ -95,6 +97,8 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
       banner_->hide();
     else if (link.startsWith(QStringLiteral("nonfinite:")))
       jumpToNonfinite(link.mid(10));
+    else if (link == QStringLiteral("reload"))
+      reloadSession();
   });
   cv->addWidget(banner_);
   tabs_ = new QTabWidget(central);
@@ -123,7 +127,13 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
 
   connect(session_, &SessionDocument::runAdded, this, &MainWindow::rebuildSessionTree);
   connect(session_, &SessionDocument::runAdded, this, &MainWindow::offerNonfiniteJump);
+  // Runs in an untitled session: the "No session open" banner no longer applies.
+  connect(session_, &SessionDocument::runAdded, this, [this] {
+    if (!banner_is_bundled_ && banner_->text().startsWith(tr("No session open"))) banner_->hide();
+  });
   connect(session_, &SessionDocument::currentRunChanged, this, &MainWindow::offerNonfiniteJump);
+  connect(session_, &SessionDocument::currentRunChanged, this, &MainWindow::selectCurrentInTree);
+  connect(session_, &SessionDocument::fileChangedOnDisk, this, &MainWindow::offerReload);
   connect(session_, &SessionDocument::runRemoved, this, &MainWindow::rebuildSessionTree);
   connect(session_, &SessionDocument::runChanged, this, &MainWindow::rebuildSessionTree);
   connect(session_, &SessionDocument::reset_, this, &MainWindow::rebuildSessionTree);
@@ -533,7 +543,6 @@ void MainWindow::rebuildSessionTree() {
     it->setData(0, Qt::UserRole, r.id);
     it->setFlags(it->flags() | Qt::ItemIsEditable);
     it->setToolTip(0, tr("%1 \u2014 created %2\ndouble-click to rename").arg(r.id, r.created.toString(Qt::ISODate)));
-    if (session_->indexOf(r.id) == session_->currentRun()) tree_->setCurrentItem(it);
   }
   if (session_->runCount() == 0) {
     auto* it = new QTreeWidgetItem(root, {tr("(no runs yet \u2014 Run an experiment: Ctrl+R)")});
@@ -541,6 +550,61 @@ void MainWindow::rebuildSessionTree() {
     it->setForeground(0, QColor(0x75, 0x75, 0x75));
   }
   tree_->expandAll();
+  selectCurrentInTree();
+}
+
+void MainWindow::selectCurrentInTree() {
+  const QSignalBlocker b(tree_);
+  QTreeWidgetItem* root = tree_->topLevelItem(0);
+  if (!root) return;
+  const QString id = session_->currentRunId();
+  for (int i = 0; i < root->childCount(); ++i)
+    if (!id.isEmpty() && root->child(i)->data(0, Qt::UserRole).toString() == id) {
+      tree_->setCurrentItem(root->child(i));
+      return;
+    }
+  tree_->setCurrentItem(nullptr);
+  tree_->clearSelection();
+}
+
+void MainWindow::offerReload(const QStringList& added, const QStringList& removed) {
+  banner_is_bundled_ = false;
+  QStringList what;
+  if (!added.isEmpty())
+    what
+        << tr("%n run(s) added (%1)", nullptr, int(added.size())).arg(added.join(QStringLiteral(", ")).toHtmlEscaped());
+  if (!removed.isEmpty())
+    what << tr("%n run(s) removed (%1)", nullptr, int(removed.size()))
+                .arg(removed.join(QStringLiteral(", ")).toHtmlEscaped());
+  if (what.isEmpty()) what << tr("its contents changed");
+  banner_->setText(tr("%1 was changed on disk by another program: %2. <a href='reload'>Reload</a> it, or keep "
+                      "working: saving keeps the other program's runs beside yours. · <a href='close'>hide</a>")
+                       .arg(session_->displayName().toHtmlEscaped(), what.join(QStringLiteral("; "))));
+  banner_->show();
+  issues_->report(Severity::Info,
+                  tr("The session file was changed by another program: %1").arg(what.join(QStringLiteral("; "))),
+                  session_->fileName());
+}
+
+bool MainWindow::reloadSession() {
+  const QString f = session_->fileName();
+  if (f.isEmpty()) return false;
+  if (session_->isModified()) {
+    const auto r = QMessageBox::question(
+        this, tr("Reload session"),
+        tr("'%1' has changes that are not saved. Save them first (the other program's runs are kept), or "
+           "discard them and reload?")
+            .arg(session_->displayName()),
+        QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
+    if (r == QMessageBox::Cancel) return false;
+    if (r == QMessageBox::Save && !save()) return false;
+  }
+  const QString keep = session_->currentRunId();
+  const bool chosen = session_->currentRunChosen();
+  if (!openSession(f)) return false;
+  if (chosen && session_->indexOf(keep) >= 0) session_->setCurrentRunId(keep);
+  banner_->hide();
+  return true;
 }
 
 bool MainWindow::openSession(const QString& fileName) {
@@ -639,15 +703,30 @@ bool MainWindow::writeSession(const QString& fileName, QString* error) {
   auto fraction = std::make_shared<std::atomic<int>>(0);
   auto cancel = std::make_shared<std::atomic<bool>>(false);
   auto why = std::make_shared<QString>();
+  auto waiting = std::make_shared<QString>(); // "waiting for FILE: locked by ..." (the worker writes it once)
+  auto wait_mutex = std::make_shared<QMutex>();
+  auto merged = std::make_shared<session_io::Merge>();
+  // Over the open file: merge with what another program added meanwhile.
+  const bool over_open = !session_->fileName().isEmpty() && QFileInfo(fileName) == QFileInfo(session_->fileName());
+  const QStringList known = session_->knownOnDisk();
   QFutureWatcher<bool> watcher;
   QEventLoop loop;
   connect(&watcher, &QFutureWatcher<bool>::finished, &loop, &QEventLoop::quit);
-  watcher.setFuture(QtConcurrent::run([runs, fileName, fraction, cancel, why] {
-    return session_io::write(fileName, runs, why.get(), [fraction, cancel](double f, const std::string&) {
-      fraction->store(int(std::clamp(f, 0.0, 1.0) * 1000));
-      return !cancel->load();
-    });
-  }));
+  session_->setSaving(true);
+  watcher.setFuture(
+      QtConcurrent::run([runs, fileName, fraction, cancel, why, waiting, wait_mutex, merged, over_open, known] {
+        return session_io::write(
+            fileName, runs, why.get(),
+            [fraction, cancel](double f, const std::string&) {
+              fraction->store(int(std::clamp(f, 0.0, 1.0) * 1000));
+              return !cancel->load();
+            },
+            over_open ? &known : nullptr, merged.get(),
+            [waiting, wait_mutex](const QString& m) {
+              const QMutexLocker l(wait_mutex.get());
+              *waiting = m;
+            });
+      }));
   QProgressDialog dialog(tr("Saving %1\u2026").arg(QFileInfo(fileName).fileName()), tr("Cancel"), 0, 1000, this);
   dialog.setObjectName(QStringLiteral("saveProgress"));
   dialog.setWindowModality(Qt::WindowModal);
@@ -656,15 +735,39 @@ bool MainWindow::writeSession(const QString& fileName, QString* error) {
   dialog.setAutoReset(false);
   connect(&dialog, &QProgressDialog::canceled, this, [cancel] { cancel->store(true); });
   QTimer tick;
-  connect(&tick, &QTimer::timeout, this, [&] { dialog.setValue(fraction->load()); });
+  connect(&tick, &QTimer::timeout, this, [&] {
+    dialog.setValue(fraction->load());
+    const QMutexLocker l(wait_mutex.get());
+    if (!waiting->isEmpty()) {
+      dialog.setLabelText(tr("Saving %1: %2\u2026").arg(QFileInfo(fileName).fileName(), *waiting));
+      dialog.show(); // the wait can be long: say it even before the minimum duration
+      waiting->clear();
+    }
+  });
   tick.start(50);
   if (!watcher.isFinished()) loop.exec();
   tick.stop();
+  session_->setSaving(false);
   if (!watcher.result()) {
     if (error) *error = cancel->load() ? tr("cancelled; the file is unchanged") : *why;
     return false;
   }
-  session_->markSaved(fileName);
+  session_->markSaved(fileName, merged.get());
+  for (const auto& k : merged->kept)
+    issues_->report(
+        Severity::Info,
+        k.first == k.second
+            ? tr("Kept run %1, which another program added to the file, beside this session's runs").arg(k.first)
+            : tr("Kept run %1, which another program added to the file, as %2 (its id was taken here)")
+                  .arg(k.first, k.second),
+        fileName);
+  for (const QString& v : merged->vanished)
+    issues_->report(Severity::Warning,
+                    tr("Run %1 was removed from the file by another program before this save; its data are gone, "
+                       "so it is no longer in the session")
+                        .arg(v),
+                    fileName);
+  if (!merged->empty() && banner_->text().contains(QStringLiteral("href='reload'"))) banner_->hide();
   return true;
 }
 

@@ -83,7 +83,14 @@ public:
   bool save();
   /// Writes the session to `fileName` on a worker thread while the window repaints and shows
   /// progress (Cancel leaves the file as it was); marks the session saved. False and *error.
+  /// Over the open file the save merges: runs another program added to the file since it was
+  /// loaded or last saved are kept beside this session's (renamed on an id clash) and listed in
+  /// the Issues panel; runs deleted here stay deleted. Another writer of the file is waited for,
+  /// the dialog naming it.
   bool writeSession(const QString& fileName, QString* error);
+  /// Re-reads the open session from disk (the banner's Reload after another program changed
+  /// it); asks first when this session has unsaved changes. Returns whether it reloaded.
+  bool reloadSession();
   /// File → Save as: asks for a file (never the bundled session) and writes the session there.
   bool saveAs();
   /// Replaces the file dialog of Save as (tests): gets the suggested path, returns the chosen
@@ -145,6 +152,10 @@ private:
   void onJobFinished(const JobResult& r);
   /// Offers jumpToNonfinite in the banner when run `index` of the session had a non-finite value.
   void offerNonfiniteJump(int index);
+  /// Says in the banner that another program changed the open file, with Reload.
+  void offerReload(const QStringList& added, const QStringList& removed);
+  /// Highlights the session's current run in the tree (the tree follows the session).
+  void selectCurrentInTree();
 
   Options opt_;
   SessionDocument* session_;

@@ -76,11 +76,32 @@ QSharedPointer<QCPAxisTickerLog> distinctLogTicker() {
   return t;
 }
 
+namespace {
+/// A text element that wraps its lines at word boundaries to the width it is given, instead of
+/// asking the layout for the width of its longest line (QCPTextElement's minimum size), which
+/// made a long message wider than a narrow plot and cut it off at both edges.
+class WrappedTextElement : public QCPTextElement {
+public:
+  WrappedTextElement(QCustomPlot* plot, const QString& text, const QFont& font) : QCPTextElement(plot, text, font) {
+    setTextFlags(Qt::AlignCenter | Qt::TextWordWrap);
+  }
+
+protected:
+  QSize minimumOuterSizeHint() const override {
+    const int avail = std::max(80, (mOuterRect.width() > 0 ? mOuterRect.width() : mParentPlot->width()) -
+                                       mMargins.left() - mMargins.right());
+    const QRect r = QFontMetrics(mainFont()).boundingRect(0, 0, avail, 0, textFlags(), text());
+    return {0, r.height() + mMargins.top() + mMargins.bottom()};
+  }
+  QSize maximumOuterSizeHint() const override { return {QWIDGETSIZE_MAX, QWIDGETSIZE_MAX}; }
+};
+} // namespace
+
 void plotEmptyState(QCustomPlot* plot, const QString& text) {
   plot->clearPlottables();
   plot->clearItems();
   plot->plotLayout()->clear();
-  auto* t = new QCPTextElement(plot, text, QFont(plot->font().family(), 11));
+  auto* t = new WrappedTextElement(plot, text, QFont(plot->font().family(), 11));
   t->setTextColor(QColor(0x55, 0x55, 0x55));
   plot->plotLayout()->addElement(0, 0, t);
 }

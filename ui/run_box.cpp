@@ -15,6 +15,12 @@ RunBox::RunBox(View* view, QComboBox* box, Filter lists)
     if (updating_) return;
     unlisted_.clear();
     Q_EMIT chosen(false);
+    // The user's choice here is the session's current run: the tree and the other views follow.
+    if (session_ && box_->currentIndex() >= 0) {
+      updating_ = true;
+      session_->setCurrentRunId(box_->currentData().toString());
+      updating_ = false;
+    }
   });
 }
 
@@ -27,7 +33,7 @@ void RunBox::setSession(SessionDocument* session) {
   connect(session, &SessionDocument::runRemoved, this, reload);
   connect(session, &SessionDocument::runChanged, this, reload);
   connect(session, &SessionDocument::currentRunChanged, this,
-          [this](int index) { view_->whenShown(1, [this, index] { follow(index); }); });
+          [this] { view_->whenShown(1, [this] { follow(session_->currentRun()); }); });
   rebuild(false);
 }
 
@@ -36,6 +42,17 @@ void RunBox::follow(int index) {
   const QString id = session_->run(index).id;
   const int i = box_->findData(id);
   if (i < 0) {
+    // A run the box does not list: when the user chose it, the view shows no run and says why;
+    // when a load merely defaulted to it, the view keeps the first run it can show.
+    if (!session_->currentRunChosen()) {
+      if (box_->currentIndex() < 0 && box_->count() > 0) {
+        updating_ = true;
+        box_->setCurrentIndex(0);
+        updating_ = false;
+        Q_EMIT chosen(true);
+      }
+      return;
+    }
     if (unlisted_ == id && box_->currentIndex() < 0) return;
     unlisted_ = id;
     updating_ = true;
@@ -65,7 +82,8 @@ void RunBox::rebuild(bool background) {
   int i = box_->findData(was);
   if (i < 0 && !current.isEmpty()) i = box_->findData(current);
   // The current run still unlisted (its record changed, another run was added): still no run.
-  if (!unlisted_.isEmpty() && was.isEmpty() && unlisted_ == current && box_->findData(current) < 0)
+  if (!unlisted_.isEmpty() && was.isEmpty() && unlisted_ == current && box_->findData(current) < 0 &&
+      session_->currentRunChosen())
     i = -1;
   else if (i < 0)
     i = 0;

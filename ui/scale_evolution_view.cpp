@@ -93,6 +93,11 @@ ScaleEvolutionView::ScaleEvolutionView(QWidget* parent) : View(parent) {
   connect(run_box_, &QComboBox::currentIndexChanged, this, [this] {
     if (!updating_) runsChosen();
   });
+  // The user's choice of the run shown is the session's current run: the tree and the other
+  // views follow.
+  connect(run_box_, &QComboBox::activated, this, [this] {
+    if (session_) session_->setCurrentRunId(run_box_->currentData().toString());
+  });
   connect(cmp_box_, &QComboBox::currentIndexChanged, this, [this] {
     if (!updating_) runsChosen();
   });
@@ -111,15 +116,12 @@ void ScaleEvolutionView::setSession(SessionDocument* session) {
   connect(session, &SessionDocument::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   connect(session, &SessionDocument::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   connect(session, &SessionDocument::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &SessionDocument::reset_, this, [this] { just_reset_ = true; });
-  connect(session, &SessionDocument::currentRunChanged, this, [this](int index) {
-    // The first current run after a load is the session's choice (run 0, often the FP32
-    // baseline, which has no scales): the FP8 run rebuildRuns chose stays. Later ones are the
-    // user's and are shown.
-    const bool after_reset = just_reset_;
-    just_reset_ = false;
-    if (after_reset) return;
-    whenShown(1, [this, index] { followRun(index); });
+  connect(session, &SessionDocument::currentRunChanged, this, [this] {
+    // The first current run after a load is the session's default (run 0, often the FP32
+    // baseline, which has no scales): the FP8 run rebuildRuns chose stays. A run the user chose
+    // is shown.
+    if (!session_->currentRunChosen()) return;
+    whenShown(1, [this] { followRun(session_->currentRun()); });
   });
   rebuildRuns();
 }

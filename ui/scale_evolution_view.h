@@ -54,7 +54,6 @@ private:
   std::shared_ptr<RunAccess> run_, cmp_;
   bool quant_ = false;
   bool show_amax_ = true;
-  bool just_reset_ = false; ///< the next current run is the session's own choice after a load
   bool updating_ = false;
   QComboBox* run_box_;
   QComboBox* cmp_box_;

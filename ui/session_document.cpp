@@ -1,8 +1,13 @@
 #include "session_document.h"
 
+#include <QFile>
 #include <QFileInfo>
+#include <QFileSystemWatcher>
+#include <QTimer>
 #include <QUndoCommand>
 #include <QUndoStack>
+
+#include <sys/stat.h>
 
 namespace fp8lab::ui {
 
@@ -22,24 +27,38 @@ class AddRunCommand : public QUndoCommand {
 public:
   AddRunCommand(SessionDocument* s, RunRecord r)
       : QUndoCommand(QObject::tr("Add run %1").arg(r.label)), s_(s), r_(std::move(r)) {}
-  void redo() override { s_->insertRunAt(s_->runCount(), r_); }
-  void undo() override { r_ = s_->takeRunAt(s_->indexOf(r_.id)); }
+  void redo() override {
+    before_ = s_->currentRunId();
+    s_->insertRunAt(s_->runCount(), r_);
+  }
+  // Undoing the add returns to the run that was current before it.
+  void undo() override { r_ = s_->takeRunAt(s_->indexOf(r_.id), before_); }
 
 private:
   SessionDocument* s_;
   RunRecord r_;
+  QString before_;
 };
 
 class RemoveRunCommand : public QUndoCommand {
 public:
   RemoveRunCommand(SessionDocument* s, int index)
-      : QUndoCommand(QObject::tr("Remove run %1").arg(s->run(index).label)), s_(s), index_(index) {}
-  void redo() override { r_ = s_->takeRunAt(index_); }
-  void undo() override { s_->insertRunAt(index_, r_); }
+      : QUndoCommand(QObject::tr("Remove run %1").arg(s->run(index).label)), s_(s), id_(s->run(index).id) {}
+  void redo() override {
+    before_ = s_->currentRunId();
+    index_ = s_->indexOf(id_);
+    r_ = s_->takeRunAt(index_);
+  }
+  // Undoing the removal puts the run back at its place; the run current before comes back too.
+  void undo() override {
+    s_->insertRunAt(std::min<int>(index_, s_->runCount()), r_);
+    if (before_ != id_ && s_->indexOf(before_) >= 0) s_->setCurrentRunId(before_);
+  }
 
 private:
   SessionDocument* s_;
-  int index_;
+  QString id_, before_;
+  int index_ = 0;
   RunRecord r_;
 };
 
@@ -56,8 +75,18 @@ private:
   QString id_, new_, old_;
 };
 
-SessionDocument::SessionDocument(QObject* parent) : QObject(parent), undo_(new QUndoStack(this)) {
+SessionDocument::SessionDocument(QObject* parent)
+    : QObject(parent), undo_(new QUndoStack(this)), watcher_(new QFileSystemWatcher(this)),
+      watch_delay_(new QTimer(this)) {
   connect(undo_, &QUndoStack::cleanChanged, this, [this](bool clean) { Q_EMIT modifiedChanged(!clean); });
+  // A writer replaces the file by rename: the watcher then reports the old path once and stops
+  // watching it. Notifications come in bursts (temporary file, rename); one check 150 ms after
+  // the last is enough.
+  watch_delay_->setSingleShot(true);
+  watch_delay_->setInterval(150);
+  connect(watcher_, &QFileSystemWatcher::fileChanged, watch_delay_, qOverload<>(&QTimer::start));
+  connect(watcher_, &QFileSystemWatcher::directoryChanged, watch_delay_, qOverload<>(&QTimer::start));
+  connect(watch_delay_, &QTimer::timeout, this, &SessionDocument::onFileEvent);
 }
 
 SessionDocument::~SessionDocument() = default;
@@ -71,6 +100,7 @@ bool SessionDocument::isModified() const {
 }
 
 int SessionDocument::indexOf(const QString& id) const {
+  if (id.isEmpty()) return -1;
   for (int i = 0; i < runs_.size(); ++i)
     if (runs_[i].id == id) return i;
   return -1;
@@ -79,7 +109,7 @@ int SessionDocument::indexOf(const QString& id) const {
 QString SessionDocument::nextRunId() const {
   for (int n = int(runs_.size()) + 1;; ++n) {
     QString id = QStringLiteral("run-%1").arg(n, 4, 10, QLatin1Char('0'));
-    if (indexOf(id) < 0) return id;
+    if (indexOf(id) < 0 && !known_on_disk_.contains(id)) return id;
   }
 }
 
@@ -101,28 +131,39 @@ void SessionDocument::renameRun(int index, const QString& label) {
 }
 
 void SessionDocument::setCurrentRun(int index) {
-  if (index < -1 || index >= runs_.size()) index = -1;
-  if (index == current_) return;
-  current_ = index;
-  Q_EMIT currentRunChanged(index);
+  setCurrentRunId(index >= 0 && index < runs_.size() ? runs_[index].id : QString());
+}
+
+void SessionDocument::setCurrentRunId(const QString& id) {
+  setCurrent(indexOf(id) >= 0 ? id : QString(), true);
+}
+
+void SessionDocument::setCurrent(const QString& id, bool chosen) {
+  const bool changed = id != current_id_;
+  current_id_ = id;
+  current_chosen_ = chosen && !id.isEmpty();
+  if (changed) Q_EMIT currentRunChanged(currentRun());
 }
 
 void SessionDocument::insertRunAt(int index, RunRecord r) {
+  const QString id = r.id;
   runs_.insert(index, std::move(r));
   Q_EMIT runAdded(index);
-  if (current_ >= index) ++current_;
-  setCurrentRun(index);
+  setCurrent(id, true);
 }
 
-RunRecord SessionDocument::takeRunAt(int index) {
+RunRecord SessionDocument::takeRunAt(int index, const QString& next_current) {
   RunRecord r = runs_.takeAt(index);
-  Q_EMIT runRemoved(index);
-  if (current_ == index) {
-    current_ = -2; // force a signal
-    setCurrentRun(runs_.isEmpty() ? -1 : std::min<int>(index, int(runs_.size()) - 1));
-  } else if (current_ > index) {
-    --current_;
+  const bool was_current = r.id == current_id_;
+  if (was_current) {
+    // The next current run is decided before anyone hears of the removal, so no listener ever
+    // sees a current run that is not in the list.
+    QString next = indexOf(next_current) >= 0 ? next_current : QString();
+    if (next.isEmpty() && !runs_.isEmpty()) next = runs_.at(std::min<int>(index, int(runs_.size()) - 1)).id;
+    current_id_ = next;
   }
+  Q_EMIT runRemoved(index);
+  if (was_current) Q_EMIT currentRunChanged(currentRun());
   return r;
 }
 
@@ -135,8 +176,10 @@ void SessionDocument::setLabelAt(int index, const QString& label) {
 void SessionDocument::reset() {
   runs_.clear();
   undo_->clear();
-  current_ = -1;
+  current_id_.clear();
+  current_chosen_ = false;
   file_name_.clear();
+  rememberDisk({});
   Q_EMIT reset_();
   Q_EMIT fileNameChanged(file_name_);
   Q_EMIT currentRunChanged(-1);
@@ -159,26 +202,40 @@ bool SessionDocument::load(const QString& fileName, QString* error, QStringList*
     if (error) *error = why;
     return false;
   }
+  const Stamp stamp = stampOf(fileName);
   QList<RunRecord> runs;
-  if (!session_io::read(fileName, &runs, error, warnings)) return false;
+  QString modified;
+  if (!session_io::read(fileName, &runs, error, warnings, true, &modified)) return false;
   runs_ = std::move(runs);
   undo_->clear();
   file_name_ = fileName;
-  current_ = -1;
+  current_id_.clear();
+  current_chosen_ = false;
+  QStringList ids;
+  for (const RunRecord& r : runs_) ids << r.id;
+  rememberDisk(ids);
+  disk_stamp_ = stamp;
+  disk_modified_utc_ = modified;
   Q_EMIT reset_();
   Q_EMIT fileNameChanged(file_name_);
   Q_EMIT modifiedChanged(false);
-  setCurrentRun(runs_.isEmpty() ? -1 : 0);
+  // The first run is current by default, not by choice (currentRunChosen()).
+  setCurrent(runs_.isEmpty() ? QString() : runs_.first().id, false);
   return true;
 }
 
 bool SessionDocument::save(const QString& fileName, QString* error, const fp8lab::ProgressFn& progress) {
-  if (!session_io::write(fileName, runs_, error, progress)) return false;
-  markSaved(fileName);
+  const bool over_open = !file_name_.isEmpty() && QFileInfo(fileName) == QFileInfo(file_name_);
+  session_io::Merge merged;
+  saving_ = true;
+  const bool ok = session_io::write(fileName, runs_, error, progress, over_open ? &known_on_disk_ : nullptr, &merged);
+  saving_ = false;
+  if (!ok) return false;
+  markSaved(fileName, &merged);
   return true;
 }
 
-void SessionDocument::markSaved(const QString& fileName) {
+void SessionDocument::markSaved(const QString& fileName, const session_io::Merge* merged) {
   // Runs read lazily now live in the saved file too: read them from there from now on (the file
   // they came from may be replaced or removed).
   for (RunRecord& r : runs_)
@@ -186,11 +243,89 @@ void SessionDocument::markSaved(const QString& fileName) {
       r.source = fileName;
       r.source_run = r.id;
     }
+  // One metadata read of the saved file: the runs a merge kept, and its modified_utc (the
+  // content stamp that tells a later change by another program from a `touch`).
+  QList<RunRecord> on_disk;
+  QString modified, why;
+  const bool read_back = session_io::read(fileName, &on_disk, &why, nullptr, true, &modified);
+  if (merged) {
+    for (const QString& gone : merged->vanished) {
+      const int i = indexOf(gone);
+      if (i >= 0) takeRunAt(i);
+    }
+    for (const auto& k : merged->kept)
+      for (const RunRecord& r : on_disk)
+        if (r.id == k.second) {
+          runs_.append(r);
+          Q_EMIT runAdded(int(runs_.size()) - 1);
+        }
+  }
   undo_->setClean();
   if (file_name_ != fileName) {
     file_name_ = fileName;
     Q_EMIT fileNameChanged(file_name_);
   }
+  QStringList ids;
+  for (const RunRecord& r : runs_) ids << r.id;
+  rememberDisk(ids);
+  disk_stamp_ = stampOf(fileName);
+  disk_modified_utc_ = read_back ? modified : QString();
+}
+
+SessionDocument::Stamp SessionDocument::stampOf(const QString& fileName) {
+  Stamp s;
+  struct stat st {};
+  if (fileName.isEmpty() || ::stat(QFile::encodeName(fileName).constData(), &st) != 0) return s;
+  s.dev = quint64(st.st_dev);
+  s.ino = quint64(st.st_ino);
+  s.size = qint64(st.st_size);
+  s.mtime_ns = qint64(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return s;
+}
+
+void SessionDocument::rememberDisk(const QStringList& ids) {
+  known_on_disk_ = ids;
+  if (!watcher_->files().isEmpty()) watcher_->removePaths(watcher_->files());
+  if (!watcher_->directories().isEmpty()) watcher_->removePaths(watcher_->directories());
+  if (file_name_.isEmpty()) {
+    disk_stamp_ = {};
+    disk_modified_utc_.clear();
+    return;
+  }
+  // The file, and its directory: a rename over the file is seen as a change of the directory
+  // (the file's own watch ends with the inode it named).
+  if (QFileInfo::exists(file_name_)) watcher_->addPath(file_name_);
+  watcher_->addPath(QFileInfo(file_name_).absolutePath());
+}
+
+bool SessionDocument::changedOnDisk(QStringList* added, QStringList* removed) const {
+  if (file_name_.isEmpty()) return false;
+  const Stamp now = stampOf(file_name_);
+  if (now.size < 0 || now == disk_stamp_) return false;
+  QList<RunRecord> there;
+  QString why, modified;
+  if (!session_io::read(file_name_, &there, &why, nullptr, true, &modified)) return false;
+  QStringList add, rem;
+  QStringList ids;
+  for (const RunRecord& r : there) ids << r.id;
+  for (const QString& id : ids)
+    if (!known_on_disk_.contains(id)) add << id;
+  for (const QString& id : known_on_disk_)
+    if (!ids.contains(id)) rem << id;
+  if (add.isEmpty() && rem.isEmpty() && modified == disk_modified_utc_) return false;
+  if (added) *added = add;
+  if (removed) *removed = rem;
+  return true;
+}
+
+void SessionDocument::onFileEvent() {
+  if (saving_ || file_name_.isEmpty()) return;
+  // Watch the file again when a rename replaced it.
+  if (QFileInfo::exists(file_name_) && !watcher_->files().contains(file_name_)) watcher_->addPath(file_name_);
+  QStringList added, removed;
+  if (!changedOnDisk(&added, &removed)) return;
+  disk_stamp_ = stampOf(file_name_); // said once per change
+  Q_EMIT fileChangedOnDisk(added, removed);
 }
 
 } // namespace fp8lab::ui

@@ -13,6 +13,7 @@
 #include <QPair>
 #include <QStringList>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -20,9 +21,20 @@
 #include "session/session.h"
 #endif
 
+class QFileSystemWatcher;
+class QTimer;
 class QUndoStack;
 
 namespace fp8lab::ui {
+
+namespace session_io {
+/// What a merging save found in the file (see write()).
+struct Merge {
+  QList<QPair<QString, QString>> kept; ///< runs another program added: {id in the file, id stored}
+  QStringList vanished;                ///< runs of this session another program removed from the file
+  bool empty() const { return kept.isEmpty() && vanished.isEmpty(); }
+};
+} // namespace session_io
 
 /// A 2-D float32 array of a run (inputs, outputs, error maps, histories), row-major.
 struct RunTensor {
@@ -82,9 +94,19 @@ public:
   void removeRun(int index);
   void renameRun(int index, const QString& label);
 
-  /// The run the views show (−1: none).
-  int currentRun() const { return current_; }
+  /// The session's current run: the one the session tree highlights and every view shows when
+  /// it can. The document is its one owner and keeps it by id, so adding, removing, undoing or
+  /// renaming other runs never moves it; currentRunChanged is emitted only after every index is
+  /// consistent again. −1 / "" when there is none.
+  int currentRun() const { return indexOf(current_id_); }
+  QString currentRunId() const { return current_id_; }
+  /// Makes run `index` current, as the user's choice (the tree, a view's run box, --run).
   void setCurrentRun(int index);
+  void setCurrentRunId(const QString& id);
+  /// Whether the current run was chosen — by the user, or as a run just added — rather than
+  /// being the first run a load or reset defaulted to. Views that cannot show a chosen run say
+  /// so; views that cannot show the default one open on the first run they can show.
+  bool currentRunChosen() const { return current_chosen_; }
 
   /// Clears runs, file name and undo history (File → New).
   void reset();
@@ -93,10 +115,28 @@ public:
   bool load(const QString& fileName, QString* error, QStringList* warnings = nullptr);
   /// Writes the session (write beside, then rename). Marks it clean on success. `progress`
   /// (called on the calling thread, per dataset or copied run) may cancel: the file is unchanged.
+  /// Saving over the open file merges (session_io::write with knownOnDisk()): runs another
+  /// program added to it meanwhile are kept and become runs of this session.
   bool save(const QString& fileName, QString* error, const fp8lab::ProgressFn& progress = {});
   /// After the runs were written to `fileName` by other means (MainWindow saves on a worker
   /// thread): the session is clean, named `fileName`, and runs read lazily are read from there.
-  void markSaved(const QString& fileName);
+  /// `merged` (may be null) is what a merging save kept from or lost on disk: the kept runs are
+  /// added (read lazily from the file, not undoable: they are in the file already), the vanished
+  /// ones removed.
+  void markSaved(const QString& fileName, const session_io::Merge* merged = nullptr);
+
+  /// The run ids the open file held when it was last loaded or saved by this session: a save
+  /// over the file keeps every other run found there (another program's). Empty for a new
+  /// session.
+  const QStringList& knownOnDisk() const { return known_on_disk_; }
+  /// Whether the open file was replaced or changed on disk by another program since this session
+  /// last loaded or saved it (compared by its content stamp: device, inode, size and mtime — every
+  /// FP8 Lab writer replaces the file by rename — then by its run ids and modified_utc, so a mere
+  /// `touch` does not count). False for an untitled session or a missing file.
+  bool changedOnDisk(QStringList* added = nullptr, QStringList* removed = nullptr) const;
+
+  /// While true (set around the window's own save), file-system notifications are ignored.
+  void setSaving(bool saving) { saving_ = saving; }
   /// Whether this build can read and write session files (needs core/session).
   static bool fileSupport();
 
@@ -109,19 +149,43 @@ Q_SIGNALS:
   void currentRunChanged(int index);
   void fileNameChanged(const QString& fileName);
   void modifiedChanged(bool modified);
+  /// The open file was changed on disk by another program (a QFileSystemWatcher notification
+  /// confirmed by changedOnDisk()): `added` / `removed` are the run ids it gained and lost.
+  void fileChangedOnDisk(const QStringList& added, const QStringList& removed);
 
 private:
   friend class AddRunCommand;
   friend class RemoveRunCommand;
   friend class RenameRunCommand;
+  /// Inserts `r` at `index` and makes it the current run (chosen).
   void insertRunAt(int index, RunRecord r);
-  RunRecord takeRunAt(int index);
+  /// Removes run `index`; when it was current, `next_current` (an id, "" = the run now at its
+  /// place, else the one before) becomes current before any signal is emitted.
+  RunRecord takeRunAt(int index, const QString& next_current = {});
   void setLabelAt(int index, const QString& label);
+  /// Sets the current run without checks; emits currentRunChanged when it changed.
+  void setCurrent(const QString& id, bool chosen);
+  /// Records what the file holds now (ids and stamp) and watches it.
+  void rememberDisk(const QStringList& ids);
+  void onFileEvent();
 
   QList<RunRecord> runs_;
   QString file_name_;
-  int current_ = -1;
+  QString current_id_;
+  bool current_chosen_ = false;
   QUndoStack* undo_;
+  QStringList known_on_disk_;
+  struct Stamp {
+    quint64 dev = 0, ino = 0;
+    qint64 size = -1, mtime_ns = 0;
+    bool operator==(const Stamp&) const = default;
+  };
+  static Stamp stampOf(const QString& fileName);
+  Stamp disk_stamp_;
+  QString disk_modified_utc_;
+  QFileSystemWatcher* watcher_ = nullptr;
+  QTimer* watch_delay_ = nullptr;
+  bool saving_ = false;
 };
 
 namespace session_io {
@@ -129,11 +193,18 @@ namespace session_io {
 /// Lazy (the default): metadata only — each record names the file as its `source` and the views
 /// read datasets on demand. Not lazy: every run in memory (`core`), for a file that goes away
 /// after reading (a recovery file).
-bool read(const QString& fileName, QList<RunRecord>* runs, QString* error, QStringList* warnings, bool lazy = true);
+/// `modified_utc` (may be null) receives the file's root attribute of that name.
+bool read(const QString& fileName, QList<RunRecord>* runs, QString* error, QStringList* warnings, bool lazy = true,
+          QString* modified_utc = nullptr);
 /// Writes the records: runs in memory are written, runs read lazily are copied from their source
 /// file as they are (their label updated); atomic (core writeSessionItems).
+/// With `known` (the ids the file held at the caller's last load or save) the write merges
+/// (core saveSessionMerging): runs another program added to the file since are kept, and
+/// *merged (may be null) says which, and which copied runs vanished. `on_lock_wait` (may be
+/// empty) is told, from the writing thread, when another writer holds the file.
 bool write(const QString& fileName, const QList<RunRecord>& runs, QString* error,
-           const fp8lab::ProgressFn& progress = {});
+           const fp8lab::ProgressFn& progress = {}, const QStringList* known = nullptr, Merge* merged = nullptr,
+           std::function<void(const QString&)> on_lock_wait = {});
 bool available();
 #ifdef FP8LAB_HAVE_HDF5
 /// A core run as the GUI shows it: float32 datasets of rank 1 or 2 become tensors, metrics keep

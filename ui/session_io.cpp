@@ -109,22 +109,26 @@ template <class R> bool outcome(const R& res, QString* error, QStringList* warni
 }
 } // namespace
 
-bool read(const QString& fileName, QList<RunRecord>* runs, QString* error, QStringList* warnings, bool lazy) {
+bool read(const QString& fileName, QList<RunRecord>* runs, QString* error, QStringList* warnings, bool lazy,
+          QString* modified_utc) {
   if (!lazy) {
     auto res = fp8lab::loadSession(fileName.toStdString());
     if (!outcome(res, error, warnings)) return false;
     runs->clear();
     for (const auto& run : res.value.runs) runs->append(fromCoreRun(run));
+    if (modified_utc) modified_utc->clear();
     return true;
   }
   auto res = fp8lab::SessionReader::open(fileName.toStdString());
   if (!outcome(res, error, warnings)) return false;
   runs->clear();
   for (const auto& ri : res.value->info().runs) runs->append(fromRunInfo(ri, fileName));
+  if (modified_utc) *modified_utc = QString::fromStdString(res.value->info().modified_utc);
   return true;
 }
 
-bool write(const QString& fileName, const QList<RunRecord>& runs, QString* error, const fp8lab::ProgressFn& progress) {
+bool write(const QString& fileName, const QList<RunRecord>& runs, QString* error, const fp8lab::ProgressFn& progress,
+           const QStringList* known, Merge* merged, std::function<void(const QString&)> on_lock_wait) {
   std::vector<fp8lab::Run> held; // runs in memory, converted for the writer
   held.reserve(size_t(runs.size()));
   std::vector<fp8lab::SaveItem> items;
@@ -143,7 +147,22 @@ bool write(const QString& fileName, const QList<RunRecord>& runs, QString* error
   }
   fp8lab::WriteOptions opt;
   opt.progress = progress;
-  const auto st = fp8lab::writeSessionItems(fileName.toStdString(), items, opt);
+  if (on_lock_wait)
+    opt.lock.on_wait = [on_lock_wait](const std::string& message) { on_lock_wait(QString::fromStdString(message)); };
+  fp8lab::Status st;
+  if (known) {
+    std::vector<std::string> ids;
+    for (const QString& id : *known) ids.push_back(id.toStdString());
+    fp8lab::SaveMerge m;
+    st = fp8lab::saveSessionMerging(fileName.toStdString(), items, ids, opt, &m);
+    if (merged && st.ok()) {
+      for (const auto& [from, as] : m.kept)
+        merged->kept.append({QString::fromStdString(from), QString::fromStdString(as)});
+      for (const auto& v : m.vanished) merged->vanished << QString::fromStdString(v);
+    }
+  } else {
+    st = fp8lab::writeSessionItems(fileName.toStdString(), items, opt);
+  }
   if (!st.ok()) {
     if (error) *error = QString::fromStdString(st.firstError());
     return false;
@@ -157,12 +176,13 @@ bool available() {
   return false;
 }
 
-bool read(const QString&, QList<RunRecord>*, QString* error, QStringList*, bool) {
+bool read(const QString&, QList<RunRecord>*, QString* error, QStringList*, bool, QString*) {
   if (error) *error = QObject::tr("this build has no HDF5 support (FP8LAB_WITH_HDF5=OFF), so it cannot read sessions");
   return false;
 }
 
-bool write(const QString&, const QList<RunRecord>&, QString* error, const fp8lab::ProgressFn&) {
+bool write(const QString&, const QList<RunRecord>&, QString* error, const fp8lab::ProgressFn&, const QStringList*,
+           Merge*, std::function<void(const QString&)>) {
   if (error) *error = QObject::tr("this build has no HDF5 support (FP8LAB_WITH_HDF5=OFF), so it cannot write sessions");
   return false;
 }

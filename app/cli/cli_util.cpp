@@ -390,6 +390,27 @@ void setProgramName(const char* name) {
   g_program_name = name;
 }
 
+namespace {
+bool g_lock_wait = true;
+double g_lock_timeout_s = -1;
+} // namespace
+
+void setSessionLockPolicy(bool wait, double timeout_s) {
+  g_lock_wait = wait;
+  g_lock_timeout_s = timeout_s;
+}
+
+fp8lab::LockWait sessionLockWait() {
+  fp8lab::LockWait w;
+  w.wait = g_lock_wait;
+  w.timeout_s = g_lock_timeout_s;
+  w.on_wait = [](const std::string& message) {
+    std::fprintf(stderr, "%s: %s (--no-wait: fail instead)\n", g_program_name, message.c_str());
+    std::fflush(stderr);
+  };
+  return w;
+}
+
 int fail(const QString& message) {
   std::fprintf(stderr, "%s: error: %s\n", g_program_name, message.toUtf8().constData());
   return 2;

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "session/session_lock.h"
+
 namespace fp8lab {
 class Format;
 }
@@ -186,6 +188,14 @@ int parseThreads(const QString& text);
 /// probed by creating and removing a file, so /proc, /sys and read-only mounts are refused for
 /// root too). Prints "write failed: ..." and returns false (exit 2).
 bool outputWritableOrFail(const QString& out);
+
+/// The session writers' lock policy of this process (core/session/session_lock.h), from main's
+/// global options: wait for another writer of the same session (saying on stderr, after a
+/// second, which process holds it), or with --no-wait fail at once naming it; --lock-timeout S
+/// gives up after S seconds.
+void setSessionLockPolicy(bool wait, double timeout_s);
+/// The LockWait every command puts in its WriteOptions.
+fp8lab::LockWait sessionLockWait();
 
 /// Prints text to stdout (UTF-8) without a trailing newline added.
 void out(const std::string& text);

@@ -71,6 +71,7 @@ bool appendRunsToFile(const QString& out, const std::vector<Run>& runs, bool com
   WriteOptions wo;
   wo.compress = compress;
   wo.on_conflict = WriteOptions::OnConflict::Rename;
+  wo.lock = sessionLockWait();
   TerminalProgress bar(QStringLiteral("saving"));
   wo.progress = [&](double f, const std::string& s) {
     bar.update(f, QString::fromStdString(s));
@@ -697,6 +698,7 @@ int runSweep(const QStringList& args) {
     WriteOptions wo;
     wo.compress = !p.isSet(nc);
     wo.on_conflict = WriteOptions::OnConflict::Rename;
+    wo.lock = sessionLockWait();
     Status st = appendRuns(outPath.toStdString(), runs, wo, &ids);
     if (!st.ok()) {
       *error = st.errors();

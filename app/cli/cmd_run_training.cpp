@@ -40,9 +40,24 @@ QJsonObject outcomeJson(const TrainingRunOutcome& o, const FallbackGemmBackend* 
     return js;
   }
   const TrainingConfig& c = o.spec->config;
-  js.insert(QStringLiteral("precision"), QString::fromLatin1(toString(c.precision)));
-  if (c.precision == TrainingPrecision::FP8)
-    js.insert(QStringLiteral("scaling"), QString::fromStdString(trainingScalingName(c)));
+  if (o.spec->lm) {
+    const LmTrainingConfig& lm = *o.spec->lm;
+    js.insert(QStringLiteral("model"), QStringLiteral("transformer"));
+    js.insert(QStringLiteral("precision"), QString::fromLatin1(toString(lm.precision)));
+    if (lm.precision == TrainingPrecision::FP8)
+      js.insert(QStringLiteral("scaling"), QString::fromStdString(lm.scalingName()));
+    QJsonArray vl;
+    for (float v : o.val_loss) vl.append(double(v));
+    js.insert(QStringLiteral("val_loss"), vl);
+    if (!o.val_loss.empty()) js.insert(QStringLiteral("val_bits_per_byte"), double(o.val_loss.back()) / std::log(2.0));
+    js.insert(QStringLiteral("unigram_bits_per_byte"), o.unigram_bits);
+    js.insert(QStringLiteral("step_seconds"), o.step_seconds);
+    js.insert(QStringLiteral("sample"), QString::fromStdString(o.sample));
+  } else {
+    js.insert(QStringLiteral("precision"), QString::fromLatin1(toString(c.precision)));
+    if (c.precision == TrainingPrecision::FP8)
+      js.insert(QStringLiteral("scaling"), QString::fromStdString(trainingScalingName(c)));
+  }
   js.insert(QStringLiteral("status"), o.cancelled           ? QStringLiteral("cancelled")
                                       : o.stopped_nonfinite ? QStringLiteral("stopped_nonfinite")
                                                             : QStringLiteral("completed"));
@@ -72,8 +87,10 @@ int runTrainingExperiment(const Json& config, const ConfigPath& at, const JsonDo
   if (!opt.data_dir.isEmpty())
     for (auto& r : spec->runs) r.data_dir = opt.data_dir.toStdString();
   if (opt.threads > 0)
-    for (auto& r : spec->runs)
+    for (auto& r : spec->runs) {
       r.config.threads = r.config.forward_gemm.threads = r.config.backward_gemm.threads = opt.threads;
+      if (r.lm) r.lm->threads = r.lm->forward_gemm.threads = r.lm->backward_gemm.threads = opt.threads;
+    }
   if (!opt.run_id.isEmpty()) {
     if (spec->runs.size() != 1) return fail(QStringLiteral("--id needs a training config with a single run"));
     std::string why;
@@ -99,7 +116,18 @@ int runTrainingExperiment(const Json& config, const ConfigPath& at, const JsonDo
   TrainingHooks hooks;
   hooks.run_started = [&](size_t i, size_t n, const TrainingRunSpec& rs, int64_t steps_per_epoch, int64_t images) {
     label = QStringLiteral("[%1/%2] %3").arg(i + 1).arg(n).arg(QString::fromStdString(rs.id));
-    if (lines)
+    if (lines && rs.lm) {
+      const LmTrainingConfig& lm = *rs.lm;
+      std::fprintf(stderr,
+                   "%s: transformer LM (%lld parameters: d_model %lld, %lld layers, %lld heads, context %lld, %s, "
+                   "%s %s-norm), %s, %lld steps of batch %d on %lld bytes of text\n",
+                   label.toUtf8().constData(), static_cast<long long>(lm.model.parameterCount()),
+                   static_cast<long long>(lm.model.d_model), static_cast<long long>(lm.model.layers),
+                   static_cast<long long>(lm.model.heads), static_cast<long long>(lm.model.context),
+                   toString(lm.model.ffn), toString(lm.model.norm), lm.model.pre_norm ? "pre" : "post",
+                   lm.precision == TrainingPrecision::FP8 ? lm.scalingName().c_str() : "FP32 baseline",
+                   static_cast<long long>(steps_per_epoch), lm.batch_size, static_cast<long long>(images));
+    } else if (lines)
       std::fprintf(stderr, "%s: %s, %d epochs of %lld steps (batch %d, %lld images)\n", label.toUtf8().constData(),
                    rs.config.precision == TrainingPrecision::FP8 ? trainingScalingName(rs.config).c_str()
                                                                  : "FP32 baseline",
@@ -127,7 +155,7 @@ int runTrainingExperiment(const Json& config, const ConfigPath& at, const JsonDo
     if (bar) bar->finish();
     bar.reset();
     if (!opt.backend) return;
-    if (rs && rs->config.precision != TrainingPrecision::FP8) return;
+    if (rs && (rs->lm ? rs->lm->precision : rs->config.precision) != TrainingPrecision::FP8) return;
     const std::string note = opt.backend->fallbackSummary();
     if (!note.empty() && lines)
       std::fprintf(stderr, "%s: note: --backend %s\n", rs ? label.toUtf8().constData() : run.id.c_str(), note.c_str());
@@ -147,6 +175,7 @@ int runTrainingExperiment(const Json& config, const ConfigPath& at, const JsonDo
     WriteOptions wo;
     wo.on_conflict = WriteOptions::OnConflict::Rename;
     wo.compress = opt.compress;
+    wo.lock = sessionLockWait();
     std::vector<std::string> ids;
     setInterruptLossNote(QStringLiteral("the save of run '%1' in progress (%2 keeps what it held before; saves are "
                                         "atomic)")
@@ -194,6 +223,16 @@ int runTrainingExperiment(const Json& config, const ConfigPath& at, const JsonDo
         line += (line.empty() ? "" : ", ") + k + " " + QString::number(v, 'f', 2).toStdString();
       std::fprintf(stderr, "%s: what-if, mean SQNR over the operands at %lld steps (dB): %s\n", stored->c_str(),
                    static_cast<long long>(steps ? steps->i64.size() : 0), line.c_str());
+    }
+    if (lines && attrString(run.attrs, "model").value_or("") == "transformer") {
+      const auto m = [&](const char* k) { return run.metrics.count(k) ? run.metrics.at(k).value : std::nan(""); };
+      std::fprintf(stderr,
+                   "%s: validation loss %.4f nats/byte = %.3f bits/byte (unigram entropy of the text: %.3f "
+                   "bits/byte), %.1f ms per step\n",
+                   stored->c_str(), m("final_val_loss"), m("final_val_bits_per_byte"), m("unigram_bits_per_byte"),
+                   1000.0 * m("step_seconds"));
+      if (const auto sample = attrString(run.attrs, "sample"); sample && !sample->empty())
+        std::fprintf(stderr, "%s: sample (greedy, after a validation prompt):\n%s\n", stored->c_str(), sample->c_str());
     }
     if (run.type == "gemm-trained-weights" && lines)
       std::fprintf(stderr, "GEMM on trained %s: SQNR %.2f dB total, %.2f dB quantization, %.2f dB accumulation\n",

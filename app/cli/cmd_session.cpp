@@ -458,6 +458,7 @@ int runMerge(const QStringList& args) {
   else
     return fail(QStringLiteral("--on-conflict: expected rename, fail or replace"));
   wo.replace_existing = p.isSet(force);
+  wo.lock = sessionLockWait();
   std::vector<std::string> ins;
   for (int i = 1; i < pos.size(); ++i) ins.push_back(pos[i].toStdString());
   TerminalProgress bar(QStringLiteral("merge"));
@@ -531,14 +532,18 @@ int runRuns(const QStringList& args) {
     std::vector<std::string> ids;
     for (int i = 2; i < pos.size(); ++i) ids.push_back(pos[i].toStdString());
     // One atomic rewrite: every id is checked first, so a missing one changes nothing.
-    Status st = deleteRuns(file.toStdString(), ids);
+    WriteOptions wo;
+    wo.lock = sessionLockWait();
+    Status st = deleteRuns(file.toStdString(), ids, wo);
     if (!st.ok()) return fail(qs(st.errors()));
     for (int i = 2; i < pos.size(); ++i) out(QStringLiteral("deleted run %1 from %2\n").arg(pos[i], file));
     return 0;
   }
   if (action == QStringLiteral("rename")) {
     if (pos.size() != 4) return fail(QStringLiteral("runs rename needs FILE.h5 OLD_ID NEW_ID"));
-    Status st = renameRun(file.toStdString(), pos[2].toStdString(), pos[3].toStdString());
+    WriteOptions wo;
+    wo.lock = sessionLockWait();
+    Status st = renameRun(file.toStdString(), pos[2].toStdString(), pos[3].toStdString(), wo);
     if (!st.ok()) return fail(qs(st.errors()));
     out(QStringLiteral("renamed run %1 to %2 in %3\n").arg(pos[2], pos[3], file));
     return 0;

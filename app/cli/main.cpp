@@ -20,7 +20,10 @@ static void printUsage() {
   t += QStringLiteral("\nEvery command takes --help and --json (machine-readable output).\n"
                       "Options: --help, --version\n"
                       "  --untrusted  (before or after the command) HDF5 files from elsewhere: check each session\n"
-                      "               in a separate process before opening it (foreign-dataset imports always are)\n");
+                      "               in a separate process before opening it (foreign-dataset imports always are)\n"
+                      "  --no-wait    (before or after the command) when another process is writing the same session\n"
+                      "               file, fail at once naming it instead of waiting for it to finish\n"
+                      "  --lock-timeout S  wait at most S seconds for another writer of the same session file\n");
   out(t);
 }
 
@@ -32,13 +35,34 @@ int main(int argc, char** argv) {
   QStringList args = QCoreApplication::arguments();
   // --untrusted anywhere before a "--": every session this command opens is checked out of process
   // first (core/session/hdf5_isolation.h).
+  // --no-wait / --lock-timeout S likewise: how every session write of this command waits for
+  // another writer of the same file (core/session/session_lock.h).
+  bool lock_wait = true;
+  double lock_timeout = -1;
   for (qsizetype i = 1; i < args.size() && args[i] != QStringLiteral("--");)
     if (args[i] == QStringLiteral("--untrusted")) {
       fp8lab::setHdf5Untrusted(true);
       args.removeAt(i);
+    } else if (args[i] == QStringLiteral("--no-wait")) {
+      lock_wait = false;
+      args.removeAt(i);
+    } else if (args[i] == QStringLiteral("--lock-timeout") || args[i].startsWith(QStringLiteral("--lock-timeout="))) {
+      QString v;
+      if (args[i].contains(QLatin1Char('='))) {
+        v = args[i].section(QLatin1Char('='), 1);
+        args.removeAt(i);
+      } else {
+        args.removeAt(i);
+        if (i < args.size()) v = args.takeAt(i);
+      }
+      bool ok = false;
+      lock_timeout = v.toDouble(&ok);
+      if (!ok || !(lock_timeout >= 0) || lock_timeout > 1e6)
+        return fail(QStringLiteral("--lock-timeout: expected seconds 0..1000000, got '%1'").arg(v));
     } else {
       ++i;
     }
+  setSessionLockPolicy(lock_wait, lock_timeout);
   if (args.size() < 2 || args[1] == QStringLiteral("--help") || args[1] == QStringLiteral("-h") ||
       args[1] == QStringLiteral("help")) {
     printUsage();

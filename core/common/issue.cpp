@@ -52,6 +52,8 @@ const char* codeName(Issue::Code c) {
     return "HDF5 error";
   case C::PermissionDenied:
     return "permission denied";
+  case C::Locked:
+    return "locked by another writer";
   }
   return "?";
 }

@@ -36,6 +36,7 @@ struct Issue {
     MalformedInput,   ///< importer: malformed header, wrong dtype, truncated data, bad size
     Hdf5Error,        ///< any other error reported by the HDF5 library (detail has its message)
     PermissionDenied, ///< the file exists but this user may not read it (or reach it: EACCES)
+    Locked,           ///< another process holds the session's writer lock (session_lock.h)
   };
 
   Severity severity = Severity::Warning;

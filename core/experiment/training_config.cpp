@@ -18,11 +18,94 @@ std::string lower(std::string s) {
   return s;
 }
 
-const std::vector<std::string> kRunKeys = {
-    "type",      "id",          "label",          "dataset",         "data_dir",   "train_limit",     "test_limit",
-    "precision", "scaling",     "forward_format", "backward_format", "layers",     "batch_size",      "epochs",
-    "optimizer", "seed",        "forward_gemm",   "backward_gemm",   "spike",      "eval_batch_size", "record_history",
-    "threads",   "description", "recipe",         "on_nonfinite",    "diagnostics"};
+const std::vector<std::string> kRunKeys = {"type",
+                                           "id",
+                                           "label",
+                                           "dataset",
+                                           "data_dir",
+                                           "train_limit",
+                                           "test_limit",
+                                           "precision",
+                                           "scaling",
+                                           "forward_format",
+                                           "backward_format",
+                                           "layers",
+                                           "batch_size",
+                                           "epochs",
+                                           "optimizer",
+                                           "seed",
+                                           "forward_gemm",
+                                           "backward_gemm",
+                                           "spike",
+                                           "eval_batch_size",
+                                           "record_history",
+                                           "threads",
+                                           "description",
+                                           "recipe",
+                                           "on_nonfinite",
+                                           "diagnostics",
+                                           "policy",
+                                           "block_gemm",
+                                           "model",
+                                           "data",
+                                           "steps",
+                                           "eval",
+                                           "probes",
+                                           "softmax_scale",
+                                           "sample_bytes"};
+
+/// Keys of the MLP (Fashion-MNIST) runs only, and of the language model only.
+const std::vector<std::string> kMlpOnlyKeys = {"dataset", "data_dir", "train_limit",     "test_limit",
+                                               "layers",  "epochs",   "eval_batch_size", "spike"};
+const std::vector<std::string> kLmOnlyKeys = {"data", "steps", "eval", "probes", "softmax_scale", "sample_bytes"};
+
+/// "policy": [{"sites": GLOB, "gemms": ["fprop", ...], "precision": "fp32" | "bf16" | "recipe",
+/// "from_step": N, "until_step": M}, ...].
+PrecisionPolicy readPolicy(ConfigReader& r, const Json& o, const ConfigPath& where) {
+  PrecisionPolicy p;
+  if (!ConfigReader::has(o, "policy")) return p;
+  const ConfigPath w = where.member("policy");
+  const Json& pv = o["policy"];
+  if (!pv.is_array()) {
+    r.fail(w, "must be a list of rules, e.g. [{\"sites\": \"blocks.*.attn.*\", \"precision\": \"bf16\"}]");
+    return p;
+  }
+  for (size_t i = 0; i < pv.size(); ++i) {
+    const ConfigPath e = w.element(i);
+    if (!pv[i].is_object()) {
+      r.fail(e, "must be an object with \"sites\" and \"precision\"");
+      continue;
+    }
+    const Json& ro = pv[i];
+    r.checkKeys(ro, e, {"sites", "gemms", "precision", "from_step", "until_step"});
+    PolicyRule rule;
+    rule.sites = r.string(ro, "sites", e, "*");
+    const std::string prec = lower(r.string(ro, "precision", e, {}));
+    if (const auto sp = parseSitePrecision(prec))
+      rule.precision = *sp;
+    else if (r.ok())
+      r.fail(e.member("precision"), "unknown precision '" + prec + "' (recipe, fp32, bf16)");
+    if (ConfigReader::has(ro, "gemms")) {
+      const Json& g = ro["gemms"];
+      if (!g.is_array() || g.empty()) r.fail(e.member("gemms"), "must be a non-empty list of fprop, dgrad, wgrad");
+      for (size_t k = 0; g.is_array() && k < g.size(); ++k) {
+        const std::string n = g[k].is_string() ? g[k].get<std::string>() : std::string();
+        if (n == "fprop")
+          rule.gemms.push_back(LinearGemm::Fprop);
+        else if (n == "dgrad")
+          rule.gemms.push_back(LinearGemm::Dgrad);
+        else if (n == "wgrad")
+          rule.gemms.push_back(LinearGemm::Wgrad);
+        else
+          r.fail(e.member("gemms").element(k), "unknown GEMM '" + n + "' (fprop, dgrad, wgrad)");
+      }
+    }
+    rule.from_step = r.integer(ro, "from_step", e, 0, 0, int64_t{1} << 40);
+    rule.until_step = r.integer(ro, "until_step", e, -1, 1, int64_t{1} << 40);
+    p.rules.push_back(std::move(rule));
+  }
+  return p;
+}
 
 const char* kRoleNames = "fprop.input, fprop.weight, dgrad.grad_output, dgrad.weight, wgrad.input, "
                          "wgrad.grad_output, or fprop / dgrad / wgrad for both operands of that GEMM";
@@ -194,6 +277,138 @@ std::string defaultRunId(const Json& o, int index) {
   return id;
 }
 
+/// The language model's members of a run whose shared members (precision, scaling, recipe,
+/// formats, GEMMs, seed, threads, batch_size, on_nonfinite, diagnostics, policy, block_gemm)
+/// parseRun has read into s.config.
+void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where, TrainingRunSpec& s) {
+  const TrainingConfig& c = s.config;
+  LmTrainingConfig lm;
+  for (const std::string& k : kMlpOnlyKeys)
+    if (ConfigReader::has(o, k) && r.ok())
+      r.fail(where.member(k), "applies to the Fashion-MNIST MLP, not to the language model (\"model\")");
+  const ConfigPath mw = where.member("model");
+  const Json* mo = r.object(o, "model", where);
+  if (!mo) return;
+  r.checkKeys(*mo, mw,
+              {"kind", "d_model", "layers", "heads", "context", "ffn_hidden", "ffn", "norm", "norm_position",
+               "tied_embeddings", "position_embedding"});
+  if (lower(r.string(*mo, "kind", mw, "transformer")) != "transformer")
+    r.fail(mw.member("kind"), "only \"transformer\" (the MLP is the run without \"model\")");
+  TransformerConfig& m = lm.model;
+  m.d_model = r.integer(*mo, "d_model", mw, m.d_model, 1, 4096);
+  m.layers = r.integer(*mo, "layers", mw, m.layers, 1, 64);
+  m.heads = r.integer(*mo, "heads", mw, m.heads, 1, 256);
+  m.context = r.integer(*mo, "context", mw, m.context, 2, 4096);
+  m.ffn_hidden = r.integer(*mo, "ffn_hidden", mw, 4 * m.d_model, 1, 16384);
+  const std::string ffn = lower(r.string(*mo, "ffn", mw, "gelu"));
+  if (ffn == "gelu")
+    m.ffn = FfnKind::Gelu;
+  else if (ffn == "swiglu")
+    m.ffn = FfnKind::Swiglu;
+  else
+    r.fail(mw.member("ffn"), "unknown FFN '" + ffn + "' (gelu, swiglu)");
+  const std::string norm = lower(r.string(*mo, "norm", mw, "layernorm"));
+  if (norm == "layernorm")
+    m.norm = NormKind::LayerNorm;
+  else if (norm == "rmsnorm")
+    m.norm = NormKind::RmsNorm;
+  else
+    r.fail(mw.member("norm"), "unknown norm '" + norm + "' (layernorm, rmsnorm)");
+  const std::string pos = lower(r.string(*mo, "norm_position", mw, "pre"));
+  if (pos == "pre" || pos == "post")
+    m.pre_norm = pos == "pre";
+  else
+    r.fail(mw.member("norm_position"), "must be \"pre\" (GPT-2) or \"post\" (the original Transformer)");
+  m.tied_embeddings = r.boolean(*mo, "tied_embeddings", mw, true);
+  m.position_embedding = r.boolean(*mo, "position_embedding", mw, true);
+  if (r.ok() && m.d_model % m.heads != 0)
+    r.fail(mw.member("heads"),
+           "d_model (" + std::to_string(m.d_model) + ") must be a multiple of heads (" + std::to_string(m.heads) + ")");
+  if (const Json* dv = r.object(o, "data", where)) {
+    const ConfigPath dw = where.member("data");
+    r.checkKeys(*dv, dw, {"corpus", "text", "val_fraction"});
+    if (ConfigReader::has(*dv, "text") && ConfigReader::has(*dv, "corpus"))
+      r.fail(dw, "give \"corpus\" or \"text\", not both");
+    lm.data.path = r.string(*dv, "text", dw, {});
+    lm.data.corpus = lm.data.path.empty() ? lower(r.string(*dv, "corpus", dw, "fortunes")) : std::string();
+    if (r.ok() && lm.data.path.empty() && lm.data.corpus != "fortunes")
+      r.fail(dw.member("corpus"), "unknown corpus '" + lm.data.corpus +
+                                      "' (fortunes: the Debian package; or \"text\": PATH for any UTF-8 file)");
+    lm.data.val_fraction = r.number(*dv, "val_fraction", dw, 0.1);
+    if (r.ok() && !(lm.data.val_fraction > 0 && lm.data.val_fraction < 0.9))
+      r.fail(dw.member("val_fraction"), "must be in (0, 0.9)");
+  }
+  lm.label = c.label;
+  lm.precision = c.precision;
+  lm.scaling = c.scaling;
+  lm.recipe = c.recipe;
+  lm.forward_format = c.forward_format;
+  lm.backward_format = c.backward_format;
+  lm.forward_gemm = c.forward_gemm;
+  lm.backward_gemm = c.backward_gemm;
+  lm.policy = c.policy;
+  lm.block_gemm = ConfigReader::has(o, "block_gemm") ? c.block_gemm : BlockGemmPath::Core;
+  lm.seed = c.seed;
+  lm.threads = c.threads;
+  lm.on_nonfinite = c.on_nonfinite;
+  lm.record_history = c.record_history;
+  lm.diagnostics = c.diagnostics;
+  if (!ConfigReader::has(o, "diagnostics")) lm.diagnostics.map_every = 200;
+  lm.batch_size = int(r.integer(o, "batch_size", where, 16, 1, 4096));
+  lm.steps = r.integer(o, "steps", where, 600, 1, 10000000);
+  lm.softmax_scale = float(r.number(o, "softmax_scale", where, 256.0));
+  lm.sample_bytes = int(r.integer(o, "sample_bytes", where, 240, 0, 100000));
+  if (const Json* oo = r.object(o, "optimizer", where)) {
+    const ConfigPath w = where.member("optimizer");
+    OptimizerConfig& op = lm.optimizer;
+    const std::string name = lower(r.string(*oo, "name", w, "adam"));
+    if (name == "adam" || name == "adamw")
+      op.kind = OptimizerKind::Adam;
+    else if (name == "sgd")
+      op.kind = OptimizerKind::Sgd;
+    else
+      r.fail(w.member("name"), "unknown optimizer '" + name + "' (adam, sgd)");
+    op.learning_rate = float(r.number(*oo, "learning_rate", w, op.kind == OptimizerKind::Sgd ? 0.1 : 3e-3));
+    op.beta1 = float(r.number(*oo, "beta1", w, 0.9));
+    op.beta2 = float(r.number(*oo, "beta2", w, 0.99));
+    op.epsilon = float(r.number(*oo, "epsilon", w, 1e-8));
+    op.momentum = float(r.number(*oo, "momentum", w, 0.9));
+    op.weight_decay = float(r.number(*oo, "weight_decay", w, 0.0));
+    lm.warmup_steps = r.integer(*oo, "warmup_steps", w, 50, 0, 1 << 30);
+    lm.min_lr_ratio = r.number(*oo, "min_lr_ratio", w, 0.1);
+    lm.clip_norm = r.number(*oo, "clip_norm", w, 1.0);
+    if (r.ok() && !(op.learning_rate > 0)) r.fail(w.member("learning_rate"), "must be a positive number");
+    if (r.ok() && !(op.beta1 >= 0 && op.beta1 < 1)) r.fail(w.member("beta1"), "must be in [0, 1)");
+    if (r.ok() && !(op.beta2 >= 0 && op.beta2 < 1)) r.fail(w.member("beta2"), "must be in [0, 1)");
+    if (r.ok() && !(op.epsilon > 0)) r.fail(w.member("epsilon"), "must be a positive number");
+    if (r.ok() && !(op.momentum >= 0 && op.momentum < 1)) r.fail(w.member("momentum"), "must be in [0, 1)");
+    if (r.ok() && !(op.weight_decay >= 0)) r.fail(w.member("weight_decay"), "must be ≥ 0");
+    if (r.ok() && !(lm.min_lr_ratio >= 0 && lm.min_lr_ratio <= 1))
+      r.fail(w.member("min_lr_ratio"), "must be in [0, 1]");
+    if (r.ok() && !(lm.clip_norm >= 0)) r.fail(w.member("clip_norm"), "must be ≥ 0 (0: no clipping)");
+  } else {
+    lm.optimizer.learning_rate = 3e-3f;
+    lm.optimizer.beta2 = 0.99f;
+  }
+  if (const Json* ev = r.object(o, "eval", where)) {
+    const ConfigPath w = where.member("eval");
+    r.checkKeys(*ev, w, {"every", "batches"});
+    lm.eval_every = int(r.integer(*ev, "every", w, 100, 1, 1 << 30));
+    lm.eval_batches = int(r.integer(*ev, "batches", w, 8, 1, 10000));
+  }
+  if (const Json* pv = r.object(o, "probes", where)) {
+    const ConfigPath w = where.member("probes");
+    r.checkKeys(*pv, w, {"every", "massive_threshold", "massive_ratio", "attention_every"});
+    lm.probes.every = int(r.integer(*pv, "every", w, 25, 0, 1 << 30));
+    lm.probes.massive_threshold = r.number(*pv, "massive_threshold", w, 20.0);
+    lm.probes.massive_ratio = r.number(*pv, "massive_ratio", w, 1000.0);
+    lm.probes.attention_every = int(r.integer(*pv, "attention_every", w, 100, 0, 1 << 30));
+  }
+  if (r.ok())
+    if (const std::string v = lm.validate(); !v.empty()) r.fail(where, v);
+  s.lm = std::move(lm);
+}
+
 TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where, const std::string& default_id) {
   TrainingRunSpec s;
   TrainingConfig& c = s.config;
@@ -280,7 +495,8 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
   c.threads = static_cast<int>(r.integer(o, "threads", where, 0, 0, 1024));
   c.seed = r.seed(o, "seed", where, c.seed);
   c.record_history = r.boolean(o, "record_history", where, true);
-  if (const Json* oo = r.object(o, "optimizer", where)) {
+  const bool language_model = ConfigReader::has(o, "model");
+  if (const Json* oo = language_model ? nullptr : r.object(o, "optimizer", where)) {
     const ConfigPath w = where.member("optimizer");
     r.checkKeys(*oo, w, {"name", "learning_rate", "beta1", "beta2", "epsilon"});
     if (lower(r.string(*oo, "name", w, "adam")) != "adam") r.fail(w.member("name"), "only \"adam\" is supported");
@@ -355,6 +571,21 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
       }
     }
   }
+  c.policy = readPolicy(r, o, where);
+  if (ConfigReader::has(o, "block_gemm")) {
+    const std::string bg = lower(r.string(o, "block_gemm", where, "fake_quant"));
+    if (const auto p = parseBlockGemmPath(bg))
+      c.block_gemm = *p;
+    else if (r.ok())
+      r.fail(where.member("block_gemm"), "unknown value '" + bg + "' (core, fake_quant)");
+  }
+  if (ConfigReader::has(o, "model")) {
+    parseLanguageModel(r, o, where, s);
+    return s;
+  }
+  for (const std::string& k : kLmOnlyKeys)
+    if (ConfigReader::has(o, k) && r.ok())
+      r.fail(where.member(k), "applies to the language model (a run with \"model\": {\"kind\": \"transformer\"})");
   if (r.ok())
     if (const std::string v = c.validate(); !v.empty()) r.fail(where, v);
   return s;
@@ -376,6 +607,7 @@ void readWeightGemmOptions(ConfigReader& r, const Json& go, const ConfigPath& w,
 } // namespace
 
 std::string TrainingRunSpec::configJson() const {
+  if (lm) return lmConfigJson(*lm, id);
   return trainingConfigJson(config, id, train_limit, test_limit, data_dir);
 }
 

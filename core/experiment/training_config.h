@@ -10,6 +10,7 @@
 
 #include "experiment/config_reader.h"
 #include "io/json_document.h"
+#include "training/lm_trainer.h"
 #include "training/trainer.h"
 #include "training/weight_gemm.h"
 
@@ -19,10 +20,12 @@
 
 namespace fp8lab {
 
-/// One training run of an experiment.
+/// One training run of an experiment: the Fashion-MNIST MLP (`config`), or, when the run names a
+/// "model" {"kind": "transformer", ...}, the byte-level language model (`lm`).
 struct TrainingRunSpec {
   std::string id; ///< run id in the session
   TrainingConfig config;
+  std::optional<LmTrainingConfig> lm;
   std::string data_dir;    ///< "" = automatic (FP8LAB_FASHION_MNIST_DIR, then the package)
   int64_t train_limit = 0; ///< > 0: first N training images only
   int64_t test_limit = 0;

@@ -20,9 +20,26 @@ struct DataCache {
 };
 
 int64_t stepsOf(const TrainingRunSpec& r) {
+  if (r.lm) return r.lm->steps;
   const int64_t images = r.train_limit > 0 ? r.train_limit : 60000;
   return static_cast<int64_t>(r.config.epochs) * ((images + r.config.batch_size - 1) / r.config.batch_size);
 }
+
+/// The text of a language-model run, loaded once per source.
+struct TextCache {
+  std::map<std::string, TextCorpus> texts;
+  /// nullptr with *error when the corpus is missing or too short.
+  const TextCorpus* get(const TextSource& src, int64_t min_bytes, std::string* error) {
+    const std::string key =
+        (src.path.empty() ? "corpus:" + src.corpus : "file:" + src.path) + "@" + std::to_string(src.val_fraction);
+    auto it = texts.find(key);
+    if (it != texts.end()) return &it->second;
+    std::optional<TextCorpus> c = src.path.empty() ? loadFortunes(error, kFortunesDir, src.val_fraction)
+                                                   : loadTextFile(src.path, error, src.val_fraction, min_bytes);
+    if (!c) return nullptr;
+    return &texts.emplace(key, std::move(*c)).first->second;
+  }
+};
 
 } // namespace
 
@@ -63,9 +80,63 @@ TrainingExperimentOutcome runTrainingExperiment(const TrainingExperimentSpec& sp
     out.status = TrainingExperimentOutcome::Status::Cancelled;
     return true;
   };
+  TextCache texts;
   for (size_t i = 0; i < spec.runs.size(); ++i) {
     const TrainingRunSpec& rs = spec.runs[i];
     if (i > 0 && stopRequested("starting " + rs.id)) return out;
+    if (rs.lm) {
+      LmTrainingConfig cfg = *rs.lm;
+      if (opt.threads > 0) cfg.threads = cfg.forward_gemm.threads = cfg.backward_gemm.threads = opt.threads;
+      std::string why;
+      const TextCorpus* corpus = texts.get(cfg.data, 2 * (cfg.model.context + 1), &why);
+      if (!corpus) return failed(why);
+      if (hooks.run_started) hooks.run_started(i, spec.runs.size(), rs, cfg.steps, int64_t(corpus->train.size()));
+      const double run_steps = double(cfg.steps);
+      bool cancelled = false;
+      std::optional<LmTrainingRun> run;
+      try {
+        run.emplace(cfg, *corpus, cfg.precision == TrainingPrecision::FP8 ? opt.backend : nullptr);
+        auto progress = [&](double f, const std::string& stage) {
+          if (!hooks.progress) return true;
+          return hooks.progress(f, (done_before + f * run_steps) / total, stage);
+        };
+        try {
+          run->run(progress);
+          progress(1.0, "done");
+        } catch (const Cancelled&) {
+          cancelled = true;
+        }
+      } catch (const std::exception& e) {
+        return failed("training run '" + rs.id + "' failed: " + e.what());
+      }
+      done_before += run_steps;
+      const LmTrainingResult& res = run->result();
+      Run session_run = lmRunToSession(res, rs.id, rs.configJson());
+      TrainingRunOutcome o;
+      if (!save(session_run, &rs, &o.stored_id)) return out;
+      o.type = "training";
+      o.cancelled = cancelled;
+      o.stopped_nonfinite = res.stopped_nonfinite;
+      o.first_nonfinite = res.first_nonfinite;
+      o.spec = &rs;
+      o.steps_done = res.steps_done;
+      o.steps_total = cfg.steps;
+      o.seconds = res.seconds;
+      o.val_loss = res.val_loss;
+      o.unigram_bits = res.unigram_bits;
+      o.sample = res.sample;
+      o.step_seconds = res.step_seconds;
+      for (const auto& h : res.operands)
+        for (int64_t v : h.saturated) o.saturated_total += v;
+      o.backend = session_run.backend;
+      o.device = session_run.device;
+      out.runs.push_back(std::move(o));
+      if (cancelled) {
+        out.status = TrainingExperimentOutcome::Status::Cancelled;
+        return out;
+      }
+      continue;
+    }
     TrainingRunSpec local = rs;
     if (opt.threads > 0)
       local.config.threads = local.config.forward_gemm.threads = local.config.backward_gemm.threads = opt.threads;
@@ -179,6 +250,44 @@ TrainingExperimentOutcome runTrainingExperiment(const TrainingExperimentSpec& sp
   return out;
 }
 
+namespace {
+
+std::optional<Run> reproduceLmRun(const Run& stored, TrainingRunSpec& rs, int threads, const ProgressFn& progress,
+                                  std::string* error) {
+  LmTrainingConfig cfg = *rs.lm;
+  if (cfg.seed != stored.seed) {
+    *error = "the stored seed attribute (" + std::to_string(stored.seed) + ") disagrees with the config's seed (" +
+             std::to_string(cfg.seed) + ")";
+    return std::nullopt;
+  }
+  if (threads > 0) cfg.threads = cfg.forward_gemm.threads = cfg.backward_gemm.threads = threads;
+  const bool was_cancelled = attrString(stored.attrs, "status").value_or("") == "cancelled";
+  const int64_t stop_after = attrInt(stored.attrs, "steps_completed").value_or(-1);
+  TextCache texts;
+  const TextCorpus* corpus = texts.get(cfg.data, 2 * (cfg.model.context + 1), error);
+  if (!corpus) return std::nullopt;
+  try {
+    LmTrainingRun run(cfg, *corpus);
+    try {
+      run.run([&](double f, const std::string& st) {
+        if (was_cancelled && run.result().steps_done >= stop_after) return false;
+        return progress ? progress(f, st) : true;
+      });
+    } catch (const Cancelled&) {
+      if (!was_cancelled || run.result().steps_done != stop_after) {
+        *error = "cancelled";
+        return std::nullopt;
+      }
+    }
+    return lmRunToSession(run.result(), stored.id, stored.config_json);
+  } catch (const std::exception& e) {
+    *error = e.what();
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
 std::optional<Run> reproduceTrainingRun(const Run& stored, int threads, const ProgressFn& progress,
                                         std::string* error) {
   const auto doc = parseStoredConfig(stored.config_json, error);
@@ -190,6 +299,7 @@ std::optional<Run> reproduceTrainingRun(const Run& stored, int threads, const Pr
     return std::nullopt;
   }
   TrainingRunSpec& rs = spec->runs.front();
+  if (rs.lm) return reproduceLmRun(stored, rs, threads, progress, error);
   if (rs.config.seed != stored.seed) {
     *error = "the stored seed attribute (" + std::to_string(stored.seed) + ") disagrees with the config's seed (" +
              std::to_string(rs.config.seed) + ")";

@@ -58,7 +58,13 @@ struct TrainingRunOutcome {
   double seconds = 0, mean_epoch_seconds = 0;
   int64_t saturated_total = 0;
   std::string backend, device;
-  std::string layer;                     ///< trained-weights GEMM: "fc1", ...
+  std::string layer; ///< trained-weights GEMM: "fc1", ...
+  /// Language-model runs: the validation losses (nats per byte), the corpus's unigram entropy
+  /// (bits per byte), the generated sample and the mean step time.
+  std::vector<float> val_loss;
+  double unigram_bits = 0;
+  std::string sample;
+  double step_seconds = 0;
   std::map<std::string, double> metrics; ///< trained-weights GEMM: the run's metrics
 };
 

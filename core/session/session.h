@@ -25,6 +25,7 @@
 
 #include "common/progress.h"
 #include "scaling/quantized_tensor.h"
+#include "session/session_lock.h"
 
 #include <cstdint>
 #include <functional>
@@ -215,8 +216,15 @@ struct WriteOptions {
   /// "copy:/runs/<id>", before an append's byte copy of the file "copy:file"); returning false
   /// makes the write fail there as an injected I/O error (to test that saves are atomic).
   std::function<bool(const std::string& dataset_path)> fault_injection;
+  /// How to wait for the writer's lock of the file being replaced when another process holds it
+  /// (session_lock.h): by default wait as long as it takes, cancellable through `progress`.
+  LockWait lock;
 };
 
+/// Every function below holds the writer's lock of the file it replaces (session_lock.h) for the
+/// whole read-modify-write, waiting as WriteOptions::lock says; a writer that cannot get it
+/// fails with Issue::Code::Locked and writes nothing.
+///
 /// Writes `session` to `path`, replacing any existing file atomically: the data go to a
 /// temporary file in the same directory ("<name>.tmp-XXXXXX"), which is flushed, fsync'ed and
 /// renamed over `path` (POSIX rename is atomic); the directory is fsync'ed too. On any failure
@@ -255,6 +263,28 @@ Status writeSessionItems(const std::string& path, const std::vector<SaveItem>& i
 /// "-2", "-3", ...). `assigned_ids`, when given, receives the id each new run got.
 Status appendRuns(const std::string& path, const std::vector<Run>& runs, const WriteOptions& opt = {},
                   std::vector<std::string>* assigned_ids = nullptr);
+
+/// What saveSessionMerging found in the file that its caller did not know about.
+struct SaveMerge {
+  /// Runs another writer added since the caller last read or saved the file, kept in the save:
+  /// {id in the file before, id stored} (they differ when the id clashed with one being saved).
+  std::vector<std::pair<std::string, std::string>> kept;
+  /// Runs the caller copies from the file itself that another writer removed meanwhile: their
+  /// data are gone, so they are not in the save.
+  std::vector<std::string> vanished;
+};
+
+/// The desktop app's save: writes `items` to `path` like writeSessionItems, but never drops runs
+/// another process added to the file since the caller last read or saved it. Under the file's
+/// writer lock it lists the runs at `path`; every run there whose id is not in `known` (the ids
+/// the file held at the caller's last load or save) is copied into the new file after `items`,
+/// renamed with "-2", "-3", ... when its id clashes with one of `items`; runs in `known` but not
+/// in `items` stay deleted; an item copied from `path` whose run is no longer there is left out
+/// and named in merge->vanished. A missing `path` is created from `items`. `merge` (may be null)
+/// receives what was merged. Errors: those of writeSessionItems.
+Status saveSessionMerging(const std::string& path, const std::vector<SaveItem>& items,
+                          const std::vector<std::string>& known, const WriteOptions& opt = {},
+                          SaveMerge* merge = nullptr);
 
 /// Removes a run (atomic rewrite without it; space is reclaimed). NotFound when absent.
 Status deleteRun(const std::string& path, const std::string& run_id, const WriteOptions& opt = {});

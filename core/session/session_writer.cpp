@@ -2,6 +2,7 @@
 // merge of runs by object copy. Layout: docs/session-format.md.
 #include "session/hdf5_util.h"
 #include "session/session.h"
+#include "session/session_lock.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -621,10 +622,24 @@ std::string uniqueId(const std::string& want, const std::set<std::string>& taken
   }
 }
 
+/// Resolves `path` and takes its writer lock (session_lock.h) as opt.lock says; nullptr, with the
+/// reason in *st, when it cannot (another writer and no waiting, a timeout, a cancel).
+std::unique_ptr<SessionLock> lockFor(const std::string& path, const WriteOptions& opt, Status* st) {
+  if (path.empty()) return nullptr; // produce() reports the empty path
+  std::string real;
+  if (!resolveTarget(path, &real, st)) return nullptr;
+  return SessionLock::acquire(real, opt.lock, opt.progress, st);
+}
+
+/// writeSessionItems without taking the lock (its callers hold it).
+Status writeItemsLocked(const std::string& path, const std::vector<SaveItem>& items, const WriteOptions& opt);
+
 } // namespace
 
 Status writeSession(const std::string& path, const Session& session, const WriteOptions& opt) {
   Status st;
+  const auto lock = lockFor(path, opt, &st);
+  if (!lock && !path.empty()) return st;
   std::set<std::string> ids;
   std::vector<std::pair<const Run*, std::string>> fresh;
   for (const auto& r : session.runs) {
@@ -641,6 +656,8 @@ Status writeSession(const std::string& path, const Session& session, const Write
 Status appendRuns(const std::string& path, const std::vector<Run>& runs, const WriteOptions& opt,
                   std::vector<std::string>* assigned_ids) {
   Status st;
+  const auto lock = lockFor(path, opt, &st);
+  if (!lock && !path.empty()) return st;
   std::vector<std::string> existing;
   RootInfo root;
   std::error_code ec;
@@ -693,6 +710,15 @@ Status appendRuns(const std::string& path, const std::vector<Run>& runs, const W
 
 Status writeSessionItems(const std::string& path, const std::vector<SaveItem>& items, const WriteOptions& opt) {
   Status st;
+  const auto lock = lockFor(path, opt, &st);
+  if (!lock && !path.empty()) return st;
+  st.merge(writeItemsLocked(path, items, opt));
+  return st;
+}
+
+namespace {
+Status writeItemsLocked(const std::string& path, const std::vector<SaveItem>& items, const WriteOptions& opt) {
+  Status st;
   std::set<std::string> ids;
   std::vector<std::pair<const Run*, std::string>> fresh;
   std::vector<CopyItem> copies;
@@ -732,6 +758,51 @@ Status writeSessionItems(const std::string& path, const std::vector<SaveItem>& i
   st.merge(produce(path, RootInfo{}, copies, fresh, opt));
   return st;
 }
+} // namespace
+
+Status saveSessionMerging(const std::string& path, const std::vector<SaveItem>& items,
+                          const std::vector<std::string>& known, const WriteOptions& opt, SaveMerge* merge) {
+  Status st;
+  const auto lock = lockFor(path, opt, &st);
+  if (!lock && !path.empty()) return st;
+  std::error_code ec;
+  if (path.empty() || !fs::exists(path, ec)) {
+    st.merge(writeItemsLocked(path, items, opt));
+    return st;
+  }
+  std::vector<std::string> on_disk;
+  RootInfo root;
+  if (!existingRuns(path, &on_disk, &root, &st)) return st;
+  const std::set<std::string> disk(on_disk.begin(), on_disk.end());
+  const std::set<std::string> seen(known.begin(), known.end());
+  std::string real;
+  if (!resolveTarget(path, &real, &st)) return st;
+  auto samePath = [&](const std::string& f) {
+    std::error_code e2;
+    return f == path || f == real || fs::equivalent(f, real, e2);
+  };
+  SaveMerge m;
+  std::vector<SaveItem> all;
+  std::set<std::string> taken;
+  for (const SaveItem& it : items) {
+    if (!it.run && samePath(it.file) && !disk.count(it.run_id)) {
+      m.vanished.push_back(it.run_id);
+      continue;
+    }
+    all.push_back(it);
+    taken.insert(it.run ? it.run->id : it.id);
+  }
+  for (const std::string& id : on_disk) {
+    if (seen.count(id)) continue;
+    const std::string as = uniqueId(id, taken);
+    taken.insert(as);
+    all.push_back(SaveItem{nullptr, path, id, as, {}});
+    m.kept.emplace_back(id, as);
+  }
+  st.merge(writeItemsLocked(path, all, opt));
+  if (merge && st.ok()) *merge = std::move(m);
+  return st;
+}
 
 Status deleteRun(const std::string& path, const std::string& run_id, const WriteOptions& opt) {
   return deleteRuns(path, {run_id}, opt);
@@ -739,6 +810,8 @@ Status deleteRun(const std::string& path, const std::string& run_id, const Write
 
 Status deleteRuns(const std::string& path, const std::vector<std::string>& run_ids, const WriteOptions& opt) {
   Status st;
+  const auto lock = lockFor(path, opt, &st);
+  if (!lock && !path.empty()) return st;
   if (run_ids.empty()) {
     st.add(C::InvalidArgument, path, "no run id to delete");
     return st;
@@ -769,6 +842,8 @@ Status deleteRuns(const std::string& path, const std::vector<std::string>& run_i
 
 Status renameRun(const std::string& path, const std::string& from, const std::string& to, const WriteOptions& opt) {
   Status st;
+  const auto lock = lockFor(path, opt, &st);
+  if (!lock && !path.empty()) return st;
   std::string why;
   if (!isValidRunId(to, &why)) {
     st.add(C::InvalidArgument, path, why);
@@ -798,6 +873,8 @@ Status mergeSessions(const std::string& out, const std::vector<std::string>& inp
     st.add(C::InvalidArgument, out, "no input files");
     return st;
   }
+  const auto lock = lockFor(out, opt, &st);
+  if (!lock && !out.empty()) return st;
   // An existing output that is not one of the inputs would be replaced, losing its runs (and a
   // text or foreign HDF5 file there would be turned into a session).
   std::error_code ec;

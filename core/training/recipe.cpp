@@ -286,6 +286,69 @@ void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64
   if (rec) *rec = r;
 }
 
+QuantizedTensor quantizeRole(const RoleQuantization& q, const float* x, int64_t rows, int64_t cols, Axis axis,
+                             uint64_t sr_seed, RoleQuantRecord* rec, int threads, const QuantizedObserver* observe) {
+  const size_t n = static_cast<size_t>(rows * cols);
+  RoleQuantRecord r;
+  r.amax = amaxIgnoringNaN(x, n);
+  QuantizedTensor out;
+  switch (q.kind) {
+  case RoleKind::HighPrecision:
+    throw std::invalid_argument("quantizeRole: a high_precision role is not quantized");
+  case RoleKind::Float8Block:
+  case RoleKind::Mxfp8: {
+    const char* preset = q.kind == RoleKind::Float8Block ? (q.block_2d ? "te_block_128x128" : "te_block_1x128")
+                                                         : (q.block_2d ? "mx_rceil_2d" : "mx_rceil");
+    ScalingConfig sc = *scalingPreset(preset);
+    sc.threads = threads;
+    out = quantize(x, rows, cols, *q.format, sc, axis);
+    if (observe && *observe) (*observe)(x, out);
+    std::vector<size_t> idx(out.dequant_scales.size());
+    std::iota(idx.begin(), idx.end(), size_t{0});
+    const size_t mid = (idx.size() - 1) / 2;
+    std::nth_element(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(mid), idx.end(),
+                     [&](size_t a, size_t b) { return out.dequant_scales[a] < out.dequant_scales[b]; });
+    r.dequant_scale = out.dequant_scales[idx[mid]];
+    r.quant_scale = out.quant_scales.empty() ? 1.0f / r.dequant_scale : out.quant_scales[idx[mid]];
+    r.saturated = out.stats.saturated;
+    r.underflow = out.stats.underflow;
+    break;
+  }
+  case RoleKind::Nvfp4: {
+    Nvfp4Config nc = *nvfp4Preset("nvfp4_te");
+    nc.tile_2d = q.block_2d;
+    nc.rht = q.rht;
+    nc.stochastic_rounding = q.stochastic_rounding;
+    nc.seed = sr_seed;
+    nc.threads = threads;
+    const bool pad_other = q.block_2d;
+    const int64_t pr = axis == Axis::Rows || pad_other ? paddedContraction(rows) : rows;
+    const int64_t pc = axis == Axis::Cols || pad_other ? paddedContraction(cols) : cols;
+    std::vector<float> padded;
+    const float* src = x;
+    if (pr != rows || pc != cols) {
+      padInto(x, rows, cols, padded, pr, pc);
+      src = padded.data();
+    }
+    const Nvfp4Tensor t = quantizeNvfp4(src, pr, pc, nc, axis);
+    if (observe && *observe) {
+      const Nvfp4StatsView v = nvfp4StatsView(t, nc, src, pr, pc, rows, cols, axis, threads);
+      (*observe)(v.elements(src), v.q);
+    }
+    out = toQuantizedTensor(t, nc, src);
+    // Keep the padded contraction axis, crop the other one to its real length.
+    const int64_t kr = axis == Axis::Rows ? pr : rows, kc = axis == Axis::Cols ? pc : cols;
+    if (kr != pr || kc != pc) out = cropQuantized(out, kr, kc);
+    r.quant_scale = t.tensor_scale;
+    r.dequant_scale = 1.0f / t.tensor_scale;
+    r.underflow = q.rht ? 0 : out.stats.underflow;
+    break;
+  }
+  }
+  if (rec) *rec = r;
+  return out;
+}
+
 } // namespace fp8lab
 
 namespace fp8lab {

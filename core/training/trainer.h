@@ -34,6 +34,7 @@
 #include "training/nonfinite.h"
 #include "training/operand_scaler.h"
 #include "training/recipe.h"
+#include "training/sites.h"
 
 #include <cstdint>
 #include <memory>
@@ -84,6 +85,13 @@ struct TrainingConfig {
   NonFinitePolicy on_nonfinite = NonFinitePolicy::Stop;
   /// Per-block statistics (FP8 runs) and what-if recipes (any run): diagnostics.h.
   TrainingDiagnostics diagnostics;
+  /// Which sites run in the recipe and which in high precision, by step (sites.h); empty: every
+  /// Linear layer follows the run.
+  PrecisionPolicy policy;
+  /// How block recipes multiply (linear_site.h): fake quantization (float32 GEMMs of the
+  /// dequantized operands, the default, and what every session before it used) or core/gemm
+  /// with the block-scaled operands under forward_gemm / backward_gemm's accumulation model.
+  BlockGemmPath block_gemm = BlockGemmPath::FakeQuant;
 
   /// Empty when usable; else what is wrong (one line), e.g. "batch_size must be ≥ 1".
   std::string validate() const;
@@ -194,6 +202,12 @@ private:
   struct Impl;
   std::unique_ptr<Impl> d;
 };
+
+/// The float32 input of Linear layer `layer` (0 = x itself) for `rows` rows of x through the
+/// MLP `weights` (float32 GEMMs, bias, ReLU): the forward pass the training runs, without
+/// quantization. [rows, weights[layer].in].
+std::vector<float> mlpLayerInputF32(const std::vector<LayerWeights>& weights, const float* x, int64_t rows,
+                                    size_t layer, int threads = 0);
 
 /// Test-set evaluation of given weights with float32 GEMMs: {mean loss, accuracy}.
 std::pair<double, double> evaluateFp32(const std::vector<LayerWeights>& weights, const ImageDataset& test,

@@ -1,6 +1,7 @@
 // FP8 Lab — training run ↔ session (see training_session.h).
 #include "training/training_session.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <sstream>
@@ -55,6 +56,30 @@ std::string gemmJson(const GemmOptions& g) {
 }
 
 } // namespace
+
+std::string policyJson(const PrecisionPolicy& p) {
+  std::string o = "[";
+  for (size_t i = 0; i < p.rules.size(); ++i) {
+    const PolicyRule& r = p.rules[i];
+    o += i ? ", " : "";
+    o += "{\"sites\": " + jsonString(r.sites);
+    if (!r.gemms.empty()) {
+      o += ", \"gemms\": [";
+      for (size_t k = 0; k < r.gemms.size(); ++k)
+        o += std::string(k ? ", " : "") + "\"" +
+             (r.gemms[k] == LinearGemm::Fprop   ? "fprop"
+              : r.gemms[k] == LinearGemm::Dgrad ? "dgrad"
+                                                : "wgrad") +
+             "\"";
+      o += "]";
+    }
+    o += ", \"precision\": " + jsonString(toString(r.precision));
+    if (r.from_step > 0) o += ", \"from_step\": " + std::to_string(r.from_step);
+    if (r.until_step >= 0) o += ", \"until_step\": " + std::to_string(r.until_step);
+    o += "}";
+  }
+  return o + "]";
+}
 
 std::string recipeJson(const TrainingRecipeConfig& r) {
   std::string o = "{\"name\": " + jsonString(toString(r.recipe));
@@ -131,22 +156,21 @@ std::string trainingConfigJson(const TrainingConfig& c, const std::string& run_i
     }
     o << "},\n";
   }
+  if (!c.policy.rules.empty()) o << "  \"policy\": " << policyJson(c.policy) << ",\n";
+  if (c.block_gemm != BlockGemmPath::FakeQuant)
+    o << "  \"block_gemm\": " << jsonString(toString(c.block_gemm)) << ",\n";
   o << "  \"eval_batch_size\": " << c.eval_batch_size << ",\n";
   o << "  \"record_history\": " << (c.record_history ? "true" : "false") << "\n}";
   return o.str();
 }
 
-namespace {
+namespace {} // namespace
 
-/// The "nonfinite" group of a training run (docs/session-format.md): attributes always, the
-/// dot-product terms and the elementwise inputs as small datasets when a value was found.
-void putNonFinite(Run& run, const TrainingResult& r) {
-  const NonFiniteRecord& n = r.first_nonfinite;
+void putNonFiniteGroup(Run& run, const NonFiniteRecord& n, NonFinitePolicy policy) {
   Attributes a;
-  a["policy"] = std::string(toString(r.config.on_nonfinite));
+  a["policy"] = std::string(toString(policy));
   a["found"] = int64_t{n.found ? 1 : 0};
-  a["description"] =
-      r.config.on_nonfinite == NonFinitePolicy::Off ? std::string("not checked (on_nonfinite off)") : n.describe();
+  a["description"] = policy == NonFinitePolicy::Off ? std::string("not checked (on_nonfinite off)") : n.describe();
   if (n.found) {
     a["step"] = n.step;
     a["layer"] = n.layer;
@@ -197,8 +221,6 @@ void putNonFinite(Run& run, const TrainingResult& r) {
   }
   run.group_attrs["nonfinite"] = a;
 }
-
-} // namespace
 
 void putBlockStatsSeries(Run& run, const std::string& group, const OperandBlockSeries& s, int64_t map_every,
                          const Attributes& extra) {
@@ -290,11 +312,7 @@ void putBlockStatsSeries(Run& run, const std::string& group, const OperandBlockS
       Dataset::float32(shape, std::move(sq), "dB", "SQNR of each block (+Inf exact, NaN all zero)");
 }
 
-namespace {
-
-/// The diagnostics groups of a training run: block_stats and what_if.
-void putDiagnostics(Run& run, const TrainingResult& r) {
-  const DiagnosticsResult& d = r.diagnostics;
+void putDiagnosticsGroups(Run& run, const DiagnosticsResult& d) {
   for (const OperandBlockSeries& s : d.block_stats)
     if (!s.steps.empty()) putBlockStatsSeries(run, "block_stats/" + s.layer + "/" + s.operand, s, d.map_every);
   if (d.what_if.empty()) return;
@@ -319,7 +337,52 @@ void putDiagnostics(Run& run, const TrainingResult& r) {
     }
 }
 
-} // namespace
+OperandTotals putOperandHistories(Run& run, const std::vector<OperandHistory>& operands, int64_t steps, bool fp8,
+                                  bool block, const std::string& scaling_name, int history_len) {
+  OperandTotals t;
+  for (const OperandHistory& h : operands) {
+    const std::string g = "history/" + h.layer + "/" + h.operand;
+    Attributes ga;
+    ga["format"] = h.format;
+    ga["operand"] = h.operand;
+    ga["layer"] = h.layer;
+    ga["scaling"] = fp8 ? scaling_name : std::string("none (FP32 baseline)");
+    if (block) {
+      ga["quantization"] = h.quantization;
+      ga["scale_source"] =
+          std::string("amax: max |x| of the float32 tensor; scale: the lower median of the block dequant scales "
+                      "(te_float8_block, te_mxfp8), 1/S_enc with S_enc = 2688/amax of the quantized copy (te_nvfp4), "
+                      "1 (high_precision)");
+    }
+    ga["history_len"] = int64_t{history_len};                    // L of the strategy (0: no history)
+    ga["history_recorded"] = int64_t{h.history_len > 0 ? 1 : 0}; // amax_history present (record_history)
+    ga["scale_convention"] =
+        std::string("scale = dequant_scale (x ≈ decode(q) · scale); quant_scale = quant multiplier");
+    ga["history_order"] = std::string(
+        "amax_history[t] = the L amaxes a(t-L+1) … a(t), oldest first: the window whose max sets step t+1's scale");
+    run.group_attrs[g] = ga;
+    const std::string what = h.layer + " " + h.operand;
+    run.putFloat32(g + "/amax", h.amax, steps, -1, "1 (same units as the tensor)",
+                   "max |x| of the " + what + " at each step");
+    if (!fp8) continue;
+    run.putFloat32(g + "/scale", h.dequant_scale, steps, -1, "1",
+                   "dequant scale the " + what + " was quantized with at each step: x ≈ decode(code) · scale");
+    run.putFloat32(g + "/quant_scale", h.quant_scale, steps, -1, "1",
+                   "quant multiplier at each step: x_q = cast(x · quant_scale) (Flax divides by scale instead)");
+    if (h.history_len > 0)
+      run.putFloat32(g + "/amax_history", h.history, steps, h.history_len, "1",
+                     "amax history window after each step, chronological (oldest first)");
+    run.datasets[g + "/saturated"] =
+        Dataset::int64({steps}, h.saturated, "elements", "elements clipped to ±max finite at each step");
+    run.datasets[g + "/underflow"] =
+        Dataset::int64({steps}, h.underflow, "elements", "non-zero elements that became zero at each step");
+    run.datasets[g + "/kept_previous"] = Dataset::uint8(
+        {steps}, h.kept_previous, "1", "1 where an edge rule (amax 0 / inf / NaN) kept the previous scale");
+    for (int64_t v : h.saturated) t.saturated += v;
+    for (int64_t v : h.underflow) t.underflow += v;
+  }
+  return t;
+}
 
 Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, const std::string& config_json) {
   const TrainingConfig& c = r.config;
@@ -383,51 +446,12 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
     run.setMetric("epoch" + std::to_string(e + 1) + "_seconds", secs[static_cast<size_t>(e)], "s",
                   "wall time of epoch " + std::to_string(e + 1) + "'s training steps (evaluation excluded)");
 
-  int64_t sat_total = 0, und_total = 0;
-  for (const OperandHistory& h : r.operands) {
-    const std::string g = "history/" + h.layer + "/" + h.operand;
-    Attributes ga;
-    ga["format"] = h.format;
-    ga["operand"] = h.operand;
-    ga["layer"] = h.layer;
-    ga["scaling"] = fp8 ? scaling_name : std::string("none (FP32 baseline)");
-    if (block) {
-      ga["quantization"] = h.quantization;
-      ga["scale_source"] =
-          std::string("amax: max |x| of the float32 tensor; scale: the lower median of the block dequant scales "
-                      "(te_float8_block, te_mxfp8), 1/S_enc with S_enc = 2688/amax of the quantized copy (te_nvfp4), "
-                      "1 (high_precision)");
-    }
-    const bool delayed = fp8 && !block && isDelayed(c.scaling.kind);
-    ga["history_len"] = int64_t{delayed ? c.scaling.history_len : 0}; // L of the strategy (0: no history)
-    ga["history_recorded"] = int64_t{h.history_len > 0 ? 1 : 0};      // amax_history present (record_history)
-    ga["scale_convention"] =
-        std::string("scale = dequant_scale (x ≈ decode(q) · scale); quant_scale = quant multiplier");
-    ga["history_order"] = std::string(
-        "amax_history[t] = the L amaxes a(t-L+1) … a(t), oldest first: the window whose max sets step t+1's scale");
-    run.group_attrs[g] = ga;
-    const std::string what = h.layer + " " + h.operand;
-    run.putFloat32(g + "/amax", h.amax, steps, -1, "1 (same units as the tensor)",
-                   "max |x| of the " + what + " at each step");
-    if (!fp8) continue;
-    run.putFloat32(g + "/scale", h.dequant_scale, steps, -1, "1",
-                   "dequant scale the " + what + " was quantized with at each step: x ≈ decode(code) · scale");
-    run.putFloat32(g + "/quant_scale", h.quant_scale, steps, -1, "1",
-                   "quant multiplier at each step: x_q = cast(x · quant_scale) (Flax divides by scale instead)");
-    if (h.history_len > 0)
-      run.putFloat32(g + "/amax_history", h.history, steps, h.history_len, "1",
-                     "amax history window after each step, chronological (oldest first)");
-    run.datasets[g + "/saturated"] =
-        Dataset::int64({steps}, h.saturated, "elements", "elements clipped to ±max finite at each step");
-    run.datasets[g + "/underflow"] =
-        Dataset::int64({steps}, h.underflow, "elements", "non-zero elements that became zero at each step");
-    run.datasets[g + "/kept_previous"] = Dataset::uint8(
-        {steps}, h.kept_previous, "1", "1 where an edge rule (amax 0 / inf / NaN) kept the previous scale");
-    for (int64_t v : h.saturated) sat_total += v;
-    for (int64_t v : h.underflow) und_total += v;
-  }
-  putNonFinite(run, r);
-  putDiagnostics(run, r);
+  const bool delayed = fp8 && !block && isDelayed(c.scaling.kind);
+  const OperandTotals totals =
+      putOperandHistories(run, r.operands, steps, fp8, block, scaling_name, delayed ? c.scaling.history_len : 0);
+  const int64_t sat_total = totals.saturated, und_total = totals.underflow;
+  putNonFiniteGroup(run, r.first_nonfinite, c.on_nonfinite);
+  putDiagnosticsGroups(run, r.diagnostics);
   for (size_t l = 0; l < r.weights.size(); ++l) {
     const LayerWeights& w = r.weights[l];
     const std::string g = "weights/fc" + std::to_string(l + 1);
@@ -482,6 +506,257 @@ Result<LayerWeights> trainedWeightsFromRun(const Run& run, const std::string& la
   res.value.kernel = k->f32;
   res.value.bias = b->f32;
   return res;
+}
+
+} // namespace fp8lab
+
+namespace fp8lab {
+
+namespace {
+
+std::string scalingJson(const TrainingScalingConfig& s) {
+  const bool delayed = isDelayed(s.kind);
+  std::string o = "{\"strategy\": " + jsonString(toString(s.kind));
+  if (delayed)
+    o += ", \"history_len\": " + std::to_string(s.history_len) +
+         ", \"amax_compute_algo\": " + jsonString(s.most_recent ? "most_recent" : "max") +
+         ", \"margin\": " + std::to_string(s.margin);
+  else
+    o += std::string(", \"power_of_two\": ") + (s.power_of_two ? "true" : "false");
+  return o + (s.saturate ? "" : ", \"saturate\": false") + "}";
+}
+
+std::string diagnosticsJson(const TrainingDiagnostics& dg) {
+  std::string o = std::string("{\"block_stats\": ") + (dg.block_stats ? "true" : "false") +
+                  ", \"map_every\": " + std::to_string(dg.map_every);
+  if (!dg.what_if.empty()) {
+    o += ", \"what_if\": {\"every\": " + std::to_string(dg.what_if_every) + ", \"recipes\": [";
+    for (size_t i = 0; i < dg.what_if.size(); ++i) o += (i ? ", " : "") + jsonString(dg.what_if[i].id);
+    o += "]}";
+  }
+  return o + "}";
+}
+
+std::string doubleText(double v) {
+  char b[40];
+  const auto r = std::to_chars(b, b + sizeof b, v);
+  return std::string(b, r.ptr);
+}
+
+} // namespace
+
+std::string lmConfigJson(const LmTrainingConfig& c, const std::string& run_id) {
+  std::ostringstream o;
+  const TransformerConfig& m = c.model;
+  o << "{\n  \"type\": \"training\",\n  \"id\": " << jsonString(run_id) << ",\n";
+  o << "  \"model\": {\"kind\": \"transformer\", \"d_model\": " << m.d_model << ", \"layers\": " << m.layers
+    << ", \"heads\": " << m.heads << ", \"context\": " << m.context << ", \"ffn_hidden\": " << m.ffn_hidden
+    << ", \"ffn\": " << jsonString(toString(m.ffn)) << ", \"norm\": " << jsonString(toString(m.norm))
+    << ", \"norm_position\": " << jsonString(m.pre_norm ? "pre" : "post")
+    << ", \"tied_embeddings\": " << (m.tied_embeddings ? "true" : "false")
+    << ", \"position_embedding\": " << (m.position_embedding ? "true" : "false") << "},\n";
+  o << "  \"data\": {";
+  if (!c.data.path.empty())
+    o << "\"text\": " << jsonString(c.data.path);
+  else
+    o << "\"corpus\": " << jsonString(c.data.corpus);
+  o << ", \"val_fraction\": " << doubleText(c.data.val_fraction) << "},\n";
+  o << "  \"precision\": " << jsonString(toString(c.precision)) << ",\n";
+  if (c.recipe.recipe != TrainingRecipe::PerTensor) {
+    o << "  \"recipe\": " << recipeJson(c.recipe) << ",\n";
+    o << "  \"block_gemm\": " << jsonString(toString(c.block_gemm)) << ",\n";
+  } else {
+    o << "  \"scaling\": " << scalingJson(c.scaling) << ",\n";
+    o << "  \"forward_format\": " << jsonString(c.forward_format->name()) << ",\n";
+    o << "  \"backward_format\": " << jsonString(c.backward_format->name()) << ",\n";
+  }
+  if (!c.policy.rules.empty()) o << "  \"policy\": " << policyJson(c.policy) << ",\n";
+  o << "  \"softmax_scale\": " << jsonFloat(c.softmax_scale) << ",\n";
+  o << "  \"batch_size\": " << c.batch_size << ",\n  \"steps\": " << c.steps << ",\n";
+  const OptimizerConfig& op = c.optimizer;
+  o << "  \"optimizer\": {\"name\": " << jsonString(toString(op.kind))
+    << ", \"learning_rate\": " << jsonFloat(op.learning_rate);
+  if (op.kind == OptimizerKind::Adam)
+    o << ", \"beta1\": " << jsonFloat(op.beta1) << ", \"beta2\": " << jsonFloat(op.beta2)
+      << ", \"epsilon\": " << jsonFloat(op.epsilon);
+  else
+    o << ", \"momentum\": " << jsonFloat(op.momentum);
+  o << ", \"weight_decay\": " << jsonFloat(op.weight_decay) << ", \"warmup_steps\": " << c.warmup_steps
+    << ", \"min_lr_ratio\": " << doubleText(c.min_lr_ratio) << ", \"clip_norm\": " << doubleText(c.clip_norm) << "},\n";
+  o << "  \"seed\": " << c.seed << ",\n";
+  o << "  \"forward_gemm\": " << gemmJson(c.forward_gemm) << ",\n";
+  o << "  \"backward_gemm\": " << gemmJson(c.backward_gemm) << ",\n";
+  o << "  \"eval\": {\"every\": " << c.eval_every << ", \"batches\": " << c.eval_batches << "},\n";
+  o << "  \"probes\": {\"every\": " << c.probes.every
+    << ", \"massive_threshold\": " << doubleText(c.probes.massive_threshold)
+    << ", \"massive_ratio\": " << doubleText(c.probes.massive_ratio)
+    << ", \"attention_every\": " << c.probes.attention_every << "},\n";
+  if (c.on_nonfinite != NonFinitePolicy::Stop)
+    o << "  \"on_nonfinite\": " << jsonString(toString(c.on_nonfinite)) << ",\n";
+  o << "  \"diagnostics\": " << diagnosticsJson(c.diagnostics) << ",\n";
+  o << "  \"sample_bytes\": " << c.sample_bytes << ",\n";
+  o << "  \"record_history\": " << (c.record_history ? "true" : "false") << "\n}";
+  return o.str();
+}
+
+Run lmRunToSession(const LmTrainingResult& r, const std::string& run_id, const std::string& config_json) {
+  const LmTrainingConfig& c = r.config;
+  const bool fp8 = c.precision == TrainingPrecision::FP8;
+  const bool block = fp8 && c.recipe.recipe != TrainingRecipe::PerTensor;
+  Run run;
+  run.id = run_id;
+  run.type = "training";
+  run.config_json = config_json;
+  run.seed = c.seed;
+  run.backend = fp8 ? (r.gemm_backend.empty() ? "cpu" : r.gemm_backend) : "cpu";
+  run.device = fp8 ? r.gemm_device : "CPU (float32 GEMMs)";
+  run.attrs["label"] = c.label.empty() ? run_id : c.label;
+  run.attrs["model"] = std::string("transformer");
+  run.attrs["precision"] = std::string(toString(c.precision));
+  const std::string scaling_name = c.scalingName();
+  run.attrs["scaling"] = scaling_name;
+  if (block) {
+    run.attrs["recipe"] = std::string(toString(c.recipe.recipe));
+    run.attrs["block_gemm"] = std::string(toString(c.block_gemm));
+  }
+  run.attrs["status"] = std::string(r.cancelled           ? "cancelled"
+                                    : r.stopped_nonfinite ? "stopped_nonfinite"
+                                                          : "completed");
+  if (r.stopped_nonfinite)
+    run.attrs["status_reason"] =
+        "stopped after the step of the first non-finite value: " + r.first_nonfinite.describe();
+  run.attrs["steps_completed"] = r.steps_done;
+  run.attrs["steps_planned"] = c.steps;
+  run.attrs["corpus"] = r.corpus_source;
+  run.attrs["train_bytes"] = r.train_bytes;
+  run.attrs["val_bytes"] = r.val_bytes;
+  run.attrs["parameters"] = c.model.parameterCount();
+  run.attrs["scale_convention"] =
+      std::string("dequant_scale: x ≈ decode(code) · scale; quant_scale = the multiplier of the quantize op");
+  std::string sites;
+  for (const Site& s : r.sites.sites()) sites += (sites.empty() ? "" : ",") + s.path;
+  run.attrs["sites"] = sites;
+  if (!c.policy.rules.empty()) {
+    std::string p;
+    for (const PolicyRule& x : c.policy.rules) p += (p.empty() ? "" : "; ") + x.describe();
+    run.attrs["policy"] = p;
+  }
+  if (fp8) {
+    run.attrs["gemm_algorithm"] = r.gemm_algorithm;
+    run.attrs["forward_accumulation"] = std::string(toString(c.forward_gemm.accumulation));
+    run.attrs["backward_accumulation"] = std::string(toString(c.backward_gemm.accumulation));
+  }
+  if (!r.sample.empty()) run.attrs["sample"] = r.sample;
+  const int64_t steps = r.steps_done;
+  run.putFloat32("training/loss", r.loss, steps, -1, "nats",
+                 "mean cross-entropy per byte of each step's training batch, before that step's update");
+  run.putFloat32("training/lr", r.lr, steps, -1, "1", "learning rate of each step (warm-up, cosine decay)");
+  run.putFloat32("training/grad_norm", r.grad_norm, steps, -1, "1",
+                 "global L2 norm of the parameter gradients of each step, before clipping");
+  const int64_t nv = int64_t(r.val_steps.size());
+  run.datasets["training/val_step"] =
+      Dataset::int64({nv}, r.val_steps, "steps", "the steps after which the validation loss was measured");
+  run.putFloat32("training/val_loss", r.val_loss, nv, -1, "nats",
+                 "mean cross-entropy per byte over the fixed validation windows");
+  // sites
+  {
+    const int64_t ns = int64_t(r.sites.size());
+    std::vector<int64_t> in, out, blk;
+    for (const Site& s : r.sites.sites()) {
+      in.push_back(s.in);
+      out.push_back(s.out);
+      blk.push_back(s.block);
+    }
+    run.datasets["sites/in"] = Dataset::int64({ns}, in, "1", "per site (order of the run's 'sites' attribute): in");
+    run.datasets["sites/out"] = Dataset::int64({ns}, out, "1", "per site: out");
+    run.datasets["sites/block"] = Dataset::int64({ns}, blk, "1", "per site: transformer block (-1: none)");
+  }
+  const bool delayed = fp8 && !block && isDelayed(c.scaling.kind);
+  const OperandTotals totals =
+      putOperandHistories(run, r.operands, steps, fp8, block, scaling_name, delayed ? c.scaling.history_len : 0);
+  putNonFiniteGroup(run, r.first_nonfinite, c.on_nonfinite);
+  putDiagnosticsGroups(run, r.diagnostics);
+  // probes
+  const ProbeSeries& p = r.probes;
+  if (!p.steps.empty()) {
+    const int64_t np = int64_t(p.steps.size());
+    run.datasets["probes/steps"] = Dataset::int64({np}, p.steps, "steps", "the steps the probes measured");
+    Attributes pa;
+    pa["massive_threshold"] = c.probes.massive_threshold;
+    pa["massive_ratio"] = c.probes.massive_ratio;
+    pa["softmax_scale"] = double(c.softmax_scale);
+    pa["meaning"] = std::string("transformer probes (docs/training.md \"Probes\"): per tensor and step");
+    run.group_attrs["probes"] = pa;
+    auto put = [&](const std::map<std::string, std::vector<float>>& m, const char* name, const char* units,
+                   const char* meaning, int64_t cols) {
+      for (const auto& [tensor, v] : m) {
+        if (int64_t(v.size()) != np * cols) continue;
+        run.putFloat32("probes/" + tensor + "/" + name, v, np, cols > 1 ? cols : -1, units, meaning);
+      }
+    };
+    put(p.kurtosis, "kurtosis", "1",
+        "variance over channels of the per-channel mean squares of the width-centred, RMS-normalised tensor "
+        "(He et al. 2024)",
+        1);
+    put(p.max_median, "max_median", "1", "mean over tokens of max |x| / median |x| over the width (He et al. 2024)", 1);
+    put(p.massive, "massive", "elements",
+        "elements with |x| > massive_threshold and >= massive_ratio x the median |x| of their token (Sun et al. 2024)",
+        1);
+    put(p.sink, "sink", "1", "mean probability on key position 0 over queries t >= 1, per head [steps, heads]",
+        p.heads);
+    put(p.softmax_underflow, "softmax_underflow", "1",
+        "share of non-zero softmax probabilities an E4M3FN cast with softmax_scale flushes to zero", 1);
+    put(p.grad_underflow, "grad_underflow", "1",
+        "share of the output gradient's non-zero elements its cast flushed to zero (NaN: not quantized)", 1);
+    put(p.quant_error, "quant_error", "1",
+        "||x - x32|| / ||x32|| of the block output against a float32 forward of the same weights and batch", 1);
+    put(p.grad_noise_ratio, "grad_noise_ratio", "1",
+        "||g|| / ||Q(g) - g|| of the output gradient (FP4 All the Way: below ~sqrt(3) training stalls; NaN: not "
+        "quantized, +Inf: exact)",
+        1);
+  }
+  // attention snapshots of the fixed validation sequence
+  const AttentionSnapshots& a = r.attention;
+  if (!a.steps.empty()) {
+    const int64_t ns = int64_t(a.steps.size()), H = c.model.heads, T = c.model.context;
+    run.datasets["attention/steps"] = Dataset::int64({ns}, a.steps, "steps", "steps of the attention snapshots");
+    run.datasets["attention/tokens"] = Dataset::uint8({T}, a.tokens, "byte", "the fixed validation sequence (bytes)");
+    for (size_t l = 0; l < a.probs.size(); ++l) {
+      Dataset d = Dataset::float32({ns, H, T, T}, a.probs[l], "1",
+                                   "softmax probabilities [snapshot, head, query, key] of the fixed sequence");
+      run.datasets["attention/blocks." + std::to_string(l) + "/probs"] = std::move(d);
+    }
+  }
+  // weights: the FP32 master weights by their module paths
+  for (const Param<float>& w : r.params) {
+    Dataset d;
+    d.dtype = DType::Float32;
+    d.shape = w.shape;
+    d.f32 = w.value;
+    d.attrs["units"] = std::string("1");
+    d.attrs["meaning"] = std::string("FP32 master weights after the last completed step ([in, out] for Linear)");
+    run.datasets["weights/" + w.name] = std::move(d);
+  }
+  run.setMetric("steps", double(steps), "steps", "optimizer steps completed");
+  run.setMetric("seconds", r.seconds, "s", "wall time of the whole run including evaluation");
+  run.setMetric("step_seconds", r.step_seconds, "s", "mean wall time of a training step (no evaluation or probes)");
+  if (!r.loss.empty()) run.setMetric("final_loss", r.loss.back(), "nats", "training loss of the last step");
+  if (!r.val_loss.empty()) {
+    run.setMetric("final_val_loss", r.val_loss.back(), "nats", "validation loss per byte after the last step");
+    run.setMetric("final_val_bits_per_byte", r.val_loss.back() / std::log(2.0), "bits",
+                  "validation loss in bits per byte");
+    run.setMetric("best_val_loss", *std::min_element(r.val_loss.begin(), r.val_loss.end()), "nats",
+                  "lowest validation loss of the run");
+  }
+  run.setMetric("unigram_bits_per_byte", r.unigram_bits, "bits",
+                "entropy of the training split's byte frequencies: a model must get well below it");
+  if (fp8) {
+    run.setMetric("saturated_total", double(totals.saturated), "elements",
+                  "clipped elements over all operands and steps");
+    run.setMetric("underflow_total", double(totals.underflow), "elements",
+                  "flushed-to-zero elements over all operands and steps");
+  }
+  return run;
 }
 
 } // namespace fp8lab

@@ -35,6 +35,7 @@
 #pragma once
 
 #include "session/session.h"
+#include "training/lm_trainer.h"
 #include "training/trainer.h"
 
 #include <string>
@@ -65,6 +66,34 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
 /// grid_cols]. `extra` attributes are added to the group.
 void putBlockStatsSeries(Run& run, const std::string& group, const OperandBlockSeries& s, int64_t map_every,
                          const Attributes& extra = {});
+
+/// The pieces every training run stores (the MLP's and the language model's):
+/// history/<site>/<operand>/… of every operand (amax; FP8 runs: scale, quant_scale, amax_history,
+/// saturated, underflow, kept_previous), with the group attributes of docs/session-format.md.
+/// `history_len` is the strategy's window (0: none). Returns the saturated / underflow totals.
+struct OperandTotals {
+  int64_t saturated = 0, underflow = 0;
+};
+OperandTotals putOperandHistories(Run& run, const std::vector<OperandHistory>& operands, int64_t steps, bool fp8,
+                                  bool block, const std::string& scaling_name, int history_len);
+/// The "nonfinite" group: attributes always, the dot-product terms and the elementwise inputs as
+/// small datasets when a value was found.
+void putNonFiniteGroup(Run& run, const NonFiniteRecord& first, NonFinitePolicy policy);
+/// The diagnostics groups: block_stats/<site>/<operand>/… and what_if/… (operands without steps,
+/// such as attention operands no recipe measures, are left out).
+void putDiagnosticsGroups(Run& run, const DiagnosticsResult& d);
+/// The JSON of a precision policy as the config reads it: [{"sites": ..., "gemms": [...],
+/// "precision": ..., "from_step": ..., "until_step": ...}, ...].
+std::string policyJson(const PrecisionPolicy& p);
+
+/// The one-run config of a language-model run (what `rerun` reads back).
+std::string lmConfigJson(const LmTrainingConfig& c, const std::string& run_id);
+/// Builds the session Run of a (possibly cancelled) language-model run: type "training", attribute
+/// model "transformer"; training/loss, lr, grad_norm [steps], val_step, val_loss; sites/in, out,
+/// block; history/<site>/<operand>/…, nonfinite, block_stats, what_if as the MLP's; probes/steps and
+/// probes/<tensor>/<probe>; attention/steps, attention/tokens, attention/blocks.<l>/probs
+/// [snapshots, H, T, T]; weights/<parameter name> (docs/session-format.md).
+Run lmRunToSession(const LmTrainingResult& r, const std::string& run_id, const std::string& config_json);
 
 /// Reads the FP32 master weights of layer `layer` ("fc1", ...) back from a stored training run.
 /// Errors name the missing dataset.

@@ -14,18 +14,7 @@ std::vector<float> layerInputs(const std::vector<LayerWeights>& w, int layer, co
                                int threads) {
   if (layer < 0 || layer >= static_cast<int>(w.size())) throw std::invalid_argument("layer index out of range");
   rows = std::min(rows, test.count);
-  std::vector<float> x(test.pixels.begin(), test.pixels.begin() + rows * test.features()), y;
-  for (int l = 0; l < layer; ++l) {
-    y.resize(static_cast<size_t>(rows * w[l].out));
-    matmulF32(x.data(), w[l].kernel.data(), y.data(), rows, w[l].in, w[l].out, threads);
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < w[l].out; ++j) {
-        float& v = y[static_cast<size_t>(i * w[l].out + j)];
-        v = std::max(v + w[l].bias[static_cast<size_t>(j)], 0.0f);
-      }
-    x.swap(y);
-  }
-  return x;
+  return mlpLayerInputF32(w, test.pixels.data(), rows, static_cast<size_t>(layer), threads);
 }
 
 Run weightGemmRun(const std::vector<LayerWeights>& w, const ImageDataset& test, const WeightGemmConfig& cfg,

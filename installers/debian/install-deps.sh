@@ -19,8 +19,9 @@ packages=(
   nlohmann-json3-dev
   # benchmarks (Google Benchmark; OpenBLAS only as the sgemm baseline)
   libbenchmark-dev libopenblas-dev
-  # real data for the default experiment
-  dataset-fashion-mnist
+  # real data for the default experiment, and the text the transformer language model learns
+  # (/usr/share/games/fortunes, ~2.6 MB of plain text)
+  dataset-fashion-mnist fortunes
   # outside reader in tests
   python3 python3-h5py python3-numpy
   # GUI tests and screenshots

@@ -11,6 +11,7 @@
 
 #include "session/hdf5_isolation.h"
 #include "session/session.h"
+#include "session/session_lock.h"
 
 #include <cmath>
 #include <cstdio>
@@ -248,6 +249,54 @@ void BM_AppendRun(benchmark::State& state) {
   std::filesystem::remove(copy, ec);
 }
 
+/// What the writer's lock costs a save (core/session/session_lock.h), on the 448 MiB session:
+/// arg 0: taking and releasing the lock alone (open of the lock file, flock, the holder line
+/// written, unlock); arg 1: the desktop app's save over that file when another program has added
+/// a run (saveSessionMerging: the lock, the run ids read under it, every run copied by H5Ocopy,
+/// the other program's run kept) beside arg 2: the same save without the merge
+/// (writeSessionItems: the lock and the copies). The lock should be lost in the noise of any
+/// save; the merge should cost one metadata read.
+void BM_WriterLock(benchmark::State& state) {
+  const std::string path = benchDir() + "/fp8lab_bench_session_l.h5";
+  WriteOptions opt;
+  opt.compress = false;
+  if (!writeSession(path, gemmSession(), opt).ok()) {
+    state.SkipWithError("cannot write the session");
+    return;
+  }
+  Run other;
+  other.id = "other";
+  other.type = "bench";
+  other.config_json = "{}";
+  other.putFloat32("output/D", std::vector<float>(64 * 64, 1.0f), 64, 64, "1", "bench");
+  std::vector<std::string> known;
+  for (const Run& r : gemmSession().runs) known.push_back(r.id);
+  std::vector<SaveItem> items;
+  for (const std::string& id : known) items.push_back(SaveItem{nullptr, path, id, id, {}});
+  for (auto _ : state) {
+    if (state.range(0) == 0) {
+      Status st;
+      auto lock = SessionLock::acquire(path, LockWait{}, {}, &st);
+      benchmark::DoNotOptimize(lock.get());
+    } else {
+      state.PauseTiming();
+      (void)deleteRuns(path, {"other"}); // absent on the first round: NotFound, file unchanged
+      (void)appendRuns(path, {other});
+      state.ResumeTiming();
+      const Status st = state.range(0) == 1 ? saveSessionMerging(path, items, known) : writeSessionItems(path, items);
+      if (!st.ok()) {
+        state.SkipWithError(st.message().c_str());
+        break;
+      }
+    }
+  }
+  state.SetLabel(state.range(0) == 0   ? "lock + unlock"
+                 : state.range(0) == 1 ? "app save, merging (keeps the other's run)"
+                                       : "app save, plain (drops it)");
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+}
+
 /// Opening a session for its metadata, as `fp8lab-cli inspect` and the GUI do (arg 0:
 /// SessionReader::open — libhdf5 plus FP8 Lab's validation of every run, no data read), beside its
 /// peer (arg 1: libhdf5 alone, H5Fopen then H5Ovisit of every object counting its attributes, what
@@ -379,6 +428,8 @@ BENCHMARK(BM_BlockMapStep)
     ->Iterations(5);
 
 BENCHMARK(BM_AppendRun)->Arg(0)->Arg(1)->ArgName("append")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(4);
+BENCHMARK(BM_WriterLock)->Arg(0)->Unit(benchmark::kMicrosecond)->UseRealTime()->Iterations(200);
+BENCHMARK(BM_WriterLock)->Arg(1)->Arg(2)->ArgName("save")->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_OpenMetadata)
     ->Arg(0)
     ->Arg(1)

@@ -1,0 +1,421 @@
+// FP8 Lab — the layer kinds of the training engine (see layers.h).
+#include "training/layers.h"
+
+#include "common/worker_pool.h"
+#include "training/dense.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+namespace fp8lab::nn {
+
+template <class T> void matmul(const T* a, const T* b, T* c, int64_t m, int64_t k, int64_t n, bool accumulate) {
+  if (!accumulate) std::fill(c, c + m * n, T(0));
+  for (int64_t i = 0; i < m; ++i) {
+    T* ci = c + i * n;
+    for (int64_t p = 0; p < k; ++p) {
+      const T x = a[i * k + p];
+      const T* bp = b + p * n;
+      for (int64_t j = 0; j < n; ++j) ci[j] += x * bp[j];
+    }
+  }
+}
+
+template <class T> void transpose(const T* in, T* out, int64_t m, int64_t n) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) out[j * m + i] = in[i * n + j];
+}
+
+// ---- activations
+
+template <class T> void reluForward(const T* x, T* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::max(x[i], T(0));
+}
+
+template <class T> void reluBackward(const T* dy, const T* x, T* dx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > T(0) ? dy[i] : T(0);
+}
+
+namespace {
+constexpr double kGeluC = 0.7978845608028654; // √(2/π)
+constexpr double kGeluA = 0.044715;
+} // namespace
+
+namespace {
+template <class T> T fastTanh(T u) {
+  if constexpr (std::is_same_v<T, double>) {
+    return std::tanh(u);
+  } else {
+    const float e = std::exp(-2.0f * std::fabs(u));
+    return std::copysign((1.0f - e) / (1.0f + e), u);
+  }
+}
+} // namespace
+
+template <class T> void geluForward(const T* x, T* y, int64_t n, T* th) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = x[i];
+    const T u = T(kGeluC) * (v + T(kGeluA) * v * v * v);
+    const T t = fastTanh(u);
+    if (th) th[i] = t;
+    y[i] = T(0.5) * v * (T(1) + t);
+  }
+}
+
+template <class T> void geluBackward(const T* dy, const T* x, T* dx, int64_t n, const T* th) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = x[i];
+    const T t = th ? th[i] : fastTanh(T(kGeluC) * (v + T(kGeluA) * v * v * v));
+    const T sech2 = T(1) - t * t;
+    const T du = T(kGeluC) * (T(1) + T(3 * kGeluA) * v * v);
+    dx[i] = dy[i] * (T(0.5) * (T(1) + t) + T(0.5) * v * sech2 * du);
+  }
+}
+
+template <class T> void swigluForward(const T* gate, const T* up, T* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T g = gate[i];
+    const T s = T(1) / (T(1) + std::exp(-g));
+    y[i] = g * s * up[i];
+  }
+}
+
+template <class T> void swigluBackward(const T* dy, const T* gate, const T* up, T* dgate, T* dup, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T g = gate[i];
+    const T s = T(1) / (T(1) + std::exp(-g));
+    const T silu = g * s;
+    dup[i] = dy[i] * silu;
+    dgate[i] = dy[i] * up[i] * (s + g * s * (T(1) - s)); // d silu/dg = σ + g·σ·(1 − σ)
+  }
+}
+
+// ---- normalisation
+
+template <class T>
+void layerNormForward(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd, int64_t n, int64_t c,
+                      double eps) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T* xi = x + i * c;
+    double s = 0;
+    for (int64_t j = 0; j < c; ++j) s += double(xi[j]);
+    const double mu = s / double(c);
+    double v = 0;
+    for (int64_t j = 0; j < c; ++j) {
+      const double d = double(xi[j]) - mu;
+      v += d * d;
+    }
+    const double r = 1.0 / std::sqrt(v / double(c) + eps);
+    T* yi = y + i * c;
+    for (int64_t j = 0; j < c; ++j) yi[j] = T((double(xi[j]) - mu) * r) * gamma[j] + beta[j];
+    mean[i] = T(mu);
+    rstd[i] = T(r);
+  }
+}
+
+template <class T>
+void layerNormBackward(const T* dy, const T* x, const T* gamma, const T* mean, const T* rstd, T* dx, T* dgamma,
+                       T* dbeta, int64_t n, int64_t c) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T* dyi = dy + i * c;
+    const T* xi = x + i * c;
+    const double mu = double(mean[i]), r = double(rstd[i]);
+    // x̂ = (x − μ)·rstd; dx = rstd·(g − mean(g) − x̂·mean(g·x̂)) with g = dy·γ.
+    double mg = 0, mgx = 0;
+    for (int64_t j = 0; j < c; ++j) {
+      const double xh = (double(xi[j]) - mu) * r;
+      const double g = double(dyi[j]) * double(gamma[j]);
+      mg += g;
+      mgx += g * xh;
+    }
+    mg /= double(c);
+    mgx /= double(c);
+    T* dxi = dx + i * c;
+    for (int64_t j = 0; j < c; ++j) {
+      const double xh = (double(xi[j]) - mu) * r;
+      const double g = double(dyi[j]) * double(gamma[j]);
+      dxi[j] = T(r * (g - mg - xh * mgx));
+      dgamma[j] += T(double(dyi[j]) * xh);
+      dbeta[j] += dyi[j];
+    }
+  }
+}
+
+template <class T> void rmsNormForward(const T* x, const T* gamma, T* y, T* rstd, int64_t n, int64_t c, double eps) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T* xi = x + i * c;
+    double s = 0;
+    for (int64_t j = 0; j < c; ++j) s += double(xi[j]) * double(xi[j]);
+    const double r = 1.0 / std::sqrt(s / double(c) + eps);
+    T* yi = y + i * c;
+    for (int64_t j = 0; j < c; ++j) yi[j] = T(double(xi[j]) * r) * gamma[j];
+    rstd[i] = T(r);
+  }
+}
+
+template <class T>
+void rmsNormBackward(const T* dy, const T* x, const T* gamma, const T* rstd, T* dx, T* dgamma, int64_t n, int64_t c) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T* dyi = dy + i * c;
+    const T* xi = x + i * c;
+    const double r = double(rstd[i]);
+    // x̂ = x·rstd; dx = rstd·(g − x̂·mean(g·x̂)) with g = dy·γ.
+    double mgx = 0;
+    for (int64_t j = 0; j < c; ++j) mgx += double(dyi[j]) * double(gamma[j]) * double(xi[j]) * r;
+    mgx /= double(c);
+    T* dxi = dx + i * c;
+    for (int64_t j = 0; j < c; ++j) {
+      const double xh = double(xi[j]) * r;
+      dxi[j] = T(r * (double(dyi[j]) * double(gamma[j]) - xh * mgx));
+      dgamma[j] += T(double(dyi[j]) * xh);
+    }
+  }
+}
+
+// ---- embeddings, residual, bias
+
+template <class T>
+void embeddingForward(const int32_t* tokens, const T* wte, const T* wpe, T* out, int64_t batch, int64_t t, int64_t c) {
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t p = 0; p < t; ++p) {
+      const int64_t row = b * t + p;
+      const T* e = wte + int64_t(tokens[row]) * c;
+      T* o = out + row * c;
+      if (wpe) {
+        const T* q = wpe + p * c;
+        for (int64_t j = 0; j < c; ++j) o[j] = e[j] + q[j];
+      } else {
+        std::copy(e, e + c, o);
+      }
+    }
+}
+
+template <class T>
+void embeddingBackward(const T* dout, const int32_t* tokens, T* dwte, T* dwpe, int64_t batch, int64_t t, int64_t c) {
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t p = 0; p < t; ++p) {
+      const int64_t row = b * t + p;
+      const T* d = dout + row * c;
+      T* e = dwte + int64_t(tokens[row]) * c;
+      for (int64_t j = 0; j < c; ++j) e[j] += d[j];
+      if (dwpe) {
+        T* q = dwpe + p * c;
+        for (int64_t j = 0; j < c; ++j) q[j] += d[j];
+      }
+    }
+}
+
+template <class T> void residualForward(const T* a, const T* b, T* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+template <class T> void biasForward(T* y, const T* bias, int64_t rows, int64_t c) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < c; ++j) y[i * c + j] += bias[j];
+}
+
+template <class T> void biasBackward(const T* dy, T* dbias, int64_t rows, int64_t c) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < c; ++j) dbias[j] += dy[i * c + j];
+}
+
+// ---- attention
+
+namespace {
+
+/// One (batch, head) of the causal attention forward: Q, K, V [t, hs] contiguous copies; writes
+/// P [t, t] and O [t, hs].
+template <class T>
+void attendOne(const T* q, const T* k, const T* v, T* p, T* o, int64_t t, int64_t hs, double scale,
+               const std::function<void(T*, int64_t)>& p_cast, std::vector<T>& row) {
+  for (int64_t t1 = 0; t1 < t; ++t1) {
+    const T* qi = q + t1 * hs;
+    T mx = -std::numeric_limits<T>::infinity();
+    for (int64_t t2 = 0; t2 <= t1; ++t2) {
+      const T* kj = k + t2 * hs;
+      T dot = 0;
+      for (int64_t i = 0; i < hs; ++i) dot += qi[i] * kj[i];
+      row[size_t(t2)] = T(double(dot) * scale);
+      mx = std::max(mx, row[size_t(t2)]);
+    }
+    T* pi = p + t1 * t;
+    double se = 0;
+    for (int64_t t2 = 0; t2 <= t1; ++t2) {
+      const T e = std::exp(row[size_t(t2)] - mx);
+      row[size_t(t2)] = e;
+      se += double(e);
+    }
+    const T inv = T(1.0 / se);
+    for (int64_t t2 = 0; t2 <= t1; ++t2) pi[t2] = row[size_t(t2)] * inv;
+    for (int64_t t2 = t1 + 1; t2 < t; ++t2) pi[t2] = T(0);
+    if (p_cast) p_cast(pi, t1 + 1);
+    T* oi = o + t1 * hs;
+    std::fill(oi, oi + hs, T(0));
+    for (int64_t t2 = 0; t2 <= t1; ++t2) {
+      const T w = pi[t2];
+      const T* vj = v + t2 * hs;
+      for (int64_t i = 0; i < hs; ++i) oi[i] += w * vj[i];
+    }
+  }
+}
+
+/// Runs f(index) for index in [0, n) on `threads` workers of the pool (dense.h), each index once.
+template <class F> void parallelFor(int64_t n, int threads, F f) {
+  const int t = int(std::min<int64_t>(resolveThreads(threads), n));
+  if (t <= 1) {
+    for (int64_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  runOnWorkers(t, [&](int) {
+    for (int64_t i; (i = next.fetch_add(1)) < n;) f(i);
+  });
+}
+
+} // namespace
+
+template <class T>
+void attentionForward(const T* qkv, T* out, T* probs, int64_t batch, int64_t t, int64_t c, int64_t heads,
+                      const std::function<void(T* row, int64_t n)>& p_cast, int threads) {
+  const int64_t hs = c / heads;
+  const double scale = 1.0 / std::sqrt(double(hs));
+  parallelFor(batch * heads, threads, [&](int64_t bh) {
+    const int64_t b = bh / heads, h = bh % heads;
+    const size_t th = static_cast<size_t>(t * hs);
+    std::vector<T> q(th), k(th), v(th), o(th), row(static_cast<size_t>(t));
+    for (int64_t i = 0; i < t; ++i) {
+      const T* src = qkv + (b * t + i) * 3 * c + h * hs;
+      std::copy_n(src, hs, q.begin() + i * hs);
+      std::copy_n(src + c, hs, k.begin() + i * hs);
+      std::copy_n(src + 2 * c, hs, v.begin() + i * hs);
+    }
+    attendOne(q.data(), k.data(), v.data(), probs + bh * t * t, o.data(), t, hs, scale, p_cast, row);
+    for (int64_t i = 0; i < t; ++i) std::copy_n(o.begin() + i * hs, hs, out + (b * t + i) * c + h * hs);
+  });
+}
+
+template <class T>
+void attentionBackward(const T* dout, const T* qkv, const T* probs, T* dqkv, int64_t batch, int64_t t, int64_t c,
+                       int64_t heads, double* ds_amax, int threads) {
+  const int64_t hs = c / heads;
+  const T scale = T(1.0 / std::sqrt(double(hs)));
+  std::vector<double> amax(size_t(batch * heads), 0.0);
+  parallelFor(batch * heads, threads, [&](int64_t bh) {
+    const int64_t b = bh / heads, h = bh % heads;
+    const size_t th = static_cast<size_t>(t * hs);
+    std::vector<T> q(th), k(th), v(th), d(th), dq(th, T(0)), dk(th, T(0)), dv(th, T(0));
+    std::vector<T> dp(static_cast<size_t>(t)), ds(static_cast<size_t>(t));
+    for (int64_t i = 0; i < t; ++i) {
+      const T* src = qkv + (b * t + i) * 3 * c + h * hs;
+      std::copy_n(src, hs, q.begin() + i * hs);
+      std::copy_n(src + c, hs, k.begin() + i * hs);
+      std::copy_n(src + 2 * c, hs, v.begin() + i * hs);
+      std::copy_n(dout + (b * t + i) * c + h * hs, hs, d.begin() + i * hs);
+    }
+    const T* P = probs + bh * t * t;
+    double mx = 0;
+    for (int64_t t1 = 0; t1 < t; ++t1) {
+      const T* p = P + t1 * t;
+      const T* di = d.data() + t1 * hs;
+      // O = P·V: dP[t2] = dO·V[t2], dV[t2] += P[t2]·dO.
+      for (int64_t t2 = 0; t2 <= t1; ++t2) {
+        const T* vj = v.data() + t2 * hs;
+        T* dvj = dv.data() + t2 * hs;
+        T s = 0;
+        const T w = p[t2];
+        for (int64_t i = 0; i < hs; ++i) {
+          s += di[i] * vj[i];
+          dvj[i] += w * di[i];
+        }
+        dp[size_t(t2)] = s;
+      }
+      // P = softmax(S): dS = P ∘ (dP − Σ P·dP).
+      double dot = 0;
+      for (int64_t t2 = 0; t2 <= t1; ++t2) dot += double(p[t2]) * double(dp[size_t(t2)]);
+      for (int64_t t2 = 0; t2 <= t1; ++t2) {
+        ds[size_t(t2)] = T(double(p[t2]) * (double(dp[size_t(t2)]) - dot));
+        mx = std::max(mx, std::fabs(double(ds[size_t(t2)])));
+      }
+      // S = Q·Kᵀ·scale: dQ += dS[t2]·K[t2]·scale, dK[t2] += dS[t2]·Q·scale.
+      const T* qi = q.data() + t1 * hs;
+      T* dqi = dq.data() + t1 * hs;
+      for (int64_t t2 = 0; t2 <= t1; ++t2) {
+        const T* kj = k.data() + t2 * hs;
+        T* dkj = dk.data() + t2 * hs;
+        const T g = ds[size_t(t2)] * scale;
+        for (int64_t i = 0; i < hs; ++i) {
+          dqi[i] += g * kj[i];
+          dkj[i] += g * qi[i];
+        }
+      }
+    }
+    amax[size_t(bh)] = mx;
+    for (int64_t i = 0; i < t; ++i) {
+      T* dst = dqkv + (b * t + i) * 3 * c + h * hs;
+      std::copy_n(dq.begin() + i * hs, hs, dst);
+      std::copy_n(dk.begin() + i * hs, hs, dst + c);
+      std::copy_n(dv.begin() + i * hs, hs, dst + 2 * c);
+    }
+  });
+  if (ds_amax) *ds_amax = *std::max_element(amax.begin(), amax.end());
+}
+
+// ---- loss
+
+template <class T>
+double softmaxCrossEntropy(const T* logits, const int32_t* targets, int64_t rows, int64_t classes, T* dlogits,
+                           int64_t scale_rows, int64_t* correct, double running) {
+  double loss = running;
+  for (int64_t i = 0; i < rows; ++i) {
+    const T* z = logits + i * classes;
+    const int32_t label = targets[i];
+    if (label < 0) {
+      if (dlogits) std::fill(dlogits + i * classes, dlogits + (i + 1) * classes, T(0));
+      continue;
+    }
+    const T m = *std::max_element(z, z + classes);
+    double se = 0;
+    for (int64_t j = 0; j < classes; ++j) se += std::exp(static_cast<double>(z[j] - m));
+    loss += std::log(se) - static_cast<double>(z[label] - m);
+    if (correct && std::max_element(z, z + classes) - z == label) ++*correct;
+    if (dlogits)
+      for (int64_t j = 0; j < classes; ++j) {
+        const double p = std::exp(static_cast<double>(z[j] - m)) / se;
+        dlogits[i * classes + j] = static_cast<T>((p - (j == label ? 1.0 : 0.0)) / static_cast<double>(scale_rows));
+      }
+  }
+  return loss;
+}
+
+#define FP8LAB_NN_INSTANTIATE(T)                                                                                       \
+  template void matmul<T>(const T*, const T*, T*, int64_t, int64_t, int64_t, bool);                                    \
+  template void transpose<T>(const T*, T*, int64_t, int64_t);                                                          \
+  template void reluForward<T>(const T*, T*, int64_t);                                                                 \
+  template void reluBackward<T>(const T*, const T*, T*, int64_t);                                                      \
+  template void geluForward<T>(const T*, T*, int64_t, T*);                                                             \
+  template void geluBackward<T>(const T*, const T*, T*, int64_t, const T*);                                            \
+  template void swigluForward<T>(const T*, const T*, T*, int64_t);                                                     \
+  template void swigluBackward<T>(const T*, const T*, const T*, T*, T*, int64_t);                                      \
+  template void layerNormForward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, double);               \
+  template void layerNormBackward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t);  \
+  template void rmsNormForward<T>(const T*, const T*, T*, T*, int64_t, int64_t, double);                               \
+  template void rmsNormBackward<T>(const T*, const T*, const T*, const T*, T*, T*, int64_t, int64_t);                  \
+  template void embeddingForward<T>(const int32_t*, const T*, const T*, T*, int64_t, int64_t, int64_t);                \
+  template void embeddingBackward<T>(const T*, const int32_t*, T*, T*, int64_t, int64_t, int64_t);                     \
+  template void residualForward<T>(const T*, const T*, T*, int64_t);                                                   \
+  template void biasForward<T>(T*, const T*, int64_t, int64_t);                                                        \
+  template void biasBackward<T>(const T*, T*, int64_t, int64_t);                                                       \
+  template void attentionForward<T>(const T*, T*, T*, int64_t, int64_t, int64_t, int64_t,                              \
+                                    const std::function<void(T*, int64_t)>&, int);                                     \
+  template void attentionBackward<T>(const T*, const T*, const T*, T*, int64_t, int64_t, int64_t, int64_t, double*,    \
+                                     int);                                                                             \
+  template double softmaxCrossEntropy<T>(const T*, const int32_t*, int64_t, int64_t, T*, int64_t, int64_t*, double);
+
+FP8LAB_NN_INSTANTIATE(float)
+FP8LAB_NN_INSTANTIATE(double)
+
+} // namespace fp8lab::nn

@@ -1,0 +1,598 @@
+// FP8 Lab — training the tiny transformer language model (see lm_trainer.h).
+#include "training/lm_trainer.h"
+
+#include "gemm/gemm_internal.h"
+#include "training/dense.h"
+#include "training/linear_site.h"
+#include "training/probes.h"
+#include "training/random.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+
+namespace fp8lab {
+
+std::string LmTrainingConfig::validate() const {
+  if (const std::string why = model.validate(); !why.empty()) return "model: " + why;
+  if (batch_size < 1 || batch_size > 4096) return "batch_size must be in 1..4096";
+  if (steps < 1 || steps > 10000000) return "steps must be in 1..10000000";
+  if (!(optimizer.learning_rate > 0) || !std::isfinite(optimizer.learning_rate))
+    return "optimizer.learning_rate must be a positive number";
+  if (warmup_steps < 0) return "optimizer.warmup_steps must be ≥ 0";
+  if (!(min_lr_ratio >= 0 && min_lr_ratio <= 1)) return "optimizer.min_lr_ratio must be in [0, 1]";
+  if (eval_every < 1) return "eval.every must be ≥ 1";
+  if (eval_batches < 1 || eval_batches > 10000) return "eval.batches must be in 1..10000";
+  if (probes.every < 0 || probes.attention_every < 0) return "probe cadences must be ≥ 0";
+  if (!(softmax_scale > 0) || !std::isfinite(softmax_scale)) return "softmax_scale must be a positive number";
+  if (model.vocab != 256) return "model.vocab must be 256 for the byte-level text data";
+  if (precision == TrainingPrecision::FP8) {
+    if (!forward_format || !backward_format) return "FP8 formats missing";
+    if (forward_format->bits() > 8 || backward_format->bits() > 8) return "FP8 runs need 8-bit (or narrower) formats";
+    if (recipe.recipe == TrainingRecipe::PerTensor && isDelayed(scaling.kind) &&
+        (scaling.history_len < 1 || scaling.history_len > 65536))
+      return "amax history length must be in 1..65536";
+    if (const std::string why = recipe.validate(); !why.empty()) return "recipe: " + why;
+  } else if (recipe.recipe != TrainingRecipe::PerTensor) {
+    return "a recipe needs precision fp8";
+  }
+  if (const std::string why = diagnostics.validate(); !why.empty()) return why;
+  if (const std::string why = policy.validate(model.sites()); !why.empty()) return "policy: " + why;
+  return {};
+}
+
+std::string LmTrainingConfig::scalingName() const {
+  if (precision != TrainingPrecision::FP8) return "none";
+  if (recipe.recipe != TrainingRecipe::PerTensor) return toString(recipe.recipe);
+  return toString(scaling.kind);
+}
+
+double estimateLmTrainingBytes(const LmTrainingConfig& c) {
+  const TransformerConfig& m = c.model;
+  const double P = double(m.parameterCount());
+  const double N = double(c.batch_size) * double(m.context);
+  const double C = double(m.d_model), F = double(m.ffn_hidden), L = double(m.layers), H = double(m.heads);
+  const double T = double(m.context);
+  // activations per block: ~ 16 tensors of [N, C], 4 of [N, F], P [B, H, T, T]; logits [N, V] x3
+  const double acts = L * (16 * N * C + 4 * N * F + double(c.batch_size) * H * T * T) + 3 * N * double(m.vocab);
+  const double sites = double(m.sites().size());
+  const double history = double(c.steps) * sites * 3 * 48;
+  return 4.0 * (6 * P + 2 * acts) + history +
+         estimateDiagnosticsBytes(c.diagnostics, c.steps, int64_t(sites * 3), int64_t(4 * N * C * L));
+}
+
+namespace {
+
+/// Per-tensor current scaling of an attention operand in place: quant multiplier
+/// s = max_finite / amax (TE Float8CurrentScaling; amax 0 → s = 1), x ← decode(encode(x·s)) / s.
+float fakeQuantizeCurrent(float* x, int64_t n, const Format& f) {
+  float amax = 0;
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float s = amax > 0 && std::isfinite(amax) ? float(f.maxFinite() / double(amax)) : 1.0f;
+  std::vector<uint8_t> codes(static_cast<size_t>(n));
+  f.encodeBulk(x, codes.data(), size_t(n), {}, s);
+  const std::vector<float>& t = f.decodeTable();
+  for (int64_t i = 0; i < n; ++i) x[i] = t[codes[size_t(i)]] / s;
+  return s;
+}
+
+/// A fixed quant multiplier s: x ← decode(encode(x·s)) / s (the P cast of FP8 attention).
+void fakeQuantizeFixed(float* x, int64_t n, const Format& f, float s) {
+  std::vector<uint8_t> codes(static_cast<size_t>(n));
+  f.encodeBulk(x, codes.data(), size_t(n), {}, s);
+  const std::vector<float>& t = f.decodeTable();
+  for (int64_t i = 0; i < n; ++i) x[i] = t[codes[size_t(i)]] / s;
+}
+
+float amaxOf(const float* x, int64_t n) {
+  float m = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    m = a > m ? a : m;
+  }
+  return m;
+}
+
+} // namespace
+
+/// Float32 GEMMs (dense.h matmulF32) for the probes' reference forward: the model as FP32 would
+/// run it, with the same weights.
+class Fp32Ops : public LinearOps<float> {
+public:
+  explicit Fp32Ops(int threads) : threads_(threads) {}
+  void linearForward(size_t, const float* x, int64_t n, const float* w, int64_t in, int64_t out,
+                     std::vector<float>& y) override {
+    y.resize(static_cast<size_t>(n * out));
+    matmulF32(x, w, y.data(), n, in, out, threads_);
+  }
+  void linearBackward(size_t, const float*, std::vector<float>&, std::vector<float>*) override {
+    throw std::logic_error("Fp32Ops: forward only");
+  }
+
+private:
+  int threads_;
+};
+
+/// The model's GEMMs as sites: Linear sites through LinearSite under the policy, attention sites
+/// fake-quantized when the policy says so; every operand recorded on training steps.
+class TransformerSiteOps : public LinearOps<float> {
+public:
+  TransformerSiteOps(const SiteTable& table, SiteRunContext& ctx, std::vector<OperandScaler>& scalers,
+                     const LmTrainingConfig& cfg)
+      : table_(table), ctx_(ctx), cfg_(cfg) {
+    for (size_t i = 0; i < table.size(); ++i) {
+      if (table[i].kind != SiteKind::Linear) {
+        sites_.push_back(nullptr);
+        continue;
+      }
+      OperandScaler* s = scalers.empty() ? nullptr : &scalers[kSiteOperands * i];
+      sites_.push_back(std::make_unique<LinearSite>(i, &ctx, s, s ? s + 1 : nullptr, s ? s + 2 : nullptr));
+    }
+  }
+  void setStep(int64_t step, bool recording, std::vector<OperandScaler>* frozen = nullptr) {
+    step_ = step;
+    recording_ = recording;
+    frozen_ = frozen;
+  }
+  /// Measure the output gradients of every Linear site in the next backward (the probes).
+  void setProbe(bool on) {
+    for (auto& s : sites_)
+      if (s) s->setProbe(on);
+  }
+
+  void linearForward(size_t site, const float* x, int64_t n, const float* w, int64_t, int64_t,
+                     std::vector<float>& y) override {
+    OperandScaler* fs = frozen_ && !frozen_->empty() ? &(*frozen_)[kSiteOperands * site] : nullptr;
+    sites_[site]->forward(x, n, w, y, step_, recording_, fs, fs ? fs + 1 : nullptr);
+  }
+  void linearBackward(size_t site, const float* g, std::vector<float>& gw, std::vector<float>* dx) override {
+    sites_[site]->backward(g, gw, dx, step_);
+  }
+  bool attentionLow(size_t site) override {
+    return ctx_.fp8 &&
+           ctx_.policy.resolve(table_[site], LinearGemm::Fprop, step_, ctx_.runDefault()) == SitePrecision::Recipe;
+  }
+  void quantize(size_t site, SiteOperand operand, float* x, int64_t n) override {
+    if (table_[site].kind == SiteKind::AttentionContext && operand == SiteOperand::Input) {
+      fakeQuantizeFixed(x, n, Format::E4M3FN(), cfg_.softmax_scale);
+      return;
+    }
+    scaled_[SiteTable::operandIndex(site, operand)] = fakeQuantizeCurrent(x, n, Format::E4M3FN());
+  }
+  void observe(size_t site, SiteOperand operand, const float* x, int64_t n) override {
+    if (!recording_) return;
+    const size_t op = SiteTable::operandIndex(site, operand);
+    OperandStepRecord r;
+    r.amax = amaxOf(x, n);
+    const bool low = attentionLow(site) && operand != SiteOperand::OutputGrad;
+    float q = 1;
+    if (low) {
+      const bool p_cast = table_[site].kind == SiteKind::AttentionContext && operand == SiteOperand::Input;
+      q = p_cast ? cfg_.softmax_scale : scaled_.count(op) ? scaled_.at(op) : 1.0f;
+    }
+    r.quant_scale = q;
+    r.dequant_scale = 1.0f / q;
+    if (ctx_.recorder->fp8()) {
+      const OperandHistory& h = (*history_)[op];
+      if (h.history_len > 0) r.history.assign(size_t(h.history_len), 0.0f);
+    }
+    ctx_.recorder->record(op, r);
+  }
+  void observeAmax(size_t site, SiteOperand operand, double amax) override {
+    if (!recording_) return;
+    OperandStepRecord r;
+    r.amax = float(amax);
+    r.dequant_scale = 1;
+    r.quant_scale = 1;
+    const size_t op = SiteTable::operandIndex(site, operand);
+    if (ctx_.recorder->fp8()) {
+      const OperandHistory& h = (*history_)[op];
+      if (h.history_len > 0) r.history.assign(size_t(h.history_len), 0.0f);
+    }
+    ctx_.recorder->record(op, r);
+  }
+  void setHistory(const std::vector<OperandHistory>* h) { history_ = h; }
+  LinearSite* site(size_t i) { return sites_[i].get(); }
+
+private:
+  const SiteTable& table_;
+  SiteRunContext& ctx_;
+  const LmTrainingConfig& cfg_;
+  std::vector<std::unique_ptr<LinearSite>> sites_;
+  int64_t step_ = 0;
+  bool recording_ = false;
+  std::vector<OperandScaler>* frozen_ = nullptr;
+  std::map<size_t, float> scaled_;
+  const std::vector<OperandHistory>* history_ = nullptr;
+};
+
+struct LmTrainingRun::Impl {
+  LmTrainingConfig cfg;
+  const TextCorpus* corpus = nullptr;
+  GemmBackend* backend = nullptr;
+  std::unique_ptr<GemmBackend> own_backend;
+  LmTrainingResult res;
+  SiteTable table;
+  std::unique_ptr<TransformerModel<float>> model;
+  std::vector<OperandScaler> scalers;
+  std::unique_ptr<SiteRecorder> rec;
+  SiteRunContext ctx;
+  std::unique_ptr<TransformerSiteOps> ops;
+  std::unique_ptr<Optimizer> opt;
+  bool ran = false;
+
+  bool fp8() const { return cfg.precision == TrainingPrecision::FP8; }
+  bool blockRecipe() const { return fp8() && cfg.recipe.recipe != TrainingRecipe::PerTensor; }
+
+  void init() {
+    table = cfg.model.sites();
+    res.sites = table;
+    model = std::make_unique<TransformerModel<float>>(cfg.model, cfg.seed);
+    model->setThreads(cfg.threads);
+    if (fp8() && !blockRecipe()) {
+      scalers.reserve(table.size() * kSiteOperands);
+      for (size_t s = 0; s < table.size(); ++s) {
+        scalers.emplace_back(cfg.scaling, *cfg.forward_format);
+        scalers.emplace_back(cfg.scaling, *cfg.forward_format);
+        scalers.emplace_back(cfg.scaling, *cfg.backward_format);
+      }
+    }
+    const int hl =
+        fp8() && !blockRecipe() && isDelayed(cfg.scaling.kind) && cfg.record_history ? cfg.scaling.history_len : 0;
+    std::vector<DiagnosticsRecorder::Operand> dops;
+    for (size_t op = 0; op < table.size() * kSiteOperands; ++op) {
+      const size_t s = SiteTable::siteOf(op);
+      const SiteOperand k = SiteTable::operandOf(op);
+      const bool linear = table[s].kind == SiteKind::Linear;
+      OperandHistory h;
+      h.layer = table[s].path;
+      h.operand = toString(k);
+      if (!fp8())
+        h.format = "FP32";
+      else if (!linear)
+        h.format = k == SiteOperand::OutputGrad ? "FP32" : "E4M3FN";
+      else if (blockRecipe()) {
+        const OperandRole role = k == SiteOperand::Input    ? OperandRole::FpropInput
+                                 : k == SiteOperand::Kernel ? OperandRole::FpropWeight
+                                                            : OperandRole::WgradGradOutput;
+        const RoleQuantization q = cfg.recipe.role(role);
+        h.format = q.format ? q.format->name() : std::string("FP32");
+        h.quantization = std::string(toString(role)) + ": " + q.describe();
+      } else {
+        h.format = k == SiteOperand::OutputGrad ? cfg.backward_format->name() : cfg.forward_format->name();
+      }
+      h.history_len = linear ? hl : (hl > 0 ? hl : 0);
+      res.operands.push_back(h);
+      DiagnosticsRecorder::Operand o;
+      o.layer = h.layer;
+      o.operand = h.operand;
+      o.gradient = k == SiteOperand::OutputGrad;
+      if (blockRecipe()) {
+        const OperandRole role = k == SiteOperand::Input    ? OperandRole::FpropInput
+                                 : k == SiteOperand::Kernel ? OperandRole::FpropWeight
+                                                            : OperandRole::WgradGradOutput;
+        o.quantized = linear && cfg.recipe.role(role).kind != RoleKind::HighPrecision &&
+                      cfg.policy.mayUseRecipe(table[s], SitePrecision::Recipe);
+        o.quantization = h.quantization;
+      } else {
+        o.quantized = linear && fp8() && cfg.policy.mayUseRecipe(table[s], SitePrecision::Recipe);
+        o.quantization = std::string("per-tensor ") + toString(cfg.scaling.kind) + " " + h.format;
+      }
+      dops.push_back(std::move(o));
+    }
+    rec = std::make_unique<SiteRecorder>(table, fp8(), cfg.on_nonfinite, res.operands, res.first_nonfinite);
+    rec->setDiagnostics(
+        std::make_unique<DiagnosticsRecorder>(cfg.diagnostics, std::move(dops), cfg.steps, cfg.threads));
+    ctx.fp8 = fp8();
+    ctx.scaling = cfg.scaling;
+    ctx.recipe = cfg.recipe;
+    ctx.block_gemm = cfg.block_gemm;
+    ctx.forward_gemm = cfg.forward_gemm;
+    ctx.backward_gemm = cfg.backward_gemm;
+    ctx.policy = cfg.policy;
+    ctx.seed = cfg.seed;
+    ctx.threads = cfg.threads;
+    ctx.backend = backend;
+    ctx.recorder = rec.get();
+    ctx.gemm_backend = &res.gemm_backend;
+    ctx.gemm_device = &res.gemm_device;
+    ctx.gemm_algorithm = &res.gemm_algorithm;
+    ops = std::make_unique<TransformerSiteOps>(table, ctx, scalers, cfg);
+    ops->setHistory(&res.operands);
+    opt = std::make_unique<Optimizer>(cfg.optimizer);
+    res.probes.heads = cfg.model.heads;
+  }
+
+  std::vector<ParamRef> paramRefs() {
+    std::vector<ParamRef> p;
+    for (Param<float>& x : model->params()) p.push_back({&x.value, &x.grad, &x.m, &x.v, x.decay});
+    return p;
+  }
+
+  /// B windows of T + 1 bytes of `split` starting at `offsets`: tokens [B, T], targets [B, T].
+  void window(const std::vector<uint8_t>& split, const std::vector<int64_t>& offsets, std::vector<int32_t>& tok,
+              std::vector<int32_t>& tgt) const {
+    const int64_t T = cfg.model.context;
+    tok.resize(offsets.size() * size_t(T));
+    tgt.resize(offsets.size() * size_t(T));
+    for (size_t b = 0; b < offsets.size(); ++b)
+      for (int64_t t = 0; t < T; ++t) {
+        tok[b * size_t(T) + size_t(t)] = split[size_t(offsets[b] + t)];
+        tgt[b * size_t(T) + size_t(t)] = split[size_t(offsets[b] + t + 1)];
+      }
+  }
+
+  /// The fixed validation windows: eval_batches × batch_size offsets spread evenly over the split.
+  std::vector<int64_t> valOffsets() const {
+    const int64_t n = int64_t(cfg.eval_batches) * cfg.batch_size;
+    const int64_t span = int64_t(corpus->val.size()) - cfg.model.context - 1;
+    std::vector<int64_t> o(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) o[size_t(i)] = span <= 0 ? 0 : (i * span) / std::max<int64_t>(n - 1, 1);
+    return o;
+  }
+
+  double validate() {
+    const std::vector<int64_t> all = valOffsets();
+    double loss = 0;
+    int64_t count = 0;
+    std::vector<int32_t> tok, tgt;
+    for (size_t s = 0; s < all.size(); s += size_t(cfg.batch_size)) {
+      const std::vector<int64_t> off(all.begin() + std::ptrdiff_t(s),
+                                     all.begin() + std::ptrdiff_t(std::min(all.size(), s + size_t(cfg.batch_size))));
+      window(corpus->val, off, tok, tgt);
+      std::vector<OperandScaler> frozen = scalers;
+      ops->setStep(0, false, &frozen);
+      loss += model->forward(tok.data(), tgt.data(), int64_t(off.size()), cfg.model.context, *ops);
+      count += int64_t(tok.size());
+    }
+    return loss / double(std::max<int64_t>(count, 1));
+  }
+
+  /// The block outputs of a float32 forward of this step's batch (low-precision runs, probe
+  /// steps), before the training forward overwrites the model's activations.
+  std::vector<std::vector<float>> ref_blocks;
+  void referenceForward(const std::vector<int32_t>& tok, int64_t batch) {
+    ref_blocks.clear();
+    if (!fp8()) return;
+    Fp32Ops f(cfg.threads);
+    model->forward(tok.data(), nullptr, batch, cfg.model.context, f);
+    const TransformerTaps<float> t = model->taps();
+    for (const float* b : t.block_out) ref_blocks.emplace_back(b, b + t.n * cfg.model.d_model);
+  }
+
+  void probe(int64_t step) {
+    const TransformerTaps<float> t = model->taps();
+    ProbeSeries& p = res.probes;
+    p.steps.push_back(step);
+    for (size_t l = 0; l < ref_blocks.size() && l < t.block_out.size(); ++l) {
+      double e = 0, r = 0;
+      const std::vector<float>& ref = ref_blocks[l];
+      for (size_t i = 0; i < ref.size(); ++i) {
+        const double d = double(t.block_out[l][i]) - double(ref[i]);
+        e += d * d;
+        r += double(ref[i]) * double(ref[i]);
+      }
+      p.quant_error["blocks." + std::to_string(l)].push_back(float(r > 0 ? std::sqrt(e / r) : 0.0));
+    }
+    auto outliers = [&](const std::string& name, const float* x, int64_t cols) {
+      const OutlierStats o = outlierStats(x, t.n, cols);
+      p.kurtosis[name].push_back(float(o.kurtosis));
+      p.max_median[name].push_back(float(o.max_median));
+      p.massive[name].push_back(
+          float(massiveActivations(x, t.n, cols, cfg.probes.massive_threshold, cfg.probes.massive_ratio)));
+    };
+    outliers("embedding", t.embedding, cfg.model.d_model);
+    for (size_t l = 0; l < t.block_out.size(); ++l) {
+      const std::string b = "blocks." + std::to_string(l);
+      outliers(b, t.block_out[l], cfg.model.d_model);
+      const std::vector<double> sink = attentionSink(t.attn_probs[l], t.batch, cfg.model.heads, t.t);
+      for (double v : sink) p.sink[b].push_back(float(v));
+      const int64_t np = t.batch * cfg.model.heads * t.t * t.t;
+      p.softmax_underflow[b].push_back(
+          float(softmaxCastUnderflow(t.attn_probs[l], np, Format::E4M3FN(), cfg.softmax_scale)));
+    }
+    for (size_t s = 0; s < table.size(); ++s)
+      if (t.site_input[s]) outliers(table[s].path, t.site_input[s], t.site_input_cols[s]);
+  }
+
+  /// Gradient probes of the Linear sites, measured by the sites in the last backward.
+  void gradientProbes() {
+    ProbeSeries& p = res.probes;
+    for (size_t s = 0; s < table.size(); ++s) {
+      LinearSite* site = ops->site(s);
+      if (!site) continue;
+      const OperandHistory& h = res.operands[SiteTable::operandIndex(s, SiteOperand::OutputGrad)];
+      const bool quantized = std::isfinite(site->gradNoiseRatio()) || std::isinf(site->gradNoiseRatio());
+      float under = std::numeric_limits<float>::quiet_NaN();
+      if (quantized && site->gradNonzero() > 0 && !h.underflow.empty())
+        under = float(double(h.underflow.back()) / double(site->gradNonzero()));
+      p.grad_underflow[table[s].path].push_back(under);
+      p.grad_noise_ratio[table[s].path].push_back(float(site->gradNoiseRatio()));
+    }
+  }
+
+  void snapshot(int64_t step) {
+    AttentionSnapshots& a = res.attention;
+    const int64_t T = cfg.model.context;
+    std::vector<int32_t> tok(static_cast<size_t>(T)), tgt(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) {
+      tok[size_t(t)] = corpus->val[size_t(t)];
+      tgt[size_t(t)] = corpus->val[size_t(t + 1)];
+    }
+    if (a.tokens.empty()) a.tokens.assign(corpus->val.begin(), corpus->val.begin() + T);
+    std::vector<OperandScaler> frozen = scalers;
+    ops->setStep(step, false, &frozen);
+    model->forward(tok.data(), tgt.data(), 1, T, *ops);
+    const TransformerTaps<float> taps = model->taps();
+    a.steps.push_back(step);
+    if (a.probs.size() < taps.attn_probs.size()) a.probs.resize(taps.attn_probs.size());
+    const int64_t n = cfg.model.heads * T * T;
+    for (size_t l = 0; l < taps.attn_probs.size(); ++l)
+      a.probs[l].insert(a.probs[l].end(), taps.attn_probs[l], taps.attn_probs[l] + n);
+  }
+};
+
+LmTrainingRun::LmTrainingRun(LmTrainingConfig config, const TextCorpus& corpus, GemmBackend* backend)
+    : d(std::make_unique<Impl>()) {
+  if (const std::string why = config.validate(); !why.empty()) throw std::invalid_argument("training config: " + why);
+  const int64_t need = 2 * (config.model.context + 1);
+  if (int64_t(corpus.train.size()) < need || int64_t(corpus.val.size()) < need)
+    throw std::invalid_argument("training config: the text is too short for context " +
+                                std::to_string(config.model.context) + " (each split needs at least " +
+                                std::to_string(need) + " bytes)");
+  const double est = estimateLmTrainingBytes(config);
+  const int64_t limit = config.forward_gemm.memory_limit_bytes;
+  const double have = double(limit > 0 ? limit : gemm_detail::availableMemoryBytes());
+  if (est > have) {
+    char t[160];
+    std::snprintf(t, sizeof t, "needs about %.3g GiB, more than the %.3g GiB %s", est / 0x1p30, have / 0x1p30,
+                  limit > 0 ? "allowed" : "of memory available");
+    throw std::invalid_argument("training run '" + config.label + "' " + t +
+                                "; use a smaller model, batch or context, or fewer steps");
+  }
+  d->cfg = std::move(config);
+  d->corpus = &corpus;
+  if (d->fp8()) {
+    if (!backend) {
+      d->own_backend = makeCpuGemmBackend();
+      backend = d->own_backend.get();
+    }
+    d->backend = backend;
+  }
+  if (d->blockRecipe() && d->cfg.block_gemm == BlockGemmPath::FakeQuant) {
+    d->res.gemm_backend = "cpu";
+    d->res.gemm_device = "CPU (float32 GEMMs of the dequantized operands)";
+    d->res.gemm_algorithm = "fake quantization: float32 GEMM, k ascending, one float32 accumulator";
+  }
+  d->res.config = d->cfg;
+  d->res.corpus_source = corpus.source;
+  d->res.train_bytes = int64_t(corpus.train.size());
+  d->res.val_bytes = int64_t(corpus.val.size());
+  d->res.unigram_bits = corpus.unigram_bits;
+  d->init();
+}
+
+LmTrainingRun::~LmTrainingRun() = default;
+const LmTrainingResult& LmTrainingRun::result() const {
+  return d->res;
+}
+LmTrainingResult LmTrainingRun::takeResult() {
+  return std::move(d->res);
+}
+
+void LmTrainingRun::run(const ProgressFn& progress) {
+  if (d->ran) throw std::logic_error("LmTrainingRun::run called twice");
+  d->ran = true;
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  Impl& s = *d;
+  LmTrainingResult& res = s.res;
+  const LmTrainingConfig& cfg = s.cfg;
+  const int64_t T = cfg.model.context, B = cfg.batch_size;
+  TrainingRng data_rng(cfg.seed + 1);
+  const int64_t span = int64_t(s.corpus->train.size()) - T - 1;
+  std::vector<int32_t> tok, tgt;
+  std::vector<int64_t> off(static_cast<size_t>(B));
+  const std::vector<ParamRef> params = s.paramRefs();
+  double step_time = 0;
+  bool stop = false;
+  const std::string label = cfg.label.empty() ? std::string("lm") : cfg.label;
+  for (int64_t step = 0; step < cfg.steps && !stop; ++step) {
+    const auto ts = clock::now();
+    for (int64_t b = 0; b < B; ++b) off[size_t(b)] = int64_t(data_rng.uniformInt(uint64_t(span + 1)));
+    s.window(s.corpus->train, off, tok, tgt);
+    s.rec->setStep(step);
+    s.ops->setStep(step, true);
+    const bool probing = cfg.probes.every > 0 && (step % cfg.probes.every == 0 || step == cfg.steps - 1);
+    step_time += std::chrono::duration<double>(clock::now() - ts).count();
+    if (probing) s.referenceForward(tok, B);
+    const auto tf = clock::now();
+    s.model->zeroGrad();
+    const double loss_sum = s.model->forward(tok.data(), tgt.data(), B, T, *s.ops);
+    const float loss = float(loss_sum / double(B * T));
+    if (s.rec->checking() && !std::isfinite(loss)) s.rec->startRecord("lm_head", "loss", "elementwise", 1, 1, 0, loss);
+    step_time += std::chrono::duration<double>(clock::now() - tf).count();
+    if (probing) s.probe(step);
+    s.ops->setProbe(probing);
+    const auto tb = clock::now();
+    s.model->backward(B * T, *s.ops);
+    const double norm = clipGradNorm(params, cfg.clip_norm);
+    const float lr =
+        scheduledLearningRate(cfg.optimizer.learning_rate, step, cfg.steps, cfg.warmup_steps, cfg.min_lr_ratio);
+    s.opt->step(params, lr);
+    if (s.rec->checking())
+      for (Param<float>& p : s.model->params())
+        s.rec->checkElementwise(p.value.data(), 1, int64_t(p.value.size()), p.name, "weight",
+                                [](NonFiniteRecord&, int64_t, int64_t) {});
+    step_time += std::chrono::duration<double>(clock::now() - tb).count();
+    if (probing) s.gradientProbes();
+    res.loss.push_back(loss);
+    res.lr.push_back(lr);
+    res.grad_norm.push_back(float(norm));
+    ++res.steps_done;
+    if (cfg.probes.attention_every > 0 && (step % cfg.probes.attention_every == 0 || step == cfg.steps - 1))
+      s.snapshot(step);
+    if ((step + 1) % cfg.eval_every == 0 || step == cfg.steps - 1) {
+      if (progress) (void)progress(double(res.steps_done) / double(cfg.steps), label + ": validation");
+      res.val_steps.push_back(step);
+      res.val_loss.push_back(float(s.validate()));
+    }
+    if (cfg.on_nonfinite == NonFinitePolicy::Stop && res.first_nonfinite.found) {
+      res.stopped_nonfinite = true;
+      break;
+    }
+    if (progress) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "%s: step %lld/%lld, loss %.4f (%.3f bits/byte)", label.c_str(),
+                    static_cast<long long>(step + 1), static_cast<long long>(cfg.steps), double(loss),
+                    double(loss) / std::log(2.0));
+      if (!progress(double(res.steps_done) / double(cfg.steps), buf)) stop = true;
+    }
+  }
+  res.step_seconds = step_time / double(std::max<int64_t>(res.steps_done, 1));
+  res.diagnostics = s.rec->diagnostics()->finish(res.steps_done);
+  for (const Param<float>& p : s.model->params()) {
+    Param<float> q;
+    q.name = p.name;
+    q.shape = p.shape;
+    q.value = p.value;
+    q.decay = p.decay;
+    res.params.push_back(std::move(q));
+  }
+  if (cfg.sample_bytes > 0 && !stop && !res.stopped_nonfinite) {
+    std::vector<int32_t> prompt;
+    const int64_t plen = std::min<int64_t>(T / 2, int64_t(s.corpus->val.size()));
+    for (int64_t i = 0; i < plen; ++i) prompt.push_back(s.corpus->val[size_t(i)]);
+    std::vector<OperandScaler> frozen = s.scalers;
+    s.ops->setStep(res.steps_done, false, &frozen);
+    const std::vector<int32_t> gen = s.model->generate(prompt, cfg.sample_bytes, 0.0, cfg.seed, *s.ops);
+    std::vector<uint8_t> bytes(prompt.begin(), prompt.end());
+    bytes.insert(bytes.end(), gen.begin(), gen.end());
+    res.sample = printableText(bytes);
+  }
+  res.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+  for (const auto& h : res.operands) {
+    int64_t sat = 0, sat_steps = 0;
+    for (int64_t v : h.saturated) {
+      sat += v;
+      sat_steps += v > 0;
+    }
+    if (sat > 0)
+      res.warnings.push_back({Severity::Warning, "saturated", h.name(),
+                              std::to_string(sat) + " elements clipped to ±max finite in " + std::to_string(sat_steps) +
+                                  " of " + std::to_string(res.steps_done) + " steps"});
+  }
+  if (res.first_nonfinite.found)
+    res.warnings.push_back({Severity::Error, "nonfinite", res.first_nonfinite.layer + "/" + res.first_nonfinite.tensor,
+                            "first non-finite value: " + res.first_nonfinite.describe() +
+                                (res.stopped_nonfinite ? "; the run stopped after that step" : "")});
+  if (stop && !res.stopped_nonfinite) {
+    res.cancelled = true;
+    throw Cancelled();
+  }
+}
+
+} // namespace fp8lab
