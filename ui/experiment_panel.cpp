@@ -171,6 +171,29 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     form_->addRow(l);
   };
 
+  // Live mode, first in the GEMM tab (inside its scroll area, so the status line never takes
+  // height from the Run button): the GEMM re-runs as the fields change (live_experiment.h); Keep
+  // adds the result shown to the session.
+  live_ = new QCheckBox(tr("&Live: re-run as the fields change"), inner);
+  live_->setObjectName(QStringLiteral("liveBox"));
+  live_->setChecked(true);
+  live_->setToolTip(tr("Re-run the GEMM experiment as you change its fields (small sizes only); the result is shown "
+                       "but not added to the session until you keep it"));
+  keep_ = new QPushButton(tr("&Keep"), inner);
+  keep_->setObjectName(QStringLiteral("keepButton"));
+  keep_->setToolTip(tr("Add the live result shown to the session (Ctrl+K)"));
+  keep_->setEnabled(false);
+  auto* liveRow = new QHBoxLayout;
+  liveRow->addWidget(live_, 1);
+  liveRow->addWidget(keep_);
+  form_->addRow(liveRow);
+  live_status_ = new QLabel(inner);
+  live_status_->setObjectName(QStringLiteral("liveStatus"));
+  live_status_->setWordWrap(true);
+  live_status_->setText(tr("Change a field and the views follow (up to M\u00b7N\u00b7K = 512") +
+                        QStringLiteral("\u00b3") + tr("); Keep (Ctrl+K) adds the result to the session."));
+  form_->addRow(live_status_);
+
   section(tr("Operands"));
   fmt_a_ = combo(QStringLiteral("formatA"));
   fmt_b_ = combo(QStringLiteral("formatB"));
@@ -364,26 +387,6 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   runRow->addWidget(run_, 1);
   runRow->addWidget(cancel_);
   outer->addLayout(runRow);
-  // Live mode: the GEMM re-runs as the fields change (live_experiment.h); Keep adds the result
-  // shown to the session.
-  auto* liveRow = new QHBoxLayout;
-  live_ = new QCheckBox(tr("&Live"), this);
-  live_->setObjectName(QStringLiteral("liveBox"));
-  live_->setChecked(true);
-  live_->setToolTip(tr("Re-run the GEMM experiment as you change its fields (small sizes only); the result is shown "
-                       "but not added to the session until you keep it"));
-  keep_ = new QPushButton(tr("&Keep"), this);
-  keep_->setObjectName(QStringLiteral("keepButton"));
-  keep_->setToolTip(tr("Add the live result shown to the session (Ctrl+K)"));
-  keep_->setEnabled(false);
-  liveRow->addWidget(live_);
-  liveRow->addStretch(1);
-  liveRow->addWidget(keep_);
-  outer->addLayout(liveRow);
-  live_status_ = new QLabel(this);
-  live_status_->setObjectName(QStringLiteral("liveStatus"));
-  live_status_->setWordWrap(true);
-  outer->addWidget(live_status_);
   connect(live_, &QCheckBox::toggled, this, &ExperimentPanel::liveToggled);
   connect(keep_, &QPushButton::clicked, this, &ExperimentPanel::keepRequested);
   auto* configRow = new QHBoxLayout;

@@ -53,6 +53,10 @@ double LiveExperiment::workOf(const QJsonObject& c) {
 
 QString LiveExperiment::whyNotLive(const QJsonObject& c) const {
   if (!enabled_) return tr("live mode is off");
+  // The shape of an imported tensor or of trained weights comes from the file, not from M, N, K.
+  const QString input = c.value(QStringLiteral("input")).toString();
+  if (!input.isEmpty() && input != QStringLiteral("distribution"))
+    return tr("live mode runs on generated operands; an imported tensor or trained weights run with Run");
   const double w = workOf(c);
   if (w > limit_)
     // (The cube sign is appended after arg(): QString::arg reads a superscript digit after %3 as
@@ -68,7 +72,14 @@ QString LiveExperiment::whyNotLive(const QJsonObject& c) const {
 void LiveExperiment::request(const QJsonObject& config) {
   pending_ = config;
   if (!enabled_) return;
-  debounce_->start(); // restarts: a burst of edits starts one run
+  // Leading edge: a first edit after a quiet moment starts at once (no debounce delay on a single
+  // change). Within a burst — a run in flight or a request pending — the timer restarts, so the
+  // burst's later edits start one run, with the last configuration, when it ends.
+  if (!debounce_->isActive() && running_ == 0 && (!quiet_.isValid() || quiet_.elapsed() >= debounce_->interval())) {
+    startNow();
+    return;
+  }
+  debounce_->start();
 }
 
 bool LiveExperiment::isPending() const {
@@ -104,6 +115,7 @@ void LiveExperiment::startNow() {
     Q_EMIT failed(tr("this build cannot run experiments"));
     return;
   }
+  quiet_.start();
   if (cancel_) cancel_->store(true); // the previous run stops at its next progress check
   auto flag = std::make_shared<std::atomic<bool>>(false);
   cancel_ = flag;

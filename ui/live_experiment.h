@@ -1,7 +1,8 @@
 // Live GEMM mode: while it is on, every change of the Experiment panel's GEMM parameters re-runs
-// the experiment — debounced (a burst of edits starts one run), off the GUI thread (the thread
-// pool), the run in flight cancelled when a newer configuration starts (its progress callback
-// returns false) and its result dropped if it ends anyway. Only experiments up to a work limit
+// the experiment — debounced (a single edit after a quiet moment starts at once; within a burst of
+// edits the last one starts when the debounce time passed without another), off the GUI thread
+// (the thread pool), the run in flight cancelled when a newer configuration starts (its progress
+// callback returns false) and its result dropped if it ends anyway. Only experiments up to a work limit
 // (M·N·K) run live; above it the panel's Run button works as before. A live result is shown by the
 // views but not added to the session until the user keeps it (keepLast()), so exploring does not
 // flood the run list.
@@ -30,7 +31,7 @@ public:
   /// quantize, FP8 GEMM, float64 references, metrics, maps) plus the views' redraw lands within
   /// 200 ms on 2 cores (bench_gui liveUpdate measures it beside a no-op repaint; docs/gui.md).
   static constexpr double kDefaultWorkLimit = 512.0 * 512.0 * 512.0;
-  /// Milliseconds without a further change before a run starts.
+  /// Milliseconds without a further change before a burst's last edit starts.
   static constexpr int kDefaultDebounceMs = 60;
 
   explicit LiveExperiment(ExperimentRunner runner, QObject* parent = nullptr);
@@ -45,12 +46,14 @@ public:
   double workLimit() const { return limit_; }
   /// M·N·K of a panel configuration.
   static double workOf(const QJsonObject& config);
-  /// Why `config` does not run live ("" when it does): over the work limit, or live mode off.
+  /// Why `config` does not run live ("" when it does): live mode off, operands not generated (an
+  /// imported tensor, trained weights), or M·N·K over the work limit.
   QString whyNotLive(const QJsonObject& config) const;
 
-  /// A new configuration from the panel: (re)starts the debounce timer. When it fires, the run in
-  /// flight (if any) is cancelled and this configuration starts; a configuration that cannot run
-  /// live emits skipped() instead.
+  /// A new configuration from the panel. After a quiet moment (no run in flight, none pending, the
+  /// last start at least the debounce time ago) it starts at once; otherwise it (re)starts the
+  /// debounce timer, and when that fires the run in flight (if any) is cancelled and the newest
+  /// configuration starts. A configuration that cannot run live emits skipped() instead.
   void request(const QJsonObject& config);
   /// Cancels the pending request and the run in flight (live mode turned off, window closing).
   void stop();
@@ -82,6 +85,7 @@ private:
 
   ExperimentRunner runner_;
   QTimer* debounce_;
+  QElapsedTimer quiet_; ///< since the last start
   QJsonObject pending_;
   bool enabled_ = true;
   double limit_ = kDefaultWorkLimit;

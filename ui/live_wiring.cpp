@@ -90,10 +90,9 @@ LiveExperiment* attachLiveExperiment(MainWindow* w) {
   ExperimentPanel* panel = w->experimentPanel();
   const QList<LiveDelivery*> views = deliveries(w, live);
   live->setEnabled(panel->isLive());
-  panel->setLiveStatus(QObject::tr("Live %1: change a field and the views follow; Keep (Ctrl+K) adds the result to "
-                                   "the session.")
-                           .arg(limitText(live)),
-                       false);
+  // The panel sets its own first status line. (Setting the label's text here, while the window is
+  // still being built, leaves Qt 6.4's accessibility cache an interface that crashes when the
+  // window is destroyed.)
 
   QObject::connect(panel, &ExperimentPanel::configChanged, live, [w, live, panel](const QJsonObject& c) {
     if (panel->currentTab() != ExperimentPanel::Tab::Gemm || !live->isEnabled()) return;

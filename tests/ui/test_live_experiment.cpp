@@ -67,9 +67,12 @@ QJsonObject cfg(int m, int n = 64, int k = 64) {
 class TestLiveExperiment : public QObject {
   Q_OBJECT
 private Q_SLOTS:
-  // Five edits 5 ms apart with a 50 ms debounce: one run, with the last configuration.
-  void debounceStartsOneRun() {
+  // Five edits 5 ms apart with a 50 ms debounce: the first starts at once (leading edge), the other
+  // four collapse into one run with the last configuration, which cancels the first; only the last
+  // result is shown.
+  void debounceCollapsesABurst() {
     FakeRunner f;
+    f.hold = true; // the first run is still in flight when the burst goes on
     LiveExperiment live(f.runner());
     live.setDebounceMs(50);
     QSignalSpy updated(&live, &LiveExperiment::updated);
@@ -77,12 +80,23 @@ private Q_SLOTS:
       live.request(cfg(m));
       QTest::qWait(5);
     }
+    QCOMPARE(f.started(), QList<int>{10}); // the leading edge
     QVERIFY(live.isPending());
+    QTRY_COMPARE(f.started().size(), 2); // the burst's last edit, once the debounce time passed
+    QTRY_COMPARE(f.cancelled.load(), 1); // it cancelled the first
+    f.hold = false;
     QTRY_COMPARE(updated.count(), 1);
     live.waitForIdle();
-    QCOMPARE(f.started(), QList<int>{14});
+    QCOMPARE(f.started(), (QList<int>{10, 14}));
     QCOMPARE(live.last()->run.id, QStringLiteral("run-m14"));
-    QCOMPARE(live.started(), 1);
+    QCOMPARE(updated.count(), 1);
+    // After a quiet moment a single edit starts at once, without the debounce delay.
+    QTest::qWait(60);
+    live.request(cfg(15));
+    QCOMPARE(live.started(), 3); // started in request() itself (the runner begins on the pool)
+    QVERIFY(!live.isPending());
+    QTRY_COMPARE(f.started().size(), 3);
+    live.waitForIdle();
   }
 
   // A newer configuration cancels the run in flight: its progress returns false, it throws
@@ -118,6 +132,9 @@ private Q_SLOTS:
     QVERIFY(skipped.first().first().toString().contains(QStringLiteral("press Run")));
     QVERIFY(f.started().isEmpty());
     QCOMPARE(LiveExperiment::workOf(cfg(128, 256, 1024)), 128.0 * 256 * 1024);
+    QJsonObject imported = cfg(8);
+    imported[QStringLiteral("input")] = QStringLiteral("import");
+    QVERIFY(live.whyNotLive(imported).contains(QStringLiteral("imported")));
     live.setEnabled(false);
     live.request(cfg(8));
     QTest::qWait(30);
