@@ -325,15 +325,22 @@ public:
   void Finalize() override {
     inner_->Finalize();
     std::fprintf(stderr, "\nratio of real time to sgemm (same size, same threads; < 1 = faster than sgemm)\n");
-    // "name/size/threads/..." → "/size/threads", the key shared with sgemm's run of that shape
-    // whatever the iteration settings that follow.
+    // "name[/capture]/size/threads/..." → "/size/threads": the first two numeric components, the
+    // key shared with sgemm's run of that shape whatever the capture name and iteration settings.
     auto shapeKey = [](const std::string& name) {
-      const auto a = name.find('/');
-      if (a == std::string::npos) return std::string();
-      const auto b = name.find('/', a + 1);
-      if (b == std::string::npos) return std::string();
-      const auto c = name.find('/', b + 1);
-      return name.substr(a, c == std::string::npos ? std::string::npos : c - a);
+      std::string key;
+      int found = 0;
+      size_t i = name.find('/');
+      while (i != std::string::npos && found < 2) {
+        const size_t j = name.find('/', i + 1);
+        const std::string part = name.substr(i + 1, j == std::string::npos ? std::string::npos : j - i - 1);
+        if (!part.empty() && part.find_first_not_of("0123456789") == std::string::npos) {
+          key += "/" + part;
+          ++found;
+        }
+        i = j;
+      }
+      return found == 2 ? key : std::string();
     };
     std::map<std::string, double> sgemm;
     for (const auto& [name, t] : times_)
