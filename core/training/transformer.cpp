@@ -293,6 +293,7 @@ template <class T> struct TransformerModel<T>::Impl {
     x0.resize(static_cast<size_t>(n * C));
     nn::embeddingForward(tokens.data(), val(wte).data(), wpe >= 0 ? val(wpe).data() : static_cast<const T*>(nullptr),
                          x0.data(), B, Tn, C);
+    ops.check("embedding", "embedding", x0.data(), n, C);
     const std::vector<T>* cur = &x0;
     for (size_t l = 0; l < acts.size(); ++l) {
       BlockActs& a = acts[l];
@@ -305,7 +306,10 @@ template <class T> struct TransformerModel<T>::Impl {
       } else {
         linear(ops, s.qkv, a.x_in.data(), n, p.qkv_w, p.qkv_b, C, 3 * C, a.qkv);
       }
+      const std::string bname = "blocks." + std::to_string(l);
+      if (cfg.pre_norm) ops.check(bname, "ln1", a.n1.data(), n, C);
       attention(ops, a, s, n);
+      ops.check(bname, "attention", a.att.data(), n, C);
       linear(ops, s.out, a.att.data(), n, p.out_w, p.out_b, C, C, a.proj);
       a.s1.resize(static_cast<size_t>(n * C));
       nn::residualForward(a.x_in.data(), a.proj.data(), a.s1.data(), n * C);
@@ -327,6 +331,7 @@ template <class T> struct TransformerModel<T>::Impl {
         a.gelu_tanh.resize(static_cast<size_t>(n * F));
         nn::geluForward(a.up.data(), a.act.data(), n * F, a.gelu_tanh.data());
       }
+      ops.check(bname, cfg.ffn == FfnKind::Swiglu ? "swiglu" : "gelu", a.act.data(), n, F);
       linear(ops, s.down, a.act.data(), n, p.down_w, p.down_b, F, C, a.down);
       a.s2.resize(static_cast<size_t>(n * C));
       nn::residualForward(a.x_mid.data(), a.down.data(), a.s2.data(), n * C);
@@ -334,6 +339,7 @@ template <class T> struct TransformerModel<T>::Impl {
         a.x_out = a.s2;
       else
         normForward(a.s2.data(), p.ln2_w, p.ln2_b, a.x_out, a.n2_mean, a.n2_rstd, n);
+      ops.check(bname, "residual", a.x_out.data(), n, C);
       cur = &a.x_out;
     }
     const T* head_in = cur->data();

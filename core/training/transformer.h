@@ -94,6 +94,9 @@ public:
   /// inputs and kernels in the forward, the output gradients (as their amax) in the backward.
   virtual void observe(size_t site, SiteOperand operand, const T* x, int64_t n) {}
   virtual void observeAmax(size_t site, SiteOperand operand, double amax) {}
+  /// An elementwise result x [rows, cols] of the model ("blocks.1" "ln1", "attention", ...), for
+  /// the first non-finite value (GEMM outputs and operands are checked by the sites).
+  virtual void check(const std::string& where, const char* tensor, const T* x, int64_t rows, int64_t cols) {}
 };
 
 /// Plain GEMMs in T (the float64 reference of the gradient checks).
