@@ -171,6 +171,29 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     form_->addRow(l);
   };
 
+  // Live mode, first in the GEMM tab (inside its scroll area, so the status line never takes
+  // height from the Run button): the GEMM re-runs as the fields change (live_experiment.h); Keep
+  // adds the result shown to the session.
+  live_ = new QCheckBox(tr("&Live: re-run as the fields change"), inner);
+  live_->setObjectName(QStringLiteral("liveBox"));
+  live_->setChecked(true);
+  live_->setToolTip(tr("Re-run the GEMM experiment as you change its fields (small sizes only); the result is shown "
+                       "but not added to the session until you keep it"));
+  keep_ = new QPushButton(tr("&Keep"), inner);
+  keep_->setObjectName(QStringLiteral("keepButton"));
+  keep_->setToolTip(tr("Add the live result shown to the session (Ctrl+K)"));
+  keep_->setEnabled(false);
+  auto* liveRow = new QHBoxLayout;
+  liveRow->addWidget(live_, 1);
+  liveRow->addWidget(keep_);
+  form_->addRow(liveRow);
+  live_status_ = new QLabel(inner);
+  live_status_->setObjectName(QStringLiteral("liveStatus"));
+  live_status_->setWordWrap(true);
+  live_status_->setText(tr("Change a field and the views follow (up to M\u00b7N\u00b7K = 512") +
+                        QStringLiteral("\u00b3") + tr("); Keep (Ctrl+K) adds the result to the session."));
+  form_->addRow(live_status_);
+
   section(tr("Operands"));
   fmt_a_ = combo(QStringLiteral("formatA"));
   fmt_b_ = combo(QStringLiteral("formatB"));
@@ -364,6 +387,8 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   runRow->addWidget(run_, 1);
   runRow->addWidget(cancel_);
   outer->addLayout(runRow);
+  connect(live_, &QCheckBox::toggled, this, &ExperimentPanel::liveToggled);
+  connect(keep_, &QPushButton::clicked, this, &ExperimentPanel::keepRequested);
   auto* configRow = new QHBoxLayout;
   auto* saveCfg = new QPushButton(tr("Save config\u2026"), this);
   saveCfg->setObjectName(QStringLiteral("saveConfigButton"));
@@ -919,6 +944,23 @@ void ExperimentPanel::setRunning(bool running) {
     stage_->setText(tr("starting\u2026"));
   }
   revalidate();
+}
+
+bool ExperimentPanel::isLive() const {
+  return live_->isChecked();
+}
+
+void ExperimentPanel::setLive(bool on) {
+  live_->setChecked(on);
+}
+
+void ExperimentPanel::setLiveStatus(const QString& text, bool can_keep) {
+  live_status_->setText(text);
+  keep_->setEnabled(can_keep);
+}
+
+QString ExperimentPanel::liveStatus() const {
+  return live_status_->text();
 }
 
 void ExperimentPanel::setProgress(double fraction, const QString& stage) {

@@ -90,6 +90,13 @@ public:
   void setRunning(bool running);
   void setProgress(double fraction, const QString& stage);
 
+  /// Live mode (live_experiment.h): whether the Live box is ticked; the line under it (the limit,
+  /// the last update) and whether Keep has a live result to add.
+  bool isLive() const;
+  void setLive(bool on);
+  void setLiveStatus(const QString& text, bool can_keep);
+  QString liveStatus() const;
+
 Q_SIGNALS:
   void configChanged(const QJsonObject& c);
   void runRequested(const QJsonObject& c);
@@ -97,6 +104,10 @@ Q_SIGNALS:
   /// (canonicalTrainingConfig), `run_id` its id.
   void trainingRunRequested(const QByteArray& config_json, const QString& run_id);
   void cancelRequested();
+  /// The Live box was ticked or cleared.
+  void liveToggled(bool on);
+  /// Keep (Ctrl+K): add the live result shown to the session.
+  void keepRequested();
 
 private:
   void onWidgetChanged(); // "changed in the widget"
@@ -145,6 +156,9 @@ private:
   QLabel* problems_label_;
   QPushButton* run_;
   QPushButton* cancel_;
+  QCheckBox* live_;
+  QLabel* live_status_;
+  QPushButton* keep_;
   QProgressBar* progress_;
   QLabel* stage_;
 };
