@@ -9,7 +9,7 @@
 
 namespace fp8lab {
 
-std::vector<AccumulationModel> accumulationModels(int bits, int promotion_interval) {
+std::vector<SweepAccumulationModel> accumulationModels(int bits, int promotion_interval) {
   if (bits < 2 || bits > kFastAccumMaxBits)
     throw std::invalid_argument("accumulation models: bits must be in 2.." + std::to_string(kFastAccumMaxBits) +
                                 ", got " + std::to_string(bits));

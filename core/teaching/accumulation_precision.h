@@ -23,7 +23,7 @@
 namespace fp8lab {
 
 /// One accumulation model of the sweep.
-struct AccumulationModel {
+struct SweepAccumulationModel {
   std::string label;   ///< e.g. "fast, 14 bits, no promotion"
   std::string source;  ///< who accumulates this way
   GemmOptions options; ///< accumulation parameters (FP32 output)
@@ -34,7 +34,7 @@ struct AccumulationModel {
 /// CUBLASLT_MATMUL_DESC_FAST_ACCUM = 1 as modelled), fast promoted (DeepGEMM, DeepSeek-V3),
 /// SplitFP32 (float32 partials promoted every N_C), FP32 (one float32 sum over K). Aligned groups
 /// of 32 products (one Hopper WGMMA, K = 32). Throws std::invalid_argument outside the ranges.
-std::vector<AccumulationModel> accumulationModels(int bits, int promotion_interval);
+std::vector<SweepAccumulationModel> accumulationModels(int bits, int promotion_interval);
 
 struct AccumulationSweepConfig {
   std::vector<int64_t> ks = {128, 256, 512, 1024, 2048, 4096, 8192, 16384}; ///< each ≥ 1
@@ -55,7 +55,7 @@ struct AccumulationSweepConfig {
 /// max_rel, ...).
 struct AccumulationSweep {
   std::vector<int64_t> ks;
-  std::vector<AccumulationModel> models;
+  std::vector<SweepAccumulationModel> models;
   std::vector<std::vector<ErrorMetrics>> error; ///< [model][k index]
 };
 
