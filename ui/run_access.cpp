@@ -145,16 +145,24 @@ void copyWindow(const fp8lab::Dataset& d, int64_t cols, int64_t r0, int64_t c0, 
   }
 }
 
-/// Copies plane `index` of the 3-D dataset `d` (shape checked by the caller) into `out`.
+/// The rows and columns of one plane of a dataset of rank ≥ 3 [n, a, …, b]: (a·…, b).
+std::pair<int64_t, int64_t> planeDims(const std::vector<int64_t>& s) {
+  int64_t rows = 1;
+  for (size_t i = 1; i + 1 < s.size(); ++i) rows *= s[i];
+  return {rows, s.back()};
+}
+
+/// Copies plane `index` of the dataset `d` of rank ≥ 3 into `out`.
 bool copyPlane(const fp8lab::Dataset& d, const QString& path, int64_t index, Block* out, QString* error) {
-  if (d.shape.size() != 3 || index < 0 || index >= d.shape[0] || d.storedCount() != d.elementCount()) {
+  if (d.shape.size() < 3 || index < 0 || index >= d.shape[0] || d.storedCount() != d.elementCount()) {
     if (error)
-      *error = d.shape.size() != 3
+      *error = d.shape.size() < 3
                    ? QObject::tr("dataset '%1' is not 3-D").arg(path)
                    : QObject::tr("plane %1 outside '%2' [%3 planes]").arg(index).arg(path).arg(d.shape[0]);
     return false;
   }
-  copyWindow(d, d.shape[2], index * d.shape[1], 0, d.shape[1], d.shape[2], out);
+  const auto [rows, cols] = planeDims(d.shape);
+  copyWindow(d, cols, index * rows, 0, rows, cols, out);
   return true;
 }
 
@@ -319,12 +327,22 @@ public:
 
   bool readPlane(const QString& path, int64_t index, Block* out, QString* error) const override {
     const auto* info = find(path);
-    if (!info || info->shape.size() != 3) return RunAccess::readPlane(path, index, out, error);
+    if (!info || info->shape.size() < 3) return RunAccess::readPlane(path, index, out, error);
     if (index < 0 || index >= info->shape[0]) {
       if (error) *error = QObject::tr("plane %1 outside '%2' [%3 planes]").arg(index).arg(path).arg(info->shape[0]);
       return false;
     }
     std::lock_guard<std::mutex> lock(hdf5Mutex());
+    if (info->shape.size() > 3) {
+      // core/session reads planes of 3-D datasets; a higher rank (attention/blocks.<l>/probs
+      // [snapshots, heads, T, T], well under a megabyte) is read whole.
+      auto all = reader_->read(info_->id, info->path);
+      if (!all.ok()) {
+        if (error) *error = QString::fromStdString(all.errors());
+        return false;
+      }
+      return copyPlane(all.value, path, index, out, error);
+    }
     auto res = reader_->readPlane(info_->id, info->path, index);
     if (!res.ok()) {
       if (error) *error = QString::fromStdString(res.errors());
