@@ -12,31 +12,31 @@ namespace fp8lab::ui {
 
 const std::vector<PolicyPreset>& policyPresets() {
   static const std::vector<PolicyPreset> all{
-      {QStringLiteral("none"), QObject::tr("none: every Linear under the recipe"),
+      {QStringLiteral("none"), QObject::tr("none (every Linear in the recipe)"),
        QObject::tr(
            "Every Linear GEMM in low precision under the recipe; attention's Q\u00b7K\u1d40 and P\u00b7V in FP32 "
            "(Transformer Engine's default)"),
        false, false},
-      {QStringLiteral("attn_bf16"), QObject::tr("attention in BF16, FFN in FP8"),
+      {QStringLiteral("attn_bf16"), QObject::tr("attention in BF16"),
        QObject::tr("blocks.*.attn.* \u2192 bf16: the attention's Linear layers (qkv, out) and its batched matmuls in "
                    "BF16, the FFN and the head in FP8 (the explainer: keep attention in high precision)"),
        true, false},
-      {QStringLiteral("ffn_first"), QObject::tr("FFN first: attention in FP32 for the first N steps"),
+      {QStringLiteral("ffn_first"), QObject::tr("FFN first (attention FP32 N steps)"),
        QObject::tr("blocks.*.attn.* \u2192 fp32 until step N, the FFN in FP8 from step 0 (the explainer: introduce "
                    "FP8 into the FFN first, attention later)"),
        true, true},
-      {QStringLiteral("warmup"), QObject::tr("high-precision warm-up: FP32 for the first N steps"),
+      {QStringLiteral("warmup"), QObject::tr("FP32 warm-up (N steps)"),
        QObject::tr("* \u2192 fp32 until step N (the explainer: warm up in high precision; with delayed scaling the "
                    "amax history fills meanwhile)"),
        false, true},
-      {QStringLiteral("wgrad_bf16"), QObject::tr("weight gradients in BF16"),
+      {QStringLiteral("wgrad_bf16"), QObject::tr("wgrad in BF16"),
        QObject::tr("* wgrad \u2192 bf16: the weight-gradient GEMM of every site in BF16, fprop and dgrad in FP8"),
        false, false},
-      {QStringLiteral("ends_bf16"), QObject::tr("first and last block in BF16"),
+      {QStringLiteral("ends_bf16"), QObject::tr("first + last block in BF16"),
        QObject::tr("blocks.0.*, the last block and lm_head \u2192 bf16, the blocks between in FP8 (a common FP8 "
                    "recipe for deep models)"),
        true, false},
-      {QStringLiteral("fp8_attention"), QObject::tr("FP8 attention (Q\u00b7K\u1d40, P\u00b7V in the recipe)"),
+      {QStringLiteral("fp8_attention"), QObject::tr("FP8 attention (Q\u00b7K\u1d40, P\u00b7V)"),
        QObject::tr("blocks.*.attn.scores and blocks.*.attn.context \u2192 recipe: Q, K, V per-tensor E4M3FN and the "
                    "softmax probabilities cast to E4M3FN with softmax_scale"),
        true, false},
