@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # FP8 Lab quick start (the two README commands). Run from anywhere, as root on Debian 12:
-#   installers/quickstart.sh run    install deps, build, run the main job on its embedded default
+#   installers/quickstart.sh run [CONFIG.json]   install deps, build, run the main job on its embedded
+#                                                 default (or on CONFIG, e.g.
+#                                                 resources/experiments/transformer-lm.json)
 #   installers/quickstart.sh test   install deps, build, run every test (CTest)
 # Environment: BUILD_DIR (default <repo>/build), FP8LAB_JOBS (default nproc),
 #              FP8LAB_CMAKE_ARGS (extra configure arguments), FP8LAB_OUT (session output dir),
@@ -47,9 +49,14 @@ run)
   out_dir="${FP8LAB_OUT:-$repo/out}"
   mkdir -p "$out_dir"
   cli="$build/app/fp8lab-cli"
-  config="$repo/resources/experiments/default.json"
+  config="${2:-$repo/resources/experiments/default.json}"
+  if [ ! -f "$config" ]; then
+    echo "quickstart: no config '$config'" >&2
+    exit 2
+  fi
   if [ -f "$config" ] && "$cli" --help | grep -q '^  run '; then
-    session="$out_dir/default-session.h5"
+    name="$(basename "$config" .json)"
+    [ "$name" = default ] && session="$out_dir/default-session.h5" || session="$out_dir/$name.h5"
     echo "== main job: fp8lab-cli run $config"
     "$cli" run "$config" --out "$session"
     echo "Session written to: $session"

@@ -314,6 +314,9 @@ bool blockErrorMap(const RunAccess& run, char operand, BlockErrorMap::Measure me
 
 namespace {
 
+/// The bottom of the log count axis, half a block: bars stand on it.
+constexpr double kLogCountFloor = 0.5;
+
 /// Tick labels 2ⁿ on a log2 axis, at whole binades only.
 class Pow2Ticker : public QCPAxisTickerFixed {
 public:
@@ -599,12 +602,18 @@ void BlockScaleView::drawHistogram() {
   for (const ScaleBin& b : h.bins) least = std::min(least, double(b.count));
   const bool logy = top / least >= 100;
   if (logy) {
-    for (auto* bars : {ok_bars, bad_bars}) bars->setBaseValue(0.5);
+    // QCPBars draws a bar from its base to base + value: the value is the count less the floor,
+    // so that a bar's top reads its count on the axis (a count of 1 ends at 1, not at 1.5).
+    const double floor = kLogCountFloor;
+    for (auto* bars : {ok_bars, bad_bars}) {
+      bars->setBaseValue(floor);
+      for (auto it = bars->data()->begin(); it != bars->data()->end(); ++it) it->value -= floor;
+    }
     y->setScaleType(QCPAxis::stLogarithmic);
     y->setTicker(distinctLogTicker());
     y->setNumberFormat(QStringLiteral("eb"));
     y->setNumberPrecision(0);
-    y->setRange(0.5, top * 6); // room for the trouble labels above the highest bar
+    y->setRange(floor, top * 6); // room for the trouble labels above the highest bar
     y->setLabel(tr("blocks (of %1; log axis)").arg(h.blocks));
   } else {
     y->setRange(0, top * 1.25);

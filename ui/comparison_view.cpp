@@ -5,6 +5,7 @@
 #include "session_document.h"
 #include "style.h"
 #include "view_registry.h"
+#include "wrapped_title.h"
 
 #include <QFontMetrics>
 #include <QComboBox>
@@ -273,6 +274,13 @@ ComparisonView::ComparisonView(QWidget* parent) : View(parent) {
   table_->setSortingEnabled(true);
   table_->verticalHeader()->hide();
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  // What a comparison is read for comes first: the run, its rank and the three SQNRs, then what
+  // the recipe is. Long run names are cut (their tooltip has them whole) so that the numbers stay
+  // in view at the default window size.
+  for (const int c : {ColSqnr, ColQuantSqnr, ColAccumSqnr})
+    table_->horizontalHeader()->moveSection(table_->horizontalHeader()->visualIndex(c), c - ColSqnr + ColKind);
+  table_->horizontalHeader()->setMaximumSectionSize(280);
+  table_->setTextElideMode(Qt::ElideMiddle);
   table_->setToolTip(tr("Click a header to sort (Rank: by operand group, best SQNR first); select two GEMM runs "
                         "(Ctrl+click) to see the difference of their error maps"));
   // Grouped and ranked until the user sorts by another column.
@@ -301,9 +309,12 @@ ComparisonView::ComparisonView(QWidget* parent) : View(parent) {
   lv->addWidget(plot_, 1);
   split->addWidget(table_);
   split->addWidget(lower);
-  split->setStretchFactor(0, 2);
-  split->setStretchFactor(1, 3);
+  // The chart gets two thirds of the height, as much of the room an exported image has as the
+  // window allows; the table scrolls (or the splitter is dragged) for more rows.
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 2);
   v->addWidget(split);
+  connect(plot_, &QCustomPlot::afterLayout, this, &ComparisonView::fitCaptions);
   connect(metric_box_, &QComboBox::currentIndexChanged, this, [this] { drawBars(); });
   connect(table_, &QTableWidget::itemSelectionChanged, this, &ComparisonView::selectionChanged);
   fillTable();
@@ -352,6 +363,7 @@ void ComparisonView::fillTable() {
     auto* name =
         new QTableWidgetItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'));
     name->setData(Qt::UserRole, r.id);
+    name->setToolTip(name->text());
     table_->setItem(i, ColRun, name);
     // Rank sorts by group, then rank (unranked members last), then runs in no group.
     const double order = r.group > 0 ? r.group * 10000.0 + (r.rank > 0 ? r.rank : 9999) : NAN;
@@ -424,6 +436,8 @@ void ComparisonView::fillTable() {
   plot_->clearItems();
   plot_->plotLayout()->clear();
   bar_rect_ = diff_rect_ = nullptr;
+  captions_.clear();
+  diff_note_ = {};
   if (rows_.isEmpty()) {
     plotEmptyState(
         plot_,
@@ -454,11 +468,16 @@ void ComparisonView::fillTable() {
         metric_box_->blockSignals(false);
         break;
       }
+  // Row 0 holds the ranking's legend above the bars (never over them, never cut by the rect);
+  // row 1 the bar chart, the difference map and its colour scale. The bars get the wider share:
+  // a ranking has a bar pair per recipe.
   bar_rect_ = new QCPAxisRect(plot_);
   diff_rect_ = new QCPAxisRect(plot_);
-  plot_->plotLayout()->addElement(0, 0, bar_rect_);
-  plot_->plotLayout()->addElement(0, 1, diff_rect_);
-  plot_->plotLayout()->setColumnStretchFactors({1.0, 1.0});
+  plot_->plotLayout()->addElement(1, 0, bar_rect_);
+  plot_->plotLayout()->addElement(1, 1, diff_rect_);
+  plot_->plotLayout()->setColumnStretchFactors({3.0, 2.0});
+  plot_->plotLayout()->setRowStretchFactors({0.001, 1.0});
+  plot_->plotLayout()->setColumnSpacing(16);
   drawBars();
   drawDiff();
 }
@@ -478,9 +497,9 @@ void ComparisonView::drawBars() {
     if (plot_->plottable(i)->keyAxis()->axisRect() == bar_rect_) plot_->removePlottable(i);
   for (int i = plot_->itemCount() - 1; i >= 0; --i)
     if (plot_->item(i)->clipAxisRect() == bar_rect_) plot_->removeItem(i);
-  if (QCPLayoutInset* inset = bar_rect_->insetLayout())
-    for (int i = inset->elementCount() - 1; i >= 0; --i)
-      if (auto* l = qobject_cast<QCPLegend*>(inset->elementAt(i))) inset->remove(l);
+  captions_.clear(); // their items went with the bar chart's items
+  for (QCPLayoutElement* e : plot_->plotLayout()->elements(false))
+    if (auto* l = qobject_cast<QCPLegend*>(e)) plot_->plotLayout()->remove(l);
   bar_rect_->axis(QCPAxis::atRight)->setVisible(false);
   if (metric() == QStringLiteral("ranking")) {
     drawRanking();
@@ -633,13 +652,18 @@ void ComparisonView::drawRanking() {
   auto* group = new QCPBarsGroup(plot_);
   group->setSpacing(1);
   const QString names[3] = {tr("total SQNR (ranks)"), tr("quantization SQNR"), tr("accumulation SQNR (right axis)")};
-  // Two entries a row: the legend fits the headroom of a half-width chart.
+  // The legend in one row above the bars: the layout gives its column at least the legend's width.
   auto* legend = new QCPLegend;
-  bar_rect_->insetLayout()->addElement(legend, Qt::AlignTop | Qt::AlignLeft);
+  QCPLayoutGrid* grid = plot_->plotLayout();
+  if (grid->hasElement(0, 0) && grid->element(0, 0) == bar_rect_) { // its row went in a simplify()
+    grid->insertRow(0);
+    grid->setRowStretchFactors({0.001, 1.0});
+  }
+  grid->addElement(0, 0, legend);
   legend->setLayer(QStringLiteral("legend"));
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-  legend->setWrap(2);
-  legend->setBrush(QColor(255, 255, 255, 230));
+  legend->setWrap(3);
+  legend->setBrush(Qt::NoBrush);
   legend->setBorderPen(Qt::NoPen);
   QFont lf = font();
   lf.setPointSizeF(8);
@@ -684,8 +708,9 @@ void ComparisonView::drawRanking() {
     y2->setRange(lo2 - 0.25 * (hi2 - lo2), hi2 + 1.25 * (hi2 - lo2));
   }
   if (hi == lo) hi = lo + 1;
-  // Headroom above the bars for the legend and the group captions, so neither covers a bar.
-  y->setRange(lo - 0.05 * (hi - lo), hi + 0.6 * (hi - lo));
+  // Headroom above the bars for their value labels and the group captions (two lines at the top
+  // of the rect), so that no caption covers a bar.
+  y->setRange(lo - 0.05 * (hi - lo), hi + 0.35 * (hi - lo));
   QFont f = font();
   f.setPointSizeF(8);
   for (int i = 0; i < keys.size(); ++i) { // the total SQNR over its bar
@@ -700,17 +725,24 @@ void ComparisonView::drawRanking() {
   }
   for (int g = 0; g < spans.size(); ++g) {
     const Span& sp = spans[g];
+    // At the top of the rect, between the dashed lines around its group; fitCaptions fits the
+    // text to that width once the layout has the pixels.
     auto* t = new QCPItemText(plot_);
     t->setClipAxisRect(bar_rect_);
+    t->position->setTypeX(QCPItemPosition::ptPlotCoords);
+    t->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
     t->position->setAxes(x, y);
-    t->position->setCoords((sp.first + sp.last) / 2.0, hi + 0.14 * (hi - lo));
-    t->setPositionAlignment(Qt::AlignHCenter | Qt::AlignVCenter);
-    QString ops = sp.operands;
-    const int room = int(std::max(10.0, (sp.last - sp.first + 1) * 8.0));
-    if (ops.size() > room) ops = ops.left(room - 1) + QStringLiteral("\u2026");
-    t->setText(tr("G%1: %2").arg(sp.group).arg(ops));
+    t->position->setAxisRect(bar_rect_);
+    t->position->setCoords((sp.first + sp.last) / 2.0, 0.0);
+    t->setPositionAlignment(Qt::AlignHCenter | Qt::AlignTop);
+    t->setTextAlignment(Qt::AlignHCenter);
+    t->setPadding(QMargins(2, 3, 2, 1));
     t->setFont(f);
     t->setColor(QColor(0x44, 0x44, 0x44));
+    const QString text = tr("G%1: %2").arg(sp.group).arg(sp.operands);
+    t->setText(text);
+    captions_ << Caption{t, g == 0 ? -0.6 : sp.first - 1.0, g + 1 < spans.size() ? spans[g + 1].first - 1.0 : pos - 0.4,
+                         text};
     if (g > 0) { // a dashed line between groups
       auto* line = new QCPItemStraightLine(plot_);
       line->setClipAxisRect(bar_rect_);
@@ -723,6 +755,26 @@ void ComparisonView::drawRanking() {
   }
   stylePlot(plot_);
   plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void ComparisonView::fitCaptions() {
+  if (!bar_rect_) return;
+  QCPAxis* x = bar_rect_->axis(QCPAxis::atBottom);
+  const QRect r = bar_rect_->rect();
+  for (const Caption& c : captions_) {
+    const double left = std::max(double(r.left()), x->coordToPixel(c.left)) + 4;
+    const double right = std::min(double(r.right()), x->coordToPixel(c.right)) - 4;
+    const int width = std::max(1, int(right - left) - 4); // less the item's padding
+    const QFontMetrics fm(c.item->font());
+    QStringList lines = wrapText(c.text, fm, width);
+    if (lines.size() > 2) // the first line is the start of the text: the rest follows it
+      lines = QStringList{lines[0], fm.elidedText(c.text.mid(lines[0].size()).trimmed(), Qt::ElideRight, width)};
+    c.item->setText(lines.join(QLatin1Char('\n')));
+    c.item->position->setCoords(x->pixelToCoord((left + right) / 2.0), 0.0);
+  }
+  if (diff_rect_ && diff_note_.item)
+    diff_note_.item->setText(wrapText(diff_note_.text, QFontMetrics(diff_note_.item->font()), diff_rect_->width() - 16)
+                                 .join(QLatin1Char('\n')));
 }
 
 bool ComparisonView::selectPair(const QString& first, const QString& second) {
@@ -780,10 +832,12 @@ void ComparisonView::drawDiff() {
     txt->position->setCoords(0.5, 0.5);
     txt->setText(t);
     txt->setColor(QColor(0x55, 0x55, 0x55));
+    diff_note_ = {txt, 0, 0, t}; // wrapped to the rect's width by fitCaptions
     plot_->replot(QCustomPlot::rpQueuedReplot);
   };
   for (int i = plot_->itemCount() - 1; i >= 0; --i)
     if (plot_->item(i)->clipAxisRect() == diff_rect_) plot_->removeItem(i);
+  diff_note_ = {};
   if (!a || !b) {
     say(tr("No difference map: no pair of GEMM runs of the same shape is selected."),
         tr("Select two such runs in the table (Ctrl+click rows) to see the difference of their error maps."));
@@ -883,7 +937,11 @@ void ComparisonView::drawDiff() {
       map->data()->setCell(int(c), int(r),
                            r < diff_.grid_rows && c < diff_.grid_cols ? diff_.cell(r, c) : std::nan(""));
   auto* scale = new QCPColorScale(plot_);
-  plot_->plotLayout()->addElement(0, 2, scale);
+  QCPLayoutGrid* grid = plot_->plotLayout();
+  int row = 0; // the map's row: 1 below the legend's row, 0 when a simplify() took that row
+  for (int r = 0; r < grid->rowCount(); ++r)
+    if (grid->hasElement(r, 1) && grid->element(r, 1) == diff_rect_) row = r;
+  grid->addElement(row, 2, scale);
   scale->setType(QCPAxis::atRight);
   scale->setBarWidth(12);
   map->setColorScale(scale);

@@ -19,6 +19,7 @@
 
 class QCPAxisRect;
 class QCPColorMap;
+class QCPItemText;
 class QComboBox;
 class QLabel;
 class QTableWidget;
@@ -104,6 +105,9 @@ public:
   const HeatmapGrid& difference() const { return diff_; }
   QString diffText() const;
   QCustomPlot* plot() const { return plot_; }
+  /// The axis rect of the bar chart (left) and of the difference map (right); null without runs.
+  QCPAxisRect* barRect() const { return bar_rect_; }
+  QCPAxisRect* diffRect() const { return diff_rect_; }
 
 private:
   void rebuildRuns();
@@ -133,6 +137,16 @@ private:
   QCustomPlot* plot_;
   QCPAxisRect* bar_rect_ = nullptr;
   QCPAxisRect* diff_rect_ = nullptr;
+  /// The ranking chart's operand-group captions: each is fitted to its group's share of the axis
+  /// once the layout knows the pixels (fitCaptions, after every layout).
+  struct Caption {
+    QCPItemText* item = nullptr;
+    double left = 0, right = 0; ///< key range the caption may use: from the dashed line before it to the one after
+    QString text;               ///< in full; drawn wrapped to two lines at most, the second elided
+  };
+  QList<Caption> captions_;
+  Caption diff_note_; ///< why there is no difference map, wrapped to the width of its rect
+  void fitCaptions();
 };
 
 } // namespace fp8lab::ui

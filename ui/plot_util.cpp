@@ -1,6 +1,7 @@
 #include "plot_util.h"
 
 #include "qcp.h"
+#include "wrapped_title.h"
 
 #include <QSet>
 
@@ -77,22 +78,13 @@ QSharedPointer<QCPAxisTickerLog> distinctLogTicker() {
 }
 
 namespace {
-/// A text element that wraps its lines at word boundaries to the width it is given, instead of
-/// asking the layout for the width of its longest line (QCPTextElement's minimum size), which
-/// made a long message wider than a narrow plot and cut it off at both edges.
-class WrappedTextElement : public QCPTextElement {
+/// An empty state's message: the lines of WrappedTitle (wrapped at words to the plot's width),
+/// centred in the whole plot rather than in a title row.
+class EmptyStateText : public WrappedTitle {
 public:
-  WrappedTextElement(QCustomPlot* plot, const QString& text, const QFont& font) : QCPTextElement(plot, text, font) {
-    setTextFlags(Qt::AlignCenter | Qt::TextWordWrap);
-  }
+  using WrappedTitle::WrappedTitle;
 
 protected:
-  QSize minimumOuterSizeHint() const override {
-    const int avail = std::max(80, (mOuterRect.width() > 0 ? mOuterRect.width() : mParentPlot->width()) -
-                                       mMargins.left() - mMargins.right());
-    const QRect r = QFontMetrics(mainFont()).boundingRect(0, 0, avail, 0, textFlags(), text());
-    return {0, r.height() + mMargins.top() + mMargins.bottom()};
-  }
   QSize maximumOuterSizeHint() const override { return {QWIDGETSIZE_MAX, QWIDGETSIZE_MAX}; }
 };
 } // namespace
@@ -101,7 +93,7 @@ void plotEmptyState(QCustomPlot* plot, const QString& text) {
   plot->clearPlottables();
   plot->clearItems();
   plot->plotLayout()->clear();
-  auto* t = new WrappedTextElement(plot, text, QFont(plot->font().family(), 11));
+  auto* t = new EmptyStateText(plot, text, QFont(plot->font().family(), 11));
   t->setTextColor(QColor(0x55, 0x55, 0x55));
   plot->plotLayout()->addElement(0, 0, t);
 }
@@ -133,51 +125,27 @@ QColor noDataColor() {
   return QColor(0xa0, 0xa0, 0xa0);
 }
 
-namespace {
-
-/// A title that never widens its layout column: each line too long for the width it gets is
-/// elided in the middle ("…"), so a long tensor name cannot squeeze the colour scale beside the
-/// map out of the plot. text() keeps the full title; exports draw what the window shows.
-class ElidedTitle : public QCPTextElement {
-public:
-  using QCPTextElement::QCPTextElement;
-
-protected:
-  QSize minimumOuterSizeHint() const override {
-    QSize s = QCPTextElement::minimumOuterSizeHint();
-    s.setWidth(std::min(s.width(), 120));
-    return s;
-  }
-  void draw(QCPPainter* painter) override {
-    painter->setFont(mainFont());
-    painter->setPen(QPen(mainTextColor()));
-    const QFontMetrics fm(mainFont());
-    QStringList lines = mText.split(QLatin1Char('\n'));
-    for (QString& l : lines) l = fm.elidedText(l, Qt::ElideMiddle, mRect.width() - 4);
-    painter->drawText(mRect, mTextFlags, lines.join(QLatin1Char('\n')));
-  }
-};
-
-} // namespace
-
 ColorMapLayout titledColorMap(QCustomPlot* plot, const QString& title, const QString& font_family) {
   plot->clearPlottables();
   plot->clearItems();
   plot->plotLayout()->clear();
   plot->legend = nullptr;
   ColorMapLayout l;
-  auto* te = new ElidedTitle(plot, title);
-  te->setFont(QFont(font_family, 10, QFont::Bold));
-  plot->plotLayout()->addElement(0, 0, te);
-  l.rect = new QCPAxisRect(plot);
-  plot->plotLayout()->addElement(1, 0, l.rect);
+  // The title has a row of its own across the whole width (one column), so that it wraps to the
+  // plot's width; the map and its colour scale share the row below.
+  plot->plotLayout()->addElement(0, 0, new WrappedTitle(plot, title, QFont(font_family, 10, QFont::Bold)));
+  auto* row = new QCPLayoutGrid;
+  plot->plotLayout()->addElement(1, 0, row);
   plot->plotLayout()->setRowStretchFactors({0.001, 1.0});
+  row->setColumnSpacing(0);
+  l.rect = new QCPAxisRect(plot);
+  row->addElement(0, 0, l.rect);
   l.x = l.rect->axis(QCPAxis::atBottom);
   l.y = l.rect->axis(QCPAxis::atLeft);
   l.map = new QCPColorMap(l.x, l.y);
   l.map->setInterpolate(false);
   l.scale = new QCPColorScale(plot);
-  plot->plotLayout()->addElement(1, 1, l.scale);
+  row->addElement(0, 1, l.scale);
   l.scale->setType(QCPAxis::atRight);
   l.scale->setBarWidth(12);
   l.map->setColorScale(l.scale);

@@ -48,9 +48,11 @@ struct ColorMapLayout {
   QCPColorScale* scale = nullptr;
 };
 /// Clears `plot` (plottables, items, layout, legend) and lays out a colour map: `title` in bold
-/// (`font_family`, 10 pt) in row 0, each line elided in the middle where the plot is narrower; in row 1 an axis rect
-/// holding a colour map drawn without interpolation and, on its right, the map's colour scale (a 12 px bar), their top
-/// and bottom margins aligned. The caller sets the data, gradient, ranges and labels.
+/// (`font_family`, 10 pt) in row 0 across the whole width, a WrappedTitle (wrapped_title.h: its
+/// lines broken at word boundaries where the plot is narrower, the row as high as they need); in
+/// row 1 a grid holding an axis rect with a colour map drawn without interpolation and, on its
+/// right, the map's colour scale (a 12 px bar), their top and bottom margins aligned. The caller
+/// sets the data, gradient, ranges and labels.
 ColorMapLayout titledColorMap(QCustomPlot* plot, const QString& title, const QString& font_family);
 /// Sizes `data` to a grid of grid_rows × grid_cols scale blocks of block_rows × block_cols
 /// elements in element coordinates: cell centres at (blk − 1) / 2 + i·blk. A grid one block wide

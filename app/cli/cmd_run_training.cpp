@@ -232,7 +232,7 @@ int runTrainingExperiment(const Json& config, const ConfigPath& at, const JsonDo
                    stored->c_str(), m("final_val_loss"), m("final_val_bits_per_byte"), m("unigram_bits_per_byte"),
                    1000.0 * m("step_seconds"));
       if (const auto sample = attrString(run.attrs, "sample"); sample && !sample->empty())
-        std::fprintf(stderr, "%s: sample (greedy, after a validation prompt):\n%s\n", stored->c_str(), sample->c_str());
+        std::fprintf(stderr, "%s: sample (after a validation prompt):\n%s\n", stored->c_str(), sample->c_str());
     }
     if (run.type == "gemm-trained-weights" && lines)
       std::fprintf(stderr, "GEMM on trained %s: SQNR %.2f dB total, %.2f dB quantization, %.2f dB accumulation\n",

@@ -5,6 +5,7 @@
 
 #include "formats/format.h"
 #include "scaling/delayed_scaling.h"
+#include "scaling/nvfp4.h"
 #include "scaling/scaling.h"
 
 #include <QCommandLineParser>
@@ -28,30 +29,47 @@ int usage() {
 
 int runPresets(const QStringList& args) {
   QCommandLineParser p;
-  p.setApplicationDescription(QStringLiteral("List the scaling presets (quantize --scaling NAME)."));
+  p.setApplicationDescription(QStringLiteral(
+      "List the scaling presets (quantize --scaling NAME, gemm --scaling NAME): the FP8 / MX presets, then the NVFP4\n"
+      "presets (E2M1 elements with E4M3FN scales of 16-element blocks and a float32 tensor scale)."));
   p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
+  // Both preset tables as they are (core/scaling: scalingPresets(), nvfp4Presets()).
+  struct Row {
+    const std::string *name, *summary, *source;
+    bool delayed, nvfp4;
+  };
+  std::vector<Row> rows;
+  for (const auto& s : scalingPresets()) rows.push_back({&s.name, &s.summary, &s.source, s.delayed, false});
+  for (const auto& s : nvfp4Presets()) rows.push_back({&s.name, &s.summary, &s.source, false, true});
   if (p.isSet(QStringLiteral("json"))) {
     QJsonArray a;
-    for (const auto& s : scalingPresets()) {
+    for (const Row& r : rows) {
       QJsonObject o;
-      o[QStringLiteral("name")] = QString::fromStdString(s.name);
-      o[QStringLiteral("summary")] = QString::fromStdString(s.summary);
-      o[QStringLiteral("source")] = QString::fromStdString(s.source);
-      o[QStringLiteral("delayed")] = s.delayed;
+      o[QStringLiteral("name")] = QString::fromStdString(*r.name);
+      o[QStringLiteral("summary")] = QString::fromStdString(*r.summary);
+      o[QStringLiteral("source")] = QString::fromStdString(*r.source);
+      o[QStringLiteral("delayed")] = r.delayed;
+      o[QStringLiteral("nvfp4")] = r.nvfp4;
       a.append(o);
     }
     out(toJsonText(a));
     return 0;
   }
   QString t;
-  for (const auto& s : scalingPresets())
+  bool nvfp4 = false;
+  for (const Row& r : rows) {
+    if (r.nvfp4 && !nvfp4)
+      t += QStringLiteral("\nNVFP4 presets: E2M1 elements, E4M3FN scales of 16-element blocks and a float32 tensor "
+                          "scale\n");
+    nvfp4 = r.nvfp4;
     t += QStringLiteral("%1 %2\n%3 source: %4\n")
-             .arg(QString::fromStdString(s.name), -24)
-             .arg(QString::fromStdString(s.summary))
+             .arg(QString::fromStdString(*r.name), -24)
+             .arg(QString::fromStdString(*r.summary))
              .arg(QString(), -24)
-             .arg(QString::fromStdString(s.source));
+             .arg(QString::fromStdString(*r.source));
+  }
   out(t);
   return 0;
 }

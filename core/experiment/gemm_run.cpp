@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <tuple>
 
@@ -82,6 +83,26 @@ bool loadOperand(const OperandSource& src, int64_t rows, int64_t cols, uint64_t 
     op->f32 = randomMatrix(rows, cols, seed, src.random, stream, threads);
     op->origin = std::string("random ") + toString(src.random.distribution) + " (seed " + std::to_string(seed) +
                  ", stream " + std::to_string(stream) + ")";
+    // A scale so large that the values overflow float32 (normal · 1e45) gives ±Inf operands whose
+    // every error reads 0 — a perfect-looking result from nothing. Imported tensors that hold
+    // NaN / Inf run with a warning instead (the caller counts them); generated ones are refused.
+    int64_t inf = 0, nan = 0;
+    for (float v : op->f32) {
+      inf += std::isinf(v);
+      nan += std::isnan(v);
+    }
+    if (inf + nan > 0) {
+      char scale[32], max[32];
+      std::snprintf(scale, sizeof scale, "%g", src.random.scale);
+      std::snprintf(max, sizeof max, "%g", double(std::numeric_limits<float>::max()));
+      st->add(Issue::Code::InvalidArgument, std::string(name[0] == 'A' ? "a" : "b") + ".scale",
+              "scale " + std::string(scale) + " of the random " + toString(src.random.distribution) + " " + name +
+                  " overflows float32 (max " + max + "): " + std::to_string(inf + nan) + " of " +
+                  std::to_string(rows * cols) + " elements of " + name +
+                  (nan > 0 ? " are not finite (NaN or ±Inf)" : " are infinite") +
+                  "; use a smaller scale (fp8lab-cli gemm --scale)");
+      return false;
+    }
     return true;
   }
   auto t = importTensor(src.tensor);
@@ -587,7 +608,9 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     run.setMetric("b_nonfinite", double(b_nonfinite), "count", "NaN or Inf elements of B before quantization");
   }
   if (out.model_of_undocumented_hardware)
-    run.attrs["note"] = std::string("FastAccum is a model of undocumented Hopper hardware behaviour");
+    run.attrs["note"] =
+        "FastAccum is a model of undocumented tensor-core accumulation" +
+        (cfg.accumulation_preset.empty() ? std::string() : " (accumulation preset " + cfg.accumulation_preset + ")");
 
   if (cfg.store_inputs) {
     auto put = [&](const char* path, const Operand& op, const char* meaning) {

@@ -172,8 +172,9 @@ struct GemmRunDetails {
 /// Limits: a GEMM whose buffers (≈ 21 B per operand element + 36 B per output
 /// element) exceed the memory available — or cfg.gemm.memory_limit_bytes when > 0 — is refused
 /// with InvalidArgument naming both sizes before anything is allocated; an empty imported operand
-/// is InvalidArgument; NaN / Inf inputs give a Computation warning and metrics a_nonfinite /
-/// b_nonfinite.
+/// is InvalidArgument; NaN / Inf in an imported or given operand give a Computation warning and
+/// metrics a_nonfinite / b_nonfinite; a random operand whose scale overflows float32 (values ±Inf)
+/// is InvalidArgument at "a.scale" / "b.scale", naming the scale and the count of such elements.
 /// `details`, when not null, receives what the run computed beyond its datasets.
 Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg, const std::string& config_json,
                                  const std::string& run_id, GemmBackend& backend, const ProgressFn& progress = {},

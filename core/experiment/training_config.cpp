@@ -52,12 +52,14 @@ const std::vector<std::string> kRunKeys = {"type",
                                            "eval",
                                            "probes",
                                            "softmax_scale",
-                                           "sample_bytes"};
+                                           "sample_bytes",
+                                           "sample_temperature"};
 
 /// Keys of the MLP (Fashion-MNIST) runs only, and of the language model only.
 const std::vector<std::string> kMlpOnlyKeys = {"dataset", "data_dir", "train_limit",     "test_limit",
                                                "layers",  "epochs",   "eval_batch_size", "spike"};
-const std::vector<std::string> kLmOnlyKeys = {"data", "steps", "eval", "probes", "softmax_scale", "sample_bytes"};
+const std::vector<std::string> kLmOnlyKeys = {
+    "data", "steps", "eval", "probes", "softmax_scale", "sample_bytes", "sample_temperature"};
 
 /// "policy": [{"sites": GLOB, "gemms": ["fprop", ...], "precision": "fp32" | "bf16" | "recipe",
 /// "from_step": N, "until_step": M}, ...].
@@ -358,6 +360,9 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
   lm.steps = r.integer(o, "steps", where, 600, 1, 10000000);
   lm.softmax_scale = float(r.number(o, "softmax_scale", where, 256.0));
   lm.sample_bytes = int(r.integer(o, "sample_bytes", where, 240, 0, 100000));
+  lm.sample_temperature = r.number(o, "sample_temperature", where, 0.8);
+  if (r.ok() && !(lm.sample_temperature >= 0 && lm.sample_temperature <= 10))
+    r.fail(where.member("sample_temperature"), "must be in [0, 10] (0: greedy)");
   if (const Json* oo = r.object(o, "optimizer", where)) {
     const ConfigPath w = where.member("optimizer");
     OptimizerConfig& op = lm.optimizer;

@@ -586,8 +586,13 @@ public:
     if (opt.accumulation == Accumulation::FastAccum) {
       out.warnings.push_back(
           {Severity::Info, "model of undocumented hardware", "accumulation",
-           "FastAccum models FP8 tensor-core accumulation as DeepSeek-V3 §3.3 describes it for Hopper (here ~" +
-               std::to_string(opt.fast_accum_bits) + " significant bits); NVIDIA does not document it"});
+           "FastAccum models FP8 tensor-core accumulation, which NVIDIA does not document: each aligned group of " +
+               std::to_string(opt.fast_accum_group) + " products keeps " + std::to_string(opt.fast_accum_bits) +
+               " significant bits" +
+               (opt.fast_accum_promotes
+                    ? ", promoted into float32 every " + std::to_string(opt.promotion_interval) + " of K"
+                    : ", with no promotion window") +
+               " (the model of DeepSeek-V3 §3.3, which measured about 14 bits on Hopper)"});
       if (!opt.fast_accum_promotes && plan.scaled_promotion())
         out.warnings.push_back({Severity::Warning, "promotion forced by block scales", "accumulation",
                                 "scales vary along K, so the sum is promoted at every scale-block boundary although "

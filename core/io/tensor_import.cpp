@@ -497,7 +497,15 @@ Result<Dataset> importSafetensors(const std::string& path, const std::string& na
     src = Src::F32;
   else if (e->e.dtype == "F64")
     src = Src::F64;
-  else {
+  else if (e->e.dtype == "F8_E4M3" || e->e.dtype == "F8_E5M2") {
+    // FP8 codes mean nothing without their scales, which live in other tensors of the file.
+    r.add(C::MalformedInput, where,
+          "dtype " + e->e.dtype +
+              " is an FP8 tensor, read with its scales as a pre-quantized operand: {\"checkpoint\": \"" + path +
+              "\", \"tensor\": \"" + e->e.name + "\"} (`fp8lab-cli checkpoint list " + path +
+              "` lists its FP8 tensors); {\"tensor\": ...} imports F16, BF16, F32 and F64");
+    return r;
+  } else {
     r.add(C::MalformedInput, where, "dtype " + e->e.dtype + " is not supported (F16, BF16, F32, F64)");
     return r;
   }

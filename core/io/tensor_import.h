@@ -43,7 +43,9 @@ struct TensorEntry {
 
 /// Lists the tensors of a safetensors file (header only).
 Result<std::vector<TensorEntry>> listSafetensors(const std::string& path);
-/// Reads one tensor of a safetensors file by name.
+/// Reads one tensor of a safetensors file by name. MalformedInput for a dtype other than F16,
+/// BF16, F32, F64; for F8_E4M3 / F8_E5M2 the message names the pre-quantized operand that reads
+/// FP8 codes with their scales: {"checkpoint": FILE, "tensor": NAME} (core/io/fp8_checkpoint.h).
 Result<Dataset> importSafetensors(const std::string& path, const std::string& tensor_name);
 
 /// One tensor of a safetensors file as stored: its header entry and its raw little-endian bytes.

@@ -1,9 +1,15 @@
 // FP8 Lab — the layer kinds of the training engine (see layers.h).
 #include "training/layers.h"
 
+#include "common/worker_pool.h"
+#include "training/dense.h"
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
 namespace fp8lab::nn {
 
@@ -39,22 +45,34 @@ constexpr double kGeluC = 0.7978845608028654; // √(2/π)
 constexpr double kGeluA = 0.044715;
 } // namespace
 
-template <class T> void geluForward(const T* x, T* y, int64_t n) {
+namespace {
+template <class T> T fastTanh(T u) {
+  if constexpr (std::is_same_v<T, double>) {
+    return std::tanh(u);
+  } else {
+    const float e = std::exp(-2.0f * std::fabs(u));
+    return std::copysign((1.0f - e) / (1.0f + e), u);
+  }
+}
+} // namespace
+
+template <class T> void geluForward(const T* x, T* y, int64_t n, T* th) {
   for (int64_t i = 0; i < n; ++i) {
     const T v = x[i];
     const T u = T(kGeluC) * (v + T(kGeluA) * v * v * v);
-    y[i] = T(0.5) * v * (T(1) + std::tanh(u));
+    const T t = fastTanh(u);
+    if (th) th[i] = t;
+    y[i] = T(0.5) * v * (T(1) + t);
   }
 }
 
-template <class T> void geluBackward(const T* dy, const T* x, T* dx, int64_t n) {
+template <class T> void geluBackward(const T* dy, const T* x, T* dx, int64_t n, const T* th) {
   for (int64_t i = 0; i < n; ++i) {
     const T v = x[i];
-    const T u = T(kGeluC) * (v + T(kGeluA) * v * v * v);
-    const T th = std::tanh(u);
-    const T sech2 = T(1) - th * th;
+    const T t = th ? th[i] : fastTanh(T(kGeluC) * (v + T(kGeluA) * v * v * v));
+    const T sech2 = T(1) - t * t;
     const T du = T(kGeluC) * (T(1) + T(3 * kGeluA) * v * v);
-    dx[i] = dy[i] * (T(0.5) * (T(1) + th) + T(0.5) * v * sech2 * du);
+    dx[i] = dy[i] * (T(0.5) * (T(1) + t) + T(0.5) * v * sech2 * du);
   }
 }
 
@@ -207,83 +225,143 @@ template <class T> void biasBackward(const T* dy, T* dbias, int64_t rows, int64_
 
 // ---- attention
 
+namespace {
+
+/// One (batch, head) of the causal attention forward: Q, K, V [t, hs] contiguous copies; writes
+/// P [t, t] and O [t, hs].
+template <class T>
+void attendOne(const T* q, const T* k, const T* v, T* p, T* o, int64_t t, int64_t hs, double scale,
+               const std::function<void(T*, int64_t)>& p_cast, std::vector<T>& row) {
+  for (int64_t t1 = 0; t1 < t; ++t1) {
+    const T* qi = q + t1 * hs;
+    T mx = -std::numeric_limits<T>::infinity();
+    for (int64_t t2 = 0; t2 <= t1; ++t2) {
+      const T* kj = k + t2 * hs;
+      T dot = 0;
+      for (int64_t i = 0; i < hs; ++i) dot += qi[i] * kj[i];
+      row[size_t(t2)] = T(double(dot) * scale);
+      mx = std::max(mx, row[size_t(t2)]);
+    }
+    T* pi = p + t1 * t;
+    double se = 0;
+    for (int64_t t2 = 0; t2 <= t1; ++t2) {
+      const T e = std::exp(row[size_t(t2)] - mx);
+      row[size_t(t2)] = e;
+      se += double(e);
+    }
+    const T inv = T(1.0 / se);
+    for (int64_t t2 = 0; t2 <= t1; ++t2) pi[t2] = row[size_t(t2)] * inv;
+    for (int64_t t2 = t1 + 1; t2 < t; ++t2) pi[t2] = T(0);
+    if (p_cast) p_cast(pi, t1 + 1);
+    T* oi = o + t1 * hs;
+    std::fill(oi, oi + hs, T(0));
+    for (int64_t t2 = 0; t2 <= t1; ++t2) {
+      const T w = pi[t2];
+      const T* vj = v + t2 * hs;
+      for (int64_t i = 0; i < hs; ++i) oi[i] += w * vj[i];
+    }
+  }
+}
+
+/// Runs f(index) for index in [0, n) on `threads` workers of the pool (dense.h), each index once.
+template <class F> void parallelFor(int64_t n, int threads, F f) {
+  const int t = int(std::min<int64_t>(resolveThreads(threads), n));
+  if (t <= 1) {
+    for (int64_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  runOnWorkers(t, [&](int) {
+    for (int64_t i; (i = next.fetch_add(1)) < n;) f(i);
+  });
+}
+
+} // namespace
+
 template <class T>
 void attentionForward(const T* qkv, T* out, T* probs, int64_t batch, int64_t t, int64_t c, int64_t heads,
-                      const std::function<void(T* row, int64_t n)>& p_cast) {
+                      const std::function<void(T* row, int64_t n)>& p_cast, int threads) {
   const int64_t hs = c / heads;
   const double scale = 1.0 / std::sqrt(double(hs));
-  std::vector<double> row(static_cast<size_t>(t));
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < heads; ++h)
-      for (int64_t t1 = 0; t1 < t; ++t1) {
-        const T* q = qkv + (b * t + t1) * 3 * c + h * hs;
-        double mx = -INFINITY;
-        for (int64_t t2 = 0; t2 <= t1; ++t2) {
-          const T* k = qkv + (b * t + t2) * 3 * c + c + h * hs;
-          T dot = 0;
-          for (int64_t i = 0; i < hs; ++i) dot += q[i] * k[i];
-          row[size_t(t2)] = double(dot) * scale;
-          mx = std::max(mx, row[size_t(t2)]);
-        }
-        double se = 0;
-        for (int64_t t2 = 0; t2 <= t1; ++t2) se += std::exp(row[size_t(t2)] - mx);
-        T* p = probs + ((b * heads + h) * t + t1) * t;
-        for (int64_t t2 = 0; t2 < t; ++t2) p[t2] = t2 <= t1 ? T(std::exp(row[size_t(t2)] - mx) / se) : T(0);
-        if (p_cast) p_cast(p, t1 + 1);
-        T* o = out + (b * t + t1) * c + h * hs;
-        std::fill(o, o + hs, T(0));
-        for (int64_t t2 = 0; t2 <= t1; ++t2) {
-          const T* v = qkv + (b * t + t2) * 3 * c + 2 * c + h * hs;
-          for (int64_t i = 0; i < hs; ++i) o[i] += p[t2] * v[i];
-        }
-      }
+  parallelFor(batch * heads, threads, [&](int64_t bh) {
+    const int64_t b = bh / heads, h = bh % heads;
+    const size_t th = static_cast<size_t>(t * hs);
+    std::vector<T> q(th), k(th), v(th), o(th), row(static_cast<size_t>(t));
+    for (int64_t i = 0; i < t; ++i) {
+      const T* src = qkv + (b * t + i) * 3 * c + h * hs;
+      std::copy_n(src, hs, q.begin() + i * hs);
+      std::copy_n(src + c, hs, k.begin() + i * hs);
+      std::copy_n(src + 2 * c, hs, v.begin() + i * hs);
+    }
+    attendOne(q.data(), k.data(), v.data(), probs + bh * t * t, o.data(), t, hs, scale, p_cast, row);
+    for (int64_t i = 0; i < t; ++i) std::copy_n(o.begin() + i * hs, hs, out + (b * t + i) * c + h * hs);
+  });
 }
 
 template <class T>
 void attentionBackward(const T* dout, const T* qkv, const T* probs, T* dqkv, int64_t batch, int64_t t, int64_t c,
-                       int64_t heads, double* ds_amax) {
-  double dsmax = 0;
+                       int64_t heads, double* ds_amax, int threads) {
   const int64_t hs = c / heads;
   const T scale = T(1.0 / std::sqrt(double(hs)));
-  std::fill(dqkv, dqkv + batch * t * 3 * c, T(0));
-  std::vector<T> dp(static_cast<size_t>(t)), ds(static_cast<size_t>(t));
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < heads; ++h)
-      for (int64_t t1 = 0; t1 < t; ++t1) {
-        const T* p = probs + ((b * heads + h) * t + t1) * t;
-        const T* d = dout + (b * t + t1) * c + h * hs;
-        // O = P·V: dP[t2] = dO·V[t2], dV[t2] += P[t2]·dO.
-        for (int64_t t2 = 0; t2 <= t1; ++t2) {
-          const T* v = qkv + (b * t + t2) * 3 * c + 2 * c + h * hs;
-          T* dv = dqkv + (b * t + t2) * 3 * c + 2 * c + h * hs;
-          T s = 0;
-          for (int64_t i = 0; i < hs; ++i) {
-            s += d[i] * v[i];
-            dv[i] += p[t2] * d[i];
-          }
-          dp[size_t(t2)] = s;
+  std::vector<double> amax(size_t(batch * heads), 0.0);
+  parallelFor(batch * heads, threads, [&](int64_t bh) {
+    const int64_t b = bh / heads, h = bh % heads;
+    const size_t th = static_cast<size_t>(t * hs);
+    std::vector<T> q(th), k(th), v(th), d(th), dq(th, T(0)), dk(th, T(0)), dv(th, T(0));
+    std::vector<T> dp(static_cast<size_t>(t)), ds(static_cast<size_t>(t));
+    for (int64_t i = 0; i < t; ++i) {
+      const T* src = qkv + (b * t + i) * 3 * c + h * hs;
+      std::copy_n(src, hs, q.begin() + i * hs);
+      std::copy_n(src + c, hs, k.begin() + i * hs);
+      std::copy_n(src + 2 * c, hs, v.begin() + i * hs);
+      std::copy_n(dout + (b * t + i) * c + h * hs, hs, d.begin() + i * hs);
+    }
+    const T* P = probs + bh * t * t;
+    double mx = 0;
+    for (int64_t t1 = 0; t1 < t; ++t1) {
+      const T* p = P + t1 * t;
+      const T* di = d.data() + t1 * hs;
+      // O = P·V: dP[t2] = dO·V[t2], dV[t2] += P[t2]·dO.
+      for (int64_t t2 = 0; t2 <= t1; ++t2) {
+        const T* vj = v.data() + t2 * hs;
+        T* dvj = dv.data() + t2 * hs;
+        T s = 0;
+        const T w = p[t2];
+        for (int64_t i = 0; i < hs; ++i) {
+          s += di[i] * vj[i];
+          dvj[i] += w * di[i];
         }
-        // P = softmax(S): dS = P ∘ (dP − Σ P·dP).
-        double dot = 0;
-        for (int64_t t2 = 0; t2 <= t1; ++t2) dot += double(p[t2]) * double(dp[size_t(t2)]);
-        for (int64_t t2 = 0; t2 <= t1; ++t2) {
-          ds[size_t(t2)] = T(double(p[t2]) * (double(dp[size_t(t2)]) - dot));
-          dsmax = std::max(dsmax, std::fabs(double(ds[size_t(t2)])));
-        }
-        // S = Q·Kᵀ·scale: dQ += dS[t2]·K[t2]·scale, dK[t2] += dS[t2]·Q·scale.
-        const T* q = qkv + (b * t + t1) * 3 * c + h * hs;
-        T* dq = dqkv + (b * t + t1) * 3 * c + h * hs;
-        for (int64_t t2 = 0; t2 <= t1; ++t2) {
-          const T* k = qkv + (b * t + t2) * 3 * c + c + h * hs;
-          T* dk = dqkv + (b * t + t2) * 3 * c + c + h * hs;
-          const T g = ds[size_t(t2)] * scale;
-          for (int64_t i = 0; i < hs; ++i) {
-            dq[i] += g * k[i];
-            dk[i] += g * q[i];
-          }
+        dp[size_t(t2)] = s;
+      }
+      // P = softmax(S): dS = P ∘ (dP − Σ P·dP).
+      double dot = 0;
+      for (int64_t t2 = 0; t2 <= t1; ++t2) dot += double(p[t2]) * double(dp[size_t(t2)]);
+      for (int64_t t2 = 0; t2 <= t1; ++t2) {
+        ds[size_t(t2)] = T(double(p[t2]) * (double(dp[size_t(t2)]) - dot));
+        mx = std::max(mx, std::fabs(double(ds[size_t(t2)])));
+      }
+      // S = Q·Kᵀ·scale: dQ += dS[t2]·K[t2]·scale, dK[t2] += dS[t2]·Q·scale.
+      const T* qi = q.data() + t1 * hs;
+      T* dqi = dq.data() + t1 * hs;
+      for (int64_t t2 = 0; t2 <= t1; ++t2) {
+        const T* kj = k.data() + t2 * hs;
+        T* dkj = dk.data() + t2 * hs;
+        const T g = ds[size_t(t2)] * scale;
+        for (int64_t i = 0; i < hs; ++i) {
+          dqi[i] += g * kj[i];
+          dkj[i] += g * qi[i];
         }
       }
-  if (ds_amax) *ds_amax = dsmax;
+    }
+    amax[size_t(bh)] = mx;
+    for (int64_t i = 0; i < t; ++i) {
+      T* dst = dqkv + (b * t + i) * 3 * c + h * hs;
+      std::copy_n(dq.begin() + i * hs, hs, dst);
+      std::copy_n(dk.begin() + i * hs, hs, dst + c);
+      std::copy_n(dv.begin() + i * hs, hs, dst + 2 * c);
+    }
+  });
+  if (ds_amax) *ds_amax = *std::max_element(amax.begin(), amax.end());
 }
 
 // ---- loss
@@ -318,8 +396,8 @@ double softmaxCrossEntropy(const T* logits, const int32_t* targets, int64_t rows
   template void transpose<T>(const T*, T*, int64_t, int64_t);                                                          \
   template void reluForward<T>(const T*, T*, int64_t);                                                                 \
   template void reluBackward<T>(const T*, const T*, T*, int64_t);                                                      \
-  template void geluForward<T>(const T*, T*, int64_t);                                                                 \
-  template void geluBackward<T>(const T*, const T*, T*, int64_t);                                                      \
+  template void geluForward<T>(const T*, T*, int64_t, T*);                                                             \
+  template void geluBackward<T>(const T*, const T*, T*, int64_t, const T*);                                            \
   template void swigluForward<T>(const T*, const T*, T*, int64_t);                                                     \
   template void swigluBackward<T>(const T*, const T*, const T*, T*, T*, int64_t);                                      \
   template void layerNormForward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, double);               \
@@ -332,8 +410,9 @@ double softmaxCrossEntropy(const T* logits, const int32_t* targets, int64_t rows
   template void biasForward<T>(T*, const T*, int64_t, int64_t);                                                        \
   template void biasBackward<T>(const T*, T*, int64_t, int64_t);                                                       \
   template void attentionForward<T>(const T*, T*, T*, int64_t, int64_t, int64_t, int64_t,                              \
-                                    const std::function<void(T*, int64_t)>&);                                          \
-  template void attentionBackward<T>(const T*, const T*, const T*, T*, int64_t, int64_t, int64_t, int64_t, double*);   \
+                                    const std::function<void(T*, int64_t)>&, int);                                     \
+  template void attentionBackward<T>(const T*, const T*, const T*, T*, int64_t, int64_t, int64_t, int64_t, double*,    \
+                                     int);                                                                             \
   template double softmaxCrossEntropy<T>(const T*, const int32_t*, int64_t, int64_t, T*, int64_t, int64_t*, double);
 
 FP8LAB_NN_INSTANTIATE(float)

@@ -175,10 +175,6 @@ public:
     }
     r.quant_scale = q;
     r.dequant_scale = 1.0f / q;
-    if (ctx_.recorder->fp8()) {
-      const OperandHistory& h = (*history_)[op];
-      if (h.history_len > 0) r.history.assign(size_t(h.history_len), 0.0f);
-    }
     ctx_.recorder->record(op, r);
   }
   void observeAmax(size_t site, SiteOperand operand, double amax) override {
@@ -187,14 +183,12 @@ public:
     r.amax = float(amax);
     r.dequant_scale = 1;
     r.quant_scale = 1;
-    const size_t op = SiteTable::operandIndex(site, operand);
-    if (ctx_.recorder->fp8()) {
-      const OperandHistory& h = (*history_)[op];
-      if (h.history_len > 0) r.history.assign(size_t(h.history_len), 0.0f);
-    }
-    ctx_.recorder->record(op, r);
+    ctx_.recorder->record(SiteTable::operandIndex(site, operand), r);
   }
-  void setHistory(const std::vector<OperandHistory>* h) { history_ = h; }
+  void check(const std::string& where, const char* tensor, const float* x, int64_t rows, int64_t cols) override {
+    if (recording_)
+      ctx_.recorder->checkElementwise(x, rows, cols, where, tensor, [](NonFiniteRecord&, int64_t, int64_t) {});
+  }
   LinearSite* site(size_t i) { return sites_[i].get(); }
 
 private:
@@ -206,7 +200,6 @@ private:
   bool recording_ = false;
   std::vector<OperandScaler>* frozen_ = nullptr;
   std::map<size_t, float> scaled_;
-  const std::vector<OperandHistory>* history_ = nullptr;
 };
 
 struct LmTrainingRun::Impl {
@@ -231,6 +224,7 @@ struct LmTrainingRun::Impl {
     table = cfg.model.sites();
     res.sites = table;
     model = std::make_unique<TransformerModel<float>>(cfg.model, cfg.seed);
+    model->setThreads(cfg.threads);
     if (fp8() && !blockRecipe()) {
       scalers.reserve(table.size() * kSiteOperands);
       for (size_t s = 0; s < table.size(); ++s) {
@@ -263,7 +257,7 @@ struct LmTrainingRun::Impl {
       } else {
         h.format = k == SiteOperand::OutputGrad ? cfg.backward_format->name() : cfg.forward_format->name();
       }
-      h.history_len = linear ? hl : (hl > 0 ? hl : 0);
+      h.history_len = linear ? hl : 0; // attention operands keep no amax history
       res.operands.push_back(h);
       DiagnosticsRecorder::Operand o;
       o.layer = h.layer;
@@ -300,7 +294,6 @@ struct LmTrainingRun::Impl {
     ctx.gemm_device = &res.gemm_device;
     ctx.gemm_algorithm = &res.gemm_algorithm;
     ops = std::make_unique<TransformerSiteOps>(table, ctx, scalers, cfg);
-    ops->setHistory(&res.operands);
     opt = std::make_unique<Optimizer>(cfg.optimizer);
     res.probes.heads = cfg.model.heads;
   }
@@ -333,7 +326,9 @@ struct LmTrainingRun::Impl {
     return o;
   }
 
-  double validate() {
+  /// The validation loss with the weights of `step` (the policy of that step, copies of the
+  /// scaling state).
+  double validate(int64_t step) {
     const std::vector<int64_t> all = valOffsets();
     double loss = 0;
     int64_t count = 0;
@@ -343,7 +338,7 @@ struct LmTrainingRun::Impl {
                                      all.begin() + std::ptrdiff_t(std::min(all.size(), s + size_t(cfg.batch_size))));
       window(corpus->val, off, tok, tgt);
       std::vector<OperandScaler> frozen = scalers;
-      ops->setStep(0, false, &frozen);
+      ops->setStep(step, false, &frozen);
       loss += model->forward(tok.data(), tgt.data(), int64_t(off.size()), cfg.model.context, *ops);
       count += int64_t(tok.size());
     }
@@ -537,7 +532,7 @@ void LmTrainingRun::run(const ProgressFn& progress) {
     if ((step + 1) % cfg.eval_every == 0 || step == cfg.steps - 1) {
       if (progress) (void)progress(double(res.steps_done) / double(cfg.steps), label + ": validation");
       res.val_steps.push_back(step);
-      res.val_loss.push_back(float(s.validate()));
+      res.val_loss.push_back(float(s.validate(step)));
     }
     if (cfg.on_nonfinite == NonFinitePolicy::Stop && res.first_nonfinite.found) {
       res.stopped_nonfinite = true;
@@ -567,7 +562,7 @@ void LmTrainingRun::run(const ProgressFn& progress) {
     for (int64_t i = 0; i < plen; ++i) prompt.push_back(s.corpus->val[size_t(i)]);
     std::vector<OperandScaler> frozen = s.scalers;
     s.ops->setStep(res.steps_done, false, &frozen);
-    const std::vector<int32_t> gen = s.model->generate(prompt, cfg.sample_bytes, 0.0, cfg.seed, *s.ops);
+    const std::vector<int32_t> gen = s.model->generate(prompt, cfg.sample_bytes, cfg.sample_temperature, cfg.seed, *s.ops);
     std::vector<uint8_t> bytes(prompt.begin(), prompt.end());
     bytes.insert(bytes.end(), gen.begin(), gen.end());
     res.sample = printableText(bytes);

@@ -82,7 +82,10 @@ struct LmTrainingConfig {
   NonFinitePolicy on_nonfinite = NonFinitePolicy::Stop;
   bool record_history = true;
   int threads = 0;
-  int sample_bytes = 240; ///< a greedy continuation printed and stored at the end (0: none)
+  int sample_bytes = 240; ///< a continuation printed and stored at the end (0: none)
+  /// Its sampling temperature (≤ 0: greedy, the most likely byte each time; a small model then
+  /// repeats itself), drawn from the run's seed.
+  double sample_temperature = 0.8;
 
   /// Empty when usable, else why not (one line).
   std::string validate() const;

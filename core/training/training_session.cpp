@@ -595,6 +595,7 @@ std::string lmConfigJson(const LmTrainingConfig& c, const std::string& run_id) {
     o << "  \"on_nonfinite\": " << jsonString(toString(c.on_nonfinite)) << ",\n";
   o << "  \"diagnostics\": " << diagnosticsJson(c.diagnostics) << ",\n";
   o << "  \"sample_bytes\": " << c.sample_bytes << ",\n";
+  o << "  \"sample_temperature\": " << doubleText(c.sample_temperature) << ",\n";
   o << "  \"record_history\": " << (c.record_history ? "true" : "false") << "\n}";
   return o.str();
 }

@@ -108,13 +108,16 @@ template <class T> struct TransformerModel<T>::Impl {
   // activations of the last forward
   struct BlockActs {
     std::vector<T> x_in, n1, n1_mean, n1_rstd, qkv, qkv_used, probs, att, proj, s1, x_mid, n2, n2_mean, n2_rstd;
-    std::vector<T> up, gate, act, down, s2, x_out;
+    std::vector<T> up, gate, act, down, s2, x_out, gelu_tanh;
   };
   std::vector<BlockActs> acts;
   std::vector<T> x0, lnf, lnf_mean, lnf_rstd, logits, w_lm_t;
+  std::vector<T> dlogits; ///< the loss gradient of the last forward, for `dlogits_count` positions
+  int64_t dlogits_count = 0;
   std::vector<int32_t> tokens, targets;
   int64_t B = 0, Tn = 0;
   bool have_targets = false;
+  int threads = 1;
 
   int add(std::string name, std::vector<int64_t> shape, bool decay) {
     Param<T> p;
@@ -271,7 +274,7 @@ template <class T> struct TransformerModel<T>::Impl {
     a.probs.resize(static_cast<size_t>(B * H * Tn * Tn));
     std::function<void(T*, int64_t)> cast;
     if (low_c) cast = [&ops, &s](T* row, int64_t len) { ops.quantize(s.context, SiteOperand::Input, row, len); };
-    nn::attentionForward(a.qkv_used.data(), a.att.data(), a.probs.data(), B, Tn, C, H, cast);
+    nn::attentionForward(a.qkv_used.data(), a.att.data(), a.probs.data(), B, Tn, C, H, cast, threads);
     ops.observe(s.context, SiteOperand::Input, a.probs.data(), int64_t(a.probs.size()));
   }
 
@@ -290,6 +293,7 @@ template <class T> struct TransformerModel<T>::Impl {
     x0.resize(static_cast<size_t>(n * C));
     nn::embeddingForward(tokens.data(), val(wte).data(), wpe >= 0 ? val(wpe).data() : static_cast<const T*>(nullptr),
                          x0.data(), B, Tn, C);
+    ops.check("embedding", "embedding", x0.data(), n, C);
     const std::vector<T>* cur = &x0;
     for (size_t l = 0; l < acts.size(); ++l) {
       BlockActs& a = acts[l];
@@ -302,7 +306,10 @@ template <class T> struct TransformerModel<T>::Impl {
       } else {
         linear(ops, s.qkv, a.x_in.data(), n, p.qkv_w, p.qkv_b, C, 3 * C, a.qkv);
       }
+      const std::string bname = "blocks." + std::to_string(l);
+      if (cfg.pre_norm) ops.check(bname, "ln1", a.n1.data(), n, C);
       attention(ops, a, s, n);
+      ops.check(bname, "attention", a.att.data(), n, C);
       linear(ops, s.out, a.att.data(), n, p.out_w, p.out_b, C, C, a.proj);
       a.s1.resize(static_cast<size_t>(n * C));
       nn::residualForward(a.x_in.data(), a.proj.data(), a.s1.data(), n * C);
@@ -321,8 +328,10 @@ template <class T> struct TransformerModel<T>::Impl {
         linear(ops, s.gate, ffn_in, n, p.gate_w, p.gate_b, C, F, a.gate);
         nn::swigluForward(a.gate.data(), a.up.data(), a.act.data(), n * F);
       } else {
-        nn::geluForward(a.up.data(), a.act.data(), n * F);
+        a.gelu_tanh.resize(static_cast<size_t>(n * F));
+        nn::geluForward(a.up.data(), a.act.data(), n * F, a.gelu_tanh.data());
       }
+      ops.check(bname, cfg.ffn == FfnKind::Swiglu ? "swiglu" : "gelu", a.act.data(), n, F);
       linear(ops, s.down, a.act.data(), n, p.down_w, p.down_b, F, C, a.down);
       a.s2.resize(static_cast<size_t>(n * C));
       nn::residualForward(a.x_mid.data(), a.down.data(), a.s2.data(), n * C);
@@ -330,6 +339,7 @@ template <class T> struct TransformerModel<T>::Impl {
         a.x_out = a.s2;
       else
         normForward(a.s2.data(), p.ln2_w, p.ln2_b, a.x_out, a.n2_mean, a.n2_rstd, n);
+      ops.check(bname, "residual", a.x_out.data(), n, C);
       cur = &a.x_out;
     }
     const T* head_in = cur->data();
@@ -347,16 +357,25 @@ template <class T> struct TransformerModel<T>::Impl {
     }
     ops.linearForward(lm_site, head_in, n, wl, C, V, logits);
     if (out_logits) *out_logits = logits;
+    dlogits_count = 0;
     if (!tgt) return 0.0;
-    return nn::softmaxCrossEntropy<T>(logits.data(), targets.data(), n, V, nullptr, 1);
+    // The loss and its gradient for the mean over the valid targets, in one pass (the backward of
+    // that mean uses it as it is).
+    int64_t valid = 0;
+    for (int32_t v : targets) valid += v >= 0;
+    dlogits.resize(static_cast<size_t>(n * V));
+    dlogits_count = std::max<int64_t>(valid, 1);
+    return nn::softmaxCrossEntropy<T>(logits.data(), targets.data(), n, V, dlogits.data(), dlogits_count);
   }
 
   void backward(int64_t count, LinearOps<T>& ops) {
     if (!have_targets) throw std::logic_error("TransformerModel::backward without targets");
     const int64_t C = cfg.d_model, F = cfg.ffn_hidden, V = cfg.vocab, H = cfg.heads;
     const int64_t n = B * Tn;
-    std::vector<T> dlogits(static_cast<size_t>(n * V));
-    nn::softmaxCrossEntropy<T>(logits.data(), targets.data(), n, V, dlogits.data(), std::max<int64_t>(count, 1));
+    if (dlogits_count != std::max<int64_t>(count, 1)) {
+      dlogits.resize(static_cast<size_t>(n * V));
+      nn::softmaxCrossEntropy<T>(logits.data(), targets.data(), n, V, dlogits.data(), std::max<int64_t>(count, 1));
+    }
     std::vector<T> dcur, gw, tmp, dtmp;
     ops.linearBackward(lm_site, dlogits.data(), gw, &dcur);
     if (cfg.tied_embeddings) {
@@ -390,7 +409,7 @@ template <class T> struct TransformerModel<T>::Impl {
         dgate.resize(static_cast<size_t>(n * F));
         nn::swigluBackward(dact.data(), a.gate.data(), a.up.data(), dgate.data(), dup.data(), n * F);
       } else {
-        nn::geluBackward(dact.data(), a.up.data(), dup.data(), n * F);
+        nn::geluBackward(dact.data(), a.up.data(), dup.data(), n * F, a.gelu_tanh.data());
       }
       linearBack(ops, s.up, dup.data(), n, p.up_w, p.up_b, F, &dffn_in);
       if (cfg.ffn == FfnKind::Swiglu) {
@@ -411,7 +430,8 @@ template <class T> struct TransformerModel<T>::Impl {
       std::vector<T> dx_in = ds1, datt, dqkv(static_cast<size_t>(n * 3 * C)), dn1;
       linearBack(ops, s.out, ds1.data(), n, p.out_w, p.out_b, C, &datt);
       double ds_amax = 0;
-      nn::attentionBackward(datt.data(), a.qkv_used.data(), a.probs.data(), dqkv.data(), B, Tn, C, H, &ds_amax);
+      nn::attentionBackward(datt.data(), a.qkv_used.data(), a.probs.data(), dqkv.data(), B, Tn, C, H, &ds_amax,
+                            threads);
       ops.observeAmax(s.scores, SiteOperand::OutputGrad, ds_amax);
       ops.observe(s.context, SiteOperand::OutputGrad, datt.data(), int64_t(datt.size()));
       linearBack(ops, s.qkv, dqkv.data(), n, p.qkv_w, p.qkv_b, 3 * C, &dn1);
@@ -461,6 +481,10 @@ double TransformerModel<T>::forward(const int32_t* tokens, const int32_t* target
 
 template <class T> void TransformerModel<T>::backward(int64_t count, LinearOps<T>& ops) {
   d->backward(count, ops);
+}
+
+template <class T> void TransformerModel<T>::setThreads(int threads) {
+  d->threads = threads;
 }
 
 template <class T> void TransformerModel<T>::zeroGrad() {

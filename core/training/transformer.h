@@ -94,6 +94,9 @@ public:
   /// inputs and kernels in the forward, the output gradients (as their amax) in the backward.
   virtual void observe(size_t site, SiteOperand operand, const T* x, int64_t n) {}
   virtual void observeAmax(size_t site, SiteOperand operand, double amax) {}
+  /// An elementwise result x [rows, cols] of the model ("blocks.1" "ln1", "attention", ...), for
+  /// the first non-finite value (GEMM outputs and operands are checked by the sites).
+  virtual void check(const std::string& where, const char* tensor, const T* x, int64_t rows, int64_t cols) {}
 };
 
 /// Plain GEMMs in T (the float64 reference of the gradient checks).
@@ -145,6 +148,9 @@ public:
   /// parameter's gradient into Param::grad (zero them first with zeroGrad).
   void backward(int64_t count, LinearOps<T>& ops);
   void zeroGrad();
+  /// Worker threads of the attention and of nothing else (the GEMMs take their own); 0: all
+  /// cores. Results do not depend on it.
+  void setThreads(int threads);
   /// The activations of the last forward.
   TransformerTaps<T> taps() const;
   /// The token ids of a greedy or sampled continuation of `prompt` (temperature ≤ 0: greedy).

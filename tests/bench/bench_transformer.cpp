@@ -49,7 +49,7 @@ void steps(benchmark::State& st, Recipe recipe, bool instruments, const char* ke
   cfg.steps = 40;
   cfg.threads = 2;
   cfg.forward_gemm.threads = cfg.backward_gemm.threads = 2;
-  cfg.forward_gemm.accumulation = cfg.backward_gemm.accumulation = Accumulation::SplitAccum;
+  cfg.forward_gemm.accumulation = cfg.backward_gemm.accumulation = Accumulation::SplitFP32;
   cfg.forward_gemm.promotion_interval = cfg.backward_gemm.promotion_interval = 128;
   cfg.eval_every = 1000000; // one validation, at the end
   cfg.eval_batches = 1;

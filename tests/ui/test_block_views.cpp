@@ -3,13 +3,16 @@
 // here with core/session. Every expected number is derived by hand in a comment.
 #include "block_scale_view.h"
 #include "comparison_view.h"
+#include "main_window.h"
 #include "qcp.h"
 #include "run_access.h"
+#include "session_document.h"
 #include "view_render.h"
 
 #include "session/session.h"
 
 #include <QComboBox>
+#include <QHeaderView>
 #include <QDir>
 #include <QFileInfo>
 #include <QImage>
@@ -42,8 +45,8 @@ std::shared_ptr<Run> scaleCodeRun(const std::string& format, std::vector<uint8_t
 }
 
 /// A GEMM run for the ranking: operands from `a_origin`, total / quantization / accumulation SQNR.
-std::shared_ptr<RunAccess> rankedRun(const std::string& id, const std::string& scaling, const std::string& a_origin,
-                                     double sqnr, double quant, double accum, const std::string& config = "{}") {
+std::shared_ptr<Run> rankedCoreRun(const std::string& id, const std::string& scaling, const std::string& a_origin,
+                                   double sqnr, double quant, double accum, const std::string& config = "{}") {
   auto r = std::make_shared<Run>();
   r->id = id;
   r->type = "gemm";
@@ -61,7 +64,20 @@ std::shared_ptr<RunAccess> rankedRun(const std::string& id, const std::string& s
   r->setMetric("sqnr_db", sqnr, "dB", "");
   r->setMetric("quant_sqnr_db", quant, "dB", "");
   r->setMetric("accum_sqnr_db", accum, "dB", "");
-  return RunAccess::fromRun(r);
+  return r;
+}
+
+std::shared_ptr<RunAccess> rankedRun(const std::string& id, const std::string& scaling, const std::string& a_origin,
+                                     double sqnr, double quant, double accum, const std::string& config = "{}") {
+  return RunAccess::fromRun(rankedCoreRun(id, scaling, a_origin, sqnr, quant, accum, config));
+}
+
+MainWindow::Options testOptions() {
+  MainWindow::Options o;
+  o.restore_settings = false;
+  o.open_default_session = false;
+  o.probe_backend = false;
+  return o;
 }
 
 } // namespace
@@ -115,6 +131,42 @@ private Q_SLOTS:
     QCOMPARE(bad->name(), QStringLiteral("trouble: NaN"));
     QVERIFY2(v.captionText().contains(QStringLiteral("1 block(s) with a trouble code")), qPrintable(v.captionText()));
     QVERIFY(v.csv().startsWith(QStringLiteral("x_log2,code,value,blocks,trouble\n0,127,1,2,\n1,128,2,1,\n")));
+  }
+
+  // On a log count axis a bar stands on the axis floor (0.5) and ends at its count: QCPBars draws
+  // from its base to base + value, so the value is the count less the floor. Codes 0x7F ×300,
+  // 0x80 ×2, 0x81 ×1 (E8M0: 2^0, 2^1, 2^2, at x = 0, 1, 2): counts 300, 2, 1 span 300 ≥ 100, so
+  // the count axis is logarithmic. In the window at 1400×900, a point 2 px below a bar's top is
+  // inside the bar and a point at 1.15 × its count is not (before, 1 was drawn up to 1.5 and 2 up
+  // to 2.5, while the CSV said 1 and 2).
+  void logCountBarsEndAtTheirCount() {
+    std::vector<uint8_t> codes(303, 0x7F);
+    codes[300] = codes[301] = 0x80;
+    codes[302] = 0x81;
+    BlockScaleView v;
+    v.resize(1400, 900);
+    v.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    v.setRunAccess(RunAccess::fromRun(scaleCodeRun("E8M0FNU", codes, 1, 303)));
+    QVERIFY(v.csv().contains(QStringLiteral("\n0,127,1,300,\n1,128,2,2,\n2,129,4,1,\n")));
+    v.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    auto* ok = qobject_cast<QCPBars*>(v.plot()->plottable(0));
+    QVERIFY(ok);
+    QCPAxis* x = ok->keyAxis();
+    QCPAxis* y = ok->valueAxis();
+    QCOMPARE(y->scaleType(), QCPAxis::stLogarithmic);
+    QCOMPARE(y->range().lower, 0.5);
+    QCOMPARE(ok->dataCount(), 3);
+    const double counts[3] = {300, 2, 1};
+    for (int i = 0; i < 3; ++i) {
+      const double key = ok->data()->at(i)->key;
+      QCOMPARE(key, double(i));
+      QCOMPARE(ok->baseValue() + ok->data()->at(i)->value, counts[i]);
+      const double px = x->coordToPixel(key);
+      QVERIFY2(ok->selectTest(QPointF(px, y->coordToPixel(counts[i]) + 2), false) >= 0, qPrintable(QString::number(i)));
+      QVERIFY2(ok->selectTest(QPointF(px, y->coordToPixel(counts[i] * 1.15)), false) < 0,
+               qPrintable(QString::number(i)));
+    }
   }
 
   // An NVFP4-like operand: E4M3FN block scale codes 0x00 (zero), 0x01 (2^−9, the smallest
@@ -452,6 +504,154 @@ private Q_SLOTS:
     // CSV: operands, group and rank at the end of each row.
     QVERIFY(v.csv().contains(QStringLiteral(",\"64\u00d7128\u00d732, A random normal (seed 1, stream 1), B random "
                                             "normal (seed 1, stream 2)\",1,1\n")));
+  }
+
+  // The comparison in the window at 1400×900, on seven GEMM runs in two operand groups (five
+  // recipes on imported operands with a long path, two on random ones): the chart has the
+  // room an exported image gives it, and nothing of it is cut or drawn over another part.
+  //   - the bar chart gets the wider share of the plot (3 : 2) and two thirds of the height;
+  //   - the legend sits in a row of its own above the bars, inside the plot, over no axis rect;
+  //   - each group caption starts with its "G1: " / "G2: ", lies inside the bar chart between the
+  //     dashed lines around its group, and overlaps no other caption;
+  //   - the right axis's margin holds its widest tick label and its label, and the difference map
+  //     starts right of it;
+  //   - the table shows the SQNR, Quant. SQNR and Accum. SQNR columns whole.
+  void comparisonInTheWindowHasRoomForItsChart() {
+    MainWindow w(testOptions());
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    const std::string a1 = "/tmp/fp8lab-sweep-2026-03-14/activations_layer3_after_layernorm.npy",
+                      a2 = "random normal (seed 1, stream 1)";
+    int n = 0;
+    for (const auto& [scaling, origin, sqnr] : {std::tuple{"per_row", a1, 29.21},
+                                                {"mx_rceil", a1, 28.57},
+                                                {"te_block_1x128", a1, 28.56},
+                                                {"te_current", a1, 28.52},
+                                                {"mx_floor", a1, 26.57},
+                                                {"te_current", a2, 28.52},
+                                                {"mx_rceil", a2, 28.48}}) {
+      ++n;
+      Run r = *rankedCoreRun("gemm-E4M3FN-" + std::string(scaling) + (origin == a1 ? "-import" : "-normal") +
+                                 std::to_string(n),
+                             scaling, origin, sqnr, sqnr, 150 + n);
+      w.session()->addRun(session_io::fromCoreRun(r));
+    }
+    QVERIFY(w.showView(QStringLiteral("compare")));
+    auto* v = qobject_cast<ComparisonView*>(w.view(QStringLiteral("compare")));
+    QVERIFY(v);
+    QTRY_COMPARE(int(v->rows().size()), 7);
+    for (int i = 0; i < 3; ++i) QCoreApplication::processEvents();
+    QCOMPARE(v->metric(), QStringLiteral("ranking"));
+    QCustomPlot* plot = v->plot();
+    plot->replot(QCustomPlot::rpImmediateRefresh);
+    const QRect bars = v->barRect()->rect(), diff = v->diffRect()->rect();
+    // Room: before, the bars had half of a plot 60 % of the view high, a rect 330 px wide.
+    QVERIFY2(
+        v->barRect()->outerRect().width() >= 0.55 * plot->width() && bars.width() > diff.width(),
+        qPrintable(
+            QStringLiteral("bars %1 px, diff %2 px of %3").arg(bars.width()).arg(diff.width()).arg(plot->width())));
+    QVERIFY2(plot->height() >= 0.55 * v->height(),
+             qPrintable(QStringLiteral("%1 of %2").arg(plot->height()).arg(v->height())));
+    // Legend.
+    QCPLegend* legend = nullptr;
+    for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
+      if (auto* l = qobject_cast<QCPLegend*>(e)) legend = l;
+    QVERIFY(legend);
+    QCOMPARE(legend->itemCount(), 3);
+    QVERIFY(plot->viewport().contains(legend->outerRect()));
+    for (QCPAxisRect* r : plot->axisRects()) QVERIFY(!legend->outerRect().intersects(r->rect()));
+    for (int i = 0; i < legend->itemCount(); ++i) {
+      auto* item = qobject_cast<QCPPlottableLegendItem*>(legend->item(i));
+      QVERIFY(item);
+      const int need = legend->iconSize().width() + legend->iconTextPadding() +
+                       QFontMetrics(legend->font()).horizontalAdvance(item->plottable()->name());
+      QVERIFY2(item->rect().width() >= need && legend->outerRect().contains(item->rect()),
+               qPrintable(item->plottable()->name()));
+    }
+    // Captions.
+    QList<QRectF> boxes;
+    for (int i = 0; i < plot->itemCount(); ++i) {
+      auto* t = qobject_cast<QCPItemText*>(plot->item(i));
+      if (!t || !t->text().startsWith(QLatin1Char('G'))) continue;
+      QVERIFY2(t->text().startsWith(QStringLiteral("G%1: ").arg(boxes.size() + 1)), qPrintable(t->text()));
+      const QRectF box(t->topLeft->pixelPosition(), t->bottomRight->pixelPosition());
+      QVERIFY2(QRectF(bars).contains(box), qPrintable(t->text()));
+      const QFontMetrics fm(t->font());
+      for (const QString& line : t->text().split(QLatin1Char('\n')))
+        QVERIFY2(fm.horizontalAdvance(line) <= box.width(), qPrintable(line));
+      for (const QRectF& b : boxes) QVERIFY2(!b.intersects(box), qPrintable(t->text()));
+      boxes << box;
+    }
+    QCOMPARE(boxes.size(), 2);
+    // The first caption stays left of the dashed line between the groups (key 4 + 1 = 5).
+    QVERIFY(boxes[0].right() <= v->barRect()->axis(QCPAxis::atBottom)->coordToPixel(5.0));
+    // Right axis.
+    QCPAxis* y2 = v->barRect()->axis(QCPAxis::atRight);
+    QVERIFY(y2->visible());
+    int widest = 0;
+    for (const QString& l : y2->tickVectorLabels())
+      widest = std::max(widest, QFontMetrics(y2->tickLabelFont()).horizontalAdvance(l));
+    QVERIFY(widest > 0);
+    const int need = y2->tickLabelPadding() + widest + y2->labelPadding() + QFontMetrics(y2->labelFont()).height();
+    QVERIFY2(v->barRect()->margins().right() >= need,
+             qPrintable(QStringLiteral("%1 < %2").arg(v->barRect()->margins().right()).arg(need)));
+    QVERIFY(v->barRect()->outerRect().right() < v->diffRect()->outerRect().left());
+    // Table.
+    QTableWidget* t = v->table();
+    for (const int c : {ComparisonView::ColSqnr, ComparisonView::ColQuantSqnr, ComparisonView::ColAccumSqnr}) {
+      const int x = t->columnViewportPosition(c);
+      QVERIFY2(x >= 0 && x + t->columnWidth(c) <= t->viewport()->width(),
+               qPrintable(t->horizontalHeaderItem(c)->text()));
+      QVERIFY(t->columnWidth(c) >= t->horizontalHeader()->sectionSizeHint(c));
+    }
+    if (!qEnvironmentVariableIsEmpty("FP8LAB_TEST_GRAB")) w.grab().save(qEnvironmentVariable("FP8LAB_TEST_GRAB"));
+  }
+
+  // Switching the chart between SQNR (no legend) and the ranking (a legend row above the bars)
+  // around a difference map keeps every part in its place: the legend above the bars, the
+  // colour scale beside the map (the map's row, whether or not the legend's row is there).
+  void comparisonLayoutSurvivesMetricChanges() {
+    QList<std::shared_ptr<RunAccess>> runs;
+    const std::string a1 = "random normal (seed 1, stream 1)";
+    for (const auto& [id, scaling, sqnr] : {std::tuple{"a", "mx_floor", 25.0}, {"b", "mx_rceil", 28.0}}) {
+      auto r = rankedCoreRun(id, scaling, a1, sqnr, sqnr + 1, 40);
+      std::vector<float> abs(16);
+      for (int k = 0; k < 16; ++k) abs[size_t(k)] = float(k) / (sqnr / 10); // |D − ideal|, differing per run
+      r->putFloat32("error/abs", abs, 4, 4, "1", "|D - ref|");
+      runs << RunAccess::fromRun(r);
+    }
+    ComparisonView v;
+    v.resize(1400, 900);
+    v.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    v.setRuns(runs);
+    auto check = [&](bool legend_expected) {
+      v.plot()->replot(QCustomPlot::rpImmediateRefresh);
+      QCPLegend* legend = nullptr;
+      QCPColorScale* scale = nullptr;
+      for (QCPLayoutElement* e : v.plot()->plotLayout()->elements(true)) {
+        if (auto* l = qobject_cast<QCPLegend*>(e)) legend = l;
+        if (auto* c = qobject_cast<QCPColorScale*>(e)) scale = c;
+      }
+      QCOMPARE(legend != nullptr, legend_expected);
+      if (legend) QVERIFY(legend->outerRect().bottom() <= v.barRect()->outerRect().top());
+      QVERIFY(scale);
+      QCOMPARE(scale->outerRect().top(), v.diffRect()->outerRect().top());
+      QVERIFY(scale->outerRect().left() >= v.diffRect()->outerRect().right());
+      QCOMPARE(v.barRect()->outerRect().top(), v.diffRect()->outerRect().top());
+    };
+    QCOMPARE(v.metric(), QStringLiteral("ranking"));
+    QVERIFY(v.difference().grid_rows > 0);
+    check(true);
+    v.setMetric(QStringLiteral("sqnr_db"));
+    check(false);
+    QVERIFY(v.selectPair(QStringLiteral("a"), QStringLiteral("b"))); // redraws the map without a legend row
+    check(false);
+    v.setMetric(QStringLiteral("ranking"));
+    check(true);
+    QVERIFY(v.selectPair(QStringLiteral("b"), QStringLiteral("a")));
+    check(true);
   }
 
   // Without two runs on the same operands the chart falls back to SQNR and nothing is ranked.

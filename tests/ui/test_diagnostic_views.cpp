@@ -12,9 +12,11 @@
 #include "qcp.h"
 #include "run_access.h"
 #include "session_document.h"
+#include "wrapped_title.h"
 
 #include "session/session.h"
 
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -691,6 +693,46 @@ private Q_SLOTS:
     QVERIFY(nl.showValues(QStringLiteral("E4M3FN"), got, QStringLiteral("A block (3, 1)")));
     QCOMPARE(nl.overlay().elements, qint64(32));
     QCOMPARE(nl.overlay().amax, 255.0);
+  }
+
+  // In the window at 1400×900 the block map's title wraps at spaces: a run id of 121 characters
+  // makes its first line wider than the plot, and the id alone too, so it breaks after a '-'. No
+  // line is elided ("…", which cut "1×32 blocks" to "1×…locks"), the lines hold every character of
+  // the title in order, the second line of the title is whole, each line fits the plot's width, the
+  // title row spans the plot and is as high as its lines, and the map starts below it.
+  void blockMapTitleWrapsAtWords() {
+    MainWindow w(testOptions());
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    const std::string id = "fp8-delayed-lr3e-4-warmup200-wd0.1-seed17-history1024-margin0-amax-max-te_current-e4m3fn-"
+                           "e5m2-from-a-sweep-script-shard07";
+    QCOMPARE(id.size(), size_t(121));
+    w.session()->addRun(session_io::fromCoreRun(trainingRun(id, false)));
+    QVERIFY(w.showView(QStringLiteral("block_map")));
+    auto* map = qobject_cast<BlockMapView*>(w.view(QStringLiteral("block_map")));
+    QVERIFY(map);
+    QTRY_VERIFY(map->colorMap());
+    for (int i = 0; i < 3; ++i) QCoreApplication::processEvents();
+    map->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    auto* title = dynamic_cast<WrappedTitle*>(map->plot()->plotLayout()->element(0, 0));
+    QVERIFY(title);
+    QVERIFY2(title->text().contains(QString::fromStdString(id)), qPrintable(title->text()));
+    const QStringList lines = title->drawnLines();
+    const QFontMetrics fm(title->font());
+    QVERIFY2(lines.size() > title->text().count(QLatin1Char('\n')) + 1, qPrintable(lines.join(QLatin1Char('|'))));
+    for (const QString& l : lines) {
+      QVERIFY2(!l.contains(QChar(0x2026)), qPrintable(l));
+      QVERIFY2(fm.horizontalAdvance(l) <= title->rect().width(), qPrintable(l));
+    }
+    const QRegularExpression space(QStringLiteral("\\s+"));
+    QCOMPARE(lines.join(QString()).remove(space), title->text().remove(space));
+    QVERIFY2(lines.contains(QStringLiteral("te_mxfp8 E4M3FN 1x32: 2\u00d72 blocks of 1\u00d732 elements over [2, 48]")),
+             qPrintable(lines.join(QLatin1Char('|'))));
+    QCOMPARE(title->outerRect().width(), map->plot()->viewport().width());
+    QVERIFY2(title->rect().height() >= int(lines.size()) * fm.height(),
+             qPrintable(QStringLiteral("%1 px for %2 lines").arg(title->rect().height()).arg(lines.size())));
+    QVERIFY(title->outerRect().bottom() <= map->colorMap()->keyAxis()->axisRect()->outerRect().top());
   }
 
   // The window: a click on a cell puts the block map on fc1 input at map step 3 (nearest 2) and

@@ -8,6 +8,7 @@
 #include "plot_util.h"
 #include "qcp.h"
 #include "session_document.h"
+#include "wrapped_title.h"
 
 #include "session/session.h"
 
@@ -258,10 +259,18 @@ private Q_SLOTS:
     QVERIFY(te);
     QVERIFY2(te->outerRect().width() <= plot->width(),
              qPrintable(QStringLiteral("text %1 px in a %2 px plot").arg(te->outerRect().width()).arg(plot->width())));
-    const QRect need = QFontMetrics(te->font()).boundingRect(te->rect(), te->textFlags(), text);
-    QVERIFY2(need.width() <= te->rect().width() && need.left() >= te->rect().left(),
-             qPrintable(QStringLiteral("wrapped text %1 px in %2 px").arg(need.width()).arg(te->rect().width())));
-    QVERIFY(need.height() <= te->rect().height());
+    auto* wt = dynamic_cast<WrappedTitle*>(te);
+    QVERIFY(wt);
+    const QStringList lines = wt->drawnLines();
+    QVERIFY2(lines.size() >= 2, "the message was not wrapped");
+    const QFontMetrics fm(te->font());
+    for (const QString& l : lines)
+      QVERIFY2(fm.horizontalAdvance(l) <= te->rect().width(), qPrintable(QStringLiteral("line '%1' is %2 px in %3 px")
+                                                                             .arg(l)
+                                                                             .arg(fm.horizontalAdvance(l))
+                                                                             .arg(te->rect().width())));
+    QVERIFY(lines.size() * fm.lineSpacing() <= te->rect().height());
+    QCOMPARE(lines.join(QLatin1Char(' ')).simplified(), text.simplified()); // nothing cut
   }
 };
 

@@ -5,6 +5,7 @@
 #include "view.h"
 #include "view_registry.h"
 
+#include <QFile>
 #include <QtTest>
 
 #include <memory>
@@ -37,6 +38,19 @@ private Q_SLOTS:
       QCOMPARE(v->title(), titles.value(int(registered.size()) - 1));
     }
     QCOMPARE(registered, ids);
+  }
+
+  // docs/gui.md's list of --view ids names every registered view.
+  void docsListEveryViewId() {
+    QFile f(QStringLiteral(FP8LAB_SOURCE_DIR "/docs/gui.md"));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QString doc = QString::fromUtf8(f.readAll());
+    const qsizetype from = doc.indexOf(QStringLiteral("`NAME` is a view id"));
+    QVERIFY(from >= 0);
+    const QString list = doc.mid(from, doc.indexOf(QStringLiteral("\n\n"), from) - from);
+    for (const ViewType& t : viewTypes())
+      QVERIFY2(list.contains(QLatin1Char('`') + t.id + QLatin1Char('`')),
+               qPrintable(t.id + QStringLiteral(": ") + list));
   }
 
   // A second registration of an id keeps the first, so a view is never shown twice.

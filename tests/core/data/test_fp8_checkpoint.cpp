@@ -10,6 +10,7 @@
 #include "experiment/gemm_config.h"
 #include "experiment/gemm_run.h"
 #include "io/fp8_checkpoint.h"
+#include "io/tensor_import.h"
 
 #include <bit>
 #include <cmath>
@@ -839,6 +840,138 @@ private Q_SLOTS:
                ":x.weight: not imported: no scale: neither x.weight_scale_inv nor x.weight_scale\n"
                "error: not found at " +
                none + ": the file holds no FP8 tensor that can be read with its scale"));
+  }
+
+  // A DeepSeek-V3 block-scaled weight W [rows, cols] (weight_scale_inv of 128×128 blocks) with a
+  // grid of two or more block columns, transposed as a Linear weight is for y = x · Wᵀ. With one
+  // block column (the tests above) a swapped grid index is harmless; here every block scale is a
+  // different power of two, so a scale read from the wrong block changes the value.
+  //   Codes: c(i, j) = (5i + 3j) mod 127 (0x00..0x7E, never the NaN code 0x7F), sign bit set when
+  //   i + j is odd. E4M3FN by hand (OCP OFP8 v1.0, bias 7): e = bits 6..3, m = bits 2..0;
+  //   e = 0 → m/8 · 2^-6, else (1 + m/8) · 2^(e − 7). W(i, j) = ±decode(c) · s[i/128][j/128].
+  //   [384, 256]: grid [3, 2] = {1, 1/2; 1/4, 2; 4, 8}, so Wᵀ's grid [2, 3] is {1, 1/4, 4; 1/2, 2, 8}.
+  //   [256, 384]: grid [2, 3] = {1, 1/2, 1/4; 2, 4, 8}, so Wᵀ's grid [3, 2] is {1, 2; 1/2, 4; 1/4, 8}.
+  // Then a GEMM with B = Wᵀ read through {"checkpoint", "transpose": true} equals, bit for bit, the
+  // same GEMM with B's codes and scale grid transposed by hand into .npy files.
+  void transposeOfABlockGridWithTwoBlockColumns_data() {
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("cols");
+    QTest::addColumn<std::vector<float>>("grid");
+    QTest::addColumn<std::vector<float>>("transposed_grid");
+    QTest::newRow("[384, 256]") << 384 << 256 << std::vector<float>{1, 0.5f, 0.25f, 2, 4, 8}
+                                << std::vector<float>{1, 0.25f, 4, 0.5f, 2, 8};
+    QTest::newRow("[256, 384]") << 256 << 384 << std::vector<float>{1, 0.5f, 0.25f, 2, 4, 8}
+                                << std::vector<float>{1, 2, 0.5f, 4, 0.25f, 8};
+  }
+  void transposeOfABlockGridWithTwoBlockColumns() {
+    QFETCH(int, rows);
+    QFETCH(int, cols);
+    QFETCH(std::vector<float>, grid);
+    QFETCH(std::vector<float>, transposed_grid);
+    const int gr = (rows + 127) / 128, gc = (cols + 127) / 128;
+    auto code = [](int i, int j) { return uint8_t(((5 * i + 3 * j) % 127) | ((i + j) % 2 ? 0x80 : 0x00)); };
+    auto e4m3 = [](uint8_t c) {
+      const int e = (c >> 3) & 0xF, m = c & 7;
+      const double v = e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1.0 + m / 8.0, e - 7);
+      return c & 0x80 ? -v : v;
+    };
+    auto want = [&](int i, int j) { return e4m3(code(i, j)) * double(grid[size_t((i / 128) * gc + j / 128)]); };
+    std::string codes(size_t(rows) * size_t(cols), '\0'), codes_t(codes.size(), '\0');
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j) {
+        codes[size_t(i) * size_t(cols) + size_t(j)] = char(code(i, j));
+        codes_t[size_t(j) * size_t(rows) + size_t(i)] = char(code(i, j));
+      }
+    const std::string ck = path("wide.safetensors");
+    const std::string n = std::to_string(codes.size());
+    writeSafetensors(ck,
+                     "{\"w.weight\":{\"dtype\":\"F8_E4M3\",\"shape\":[" + std::to_string(rows) + "," +
+                         std::to_string(cols) + "],\"data_offsets\":[0," + n + "]},\"w.weight_scale_inv\":{\"dtype\":" +
+                         "\"F32\",\"shape\":[" + std::to_string(gr) + "," + std::to_string(gc) +
+                         "],\"data_offsets\":[" + n + "," + std::to_string(codes.size() + 24) + "]}}",
+                     codes + f32Bytes(grid));
+    auto r = importFp8Checkpoint(ck, "w.weight");
+    QVERIFY2(r.ok(), r.message().c_str());
+    QCOMPARE(r.value.block, (ScaleBlock{128, 128}));
+    QCOMPARE(r.value.dequant_scales, grid);
+    const QuantizedTensor t = transposeQuantized(r.value);
+    QCOMPARE(t.rows, int64_t(cols));
+    QCOMPARE(t.cols, int64_t(rows));
+    QCOMPARE(t.block, (ScaleBlock{128, 128}));
+    QCOMPARE(t.dequant_scales, transposed_grid);
+    int wrong = 0;
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j)
+        if (!(r.value.dequantizedAt(i, j) == want(i, j) && t.dequantizedAt(j, i) == want(i, j)) && wrong++ == 0)
+          qWarning("(%d, %d): W %g, Wt %g, by hand %g", i, j, r.value.dequantizedAt(i, j), t.dequantizedAt(j, i),
+                   want(i, j));
+    QCOMPARE(wrong, 0);
+
+    // A [16, cols] = (((7i + 3k) mod 17) − 8) / 8, then D [16, rows] = A · Wᵀ two ways.
+    const int m = 16;
+    std::vector<float> a(size_t(m) * size_t(cols));
+    for (int i = 0; i < m; ++i)
+      for (int k = 0; k < cols; ++k) a[size_t(i) * size_t(cols) + size_t(k)] = float((7 * i + 3 * k) % 17 - 8) / 8;
+    std::string abytes;
+    for (float x : a) abytes += f32Bytes({x});
+    writeNpy(path("wa.npy"), "<f4", "(16, " + std::to_string(cols) + ")", abytes);
+    writeNpy(path("wt.npy"), "|u1", "(" + std::to_string(cols) + ", " + std::to_string(rows) + ")", codes_t);
+    writeNpy(path("wts.npy"), "<f4", "(" + std::to_string(gc) + ", " + std::to_string(gr) + ")",
+             f32Bytes(transposed_grid));
+    const std::string a_spec = "\"a\": {\"tensor\": \"" + path("wa.npy") + "\"}";
+    GemmExperimentConfig c1, c2;
+    QCOMPARE(parseGemmConfig(Json::parse("{" + a_spec + ", \"b\": {\"checkpoint\": \"" + ck +
+                                         "\", \"tensor\": \"w.weight\", \"transpose\": true}}"),
+                             &c1),
+             std::string());
+    QCOMPARE(parseGemmConfig(Json::parse("{" + a_spec + ", \"b\": {\"codes\": \"" + path("wt.npy") +
+                                         "\", \"format\": \"E4M3FN\", \"scales\": \"" + path("wts.npy") +
+                                         "\", \"block\": [128, 128]}}"),
+                             &c2),
+             std::string());
+    auto be = makeCpuGemmBackend();
+    auto r1 = runGemmExperimentRun(c1, gemmConfigJson(c1).dump(), "ck", *be);
+    auto r2 = runGemmExperimentRun(c2, gemmConfigJson(c2).dump(), "npy", *be);
+    QVERIFY2(r1.ok(), r1.message().c_str());
+    QVERIFY2(r2.ok(), r2.message().c_str());
+    const Dataset* d1 = r1.value.find("output/D");
+    const Dataset* d2 = r2.value.find("output/D");
+    QVERIFY(d1 && d2);
+    QCOMPARE(d1->shape, std::vector<int64_t>({m, rows}));
+    QCOMPARE(d2->shape, d1->shape);
+    for (size_t i = 0; i < d1->f32.size(); ++i) QCOMPARE(bits(d1->f32[i]), bits(d2->f32[i]));
+  }
+
+  // An FP8 tensor named as a float tensor ({"tensor": "ck.safetensors:w"}) is refused with the
+  // operand that does read it, {"checkpoint": FILE, "tensor": NAME}, which then runs.
+  void fp8TensorAsAFloatTensorNamesTheCheckpointOperand() {
+    const std::string ck = path("ck.safetensors");
+    writeSafetensors(ck,
+                     "{\"w\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,3],\"data_offsets\":[0,6]},"
+                     "\"w_scale\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[6,10]}}",
+                     kCodes23 + f32Bytes({0.5f}));
+    const std::string hint = "{\"checkpoint\": \"" + ck + "\", \"tensor\": \"w\"}";
+    auto t = importTensor(ck + ":w");
+    QVERIFY(!t.ok());
+    QVERIFY2(t.message().find("dtype F8_E4M3 is an FP8 tensor") != std::string::npos, t.message().c_str());
+    QVERIFY2(t.message().find(hint) != std::string::npos, t.message().c_str());
+    QVERIFY2(t.message().find("is not supported") == std::string::npos, t.message().c_str());
+    // The same through a GEMM config's operand; the operand the message names reads it.
+    GemmExperimentConfig bad, good;
+    QCOMPARE(parseGemmConfig(Json::parse("{\"a\": {\"tensor\": \"" + ck + ":w\"}, \"b\": {\"checkpoint\": \"" + ck +
+                                         "\", \"tensor\": \"w\", \"transpose\": true}}"),
+                             &bad),
+             std::string());
+    auto be = makeCpuGemmBackend();
+    auto rb = runGemmExperimentRun(bad, gemmConfigJson(bad).dump(), "bad", *be);
+    QVERIFY(!rb.ok());
+    QVERIFY2(rb.message().find(hint) != std::string::npos, rb.message().c_str());
+    QCOMPARE(parseGemmConfig(Json::parse("{\"a\": " + hint + ", \"b\": {\"checkpoint\": \"" + ck +
+                                         "\", \"tensor\": \"w\", \"transpose\": true}}"),
+                             &good),
+             std::string());
+    auto rg = runGemmExperimentRun(good, gemmConfigJson(good).dump(), "good", *be);
+    QVERIFY2(rg.ok(), rg.message().c_str());
   }
 
   void transposeMovesCodesAndScaleGrid() {

@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 using namespace fp8lab;
 
@@ -232,6 +233,49 @@ private Q_SLOTS:
     const QJsonObject pA = pt[QStringLiteral("operands")].toObject()[QStringLiteral("A")].toObject();
     QCOMPARE(pA[QStringLiteral("scale_format")].toString(), QStringLiteral("float32"));
     QVERIFY(!pA.contains(QStringLiteral("block_scale_codes")));
+  }
+
+  // An imported A [64, 128] holding one NaN, one +Inf and one −Inf (the rest 0.5) runs in `gemm` as
+  // in `run`: the warning "A holds 3 NaN or Inf value(s)" (docs/reliability.md rows 30–31), metrics
+  // a_nonfinite = 3 (of A's 64·128 = 8192 elements) and b_nonfinite = 0, and the two commands store
+  // the same run. Before, `gemm` refused it as "--scale 1 overflows float32 … 3 of 262144 elements
+  // of A … infinite" although no --scale was given, A has 8192 elements and a NaN is not infinite.
+  void nanInfTensorRunsWithTheWarningAsInRun() {
+    QTemporaryDir dir;
+    std::vector<float> a(64 * 128, 0.5f), b(128 * 8, 1.0f);
+    a[1 * 128 + 2] = std::numeric_limits<float>::quiet_NaN();
+    a[10 * 128 + 20] = std::numeric_limits<float>::infinity();
+    a[30 * 128 + 40] = -std::numeric_limits<float>::infinity();
+    const QString fa = dir.filePath(QStringLiteral("naninf.npy")), fb = dir.filePath(QStringLiteral("b.npy"));
+    writeNpy(fa, "(64, 128)", a);
+    writeNpy(fb, "(128, 8)", b);
+    const QString g = dir.filePath(QStringLiteral("gemm.h5")), r = dir.filePath(QStringLiteral("run.h5"));
+    const QByteArray warning = "A holds 3 NaN or Inf value(s)";
+    QByteArray err;
+    QCOMPARE(cli({QStringLiteral("gemm"), QStringLiteral("--a-tensor"), fa, QStringLiteral("--b-tensor"), fb,
+                  QStringLiteral("--backend"), QStringLiteral("cpu"), QStringLiteral("--id"), QStringLiteral("t"),
+                  QStringLiteral("--out"), g},
+                 &err),
+             0);
+    QVERIFY2(err.contains(warning), err.constData());
+    QVERIFY2(!err.contains("overflows"), err.constData());
+    QFile cfg(dir.filePath(QStringLiteral("c.json")));
+    QVERIFY(cfg.open(QIODevice::WriteOnly));
+    cfg.write(QStringLiteral(R"({"type": "gemm", "a": {"tensor": "%1"}, "b": {"tensor": "%2"}})").arg(fa, fb).toUtf8());
+    cfg.close();
+    QCOMPARE(cli({QStringLiteral("run"), cfg.fileName(), QStringLiteral("--backend"), QStringLiteral("cpu"),
+                  QStringLiteral("--id"), QStringLiteral("t"), QStringLiteral("--out"), r},
+                 &err),
+             0);
+    QVERIFY2(err.contains(warning), err.constData());
+    const Run rg = readOnly(g), rr = readOnly(r);
+    for (const Run* x : {&rg, &rr}) {
+      QCOMPARE(x->metrics.at("a_nonfinite").value, 3.0);
+      QCOMPARE(x->metrics.at("b_nonfinite").value, 0.0);
+      QCOMPARE(x->find("inputs/A")->shape, std::vector<int64_t>({64, 128}));
+    }
+    const auto diffs = compareRuns(rg, rr);
+    QVERIFY2(diffs.empty(), diffs.empty() ? "" : diffs.front().c_str());
   }
 
   // Without --out nothing is written; a bad --out is refused before computing.

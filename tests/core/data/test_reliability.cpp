@@ -781,7 +781,14 @@ void TestReliability::cliBadInput_data() {
       << QStringList{QStringLiteral("gemm"), QStringLiteral("-m"),      QStringLiteral("8"),
                      QStringLiteral("-n"),   QStringLiteral("8"),       QStringLiteral("-k"),
                      QStringLiteral("16"),   QStringLiteral("--scale"), QStringLiteral("1e45")}
-      << QByteArray() << QStringLiteral("--scale 1e+45 overflows float32");
+      << QByteArray()
+      << QStringLiteral("scale 1e+45 of the random normal A overflows float32 (max 3.40282e+38): 128 of 128 "
+                        "elements of A are infinite");
+  // The same check in `run` (one GEMM run behind both): |normal| · 1e45 > FLT_MAX for every one of
+  // B's 16 draws (|z| would have to be below 3.4e-7).
+  run("config: random scale overflows float32",
+      QByteArray(R"({"type": "gemm", "m": 4, "k": 4, "n": 4, "b": {"scale": 1e45}})"),
+      "scale 1e+45 of the random normal B overflows float32 (max 3.40282e+38): 16 of 16 elements of B are infinite");
   QTest::newRow("sweep: three-part format")
       << QStringList{QStringLiteral("sweep"), c, QStringLiteral("--dry-run"), QStringLiteral("--formats"),
                      QStringLiteral("E4M3FN:E5M2:E2M1")}

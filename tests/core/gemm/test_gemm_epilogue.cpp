@@ -54,6 +54,7 @@ private Q_SLOTS:
   void wrongEpilogueSizesRefused();
   void presetTable();
   void presetBitsChangeTheSum();
+  void fastAccumNoteNamesTheModelsBits();
   void fastAccumBitsLimit();
 };
 
@@ -248,6 +249,28 @@ void TestGemmEpilogue::presetBitsChangeTheSum() {
   QCOMPARE(run("hopper_fp8"), 256.0f);
   QCOMPARE(run("blackwell_fp8"), 256.015625f);
   QCOMPARE(run("block_scaled_mma"), 256.015625f);
+}
+
+// The note beside a fast-accumulation result states the model that ran, from its parameters:
+// blackwell_fp8 keeps 26 bits per group of 32 products and promotes every 128 (the preset table
+// above), block_scaled_mma 35 bits per group of 64 with no window of its own. It used to say
+// "as DeepSeek-V3 §3.3 describes it for Hopper (here ~26 bits)" whatever the preset.
+void TestGemmEpilogue::fastAccumNoteNamesTheModelsBits() {
+  const QuantizedTensor a = exactTensor({256, 0.015625}, 1, 2), b = exactTensor({1, 1}, 2, 1);
+  auto backend = makeCpuGemmBackend();
+  auto note = [&](const char* preset) {
+    for (const Issue& w : backend->run(a, b, withAccumulationPreset({}, *accumulationPreset(preset))).warnings)
+      if (w.what == "model of undocumented hardware") return w.detail;
+    return std::string();
+  };
+  const std::string bw = note("blackwell_fp8"), bs = note("block_scaled_mma");
+  QVERIFY2(bw.find("each aligned group of 32 products keeps 26 significant bits, promoted into float32 every 128 "
+                   "of K") != std::string::npos,
+           bw.c_str());
+  QVERIFY2(bw.find("here ~") == std::string::npos, bw.c_str());
+  QVERIFY2(bs.find("each aligned group of 64 products keeps 35 significant bits, with no promotion window") !=
+               std::string::npos,
+           bs.c_str());
 }
 
 // bits + bit_width(group) ≤ 53 (gemm.h): 26 + bit_width(32) = 26 + 6 = 32 and 35 + bit_width(64) =

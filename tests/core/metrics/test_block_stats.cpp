@@ -105,6 +105,34 @@ private Q_SLOTS:
     QVERIFY(std::isinf(s.sqnr_db));
   }
 
+  // Zeros inside a finite block are not magnitudes: block {1, 0, 0.5, 0.25, 0} has smallest
+  // non-zero 0.25 and dynamic range log2(1 / 0.25) = 2 bits. The same values with the zeros first
+  // ({0, 0.25, 0, 0.5, 1}) give the same. Both take the fast path (every element finite). The
+  // third block, {1, 0, 0.5, 0.25, NaN}, takes the element-by-element path (a non-finite element);
+  // its finite elements are those of the first, so every per-block value agrees: amax 1 (NaN
+  // ignored), min non-zero 0.25, range 2, no underflow or saturation (scale 1: 1, 0.5, 0.25 are
+  // E4M3FN values, 2^0, 2^-1, 2^-2), SQNR +Inf (exact). Summary: 9 non-zero elements, max range 2.
+  void zerosInAFiniteBlockAreNotTheSmallestMagnitude() {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<float> x = {1, 0, 0.5f, 0.25f, 0, 0, 0.25f, 0, 0.5f, 1, 1, 0, 0.5f, 0.25f, nan};
+    const QuantizedTensor q = handQuantized(x, 3, 5, {1, 5}, {1.0f, 1.0f, 1.0f});
+    for (const auto detail : {BlockStatsDetail::Full, BlockStatsDetail::Summary}) {
+      BlockStatsMap m;
+      const BlockStatsSummary s = computeBlockStats(x.data(), q, m, detail);
+      QCOMPARE(m.blocks(), int64_t{3});
+      QCOMPARE(m.min_nonzero, (std::vector<float>{0.25f, 0.25f, 0.25f}));
+      QCOMPARE(m.amax, (std::vector<float>{1.0f, 1.0f, 1.0f}));
+      QCOMPARE(m.underflow, (std::vector<int64_t>{0, 0, 0}));
+      QCOMPARE(m.saturated, (std::vector<int64_t>{0, 0, 0}));
+      if (detail == BlockStatsDetail::Full) {
+        QCOMPARE(m.dynamic_range, (std::vector<float>{2.0f, 2.0f, 2.0f}));
+        for (float db : m.sqnr_db) QVERIFY(std::isinf(db) && db > 0);
+      }
+      QCOMPARE(s.nonzero, int64_t{9});
+      QCOMPARE(s.max_dynamic_range, 2.0f);
+    }
+  }
+
   // MX (mx_rceil, E4M3FN, 1×32 along the row) on a row of 64 values 0.5 with one 1.0 at column 40:
   // RCEIL scale = 2^ceil(log2(amax / 448)): block 0 (amax 0.5) 2^ceil(−9.807) = 2^−9, E8M0 code
   // 127 − 9 = 118; block 1 (amax 1) 2^ceil(−8.807) = 2^−8, code 119. Elements 0.5/2^−9 = 256 and

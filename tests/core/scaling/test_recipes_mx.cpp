@@ -124,6 +124,7 @@ private Q_SLOTS:
   void evenEdgeRules();
   void evenE2M1ElementsByHand();
   void teMxfp8EdgesByHand();
+  void rceilOnAnExactPowerOfTwo();
   void mx2dTileByHand();
   void mxint8QuantizeByHand();
   void mxint8EdgeBlocks();
@@ -296,6 +297,58 @@ void TestRecipesMx::teMxfp8EdgesByHand() {
   QCOMPARE(int(n.codes[2]), 0x78);
 
   QCOMPARE(int(mxScaleRceil(std::ldexp(1.0f, -120), 448.0f)), 0x00);
+}
+
+// RCEIL when amax is the element maximum times 2^k: the scale must be exactly 2^k (the largest
+// element encodes max), and one float32 ulp above it 2^(k+1).
+//   torchao ScaleCalculationMode.RCEIL (torchao/prototype/mx_formats/mx_tensor.py _to_mx_rceil):
+//     descale = max_abs / max_pos (a float32 division: exactly 2^k here), exponent =
+//     clamp(ceil(log2(descale)), −127, 127) + 127 → 127 + k; with max_abs one ulp above,
+//     descale = (1 + 2^-23)·2^k, ceil(log2) = k + 1 → 128 + k. Elements: x · 2^(127 − code).
+//   TE / cuBLAS RCEIL (mx_rceil) round amax · fl(1/max) up to a power of two; by hand:
+//     448 = 7·2^6 and 57344 = 7·2^13: fl(1/7) = 9586981·2^-26 (2^26/7 = 9586980.57, rounded up),
+//       so max · fl(1/max) = 7·9586981·2^-26 = (2^26 + 3)·2^-26 = 1 + 0.375 ulp → 1 exactly.
+//     6 = 3·2: fl(1/3) = 11184811·2^-25 (2^25/3 = 11184810.67), 6·fl(1/6) = 3·11184811·2^-25
+//       = (2^25 + 1)·2^-25 = 1 + 0.25 ulp → 1 exactly.
+//     One ulp above: (1 + 2^-23)(1 + 0.375·2^-23) = 1 + 1.375·2^-23 + … → 1 + 2^-23 (E2M1:
+//       1 + 1.25·2^-23 → 1 + 2^-23), a set mantissa bit → rounded up to 2^(k+1). ×2^k is exact.
+//   The largest element x = max·2^k becomes max: E4M3FN 448 = 0 1111 110 = 0x7E, E5M2 57344 =
+//   0 11110 11 = 0x7B, E2M1 6 = 0 11 1 = 0x7. One ulp above, it is halved to max/2 · (1 + 2^-23),
+//   which rounds to max/2: E4M3FN 224 = 1.75·2^7 = 0 1110 110 = 0x76, E5M2 28672 = 1.75·2^14 =
+//   0 11101 11 = 0x77, E2M1 3 = 1.5·2^1 = 0 10 1 = 0x5. The other elements (1·2^k → 1 or 1/2) are
+//   not checked here.
+void TestRecipesMx::rceilOnAnExactPowerOfTwo() {
+  struct Case {
+    const Format* f;
+    float max;
+    int code_at_max, code_at_half;
+  };
+  const Case cases[] = {{&Format::E4M3FN(), 448.0f, 0x7E, 0x76},
+                        {&Format::E5M2(), 57344.0f, 0x7B, 0x77},
+                        {&Format::E2M1(), 6.0f, 0x7, 0x5}};
+  for (const Case& c : cases)
+    for (int k : {0, 3, -5}) {
+      const QString where = QStringLiteral("%1, k = %2").arg(QString::fromStdString(c.f->name())).arg(k);
+      const float amax = std::ldexp(c.max, k);
+      const float above = std::nextafter(amax, kInf);
+      QCOMPARE(above, std::ldexp(c.max * (1.0f + 0x1p-23f), k));
+      QVERIFY2(int(mxScaleRceilNoSat(amax, c.max)) == 127 + k, qPrintable(where));
+      QVERIFY2(int(mxScaleRceil(amax, c.max)) == 127 + k, qPrintable(where));
+      QVERIFY2(int(mxScaleRceilNoSat(above, c.max)) == 128 + k, qPrintable(where));
+      QVERIFY2(int(mxScaleRceil(above, c.max)) == 128 + k, qPrintable(where));
+      for (const char* name : {"mx_rceil_torchao", "mx_rceil"}) {
+        for (const bool up : {false, true}) {
+          std::vector<float> x(32, std::ldexp(1.0f, k));
+          x[5] = up ? above : amax;
+          const QuantizedTensor q = quantize(x.data(), 1, 32, *c.f, preset(name));
+          const QString at =
+              where + QStringLiteral(", %1%2").arg(QLatin1String(name), up ? QStringLiteral(", ulp above") : QString());
+          QVERIFY2(int(q.scale_codes[0]) == (up ? 128 : 127) + k, qPrintable(at));
+          QVERIFY2(q.dequant_scales[0] == std::ldexp(1.0f, up ? k + 1 : k), qPrintable(at));
+          QVERIFY2(int(q.codes[5]) == (up ? c.code_at_half : c.code_at_max), qPrintable(at));
+        }
+      }
+    }
 }
 
 // mx_rceil_2d on a 64x64 tensor: four 32x32 tiles, one scale each, the same for either axis.

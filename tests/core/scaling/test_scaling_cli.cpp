@@ -193,6 +193,42 @@ private Q_SLOTS:
                 .isUndefined());
   }
 
+  // `scaling presets` lists the NVFP4 presets too (those of core/scaling/nvfp4.h, which `quantize`
+  // and `gemm --scaling` accept), after the FP8 / MX ones, in text and JSON.
+  void presetsListTheNvfp4Presets() {
+    const QStringList nvfp4{QStringLiteral("nvfp4_te"),
+                            QStringLiteral("nvfp4_te_2d"),
+                            QStringLiteral("nvfp4_te_4over6"),
+                            QStringLiteral("nvfp4_te_4over6_mse"),
+                            QStringLiteral("nvfp4_te_4over6_448"),
+                            QStringLiteral("nvfp4_te_rht"),
+                            QStringLiteral("nvfp4_te_sr"),
+                            QStringLiteral("nvfp4_te_rht_sr"),
+                            QStringLiteral("nvfp4_torchao"),
+                            QStringLiteral("nvfp4_torchao_single_level"),
+                            QStringLiteral("nvfp4_cudnn_doc")};
+    const Result r = run({QStringLiteral("scaling"), QStringLiteral("presets")});
+    QCOMPARE(r.code, 0);
+    const QString text = QString::fromUtf8(r.out);
+    const qsizetype header = text.indexOf(QStringLiteral("\nNVFP4 presets: E2M1 elements"));
+    QVERIFY2(header > text.indexOf(QStringLiteral("\nmx_rceil ")), r.out.constData());
+    for (const QString& n : nvfp4)
+      QVERIFY2(text.indexOf(QStringLiteral("\n") + n + QLatin1Char(' ')) > header, qPrintable(n));
+    QStringList listed;
+    int fp8 = 0;
+    for (const auto& v :
+         json({QStringLiteral("scaling"), QStringLiteral("presets"), QStringLiteral("--json")}).array()) {
+      const QJsonObject o = v.toObject();
+      if (o[QStringLiteral("nvfp4")].toBool())
+        listed << o[QStringLiteral("name")].toString();
+      else
+        ++fp8;
+      QVERIFY(!o[QStringLiteral("source")].toString().isEmpty());
+    }
+    QCOMPARE(listed, nvfp4);
+    QVERIFY(fp8 >= 24); // te_current … te_jax_delayed (core/scaling/scaling.h)
+  }
+
   // Flax test_fp8_meta_dtype through the CLI: history (oldest first) [0,0,2], [0,2,3], [2,3,4];
   // scale 1, float32(2/448), float32(3/448); kept_previous only at step 0.
   void simulateFlaxJson() {
