@@ -333,22 +333,13 @@ public:
       return false;
     }
     std::lock_guard<std::mutex> lock(hdf5Mutex());
-    if (info->shape.size() > 3) {
-      // core/session reads planes of 3-D datasets; a higher rank (attention/blocks.<l>/probs
-      // [snapshots, heads, T, T], well under a megabyte) is read whole.
-      auto all = reader_->read(info_->id, info->path);
-      if (!all.ok()) {
-        if (error) *error = QString::fromStdString(all.errors());
-        return false;
-      }
-      return copyPlane(all.value, path, index, out, error);
-    }
     auto res = reader_->readPlane(info_->id, info->path, index);
     if (!res.ok()) {
       if (error) *error = QString::fromStdString(res.errors());
       return false;
     }
-    copyWindow(res.value, info->shape[2], 0, 0, info->shape[1], info->shape[2], out);
+    const auto [rows, cols] = planeDims(info->shape);
+    copyWindow(res.value, cols, 0, 0, rows, cols, out);
     return true;
   }
 

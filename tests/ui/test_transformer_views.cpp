@@ -413,6 +413,26 @@ private Q_SLOTS:
     QCOMPARE(series[1][0], 1.0);
   }
 
+  // From a session file: a snapshot is one plane of the rank-4 dataset, read alone.
+  void attentionSnapshotFromAFile() {
+    QTemporaryDir dir;
+    const QString file = dir.filePath(QStringLiteral("a.h5"));
+    Session s;
+    s.runs = {attentionRun("a")};
+    QVERIFY(writeSession(file.toStdString(), s).ok());
+    QString err;
+    auto run = RunAccess::fromFile(file, QStringLiteral("a"), &err);
+    QVERIFY2(run, qPrintable(err));
+    AttentionSnapshot a;
+    QVERIFY2(readAttentionSnapshot(*run, QStringLiteral("blocks.0"), 0, &a, &err), qPrintable(err));
+    QCOMPARE(a.step, int64_t(0));
+    QCOMPARE(a.at(1, 3, 3), 1.0); // head 1 on the diagonal at step 0
+    QCOMPARE(a.at(1, 3, 2), 0.0);
+    QCOMPARE(a.sink[1], 0.0);
+    QVERIFY(!readAttentionSnapshot(*run, QStringLiteral("blocks.0"), 2, &a, &err));
+    QVERIFY2(err.contains(QStringLiteral("2 attention snapshot(s)")), qPrintable(err));
+  }
+
   // Empty states say what to run.
   void attentionViewEmptyStates() {
     AttentionView v;
