@@ -43,8 +43,8 @@ int renderCommand(const QStringList& args) {
   const QCommandLineOption viewsOpt(
       QStringLiteral("views"),
       QStringLiteral(
-          "Comma-separated views: heatmap, split, block_scales, amax, scales, layers, block_map, attention, compare "
-          "(default: all that apply)."),
+          "Comma-separated views: heatmap, split, kernel_check, block_scales, amax, scales, layers, block_map, "
+          "attention, compare (default: all that apply)."),
       QStringLiteral("LIST"));
   const QCommandLineOption sizeOpt(QStringLiteral("size"), QStringLiteral("Image size in pixels (default 1400x900)."),
                                    QStringLiteral("WxH"));
