@@ -1,6 +1,7 @@
 #include "experiment_panel.h"
 
 #include "experiment_runner.h"
+#include "training_model_form.h"
 
 #include "formats/format.h"
 #ifdef FP8LAB_HAVE_HDF5
@@ -1033,6 +1034,19 @@ QWidget* ExperimentPanel::buildTrainingTab() {
   t_precision_->addItem(tr("FP32 baseline"), QStringLiteral("fp32"));
   train_form_->addRow(tr("Precision:"), t_precision_);
 
+  section(tr("Model"));
+  t_model_ = new TrainingModelForm(inner);
+  t_model_->setObjectName(QStringLiteral("trainingModel"));
+  connect(t_model_, &TrainingModelForm::changed, this, changed);
+  connect(t_model_, &TrainingModelForm::modelChanged, this, [this](bool transformer) {
+    // Each model's own default batch, unless the user chose another.
+    if (transformer && t_batch_->value() == 128) t_batch_->setValue(16);
+    if (!transformer && t_batch_->value() == 16) t_batch_->setValue(128);
+    updateTrainingStates();
+    revalidate();
+  });
+  train_form_->addRow(t_model_);
+
   section(tr("Recipe"));
   t_recipe_ = combo(QStringLiteral("recipe"));
   // Short names in the narrow dock; what each follows in the item's tooltip.
@@ -1147,11 +1161,14 @@ QJsonObject ExperimentPanel::trainingConfig() const {
     c[QStringLiteral("forward_format")] = key(t_fwd_);
     c[QStringLiteral("backward_format")] = key(t_bwd_);
   }
-  c[QStringLiteral("epochs")] = t_epochs_->value();
   c[QStringLiteral("batch_size")] = t_batch_->value();
   c[QStringLiteral("seed")] = t_seed_->value();
-  c[QStringLiteral("train_limit")] = t_train_limit_->value();
-  c[QStringLiteral("test_limit")] = t_test_limit_->value();
+  if (!t_model_->isTransformer()) {
+    c[QStringLiteral("epochs")] = t_epochs_->value();
+    c[QStringLiteral("train_limit")] = t_train_limit_->value();
+    c[QStringLiteral("test_limit")] = t_test_limit_->value();
+  }
+  t_model_->writeConfig(&c);
   return c;
 }
 
@@ -1187,12 +1204,16 @@ void ExperimentPanel::setTrainingConfig(const QJsonObject& c) {
   setInt(t_seed_, c.value(QStringLiteral("seed")));
   setInt(t_train_limit_, c.value(QStringLiteral("train_limit")));
   setInt(t_test_limit_, c.value(QStringLiteral("test_limit")));
+  t_model_->readConfig(c);
   updating_ = was;
   updateTrainingStates();
   revalidate();
 }
 
 void ExperimentPanel::updateTrainingStates() {
+  // The transformer trains for a number of steps on text: no epochs, no image counts.
+  for (QWidget* w : std::initializer_list<QWidget*>{t_epochs_, t_train_limit_, t_test_limit_})
+    train_form_->setRowVisible(w, !t_model_->isTransformer());
   const bool fp8 = key(t_precision_) == QStringLiteral("fp8");
   const QString recipe = key(t_recipe_);
   const bool per_tensor = recipe == QStringLiteral("per_tensor");
@@ -1246,7 +1267,11 @@ QList<ConfigProblem> ExperimentPanel::trainingProblems() const {
   if (canonicalTrainingConfig(trainingConfig(), &why).isEmpty() && !why.isEmpty())
     p << ConfigProblem{tr("Training"), why};
   p << ConfigProblem{tr("Training"),
-                     tr("the run trains on Fashion-MNIST on the CPU into a new session file, opened when it finishes"),
+                     t_model_->isTransformer()
+                         ? tr("the run trains the transformer on the fortunes text on the CPU into a new session "
+                              "file, opened when it finishes; Cancel keeps the steps done")
+                         : tr("the run trains on Fashion-MNIST on the CPU into a new session file, opened when it "
+                              "finishes"),
                      false};
   return p;
 }
