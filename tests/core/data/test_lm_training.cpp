@@ -150,6 +150,28 @@ private Q_SLOTS:
     QVERIFY(bad.validate().find("match no site") != std::string::npos);
   }
 
+  // softmax_underflow of a block whose P cast runs in FP8 counts the cast itself (the stored
+  // probabilities are then the cast ones, with the flushed values already zero). With the scores
+  // in high precision in both runs, block 0's probabilities before the cast are the same at step
+  // 0, so the counted share equals the share computed from the high-precision run's P. Quant
+  // multiplier 1/128: E4M3FN flushes x·s below half its smallest subnormal (2^-10), i.e. every
+  // probability under 1/8 — most of them in rows of 16 keys.
+  void softmaxUnderflowCountsTheFp8Cast() {
+    const TextCorpus text = periodicText();
+    LmTrainingConfig c = tiny();
+    c.steps = 1;
+    c.probes.every = 1;
+    c.softmax_scale = 1.0f / 128.0f;
+    LmTrainingRun high(c, text);
+    high.run();
+    c.policy.rules.push_back(PolicyRule{"blocks.0.attn.context", {}, SitePrecision::Recipe, 0, -1});
+    LmTrainingRun low(c, text);
+    low.run();
+    const float expected = high.result().probes.softmax_underflow.at("blocks.0").at(0);
+    QVERIFY2(expected > 0.3f, qPrintable(QString::number(expected)));
+    QCOMPARE(low.result().probes.softmax_underflow.at("blocks.0").at(0), expected);
+  }
+
   // The session of a run: the datasets docs/session-format.md lists, named by site.
   void sessionLayout() {
     const TextCorpus text = periodicText();
