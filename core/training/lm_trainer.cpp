@@ -1,7 +1,7 @@
 // FP8 Lab — training the tiny transformer language model (see lm_trainer.h).
 #include "training/lm_trainer.h"
 
-#include "gemm/gemm_internal.h"
+#include "common/worker_pool.h"
 #include "training/dense.h"
 #include "training/linear_site.h"
 #include "training/probes.h"
@@ -473,7 +473,7 @@ LmTrainingRun::LmTrainingRun(LmTrainingConfig config, const TextCorpus& corpus, 
                                 std::to_string(need) + " bytes)");
   const double est = estimateLmTrainingBytes(config);
   const int64_t limit = config.forward_gemm.memory_limit_bytes;
-  const double have = double(limit > 0 ? limit : gemm_detail::availableMemoryBytes());
+  const double have = double(limit > 0 ? limit : availableMemoryBytes());
   if (est > have) {
     char t[160];
     std::snprintf(t, sizeof t, "needs about %.3g GiB, more than the %.3g GiB %s", est / 0x1p30, have / 0x1p30,
