@@ -1,83 +1,20 @@
 #include "device_quantize.h"
 
-#include <cmath>
-
-#include "fp8_encode.cuh"
 #include "quantize_kernels.h"
-#include "scale_rules.cuh"
 
-#include <cmath>
 #include <stdexcept>
 
 namespace fp8lab::gpu {
 
-DeviceScaleParams deviceScaleParams(const ScalingConfig& cfg, const Format& fmt) {
-  DeviceScaleParams p;
-  switch (cfg.rule) {
-  case ScaleRule::TransformerEngine:
-    p.rule = DeviceScaleRule::TransformerEngine;
-    break;
-  case ScaleRule::Torchao:
-    p.rule = DeviceScaleRule::Torchao;
-    break;
-  case ScaleRule::DeepGemm:
-    p.rule = DeviceScaleRule::DeepGemm;
-    break;
-  case ScaleRule::MxFloor:
-    p.rule = DeviceScaleRule::MxFloor;
-    break;
-  case ScaleRule::MxCeil:
-    p.rule = DeviceScaleRule::MxCeil;
-    break;
-  case ScaleRule::MxEven:
-    p.rule = DeviceScaleRule::MxEven;
-    break;
-  case ScaleRule::MxRceil:
-    p.rule = DeviceScaleRule::MxRceil;
-    break;
-  case ScaleRule::MxRceilTorchao:
-    p.rule = DeviceScaleRule::MxRceilTorchao;
-    break;
-  }
-  // The TE rule's margin (ScalingConfig::margin): the scale is computed for fp8_max · 2^−margin.
-  p.fp8_max = static_cast<float>(cfg.rule == ScaleRule::TransformerEngine ? std::ldexp(fmt.maxFinite(), -cfg.margin)
-                                                                          : fmt.maxFinite());
-  p.emax_elem = fmt.maxExponent();
-  p.mbits_elem = fmt.spec().mantissa_bits;
-  p.pow2 = cfg.pow2;
-  p.amax_epsilon = cfg.amax_epsilon;
-  return p;
-}
-
-namespace {
-/// Rules scale_rules.cuh implements (a rule added to core/scaling later runs on the CPU until
-/// the device learns it; -Wswitch flags it here).
-bool deviceKnowsRule(ScaleRule r) {
-  switch (r) {
-  case ScaleRule::TransformerEngine:
-  case ScaleRule::Torchao:
-  case ScaleRule::DeepGemm:
-  case ScaleRule::MxFloor:
-  case ScaleRule::MxCeil:
-  case ScaleRule::MxEven:
-  case ScaleRule::MxRceil:
-  case ScaleRule::MxRceilTorchao:
-    return true;
-  }
-  return false;
-}
-} // namespace
-
 std::string deviceQuantizeUnsupportedReason(const ScalingConfig& cfg, const Format& fmt) {
-  if (!deviceKnowsRule(cfg.rule))
-    return std::string("the scale rule ") + toString(cfg.rule) + " has no GPU implementation; it runs on the CPU";
+  // Every ScaleRule runs on the device: the block-scale kernel calls the same blockScaleFromAmax.
   if (cfg.encode.rounding != Rounding::NearestEven)
     return std::string("the GPU quantize kernel rounds to nearest even only; ") + toString(cfg.encode.rounding) +
            " rounding runs on the CPU";
   if (cfg.encode.specials != SpecialsPolicy::Cuda) return "the GPU quantize kernel follows CUDA's specials policy only";
   if (cfg.block < 1) return "scale block must be at least 1";
   try {
-    (void)makeEncodeConstants(fmt, cfg.encode.saturate);
+    (void)fmt.rneConstants(cfg.encode.saturate);
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -105,11 +42,11 @@ DeviceQuantized quantizeOnDevice(const float* x, int64_t rows, int64_t cols, con
   q.dequant_scales = DeviceBuffer<float>(nblocks);
   if (mx) q.scale_codes = DeviceBuffer<uint8_t>(nblocks);
   amaxBlocks(x, rows, cols, q.block, q.amax.get(), stream, ruleAmaxPropagatesNaN(cfg.rule));
-  blockScalesFromAmax(q.amax.get(), nblocks, deviceScaleParams(cfg, fmt), q.quant_scales.get(), q.dequant_scales.get(),
+  blockScalesFromAmax(q.amax.get(), nblocks, scaleRuleParams(cfg, fmt), q.quant_scales.get(), q.dequant_scales.get(),
                       mx ? q.scale_codes.get() : nullptr, stream);
   const bool divide = cfg.op == Format::ScaleOp::Divide;
   quantizeBlocks(x, q.codes.get(), rows, cols, q.block, divide ? q.dequant_scales.get() : q.quant_scales.get(), divide,
-                 makeEncodeConstants(fmt, cfg.encode.saturate), stream);
+                 fmt.rneConstants(cfg.encode.saturate), stream);
   return q;
 }
 

@@ -2,7 +2,8 @@
 // quantize, with the result left in device memory (for the GEMM) or copied back as a
 // QuantizedTensor. Bit-identical to core/scaling quantize() (scaling.h) for every current
 // preset with RNE rounding: amax per block (NaN ignored or propagated per the rule,
-// ruleAmaxPropagatesNaN), blockScaleFromAmaxHD (scale_rules.cuh), encode (fp8_encode.cuh).
+// ruleAmaxPropagatesNaN), blockScaleFromAmax (core/scaling/scale_rules.h), rneEncode
+// (core/formats/rne_encode.h): the functions quantize() runs on the host.
 // Stochastic and other non-RNE roundings are CPU-only (std::invalid_argument says so).
 #pragma once
 

@@ -92,7 +92,7 @@ __global__ void amaxColumnChunksKernel(const float* __restrict__ x, int64_t rows
 /// 4 elements per thread and iteration: one float4 load, one 4-byte store (both fully coalesced
 /// across a warp: 512 contiguous bytes in, 128 out).
 __global__ void quantizeTensorKernel(const float* __restrict__ x, uint8_t* __restrict__ codes, size_t n,
-                                     const float* __restrict__ scale, bool divide, EncodeConstants k) {
+                                     const float* __restrict__ scale, bool divide, RneEncodeConstants k) {
   const float s = *scale;
   const size_t tid = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
@@ -102,12 +102,12 @@ __global__ void quantizeTensorKernel(const float* __restrict__ x, uint8_t* __res
   uint32_t* c4 = reinterpret_cast<uint32_t*>(codes);
   for (size_t g = tid; g < n4; g += stride) {
     const float4 v = x4[g];
-    c4[g] = static_cast<uint32_t>(encodeFloat(v.x, s, divide, k)) |
-            (static_cast<uint32_t>(encodeFloat(v.y, s, divide, k)) << 8) |
-            (static_cast<uint32_t>(encodeFloat(v.z, s, divide, k)) << 16) |
-            (static_cast<uint32_t>(encodeFloat(v.w, s, divide, k)) << 24);
+    c4[g] = static_cast<uint32_t>(rneEncode(v.x, s, divide, k)) |
+            (static_cast<uint32_t>(rneEncode(v.y, s, divide, k)) << 8) |
+            (static_cast<uint32_t>(rneEncode(v.z, s, divide, k)) << 16) |
+            (static_cast<uint32_t>(rneEncode(v.w, s, divide, k)) << 24);
   }
-  for (size_t i = n4 * 4 + tid; i < n; i += stride) codes[i] = encodeFloat(x[i], s, divide, k);
+  for (size_t i = n4 * 4 + tid; i < n; i += stride) codes[i] = rneEncode(x[i], s, divide, k);
 }
 
 /// One thread per 4 consecutive elements of a row (any cols; the vector path needs cols % 4 == 0
@@ -115,7 +115,7 @@ __global__ void quantizeTensorKernel(const float* __restrict__ x, uint8_t* __res
 template <typename Index>
 __global__ void quantizeBlocksKernel(const float* __restrict__ x, uint8_t* __restrict__ codes, Index rows, Index cols,
                                      Index br, Index bc, Index bcols, const float* __restrict__ scales, bool divide,
-                                     EncodeConstants k, bool vec) {
+                                     RneEncodeConstants k, bool vec) {
   const Index groups_per_row = (cols + 3) / 4;
   const Index total = rows * groups_per_row;
   const Index stride = static_cast<Index>(gridDim.x) * blockDim.x;
@@ -130,50 +130,43 @@ __global__ void quantizeBlocksKernel(const float* __restrict__ x, uint8_t* __res
       if (bc % 4 == 0) { // the 4 elements share one block (every granularity but per-column / MX 32x1)
         const float sc = scales[srow + j0 / bc];
 #pragma unroll
-        for (int q = 0; q < 4; ++q) w |= static_cast<uint32_t>(encodeFloat(in[q], sc, divide, k)) << (8 * q);
+        for (int q = 0; q < 4; ++q) w |= static_cast<uint32_t>(rneEncode(in[q], sc, divide, k)) << (8 * q);
       } else {
 #pragma unroll
         for (int q = 0; q < 4; ++q)
-          w |= static_cast<uint32_t>(encodeFloat(in[q], scales[srow + (j0 + q) / bc], divide, k)) << (8 * q);
+          w |= static_cast<uint32_t>(rneEncode(in[q], scales[srow + (j0 + q) / bc], divide, k)) << (8 * q);
       }
       *reinterpret_cast<uint32_t*>(codes + i * cols + j0) = w;
     } else {
       for (Index j = j0; j < j0 + 4 && j < cols; ++j)
-        codes[i * cols + j] = encodeFloat(x[i * cols + j], scales[srow + j / bc], divide, k);
+        codes[i * cols + j] = rneEncode(x[i * cols + j], scales[srow + j / bc], divide, k);
     }
   }
 }
 
 __global__ void currentScaleKernel(const float* amax, float fp8_max, bool pow2, float* quant, float* dequant) {
-  const float a = *amax;
-  float s;
-  if (a == 0.0f || isinf(a) || isnan(a)) {
-    s = 1.0f;
-  } else {
-    s = __fdiv_rn(fp8_max, a);
-    if (isinf(s)) s = FLT_MAX;
-    if (pow2) s = __uint_as_float(__float_as_uint(s) & 0xFF800000u);
-  }
+  const float s = teScaleFromAmax(*amax, fp8_max, pow2);
   *quant = s;
   *dequant = __fdiv_rn(1.0f, s);
 }
 
-__global__ void blockScaleKernel(const float* amax, size_t n, DeviceScaleParams p, float* quant, float* dequant,
+__global__ void blockScaleKernel(const float* amax, size_t n, ScaleRuleParams p, float* quant, float* dequant,
                                  uint8_t* codes) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const DeviceBlockScale b = blockScaleFromAmaxHD(amax[i], p);
+    const BlockScale b = blockScaleFromAmax(static_cast<double>(amax[i]), p);
     quant[i] = b.quant;
     dequant[i] = b.dequant;
-    if (codes) codes[i] = static_cast<uint8_t>(b.code < 0 ? 0 : b.code);
+    if (codes) codes[i] = static_cast<uint8_t>(b.scale_code < 0 ? 0 : b.scale_code);
   }
 }
 
 __global__ void delayedUpdateKernel(float* hist, int n, int L, float* scale, float* scale_inv, const float* amax_now,
-                                    DelayedScalingParams p) {
+                                    DelayedUpdateParams p) {
   const int t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= n) return;
-  delayedScalingUpdate(hist + t, L, n, scale + t, scale_inv ? scale_inv + t : nullptr, amax_now[t], p);
+  (void)delayedScalingUpdate(hist + t, L, n, scale + t, amax_now[t], p);
+  if (scale_inv) scale_inv[t] = __fdiv_rn(1.0f, scale[t]);
 }
 
 int gridFor(size_t work, int per_block = kThreads) {
@@ -222,15 +215,15 @@ void amaxBlocks(const float* x, int64_t rows, int64_t cols, ScaleBlock b, float*
   FP8LAB_CUDA_CHECK(cudaGetLastError());
 }
 
-void quantizeTensor(const float* x, uint8_t* codes, size_t n, const float* scale, bool divide, const EncodeConstants& k,
-                    cudaStream_t stream) {
+void quantizeTensor(const float* x, uint8_t* codes, size_t n, const float* scale, bool divide,
+                    const RneEncodeConstants& k, cudaStream_t stream) {
   if (n == 0) return;
   quantizeTensorKernel<<<gridFor((n + 3) / 4), kThreads, 0, stream>>>(x, codes, n, scale, divide, k);
   FP8LAB_CUDA_CHECK(cudaGetLastError());
 }
 
 void quantizeBlocks(const float* x, uint8_t* codes, int64_t rows, int64_t cols, ScaleBlock b, const float* scales,
-                    bool divide, const EncodeConstants& k, cudaStream_t stream) {
+                    bool divide, const RneEncodeConstants& k, cudaStream_t stream) {
   checkShape(rows, cols, b, "quantizeBlocks");
   const int64_t bcols = (cols + b.cols - 1) / b.cols;
   const bool vec =
@@ -256,7 +249,7 @@ void currentScaleFromAmax(const float* amax, float fp8_max, bool pow2, float* qu
   FP8LAB_CUDA_CHECK(cudaGetLastError());
 }
 
-void blockScalesFromAmax(const float* amax, size_t n, const DeviceScaleParams& p, float* quant, float* dequant,
+void blockScalesFromAmax(const float* amax, size_t n, const ScaleRuleParams& p, float* quant, float* dequant,
                          uint8_t* codes, cudaStream_t stream) {
   if (n == 0) return;
   blockScaleKernel<<<gridFor(n), kThreads, 0, stream>>>(amax, n, p, quant, dequant, codes);
@@ -264,7 +257,7 @@ void blockScalesFromAmax(const float* amax, size_t n, const DeviceScaleParams& p
 }
 
 void delayedScalingUpdateBatch(float* hist, int n, int L, float* scale, float* scale_inv, const float* amax_now,
-                               const DelayedScalingParams& params, cudaStream_t stream) {
+                               const DelayedUpdateParams& params, cudaStream_t stream) {
   if (n < 1 || L < 1) throw std::invalid_argument("delayedScalingUpdateBatch: n and L must be ≥ 1");
   delayedUpdateKernel<<<(n + 127) / 128, 128, 0, stream>>>(hist, n, L, scale, scale_inv, amax_now, params);
   FP8LAB_CUDA_CHECK(cudaGetLastError());

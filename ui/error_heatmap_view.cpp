@@ -11,6 +11,8 @@
 #include <QComboBox>
 #include <QFutureWatcher>
 #include <QHBoxLayout>
+#include <QJsonArray>
+#include <QJsonDocument>
 #include <QLabel>
 #include <QPushButton>
 #include <QScrollArea>
@@ -54,6 +56,7 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
   mode_box_->addItem(tr("Split: quantization | accumulation | total"), int(Mode::Split));
   mode_box_->addItem(tr("Quantization error of A"), int(Mode::OperandA));
   mode_box_->addItem(tr("Quantization error of B"), int(Mode::OperandB));
+  mode_box_->addItem(tr("Kernel check: observed \u2212 reference model"), int(Mode::KernelCheck));
   addBox(tr("&Map:"), mode_box_, QStringLiteral("mode"));
   bar->addStretch(1);
   v->addLayout(bar);
@@ -258,6 +261,8 @@ QList<ErrorQuantity> ErrorHeatmapView::quantities() const {
     return {ErrorQuantity::OperandA};
   case Mode::OperandB:
     return {ErrorQuantity::OperandB};
+  case Mode::KernelCheck:
+    return {ErrorQuantity::Observed};
   }
   return {};
 }
@@ -269,6 +274,7 @@ void ErrorHeatmapView::rebuild(Read read) {
   plot_->clearPlottables();
   plot_->plotLayout()->clear();
   rects_.clear();
+  hist_rect_ = nullptr;
   maps_.clear();
   scale_ = nullptr;
   grids_.clear();
@@ -370,10 +376,111 @@ void ErrorHeatmapView::rebuild(Read read) {
   }
   QString unit = model_->unit(shown.first(), kind_);
   scale_->axis()->setLabel(tr("%1 error [%2]").arg(toText(kind_), unit));
+  if (mode_ == Mode::KernelCheck) {
+    addUlpHistogram();
+    detail_->setText(modelsTable());
+  }
   stylePlot(plot_);
   // Overview: the whole map, decimated by max (or tiles).
   const auto [rows, cols] = shape;
   computeWindow(0, 0, rows, cols, true, read);
+}
+
+// The kernel check's ULP histogram: elements per ULP distance from the reference (log scale: the
+// 0-ULP bar is usually most of D), with the verdict as its title.
+void ErrorHeatmapView::addUlpHistogram() {
+  Block h;
+  QString err;
+  if (!run_ || !run_->has(QStringLiteral("check/ulp_histogram")) ||
+      !run_->readAll(QStringLiteral("check/ulp_histogram"), &h, &err))
+    return;
+  // Bins (kernel_check.h): 0, 1, 2, then (2^(b−2), 2^(b−1)]; each tick names the bin's upper end
+  // ("4" for 3–4), as a power of two past 4096 so the labels stay short.
+  auto upper = [](int b) -> QString {
+    if (b <= 2) return QString::number(b);
+    const int e = b - 1;
+    if (e <= 12) return QString::number(1 << e);
+    static const QString sup = QStringLiteral("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079");
+    QString t = QStringLiteral("2");
+    for (QChar c : QString::number(e)) t += sup[c.digitValue()];
+    return t;
+  };
+  int last = 2;
+  for (int b = 0; b < int(h.v.size()); ++b)
+    if (h.v[size_t(b)] > 0) last = std::max(last, b);
+  auto* layout = plot_->plotLayout();
+  const QString verdict = run_->groupAttr(QStringLiteral("check"), QStringLiteral("verdict"));
+  auto* title = new QCPTextElement(plot_, verdict.section(QLatin1Char(';'), 0, 0), QFont(font().family(), 8));
+  title->setTextColor(verdict.startsWith(QStringLiteral("PASS")) ? QColor(0x1b, 0x7a, 0x2e) : QColor(0xb0, 0x00, 0x20));
+  layout->addElement(2, 0, title);
+  hist_rect_ = new QCPAxisRect(plot_);
+  layout->addElement(3, 0, hist_rect_);
+  layout->setRowStretchFactor(1, 3);
+  layout->setRowStretchFactor(2, 0.001);
+  layout->setRowStretchFactor(3, 1.2);
+  QCPAxis* x = hist_rect_->axis(QCPAxis::atBottom);
+  QCPAxis* y = hist_rect_->axis(QCPAxis::atLeft);
+  auto* bars = new QCPBars(x, y);
+  bars->setPen(Qt::NoPen);
+  bars->setBrush(QColor(0x35, 0x6d, 0xb3));
+  bars->setWidth(0.7);
+  auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+  double top = 1;
+  for (int b = 0; b <= last; ++b) {
+    const double v = b < int(h.v.size()) ? h.v[size_t(b)] : 0;
+    if (v > 0) bars->addData(b, v);
+    top = std::max(top, v);
+    if (last < 16 || b % 2 == 0 || b == last) ticker->addTick(b, upper(b));
+  }
+  x->setTicker(ticker);
+  x->setRange(-0.6, last + 0.6);
+  x->setLabel(
+      tr("ULPs of %1 between observed and reference model (each bar: up to its tick)").arg(model_->outputType()));
+  y->setScaleType(QCPAxis::stLogarithmic);
+  y->setTicker(distinctLogTicker());
+  y->setNumberFormat(QStringLiteral("eb"));
+  y->setNumberPrecision(0);
+  y->setRange(0.5, top * 3);
+  y->setLabel(tr("elements"));
+}
+
+// The kernel check's models, each with its share of elements identical to the observed D, and the
+// fit's verdict: which accumulation reproduces the kernel.
+QString ErrorHeatmapView::modelsTable() const {
+  if (!run_ || !run_->has(QStringLiteral("check/models/identical_share")))
+    return tr("<i>This check ran without the fit: no table of models. Click an element for its detail.</i>");
+  Block share, maxu;
+  QString err;
+  if (!run_->readAll(QStringLiteral("check/models/identical_share"), &share, &err) ||
+      !run_->readAll(QStringLiteral("check/models/max_ulps"), &maxu, &err))
+    return err.toHtmlEscaped();
+  const QJsonArray names =
+      QJsonDocument::fromJson(run_->groupAttr(QStringLiteral("check/models"), QStringLiteral("names")).toUtf8())
+          .array();
+  QString html = tr("<b>Accumulation models</b> on this run's operands, each compared with the observed D:"
+                    "<table cellspacing=3><tr><th align=left>model</th><th align=right>identical</th>"
+                    "<th align=right>max ULP</th></tr>");
+  // Max ULPs as the histogram counts them: whole numbers to 4096, then the nearest power of two.
+  auto ulps = [](double u) -> QString {
+    if (!std::isfinite(u)) return QStringLiteral("NaN/Inf");
+    if (u <= 4096) return QString::number(u, 'g', 4);
+    static const QString sup = QStringLiteral("\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079");
+    QString t = QStringLiteral("\u22482");
+    for (QChar c : QString::number(int(std::lround(std::log2(u))))) t += sup[c.digitValue()];
+    return t;
+  };
+  for (int i = 0; i < names.size() && size_t(i) < share.v.size(); ++i)
+    html += QStringLiteral("<tr><td>%1</td><td align=right nowrap>%2%</td><td align=right nowrap>%3</td></tr>")
+                .arg(names[i].toString().toHtmlEscaped(), QString::number(100.0 * share.v[size_t(i)], 'f', 2),
+                     ulps(maxu.v[size_t(i)]));
+  html += QStringLiteral("</table>");
+  const QString fit = run_->groupAttr(QStringLiteral("check"), QStringLiteral("fit_verdict"));
+  if (!fit.isEmpty())
+    html += QStringLiteral("<br>%1").arg(fit.toHtmlEscaped()); // "best fit: ..." / "bit-identical to ..."
+  const QString warn = run_->groupAttr(QStringLiteral("check"), QStringLiteral("fit_warning"));
+  if (!warn.isEmpty()) html += QStringLiteral("<br><span style='color:#b00020'>%1</span>").arg(warn.toHtmlEscaped());
+  html += tr("<br><br><i>Click an element of the map to see its detail.</i>");
+  return html;
 }
 
 quint64 ErrorHeatmapView::nextGeneration() {

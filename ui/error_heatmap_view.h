@@ -38,7 +38,9 @@ class ErrorHeatmapView : public View {
   Q_OBJECT
 public:
   /// What the map shows: one quantity, or the three-way split of D's error.
-  enum class Mode { Total, Quantization, Accumulation, Split, OperandA, OperandB };
+  /// KernelCheck: a kernel's observed D against the check's reference model, beside the histogram
+  /// of their ULP distances (runs with observed/D: docs/gemm.md, "Check my kernel in CI").
+  enum class Mode { Total, Quantization, Accumulation, Split, OperandA, OperandB, KernelCheck };
   enum class Aggregation { Elements, TileMean, TileMax };
 
   explicit ErrorHeatmapView(QWidget* parent = nullptr);
@@ -109,6 +111,10 @@ private:
   void mouseClicked(QMouseEvent* e);
   bool elementAt(const QPoint& pos, int64_t* i, int64_t* j, int* panel) const;
   QList<ErrorQuantity> quantities() const;
+  /// KernelCheck: the ULP histogram (check/ulp_histogram) in row 2 of the plot layout.
+  void addUlpHistogram();
+  /// KernelCheck: the models table (check/models/*) and the fit's verdict, for the detail pane.
+  QString modelsTable() const;
   void openInBitLayout();
 
   std::shared_ptr<RunAccess> run_;
@@ -142,6 +148,7 @@ private:
   QComboBox* agg_box_;
   QCustomPlot* plot_;
   QList<QCPAxisRect*> rects_;
+  QCPAxisRect* hist_rect_ = nullptr; ///< KernelCheck: the ULP histogram under the map
   QList<QCPColorMap*> maps_;
   QCPColorScale* scale_ = nullptr;
   QLabel* status_;

@@ -22,6 +22,8 @@ QString toText(ErrorQuantity q) {
     return QObject::tr("quantization error of A");
   case ErrorQuantity::OperandB:
     return QObject::tr("quantization error of B");
+  case ErrorQuantity::Observed:
+    return QObject::tr("kernel check: observed − reference model");
   }
   return {};
 }
@@ -67,6 +69,12 @@ HeatmapModel::Source HeatmapModel::source(ErrorQuantity q, ErrorKind k) const {
     s.ref = QStringLiteral("inputs/B");
     s.test = QStringLiteral("quantized/B_dequantized");
     break;
+  case ErrorQuantity::Observed:
+    // The check's own ULP map counts ULPs as codes of the output type (kernel_check.h).
+    if (k == ErrorKind::Ulp && run_->has(QStringLiteral("check/ulps"))) s.stored = QStringLiteral("check/ulps");
+    s.ref = QStringLiteral("check/D_reference");
+    s.test = QStringLiteral("observed/D");
+    break;
   }
   return s;
 }
@@ -76,7 +84,8 @@ bool HeatmapModel::available(ErrorQuantity q, ErrorKind k, QString* why) const {
     if (why) *why = QObject::tr("run '%1' is a %2 run; error maps belong to GEMM runs").arg(run_->id(), run_->type());
     return false;
   }
-  const bool isD = q == ErrorQuantity::Total || q == ErrorQuantity::Quantization || q == ErrorQuantity::Accumulation;
+  const bool isD = q == ErrorQuantity::Total || q == ErrorQuantity::Quantization || q == ErrorQuantity::Accumulation ||
+                   q == ErrorQuantity::Observed;
   if (k == ErrorKind::Ulp && !isD) {
     if (why)
       *why = QObject::tr("ULP errors are defined for D (in its output type); use absolute or relative for A and B");

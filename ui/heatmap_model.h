@@ -24,7 +24,8 @@
 
 namespace fp8lab::ui {
 
-enum class ErrorQuantity { Total, Quantization, Accumulation, OperandA, OperandB };
+/// Observed: a kernel check's observed/D against its reference model's D (check/D_reference).
+enum class ErrorQuantity { Total, Quantization, Accumulation, OperandA, OperandB, Observed };
 enum class ErrorKind { Abs, Rel, Ulp };
 enum class CellReduce { Max, Mean };
 

@@ -29,9 +29,9 @@
 namespace fp8lab::ui {
 
 QStringList renderableViews() {
-  return {QStringLiteral("heatmap"),   QStringLiteral("split"),  QStringLiteral("block_scales"),
-          QStringLiteral("amax"),      QStringLiteral("scales"), QStringLiteral("layers"),
-          QStringLiteral("block_map"), QStringLiteral("compare")};
+  return {QStringLiteral("heatmap"),      QStringLiteral("split"),     QStringLiteral("kernel_check"),
+          QStringLiteral("block_scales"), QStringLiteral("amax"),      QStringLiteral("scales"),
+          QStringLiteral("layers"),       QStringLiteral("block_map"), QStringLiteral("compare")};
 }
 
 ExportSizeDialog::ExportSizeDialog(QSize initial, QWidget* parent) : QDialog(parent) {
@@ -318,6 +318,15 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
                       auto v = std::make_unique<ErrorHeatmapView>();
                       v->setRunAccess(a);
                       v->setMode(ErrorHeatmapView::Mode::Split);
+                      return std::unique_ptr<View>(std::move(v));
+                    }};
+      // A kernel check (runs with an observed D): observed − reference and the ULP histogram.
+      if (wants(QStringLiteral("kernel_check")) && a->has(QStringLiteral("observed/D")))
+        jobs << Job{a->id(), QStringLiteral("kernel_check"), [a] {
+                      auto v = std::make_unique<ErrorHeatmapView>();
+                      v->setRunAccess(a);
+                      v->setMode(ErrorHeatmapView::Mode::KernelCheck);
+                      v->setKind(ErrorKind::Ulp);
                       return std::unique_ptr<View>(std::move(v));
                     }};
       // Block scales: per operand with block scale codes (MX, NVFP4), the histogram of its codes

@@ -472,6 +472,12 @@ void out(const std::string& text) {
 void out(const QString& text) {
   out(text.toStdString());
 }
+void emitJson(QJsonArray* collect, const QJsonObject& o) {
+  if (collect)
+    collect->append(o);
+  else
+    out(toJsonText(o) + "\n");
+}
 
 bool parseArgs(QCommandLineParser& p, const QStringList& args, int* exit_code) {
   p.setSingleDashWordOptionMode(QCommandLineParser::ParseAsLongOptions);

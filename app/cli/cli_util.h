@@ -200,6 +200,10 @@ fp8lab::LockWait sessionLockWait();
 /// Prints text to stdout (UTF-8) without a trailing newline added.
 void out(const std::string& text);
 void out(const QString& text);
+/// A command's JSON result: appended to `collect` when a caller gathers several into one document
+/// (`run --json` of a multi-experiment config prints one array), else printed at once (one line
+/// of indented JSON plus a newline).
+void emitJson(QJsonArray* collect, const QJsonObject& o);
 
 /// Sets up the standard options every command accepts (--help, --json) and parses.
 /// Returns false after printing the error (exit 2) or help (exit 0: *exit_code set).

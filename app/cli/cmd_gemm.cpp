@@ -6,6 +6,7 @@
 #include "cli_util.h"
 #include "cmd_run.h"
 #include "command.h"
+#include "kernel_check_cli.h"
 
 #include "experiment/gemm_config.h"
 
@@ -197,6 +198,7 @@ int runGemm(const QStringList& args) {
   opt("b-tensor", "Import B [K,N] the same way; fixes K and N.", "SPEC", "");
   opt("id", "Run id with --out (default gemm-<formats>-<scaling>-<distribution>).", "ID", "");
   p.addOption(backendOption());
+  addKernelCheckOptions(p);
   p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
@@ -382,6 +384,10 @@ int runGemm(const QStringList& args) {
   cfg.store_inputs = cfg.store_quantized = cfg.store_error_maps = !outFile.isEmpty();
   // --json reports the operands' scales, read from the run's quantized datasets.
   if (json) cfg.store_quantized = true;
+  // Operands as codes and scales, and the kernel check: through the config parser.
+  if (const QString e = applyKernelCheckFlags(p, &cfg); !e.isEmpty()) return fail(e);
+  fa = Format::byName(cfg.format_a);
+  fb = Format::byName(cfg.format_b);
   // Imported operands fix the shape: the run checks them once they are loaded.
   const bool imported = cfg.a.fromFile() || cfg.b.fromFile();
   if (const auto pr = imported ? std::nullopt : gemmOperandProblem(cfg, M, K, N)) {
@@ -451,6 +457,11 @@ int runGemm(const QStringList& args) {
       if (!std::isnan(tiles.mean[i]) && (worst < 0 || tiles.mean[i] > tiles.mean[static_cast<size_t>(worst)]))
         worst = static_cast<int64_t>(i);
     const double total_s = std::chrono::duration<double>(clock::now() - t0).count();
+    // The exit status a CI reads: 1 when the kernel check failed, or when D holds NaN outputs
+    // (NaN codes of pre-quantized operands; --allow-nonfinite accepts them).
+    const bool nan_out = r.total.nan_test > 0 && !p.isSet(QStringLiteral("allow-nonfinite"));
+    const int exitCode = (det.check && !det.check->verdict.passed) || nan_out ? 1 : 0;
+    const KernelCheckConfig check_cfg = cfg.check;
 
     if (json) {
       const QString cfg_a_tensor = QString::fromStdString(cfg.a.tensor),
@@ -538,12 +549,22 @@ int runGemm(const QStringList& args) {
         w.append(wo);
       }
       j[QStringLiteral("warnings")] = w;
+      QJsonArray issues;
+      for (const auto& i : res.issues)
+        if (i.severity != Severity::Error)
+          issues.append(QJsonObject{{QStringLiteral("severity"), QString::fromLatin1(severityName(i.severity))},
+                                    {QStringLiteral("where"), QString::fromStdString(i.where)},
+                                    {QStringLiteral("detail"), QString::fromStdString(i.detail)}});
+      j[QStringLiteral("issues")] = issues;
+      if (det.nan_outputs_from_codes > 0 || r.total.nan_test > 0)
+        j[QStringLiteral("nan_outputs")] = static_cast<double>(r.total.nan_test);
+      if (det.check) j[QStringLiteral("check")] = kernelCheckJson(*det.check, check_cfg);
       if (!stored.isEmpty()) {
         j[QStringLiteral("file")] = outFile;
         j[QStringLiteral("run")] = stored;
       }
       out(toJsonText(j));
-      return 0;
+      return exitCode;
     }
     QString s;
     s += QStringLiteral("GEMM %1 x %2 x %3 (M x N x K), %4 data, seed %5\n")
@@ -600,6 +621,16 @@ int runGemm(const QStringList& args) {
                .arg(num(m.rel_fro), 11)
                .arg(num(m.sqnr_db, 4), 9);
     };
+    if (r.total.nan_test > 0)
+      s += QStringLiteral("D: %1 of %2 outputs are NaN%3; the error statistics below leave them out%4\n")
+               .arg(r.total.nan_test)
+               .arg(r.m * r.n)
+               .arg(det.nan_outputs_from_codes > 0 ? QStringLiteral(" (%1 from NaN codes: %2 in A, %3 in B)")
+                                                         .arg(det.nan_outputs_from_codes)
+                                                         .arg(det.a_nan_codes)
+                                                         .arg(det.b_nan_codes)
+                                                   : QString())
+               .arg(p.isSet(QStringLiteral("allow-nonfinite")) ? QString() : QStringLiteral(" (exit status 1)"));
     row(QStringLiteral("quantization (exact vs ideal)"), r.quantization);
     row(QStringLiteral("accumulation (D vs exact)"), r.accumulation);
     row(QStringLiteral("total (D vs ideal)"), r.total);
@@ -642,10 +673,11 @@ int runGemm(const QStringList& args) {
       s += QStringLiteral("%1: %2 (%3)\n")
                .arg(w.severity == Severity::Info ? QStringLiteral("note") : QStringLiteral("warning"),
                     QString::fromStdString(w.what), QString::fromStdString(w.detail));
+    if (det.check) s += kernelCheckText(*det.check, check_cfg);
     out(s);
     if (!stored.isEmpty())
       std::fprintf(stderr, "saved as run %s in %s\n", stored.toUtf8().constData(), outFile.toUtf8().constData());
-    return 0;
+    return exitCode;
   } catch (const Cancelled&) {
     bar.finish();
     if (interrupted()) {

@@ -199,7 +199,14 @@ void reportGemmRun(const Run& r, const QString& stored, const GemmExperimentConf
         {QStringLiteral("metrics"), metricsJson(*run)}};
     if (opt.backend)
       addBackendJson(j, *opt.backend, run->backend, cfg.gemm, attrString(run->attrs, "backend_note").value_or(""));
-    out(toJsonText(j) + "\n");
+    // The run's warnings as stored with it (run attribute "warnings", a JSON array).
+    const QJsonDocument wd =
+        QJsonDocument::fromJson(QByteArray::fromStdString(attrString(run->attrs, "warnings").value_or("[]")));
+    j[QStringLiteral("warnings")] = wd.isArray() ? wd.array() : QJsonArray();
+    if (const auto v =
+            attrString(run->group_attrs.count("check") ? run->group_attrs.at("check") : Attributes{}, "verdict"))
+      j[QStringLiteral("check")] = QString::fromStdString(*v);
+    emitJson(opt.json_out, j);
   } else {
     auto met = [&](const char* k) {
       return run->metrics.count(k) ? num(run->metrics.at(k).value) : QStringLiteral("-");
@@ -431,6 +438,14 @@ int runRun(const QStringList& args) {
   if (!backend) return 2;
   opt.backend = backend.get();
   opt.doc = &c.doc;
+  // --json with several experiments: one JSON document (an array, one object per experiment in
+  // config order), printed however the command ends.
+  QJsonArray json_docs;
+  if (opt.json && exps.size() > 1) opt.json_out = &json_docs;
+  auto finish = [&](int code) {
+    if (opt.json_out) out(toJsonText(json_docs) + "\n");
+    return code;
+  };
   InterruptGuard interrupt_guard; // Ctrl-C / SIGTERM / SIGHUP: finish the save in progress, then stop
   // Several experiments: GEMM runs are saved in batches (RunCliOptions::batch), one rewrite each.
   std::vector<RunCliOptions::PendingRun> batch;
@@ -473,13 +488,13 @@ int runRun(const QStringList& args) {
     const ExperimentObject& ex = exps[i];
     const ExperimentType* type = findType(typeOf(*ex.obj));
     // A training experiment saves into the file itself: save what is pending first.
-    if (type->type != QStringLiteral("gemm") && !flush()) return 2;
+    if (type->type != QStringLiteral("gemm") && !flush()) return finish(2);
     const int r = type->run(*ex.obj, ex.text, ex.at, opt);
     noteLoss();
     if (r != 0) {
       // Keep the finished runs: save the batch, then report the failure's exit status.
-      if (!flush()) return 2;
-      return r;
+      if (!flush()) return finish(2);
+      return finish(r);
     }
     // GEMM results are printed when their batch is saved; this line says the work goes on.
     if (exps.size() > 1 && !opt.quiet && !opt.json)
@@ -492,23 +507,23 @@ int runRun(const QStringList& args) {
     if (batch.empty())
       batch_since = std::chrono::steady_clock::now();
     else if (std::chrono::steady_clock::now() - batch_since > std::chrono::seconds(30) && !flush())
-      return 2;
-    if (batchBytes() > (int64_t(256) << 20) && !flush()) return 2;
+      return finish(2);
+    if (batchBytes() > (int64_t(256) << 20) && !flush()) return finish(2);
     if (interrupted()) {
-      if (!flush()) return 2;
+      if (!flush()) return finish(2);
       std::fprintf(stderr, "fp8lab-cli: interrupted by %s; the finished runs are saved in %s\n",
                    interruptName().toUtf8().constData(), opt.out.toUtf8().constData());
-      return interruptedExitCode();
+      return finish(interruptedExitCode());
     }
   }
-  if (!flush()) return 2;
+  if (!flush()) return finish(2);
   if (interrupted()) { // arrived during the last experiment's end or the final save: all is saved
     std::fprintf(stderr, "fp8lab-cli: interrupted by %s; the finished runs are saved in %s\n",
                  interruptName().toUtf8().constData(), opt.out.toUtf8().constData());
-    return interruptedExitCode();
+    return finish(interruptedExitCode());
   }
   if (!opt.json && !opt.quiet) err(QStringLiteral("session written: %1").arg(QFileInfo(opt.out).absoluteFilePath()));
-  return 0;
+  return finish(0);
 }
 
 // ---- sweep ----------------------------------------------------------------------------------

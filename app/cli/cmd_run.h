@@ -14,6 +14,7 @@
 #include "io/json_document.h"
 #include "session/session.h"
 
+#include <QJsonArray>
 #include <QString>
 
 #include <functional>
@@ -47,6 +48,9 @@ struct RunCliOptions {
   std::vector<PendingRun>* batch = nullptr;
   /// The parsed config the experiment objects come from (line and column in messages).
   const JsonDocument* doc = nullptr;
+  /// --json of a multi-experiment config: each experiment's JSON result is appended here, and
+  /// `run` prints the array as one document at the end (null: each prints its own object).
+  QJsonArray* json_out = nullptr;
 };
 
 /// One experiment type.

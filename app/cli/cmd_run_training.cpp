@@ -250,10 +250,9 @@ int runTrainingExperiment(const Json& config, const ConfigPath& at, const JsonDo
   if (res.status == TrainingExperimentOutcome::Status::Failed) return fail(QString::fromStdString(res.error));
   if (res.status == TrainingExperimentOutcome::Status::Cancelled) {
     if (opt.json)
-      out(toJsonText(QJsonObject{{QStringLiteral("session"), out_file},
-                                 {QStringLiteral("interrupted"), true},
-                                 {QStringLiteral("runs"), summary}}) +
-          "\n");
+      emitJson(opt.json_out, QJsonObject{{QStringLiteral("session"), out_file},
+                                         {QStringLiteral("interrupted"), true},
+                                         {QStringLiteral("runs"), summary}});
     if (!res.runs.empty() && res.runs.back().cancelled) {
       const auto& o = res.runs.back();
       std::fprintf(stderr,
@@ -272,19 +271,17 @@ int runTrainingExperiment(const Json& config, const ConfigPath& at, const JsonDo
   }
   if (interrupted()) { // arrived after the last piece of work: everything is saved
     if (opt.json)
-      out(toJsonText(QJsonObject{{QStringLiteral("session"), out_file},
-                                 {QStringLiteral("interrupted"), true},
-                                 {QStringLiteral("runs"), summary}}) +
-          "\n");
+      emitJson(opt.json_out, QJsonObject{{QStringLiteral("session"), out_file},
+                                         {QStringLiteral("interrupted"), true},
+                                         {QStringLiteral("runs"), summary}});
     std::fprintf(stderr, "fp8lab-cli: interrupted; the session so far (%d runs) is saved in %s\n",
                  static_cast<int>(summary.size()), out_file.toUtf8().constData());
     return interruptedExitCode();
   }
   if (opt.json) {
-    out(toJsonText(QJsonObject{{QStringLiteral("session"), out_file},
-                               {QStringLiteral("interrupted"), false},
-                               {QStringLiteral("runs"), summary}}) +
-        "\n");
+    emitJson(opt.json_out, QJsonObject{{QStringLiteral("session"), out_file},
+                                       {QStringLiteral("interrupted"), false},
+                                       {QStringLiteral("runs"), summary}});
   } else if (!opt.quiet && opt.print_session_line) {
     std::fprintf(stderr, "session written: %s\n", QFileInfo(out_file).absoluteFilePath().toUtf8().constData());
   }
@@ -304,6 +301,7 @@ int runTrainingType(const Json& config, const std::string& /*text: each run stor
   t.compress = o.compress;
   t.print_session_line = false;
   t.backend = o.backend;
+  t.json_out = o.json_out;
   return runTrainingExperiment(config, at, o.doc, o.out, t);
 }
 

@@ -9,6 +9,7 @@
 #include "experiment/config_reader.h"
 #include "io/json_document.h"
 
+#include <QJsonArray>
 #include <QString>
 
 namespace fp8lab::cli {
@@ -24,6 +25,8 @@ struct TrainingCliOptions {
   bool print_session_line = true; ///< end with "session written: FILE" (run prints its own)
   /// --backend: where the FP8 GEMMs run (backend_choice.h); not owned; null = the CPU reference.
   FallbackGemmBackend* backend = nullptr;
+  /// `run` of a multi-experiment config: the JSON summary goes here (one document for all), not to stdout.
+  QJsonArray* json_out = nullptr;
 };
 
 /// Runs the training experiment `config` (at `at` in `doc`, which may be null) and writes its

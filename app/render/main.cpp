@@ -42,7 +42,8 @@ int renderCommand(const QStringList& args) {
   const QCommandLineOption viewsOpt(
       QStringLiteral("views"),
       QStringLiteral(
-          "Comma-separated views: heatmap, split, block_scales, amax, scales, layers, block_map, compare (default: "
+          "Comma-separated views: heatmap, split, kernel_check, block_scales, amax, scales, layers, block_map, compare "
+          "(default: "
           "all that apply)."),
       QStringLiteral("LIST"));
   const QCommandLineOption sizeOpt(QStringLiteral("size"), QStringLiteral("Image size in pixels (default 1400x900)."),

@@ -47,6 +47,8 @@ const std::vector<std::string> kGemmKeys = {"type",
                                             "store_error_maps",
                                             "rounding",
                                             "stochastic_bits",
+                                            "observed",
+                                            "check",
                                             "sweep"};
 
 constexpr const char* kRandomKeys[] = {"distribution",     "scale",       "sigma", "outlier_fraction", "outlier_factor",
@@ -68,8 +70,8 @@ void readDistribution(const Json& o, const ConfigPath& at, Distribution* d, Conf
     *d = *p;
 }
 
-constexpr const char* kPreQuantizedKeys[] = {"codes", "format",      "scales",       "scale_format",
-                                             "block", "tensor_amax", "tensor_scale", "fp4_fp8_max"};
+constexpr const char* kPreQuantizedKeys[] = {"codes",       "format",       "scales",      "scale_format", "block",
+                                             "tensor_amax", "tensor_scale", "fp4_fp8_max", "scale_layout", "packed"};
 
 const char* toString(PreQuantizedSource::ScaleFormat f) {
   using SF = PreQuantizedSource::ScaleFormat;
@@ -105,17 +107,48 @@ void parsePreQuantized(const Json& o, const ConfigPath& at, Axis axis, PreQuanti
   if (!r.ok()) return;
   const std::string sf = r.string(o, "scale_format", at, toString(p->scale_format));
   if (!r.ok()) return;
+  // The names users type: FP8 Lab's, cuBLASLt's (UE8M0, UE4M3: unsigned scale formats), PyTorch's
+  // dtypes (float8_e8m0fnu, float8_e4m3fn).
   std::string low;
-  for (char c : sf) low += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (low == "float32" || low == "f32")
+  for (char c : sf) low += static_cast<char>(c == '-' ? '_' : std::tolower(static_cast<unsigned char>(c)));
+  if (low == "float32" || low == "f32" || low == "fp32")
     p->scale_format = SF::Float32;
-  else if (low == "e8m0" || low == "e8m0fnu")
+  else if (low == "e8m0" || low == "e8m0fnu" || low == "ue8m0" || low == "float8_e8m0fnu")
     p->scale_format = SF::E8M0;
-  else if (low == "e4m3fn" || low == "e4m3")
+  else if (low == "e4m3fn" || low == "e4m3" || low == "ue4m3" || low == "float8_e4m3fn")
     p->scale_format = SF::E4M3FN;
   else {
-    r.fail(at.member("scale_format"), "unknown '" + sf + "' (float32, E8M0, E4M3FN)");
+    r.fail(at.member("scale_format"),
+           "unknown '" + sf + "' (float32; E8M0 = UE8M0 = float8_e8m0fnu; E4M3FN = UE4M3 = float8_e4m3fn)");
     return;
+  }
+  p->transpose = r.boolean(o, "transpose", at, false);
+  p->packed.reset();
+  if (ConfigReader::has(o, "packed")) {
+    const Json& pk = o["packed"];
+    if (pk.is_boolean()) {
+      if (pk.get<bool>()) p->packed = NibbleOrder::LowFirst;
+    } else if (pk.is_string() && parseNibbleOrder(pk.get<std::string>())) {
+      p->packed = parseNibbleOrder(pk.get<std::string>());
+    } else {
+      r.fail(at.member("packed"), "expected true, \"low_first\" or \"high_first\" (the nibble of the first code)");
+      return;
+    }
+    if (p->packed && p->format != "E2M1") {
+      r.fail(at.member("packed"), "packs two 4-bit codes a byte; the format is " + p->format + ", not E2M1");
+      return;
+    }
+  }
+  p->scale_layout = ScaleLayout::RowMajor;
+  if (ConfigReader::has(o, "scale_layout")) {
+    const std::string ls = r.string(o, "scale_layout", at, "row_major");
+    if (!r.ok()) return;
+    const auto l = parseScaleLayout(ls);
+    if (!l) {
+      r.fail(at.member("scale_layout"), "unknown '" + ls + "' (" + scaleLayoutNames() + ")");
+      return;
+    }
+    p->scale_layout = *l;
   }
   p->block = {0, 0};
   if (ConfigReader::has(o, "block")) {
@@ -143,10 +176,45 @@ void parsePreQuantized(const Json& o, const ConfigPath& at, Axis axis, PreQuanti
     r.fail(at.member("scales"), "a scale file needs \"block\": [rows, cols] of the codes one scale covers");
     return;
   }
-  const bool a = axis == Axis::Cols;
+  // With "transpose" the block is the stored tensor's: B stored [N, K] has its K blocks along its
+  // rows ([1, 32] for MX), like A.
+  const bool a = (axis == Axis::Cols) != p->transpose;
   auto alongK = [&](int64_t len) { return a ? ScaleBlock{1, len} : ScaleBlock{len, 1}; };
   auto blockText = [](ScaleBlock b) { return "[" + std::to_string(b.rows) + ", " + std::to_string(b.cols) + "]"; };
-  if (p->scale_format == SF::E8M0 && p->block != alongK(32)) {
+  if (p->scale_layout != ScaleLayout::RowMajor) {
+    const ScaleLayout l = p->scale_layout;
+    const char* lname = toString(l);
+    if (one) {
+      r.fail(at.member("scale_layout"), std::string(lname) + " lays out a scale file; one number has no layout");
+      return;
+    }
+    if (scaleLayoutHoldsCodes(l) != (p->scale_format != SF::Float32)) {
+      r.fail(at.member("scale_layout"),
+             std::string(lname) +
+                 (scaleLayoutHoldsCodes(l) ? " holds one-byte scale codes (scale_format E8M0 or E4M3FN)"
+                                           : " holds float32 scales (scale_format float32)") +
+                 ", not " + toString(p->scale_format));
+      return;
+    }
+    if (l == ScaleLayout::DeepGemmPackedUe8m0 && p->scale_format != SF::E8M0) {
+      r.fail(at.member("scale_layout"), "deepgemm_packed_ue8m0 packs E8M0 (UE8M0) codes");
+      return;
+    }
+    // The layouts hold one scale row per row of A / column of B (BLK128x128: per 128 of them).
+    const int64_t outer = a ? p->block.rows : p->block.cols, along = a ? p->block.cols : p->block.rows;
+    const bool blk = l == ScaleLayout::CublasLtBlk128x128;
+    if (outer != (blk ? 128 : 1) || (l == ScaleLayout::CublasLtVec128 && along != 128) || (blk && along != 128)) {
+      const std::string want = blk ? std::string("[128, 128] blocks")
+                               : l == ScaleLayout::CublasLtVec128
+                                   ? blockText(alongK(128)) + " blocks"
+                                   : std::string("blocks one row of A (column of B) wide");
+      r.fail(at.member("block"), "is " + blockText(p->block) + " but " + lname + " holds scales of " + want);
+      return;
+    }
+  }
+  // E8M0 scales: MX blocks of 32 along K; DeepGEMM's packed UE8M0 also carries its 1x128 blocks.
+  if (p->scale_format == SF::E8M0 && p->block != alongK(32) &&
+      !(p->scale_layout == ScaleLayout::DeepGemmPackedUe8m0 && p->block == alongK(128))) {
     r.fail(at.member("block"),
            "E8M0 (MX) scales cover 32 elements along K: " + blockText(alongK(32)) + " for " + (a ? "A" : "B"));
     return;
@@ -227,7 +295,8 @@ void parseOperand(const Json& o, const ConfigPath& at, Axis axis, OperandSource*
   }
   if (ConfigReader::has(o, "codes")) {
     r.checkKeys(o, at,
-                {"codes", "format", "scales", "scale_format", "block", "tensor_amax", "tensor_scale", "fp4_fp8_max"});
+                {"codes", "format", "scales", "scale_format", "block", "tensor_amax", "tensor_scale", "fp4_fp8_max",
+                 "transpose", "packed", "scale_layout"});
     if (!r.ok()) return;
     src->tensor.clear();
     src->pre.checkpoint.clear();
@@ -263,6 +332,85 @@ void parseOperand(const Json& o, const ConfigPath& at, Axis axis, OperandSource*
       if (ConfigReader::has(o, k))
         r.fail(at.member(k), "applies to random operands only; this operand is the tensor file '" + src->tensor + "'");
 }
+
+/// A list of integers for the fit grid: an array of integers or a string ("10..28", "1,2,4").
+std::vector<int> intList(const Json& o, const char* key, const ConfigPath& at, const std::vector<int>& def, int lo,
+                         int hi, ConfigReader& r) {
+  if (!ConfigReader::has(o, key)) return def;
+  const Json& v = o[key];
+  std::string text;
+  if (v.is_string()) {
+    text = v.get<std::string>();
+  } else if (v.is_array() && !v.empty()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_number_integer()) {
+        r.fail(at.member(key).element(i), "expected an integer");
+        return def;
+      }
+      text += (i ? "," : "") + std::to_string(v[i].get<int64_t>());
+    }
+  } else {
+    r.fail(at.member(key), "expected a non-empty array of integers or a string such as \"10..28\"");
+    return def;
+  }
+  std::string why;
+  const auto l = parseIntList(text, lo, hi, &why);
+  if (!l) {
+    r.fail(at.member(key), why);
+    return def;
+  }
+  return *l;
+}
+
+} // namespace
+
+bool parseKernelCheck(const Json& o, const ConfigPath& at, GemmExperimentConfig* cfg, ConfigReader& r) {
+  KernelCheckConfig& k = cfg->check;
+  if (ConfigReader::has(o, "observed")) {
+    k.observed = r.string(o, "observed", at, {});
+    if (r.ok() && k.observed.empty())
+      r.fail(at.member("observed"), "expected the kernel's output file (\"d.npy\", \"d.safetensors:NAME\")");
+  }
+  if (!r.ok()) return false;
+  const Json* c = r.object(o, "check", at);
+  if (!r.ok()) return false;
+  if (c && k.observed.empty()) {
+    r.fail(at.member("check"), "checks an observed output: add \"observed\" (the kernel's D file)");
+    return false;
+  }
+  if (!k.observed.empty() && cfg->output_scale_auto) {
+    r.fail(at.member("output_quant_scale"),
+           "is \"auto\", but the observed output was cast with the kernel's own scale_D: give that number");
+    return false;
+  }
+  if (!c) return true;
+  const ConfigPath cp = at.member("check");
+  r.checkKeys(*c, cp,
+              {"reference", "atol", "rtol", "max_ulp", "min_sqnr_db", "allow_nonfinite", "fit", "fit_bits",
+               "fit_groups", "fit_intervals", "fit_no_promotion"});
+  if (!r.ok()) return false;
+  k.reference = r.string(*c, "reference", cp, k.reference);
+  if (r.ok() && !namedModel(k.reference, GemmOptions{}))
+    r.fail(cp.member("reference"),
+           "unknown model '" + k.reference + "' (" + accumulationNames() + ", " + accumulationPresetNames() + ")");
+  for (const auto& [key, dst] :
+       {std::pair{"atol", &k.criteria.atol}, {"rtol", &k.criteria.rtol}, {"max_ulp", &k.criteria.max_ulp}}) {
+    if (!ConfigReader::has(*c, key)) continue;
+    const double v = r.number(*c, key, cp, 0.0);
+    if (r.ok() && !(v >= 0)) r.fail(cp.member(key), "must be a number >= 0");
+    *dst = v;
+  }
+  if (ConfigReader::has(*c, "min_sqnr_db")) k.criteria.min_sqnr_db = r.number(*c, "min_sqnr_db", cp, 0.0);
+  k.criteria.allow_nonfinite = r.boolean(*c, "allow_nonfinite", cp, k.criteria.allow_nonfinite);
+  k.fit = r.boolean(*c, "fit", cp, k.fit);
+  k.grid.bits = intList(*c, "fit_bits", cp, k.grid.bits, 2, kFastAccumMaxBits, r);
+  k.grid.groups = intList(*c, "fit_groups", cp, k.grid.groups, 1, 1 << 16, r);
+  k.grid.intervals = intList(*c, "fit_intervals", cp, k.grid.intervals, 1, 1 << 20, r);
+  k.grid.no_promotion = r.boolean(*c, "fit_no_promotion", cp, k.grid.no_promotion);
+  return r.ok();
+}
+
+namespace {
 
 void parseEpilogueSource(const Json& o, const char* key, const ConfigPath& at, EpilogueSource* src, ConfigReader& r) {
   const Json* ob = r.object(o, key, at);
@@ -608,6 +756,7 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
       return false;
     }
   }
+  if (!parseKernelCheck(o, at, cfg, r)) return false;
   if (ConfigReader::has(o, "type") && !(o["type"].is_string() && o["type"].get<std::string>() == "gemm")) {
     r.fail(at.member("type"), "expected \"gemm\"");
     return false;
@@ -664,6 +813,9 @@ Json gemmConfigJson(const GemmExperimentConfig& c, const std::string& name) {
       } else if (p.tensor_kind == TensorScale::Kind::TorchaoPts) {
         o["tensor_scale"] = p.tensor_scale;
       }
+      o["transpose"] = p.transpose;
+      if (p.packed) o["packed"] = toString(*p.packed);
+      if (!p.scales.empty()) o["scale_layout"] = toString(p.scale_layout);
     } else if (!s.tensor.empty()) {
       o["tensor"] = s.tensor;
       o["transpose"] = s.transpose;
@@ -715,6 +867,23 @@ Json gemmConfigJson(const GemmExperimentConfig& c, const std::string& name) {
   if (c.stochastic_rounding) {
     j["rounding"] = "stochastic";
     j["stochastic_bits"] = c.stochastic_bits;
+  }
+  if (c.check.enabled()) {
+    const KernelCheckConfig& k = c.check;
+    j["observed"] = k.observed;
+    Json ck = Json::object();
+    ck["reference"] = k.reference;
+    if (k.criteria.atol) ck["atol"] = *k.criteria.atol;
+    if (k.criteria.rtol) ck["rtol"] = *k.criteria.rtol;
+    if (k.criteria.max_ulp) ck["max_ulp"] = *k.criteria.max_ulp;
+    if (k.criteria.min_sqnr_db) ck["min_sqnr_db"] = *k.criteria.min_sqnr_db;
+    ck["allow_nonfinite"] = k.criteria.allow_nonfinite;
+    ck["fit"] = k.fit;
+    ck["fit_bits"] = k.grid.bits;
+    ck["fit_groups"] = k.grid.groups;
+    ck["fit_intervals"] = k.grid.intervals;
+    ck["fit_no_promotion"] = k.grid.no_promotion;
+    j["check"] = ck;
   }
   return j;
 }

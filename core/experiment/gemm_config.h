@@ -30,6 +30,13 @@ bool parseGemmConfig(const Json& o, GemmExperimentConfig* cfg, ConfigReader& r, 
 /// The same with its own reader; "" when `o` is a valid config, else the message.
 std::string parseGemmConfig(const Json& o, GemmExperimentConfig* cfg, const JsonDocument* doc = nullptr);
 
+/// The kernel check keys of a GEMM config object `o` into cfg->check (called by parseGemmConfig):
+/// "observed" (the kernel's D file) and "check" {reference, atol, rtol, max_ulp, min_sqnr_db,
+/// allow_nonfinite, fit, fit_bits, fit_groups, fit_intervals, fit_no_promotion}. Errors name the
+/// key: "check" without "observed", an unknown reference model, a negative tolerance, a grid list
+/// out of range, "observed" beside an automatic FP8 output scale (the kernel used its own scale_D).
+bool parseKernelCheck(const Json& o, const ConfigPath& at, GemmExperimentConfig* cfg, ConfigReader& r);
+
 /// The canonical config object of `cfg`: "type": "gemm" and every key with its value in the
 /// canonical spelling (m/k/n only for dimensions no tensor operand fixes; output_quant_scale
 /// only for FP8 outputs; the random-data keys only for random operands). `name`, when not

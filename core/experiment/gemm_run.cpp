@@ -1,6 +1,8 @@
 // FP8 Lab — the GEMM error experiment (see gemm_run.h).
 #include "experiment/gemm_run.h"
 
+#include "experiment/operand_checks.h"
+
 #include "metrics/block_stats.h"
 #include "training/diagnostics.h"
 #include "training/training_session.h"
@@ -9,6 +11,7 @@
 #include "gemm/error_split.h"
 #include "gemm/gemm_internal.h"
 #include "io/fp8_checkpoint.h"
+#include "io/json_document.h"
 #include "io/tensor_import.h"
 #include "metrics/error_metrics.h"
 #include "metrics/robust_metrics.h"
@@ -154,7 +157,8 @@ std::string shapeStr(int64_t r, int64_t c) {
 /// each other and builds the QuantizedTensor; `op` receives the dequantized values in float64
 /// (decode(code) · the element's effective dequant factor, exact in double), the run's only
 /// "input" for this operand. `key` ("a" / "b") names the config object in errors.
-bool loadPreQuantized(const PreQuantizedSource& p, const char* key, QuantizedTensor* q, Operand* op, Status* st) {
+bool loadPreQuantized(const PreQuantizedSource& p, const char* key, QuantizedTensor* q, Operand* op, Status* st,
+                      PreQuantizedFindings* findings) {
   const std::string at = std::string(key) + ".";
   auto bad = [&](const std::string& k, const std::string& why) {
     st->add(Issue::Code::InvalidArgument, at + k, why);
@@ -188,6 +192,16 @@ bool loadPreQuantized(const PreQuantizedSource& p, const char* key, QuantizedTen
   }
   Dataset& cd = codes.value;
   if (cd.shape.size() == 1) cd.shape = {1, cd.shape[0]};
+  const std::string code_dtype = attrString(cd.attrs, "source_dtype").value_or("");
+  if ((code_dtype == "F8_E4M3" && f->name() != "E4M3FN") || (code_dtype == "F8_E5M2" && f->name() != "E5M2") ||
+      code_dtype == "F8_E8M0")
+    return bad("codes", "'" + p.codes + "' holds " + code_dtype + " codes but the operand's format is " + f->name());
+  // Packed FP4: two codes a byte along the stored rows.
+  if (p.packed) {
+    cd.u8 = unpackFp4(cd.u8, cd.shape[0], cd.shape[1], *p.packed);
+    cd.shape[1] *= 2;
+  }
+  // The codes as stored (B stored [N, K] K-major with "transpose"), transposed below.
   const int64_t rows = cd.shape[0], cols = cd.shape[1];
   if (rows < 1 || cols < 1) return bad("codes", "'" + p.codes + "' is " + shapeStr(rows, cols) + ": empty");
   const uint32_t limit = 1u << f->bits();
@@ -208,16 +222,49 @@ bool loadPreQuantized(const PreQuantizedSource& p, const char* key, QuantizedTen
   q->strategy = "pre-quantized (" + p.codes + ")";
   q->stats.elements = rows * cols;
   const int64_t gr = q->blockRows(), gc = q->blockCols();
+  std::string scale_dtype;
   if (p.scales.empty()) {
     q->dequant_scales = {static_cast<float>(p.scale)};
   } else {
     const bool float_scales = p.scale_format == PreQuantizedSource::ScaleFormat::Float32;
-    auto sd = float_scales ? importTensor(p.scales) : importCodeTensor(p.scales);
+    const bool layout = p.scale_layout != ScaleLayout::RowMajor;
+    auto sd = float_scales ? importTensor(p.scales)
+                           : importCodeTensor(p.scales, p.scale_layout == ScaleLayout::DeepGemmPackedUe8m0);
     if (!sd.ok()) {
       st->merge(sd);
       return false;
     }
     Dataset& d = sd.value;
+    scale_dtype = attrString(d.attrs, "source_dtype").value_or("");
+    if (float_scales && d.dtype != DType::Float32)
+      return bad("scales", "'" + p.scales +
+                               "' holds float64 values; float32 scales are float16, bfloat16 or "
+                               "float32 (the GEMM applies float32 factors)");
+    if (layout) {
+      // A hardware layout holds the grid in the (outer, K-block) orientation of the operand as the
+      // GEMM uses it (kernel_layout.h): A's grid [M-blocks, K-blocks] as it is, B's [K-blocks,
+      // N-blocks] transposed. The file is read as its flat storage.
+      const bool is_a = key[0] == 'a';
+      const int64_t lr = p.transpose ? gc : gr, lc = p.transpose ? gr : gc; // the operand's grid
+      const ScaleGridShape g = is_a ? ScaleGridShape{lr, lc} : ScaleGridShape{lc, lr};
+      std::string why;
+      std::vector<float> grid_f;
+      std::vector<uint8_t> grid_c;
+      if (float_scales) {
+        auto v = unpackScales(p.scale_layout, g, d.f32, &why);
+        if (!v) return bad("scales", "'" + p.scales + "': " + why);
+        grid_f = is_a ? std::move(*v) : transposeGrid(*v, g.outer, g.kblocks);
+        if (p.transpose) grid_f = transposeGrid(grid_f, lr, lc); // to the stored orientation
+        d.f32 = std::move(grid_f);
+      } else {
+        auto v = unpackScales(p.scale_layout, g, d.u8, &why);
+        if (!v) return bad("scales", "'" + p.scales + "': " + why);
+        grid_c = is_a ? std::move(*v) : transposeGrid(*v, g.outer, g.kblocks);
+        if (p.transpose) grid_c = transposeGrid(grid_c, lr, lc);
+        d.u8 = std::move(grid_c);
+      }
+      d.shape = {gr, gc};
+    }
     // A 1-D scale vector fits a grid with one row or one column (per-row scales of A: [M]).
     if (d.shape.size() == 1 && (gr == 1 || gc == 1)) d.shape = {gr, gc};
     if (d.shape.size() == 1) d.shape = {1, d.shape[0]};
@@ -226,13 +273,6 @@ bool loadPreQuantized(const PreQuantizedSource& p, const char* key, QuantizedTen
                                shapeStr(rows, cols) + " in blocks of " + shapeStr(q->block.rows, q->block.cols) +
                                " need a scale grid of " + shapeStr(gr, gc));
     if (float_scales) {
-      if (d.dtype != DType::Float32)
-        return bad("scales", "'" + p.scales +
-                                 "' holds float64 values; float32 scales are float16, bfloat16 or "
-                                 "float32 (the GEMM applies float32 factors)");
-      for (size_t i = 0; i < d.f32.size(); ++i)
-        if (!std::isfinite(d.f32[i]))
-          return bad("scales", "scale " + std::to_string(i) + " of '" + p.scales + "' is not finite");
       q->dequant_scales = std::move(d.f32);
     } else {
       const bool e8 = p.scale_format == PreQuantizedSource::ScaleFormat::E8M0;
@@ -253,14 +293,24 @@ bool loadPreQuantized(const PreQuantizedSource& p, const char* key, QuantizedTen
       }
     }
   }
-  op->rows = rows;
-  op->cols = cols;
+  if (p.transpose) *q = transposeQuantized(*q);
+  // A kernel developer's mistakes in the scales and codes: refused or warned per block.
+  if (!checkPreQuantizedOperand(*q, key, p.scales.empty() ? std::string("one per-tensor scale") : p.scales, scale_dtype,
+                                st, findings))
+    return false;
+  op->rows = q->rows;
+  op->cols = q->cols;
   op->is64 = true;
-  op->f64.resize(static_cast<size_t>(rows * cols));
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) op->f64[static_cast<size_t>(i * cols + j)] = q->dequantizedAt(i, j);
-  op->origin = "pre-quantized: " + f->name() + " codes " + p.codes + ", scales " +
-               (p.scales.empty() ? "one per tensor" : p.scales);
+  op->f64.resize(static_cast<size_t>(q->rows * q->cols));
+  for (int64_t i = 0; i < q->rows; ++i)
+    for (int64_t j = 0; j < q->cols; ++j) op->f64[static_cast<size_t>(i * q->cols + j)] = q->dequantizedAt(i, j);
+  describeDequantizedOperand(*q, op->f64, key, st);
+  op->origin = "pre-quantized: " + f->name() + " codes " + p.codes + (p.transpose ? " (transposed)" : "") +
+               (p.packed ? std::string(" (packed FP4, ") + toString(*p.packed) + ")" : std::string()) + ", scales " +
+               (p.scales.empty() ? std::string("one per tensor")
+                                 : p.scales + (p.scale_layout != ScaleLayout::RowMajor
+                                                   ? std::string(" (") + toString(p.scale_layout) + ")"
+                                                   : std::string()));
   return true;
 }
 
@@ -460,8 +510,10 @@ std::optional<GemmConfigProblem> gemmOperandProblem(const GemmExperimentConfig& 
 }
 
 Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::string& config_json,
-                                 const std::string& run_id, GemmBackend& backend, const ProgressFn& progress,
+                                 const std::string& run_id, GemmBackend& backend, const ProgressFn& progress_in,
                                  GemmRunDetails* details) {
+  // A kernel check (its fit runs many models) takes the last 70 % of the progress.
+  const ProgressFn progress = cfg_in.check.enabled() ? sub(progress_in, 0.0, 0.3) : progress_in;
   GemmExperimentConfig cfg = cfg_in;
   Result<Run> r;
   const std::string where = "gemm experiment " + run_id;
@@ -515,11 +567,12 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   reportProgress(progress, 0.0, "operands");
   Operand A, B;
   QuantizedTensor qa, qb;
-  if (pre_a ? !loadPreQuantized(cfg.a.pre, "a", &qa, &A, &r)
+  PreQuantizedFindings fa_found, fb_found;
+  if (pre_a ? !loadPreQuantized(cfg.a.pre, "a", &qa, &A, &r, &fa_found)
             : !loadOperand(cfg.a, cfg.m, cfg.k, cfg.seed, 1, cfg.gemm.threads, "A", &A, &r))
     return r;
   const int64_t bk = !cfg.a.fromFile() && !cfg.a.values ? cfg.k : A.cols;
-  if (pre_b ? !loadPreQuantized(cfg.b.pre, "b", &qb, &B, &r)
+  if (pre_b ? !loadPreQuantized(cfg.b.pre, "b", &qb, &B, &r, &fb_found)
             : !loadOperand(cfg.b, bk, cfg.n, cfg.seed, 2, cfg.gemm.threads, "B", &B, &r))
     return r;
   if (A.cols != B.rows) {
@@ -540,6 +593,20 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     r.add(C::InvalidArgument, where, pr->key + ": " + pr->why);
     return r;
   }
+  // The kernel's output to check: read now, so a missing file or a wrong shape is refused before
+  // the GEMMs run.
+  Result<ObservedOutput> observed;
+  if (cfg.check.enabled()) {
+    if (cfg.output_scale_auto) {
+      r.add(C::InvalidArgument, where,
+            "output_quant_scale: \"auto\" is the reference's own scale_D; a kernel check needs the scale_D the kernel "
+            "used");
+      return r;
+    }
+    observed = loadObservedOutput(cfg.check.observed, cfg.gemm.output, cfg.gemm.output_quant_scale, m, n);
+    r.merge(observed);
+    if (!observed.ok()) return r;
+  }
   // Non-finite inputs: FP8 casts saturate ±Inf or turn it into NaN and the error metrics skip
   // non-finite reference elements, so a run on such data must say so rather than look perfect.
   auto nonFinite = [](const Operand& op) {
@@ -549,8 +616,9 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     return c;
   };
   const int64_t a_nonfinite = nonFinite(A), b_nonfinite = nonFinite(B);
-  for (auto [cnt, name] : {std::pair{a_nonfinite, "A"}, {b_nonfinite, "B"}})
-    if (cnt > 0)
+  // (Pre-quantized operands: their NaN codes were reported with what they do, checkPreQuantizedOperand.)
+  for (auto [cnt, name, pre] : {std::tuple{a_nonfinite, "A", pre_a}, {b_nonfinite, "B", pre_b}})
+    if (cnt > 0 && !pre)
       r.add(C::Computation, where,
             std::string(name) + " holds " + std::to_string(cnt) +
                 " NaN or Inf value(s): they saturate or become NaN when quantized, and the error metrics skip "
@@ -873,10 +941,44 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     details->a_nonfinite = a_nonfinite;
     details->b_nonfinite = b_nonfinite;
   }
+  // NaN codes of pre-quantized operands: every output in their rows of A and columns of B is NaN.
+  {
+    const int64_t ra = int64_t(fa_found.nan_lines.size()), cb = int64_t(fb_found.nan_lines.size());
+    const int64_t nan_out = ra * n + cb * m - ra * cb;
+    if (nan_out > 0)
+      run.setMetric("nan_outputs_from_codes", double(nan_out), "count",
+                    "outputs of D made NaN by NaN codes of the pre-quantized operands (whole rows of A, columns of B)");
+    if (details) {
+      details->a_nan_codes = fa_found.nan_codes;
+      details->b_nan_codes = fb_found.nan_codes;
+      details->nan_outputs_from_codes = nan_out;
+    }
+  }
   for (const auto& w : out.warnings)
     r.issues.push_back(Issue{w.severity == Severity::Error ? Severity::Warning : w.severity, "", "GEMM " + w.where,
                              w.what + ": " + w.detail, C::Computation});
-  reportProgress(progress, 1.0, "done");
+  if (cfg.check.enabled()) {
+    try {
+      auto res = std::make_shared<KernelCheckResult>(runKernelCheck(qa, qb, cfg.gemm, observed.value, cfg.check, run,
+                                                                    std::min(cfg.tile, std::max(m, n)),
+                                                                    sub(progress_in, 0.3, 1.0)));
+      if (res->fitted && !res->fit.warning.empty())
+        r.add(C::Computation, "kernel check", res->fit.warning, Severity::Warning);
+      if (details) details->check = std::move(res);
+    } catch (const std::invalid_argument& e) {
+      r.add(C::InvalidArgument, where, std::string("kernel check: ") + e.what());
+      return r;
+    }
+  }
+  // The run's findings, as the CLI printed them, for readers of the session (a JSON array).
+  {
+    Json w = Json::array();
+    for (const Issue& i : r.issues)
+      if (i.severity != Severity::Error)
+        w.push_back({{"severity", severityName(i.severity)}, {"where", i.where}, {"detail", i.detail}});
+    if (!w.empty()) run.attrs["warnings"] = w.dump();
+  }
+  reportProgress(progress_in, 1.0, "done");
   return r;
 }
 

@@ -12,14 +12,17 @@
 #pragma once
 
 #include "common/progress.h"
+#include "experiment/kernel_check_run.h"
 #include "gemm/accumulation_preset.h"
 #include "gemm/gemm.h"
 #include "gemm/random_matrix.h"
 #include "metrics/distribution_stats.h"
 #include "metrics/error_metrics.h"
+#include "scaling/kernel_layout.h"
 #include "session/session.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,8 +66,16 @@ struct PreQuantizedSource {
   std::string checkpoint_tensor; ///< e.g. "layers.0.mlp.down_proj.weight"
   std::string checkpoint_scale;  ///< the scale tensor's name; "" = by the naming convention
   /// Use the stored tensor transposed: a Linear weight W [out, in] is the B = Wᵀ [in, out] of
-  /// y = x · Wᵀ (B is [K, N]).
+  /// y = x · Wᵀ (B is [K, N]); for `codes`, B stored [N, K] K-major as kernels hold it. The codes
+  /// and a row-major scale grid are transposed together, and `block` is the stored tensor's.
   bool transpose = false;
+  /// `codes` holds E2M1 codes packed two to a byte along its rows (the stored tensor is [rows,
+  /// cols / 2] bytes): the nibble that holds the first of each pair; nullopt = one code a byte.
+  std::optional<NibbleOrder> packed;
+  /// How the scale file lays out the scales (scaling/kernel_layout.h): RowMajor = the grid of the
+  /// stored codes, row-major (the default); the other layouts are the hardware's, in the (outer,
+  /// K-block) orientation, read from the file's flat storage.
+  ScaleLayout scale_layout = ScaleLayout::RowMajor;
   bool enabled() const { return !codes.empty() || !checkpoint.empty(); }
   /// The file the operand is read from (for messages).
   const std::string& file() const { return checkpoint.empty() ? codes : checkpoint; }
@@ -131,6 +142,8 @@ struct GemmExperimentConfig {
   /// run repeats bit for bit. NVFP4 presets have their own rounding (nvfp4_te_sr: TE's 8-bit model).
   bool stochastic_rounding = false;
   int stochastic_bits = 16; ///< random bits per element for stochastic rounding, 1..32
+  /// A kernel's output to check against the CPU reference (config "observed" and "check").
+  KernelCheckConfig check;
 };
 
 /// Whether `name` is an NVFP4 preset (nvfp4Preset()), not a scaling preset.
@@ -163,6 +176,11 @@ struct GemmRunDetails {
   double quantize_seconds = 0, ideal_seconds = 0, exact_seconds = 0;
   GemmOutput output; ///< the backend's result (D, amax_D, algorithm, warnings, seconds)
   int64_t a_nonfinite = 0, b_nonfinite = 0;
+  /// Pre-quantized operands: NaN codes in A / B, and the outputs they make NaN (every output of a
+  /// row of A or a column of B that holds one).
+  int64_t a_nan_codes = 0, b_nan_codes = 0, nan_outputs_from_codes = 0;
+  /// The kernel check, when the config has an observed output.
+  std::shared_ptr<KernelCheckResult> check;
 };
 
 /// Runs the experiment and packs it into a Run. `config_json` is stored verbatim as the run's config. Errors (unknown

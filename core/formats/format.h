@@ -6,6 +6,8 @@
 // CUDA 13; SpecialsPolicy::MlDtypes gives ml_dtypes' behaviour. See docs/formats.md.
 #pragma once
 
+#include "formats/rne_encode.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -229,6 +231,11 @@ public:
   /// Encodes doubles (float64 tensors are quantized from float64, one rounding).
   void encodeBulk(const double* in, uint8_t* out, std::size_t n, const EncodeOptions& opt = {}, double s = 1.0,
                   ScaleOp op = ScaleOp::Multiply, uint64_t seed = 0, uint64_t first_index = 0) const;
+  /// The constants of the round-to-nearest-even element encode (rne_encode.h) for this format,
+  /// saturating (OCP SAT, __NV_SATFINITE) or not, with SpecialsPolicy::Cuda: what encodeBulk's
+  /// vector kernel and the GPU quantize kernel run. Taken from the scalar reference encode().
+  /// Throws std::invalid_argument for formats the kernel cannot do (more than 8 bits, E8M0).
+  const RneEncodeConstants& rneConstants(bool saturate) const;
   /// The float32 decode table (size codeCount(), ≤ 8-bit formats only; empty otherwise).
   const std::vector<float>& decodeTable() const { return table_f32_; }
 
@@ -256,21 +263,8 @@ private:
   std::vector<float> table_f32_; ///< float32 copy for ≤ 8-bit formats
   bool fast_path_ok_ = false;    ///< the vector kernel covers this format
   bool table_ready_ = false;
-  /// Constants of the branch-free float32 RNE kernel (format_bulk.cpp), per format.
-  struct FastConstants {
-    uint32_t min_normal_bits = 0;    ///< float32 bits of minNormal()
-    uint32_t sat_threshold_bits = 0; ///< largest float32 |x| whose RNE result is finite
-    float subnormal_magic = 0;       ///< quantum·2^23: |x| + magic rounds to the quantum
-    uint32_t magic_bits = 0;
-    uint32_t rebias = 0;   ///< (127 − bias) << m
-    int shift = 0;         ///< 23 − m
-    uint32_t sign_bit = 0; ///< code sign bit
-    uint32_t max_code = 0;
-    uint32_t overflow_nosat[2] = {};             ///< overflow codes without saturation [positive, negative]
-    uint32_t inf_sat[2] = {}, inf_nosat[2] = {}; ///< ±Inf input results
-    uint32_t nan_code[2] = {};
-    bool negative_zero = true; ///< false for FNUZ (−0 → 0x00)
-  } fast_;
+  /// Constants of the RNE element encode (rne_encode.h): [0] non-saturating, [1] saturating.
+  RneEncodeConstants rne_[2]{};
   void initFast();
   double decodeRaw(uint32_t code) const;
 };

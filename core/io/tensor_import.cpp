@@ -321,7 +321,9 @@ struct NpyHeader {
 };
 
 /// `codes`: the file must hold uint8 codes (|u1, <u1, >u1, =u1) instead of floats.
-bool readNpyHeader(const std::string& path, File& file, int64_t size, NpyHeader* out, Status& r, bool codes = false) {
+/// `codes`: 0 float dtypes; 1 one-byte codes (|u1); 2 one-byte codes or little-endian 4-byte words
+/// (<i4, <u4), the words read as their bytes (shape [rows, 4·cols]).
+bool readNpyHeader(const std::string& path, File& file, int64_t size, NpyHeader* out, Status& r, int codes = 0) {
   unsigned char pre[10];
   if (size < 10 || !readExact(file.f, pre, 10) || std::memcmp(pre, "\x93NUMPY", 6) != 0) {
     r.add(C::MalformedInput, path, "no .npy magic (\\x93NUMPY): not a NumPy .npy file");
@@ -365,12 +367,19 @@ bool readNpyHeader(const std::string& path, File& file, int64_t size, NpyHeader*
   }
   Src src;
   bool big = false;
+  bool words = false;
   if (codes) {
     if (descr.size() == 3 && std::string_view("|<>=").find(descr[0]) != std::string_view::npos && descr[1] == 'u' &&
         descr[2] == '1') {
       src = Src::U8;
+    } else if (codes == 2 && (descr == "<i4" || descr == "<u4" ||
+                              ((descr == "=i4" || descr == "=u4") && std::endian::native == std::endian::little))) {
+      src = Src::U8;
+      words = true;
     } else {
-      r.add(C::MalformedInput, path, "dtype '" + descr + "' is not uint8 (|u1): codes are one byte per element");
+      r.add(C::MalformedInput, path,
+            "dtype '" + descr + "' is not uint8 (|u1): codes are one byte per element" +
+                (codes == 2 ? std::string(" (or little-endian int32 words of four codes: <i4, <u4)") : std::string()));
       return false;
     }
   } else if (descr.size() == 3 && (descr[0] == '<' || descr[0] == '>' || descr[0] == '=') && descr[1] == 'f' &&
@@ -415,6 +424,13 @@ bool readNpyHeader(const std::string& path, File& file, int64_t size, NpyHeader*
           "shape " + shapeText(shape) + " has rank " + std::to_string(shape.size()) +
               "; FP8 Lab imports 1-D and 2-D tensors (reshape it first)");
     return false;
+  }
+  if (words) {
+    if (fortran == "True") {
+      r.add(C::MalformedInput, path, "int32 words of packed codes must be in C order (fortran_order False)");
+      return false;
+    }
+    shape.back() *= 4; // the words' bytes, little-endian: four codes per word
   }
   int64_t n = 0;
   if (!checkedCount(shape, &n)) {
@@ -781,7 +797,7 @@ Result<std::vector<int64_t>> tensorShape(const std::string& spec) {
   return r;
 }
 
-Result<Dataset> importCodeTensor(const std::string& spec) {
+Result<Dataset> importCodeTensor(const std::string& spec, bool words_as_bytes) {
   Result<Dataset> r;
   std::string file, name, ext;
   if (!splitTensorSpec(spec, &file, &name, &ext)) {
@@ -792,7 +808,7 @@ Result<Dataset> importCodeTensor(const std::string& spec) {
     File f;
     int64_t size = 0;
     NpyHeader h;
-    if (!openFile(file, &f, &size, &r) || !readNpyHeader(file, f, size, &h, r, true)) return r;
+    if (!openFile(file, &f, &size, &r) || !readNpyHeader(file, f, size, &h, r, words_as_bytes ? 2 : 1)) return r;
     std::vector<unsigned char> raw;
     if (!readRange(f, size, h.data_off, h.bytes, &raw, file, &r)) return r;
     r.value.shape = h.shape;
@@ -817,11 +833,18 @@ Result<Dataset> importCodeTensor(const std::string& spec) {
   }
   const std::string where = file + ":" + e->e.name;
   int64_t n = 0;
-  if (e->e.dtype != "U8") {
-    r.add(C::MalformedInput, where, "dtype " + e->e.dtype + " is not U8: codes are one byte per element");
+  // One-byte codes: U8, and the FP8 dtypes (their bytes are the codes; the caller checks the format).
+  const std::string& dt = e->e.dtype;
+  const bool words = words_as_bytes && (dt == "I32" || dt == "U32");
+  if (dt != "U8" && dt != "F8_E4M3" && dt != "F8_E5M2" && dt != "F8_E8M0" && !words) {
+    r.add(C::MalformedInput, where,
+          "dtype " + dt + " is not U8 (or F8_E4M3, F8_E5M2, F8_E8M0): codes are one byte per element" +
+              (words_as_bytes ? std::string(" (or I32 / U32 words of four codes)") : std::string()));
     return r;
   }
-  if (e->e.shape.empty() || e->e.shape.size() > 2 || !checkedCount(e->e.shape, &n) || n != e->end - e->begin) {
+  std::vector<int64_t> byte_shape = e->e.shape;
+  if (words && !byte_shape.empty()) byte_shape.back() *= 4;
+  if (byte_shape.empty() || byte_shape.size() > 2 || !checkedCount(byte_shape, &n) || n != e->end - e->begin) {
     r.add(C::MalformedInput, where,
           "shape " + shapeText(e->e.shape) + " U8 does not fit data_offsets spanning " +
               std::to_string(e->end - e->begin) + " bytes (1-D or 2-D tensors only)");
@@ -829,8 +852,8 @@ Result<Dataset> importCodeTensor(const std::string& spec) {
   }
   std::vector<unsigned char> raw;
   if (!readRange(f, size, start + e->begin, n, &raw, where, &r)) return r;
-  r.value.shape = e->e.shape;
-  decodeInto(raw, Src::U8, false, false, e->e.shape, &r.value);
+  r.value.shape = byte_shape;
+  decodeInto(raw, Src::U8, false, false, byte_shape, &r.value);
   setSourceAttrs(&r.value, file, e->e.dtype, e->e.name);
   return r;
 }

@@ -75,11 +75,14 @@ Result<Dataset> importHdf5Dataset(const std::string& path, const std::string& da
 Result<Dataset> importTensor(const std::string& spec);
 
 /// Reads a tensor of uint8 codes (quantized elements or E8M0 / E4M3 scale codes): "FILE.npy"
-/// (dtype |u1, <u1, >u1, C or Fortran order) or "FILE.safetensors:NAME" (dtype U8), rank 1 or 2,
-/// into a Dataset of dtype UInt8 (row-major). Float files are refused (MalformedInput naming the
-/// dtype); HDF5 code tensors are not read (InvalidArgument). The same size and header checks as
-/// importNpy / importSafetensors.
-Result<Dataset> importCodeTensor(const std::string& spec);
+/// (dtype |u1, <u1, >u1, C or Fortran order) or "FILE.safetensors:NAME" (dtype U8, or F8_E4M3 /
+/// F8_E5M2 / F8_E8M0, whose bytes are the codes: attr "source_dtype" says which), rank 1 or 2,
+/// into a Dataset of dtype UInt8 (row-major). With `words_as_bytes`, little-endian 32-bit integer
+/// tensors (.npy <i4 / <u4 in C order, safetensors I32 / U32) are read as their bytes, four codes
+/// per word: [rows, cols] words give [rows, 4·cols] codes (DeepGEMM's packed UE8M0 scales). Float
+/// files are refused (MalformedInput naming the dtype); HDF5 code tensors are not read
+/// (InvalidArgument). The same size and header checks as importNpy / importSafetensors.
+Result<Dataset> importCodeTensor(const std::string& spec, bool words_as_bytes = false);
 
 /// The shape a spec's tensor has in its file, from the header alone (the .npy header, the
 /// safetensors header, the HDF5 listing; no data is read): [n] or [rows, cols]. The errors of

@@ -1,6 +1,5 @@
 #include "scaling/delayed_scaling.h"
 
-#include "scaling/scale_rules.h"
 #include "scaling/scaling.h"
 
 #include <algorithm>
@@ -13,13 +12,6 @@
 namespace fp8lab {
 
 namespace {
-
-/// max that propagates NaN (jnp.max / torch.max; TE's window max is assumed to do the same —
-/// with a NaN staged amax this gives TE's pinned "NaN → previous scale").
-float maxNaN(float a, float b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<float>::quiet_NaN();
-  return a > b ? a : b;
-}
 
 void rollLeft(std::vector<float>& h) {
   if (h.size() > 1) std::rotate(h.begin(), h.begin() + 1, h.end());
@@ -95,77 +87,44 @@ void DelayedScaling::fillConventions(DelayedUpdate& u) const {
 void DelayedScaling::record(float amax) {
   if (cfg_.preset == DelayedPreset::Flax)
     throw std::logic_error("DelayedScaling::record: Flax has no staging slot; use update(amax)");
-  const float h0 = hist_[0];
-  hist_[0] = h0 == 0.0f ? amax : maxNaN(h0, amax);
+  delayedRecord(hist_.data(), amax);
+}
+
+DelayedUpdateParams DelayedScaling::params() const {
+  DelayedUpdateParams p;
+  p.preset = cfg_.preset;
+  p.algo = cfg_.algo;
+  p.fp8_max = fp8_max_;
+  p.margin = cfg_.margin;
+  return p;
+}
+
+DelayedUpdate DelayedScaling::finish(float scale_before, const DelayedStep& step) {
+  DelayedUpdate u;
+  u.amax = step.amax;
+  u.scale_before = scale_before;
+  // Flax computes this step's scale from the old window; TE's update takes effect next step.
+  u.scale_used = cfg_.preset == DelayedPreset::Flax ? scale_ : scale_before;
+  u.window_amax = step.window_amax;
+  u.kept_previous = step.kept_previous;
+  u.clamped = step.clamped;
+  u.rolled = step.rolled;
+  fillConventions(u);
+  ++steps_;
+  last_ = u;
+  return u;
 }
 
 DelayedUpdate DelayedScaling::update() {
   if (cfg_.preset == DelayedPreset::Flax)
     throw std::logic_error("DelayedScaling::update(): Flax updates with the tensor's amax; use update(amax)");
-  DelayedUpdate u;
-  const float cur = hist_[0];
-  u.amax = cur;
-  u.scale_before = scale_;
-  u.scale_used = scale_;
-  const bool jax = cfg_.preset == DelayedPreset::TEJax;
-  float window = 0.0f;
-  if (cur != 0.0f || jax) { // PyTorch fused: "module did not run" → no roll (TE PR #825); JAX always rolls
-    window = cur;
-    for (std::size_t i = 1; i < hist_.size(); ++i) window = maxNaN(window, hist_[i]);
-    rollLeft(hist_);
-    hist_[0] = 0.0f; // staging slot cleared
-    u.rolled = true;
-  } else {
-    u.rolled = false;
-  }
-  const float amax = cfg_.algo == AmaxAlgo::Max ? window : cur;
-  u.window_amax = amax;
-  const float scaled_max = fp8_max_ * std::ldexp(1.0f, -cfg_.margin);
-  if (std::isfinite(amax) && amax > 0.0f) {
-    float s = jax ? (fp8_max_ / amax) / std::ldexp(1.0f, cfg_.margin) // JAX: no clamp
-                  : scaled_max / amax;                                // IEEE float32 division
-    if (std::isinf(s) && !jax) {
-      s = std::numeric_limits<float>::max(); // TE PR #786
-      u.clamped = true;
-    }
-    scale_ = s;
-  } else {
-    u.kept_previous = true;
-  }
-  fillConventions(u);
-  ++steps_;
-  last_ = u;
-  return u;
-}
-
-DelayedUpdate DelayedScaling::updateFlax(float amax) {
-  DelayedUpdate u;
-  u.amax = amax;
-  u.scale_before = scale_;
-  float window = hist_[0];
-  for (std::size_t i = 1; i < hist_.size(); ++i) window = maxNaN(window, hist_[i]); // jnp.max
-  u.window_amax = window;
-  const FlaxScale fs = flaxComputeScale(window, scale_, fp8_max_, cfg_.margin);
-  u.kept_previous = fs.kept_previous;
-  rollLeft(hist_);
-  hist_[0] = amax;
-  scale_ = fs.dequant;
-  u.scale_used = scale_;
-  u.rolled = true;
-  fillConventions(u);
-  ++steps_;
-  last_ = u;
-  return u;
+  const float before = scale_;
+  return finish(before, delayedUpdateStaged(hist_.data(), cfg_.history_len, 1, &scale_, params()));
 }
 
 DelayedUpdate DelayedScaling::update(float amax) {
-  if (cfg_.preset == DelayedPreset::Flax) return updateFlax(amax);
-  if (cfg_.preset == DelayedPreset::TEJax) {
-    hist_[0] = amax; // DelayedScaleQuantizer.update writes the amax into slot 0
-    return update();
-  }
-  record(amax);
-  return update();
+  const float before = scale_;
+  return finish(before, delayedScalingUpdate(hist_.data(), cfg_.history_len, 1, &scale_, amax, params()));
 }
 
 QuantizedTensor DelayedScaling::quantizeStep(const float* x, int64_t rows, int64_t cols, DelayedUpdate* upd,
@@ -212,8 +171,8 @@ DelayedScaling DelayedScaling::combineUses(std::span<const DelayedScaling> uses,
         o.cfg_.algo != r.cfg_.algo || o.cfg_.margin != r.cfg_.margin)
       throw std::invalid_argument("DelayedScaling::combineUses: uses differ in format or config");
     for (std::size_t i = 0; i < r.hist_.size(); ++i)
-      r.hist_[i] = how == MetaCombine::Max ? maxNaN(r.hist_[i], o.hist_[i]) : r.hist_[i] + o.hist_[i];
-    r.scale_ = how == MetaCombine::Max ? maxNaN(r.scale_, o.scale_) : r.scale_ + o.scale_;
+      r.hist_[i] = how == MetaCombine::Max ? hd::maxPropagateNan(r.hist_[i], o.hist_[i]) : r.hist_[i] + o.hist_[i];
+    r.scale_ = how == MetaCombine::Max ? hd::maxPropagateNan(r.scale_, o.scale_) : r.scale_ + o.scale_;
   }
   r.fillConventions(r.last_);
   return r;

@@ -1,6 +1,8 @@
 // FP8 Lab — per-tensor delayed scaling: an amax history and the scale derived from it, with the
 // exact timing, storage and edge rules of Flax `fp8_ops` and Transformer Engine `DelayedScaling`
-// (flax/linen/fp8_ops.py; TE's fused update kernel_bulk; docs/scaling.md).
+// (flax/linen/fp8_ops.py; TE's fused update kernel_bulk; docs/scaling.md). The update rules
+// themselves are the host/device functions of delayed_update.h; this class holds one tensor's
+// state and records what each step did.
 //
 // One DelayedScaling object is the scaling state of ONE tensor (an input, a weight or an output
 // gradient of one GEMM). The training helper records with it; the GUI replays an amax sequence
@@ -27,6 +29,7 @@
 
 #include "common/progress.h"
 #include "formats/format.h"
+#include "scaling/delayed_update.h"
 #include "scaling/quantized_tensor.h"
 
 #include <cstdint>
@@ -36,22 +39,6 @@
 #include <vector>
 
 namespace fp8lab {
-
-/// Which system's delayed scaling to reproduce.
-enum class DelayedPreset {
-  Flax, ///< flax/linen/fp8_ops.py update_fp8_meta + compute_scale
-  TE,   ///< TransformerEngine DelayedScaling, fused update kernel_bulk
-  /// TransformerEngine JAX DelayedScaleQuantizer: like TE, but update(a) overwrites slot 0,
-  /// always rolls (also for amax 0, which then enters the history) and does not clamp an
-  /// infinite scale to FLT_MAX; sf = (max/amax)/2^margin.
-  TEJax,
-};
-
-/// How the window's amax is chosen (TE `amax_compute_algo`; Flax only has Max).
-enum class AmaxAlgo {
-  Max,        ///< max over the window
-  MostRecent, ///< the newest amax only
-};
 
 /// How per-use metadata is combined when a tensor's meta is used several times in one step.
 enum class MetaCombine {
@@ -144,7 +131,8 @@ public:
                                              std::vector<std::vector<float>>* histories = nullptr);
 
 private:
-  DelayedUpdate updateFlax(float amax);
+  DelayedUpdateParams params() const;
+  DelayedUpdate finish(float scale_before, const DelayedStep& step);
   void fillConventions(DelayedUpdate& u) const;
 
   const Format* fmt_;

@@ -225,47 +225,21 @@ bool ruleAmaxPropagatesNaN(ScaleRule rule) {
   return !(rule == ScaleRule::TransformerEngine || rule == ScaleRule::MxRceil);
 }
 
+ScaleRuleParams scaleRuleParams(const ScalingConfig& cfg, const Format& fmt) {
+  ScaleRuleParams p;
+  p.rule = cfg.rule;
+  const float maxf = static_cast<float>(fmt.maxFinite());
+  // The TE rule's margin: the scale is computed for fp8_max · 2^−margin (TE's scaled_max).
+  p.fp8_max = cfg.rule == ScaleRule::TransformerEngine && cfg.margin != 0 ? std::ldexp(maxf, -cfg.margin) : maxf;
+  p.emax_elem = fmt.maxExponent();
+  p.mbits_elem = fmt.spec().mantissa_bits;
+  p.pow2 = cfg.pow2;
+  p.amax_epsilon = cfg.amax_epsilon;
+  return p;
+}
+
 BlockScale blockScaleFromAmax(double amax, const Format& fmt, const ScalingConfig& cfg) {
-  const double maxd = fmt.maxFinite();
-  const float maxf = static_cast<float>(maxd);
-  const float af = static_cast<float>(amax);
-  BlockScale b;
-  switch (cfg.rule) {
-  case ScaleRule::TransformerEngine:
-    b.quant = teScaleFromAmax(af, cfg.margin == 0 ? maxf : std::ldexp(maxf, -cfg.margin), cfg.pow2, cfg.amax_epsilon);
-    b.dequant = 1.0f / b.quant; // TE scale_inv = __frcp_rn(scale)
-    break;
-  case ScaleRule::Torchao:
-    b.quant = torchaoScaleFromAmax(amax, maxd, cfg.pow2);
-    b.dequant = 1.0f / b.quant; // torch float32 reciprocal at _scaled_mm time
-    break;
-  case ScaleRule::DeepGemm:
-    b.dequant = deepGemmDequantScale(af, maxf, cfg.pow2);
-    b.quant = 1.0f / b.dequant; // DeepGEMM helpers: x * (1.0 / sf) in float32
-    break;
-  case ScaleRule::MxFloor:
-  case ScaleRule::MxCeil:
-  case ScaleRule::MxEven:
-  case ScaleRule::MxRceil:
-  case ScaleRule::MxRceilTorchao: {
-    uint8_t code = 0;
-    if (cfg.rule == ScaleRule::MxFloor)
-      code = mxScaleFloor(af, fmt.maxExponent());
-    else if (cfg.rule == ScaleRule::MxCeil)
-      code = mxScaleCeil(af, fmt.maxExponent());
-    else if (cfg.rule == ScaleRule::MxEven)
-      code = mxScaleEven(af, fmt.maxExponent(), fmt.spec().mantissa_bits);
-    else if (cfg.rule == ScaleRule::MxRceil)
-      code = mxScaleRceil(af, maxf);
-    else
-      code = mxScaleRceilNoSat(af, maxf);
-    b.scale_code = code;
-    b.dequant = e8m0ToFloat(code);
-    b.quant = e8m0ReciprocalToFloat(code);
-    break;
-  }
-  }
-  return b;
+  return blockScaleFromAmax(amax, scaleRuleParams(cfg, fmt));
 }
 
 std::string gemmScalingProblem(const ScalingConfig& cfg, Axis contraction) {
@@ -606,10 +580,11 @@ void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, 
   pmax.clear();
   pnan.clear();
   std::vector<T> grid(nblocks); // the factor each block's elements are multiplied / divided by
+  const ScaleRuleParams rule = scaleRuleParams(cfg, fmt);
   for (std::size_t k = 0; k < nblocks; ++k) {
     const double amax = (mnan[k] && !ignore_nan) ? std::numeric_limits<double>::quiet_NaN()
                                                  : static_cast<double>(std::bit_cast<T>(mbits[k]));
-    const BlockScale b = blockScaleFromAmax(amax, fmt, cfg);
+    const BlockScale b = blockScaleFromAmax(amax, rule);
     q.dequant_scales[k] = b.dequant;
     q.quant_scales[k] = b.quant;
     if (mx) q.scale_codes[k] = static_cast<uint8_t>(b.scale_code);

@@ -16,6 +16,7 @@
 #include "common/progress.h"
 #include "formats/format.h"
 #include "scaling/quantized_tensor.h"
+#include "scaling/scale_rules.h"
 
 #include <cstdint>
 #include <optional>
@@ -38,18 +39,6 @@ enum class Granularity {
              ///< "outer vector"): PerRow when the contraction axis is Cols, else PerColumn
   Block1D,   ///< 1×B blocks along the contraction axis (B×1 when it is Rows); MX: B = 32
   Block2D,   ///< B×B tiles (DeepSeek-V3 / TE weights: 128×128)
-};
-
-/// How a block's amax becomes a scale (scale_rules.h has the arithmetic).
-enum class ScaleRule {
-  TransformerEngine, ///< teScaleFromAmax: fp32 IEEE division, amax 0/inf/NaN → 1, inf → FLT_MAX
-  Torchao,           ///< torchaoScaleFromAmax: EPS 1e-12, float64 division, then float32
-  DeepGemm,          ///< deepGemmDequantScale: amax ≥ 1e-4, sf = amax/max (dequant first)
-  MxFloor,           ///< OCP MX §6.3 (torchao FLOOR): E8M0 = floor(log2 amax) − emax_elem
-  MxCeil,            ///< torchao CEIL: E8M0 = ceil-ish exponent − emax_elem
-  MxEven,            ///< torchao EVEN: amax rounded half-up to the element's mantissa, then FLOOR
-  MxRceil,           ///< NVIDIA RCEIL (TE, cuBLAS): E8M0 = round_up(amax/max), saturating
-  MxRceilTorchao,    ///< torchao RCEIL: the same round-up, not saturating (inf/NaN → 0xFF)
 };
 
 /// A complete current-scaling strategy. Build one with scalingPreset() and adjust fields.
@@ -112,13 +101,6 @@ std::string scalingPresetTwin(std::string_view name);
 /// (PerTensor → [rows, cols], at least 1×1; partial edge blocks are allowed).
 ScaleBlock scaleBlockFor(const ScalingConfig& cfg, int64_t rows, int64_t cols, Axis contraction);
 
-/// One block's scale, as a preset computes it from the block amax.
-struct BlockScale {
-  float quant = 1.0f;   ///< quant multiplier (x · quant); for Divide presets: 1/dequant in float32
-  float dequant = 1.0f; ///< dequant multiplier (what a GEMM takes)
-  int scale_code = -1;  ///< E8M0 byte for MX rules, else −1
-};
-
 /// Why `cfg` cannot scale one operand of a GEMM, or "" when it can. `contraction` says which
 /// operand: Axis::Cols for A [M, K], Axis::Rows for B [K, N]. A GEMM takes a scale out of its K sum
 /// only where the scale is constant along K within the K-blocks it accumulates: per tensor, per
@@ -126,9 +108,16 @@ struct BlockScale {
 /// B×B blocks, MX blocks. PerColumn scales on A and PerRow scales on B change at every k: refused.
 std::string gemmScalingProblem(const ScalingConfig& cfg, Axis contraction);
 
+/// The scale rule of `cfg` for element format `fmt` as plain data (scale_rules.h), what both
+/// quantize() and the GPU block-scale kernel pass to blockScaleFromAmax(amax, params): fp8_max =
+/// fmt.maxFinite() in float32 (TE rule: times 2^−cfg.margin), the element's emax and mantissa
+/// bits, cfg.pow2, cfg.amax_epsilon.
+ScaleRuleParams scaleRuleParams(const ScalingConfig& cfg, const Format& fmt);
+
 /// The scale a config gives a block of amax `amax` (the rules of scale_rules.h; `amax` is
 /// the block's max |x|: NaN if the rule propagates NaN and the block has one). For float32 rules
 /// the amax is rounded to float32 first (exact for float32 tensors).
+/// = blockScaleFromAmax(amax, scaleRuleParams(cfg, fmt)).
 BlockScale blockScaleFromAmax(double amax, const Format& fmt, const ScalingConfig& cfg);
 
 /// Whether a rule gives E8M0 (MX) scales: MxFloor, MxCeil, MxEven, MxRceil, MxRceilTorchao.

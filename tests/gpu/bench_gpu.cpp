@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
     fillRandomFloat(scales.get(), scales.size(), 8, 10.0f, 100.0f, s);
     const float qs = 100.0f;
     q.upload(&qs, 1, s);
-    const EncodeConstants k = makeEncodeConstants(Format::E4M3FN());
+    const RneEncodeConstants k = Format::E4M3FN().rneConstants(true);
     const double fbytes = static_cast<double>(n) * 4;
     struct Q {
       const char* name;

@@ -6,9 +6,13 @@
 //    from quantizeBlocks with the preset's own scales must equal quantize()'s codes;
 //  * block amax (NaN ignored, as the CUDA kernels of TE) equals the CPU amax of every block;
 //  * the per-tensor path (amaxTensor → currentScaleFromAmax → quantizeTensor) equals TE's rule;
-//  * the delayed-scaling update kernel equals DelayedScaling (Flax, TE) step by step.
+//  * the delayed-scaling update kernel equals DelayedScaling (Flax, TE, TE JAX) step by step;
+//  * CUDA's own log2f and exp2f(floorf(log2f)) (what torch.log2 / torch.exp2 run for torchao's
+//    power-of-two scales) equal cudaLog2f / torchaoPow2 (core/scaling/scale_rules.h) on every
+//    positive finite float32, bit for bit.
 // On a mismatch the inputs, scales, both codes and the amax go to $OUT/mismatch_<case>.txt.
 #include "check_util.h"
+#include "device_math.h"
 
 #include "cuda_raii.h"
 #include "device_probe.h"
@@ -108,7 +112,7 @@ void checkPresets(Checker& c, const std::vector<Input>& inputs) {
     const auto cfg = scalingPreset(info.name);
     if (!cfg) continue;
     for (const Format* f : {&Format::E4M3FN(), &Format::E5M2()}) {
-      const EncodeConstants k = makeEncodeConstants(*f, cfg->encode.saturate);
+      const RneEncodeConstants& k = f->rneConstants(cfg->encode.saturate);
       for (Axis axis : {Axis::Cols, Axis::Rows})
         for (const Input& in : inputs) {
           const std::string name = info.name + "_" + f->name() + "_" + toString(axis) + "_" + in.name;
@@ -178,7 +182,7 @@ void checkPerTensorPipeline(Checker& c) {
     for (bool pow2 : {false, true}) {
       const float fmax = static_cast<float>(f->maxFinite());
       currentScaleFromAmax(damax.get(), fmax, pow2, dq.get(), ddq.get(), s.get());
-      quantizeTensor(dx.get(), dc.get(), x.size(), dq.get(), false, makeEncodeConstants(*f), s.get());
+      quantizeTensor(dx.get(), dc.get(), x.size(), dq.get(), false, f->rneConstants(true), s.get());
       float amax = 0, q = 0, dqv = 0;
       std::vector<uint8_t> codes(x.size()), ref(x.size());
       damax.download(&amax, 1, s.get());
@@ -217,16 +221,16 @@ void checkDelayedKernel(Checker& c) {
                              {kNaN, 1, 0, 2, 3, 1e30f, 4, 5, 6, 7, 8, 0.5f},
                              {0, 0, 0, 1e-45f, 1, 2, 3, 4, 5, 6, 7, 8}};
   const int n = 4;
-  for (fp8lab::DelayedPreset preset : {fp8lab::DelayedPreset::Flax, fp8lab::DelayedPreset::TE})
+  for (fp8lab::DelayedPreset preset :
+       {fp8lab::DelayedPreset::Flax, fp8lab::DelayedPreset::TE, fp8lab::DelayedPreset::TEJax})
     for (int L : {1, 3, 16}) {
       DelayedScalingConfig cfg;
       cfg.preset = preset;
       cfg.history_len = L;
       std::vector<fp8lab::DelayedScaling> cpu;
       for (int t = 0; t < n; ++t) cpu.emplace_back(Format::E4M3FN(), cfg);
-      DelayedScalingParams p;
-      p.preset =
-          preset == fp8lab::DelayedPreset::Flax ? gpu::DelayedPreset::Flax : gpu::DelayedPreset::TransformerEngine;
+      DelayedUpdateParams p;
+      p.preset = preset;
       p.fp8_max = 448.0f;
       Stream s;
       std::vector<float> hist(static_cast<size_t>(L * n), 0.0f), scale(n, 1.0f), inv(n), am(n);
@@ -266,6 +270,21 @@ void checkDelayedKernel(Checker& c) {
     }
 }
 
+/// The host emulation of CUDA's log2f that torchao's power-of-two rule runs (cudaLog2f), and the
+/// rule itself, against the device's own functions over all 2^31 − 2^23 − 1 positive finite
+/// float32 values.
+void checkLog2f(Checker& c) {
+  const checks::MathSweep r = checks::sweepLog2f(1u, 0x7f800000u);
+  std::printf("  log2f sweep: %llu values, %llu log2 and %llu pow2 mismatches\n",
+              static_cast<unsigned long long>(r.compared), static_cast<unsigned long long>(r.log2_mismatches),
+              static_cast<unsigned long long>(r.pow2_mismatches));
+  c.expect(r.log2_mismatches == 0, "cudaLog2f = the device's log2f on every positive float32 (first mismatch at bits " +
+                                       checks::hexf(checks::floatOf(r.first_log2_mismatch)) + ")");
+  c.expect(r.pow2_mismatches == 0,
+           "torchaoPow2 = exp2f(floorf(log2f)) on the device for every positive float32 (first mismatch at " +
+               checks::hexf(checks::floatOf(r.first_pow2_mismatch)) + ")");
+}
+
 } // namespace
 
 int main() {
@@ -282,6 +301,7 @@ int main() {
     checkPresets(c, inputs);
     checkPerTensorPipeline(c);
     checkDelayedKernel(c);
+    checkLog2f(c);
   } catch (const std::exception& e) {
     c.expect(false, std::string("exception: ") + e.what());
   }

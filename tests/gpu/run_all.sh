@@ -6,8 +6,10 @@
 # Needs: CUDA toolkit (nvcc, cuBLASLt ≥ 12.9 for the outer-vector/block modes), CMake ≥ 3.25,
 # a C++20 host compiler; ninja if present; python3 + torch optional (torch._scaled_mm peer).
 # No Qt, HDF5, Google Benchmark or network needed. Results go to $OUT (default ./gpu-results):
-#   env.txt, *.log, lt_support.csv, gemm_exact.csv, gemm_accuracy.csv, bench_gpu.csv,
-#   bench_torch.csv, summary.txt, and mismatch dumps (mismatch_*.txt, gemm_mismatch_*.txt).
+#   env.txt, *.log, lt_support.csv, gemm_exact.csv, gemm_accuracy.csv, accumulation_fit.txt (the
+#   kernel check of cuBLASLt's outputs: FAST_ACCUM=0 against the split FP32 model, FAST_ACCUM=1
+#   fitted against every accumulation model), bench_gpu.csv, bench_torch.csv, summary.txt, and
+#   mismatch dumps (mismatch_*.txt, gemm_mismatch_*.txt).
 # Environment: BUILD_DIR (default <repo>/build-gpu-check), FP8LAB_RUN_BUDGET_S (default 470),
 # CUDA_ARCHS (default "90a;90"), QUICK=1 (smaller benchmarks).
 # Exit status: 0 when every check passed or skipped, 1 when a check failed or the build broke.
@@ -103,6 +105,11 @@ run_step test_gpu_host 120 "$BIN_T/test_gpu_host"
     printf '  %-18s %s\n' "$s" "${RESULT[$s]:-not run}"
   done
   grep -h -E 'checks, [0-9]+ failed|combinations supported|AMAX_D|exact-by-construction' "$OUT"/*.log 2>/dev/null | sed 's/^/  /'
+  # The FAST_ACCUM check: which accumulation model reproduces cuBLASLt's output, bit for bit.
+  if [[ -s "$OUT/accumulation_fit.txt" ]]; then
+    echo "  accumulation (kernel check of the GPU's D, $OUT/accumulation_fit.txt):"
+    grep -E '^FAST_ACCUM' "$OUT/accumulation_fit.txt" | cut -c1-220 | sed 's/^/    /'
+  fi
   if command -v python3 >/dev/null; then
     python3 - "$OUT" <<'PY'
 import csv, os, sys

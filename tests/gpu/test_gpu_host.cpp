@@ -1,7 +1,6 @@
-// FP8 Lab — CPU-side checks of the GPU core (no GPU needed; runs in CI):
-//  * the quantize kernel's arithmetic (fp8_encode.cuh, the very function the kernel runs) against
-//    Format::encodeBulk on float32 bit patterns, scaled inputs, ties, subnormals, specials;
-//  * the delayed-scaling update (delayed_scaling.cuh) against core/scaling DelayedScaling;
+// FP8 Lab — CPU-side checks of gpu/ (no GPU needed, but the CUDA toolkit: it links fp8lab_gpu and
+// cuBLASLt's host API). The kernels' per-element numerics are core's host/device functions and are
+// tested in every build by tests/core/scaling/test_host_device.cpp. Here:
 //  * padding, TN packing, scale-tensor layouts per cuBLASLt mode, mode pairing/promotion;
 //  * cuBLASLt descriptor set-up (host-only API), attribute types, problem checks;
 //  * unsupported-combination reasons and the backend factory (core/backend) without a GPU;
@@ -15,291 +14,26 @@
 #include "cuda_error.h"
 #include "backend/backend_factory.h"
 #include "cuda_gemm_backend.h"
-#include "delayed_scaling.cuh"
 #include "device_probe.h"
-#include "fp8_encode.cuh"
 #include "lt_matmul.h"
 #include "scale_layout.h"
-#include "scale_rules.cuh"
 #include "device_quantize.h"
-#include "scaling/delayed_scaling.h"
 #include "scaling/scaling.h"
 #include "gemm/random_matrix.h"
 
 #include <cfloat>
-#include <chrono>
 #include <limits>
-#include <random>
 #include <vector>
 
 using namespace fp8lab;
 using namespace fp8lab::gpu;
 using fp8lab::checks::Checker;
-using fp8lab::checks::floatOf;
 using fp8lab::checks::sameFloat;
 
 namespace {
 
 bool contains(const std::string& s, const std::string& sub) {
   return s.find(sub) != std::string::npos;
-}
-
-/// Compares encodeFloat (GPU arithmetic on the host) with Format::encodeBulk for `in` under scale
-/// s and op. Returns the number of mismatches (prints the first few).
-size_t compareEncode(Checker& c, const Format& f, const EncodeConstants& k, const std::vector<float>& in, float s,
-                     bool divide, bool saturate, const char* what) {
-  std::vector<uint8_t> ref(in.size());
-  EncodeOptions opt;
-  opt.saturate = saturate;
-  f.encodeBulk(in.data(), ref.data(), in.size(), opt, s, divide ? Format::ScaleOp::Divide : Format::ScaleOp::Multiply);
-  size_t bad = 0;
-  for (size_t i = 0; i < in.size(); ++i) {
-    const uint8_t g = encodeFloat(in[i], s, divide, k);
-    if (g != ref[i]) {
-      if (++bad <= 3)
-        c.expect(false, std::string(what) + " " + f.name() + ": x=" + checks::hexf(in[i]) + " s=" + checks::hexf(s) +
-                            (divide ? " (x/s)" : " (x*s)") + " gpu=0x" + std::to_string(g) + " cpu=0x" +
-                            std::to_string(ref[i]));
-    }
-  }
-  return bad;
-}
-
-void testEncodeBitPatterns(Checker& c) {
-  // Every float32 bit pattern with stride 11 (odd: all low-bit residues and every
-  // exponent/sign combination are visited) for E4M3FN and E5M2, saturating and not, plus every
-  // pattern whose low 12 bits are one of the rounding-critical values.
-  const auto t0 = std::chrono::steady_clock::now();
-  for (const Format* f : {&Format::E4M3FN(), &Format::E5M2()}) {
-    for (bool sat : {true, false}) {
-      const EncodeConstants k = makeEncodeConstants(*f, sat);
-      size_t bad = 0, n = 0;
-      std::vector<float> buf;
-      buf.reserve(1 << 20);
-      const uint64_t stride = 11;
-      for (uint64_t u = 0; u <= 0xffffffffull; u += stride) {
-        buf.push_back(floatOf(static_cast<uint32_t>(u)));
-        if (buf.size() == buf.capacity()) {
-          bad += compareEncode(c, *f, k, buf, 1.0f, false, sat, "bit pattern");
-          n += buf.size();
-          buf.clear();
-        }
-      }
-      // Rounding-critical low bits at every exponent and sign: 0, 1, half-1, half, half+1, max.
-      for (uint32_t hi = 0; hi < (1u << 20); ++hi)
-        for (uint32_t lo : {0x000u, 0x001u, 0x7ffu, 0x800u, 0x801u, 0xfffu}) buf.push_back(floatOf((hi << 12) | lo));
-      bad += compareEncode(c, *f, k, buf, 1.0f, false, sat, "critical bits");
-      n += buf.size();
-      c.expect(bad == 0, f->name() + (sat ? " saturating" : " non-saturating") + ": " + std::to_string(bad) +
-                             " mismatches in " + std::to_string(n) + " bit patterns");
-    }
-  }
-  std::printf("  bit-pattern sweep: %.1f s\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-}
-
-void testEncodeOtherFormats(Checker& c) {
-  // The kernel is generic over ≤ 8-bit float formats: FNUZ, E4M3 (IEEE), E3M4, FP6, FP4.
-  for (const Format* f : {&Format::E4M3FNUZ(), &Format::E5M2FNUZ(), &Format::E4M3B11FNUZ(), &Format::E4M3(),
-                          &Format::E3M4(), &Format::E2M3(), &Format::E3M2(), &Format::E2M1()}) {
-    const EncodeConstants k = makeEncodeConstants(*f, true);
-    std::vector<float> buf;
-    for (uint64_t u = 0; u <= 0xffffffffull; u += 4099) buf.push_back(floatOf(static_cast<uint32_t>(u)));
-    const size_t bad = compareEncode(c, *f, k, buf, 1.0f, false, true, "sampled patterns");
-    c.expect(bad == 0, f->name() + ": " + std::to_string(bad) + " mismatches in sampled bit patterns");
-  }
-  // ±Inf into the FNUZ formats, as ONNX Cast from opset 24: saturating → ±max 0x7F / 0xFF,
-  // non-saturating → NaN 0x80; an x·s that overflows float32 to Inf likewise.
-  const float inf = std::numeric_limits<float>::infinity();
-  for (const Format* f : {&Format::E4M3FNUZ(), &Format::E5M2FNUZ(), &Format::E4M3B11FNUZ()}) {
-    const EncodeConstants sat = makeEncodeConstants(*f, true), nosat = makeEncodeConstants(*f, false);
-    c.expect(encodeFloat(inf, 1.0f, false, sat) == 0x7F && encodeFloat(-inf, 1.0f, false, sat) == 0xFF &&
-                 encodeFloat(1e30f, 1e30f, false, sat) == 0x7F,
-             f->name() + ": saturating ±Inf → 0x7F / 0xFF");
-    c.expect(encodeFloat(inf, 1.0f, false, nosat) == 0x80 && encodeFloat(-inf, 1.0f, false, nosat) == 0x80,
-             f->name() + ": non-saturating ±Inf → 0x80");
-  }
-  bool threw = false;
-  try {
-    (void)makeEncodeConstants(Format::E8M0FNU());
-  } catch (const std::invalid_argument&) {
-    threw = true;
-  }
-  c.expect(threw, "makeEncodeConstants(E8M0FNU) throws std::invalid_argument");
-  threw = false;
-  try {
-    (void)makeEncodeConstants(Format::BF16());
-  } catch (const std::invalid_argument&) {
-    threw = true;
-  }
-  c.expect(threw, "makeEncodeConstants(BF16) throws std::invalid_argument");
-}
-
-void testEncodeScaledAndAdversarial(Checker& c) {
-  std::mt19937 rng(12345);
-  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
-  std::uniform_int_distribution<int> expo(-30, 30), sign(0, 1);
-  for (const Format* f : {&Format::E4M3FN(), &Format::E5M2()}) {
-    const EncodeConstants k = makeEncodeConstants(*f, true);
-    // Adversarial: every code's value, the exact midpoints between neighbouring codes (ties) and
-    // one float32 ulp either side, values beyond max, subnormals, ±0, ±Inf, NaN.
-    std::vector<float> adv;
-    const auto& table = f->decodeTable();
-    for (size_t code = 0; code < table.size(); ++code) {
-      const float v = table[code];
-      adv.push_back(v);
-      if (!std::isfinite(v)) continue;
-      const float next = table[f->nextUp(static_cast<uint32_t>(code))];
-      if (std::isfinite(next) && next != v) {
-        const float mid = static_cast<float>((static_cast<double>(v) + next) / 2); // exact in float32
-        adv.push_back(mid);
-        adv.push_back(std::nextafter(mid, 0.0f));
-        adv.push_back(std::nextafter(mid, std::numeric_limits<float>::infinity()));
-        adv.push_back(-mid);
-      }
-    }
-    const float mx = static_cast<float>(f->maxFinite());
-    for (float v :
-         {mx, std::nextafter(mx, FLT_MAX), mx * 1.0625f, mx * 1.125f, mx * 2.0f, FLT_MAX, 1e-45f, 1e-40f, FLT_MIN, 0.0f,
-          -0.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-          std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
-          static_cast<float>(f->minSubnormal()) / 2, static_cast<float>(f->minSubnormal()) * 0.75f}) {
-      adv.push_back(v);
-      adv.push_back(-v);
-    }
-    size_t bad = compareEncode(c, *f, k, adv, 1.0f, false, true, "adversarial");
-    c.expect(bad == 0, f->name() + ": adversarial inputs (" + std::to_string(adv.size()) + ") bit-identical");
-    // Scaled: random values over 60 binades times / divided by random scales (incl. powers of
-    // two, TE-style fp8_max/amax and a subnormal-producing scale).
-    std::vector<float> x(1 << 16);
-    for (auto& v : x) v = (sign(rng) ? -1.0f : 1.0f) * std::ldexp(mant(rng), expo(rng));
-    for (size_t i = 0; i < adv.size() && i < x.size(); ++i) x[i] = adv[i];
-    bad = 0;
-    for (float s : {1.0f, 0.5f, 3.0f, 448.0f / 3.7f, 57344.0f / 1234.5f, 1e-3f, 7.1e-20f, 3.3e15f, FLT_MAX, 1e-42f}) {
-      bad += compareEncode(c, *f, k, x, s, false, true, "x*s");
-      bad += compareEncode(c, *f, k, x, s, true, true, "x/s");
-    }
-    c.expect(bad == 0, f->name() + ": scaled random inputs bit-identical for x*s and x/s");
-  }
-}
-
-/// The NaN rule the device applies (detail::x86NanResult, used by encodeFloat on the GPU, whose
-/// own NaN results are always the positive canonical 0x7FFFFFFF) against the CPU reference's
-/// arithmetic. For formats whose NaN code keeps the sign (E4M3 with Inf, E3M4), encoding
-/// x86NanResult(x, s) must give Format::encodeBulk's code for x·s / x/s: a NaN operand passes its
-/// sign on; the invalid operations 0·Inf, 0/0, Inf/Inf give x86's negative default NaN. Only on
-/// x86-64 (the CPU reference's platform; the GPU machines are x86-64).
-void testNanRule(Checker& c) {
-#if defined(__x86_64__)
-  const float qn = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-  struct Case {
-    float x, s;
-    bool divide;
-    const char* what;
-  };
-  const Case cases[] = {{-qn, 2.0f, false, "-NaN * 2"},   {qn, 2.0f, false, "+NaN * 2"},
-                        {-qn, 0.5f, true, "-NaN / 0.5"},  {floatOf(0xff800001u), 3.0f, false, "-sNaN * 3"},
-                        {1.5f, -qn, false, "1.5 * -NaN"}, {-1.5f, qn, true, "-1.5 / +NaN"},
-                        {0.0f, inf, false, "0 * Inf"},    {-0.0f, inf, false, "-0 * Inf"},
-                        {0.0f, 0.0f, true, "0 / 0"},      {inf, inf, true, "Inf / Inf"},
-                        {-inf, inf, true, "-Inf / Inf"}};
-  for (const Format* f : {&Format::E4M3(), &Format::E3M4(), &Format::E4M3FN(), &Format::E5M2()}) {
-    const EncodeConstants k = makeEncodeConstants(*f, true);
-    for (const Case& cs : cases) {
-      uint8_t ref = 0;
-      f->encodeBulk(&cs.x, &ref, 1, {}, cs.s, cs.divide ? Format::ScaleOp::Divide : Format::ScaleOp::Multiply);
-      const uint8_t dev = encodeScaled(detail::x86NanResult(cs.x, cs.s), k);
-      c.expect(dev == ref, f->name() + " " + cs.what + ": device NaN rule gives code " + std::to_string(dev) +
-                               ", the CPU reference " + std::to_string(ref));
-    }
-  }
-  // Hand-derived (so the rule can fail): E4M3 (bias 7, with Inf) keeps the NaN sign, NaN =
-  // exponent all ones with the mantissa's top bit: 0x78 | 0x04 = 0x7C, negative 0xFC. x86's
-  // 0·Inf is the negative default NaN → 0xFC; −NaN·2 → 0xFC; +NaN·2 → 0x7C. The GPU's canonical
-  // NaN alone would give 0x7C for all three.
-  const EncodeConstants k = makeEncodeConstants(Format::E4M3(), true);
-  c.expect(encodeScaled(detail::x86NanResult(0.0f, inf), k) == 0xFC &&
-               encodeScaled(detail::x86NanResult(-qn, 2.0f), k) == 0xFC &&
-               encodeScaled(detail::x86NanResult(qn, 2.0f), k) == 0x7C && encodeScaled(floatOf(0x7fffffffu), k) == 0x7C,
-           "E4M3 NaN codes: 0*Inf and -NaN*2 -> 0xFC, +NaN*2 and the GPU's canonical NaN -> 0x7C");
-#else
-  (void)c;
-#endif
-}
-
-/// The GPU update function against the CPU DelayedScaling, step by step, bit for bit.
-void testDelayedUpdate(Checker& c) {
-  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  const std::vector<float> seq = {1.0f,   3.5f,  0.0f, 0.0f, 2.0f,    inf,  5.0f, nan,  7.0f, 1e-40f, 1e-30f,
-                                  448.0f, 0.25f, 0.0f, 6.0f, 1000.0f, 3.0f, 2.5f, 0.0f, 9.0f, 1e-45f, 12.0f};
-  for (fp8lab::DelayedPreset preset : {fp8lab::DelayedPreset::Flax, fp8lab::DelayedPreset::TE})
-    for (fp8lab::AmaxAlgo algo : {fp8lab::AmaxAlgo::Max, fp8lab::AmaxAlgo::MostRecent})
-      for (int L : {1, 2, 5, 16})
-        for (int margin : {0, 1})
-          for (const Format* f : {&Format::E4M3FN(), &Format::E5M2()}) {
-            if (preset == fp8lab::DelayedPreset::Flax && algo == fp8lab::AmaxAlgo::MostRecent) continue;
-            DelayedScalingConfig cfg;
-            cfg.preset = preset;
-            cfg.algo = algo;
-            cfg.history_len = L;
-            cfg.margin = margin;
-            fp8lab::DelayedScaling cpu(*f, cfg);
-            DelayedScalingParams p;
-            p.preset = preset == fp8lab::DelayedPreset::Flax ? gpu::DelayedPreset::Flax
-                                                             : gpu::DelayedPreset::TransformerEngine;
-            p.algo = algo == fp8lab::AmaxAlgo::Max ? gpu::AmaxAlgo::Max : gpu::AmaxAlgo::MostRecent;
-            p.fp8_max = static_cast<float>(f->maxFinite());
-            p.margin = margin;
-            std::vector<float> hist(static_cast<size_t>(L), 0.0f);
-            float scale = 1.0f, scale_inv = 0.0f;
-            bool ok = true;
-            std::string where;
-            for (size_t t = 0; t < seq.size() && ok; ++t) {
-              cpu.update(seq[t]);
-              delayedScalingUpdate(hist.data(), L, 1, &scale, &scale_inv, seq[t], p);
-              if (!sameFloat(scale, cpu.scale())) {
-                ok = false;
-                where = "scale at step " + std::to_string(t) + ": gpu " + checks::hexf(scale) + " cpu " +
-                        checks::hexf(cpu.scale());
-              }
-              for (int i = 0; i < L && ok; ++i)
-                if (!sameFloat(hist[static_cast<size_t>(i)], cpu.historyRaw()[static_cast<size_t>(i)])) {
-                  ok = false;
-                  where = "history[" + std::to_string(i) + "] at step " + std::to_string(t);
-                }
-              if (ok && !sameFloat(scale_inv, 1.0f / scale)) {
-                ok = false;
-                where = "scale_inv at step " + std::to_string(t);
-              }
-            }
-            c.expect(ok, std::string("delayed update ") + toString(preset) + "/" + toString(algo) + " L=" +
-                             std::to_string(L) + " margin=" + std::to_string(margin) + " " + f->name() + ": " + where);
-          }
-  // Hand-derived TE values (DelayedScaling, kernel_bulk): L = 3, E4M3: amax 2 → window {2} → 448/2 = 224;
-  // then amax 0 → no roll, scale unchanged; then amax 4 → window {2, 4} → 112.
-  DelayedScalingParams p;
-  std::vector<float> h(3, 0.0f);
-  float s = 1.0f;
-  delayedScalingUpdate(h.data(), 3, 1, &s, nullptr, 2.0f, p);
-  c.expect(s == 224.0f && h[0] == 0.0f && h[2] == 2.0f, "TE update: amax 2 gives scale 224, history [0, 0, 2]");
-  delayedScalingUpdate(h.data(), 3, 1, &s, nullptr, 0.0f, p);
-  c.expect(s == 224.0f && h[2] == 2.0f && h[1] == 0.0f, "TE update: amax 0 keeps scale 224 and does not roll");
-  delayedScalingUpdate(h.data(), 3, 1, &s, nullptr, 4.0f, p);
-  c.expect(s == 112.0f && h[1] == 2.0f && h[2] == 4.0f, "TE update: amax 4 gives 448/4 = 112, history [0, 2, 4]");
-  // Tiny amax: 448 / 1e-40 overflows float32 → FLT_MAX (TE PR #786).
-  std::vector<float> h1(1, 0.0f);
-  float s1 = 1.0f;
-  delayedScalingUpdate(h1.data(), 1, 1, &s1, nullptr, 1e-40f, p);
-  c.expect(s1 == FLT_MAX, "TE update: tiny amax clamps the scale to FLT_MAX");
-  // Flax: first step sees the zero history → keeps 1/(1/1) = 1; second: window {3} → 1/(448/3).
-  DelayedScalingParams pf;
-  pf.preset = gpu::DelayedPreset::Flax;
-  std::vector<float> hf(2, 0.0f);
-  float sf = 1.0f;
-  delayedScalingUpdate(hf.data(), 2, 1, &sf, nullptr, 3.0f, pf);
-  c.expect(sf == 1.0f && hf[0] == 3.0f, "Flax update: zero window keeps scale 1, hist[0] = 3");
-  delayedScalingUpdate(hf.data(), 2, 1, &sf, nullptr, 5.0f, pf);
-  c.expect(sf == 1.0f / (448.0f / 3.0f), "Flax update: window {3} gives 1/(448/3)");
 }
 
 QuantizedTensor makeTensor(int64_t rows, int64_t cols, ScaleBlock block, const Format& f = Format::E4M3FN()) {
@@ -682,186 +416,21 @@ void testErrors(Checker& c) {
   c.expect(ok, "cudaErrorMemoryAllocation is reported as out of memory");
 }
 
-/// The device's scale rules (scale_rules.cuh, run here on the host) against core/scaling's
-/// blockScaleFromAmax for every rule, both formats, pow2 on/off, over a sweep of amax values.
-void testScaleRules(Checker& c) {
-  std::vector<float> amaxes = {0.0f,
-                               1e-45f,
-                               1e-40f,
-                               1e-13f,
-                               1e-12f,
-                               1.1e-12f,
-                               9.9e-5f,
-                               1e-4f,
-                               1.0001e-4f,
-                               1.0f,
-                               1.75f,
-                               2.0f,
-                               448.0f,
-                               480.0f,
-                               57344.0f,
-                               1e30f,
-                               FLT_MAX,
-                               std::numeric_limits<float>::infinity(),
-                               std::numeric_limits<float>::quiet_NaN()};
-  for (uint32_t u = 0; u < 0x7f800000u; u += 1021) amaxes.push_back(floatOf(u));
-  for (int e = -130; e < 130; ++e) // values just below and at powers of two (pow2 rounding edges)
-    for (float m : {1.0f, 0.99999994f, 0.9999999f, 1.0000001f}) amaxes.push_back(std::ldexp(m, e));
-  // amax values whose scale fp8_max/amax lands just beside a power of two: the pow2 rounding
-  // edges (torchao's log2f quirk, TE's mantissa mask, DeepGEMM's round-up).
-  for (float fmax : {448.0f, 57344.0f})
-    for (int k = -125; k <= 125; ++k) {
-      float a = std::ldexp(fmax, -k);
-      for (int step = 0; step < 4; ++step) {
-        amaxes.push_back(a);
-        a = std::nextafter(a, std::numeric_limits<float>::infinity());
-      }
-      a = std::ldexp(fmax, -k);
-      for (int step = 0; step < 3; ++step) amaxes.push_back(a = std::nextafter(a, 0.0f));
-    }
-  int configs = 0;
+/// Which current presets the device quantize takes, and why it refuses the rest.
+void testDeviceQuantizeReasons(Checker& c) {
   for (const ScalingPresetInfo& info : scalingPresets()) {
-    auto cfg = scalingPreset(info.name);
+    const auto cfg = scalingPreset(info.name);
     if (info.delayed || !cfg) continue;
-    for (bool pow2 : {false, true}) {
-      cfg->pow2 = pow2;
-      for (const Format* f : {&Format::E4M3FN(), &Format::E5M2()}) {
-        const DeviceScaleParams p = deviceScaleParams(*cfg, *f);
-        size_t bad = 0;
-        std::string first;
-        for (float a : amaxes) {
-          const BlockScale r = blockScaleFromAmax(static_cast<double>(a), *f, *cfg);
-          const DeviceBlockScale d = blockScaleFromAmaxHD(a, p);
-          if (!sameFloat(r.quant, d.quant) || !sameFloat(r.dequant, d.dequant) || r.scale_code != d.code) {
-            if (bad++ == 0)
-              first = "amax " + checks::hexf(a) + ": cpu q " + checks::hexf(r.quant) + " dq " +
-                      checks::hexf(r.dequant) + " code " + std::to_string(r.scale_code) + ", device q " +
-                      checks::hexf(d.quant) + " dq " + checks::hexf(d.dequant) + " code " + std::to_string(d.code);
-          }
-        }
-        ++configs;
-        c.expect(bad == 0, "scale rule " + info.name + (pow2 ? " pow2 " : " ") + f->name() + ": " +
-                               std::to_string(bad) + " of " + std::to_string(amaxes.size()) + " differ; " + first);
-      }
-    }
+    for (const Format* f : {&Format::E4M3FN(), &Format::E5M2()})
+      c.expect(deviceQuantizeUnsupportedReason(*cfg, *f).empty(),
+               info.name + " " + f->name() + ": every current preset runs on the device");
   }
-  c.expect(configs >= 40, "scale rules: " + std::to_string(configs) + " configurations compared");
   ScalingConfig sr = *scalingPreset("te_current");
   sr.encode.rounding = Rounding::Stochastic;
   c.expect(contains(deviceQuantizeUnsupportedReason(sr, Format::E4M3FN()), "nearest even"),
            "stochastic rounding is CPU-only, with a reason");
-  c.expect(deviceQuantizeUnsupportedReason(*scalingPreset("te_current"), Format::E4M3FN()).empty(),
-           "te_current runs on the device");
-}
-
-/// What check_gpu_kernels does on the device, done on the host with the kernel's own per-element
-/// function: every current preset's codes must be reproducible from its block scales alone
-/// (the quantize kernel gets only x, the block grid, the scales and the op).
-void testPresetParityOnHost(Checker& c) {
-  RandomMatrixOptions o;
-  o.distribution = Distribution::LogNormal;
-  o.sigma = 3.0;
-  std::vector<float> x = randomMatrix(260, 200, 11, o);
-  const float specials[] = {
-      0.0f,   -0.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 1e-40f, 1e30f,
-      448.0f, 464.0f};
-  for (size_t i = 0; i < x.size(); i += 37) x[i] = specials[(i / 37) % 8];
-  int cases = 0;
-  for (const ScalingPresetInfo& info : scalingPresets()) {
-    const auto cfg = scalingPreset(info.name);
-    if (info.delayed || !cfg) continue;
-    for (const Format* f : {&Format::E4M3FN(), &Format::E5M2()}) {
-      const EncodeConstants k = makeEncodeConstants(*f, cfg->encode.saturate);
-      for (Axis axis : {Axis::Cols, Axis::Rows}) {
-        const QuantizedTensor q = quantize(x.data(), 260, 200, *f, *cfg, axis);
-        const bool divide = q.scale_op == Format::ScaleOp::Divide;
-        const std::vector<float>& sc = divide ? q.dequant_scales : q.quant_scales;
-        size_t bad = 0;
-        for (int64_t i = 0; i < 260; ++i)
-          for (int64_t j = 0; j < 200; ++j) {
-            const size_t e = static_cast<size_t>(i * 200 + j);
-            const float s = sc[static_cast<size_t>((i / q.block.rows) * q.blockCols() + j / q.block.cols)];
-            bad += encodeFloat(x[e], s, divide, k) != q.codes[e];
-          }
-        ++cases;
-        c.expect(bad == 0, info.name + " " + f->name() + " " + toString(axis) +
-                               ": codes reproducible from the block scales with the kernel's function (" +
-                               std::to_string(bad) + " differ)");
-      }
-    }
-  }
-  c.expect(cases >= 30, "preset parity covered " + std::to_string(cases) + " cases");
-}
-
-/// quantizeOnDevice's whole pipeline, emulated on the host with the device's own pieces: the
-/// preset must be one the device takes (deviceQuantizeUnsupportedReason, else check_gpu_kernels
-/// throws on the device), the block is scaleBlockFor's, the block amax follows the kernels' rule
-/// (|x| maximum, NaN ignored or propagated per ruleAmaxPropagatesNaN, −0 as 0), scales come from
-/// blockScaleFromAmaxHD and codes from encodeFloat. Codes, quant/dequant scales and E8M0 codes
-/// must equal core/scaling quantize() — what check_gpu_kernels then demands of the device.
-void testDevicePipelineOnHost(Checker& c) {
-  RandomMatrixOptions o;
-  o.distribution = Distribution::LogNormal;
-  o.sigma = 3.0;
-  const int64_t R = 300, C = 264;
-  std::vector<float> x = randomMatrix(R, C, 13, o);
-  const float specials[] = {
-      0.0f,  -0.0f,  std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 1e-40f,
-      1e30f, 448.0f, -std::numeric_limits<float>::infinity()};
-  for (size_t i = 0; i < x.size(); i += 41) x[i] = specials[(i / 41) % 8];
-  for (int64_t i = 0; i < 128; ++i) // an all-zero 128x128 block (edge rule of every preset)
-    for (int64_t j = 0; j < 128; ++j) x[static_cast<size_t>(i * C + j)] = 0.0f;
-  int cases = 0;
-  for (const ScalingPresetInfo& info : scalingPresets()) {
-    const auto cfg = scalingPreset(info.name);
-    if (info.delayed || !cfg) continue;
-    for (const Format* f : {&Format::E4M3FN(), &Format::E5M2()}) {
-      const std::string why = deviceQuantizeUnsupportedReason(*cfg, *f);
-      if (!c.expect(why.empty(), info.name + " " + f->name() + ": the device refuses a current preset: " + why))
-        continue;
-      const EncodeConstants k = makeEncodeConstants(*f, cfg->encode.saturate);
-      const DeviceScaleParams dp = deviceScaleParams(*cfg, *f);
-      const bool prop = ruleAmaxPropagatesNaN(cfg->rule);
-      const bool mx = isMxRule(cfg->rule);
-      for (Axis axis : {Axis::Cols, Axis::Rows}) {
-        const QuantizedTensor q = quantize(x.data(), R, C, *f, *cfg, axis);
-        const ScaleBlock blk = scaleBlockFor(*cfg, R, C, axis);
-        const int64_t bc = (C + blk.cols - 1) / blk.cols, nb = ((R + blk.rows - 1) / blk.rows) * bc;
-        std::vector<uint32_t> amax_bits(static_cast<size_t>(nb), 0u); // as the kernels: max of |x| bits
-        for (int64_t i = 0; i < R; ++i)
-          for (int64_t j = 0; j < C; ++j) {
-            uint32_t a = checks::bitsOf(x[static_cast<size_t>(i * C + j)]) & 0x7fffffffu;
-            if (!prop && a > 0x7f800000u) a = 0;
-            uint32_t& m = amax_bits[static_cast<size_t>((i / blk.rows) * bc + j / blk.cols)];
-            m = std::max(m, a);
-          }
-        size_t bad = (blk == q.block) ? 0 : 1;
-        std::vector<float> quant(static_cast<size_t>(nb)), dequant(static_cast<size_t>(nb));
-        for (int64_t b = 0; b < nb && bad == 0; ++b) {
-          const DeviceBlockScale s = blockScaleFromAmaxHD(floatOf(amax_bits[static_cast<size_t>(b)]), dp);
-          quant[static_cast<size_t>(b)] = s.quant;
-          dequant[static_cast<size_t>(b)] = s.dequant;
-          bad += !sameFloat(s.quant, q.quant_scales[static_cast<size_t>(b)]) ||
-                 !sameFloat(s.dequant, q.dequant_scales[static_cast<size_t>(b)]);
-          if (mx)
-            bad += q.scale_codes.size() != static_cast<size_t>(nb) ||
-                   static_cast<uint8_t>(s.code < 0 ? 0 : s.code) != q.scale_codes[static_cast<size_t>(b)];
-        }
-        const bool divide = cfg->op == Format::ScaleOp::Divide;
-        for (int64_t i = 0; i < R && bad == 0; ++i)
-          for (int64_t j = 0; j < C; ++j) {
-            const size_t e = static_cast<size_t>(i * C + j),
-                         b = static_cast<size_t>((i / blk.rows) * bc + j / blk.cols);
-            bad += encodeFloat(x[e], divide ? dequant[b] : quant[b], divide, k) != q.codes[e];
-          }
-        ++cases;
-        c.expect(bad == 0, info.name + " " + f->name() + " " + toString(axis) +
-                               ": device pipeline (amax rule -> scale rule -> encode) differs from quantize() (" +
-                               std::to_string(bad) + ")");
-      }
-    }
-  }
-  c.expect(cases >= 30, "device pipeline covered " + std::to_string(cases) + " cases");
+  c.expect(contains(deviceQuantizeUnsupportedReason(*scalingPreset("mx_rceil"), Format::E8M0FNU()), "E8M0FNU"),
+           "E8M0 elements are refused with the format named");
 }
 
 /// The exact-by-construction operands of check_gpu_gemm really are exact: on the CPU, the
@@ -954,15 +523,8 @@ int main() {
   testDescriptors(c);
   testUnsupportedReasons(c);
   testSelectionWithoutGpu(c);
-  testDelayedUpdate(c);
-  testPresetParityOnHost(c);
-  testDevicePipelineOnHost(c);
-  testScaleRules(c);
+  testDeviceQuantizeReasons(c);
   testExactConstruction(c);
   testSplitBounds(c);
-  testEncodeScaledAndAdversarial(c);
-  testEncodeOtherFormats(c);
-  testNanRule(c);
-  testEncodeBitPatterns(c);
   return c.finish();
 }

@@ -69,6 +69,69 @@ def run(cmd):
     return p.stdout
 
 
+def check_kernel(a):
+    """The kernel check (docs/gemm.md "Check my kernel in CI", docs/session-format.md "Kernel check"):
+    a kernel's D written here with numpy, checked by `fp8lab-cli gemm --observed`, and the verdict
+    read back with h5py. The operands are E4M3FN codes of the integers -4..4 with power-of-two
+    scales, so numpy's float64 product is exact and its float32 rounding is the exact model's D."""
+    kc = os.path.join(a.workdir, "kernel")
+    os.makedirs(kc)
+    h5 = os.path.join(kc, "check.h5")
+    M, K, N = 32, 256, 24
+    mag = np.array([0x00, 0x38, 0x40, 0x44, 0x48], np.uint8)  # E4M3FN 0, 1, 2, 3, 4 (OCP OFP8)
+    va = (np.arange(M)[:, None] * 7 + np.arange(K)[None, :] * 3) % 9 - 4
+    vb = (np.arange(K)[:, None] * 5 + np.arange(N)[None, :] * 11) % 9 - 4
+    codes = lambda v: (mag[np.abs(v)] | np.where(v < 0, 0x80, 0)).astype(np.uint8)
+    check(np.array_equal(decode_fp8(codes(va), "E4M3FN"), va), "kernel: E4M3FN codes of -4..4")
+    sa = np.exp2((np.arange(M) % 5) - 3.0).astype(np.float32).reshape(M, 1)  # per row of A
+    d = ((va.astype(np.float64) @ vb.astype(np.float64)) * sa.astype(np.float64) * 0.5).astype(np.float32)
+    paths = {}
+    for name, arr in (("a", codes(va)), ("sa", sa), ("b", codes(vb)), ("d", d)):
+        paths[name] = os.path.join(kc, name + ".npy")
+        np.save(paths[name], arr)
+    bad = d.copy()
+    bad[3, 5] = np.nextafter(bad[3, 5], np.float32(np.inf))
+    paths["bad"] = os.path.join(kc, "bad.npy")
+    np.save(paths["bad"], bad)
+    base = [a.cli, "gemm", "--a-codes", paths["a"], "--a-scales", paths["sa"], "--a-block", f"1x{K}",
+            "--b-codes", paths["b"], "--b-scales", "0.5", "--max-ulp", "0", "--fit-bits", "12..15", "--fit-groups", "32",
+            "--backend", "cpu", "--out", h5, "--json"]
+    p = subprocess.run(base + ["--observed", paths["d"], "--id", "kc"], capture_output=True, text=True)
+    check(p.returncode == 0, f"kernel: a correct kernel exits 0, got {p.returncode}: {p.stderr[-400:]}")
+    j = json.loads(p.stdout) if p.returncode == 0 else {}
+    check(j.get("check", {}).get("passed") is True, "kernel: --json check.passed")
+    p = subprocess.run(base + ["--observed", paths["bad"], "--id", "kc-bad"], capture_output=True, text=True)
+    check(p.returncode == 1, f"kernel: one element one ULP off exits 1 with --max-ulp 0, got {p.returncode}")
+    with h5py.File(h5, "r") as f:
+        g = f["runs/kc"]
+        c = g["check"]
+        check(int(c.attrs["passed"]) == 1 and c.attrs["verdict"].startswith("PASS: 768 of 768"),
+              f"kernel: stored verdict {c.attrs['verdict']!r}")
+        check(c.attrs["reference"] == "exact", "kernel: reference attr")
+        check(np.array_equal(g["observed/D"][()], d), "kernel: observed/D == the file's D")
+        check(np.array_equal(g["check/D_reference"][()], d), "kernel: check/D_reference == numpy's exact D")
+        check(g["check/ulps"].shape == (M, N) and not np.any(g["check/ulps"][()]), "kernel: check/ulps all 0")
+        hist = g["check/ulp_histogram"][()]
+        check(hist.dtype == np.int64 and int(hist[0]) == M * N and int(hist.sum()) == M * N, "kernel: ULP histogram")
+        check(json.loads(g["check/ulp_histogram"].attrs["bin_labels"])[:3] == ["0", "1", "2"], "kernel: bin labels")
+        names = json.loads(g["check/models"].attrs["names"])
+        check(names[0] == "exact" and len(names) == g["check/models/identical"].shape[0], "kernel: models names")
+        check(int(g["check/models/identical"][0]) == M * N, "kernel: the exact model reproduces every element")
+        check(float(g["metrics"].attrs["check_passed"]) == 1.0, "kernel: metric check_passed")
+        check(c.attrs["fit_verdict"].startswith("bit-identical to exact"), f"kernel: fit verdict {c.attrs['fit_verdict']!r}")
+        w = json.loads(g.attrs["warnings"])
+        deq = va * sa.astype(np.float64)
+        want = f"A dequantized: [{deq.min():g}, {deq.max():g}], amax {np.abs(deq).max():g}"
+        check(any(x["detail"].startswith(want) and x["severity"] == "info" for x in w), f"kernel: {want!r} in {w!r}")
+        gb = f["runs/kc-bad"]
+        cb = gb["check"]
+        check(int(cb.attrs["passed"]) == 0 and cb.attrs["verdict"].startswith("FAIL"), "kernel: bad verdict stored")
+        check((int(cb.attrs["first_row"]), int(cb.attrs["first_col"])) == (3, 5), "kernel: first differing element")
+        u = gb["check/ulps"][()]
+        check(float(u[3, 5]) == 1.0 and int(np.count_nonzero(u)) == 1, "kernel: the one ULP at (3, 5)")
+        check(float(gb["metrics"].attrs["check_max_ulps"]) == 1.0, "kernel: metric check_max_ulps")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
@@ -256,6 +319,8 @@ def main():
     before = open(h5, "rb").read()
     p = subprocess.run([a.cli, "merge", h5, h5, bad], capture_output=True, text=True)
     check(p.returncode == 2 and open(h5, "rb").read() == before, "merge with a bad input leaves the output untouched")
+
+    check_kernel(a)
 
     if failures:
         print(f"FAIL: {len(failures)} of {checks} checks failed:", file=sys.stderr)

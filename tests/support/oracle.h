@@ -29,7 +29,7 @@ inline std::vector<std::vector<std::string>> readCsv(const std::string& file,
   std::ifstream in(path);
   if (!in)
     throw std::runtime_error("oracle table missing: " + path +
-                             " (set FP8LAB_ORACLE_DIR or -DFP8LAB_ORACLE_DIR to the shared/oracle folder)");
+                             " (set FP8LAB_ORACLE_DIR or -DFP8LAB_ORACLE_DIR to the tests/data/oracle folder)");
   std::vector<std::vector<std::string>> rows;
   std::string line;
   bool first = true;

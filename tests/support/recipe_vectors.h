@@ -1,6 +1,6 @@
-// FP8 Lab tests — reader for the 2026 recipe vectors (FP8LAB_RECIPES_CSV: shared/recipes-2026-vectors.csv,
-// kept outside the repository and computed by an exact emulation of Transformer Engine, torchao
-// and DeepGEMM, not by this project). Tests read it at run time; a missing file fails the test.
+// FP8 Lab tests — reader for the 2026 recipe vectors (FP8LAB_RECIPES_CSV: tests/data/recipes-2026-vectors.csv,
+// computed by an exact emulation of Transformer Engine, torchao and DeepGEMM, not by this project;
+// tests/data/README.md). Tests read it at run time; a missing file fails the test.
 //
 // Columns: recipe, variant, case, input, expected_element_codes, expected_scale_codes,
 // expected_tensor_scale_f32_hex, notes, source. Lists inside a field are ';'-separated; fields
@@ -91,8 +91,9 @@ inline std::vector<RecipeVector> readRecipeVectors() {
   const std::string path = recipeVectorsPath();
   std::ifstream in(path);
   if (!in)
-    throw std::runtime_error("recipe vectors missing: " + path +
-                             " (set FP8LAB_RECIPES_CSV or -DFP8LAB_RECIPES_CSV to shared/recipes-2026-vectors.csv)");
+    throw std::runtime_error(
+        "recipe vectors missing: " + path +
+        " (set FP8LAB_RECIPES_CSV or -DFP8LAB_RECIPES_CSV to tests/data/recipes-2026-vectors.csv)");
   std::vector<RecipeVector> rows;
   std::string line;
   bool header = true;

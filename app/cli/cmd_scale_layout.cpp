@@ -1,0 +1,195 @@
+// fp8lab-cli scale-layout — the block-scale layouts kernels read (core/scaling/kernel_layout.h):
+// where a scale sits (index), and a row-major scale grid written into a layout (pack) or read out of
+// one (unpack), bit for bit.
+#include "cli_util.h"
+#include "command.h"
+
+#include "io/npy_writer.h"
+#include "io/tensor_import.h"
+#include "scaling/kernel_layout.h"
+
+#include <QCommandLineParser>
+
+namespace fp8lab::cli {
+namespace {
+
+QString S(const std::string& s) {
+  return QString::fromStdString(s);
+}
+
+/// The storage's array shape as a kernel holds it (the flat storage is what matters).
+std::vector<int64_t> storageShape(ScaleLayout l, ScaleGridShape g) {
+  auto up = [](int64_t x, int64_t m) { return (x + m - 1) / m * m; };
+  switch (l) {
+  case ScaleLayout::RowMajor:
+    return {g.outer, g.kblocks};
+  case ScaleLayout::CublasLtSwizzled:
+    return {up(g.outer, 128), up(g.kblocks, 4)};
+  case ScaleLayout::CublasLtVec128:
+    return {g.kblocks, g.outer};
+  case ScaleLayout::CublasLtBlk128x128:
+    return {g.outer, up(g.kblocks, 4)};
+  case ScaleLayout::DeepGemmMnMajor:
+    return {g.kblocks, up(g.outer, 4)};
+  case ScaleLayout::DeepGemmPackedUe8m0:
+    return {(g.kblocks + 3) / 4, up(g.outer, 4)}; // int32 words
+  }
+  return {};
+}
+
+int runScaleLayout(const QStringList& args) {
+  QCommandLineParser p;
+  p.setApplicationDescription(
+      QString(QStringLiteral(
+          "The block-scale layouts of cuBLASLt and DeepGEMM (docs/gemm.md, \"Scale layouts\").\n"
+          "  scale-layout index  --layout L --outer O --k-blocks KB [--at O,KB]   where a scale sits\n"
+          "  scale-layout pack   --layout L --outer O --k-blocks KB GRID.npy OUT.npy   row-major grid [O, KB] -> "
+          "layout\n"
+          "  scale-layout unpack --layout L --outer O --k-blocks KB IN.npy GRID.npy    layout -> row-major grid\n"
+          "O = scale rows along M (A) or N (B) (BLK128x128: blocks of 128 of them), KB = blocks along K.\n"
+          "Layouts: ")) +
+      S(scaleLayoutNames()));
+  p.addPositionalArgument(QStringLiteral("ACTION"), QStringLiteral("index | pack | unpack"));
+  p.addOption({QStringLiteral("layout"), QStringLiteral("The layout."), QStringLiteral("L")});
+  p.addOption({QStringLiteral("outer"), QStringLiteral("Scale rows along M or N."), QStringLiteral("O")});
+  p.addOption({QStringLiteral("k-blocks"), QStringLiteral("Scale blocks along K."), QStringLiteral("KB")});
+  p.addOption(
+      {QStringLiteral("at"), QStringLiteral("index: the grid element O,KB (default: all)."), QStringLiteral("O,KB")});
+  int rc = 0;
+  if (!parseArgs(p, args, &rc)) return rc;
+  const QStringList pos = p.positionalArguments();
+  if (pos.isEmpty()) return fail(QStringLiteral("scale-layout needs an action: index, pack or unpack"));
+  const QString action = pos[0];
+  const auto layout = parseScaleLayout(p.value(QStringLiteral("layout")).toStdString());
+  if (!layout)
+    return fail(
+        QStringLiteral("--layout: unknown '%1' (%2)").arg(p.value(QStringLiteral("layout")), S(scaleLayoutNames())));
+  bool ok1 = false, ok2 = false;
+  const qlonglong outer = p.value(QStringLiteral("outer")).toLongLong(&ok1);
+  const qlonglong kb = p.value(QStringLiteral("k-blocks")).toLongLong(&ok2);
+  if (!ok1 || !ok2 || outer < 1 || kb < 1 || outer > (1 << 24) || kb > (1 << 24))
+    return fail(QStringLiteral("--outer and --k-blocks must be whole numbers >= 1"));
+  const ScaleGridShape g{outer, kb};
+  const bool json = p.isSet(QStringLiteral("json"));
+  if (action == QStringLiteral("index")) {
+    if (pos.size() != 1) return fail(QStringLiteral("index takes no files"));
+    std::vector<std::pair<int64_t, int64_t>> at;
+    if (p.isSet(QStringLiteral("at"))) {
+      const QStringList v = p.value(QStringLiteral("at")).split(QLatin1Char(','));
+      bool a = false, b = false;
+      const qlonglong o = v.size() == 2 ? v[0].trimmed().toLongLong(&a) : 0;
+      const qlonglong k = v.size() == 2 ? v[1].trimmed().toLongLong(&b) : 0;
+      if (!a || !b || o < 0 || k < 0 || o >= outer || k >= kb)
+        return fail(QStringLiteral("--at must be O,KB inside the grid [%1, %2]").arg(outer).arg(kb));
+      at.push_back({o, k});
+    } else {
+      if (outer * kb > 4096) return fail(QStringLiteral("the grid has more than 4096 scales: name one with --at O,KB"));
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t k = 0; k < kb; ++k) at.push_back({o, k});
+    }
+    const std::string unit = scaleLayoutHoldsCodes(*layout) ? "byte" : "element";
+    QJsonArray rows;
+    QString s = QStringLiteral("%1 storage of a [%2, %3] grid: %4 %5s\n")
+                    .arg(QString::fromLatin1(toString(*layout)))
+                    .arg(outer)
+                    .arg(kb)
+                    .arg(scaleStorageSize(*layout, g))
+                    .arg(S(unit));
+    for (const auto& [o, k] : at) {
+      const int64_t off = scaleOffset(*layout, g, o, k);
+      rows.append(QJsonObject{{QStringLiteral("outer"), double(o)},
+                              {QStringLiteral("k_block"), double(k)},
+                              {QStringLiteral("offset"), double(off)}});
+      s += QStringLiteral("  (%1, %2) -> %3 %4\n").arg(o).arg(k).arg(S(unit)).arg(off);
+    }
+    if (json)
+      out(toJsonText(QJsonObject{{QStringLiteral("layout"), QString::fromLatin1(toString(*layout))},
+                                 {QStringLiteral("storage_elements"), double(scaleStorageSize(*layout, g))},
+                                 {QStringLiteral("unit"), S(unit)},
+                                 {QStringLiteral("scales"), rows}}) +
+          "\n");
+    else
+      out(s);
+    return 0;
+  }
+  if (action != QStringLiteral("pack") && action != QStringLiteral("unpack"))
+    return fail(QStringLiteral("unknown action '%1' (index, pack, unpack)").arg(action));
+  if (pos.size() != 3) return fail(QStringLiteral("%1 needs IN.npy and OUT.npy").arg(action));
+  const std::string in = pos[1].toStdString(), outp = pos[2].toStdString();
+  const bool codes = scaleLayoutHoldsCodes(*layout);
+  const bool words = *layout == ScaleLayout::DeepGemmPackedUe8m0;
+  // The grid side is uint8 for the code layouts, float32 for the others; a row-major grid is
+  // whichever the file holds.
+  auto readCodes = [&](const std::string& spec, bool as_words, std::vector<uint8_t>* v) {
+    auto r = importCodeTensor(spec, as_words);
+    if (!r.ok()) return fail(S(r.errors())) == 0;
+    *v = std::move(r.value.u8);
+    return true;
+  };
+  auto readFloats = [&](const std::string& spec, std::vector<float>* v) {
+    auto r = importTensor(spec);
+    if (!r.ok()) return fail(S(r.errors())) == 0;
+    if (r.value.dtype != DType::Float32)
+      return fail(QStringLiteral("'%1' is float64; scales are float32").arg(S(spec))) == 0;
+    *v = std::move(r.value.f32);
+    return true;
+  };
+  const bool grid_is_codes = codes || (*layout == ScaleLayout::RowMajor);
+  std::string why;
+  Status st;
+  if (action == QStringLiteral("pack")) {
+    if (grid_is_codes && codes) {
+      std::vector<uint8_t> grid;
+      if (!readCodes(in, false, &grid)) return 2;
+      if (int64_t(grid.size()) != outer * kb)
+        return fail(QStringLiteral("'%1' holds %2 scales, the grid [%3, %4] needs %5")
+                        .arg(pos[1])
+                        .arg(grid.size())
+                        .arg(outer)
+                        .arg(kb)
+                        .arg(outer * kb));
+      const auto st_codes = packScales(*layout, g, grid, uint8_t(0));
+      std::vector<int64_t> shape = storageShape(*layout, g);
+      st = words ? writeNpy(outp, "<i4", shape, std::vector<unsigned char>(st_codes.begin(), st_codes.end()))
+                 : writeNpy(outp, shape, st_codes);
+    } else {
+      std::vector<float> grid;
+      if (!readFloats(in, &grid)) return 2;
+      if (int64_t(grid.size()) != outer * kb)
+        return fail(QStringLiteral("'%1' holds %2 scales, the grid [%3, %4] needs %5")
+                        .arg(pos[1])
+                        .arg(grid.size())
+                        .arg(outer)
+                        .arg(kb)
+                        .arg(outer * kb));
+      st = writeNpy(outp, storageShape(*layout, g), packScales(*layout, g, grid, 0.0f));
+    }
+  } else {
+    if (codes) {
+      std::vector<uint8_t> storage;
+      if (!readCodes(in, words, &storage)) return 2;
+      const auto grid = unpackScales(*layout, g, storage, &why);
+      if (!grid) return fail(S(why));
+      st = writeNpy(outp, {outer, kb}, *grid);
+    } else {
+      std::vector<float> storage;
+      if (!readFloats(in, &storage)) return 2;
+      const auto grid = unpackScales(*layout, g, storage, &why);
+      if (!grid) return fail(S(why));
+      st = writeNpy(outp, {outer, kb}, *grid);
+    }
+  }
+  if (!st.ok()) return fail(S(st.errors()));
+  if (!p.isSet(QStringLiteral("json")))
+    std::fprintf(stderr, "wrote %s\n", outp.c_str());
+  else
+    out(toJsonText(QJsonObject{{QStringLiteral("file"), pos[2]}}) + "\n");
+  return 0;
+}
+
+const CommandRegistrar reg({QStringLiteral("scale-layout"),
+                            QStringLiteral("Block-scale layouts of cuBLASLt / DeepGEMM: index, pack, unpack."),
+                            runScaleLayout, 55});
+
+} // namespace
+} // namespace fp8lab::cli
