@@ -194,11 +194,18 @@ int runDecide(const QStringList& args) {
   const RankingMetric& tm = *d.training_metric;
   t += QStringLiteral("\nTraining runs: %1 against the FP32 baseline\n").arg(qs(tm.label));
   if (d.training.empty()) t += QStringLiteral("  %1\n").arg(qs(hintTraining()));
+  std::string tsetting;
   for (size_t i = 0; i < d.training.size(); ++i) {
     const RecipeInterval& r = d.training[i];
+    if (r.setting != tsetting) {
+      tsetting = r.setting;
+      t += QStringLiteral("\n  %1%2\n")
+               .arg(qs(r.setting_label),
+                    d.baselineOf(i) < 0 ? QStringLiteral(" (no FP32 run: no baseline)") : QString());
+    }
     const int b = d.baselineOf(i);
     const double delta = b >= 0 && r.n_values > 0 ? r.mean - d.training[size_t(b)].mean : NAN;
-    t += QStringLiteral("  ") + pad(qs(rankText(r, d.training)), 6) + pad(qs(r.label), 34) +
+    t += QStringLiteral("  ") + pad(qs(rankText(r, d.training)), 6) + pad(qs(r.label), 46) +
          rpad(qs(intervalText(r)), 18) +
          rpad(r.baseline             ? QStringLiteral("baseline")
               : std::isfinite(delta) ? QString::asprintf("%+.4g", delta)

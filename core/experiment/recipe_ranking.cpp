@@ -240,6 +240,28 @@ void gemmSample(const RunInfo& ri, const RankingMetric& metric, std::vector<Rank
   out->push_back(std::move(s));
 }
 
+/// Training config keys that make the recipe (what is chosen), and keys that change neither the
+/// recipe nor what the runs are compared on.
+constexpr const char* kTrainingRecipeKeys[] = {"precision",       "recipe",       "scaling",       "forward_format",
+                                               "backward_format", "forward_gemm", "backward_gemm", "policy",
+                                               "block_gemm",      "softmax_scale"};
+constexpr const char* kTrainingDropKeys[] = {"type",
+                                             "id",
+                                             "name",
+                                             "label",
+                                             "seed",
+                                             "description",
+                                             "notes",
+                                             "diagnostics",
+                                             "record_history",
+                                             "threads",
+                                             "eval_batch_size",
+                                             "sample_bytes",
+                                             "sample_temperature",
+                                             "probes",
+                                             "data_dir",
+                                             "on_nonfinite"};
+
 void trainingSample(const RunInfo& ri, const RankingMetric& metric, std::vector<RankSample>* out) {
   Json cfg;
   try {
@@ -248,14 +270,36 @@ void trainingSample(const RunInfo& ri, const RankingMetric& metric, std::vector<
     cfg = Json::object();
   }
   if (!cfg.is_object()) cfg = Json::object();
-  for (const char* k : {"seed", "id", "name", "label", "description", "notes", "diagnostics"}) cfg.erase(k);
+  Json recipe = Json::object(), setting = cfg;
+  for (const char* k : kTrainingRecipeKeys)
+    if (cfg.contains(k)) {
+      recipe[k] = cfg[k];
+      setting.erase(k);
+    }
+  for (const char* k : kTrainingDropKeys) setting.erase(k);
   RankSample s;
   s.run_id = ri.id;
   s.seed = ri.seed;
-  s.recipe = cfg.dump();
+  s.recipe = recipe.dump();
   const std::string model = attrString(ri.attrs, "model").value_or("mlp");
-  s.setting = model;
-  s.setting_label = model == "transformer" ? "transformer language model" : "MLP on Fashion-MNIST";
+  setting["model"] = model;
+  s.setting = setting.dump();
+  if (model == "transformer") {
+    s.setting_label = "transformer language model";
+    if (const auto st = attrInt(ri.attrs, "steps_planned")) s.setting_label += ", " + std::to_string(*st) + " steps";
+  } else {
+    s.setting_label = "MLP";
+    if (cfg.contains("layers") && cfg["layers"].is_array()) {
+      std::string l;
+      for (const Json& x : cfg["layers"]) l += (l.empty() ? " " : "-") + x.dump();
+      s.setting_label += l;
+    }
+    s.setting_label += " on Fashion-MNIST";
+    if (cfg.contains("epochs") && cfg["epochs"].is_number_integer())
+      s.setting_label += ", " + cfg["epochs"].dump() + (cfg["epochs"].get<int64_t>() == 1 ? " epoch" : " epochs");
+    if (cfg.contains("train_limit") && cfg["train_limit"].is_number_integer() && cfg["train_limit"].get<int64_t>() > 0)
+      s.setting_label += ", " + cfg["train_limit"].dump() + " training images";
+  }
   const std::string precision = attrString(ri.attrs, "precision").value_or("");
   s.baseline = precision == "fp32";
   if (s.baseline) {
@@ -267,7 +311,26 @@ void trainingSample(const RunInfo& ri, const RankingMetric& metric, std::vector<
     const std::string f = cfg.value("forward_format", std::string()), b = cfg.value("backward_format", std::string());
     if (!f.empty()) s.recipe_label += " · " + f + (b.empty() || b == f ? "" : "/" + b);
   }
-  if (cfg.contains("policy")) s.recipe_label += " + policy";
+  // A precision policy in words: "fc2 → bf16; fc1,fc3 → bf16".
+  if (cfg.contains("policy") && cfg["policy"].is_array()) {
+    std::string p;
+    for (const Json& rule : cfg["policy"]) {
+      if (!rule.is_object()) continue;
+      std::string sites = rule.contains("sites")
+                              ? (rule["sites"].is_string() ? rule["sites"].get<std::string>() : rule["sites"].dump())
+                              : "*";
+      if (rule.contains("gemms") && rule["gemms"].is_array()) {
+        std::string g;
+        for (const Json& x : rule["gemms"])
+          if (x.is_string()) g += (g.empty() ? "" : ",") + x.get<std::string>();
+        sites += " " + g;
+      }
+      std::string prec = rule.value("precision", std::string());
+      if (prec.empty() && rule.contains("recipe")) prec = "recipe";
+      p += (p.empty() ? "" : "; ") + sites + " → " + prec;
+    }
+    s.recipe_label += " + policy " + (p.empty() ? std::string("(empty)") : p);
+  }
   s.recipe_detail = "run " + ri.id;
   const auto it = ri.metrics.find(metric.key);
   s.value = it == ri.metrics.end() ? NAN : it->second.value;

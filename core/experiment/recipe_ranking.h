@@ -91,8 +91,10 @@ std::vector<RecipeInterval> rankWithIntervals(const std::vector<RankSample>& sam
 /// grouped by their canonical config (gemmConfigJson) split into the recipe keys (formats,
 /// scalings, accumulation and its parameters, output, rounding) and the setting (the rest, without
 /// seed, name, tile and storage switches); training runs (type "training") grouped by recipe = the
-/// stored config without seed, id, name, label, description, notes and diagnostics, setting = the
-/// model ("mlp" / "transformer"). Runs without the metric give a NaN value (so they are counted);
+/// config's precision, recipe, scaling, formats, GEMM accumulation and policy keys, and setting =
+/// the model ("mlp" / "transformer") with the rest of the config (layers, data, epochs or steps,
+/// optimizer, ...) less seed, ids, labels, diagnostics and output switches, so runs of another
+/// length or model are never compared. Runs without the metric give a NaN value (so they are counted);
 /// runs of another kind (a GEMM metric on a training run) are left out.
 std::vector<RankSample> rankSamples(const std::vector<RunInfo>& runs, const RankingMetric& metric);
 

@@ -1,6 +1,8 @@
 // FP8 Lab — the session report (session_report.h).
 #include "experiment/session_report.h"
 
+#include "io/json_document.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -86,6 +88,9 @@ tr.baseline td { background: #eef3fb; }
 pre { background: #f6f6f6; border: 1px solid #ddd; padding: 0.5em; font-size: 0.8em; overflow-x: auto;
       white-space: pre-wrap; }
 ul.answer li { margin-bottom: 0.4em; }
+p.config { font-family: "DejaVu Sans Mono", monospace; font-size: 0.78em; background: #f6f6f6; padding: 0.4em; }
+svg { max-width: 100%; height: auto; }
+@media print { body { max-width: none; margin: 0; padding: 0; font-size: 9pt; } table { font-size: 7.5pt; } }
 )";
 
 /// The rows of one setting, in the ranked order.
@@ -102,6 +107,30 @@ std::vector<std::vector<size_t>> bySetting(const std::vector<RecipeInterval>& al
     }
   }
   return groups;
+}
+
+/// Compact JSON with a space after each ',' and ':' outside strings, so a long config wraps in a
+/// browser and in Qt's layout alike.
+std::string spacedJson(const Json& j) {
+  const std::string t = j.dump();
+  std::string o;
+  bool in_string = false, escaped = false;
+  for (char c : t) {
+    o += c;
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == ',' || c == ':') {
+      o += ' ';
+    }
+  }
+  return o;
 }
 
 struct Html {
@@ -129,7 +158,11 @@ std::string nativeCell(const std::optional<RecipeCost>& c) {
 
 std::string intervalChartSvg(const std::vector<RecipeInterval>& rows, const std::string& axis_label,
                              const RecipeInterval* reference) {
-  const double W = 760, left = 290, right = 24, top = 12, rh = 24, axis_h = 46;
+  // The labels' column as wide as the longest label needs (about 7.5 px a character at 12 px), 400 at most.
+  size_t longest = 0;
+  for (const RecipeInterval& r : rows) longest = std::max(longest, std::min<size_t>(r.label.size(), 52));
+  const double W = 760, left = std::clamp(24.0 + 7.5 * double(longest), 160.0, 400.0), right = 24, top = 12, rh = 24,
+               axis_h = 46;
   const double H = top + rh * double(std::max<size_t>(rows.size(), 1)) + axis_h;
   double lo = INFINITY, hi = -INFINITY;
   for (const RecipeInterval& r : rows)
@@ -179,7 +212,7 @@ std::string intervalChartSvg(const std::vector<RecipeInterval>& rows, const std:
     const RecipeInterval& r = rows[i];
     const double y = top + rh * (double(i) + 0.5);
     std::string label = r.label;
-    if (label.size() > 44) label = label.substr(0, 43) + "…";
+    if (label.size() > 52) label = label.substr(0, 51) + "…";
     s += "<text x=\"" + fmt("%.1f", left - 8) + "\" y=\"" + fmt("%.1f", y + 4) + "\" text-anchor=\"end\" fill=\"" +
          (r.rank == 1 ? "#1b5e20" : "#333") + "\">" + xmlEscape(label) + "</text>\n";
     if (r.n_values == 0) {
@@ -424,15 +457,45 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
     h << "</table>\n";
   }
 
-  // ---- configs ----
-  h << "<h2>Runs and their configs</h2>\n<table class=\"runs\">\n<tr><th>run</th><th>type</th><th>seed</th>"
-       "<th>backend</th><th>written by</th><th>config</th></tr>\n";
-  for (const RunInfo& r : in.runs)
-    h << "<tr><td>" << xmlEscape(r.id) << "</td><td>" << xmlEscape(r.type) << "</td><td class=\"num\">"
-      << std::to_string(r.seed) << "</td><td>" << xmlEscape(r.backend + (r.device.empty() ? "" : " (" + r.device + ")"))
-      << "</td><td>" << xmlEscape(r.app_version) << "</td><td><details><summary>config</summary><pre>"
-      << xmlEscape(r.config_json) << "</pre></details></td></tr>\n";
-  h << "</table>\n";
+  // ---- runs and configs ----
+  // The configs without seed and name, each once, with the runs that used it (a sweep's seeds share one).
+  std::vector<std::string> configs;
+  std::vector<std::vector<const RunInfo*>> users;
+  for (const RunInfo& r : in.runs) {
+    std::string c = r.config_json;
+    try {
+      Json j = JsonDocument::parse(r.config_json).root();
+      if (j.is_object()) {
+        j.erase("seed");
+        j.erase("name");
+        j.erase("id");
+      }
+      c = spacedJson(j);
+    } catch (const JsonTextError&) {
+    }
+    const auto it = std::find(configs.begin(), configs.end(), c);
+    if (it == configs.end()) {
+      configs.push_back(c);
+      users.push_back({&r});
+    } else {
+      users[size_t(it - configs.begin())].push_back(&r);
+    }
+  }
+  h << "<h2>Configs</h2>\n<p class=\"note\">Each distinct config once (without its seed and name), with the runs "
+       "that used it.</p>\n";
+  for (size_t i = 0; i < configs.size(); ++i) {
+    std::string ids, seeds;
+    for (const RunInfo* r : users[i]) {
+      ids += (ids.empty() ? "" : ", ") + r->id;
+      seeds += (seeds.empty() ? "" : ", ") + std::to_string(r->seed);
+    }
+    const RunInfo& f = *users[i].front();
+    h << "<h3>" << xmlEscape(f.type) << " config " << std::to_string(i + 1) << ": " << std::to_string(users[i].size())
+      << " run" << (users[i].size() == 1 ? "" : "s") << ", seed" << (users[i].size() == 1 ? " " : "s ")
+      << xmlEscape(seeds) << "</h3>\n<p class=\"note\">" << xmlEscape(ids) << " · "
+      << xmlEscape(f.backend + (f.device.empty() ? "" : " (" + f.device + ")")) << "</p>\n<p class=\"config\"><code>"
+      << xmlEscape(configs[i]) << "</code></p>\n";
+  }
 
   // ---- versions and sources ----
   std::set<std::string> versions;
