@@ -843,6 +843,6 @@ bool DecideView::saveReport(const QString& file, QString* error) const {
       datasetSourceFor(runs_), file, error);
 }
 
-FP8LAB_REGISTER_VIEW(DecideView, "decide", 85);
+FP8LAB_REGISTER_VIEW(DecideView, "decide", 82);
 
 } // namespace fp8lab::ui

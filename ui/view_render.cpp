@@ -405,16 +405,23 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
                 }};
   // The Decide view: one file per part with data and per setting (model, advice run, checkpoint)
   // of that part; the metric given applies to its own part (GEMM or training).
-  if (wants(QStringLiteral("decide")) && !all.isEmpty()) {
-    DecideView probe;
-    probe.setRuns(all, req.session);
+  // Asked for by name, or by default when the session has something to decide (what opens the
+  // window on this view, or a checkpoint's what-if table).
+  std::unique_ptr<DecideView> probe;
+  const bool decide_named = req.views.contains(QStringLiteral("decide"));
+  if (!all.isEmpty() && (decide_named || req.views.isEmpty())) {
+    probe = std::make_unique<DecideView>();
+    probe->setRuns(all, req.session);
+    if (!decide_named && !DecideView::opensOn(all) && !probe->hasPart(DecideView::Part::WhatIf)) probe.reset();
+  }
+  if (probe) {
     using Part = DecideView::Part;
     bool any = false;
     for (Part part : {Part::Gemm, Part::Training, Part::Advice, Part::WhatIf}) {
-      if (!probe.hasPart(part)) continue;
+      if (!probe->hasPart(part)) continue;
       any = true;
-      probe.setPart(part);
-      for (int g = 0; g < probe.groupCount(); ++g) {
+      probe->setPart(part);
+      for (int g = 0; g < probe->groupCount(); ++g) {
         const QString name = QStringLiteral("decide-") + DecideView::partName(part) +
                              (g > 0 ? QStringLiteral("-%1").arg(g + 1) : QString());
         jobs << Job{QString(), name,

@@ -68,7 +68,8 @@ struct RenderedFile {
 /// "<run>-<view>.<ext>" ("compare.<ext>" for the whole-session comparison; "decide-<part>.<ext>"
 /// for each part of the Decide view that has data — gemm, training, advice, what_if — with
 /// "-<n>" for the n-th operand setting, model, advice run or checkpoint after the first, or
-/// "decide.<ext>" showing what to run when no part has any); block_scales writes,
+/// "decide.<ext>" showing what to run when no part has any; without a views list only for sessions
+/// with something to decide: DecideView::opensOn, or a checkpoint's what-if); block_scales writes,
 /// per operand X with block scale codes, "<run>-block_scales-X.<ext>" (the histogram of its
 /// codes) and, when the run stores inputs/X and its dequantized values,
 /// "<run>-block_error-X.<ext>" (SQNR per block); their RenderedFile::view is "block_scales". Reads only what each

@@ -158,7 +158,8 @@ private Q_SLOTS:
     QCOMPARE(cell(t, m, 3), QString::asprintf("%+.4g", 0.8637 - 0.8652));
     QCOMPARE(cell(t, rowOf(t, QStringLiteral("FP32 baseline")), 3), QStringLiteral("baseline"));
     int lines = 0;
-    for (int i = 0; i < v.plot()->itemCount(); ++i) lines += qobject_cast<QCPItemStraightLine*>(v.plot()->item(i)) != nullptr;
+    for (int i = 0; i < v.plot()->itemCount(); ++i)
+      lines += qobject_cast<QCPItemStraightLine*>(v.plot()->item(i)) != nullptr;
     QCOMPARE(lines, 1);
     QVERIFY(v.findChild<QLabel*>(QStringLiteral("note"))->text().contains(QStringLiteral("One seed")));
     QVERIFY(DecideView::opensOn(access({trainingRun("x", "fp32", 0.5)})));
