@@ -2,6 +2,7 @@
 
 #include "plot_util.h"
 #include "qcp.h"
+#include "run_sites.h"
 #include "session_document.h"
 #include "style.h"
 #include "view_registry.h"
@@ -280,6 +281,7 @@ QStringList AmaxHistoryView::tensors() const {
     const auto m = re.match(p);
     if (m.hasMatch()) out << m.captured(1);
   }
+  sortOperandPaths(&out, runSites(*run_));
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include "block_stats.h"
 
+#include "run_sites.h"
 #include "session_document.h"
 
 #include <QJsonObject>
@@ -19,25 +20,6 @@ bool mayHoldBlockStats(const RunRecord& r) {
   if (r.config.value(QStringLiteral("precision")).toString() == QStringLiteral("fp32")) return false;
   return dg.value(QStringLiteral("block_stats")).toBool(true);
 }
-
-namespace {
-
-/// Sort key of an operand: its place in a layer (input, kernel, output_grad, then the others).
-int operandRank(const QString& op) {
-  if (op == QStringLiteral("input")) return 0;
-  if (op == QStringLiteral("kernel")) return 1;
-  if (op == QStringLiteral("output_grad")) return 2;
-  return 3;
-}
-
-/// The number of "fc12" (12), for sorting fc2 before fc10; −1 when there is none.
-int layerNumber(const QString& layer) {
-  static const QRegularExpression re(QStringLiteral("(\\d+)$"));
-  const auto m = re.match(layer);
-  return m.hasMatch() ? m.captured(1).toInt() : -1;
-}
-
-} // namespace
 
 QString noTrainedBlockStatsText(const RunRecord& r) {
   if (r.kind == QStringLiteral("training")) {
@@ -94,16 +76,11 @@ std::vector<OperandRow> blockStatOperands(const RunAccess& run) {
     static const QRegularExpression what_if(QStringLiteral("^what_if/[^/]+/([^/]+)/([^/]+)/[^/]+$"));
     found = operandsUnder(run, what_if);
   }
+  QStringList paths;
+  for (const auto& [l, o] : found) paths << l + QLatin1Char('/') + o;
+  sortOperandPaths(&paths, runSites(run));
   std::vector<OperandRow> rows;
-  for (const auto& [l, o] : found) rows.push_back({l, o});
-  std::sort(rows.begin(), rows.end(), [](const OperandRow& a, const OperandRow& b) {
-    const int la = layerNumber(a.layer), lb = layerNumber(b.layer);
-    if (la != lb) return la < lb;
-    if (a.layer != b.layer) return a.layer < b.layer;
-    const int ra = operandRank(a.operand), rb = operandRank(b.operand);
-    if (ra != rb) return ra < rb;
-    return a.operand < b.operand;
-  });
+  for (const QString& p : paths) rows.push_back({p.section(QLatin1Char('/'), 0, 0), p.section(QLatin1Char('/'), 1)});
   return rows;
 }
 
@@ -136,7 +113,7 @@ NonfiniteJump nonfiniteJump(const RunAccess& run, const std::vector<OperandRow>&
   };
   QString layer = j.layer;
   if ((layer == QStringLiteral("loss") || layer == QStringLiteral("loss_grad")) && !rows.empty()) {
-    // The loss belongs to the last layer: the one with the highest number.
+    // The loss belongs to the last site (the MLP's layer with the highest number, lm_head).
     layer = rows.back().layer;
   }
   QString op;

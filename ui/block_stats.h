@@ -16,7 +16,7 @@ namespace fp8lab::ui {
 /// One operand with per-block statistics (a row of the layer × step map): with statistics
 /// `block_stats/<layer>/<operand>`.
 struct OperandRow {
-  QString layer;   ///< "fc1"
+  QString layer;   ///< the site: "fc1", "blocks.0.attn.qkv"
   QString operand; ///< "input", "kernel" or "output_grad"
   /// "fc1/input": the operand as View::showOperand and the amax history name it.
   QString path() const { return layer + QLatin1Char('/') + operand; }
@@ -38,12 +38,12 @@ bool mayHoldBlockStats(const RunRecord& r);
 /// no steps). For the empty states of the diagnostic views.
 QString noTrainedBlockStatsText(const RunRecord& r);
 
-/// The operands of `run` that have `block_stats/<fcN>/<operand>/` datasets or, for a run that
+/// The operands of `run` that have `block_stats/<site>/<operand>/` datasets or, for a run that
 /// measured what-if recipes without statistics as trained (an FP32 run, "block_stats": false),
-/// `what_if/<recipe>/<fcN>/<operand>/` datasets; by layer number, then input, kernel,
-/// output_grad (other operand names after those, by name).
+/// `what_if/<recipe>/<site>/<operand>/` datasets; in site order (runSites: the `sites` attribute,
+/// else by layer number), then input, kernel, output_grad (other operand names after those).
 std::vector<OperandRow> blockStatOperands(const RunAccess& run);
-/// Whether `run` has per-block statistics as trained (`block_stats/<fcN>/<operand>/`).
+/// Whether `run` has per-block statistics as trained (`block_stats/<site>/<operand>/`).
 bool hasTrainedBlockStats(const RunAccess& run);
 
 /// The what-if recipe ids of `run`: the `recipes` attribute of group `what_if` (comma-separated),
@@ -54,13 +54,13 @@ QStringList whatIfRecipes(const RunAccess& run);
 struct NonfiniteJump {
   bool found = false;  ///< the group's `found` is 1
   int64_t step = -1;   ///< global optimizer step, 0-based
-  QString layer;       ///< "fc1", ...
+  QString layer;       ///< the site: "fc1", "blocks.0.ffn.down", ...
   QString tensor;      ///< "fprop.input", "activation", ...
   QString kind;        ///< "gemm_output", "quantized_operand", "elementwise"
   QString description; ///< the one-line description
   /// The operand row it maps to ("fc1/input"; "" when none): fprop.input / input → input,
   /// fprop.weight / weight → kernel, wgrad.grad_output / output_grad / loss_grad → output_grad of
-  /// that layer (layer `loss` / `loss_grad`: the last layer); a GEMM output → its a_operand.
+  /// that layer (layer `loss` / `loss_grad`: the last site); a GEMM output → its a_operand.
   QString operand;
 };
 /// Reads the first non-finite value of `run`; found is false when the run has none (or no group).

@@ -45,6 +45,7 @@ const MetricDef kMetrics[] = {
     {"quant_sqnr_db", "quantization SQNR", "dB", &ComparisonRow::quant_sqnr_db},
     {"accum_sqnr_db", "accumulation SQNR", "dB", &ComparisonRow::accum_sqnr_db},
     {"final_accuracy", "final test accuracy", "1", &ComparisonRow::final_accuracy},
+    {"final_val_loss", "final validation loss", "nats per byte", &ComparisonRow::final_val_loss},
 };
 
 /// A table cell that sorts by number, missing values last.
@@ -168,6 +169,7 @@ ComparisonRow comparisonRow(const RunAccess& r) {
     row.scaling = r.attr(QStringLiteral("scaling"));
     row.seconds = m("seconds");
     row.final_accuracy = m("final_test_accuracy");
+    row.final_val_loss = m("final_val_loss");
   }
   return row;
 }
@@ -260,6 +262,7 @@ ComparisonView::ComparisonView(QWidget* parent) : View(parent) {
                           tr("Saturated (%)"),
                           tr("Underflow (%)"),
                           tr("Final accuracy"),
+                          tr("Val. loss (nats/byte)"),
                           tr("Time (s)"),
                           tr("Backend"),
                           tr("Operands")};
@@ -386,6 +389,7 @@ void ComparisonView::fillTable() {
     table_->setItem(i, ColFinalAccuracy, new NumberItem(r.final_accuracy, num(r.final_accuracy)));
     table_->setItem(i, ColTime, new NumberItem(r.seconds, num(r.seconds, 3)));
     table_->setItem(i, ColBackend, new QTableWidgetItem(r.backend));
+    table_->setItem(i, ColFinalValLoss, new NumberItem(r.final_val_loss, num(r.final_val_loss)));
     if (r.rank == 1) // the best recipe of its group
       for (int c = 0; c < ColumnCount; ++c) {
         QTableWidgetItem* it = table_->item(i, c);
@@ -395,6 +399,10 @@ void ComparisonView::fillTable() {
         it->setBackground(QColor(0xE3, 0xF2, 0xE6));
       }
   }
+  // Only language-model runs have a validation loss: no empty column for the others.
+  table_->setColumnHidden(ColFinalValLoss, std::none_of(rows_.begin(), rows_.end(), [](const ComparisonRow& r) {
+                            return !std::isnan(r.final_val_loss);
+                          }));
   table_->setSortingEnabled(true);
   updating_ = false;
   // Keep a pair that still exists; else the first two GEMM runs of the same shape.
@@ -969,7 +977,11 @@ QString ComparisonView::csv() const {
   if (rows_.isEmpty()) return {};
   QString out = QStringLiteral("id,label,kind,formats,scaling,accumulation,sqnr_db,max_rel,saturated_pct,underflow_pct,"
                                "quant_sqnr_db,accum_sqnr_db,"
-                               "final_accuracy,seconds,backend,operands,group,rank\n");
+                               "final_accuracy,seconds,backend,operands,group,rank");
+  // Language-model runs add their validation loss (the column is left out when no run has one).
+  const bool lm =
+      std::any_of(rows_.begin(), rows_.end(), [](const ComparisonRow& r) { return !std::isnan(r.final_val_loss); });
+  out += lm ? QStringLiteral(",final_val_loss\n") : QStringLiteral("\n");
   auto q = [](const QString& s) {
     return QStringLiteral("\"") + QString(s).replace(QLatin1Char('"'), QStringLiteral("\"\"")) + QLatin1Char('"');
   };
@@ -994,7 +1006,7 @@ QString ComparisonView::csv() const {
                        r.group > 0 ? QString::number(r.group) : QString(),
                        r.rank > 0 ? QString::number(r.rank) : QString()}
                .join(QLatin1Char(',')) +
-           QLatin1Char('\n');
+           (lm ? QLatin1Char(',') + n(r.final_val_loss) : QString()) + QLatin1Char('\n');
   return out;
 }
 

@@ -31,11 +31,12 @@ struct ComparisonRow {
   QString id, label, kind, formats, scaling, accumulation, backend;
   double sqnr_db = NAN, max_rel = NAN, saturated_pct = NAN, underflow_pct = NAN, seconds = NAN;
   double quant_sqnr_db = NAN, accum_sqnr_db = NAN, final_accuracy = NAN;
-  QString operand_key; ///< operandKey() of the run ("" when its operands are unknown)
-  QString operands;    ///< the operands as shown: "M×K×N, A …, B …" ("" when unknown)
-  int group = 0;       ///< 1, 2, … for runs that share their operands with another run; 0: none
-  int group_size = 0;  ///< runs in the group
-  int rank = 0;        ///< 1 = best total SQNR of the group; 0: not ranked (no group, or no SQNR)
+  double final_val_loss = NAN; ///< language-model runs: validation loss after the last step, nats per byte
+  QString operand_key;         ///< operandKey() of the run ("" when its operands are unknown)
+  QString operands;            ///< the operands as shown: "M×K×N, A …, B …" ("" when unknown)
+  int group = 0;               ///< 1, 2, … for runs that share their operands with another run; 0: none
+  int group_size = 0;          ///< runs in the group
+  int rank = 0;                ///< 1 = best total SQNR of the group; 0: not ranked (no group, or no SQNR)
   /// The recipe in one line: "scaling · formats · accumulation → output".
   QString recipe() const;
 };
@@ -76,6 +77,7 @@ public:
     ColSaturated,
     ColUnderflow,
     ColFinalAccuracy,
+    ColFinalValLoss, ///< shown when a run has it (language-model runs)
     ColTime,
     ColBackend,
     ColOperands,

@@ -1,6 +1,7 @@
 #include "experiment_panel.h"
 
 #include "experiment_runner.h"
+#include "training_model_form.h"
 
 #include "formats/format.h"
 #ifdef FP8LAB_HAVE_HDF5
@@ -170,6 +171,29 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
     auto* l = new QLabel(QStringLiteral("<b>%1</b>").arg(t), inner);
     form_->addRow(l);
   };
+
+  // Live mode, first in the GEMM tab (inside its scroll area, so the status line never takes
+  // height from the Run button): the GEMM re-runs as the fields change (live_experiment.h); Keep
+  // adds the result shown to the session.
+  live_ = new QCheckBox(tr("&Live: re-run as the fields change"), inner);
+  live_->setObjectName(QStringLiteral("liveBox"));
+  live_->setChecked(true);
+  live_->setToolTip(tr("Re-run the GEMM experiment as you change its fields (small sizes only); the result is shown "
+                       "but not added to the session until you keep it"));
+  keep_ = new QPushButton(tr("&Keep"), inner);
+  keep_->setObjectName(QStringLiteral("keepButton"));
+  keep_->setToolTip(tr("Add the live result shown to the session (Ctrl+K)"));
+  keep_->setEnabled(false);
+  auto* liveRow = new QHBoxLayout;
+  liveRow->addWidget(live_, 1);
+  liveRow->addWidget(keep_);
+  form_->addRow(liveRow);
+  live_status_ = new QLabel(inner);
+  live_status_->setObjectName(QStringLiteral("liveStatus"));
+  live_status_->setWordWrap(true);
+  live_status_->setText(tr("Change a field and the views follow (up to M\u00b7N\u00b7K = 512") +
+                        QStringLiteral("\u00b3") + tr("); Keep (Ctrl+K) adds the result to the session."));
+  form_->addRow(live_status_);
 
   section(tr("Operands"));
   fmt_a_ = combo(QStringLiteral("formatA"));
@@ -364,6 +388,8 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   runRow->addWidget(run_, 1);
   runRow->addWidget(cancel_);
   outer->addLayout(runRow);
+  connect(live_, &QCheckBox::toggled, this, &ExperimentPanel::liveToggled);
+  connect(keep_, &QPushButton::clicked, this, &ExperimentPanel::keepRequested);
   auto* configRow = new QHBoxLayout;
   auto* saveCfg = new QPushButton(tr("Save config\u2026"), this);
   saveCfg->setObjectName(QStringLiteral("saveConfigButton"));
@@ -921,6 +947,23 @@ void ExperimentPanel::setRunning(bool running) {
   revalidate();
 }
 
+bool ExperimentPanel::isLive() const {
+  return live_->isChecked();
+}
+
+void ExperimentPanel::setLive(bool on) {
+  live_->setChecked(on);
+}
+
+void ExperimentPanel::setLiveStatus(const QString& text, bool can_keep) {
+  live_status_->setText(text);
+  keep_->setEnabled(can_keep);
+}
+
+QString ExperimentPanel::liveStatus() const {
+  return live_status_->text();
+}
+
 void ExperimentPanel::setProgress(double fraction, const QString& stage) {
   progress_->setValue(int(std::clamp(fraction, 0.0, 1.0) * 1000));
   stage_->setText(stage);
@@ -990,6 +1033,19 @@ QWidget* ExperimentPanel::buildTrainingTab() {
   t_precision_->addItem(tr("FP8 / FP4"), QStringLiteral("fp8"));
   t_precision_->addItem(tr("FP32 baseline"), QStringLiteral("fp32"));
   train_form_->addRow(tr("Precision:"), t_precision_);
+
+  section(tr("Model"));
+  t_model_ = new TrainingModelForm(inner);
+  t_model_->setObjectName(QStringLiteral("trainingModel"));
+  connect(t_model_, &TrainingModelForm::changed, this, changed);
+  connect(t_model_, &TrainingModelForm::modelChanged, this, [this](bool transformer) {
+    // Each model's own default batch, unless the user chose another.
+    if (transformer && t_batch_->value() == 128) t_batch_->setValue(16);
+    if (!transformer && t_batch_->value() == 16) t_batch_->setValue(128);
+    updateTrainingStates();
+    revalidate();
+  });
+  train_form_->addRow(t_model_);
 
   section(tr("Recipe"));
   t_recipe_ = combo(QStringLiteral("recipe"));
@@ -1105,11 +1161,14 @@ QJsonObject ExperimentPanel::trainingConfig() const {
     c[QStringLiteral("forward_format")] = key(t_fwd_);
     c[QStringLiteral("backward_format")] = key(t_bwd_);
   }
-  c[QStringLiteral("epochs")] = t_epochs_->value();
   c[QStringLiteral("batch_size")] = t_batch_->value();
   c[QStringLiteral("seed")] = t_seed_->value();
-  c[QStringLiteral("train_limit")] = t_train_limit_->value();
-  c[QStringLiteral("test_limit")] = t_test_limit_->value();
+  if (!t_model_->isTransformer()) {
+    c[QStringLiteral("epochs")] = t_epochs_->value();
+    c[QStringLiteral("train_limit")] = t_train_limit_->value();
+    c[QStringLiteral("test_limit")] = t_test_limit_->value();
+  }
+  t_model_->writeConfig(&c);
   return c;
 }
 
@@ -1145,12 +1204,16 @@ void ExperimentPanel::setTrainingConfig(const QJsonObject& c) {
   setInt(t_seed_, c.value(QStringLiteral("seed")));
   setInt(t_train_limit_, c.value(QStringLiteral("train_limit")));
   setInt(t_test_limit_, c.value(QStringLiteral("test_limit")));
+  t_model_->readConfig(c);
   updating_ = was;
   updateTrainingStates();
   revalidate();
 }
 
 void ExperimentPanel::updateTrainingStates() {
+  // The transformer trains for a number of steps on text: no epochs, no image counts.
+  for (QWidget* w : std::initializer_list<QWidget*>{t_epochs_, t_train_limit_, t_test_limit_})
+    train_form_->setRowVisible(w, !t_model_->isTransformer());
   const bool fp8 = key(t_precision_) == QStringLiteral("fp8");
   const QString recipe = key(t_recipe_);
   const bool per_tensor = recipe == QStringLiteral("per_tensor");
@@ -1204,7 +1267,11 @@ QList<ConfigProblem> ExperimentPanel::trainingProblems() const {
   if (canonicalTrainingConfig(trainingConfig(), &why).isEmpty() && !why.isEmpty())
     p << ConfigProblem{tr("Training"), why};
   p << ConfigProblem{tr("Training"),
-                     tr("the run trains on Fashion-MNIST on the CPU into a new session file, opened when it finishes"),
+                     t_model_->isTransformer()
+                         ? tr("the run trains the transformer on the fortunes text on the CPU into a new session "
+                              "file, opened when it finishes; Cancel keeps the steps done")
+                         : tr("the run trains on Fashion-MNIST on the CPU into a new session file, opened when it "
+                              "finishes"),
                      false};
   return p;
 }

@@ -27,6 +27,7 @@ class QTabWidget;
 namespace fp8lab::ui {
 
 class SessionDocument;
+class TrainingModelForm;
 
 /// One finding of the validation: which field, and why.
 struct ConfigProblem {
@@ -55,8 +56,9 @@ public:
   bool loadConfig(const QString& fileName, QString* why);
   /// The Training tab's run as a training config of one run (docs/training.md keys: id,
   /// precision, recipe {name, fp8_format, weight_2d, hadamard, stochastic_rounding, overrides} or
-  /// scaling + forward_format / backward_format, epochs, batch_size, seed, train_limit,
-  /// test_limit).
+  /// scaling + forward_format / backward_format, batch_size, seed, policy; the MLP's epochs,
+  /// train_limit, test_limit, or the transformer's model {kind, d_model, layers, heads, context,
+  /// ffn_hidden, ffn, norm, norm_position} and steps).
   QJsonObject trainingConfig() const;
   /// Sets the Training tab's fields from a training config of that form (missing keys keep
   /// their value).
@@ -90,6 +92,13 @@ public:
   void setRunning(bool running);
   void setProgress(double fraction, const QString& stage);
 
+  /// Live mode (live_experiment.h): whether the Live box is ticked; the line under it (the limit,
+  /// the last update) and whether Keep has a live result to add.
+  bool isLive() const;
+  void setLive(bool on);
+  void setLiveStatus(const QString& text, bool can_keep);
+  QString liveStatus() const;
+
 Q_SIGNALS:
   void configChanged(const QJsonObject& c);
   void runRequested(const QJsonObject& c);
@@ -97,6 +106,10 @@ Q_SIGNALS:
   /// (canonicalTrainingConfig), `run_id` its id.
   void trainingRunRequested(const QByteArray& config_json, const QString& run_id);
   void cancelRequested();
+  /// The Live box was ticked or cleared.
+  void liveToggled(bool on);
+  /// Keep (Ctrl+K): add the live result shown to the session.
+  void keepRequested();
 
 private:
   void onWidgetChanged(); // "changed in the widget"
@@ -139,12 +152,16 @@ private:
   QComboBox *t_precision_, *t_recipe_, *t_strategy_, *t_fwd_, *t_bwd_, *t_fp8fmt_;
   QSpinBox *t_history_, *t_epochs_, *t_batch_, *t_seed_, *t_train_limit_, *t_test_limit_;
   QCheckBox *t_w2d_, *t_hadamard_, *t_sr_, *t_wgrad_hp_;
+  TrainingModelForm* t_model_; // the model (MLP / transformer) and the precision policy
   QLineEdit *import_path_, *import_path_b_;
   QPushButton* browse_;
   QFormLayout* form_;
   QLabel* problems_label_;
   QPushButton* run_;
   QPushButton* cancel_;
+  QCheckBox* live_;
+  QLabel* live_status_;
+  QPushButton* keep_;
   QProgressBar* progress_;
   QLabel* stage_;
 };

@@ -12,10 +12,12 @@
 #include "gemm/accumulation_preset.h"
 #include "training/training_session.h"
 #include "session_document.h"
+#include "training_model_form.h"
 #endif
 
 #include "scaling/scaling.h"
 
+#include <QJsonArray>
 #include <QJsonDocument>
 
 namespace fp8lab::ui {
@@ -80,6 +82,11 @@ namespace {
 
 Json toJson(const QJsonObject& o) {
   return Json::parse(QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString());
+}
+
+QJsonValue fromJson(const Json& j) {
+  const Json wrapped = {{"v", j}};
+  return QJsonDocument::fromJson(QByteArray::fromStdString(wrapped.dump())).object().value(QStringLiteral("v"));
 }
 
 /// Core's messages start with the key path ("scaling: ..."); the panel shows them by its field.
@@ -310,13 +317,42 @@ QJsonObject trainingPanelFromCanonical(const QByteArray& json, QString* why) {
     c[QStringLiteral("forward_format")] = QString::fromStdString(t.forward_format->name());
     c[QStringLiteral("backward_format")] = QString::fromStdString(t.backward_format->name());
   }
-  c[QStringLiteral("epochs")] = t.epochs;
-  c[QStringLiteral("batch_size")] = t.batch_size;
-  c[QStringLiteral("seed")] = double(t.seed);
-  c[QStringLiteral("train_limit")] = double(run.train_limit);
-  c[QStringLiteral("test_limit")] = double(run.test_limit);
-  // The fields above must reproduce the run: a key the tab has no field for would be lost.
   const Json want = Json::parse(run.configJson());
+  if (run.lm) {
+    // The language model: its batch, seed and steps, the model's knobs and the policy as the
+    // canonical config states them (the tab's fields read them back; the check below refuses a
+    // config whose other keys differ from the defaults).
+    const LmTrainingConfig& lm = *run.lm;
+    c[QStringLiteral("batch_size")] = lm.batch_size;
+    c[QStringLiteral("seed")] = double(lm.seed);
+    c[QStringLiteral("steps")] = double(lm.steps);
+    // The model's knobs the tab has fields for; another key (untied embeddings) fails the check.
+    if (want.contains("model")) {
+      const QJsonObject m = fromJson(want["model"]).toObject();
+      QJsonObject shown;
+      for (const char* k :
+           {"kind", "d_model", "layers", "heads", "context", "ffn_hidden", "ffn", "norm", "norm_position"})
+        if (m.contains(QString::fromLatin1(k))) shown[QString::fromLatin1(k)] = m.value(QString::fromLatin1(k));
+      c[QStringLiteral("model")] = shown;
+    }
+  } else {
+    c[QStringLiteral("epochs")] = t.epochs;
+    c[QStringLiteral("batch_size")] = t.batch_size;
+    c[QStringLiteral("seed")] = double(t.seed);
+    c[QStringLiteral("train_limit")] = double(run.train_limit);
+    c[QStringLiteral("test_limit")] = double(run.test_limit);
+  }
+  // A policy the tab's presets produce (TrainingModelForm); another one has no field.
+  if (want.contains("policy")) {
+    const QJsonArray rules = fromJson(want["policy"]).toArray();
+    const int blocks = run.lm ? int(run.lm->model.layers) : 0;
+    const auto preset = policyPresetOf(rules, bool(run.lm), blocks);
+    if (!preset)
+      return no(QObject::tr("the Training tab's policy presets do not produce this config's \"policy\"; run it with "
+                            "fp8lab-cli run"));
+    c[QStringLiteral("policy")] = rules;
+  }
+  // The fields above must reproduce the run: a key the tab has no field for would be lost.
   const Json have = Json::parse(canonicalTrainingConfig(c, nullptr).toStdString());
   for (auto it = want.begin(); it != want.end(); ++it)
     if (!have.contains(it.key()) || have[it.key()] != it.value())

@@ -7,6 +7,7 @@
 #include "block_stats.h"
 #include "issues.h"
 #include "job.h"
+#include "live_wiring.h"
 #include "session_document.h"
 #include "style.h"
 #include "view.h"
@@ -185,6 +186,7 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
   });
   connect(panel_, &ExperimentPanel::cancelRequested, job_, &Job::cancel);
   panel_->setSession(session_);
+  live_ = attachLiveExperiment(this);
 
   resize(1400, 900);
   // Default dock sizes; a saved window state replaces them.

@@ -32,6 +32,7 @@ class ExperimentPanel;
 class IssueList;
 class IssuesDock;
 class Job;
+class LiveExperiment;
 class SessionDocument;
 class View;
 struct JobResult;
@@ -99,6 +100,9 @@ public:
   /// Replaces the experiment runner (nullptr: the built-in one, if any).
   void setExperimentRunner(ExperimentRunner runner);
   bool hasExperimentRunner() const;
+  ExperimentRunner experimentRunner() const { return runner_; }
+  /// Live GEMM mode (live_experiment.h, wired by live_wiring.h).
+  LiveExperiment* liveExperiment() const { return live_; }
   /// Starts the experiment panel's configuration in the background; false if refused.
   bool runExperiment(const QJsonObject& config);
 
@@ -177,6 +181,7 @@ private:
   BackendInfo backend_;
   std::function<QString(const QString&)> save_chooser_;
   bool banner_is_bundled_ = false; ///< the banner talks about the bundled default session
+  LiveExperiment* live_ = nullptr;
 };
 
 } // namespace fp8lab::ui

@@ -7,6 +7,7 @@
 #include "style.h"
 
 #include "qcp.h"
+#include "run_sites.h"
 #include "view_registry.h"
 
 #include <QComboBox>
@@ -180,12 +181,29 @@ QStringList histogramTensors(const RunAccess& run) {
     if (twoD(p)) out << p;
   QStringList weights, stored;
   for (const QString& d : run.datasets()) {
-    if (d.startsWith(QStringLiteral("weights/")) && d.endsWith(QStringLiteral("/kernel")) && twoD(d)) weights << d;
+    // The MLP's weights/<fcN>/kernel; a language model's weights/<module>.weight (2-D: the Linear
+    // weights and the embeddings).
+    if (d.startsWith(QStringLiteral("weights/")) &&
+        (d.endsWith(QStringLiteral("/kernel")) || d.endsWith(QStringLiteral(".weight"))) && twoD(d))
+      weights << d;
     if (run.type() == QStringLiteral("checkpoint") && d.startsWith(QStringLiteral("quantized/")) &&
         d.endsWith(QStringLiteral("_dequantized")) && twoD(d))
       stored << d;
   }
   weights.sort();
+  const QStringList sites = runSites(run);
+  if (!sites.isEmpty()) {
+    // In the model's order: embeddings, then block by block, the head last.
+    auto module = [](const QString& p) {
+      QString m = p.mid(QStringLiteral("weights/").size());
+      if (m.endsWith(QStringLiteral("/kernel"))) m.chop(int(QStringLiteral("/kernel").size()));
+      if (m.endsWith(QStringLiteral(".weight"))) m.chop(int(QStringLiteral(".weight").size()));
+      return m;
+    };
+    std::stable_sort(weights.begin(), weights.end(), [&](const QString& a, const QString& b) {
+      return tensorOrder(module(a), sites) < tensorOrder(module(b), sites);
+    });
+  }
   stored.sort();
   return out + weights + stored;
 }

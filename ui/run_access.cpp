@@ -145,16 +145,24 @@ void copyWindow(const fp8lab::Dataset& d, int64_t cols, int64_t r0, int64_t c0, 
   }
 }
 
-/// Copies plane `index` of the 3-D dataset `d` (shape checked by the caller) into `out`.
+/// The rows and columns of one plane of a dataset of rank ≥ 3 [n, a, …, b]: (a·…, b).
+std::pair<int64_t, int64_t> planeDims(const std::vector<int64_t>& s) {
+  int64_t rows = 1;
+  for (size_t i = 1; i + 1 < s.size(); ++i) rows *= s[i];
+  return {rows, s.back()};
+}
+
+/// Copies plane `index` of the dataset `d` of rank ≥ 3 into `out`.
 bool copyPlane(const fp8lab::Dataset& d, const QString& path, int64_t index, Block* out, QString* error) {
-  if (d.shape.size() != 3 || index < 0 || index >= d.shape[0] || d.storedCount() != d.elementCount()) {
+  if (d.shape.size() < 3 || index < 0 || index >= d.shape[0] || d.storedCount() != d.elementCount()) {
     if (error)
-      *error = d.shape.size() != 3
+      *error = d.shape.size() < 3
                    ? QObject::tr("dataset '%1' is not 3-D").arg(path)
                    : QObject::tr("plane %1 outside '%2' [%3 planes]").arg(index).arg(path).arg(d.shape[0]);
     return false;
   }
-  copyWindow(d, d.shape[2], index * d.shape[1], 0, d.shape[1], d.shape[2], out);
+  const auto [rows, cols] = planeDims(d.shape);
+  copyWindow(d, cols, index * rows, 0, rows, cols, out);
   return true;
 }
 
@@ -335,7 +343,7 @@ public:
 
   bool readPlane(const QString& path, int64_t index, Block* out, QString* error) const override {
     const auto* info = find(path);
-    if (!info || info->shape.size() != 3) return RunAccess::readPlane(path, index, out, error);
+    if (!info || info->shape.size() < 3) return RunAccess::readPlane(path, index, out, error);
     if (index < 0 || index >= info->shape[0]) {
       if (error) *error = QObject::tr("plane %1 outside '%2' [%3 planes]").arg(index).arg(path).arg(info->shape[0]);
       return false;
@@ -346,7 +354,8 @@ public:
       if (error) *error = QString::fromStdString(res.errors());
       return false;
     }
-    copyWindow(res.value, info->shape[2], 0, 0, info->shape[1], info->shape[2], out);
+    const auto [rows, cols] = planeDims(info->shape);
+    copyWindow(res.value, cols, 0, 0, rows, cols, out);
     return true;
   }
 

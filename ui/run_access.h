@@ -76,9 +76,10 @@ public:
   virtual bool read(const QString& path, int64_t r0, int64_t c0, int64_t nr, int64_t nc, Block* out,
                     QString* error) const = 0;
   /// Plane `index` of a 3-D dataset [n, rows, cols] as a [rows, cols] block (the maps of
-  /// `block_stats/`). False and *error when absent, not of rank 3 or `index` is out of range. A
-  /// session file's dataset is read whole (core/session reads windows of 2-D datasets only): call
-  /// it on the thread pool for big ones.
+  /// `block_stats/`); of a dataset of higher rank [n, a, …, b] as a [a·…, b] block (the attention
+  /// snapshots [n, heads, T, T]). False and *error when absent, of rank below 3 or `index` is out
+  /// of range. A session file's dataset is read whole (core/session reads windows of 2-D datasets
+  /// only): call it on the thread pool for big ones.
   virtual bool readPlane(const QString& path, int64_t index, Block* out, QString* error) const;
   /// The whole dataset (rank 1: [1, n]).
   bool readAll(const QString& path, Block* out, QString* error) const;

@@ -2,6 +2,7 @@
 
 #include "plot_util.h"
 #include "qcp.h"
+#include "run_sites.h"
 #include "session_document.h"
 #include "style.h"
 #include "view_registry.h"
@@ -28,6 +29,7 @@ QStringList historyTensors(const RunAccess* r) {
     const auto m = re.match(p);
     if (m.hasMatch()) out << m.captured(1);
   }
+  sortOperandPaths(&out, runSites(*r));
   return out;
 }
 

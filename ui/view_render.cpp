@@ -1,6 +1,7 @@
 #include "view_render.h"
 
 #include "amax_history_view.h"
+#include "attention_view.h"
 #include "block_map_view.h"
 #include "block_stats.h"
 #include "block_scale_view.h"
@@ -32,8 +33,8 @@ namespace fp8lab::ui {
 QStringList renderableViews() {
   return {QStringLiteral("heatmap"),      QStringLiteral("split"),     QStringLiteral("kernel_check"),
           QStringLiteral("block_scales"), QStringLiteral("amax"),      QStringLiteral("scales"),
-          QStringLiteral("layers"),       QStringLiteral("block_map"), QStringLiteral("compare"),
-          QStringLiteral("decide")};
+          QStringLiteral("layers"),       QStringLiteral("block_map"), QStringLiteral("attention"),
+          QStringLiteral("compare"),      QStringLiteral("decide")};
 }
 
 ExportSizeDialog::ExportSizeDialog(QSize initial, QWidget* parent) : QDialog(parent) {
@@ -200,6 +201,7 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
   if (!req.layer_stat.isEmpty() && !(layer_stat = parseLayerStat(req.layer_stat))) {
     QStringList names;
     for (LayerStat s : allLayerStats()) names << layerStatDataset(s);
+    for (LayerStat s : allProbeStats()) names << layerStatDataset(s);
     if (error)
       *error = QObject::tr("unknown layer statistic '%1' (%2)").arg(req.layer_stat, names.join(QStringLiteral(", ")));
     return false;
@@ -281,7 +283,32 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
   // A choice the run cannot show (a recipe or operand it lacks) is an error, not a silent default.
   QString choice_error;
   auto addDiagnostics = [&](const std::shared_ptr<RunAccess>& a) {
-    if (!hasBlockStats(*a)) return;
+    // The attention snapshots of a language-model run: --operand names the layer (blocks.<l>),
+    // --step the snapshot nearest it.
+    if (a->has(QStringLiteral("attention/steps")) && wants(QStringLiteral("attention"))) {
+      const QStringList blocks = attentionBlocks(*a);
+      if (!req.operand.isEmpty() && !blocks.contains(req.operand) && req.views.contains(QStringLiteral("attention")) &&
+          choice_error.isEmpty())
+        choice_error = QObject::tr("run %1 has no attention snapshots of '%2' (its layers: %3)")
+                           .arg(a->id(), req.operand, blocks.join(QStringLiteral(", ")));
+      if (!blocks.isEmpty())
+        jobs << Job{a->id(), QStringLiteral("attention"), [a, req] {
+                      auto v = std::make_unique<AttentionView>();
+                      v->setRunAccess(a);
+                      if (!req.operand.isEmpty()) v->setBlock(req.operand);
+                      if (req.step >= 0) {
+                        const std::vector<int64_t> steps = attentionSteps(*a);
+                        int best = 0;
+                        for (size_t i = 0; i < steps.size(); ++i)
+                          if (std::llabs(steps[i] - req.step) < std::llabs(steps[size_t(best)] - req.step))
+                            best = int(i);
+                        v->setSnapshot(best);
+                      }
+                      return std::unique_ptr<View>(std::move(v));
+                    }};
+    }
+    const bool probes = a->has(QStringLiteral("probes/steps"));
+    if (!hasBlockStats(*a) && !probes) return;
     if (a->type() == QStringLiteral("training") && wants(QStringLiteral("layers"))) {
       if (!req.recipe.isEmpty() && !whatIfRecipes(*a).contains(req.recipe) && choice_error.isEmpty())
         choice_error = QObject::tr("run %1 has no what-if recipe '%2' (its recipes: %3)")
@@ -298,7 +325,7 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
     if (wants(QStringLiteral("block_map")) && !ops.empty()) {
       if (!req.operand.isEmpty() &&
           std::none_of(ops.begin(), ops.end(), [&](const MapOperand& o) { return o.operand == req.operand; }) &&
-          choice_error.isEmpty()) {
+          !attentionBlocks(*a).contains(req.operand) && choice_error.isEmpty()) {
         QStringList names;
         for (const MapOperand& o : ops) names << o.operand;
         choice_error = QObject::tr("run %1 has no block map of '%2' (its operands: %3)")
@@ -454,7 +481,7 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
       *error = QObject::tr(
                    "nothing to render: the chosen run(s) have no view among %1 (GEMM runs: heatmap, split, "
                    "block_scales when they store block scale codes; training runs: amax, scales; runs with per-block "
-                   "statistics: layers (training), block_map)")
+                   "statistics: layers (training), block_map; language-model runs: layers (probes), attention)")
                    .arg(req.views.isEmpty() ? renderableViews().join(QStringLiteral(", "))
                                             : req.views.join(QStringLiteral(", ")));
     return false;

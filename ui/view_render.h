@@ -38,18 +38,19 @@ private:
 };
 
 struct RenderRequest {
-  QString session; ///< session file (.h5)
-  QString run;     ///< run id; empty: every run
-  QString dir;     ///< output directory (created)
-  QStringList
-      views; ///< "heatmap", "split", "block_scales", "amax", "scales", "compare", "decide"; empty: all that apply
+  QString session;   ///< session file (.h5)
+  QString run;       ///< run id; empty: every run
+  QString dir;       ///< output directory (created)
+  QStringList views; ///< "heatmap", "split", "block_scales", "amax", "scales", "layers", "block_map", "attention",
+                     ///< "compare", "decide"; empty: all that apply
   QStringList formats{QStringLiteral("png")}; ///< any of png, pdf, svg
   QSize size{1400, 900};
   bool csv = true; ///< also write each view's CSV
   /// The diagnostic views' choices (the boxes of their control bars); empty / −1: the view's
   /// default. layer_stat: a layerStatDataset name ("sqnr_db"); recipe: a what-if recipe id of the
   /// run, with `difference` for "recipe − trained" (SQNR); operand: a block map operand
-  /// ("fc1/input", "A"); step: the map step nearest it; block_stat: a blockStatKey name.
+  /// ("fc1/input", "A"), or the attention view's layer ("blocks.1"); step: the map step (the
+  /// attention snapshot) nearest it; block_stat: a blockStatKey name.
   QString layer_stat, recipe, operand, block_stat;
   /// compare and decide: the metric of the comparison's bar chart (ComparisonView::setMetric keys)
   /// and of the Decide view's GEMM ranking or training comparison (rankingMetrics() keys); empty:

@@ -3,6 +3,7 @@
 //   checkpoint show FILE TENSOR [--scale NAME]       codes, scales and decoded values
 //   checkpoint requantize FILE TENSOR --scaling P    what preset P would store; SQNR vs the file
 //   checkpoint export SESSION.h5 RUN --layout L --out F.safetensors   a training run's weights
+//                                                    (the MLP, or a language model by its sites)
 //   checkpoint import FILE --out SESSION.h5 [--tensor T]... [--what-if IDS]   a run of the session
 #include "cli_util.h"
 #include "cmd_run.h"
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 namespace fp8lab::cli {
 namespace {
@@ -205,6 +207,72 @@ int runRequantize(const QStringList& pos, const QCommandLineParser& p, bool json
   return 0;
 }
 
+/// The tensors of a language-model run's checkpoint (its weights/<parameter>, docs/session-format.md
+/// "Language-model runs"), in the layout PyTorch / Hugging Face modules load: the weight of every
+/// Linear site of the run's `sites` list but lm_head, stored [in, out] (y = x · W), becomes
+/// "<site>.weight" [out, in] (nn.Linear's layout, y = x · Wᵀ) in FP8 with its scale in `layout`;
+/// every other parameter — the Linear biases, the embeddings wte.weight [V, C] and wpe.weight
+/// [T, C] (nn.Embedding's layout, as stored), the norms' weights and biases, an untied lm_head
+/// (transposed to [V, C]) — in F32, as FP8 checkpoints keep embeddings, norms and the head in high
+/// precision (llm-compressor's FP8 scheme, DeepSeek-V3). One entry per quantized site in *layers.
+/// False with *why when a weight is not 2-D [in, out], a parameter has rank 0 or above 2, or the run
+/// stores no Linear weight.
+bool transformerTensors(const Run& run, const std::string& sites, Fp8ScaleLayout layout, const Format& fmt,
+                        std::vector<SafetensorsTensor>* tensors, QJsonArray* layers, std::string* why) {
+  auto f32of = [](const Dataset& d) {
+    std::vector<float> v(size_t(d.elementCount()));
+    for (int64_t i = 0; i < d.elementCount(); ++i) v[size_t(i)] = float(d.valueAt(i));
+    return v;
+  };
+  std::set<std::string> linear;
+  for (const QString& site : qs(sites).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+    const std::string name = site.trimmed().toStdString();
+    const Dataset* w = run.find("weights/" + name + ".weight");
+    if (!w || name == "lm_head") continue; // attention matmuls have no weight; the head stays F32
+    if (w->shape.size() != 2) {
+      *why = "weights/" + name + ".weight is not 2-D [in, out]";
+      return false;
+    }
+    const int64_t in = w->shape[0], out = w->shape[1];
+    const std::vector<float> kernel = f32of(*w);
+    std::vector<float> wt(kernel.size());
+    for (int64_t i = 0; i < in; ++i)
+      for (int64_t j = 0; j < out; ++j) wt[size_t(j * in + i)] = kernel[size_t(i * out + j)];
+    const QuantizedTensor q = quantizeForCheckpoint(wt, out, in, layout, fmt);
+    for (auto& t : fp8WeightTensors(name, q, layout)) tensors->push_back(std::move(t));
+    linear.insert(name + ".weight");
+    layers->append(QJsonObject{{QStringLiteral("name"), qs(name)},
+                               {QStringLiteral("weight_shape"), shapeJson({out, in})},
+                               {QStringLiteral("scales"), qint64(q.dequant_scales.size())},
+                               {QStringLiteral("saturated"), qint64(q.stats.saturated)}});
+  }
+  const std::string prefix = "weights/";
+  for (const auto& [path, d] : run.datasets) {
+    if (path.rfind(prefix, 0) != 0) continue;
+    const std::string name = path.substr(prefix.size());
+    if (linear.count(name)) continue;
+    if (d.shape.empty() || d.shape.size() > 2) {
+      *why = path + " is not a vector or a matrix";
+      return false;
+    }
+    std::vector<float> v = f32of(d);
+    int64_t rows = d.shape.size() == 2 ? d.shape[0] : 0, cols = d.shape.back();
+    if (name == "lm_head.weight" && d.shape.size() == 2) { // [C, V] → nn.Linear's [V, C]
+      std::vector<float> t(v.size());
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) t[size_t(j * rows + i)] = v[size_t(i * cols + j)];
+      v = std::move(t);
+      std::swap(rows, cols);
+    }
+    tensors->push_back(float32Tensor(name, v, rows, cols));
+  }
+  if (layers->isEmpty()) {
+    *why = "the run stores no Linear weights (weights/<site>.weight)";
+    return false;
+  }
+  return true;
+}
+
 int runExport(const QStringList& pos, const QCommandLineParser& p, bool json) {
   if (pos.size() != 3)
     return fail(QStringLiteral("usage: checkpoint export SESSION.h5 RUN --layout per_tensor|per_channel|block128 "
@@ -237,7 +305,13 @@ int runExport(const QStringList& pos, const QCommandLineParser& p, bool json) {
                     .arg(pos[2], qs(run.value.type)));
   std::vector<SafetensorsTensor> tensors;
   QJsonArray layers;
-  for (int l = 1;; ++l) {
+  const std::string sites = attrString(run.value.attrs, "sites").value_or("");
+  const bool lm = !sites.empty();
+  if (lm) {
+    std::string why;
+    if (!transformerTensors(run.value, sites, layout, *fmt, &tensors, &layers, &why)) return fail(qs(why));
+  }
+  for (int l = 1; !lm; ++l) {
     const std::string name = "fc" + std::to_string(l);
     if (!run.value.find("weights/" + name + "/kernel")) break;
     auto w = trainedWeightsFromRun(run.value, name);
@@ -259,18 +333,25 @@ int runExport(const QStringList& pos, const QCommandLineParser& p, bool json) {
   }
   if (tensors.empty())
     return fail(QStringLiteral("run '%1' stores no trained weights (weights/fc1/kernel)").arg(pos[2]));
-  const std::map<std::string, std::string> meta = {{"format", "pt"},
-                                                   {"producer", "fp8lab-cli checkpoint export"},
-                                                   {"layout", layout == Fp8ScaleLayout::PerTensor    ? "per_tensor"
-                                                              : layout == Fp8ScaleLayout::PerChannel ? "per_channel"
-                                                                                                     : "block128x128"},
-                                                   {"quantization", layout == Fp8ScaleLayout::PerTensor ? "te_current"
-                                                                    : layout == Fp8ScaleLayout::PerChannel
-                                                                        ? "per_row"
-                                                                        : "deepgemm_128x128"},
-                                                   {"element_format", fmt->name()},
-                                                   {"scale_convention", "dequant: w = decode(weight) * scale"},
-                                                   {"source", pos[1].toStdString() + "#/runs/" + pos[2].toStdString()}};
+  std::map<std::string, std::string> meta = {{"format", "pt"},
+                                             {"producer", "fp8lab-cli checkpoint export"},
+                                             {"layout", layout == Fp8ScaleLayout::PerTensor    ? "per_tensor"
+                                                        : layout == Fp8ScaleLayout::PerChannel ? "per_channel"
+                                                                                               : "block128x128"},
+                                             {"quantization", layout == Fp8ScaleLayout::PerTensor ? "te_current"
+                                                              : layout == Fp8ScaleLayout::PerChannel
+                                                                  ? "per_row"
+                                                                  : "deepgemm_128x128"},
+                                             {"element_format", fmt->name()},
+                                             {"scale_convention", "dequant: w = decode(weight) * scale"},
+                                             {"source", pos[1].toStdString() + "#/runs/" + pos[2].toStdString()}};
+  if (lm) {
+    QStringList quantized;
+    for (const QJsonValue& v : layers) quantized << v.toObject().value(QStringLiteral("name")).toString();
+    meta["model"] = "transformer";
+    meta["quantized_modules"] = quantized.join(QLatin1Char(',')).toStdString();
+    meta["tied_embeddings"] = run.value.find("weights/lm_head.weight") ? "false" : "true";
+  }
   const Status st = writeSafetensors(outPath.toStdString(), std::move(tensors), meta);
   if (!st.ok()) return fail(qs(st.errors()));
   if (json)
@@ -279,7 +360,12 @@ int runExport(const QStringList& pos, const QCommandLineParser& p, bool json) {
                                {QStringLiteral("layers"), layers}}) +
         "\n");
   else
-    out(QStringLiteral("wrote %1 (%2 layers, %3)\n").arg(outPath).arg(layers.size()).arg(qs(meta.at("layout"))));
+    out(lm ? QStringLiteral("wrote %1 (%2 Linear weights in FP8, %3; embeddings, norms, biases%4 in F32)\n")
+                 .arg(outPath)
+                 .arg(layers.size())
+                 .arg(qs(meta.at("layout")))
+                 .arg(meta.at("tied_embeddings") == "false" ? QStringLiteral(", lm_head") : QString())
+           : QStringLiteral("wrote %1 (%2 layers, %3)\n").arg(outPath).arg(layers.size()).arg(qs(meta.at("layout"))));
   return 0;
 }
 

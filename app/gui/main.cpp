@@ -29,7 +29,7 @@ struct Options {
   QCommandLineOption view{
       QStringLiteral("view"),
       QStringLiteral("View to show first: bits, numberline, codes, learn, learn:N (N = 0..3), amax, "
-                     "scales, layers, block_map, heatmap, block_scales, compare."),
+                     "scales, layers, block_map, attention, heatmap, block_scales, compare."),
       QStringLiteral("NAME")};
   QCommandLineOption widgetOnly{QStringLiteral("grab-view-only"),
                                 QStringLiteral("With --grab: render only the view, not the window.")};

@@ -32,9 +32,10 @@ int renderCommand(const QStringList& args) {
       "histogram of each operand's codes and its SQNR per block (block_scales: <run>-block_scales-A, "
       "<run>-block_error-A, the same for B), for training runs the amax history window (amax) and "
       "the scale evolution with the loss (scales), for runs with per-block statistics the layer x step map "
-      "(layers, training runs) and the block map of the first operand (block_map), the comparison of all "
-      "runs (compare), and the Decide view's parts: GEMM ranking, training against FP32, per-layer advice, "
-      "checkpoint what-if (decide: decide-<part>). Files are named "
+      "(layers, training runs) and the block map of the first operand (block_map), for language-model runs the "
+      "attention probabilities of a layer's heads (attention) and the probes on the layer x step map, the "
+      "comparison of all runs (compare), and the Decide view's parts: GEMM ranking, training against FP32, "
+      "per-layer advice, checkpoint what-if (decide: decide-<part>). Files are named "
       "<run>-<view>.<ext> (compare.<ext>), each with its data as <name>.csv.\n"
       "`fp8lab-cli render` and `fp8lab-cli export FILE.h5 --png DIR` run this program."));
   p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
@@ -42,11 +43,12 @@ int renderCommand(const QStringList& args) {
                                   QStringLiteral("ID"));
   const QCommandLineOption pngOpt(QStringLiteral("png"), QStringLiteral("Output directory (created)."),
                                   QStringLiteral("DIR"));
-  const QCommandLineOption viewsOpt(QStringLiteral("views"),
-                                    QStringLiteral("Comma-separated views: heatmap, split, kernel_check, block_scales, "
-                                                   "amax, scales, layers, block_map, compare, decide (default: all "
-                                                   "that apply)."),
-                                    QStringLiteral("LIST"));
+  const QCommandLineOption viewsOpt(
+      QStringLiteral("views"),
+      QStringLiteral(
+          "Comma-separated views: heatmap, split, kernel_check, block_scales, amax, scales, layers, block_map, "
+          "attention, compare, decide (default: all that apply)."),
+      QStringLiteral("LIST"));
   const QCommandLineOption sizeOpt(QStringLiteral("size"), QStringLiteral("Image size in pixels (default 1400x900)."),
                                    QStringLiteral("WxH"));
   const QCommandLineOption fmtOpt(QStringLiteral("formats"),
@@ -64,7 +66,9 @@ int renderCommand(const QStringList& args) {
   const QCommandLineOption layerStatOpt(
       QStringLiteral("layer-stat"),
       QStringLiteral("layers: the statistic (underflow_fraction, saturation_fraction, sqnr_db, log2_scale_mean, "
-                     "max_dynamic_range, underflow_block_share, saturation_block_share; default underflow_fraction)."),
+                     "max_dynamic_range, underflow_block_share, saturation_block_share; a language-model run's probes "
+                     "kurtosis, max_median, massive, sink, softmax_underflow, grad_underflow, grad_noise_ratio, "
+                     "quant_error; default underflow_fraction)."),
       QStringLiteral("NAME"));
   const QCommandLineOption recipeOpt(QStringLiteral("recipe"),
                                      QStringLiteral("layers: a what-if recipe of the run (with --run)."),
@@ -73,10 +77,12 @@ int renderCommand(const QStringList& args) {
                                    QStringLiteral("layers: SQNR under --recipe minus SQNR as trained (dB)."));
   const QCommandLineOption operandOpt(QStringLiteral("operand"),
                                       QStringLiteral("block_map: the operand (fc1/input, A, a checkpoint tensor; "
-                                                     "with --run; default the first)."),
+                                                     "with --run; default the first); attention: the layer "
+                                                     "(blocks.1; default the first)."),
                                       QStringLiteral("OP"));
   const QCommandLineOption stepOpt(QStringLiteral("step"),
-                                   QStringLiteral("block_map: the map step nearest N (with --run; default the first)."),
+                                   QStringLiteral("block_map: the map step nearest N (with --run; default the "
+                                                  "first); attention: the snapshot nearest N (default the last)."),
                                    QStringLiteral("N"));
   const QCommandLineOption blockStatOpt(QStringLiteral("block-stat"),
                                         QStringLiteral("block_map: the colour (log2_scale, log2_amax, "

@@ -341,18 +341,18 @@ ProgressFn sub(const ProgressFn& p, double from, double to) {
 /// What the robust statistics of a run read (views of the run's vectors).
 struct RobustInputs {
   const Operand *a, *b;
-  const std::vector<double>*ra, *rb;  ///< rotated operands (Hadamard presets) or empty
-  const std::vector<float>*dqa, *dqb; ///< dequantized operands
-  const std::vector<double>* ideal;   ///< the float64 reference D (epilogue applied)
-  const std::vector<float>* d;        ///< the backend's D
+  const std::vector<double>*ra, *rb; ///< rotated operands (Hadamard presets) or empty
+  const QuantizedTensor *qa, *qb;    ///< the quantized operands
+  const std::vector<double>* ideal;  ///< the float64 reference D (epilogue applied)
+  const std::vector<float>* d;       ///< the backend's D
   int64_t m, k, n;
 };
 
 RobustInputs robustInputs(const Operand& a, const Operand& b, const std::vector<double>& ra,
-                          const std::vector<double>& rb, const std::vector<float>& dqa, const std::vector<float>& dqb,
+                          const std::vector<double>& rb, const QuantizedTensor& qa, const QuantizedTensor& qb,
                           const std::vector<double>& ideal, const std::vector<float>& d, int64_t m, int64_t k,
                           int64_t n) {
-  return RobustInputs{&a, &b, &ra, &rb, &dqa, &dqb, &ideal, &d, m, k, n};
+  return RobustInputs{&a, &b, &ra, &rb, &qa, &qb, &ideal, &d, m, k, n};
 }
 
 /// The metrics that survive outliers (metrics/robust_metrics.h, docs/gemm.md "Metrics that survive
@@ -391,11 +391,15 @@ void putRobustMetrics(Run& run, const RobustInputs& in, const GemmExperimentConf
                     std::string("99th percentile relative error of ") + what + " without its outlier rows and columns");
     }
   };
-  // Operands against what was quantized (the rotated operand for the Hadamard presets).
-  for (const auto& [op, rot, dq, p, name] :
-       {std::tuple{in.a, in.ra, in.dqa, "a_", "A"}, std::tuple{in.b, in.rb, in.dqb, "b_", "B"}}) {
-    std::vector<double> refv = !rot->empty() ? *rot : op->asDouble();
-    const RobustErrors full = robustErrors(refv.data(), dq->data(), op->rows, op->cols, rule);
+  // Operands against what was quantized (the rotated operand for the Hadamard presets). The
+  // dequantized operand and a float64 copy of a float32 one live only while their operand is measured.
+  for (const auto& [op, rot, q, p, name] :
+       {std::tuple{in.a, in.ra, in.qa, "a_", "A"}, std::tuple{in.b, in.rb, in.qb, "b_", "B"}}) {
+    const std::vector<float> dq = q->dequantize();
+    std::vector<double> copy;
+    if (rot->empty() && !op->is64) copy = op->asDouble();
+    const std::vector<double>& refv = !rot->empty() ? *rot : op->is64 ? op->f64 : copy;
+    const RobustErrors full = robustErrors(refv.data(), dq.data(), op->rows, op->cols, rule);
     put(p, name, full, true);
     const std::vector<bool> orow = outlierChannels(refv.data(), op->rows, op->cols, true, rule);
     const std::vector<bool> ocol = outlierChannels(refv.data(), op->rows, op->cols, false, rule);
@@ -404,7 +408,7 @@ void putRobustMetrics(Run& run, const RobustInputs& in, const GemmExperimentConf
                   std::string("outlier rows of ") + name + " (robust_rule)");
     run.setMetric(std::string(p) + "outlier_cols", double(nc), "count",
                   std::string("outlier columns of ") + name + " (robust_rule)");
-    put(p, name, nr + nc > 0 ? robustErrors(refv.data(), dq->data(), op->rows, op->cols, rule, &orow, &ocol) : full,
+    put(p, name, nr + nc > 0 ? robustErrors(refv.data(), dq.data(), op->rows, op->cols, rule, &orow, &ocol) : full,
         false);
   }
   reportProgress(progress, 0.3, "robust metrics of D");
@@ -413,9 +417,12 @@ void putRobustMetrics(Run& run, const RobustInputs& in, const GemmExperimentConf
   put("", "D", dfull, true);
   run.setMetric("d_underflow", double(dfull.underflow), "count", "elements of D that are 0 where the reference is not");
   // D's rows are A's rows and its columns B's columns whatever the rotation along K.
-  const std::vector<double> adv = in.a->asDouble(), bdv = in.b->asDouble();
-  const std::vector<bool> drow = outlierChannels(adv.data(), m, k, true, rule);
-  const std::vector<bool> dcol = outlierChannels(bdv.data(), k, n, false, rule);
+  auto channels = [&](const Operand& op, bool along_rows) {
+    return op.is64 ? outlierChannels(op.f64.data(), op.rows, op.cols, along_rows, rule)
+                   : outlierChannels(op.f32.data(), op.rows, op.cols, along_rows, rule);
+  };
+  const std::vector<bool> drow = channels(*in.a, true);
+  const std::vector<bool> dcol = channels(*in.b, false);
   const int64_t dr = countSet(drow), dc = countSet(dcol);
   run.setMetric("d_outlier_rows", double(dr), "count", "rows of D left out of D's bulk: A's outlier rows");
   run.setMetric("d_outlier_cols", double(dc), "count", "columns of D left out of D's bulk: B's outlier columns");
@@ -427,13 +434,15 @@ void putRobustMetrics(Run& run, const RobustInputs& in, const GemmExperimentConf
   const int threads = cfg.gemm.threads;
   auto only = [&](bool quant_a) {
     std::vector<double> d;
+    const std::vector<float> dq = (quant_a ? in.qa : in.qb)->dequantize();
     if (!in.a->is64 && !in.b->is64) {
-      d = quant_a ? idealGemm(in.dqa->data(), in.b->f32.data(), m, k, n, threads)
-                  : idealGemm(in.a->f32.data(), in.dqb->data(), m, k, n, threads);
+      d = quant_a ? idealGemm(dq.data(), in.b->f32.data(), m, k, n, threads)
+                  : idealGemm(in.a->f32.data(), dq.data(), m, k, n, threads);
     } else {
-      const std::vector<double> qa(in.dqa->begin(), in.dqa->end()), qb(in.dqb->begin(), in.dqb->end());
-      d = quant_a ? idealGemm(qa.data(), bdv.data(), m, k, n, threads)
-                  : idealGemm(adv.data(), qb.data(), m, k, n, threads);
+      const std::vector<double> q(dq.begin(), dq.end());
+      const std::vector<double> other = (quant_a ? in.b : in.a)->asDouble();
+      d = quant_a ? idealGemm(q.data(), other.data(), m, k, n, threads)
+                  : idealGemm(other.data(), q.data(), m, k, n, threads);
     }
     applyEpilogue(cfg.gemm, d.data(), m, n, threads);
     return compareErrors(in.ideal->data(), d.data(), m * n, threads).sqnr_db;
@@ -695,16 +704,16 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   const bool f32_inputs = !A.is64 && !B.is64;
   GemmExperimentResult ex = runGemmExperiment(f32_inputs ? A.f32.data() : nullptr, f32_inputs ? B.f32.data() : nullptr,
                                               qa, qb, cfg.gemm, &backend, sub(progress, 0.15, 0.9));
-  const std::vector<double> ad = A.asDouble(), bd = B.asDouble();
   if (!f32_inputs) {
     reportProgress(progress, 0.9, "float64 reference");
+    const std::vector<double> ad = A.asDouble(), bd = B.asDouble();
     ex.ideal = idealGemm(ad.data(), bd.data(), m, k, n, cfg.gemm.threads);
     applyEpilogue(cfg.gemm, ex.ideal.data(), m, n, cfg.gemm.threads);
     ex.quantization = compareErrors(ex.ideal.data(), ex.quantized_exact.data(), m * n, cfg.gemm.threads);
     ex.total = compareErrors(ex.ideal.data(), ex.output.d.data(), m * n, cfg.gemm.threads);
   }
-  const GemmOutput& out = ex.output;
-  const std::vector<double>& ref = ex.ideal;
+  GemmOutput& out = ex.output;
+  std::vector<double>& ref = ex.ideal;
   reportProgress(progress, 0.92, "metrics");
   const int64_t mn = m * n;
   const ErrorMetrics& em = ex.total;
@@ -713,7 +722,6 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   std::vector<float> rel_map =
       errorMap(ref.data(), out.d.data(), mn, ErrorMapKind::Rel, nullptr, 1.0, cfg.gemm.threads);
   const TileMap tiles = tileMap(abs_map, m, n, std::min(cfg.tile, m), std::min(cfg.tile, n));
-  const std::vector<float> dqa = qa.dequantize(), dqb = qb.dequantize();
   // An operand's own quantization error is measured against what was quantized: for the Hadamard
   // presets that is the rotated operand (rhtOperand), not the unrotated input.
   auto rotatedAsDouble = [&](const Operand& op, const Nvfp4Config& c, Axis axis) {
@@ -725,8 +733,14 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   const bool rotated = nva && nva->rht;
   const std::vector<double> ra = rotated ? rotatedAsDouble(A, *nva, Axis::Cols) : std::vector<double>{};
   const std::vector<double> rb = rotated ? rotatedAsDouble(B, *nvb, Axis::Rows) : std::vector<double>{};
-  const ErrorMetrics qea = compareErrors(rotated ? ra.data() : ad.data(), dqa.data(), m * k, cfg.gemm.threads);
-  const ErrorMetrics qeb = compareErrors(rotated ? rb.data() : bd.data(), dqb.data(), k * n, cfg.gemm.threads);
+  // Against the operand as given (float32 or float64), without double or dequantized copies.
+  auto quantizationError = [&](const Operand& op, const std::vector<double>& rot, const QuantizedTensor& q) {
+    if (!rot.empty()) return compareQuantized(rot.data(), q, cfg.gemm.threads);
+    return op.is64 ? compareQuantized(op.f64.data(), q, cfg.gemm.threads)
+                   : compareQuantized(op.f32.data(), q, cfg.gemm.threads);
+  };
+  const ErrorMetrics qea = quantizationError(A, ra, qa);
+  const ErrorMetrics qeb = quantizationError(B, rb, qb);
 
   Run& run = r.value;
   run.id = run_id;
@@ -797,12 +811,39 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
         "FastAccum is a model of undocumented tensor-core accumulation" +
         (cfg.accumulation_preset.empty() ? std::string() : " (accumulation preset " + cfg.accumulation_preset + ")");
 
+  putRobustMetrics(run, robustInputs(A, B, ra, rb, qa, qb, ref, out.d, m, k, n), cfg, pre_a || pre_b || rotated,
+                   sub(progress, 0.93, 0.98));
+  // Per-block statistics of A and B against what was quantized (the rotated operand for RHT).
+  auto putOperandBlockStats = [&](const Operand& op, const std::vector<double>& rot, const QuantizedTensor& q,
+                                  const char* name, const std::string& quantization) {
+    std::vector<float> tmp;
+    const float* x = op.f32.data();
+    if (!rot.empty() || op.is64) {
+      tmp.assign(rot.empty() ? op.f64.begin() : rot.begin(), rot.empty() ? op.f64.end() : rot.end());
+      x = tmp.data();
+    }
+    OperandBlockSeries s;
+    s.operand = name;
+    s.quantization = quantization;
+    s.format = q.format->name();
+    s.scale_format = q.scale_codes.empty() ? std::string("float32") : q.scaleCodeFormat().name();
+    BlockStatsMap map;
+    s.steps.push_back(computeBlockStats(x, q, map));
+    s.setShape(map);
+    s.map_steps.push_back(0);
+    s.maps.push_back(std::move(map));
+    putBlockStatsSeries(run, std::string("block_stats/") + name, s, 1);
+  };
+  putOperandBlockStats(A, ra, qa, "A", name_a);
+  putOperandBlockStats(B, rb, qb, "B", name_b);
+  // From here on the big arrays move into the run's datasets (no copies: a 4096³ run holds each
+  // once). The operands are last read above.
   if (cfg.store_inputs) {
-    auto put = [&](const char* path, const Operand& op, const char* meaning) {
+    auto put = [&](const char* path, Operand& op, const char* meaning) {
       if (op.is64)
-        run.datasets[path] = Dataset::float64({op.rows, op.cols}, op.f64, "1", meaning);
+        run.datasets[path] = Dataset::float64({op.rows, op.cols}, std::move(op.f64), "1", meaning);
       else
-        run.datasets[path] = Dataset::float32({op.rows, op.cols}, op.f32, "1", meaning);
+        run.datasets[path] = Dataset::float32({op.rows, op.cols}, std::move(op.f32), "1", meaning);
       run.datasets[path].attrs["origin"] = op.origin;
     };
     put("inputs/A", A,
@@ -827,7 +868,7 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
                      "operand B rotated along K by R = diag(s)·H16/4 (BF16), the tensor quantized/B_codes encode");
     }
   }
-  auto& d = run.putFloat32("output/D", out.d, m, n, "1",
+  auto& d = run.putFloat32("output/D", std::move(out.d), m, n, "1",
                            std::string(hasEpilogue(cfg.gemm) ? "D = alpha · (A_q · B_q) + beta · C + bias on the "
                                                              : "D = A_q · B_q on the ") +
                                run.backend + " backend, " + toString(cfg.gemm.accumulation) + " accumulation, output " +
@@ -835,7 +876,7 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   d.attrs["output_type"] = std::string(toString(cfg.gemm.output));
   if (!out.d_codes.empty()) {
     auto& dc = run.datasets["output/D_codes"];
-    dc = Dataset::uint8({m, n}, out.d_codes, "code", "FP8 codes of D (before dividing by scale_D)");
+    dc = Dataset::uint8({m, n}, std::move(out.d_codes), "code", "FP8 codes of D (before dividing by scale_D)");
     dc.attrs["format"] = std::string(toString(cfg.gemm.output));
     dc.attrs["quant_scale"] = static_cast<double>(cfg.gemm.output_quant_scale);
     dc.attrs["scaling"] = std::string("per_tensor"); // one scale_D for the whole output
@@ -843,12 +884,12 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     dc.attrs["block_cols"] = n;
   }
   run.datasets["reference/D"] =
-      Dataset::float64({m, n}, ref, "1",
+      Dataset::float64({m, n}, std::move(ref), "1",
                        pre_a || pre_b ? "ideal D: float64 product of the operands (k ascending); pre-quantized "
                                         "operands enter dequantized, as there is no unquantized input"
                                       : "ideal D: float64 product of the unquantized operands (k ascending)");
   run.datasets["reference/D_quantized_exact"] =
-      Dataset::float64({m, n}, ex.quantized_exact, "1",
+      Dataset::float64({m, n}, std::move(ex.quantized_exact), "1",
                        "dequant(A_q) . dequant(B_q) in float64: D without accumulation or output error");
   if (cfg.store_error_maps) {
     run.putFloat32("error/abs", std::move(abs_map), m, n, "1",
@@ -885,31 +926,6 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   run.setMetric("a_underflow", double(qa.stats.underflow), "count", "non-zero elements of A that became zero");
   run.setMetric("b_saturated", double(qb.stats.saturated), "count", "elements of B clipped to max finite");
   run.setMetric("b_underflow", double(qb.stats.underflow), "count", "non-zero elements of B that became zero");
-  putRobustMetrics(run, robustInputs(A, B, ra, rb, dqa, dqb, ref, out.d, m, k, n), cfg, pre_a || pre_b || rotated,
-                   sub(progress, 0.93, 0.98));
-  // Per-block statistics of A and B against what was quantized (the rotated operand for RHT).
-  auto putOperandBlockStats = [&](const Operand& op, const std::vector<double>& rot, const QuantizedTensor& q,
-                                  const char* name, const std::string& quantization) {
-    std::vector<float> tmp;
-    const float* x = op.f32.data();
-    if (!rot.empty() || op.is64) {
-      tmp.assign(rot.empty() ? op.f64.begin() : rot.begin(), rot.empty() ? op.f64.end() : rot.end());
-      x = tmp.data();
-    }
-    OperandBlockSeries s;
-    s.operand = name;
-    s.quantization = quantization;
-    s.format = q.format->name();
-    s.scale_format = q.scale_codes.empty() ? std::string("float32") : q.scaleCodeFormat().name();
-    BlockStatsMap map;
-    s.steps.push_back(computeBlockStats(x, q, map));
-    s.setShape(map);
-    s.map_steps.push_back(0);
-    s.maps.push_back(std::move(map));
-    putBlockStatsSeries(run, std::string("block_stats/") + name, s, 1);
-  };
-  putOperandBlockStats(A, ra, qa, "A", name_a);
-  putOperandBlockStats(B, rb, qb, "B", name_b);
   run.setMetric("amax_d", out.amax_d, "1", "max |D| before scale_D and the output cast (cuBLASLt AMAX_D)");
   if (ex.d_saturated >= 0) {
     run.setMetric("d_saturated", double(ex.d_saturated), "count",

@@ -174,7 +174,9 @@ struct GemmRunDetails {
   float output_quant_scale = 1; ///< scale_D used (auto or given)
   TileMap tiles;                ///< of |D − ideal|, tile edge cfg.tile
   double quantize_seconds = 0, ideal_seconds = 0, exact_seconds = 0;
-  GemmOutput output; ///< the backend's result (D, amax_D, algorithm, warnings, seconds)
+  /// The backend's result (amax_D, algorithm, warnings, seconds). Its `d` and `d_codes` are empty:
+  /// D moved into the run's output/D (and output/D_codes) dataset.
+  GemmOutput output;
   int64_t a_nonfinite = 0, b_nonfinite = 0;
   /// Pre-quantized operands: NaN codes in A / B, and the outputs they make NaN (every output of a
   /// row of A or a column of B that holds one).

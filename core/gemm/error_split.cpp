@@ -69,7 +69,7 @@ std::vector<double> idealGemm(const float* a, const float* b, int64_t m, int64_t
   plan.windows = {Window{0, k, 0, 0}};
   plan.ca.assign(static_cast<size_t>(m), 1.0f);
   plan.cb.assign(static_cast<size_t>(n), 1.0f);
-  gemmDoublePortable(plan, a, b, c.data(), threads, progress);
+  gemmDouble(plan, a, b, c.data(), threads, progress);
   return c;
 }
 
@@ -95,17 +95,11 @@ std::vector<double> quantizedExactGemm(const QuantizedTensor& a, const Quantized
   GemmOptions opt;
   opt.accumulation = Accumulation::Exact;
   const Plan plan = makePlan(a, b, opt);
-  checkMemory((static_cast<double>(plan.m) * static_cast<double>(plan.k) +
-               static_cast<double>(plan.k) * static_cast<double>(plan.n)) *
-                      4.0 +
-                  static_cast<double>(plan.m) * static_cast<double>(plan.n) * 8.0,
+  checkMemory(static_cast<double>(plan.m) * static_cast<double>(plan.n) * 8.0,
               "quantized-exact GEMM " + std::to_string(plan.m) + "x" + std::to_string(plan.n) + "x" +
                   std::to_string(plan.k));
-  std::vector<float> af(a.codes.size()), bf(b.codes.size());
-  a.format->decodeBulk(a.codes.data(), af.data(), af.size());
-  b.format->decodeBulk(b.codes.data(), bf.data(), bf.size());
   std::vector<double> c(static_cast<size_t>(plan.m * plan.n), 0.0);
-  gemmDoublePortable(plan, af.data(), bf.data(), c.data(), threads, progress);
+  gemmDoubleCodes(plan, a, b, c.data(), threads, progress);
   applyConstScales(plan, c.data(), threads);
   return c;
 }

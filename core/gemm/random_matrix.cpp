@@ -42,14 +42,17 @@ uint64_t randomWord(uint64_t seed, uint64_t stream, uint64_t index) {
 }
 
 namespace {
-/// z ~ N(0,1) for element e (Box-Muller on its pair).
-double normalAt(uint64_t seed, uint64_t stream, uint64_t e) {
-  const uint64_t pair = e >> 1;
-  const double u1 = (static_cast<double>(randomWord(seed, stream, 2 * pair) >> 11) + 1.0) * 0x1.0p-53;
-  const double u2 = unitInterval(randomWord(seed, stream, 2 * pair + 1));
+/// The pair of N(0,1) values of elements 2·pair and 2·pair + 1 (Box-Muller), as described at
+/// randomMatrix; `base` = splitmix64(seed ^ stream·φ), so that word i is splitmix64(base + i).
+/// The cosine and the sine of the same angle are computed together (compilers emit one sincos
+/// call; glibc's sincos returns the bits of sin and cos, checked on 2·10^8 angles).
+inline void normalPair(uint64_t base, uint64_t pair, double* z_even, double* z_odd) {
+  const double u1 = (static_cast<double>(splitmix64(base + 2 * pair) >> 11) + 1.0) * 0x1.0p-53;
+  const double u2 = unitInterval(splitmix64(base + 2 * pair + 1));
   const double r = std::sqrt(-2.0 * std::log(u1));
   const double t = 2.0 * std::numbers::pi * u2;
-  return (e & 1) ? r * std::sin(t) : r * std::cos(t);
+  *z_even = r * std::cos(t);
+  *z_odd = r * std::sin(t);
 }
 // Extra words for signs / outlier draws live in a second stream.
 constexpr uint64_t kAuxStream = 0xA5A5A5A5ull;
@@ -96,37 +99,47 @@ std::vector<float> randomMatrix(int64_t rows, int64_t cols, uint64_t seed, const
     for (int64_t c : outlierChannelIndices(channels, o.outlier_channels, seed, stream))
       outlier_channel[static_cast<size_t>(c)] = 1;
   }
-  const int64_t chunk = 1 << 16;
+  const int64_t chunk = 1 << 16; // even: a chunk holds whole pairs (the last one may end alone)
+  const uint64_t base = splitmix64(seed ^ (stream * 0x9E3779B97F4A7C15ull));
+  const uint64_t aux = splitmix64(seed ^ ((stream ^ kAuxStream) * 0x9E3779B97F4A7C15ull));
   gemm_detail::parallelJobs((n + chunk - 1) / chunk, threads, {}, "", 0, 0, [&](int64_t j) {
-    const int64_t e1 = std::min(n, (j + 1) * chunk);
-    for (int64_t e = j * chunk; e < e1; ++e) {
-      const uint64_t ue = static_cast<uint64_t>(e);
-      double x = 0;
-      switch (o.distribution) {
-      case Distribution::Normal:
-        x = o.scale * normalAt(seed, stream, ue);
-        break;
-      case Distribution::Uniform:
-        x = o.scale * (2.0 * unitInterval(randomWord(seed, stream, ue)) - 1.0);
-        break;
-      case Distribution::LogNormal: {
-        const bool neg = randomWord(seed, stream ^ kAuxStream, ue) >> 63;
-        x = o.scale * std::exp(o.sigma * normalAt(seed, stream, ue));
-        if (neg) x = -x;
-        break;
+    const int64_t e0 = j * chunk, e1 = std::min(n, (j + 1) * chunk);
+    if (o.distribution == Distribution::Uniform) {
+      for (int64_t e = e0; e < e1; ++e)
+        v[static_cast<size_t>(e)] =
+            static_cast<float>(o.scale * (2.0 * unitInterval(splitmix64(base + static_cast<uint64_t>(e))) - 1.0));
+      return;
+    }
+    for (int64_t e = e0; e < e1; e += 2) {
+      double z[2];
+      normalPair(base, static_cast<uint64_t>(e) >> 1, &z[0], &z[1]);
+      for (int64_t i = e; i < std::min(e + 2, e1); ++i) {
+        const uint64_t ue = static_cast<uint64_t>(i);
+        double x = 0;
+        switch (o.distribution) {
+        case Distribution::Normal:
+        case Distribution::Uniform:
+          x = o.scale * z[i - e];
+          break;
+        case Distribution::LogNormal: {
+          const bool neg = splitmix64(aux + ue) >> 63;
+          x = o.scale * std::exp(o.sigma * z[i - e]);
+          if (neg) x = -x;
+          break;
+        }
+        case Distribution::Outliers: {
+          x = o.scale * z[i - e];
+          if (unitInterval(splitmix64(aux + ue)) < o.outlier_fraction) x *= o.outlier_factor;
+          break;
+        }
+        case Distribution::ChannelOutliers: {
+          x = o.scale * z[i - e];
+          if (outlier_channel[static_cast<size_t>(o.outlier_rows ? i / cols : i % cols)]) x *= o.outlier_factor;
+          break;
+        }
+        }
+        v[static_cast<size_t>(i)] = static_cast<float>(x);
       }
-      case Distribution::Outliers: {
-        x = o.scale * normalAt(seed, stream, ue);
-        if (unitInterval(randomWord(seed, stream ^ kAuxStream, ue)) < o.outlier_fraction) x *= o.outlier_factor;
-        break;
-      }
-      case Distribution::ChannelOutliers: {
-        x = o.scale * normalAt(seed, stream, ue);
-        if (outlier_channel[static_cast<size_t>(o.outlier_rows ? e / cols : e % cols)]) x *= o.outlier_factor;
-        break;
-      }
-      }
-      v[static_cast<size_t>(e)] = static_cast<float>(x);
     }
   });
   return v;

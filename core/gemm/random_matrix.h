@@ -69,7 +69,7 @@ std::vector<int64_t> outlierChannelIndices(int64_t channels, int64_t count, uint
 ///     u1 = (w(2·pair)>>11 + 1)·2^-53 ∈ (0,1],  u2 = (w(2·pair+1)>>11)·2^-53,
 ///     r = sqrt(−2·ln u1),  z_even = r·cos(2π·u2),  z_odd = r·sin(2π·u2)
 /// computed in double, then rounded to float32 once. Bit-reproducible on any platform whose
-/// libm log/cos/sin/exp agree (glibc's are correctly rounded in practice); the uniform words
+/// libm log/cos/sin/sincos/exp agree (glibc's are correctly rounded in practice); the uniform words
 /// are bit-exact everywhere. Generation is multithreaded when `threads` ≠ 1 (same result).
 /// Throws std::invalid_argument for negative shapes or non-finite / negative parameters.
 std::vector<float> randomMatrix(int64_t rows, int64_t cols, uint64_t seed, const RandomMatrixOptions& options = {},

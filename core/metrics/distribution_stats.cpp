@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace fp8lab {
 
@@ -31,12 +32,16 @@ OperandStats operandStats(const float* x, const QuantizedTensor& q) {
   const Format& f = *q.format;
   const std::vector<float>& table = f.decodeTable();
   const float limit = f.rneFiniteLimitF32(); // OCP overflow rule (Format::rneFiniteLimit)
-  for (int64_t i = 0; i < q.rows; ++i)
+  std::vector<uint8_t> subnormal(f.codeCount(), 0);
+  for (uint32_t c = 0; c < f.codeCount(); ++c) subnormal[c] = f.classify(c) == CodeClass::Subnormal;
+  const bool multiply = q.scale_op == Format::ScaleOp::Multiply && q.quant_scales.size() == q.dequant_scales.size();
+  for (int64_t i = 0; i < q.rows; ++i) {
+    const size_t row_blocks = static_cast<size_t>((i / q.block.rows) * q.blockCols());
     for (int64_t j = 0; j < q.cols; ++j) {
       const size_t k = static_cast<size_t>(i * q.cols + j);
-      const double v = x[k];
+      const float v = x[k];
       const uint8_t code = q.codes[k];
-      if (f.classify(code) == CodeClass::Subnormal) ++o.subnormal;
+      o.subnormal += subnormal[code];
       if (std::isnan(v)) {
         ++o.nan;
         continue;
@@ -50,15 +55,12 @@ OperandStats operandStats(const float* x, const QuantizedTensor& q) {
         continue;
       }
       // the scaled value as the cast saw it (float32 arithmetic, the quantizer's own op)
-      const size_t blk = static_cast<size_t>((i / q.block.rows) * q.blockCols() + j / q.block.cols);
-      float y;
-      if (q.scale_op == Format::ScaleOp::Multiply && q.quant_scales.size() == q.dequant_scales.size())
-        y = x[k] * q.quant_scales[blk];
-      else
-        y = x[k] / q.dequant_scales[blk];
+      const size_t blk = row_blocks + static_cast<size_t>(j / q.block.cols);
+      const float y = multiply ? v * q.quant_scales[blk] : v / q.dequant_scales[blk];
       if (std::fabs(y) > limit) ++o.saturated;
       if (table[code] == 0.0f) ++o.flushed;
     }
+  }
   return o;
 }
 

@@ -17,40 +17,59 @@ struct Partial {
   int64_t max_abs_index = -1, max_rel_index = -1;
 };
 
-template <class T> ErrorMetrics compareImpl(const double* ref, const T* test, int64_t n, int threads) {
-  const int64_t chunk = 1 << 16;
-  const int64_t jobs = (n + chunk - 1) / chunk;
+/// Adds the pairs (ref[i], test[i]), i < n, of flat indices first + i to p, in index order.
+template <class R, class T> void accumulatePairs(Partial& p, const R* ref, const T* test, int64_t n, int64_t first) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double r = static_cast<double>(ref[i]), t = static_cast<double>(test[i]);
+    ++p.count;
+    const bool rf = std::isfinite(r), tf = std::isfinite(t);
+    if (!rf) (std::isnan(r) ? p.nan_ref : p.inf_ref)++;
+    if (!tf) (std::isnan(t) ? p.nan_test : p.inf_test)++;
+    if (!rf || !tf) continue;
+    ++p.finite;
+    const double e = std::fabs(t - r);
+    p.sum_e2 += e * e;
+    p.sum_r2 += r * r;
+    if (p.max_abs_index < 0 || e > p.max_abs) {
+      p.max_abs = e;
+      p.max_abs_index = first + i;
+    }
+    if (r == 0) {
+      ++p.zero_ref;
+    } else {
+      const double rel = e / std::fabs(r);
+      if (p.max_rel_index < 0 || rel > p.max_rel) {
+        p.max_rel = rel;
+        p.max_rel_index = first + i;
+      }
+    }
+  }
+}
+
+constexpr int64_t kCompareChunk = 1 << 16;
+
+ErrorMetrics combine(const std::vector<Partial>& parts);
+
+/// The chunked comparison: fixed chunks of 65536 elements, each summed in index order by
+/// `chunk(p, i0, i1)`, the partial sums combined in chunk order — the same result for any
+/// thread count.
+template <class Fn> ErrorMetrics compareChunked(int64_t n, int threads, Fn chunk) {
+  const int64_t jobs = (n + kCompareChunk - 1) / kCompareChunk;
   std::vector<Partial> parts(static_cast<size_t>(std::max<int64_t>(jobs, 0)));
   gemm_detail::parallelJobs(jobs, threads, {}, "", 0, 0, [&](int64_t j) {
     Partial p;
-    const int64_t e1 = std::min(n, (j + 1) * chunk);
-    for (int64_t i = j * chunk; i < e1; ++i) {
-      const double r = ref[i], t = static_cast<double>(test[i]);
-      ++p.count;
-      const bool rf = std::isfinite(r), tf = std::isfinite(t);
-      if (!rf) (std::isnan(r) ? p.nan_ref : p.inf_ref)++;
-      if (!tf) (std::isnan(t) ? p.nan_test : p.inf_test)++;
-      if (!rf || !tf) continue;
-      ++p.finite;
-      const double e = std::fabs(t - r);
-      p.sum_e2 += e * e;
-      p.sum_r2 += r * r;
-      if (p.max_abs_index < 0 || e > p.max_abs) {
-        p.max_abs = e;
-        p.max_abs_index = i;
-      }
-      if (r == 0) {
-        ++p.zero_ref;
-      } else {
-        const double rel = e / std::fabs(r);
-        if (p.max_rel_index < 0 || rel > p.max_rel) {
-          p.max_rel = rel;
-          p.max_rel_index = i;
-        }
-      }
-    }
+    chunk(p, j * kCompareChunk, std::min(n, (j + 1) * kCompareChunk));
     parts[static_cast<size_t>(j)] = p;
   });
+  return combine(parts);
+}
+
+template <class R, class T> ErrorMetrics compareImpl(const R* ref, const T* test, int64_t n, int threads) {
+  return compareChunked(
+      n, threads, [&](Partial& p, int64_t i0, int64_t i1) { accumulatePairs(p, ref + i0, test + i0, i1 - i0, i0); });
+}
+
+ErrorMetrics combine(const std::vector<Partial>& parts) {
   Partial s;
   for (const Partial& p : parts) {
     s.count += p.count;
@@ -129,6 +148,49 @@ ErrorMetrics compareErrors(const double* ref, const double* test, int64_t n, int
 }
 ErrorMetrics compareErrors(const double* ref, const float* test, int64_t n, int threads) {
   return compareImpl(ref, test, n, threads);
+}
+ErrorMetrics compareErrors(const float* ref, const float* test, int64_t n, int threads) {
+  return compareImpl(ref, test, n, threads);
+}
+
+namespace {
+template <class R> ErrorMetrics compareQuantizedImpl(const R* ref, const QuantizedTensor& q, int threads) {
+  const int64_t n = q.rows * q.cols;
+  if (!q.format || static_cast<int64_t>(q.codes.size()) != n || (n > 0 && (q.block.rows < 1 || q.block.cols < 1)) ||
+      (n > 0 && static_cast<int64_t>(q.dequant_scales.size()) != q.blockRows() * q.blockCols()))
+    throw std::invalid_argument("compareQuantized: the quantized tensor's codes or scales do not match its shape");
+  const std::vector<float>& table = q.format->decodeTable();
+  return compareChunked(n, threads, [&](Partial& p, int64_t i0, int64_t i1) {
+    // The chunk dequantized as QuantizedTensor::dequantize does, into a buffer of the chunk.
+    thread_local std::vector<float> buf;
+    buf.resize(static_cast<size_t>(i1 - i0));
+    int64_t i = i0 / q.cols, j = i0 % q.cols;
+    for (int64_t e = i0; e < i1;) {
+      const int64_t run = std::min(i1 - e, q.cols - j);
+      const float* scales = q.dequant_scales.data() + (i / q.block.rows) * q.blockCols();
+      for (int64_t c = 0; c < run;) {
+        const int64_t bc = (j + c) / q.block.cols, bend = std::min(run, (bc + 1) * q.block.cols - j);
+        const float s = scales[bc];
+        const double f =
+            static_cast<double>(q.tensor_scale.kind == TensorScale::Kind::None ? s : q.tensor_scale.blockFactor(s));
+        for (; c < bend; ++c)
+          buf[static_cast<size_t>(e - i0 + c)] =
+              static_cast<float>(static_cast<double>(table[q.codes[static_cast<size_t>(e + c)]]) * f);
+      }
+      e += run;
+      j = 0;
+      ++i;
+    }
+    accumulatePairs(p, ref + i0, buf.data(), i1 - i0, i0);
+  });
+}
+} // namespace
+
+ErrorMetrics compareQuantized(const float* ref, const QuantizedTensor& q, int threads) {
+  return compareQuantizedImpl(ref, q, threads);
+}
+ErrorMetrics compareQuantized(const double* ref, const QuantizedTensor& q, int threads) {
+  return compareQuantizedImpl(ref, q, threads);
 }
 
 double ulpFloat32(double x) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "formats/format.h"
+#include "scaling/quantized_tensor.h"
 
 #include <cstdint>
 #include <vector>
@@ -36,6 +37,17 @@ struct ErrorMetrics {
 /// combined in chunk order). A 4096×4096 comparison runs in well under 0.5 s.
 ErrorMetrics compareErrors(const double* ref, const double* test, int64_t n, int threads = 0);
 ErrorMetrics compareErrors(const double* ref, const float* test, int64_t n, int threads = 0);
+/// The same with a float32 reference (each value exact in double: the result equals that of the
+/// reference converted to double first, without the copy).
+ErrorMetrics compareErrors(const float* ref, const float* test, int64_t n, int threads = 0);
+
+/// The quantization error of a tensor: compareErrors(ref, q.dequantize(), rows·cols, threads) bit
+/// for bit, without the dequantized copy (each chunk is dequantized into a buffer as
+/// QuantizedTensor::dequantize does: float32(decode(code) · effective dequant factor)). `ref` is
+/// the tensor that was quantized, row-major [q.rows, q.cols]. Throws std::invalid_argument when
+/// q's codes or scales do not match its shape.
+ErrorMetrics compareQuantized(const float* ref, const QuantizedTensor& q, int threads = 0);
+ErrorMetrics compareQuantized(const double* ref, const QuantizedTensor& q, int threads = 0);
 
 /// What an error map holds per element.
 enum class ErrorMapKind {

@@ -21,9 +21,25 @@ std::array<float, 256> rhtMatrix16(uint16_t sign_mask) {
   return r;
 }
 
+namespace {
+/// rhtMatrix16(sign_mask), built once per thread and mask: a transform of one 16-vector is 256
+/// multiply-adds, building the matrix again for each cost more than the transform.
+const std::array<float, 256>& cachedRht(uint16_t sign_mask) {
+  thread_local uint16_t mask = 0;
+  thread_local bool valid = false;
+  thread_local std::array<float, 256> r{};
+  if (!valid || mask != sign_mask) {
+    r = rhtMatrix16(sign_mask);
+    mask = sign_mask;
+    valid = true;
+  }
+  return r;
+}
+} // namespace
+
 void hadamardTransform16(const float* x, float* y, uint16_t sign_mask, std::ptrdiff_t x_stride, std::ptrdiff_t y_stride,
                          bool bf16_output) {
-  const std::array<float, 256> r = rhtMatrix16(sign_mask);
+  const std::array<float, 256>& r = cachedRht(sign_mask);
   float in[16];
   for (int i = 0; i < 16; ++i) in[i] = x[i * x_stride];
   for (int j = 0; j < 16; ++j) {
@@ -35,7 +51,7 @@ void hadamardTransform16(const float* x, float* y, uint16_t sign_mask, std::ptrd
 
 void hadamardTransform16Columns(const float* x, float* y, std::size_t cols, std::size_t ld, uint16_t sign_mask,
                                 bool bf16_output) {
-  const std::array<float, 256> r = rhtMatrix16(sign_mask);
+  const std::array<float, 256>& r = cachedRht(sign_mask);
   for (int j = 0; j < 16; ++j) {
     float* yj = y + static_cast<std::size_t>(j) * ld;
     for (std::size_t c = 0; c < cols; ++c) yj[c] = 0.0f;

@@ -624,26 +624,41 @@ QuantizedTensor toQuantizedTensor(const Nvfp4Tensor& t, const Nvfp4Config& cfg, 
     x = rotated.data();
   }
   const double limit = Format::E2M1().rneFiniteLimit();
-  for (int64_t i = 0; i < t.rows; ++i)
-    for (int64_t j = 0; j < t.cols; ++j) {
-      const std::size_t e = static_cast<std::size_t>(i * t.cols + j);
-      const float v = x[e];
-      if (std::isnan(v)) {
-        ++s.nan_inputs;
-        continue;
+  // The effective factor of each block once (dequantScaleAt's value), then the elements block by
+  // block.
+  std::vector<double> eff(q.dequant_scales.size());
+  const int64_t nbc = q.blockCols(), br = q.block.rows, bc = q.block.cols;
+  for (int64_t bi = 0; bi < q.blockRows(); ++bi)
+    for (int64_t bj = 0; bj < nbc; ++bj)
+      eff[static_cast<std::size_t>(bi * nbc + bj)] = q.dequantScaleAt(bi * br, bj * bc);
+  for (int64_t i = 0; i < t.rows; ++i) {
+    const double* ef = eff.data() + (i / br) * nbc;
+    for (int64_t bj = 0; bj < nbc; ++bj) {
+      const double f = ef[bj];
+      // |v| / f > limit, decided by a multiplication unless |v| is within 1e-12 of the boundary
+      // (then by the division itself, so the count is exactly the division's).
+      const double thr = limit * f;
+      for (int64_t j = bj * bc; j < std::min(t.cols, (bj + 1) * bc); ++j) {
+        const std::size_t e = static_cast<std::size_t>(i * t.cols + j);
+        const float v = x[e];
+        if (std::isnan(v)) {
+          ++s.nan_inputs;
+          continue;
+        }
+        if (std::isinf(v)) {
+          ++s.inf_inputs;
+          continue;
+        }
+        if (v == 0.0f) {
+          ++s.zero_inputs;
+          continue;
+        }
+        if ((t.codes[e] & 0x7) == 0) ++s.underflow;
+        const double a = std::fabs(static_cast<double>(v));
+        if (f > 0 && a > thr * (1 - 1e-12) && (a > thr * (1 + 1e-12) || a / f > limit)) ++s.saturated;
       }
-      if (std::isinf(v)) {
-        ++s.inf_inputs;
-        continue;
-      }
-      if (v == 0.0f) {
-        ++s.zero_inputs;
-        continue;
-      }
-      if ((t.codes[e] & 0x7) == 0) ++s.underflow;
-      const double f = q.dequantScaleAt(i, j);
-      if (f > 0 && std::fabs(static_cast<double>(v)) / f > limit) ++s.saturated;
     }
+  }
   return q;
 }
 

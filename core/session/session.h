@@ -348,8 +348,10 @@ public:
   /// Result shape [rows, cols] of the window. InvalidArgument when outside the dataset.
   Result<Dataset> readRegion(const std::string& run_id, const std::string& dataset_path, const Region& r);
   /// Plane `index` of a 3-D dataset [planes, rows, cols] (a block map at one of its steps), as a
-  /// [rows, cols] dataset with the dataset's attributes; only the chunks of that plane are read.
-  /// WrongShape for a dataset that is not 3-D, InvalidArgument for an index outside [0, planes).
+  /// [rows, cols] dataset with the dataset's attributes; of a dataset of higher rank [planes, a, …,
+  /// b] (the attention snapshots [snapshots, heads, T, T]) as [a, …, b]. Only the chunks of that
+  /// plane are read. WrongShape for a dataset of rank below 3, InvalidArgument for an index outside
+  /// [0, planes).
   Result<Dataset> readPlane(const std::string& run_id, const std::string& dataset_path, int64_t index);
   /// A 2-D dataset (or a window of it, region steps ignored) reduced by blocks of
   /// block_rows × block_cols (edge blocks partial) into a float64 [ceil(rows/br), ceil(cols/bc)]

@@ -594,8 +594,9 @@ Result<Dataset> SessionReader::readPlane(const std::string& run_id, const std::s
   const DatasetInfo* di = d->findInfo(run_id, ds_path, &r);
   if (!di) return r;
   const std::string where = d->path + "#/runs/" + run_id + "/" + ds_path;
-  if (di->shape.size() != 3) {
-    r.add(C::WrongShape, where, "readPlane needs a 3-D dataset, this one is " + shapeText(di->shape));
+  const size_t rank = di->shape.size();
+  if (rank < 3) {
+    r.add(C::WrongShape, where, "readPlane needs a dataset of rank 3 or more, this one is " + shapeText(di->shape));
     return r;
   }
   if (index < 0 || index >= di->shape[0]) {
@@ -609,15 +610,18 @@ Result<Dataset> SessionReader::readPlane(const std::string& run_id, const std::s
     return r;
   }
   r.value.dtype = di->dtype;
-  r.value.shape = {di->shape[1], di->shape[2]};
+  r.value.shape.assign(di->shape.begin() + 1, di->shape.end());
   r.value.attrs = di->attrs;
-  if (!allocFor(r.value, di->shape[1] * di->shape[2], &r, where)) return r;
-  if (di->shape[1] == 0 || di->shape[2] == 0) return r;
+  int64_t n = 1;
+  for (int64_t e : r.value.shape) n *= e;
+  if (!allocFor(r.value, n, &r, where)) return r;
+  if (n == 0) return r;
   Handle fsp = space(H5Dget_space(ds));
-  const hsize_t start[3] = {hsize_t(index), 0, 0};
-  const hsize_t count[3] = {1, hsize_t(di->shape[1]), hsize_t(di->shape[2])};
-  H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start, nullptr, count, nullptr);
-  Handle msp = space(H5Screate_simple(3, count, nullptr));
+  std::vector<hsize_t> start(rank, 0), count(rank, 1);
+  start[0] = hsize_t(index);
+  for (size_t i = 1; i < rank; ++i) count[i] = hsize_t(di->shape[i]);
+  H5Sselect_hyperslab(fsp, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr);
+  Handle msp = space(H5Screate_simple(int(rank), count.data(), nullptr));
   if (H5Dread(ds, memType(di->dtype), msp, fsp, H5P_DEFAULT, bufOf(r.value)) < 0) {
     r.add(C::Corrupt, where, "cannot read plane: " + errorText());
     r.value = {};

@@ -345,13 +345,20 @@ QuantizedTensor quantizeRole(const RoleQuantization& q, const float* x, int64_t 
       const Nvfp4StatsView v = nvfp4StatsView(t, nc, src, pr, pc, rows, cols, axis, threads);
       (*observe)(v.elements(src), v.q);
     }
-    out = toQuantizedTensor(t, nc, src);
+    // Without its element statistics (the GEMM does not need them, and with RHT they would need
+    // the rotation a third time); the record's underflow is counted below from the codes.
+    out = toQuantizedTensor(t, nc, nullptr);
     // Keep the padded contraction axis, crop the other one to its real length.
     const int64_t kr = axis == Axis::Rows ? pr : rows, kc = axis == Axis::Cols ? pc : cols;
     if (kr != pr || kc != pc) out = cropQuantized(out, kr, kc);
     r.quant_scale = t.tensor_scale;
     r.dequant_scale = 1.0f / t.tensor_scale;
-    r.underflow = q.rht ? 0 : out.stats.underflow;
+    if (!q.rht)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          if (x[i * cols + j] != 0 && std::isfinite(x[i * cols + j]) &&
+              (t.codes[static_cast<size_t>(i * pc + j)] & 0x7) == 0)
+            ++r.underflow;
     break;
   }
   }

@@ -8,8 +8,10 @@
 //   fp8_gemm_portable  — the GEMM alone on the portable kernel (bit-identical result)
 //   sgemm              — OpenBLAS cblas_sgemm, openblas_set_num_threads = the same thread count
 // for M = N = K = 1024 and 2048 with 1 and 2 threads, and prints the ratio of each to sgemm
-// (target ≤ 1.5 for fp8_quantize_gemm). It also times the error metrics of a 4096×4096 output
-// (target ≤ 0.5 s).
+// (target ≤ 1.5 for fp8_quantize_gemm; ≤ 1.0 for fp8Gemm at 1024³ on 2 threads). gemmExperiment
+// times the whole GEMM experiment of core/experiment at 2048³ on 2 threads (target ≤ 12× sgemm),
+// gemmExperimentPeakMemory its peak memory at 4096³ (target ≤ 1.5 GB). It also times the error
+// metrics of a 4096×4096 output (target ≤ 0.5 s).
 //
 // OpenBLAS picks its kernels from the CPU it detects; under some hypervisors it falls back to
 // a generic core ("Prescott") that is several times slower. The core name is printed; for a
@@ -21,6 +23,9 @@
 #include "gemm/error_split.h"
 #include "gemm/random_matrix.h"
 #include "metrics/error_metrics.h"
+#if FP8LAB_BENCH_HAVE_DATA
+#include "experiment/gemm_run.h"
+#endif
 #include "scaling/scaling.h"
 
 #if FP8LAB_HAVE_CBLAS
@@ -28,6 +33,7 @@
 #endif
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -127,10 +133,10 @@ void fp8GemmEpilogue(benchmark::State& state) {
   setFlops(state, n);
 }
 
-/// The whole GEMM experiment as `fp8lab-cli gemm` runs it (quantize both operands, the float64
-/// ideal and quantized-exact references, the FP8 GEMM in the default split model, the three error
-/// comparisons), beside sgemm of the same shape in the ratio table. Target (2048³, 2 threads): ≤ 1.5 s.
-void gemmExperiment(benchmark::State& state) {
+/// The error split of core/gemm alone (quantize both operands, the float64 ideal and
+/// quantized-exact references, the FP8 GEMM in the default split model, the three error
+/// comparisons), beside sgemm of the same shape in the ratio table.
+void gemmErrorSplit(benchmark::State& state) {
   const int64_t n = state.range(0);
   const int threads = static_cast<int>(state.range(1));
   const Inputs& in = inputs(n);
@@ -149,6 +155,75 @@ void gemmExperiment(benchmark::State& state) {
   }
   state.SetLabel(algo);
 }
+
+#if FP8LAB_BENCH_HAVE_DATA
+/// The whole GEMM experiment, as `fp8lab-cli gemm`, `fp8lab-cli run` and the desktop app's
+/// Experiment panel run it: core/experiment's runGemmExperimentRun on the default config at
+/// M = N = K = n (seeded normal operands, E4M3FN, te_current, split accumulation, FP32 output):
+/// operands, quantize, the FP8 GEMM, the float64 ideal and quantized-exact references, the error
+/// split, metrics, error maps, tile maps and per-block statistics, packed into a session Run.
+/// Beside sgemm of the same shape in the ratio table. Target (2048³, 2 threads): ≤ 12× sgemm.
+void gemmExperiment(benchmark::State& state) {
+  GemmExperimentConfig cfg;
+  cfg.m = cfg.n = cfg.k = state.range(0);
+  cfg.gemm.threads = static_cast<int>(state.range(1));
+  auto backend = makeCpuGemmBackend();
+  for (auto _ : state) {
+    Result<Run> r = runGemmExperimentRun(cfg, "{}", "bench", *backend);
+    if (!r.ok()) {
+      state.SkipWithError(r.errors().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(r.value.datasets.size());
+  }
+  state.SetLabel("core/experiment runGemmExperimentRun, default config");
+}
+
+/// Resident memory of this process in bytes, from /proc/self/status (`key` = "VmRSS:" or "VmHWM:").
+int64_t procStatusBytes(const char* key) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  int64_t kb = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, key, std::strlen(key)) == 0) kb = std::atoll(line + std::strlen(key));
+  std::fclose(f);
+  return kb < 0 ? -1 : kb * 1024;
+}
+
+/// Peak memory of one whole GEMM experiment (as gemmExperiment) at n³: the high-water mark of the
+/// resident set (Linux VmHWM, reset through /proc/self/clear_refs before the run) minus the
+/// resident set before it, in GB (10^9 bytes), as counter peak_GB. Target (4096³): ≤ 1.5 GB.
+void gemmExperimentPeakMemory(benchmark::State& state) {
+  GemmExperimentConfig cfg;
+  cfg.m = cfg.n = cfg.k = state.range(0);
+  cfg.gemm.threads = static_cast<int>(state.range(1));
+  auto backend = makeCpuGemmBackend();
+  double peak = 0;
+  for (auto _ : state) {
+    const int64_t before = procStatusBytes("VmRSS:");
+    if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+      std::fputs("5", f); // reset the peak resident set size (Linux ≥ 4.0)
+      std::fclose(f);
+    }
+    {
+      Result<Run> r = runGemmExperimentRun(cfg, "{}", "bench", *backend);
+      if (!r.ok()) {
+        state.SkipWithError(r.errors().c_str());
+        break;
+      }
+      benchmark::DoNotOptimize(r.value.datasets.size());
+    }
+    const int64_t hwm = procStatusBytes("VmHWM:");
+    if (before < 0 || hwm < 0) {
+      state.SkipWithError("/proc/self/status has no VmRSS / VmHWM");
+      break;
+    }
+    peak = std::max(peak, static_cast<double>(hwm - before) / 1e9);
+  }
+  state.counters["peak_GB"] = peak;
+}
+#endif
 
 #if FP8LAB_HAVE_CBLAS
 void sgemm(benchmark::State& state) {
@@ -250,12 +325,31 @@ public:
   void Finalize() override {
     inner_->Finalize();
     std::fprintf(stderr, "\nratio of real time to sgemm (same size, same threads; < 1 = faster than sgemm)\n");
+    // "name[/capture]/size/threads/..." → "/size/threads": the first two numeric components, the
+    // key shared with sgemm's run of that shape whatever the capture name and iteration settings.
+    auto shapeKey = [](const std::string& name) {
+      std::string key;
+      int found = 0;
+      size_t i = name.find('/');
+      while (i != std::string::npos && found < 2) {
+        const size_t j = name.find('/', i + 1);
+        const std::string part = name.substr(i + 1, j == std::string::npos ? std::string::npos : j - i - 1);
+        if (!part.empty() && part.find_first_not_of("0123456789") == std::string::npos) {
+          key += "/" + part;
+          ++found;
+        }
+        i = j;
+      }
+      return found == 2 ? key : std::string();
+    };
+    std::map<std::string, double> sgemm;
+    for (const auto& [name, t] : times_)
+      if (name.rfind("sgemm", 0) == 0) sgemm[shapeKey(name)] = t;
     for (const auto& [name, t] : times_) {
-      const auto slash = name.find('/');
-      if (slash == std::string::npos || name.rfind("sgemm", 0) == 0) continue;
-      const auto base = times_.find("sgemm" + name.substr(slash));
-      if (base == times_.end()) continue;
-      std::fprintf(stderr, "  %-40s %6.2f\n", name.c_str(), t / base->second);
+      if (name.rfind("sgemm", 0) == 0) continue;
+      const auto base = sgemm.find(shapeKey(name));
+      if (base == sgemm.end()) continue;
+      std::fprintf(stderr, "  %-56s %6.2f\n", name.c_str(), t / base->second);
     }
   }
 
@@ -281,7 +375,11 @@ BENCHMARK(fp8GemmEpilogue)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(0.5);
-BENCHMARK(gemmExperiment)->Args({2048, 2})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+BENCHMARK(gemmErrorSplit)->Args({2048, 2})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+#if FP8LAB_BENCH_HAVE_DATA
+BENCHMARK(gemmExperiment)->Args({2048, 2})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(gemmExperimentPeakMemory)->Args({4096, 2})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+#endif
 BENCHMARK_CAPTURE(fp8Gemm, portable, CpuKernel::Portable)
     ->ArgsProduct({{1024}, {1, 2}})
     ->Unit(benchmark::kMillisecond)

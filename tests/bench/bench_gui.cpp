@@ -12,11 +12,20 @@
 //                                `max_gap_ms`, goal ≤ 100 ms), next to the same probe with nothing
 //                                running (`idle_max_gap_ms`, the peer of the same run). Args
 //                                {n, 0}: default tab in front; {n, 1}: the error heatmap in front.
+//   BM_LiveUpdate                live GEMM mode: from the GUI event that sets the Experiment panel's
+//                                M (128 → M; N, K as given, the panel's other defaults) to the
+//                                error heatmap's repaint with the new run — the debounce, the whole
+//                                experiment on the pool, the views' redraw. Goal ≤ 200 ms on 2 cores.
+//   BM_NoOpRepaint               its peer in the same run: the same window, the heatmap repainted
+//                                with nothing new (an event and a repaint, nothing to compute).
 //
 // Run: QT_QPA_PLATFORM=offscreen build/tests/bench/bench_gui
+#include "error_heatmap_view.h"
 #include "experiment_panel.h"
+#include "live_experiment.h"
 #include "job.h"
 #include "main_window.h"
+#include "qcp.h"
 #include "view.h"
 
 #include <benchmark/benchmark.h>
@@ -25,6 +34,7 @@
 #include <QElapsedTimer>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QSpinBox>
 #include <QTimer>
 
 using namespace fp8lab::ui;
@@ -173,6 +183,114 @@ BENCHMARK(BM_GuiResponsiveWhileRunning)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2);
+
+namespace {
+/// Counts paints of a widget; `when` (if set) is asked at each paint, and the first paint for which
+/// it holds is remembered.
+struct PaintProbe : QObject {
+  int paints = 0;
+  std::function<bool()> when;
+  bool hit = false;
+  bool eventFilter(QObject*, QEvent* e) override {
+    if (e->type() == QEvent::Paint) {
+      ++paints;
+      if (when && !hit && when()) hit = true;
+    }
+    return false;
+  }
+};
+
+/// Processes events until `done` or `ms` milliseconds passed; false on timeout.
+bool spinUntil(const std::function<bool()>& done, int ms = 60000) {
+  QElapsedTimer t;
+  t.start();
+  while (!done()) {
+    if (t.elapsed() > ms) return false;
+    QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 2);
+  }
+  return true;
+}
+} // namespace
+
+static void BM_LiveUpdate(benchmark::State& state) {
+  MainWindow w(quietOptions());
+  w.showView(QStringLiteral("heatmap"));
+  w.show();
+  if (!w.hasExperimentRunner() || !w.liveExperiment()) {
+    state.SkipWithError("no experiment runner in this build");
+    return;
+  }
+  auto* heat = qobject_cast<ErrorHeatmapView*>(w.view(QStringLiteral("heatmap")));
+  auto* m = w.experimentPanel()->findChild<QSpinBox*>(QStringLiteral("m"));
+  auto* n = w.experimentPanel()->findChild<QSpinBox*>(QStringLiteral("n"));
+  auto* k = w.experimentPanel()->findChild<QSpinBox*>(QStringLiteral("k"));
+  LiveExperiment* live = w.liveExperiment();
+  n->setValue(int(state.range(0)));
+  k->setValue(int(state.range(1)));
+  PaintProbe probe;
+  heat->plot()->installEventFilter(&probe);
+  auto settle = [&](int value) {
+    if (m->value() == value) return true;
+    const int before = live->delivered();
+    m->setValue(value);
+    return spinUntil([&] { return live->delivered() > before && !live->isRunning() && !live->isPending(); });
+  };
+  if (!settle(128)) {
+    state.SkipWithError("the live run did not arrive");
+    return;
+  }
+  double compute = 0;
+  for (auto _ : state) {
+    if (!settle(128)) { // untimed: back to M = 128
+      state.SkipWithError("the live run did not arrive");
+      break;
+    }
+    spinUntil([] { return false; }, 50);
+    // The end: the first paint of the heatmap's plot that shows the new map (M rows).
+    probe.hit = false;
+    const int target = int(state.range(2));
+    probe.when = [&] { return !heat->grids().isEmpty() && heat->grids().first().rows == target; };
+    QElapsedTimer t;
+    t.start();
+    m->setValue(target); // the GUI event
+    if (!spinUntil([&] { return probe.hit; })) {
+      state.SkipWithError("the heatmap did not repaint with the live run");
+      break;
+    }
+    state.SetIterationTime(double(t.nsecsElapsed()) / 1e9);
+    compute = double(live->lastMs());
+  }
+  state.counters["run_ms"] = compute; // the live run alone, debounce excluded
+  state.counters["debounce_ms"] = live->debounceMs();
+}
+// Args {N, K, M}: M goes from 128 to M. {256, 1024, 256}: the panel's defaults, M 128 → 256 (the
+// goal's case); {512, 512, 512}: the live work limit, 512³.
+BENCHMARK(BM_LiveUpdate)
+    ->Args({256, 1024, 256})
+    ->Args({256, 256, 256})
+    ->Args({512, 512, 512})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
+
+static void BM_NoOpRepaint(benchmark::State& state) {
+  MainWindow w(quietOptions());
+  w.showView(QStringLiteral("heatmap"));
+  w.show();
+  auto* heat = qobject_cast<ErrorHeatmapView*>(w.view(QStringLiteral("heatmap")));
+  PaintProbe probe;
+  heat->plot()->installEventFilter(&probe);
+  spinUntil([] { return false; }, 200);
+  for (auto _ : state) {
+    const int before = probe.paints;
+    QElapsedTimer t;
+    t.start();
+    heat->plot()->replot(); // an event that changes nothing, repainted
+    spinUntil([&] { return probe.paints > before; });
+    state.SetIterationTime(double(t.nsecsElapsed()) / 1e9);
+  }
+}
+BENCHMARK(BM_NoOpRepaint)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(20);
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);

@@ -13,7 +13,7 @@ OUT=${2:-$BUILD/screenshots}
 APP=$BUILD/app/fp8lab
 [ -x "$APP" ] || { echo "screenshots.sh: $APP not found (build the fp8lab target first)" >&2; exit 2; }
 mkdir -p "$OUT"
-VIEWS="bits numberline codes learn:0 learn:1 learn:2 learn:3 amax scales heatmap compare"
+VIEWS="bits numberline codes learn learn:0 learn:1 learn:2 learn:3 learn:4 learn:5 learn:6 learn:7 amax scales heatmap compare"
 if command -v xvfb-run >/dev/null 2>&1 && [ "${FP8LAB_SCREENSHOTS_OFFSCREEN:-0}" != 1 ]; then
   run() { xvfb-run -a -s "-screen 0 1400x900x24" "$APP" "$@"; }
   how="Xvfb"

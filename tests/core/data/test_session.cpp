@@ -170,6 +170,7 @@ private Q_SLOTS:
   void regionReadIsAStridedWindow();
   void reducedReadKeepsEveryMaximum();
   void planeReadIsOnePlane();
+  void planeOfA4DDataset();
   void regionOutsideDatasetIsReported();
   // bad input
   void missingFile();
@@ -621,6 +622,29 @@ void TestSession::planeReadIsOnePlane() {
     QVERIFY(hasCode(rd.value->readPlane("maps", "block_stats/A/map_amax", -1), Code::InvalidArgument));
     QVERIFY(hasCode(rd.value->readPlane("maps", "output/D", 0), Code::WrongShape));
   }
+}
+
+// A 4-D dataset [3, 2, 4, 4] (attention snapshots [s, heads, T, T]) whose element (s, h, q, k) is
+// 1000·s + 100·h + 10·q + k: plane 2 is [2, 4, 4] holding 2000 + 100·h + 10·q + k.
+void TestSession::planeOfA4DDataset() {
+  std::vector<float> v;
+  for (int s = 0; s < 3; ++s)
+    for (int h = 0; h < 2; ++h)
+      for (int q = 0; q < 4; ++q)
+        for (int k = 0; k < 4; ++k) v.push_back(float(1000 * s + 100 * h + 10 * q + k));
+  Run r = gemmRun("att");
+  r.datasets["attention/blocks.0/probs"] = Dataset::float32({3, 2, 4, 4}, v, "1", "test snapshots");
+  const std::string file = path("planes_4d.h5");
+  QVERIFY(writeSession(file, sess({r})).ok());
+  auto rd = SessionReader::open(file);
+  QVERIFY(rd.ok());
+  auto pl = rd.value->readPlane("att", "attention/blocks.0/probs", 2);
+  QVERIFY2(pl.ok(), pl.message().c_str());
+  QCOMPARE(pl.value.shape, (std::vector<int64_t>{2, 4, 4}));
+  QCOMPARE(pl.value.f32.front(), 2000.0f);
+  QCOMPARE(pl.value.f32[size_t((1 * 4 + 2) * 4 + 3)], 2123.0f);
+  QCOMPARE(pl.value.f32.back(), 2133.0f);
+  QVERIFY(hasCode(rd.value->readPlane("att", "attention/blocks.0/probs", 3), Code::InvalidArgument));
 }
 
 void TestSession::reducedReadKeepsEveryMaximum() {
