@@ -17,6 +17,7 @@
 #include <QJsonObject>
 #include <QSaveFile>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -51,6 +52,13 @@ QString pad(const QString& s, int w) {
 }
 QString rpad(const QString& s, int w) {
   return s.size() >= w ? s + QLatin1Char(' ') : s.rightJustified(w);
+}
+
+/// Whether every recipe of `setting` has at most one value: no intervals, so the order is no ranking.
+bool oneSeedEach(const std::vector<RecipeInterval>& all, const std::string& setting) {
+  for (const RecipeInterval& r : all)
+    if (r.setting == setting && r.n_values > 1) return false;
+  return true;
 }
 
 QJsonObject intervalJson(const RecipeInterval& r) {
@@ -174,6 +182,9 @@ int runDecide(const QStringList& args) {
     if (r.setting != setting) {
       setting = r.setting;
       t += QStringLiteral("\n  %1 (%2×%3 · %3×%4)\n").arg(qs(r.setting_label)).arg(r.m).arg(r.k).arg(r.n);
+      if (oneSeedEach(d.gemm, r.setting))
+        t += QStringLiteral("  one seed per recipe: no intervals, the order is not a ranking (sweep with \"seeds\": "
+                            "[1, 2, 3, 4, 5] or --seeds 1-5)\n");
       t += QStringLiteral("  ") + pad(QStringLiteral("rank"), 6) + pad(QStringLiteral("recipe"), 42) +
            rpad(QStringLiteral("mean ± 95 %"), 18) + rpad(QStringLiteral("sd"), 9) + rpad(QStringLiteral("n"), 4) +
            rpad(QStringLiteral("B/elem"), 9) + rpad(QStringLiteral("A+B"), 12) + QStringLiteral("  native\n");
@@ -192,26 +203,37 @@ int runDecide(const QStringList& args) {
                         "with their scales in the native layout; `--json` gives each recipe's layout and hardware in "
                         "full.\n");
   const RankingMetric& tm = *d.training_metric;
-  t += QStringLiteral("\nTraining runs: %1 against the FP32 baseline\n").arg(qs(tm.label));
+  const QString tunit = tm.unit == "1" ? QString() : QStringLiteral(" (%1)").arg(qs(tm.unit));
+  t += QStringLiteral("\nTraining runs: %1%2 against the FP32 baseline, %3 is better\n")
+           .arg(qs(tm.label), tunit, tm.higher_better ? QStringLiteral("higher") : QStringLiteral("lower"));
   if (d.training.empty()) t += QStringLiteral("  %1\n").arg(qs(hintTraining()));
   std::string tsetting;
+  int label_width = 0; // the widest recipe label of the setting, so the columns line up
   for (size_t i = 0; i < d.training.size(); ++i) {
     const RecipeInterval& r = d.training[i];
     if (r.setting != tsetting) {
       tsetting = r.setting;
+      label_width = 6;
+      for (const RecipeInterval& o : d.training)
+        if (o.setting == r.setting) label_width = std::max(label_width, int(qs(o.label).size()) + 2);
       t += QStringLiteral("\n  %1%2\n")
                .arg(qs(r.setting_label),
                     d.baselineOf(i) < 0 ? QStringLiteral(" (no FP32 run: no baseline)") : QString());
+      if (oneSeedEach(d.training, r.setting))
+        t += QStringLiteral("  one seed per recipe: no intervals, the order is not a ranking (differences this small "
+                            "may be seed noise: repeat the runs with other seeds)\n");
+      t += QStringLiteral("  ") + pad(QStringLiteral("rank"), 6) + pad(QStringLiteral("recipe"), label_width) +
+           rpad(QStringLiteral("mean ± 95 %"), 18) + rpad(QStringLiteral("Δ vs FP32"), 12) + QStringLiteral("  n\n");
     }
     const int b = d.baselineOf(i);
     const double delta = b >= 0 && r.n_values > 0 ? r.mean - d.training[size_t(b)].mean : NAN;
-    t += QStringLiteral("  ") + pad(qs(rankText(r, d.training)), 6) + pad(qs(r.label), 46) +
+    t += QStringLiteral("  ") + pad(qs(rankText(r, d.training)), 6) + pad(qs(r.label), label_width) +
          rpad(qs(intervalText(r)), 18) +
          rpad(r.baseline             ? QStringLiteral("baseline")
               : std::isfinite(delta) ? QString::asprintf("%+.4g", delta)
                                      : QStringLiteral("—"),
               12) +
-         QStringLiteral("  n=%1\n").arg(r.n_values);
+         QStringLiteral("  %1\n").arg(r.n_values);
   }
   t += QStringLiteral("\nPer-layer advice\n");
   if (d.advice.empty()) t += QStringLiteral("  %1\n").arg(qs(hintAdvice()));

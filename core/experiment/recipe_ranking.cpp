@@ -282,10 +282,26 @@ void trainingSample(const RunInfo& ri, const RankingMetric& metric, std::vector<
   s.seed = ri.seed;
   s.recipe = recipe.dump();
   const std::string model = attrString(ri.attrs, "model").value_or("mlp");
-  setting["model"] = model;
+  // A language model's architecture is the config's "model" object: runs of different shapes (pre-
+  // or post-norm, depth) are different settings.
+  if (!setting.contains("model") || !setting["model"].is_object()) setting["model"] = model;
   s.setting = setting.dump();
   if (model == "transformer") {
-    s.setting_label = "transformer language model";
+    s.setting_label = "transformer LM";
+    if (cfg.contains("model") && cfg["model"].is_object()) {
+      const Json& mo = cfg["model"];
+      auto num = [&](const char* k) { return mo.contains(k) && mo[k].is_number() ? mo[k].dump() : std::string("?"); };
+      s.setting_label += " (d_model " + num("d_model") + ", " + num("layers") + " blocks, " + num("heads") +
+                         " heads, context " + num("context") + ", " + mo.value("ffn", std::string("gelu")) + ", " +
+                         mo.value("norm", std::string("layernorm")) + " " +
+                         mo.value("norm_position", std::string("pre")) + "-norm)";
+    }
+    if (cfg.contains("optimizer") && cfg["optimizer"].is_object()) {
+      const Json& o = cfg["optimizer"];
+      s.setting_label += ", " + o.value("name", std::string("adam"));
+      if (o.contains("learning_rate") && o["learning_rate"].is_number())
+        s.setting_label += " lr " + o["learning_rate"].dump();
+    }
     if (const auto st = attrInt(ri.attrs, "steps_planned")) s.setting_label += ", " + std::to_string(*st) + " steps";
   } else {
     s.setting_label = "MLP";
@@ -327,6 +343,11 @@ void trainingSample(const RunInfo& ri, const RankingMetric& metric, std::vector<
       }
       std::string prec = rule.value("precision", std::string());
       if (prec.empty() && rule.contains("recipe")) prec = "recipe";
+      if (rule.contains("from_step") && rule["from_step"].is_number_integer() && rule["from_step"].get<int64_t>() > 0)
+        prec += " from step " + rule["from_step"].dump();
+      if (rule.contains("until_step") && rule["until_step"].is_number_integer() &&
+          rule["until_step"].get<int64_t>() >= 0)
+        prec += " until step " + rule["until_step"].dump();
       p += (p.empty() ? "" : "; ") + sites + " → " + prec;
     }
     s.recipe_label += " + policy " + (p.empty() ? std::string("(empty)") : p);

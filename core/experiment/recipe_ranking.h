@@ -92,9 +92,10 @@ std::vector<RecipeInterval> rankWithIntervals(const std::vector<RankSample>& sam
 /// scalings, accumulation and its parameters, output, rounding) and the setting (the rest, without
 /// seed, name, tile and storage switches); training runs (type "training") grouped by recipe = the
 /// config's precision, recipe, scaling, formats, GEMM accumulation and policy keys, and setting =
-/// the model ("mlp" / "transformer") with the rest of the config (layers, data, epochs or steps,
-/// optimizer, ...) less seed, ids, labels, diagnostics and output switches, so runs of another
-/// length or model are never compared. Runs without the metric give a NaN value (so they are counted);
+/// the model (a language model's "model" object: size, depth, norm and its position; "mlp" for the
+/// MLP) with the rest of the config (layers, data, epochs or steps, optimizer, ...) less seed, ids,
+/// labels, diagnostics and output switches, so runs of another length, shape or optimizer are never
+/// compared. Runs without the metric give a NaN value (so they are counted);
 /// runs of another kind (a GEMM metric on a training run) are left out.
 std::vector<RankSample> rankSamples(const std::vector<RunInfo>& runs, const RankingMetric& metric);
 

@@ -216,6 +216,64 @@ private Q_SLOTS:
     QVERIFY(qAbs(d.training[1].mean - 0.845) < 1e-12);
     QCOMPARE(defaultRankingMetric(runs), std::string("final_test_accuracy"));
   }
+
+  // Language-model runs: the config's "model" object is part of the setting (a post-norm model is
+  // not compared with a pre-norm one), the label names the architecture, optimizer and length, the
+  // metric is the final validation loss (lower is better) and a policy's step range is in the label.
+  void languageModelRunsBySetting() {
+    auto run = [](const std::string& id, const std::string& precision, uint64_t seed, const std::string& position,
+                  double loss, const std::string& policy = "") {
+      RunInfo r;
+      r.id = id;
+      r.type = "training";
+      r.seed = seed;
+      r.attrs["precision"] = precision;
+      r.attrs["model"] = std::string("transformer");
+      r.attrs["steps_planned"] = int64_t(600);
+      if (precision == "fp8") r.attrs["scaling"] = std::string("current-te");
+      r.config_json = "{\"id\": \"" + id + "\", \"precision\": \"" + precision +
+                      "\", \"seed\": " + std::to_string(seed) +
+                      ", \"steps\": 600, \"model\": {\"kind\": \"transformer\", \"d_model\": 64, \"layers\": 4, "
+                      "\"heads\": 4, \"context\": 64, \"ffn\": \"gelu\", \"norm\": \"layernorm\", "
+                      "\"norm_position\": \"" +
+                      position + "\"}, \"optimizer\": {\"name\": \"adam\", \"learning_rate\": 0.003}" +
+                      (precision == "fp8" ? ", \"forward_format\": \"E4M3FN\", \"backward_format\": \"E5M2\"" : "") +
+                      (policy.empty() ? "" : ", \"policy\": " + policy) + "}";
+      r.metrics["final_val_loss"] = Metric{loss, "nats/byte", ""};
+      return r;
+    };
+    const std::string warmup = "[{\"sites\": \"blocks.*.attn.*\", \"precision\": \"fp32\", \"until_step\": 400}]";
+    const std::vector<RunInfo> runs{
+        run("pre-fp32-1", "fp32", 1, "pre", 2.43), run("pre-fp32-2", "fp32", 2, "pre", 2.45),
+        run("pre-fp8-1", "fp8", 1, "pre", 2.41),   run("pre-fp8-2", "fp8", 2, "pre", 2.42),
+        run("post-fp32", "fp32", 1, "post", 3.32), run("post-fp8", "fp8", 1, "post", 3.33, warmup)};
+    const SessionDecision d = decideSession(runs, "", {});
+    QCOMPARE(d.training_metric->key, std::string("final_val_loss"));
+    QVERIFY(!d.training_metric->higher_better);
+    QCOMPARE(defaultRankingMetric(runs), std::string("final_val_loss"));
+    QCOMPARE(d.training.size(), size_t(4));
+    // Pre-norm: FP8 mean (2.41 + 2.42) / 2 = 2.415 first (lower), the baseline 2.44 second; half-widths
+    // t(1) · sd / √2 = 12.706 · 0.00707107 / 1.41421 = 0.06353 and 12.706 · 0.0141421 / 1.41421 = 0.12706:
+    // [2.3515, 2.4785] and [2.31294, 2.56706] overlap, so both hold rank 1.
+    const std::string pre = "transformer LM (d_model 64, 4 blocks, 4 heads, context 64, gelu, layernorm pre-norm), "
+                            "adam lr 0.003, 600 steps";
+    QCOMPARE(d.training[0].setting_label, pre);
+    QCOMPARE(d.training[0].label, std::string("current-te · E4M3FN/E5M2"));
+    QVERIFY(qAbs(d.training[0].mean - 2.415) < 1e-12);
+    QVERIFY(qAbs(d.training[0].half - 0.06353) < 1e-5);
+    QCOMPARE(d.training[1].label, std::string("FP32 baseline"));
+    QCOMPARE(d.baselineOf(0), 1);
+    QCOMPARE(d.training[0].rank, 1);
+    QCOMPARE(d.training[1].rank, 1);
+    QCOMPARE(rankText(d.training[0], d.training), std::string("1 ="));
+    // Post-norm: its own setting and its own baseline; the policy's step range in the label.
+    QCOMPARE(d.training[2].setting_label, std::string("transformer LM (d_model 64, 4 blocks, 4 heads, context 64, "
+                                                      "gelu, layernorm post-norm), adam lr 0.003, 600 steps"));
+    QCOMPARE(d.training[2].label, std::string("FP32 baseline"));
+    QCOMPARE(d.training[3].label,
+             std::string("current-te · E4M3FN/E5M2 + policy blocks.*.attn.* → fp32 until step 400"));
+    QCOMPARE(d.baselineOf(3), 2);
+  }
 };
 
 QTEST_APPLESS_MAIN(TestRecipeRanking)
