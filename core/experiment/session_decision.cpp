@@ -3,6 +3,8 @@
 
 #include "io/json_document.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -49,10 +51,15 @@ std::string hintWhatIf() {
 std::string intervalText(const RecipeInterval& r, int digits) {
   if (r.n_values == 0) return "—";
   char t[64];
-  if (r.n_values == 1)
+  if (r.n_values == 1 || !std::isfinite(r.half)) {
     std::snprintf(t, sizeof t, "%.*g", digits, r.mean);
-  else
-    std::snprintf(t, sizeof t, "%.*g ± %.2g", digits, r.mean, r.half);
+  } else if (r.half == 0) {
+    std::snprintf(t, sizeof t, "%.*g ± 0", digits, r.mean);
+  } else {
+    // The half-width to two significant digits and the mean to the same decimal place.
+    const int decimals = std::clamp(1 - int(std::floor(std::log10(r.half))), 0, 12);
+    std::snprintf(t, sizeof t, "%.*f ± %.*f", decimals, r.mean, decimals, r.half);
+  }
   return t;
 }
 

@@ -75,7 +75,9 @@ std::string hintTraining();
 std::string hintAdvice();
 std::string hintWhatIf();
 
-/// "31.57 ± 0.42" (mean ± the 95 % half-width, `digits` significant digits) or "31.57" for one seed.
+/// "31.57 ± 0.42": the 95 % half-width to two significant digits and the mean to the same decimal
+/// place ("30.4 ± 2.0", "0.02508 ± 0.00086"); one value (or a zero half-width, "31.57 ± 0") with
+/// `digits` significant digits; "—" without a value.
 std::string intervalText(const RecipeInterval& r, int digits = 4);
 /// "1", "1 =" (rank shared with another recipe whose interval overlaps), "—" without a value.
 std::string rankText(const RecipeInterval& r, const std::vector<RecipeInterval>& all);

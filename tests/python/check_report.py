@@ -127,7 +127,8 @@ def main():
         check(abs(float(r.get("data-sd")) - sd) <= 1e-9 * sd, f"{label}: sd {r.get('data-sd')} vs {sd}")
         check(abs(float(r.get("data-half")) - half) <= 1e-9 * half, f"{label}: half {r.get('data-half')} vs {half}")
         check(r.get("data-n") == "3", f"{label}: n")
-        check(cells[2] == "%.4g ± %.2g" % (mean, half), f"{label}: cell {cells[2]!r}")
+        decimals = max(0, 1 - math.floor(math.log10(half)))  # half to 2 significant digits, mean alike
+        check(cells[2] == "%.*f ± %.*f" % (decimals, mean, decimals, half), f"{label}: cell {cells[2]!r}")
         better = sum(1 for o, (m, _, hw) in stats.items() if m - hw > mean + half)
         check(int(r.get("data-rank")) == better + 1, f"{label}: rank {r.get('data-rank')} vs {better + 1}")
         parts = label.split(" · ")[0].split(":")

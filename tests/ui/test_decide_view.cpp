@@ -116,7 +116,9 @@ private Q_SLOTS:
     QCOMPARE(cell(t, pr, 0), QStringLiteral("1"));
     QCOMPARE(cell(t, tc, 0), QStringLiteral("2"));
     QCOMPARE(cell(t, pr, 2), QStringLiteral("31.13 ± 0.38"));
-    QCOMPARE(cell(t, tc, 2), QStringLiteral("28.2 ± 0.5"));
+    // te_current 28.0, 28.4, 28.2: mean 28.2, sd 0.2, half 4.303 · 0.2 / √3 = 0.4969: two digits of
+    // the half-width, the mean to the same place.
+    QCOMPARE(cell(t, tc, 2), QStringLiteral("28.20 ± 0.50"));
     QCOMPARE(cell(t, tc, 4), QStringLiteral("3"));
     // Cost: 32×256 + 256×32 = 16384 element bytes; per_row 32 + 32 float32 = 256 bytes of scales →
     // 16640 / 16384 = 1.015625; te_current 2 × 4 bytes → 16392 / 16384 = 1.00048828.

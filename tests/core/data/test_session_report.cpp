@@ -166,7 +166,9 @@ private Q_SLOTS:
       QVERIFY(qAbs(r.data.value(QStringLiteral("half")).toDouble() - half) <= 1e-9 * half);
       QCOMPARE(r.data.value(QStringLiteral("n")), QStringLiteral("3"));
       QCOMPARE(r.cells[1], label);
-      QCOMPARE(r.cells[2], QString::asprintf("%.4g ± %.2g", mean, half));
+      // The half-width to two significant digits, the mean to the same decimal place.
+      const int decimals = 1 - int(std::floor(std::log10(half)));
+      QCOMPARE(r.cells[2], QString::asprintf("%.*f ± %.*f", decimals, mean, decimals, half));
       QCOMPARE(r.cells[4], QStringLiteral("3"));
       // Bytes: 16×128 + 128×16 = 4096 element bytes plus the scales (float32):
       //   te_current 2 → 4104; per_row 16 + 16 → 4224;
