@@ -568,7 +568,7 @@ void DecideView::drawGemm() {
     c.value_text = qs(intervalText(r));
     if (const auto& cost = d_.gemm_cost[i])
       c.right = QStringLiteral("%1 B/elem \u00b7 %2")
-                    .arg(QString::number(cost->bytesPerElement(), 'f', 3), qs(cost->hardware));
+                    .arg(qs(bytesPerElementText(cost->bytesPerElement(), 3)), qs(cost->hardware));
     rows << c;
   }
   const QString title =
@@ -614,7 +614,7 @@ void DecideView::drawGemm() {
     table_->setItem(row, 4, new NumberItem(r.n_values, QString::number(r.n_values)));
     if (cost) {
       table_->setItem(row, 5,
-                      new NumberItem(cost->bytesPerElement(), QString::number(cost->bytesPerElement(), 'f', 4)));
+                      new NumberItem(cost->bytesPerElement(), qs(bytesPerElementText(cost->bytesPerElement()))));
       table_->setItem(row, 6, new NumberItem(double(cost->bytes()), qs(bytesText(double(cost->bytes())))));
       table_->setItem(row, 7, new QTableWidgetItem(qs(cost->a.block + " " + cost->a.kind->scale_format)));
       table_->item(row, 7)->setToolTip(qs(cost->a.kind->layout));

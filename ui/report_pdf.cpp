@@ -89,9 +89,14 @@ bool writePdf(const ReportInput& in, const DatasetSource& read, const QString& f
   doc.setDefaultStyleSheet(
       QStringLiteral("h1 { font-size: 15pt; } h2 { font-size: 12pt; margin-top: 14pt; } h3 { font-size: 10pt; }"
                      "p.meta, p.note, p.empty { color: #555555; } th { background-color: #f0f0f0; }"
-                     "td.num { text-align: right; } tr.best td { background-color: #e3f2e6; }"
+                     "td.num { text-align: right; white-space: nowrap; } tr.best td { background-color: #e3f2e6; }"
                      "tr.baseline td { background-color: #eef3fb; } table { border-color: #cccccc; }"
                      "p.config { font-family: 'DejaVu Sans Mono'; font-size: 7pt; background-color: #f6f6f6; }"));
+  // Lines break between words only, so a column is at least as wide as its longest word (a number,
+  // a recipe id) and no word is cut in two.
+  QTextOption wrap = doc.defaultTextOption();
+  wrap.setWrapMode(QTextOption::WordWrap);
+  doc.setDefaultTextOption(wrap);
   doc.setHtml(html);
   QSaveFile f(file);
   if (!f.open(QIODevice::WriteOnly)) {

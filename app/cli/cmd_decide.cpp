@@ -193,7 +193,7 @@ int runDecide(const QStringList& args) {
     t += QStringLiteral("  ") + pad(qs(rankText(r, d.gemm)), 6) + pad(qs(r.label), 42) + rpad(qs(intervalText(r)), 18) +
          rpad(std::isfinite(r.sd) ? QString::number(r.sd, 'g', 3) : QStringLiteral("—"), 9) +
          rpad(QString::number(r.n_values), 4) +
-         rpad(c ? QString::number(c->bytesPerElement(), 'f', 4) : QStringLiteral("—"), 9) +
+         rpad(c ? qs(bytesPerElementText(c->bytesPerElement())) : QStringLiteral("—"), 9) +
          rpad(c ? qs(bytesText(double(c->bytes()))) : QStringLiteral("—"), 12) + QStringLiteral("  ") +
          (c ? qs(c->hardware) : QStringLiteral("—")) + QLatin1Char('\n');
   }

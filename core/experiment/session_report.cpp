@@ -150,8 +150,10 @@ struct Html {
   }
 };
 
+/// The short verdict ("Hopper", "Blackwell", "emulation") with the cuBLASLt modes in words as its
+/// title; the Versions and sources table has each scale layout's mode and source.
 std::string nativeCell(const std::optional<RecipeCost>& c) {
-  return c ? xmlEscape(c->native) : "—";
+  return c ? "<td title=\"" + xmlEscape(c->native) + "\">" + xmlEscape(c->hardware) + "</td>" : "<td>—</td>";
 }
 
 } // namespace
@@ -331,7 +333,9 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
       << " is better. Each recipe: the mean over its seeds ± the 95 % confidence interval of the mean "
          "(Student's t, t<sub>0.975, n−1</sub>·sd/√n). Rank = 1 + the recipes whose whole interval is better; "
          "recipes whose intervals overlap are not distinguishable and can share a rank (marked =). Cost: the "
-         "bytes a GEMM reads per element of A and B, element codes and scales in the native layout.</p>\n";
+         "bytes a GEMM reads per element of A and B, element codes and scales in the native layout; native "
+         "hardware: where the pair of scale layouts runs natively (the cuBLASLt modes under Versions and "
+         "sources).</p>\n";
     for (const auto& g : gemm_groups) {
       const RecipeInterval& first = d.gemm[g.front()];
       h << "<h3>" << xmlEscape(first.setting_label) << "</h3>\n";
@@ -356,10 +360,10 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
           << xmlEscape(intervalText(r)) << "</td><td class=\"num\">" << g4(r.sd) << "</td><td class=\"num\">"
           << std::to_string(r.n_values) << "</td>";
         if (c) {
-          h << "<td class=\"num\">" << fmt("%.4f", c->bytesPerElement()) << "</td><td class=\"num\">"
+          h << "<td class=\"num\">" << bytesPerElementText(c->bytesPerElement()) << "</td><td class=\"num\">"
             << xmlEscape(bytesText(double(c->bytes()))) << "</td><td>" << xmlEscape(c->a.block) << " "
             << xmlEscape(c->a.kind->scale_format) << " / " << xmlEscape(c->b.block) << " "
-            << xmlEscape(c->b.kind->scale_format) << "</td><td>" << nativeCell(c) << "</td>";
+            << xmlEscape(c->b.kind->scale_format) << "</td>" << nativeCell(c);
         } else {
           h << "<td>—</td><td>—</td><td>—</td><td>—</td>";
         }

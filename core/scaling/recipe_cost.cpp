@@ -267,4 +267,10 @@ std::optional<RecipeCost> recipeCost(const std::string& scaling_a, const std::st
   return c;
 }
 
+std::string bytesPerElementText(double bytes_per_element, int decimals) {
+  char t[48];
+  std::snprintf(t, sizeof t, "%.*f", decimals, bytes_per_element);
+  return t;
+}
+
 } // namespace fp8lab

@@ -80,4 +80,8 @@ std::optional<RecipeCost> recipeCost(const std::string& scaling_a, const std::st
 /// "1.03 B" / "3.25 MiB" style text of a byte count (binary prefixes).
 std::string bytesText(double bytes);
 
+/// Bytes per element with `decimals` decimals, printf's rounding ("%.4f": 1.03125 → "1.0312", the
+/// binary tie to even), so the CLI, the Decide view and the report print the same digits.
+std::string bytesPerElementText(double bytes_per_element, int decimals = 4);
+
 } // namespace fp8lab

@@ -82,6 +82,11 @@ private Q_SLOTS:
     for (const ScaleKind& k : scaleKinds()) QVERIFY2(!k.source.empty(), k.id.c_str());
     QCOMPARE(QString::fromStdString(bytesText(540672)), QStringLiteral("528 KiB"));
     QCOMPARE(QString::fromStdString(bytesText(1000)), QStringLiteral("1000 B"));
+    // 1×128 float32 scales on both operands: 1 + 4/128 = 1.03125 bytes per element, a tie
+    // at four decimals that printf rounds to even; 1.015625 is no tie.
+    QCOMPARE(bytesPerElementText(1.03125), std::string("1.0312"));
+    QCOMPARE(bytesPerElementText(1.015625), std::string("1.0156"));
+    QCOMPARE(bytesPerElementText(1.03125, 3), std::string("1.031"));
   }
 };
 
