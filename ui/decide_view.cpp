@@ -128,6 +128,7 @@ void intervalChart(QCustomPlot* plot, const QString& title, const QString& subti
     r->bottomRight->setCoords(band_hi, n - 0.4);
     r->setPen(Qt::NoPen);
     r->setBrush(band);
+    r->setLayer(QStringLiteral("background"));
   }
   if (std::isfinite(line)) {
     auto* l = new QCPItemStraightLine(plot);
@@ -137,6 +138,7 @@ void intervalChart(QCustomPlot* plot, const QString& title, const QString& subti
     l->point1->setCoords(line, 0);
     l->point2->setCoords(line, 1);
     l->setPen(QPen(line_colour, 1.5, Qt::DashLine));
+    l->setLayer(QStringLiteral("grid"));
     auto* lt = new QCPItemText(plot);
     lt->setClipAxisRect(rect);
     lt->position->setTypeX(QCPItemPosition::ptPlotCoords);
@@ -175,7 +177,11 @@ void intervalChart(QCustomPlot* plot, const QString& title, const QString& subti
     vt->position->setAxes(x, y);
     vt->position->setCoords(std::isfinite(r.hi) ? r.hi : r.mean, i);
     vt->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
-    vt->setPadding(QMargins(6, 0, 0, 0));
+    // Under the dots and bars, over the baseline and the grid: a light box keeps the value readable
+    // where it crosses the baseline.
+    vt->setPadding(QMargins(6, 0, 2, 0));
+    vt->setBrush(QColor(255, 255, 255, 200));
+    vt->setLayer(QStringLiteral("grid"));
     vt->setText(r.value_text);
     QFont f = plot->font();
     f.setPointSizeF(8);
