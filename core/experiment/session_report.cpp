@@ -152,6 +152,13 @@ struct Html {
 
 /// The short verdict ("Hopper", "Blackwell", "emulation") with the cuBLASLt modes in words as its
 /// title; the Versions and sources table has each scale layout's mode and source.
+/// The most seeds (finite values) a recipe of the group `g` has.
+int maxSeeds(const std::vector<RecipeInterval>& all, const std::vector<size_t>& g) {
+  int n = 0;
+  for (size_t i : g) n = std::max(n, all[i].n_values);
+  return n;
+}
+
 std::string nativeCell(const std::optional<RecipeCost>& c) {
   return c ? "<td title=\"" + xmlEscape(c->native) + "\">" + xmlEscape(c->hardware) + "</td>" : "<td>—</td>";
 }
@@ -273,6 +280,15 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
     if (g.size() < 2 || top.empty()) continue;
     said = true;
     const RecipeInterval& first = d.gemm[g.front()];
+    if (maxSeeds(d.gemm, g) < 2) {
+      // One value per recipe: the order is not a ranking (no interval to tell a difference from luck).
+      h << "<li><b>" << xmlEscape(first.setting_label) << "</b>, by " << xmlEscape(gm.label)
+        << ": one seed per recipe, so no ranking: the best value is " << xmlEscape(first.label) << "'s ("
+        << xmlEscape(intervalText(first)) << xmlEscape(gunit)
+        << "), but without intervals a difference cannot be told from the luck of one draw. Sweep with "
+           "\"seeds\": [1, 2, 3, 4, 5] to rank.</li>\n";
+      continue;
+    }
     std::string names;
     for (const RecipeInterval* r : top) names += (names.empty() ? "" : ", ") + r->label;
     // The cheapest of the recipes no other beats (bytes per element with scales).
@@ -297,6 +313,19 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
     if (bi < 0 || g.size() < 2) continue;
     said = true;
     const RecipeInterval& base = d.training[size_t(bi)];
+    if (maxSeeds(d.training, g) < 2) {
+      std::string deltas;
+      for (size_t i : g) {
+        const RecipeInterval& r = d.training[i];
+        if (r.baseline || r.n_values == 0) continue;
+        deltas += (deltas.empty() ? "" : ", ") + r.label + " " + fmt("%+.4g", r.mean - base.mean);
+      }
+      h << "<li><b>" << xmlEscape(base.setting_label) << "</b>, " << xmlEscape(tm.label) << ": FP32 baseline "
+        << g4(base.mean) << "; against it: " << xmlEscape(deltas)
+        << ". One seed per recipe: no intervals, so differences this small may be seed noise; repeat the runs "
+           "with other seeds to tell.</li>\n";
+      continue;
+    }
     std::string within, below;
     for (size_t i : g) {
       const RecipeInterval& r = d.training[i];

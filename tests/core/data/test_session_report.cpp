@@ -210,6 +210,11 @@ private Q_SLOTS:
       }
     }
     QCOMPARE(trows, 2);
+    // One seed each: the answer gives the difference to FP32 and says it is no ranking, never "worse
+    // beyond the intervals" (there are none).
+    QVERIFY(html.contains(QStringLiteral("FP32 baseline 0.8625; against it: ")));
+    QVERIFY(html.contains(QString::asprintf("%+.4g. One seed per recipe: no intervals", 0.85 - 0.8625)));
+    QVERIFY(!html.contains(QStringLiteral("beyond the intervals")));
 
     // Advice: the groups as stored (float32 datasets).
     int arows = 0;
