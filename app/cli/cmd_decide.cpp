@@ -90,7 +90,7 @@ int runDecide(const QStringList& args) {
       "seeds (recipes whose intervals overlap share a rank: not distinguishable), each with its cost (bytes per "
       "element with scales, the total for the GEMM's operands, where it runs natively); training runs against the "
       "FP32 baseline; the per-layer advice of `fp8lab-cli advise`; the what-if tables of imported checkpoints. "
-      "docs/gemm.md \"Ranking with uncertainty\" walks through a decision."));
+      "docs/decide.md walks through a decision."));
   p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
   const QCommandLineOption metricOpt(
       QStringLiteral("metric"), QStringLiteral("Rank by this metric (%1).").arg(metricHelp()), QStringLiteral("KEY"));

@@ -7,7 +7,8 @@ well-formed XHTML) and checks, against numbers recomputed here from the session'
 h5py: each recipe's mean, sample standard deviation and 95 % half-width (t_0.975,2 = 4.303 from the
 NIST/SEMATECH e-Handbook table), the rank by the tie rule (1 + recipes whose whole interval is
 better), the bytes of A and B with their scales for the float32-scaled recipes (worked out here from
-the layouts), and that the file needs nothing outside itself. With --pdf-ok, `report --out x.pdf`
+the layouts), and that the file needs nothing outside itself; `fp8lab-cli decide` (its --json and its
+text lines) gives the same means, half-widths and ranks. With --pdf-ok, `report --out x.pdf`
 (drawn by fp8lab-render) must give a PDF.
 
 Usage: check_report.py --cli PATH/TO/fp8lab-cli --workdir DIR [--pdf-ok]
@@ -138,6 +139,29 @@ def main():
         if ba is not None and bb is not None:
             want = 32 * 256 * 2 + ba + bb
             check(r.get("data-bytes") == str(want), f"{label}: bytes {r.get('data-bytes')} vs {want}")
+    # `fp8lab-cli decide`: the same recipes, means, intervals and ranks as JSON, and as text lines.
+    p = subprocess.run([a.cli, "decide", session, "--json"], capture_output=True, text=True)
+    check(p.returncode == 0, f"decide --json exit {p.returncode}: {p.stderr}")
+    if p.returncode == 0:
+        d = json.loads(p.stdout)
+        check(d["gemm_metric"] == "sqnr_db" and d["gemm_higher_is_better"], "decide ranks by the SQNR of D")
+        check(sorted(r["recipe"] for r in d["gemm"]) == sorted(stats), "decide: the session's recipes")
+        for r in d["gemm"]:
+            if r["recipe"] not in stats:
+                continue
+            mean, sd, half = stats[r["recipe"]]
+            check(abs(r["mean"] - mean) <= 1e-12 * abs(mean), f"decide {r['recipe']}: mean")
+            check(abs(r["half_width_95"] - half) <= 1e-9 * half, f"decide {r['recipe']}: half-width")
+            better = sum(1 for o, (m, _, hw) in stats.items() if m - hw > mean + half)
+            check(r["rank"] == better + 1, f"decide {r['recipe']}: rank {r['rank']} vs {better + 1}")
+    p = subprocess.run([a.cli, "decide", session], capture_output=True, text=True)
+    check(p.returncode == 0, f"decide exit {p.returncode}: {p.stderr}")
+    for label, (mean, sd, half) in stats.items():
+        decimals = max(0, 1 - math.floor(math.log10(half)))
+        want = "%s %s" % (label, "%.*f ± %.*f" % (decimals, mean, decimals, half))
+        line = next((l for l in p.stdout.splitlines() if label + " " in l), "")
+        check(" ".join(line.split()[2:]).startswith(want) or " ".join(line.split()[1:]).startswith(want),
+              f"decide prints {want!r}: {line!r}")
     if a.pdf_ok:
         pdf = os.path.join(a.workdir, "report.pdf")
         p = subprocess.run([a.cli, "report", session, "--out", pdf], capture_output=True, text=True)
