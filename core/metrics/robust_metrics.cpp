@@ -76,10 +76,13 @@ RobustErrors robust(const double* ref, const T* test, int64_t rows, int64_t cols
   if (sr > 0) r.sqnr_db = se > 0 ? 10.0 * std::log10(sr / se) : INFINITY;
   if (sr > 0 && st > 0) r.cosine = srt / std::sqrt(sr * st);
   if (mags.empty()) return r;
-  std::vector<double> sorted = mags;
-  r.rel_floor = rule.floor_fraction * percentile(sorted, 50.0);
+  // The magnitudes are needed only for their median: taken in place and freed before the relative
+  // errors are gathered (one float64 per element at a time).
+  const size_t measured = mags.size();
+  r.rel_floor = rule.floor_fraction * percentile(mags, 50.0);
+  std::vector<double>().swap(mags);
   std::vector<double> rel;
-  rel.reserve(mags.size());
+  rel.reserve(measured);
   for (int64_t i = 0; i < rows; ++i) {
     if (xr && (*xr)[static_cast<size_t>(i)]) continue;
     for (int64_t j = 0; j < cols; ++j) {
