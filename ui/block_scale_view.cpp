@@ -1,3 +1,4 @@
+#include "metrics/block_stats.h"
 #include "block_scale_view.h"
 
 #include "formats/format.h"
@@ -265,8 +266,7 @@ bool blockErrorMap(const RunAccess& run, char operand, BlockErrorMap::Measure me
   out->grid_rows = grid.first;
   out->grid_cols = grid.second;
   const size_t n = size_t(grid.first * grid.second);
-  std::vector<double> sig(n, 0.0), err(n, 0.0), rel(n, 0.0);
-  std::vector<char> bad(n, 0);
+  BlockErrorAccumulator acc(rows, cols, ScaleBlock{br, bc});
   // Bands of whole block rows, about 2^22 elements of each dataset at a time.
   const int64_t band = br * std::max<int64_t>(1, (int64_t(1) << 22) / std::max<int64_t>(1, br * cols));
   Block bx, bd;
@@ -274,34 +274,17 @@ bool blockErrorMap(const RunAccess& run, char operand, BlockErrorMap::Measure me
   for (int64_t r0 = 0; r0 < rows; r0 += band) {
     const int64_t nr = std::min(band, rows - r0);
     if (!run.read(x, r0, 0, nr, cols, &bx, &e) || !run.read(dq, r0, 0, nr, cols, &bd, &e)) return fail(e);
-    for (int64_t i = 0; i < nr; ++i) {
-      const int64_t g0 = ((r0 + i) / br) * grid.second;
-      for (int64_t j = 0; j < cols; ++j) {
-        const size_t g = size_t(g0 + j / bc);
-        const double xi = bx.v[size_t(i * cols + j)], di = bd.v[size_t(i * cols + j)];
-        if (!std::isfinite(xi) || !std::isfinite(di)) {
-          bad[g] = 1;
-          continue;
-        }
-        const double d = di - xi;
-        sig[g] += xi * xi;
-        err[g] += d * d;
-        if (xi != 0) rel[g] = std::max(rel[g], std::fabs(d) / std::fabs(xi));
-      }
-    }
+    acc.addRows(r0, nr, bx.v.data(), bd.v.data());
     if (progress && !progress(double(r0 + nr) / double(rows))) return fail(QObject::tr("cancelled"));
   }
   out->v.resize(n);
   bool any = false;
   for (size_t g = 0; g < n; ++g) {
-    double v;
-    if (bad[g]) {
-      v = std::nan("");
-      ++out->nan_blocks;
-    } else {
-      if (err[g] == 0) ++out->exact_blocks;
-      v = measure == BlockErrorMap::Measure::Sqnr ? 10.0 * std::log10(sig[g] / err[g]) : rel[g];
-    }
+    const double sqnr = acc.sqnrDb(g);
+    const double v = measure == BlockErrorMap::Measure::Sqnr ? sqnr : std::isnan(sqnr) ? sqnr : acc.maxRel(g);
+    if (std::isnan(v)) ++out->nan_blocks;
+    if (std::isinf(sqnr)) ++out->exact_blocks;
+    if (acc.nonFinite(g) > 0) ++out->nonfinite_blocks;
     out->v[g] = v;
     if (std::isfinite(v)) {
       out->min = any ? std::min(out->min, v) : v;
@@ -734,7 +717,10 @@ void BlockScaleView::drawErrorMap() {
            (sqnr ? tr("%n block(s) exact (SQNR \u221e, drawn at the top of the scale).", nullptr, int(m.exact_blocks))
                  : tr("%n block(s) exact.", nullptr, int(m.exact_blocks)));
   if (m.nan_blocks > 0)
-    cap += QLatin1Char(' ') + tr("%n block(s) with NaN or Inf elements (magenta).", nullptr, int(m.nan_blocks));
+    cap += QLatin1Char(' ') + tr("%n block(s) without a finite non-zero input (magenta).", nullptr, int(m.nan_blocks));
+  if (m.nonfinite_blocks > 0)
+    cap += QLatin1Char(' ') + tr("%n block(s) hold NaN or Inf elements, measured over their finite ones.", nullptr,
+                                 int(m.nonfinite_blocks));
   caption_->setText(cap);
   caption_->show();
   plot_->replot(QCustomPlot::rpQueuedReplot);

@@ -83,9 +83,12 @@ struct BlockErrorMap {
   int64_t rows = 0, cols = 0;             ///< the operand, in elements
   int64_t block_rows = 1, block_cols = 1; ///< elements per block
   int64_t grid_rows = 0, grid_cols = 0;   ///< blocks
-  std::vector<double> v;                  ///< [grid_rows, grid_cols]; NaN: the block has a NaN / Inf input
+  /// [grid_rows, grid_cols], core's BlockErrorAccumulator over the block's finite elements;
+  /// NaN: no finite non-zero input in the block.
+  std::vector<double> v;
   int64_t nan_blocks = 0, exact_blocks = 0;
-  double min = 0, max = 0; ///< over finite values (0, 0 when none)
+  int64_t nonfinite_blocks = 0; ///< blocks holding a NaN or Inf element (left out of their value)
+  double min = 0, max = 0;      ///< over finite values (0, 0 when none)
   double at(int64_t r, int64_t c) const { return v[size_t(r * grid_cols + c)]; }
 };
 

@@ -2,6 +2,10 @@
 #include "common/worker_pool.h"
 
 #include <algorithm>
+#include <string>
+#include <limits>
+#include <fstream>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -106,6 +110,63 @@ void runOnWorkers(int workers, const std::function<void(int worker)>& fn) {
   }
   if (mine) std::rethrow_exception(mine);
   if (theirs) std::rethrow_exception(theirs);
+}
+
+int resolveThreads(int threads) {
+  if (threads > 0) return threads;
+  const unsigned h = std::thread::hardware_concurrency();
+  return h > 0 ? static_cast<int>(h) : 1;
+}
+
+void parallelJobs(int64_t jobs, int threads, const ProgressFn& progress, const std::string& stage, double progress_from,
+                  double progress_to, const std::function<void(int64_t)>& fn) {
+  if (jobs <= 0) return;
+  threads = static_cast<int>(std::min<int64_t>(resolveThreads(threads), jobs));
+  std::atomic<int64_t> next{0}, done{0};
+  std::atomic<bool> stop{false};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto worker = [&](bool is_caller) {
+    for (;;) {
+      if (stop.load(std::memory_order_relaxed)) return;
+      const int64_t j = next.fetch_add(1);
+      if (j >= jobs) return;
+      try {
+        fn(j);
+        const int64_t d = done.fetch_add(1) + 1;
+        if (is_caller)
+          reportProgress(progress,
+                         progress_from +
+                             (progress_to - progress_from) * static_cast<double>(d) / static_cast<double>(jobs),
+                         stage);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        stop = true;
+        return;
+      }
+    }
+  };
+  // The process-wide pool: no threads started or joined per call.
+  runOnWorkers(threads, [&](int w) { worker(w == 0); });
+  if (error) std::rethrow_exception(error);
+}
+
+int threadsForWork(int requested, int64_t elements, int64_t jobs) {
+  const int64_t by_work = std::max<int64_t>(1, elements / (int64_t(1) << 18));
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({resolveThreads(requested), by_work, jobs})));
+}
+
+int64_t availableMemoryBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t value = 0;
+  std::string unit;
+  while (in >> key >> value >> unit)
+    if (key == "MemAvailable:") return value * 1024;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page > 0) return static_cast<int64_t>(pages) * page;
+  return std::numeric_limits<int64_t>::max();
 }
 
 } // namespace fp8lab

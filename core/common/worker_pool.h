@@ -3,7 +3,11 @@
 // each start and join their own threads.
 #pragma once
 
+#include "common/progress.h"
+
+#include <cstdint>
 #include <functional>
+#include <string>
 
 namespace fp8lab {
 
@@ -17,5 +21,26 @@ namespace fp8lab {
 /// every worker has returned; fn must therefore stop its workers itself (an atomic stop flag) when
 /// one fails, as the callers do.
 void runOnWorkers(int workers, const std::function<void(int worker)>& fn);
+
+/// The thread count of a parallel loop: `requested` when > 0, else the hardware concurrency (at
+/// least 1). The one rule every numerics loop uses for its `threads` option (0 = all cores).
+int resolveThreads(int requested);
+
+/// Threads for a loop over `elements` elements split into `jobs` independent jobs:
+/// resolveThreads(requested), at most one thread per 256 K (2^18) elements and per job, at least
+/// one — small tensors stay on the calling thread, where starting workers would cost more than
+/// the work.
+int threadsForWork(int requested, int64_t elements, int64_t jobs);
+
+/// Runs fn(job) for job in [0, jobs) on `threads` threads of the pool (the caller is one of
+/// them; 0 = resolveThreads). Reports progress from the calling thread, scaled into
+/// [progress_from, progress_to] with `stage`; a cancel (Cancelled from progress) or an exception
+/// in any job stops the others at their next job and is rethrown here.
+void parallelJobs(int64_t jobs, int threads, const ProgressFn& progress, const std::string& stage, double progress_from,
+                  double progress_to, const std::function<void(int64_t)>& fn);
+
+/// Bytes of memory available to this process (MemAvailable of /proc/meminfo; else physical
+/// memory; else the largest int64), for the size checks that refuse work which cannot fit.
+int64_t availableMemoryBytes();
 
 } // namespace fp8lab

@@ -9,7 +9,7 @@
 
 #include "formats/format.h"
 #include "gemm/error_split.h"
-#include "gemm/gemm_internal.h"
+#include "common/worker_pool.h"
 #include "io/fp8_checkpoint.h"
 #include "io/json_document.h"
 #include "io/tensor_import.h"
@@ -39,7 +39,7 @@ namespace {
 /// allocated. `limit` > 0 replaces the memory available now.
 bool fitsInMemory(int64_t m, int64_t k, int64_t n, int64_t limit, const std::string& where, Status* st) {
   const double need = gemmExperimentBytes(m, n, k);
-  const double have = double(limit > 0 ? limit : gemm_detail::availableMemoryBytes());
+  const double have = double(limit > 0 ? limit : availableMemoryBytes());
   if (need <= have) return true;
   auto gib = [](double b) {
     char t[40];

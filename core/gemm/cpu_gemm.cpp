@@ -222,46 +222,6 @@ Plan makePlan(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOpti
   return p;
 }
 
-int resolveThreads(int threads) {
-  if (threads > 0) return threads;
-  const unsigned h = std::thread::hardware_concurrency();
-  return h > 0 ? static_cast<int>(h) : 1;
-}
-
-void parallelJobs(int64_t jobs, int threads, const ProgressFn& progress, const std::string& stage, double progress_from,
-                  double progress_to, const std::function<void(int64_t)>& fn) {
-  if (jobs <= 0) return;
-  threads = static_cast<int>(std::min<int64_t>(resolveThreads(threads), jobs));
-  std::atomic<int64_t> next{0}, done{0};
-  std::atomic<bool> stop{false};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto worker = [&](bool is_caller) {
-    for (;;) {
-      if (stop.load(std::memory_order_relaxed)) return;
-      const int64_t j = next.fetch_add(1);
-      if (j >= jobs) return;
-      try {
-        fn(j);
-        const int64_t d = done.fetch_add(1) + 1;
-        if (is_caller)
-          reportProgress(progress,
-                         progress_from +
-                             (progress_to - progress_from) * static_cast<double>(d) / static_cast<double>(jobs),
-                         stage);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!error) error = std::current_exception();
-        stop = true;
-        return;
-      }
-    }
-  };
-  // The process-wide pool (common/worker_pool.h): no threads started or joined per GEMM.
-  runOnWorkers(threads, [&](int w) { worker(w == 0); });
-  if (error) std::rethrow_exception(error);
-}
-
 namespace {
 template <class T> void constScalesImpl(const Plan& plan, T* c, int threads) {
   if (!plan.has_const_scale) return;
@@ -291,18 +251,6 @@ void applyConstScales(const Plan& plan, float* c, int threads) {
 }
 void applyConstScales(const Plan& plan, double* c, int threads) {
   constScalesImpl(plan, c, threads);
-}
-
-int64_t availableMemoryBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  int64_t value = 0;
-  std::string unit;
-  while (in >> key >> value >> unit)
-    if (key == "MemAvailable:") return value * 1024;
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  if (pages > 0 && page > 0) return static_cast<int64_t>(pages) * page;
-  return std::numeric_limits<int64_t>::max();
 }
 
 } // namespace gemm_detail

@@ -2,6 +2,7 @@
 // scales), the kernels and the thread pool. Not a public API: include gemm.h instead.
 #pragma once
 
+#include "common/worker_pool.h"
 #include "gemm/gemm.h"
 
 #include <cstdint>
@@ -41,14 +42,10 @@ Plan makePlan(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOpti
 std::vector<Window> makeWindows(const QuantizedTensor& a, const QuantizedTensor& b, bool a_varies, bool b_varies,
                                 int64_t k, int64_t interval);
 
-/// Runs fn(job) for job in [0, jobs) on `threads` threads (the caller is one of them).
-/// Reports progress from the calling thread; a cancel or an exception in any job stops the
-/// others at their next job and is rethrown here.
-void parallelJobs(int64_t jobs, int threads, const ProgressFn& progress, const std::string& stage, double progress_from,
-                  double progress_to, const std::function<void(int64_t)>& fn);
-
-/// Resolved thread count (0 → hardware concurrency, at least 1).
-int resolveThreads(int threads);
+/// The thread helpers of common/worker_pool.h, by their short names inside the kernels.
+using fp8lab::availableMemoryBytes;
+using fp8lab::parallelJobs;
+using fp8lab::resolveThreads;
 
 // ---- kernels (all write C[M,N] row-major, before the constant-scale pass) ----
 
@@ -100,8 +97,5 @@ void gemmFloatAvx512Fma(const Plan& plan, const QuantizedTensor& a, const Quanti
 /// Applies the constant-along-K scales: c[m,n] = float32(ca[m]·cb[n]) · c[m,n].
 void applyConstScales(const Plan& plan, float* c, int threads);
 void applyConstScales(const Plan& plan, double* c, int threads);
-
-/// Bytes of memory available for new buffers (MemAvailable, else physical memory).
-int64_t availableMemoryBytes();
 
 } // namespace fp8lab::gemm_detail

@@ -318,4 +318,47 @@ BlockStatsSummary computeBlockStats(const float* x, const QuantizedTensor& q, Bl
   return s;
 }
 
+BlockErrorAccumulator::BlockErrorAccumulator(int64_t rows, int64_t cols, ScaleBlock block)
+    : rows_(rows), cols_(cols), block_(block) {
+  if (block.rows < 1 || block.cols < 1 || rows < 0 || cols < 0)
+    throw std::invalid_argument("block error: a " + std::to_string(block.rows) + "x" + std::to_string(block.cols) +
+                                " block over a " + std::to_string(rows) + "x" + std::to_string(cols) + " tensor");
+  grid_rows_ = (rows + block.rows - 1) / block.rows;
+  grid_cols_ = (cols + block.cols - 1) / block.cols;
+  const size_t n = static_cast<size_t>(grid_rows_ * grid_cols_);
+  sig_.assign(n, 0.0);
+  err_.assign(n, 0.0);
+  max_rel_.assign(n, 0.0);
+  nonfinite_.assign(n, 0);
+}
+
+void BlockErrorAccumulator::addRows(int64_t r0, int64_t nr, const double* x, const double* xq) {
+  if (r0 < 0 || nr < 0 || r0 + nr > rows_)
+    throw std::invalid_argument("block error: rows " + std::to_string(r0) + " + " + std::to_string(nr) +
+                                " outside a tensor of " + std::to_string(rows_));
+  for (int64_t i = 0; i < nr; ++i) {
+    const int64_t g0 = ((r0 + i) / block_.rows) * grid_cols_;
+    const double* xr = x + i * cols_;
+    const double* qr = xq + i * cols_;
+    for (int64_t j = 0; j < cols_; ++j) {
+      const size_t g = static_cast<size_t>(g0 + j / block_.cols);
+      const double v = xr[j], h = qr[j];
+      if (!std::isfinite(v) || !std::isfinite(h)) {
+        ++nonfinite_[g];
+        continue;
+      }
+      const double d = h - v;
+      sig_[g] += v * v;
+      err_[g] += d * d;
+      if (v != 0) max_rel_[g] = std::max(max_rel_[g], std::fabs(d) / std::fabs(v));
+    }
+  }
+}
+
+double BlockErrorAccumulator::sqnrDb(size_t g) const {
+  if (sig_[g] == 0) return std::numeric_limits<double>::quiet_NaN();
+  if (err_[g] == 0) return std::numeric_limits<double>::infinity();
+  return 10.0 * std::log10(sig_[g] / err_[g]);
+}
+
 } // namespace fp8lab

@@ -94,4 +94,33 @@ enum class BlockStatsDetail {
 BlockStatsSummary computeBlockStats(const float* x, const QuantizedTensor& q, BlockStatsMap& map,
                                     BlockStatsDetail detail = BlockStatsDetail::Full);
 
+/// The per-block error of a dequantized tensor x̂ against its input x, both [rows, cols]
+/// row-major, accumulated over bands of rows (a view reads the two tensors band by band from a
+/// session). Per block of `block` elements (edge blocks smaller): Σx² and Σ(x̂ − x)² in float64
+/// over the elements where x and x̂ are both finite — computeBlockStats's rule, so its sqnr_db
+/// and this one agree — the largest |x̂ − x| / |x| over those with x ≠ 0, and the count of
+/// elements left out as non-finite. Throws std::invalid_argument for a block of < 1 element or
+/// rows outside the tensor.
+class BlockErrorAccumulator {
+public:
+  BlockErrorAccumulator(int64_t rows, int64_t cols, ScaleBlock block);
+  /// Adds rows [r0, r0 + nr) of x and x̂ ([nr, cols] each).
+  void addRows(int64_t r0, int64_t nr, const double* x, const double* xq);
+  int64_t gridRows() const { return grid_rows_; }
+  int64_t gridCols() const { return grid_cols_; }
+  /// 10·log10(Σx² / Σ(x̂ − x)²) of block g (row-major in the grid), dB: +Inf when the finite
+  /// elements are exact, NaN when Σx² = 0 (an all-zero or all non-finite block).
+  double sqnrDb(size_t g) const;
+  /// max |x̂ − x| / |x| over the block's finite elements with x ≠ 0 (0 when none).
+  double maxRel(size_t g) const { return max_rel_[g]; }
+  /// Elements of block g left out because x or x̂ is NaN or ±Inf.
+  int64_t nonFinite(size_t g) const { return nonfinite_[g]; }
+
+private:
+  int64_t rows_, cols_, grid_rows_, grid_cols_;
+  ScaleBlock block_;
+  std::vector<double> sig_, err_, max_rel_;
+  std::vector<int64_t> nonfinite_;
+};
+
 } // namespace fp8lab

@@ -1,5 +1,5 @@
 #include "metrics/error_metrics.h"
-#include "gemm/gemm_internal.h"
+#include "common/worker_pool.h"
 
 #include <algorithm>
 #include <bit>
@@ -56,7 +56,7 @@ ErrorMetrics combine(const std::vector<Partial>& parts);
 template <class Fn> ErrorMetrics compareChunked(int64_t n, int threads, Fn chunk) {
   const int64_t jobs = (n + kCompareChunk - 1) / kCompareChunk;
   std::vector<Partial> parts(static_cast<size_t>(std::max<int64_t>(jobs, 0)));
-  gemm_detail::parallelJobs(jobs, threads, {}, "", 0, 0, [&](int64_t j) {
+  parallelJobs(jobs, threads, {}, "", 0, 0, [&](int64_t j) {
     Partial p;
     chunk(p, j * kCompareChunk, std::min(n, (j + 1) * kCompareChunk));
     parts[static_cast<size_t>(j)] = p;
@@ -119,7 +119,7 @@ std::vector<float> mapImpl(const double* ref, const T* test, int64_t n, ErrorMap
   std::vector<float> out(static_cast<size_t>(n));
   const int64_t chunk = 1 << 16;
   const float qnan = std::numeric_limits<float>::quiet_NaN();
-  gemm_detail::parallelJobs((n + chunk - 1) / chunk, threads, {}, "", 0, 0, [&](int64_t j) {
+  parallelJobs((n + chunk - 1) / chunk, threads, {}, "", 0, 0, [&](int64_t j) {
     const int64_t e1 = std::min(n, (j + 1) * chunk);
     for (int64_t i = j * chunk; i < e1; ++i) {
       const double r = ref[i], t = static_cast<double>(test[i]);

@@ -316,12 +316,6 @@ void quantizeBand(std::size_t nblk, const Blk& blk, const Dst& dst, const Idx& i
   }
 }
 
-int resolveThreads(int requested, int64_t elements, int64_t jobs) {
-  const int nt = requested > 0 ? requested : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int64_t by_work = std::max<int64_t>(1, elements / (int64_t(1) << 18)); // ≥ 256 K elements per thread
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({nt, by_work, jobs})));
-}
-
 /// Runs fn(job, worker) for job = 0 .. jobs−1 on nt workers (dynamic split; each job writes its own
 /// outputs, so the split never changes a result). The first exception is rethrown.
 template <typename Fn> void parallelJobs(int64_t jobs, int nt, const Fn& fn) {
@@ -468,7 +462,7 @@ std::vector<float> rhtOperand(const float* x, int64_t rows, int64_t cols, uint16
   if (n == 0) return rotated;
   if (!x) throw std::invalid_argument("rhtOperand: null input");
   const int64_t nbands = (rows + 15) / 16;
-  const int nt = resolveThreads(threads, n, std::max<int64_t>(nbands, 1));
+  const int nt = threadsForWork(threads, n, std::max<int64_t>(nbands, 1));
   const std::size_t C = static_cast<std::size_t>(cols);
   parallelJobs(nbands, nt, [&](int64_t b, int) {
     const int64_t r0 = 16 * b, r1 = std::min(rows, r0 + 16);
@@ -494,7 +488,7 @@ Nvfp4Tensor quantizeNvfp4(const float* x, int64_t rows, int64_t cols, const Nvfp
   const int64_t n = rows * cols;
   const bool rows_axis = axis == Axis::Rows;
   const int64_t nbands = (rows + 15) / 16;
-  const int nt = resolveThreads(cfg.threads, n, std::max<int64_t>(nbands, 1));
+  const int nt = threadsForWork(cfg.threads, n, std::max<int64_t>(nbands, 1));
 
   // RHT: the BF16-rounded input, transformed along the block axis, in a buffer of its own.
   std::vector<float> rotated;

@@ -514,12 +514,6 @@ void runRows(int64_t R, int64_t chunk, int nt, const Fn& fn, const ProgressFn& p
   if (cancelled) throw Cancelled();
 }
 
-int resolveThreads(int requested, int64_t R, int64_t C) {
-  int nt = requested > 0 ? requested : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int64_t by_work = std::max<int64_t>(1, (R * C) / (int64_t(1) << 18)); // ≥ 256 K elements per thread
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({nt, by_work, R})));
-}
-
 /// Quantizes x [R, C] (row-major) with blocks [br, bc] laid row-major; fills codes, scales, stats.
 /// Pass 1 (parallel over rows): per-worker partial block maxima (bit patterns + NaN flags),
 /// merged, then one scale per block. Pass 2 (parallel over rows): encode.
@@ -543,7 +537,7 @@ void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, 
   const CodeInfo ci(fmt);
   const T maxf = overflowLimit<T>(fmt); // saturation bound of the stats pass
   using U = typename Bits<T>::U;
-  const int nt = resolveThreads(cfg.threads, R, C);
+  const int nt = threadsForWork(cfg.threads, R * C, R);
   const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(C, 1));
 
   // Pass 1: block maxima.

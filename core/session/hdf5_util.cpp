@@ -1,7 +1,7 @@
 // FP8 Lab — internal HDF5 helpers (see hdf5_util.h).
 #include "session/hdf5_util.h"
 
-#include "gemm/gemm_internal.h"
+#include "common/worker_pool.h"
 
 #include <cstdio>
 #include <cstring>
@@ -264,7 +264,7 @@ ReadSize checkReadSize(hid_t ds, int64_t bytes, const std::string& shape_text, s
     std::snprintf(t, sizeof t, "%.2f GiB", double(b) / double(int64_t(1) << 30));
     return std::string(t);
   };
-  const int64_t avail = gemm_detail::availableMemoryBytes();
+  const int64_t avail = availableMemoryBytes();
   if (avail > 0 && bytes > avail) {
     *why = "shape " + shape_text + " needs " + gib(bytes) + " of memory, " + gib(avail) + " is available";
     return ReadSize::TooLargeForMemory;

@@ -11,12 +11,6 @@
 
 namespace fp8lab {
 
-int resolveThreads(int threads) {
-  if (threads > 0) return threads;
-  const unsigned hc = std::thread::hardware_concurrency();
-  return hc == 0 ? 1 : static_cast<int>(hc);
-}
-
 namespace {
 
 // Rows [r0, r1) of C. Four rows at a time share each loaded row of B; the inner loop over N is

@@ -3,6 +3,8 @@
 // split over threads by rows of the output.
 #pragma once
 
+#include "common/worker_pool.h" // resolveThreads, for the callers of these kernels
+
 #include <cstdint>
 
 namespace fp8lab {
@@ -15,8 +17,5 @@ void matmulF32(const float* a, const float* b, float* c, int64_t m, int64_t k, i
 
 /// out[N,M] = in[M,N]ᵀ (row-major float32).
 void transposeF32(const float* in, float* out, int64_t m, int64_t n);
-
-/// Hardware threads to use for `threads` ≤ 0 (std::thread::hardware_concurrency, at least 1).
-int resolveThreads(int threads);
 
 } // namespace fp8lab

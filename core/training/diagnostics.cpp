@@ -2,6 +2,7 @@
 #include "training/diagnostics.h"
 
 #include <algorithm>
+#include <limits>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -148,6 +149,18 @@ void startSeries(OperandBlockSeries& s, const QuantizedTensor& q, const BlockSta
   s.setShape(m);
 }
 
+/// Steps at which the precision policy kept an operand's site in high precision have no
+/// statistics: NaN rows (counts 0) up to `steps` keep the series indexed by step.
+void padSeries(OperandBlockSeries& s, int64_t steps) {
+  if (int64_t(s.steps.size()) >= steps) return;
+  BlockStatsSummary gap;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  gap.log2_scale_min = gap.log2_scale_max = gap.log2_scale_mean = gap.log2_scale_std = nan;
+  gap.max_dynamic_range = gap.underflow_block_share = gap.saturation_block_share = nan;
+  gap.underflow_fraction = gap.saturation_fraction = gap.sqnr_db = nan;
+  s.steps.resize(size_t(steps), gap);
+}
+
 /// Copies x [rows, cols] into a zero-padded [pr, pc].
 std::vector<float> padded(const float* x, int64_t rows, int64_t cols, int64_t pr, int64_t pc) {
   std::vector<float> p(static_cast<size_t>(pr * pc), 0.0f);
@@ -242,10 +255,12 @@ void DiagnosticsRecorder::trained(size_t op, int64_t step, const float* x, const
   // Full detail every step: the last map of a run that stops early is the step it stopped at.
   const BlockStatsSummary sum = computeBlockStats(x, q, m, BlockStatsDetail::Full);
   startSeries(s, q, m);
+  padSeries(s, step);
   s.steps.push_back(sum);
   if (!same_shape) return;
   d->last_step[op] = step;
-  if (isMapStep(step)) {
+  // A site the policy quantizes from a later step on gets its first map at that step.
+  if (isMapStep(step) || s.map_steps.empty()) {
     s.map_steps.push_back(step);
     s.maps.push_back(m);
   }
@@ -305,11 +320,11 @@ void DiagnosticsRecorder::whatIf(size_t op, int64_t step, const float* x, int64_
 }
 
 DiagnosticsResult DiagnosticsRecorder::finish(int64_t steps_done) {
-  (void)steps_done;
   size_t si = 0;
   for (size_t op = 0; op < d->ops.size(); ++op) {
     if (!d->ops[op].quantized || !d->cfg.block_stats) continue;
     OperandBlockSeries& s = d->res.block_stats[si++];
+    if (!s.steps.empty()) padSeries(s, steps_done);
     const int64_t last = d->last_step[op];
     if (last >= 0 && (s.map_steps.empty() || s.map_steps.back() != last)) {
       s.map_steps.push_back(last);

@@ -1,13 +1,14 @@
 // FP8 Lab — training the tiny transformer language model (see lm_trainer.h).
 #include "training/lm_trainer.h"
 
-#include "gemm/gemm_internal.h"
+#include "common/worker_pool.h"
 #include "training/dense.h"
 #include "training/linear_site.h"
 #include "training/probes.h"
 #include "training/random.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -87,6 +88,12 @@ void fakeQuantizeFixed(float* x, int64_t n, const Format& f, float s) {
   for (int64_t i = 0; i < n; ++i) x[i] = t[codes[size_t(i)]] / s;
 }
 
+int64_t nonZeros(const float* x, int64_t n) {
+  int64_t c = 0;
+  for (int64_t i = 0; i < n; ++i) c += x[i] != 0.0f;
+  return c;
+}
+
 float amaxOf(const float* x, int64_t n) {
   float m = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -122,7 +129,8 @@ class TransformerSiteOps : public LinearOps<float> {
 public:
   TransformerSiteOps(const SiteTable& table, SiteRunContext& ctx, std::vector<OperandScaler>& scalers,
                      const LmTrainingConfig& cfg)
-      : table_(table), ctx_(ctx), cfg_(cfg) {
+      : table_(table), ctx_(ctx), cfg_(cfg), cast_nonzero_(new std::atomic<int64_t>[table.size()]()),
+        cast_flushed_(new std::atomic<int64_t>[table.size()]()) {
     for (size_t i = 0; i < table.size(); ++i) {
       if (table[i].kind != SiteKind::Linear) {
         sites_.push_back(nullptr);
@@ -136,6 +144,20 @@ public:
     step_ = step;
     recording_ = recording;
     frozen_ = frozen;
+  }
+  /// Count, in the next forward, the softmax probabilities the P cast of FP8 attention receives
+  /// non-zero and flushes to zero (the softmax_underflow probe of blocks whose attention runs in
+  /// FP8, where the stored probabilities are the cast ones). Rows are cast concurrently, hence
+  /// the atomics.
+  void countCasts(bool on) {
+    count_casts_ = on;
+    for (size_t i = 0; i < table_.size(); ++i) cast_nonzero_[i] = cast_flushed_[i] = 0;
+  }
+  /// The share of non-zero probabilities the last counted forward's P cast of `site` flushed to
+  /// zero; NaN when the site cast nothing.
+  double castUnderflow(size_t site) const {
+    const int64_t nz = cast_nonzero_[site];
+    return nz > 0 ? double(cast_flushed_[site]) / double(nz) : std::numeric_limits<double>::quiet_NaN();
   }
   /// Measure the output gradients of every Linear site in the next backward (the probes).
   void setProbe(bool on) {
@@ -157,7 +179,14 @@ public:
   }
   void quantize(size_t site, SiteOperand operand, float* x, int64_t n) override {
     if (table_[site].kind == SiteKind::AttentionContext && operand == SiteOperand::Input) {
+      if (!count_casts_) {
+        fakeQuantizeFixed(x, n, Format::E4M3FN(), cfg_.softmax_scale);
+        return;
+      }
+      const int64_t before = nonZeros(x, n);
       fakeQuantizeFixed(x, n, Format::E4M3FN(), cfg_.softmax_scale);
+      cast_nonzero_[site] += before;
+      cast_flushed_[site] += before - nonZeros(x, n);
       return;
     }
     scaled_[SiteTable::operandIndex(site, operand)] = fakeQuantizeCurrent(x, n, Format::E4M3FN());
@@ -200,6 +229,8 @@ private:
   bool recording_ = false;
   std::vector<OperandScaler>* frozen_ = nullptr;
   std::map<size_t, float> scaled_;
+  bool count_casts_ = false;
+  std::unique_ptr<std::atomic<int64_t>[]> cast_nonzero_, cast_flushed_;
 };
 
 struct LmTrainingRun::Impl {
@@ -385,8 +416,11 @@ struct LmTrainingRun::Impl {
       const std::vector<double> sink = attentionSink(t.attn_probs[l], t.batch, cfg.model.heads, t.t);
       for (double v : sink) p.sink[b].push_back(float(v));
       const int64_t np = t.batch * cfg.model.heads * t.t * t.t;
+      const int context = table.find(b + ".attn.context");
       p.softmax_underflow[b].push_back(
-          float(softmaxCastUnderflow(t.attn_probs[l], np, Format::E4M3FN(), cfg.softmax_scale)));
+          float(context >= 0 && ops->attentionLow(size_t(context))
+                    ? ops->castUnderflow(size_t(context))
+                    : softmaxCastUnderflow(t.attn_probs[l], np, Format::E4M3FN(), cfg.softmax_scale)));
     }
     for (size_t s = 0; s < table.size(); ++s)
       if (t.site_input[s]) outliers(table[s].path, t.site_input[s], t.site_input_cols[s]);
@@ -439,7 +473,7 @@ LmTrainingRun::LmTrainingRun(LmTrainingConfig config, const TextCorpus& corpus, 
                                 std::to_string(need) + " bytes)");
   const double est = estimateLmTrainingBytes(config);
   const int64_t limit = config.forward_gemm.memory_limit_bytes;
-  const double have = double(limit > 0 ? limit : gemm_detail::availableMemoryBytes());
+  const double have = double(limit > 0 ? limit : availableMemoryBytes());
   if (est > have) {
     char t[160];
     std::snprintf(t, sizeof t, "needs about %.3g GiB, more than the %.3g GiB %s", est / 0x1p30, have / 0x1p30,
@@ -503,6 +537,7 @@ void LmTrainingRun::run(const ProgressFn& progress) {
     const bool probing = cfg.probes.every > 0 && (step % cfg.probes.every == 0 || step == cfg.steps - 1);
     step_time += std::chrono::duration<double>(clock::now() - ts).count();
     if (probing) s.referenceForward(tok, B);
+    s.ops->countCasts(probing);
     const auto tf = clock::now();
     s.model->zeroGrad();
     const double loss_sum = s.model->forward(tok.data(), tgt.data(), B, T, *s.ops);
@@ -562,7 +597,8 @@ void LmTrainingRun::run(const ProgressFn& progress) {
     for (int64_t i = 0; i < plen; ++i) prompt.push_back(s.corpus->val[size_t(i)]);
     std::vector<OperandScaler> frozen = s.scalers;
     s.ops->setStep(res.steps_done, false, &frozen);
-    const std::vector<int32_t> gen = s.model->generate(prompt, cfg.sample_bytes, cfg.sample_temperature, cfg.seed, *s.ops);
+    const std::vector<int32_t> gen =
+        s.model->generate(prompt, cfg.sample_bytes, cfg.sample_temperature, cfg.seed, *s.ops);
     std::vector<uint8_t> bytes(prompt.begin(), prompt.end());
     bytes.insert(bytes.end(), gen.begin(), gen.end());
     res.sample = printableText(bytes);

@@ -100,7 +100,8 @@ struct ProbeSeries {
   /// "embedding"): one value per probe step.
   std::map<std::string, std::vector<float>> kurtosis, max_median, massive;
   /// Per block ("blocks.0"): [steps × H] attention mass on position 0, and the share of non-zero
-  /// probabilities an E4M3FN cast with softmax_scale flushes to zero.
+  /// probabilities an E4M3FN cast with softmax_scale flushes to zero (counted in the cast itself
+  /// where the block's P cast runs in FP8).
   std::map<std::string, std::vector<float>> sink, softmax_underflow;
   /// Per Linear site: the share of the output gradient's non-zero elements that its cast flushed
   /// to zero, and ‖g‖ / ‖Q(g) − g‖ (NaN where the gradient was not quantized).

@@ -66,10 +66,15 @@ OutlierStats outlierStats(const float* x, int64_t n, int64_t d) {
 
 int64_t massiveActivations(const float* x, int64_t n, int64_t d, double abs_threshold, double ratio) {
   int64_t count = 0;
-  std::vector<double> a(static_cast<size_t>(d));
+  std::vector<double> a(static_cast<size_t>(d)), sorted;
   for (int64_t t = 0; t < n; ++t) {
-    for (int64_t j = 0; j < d; ++j) a[size_t(j)] = std::fabs(double(x[t * d + j]));
-    std::vector<double> sorted = a;
+    bool above = false; // an element above the absolute threshold: only then is the median needed
+    for (int64_t j = 0; j < d; ++j) {
+      a[size_t(j)] = std::fabs(double(x[t * d + j]));
+      above |= a[size_t(j)] > abs_threshold;
+    }
+    if (!above) continue;
+    sorted = a;
     const double med = lowerMedian(sorted);
     for (int64_t j = 0; j < d; ++j)
       if (a[size_t(j)] > abs_threshold && a[size_t(j)] >= ratio * med) ++count;
@@ -90,12 +95,18 @@ std::vector<double> attentionSink(const float* probs, int64_t batch, int64_t hea
 }
 
 double softmaxCastUnderflow(const float* probs, int64_t n, const Format& format, float scale) {
+  // Round to nearest even flushes exactly the magnitudes up to half the smallest positive value
+  // (the tie goes to the even code 0). The threshold is checked against the format's own encode
+  // on both sides; a format where that does not hold is encoded element by element.
+  const double tiny = format.decode(1), half = tiny / 2;
+  const bool by_threshold = tiny > 0 && format.decode(format.encode(half)) == 0.0 &&
+                            format.decode(format.encode(std::nextafter(half, tiny))) != 0.0;
   int64_t nonzero = 0, flushed = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (probs[i] == 0.0f) continue;
     ++nonzero;
-    const uint32_t code = format.encode(double(probs[i] * scale));
-    if (format.decode(code) == 0.0) ++flushed;
+    const double v = double(probs[i] * scale);
+    if (by_threshold ? std::fabs(v) <= half : format.decode(format.encode(v)) == 0.0) ++flushed;
   }
   return nonzero ? double(flushed) / double(nonzero) : 0.0;
 }

@@ -1,7 +1,7 @@
 // FP8 Lab — the FP8 training experiment (see trainer.h).
 #include "training/trainer.h"
 
-#include "gemm/gemm_internal.h"
+#include "common/worker_pool.h"
 #include "training/dense.h"
 #include "training/layers.h"
 #include "training/linear_site.h"
@@ -493,7 +493,7 @@ TrainingRun::TrainingRun(TrainingConfig config, const ImageDataset& train, const
   {
     const double need = estimateTrainingBytes(config, train.count);
     const int64_t limit = config.forward_gemm.memory_limit_bytes;
-    const double have = double(limit > 0 ? limit : gemm_detail::availableMemoryBytes());
+    const double have = double(limit > 0 ? limit : availableMemoryBytes());
     if (need > have) {
       auto size = [](double b) {
         char t[40];

@@ -88,15 +88,16 @@ public:
   /// Whether attention site `site` (scores or context) multiplies in low precision at this step;
   /// then `quantize` fake-quantizes its operand in place (Q, K: the scores; P rows, V: the
   /// context) and the backward passes the gradient straight through the cast.
-  virtual bool attentionLow(size_t site) { return false; }
-  virtual void quantize(size_t site, SiteOperand operand, T* x, int64_t n) {}
+  virtual bool attentionLow(size_t /*site*/) { return false; }
+  virtual void quantize(size_t /*site*/, SiteOperand /*operand*/, T* /*x*/, int64_t /*n*/) {}
   /// Receives an attention site's operand (x [n]) for the record, after any quantization: the
   /// inputs and kernels in the forward, the output gradients (as their amax) in the backward.
-  virtual void observe(size_t site, SiteOperand operand, const T* x, int64_t n) {}
-  virtual void observeAmax(size_t site, SiteOperand operand, double amax) {}
+  virtual void observe(size_t /*site*/, SiteOperand /*operand*/, const T* /*x*/, int64_t /*n*/) {}
+  virtual void observeAmax(size_t /*site*/, SiteOperand /*operand*/, double /*amax*/) {}
   /// An elementwise result x [rows, cols] of the model ("blocks.1" "ln1", "attention", ...), for
   /// the first non-finite value (GEMM outputs and operands are checked by the sites).
-  virtual void check(const std::string& where, const char* tensor, const T* x, int64_t rows, int64_t cols) {}
+  virtual void check(const std::string& /*where*/, const char* /*tensor*/, const T* /*x*/, int64_t /*rows*/,
+                     int64_t /*cols*/) {}
 };
 
 /// Plain GEMMs in T (the float64 reference of the gradient checks).

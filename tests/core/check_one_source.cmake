@@ -3,6 +3,8 @@
 # (core/common/host_device.h, core/formats/rne_encode.h, core/scaling/scale_rules.h,
 # core/scaling/delayed_update.h) that nvcc compiles for gpu/. Fails when a device twin comes back:
 # one of the deleted twin files or names, a second definition of the rule enums or of FP8LAB_HD.
+# Also one thread-count rule (resolveThreads, in common/worker_pool.cpp), and the GEMM internals
+# (gemm/gemm_internal.h) included only by core/gemm and its tests.
 if(NOT DEFINED SOURCE_DIR)
   message(FATAL_ERROR "check_one_source: -DSOURCE_DIR=... is required")
 endif()
@@ -26,12 +28,16 @@ set(twins "DeviceScaleRule" "DeviceScaleParams" "deviceScaleParams" "DeviceBlock
           "DelayedScalingParams" "makeEncodeConstants" "(^|[^A-Za-z_])EncodeConstants" "gpu::DelayedPreset"
           "gpu::AmaxAlgo")
 # Definitions that must appear in exactly one file.
-set(once "enum class ScaleRule[ {]" "enum class DelayedPreset[ {]" "enum class AmaxAlgo[ {]" "#define FP8LAB_HD")
+set(once "enum class ScaleRule[ {]" "enum class DelayedPreset[ {]" "enum class AmaxAlgo[ {]" "#define FP8LAB_HD"
+         "int resolveThreads\\([a-z ]+\\) {" "int64_t availableMemoryBytes\\(\\) {")
 foreach(d IN LISTS once)
   set(count_${d} 0)
 endforeach()
 foreach(f IN LISTS files)
   file(READ ${SOURCE_DIR}/${f} text)
+  if(text MATCHES "#include \"gemm/gemm_internal.h\"" AND NOT f MATCHES "^(core/gemm|tests)/")
+    list(APPEND problems "${f}: includes gemm/gemm_internal.h (use common/worker_pool.h or gemm/gemm.h)")
+  endif()
   foreach(t IN LISTS twins)
     if(text MATCHES "${t}")
       list(APPEND problems "${f}: a deleted device twin is back (${t})")

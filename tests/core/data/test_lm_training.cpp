@@ -150,6 +150,53 @@ private Q_SLOTS:
     QVERIFY(bad.validate().find("match no site") != std::string::npos);
   }
 
+  // Per-block statistics stay indexed by step when the policy keeps a site in high precision for
+  // a while: NaN rows for blocks.0.attn.*'s FP32 steps 0..9, values from step 10; the FFN, in FP8
+  // throughout, has a value at every step.
+  void blockStatsIndexedByStepUnderAPolicy() {
+    const TextCorpus text = periodicText();
+    LmTrainingConfig c = tiny();
+    c.steps = 20;
+    c.policy.rules.push_back(PolicyRule{"blocks.0.attn.*", {}, SitePrecision::FP32, 0, 10});
+    LmTrainingRun r(c, text);
+    r.run();
+    auto series = [&](const std::string& layer) -> const OperandBlockSeries& {
+      for (const OperandBlockSeries& s : r.result().diagnostics.block_stats)
+        if (s.layer == layer && s.operand == "input") return s;
+      throw std::runtime_error("no block statistics of " + layer);
+    };
+    const OperandBlockSeries& qkv = series("blocks.0.attn.qkv");
+    QCOMPARE(qkv.steps.size(), size_t(20));
+    for (int t = 0; t < 10; ++t) QVERIFY(std::isnan(qkv.steps[size_t(t)].sqnr_db));
+    for (int t = 10; t < 20; ++t) QVERIFY(std::isfinite(qkv.steps[size_t(t)].sqnr_db));
+    QCOMPARE(qkv.map_steps.front(), int64_t(10));
+    const OperandBlockSeries& up = series("blocks.0.ffn.up");
+    QCOMPARE(up.steps.size(), size_t(20));
+    for (const BlockStatsSummary& b : up.steps) QVERIFY(std::isfinite(b.sqnr_db));
+  }
+
+  // softmax_underflow of a block whose P cast runs in FP8 counts the cast itself (the stored
+  // probabilities are then the cast ones, with the flushed values already zero). With the scores
+  // in high precision in both runs, block 0's probabilities before the cast are the same at step
+  // 0, so the counted share equals the share computed from the high-precision run's P. Quant
+  // multiplier 1/128: E4M3FN flushes x·s below half its smallest subnormal (2^-10), i.e. every
+  // probability under 1/8 — most of them in rows of 16 keys.
+  void softmaxUnderflowCountsTheFp8Cast() {
+    const TextCorpus text = periodicText();
+    LmTrainingConfig c = tiny();
+    c.steps = 1;
+    c.probes.every = 1;
+    c.softmax_scale = 1.0f / 128.0f;
+    LmTrainingRun high(c, text);
+    high.run();
+    c.policy.rules.push_back(PolicyRule{"blocks.0.attn.context", {}, SitePrecision::Recipe, 0, -1});
+    LmTrainingRun low(c, text);
+    low.run();
+    const float expected = high.result().probes.softmax_underflow.at("blocks.0").at(0);
+    QVERIFY2(expected > 0.3f, qPrintable(QString::number(expected)));
+    QCOMPARE(low.result().probes.softmax_underflow.at("blocks.0").at(0), expected);
+  }
+
   // The session of a run: the datasets docs/session-format.md lists, named by site.
   void sessionLayout() {
     const TextCorpus text = periodicText();

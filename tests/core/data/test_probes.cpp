@@ -68,6 +68,21 @@ private Q_SLOTS:
     QCOMPARE(quantizationUnderflow(p, 4, Format::E5M2(), 1.0f), 0.0);
   }
 
+  // The share counts exactly the elements the format's own encode flushes: magnitudes at, just
+  // below and just above half of each format's smallest positive value (the tie 2^−10 for
+  // E4M3FN rounds to the even code 0), both signs, against encode + decode element by element.
+  void underflowAgreesWithTheEncoder() {
+    for (const Format* f : {&Format::E4M3FN(), &Format::E5M2(), &Format::E4M3FNUZ(), &Format::E5M2FNUZ()}) {
+      const float half = float(f->decode(1) / 2);
+      for (const float m : {half, std::nextafter(half, 0.0f), std::nextafter(half, 1.0f), 2 * half, half / 2})
+        for (const float v : {m, -m}) {
+          const double expected = f->decode(f->encode(double(v))) == 0.0 ? 1.0 : 0.0;
+          QCOMPARE(softmaxCastUnderflow(&v, 1, *f, 1.0f), expected);
+        }
+      QCOMPARE(softmaxCastUnderflow(&half, 1, *f, 1.0f), 1.0);
+    }
+  }
+
   // ‖g‖ / ‖Q(g) − g‖: g = [3, 4] (‖g‖ = 5), Q(g) = [3, 4.5] (error 0.5) → 10; exact → +Inf.
   void gradientNoiseRatioByHand() {
     const float g[] = {3, 4}, q[] = {3, 4.5f};

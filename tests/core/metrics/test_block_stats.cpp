@@ -81,6 +81,38 @@ private Q_SLOTS:
     QVERIFY(std::fabs(s.sqnr_db - 19.65943f) < 1e-4f);
   }
 
+  // The streaming accumulator the Block scales view reads bands with: the same x as
+  // handDerivedBlocks plus a second row [NaN, 1 | 0, 0], x̂ the decoded codes times the scales, fed
+  // one row at a time. Row 0's blocks give computeBlockStats's SQNR (19.65936 dB, +Inf); row 1's
+  // NaN is left out (block 0 counts one non-finite element, its SQNR unchanged by the exact 1),
+  // and block 1's zeros add nothing. Max rel: block 0 |448 − 500| / 500 = 0.104 (the flushed
+  // 2^-10 gives 1), block 1 exact.
+  void accumulatorAgreesWithBlockStats() {
+    const std::vector<float> x = {0x1p-10f, 500.0f, 2.0f, 0.25f};
+    const QuantizedTensor q = handQuantized(x, 1, 4, {1, 2}, {1.0f, 0x1p-4f});
+    BlockStatsMap m;
+    computeBlockStats(x.data(), q, m);
+    std::vector<double> xd(x.begin(), x.end()), xq(4);
+    for (size_t i = 0; i < 4; ++i) xq[i] = double(q.format->decode(q.codes[i])) * double(m.scale[i / 2]);
+    BlockErrorAccumulator acc(2, 4, ScaleBlock{2, 2});
+    acc.addRows(0, 1, xd.data(), xq.data());
+    const std::vector<double> row1 = {std::nan(""), 1.0, 0.0, 0.0};
+    acc.addRows(1, 1, row1.data(), std::vector<double>{1.0, 1.0, 0.0, 0.0}.data());
+    QCOMPARE(acc.gridRows(), int64_t{1});
+    QCOMPARE(acc.gridCols(), int64_t{2});
+    QVERIFY(std::fabs(acc.sqnrDb(0) - 10.0 * std::log10((0x1p-20 + 250000.0 + 1.0) / (0x1p-20 + 2704.0))) < 1e-9);
+    QVERIFY(std::isinf(acc.sqnrDb(1)) && acc.sqnrDb(1) > 0);
+    QCOMPARE(acc.nonFinite(0), int64_t{1});
+    QCOMPARE(acc.nonFinite(1), int64_t{0});
+    QCOMPARE(acc.maxRel(0), 1.0);
+    QCOMPARE(acc.maxRel(1), 0.0);
+    // One row alone gives the block statistics' value (float32 there, float64 here).
+    BlockErrorAccumulator one(1, 4, ScaleBlock{1, 2});
+    one.addRows(0, 1, xd.data(), xq.data());
+    QVERIFY(std::fabs(one.sqnrDb(0) - double(m.sqnr_db[0])) < 1e-4);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, one.addRows(1, 1, xd.data(), xq.data()));
+  }
+
   // A 3×3 tensor in 2×2 blocks: the grid is 2×2 and the edge blocks hold 2, 2 and 1 elements.
   // All values 1 with scale 1/448 · 448 = exact; zeros do not count as non-zero, and an all-zero
   // block has SQNR NaN, no range and min non-zero 0.
