@@ -491,6 +491,12 @@ QString ComparisonView::metric() const {
   return metric_box_->currentData().toString();
 }
 
+QStringList ComparisonView::metricKeys() {
+  QStringList l;
+  for (const auto& d : kMetrics) l << QString::fromLatin1(d.key);
+  return l;
+}
+
 void ComparisonView::drawBars() {
   if (!bar_rect_) return;
   for (int i = plot_->plottableCount() - 1; i >= 0; --i)

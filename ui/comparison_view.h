@@ -99,6 +99,8 @@ public:
   /// "saturated_pct", "underflow_pct", "seconds", "quant_sqnr_db", "accum_sqnr_db", "final_accuracy".
   void setMetric(const QString& key);
   QString metric() const;
+  /// The keys setMetric knows, in the metric box's order.
+  static QStringList metricKeys();
   /// Selects two runs (by id) for the error-map difference; false when either is unknown.
   bool selectPair(const QString& first, const QString& second);
   /// The difference grid drawn (empty when none) and the line saying what it is.

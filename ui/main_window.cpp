@@ -11,6 +11,8 @@
 #include "session_document.h"
 #include "style.h"
 #include "view.h"
+#include "decide_view.h"
+#include "run_access.h"
 #include "view_registry.h"
 #include "view_render.h"
 #include "qcp.h"
@@ -624,6 +626,12 @@ bool MainWindow::openSession(const QString& fileName) {
   }
   // ... but a run of it that met a non-finite value is worth the banner.
   offerNonfiniteJump(session_->currentRun());
+  // A session of training runs, advice or a recipe sweep over seeds opens on its answer.
+  if (!isBundledSession(fileName)) {
+    QList<std::shared_ptr<RunAccess>> runs;
+    for (const RunRecord& r : session_->runs()) runs << RunAccess::forRecord(r, session_->fileName());
+    if (view(QStringLiteral("decide")) && DecideView::opensOn(runs)) showView(QStringLiteral("decide"));
+  }
   addRecent(fileName);
   statusBar()->showMessage(tr("Opened %1 (%n run(s))", nullptr, session_->runCount()).arg(fileName), 5000);
   return true;

@@ -175,6 +175,21 @@ std::pair<int64_t, int64_t> dimsOf(const std::vector<int64_t>& s) {
 class MemoryAccess final : public RunAccess {
 public:
   explicit MemoryAccess(std::shared_ptr<const fp8lab::Run> run) : run_(std::move(run)) {}
+  std::optional<fp8lab::RunInfo> runInfo() const override {
+    fp8lab::RunInfo i;
+    i.id = run_->id;
+    i.type = run_->type;
+    i.config_json = run_->config_json;
+    i.backend = run_->backend;
+    i.device = run_->device;
+    i.created_utc = run_->created_utc;
+    i.app_version = run_->app_version;
+    i.seed = run_->seed;
+    i.attrs = run_->attrs;
+    i.metrics = run_->metrics;
+    i.group_attrs = run_->group_attrs;
+    return i;
+  }
   QString id() const override { return QString::fromStdString(run_->id); }
   QString type() const override { return QString::fromStdString(run_->type); }
   QJsonObject config() const override {
@@ -249,6 +264,7 @@ class FileAccess final : public RunAccess {
 public:
   FileAccess(std::shared_ptr<fp8lab::SessionReader> reader, const fp8lab::RunInfo* info)
       : reader_(std::move(reader)), info_(info) {}
+  std::optional<fp8lab::RunInfo> runInfo() const override { return *info_; }
   QString id() const override { return QString::fromStdString(info_->id); }
   QString type() const override { return QString::fromStdString(info_->type); }
   QJsonObject config() const override {

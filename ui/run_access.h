@@ -85,6 +85,12 @@ public:
   bool readAll(const QString& path, Block* out, QString* error) const;
   /// Rows × cols of a dataset: rank 1 → (1, n), rank 2 → (r, c); (0, 0) when absent.
   std::pair<int64_t, int64_t> dims(const QString& path) const;
+#ifdef FP8LAB_HAVE_HDF5
+  /// The run's metadata as core/session describes it (id, type, config text, seed, attributes,
+  /// metrics), for the models in core that rank runs (the Decide view, the session report);
+  /// nullopt for a run built in the GUI without a core run.
+  virtual std::optional<fp8lab::RunInfo> runInfo() const { return std::nullopt; }
+#endif
 };
 
 } // namespace fp8lab::ui

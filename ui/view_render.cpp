@@ -6,6 +6,7 @@
 #include "block_stats.h"
 #include "block_scale_view.h"
 #include "comparison_view.h"
+#include "decide_view.h"
 #include "error_heatmap_view.h"
 #include "layer_step_view.h"
 #include "qcp.h"
@@ -33,7 +34,7 @@ QStringList renderableViews() {
   return {QStringLiteral("heatmap"),      QStringLiteral("split"),     QStringLiteral("kernel_check"),
           QStringLiteral("block_scales"), QStringLiteral("amax"),      QStringLiteral("scales"),
           QStringLiteral("layers"),       QStringLiteral("block_map"), QStringLiteral("attention"),
-          QStringLiteral("compare")};
+          QStringLiteral("compare"),      QStringLiteral("decide")};
 }
 
 ExportSizeDialog::ExportSizeDialog(QSize initial, QWidget* parent) : QDialog(parent) {
@@ -218,6 +219,14 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
   }
   if (req.difference && (req.recipe.isEmpty() || (layer_stat && *layer_stat != LayerStat::SqnrDb))) {
     if (error) *error = QObject::tr("--difference needs --recipe and shows SQNR (--layer-stat sqnr_db or none)");
+    return false;
+  }
+  if (!req.metric.isEmpty() && !rankingMetric(req.metric.toStdString()) &&
+      !ComparisonView::metricKeys().contains(req.metric)) {
+    QStringList names = ComparisonView::metricKeys();
+    for (const RankingMetric& m : rankingMetrics())
+      if (!names.contains(QString::fromStdString(m.key))) names << QString::fromStdString(m.key);
+    if (error) *error = QObject::tr("unknown metric '%1' (%2)").arg(req.metric, names.join(QStringLiteral(", ")));
     return false;
   }
   QString err;
@@ -415,11 +424,54 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
     }
   }
   if (wants(QStringLiteral("compare")) && !all.isEmpty())
-    jobs << Job{QString(), QStringLiteral("compare"), [all] {
+    jobs << Job{QString(), QStringLiteral("compare"), [all, req] {
                   auto v = std::make_unique<ComparisonView>();
                   v->setRuns(all);
+                  if (!req.metric.isEmpty()) v->setMetric(req.metric);
                   return std::unique_ptr<View>(std::move(v));
                 }};
+  // The Decide view: one file per part with data and per setting (model, advice run, checkpoint)
+  // of that part; the metric given applies to its own part (GEMM or training).
+  // Asked for by name, or by default when the session has something to decide (what opens the
+  // window on this view, or a checkpoint's what-if table).
+  std::unique_ptr<DecideView> probe;
+  const bool decide_named = req.views.contains(QStringLiteral("decide"));
+  if (!all.isEmpty() && (decide_named || req.views.isEmpty())) {
+    probe = std::make_unique<DecideView>();
+    probe->setRuns(all, req.session);
+    if (!decide_named && !DecideView::opensOn(all) && !probe->hasPart(DecideView::Part::WhatIf)) probe.reset();
+  }
+  if (probe) {
+    using Part = DecideView::Part;
+    bool any = false;
+    for (Part part : {Part::Gemm, Part::Training, Part::Advice, Part::WhatIf}) {
+      if (!probe->hasPart(part)) continue;
+      any = true;
+      probe->setPart(part);
+      for (int g = 0; g < probe->groupCount(); ++g) {
+        const QString name = QStringLiteral("decide-") + DecideView::partName(part) +
+                             (g > 0 ? QStringLiteral("-%1").arg(g + 1) : QString());
+        jobs << Job{QString(), name,
+                    [all, req, part, g] {
+                      auto v = std::make_unique<DecideView>();
+                      v->setRuns(all, req.session);
+                      if (const RankingMetric* m = rankingMetric(req.metric.toStdString());
+                          m && (m->training ? part == Part::Training : part == Part::Gemm))
+                        v->setMetric(req.metric);
+                      v->setPart(part);
+                      v->setGroup(g);
+                      return std::unique_ptr<View>(std::move(v));
+                    },
+                    QStringLiteral("decide")};
+      }
+    }
+    if (!any)
+      jobs << Job{QString(), QStringLiteral("decide"), [all, req] {
+                    auto v = std::make_unique<DecideView>();
+                    v->setRuns(all, req.session);
+                    return std::unique_ptr<View>(std::move(v));
+                  }};
+  }
   if (!choice_error.isEmpty()) {
     if (error) *error = choice_error;
     return false;

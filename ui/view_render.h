@@ -42,7 +42,7 @@ struct RenderRequest {
   QString run;       ///< run id; empty: every run
   QString dir;       ///< output directory (created)
   QStringList views; ///< "heatmap", "split", "block_scales", "amax", "scales", "layers", "block_map", "attention",
-                     ///< "compare"; empty: all that apply
+                     ///< "compare", "decide"; empty: all that apply
   QStringList formats{QStringLiteral("png")}; ///< any of png, pdf, svg
   QSize size{1400, 900};
   bool csv = true; ///< also write each view's CSV
@@ -52,6 +52,10 @@ struct RenderRequest {
   /// ("fc1/input", "A"), or the attention view's layer ("blocks.1"); step: the map step (the
   /// attention snapshot) nearest it; block_stat: a blockStatKey name.
   QString layer_stat, recipe, operand, block_stat;
+  /// compare and decide: the metric of the comparison's bar chart (ComparisonView::setMetric keys)
+  /// and of the Decide view's GEMM ranking or training comparison (rankingMetrics() keys); empty:
+  /// each view's default.
+  QString metric;
   bool difference = false;
   qint64 step = -1;
 };
@@ -62,7 +66,11 @@ struct RenderedFile {
 };
 
 /// Renders the views of the chosen run(s) of a session file offscreen. Each file is named
-/// "<run>-<view>.<ext>" ("compare.<ext>" for the whole-session comparison); block_scales writes,
+/// "<run>-<view>.<ext>" ("compare.<ext>" for the whole-session comparison; "decide-<part>.<ext>"
+/// for each part of the Decide view that has data — gemm, training, advice, what_if — with
+/// "-<n>" for the n-th operand setting, model, advice run or checkpoint after the first, or
+/// "decide.<ext>" showing what to run when no part has any; without a views list only for sessions
+/// with something to decide: DecideView::opensOn, or a checkpoint's what-if); block_scales writes,
 /// per operand X with block scale codes, "<run>-block_scales-X.<ext>" (the histogram of its
 /// codes) and, when the run stores inputs/X and its dequantized values,
 /// "<run>-block_error-X.<ext>" (SQNR per block); their RenderedFile::view is "block_scales". Reads only what each

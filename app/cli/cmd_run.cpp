@@ -531,13 +531,18 @@ int runRun(const QStringList& args) {
 int runSweep(const QStringList& args) {
   QCommandLineParser p;
   p.setApplicationDescription(
-      QStringLiteral("Runs a grid of GEMM experiments: formats x scalings x distributions, one run each.\n"
+      QStringLiteral("Runs a grid of GEMM experiments: formats x scalings x distributions x seeds, one run each.\n"
                      "CONFIG.json is a GEMM config with a \"sweep\" object, e.g.\n"
                      "  {\"type\": \"gemm\", \"m\": 256, \"k\": 256, \"n\": 256, \"seed\": 1,\n"
                      "   \"sweep\": {\"formats\": [\"E4M3FN\", \"E5M2\", \"E4M3FN:E5M2\"], \"scalings\": "
                      "[\"te_current\", \"mx_rceil\"],\n"
-                     "             \"distributions\": [\"normal\", \"lognormal\"]}}\n"
-                     "(\"A:B\" gives A and B different formats). Options override the sweep lists.\n"
+                     "             \"distributions\": [\"normal\", \"lognormal\"], \"seeds\": [1, 2, 3]}}\n"
+                     "(\"A:B\" gives A and B different formats; in scalings, a recipe pair such as\n"
+                     "deepgemm_1x128:deepgemm_128x128 scales A with the first preset and B with the second).\n"
+                     "Without \"formats\" each recipe brings its own element format (NVFP4 presets E2M1, the\n"
+                     "others the config's, E4M3FN by default), so FP8, MX and NVFP4 recipes share one grid.\n"
+                     "Options override the sweep lists. With several seeds, rank the recipes with\n"
+                     "`fp8lab-cli decide FILE.h5` (mean and 95 % interval over seeds, cost per recipe).\n"
                      "--shard i/n runs the grid points g with g mod n == i (0-based), so shards can run on\n"
                      "separate machines (e.g. a Slurm array: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT);\n"
                      "join their files with `fp8lab-cli merge`."));
@@ -551,6 +556,9 @@ int runSweep(const QStringList& args) {
                                 QStringLiteral("LIST"));
   const QCommandLineOption dOpt(QStringLiteral("distributions"), QStringLiteral("Comma-separated distributions."),
                                 QStringLiteral("LIST"));
+  const QCommandLineOption seedOpt(QStringLiteral("seeds"),
+                                   QStringLiteral("Seeds: a comma-separated list and/or ranges FIRST-LAST (1-5)."),
+                                   QStringLiteral("LIST"));
   const QCommandLineOption dryOpt(QStringLiteral("dry-run"),
                                   QStringLiteral("List the grid points of this shard and exit."));
   const QCommandLineOption recomputeOpt(
@@ -558,7 +566,7 @@ int runSweep(const QStringList& args) {
       QStringLiteral("Also run grid points already in --out with the same configuration (by default they are "
                      "skipped, so a sweep run again after an interruption resumes); new copies get -2 ids."));
   const QCommandLineOption be = backendOption();
-  p.addOptions({o, shardOpt, fOpt, sOpt, dOpt, nc, th, be, js, q, dryOpt, recomputeOpt});
+  p.addOptions({o, shardOpt, fOpt, sOpt, dOpt, seedOpt, nc, th, be, js, q, dryOpt, recomputeOpt});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   if (p.positionalArguments().size() != 1) return fail(QStringLiteral("sweep needs exactly one CONFIG.json"));
@@ -591,6 +599,22 @@ int runSweep(const QStringList& args) {
   flagList(fOpt, &over.formats);
   flagList(sOpt, &over.scalings);
   flagList(dOpt, &over.distributions);
+  if (p.isSet(seedOpt)) {
+    std::vector<uint64_t> seeds;
+    static const QRegularExpression item(QStringLiteral("^(\\d+)(?:-(\\d+))?$"));
+    for (const QString& x : p.value(seedOpt).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+      const auto m = item.match(x.trimmed());
+      bool ok1 = false, ok2 = true;
+      const qulonglong first = m.captured(1).toULongLong(&ok1);
+      const qulonglong last = m.captured(2).isEmpty() ? first : m.captured(2).toULongLong(&ok2);
+      if (!m.hasMatch() || !ok1 || !ok2 || last < first || last - first >= 10000 || last > (1ull << 53))
+        return fail(QStringLiteral("--seeds: '%1' is not a seed or a range FIRST-LAST of at most 10000 seeds "
+                                   "(integers in [0, 2^53])")
+                        .arg(x.trimmed()));
+      for (qulonglong v = first; v <= last; ++v) seeds.push_back(v);
+    }
+    over.seeds = std::move(seeds);
+  }
   SweepSpec spec;
   const std::string spec_error = parseSweepSpec(c.doc.root(), over, &spec, &c.doc);
   for (const auto& n : spec.notes) err(QStringLiteral("fp8lab-cli: note: %1").arg(QString::fromStdString(n)));

@@ -4,6 +4,7 @@
 // (Qt Widgets, QCustomPlot, Svg, PrintSupport), which fp8lab-cli does not link: `fp8lab-cli render`
 // and `fp8lab-cli export FILE.h5 --run ID --png DIR` run this program with the same arguments.
 #include "cli_util.h"
+#include "report_pdf.h"
 #include "view_render.h"
 
 #include "session/hdf5_isolation.h"
@@ -13,6 +14,7 @@
 #include <QJsonArray>
 #include <QJsonObject>
 
+#include <cstdio>
 #include <exception>
 
 using namespace fp8lab::cli;
@@ -31,8 +33,9 @@ int renderCommand(const QStringList& args) {
       "<run>-block_error-A, the same for B), for training runs the amax history window (amax) and "
       "the scale evolution with the loss (scales), for runs with per-block statistics the layer x step map "
       "(layers, training runs) and the block map of the first operand (block_map), for language-model runs the "
-      "attention probabilities of a layer's heads (attention) and the probes on the layer x step map, and the "
-      "comparison of all runs (compare). Files are named "
+      "attention probabilities of a layer's heads (attention) and the probes on the layer x step map, the "
+      "comparison of all runs (compare), and the Decide view's parts: GEMM ranking, training against FP32, "
+      "per-layer advice, checkpoint what-if (decide: decide-<part>). Files are named "
       "<run>-<view>.<ext> (compare.<ext>), each with its data as <name>.csv.\n"
       "`fp8lab-cli render` and `fp8lab-cli export FILE.h5 --png DIR` run this program."));
   p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
@@ -44,7 +47,7 @@ int renderCommand(const QStringList& args) {
       QStringLiteral("views"),
       QStringLiteral(
           "Comma-separated views: heatmap, split, kernel_check, block_scales, amax, scales, layers, block_map, "
-          "attention, compare (default: all that apply)."),
+          "attention, compare, decide (default: all that apply)."),
       QStringLiteral("LIST"));
   const QCommandLineOption sizeOpt(QStringLiteral("size"), QStringLiteral("Image size in pixels (default 1400x900)."),
                                    QStringLiteral("WxH"));
@@ -86,8 +89,19 @@ int renderCommand(const QStringList& args) {
                                                        "underflow_percent, saturated, dynamic_range_bits, sqnr_db; "
                                                        "default log2_scale)."),
                                         QStringLiteral("NAME"));
+  const QCommandLineOption metricOpt(
+      QStringLiteral("metric"),
+      QStringLiteral("compare: the bar chart's metric (ranking, sqnr_db, max_rel, saturated_pct, underflow_pct, "
+                     "seconds, quant_sqnr_db, accum_sqnr_db, final_accuracy); decide and --report: the metric of the "
+                     "GEMM ranking (sqnr_db, bulk_sqnr_db, rel_err_median, rel_err_p99, cosine, ...) or of the "
+                     "training comparison (final_test_accuracy, final_val_loss, final_test_loss)."),
+      QStringLiteral("KEY"));
+  const QCommandLineOption reportOpt(QStringLiteral("report"),
+                                     QStringLiteral("Write the session report (fp8lab-cli report) to FILE.html or, "
+                                                    "through Qt's PDF writer, FILE.pdf, instead of rendering views."),
+                                     QStringLiteral("FILE"));
   p.addOptions({runOpt, pngOpt, viewsOpt, sizeOpt, fmtOpt, noCsv, csvOpt, js, untrustedOpt, versionOpt, layerStatOpt,
-                recipeOpt, diffOpt, operandOpt, stepOpt, blockStatOpt});
+                recipeOpt, diffOpt, operandOpt, stepOpt, blockStatOpt, metricOpt, reportOpt});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   if (p.isSet(versionOpt)) {
@@ -95,6 +109,15 @@ int renderCommand(const QStringList& args) {
     return 0;
   }
   if (p.positionalArguments().size() != 1) return fail(QStringLiteral("render needs one FILE.h5"));
+  if (p.isSet(reportOpt)) {
+    if (p.isSet(pngOpt)) return fail(QStringLiteral("--report and --png cannot be combined: make two calls"));
+    if (p.isSet(untrustedOpt)) fp8lab::setHdf5Untrusted(true);
+    QString err;
+    if (!fp8lab::ui::writeSessionReport(p.positionalArguments()[0], p.value(reportOpt), p.value(metricOpt), &err))
+      return fail(err);
+    std::fprintf(stderr, "report written: %s\n", p.value(reportOpt).toUtf8().constData());
+    return 0;
+  }
   if (!p.isSet(pngOpt)) return fail(QStringLiteral("--png DIR is required"));
   if (p.isSet(csvOpt))
     return fail(QStringLiteral("--csv and --png cannot be combined: export datasets and render views in two calls"));
@@ -120,6 +143,7 @@ int renderCommand(const QStringList& args) {
   req.difference = p.isSet(diffOpt);
   req.operand = p.value(operandOpt);
   req.block_stat = p.value(blockStatOpt);
+  req.metric = p.value(metricOpt);
   if (p.isSet(stepOpt)) {
     bool ok = false;
     req.step = p.value(stepOpt).toLongLong(&ok);

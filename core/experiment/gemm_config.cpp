@@ -51,7 +51,8 @@ const std::vector<std::string> kGemmKeys = {"type",
                                             "check",
                                             "sweep"};
 
-constexpr const char* kRandomKeys[] = {"distribution", "scale", "sigma", "outlier_fraction", "outlier_factor"};
+constexpr const char* kRandomKeys[] = {"distribution",     "scale",       "sigma", "outlier_fraction", "outlier_factor",
+                                       "outlier_channels", "outlier_axis"};
 
 /// A format name into `out` (its canonical spelling).
 void readFormat(const Json& o, std::string_view key, const ConfigPath& at, std::string* out, ConfigReader& r) {
@@ -64,7 +65,7 @@ void readDistribution(const Json& o, const ConfigPath& at, Distribution* d, Conf
   if (!r.ok()) return;
   const auto p = parseDistribution(s);
   if (!p)
-    r.fail(at.member("distribution"), "unknown '" + s + "' (normal, uniform, lognormal, outliers)");
+    r.fail(at.member("distribution"), "unknown '" + s + "' (normal, uniform, lognormal, outliers, channel_outliers)");
   else
     *d = *p;
 }
@@ -307,12 +308,22 @@ void parseOperand(const Json& o, const ConfigPath& at, Axis axis, OperandSource*
       r.fail(at.member(k), "belongs to a pre-quantized operand; add \"codes\" (the codes file) or leave it out");
       return;
     }
-  r.checkKeys(o, at, {"distribution", "scale", "sigma", "outlier_fraction", "outlier_factor", "tensor", "transpose"});
+  r.checkKeys(o, at,
+              {"distribution", "scale", "sigma", "outlier_fraction", "outlier_factor", "outlier_channels",
+               "outlier_axis", "tensor", "transpose"});
   readDistribution(o, at, &src->random.distribution, r);
   src->random.scale = r.number(o, "scale", at, src->random.scale);
   src->random.sigma = r.number(o, "sigma", at, src->random.sigma);
   src->random.outlier_fraction = r.number(o, "outlier_fraction", at, src->random.outlier_fraction);
   src->random.outlier_factor = r.number(o, "outlier_factor", at, src->random.outlier_factor);
+  src->random.outlier_channels =
+      r.integer(o, "outlier_channels", at, src->random.outlier_channels, 0, int64_t(1) << 20);
+  if (ConfigReader::has(o, "outlier_axis")) {
+    const std::string ax = r.string(o, "outlier_axis", at, {});
+    if (r.ok() && ax != "rows" && ax != "columns")
+      r.fail(at.member("outlier_axis"), "unknown '" + ax + "' (columns, rows)");
+    src->random.outlier_rows = ax == "rows";
+  }
   src->tensor = r.string(o, "tensor", at, src->tensor);
   src->transpose = r.boolean(o, "transpose", at, src->transpose);
   // The random-data keys describe generated operands; beside a tensor file they would be ignored.
@@ -814,6 +825,10 @@ Json gemmConfigJson(const GemmExperimentConfig& c, const std::string& name) {
       o["sigma"] = s.random.sigma;
       o["outlier_fraction"] = s.random.outlier_fraction;
       o["outlier_factor"] = s.random.outlier_factor;
+      if (s.random.distribution == Distribution::ChannelOutliers) {
+        o["outlier_channels"] = s.random.outlier_channels;
+        o["outlier_axis"] = s.random.outlier_rows ? "rows" : "columns";
+      }
     }
     return o;
   };

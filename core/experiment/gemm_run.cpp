@@ -14,6 +14,7 @@
 #include "io/json_document.h"
 #include "io/tensor_import.h"
 #include "metrics/error_metrics.h"
+#include "metrics/robust_metrics.h"
 #include "scaling/nvfp4.h"
 #include "scaling/scaling.h"
 
@@ -81,6 +82,15 @@ bool loadOperand(const OperandSource& src, int64_t rows, int64_t cols, uint64_t 
     return true;
   }
   if (src.tensor.empty()) {
+    if (src.random.distribution == Distribution::ChannelOutliers &&
+        src.random.outlier_channels > (src.random.outlier_rows ? rows : cols)) {
+      st->add(Issue::Code::InvalidArgument, std::string(name[0] == 'A' ? "a" : "b") + ".outlier_channels",
+              std::to_string(src.random.outlier_channels) + " outlier channels, but " + name + " [" +
+                  std::to_string(rows) + ", " + std::to_string(cols) + "] has " +
+                  std::to_string(src.random.outlier_rows ? rows : cols) +
+                  (src.random.outlier_rows ? " rows" : " columns"));
+      return false;
+    }
     op->rows = rows;
     op->cols = cols;
     op->f32 = randomMatrix(rows, cols, seed, src.random, stream, threads);
@@ -326,6 +336,122 @@ QuantizedTensor quantizeNvfp4Operand(const Operand& op, const Nvfp4Config& c, Ax
 ProgressFn sub(const ProgressFn& p, double from, double to) {
   if (!p) return {};
   return [=](double f, const std::string& s) { return p(from + (to - from) * std::clamp(f, 0.0, 1.0), s); };
+}
+
+/// What the robust statistics of a run read (views of the run's vectors).
+struct RobustInputs {
+  const Operand *a, *b;
+  const std::vector<double>*ra, *rb; ///< rotated operands (Hadamard presets) or empty
+  const QuantizedTensor *qa, *qb;    ///< the quantized operands
+  const std::vector<double>* ideal;  ///< the float64 reference D (epilogue applied)
+  const std::vector<float>* d;       ///< the backend's D
+  int64_t m, k, n;
+};
+
+RobustInputs robustInputs(const Operand& a, const Operand& b, const std::vector<double>& ra,
+                          const std::vector<double>& rb, const QuantizedTensor& qa, const QuantizedTensor& qb,
+                          const std::vector<double>& ideal, const std::vector<float>& d, int64_t m, int64_t k,
+                          int64_t n) {
+  return RobustInputs{&a, &b, &ra, &rb, &qa, &qb, &ideal, &d, m, k, n};
+}
+
+/// The metrics that survive outliers (metrics/robust_metrics.h, docs/gemm.md "Metrics that survive
+/// outliers"), for D and per operand, and D's SQNR with one operand quantized at a time. `no_split`:
+/// pre-quantized or rotated operands, where quantizing one operand alone is not defined (no
+/// unquantized input, or a basis change that cancels only between both operands).
+void putRobustMetrics(Run& run, const RobustInputs& in, const GemmExperimentConfig& cfg, bool no_split,
+                      const ProgressFn& progress) {
+  const RobustErrorRule rule;
+  char text[400];
+  std::snprintf(text, sizeof text,
+                "relative errors over |reference| > %g x median |reference| (finite, non-zero); outlier channel: a "
+                "row or column whose max |x| > %g x the median of the rows' (columns') max |x|; D's bulk leaves out "
+                "the rows of A's outlier rows and the columns of B's outlier columns",
+                rule.floor_fraction, rule.outlier_k);
+  run.attrs["robust_rule"] = std::string(text);
+  run.attrs["robust_floor_fraction"] = rule.floor_fraction;
+  run.attrs["robust_outlier_k"] = rule.outlier_k;
+  const int64_t m = in.m, k = in.k, n = in.n;
+  auto put = [&](const std::string& p, const char* what, const RobustErrors& e, bool full) {
+    if (full) {
+      run.setMetric(p + "cosine", e.cosine, "1",
+                    std::string("cosine similarity of ") + what + " and its reference: sum(x*y)/sqrt(sum x^2 sum y^2)");
+      run.setMetric(p + "rel_err_median", e.rel_median, "1",
+                    std::string("median |error|/|reference| of ") + what + " over |reference| > the floor");
+      run.setMetric(p + "rel_err_p99", e.rel_p99, "1",
+                    std::string("99th percentile |error|/|reference| of ") + what + " over |reference| > the floor");
+      run.setMetric(p + "rel_floor", e.rel_floor, "1",
+                    std::string("the floor of the relative errors of ") + what + ": 0.1 x median |reference|");
+      run.setMetric(p + "rel_counted", double(e.rel_counted), "count",
+                    std::string("elements of ") + what + " above the relative-error floor");
+    } else {
+      run.setMetric(p + "bulk_sqnr_db", e.sqnr_db, "dB",
+                    std::string("SQNR of ") + what + " without its outlier rows and columns (robust_rule)");
+      run.setMetric(p + "bulk_rel_err_p99", e.rel_p99, "1",
+                    std::string("99th percentile relative error of ") + what + " without its outlier rows and columns");
+    }
+  };
+  // Operands against what was quantized (the rotated operand for the Hadamard presets). The
+  // dequantized operand and a float64 copy of a float32 one live only while their operand is measured.
+  for (const auto& [op, rot, q, p, name] :
+       {std::tuple{in.a, in.ra, in.qa, "a_", "A"}, std::tuple{in.b, in.rb, in.qb, "b_", "B"}}) {
+    const std::vector<float> dq = q->dequantize();
+    std::vector<double> copy;
+    if (rot->empty() && !op->is64) copy = op->asDouble();
+    const std::vector<double>& refv = !rot->empty() ? *rot : op->is64 ? op->f64 : copy;
+    const RobustErrors full = robustErrors(refv.data(), dq.data(), op->rows, op->cols, rule);
+    put(p, name, full, true);
+    const std::vector<bool> orow = outlierChannels(refv.data(), op->rows, op->cols, true, rule);
+    const std::vector<bool> ocol = outlierChannels(refv.data(), op->rows, op->cols, false, rule);
+    const int64_t nr = countSet(orow), nc = countSet(ocol);
+    run.setMetric(std::string(p) + "outlier_rows", double(nr), "count",
+                  std::string("outlier rows of ") + name + " (robust_rule)");
+    run.setMetric(std::string(p) + "outlier_cols", double(nc), "count",
+                  std::string("outlier columns of ") + name + " (robust_rule)");
+    put(p, name, nr + nc > 0 ? robustErrors(refv.data(), dq.data(), op->rows, op->cols, rule, &orow, &ocol) : full,
+        false);
+  }
+  reportProgress(progress, 0.3, "robust metrics of D");
+  // D: whole, and without the rows of A's outlier rows and the columns of B's outlier columns.
+  const RobustErrors dfull = robustErrors(in.ideal->data(), in.d->data(), m, n, rule);
+  put("", "D", dfull, true);
+  run.setMetric("d_underflow", double(dfull.underflow), "count", "elements of D that are 0 where the reference is not");
+  // D's rows are A's rows and its columns B's columns whatever the rotation along K.
+  auto channels = [&](const Operand& op, bool along_rows) {
+    return op.is64 ? outlierChannels(op.f64.data(), op.rows, op.cols, along_rows, rule)
+                   : outlierChannels(op.f32.data(), op.rows, op.cols, along_rows, rule);
+  };
+  const std::vector<bool> drow = channels(*in.a, true);
+  const std::vector<bool> dcol = channels(*in.b, false);
+  const int64_t dr = countSet(drow), dc = countSet(dcol);
+  run.setMetric("d_outlier_rows", double(dr), "count", "rows of D left out of D's bulk: A's outlier rows");
+  run.setMetric("d_outlier_cols", double(dc), "count", "columns of D left out of D's bulk: B's outlier columns");
+  put("", "D", dr + dc > 0 ? robustErrors(in.ideal->data(), in.d->data(), m, n, rule, &drow, &dcol) : dfull, false);
+  if (no_split) return;
+  // Which operand's quantization dominates D: D with A alone quantized (dequant(A_q)·B) and with B
+  // alone (A·dequant(B_q)), both float64 with the run's epilogue, against the ideal.
+  reportProgress(progress, 0.5, "D with one operand quantized");
+  const int threads = cfg.gemm.threads;
+  auto only = [&](bool quant_a) {
+    std::vector<double> d;
+    const std::vector<float> dq = (quant_a ? in.qa : in.qb)->dequantize();
+    if (!in.a->is64 && !in.b->is64) {
+      d = quant_a ? idealGemm(dq.data(), in.b->f32.data(), m, k, n, threads)
+                  : idealGemm(in.a->f32.data(), dq.data(), m, k, n, threads);
+    } else {
+      const std::vector<double> q(dq.begin(), dq.end());
+      const std::vector<double> other = (quant_a ? in.b : in.a)->asDouble();
+      d = quant_a ? idealGemm(q.data(), other.data(), m, k, n, threads)
+                  : idealGemm(other.data(), q.data(), m, k, n, threads);
+    }
+    applyEpilogue(cfg.gemm, d.data(), m, n, threads);
+    return compareErrors(in.ideal->data(), d.data(), m * n, threads).sqnr_db;
+  };
+  run.setMetric("d_sqnr_a_only_db", only(true), "dB",
+                "SQNR of D when A alone is quantized (dequant(A_q)·B in float64): A's share of the quantization error");
+  reportProgress(progress, 0.75, "D with B alone quantized");
+  run.setMetric("d_sqnr_b_only_db", only(false), "dB",
+                "SQNR of D when B alone is quantized (A·dequant(B_q) in float64): B's share of the quantization error");
 }
 
 } // namespace
@@ -685,6 +811,8 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
         "FastAccum is a model of undocumented tensor-core accumulation" +
         (cfg.accumulation_preset.empty() ? std::string() : " (accumulation preset " + cfg.accumulation_preset + ")");
 
+  putRobustMetrics(run, robustInputs(A, B, ra, rb, qa, qb, ref, out.d, m, k, n), cfg, pre_a || pre_b || rotated,
+                   sub(progress, 0.93, 0.98));
   // Per-block statistics of A and B against what was quantized (the rotated operand for RHT).
   auto putOperandBlockStats = [&](const Operand& op, const std::vector<double>& rot, const QuantizedTensor& q,
                                   const char* name, const std::string& quantization) {

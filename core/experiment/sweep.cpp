@@ -44,8 +44,8 @@ std::string parseSweepSpec(const Json& config, const SweepAxisOverrides& overrid
   if (typeOf(config) != "gemm") return "sweep: the config must be a GEMM experiment (\"type\": \"gemm\")";
   const Json sw = config.contains("sweep") && config["sweep"].is_object() ? config["sweep"] : Json::object();
   for (auto it = sw.begin(); it != sw.end(); ++it)
-    if (it.key() != "formats" && it.key() != "scalings" && it.key() != "distributions")
-      return "sweep." + it.key() + ": unknown key (formats, scalings, distributions)";
+    if (it.key() != "formats" && it.key() != "scalings" && it.key() != "distributions" && it.key() != "seeds")
+      return "sweep." + it.key() + ": unknown key (formats, scalings, distributions, seeds)";
   SweepSpec s;
   s.base = config;
   s.base.erase("sweep");
@@ -58,9 +58,11 @@ std::string parseSweepSpec(const Json& config, const SweepAxisOverrides& overrid
   const GemmExperimentConfig& b = s.base_config;
   // An axis given but empty ("--formats ''", "formats": []) is a mistake, not the default.
   std::string list_error;
-  auto axis = [&](const std::optional<std::vector<std::string>>& over, const char* key, const std::string& dflt) {
+  auto axis = [&](const std::optional<std::vector<std::string>>& over, const char* key, const std::string& dflt,
+                  bool* given_out = nullptr) {
     std::vector<std::string> raw;
     const bool given = over.has_value() || sw.contains(key);
+    if (given_out) *given_out = given;
     if (over) {
       raw = *over;
     } else if (sw.contains(key)) {
@@ -78,14 +80,45 @@ std::string parseSweepSpec(const Json& config, const SweepAxisOverrides& overrid
     if (l.empty()) l.push_back(dflt);
     return l;
   };
-  s.formats = axis(overrides.formats, "formats", b.format_a + (b.format_b != b.format_a ? ":" + b.format_b : ""));
-  s.scalings = axis(overrides.scalings, "scalings", b.scaling);
+  s.formats = axis(overrides.formats, "formats", b.format_a + (b.format_b != b.format_a ? ":" + b.format_b : ""),
+                   &s.formats_given);
+  s.scalings = axis(overrides.scalings, "scalings", b.scaling + (b.scaling_b.empty() ? "" : ":" + b.scaling_b));
   s.distributions = axis(overrides.distributions, "distributions", toString(b.a.random.distribution));
+  // Seeds: integers (JSON numbers without a fraction), each at most once.
+  s.seeds_given = overrides.seeds.has_value() || sw.contains("seeds");
+  if (overrides.seeds) {
+    s.seeds = *overrides.seeds;
+  } else if (sw.contains("seeds")) {
+    const Json& v = sw["seeds"];
+    const Json list = v.is_array() ? v : Json::array({v});
+    for (size_t i = 0; i < list.size() && list_error.empty(); ++i) {
+      const Json& x = list[i];
+      const bool integral = x.is_number_unsigned() || (x.is_number_integer() && x.get<int64_t>() >= 0);
+      if (!integral || x.get<uint64_t>() > (uint64_t(1) << 53))
+        list_error = "sweep.seeds: entry " + std::to_string(i) + " is not an integer seed in [0, 2^53]";
+      else
+        s.seeds.push_back(x.get<uint64_t>());
+    }
+  }
+  const std::string seeds_key = overrides.seeds ? "--seeds" : "sweep.seeds";
+  if (list_error.empty() && s.seeds_given && s.seeds.empty())
+    list_error = seeds_key + ": an empty list (leave it out to use the config's own value)";
+  for (size_t i = 0; i < s.seeds.size() && list_error.empty(); ++i)
+    if (std::find(s.seeds.begin(), s.seeds.begin() + static_cast<std::ptrdiff_t>(i), s.seeds[i]) !=
+        s.seeds.begin() + static_cast<std::ptrdiff_t>(i))
+      list_error = seeds_key + ": seed " + std::to_string(s.seeds[i]) + " is listed twice";
+  if (s.seeds.empty()) s.seeds.push_back(b.seed);
   for (const std::string& f : s.formats) {
     if (!list_error.empty()) break;
     const auto ab = splitFormats(f);
     if (ab.size() > 2 || std::find(ab.begin(), ab.end(), std::string()) != ab.end())
       list_error = "formats: '" + f + "' is not FORMAT or FORMAT_A:FORMAT_B";
+  }
+  for (const std::string& sc : s.scalings) {
+    if (!list_error.empty()) break;
+    const auto ab = splitFormats(sc);
+    if (ab.size() > 2 || std::find(ab.begin(), ab.end(), std::string()) != ab.end())
+      list_error = "scalings: '" + sc + "' is not PRESET or PRESET_A:PRESET_B";
   }
   if (!list_error.empty()) {
     spec->notes = std::move(s.notes); // the base config's notes still stand
@@ -96,32 +129,63 @@ std::string parseSweepSpec(const Json& config, const SweepAxisOverrides& overrid
 }
 
 std::string expandSweep(const SweepSpec& spec, std::vector<SweepPoint>* grid) {
+  // The base config's own element formats, for recipes that take one when the grid names none: its
+  // formats as parsed, except the E2M1 an NVFP4 base scaling implies when no format key is given.
+  const Json& base = spec.base;
+  const GemmExperimentConfig& bc = spec.base_config;
+  auto baseFormat = [&](const std::string& parsed, const std::string& scaling, const char* side) {
+    const bool named = base.contains(side) || base.contains("format");
+    return !named && isNvfp4Scaling(scaling) ? GemmExperimentConfig{}.format_a : parsed;
+  };
+  const std::string base_fa = baseFormat(bc.format_a, bc.scaling, "format_a");
+  const std::string base_fb = baseFormat(bc.format_b, bc.scaling_b.empty() ? bc.scaling : bc.scaling_b, "format_b");
   std::vector<SweepPoint> g;
   int64_t index = 0;
-  for (const std::string& f : spec.formats)
-    for (const std::string& sc : spec.scalings)
-      for (const std::string& d : spec.distributions) {
-        SweepPoint pt;
-        pt.index = index++;
-        pt.format = f;
-        pt.scaling = sc;
-        pt.distribution = d;
-        const auto ab = splitFormats(f);
-        Json obj = spec.base;
-        obj.erase("format");
-        obj["format_a"] = ab[0];
-        obj["format_b"] = ab.size() > 1 ? ab[1] : ab[0];
-        obj["scaling"] = sc;
-        obj["distribution"] = d;
-        for (const char* op : {"a", "b"}) // the grid's distribution wins over per-operand ones
-          if (obj.contains(op) && obj[op].is_object()) obj[op].erase("distribution");
-        const std::string fid = ab[0] + (ab.size() > 1 && ab[1] != ab[0] ? "x" + ab[1] : std::string());
-        pt.id = "sweep-" + fid + "-" + sc + "-" + d;
-        if (const std::string e = parseGemmConfig(obj, &pt.config); !e.empty())
-          return "grid point " + std::to_string(pt.index) + " (" + pt.id + "): " + e;
-        if (std::string why; !isValidRunId(pt.id, &why)) return why;
-        g.push_back(std::move(pt));
+  for (size_t fi = 0; fi < spec.formats.size(); ++fi)
+    for (const std::string& sc : spec.scalings) {
+      const auto sab = splitFormats(sc);
+      const std::string sa = sab[0], sb = sab.size() > 1 ? sab[1] : sab[0];
+      const bool nv_a = isNvfp4Scaling(sa), nv_b = isNvfp4Scaling(sb);
+      // An NVFP4 recipe brings E2M1 whatever the formats axis says: it runs once, in the first pass.
+      if (nv_a && nv_b && fi > 0) continue;
+      std::string fa, fb;
+      if (spec.formats_given) {
+        const auto ab = splitFormats(spec.formats[fi]);
+        fa = ab[0];
+        fb = ab.size() > 1 ? ab[1] : ab[0];
+      } else {
+        fa = base_fa;
+        fb = base_fb;
       }
+      if (nv_a) fa = "E2M1";
+      if (nv_b) fb = "E2M1";
+      for (const std::string& d : spec.distributions)
+        for (const uint64_t seed : spec.seeds) {
+          SweepPoint pt;
+          pt.index = index++;
+          pt.format = fa == fb ? fa : fa + ":" + fb;
+          pt.scaling = sc;
+          pt.distribution = d;
+          pt.seed = seed;
+          Json obj = spec.base;
+          for (const char* k : {"format", "format_a", "format_b", "scaling", "scaling_b"}) obj.erase(k);
+          obj["format_a"] = fa;
+          obj["format_b"] = fb;
+          obj["scaling"] = sa;
+          if (sb != sa) obj["scaling_b"] = sb;
+          obj["distribution"] = d;
+          if (spec.seeds_given) obj["seed"] = seed;
+          for (const char* op : {"a", "b"}) // the grid's distribution wins over per-operand ones
+            if (obj.contains(op) && obj[op].is_object()) obj[op].erase("distribution");
+          const std::string fid = fa + (fb != fa ? "x" + fb : std::string());
+          const std::string sid = sa + (sb != sa ? "+" + sb : std::string());
+          pt.id = "sweep-" + fid + "-" + sid + "-" + d + (spec.seeds_given ? "-s" + std::to_string(seed) : "");
+          if (const std::string e = parseGemmConfig(obj, &pt.config); !e.empty())
+            return "grid point " + std::to_string(pt.index) + " (" + pt.id + "): " + e;
+          if (std::string why; !isValidRunId(pt.id, &why)) return why;
+          g.push_back(std::move(pt));
+        }
+    }
   *grid = std::move(g);
   return {};
 }

@@ -1,5 +1,5 @@
 // FP8 Lab — GEMM sweeps: one GEMM experiment config with a "sweep" object becomes a grid of GEMM
-// runs, formats × scalings × distributions. This file holds the whole model: the typed sweep
+// runs, formats × scalings (recipes) × distributions × seeds. This file holds the whole model: the typed sweep
 // (parseSweepSpec), the grid with its point ids (expandSweep), the shards a grid is split into for
 // separate machines (sweepShard), the points a session already holds (removeStoredPoints, so a
 // sweep started again resumes), and the runner that runs the points on one backend and hands the
@@ -9,11 +9,18 @@
 // The config:
 //   {"type": "gemm", "m": 256, ..., "sweep": {"formats": ["E4M3FN", "E5M2", "E4M3FN:E5M2"],
 //                                              "scalings": ["te_current", "mx_rceil"],
-//                                              "distributions": ["normal", "lognormal"]}}
+//                                              "distributions": ["normal", "lognormal"],
+//                                              "seeds": [1, 2, 3]}}
 // Every key outside "sweep" is the base GEMM config of every point ("name" is dropped: each point
-// has its own id). Each list may also be a single string; a list left out is the base config's own
-// value (its format_a[:format_b], scaling, distribution of A). "A:B" runs A and B in different
-// formats.
+// has its own id). Each list may also be a single string (seeds: a single integer); a list left out
+// is the base config's own value (its scaling, distribution of A, seed). "A:B" in formats runs A and
+// B in different formats; "A:B" in scalings is a recipe pair: A's preset for A, B's for B (e.g.
+// deepgemm_1x128:deepgemm_128x128, DeepSeek-V3's activations and weights).
+//
+// Element formats: without a "formats" list each recipe brings its own — NVFP4 presets E2M1, every
+// other preset the base config's format (E4M3FN when it names none) — so FP8, MX and NVFP4 recipes
+// share one grid. With a "formats" list the FP8 and MX recipes run in each format named, and an
+// NVFP4 recipe (whose elements are always E2M1) runs once, with E2M1, at the first format's place.
 #pragma once
 
 #include "experiment/gemm_run.h"
@@ -29,20 +36,26 @@
 namespace fp8lab {
 
 /// Lists that replace the sweep object's (the command line's --formats, --scalings,
-/// --distributions). An axis without a value keeps the config's list. Messages about an override
-/// name it as the command-line flag ("--formats: ...").
+/// --distributions, --seeds). An axis without a value keeps the config's list. Messages about an
+/// override name it as the command-line flag ("--formats: ...").
 struct SweepAxisOverrides {
   std::optional<std::vector<std::string>> formats, scalings, distributions;
+  std::optional<std::vector<uint64_t>> seeds;
 };
 
-/// A parsed sweep: the base config and the three axes, each non-empty, entries trimmed of ASCII
+/// A parsed sweep: the base config and the four axes, each non-empty, entries trimmed of ASCII
 /// white space.
 struct SweepSpec {
   Json base;                        ///< the config object without "sweep" and "name"
   GemmExperimentConfig base_config; ///< `base` parsed
-  std::vector<std::string> formats; ///< "E4M3FN" (A and B) or "E4M3FN:E5M2" (A:B)
-  std::vector<std::string> scalings;
+  /// "E4M3FN" (A and B) or "E4M3FN:E5M2" (A:B). Without a formats axis: one entry, the base
+  /// config's format, and `formats_given` false (each recipe brings its own format).
+  std::vector<std::string> formats;
+  bool formats_given = false;
+  std::vector<std::string> scalings; ///< "te_current" (A and B) or "deepgemm_1x128:deepgemm_128x128" (A:B)
   std::vector<std::string> distributions;
+  std::vector<uint64_t> seeds; ///< without a seeds axis: the base config's seed, `seeds_given` false
+  bool seeds_given = false;
   std::vector<std::string> notes; ///< remarks on the base config for its author (ConfigReader::notes)
 };
 
@@ -50,17 +63,22 @@ struct SweepSpec {
 /// null) gives the base config's errors a line and column. Returns "" when valid, else the message:
 ///   not a GEMM config ("type" "gemm", or no "type" and "m" or the desktop panel's older keys):
 ///       sweep: the config must be a GEMM experiment ("type": "gemm")
-///   a key in "sweep" other than formats, scalings, distributions (the first in key order):
-///       sweep.<key>: unknown key (formats, scalings, distributions)
+///   a key in "sweep" other than formats, scalings, distributions, seeds (the first in key order):
+///       sweep.<key>: unknown key (formats, scalings, distributions, seeds)
 ///   the base config invalid (parseGemmConfig's message):  config: <key path>: <what> (line L, column C)
 ///   an axis given but empty after trimming (checked formats, scalings, distributions in turn):
 ///       --formats: an empty list (leave it out to use the config's own value)   (an override)
 ///       sweep.formats: an empty list (leave it out to use the config's own value)
 ///   a format entry with more than one ':' or an empty side:
 ///       formats: 'A:B:C' is not FORMAT or FORMAT_A:FORMAT_B
+///   a scaling entry with more than one ':' or an empty side:
+///       scalings: 'A:B:C' is not PRESET or PRESET_A:PRESET_B
+///   a seeds entry that is not an integer in [0, 2^53]:
+///       sweep.seeds: entry <i> is not an integer seed in [0, 2^53]
+///   the same seed twice:   sweep.seeds: seed <s> is listed twice   (--seeds: for an override)
 /// A "sweep" value that is not an object counts as an empty object; non-string list entries are
-/// skipped. Unknown format, preset or distribution names are found by expandSweep. `spec` is set
-/// only when valid, except spec->notes, which also receives the base config's notes when the
+/// skipped (seeds: every entry must be an integer). Unknown format, preset or distribution names are found by
+/// expandSweep. `spec` is set only when valid, except spec->notes, which also receives the base config's notes when the
 /// message is about an axis.
 std::string parseSweepSpec(const Json& config, const SweepAxisOverrides& overrides, SweepSpec* spec,
                            const JsonDocument* doc = nullptr);
@@ -68,19 +86,28 @@ std::string parseSweepSpec(const Json& config, const SweepAxisOverrides& overrid
 /// One grid point.
 struct SweepPoint {
   int64_t index = 0; ///< position in the full grid (before sharding and resume)
-  /// "sweep-<format>-<scaling>-<distribution>", the format as "A" when A and B are the same, else
-  /// "AxB" (e.g. sweep-E4M3FNxE5M2-te_current-normal).
+  /// "sweep-<format>-<scaling>-<distribution>[-s<seed>]": the format as "A" when A and B are the
+  /// same, else "AxB"; the scaling as "A" or, for a recipe pair, "A+B"; the seed only when the
+  /// sweep has a seeds axis (e.g. sweep-E4M3FNxE5M2-te_current-normal,
+  /// sweep-E4M3FN-deepgemm_1x128+deepgemm_128x128-normal-s3, sweep-E2M1-nvfp4_te-normal-s3).
   std::string id;
   GemmExperimentConfig config;
-  std::string format; ///< the formats entry as given ("E4M3FN", "E4M3FN:E5M2")
-  std::string scaling, distribution;
+  /// The point's formats: the formats entry as given ("E4M3FN", "E4M3FN:E5M2"), or the formats the
+  /// recipe brought ("E2M1" for NVFP4).
+  std::string format;
+  std::string scaling; ///< the scalings entry as given ("te_current", "deepgemm_1x128:deepgemm_128x128")
+  std::string distribution;
+  uint64_t seed = 0;
 };
 
-/// The grid of `spec` in order: formats outermost, then scalings, distributions innermost, so
-/// point (f, s, d) has index (f·S + s)·D + d for S scalings and D distributions. Each point is the
-/// base config with format_a / format_b (the "format" key removed), scaling and distribution set;
-/// the point's distribution replaces a per-operand "a" / "b" distribution. Returns "" or, for the
-/// first point that is not a valid config or whose id is not a valid run id (isValidRunId),
+/// The grid of `spec` in order: formats outermost, then scalings, distributions, seeds innermost,
+/// so without NVFP4 recipes point (f, s, d, e) has index ((f·S + s)·D + d)·E + e for S scalings,
+/// D distributions and E seeds. An NVFP4 recipe under a formats axis appears only in the first
+/// format's pass (with E2M1); the indices count the points that are in the grid. Each point is the
+/// base config with format_a / format_b (the "format" key removed), scaling (and scaling_b for a
+/// pair), distribution and seed set; the point's distribution replaces a per-operand "a" / "b"
+/// distribution. Returns "" or, for the first point that is not a valid config (a pair that mixes
+/// NVFP4 with FP8, an unknown preset, ...) or whose id is not a valid run id (isValidRunId),
 ///   grid point <index> (<id>): <parseGemmConfig's message>   or isValidRunId's reason.
 std::string expandSweep(const SweepSpec& spec, std::vector<SweepPoint>* grid);
 

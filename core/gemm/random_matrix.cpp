@@ -20,6 +20,8 @@ const char* toString(Distribution d) {
     return "lognormal";
   case Distribution::Outliers:
     return "outliers";
+  case Distribution::ChannelOutliers:
+    return "channel_outliers";
   }
   return "?";
 }
@@ -31,6 +33,7 @@ std::optional<Distribution> parseDistribution(std::string_view s) {
   if (l == "uniform") return Distribution::Uniform;
   if (l == "lognormal" || l == "log-normal") return Distribution::LogNormal;
   if (l == "outliers" || l == "outlier") return Distribution::Outliers;
+  if (l == "channel_outliers" || l == "channel-outliers") return Distribution::ChannelOutliers;
   return std::nullopt;
 }
 
@@ -53,7 +56,25 @@ inline void normalPair(uint64_t base, uint64_t pair, double* z_even, double* z_o
 }
 // Extra words for signs / outlier draws live in a second stream.
 constexpr uint64_t kAuxStream = 0xA5A5A5A5ull;
+// The choice of outlier channels, in a third.
+constexpr uint64_t kChannelStream = 0x5A5A5A5Aull;
 } // namespace
+
+std::vector<int64_t> outlierChannelIndices(int64_t channels, int64_t count, uint64_t seed, uint64_t stream) {
+  if (channels < 0 || count < 0 || count > channels)
+    throw std::invalid_argument("outlier channels: " + std::to_string(count) + " of " + std::to_string(channels) +
+                                " channels (expected 0 <= count <= channels)");
+  std::vector<int64_t> idx(static_cast<size_t>(channels));
+  for (int64_t i = 0; i < channels; ++i) idx[static_cast<size_t>(i)] = i;
+  for (int64_t i = 0; i < count; ++i) {
+    const uint64_t w = randomWord(seed, stream ^ kChannelStream, static_cast<uint64_t>(i));
+    const int64_t j = i + static_cast<int64_t>(w % static_cast<uint64_t>(channels - i));
+    std::swap(idx[static_cast<size_t>(i)], idx[static_cast<size_t>(j)]);
+  }
+  idx.resize(static_cast<size_t>(count));
+  std::sort(idx.begin(), idx.end());
+  return idx;
+}
 
 std::vector<float> randomMatrix(int64_t rows, int64_t cols, uint64_t seed, const RandomMatrixOptions& o,
                                 uint64_t stream, int threads) {
@@ -61,10 +82,23 @@ std::vector<float> randomMatrix(int64_t rows, int64_t cols, uint64_t seed, const
     throw std::invalid_argument("random matrix shape must be non-negative, got " + std::to_string(rows) + "x" +
                                 std::to_string(cols));
   if (!(std::isfinite(o.scale) && o.scale >= 0) || !(std::isfinite(o.sigma) && o.sigma >= 0) ||
-      !(o.outlier_fraction >= 0 && o.outlier_fraction <= 1) || !std::isfinite(o.outlier_factor))
-    throw std::invalid_argument("random matrix parameters must be finite, scale/sigma ≥ 0, outlier fraction in [0, 1]");
+      !(o.outlier_fraction >= 0 && o.outlier_fraction <= 1) || !std::isfinite(o.outlier_factor) ||
+      o.outlier_channels < 0)
+    throw std::invalid_argument("random matrix parameters must be finite, scale/sigma ≥ 0, outlier fraction in [0, 1], "
+                                "outlier channels ≥ 0");
   const int64_t n = rows * cols;
   std::vector<float> v(static_cast<size_t>(n));
+  std::vector<char> outlier_channel;
+  if (o.distribution == Distribution::ChannelOutliers) {
+    const int64_t channels = o.outlier_rows ? rows : cols;
+    if (o.outlier_channels > channels)
+      throw std::invalid_argument("outlier_channels " + std::to_string(o.outlier_channels) + " is more than the " +
+                                  std::to_string(channels) + (o.outlier_rows ? " rows" : " columns") +
+                                  " of the matrix");
+    outlier_channel.assign(static_cast<size_t>(channels), 0);
+    for (int64_t c : outlierChannelIndices(channels, o.outlier_channels, seed, stream))
+      outlier_channel[static_cast<size_t>(c)] = 1;
+  }
   const int64_t chunk = 1 << 16; // even: a chunk holds whole pairs (the last one may end alone)
   const uint64_t base = splitmix64(seed ^ (stream * 0x9E3779B97F4A7C15ull));
   const uint64_t aux = splitmix64(seed ^ ((stream ^ kAuxStream) * 0x9E3779B97F4A7C15ull));
@@ -96,6 +130,11 @@ std::vector<float> randomMatrix(int64_t rows, int64_t cols, uint64_t seed, const
         case Distribution::Outliers: {
           x = o.scale * z[i - e];
           if (unitInterval(splitmix64(aux + ue)) < o.outlier_fraction) x *= o.outlier_factor;
+          break;
+        }
+        case Distribution::ChannelOutliers: {
+          x = o.scale * z[i - e];
+          if (outlier_channel[static_cast<size_t>(o.outlier_rows ? i / cols : i % cols)]) x *= o.outlier_factor;
           break;
         }
         }

@@ -18,10 +18,15 @@ enum class Distribution {
              ///< dynamic range (activations after a norm-free layer)
   Outliers,  ///< N(0, scale²), but each element with probability `outlier_fraction` is
              ///< multiplied by `outlier_factor` (LLM activation outlier channels, in small)
+  /// N(0, scale²), with `outlier_channels` whole columns (or rows, `outlier_rows`) multiplied by
+  /// `outlier_factor`: the outlier feature channels of LLM activations (Dettmers et al. 2022,
+  /// LLM.int8() §3.2) and the matching weight channels. The channels are drawn from the seed
+  /// (outlierChannelIndices), so each seed puts them elsewhere.
+  ChannelOutliers,
 };
 
 const char* toString(Distribution d);
-/// "normal", "uniform", "lognormal", "outliers" (case-insensitive); nullopt otherwise.
+/// "normal", "uniform", "lognormal", "outliers", "channel_outliers" (case-insensitive); nullopt otherwise.
 std::optional<Distribution> parseDistribution(std::string_view s);
 
 struct RandomMatrixOptions {
@@ -30,7 +35,9 @@ struct RandomMatrixOptions {
                                   ///< median magnitude (LogNormal)
   double sigma = 1.0;             ///< LogNormal: standard deviation of log|x|
   double outlier_fraction = 1e-3; ///< Outliers: probability per element
-  double outlier_factor = 100.0;  ///< Outliers: multiplier of an outlier
+  double outlier_factor = 100.0;  ///< Outliers, ChannelOutliers: multiplier of an outlier
+  int64_t outlier_channels = 4;   ///< ChannelOutliers: how many channels (≥ 0, at most the channel count)
+  bool outlier_rows = false;      ///< ChannelOutliers: the channels are rows (true) or columns (false)
 };
 
 /// splitmix64 (Steele, Lea, Flood 2014; the seeding generator of xoshiro): the 64-bit
@@ -50,6 +57,12 @@ uint64_t randomWord(uint64_t seed, uint64_t stream, uint64_t index);
 inline double unitInterval(uint64_t w) {
   return static_cast<double>(w >> 11) * 0x1.0p-53;
 }
+
+/// The outlier channels of ChannelOutliers for a matrix with `channels` columns (rows): `count`
+/// distinct indices in ascending order, chosen by a partial Fisher–Yates shuffle of 0 … channels−1
+/// whose step i swaps position i with i + (word i of stream (seed, stream ^ 0x5A5A5A5A) mod
+/// (channels − i)). Throws std::invalid_argument when count is negative or above `channels`.
+std::vector<int64_t> outlierChannelIndices(int64_t channels, int64_t count, uint64_t seed, uint64_t stream);
 
 /// A row-major float32 matrix [rows, cols]. Element e = i·cols + j depends only on
 /// (seed, stream, e, options): Normal uses Box-Muller on the pair (e & ~1, e | 1),

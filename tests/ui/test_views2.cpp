@@ -911,7 +911,8 @@ private Q_SLOTS:
     QStringList names;
     for (const auto& f : files) names << QFileInfo(f.file).fileName();
     for (const char* n : {"g1-heatmap.png", "g1-split.png", "g1-heatmap.csv", "t-delayed-amax.png",
-                          "t-delayed-scales.png", "g3-partial-split.png", "compare.png", "compare.csv"})
+                          "t-delayed-scales.png", "g3-partial-split.png", "compare.png", "compare.csv",
+                          "decide-gemm.png", "decide-training.png", "decide-training.csv"})
       QVERIFY2(names.contains(QLatin1String(n)), n);
     auto read = [&](const char* name) {
       QFile f(QDir(req.dir).filePath(QLatin1String(name)));

@@ -3,6 +3,7 @@
 // Expected ids and indices are worked out by hand in the comments.
 #include <QtTest>
 
+#include "experiment/gemm_config.h"
 #include "experiment/sweep.h"
 #include "io/json_document.h"
 
@@ -117,7 +118,7 @@ private Q_SLOTS:
     QCOMPARE(QString::fromStdString(specError(R"({"type": "training"})")),
              QStringLiteral("sweep: the config must be a GEMM experiment (\"type\": \"gemm\")"));
     QCOMPARE(QString::fromStdString(specError(R"({"type": "gemm", "sweep": {"formats": ["E5M2"], "format": []}})")),
-             QStringLiteral("sweep.format: unknown key (formats, scalings, distributions)"));
+             QStringLiteral("sweep.format: unknown key (formats, scalings, distributions, seeds)"));
     QCOMPARE(QString::fromStdString(specError(R"({"type": "gemm", "sweep": {"formats": []}})")),
              QStringLiteral("sweep.formats: an empty list (leave it out to use the config's own value)"));
     QCOMPARE(QString::fromStdString(specError(R"({"type": "gemm", "sweep": {"scalings": [" "]}})")),
@@ -141,6 +142,113 @@ private Q_SLOTS:
     std::vector<SweepPoint> g;
     const QString e = QString::fromStdString(expandSweep(s, &g));
     QVERIFY2(e.startsWith(QStringLiteral("grid point 1 (sweep-E4M3FN-nope-normal): scaling: 'nope'")), qPrintable(e));
+  }
+
+  // FP8, MX and NVFP4 recipes and a recipe pair in one grid, without a formats axis: each recipe
+  // brings its own element format (NVFP4: E2M1; the others: the base config's, here the default
+  // E4M3FN). Seeds are the innermost axis: recipe r, seed e has index r·2 + e.
+  void mixedRecipesBringTheirFormats() {
+    const auto g = gridOf(R"({"type": "gemm", "m": 16, "k": 64, "n": 16, "seed": 9,
+      "sweep": {"scalings": ["te_current", "mx_rceil", "nvfp4_te", "deepgemm_1x128:deepgemm_128x128"],
+                "seeds": [1, 2]}})");
+    QCOMPARE(idsOf(g),
+             (std::vector<std::string>{"sweep-E4M3FN-te_current-normal-s1", "sweep-E4M3FN-te_current-normal-s2",
+                                       "sweep-E4M3FN-mx_rceil-normal-s1", "sweep-E4M3FN-mx_rceil-normal-s2",
+                                       "sweep-E2M1-nvfp4_te-normal-s1", "sweep-E2M1-nvfp4_te-normal-s2",
+                                       "sweep-E4M3FN-deepgemm_1x128+deepgemm_128x128-normal-s1",
+                                       "sweep-E4M3FN-deepgemm_1x128+deepgemm_128x128-normal-s2"}));
+    QCOMPARE(indicesOf(g), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+    QCOMPARE(g[4].config.format_a, std::string("E2M1"));
+    QCOMPARE(g[4].config.format_b, std::string("E2M1"));
+    QCOMPARE(g[4].format, std::string("E2M1"));
+    QCOMPARE(g[2].config.format_a, std::string("E4M3FN"));
+    QCOMPARE(g[6].config.scaling, std::string("deepgemm_1x128"));
+    QCOMPARE(g[6].config.scaling_b, std::string("deepgemm_128x128"));
+    QCOMPARE(g[6].scaling, std::string("deepgemm_1x128:deepgemm_128x128"));
+    QCOMPARE(g[0].config.scaling_b, std::string());
+    for (size_t i = 0; i < g.size(); ++i) {
+      QCOMPARE(g[i].config.seed, uint64_t(i % 2 + 1));
+      QCOMPARE(g[i].seed, uint64_t(i % 2 + 1));
+    }
+    // The canonical config of a point names its seed and pair, so a stored run of another seed is
+    // a different point.
+    QCOMPARE(gemmConfigJson(g[7].config, g[7].id)["seed"].get<uint64_t>(), uint64_t(2));
+    QCOMPARE(gemmConfigJson(g[7].config, g[7].id)["scaling_b"].get<std::string>(), std::string("deepgemm_128x128"));
+  }
+
+  // With a formats axis the FP8 and MX recipes run in each format; NVFP4 (always E2M1) runs once,
+  // at the first format's place: E4M3FN te_current 0, E2M1 nvfp4_te 1, E5M2 te_current 2. A base
+  // config whose scaling is NVFP4 (format E2M1 implied, not named) gives the other recipes the
+  // default E4M3FN when the grid names no format.
+  void namedFormatsAndNvfp4() {
+    const auto g = gridOf(R"({"type": "gemm", "m": 16, "k": 64, "n": 16,
+      "sweep": {"formats": ["E4M3FN", "E5M2"], "scalings": ["te_current", "nvfp4_te"]}})");
+    QCOMPARE(idsOf(g), (std::vector<std::string>{"sweep-E4M3FN-te_current-normal", "sweep-E2M1-nvfp4_te-normal",
+                                                 "sweep-E5M2-te_current-normal"}));
+    QCOMPARE(indicesOf(g), (std::vector<int64_t>{0, 1, 2}));
+    const auto h = gridOf(R"({"type": "gemm", "m": 16, "k": 64, "n": 16, "scaling": "nvfp4_te",
+      "sweep": {"scalings": ["nvfp4_te", "te_current"]}})");
+    QCOMPARE(idsOf(h), (std::vector<std::string>{"sweep-E2M1-nvfp4_te-normal", "sweep-E4M3FN-te_current-normal"}));
+    // A format the base names stays the format of the recipes that take one.
+    const auto k = gridOf(R"({"type": "gemm", "m": 16, "k": 64, "n": 16, "format": "E5M2",
+      "sweep": {"scalings": ["te_current", "nvfp4_te"]}})");
+    QCOMPARE(idsOf(k), (std::vector<std::string>{"sweep-E5M2-te_current-normal", "sweep-E2M1-nvfp4_te-normal"}));
+    // Without a scalings axis a base pair is the grid's one recipe.
+    const auto p = gridOf(R"({"type": "gemm", "m": 16, "k": 128, "n": 16, "scaling": "deepgemm_1x128",
+      "scaling_b": "deepgemm_128x128", "sweep": {"seeds": 4}})");
+    QCOMPARE(idsOf(p), (std::vector<std::string>{"sweep-E4M3FN-deepgemm_1x128+deepgemm_128x128-normal-s4"}));
+  }
+
+  // Seeds and recipe pairs: the errors the command prints, and a pair no GEMM can run (NVFP4 with
+  // FP8) named at its grid point.
+  void seedAndPairErrors() {
+    QCOMPARE(QString::fromStdString(specError(R"({"type": "gemm", "sweep": {"seeds": [1, 2.5]}})")),
+             QStringLiteral("sweep.seeds: entry 1 is not an integer seed in [0, 2^53]"));
+    QCOMPARE(QString::fromStdString(specError(R"({"type": "gemm", "sweep": {"seeds": [-1]}})")),
+             QStringLiteral("sweep.seeds: entry 0 is not an integer seed in [0, 2^53]"));
+    QCOMPARE(QString::fromStdString(specError(R"({"type": "gemm", "sweep": {"seeds": ["1"]}})")),
+             QStringLiteral("sweep.seeds: entry 0 is not an integer seed in [0, 2^53]"));
+    QCOMPARE(QString::fromStdString(specError(R"({"type": "gemm", "sweep": {"seeds": [3, 4, 3]}})")),
+             QStringLiteral("sweep.seeds: seed 3 is listed twice"));
+    QCOMPARE(QString::fromStdString(specError(R"({"type": "gemm", "sweep": {"seeds": []}})")),
+             QStringLiteral("sweep.seeds: an empty list (leave it out to use the config's own value)"));
+    SweepAxisOverrides over;
+    over.seeds = std::vector<uint64_t>{};
+    QCOMPARE(QString::fromStdString(specError(R"({"type": "gemm"})", over)),
+             QStringLiteral("--seeds: an empty list (leave it out to use the config's own value)"));
+    QCOMPARE(QString::fromStdString(specError(R"({"type": "gemm", "sweep": {"scalings": ["a:b:c"]}})")),
+             QStringLiteral("scalings: 'a:b:c' is not PRESET or PRESET_A:PRESET_B"));
+    QCOMPARE(QString::fromStdString(specError(R"({"type": "gemm", "sweep": {"scalings": [":te_current"]}})")),
+             QStringLiteral("scalings: ':te_current' is not PRESET or PRESET_A:PRESET_B"));
+    SweepSpec s;
+    QCOMPARE(specError(R"({"type": "gemm", "m": 16, "k": 64, "n": 16,
+                         "sweep": {"scalings": ["te_current", "nvfp4_te:deepgemm_128x128"]}})",
+                       {}, &s),
+             std::string());
+    std::vector<SweepPoint> g;
+    const QString e = QString::fromStdString(expandSweep(s, &g));
+    QVERIFY2(e.startsWith(QStringLiteral("grid point 1 (sweep-E2M1xE4M3FN-nvfp4_te+deepgemm_128x128-normal): "
+                                         "scaling_b: A is NVFP4")),
+             qPrintable(e));
+  }
+
+  // Shards and resume work on the seeds axis like on any other: 3 recipes × 2 seeds, shard 1/4 is
+  // indices {1, 5}; a stored run of point s2 with its configuration is skipped, a stored run with
+  // the same id but seed 1 is not.
+  void seedsShardAndResume() {
+    auto g = gridOf(R"({"type": "gemm", "m": 16, "k": 64, "n": 16,
+      "sweep": {"scalings": ["te_current", "mx_rceil", "nvfp4_te"], "seeds": [1, 2]}})");
+    QCOMPARE(indicesOf(sweepShard(g, 1, 4)), (std::vector<int64_t>{1, 5}));
+    QCOMPARE(idsOf(sweepShard(g, 1, 4)),
+             (std::vector<std::string>{"sweep-E4M3FN-te_current-normal-s2", "sweep-E2M1-nvfp4_te-normal-s2"}));
+    const SweepPoint& nv2 = g[5];
+    const std::vector<RunInfo> stored{
+        storedGemm(nv2.id, gemmConfigJson(nv2.config, nv2.id).dump()),
+        storedGemm("sweep-E4M3FN-mx_rceil-normal-s2",
+                   R"({"name": "sweep-E4M3FN-mx_rceil-normal-s2", "seed": 1, "m": 16, "k": 64, "n": 16,
+                       "scaling": "mx_rceil", "type": "gemm"})")};
+    QCOMPARE(removeStoredPoints(&g, stored), (std::vector<std::string>{"sweep-E2M1-nvfp4_te-normal-s2"}));
+    QCOMPARE(g.size(), size_t(5));
   }
 
   // A stored run with the point's configuration, written by hand in another key order and without

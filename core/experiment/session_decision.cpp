@@ -1,0 +1,182 @@
+// FP8 Lab — what a session says about the choice of a recipe (session_decision.h).
+#include "experiment/session_decision.h"
+
+#include "io/json_document.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+namespace fp8lab {
+
+int SessionDecision::baselineOf(size_t i) const {
+  if (i >= training.size()) return -1;
+  for (size_t j = 0; j < training.size(); ++j)
+    if (training[j].setting == training[i].setting && training[j].baseline) return int(j);
+  return -1;
+}
+
+int SessionDecision::rankedSettings() const {
+  std::map<std::string, int> n;
+  for (const RecipeInterval& r : gemm)
+    if (r.n_values > 0) ++n[r.setting];
+  int s = 0;
+  for (const auto& [k, v] : n) s += v >= 2;
+  return s;
+}
+
+std::string hintGemmRanking() {
+  return "No GEMM recipes to rank: sweep recipes over several seeds on the same operands, e.g. "
+         "`fp8lab-cli sweep resources/experiments/outlier-decision.json --out decision.h5` (FP8, MX and NVFP4 "
+         "recipes and two A:B pairs x 5 seeds), then open decision.h5.";
+}
+std::string hintTraining() {
+  return "No training runs: `fp8lab-cli run resources/experiments/default.json --out default-session.h5` trains "
+         "the MLP with FP8, MXFP8 and NVFP4 recipes beside an FP32 baseline (about 2 minutes on 2 cores).";
+}
+std::string hintAdvice() {
+  return "No per-layer advice: `fp8lab-cli advise resources/experiments/default.json --run nvfp4 --steps 150 "
+         "--seeds 3 --out advice.h5 --write-config advised.json` measures which layers to keep in high precision "
+         "and writes the policy as a config (docs/training.md \"Per-layer advice\").";
+}
+std::string hintWhatIf() {
+  return "No checkpoint what-if: `fp8lab-cli checkpoint import model.safetensors --out s.h5 --what-if "
+         "te_current,te_block_1x128,mx_rceil,nvfp4_te` re-quantizes each FP8 weight with other recipes "
+         "(docs/checkpoints.md).";
+}
+
+std::string intervalText(const RecipeInterval& r, int digits) {
+  if (r.n_values == 0) return "—";
+  char t[64];
+  if (r.n_values == 1 || !std::isfinite(r.half)) {
+    std::snprintf(t, sizeof t, "%.*g", digits, r.mean);
+  } else if (r.half == 0) {
+    std::snprintf(t, sizeof t, "%.*g ± 0", digits, r.mean);
+  } else {
+    // The half-width to two significant digits and the mean to the same decimal place.
+    const int decimals = std::clamp(1 - int(std::floor(std::log10(r.half))), 0, 12);
+    std::snprintf(t, sizeof t, "%.*f ± %.*f", decimals, r.mean, decimals, r.half);
+  }
+  return t;
+}
+
+std::string rankText(const RecipeInterval& r, const std::vector<RecipeInterval>& all) {
+  if (r.rank == 0) return "—";
+  int same = 0;
+  for (const RecipeInterval& o : all)
+    if (o.setting == r.setting && o.rank == r.rank) ++same;
+  return std::to_string(r.rank) + (same > 1 ? " =" : "");
+}
+
+namespace {
+
+std::optional<float> firstValue(const DatasetSource& read, const std::string& run, const std::string& path) {
+  if (!read) return std::nullopt;
+  const auto d = read(run, path);
+  if (!d || d->elementCount() < 1) return std::nullopt;
+  return float(d->valueAt(0));
+}
+
+AdviceTable adviceTable(const RunInfo& ri, const DatasetSource& read) {
+  AdviceTable t;
+  t.run_id = ri.id;
+  t.advised_run = attrString(ri.attrs, "advised_run").value_or("");
+  t.loss_name = attrString(ri.attrs, "loss_name").value_or("loss");
+  t.policy = attrString(ri.attrs, "policy").value_or("");
+  t.config = ri.config_json;
+  t.steps = attrInt(ri.attrs, "steps").value_or(0);
+  t.seeds = attrInt(ri.attrs, "seeds").value_or(1);
+  if (const auto it = ri.metrics.find("high_loss"); it != ri.metrics.end()) t.high_loss = it->second.value;
+  if (const auto it = ri.metrics.find("full_loss"); it != ri.metrics.end()) t.full_loss = it->second.value;
+  std::vector<std::string> names;
+  std::stringstream ss(attrString(ri.attrs, "groups").value_or(""));
+  for (std::string g; std::getline(ss, g, ',');)
+    if (!g.empty()) names.push_back(g);
+  std::map<std::string, std::optional<Dataset>> ds;
+  for (const char* p : {"advice/delta", "advice/spread", "advice/share", "advice/sqnr_db", "advice/keep_high"})
+    ds[p] = read ? read(ri.id, p) : std::nullopt;
+  for (size_t i = 0; i < names.size(); ++i) {
+    AdviceGroupRow row;
+    row.group = names[i];
+    auto at = [&](const char* p) {
+      const auto& d = ds[p];
+      return d && int64_t(i) < d->elementCount() ? d->valueAt(int64_t(i)) : NAN;
+    };
+    row.delta = at("advice/delta");
+    row.spread = at("advice/spread");
+    row.share = at("advice/share");
+    row.sqnr_db = at("advice/sqnr_db");
+    row.keep_high = at("advice/keep_high") == 1.0;
+    t.groups.push_back(row);
+  }
+  for (const auto& [p, d] : ds)
+    if (!d) t.problem += (t.problem.empty() ? "missing " : ", ") + p;
+  return t;
+}
+
+std::optional<WhatIfTable> whatIfTable(const RunInfo& ri, const DatasetSource& read) {
+  Json cfg;
+  try {
+    cfg = JsonDocument::parse(ri.config_json).root();
+  } catch (const JsonTextError&) {
+    return std::nullopt;
+  }
+  if (!cfg.is_object() || !cfg.contains("what_if") || !cfg["what_if"].is_array() || cfg["what_if"].empty())
+    return std::nullopt;
+  // checkpointRunSqnr reads the first value of each series from a Run: build one from the datasets.
+  Run run;
+  run.id = ri.id;
+  run.config_json = ri.config_json;
+  std::vector<std::string> ids;
+  for (const Json& id : cfg["what_if"])
+    if (id.is_string()) ids.push_back(id.get<std::string>());
+  if (cfg.contains("tensors") && cfg["tensors"].is_array())
+    for (const Json& tn : cfg["tensors"]) {
+      if (!tn.is_string()) continue;
+      std::vector<std::string> paths{"block_stats/" + tn.get<std::string>() + "/sqnr_db"};
+      for (const std::string& id : ids) paths.push_back("what_if/" + id + "/" + tn.get<std::string>() + "/sqnr_db");
+      for (const std::string& p : paths)
+        if (const auto v = firstValue(read, ri.id, p)) run.datasets[p] = Dataset::float32({1}, {*v}, "dB", "");
+    }
+  WhatIfTable t;
+  t.run_id = ri.id;
+  t.source = attrString(ri.attrs, "source").value_or(cfg.value("file", std::string()));
+  t.recipes = ids;
+  t.rows = checkpointRunSqnr(run);
+  return t;
+}
+
+} // namespace
+
+SessionDecision decideSession(const std::vector<RunInfo>& runs, const std::string& metric, const DatasetSource& read) {
+  SessionDecision d;
+  const RankingMetric* chosen = nullptr;
+  if (!metric.empty()) {
+    chosen = rankingMetric(metric);
+    if (!chosen) {
+      std::string names;
+      for (const RankingMetric& m : rankingMetrics()) names += (names.empty() ? "" : ", ") + m.key;
+      throw std::invalid_argument("unknown metric '" + metric + "' (one of: " + names + ")");
+    }
+  }
+  d.gemm_metric = chosen && !chosen->training ? chosen : rankingMetric("sqnr_db");
+  d.training_metric = chosen && chosen->training ? chosen
+                      : metricPresent(runs, "final_test_accuracy") || !metricPresent(runs, "final_val_loss")
+                          ? rankingMetric("final_test_accuracy")
+                          : rankingMetric("final_val_loss");
+  d.gemm = rankWithIntervals(rankSamples(runs, *d.gemm_metric), d.gemm_metric->higher_better);
+  for (const RecipeInterval& r : d.gemm)
+    d.gemm_cost.push_back(recipeCost(r.scaling_a, r.scaling_b, r.format_a, r.format_b, r.m, r.k, r.n));
+  d.training = rankWithIntervals(rankSamples(runs, *d.training_metric), d.training_metric->higher_better);
+  for (const RunInfo& ri : runs) {
+    if (ri.type == "advice") d.advice.push_back(adviceTable(ri, read));
+    if (ri.type == "checkpoint")
+      if (auto t = whatIfTable(ri, read)) d.what_if.push_back(std::move(*t));
+  }
+  return d;
+}
+
+} // namespace fp8lab

@@ -1,0 +1,85 @@
+// FP8 Lab — what a session says about the user's question "which recipe, for which tensors and which
+// layers?": the GEMM recipes ranked with intervals over seeds and their cost (recipe_ranking.h,
+// scaling/recipe_cost.h), the training runs against their FP32 baseline, the per-layer advice of
+// `fp8lab-cli advise` and the what-if tables of imported checkpoints. One model for the three front
+// ends that show it: `fp8lab-cli decide`, the desktop app's Decide view and the session report
+// (`fp8lab-cli report`), so they show the same numbers; the empty-state texts that say what to run
+// are here too.
+#pragma once
+
+#include "experiment/checkpoint_run.h"
+#include "experiment/recipe_ranking.h"
+#include "scaling/recipe_cost.h"
+#include "session/session.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fp8lab {
+
+/// Reads one dataset of one run: a session file's reader, or a run still in memory. nullopt when the
+/// run has no such dataset (or it cannot be read).
+using DatasetSource = std::function<std::optional<Dataset>(const std::string& run_id, const std::string& path)>;
+
+/// One group of sites of an advice run (site_advice.h, docs/training.md "Per-layer advice").
+struct AdviceGroupRow {
+  std::string group;
+  double delta = NAN, spread = NAN, share = NAN, sqnr_db = NAN;
+  bool keep_high = false;
+};
+
+/// An advice run (type "advice") as a table.
+struct AdviceTable {
+  std::string run_id, advised_run, loss_name, policy, config;
+  int64_t steps = 0, seeds = 0;
+  double high_loss = NAN, full_loss = NAN;
+  std::vector<AdviceGroupRow> groups;
+  std::string problem; ///< why the table is incomplete ("" when complete)
+};
+
+/// A checkpoint run's what-if table: per tensor, the stored quantization's SQNR and each what-if
+/// recipe's (checkpointRunSqnr).
+struct WhatIfTable {
+  std::string run_id, source;
+  std::vector<std::string> recipes; ///< what-if recipe ids, columns in order
+  std::vector<CheckpointSqnr> rows;
+};
+
+/// Everything a session has to decide with.
+struct SessionDecision {
+  const RankingMetric* gemm_metric = nullptr;       ///< the GEMM ranking's metric
+  std::vector<RecipeInterval> gemm;                 ///< ranked GEMM recipes, setting by setting
+  std::vector<std::optional<RecipeCost>> gemm_cost; ///< parallel to `gemm` (nullopt: unknown preset)
+  const RankingMetric* training_metric = nullptr;   ///< final_test_accuracy / final_val_loss / ...
+  std::vector<RecipeInterval> training;             ///< training recipes, setting by setting, FP32 baseline included
+  std::vector<AdviceTable> advice;
+  std::vector<WhatIfTable> what_if;
+  /// The baseline of `training[i]`'s setting (an index into `training`), or −1 without one.
+  int baselineOf(size_t i) const;
+  /// Settings of the GEMM ranking with at least two recipes that have values.
+  int rankedSettings() const;
+};
+
+/// Builds the decision of a session from its runs' metadata; advice and checkpoint datasets are read
+/// through `read`. `metric`: the key of a GEMM ranking metric (rankingMetrics()) for the GEMM
+/// ranking, or of a training metric for the training comparison; "" = the defaults (sqnr_db;
+/// final_test_accuracy when some run has it, else final_val_loss). Throws std::invalid_argument for
+/// a key that is not a ranking metric, naming the choices.
+SessionDecision decideSession(const std::vector<RunInfo>& runs, const std::string& metric, const DatasetSource& read);
+
+/// What to run when a part is empty (the texts the CLI, the Decide view and the report show).
+std::string hintGemmRanking();
+std::string hintTraining();
+std::string hintAdvice();
+std::string hintWhatIf();
+
+/// "31.57 ± 0.42": the 95 % half-width to two significant digits and the mean to the same decimal
+/// place ("30.4 ± 2.0", "0.02508 ± 0.00086"); one value (or a zero half-width, "31.57 ± 0") with
+/// `digits` significant digits; "—" without a value.
+std::string intervalText(const RecipeInterval& r, int digits = 4);
+/// "1", "1 =" (rank shared with another recipe whose interval overlaps), "—" without a value.
+std::string rankText(const RecipeInterval& r, const std::vector<RecipeInterval>& all);
+
+} // namespace fp8lab
