@@ -89,7 +89,9 @@ public:
   /// The run's metadata as core/session describes it (id, type, config text, seed, attributes,
   /// metrics), for the models in core that rank runs (the Decide view, the session report);
   /// nullopt for a run built in the GUI without a core run.
-  virtual std::optional<fp8lab::RunInfo> runInfo() const { return std::nullopt; }
+  virtual std::optional<fp8lab::RunInfo> runInfo() const {
+    return std::nullopt;
+  }
 #endif
 };
 

@@ -272,15 +272,15 @@ QString kernelCheckText(const KernelCheckResult& r, const KernelCheckConfig& cfg
            .arg(c.differing)
            .arg(c.differing_rows)
            .arg(c.differing_cols);
-  s += QStringLiteral("  ULP of %1%2 max %3%4, median %5, median of the differing %6\n")
-           .arg(ot)
-           .arg(QString(qMax(0, 6 - int(ot.size())), QLatin1Char(' ')))
-           .arg(num(c.max_ulps))
-           .arg(c.worst.valid()
-                    ? QStringLiteral(" at %1 (observed %2, reference %3)")
-                          .arg(idx(c.worst), shortestNumber(c.worst_observed), shortestNumber(c.worst_model))
-                    : QString())
-           .arg(num(c.median_ulps), num(c.median_ulps_differing));
+  s +=
+      QStringLiteral("  ULP of %1%2 max %3%4, median %5, median of the differing %6\n")
+          .arg(ot)
+          .arg(QString(qMax(0, 6 - int(ot.size())), QLatin1Char(' ')))
+          .arg(num(c.max_ulps))
+          .arg(c.worst.valid() ? QStringLiteral(" at %1 (observed %2, reference %3)")
+                                     .arg(idx(c.worst), shortestNumber(c.worst_observed), shortestNumber(c.worst_model))
+                               : QString())
+          .arg(num(c.median_ulps), num(c.median_ulps_differing));
   if (c.first.valid())
     s += QStringLiteral("  first differing element %1: observed %2, reference %3\n")
              .arg(idx(c.first), shortestNumber(c.first_observed), shortestNumber(c.first_model));
