@@ -174,6 +174,32 @@ void LearnDemo::legendBelow(QCustomPlot* p, QCPLegend* legend) {
   leg->setMargins(QMargins(6, 2, 6, 2));
 }
 
+std::pair<QCPAxisRect*, QCPAxisRect*> LearnDemo::twoStackedPlots(QCustomPlot* p) {
+  p->setMinimumHeight(270);
+  p->plotLayout()->clear();
+  auto* top = new QCPAxisRect(p);
+  auto* bottom = new QCPAxisRect(p);
+  p->plotLayout()->addElement(0, 0, top);
+  p->plotLayout()->addElement(2, 0, bottom);
+  auto* mg = new QCPMarginGroup(p);
+  top->setMarginGroup(QCP::msLeft | QCP::msRight, mg);
+  bottom->setMarginGroup(QCP::msLeft | QCP::msRight, mg);
+  for (int row : {1, 3}) {
+    auto* leg = new QCPLegend;
+    p->plotLayout()->addElement(row, 0, leg);
+    p->plotLayout()->setRowStretchFactor(row, 0.001);
+    leg->setLayer(QStringLiteral("legend"));
+    leg->setFont(QFont(p->font().family(), 8));
+    leg->setFillOrder(QCPLegend::foColumnsFirst);
+    leg->setWrap(2);
+    leg->setBorderPen(Qt::NoPen);
+    leg->setBrush(Qt::NoBrush);
+  }
+  top->axis(QCPAxis::atLeft)->setScaleType(QCPAxis::stLogarithmic);
+  top->axis(QCPAxis::atLeft)->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+  return {top, bottom};
+}
+
 QComboBox* LearnDemo::formatBox(const QStringList& names) {
   auto* b = new QComboBox(this);
   for (const QString& n : names) b->addItem(n);

@@ -8,8 +8,11 @@
 #include <QStringList>
 #include <QWidget>
 
+#include <utility>
+
 class QComboBox;
 class QCustomPlot;
+class QCPAxisRect;
 class QCPLegend;
 class QHBoxLayout;
 class QLayout;
@@ -60,6 +63,11 @@ protected:
   /// Puts the plot's legend (or `legend`) in a row of its own under the axis rect, entries side by
   /// side: it never covers data.
   static void legendBelow(QCustomPlot* plot, QCPLegend* legend = nullptr);
+  /// Makes the plot two stacked axis rects sharing their left and right margins, each with a
+  /// legend in a row of its own under it (entries two to a line, never over the curves), the upper
+  /// one's y axis logarithmic. Returns {upper, lower}; the legends are the plot layout's elements
+  /// (1, 0) and (3, 0).
+  static std::pair<QCPAxisRect*, QCPAxisRect*> twoStackedPlots(QCustomPlot* plot);
   /// A combo box of the ≤ 8-bit formats `names` (first: selected).
   QComboBox* formatBox(const QStringList& names);
   static const Format& formatOf(const QComboBox* box);

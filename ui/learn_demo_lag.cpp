@@ -51,30 +51,8 @@ LagDemo::LagDemo(QWidget* parent)
   for (QSpinBox* b : {history_, step_, height_}) connect(b, &QSpinBox::valueChanged, this, &LagDemo::recompute);
   connect(format_, &QComboBox::currentIndexChanged, this, &LagDemo::recompute);
 
-  // Two stacked plots, each with its legend in a row of its own under it (never over the curves).
   QCustomPlot* p = plot();
-  p->setMinimumHeight(270);
-  p->plotLayout()->clear();
-  auto* top = new QCPAxisRect(p);
-  auto* bottom = new QCPAxisRect(p);
-  p->plotLayout()->addElement(0, 0, top);
-  p->plotLayout()->addElement(2, 0, bottom);
-  auto* mg = new QCPMarginGroup(p);
-  top->setMarginGroup(QCP::msLeft | QCP::msRight, mg);
-  bottom->setMarginGroup(QCP::msLeft | QCP::msRight, mg);
-  for (int row : {1, 3}) {
-    auto* leg = new QCPLegend;
-    p->plotLayout()->addElement(row, 0, leg);
-    p->plotLayout()->setRowStretchFactor(row, 0.001);
-    leg->setLayer(QStringLiteral("legend"));
-    leg->setFont(QFont(p->font().family(), 8));
-    leg->setFillOrder(QCPLegend::foColumnsFirst);
-    leg->setWrap(2);
-    leg->setBorderPen(Qt::NoPen);
-    leg->setBrush(Qt::NoBrush);
-  }
-  top->axis(QCPAxis::atLeft)->setScaleType(QCPAxis::stLogarithmic);
-  top->axis(QCPAxis::atLeft)->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+  const auto [top, bottom] = twoStackedPlots(p);
   top->axis(QCPAxis::atLeft)->setLabel(tr("amax"));
   top->axis(QCPAxis::atBottom)->setLabel(tr("training step"));
   bottom->axis(QCPAxis::atLeft)->setLabel(tr("SQNR (dB)"));

@@ -64,27 +64,7 @@ SharedMetaDemo::SharedMetaDemo(QWidget* parent)
   for (QDoubleSpinBox* b : {a1_, a2_}) connect(b, &QDoubleSpinBox::valueChanged, this, &SharedMetaDemo::recompute);
   for (QSpinBox* b : {history_, steps_box_}) connect(b, &QSpinBox::valueChanged, this, &SharedMetaDemo::recompute);
   QCustomPlot* p = plot();
-  p->setMinimumHeight(270);
-  p->plotLayout()->clear();
-  auto* top = new QCPAxisRect(p);
-  auto* bottom = new QCPAxisRect(p);
-  p->plotLayout()->addElement(0, 0, top);
-  p->plotLayout()->addElement(2, 0, bottom);
-  auto* mg = new QCPMarginGroup(p);
-  top->setMarginGroup(QCP::msLeft | QCP::msRight, mg);
-  bottom->setMarginGroup(QCP::msLeft | QCP::msRight, mg);
-  for (int row : {1, 3}) {
-    auto* leg = new QCPLegend;
-    p->plotLayout()->addElement(row, 0, leg);
-    p->plotLayout()->setRowStretchFactor(row, 0.001);
-    leg->setLayer(QStringLiteral("legend"));
-    leg->setFillOrder(QCPLegend::foColumnsFirst);
-    leg->setWrap(2);
-    leg->setBorderPen(Qt::NoPen);
-    leg->setBrush(Qt::NoBrush);
-  }
-  top->axis(QCPAxis::atLeft)->setScaleType(QCPAxis::stLogarithmic);
-  top->axis(QCPAxis::atLeft)->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+  const auto [top, bottom] = twoStackedPlots(p);
   top->axis(QCPAxis::atLeft)->setLabel(tr("window amax"));
   top->axis(QCPAxis::atBottom)->setLabel(tr("step"));
   bottom->axis(QCPAxis::atLeft)->setLabel(tr("SQNR (dB)"));
