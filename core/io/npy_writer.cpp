@@ -1,11 +1,10 @@
 // FP8 Lab — .npy writer (npy_writer.h).
 #include "io/npy_writer.h"
 
-#include <cerrno>
-#include <cstdio>
+#include "io/atomic_file.h"
+
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
 
 namespace fp8lab {
 
@@ -29,11 +28,7 @@ Status writeNpy(const std::string& path, const std::string& descr, const std::ve
   std::string h = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + sh + ", }";
   while ((10 + h.size() + 1) % 64 != 0) h += ' ';
   h += '\n';
-  const std::string tmp = path + ".tmp-npy";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  bool ok = f != nullptr;
-  if (ok) {
-    const unsigned char pre[10] = {0x93,
+  const unsigned char magic[10] = {0x93,
                                    'N',
                                    'U',
                                    'M',
@@ -43,17 +38,11 @@ Status writeNpy(const std::string& path, const std::string& descr, const std::ve
                                    0,
                                    static_cast<unsigned char>(h.size() & 0xFF),
                                    static_cast<unsigned char>(h.size() >> 8)};
-    ok = std::fwrite(pre, 1, 10, f) == 10 && std::fwrite(h.data(), 1, h.size(), f) == h.size() &&
-         (bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
-    ok = std::fflush(f) == 0 && ok;
-    ok = fsync(fileno(f)) == 0 && ok;
-    ok = std::fclose(f) == 0 && ok;
-  }
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    st.add(Issue::Code::WriteFailed, path, std::string("cannot write: ") + std::strerror(errno));
-  }
-  return st;
+  std::vector<unsigned char> file(sizeof magic + h.size() + bytes.size());
+  std::memcpy(file.data(), magic, sizeof magic);
+  std::memcpy(file.data() + sizeof magic, h.data(), h.size());
+  if (!bytes.empty()) std::memcpy(file.data() + sizeof magic + h.size(), bytes.data(), bytes.size());
+  return writeFileAtomically(path, file);
 }
 
 Status writeNpy(const std::string& path, const std::vector<int64_t>& shape, const std::vector<float>& values) {

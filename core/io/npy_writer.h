@@ -11,8 +11,8 @@
 namespace fp8lab {
 
 /// Writes `bytes` (the array's little-endian elements, C order) as a .npy file of dtype `descr`
-/// ("<f4", "|u1", "<i4", ...) and `shape` (rank ≥ 1), atomically: a temporary file beside `path`,
-/// flushed and renamed over it. Errors: InvalidArgument when the byte count does not match
+/// ("<f4", "|u1", "<i4", ...) and `shape` (rank ≥ 1), atomically (writeFileAtomically: a hidden
+/// temporary beside `path`, fsynced and renamed over it). Errors: InvalidArgument when the byte count does not match
 /// shape × element size, WriteFailed when the file cannot be written (nothing is left behind).
 Status writeNpy(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape,
                 const std::vector<unsigned char>& bytes);
