@@ -1,6 +1,7 @@
 // FP8 Lab — the GEMM error experiment (see gemm_run.h).
 #include "experiment/gemm_run.h"
 
+#include "experiment/gemm_operands.h"
 #include "experiment/operand_checks.h"
 
 #include "metrics/block_stats.h"
@@ -35,304 +36,6 @@ using C = Issue::Code;
 
 namespace {
 
-/// Refuses an experiment whose buffers (gemmExperimentBytes) cannot fit, before anything is
-/// allocated. `limit` > 0 replaces the memory available now.
-bool fitsInMemory(int64_t m, int64_t k, int64_t n, int64_t limit, const std::string& where, Status* st) {
-  const double need = gemmExperimentBytes(m, n, k);
-  const double have = double(limit > 0 ? limit : availableMemoryBytes());
-  if (need <= have) return true;
-  auto gib = [](double b) {
-    char t[40];
-    std::snprintf(t, sizeof t, b >= 0x1p30 ? "%.3g GiB" : "%.3g MiB", b / (b >= 0x1p30 ? 0x1p30 : 0x1p20));
-    return std::string(t);
-  };
-  st->add(Issue::Code::InvalidArgument, where,
-          "GEMM " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + " needs about " +
-              gib(need) + " of buffers, more than the " + gib(have) +
-              (limit > 0 ? " allowed" : " of memory available") + "; refused before allocating anything");
-  return false;
-}
-
-/// One operand in the precision it came in: float32 (random, F16/BF16/F32 imports) or float64.
-struct Operand {
-  int64_t rows = 0, cols = 0;
-  bool is64 = false;
-  std::vector<float> f32;
-  std::vector<double> f64;
-  std::string origin; ///< "random normal(scale=1)" or the import spec
-  std::vector<double> asDouble() const {
-    if (is64) return f64;
-    return std::vector<double>(f32.begin(), f32.end());
-  }
-};
-
-bool loadOperand(const OperandSource& src, int64_t rows, int64_t cols, uint64_t seed, uint64_t stream, int threads,
-                 const char* name, Operand* op, Status* st) {
-  if (src.values) {
-    if (src.rows < 1 || src.cols < 1 || static_cast<int64_t>(src.values->size()) != src.rows * src.cols) {
-      st->add(Issue::Code::InvalidArgument, name,
-              std::string(name) + " holds " + std::to_string(src.values->size()) + " values, not [" +
-                  std::to_string(src.rows) + ", " + std::to_string(src.cols) + "]");
-      return false;
-    }
-    op->rows = src.rows;
-    op->cols = src.cols;
-    op->f32 = *src.values;
-    op->origin = src.origin;
-    return true;
-  }
-  if (src.tensor.empty()) {
-    if (src.random.distribution == Distribution::ChannelOutliers &&
-        src.random.outlier_channels > (src.random.outlier_rows ? rows : cols)) {
-      st->add(Issue::Code::InvalidArgument, std::string(name[0] == 'A' ? "a" : "b") + ".outlier_channels",
-              std::to_string(src.random.outlier_channels) + " outlier channels, but " + name + " [" +
-                  std::to_string(rows) + ", " + std::to_string(cols) + "] has " +
-                  std::to_string(src.random.outlier_rows ? rows : cols) +
-                  (src.random.outlier_rows ? " rows" : " columns"));
-      return false;
-    }
-    op->rows = rows;
-    op->cols = cols;
-    op->f32 = randomMatrix(rows, cols, seed, src.random, stream, threads);
-    op->origin = std::string("random ") + toString(src.random.distribution) + " (seed " + std::to_string(seed) +
-                 ", stream " + std::to_string(stream) + ")";
-    // A scale so large that the values overflow float32 (normal · 1e45) gives ±Inf operands whose
-    // every error reads 0 — a perfect-looking result from nothing. Imported tensors that hold
-    // NaN / Inf run with a warning instead (the caller counts them); generated ones are refused.
-    int64_t inf = 0, nan = 0;
-    for (float v : op->f32) {
-      inf += std::isinf(v);
-      nan += std::isnan(v);
-    }
-    if (inf + nan > 0) {
-      char scale[32], max[32];
-      std::snprintf(scale, sizeof scale, "%g", src.random.scale);
-      std::snprintf(max, sizeof max, "%g", double(std::numeric_limits<float>::max()));
-      st->add(Issue::Code::InvalidArgument, std::string(name[0] == 'A' ? "a" : "b") + ".scale",
-              "scale " + std::string(scale) + " of the random " + toString(src.random.distribution) + " " + name +
-                  " overflows float32 (max " + max + "): " + std::to_string(inf + nan) + " of " +
-                  std::to_string(rows * cols) + " elements of " + name +
-                  (nan > 0 ? " are not finite (NaN or ±Inf)" : " are infinite") +
-                  "; use a smaller scale (fp8lab-cli gemm --scale)");
-      return false;
-    }
-    return true;
-  }
-  auto t = importTensor(src.tensor);
-  if (!t.ok()) {
-    st->merge(t);
-    return false;
-  }
-  Dataset& d = t.value;
-  if (d.shape.size() == 1) d.shape = {1, d.shape[0]};
-  int64_t r = d.shape[0], c = d.shape[1];
-  op->is64 = d.dtype == DType::Float64;
-  op->f32 = std::move(d.f32);
-  op->f64 = std::move(d.f64);
-  if (src.transpose) {
-    auto tr = [&](auto& v) {
-      std::remove_reference_t<decltype(v)> o(v.size());
-      for (int64_t i = 0; i < r; ++i)
-        for (int64_t j = 0; j < c; ++j) o[static_cast<size_t>(j * r + i)] = v[static_cast<size_t>(i * c + j)];
-      v.swap(o);
-    };
-    if (op->is64)
-      tr(op->f64);
-    else
-      tr(op->f32);
-    std::swap(r, c);
-  }
-  op->rows = r;
-  op->cols = c;
-  op->origin = src.tensor + (src.transpose ? " (transposed)" : "");
-  (void)name;
-  return true;
-}
-
-std::string shapeStr(int64_t r, int64_t c) {
-  return "[" + std::to_string(r) + ", " + std::to_string(c) + "]";
-}
-
-/// A pre-quantized operand (PreQuantizedSource): reads the codes and scales, checks them against
-/// each other and builds the QuantizedTensor; `op` receives the dequantized values in float64
-/// (decode(code) · the element's effective dequant factor, exact in double), the run's only
-/// "input" for this operand. `key` ("a" / "b") names the config object in errors.
-bool loadPreQuantized(const PreQuantizedSource& p, const char* key, QuantizedTensor* q, Operand* op, Status* st,
-                      PreQuantizedFindings* findings) {
-  const std::string at = std::string(key) + ".";
-  auto bad = [&](const std::string& k, const std::string& why) {
-    st->add(Issue::Code::InvalidArgument, at + k, why);
-    return false;
-  };
-  if (!p.checkpoint.empty()) {
-    Fp8ImportOptions opt;
-    opt.scale_name = p.checkpoint_scale;
-    auto ck = importFp8Checkpoint(p.checkpoint, p.checkpoint_tensor, opt);
-    st->merge(ck);
-    if (!ck.ok()) return false;
-    if (ck.value.format->name() != p.format)
-      return bad("tensor", "'" + p.checkpoint_tensor + "' is " + ck.value.format->name() + " now but was " + p.format +
-                               " when the config was read");
-    *q = p.transpose ? transposeQuantized(ck.value) : std::move(ck.value);
-    op->rows = q->rows;
-    op->cols = q->cols;
-    op->is64 = true;
-    op->f64.resize(static_cast<size_t>(q->rows * q->cols));
-    for (int64_t i = 0; i < q->rows; ++i)
-      for (int64_t j = 0; j < q->cols; ++j) op->f64[static_cast<size_t>(i * q->cols + j)] = q->dequantizedAt(i, j);
-    op->origin = "checkpoint: " + q->strategy + (p.transpose ? " (transposed)" : "");
-    return true;
-  }
-  const Format* f = Format::byName(p.format);
-  if (!f || f->bits() > 8) return bad("format", "'" + p.format + "' is unknown or wider than 8 bits");
-  auto codes = importCodeTensor(p.codes);
-  if (!codes.ok()) {
-    st->merge(codes);
-    return false;
-  }
-  Dataset& cd = codes.value;
-  if (cd.shape.size() == 1) cd.shape = {1, cd.shape[0]};
-  const std::string code_dtype = attrString(cd.attrs, "source_dtype").value_or("");
-  if ((code_dtype == "F8_E4M3" && f->name() != "E4M3FN") || (code_dtype == "F8_E5M2" && f->name() != "E5M2") ||
-      code_dtype == "F8_E8M0")
-    return bad("codes", "'" + p.codes + "' holds " + code_dtype + " codes but the operand's format is " + f->name());
-  // Packed FP4: two codes a byte along the stored rows.
-  if (p.packed) {
-    cd.u8 = unpackFp4(cd.u8, cd.shape[0], cd.shape[1], *p.packed);
-    cd.shape[1] *= 2;
-  }
-  // The codes as stored (B stored [N, K] K-major with "transpose"), transposed below.
-  const int64_t rows = cd.shape[0], cols = cd.shape[1];
-  if (rows < 1 || cols < 1) return bad("codes", "'" + p.codes + "' is " + shapeStr(rows, cols) + ": empty");
-  const uint32_t limit = 1u << f->bits();
-  for (size_t i = 0; i < cd.u8.size(); ++i)
-    if (cd.u8[i] >= limit) {
-      char hex[8], lim[8];
-      std::snprintf(hex, sizeof hex, "0x%02X", cd.u8[i]);
-      std::snprintf(lim, sizeof lim, "0x%02X", limit);
-      return bad("codes", "code " + std::string(hex) + " at (" + std::to_string(int64_t(i) / cols) + ", " +
-                              std::to_string(int64_t(i) % cols) + ") of '" + p.codes + "' is out of range for " +
-                              f->name() + " (" + std::to_string(f->bits()) + " bits: codes below " + lim + ")");
-    }
-  q->rows = rows;
-  q->cols = cols;
-  q->format = f;
-  q->codes = std::move(cd.u8);
-  q->block = p.block.rows > 0 ? p.block : ScaleBlock{rows, cols};
-  q->strategy = "pre-quantized (" + p.codes + ")";
-  q->stats.elements = rows * cols;
-  const int64_t gr = q->blockRows(), gc = q->blockCols();
-  std::string scale_dtype;
-  if (p.scales.empty()) {
-    q->dequant_scales = {static_cast<float>(p.scale)};
-  } else {
-    const bool float_scales = p.scale_format == PreQuantizedSource::ScaleFormat::Float32;
-    const bool layout = p.scale_layout != ScaleLayout::RowMajor;
-    auto sd = float_scales ? importTensor(p.scales)
-                           : importCodeTensor(p.scales, p.scale_layout == ScaleLayout::DeepGemmPackedUe8m0);
-    if (!sd.ok()) {
-      st->merge(sd);
-      return false;
-    }
-    Dataset& d = sd.value;
-    scale_dtype = attrString(d.attrs, "source_dtype").value_or("");
-    if (float_scales && d.dtype != DType::Float32)
-      return bad("scales", "'" + p.scales +
-                               "' holds float64 values; float32 scales are float16, bfloat16 or "
-                               "float32 (the GEMM applies float32 factors)");
-    if (layout) {
-      // A hardware layout holds the grid in the (outer, K-block) orientation of the operand as the
-      // GEMM uses it (kernel_layout.h): A's grid [M-blocks, K-blocks] as it is, B's [K-blocks,
-      // N-blocks] transposed. The file is read as its flat storage.
-      const bool is_a = key[0] == 'a';
-      const int64_t lr = p.transpose ? gc : gr, lc = p.transpose ? gr : gc; // the operand's grid
-      const ScaleGridShape g = is_a ? ScaleGridShape{lr, lc} : ScaleGridShape{lc, lr};
-      std::string why;
-      std::vector<float> grid_f;
-      std::vector<uint8_t> grid_c;
-      if (float_scales) {
-        auto v = unpackScales(p.scale_layout, g, d.f32, &why);
-        if (!v) return bad("scales", "'" + p.scales + "': " + why);
-        grid_f = is_a ? std::move(*v) : transposeGrid(*v, g.outer, g.kblocks);
-        if (p.transpose) grid_f = transposeGrid(grid_f, lr, lc); // to the stored orientation
-        d.f32 = std::move(grid_f);
-      } else {
-        auto v = unpackScales(p.scale_layout, g, d.u8, &why);
-        if (!v) return bad("scales", "'" + p.scales + "': " + why);
-        grid_c = is_a ? std::move(*v) : transposeGrid(*v, g.outer, g.kblocks);
-        if (p.transpose) grid_c = transposeGrid(grid_c, lr, lc);
-        d.u8 = std::move(grid_c);
-      }
-      d.shape = {gr, gc};
-    }
-    // A 1-D scale vector fits a grid with one row or one column (per-row scales of A: [M]).
-    if (d.shape.size() == 1 && (gr == 1 || gc == 1)) d.shape = {gr, gc};
-    if (d.shape.size() == 1) d.shape = {1, d.shape[0]};
-    if (d.shape[0] != gr || d.shape[1] != gc)
-      return bad("scales", "'" + p.scales + "' is " + shapeStr(d.shape[0], d.shape[1]) + " but codes " +
-                               shapeStr(rows, cols) + " in blocks of " + shapeStr(q->block.rows, q->block.cols) +
-                               " need a scale grid of " + shapeStr(gr, gc));
-    if (float_scales) {
-      q->dequant_scales = std::move(d.f32);
-    } else {
-      const bool e8 = p.scale_format == PreQuantizedSource::ScaleFormat::E8M0;
-      const Format& sf = e8 ? Format::E8M0FNU() : Format::E4M3FN();
-      q->scale_format = &sf;
-      q->scale_codes = std::move(d.u8);
-      q->dequant_scales.resize(q->scale_codes.size());
-      for (size_t i = 0; i < q->scale_codes.size(); ++i)
-        q->dequant_scales[i] = static_cast<float>(sf.decode(q->scale_codes[i]));
-      if (!e8 && p.tensor_kind == TensorScale::Kind::TeAmax) {
-        q->tensor_scale.kind = TensorScale::Kind::TeAmax;
-        q->tensor_scale.amax = p.tensor_amax;
-        q->tensor_scale.value = teNvfp4GlobalEncodeScale(p.tensor_amax, p.fp4_fp8_max / 6.0f);
-        q->tensor_scale.fp4_fp8_max = p.fp4_fp8_max;
-      } else if (!e8 && p.tensor_kind == TensorScale::Kind::TorchaoPts) {
-        q->tensor_scale.kind = TensorScale::Kind::TorchaoPts;
-        q->tensor_scale.value = p.tensor_scale;
-      }
-    }
-  }
-  if (p.transpose) *q = transposeQuantized(*q);
-  // A kernel developer's mistakes in the scales and codes: refused or warned per block.
-  if (!checkPreQuantizedOperand(*q, key, p.scales.empty() ? std::string("one per-tensor scale") : p.scales, scale_dtype,
-                                st, findings))
-    return false;
-  op->rows = q->rows;
-  op->cols = q->cols;
-  op->is64 = true;
-  op->f64.resize(static_cast<size_t>(q->rows * q->cols));
-  for (int64_t i = 0; i < q->rows; ++i)
-    for (int64_t j = 0; j < q->cols; ++j) op->f64[static_cast<size_t>(i * q->cols + j)] = q->dequantizedAt(i, j);
-  describeDequantizedOperand(*q, op->f64, key, st);
-  op->origin = "pre-quantized: " + f->name() + " codes " + p.codes + (p.transpose ? " (transposed)" : "") +
-               (p.packed ? std::string(" (packed FP4, ") + toString(*p.packed) + ")" : std::string()) + ", scales " +
-               (p.scales.empty() ? std::string("one per tensor")
-                                 : p.scales + (p.scale_layout != ScaleLayout::RowMajor
-                                                   ? std::string(" (") + toString(p.scale_layout) + ")"
-                                                   : std::string()));
-  return true;
-}
-
-QuantizedTensor quantizeOperand(const Operand& op, const Format& f, const ScalingConfig& cfg, Axis axis,
-                                const ProgressFn& p) {
-  return op.is64 ? quantize(op.f64.data(), op.rows, op.cols, f, cfg, axis, p)
-                 : quantize(op.f32.data(), op.rows, op.cols, f, cfg, axis, p);
-}
-
-/// NVFP4 quantization of one operand along K (A: Axis::Cols, B: Axis::Rows). quantizeNvfp4 reads
-/// float32: float64 imports are rounded to float32 first (RNE), as the systems' NVFP4 kernels take
-/// BF16 / FP32 tensors.
-QuantizedTensor quantizeNvfp4Operand(const Operand& op, const Nvfp4Config& c, Axis axis) {
-  std::vector<float> narrowed;
-  const float* x = op.f32.data();
-  if (op.is64) {
-    narrowed.assign(op.f64.begin(), op.f64.end());
-    x = narrowed.data();
-  }
-  return toQuantizedTensor(quantizeNvfp4(x, op.rows, op.cols, c, axis), c, x);
-}
-
 ProgressFn sub(const ProgressFn& p, double from, double to) {
   if (!p) return {};
   return [=](double f, const std::string& s) { return p(from + (to - from) * std::clamp(f, 0.0, 1.0), s); };
@@ -340,7 +43,7 @@ ProgressFn sub(const ProgressFn& p, double from, double to) {
 
 /// What the robust statistics of a run read (views of the run's vectors).
 struct RobustInputs {
-  const Operand *a, *b;
+  const GemmOperand *a, *b;
   const std::vector<double>*ra, *rb; ///< rotated operands (Hadamard presets) or empty
   const QuantizedTensor *qa, *qb;    ///< the quantized operands
   const std::vector<double>* ideal;  ///< the float64 reference D (epilogue applied)
@@ -348,7 +51,7 @@ struct RobustInputs {
   int64_t m, k, n;
 };
 
-RobustInputs robustInputs(const Operand& a, const Operand& b, const std::vector<double>& ra,
+RobustInputs robustInputs(const GemmOperand& a, const GemmOperand& b, const std::vector<double>& ra,
                           const std::vector<double>& rb, const QuantizedTensor& qa, const QuantizedTensor& qb,
                           const std::vector<double>& ideal, const std::vector<float>& d, int64_t m, int64_t k,
                           int64_t n) {
@@ -417,7 +120,7 @@ void putRobustMetrics(Run& run, const RobustInputs& in, const GemmExperimentConf
   put("", "D", dfull, true);
   run.setMetric("d_underflow", double(dfull.underflow), "count", "elements of D that are 0 where the reference is not");
   // D's rows are A's rows and its columns B's columns whatever the rotation along K.
-  auto channels = [&](const Operand& op, bool along_rows) {
+  auto channels = [&](const GemmOperand& op, bool along_rows) {
     return op.is64 ? outlierChannels(op.f64.data(), op.rows, op.cols, along_rows, rule)
                    : outlierChannels(op.f32.data(), op.rows, op.cols, along_rows, rule);
   };
@@ -574,7 +277,7 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
       !fitsInMemory(cfg.m, cfg.k, cfg.n, cfg.gemm.memory_limit_bytes, where, &r))
     return r;
   reportProgress(progress, 0.0, "operands");
-  Operand A, B;
+  GemmOperand A, B;
   QuantizedTensor qa, qb;
   PreQuantizedFindings fa_found, fb_found;
   if (pre_a ? !loadPreQuantized(cfg.a.pre, "a", &qa, &A, &r, &fa_found)
@@ -618,7 +321,7 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   }
   // Non-finite inputs: FP8 casts saturate ±Inf or turn it into NaN and the error metrics skip
   // non-finite reference elements, so a run on such data must say so rather than look perfect.
-  auto nonFinite = [](const Operand& op) {
+  auto nonFinite = [](const GemmOperand& op) {
     int64_t c = 0;
     for (float x : op.f32) c += !std::isfinite(x);
     for (double x : op.f64) c += !std::isfinite(x);
@@ -724,7 +427,7 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   const TileMap tiles = tileMap(abs_map, m, n, std::min(cfg.tile, m), std::min(cfg.tile, n));
   // An operand's own quantization error is measured against what was quantized: for the Hadamard
   // presets that is the rotated operand (rhtOperand), not the unrotated input.
-  auto rotatedAsDouble = [&](const Operand& op, const Nvfp4Config& c, Axis axis) {
+  auto rotatedAsDouble = [&](const GemmOperand& op, const Nvfp4Config& c, Axis axis) {
     std::vector<float> f(op.f32);
     if (op.is64) f.assign(op.f64.begin(), op.f64.end());
     const std::vector<float> rot = rhtOperand(f.data(), op.rows, op.cols, c.rht_sign_mask, axis, cfg.gemm.threads);
@@ -734,7 +437,7 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   const std::vector<double> ra = rotated ? rotatedAsDouble(A, *nva, Axis::Cols) : std::vector<double>{};
   const std::vector<double> rb = rotated ? rotatedAsDouble(B, *nvb, Axis::Rows) : std::vector<double>{};
   // Against the operand as given (float32 or float64), without double or dequantized copies.
-  auto quantizationError = [&](const Operand& op, const std::vector<double>& rot, const QuantizedTensor& q) {
+  auto quantizationError = [&](const GemmOperand& op, const std::vector<double>& rot, const QuantizedTensor& q) {
     if (!rot.empty()) return compareQuantized(rot.data(), q, cfg.gemm.threads);
     return op.is64 ? compareQuantized(op.f64.data(), q, cfg.gemm.threads)
                    : compareQuantized(op.f32.data(), q, cfg.gemm.threads);
@@ -814,7 +517,7 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   putRobustMetrics(run, robustInputs(A, B, ra, rb, qa, qb, ref, out.d, m, k, n), cfg, pre_a || pre_b || rotated,
                    sub(progress, 0.93, 0.98));
   // Per-block statistics of A and B against what was quantized (the rotated operand for RHT).
-  auto putOperandBlockStats = [&](const Operand& op, const std::vector<double>& rot, const QuantizedTensor& q,
+  auto putOperandBlockStats = [&](const GemmOperand& op, const std::vector<double>& rot, const QuantizedTensor& q,
                                   const char* name, const std::string& quantization) {
     std::vector<float> tmp;
     const float* x = op.f32.data();
@@ -839,7 +542,7 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   // From here on the big arrays move into the run's datasets (no copies: a 4096³ run holds each
   // once). The operands are last read above.
   if (cfg.store_inputs) {
-    auto put = [&](const char* path, Operand& op, const char* meaning) {
+    auto put = [&](const char* path, GemmOperand& op, const char* meaning) {
       if (op.is64)
         run.datasets[path] = Dataset::float64({op.rows, op.cols}, std::move(op.f64), "1", meaning);
       else
