@@ -1,17 +1,10 @@
 // FP8 Lab — the accumulation preset table (accumulation_preset.h; docs/gemm.md).
 #include "gemm/accumulation_preset.h"
 
-#include <cctype>
+#include "common/names.h"
+
 
 namespace fp8lab {
-
-namespace {
-std::string norm(std::string_view s) {
-  std::string n(s);
-  for (char& c : n) c = c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return n;
-}
-} // namespace
 
 const std::vector<AccumulationPreset>& accumulationPresets() {
   // Bits are significant bits kept relative to the largest exponent of an aligned group (the
@@ -46,7 +39,7 @@ const std::vector<AccumulationPreset>& accumulationPresets() {
 }
 
 std::optional<AccumulationPreset> accumulationPreset(std::string_view name) {
-  const std::string n = norm(name);
+  const std::string n = normalizedName(name);
   for (const auto& p : accumulationPresets())
     if (p.name == n) return p;
   return std::nullopt;

@@ -4,13 +4,13 @@
 #include "gemm/gemm.h"
 #include "gemm/gemm_internal.h"
 
+#include "common/names.h"
 #include "common/worker_pool.h"
 #include "formats/format.h"
 #include "scaling/scaling.h"
 
 #include <algorithm>
 #include <bit>
-#include <cctype>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -41,16 +41,8 @@ const char* toString(Accumulation a) {
   return "?";
 }
 
-namespace {
-std::string normName(std::string_view s) {
-  std::string n(s);
-  for (char& c : n) c = c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return n;
-}
-} // namespace
-
 std::optional<Accumulation> parseAccumulation(std::string_view s) {
-  const std::string n = normName(s);
+  const std::string n = normalizedName(s);
   if (n == "exact" || n == "double") return Accumulation::Exact;
   if (n == "fp32") return Accumulation::FP32;
   if (n == "split" || n == "split_fp32" || n == "splitfp32") return Accumulation::SplitFP32;
@@ -63,7 +55,7 @@ std::string accumulationNames() {
 }
 
 std::optional<OutputType> parseOutputType(std::string_view s) {
-  const std::string n = normName(s);
+  const std::string n = normalizedName(s);
   if (n == "fp32" || n == "float32") return OutputType::FP32;
   if (n == "bf16" || n == "bfloat16") return OutputType::BF16;
   if (n == "fp16" || n == "float16") return OutputType::FP16;

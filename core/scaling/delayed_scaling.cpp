@@ -1,9 +1,10 @@
 #include "scaling/delayed_scaling.h"
 
+#include "common/names.h"
+
 #include "scaling/scaling.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -17,12 +18,6 @@ void rollLeft(std::vector<float>& h) {
   if (h.size() > 1) std::rotate(h.begin(), h.begin() + 1, h.end());
 }
 
-std::string lower(std::string_view s) {
-  std::string r;
-  for (char c : s) r += c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return r;
-}
-
 } // namespace
 
 const char* toString(DelayedPreset p) {
@@ -33,7 +28,7 @@ const char* toString(AmaxAlgo a) {
 }
 
 std::optional<DelayedPreset> parseDelayedPreset(std::string_view s) {
-  const std::string l = lower(s);
+  const std::string l = normalizedName(s);
   if (l == "flax" || l == "flax_delayed") return DelayedPreset::Flax;
   if (l == "te" || l == "te_delayed" || l == "transformer_engine") return DelayedPreset::TE;
   if (l == "te_jax" || l == "te_jax_delayed") return DelayedPreset::TEJax;
@@ -41,7 +36,7 @@ std::optional<DelayedPreset> parseDelayedPreset(std::string_view s) {
 }
 
 std::optional<AmaxAlgo> parseAmaxAlgo(std::string_view s) {
-  const std::string l = lower(s);
+  const std::string l = normalizedName(s);
   if (l == "max") return AmaxAlgo::Max;
   if (l == "most_recent" || l == "mostrecent") return AmaxAlgo::MostRecent;
   return std::nullopt;

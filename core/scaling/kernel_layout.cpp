@@ -1,18 +1,13 @@
 // FP8 Lab — block-scale layouts and packed FP4 (kernel_layout.h).
 #include "scaling/kernel_layout.h"
 
-#include <cctype>
+#include "common/names.h"
+
 #include <stdexcept>
 
 namespace fp8lab {
 
 namespace {
-
-std::string norm(std::string_view s) {
-  std::string n(s);
-  for (char& c : n) c = c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return n;
-}
 
 int64_t roundUp(int64_t x, int64_t m) {
   return (x + m - 1) / m * m;
@@ -50,7 +45,7 @@ const char* toString(ScaleLayout l) {
 }
 
 std::optional<ScaleLayout> parseScaleLayout(std::string_view name) {
-  const std::string n = norm(name);
+  const std::string n = normalizedName(name);
   if (n == "row_major" || n == "rowmajor" || n == "grid") return ScaleLayout::RowMajor;
   if (n == "cublaslt_swizzled" || n == "swizzled" || n == "128x4" || n == "vec32_ue8m0" ||
       n == "cublaslt_vec32_ue8m0" || n == "vec16_ue4m3" || n == "cublaslt_vec16_ue4m3")
@@ -172,7 +167,7 @@ template std::vector<float> transposeGrid(const std::vector<float>&, int64_t, in
 template std::vector<uint8_t> transposeGrid(const std::vector<uint8_t>&, int64_t, int64_t);
 
 std::optional<NibbleOrder> parseNibbleOrder(std::string_view s) {
-  const std::string n = norm(s);
+  const std::string n = normalizedName(s);
   if (n == "low_first" || n == "low" || n == "true") return NibbleOrder::LowFirst;
   if (n == "high_first" || n == "high") return NibbleOrder::HighFirst;
   return std::nullopt;

@@ -1,9 +1,10 @@
 #include "scaling/scaling.h"
 
+#include "common/names.h"
+
 #include "scaling/scale_rules.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 
 // Names of the scaling enums, the preset registry (each preset with the system it follows) and the
@@ -172,12 +173,6 @@ const std::vector<PresetDef>& presetDefs() {
   return defs;
 }
 
-std::string normalise(std::string_view s) {
-  std::string r;
-  for (char c : s) r += c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return r;
-}
-
 } // namespace
 
 const std::vector<ScalingPresetInfo>& scalingPresets() {
@@ -190,7 +185,7 @@ const std::vector<ScalingPresetInfo>& scalingPresets() {
 }
 
 std::optional<ScalingConfig> scalingPreset(std::string_view name) {
-  const std::string n = normalise(name);
+  const std::string n = normalizedName(name);
   for (const auto& d : presetDefs())
     if (d.info.name == n && !d.info.delayed) return d.cfg;
   return std::nullopt;

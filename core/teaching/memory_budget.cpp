@@ -1,22 +1,17 @@
 // FP8 Lab — the memory arithmetic of a training step (memory_budget.h).
 #include "teaching/memory_budget.h"
 
+#include "common/names.h"
+
 #include "scaling/nvfp4.h"
 #include "scaling/scale_overhead.h"
 #include "scaling/scaling.h"
 
-#include <cctype>
 #include <stdexcept>
 
 namespace fp8lab {
 
 namespace {
-
-std::string norm(std::string_view s) {
-  std::string n(s);
-  for (char& c : n) c = c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return n;
-}
 
 void checkShape(const TransformerShape& m) {
   if (m.layers < 1 || m.hidden < 1 || m.heads < 1 || m.kv_heads < 1 || m.ffn < 1 || m.vocab < 1 || m.positions < 0)
@@ -71,7 +66,7 @@ const std::vector<TransformerShape>& transformerShapes() {
 }
 
 std::optional<TransformerShape> transformerShape(std::string_view name) {
-  const std::string n = norm(name);
+  const std::string n = normalizedName(name);
   for (const auto& s : transformerShapes())
     if (s.name == n) return s;
   return std::nullopt;
@@ -118,7 +113,7 @@ const std::vector<MemoryRecipe>& memoryRecipes() {
 }
 
 std::optional<MemoryRecipe> memoryRecipe(std::string_view name) {
-  const std::string n = norm(name);
+  const std::string n = normalizedName(name);
   for (const auto& r : memoryRecipes())
     if (r.name == n) return r;
   return std::nullopt;
