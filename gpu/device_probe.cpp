@@ -1,5 +1,7 @@
 #include "device_probe.h"
 
+#include "cublaslt_lazy.h"
+
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
@@ -18,7 +20,6 @@ ProbeResult probeDevices() {
   ProbeResult r;
   cudaRuntimeGetVersion(&r.runtime_version);
   cudaDriverGetVersion(&r.driver_version);
-  r.cublaslt_version = cublasLtGetVersion();
   int count = 0; // the runtime leaves it unwritten on error
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
@@ -49,6 +50,15 @@ ProbeResult probeDevices() {
     d.total_memory_bytes = p.totalGlobalMem;
     if (cudaSetDevice(i) == cudaSuccess) cudaMemGetInfo(&d.free_memory_bytes, &d.total_memory_bytes);
     r.devices.push_back(d);
+  }
+  // cuBLASLt is loaded only now that there is a device to run it on (cublaslt_lazy.h).
+  if (!r.devices.empty()) {
+    if (std::string why; !cublasLtAvailable(&why)) {
+      r.devices.clear();
+      r.reason = why;
+      return r;
+    }
+    r.cublaslt_version = cublasLtGetVersion();
   }
   return r;
 }

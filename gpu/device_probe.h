@@ -18,12 +18,13 @@ struct DeviceInfo {
 
 /// Result of probing the CUDA runtime. `devices` is empty when no usable device exists; then
 /// `reason` holds the runtime's error name and text (e.g. error 35,
-/// cudaErrorInsufficientDriver, on build machines that have the toolkit but no driver).
+/// cudaErrorInsufficientDriver, on build machines that have the toolkit but no driver), or why
+/// cuBLASLt could not be loaded on a machine with a device (it is opened only then).
 struct ProbeResult {
   std::vector<DeviceInfo> devices;
   int runtime_version = 0;     ///< cudaRuntimeGetVersion, e.g. 13000
   int driver_version = 0;      ///< cudaDriverGetVersion; 0 when no driver is installed
-  size_t cublaslt_version = 0; ///< cublasLtGetVersion, e.g. 130100
+  size_t cublaslt_version = 0; ///< cublasLtGetVersion, e.g. 130100; asked only when a device exists
   int error_code = 0;          ///< cudaError_t of the failing call, 0 on success
   std::string reason;          ///< empty on success
   bool hasDevice() const { return !devices.empty(); }

@@ -1,6 +1,11 @@
 // fp8lab-gpu-probe: prints the CUDA devices, or "no CUDA device" with the runtime's reason.
 // Exit status 0 either way (absence of a GPU is a normal state); 1 only on bad arguments.
+#include "cublaslt_lazy.h"
 #include "device_probe.h"
+
+#include <cublasLt.h>
+
+#include <string>
 
 #include <cstdio>
 #include <cstring>
@@ -19,7 +24,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   const auto r = fp8lab::gpu::probeDevices();
-  std::printf("CUDA runtime %d, driver %d, cuBLASLt %zu\n", r.runtime_version, r.driver_version, r.cublaslt_version);
+  std::string lt_why;
+  const bool lt = fp8lab::gpu::cublasLtAvailable(&lt_why);
+  std::printf("CUDA runtime %d, driver %d, cuBLASLt %zu\n", r.runtime_version, r.driver_version,
+              lt ? cublasLtGetVersion() : size_t(0));
+  if (!lt) std::printf("%s\n", lt_why.c_str());
   if (!r.hasDevice()) {
     std::printf("no CUDA device: %s\n", r.reason.c_str());
     return 0;

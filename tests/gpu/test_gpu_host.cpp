@@ -11,6 +11,7 @@
 #include "gemm_cases.h"
 #include "gemm/gemm.h"
 
+#include "cublaslt_lazy.h"
 #include "cuda_error.h"
 #include "backend/backend_factory.h"
 #include "cuda_gemm_backend.h"
@@ -513,9 +514,29 @@ void testSplitBounds(Checker& c) {
 
 } // namespace
 
+/// cuBLASLt is opened on first use (gpu/cublaslt_lazy.h): a probe on a machine without a device
+/// leaves it unloaded, the first cuBLASLt call loads it, and the loaded library is the one whose
+/// headers the build compiled against (cublas_api.h: CUBLAS_VERSION = major·10000 + minor·100 +
+/// patch, the value cublasLtGetVersion returns).
+void testLazyCublasLt(Checker& c, const ProbeResult& probe) {
+  c.expect(cublasLtLoaded() == probe.hasDevice(),
+           std::string("after the probe cuBLASLt is ") + (cublasLtLoaded() ? "loaded" : "not loaded") +
+               (probe.hasDevice() ? " (a device exists: the probe asks its version)" : " (no device)"));
+  std::string why = "untouched";
+  c.expect(cublasLtAvailable(&why) && why.empty(), "cuBLASLt loads on first use: " + why);
+  c.expect(cublasLtLoaded(), "cuBLASLt is loaded after its first use");
+  c.expect(cublasLtGetVersion() == size_t(CUBLAS_VERSION),
+           "cublasLtGetVersion() " + std::to_string(cublasLtGetVersion()) + " = the headers' CUBLAS_VERSION " +
+               std::to_string(CUBLAS_VERSION));
+  c.expect(std::string(cublasLtGetStatusName(CUBLAS_STATUS_NOT_SUPPORTED)) == "CUBLAS_STATUS_NOT_SUPPORTED",
+           "calls reach the library: cublasLtGetStatusName(CUBLAS_STATUS_NOT_SUPPORTED)");
+}
+
 int main() {
   Checker c("test_gpu_host");
-  std::printf("GPU core host-side checks (%s)\n", probeDevices().summary().c_str());
+  const ProbeResult probe = probeDevices();
+  std::printf("GPU core host-side checks (%s)\n", probe.summary().c_str());
+  testLazyCublasLt(c, probe);
   testErrors(c);
   testPaddingAndPacking(c);
   testScaleLayouts(c);
