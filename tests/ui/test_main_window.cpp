@@ -8,6 +8,8 @@
 #include "main_window.h"
 #include "session_document.h"
 #include "view_registry.h"
+
+#include "expected_views.h"
 #include "view_render.h"
 #include "qcp.h"
 #include "run_access.h"
@@ -125,17 +127,8 @@ private Q_SLOTS:
   // and the menu's object names use; each registered type makes a view of its own id. The tabs
   // and the View menu carry the views' titles, the first nine menu entries Alt+1 … Alt+9.
   void viewRegistryListsEveryViewInMenuOrder() {
-    const QStringList ids = {QStringLiteral("bits"),     QStringLiteral("numberline"),   QStringLiteral("codes"),
-                             QStringLiteral("learn"),    QStringLiteral("amax"),         QStringLiteral("scales"),
-                             QStringLiteral("heatmap"),  QStringLiteral("block_scales"), QStringLiteral("compare"),
-                             QStringLiteral("decide"),   QStringLiteral("layers"),       QStringLiteral("block_map"),
-                             QStringLiteral("attention")};
-    const QStringList titles = {
-        QStringLiteral("Bit layout"),    QStringLiteral("Number line"),       QStringLiteral("Code grid"),
-        QStringLiteral("Learn"),         QStringLiteral("Amax history"),      QStringLiteral("Scale evolution"),
-        QStringLiteral("Error heatmap"), QStringLiteral("Block scales"),      QStringLiteral("Comparison"),
-        QStringLiteral("Decide"),        QStringLiteral("Layer \u00d7 step"), QStringLiteral("Block map"),
-        QStringLiteral("Attention")};
+    const QStringList& ids = fp8lab::testsupport::kExpectedViewIds;
+    const QStringList& titles = fp8lab::testsupport::kExpectedViewTitles;
     QStringList registered;
     for (const ViewType& t : viewTypes()) {
       registered << t.id;

@@ -5,6 +5,8 @@
 #include "view.h"
 #include "view_registry.h"
 
+#include "expected_views.h"
+
 #include <QFile>
 #include <QtTest>
 
@@ -16,17 +18,8 @@ class TestViewRegistry : public QObject {
   Q_OBJECT
 private Q_SLOTS:
   void everyViewIsRegisteredInTabOrder() {
-    const QStringList ids = {QStringLiteral("bits"),     QStringLiteral("numberline"),   QStringLiteral("codes"),
-                             QStringLiteral("learn"),    QStringLiteral("amax"),         QStringLiteral("scales"),
-                             QStringLiteral("heatmap"),  QStringLiteral("block_scales"), QStringLiteral("compare"),
-                             QStringLiteral("decide"),   QStringLiteral("layers"),       QStringLiteral("block_map"),
-                             QStringLiteral("attention")};
-    const QStringList titles = {
-        QStringLiteral("Bit layout"),    QStringLiteral("Number line"),       QStringLiteral("Code grid"),
-        QStringLiteral("Learn"),         QStringLiteral("Amax history"),      QStringLiteral("Scale evolution"),
-        QStringLiteral("Error heatmap"), QStringLiteral("Block scales"),      QStringLiteral("Comparison"),
-        QStringLiteral("Decide"),        QStringLiteral("Layer \u00d7 step"), QStringLiteral("Block map"),
-        QStringLiteral("Attention")};
+    const QStringList& ids = fp8lab::testsupport::kExpectedViewIds;
+    const QStringList& titles = fp8lab::testsupport::kExpectedViewTitles;
     QStringList registered;
     int previous = -1;
     for (const ViewType& t : viewTypes()) {
