@@ -237,7 +237,7 @@ void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64
   case RoleKind::Mxfp8: {
     const char* preset = q.kind == RoleKind::Float8Block ? (q.block_2d ? "te_block_128x128" : "te_block_1x128")
                                                          : (q.block_2d ? "mx_rceil_2d" : "mx_rceil");
-    ScalingConfig sc = *scalingPreset(preset);
+    ScalingConfig sc = requireScalingPreset(preset);
     sc.threads = threads;
     const QuantizedTensor t = quantize(x, rows, cols, *q.format, sc, axis);
     if (observe && *observe) (*observe)(x, t);
@@ -255,7 +255,7 @@ void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64
     break;
   }
   case RoleKind::Nvfp4: {
-    Nvfp4Config nc = *nvfp4Preset("nvfp4_te");
+    Nvfp4Config nc = requireNvfp4Preset("nvfp4_te");
     nc.tile_2d = q.block_2d;
     nc.rht = q.rht;
     nc.stochastic_rounding = q.stochastic_rounding;
@@ -309,7 +309,7 @@ QuantizedTensor quantizeRole(const RoleQuantization& q, const float* x, int64_t 
   case RoleKind::Mxfp8: {
     const char* preset = q.kind == RoleKind::Float8Block ? (q.block_2d ? "te_block_128x128" : "te_block_1x128")
                                                          : (q.block_2d ? "mx_rceil_2d" : "mx_rceil");
-    ScalingConfig sc = *scalingPreset(preset);
+    ScalingConfig sc = requireScalingPreset(preset);
     sc.threads = threads;
     out = quantize(x, rows, cols, *q.format, sc, axis);
     if (observe && *observe) (*observe)(x, out);
@@ -325,7 +325,7 @@ QuantizedTensor quantizeRole(const RoleQuantization& q, const float* x, int64_t 
     break;
   }
   case RoleKind::Nvfp4: {
-    Nvfp4Config nc = *nvfp4Preset("nvfp4_te");
+    Nvfp4Config nc = requireNvfp4Preset("nvfp4_te");
     nc.tile_2d = q.block_2d;
     nc.rht = q.rht;
     nc.stochastic_rounding = q.stochastic_rounding;
