@@ -1,6 +1,7 @@
 #include "experiment/param_schema.h"
 
 #include "common/names.h"
+#include "experiment/config_reader.h"
 #include "formats/format.h"
 #include "gemm/backend_policy.h"
 #include "gemm/random_matrix.h"
@@ -9,6 +10,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace fp8lab {
@@ -89,8 +91,8 @@ ParamSpec integer(std::string key, ParamScope scope, std::string flag, std::stri
   return p;
 }
 
-ParamSpec typed(ParamType t, std::string key, ParamScope scope, std::string flag, std::string def,
-                std::string commands, std::string presets, std::string help) {
+ParamSpec typed(ParamType t, std::string key, ParamScope scope, std::string flag, std::string def, std::string commands,
+                std::string presets, std::string help) {
   ParamSpec p = integer(std::move(key), scope, std::move(flag), {}, 0, 0, std::move(def), std::move(commands),
                         std::move(presets), std::move(help));
   p.type = t;
@@ -106,8 +108,8 @@ ParamSpec number(std::string key, ParamScope scope, std::string flag, double lo,
   return p;
 }
 
-ParamSpec choice(std::string key, ParamScope scope, std::string flag, std::vector<std::string> choices,
-                 std::string def, std::string commands, std::string presets, std::string help) {
+ParamSpec choice(std::string key, ParamScope scope, std::string flag, std::vector<std::string> choices, std::string def,
+                 std::string commands, std::string presets, std::string help) {
   ParamSpec p = typed(ParamType::Choice, std::move(key), scope, std::move(flag), std::move(def), std::move(commands),
                       std::move(presets), std::move(help));
   p.choices = std::move(choices);
@@ -120,7 +122,8 @@ std::vector<ParamSpec> buildSchema() {
   const double fmax = 3.4028234663852886e38; // float32 max: the epilogue and scales are float32
   std::vector<ParamSpec> s;
   // Shape (docs/gemm.md: D[M,N] = A[M,K]·B[K,N]); a tensor operand fixes its own dimensions.
-  for (const auto& [k, what] : {std::pair{"m", "Rows of A and D"}, {"n", "Columns of B and D"},
+  for (const auto& [k, what] : {std::pair{"m", "Rows of A and D"},
+                                {"n", "Columns of B and D"},
                                 {"k", "Contraction length K (K = 0 has nothing to accumulate)"}}) {
     s.push_back(integer(k, S::Top, k, "elements", 1, kBig, "256", "gemm", "",
                         std::string(what) + "; a tensor operand fixes it (docs/gemm.md)."));
@@ -128,11 +131,12 @@ std::vector<ParamSpec> buildSchema() {
   }
   s.push_back(typed(T::Seed, "seed", S::Top, "seed", "1", "gemm", "",
                     "Seed of the random operands: A draws stream 1, B stream 2 of randomMatrix (core/gemm)."));
-  s.push_back(choice("format_a", S::Top, "a-format", formatChoices(), "E4M3FN", "gemm", "",
-                     "Element format of A (core/formats; 6- and 4-bit formats with MX or NVFP4 scaling: OCP MX v1.0)."));
+  s.push_back(
+      choice("format_a", S::Top, "a-format", formatChoices(), "E4M3FN", "gemm", "",
+             "Element format of A (core/formats; 6- and 4-bit formats with MX or NVFP4 scaling: OCP MX v1.0)."));
   s.push_back(choice("format_b", S::Top, "b-format", formatChoices(), "E4M3FN", "gemm", "",
                      "Element format of B (core/formats)."));
-  s.push_back(choice("scaling", S::Top, "scaling", gemmScalingChoices(), "te_current", "gemm quantize train", "",
+  s.push_back(choice("scaling", S::Top, "scaling", gemmScalingChoices(), "te_current", "gemm", "",
                      "Current-scaling or NVFP4 preset of both operands (docs/scaling.md: each follows one system's "
                      "source); NVFP4 presets give E2M1 operands, need K a multiple of 16, and go on both operands "
                      "or neither."));
@@ -165,6 +169,7 @@ std::vector<ParamSpec> buildSchema() {
   s.push_back(number("output_quant_scale", S::Top, "output-scale", 0, fmax, "auto", "gemm", "e4m3fn e5m2",
                      "FP8 outputs: scale_D, the quant multiplier (cuBLASLt D_SCALE); auto = max / amax of the "
                      "quantized-exact D."));
+  s.back().min_open = true;
   s.push_back(number("alpha", S::Top, "alpha", -fmax, fmax, "1", "gemm", "",
                      "Epilogue D = scale_D·(alpha·(A·B) + beta·C + bias): alpha, float32 (cuBLASLt)."));
   s.push_back(number("beta", S::Top, "beta", -fmax, fmax, "0", "gemm", "",
@@ -172,16 +177,21 @@ std::vector<ParamSpec> buildSchema() {
   s.push_back(typed(T::Seed, "seed", S::C, "c-seed", "", "gemm", "",
                     "Epilogue C [M,N]: seeded normal values rounded to BF16 (stream 3)."));
   s.push_back(number("scale", S::C, "c-scale", 0, fmax, "1", "gemm", "", "Standard deviation of C (> 0)."));
+  s.back().min_open = true;
   s.push_back(typed(T::Seed, "seed", S::Bias, "bias-seed", "", "gemm", "",
                     "Epilogue bias [N], added to every row after alpha: seeded normal values rounded to BF16 "
                     "(stream 4)."));
-  s.push_back(number("scale", S::Bias, "bias-scale", 0, fmax, "1", "gemm", "", "Standard deviation of the bias (> 0)."));
+  s.push_back(
+      number("scale", S::Bias, "bias-scale", 0, fmax, "1", "gemm", "", "Standard deviation of the bias (> 0)."));
+  s.back().min_open = true;
   s.push_back(choice("distribution", S::Operands, "distribution", distributionChoices(), "normal", "gemm", "",
                      "Element distribution of the random operands (core/gemm/random_matrix.h; channel_outliers: "
                      "LLM.int8() §3.2 outlier feature channels)."));
-  s.push_back(number("scale", S::Operands, "scale", 0, fmax, "1", "gemm", "",
+  // A random scale may overflow float32: the run refuses it, counting the infinite elements.
+  s.push_back(number("scale", S::Operands, "scale", 0, std::numeric_limits<double>::max(), "1", "gemm", "",
                      "Standard deviation (normal, outliers), half-width (uniform) or median (lognormal) of the random "
                      "operands (> 0)."));
+  s.back().min_open = true;
   s.push_back(number("sigma", S::Operands, "sigma", 0, fmax, "1", "gemm", "lognormal",
                      "Lognormal operands: standard deviation of log|x|."));
   s.push_back(number("outlier_fraction", S::Operands, "outlier-fraction", 0, 1, "0.001", "gemm", "outliers",
@@ -189,22 +199,24 @@ std::vector<ParamSpec> buildSchema() {
   s.push_back(number("outlier_factor", S::Operands, "outlier-factor", 0, fmax, "100", "gemm",
                      "outliers channel_outliers", "Multiplier of an outlier element or channel."));
   s.push_back(integer("outlier_channels", S::Operands, "outlier-channels", "channels", 0, kBig, "4", "gemm",
-                      "channel_outliers", "channel_outliers: how many whole channels are outliers (drawn from the seed)."));
+                      "channel_outliers",
+                      "channel_outliers: how many whole channels are outliers (drawn from the seed)."));
   s.push_back(choice("outlier_axis", S::Operands, "outlier-axis", {"columns", "rows"}, "columns", "gemm",
                      "channel_outliers", "channel_outliers: whether the outlier channels are columns or rows."));
   s.push_back(typed(T::Text, "tensor", S::OperandA, "a-tensor", "", "gemm", "",
                     "Import A [M,K] instead of random data (w.npy, m.safetensors:NAME, f.h5:/path); fixes M and K."));
-  s.push_back(typed(T::Text, "tensor", S::OperandB, "b-tensor", "", "gemm", "",
-                    "Import B [K,N] the same way; fixes K and N."));
+  s.push_back(
+      typed(T::Text, "tensor", S::OperandB, "b-tensor", "", "gemm", "", "Import B [K,N] the same way; fixes K and N."));
   s.push_back(integer("tile", S::Top, "tile", "elements", 1, kBig, "128", "gemm", "",
                       "Tile edge of the per-tile error map (error/tile_*)."));
-  s.push_back(choice("rounding", S::Top, "rounding", {"rne", "stochastic"}, "rne", "gemm", "",
-                     "Element rounding of the operands a current-scaling preset quantizes (core/formats EncodeOptions)."));
+  s.push_back(
+      choice("rounding", S::Top, "rounding", {"rne", "stochastic"}, "rne", "gemm", "",
+             "Element rounding of the operands a current-scaling preset quantizes (core/formats EncodeOptions)."));
   s.push_back(integer("stochastic_bits", S::Top, "stochastic-bits", "bits", 1, 32, "16", "gemm", "stochastic",
                       "Random bits per element for stochastic rounding."));
-  s.push_back(integer("", S::None, "threads", "threads", 0, 4096, "0", "gemm", "",
+  s.push_back(integer("threads", S::None, "threads", "threads", 0, 1024, "0", "gemm", "",
                       "Threads of the CPU backend (0 = all hardware threads)."));
-  s.push_back(choice("", S::None, "kernel", kernelChoices(), "auto", "gemm", "",
+  s.push_back(choice("kernel", S::None, "kernel", kernelChoices(), "auto", "gemm", "",
                      "CPU kernel (core/gemm/gemm.h CpuKernel; all give bit-identical results)."));
   s.push_back(choice("backend", S::None, "backend", backendChoices(), "auto", "gemm run train", "",
                      "Where GEMMs run (core/gemm/backend_policy.h): the GPU when it can, the CPU reference, or the "
@@ -233,7 +245,18 @@ std::string ParamSpec::rangeText() const {
     std::snprintf(b, sizeof b, "%.9g", v);
     return std::string(b);
   };
-  return "[" + text(min) + ", " + text(max) + "]";
+  return (min_open ? "(" : "[") + text(min) + ", " + text(max) + "]";
+}
+
+std::string paramHelp(const ParamSpec& p, bool flag) {
+  std::string h = p.help;
+  const std::string& def = flag ? p.flagDefault() : p.def;
+  if (!def.empty()) h += " Default " + def + ".";
+  if (p.type == ParamType::Integer || p.type == ParamType::Number)
+    h += " Range " + p.rangeText() + (p.unit.empty() ? "" : " " + p.unit) + ".";
+  if (p.type == ParamType::Choice) h += " One of: " + joinNames(p.choices) + ".";
+  if (!p.presets.empty()) h += " Read by: " + p.presets + ".";
+  return h;
 }
 
 bool ParamSpec::usedBy(std::string_view command) const {
@@ -273,6 +296,12 @@ const ParamSpec& param(std::string_view key, ParamScope scope) {
   throw std::logic_error("the parameter schema has no '" + std::string(key) + "'");
 }
 
+bool inParamRange(std::string_view key, double v) {
+  for (const auto& p : paramSchema())
+    if (p.key == key) return v >= p.min && v <= p.max;
+  throw std::logic_error("the parameter schema has no '" + std::string(key) + "'");
+}
+
 std::string checkParamText(const ParamSpec& p, std::string_view text) {
   const std::string flag = "--" + p.flag;
   switch (p.type) {
@@ -286,7 +315,8 @@ std::string checkParamText(const ParamSpec& p, std::string_view text) {
   case ParamType::Number: {
     double v = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v) || v < p.min || v > p.max)
+    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v) || v < p.min || v > p.max ||
+        (p.min_open && v == p.min))
       return flag + " must be a finite number in " + p.rangeText();
     return {};
   }
@@ -326,8 +356,9 @@ std::optional<ParamProblem> accumulationProblem(const GemmOptions& opt, const st
   } else if (refuse_unread) {
     for (const char* k : {"fast_accum_bits", "fast_accum_group", "fast_accum_promotes"})
       if (has(k) && !accumulationReads(o.accumulation, k))
-        return ParamProblem{k, std::string("applies to the fast-accumulation model (fast or an accumulation preset); '") +
-                                   toString(o.accumulation) + "' does not read it"};
+        return ParamProblem{k,
+                            std::string("applies to the fast-accumulation model (fast or an accumulation preset); '") +
+                                toString(o.accumulation) + "' does not read it"};
     if (has("promotion_interval") && !accumulationReads(o.accumulation, "promotion_interval"))
       return ParamProblem{"promotion_interval", std::string("applies to split and fast accumulation; '") +
                                                     toString(o.accumulation) + "' has no promotion windows"};

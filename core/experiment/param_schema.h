@@ -46,20 +46,22 @@ enum class ParamScope {
 
 /// One parameter of the schema.
 struct ParamSpec {
-  std::string key;         ///< the key in its config object (see scope); "" for scope None
+  std::string key; ///< the key in its config object (see scope); "" for scope None
   ParamScope scope = ParamScope::Top;
-  std::string flag;        ///< the command-line flag without "--"; "" when no command takes it
+  std::string flag; ///< the command-line flag without "--"; "" when no command takes it
   ParamType type = ParamType::Integer;
-  std::string unit;        ///< e.g. "elements", "bits"; "" when none
-  double min = 0, max = 0; ///< Integer / Number: the accepted range, inclusive
+  std::string unit;                 ///< e.g. "elements", "bits"; "" when none
+  double min = 0, max = 0;          ///< Integer / Number: the accepted range, inclusive but for min_open
+  bool min_open = false;            ///< the range excludes min: (0, max] for a positive scale
   std::vector<std::string> choices; ///< Choice: the canonical values, from the core registries
-  std::string def;         ///< the config's default, as the flag would spell it ("" = none)
-  std::string cli_def;     ///< the gemm command's default where it differs from def ("" = def)
-  std::string commands;    ///< the commands that read it: "gemm", "gemm quantize train", ...
-  std::string presets;     ///< the presets / models that read it ("" = every one)
-  std::string help;        ///< one sentence with the source of its semantics
+  std::string def;                  ///< the config's default, as the flag would spell it ("" = none)
+  std::string cli_def;              ///< the gemm command's default where it differs from def ("" = def)
+  std::string commands;             ///< the commands that read it: "gemm", "gemm quantize train", ...
+  std::string presets;              ///< the presets / models that read it ("" = every one)
+  std::string help;                 ///< one sentence with the source of its semantics
 
-  /// The range as the refusals name it: "[1, 1048576]"; "" for non-numeric types.
+  /// The range as the refusals name it: "[1, 1048576]", "(0, 3.40282347e+38]"; "" for
+  /// non-numeric types.
   std::string rangeText() const;
   /// The flag's default: cli_def when given, else def.
   const std::string& flagDefault() const { return cli_def.empty() ? def : cli_def; }
@@ -71,6 +73,10 @@ struct ParamSpec {
 /// order `fp8lab-cli gemm --help` lists them.
 const std::vector<ParamSpec>& paramSchema();
 
+/// The help of an entry: its help text, then "Default X." (the flag's default when `flag`, else
+/// the config's), "Range [lo, hi] <unit>." or "One of: a, b, c." and the commands / presets that read it.
+std::string paramHelp(const ParamSpec& p, bool flag);
+
 /// The entry with this config key in this scope; nullptr when none.
 const ParamSpec* findParam(std::string_view key, ParamScope scope = ParamScope::Top);
 /// The entry with this command-line flag (without "--"); nullptr when none.
@@ -78,6 +84,9 @@ const ParamSpec* findParamByFlag(std::string_view flag);
 /// The entry with this key in this scope; throws std::logic_error naming the key when the schema
 /// has none (a caller asking for a parameter the table lacks is a programming error).
 const ParamSpec& param(std::string_view key, ParamScope scope = ParamScope::Top);
+
+/// Whether `v` lies in the range of the entry with this key (any scope, the first found).
+bool inParamRange(std::string_view key, double v);
 
 /// Checks one value typed for `p` (a flag's text): "" when it is valid, else a sentence naming
 /// the flag and the range or the choices ("--fast-bits must be an integer in [2, 48]"). Choices

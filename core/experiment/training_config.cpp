@@ -1,5 +1,7 @@
 #include "experiment/training_config.h"
 
+#include "experiment/param_schema.h"
+
 #include "formats/format.h"
 #include "scaling/scaling.h"
 #include "session/session.h"
@@ -443,13 +445,15 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
     if (!parseTrainingScalingKind(lower(strat), &c.scaling.kind))
       r.fail(w.member("strategy"),
              "unknown strategy '" + strat + "' (delayed-flax, delayed-te, current-te, current-torchao)");
-    c.scaling.history_len = static_cast<int>(r.integer(*so, "history_len", w, 1024, 1, 65536));
+    const ParamSpec& hl = param("history_len", ParamScope::None);
+    c.scaling.history_len = static_cast<int>(r.integer(*so, "history_len", w, 1024, int64_t(hl.min), int64_t(hl.max)));
     const std::string algo = r.string(*so, "amax_compute_algo", w, "max");
     if (algo == "most_recent")
       c.scaling.most_recent = true;
     else if (algo != "max")
       r.fail(w.member("amax_compute_algo"), "must be \"max\" or \"most_recent\"");
-    c.scaling.margin = static_cast<int>(r.integer(*so, "margin", w, 0, 0, 64));
+    const ParamSpec& mg = param("margin", ParamScope::None);
+    c.scaling.margin = static_cast<int>(r.integer(*so, "margin", w, 0, int64_t(mg.min), int64_t(mg.max)));
     c.scaling.power_of_two = r.boolean(*so, "power_of_two", w, false);
     c.scaling.saturate = r.boolean(*so, "saturate", w, true);
     if (c.scaling.kind == TrainingScalingKind::DelayedFlax && (c.scaling.margin != 0 || c.scaling.most_recent))
