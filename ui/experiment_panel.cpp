@@ -12,6 +12,7 @@
 #include "gemm/error_split.h"
 #include "scaling/scaling.h"
 #include "session_document.h"
+#include "scaling/require_preset.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -68,7 +69,7 @@ QStringList presetsOf(const QString& strategy) {
   for (const auto& p : scalingPresets()) {
     if (strategyOf(p) != strategy) continue;
     const std::string twin = p.delayed ? std::string() : scalingPresetTwin(p.name);
-    if (!twin.empty() && scalingPreset(p.name)->pow2) continue;
+    if (!twin.empty() && requireScalingPreset(p.name).pow2) continue;
     r << QString::fromStdString(p.name);
   }
   return r;

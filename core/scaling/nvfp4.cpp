@@ -7,6 +7,7 @@
 
 #include "common/worker_pool.h"
 #include "formats/format.h"
+#include "scaling/require_preset.h"
 
 #include <algorithm>
 #include <atomic>
@@ -757,6 +758,13 @@ const char* toString(FourOverSix m) {
     return "MSE";
   }
   return "?";
+}
+
+Nvfp4Config requireNvfp4Preset(std::string_view name) {
+  if (auto c = nvfp4Preset(name)) return *c;
+  std::string known;
+  for (const auto& p : nvfp4Presets()) known += (known.empty() ? "" : ", ") + p.name;
+  throw std::invalid_argument("unknown NVFP4 preset '" + std::string(name) + "' (" + known + ")");
 }
 
 } // namespace fp8lab

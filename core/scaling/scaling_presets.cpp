@@ -3,9 +3,11 @@
 #include "common/names.h"
 
 #include "scaling/scale_rules.h"
+#include "scaling/require_preset.h"
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 // Names of the scaling enums, the preset registry (each preset with the system it follows) and the
 // rules that turn a preset into one block's scale and shape. The quantize engine that applies them
@@ -264,6 +266,14 @@ ScaleBlock scaleBlockFor(const ScalingConfig& cfg, int64_t rows, int64_t cols, A
     return {cfg.block, cfg.block};
   }
   return {r1, c1};
+}
+
+ScalingConfig requireScalingPreset(std::string_view name) {
+  if (auto c = scalingPreset(name)) return *c;
+  std::string known;
+  for (const auto& p : scalingPresets())
+    if (!p.delayed) known += (known.empty() ? "" : ", ") + p.name;
+  throw std::invalid_argument("unknown current-scaling preset '" + std::string(name) + "' (" + known + ")");
 }
 
 } // namespace fp8lab

@@ -7,6 +7,7 @@
 
 #include "scaling/delayed_scaling.h"
 #include "scaling/scaling.h"
+#include "scaling/require_preset.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -82,7 +83,7 @@ OperandScaler::OperandScaler(const TrainingScalingConfig& cfg, const Format& for
     d->current = *scalingPreset(cfg.power_of_two ? "te_current_pow2" : "te_current");
     break;
   case TrainingScalingKind::CurrentTorchao:
-    d->current = *scalingPreset("torchao_tensorwise");
+    d->current = requireScalingPreset("torchao_tensorwise");
     d->current.pow2 = cfg.power_of_two;
     break;
   }

@@ -7,6 +7,7 @@
 #include "training/diagnostics.h"
 #include "scaling/nvfp4.h"
 #include "training/dense.h"
+#include "scaling/require_preset.h"
 
 #include <algorithm>
 #include <cmath>
@@ -255,7 +256,7 @@ void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64
     break;
   }
   case RoleKind::Nvfp4: {
-    Nvfp4Config nc = *nvfp4Preset("nvfp4_te");
+    Nvfp4Config nc = requireNvfp4Preset("nvfp4_te");
     nc.tile_2d = q.block_2d;
     nc.rht = q.rht;
     nc.stochastic_rounding = q.stochastic_rounding;
@@ -325,7 +326,7 @@ QuantizedTensor quantizeRole(const RoleQuantization& q, const float* x, int64_t 
     break;
   }
   case RoleKind::Nvfp4: {
-    Nvfp4Config nc = *nvfp4Preset("nvfp4_te");
+    Nvfp4Config nc = requireNvfp4Preset("nvfp4_te");
     nc.tile_2d = q.block_2d;
     nc.rht = q.rht;
     nc.stochastic_rounding = q.stochastic_rounding;
