@@ -223,10 +223,10 @@ std::vector<ParamSpec> buildSchema() {
                      "GPU always."));
   // Scaling parameters the quantize and train commands share (delayed scaling: Flax fp8_ops, TE
   // DelayedScaling; the TE margin rule).
-  s.push_back(integer("history_len", S::None, "history-len", "steps", 1, 65536, "1024", "quantize train",
+  s.push_back(integer("history_len", S::None, "history-len", "steps", 1, 65536, "1024", "quantize scaling train",
                       "flax_delayed te_delayed te_jax_delayed",
                       "Delayed scaling: amax history length (TE DelayedScaling amax_history_len; Flax 1024)."));
-  s.push_back(integer("margin", S::None, "margin", "powers of two", -126, 126, "0", "quantize train",
+  s.push_back(integer("margin", S::None, "margin", "powers of two", -126, 126, "0", "quantize scaling train",
                       "te_current te_current_pow2 te_block_1x128 te_block_128x128 te_delayed te_jax_delayed",
                       "TE margin m: the scale is computed for max / 2^m (TE DelayedScaling margin; Flax has none)."));
   s.push_back(choice("amax_compute_algo", S::None, "algo", {"max", "most_recent"}, "max", "quantize train",
@@ -257,6 +257,58 @@ std::string paramHelp(const ParamSpec& p, bool flag) {
   if (p.type == ParamType::Choice) h += " One of: " + joinNames(p.choices) + ".";
   if (!p.presets.empty()) h += " Read by: " + p.presets + ".";
   return h;
+}
+
+std::string paramSchemaMarkdown() {
+  auto typeName = [](ParamType t) {
+    switch (t) {
+    case ParamType::Integer:
+      return "integer";
+    case ParamType::Number:
+      return "number";
+    case ParamType::Boolean:
+      return "boolean";
+    case ParamType::Choice:
+      return "choice";
+    case ParamType::Text:
+      return "text";
+    case ParamType::Seed:
+      return "seed";
+    }
+    return "";
+  };
+  auto keyOf = [](const ParamSpec& p) -> std::string {
+    switch (p.scope) {
+    case ParamScope::Operands:
+      return "a." + p.key + ", b." + p.key;
+    case ParamScope::OperandA:
+      return "a." + p.key;
+    case ParamScope::OperandB:
+      return "b." + p.key;
+    case ParamScope::C:
+      return "c." + p.key;
+    case ParamScope::Bias:
+      return "bias." + p.key;
+    case ParamScope::None:
+      return "(" + p.key + ")";
+    default:
+      return p.key;
+    }
+  };
+  auto code = [](const std::string& s) { return s.empty() ? std::string() : "`" + s + "`"; };
+  std::string m = "| config key | flag | type | range / choices | default | commands | read by | what |\n"
+                  "|---|---|---|---|---|---|---|---|\n";
+  for (const ParamSpec& p : paramSchema()) {
+    std::string range = p.rangeText();
+    if (!range.empty() && !p.unit.empty()) range += " " + p.unit;
+    if (p.type == ParamType::Choice) range = joinNames(p.choices);
+    std::string def = p.def;
+    if (!p.cli_def.empty()) def += " (gemm flag: " + p.cli_def + ")";
+    m += "| " + code(keyOf(p)) + " | " + (p.flag.empty() ? std::string() : code("--" + p.flag)) + " | " +
+         typeName(p.type) + " | " + range + " | " + def + " | " + p.commands + " | " + p.presets + " | " + p.help +
+         " |\n";
+  }
+  return m;
 }
 
 bool ParamSpec::usedBy(std::string_view command) const {

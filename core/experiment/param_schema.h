@@ -77,6 +77,11 @@ const std::vector<ParamSpec>& paramSchema();
 /// the config's), "Range [lo, hi] <unit>." or "One of: a, b, c." and the commands / presets that read it.
 std::string paramHelp(const ParamSpec& p, bool flag);
 
+/// The table as Markdown (docs/gemm.md, "Parameters"): one row per entry with its config key
+/// (a.KEY / b.KEY for operand keys, c.KEY, bias.KEY), flag, type, range or choices, default,
+/// commands and presets that read it, and help.
+std::string paramSchemaMarkdown();
+
 /// The entry with this config key in this scope; nullptr when none.
 const ParamSpec* findParam(std::string_view key, ParamScope scope = ParamScope::Top);
 /// The entry with this command-line flag (without "--"); nullptr when none.

@@ -254,6 +254,28 @@ private Q_SLOTS:
     QCOMPARE(checked, 31); // the GEMM config's entries with a flag, tensors aside
   }
 
+  // docs/gemm.md lists the schema as paramSchemaMarkdown() writes it, between its markers;
+  // FP8LAB_UPDATE_DOCS=1 rewrites the list.
+  void docsListTheSchema() {
+    const QString path = QStringLiteral(FP8LAB_SOURCE_DIR "/docs/gemm.md");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(f.readAll());
+    f.close();
+    const QString begin = QStringLiteral("<!-- param-schema:begin -->\n"),
+                  end = QStringLiteral("<!-- param-schema:end -->");
+    const qsizetype b = text.indexOf(begin), e = text.indexOf(end);
+    QVERIFY(b >= 0 && e > b);
+    const QString want = QString::fromStdString(paramSchemaMarkdown());
+    const QString have = text.mid(b + begin.size(), e - b - begin.size());
+    if (qEnvironmentVariableIntValue("FP8LAB_UPDATE_DOCS") == 1 && have != want) {
+      QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+      f.write((text.left(b + begin.size()) + want + text.mid(e)).toUtf8());
+      return;
+    }
+    QVERIFY2(have == want, "docs/gemm.md's parameter table differs from the schema: run with FP8LAB_UPDATE_DOCS=1");
+  }
+
   // The accumulation rule, written once: a preset's parameters given beside it must agree; a
   // parameter the model does not read is refused only when the caller asks (flags, not stored
   // configs, which hold every key).
