@@ -1,5 +1,7 @@
 #include "experiment/gemm_config.h"
 
+#include "common/names.h"
+
 #include "experiment/param_schema.h"
 
 #include "formats/format.h"
@@ -118,8 +120,7 @@ void parsePreQuantized(const Json& o, const ConfigPath& at, Axis axis, PreQuanti
   if (!r.ok()) return;
   // The names users type: FP8 Lab's, cuBLASLt's (UE8M0, UE4M3: unsigned scale formats), PyTorch's
   // dtypes (float8_e8m0fnu, float8_e4m3fn).
-  std::string low;
-  for (char c : sf) low += static_cast<char>(c == '-' ? '_' : std::tolower(static_cast<unsigned char>(c)));
+  const std::string low = normalizedName(sf);
   if (low == "float32" || low == "f32" || low == "fp32")
     p->scale_format = SF::Float32;
   else if (low == "e8m0" || low == "e8m0fnu" || low == "ue8m0" || low == "float8_e8m0fnu")
