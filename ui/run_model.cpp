@@ -209,9 +209,8 @@ QString RunSelection::currentRunId() const {
 }
 
 void RunSelection::setCurrentRunId(const QString& id) {
-  const QModelIndex i = model_->indexOfId(id);
-  if (!i.isValid()) return;
-  // The document is told even when the index is already there (a run current by default becomes chosen).
+  // The document is told even when the index is already there (a run current by default becomes
+  // chosen); an id it does not hold leaves no run current (SessionDocument::setCurrentRunId).
   model_->session()->setCurrentRunId(id);
 }
 

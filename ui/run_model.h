@@ -136,7 +136,7 @@ public:
   RunListModel* runModel() const { return model_; }
   /// The current run's id ("" when none): SessionDocument::currentRunId.
   QString currentRunId() const;
-  /// Makes run `id` the session's current run, as the user's choice.
+  /// Makes run `id` the session's current run, the user's choice (an id it lacks: none, as the document).
   void setCurrentRunId(const QString& id);
 
 Q_SIGNALS:
