@@ -223,7 +223,8 @@ std::vector<ParamSpec> buildSchema() {
                      "GPU always."));
   // Scaling parameters the quantize and train commands share (delayed scaling: Flax fp8_ops, TE
   // DelayedScaling; the TE margin rule).
-  s.push_back(integer("history_len", S::None, "history-len", "steps", 1, 65536, "1024", "quantize scaling train",
+  // 2^20: `scaling simulate` streams one step at a time in O(L) memory (docs/reliability.md #78).
+  s.push_back(integer("history_len", S::None, "history-len", "steps", 1, kBig, "1024", "quantize scaling train",
                       "flax_delayed te_delayed te_jax_delayed",
                       "Delayed scaling: amax history length (TE DelayedScaling amax_history_len; Flax 1024)."));
   s.push_back(integer("margin", S::None, "margin", "powers of two", -126, 126, "0", "quantize scaling train",

@@ -128,16 +128,17 @@ private Q_SLOTS:
   // The unified ranges, as the sources set them: M / N / K and the promotion interval up to 2^20
   // (the config parser's limit, which the flags and the panel now share), fast-accumulation bits
   // 2..48 (core/gemm/gemm.h: kFastAccumMaxBits = 48, so that bits + bit_width(group) ≤ 53 fits a
-  // double), the amax history 1..65536 (the trainers' limit), margin within float32's exponent
-  // range [-126, 126]. The choices come from the registries: channel_outliers is a distribution,
-  // the accumulation presets are hopper_fp8, blackwell_fp8, block_scaled_mma.
+  // double), the amax history up to 2^20 (scaling simulate's streamed limit, docs/reliability.md
+  // #78), margin within float32's exponent range [-126, 126]. The choices come from the
+  // registries: channel_outliers is a distribution, the accumulation presets are hopper_fp8,
+  // blackwell_fp8, block_scaled_mma.
   void rangesAndChoicesAreTheSourcesOnes() {
     for (const char* k : {"m", "n", "k", "promotion_interval"}) {
       QCOMPARE(param(k).min, 1.0);
       QCOMPARE(param(k).max, 1048576.0);
     }
     QCOMPARE(param("fast_accum_bits").rangeText(), std::string("[2, 48]"));
-    QCOMPARE(param("history_len", ParamScope::None).rangeText(), std::string("[1, 65536]"));
+    QCOMPARE(param("history_len", ParamScope::None).rangeText(), std::string("[1, 1048576]"));
     QCOMPARE(param("margin", ParamScope::None).rangeText(), std::string("[-126, 126]"));
     const auto& d = param("distribution", ParamScope::Operands).choices;
     QCOMPARE(d, (std::vector<std::string>{"normal", "uniform", "lognormal", "outliers", "channel_outliers"}));
