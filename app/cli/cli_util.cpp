@@ -124,6 +124,33 @@ QJsonValue jsonNumber(double v) {
   return v;
 }
 
+QJsonValue toQJson(const Json& j) {
+  switch (j.type()) {
+  case Json::value_t::object: {
+    QJsonObject o;
+    for (const auto& [k, v] : j.items()) o.insert(QString::fromStdString(k), toQJson(v));
+    return o;
+  }
+  case Json::value_t::array: {
+    QJsonArray a;
+    for (const auto& v : j) a.append(toQJson(v));
+    return a;
+  }
+  case Json::value_t::string:
+    return QString::fromStdString(j.get<std::string>());
+  case Json::value_t::boolean:
+    return j.get<bool>();
+  case Json::value_t::number_integer:
+  case Json::value_t::number_unsigned:
+  case Json::value_t::number_float: {
+    const double v = j.get<double>();
+    return v == 0 && std::signbit(v) ? jsonNumber(v) : QJsonValue(v);
+  }
+  default:
+    return QJsonValue();
+  }
+}
+
 std::string toJsonText(const QJsonValue& v, bool indented) {
   QJsonDocument doc;
   if (v.isArray())

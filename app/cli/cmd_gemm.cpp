@@ -9,6 +9,7 @@
 #include "kernel_check_cli.h"
 
 #include "experiment/gemm_config.h"
+#include "experiment/kernel_check_report.h"
 
 #include "formats/format.h"
 #include "gemm/accumulation_preset.h"
@@ -560,7 +561,7 @@ int runGemm(const QStringList& args) {
       j[QStringLiteral("issues")] = issues;
       if (det.nan_outputs_from_codes > 0 || r.total.nan_test > 0)
         j[QStringLiteral("nan_outputs")] = static_cast<double>(r.total.nan_test);
-      if (det.check) j[QStringLiteral("check")] = kernelCheckJson(*det.check, check_cfg);
+      if (det.check) j[QStringLiteral("check")] = toQJson(kernelCheckJson(*det.check, check_cfg));
       if (!stored.isEmpty()) {
         j[QStringLiteral("file")] = outFile;
         j[QStringLiteral("run")] = stored;
@@ -675,7 +676,7 @@ int runGemm(const QStringList& args) {
       s += QStringLiteral("%1: %2 (%3)\n")
                .arg(w.severity == Severity::Info ? QStringLiteral("note") : QStringLiteral("warning"),
                     QString::fromStdString(w.what), QString::fromStdString(w.detail));
-    if (det.check) s += kernelCheckText(*det.check, check_cfg);
+    if (det.check) s += QString::fromStdString(kernelCheckText(*det.check, check_cfg));
     out(s);
     if (!stored.isEmpty())
       std::fprintf(stderr, "saved as run %s in %s\n", stored.toUtf8().constData(), outFile.toUtf8().constData());
