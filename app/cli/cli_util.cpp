@@ -142,6 +142,7 @@ QJsonValue toQJson(const Json& j) {
     return j.get<bool>();
   case Json::value_t::number_integer:
   case Json::value_t::number_unsigned:
+    return QJsonValue(j.get<qint64>());
   case Json::value_t::number_float: {
     const double v = j.get<double>();
     return v == 0 && std::signbit(v) ? jsonNumber(v) : QJsonValue(v);

@@ -55,9 +55,9 @@ inline QString shortestFloat(float v) {
 /// "-inf", and −0 as the number -0.0 (written by toJsonText()).
 QJsonValue jsonNumber(double v);
 
-/// A JSON value of core (nlohmann) as Qt JSON, for printing with toJsonText: numbers become
-/// doubles (a −0 through jsonNumber, so it prints as -0.0); core writes the non-finite numbers of
-/// its reports as the strings "nan", "inf", "-inf" itself.
+/// A JSON value of core (nlohmann) as Qt JSON, for printing with toJsonText: integers become
+/// qint64, floating-point numbers doubles (a −0 through jsonNumber, so it prints as -0.0); core
+/// writes the non-finite numbers of its reports as the strings "nan", "inf", "-inf" itself.
 QJsonValue toQJson(const Json& j);
 
 /// Serialises compactly or indented; replaces the −0 placeholder of jsonNumber() by -0.0,

@@ -11,8 +11,10 @@
 namespace fp8lab {
 
 std::string decimalText(double v, char style, int precision) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   if (v == 0) v = 0.0; // −0 is written "0"
-  if (std::isfinite(v) && v != 0) {
+  if (v != 0) {
     // The exact decimal expansion of v (a double has at most 767 significant digits): a tie is a
     // '5' at the first dropped digit followed by zeros only. Rounding the next double away from
     // zero instead gives the away-from-zero result.
@@ -55,10 +57,12 @@ std::string shortestText(float v) {
   return shortest(v);
 }
 
+int textWidth(const std::string& s) {
+  return int(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
 std::string padded(const std::string& s, int width) {
-  const auto chars =
-      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
-  const int n = std::abs(width) - int(chars);
+  const int n = std::abs(width) - textWidth(s);
   if (n <= 0) return s;
   return width > 0 ? std::string(size_t(n), ' ') + s : s + std::string(size_t(n), ' ');
 }

@@ -11,7 +11,7 @@ namespace fp8lab {
 /// `v` in printf's %.<precision>g (style 'g') or %.<precision>f (style 'f') form, except that a
 /// decimal tie (the exact binary value halfway between two results) rounds away from zero, as
 /// Qt's QString::number does (printf rounds it to even: 8.0625 at 4 digits is "8.063" here, "8.062"
-/// from printf), and −0 is written "0". NaN and ±Inf give printf's "nan", "inf", "-inf".
+/// from printf), −0 is written "0", and NaN and ±Inf are "nan", "inf", "-inf".
 /// Checked against QString::number for 2.2e7 random and tie values, precisions 2..9.
 std::string decimalText(double v, char style, int precision);
 
@@ -23,6 +23,9 @@ std::string generalText(double v, int precision = 6);
 /// "inf", "-inf" for the non-finite values.
 std::string shortestText(double v);
 std::string shortestText(float v);
+
+/// The width of UTF-8 text in characters (Unicode code points).
+int textWidth(const std::string& s);
 
 /// `s` padded with spaces to `width` characters (Unicode code points of the UTF-8 text): right-
 /// aligned for a positive width, left-aligned for a negative one; never cut (QString::arg's
