@@ -2,6 +2,7 @@
 
 #include <QFileInfo>
 
+#include "common/number_text.h"
 #include "formats/format.h"
 #include "session/session.h"
 
@@ -100,21 +101,11 @@ std::optional<std::vector<double>> parseNumberList(const QString& text, QString*
   return v;
 }
 
-namespace {
-template <typename T> QString shortestText(T v) {
-  if (std::isnan(v)) return QStringLiteral("nan");
-  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v); // shortest round trip in T
-  return QString::fromLatin1(buf, static_cast<qsizetype>(r.ptr - buf));
-}
-} // namespace
-
 QString shortestNumber(double v) {
-  return shortestText(v);
+  return QString::fromStdString(shortestText(v));
 }
 QString shortestNumber(float v) {
-  return shortestText(v);
+  return QString::fromStdString(shortestText(v));
 }
 
 QJsonValue jsonNumber(double v) {
