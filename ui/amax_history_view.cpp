@@ -2,6 +2,7 @@
 
 #include "plot_util.h"
 #include "qcp.h"
+#include "run_model.h"
 #include "run_sites.h"
 #include "session_document.h"
 #include "style.h"
@@ -142,7 +143,7 @@ AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
   connect(run_box_, &QComboBox::activated, this, [this] {
     user_picked_ = true;
     // The user's choice is the session's current run: the tree and the other views follow.
-    if (session_) session_->setCurrentRunId(run_box_->currentData().toString());
+    if (session_) runSelection(session_)->setCurrentRunId(run_box_->currentData().toString());
   });
   connect(tensor_box_, &QComboBox::currentIndexChanged, this, [this] {
     if (!updating_) showTensor(tensor_box_->currentData().toString(), true);
@@ -176,7 +177,7 @@ void AmaxHistoryView::setSession(SessionDocument* session) {
   connect(session, &SessionDocument::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   connect(session, &SessionDocument::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   connect(session, &SessionDocument::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &SessionDocument::currentRunChanged, this, [this] {
+  connect(runSelection(session), &RunSelection::currentRunChanged, this, [this] {
     // The first current run after a load or reset is the session's default (run 0), not the
     // user's choice (SessionDocument::currentRunChosen()).
     whenShown(1, [this] { followRun(session_->currentRun(), !session_->currentRunChosen()); });

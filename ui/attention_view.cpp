@@ -27,12 +27,6 @@ namespace fp8lab::ui {
 
 namespace {
 
-/// Whether the session's run `r` can hold attention snapshots: a language-model run (its config
-/// has a "model").
-bool isLanguageModelRun(const RunRecord& r) {
-  return r.kind == QStringLiteral("training") && r.config.contains(QStringLiteral("model"));
-}
-
 std::vector<double> readSeries(const RunAccess& run, const QString& path) {
   Block b;
   if (!run.has(path) || !run.readAll(path, &b, nullptr)) return {};
@@ -145,13 +139,11 @@ std::vector<std::vector<double>> attentionSinkSeries(const RunAccess& run, const
 
 // ---- the view ----------------------------------------------------------------------------------
 
-AttentionView::AttentionView(QWidget* parent) : View(parent) {
+AttentionView::AttentionView(QWidget* parent) : AnalysisView(RunCap::LanguageModel, parent) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(6, 6, 6, 6);
   auto* bar = new QHBoxLayout;
-  auto* run_box = runComboBox(QStringLiteral("run"));
-  runs_ = new RunBox(this, run_box, isLanguageModelRun);
-  addLabeled(bar, tr("&Run:"), run_box);
+  addRunBox(bar);
   block_box_ = new QComboBox(this);
   block_box_->setObjectName(QStringLiteral("block"));
   addLabeled(bar, tr("&Layer:"), block_box_);
@@ -205,7 +197,6 @@ AttentionView::AttentionView(QWidget* parent) : View(parent) {
   hover_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   v->addWidget(hover_);
 
-  connect(runs_, &RunBox::chosen, this, [this] { runChosen(); });
   connect(block_box_, &QComboBox::currentIndexChanged, this, [this] {
     if (!updating_) setBlock(block_box_->currentData().toString());
   });
@@ -272,19 +263,14 @@ AttentionView::AttentionView(QWidget* parent) : View(parent) {
   setRunAccess(nullptr);
 }
 
-void AttentionView::setSession(SessionDocument* session) {
-  View::setSession(session);
-  runs_->setSession(session);
-}
-
-void AttentionView::runChosen() {
-  run_ = runs_->access();
+void AttentionView::runChosen(Read) {
+  run_ = runs()->access();
   fillBlocks();
   reload();
 }
 
 void AttentionView::setRunAccess(std::shared_ptr<RunAccess> run) {
-  runs_->showOnly(run ? run->id() : QString());
+  runs()->showOnly(run ? run->id() : QString());
   run_ = std::move(run);
   fillBlocks();
   reload();
@@ -344,7 +330,7 @@ void AttentionView::setLogScale(bool on) {
   updating_ = true;
   log_box_->setChecked(on);
   updating_ = false;
-  if (empty_.isEmpty() && !snap_.probs.empty()) draw();
+  if (emptyText().isEmpty() && !snap_.probs.empty()) draw();
 }
 
 void AttentionView::reload() {
@@ -356,8 +342,8 @@ void AttentionView::reload() {
   if (!run_) {
     snap_ = keep;
     sink_series_.clear();
-    const int u = session_ && !runs_->unlistedId().isEmpty() ? session_->indexOf(runs_->unlistedId()) : -1;
-    drawEmpty(u >= 0 ? tr("Run %1 is not a language-model run: attention snapshots come from the transformer.\n"
+    const int u = session_ && !runs()->unlistedId().isEmpty() ? session_->indexOf(runs()->unlistedId()) : -1;
+    showEmpty(u >= 0 ? tr("Run %1 is not a language-model run: attention snapshots come from the transformer.\n"
                           "Choose a transformer run in the Run box above, or train one (see below).")
                                .arg(session_->run(u).id) +
                            QStringLiteral("\n") +
@@ -371,7 +357,7 @@ void AttentionView::reload() {
   if (block.isEmpty() || steps_.empty()) {
     snap_ = keep;
     sink_series_.clear();
-    drawEmpty(tr("Run %1 has no attention snapshots (attention/).\nTrain it with \"probes\": {\"attention_every\": "
+    showEmpty(tr("Run %1 has no attention snapshots (attention/).\nTrain it with \"probes\": {\"attention_every\": "
                  "100} (the default of resources/experiments/transformer-lm.json) to store the attention of a fixed "
                  "validation sequence every 100 steps.")
                   .arg(run_->id()));
@@ -382,7 +368,7 @@ void AttentionView::reload() {
   if (!readAttentionSnapshot(*run_, block, index, &snap_, &why)) {
     snap_ = keep;
     sink_series_.clear();
-    drawEmpty(why);
+    showEmpty(why);
     return;
   }
   snapshot_ = index;
@@ -399,8 +385,7 @@ void AttentionView::reload() {
   draw();
 }
 
-void AttentionView::drawEmpty(const QString& text) {
-  empty_ = text;
+void AttentionView::drawEmptyState(const QString& text) {
   maps_ = nullptr;
   body_ = nullptr;
   sink_rect_ = nullptr;
@@ -439,7 +424,7 @@ QCPAxisRect* AttentionView::headRect(int head) const {
 
 void AttentionView::draw() {
   if (snap_.probs.empty() || snap_.heads <= 0) return;
-  empty_.clear();
+  clearEmpty();
   head_box_->setEnabled(true);
   const int64_t H = snap_.heads, T = snap_.length;
   const QString pct = QStringLiteral("%1 %");

@@ -10,8 +10,7 @@
 // 4 heads × 64 × 64 float32 (64 KiB), read on the GUI thread.
 #pragma once
 
-#include "run_access.h"
-#include "view.h"
+#include "analysis_view.h"
 
 #include <memory>
 #include <vector>
@@ -26,8 +25,6 @@ class QLabel;
 class QSlider;
 
 namespace fp8lab::ui {
-
-class RunBox;
 
 /// One block's attention probabilities at one snapshot step.
 struct AttentionSnapshot {
@@ -61,7 +58,7 @@ std::vector<std::vector<double>> attentionSinkSeries(const RunAccess& run, const
 QString tokenLabel(uint8_t byte);
 
 /// The Attention view (id "attention").
-class AttentionView : public View {
+class AttentionView : public AnalysisView {
   Q_OBJECT
 public:
   explicit AttentionView(QWidget* parent = nullptr);
@@ -71,7 +68,6 @@ public:
   /// The snapshot shown: "block,step,head,query,key,query_byte,key_byte,probability" then one line
   /// per causal cell (k ≤ q) of every head shown.
   QString csv() const override;
-  void setSession(SessionDocument* session) override;
 
   /// Shows a run directly (tests, the renderer) and draws at once; nullptr clears the view.
   void setRunAccess(std::shared_ptr<RunAccess> run);
@@ -88,7 +84,6 @@ public:
   QString block() const { return snap_.block; }
   int head() const { return head_; }
   /// The text in the plot in the empty or failed state ("" when maps are shown).
-  QString emptyText() const { return empty_; }
   /// The sequence line over the maps and the per-head sink line under the slider.
   QString sequenceText() const;
   QString sinkText() const;
@@ -102,11 +97,11 @@ public:
   QCustomPlot* plot() const { return plot_; }
 
 private:
-  void runChosen();
+  void runChosen(Read read = Read::Now) override;
   void fillBlocks();
   void reload();
   void draw();
-  void drawEmpty(const QString& text);
+  void drawEmptyState(const QString& text) override;
   bool cellAt(const QPoint& pos, int* h, int* q, int* k) const;
   /// Lays the maps out in the grid of the largest square maps the plot's area holds (after each
   /// layout of the plot: the window's size or an export's).
@@ -121,7 +116,7 @@ private:
   int snapshot_ = -1;
   bool log_ = false;
   bool updating_ = false;
-  QString empty_, hover_text_;
+  QString hover_text_;
   std::vector<int> drawn_heads_;
   std::vector<QCPAxisRect*> rects_;
   QCPLayoutGrid* body_ = nullptr; // maps, colour scale, spacer or the sink plot
@@ -131,7 +126,6 @@ private:
   bool arranging_ = false;
   std::vector<QString> titles_;
 
-  RunBox* runs_;
   QComboBox* block_box_;
   QComboBox* head_box_;
   QSlider* slider_;

@@ -10,12 +10,10 @@
 #include "view_registry.h"
 
 #include <QComboBox>
-#include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
 #include <cmath>
@@ -224,15 +222,12 @@ bool readBlockMap(const RunAccess& run, const QString& group, int64_t index, Blo
 
 // ---- the view ----------------------------------------------------------------------------------
 
-BlockMapView::BlockMapView(QWidget* parent) : View(parent) {
+BlockMapView::BlockMapView(QWidget* parent)
+    : AnalysisView(RunCap::MayHoldBlockStats | RunCap::Gemm | RunCap::Checkpoint, parent) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(6, 6, 6, 6);
   auto* bar = new QHBoxLayout;
-  auto* run_box = runComboBox(QStringLiteral("run"));
-  runs_ = new RunBox(this, run_box, [](const RunRecord& r) {
-    return mayHoldBlockStats(r) || r.kind.startsWith(QStringLiteral("gemm")) || r.kind == QStringLiteral("checkpoint");
-  });
-  addLabeled(bar, tr("&Run:"), run_box);
+  addRunBox(bar);
   operand_box_ = new QComboBox(this);
   operand_box_->setObjectName(QStringLiteral("operand"));
   operand_box_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
@@ -281,8 +276,6 @@ BlockMapView::BlockMapView(QWidget* parent) : View(parent) {
   hover_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   v->addWidget(hover_);
 
-  connect(runs_, &RunBox::chosen, this,
-          [this](bool background) { runChosen(background ? Read::Background : Read::BySize); });
   connect(operand_box_, &QComboBox::currentIndexChanged, this, [this] {
     if (updating_) return;
     fillSteps();
@@ -304,19 +297,14 @@ BlockMapView::BlockMapView(QWidget* parent) : View(parent) {
   setRunAccess(nullptr);
 }
 
-void BlockMapView::setSession(SessionDocument* session) {
-  View::setSession(session);
-  runs_->setSession(session);
-}
-
 void BlockMapView::runChosen(Read read) {
-  run_ = runs_->access();
+  run_ = runs()->access();
   fillOperands();
   load(read);
 }
 
 void BlockMapView::setRunAccess(std::shared_ptr<RunAccess> run) {
-  runs_->showOnly(run ? run->id() : QString());
+  runs()->showOnly(run ? run->id() : QString());
   run_ = std::move(run);
   fillOperands();
   load(Read::Now);
@@ -389,8 +377,8 @@ void BlockMapView::setStep(int64_t step) {
 
 bool BlockMapView::showOperand(const QString& runId, const QString& op, qint64 step) {
   if (!run_ || run_->id() != runId) {
-    if (!runs_->select(runId)) return false;
-    run_ = runs_->access();
+    if (!runs()->select(runId)) return false;
+    run_ = runs()->access();
     fillOperands();
   }
   if (!run_ || run_->id() != runId) return false;
@@ -408,8 +396,7 @@ bool BlockMapView::showOperand(const QString& runId, const QString& op, qint64 s
 }
 
 void BlockMapView::load(Read read) {
-  const quint64 gen = ++generation_;
-  reading_ = 0;
+  const quint64 gen = newGeneration();
   map_ = {};
   sel_r_ = sel_c_ = -1;
   hover_text_.clear();
@@ -418,23 +405,22 @@ void BlockMapView::load(Read read) {
   bits_button_->setEnabled(false);
   line_button_->setEnabled(false);
   if (!run_) {
-    const int u = session_ && !runs_->unlistedId().isEmpty() ? session_->indexOf(runs_->unlistedId()) : -1;
-    drawEmpty(u >= 0 ? noTrainedBlockStatsText(session_->run(u)) + tr("\nChoose a run in the Run box above.")
-                     : tr("No run to show.\nTrain with diagnostics on (Experiment panel, Training tab) or run a GEMM, "
-                          "or open a session that holds one (File \u2192 Open)."));
+    showEmpty(noRunText(tr("No run to show.\nTrain with diagnostics on (Experiment panel, Training tab) or run a "
+                           "GEMM, or open a session that holds one (File \u2192 Open)."),
+                        noTrainedBlockStatsText));
     return;
   }
   const QString group = currentGroup();
   if (group.isEmpty()) {
     const int i = session_ ? session_->indexOf(run_->id()) : -1;
     if (run_->type() == QStringLiteral("training") && !whatIfRecipes(*run_).isEmpty() && !hasTrainedBlockStats(*run_))
-      drawEmpty(tr("Run %1 measured what-if recipes only: summaries per step, no block maps.\nThey are in the Layer "
+      showEmpty(tr("Run %1 measured what-if recipes only: summaries per step, no block maps.\nThey are in the Layer "
                    "\u00d7 step view (Recipe box).")
                     .arg(run_->id()));
     else if (run_->type() == QStringLiteral("training") && i >= 0)
-      drawEmpty(noTrainedBlockStatsText(session_->run(i)));
+      showEmpty(noTrainedBlockStatsText(session_->run(i)));
     else
-      drawEmpty(run_->type() == QStringLiteral("training")
+      showEmpty(run_->type() == QStringLiteral("training")
                     ? tr("Run %1 was recorded without per-block statistics (block_stats/).\nRerun it with "
                          "diagnostics on \u2014 see docs/training.md.")
                           .arg(run_->id())
@@ -457,32 +443,17 @@ void BlockMapView::load(Read read) {
   };
   auto show = [this](const Result& r) {
     if (!r.ok) {
-      drawEmpty(r.why);
+      showEmpty(r.why);
       return;
     }
     map_ = r.map;
     draw();
   };
-  const bool background =
-      read == Read::Background || (read == Read::BySize && mapCost(*run_, group) > kBackgroundReadElements);
-  if (!background) {
-    show(work());
-    return;
-  }
-  reading_ = gen;
-  drawEmpty(tr("Reading the block map of %1 in %2\u2026").arg(operand(), run_->id()));
-  auto* watcher = new QFutureWatcher<Result>(this);
-  connect(watcher, &QFutureWatcher<Result>::finished, this, [this, watcher, gen, show] {
-    watcher->deleteLater();
-    if (gen != generation_) return; // another choice was made meanwhile
-    reading_ = 0;
-    show(watcher->result());
-  });
-  watcher->setFuture(QtConcurrent::run(work));
+  loadAsync<Result>(gen, inBackground(read, mapCost(*run_, group)), work, show,
+                    tr("Reading the block map of %1 in %2\u2026").arg(operand(), run_->id()));
 }
 
-void BlockMapView::drawEmpty(const QString& text) {
-  empty_ = text;
+void BlockMapView::drawEmptyState(const QString& text) {
   cmap_ = nullptr;
   scale_ = nullptr;
   sel_rect_ = nullptr;
@@ -493,7 +464,7 @@ void BlockMapView::drawEmpty(const QString& text) {
 }
 
 void BlockMapView::draw() {
-  empty_.clear();
+  clearEmpty();
   const BlockMap& m = map_;
   const QString unit = blockStatUnit(stat_);
   double lo = INFINITY, hi = -INFINITY;

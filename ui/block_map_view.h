@@ -9,10 +9,8 @@
 // Maps are read by readBlockMap (no widgets), on the thread pool when big (kBackgroundReadElements).
 #pragma once
 
-#include "run_access.h"
-#include "view.h"
+#include "analysis_view.h"
 
-#include <atomic>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -25,8 +23,6 @@ class QLabel;
 class QPushButton;
 
 namespace fp8lab::ui {
-
-class RunBox;
 
 /// An operand with block maps: group `block_stats/<fcN>/<operand>` or `block_stats/A` / `B`.
 struct MapOperand {
@@ -94,7 +90,7 @@ bool readBlockMap(const RunAccess& run, const QString& group, int64_t index, Blo
 int64_t mapCost(const RunAccess& run, const QString& group);
 
 /// The Block map view (id "block_map").
-class BlockMapView : public View {
+class BlockMapView : public AnalysisView {
   Q_OBJECT
 public:
   explicit BlockMapView(QWidget* parent = nullptr);
@@ -103,7 +99,6 @@ public:
   QCustomPlot* exportPlot() const override { return plot_; }
   /// The grid shown: "block_row,block_col,<statistic>" then one line per block.
   QString csv() const override;
-  void setSession(SessionDocument* session) override;
   /// Shows run `runId`'s operand `operand` ("fc1/input", "A"; "" keeps the operand) at the map
   /// step nearest `step`, reading the map at once. False when the run or operand has no map.
   bool showOperand(const QString& runId, const QString& operand, qint64 step) override;
@@ -120,10 +115,9 @@ public:
   BlockStat stat() const { return stat_; }
   QString operand() const;
   int64_t step() const { return map_.step; }
-  QString emptyText() const { return empty_; }
   /// The plot's title as drawn (what an exported picture shows above the map); "" when empty.
   QString plotTitle() const;
-  bool isReading() const { return reading_ != 0 && reading_ == generation_; }
+  bool isReading() const { return isLoading(); }
 
   /// What hovering over block (r, c) shows; hoverAt is what a mouse move over it does.
   void hoverAt(int64_t r, int64_t c);
@@ -141,13 +135,12 @@ public:
   QCPColorMap* colorMap() const { return cmap_; }
 
 private:
-  enum class Read { Now, BySize, Background };
-  void runChosen(Read read);
+  void runChosen(Read read) override;
   void fillOperands();
   void fillSteps();
   void load(Read read);
   void draw();
-  void drawEmpty(const QString& text);
+  void drawEmptyState(const QString& text) override;
   bool blockAt(const QPoint& pos, int64_t* r, int64_t* c) const;
   QString currentGroup() const;
 
@@ -156,13 +149,10 @@ private:
   std::vector<int64_t> steps_;
   BlockStat stat_ = BlockStat::Log2Scale;
   BlockMap map_;
-  QString empty_;
   QString hover_text_;
   int64_t sel_r_ = -1, sel_c_ = -1;
-  quint64 generation_ = 0, reading_ = 0;
   bool updating_ = false;
 
-  RunBox* runs_;
   QComboBox* operand_box_;
   QComboBox* step_box_;
   QComboBox* stat_box_;

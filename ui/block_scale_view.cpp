@@ -10,11 +10,9 @@
 #include "view_registry.h"
 
 #include <QComboBox>
-#include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
 #include <array>
@@ -318,13 +316,11 @@ QColor troubleColor() {
 
 } // namespace
 
-BlockScaleView::BlockScaleView(QWidget* parent) : View(parent) {
+BlockScaleView::BlockScaleView(QWidget* parent) : AnalysisView(RunCap::Gemm, parent) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(6, 6, 6, 6);
   auto* bar = new QHBoxLayout;
-  auto* run_box = runComboBox(QStringLiteral("run"));
-  runs_ = new RunBox(this, run_box, [](const RunRecord& r) { return r.kind.startsWith(QStringLiteral("gemm")); });
-  addLabeled(bar, tr("&Run:"), run_box);
+  addRunBox(bar);
   operand_box_ = new QComboBox(this);
   operand_box_->setObjectName(QStringLiteral("operand"));
   operand_box_->addItem(tr("A [M\u00d7K]"), int('A'));
@@ -350,8 +346,6 @@ BlockScaleView::BlockScaleView(QWidget* parent) : View(parent) {
   caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   v->addWidget(caption_);
 
-  connect(runs_, &RunBox::chosen, this,
-          [this](bool background) { runChosen(background ? Read::Background : Read::BySize); });
   connect(operand_box_, &QComboBox::currentIndexChanged, this, [this] {
     operand_ = char(operand_box_->currentData().toInt());
     recompute(Read::BySize);
@@ -363,18 +357,13 @@ BlockScaleView::BlockScaleView(QWidget* parent) : View(parent) {
   recompute(Read::Now);
 }
 
-void BlockScaleView::setSession(SessionDocument* session) {
-  View::setSession(session);
-  runs_->setSession(session);
-}
-
 void BlockScaleView::runChosen(Read read) {
-  run_ = runs_->access();
+  run_ = runs()->access();
   recompute(read);
 }
 
 void BlockScaleView::setRunAccess(std::shared_ptr<RunAccess> run) {
-  runs_->showOnly(run ? run->id() : QString());
+  runs()->showOnly(run ? run->id() : QString());
   run_ = std::move(run);
   recompute(Read::Now);
 }
@@ -398,15 +387,14 @@ void BlockScaleView::setMode(Mode m) {
 }
 
 void BlockScaleView::recompute(Read read) {
-  const quint64 gen = ++generation_;
-  live_generation_->store(gen);
-  computing_ = 0;
+  const quint64 gen = newGeneration();
   hist_ = {};
   emap_ = {};
   missing_.clear();
   if (!run_) {
-    drawEmpty(tr("No GEMM run to show.\nRun a GEMM with an MX or NVFP4 preset (Experiment panel, Ctrl+R; scaling "
-                 "mx_floor, mx_rceil, nvfp4_\u2026)\nor open a session that holds one (File \u2192 Open)."));
+    showEmpty(noRunText(tr("No GEMM run to show.\nRun a GEMM with an MX or NVFP4 preset (Experiment panel, Ctrl+R; "
+                           "scaling mx_floor, mx_rceil, nvfp4_\u2026)\nor open a session that holds one (File \u2192 "
+                           "Open).")));
     return;
   }
   const bool histogram = mode_ == Mode::Histogram;
@@ -415,7 +403,6 @@ void BlockScaleView::recompute(Read read) {
                                                                                  : p + QStringLiteral("_scales"));
   const auto [er, ec] = run_->dims(QStringLiteral("inputs/") + QLatin1Char(operand_));
   const int64_t size = histogram ? gr * gc : 2 * er * ec;
-  const bool background = read == Read::Background || (read == Read::BySize && size > kBackgroundReadElements);
   struct Result {
     ScaleHistogram hist;
     BlockErrorMap emap;
@@ -426,11 +413,10 @@ void BlockScaleView::recompute(Read read) {
   const char op = operand_;
   const BlockErrorMap::Measure measure =
       mode_ == Mode::ErrorMaxRel ? BlockErrorMap::Measure::MaxRel : BlockErrorMap::Measure::Sqnr;
-  auto live = live_generation_;
-  auto work = [run, op, histogram, measure, live, gen] {
+  auto work = [run, op, histogram, measure, wanted = stillWanted(gen)] {
     Result r;
     r.ok = histogram ? blockScaleHistogram(*run, op, &r.hist, &r.why)
-                     : blockErrorMap(*run, op, measure, &r.emap, &r.why, [live, gen](double) { return *live == gen; });
+                     : blockErrorMap(*run, op, measure, &r.emap, &r.why, [wanted](double) { return wanted(); });
     return r;
   };
   auto show = [this](const Result& r) {
@@ -440,32 +426,22 @@ void BlockScaleView::recompute(Read read) {
       hist_ = {};
       emap_ = {};
       missing_ = r.why;
-      drawEmpty(r.why);
+      showEmpty(r.why);
       return;
     }
+    clearEmpty();
     if (mode_ == Mode::Histogram)
       drawHistogram();
     else
       drawErrorMap();
   };
-  if (!background) {
-    show(work());
-    return;
-  }
-  computing_ = gen;
-  drawEmpty(histogram ? tr("Reading the block scales of %1 in %2\u2026").arg(QLatin1Char(op)).arg(run->id())
-                      : tr("Computing the error by block of %1 in %2\u2026").arg(QLatin1Char(op)).arg(run->id()));
-  auto* watcher = new QFutureWatcher<Result>(this);
-  connect(watcher, &QFutureWatcher<Result>::finished, this, [this, watcher, gen, show] {
-    watcher->deleteLater();
-    if (gen != generation_) return; // another choice was made meanwhile
-    computing_ = 0;
-    show(watcher->result());
-  });
-  watcher->setFuture(QtConcurrent::run(work));
+  loadAsync<Result>(gen, inBackground(read, size), work, show,
+                    histogram
+                        ? tr("Reading the block scales of %1 in %2\u2026").arg(QLatin1Char(op)).arg(run->id())
+                        : tr("Computing the error by block of %1 in %2\u2026").arg(QLatin1Char(op)).arg(run->id()));
 }
 
-void BlockScaleView::drawEmpty(const QString& text) {
+void BlockScaleView::drawEmptyState(const QString& text) {
   plot_->clearPlottables();
   plot_->clearItems();
   plotEmptyState(plot_, text);

@@ -18,12 +18,10 @@
 // thread pool when the data is big (kBackgroundReadElements).
 #pragma once
 
-#include "run_access.h"
-#include "view.h"
+#include "analysis_view.h"
 
 #include <QList>
 
-#include <atomic>
 #include <functional>
 #include <memory>
 
@@ -101,7 +99,7 @@ bool blockErrorMap(const RunAccess& run, char operand, BlockErrorMap::Measure me
 
 /// The Block scales view (id "block_scales"): the scale histogram or the error by block of one
 /// operand of a GEMM run.
-class BlockScaleView : public View {
+class BlockScaleView : public AnalysisView {
   Q_OBJECT
 public:
   enum class Mode { Histogram, ErrorSqnr, ErrorMaxRel };
@@ -111,7 +109,6 @@ public:
   QString title() const override { return tr("Block scales"); }
   QCustomPlot* exportPlot() const override { return plot_; }
   QString csv() const override;
-  void setSession(SessionDocument* session) override;
 
   /// Shows a run directly (tests, the renderer) and draws at once; nullptr clears the view.
   void setRunAccess(std::shared_ptr<RunAccess> run);
@@ -129,14 +126,13 @@ public:
   /// failed state (caption hidden, the plot says it) what to do.
   QString captionText() const;
   /// Whether a computation for the current choice is running on the thread pool.
-  bool isComputing() const { return computing_ != 0 && computing_ == generation_; }
+  bool isComputing() const { return isLoading(); }
   QCustomPlot* plot() const { return plot_; }
 
 private:
-  enum class Read { Now, BySize, Background };
-  void runChosen(Read read);
+  void runChosen(Read read) override;
   void recompute(Read read);
-  void drawEmpty(const QString& text);
+  void drawEmptyState(const QString& text) override;
   void drawHistogram();
   void drawErrorMap();
 
@@ -146,11 +142,7 @@ private:
   ScaleHistogram hist_;
   BlockErrorMap emap_;
   QString missing_;
-  quint64 generation_ = 0;
-  quint64 computing_ = 0;
-  std::shared_ptr<std::atomic<quint64>> live_generation_ = std::make_shared<std::atomic<quint64>>(0);
 
-  RunBox* runs_;
   QComboBox* operand_box_;
   QComboBox* mode_box_;
   QCustomPlot* plot_;

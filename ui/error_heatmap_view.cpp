@@ -33,7 +33,7 @@ QString rangeText(int64_t a, int64_t n) {
 }
 } // namespace
 
-ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
+ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : AnalysisView(RunCap::Gemm, parent) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(6, 6, 6, 6);
   auto* bar = new QHBoxLayout;
@@ -48,7 +48,7 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
   run_box->setMinimumContentsLength(14);
   run_box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   addBox(tr("&Run:"), run_box, QStringLiteral("run"));
-  runs_ = new RunBox(this, run_box, [](const RunRecord& r) { return r.kind.startsWith(QStringLiteral("gemm")); });
+  bindRunBox(run_box);
   mode_box_ = new QComboBox(this);
   mode_box_->addItem(tr("Total error of D"), int(Mode::Total));
   mode_box_->addItem(tr("Quantization error of D"), int(Mode::Quantization));
@@ -151,9 +151,7 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
   // A choice made in the control bar reads a big map on the thread pool, a small one at once.
   // Session changes (a run added while an experiment runs, a load) read the overview on the
   // thread pool whatever its size; the plot shows the new run's axes at once and its map when
-  // the read is back.
-  connect(runs_, &RunBox::chosen, this,
-          [this](bool background) { runChosen(background ? Read::Background : Read::BySize); });
+  // the read is back (bindRunBox).
   connect(mode_box_, &QComboBox::currentIndexChanged, this,
           [this] { applyMode(Mode(mode_box_->currentData().toInt()), Read::BySize); });
   connect(kind_box_, &QComboBox::currentIndexChanged, this,
@@ -172,19 +170,14 @@ ErrorHeatmapView::ErrorHeatmapView(QWidget* parent) : View(parent) {
   rebuild(Read::Now);
 }
 
-void ErrorHeatmapView::setSession(SessionDocument* session) {
-  View::setSession(session);
-  runs_->setSession(session);
-}
-
 void ErrorHeatmapView::runChosen(Read read) {
-  run_ = runs_->access();
+  run_ = runs()->access();
   model_ = run_ ? std::make_shared<HeatmapModel>(run_) : nullptr;
   rebuild(read);
 }
 
 void ErrorHeatmapView::setRunAccess(std::shared_ptr<RunAccess> run) {
-  runs_->showOnly(run ? run->id() : QString());
+  runs()->showOnly(run ? run->id() : QString());
   run_ = std::move(run);
   model_ = run_ ? std::make_shared<HeatmapModel>(run_) : nullptr;
   rebuild(Read::Now);
@@ -270,7 +263,8 @@ QList<ErrorQuantity> ErrorHeatmapView::quantities() const {
 // Builds the plot layout for the mode (one or three panels + one colour scale) and the overview.
 void ErrorHeatmapView::rebuild(Read read) {
   refine_->stop();
-  nextGeneration();
+  newGeneration();
+  clearEmpty();
   plot_->clearPlottables();
   plot_->plotLayout()->clear();
   rects_.clear();
@@ -287,14 +281,12 @@ void ErrorHeatmapView::rebuild(Read read) {
   hover_->clear();
 
   if (!model_) {
-    plotEmptyState(plot_,
-                   session_ && session_->runCount() > 0
-                       ? tr("This session has no GEMM run.\nRun a GEMM error experiment (Experiment panel, Ctrl+R)\n"
-                            "or open a session that has one (File \u2192 Open).")
-                       : tr("No GEMM run to show.\nOpen a session (File \u2192 Open) or run a GEMM error experiment\n"
-                            "(Experiment panel, Ctrl+R)."));
     status_->setText(tr("No run."));
-    plot_->replot();
+    showEmpty(noRunText(session_ && session_->runCount() > 0
+                            ? tr("This session has no GEMM run.\nRun a GEMM error experiment (Experiment panel, "
+                                 "Ctrl+R)\nor open a session that has one (File \u2192 Open).")
+                            : tr("No GEMM run to show.\nOpen a session (File \u2192 Open) or run a GEMM error "
+                                 "experiment\n(Experiment panel, Ctrl+R).")));
     return;
   }
   const QList<ErrorQuantity> qs = quantities();
@@ -309,10 +301,9 @@ void ErrorHeatmapView::rebuild(Read read) {
   }
   missing_ = missing.join(QStringLiteral("; "));
   if (shown.isEmpty()) {
-    plotEmptyState(plot_, tr("Nothing to draw for this choice:\n%1").arg(missing.join(QLatin1Char('\n'))));
     status_->setText(tr("Missing: %1").arg(missing_));
     Q_EMIT issue(Severity::Warning, tr("Error heatmap: %1").arg(missing_), run_->id());
-    plot_->replot();
+    showEmpty(tr("Nothing to draw for this choice:\n%1").arg(missing.join(QLatin1Char('\n'))));
     return;
   }
   auto* layout = plot_->plotLayout();
@@ -483,9 +474,9 @@ QString ErrorHeatmapView::modelsTable() const {
   return html;
 }
 
-quint64 ErrorHeatmapView::nextGeneration() {
-  live_generation_->store(++generation_);
-  return generation_;
+void ErrorHeatmapView::drawEmptyState(const QString& text) {
+  plotEmptyState(plot_, text);
+  plot_->replot();
 }
 
 void ErrorHeatmapView::setTitleNote(const QString& note) {
@@ -525,13 +516,13 @@ void ErrorHeatmapView::computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t
   }
   if (!overview && !overview_.isEmpty() && overview_.first().block_rows <= br && overview_.first().r0 == r0 &&
       overview_.first().c0 == c0 && overview_.first().rows == nr && overview_.first().cols == nc) {
-    nextGeneration();
+    newGeneration();
     grids_ = overview_;
     draw();
     return;
   }
-  const quint64 gen = nextGeneration();
-  if (read == Read::Background || (read == Read::BySize && nr * nc * shown.size() > kBackgroundReadElements)) {
+  const quint64 gen = newGeneration();
+  if (inBackground(read, nr * nc * shown.size())) {
     struct Result {
       QList<HeatmapGrid> grids;
       QString error;
@@ -539,7 +530,7 @@ void ErrorHeatmapView::computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t
     auto* watcher = new QFutureWatcher<Result>(this);
     connect(watcher, &QFutureWatcher<Result>::finished, this, [this, watcher, gen, overview] {
       watcher->deleteLater();
-      if (gen != generation_ || maps_.isEmpty()) return; // stale: a newer window or map is on its way
+      if (gen != generation() || maps_.isEmpty()) return; // stale: a newer window or map is on its way
       reading_ = 0;
       Result r = watcher->result();
       if (!r.error.isEmpty()) {
@@ -564,10 +555,9 @@ void ErrorHeatmapView::computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t
     std::shared_ptr<const HeatmapModel> model = model_;
     const ErrorKind kind = kind_;
     // A read that is no longer current stops at its next band.
-    auto live = live_generation_;
-    watcher->setFuture(QtConcurrent::run([model, shown, kind, r0, c0, nr, nc, br, bc, how, live, gen] {
+    watcher->setFuture(QtConcurrent::run([model, shown, kind, r0, c0, nr, nc, br, bc, how, wanted = stillWanted(gen)] {
       Result r;
-      const auto current = [&live, gen](double) { return live->load() == gen; };
+      const auto current = [&wanted](double) { return wanted(); };
       for (ErrorQuantity q : shown) {
         HeatmapGrid g;
         if (!model->compute(q, kind, r0, c0, nr, nc, br, bc, how, &g, &r.error, current)) return r;
@@ -696,7 +686,7 @@ void ErrorHeatmapView::onRangeChanged(Read read) {
   for (ErrorQuantity q : quantities())
     if (model_->available(q, kind_)) shown << q;
   if (shown.isEmpty()) {
-    nextGeneration();
+    newGeneration();
     return;
   }
   const auto [rows, cols] = model_->shape(shown.first());
@@ -710,7 +700,7 @@ void ErrorHeatmapView::onRangeChanged(Read read) {
   const bool whole = r0 == 0 && c0 == 0 && r1 == rows && c1 == cols;
   if (whole && overview_.isEmpty() && isReading() && reading_overview_) return; // it is on its way
   if (whole && !overview_.isEmpty()) {
-    nextGeneration(); // an older background read must not replace the overview
+    newGeneration(); // an older background read must not replace the overview
     grids_ = overview_;
     draw();
     return;

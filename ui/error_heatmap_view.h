@@ -15,9 +15,8 @@
 #pragma once
 
 #include "heatmap_model.h"
-#include "view.h"
+#include "analysis_view.h"
 
-#include <atomic>
 #include <memory>
 
 class QCPColorMap;
@@ -30,11 +29,9 @@ class QTimer;
 
 namespace fp8lab::ui {
 
-class RunBox;
-
 class BitCells;
 
-class ErrorHeatmapView : public View {
+class ErrorHeatmapView : public AnalysisView {
   Q_OBJECT
 public:
   /// What the map shows: one quantity, or the three-way split of D's error.
@@ -48,7 +45,6 @@ public:
   QString title() const override { return tr("Error heatmap"); }
   QCustomPlot* exportPlot() const override { return plot_; }
   QString csv() const override;
-  void setSession(SessionDocument* session) override;
 
   /// Shows a run directly (the CLI renderer, tests, benchmarks) and draws it at once; nullptr
   /// clears the view.
@@ -89,20 +85,18 @@ public:
   /// Redraws now (synchronously), e.g. before rendering offscreen.
   void refresh();
   /// Whether the map shown is being read on the thread pool ("Reading the map…" below the plot).
-  bool isReading() const { return reading_ != 0 && reading_ == generation_; }
+  bool isReading() const { return reading_ != 0 && reading_ == generation(); }
 
 private:
-  /// Where a map is read: on the GUI thread, on the thread pool, or on the pool only when the
-  /// window has more than 2^20 elements (over the maps shown; a smaller one is drawn at once).
-  enum class Read { Now, Background, BySize };
-  void runChosen(Read read);
+  /// Where a map is read (Read): on the GUI thread, on the thread pool, or on the pool only when
+  /// the window has more than 2^20 elements (over the maps shown; a smaller one is drawn at once).
+  void runChosen(Read read) override;
+  void drawEmptyState(const QString& text) override;
   void applyMode(Mode m, Read read);
   void applyKind(ErrorKind k, Read read);
   void applyAggregation(Aggregation a, Read read);
   void rebuild(Read read);
   void computeWindow(int64_t r0, int64_t c0, int64_t nr, int64_t nc, bool overview, Read read);
-  /// Starts a new generation: whatever is read or drawn from now on replaces older reads.
-  quint64 nextGeneration();
   /// The second line of the first panel's title: the run id and `note`.
   void setTitleNote(const QString& note);
   void draw();
@@ -119,11 +113,9 @@ private:
 
   std::shared_ptr<RunAccess> run_;
   std::shared_ptr<HeatmapModel> model_; ///< shared with a refinement running on the pool
-  /// Bumped by every rebuild and window computation; a background read whose number is no longer
-  /// current is dropped (the user zoomed again, changed the map or the run), and stops early: it
-  /// watches live_generation_, the same number shared with the pool.
-  quint64 generation_ = 0;
-  std::shared_ptr<std::atomic<quint64>> live_generation_ = std::make_shared<std::atomic<quint64>>(0);
+  /// Every rebuild and window computation starts a generation (newGeneration); a background read
+  /// whose generation is no longer current is dropped (the user zoomed again, changed the map or
+  /// the run), and stops early (stillWanted).
   quint64 reading_ = 0;           ///< the generation being read on the thread pool (0: none)
   bool reading_overview_ = false; ///< ... and whether it is the whole-map overview
   Mode mode_ = Mode::Total;
@@ -141,7 +133,6 @@ private:
   QString detail_format_;
   uint32_t detail_code_ = 0;
 
-  RunBox* runs_;
   QComboBox* mode_box_;
   QComboBox* kind_box_;
   QComboBox* scale_box_;

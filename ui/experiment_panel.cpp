@@ -7,6 +7,7 @@
 #ifdef FP8LAB_HAVE_HDF5
 #include "io/tensor_import.h"
 #endif
+#include "experiment/param_schema.h"
 #include "gemm/accumulation_preset.h"
 #include "gemm/error_split.h"
 #include "scaling/scaling.h"
@@ -67,7 +68,7 @@ QStringList presetsOf(const QString& strategy) {
   for (const auto& p : scalingPresets()) {
     if (strategyOf(p) != strategy) continue;
     const std::string twin = p.delayed ? std::string() : scalingPresetTwin(p.name);
-    if (!twin.empty() && scalingPreset(p.name)->pow2) continue;
+    if (!twin.empty() && requireScalingPreset(p.name).pow2) continue;
     r << QString::fromStdString(p.name);
   }
   return r;
@@ -132,6 +133,19 @@ void setData(QComboBox* b, const QJsonValue& v) {
 }
 QString key(const QComboBox* b) {
   return b->currentData().isValid() ? b->currentData().toString() : b->currentText();
+}
+
+/// A spin box's range and tooltip from its parameter schema entry (param_schema.h): the range
+/// every front end takes, the help with its source.
+void fromSchema(QSpinBox* s, const ParamSpec& p) {
+  s->setRange(int(p.min), int(p.max));
+  s->setToolTip(QString::fromStdString(paramHelp(p, false)));
+}
+
+/// "M = 0 is out of range [1, 1048576]." when `v` lies outside the entry's range, else "".
+QString rangeProblem(const QString& name, double v, const ParamSpec& p) {
+  if (v >= p.min && v <= p.max) return {};
+  return QObject::tr("%1 = %2 is out of range %3.").arg(name).arg(v).arg(QString::fromStdString(p.rangeText()));
 }
 } // namespace
 
@@ -206,9 +220,13 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   fmt_b_->setToolTip(tr("Element format of B [K,N] (weights E4M3FN; gradients E5M2 in HYBRID recipes)"));
   form_->addRow(tr("Format of A:"), fmt_a_);
   form_->addRow(tr("Format of B:"), fmt_b_);
-  m_ = spin(QStringLiteral("m"), 1, 65536, 256);
-  n_ = spin(QStringLiteral("n"), 1, 65536, 256);
-  k_ = spin(QStringLiteral("k"), 1, 65536, 1024);
+  m_ = spin(QStringLiteral("m"), 1, 1, 1);
+  n_ = spin(QStringLiteral("n"), 1, 1, 1);
+  k_ = spin(QStringLiteral("k"), 1, 1, 1);
+  for (const auto& [w, k, v] : {std::tuple{m_, "m", 256}, {n_, "n", 256}, {k_, "k", 1024}}) {
+    fromSchema(w, param(k));
+    w->setValue(v);
+  }
   for (QSpinBox* s : {m_, n_, k_}) s->setMinimumWidth(56);
   auto* dims = new QHBoxLayout;
   dims->setSpacing(3);
@@ -228,14 +246,16 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
   preset_->setToolTip(tr("The presets of the table (fp8lab-cli quantize --help) with this strategy; each follows "
                          "one system's exact rules (docs/scaling.md)"));
   form_->addRow(tr("Preset:"), preset_);
-  history_ = spin(QStringLiteral("historyLength"), 1, 4096, 1024, tr(" steps"));
+  history_ = spin(QStringLiteral("historyLength"), 1, 1, 1, tr(" steps"));
+  fromSchema(history_, param("history_len", ParamScope::None));
+  history_->setValue(1024);
   form_->addRow(tr("History length:"), history_);
   algo_ = combo(QStringLiteral("amaxAlgo"));
   algo_->addItem(QStringLiteral("max"), QStringLiteral("max"));
   algo_->addItem(QStringLiteral("most_recent"), QStringLiteral("most_recent"));
   form_->addRow(tr("amax algo:"), algo_);
-  margin_ = spin(QStringLiteral("margin"), 0, 16, 0);
-  margin_->setToolTip(tr("Extra power-of-two headroom: the quant scale is divided by 2^margin"));
+  margin_ = spin(QStringLiteral("margin"), 0, 0, 0);
+  fromSchema(margin_, param("margin", ParamScope::None));
   form_->addRow(tr("Margin:"), margin_);
   pow2_ = new QCheckBox(tr("powers of two"), inner);
   pow2_->setObjectName(QStringLiteral("pow2"));
@@ -271,9 +291,13 @@ ExperimentPanel::ExperimentPanel(QWidget* parent) : QWidget(parent) {
                         "(hopper_fp8, blackwell_fp8, block_scaled_mma) are MODELS of undocumented tensor-core "
                         "hardware; each preset's tooltip names its source"));
   form_->addRow(tr("Accumulation:"), accum_);
-  promo_ = spin(QStringLiteral("promotionInterval"), 1, 65536, 128, tr(" of K"));
+  promo_ = spin(QStringLiteral("promotionInterval"), 1, 1, 1, tr(" of K"));
+  fromSchema(promo_, param("promotion_interval"));
+  promo_->setValue(128);
   form_->addRow(tr("Promotion N_C:"), promo_);
-  fast_bits_ = spin(QStringLiteral("fastAccumBits"), 8, 24, 14, tr(" bits"));
+  fast_bits_ = spin(QStringLiteral("fastAccumBits"), 1, 1, 1, tr(" bits"));
+  fromSchema(fast_bits_, param("fast_accum_bits"));
+  fast_bits_->setValue(14);
   form_->addRow(tr("Fast-accum bits:"), fast_bits_);
   output_ = combo(QStringLiteral("output"));
   fill(output_, kOutputs);
@@ -688,14 +712,17 @@ void ExperimentPanel::updateVisibility() {
   form_->setRowVisible(pow2_, !delayed);
   const QString acc = key(accum_);
   const auto ap = accumulationPreset(acc.toStdString());
-  form_->setRowVisible(promo_, ap || acc == QStringLiteral("split-fp32") || acc == QStringLiteral("fast-accum"));
-  form_->setRowVisible(fast_bits_, ap || acc == QStringLiteral("fast-accum"));
+  // Which parameters the model reads: core's rule (accumulationReads), as for flags and configs.
+  const Accumulation model = ap ? ap->accumulation : parseAccumulation(acc.toStdString()).value_or(Accumulation::Exact);
+  form_->setRowVisible(promo_, ap || accumulationReads(model, "promotion_interval"));
+  form_->setRowVisible(fast_bits_, ap || accumulationReads(model, "fast_accum_bits"));
   // A preset fixes its parameters: shown, not editable.
   promo_->setEnabled(!ap);
   fast_bits_->setEnabled(!ap);
-  const QString set_by = ap ? tr("set by the %1 preset").arg(acc) : QString();
-  promo_->setToolTip(set_by);
-  fast_bits_->setToolTip(set_by);
+  promo_->setToolTip(ap ? tr("set by the %1 preset").arg(acc)
+                        : QString::fromStdString(paramHelp(param("promotion_interval"), false)));
+  fast_bits_->setToolTip(ap ? tr("set by the %1 preset").arg(acc)
+                            : QString::fromStdString(paramHelp(param("fast_accum_bits"), false)));
   if (ap) {
     const bool was_p = updating_;
     updating_ = true;
@@ -746,9 +773,8 @@ void ExperimentPanel::updateVisibility() {
       n_->setValue(int(std::min<int64_t>(sh[1], n_->maximum())));
     }
   updating_ = was;
-  m_->setToolTip(ta ? from : QString());
-  k_->setToolTip(ta || tb ? from : QString());
-  n_->setToolTip(tb ? from : QString());
+  for (const auto& [w, fixed, k] : {std::tuple{m_, ta, "m"}, {k_, ta || tb, "k"}, {n_, tb, "n"}})
+    w->setToolTip(fixed ? from : QString::fromStdString(paramHelp(param(k), false)));
   form_->setRowVisible(train_run_, in == QStringLiteral("training"));
 }
 
@@ -771,19 +797,23 @@ QList<ConfigProblem> ExperimentPanel::validate(const QJsonObject& c, bool gpu_av
       p << ConfigProblem{
           name, QObject::tr("%1 is a 6- or 4-bit MX element type: pick MX block-32 scaling to use it.").arg(f)};
   }
-  for (const auto& [name, v] :
-       {std::pair{QStringLiteral("M"), m}, std::pair{QStringLiteral("N"), n}, std::pair{QStringLiteral("K"), k}})
-    if (v < 1 || v > 65536)
-      p << ConfigProblem{QObject::tr("Shape"),
-                         QObject::tr("%1 = %2 is out of range (1 \u2026 65536).").arg(name).arg(v)};
+  for (const auto& [name, v, key] :
+       {std::tuple{QStringLiteral("M"), m, "m"}, {QStringLiteral("N"), n, "n"}, {QStringLiteral("K"), k, "k"}})
+    if (const QString why = rangeProblem(name, v, param(key)); !why.isEmpty())
+      p << ConfigProblem{QObject::tr("Shape"), why};
+  for (const auto& [name, key] : {std::pair{QObject::tr("Promotion N_C"), "promotion_interval"},
+                                  {QObject::tr("Fast-accum bits"), "fast_accum_bits"}})
+    if (c.contains(QLatin1String(key)))
+      if (const QString why = rangeProblem(name, c.value(QLatin1String(key)).toInt(), param(key)); !why.isEmpty())
+        p << ConfigProblem{name, why};
   // The experiment's own estimate (gemmExperimentBytes) against the memory available now.
   if (const std::string mem = gemmExperimentMemoryProblem(m, n, k); !mem.empty())
     p << ConfigProblem{QObject::tr("Shape"), QString::fromStdString(mem) + QLatin1Char('.')};
 
   if (s == QStringLiteral("per-tensor-delayed")) {
-    const int h = c.value(QStringLiteral("history_len")).toInt();
-    if (h < 1 || h > 4096)
-      p << ConfigProblem{QObject::tr("History length"), QObject::tr("history length must be 1 \u2026 4096.")};
+    const QString why = rangeProblem(QObject::tr("History length"), c.value(QStringLiteral("history_len")).toInt(),
+                                     param("history_len", ParamScope::None));
+    if (!why.isEmpty()) p << ConfigProblem{QObject::tr("History length"), why};
     if (c.value(QStringLiteral("preset")).toString().startsWith(QStringLiteral("flax")) &&
         c.value(QStringLiteral("margin")).toInt() != 0)
       p << ConfigProblem{QObject::tr("Margin"),
@@ -1063,7 +1093,9 @@ QWidget* ExperimentPanel::buildTrainingTab() {
     t_strategy_->setItemData(t_strategy_->count() - 1, tr(it.text), Qt::ToolTipRole);
   }
   train_form_->addRow(tr("Strategy:"), t_strategy_);
-  t_history_ = spin(QStringLiteral("trainHistory"), 1, 4096, 1024, tr(" steps"));
+  t_history_ = spin(QStringLiteral("trainHistory"), 1, 1, 1, tr(" steps"));
+  fromSchema(t_history_, param("history_len", ParamScope::None));
+  t_history_->setValue(1024);
   train_form_->addRow(tr("History length:"), t_history_);
   t_fwd_ = combo(QStringLiteral("forwardFormat"));
   t_bwd_ = combo(QStringLiteral("backwardFormat"));

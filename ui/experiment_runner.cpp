@@ -251,7 +251,10 @@ QJsonObject panelConfigFromCanonical(const QByteArray& json, const QJsonObject& 
     return no(QObject::tr("the scaling preset '%1' cannot scale both operands of a GEMM").arg(preset));
   c[QStringLiteral("scaling")] = strategy;
   c[QStringLiteral("preset")] = preset;
-  c[QStringLiteral("pow2_scales")] = scalingPreset(cfg.scaling)->pow2;
+  const auto sp = scalingPreset(cfg.scaling);
+  if (!sp)
+    return no(QObject::tr("the panel has no fields for the preset '%1' (run it with fp8lab-cli run)").arg(preset));
+  c[QStringLiteral("pow2_scales")] = sp->pow2;
   return c;
 }
 

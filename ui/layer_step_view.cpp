@@ -439,16 +439,13 @@ std::vector<OperandRanking> recipeRanking(const RunAccess& run) {
 
 // ---- the view ----------------------------------------------------------------------------------
 
-LayerStepView::LayerStepView(QWidget* parent) : View(parent) {
+LayerStepView::LayerStepView(QWidget* parent)
+    : AnalysisView(RunCap::MayHoldBlockStats | RunCap::LanguageModel, parent) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(6, 6, 6, 6);
   auto* bar = new QHBoxLayout;
-  auto* run_box = runComboBox(QStringLiteral("run"));
   // Language-model runs have probes even without per-block statistics (an FP32 run).
-  runs_ = new RunBox(this, run_box, [](const RunRecord& r) {
-    return mayHoldBlockStats(r) || (r.kind == QStringLiteral("training") && r.config.contains(QStringLiteral("model")));
-  });
-  addLabeled(bar, tr("&Run:"), run_box);
+  addRunBox(bar);
   stat_box_ = new QComboBox(this);
   stat_box_->setObjectName(QStringLiteral("stat"));
   for (LayerStat s : allLayerStats())
@@ -533,7 +530,6 @@ LayerStepView::LayerStepView(QWidget* parent) : View(parent) {
   ranking_table_->setMaximumHeight(230);
   v->addWidget(ranking_table_);
 
-  connect(runs_, &RunBox::chosen, this, [this] { runChosen(); });
   connect(stat_box_, &QComboBox::currentIndexChanged, this, [this] {
     if (updating_ || stat_box_->currentIndex() < 0) return;
     stat_ = LayerStat(stat_box_->currentData().toInt());
@@ -569,13 +565,8 @@ LayerStepView::LayerStepView(QWidget* parent) : View(parent) {
   setRunAccess(nullptr);
 }
 
-void LayerStepView::setSession(SessionDocument* session) {
-  View::setSession(session);
-  runs_->setSession(session);
-}
-
-void LayerStepView::runChosen() {
-  run_ = runs_->access();
+void LayerStepView::runChosen(Read) {
+  run_ = runs()->access();
   fillStats();
   defaultFilters();
   fillRecipes();
@@ -583,7 +574,7 @@ void LayerStepView::runChosen() {
 }
 
 void LayerStepView::setRunAccess(std::shared_ptr<RunAccess> run) {
-  runs_->showOnly(run ? run->id() : QString());
+  runs()->showOnly(run ? run->id() : QString());
   run_ = std::move(run);
   fillStats();
   defaultFilters();
@@ -773,7 +764,7 @@ double LayerStepView::shownValue(int row, int col) const {
 }
 
 void LayerStepView::redrawShown() {
-  if (!run_ || !empty_.isEmpty() || m_.rows.empty()) return;
+  if (!run_ || !emptyText().isEmpty() || m_.rows.empty()) return;
   sel_row_ = sel_col_ = -1;
   draw();
 }
@@ -843,10 +834,9 @@ void LayerStepView::reload() {
   if (!run_) {
     shown_.clear();
     filter_bar_->hide();
-    const int u = session_ && !runs_->unlistedId().isEmpty() ? session_->indexOf(runs_->unlistedId()) : -1;
-    drawEmpty(u >= 0 ? noTrainedBlockStatsText(session_->run(u)) + tr("\nChoose a run in the Run box above.")
-                     : tr("No training run in this session.\nTrain one in the Experiment panel (Training tab, Ctrl+R) "
-                          "with diagnostics on, or open a session that holds one (File \u2192 Open)."));
+    showEmpty(noRunText(tr("No training run in this session.\nTrain one in the Experiment panel (Training tab, "
+                           "Ctrl+R) with diagnostics on, or open a session that holds one (File \u2192 Open)."),
+                        noTrainedBlockStatsText));
     fillRanking();
     return;
   }
@@ -858,19 +848,18 @@ void LayerStepView::reload() {
     m_ = {};
     shown_.clear();
     filter_bar_->hide();
-    drawEmpty(why);
+    showEmpty(why);
     fillRanking();
     return;
   }
   ranking_ = recipeRanking(*run_);
   nonfinite_ = probe ? nonfiniteJump(*run_) : nonfiniteJump(*run_, m_.rows);
-  empty_.clear();
+  clearEmpty();
   draw();
   fillRanking();
 }
 
-void LayerStepView::drawEmpty(const QString& text) {
-  empty_ = text;
+void LayerStepView::drawEmptyState(const QString& text) {
   map_ = nullptr;
   scale_ = nullptr;
   sel_rect_ = nullptr;
@@ -1228,7 +1217,7 @@ QString LayerStepView::nonfiniteButtonText() const {
 
 bool LayerStepView::showOperand(const QString& runId, const QString& operand, qint64 step) {
   if (!run_ || run_->id() != runId) {
-    if (!runs_->select(runId)) return false;
+    if (!runs()->select(runId)) return false;
     runChosen();
   }
   if (!run_ || run_->id() != runId || m_.steps.empty()) return false;
@@ -1259,7 +1248,7 @@ void LayerStepView::fillRanking() {
   ranking_table_->clear();
   if (ranking_.empty()) {
     ranking_table_->hide();
-    ranking_note_->setText(run_ && empty_.isEmpty()
+    ranking_note_->setText(run_ && emptyText().isEmpty()
                                ? tr("No what-if recipes in this run: train with diagnostics.what_if (docs/training.md) "
                                     "to compare other recipes on the same tensors.")
                                : QString());

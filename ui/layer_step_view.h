@@ -31,8 +31,7 @@
 #pragma once
 
 #include "block_stats.h"
-#include "run_access.h"
-#include "view.h"
+#include "analysis_view.h"
 
 #include <memory>
 #include <optional>
@@ -51,8 +50,6 @@ class QTableWidget;
 class QToolButton;
 
 namespace fp8lab::ui {
-
-class RunBox;
 
 /// The statistic a layer × step map shows, each in the unit layerStatUnit() names.
 enum class LayerStat {
@@ -149,7 +146,7 @@ struct OperandRanking {
 std::vector<OperandRanking> recipeRanking(const RunAccess& run);
 
 /// The Layer × step map view (id "layers").
-class LayerStepView : public View {
+class LayerStepView : public AnalysisView {
   Q_OBJECT
 public:
   explicit LayerStepView(QWidget* parent = nullptr);
@@ -159,7 +156,6 @@ public:
   /// The matrix of the statistic shown, every row whatever the filter and the collapsed groups:
   /// "operand,step,<statistic column>" then one line per cell.
   QString csv() const override;
-  void setSession(SessionDocument* session) override;
   /// Selects run `runId` (when the view lists it) and the cell of `operand` at the column nearest
   /// `step`; emits nothing. False when the run or the operand is not there.
   bool showOperand(const QString& runId, const QString& operand, qint64 step) override;
@@ -204,7 +200,6 @@ public:
   const std::vector<OperandRanking>& ranking() const { return ranking_; }
   const NonfiniteJump& nonfinite() const { return nonfinite_; }
   /// The text in the plot in the empty or failed state ("" when a map is shown).
-  QString emptyText() const { return empty_; }
   /// What hovering over cell (row, col) of the shown rows shows; hoverAt is what a mouse move over
   /// it does.
   void hoverAt(int row, int col);
@@ -224,7 +219,7 @@ public:
   QCPColorMap* colorMap() const { return map_; }
 
 private:
-  void runChosen();
+  void runChosen(Read read = Read::Now) override;
   void fillStats();
   void fillRecipes();
   /// The filters and collapsed groups a run opens with (see the file comment).
@@ -237,7 +232,7 @@ private:
   void redrawShown();
   /// Row labels every label_every_ rows, as many as the axis rect's height holds.
   void labelRows();
-  void drawEmpty(const QString& text);
+  void drawEmptyState(const QString& text) override;
   void fillRanking();
   void markSelection();
   bool cellAt(const QPoint& pos, int* row, int* col) const;
@@ -256,12 +251,10 @@ private:
   LayerStepMatrix m_;
   std::vector<OperandRanking> ranking_;
   NonfiniteJump nonfinite_;
-  QString empty_;
   QString hover_text_;
   int sel_row_ = -1, sel_col_ = -1;
   bool updating_ = false;
 
-  RunBox* runs_;
   QComboBox* stat_box_;
   QComboBox* recipe_box_;
   QWidget* filter_bar_;

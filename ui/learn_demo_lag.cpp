@@ -108,7 +108,7 @@ void LagDemo::recompute() {
   t->setRowCount(0);
   std::vector<float> x(base.size());
   int degraded_steps = 0;
-  const ScalingConfig current = *scalingPreset("te_current");
+  const ScalingConfig current = requireScalingPreset("te_current");
   for (int s = 0; s < steps; ++s) {
     const float factor = s == spike_step ? float(spike_amax) : 1.0f;
     for (size_t i = 0; i < base.size(); ++i) x[i] = base[i] * factor;

@@ -116,7 +116,7 @@ void WhyScaleDemo::recompute() {
     return;
   }
   const Format& f = formatOf(format_);
-  const ScalingConfig cfg = *scalingPreset(preset_->currentData().toString().toStdString());
+  const ScalingConfig cfg = requireScalingPreset(preset_->currentData().toString().toStdString());
   const int n = int(x.size());
   const QuantizedTensor raw = quantizeWithScale(x.data(), 1, n, f, BlockScale{}, Format::ScaleOp::Multiply);
   const QuantizedTensor scaled = quantize(x.data(), 1, n, f, cfg);
@@ -237,7 +237,7 @@ void RangeDemo::recompute() {
     x[size_t(i)] = float(std::exp(nd(rng)) * (sign(rng) ? -1 : 1));
     xd[size_t(i)] = x[size_t(i)];
   }
-  const ScalingConfig cfg = *scalingPreset(preset_->currentData().toString().toStdString());
+  const ScalingConfig cfg = requireScalingPreset(preset_->currentData().toString().toStdString());
   QTableWidget* t = table();
   t->setRowCount(2);
   QCustomPlot* p = plot();
@@ -359,7 +359,7 @@ void OutlierDemo::recompute() {
   const Format& f = formatOf(format_);
   const int n = int(x.size());
   const int b = std::min(block_->value(), n);
-  ScalingConfig per_tensor = *scalingPreset("te_current");
+  ScalingConfig per_tensor = requireScalingPreset("te_current");
   ScalingConfig blocked = per_tensor;
   blocked.granularity = Granularity::Block1D;
   blocked.block = b;

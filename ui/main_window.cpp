@@ -8,6 +8,7 @@
 #include "issues.h"
 #include "job.h"
 #include "live_wiring.h"
+#include "run_model.h"
 #include "session_document.h"
 #include "style.h"
 #include "view.h"
@@ -134,7 +135,8 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
     if (!banner_is_bundled_ && banner_->text().startsWith(tr("No session open"))) banner_->hide();
   });
   connect(session_, &SessionDocument::currentRunChanged, this, &MainWindow::offerNonfiniteJump);
-  connect(session_, &SessionDocument::currentRunChanged, this, &MainWindow::selectCurrentInTree);
+  // The tree and every view's run box share the session's one run selection.
+  connect(runSelection(session_), &RunSelection::currentRunChanged, this, &MainWindow::selectCurrentInTree);
   connect(session_, &SessionDocument::fileChangedOnDisk, this, &MainWindow::offerReload);
   connect(session_, &SessionDocument::runRemoved, this, &MainWindow::rebuildSessionTree);
   connect(session_, &SessionDocument::runChanged, this, &MainWindow::rebuildSessionTree);
@@ -357,7 +359,7 @@ void MainWindow::buildDocks() {
   addDockWidget(Qt::LeftDockWidgetArea, tree_dock_);
   connect(tree_, &QTreeWidget::currentItemChanged, this, [this](QTreeWidgetItem* it) {
     if (!it || !it->parent()) return;
-    session_->setCurrentRun(session_->indexOf(it->data(0, Qt::UserRole).toString()));
+    runSelection(session_)->setCurrentRunId(it->data(0, Qt::UserRole).toString());
   });
   connect(tree_, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem* it, int col) {
     if (col == 0 && it->parent())

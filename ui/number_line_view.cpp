@@ -354,7 +354,7 @@ TensorOverlay NumberLineView::analyse(const std::vector<float>& x, const Format&
   if (x.empty() || f.bits() > 8) return o;
   // Per-tensor current scaling with Transformer Engine's rule (core/scaling preset te_current:
   // quant multiplier s = max/amax in float32, amax 0/inf/NaN -> 1), and the unscaled cast.
-  static const ScalingConfig te = *scalingPreset("te_current");
+  static const ScalingConfig te = requireScalingPreset("te_current");
   const int64_t n = int64_t(x.size());
   const QuantizedTensor q0 = quantizeWithScale(x.data(), 1, n, f, BlockScale{}, Format::ScaleOp::Multiply);
   const QuantizedTensor q1 = quantize(x.data(), 1, n, f, te);

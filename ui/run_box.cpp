@@ -8,17 +8,16 @@
 
 namespace fp8lab::ui {
 
-RunBox::RunBox(View* view, QComboBox* box, Filter lists)
-    : QObject(view), view_(view), box_(box), lists_(std::move(lists)) {
+RunBox::RunBox(View* view, QComboBox* box, RunCaps lists) : QObject(view), view_(view), box_(box), lists_(lists) {
   box_->setPlaceholderText(tr("(choose a run)"));
   connect(box_, &QComboBox::currentIndexChanged, this, [this] {
     if (updating_) return;
     unlisted_.clear();
     Q_EMIT chosen(false);
     // The user's choice here is the session's current run: the tree and the other views follow.
-    if (session_ && box_->currentIndex() >= 0) {
+    if (selection_ && box_->currentIndex() >= 0) {
       updating_ = true;
-      session_->setCurrentRunId(box_->currentData().toString());
+      selection_->setCurrentRunId(box_->currentData().toString());
       updating_ = false;
     }
   });
@@ -27,12 +26,15 @@ RunBox::RunBox(View* view, QComboBox* box, Filter lists)
 void RunBox::setSession(SessionDocument* session) {
   session_ = session;
   if (!session) return;
+  delete proxy_;
+  proxy_ = new RunFilterProxy(runModel(session), lists_, this);
+  selection_ = runSelection(session);
   auto reload = [this] { view_->whenShown(0, [this] { rebuild(true); }); };
   connect(session, &SessionDocument::reset_, this, reload);
   connect(session, &SessionDocument::runAdded, this, reload);
   connect(session, &SessionDocument::runRemoved, this, reload);
   connect(session, &SessionDocument::runChanged, this, reload);
-  connect(session, &SessionDocument::currentRunChanged, this,
+  connect(selection_, &RunSelection::currentRunChanged, this,
           [this] { view_->whenShown(1, [this] { follow(session_->currentRun()); }); });
   rebuild(false);
 }
@@ -75,9 +77,10 @@ void RunBox::rebuild(bool background) {
   const QString was = box_->currentData().toString();
   updating_ = true;
   box_->clear();
-  for (const RunRecord& r : session_->runs())
-    if (lists_(r))
-      box_->addItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'), r.id);
+  for (int row = 0; row < proxy_->rowCount(); ++row) {
+    const QModelIndex i = proxy_->index(row, 0);
+    box_->addItem(i.data().toString(), i.data(RunListModel::IdRole));
+  }
   const QString current = session_->currentRun() >= 0 ? session_->run(session_->currentRun()).id : QString();
   int i = box_->findData(was);
   if (i < 0 && !current.isEmpty()) i = box_->findData(current);
@@ -120,9 +123,7 @@ std::shared_ptr<RunAccess> RunBox::access() const {
 }
 
 bool RunBox::lists(const QString& id) const {
-  if (!session_) return false;
-  const int i = session_->indexOf(id);
-  return i >= 0 && lists_(session_->run(i));
+  return proxy_ && proxy_->mapFromSource(proxy_->runModel()->indexOfId(id)).isValid();
 }
 
 } // namespace fp8lab::ui

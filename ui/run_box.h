@@ -1,13 +1,14 @@
 // The run box of an analysis view: a combo box that lists the session's runs a view can show
-// (GEMM runs, training runs with per-block statistics, ...) and follows the session's current run
-// when it lists it. One implementation for the views that pick one run from the session (block
-// scales, error heatmap, layer × step map, block map).
+// (GEMM runs, training runs with per-block statistics, ...: a RunFilterProxy over the session's
+// RunListModel) and follows the session's current run (the shared RunSelection) when it lists it.
+// One implementation for the views that pick one run from the session (AnalysisView).
 #pragma once
+
+#include "run_model.h"
 
 #include <QObject>
 #include <QString>
 
-#include <functional>
 #include <memory>
 
 class QComboBox;
@@ -17,22 +18,18 @@ namespace fp8lab::ui {
 class RunAccess;
 class SessionDocument;
 class View;
-struct RunRecord;
 
 class RunBox : public QObject {
   Q_OBJECT
 public:
-  /// Which runs the box lists.
-  using Filter = std::function<bool(const RunRecord&)>;
+  /// Drives `box` (a child of `view`, e.g. View::runComboBox) for `view`; the box lists the runs
+  /// with any of the capabilities `lists`, shows "label (id)" and holds the run id as its item data.
+  RunBox(View* view, QComboBox* box, RunCaps lists);
 
-  /// Drives `box` (a child of `view`, e.g. View::runComboBox) for `view`; the box shows
-  /// "label (id)" and holds the run id as its item data.
-  RunBox(View* view, QComboBox* box, Filter lists);
-
-  /// Follows `session`: its changes (reset, a run added, removed or changed) rebuild the list,
-  /// keeping the run shown, else taking the current run; a new current run is shown when the box
-  /// lists it, and none when it does not (unlistedId()). While the view is on a hidden tab both wait for its next show
-  /// (View::whenShown). Fills the box now and emits chosen(false).
+  /// Follows `session` (its run model, filtered, and its run selection): its changes (reset, a run added, removed or
+  /// changed) rebuild the list, keeping the run shown, else taking the current run; a new current run is shown when the
+  /// box lists it, and none when it does not (unlistedId()). While the view is on a hidden tab both wait for its next
+  /// show (View::whenShown). Fills the box now and emits chosen(false).
   void setSession(SessionDocument* session);
   /// The box holds exactly `id` (a run shown directly: tests, the renderer), or nothing for an
   /// empty id; emits nothing.
@@ -45,6 +42,8 @@ public:
   QString currentId() const;
   /// A reader for the run shown (RunAccess::forRecord over the session); nullptr when none.
   std::shared_ptr<RunAccess> access() const;
+  /// The session's runs the box lists (nullptr before setSession).
+  RunFilterProxy* proxy() const { return proxy_; }
   /// Whether the session holds run `id` and the box would list it.
   bool lists(const QString& id) const;
   /// The session's current run when the box does not list it: the box then shows no run (so the
@@ -65,8 +64,10 @@ private:
 
   View* view_;
   QComboBox* box_;
-  Filter lists_;
+  RunCaps lists_;
   SessionDocument* session_ = nullptr;
+  RunFilterProxy* proxy_ = nullptr;
+  RunSelection* selection_ = nullptr;
   bool updating_ = false;
   QString unlisted_;
 };

@@ -2,6 +2,7 @@
 
 #include "plot_util.h"
 #include "qcp.h"
+#include "run_model.h"
 #include "run_sites.h"
 #include "session_document.h"
 #include "style.h"
@@ -98,7 +99,7 @@ ScaleEvolutionView::ScaleEvolutionView(QWidget* parent) : View(parent) {
   // The user's choice of the run shown is the session's current run: the tree and the other
   // views follow.
   connect(run_box_, &QComboBox::activated, this, [this] {
-    if (session_) session_->setCurrentRunId(run_box_->currentData().toString());
+    if (session_) runSelection(session_)->setCurrentRunId(run_box_->currentData().toString());
   });
   connect(cmp_box_, &QComboBox::currentIndexChanged, this, [this] {
     if (!updating_) runsChosen();
@@ -118,7 +119,7 @@ void ScaleEvolutionView::setSession(SessionDocument* session) {
   connect(session, &SessionDocument::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   connect(session, &SessionDocument::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   connect(session, &SessionDocument::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &SessionDocument::currentRunChanged, this, [this] {
+  connect(runSelection(session), &RunSelection::currentRunChanged, this, [this] {
     // The first current run after a load is the session's default (run 0, often the FP32
     // baseline, which has no scales): the FP8 run rebuildRuns chose stays. A run the user chose
     // is shown.

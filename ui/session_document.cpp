@@ -1,5 +1,7 @@
 #include "session_document.h"
 
+#include "run_model.h"
+
 #include <QFile>
 #include <QFileInfo>
 #include <QFileSystemWatcher>
@@ -79,6 +81,8 @@ SessionDocument::SessionDocument(QObject* parent)
     : QObject(parent), undo_(new QUndoStack(this)), watcher_(new QFileSystemWatcher(this)),
       watch_delay_(new QTimer(this)) {
   connect(undo_, &QUndoStack::cleanChanged, this, [this](bool clean) { Q_EMIT modifiedChanged(!clean); });
+  // The run model and its selection listen first, so every other listener finds them up to date.
+  runSelection(this);
   // A writer replaces the file by rename: the watcher then reports the old path once and stops
   // watching it. Notifications come in bursts (temporary file, rename); one check 150 ms after
   // the last is enough.

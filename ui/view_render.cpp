@@ -270,7 +270,7 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
   struct Job {
     QString run, name;
     std::function<std::unique_ptr<View>()> make;
-    QString view; ///< the view name of the files; empty: `name`
+    QString view{}; ///< the view name of the files; empty: `name`
   };
   QList<Job> jobs;
   auto hasBlockStats = [](const RunAccess& a) {

@@ -7,10 +7,12 @@
 #include "cmd_run.h"
 #include "command.h"
 #include "kernel_check_cli.h"
+#include "schema_flags.h"
 
 #include "experiment/gemm_config.h"
 #include "experiment/gemm_report.h"
 #include "experiment/kernel_check_report.h"
+#include "experiment/param_schema.h"
 
 #include "formats/format.h"
 #include "gemm/accumulation_preset.h"
@@ -24,6 +26,7 @@
 
 #include <QCommandLineParser>
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QJsonObject>
 
 #include <algorithm>
@@ -31,25 +34,23 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <set>
 #include <tuple>
 
 namespace fp8lab::cli {
 namespace {
 
-QString presetNames() {
-  QStringList n;
-  for (const auto& p : scalingPresets())
-    if (!p.delayed) n << QString::fromStdString(p.name);
-  for (const auto& p : nvfp4Presets()) n << QString::fromStdString(p.name);
-  return n.join(QStringLiteral(", "));
+/// The flag of a schema entry, "--" included.
+QString flagOf(const ParamSpec& s) {
+  return QStringLiteral("--") + QString::fromStdString(s.flag);
 }
 
-bool parsePositive(const QCommandLineParser& p, const QString& name, int64_t* v, int64_t max = (int64_t(1) << 40)) {
-  bool ok = false;
-  const qlonglong x = p.value(name).toLongLong(&ok);
-  if (!ok || x < 1 || x > max) return false;
-  *v = x;
-  return true;
+/// A refusal of the config parser or of the accumulation rule, under the flag of its key.
+QString flagProblem(const std::string& key, const std::string& why) {
+  const ParamSpec* s = findParam(key);
+  const QString flag = s && !s->flag.empty() ? flagOf(*s) : QString::fromStdString(key);
+  const bool sentence = why.rfind("applies", 0) == 0;
+  return flag + (sentence ? QStringLiteral(" ") : QStringLiteral(": ")) + QString::fromStdString(why);
 }
 
 int runGemm(const QStringList& args) {
@@ -58,217 +59,160 @@ int runGemm(const QStringList& args) {
       "Run one FP8 GEMM D[M,N] = A[M,K]·B[K,N] on seeded random matrices and split the error into\n"
       "quantization (quantized-exact vs ideal), accumulation (chosen output vs quantized-exact) and total.\n"
       "The 'fast' accumulation is a MODEL of undocumented hardware (Hopper fast accumulation, DeepSeek-V3 §3.3).\n"
+      "The parameters, their ranges and defaults are core's parameter schema (docs/gemm.md, \"Parameters\").\n"
       "Example: fp8lab-cli gemm --m 1024 --n 1024 --k 4096 --accumulation fast --distribution outliers"));
-  const auto opt = [&](const char* name, const char* help, const char* value, const char* def) {
-    p.addOption(
-        {QString::fromLatin1(name), QString::fromUtf8(help), QString::fromLatin1(value), QString::fromLatin1(def)});
-  };
-  opt("m", "Rows of A and D (default 512).", "M", "512");
-  opt("n", "Columns of B and D (default 512).", "N", "512");
-  opt("k", "Contraction length (default 512).", "K", "512");
-  opt("a-format", "Element format of A (default E4M3FN).", "F", "E4M3FN");
-  opt("b-format", "Element format of B (default E4M3FN).", "F", "E4M3FN");
-  opt("scaling",
-      "Current-scaling or NVFP4 preset of both operands (default te_current); see `fp8lab-cli quantize --help`. "
-      "NVFP4 presets (nvfp4_*) give E2M1 operands (an unset format becomes E2M1), need K a multiple of 16, and "
-      "go on both operands or neither; the Hadamard ones (nvfp4_te_rht*) too.",
-      "S", "te_current");
-  opt("a-scaling", "Preset of A (overrides --scaling).", "S", "");
-  opt("b-scaling", "Preset of B (overrides --scaling).", "S", "");
-  opt("accumulation",
-      "exact | fp32 | split (default) | fast (model of undocumented hardware), or an accumulation preset: "
-      "hopper_fp8 | blackwell_fp8 | block_scaled_mma (unsure) — a fast model's parameters per architecture.",
-      "MODE", "split");
-  opt("promotion-interval", "N_C: elements of K per promotion window (split/fast; default 128).", "N", "128");
-  opt("fast-bits", "Significant bits of the fast-accumulation model (default 14).", "B", "14");
-  opt("fast-group", "Products aligned together by the fast model (default 32).", "G", "32");
-  p.addOption({QStringLiteral("no-promotion"),
-               QStringLiteral("Fast model: one window over all of K (cuBLASLt FAST_ACCUM=1).")});
-  opt("output", "Output type: fp32 (default) | bf16 | fp16 | e4m3fn | e5m2.", "T", "fp32");
-  opt("alpha", "Epilogue: D = scale_D·(alpha·(A·B) + beta·C + bias); alpha (default 1).", "X", "1");
-  opt("beta", "Epilogue beta (default 0; needs --c-seed).", "X", "0");
-  opt("c-seed", "Epilogue C [M,N]: seeded normal values rounded to BF16 (stream 3; default none).", "N", "");
-  opt("c-scale", "Standard deviation of C (default 1).", "X", "1");
-  opt("bias-seed",
-      "Epilogue bias [N], added to every row after alpha: seeded normal values rounded to BF16 "
-      "(stream 4; default none).",
-      "N", "");
-  opt("bias-scale", "Standard deviation of the bias (default 1).", "X", "1");
-  opt("output-scale", "FP8 outputs: scale_D, the quant multiplier (default auto = max/amax of the quantized-exact D).",
-      "S", "auto");
-  opt("seed", "Seed of the random matrices (A: stream 1, B: stream 2, as in `run`; default 1).", "N", "1");
-  opt("distribution", "normal (default) | uniform | lognormal | outliers.", "D", "normal");
-  opt("scale", "Standard deviation / half-width / median of the distribution (default 1).", "X", "1");
-  opt("threads", "Threads (default 0 = all).", "T", "0");
-  opt("kernel", "CPU kernel: auto (default) | portable | avx512bf16.", "K", "auto");
-  opt("tile", "Tile edge of the per-tile error map (default 128).", "T", "128");
-  opt("out", "Also save the run (datasets, metrics, the config that reproduces it) into this session file.", "FILE.h5",
-      "");
-  opt("a-tensor",
-      "Import A [M,K] instead of random data: an import spec as in a config's \"a\": {\"tensor\": ...} "
-      "(w.npy, m.safetensors:NAME, f.h5:/path); fixes M and K.",
-      "SPEC", "");
-  opt("b-tensor", "Import B [K,N] the same way; fixes K and N.", "SPEC", "");
-  opt("id", "Run id with --out (default gemm-<formats>-<scaling>-<distribution>).", "ID", "");
+  // One option per schema entry the command reads (core/experiment/param_schema.h), its help the
+  // entry's with the default, the range or the choices.
+  for (const ParamSpec& s : paramSchema())
+    if (s.usedBy("gemm") && !s.flag.empty() && s.flag != "backend") p.addOption(schemaOption(s));
+  p.addOption({QStringLiteral("a-scaling"), QStringLiteral("Preset of A (overrides --scaling)."), QStringLiteral("S")});
+  p.addOption({QStringLiteral("out"),
+               QStringLiteral("Also save the run (datasets, metrics, the config that reproduces it) into this "
+                              "session file."),
+               QStringLiteral("FILE.h5")});
+  p.addOption({QStringLiteral("id"),
+               QStringLiteral("Run id with --out (default gemm-<formats>-<scaling>-<distribution>)."),
+               QStringLiteral("ID")});
   p.addOption(backendOption());
   addKernelCheckOptions(p);
-  p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")});
+  p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON output: the canonical config, the "
+                                                      "errors, the operands' scales.")});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   if (!p.positionalArguments().isEmpty())
     return fail(QStringLiteral("unexpected argument '%1'").arg(p.positionalArguments().first()));
+  const auto value = [&](const char* key, ParamScope scope = ParamScope::Top) {
+    return p.value(QString::fromStdString(param(key, scope).flag));
+  };
+  const auto isSet = [&](const char* key, ParamScope scope = ParamScope::Top) {
+    return p.isSet(QString::fromStdString(param(key, scope).flag));
+  };
+  // Every number a flag takes against its schema range; the choices by their parsers below.
+  for (const ParamSpec& s : paramSchema()) {
+    if (!s.usedBy("gemm") || s.flag.empty() || s.flag == "backend" || s.type == ParamType::Boolean) continue;
+    if (s.key == "output_quant_scale" && p.value(QStringLiteral("output-scale")) == QStringLiteral("auto")) continue;
+    if (const QString why = schemaFlagProblem(p, s); !why.isEmpty()) return fail(why);
+  }
+  const auto integer = [&](const char* key, ParamScope scope = ParamScope::Top) {
+    return value(key, scope).toLongLong();
+  };
+  const auto number = [&](const char* key, ParamScope scope = ParamScope::Top) { return value(key, scope).toDouble(); };
 
-  int64_t M = 0, N = 0, K = 0, tile = 0;
-  if (!parsePositive(p, QStringLiteral("m"), &M)) return fail(QStringLiteral("--m must be a positive integer"));
-  if (!parsePositive(p, QStringLiteral("n"), &N)) return fail(QStringLiteral("--n must be a positive integer"));
-  if (!parsePositive(p, QStringLiteral("k"), &K))
-    return fail(QStringLiteral("--k must be a positive integer (K = 0 has nothing to accumulate)"));
-  if (!parsePositive(p, QStringLiteral("tile"), &tile))
-    return fail(QStringLiteral("--tile must be a positive integer"));
-  const Format* fa = Format::byName(p.value(QStringLiteral("a-format")).toStdString());
-  const Format* fb = Format::byName(p.value(QStringLiteral("b-format")).toStdString());
+  const int64_t M = integer("m"), N = integer("n"), K = integer("k"), tile = integer("tile");
+  const Format* fa = Format::byName(value("format_a").toStdString());
+  const Format* fb = Format::byName(value("format_b").toStdString());
   // (an NVFP4 --scaling below makes an unset format E2M1)
-  if (!fa || fa->bits() > 8)
-    return fail(QStringLiteral("--a-format: unknown or wider than 8 bits: '%1' (known: %2)")
-                    .arg(p.value(QStringLiteral("a-format")), formatHelpList()));
-  if (!fb || fb->bits() > 8)
-    return fail(QStringLiteral("--b-format: unknown or wider than 8 bits: '%1' (known: %2)")
-                    .arg(p.value(QStringLiteral("b-format")), formatHelpList()));
+  for (const auto& [f, key] : {std::pair{fa, "format_a"}, {fb, "format_b"}})
+    if (!f || f->bits() > 8)
+      return fail(QStringLiteral("%1: unknown or wider than 8 bits: '%2' (known: %3)")
+                      .arg(flagOf(param(key)), value(key), formatHelpList()));
   noteFormatChoice(*fa);
   noteFormatChoice(*fb);
-  const QString sa = p.value(QStringLiteral("a-scaling")).isEmpty() ? p.value(QStringLiteral("scaling"))
-                                                                    : p.value(QStringLiteral("a-scaling"));
-  const QString sb = p.value(QStringLiteral("b-scaling")).isEmpty() ? p.value(QStringLiteral("scaling"))
-                                                                    : p.value(QStringLiteral("b-scaling"));
+  const QString sa =
+      p.value(QStringLiteral("a-scaling")).isEmpty() ? value("scaling") : p.value(QStringLiteral("a-scaling"));
+  const QString sb = value("scaling_b").isEmpty() ? value("scaling") : value("scaling_b");
   // NVFP4 presets (nvfp4_*) quantize an operand to E2M1 with E4M3 block scales of 16 along K.
   const auto nva = nvfp4Preset(sa.toStdString()), nvb = nvfp4Preset(sb.toStdString());
   const auto ca = nva ? std::optional<ScalingConfig>() : scalingPreset(sa.toStdString());
   const auto cb = nvb ? std::optional<ScalingConfig>() : scalingPreset(sb.toStdString());
-  if (!ca && !nva)
-    return fail(
-        QStringLiteral("unknown or delayed scaling preset '%1' (current-scaling presets: %2)").arg(sa, presetNames()));
-  if (!cb && !nvb)
-    return fail(
-        QStringLiteral("unknown or delayed scaling preset '%1' (current-scaling presets: %2)").arg(sb, presetNames()));
+  for (const auto& [name, ok] : {std::pair{sa, ca || nva}, {sb, cb || nvb}})
+    if (!ok)
+      return fail(QStringLiteral("unknown or delayed scaling preset '%1' (current-scaling presets: %2)")
+                      .arg(name, QString::fromStdString(joinNames(param("scaling").choices))));
   if (ca)
     if (const std::string why = gemmScalingProblem(*ca, Axis::Cols); !why.empty())
       return fail(QStringLiteral("scaling of A: %1").arg(QString::fromStdString(why)));
   if (cb)
     if (const std::string why = gemmScalingProblem(*cb, Axis::Rows); !why.empty())
       return fail(QStringLiteral("scaling of B: %1").arg(QString::fromStdString(why)));
-  if (nva && !p.isSet(QStringLiteral("a-format"))) fa = &Format::E2M1();
-  if (nvb && !p.isSet(QStringLiteral("b-format"))) fb = &Format::E2M1();
+  if (nva && !isSet("format_a")) fa = &Format::E2M1();
+  if (nvb && !isSet("format_b")) fb = &Format::E2M1();
   const std::string name_a = nva ? nva->name : ca->name, name_b = nvb ? nvb->name : cb->name;
 
   GemmOptions o;
-  const std::string acc_name = p.value(QStringLiteral("accumulation")).toStdString();
+  const std::string acc_name = value("accumulation").toStdString();
   const auto acc = parseAccumulation(acc_name);
   const auto acc_preset = accumulationPreset(acc_name);
   if (!acc && !acc_preset)
-    return fail(QStringLiteral("--accumulation must be exact, fp32, split, fast or a preset (%1)")
-                    .arg(QString::fromStdString(accumulationPresetNames())));
+    return fail(
+        QStringLiteral("--accumulation must be one of %1 or a preset (%2)")
+            .arg(QString::fromStdString(accumulationNames()), QString::fromStdString(accumulationPresetNames())));
   o.accumulation = acc ? *acc : acc_preset->accumulation;
-  const auto out_type = parseOutputType(p.value(QStringLiteral("output")).toStdString());
-  if (!out_type) return fail(QStringLiteral("--output must be fp32, bf16, fp16, e4m3fn or e5m2"));
+  const auto out_type = parseOutputType(value("output").toStdString());
+  if (!out_type)
+    return fail(
+        QStringLiteral("--output must be one of %1").arg(QString::fromStdString(joinNames(param("output").choices))));
   o.output = *out_type;
-  bool ok = false;
-  o.promotion_interval = p.value(QStringLiteral("promotion-interval")).toInt(&ok);
-  if (!ok || o.promotion_interval < 1) return fail(QStringLiteral("--promotion-interval must be a positive integer"));
-  o.fast_accum_bits = p.value(QStringLiteral("fast-bits")).toInt(&ok);
-  if (!ok || o.fast_accum_bits < 2 || o.fast_accum_bits > 24) return fail(QStringLiteral("--fast-bits must be 2..24"));
-  o.fast_accum_group = p.value(QStringLiteral("fast-group")).toInt(&ok);
-  if (!ok || o.fast_accum_group < 1) return fail(QStringLiteral("--fast-group must be a positive integer"));
-  o.fast_accum_promotes = !p.isSet(QStringLiteral("no-promotion"));
-  // A flag the chosen model does not read is refused, naming the models that read it.
-  if (!acc_preset) {
-    const bool fast = o.accumulation == Accumulation::FastAccum;
-    for (const char* f : {"fast-bits", "fast-group", "no-promotion"})
-      if (p.isSet(QString::fromLatin1(f)) && !fast)
-        return fail(QStringLiteral("--%1 applies to the fast-accumulation model (--accumulation fast or a preset); "
-                                   "'%2' does not read it")
-                        .arg(QString::fromLatin1(f), QString::fromStdString(acc_name)));
-    if (p.isSet(QStringLiteral("promotion-interval")) && !fast && o.accumulation != Accumulation::SplitFP32)
-      return fail(QStringLiteral("--promotion-interval applies to split and fast accumulation; '%1' has no "
-                                 "promotion windows")
-                      .arg(QString::fromStdString(acc_name)));
+  o.promotion_interval = static_cast<int>(integer("promotion_interval"));
+  o.fast_accum_bits = static_cast<int>(integer("fast_accum_bits"));
+  o.fast_accum_group = static_cast<int>(integer("fast_accum_group"));
+  o.fast_accum_promotes = !isSet("fast_accum_promotes");
+  // A parameter the chosen model does not read is refused, naming the models that read it; a
+  // preset's parameters given beside it must agree (core's rule, as for configs and the panel).
+  {
+    std::set<std::string> given;
+    for (const char* k : {"promotion_interval", "fast_accum_bits", "fast_accum_group", "fast_accum_promotes"})
+      if (isSet(k)) given.insert(k);
+    if (const auto pr = accumulationProblem(o, given, acc_preset ? &*acc_preset : nullptr, true, &o))
+      return fail(pr->key == "accumulation_preset"
+                      ? QStringLiteral("--accumulation %1: %2")
+                            .arg(QString::fromStdString(acc_preset->name), QString::fromStdString(pr->why))
+                      : flagProblem(pr->key, pr->why));
   }
-  if (acc_preset) {
-    // The preset sets the fast model's parameters; a flag given beside it must agree.
-    GemmOptions given = withAccumulationPreset(o, *acc_preset);
-    if (p.isSet(QStringLiteral("promotion-interval"))) given.promotion_interval = o.promotion_interval;
-    if (p.isSet(QStringLiteral("fast-bits"))) given.fast_accum_bits = o.fast_accum_bits;
-    if (p.isSet(QStringLiteral("fast-group"))) given.fast_accum_group = o.fast_accum_group;
-    if (p.isSet(QStringLiteral("no-promotion"))) given.fast_accum_promotes = false;
-    if (const std::string why = accumulationPresetMismatch(given, *acc_preset); !why.empty())
-      return fail(QStringLiteral("--accumulation %1: %2")
-                      .arg(QString::fromStdString(acc_preset->name), QString::fromStdString(why)));
-    o = given;
-  }
-  try {
-    checkFastAccum(o);
-  } catch (const std::invalid_argument& e) {
-    return fail(QStringLiteral("--fast-bits / --fast-group: %1").arg(QString::fromStdString(e.what())));
-  }
-  const auto alpha = parseNumber(p.value(QStringLiteral("alpha")));
-  const auto beta = parseNumber(p.value(QStringLiteral("beta")));
-  if (!alpha || !std::isfinite(static_cast<float>(*alpha)))
-    return fail(QStringLiteral("--alpha must be a finite number"));
-  if (!beta || !std::isfinite(static_cast<float>(*beta))) return fail(QStringLiteral("--beta must be a finite number"));
-  o.alpha = static_cast<float>(*alpha);
-  o.beta = static_cast<float>(*beta);
+  o.alpha = static_cast<float>(number("alpha"));
+  o.beta = static_cast<float>(number("beta"));
+  if (!std::isfinite(o.alpha) || !std::isfinite(o.beta))
+    return fail(QStringLiteral("--alpha and --beta must be finite float32 numbers"));
   EpilogueSource c_src, bias_src;
-  for (const auto& [flag, scale_flag, src] :
-       {std::tuple{"c-seed", "c-scale", &c_src}, std::tuple{"bias-seed", "bias-scale", &bias_src}}) {
-    const QString v = p.value(QString::fromLatin1(flag));
-    if (v.isEmpty()) {
-      if (p.isSet(QString::fromLatin1(scale_flag)))
-        return fail(QStringLiteral("--%1 needs --%2 (the values are seeded)")
-                        .arg(QString::fromLatin1(scale_flag), QString::fromLatin1(flag)));
+  for (const auto& [scope, src] : {std::pair{ParamScope::C, &c_src}, {ParamScope::Bias, &bias_src}}) {
+    if (!isSet("seed", scope)) {
+      if (isSet("scale", scope))
+        return fail(QStringLiteral("%1 needs %2 (the values are seeded)")
+                        .arg(flagOf(param("scale", scope)), flagOf(param("seed", scope))));
       continue;
     }
-    bool sok = false;
-    src->seed = v.toULongLong(&sok);
-    if (!sok) return fail(QStringLiteral("--%1 must be a non-negative integer").arg(QString::fromLatin1(flag)));
-    const auto sc = parseNumber(p.value(QString::fromLatin1(scale_flag)));
-    if (!sc || !(std::isfinite(*sc) && *sc > 0))
-      return fail(QStringLiteral("--%1 must be a finite number > 0").arg(QString::fromLatin1(scale_flag)));
-    src->scale = *sc;
+    src->seed = value("seed", scope).toULongLong();
+    src->scale = number("scale", scope);
     src->enabled = true;
   }
   if (o.beta != 0.0f && !c_src.enabled) return fail(QStringLiteral("--beta other than 0 needs a C matrix: --c-seed N"));
   if (o.beta == 0.0f && c_src.enabled)
     return fail(QStringLiteral("--c-seed: C is read only when --beta is not 0 (cuBLASLt ignores C at beta = 0)"));
-  o.threads = parseThreads(p.value(QStringLiteral("threads")));
+  o.threads = parseThreads(value("threads", ParamScope::None));
   if (o.threads < 0) return 2;
-  const QString kern = p.value(QStringLiteral("kernel")).toLower();
+  const QString kern = value("kernel", ParamScope::None).toLower();
   if (kern == QStringLiteral("portable"))
     o.cpu_kernel = CpuKernel::Portable;
   else if (kern == QStringLiteral("avx512bf16") || kern == QStringLiteral("avx512-bf16"))
     o.cpu_kernel = CpuKernel::Avx512Bf16;
   else if (kern != QStringLiteral("auto"))
-    return fail(QStringLiteral("--kernel must be auto, portable or avx512bf16"));
+    return fail(QStringLiteral("--kernel must be one of %1")
+                    .arg(QString::fromStdString(joinNames(param("kernel", ParamScope::None).choices))));
   const bool fp8_out = o.output == OutputType::E4M3FN || o.output == OutputType::E5M2;
-  const QString os = p.value(QStringLiteral("output-scale"));
   std::optional<float> out_scale;
-  if (os != QStringLiteral("auto")) {
-    const auto v = parseNumber(os);
-    if (!v || !(std::isfinite(*v) && *v > 0))
-      return fail(QStringLiteral("--output-scale must be a finite number > 0 or 'auto'"));
-    out_scale = static_cast<float>(*v);
+  if (value("output_quant_scale") != QStringLiteral("auto")) {
+    out_scale = static_cast<float>(number("output_quant_scale"));
     if (!fp8_out)
       return fail(QStringLiteral("--output-scale applies only to FP8 outputs (--output e4m3fn or e5m2): cuBLASLt "
                                  "multiplies D by scale_D only when D is FP8, and the output here is %1")
                       .arg(QString::fromLatin1(toString(o.output))));
   }
-  const qulonglong seed = p.value(QStringLiteral("seed")).toULongLong(&ok);
-  if (!ok) return fail(QStringLiteral("--seed must be a non-negative integer"));
+  const uint64_t seed = value("seed").toULongLong();
   RandomMatrixOptions ro;
-  const auto dist = parseDistribution(p.value(QStringLiteral("distribution")).toStdString());
-  if (!dist) return fail(QStringLiteral("--distribution must be normal, uniform, lognormal or outliers"));
+  const auto dist = parseDistribution(value("distribution", ParamScope::Operands).toStdString());
+  if (!dist)
+    return fail(QStringLiteral("--distribution must be one of %1")
+                    .arg(QString::fromStdString(joinNames(param("distribution", ParamScope::Operands).choices))));
   ro.distribution = *dist;
-  const auto sc = parseNumber(p.value(QStringLiteral("scale")));
-  if (!sc || !(std::isfinite(*sc) && *sc > 0)) return fail(QStringLiteral("--scale must be a finite number > 0"));
-  ro.scale = *sc;
+  ro.scale = number("scale", ParamScope::Operands);
+  ro.sigma = number("sigma", ParamScope::Operands);
+  ro.outlier_fraction = number("outlier_fraction", ParamScope::Operands);
+  ro.outlier_factor = number("outlier_factor", ParamScope::Operands);
+  ro.outlier_channels = integer("outlier_channels", ParamScope::Operands);
+  const QString axis = value("outlier_axis", ParamScope::Operands);
+  if (axis != QStringLiteral("rows") && axis != QStringLiteral("columns"))
+    return fail(QStringLiteral("--outlier-axis must be columns or rows"));
+  ro.outlier_rows = axis == QStringLiteral("rows");
   const bool json = p.isSet(QStringLiteral("json"));
 
   const QString outFile = p.value(QStringLiteral("out"));
@@ -285,8 +229,8 @@ int runGemm(const QStringList& args) {
   cfg.scaling = name_a;
   cfg.scaling_b = name_b == name_a ? std::string() : name_b;
   cfg.a.random = cfg.b.random = ro;
-  cfg.a.tensor = p.value(QStringLiteral("a-tensor")).toStdString();
-  cfg.b.tensor = p.value(QStringLiteral("b-tensor")).toStdString();
+  cfg.a.tensor = value("tensor", ParamScope::OperandA).toStdString();
+  cfg.b.tensor = value("tensor", ParamScope::OperandB).toStdString();
   cfg.gemm = o;
   cfg.accumulation_preset = acc_preset ? acc_preset->name : std::string();
   cfg.c_source = c_src;
@@ -294,6 +238,13 @@ int runGemm(const QStringList& args) {
   cfg.tile = tile;
   cfg.output_scale_auto = fp8_out && !out_scale;
   if (out_scale) cfg.gemm.output_quant_scale = *out_scale;
+  const QString rounding = value("rounding");
+  if (rounding != QStringLiteral("rne") && rounding != QStringLiteral("stochastic"))
+    return fail(QStringLiteral("--rounding must be rne or stochastic"));
+  cfg.stochastic_rounding = rounding == QStringLiteral("stochastic");
+  if (isSet("stochastic_bits") && !cfg.stochastic_rounding)
+    return fail(QStringLiteral("--stochastic-bits applies to --rounding stochastic only"));
+  cfg.stochastic_bits = static_cast<int>(integer("stochastic_bits"));
   cfg.store_inputs = cfg.store_quantized = cfg.store_error_maps = !outFile.isEmpty();
   // --json reports the operands' scales, read from the run's quantized datasets.
   if (json) cfg.store_quantized = true;
@@ -312,6 +263,10 @@ int runGemm(const QStringList& args) {
                                             : QStringLiteral("--") + QString::fromStdString(k);
     return fail(QStringLiteral("%1: %2").arg(flag, QString::fromStdString(pr->why)));
   }
+  // The config parser checks the whole combination as it checks a config file.
+  if (GemmExperimentConfig back; true)
+    if (const std::string e = parseGemmConfig(gemmConfigJson(cfg), &back); !e.empty())
+      return fail(QString::fromStdString(e));
   const QString id = p.value(QStringLiteral("id")).isEmpty() ? QString::fromStdString(defaultGemmRunId(cfg))
                                                              : p.value(QStringLiteral("id"));
   if (std::string why; !isValidRunId(id.toStdString(), &why)) return fail(QString::fromStdString(why));
@@ -375,43 +330,20 @@ int runGemm(const QStringList& args) {
     const KernelCheckConfig check_cfg = cfg.check;
 
     if (json) {
-      const QString cfg_a_tensor = QString::fromStdString(cfg.a.tensor),
-                    cfg_b_tensor = QString::fromStdString(cfg.b.tensor);
       QJsonObject j;
-      QJsonObject cfg;
-      cfg[QStringLiteral("m")] = static_cast<double>(r.m);
-      cfg[QStringLiteral("n")] = static_cast<double>(r.n);
-      cfg[QStringLiteral("k")] = static_cast<double>(r.k);
-      if (!cfg_a_tensor.isEmpty()) cfg[QStringLiteral("a_tensor")] = cfg_a_tensor;
-      if (!cfg_b_tensor.isEmpty()) cfg[QStringLiteral("b_tensor")] = cfg_b_tensor;
-      cfg[QStringLiteral("a_format")] = QString::fromStdString(fa->name());
-      cfg[QStringLiteral("b_format")] = QString::fromStdString(fb->name());
-      cfg[QStringLiteral("a_scaling")] = sa;
-      cfg[QStringLiteral("b_scaling")] = sb;
-      cfg[QStringLiteral("accumulation")] = QString::fromLatin1(toString(o.accumulation));
-      if (acc_preset) {
-        QJsonObject ap;
-        ap[QStringLiteral("name")] = QString::fromStdString(acc_preset->name);
-        ap[QStringLiteral("summary")] = QString::fromStdString(acc_preset->summary);
-        ap[QStringLiteral("source")] = QString::fromStdString(acc_preset->source);
-        ap[QStringLiteral("unsure")] = acc_preset->unsure;
-        cfg[QStringLiteral("accumulation_preset")] = ap;
-      }
-      cfg[QStringLiteral("alpha")] = jsonNumber(o.alpha);
-      cfg[QStringLiteral("beta")] = jsonNumber(o.beta);
-      if (c_src.enabled) cfg[QStringLiteral("c_seed")] = static_cast<double>(c_src.seed);
-      if (bias_src.enabled) cfg[QStringLiteral("bias_seed")] = static_cast<double>(bias_src.seed);
-      cfg[QStringLiteral("promotion_interval")] = o.promotion_interval;
-      cfg[QStringLiteral("fast_accum_bits")] = o.fast_accum_bits;
-      cfg[QStringLiteral("fast_accum_group")] = o.fast_accum_group;
-      cfg[QStringLiteral("fast_accum_promotes")] = o.fast_accum_promotes;
-      cfg[QStringLiteral("output")] = QString::fromLatin1(toString(o.output));
-      cfg[QStringLiteral("output_quant_scale")] = jsonNumber(o.output_quant_scale);
-      cfg[QStringLiteral("seed")] = static_cast<double>(seed);
-      cfg[QStringLiteral("distribution")] = QString::fromLatin1(toString(ro.distribution));
-      cfg[QStringLiteral("scale")] = ro.scale;
-      cfg[QStringLiteral("threads")] = o.threads;
-      j[QStringLiteral("config")] = cfg;
+      // The canonical config (gemm_config.h: what `run` reads and --out stores), the shape the
+      // run had (a tensor operand fixes dimensions the config then leaves out) and the preset.
+      j[QStringLiteral("config")] =
+          QJsonDocument::fromJson(QByteArray::fromStdString(gemmConfigJson(cfg, id.toStdString()).dump())).object();
+      j[QStringLiteral("shape")] = QJsonObject{{QStringLiteral("m"), static_cast<double>(r.m)},
+                                               {QStringLiteral("n"), static_cast<double>(r.n)},
+                                               {QStringLiteral("k"), static_cast<double>(r.k)}};
+      if (acc_preset)
+        j[QStringLiteral("accumulation_preset")] =
+            QJsonObject{{QStringLiteral("name"), QString::fromStdString(acc_preset->name)},
+                        {QStringLiteral("summary"), QString::fromStdString(acc_preset->summary)},
+                        {QStringLiteral("source"), QString::fromStdString(acc_preset->source)},
+                        {QStringLiteral("unsure"), acc_preset->unsure}};
       j[QStringLiteral("backend")] = QString::fromStdString(r.output.backend);
       j[QStringLiteral("device")] = QString::fromStdString(r.output.device);
       j[QStringLiteral("algorithm")] = QString::fromStdString(r.output.algorithm);

@@ -2,6 +2,7 @@
 // codes, both scale conventions, E8M0 scale codes (MX) and saturation / underflow counts.
 #include "cli_util.h"
 #include "command.h"
+#include "schema_flags.h"
 
 #include "formats/format.h"
 #include "scaling/delayed_scaling.h"
@@ -78,13 +79,9 @@ int runQuantize(const QStringList& args) {
   p.addOption({QStringLiteral("no-saturate"), QStringLiteral("Overflow to Inf/NaN instead of ±max.")});
   p.addOption(
       {QStringLiteral("float64"), QStringLiteral("Quantize the values as float64 (one rounding from double).")});
-  p.addOption({QStringLiteral("history-len"), QStringLiteral("Delayed presets: amax history length (default 1024)."),
-               QStringLiteral("L"), QStringLiteral("1024")});
-  p.addOption({QStringLiteral("algo"), QStringLiteral("Delayed presets: max | most_recent (TE only)."),
-               QStringLiteral("A"), QStringLiteral("max")});
-  p.addOption({QStringLiteral("margin"),
-               QStringLiteral("Delayed presets and TE-rule presets: margin m (scale computed for max / 2^m)."),
-               QStringLiteral("M"), QStringLiteral("0")});
+  // The scaling parameters quantize shares with train and the desktop app: the schema's.
+  for (const ParamSpec& s : paramSchema())
+    if (s.usedBy("quantize") && !s.flag.empty()) p.addOption(schemaOption(s));
   p.addOption({QStringLiteral("amax-history"),
                QStringLiteral("Delayed presets: amaxes of earlier steps, oldest first."), QStringLiteral("LIST")});
   p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")});
@@ -220,13 +217,13 @@ int runQuantize(const QStringList& args) {
           delayed_reason.arg(QStringLiteral("casts with round-to-nearest-even, saturating, as the system does")));
     DelayedScalingConfig dc;
     dc.preset = *dp;
+    for (const char* k : {"history_len", "margin"})
+      if (const QString why = schemaFlagProblem(p, param(k, ParamScope::None)); !why.isEmpty()) return fail(why);
     dc.history_len = p.value(QStringLiteral("history-len")).toInt(&ok);
-    if (!ok || dc.history_len < 1) return fail(QStringLiteral("--history-len must be a positive integer"));
     const auto al = parseAmaxAlgo(p.value(QStringLiteral("algo")).toStdString());
     if (!al) return fail(QStringLiteral("--algo must be max or most_recent"));
     dc.algo = *al;
     dc.margin = p.value(QStringLiteral("margin")).toInt(&ok);
-    if (!ok) return fail(QStringLiteral("--margin must be an integer"));
     if (f64) return fail(QStringLiteral("--float64 is not available for delayed presets (their state is float32)"));
     DelayedScaling st(*fmt, dc); // throws invalid_argument with a message (e.g. Flax + most_recent)
     if (p.isSet(QStringLiteral("amax-history"))) {
@@ -253,9 +250,8 @@ int runQuantize(const QStringList& args) {
         return fail(QStringLiteral("--margin applies to the TE rule (te_current, te_current_pow2, te_block_*) and the "
                                    "delayed presets; '%1' follows %2, which has no margin")
                         .arg(sname, QString::fromLatin1(toString(cfg->rule))));
+      if (const QString why = schemaFlagProblem(p, param("margin", ParamScope::None)); !why.isEmpty()) return fail(why);
       cfg->margin = p.value(QStringLiteral("margin")).toInt(&ok);
-      if (!ok || cfg->margin < -126 || cfg->margin > 126)
-        return fail(QStringLiteral("--margin must be an integer in [-126, 126]"));
     }
     const bool mx_rule = isMxRule(cfg->rule);
     if (mx_rule && (isSet("pow2") || isSet("no-pow2")))

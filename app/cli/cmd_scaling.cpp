@@ -2,6 +2,7 @@
 // scaling (core/scaling/delayed_scaling.h) and list the scaling presets.
 #include "cli_util.h"
 #include "command.h"
+#include "schema_flags.h"
 
 #include "formats/format.h"
 #include "scaling/delayed_scaling.h"
@@ -88,12 +89,10 @@ int runSimulate(const QStringList& args) {
                QStringLiteral("Format giving fp8_max (default E4M3FN)."),
                QStringLiteral("F"),
                QStringLiteral("E4M3FN")});
-  p.addOption({QStringLiteral("history-len"), QStringLiteral("Amax history length L (default 1024)."),
-               QStringLiteral("L"), QStringLiteral("1024")});
+  p.addOption(schemaOption(param("history_len", ParamScope::None)));
   p.addOption({QStringLiteral("algo"), QStringLiteral("max (default) | most_recent (TE only)."), QStringLiteral("A"),
                QStringLiteral("max")});
-  p.addOption({QStringLiteral("margin"), QStringLiteral("Scale divided by 2^m (TE margin; Flax itself always uses 0)."),
-               QStringLiteral("M"), QStringLiteral("0")});
+  p.addOption(schemaOption(param("margin", ParamScope::None)));
   p.addOption({QStringLiteral("amax"), QStringLiteral("Comma-separated amax per step (inf, nan allowed)."),
                QStringLiteral("LIST")});
   p.addOption({QStringLiteral("input"), QStringLiteral("Read the amaxes (whitespace/comma separated) from FILE."),
@@ -118,17 +117,16 @@ int runSimulate(const QStringList& args) {
   DelayedScalingConfig cfg;
   cfg.preset = *preset;
   bool ok = false;
+  if (const QString why = schemaFlagProblem(p, param("history_len", ParamScope::None)); !why.isEmpty())
+    return fail(why);
   cfg.history_len = p.value(QStringLiteral("history-len")).toInt(&ok);
-  if (!ok || cfg.history_len < 1) return fail(QStringLiteral("--history-len must be a positive integer"));
-  if (cfg.history_len > (1 << 20)) return fail(QStringLiteral("--history-len above 1048576 is not supported"));
   const auto algo = parseAmaxAlgo(p.value(QStringLiteral("algo")).toStdString());
   if (!algo) return fail(QStringLiteral("--algo must be max or most_recent"));
   cfg.algo = *algo;
   if (cfg.preset == DelayedPreset::Flax && cfg.algo != AmaxAlgo::Max)
     return fail(QStringLiteral("Flax fp8_ops supports only --algo max"));
+  if (const QString why = schemaFlagProblem(p, param("margin", ParamScope::None)); !why.isEmpty()) return fail(why);
   cfg.margin = p.value(QStringLiteral("margin")).toInt(&ok);
-  if (!ok || cfg.margin < -126 || cfg.margin > 126)
-    return fail(QStringLiteral("--margin must be an integer in [-126, 126]"));
 
   std::vector<double> amax;
   const bool has_a = p.isSet(QStringLiteral("amax")), has_f = p.isSet(QStringLiteral("input"));

@@ -1,5 +1,9 @@
 #include "experiment/gemm_config.h"
 
+#include "common/names.h"
+
+#include "experiment/param_schema.h"
+
 #include "formats/format.h"
 #include "io/fp8_checkpoint.h"
 #include "scaling/nvfp4.h"
@@ -53,6 +57,13 @@ const std::vector<std::string> kGemmKeys = {"type",
 
 constexpr const char* kRandomKeys[] = {"distribution",     "scale",       "sigma", "outlier_fraction", "outlier_factor",
                                        "outlier_channels", "outlier_axis"};
+
+/// An integer key of `o` in the range of its schema entry (param_schema.h).
+int64_t schemaInteger(const Json& o, std::string_view key, ParamScope scope, const ConfigPath& at, int64_t def,
+                      ConfigReader& r) {
+  const ParamSpec& p = param(key, scope);
+  return r.integer(o, key, at, def, static_cast<int64_t>(p.min), static_cast<int64_t>(p.max));
+}
 
 /// A format name into `out` (its canonical spelling).
 void readFormat(const Json& o, std::string_view key, const ConfigPath& at, std::string* out, ConfigReader& r) {
@@ -109,8 +120,7 @@ void parsePreQuantized(const Json& o, const ConfigPath& at, Axis axis, PreQuanti
   if (!r.ok()) return;
   // The names users type: FP8 Lab's, cuBLASLt's (UE8M0, UE4M3: unsigned scale formats), PyTorch's
   // dtypes (float8_e8m0fnu, float8_e4m3fn).
-  std::string low;
-  for (char c : sf) low += static_cast<char>(c == '-' ? '_' : std::tolower(static_cast<unsigned char>(c)));
+  const std::string low = normalizedName(sf);
   if (low == "float32" || low == "f32" || low == "fp32")
     p->scale_format = SF::Float32;
   else if (low == "e8m0" || low == "e8m0fnu" || low == "ue8m0" || low == "float8_e8m0fnu")
@@ -317,7 +327,7 @@ void parseOperand(const Json& o, const ConfigPath& at, Axis axis, OperandSource*
   src->random.outlier_fraction = r.number(o, "outlier_fraction", at, src->random.outlier_fraction);
   src->random.outlier_factor = r.number(o, "outlier_factor", at, src->random.outlier_factor);
   src->random.outlier_channels =
-      r.integer(o, "outlier_channels", at, src->random.outlier_channels, 0, int64_t(1) << 20);
+      schemaInteger(o, "outlier_channels", ParamScope::Operands, at, src->random.outlier_channels, r);
   if (ConfigReader::has(o, "outlier_axis")) {
     const std::string ax = r.string(o, "outlier_axis", at, {});
     if (r.ok() && ax != "rows" && ax != "columns")
@@ -403,9 +413,13 @@ bool parseKernelCheck(const Json& o, const ConfigPath& at, GemmExperimentConfig*
   if (ConfigReader::has(*c, "min_sqnr_db")) k.criteria.min_sqnr_db = r.number(*c, "min_sqnr_db", cp, 0.0);
   k.criteria.allow_nonfinite = r.boolean(*c, "allow_nonfinite", cp, k.criteria.allow_nonfinite);
   k.fit = r.boolean(*c, "fit", cp, k.fit);
-  k.grid.bits = intList(*c, "fit_bits", cp, k.grid.bits, 2, kFastAccumMaxBits, r);
-  k.grid.groups = intList(*c, "fit_groups", cp, k.grid.groups, 1, 1 << 16, r);
-  k.grid.intervals = intList(*c, "fit_intervals", cp, k.grid.intervals, 1, 1 << 20, r);
+  // The fit grid's values are the model's parameters: their schema ranges.
+  for (const auto& [key, param_key, dst] : {std::tuple{"fit_bits", "fast_accum_bits", &k.grid.bits},
+                                            {"fit_groups", "fast_accum_group", &k.grid.groups},
+                                            {"fit_intervals", "promotion_interval", &k.grid.intervals}}) {
+    const ParamSpec& ps = param(param_key);
+    *dst = intList(*c, key, cp, *dst, int(ps.min), int(ps.max), r);
+  }
   k.grid.no_promotion = r.boolean(*c, "fit_no_promotion", cp, k.grid.no_promotion);
   return r.ok();
 }
@@ -487,11 +501,12 @@ Json legacyPanelGemmConfig(const Json& c, ConfigReader& r, const ConfigPath& at)
   g["seed"] = r.seed(c, "seed", at, 1);
   g["accumulation"] = str("accumulation", "split");
   g["output"] = str("output", "fp32");
-  g["promotion_interval"] = r.integer(c, "promotion_interval", at, 128, 1, 1 << 20);
-  g["fast_accum_bits"] = r.integer(c, "fast_accum_bits", at, 14, 2, kFastAccumMaxBits);
+  g["promotion_interval"] = schemaInteger(c, "promotion_interval", ParamScope::Top, at, 128, r);
+  g["fast_accum_bits"] = schemaInteger(c, "fast_accum_bits", ParamScope::Top, at, 14, r);
   const std::string input = str("input", "distribution");
-  const int64_t m = r.integer(c, "m", at, 256, 1, 1 << 20), k = r.integer(c, "k", at, 256, 1, 1 << 20),
-                n = r.integer(c, "n", at, 256, 1, 1 << 20);
+  const int64_t m = schemaInteger(c, "m", ParamScope::Top, at, 256, r),
+                k = schemaInteger(c, "k", ParamScope::Top, at, 256, r),
+                n = schemaInteger(c, "n", ParamScope::Top, at, 256, r);
   if (input == "distribution") {
     g["m"] = m;
     g["k"] = k;
@@ -539,10 +554,9 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
   const Json& o = *op;
   r.checkKeys(o, at, kGemmKeys);
   if (!r.ok()) return false;
-  const int64_t big = int64_t(1) << 20;
-  cfg->m = r.integer(o, "m", at, cfg->m, 1, big);
-  cfg->k = r.integer(o, "k", at, cfg->k, 1, big);
-  cfg->n = r.integer(o, "n", at, cfg->n, 1, big);
+  cfg->m = schemaInteger(o, "m", ParamScope::Top, at, cfg->m, r);
+  cfg->k = schemaInteger(o, "k", ParamScope::Top, at, cfg->k, r);
+  cfg->n = schemaInteger(o, "n", ParamScope::Top, at, cfg->n, r);
   cfg->seed = r.seed(o, "seed", at, cfg->seed);
   if (!r.ok()) return false;
   std::string fmt;
@@ -654,41 +668,35 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
     }
     cfg->gemm.output = *t;
   }
-  cfg->gemm.promotion_interval =
-      static_cast<int>(r.integer(o, "promotion_interval", at, cfg->gemm.promotion_interval, 1, big));
-  cfg->gemm.fast_accum_bits =
-      static_cast<int>(r.integer(o, "fast_accum_bits", at, cfg->gemm.fast_accum_bits, 2, kFastAccumMaxBits));
-  cfg->gemm.fast_accum_group =
-      static_cast<int>(r.integer(o, "fast_accum_group", at, cfg->gemm.fast_accum_group, 1, big));
+  for (const auto& [key, dst] : {std::pair{"promotion_interval", &cfg->gemm.promotion_interval},
+                                 {"fast_accum_bits", &cfg->gemm.fast_accum_bits},
+                                 {"fast_accum_group", &cfg->gemm.fast_accum_group}})
+    *dst = static_cast<int>(schemaInteger(o, key, ParamScope::Top, at, *dst, r));
   cfg->gemm.fast_accum_promotes = r.boolean(o, "fast_accum_promotes", at, cfg->gemm.fast_accum_promotes);
   if (!r.ok()) return false;
-  if (ConfigReader::has(o, "accumulation_preset")) {
-    // A preset sets the accumulation parameters; a parameter key beside it must say the same.
-    const std::string name = r.string(o, "accumulation_preset", at, {});
-    if (!r.ok()) return false;
-    const auto p = accumulationPreset(name);
-    if (!p) {
-      r.fail(at.member("accumulation_preset"), "unknown '" + name + "' (" + accumulationPresetNames() + ")");
+  {
+    // A preset sets the accumulation parameters; a parameter key beside it must say the same
+    // (accumulationProblem, the rule the gemm command and the panel apply too).
+    std::optional<AccumulationPreset> p;
+    if (ConfigReader::has(o, "accumulation_preset")) {
+      const std::string name = r.string(o, "accumulation_preset", at, {});
+      if (!r.ok()) return false;
+      p = accumulationPreset(name);
+      if (!p) {
+        r.fail(at.member("accumulation_preset"), "unknown '" + name + "' (" + accumulationPresetNames() + ")");
+        return false;
+      }
+    }
+    std::set<std::string> given;
+    for (const char* k :
+         {"accumulation", "promotion_interval", "fast_accum_bits", "fast_accum_group", "fast_accum_promotes"})
+      if (ConfigReader::has(o, k)) given.insert(k);
+    if (const auto pr = accumulationProblem(cfg->gemm, given, p ? &*p : nullptr, false, &cfg->gemm)) {
+      r.fail(at.member(pr->key),
+             pr->why + (pr->key == "accumulation_preset" ? "; leave the key out or the preset" : ""));
       return false;
     }
-    GemmOptions given = withAccumulationPreset(cfg->gemm, *p);
-    if (ConfigReader::has(o, "accumulation")) given.accumulation = cfg->gemm.accumulation;
-    if (ConfigReader::has(o, "promotion_interval")) given.promotion_interval = cfg->gemm.promotion_interval;
-    if (ConfigReader::has(o, "fast_accum_bits")) given.fast_accum_bits = cfg->gemm.fast_accum_bits;
-    if (ConfigReader::has(o, "fast_accum_group")) given.fast_accum_group = cfg->gemm.fast_accum_group;
-    if (ConfigReader::has(o, "fast_accum_promotes")) given.fast_accum_promotes = cfg->gemm.fast_accum_promotes;
-    if (const std::string why = accumulationPresetMismatch(given, *p); !why.empty()) {
-      r.fail(at.member("accumulation_preset"), why + "; leave the key out or the preset");
-      return false;
-    }
-    cfg->gemm = given;
-    cfg->accumulation_preset = p->name;
-  }
-  try {
-    checkFastAccum(cfg->gemm);
-  } catch (const std::invalid_argument& e) {
-    r.fail(at.member("fast_accum_bits"), e.what());
-    return false;
+    if (p) cfg->accumulation_preset = p->name;
   }
   cfg->gemm.alpha = static_cast<float>(r.number(o, "alpha", at, cfg->gemm.alpha));
   cfg->gemm.beta = static_cast<float>(r.number(o, "beta", at, cfg->gemm.beta));
@@ -716,7 +724,7 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
     cfg->gemm.output_quant_scale =
         static_cast<float>(r.number(o, "output_quant_scale", at, cfg->gemm.output_quant_scale));
   }
-  cfg->tile = r.integer(o, "tile", at, cfg->tile, 1, big);
+  cfg->tile = schemaInteger(o, "tile", ParamScope::Top, at, cfg->tile, r);
   cfg->store_inputs = r.boolean(o, "store_inputs", at, cfg->store_inputs);
   cfg->store_quantized = r.boolean(o, "store_quantized", at, cfg->store_quantized);
   cfg->store_error_maps = r.boolean(o, "store_error_maps", at, cfg->store_error_maps);
@@ -735,7 +743,8 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
     r.fail(at.member("stochastic_bits"), "applies to \"rounding\": \"stochastic\" only");
     return false;
   }
-  cfg->stochastic_bits = static_cast<int>(r.integer(o, "stochastic_bits", at, cfg->stochastic_bits, 1, 32));
+  cfg->stochastic_bits =
+      static_cast<int>(schemaInteger(o, "stochastic_bits", ParamScope::Top, at, cfg->stochastic_bits, r));
   if (!r.ok()) return false;
   if (cfg->stochastic_rounding)
     for (const auto& [key, name] : {std::pair{"scaling", &cfg->scaling}, {"scaling_b", &cfg->scaling_b}})

@@ -244,8 +244,8 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
       return r;
     }
   // A preset is needed only for an operand the run quantizes (NVFP4 presets are looked up above).
-  auto sc = pre_a || nva ? scalingPreset("te_current") : scalingPreset(cfg.scaling);
-  auto scb = pre_b || nvb ? scalingPreset("te_current") : scalingPreset(scaling_b);
+  auto sc = pre_a || nva ? std::optional(requireScalingPreset("te_current")) : scalingPreset(cfg.scaling);
+  auto scb = pre_b || nvb ? std::optional(requireScalingPreset("te_current")) : scalingPreset(scaling_b);
   for (const auto& [p, name] : {std::pair{&sc, cfg.scaling}, {&scb, scaling_b}})
     if (!*p) {
       std::string names;

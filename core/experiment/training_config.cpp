@@ -1,5 +1,7 @@
 #include "experiment/training_config.h"
 
+#include "experiment/param_schema.h"
+
 #include "formats/format.h"
 #include "scaling/scaling.h"
 #include "session/session.h"
@@ -220,14 +222,20 @@ Accumulation readAccumulation(ConfigReader& r, const Json& o, const ConfigPath& 
   return *a;
 }
 
+/// A GEMM integer key of `o` in the range of its parameter schema entry (param_schema.h).
+int64_t schemaInteger(ConfigReader& r, const Json& o, const char* key, const ConfigPath& at, int64_t def) {
+  const ParamSpec& p = param(key);
+  return r.integer(o, key, at, def, int64_t(p.min), int64_t(p.max));
+}
+
 GemmOptions readGemm(ConfigReader& r, const Json& o, std::string_view key, const ConfigPath& at, GemmOptions g) {
   const Json* go = r.object(o, key, at);
   if (!go) return g;
   const ConfigPath w = at.member(key);
   r.checkKeys(*go, w, {"accumulation", "promotion_interval", "fast_accum_bits", "output"});
   g.accumulation = readAccumulation(r, *go, w, g.accumulation);
-  g.promotion_interval = static_cast<int>(r.integer(*go, "promotion_interval", w, g.promotion_interval, 1, 1 << 20));
-  g.fast_accum_bits = static_cast<int>(r.integer(*go, "fast_accum_bits", w, g.fast_accum_bits, 2, 24));
+  g.promotion_interval = static_cast<int>(schemaInteger(r, *go, "promotion_interval", w, g.promotion_interval));
+  g.fast_accum_bits = static_cast<int>(schemaInteger(r, *go, "fast_accum_bits", w, g.fast_accum_bits));
   if (ConfigReader::has(*go, "output")) {
     const std::string s = r.string(*go, "output", w, "fp32");
     const auto t = parseOutputType(s);
@@ -443,13 +451,15 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
     if (!parseTrainingScalingKind(lower(strat), &c.scaling.kind))
       r.fail(w.member("strategy"),
              "unknown strategy '" + strat + "' (delayed-flax, delayed-te, current-te, current-torchao)");
-    c.scaling.history_len = static_cast<int>(r.integer(*so, "history_len", w, 1024, 1, 65536));
+    const ParamSpec& hl = param("history_len", ParamScope::None);
+    c.scaling.history_len = static_cast<int>(r.integer(*so, "history_len", w, 1024, int64_t(hl.min), int64_t(hl.max)));
     const std::string algo = r.string(*so, "amax_compute_algo", w, "max");
     if (algo == "most_recent")
       c.scaling.most_recent = true;
     else if (algo != "max")
       r.fail(w.member("amax_compute_algo"), "must be \"max\" or \"most_recent\"");
-    c.scaling.margin = static_cast<int>(r.integer(*so, "margin", w, 0, 0, 64));
+    const ParamSpec& mg = param("margin", ParamScope::None);
+    c.scaling.margin = static_cast<int>(r.integer(*so, "margin", w, 0, int64_t(mg.min), int64_t(mg.max)));
     c.scaling.power_of_two = r.boolean(*so, "power_of_two", w, false);
     c.scaling.saturate = r.boolean(*so, "saturate", w, true);
     if (c.scaling.kind == TrainingScalingKind::DelayedFlax && (c.scaling.margin != 0 || c.scaling.most_recent))
@@ -605,8 +615,8 @@ void readWeightGemmOptions(ConfigReader& r, const Json& go, const ConfigPath& w,
   g->a_format = r.format(go, "a_format", w, g->a_format);
   g->b_format = r.format(go, "b_format", w, g->b_format);
   g->gemm.accumulation = readAccumulation(r, go, w, g->gemm.accumulation);
-  g->gemm.promotion_interval = static_cast<int>(r.integer(go, "promotion_interval", w, 128, 1, 1 << 20));
-  g->gemm.fast_accum_bits = static_cast<int>(r.integer(go, "fast_accum_bits", w, 14, 2, 24));
+  g->gemm.promotion_interval = static_cast<int>(schemaInteger(r, go, "promotion_interval", w, 128));
+  g->gemm.fast_accum_bits = static_cast<int>(schemaInteger(r, go, "fast_accum_bits", w, 14));
 }
 
 } // namespace

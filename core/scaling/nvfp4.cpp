@@ -5,13 +5,14 @@
 // TE's fmaf in its stochastic rounding model is an exact product plus one rounded add here.
 #include "scaling/nvfp4.h"
 
+#include "common/names.h"
+
 #include "common/worker_pool.h"
 #include "formats/format.h"
 
 #include <algorithm>
 #include <atomic>
 #include <bit>
-#include <cctype>
 #include <cmath>
 #include <exception>
 #include <limits>
@@ -399,12 +400,6 @@ float tensorAmax(const float* x, int64_t n, bool ignore_nan, int nt) {
   return (any_nan && !ignore_nan) ? std::numeric_limits<float>::quiet_NaN() : r;
 }
 
-std::string canonical(std::string_view s) {
-  std::string r(s);
-  for (char& ch : r) ch = ch == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return r;
-}
-
 } // namespace
 
 float teNvfp4GlobalEncodeScale(float amax, float e4m3_max) {
@@ -700,8 +695,15 @@ const std::vector<Nvfp4PresetInfo>& nvfp4Presets() {
   return presets;
 }
 
+Nvfp4Config requireNvfp4Preset(std::string_view name) {
+  if (auto c = nvfp4Preset(name)) return *c;
+  std::string known;
+  for (const auto& p : nvfp4Presets()) known += (known.empty() ? "" : ", ") + p.name;
+  throw std::invalid_argument("'" + std::string(name) + "' is not an NVFP4 preset (" + known + ")");
+}
+
 std::optional<Nvfp4Config> nvfp4Preset(std::string_view name) {
-  const std::string n = canonical(name);
+  const std::string n = normalizedName(name);
   Nvfp4Config c;
   c.name = n;
   if (n == "nvfp4_te") return c;

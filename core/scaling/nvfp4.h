@@ -207,6 +207,9 @@ const std::vector<Nvfp4PresetInfo>& nvfp4Presets();
 /// The config of an NVFP4 preset (case-insensitive; '-' and '_' are the same); nullopt for
 /// unknown names.
 std::optional<Nvfp4Config> nvfp4Preset(std::string_view name);
+/// nvfp4Preset() for a name the code gives itself: throws std::invalid_argument naming the preset
+/// and the known ones instead of returning nullopt.
+Nvfp4Config requireNvfp4Preset(std::string_view name);
 
 const char* toString(Nvfp4Rule r);
 const char* toString(FourOverSix m);

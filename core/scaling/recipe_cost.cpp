@@ -89,9 +89,6 @@ int64_t scaleCount(const ScaleKind& kind, int64_t rows, int64_t cols, bool is_a,
   return ceilDiv(K, b) * outer;
 }
 
-bool isFp8Kind(const ScaleKind* k) {
-  return k && (k->id == "per_tensor" || k->id == "outer" || k->id == "vec128" || k->id == "blk128");
-}
 bool isMxKind(const ScaleKind* k) {
   return k && (k->id == "mx32" || k->id == "mx32x32");
 }

@@ -91,6 +91,10 @@ const std::vector<ScalingPresetInfo>& scalingPresets();
 /// The config of a current-scaling preset (case-insensitive; '-' and '_' are the same).
 /// nullopt for unknown names and for the delayed presets (see delayedPreset()).
 std::optional<ScalingConfig> scalingPreset(std::string_view name);
+/// The config of a current-scaling preset the code names itself (a literal, or a name already
+/// checked): scalingPreset() that throws std::invalid_argument naming the preset and the known
+/// ones instead of returning nullopt.
+ScalingConfig requireScalingPreset(std::string_view name);
 
 /// The current-scaling preset that is `name` with the other power-of-two setting and nothing else
 /// changed (te_current ↔ te_current_pow2, per_row ↔ torchao_rowwise, deepgemm_1x128 ↔

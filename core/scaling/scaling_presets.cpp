@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 // Names of the scaling enums, the preset registry (each preset with the system it follows) and the
 // rules that turn a preset into one block's scale and shape. The quantize engine that applies them
@@ -189,6 +190,14 @@ std::optional<ScalingConfig> scalingPreset(std::string_view name) {
   for (const auto& d : presetDefs())
     if (d.info.name == n && !d.info.delayed) return d.cfg;
   return std::nullopt;
+}
+
+ScalingConfig requireScalingPreset(std::string_view name) {
+  if (auto c = scalingPreset(name)) return *c;
+  std::string known;
+  for (const auto& d : presetDefs())
+    if (!d.info.delayed) known += (known.empty() ? "" : ", ") + d.info.name;
+  throw std::invalid_argument("'" + std::string(name) + "' is not a current-scaling preset (" + known + ")");
 }
 
 std::string scalingPresetTwin(std::string_view name) {

@@ -102,7 +102,7 @@ std::optional<WhatIfRecipe> parseWhatIfRecipe(const std::string& id, std::string
     if (p.name == name) {
       if (p.delayed) return fail("the delayed presets need a history; use delayed_L<N>");
       r.kind = WhatIfRecipe::Kind::Scaling;
-      r.scaling = *scalingPreset(name);
+      r.scaling = requireScalingPreset(name);
       r.semantics = p.source;
       r.id = canonicalId(name, r.format);
       return r;

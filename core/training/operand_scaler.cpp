@@ -79,10 +79,10 @@ OperandScaler::OperandScaler(const TrainingScalingConfig& cfg, const Format& for
     break;
   }
   case TrainingScalingKind::CurrentTE:
-    d->current = *scalingPreset(cfg.power_of_two ? "te_current_pow2" : "te_current");
+    d->current = requireScalingPreset(cfg.power_of_two ? "te_current_pow2" : "te_current");
     break;
   case TrainingScalingKind::CurrentTorchao:
-    d->current = *scalingPreset("torchao_tensorwise");
+    d->current = requireScalingPreset("torchao_tensorwise");
     d->current.pow2 = cfg.power_of_two;
     break;
   }

@@ -217,6 +217,55 @@ void padInto(const float* src, int64_t r, int64_t c, std::vector<float>& dst, in
   for (int64_t i = 0; i < r; ++i) std::copy_n(src + i * c, c, dst.begin() + i * C);
 }
 
+/// The block preset of a Float8Block / Mxfp8 role (TE's 1x128 / 128x128 blocks, MX RCEIL 1x32 /
+/// 32x32) with the run's thread count.
+ScalingConfig blockRolePreset(const RoleQuantization& q, int threads) {
+  const char* preset = q.kind == RoleKind::Float8Block ? (q.block_2d ? "te_block_128x128" : "te_block_1x128")
+                                                       : (q.block_2d ? "mx_rceil_2d" : "mx_rceil");
+  ScalingConfig sc = requireScalingPreset(preset);
+  sc.threads = threads;
+  return sc;
+}
+
+/// A block-scaled operand's record: the lower median of the block dequant scales with that
+/// block's quant multiplier, and the cast's saturation and underflow counts.
+void recordBlockScales(const QuantizedTensor& t, RoleQuantRecord* r) {
+  std::vector<size_t> idx(t.dequant_scales.size());
+  std::iota(idx.begin(), idx.end(), size_t{0});
+  const size_t mid = (idx.size() - 1) / 2;
+  std::nth_element(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(mid), idx.end(),
+                   [&](size_t a, size_t b) { return t.dequant_scales[a] < t.dequant_scales[b]; });
+  r->dequant_scale = t.dequant_scales[idx[mid]];
+  r->quant_scale = t.quant_scales.empty() ? 1.0f / r->dequant_scale : t.quant_scales[idx[mid]];
+  r->saturated = t.stats.saturated;
+  r->underflow = t.stats.underflow;
+}
+
+/// The NVFP4 config of an Nvfp4 role (TE's nvfp4_te with the role's 2-D tiles, RHT and
+/// stochastic rounding seeded by `sr_seed`).
+Nvfp4Config nvfp4RoleConfig(const RoleQuantization& q, uint64_t sr_seed, int threads) {
+  Nvfp4Config nc = requireNvfp4Preset("nvfp4_te");
+  nc.tile_2d = q.block_2d;
+  nc.rht = q.rht;
+  nc.stochastic_rounding = q.stochastic_rounding;
+  nc.seed = sr_seed;
+  nc.threads = threads;
+  return nc;
+}
+
+/// x [rows, cols] padded with zeros to whole 16-element blocks along the block axis (and, for 2-D
+/// tiles, the other axis): the padded shape in *pr, *pc and the data to quantize (x itself when no
+/// padding is needed, else `padded`).
+const float* padForNvfp4(const RoleQuantization& q, const float* x, int64_t rows, int64_t cols, Axis axis,
+                         std::vector<float>& padded, int64_t* pr, int64_t* pc) {
+  const bool pad_other = q.block_2d;
+  *pr = axis == Axis::Rows || pad_other ? paddedContraction(rows) : rows;
+  *pc = axis == Axis::Cols || pad_other ? paddedContraction(cols) : cols;
+  if (*pr == rows && *pc == cols) return x;
+  padInto(x, rows, cols, padded, *pr, *pc);
+  return padded.data();
+}
+
 } // namespace
 
 void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64_t cols, Axis axis, uint64_t sr_seed,
@@ -235,42 +284,17 @@ void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64
     break;
   case RoleKind::Float8Block:
   case RoleKind::Mxfp8: {
-    const char* preset = q.kind == RoleKind::Float8Block ? (q.block_2d ? "te_block_128x128" : "te_block_1x128")
-                                                         : (q.block_2d ? "mx_rceil_2d" : "mx_rceil");
-    ScalingConfig sc = *scalingPreset(preset);
-    sc.threads = threads;
-    const QuantizedTensor t = quantize(x, rows, cols, *q.format, sc, axis);
+    const QuantizedTensor t = quantize(x, rows, cols, *q.format, blockRolePreset(q, threads), axis);
     if (observe && *observe) (*observe)(x, t);
     deq = t.dequantize();
-    // the lower median of the block dequant scales, with that block's quant multiplier
-    std::vector<size_t> idx(t.dequant_scales.size());
-    std::iota(idx.begin(), idx.end(), size_t{0});
-    const size_t mid = (idx.size() - 1) / 2;
-    std::nth_element(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(mid), idx.end(),
-                     [&](size_t a, size_t b) { return t.dequant_scales[a] < t.dequant_scales[b]; });
-    r.dequant_scale = t.dequant_scales[idx[mid]];
-    r.quant_scale = t.quant_scales.empty() ? 1.0f / r.dequant_scale : t.quant_scales[idx[mid]];
-    r.saturated = t.stats.saturated;
-    r.underflow = t.stats.underflow;
+    recordBlockScales(t, &r);
     break;
   }
   case RoleKind::Nvfp4: {
-    Nvfp4Config nc = *nvfp4Preset("nvfp4_te");
-    nc.tile_2d = q.block_2d;
-    nc.rht = q.rht;
-    nc.stochastic_rounding = q.stochastic_rounding;
-    nc.seed = sr_seed;
-    nc.threads = threads;
-    // pad the block axis (and, for 2-D tiles, the other axis) to multiples of 16 with zeros
-    const bool pad_other = q.block_2d;
-    const int64_t pr = axis == Axis::Rows || pad_other ? paddedContraction(rows) : rows;
-    const int64_t pc = axis == Axis::Cols || pad_other ? paddedContraction(cols) : cols;
+    const Nvfp4Config nc = nvfp4RoleConfig(q, sr_seed, threads);
+    int64_t pr = 0, pc = 0;
     std::vector<float> padded;
-    const float* src = x;
-    if (pr != rows || pc != cols) {
-      padInto(x, rows, cols, padded, pr, pc);
-      src = padded.data();
-    }
+    const float* src = padForNvfp4(q, x, rows, cols, axis, padded, &pr, &pc);
     const Nvfp4Tensor t = quantizeNvfp4(src, pr, pc, nc, axis);
     if (observe && *observe) {
       const Nvfp4StatsView v = nvfp4StatsView(t, nc, src, pr, pc, rows, cols, axis, threads);
@@ -307,39 +331,16 @@ QuantizedTensor quantizeRole(const RoleQuantization& q, const float* x, int64_t 
     throw std::invalid_argument("quantizeRole: a high_precision role is not quantized");
   case RoleKind::Float8Block:
   case RoleKind::Mxfp8: {
-    const char* preset = q.kind == RoleKind::Float8Block ? (q.block_2d ? "te_block_128x128" : "te_block_1x128")
-                                                         : (q.block_2d ? "mx_rceil_2d" : "mx_rceil");
-    ScalingConfig sc = *scalingPreset(preset);
-    sc.threads = threads;
-    out = quantize(x, rows, cols, *q.format, sc, axis);
+    out = quantize(x, rows, cols, *q.format, blockRolePreset(q, threads), axis);
     if (observe && *observe) (*observe)(x, out);
-    std::vector<size_t> idx(out.dequant_scales.size());
-    std::iota(idx.begin(), idx.end(), size_t{0});
-    const size_t mid = (idx.size() - 1) / 2;
-    std::nth_element(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(mid), idx.end(),
-                     [&](size_t a, size_t b) { return out.dequant_scales[a] < out.dequant_scales[b]; });
-    r.dequant_scale = out.dequant_scales[idx[mid]];
-    r.quant_scale = out.quant_scales.empty() ? 1.0f / r.dequant_scale : out.quant_scales[idx[mid]];
-    r.saturated = out.stats.saturated;
-    r.underflow = out.stats.underflow;
+    recordBlockScales(out, &r);
     break;
   }
   case RoleKind::Nvfp4: {
-    Nvfp4Config nc = *nvfp4Preset("nvfp4_te");
-    nc.tile_2d = q.block_2d;
-    nc.rht = q.rht;
-    nc.stochastic_rounding = q.stochastic_rounding;
-    nc.seed = sr_seed;
-    nc.threads = threads;
-    const bool pad_other = q.block_2d;
-    const int64_t pr = axis == Axis::Rows || pad_other ? paddedContraction(rows) : rows;
-    const int64_t pc = axis == Axis::Cols || pad_other ? paddedContraction(cols) : cols;
+    const Nvfp4Config nc = nvfp4RoleConfig(q, sr_seed, threads);
+    int64_t pr = 0, pc = 0;
     std::vector<float> padded;
-    const float* src = x;
-    if (pr != rows || pc != cols) {
-      padInto(x, rows, cols, padded, pr, pc);
-      src = padded.data();
-    }
+    const float* src = padForNvfp4(q, x, rows, cols, axis, padded, &pr, &pc);
     const Nvfp4Tensor t = quantizeNvfp4(src, pr, pc, nc, axis);
     if (observe && *observe) {
       const Nvfp4StatsView v = nvfp4StatsView(t, nc, src, pr, pc, rows, cols, axis, threads);

@@ -1,6 +1,8 @@
 // FP8 Lab — the FP8 training experiment (see trainer.h).
 #include "training/trainer.h"
 
+#include "experiment/param_schema.h"
+
 #include "common/worker_pool.h"
 #include "training/dense.h"
 #include "training/layers.h"
@@ -36,8 +38,8 @@ std::string TrainingConfig::validate() const {
   if (precision == TrainingPrecision::FP8) {
     if (!forward_format || !backward_format) return "FP8 formats missing";
     if (forward_format->bits() > 8 || backward_format->bits() > 8) return "FP8 runs need 8-bit (or narrower) formats";
-    if (isDelayed(scaling.kind) && (scaling.history_len < 1 || scaling.history_len > 65536))
-      return "amax history length must be in 1..65536";
+    if (isDelayed(scaling.kind) && !inParamRange("history_len", scaling.history_len))
+      return "amax history length must be in " + param("history_len", ParamScope::None).rangeText();
     if (const std::string why = recipe.validate(); !why.empty()) return "recipe: " + why;
   } else if (recipe.recipe != TrainingRecipe::PerTensor) {
     return "a recipe needs precision fp8";

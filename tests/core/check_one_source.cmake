@@ -3,7 +3,8 @@
 # (core/common/host_device.h, core/formats/rne_encode.h, core/scaling/scale_rules.h,
 # core/scaling/delayed_update.h) that nvcc compiles for gpu/. Fails when a device twin comes back:
 # one of the deleted twin files or names, a second definition of the rule enums or of FP8LAB_HD.
-# Also one thread-count rule (resolveThreads, in common/worker_pool.cpp), and the GEMM internals
+# Also one thread-count rule (resolveThreads, in common/worker_pool.cpp), one rule for comparing
+# typed names with registry names ('-' read as '_', in common/names.h), and the GEMM internals
 # (gemm/gemm_internal.h) included only by core/gemm and its tests.
 if(NOT DEFINED SOURCE_DIR)
   message(FATAL_ERROR "check_one_source: -DSOURCE_DIR=... is required")
@@ -29,7 +30,8 @@ set(twins "DeviceScaleRule" "DeviceScaleParams" "deviceScaleParams" "DeviceBlock
           "gpu::AmaxAlgo")
 # Definitions that must appear in exactly one file.
 set(once "enum class ScaleRule[ {]" "enum class DelayedPreset[ {]" "enum class AmaxAlgo[ {]" "#define FP8LAB_HD"
-         "int resolveThreads\\([a-z ]+\\) {" "int64_t availableMemoryBytes\\(\\) {")
+         "int resolveThreads\\([a-z ]+\\) {" "int64_t availableMemoryBytes\\(\\) {"
+         "== '-' \\? '_'")
 foreach(d IN LISTS once)
   set(count_${d} 0)
 endforeach()

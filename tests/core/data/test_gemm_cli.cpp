@@ -177,11 +177,13 @@ private Q_SLOTS:
     };
     const QJsonObject te = gemm("nvfp4_te");
     QVERIFY(!te.isEmpty());
+    // "config" is the canonical config (the tensor operands fix m, k, n: "shape" has them).
     const QJsonObject cfg = te[QStringLiteral("config")].toObject();
-    QCOMPARE(cfg[QStringLiteral("m")].toInt(), 1);
-    QCOMPARE(cfg[QStringLiteral("k")].toInt(), 64);
-    QCOMPARE(cfg[QStringLiteral("n")].toInt(), 1);
-    QCOMPARE(cfg[QStringLiteral("a_tensor")].toString(), fa);
+    const QJsonObject shape = te[QStringLiteral("shape")].toObject();
+    QCOMPARE(shape[QStringLiteral("m")].toInt(), 1);
+    QCOMPARE(shape[QStringLiteral("k")].toInt(), 64);
+    QCOMPARE(shape[QStringLiteral("n")].toInt(), 1);
+    QCOMPARE(cfg[QStringLiteral("a")].toObject()[QStringLiteral("tensor")].toString(), fa);
     const QJsonObject A = te[QStringLiteral("operands")].toObject()[QStringLiteral("A")].toObject();
     QCOMPARE(A[QStringLiteral("elements")].toInt(), 64); // the existing keys stay
     QCOMPARE(A[QStringLiteral("scale_format")].toString(), QStringLiteral("E4M3FN"));

@@ -7,6 +7,7 @@
 #include <QtTest>
 
 #include <bit>
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <vector>
@@ -28,7 +29,8 @@ double normalByFormula(uint64_t seed, uint64_t stream, uint64_t e) {
   return (e & 1) ? r * sinFn(t) : r * cosFn(t);
 }
 
-float byFormula(const RandomMatrixOptions& o, uint64_t seed, uint64_t stream, uint64_t e) {
+/// Element e of a [rows, cols] matrix by the formulas of random_matrix.h.
+float byFormula(const RandomMatrixOptions& o, uint64_t seed, uint64_t stream, uint64_t e, int64_t rows, int64_t cols) {
   const uint64_t aux = stream ^ 0xA5A5A5A5ull;
   double x = 0;
   switch (o.distribution) {
@@ -46,6 +48,14 @@ float byFormula(const RandomMatrixOptions& o, uint64_t seed, uint64_t stream, ui
     x = o.scale * normalByFormula(seed, stream, e);
     if (static_cast<double>(randomWord(seed, aux, e) >> 11) * 0x1.0p-53 < o.outlier_fraction) x *= o.outlier_factor;
     break;
+  case Distribution::ChannelOutliers: {
+    // N(0, scale²), times outlier_factor in the drawn channels (columns, or rows with outlier_rows).
+    x = o.scale * normalByFormula(seed, stream, e);
+    const int64_t channel = o.outlier_rows ? int64_t(e) / cols : int64_t(e) % cols;
+    const auto drawn = outlierChannelIndices(o.outlier_rows ? rows : cols, o.outlier_channels, seed, stream);
+    if (std::find(drawn.begin(), drawn.end(), channel) != drawn.end()) x *= o.outlier_factor;
+    break;
+  }
   }
   return static_cast<float>(x);
 }
@@ -55,18 +65,19 @@ class TestRandomMatrix : public QObject {
   Q_OBJECT
 private Q_SLOTS:
   void matchesTheFormula() {
-    for (Distribution d :
-         {Distribution::Normal, Distribution::Uniform, Distribution::LogNormal, Distribution::Outliers}) {
+    for (Distribution d : {Distribution::Normal, Distribution::Uniform, Distribution::LogNormal, Distribution::Outliers,
+                           Distribution::ChannelOutliers}) {
       RandomMatrixOptions o;
       o.distribution = d;
       o.scale = 1.5;
       o.sigma = 2.0;
       o.outlier_fraction = 0.01;
+      o.outlier_channels = 1;
       for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {3, 5}, {257, 511}}) {
         for (int threads : {1, 2}) {
           const std::vector<float> v = randomMatrix(rows, cols, 42, o, 7, threads);
           for (int64_t e = 0; e < rows * cols; ++e) {
-            const float want = byFormula(o, 42, 7, uint64_t(e));
+            const float want = byFormula(o, 42, 7, uint64_t(e), rows, cols);
             if (std::bit_cast<uint32_t>(v[size_t(e)]) != std::bit_cast<uint32_t>(want))
               QFAIL(qPrintable(QStringLiteral("%1, %2x%3, element %4: %5, formula %6")
                                    .arg(QString::fromUtf8(toString(d)))

@@ -853,6 +853,8 @@ void TestRecipesNvfp4::presetsTable() {
   }
   QCOMPARE(got, want);
   QVERIFY(!nvfp4Preset("nvfp4_unknown"));
+  QVERIFY(requireNvfp4Preset("NVFP4-TE-2D").tile_2d);
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, requireNvfp4Preset("nvfp4_unknown"));
   const auto a = nvfp4Preset("NVFP4-TE-4over6-MSE");
   QVERIFY(a.has_value());
   QCOMPARE(a->four_over_six, FourOverSix::MSE);

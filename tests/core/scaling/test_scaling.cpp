@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "compare_bits.h"
@@ -565,6 +567,18 @@ void TestScaling::presetsListed() {
   QVERIFY(!scalingPreset("nonsense").has_value());
   QCOMPARE(preset("mx_floor").block, int64_t(32));
   QVERIFY(preset("te_block_1x128").pow2);
+  // The checked lookup for names the code gives: the same config, or an error naming the name.
+  QCOMPARE(requireScalingPreset("TE-Current").name, std::string("te_current"));
+  for (const char* bad : {"flax_delayed", "nonsense"}) {
+    try {
+      (void)requireScalingPreset(bad);
+      QFAIL("requireScalingPreset accepted a name that is not a current-scaling preset");
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      QVERIFY2(what.rfind("'" + std::string(bad) + "' is not a current-scaling preset (", 0) == 0, e.what());
+      QVERIFY2(what.find("te_current") != std::string::npos, e.what());
+    }
+  }
 }
 
 void TestScaling::badInput() {

@@ -1,0 +1,305 @@
+// The parameter schema (core/experiment/param_schema.h) is the one author of each GEMM parameter's
+// range, choices and default: every entry round-trips from its `fp8lab-cli gemm` flag through the
+// canonical config (`gemm --json`) and the config parser; for every numeric entry the flag and the
+// config parser refuse max + 1 with a message naming the schema's range. The tests iterate over
+// the table, so a new entry, or a changed range, is covered without touching them. The desktop
+// app's side (widget ranges, validation) is tests/ui/test_param_schema_panel.cpp.
+#include <QtTest>
+
+#include "experiment/gemm_config.h"
+#include "experiment/param_schema.h"
+#include "formats/format.h"
+
+#include <QJsonDocument>
+#include <QJsonObject>
+
+#include <cmath>
+#include <set>
+#include <sstream>
+
+using namespace fp8lab;
+
+namespace {
+
+struct CliResult {
+  int code = -1;
+  QByteArray out, err;
+};
+
+CliResult cli(const QStringList& args) {
+  QProcess p;
+  p.start(QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab-cli"), args);
+  CliResult r;
+  if (!p.waitForFinished(120000)) return r;
+  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  r.out = p.readAllStandardOutput();
+  r.err = p.readAllStandardError();
+  return r;
+}
+
+bool inConfig(const ParamSpec& p) {
+  return p.scope != ParamScope::None && !p.key.empty();
+}
+
+/// The config object an entry's key sits in: "" (top), "a", "b", "c", "bias".
+std::vector<std::string> objectsOf(const ParamSpec& p) {
+  switch (p.scope) {
+  case ParamScope::Operands:
+    return {"a", "b"};
+  case ParamScope::OperandA:
+    return {"a"};
+  case ParamScope::OperandB:
+    return {"b"};
+  case ParamScope::C:
+    return {"c"};
+  case ParamScope::Bias:
+    return {"bias"};
+  default:
+    return {""};
+  }
+}
+
+/// The choice an entry needs to be read: its first "read by" name, as a value of the choice
+/// entry that offers it (fast_accum_bits: accumulation fast; outlier_channels: distribution
+/// channel_outliers; stochastic_bits: rounding stochastic). nullptr when every model reads it.
+const ParamSpec* companionOf(const ParamSpec& p, std::string* value) {
+  if (p.presets.empty()) return nullptr;
+  *value = p.presets.substr(0, p.presets.find(' '));
+  for (const ParamSpec& q : paramSchema())
+    if (q.type == ParamType::Choice && !q.flag.empty() && &q != &p)
+      for (const auto& c : q.choices)
+        if (c == *value) return &q;
+  return nullptr;
+}
+
+/// The flags (and config keys) that make `p` meaningful: its companion choice, and the epilogue
+/// inputs its key needs (beta ≠ 0 and C go together; a C or bias scale needs its seed).
+void addCompanions(const ParamSpec& p, QStringList* flags, Json* cfg) {
+  std::string v;
+  if (const ParamSpec* q = companionOf(p, &v)) {
+    *flags << QStringLiteral("--") + QString::fromStdString(q->flag) << QString::fromStdString(v);
+    if (q->scope == ParamScope::Operands)
+      (*cfg)["a"][q->key] = (*cfg)["b"][q->key] = v;
+    else
+      (*cfg)[q->key] = v;
+  }
+  if (p.scope == ParamScope::C || p.key == "beta") {
+    if (p.key != "beta") *flags << QStringLiteral("--beta") << QStringLiteral("0.5");
+    if (p.flag != "c-seed") *flags << QStringLiteral("--c-seed") << QStringLiteral("3");
+    (*cfg)["beta"] = 0.5;
+    (*cfg)["c"]["seed"] = 3;
+  }
+  if (p.scope == ParamScope::Bias && p.flag != "bias-seed") {
+    *flags << QStringLiteral("--bias-seed") << QStringLiteral("3");
+    (*cfg)["bias"]["seed"] = 3;
+  }
+}
+
+/// A value of `p` other than its default that the small test GEMM can run with, as flag text.
+std::string sampleOf(const ParamSpec& p) {
+  switch (p.type) {
+  case ParamType::Integer:
+    return std::to_string(int64_t(p.min) + 1 <= int64_t(p.max) ? int64_t(p.min) + 1 : int64_t(p.min));
+  case ParamType::Number:
+    return "0.5";
+  case ParamType::Seed:
+    return "7";
+  case ParamType::Choice:
+    return p.choices.size() > 1 ? p.choices[1] : p.choices[0];
+  default:
+    return {};
+  }
+}
+
+/// max + 1 of a numeric entry as flag text ("1048577", a number just past a float max).
+std::string pastMax(const ParamSpec& p) {
+  if (p.type == ParamType::Integer) return std::to_string(int64_t(p.max) + 1);
+  std::ostringstream s;
+  s.precision(17);
+  s << (p.max * 2 + 1);
+  return s.str();
+}
+
+} // namespace
+
+class TestParamSchema : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  // The unified ranges, as the sources set them: M / N / K and the promotion interval up to 2^20
+  // (the config parser's limit, which the flags and the panel now share), fast-accumulation bits
+  // 2..48 (core/gemm/gemm.h: kFastAccumMaxBits = 48, so that bits + bit_width(group) ≤ 53 fits a
+  // double), the amax history 1..65536 (the trainers' limit), margin within float32's exponent
+  // range [-126, 126]. The choices come from the registries: channel_outliers is a distribution,
+  // the accumulation presets are hopper_fp8, blackwell_fp8, block_scaled_mma.
+  void rangesAndChoicesAreTheSourcesOnes() {
+    for (const char* k : {"m", "n", "k", "promotion_interval"}) {
+      QCOMPARE(param(k).min, 1.0);
+      QCOMPARE(param(k).max, 1048576.0);
+    }
+    QCOMPARE(param("fast_accum_bits").rangeText(), std::string("[2, 48]"));
+    QCOMPARE(param("history_len", ParamScope::None).rangeText(), std::string("[1, 65536]"));
+    QCOMPARE(param("margin", ParamScope::None).rangeText(), std::string("[-126, 126]"));
+    const auto& d = param("distribution", ParamScope::Operands).choices;
+    QCOMPARE(d, (std::vector<std::string>{"normal", "uniform", "lognormal", "outliers", "channel_outliers"}));
+    QCOMPARE(param("accumulation_preset").choices,
+             (std::vector<std::string>{"hopper_fp8", "blackwell_fp8", "block_scaled_mma"}));
+    QCOMPARE(param("accumulation").choices, (std::vector<std::string>{"exact", "fp32", "split", "fast"}));
+    QVERIFY_THROWS_EXCEPTION(std::logic_error, param("no_such_key"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, requireAccumulationPreset("volta"));
+    QCOMPARE(requireAccumulationPreset("hopper_fp8").bits, 14);
+  }
+
+  // Every entry's flag and key are unique, and each has its help and its choices.
+  void entriesAreUniqueAndDescribed() {
+    std::set<std::string> flags, keys;
+    for (const ParamSpec& p : paramSchema()) {
+      if (!p.flag.empty()) QVERIFY2(flags.insert(p.flag).second, p.flag.c_str());
+      QVERIFY2(keys.insert(p.key + "@" + std::to_string(int(p.scope))).second, p.key.c_str());
+      QVERIFY2(!p.help.empty(), p.key.c_str());
+      if (p.type == ParamType::Choice) QVERIFY2(!p.choices.empty(), p.key.c_str());
+    }
+  }
+
+  // For every numeric entry of the GEMM config: the parser refuses max + 1 naming the range, and
+  // takes max.
+  void configParserRefusesPastMax() {
+    for (const ParamSpec& p : paramSchema()) {
+      if (!inConfig(p) || p.type != ParamType::Integer || !p.usedBy("gemm")) continue;
+      for (const bool over : {true, false}) {
+        Json cfg = {{"type", "gemm"}, {"m", 8}, {"n", 8}, {"k", 32}};
+        QStringList ignored;
+        addCompanions(p, &ignored, &cfg);
+        const int64_t v = over ? int64_t(p.max) + 1 : int64_t(p.max);
+        // 48 bits leave room in a double's 53 for groups up to 31 products (gemm.h,
+        // kFastAccumMaxBits): the largest bits go with a group of 16.
+        if (p.key == "fast_accum_bits") cfg["fast_accum_group"] = 16;
+        for (const std::string& obj : objectsOf(p)) (obj.empty() ? cfg : cfg[obj])[p.key] = v;
+        GemmExperimentConfig c;
+        const std::string e = parseGemmConfig(cfg, &c);
+        if (over)
+          QVERIFY2(e.find(p.rangeText()) != std::string::npos, (p.key + ": " + e).c_str());
+        else
+          QVERIFY2(e.empty(), (p.key + ": " + e).c_str());
+      }
+    }
+  }
+
+  // For every numeric flag of `gemm`: max + 1 is refused with exit status 2 and a message naming
+  // the flag and the schema's range.
+  void gemmFlagRefusesPastMax() {
+    for (const ParamSpec& p : paramSchema()) {
+      if (p.flag.empty() || !p.usedBy("gemm") || p.flag == "backend") continue;
+      if (p.type != ParamType::Integer && p.type != ParamType::Number) continue;
+      if (!std::isfinite(p.max * 2 + 1)) continue; // no number lies past the largest double
+      const QString flag = QStringLiteral("--") + QString::fromStdString(p.flag);
+      const CliResult r = cli({QStringLiteral("gemm"), flag, QString::fromStdString(pastMax(p))});
+      QCOMPARE(r.code, 2);
+      const QByteArray want = (flag + QStringLiteral(" must be")).toUtf8();
+      QVERIFY2(r.err.contains(want) && r.err.contains(QByteArray::fromStdString(p.rangeText())), r.err.constData());
+    }
+  }
+
+  // Every entry with a flag and a config key round-trips: the flag's value is the canonical
+  // config's (`gemm --json` "config"), and the config parser reads that config back to the same
+  // canonical text. Random-operand keys land in both "a" and "b".
+  void flagToConfigRoundTrip() {
+    int checked = 0;
+    for (const ParamSpec& p : paramSchema()) {
+      if (p.flag.empty() || !inConfig(p) || !p.usedBy("gemm") || p.type == ParamType::Text) continue;
+      ++checked;
+      QStringList args{QStringLiteral("gemm"),  QStringLiteral("--m"),       QStringLiteral("8"),
+                       QStringLiteral("--n"),   QStringLiteral("8"),         QStringLiteral("--k"),
+                       QStringLiteral("32"),    QStringLiteral("--backend"), QStringLiteral("cpu"),
+                       QStringLiteral("--json")};
+      Json ignored = Json::object();
+      addCompanions(p, &args, &ignored);
+      const std::string v = sampleOf(p);
+      args << QStringLiteral("--") + QString::fromStdString(p.flag);
+      if (p.type != ParamType::Boolean) args << QString::fromStdString(v);
+      if (p.flag == "m" || p.flag == "n" || p.flag == "k") {
+        // the sample replaces the small shape above
+        const int i = args.indexOf(QStringLiteral("--") + QString::fromStdString(p.flag));
+        args.removeAt(i);
+        args.removeAt(i);
+      }
+      const CliResult r = cli(args);
+      QVERIFY2(r.code == 0, (p.flag + ": " + r.err.toStdString()).c_str());
+      const Json out = Json::parse(r.out.toStdString());
+      const Json& cfg = out["config"];
+      for (const std::string& obj : objectsOf(p)) {
+        const Json got = (obj.empty() ? cfg : cfg[obj]).value(p.key, Json());
+        Json want;
+        switch (p.type) {
+        case ParamType::Integer:
+        case ParamType::Seed:
+          want = std::stoll(v);
+          break;
+        case ParamType::Number:
+          want = std::stod(v);
+          break;
+        case ParamType::Boolean:
+          want = p.def != "true"; // the flag sets the other value (--no-promotion: false)
+          break;
+        default:
+          want = v;
+        }
+        QVERIFY2(got == want, (p.key + " in '" + obj + "': " + got.dump() + " != " + want.dump()).c_str());
+      }
+      GemmExperimentConfig c;
+      QVERIFY2(parseGemmConfig(cfg, &c).empty(), p.key.c_str());
+      Json again = gemmConfigJson(c, cfg.value("name", ""));
+      // (compared as values: Qt's JSON writer prints 1.0 as 1)
+      QVERIFY2(again == cfg, (again.dump() + " != " + cfg.dump()).c_str());
+    }
+    QCOMPARE(checked, 31); // the GEMM config's entries with a flag, tensors aside
+  }
+
+  // docs/gemm.md lists the schema as paramSchemaMarkdown() writes it, between its markers;
+  // FP8LAB_UPDATE_DOCS=1 rewrites the list.
+  void docsListTheSchema() {
+    const QString path = QStringLiteral(FP8LAB_SOURCE_DIR "/docs/gemm.md");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(f.readAll());
+    f.close();
+    const QString begin = QStringLiteral("<!-- param-schema:begin -->\n"),
+                  end = QStringLiteral("<!-- param-schema:end -->");
+    const qsizetype b = text.indexOf(begin), e = text.indexOf(end);
+    QVERIFY(b >= 0 && e > b);
+    const QString want = QString::fromStdString(paramSchemaMarkdown());
+    const QString have = text.mid(b + begin.size(), e - b - begin.size());
+    if (qEnvironmentVariableIntValue("FP8LAB_UPDATE_DOCS") == 1 && have != want) {
+      QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+      f.write((text.left(b + begin.size()) + want + text.mid(e)).toUtf8());
+      return;
+    }
+    QVERIFY2(have == want, "docs/gemm.md's parameter table differs from the schema: run with FP8LAB_UPDATE_DOCS=1");
+  }
+
+  // The accumulation rule, written once: a preset's parameters given beside it must agree; a
+  // parameter the model does not read is refused only when the caller asks (flags, not stored
+  // configs, which hold every key).
+  void accumulationRuleIsCores() {
+    GemmOptions o;
+    o.accumulation = Accumulation::SplitFP32;
+    o.fast_accum_bits = 20;
+    GemmOptions res;
+    auto pr = accumulationProblem(o, {"fast_accum_bits"}, nullptr, true, &res);
+    QVERIFY(pr);
+    QCOMPARE(pr->key, std::string("fast_accum_bits"));
+    QVERIFY(!accumulationProblem(o, {"fast_accum_bits"}, nullptr, false, &res));
+    const AccumulationPreset h = requireAccumulationPreset("hopper_fp8");
+    pr = accumulationProblem(o, {"fast_accum_bits"}, &h, true, &res);
+    QVERIFY(pr);
+    QCOMPARE(pr->key, std::string("accumulation_preset"));
+    QVERIFY(!accumulationProblem(o, {}, &h, true, &res));
+    // hopper_fp8 (DeepSeek-V3 §3.3.2): fast accumulation, 14 bits, groups of 32, promotion every 128.
+    QCOMPARE(res.accumulation, Accumulation::FastAccum);
+    QCOMPARE(res.fast_accum_bits, 14);
+    QCOMPARE(res.fast_accum_group, 32);
+    QCOMPARE(res.promotion_interval, 128);
+  }
+};
+
+QTEST_MAIN(TestParamSchema)
+#include "test_param_schema.moc"
