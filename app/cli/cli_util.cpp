@@ -2,6 +2,7 @@
 
 #include <QFileInfo>
 
+#include "common/number_text.h"
 #include "formats/format.h"
 #include "session/session.h"
 
@@ -100,21 +101,11 @@ std::optional<std::vector<double>> parseNumberList(const QString& text, QString*
   return v;
 }
 
-namespace {
-template <typename T> QString shortestText(T v) {
-  if (std::isnan(v)) return QStringLiteral("nan");
-  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v); // shortest round trip in T
-  return QString::fromLatin1(buf, static_cast<qsizetype>(r.ptr - buf));
-}
-} // namespace
-
 QString shortestNumber(double v) {
-  return shortestText(v);
+  return QString::fromStdString(shortestText(v));
 }
 QString shortestNumber(float v) {
-  return shortestText(v);
+  return QString::fromStdString(shortestText(v));
 }
 
 QJsonValue jsonNumber(double v) {
@@ -122,6 +113,34 @@ QJsonValue jsonNumber(double v) {
   if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
   if (v == 0 && std::signbit(v)) return QString::fromLatin1(kNegZero);
   return v;
+}
+
+QJsonValue toQJson(const Json& j) {
+  switch (j.type()) {
+  case Json::value_t::object: {
+    QJsonObject o;
+    for (const auto& [k, v] : j.items()) o.insert(QString::fromStdString(k), toQJson(v));
+    return o;
+  }
+  case Json::value_t::array: {
+    QJsonArray a;
+    for (const auto& v : j) a.append(toQJson(v));
+    return a;
+  }
+  case Json::value_t::string:
+    return QString::fromStdString(j.get<std::string>());
+  case Json::value_t::boolean:
+    return j.get<bool>();
+  case Json::value_t::number_integer:
+  case Json::value_t::number_unsigned:
+    return QJsonValue(j.get<qint64>());
+  case Json::value_t::number_float: {
+    const double v = j.get<double>();
+    return v == 0 && std::signbit(v) ? jsonNumber(v) : QJsonValue(v);
+  }
+  default:
+    return QJsonValue();
+  }
 }
 
 std::string toJsonText(const QJsonValue& v, bool indented) {

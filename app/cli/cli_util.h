@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "io/json_document.h"
 #include "session/session_lock.h"
 
 namespace fp8lab {
@@ -53,6 +54,11 @@ inline QString shortestFloat(float v) {
 /// A JSON value for a double: numbers as numbers, NaN/±Inf as the strings "nan", "inf",
 /// "-inf", and −0 as the number -0.0 (written by toJsonText()).
 QJsonValue jsonNumber(double v);
+
+/// A JSON value of core (nlohmann) as Qt JSON, for printing with toJsonText: integers become
+/// qint64, floating-point numbers doubles (a −0 through jsonNumber, so it prints as -0.0); core
+/// writes the non-finite numbers of its reports as the strings "nan", "inf", "-inf" itself.
+QJsonValue toQJson(const Json& j);
 
 /// Serialises compactly or indented; replaces the −0 placeholder of jsonNumber() by -0.0,
 /// which QJsonDocument cannot write itself.

@@ -3,6 +3,7 @@
 #include "command.h"
 
 #include "formats/format.h"
+#include "formats/format_table.h"
 
 #include <QCommandLineParser>
 #include <QFile>
@@ -110,30 +111,7 @@ int runFormats(const QStringList& args) {
     out(toJsonText(arr));
     return 0;
   }
-  QString t = QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8 %9\n")
-                  .arg(QStringLiteral("format"), -12)
-                  .arg(QStringLiteral("s/e/m"), -7)
-                  .arg(QStringLiteral("bias"), 5)
-                  .arg(QStringLiteral("max"), 14)
-                  .arg(QStringLiteral("min normal"), 14)
-                  .arg(QStringLiteral("min subnorm"), 14)
-                  .arg(QStringLiteral("eps"), 10)
-                  .arg(QStringLiteral("fin/nan/inf"), 13)
-                  .arg(QStringLiteral("binades"), 8);
-  for (const Format* f : Format::all()) {
-    const auto& s = f->spec();
-    t += QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8 %9\n")
-             .arg(QString::fromStdString(f->name()), -12)
-             .arg(QStringLiteral("%1/%2/%3").arg(s.has_sign ? 1 : 0).arg(s.exponent_bits).arg(s.mantissa_bits), -7)
-             .arg(f->bias(), 5)
-             .arg(shortestDouble(f->maxFinite()), 14)
-             .arg(shortestDouble(f->minNormal()), 14)
-             .arg(f->hasSubnormals() ? shortestDouble(f->minSubnormal()) : QStringLiteral("-"), 14)
-             .arg(shortestDouble(f->machineEpsilon()), 10)
-             .arg(QStringLiteral("%1/%2/%3").arg(f->finiteCount()).arg(f->nanCount()).arg(f->infCount()), 13)
-             .arg(f->dynamicRangeBinades(), 8, 'f', 1);
-  }
-  out(t);
+  out(formatTableText());
   return 0;
 }
 

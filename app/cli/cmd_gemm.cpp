@@ -10,6 +10,8 @@
 #include "schema_flags.h"
 
 #include "experiment/gemm_config.h"
+#include "experiment/gemm_report.h"
+#include "experiment/kernel_check_report.h"
 #include "experiment/param_schema.h"
 
 #include "formats/format.h"
@@ -37,95 +39,6 @@
 
 namespace fp8lab::cli {
 namespace {
-
-QString num(double v, int prec = 4) {
-  if (std::isnan(v)) return QStringLiteral("nan");
-  if (std::isinf(v)) return v > 0 ? QStringLiteral("inf") : QStringLiteral("-inf");
-  return QString::number(v, 'g', prec);
-}
-
-QJsonObject metricsJson(const ErrorMetrics& m) {
-  QJsonObject o;
-  o[QStringLiteral("max_abs")] = jsonNumber(m.max_abs);
-  o[QStringLiteral("max_abs_index")] = static_cast<double>(m.max_abs_index);
-  o[QStringLiteral("max_rel")] = jsonNumber(m.max_rel);
-  o[QStringLiteral("max_rel_index")] = static_cast<double>(m.max_rel_index);
-  o[QStringLiteral("rmse")] = jsonNumber(m.rmse);
-  o[QStringLiteral("rel_fro")] = jsonNumber(m.rel_fro);
-  o[QStringLiteral("sqnr_db")] = jsonNumber(m.sqnr_db);
-  o[QStringLiteral("ref_rms")] = jsonNumber(m.ref_rms);
-  o[QStringLiteral("finite_pairs")] = static_cast<double>(m.finite_pairs);
-  o[QStringLiteral("nan_ref")] = static_cast<double>(m.nan_ref);
-  o[QStringLiteral("inf_ref")] = static_cast<double>(m.inf_ref);
-  o[QStringLiteral("nan_test")] = static_cast<double>(m.nan_test);
-  o[QStringLiteral("inf_test")] = static_cast<double>(m.inf_test);
-  return o;
-}
-
-QJsonObject statsJson(const OperandStats& s) {
-  QJsonObject o;
-  o[QStringLiteral("elements")] = static_cast<double>(s.elements);
-  o[QStringLiteral("saturated")] = static_cast<double>(s.saturated);
-  o[QStringLiteral("saturated_percent")] = s.saturatedPercent();
-  o[QStringLiteral("flushed_to_zero")] = static_cast<double>(s.flushed);
-  o[QStringLiteral("flushed_percent")] = s.flushedPercent();
-  o[QStringLiteral("subnormal")] = static_cast<double>(s.subnormal);
-  o[QStringLiteral("subnormal_percent")] = s.subnormalPercent();
-  o[QStringLiteral("nan")] = static_cast<double>(s.nan);
-  o[QStringLiteral("inf")] = static_cast<double>(s.inf);
-  return o;
-}
-
-/// The scales of one quantized operand (quantized/<X>_* of the run): the scale format, the
-/// tensor scale of a two-level format (NVFP4) and, for block scale codes (MX: E8M0FNU, NVFP4:
-/// E4M3FN), the smallest and largest code and the counts of codes that mean trouble: a zero
-/// scale, a subnormal scale, NaN (E4M3FN 0x7F / 0xFF, E8M0FNU 0xFF).
-void addScalesJson(QJsonObject* o, const QuantizedTensor& q) {
-  (*o)[QStringLiteral("scale_format")] =
-      q.scale_codes.empty() ? QStringLiteral("float32") : QString::fromStdString(q.scaleCodeFormat().name());
-  if (q.tensor_scale.kind != TensorScale::Kind::None) {
-    const TensorScale& t = q.tensor_scale;
-    QJsonObject ts;
-    ts[QStringLiteral("kind")] =
-        t.kind == TensorScale::Kind::TeAmax ? QStringLiteral("te_amax") : QStringLiteral("torchao_per_tensor_scale");
-    ts[QStringLiteral("amax")] = jsonNumber(t.amax);
-    ts[QStringLiteral("value")] = jsonNumber(t.value);
-    ts[QStringLiteral("fp4_fp8_max")] = jsonNumber(t.fp4_fp8_max);
-    (*o)[QStringLiteral("tensor_scale")] = ts;
-  }
-  if (q.scale_codes.empty()) return;
-  const Format& f = q.scaleCodeFormat();
-  int lo = 255, hi = 0;
-  int64_t zero = 0, subnormal = 0, nan = 0;
-  for (const uint8_t c : q.scale_codes) {
-    lo = std::min(lo, int(c));
-    hi = std::max(hi, int(c));
-    switch (f.classify(c)) {
-    case CodeClass::Zero:
-      ++zero;
-      break;
-    case CodeClass::Subnormal:
-      ++subnormal;
-      break;
-    case CodeClass::NaN:
-      ++nan;
-      break;
-    default:
-      break;
-    }
-  }
-  QJsonObject b;
-  b[QStringLiteral("format")] = QString::fromStdString(f.name());
-  b[QStringLiteral("blocks")] = static_cast<double>(q.scale_codes.size());
-  b[QStringLiteral("block_rows")] = static_cast<double>(q.block.rows);
-  b[QStringLiteral("block_cols")] = static_cast<double>(q.block.cols);
-  b[QStringLiteral("min_code")] = lo;
-  b[QStringLiteral("max_code")] = hi;
-  b[QStringLiteral("zero")] = static_cast<double>(zero);
-  b[QStringLiteral("subnormal")] = static_cast<double>(subnormal);
-  b[QStringLiteral("nan")] = static_cast<double>(nan);
-  (*o)[QStringLiteral("block_scale_codes")] = b;
-}
 
 /// The flag of a schema entry, "--" included.
 QString flagOf(const ParamSpec& s) {
@@ -407,10 +320,6 @@ int runGemm(const QStringList& args) {
     o.output_quant_scale = det.output_quant_scale;
     const double quantize_s = det.quantize_seconds;
     const TileMap& tiles = det.tiles;
-    int64_t worst = -1;
-    for (size_t i = 0; i < tiles.mean.size(); ++i)
-      if (!std::isnan(tiles.mean[i]) && (worst < 0 || tiles.mean[i] > tiles.mean[static_cast<size_t>(worst)]))
-        worst = static_cast<int64_t>(i);
     const double total_s = std::chrono::duration<double>(clock::now() - t0).count();
     // The exit status a CI reads: 1 when the kernel check failed, or when D holds NaN outputs from
     // NaN codes of pre-quantized operands (--allow-nonfinite accepts them). NaN or Inf in a float
@@ -448,15 +357,15 @@ int runGemm(const QStringList& args) {
       t[QStringLiteral("total_s")] = total_s;
       j[QStringLiteral("seconds")] = t;
       QJsonObject e;
-      e[QStringLiteral("quantization")] = metricsJson(r.quantization);
-      e[QStringLiteral("accumulation")] = metricsJson(r.accumulation);
-      e[QStringLiteral("total")] = metricsJson(r.total);
+      e[QStringLiteral("quantization")] = toQJson(errorMetricsJson(r.quantization));
+      e[QStringLiteral("accumulation")] = toQJson(errorMetricsJson(r.accumulation));
+      e[QStringLiteral("total")] = toQJson(errorMetricsJson(r.total));
       j[QStringLiteral("errors")] = e;
       QJsonObject ops;
       for (const auto& [name, st] : {std::pair{"A", &r.a_stats}, std::pair{"B", &r.b_stats}}) {
-        QJsonObject op = statsJson(*st);
-        if (auto q = res.value.getQuantized(std::string("quantized/") + name); q.ok()) addScalesJson(&op, q.value);
-        ops[QString::fromLatin1(name)] = op;
+        Json op = operandStatsJson(*st);
+        if (auto q = res.value.getQuantized(std::string("quantized/") + name); q.ok()) addScalesJson(op, q.value);
+        ops[QString::fromLatin1(name)] = toQJson(op);
       }
       j[QStringLiteral("operands")] = ops;
       j[QStringLiteral("amax_d")] = jsonNumber(r.output.amax_d);
@@ -492,7 +401,7 @@ int runGemm(const QStringList& args) {
       j[QStringLiteral("issues")] = issues;
       if (det.nan_outputs_from_codes > 0 || r.total.nan_test > 0)
         j[QStringLiteral("nan_outputs")] = static_cast<double>(r.total.nan_test);
-      if (det.check) j[QStringLiteral("check")] = kernelCheckJson(*det.check, check_cfg);
+      if (det.check) j[QStringLiteral("check")] = toQJson(kernelCheckJson(*det.check, check_cfg));
       if (!stored.isEmpty()) {
         j[QStringLiteral("file")] = outFile;
         j[QStringLiteral("run")] = stored;
@@ -500,115 +409,17 @@ int runGemm(const QStringList& args) {
       out(toJsonText(j));
       return exitCode;
     }
-    QString s;
-    s += QStringLiteral("GEMM %1 x %2 x %3 (M x N x K), %4 data, seed %5\n")
-             .arg(r.m)
-             .arg(r.n)
-             .arg(r.k)
-             .arg(imported ? QStringLiteral("imported") : QString::fromLatin1(toString(ro.distribution)))
-             .arg(seed);
-    s += QStringLiteral("A %1 (%2), B %3 (%4)\n")
-             .arg(QString::fromStdString(fa->name()), sa, QString::fromStdString(fb->name()), sb);
-    QString accs = QString::fromLatin1(toString(o.accumulation));
-    if (o.accumulation == Accumulation::SplitFP32) accs += QStringLiteral(" (N_C = %1)").arg(o.promotion_interval);
-    if (o.accumulation == Accumulation::FastAccum)
-      accs += QStringLiteral(" — MODEL of undocumented hardware: %1 bits, groups of %2, %3")
-                  .arg(o.fast_accum_bits)
-                  .arg(o.fast_accum_group)
-                  .arg(o.fast_accum_promotes ? QStringLiteral("promotion every %1").arg(o.promotion_interval)
-                                             : QStringLiteral("no promotion"));
-    s += QStringLiteral("accumulation %1, output %2%3\n")
-             .arg(accs, QString::fromLatin1(toString(o.output)),
-                  fp8_out ? QStringLiteral(" (scale_D %1)").arg(num(o.output_quant_scale, 6)) : QString());
-    if (acc_preset)
-      s += QStringLiteral("accumulation preset %1%2: %3\n  source: %4\n")
-               .arg(QString::fromStdString(acc_preset->name),
-                    acc_preset->unsure ? QStringLiteral(" (UNSURE)") : QString(),
-                    QString::fromStdString(acc_preset->summary), QString::fromStdString(acc_preset->source));
-    if (hasEpilogue(o))
-      s += QStringLiteral("epilogue D = scale_D·(alpha·(A·B) + beta·C + bias): alpha %1, beta %2%3, bias %4\n")
-               .arg(num(o.alpha, 9), num(o.beta, 9),
-                    c_src.enabled ? QStringLiteral(" (C seed %1, scale %2)").arg(c_src.seed).arg(num(c_src.scale))
-                                  : QString(),
-                    bias_src.enabled ? QStringLiteral("seed %1, scale %2").arg(bias_src.seed).arg(num(bias_src.scale))
-                                     : QStringLiteral("none"));
-    s += QStringLiteral("backend %1 (--backend %2): %3\n  %4\n")
-             .arg(QString::fromStdString(r.output.backend), QString::fromLatin1(toString(backend->request())),
-                  QString::fromStdString(r.output.device), QString::fromStdString(r.output.algorithm));
-    if (r.output.backend == "cuda")
-      s += QStringLiteral("  FAST_ACCUM %1\n").arg(o.accumulation == Accumulation::FastAccum ? 1 : 0);
-    s += QStringLiteral("time: quantize %1 s, gemm %2 s, ideal %3 s, quantized-exact %4 s\n\n")
-             .arg(num(quantize_s, 3), num(r.output.seconds, 3), num(r.ideal_seconds, 3), num(r.exact_seconds, 3));
-    s += QStringLiteral("%1 %2 %3 %4 %5 %6\n")
-             .arg(QStringLiteral("error"), -28)
-             .arg(QStringLiteral("max abs"), 11)
-             .arg(QStringLiteral("max rel"), 11)
-             .arg(QStringLiteral("RMSE"), 11)
-             .arg(QStringLiteral("rel Frob"), 11)
-             .arg(QStringLiteral("SQNR dB"), 9);
-    const auto row = [&](const QString& name, const ErrorMetrics& m) {
-      s += QStringLiteral("%1 %2 %3 %4 %5 %6\n")
-               .arg(name, -28)
-               .arg(num(m.max_abs), 11)
-               .arg(num(m.max_rel), 11)
-               .arg(num(m.rmse), 11)
-               .arg(num(m.rel_fro), 11)
-               .arg(num(m.sqnr_db, 4), 9);
-    };
-    if (r.total.nan_test > 0)
-      s += QStringLiteral("D: %1 of %2 outputs are NaN%3; the error statistics below leave them out%4\n")
-               .arg(r.total.nan_test)
-               .arg(r.m * r.n)
-               .arg(det.nan_outputs_from_codes > 0 ? QStringLiteral(" (%1 from NaN codes: %2 in A, %3 in B)")
-                                                         .arg(det.nan_outputs_from_codes)
-                                                         .arg(det.a_nan_codes)
-                                                         .arg(det.b_nan_codes)
-                                                   : QString())
-               .arg(p.isSet(QStringLiteral("allow-nonfinite")) ? QString() : QStringLiteral(" (exit status 1)"));
-    row(QStringLiteral("quantization (exact vs ideal)"), r.quantization);
-    row(QStringLiteral("accumulation (D vs exact)"), r.accumulation);
-    row(QStringLiteral("total (D vs ideal)"), r.total);
-    if (r.total.nan_test + r.total.inf_test > 0)
-      s += QStringLiteral("non-finite outputs: %1 NaN, %2 Inf (left out of the statistics)\n")
-               .arg(r.total.nan_test)
-               .arg(r.total.inf_test);
-    s += QStringLiteral("\n%1 %2 %3 %4\n")
-             .arg(QStringLiteral("operand"), -8)
-             .arg(QStringLiteral("saturated"), 20)
-             .arg(QStringLiteral("flushed to zero"), 20)
-             .arg(QStringLiteral("subnormal"), 20);
-    const auto srow = [&](const QString& name, const OperandStats& st) {
-      auto cell = [&](int64_t c) { return QStringLiteral("%1 (%2%)").arg(c).arg(st.percent(c), 0, 'f', 3); };
-      s += QStringLiteral("%1 %2 %3 %4\n")
-               .arg(name, -8)
-               .arg(cell(st.saturated), 20)
-               .arg(cell(st.flushed), 20)
-               .arg(cell(st.subnormal), 20);
-    };
-    srow(QStringLiteral("A"), r.a_stats);
-    srow(QStringLiteral("B"), r.b_stats);
-    if (r.d_saturated >= 0) {
-      OperandStats d;
-      d.elements = r.m * r.n;
-      d.saturated = r.d_saturated;
-      s += QStringLiteral("%1 %2  (the %3 output cast at scale_D %4, counted on the quantized-exact D)\n")
-               .arg(QStringLiteral("D"), -8)
-               .arg(QStringLiteral("%1 (%2%)").arg(d.saturated).arg(d.saturatedPercent(), 0, 'f', 3), 20)
-               .arg(QString::fromLatin1(toString(o.output)), num(o.output_quant_scale, 6));
-    }
-    s += QStringLiteral("\namax_D %1\n").arg(num(r.output.amax_d, 8));
-    if (worst >= 0)
-      s += QStringLiteral("worst %1x%1 tile of |D - ideal|: tile (%2, %3), mean %4, max %5\n")
-               .arg(tile)
-               .arg(worst / tiles.grid_cols)
-               .arg(worst % tiles.grid_cols)
-               .arg(num(tiles.mean[static_cast<size_t>(worst)]), num(tiles.max[static_cast<size_t>(worst)]));
-    for (const Issue& w : r.output.warnings)
-      s += QStringLiteral("%1: %2 (%3)\n")
-               .arg(w.severity == Severity::Info ? QStringLiteral("note") : QStringLiteral("warning"),
-                    QString::fromStdString(w.what), QString::fromStdString(w.detail));
-    if (det.check) s += kernelCheckText(*det.check, check_cfg);
-    out(s);
+    GemmReportInput report;
+    report.config = &cfg;
+    report.details = &det;
+    report.options = o;
+    report.scaling_a = sa.toStdString();
+    report.scaling_b = sb.toStdString();
+    report.accumulation_preset = acc_preset;
+    report.backend_request = toString(backend->request());
+    report.imported = imported;
+    report.allow_nonfinite = p.isSet(QStringLiteral("allow-nonfinite"));
+    out(gemmReportText(report));
     if (!stored.isEmpty())
       std::fprintf(stderr, "saved as run %s in %s\n", stored.toUtf8().constData(), outFile.toUtf8().constData());
     return exitCode;

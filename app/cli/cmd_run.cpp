@@ -4,6 +4,7 @@
 #include "cli_util.h"
 #include "command.h"
 
+#include "experiment/experiment_registry.h"
 #include "experiment/gemm_config.h"
 #include "experiment/gemm_run.h"
 #include "experiment/sweep.h"
@@ -57,12 +58,6 @@ const ExperimentType* findType(const QString& type) {
   for (const auto& t : experimentTypes())
     if (t.type == type) return &t;
   return nullptr;
-}
-
-QString typeNames() {
-  QStringList n;
-  for (const auto& t : experimentTypes()) n << t.type;
-  return n.join(QStringLiteral(", "));
 }
 
 } // namespace
@@ -227,42 +222,7 @@ void reportGemmRun(const Run& r, const QString& stored, const GemmExperimentConf
   }
 }
 
-std::optional<Run> reproduceGemm(const Run& stored, int threads, const ProgressFn& progress, std::string* error) {
-  const auto doc = parseStoredConfig(stored.config_json, error);
-  if (!doc) return std::nullopt;
-  GemmExperimentConfig cfg;
-  if (const std::string e = parseGemmConfig(doc->root(), &cfg, &*doc); !e.empty()) {
-    *error = e;
-    return std::nullopt;
-  }
-  if (cfg.seed != stored.seed) {
-    *error = "the stored seed attribute (" + std::to_string(stored.seed) + ") disagrees with the config's seed (" +
-             std::to_string(cfg.seed) + ")";
-    return std::nullopt;
-  }
-  cfg.gemm.threads = threads;
-  auto backend = makeCpuGemmBackend();
-  auto r = runGemmExperimentRun(cfg, stored.config_json, stored.id, *backend, progress);
-  if (!r.ok()) {
-    *error = r.errors();
-    return std::nullopt;
-  }
-  return std::move(r.value);
-}
-
-const ExperimentTypeRegistrar
-    gemmType({QStringLiteral("gemm"), runGemmType, reproduceGemm,
-              [](const Json& o, const ConfigPath& at, const JsonDocument* doc, std::string* error) {
-                GemmExperimentConfig cfg;
-                ConfigReader r(doc);
-                parseGemmConfig(o, &cfg, r, at);
-                *error = r.error();
-                return r.ok();
-              }});
-
-// Experiment types provided elsewhere register themselves with an ExperimentTypeRegistrar
-// (for example the training path: type "training", runTrainingExperiment /
-// reproduceTrainingRun of run_training.h).
+const ExperimentTypeRegistrar gemmType({QStringLiteral("gemm"), runGemmType});
 
 // ---- config files ---------------------------------------------------------------------------
 
@@ -321,44 +281,6 @@ bool loadConfig(const QString& path, LoadedConfig* c) {
 
 namespace {
 
-/// One experiment object of a config, the text to store for it, and where it sits.
-struct ExperimentObject {
-  const Json* obj;
-  std::string text;
-  ConfigPath at;
-};
-
-/// The experiment objects of a config.
-std::vector<ExperimentObject> experimentsOf(const LoadedConfig& c, QString* error) {
-  std::vector<ExperimentObject> r;
-  const Json& root = c.doc.root();
-  if (root.contains("experiments")) {
-    const Json& v = root["experiments"];
-    if (!v.is_array() || v.empty()) {
-      *error = QStringLiteral("experiments: expected a non-empty array of experiment objects");
-      return {};
-    }
-    // Messages name the key inside the experiment ("k: ...") and the caller says which one
-    // ("experiments[1]: k: ..."); the pointer still finds the line and column.
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (!v[i].is_object()) {
-        *error = QStringLiteral("experiments[%1]: expected an object").arg(i);
-        return {};
-      }
-      r.push_back({&v[i], v[i].dump(), ConfigPath{std::string(), "/experiments/" + std::to_string(i)}});
-    }
-    return r;
-  }
-  r.push_back({&root, c.text, {}});
-  return r;
-}
-
-QString typeOf(const Json& o) {
-  std::string t = o.contains("type") && o["type"].is_string() ? o["type"].get<std::string>() : std::string();
-  if (t.empty() && (o.contains("m") || isLegacyPanelGemmConfig(o))) t = "gemm";
-  return QString::fromStdString(t);
-}
-
 // ---- run ------------------------------------------------------------------------------------
 
 QCommandLineOption outOption() {
@@ -413,9 +335,9 @@ int runRun(const QStringList& args) {
     return fail(QStringLiteral("--backend must be auto, cpu or gpu (got '%1')").arg(p.value(be)));
   LoadedConfig c;
   if (!loadConfig(p.positionalArguments().value(0), &c)) return 2;
-  QString e;
-  auto exps = experimentsOf(c, &e);
-  if (exps.empty()) return fail(QStringLiteral("config: %1").arg(e));
+  std::string e;
+  auto exps = experimentObjects(c.doc, c.text, &e);
+  if (exps.empty()) return fail(QStringLiteral("config: %1").arg(QString::fromStdString(e)));
   if (exps.size() > 1 && !opt.run_id.isEmpty())
     return fail(QStringLiteral("--id needs a config with a single experiment"));
   // Check every experiment first (type, then its schema), so a typo in the last experiment does
@@ -423,15 +345,15 @@ int runRun(const QStringList& args) {
   for (size_t i = 0; i < exps.size(); ++i) {
     const Json& obj = *exps[i].obj;
     const QString where = exps.size() > 1 ? QStringLiteral("experiments[%1]").arg(i) : QStringLiteral("config");
-    const QString t = typeOf(obj);
-    const ExperimentType* type = findType(t);
-    if (!type)
-      return fail(
-          t.isEmpty()
-              ? QStringLiteral("%1: missing \"type\" (one of: %2)").arg(where, typeNames())
-              : QStringLiteral("%1: unknown experiment type '%2' (this build knows: %3)").arg(where, t, typeNames()));
+    const QString t = QString::fromStdString(experimentTypeOf(obj)),
+                  names = QString::fromStdString(experimentKindNames());
+    const ExperimentKind* kind = findExperimentKind(t.toStdString());
+    if (!kind || !findType(t))
+      return fail(t.isEmpty()
+                      ? QStringLiteral("%1: missing \"type\" (one of: %2)").arg(where, names)
+                      : QStringLiteral("%1: unknown experiment type '%2' (this build knows: %3)").arg(where, t, names));
     std::string why;
-    if (type->validate && !type->validate(obj, exps[i].at, &c.doc, &why))
+    if (kind->validate && !kind->validate(obj, exps[i].at, &c.doc, &why))
       return fail(QStringLiteral("%1: %2").arg(where, QString::fromStdString(why)));
   }
   const auto backend = makeChosenBackend(p.value(be), opt.quiet);
@@ -486,7 +408,7 @@ int runRun(const QStringList& args) {
   };
   for (size_t i = 0; i < exps.size(); ++i) {
     const ExperimentObject& ex = exps[i];
-    const ExperimentType* type = findType(typeOf(*ex.obj));
+    const ExperimentType* type = findType(QString::fromStdString(experimentTypeOf(*ex.obj)));
     // A training experiment saves into the file itself: save what is pending first.
     if (type->type != QStringLiteral("gemm") && !flush()) return finish(2);
     const int r = type->run(*ex.obj, ex.text, ex.at, opt);
@@ -600,20 +522,9 @@ int runSweep(const QStringList& args) {
   flagList(sOpt, &over.scalings);
   flagList(dOpt, &over.distributions);
   if (p.isSet(seedOpt)) {
-    std::vector<uint64_t> seeds;
-    static const QRegularExpression item(QStringLiteral("^(\\d+)(?:-(\\d+))?$"));
-    for (const QString& x : p.value(seedOpt).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
-      const auto m = item.match(x.trimmed());
-      bool ok1 = false, ok2 = true;
-      const qulonglong first = m.captured(1).toULongLong(&ok1);
-      const qulonglong last = m.captured(2).isEmpty() ? first : m.captured(2).toULongLong(&ok2);
-      if (!m.hasMatch() || !ok1 || !ok2 || last < first || last - first >= 10000 || last > (1ull << 53))
-        return fail(QStringLiteral("--seeds: '%1' is not a seed or a range FIRST-LAST of at most 10000 seeds "
-                                   "(integers in [0, 2^53])")
-                        .arg(x.trimmed()));
-      for (qulonglong v = first; v <= last; ++v) seeds.push_back(v);
-    }
-    over.seeds = std::move(seeds);
+    std::string e;
+    over.seeds = parseSeedList(p.value(seedOpt).toStdString(), &e);
+    if (!over.seeds) return fail(QStringLiteral("--seeds: %1").arg(QString::fromStdString(e)));
   }
   SweepSpec spec;
   const std::string spec_error = parseSweepSpec(c.doc.root(), over, &spec, &c.doc);
@@ -677,11 +588,7 @@ int runSweep(const QStringList& args) {
   TerminalProgress bar(QStringLiteral("sweep"));
   size_t pending = 0; // finished points not yet saved
   QJsonArray rows;
-  struct Row {
-    QString id, fmt, scaling, dist;
-    double sqnr, rel_fro, max_rel, sat;
-  };
-  std::vector<Row> table;
+  std::vector<SweepTableRow> table;
   auto noteLoss = [&]() {
     setInterruptLossNote(QStringLiteral("%1 finished grid point(s) not yet saved and the point in progress; %2 keeps "
                                         "what it held")
@@ -707,7 +614,7 @@ int runSweep(const QStringList& args) {
     ran_on.insert(run.backend + " (" + run.device + ")");
     const QString fmt = QString::fromStdString(pt.format), scaling = QString::fromStdString(pt.scaling),
                   dist = QString::fromStdString(pt.distribution);
-    table.push_back({id, fmt, scaling, dist, met("sqnr_db"), met("rel_fro"), met("max_rel"),
+    table.push_back({pt.id, pt.format, pt.scaling, pt.distribution, met("sqnr_db"), met("rel_fro"),
                      met("a_saturated") + met("b_saturated")});
     rows.append(QJsonObject{
         {QStringLiteral("run"), id},
@@ -790,25 +697,7 @@ int runSweep(const QStringList& args) {
         "\n");
     return 0;
   }
-  QString t = QStringLiteral("%1  %2  %3  %4  %5  %6  %7\n")
-                  .arg(QStringLiteral("run"), -40)
-                  .arg(QStringLiteral("format"), -14)
-                  .arg(QStringLiteral("scaling"), -22)
-                  .arg(QStringLiteral("distribution"), -12)
-                  .arg(QStringLiteral("SQNR dB"), 9)
-                  .arg(QStringLiteral("rel_fro"), 11)
-                  .arg(QStringLiteral("saturated"), 9);
-  for (const auto& r : table)
-    t += QStringLiteral("%1  %2  %3  %4  %5  %6  %7\n")
-             .arg(r.id, -40)
-             .arg(r.fmt, -14)
-             .arg(r.scaling, -22)
-             .arg(r.dist, -12)
-             .arg(num(r.sqnr), 9)
-             .arg(num(r.rel_fro), 11)
-             .arg(num(r.sat), 9);
-  for (const auto& b : ran_on) t += QStringLiteral("backend %1\n").arg(QString::fromStdString(b));
-  out(t);
+  out(sweepTableText(table, std::vector<std::string>(ran_on.begin(), ran_on.end())));
   err(QStringLiteral("session written: %1").arg(QFileInfo(outPath).absoluteFilePath()));
   return 0;
 }
@@ -848,14 +737,10 @@ int runRerun(const QStringList& args) {
   if (!stored.ok()) return fail(QString::fromStdString(stored.errors()));
   rd.value.reset();
   const Run& s = stored.value;
-  const ExperimentType* t = findType(QString::fromStdString(s.type));
-  if (!t || !t->reproduce)
-    return fail(QStringLiteral("run %1 has type '%2', which this build cannot re-run (known: %3)")
-                    .arg(id, QString::fromStdString(s.type), typeNames()));
   TerminalProgress bar(QStringLiteral("rerun %1").arg(id));
   const bool quiet = p.isSet(q);
   std::string e;
-  auto fresh = t->reproduce(
+  auto res = rerunStoredRun(
       s, threads,
       [&](double f, const std::string& st) {
         if (!quiet) bar.update(f, QString::fromStdString(st));
@@ -863,44 +748,26 @@ int runRerun(const QStringList& args) {
       },
       &e);
   bar.finish();
-  if (!fresh) return fail(QStringLiteral("cannot re-run %1: %2").arg(id, QString::fromStdString(e)));
-  int nd = 0, nm = 0;
-  const auto diffs = compareRuns(s, *fresh, &nd, &nm);
+  if (!res) return fail(QString::fromStdString(e));
   if (p.isSet(saveOpt)) {
     std::vector<std::string> ids;
-    if (!appendRunsToFile(p.value(saveOpt), {*fresh}, true, &ids)) return 2;
+    if (!appendRunsToFile(p.value(saveOpt), {res->fresh}, true, &ids)) return 2;
   }
-  const bool same = diffs.empty();
-  const QString backendNote =
-      s.backend == "cpu" || s.backend.empty()
-          ? QString()
-          : QStringLiteral(" (the stored run used the %1 backend; the re-run used the CPU backend)")
-                .arg(QString::fromStdString(s.backend));
+  const bool same = res->differences.empty();
   if (p.isSet(js)) {
     QJsonArray d;
-    for (const auto& x : diffs) d.append(QString::fromStdString(x));
+    for (const auto& x : res->differences) d.append(QString::fromStdString(x));
     out(toJsonText(QJsonObject{{QStringLiteral("file"), file},
                                {QStringLiteral("run"), id},
                                {QStringLiteral("type"), QString::fromStdString(s.type)},
                                {QStringLiteral("identical"), same},
-                               {QStringLiteral("datasets_compared"), nd},
-                               {QStringLiteral("metrics_compared"), nm},
+                               {QStringLiteral("datasets_compared"), res->datasets},
+                               {QStringLiteral("metrics_compared"), res->metrics},
                                {QStringLiteral("backend"), QStringLiteral("cpu")},
                                {QStringLiteral("differences"), d}}) +
         "\n");
-  } else if (same) {
-    out(QStringLiteral("reproduced bit for bit: run %1 (%2, seed %3) — %4 datasets and %5 metrics identical on the CPU "
-                       "backend%6\n")
-            .arg(id, QString::fromStdString(s.type))
-            .arg(s.seed)
-            .arg(nd)
-            .arg(nm)
-            .arg(backendNote));
   } else {
-    QString t2 =
-        QStringLiteral("NOT reproduced: run %1 differs in %2 place(s)%3:\n").arg(id).arg(diffs.size()).arg(backendNote);
-    for (const auto& x : diffs) t2 += QStringLiteral("  ") + QString::fromStdString(x) + QLatin1Char('\n');
-    out(t2);
+    out(rerunReportText(s, *res));
   }
   return same ? 0 : 1;
 }

@@ -1,10 +1,9 @@
 // fp8lab-cli run / sweep / rerun — experiment configs (JSON) to session runs.
 //
 // A config file holds one experiment object, or {"experiments": [obj, obj, ...]}. Every
-// experiment object has a "type" that picks its handler in experimentTypes() ("gemm" here; the
-// training path registers "training"). A handler parses its object into a plain C++ config
-// (Qt JSON stays in the CLI layer), runs it, and appends its runs to the output session.
-// `rerun` looks up the stored run's type and asks the same handler to reproduce it.
+// experiment object has a "type" (core/experiment/experiment_registry.h, which also checks the
+// objects and reproduces stored runs for `rerun`); its front end in experimentTypes() ("gemm"
+// here, "training" in cmd_run_training.cpp) runs it and appends its runs to the output session.
 #pragma once
 
 #include "backend_choice.h"
@@ -53,22 +52,15 @@ struct RunCliOptions {
   QJsonArray* json_out = nullptr;
 };
 
-/// One experiment type.
+/// How `run` runs one experiment type (the types and their checks: core/experiment/experiment_registry.h).
 struct ExperimentType {
   QString type;
   /// Runs one experiment object (at `at` in opt.doc). `text` is the JSON text of the object as
   /// given. Returns the process exit code (0 = ok).
   std::function<int(const Json& config, const std::string& text, const ConfigPath& at, const RunCliOptions& opt)> run;
-  /// Reproduces a stored run from its config (CPU backend); nullopt with *error on failure.
-  std::function<std::optional<Run>(const Run& stored, int threads, const ProgressFn& progress, std::string* error)>
-      reproduce;
-  /// Checks one experiment object without running it (keys, types, ranges); false with *error
-  /// set. `run` checks every experiment of a config with it before running the first, so a
-  /// mistake in the last one does not cost the work of the earlier ones. May be empty.
-  std::function<bool(const Json& config, const ConfigPath& at, const JsonDocument* doc, std::string* error)> validate;
 };
 
-/// The registered experiment types ("gemm", and whatever registers itself).
+/// The registered front ends of the experiment types (one per core ExperimentKind).
 std::vector<ExperimentType>& experimentTypes();
 struct ExperimentTypeRegistrar {
   explicit ExperimentTypeRegistrar(ExperimentType t);

@@ -311,13 +311,8 @@ int runWeightGemmType(const Json&, const std::string&, const ConfigPath&, const 
                      "(see docs/training.md); they can be re-run with `fp8lab-cli rerun`"));
 }
 
-const ExperimentTypeRegistrar
-    trainingType({QStringLiteral("training"), runTrainingType, reproduceTrainingRun,
-                  [](const Json& o, const ConfigPath& at, const JsonDocument* doc, std::string* error) {
-                    return parseTrainingExperiment(o, error, doc, at).has_value();
-                  }});
-const ExperimentTypeRegistrar weightGemmType({QStringLiteral("gemm-trained-weights"), runWeightGemmType,
-                                              reproduceWeightGemmRun, nullptr});
+const ExperimentTypeRegistrar trainingType({QStringLiteral("training"), runTrainingType});
+const ExperimentTypeRegistrar weightGemmType({QStringLiteral("gemm-trained-weights"), runWeightGemmType});
 
 } // namespace
 

@@ -17,26 +17,6 @@ QString S(const std::string& s) {
   return QString::fromStdString(s);
 }
 
-/// The storage's array shape as a kernel holds it (the flat storage is what matters).
-std::vector<int64_t> storageShape(ScaleLayout l, ScaleGridShape g) {
-  auto up = [](int64_t x, int64_t m) { return (x + m - 1) / m * m; };
-  switch (l) {
-  case ScaleLayout::RowMajor:
-    return {g.outer, g.kblocks};
-  case ScaleLayout::CublasLtSwizzled:
-    return {up(g.outer, 128), up(g.kblocks, 4)};
-  case ScaleLayout::CublasLtVec128:
-    return {g.kblocks, g.outer};
-  case ScaleLayout::CublasLtBlk128x128:
-    return {g.outer, up(g.kblocks, 4)};
-  case ScaleLayout::DeepGemmMnMajor:
-    return {g.kblocks, up(g.outer, 4)};
-  case ScaleLayout::DeepGemmPackedUe8m0:
-    return {(g.kblocks + 3) / 4, up(g.outer, 4)}; // int32 words
-  }
-  return {};
-}
-
 int runScaleLayout(const QStringList& args) {
   QCommandLineParser p;
   p.setApplicationDescription(
@@ -149,7 +129,7 @@ int runScaleLayout(const QStringList& args) {
                         .arg(kb)
                         .arg(outer * kb));
       const auto st_codes = packScales(*layout, g, grid, uint8_t(0));
-      std::vector<int64_t> shape = storageShape(*layout, g);
+      std::vector<int64_t> shape = scaleStorageShape(*layout, g);
       st = words ? writeNpy(outp, "<i4", shape, std::vector<unsigned char>(st_codes.begin(), st_codes.end()))
                  : writeNpy(outp, shape, st_codes);
     } else {
@@ -162,7 +142,7 @@ int runScaleLayout(const QStringList& args) {
                         .arg(outer)
                         .arg(kb)
                         .arg(outer * kb));
-      st = writeNpy(outp, storageShape(*layout, g), packScales(*layout, g, grid, 0.0f));
+      st = writeNpy(outp, scaleStorageShape(*layout, g), packScales(*layout, g, grid, 0.0f));
     }
   } else {
     if (codes) {

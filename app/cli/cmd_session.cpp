@@ -5,6 +5,7 @@
 #include "command.h"
 
 #include "session/session.h"
+#include "session/session_summary.h"
 
 #include <QCommandLineParser>
 #include <QDir>
@@ -181,78 +182,7 @@ int runInspect(const QStringList& args) {
     return 0;
   }
 
-  QString t = QStringLiteral("%1: FP8 Lab session, format_version %2, written by %3, created %4, modified %5\n")
-                  .arg(file)
-                  .arg(info.format_version)
-                  .arg(qs(info.app_version), qs(info.created_utc), qs(info.modified_utc));
-  t += QStringLiteral("%1 run(s)\n").arg(info.runs.size());
-  if (only.isEmpty() && !info.runs.empty()) {
-    // Columns as wide as their longest entry (a 10-letter "checkpoint" ran into the seed).
-    int id_w = 3, type_w = 4;
-    for (const auto& r : info.runs) {
-      id_w = std::max(id_w, int(qs(r.id).size()));
-      type_w = std::max(type_w, int(qs(r.type).size()));
-    }
-    t += QStringLiteral("\n  %1  %2  %3  %4  %5  %6\n")
-             .arg(QStringLiteral("run"), -id_w)
-             .arg(QStringLiteral("type"), -type_w)
-             .arg(QStringLiteral("seed"), -20)
-             .arg(QStringLiteral("backend"), -8)
-             .arg(QStringLiteral("created"), -20)
-             .arg(QStringLiteral("datasets"));
-    for (const auto& r : info.runs)
-      t += QStringLiteral("  %1  %2  %3  %4  %5  %6\n")
-               .arg(qs(r.id), -id_w)
-               .arg(qs(r.type), -type_w)
-               .arg(qs(std::to_string(r.seed)), -20)
-               .arg(qs(r.backend), -8)
-               .arg(qs(r.created_utc), -20)
-               .arg(r.datasets.size());
-  }
-  for (const auto& r : info.runs) {
-    if (!only.isEmpty() && qs(r.id) != only) continue;
-    t += QStringLiteral("\nrun %1 (%2)\n").arg(qs(r.id), qs(r.type));
-    for (const auto& [k, v] : r.attrs) t += QStringLiteral("  %1 = %2\n").arg(qs(k), attrText(v));
-    if (const auto nf = r.group_attrs.find("nonfinite"); nf != r.group_attrs.end()) {
-      // training runs: where the first NaN / ±Inf appeared (group nonfinite, docs/session-format.md)
-      const bool found = attrInt(nf->second, "found").value_or(0) == 1;
-      t += QStringLiteral("  first non-finite value: %1\n")
-               .arg(qs(found ? attrString(nf->second, "description").value_or("?")
-                             : attrString(nf->second, "description").value_or("none")));
-    }
-    if (!r.metrics.empty()) {
-      t += QStringLiteral("  metrics:\n");
-      int name_w = 16;
-      for (const auto& [k, m] : r.metrics) name_w = std::max(name_w, int(qs(k).size()));
-      for (const auto& [k, m] : r.metrics) {
-        std::string v;
-        appendNumber(v, m.value, false);
-        // Unit "1" (a ratio, a fraction) prints as none: "0.789 1" read as two numbers.
-        t += QStringLiteral("    %1 %2 %3  %4\n")
-                 .arg(qs(k), -name_w)
-                 .arg(qs(v), 24)
-                 .arg(m.units == "1" ? QString() : qs(m.units), -6)
-                 .arg(qs(m.meaning));
-      }
-    }
-    if (p.isSet(verbose) || !only.isEmpty()) {
-      t += QStringLiteral("  config: %1\n")
-               .arg(qs(r.config_json).trimmed().replace(QLatin1Char('\n'), QStringLiteral("\n          ")));
-      t += QStringLiteral("  datasets:\n");
-      for (const auto& d : r.datasets)
-        t += QStringLiteral("    %1 %2 %3%4  %5\n")
-                 .arg(qs(d.path), -36)
-                 .arg(QString::fromLatin1(toString(d.dtype)), -8)
-                 .arg(shapeText(d.shape), -14)
-                 .arg(d.compressed ? QStringLiteral(" gzip") : QString())
-                 .arg(qs(attrString(d.attrs, "meaning").value_or("")));
-    }
-  }
-  if (!issues.issues.empty()) {
-    t += QStringLiteral("\nissues:\n");
-    for (const auto& i : issues.issues) t += QStringLiteral("  ") + qs(i.toString()) + QLatin1Char('\n');
-  }
-  out(t);
+  out(sessionSummaryText(file.toStdString(), info, issues, only.toStdString(), p.isSet(verbose)));
   return 0;
 }
 

@@ -1,6 +1,6 @@
 // fp8lab-cli gemm — the flags of operands given as codes and scales (--a-codes, --a-scales, ...)
 // and of the kernel check (--observed, --max-ulp, ...), turned into a GEMM config through the one
-// config parser (core/experiment/gemm_config.h), and the check's report (text and JSON).
+// config parser (core/experiment/gemm_config.h). The check's report is core/experiment/kernel_check_report.h.
 #pragma once
 
 #include "experiment/gemm_run.h"
@@ -24,10 +24,5 @@ bool codesOperand(const QCommandLineParser& p, char operand);
 /// the flags, through parseGemmConfig: the same rules and refusals as a config file. Returns "" or
 /// the error, with the config keys named as the flags (a.block → --a-block).
 QString applyKernelCheckFlags(const QCommandLineParser& p, GemmExperimentConfig* cfg);
-
-/// The check's report: the comparison with the reference, the models table, the fit, the verdict.
-QString kernelCheckText(const KernelCheckResult& r, const KernelCheckConfig& cfg);
-/// The same as JSON (object "check" of `gemm --json`).
-QJsonObject kernelCheckJson(const KernelCheckResult& r, const KernelCheckConfig& cfg);
 
 } // namespace fp8lab::cli

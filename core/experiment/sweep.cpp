@@ -3,7 +3,11 @@
 #include "experiment/config_reader.h"
 #include "experiment/gemm_config.h"
 
+#include "common/number_text.h"
+
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <stdexcept>
 #include <string_view>
 
@@ -282,6 +286,57 @@ SweepOutcome runSweep(const std::vector<SweepPoint>& points, GemmBackend& backen
   }
   if (!save()) out.status = SweepOutcome::Status::Failed;
   return out;
+}
+
+std::optional<std::vector<uint64_t>> parseSeedList(const std::string& text, std::string* error) {
+  std::vector<uint64_t> seeds;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    std::string item = text.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (item.empty()) continue;
+    const auto space = [](unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
+    while (!item.empty() && space(item.back())) item.pop_back();
+    item.erase(item.begin(), std::find_if_not(item.begin(), item.end(), space));
+    // ^(\d+)(?:-(\d+))?$ with both numbers in uint64
+    const auto digits = [](std::string_view s) {
+      return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    const size_t dash = item.find('-');
+    const std::string_view a = std::string_view(item).substr(0, dash);
+    const std::string_view b = dash == std::string::npos ? a : std::string_view(item).substr(dash + 1);
+    uint64_t first = 0, last = 0;
+    const bool ok = digits(a) && digits(b) && std::from_chars(a.data(), a.data() + a.size(), first).ec == std::errc() &&
+                    std::from_chars(b.data(), b.data() + b.size(), last).ec == std::errc();
+    if (!ok || last < first || last - first >= 10000 || last > (uint64_t(1) << 53)) {
+      if (error)
+        *error = "'" + item + "' is not a seed or a range FIRST-LAST of at most 10000 seeds (integers in [0, 2^53])";
+      return std::nullopt;
+    }
+    for (uint64_t v = first; v <= last; ++v) seeds.push_back(v);
+  }
+  return seeds;
+}
+
+namespace {
+std::string num6(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::general, 6);
+  return std::string(buf, r.ptr);
+}
+} // namespace
+
+std::string sweepTableText(const std::vector<SweepTableRow>& rows, const std::vector<std::string>& backends) {
+  const std::vector<int> w{-40, -14, -22, -12, 9, 11, 9};
+  std::string t = tableLine({"run", "format", "scaling", "distribution", "SQNR dB", "rel_fro", "saturated"}, w, "  ");
+  for (const auto& r : rows)
+    t += tableLine({r.id, r.format, r.scaling, r.distribution, num6(r.sqnr_db), num6(r.rel_fro), num6(r.saturated)}, w,
+                   "  ");
+  for (const auto& b : backends) t += "backend " + b + "\n";
+  return t;
 }
 
 } // namespace fp8lab

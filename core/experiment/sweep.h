@@ -173,4 +173,23 @@ struct SweepOutcome {
 SweepOutcome runSweep(const std::vector<SweepPoint>& points, GemmBackend& backend, const SweepHooks& hooks,
                       const SweepRunOptions& opt = {});
 
+/// The seeds of a seed list: comma-separated items, each a seed or a range FIRST-LAST (both
+/// included, at most 10000 seeds), integers in [0, 2^53] in ASCII digits, spaces around an item
+/// ignored, empty items skipped: "1,3-5" gives 1, 3, 4, 5. nullopt with *error "'ITEM' is not a
+/// seed or a range FIRST-LAST of at most 10000 seeds (integers in [0, 2^53])" for the first item
+/// that is not.
+std::optional<std::vector<uint64_t>> parseSeedList(const std::string& text, std::string* error);
+
+/// One finished grid point as the sweep's result table shows it.
+struct SweepTableRow {
+  std::string id, format, scaling, distribution;
+  double sqnr_db = 0, rel_fro = 0, saturated = 0; ///< metrics sqnr_db, rel_fro, a_saturated + b_saturated
+};
+
+/// The sweep's result table: a header and one line per row (run id, format, scaling, distribution
+/// left-aligned in 40, 14, 22, 12 columns; SQNR dB, rel_fro, saturated right-aligned in 9, 11, 9
+/// with 6 significant digits), two spaces between columns; then "backend B" for each entry of
+/// `backends` ("cpu (device)", the backends the runs used).
+std::string sweepTableText(const std::vector<SweepTableRow>& rows, const std::vector<std::string>& backends);
+
 } // namespace fp8lab

@@ -69,6 +69,25 @@ bool scaleLayoutHoldsCodes(ScaleLayout l) {
   return l == ScaleLayout::CublasLtSwizzled || l == ScaleLayout::DeepGemmPackedUe8m0;
 }
 
+std::vector<int64_t> scaleStorageShape(ScaleLayout l, ScaleGridShape g) {
+  auto up = [](int64_t x, int64_t m) { return (x + m - 1) / m * m; };
+  switch (l) {
+  case ScaleLayout::RowMajor:
+    return {g.outer, g.kblocks};
+  case ScaleLayout::CublasLtSwizzled:
+    return {up(g.outer, 128), up(g.kblocks, 4)};
+  case ScaleLayout::CublasLtVec128:
+    return {g.kblocks, g.outer};
+  case ScaleLayout::CublasLtBlk128x128:
+    return {g.outer, up(g.kblocks, 4)};
+  case ScaleLayout::DeepGemmMnMajor:
+    return {g.kblocks, up(g.outer, 4)};
+  case ScaleLayout::DeepGemmPackedUe8m0:
+    return {(g.kblocks + 3) / 4, up(g.outer, 4)}; // int32 words
+  }
+  return {};
+}
+
 int64_t scaleStorageSize(ScaleLayout l, ScaleGridShape g) {
   switch (l) {
   case ScaleLayout::RowMajor:

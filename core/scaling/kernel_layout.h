@@ -72,6 +72,13 @@ struct ScaleGridShape {
 /// Elements the layout's storage takes for `g` (padding included), with the default pitch.
 int64_t scaleStorageSize(ScaleLayout l, ScaleGridShape g);
 
+/// The layout's storage for `g` as the array a kernel holds (padding included; the flat storage
+/// is what the other functions read): row_major [outer, kblocks]; cuBLASLt VEC32 / VEC16
+/// swizzled [outer rounded up to 128, kblocks rounded up to 4]; VEC128 [kblocks, outer];
+/// BLK128x128 [outer, kblocks rounded up to 4]; DeepGEMM MN-major [kblocks, outer rounded up to
+/// 4]; DeepGEMM packed UE8M0 [ceil(kblocks / 4) int32 words, outer rounded up to 4].
+std::vector<int64_t> scaleStorageShape(ScaleLayout l, ScaleGridShape g);
+
 /// Where grid element (o, kb) sits in the storage: its element index (its byte for the code
 /// layouts). `pitch` ≤ 0 means the layout's default (VEC128: outer; BLK128x128: roundup(KB, 4);
 /// DeepGEMM: roundup(outer, 4)); RowMajor and the swizzled layout have none.

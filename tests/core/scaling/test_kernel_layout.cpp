@@ -13,6 +13,7 @@ class TestKernelLayout : public QObject {
   Q_OBJECT
 
 private Q_SLOTS:
+  void storageShapesByHand();
   void swizzledOffsetsByHand();
   void swizzledRoundTrips_data();
   void swizzledRoundTrips();
@@ -37,6 +38,19 @@ private Q_SLOTS:
 //   (0, 4)   tile 1:        512
 //   (128, 0) tile 1·2 = 2:  1024
 //   (130, 5) tile 2 + 1 = 3, r 2, c 1: 1536 + 2·16 + 0 + 1 = 1569
+// Grid outer 200 x kblocks 5. cuBLASLt's VEC32 / VEC16 scales are stored in 128 x 4 tiles: 200 -> 256
+// rows, 5 -> 8 columns; BLK128x128 pads kblocks to 4 (8); VEC128 is K-major [5, 200]; DeepGEMM
+// pads the MN dimension to 4 (200 stays) and packs four UE8M0 scales in an int32: ceil(5 / 4) = 2.
+void TestKernelLayout::storageShapesByHand() {
+  const ScaleGridShape g{200, 5};
+  QCOMPARE(scaleStorageShape(ScaleLayout::RowMajor, g), (std::vector<int64_t>{200, 5}));
+  QCOMPARE(scaleStorageShape(ScaleLayout::CublasLtSwizzled, g), (std::vector<int64_t>{256, 8}));
+  QCOMPARE(scaleStorageShape(ScaleLayout::CublasLtVec128, g), (std::vector<int64_t>{5, 200}));
+  QCOMPARE(scaleStorageShape(ScaleLayout::CublasLtBlk128x128, g), (std::vector<int64_t>{200, 8}));
+  QCOMPARE(scaleStorageShape(ScaleLayout::DeepGemmMnMajor, ScaleGridShape{201, 5}), (std::vector<int64_t>{5, 204}));
+  QCOMPARE(scaleStorageShape(ScaleLayout::DeepGemmPackedUe8m0, g), (std::vector<int64_t>{2, 200}));
+}
+
 void TestKernelLayout::swizzledOffsetsByHand() {
   const ScaleGridShape g{256, 8};
   const auto L = ScaleLayout::CublasLtSwizzled;

@@ -1,0 +1,204 @@
+// The decision of a session as text and JSON (session_decision_text.h).
+#include "experiment/session_decision_text.h"
+
+#include "common/number_text.h"
+#include "scaling/recipe_cost.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fp8lab {
+
+namespace {
+
+Json number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+/// `s` left-aligned in `w` characters, or followed by one space when it fills them.
+std::string pad(const std::string& s, int w) {
+  return padded(s, -w) == s ? s + ' ' : padded(s, -w);
+}
+/// `s` right-aligned in `w` characters, or followed by one space when it fills them.
+std::string rpad(const std::string& s, int w) {
+  return padded(s, w) == s ? s + ' ' : padded(s, w);
+}
+
+/// `v` with a sign ("+" for zero and above) in style 'g' or 'f'.
+std::string signedText(double v, char style, int precision) {
+  return (std::signbit(v) ? "" : "+") + decimalText(v, style, precision);
+}
+
+/// Whether every recipe of `setting` has at most one value: no intervals, so the order is no ranking.
+bool oneSeedEach(const std::vector<RecipeInterval>& all, const std::string& setting) {
+  for (const RecipeInterval& r : all)
+    if (r.setting == setting && r.n_values > 1) return false;
+  return true;
+}
+
+Json intervalJson(const RecipeInterval& r) {
+  Json values = Json::array(), seeds = Json::array();
+  for (double v : r.values) values.push_back(number(v));
+  for (uint64_t s : r.seeds) seeds.push_back(int64_t(s));
+  return {{"recipe", r.label},
+          {"setting", r.setting_label},
+          {"rank", r.rank},
+          {"place", r.place},
+          {"n", r.n_values},
+          {"mean", number(r.mean)},
+          {"sd", number(r.sd)},
+          {"half_width_95", number(r.half)},
+          {"lo", number(r.lo)},
+          {"hi", number(r.hi)},
+          {"not_distinguishable_from", r.ties},
+          {"runs", r.runs},
+          {"seeds", seeds},
+          {"values", values}};
+}
+
+std::string unitText(const RankingMetric& m) {
+  return m.unit == "1" ? std::string() : " (" + m.unit + ")";
+}
+
+} // namespace
+
+Json sessionDecisionJson(const SessionDecision& d) {
+  Json gemm = Json::array(), training = Json::array(), advice = Json::array(), whatif = Json::array();
+  for (size_t i = 0; i < d.gemm.size(); ++i) {
+    Json o = intervalJson(d.gemm[i]);
+    if (const auto& c = d.gemm_cost[i])
+      o["cost"] = {{"bytes_per_element", number(c->bytesPerElement())},
+                   {"bytes", int64_t(c->bytes())},
+                   {"a_bytes", int64_t(c->a.bytes())},
+                   {"b_bytes", int64_t(c->b.bytes())},
+                   {"a_scales", c->a.block + " " + c->a.kind->scale_format},
+                   {"b_scales", c->b.block + " " + c->b.kind->scale_format},
+                   {"native", c->native},
+                   {"hardware", c->hardware},
+                   {"source", c->source}};
+    gemm.push_back(o);
+  }
+  for (size_t i = 0; i < d.training.size(); ++i) {
+    Json o = intervalJson(d.training[i]);
+    o["baseline"] = d.training[i].baseline;
+    const int b = d.baselineOf(i);
+    o["delta_vs_fp32"] = number(b >= 0 ? d.training[i].mean - d.training[size_t(b)].mean : NAN);
+    training.push_back(o);
+  }
+  for (const AdviceTable& a : d.advice) {
+    Json groups = Json::array();
+    for (const AdviceGroupRow& g : a.groups)
+      groups.push_back({{"group", g.group},
+                        {"delta", number(g.delta)},
+                        {"spread", number(g.spread)},
+                        {"share", number(g.share)},
+                        {"sqnr_db", number(g.sqnr_db)},
+                        {"keep_high", g.keep_high}});
+    advice.push_back({{"run", a.run_id}, {"advised_run", a.advised_run}, {"policy", a.policy}, {"groups", groups}});
+  }
+  for (const WhatIfTable& t : d.what_if) {
+    Json rows = Json::array();
+    for (const CheckpointSqnr& r : t.rows) {
+      Json w = Json::object();
+      for (const auto& [id, v] : r.what_if_db) w[id] = number(v);
+      rows.push_back({{"tensor", r.tensor}, {"stored_db", number(r.stored_db)}, {"what_if_db", w}});
+    }
+    whatif.push_back({{"run", t.run_id}, {"tensors", rows}});
+  }
+  return {{"gemm_metric", d.gemm_metric->key},
+          {"gemm_higher_is_better", d.gemm_metric->higher_better},
+          {"gemm", gemm},
+          {"training_metric", d.training_metric->key},
+          {"training", training},
+          {"advice", advice},
+          {"what_if", whatif}};
+}
+
+std::string sessionDecisionText(const SessionDecision& d) {
+  std::string t;
+  const RankingMetric& gm = *d.gemm_metric;
+  t += "GEMM recipes ranked by " + gm.label + unitText(gm) + ", " + (gm.higher_better ? "higher" : "lower") +
+       " is better: mean ± 95 % interval over seeds\n";
+  if (d.gemm.empty()) t += "  " + hintGemmRanking() + "\n";
+  std::string setting;
+  for (size_t i = 0; i < d.gemm.size(); ++i) {
+    const RecipeInterval& r = d.gemm[i];
+    if (r.setting != setting) {
+      setting = r.setting;
+      t += "\n  " + r.setting_label + " (" + std::to_string(r.m) + "×" + std::to_string(r.k) + " · " +
+           std::to_string(r.k) + "×" + std::to_string(r.n) + ")\n";
+      if (oneSeedEach(d.gemm, r.setting))
+        t += "  one seed per recipe: no intervals, the order is not a ranking (sweep with \"seeds\": "
+             "[1, 2, 3, 4, 5] or --seeds 1-5)\n";
+      t += "  " + pad("rank", 6) + pad("recipe", 42) + rpad("mean ± 95 %", 18) + rpad("sd", 9) + rpad("n", 4) +
+           rpad("B/elem", 9) + rpad("A+B", 12) + "  native\n";
+    }
+    const auto& c = d.gemm_cost[i];
+    t += "  " + pad(rankText(r, d.gemm), 6) + pad(r.label, 42) + rpad(intervalText(r), 18) +
+         rpad(std::isfinite(r.sd) ? decimalText(r.sd, 'g', 3) : "—", 9) + rpad(std::to_string(r.n_values), 4) +
+         rpad(c ? bytesPerElementText(c->bytesPerElement()) : "—", 9) +
+         rpad(c ? bytesText(double(c->bytes())) : "—", 12) + "  " + (c ? c->hardware : "—") + '\n';
+  }
+  if (!d.gemm.empty())
+    t += "\n  rank = 1 + the recipes whose whole 95 % interval is better; '=' marks a rank shared by "
+         "recipes whose intervals overlap (not distinguishable). B/elem: bytes per element of A and B "
+         "with their scales in the native layout; `--json` gives each recipe's layout and hardware in "
+         "full.\n";
+  const RankingMetric& tm = *d.training_metric;
+  t += "\nTraining runs: " + tm.label + unitText(tm) + " against the FP32 baseline, " +
+       (tm.higher_better ? "higher" : "lower") + " is better\n";
+  if (d.training.empty()) t += "  " + hintTraining() + "\n";
+  std::string tsetting;
+  int label_width = 0; // the widest recipe label of the setting, so the columns line up
+  for (size_t i = 0; i < d.training.size(); ++i) {
+    const RecipeInterval& r = d.training[i];
+    if (r.setting != tsetting) {
+      tsetting = r.setting;
+      label_width = 6;
+      for (const RecipeInterval& o : d.training)
+        if (o.setting == r.setting) label_width = std::max(label_width, textWidth(o.label) + 2);
+      t += "\n  " + r.setting_label + (d.baselineOf(i) < 0 ? " (no FP32 run: no baseline)" : "") + "\n";
+      if (oneSeedEach(d.training, r.setting))
+        t += "  one seed per recipe: no intervals, the order is not a ranking (differences this small "
+             "may be seed noise: repeat the runs with other seeds)\n";
+      t += "  " + pad("rank", 6) + pad("recipe", label_width) + rpad("mean ± 95 %", 18) + rpad("Δ vs FP32", 12) +
+           "  n\n";
+    }
+    const int b = d.baselineOf(i);
+    const double delta = b >= 0 && r.n_values > 0 ? r.mean - d.training[size_t(b)].mean : NAN;
+    t += "  " + pad(rankText(r, d.training), 6) + pad(r.label, label_width) + rpad(intervalText(r), 18) +
+         rpad(r.baseline             ? "baseline"
+              : std::isfinite(delta) ? signedText(delta, 'g', 4)
+                                     : "—",
+              12) +
+         "  " + std::to_string(r.n_values) + "\n";
+  }
+  t += "\nPer-layer advice\n";
+  if (d.advice.empty()) t += "  " + hintAdvice() + "\n";
+  for (const AdviceTable& a : d.advice) {
+    t += "  run " + a.advised_run + " (" + std::to_string(a.seeds) + " seed(s), " + std::to_string(a.steps) +
+         " steps): " + a.loss_name + " all high " + decimalText(a.high_loss, 'g', 5) + ", all in the recipe " +
+         decimalText(a.full_loss, 'g', 5) + "\n";
+    for (const AdviceGroupRow& g : a.groups)
+      t += "    " + pad(g.group, 18) + " Δ " + signedText(g.delta, 'f', 4) + " ± " + decimalText(g.spread, 'f', 4) +
+           "  " + (g.keep_high ? "keep in high precision" : "low precision") + "\n";
+    t += "    policy: " + (a.policy.empty() ? std::string("(none)") : a.policy) + "\n";
+  }
+  t += "\nCheckpoint what-if\n";
+  if (d.what_if.empty()) t += "  " + hintWhatIf() + "\n";
+  for (const WhatIfTable& w : d.what_if) {
+    t += "  " + w.run_id + ": SQNR (dB) stored";
+    for (const auto& id : w.recipes) t += " | " + id;
+    t += '\n';
+    for (const CheckpointSqnr& r : w.rows) {
+      t += "    " + pad(r.tensor, 40) + " " + decimalText(r.stored_db, 'f', 2);
+      for (const auto& [id, v] : r.what_if_db) t += " | " + decimalText(v, 'f', 2);
+      t += '\n';
+    }
+  }
+  return t;
+}
+
+} // namespace fp8lab

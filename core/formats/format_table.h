@@ -1,0 +1,14 @@
+// FP8 Lab — the table of every number format (Format::all()) and its properties, as
+// `fp8lab-cli formats` prints it.
+#pragma once
+
+#include <string>
+
+namespace fp8lab {
+
+/// One line per format after a header: name, sign/exponent/mantissa bits, bias, largest finite
+/// value, smallest normal and subnormal ("-" without subnormals), machine epsilon (shortest
+/// round-trip text), finite / NaN / Inf code counts and the dynamic range in binades (1 decimal).
+std::string formatTableText();
+
+} // namespace fp8lab
