@@ -1,4 +1,5 @@
 #include "heatmap_model.h"
+#include "session_paths.h"
 
 #include "metrics/error_metrics.h"
 
@@ -46,34 +47,34 @@ HeatmapModel::Source HeatmapModel::source(ErrorQuantity q, ErrorKind k) const {
   Source s;
   switch (q) {
   case ErrorQuantity::Total:
-    if (k == ErrorKind::Abs && run_->has(QStringLiteral("error/abs")))
-      s.stored = QStringLiteral("error/abs");
-    else if (k == ErrorKind::Rel && run_->has(QStringLiteral("error/rel")))
-      s.stored = QStringLiteral("error/rel");
-    s.ref = QStringLiteral("reference/D");
-    s.test = QStringLiteral("output/D");
+    if (k == ErrorKind::Abs && run_->has(sessionPath(layout::kErrorAbs)))
+      s.stored = sessionPath(layout::kErrorAbs);
+    else if (k == ErrorKind::Rel && run_->has(sessionPath(layout::kErrorRel)))
+      s.stored = sessionPath(layout::kErrorRel);
+    s.ref = sessionPath(layout::kReferenceD);
+    s.test = sessionPath(layout::kOutputD);
     break;
   case ErrorQuantity::Quantization:
-    s.ref = QStringLiteral("reference/D");
-    s.test = QStringLiteral("reference/D_quantized_exact");
+    s.ref = sessionPath(layout::kReferenceD);
+    s.test = sessionPath(layout::kReferenceDQuantizedExact);
     break;
   case ErrorQuantity::Accumulation:
-    s.ref = QStringLiteral("reference/D_quantized_exact");
-    s.test = QStringLiteral("output/D");
+    s.ref = sessionPath(layout::kReferenceDQuantizedExact);
+    s.test = sessionPath(layout::kOutputD);
     break;
   case ErrorQuantity::OperandA:
-    s.ref = QStringLiteral("inputs/A");
-    s.test = QStringLiteral("quantized/A_dequantized");
+    s.ref = sessionPath(layout::inputs("A"));
+    s.test = sessionPath(layout::quantizedDequantized("A"));
     break;
   case ErrorQuantity::OperandB:
-    s.ref = QStringLiteral("inputs/B");
-    s.test = QStringLiteral("quantized/B_dequantized");
+    s.ref = sessionPath(layout::inputs("B"));
+    s.test = sessionPath(layout::quantizedDequantized("B"));
     break;
   case ErrorQuantity::Observed:
     // The check's own ULP map counts ULPs as codes of the output type (kernel_check.h).
-    if (k == ErrorKind::Ulp && run_->has(QStringLiteral("check/ulps"))) s.stored = QStringLiteral("check/ulps");
-    s.ref = QStringLiteral("check/D_reference");
-    s.test = QStringLiteral("observed/D");
+    if (k == ErrorKind::Ulp && run_->has(sessionPath(layout::kCheckUlps))) s.stored = sessionPath(layout::kCheckUlps);
+    s.ref = sessionPath(layout::kCheckDReference);
+    s.test = sessionPath(layout::kObservedD);
     break;
   }
   return s;
@@ -118,7 +119,7 @@ std::pair<int64_t, int64_t> HeatmapModel::shape(ErrorQuantity q) const {
 }
 
 QString HeatmapModel::outputType() const {
-  QString t = run_->datasetAttr(QStringLiteral("output/D"), QStringLiteral("output_type"));
+  QString t = run_->datasetAttr(sessionPath(layout::kOutputD), QStringLiteral("output_type"));
   if (t.isEmpty()) t = run_->attr(QStringLiteral("output_type"));
   return t.isEmpty() ? QStringLiteral("fp32") : t.toLower();
 }
@@ -139,7 +140,7 @@ QString HeatmapModel::unit(ErrorQuantity q, ErrorKind k) const {
 }
 
 std::pair<int64_t, int64_t> HeatmapModel::tileSize() const {
-  for (const QString& p : {QStringLiteral("error/tile_max_abs"), QStringLiteral("error/tile_mean_abs")}) {
+  for (const QString& p : {sessionPath(layout::kErrorTileMaxAbs), sessionPath(layout::kErrorTileMeanAbs)}) {
     const qint64 tr = run_->datasetAttr(p, QStringLiteral("tile_rows")).toLongLong();
     const qint64 tc = run_->datasetAttr(p, QStringLiteral("tile_cols")).toLongLong();
     if (tr > 0 && tc > 0) return {tr, tc};
@@ -163,7 +164,7 @@ bool HeatmapModel::ulpFormat(const Format** fmt, double* scale) const {
     *fmt = &Format::E5M2();
   else
     return false;
-  const QString qs = run_->datasetAttr(QStringLiteral("output/D_codes"), QStringLiteral("quant_scale"));
+  const QString qs = run_->datasetAttr(sessionPath(layout::kOutputDCodes), QStringLiteral("quant_scale"));
   if (!qs.isEmpty()) *scale = qs.toDouble();
   return true;
 }
@@ -336,25 +337,25 @@ VectorStats vectorStats(const Block& b) {
 }
 
 bool HeatmapModel::rowOfA(int64_t i, VectorStats* out, QString* error) const {
-  const auto [m, kk] = run_->dims(QStringLiteral("inputs/A"));
+  const auto [m, kk] = run_->dims(sessionPath(layout::inputs("A")));
   if (m == 0) {
-    if (error) *error = QObject::tr("the run did not store inputs/A");
+    if (error) *error = QObject::tr("the run did not store %1").arg(sessionPath(layout::inputs("A")));
     return false;
   }
   Block b;
-  if (!run_->read(QStringLiteral("inputs/A"), i, 0, 1, kk, &b, error)) return false;
+  if (!run_->read(sessionPath(layout::inputs("A")), i, 0, 1, kk, &b, error)) return false;
   *out = vectorStats(b);
   return true;
 }
 
 bool HeatmapModel::colOfB(int64_t j, VectorStats* out, QString* error) const {
-  const auto [kk, n] = run_->dims(QStringLiteral("inputs/B"));
+  const auto [kk, n] = run_->dims(sessionPath(layout::inputs("B")));
   if (n == 0) {
-    if (error) *error = QObject::tr("the run did not store inputs/B");
+    if (error) *error = QObject::tr("the run did not store %1").arg(sessionPath(layout::inputs("B")));
     return false;
   }
   Block b;
-  if (!run_->read(QStringLiteral("inputs/B"), 0, j, kk, 1, &b, error)) return false;
+  if (!run_->read(sessionPath(layout::inputs("B")), 0, j, kk, 1, &b, error)) return false;
   *out = vectorStats(b);
   return true;
 }

@@ -1,6 +1,7 @@
 // FP8 Lab — session reader: validation on open (no data read), whole / windowed / block-reduced
 // reads of datasets. Layout: docs/session-format.md.
 #include "session/hdf5_isolation.h"
+#include "session/session_layout.h"
 #include "session/hdf5_util.h"
 #include "session/session.h"
 
@@ -82,7 +83,7 @@ struct SessionReader::Impl {
 
 void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
   const std::string where = path + "#/runs/" + id;
-  Handle g = group(H5Gopen2(file, ("runs/" + id).c_str(), H5P_DEFAULT));
+  Handle g = group(H5Gopen2(file, layout::runGroup(id).c_str(), H5P_DEFAULT));
   if (!g.valid()) {
     st->add(C::Corrupt, where, "cannot open run group (" + errorText() + "); run skipped", W::Warning);
     return;
@@ -255,9 +256,9 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
   // GEMM runs: output/D is required; A [M,K] and B [K,N] when stored (store_inputs may be off);
   // D, the references and the error maps [M,N].
   if (ri.type == "gemm") {
-    const auto* a = shapeOf("inputs/A");
-    const auto* b = shapeOf("inputs/B");
-    const auto* dd = shapeOf("output/D");
+    const auto* a = shapeOf(layout::inputs("A"));
+    const auto* b = shapeOf(layout::inputs("B"));
+    const auto* dd = shapeOf(layout::kOutputD);
     std::optional<std::vector<int64_t>> mn;
     if (a && b) {
       if (a->size() != 2 || b->size() != 2 || (*a)[1] != (*b)[0]) {
@@ -278,7 +279,8 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
       bad = true;
     } else {
       if (!mn) mn = *dd;
-      for (const char* p : {"output/D", "reference/D", "reference/D_quantized_exact", "error/abs", "error/rel"})
+      for (const char* p : {layout::kOutputD, layout::kReferenceD, layout::kReferenceDQuantizedExact, layout::kErrorAbs,
+                            layout::kErrorRel})
         if (auto s = shapeOf(p); s && *s != *mn) {
           st->add(C::WrongShape, where + "/" + p,
                   "expected " + shapeText(*mn) + ", found " + shapeText(*s) + "; run skipped", W::Warning);
@@ -523,7 +525,7 @@ Result<Dataset> SessionReader::read(const std::string& run_id, const std::string
   const DatasetInfo* di = d->findInfo(run_id, ds_path, &r);
   if (!di) return r;
   const std::string where = d->path + "#/runs/" + run_id + "/" + ds_path;
-  Handle ds = openForRead(d->file, "runs/" + run_id + "/" + ds_path);
+  Handle ds = openForRead(d->file, layout::runPath(run_id, ds_path));
   if (!ds.valid()) {
     r.add(C::Corrupt, where, errorText());
     return r;
@@ -561,7 +563,7 @@ Result<Dataset> SessionReader::readRegion(const std::string& run_id, const std::
   }
   Region g;
   if (!resolveRegion(region, di->shape[0], di->shape[1], &g, &r, where)) return r;
-  Handle ds = openForRead(d->file, "runs/" + run_id + "/" + ds_path);
+  Handle ds = openForRead(d->file, layout::runPath(run_id, ds_path));
   if (!ds.valid()) {
     r.add(C::Corrupt, where, errorText());
     return r;
@@ -604,7 +606,7 @@ Result<Dataset> SessionReader::readPlane(const std::string& run_id, const std::s
           "plane " + std::to_string(index) + " outside [0, " + std::to_string(di->shape[0]) + ")");
     return r;
   }
-  Handle ds = openForRead(d->file, "runs/" + run_id + "/" + ds_path);
+  Handle ds = openForRead(d->file, layout::runPath(run_id, ds_path));
   if (!ds.valid()) {
     r.add(C::Corrupt, where, errorText());
     return r;
@@ -649,7 +651,7 @@ Result<Dataset> SessionReader::readReduced(const std::string& run_id, const std:
   Region g;
   if (!resolveRegion(w, di->shape[0], di->shape[1], &g, &r, where)) return r;
   int64_t chunk_rows = 0;
-  Handle ds = openForRead(d->file, "runs/" + run_id + "/" + ds_path, &chunk_rows);
+  Handle ds = openForRead(d->file, layout::runPath(run_id, ds_path), &chunk_rows);
   if (!ds.valid()) {
     r.add(C::Corrupt, where, errorText());
     return r;
