@@ -273,15 +273,33 @@ bool matchFrom(std::string_view pat, std::string_view path) {
   if (path.empty() || pat.front() != path.front()) return false;
   return matchFrom(pat.substr(1), path.substr(1));
 }
+
+// Characters of a pattern outside its placeholders.
+size_t literalLength(std::string_view pat) {
+  size_t n = 0;
+  for (size_t i = 0; i < pat.size(); ++i) {
+    if (pat[i] == '<') {
+      i = pat.find('>', i);
+      if (i == std::string_view::npos) break;
+      continue;
+    }
+    ++n;
+  }
+  return n;
+}
 } // namespace
 
 const PathPattern* match(const std::string& path) {
-  // Literal patterns before patterns with placeholders ("probes/steps" is not a probe).
+  // The most specific pattern wins: the one with the most literal characters
+  // ("history/<operand>/amax" before the group "history/<operand>").
+  const PathPattern* best = nullptr;
+  size_t best_len = 0;
   for (const PathPattern& p : patterns())
-    if (std::string_view(p.pattern).find('<') == std::string_view::npos && path == p.pattern) return &p;
-  for (const PathPattern& p : patterns())
-    if (std::string_view(p.pattern).find('<') != std::string_view::npos && matchFrom(p.pattern, path)) return &p;
-  return nullptr;
+    if (matchFrom(p.pattern, path) && (!best || literalLength(p.pattern) > best_len)) {
+      best = &p;
+      best_len = literalLength(p.pattern);
+    }
+  return best;
 }
 
 namespace {

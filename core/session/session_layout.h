@@ -172,7 +172,9 @@ struct PathPattern {
 /// lists them.
 const std::vector<PathPattern>& patterns();
 
-/// The pattern a concrete path matches (a placeholder matches one or more segments), or nullptr.
+/// The pattern a concrete path matches, or nullptr. A placeholder matches one or more characters,
+/// slashes included; of several matching patterns the one with the most literal characters wins
+/// ("history/fc1/input/amax" is "history/<operand>/amax", not the group "history/<operand>").
 const PathPattern* match(const std::string& path);
 
 /// The path index of docs/session-format.md: a Markdown table of patterns(), one row each.
