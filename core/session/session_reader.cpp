@@ -1,6 +1,7 @@
 // FP8 Lab — session reader: validation on open (no data read), whole / windowed / block-reduced
 // reads of datasets. Layout: docs/session-format.md.
 #include "session/hdf5_isolation.h"
+#include "metrics/block_reduce.h"
 #include "session/session_layout.h"
 #include "session/hdf5_util.h"
 #include "session/session.h"
@@ -680,6 +681,11 @@ Result<Dataset> SessionReader::readReduced(const std::string& run_id, const std:
     r.add(C::InvalidArgument, where, "not enough memory for one band");
     return r;
   }
+  BlockReducer reducer(g.rows, g.cols, block_rows, block_cols,
+                       how == Reduce::Mean  ? BlockReduce::Mean
+                       : how == Reduce::Max ? BlockReduce::Max
+                       : how == Reduce::Min ? BlockReduce::Min
+                                            : BlockReduce::MaxAbs);
   Handle fsp = space(H5Dget_space(ds));
   for (int64_t b0 = 0; b0 < out_r; b0 += per_band) {
     const int64_t r0 = g.row0 + b0 * block_rows;
@@ -694,42 +700,11 @@ Result<Dataset> SessionReader::readReduced(const std::string& run_id, const std:
       r.value = {};
       return r;
     }
-    for (int64_t br = b0; br < std::min(out_r, b0 + per_band); ++br) {
-      const int64_t i0 = (br - b0) * block_rows;
-      const int64_t nr = std::min(block_rows, nrows - i0);
-      for (int64_t bc = 0; bc < out_c; ++bc) {
-        const int64_t c0 = bc * block_cols, nc = std::min(block_cols, g.cols - c0);
-        double acc = how == Reduce::Max || how == Reduce::MaxAbs ? -std::numeric_limits<double>::infinity()
-                     : how == Reduce::Min                        ? std::numeric_limits<double>::infinity()
-                                                                 : 0.0;
-        bool nan = false;
-        for (int64_t i = 0; i < nr; ++i) {
-          const double* row = band.data() + (i0 + i) * g.cols + c0;
-          for (int64_t j = 0; j < nc; ++j) {
-            const double v = row[j];
-            if (std::isnan(v)) nan = true;
-            switch (how) {
-            case Reduce::Mean:
-              acc += v;
-              break;
-            case Reduce::Max:
-              acc = std::max(acc, v);
-              break;
-            case Reduce::Min:
-              acc = std::min(acc, v);
-              break;
-            case Reduce::MaxAbs:
-              acc = std::max(acc, std::fabs(v));
-              break;
-            }
-          }
-        }
-        if (how == Reduce::Mean) acc /= double(nr * nc);
-        // A NaN anywhere in the block shows (a heatmap must not hide it).
-        out.f64[static_cast<size_t>(br * out_c + bc)] = nan ? std::numeric_limits<double>::quiet_NaN() : acc;
-      }
-    }
+    reducer.addRows(band.data(), r0 - g.row0, nrows);
   }
+  // A NaN anywhere in a block shows (a heatmap must not hide it): BlockReducer's rule.
+  const std::vector<double> reduced = reducer.finish();
+  std::copy(reduced.begin(), reduced.end(), out.f64.begin());
   return r;
 }
 
