@@ -1,6 +1,7 @@
 #include "heatmap_model.h"
 #include "session_paths.h"
 
+#include "metrics/block_reduce.h"
 #include "metrics/error_metrics.h"
 
 #include <QObject>
@@ -215,10 +216,8 @@ bool HeatmapModel::compute(ErrorQuantity q, ErrorKind k, int64_t r0, int64_t c0,
   g.block_cols = bc;
   g.grid_rows = (nr + br - 1) / br;
   g.grid_cols = (nc + bc - 1) / bc;
-  const size_t cells = size_t(g.grid_rows * g.grid_cols);
-  std::vector<double> acc(cells, how == CellReduce::Max ? -std::numeric_limits<double>::infinity() : 0.0);
-  std::vector<int64_t> cnt(cells, 0);
-  std::vector<uint8_t> nanCell(cells, 0);
+  // The block reduction is core's (metrics/block_reduce.h), the one SessionReader::readReduced uses.
+  BlockReducer reducer(nr, nc, br, bc, how == CellReduce::Max ? BlockReduce::Max : BlockReduce::Mean);
   const Source s = source(q, k);
   // Bands of whole cells, about 4 Mi elements each.
   const int64_t bandCells = std::max<int64_t>(1, (int64_t(1) << 22) / std::max<int64_t>(1, nc * br));
@@ -227,38 +226,16 @@ bool HeatmapModel::compute(ErrorQuantity q, ErrorKind k, int64_t r0, int64_t c0,
     const int64_t rr0 = r0 + gr0 * br;
     const int64_t rrn = std::min(r0 + nr, rr0 + bandCells * br) - rr0;
     if (!band(s, k, rr0, c0, rrn, nc, &vals, error)) return false;
-    for (int64_t i = 0; i < rrn; ++i) {
-      const int64_t gr = (rr0 - r0 + i) / br;
-      const double* row = vals.data() + i * nc;
-      for (int64_t j = 0; j < nc; ++j) {
-        const double x = row[j];
-        const size_t c = size_t(gr * g.grid_cols + j / bc);
-        if (std::isnan(x)) {
-          nanCell[c] = 1;
-          ++g.nan_elements;
-          continue;
-        }
-        if (how == CellReduce::Max)
-          acc[c] = std::max(acc[c], x);
-        else
-          acc[c] += x;
-        ++cnt[c];
-      }
-    }
+    reducer.addRows(vals.data(), rr0 - r0, rrn);
     if (progress && !progress(double(gr0 + bandCells) / double(g.grid_rows))) {
       if (error) *error = QObject::tr("cancelled");
       return false;
     }
   }
-  g.v.resize(cells);
+  g.nan_elements = reducer.nanElements();
+  g.v = reducer.finish();
   bool first = true;
-  for (size_t c = 0; c < cells; ++c) {
-    double x;
-    if (nanCell[c] || cnt[c] == 0)
-      x = std::numeric_limits<double>::quiet_NaN();
-    else
-      x = how == CellReduce::Max ? acc[c] : acc[c] / double(cnt[c]);
-    g.v[c] = x;
+  for (const double x : g.v) {
     if (std::isnan(x)) {
       ++g.nan_cells;
       continue;
