@@ -32,6 +32,8 @@ inline constexpr const char* kBlockStatsGroup = "block_stats";
 inline constexpr const char* kWeightsGroup = "weights";
 inline constexpr const char* kHistoryGroup = "history";
 inline constexpr const char* kQuantizedGroup = "quantized";
+inline constexpr const char* kErrorGroup = "error";
+inline constexpr const char* kAttentionGroup = "attention";
 
 // ---- GEMM runs (core/experiment/gemm_run.cpp) ------------------------------------------------
 
