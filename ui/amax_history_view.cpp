@@ -1,4 +1,5 @@
 #include "amax_history_view.h"
+#include "session_paths.h"
 
 #include "plot_util.h"
 #include "qcp.h"
@@ -327,23 +328,26 @@ void AmaxHistoryView::loadTensor(bool pool_if_big) {
     c.history_len = 64;
     note_ = tr("Simulated amax sequence (no training run chosen): 600 steps with spikes at 150, 300 and 450; E4M3FN.");
   } else if (!tensor_.isEmpty()) {
-    const QString g = QStringLiteral("history/") + tensor_;
+    const std::string op = layoutName(tensor_);
+    const QString g = sessionPath(layout::history(op));
     Block b;
     QString err;
-    if (run_->readAll(g + QStringLiteral("/amax"), &b, &err))
+    if (run_->readAll(sessionPath(layout::historyAmax(op)), &b, &err))
       amax_ = b.v;
     else
       missing << err;
-    if (run_->has(g + QStringLiteral("/scale")) && run_->readAll(g + QStringLiteral("/scale"), &b, &err))
+    if (run_->has(sessionPath(layout::historyScale(op))) &&
+        run_->readAll(sessionPath(layout::historyScale(op)), &b, &err))
       rec_scale_ = b.v;
     else if (scaled_)
-      missing << tr("%1/scale").arg(g);
-    if (run_->has(g + QStringLiteral("/saturated")) && run_->readAll(g + QStringLiteral("/saturated"), &b, &err))
+      missing << sessionPath(layout::historyScale(op));
+    if (run_->has(sessionPath(layout::historySaturated(op))) &&
+        run_->readAll(sessionPath(layout::historySaturated(op)), &b, &err))
       for (double x : b.v) saturated_.push_back(int64_t(x));
     // The per-step histories are one value a step (a few thousand: read at once, ≤ 9 ms for all of a
     // 10-epoch run's); the windows are L values a step (1407 × 1024 for the default experiment,
     // 6–49 ms to read; 4690 × 1024 for 10 epochs, 53–99 ms).
-    const QString hist = g + QStringLiteral("/amax_history");
+    const QString hist = sessionPath(layout::historyAmaxHistory(op));
     const QString scaling = run_->groupAttr(g, QStringLiteral("scaling")).toLower();
     int64_t window_len = 0;
     windowed_ = run_->has(hist);

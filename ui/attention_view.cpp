@@ -1,4 +1,5 @@
 #include "attention_view.h"
+#include "session_paths.h"
 
 #include "plot_util.h"
 #include "qcp.h"
@@ -76,13 +77,13 @@ QStringList attentionBlocks(const RunAccess& run) {
 
 std::vector<int64_t> attentionSteps(const RunAccess& run) {
   std::vector<int64_t> out;
-  for (double s : readSeries(run, QStringLiteral("attention/steps"))) out.push_back(int64_t(s));
+  for (double s : readSeries(run, sessionPath(layout::kAttentionSteps))) out.push_back(int64_t(s));
   return out;
 }
 
 QByteArray attentionTokens(const RunAccess& run) {
   QByteArray out;
-  for (double b : readSeries(run, QStringLiteral("attention/tokens"))) out.append(char(uint8_t(b)));
+  for (double b : readSeries(run, sessionPath(layout::kAttentionTokens))) out.append(char(uint8_t(b)));
   return out;
 }
 
@@ -93,7 +94,7 @@ bool readAttentionSnapshot(const RunAccess& run, const QString& block, int snaps
     if (why) *why = t;
     return false;
   };
-  const QString path = QStringLiteral("attention/") + block + QStringLiteral("/probs");
+  const QString path = sessionPath(layout::attentionProbs(layoutName(block)));
   if (!run.has(path))
     return fail(QObject::tr("Run %1 has no attention snapshots of %2 (%3).").arg(run.id(), block, path));
   const std::vector<int64_t> shape = run.shape(path);
@@ -126,7 +127,7 @@ bool readAttentionSnapshot(const RunAccess& run, const QString& block, int snaps
 
 std::vector<std::vector<double>> attentionSinkSeries(const RunAccess& run, const QString& block) {
   std::vector<std::vector<double>> out;
-  const QString path = QStringLiteral("attention/") + block + QStringLiteral("/probs");
+  const QString path = sessionPath(layout::attentionProbs(layoutName(block)));
   const std::vector<int64_t> shape = run.shape(path);
   if (shape.size() != 4) return out;
   for (int64_t s = 0; s < shape[0]; ++s) {

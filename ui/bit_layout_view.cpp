@@ -1,4 +1,5 @@
 #include "bit_layout_view.h"
+#include "session_paths.h"
 
 #include "run_access.h"
 #include "session_document.h"
@@ -517,7 +518,7 @@ void BitLayoutView::refreshTwoLevelRun() {
     return;
   }
   const char op = char(two_operand_->currentData().toInt());
-  const auto [rows, cols] = two_run_access_->dims(QStringLiteral("quantized/%1_codes").arg(QLatin1Char(op)));
+  const auto [rows, cols] = two_run_access_->dims(sessionPath(layout::quantizedCodes(std::string(1, op))));
   {
     const QSignalBlocker b1(two_row_), b2(two_col_);
     two_row_->setMaximum(int(std::max<int64_t>(0, rows - 1)));
@@ -588,7 +589,7 @@ QString twoLevelScaleText(const QuantizedTensor& q, int64_t i, int64_t j) {
 }
 
 QString runTwoLevelText(const RunAccess& run, char operand, int64_t row, int64_t col, QString* why) {
-  const QString p = QStringLiteral("quantized/") + QLatin1Char(operand);
+  const QString p = sessionPath(layout::quantized(std::string(1, operand)));
   const QString codes = p + QStringLiteral("_codes"), scales = p + QStringLiteral("_scales"),
                 scale_codes = p + QStringLiteral("_scale_codes");
   auto fail = [why](const QString& t) {
@@ -641,7 +642,7 @@ QString runTwoLevelText(const RunAccess& run, char operand, int64_t row, int64_t
                           te ? QObject::tr("Transformer Engine convention: the tensor amax is kept")
                              : QObject::tr("torchao convention: the per_tensor_scale amax/%1 is kept")
                                    .arg(numberText(q.tensor_scale.fp4_fp8_max)));
-  const QString in = QStringLiteral("inputs/") + QLatin1Char(operand);
+  const QString in = sessionPath(layout::inputs(std::string(1, operand)));
   if (run.has(in) && run.read(in, row, col, 1, 1, &x, &err))
     text += QLatin1Char('\n') + QObject::tr("input %1").arg(numberText(x.v[0]));
   return text + QLatin1Char('\n') + twoLevelScaleText(q, 0, 0) + QLatin1Char('\n') + twoLevelConventionText(q, 0, 0);

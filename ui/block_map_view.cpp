@@ -1,4 +1,5 @@
 #include "block_map_view.h"
+#include "session_paths.h"
 
 #include "block_stats.h"
 #include "formats/format.h"
@@ -35,11 +36,11 @@ QString hexCode(uint32_t code, int bits) {
 std::vector<MapOperand> blockMapOperands(const RunAccess& run) {
   std::vector<MapOperand> out;
   for (const OperandRow& r : blockStatOperands(run)) {
-    const QString g = QStringLiteral("block_stats/") + r.path();
+    const QString g = sessionPath(layout::blockStats(layoutName(r.path())));
     if (run.has(g + QStringLiteral("/map_scale"))) out.push_back({g, r.path(), r.label()});
   }
   // one level below block_stats/: a GEMM run's A and B, a checkpoint run's weights
-  const QString prefix = QStringLiteral("block_stats/"), leaf = QStringLiteral("/map_scale");
+  const QString prefix = sessionPath(layout::kBlockStatsGroup) + QLatin1Char('/'), leaf = QStringLiteral("/map_scale");
   QStringList single;
   for (const QString& d : run.datasets())
     if (d.startsWith(prefix) && d.endsWith(leaf)) {
@@ -160,7 +161,7 @@ int64_t mapCost(const RunAccess& run, const QString& group) {
 bool readBlockMap(const RunAccess& run, const QString& group, int64_t index, BlockMap* out, QString* why) {
   *out = {};
   out->group = group;
-  out->operand = group.mid(QStringLiteral("block_stats/").size());
+  out->operand = group.mid(qsizetype(layout::blockStats(std::string()).size()));
   out->label = QString(out->operand).replace(QLatin1Char('/'), QLatin1Char(' '));
   auto attr = [&](const char* key) { return run.groupAttr(group, QLatin1String(key)); };
   out->quantization = attr("quantization");
@@ -679,8 +680,8 @@ bool BlockMapView::showOnNumberLine() {
 }
 
 QString blockElementsDataset(const RunAccess& run, const QString& operand) {
-  for (const QString& p :
-       {QStringLiteral("inputs/") + operand, QStringLiteral("quantized/") + operand + QStringLiteral("_dequantized")})
+  for (const QString& p : {sessionPath(layout::inputs(layoutName(operand))),
+                           sessionPath(layout::quantizedDequantized(layoutName(operand)))})
     if (!operand.contains(QLatin1Char('/')) && run.has(p) && run.shape(p).size() == 2) return p;
   return {};
 }

@@ -1,4 +1,5 @@
 #include "metrics/block_stats.h"
+#include "session_paths.h"
 #include "block_scale_view.h"
 
 #include "formats/format.h"
@@ -24,7 +25,7 @@ namespace fp8lab::ui {
 namespace {
 
 QString prefixOf(char operand) {
-  return QStringLiteral("quantized/") + QLatin1Char(operand);
+  return sessionPath(layout::quantized(std::string(1, operand)));
 }
 
 /// The block size of a scales dataset: its block_rows / block_cols attributes, else the operand's
@@ -106,8 +107,8 @@ bool blockScaleHistogram(const RunAccess& run, char operand, ScaleHistogram* out
   }
   const QString ds = has_codes ? codes : scales;
   const auto grid = run.dims(ds);
-  const auto elems = run.dims(QStringLiteral("inputs/") + QLatin1Char(operand)) != std::pair<int64_t, int64_t>{0, 0}
-                         ? run.dims(QStringLiteral("inputs/") + QLatin1Char(operand))
+  const auto elems = run.dims(sessionPath(layout::inputs(std::string(1, operand)))) != std::pair<int64_t, int64_t>{0, 0}
+                         ? run.dims(sessionPath(layout::inputs(std::string(1, operand))))
                          : run.dims(p + QStringLiteral("_codes"));
   const auto [br, bc] = blockSize(run, has_scales ? scales : codes, grid, elems);
   out->dataset = ds;
@@ -226,8 +227,8 @@ bool blockErrorMap(const RunAccess& run, char operand, BlockErrorMap::Measure me
   const QString op{QChar(QLatin1Char(operand))};
   const QString p = prefixOf(operand);
   // Hadamard-rotated runs quantized the rotated operand: the error is measured against it.
-  const QString x =
-      run.has(p + QStringLiteral("_rotated")) ? p + QStringLiteral("_rotated") : QStringLiteral("inputs/") + op;
+  const QString x = run.has(p + QStringLiteral("_rotated")) ? p + QStringLiteral("_rotated")
+                                                            : sessionPath(layout::inputs(layoutName(op)));
   const QString dq = p + QStringLiteral("_dequantized"), scales = p + QStringLiteral("_scales");
   auto fail = [why](const QString& t) {
     if (why) *why = t;
@@ -401,7 +402,7 @@ void BlockScaleView::recompute(Read read) {
   const QString p = prefixOf(operand_);
   const auto [gr, gc] = run_->dims(run_->has(p + QStringLiteral("_scale_codes")) ? p + QStringLiteral("_scale_codes")
                                                                                  : p + QStringLiteral("_scales"));
-  const auto [er, ec] = run_->dims(QStringLiteral("inputs/") + QLatin1Char(operand_));
+  const auto [er, ec] = run_->dims(sessionPath(layout::inputs(std::string(1, operand_))));
   const int64_t size = histogram ? gr * gc : 2 * er * ec;
   struct Result {
     ScaleHistogram hist;

@@ -1,4 +1,5 @@
 #include "comparison_view.h"
+#include "session_paths.h"
 
 #include "plot_util.h"
 #include "qcp.h"
@@ -135,14 +136,14 @@ ComparisonRow comparisonRow(const RunAccess& r) {
     double elems = r.attr(QStringLiteral("m")).toDouble() * r.attr(QStringLiteral("k")).toDouble() +
                    r.attr(QStringLiteral("k")).toDouble() * r.attr(QStringLiteral("n")).toDouble();
     if (!(elems > 0)) { // runs without m / k / n attributes (trained-weights GEMMs): the operands' shapes
-      const auto [ar, ac] = r.dims(QStringLiteral("inputs/A"));
-      const auto [br, bc] = r.dims(QStringLiteral("inputs/B"));
+      const auto [ar, ac] = r.dims(sessionPath(layout::inputs("A")));
+      const auto [br, bc] = r.dims(sessionPath(layout::inputs("B")));
       elems = double(ar) * double(ac) + double(br) * double(bc);
     }
     row.operand_key = operandKey(r);
     if (!row.operand_key.isEmpty()) {
-      const auto [ar, ac] = r.dims(QStringLiteral("inputs/A"));
-      const auto [br, bc] = r.dims(QStringLiteral("inputs/B"));
+      const auto [ar, ac] = r.dims(sessionPath(layout::inputs("A")));
+      const auto [br, bc] = r.dims(sessionPath(layout::inputs("B")));
       QString m = r.attr(QStringLiteral("m")), k = r.attr(QStringLiteral("k")), n = r.attr(QStringLiteral("n"));
       if (m.isEmpty() && ar > 0) m = QString::number(ar), k = QString::number(ac), n = QString::number(bc);
       Q_UNUSED(br);
@@ -197,17 +198,18 @@ QString operandKey(const RunAccess& r) {
     if (c.contains(QString::fromLatin1(key))) k.insert(QString::fromLatin1(key), c.value(QString::fromLatin1(key)));
   if (ao.isEmpty() && bo.isEmpty() && c.contains(QStringLiteral("seed")))
     k.insert(QStringLiteral("seed"), c.value(QStringLiteral("seed")));
-  auto dim = [&](const char* attr, const char* ds, int axis) {
+  auto dim = [&](const char* attr, const std::string& ds, int axis) {
     QString v = r.attr(QString::fromLatin1(attr));
     if (v.isEmpty()) {
-      const auto d = r.dims(QString::fromLatin1(ds));
+      const auto d = r.dims(sessionPath(ds));
       if (d.first > 0) v = QString::number(axis == 0 ? d.first : d.second);
     }
     if (v.isEmpty()) v = c.value(QString::fromLatin1(attr)).toVariant().toString();
     return v;
   };
-  k.insert(QStringLiteral("shape"), dim("m", "inputs/A", 0) + QLatin1Char('x') + dim("k", "inputs/A", 1) +
-                                        QLatin1Char('x') + dim("n", "inputs/B", 1));
+  k.insert(QStringLiteral("shape"), dim("m", layout::inputs("A"), 0) + QLatin1Char('x') +
+                                        dim("k", layout::inputs("A"), 1) + QLatin1Char('x') +
+                                        dim("n", layout::inputs("B"), 1));
   k.insert(QStringLiteral("a_origin"), ao);
   k.insert(QStringLiteral("b_origin"), bo);
   return QString::fromUtf8(QJsonDocument(k).toJson(QJsonDocument::Compact));
@@ -417,16 +419,16 @@ void ComparisonView::fillTable() {
     for (const auto& r : rows_)
       if (r.group == 1 && r.rank == 2) pair_b_ = r.id;
     const int ia = int(ids.indexOf(pair_a_)), ib = int(ids.indexOf(pair_b_));
-    if (ia < 0 || ib < 0 || !runs_[ia]->has(QStringLiteral("error/abs")) ||
-        runs_[ia]->dims(QStringLiteral("error/abs")) != runs_[ib]->dims(QStringLiteral("error/abs"))) {
+    if (ia < 0 || ib < 0 || !runs_[ia]->has(sessionPath(layout::kErrorAbs)) ||
+        runs_[ia]->dims(sessionPath(layout::kErrorAbs)) != runs_[ib]->dims(sessionPath(layout::kErrorAbs))) {
       pair_a_.clear();
       pair_b_.clear();
     }
     for (int i = 0; i < runs_.size() && pair_b_.isEmpty(); ++i)
       for (int j = i + 1; j < runs_.size(); ++j)
         if (runs_[i]->type().startsWith(QStringLiteral("gemm")) &&
-            runs_[j]->type().startsWith(QStringLiteral("gemm")) && runs_[i]->has(QStringLiteral("error/abs")) &&
-            runs_[i]->dims(QStringLiteral("error/abs")) == runs_[j]->dims(QStringLiteral("error/abs"))) {
+            runs_[j]->type().startsWith(QStringLiteral("gemm")) && runs_[i]->has(sessionPath(layout::kErrorAbs)) &&
+            runs_[i]->dims(sessionPath(layout::kErrorAbs)) == runs_[j]->dims(sessionPath(layout::kErrorAbs))) {
           pair_a_ = runs_[i]->id();
           pair_b_ = runs_[j]->id();
           break;

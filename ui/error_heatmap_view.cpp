@@ -1,4 +1,5 @@
 #include "error_heatmap_view.h"
+#include "session_paths.h"
 
 #include "bit_layout_view.h"
 #include "plot_util.h"
@@ -382,8 +383,8 @@ void ErrorHeatmapView::rebuild(Read read) {
 void ErrorHeatmapView::addUlpHistogram() {
   Block h;
   QString err;
-  if (!run_ || !run_->has(QStringLiteral("check/ulp_histogram")) ||
-      !run_->readAll(QStringLiteral("check/ulp_histogram"), &h, &err))
+  if (!run_ || !run_->has(sessionPath(layout::kCheckUlpHistogram)) ||
+      !run_->readAll(sessionPath(layout::kCheckUlpHistogram), &h, &err))
     return;
   // Bins (kernel_check.h): 0, 1, 2, then (2^(b−2), 2^(b−1)]; each tick names the bin's upper end
   // ("4" for 3–4), as a power of two past 4096 so the labels stay short.
@@ -400,7 +401,7 @@ void ErrorHeatmapView::addUlpHistogram() {
   for (int b = 0; b < int(h.v.size()); ++b)
     if (h.v[size_t(b)] > 0) last = std::max(last, b);
   auto* layout = plot_->plotLayout();
-  const QString verdict = run_->groupAttr(QStringLiteral("check"), QStringLiteral("verdict"));
+  const QString verdict = run_->groupAttr(sessionPath(layout::kCheck), QStringLiteral("verdict"));
   auto* title = new QCPTextElement(plot_, verdict.section(QLatin1Char(';'), 0, 0), QFont(font().family(), 8));
   title->setTextColor(verdict.startsWith(QStringLiteral("PASS")) ? QColor(0x1b, 0x7a, 0x2e) : QColor(0xb0, 0x00, 0x20));
   layout->addElement(2, 0, title);
@@ -438,15 +439,15 @@ void ErrorHeatmapView::addUlpHistogram() {
 // The kernel check's models, each with its share of elements identical to the observed D, and the
 // fit's verdict: which accumulation reproduces the kernel.
 QString ErrorHeatmapView::modelsTable() const {
-  if (!run_ || !run_->has(QStringLiteral("check/models/identical_share")))
+  if (!run_ || !run_->has(sessionPath(layout::checkModels("identical_share"))))
     return tr("<i>This check ran without the fit: no table of models. Click an element for its detail.</i>");
   Block share, maxu;
   QString err;
-  if (!run_->readAll(QStringLiteral("check/models/identical_share"), &share, &err) ||
-      !run_->readAll(QStringLiteral("check/models/max_ulps"), &maxu, &err))
+  if (!run_->readAll(sessionPath(layout::checkModels("identical_share")), &share, &err) ||
+      !run_->readAll(sessionPath(layout::checkModels("max_ulps")), &maxu, &err))
     return err.toHtmlEscaped();
   const QJsonArray names =
-      QJsonDocument::fromJson(run_->groupAttr(QStringLiteral("check/models"), QStringLiteral("names")).toUtf8())
+      QJsonDocument::fromJson(run_->groupAttr(sessionPath(layout::kCheckModels), QStringLiteral("names")).toUtf8())
           .array();
   QString html = tr("<b>Accumulation models</b> on this run's operands, each compared with the observed D:"
                     "<table cellspacing=3><tr><th align=left>model</th><th align=right>identical</th>"
@@ -465,10 +466,10 @@ QString ErrorHeatmapView::modelsTable() const {
                 .arg(names[i].toString().toHtmlEscaped(), QString::number(100.0 * share.v[size_t(i)], 'f', 2),
                      ulps(maxu.v[size_t(i)]));
   html += QStringLiteral("</table>");
-  const QString fit = run_->groupAttr(QStringLiteral("check"), QStringLiteral("fit_verdict"));
+  const QString fit = run_->groupAttr(sessionPath(layout::kCheck), QStringLiteral("fit_verdict"));
   if (!fit.isEmpty())
     html += QStringLiteral("<br>%1").arg(fit.toHtmlEscaped()); // "best fit: ..." / "bit-identical to ..."
-  const QString warn = run_->groupAttr(QStringLiteral("check"), QStringLiteral("fit_warning"));
+  const QString warn = run_->groupAttr(sessionPath(layout::kCheck), QStringLiteral("fit_warning"));
   if (!warn.isEmpty()) html += QStringLiteral("<br><span style='color:#b00020'>%1</span>").arg(warn.toHtmlEscaped());
   html += tr("<br><br><i>Click an element of the map to see its detail.</i>");
   return html;
@@ -833,8 +834,9 @@ void ErrorHeatmapView::selectElement(int64_t i, int64_t j, int panel) {
     html += QStringLiteral("<tr><td>%1</td><td align=right>%2</td></tr>").arg(k, v);
   };
   if (!operand) {
-    const double ideal = value(QStringLiteral("reference/D")),
-                 qexact = value(QStringLiteral("reference/D_quantized_exact")), d = value(QStringLiteral("output/D"));
+    const double ideal = value(sessionPath(layout::kReferenceD)),
+                 qexact = value(sessionPath(layout::kReferenceDQuantizedExact)),
+                 d = value(sessionPath(layout::kOutputD));
     row(tr("ideal (float64)"), numberText(ideal));
     row(tr("quantized-exact"), numberText(qexact));
     row(tr("D (%1)").arg(model_->outputType()), numberText(d));
@@ -873,7 +875,7 @@ void ErrorHeatmapView::selectElement(int64_t i, int64_t j, int panel) {
     }
     if (f && std::isfinite(d)) {
       double qs = 1;
-      const QString qsText = run_->datasetAttr(QStringLiteral("output/D_codes"), QStringLiteral("quant_scale"));
+      const QString qsText = run_->datasetAttr(sessionPath(layout::kOutputDCodes), QStringLiteral("quant_scale"));
       if (!qsText.isEmpty() && f->bits() <= 8 && note.isEmpty()) qs = qsText.toDouble();
       detail_value_ = d * qs;
       detail_code_ = f->encode(detail_value_);
@@ -893,8 +895,8 @@ void ErrorHeatmapView::selectElement(int64_t i, int64_t j, int panel) {
     }
   } else {
     const QString x = q == ErrorQuantity::OperandA ? QStringLiteral("A") : QStringLiteral("B");
-    const double in = value(QStringLiteral("inputs/") + x),
-                 dq = value(QStringLiteral("quantized/%1_dequantized").arg(x));
+    const double in = value(sessionPath(layout::inputs(layoutName(x)))),
+                 dq = value(sessionPath(layout::quantizedDequantized(layoutName(x))));
     row(tr("%1 (input)").arg(x), numberText(in));
     row(tr("dequantized"), numberText(dq));
     row(tr("quantization error"), errorText(dq - in));

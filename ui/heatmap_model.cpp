@@ -1,5 +1,7 @@
 #include "heatmap_model.h"
+#include "session_paths.h"
 
+#include "metrics/block_reduce.h"
 #include "metrics/error_metrics.h"
 
 #include <QObject>
@@ -46,34 +48,34 @@ HeatmapModel::Source HeatmapModel::source(ErrorQuantity q, ErrorKind k) const {
   Source s;
   switch (q) {
   case ErrorQuantity::Total:
-    if (k == ErrorKind::Abs && run_->has(QStringLiteral("error/abs")))
-      s.stored = QStringLiteral("error/abs");
-    else if (k == ErrorKind::Rel && run_->has(QStringLiteral("error/rel")))
-      s.stored = QStringLiteral("error/rel");
-    s.ref = QStringLiteral("reference/D");
-    s.test = QStringLiteral("output/D");
+    if (k == ErrorKind::Abs && run_->has(sessionPath(layout::kErrorAbs)))
+      s.stored = sessionPath(layout::kErrorAbs);
+    else if (k == ErrorKind::Rel && run_->has(sessionPath(layout::kErrorRel)))
+      s.stored = sessionPath(layout::kErrorRel);
+    s.ref = sessionPath(layout::kReferenceD);
+    s.test = sessionPath(layout::kOutputD);
     break;
   case ErrorQuantity::Quantization:
-    s.ref = QStringLiteral("reference/D");
-    s.test = QStringLiteral("reference/D_quantized_exact");
+    s.ref = sessionPath(layout::kReferenceD);
+    s.test = sessionPath(layout::kReferenceDQuantizedExact);
     break;
   case ErrorQuantity::Accumulation:
-    s.ref = QStringLiteral("reference/D_quantized_exact");
-    s.test = QStringLiteral("output/D");
+    s.ref = sessionPath(layout::kReferenceDQuantizedExact);
+    s.test = sessionPath(layout::kOutputD);
     break;
   case ErrorQuantity::OperandA:
-    s.ref = QStringLiteral("inputs/A");
-    s.test = QStringLiteral("quantized/A_dequantized");
+    s.ref = sessionPath(layout::inputs("A"));
+    s.test = sessionPath(layout::quantizedDequantized("A"));
     break;
   case ErrorQuantity::OperandB:
-    s.ref = QStringLiteral("inputs/B");
-    s.test = QStringLiteral("quantized/B_dequantized");
+    s.ref = sessionPath(layout::inputs("B"));
+    s.test = sessionPath(layout::quantizedDequantized("B"));
     break;
   case ErrorQuantity::Observed:
     // The check's own ULP map counts ULPs as codes of the output type (kernel_check.h).
-    if (k == ErrorKind::Ulp && run_->has(QStringLiteral("check/ulps"))) s.stored = QStringLiteral("check/ulps");
-    s.ref = QStringLiteral("check/D_reference");
-    s.test = QStringLiteral("observed/D");
+    if (k == ErrorKind::Ulp && run_->has(sessionPath(layout::kCheckUlps))) s.stored = sessionPath(layout::kCheckUlps);
+    s.ref = sessionPath(layout::kCheckDReference);
+    s.test = sessionPath(layout::kObservedD);
     break;
   }
   return s;
@@ -118,7 +120,7 @@ std::pair<int64_t, int64_t> HeatmapModel::shape(ErrorQuantity q) const {
 }
 
 QString HeatmapModel::outputType() const {
-  QString t = run_->datasetAttr(QStringLiteral("output/D"), QStringLiteral("output_type"));
+  QString t = run_->datasetAttr(sessionPath(layout::kOutputD), QStringLiteral("output_type"));
   if (t.isEmpty()) t = run_->attr(QStringLiteral("output_type"));
   return t.isEmpty() ? QStringLiteral("fp32") : t.toLower();
 }
@@ -139,7 +141,7 @@ QString HeatmapModel::unit(ErrorQuantity q, ErrorKind k) const {
 }
 
 std::pair<int64_t, int64_t> HeatmapModel::tileSize() const {
-  for (const QString& p : {QStringLiteral("error/tile_max_abs"), QStringLiteral("error/tile_mean_abs")}) {
+  for (const QString& p : {sessionPath(layout::kErrorTileMaxAbs), sessionPath(layout::kErrorTileMeanAbs)}) {
     const qint64 tr = run_->datasetAttr(p, QStringLiteral("tile_rows")).toLongLong();
     const qint64 tc = run_->datasetAttr(p, QStringLiteral("tile_cols")).toLongLong();
     if (tr > 0 && tc > 0) return {tr, tc};
@@ -163,7 +165,7 @@ bool HeatmapModel::ulpFormat(const Format** fmt, double* scale) const {
     *fmt = &Format::E5M2();
   else
     return false;
-  const QString qs = run_->datasetAttr(QStringLiteral("output/D_codes"), QStringLiteral("quant_scale"));
+  const QString qs = run_->datasetAttr(sessionPath(layout::kOutputDCodes), QStringLiteral("quant_scale"));
   if (!qs.isEmpty()) *scale = qs.toDouble();
   return true;
 }
@@ -214,10 +216,8 @@ bool HeatmapModel::compute(ErrorQuantity q, ErrorKind k, int64_t r0, int64_t c0,
   g.block_cols = bc;
   g.grid_rows = (nr + br - 1) / br;
   g.grid_cols = (nc + bc - 1) / bc;
-  const size_t cells = size_t(g.grid_rows * g.grid_cols);
-  std::vector<double> acc(cells, how == CellReduce::Max ? -std::numeric_limits<double>::infinity() : 0.0);
-  std::vector<int64_t> cnt(cells, 0);
-  std::vector<uint8_t> nanCell(cells, 0);
+  // The block reduction is core's (metrics/block_reduce.h), the one SessionReader::readReduced uses.
+  BlockReducer reducer(nr, nc, br, bc, how == CellReduce::Max ? BlockReduce::Max : BlockReduce::Mean);
   const Source s = source(q, k);
   // Bands of whole cells, about 4 Mi elements each.
   const int64_t bandCells = std::max<int64_t>(1, (int64_t(1) << 22) / std::max<int64_t>(1, nc * br));
@@ -226,38 +226,16 @@ bool HeatmapModel::compute(ErrorQuantity q, ErrorKind k, int64_t r0, int64_t c0,
     const int64_t rr0 = r0 + gr0 * br;
     const int64_t rrn = std::min(r0 + nr, rr0 + bandCells * br) - rr0;
     if (!band(s, k, rr0, c0, rrn, nc, &vals, error)) return false;
-    for (int64_t i = 0; i < rrn; ++i) {
-      const int64_t gr = (rr0 - r0 + i) / br;
-      const double* row = vals.data() + i * nc;
-      for (int64_t j = 0; j < nc; ++j) {
-        const double x = row[j];
-        const size_t c = size_t(gr * g.grid_cols + j / bc);
-        if (std::isnan(x)) {
-          nanCell[c] = 1;
-          ++g.nan_elements;
-          continue;
-        }
-        if (how == CellReduce::Max)
-          acc[c] = std::max(acc[c], x);
-        else
-          acc[c] += x;
-        ++cnt[c];
-      }
-    }
+    reducer.addRows(vals.data(), rr0 - r0, rrn);
     if (progress && !progress(double(gr0 + bandCells) / double(g.grid_rows))) {
       if (error) *error = QObject::tr("cancelled");
       return false;
     }
   }
-  g.v.resize(cells);
+  g.nan_elements = reducer.nanElements();
+  g.v = reducer.finish();
   bool first = true;
-  for (size_t c = 0; c < cells; ++c) {
-    double x;
-    if (nanCell[c] || cnt[c] == 0)
-      x = std::numeric_limits<double>::quiet_NaN();
-    else
-      x = how == CellReduce::Max ? acc[c] : acc[c] / double(cnt[c]);
-    g.v[c] = x;
+  for (const double x : g.v) {
     if (std::isnan(x)) {
       ++g.nan_cells;
       continue;
@@ -336,25 +314,25 @@ VectorStats vectorStats(const Block& b) {
 }
 
 bool HeatmapModel::rowOfA(int64_t i, VectorStats* out, QString* error) const {
-  const auto [m, kk] = run_->dims(QStringLiteral("inputs/A"));
+  const auto [m, kk] = run_->dims(sessionPath(layout::inputs("A")));
   if (m == 0) {
-    if (error) *error = QObject::tr("the run did not store inputs/A");
+    if (error) *error = QObject::tr("the run did not store %1").arg(sessionPath(layout::inputs("A")));
     return false;
   }
   Block b;
-  if (!run_->read(QStringLiteral("inputs/A"), i, 0, 1, kk, &b, error)) return false;
+  if (!run_->read(sessionPath(layout::inputs("A")), i, 0, 1, kk, &b, error)) return false;
   *out = vectorStats(b);
   return true;
 }
 
 bool HeatmapModel::colOfB(int64_t j, VectorStats* out, QString* error) const {
-  const auto [kk, n] = run_->dims(QStringLiteral("inputs/B"));
+  const auto [kk, n] = run_->dims(sessionPath(layout::inputs("B")));
   if (n == 0) {
-    if (error) *error = QObject::tr("the run did not store inputs/B");
+    if (error) *error = QObject::tr("the run did not store %1").arg(sessionPath(layout::inputs("B")));
     return false;
   }
   Block b;
-  if (!run_->read(QStringLiteral("inputs/B"), 0, j, kk, 1, &b, error)) return false;
+  if (!run_->read(sessionPath(layout::inputs("B")), 0, j, kk, 1, &b, error)) return false;
   *out = vectorStats(b);
   return true;
 }

@@ -1,4 +1,5 @@
 #include "layer_step_view.h"
+#include "session_paths.h"
 
 #include "plot_util.h"
 #include "qcp.h"
@@ -33,8 +34,8 @@ namespace fp8lab::ui {
 
 namespace {
 
-const QString kBlockStats = QStringLiteral("block_stats/");
-const QString kWhatIf = QStringLiteral("what_if/");
+const QString kBlockStats = sessionPath(layout::kBlockStatsGroup) + QLatin1Char('/');
+const QString kWhatIf = sessionPath(layout::kWhatIf) + QLatin1Char('/');
 
 /// A 1-D dataset as a vector (empty when absent or unreadable).
 std::vector<double> readSeries(const RunAccess& run, const QString& path) {
@@ -157,7 +158,7 @@ std::optional<LayerStat> parseLayerStat(const QString& dataset) {
 }
 
 bool hasProbes(const RunAccess& run) {
-  return run.has(QStringLiteral("probes/steps"));
+  return run.has(sessionPath(layout::kProbesSteps));
 }
 
 QString layerStatUnit(LayerStat s) {
@@ -231,9 +232,10 @@ bool probeMatrix(const RunAccess& run, LayerStat stat, LayerStepMatrix* out, QSt
                             "transformer-lm.json; docs/training.md, \u201cProbes\u201d). Choose a per-block "
                             "statistic in the Statistic box.")
                     .arg(run.id()));
-  const std::vector<double> steps = readSeries(run, QStringLiteral("probes/steps"));
+  const std::vector<double> steps = readSeries(run, sessionPath(layout::kProbesSteps));
   if (steps.empty()) return fail(QObject::tr("Run %1 has probes but no probe steps (probes/steps).").arg(run.id()));
-  const QString name = layerStatDataset(stat), prefix = QStringLiteral("probes/"), suffix = QLatin1Char('/') + name;
+  const QString name = layerStatDataset(stat), prefix = sessionPath(layout::kProbes) + QLatin1Char('/'),
+                suffix = QLatin1Char('/') + name;
   QStringList tensors;
   for (const QString& d : run.datasets())
     if (d.startsWith(prefix) && d.endsWith(suffix)) {
@@ -258,7 +260,7 @@ bool probeMatrix(const RunAccess& run, LayerStat stat, LayerStepMatrix* out, QSt
   };
   std::vector<Pending> rows;
   auto link = [&run](const QString& op) {
-    return run.has(QStringLiteral("history/") + op + QStringLiteral("/amax")) ? op : QString();
+    return run.has(sessionPath(layout::historyAmax(layoutName(op)))) ? op : QString();
   };
   const double f = layerStatFactor(stat);
   for (const QString& t : tensors) {
@@ -368,7 +370,7 @@ bool layerStepMatrix(const RunAccess& run, LayerStat stat, const QString& recipe
   }
   if (!whatIfRecipes(run).contains(recipe))
     return fail(QObject::tr("Run %1 has no what-if recipe '%2'.").arg(run.id(), recipe));
-  const std::vector<double> steps = readSeries(run, QStringLiteral("what_if/steps"));
+  const std::vector<double> steps = readSeries(run, sessionPath(layout::kWhatIfSteps));
   if (steps.empty()) return fail(QObject::tr("Run %1 has what-if recipes but no what_if/steps.").arg(run.id()));
   const size_t n = steps.size();
   for (double s : steps) out->steps.push_back(int64_t(s));
@@ -401,7 +403,7 @@ std::vector<OperandRanking> recipeRanking(const RunAccess& run) {
   std::vector<OperandRanking> out;
   const QStringList recipes = whatIfRecipes(run);
   if (recipes.isEmpty()) return out;
-  const std::vector<double> steps = readSeries(run, QStringLiteral("what_if/steps"));
+  const std::vector<double> steps = readSeries(run, sessionPath(layout::kWhatIfSteps));
   auto score = [](const QString& recipe, const std::vector<double>& v) {
     RecipeScore s;
     s.recipe = recipe;
@@ -1284,7 +1286,8 @@ void LayerStepView::fillRanking() {
   ranking_table_->setVerticalHeaderLabels(vhead);
   ranking_table_->resizeColumnsToContents();
   ranking_table_->show();
-  const int n = int(m_.recipe.isEmpty() ? readSeries(*run_, QStringLiteral("what_if/steps")).size() : m_.steps.size());
+  const int n =
+      int(m_.recipe.isEmpty() ? readSeries(*run_, sessionPath(layout::kWhatIfSteps)).size() : m_.steps.size());
   ranking_note_->setText(
       hasTrainedBlockStats(*run_)
           ? tr("Recipes per operand by mean SQNR over the %n what-if step(s), best first (the recipe "

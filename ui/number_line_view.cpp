@@ -1,4 +1,5 @@
 #include "number_line_view.h"
+#include "session_paths.h"
 
 #include "run_access.h"
 
@@ -177,16 +178,17 @@ void NumberLineView::setSession(SessionDocument* s) {
 QStringList histogramTensors(const RunAccess& run) {
   QStringList out;
   auto twoD = [&run](const QString& p) { return run.has(p) && run.shape(p).size() == 2; };
-  for (const QString& p : {QStringLiteral("inputs/A"), QStringLiteral("inputs/B")})
+  for (const QString& p : {sessionPath(layout::inputs("A")), sessionPath(layout::inputs("B"))})
     if (twoD(p)) out << p;
   QStringList weights, stored;
   for (const QString& d : run.datasets()) {
     // The MLP's weights/<fcN>/kernel; a language model's weights/<module>.weight (2-D: the Linear
     // weights and the embeddings).
-    if (d.startsWith(QStringLiteral("weights/")) &&
+    if (d.startsWith(sessionPath(layout::kWeightsGroup) + QLatin1Char('/')) &&
         (d.endsWith(QStringLiteral("/kernel")) || d.endsWith(QStringLiteral(".weight"))) && twoD(d))
       weights << d;
-    if (run.type() == QStringLiteral("checkpoint") && d.startsWith(QStringLiteral("quantized/")) &&
+    if (run.type() == QStringLiteral("checkpoint") &&
+        d.startsWith(sessionPath(layout::kQuantizedGroup) + QLatin1Char('/')) &&
         d.endsWith(QStringLiteral("_dequantized")) && twoD(d))
       stored << d;
   }
@@ -195,7 +197,7 @@ QStringList histogramTensors(const RunAccess& run) {
   if (!sites.isEmpty()) {
     // In the model's order: embeddings, then block by block, the head last.
     auto module = [](const QString& p) {
-      QString m = p.mid(QStringLiteral("weights/").size());
+      QString m = p.mid(qsizetype(layout::weights(std::string()).size()));
       if (m.endsWith(QStringLiteral("/kernel"))) m.chop(int(QStringLiteral("/kernel").size()));
       if (m.endsWith(QStringLiteral(".weight"))) m.chop(int(QStringLiteral(".weight").size()));
       return m;

@@ -1,6 +1,7 @@
 #include "run_model.h"
 
 #include "block_stats.h"
+#include "session_paths.h"
 #include "run_access.h"
 #include "session_document.h"
 
@@ -22,17 +23,18 @@ RunCaps recordCaps(const RunRecord& r) {
 RunCaps datasetCaps(const QStringList& datasets) {
   // The top-level groups of docs/session-format.md that a view needs, one capability each.
   static const struct {
-    const char* prefix;
+    const char* group;
     RunCap cap;
-  } groups[] = {{"error/", RunCap::GemmError},
-                {"block_stats/", RunCap::BlockStats},
-                {"history/", RunCap::Histories},
-                {"attention/", RunCap::AttentionProbes}};
+  } groups[] = {{layout::kErrorGroup, RunCap::GemmError},
+                {layout::kBlockStatsGroup, RunCap::BlockStats},
+                {layout::kHistoryGroup, RunCap::Histories},
+                {layout::kAttentionGroup, RunCap::AttentionProbes}};
   RunCaps c;
+  const QString observed = sessionPath(layout::kObservedD);
   for (const QString& d : datasets) {
     for (const auto& g : groups)
-      if (d.startsWith(QLatin1String(g.prefix))) c |= g.cap;
-    if (d == QLatin1String("observed/D")) c |= RunCap::KernelCheck;
+      if (d.startsWith(sessionPath(g.group) + QLatin1Char('/'))) c |= g.cap;
+    if (d == observed) c |= RunCap::KernelCheck;
   }
   return c;
 }

@@ -1,4 +1,5 @@
 #include "scale_evolution_view.h"
+#include "session_paths.h"
 
 #include "plot_util.h"
 #include "qcp.h"
@@ -264,7 +265,7 @@ void ScaleEvolutionView::setShowAmax(bool on) {
 
 QList<int64_t> ScaleEvolutionView::saturationSteps(const QString& tensor) const {
   QList<int64_t> out;
-  const auto s = readVec(run_.get(), QStringLiteral("history/%1/saturated").arg(tensor));
+  const auto s = readVec(run_.get(), sessionPath(layout::historySaturated(layoutName(tensor))));
   for (size_t i = 0; i < s.size(); ++i)
     if (s[i] > 0) out << int64_t(i);
   return out;
@@ -331,15 +332,16 @@ void ScaleEvolutionView::draw() {
   int64_t maxSteps = 0;
   bool anyScale = false, mainSat = false, cmpSat = false;
   auto addSeries = [&](const RunAccess* r, const QString& t, int colour, bool dashed) {
-    const QString g = QStringLiteral("history/") + t;
+    const std::string op = layoutName(t);
+    const QString g = sessionPath(layout::history(op));
     const QString who = dashed ? runName(r) + QStringLiteral(" ") : QString();
-    std::vector<double> sc = readVec(r, g + (quant_ ? QStringLiteral("/quant_scale") : QStringLiteral("/scale")));
+    std::vector<double> sc = readVec(r, sessionPath(quant_ ? layout::historyQuantScale(op) : layout::historyScale(op)));
     if (sc.empty() && quant_) {
-      const auto d = readVec(r, g + QStringLiteral("/scale"));
+      const auto d = readVec(r, sessionPath(layout::historyScale(op)));
       for (double x : d) sc.push_back(x > 0 ? 1.0 / x : std::nan(""));
     }
-    const auto am = readVec(r, g + QStringLiteral("/amax"));
-    const auto sat = readVec(r, g + QStringLiteral("/saturated"));
+    const auto am = readVec(r, sessionPath(layout::historyAmax(op)));
+    const auto sat = readVec(r, sessionPath(layout::historySaturated(op)));
     maxSteps = std::max<int64_t>(maxSteps, int64_t(std::max(sc.size(), am.size())));
     const QColor c = colors::series(colour);
     if (!sc.empty()) {
@@ -351,7 +353,7 @@ void ScaleEvolutionView::draw() {
       gr->setData(x, y, true);
       anyScale = true;
     } else if (isScaled(r)) {
-      missing << tr("%1 of %2").arg(g + QStringLiteral("/scale"), r->id());
+      missing << tr("%1 of %2").arg(sessionPath(layout::historyScale(op)), r->id());
     }
     if (show_amax_ && !am.empty()) {
       QVector<double> x(int(am.size())), y(int(am.size()));
@@ -384,16 +386,16 @@ void ScaleEvolutionView::draw() {
   };
   for (int i = 0; i < checked.size(); ++i) {
     addSeries(run_.get(), checked[i], i, false);
-    if (cmp_ && cmp_->has(QStringLiteral("history/%1/amax").arg(checked[i])))
+    if (cmp_ && cmp_->has(sessionPath(layout::historyAmax(layoutName(checked[i])))))
       addSeries(cmp_.get(), checked[i], i, true);
   }
   if (!anyScale && show_amax_) ty->setLabel(tr("amax (max |x|, tensor units)"));
   // Loss below.
   std::vector<std::pair<QString, QPen>> losses;
   auto addLoss = [&](const RunAccess* r, bool dashed) {
-    const auto loss = readVec(r, QStringLiteral("training/loss"));
+    const auto loss = readVec(r, sessionPath(layout::kTrainingLoss));
     if (loss.empty()) {
-      missing << tr("training/loss of %1").arg(r->id());
+      missing << tr("%1 of %2").arg(sessionPath(layout::kTrainingLoss), r->id());
       return;
     }
     maxSteps = std::max<int64_t>(maxSteps, int64_t(loss.size()));
@@ -472,14 +474,14 @@ QString ScaleEvolutionView::csv() const {
   std::vector<std::vector<double>> cols;
   QStringList head{QStringLiteral("step")};
   for (const QString& t : ts) {
-    const QString g = QStringLiteral("history/") + t;
+    const std::string op = layoutName(t);
     head << t + QStringLiteral(" amax") << t + QStringLiteral(" dequant_scale") << t + QStringLiteral(" saturated");
-    cols.push_back(readVec(run_.get(), g + QStringLiteral("/amax")));
-    cols.push_back(readVec(run_.get(), g + QStringLiteral("/scale")));
-    cols.push_back(readVec(run_.get(), g + QStringLiteral("/saturated")));
+    cols.push_back(readVec(run_.get(), sessionPath(layout::historyAmax(op))));
+    cols.push_back(readVec(run_.get(), sessionPath(layout::historyScale(op))));
+    cols.push_back(readVec(run_.get(), sessionPath(layout::historySaturated(op))));
   }
   head << QStringLiteral("loss");
-  cols.push_back(readVec(run_.get(), QStringLiteral("training/loss")));
+  cols.push_back(readVec(run_.get(), sessionPath(layout::kTrainingLoss)));
   size_t n = 0;
   for (const auto& c : cols) n = std::max(n, c.size());
   if (n == 0) return {};

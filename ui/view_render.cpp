@@ -1,4 +1,5 @@
 #include "view_render.h"
+#include "session_paths.h"
 
 #include "amax_history_view.h"
 #include "attention_view.h"
@@ -275,7 +276,9 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
   QList<Job> jobs;
   auto hasBlockStats = [](const RunAccess& a) {
     for (const QString& d : a.datasets())
-      if (d.startsWith(QStringLiteral("block_stats/")) || d.startsWith(QStringLiteral("what_if/"))) return true;
+      if (d.startsWith(sessionPath(layout::kBlockStatsGroup) + QLatin1Char('/')) ||
+          d.startsWith(sessionPath(layout::kWhatIf) + QLatin1Char('/')))
+        return true;
     return false;
   };
   // The diagnostic views of a run with per-block statistics: the layer × step map (training) and
@@ -285,7 +288,7 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
   auto addDiagnostics = [&](const std::shared_ptr<RunAccess>& a) {
     // The attention snapshots of a language-model run: --operand names the layer (blocks.<l>),
     // --step the snapshot nearest it.
-    if (a->has(QStringLiteral("attention/steps")) && wants(QStringLiteral("attention"))) {
+    if (a->has(sessionPath(layout::kAttentionSteps)) && wants(QStringLiteral("attention"))) {
       const QStringList blocks = attentionBlocks(*a);
       if (!req.operand.isEmpty() && !blocks.contains(req.operand) && req.views.contains(QStringLiteral("attention")) &&
           choice_error.isEmpty())
@@ -307,7 +310,7 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
                       return std::unique_ptr<View>(std::move(v));
                     }};
     }
-    const bool probes = a->has(QStringLiteral("probes/steps"));
+    const bool probes = a->has(sessionPath(layout::kProbesSteps));
     if (!hasBlockStats(*a) && !probes) return;
     if (a->type() == QStringLiteral("training") && wants(QStringLiteral("layers"))) {
       if (!req.recipe.isEmpty() && !whatIfRecipes(*a).contains(req.recipe) && choice_error.isEmpty())
@@ -358,7 +361,7 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
                       return std::unique_ptr<View>(std::move(v));
                     }};
       // A kernel check (runs with an observed D): observed − reference and the ULP histogram.
-      if (wants(QStringLiteral("kernel_check")) && a->has(QStringLiteral("observed/D")))
+      if (wants(QStringLiteral("kernel_check")) && a->has(sessionPath(layout::kObservedD)))
         jobs << Job{a->id(), QStringLiteral("kernel_check"), [a] {
                       auto v = std::make_unique<ErrorHeatmapView>();
                       v->setRunAccess(a);
@@ -371,7 +374,7 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
       // of each block ("block_error-A").
       if (wants(QStringLiteral("block_scales")))
         for (const char op : {'A', 'B'}) {
-          const QString p = QStringLiteral("quantized/") + QLatin1Char(op);
+          const QString p = sessionPath(layout::quantized(std::string(1, op)));
           if (!a->has(p + QStringLiteral("_scale_codes"))) continue;
           const QString suffix = QStringLiteral("-") + QLatin1Char(op);
           jobs << Job{a->id(), QStringLiteral("block_scales") + suffix,
@@ -382,7 +385,7 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
                         return std::unique_ptr<View>(std::move(v));
                       },
                       QStringLiteral("block_scales")};
-          if (a->has(QStringLiteral("inputs/") + QLatin1Char(op)) && a->has(p + QStringLiteral("_dequantized")) &&
+          if (a->has(sessionPath(layout::inputs(std::string(1, op)))) && a->has(p + QStringLiteral("_dequantized")) &&
               a->has(p + QStringLiteral("_scales")))
             jobs << Job{a->id(), QStringLiteral("block_error") + suffix,
                         [a, op] {
@@ -401,7 +404,7 @@ bool renderViews(const RenderRequest& req, QList<RenderedFile>* written, QString
                       v->setRunAccess(a);
                       // Prefer a tensor with a recorded window (delayed scaling).
                       for (const QString& t : v->tensors())
-                        if (a->has(QStringLiteral("history/%1/amax_history").arg(t))) {
+                        if (a->has(sessionPath(layout::historyAmaxHistory(layoutName(t))))) {
                           v->setTensor(t);
                           break;
                         }

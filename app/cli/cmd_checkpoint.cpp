@@ -6,6 +6,7 @@
 //                                                    (the MLP, or a language model by its sites)
 //   checkpoint import FILE --out SESSION.h5 [--tensor T]... [--what-if IDS]   a run of the session
 #include "cli_util.h"
+#include "session/session_layout.h"
 #include "cmd_run.h"
 #include "command.h"
 
@@ -227,10 +228,10 @@ bool transformerTensors(const Run& run, const std::string& sites, Fp8ScaleLayout
   std::set<std::string> linear;
   for (const QString& site : qs(sites).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
     const std::string name = site.trimmed().toStdString();
-    const Dataset* w = run.find("weights/" + name + ".weight");
+    const Dataset* w = run.find(fp8lab::layout::weights(name + ".weight"));
     if (!w || name == "lm_head") continue; // attention matmuls have no weight; the head stays F32
     if (w->shape.size() != 2) {
-      *why = "weights/" + name + ".weight is not 2-D [in, out]";
+      *why = fp8lab::layout::weights(name + ".weight") + " is not 2-D [in, out]";
       return false;
     }
     const int64_t in = w->shape[0], out = w->shape[1];
@@ -246,7 +247,7 @@ bool transformerTensors(const Run& run, const std::string& sites, Fp8ScaleLayout
                                {QStringLiteral("scales"), qint64(q.dequant_scales.size())},
                                {QStringLiteral("saturated"), qint64(q.stats.saturated)}});
   }
-  const std::string prefix = "weights/";
+  const std::string prefix = std::string(fp8lab::layout::kWeightsGroup) + "/";
   for (const auto& [path, d] : run.datasets) {
     if (path.rfind(prefix, 0) != 0) continue;
     const std::string name = path.substr(prefix.size());
@@ -313,7 +314,7 @@ int runExport(const QStringList& pos, const QCommandLineParser& p, bool json) {
   }
   for (int l = 1; !lm; ++l) {
     const std::string name = "fc" + std::to_string(l);
-    if (!run.value.find("weights/" + name + "/kernel")) break;
+    if (!run.value.find(fp8lab::layout::weights(name + "/kernel"))) break;
     auto w = trainedWeightsFromRun(run.value, name);
     if (!w.ok()) return fail(qs(w.errors()));
     const LayerWeights& lw = w.value;
@@ -350,7 +351,7 @@ int runExport(const QStringList& pos, const QCommandLineParser& p, bool json) {
     for (const QJsonValue& v : layers) quantized << v.toObject().value(QStringLiteral("name")).toString();
     meta["model"] = "transformer";
     meta["quantized_modules"] = quantized.join(QLatin1Char(',')).toStdString();
-    meta["tied_embeddings"] = run.value.find("weights/lm_head.weight") ? "false" : "true";
+    meta["tied_embeddings"] = run.value.find(fp8lab::layout::weights("lm_head.weight")) ? "false" : "true";
   }
   const Status st = writeSafetensors(outPath.toStdString(), std::move(tensors), meta);
   if (!st.ok()) return fail(qs(st.errors()));

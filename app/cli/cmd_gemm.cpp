@@ -3,6 +3,7 @@
 // backend (core/gemm) or the GPU (gpu/, --backend; backend_choice.h) and print quantization vs
 // accumulation vs total error (core/metrics).
 #include "backend_choice.h"
+#include "session/session_layout.h"
 #include "cli_util.h"
 #include "cmd_run.h"
 #include "command.h"
@@ -364,7 +365,7 @@ int runGemm(const QStringList& args) {
       QJsonObject ops;
       for (const auto& [name, st] : {std::pair{"A", &r.a_stats}, std::pair{"B", &r.b_stats}}) {
         Json op = operandStatsJson(*st);
-        if (auto q = res.value.getQuantized(std::string("quantized/") + name); q.ok()) addScalesJson(op, q.value);
+        if (auto q = res.value.getQuantized(layout::quantized(name)); q.ok()) addScalesJson(op, q.value);
         ops[QString::fromLatin1(name)] = toQJson(op);
       }
       j[QStringLiteral("operands")] = ops;

@@ -1,6 +1,7 @@
 // fp8lab-cli — the training path of `run` / `rerun` (see run_training.h): a terminal front end
 // over core/experiment's training runner.
 #include "run_training.h"
+#include "session/session_layout.h"
 
 #include "cli_util.h"
 #include "cmd_run.h"
@@ -194,16 +195,18 @@ int runTrainingExperiment(const Json& config, const ConfigPath& at, const JsonDo
                    attrString(run.attrs, "status").value_or("") == "stopped_nonfinite"
                        ? "; run stopped (on_nonfinite stop)"
                        : "");
-    if (lines && run.group_attrs.count("what_if")) {
+    if (lines && run.group_attrs.count(layout::kWhatIf)) {
       // one line per run: the mean SQNR over every operand and what-if step, per recipe and the
       // recipe that trained, best first
-      const Dataset* steps = run.find("what_if/steps");
+      const Dataset* steps = run.find(layout::kWhatIfSteps);
       std::map<std::string, std::pair<double, int>> mean; // recipe → (Σ, n)
       for (const auto& [path, d] : run.datasets) {
-        const bool wi = path.rfind("what_if/", 0) == 0, bs = path.rfind("block_stats/", 0) == 0;
+        const std::string wi_prefix = std::string(layout::kWhatIf) + "/";
+        const bool wi = path.rfind(wi_prefix, 0) == 0,
+                   bs = path.rfind(std::string(layout::kBlockStatsGroup) + "/", 0) == 0;
         if ((!wi && !bs) || path.size() < 8 || path.compare(path.size() - 8, 8, "/sqnr_db") != 0) continue;
         std::string recipe = "trained";
-        if (wi) recipe = path.substr(8, path.find('/', 8) - 8);
+        if (wi) recipe = path.substr(wi_prefix.size(), path.find('/', wi_prefix.size()) - wi_prefix.size());
         auto& m = mean[recipe];
         if (wi) {
           for (float v : d.f32)

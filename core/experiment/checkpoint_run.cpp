@@ -1,5 +1,6 @@
 // FP8 Lab — an FP8 checkpoint as a session run (see checkpoint_run.h).
 #include "experiment/checkpoint_run.h"
+#include "session/session_layout.h"
 
 #include "io/fp8_checkpoint.h"
 #include "io/json_document.h"
@@ -148,10 +149,10 @@ Result<Run> checkpointRun(const std::string& path, const std::string& run_id, co
     res.merge(q); // its warnings (NaN codes)
     const QuantizedTensor& t = q.value;
     const std::vector<float> x = t.dequantize();
-    run.putQuantized("quantized/" + n, t, "FP8 weight " + n + " as stored in " + path);
+    run.putQuantized(layout::quantized(n), t, "FP8 weight " + n + " as stored in " + path);
     const auto entry = std::find_if(listed.value.begin(), listed.value.end(),
                                     [&](const Fp8CheckpointEntry& e) { return e.name == n; });
-    putBlockStatsSeries(run, "block_stats/" + n,
+    putBlockStatsSeries(run, layout::blockStats(n),
                         oneStep(n, "stored " + entry->layout + " (" + entry->scale_name + ")", x.data(), t, true), 1);
     for (const WhatIfRecipe& r : opt.what_if) {
       std::vector<float> src;
@@ -165,18 +166,18 @@ Result<Run> checkpointRun(const std::string& path, const std::string& run_id, co
       Attributes a;
       a["recipe"] = r.id;
       a["semantics"] = r.semantics;
-      putBlockStatsSeries(run, "what_if/" + r.id + "/" + n,
+      putBlockStatsSeries(run, layout::whatIf(r.id, n),
                           oneStep(n, r.describe(t.format == &Format::E5M2()), src.data(), w, false), 0, a);
     }
   }
   if (!opt.what_if.empty()) {
-    run.datasets["what_if/steps"] = Dataset::int64({1}, {0}, "steps", "one step: the checkpoint as stored");
+    run.datasets[layout::kWhatIfSteps] = Dataset::int64({1}, {0}, "steps", "one step: the checkpoint as stored");
     Attributes wa;
     wa["every"] = int64_t{1};
     wa["recipes"] = ids;
     wa["meaning"] =
         std::string("each weight, dequantized, re-quantized under other recipes: what they would have stored");
-    run.group_attrs["what_if"] = wa;
+    run.group_attrs[layout::kWhatIf] = wa;
   }
   return res;
 }
@@ -202,11 +203,11 @@ std::vector<CheckpointSqnr> checkpointRunSqnr(const Run& run) {
     if (!t.is_string()) continue;
     CheckpointSqnr row;
     row.tensor = t.get<std::string>();
-    const auto stored = first("block_stats/" + row.tensor + "/sqnr_db");
+    const auto stored = first(layout::blockStats(row.tensor, "sqnr_db"));
     if (!stored) continue;
     row.stored_db = *stored;
     for (const std::string& id : ids)
-      if (const auto v = first("what_if/" + id + "/" + row.tensor + "/sqnr_db")) row.what_if_db.emplace_back(id, *v);
+      if (const auto v = first(layout::whatIf(id, row.tensor, "sqnr_db"))) row.what_if_db.emplace_back(id, *v);
     out.push_back(std::move(row));
   }
   return out;

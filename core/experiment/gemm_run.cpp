@@ -1,5 +1,6 @@
 // FP8 Lab — the GEMM error experiment (see gemm_run.h).
 #include "experiment/gemm_run.h"
+#include "session/session_layout.h"
 
 #include "experiment/gemm_operands.h"
 #include "experiment/operand_checks.h"
@@ -466,8 +467,8 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     char mask[8];
     std::snprintf(mask, sizeof mask, "0x%04X", unsigned(nva->rht_sign_mask));
     run.attrs["rotation"] = "both operands rotated along K by R = diag(s)·H16/4 (sign mask " + std::string(mask) +
-                            ", BF16-rounded) before quantizing; quantized/* hold the rotated operands, "
-                            "reference/D is the product of the unrotated inputs";
+                            ", BF16-rounded) before quantizing; quantized/* hold the rotated operands, " +
+                            layout::kReferenceD + " is the product of the unrotated inputs";
   }
   if (pre_a || pre_b)
     run.attrs["pre_quantized"] =
@@ -535,50 +536,51 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     s.setShape(map);
     s.map_steps.push_back(0);
     s.maps.push_back(std::move(map));
-    putBlockStatsSeries(run, std::string("block_stats/") + name, s, 1);
+    putBlockStatsSeries(run, layout::blockStats(name), s, 1);
   };
   putOperandBlockStats(A, ra, qa, "A", name_a);
   putOperandBlockStats(B, rb, qb, "B", name_b);
   // From here on the big arrays move into the run's datasets (no copies: a 4096³ run holds each
   // once). The operands are last read above.
   if (cfg.store_inputs) {
-    auto put = [&](const char* path, GemmOperand& op, const char* meaning) {
+    auto put = [&](const std::string& path, GemmOperand& op, const char* meaning) {
       if (op.is64)
         run.datasets[path] = Dataset::float64({op.rows, op.cols}, std::move(op.f64), "1", meaning);
       else
         run.datasets[path] = Dataset::float32({op.rows, op.cols}, std::move(op.f32), "1", meaning);
       run.datasets[path].attrs["origin"] = op.origin;
     };
-    put("inputs/A", A,
+    put(layout::inputs("A"), A,
         pre_a ? "operand A [M,K]: the dequantized pre-quantized codes (no unquantized input)"
               : "operand A [M,K] before quantization");
-    put("inputs/B", B,
+    put(layout::inputs("B"), B,
         pre_b ? "operand B [K,N]: the dequantized pre-quantized codes (no unquantized input)"
               : "operand B [K,N] before quantization");
     if (cfg.gemm.c && cfg.gemm.beta != 0.0f)
-      run.putFloat32("inputs/C", *cfg.gemm.c, m, n, "1", "epilogue matrix C [M,N] of beta·C (BF16 values)");
+      run.putFloat32(layout::inputs("C"), *cfg.gemm.c, m, n, "1", "epilogue matrix C [M,N] of beta·C (BF16 values)");
     if (cfg.gemm.bias)
-      run.putFloat32("inputs/bias", *cfg.gemm.bias, 1, n, "1", "epilogue bias [N], added to every row (BF16 values)");
+      run.putFloat32(layout::inputs("bias"), *cfg.gemm.bias, 1, n, "1",
+                     "epilogue bias [N], added to every row (BF16 values)");
   }
   if (cfg.store_quantized) {
-    run.putQuantized("quantized/A", qa, "operand A");
-    run.putQuantized("quantized/B", qb, "operand B");
+    run.putQuantized(layout::quantized("A"), qa, "operand A");
+    run.putQuantized(layout::quantized("B"), qb, "operand B");
     if (rotated) {
       // What the Hadamard presets quantized: the operands rotated along K (the codes' basis).
-      run.putFloat32("quantized/A_rotated", std::vector<float>(ra.begin(), ra.end()), m, k, "1",
+      run.putFloat32(layout::quantizedRotated("A"), std::vector<float>(ra.begin(), ra.end()), m, k, "1",
                      "operand A rotated along K by R = diag(s)·H16/4 (BF16), the tensor quantized/A_codes encode");
-      run.putFloat32("quantized/B_rotated", std::vector<float>(rb.begin(), rb.end()), k, n, "1",
+      run.putFloat32(layout::quantizedRotated("B"), std::vector<float>(rb.begin(), rb.end()), k, n, "1",
                      "operand B rotated along K by R = diag(s)·H16/4 (BF16), the tensor quantized/B_codes encode");
     }
   }
-  auto& d = run.putFloat32("output/D", std::move(out.d), m, n, "1",
+  auto& d = run.putFloat32(layout::kOutputD, std::move(out.d), m, n, "1",
                            std::string(hasEpilogue(cfg.gemm) ? "D = alpha · (A_q · B_q) + beta · C + bias on the "
                                                              : "D = A_q · B_q on the ") +
                                run.backend + " backend, " + toString(cfg.gemm.accumulation) + " accumulation, output " +
                                toString(cfg.gemm.output) + " (as float32 values)");
   d.attrs["output_type"] = std::string(toString(cfg.gemm.output));
   if (!out.d_codes.empty()) {
-    auto& dc = run.datasets["output/D_codes"];
+    auto& dc = run.datasets[layout::kOutputDCodes];
     dc = Dataset::uint8({m, n}, std::move(out.d_codes), "code", "FP8 codes of D (before dividing by scale_D)");
     dc.attrs["format"] = std::string(toString(cfg.gemm.output));
     dc.attrs["quant_scale"] = static_cast<double>(cfg.gemm.output_quant_scale);
@@ -586,23 +588,23 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     dc.attrs["block_rows"] = m;
     dc.attrs["block_cols"] = n;
   }
-  run.datasets["reference/D"] =
+  run.datasets[layout::kReferenceD] =
       Dataset::float64({m, n}, std::move(ref), "1",
                        pre_a || pre_b ? "ideal D: float64 product of the operands (k ascending); pre-quantized "
                                         "operands enter dequantized, as there is no unquantized input"
                                       : "ideal D: float64 product of the unquantized operands (k ascending)");
-  run.datasets["reference/D_quantized_exact"] =
+  run.datasets[layout::kReferenceDQuantizedExact] =
       Dataset::float64({m, n}, std::move(ex.quantized_exact), "1",
                        "dequant(A_q) . dequant(B_q) in float64: D without accumulation or output error");
   if (cfg.store_error_maps) {
-    run.putFloat32("error/abs", std::move(abs_map), m, n, "1",
+    run.putFloat32(layout::kErrorAbs, std::move(abs_map), m, n, "1",
                    "|D - reference| per element (NaN where either is non-finite)");
-    run.putFloat32("error/rel", std::move(rel_map), m, n, "1",
+    run.putFloat32(layout::kErrorRel, std::move(rel_map), m, n, "1",
                    "|D - reference| / |reference| per element (NaN where reference is 0 and D is not)");
   }
-  auto& tm = run.putFloat32("error/tile_mean_abs", tiles.mean, tiles.grid_rows, tiles.grid_cols, "1",
+  auto& tm = run.putFloat32(layout::kErrorTileMeanAbs, tiles.mean, tiles.grid_rows, tiles.grid_cols, "1",
                             "mean |D - reference| per tile of tile_rows x tile_cols");
-  auto& tx = run.putFloat32("error/tile_max_abs", tiles.max, tiles.grid_rows, tiles.grid_cols, "1",
+  auto& tx = run.putFloat32(layout::kErrorTileMaxAbs, tiles.max, tiles.grid_rows, tiles.grid_cols, "1",
                             "max |D - reference| per tile of tile_rows x tile_cols");
   for (Dataset* t : {&tm, &tx}) {
     t->attrs["tile_rows"] = tiles.tile_rows;

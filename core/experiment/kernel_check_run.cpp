@@ -1,5 +1,6 @@
 // FP8 Lab — the kernel check of a GEMM run (kernel_check_run.h).
 #include "experiment/kernel_check_run.h"
+#include "session/session_layout.h"
 
 #include "formats/format.h"
 #include "io/json_document.h"
@@ -114,31 +115,31 @@ KernelCheckResult runKernelCheck(const QuantizedTensor& a, const QuantizedTensor
   const OutputComparison& c = res.comparison;
   const std::string ot = toString(base.output);
 
-  auto& od = run.putFloat32("observed/D", observed.values, m, n, "1",
+  auto& od = run.putFloat32(layout::kObservedD, observed.values, m, n, "1",
                             "the kernel's output D [M,N] as values of the output type " + ot +
                                 " (FP8 codes: decode(code) / scale_D)");
   od.attrs["origin"] = observed.origin;
   od.attrs["output_type"] = ot;
   if (!observed.codes.empty()) {
-    auto& oc = run.datasets["observed/D_codes"];
+    auto& oc = run.datasets[layout::kObservedDCodes];
     oc = Dataset::uint8({m, n}, observed.codes, "code", "the kernel's FP8 output codes (of D · scale_D)");
     oc.attrs["format"] = ot;
     oc.attrs["quant_scale"] = static_cast<double>(base.output_quant_scale);
   }
-  auto& rd = run.putFloat32("check/D_reference", res.reference_d, m, n, "1",
+  auto& rd = run.putFloat32(layout::kCheckDReference, res.reference_d, m, n, "1",
                             "D of the reference model the check compares with (" + res.reference.name() +
                                 "), values of the output type " + ot);
   rd.attrs["model"] = res.reference.name();
   rd.attrs["model_key"] = res.reference.key();
   if (!res.maps.diff.empty()) {
-    run.putFloat32("check/diff", std::move(res.maps.diff), m, n, "1",
+    run.putFloat32(layout::kCheckDiff, std::move(res.maps.diff), m, n, "1",
                    "observed - reference per element (NaN where either is not finite)");
-    run.putFloat32("check/ulps", std::move(res.maps.ulps), m, n, "ULP of " + ot,
+    run.putFloat32(layout::kCheckUlps, std::move(res.maps.ulps), m, n, "ULP of " + ot,
                    "distance of observed and reference in units in the last place of the output type " + ot +
                        " (NaN where either is not finite)");
   }
   {
-    auto& h = run.datasets["check/ulp_histogram"];
+    auto& h = run.datasets[layout::kCheckUlpHistogram];
     h = Dataset::int64({int64_t(c.ulp_histogram.size())}, c.ulp_histogram, "count",
                        "finite elements by ULP distance from the reference: bin 0 = 0 ULP, 1 = 1, 2 = 2, bin b >= 3 "
                        "= (2^(b-2), 2^(b-1)] ULP; labels in attribute bin_labels");
@@ -163,25 +164,25 @@ KernelCheckResult runKernelCheck(const QuantizedTensor& a, const QuantizedTensor
       names.push_back(mf.model.name());
       keys.push_back(mf.model.key());
     }
-    run.datasets["check/models/identical"] =
+    run.datasets[layout::checkModels("identical")] =
         Dataset::int64({k}, identical, "count", "elements identical to each model's D (model i: attribute names[i])");
-    run.datasets["check/models/identical_share"] =
+    run.datasets[layout::checkModels("identical_share")] =
         Dataset::float64({k}, shares, "1", "share of elements identical to each model's D");
-    run.datasets["check/models/max_ulps"] =
+    run.datasets[layout::checkModels("max_ulps")] =
         Dataset::float64({k}, maxu, "ULP of " + ot, "max ULP distance from each model's D (finite pairs)");
-    run.datasets["check/models/median_ulps"] =
+    run.datasets[layout::checkModels("median_ulps")] =
         Dataset::float64({k}, medu, "ULP of " + ot, "median ULP distance from each model's D (finite pairs)");
-    run.datasets["check/models/mean_ulps"] =
+    run.datasets[layout::checkModels("mean_ulps")] =
         Dataset::float64({k}, meanu, "ULP of " + ot, "mean ULP distance from each model's D (finite pairs)");
-    run.datasets["check/models/nonfinite_mismatches"] =
+    run.datasets[layout::checkModels("nonfinite_mismatches")] =
         Dataset::int64({k}, nonfinite, "count", "NaN / Inf mismatches with each model's D");
-    Attributes& ma = run.group_attrs["check/models"];
+    Attributes& ma = run.group_attrs[layout::kCheckModels];
     ma["names"] = names.dump();
     ma["keys"] = keys.dump();
     ma["meaning"] = std::string("the CPU reference's accumulation models on the run's operands, output type and "
                                 "epilogue, each compared with the observed output on all of D");
   }
-  Attributes& g = run.group_attrs["check"];
+  Attributes& g = run.group_attrs[layout::kCheck];
   g["verdict"] = res.verdict.line;
   g["passed"] = int64_t(res.verdict.passed ? 1 : 0);
   g["reference"] = res.reference.name();

@@ -1,5 +1,6 @@
 // FP8 Lab — what a session says about the choice of a recipe (session_decision.h).
 #include "experiment/session_decision.h"
+#include "session/session_layout.h"
 
 #include "io/json_document.h"
 
@@ -96,20 +97,22 @@ AdviceTable adviceTable(const RunInfo& ri, const DatasetSource& read) {
   for (std::string g; std::getline(ss, g, ',');)
     if (!g.empty()) names.push_back(g);
   std::map<std::string, std::optional<Dataset>> ds;
-  for (const char* p : {"advice/delta", "advice/spread", "advice/share", "advice/sqnr_db", "advice/keep_high"})
+  for (const char* series : {"delta", "spread", "share", "sqnr_db", "keep_high"}) {
+    const std::string p = layout::advice(series);
     ds[p] = read ? read(ri.id, p) : std::nullopt;
+  }
   for (size_t i = 0; i < names.size(); ++i) {
     AdviceGroupRow row;
     row.group = names[i];
-    auto at = [&](const char* p) {
+    auto at = [&](const std::string& p) {
       const auto& d = ds[p];
       return d && int64_t(i) < d->elementCount() ? d->valueAt(int64_t(i)) : NAN;
     };
-    row.delta = at("advice/delta");
-    row.spread = at("advice/spread");
-    row.share = at("advice/share");
-    row.sqnr_db = at("advice/sqnr_db");
-    row.keep_high = at("advice/keep_high") == 1.0;
+    row.delta = at(layout::advice("delta"));
+    row.spread = at(layout::advice("spread"));
+    row.share = at(layout::advice("share"));
+    row.sqnr_db = at(layout::advice("sqnr_db"));
+    row.keep_high = at(layout::advice("keep_high")) == 1.0;
     t.groups.push_back(row);
   }
   for (const auto& [p, d] : ds)
@@ -136,8 +139,8 @@ std::optional<WhatIfTable> whatIfTable(const RunInfo& ri, const DatasetSource& r
   if (cfg.contains("tensors") && cfg["tensors"].is_array())
     for (const Json& tn : cfg["tensors"]) {
       if (!tn.is_string()) continue;
-      std::vector<std::string> paths{"block_stats/" + tn.get<std::string>() + "/sqnr_db"};
-      for (const std::string& id : ids) paths.push_back("what_if/" + id + "/" + tn.get<std::string>() + "/sqnr_db");
+      std::vector<std::string> paths{layout::blockStats(tn.get<std::string>(), "sqnr_db")};
+      for (const std::string& id : ids) paths.push_back(layout::whatIf(id, tn.get<std::string>(), "sqnr_db"));
       for (const std::string& p : paths)
         if (const auto v = firstValue(read, ri.id, p)) run.datasets[p] = Dataset::float32({1}, {*v}, "dB", "");
     }

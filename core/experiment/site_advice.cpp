@@ -1,5 +1,6 @@
 // FP8 Lab — per-layer advice for training (see site_advice.h).
 #include "experiment/site_advice.h"
+#include "session/session_layout.h"
 
 #include <algorithm>
 #include <cmath>
@@ -76,7 +77,7 @@ double groupSqnr(const Run& run, const SiteGroup& g) {
   int64_t n = 0;
   for (const std::string& site : g.sites)
     for (const char* op : {"input", "kernel", "output_grad"}) {
-      const Dataset* d = run.find("block_stats/" + site + "/" + op + "/sqnr_db");
+      const Dataset* d = run.find(layout::blockStats(site + "/" + op, "sqnr_db"));
       if (!d) continue;
       for (float v : d->f32)
         if (std::isfinite(v)) {
@@ -237,14 +238,14 @@ Run adviceToSession(const SiteAdvice& a, const std::string& id, int64_t steps) {
   std::string rules;
   for (const PolicyRule& r : a.policy.rules) rules += (rules.empty() ? "" : "; ") + r.describe();
   run.attrs["policy"] = rules;
-  run.putFloat32("advice/delta", delta, n, -1, "nats",
+  run.putFloat32(layout::advice("delta"), delta, n, -1, "nats",
                  "final loss with only this group in the recipe minus the all-high-precision run's (order of the "
                  "'groups' attribute)");
-  run.putFloat32("advice/spread", spread, n, -1, "nats", "sample standard deviation of delta over the seeds");
-  run.putFloat32("advice/share", share, n, -1, "1", "delta / the all-recipe run's delta");
-  run.putFloat32("advice/sqnr_db", sqnr, n, -1, "dB",
+  run.putFloat32(layout::advice("spread"), spread, n, -1, "nats", "sample standard deviation of delta over the seeds");
+  run.putFloat32(layout::advice("share"), share, n, -1, "1", "delta / the all-recipe run's delta");
+  run.putFloat32(layout::advice("sqnr_db"), sqnr, n, -1, "dB",
                  "mean per-block SQNR of the group's operands in the all-recipe run (lower: more quantization error)");
-  run.datasets["advice/keep_high"] = Dataset::uint8({n}, keep, "1", "1: keep the group in high precision");
+  run.datasets[layout::advice("keep_high")] = Dataset::uint8({n}, keep, "1", "1: keep the group in high precision");
   run.setMetric("high_loss", a.high_loss, "nats", "final loss with every site in high precision");
   run.setMetric("full_loss", a.full_loss, "nats", "final loss with every site in the recipe");
   return run;

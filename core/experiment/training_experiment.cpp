@@ -1,4 +1,5 @@
 #include "experiment/training_experiment.h"
+#include "session/session_layout.h"
 
 #include "training/fashion_mnist.h"
 #include "training/training_session.h"
@@ -338,8 +339,8 @@ std::optional<Run> reproduceWeightGemmRun(const Run& stored, int threads, const 
   auto wc = parseWeightGemmRunConfig(doc->root(), error);
   if (!wc) return std::nullopt;
   wc->gemm.threads = threads;
-  const Dataset* a = stored.find("inputs/A");
-  const Dataset* b = stored.find("inputs/B");
+  const Dataset* a = stored.find(layout::inputs("A"));
+  const Dataset* b = stored.find(layout::inputs("B"));
   if (!a || !b || a->dtype != DType::Float32 || b->dtype != DType::Float32 || a->shape.size() != 2 ||
       b->shape.size() != 2 || a->shape[1] != b->shape[0]) {
     *error = "the run lacks float32 inputs/A [M,K] and inputs/B [K,N]";

@@ -1,6 +1,8 @@
 // FP8 Lab — session reader: validation on open (no data read), whole / windowed / block-reduced
 // reads of datasets. Layout: docs/session-format.md.
 #include "session/hdf5_isolation.h"
+#include "metrics/block_reduce.h"
+#include "session/session_layout.h"
 #include "session/hdf5_util.h"
 #include "session/session.h"
 
@@ -82,7 +84,7 @@ struct SessionReader::Impl {
 
 void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
   const std::string where = path + "#/runs/" + id;
-  Handle g = group(H5Gopen2(file, ("runs/" + id).c_str(), H5P_DEFAULT));
+  Handle g = group(H5Gopen2(file, layout::runGroup(id).c_str(), H5P_DEFAULT));
   if (!g.valid()) {
     st->add(C::Corrupt, where, "cannot open run group (" + errorText() + "); run skipped", W::Warning);
     return;
@@ -255,9 +257,9 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
   // GEMM runs: output/D is required; A [M,K] and B [K,N] when stored (store_inputs may be off);
   // D, the references and the error maps [M,N].
   if (ri.type == "gemm") {
-    const auto* a = shapeOf("inputs/A");
-    const auto* b = shapeOf("inputs/B");
-    const auto* dd = shapeOf("output/D");
+    const auto* a = shapeOf(layout::inputs("A"));
+    const auto* b = shapeOf(layout::inputs("B"));
+    const auto* dd = shapeOf(layout::kOutputD);
     std::optional<std::vector<int64_t>> mn;
     if (a && b) {
       if (a->size() != 2 || b->size() != 2 || (*a)[1] != (*b)[0]) {
@@ -278,7 +280,8 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
       bad = true;
     } else {
       if (!mn) mn = *dd;
-      for (const char* p : {"output/D", "reference/D", "reference/D_quantized_exact", "error/abs", "error/rel"})
+      for (const char* p : {layout::kOutputD, layout::kReferenceD, layout::kReferenceDQuantizedExact, layout::kErrorAbs,
+                            layout::kErrorRel})
         if (auto s = shapeOf(p); s && *s != *mn) {
           st->add(C::WrongShape, where + "/" + p,
                   "expected " + shapeText(*mn) + ", found " + shapeText(*s) + "; run skipped", W::Warning);
@@ -523,7 +526,7 @@ Result<Dataset> SessionReader::read(const std::string& run_id, const std::string
   const DatasetInfo* di = d->findInfo(run_id, ds_path, &r);
   if (!di) return r;
   const std::string where = d->path + "#/runs/" + run_id + "/" + ds_path;
-  Handle ds = openForRead(d->file, "runs/" + run_id + "/" + ds_path);
+  Handle ds = openForRead(d->file, layout::runPath(run_id, ds_path));
   if (!ds.valid()) {
     r.add(C::Corrupt, where, errorText());
     return r;
@@ -561,7 +564,7 @@ Result<Dataset> SessionReader::readRegion(const std::string& run_id, const std::
   }
   Region g;
   if (!resolveRegion(region, di->shape[0], di->shape[1], &g, &r, where)) return r;
-  Handle ds = openForRead(d->file, "runs/" + run_id + "/" + ds_path);
+  Handle ds = openForRead(d->file, layout::runPath(run_id, ds_path));
   if (!ds.valid()) {
     r.add(C::Corrupt, where, errorText());
     return r;
@@ -604,7 +607,7 @@ Result<Dataset> SessionReader::readPlane(const std::string& run_id, const std::s
           "plane " + std::to_string(index) + " outside [0, " + std::to_string(di->shape[0]) + ")");
     return r;
   }
-  Handle ds = openForRead(d->file, "runs/" + run_id + "/" + ds_path);
+  Handle ds = openForRead(d->file, layout::runPath(run_id, ds_path));
   if (!ds.valid()) {
     r.add(C::Corrupt, where, errorText());
     return r;
@@ -649,7 +652,7 @@ Result<Dataset> SessionReader::readReduced(const std::string& run_id, const std:
   Region g;
   if (!resolveRegion(w, di->shape[0], di->shape[1], &g, &r, where)) return r;
   int64_t chunk_rows = 0;
-  Handle ds = openForRead(d->file, "runs/" + run_id + "/" + ds_path, &chunk_rows);
+  Handle ds = openForRead(d->file, layout::runPath(run_id, ds_path), &chunk_rows);
   if (!ds.valid()) {
     r.add(C::Corrupt, where, errorText());
     return r;
@@ -678,6 +681,11 @@ Result<Dataset> SessionReader::readReduced(const std::string& run_id, const std:
     r.add(C::InvalidArgument, where, "not enough memory for one band");
     return r;
   }
+  BlockReducer reducer(g.rows, g.cols, block_rows, block_cols,
+                       how == Reduce::Mean  ? BlockReduce::Mean
+                       : how == Reduce::Max ? BlockReduce::Max
+                       : how == Reduce::Min ? BlockReduce::Min
+                                            : BlockReduce::MaxAbs);
   Handle fsp = space(H5Dget_space(ds));
   for (int64_t b0 = 0; b0 < out_r; b0 += per_band) {
     const int64_t r0 = g.row0 + b0 * block_rows;
@@ -692,42 +700,11 @@ Result<Dataset> SessionReader::readReduced(const std::string& run_id, const std:
       r.value = {};
       return r;
     }
-    for (int64_t br = b0; br < std::min(out_r, b0 + per_band); ++br) {
-      const int64_t i0 = (br - b0) * block_rows;
-      const int64_t nr = std::min(block_rows, nrows - i0);
-      for (int64_t bc = 0; bc < out_c; ++bc) {
-        const int64_t c0 = bc * block_cols, nc = std::min(block_cols, g.cols - c0);
-        double acc = how == Reduce::Max || how == Reduce::MaxAbs ? -std::numeric_limits<double>::infinity()
-                     : how == Reduce::Min                        ? std::numeric_limits<double>::infinity()
-                                                                 : 0.0;
-        bool nan = false;
-        for (int64_t i = 0; i < nr; ++i) {
-          const double* row = band.data() + (i0 + i) * g.cols + c0;
-          for (int64_t j = 0; j < nc; ++j) {
-            const double v = row[j];
-            if (std::isnan(v)) nan = true;
-            switch (how) {
-            case Reduce::Mean:
-              acc += v;
-              break;
-            case Reduce::Max:
-              acc = std::max(acc, v);
-              break;
-            case Reduce::Min:
-              acc = std::min(acc, v);
-              break;
-            case Reduce::MaxAbs:
-              acc = std::max(acc, std::fabs(v));
-              break;
-            }
-          }
-        }
-        if (how == Reduce::Mean) acc /= double(nr * nc);
-        // A NaN anywhere in the block shows (a heatmap must not hide it).
-        out.f64[static_cast<size_t>(br * out_c + bc)] = nan ? std::numeric_limits<double>::quiet_NaN() : acc;
-      }
-    }
+    reducer.addRows(band.data(), r0 - g.row0, nrows);
   }
+  // A NaN anywhere in a block shows (a heatmap must not hide it): BlockReducer's rule.
+  const std::vector<double> reduced = reducer.finish();
+  std::copy(reduced.begin(), reduced.end(), out.f64.begin());
   return r;
 }
 

@@ -1,6 +1,7 @@
 // FP8 Lab — session writer: atomic saves (write beside, fsync, rename), append / delete / rename /
 // merge of runs by object copy. Layout: docs/session-format.md.
 #include "session/hdf5_util.h"
+#include "session/session_layout.h"
 #include "session/session.h"
 #include "session/session_lock.h"
 
@@ -324,7 +325,7 @@ bool writeRun(hid_t runs, const Run& run, const std::string& id, WriteCtx& ctx, 
       const std::string part = path.substr(a, b - a);
       bad_part = bad_part || part.empty() || part == "." || part == "..";
     }
-    if (bad_part || path == "metrics" || path.rfind("metrics/", 0) == 0) {
+    if (bad_part || path == layout::kMetrics || path.rfind(std::string(layout::kMetrics) + "/", 0) == 0) {
       st->add(C::InvalidArgument, where, "invalid dataset path '" + path + "'");
       return false;
     }

@@ -1,5 +1,6 @@
 // FP8 Lab — training run ↔ session (see training_session.h).
 #include "training/training_session.h"
+#include "session/session_layout.h"
 
 #include <algorithm>
 #include <charconv>
@@ -202,24 +203,25 @@ void putNonFiniteGroup(Run& run, const NonFiniteRecord& n, NonFinitePolicy polic
         tp.push_back(t.product);
       }
       if (nt > 0) {
-        run.datasets["nonfinite/terms_k"] =
+        run.datasets[layout::nonfinite("terms_k")] =
             Dataset::int64({nt}, k, "index", "contraction index k of the largest |a_k·b_k| terms, largest first");
-        run.datasets["nonfinite/terms_a"] =
+        run.datasets[layout::nonfinite("terms_a")] =
             Dataset::float32({nt}, ta, "1", "A[row, k] as the GEMM used it (dequantized), per term");
-        run.datasets["nonfinite/terms_b"] =
+        run.datasets[layout::nonfinite("terms_b")] =
             Dataset::float32({nt}, tb, "1", "B[k, col] as the GEMM used it (dequantized), per term");
-        run.datasets["nonfinite/terms_product"] = Dataset::float64({nt}, tp, "1", "a_k·b_k in float64, per term");
+        run.datasets[layout::nonfinite("terms_product")] =
+            Dataset::float64({nt}, tp, "1", "a_k·b_k in float64, per term");
       }
     } else if (!n.inputs.empty()) {
       std::string names;
       for (size_t i = 0; i < n.input_names.size(); ++i) names += (i ? "," : "") + n.input_names[i];
       a["input_names"] = names;
-      run.datasets["nonfinite/inputs"] =
+      run.datasets[layout::nonfinite("inputs")] =
           Dataset::float32({static_cast<int64_t>(n.inputs.size())}, n.inputs, "1",
                            "the op's input values at the element, in the order of the group's input_names");
     }
   }
-  run.group_attrs["nonfinite"] = a;
+  run.group_attrs[layout::kNonfinite] = a;
 }
 
 void putBlockStatsSeries(Run& run, const std::string& group, const OperandBlockSeries& s, int64_t map_every,
@@ -314,10 +316,10 @@ void putBlockStatsSeries(Run& run, const std::string& group, const OperandBlockS
 
 void putDiagnosticsGroups(Run& run, const DiagnosticsResult& d) {
   for (const OperandBlockSeries& s : d.block_stats)
-    if (!s.steps.empty()) putBlockStatsSeries(run, "block_stats/" + s.layer + "/" + s.operand, s, d.map_every);
+    if (!s.steps.empty()) putBlockStatsSeries(run, layout::blockStats(s.layer + "/" + s.operand), s, d.map_every);
   if (d.what_if.empty()) return;
   const int64_t w = static_cast<int64_t>(d.what_if_steps.size());
-  run.datasets["what_if/steps"] =
+  run.datasets[layout::kWhatIfSteps] =
       Dataset::int64({w}, d.what_if_steps, "steps", "the steps the what-if recipes measured");
   Attributes wa;
   wa["every"] = int64_t{d.what_if_every};
@@ -326,14 +328,14 @@ void putDiagnosticsGroups(Run& run, const DiagnosticsResult& d) {
   wa["recipes"] = ids;
   wa["meaning"] = std::string("each operand's high-precision tensor quantized under other recipes at these steps, "
                               "without changing the training");
-  run.group_attrs["what_if"] = wa;
+  run.group_attrs[layout::kWhatIf] = wa;
   for (const WhatIfSeries& x : d.what_if)
     for (const OperandBlockSeries& s : x.operands) {
       if (s.steps.empty()) continue;
       Attributes e;
       e["recipe"] = x.id;
       e["semantics"] = x.semantics;
-      putBlockStatsSeries(run, "what_if/" + x.id + "/" + s.layer + "/" + s.operand, s, 0, e);
+      putBlockStatsSeries(run, layout::whatIf(x.id, s.layer + "/" + s.operand), s, 0, e);
     }
 }
 
@@ -341,7 +343,7 @@ OperandTotals putOperandHistories(Run& run, const std::vector<OperandHistory>& o
                                   bool block, const std::string& scaling_name, int history_len) {
   OperandTotals t;
   for (const OperandHistory& h : operands) {
-    const std::string g = "history/" + h.layer + "/" + h.operand;
+    const std::string op = h.layer + "/" + h.operand, g = layout::history(op);
     Attributes ga;
     ga["format"] = h.format;
     ga["operand"] = h.operand;
@@ -362,21 +364,21 @@ OperandTotals putOperandHistories(Run& run, const std::vector<OperandHistory>& o
         "amax_history[t] = the L amaxes a(t-L+1) … a(t), oldest first: the window whose max sets step t+1's scale");
     run.group_attrs[g] = ga;
     const std::string what = h.layer + " " + h.operand;
-    run.putFloat32(g + "/amax", h.amax, steps, -1, "1 (same units as the tensor)",
+    run.putFloat32(layout::historyAmax(op), h.amax, steps, -1, "1 (same units as the tensor)",
                    "max |x| of the " + what + " at each step");
     if (!fp8) continue;
-    run.putFloat32(g + "/scale", h.dequant_scale, steps, -1, "1",
+    run.putFloat32(layout::historyScale(op), h.dequant_scale, steps, -1, "1",
                    "dequant scale the " + what + " was quantized with at each step: x ≈ decode(code) · scale");
-    run.putFloat32(g + "/quant_scale", h.quant_scale, steps, -1, "1",
+    run.putFloat32(layout::historyQuantScale(op), h.quant_scale, steps, -1, "1",
                    "quant multiplier at each step: x_q = cast(x · quant_scale) (Flax divides by scale instead)");
     if (h.history_len > 0)
-      run.putFloat32(g + "/amax_history", h.history, steps, h.history_len, "1",
+      run.putFloat32(layout::historyAmaxHistory(op), h.history, steps, h.history_len, "1",
                      "amax history window after each step, chronological (oldest first)");
-    run.datasets[g + "/saturated"] =
+    run.datasets[layout::historySaturated(op)] =
         Dataset::int64({steps}, h.saturated, "elements", "elements clipped to ±max finite at each step");
-    run.datasets[g + "/underflow"] =
+    run.datasets[layout::historyUnderflow(op)] =
         Dataset::int64({steps}, h.underflow, "elements", "non-zero elements that became zero at each step");
-    run.datasets[g + "/kept_previous"] = Dataset::uint8(
+    run.datasets[layout::historyKeptPrevious(op)] = Dataset::uint8(
         {steps}, h.kept_previous, "1", "1 where an edge rule (amax 0 / inf / NaN) kept the previous scale");
     for (int64_t v : h.saturated) t.saturated += v;
     for (int64_t v : h.underflow) t.underflow += v;
@@ -423,7 +425,7 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
   }
   const int64_t steps = r.steps_done;
   const int64_t ne = static_cast<int64_t>(r.epochs.size());
-  run.putFloat32("training/loss", r.loss, steps, -1, "nats",
+  run.putFloat32(layout::training("loss"), r.loss, steps, -1, "nats",
                  "mean softmax cross-entropy of each step's training batch, before that step's update");
   std::vector<float> acc, tl, trl;
   std::vector<int64_t> end_step;
@@ -435,11 +437,12 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
     end_step.push_back(e.end_step);
     secs.push_back(e.seconds);
   }
-  run.putFloat32("training/accuracy", acc, ne, -1, "1",
+  run.putFloat32(layout::training("accuracy"), acc, ne, -1, "1",
                  "fraction of the test images classified correctly after each epoch (FP8 runs: FP8 forward)");
-  run.putFloat32("training/test_loss", tl, ne, -1, "nats", "mean cross-entropy over the test set after each epoch");
-  run.putFloat32("training/train_loss", trl, ne, -1, "nats", "mean of the epoch's step losses");
-  run.datasets["training/epoch_end_step"] =
+  run.putFloat32(layout::training("test_loss"), tl, ne, -1, "nats",
+                 "mean cross-entropy over the test set after each epoch");
+  run.putFloat32(layout::training("train_loss"), trl, ne, -1, "nats", "mean of the epoch's step losses");
+  run.datasets[layout::training("epoch_end_step")] =
       Dataset::int64({ne}, end_step, "steps", "optimizer steps completed at the end of each epoch");
   for (int64_t e = 0; e < ne;
        ++e) // wall times are metrics (named *seconds), not datasets: reruns compare datasets bit for bit
@@ -454,10 +457,11 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
   putDiagnosticsGroups(run, r.diagnostics);
   for (size_t l = 0; l < r.weights.size(); ++l) {
     const LayerWeights& w = r.weights[l];
-    const std::string g = "weights/fc" + std::to_string(l + 1);
-    run.putFloat32(g + "/kernel", w.kernel, w.in, w.out, "1",
+    const std::string layer = "fc" + std::to_string(l + 1);
+    run.putFloat32(layout::weights(layer + "/kernel"), w.kernel, w.in, w.out, "1",
                    "FP32 master weights [in, out] after the last completed step");
-    run.putFloat32(g + "/bias", w.bias, w.out, -1, "1", "FP32 bias [out] after the last completed step");
+    run.putFloat32(layout::weights(layer + "/bias"), w.bias, w.out, -1, "1",
+                   "FP32 bias [out] after the last completed step");
   }
   run.setMetric("steps", static_cast<double>(steps), "steps", "optimizer steps completed");
   run.setMetric("epochs_completed", static_cast<double>(ne), "epochs", "epochs completed (with a test evaluation)");
@@ -488,16 +492,16 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
 
 Result<LayerWeights> trainedWeightsFromRun(const Run& run, const std::string& layer) {
   Result<LayerWeights> res;
-  const Dataset* k = run.find("weights/" + layer + "/kernel");
-  const Dataset* b = run.find("weights/" + layer + "/bias");
+  const Dataset* k = run.find(layout::weights(layer + "/kernel"));
+  const Dataset* b = run.find(layout::weights(layer + "/bias"));
   if (!k || !b) {
-    res.add(Issue::Code::MissingDataset, run.id + "/weights/" + layer,
+    res.add(Issue::Code::MissingDataset, run.id + "/" + layout::weights(layer),
             "run '" + run.id + "' has no trained weights for layer " + layer);
     return res;
   }
   if (k->dtype != DType::Float32 || k->shape.size() != 2 || b->dtype != DType::Float32 || b->shape.size() != 1 ||
       b->shape[0] != k->shape[1]) {
-    res.add(Issue::Code::WrongShape, run.id + "/weights/" + layer,
+    res.add(Issue::Code::WrongShape, run.id + "/" + layout::weights(layer),
             "kernel must be float32 [in,out], bias float32 [out]");
     return res;
   }
@@ -649,15 +653,15 @@ Run lmRunToSession(const LmTrainingResult& r, const std::string& run_id, const s
   }
   if (!r.sample.empty()) run.attrs["sample"] = r.sample;
   const int64_t steps = r.steps_done;
-  run.putFloat32("training/loss", r.loss, steps, -1, "nats",
+  run.putFloat32(layout::training("loss"), r.loss, steps, -1, "nats",
                  "mean cross-entropy per byte of each step's training batch, before that step's update");
-  run.putFloat32("training/lr", r.lr, steps, -1, "1", "learning rate of each step (warm-up, cosine decay)");
-  run.putFloat32("training/grad_norm", r.grad_norm, steps, -1, "1",
+  run.putFloat32(layout::training("lr"), r.lr, steps, -1, "1", "learning rate of each step (warm-up, cosine decay)");
+  run.putFloat32(layout::training("grad_norm"), r.grad_norm, steps, -1, "1",
                  "global L2 norm of the parameter gradients of each step, before clipping");
   const int64_t nv = int64_t(r.val_steps.size());
-  run.datasets["training/val_step"] =
+  run.datasets[layout::training("val_step")] =
       Dataset::int64({nv}, r.val_steps, "steps", "the steps after which the validation loss was measured");
-  run.putFloat32("training/val_loss", r.val_loss, nv, -1, "nats",
+  run.putFloat32(layout::training("val_loss"), r.val_loss, nv, -1, "nats",
                  "mean cross-entropy per byte over the fixed validation windows");
   // sites
   {
@@ -668,9 +672,10 @@ Run lmRunToSession(const LmTrainingResult& r, const std::string& run_id, const s
       out.push_back(s.out);
       blk.push_back(s.block);
     }
-    run.datasets["sites/in"] = Dataset::int64({ns}, in, "1", "per site (order of the run's 'sites' attribute): in");
-    run.datasets["sites/out"] = Dataset::int64({ns}, out, "1", "per site: out");
-    run.datasets["sites/block"] = Dataset::int64({ns}, blk, "1", "per site: transformer block (-1: none)");
+    run.datasets[layout::sites("in")] =
+        Dataset::int64({ns}, in, "1", "per site (order of the run's 'sites' attribute): in");
+    run.datasets[layout::sites("out")] = Dataset::int64({ns}, out, "1", "per site: out");
+    run.datasets[layout::sites("block")] = Dataset::int64({ns}, blk, "1", "per site: transformer block (-1: none)");
   }
   const bool delayed = fp8 && !block && isDelayed(c.scaling.kind);
   const OperandTotals totals =
@@ -681,18 +686,18 @@ Run lmRunToSession(const LmTrainingResult& r, const std::string& run_id, const s
   const ProbeSeries& p = r.probes;
   if (!p.steps.empty()) {
     const int64_t np = int64_t(p.steps.size());
-    run.datasets["probes/steps"] = Dataset::int64({np}, p.steps, "steps", "the steps the probes measured");
+    run.datasets[layout::kProbesSteps] = Dataset::int64({np}, p.steps, "steps", "the steps the probes measured");
     Attributes pa;
     pa["massive_threshold"] = c.probes.massive_threshold;
     pa["massive_ratio"] = c.probes.massive_ratio;
     pa["softmax_scale"] = double(c.softmax_scale);
     pa["meaning"] = std::string("transformer probes (docs/training.md \"Probes\"): per tensor and step");
-    run.group_attrs["probes"] = pa;
+    run.group_attrs[layout::kProbes] = pa;
     auto put = [&](const std::map<std::string, std::vector<float>>& m, const char* name, const char* units,
                    const char* meaning, int64_t cols) {
       for (const auto& [tensor, v] : m) {
         if (int64_t(v.size()) != np * cols) continue;
-        run.putFloat32("probes/" + tensor + "/" + name, v, np, cols > 1 ? cols : -1, units, meaning);
+        run.putFloat32(layout::probe(tensor, name), v, np, cols > 1 ? cols : -1, units, meaning);
       }
     };
     put(p.kurtosis, "kurtosis", "1",
@@ -720,12 +725,13 @@ Run lmRunToSession(const LmTrainingResult& r, const std::string& run_id, const s
   const AttentionSnapshots& a = r.attention;
   if (!a.steps.empty()) {
     const int64_t ns = int64_t(a.steps.size()), H = c.model.heads, T = c.model.context;
-    run.datasets["attention/steps"] = Dataset::int64({ns}, a.steps, "steps", "steps of the attention snapshots");
-    run.datasets["attention/tokens"] = Dataset::uint8({T}, a.tokens, "byte", "the fixed validation sequence (bytes)");
+    run.datasets[layout::kAttentionSteps] = Dataset::int64({ns}, a.steps, "steps", "steps of the attention snapshots");
+    run.datasets[layout::kAttentionTokens] =
+        Dataset::uint8({T}, a.tokens, "byte", "the fixed validation sequence (bytes)");
     for (size_t l = 0; l < a.probs.size(); ++l) {
       Dataset d = Dataset::float32({ns, H, T, T}, a.probs[l], "1",
                                    "softmax probabilities [snapshot, head, query, key] of the fixed sequence");
-      run.datasets["attention/blocks." + std::to_string(l) + "/probs"] = std::move(d);
+      run.datasets[layout::attentionProbs("blocks." + std::to_string(l))] = std::move(d);
     }
   }
   // weights: the FP32 master weights by their module paths
@@ -736,7 +742,7 @@ Run lmRunToSession(const LmTrainingResult& r, const std::string& run_id, const s
     d.f32 = w.value;
     d.attrs["units"] = std::string("1");
     d.attrs["meaning"] = std::string("FP32 master weights after the last completed step ([in, out] for Linear)");
-    run.datasets["weights/" + w.name] = std::move(d);
+    run.datasets[layout::weights(w.name)] = std::move(d);
   }
   run.setMetric("steps", double(steps), "steps", "optimizer steps completed");
   run.setMetric("seconds", r.seconds, "s", "wall time of the whole run including evaluation");
