@@ -9,6 +9,8 @@
 #include "style.h"
 #include "view_registry.h"
 
+#include "experiment/param_schema.h"
+
 #include <QComboBox>
 #include <QFutureWatcher>
 #include <QHBoxLayout>
@@ -80,7 +82,9 @@ AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
   label(tr("What-if: &preset"), preset_box_);
   len_spin_ = new QSpinBox(this);
   len_spin_->setObjectName(QStringLiteral("historyLen"));
-  len_spin_->setRange(1, 4096);
+  // The amax history length every front end takes (core's parameter schema).
+  const ParamSpec& history_len = param("history_len", ParamScope::None);
+  len_spin_->setRange(int(history_len.min), int(history_len.max));
   len_spin_->setToolTip(tr("Amax history length L (window of the L most recent amaxes)"));
   label(tr("&window L"), len_spin_);
   algo_box_ = new QComboBox(this);

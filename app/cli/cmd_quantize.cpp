@@ -4,6 +4,7 @@
 #include "command.h"
 #include "schema_flags.h"
 
+#include "common/names.h"
 #include "formats/format.h"
 #include "scaling/delayed_scaling.h"
 #include "scaling/nvfp4.h"
@@ -159,8 +160,11 @@ int runQuantize(const QStringList& args) {
   // The Hadamard presets quantize the input rotated along the block axis: the codes and the
   // dequantized values are those of the rotated tensor, listed beside the input.
   std::vector<float> rotated;
-  const QString sl = sname.toLower().replace(QLatin1Char('-'), QLatin1Char('_'));
-  const auto dp = sl.endsWith(QStringLiteral("_delayed")) ? parseDelayedPreset(sl.toStdString()) : std::nullopt;
+  const std::string sl = normalizedName(sname.toStdString());
+  // A delayed preset (flax_delayed, te_delayed, ...): `delayed` says whether sl names one.
+  const std::optional<DelayedPreset> parsed_delayed = sl.ends_with("_delayed") ? parseDelayedPreset(sl) : std::nullopt;
+  const bool delayed = parsed_delayed.has_value();
+  const DelayedPreset delayed_preset = parsed_delayed.value_or(DelayedPreset::TE);
   // Every option a preset does not use is refused, naming why: an option that silently does
   // nothing would report a result the user did not ask for.
   auto isSet = [&](const char* o) { return p.isSet(QString::fromLatin1(o)); };
@@ -193,10 +197,11 @@ int runQuantize(const QStringList& args) {
     } catch (const std::invalid_argument& e) {
       return fail(QStringLiteral("%1: %2").arg(sname, QString::fromStdString(e.what())));
     }
-  } else if (dp) {
-    const QString delayed_reason =
-        QStringLiteral("%1 follows %2, whose per-tensor delayed scaling %3")
-            .arg(sl, *dp == DelayedPreset::Flax ? QStringLiteral("Flax fp8_ops") : QStringLiteral("TE DelayedScaling"));
+  } else if (delayed) {
+    const QString delayed_reason = QStringLiteral("%1 follows %2, whose per-tensor delayed scaling %3")
+                                       .arg(QString::fromStdString(sl), delayed_preset == DelayedPreset::Flax
+                                                                            ? QStringLiteral("Flax fp8_ops")
+                                                                            : QStringLiteral("TE DelayedScaling"));
     if (isSet("pow2") || isSet("no-pow2"))
       return fail(QStringLiteral("--pow2 / --no-pow2: ") +
                   delayed_reason.arg(QStringLiteral("computes float32 scales with no power-of-two option; for TE's "
@@ -216,7 +221,7 @@ int runQuantize(const QStringList& args) {
           QStringLiteral("--rounding / --no-saturate / --seed: ") +
           delayed_reason.arg(QStringLiteral("casts with round-to-nearest-even, saturating, as the system does")));
     DelayedScalingConfig dc;
-    dc.preset = *dp;
+    dc.preset = delayed_preset;
     for (const char* k : {"history_len", "margin"})
       if (const QString why = schemaFlagProblem(p, param(k, ParamScope::None)); !why.isEmpty()) return fail(why);
     dc.history_len = p.value(QStringLiteral("history-len")).toInt(&ok);

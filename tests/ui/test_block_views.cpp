@@ -1,6 +1,7 @@
 // Views of block-scaled tensors: the Block scales view (histogram of the scale codes, error by
 // block) and the comparison's ranking of recipes on the same operands, against small runs built
 // here with core/session. Every expected number is derived by hand in a comment.
+#include "window_options.h"
 #include "block_scale_view.h"
 #include "comparison_view.h"
 #include "main_window.h"
@@ -70,14 +71,6 @@ std::shared_ptr<Run> rankedCoreRun(const std::string& id, const std::string& sca
 std::shared_ptr<RunAccess> rankedRun(const std::string& id, const std::string& scaling, const std::string& a_origin,
                                      double sqnr, double quant, double accum, const std::string& config = "{}") {
   return RunAccess::fromRun(rankedCoreRun(id, scaling, a_origin, sqnr, quant, accum, config));
-}
-
-MainWindow::Options testOptions() {
-  MainWindow::Options o;
-  o.restore_settings = false;
-  o.open_default_session = false;
-  o.probe_backend = false;
-  return o;
 }
 
 } // namespace
@@ -523,7 +516,7 @@ private Q_SLOTS:
   //     starts right of it;
   //   - the table shows the SQNR, Quant. SQNR and Accum. SQNR columns whole.
   void comparisonInTheWindowHasRoomForItsChart() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     w.resize(1400, 900);
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));

@@ -3,6 +3,7 @@
 // in the layout of docs/session-format.md ("Per-block statistics", "What-if recipes", "First
 // non-finite value") and written to a real session file. Every expected number is chosen by hand
 // and derived in a comment.
+#include "window_options.h"
 #include "amax_history_view.h"
 #include "block_map_view.h"
 #include "block_stats.h"
@@ -151,14 +152,6 @@ std::shared_ptr<RunAccess> written(const QString& file, const std::vector<Run>& 
 
 std::shared_ptr<RunAccess> memoryRun(Run r) {
   return RunAccess::fromRun(std::make_shared<const Run>(std::move(r)));
-}
-
-MainWindow::Options testOptions() {
-  MainWindow::Options o;
-  o.restore_settings = false;
-  o.open_default_session = false;
-  o.probe_backend = false;
-  return o;
 }
 
 } // namespace
@@ -701,7 +694,7 @@ private Q_SLOTS:
   // the title in order, the second line of the title is whole, each line fits the plot's width, the
   // title row spans the plot and is as high as its lines, and the map starts below it.
   void blockMapTitleWrapsAtWords() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     w.resize(1400, 900);
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
@@ -739,7 +732,7 @@ private Q_SLOTS:
   // the amax history, in front, on fc1/input at step 2; the banner offers the non-finite jump,
   // which brings the layers view to the front on the fc1 kernel cell at step 2.
   void windowRoutesTheRequests() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     w.show();
     w.session()->addRun(session_io::fromCoreRun(trainingRun("t")));
     QVERIFY2(w.bannerShown(), qPrintable(w.bannerText()));

@@ -3,6 +3,7 @@
 // process with per-step progress, Cancel keeps the finished steps (status "cancelled"), and the
 // CLI reproduces that run too; every GEMM preset of the table is reachable from the panel and
 // round-trips through Save config… / Load config….
+#include "window_options.h"
 #include "experiment_panel.h"
 #include "experiment_runner.h"
 #include "job.h"
@@ -28,14 +29,6 @@ using namespace fp8lab::ui;
 namespace {
 
 const QString kCli = QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab-cli");
-
-MainWindow::Options testOptions() {
-  MainWindow::Options o;
-  o.restore_settings = false;
-  o.open_default_session = false;
-  o.probe_backend = false;
-  return o;
-}
 
 /// fp8lab-cli with `args`; its exit code, stdout+stderr in *output.
 int cli(const QStringList& args, QByteArray* output) {
@@ -82,7 +75,7 @@ private Q_SLOTS:
   // accumulation name; the CLI re-runs it from the saved file and finds every dataset and metric
   // identical.
   void guiGemmRunRerunsBitForBitWithTheCli() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     if (!w.hasExperimentRunner()) QSKIP("no experiment runner in this build");
     if (!QFileInfo(kCli).isExecutable()) QSKIP("no fp8lab-cli in this build");
     QJsonObject c = ExperimentPanel::defaultConfig();
@@ -121,7 +114,7 @@ private Q_SLOTS:
   // of 32, promotion every 128 — DeepSeek-V3 §3.3.2) and the epilogue keys as given (0.5, 0.25,
   // 2 and 0.5 are exact in float32); the CLI re-runs it bit for bit.
   void guiPresetAndEpilogueRunRerunsBitForBitWithTheCli() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     if (!w.hasExperimentRunner()) QSKIP("no experiment runner in this build");
     if (!QFileInfo(kCli).isExecutable()) QSKIP("no fp8lab-cli in this build");
     QJsonObject c = ExperimentPanel::defaultConfig();
@@ -300,7 +293,7 @@ private Q_SLOTS:
   // cancelled, steps_completed between 1 and the total), the window opens the file, and the CLI
   // re-runs the cancelled run bit for bit (it stops at the same step).
   void guiTrainingRunsInProcessAndCancelKeepsTheSteps() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     if (!QFileInfo(kCli).isExecutable()) QSKIP("no fp8lab-cli in this build");
     // 1024 images, batch 64: 16 steps per epoch, 4 epochs = 64 steps.
     const QByteArray config = R"({"type": "training", "id": "tiny", "train_limit": 1024, "test_limit": 256,
@@ -429,7 +422,7 @@ private Q_SLOTS:
   // B [4,2], while the M/N/K fields say 256/256/1024 and are disabled), stores them unchanged as
   // inputs/A and inputs/B, and the CLI re-runs it bit for bit from the stored config.
   void bothOperandsImportedTakeTheirShape() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     if (!w.hasExperimentRunner()) QSKIP("no experiment runner in this build");
     QTemporaryDir dir;
     const std::vector<float> a = {1, -2, 0.5f, 3, 0.25f, 7, -1, 2, 4, -0.125f, 1.5f, -6};

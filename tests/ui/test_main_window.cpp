@@ -1,4 +1,5 @@
 // Main window, session document, Issues panel and experiment panel, and how each handles bad input.
+#include "window_options.h"
 #include "bit_layout_view.h"
 #include "code_grid_view.h"
 #include "error_heatmap_view.h"
@@ -35,14 +36,6 @@ using namespace fp8lab::ui;
 using fp8lab::Severity;
 
 namespace {
-MainWindow::Options testOptions() {
-  MainWindow::Options o;
-  o.restore_settings = false;
-  o.open_default_session = false;
-  o.probe_backend = false;
-  return o;
-}
-
 /// Writes a session of one GEMM run with an n×n error map (what the error heatmap draws):
 /// reference/D(i, j) = i·n + j + 1, output/D = reference + 0.25, error/abs = 0.25 everywhere;
 /// A and B (n×8 and 8×n) hold 1 + i and 1 + j, so row i of A is all i + 1.
@@ -90,7 +83,7 @@ private Q_SLOTS:
   }
 
   void viewsAndStatusBar() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
     for (const char* id : {"bits", "numberline", "codes", "learn"}) {
@@ -108,7 +101,7 @@ private Q_SLOTS:
 
   // The code grid selects in the bit layout view and switches to it.
   void codeGridLinksToBitLayout() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     w.show();
     auto* grid = qobject_cast<CodeGridView*>(w.view(QStringLiteral("codes")));
     auto* bits = qobject_cast<BitLayoutView*>(w.view(QStringLiteral("bits")));
@@ -136,7 +129,7 @@ private Q_SLOTS:
       QCOMPARE(v->viewId(), t.id);
     }
     QCOMPARE(registered, ids);
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     QStringList shown;
     for (View* v : w.views()) shown << v->viewId();
     QCOMPARE(shown, ids);
@@ -161,7 +154,7 @@ private Q_SLOTS:
   }
 
   void issuesAreCountedOnce() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     IssueList* l = w.issues();
     l->report(Severity::Warning, QStringLiteral("saturated"), QStringLiteral("run-1/A"));
     l->report(Severity::Warning, QStringLiteral("saturated"), QStringLiteral("run-1/A"));
@@ -179,7 +172,7 @@ private Q_SLOTS:
   // a SEGV in H5Aiterate2 → H5A__close): refused by the separate checking process with the reason,
   // the window and its session untouched. A good file opens the same way.
   void openUntrustedRefusesACrashingFile() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     const QString crash =
         QStringLiteral(FP8LAB_SOURCE_DIR "/tests/fuzz/known-libhdf5-crashes/H5Aiterate2-H5A__close-segv.h5");
     QVERIFY(QFileInfo::exists(crash));
@@ -207,7 +200,7 @@ private Q_SLOTS:
   // save pauses before its commit (FP8LAB_TEST_SAVE_PAUSE, core session_writer.cpp) until a timer
   // on the GUI thread removes the pause file — which it can only do if the window is not blocked.
   void saveKeepsTheWindowResponsive() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     RunRecord r;
     r.id = QStringLiteral("r1");
     r.label = QStringLiteral("r1");
@@ -244,7 +237,7 @@ private Q_SLOTS:
 
   void corruptOrForeignFile() {
     QTemporaryDir dir;
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     const QString txt = dir.filePath(QStringLiteral("notes.txt"));
     QFile f(txt);
     QVERIFY(f.open(QIODevice::WriteOnly));
@@ -326,7 +319,7 @@ private Q_SLOTS:
 
   // Running an experiment from the panel adds a run to the session (off the GUI thread).
   void runFromPanelAddsRun() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     if (!w.hasExperimentRunner()) QSKIP("this build has no experiment runner (FP8LAB_WITH_HDF5=OFF)");
     w.experimentPanel()->setConfig(smallGemm());
     auto* run = w.experimentPanel()->findChild<QPushButton*>(QStringLiteral("runButton"));
@@ -352,7 +345,7 @@ private Q_SLOTS:
     QString error;
     QVERIFY2(w.session()->save(file, &error), qPrintable(error));
     QVERIFY(!w.session()->isModified());
-    MainWindow w2(testOptions());
+    MainWindow w2(fp8lab::testsupport::testWindowOptions());
     QVERIFY(w2.openSession(file));
     QCOMPARE(w2.session()->runCount(), 1);
     QCOMPARE(w2.session()->run(0).label, QStringLiteral("my run"));
@@ -377,7 +370,7 @@ private Q_SLOTS:
     const QString copy = dir.filePath(QStringLiteral("mine.h5"));
     QString error;
     QVERIFY2(writeGemmSession(copy, &error), qPrintable(error));
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     auto* banner = w.findChild<QLabel*>(QStringLiteral("banner"));
     QVERIFY(banner);
     QVERIFY(banner->text().contains(QStringLiteral("No session open")));
@@ -390,7 +383,7 @@ private Q_SLOTS:
     // session too.
     const QString bundled = MainWindow::defaultSessionPath();
     if (!bundled.isEmpty()) {
-      MainWindow w2(testOptions());
+      MainWindow w2(fp8lab::testsupport::testWindowOptions());
       auto* b2 = w2.findChild<QLabel*>(QStringLiteral("banner"));
       QVERIFY(!b2->isHidden());
       QVERIFY(w2.openSession(bundled));
@@ -406,7 +399,7 @@ private Q_SLOTS:
     const QString file = dir.filePath(QStringLiteral("gemm.h5"));
     QString error;
     QVERIFY2(writeGemmSession(file, &error), qPrintable(error));
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
     QVERIFY(w.showView(QStringLiteral("bits")));
@@ -430,7 +423,7 @@ private Q_SLOTS:
   // A GEMM run with output/D but no reference/D has no total error map, and the heatmap says so
   // with a warning at every reload; adding that run while the heatmap is in front reports it once.
   void sessionChangeReloadsEachViewOnce() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
     QVERIFY(w.showView(QStringLiteral("heatmap")));
@@ -456,7 +449,7 @@ private Q_SLOTS:
     const QString file = dir.filePath(QStringLiteral("gemm.h5"));
     QString error;
     QVERIFY2(writeGemmSession(file, &error, 512), qPrintable(error));
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     w.resize(1400, 900);
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
@@ -506,7 +499,7 @@ private Q_SLOTS:
     const QString file = dir.filePath(QStringLiteral("gemm.h5"));
     QString error;
     QVERIFY2(writeGemmSession(file, &error), qPrintable(error));
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
     QVERIFY(w.openSession(file));
@@ -560,7 +553,7 @@ private Q_SLOTS:
         qputenv("FP8LAB_DEFAULT_SESSION", oldEnv);
     });
     QVERIFY(MainWindow::isBundledSession(bundled));
-    MainWindow::Options o = testOptions();
+    MainWindow::Options o = fp8lab::testsupport::testWindowOptions();
     o.open_default_session = true;
     MainWindow w(o);
     QCOMPARE(w.session()->fileName(), QFileInfo(bundled).canonicalFilePath());
@@ -614,7 +607,7 @@ private Q_SLOTS:
     d.heightBox()->setValue(5); // below the 16 px minimum: clamped
     QCOMPARE(d.chosenSize(), QSize(300, 16));
     d.heightBox()->setValue(200);
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     QVERIFY(w.showView(QStringLiteral("bits")));
     QTemporaryDir dir;
     const QString f = dir.filePath(QStringLiteral("bits.png"));
@@ -625,7 +618,7 @@ private Q_SLOTS:
 
   // Cancel stops a run; nothing is added.
   void cancelAddsNothing() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     if (!w.hasExperimentRunner()) QSKIP("no experiment runner");
     QJsonObject c = smallGemm();
     c[QStringLiteral("m")] = 2048;

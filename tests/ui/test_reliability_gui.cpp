@@ -2,6 +2,7 @@
 // directory (must be refused with a message in the Issues panel, not hang the window), a truncated
 // session written by the app, and an experiment too large for memory (refused by the panel with
 // the size it needs, Run disabled).
+#include "window_options.h"
 #include "bit_layout_view.h"
 #include "experiment_panel.h"
 #include "issues.h"
@@ -26,15 +27,7 @@
 using namespace fp8lab::ui;
 using fp8lab::Severity;
 
-namespace {
-MainWindow::Options testOptions() {
-  MainWindow::Options o;
-  o.restore_settings = false;
-  o.open_default_session = false;
-  o.probe_backend = false;
-  return o;
-}
-} // namespace
+namespace {} // namespace
 
 class TestReliabilityGui : public QObject {
   Q_OBJECT
@@ -51,7 +44,7 @@ private Q_SLOTS:
     QTemporaryDir dir;
     const QString fifo = dir.filePath(QStringLiteral("pipe.h5"));
     QVERIFY(mkfifo(qPrintable(fifo), 0600) == 0);
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     int rows = 0;
     for (const QString& p : {fifo, QStringLiteral("/dev/zero"), dir.path()}) {
       QElapsedTimer t;
@@ -113,7 +106,7 @@ private Q_SLOTS:
     QVERIFY(g.open(QIODevice::WriteOnly));
     g.write(bytes.left(bytes.size() / 2));
     g.close();
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     QVERIFY(!w.openSession(cut));
     QCOMPARE(w.issues()->rowCount(), 1);
     QCOMPARE(w.issues()->issues()[0].severity, Severity::Error);

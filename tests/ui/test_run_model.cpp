@@ -2,6 +2,7 @@
 // capabilities, listed by hand for runs built here), the capability filter of the run boxes, the
 // one selection shared by the session tree and every view's run box, and the generation-counted
 // load of the analysis views (ui/analysis_view.h): a load overtaken by a newer choice never shows.
+#include "window_options.h"
 #include "analysis_view.h"
 #include "main_window.h"
 #include "run_box.h"
@@ -25,14 +26,6 @@ using namespace fp8lab::ui;
 using fp8lab::Run;
 
 namespace {
-
-MainWindow::Options testOptions() {
-  MainWindow::Options o;
-  o.restore_settings = false;
-  o.open_default_session = false;
-  o.probe_backend = false;
-  return o;
-}
 
 Run makeRun(const std::string& id, const std::string& type, const std::string& config,
             const std::vector<std::string>& datasets) {
@@ -186,7 +179,7 @@ private Q_SLOTS:
     QTemporaryDir dir;
     const QString f = dir.filePath(QStringLiteral("s.h5"));
     QVERIFY(fp8lab::appendRuns(f.toStdString(), sessionRuns()).ok());
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     w.resize(1400, 900);
     QVERIFY(w.openSession(f));
     SessionDocument* s = w.session();

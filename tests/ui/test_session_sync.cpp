@@ -1,6 +1,7 @@
 // One current run, owned by the session and followed by the tree and the views both ways; views
 // that open on a run they can show; the window's save over a file another program changed keeps
 // both programs' runs; long empty-state texts wrap inside their plot at 1400×900.
+#include "window_options.h"
 #include "error_heatmap_view.h"
 #include "issues.h"
 #include "layer_step_view.h"
@@ -23,14 +24,6 @@ using namespace fp8lab::ui;
 using fp8lab::Run;
 
 namespace {
-
-MainWindow::Options testOptions() {
-  MainWindow::Options o;
-  o.restore_settings = false;
-  o.open_default_session = false;
-  o.probe_backend = false;
-  return o;
-}
 
 /// A GEMM run with a 4×4 error map (what the heatmap lists and draws).
 Run gemmRun(const std::string& id) {
@@ -79,7 +72,7 @@ private Q_SLOTS:
   // Add, remove, undo and redo runs; after every step the session's current run, the tree's
   // highlighted run and the heatmap's run (which lists GEMM runs only) agree.
   void treeSessionAndViewsAgreeThroughUndo() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     w.resize(1400, 900);
     SessionDocument* s = w.session();
     w.view(QStringLiteral("heatmap"))->runPendingReloads();
@@ -145,7 +138,7 @@ private Q_SLOTS:
     QTemporaryDir dir;
     const QString f = dir.filePath(QStringLiteral("s.h5"));
     QVERIFY(fp8lab::appendRuns(f.toStdString(), {fp32Run("base"), gemmRun("gemm-fc1"), gemmRun("gemm-fc2")}).ok());
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     w.resize(1400, 900);
     QVERIFY(w.openSession(f));
     QCOMPARE(w.session()->currentRunId(), QStringLiteral("base"));
@@ -179,7 +172,7 @@ private Q_SLOTS:
     QTemporaryDir dir;
     const QString f = dir.filePath(QStringLiteral("shared.h5"));
     QVERIFY(fp8lab::appendRuns(f.toStdString(), {gemmRun("first")}).ok());
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     w.resize(1400, 900);
     w.show();
     QVERIFY(w.openSession(f));
@@ -239,7 +232,7 @@ private Q_SLOTS:
   // plot, and its wrapped text fits its rectangle (at 1400×900 the Layer × step texts were cut
   // at both edges).
   void emptyStateTextWraps() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     w.resize(1400, 900);
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));

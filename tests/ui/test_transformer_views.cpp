@@ -4,6 +4,7 @@
 // the Training form's transformer and policy presets, and the validation loss in the Comparison.
 // The runs are built here with core/session; every expected number is chosen by hand and derived in
 // a comment.
+#include "window_options.h"
 #include "amax_history_view.h"
 #include "attention_view.h"
 #include "comparison_view.h"
@@ -160,14 +161,6 @@ Run attentionRun(const std::string& id) {
 QMap<double, QString> tickLabels(QCPAxis* axis) {
   auto t = axis->ticker().dynamicCast<QCPAxisTickerText>();
   return t ? t->ticks() : QMap<double, QString>{};
-}
-
-MainWindow::Options testOptions() {
-  MainWindow::Options o;
-  o.restore_settings = false;
-  o.open_default_session = false;
-  o.probe_backend = false;
-  return o;
 }
 
 } // namespace
@@ -527,7 +520,7 @@ private Q_SLOTS:
   // The Training tab runs the transformer in process: progress per step, Cancel keeps the steps
   // done (status cancelled, steps_completed between 1 and the 200 planned, a loss per step).
   void transformerRunsInProcessAndCancelKeepsTheSteps() {
-    MainWindow w(testOptions());
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
     if (!w.hasExperimentRunner()) QSKIP("no experiment runner in this build");
     ExperimentPanel* panel = w.experimentPanel();
     QJsonObject c = ExperimentPanel::defaultTrainingConfig();

@@ -3,6 +3,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "layout_check.h"
 #include "session/session_layout.h"
 #include "experiment/gemm_run.h"
 #include "formats/format.h"
@@ -104,15 +105,9 @@ void TestGemmRun::storesTheDocumentedLayout() {
   }
   QVERIFY(std::fabs(10 * std::log10(s / e) - run.metrics.at("sqnr_db").value) < 1e-9);
   QVERIFY(run.getQuantized("quantized/A").ok());
-  // Every dataset the writer stored is a path of the session layout, with the units and element
-  // type its table gives ("varies": units the writer states per dataset).
-  for (const auto& [path, d] : run.datasets) {
-    const layout::PathPattern* pat = layout::match(path);
-    QVERIFY2(pat, path.c_str());
-    if (std::string(pat->units) != "varies")
-      QCOMPARE(attrString(d.attrs, "units").value_or("?"), std::string(pat->units));
-    QCOMPARE(std::string(toString(d.dtype)), std::string(pat->dtype));
-  }
+  // Every dataset the writer stored is a path of the session layout, with its units and type.
+  fp8lab::testsupport::checkDatasetsAgainstLayout(run);
+  if (QTest::currentTestFailed()) return;
 }
 
 void TestGemmRun::reproducibleAcrossThreadCountsAndSaves() {

@@ -9,6 +9,7 @@
 // recorded per-step amaxes as input.
 #include <QtTest>
 
+#include "layout_check.h"
 #include "session/session_layout.h"
 #include "training/fashion_mnist.h"
 #include "training/idx_reader.h"
@@ -620,15 +621,9 @@ void TestTraining::sessionRunHoldsTheRecords() {
   QCOMPARE(run.find("history/fc1/kernel/scale")->f32, r.find("fc1/kernel")->dequant_scale);
   QCOMPARE(run.find("history/fc3/input/saturated")->i64, r.find("fc3/input")->saturated);
   QCOMPARE(attrString(run.group_attrs.at("history/fc1/output_grad"), "format").value_or(""), std::string("E5M2"));
-  // Every dataset the writer stored is a path of the session layout, with the units and element
-  // type its table gives ("varies": units the writer states per dataset).
-  for (const auto& [path, d] : run.datasets) {
-    const layout::PathPattern* pat = layout::match(path);
-    QVERIFY2(pat, path.c_str());
-    if (std::string(pat->units) != "varies")
-      QCOMPARE(attrString(d.attrs, "units").value_or("?"), std::string(pat->units));
-    QCOMPARE(std::string(toString(d.dtype)), std::string(pat->dtype));
-  }
+  // Every dataset the writer stored is a path of the session layout, with its units and type.
+  fp8lab::testsupport::checkDatasetsAgainstLayout(run);
+  if (QTest::currentTestFailed()) return;
   // every dataset says what it is
   for (const auto& [path, d] : run.datasets) {
     QVERIFY2(attrString(d.attrs, "units").has_value() && attrString(d.attrs, "meaning").has_value(), path.c_str());
