@@ -3,7 +3,6 @@
 
 #include "common/names.h"
 
-
 namespace fp8lab {
 
 const std::vector<AccumulationPreset>& accumulationPresets() {
