@@ -5,6 +5,7 @@
 // On a machine with a usable GPU the same suite checks the GPU side instead: auto runs E4M3FN on
 // "cuda" with versions and FAST_ACCUM, falls back for E5M2 x E5M2 with cuBLASLt's reason, gpu
 // refuses it. Runs the built fp8lab-cli (FP8LAB_BINARY_DIR/app/fp8lab-cli) with QProcess.
+#include "cli_runner.h"
 #include <QtTest>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -20,26 +21,10 @@ QString cliPath() {
   return QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab-cli");
 }
 
-struct CliResult {
-  int code = -1;
-  QByteArray out, err;
-  QJsonObject json() const { return QJsonDocument::fromJson(out).object(); }
-};
+using fp8lab::testsupport::CliResult;
 
 CliResult cli(const QStringList& args) {
-  QProcess p;
-  p.start(cliPath(), args);
-  CliResult r;
-  if (!p.waitForFinished(120000)) {
-    p.kill();
-    p.waitForFinished();
-    r.err = "timed out";
-    return r;
-  }
-  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = p.readAllStandardOutput();
-  r.err = p.readAllStandardError();
-  return r;
+  return fp8lab::testsupport::runCli(args);
 }
 
 const QStringList kSmallGemm = {QStringLiteral("gemm"), QStringLiteral("--m"), QStringLiteral("16"),

@@ -2,6 +2,7 @@
 // flags, the exit status 0 for a correct kernel and 1 for each bad one, the JSON verdict; `run
 // --json` of a multi-experiment config as one document; `scale-layout index` worked examples. Runs
 // the built fp8lab-cli on the exact-by-construction files of tests/support/kernel_check_files.h.
+#include "cli_runner.h"
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -15,20 +16,10 @@ using fp8lab::test::KernelCheckFiles;
 
 namespace {
 
-struct CliResult {
-  int code = -1;
-  QByteArray out, err;
-};
+using fp8lab::testsupport::CliResult;
 
 CliResult cli(const QStringList& args) {
-  QProcess p;
-  p.start(QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab-cli"), args);
-  CliResult r;
-  if (!p.waitForFinished(300000)) return r;
-  r.out = p.readAllStandardOutput();
-  r.err = p.readAllStandardError();
-  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  return r;
+  return fp8lab::testsupport::runCli(args);
 }
 
 QString q(const std::string& s) {

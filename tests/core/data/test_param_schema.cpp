@@ -4,6 +4,7 @@
 // config parser refuse max + 1 with a message naming the schema's range. The tests iterate over
 // the table, so a new entry, or a changed range, is covered without touching them. The desktop
 // app's side (widget ranges, validation) is tests/ui/test_param_schema_panel.cpp.
+#include "cli_runner.h"
 #include <QtTest>
 
 #include "experiment/gemm_config.h"
@@ -21,20 +22,10 @@ using namespace fp8lab;
 
 namespace {
 
-struct CliResult {
-  int code = -1;
-  QByteArray out, err;
-};
+using fp8lab::testsupport::CliResult;
 
 CliResult cli(const QStringList& args) {
-  QProcess p;
-  p.start(QStringLiteral(FP8LAB_BINARY_DIR "/app/fp8lab-cli"), args);
-  CliResult r;
-  if (!p.waitForFinished(120000)) return r;
-  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = p.readAllStandardOutput();
-  r.err = p.readAllStandardError();
-  return r;
+  return fp8lab::testsupport::runCli(args);
 }
 
 bool inConfig(const ParamSpec& p) {
