@@ -46,25 +46,22 @@ QString panelStrategyOf(const QString& preset) {
 #ifdef FP8LAB_HAVE_HDF5
 
 ExperimentRunner builtinExperimentRunner() {
-  return [](const QJsonObject& c, const fp8lab::ProgressFn& progress) -> JobResult {
-    const std::string run_id = c.value(QStringLiteral("run_id")).toString().toStdString();
+  return [](const GemmRunRequest& request, const fp8lab::ProgressFn& progress) -> JobResult {
+    const QString name = request.config.value(QStringLiteral("name")).toString();
+    const std::string run_id = name.isEmpty() ? std::string("run-gui") : name.toStdString();
     QString why;
-    const QByteArray canonical =
-        canonicalGemmConfig(c, QString::fromStdString(run_id.empty() ? "run-gui" : run_id), &why);
+    const QByteArray canonical = canonicalGemmConfig(request.config, QString::fromStdString(run_id), &why);
     if (canonical.isEmpty()) throw std::invalid_argument(why.toStdString());
     GemmExperimentConfig cfg;
     if (const std::string e = parseGemmConfig(Json::parse(canonical.toStdString()), &cfg); !e.empty())
       throw std::invalid_argument(e);
-    // The config's "backend" is "auto", "cpu" or "cuda": core's policy (gemm/backend_policy.h),
-    // the same as fp8lab-cli --backend.
-    const QString choice = c.value(QStringLiteral("backend")).toString(QStringLiteral("auto"));
-    const auto request = parseBackendRequest(choice.toStdString());
-    if (!request) throw std::invalid_argument("unknown backend '" + choice.toStdString() + "'");
+    // Core's policy (gemm/backend_policy.h), the same as fp8lab-cli --backend.
+    const auto backend_request = parseBackendRequest(request.backend.toStdString());
+    if (!backend_request) throw std::invalid_argument("unknown backend '" + request.backend.toStdString() + "'");
     std::string no_gpu;
-    const auto backend = makeGemmBackend(*request, &no_gpu);
+    const auto backend = makeGemmBackend(*backend_request, &no_gpu);
     if (!backend) throw std::runtime_error("the CUDA backend is not available: " + no_gpu);
-    auto res =
-        runGemmExperimentRun(cfg, canonical.toStdString(), run_id.empty() ? "run-gui" : run_id, *backend, progress);
+    auto res = runGemmExperimentRun(cfg, canonical.toStdString(), run_id, *backend, progress);
     if (!res.ok()) throw std::runtime_error(res.firstError());
     recordBackend(res.value, *backend, cfg.gemm, backend->note());
     JobResult jr;
@@ -89,173 +86,15 @@ QJsonValue fromJson(const Json& j) {
   return QJsonDocument::fromJson(QByteArray::fromStdString(wrapped.dump())).object().value(QStringLiteral("v"));
 }
 
-/// Core's messages start with the key path ("scaling: ..."); the panel shows them by its field.
-QString reasonOf(const std::string& e) {
-  const auto c = e.find(": ");
-  return QString::fromStdString(c == std::string::npos ? e : e.substr(c + 2));
-}
-
-/// The panel keys core's older-form mapping does not know: an accumulation preset named in the
-/// Accumulation box (it sets the model and its parameters, so the model keys are left out), and
-/// the epilogue: alpha, beta, C (present exactly when beta ≠ 0, as parseGemmConfig requires) and
-/// the bias.
-void addPanelGemmKeys(const QJsonObject& panel, Json& g) {
-  const std::string acc = panel.value(QStringLiteral("accumulation")).toString().toStdString();
-  if (const auto preset = accumulationPreset(acc)) {
-    g.erase("accumulation");
-    g.erase("promotion_interval");
-    g.erase("fast_accum_bits");
-    g["accumulation_preset"] = preset->name;
-  }
-  const double alpha = panel.value(QStringLiteral("alpha")).toDouble(1.0);
-  const double beta = panel.value(QStringLiteral("beta")).toDouble(0.0);
-  g["alpha"] = alpha;
-  g["beta"] = beta;
-  auto source = [&](const char* seed, const char* scale) {
-    Json o = Json::object();
-    o["seed"] = static_cast<uint64_t>(panel.value(QLatin1String(seed)).toDouble(1.0));
-    o["scale"] = panel.value(QLatin1String(scale)).toDouble(1.0);
-    return o;
-  };
-  if (float(beta) != 0.0f) g["c"] = source("c_seed", "c_scale");
-  if (panel.value(QStringLiteral("bias")).toBool()) g["bias"] = source("bias_seed", "bias_scale");
-}
-
 } // namespace
 
-QString scalingPresetFor(const QJsonObject& c, QString* why) {
-  ConfigReader r;
-  const Json g = legacyPanelGemmConfig(toJson(c), r);
-  if (!r.ok() || !g.contains("scaling") || g["scaling"].get<std::string>().empty()) {
-    if (why) *why = reasonOf(r.error());
-    return {};
-  }
-  return QString::fromStdString(g["scaling"].get<std::string>());
-}
-
-QByteArray canonicalGemmConfig(const QJsonObject& panel, const QString& run_id, QString* why) {
-  ConfigReader r;
-  QJsonObject p = panel;
-  p.remove(QStringLiteral("run_id"));
-  Json g = legacyPanelGemmConfig(toJson(p), r);
-  if (r.ok()) addPanelGemmKeys(panel, g);
+QByteArray canonicalGemmConfig(const QJsonObject& config, const QString& run_id, QString* why) {
   GemmExperimentConfig cfg;
-  if (r.ok()) parseGemmConfig(g, &cfg, r);
-  if (!r.ok()) {
-    if (why) *why = QString::fromStdString(r.error());
+  if (const std::string e = parseGemmConfig(toJson(config), &cfg); !e.empty()) {
+    if (why) *why = QString::fromStdString(e);
     return {};
   }
   return QByteArray::fromStdString(gemmConfigJson(cfg, run_id.toStdString()).dump(2));
-}
-
-QJsonObject panelConfigFromCanonical(const QByteArray& json, const QJsonObject& base, QString* why) {
-  auto no = [&](const QString& w) {
-    if (why) *why = w;
-    return QJsonObject();
-  };
-  GemmExperimentConfig cfg;
-  try {
-    const JsonDocument doc = JsonDocument::parse(json.toStdString());
-    if (const std::string e = parseGemmConfig(doc.root(), &cfg, &doc); !e.empty()) return no(QString::fromStdString(e));
-  } catch (const JsonTextError& e) {
-    return no(QObject::tr("not valid JSON: %1 (line %2, column %3)")
-                  .arg(QString::fromStdString(e.what()))
-                  .arg(e.pos.line)
-                  .arg(e.pos.column));
-  }
-  {
-    const GemmExperimentConfig d;
-    const char* hidden = nullptr;
-    // An accumulation preset sets the group and the promotion itself.
-    if (cfg.accumulation_preset.empty() && cfg.gemm.fast_accum_group != d.gemm.fast_accum_group)
-      hidden = "fast_accum_group";
-    if (cfg.accumulation_preset.empty() && cfg.gemm.fast_accum_promotes != d.gemm.fast_accum_promotes)
-      hidden = "fast_accum_promotes";
-    if (cfg.gemm.output_quant_scale != d.gemm.output_quant_scale) hidden = "output_quant_scale";
-    if (cfg.tile != d.tile) hidden = "tile";
-    if (cfg.store_inputs != d.store_inputs || cfg.store_quantized != d.store_quantized ||
-        cfg.store_error_maps != d.store_error_maps)
-      hidden = "store_*";
-    if (hidden)
-      return no(QObject::tr("the panel has no field for \"%1\"; run this config with fp8lab-cli run")
-                    .arg(QString::fromLatin1(hidden)));
-  }
-  QJsonObject c = base;
-  c[QStringLiteral("a_format")] = QString::fromStdString(cfg.format_a);
-  c[QStringLiteral("b_format")] = QString::fromStdString(cfg.format_b);
-  c[QStringLiteral("m")] = int(cfg.m);
-  c[QStringLiteral("k")] = int(cfg.k);
-  c[QStringLiteral("n")] = int(cfg.n);
-  c[QStringLiteral("seed")] = double(cfg.seed);
-  // The panel's Accumulation box keys (aliases of the canonical names).
-  const char* acc = "split-fp32";
-  switch (cfg.gemm.accumulation) {
-  case Accumulation::Exact:
-    acc = "exact";
-    break;
-  case Accumulation::FP32:
-    acc = "fp32";
-    break;
-  case Accumulation::SplitFP32:
-    break;
-  case Accumulation::FastAccum:
-    acc = "fast-accum";
-    break;
-  }
-  c[QStringLiteral("accumulation")] =
-      cfg.accumulation_preset.empty() ? QString::fromLatin1(acc) : QString::fromStdString(cfg.accumulation_preset);
-  c[QStringLiteral("alpha")] = double(cfg.gemm.alpha);
-  c[QStringLiteral("beta")] = double(cfg.gemm.beta);
-  // C is in a config exactly when beta ≠ 0; the bias when it is on.
-  if (cfg.c_source.enabled) {
-    c[QStringLiteral("c_seed")] = double(cfg.c_source.seed);
-    c[QStringLiteral("c_scale")] = cfg.c_source.scale;
-  }
-  c[QStringLiteral("bias")] = cfg.bias_source.enabled;
-  if (cfg.bias_source.enabled) {
-    c[QStringLiteral("bias_seed")] = double(cfg.bias_source.seed);
-    c[QStringLiteral("bias_scale")] = cfg.bias_source.scale;
-  }
-  c[QStringLiteral("output")] = QString::fromLatin1(toString(cfg.gemm.output));
-  c[QStringLiteral("promotion_interval")] = cfg.gemm.promotion_interval;
-  c[QStringLiteral("fast_accum_bits")] = cfg.gemm.fast_accum_bits;
-  if (!cfg.a.tensor.empty() || !cfg.b.tensor.empty()) {
-    if (cfg.a.transpose || cfg.b.transpose)
-      return no(QObject::tr("the panel imports tensors untransposed; this config transposes one"));
-    const RandomMatrixOptions def;
-    for (const OperandSource* o : {&cfg.a, &cfg.b})
-      if (o->tensor.empty() &&
-          (o->random.distribution != def.distribution || o->random.scale != def.scale || o->random.sigma != def.sigma ||
-           o->random.outlier_fraction != def.outlier_fraction || o->random.outlier_factor != def.outlier_factor))
-        return no(QObject::tr("beside an imported tensor the panel's random operand is normal with scale 1; this "
-                              "config's differs (run it with fp8lab-cli run)"));
-    c[QStringLiteral("input")] = QStringLiteral("import");
-    c[QStringLiteral("import_path")] = QString::fromStdString(cfg.a.tensor);
-    c[QStringLiteral("import_path_b")] = QString::fromStdString(cfg.b.tensor);
-  } else {
-    const RandomMatrixOptions& ra = cfg.a.random;
-    const RandomMatrixOptions& rb = cfg.b.random;
-    const RandomMatrixOptions def;
-    if (ra.distribution != rb.distribution || ra.scale != rb.scale || ra.sigma != def.sigma || rb.sigma != def.sigma ||
-        ra.outlier_fraction != def.outlier_fraction || rb.outlier_fraction != def.outlier_fraction ||
-        ra.outlier_factor != def.outlier_factor || rb.outlier_factor != def.outlier_factor)
-      return no(QObject::tr("the panel draws A and B from one distribution with one scale; this config's operands "
-                            "differ (run it with fp8lab-cli run)"));
-    c[QStringLiteral("input")] = QStringLiteral("distribution");
-    c[QStringLiteral("distribution")] = QString::fromLatin1(toString(ra.distribution));
-    c[QStringLiteral("sigma")] = ra.scale;
-  }
-  const QString preset = QString::fromStdString(cfg.scaling);
-  const QString strategy = panelStrategyOf(preset);
-  if (strategy.isEmpty())
-    return no(QObject::tr("the scaling preset '%1' cannot scale both operands of a GEMM").arg(preset));
-  c[QStringLiteral("scaling")] = strategy;
-  c[QStringLiteral("preset")] = preset;
-  const auto sp = scalingPreset(cfg.scaling);
-  if (!sp)
-    return no(QObject::tr("the panel has no fields for the preset '%1' (run it with fp8lab-cli run)").arg(preset));
-  c[QStringLiteral("pow2_scales")] = sp->pow2;
-  return c;
 }
 
 QByteArray canonicalTrainingConfig(const QJsonObject& training, QString* why) {
@@ -427,17 +266,7 @@ QString experimentRunnerMissingReason() {
   return QObject::tr("Run needs the experiment runner (core/experiment with HDF5), which this build does not have.");
 }
 
-QString scalingPresetFor(const QJsonObject&, QString* why) {
-  if (why) *why = experimentRunnerMissingReason();
-  return {};
-}
-
 QByteArray canonicalGemmConfig(const QJsonObject&, const QString&, QString* why) {
-  if (why) *why = experimentRunnerMissingReason();
-  return {};
-}
-
-QJsonObject panelConfigFromCanonical(const QByteArray&, const QJsonObject&, QString* why) {
   if (why) *why = experimentRunnerMissingReason();
   return {};
 }

@@ -1,8 +1,7 @@
-// The bridge from the experiment panel's configuration (ExperimentPanel::config(), JSON) to
-// core/experiment: the panel's fields become the canonical GEMM config (gemm_config.h), which
-// is what runs and what the run stores, so `fp8lab-cli rerun` reproduces GUI runs; training
-// experiments run in process on core's runner. Kept in one file so the rest of the GUI does not
-// depend on the runner's API.
+// The bridge from the experiment panel to core/experiment: the panel's canonical GEMM config
+// (gemm_config.h) runs on the backend it names and is what the run stores, so `fp8lab-cli rerun`
+// reproduces GUI runs; training experiments run in process on core's runner. Kept in one file so the rest of the GUI
+// does not depend on the runner's API.
 #pragma once
 
 #include "main_window.h"
@@ -11,29 +10,21 @@
 
 namespace fp8lab::ui {
 
-/// The runner this build has: core/experiment (runGemmExperimentRun) on the backend the config
-/// names; empty when the build has no core/experiment (then the panel says why Run is off).
+/// The runner this build has: core/experiment (runGemmExperimentRun) on the request's backend; empty when the build has
+/// no core/experiment (then the panel says why Run is off).
 ExperimentRunner builtinExperimentRunner();
 /// Why there is no runner (empty when there is one).
 QString experimentRunnerMissingReason();
-
-/// The core/scaling preset name for the panel's strategy + preset + options, or "" with *why
-/// when that combination has no preset (e.g. Flax has no per-tensor current scaling). The
-/// mapping is core's (legacyPanelGemmConfig).
-QString scalingPresetFor(const QJsonObject& config, QString* why);
 
 /// The experiment panel's Strategy entry ("per-tensor-current", "per-tensor-delayed", "per-row",
 /// "1x128", "128x128", "mx32") of a preset of the table, from its granularity and rule; "" for a
 /// preset a GEMM cannot take (per_column: A's columns run along K) or an unknown name.
 QString panelStrategyOf(const QString& preset);
 
-/// The canonical GEMM config (JSON text, gemmConfigJson) of the panel's configuration, or "" with
-/// *why. `run_id` is stored as its "name" when not empty.
-QByteArray canonicalGemmConfig(const QJsonObject& panel_config, const QString& run_id, QString* why);
-/// The panel configuration that runs the canonical GEMM config `json` (Load config…): the
-/// fields it sets, over `base`; or an empty object with *why (not JSON, not a GEMM config, or a
-/// scaling preset the panel's choices cannot express).
-QJsonObject panelConfigFromCanonical(const QByteArray& json, const QJsonObject& base, QString* why);
+/// The canonical GEMM config `config` (ExperimentPanel::config()) with every default filled in
+/// (gemmConfigJson, JSON text): what a run stores and `fp8lab-cli run` reads; `run_id` is stored
+/// as its "name" when not empty. "" with *why (core's message) when core refuses the config.
+QByteArray canonicalGemmConfig(const QJsonObject& config, const QString& run_id, QString* why);
 
 /// The one-run training config that reproduces `training` (a training config of one run, as the
 /// Training tab writes it): trainingConfigJson with every default filled in — what the run stores

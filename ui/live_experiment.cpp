@@ -54,8 +54,8 @@ double LiveExperiment::workOf(const QJsonObject& c) {
 QString LiveExperiment::whyNotLive(const QJsonObject& c) const {
   if (!enabled_) return tr("live mode is off");
   // The shape of an imported tensor or of trained weights comes from the file, not from M, N, K.
-  const QString input = c.value(QStringLiteral("input")).toString();
-  if (!input.isEmpty() && input != QStringLiteral("distribution"))
+  auto tensor = [&](const char* k) { return c.value(QLatin1String(k)).toObject().contains(QStringLiteral("tensor")); };
+  if (tensor("a") || tensor("b"))
     return tr("live mode runs on generated operands; an imported tensor or trained weights run with Run");
   const double w = workOf(c);
   if (w > limit_)
@@ -69,8 +69,8 @@ QString LiveExperiment::whyNotLive(const QJsonObject& c) const {
   return {};
 }
 
-void LiveExperiment::request(const QJsonObject& config) {
-  pending_ = config;
+void LiveExperiment::request(const GemmRunRequest& request) {
+  pending_ = request;
   if (!enabled_) return;
   // Leading edge: a first edit after a quiet moment starts at once (no debounce delay on a single
   // change). Within a burst — a run in flight or a request pending — the timer restarts, so the
@@ -106,8 +106,8 @@ std::optional<JobResult> LiveExperiment::keepLast() {
 }
 
 void LiveExperiment::startNow() {
-  const QJsonObject cfg = pending_;
-  if (const QString why = whyNotLive(cfg); !why.isEmpty()) {
+  const GemmRunRequest cfg = pending_;
+  if (const QString why = whyNotLive(cfg.config); !why.isEmpty()) {
     Q_EMIT skipped(why);
     return;
   }
@@ -160,7 +160,7 @@ void LiveExperiment::startNow() {
     if (flag->load()) o.cancelled = true;
     return o;
   }));
-  Q_EMIT runStarted(cfg);
+  Q_EMIT runStarted(cfg.config);
 }
 
 } // namespace fp8lab::ui

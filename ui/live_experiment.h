@@ -44,7 +44,7 @@ public:
   int debounceMs() const;
   void setWorkLimit(double mnk) { limit_ = mnk; }
   double workLimit() const { return limit_; }
-  /// M·N·K of a panel configuration.
+  /// M·N·K of a canonical GEMM config.
   static double workOf(const QJsonObject& config);
   /// Why `config` does not run live ("" when it does): live mode off, operands not generated (an
   /// imported tensor, trained weights), or M·N·K over the work limit.
@@ -54,7 +54,7 @@ public:
   /// last start at least the debounce time ago) it starts at once; otherwise it (re)starts the
   /// debounce timer, and when that fires the run in flight (if any) is cancelled and the newest
   /// configuration starts. A configuration that cannot run live emits skipped() instead.
-  void request(const QJsonObject& config);
+  void request(const GemmRunRequest& request);
   /// Cancels the pending request and the run in flight (live mode turned off, window closing).
   void stop();
   /// Blocks until no run is in flight (tests, shutdown).
@@ -86,7 +86,7 @@ private:
   ExperimentRunner runner_;
   QTimer* debounce_;
   QElapsedTimer quiet_; ///< since the last start
-  QJsonObject pending_;
+  GemmRunRequest pending_;
   bool enabled_ = true;
   double limit_ = kDefaultWorkLimit;
   quint64 generation_ = 0;

@@ -102,11 +102,10 @@ LiveExperiment* attachLiveExperiment(MainWindow* w) {
                              live->last().has_value());
         return;
       }
-    QJsonObject cfg = c;
-    cfg[QStringLiteral("run_id")] = w->session()->nextRunId();
-    cfg[QStringLiteral("session_file")] = w->session()->fileName();
+    GemmRunRequest request{c, panel->backend()};
+    request.config[QStringLiteral("name")] = w->session()->nextRunId();
     live->setRunner(w->experimentRunner());
-    live->request(cfg);
+    live->request(request);
   });
   QObject::connect(live, &LiveExperiment::runStarted, panel, [panel, live] {
     panel->setLiveStatus(QObject::tr("Live: updating\u2026"), live->last().has_value());

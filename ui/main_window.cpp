@@ -938,6 +938,18 @@ bool MainWindow::hasExperimentRunner() const {
   return bool(runner_);
 }
 
+namespace {
+/// "M×N×K" of a canonical GEMM config; "from its tensors" when a tensor fixes a dimension.
+QString gemmShapeText(const QJsonObject& c) {
+  for (const char* k : {"m", "n", "k"})
+    if (!c.contains(QLatin1String(k))) return MainWindow::tr("from its tensors");
+  return QStringLiteral("%1\u00d7%2\u00d7%3")
+      .arg(c.value(QStringLiteral("m")).toInt())
+      .arg(c.value(QStringLiteral("n")).toInt())
+      .arg(c.value(QStringLiteral("k")).toInt());
+}
+} // namespace
+
 bool MainWindow::runExperiment(const QJsonObject& config) {
   if (!runner_) {
     issues_->report(Severity::Info, experimentRunnerMissingReason(), tr("Experiment panel"));
@@ -950,22 +962,18 @@ bool MainWindow::runExperiment(const QJsonObject& config) {
   QStringList training;
   for (const auto& r : session_->runs())
     if (r.kind == QStringLiteral("training")) training << r.id;
-  for (const auto& p : ExperimentPanel::validate(config, backend_.gpu, training))
+  GemmRunRequest request{config, panel_->backend()};
+  for (const auto& p : ExperimentPanel::validate(config, request.backend, backend_.gpu, training))
     if (p.blocking) {
       issues_->report(Severity::Error, p.reason, tr("Experiment panel / %1").arg(p.field));
       return false;
     }
   auto runner = runner_;
-  QJsonObject cfg = config;
-  cfg[QStringLiteral("run_id")] = session_->nextRunId();
-  cfg[QStringLiteral("session_file")] = session_->fileName();
-  const QString title =
-      tr("Running %1\u00d7%2 GEMM %3\u00d7%4\u00d7%5")
-          .arg(config.value(QStringLiteral("a_format")).toString(), config.value(QStringLiteral("b_format")).toString())
-          .arg(config.value(QStringLiteral("m")).toInt())
-          .arg(config.value(QStringLiteral("n")).toInt())
-          .arg(config.value(QStringLiteral("k")).toInt());
-  return job_->start(title, [runner, cfg](const fp8lab::ProgressFn& fn) { return runner(cfg, fn); });
+  request.config[QStringLiteral("name")] = session_->nextRunId();
+  const QString title = tr("Running %1\u00d7%2 GEMM %3")
+                            .arg(config.value(QStringLiteral("format_a")).toString(),
+                                 config.value(QStringLiteral("format_b")).toString(), gemmShapeText(config));
+  return job_->start(title, [runner, request](const fp8lab::ProgressFn& fn) { return runner(request, fn); });
 }
 
 bool MainWindow::runFullDefaultExperiment() {

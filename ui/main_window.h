@@ -37,9 +37,17 @@ class SessionDocument;
 class View;
 struct JobResult;
 
-/// Runs one experiment configuration (ExperimentPanel::config()) on the worker thread.
-/// The default is core/experiment when this build has it; tests and benchmarks may replace it.
-using ExperimentRunner = std::function<JobResult(const QJsonObject& config, const fp8lab::ProgressFn& progress)>;
+/// One GEMM experiment to run: its canonical config (ExperimentPanel::config(); "name" is the
+/// run's id) and where it runs ("auto", "cpu" or "cuda": core's backend policy, as
+/// fp8lab-cli --backend; not part of the config, which the run stores).
+struct GemmRunRequest {
+  QJsonObject config;
+  QString backend = QStringLiteral("auto");
+};
+
+/// Runs one GEMM experiment on the worker thread. The default is core/experiment when this
+/// build has it; tests and benchmarks may replace it.
+using ExperimentRunner = std::function<JobResult(const GemmRunRequest& request, const fp8lab::ProgressFn& progress)>;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -103,7 +111,8 @@ public:
   ExperimentRunner experimentRunner() const { return runner_; }
   /// Live GEMM mode (live_experiment.h, wired by live_wiring.h).
   LiveExperiment* liveExperiment() const { return live_; }
-  /// Starts the experiment panel's configuration in the background; false if refused.
+  /// Starts a canonical GEMM config (ExperimentPanel::config()) in the background on the panel's
+  /// backend, as the session's next run; false if refused (the reason in the issue list).
   bool runExperiment(const QJsonObject& config);
 
   /// Runs the full default experiment (resources/experiments/default.json: Fashion-MNIST training

@@ -89,7 +89,7 @@ std::vector<ExperimentObject> experimentObjects(const JsonDocument& doc, const s
 
 std::string experimentTypeOf(const Json& o) {
   std::string t = o.contains("type") && o["type"].is_string() ? o["type"].get<std::string>() : std::string();
-  if (t.empty() && (o.contains("m") || isLegacyPanelGemmConfig(o))) t = "gemm";
+  if (t.empty() && (o.contains("m") || isOldPanelFormGemmConfig(o))) t = "gemm";
   return t;
 }
 

@@ -3,6 +3,7 @@
 #include "common/names.h"
 
 #include "experiment/param_schema.h"
+#include "session/session_layout.h"
 
 #include "formats/format.h"
 #include "io/fp8_checkpoint.h"
@@ -448,11 +449,31 @@ std::string defaultGemmRunId(const GemmExperimentConfig& c) {
   return id;
 }
 
-bool isLegacyPanelGemmConfig(const Json& o) {
+namespace {
+/// The weights of the first Linear layer of the MLP (training/mlp.h), B of a GEMM on trained weights.
+constexpr const char* kTrainedKernel = "fc1/kernel";
+} // namespace
+
+std::string trainedKernelSpec(const std::string& session_file, const std::string& run_id) {
+  return session_file + ":/" + layout::runPath(run_id, layout::weights(kTrainedKernel));
+}
+
+std::optional<std::pair<std::string, std::string>> trainedKernelOf(const std::string& spec) {
+  const std::string head = ":/" + std::string(layout::kRuns) + "/", tail = "/" + layout::weights(kTrainedKernel);
+  const size_t at = spec.rfind(head);
+  if (at == std::string::npos || spec.size() < at + head.size() + tail.size() ||
+      spec.compare(spec.size() - tail.size(), tail.size(), tail) != 0)
+    return std::nullopt;
+  std::string run = spec.substr(at + head.size(), spec.size() - tail.size() - at - head.size());
+  if (run.find('/') != std::string::npos) return std::nullopt;
+  return std::pair{spec.substr(0, at), std::move(run)};
+}
+
+bool isOldPanelFormGemmConfig(const Json& o) {
   return o.is_object() && (o.contains("a_format") || o.contains("preset") || o.contains("pow2_scales"));
 }
 
-Json legacyPanelGemmConfig(const Json& c, ConfigReader& r, const ConfigPath& at) {
+Json gemmConfigFromOldPanelForm(const Json& c, ConfigReader& r, const ConfigPath& at) {
   auto str = [&](const char* k, const char* def) { return r.string(c, k, at, def); };
   const std::string s = str("scaling", "per-tensor-current"), p = str("preset", "te");
   const bool pow2 = r.boolean(c, "pow2_scales", at, false);
@@ -532,7 +553,7 @@ Json legacyPanelGemmConfig(const Json& c, ConfigReader& r, const ConfigPath& at)
   } else if (input == "training") {
     // The trained kernel of the first layer, read from the saved session file (B = W [K, N]).
     g["m"] = m;
-    g["b"] = {{"tensor", str("session_file", "") + ":/runs/" + str("training_run", "") + "/weights/fc1/kernel"}};
+    g["b"] = {{"tensor", trainedKernelSpec(str("session_file", ""), str("training_run", ""))}};
   } else {
     r.fail(at.member("input"), "unknown input '" + input + "' (distribution, import, training)");
   }
@@ -546,8 +567,8 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
   }
   Json translated;
   const Json* op = &in;
-  if (isLegacyPanelGemmConfig(in)) {
-    translated = legacyPanelGemmConfig(in, r, at);
+  if (isOldPanelFormGemmConfig(in)) {
+    translated = gemmConfigFromOldPanelForm(in, r, at);
     if (!r.ok()) return false;
     op = &translated;
   }

@@ -17,7 +17,9 @@
 #include "experiment/config_reader.h"
 #include "experiment/gemm_run.h"
 
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace fp8lab {
 
@@ -47,11 +49,20 @@ Json gemmConfigJson(const GemmExperimentConfig& cfg, const std::string& name = {
 /// or import>", e.g. "gemm-E4M3FN-te_current-normal".
 std::string defaultGemmRunId(const GemmExperimentConfig& cfg);
 
-/// True when `o` is in the desktop app's older panel form (it has "a_format", "preset" or
-/// "pow2_scales").
-bool isLegacyPanelGemmConfig(const Json& o);
-/// The canonical config of an object in the older panel form; errors into `r` (a combination
-/// that has no preset, e.g. Flax per-tensor current scaling) naming the key.
-Json legacyPanelGemmConfig(const Json& o, ConfigReader& r, const ConfigPath& at = {});
+/// True when `o` is in the form the desktop app stored before its panel wrote canonical configs
+/// (it has "a_format", "preset" or "pow2_scales"): sessions written by FP8 Lab before 2026-12.
+bool isOldPanelFormGemmConfig(const Json& o);
+/// Reads a config of that old panel form (a run stored by an older desktop app) as the canonical
+/// config; errors into `r` (a combination that has no preset, e.g. Flax per-tensor current
+/// scaling) naming the key. Only parseGemmConfig calls it, so old sessions still re-run.
+Json gemmConfigFromOldPanelForm(const Json& o, ConfigReader& r, const ConfigPath& at = {});
+
+/// The tensor spec of a training run's first-layer kernel in a session file,
+/// "<session_file>:/runs/<run_id>/weights/fc1/kernel" (session_layout.h): B = W [K, N] of a GEMM
+/// on trained weights (the desktop app's "Trained weights of a run" source).
+std::string trainedKernelSpec(const std::string& session_file, const std::string& run_id);
+/// The session file and run id of a spec of that form (either may be empty: no file or no run
+/// chosen yet); nullopt for any other spec.
+std::optional<std::pair<std::string, std::string>> trainedKernelOf(const std::string& spec);
 
 } // namespace fp8lab

@@ -37,7 +37,7 @@ std::vector<std::string> splitFormats(const std::string& s) {
 /// one that has "m" or the desktop panel's older keys.
 std::string typeOf(const Json& o) {
   std::string t = o.contains("type") && o["type"].is_string() ? o["type"].get<std::string>() : std::string();
-  if (t.empty() && (o.contains("m") || isLegacyPanelGemmConfig(o))) t = "gemm";
+  if (t.empty() && (o.contains("m") || isOldPanelFormGemmConfig(o))) t = "gemm";
   return t;
 }
 

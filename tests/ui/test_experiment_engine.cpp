@@ -70,10 +70,9 @@ class TestExperimentEngine : public QObject {
   Q_OBJECT
 private Q_SLOTS:
   // A GEMM run from the panel (per-row scaling with power-of-two unticked — the per_row preset,
-  // not torchao_rowwise, whose scales are powers of two; split accumulation in the panel's
-  // spelling "split-fp32") stores the canonical config: format_a, the preset name, the canonical
-  // accumulation name; the CLI re-runs it from the saved file and finds every dataset and metric
-  // identical.
+  // not torchao_rowwise, whose scales are powers of two; split accumulation) stores the canonical
+  // config: format_a, the preset name, the canonical accumulation name; the CLI re-runs it from
+  // the saved file and finds every dataset and metric identical.
   void guiGemmRunRerunsBitForBitWithTheCli() {
     MainWindow w(fp8lab::testsupport::testWindowOptions());
     if (!w.hasExperimentRunner()) QSKIP("no experiment runner in this build");
@@ -82,12 +81,10 @@ private Q_SLOTS:
     c[QStringLiteral("m")] = 48;
     c[QStringLiteral("n")] = 40;
     c[QStringLiteral("k")] = 256;
-    c[QStringLiteral("scaling")] = QStringLiteral("per-row");
-    c[QStringLiteral("preset")] = QString();
-    c[QStringLiteral("pow2_scales")] = false;
-    c[QStringLiteral("accumulation")] = QStringLiteral("split-fp32");
-    c[QStringLiteral("backend")] = QStringLiteral("cpu");
+    c[QStringLiteral("scaling")] = QStringLiteral("per_row");
+    c[QStringLiteral("accumulation")] = QStringLiteral("split");
     w.experimentPanel()->setConfig(c);
+    w.experimentPanel()->setBackend(QStringLiteral("cpu"));
     QSignalSpy ended(w.job(), &Job::ended);
     QVERIFY(w.runExperiment(w.experimentPanel()->config()));
     QVERIFY(ended.wait(120000));
@@ -121,17 +118,16 @@ private Q_SLOTS:
     c[QStringLiteral("m")] = 24;
     c[QStringLiteral("n")] = 16;
     c[QStringLiteral("k")] = 256;
-    c[QStringLiteral("accumulation")] = QStringLiteral("hopper_fp8");
+    c.remove(QStringLiteral("accumulation"));
+    c.remove(QStringLiteral("promotion_interval"));
+    c[QStringLiteral("accumulation_preset")] = QStringLiteral("hopper_fp8");
     c[QStringLiteral("alpha")] = 0.5;
     c[QStringLiteral("beta")] = 0.25;
-    c[QStringLiteral("c_seed")] = 9;
-    c[QStringLiteral("c_scale")] = 2.0;
-    c[QStringLiteral("bias")] = true;
-    c[QStringLiteral("bias_seed")] = 11;
-    c[QStringLiteral("bias_scale")] = 0.5;
-    c[QStringLiteral("backend")] = QStringLiteral("cpu");
+    c[QStringLiteral("c")] = QJsonObject{{QStringLiteral("seed"), 9}, {QStringLiteral("scale"), 2.0}};
+    c[QStringLiteral("bias")] = QJsonObject{{QStringLiteral("seed"), 11}, {QStringLiteral("scale"), 0.5}};
     w.experimentPanel()->setConfig(c);
-    QCOMPARE(w.experimentPanel()->config().value(QStringLiteral("accumulation")).toString(),
+    w.experimentPanel()->setBackend(QStringLiteral("cpu"));
+    QCOMPARE(w.experimentPanel()->config().value(QStringLiteral("accumulation_preset")).toString(),
              QStringLiteral("hopper_fp8"));
     QSignalSpy ended(w.job(), &Job::ended);
     QVERIFY(w.runExperiment(w.experimentPanel()->config()));
@@ -178,12 +174,12 @@ private Q_SLOTS:
     QVERIFY2(panel.loadConfig(f, &why), qPrintable(why));
     QVERIFY(cSeed->isEnabled());
     const QJsonObject c = panel.config();
-    QCOMPARE(c.value(QStringLiteral("accumulation")).toString(), QStringLiteral("block_scaled_mma"));
-    QCOMPARE(c.value(QStringLiteral("preset")).toString(), QStringLiteral("mx_rceil_2d"));
+    QCOMPARE(c.value(QStringLiteral("accumulation_preset")).toString(), QStringLiteral("block_scaled_mma"));
+    QCOMPARE(c.value(QStringLiteral("scaling")).toString(), QStringLiteral("mx_rceil_2d"));
     QCOMPARE(c.value(QStringLiteral("alpha")).toDouble(), 2.0);
     QCOMPARE(c.value(QStringLiteral("beta")).toDouble(), -0.5);
-    QCOMPARE(c.value(QStringLiteral("c_seed")).toInt(), 4);
-    QCOMPARE(c.value(QStringLiteral("bias_scale")).toDouble(), 0.25);
+    QCOMPARE(c.value(QStringLiteral("c")).toObject().value(QStringLiteral("seed")).toInt(), 4);
+    QCOMPARE(c.value(QStringLiteral("bias")).toObject().value(QStringLiteral("scale")).toDouble(), 0.25);
     // block_scaled_mma is marked unsure: a note, not a refusal.
     bool unsure = false;
     for (const auto& p : panel.problems()) unsure |= !p.blocking && p.reason.contains(QStringLiteral("UNSURE"));
@@ -333,9 +329,9 @@ private Q_SLOTS:
 
   // Every preset of the table is accounted for: those that can scale both operands of a GEMM
   // are reachable from the panel — a canonical config naming it loads into the panel (Strategy,
-  // Preset, power-of-two box), the panel resolves to it, and Save config… writes the same
+  // Preset, power-of-two box), the panel's config names it, and Save config… writes the same
   // canonical config back — and the others are exactly per_column (A's columns run along K) and
-  // the three delayed presets (a single GEMM has no amax history), which the panel refuses.
+  // the three delayed presets (a single GEMM has no amax history), which Load config… refuses.
   void everyGemmPresetRoundTripsThroughThePanel() {
     QTemporaryDir dir;
     int checked = 0;
@@ -345,10 +341,16 @@ private Q_SLOTS:
       if (!sp || !fp8lab::gemmScalingProblem(*sp, fp8lab::Axis::Cols).empty() ||
           !fp8lab::gemmScalingProblem(*sp, fp8lab::Axis::Rows).empty()) {
         skipped << QString::fromStdString(p.name);
-        const QByteArray canonical =
-            QByteArray::fromStdString(fp8lab::Json{{"type", "gemm"}, {"scaling", p.name}}.dump());
+        const QString f = dir.filePath(QStringLiteral("refused.json"));
+        QFile in(f);
+        QVERIFY(in.open(QIODevice::WriteOnly));
+        in.write(QByteArray::fromStdString(fp8lab::Json{{"type", "gemm"}, {"scaling", p.name}}.dump()));
+        in.close();
+        ExperimentPanel panel;
+        const QJsonObject before = panel.config();
         QString why;
-        QVERIFY2(panelConfigFromCanonical(canonical, ExperimentPanel::defaultConfig(), &why).isEmpty(), p.name.c_str());
+        QVERIFY2(!panel.loadConfig(f, &why), p.name.c_str());
+        QCOMPARE(panel.config(), before);
         continue;
       }
       reached << QString::fromStdString(p.name);
@@ -370,8 +372,7 @@ private Q_SLOTS:
       ExperimentPanel panel; // starts at te_current
       QString why;
       QVERIFY2(panel.loadConfig(f, &why), qPrintable(name + QStringLiteral(": ") + why));
-      QCOMPARE(panel.config().value(QStringLiteral("preset")).toString(), name);
-      QCOMPARE(scalingPresetFor(panel.config(), nullptr), name);
+      QCOMPARE(panel.config().value(QStringLiteral("scaling")).toString(), name);
       auto* pow2 = panel.findChild<QCheckBox*>(QStringLiteral("pow2"));
       QCOMPARE(pow2->isChecked(), sp->pow2);
       QCOMPARE(pow2->isEnabled(), !fp8lab::scalingPresetTwin(p.name).empty());
@@ -407,15 +408,15 @@ private Q_SLOTS:
     QCOMPARE(preset->currentData().toString(), QStringLiteral("per_row"));
     QVERIFY(pow2->isEnabled());
     pow2->setChecked(true);
-    QCOMPARE(panel.config().value(QStringLiteral("preset")).toString(), QStringLiteral("torchao_rowwise"));
+    QCOMPARE(panel.config().value(QStringLiteral("scaling")).toString(), QStringLiteral("torchao_rowwise"));
     pow2->setChecked(false);
-    QCOMPARE(panel.config().value(QStringLiteral("preset")).toString(), QStringLiteral("per_row"));
+    QCOMPARE(panel.config().value(QStringLiteral("scaling")).toString(), QStringLiteral("per_row"));
     strategy->setCurrentIndex(strategy->findData(QStringLiteral("1x128")));
     preset->setCurrentIndex(preset->findData(QStringLiteral("te_block_1x128")));
     QVERIFY(!pow2->isEnabled());
     QVERIFY(pow2->isChecked());
     QVERIFY(pow2->toolTip().contains(QStringLiteral("always")));
-    QCOMPARE(panel.config().value(QStringLiteral("preset")).toString(), QStringLiteral("te_block_1x128"));
+    QCOMPARE(panel.config().value(QStringLiteral("scaling")).toString(), QStringLiteral("te_block_1x128"));
   }
 
   // Both operands imported in the panel: the run takes M, K, N from the tensors (A [3,4] and
@@ -431,11 +432,11 @@ private Q_SLOTS:
     writeNpy(fa, 3, 4, a);
     writeNpy(fb, 4, 2, b);
     QJsonObject c = ExperimentPanel::defaultConfig();
-    c[QStringLiteral("input")] = QStringLiteral("import");
-    c[QStringLiteral("import_path")] = fa;
-    c[QStringLiteral("import_path_b")] = fb;
-    c[QStringLiteral("backend")] = QStringLiteral("cpu");
+    for (const char* dim : {"m", "k", "n"}) c.remove(QLatin1String(dim));
+    c[QStringLiteral("a")] = QJsonObject{{QStringLiteral("tensor"), fa}};
+    c[QStringLiteral("b")] = QJsonObject{{QStringLiteral("tensor"), fb}};
     w.experimentPanel()->setConfig(c);
+    w.experimentPanel()->setBackend(QStringLiteral("cpu"));
     auto* m = w.experimentPanel()->findChild<QSpinBox*>(QStringLiteral("m"));
     auto* n = w.experimentPanel()->findChild<QSpinBox*>(QStringLiteral("n"));
     QVERIFY(!m->isEnabled());
@@ -478,11 +479,11 @@ private Q_SLOTS:
     writeNpy(fa, 3, 4, std::vector<float>(12, 1.0f));
     writeNpy(fb, 5, 2, std::vector<float>(10, 1.0f));
     QJsonObject c = ExperimentPanel::defaultConfig();
-    c[QStringLiteral("input")] = QStringLiteral("import");
-    c[QStringLiteral("import_path")] = fa;
-    c[QStringLiteral("import_path_b")] = fb;
+    for (const char* dim : {"m", "k", "n"}) c.remove(QLatin1String(dim));
+    c[QStringLiteral("a")] = QJsonObject{{QStringLiteral("tensor"), fa}};
+    c[QStringLiteral("b")] = QJsonObject{{QStringLiteral("tensor"), fb}};
     bool found = false;
-    for (const auto& p : ExperimentPanel::validate(c, false, {}))
+    for (const auto& p : ExperimentPanel::validate(c, QStringLiteral("auto"), false, {}))
       found |= p.blocking && p.reason.contains(QStringLiteral("A is [3, 4] and B is [5, 2]"));
     QVERIFY(found);
   }

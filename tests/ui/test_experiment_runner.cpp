@@ -17,13 +17,12 @@
 using namespace fp8lab::ui;
 
 namespace {
-QJsonObject smallGemm(const QString& backend) {
+GemmRunRequest smallGemm(const QString& backend) {
   QJsonObject c = ExperimentPanel::defaultConfig();
   c[QStringLiteral("m")] = 16;
   c[QStringLiteral("n")] = 8;
   c[QStringLiteral("k")] = 32;
-  c[QStringLiteral("backend")] = backend;
-  return c;
+  return {c, backend};
 }
 
 std::optional<std::string> attr(const JobResult& r, const char* key) {

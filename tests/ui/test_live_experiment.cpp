@@ -29,8 +29,8 @@ struct FakeRunner {
   std::atomic<bool> hold{false}; ///< while true, a run waits (checking its progress)
 
   ExperimentRunner runner() {
-    return [this](const QJsonObject& c, const ProgressFn& progress) {
-      const int m = c.value(QStringLiteral("m")).toInt();
+    return [this](const GemmRunRequest& request, const ProgressFn& progress) {
+      const int m = request.config.value(QStringLiteral("m")).toInt();
       {
         std::lock_guard<std::mutex> l(mu);
         started_m << m;
@@ -58,8 +58,9 @@ struct FakeRunner {
   }
 };
 
-QJsonObject cfg(int m, int n = 64, int k = 64) {
-  return QJsonObject{{QStringLiteral("m"), m}, {QStringLiteral("n"), n}, {QStringLiteral("k"), k}};
+GemmRunRequest cfg(int m, int n = 64, int k = 64) {
+  return {QJsonObject{{QStringLiteral("m"), m}, {QStringLiteral("n"), n}, {QStringLiteral("k"), k}},
+          QStringLiteral("cpu")};
 }
 
 } // namespace
@@ -131,9 +132,9 @@ private Q_SLOTS:
     QTRY_COMPARE(skipped.count(), 1);
     QVERIFY(skipped.first().first().toString().contains(QStringLiteral("press Run")));
     QVERIFY(f.started().isEmpty());
-    QCOMPARE(LiveExperiment::workOf(cfg(128, 256, 1024)), 128.0 * 256 * 1024);
-    QJsonObject imported = cfg(8);
-    imported[QStringLiteral("input")] = QStringLiteral("import");
+    QCOMPARE(LiveExperiment::workOf(cfg(128, 256, 1024).config), 128.0 * 256 * 1024);
+    QJsonObject imported = cfg(8).config;
+    imported[QStringLiteral("a")] = QJsonObject{{QStringLiteral("tensor"), QStringLiteral("a.npy")}};
     QVERIFY(live.whyNotLive(imported).contains(QStringLiteral("imported")));
     live.setEnabled(false);
     live.request(cfg(8));

@@ -288,30 +288,28 @@ private Q_SLOTS:
   // Out-of-range and unsupported parameters are refused in place, with a reason.
   void panelValidation() {
     QJsonObject c = ExperimentPanel::defaultConfig();
-    c[QStringLiteral("a_format")] = QStringLiteral("E5M2");
-    c[QStringLiteral("b_format")] = QStringLiteral("E5M2");
-    c[QStringLiteral("backend")] = QStringLiteral("cuda");
-    auto probs = ExperimentPanel::validate(c, true, {});
+    c[QStringLiteral("format_a")] = QStringLiteral("E5M2");
+    c[QStringLiteral("format_b")] = QStringLiteral("E5M2");
+    auto probs = ExperimentPanel::validate(c, QStringLiteral("cuda"), true, {});
     bool found = false;
     for (const auto& p : probs)
       found |= p.blocking && p.reason.contains(QStringLiteral("E5M2 \u00d7 E5M2 is not supported by cuBLASLt"));
     QVERIFY(found);
-    c[QStringLiteral("backend")] = QStringLiteral("cpu");
-    QVERIFY(ExperimentPanel::validate(c, false, {}).isEmpty()); // the CPU reference runs E5M2 x E5M2
+    const QString cpu = QStringLiteral("cpu");
+    QVERIFY(ExperimentPanel::validate(c, cpu, false, {}).isEmpty()); // the CPU reference runs E5M2 x E5M2
     c[QStringLiteral("m")] = 0;
-    QVERIFY(!ExperimentPanel::validate(c, false, {}).isEmpty());
+    QVERIFY(!ExperimentPanel::validate(c, cpu, false, {}).isEmpty());
     c = ExperimentPanel::defaultConfig();
-    c[QStringLiteral("a_format")] = QStringLiteral("E2M1");
-    probs = ExperimentPanel::validate(c, false, {});
+    c[QStringLiteral("format_a")] = QStringLiteral("E2M1");
+    probs = ExperimentPanel::validate(c, cpu, false, {});
     QCOMPARE(probs.size(), 1);
     QVERIFY(probs[0].reason.contains(QStringLiteral("MX block-32")));
-    c[QStringLiteral("scaling")] = QStringLiteral("mx32");
-    QVERIFY(ExperimentPanel::validate(c, false, {}).isEmpty());
+    c[QStringLiteral("scaling")] = QStringLiteral("mx_floor");
+    QVERIFY(ExperimentPanel::validate(c, cpu, false, {}).isEmpty());
 
     ExperimentPanel panel;
-    QJsonObject bad = ExperimentPanel::defaultConfig();
-    bad[QStringLiteral("backend")] = QStringLiteral("cuda");
-    panel.setConfig(bad);
+    panel.setConfig(ExperimentPanel::defaultConfig());
+    panel.setBackend(QStringLiteral("cuda"));
     QVERIFY(!panel.isValid());
     QVERIFY(!panel.findChild<QPushButton*>(QStringLiteral("runButton"))->isEnabled());
     QVERIFY(panel.findChild<QLabel*>(QStringLiteral("problems"))->text().contains(QStringLiteral("no CUDA GPU")));

@@ -5,18 +5,25 @@
 // parser), a range changed in the schema changes all three front ends.
 #include <QtTest>
 
+#include "cli_runner.h"
+#include "param_samples.h"
+
+#include "experiment/gemm_config.h"
 #include "experiment/param_schema.h"
 #include "experiment_panel.h"
+#include "experiment_runner.h"
 
+#include <QFile>
 #include <QSpinBox>
+#include <QTemporaryDir>
 
 using namespace fp8lab;
 using namespace fp8lab::ui;
 
 namespace {
 
-/// The panel's widget of each schema entry it shows (object name), and its key in the panel's
-/// JSON when validate() checks it there ("" = the widget alone bounds it).
+/// The panel's widget of each schema entry it shows (object name), and its key in the canonical
+/// config when validate() checks it there ("" = the widget alone bounds it).
 struct PanelField {
   const char* key;
   ParamScope scope;
@@ -28,9 +35,7 @@ const PanelField kFields[] = {{"m", ParamScope::Top, "m", "m"},
                               {"k", ParamScope::Top, "k", "k"},
                               {"promotion_interval", ParamScope::Top, "promotionInterval", "promotion_interval"},
                               {"fast_accum_bits", ParamScope::Top, "fastAccumBits", "fast_accum_bits"},
-                              {"history_len", ParamScope::None, "historyLength", "history_len"},
-                              {"history_len", ParamScope::None, "trainHistory", ""},
-                              {"margin", ParamScope::None, "margin", ""}};
+                              {"history_len", ParamScope::None, "trainHistory", ""}};
 
 } // namespace
 
@@ -57,16 +62,73 @@ private Q_SLOTS:
       if (!*f.json_key) continue;
       const ParamSpec& p = param(f.key, f.scope);
       QJsonObject c = ExperimentPanel::defaultConfig();
-      c[QStringLiteral("backend")] = QStringLiteral("cpu");
-      c[QStringLiteral("scaling")] = QStringLiteral("per-tensor-current");
-      if (QString::fromLatin1(f.key) == QStringLiteral("history_len"))
-        c[QStringLiteral("scaling")] = QStringLiteral("per-tensor-delayed");
       c[QString::fromLatin1(f.json_key)] = p.max + 1;
       bool found = false;
-      for (const auto& pr : ExperimentPanel::validate(c, false, {}))
+      for (const auto& pr : ExperimentPanel::validate(c, QStringLiteral("cpu"), false, {}))
         found |= pr.blocking && pr.reason.contains(QString::fromStdString(p.rangeText()));
       QVERIFY2(found, f.key);
     }
+  }
+
+  // flag → config → panel → config: for every GEMM config entry with a flag, the canonical config
+  // `fp8lab-cli gemm --json` prints for its sample value loads into the panel (Load config…), and
+  // the panel's config, with the defaults filled in (canonicalGemmConfig), is that config again.
+  // The entries the panel has no field for are refused by Load config… and are exactly the list
+  // below, so a new schema entry either reaches the panel or is added here on purpose.
+  void flagToConfigToPanelToConfig() {
+    QTemporaryDir dir;
+    QStringList refused;
+    int checked = 0;
+    for (const ParamSpec& p : paramSchema()) {
+      if (p.flag.empty() || !testsupport::inConfig(p) || !p.usedBy("gemm") || p.type == ParamType::Text) continue;
+      QStringList args{QStringLiteral("gemm"), QStringLiteral("--m"), QStringLiteral("8"),  QStringLiteral("--n"),
+                       QStringLiteral("8"),    QStringLiteral("--k"), QStringLiteral("32"), QStringLiteral("--json")};
+      Json ignored = Json::object();
+      testsupport::addCompanions(p, &args, &ignored);
+      const std::string v = testsupport::sampleOf(p);
+      if (p.flag == "m" || p.flag == "n" || p.flag == "k") {
+        const int i = args.indexOf(QStringLiteral("--") + QString::fromStdString(p.flag));
+        args.removeAt(i);
+        args.removeAt(i);
+      }
+      args << QStringLiteral("--") + QString::fromStdString(p.flag);
+      if (p.type != ParamType::Boolean) args << QString::fromStdString(v);
+      const testsupport::CliResult r = testsupport::runCli(args);
+      QVERIFY2(r.code == 0, (p.flag + ": " + r.err.toStdString()).c_str());
+      Json cfg = Json::parse(r.out.toStdString())["config"];
+      // What a run stores is not an experiment parameter: `gemm` stores less than a panel run
+      // (no inputs, no error maps), and the run's id is the session's.
+      for (const char* k : {"name", "store_inputs", "store_quantized", "store_error_maps"}) cfg.erase(k);
+      const QString f = dir.filePath(QStringLiteral("c.json"));
+      QFile out(f);
+      QVERIFY(out.open(QIODevice::WriteOnly));
+      out.write(QByteArray::fromStdString(cfg.dump()));
+      out.close();
+      ExperimentPanel panel;
+      QString why;
+      if (!panel.loadConfig(f, &why)) {
+        refused << QString::fromStdString(p.key);
+        continue;
+      }
+      ++checked;
+      const QByteArray again = canonicalGemmConfig(panel.config(), QString(), &why);
+      QVERIFY2(!again.isEmpty(), qPrintable(QString::fromStdString(p.key) + QStringLiteral(": ") + why));
+      Json got = Json::parse(again.toStdString());
+      for (const char* k : {"store_inputs", "store_quantized", "store_error_maps"}) got.erase(k);
+      QVERIFY2(got == cfg, (p.key + ": " + got.dump() + " != " + cfg.dump()).c_str());
+    }
+    refused.sort();
+    // `fp8lab-cli run` only: the fast-accumulation group and promotion switch outside an
+    // accumulation preset, the operand options beyond one distribution and its scale, the FP8
+    // output's fixed scale, stochastic rounding, a second preset for B, the error maps' tile.
+    QCOMPARE(refused,
+             (QStringList{QStringLiteral("fast_accum_group"), QStringLiteral("fast_accum_promotes"),
+                          QStringLiteral("outlier_axis"), QStringLiteral("outlier_channels"),
+                          QStringLiteral("outlier_factor"), QStringLiteral("outlier_fraction"),
+                          QStringLiteral("output_quant_scale"), QStringLiteral("rounding"), QStringLiteral("scaling_b"),
+                          QStringLiteral("sigma"), QStringLiteral("stochastic_bits"), QStringLiteral("tile")}));
+    QCOMPARE(checked, 19);
+    QCOMPARE(checked + int(refused.size()), 31); // test_param_schema's count of flagged entries
   }
 };
 

@@ -123,7 +123,7 @@ private Q_SLOTS:
     c[QStringLiteral("m")] = 65536;
     c[QStringLiteral("n")] = 65536;
     c[QStringLiteral("k")] = 65536;
-    const auto probs = ExperimentPanel::validate(c, false, {});
+    const auto probs = ExperimentPanel::validate(c, QStringLiteral("auto"), false, {});
     bool found = false;
     for (const auto& p : probs) found |= p.blocking && p.reason.contains(QStringLiteral("needs 312.00 GiB of memory"));
     QVERIFY(found);

@@ -5,6 +5,7 @@
 // the table, so a new entry, or a changed range, is covered without touching them. The desktop
 // app's side (widget ranges, validation) is tests/ui/test_param_schema_panel.cpp.
 #include "cli_runner.h"
+#include "param_samples.h"
 #include <QtTest>
 
 #include "experiment/gemm_config.h"
@@ -23,92 +24,10 @@ using namespace fp8lab;
 namespace {
 
 using fp8lab::testsupport::CliResult;
+using namespace fp8lab::testsupport;
 
 CliResult cli(const QStringList& args) {
   return fp8lab::testsupport::runCli(args);
-}
-
-bool inConfig(const ParamSpec& p) {
-  return p.scope != ParamScope::None && !p.key.empty();
-}
-
-/// The config object an entry's key sits in: "" (top), "a", "b", "c", "bias".
-std::vector<std::string> objectsOf(const ParamSpec& p) {
-  switch (p.scope) {
-  case ParamScope::Operands:
-    return {"a", "b"};
-  case ParamScope::OperandA:
-    return {"a"};
-  case ParamScope::OperandB:
-    return {"b"};
-  case ParamScope::C:
-    return {"c"};
-  case ParamScope::Bias:
-    return {"bias"};
-  default:
-    return {""};
-  }
-}
-
-/// The choice an entry needs to be read: its first "read by" name, as a value of the choice
-/// entry that offers it (fast_accum_bits: accumulation fast; outlier_channels: distribution
-/// channel_outliers; stochastic_bits: rounding stochastic). nullptr when every model reads it.
-const ParamSpec* companionOf(const ParamSpec& p, std::string* value) {
-  if (p.presets.empty()) return nullptr;
-  *value = p.presets.substr(0, p.presets.find(' '));
-  for (const ParamSpec& q : paramSchema())
-    if (q.type == ParamType::Choice && !q.flag.empty() && &q != &p)
-      for (const auto& c : q.choices)
-        if (c == *value) return &q;
-  return nullptr;
-}
-
-/// The flags (and config keys) that make `p` meaningful: its companion choice, and the epilogue
-/// inputs its key needs (beta ≠ 0 and C go together; a C or bias scale needs its seed).
-void addCompanions(const ParamSpec& p, QStringList* flags, Json* cfg) {
-  std::string v;
-  if (const ParamSpec* q = companionOf(p, &v)) {
-    *flags << QStringLiteral("--") + QString::fromStdString(q->flag) << QString::fromStdString(v);
-    if (q->scope == ParamScope::Operands)
-      (*cfg)["a"][q->key] = (*cfg)["b"][q->key] = v;
-    else
-      (*cfg)[q->key] = v;
-  }
-  if (p.scope == ParamScope::C || p.key == "beta") {
-    if (p.key != "beta") *flags << QStringLiteral("--beta") << QStringLiteral("0.5");
-    if (p.flag != "c-seed") *flags << QStringLiteral("--c-seed") << QStringLiteral("3");
-    (*cfg)["beta"] = 0.5;
-    (*cfg)["c"]["seed"] = 3;
-  }
-  if (p.scope == ParamScope::Bias && p.flag != "bias-seed") {
-    *flags << QStringLiteral("--bias-seed") << QStringLiteral("3");
-    (*cfg)["bias"]["seed"] = 3;
-  }
-}
-
-/// A value of `p` other than its default that the small test GEMM can run with, as flag text.
-std::string sampleOf(const ParamSpec& p) {
-  switch (p.type) {
-  case ParamType::Integer:
-    return std::to_string(int64_t(p.min) + 1 <= int64_t(p.max) ? int64_t(p.min) + 1 : int64_t(p.min));
-  case ParamType::Number:
-    return "0.5";
-  case ParamType::Seed:
-    return "7";
-  case ParamType::Choice:
-    return p.choices.size() > 1 ? p.choices[1] : p.choices[0];
-  default:
-    return {};
-  }
-}
-
-/// max + 1 of a numeric entry as flag text ("1048577", a number just past a float max).
-std::string pastMax(const ParamSpec& p) {
-  if (p.type == ParamType::Integer) return std::to_string(int64_t(p.max) + 1);
-  std::ostringstream s;
-  s.precision(17);
-  s << (p.max * 2 + 1);
-  return s.str();
 }
 
 } // namespace
