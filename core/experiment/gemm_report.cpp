@@ -4,6 +4,7 @@
 #include "common/number_text.h"
 #include "experiment/kernel_check_report.h"
 #include "formats/format.h"
+#include "session/session_layout.h"
 
 #include <algorithm>
 #include <cmath>
@@ -195,6 +196,67 @@ void addScalesJson(Json& o, const QuantizedTensor& q) {
                             {"zero", static_cast<double>(zero)},
                             {"subnormal", static_cast<double>(subnormal)},
                             {"nan", static_cast<double>(nan)}};
+}
+
+Json gemmResultJson(const GemmResultJsonInput& in) {
+  const GemmExperimentConfig& cfg = *in.config;
+  const GemmRunDetails& det = *in.details;
+  Json j = Json::object();
+  j["config"] = gemmConfigJson(cfg, in.run_id);
+  j["shape"] = {{"m", det.m}, {"n", det.n}, {"k", det.k}};
+  if (const auto ap = accumulationPreset(cfg.accumulation_preset))
+    j["accumulation_preset"] = {
+        {"name", ap->name}, {"summary", ap->summary}, {"source", ap->source}, {"unsure", ap->unsure}};
+  j["backend"] = det.output.backend;
+  j["device"] = det.output.device;
+  j["algorithm"] = det.output.algorithm;
+  j["model_of_undocumented_hardware"] = det.output.model_of_undocumented_hardware;
+  j["seconds"] = {{"quantize_s", det.quantize_seconds},
+                  {"gemm_s", det.output.seconds},
+                  {"ideal_s", det.ideal_seconds},
+                  {"quantized_exact_s", det.exact_seconds},
+                  {"total_s", in.total_seconds}};
+  j["errors"] = {{"quantization", errorMetricsJson(det.quantization)},
+                 {"accumulation", errorMetricsJson(det.accumulation)},
+                 {"total", errorMetricsJson(det.total)}};
+  Json ops = Json::object();
+  for (const auto& [name, st] : {std::pair{"A", &det.a_stats}, std::pair{"B", &det.b_stats}}) {
+    Json op = operandStatsJson(*st);
+    if (in.run)
+      if (auto q = in.run->getQuantized(layout::quantized(name)); q.ok()) addScalesJson(op, q.value);
+    ops[name] = std::move(op);
+  }
+  j["operands"] = std::move(ops);
+  j["amax_d"] = number(det.output.amax_d);
+  if (det.d_saturated >= 0) j["d_saturated"] = static_cast<double>(det.d_saturated);
+  Json mean = Json::array(), max = Json::array();
+  for (size_t i = 0; i < det.tiles.mean.size(); ++i) {
+    mean.push_back(number(det.tiles.mean[i]));
+    max.push_back(number(det.tiles.max[i]));
+  }
+  j["tile_map"] = {{"what", "absolute total error |D - ideal|"},
+                   {"tile", static_cast<double>(cfg.tile)},
+                   {"grid_rows", static_cast<double>(det.tiles.grid_rows)},
+                   {"grid_cols", static_cast<double>(det.tiles.grid_cols)},
+                   {"mean", std::move(mean)},
+                   {"max", std::move(max)}};
+  Json warnings = Json::array();
+  for (const Issue& w : det.output.warnings)
+    warnings.push_back({{"what", w.what}, {"where", w.where}, {"detail", w.detail}});
+  j["warnings"] = std::move(warnings);
+  Json issues = Json::array();
+  for (const Issue& i : in.issues)
+    if (i.severity != Severity::Error)
+      issues.push_back({{"severity", severityName(i.severity)}, {"where", i.where}, {"detail", i.detail}});
+  j["issues"] = std::move(issues);
+  if (det.nan_outputs_from_codes > 0 || det.total.nan_test > 0)
+    j["nan_outputs"] = static_cast<double>(det.total.nan_test);
+  if (det.check) j["check"] = kernelCheckJson(*det.check, cfg.check);
+  if (!in.stored_id.empty()) {
+    j["file"] = in.file;
+    j["run"] = in.stored_id;
+  }
+  return j;
 }
 
 } // namespace fp8lab

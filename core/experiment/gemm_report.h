@@ -52,4 +52,28 @@ Json operandStatsJson(const OperandStats& s);
 /// shape, the smallest and largest code and the counts of zero, subnormal and NaN codes.
 void addScalesJson(Json& o, const QuantizedTensor& q);
 
+/// What `gemm --json` reports of one run (gemmResultJson).
+struct GemmResultJsonInput {
+  const GemmExperimentConfig* config = nullptr; ///< the config that ran
+  std::string run_id;                           ///< stored as the config's "name"
+  const GemmRunDetails* details = nullptr;      ///< what the run computed
+  const Run* run = nullptr;                     ///< its datasets (the operands' quantized scales)
+  std::vector<Issue> issues;                    ///< the run's warnings and notes (not its errors)
+  double total_seconds = 0;                     ///< wall time of the whole command
+  std::string file, stored_id;                  ///< --out: the session file and the id the run got
+};
+
+/// The JSON object of `fp8lab-cli gemm --json`, except the backend's keys (the front end adds
+/// them): "config" (gemmConfigJson with the run id as "name"), "shape" {m, n, k} as run (a tensor
+/// operand fixes what the config leaves out), "accumulation_preset" {name, summary, source,
+/// unsure} when one set the model, backend / device / algorithm / model_of_undocumented_hardware
+/// of the output, "seconds" {quantize_s, gemm_s, ideal_s, quantized_exact_s, total_s}, "errors"
+/// {quantization, accumulation, total} (errorMetricsJson), "operands" {A, B} (operandStatsJson
+/// with addScalesJson), "amax_d", "d_saturated" (FP8 outputs), "tile_map" {what, tile, grid_rows,
+/// grid_cols, mean, max} of |D − ideal|, the backend's "warnings" {what, where, detail}, the run's
+/// "issues" {severity, where, detail}, "nan_outputs" when D has NaN, "check" (kernelCheckJson)
+/// with an observed D, and "file" / "run" when the run was saved. Non-finite numbers are the
+/// strings "nan", "inf", "-inf".
+Json gemmResultJson(const GemmResultJsonInput& in);
+
 } // namespace fp8lab
