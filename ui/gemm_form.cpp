@@ -140,19 +140,12 @@ GemmForm::GemmForm(QWidget* parent) : QWidget(parent) {
   form_->setLabelAlignment(Qt::AlignRight);
 
   auto combo = [&](const QString& name) {
-    auto* c = new QComboBox(this);
-    c->setObjectName(name);
-    c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    c->setMinimumContentsLength(6);
+    QComboBox* c = comboBox(this, name);
     connect(c, &QComboBox::currentIndexChanged, this, &GemmForm::onWidgetChanged);
     return c;
   };
   auto spin = [&](const QString& name, int lo, int hi, int val, const QString& suffix = {}) {
-    auto* s = new QSpinBox(this);
-    s->setObjectName(name);
-    s->setRange(lo, hi);
-    s->setValue(val);
-    s->setSuffix(suffix);
+    QSpinBox* s = spinBox(this, name, lo, hi, val, suffix);
     s->setAccelerated(true);
     connect(s, &QSpinBox::valueChanged, this, &GemmForm::onWidgetChanged);
     return s;

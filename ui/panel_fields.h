@@ -9,6 +9,7 @@
 #include <QJsonValue>
 #include <QObject>
 #include <QSpinBox>
+#include <QWidget>
 #include <QString>
 #include <QStringList>
 
@@ -56,6 +57,25 @@ inline void setData(QComboBox* b, const QJsonValue& v) {
 /// The current entry's key (its data, or its text when it has none).
 inline QString key(const QComboBox* b) {
   return b->currentData().isValid() ? b->currentData().toString() : b->currentText();
+}
+
+/// A combo box of a form: named `name` (tests and settings find it by that), as wide as its
+/// contents with at least 6 characters.
+inline QComboBox* comboBox(QWidget* parent, const QString& name) {
+  auto* c = new QComboBox(parent);
+  c->setObjectName(name);
+  c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  c->setMinimumContentsLength(6);
+  return c;
+}
+/// A spin box of a form: named `name`, range [lo, hi], value `val`, `suffix` after the number.
+inline QSpinBox* spinBox(QWidget* parent, const QString& name, int lo, int hi, int val, const QString& suffix = {}) {
+  auto* s = new QSpinBox(parent);
+  s->setObjectName(name);
+  s->setRange(lo, hi);
+  s->setValue(val);
+  s->setSuffix(suffix);
+  return s;
 }
 
 /// A spin box's range and tooltip from its parameter schema entry (param_schema.h): the range

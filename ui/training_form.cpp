@@ -41,19 +41,12 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
     Q_EMIT this->changed();
   };
   auto combo = [&](const QString& name) {
-    auto* c = new QComboBox(inner);
-    c->setObjectName(name);
-    c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    c->setMinimumContentsLength(6);
+    QComboBox* c = comboBox(inner, name);
     connect(c, &QComboBox::currentIndexChanged, this, onChange);
     return c;
   };
   auto spin = [&](const QString& name, int lo, int hi, int val, const QString& suffix = {}) {
-    auto* s = new QSpinBox(inner);
-    s->setObjectName(name);
-    s->setRange(lo, hi);
-    s->setValue(val);
-    s->setSuffix(suffix);
+    QSpinBox* s = spinBox(inner, name, lo, hi, val, suffix);
     connect(s, &QSpinBox::valueChanged, this, onChange);
     return s;
   };
