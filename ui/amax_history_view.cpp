@@ -15,7 +15,6 @@
 #include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QRegularExpression>
 #include <QSlider>
 #include <QSpinBox>
 #include <QStyle>
@@ -196,10 +195,9 @@ void AmaxHistoryView::followRun(int index, bool after_reset) {
   // without windows: then the run with windows that rebuildRuns chose stays; a run the user
   // selects afterwards is followed whatever it recorded (its window is then the what-if).
   if (after_reset) {
-    bool windows = false;
-    for (const QString& d : RunAccess::forRecord(session_->run(index), session_->fileName())->datasets())
-      windows = windows || d.endsWith(QStringLiteral("/amax_history"));
-    if (!windows) return;
+    if (!layout::hasAmaxWindows(
+            layoutPaths(RunAccess::forRecord(session_->run(index), session_->fileName())->datasets())))
+      return;
   }
   const int i = run_box_->findData(session_->run(index).id);
   if (i >= 0) run_box_->setCurrentIndex(i);
@@ -219,12 +217,8 @@ void AmaxHistoryView::rebuildRuns() {
   for (int k = 0; i < 0 && k < session_->runCount(); ++k) {
     const RunRecord& r = session_->run(k);
     if (r.kind != QStringLiteral("training")) continue;
-    const auto a = RunAccess::forRecord(r, session_->fileName());
-    for (const QString& d : a->datasets())
-      if (d.endsWith(QStringLiteral("/amax_history"))) {
-        i = run_box_->findData(r.id);
-        break;
-      }
+    if (layout::hasAmaxWindows(layoutPaths(RunAccess::forRecord(r, session_->fileName())->datasets())))
+      i = run_box_->findData(r.id);
   }
   if (i < 0) i = run_box_->findData(was);
   run_box_->setCurrentIndex(i < 0 ? 0 : i);
@@ -280,13 +274,8 @@ bool AmaxHistoryView::showOperand(const QString& runId, const QString& operand, 
 }
 
 QStringList AmaxHistoryView::tensors() const {
-  QStringList out;
-  if (!run_) return out;
-  static const QRegularExpression re(QStringLiteral("^history/(.+)/amax$"));
-  for (const QString& p : run_->datasets()) {
-    const auto m = re.match(p);
-    if (m.hasMatch()) out << m.captured(1);
-  }
+  if (!run_) return {};
+  QStringList out = viewNames(layout::historyOperands(layoutPaths(run_->datasets())));
   sortOperandPaths(&out, runSites(*run_));
   return out;
 }

@@ -17,7 +17,6 @@
 #include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QRegularExpression>
 #include <QSlider>
 #include <QVBoxLayout>
 
@@ -63,16 +62,7 @@ QString tokenLabel(uint8_t b) {
 }
 
 QStringList attentionBlocks(const RunAccess& run) {
-  static const QRegularExpression re(QStringLiteral("^attention/(blocks\\.(\\d+))/probs$"));
-  std::vector<std::pair<int, QString>> found;
-  for (const QString& d : run.datasets()) {
-    const auto m = re.match(d);
-    if (m.hasMatch()) found.push_back({m.captured(2).toInt(), m.captured(1)});
-  }
-  std::sort(found.begin(), found.end());
-  QStringList out;
-  for (const auto& f : found) out << f.second;
-  return out;
+  return viewNames(layout::attentionBlocks(layoutPaths(run.datasets())));
 }
 
 std::vector<int64_t> attentionSteps(const RunAccess& run) {

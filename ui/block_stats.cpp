@@ -1,12 +1,12 @@
 #include "block_stats.h"
 
 #include "run_sites.h"
+#include "session_paths.h"
 #include "session_document.h"
 
 #include <QJsonObject>
 
 #include <QObject>
-#include <QRegularExpression>
 
 #include <algorithm>
 #include <set>
@@ -46,38 +46,16 @@ QString noTrainedBlockStatsText(const RunRecord& r) {
   return QObject::tr("Run %1 (%2) has no per-block statistics.").arg(r.id, r.kind);
 }
 
-namespace {
-
-std::set<std::pair<QString, QString>> operandsUnder(const RunAccess& run, const QRegularExpression& re) {
-  std::set<std::pair<QString, QString>> found;
-  for (const QString& d : run.datasets()) {
-    const auto m = re.match(d);
-    if (m.hasMatch()) found.insert({m.captured(1), m.captured(2)});
-  }
-  return found;
-}
-
-const QRegularExpression& trainedStatsPattern() {
-  static const QRegularExpression re(QStringLiteral("^block_stats/([^/]+)/([^/]+)/[^/]+$"));
-  return re;
-}
-
-} // namespace
-
 bool hasTrainedBlockStats(const RunAccess& run) {
-  for (const QString& d : run.datasets())
-    if (trainedStatsPattern().match(d).hasMatch()) return true;
-  return false;
+  return !layout::blockStatOperands(layoutPaths(run.datasets())).empty();
 }
 
 std::vector<OperandRow> blockStatOperands(const RunAccess& run) {
-  std::set<std::pair<QString, QString>> found = operandsUnder(run, trainedStatsPattern());
-  if (found.empty()) {
-    static const QRegularExpression what_if(QStringLiteral("^what_if/[^/]+/([^/]+)/([^/]+)/[^/]+$"));
-    found = operandsUnder(run, what_if);
-  }
+  const std::vector<std::string> datasets = layoutPaths(run.datasets());
+  std::vector<layout::LayerOperand> found = layout::blockStatOperands(datasets);
+  if (found.empty()) found = layout::whatIfOperands(datasets);
   QStringList paths;
-  for (const auto& [l, o] : found) paths << l + QLatin1Char('/') + o;
+  for (const auto& [l, o] : found) paths << QString::fromStdString(l + "/" + o);
   sortOperandPaths(&paths, runSites(run));
   std::vector<OperandRow> rows;
   for (const QString& p : paths) rows.push_back({p.section(QLatin1Char('/'), 0, 0), p.section(QLatin1Char('/'), 1)});
@@ -86,15 +64,11 @@ std::vector<OperandRow> blockStatOperands(const RunAccess& run) {
 
 QStringList whatIfRecipes(const RunAccess& run) {
   QStringList out;
-  for (const QString& r : run.groupAttr(QStringLiteral("what_if"), QStringLiteral("recipes")).split(QLatin1Char(',')))
+  for (const QString& r :
+       run.groupAttr(sessionPath(layout::kWhatIf), QStringLiteral("recipes")).split(QLatin1Char(',')))
     if (!r.trimmed().isEmpty()) out << r.trimmed();
   if (!out.isEmpty()) return out;
-  static const QRegularExpression re(QStringLiteral("^what_if/([^/]+)/[^/]+/[^/]+/[^/]+$"));
-  for (const QString& d : run.datasets()) {
-    const auto m = re.match(d);
-    if (m.hasMatch() && !out.contains(m.captured(1))) out << m.captured(1);
-  }
-  return out;
+  return viewNames(layout::whatIfRecipes(layoutPaths(run.datasets())));
 }
 
 NonfiniteJump nonfiniteJump(const RunAccess& run, const std::vector<OperandRow>& given) {

@@ -12,6 +12,7 @@
 #include "view_registry.h"
 
 #include <QComboBox>
+#include <QHash>
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -180,33 +181,28 @@ QStringList histogramTensors(const RunAccess& run) {
   auto twoD = [&run](const QString& p) { return run.has(p) && run.shape(p).size() == 2; };
   for (const QString& p : {sessionPath(layout::inputs("A")), sessionPath(layout::inputs("B"))})
     if (twoD(p)) out << p;
+  const std::vector<std::string> datasets = layoutPaths(run.datasets());
   QStringList weights, stored;
-  for (const QString& d : run.datasets()) {
-    // The MLP's weights/<fcN>/kernel; a language model's weights/<module>.weight (2-D: the Linear
-    // weights and the embeddings).
-    if (d.startsWith(sessionPath(layout::kWeightsGroup) + QLatin1Char('/')) &&
-        (d.endsWith(QStringLiteral("/kernel")) || d.endsWith(QStringLiteral(".weight"))) && twoD(d))
-      weights << d;
-    if (run.type() == QStringLiteral("checkpoint") &&
-        d.startsWith(sessionPath(layout::kQuantizedGroup) + QLatin1Char('/')) &&
-        d.endsWith(QStringLiteral("_dequantized")) && twoD(d))
-      stored << d;
+  QHash<QString, QString> module_of;
+  // The MLP's weights/<fcN>/kernel; a language model's weights/<module>.weight (2-D: the Linear
+  // weights and the embeddings); a checkpoint's dequantized tensors.
+  for (const auto& w : layout::weightTensors(datasets)) {
+    const QString p = QString::fromStdString(w.path);
+    if (!twoD(p)) continue;
+    weights << p;
+    module_of.insert(p, QString::fromStdString(w.module));
   }
-  weights.sort();
+  if (run.type() == QStringLiteral("checkpoint"))
+    for (const std::string& d : layout::dequantizedTensors(datasets))
+      if (twoD(QString::fromStdString(d))) stored << QString::fromStdString(d);
   const QStringList sites = runSites(run);
   if (!sites.isEmpty()) {
     // In the model's order: embeddings, then block by block, the head last.
-    auto module = [](const QString& p) {
-      QString m = p.mid(qsizetype(layout::weights(std::string()).size()));
-      if (m.endsWith(QStringLiteral("/kernel"))) m.chop(int(QStringLiteral("/kernel").size()));
-      if (m.endsWith(QStringLiteral(".weight"))) m.chop(int(QStringLiteral(".weight").size()));
-      return m;
-    };
+    auto module = [&module_of](const QString& p) { return module_of.value(p); };
     std::stable_sort(weights.begin(), weights.end(), [&](const QString& a, const QString& b) {
       return tensorOrder(module(a), sites) < tensorOrder(module(b), sites);
     });
   }
-  stored.sort();
   return out + weights + stored;
 }
 

@@ -1,4 +1,5 @@
 #include "run_sites.h"
+#include "session_paths.h"
 
 #include <QObject>
 #include <QRegularExpression>
@@ -25,14 +26,7 @@ QStringList runSites(const RunAccess& run) {
   for (const QString& s : run.attr(QStringLiteral("sites")).split(QLatin1Char(','), Qt::SkipEmptyParts))
     if (!s.trimmed().isEmpty()) out << s.trimmed();
   if (!out.isEmpty()) return out;
-  static const QRegularExpression re(
-      QStringLiteral("^(?:history|block_stats|what_if/[^/]+)/([^/]+)/(?:input|kernel|output_grad)/[^/]+$"));
-  std::set<QString> layers;
-  for (const QString& d : run.datasets()) {
-    const auto m = re.match(d);
-    if (m.hasMatch()) layers.insert(m.captured(1));
-  }
-  out = QStringList(layers.begin(), layers.end());
+  out = viewNames(layout::operandLayers(layoutPaths(run.datasets())));
   std::stable_sort(out.begin(), out.end(), [](const QString& a, const QString& b) {
     const int na = trailingNumber(a), nb = trailingNumber(b);
     if (na != nb) return na < nb;

@@ -14,7 +14,6 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListWidget>
-#include <QRegularExpression>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -24,13 +23,8 @@ namespace fp8lab::ui {
 
 namespace {
 QStringList historyTensors(const RunAccess* r) {
-  QStringList out;
-  if (!r) return out;
-  static const QRegularExpression re(QStringLiteral("^history/(.+)/amax$"));
-  for (const QString& p : r->datasets()) {
-    const auto m = re.match(p);
-    if (m.hasMatch()) out << m.captured(1);
-  }
+  if (!r) return {};
+  QStringList out = viewNames(layout::historyOperands(layoutPaths(r->datasets())));
   sortOperandPaths(&out, runSites(*r));
   return out;
 }

@@ -2,7 +2,9 @@
 # The views name session datasets only through core's session layout
 # (core/session/session_layout.h, via ui/session_paths.h): fails on a string literal in ui/ that
 # starts with a run's top-level group followed by '/' ("history/…", "quantized/…", "error/…",
-# "reference/…", "runs/…", …). Text after // on a line is a comment and not checked.
+# "reference/…", "runs/…", …), or a regular expression over them ("^history/…", "^(?:history|…");
+# core/session/run_index.h reads what a run holds from its paths. Text after // on a line is a
+# comment and not checked.
 cmake_policy(SET CMP0007 NEW)
 if(NOT DEFINED SOURCE_DIR)
   message(FATAL_ERROR "check_no_session_paths: -DSOURCE_DIR=... is required")
@@ -10,7 +12,7 @@ endif()
 set(groups runs history quantized error reference inputs output observed check training block_stats what_if
            nonfinite weights sites probes attention advice)
 list(JOIN groups "|" alternatives)
-set(literal "\"(${alternatives})/")
+set(literal "\"\\^?(\\(\\?:)?(${alternatives})[/|]")
 file(GLOB_RECURSE files RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/ui/*.h ${SOURCE_DIR}/ui/*.cpp)
 list(LENGTH files nfiles)
 if(nfiles LESS 20)
