@@ -9,16 +9,16 @@
 namespace fp8lab::testsupport {
 
 inline const QStringList kExpectedViewIds = {
-    QStringLiteral("bits"),     QStringLiteral("numberline"), QStringLiteral("codes"),   QStringLiteral("learn"),
-    QStringLiteral("amax"),     QStringLiteral("scales"),     QStringLiteral("heatmap"), QStringLiteral("block_scales"),
-    QStringLiteral("compare"),  QStringLiteral("decide"),     QStringLiteral("layers"),  QStringLiteral("block_map"),
-    QStringLiteral("attention")};
+    QStringLiteral("bits"),         QStringLiteral("numberline"), QStringLiteral("codes"),    QStringLiteral("learn"),
+    QStringLiteral("amax"),         QStringLiteral("scales"),     QStringLiteral("clipping"), QStringLiteral("heatmap"),
+    QStringLiteral("block_scales"), QStringLiteral("compare"),    QStringLiteral("decide"),   QStringLiteral("layers"),
+    QStringLiteral("block_map"),    QStringLiteral("attention")};
 
 inline const QStringList kExpectedViewTitles = {
-    QStringLiteral("Bit layout"),    QStringLiteral("Number line"),       QStringLiteral("Code grid"),
-    QStringLiteral("Learn"),         QStringLiteral("Amax history"),      QStringLiteral("Scale evolution"),
-    QStringLiteral("Error heatmap"), QStringLiteral("Block scales"),      QStringLiteral("Comparison"),
-    QStringLiteral("Decide"),        QStringLiteral("Layer \u00d7 step"), QStringLiteral("Block map"),
-    QStringLiteral("Attention")};
+    QStringLiteral("Bit layout"), QStringLiteral("Number line"),   QStringLiteral("Code grid"),
+    QStringLiteral("Learn"),      QStringLiteral("Amax history"),  QStringLiteral("Scale evolution"),
+    QStringLiteral("Clipping"),   QStringLiteral("Error heatmap"), QStringLiteral("Block scales"),
+    QStringLiteral("Comparison"), QStringLiteral("Decide"),        QStringLiteral("Layer \u00d7 step"),
+    QStringLiteral("Block map"),  QStringLiteral("Attention")};
 
 } // namespace fp8lab::testsupport

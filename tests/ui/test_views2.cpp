@@ -5,6 +5,8 @@
 // flax/linen/fp8_ops.py: scale = 1 / (fp8_max / amax) in float32, from the window BEFORE
 // the step's amax is rolled in).
 #include "amax_history_view.h"
+#include "clipping_view.h"
+#include "run_model.h"
 #include "comparison_view.h"
 #include "error_heatmap_view.h"
 #include "heatmap_model.h"
@@ -881,6 +883,43 @@ private Q_SLOTS:
               RunAccess::fromFile(file_, QStringLiteral("t-current"), &err));
     s.plot()->replot(QCustomPlot::rpImmediateRefresh);
     QVERIFY2(legendProblems(s.plot()).isEmpty(), qPrintable(legendProblems(s.plot())));
+  }
+
+  // The Clipping view reads history/<operand>/saturated per step: t-delayed clips 3 elements of
+  // fc1/input at step 4 of 20 (goldenTraining), so the chart has one line, the summary says so,
+  // the CSV holds the counts, and the legend sits under the axes. The FP32 baseline and the
+  // underflow counts (not in the golden runs) give an empty state that says why.
+  void clippingCountsSummaryAndEmptyStates() {
+    SessionDocument doc;
+    QString err;
+    QVERIFY2(doc.load(file_, &err), qPrintable(err));
+    ClippingView v;
+    v.resize(1000, 620);
+    v.setSession(&doc);
+    v.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    runSelection(&doc)->setCurrentRunId(QStringLiteral("t-delayed"));
+    QTRY_VERIFY(!v.isLoading() && v.series().size() == 1);
+    QCOMPARE(v.emptyText(), QString());
+    const ClippingSeries& c = v.series().front();
+    QCOMPARE(c.operand, QStringLiteral("fc1/input"));
+    QCOMPARE(c.total, int64_t(3));
+    QCOMPARE(c.steps_with, int64_t(1));
+    QCOMPARE(c.first, int64_t(4));
+    QCOMPARE(v.plot()->graphCount(), 1);
+    QCOMPARE(v.summary(), QStringLiteral("1 of 1 operands clipped at some step. Most: fc1/input, 3 elements at 1 of "
+                                         "20 steps (first at step 4)."));
+    QVERIFY(v.csv().startsWith(QStringLiteral("step,fc1/input\n0,0\n1,0\n2,0\n3,0\n4,3\n5,0\n")));
+    v.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QVERIFY2(legendProblems(v.plot()).isEmpty(), qPrintable(legendProblems(v.plot())));
+    v.findChild<QComboBox*>(QStringLiteral("count"))->setCurrentIndex(1);
+    QTRY_VERIFY(!v.isLoading());
+    QCOMPARE(v.emptyText(), QStringLiteral("Run t-delayed stores no underflow counts per step.\nChoose an FP8 or FP4 "
+                                           "training run in the Run box above."));
+    v.findChild<QComboBox*>(QStringLiteral("count"))->setCurrentIndex(0);
+    runSelection(&doc)->setCurrentRunId(QStringLiteral("fp32-baseline"));
+    QTRY_VERIFY(!v.isLoading() && v.emptyText().startsWith(QStringLiteral("Run fp32-baseline is an FP32 baseline")));
+    QCOMPARE(v.csv(), QString());
   }
 
   // The play button's label uses no character its font lacks (U+23F8 PAUSE is in few fonts; the
