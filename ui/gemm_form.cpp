@@ -105,6 +105,11 @@ QString tensorOf(const QJsonObject& c, const char* key) {
   return c.value(QLatin1String(key)).toObject().value(QStringLiteral("tensor")).toString();
 }
 
+/// Whether operand `key` is a tensor to import, its file perhaps not chosen yet ("tensor": "").
+bool importsTensor(const QJsonObject& c, const char* key) {
+  return c.value(QLatin1String(key)).toObject().contains(QStringLiteral("tensor"));
+}
+
 /// The training run whose first-layer kernel is B (trainedKernelOf), or nullopt.
 std::optional<QString> trainedRunOf(const QJsonObject& c) {
   if (!tensorOf(c, "a").isEmpty()) return std::nullopt;
@@ -381,7 +386,13 @@ QJsonObject GemmForm::config() const {
   if (bias_->isChecked()) c[QStringLiteral("bias")] = source(bias_seed_, bias_scale_);
   const QString in = key(input_);
   const QString ta = import_path_->text(), tb = import_path_b_->text();
-  if (in == QStringLiteral("import") && (!ta.isEmpty() || !tb.isEmpty())) {
+  if (in == QStringLiteral("import") && ta.isEmpty() && tb.isEmpty()) {
+    // No file chosen yet: the shape and an empty tensor for A, which validate() refuses.
+    c[QStringLiteral("m")] = m_->value();
+    c[QStringLiteral("k")] = k_->value();
+    c[QStringLiteral("n")] = n_->value();
+    c[QStringLiteral("a")] = QJsonObject{{QStringLiteral("tensor"), QString()}};
+  } else if (in == QStringLiteral("import")) {
     // Each tensor fixes its dimensions; an operand without a file is normal with scale 1.
     if (ta.isEmpty()) {
       c[QStringLiteral("m")] = m_->value();
@@ -455,7 +466,7 @@ void GemmForm::setConfig(const QJsonObject& c) {
   if (const auto run = trainedRunOf(c)) {
     setData(input_, QStringLiteral("training"));
     setData(train_run_, *run);
-  } else if (!tensorOf(c, "a").isEmpty() || !tensorOf(c, "b").isEmpty()) {
+  } else if (importsTensor(c, "a") || importsTensor(c, "b")) {
     setData(input_, QStringLiteral("import"));
     import_path_->setText(tensorOf(c, "a"));
     import_path_b_->setText(tensorOf(c, "b"));
@@ -729,6 +740,8 @@ QList<ConfigProblem> GemmForm::validate(const QJsonObject& c, const QString& bac
         p << ConfigProblem{QObject::tr("Tensor file"),
                            QObject::tr("'.%1' files cannot be imported (use .npy, .safetensors or HDF5).").arg(suf)};
     }
+  if (!trained && (importsTensor(c, "a") || importsTensor(c, "b")) && pa.isEmpty() && pb.isEmpty())
+    p << ConfigProblem{QObject::tr("Tensor file"), QObject::tr("choose a tensor file to import.")};
   if (sa.size() == 2 && sb.size() == 2 && sa[1] != sb[0])
     p << ConfigProblem{QObject::tr("Tensor file"), QObject::tr("A is [%1, %2] and B is [%3, %4]: the inner dimensions "
                                                                "(K) differ.")

@@ -37,8 +37,9 @@ public:
   /// beta ≠ 0 in float32, as parseGemmConfig requires), "bias" when ticked; the operands: m, k, n
   /// and a = b = {distribution, scale} for generated data; {"tensor": spec} for an imported A or
   /// B (the dimensions a tensor fixes left out); B = trainedKernelSpec(session, run) for trained
-  /// weights. A delayed preset is written as chosen (core refuses it for a single GEMM, and
-  /// validate() says so).
+  /// weights. What cannot run yet is written as chosen, for validate() to refuse: a delayed
+  /// preset (a single GEMM has no amax history), the import source without a file ("a":
+  /// {"tensor": ""}).
   QJsonObject config() const;
   /// Sets the fields from a canonical GEMM config. Absent keys take the parser's defaults
   /// (GemmExperimentConfig), except that the C fields keep their values when there is no "c"

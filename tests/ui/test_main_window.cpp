@@ -313,6 +313,15 @@ private Q_SLOTS:
     QVERIFY(!panel.isValid());
     QVERIFY(!panel.findChild<QPushButton*>(QStringLiteral("runButton"))->isEnabled());
     QVERIFY(panel.findChild<QLabel*>(QStringLiteral("problems"))->text().contains(QStringLiteral("no CUDA GPU")));
+    // The import source without a file is refused in place, not run on generated operands.
+    panel.setBackend(QStringLiteral("cpu"));
+    QVERIFY(panel.isValid());
+    auto* input = panel.findChild<QComboBox*>(QStringLiteral("input"));
+    input->setCurrentIndex(input->findData(QStringLiteral("import")));
+    QVERIFY(!panel.isValid());
+    QVERIFY(panel.findChild<QLabel*>(QStringLiteral("problems"))
+                ->text()
+                .contains(QStringLiteral("choose a tensor file to import.")));
   }
 
   // Running an experiment from the panel adds a run to the session (off the GUI thread).
