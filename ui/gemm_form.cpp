@@ -394,12 +394,10 @@ QJsonObject GemmForm::config() const {
     c[QStringLiteral("a")] = QJsonObject{{QStringLiteral("tensor"), QString()}};
   } else if (in == QStringLiteral("import")) {
     // Each tensor fixes its dimensions; an operand without a file is normal with scale 1.
-    if (ta.isEmpty()) {
+    if (ta.isEmpty())
       c[QStringLiteral("m")] = m_->value();
-      if (tb.isEmpty()) c[QStringLiteral("k")] = k_->value();
-    } else {
+    else
       c[QStringLiteral("a")] = QJsonObject{{QStringLiteral("tensor"), ta}};
-    }
     if (tb.isEmpty())
       c[QStringLiteral("n")] = n_->value();
     else
