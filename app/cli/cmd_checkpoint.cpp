@@ -1,10 +1,6 @@
-// fp8lab-cli checkpoint — FP8 checkpoints in safetensors (core/io/fp8_checkpoint.h):
-//   checkpoint list FILE.safetensors                 the FP8 tensors with their scale layout
-//   checkpoint show FILE TENSOR [--scale NAME]       codes, scales and decoded values
-//   checkpoint requantize FILE TENSOR --scaling P    what preset P would store; SQNR vs the file
-//   checkpoint export SESSION.h5 RUN --layout L --out F.safetensors   a training run's weights
-//                                                    (the MLP, or a language model by its sites)
-//   checkpoint import FILE --out SESSION.h5 [--tensor T]... [--what-if IDS]   a run of the session
+// fp8lab-cli checkpoint list | show | requantize | export | import — FP8 checkpoints in safetensors:
+// the options, the calls and the exit codes; what each prints is built in core
+// (io/fp8_checkpoint_report.h, experiment/checkpoint_export.h, experiment/checkpoint_run.h).
 #include "cli_util.h"
 #include "cmd_run.h"
 #include "command.h"
@@ -16,8 +12,8 @@
 
 #include <QCommandLineParser>
 
-#include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 
 namespace fp8lab::cli {
 namespace {
@@ -26,20 +22,19 @@ QString qs(const std::string& s) {
   return QString::fromStdString(s);
 }
 
-int printJson(const Json& j) {
-  out(toJsonText(toQJson(j)) + "\n");
+/// Prints `j` (JSON) or else `text`; exit code 0.
+int print(bool json, const Json& j, const std::string& text) {
+  out(json ? toJsonText(toQJson(j)) + "\n" : text);
   return 0;
 }
 
-/// Prints the warnings of `st` to stderr, one line each ("fp8lab-cli: warning: malformed input at
-/// INDEX:T: the shard index puts tensor 'T' in …").
+/// Prints the warnings of `st` to stderr ("fp8lab-cli: warning: malformed input at INDEX:T: …").
 void printWarnings(const Status& st) {
   for (const Issue& i : st.issues)
     if (i.severity == Severity::Warning) std::fprintf(stderr, "fp8lab-cli: %s\n", i.toString().c_str());
 }
 
-/// Reads the FP8 weight pos[2] of checkpoint pos[1] with --scale into *q; the exit code of the
-/// error printed, or 0.
+/// Reads FP8 weight pos[2] of checkpoint pos[1] (--scale) into *q; 0, or the exit code of the error.
 int importOrFail(const QStringList& pos, const QCommandLineParser& p, QuantizedTensor* q) {
   Fp8ImportOptions opt;
   opt.scale_name = p.value(QStringLiteral("scale")).toStdString();
@@ -55,18 +50,14 @@ int runList(const QStringList& pos, bool json) {
   auto l = listFp8Checkpoint(pos[1].toStdString());
   if (!l.ok()) return fail(qs(l.errors()));
   printWarnings(l);
-  if (json) return printJson(fp8CheckpointListJson(l.value));
-  out(fp8CheckpointListText(pos[1].toStdString(), l.value));
-  return 0;
+  return print(json, fp8CheckpointListJson(l.value), fp8CheckpointListText(pos[1].toStdString(), l.value));
 }
 
 int runShow(const QStringList& pos, const QCommandLineParser& p, bool json) {
   if (pos.size() != 3) return fail(QStringLiteral("usage: checkpoint show FILE.safetensors TENSOR [--scale NAME]"));
   QuantizedTensor t;
   if (const int rc = importOrFail(pos, p, &t)) return rc;
-  if (json) return printJson(fp8TensorJson(pos[2].toStdString(), t));
-  out(fp8TensorText(t));
-  return 0;
+  return print(json, fp8TensorJson(pos[2].toStdString(), t), fp8TensorText(t));
 }
 
 int runRequantize(const QStringList& pos, const QCommandLineParser& p, bool json) {
@@ -74,15 +65,11 @@ int runRequantize(const QStringList& pos, const QCommandLineParser& p, bool json
     return fail(QStringLiteral("usage: checkpoint requantize FILE.safetensors TENSOR --scaling PRESET [--format F]"));
   QuantizedTensor t;
   if (const int rc = importOrFail(pos, p, &t)) return rc;
-  const QString sname = p.value(QStringLiteral("scaling"));
-  const auto preset = scalingPreset(sname.toStdString());
-  const auto& all = scalingPresets();
-  if (!preset || std::any_of(all.begin(), all.end(), [&](auto& pi) { return pi.delayed && pi.name == preset->name; })) {
-    QStringList names;
-    for (const auto& pi : all)
-      if (!pi.delayed) names << qs(pi.name);
-    return fail(QStringLiteral("--scaling: '%1' is not a current-scaling preset (%2)")
-                    .arg(sname, names.join(QStringLiteral(", "))));
+  ScalingConfig preset;
+  try { // current scaling only: not the delayed presets
+    preset = requireScalingPreset(p.value(QStringLiteral("scaling")).toStdString());
+  } catch (const std::invalid_argument& e) {
+    return fail(QStringLiteral("--scaling: ") + QString::fromUtf8(e.what()));
   }
   const QString fname = p.isSet(QStringLiteral("format")) ? p.value(QStringLiteral("format")) : qs(t.format->name());
   const Format* f = Format::byName(fname.toStdString());
@@ -91,36 +78,30 @@ int runRequantize(const QStringList& pos, const QCommandLineParser& p, bool json
   if (axis != QStringLiteral("cols") && axis != QStringLiteral("rows"))
     return fail(QStringLiteral("--axis: expected cols or rows, got '%1'").arg(axis));
   const Axis ax = axis == QStringLiteral("rows") ? Axis::Rows : Axis::Cols;
-  if (const std::string why = gemmScalingProblem(*preset, ax); !why.empty()) return fail(qs(why));
-  const Fp8Requantized rq = requantizeCheckpointTensor(t, *f, *preset, ax);
-  if (json) return printJson(fp8RequantizedJson(pos[2].toStdString(), t.strategy, preset->name, rq));
-  out(fp8RequantizedText(t.strategy, preset->name, rq));
-  return 0;
+  if (const std::string why = gemmScalingProblem(preset, ax); !why.empty()) return fail(qs(why));
+  const Fp8Requantized rq = requantizeCheckpointTensor(t, *f, preset, ax);
+  return print(json, json ? fp8RequantizedJson(pos[2].toStdString(), t.strategy, preset.name, rq) : Json(),
+               fp8RequantizedText(t.strategy, preset.name, rq));
 }
 
 int runExport(const QStringList& pos, const QCommandLineParser& p, bool json) {
   if (pos.size() != 3)
     return fail(QStringLiteral("usage: checkpoint export SESSION.h5 RUN --layout per_tensor|per_channel|block128 "
                                "[--format E4M3FN|E5M2] --out MODEL.safetensors"));
-  const QString layout_name = p.value(QStringLiteral("layout"));
-  const auto layout = parseCheckpointExportLayout(layout_name.toStdString());
+  const QString lname = p.value(QStringLiteral("layout")), fname = p.value(QStringLiteral("format"));
+  const auto layout = parseCheckpointExportLayout(lname.toStdString());
   if (!layout)
-    return fail(QStringLiteral("--layout: expected per_tensor, per_channel or block128, got '%1'").arg(layout_name));
-  const Format* fmt = &Format::E4M3FN();
-  if (p.isSet(QStringLiteral("format"))) {
-    fmt = Format::byName(p.value(QStringLiteral("format")).toStdString());
-    if (fmt != &Format::E4M3FN() && fmt != &Format::E5M2())
-      return fail(QStringLiteral("--format: a checkpoint stores E4M3FN (F8_E4M3) or E5M2 (F8_E5M2), not '%1'")
-                      .arg(p.value(QStringLiteral("format"))));
-  }
+    return fail(QStringLiteral("--layout: expected per_tensor, per_channel or block128, got '%1'").arg(lname));
+  const Format* fmt = p.isSet(QStringLiteral("format")) ? Format::byName(fname.toStdString()) : &Format::E4M3FN();
+  if (fmt != &Format::E4M3FN() && fmt != &Format::E5M2())
+    return fail(
+        QStringLiteral("--format: a checkpoint stores E4M3FN (F8_E4M3) or E5M2 (F8_E5M2), not '%1'").arg(fname));
   const std::string file = p.value(QStringLiteral("out")).toStdString();
   if (file.empty()) return fail(QStringLiteral("--out MODEL.safetensors is required"));
   std::string why;
   const auto x = exportRunCheckpoint(pos[1].toStdString(), pos[2].toStdString(), *layout, *fmt, file, &why);
   if (!x) return fail(qs(why));
-  if (json) return printJson(checkpointExportJson(*x, file));
-  out(checkpointExportText(*x, file));
-  return 0;
+  return print(json, checkpointExportJson(*x, file), checkpointExportText(*x, file));
 }
 
 int runImport(const QStringList& pos, const QCommandLineParser& p, bool json) {
@@ -130,30 +111,28 @@ int runImport(const QStringList& pos, const QCommandLineParser& p, bool json) {
   const QString outPath = p.value(QStringLiteral("out"));
   if (outPath.isEmpty()) return fail(QStringLiteral("--out SESSION.h5 is required"));
   CheckpointRunOptions o;
-  std::vector<std::string> ids;
   for (const QString& t : p.values(QStringLiteral("tensor"))) o.tensors.push_back(t.toStdString());
-  for (const QString& id : p.value(QStringLiteral("what-if")).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
-    std::string why;
-    const auto r = parseWhatIfRecipe(id.trimmed().toStdString(), &why);
-    if (!r) return fail(QStringLiteral("--what-if: %1").arg(qs(why)));
-    if (std::find(ids.begin(), ids.end(), r->id) != ids.end())
-      return fail(QStringLiteral("--what-if: '%1' is listed twice").arg(qs(r->id)));
-    o.what_if.push_back(*r);
-    ids.push_back(r->id);
-  }
+  std::string why;
+  const auto what_if = parseWhatIfList(p.value(QStringLiteral("what-if")).toStdString(), &why);
+  if (!what_if) return fail(QStringLiteral("--what-if: %1").arg(qs(why)));
+  o.what_if = *what_if;
+  std::vector<std::string> stored;
   QString id = p.value(QStringLiteral("id"));
   if (id.isEmpty()) id = qs(defaultCheckpointRunId(pos[1].toStdString()));
   auto run = checkpointRun(pos[1].toStdString(), id.toStdString(), o);
   printWarnings(run); // tensors not imported, NaN codes; before the error when nothing could be
   if (!run.ok()) return fail(qs(run.errors()));
-  std::vector<std::string> stored;
   if (!appendRunsToFile(outPath, {run.value}, true, &stored)) return 2;
   const std::string rid = stored.empty() ? id.toStdString() : stored.front();
   const int64_t n = attrInt(run.value.attrs, "tensors").value_or(0);
   const auto sqnr = checkpointRunSqnr(run.value);
-  if (json) return printJson(checkpointImportJson(outPath.toStdString(), rid, n, ids.size(), sqnr));
-  out(checkpointImportText(pos[1].toStdString(), rid, n, ids, sqnr, outPath.toStdString()));
-  return 0;
+  return print(json, checkpointImportJson(outPath.toStdString(), rid, n, o.what_if.size(), sqnr),
+               checkpointImportText(pos[1].toStdString(), rid, n, o.what_if, sqnr, outPath.toStdString()));
+}
+
+/// An option from UTF-8 text: a flag without `value`, else taking one (default `def`).
+QCommandLineOption option(const char* name, const char* help, const char* value = "", const char* def = "") {
+  return {QString::fromUtf8(name), QString::fromUtf8(help), QString::fromUtf8(value), QString::fromUtf8(def)};
 }
 
 int runCheckpoint(const QStringList& args) {
@@ -171,34 +150,24 @@ int runCheckpoint(const QStringList& args) {
       "MODEL.safetensors\n"
       "  checkpoint import FILE.safetensors --out SESSION.h5 [--tensor NAME]... [--what-if ID,ID] [--id RUN]"));
   p.addPositionalArgument(QStringLiteral("action"), QStringLiteral("list, show, requantize, export or import."));
-  p.addOption({QStringLiteral("json"), QStringLiteral("Print JSON.")});
-  p.addOption({QStringLiteral("scale"), QStringLiteral("The scale tensor's name (default: by the naming convention)."),
-               QStringLiteral("NAME")});
-  p.addOption({QStringLiteral("scaling"), QStringLiteral("requantize: the current-scaling preset."),
-               QStringLiteral("PRESET"), QStringLiteral("te_current")});
-  p.addOption(
-      {QStringLiteral("format"),
-       QStringLiteral("requantize: element format (default: the stored one); export: E4M3FN (default) or E5M2."),
-       QStringLiteral("F")});
-  p.addOption({QStringLiteral("axis"),
-               QStringLiteral("requantize: contraction axis, cols (the tensor is an A [M, K], default) or rows (B)."),
-               QStringLiteral("AXIS"), QStringLiteral("cols")});
-  p.addOption({QStringLiteral("layout"),
-               QStringLiteral("export: per_tensor (TE current scaling), per_channel (one scale per output "
-                              "channel, compressed-tensors) or block128 (DeepSeek-V3 128x128)."),
-               QStringLiteral("L"), QStringLiteral("per_tensor")});
-  p.addOption({QStringLiteral("out"),
-               QStringLiteral("export: the safetensors file to write; import: the session file to add the run to."),
-               QStringLiteral("FILE")});
-  p.addOption({QStringLiteral("tensor"), QStringLiteral("import: an FP8 tensor to take (repeatable; default: all)."),
-               QStringLiteral("NAME")});
-  p.addOption({QStringLiteral("what-if"),
-               QStringLiteral("import: recipes to re-quantize each tensor with, comma-separated (te_current, "
-                              "mx_rceil, nvfp4_te, ... as in training diagnostics)."),
-               QStringLiteral("IDS")});
-  p.addOption({QStringLiteral("id"),
-               QStringLiteral("import: the run id (default: the file name without .safetensors / .index.json)."),
-               QStringLiteral("RUN")});
+  p.addOptions(
+      {option("json", "Print JSON."),
+       option("scale", "The scale tensor's name (default: by the naming convention).", "NAME"),
+       option("scaling", "requantize: the current-scaling preset.", "PRESET", "te_current"),
+       option("format", "requantize: element format (default: the stored one); export: E4M3FN (default) or E5M2.", "F"),
+       option("axis", "requantize: contraction axis, cols (the tensor is an A [M, K], default) or rows (B).", "AXIS",
+              "cols"),
+       option("layout",
+              "export: per_tensor (TE current scaling), per_channel (one scale per output channel, compressed-tensors) "
+              "or block128 (DeepSeek-V3 128x128).",
+              "L", "per_tensor"),
+       option("out", "export: the safetensors file to write; import: the session file to add the run to.", "FILE"),
+       option("tensor", "import: an FP8 tensor to take (repeatable; default: all).", "NAME"),
+       option("what-if",
+              "import: recipes to re-quantize each tensor with, comma-separated (te_current, mx_rceil, nvfp4_te, ... "
+              "as in training diagnostics).",
+              "IDS"),
+       option("id", "import: the run id (default: the file name without .safetensors / .index.json).", "RUN")});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   const QStringList pos = p.positionalArguments();

@@ -1,11 +1,11 @@
 // A training run exported as an FP8 checkpoint (checkpoint_export.h).
 #include "experiment/checkpoint_export.h"
 
+#include "common/names.h"
 #include "formats/format.h"
 #include "session/session_layout.h"
 #include "training/training_session.h"
 
-#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -37,20 +37,11 @@ void addFp8Weight(CheckpointExport& x, const std::string& name, const std::vecto
                       {"saturated", q.stats.saturated}});
 }
 
-std::string trimmed(const std::string& s) {
-  const char* space = " \t\n\v\f\r";
-  const size_t b = s.find_first_not_of(space);
-  return b == std::string::npos ? std::string() : s.substr(b, s.find_last_not_of(space) - b + 1);
-}
-
 bool transformerTensors(CheckpointExport& x, const Run& run, const std::string& sites, Fp8ScaleLayout layout,
                         const Format& format, std::string* why) {
   std::set<std::string> linear;
-  for (size_t b = 0; b <= sites.size();) { // the comma-separated list, empty items skipped
-    const size_t e = std::min(sites.find(',', b), sites.size());
-    const std::string item = sites.substr(b, e - b), name = trimmed(item);
-    b = e + 1;
-    if (item.empty()) continue;
+  for (const std::string& item : commaItems(sites)) {
+    const std::string name = trimmedText(item);
     const Dataset* w = run.find(layout::weights(name + ".weight"));
     if (!w || name == "lm_head") continue; // attention matmuls have no weight; the head stays F32
     if (w->shape.size() != 2) {

@@ -255,18 +255,18 @@ Json checkpointImportJson(const std::string& out, const std::string& run_id, int
 }
 
 std::string checkpointImportText(const std::string& file, const std::string& run_id, int64_t tensors,
-                                 const std::vector<std::string>& what_if_ids, const std::vector<CheckpointSqnr>& sqnr,
+                                 const std::vector<WhatIfRecipe>& what_if, const std::vector<CheckpointSqnr>& sqnr,
                                  const std::string& out) {
-  const size_t nw = what_if_ids.size();
+  const size_t nw = what_if.size();
   std::string s = file + ": run " + run_id + " (" + std::to_string(tensors) + " FP8 " +
                   (tensors == 1 ? "tensor" : "tensors") +
                   (nw == 0   ? ""
                    : nw == 1 ? ", 1 what-if recipe"
                              : ", " + std::to_string(nw) + " what-if recipes") +
                   ") written to " + out + "\n";
-  if (what_if_ids.empty() || sqnr.empty()) return s;
+  if (what_if.empty() || sqnr.empty()) return s;
   std::vector<std::vector<std::string>> cells{{"tensor", "stored"}};
-  for (const std::string& id : what_if_ids) cells[0].push_back(id);
+  for (const WhatIfRecipe& r : what_if) cells[0].push_back(r.id);
   for (const CheckpointSqnr& r : sqnr) {
     cells.push_back({r.tensor, shortestText(r.stored_db)});
     for (const auto& w : r.what_if_db) cells.back().push_back(shortestText(w.second));

@@ -74,9 +74,9 @@ Json checkpointImportJson(const std::string& out, const std::string& run_id, int
 /// What `checkpoint import` prints: "FILE: run ID (N FP8 tensors[, K what-if recipes]) written to
 /// OUT", then, with what-if recipes, a table of each tensor's SQNR (dB, shortest float32 text)
 /// against the float32 dequantized weight: the stored quantization's and each recipe's (columns
-/// `what_if_ids`), left-aligned in columns two spaces apart.
+/// headed by the recipes' ids), left-aligned in columns two spaces apart.
 std::string checkpointImportText(const std::string& file, const std::string& run_id, int64_t tensors,
-                                 const std::vector<std::string>& what_if_ids, const std::vector<CheckpointSqnr>& sqnr,
+                                 const std::vector<WhatIfRecipe>& what_if, const std::vector<CheckpointSqnr>& sqnr,
                                  const std::string& out);
 
 } // namespace fp8lab

@@ -5,6 +5,7 @@
 // 0x4A, 448 = 1.75·2^8 = 0x7E).
 #include <QtTest>
 
+#include "common/names.h"
 #include "experiment/checkpoint_export.h"
 #include "experiment/checkpoint_run.h"
 #include "formats/format.h"
@@ -85,7 +86,10 @@ private Q_SLOTS:
   void importText() {
     const std::vector<CheckpointSqnr> sqnr = {{"fc1.weight", 30.5f, {{"te_current", 29.25f}}},
                                               {"w", INFINITY, {{"te_current", 1.0f}}}};
-    QCOMPARE(checkpointImportText("m.safetensors", "m", 2, {"te_current"}, sqnr, "o.h5"),
+    std::string why;
+    const auto te = parseWhatIfRecipe("te_current", &why);
+    QVERIFY2(te, why.c_str());
+    QCOMPARE(checkpointImportText("m.safetensors", "m", 2, {*te}, sqnr, "o.h5"),
              std::string("m.safetensors: run m (2 FP8 tensors, 1 what-if recipe) written to o.h5\n"
                          "SQNR (dB) vs the weight as stored (decode * scale, float32):\n"
                          "tensor      stored  te_current\n"
@@ -155,6 +159,25 @@ private Q_SLOTS:
     r.datasets[layout::weights("blocks.0.attn.qkv.weight")] = Dataset::float32({6}, {1, 2, 3, 4, 5, 6}, "1", "");
     QVERIFY(!checkpointOfRun(r, Fp8ScaleLayout::Block, Format::E4M3FN(), "s", &e));
     QCOMPARE(e, std::string("weights/blocks.0.attn.qkv.weight is not 2-D [in, out]"));
+  }
+
+  // `checkpoint import --what-if`: items as typed, empty ones skipped, white space trimmed; a
+  // blank item is an unknown recipe, a recipe given twice (by its canonical id) is refused.
+  void whatIfList() {
+    QCOMPARE(commaItems("a, b,,c,"), (std::vector<std::string>{"a", " b", "c"}));
+    QCOMPARE(commaItems(""), std::vector<std::string>{});
+    QCOMPARE(trimmedText("\t x y \n"), std::string("x y"));
+    std::string why;
+    const auto l = parseWhatIfList(" te_current ,mx_rceil,", &why);
+    QVERIFY2(l, why.c_str());
+    QCOMPARE(l->size(), size_t{2});
+    QCOMPARE(l->at(0).id, std::string("te_current"));
+    QCOMPARE(l->at(1).id, std::string("mx_rceil"));
+    QVERIFY(!parseWhatIfList("te_current,te_current", &why));
+    QCOMPARE(why, std::string("'te_current' is listed twice"));
+    QVERIFY(!parseWhatIfList("te_current, ", &why));
+    QVERIFY2(why.rfind("what-if recipe '': ", 0) == 0, why.c_str());
+    QVERIFY(parseWhatIfList("", &why) && parseWhatIfList("", &why)->empty());
   }
 
   void layoutNames() {
