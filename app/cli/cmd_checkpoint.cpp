@@ -1,6 +1,5 @@
-// fp8lab-cli checkpoint list | show | requantize | export | import — FP8 checkpoints in safetensors:
-// the options, the calls and the exit codes; what each prints is built in core
-// (io/fp8_checkpoint_report.h, experiment/checkpoint_export.h, experiment/checkpoint_run.h).
+// fp8lab-cli checkpoint list | show | requantize | export | import (FP8 safetensors): options, calls, exit
+// codes; the reports are core's (io/fp8_checkpoint_report.h, experiment/checkpoint_{export,run}.h).
 #include "cli_util.h"
 #include "cmd_run.h"
 #include "command.h"
@@ -181,11 +180,10 @@ int runCheckpoint(const QStringList& args) {
   return fail(QStringLiteral("usage: checkpoint list|show|requantize|export|import ... (see --help)"));
 }
 
-const CommandRegistrar
-    reg({QStringLiteral("checkpoint"),
-         QStringLiteral(
-             "FP8 checkpoints (safetensors): list, show, requantize, export a training run, import into a session"),
-         runCheckpoint, 75});
+const CommandRegistrar reg({QStringLiteral("checkpoint"),
+                            QStringLiteral("FP8 checkpoints (safetensors): list, show, requantize, export a training "
+                                           "run, import into a session"),
+                            runCheckpoint, 75});
 
 } // namespace
 } // namespace fp8lab::cli

@@ -28,29 +28,28 @@ int print(bool json, const Json& j, const std::string& text) {
   return 0;
 }
 
-/// An option from UTF-8 text: a flag without `value`, else taking one (default `def`).
-QCommandLineOption option(const char* name, const char* help, const char* value = "", const char* def = "") {
-  return {QString::fromUtf8(name), QString::fromUtf8(help), QString::fromUtf8(value), QString::fromUtf8(def)};
+/// An option from UTF-8 text: `names` comma-separated ("v,verbose"); a flag without `value`, else
+/// taking one (default `def`).
+QCommandLineOption option(const char* names, const char* help, const char* value = "", const char* def = "") {
+  return {QString::fromUtf8(names).split(QLatin1Char(',')), QString::fromUtf8(help), QString::fromUtf8(value),
+          QString::fromUtf8(def)};
 }
 
 /// Opens a session or prints why not (exit code in *rc).
 std::unique_ptr<SessionReader> openOrFail(const QString& file, bool json, int* rc, Status* issues = nullptr) {
   auto r = SessionReader::open(file.toStdString());
   if (issues) *issues = r;
-  if (!r.ok()) {
-    if (json) print(true, sessionOpenFailureJson(file.toStdString(), r), {});
-    *rc = fail(qs(r.errors()));
-    return nullptr;
-  }
-  return std::move(r.value);
+  if (r.ok()) return std::move(r.value);
+  if (json) print(true, sessionOpenFailureJson(file.toStdString(), r), {});
+  *rc = fail(qs(r.errors()));
+  return nullptr;
 }
 
 int runInspect(const QStringList& args) {
   QCommandLineParser p;
   const QCommandLineOption js = option("json", "Machine-readable JSON output."),
                            runOpt = option("run", "Only this run (with its config and datasets).", "ID"),
-                           verbose({QStringLiteral("v"), QStringLiteral("verbose")},
-                                   QStringLiteral("Show configs and datasets of every run."));
+                           verbose = option("v,verbose", "Show configs and datasets of every run.");
   p.setApplicationDescription(
       QStringLiteral("Shows what a session file holds: its runs, their configurations, metrics and datasets.\n"
                      "Validates the file on the way and lists every problem found."));
@@ -93,14 +92,10 @@ int runExport(const QStringList& args) {
   const QString file = p.positionalArguments()[0], dir = p.value(csvOpt);
   auto rd = openOrFail(file, false, &rc);
   if (!rd) return rc;
-  const auto& runs = rd->info().runs;
-  QString id = p.value(runOpt);
-  if (id.isEmpty() && runs.size() != 1) {
-    QStringList ids;
-    for (const auto& r : runs) ids << qs(r.id);
-    return fail(QStringLiteral("--run ID is required (runs: %1)").arg(ids.join(QStringLiteral(", "))));
-  }
-  if (id.isEmpty()) id = qs(runs[0].id);
+  QStringList ids;
+  for (const auto& r : rd->info().runs) ids << qs(r.id);
+  const QString id = !p.value(runOpt).isEmpty() ? p.value(runOpt) : ids.size() == 1 ? ids[0] : QString();
+  if (id.isEmpty()) return fail(QStringLiteral("--run ID is required (runs: %1)").arg(ids.join(QStringLiteral(", "))));
   const RunInfo* ri = rd->info().find(id.toStdString());
   if (!ri) return fail(QStringLiteral("no run '%1' in %2").arg(id, file));
   if (!QDir().mkpath(dir)) return fail(QStringLiteral("cannot create directory %1").arg(dir));
