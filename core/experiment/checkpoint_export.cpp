@@ -28,16 +28,16 @@ std::vector<float> transposed(const std::vector<float>& w, int64_t rows, int64_t
 
 /// Adds weight `name` [out, in] (the run's [in, out] kernel transposed) in FP8 to `x`.
 void addFp8Weight(CheckpointExport& x, const std::string& name, const std::vector<float>& kernel, int64_t in,
-                  int64_t out, Fp8ScaleLayout layout, const Format& format) {
-  const QuantizedTensor q = quantizeForCheckpoint(transposed(kernel, in, out), out, in, layout, format);
-  for (auto& t : fp8WeightTensors(name, q, layout)) x.tensors.push_back(std::move(t));
+                  int64_t out, Fp8ScaleLayout scale_layout, const Format& format) {
+  const QuantizedTensor q = quantizeForCheckpoint(transposed(kernel, in, out), out, in, scale_layout, format);
+  for (auto& t : fp8WeightTensors(name, q, scale_layout)) x.tensors.push_back(std::move(t));
   x.layers.push_back({{"name", name},
                       {"weight_shape", {out, in}},
                       {"scales", q.dequant_scales.size()},
                       {"saturated", q.stats.saturated}});
 }
 
-bool transformerTensors(CheckpointExport& x, const Run& run, const std::string& sites, Fp8ScaleLayout layout,
+bool transformerTensors(CheckpointExport& x, const Run& run, const std::string& sites, Fp8ScaleLayout scale_layout,
                         const Format& format, std::string* why) {
   std::set<std::string> linear;
   for (const std::string& item : commaItems(sites)) {
@@ -48,7 +48,7 @@ bool transformerTensors(CheckpointExport& x, const Run& run, const std::string& 
       *why = layout::weights(name + ".weight") + " is not 2-D [in, out]";
       return false;
     }
-    addFp8Weight(x, name, float32Of(*w), w->shape[0], w->shape[1], layout, format);
+    addFp8Weight(x, name, float32Of(*w), w->shape[0], w->shape[1], scale_layout, format);
     linear.insert(name + ".weight");
   }
   const std::string prefix = std::string(layout::kWeightsGroup) + "/";
@@ -84,12 +84,12 @@ std::optional<Fp8ScaleLayout> parseCheckpointExportLayout(const std::string& nam
   return std::nullopt;
 }
 
-std::optional<CheckpointExport> checkpointOfRun(const Run& run, Fp8ScaleLayout layout, const Format& format,
+std::optional<CheckpointExport> checkpointOfRun(const Run& run, Fp8ScaleLayout scale_layout, const Format& format,
                                                 const std::string& source, std::string* error) {
   CheckpointExport x;
   const std::string sites = attrString(run.attrs, "sites").value_or("");
   x.transformer = !sites.empty();
-  if (x.transformer && !transformerTensors(x, run, sites, layout, format, error)) return std::nullopt;
+  if (x.transformer && !transformerTensors(x, run, sites, scale_layout, format, error)) return std::nullopt;
   for (int l = 1; !x.transformer; ++l) {
     const std::string name = "fc" + std::to_string(l);
     if (!run.find(layout::weights(name + "/kernel"))) break;
@@ -98,7 +98,7 @@ std::optional<CheckpointExport> checkpointOfRun(const Run& run, Fp8ScaleLayout l
       *error = w.errors();
       return std::nullopt;
     }
-    addFp8Weight(x, name, w.value.kernel, w.value.in, w.value.out, layout, format);
+    addFp8Weight(x, name, w.value.kernel, w.value.in, w.value.out, scale_layout, format);
     x.tensors.push_back(float32Tensor(name + ".bias", w.value.bias, 0, w.value.out));
   }
   if (x.tensors.empty()) {
@@ -107,10 +107,10 @@ std::optional<CheckpointExport> checkpointOfRun(const Run& run, Fp8ScaleLayout l
   }
   x.metadata = {{"format", "pt"},
                 {"producer", "fp8lab-cli checkpoint export"},
-                {"layout", toString(layout)},
-                {"quantization", layout == Fp8ScaleLayout::PerTensor    ? "te_current"
-                                 : layout == Fp8ScaleLayout::PerChannel ? "per_row"
-                                                                        : "deepgemm_128x128"},
+                {"layout", toString(scale_layout)},
+                {"quantization", scale_layout == Fp8ScaleLayout::PerTensor    ? "te_current"
+                                 : scale_layout == Fp8ScaleLayout::PerChannel ? "per_row"
+                                                                              : "deepgemm_128x128"},
                 {"element_format", format.name()},
                 {"scale_convention", "dequant: w = decode(weight) * scale"},
                 {"source", source}};
@@ -125,8 +125,8 @@ std::optional<CheckpointExport> checkpointOfRun(const Run& run, Fp8ScaleLayout l
 }
 
 std::optional<CheckpointExport> exportRunCheckpoint(const std::string& session, const std::string& run_id,
-                                                    Fp8ScaleLayout layout, const Format& format, const std::string& out,
-                                                    std::string* error) {
+                                                    Fp8ScaleLayout scale_layout, const Format& format,
+                                                    const std::string& out, std::string* error) {
   auto rd = SessionReader::open(session);
   if (!rd.ok()) {
     *error = rd.errors();
@@ -141,7 +141,7 @@ std::optional<CheckpointExport> exportRunCheckpoint(const std::string& session, 
     *error = "run '" + run_id + "' is a " + run.value.type + " run; checkpoints are exported from training runs";
     return std::nullopt;
   }
-  auto x = checkpointOfRun(run.value, layout, format, session + "#/runs/" + run_id, error);
+  auto x = checkpointOfRun(run.value, scale_layout, format, session + "#/runs/" + run_id, error);
   if (!x) return std::nullopt;
   const Status st = writeSafetensors(out, std::move(x->tensors), x->metadata);
   x->tensors.clear();

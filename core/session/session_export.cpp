@@ -27,6 +27,18 @@ std::string shapeText(const std::vector<int64_t>& s) {
   return t + "]";
 }
 
+/// Appends row `i` of `d` (as rows of `cols` values) to `s`, with its '\n'.
+void appendCsvRow(std::string& s, const Dataset& d, int64_t i, int64_t cols) {
+  const bool integer = d.dtype == DType::UInt8 || d.dtype == DType::Int64;
+  const bool f32 = d.dtype == DType::Float32;
+  for (int64_t j = 0; j < cols; ++j) {
+    if (j) s += ',';
+    const double v = d.valueAt(i * cols + j);
+    s += integer ? std::to_string(static_cast<int64_t>(v)) : csvNumber(v, f32);
+  }
+  s += '\n';
+}
+
 /// Writes `text` to `path` (created or truncated); false when it cannot be opened.
 bool writeFile(const std::string& path, const std::string& text) {
   File f(std::fopen(path.c_str(), "wb"));
@@ -40,20 +52,6 @@ bool writeFile(const std::string& path, const std::string& text) {
 std::string csvNumber(double v, bool is_float32) {
   return is_float32 ? shortestText(static_cast<float>(v)) : shortestText(v);
 }
-
-namespace {
-/// Appends row `i` of `d` (as rows of `cols` values) to `s`, with its '\n'.
-void appendCsvRow(std::string& s, const Dataset& d, int64_t i, int64_t cols) {
-  const bool integer = d.dtype == DType::UInt8 || d.dtype == DType::Int64;
-  const bool f32 = d.dtype == DType::Float32;
-  for (int64_t j = 0; j < cols; ++j) {
-    if (j) s += ',';
-    const double v = d.valueAt(i * cols + j);
-    s += integer ? std::to_string(static_cast<int64_t>(v)) : csvNumber(v, f32);
-  }
-  s += '\n';
-}
-} // namespace
 
 std::string datasetCsv(const Dataset& d, int64_t rows, int64_t cols) {
   std::string s;
