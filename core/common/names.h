@@ -2,8 +2,10 @@
 // accumulation models.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace fp8lab {
 
@@ -13,6 +15,25 @@ inline std::string normalizedName(std::string_view s) {
   std::string n(s);
   for (char& c : n) c = c == '-' ? '_' : (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
   return n;
+}
+
+/// The items of a comma-separated list as typed, empty ones skipped: "a, b,,c," gives "a", " b",
+/// "c" (QString::split with Qt::SkipEmptyParts). Items keep their white space (trimmedText).
+inline std::vector<std::string> commaItems(std::string_view s) {
+  std::vector<std::string> items;
+  for (size_t b = 0; b <= s.size();) {
+    const size_t e = std::min(s.find(',', b), s.size());
+    if (e > b) items.emplace_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  return items;
+}
+
+/// `s` without its leading and trailing ASCII white space (" \t\n\v\f\r").
+inline std::string trimmedText(std::string_view s) {
+  const char* space = " \t\n\v\f\r";
+  const size_t b = s.find_first_not_of(space);
+  return b == std::string_view::npos ? std::string() : std::string(s.substr(b, s.find_last_not_of(space) - b + 1));
 }
 
 } // namespace fp8lab

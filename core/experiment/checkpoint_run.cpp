@@ -4,6 +4,8 @@
 
 #include "io/fp8_checkpoint.h"
 #include "io/json_document.h"
+#include "io/json_number.h"
+#include "common/number_text.h"
 #include "metrics/block_stats.h"
 #include "training/training_session.h"
 
@@ -239,6 +241,46 @@ std::string defaultCheckpointRunId(const std::string& path) {
   }
   if (id.empty() || id.front() == '.') id.insert(0, "checkpoint");
   return id;
+}
+
+Json checkpointImportJson(const std::string& out, const std::string& run_id, int64_t tensors, size_t what_if,
+                          const std::vector<CheckpointSqnr>& sqnr) {
+  Json rows = Json::array();
+  for (const CheckpointSqnr& r : sqnr) {
+    Json w = Json::object();
+    for (const auto& [id, db] : r.what_if_db) w[id] = numberJson(db);
+    rows.push_back({{"tensor", r.tensor}, {"stored_sqnr_db", numberJson(r.stored_db)}, {"what_if_sqnr_db", w}});
+  }
+  return {{"file", out}, {"run", run_id}, {"tensors", tensors}, {"what_if", what_if}, {"sqnr", rows}};
+}
+
+std::string checkpointImportText(const std::string& file, const std::string& run_id, int64_t tensors,
+                                 const std::vector<WhatIfRecipe>& what_if, const std::vector<CheckpointSqnr>& sqnr,
+                                 const std::string& out) {
+  const size_t nw = what_if.size();
+  std::string s = file + ": run " + run_id + " (" + std::to_string(tensors) + " FP8 " +
+                  (tensors == 1 ? "tensor" : "tensors") +
+                  (nw == 0   ? ""
+                   : nw == 1 ? ", 1 what-if recipe"
+                             : ", " + std::to_string(nw) + " what-if recipes") +
+                  ") written to " + out + "\n";
+  if (what_if.empty() || sqnr.empty()) return s;
+  std::vector<std::vector<std::string>> cells{{"tensor", "stored"}};
+  for (const WhatIfRecipe& r : what_if) cells[0].push_back(r.id);
+  for (const CheckpointSqnr& r : sqnr) {
+    cells.push_back({r.tensor, shortestText(r.stored_db)});
+    for (const auto& w : r.what_if_db) cells.back().push_back(shortestText(w.second));
+  }
+  std::vector<int> width(cells[0].size(), 0);
+  for (const auto& row : cells)
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], textWidth(row[c]));
+  s += "SQNR (dB) vs the weight as stored (decode * scale, float32):\n";
+  for (const auto& row : cells) {
+    for (size_t c = 0; c < row.size(); ++c)
+      s += (c ? "  " : "") + (c + 1 < row.size() ? padded(row[c], -width[c]) : row[c]);
+    s += "\n";
+  }
+  return s;
 }
 
 } // namespace fp8lab

@@ -15,6 +15,7 @@
 //                               step of the nine per-step series, no per-block maps
 #pragma once
 
+#include "io/json_document.h"
 #include "session/session.h"
 #include "training/diagnostics.h"
 
@@ -62,5 +63,20 @@ std::vector<CheckpointSqnr> checkpointRunSqnr(const Run& run);
 /// replaced by '_' (one per character); an id that is empty or starts with '.' is prefixed with
 /// "checkpoint".
 std::string defaultCheckpointRunId(const std::string& path);
+
+/// What `checkpoint import --json` prints after storing run `run_id` of `tensors` FP8 tensors in
+/// session file `out`: {"file": out, "run", "tensors", "what_if": the recipe count, "sqnr": [{"tensor",
+/// "stored_sqnr_db", "what_if_sqnr_db": {recipe: dB}}]} (checkpointRunSqnr; dB as numbers or "nan",
+/// "inf", "-inf").
+Json checkpointImportJson(const std::string& out, const std::string& run_id, int64_t tensors, size_t what_if,
+                          const std::vector<CheckpointSqnr>& sqnr);
+
+/// What `checkpoint import` prints: "FILE: run ID (N FP8 tensors[, K what-if recipes]) written to
+/// OUT", then, with what-if recipes, a table of each tensor's SQNR (dB, shortest float32 text)
+/// against the float32 dequantized weight: the stored quantization's and each recipe's (columns
+/// headed by the recipes' ids), left-aligned in columns two spaces apart.
+std::string checkpointImportText(const std::string& file, const std::string& run_id, int64_t tensors,
+                                 const std::vector<WhatIfRecipe>& what_if, const std::vector<CheckpointSqnr>& sqnr,
+                                 const std::string& out);
 
 } // namespace fp8lab

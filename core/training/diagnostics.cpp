@@ -1,6 +1,8 @@
 // FP8 Lab — training diagnostics: per-block statistics and what-if recipes (see diagnostics.h).
 #include "training/diagnostics.h"
 
+#include "common/names.h"
+
 #include <algorithm>
 #include <limits>
 #include <cctype>
@@ -116,6 +118,20 @@ std::optional<WhatIfRecipe> parseWhatIfRecipe(const std::string& id, std::string
     return r;
   }
   return fail("unknown recipe");
+}
+
+std::optional<std::vector<WhatIfRecipe>> parseWhatIfList(const std::string& ids, std::string* why) {
+  std::vector<WhatIfRecipe> list;
+  for (const std::string& item : commaItems(ids)) {
+    const auto r = parseWhatIfRecipe(trimmedText(item), why);
+    if (!r) return std::nullopt;
+    if (std::any_of(list.begin(), list.end(), [&](const WhatIfRecipe& w) { return w.id == r->id; })) {
+      *why = "'" + r->id + "' is listed twice";
+      return std::nullopt;
+    }
+    list.push_back(*r);
+  }
+  return list;
 }
 
 std::string TrainingDiagnostics::validate() const {

@@ -54,6 +54,12 @@ struct WhatIfRecipe {
 /// *why (one line, naming the valid forms) when unusable.
 std::optional<WhatIfRecipe> parseWhatIfRecipe(const std::string& id, std::string* why);
 
+/// Parses a comma-separated list of what-if recipe ids ("te_current, mx_rceil"): each item
+/// trimmed of white space, empty items skipped, each parsed by parseWhatIfRecipe. nullopt and
+/// *why for the first item that is unusable (parseWhatIfRecipe's words) or whose recipe (by its
+/// canonical id) is already listed ("'te_current' is listed twice").
+std::optional<std::vector<WhatIfRecipe>> parseWhatIfList(const std::string& ids, std::string* why);
+
 /// What the run records besides the per-step history.
 struct TrainingDiagnostics {
   bool block_stats = true; ///< per-block statistics of the recipe that trained (FP8 runs)
