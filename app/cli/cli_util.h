@@ -1,11 +1,10 @@
-// Shared helpers of the fp8lab-cli commands and of fp8lab-render: number parsing, JSON output,
-// errors, progress.
+// Shared helpers of the fp8lab-cli commands and of fp8lab-render: the Qt side (QString, Qt JSON,
+// QCommandLineParser) of core's number parsing (common/number_text.h), input files
+// (io/input_file.h), JSON stream (io/json_stream_writer.h) and interrupt guard
+// (common/interrupt.h); errors and progress on stderr.
 #pragma once
 
-#include <csignal>
-
 #include <QByteArray>
-
 #include <QCommandLineParser>
 #include <QJsonArray>
 #include <QJsonObject>
@@ -16,7 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "common/interrupt.h"
+#include "common/number_text.h"
+#include "io/input_file.h"
 #include "io/json_document.h"
+#include "io/json_stream_writer.h"
 #include "session/session_lock.h"
 
 namespace fp8lab {
@@ -25,25 +28,34 @@ class Format;
 
 namespace fp8lab::cli {
 
-/// Parses a number as double: decimal ("1e-3"), C99 hex-float ("0x1.8p3"), "inf", "-inf",
-/// "nan", "-0". The whole text must be consumed; nullopt otherwise.
-/// Literals outside float64's range are refused, not rounded to ±inf or 0 ("1e400", "1e-400";
-/// subnormal results such as "1e-310" are kept).
-std::optional<double> parseNumber(const QString& text);
+using fp8lab::InputKind;
+using fp8lab::interrupted;
+using fp8lab::interruptedExitCode;
+using fp8lab::InterruptGuard;
+using fp8lab::interruptSignal;
+using fp8lab::JsonStreamWriter;
+using fp8lab::kMaxConfigBytes;
+using fp8lab::kMaxValuesBytes;
 
-/// Why parseNumber refused `text`, for messages: "not a number: 'x'", "'1e400' is beyond the
-/// float64 range (…)", "'1e-400' underflows to 0 in float64 (…)".
-QString numberProblem(const QString& text);
-
-/// Parses a comma-separated list of numbers ("1,2.5,-3"); on error sets *bad to the
-/// offending item and returns nullopt.
+/// fp8lab::parseNumber of the UTF-8 text (trimmed as QString::trimmed does).
+inline std::optional<double> parseNumber(const QString& text) {
+  return fp8lab::parseNumber(text.toUtf8().toStdString());
+}
+/// fp8lab::numberProblem: why parseNumber refused `text` ("not a number: 'x'", ...).
+inline QString numberProblem(const QString& text) {
+  return QString::fromStdString(fp8lab::numberProblem(text.toUtf8().toStdString()));
+}
+/// fp8lab::parseNumberList of "1,2.5,-3"; on error sets *bad to the offending item.
 std::optional<std::vector<double>> parseNumberList(const QString& text, QString* bad);
 
-/// Shortest text that reads back as the same double / float32 (std::to_chars), with "nan",
-/// "inf", "-inf" for non-finite values. Used by every command's text output.
-/// Overloaded on the argument's type; shortestDouble / shortestFloat fix the type explicitly.
-QString shortestNumber(double v);
-QString shortestNumber(float v);
+/// Shortest round-trip text of a double / float32 (fp8lab::shortestText): "nan", "inf", "-inf"
+/// for non-finite values. shortestDouble / shortestFloat fix the argument's type.
+inline QString shortestNumber(double v) {
+  return QString::fromStdString(shortestText(v));
+}
+inline QString shortestNumber(float v) {
+  return QString::fromStdString(shortestText(v));
+}
 inline QString shortestDouble(double v) {
   return shortestNumber(v);
 }
@@ -60,122 +72,32 @@ QJsonValue jsonNumber(double v);
 /// writes the non-finite numbers of its reports as the strings "nan", "inf", "-inf" itself.
 QJsonValue toQJson(const Json& j);
 
-/// Serialises compactly or indented; replaces the −0 placeholder of jsonNumber() by -0.0,
-/// which QJsonDocument cannot write itself.
+/// Serialises compactly or indented, keys sorted (QJsonDocument); replaces the −0 placeholder
+/// of jsonNumber() by -0.0, which QJsonDocument cannot write itself.
 std::string toJsonText(const QJsonValue& v, bool indented = true);
 
-/// A minimal streaming JSON writer for the hot CLI paths (encode/decode of 10^5+ values):
-/// QJsonObject costs ~10 µs per small object, this ~0.3 µs. Output is compact JSON; numbers
-/// use the shortest round-trip form, NaN/±Inf become strings and −0 becomes -0.0 as in
-/// jsonNumber(). Callers are responsible for well-formed nesting (begin/end pairs).
-class JsonStreamWriter {
-public:
-  void beginArray() {
-    sep();
-    buf_ += '[';
-    first_ = true;
-  }
-  void endArray() {
-    buf_ += ']';
-    first_ = false;
-  }
-  void beginObject() {
-    sep();
-    buf_ += '{';
-    first_ = true;
-  }
-  void endObject() {
-    buf_ += '}';
-    first_ = false;
-  }
-  void key(const char* k); ///< k must be plain ASCII without quotes
-  void value(double v);
-  void value(bool b) {
-    sep();
-    buf_ += b ? "true" : "false";
-  }
-  void value(const std::string& s); ///< escaped
-  void value(const char* s) { value(std::string(s)); }
-  const std::string& text() const { return buf_; }
-
-private:
-  void sep() {
-    if (!first_ && !after_key_) buf_ += ',';
-    first_ = false;
-    after_key_ = false;
-  }
-  std::string buf_;
-  bool first_ = true;
-  bool after_key_ = false;
-};
-
-/// What an input file given on the command line may be (readInputFile).
-enum class InputKind {
-  Config, ///< a JSON config: a regular file only (a FIFO without a writer would block forever)
-  Values, ///< a list of numbers: a regular file, "-" (stdin) or a pipe / FIFO (`--input <(seq 1 9)`)
-};
-
-/// Reads a whole input file named on the command line, refusing what cannot be one before
-/// reading: a missing path, a directory, a device (/dev/zero, /dev/urandom: endless), a FIFO or
-/// socket for configs, and more than `max_bytes` (checked from the size up front for regular
-/// files, while reading for stdin and pipes — never more than max_bytes + 1 bytes are held).
-/// `what` names the input in messages ("config", "--input"). On failure returns nullopt and sets
-/// *error to one line naming the file and the reason ("--input '/dev/zero' is a device, not a
-/// file of values"; "config 'big.json' is 3.0 GiB; the limit is 64 MiB").
+/// fp8lab::readInputFile of a path named on the command line (QFile::encodeName); the messages
+/// as QString.
 std::optional<QByteArray> readInputFile(const QString& path, InputKind kind, const QString& what, qint64 max_bytes,
                                         QString* error);
-
-/// Numbers of a value-list input (readInputFile, InputKind::Values: a file, "-" or a pipe),
-/// separated by whitespace and/or commas; nullopt with *error naming the file and the item.
+/// fp8lab::readNumberFile: the numbers of a value list (a file, "-" or a pipe).
 std::optional<std::vector<double>> readNumberFile(const QString& path, QString* error);
 
-/// The size limits of readInputFile's callers: configs 64 MiB, value lists 64 MiB (about six
-/// million numbers; split larger lists).
-inline constexpr qint64 kMaxConfigBytes = qint64(64) << 20;
-inline constexpr qint64 kMaxValuesBytes = qint64(64) << 20;
-
-/// While alive, SIGINT (Ctrl-C), SIGTERM (timeout, Slurm, systemd, docker stop) and SIGHUP (a
-/// closed terminal) only set a flag, so a long command can stop at its next check point, save
-/// what is finished and say so. A second signal — `timeout`, Slurm and `docker stop` often send
-/// one to the process and one to its group, milliseconds apart — changes nothing: the save goes
-/// on (stderr says so). A third ends the process at once with 128 + the first signal, after
-/// writing to stderr what is lost (setInterruptLossNote); an atomic save in progress then leaves
-/// only its hidden temporary, the previous file intact. Handlers are installed with SA_RESTART,
-/// so a save's system calls are not interrupted by them. The old handlers are restored on
-/// destruction. Guards nest: only the outermost installs and restores.
-class InterruptGuard {
-public:
-  InterruptGuard();
-  ~InterruptGuard();
-  InterruptGuard(const InterruptGuard&) = delete;
-  InterruptGuard& operator=(const InterruptGuard&) = delete;
-
-private:
-  struct sigaction old_[3];
-};
-
-/// Says what a forced stop (the third signal) would lose now, e.g. "2 finished runs not yet
-/// saved; out.h5 keeps what it held". Called from the main thread whenever that changes; the
-/// signal handler prints the latest note. Notes longer than 400 bytes are cut.
-void setInterruptLossNote(const QString& note);
-
-/// True once one of the guarded signals arrived (cleared when an InterruptGuard is created).
-bool interrupted();
-/// The signal that arrived (SIGINT, SIGTERM, SIGHUP), 0 when none.
-int interruptSignal();
-/// "Ctrl-C (SIGINT)", "SIGTERM", "SIGHUP" — for messages.
-QString interruptName();
-/// The exit status of an interrupted command: 128 + the signal (130 for Ctrl-C, 143 for SIGTERM),
-/// what a shell reports for a process killed by it.
-int interruptedExitCode();
+/// fp8lab::setInterruptLossNote of the UTF-8 text.
+inline void setInterruptLossNote(const QString& note) {
+  fp8lab::setInterruptLossNote(note.toUtf8().toStdString());
+}
+/// fp8lab::interruptName: "Ctrl-C (SIGINT)", "SIGTERM", "SIGHUP".
+inline QString interruptName() {
+  return QString::fromStdString(fp8lab::interruptName());
+}
 
 /// Names the program in fail()'s and noteFormatChoice()'s stderr lines ("fp8lab-render: error: …");
 /// "fp8lab-cli" unless set. `name` must outlive every later call (a string literal). Set it in
 /// main, before anything can fail.
 void setProgramName(const char* name);
 
-/// Prints a message to stderr prefixed "<program>: error: " ("fp8lab-cli: error: " unless
-/// setProgramName chose another name) and returns exit code 2.
+/// Prints a message to stderr prefixed "<program>: error: " (up to a NUL) and returns exit code 2.
 int fail(const QString& message);
 
 /// Largest --threads value accepted: far above any machine's core count, low enough that a typo
@@ -205,7 +127,9 @@ fp8lab::LockWait sessionLockWait();
 
 /// Prints text to stdout (UTF-8) without a trailing newline added.
 void out(const std::string& text);
-void out(const QString& text);
+inline void out(const QString& text) {
+  out(text.toStdString());
+}
 /// A command's JSON result: appended to `collect` when a caller gathers several into one document
 /// (`run --json` of a multi-experiment config prints one array), else printed at once (one line
 /// of indented JSON plus a newline).
@@ -230,7 +154,7 @@ private:
   Impl* d;
 };
 
-/// The strings of a format list ("E4M3FN,E5M2") resolved to canonical names; sets *bad.
+/// The canonical names of every format, ", "-separated, for messages.
 QString formatHelpList();
 
 /// Call with every format a command resolved from the user's words (options or config). For
