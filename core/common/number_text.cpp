@@ -158,6 +158,17 @@ std::optional<double> parseNumber(std::string_view text) {
   return v;
 }
 
+std::optional<int64_t> parseInteger(std::string_view text) {
+  std::string_view t = trimmedText(text);
+  const bool plus = t.starts_with('+');
+  if (plus) t.remove_prefix(1);
+  if (t.empty() || (plus && t.starts_with('-'))) return std::nullopt;
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
+  return v;
+}
+
 std::string numberProblem(std::string_view text) {
   const std::string b(trimmedText(text));
   char* end = nullptr;

@@ -3,6 +3,7 @@
 // a report reads the same whichever layer writes it; standard C++ only.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,6 +51,10 @@ std::string_view trimmedText(std::string_view s);
 /// float64's range are refused, not rounded to ±inf or 0 ("1e400", "1e-400"); subnormal results
 /// such as "1e-310" are kept.
 std::optional<double> parseNumber(std::string_view text);
+
+/// Parses a decimal integer (UTF-8, trimmed()): an optional '+' or '-', then ASCII digits only,
+/// within int64 ("+4", " 12 ", "-0"; not "4.0", "1e1", "0x4"); nullopt otherwise.
+std::optional<int64_t> parseInteger(std::string_view text);
 
 /// Why parseNumber refused `text`, for messages: "not a number: 'x'", "'1e400' is beyond the
 /// float64 range (…)", "'1e-400' underflows to 0 in float64 (…)"; the text is quoted trimmed.
