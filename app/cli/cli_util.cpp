@@ -2,28 +2,21 @@
 #include "cli_util.h"
 
 #include "formats/format.h"
-#include "session/session.h"
 
 #include <QFile>
-#include <QFileInfo>
 #include <QJsonDocument>
-#include <QMutex>
 
 #include <atomic>
-#include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace fp8lab::cli {
 
 namespace {
 const char* kNegZero = "__fp8lab_negative_zero__";
+const char* g_program_name = "fp8lab-cli";
+bool g_lock_wait = true;
+double g_lock_timeout_s = -1;
 } // namespace
 
 std::optional<std::vector<double>> parseNumberList(const QString& text, QString* bad) {
@@ -94,18 +87,9 @@ std::optional<std::vector<double>> readNumberFile(const QString& path, QString* 
   return v;
 }
 
-namespace {
-const char* g_program_name = "fp8lab-cli";
-} // namespace
-
 void setProgramName(const char* name) {
   g_program_name = name;
 }
-
-namespace {
-bool g_lock_wait = true;
-double g_lock_timeout_s = -1;
-} // namespace
 
 void setSessionLockPolicy(bool wait, double timeout_s) {
   g_lock_wait = wait;
@@ -140,41 +124,9 @@ int parseThreads(const QString& text) {
 }
 
 bool outputWritableOrFail(const QString& out) {
-  const QFileInfo fi(out);
-  const QFileInfo dir(fi.absolutePath());
-  const QByteArray path = QFile::encodeName(out);
-  QString problem;
-  struct stat st {};
-  const bool exists = ::stat(path.constData(), &st) == 0;
-  if (exists && S_ISDIR(st.st_mode))
-    problem = QStringLiteral("--out %1 is a directory").arg(out);
-  else if (!dir.isDir())
-    problem = QStringLiteral("the directory of --out %1 does not exist").arg(out);
-  else if (exists && !S_ISREG(st.st_mode))
-    problem = QStringLiteral("--out %1 is not a regular file (a device, FIFO or socket); a session is a regular file")
-                  .arg(out);
-  else if (exists && ((st.st_mode & 0222) == 0 || ::access(path.constData(), W_OK) != 0))
-    problem = QStringLiteral("%1 is read-only (the session is kept as it is; choose another --out)").arg(out);
-  else if (exists && st.st_size > 0 && ::access(path.constData(), R_OK) == 0 &&
-           !fp8lab::hasHdf5Signature(path.toStdString()))
-    problem = QStringLiteral("%1 exists and is not an HDF5 session (runs are appended to a session; choose another "
-                             "--out)")
-                  .arg(out);
-  if (problem.isEmpty()) {
-    // The save creates a temporary file beside the target: try it (permission bits alone say
-    // nothing for root, nor for /proc, /sys or a read-only mount).
-    QByteArray probe = QFile::encodeName(dir.absoluteFilePath() + QStringLiteral("/.fp8lab-probe-XXXXXX"));
-    const int fd = ::mkstemp(probe.data());
-    if (fd < 0) {
-      problem = QStringLiteral("cannot create files in %1 (%2; a save writes a temporary file there, then renames it)")
-                    .arg(dir.absoluteFilePath(), QString::fromLocal8Bit(std::strerror(errno)));
-    } else {
-      ::close(fd);
-      ::unlink(probe.constData());
-    }
-  }
-  if (problem.isEmpty()) return true;
-  fail(QStringLiteral("write failed: ") + problem);
+  const std::string problem = sessionOutputProblem(QFile::encodeName(out).toStdString());
+  if (problem.empty()) return true;
+  fail(QStringLiteral("write failed: ") + QString::fromStdString(problem));
   return false;
 }
 
@@ -202,53 +154,6 @@ bool parseArgs(QCommandLineParser& p, const QStringList& args, int* exit_code) {
     return false;
   }
   return true;
-}
-
-struct TerminalProgress::Impl {
-  QString label;
-  bool tty = false;
-  bool drawn = false;
-  QMutex mutex;
-  std::chrono::steady_clock::time_point last{};
-};
-
-TerminalProgress::TerminalProgress(QString label) : d(new Impl) {
-  d->label = std::move(label);
-  d->tty = isatty(fileno(stderr)) != 0;
-}
-
-TerminalProgress::~TerminalProgress() {
-  finish();
-  delete d;
-}
-
-void TerminalProgress::update(double fraction, const QString& detail) {
-  if (!d->tty) return;
-  QMutexLocker lock(&d->mutex);
-  const auto now = std::chrono::steady_clock::now();
-  if (d->drawn && fraction < 1.0 && now - d->last < std::chrono::milliseconds(100)) return;
-  d->last = now;
-  // The line must fit the terminal: a wrapped line cannot be redrawn with \r (it scrolls).
-  int columns = 80;
-  struct winsize ws {};
-  if (::ioctl(fileno(stderr), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) columns = ws.ws_col;
-  const QString pct = QString::asprintf(" %5.1f%% ", 100.0 * std::clamp(fraction, 0.0, 1.0));
-  const int fixed = int(d->label.size()) + 3 + int(pct.size());  // "label [" + "]" + pct
-  const int width = std::clamp(columns - 1 - fixed - 10, 5, 30); // keep ~10 columns for the detail
-  const int filled = static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * width));
-  QString line = d->label + QStringLiteral(" [") + QString(filled, QLatin1Char('#')) +
-                 QString(width - filled, QLatin1Char('.')) + QStringLiteral("]") + pct + detail;
-  if (line.size() > columns - 1) line.truncate(std::max(0, columns - 1));
-  std::fprintf(stderr, "\r%s\x1b[K", line.toUtf8().constData());
-  std::fflush(stderr);
-  d->drawn = true;
-}
-
-void TerminalProgress::finish() {
-  if (!d->tty || !d->drawn) return;
-  QMutexLocker lock(&d->mutex);
-  std::fprintf(stderr, "\n");
-  d->drawn = false;
 }
 
 void noteFormatChoice(const Format& f) {

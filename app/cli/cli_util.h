@@ -17,9 +17,11 @@
 
 #include "common/interrupt.h"
 #include "common/number_text.h"
+#include "common/terminal_progress.h"
 #include "io/input_file.h"
 #include "io/json_document.h"
 #include "io/json_stream_writer.h"
+#include "session/output_check.h"
 #include "session/session_lock.h"
 
 namespace fp8lab {
@@ -108,13 +110,8 @@ inline constexpr int kMaxThreads = 1024;
 /// printing "--threads: expected an integer 0..1024 (0 = one per core), got 'x'" (exit 2).
 int parseThreads(const QString& text);
 
-/// Refuses, before any computation, an output session the command could not save: a directory,
-/// a missing parent directory, an existing path that is not a regular file (a device, FIFO or
-/// socket), an existing file this user may not write or that has no write permission bit at all
-/// (also for root, who could write it), an existing non-empty file that is not HDF5, or a parent
-/// directory where the save's temporary file cannot be created (saves write beside, then rename:
-/// probed by creating and removing a file, so /proc, /sys and read-only mounts are refused for
-/// root too). Prints "write failed: ..." and returns false (exit 2).
+/// Refuses, before any computation, an output session the command could not save
+/// (fp8lab::sessionOutputProblem): prints "write failed: ..." and returns false (exit 2).
 bool outputWritableOrFail(const QString& out);
 
 /// The session writers' lock policy of this process (core/session/session_lock.h), from main's
@@ -139,19 +136,14 @@ void emitJson(QJsonArray* collect, const QJsonObject& o);
 /// Returns false after printing the error (exit 2) or help (exit 0: *exit_code set).
 bool parseArgs(QCommandLineParser& p, const QStringList& args, int* exit_code);
 
-/// Progress on a terminal: a one-line bar on stderr, redrawn at most 10 times a second;
-/// silent when stderr is not a terminal. Thread-safe.
-class TerminalProgress {
+/// fp8lab::TerminalProgress (a one-line bar on stderr when it is a terminal) with QString text.
+class TerminalProgress : public fp8lab::TerminalProgress {
 public:
-  explicit TerminalProgress(QString label);
-  ~TerminalProgress();
-  /// fraction in [0, 1]; message replaces the label's detail.
-  void update(double fraction, const QString& detail = {});
-  void finish();
-
-private:
-  struct Impl;
-  Impl* d;
+  explicit TerminalProgress(const QString& label) : fp8lab::TerminalProgress(label.toStdString()) {}
+  /// fraction in [0, 1]; detail follows the percentage.
+  void update(double fraction, const QString& detail = {}) {
+    fp8lab::TerminalProgress::update(fraction, detail.toStdString());
+  }
 };
 
 /// The canonical names of every format, ", "-separated, for messages.
