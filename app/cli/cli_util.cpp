@@ -166,10 +166,4 @@ void noteFormatChoice(const Format& f) {
   std::fflush(stderr);
 }
 
-QString formatHelpList() {
-  QStringList names;
-  for (const Format* f : Format::all()) names << QString::fromStdString(f->name());
-  return names.join(QStringLiteral(", "));
-}
-
 } // namespace fp8lab::cli

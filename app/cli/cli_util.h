@@ -1,7 +1,5 @@
-// Shared helpers of the fp8lab-cli commands and of fp8lab-render: the Qt side (QString, Qt JSON,
-// QCommandLineParser) of core's number parsing (common/number_text.h), input files
-// (io/input_file.h), JSON stream (io/json_stream_writer.h) and interrupt guard
-// (common/interrupt.h); errors and progress on stderr.
+// Shared helpers of the fp8lab-cli commands and of fp8lab-render: the QString / Qt JSON side of
+// core's number text, input files, interrupt guard and progress bar; errors on stderr.
 #pragma once
 
 #include <QByteArray>
@@ -18,6 +16,7 @@
 #include "common/interrupt.h"
 #include "common/number_text.h"
 #include "common/terminal_progress.h"
+#include "formats/format_table.h"
 #include "io/input_file.h"
 #include "io/json_document.h"
 #include "io/json_stream_writer.h"
@@ -146,8 +145,10 @@ public:
   }
 };
 
-/// The canonical names of every format, ", "-separated, for messages.
-QString formatHelpList();
+/// The canonical names of every format, ", "-separated (fp8lab::formatNameList).
+inline QString formatHelpList() {
+  return QString::fromStdString(formatNameList());
+}
 
 /// Call with every format a command resolved from the user's words (options or config). For
 /// E4M3 — the IEEE-style ml_dtypes float8_e4m3 (max 240, with ±Inf), which many users take for

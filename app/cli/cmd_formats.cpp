@@ -120,12 +120,9 @@ int runEncode(const QStringList& raw) {
     return fail(QStringLiteral("--saturate and --no-saturate exclude each other"));
   o.saturate = !p.isSet(QStringLiteral("no-saturate"));
   const QString sp = p.value(QStringLiteral("specials")).toLower();
-  if (sp == QStringLiteral("cuda"))
-    o.specials = SpecialsPolicy::Cuda;
-  else if (sp == QStringLiteral("ml_dtypes") || sp == QStringLiteral("mldtypes"))
-    o.specials = SpecialsPolicy::MlDtypes;
-  else
-    return fail(QStringLiteral("unknown --specials '%1' (cuda, ml_dtypes)").arg(sp));
+  const auto specials = parseSpecialsPolicy(sp.toStdString());
+  if (!specials) return fail(QStringLiteral("unknown --specials '%1' (cuda, ml_dtypes)").arg(sp));
+  o.specials = *specials;
   bool ok = false;
   const qulonglong seed = p.value(QStringLiteral("seed")).toULongLong(&ok);
   if (!ok) return fail(QStringLiteral("--seed must be a non-negative integer"));
@@ -226,9 +223,7 @@ int runTable(const QStringList& args) {
     out(codeTableCsv(*f));
     return 0;
   }
-  Json arr = Json::array();
-  for (uint32_t c = 0; c < f->codeCount(); ++c) arr.push_back(codeJson(*f, c));
-  out(toJsonText(toQJson(arr), false) + "\n");
+  out(toJsonText(toQJson(codeTableJson(*f)), false) + "\n");
   return 0;
 }
 

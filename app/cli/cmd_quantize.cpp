@@ -6,23 +6,11 @@
 
 #include "experiment/quantize_report.h"
 #include "formats/format.h"
-#include "scaling/nvfp4.h"
 
 #include <QCommandLineParser>
-#include <QRegularExpression>
 
 namespace fp8lab::cli {
 namespace {
-
-bool parseShape(const QString& s, int64_t* r, int64_t* c) {
-  static const QRegularExpression re(QStringLiteral("^\\s*(\\d+)\\s*[xX,*]\\s*(\\d+)\\s*$"));
-  const auto m = re.match(s);
-  if (!m.hasMatch()) return false;
-  bool ok1 = false, ok2 = false;
-  *r = m.captured(1).toLongLong(&ok1);
-  *c = m.captured(2).toLongLong(&ok2);
-  return ok1 && ok2;
-}
 
 int runQuantize(const QStringList& args) {
   QCommandLineParser p;
@@ -79,20 +67,11 @@ int runQuantize(const QStringList& args) {
                     .arg(p.positionalArguments().first()));
 
   const QString sname = p.value(QStringLiteral("scaling"));
-  const std::optional<Nvfp4Config> nv = nvfp4Preset(sname.toStdString());
-  QString fname = p.value(QStringLiteral("format"));
-  if (nv && fname.isEmpty()) fname = QStringLiteral("E2M1");
-  if (fname.isEmpty()) return fail(QStringLiteral("--format is required (one of: %1)").arg(formatHelpList()));
-  const Format* fmt = Format::byName(fname.toStdString());
-  if (!fmt) return fail(QStringLiteral("unknown format '%1' (known: %2)").arg(fname, formatHelpList()));
-  noteFormatChoice(*fmt);
-  if (nv && fmt != &Format::E2M1())
-    return fail(QStringLiteral("'%1' is NVFP4, whose elements are E2M1; --format %2 does not apply (leave it out or "
-                               "give E2M1)")
-                    .arg(sname, fname));
-  if (fmt->bits() > 8)
-    return fail(
-        QStringLiteral("%1 has %2 bits; quantize needs a format of at most 8 bits").arg(fname).arg(fmt->bits()));
+  const QuantizeFormatChoice choice =
+      quantizeFormat(sname.toStdString(), p.value(QStringLiteral("format")).toStdString());
+  if (choice.format) noteFormatChoice(*choice.format);
+  if (!choice.error.empty()) return fail(QString::fromStdString(choice.error));
+  const Format* fmt = choice.format;
 
   // Values.
   std::vector<double> v;
@@ -112,20 +91,16 @@ int runQuantize(const QStringList& args) {
   if (v.empty()) return fail(QStringLiteral("no values given"));
   int64_t rows = 1, cols = static_cast<int64_t>(v.size());
   if (p.isSet(QStringLiteral("shape"))) {
-    if (!parseShape(p.value(QStringLiteral("shape")), &rows, &cols))
+    if (!parseShapeText(p.value(QStringLiteral("shape")).toStdString(), &rows, &cols))
       return fail(
           QStringLiteral("--shape must look like RxC, e.g. 2x64; got '%1'").arg(p.value(QStringLiteral("shape"))));
     if (rows * cols != static_cast<int64_t>(v.size()))
       return fail(
           QStringLiteral("--shape %1x%2 needs %3 values, got %4").arg(rows).arg(cols).arg(rows * cols).arg(v.size()));
   }
-  Axis axis = Axis::Cols;
   const QString ax = p.value(QStringLiteral("axis")).toLower();
-  if (ax == QStringLiteral("rows") || ax == QStringLiteral("row") || ax == QStringLiteral("0"))
-    axis = Axis::Rows;
-  else if (ax != QStringLiteral("cols") && ax != QStringLiteral("col") && ax != QStringLiteral("columns") &&
-           ax != QStringLiteral("1"))
-    return fail(QStringLiteral("--axis must be rows or cols, got '%1'").arg(ax));
+  const std::optional<Axis> axis = parseAxisName(ax.toStdString());
+  if (!axis) return fail(QStringLiteral("--axis must be rows or cols, got '%1'").arg(ax));
 
   EncodeOptions enc;
   const auto rnd = parseRounding(p.value(QStringLiteral("rounding")).toStdString());
@@ -142,7 +117,7 @@ int runQuantize(const QStringList& args) {
                             [&](const char* o) { return p.value(QString::fromLatin1(o)).toStdString(); }};
   std::string err;
   const bool f64 = p.isSet(QStringLiteral("float64"));
-  const auto r = quantizeWithPreset(sname.toStdString(), *fmt, v, rows, cols, axis, enc, seed, f64, flags, &err);
+  const auto r = quantizeWithPreset(sname.toStdString(), *fmt, v, rows, cols, *axis, enc, seed, f64, flags, &err);
   if (!r) return fail(QString::fromStdString(err));
   if (p.isSet(QStringLiteral("json")))
     out(toJsonText(toQJson(quantizeReportJson(*fmt, sname.toStdString(), *r))));

@@ -109,6 +109,12 @@ void encodeText(std::string& t, const Format& f, const EncodeOptions& o, std::st
 
 } // namespace
 
+std::optional<SpecialsPolicy> parseSpecialsPolicy(std::string_view name) {
+  if (name == "cuda") return SpecialsPolicy::Cuda;
+  if (name == "ml_dtypes" || name == "mldtypes") return SpecialsPolicy::MlDtypes;
+  return std::nullopt;
+}
+
 Json formatsJson() {
   Json arr = Json::array();
   for (const Format* f : Format::all()) {
@@ -141,6 +147,12 @@ Json codeJson(const Format& f, uint32_t code) {
               {"binary", f.binaryString(code)},
               {"value", number(f.decode(code))},
               {"class", toString(f.classify(code))}};
+}
+
+Json codeTableJson(const Format& f) {
+  Json arr = Json::array();
+  for (uint32_t c = 0; c < f.codeCount(); ++c) arr.push_back(codeJson(f, c));
+  return arr;
 }
 
 std::string codeLine(const Format& f, uint32_t code) {

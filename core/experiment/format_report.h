@@ -7,11 +7,15 @@
 #include "io/json_document.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace fp8lab {
+
+/// The specials policy named `name` (lower case): "cuda", "ml_dtypes" or "mldtypes".
+std::optional<SpecialsPolicy> parseSpecialsPolicy(std::string_view name);
 
 /// Every format of Format::all() as one JSON object each: name, ml_dtypes_name, bits,
 /// exponent_bits, mantissa_bits, bias, max_finite, min_normal, min_subnormal (null without
@@ -23,6 +27,9 @@ Json formatsJson();
 /// decoded value (NaN, ±Inf as "nan", "inf", "-inf"; −0 as -0.0), "class": CodeClass name}.
 /// `code` < f.codeCount().
 Json codeJson(const Format& f, uint32_t code);
+
+/// Every code of `f`, ascending, as codeJson objects in one array.
+Json codeTableJson(const Format& f);
 
 /// One code of `f` as a line: "0x7e [0 1111 110] = 448 (normal)\n" (value in shortest
 /// round-trip text).

@@ -4,6 +4,7 @@
 #include "common/names.h"
 #include "common/number_text.h"
 #include "experiment/param_schema.h"
+#include "formats/format_table.h"
 #include "scaling/delayed_scaling.h"
 #include "scaling/nvfp4.h"
 #include "scaling/scaling.h"
@@ -50,6 +51,53 @@ std::string quantizePresetList() {
   for (const auto& p : scalingPresets()) n += (n.empty() ? "" : ", ") + p.name;
   for (const auto& p : nvfp4Presets()) n += (n.empty() ? "" : ", ") + p.name;
   return n;
+}
+
+QuantizeFormatChoice quantizeFormat(const std::string& scaling, const std::string& name) {
+  QuantizeFormatChoice c;
+  const bool nv = nvfp4Preset(scaling).has_value();
+  const std::string fname = nv && name.empty() ? "E2M1" : name;
+  if (fname.empty()) {
+    c.error = "--format is required (one of: " + formatNameList() + ")";
+    return c;
+  }
+  c.format = Format::byName(fname);
+  if (!c.format)
+    c.error = "unknown format '" + fname + "' (known: " + formatNameList() + ")";
+  else if (nv && c.format != &Format::E2M1())
+    c.error = "'" + scaling + "' is NVFP4, whose elements are E2M1; --format " + fname +
+              " does not apply (leave it out or give E2M1)";
+  else if (c.format->bits() > 8)
+    c.error = fname + " has " + std::to_string(c.format->bits()) + " bits; quantize needs a format of at most 8 bits";
+  return c;
+}
+
+bool parseShapeText(std::string_view text, int64_t* rows, int64_t* cols) {
+  const auto space = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
+  size_t i = 0;
+  const auto skipSpace = [&] {
+    while (i < text.size() && space(text[i])) ++i;
+  };
+  const auto integer = [&](int64_t* v) {
+    const size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    return i > start && std::from_chars(text.data() + start, text.data() + i, *v).ec == std::errc();
+  };
+  skipSpace();
+  if (!integer(rows)) return false;
+  skipSpace();
+  if (i == text.size() || std::string_view("xX,*").find(text[i]) == std::string_view::npos) return false;
+  ++i;
+  skipSpace();
+  if (!integer(cols)) return false;
+  skipSpace();
+  return i == text.size();
+}
+
+std::optional<Axis> parseAxisName(std::string_view name) {
+  if (name == "rows" || name == "row" || name == "0") return Axis::Rows;
+  if (name == "cols" || name == "col" || name == "columns" || name == "1") return Axis::Cols;
+  return std::nullopt;
 }
 
 std::optional<QuantizeOutcome> quantizeWithPreset(const std::string& sname, const Format& fmt,

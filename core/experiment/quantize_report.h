@@ -20,6 +20,23 @@ namespace fp8lab {
 /// NVFP4 ones (nvfp4Presets()), ", "-separated.
 std::string quantizePresetList();
 
+/// The element format of a quantize request: `name` (Format::byName), E2M1 when empty for an
+/// NVFP4 preset. `format` is set whenever the name resolved, also when `error` then refuses it
+/// (an NVFP4 preset with another format, a format wider than 8 bits); `error` is "" when usable.
+struct QuantizeFormatChoice {
+  const Format* format = nullptr;
+  std::string error;
+};
+QuantizeFormatChoice quantizeFormat(const std::string& scaling, const std::string& name);
+
+/// A tensor shape "RxC" (also "R,C", "R*C", "RXC"; ASCII white space around the parts allowed;
+/// decimal digits within int64): true with *rows and *cols set, false otherwise.
+bool parseShapeText(std::string_view text, int64_t* rows, int64_t* cols);
+
+/// The contraction axis named `name` (lower case): "rows", "row", "0" or "cols", "col",
+/// "columns", "1".
+std::optional<Axis> parseAxisName(std::string_view name);
+
 /// The options of a quantize request, by flag name without "--" ("block", "pow2", "margin", ...).
 struct QuantizeFlags {
   std::function<bool(const char* flag)> is_set;       ///< whether the user gave the option
