@@ -16,16 +16,13 @@
 #include "common/interrupt.h"
 #include "common/number_text.h"
 #include "common/terminal_progress.h"
+#include "formats/format.h"
 #include "formats/format_table.h"
 #include "io/input_file.h"
 #include "io/json_document.h"
 #include "io/json_stream_writer.h"
 #include "session/output_check.h"
 #include "session/session_lock.h"
-
-namespace fp8lab {
-class Format;
-}
 
 namespace fp8lab::cli {
 
@@ -77,8 +74,7 @@ QJsonValue toQJson(const Json& j);
 /// of jsonNumber() by -0.0, which QJsonDocument cannot write itself.
 std::string toJsonText(const QJsonValue& v, bool indented = true);
 
-/// fp8lab::readInputFile of a path named on the command line (QFile::encodeName); the messages
-/// as QString.
+/// fp8lab::readInputFile of a path named on the command line (QFile::encodeName).
 std::optional<QByteArray> readInputFile(const QString& path, InputKind kind, const QString& what, qint64 max_bytes,
                                         QString* error);
 /// fp8lab::readNumberFile: the numbers of a value list (a file, "-" or a pipe).
@@ -113,10 +109,8 @@ int parseThreads(const QString& text);
 /// (fp8lab::sessionOutputProblem): prints "write failed: ..." and returns false (exit 2).
 bool outputWritableOrFail(const QString& out);
 
-/// The session writers' lock policy of this process (core/session/session_lock.h), from main's
-/// global options: wait for another writer of the same session (saying on stderr, after a
-/// second, which process holds it), or with --no-wait fail at once naming it; --lock-timeout S
-/// gives up after S seconds.
+/// The session writers' lock policy of this process (session/session_lock.h), from main's global
+/// options: wait for another writer (saying who after a second), or --no-wait, or --lock-timeout S.
 void setSessionLockPolicy(bool wait, double timeout_s);
 /// The LockWait every command puts in its WriteOptions.
 fp8lab::LockWait sessionLockWait();
@@ -150,10 +144,9 @@ inline QString formatHelpList() {
   return QString::fromStdString(formatNameList());
 }
 
-/// Call with every format a command resolved from the user's words (options or config). For
-/// E4M3 — the IEEE-style ml_dtypes float8_e4m3 (max 240, with ±Inf), which many users take for
-/// OCP E4M3FN (max 448, no Inf) — prints one note line to stderr naming the variant and pointing
-/// to E4M3FN; at most once per process (one command), however many values or formats follow.
+/// Call with every format a command resolved from the user's words. For E4M3 (ml_dtypes float8_e4m3:
+/// max 240, with ±Inf), often taken for OCP E4M3FN (max 448, no Inf), prints one note line to
+/// stderr pointing to E4M3FN; at most once per process.
 void noteFormatChoice(const Format& f);
 
 } // namespace fp8lab::cli
