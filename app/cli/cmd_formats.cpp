@@ -2,17 +2,14 @@
 #include "cli_util.h"
 #include "command.h"
 
+#include "experiment/format_report.h"
 #include "formats/format.h"
 #include "formats/format_table.h"
 
 #include <QCommandLineParser>
 #include <QFile>
-#include <QFileInfo>
-#include <QRegularExpression>
 
-#include <charconv>
-#include <cmath>
-#include <cstdio>
+#include <deque>
 
 namespace fp8lab::cli {
 namespace {
@@ -34,15 +31,6 @@ QStringList protectNegativeNumbers(const QStringList& args) {
       r << a;
   }
   return r;
-}
-
-/// Words of a text file or stdin ("-"), split on whitespace and commas; nullopt and *error when
-/// the file cannot be one (readInputFile: devices, directories, over 64 MiB).
-std::optional<QStringList> readValueWords(const QString& path, QString* error) {
-  const auto bytes = readInputFile(path, InputKind::Values, QStringLiteral("--input"), kMaxValuesBytes, error);
-  if (!bytes) return std::nullopt;
-  static const QRegularExpression sep(QStringLiteral("[\\s,]+"));
-  return QString::fromUtf8(*bytes).split(sep, Qt::SkipEmptyParts);
 }
 
 QString unprotect(QString s) {
@@ -84,31 +72,7 @@ int runFormats(const QStringList& args) {
     return fail(QStringLiteral("formats takes no arguments (got '%1'); `table --format NAME` lists one format's codes")
                     .arg(p.positionalArguments().join(QLatin1Char(' '))));
   if (p.isSet(QStringLiteral("json"))) {
-    QJsonArray arr;
-    for (const Format* f : Format::all()) {
-      QJsonObject o;
-      o[QStringLiteral("name")] = QString::fromStdString(f->name());
-      o[QStringLiteral("ml_dtypes_name")] = QString::fromStdString(f->spec().ml_dtypes_name);
-      o[QStringLiteral("bits")] = f->bits();
-      o[QStringLiteral("exponent_bits")] = f->spec().exponent_bits;
-      o[QStringLiteral("mantissa_bits")] = f->spec().mantissa_bits;
-      o[QStringLiteral("bias")] = f->bias();
-      o[QStringLiteral("max_finite")] = jsonNumber(f->maxFinite());
-      o[QStringLiteral("min_normal")] = jsonNumber(f->minNormal());
-      // null where the format has no subnormals (E8M0: powers of two only).
-      o[QStringLiteral("min_subnormal")] = f->hasSubnormals() ? jsonNumber(f->minSubnormal()) : QJsonValue();
-      o[QStringLiteral("machine_epsilon")] = jsonNumber(f->machineEpsilon());
-      o[QStringLiteral("finite_codes")] = f->finiteCount();
-      o[QStringLiteral("nan_codes")] = f->nanCount();
-      o[QStringLiteral("inf_codes")] = f->infCount();
-      o[QStringLiteral("dynamic_range_binades")] = f->dynamicRangeBinades();
-      o[QStringLiteral("has_negative_zero")] = f->hasNegativeZero();
-      o[QStringLiteral("nan_code")] =
-          f->hasNaN() ? QJsonValue(QString::fromStdString(f->hexString(f->canonicalNaN()))) : QJsonValue();
-      o[QStringLiteral("description")] = QString::fromStdString(f->spec().description);
-      arr.append(o);
-    }
-    out(toJsonText(arr));
+    out(toJsonText(toQJson(formatsJson())));
     return 0;
   }
   out(formatTableText());
@@ -156,12 +120,9 @@ int runEncode(const QStringList& raw) {
     return fail(QStringLiteral("--saturate and --no-saturate exclude each other"));
   o.saturate = !p.isSet(QStringLiteral("no-saturate"));
   const QString sp = p.value(QStringLiteral("specials")).toLower();
-  if (sp == QStringLiteral("cuda"))
-    o.specials = SpecialsPolicy::Cuda;
-  else if (sp == QStringLiteral("ml_dtypes") || sp == QStringLiteral("mldtypes"))
-    o.specials = SpecialsPolicy::MlDtypes;
-  else
-    return fail(QStringLiteral("unknown --specials '%1' (cuda, ml_dtypes)").arg(sp));
+  const auto specials = parseSpecialsPolicy(sp.toStdString());
+  if (!specials) return fail(QStringLiteral("unknown --specials '%1' (cuda, ml_dtypes)").arg(sp));
+  o.specials = *specials;
   bool ok = false;
   const qulonglong seed = p.value(QStringLiteral("seed")).toULongLong(&ok);
   if (!ok) return fail(QStringLiteral("--seed must be a non-negative integer"));
@@ -169,145 +130,33 @@ int runEncode(const QStringList& raw) {
   if (!ok || rbits < 1 || rbits > 32) return fail(QStringLiteral("--random-bits must be 1..32"));
   o.stochastic_bits = rbits;
 
-  QStringList values;
+  // The words of the values, as written: positional ones ("-": stdin's words) in order, then
+  // --input's. std::deque keeps the views into its strings valid as it grows.
+  std::deque<std::string> storage;
+  std::vector<std::string_view> words;
+  const auto readWords = [&](const QString& path) {
+    std::string err;
+    const auto w = readValueWords(QFile::encodeName(path).toStdString(), &storage.emplace_back(), &err);
+    if (w) words.insert(words.end(), w->begin(), w->end());
+    return w ? 0 : fail(QString::fromStdString(err));
+  };
   for (const QString& v : p.positionalArguments()) {
-    if (v == QStringLiteral("-")) {
-      QString err;
-      const auto w = readValueWords(QStringLiteral("-"), &err);
-      if (!w) return fail(err);
-      values << *w;
-    } else
-      values << v;
+    if (v != QStringLiteral("-"))
+      words.push_back(storage.emplace_back(unprotect(v).toStdString()));
+    else if ((rc = readWords(v)) != 0)
+      return rc;
   }
-  if (p.isSet(QStringLiteral("input"))) {
-    QString err;
-    const auto w = readValueWords(p.value(QStringLiteral("input")), &err);
-    if (!w) return fail(err);
-    values << *w;
-  }
-  if (values.isEmpty())
+  if (p.isSet(QStringLiteral("input")) && (rc = readWords(p.value(QStringLiteral("input")))) != 0) return rc;
+  if (words.empty())
     return fail(QStringLiteral("no values given (example: fp8lab-cli encode --format E4M3FN 1.1 464 -- -3)"));
   std::vector<double> xs;
-  xs.reserve(static_cast<size_t>(values.size()));
-  for (const QString& v : values) {
-    const auto x = parseNumber(unprotect(v));
-    if (!x) return fail(numberProblem(unprotect(v)));
+  xs.reserve(words.size());
+  for (const std::string_view w : words) {
+    const auto x = fp8lab::parseNumber(w);
+    if (!x) return fail(QString::fromStdString(fp8lab::numberProblem(w)));
     xs.push_back(*x);
   }
-  const bool json = p.isSet(QStringLiteral("json"));
-  JsonStreamWriter jw; // QJsonObject is ~30x slower for 10^5 values
-  jw.beginArray();
-  std::string text;
-  if (!json) {
-    text += "format " + f->name() + ", rounding " + f->roundingName(o.rounding) +
-            (o.saturate ? ", saturating" : ", non-saturating") +
-            (o.specials == SpecialsPolicy::Cuda ? ", CUDA specials" : ", ml_dtypes specials") + "\n";
-  }
-  for (size_t i = 0; i < xs.size(); ++i) {
-    EncodeOptions oi = o;
-    if (o.rounding == Rounding::Stochastic) oi.random_word = Format::counterRandom(seed, i);
-    const RoundingDecision d = f->explain(xs[i], oi);
-    const QString input = unprotect(values[static_cast<qsizetype>(i)]);
-    if (json) {
-      jw.beginObject();
-      jw.key("input");
-      jw.value(input.toStdString());
-      jw.key("code");
-      jw.value(f->hexString(d.code));
-      jw.key("binary");
-      jw.value(f->binaryString(d.code));
-      jw.key("value");
-      jw.value(d.value);
-      jw.key("class");
-      jw.value(toString(f->classify(d.code)));
-      jw.key("exact");
-      jw.value(d.exact);
-      if (d.has_neighbours) {
-        jw.key("lower");
-        jw.beginObject();
-        jw.key("code");
-        jw.value(f->hexString(d.lower_code));
-        jw.key("value");
-        jw.value(d.lower_value);
-        jw.endObject();
-        jw.key("upper");
-        jw.beginObject();
-        jw.key("code");
-        jw.value(f->hexString(d.upper_code));
-        jw.key("value");
-        jw.value(d.upper_value);
-        jw.endObject();
-        jw.key("midpoint");
-        jw.value(d.midpoint);
-        jw.key("tie");
-        jw.value(d.tie);
-      }
-      jw.key("abs_error");
-      jw.value(d.abs_error);
-      jw.key("rel_error");
-      jw.value(d.rel_error);
-      jw.key("overflow");
-      jw.value(d.overflow);
-      jw.key("saturated");
-      jw.value(d.saturated);
-      jw.key("underflow");
-      jw.value(d.underflow);
-      if (d.sign_dropped) {
-        jw.key("encoded_magnitude"); // E8M0, CUDA: the code is that of |x|
-        jw.value(true);
-      }
-      jw.endObject();
-    } else {
-      QString line = QStringLiteral("%1 -> %2  [%3]  = %4  (%5)")
-                         .arg(input, -12)
-                         .arg(QString::fromStdString(f->hexString(d.code)))
-                         .arg(QString::fromStdString(f->binaryString(d.code)))
-                         .arg(shortestDouble(d.value))
-                         .arg(QString::fromLatin1(toString(f->classify(d.code))));
-      const bool e8m0 = f->spec().specials == SpecialCodes::E8M0;
-      if (d.sign_dropped)
-        line += QStringLiteral("\n    negative input: E8M0 is unsigned and CUDA encodes |x| = %1%2")
-                    .arg(shortestDouble(std::fabs(d.input)),
-                         d.has_neighbours && d.lower_value == d.upper_value
-                             ? QStringLiteral(" (exact); error %1 (rel %2)")
-                                   .arg(shortestDouble(d.abs_error), shortestDouble(d.rel_error))
-                             : QString());
-      // Neighbours are printed when the (magnitude) input lies strictly between two of them.
-      // A neighbour past max finite exists only with an unbounded exponent: it has no code of its own
-      // (the code shown would be Inf or NaN), so it is labelled as such.
-      const bool upper_past_max = std::fabs(d.upper_value) > f->maxFinite();
-      if (d.has_neighbours && !d.exact && d.lower_value != d.upper_value)
-        line +=
-            QStringLiteral("\n    neighbours %1 (%2) .. %3 (%4), midpoint %5%6; error %7 (rel %8)")
-                .arg(shortestDouble(d.lower_value), QString::fromStdString(f->hexString(d.lower_code)))
-                .arg(shortestDouble(d.upper_value), upper_past_max ? QStringLiteral("beyond max, unbounded exponent")
-                                                                   : QString::fromStdString(f->hexString(d.upper_code)))
-                .arg(shortestDouble(d.midpoint), d.tie ? QStringLiteral(" (tie)") : QString())
-                .arg(shortestDouble(d.abs_error), shortestDouble(d.rel_error));
-      if (d.overflow) {
-        if (d.saturated)
-          line += QStringLiteral("\n    overflow: saturated to max");
-        else if (std::isfinite(d.value))
-          line += QStringLiteral("\n    overflow: rounded toward zero to max finite (%1; not saturated)")
-                      .arg(QString::fromLatin1(toString(o.rounding)));
-        else
-          line += QStringLiteral("\n    overflow");
-      }
-      if (d.underflow) {
-        if (e8m0 && !std::isnan(d.input) && std::fabs(d.input) < f->minNormal() && d.code == 0 &&
-            !(o.specials == SpecialsPolicy::MlDtypes && std::signbit(d.input)))
-          line += QStringLiteral("\n    underflow: below the smallest E8M0 value 2^-127 (0x00), which it gives "
-                                 "(E8M0 has no zero)");
-        else if (e8m0)
-          line += QStringLiteral("\n    underflow: out of range (E8M0 has no zero and no negative values)");
-        else
-          line += QStringLiteral("\n    underflow");
-      }
-      text += line.toStdString() + "\n";
-    }
-  }
-  jw.endArray();
-  out(json ? jw.text() + "\n" : text);
+  out(encodeReport(*f, o, seed, words, xs, p.isSet(QStringLiteral("json"))));
   return 0;
 }
 
@@ -327,15 +176,6 @@ std::optional<uint32_t> parseCode(const QString& s) {
   return v;
 }
 
-QJsonObject codeJson(const Format& f, uint32_t c) {
-  QJsonObject o;
-  o[QStringLiteral("code")] = QString::fromStdString(f.hexString(c));
-  o[QStringLiteral("binary")] = QString::fromStdString(f.binaryString(c));
-  o[QStringLiteral("value")] = jsonNumber(f.decode(c));
-  o[QStringLiteral("class")] = QString::fromLatin1(toString(f.classify(c)));
-  return o;
-}
-
 int runDecode(const QStringList& args) {
   QCommandLineParser p;
   p.setApplicationDescription(QStringLiteral("Decode codes (0x7e, 0b01111110, 126) of a format to exact values."));
@@ -348,7 +188,7 @@ int runDecode(const QStringList& args) {
   if (!f) return rc;
   if (p.positionalArguments().isEmpty())
     return fail(QStringLiteral("no codes given (example: fp8lab-cli decode --format E4M3FN 0x7e)"));
-  QJsonArray arr;
+  Json arr = Json::array();
   std::string text;
   for (const QString& s : p.positionalArguments()) {
     const auto c = parseCode(s);
@@ -359,14 +199,11 @@ int runDecode(const QStringList& args) {
                       .arg(f->bits())
                       .arg(QString::fromStdString(f->hexString(f->codeMask()))));
     if (p.isSet(QStringLiteral("json")))
-      arr.append(codeJson(*f, *c));
+      arr.push_back(codeJson(*f, *c));
     else
-      text += QStringLiteral("%1 [%2] = %3 (%4)\n")
-                  .arg(QString::fromStdString(f->hexString(*c)), QString::fromStdString(f->binaryString(*c)),
-                       shortestDouble(f->decode(*c)), QString::fromLatin1(toString(f->classify(*c))))
-                  .toStdString();
+      text += codeLine(*f, *c);
   }
-  out(p.isSet(QStringLiteral("json")) ? toJsonText(arr, false) + "\n" : text);
+  out(p.isSet(QStringLiteral("json")) ? toJsonText(toQJson(arr), false) + "\n" : text);
   return 0;
 }
 
@@ -382,17 +219,11 @@ int runTable(const QStringList& args) {
                     .arg(p.positionalArguments().join(QLatin1Char(' '))));
   const Format* f = requireFormat(p.value(QStringLiteral("format")), &rc);
   if (!f) return rc;
-  if (p.isSet(QStringLiteral("json"))) {
-    QJsonArray arr;
-    for (uint32_t c = 0; c < f->codeCount(); ++c) arr.append(codeJson(*f, c));
-    out(toJsonText(arr, false) + "\n");
+  if (!p.isSet(QStringLiteral("json"))) {
+    out(codeTableCsv(*f));
     return 0;
   }
-  std::string text = "code,binary,value,class\n";
-  for (uint32_t c = 0; c < f->codeCount(); ++c)
-    text += f->hexString(c) + "," + f->binaryString(c) + "," + shortestDouble(f->decode(c)).toStdString() + "," +
-            toString(f->classify(c)) + "\n";
-  out(text);
+  out(toJsonText(toQJson(codeTableJson(*f)), false) + "\n");
   return 0;
 }
 

@@ -3,7 +3,10 @@
 // a report reads the same whichever layer writes it; standard C++ only.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fp8lab {
@@ -36,5 +39,33 @@ std::string padded(const std::string& s, int width);
 /// then a newline.
 std::string tableLine(const std::vector<std::string>& cells, const std::vector<int>& widths,
                       const std::string& separator = " ");
+
+/// `s` without the white space at both ends: the Unicode White_Space characters (ASCII tab to
+/// carriage return and space, U+0085, U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029, U+202F,
+/// U+205F, U+3000) of the UTF-8 text, the set QString::trimmed() removes.
+std::string_view trimmedText(std::string_view s);
+
+/// Parses a number (UTF-8, trimmed()) as double: decimal ("1e-3") in the "C" locale whatever the
+/// process locale, C99 hex-float ("0x1.8p3"), "inf", "+inf", "infinity", "-inf", "nan", "-nan"
+/// (any case), "-0". The whole text must be consumed; nullopt otherwise. Literals outside
+/// float64's range are refused, not rounded to ±inf or 0 ("1e400", "1e-400"); subnormal results
+/// such as "1e-310" are kept.
+std::optional<double> parseNumber(std::string_view text);
+
+/// Parses a decimal integer (UTF-8, trimmed()): an optional '+' or '-', then ASCII digits only,
+/// within int64 ("+4", " 12 ", "-0"; not "4.0", "1e1", "0x4"); nullopt otherwise.
+std::optional<int64_t> parseInteger(std::string_view text);
+
+/// Why parseNumber refused `text`, for messages: "not a number: 'x'", "'1e400' is beyond the
+/// float64 range (…)", "'1e-400' underflows to 0 in float64 (…)"; the text is quoted trimmed.
+std::string numberProblem(std::string_view text);
+
+/// Parses a comma-separated list of numbers ("1,2.5,-3"; empty items are skipped); on error sets
+/// *bad (when not null) to the offending item as written and returns nullopt.
+std::optional<std::vector<double>> parseNumberList(std::string_view text, std::string* bad);
+
+/// The words of a list of values: `text` split on ASCII white space (tab to carriage return,
+/// space) and commas, empty words dropped.
+std::vector<std::string_view> valueWords(std::string_view text);
 
 } // namespace fp8lab

@@ -25,4 +25,10 @@ std::string formatTableText() {
   return t;
 }
 
+std::string formatNameList() {
+  std::string names;
+  for (const Format* f : Format::all()) names += (names.empty() ? "" : ", ") + f->name();
+  return names;
+}
+
 } // namespace fp8lab

@@ -11,4 +11,7 @@ namespace fp8lab {
 /// round-trip text), finite / NaN / Inf code counts and the dynamic range in binades (1 decimal).
 std::string formatTableText();
 
+/// The canonical names of every format (Format::all()), ", "-separated: "E4M3FN, E5M2, ...".
+std::string formatNameList();
+
 } // namespace fp8lab

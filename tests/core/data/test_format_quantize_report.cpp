@@ -1,0 +1,97 @@
+// Tests for core/experiment/format_report and quantize_report: the reports of `fp8lab-cli
+// encode / decode / table / quantize` built in core. Codes and values are derived by hand from
+// OCP OFP8 v1.0 (E4M3FN: bias 7, 3 mantissa bits, max 448 = 0 1111 110) and OCP MX v1.0 (E2M1);
+// the TE current-scaling rule is scale = fp8_max / amax (Transformer Engine).
+#include <QtTest>
+
+#include "experiment/format_report.h"
+#include "experiment/quantize_report.h"
+
+using namespace fp8lab;
+
+class TestFormatQuantizeReport : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  void codes() {
+    const Format& f = Format::E4M3FN();
+    // 448 = 1.75 · 2^8: exponent field 8 + 7 = 15, mantissa .75 = 110; the largest finite code
+    // (CodeClass::MaxFinite, "max"). 0x3c = 0 0111 100 = 1.5 · 2^0.
+    QCOMPARE(codeLine(f, 0x7e), std::string("0x7e [0 1111 110] = 448 (max)\n"));
+    QCOMPARE(codeLine(f, 0x3c), std::string("0x3c [0 0111 100] = 1.5 (normal)\n"));
+    const Json j = codeJson(f, 0x7f); // S.1111.111 is E4M3FN's NaN
+    QCOMPARE(j.at("value").get<std::string>(), std::string("nan"));
+    QCOMPARE(j.at("class").get<std::string>(), std::string("nan"));
+    // E2M1 (bias 1): 0x1 = 0.5 (subnormal 2^0 · 0.5), 0x2 = 1.0, 0x7 = 1.5 · 2^2 = 6.
+    const std::string csv = codeTableCsv(Format::E2M1());
+    QVERIFY(csv.starts_with("code,binary,value,class\n0x0,0 00 0,0,zero\n0x1,0 00 1,0.5,subnormal\n"
+                            "0x2,0 01 0,1,normal\n"));
+    QVERIFY(csv.ends_with("0xf,1 11 1,-6,max\n")); // 1 11 1 = −6, the largest magnitude
+    QCOMPARE(codeTableJson(Format::E2M1()).size(), size_t(16));
+    QCOMPARE(*parseSpecialsPolicy("mldtypes"), SpecialsPolicy::MlDtypes);
+    QVERIFY(!parseSpecialsPolicy("ML_DTYPES")); // lower case only: the caller lowers
+  }
+  void encodeTie() {
+    // 1.0625 lies halfway between 1 (0x38 = 0 0111 000) and 1.125 (0x39): RNE picks the even
+    // mantissa 000. Error 0.0625, relative 0.0625 / 1.0625 = 1/17.
+    const Format& f = Format::E4M3FN();
+    EncodeOptions o;
+    const std::vector<std::string_view> in{"1.0625"};
+    QCOMPARE(encodeReport(f, o, 0, in, {1.0625}, false),
+             std::string("format E4M3FN, rounding rne, saturating, CUDA specials\n"
+                         "1.0625       -> 0x38  [0 0111 000]  = 1  (normal)\n"
+                         "    neighbours 1 (0x38) .. 1.125 (0x39), midpoint 1.0625 (tie); error 0.0625 "
+                         "(rel 0.058823529411764705)\n"));
+    QCOMPARE(encodeReport(f, o, 0, in, {1.0625}, true),
+             std::string(R"([{"input":"1.0625","code":"0x38","binary":"0 0111 000","value":1,"class":"normal",)"
+                         R"("exact":false,"lower":{"code":"0x38","value":1},"upper":{"code":"0x39","value":1.125},)"
+                         R"("midpoint":1.0625,"tie":true,"abs_error":0.0625,"rel_error":0.058823529411764705,)"
+                         R"("overflow":false,"saturated":false,"underflow":false}])"
+                         "\n"));
+  }
+  void choices() {
+    QCOMPARE(quantizeFormat("nvfp4_te", "").format, &Format::E2M1());
+    const QuantizeFormatChoice e4m3 = quantizeFormat("nvfp4_te", "E4M3");
+    QCOMPARE(e4m3.format, &Format::E4M3()); // resolved, then refused
+    QCOMPARE(e4m3.error, std::string("'nvfp4_te' is NVFP4, whose elements are E2M1; --format E4M3 does not apply "
+                                     "(leave it out or give E2M1)"));
+    QCOMPARE(quantizeFormat("te_current", "BF16").error,
+             std::string("BF16 has 16 bits; quantize needs a format of at most 8 bits"));
+    int64_t r = 0, c = 0;
+    QVERIFY(parseShapeText(" 2 X 64 ", &r, &c) && r == 2 && c == 64);
+    QVERIFY(parseShapeText("3*4", &r, &c) && r == 3 && c == 4);
+    QVERIFY(!parseShapeText("2x", &r, &c));
+    QVERIFY(!parseShapeText("-2x2", &r, &c));
+    QVERIFY(!parseShapeText("99999999999999999999x1", &r, &c)); // beyond int64
+    QCOMPARE(*parseAxisName("row"), Axis::Rows);
+    QCOMPARE(*parseAxisName("columns"), Axis::Cols);
+    QVERIFY(!parseAxisName("diag"));
+  }
+  void quantizeReport() {
+    // te_current on [448, 0, -224]: amax 448, scale = 448 / 448 = 1, so the codes are the values':
+    // 448 = 0x7e, 0 = 0x00, -224 = -1.75 · 2^7 = 1 1110 110 = 0xf6.
+    const QuantizeFlags none{[](const char*) { return false; }, [](const char*) { return std::string(); }};
+    std::string error;
+    const std::vector<double> v{448, 0, -224};
+    const auto r = quantizeWithPreset("te_current", Format::E4M3FN(), v, 1, 3, Axis::Cols, EncodeOptions{}, 0, false,
+                                      none, &error);
+    QVERIFY2(r, error.c_str());
+    const std::string t = quantizeReportText(Format::E4M3FN(), *r, v, false);
+    QVERIFY(t.find("shape 1x3, scale block 1x3, scale grid 1x1, x_q = cast(x * quant_scale)\n") != std::string::npos);
+    QVERIFY(t.find("  [0,0] dequant 1               quant 1\n") != std::string::npos);
+    QVERIFY(t.find("[0,2]      -224           0xf6   -224\n") != std::string::npos);
+    QVERIFY(t.ends_with("saturated 0, underflow 0, subnormal 0, NaN inputs 0, Inf inputs 0, zero inputs 1 (of 3)\n"));
+    const Json j = quantizeReportJson(Format::E4M3FN(), "te_current", *r);
+    QCOMPARE(j.at("codes"), Json::parse(R"(["0x7e", "0x00", "0xf6"])"));
+    QCOMPARE(j.at("quant_scales"), Json::parse("[1.0]"));
+    QCOMPARE(j.at("zero_inputs").get<int64_t>(), int64_t(1));
+    // An option the preset does not take is refused, naming why.
+    const QuantizeFlags block{[](const char* f) { return std::string(f) == "block"; },
+                              [](const char*) { return std::string("4"); }};
+    QVERIFY(!quantizeWithPreset("te_current", Format::E4M3FN(), v, 1, 3, Axis::Cols, EncodeOptions{}, 0, false, block,
+                                &error));
+    QCOMPARE(error, std::string("--block applies to block presets only; 'te_current' is per-tensor"));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestFormatQuantizeReport)
+#include "test_format_quantize_report.moc"
