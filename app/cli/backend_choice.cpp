@@ -2,6 +2,8 @@
 
 #include "cli_util.h"
 
+#include "experiment/backend_report.h"
+
 #include <cstdio>
 
 namespace fp8lab::cli {
@@ -31,25 +33,14 @@ std::unique_ptr<FallbackGemmBackend> makeChosenBackend(const QString& value, boo
     return nullptr;
   }
   if (!quiet && buildHasCuda() && !b->noGpuReason().empty())
-    std::fprintf(stderr, "%s\n",
-                 QStringLiteral("note: --backend auto: %1; running on the CPU reference backend")
-                     .arg(QString::fromStdString(b->noGpuReason()))
-                     .toUtf8()
-                     .constData());
+    std::fprintf(stderr, "note: --backend auto: %s; running on the CPU reference backend\n", b->noGpuReason().c_str());
   return b;
 }
 
 void addBackendJson(QJsonObject& j, const FallbackGemmBackend& b, const std::string& backend_that_ran,
                     const GemmOptions& opt, const std::string& note) {
-  j[QStringLiteral("backend_request")] = QString::fromLatin1(toString(b.request()));
-  j[QStringLiteral("backend_note")] = QString::fromStdString(note);
-  if (backend_that_ran == "cuda") {
-    j[QStringLiteral("fast_accum")] = opt.accumulation == Accumulation::FastAccum;
-    j[QStringLiteral("versions")] =
-        QJsonObject{{QStringLiteral("cuda_runtime"), b.cuda_versions.runtime},
-                    {QStringLiteral("cuda_driver"), b.cuda_versions.driver},
-                    {QStringLiteral("cublaslt"), static_cast<double>(b.cuda_versions.cublaslt)}};
-  }
+  const QJsonObject o = toQJson(backendJson(b, backend_that_ran, opt, note)).toObject();
+  for (auto it = o.begin(); it != o.end(); ++it) j.insert(it.key(), it.value());
 }
 
 } // namespace fp8lab::cli

@@ -1,12 +1,10 @@
-// fp8lab-cli --backend auto|cpu|gpu — where the GEMMs of `gemm`, `run`, `sweep` and `train` run.
-// The rule is core's (gemm/backend_policy.h: per GEMM the GPU when it can run it; auto falls back
-// to the CPU reference backend with the reason kept, gpu refuses, cpu never asks the GPU), the
-// backend core's factory (backend/backend_factory.h) and the run attributes core's
-// (backend/backend_record.h). This file is the command-line side: the option, the messages on
-// stderr, and the --json fields. The choice is made once per command.
-// Without a usable GPU: auto runs on the CPU with a one-line note naming the reason (none in a
-// build without CUDA, where the CPU is what the build intends); gpu is an error (exit 2).
-// `rerun` does not take --backend: its bit-for-bit promise is for the CPU backend.
+// fp8lab-cli --backend auto|cpu|gpu — where the GEMMs of `gemm`, `run`, `sweep` and `train` run,
+// chosen once per command. The rule is core's (gemm/backend_policy.h: per GEMM the GPU when it
+// can run it; auto falls back to the CPU reference backend with the reason kept, gpu refuses, cpu
+// never asks the GPU), the backend core's factory's (backend/backend_factory.h), the run
+// attributes and --json fields core's (backend/backend_record.h, experiment/backend_report.h).
+// Here: the option and the messages on stderr. `rerun` does not take --backend: its bit-for-bit
+// promise is for the CPU backend.
 #pragma once
 
 #include "backend/backend_factory.h"
@@ -32,12 +30,10 @@ QCommandLineOption backendOption();
 /// Makes the backend of `value` (the --backend text) with makeGemmBackend. Returns nullptr after
 /// printing the error (the caller exits 2): unknown value; gpu without CUDA support or without a
 /// usable device. auto without a usable GPU in a build with CUDA prints "note: ..." on stderr
-/// (unless quiet) and runs on the CPU.
+/// (unless quiet) and runs on the CPU (without a note in a build without CUDA).
 std::unique_ptr<FallbackGemmBackend> makeChosenBackend(const QString& value, bool quiet);
 
-/// The backend facts of recordBackend for --json output: backend_request, backend_note, and when
-/// `backend_that_ran` is "cuda" fast_accum (bool) and versions {cuda_runtime, cuda_driver,
-/// cublaslt}.
+/// Adds the fields of fp8lab::backendJson to `j`.
 void addBackendJson(QJsonObject& j, const FallbackGemmBackend& b, const std::string& backend_that_ran,
                     const GemmOptions& opt, const std::string& note);
 

@@ -9,9 +9,6 @@
 
 #include <QCommandLineParser>
 #include <QFile>
-#include <QJsonArray>
-
-#include <cmath>
 
 namespace fp8lab::cli {
 namespace {
@@ -74,14 +71,8 @@ int runAdvise(const QStringList& args) {
   std::string err;
   const auto spec = parseTrainingExperiment(c.doc.root(), &err, &c.doc);
   if (!spec) return fail(QStringLiteral("invalid training config: %1").arg(QString::fromStdString(err)));
-  const TrainingRunSpec* run = nullptr;
-  for (const TrainingRunSpec& r : spec->runs) {
-    const bool fp8 = (r.lm ? r.lm->precision : r.config.precision) == TrainingPrecision::FP8;
-    if (p.isSet(runOpt) ? r.id == p.value(runOpt).toStdString() : fp8) {
-      run = &r;
-      break;
-    }
-  }
+  const TrainingRunSpec* run =
+      runToAdvise(*spec, p.isSet(runOpt) ? std::optional(p.value(runOpt).toStdString()) : std::nullopt);
   if (!run)
     return fail(p.isSet(runOpt) ? QStringLiteral("no run '%1' in the config").arg(p.value(runOpt))
                                 : QStringLiteral("the config has no FP8 run to advise"));
@@ -121,26 +112,9 @@ int runAdvise(const QStringList& args) {
       return fail(QStringLiteral("cannot write %1: %2").arg(p.value(cfgOpt), f.errorString()));
   }
   if (p.isSet(jsonOpt)) {
-    QJsonArray groups;
-    for (const GroupSensitivity& g : a.groups) {
-      QJsonArray sites;
-      for (const std::string& s : g.group.sites) sites.append(QString::fromStdString(s));
-      groups.append(QJsonObject{{QStringLiteral("group"), QString::fromStdString(g.group.name)},
-                                {QStringLiteral("sites"), sites},
-                                {QStringLiteral("delta"), jsonNumber(g.delta)},
-                                {QStringLiteral("spread"), jsonNumber(g.spread)},
-                                {QStringLiteral("share"), jsonNumber(g.share)},
-                                {QStringLiteral("sqnr_db"), jsonNumber(g.sqnr_db)},
-                                {QStringLiteral("keep_high"), g.keep_high}});
-    }
-    out(toJsonText(QJsonObject{{QStringLiteral("run"), QString::fromStdString(run->id)},
-                               {QStringLiteral("loss"), QString::fromStdString(a.loss_name)},
-                               {QStringLiteral("high_loss"), jsonNumber(a.high_loss)},
-                               {QStringLiteral("full_loss"), jsonNumber(a.full_loss)},
-                               {QStringLiteral("groups"), groups},
-                               {QStringLiteral("config"), QString::fromStdString(a.config_json)},
-                               {QStringLiteral("session"), out_file}}) +
-        "\n");
+    QJsonObject j = toQJson(siteAdviceJson(a)).toObject();
+    j.insert(QStringLiteral("session"), out_file);
+    out(toJsonText(j) + "\n");
   } else {
     out(a.summary());
     out(QStringLiteral("advised config%1:\n%2\n")

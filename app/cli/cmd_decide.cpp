@@ -7,21 +7,14 @@
 #include "cmd_render.h"
 #include "command.h"
 
-#include "experiment/session_decision.h"
 #include "experiment/session_decision_text.h"
 #include "experiment/session_report.h"
-#include "session/session.h"
 
 #include <QCommandLineParser>
 #include <QFileInfo>
-#include <QJsonArray>
-#include <QJsonObject>
 #include <QSaveFile>
 
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <map>
 
 namespace fp8lab::cli {
 namespace {
@@ -30,22 +23,10 @@ QString qs(const std::string& s) {
   return QString::fromStdString(s);
 }
 
-void err(const QString& s) {
-  std::fprintf(stderr, "%s\n", s.toUtf8().constData());
-}
-
-DatasetSource readerSource(SessionReader* rd) {
-  return [rd](const std::string& run, const std::string& path) -> std::optional<Dataset> {
-    auto r = rd->read(run, path);
-    if (!r.ok()) return std::nullopt;
-    return std::move(r.value);
-  };
-}
-
-QString metricHelp() {
-  QStringList l;
-  for (const RankingMetric& m : rankingMetrics()) l << qs(m.key);
-  return l.join(QStringLiteral(", "));
+QCommandLineOption metricOption() {
+  return QCommandLineOption(QStringLiteral("metric"),
+                            QStringLiteral("Rank by this metric (%1).").arg(qs(rankingMetricKeys())),
+                            QStringLiteral("KEY"));
 }
 
 int runDecide(const QStringList& args) {
@@ -57,8 +38,7 @@ int runDecide(const QStringList& args) {
       "FP32 baseline; the per-layer advice of `fp8lab-cli advise`; the what-if tables of imported checkpoints. "
       "docs/decide.md walks through a decision."));
   p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
-  const QCommandLineOption metricOpt(
-      QStringLiteral("metric"), QStringLiteral("Rank by this metric (%1).").arg(metricHelp()), QStringLiteral("KEY"));
+  const QCommandLineOption metricOpt = metricOption();
   const QCommandLineOption js(QStringLiteral("json"), QStringLiteral("Machine-readable JSON output."));
   p.addOptions({metricOpt, js});
   int rc = 0;
@@ -69,7 +49,7 @@ int runDecide(const QStringList& args) {
   if (!rd.ok()) return fail(qs(rd.errors()));
   SessionDecision d;
   try {
-    d = decideSession(rd.value->info().runs, p.value(metricOpt).toStdString(), readerSource(rd.value.get()));
+    d = decideSession(rd.value->info().runs, p.value(metricOpt).toStdString(), readerDatasetSource(*rd.value));
   } catch (const std::invalid_argument& e) {
     return fail(QStringLiteral("--metric: %1").arg(QString::fromUtf8(e.what())));
   }
@@ -94,8 +74,7 @@ int runReport(const QStringList& args) {
   const QCommandLineOption outOpt({QStringLiteral("o"), QStringLiteral("out")},
                                   QStringLiteral("The report: FILE.html (or .htm), or FILE.pdf."),
                                   QStringLiteral("FILE"));
-  const QCommandLineOption metricOpt(
-      QStringLiteral("metric"), QStringLiteral("Rank by this metric (%1).").arg(metricHelp()), QStringLiteral("KEY"));
+  const QCommandLineOption metricOpt = metricOption();
   p.addOptions({outOpt, metricOpt});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
@@ -113,24 +92,20 @@ int runReport(const QStringList& args) {
   auto rd = SessionReader::open(file.toStdString());
   if (!rd.ok()) return fail(qs(rd.errors()));
   const SessionInfo& info = rd.value->info();
-  ReportInput in;
-  in.title = QFileInfo(file).fileName().toStdString();
-  in.path = QFileInfo(file).absoluteFilePath().toStdString();
-  in.format_version = info.format_version;
-  in.app_version = info.app_version;
-  in.created_utc = info.created_utc;
-  in.runs = info.runs;
-  in.metric = p.value(metricOpt).toStdString();
+  const ReportInput in =
+      reportInput(info, QFileInfo(file).fileName().toStdString(), QFileInfo(file).absoluteFilePath().toStdString(),
+                  p.value(metricOpt).toStdString());
   std::string html;
   try {
-    html = sessionReportHtml(in, readerSource(rd.value.get()));
+    html = sessionReportHtml(in, readerDatasetSource(*rd.value));
   } catch (const std::invalid_argument& e) {
     return fail(QStringLiteral("--metric: %1").arg(QString::fromUtf8(e.what())));
   }
   QSaveFile f(outPath); // atomic: the old report stays until the new one is complete
   if (!f.open(QIODevice::WriteOnly) || f.write(QByteArray::fromStdString(html)) < 0 || !f.commit())
     return fail(QStringLiteral("write failed: %1: %2").arg(outPath, f.errorString()));
-  err(QStringLiteral("report written: %1 (%2 runs)").arg(outPath).arg(info.runs.size()));
+  std::fprintf(stderr, "%s\n",
+               QStringLiteral("report written: %1 (%2 runs)").arg(outPath).arg(info.runs.size()).toUtf8().constData());
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include "cli_util.h"
 #include "command.h"
 
+#include "common/signal_forwarder.h"
 #include "session/hdf5_isolation.h"
 
 #include <QCoreApplication>
@@ -15,70 +16,17 @@
 #include <QProcess>
 #include <QStandardPaths>
 
-#include <atomic>
 #include <csignal>
 #include <cstdio>
 
-#include <sys/types.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
 
 namespace fp8lab::cli {
-namespace {
 
 const QString kRenderer = QStringLiteral("fp8lab-render");
-
-/// The running fp8lab-render, for forwardSignal(); 0 when none.
-std::atomic<pid_t> g_renderer{0};
-static_assert(std::atomic<pid_t>::is_always_lock_free, "read in a signal handler");
-
-std::atomic<int> g_pending{0}; // a signal that came before the child had a pid
-static_assert(std::atomic<int>::is_always_lock_free, "written in a signal handler");
-
-extern "C" void forwardSignal(int sig) {
-  if (const pid_t child = g_renderer.load(); child > 0)
-    ::kill(child, sig);
-  else
-    g_pending.store(sig);
-}
-
-/// While alive, SIGINT, SIGTERM and SIGHUP go to the child instead of ending this process, which
-/// then ends with the child's status. Installed before the child starts, so a signal that comes
-/// while it starts is kept and sent to it once it has a pid (setChild). The old handlers are
-/// restored on destruction.
-class SignalForwarder {
-public:
-  SignalForwarder() {
-    g_renderer.store(0);
-    g_pending.store(0);
-    struct sigaction sa {};
-    sa.sa_handler = forwardSignal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &sa, &old_[i]);
-  }
-  /// The child's pid; a signal kept while it started is sent now.
-  void setChild(pid_t child) {
-    g_renderer.store(child);
-    if (const int sig = g_pending.exchange(0); sig != 0 && child > 0) ::kill(child, sig);
-  }
-  /// The signal that came before there was a child (0: none).
-  static int pending() { return g_pending.load(); }
-  ~SignalForwarder() {
-    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
-    g_renderer.store(0);
-  }
-  SignalForwarder(const SignalForwarder&) = delete;
-  SignalForwarder& operator=(const SignalForwarder&) = delete;
-
-private:
-  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
-  struct sigaction old_[3];
-};
-
-} // namespace
 
 QString rendererPath() {
   const QFileInfo beside(QDir(QCoreApplication::applicationDirPath()).filePath(kRenderer));
@@ -110,10 +58,10 @@ int runRenderer(const QStringList& args, const QString& command) {
 #endif
   std::fflush(nullptr);
   {
-    SignalForwarder forward;
+    ChildSignalForwarder forward;
     proc.start(program, childArgs);
     if (!proc.waitForStarted(-1)) {
-      if (const int sig = SignalForwarder::pending(); sig != 0) return 128 + sig;
+      if (const int sig = ChildSignalForwarder::pending(); sig != 0) return 128 + sig;
       return fail(QStringLiteral("could not run %1: %2").arg(QDir::toNativeSeparators(program), proc.errorString()));
     }
     forward.setChild(static_cast<pid_t>(proc.processId()));

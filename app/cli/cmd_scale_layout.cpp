@@ -4,8 +4,8 @@
 #include "cli_util.h"
 #include "command.h"
 
-#include "io/npy_writer.h"
-#include "io/tensor_import.h"
+#include "experiment/scaling_report.h"
+#include "io/scale_file.h"
 #include "scaling/kernel_layout.h"
 
 #include <QCommandLineParser>
@@ -67,99 +67,16 @@ int runScaleLayout(const QStringList& args) {
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t k = 0; k < kb; ++k) at.push_back({o, k});
     }
-    const std::string unit = scaleLayoutHoldsCodes(*layout) ? "byte" : "element";
-    QJsonArray rows;
-    QString s = QStringLiteral("%1 storage of a [%2, %3] grid: %4 %5s\n")
-                    .arg(QString::fromLatin1(toString(*layout)))
-                    .arg(outer)
-                    .arg(kb)
-                    .arg(scaleStorageSize(*layout, g))
-                    .arg(S(unit));
-    for (const auto& [o, k] : at) {
-      const int64_t off = scaleOffset(*layout, g, o, k);
-      rows.append(QJsonObject{{QStringLiteral("outer"), double(o)},
-                              {QStringLiteral("k_block"), double(k)},
-                              {QStringLiteral("offset"), double(off)}});
-      s += QStringLiteral("  (%1, %2) -> %3 %4\n").arg(o).arg(k).arg(S(unit)).arg(off);
-    }
-    if (json)
-      out(toJsonText(QJsonObject{{QStringLiteral("layout"), QString::fromLatin1(toString(*layout))},
-                                 {QStringLiteral("storage_elements"), double(scaleStorageSize(*layout, g))},
-                                 {QStringLiteral("unit"), S(unit)},
-                                 {QStringLiteral("scales"), rows}}) +
-          "\n");
-    else
-      out(s);
+    out(json ? toJsonText(toQJson(scaleIndexJson(*layout, g, at))) + "\n" : scaleIndexText(*layout, g, at));
     return 0;
   }
   if (action != QStringLiteral("pack") && action != QStringLiteral("unpack"))
     return fail(QStringLiteral("unknown action '%1' (index, pack, unpack)").arg(action));
   if (pos.size() != 3) return fail(QStringLiteral("%1 needs IN.npy and OUT.npy").arg(action));
   const std::string in = pos[1].toStdString(), outp = pos[2].toStdString();
-  const bool codes = scaleLayoutHoldsCodes(*layout);
-  const bool words = *layout == ScaleLayout::DeepGemmPackedUe8m0;
-  // The grid side is uint8 for the code layouts, float32 for the others; a row-major grid is
-  // whichever the file holds.
-  auto readCodes = [&](const std::string& spec, bool as_words, std::vector<uint8_t>* v) {
-    auto r = importCodeTensor(spec, as_words);
-    if (!r.ok()) return fail(S(r.errors())) == 0;
-    *v = std::move(r.value.u8);
-    return true;
-  };
-  auto readFloats = [&](const std::string& spec, std::vector<float>* v) {
-    auto r = importTensor(spec);
-    if (!r.ok()) return fail(S(r.errors())) == 0;
-    if (r.value.dtype != DType::Float32)
-      return fail(QStringLiteral("'%1' is float64; scales are float32").arg(S(spec))) == 0;
-    *v = std::move(r.value.f32);
-    return true;
-  };
-  const bool grid_is_codes = codes || (*layout == ScaleLayout::RowMajor);
-  std::string why;
-  Status st;
-  if (action == QStringLiteral("pack")) {
-    if (grid_is_codes && codes) {
-      std::vector<uint8_t> grid;
-      if (!readCodes(in, false, &grid)) return 2;
-      if (int64_t(grid.size()) != outer * kb)
-        return fail(QStringLiteral("'%1' holds %2 scales, the grid [%3, %4] needs %5")
-                        .arg(pos[1])
-                        .arg(grid.size())
-                        .arg(outer)
-                        .arg(kb)
-                        .arg(outer * kb));
-      const auto st_codes = packScales(*layout, g, grid, uint8_t(0));
-      std::vector<int64_t> shape = scaleStorageShape(*layout, g);
-      st = words ? writeNpy(outp, "<i4", shape, std::vector<unsigned char>(st_codes.begin(), st_codes.end()))
-                 : writeNpy(outp, shape, st_codes);
-    } else {
-      std::vector<float> grid;
-      if (!readFloats(in, &grid)) return 2;
-      if (int64_t(grid.size()) != outer * kb)
-        return fail(QStringLiteral("'%1' holds %2 scales, the grid [%3, %4] needs %5")
-                        .arg(pos[1])
-                        .arg(grid.size())
-                        .arg(outer)
-                        .arg(kb)
-                        .arg(outer * kb));
-      st = writeNpy(outp, scaleStorageShape(*layout, g), packScales(*layout, g, grid, 0.0f));
-    }
-  } else {
-    if (codes) {
-      std::vector<uint8_t> storage;
-      if (!readCodes(in, words, &storage)) return 2;
-      const auto grid = unpackScales(*layout, g, storage, &why);
-      if (!grid) return fail(S(why));
-      st = writeNpy(outp, {outer, kb}, *grid);
-    } else {
-      std::vector<float> storage;
-      if (!readFloats(in, &storage)) return 2;
-      const auto grid = unpackScales(*layout, g, storage, &why);
-      if (!grid) return fail(S(why));
-      st = writeNpy(outp, {outer, kb}, *grid);
-    }
-  }
-  if (!st.ok()) return fail(S(st.errors()));
+  const std::string e =
+      action == QStringLiteral("pack") ? packScaleFile(*layout, g, in, outp) : unpackScaleFile(*layout, g, in, outp);
+  if (!e.empty()) return fail(S(e));
   if (!p.isSet(QStringLiteral("json")))
     std::fprintf(stderr, "wrote %s\n", outp.c_str());
   else

@@ -1,20 +1,14 @@
 // fp8lab-cli scaling simulate | presets — replay an amax sequence through Flax / TE delayed
-// scaling (core/scaling/delayed_scaling.h) and list the scaling presets.
+// scaling (core/scaling/delayed_scaling.h) and list the scaling presets; the reports are core's
+// (core/experiment/scaling_report.h).
 #include "cli_util.h"
 #include "command.h"
 #include "schema_flags.h"
 
+#include "experiment/scaling_report.h"
 #include "formats/format.h"
-#include "scaling/delayed_scaling.h"
-#include "scaling/nvfp4.h"
-#include "scaling/scaling.h"
 
 #include <QCommandLineParser>
-#include <QFile>
-#include <QRegularExpression>
-
-#include <charconv>
-#include <cmath>
 
 namespace fp8lab::cli {
 namespace {
@@ -36,42 +30,7 @@ int runPresets(const QStringList& args) {
   p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
-  // Both preset tables as they are (core/scaling: scalingPresets(), nvfp4Presets()).
-  struct Row {
-    const std::string *name, *summary, *source;
-    bool delayed, nvfp4;
-  };
-  std::vector<Row> rows;
-  for (const auto& s : scalingPresets()) rows.push_back({&s.name, &s.summary, &s.source, s.delayed, false});
-  for (const auto& s : nvfp4Presets()) rows.push_back({&s.name, &s.summary, &s.source, false, true});
-  if (p.isSet(QStringLiteral("json"))) {
-    QJsonArray a;
-    for (const Row& r : rows) {
-      QJsonObject o;
-      o[QStringLiteral("name")] = QString::fromStdString(*r.name);
-      o[QStringLiteral("summary")] = QString::fromStdString(*r.summary);
-      o[QStringLiteral("source")] = QString::fromStdString(*r.source);
-      o[QStringLiteral("delayed")] = r.delayed;
-      o[QStringLiteral("nvfp4")] = r.nvfp4;
-      a.append(o);
-    }
-    out(toJsonText(a));
-    return 0;
-  }
-  QString t;
-  bool nvfp4 = false;
-  for (const Row& r : rows) {
-    if (r.nvfp4 && !nvfp4)
-      t += QStringLiteral("\nNVFP4 presets: E2M1 elements, E4M3FN scales of 16-element blocks and a float32 tensor "
-                          "scale\n");
-    nvfp4 = r.nvfp4;
-    t += QStringLiteral("%1 %2\n%3 source: %4\n")
-             .arg(QString::fromStdString(*r.name), -24)
-             .arg(QString::fromStdString(*r.summary))
-             .arg(QString(), -24)
-             .arg(QString::fromStdString(*r.source));
-  }
-  out(t);
+  out(p.isSet(QStringLiteral("json")) ? toJsonText(toQJson(scalingPresetsJson())) : scalingPresetsText());
   return 0;
 }
 
@@ -153,82 +112,18 @@ int runSimulate(const QStringList& args) {
   // One step at a time (DelayedScaling::simulate's loop): memory stays O(history length) for any
   // number of steps — keeping every step's history would take steps × L floats (4.6 GB for 10^6
   // steps at L = 1024). The JSON array is written as it is produced.
-  DelayedScaling state(*fmt, cfg);
-  if (p.isSet(QStringLiteral("json"))) {
-    out(std::string("[\n"));
-    for (size_t i = 0; i < amax.size(); ++i) {
-      const DelayedUpdate u = state.update(static_cast<float>(amax[i]));
-      const std::vector<float> hist_i = state.historyChronological();
-      QJsonObject o;
-      o[QStringLiteral("step")] = static_cast<qint64>(i);
-      o[QStringLiteral("amax")] = jsonNumber(amax[i]);
-      o[QStringLiteral("scale")] = jsonNumber(u.scale);
-      o[QStringLiteral("quant_scale")] = jsonNumber(u.quant_scale);
-      o[QStringLiteral("dequant_scale")] = jsonNumber(u.dequant_scale);
-      QJsonArray h;
-      for (float x : hist_i) h.append(jsonNumber(x));
-      o[QStringLiteral("history")] = h;
-      o[QStringLiteral("kept_previous")] = u.kept_previous;
-      o[QStringLiteral("scale_used")] = jsonNumber(u.scale_used);
-      o[QStringLiteral("window_amax")] = jsonNumber(u.window_amax);
-      o[QStringLiteral("rolled")] = u.rolled;
-      o[QStringLiteral("clamped")] = u.clamped;
-      std::string text = toJsonText(o, false);
-      text += i + 1 < amax.size() ? ",\n" : "\n";
-      out(text);
-    }
-    out(std::string("]\n"));
+  if (!p.isSet(QStringLiteral("json"))) {
+    out(delayedSimulationText(*fmt, cfg, amax));
     return 0;
   }
-  std::vector<DelayedUpdate> ups;
-  ups.reserve(amax.size());
-  for (double a : amax) ups.push_back(state.update(static_cast<float>(a)));
-  const bool flax = cfg.preset == DelayedPreset::Flax;
-  QString t = QStringLiteral("%1 delayed scaling, %2 (max %3), history %4, algo %5, margin %6; scale = %7\n")
-                  .arg(flax                              ? QStringLiteral("Flax fp8_ops")
-                       : cfg.preset == DelayedPreset::TE ? QStringLiteral("Transformer Engine")
-                                                         : QStringLiteral("Transformer Engine JAX"))
-                  .arg(QString::fromStdString(fmt->name()))
-                  .arg(shortestNumber(fmt->maxFinite()))
-                  .arg(cfg.history_len)
-                  .arg(QLatin1String(toString(cfg.algo)))
-                  .arg(cfg.margin)
-                  .arg(flax ? QStringLiteral("dequant (x_q = cast(x / scale)), used this step")
-                            : QStringLiteral("quant (x_q = cast(x * scale)), for the next step"));
-  t += QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8\n")
-           .arg(QStringLiteral("step"), 5)
-           .arg(QStringLiteral("amax"), 14)
-           .arg(QStringLiteral("window amax"), 14)
-           .arg(QStringLiteral("scale used"), 14)
-           .arg(QStringLiteral("scale"), 14)
-           .arg(QStringLiteral("quant"), 14)
-           .arg(QStringLiteral("dequant"), 14)
-           .arg(QStringLiteral("note"));
-  for (size_t i = 0; i < ups.size(); ++i) {
-    const DelayedUpdate& u = ups[i];
-    QStringList note;
-    if (u.kept_previous) note << QStringLiteral("kept previous");
-    if (u.clamped) note << QStringLiteral("clamped to FLT_MAX");
-    if (!u.rolled) note << QStringLiteral("no roll");
-    t += QStringLiteral("%1 %2 %3 %4 %5 %6 %7 %8\n")
-             .arg(static_cast<qint64>(i), 5)
-             .arg(shortestNumber(amax[i]), 14)
-             .arg(shortestNumber(u.window_amax), 14)
-             .arg(shortestNumber(u.scale_used), 14)
-             .arg(shortestNumber(u.scale), 14)
-             .arg(shortestNumber(u.quant_scale), 14)
-             .arg(shortestNumber(u.dequant_scale), 14)
-             .arg(note.join(QStringLiteral(", ")));
+  DelayedScaling state(*fmt, cfg);
+  out(std::string("[\n"));
+  for (size_t i = 0; i < amax.size(); ++i) {
+    const DelayedUpdate u = state.update(static_cast<float>(amax[i]));
+    out(toJsonText(toQJson(delayedStepJson(int64_t(i), amax[i], u, state.historyChronological())), false) +
+        (i + 1 < amax.size() ? ",\n" : "\n"));
   }
-  const std::vector<float> last = state.historyChronological();
-  const size_t show = std::min<size_t>(last.size(), 16);
-  QStringList h;
-  for (size_t k = last.size() - show; k < last.size(); ++k) h << shortestNumber(last[k]);
-  t += QStringLiteral("history after the last step (oldest first%1): %2%3\n")
-           .arg(flax ? QString() : QStringLiteral(", last = staging slot"))
-           .arg(show < last.size() ? QStringLiteral("... ") : QString())
-           .arg(h.join(QStringLiteral(" ")));
-  out(t);
+  out(std::string("]\n"));
   return 0;
 }
 

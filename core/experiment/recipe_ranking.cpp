@@ -47,6 +47,12 @@ const RankingMetric* rankingMetric(const std::string& key) {
   return nullptr;
 }
 
+std::string rankingMetricKeys() {
+  std::string keys;
+  for (const RankingMetric& m : rankingMetrics()) keys += (keys.empty() ? "" : ", ") + m.key;
+  return keys;
+}
+
 double studentT975(int df) {
   // NIST/SEMATECH e-Handbook of Statistical Methods, §1.3.6.7.2, column 0.975.
   static const double table[30] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,

@@ -36,6 +36,8 @@ struct RankingMetric {
 const std::vector<RankingMetric>& rankingMetrics();
 /// The metric named `key`, or null.
 const RankingMetric* rankingMetric(const std::string& key);
+/// The keys of rankingMetrics() in order, joined by ", " (for help texts and refusals).
+std::string rankingMetricKeys();
 
 /// Two-sided 95 % quantile of Student's t with `df` degrees of freedom, t_{0.975, df}: the table of
 /// NIST/SEMATECH e-Handbook of Statistical Methods §1.3.6.7.2 for df 1…30, 40, 60, 120 and ∞, with

@@ -154,16 +154,20 @@ std::optional<WhatIfTable> whatIfTable(const RunInfo& ri, const DatasetSource& r
 
 } // namespace
 
+DatasetSource readerDatasetSource(SessionReader& rd) {
+  return [&rd](const std::string& run, const std::string& path) -> std::optional<Dataset> {
+    auto r = rd.read(run, path);
+    if (!r.ok()) return std::nullopt;
+    return std::move(r.value);
+  };
+}
+
 SessionDecision decideSession(const std::vector<RunInfo>& runs, const std::string& metric, const DatasetSource& read) {
   SessionDecision d;
   const RankingMetric* chosen = nullptr;
   if (!metric.empty()) {
     chosen = rankingMetric(metric);
-    if (!chosen) {
-      std::string names;
-      for (const RankingMetric& m : rankingMetrics()) names += (names.empty() ? "" : ", ") + m.key;
-      throw std::invalid_argument("unknown metric '" + metric + "' (one of: " + names + ")");
-    }
+    if (!chosen) throw std::invalid_argument("unknown metric '" + metric + "' (one of: " + rankingMetricKeys() + ")");
   }
   d.gemm_metric = chosen && !chosen->training ? chosen : rankingMetric("sqnr_db");
   d.training_metric = chosen && chosen->training ? chosen

@@ -23,6 +23,10 @@ namespace fp8lab {
 /// run has no such dataset (or it cannot be read).
 using DatasetSource = std::function<std::optional<Dataset>(const std::string& run_id, const std::string& path)>;
 
+/// The DatasetSource of an open session: SessionReader::read, nullopt for a dataset it cannot
+/// read. `rd` must outlive the source.
+DatasetSource readerDatasetSource(SessionReader& rd);
+
 /// One group of sites of an advice run (site_advice.h, docs/training.md "Per-layer advice").
 struct AdviceGroupRow {
   std::string group;

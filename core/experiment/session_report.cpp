@@ -243,6 +243,18 @@ std::string intervalChartSvg(const std::vector<RecipeInterval>& rows, const std:
   return s;
 }
 
+ReportInput reportInput(const SessionInfo& info, std::string title, std::string path, std::string metric) {
+  ReportInput in;
+  in.title = std::move(title);
+  in.path = std::move(path);
+  in.format_version = info.format_version;
+  in.app_version = info.app_version;
+  in.created_utc = info.created_utc;
+  in.runs = info.runs;
+  in.metric = std::move(metric);
+  return in;
+}
+
 std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read) {
   return sessionReportHtml(in, read, nullptr);
 }

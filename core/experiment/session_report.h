@@ -33,6 +33,10 @@ struct ReportInput {
   std::string metric;        ///< the GEMM or training metric to rank by ("" = defaults)
 };
 
+/// The input of a report on a saved session: the session's versions, creation time and runs from
+/// `info`, with `title`, `path` and `metric` as given.
+ReportInput reportInput(const SessionInfo& info, std::string title, std::string path, std::string metric);
+
 /// The report as XHTML text. Throws std::invalid_argument for an unknown metric (decideSession).
 /// `read` reads the datasets of advice and checkpoint runs.
 std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read);

@@ -251,4 +251,33 @@ Run adviceToSession(const SiteAdvice& a, const std::string& id, int64_t steps) {
   return run;
 }
 
+const TrainingRunSpec* runToAdvise(const TrainingExperimentSpec& spec, const std::optional<std::string>& id) {
+  for (const TrainingRunSpec& r : spec.runs)
+    if (id ? r.id == *id : (r.lm ? r.lm->precision : r.config.precision) == TrainingPrecision::FP8) return &r;
+  return nullptr;
+}
+
+Json siteAdviceJson(const SiteAdvice& a) {
+  const auto number = [](double v) -> Json {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    return v;
+  };
+  Json groups = Json::array();
+  for (const GroupSensitivity& g : a.groups)
+    groups.push_back({{"group", g.group.name},
+                      {"sites", g.group.sites},
+                      {"delta", number(g.delta)},
+                      {"spread", number(g.spread)},
+                      {"share", number(g.share)},
+                      {"sqnr_db", number(g.sqnr_db)},
+                      {"keep_high", g.keep_high}});
+  return {{"run", a.run_id},
+          {"loss", a.loss_name},
+          {"high_loss", number(a.high_loss)},
+          {"full_loss", number(a.full_loss)},
+          {"groups", groups},
+          {"config", a.config_json}};
+}
+
 } // namespace fp8lab

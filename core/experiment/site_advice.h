@@ -19,9 +19,11 @@
 
 #include "experiment/training_config.h"
 #include "experiment/training_experiment.h"
+#include "io/json_document.h"
 #include "session/session.h"
 #include "training/sites.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,5 +87,15 @@ SiteAdvice adviseSitePrecision(const TrainingRunSpec& spec, const AdviceConfig& 
 /// attribute list), advice/delta, advice/share, advice/sqnr_db, advice/keep_high [groups]; attributes
 /// config (the advised config), loss_name, high_loss, full_loss, steps.
 Run adviceToSession(const SiteAdvice& a, const std::string& id, int64_t steps);
+
+/// The run of `spec` to advise: the run with id `id` when given, else the first FP8 run (the
+/// precision of its MLP or language-model config); nullptr when there is none.
+const TrainingRunSpec* runToAdvise(const TrainingExperimentSpec& spec, const std::optional<std::string>& id);
+
+/// The advice as the JSON object of `fp8lab-cli advise --json`: run (the run advised), loss (the
+/// loss's name), high_loss, full_loss, groups [{group, sites, delta, spread, share, sqnr_db,
+/// keep_high}] and config (the advised run's config as text). Non-finite numbers (a share or SQNR
+/// without a value) are the strings "nan", "inf", "-inf".
+Json siteAdviceJson(const SiteAdvice& a);
 
 } // namespace fp8lab
