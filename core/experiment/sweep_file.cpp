@@ -1,0 +1,95 @@
+#include "experiment/sweep_file.h"
+
+#include "experiment/run_results.h"
+
+#include <cmath>
+#include <set>
+
+namespace fp8lab {
+
+std::string sweepLossNote(size_t pending, const std::string& out) {
+  return std::to_string(pending) + " finished grid point(s) not yet saved and the point in progress; " + out +
+         " keeps what it held";
+}
+
+SweepFileResult runSweepIntoFile(const std::vector<SweepPoint>& grid, FallbackGemmBackend& backend,
+                                 const std::string& out, WriteOptions write, int threads, const SweepFileHooks& hooks) {
+  SweepFileResult res;
+  size_t pending = 0;           // finished points not yet saved
+  std::set<std::string> noted;  // each fallback reason once
+  std::set<std::string> ran_on; // "backend (device)" of the runs
+  const auto say = [](const auto& hook, const std::string& s) {
+    if (hook) hook(s);
+  };
+  say(hooks.loss_note, sweepLossNote(pending, out));
+  write.on_conflict = WriteOptions::OnConflict::Rename;
+  SweepHooks h;
+  h.progress = hooks.progress;
+  h.warning = [&](const SweepPoint&, const Issue& w) { say(hooks.warning, w.toString()); };
+  h.point_done = [&](const SweepPoint& pt, Run& run) {
+    if (hooks.finish_run) hooks.finish_run(pt, run);
+    const auto note = attrString(run.attrs, "backend_note");
+    if (note && run.backend == "cpu" && backend.hasGpu() && hooks.note && noted.insert(*note).second)
+      hooks.note("note: " + pt.id + ": --backend " + *note);
+    const auto met = [&](const char* k) { return run.metrics.count(k) ? run.metrics.at(k).value : std::nan(""); };
+    ran_on.insert(run.backend + " (" + run.device + ")");
+    res.table.push_back({pt.id, pt.format, pt.scaling, pt.distribution, met("sqnr_db"), met("rel_fro"),
+                         met("a_saturated") + met("b_saturated")});
+    res.rows.push_back({{"run", pt.id},
+                        {"grid_index", pt.index},
+                        {"format", pt.format},
+                        {"scaling", pt.scaling},
+                        {"distribution", pt.distribution},
+                        {"backend", run.backend},
+                        {"device", run.device},
+                        {"backend_note", note.value_or("")},
+                        {"metrics", runMetricsJson(run)}});
+    say(hooks.point_line, "sweep: " + std::to_string(res.table.size()) + "/" + std::to_string(grid.size()) + " " +
+                              pt.id + " done (SQNR " + sixDigitText(met("sqnr_db")) + " dB)");
+    say(hooks.loss_note, sweepLossNote(++pending, out));
+  };
+  h.save = [&](const std::vector<Run>& runs, std::string* error) {
+    say(hooks.loss_note, "the save of " + std::to_string(runs.size()) + " finished grid point(s) in progress (" + out +
+                             " keeps what it held before; saves are atomic)");
+    std::vector<std::string> ids;
+    const Status st = appendRuns(out, runs, write, &ids);
+    if (!st.ok()) {
+      *error = st.errors();
+      return false;
+    }
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] != runs[i].id) say(hooks.warning, "note: run " + runs[i].id + " stored as " + ids[i] + " (id taken)");
+    pending = 0;
+    say(hooks.loss_note, sweepLossNote(pending, out));
+    return true;
+  };
+  SweepRunOptions ro;
+  ro.threads = threads;
+  res.outcome = runSweep(grid, backend, h, ro);
+  res.backends.assign(ran_on.begin(), ran_on.end());
+  return res;
+}
+
+Json sweepSummaryJson(const std::string& file, int shard, int shards, const std::string& backend_request,
+                      int64_t grid_size, const std::vector<std::string>& skipped, const Json& rows) {
+  Json j = {{"file", file},           {"shard", shard},     {"shards", shards},
+            {"grid_size", grid_size}, {"skipped", skipped}, {"runs", rows}};
+  if (!backend_request.empty()) j["backend_request"] = backend_request;
+  return j;
+}
+
+std::string sweepInterruptText(const SweepOutcome& res, const std::vector<SweepPoint>& grid, const std::string& signal,
+                               const std::string& out) {
+  const std::string n = std::to_string(grid.size()), f = std::to_string(res.finished);
+  const std::string saved = res.saved() ? "saved" : "could not save";
+  if (res.status == SweepOutcome::Status::Completed)
+    return "interrupted by " + signal + " after the last grid point; all " + n + " points are saved in " + out;
+  if (res.in_point)
+    return "interrupted by " + signal + " at grid point " + std::to_string(res.finished + 1) + " of " + n + " (" +
+           grid[res.finished].id + "); " + saved + " the " + f + " finished point" + (res.finished == 1 ? "" : "s") +
+           " in " + out;
+  return "interrupted by " + signal + " after grid point " + f + " of " + n + "; " + saved +
+         " the finished points in " + out;
+}
+
+} // namespace fp8lab

@@ -1,0 +1,70 @@
+// FP8 Lab — a sweep's grid points run into a session file (`fp8lab-cli sweep`): runSweep
+// (sweep.h) with the saves (appendRuns, taken ids renamed -2, -3, ...), the JSON rows and the result table, and the
+// texts the front end prints when it was interrupted. The front end supplies the terminal: progress, lines, signal
+// state.
+#pragma once
+
+#include "experiment/sweep.h"
+#include "gemm/backend_policy.h"
+#include "io/json_document.h"
+#include "session/session.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace fp8lab {
+
+/// What runSweepIntoFile reports and asks. Every hook may be empty.
+struct SweepFileHooks {
+  /// As SweepHooks::progress: return false to cancel (a point in progress stops at its next check).
+  std::function<bool(double fraction, const std::string& stage)> progress;
+  /// A point's run finished: add where its GEMMs ran (recordBackend, backend_record.h), before
+  /// anything reads the run.
+  std::function<void(const SweepPoint& point, Run& run)> finish_run;
+  /// Lines always worth showing: a run's warnings (Issue::toString) and "note: run ID stored as
+  /// ID-2 (id taken)".
+  std::function<void(const std::string& line)> warning;
+  /// Lines a quiet front end may drop: "note: ID: --backend <why the CPU ran it>", once per reason,
+  /// for a point the CPU ran although a GPU is present.
+  std::function<void(const std::string& line)> note;
+  /// A point finished: "sweep: I/N ID done (SQNR s dB)" (I counts the finished points, N = the
+  /// grid's size; sixDigitText), for a log without a progress bar.
+  std::function<void(const std::string& line)> point_line;
+  /// What a forced stop would lose now (sweepLossNote, sweepSaveLossNote), whenever it changes.
+  std::function<void(const std::string& note)> loss_note;
+};
+
+/// The result of runSweepIntoFile.
+struct SweepFileResult {
+  SweepOutcome outcome;
+  /// One object per finished point, in grid order: run, grid_index, format, scaling,
+  /// distribution, backend, device, backend_note (attribute; "" when absent), metrics.
+  Json rows = Json::array();
+  std::vector<SweepTableRow> table;  ///< the finished points (sweepTableText)
+  std::vector<std::string> backends; ///< "backend (device)" of the finished points, sorted, each once
+};
+
+/// Runs `grid` on `backend` (not owned; `threads` as SweepRunOptions) and appends the runs to
+/// `out` with `write` (its on_conflict is set to Rename) in runSweep's batches.
+SweepFileResult runSweepIntoFile(const std::vector<SweepPoint>& grid, FallbackGemmBackend& backend,
+                                 const std::string& out, WriteOptions write, int threads, const SweepFileHooks& hooks);
+
+/// "N finished grid point(s) not yet saved and the point in progress; OUT keeps what it held".
+std::string sweepLossNote(size_t pending, const std::string& out);
+
+/// The JSON summary of `sweep --json`: file, shard, shards, backend_request (when not empty),
+/// grid_size, skipped (ids), runs (`rows`).
+Json sweepSummaryJson(const std::string& file, int shard, int shards, const std::string& backend_request,
+                      int64_t grid_size, const std::vector<std::string>& skipped, const Json& rows);
+
+/// What the front end says when `signal` (e.g. "Ctrl-C (SIGINT)") stopped the sweep of `grid`
+/// into `out`, one line without a newline: inside a point "interrupted by S at grid point I of N
+/// (ID); saved|could not save the F finished point(s) in OUT"; completed (the signal came after
+/// the last point) "interrupted by S after the last grid point; all N points are saved in OUT";
+/// else "interrupted by S after grid point F of N; saved|could not save the finished points in
+/// OUT".
+std::string sweepInterruptText(const SweepOutcome& res, const std::vector<SweepPoint>& grid, const std::string& signal,
+                               const std::string& out);
+
+} // namespace fp8lab
