@@ -1,6 +1,9 @@
-// fp8lab-cli run | sweep | rerun — experiments from JSON configs into session files (cmd_run.h).
+// fp8lab-cli run | sweep | rerun | train — experiments from JSON configs into session files
+// (cmd_run.h). The experiments, their checks, the saving and the results are core/experiment's;
+// here are the options, the terminal (progress bars, stderr lines), signals and exit codes.
 #include "cmd_run.h"
 
+#include "backend_choice.h"
 #include "cli_util.h"
 #include "command.h"
 
@@ -9,6 +12,8 @@
 #include "experiment/gemm_experiment_object.h"
 #include "experiment/run_results.h"
 #include "experiment/sweep_file.h"
+#include "experiment/training_file.h"
+#include "experiment/training_report.h"
 
 #include <QCommandLineParser>
 #include <QDir>
@@ -17,6 +22,7 @@
 #include <QRegularExpression>
 
 #include <cstdio>
+#include <memory>
 #include <unistd.h>
 
 namespace fp8lab::cli {
@@ -28,6 +34,29 @@ void err(const std::string& s) {
 QString qs(const std::string& s) {
   return QString::fromStdString(s);
 }
+void printJson(const Json& j) {
+  out(toJsonText(toQJson(j)) + "\n");
+}
+
+/// The progress bar of the piece of work in progress, ended before any line on stderr (lines with
+/// `detail` are dropped when `hide_detail`). Progress without a bar starts one labelled `idle`.
+struct Bar {
+  Bar(bool hide_progress, bool hide_detail, std::string idle = {})
+      : hide_progress(hide_progress), hide_detail(hide_detail), idle(std::move(idle)) {}
+  bool hide_progress, hide_detail;
+  std::string idle;
+  std::unique_ptr<TerminalProgress> bar;
+  void start(const std::string& label) { bar = std::make_unique<TerminalProgress>(qs(label)); }
+  bool update(double f, const std::string& stage) {
+    if (!bar) start(idle);
+    if (!hide_progress) bar->update(f, qs(stage));
+    return !interrupted(); // InterruptGuard: stop at the next check point
+  }
+  void line(const std::string& s, bool detail) {
+    if (bar) bar->finish();
+    if (!detail || !hide_detail) err(s);
+  }
+};
 
 } // namespace
 
@@ -75,25 +104,68 @@ bool loadConfig(const QString& path, LoadedConfig* c) {
   return false;
 }
 
+QCommandLineOption cliOption(const char* names, const char* help, const char* value, const char* def) {
+  return QCommandLineOption(QString::fromUtf8(names).split(QLatin1Char(',')), QString::fromUtf8(help),
+                            QString::fromUtf8(value), QString::fromUtf8(def));
+}
+
 namespace {
 
 QCommandLineOption outOption() {
-  return {{QStringLiteral("o"), QStringLiteral("out")},
-          QStringLiteral("Session file to write (created or appended to)."),
-          QStringLiteral("FILE.h5")};
-}
-QCommandLineOption noCompressOption() {
-  return {QStringLiteral("no-compress"), QStringLiteral("Store datasets uncompressed (faster, larger).")};
+  return cliOption("o,out", "Session file to write (created or appended to).", "FILE.h5");
 }
 QCommandLineOption threadsOption() {
-  return {QStringLiteral("threads"), QStringLiteral("Worker threads (0 = all cores; results do not depend on it)."),
-          QStringLiteral("N"), QStringLiteral("0")};
+  return cliOption("threads", "Worker threads (0 = all cores; results do not depend on it).", "N", "0");
 }
-QCommandLineOption jsonOption() {
-  return {QStringLiteral("json"), QStringLiteral("Machine-readable JSON output.")};
-}
-QCommandLineOption quietOption() {
-  return {{QStringLiteral("q"), QStringLiteral("quiet")}, QStringLiteral("No progress output.")};
+
+/// A training experiment of `run` or `train`.
+struct TrainingCliOptions {
+  TrainingOverrides over;
+  bool json = false, quiet = false, compress = true;
+  bool print_session_line = true;         ///< end with "session written: FILE" (run prints its own)
+  FallbackGemmBackend* backend = nullptr; ///< null = the CPU reference
+  QJsonArray* json_out = nullptr;         ///< several experiments: the JSON summary goes here
+};
+
+/// Runs the training experiment `config` (at `at` in `doc`) into `out_file` (training_file.h);
+/// the exit code: 0, 2 (bad config, missing data, unwritable output), 128+signal.
+int runTraining(const Json& config, const ConfigPath& at, const JsonDocument* doc, const QString& out_file,
+                const TrainingCliOptions& opt) {
+  std::string e;
+  auto spec = parseTrainingExperiment(config, &e, doc, at);
+  if (!spec) return fail(QStringLiteral("invalid training config: %1").arg(QString::fromStdString(e)));
+  if (e = applyTrainingOverrides(*spec, opt.over); !e.empty()) return fail(QString::fromStdString(e));
+  // Fail early on an output that cannot be saved, before minutes of training.
+  if (!outputWritableOrFail(out_file)) return 2;
+  InterruptGuard interrupt_guard; // SIGINT / SIGTERM / SIGHUP: stop after the step, save, exit 128+sig
+  const std::string path = out_file.toStdString();
+  Bar bar{false, opt.quiet || opt.json, "GEMM on trained weights"};
+  TrainingFileHooks h;
+  h.line = [&](const std::string& s, bool detail) { bar.line(s, detail); };
+  h.started = [&](const std::string& label) { bar.start(label); };
+  h.progress = [&](double f, const std::string& stage) { return bar.update(f, stage); };
+  h.ended = [&] { bar.bar.reset(); };
+  h.loss_note = [](const std::string& n) { setInterruptLossNote(QString::fromStdString(n)); };
+  h.record_backend = [&](Run& run, const GemmOptions& gemm, const std::string& note) {
+    recordBackend(run, *opt.backend, gemm, note);
+  };
+  WriteOptions wo;
+  wo.compress = opt.compress;
+  wo.lock = sessionLockWait();
+  const TrainingFileResult res = runTrainingIntoFile(*spec, path, wo, opt.backend, opt.over.threads, h);
+  bar.bar.reset();
+  const auto status = res.outcome.status;
+  if (status == TrainingExperimentOutcome::Status::Failed) return fail(QString::fromStdString(res.outcome.error));
+  // Cancelled, or a signal that arrived after the last piece of work: everything is saved.
+  const bool stopped = status == TrainingExperimentOutcome::Status::Cancelled || interrupted();
+  if (opt.json) emitJson(opt.json_out, toQJson(trainingSummaryJson(path, stopped, res.runs)).toObject());
+  if (stopped) {
+    err("fp8lab-cli: " + trainingInterruptText(res.outcome, path));
+    return interruptedExitCode();
+  }
+  if (!opt.json && !opt.quiet && opt.print_session_line)
+    err("session written: " + QFileInfo(out_file).absoluteFilePath().toStdString());
+  return 0;
 }
 
 // ---- run ------------------------------------------------------------------------------------
@@ -105,12 +177,11 @@ int runRun(const QStringList& args) {
       "CONFIG holds one experiment object ({\"type\": \"gemm\" | \"training\", ...}) or {\"experiments\": [...]};\n"
       "without CONFIG the embedded default experiment runs. Schema: docs/session-format.md."));
   p.addPositionalArgument(QStringLiteral("CONFIG.json"), QStringLiteral("Experiment config (optional)."));
-  const auto o = outOption(), nc = noCompressOption(), th = threadsOption(), js = jsonOption(), q = quietOption();
-  const QCommandLineOption idOpt(QStringLiteral("id"), QStringLiteral("Run id (single-run configs)."),
-                                 QStringLiteral("ID"));
-  const QCommandLineOption dataOpt(QStringLiteral("data-dir"), QStringLiteral("Fashion-MNIST directory (training)."),
-                                   QStringLiteral("DIR"));
-  const QCommandLineOption be = backendOption();
+  const auto o = outOption(), nc = cliOption("no-compress", "Store datasets uncompressed (faster, larger)."),
+             th = threadsOption(), js = cliOption("json", "Machine-readable JSON output."),
+             q = cliOption("q,quiet", "No progress output."),
+             idOpt = cliOption("id", "Run id (single-run configs).", "ID"),
+             dataOpt = cliOption("data-dir", "Fashion-MNIST directory (training).", "DIR"), be = backendOption();
   p.addOptions({o, idOpt, nc, th, dataOpt, be, js, q});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
@@ -127,11 +198,9 @@ int runRun(const QStringList& args) {
   LoadedConfig c;
   if (!loadConfig(p.positionalArguments().value(0), &c)) return 2;
   std::string e;
-  const auto exps = experimentObjects(c.doc, c.text, &e);
-  if (exps.empty()) return fail(QStringLiteral("config: %1").arg(qs(e)));
-  if (exps.size() > 1 && !runId.isEmpty()) return fail(QStringLiteral("--id needs a config with a single experiment"));
-  // Check every experiment first, so a typo in the last experiment does not waste the first ones.
-  if (e = checkExperimentObjects(exps, &c.doc); !e.empty()) return fail(qs(e));
+  // Every experiment is checked first, so a typo in the last one does not waste the first ones.
+  const auto exps = experimentsToRun(c.doc, c.text, !runId.isEmpty(), &e);
+  if (exps.empty()) return fail(qs(e));
   const auto backend = makeChosenBackend(p.value(be), quiet);
   if (!backend) return 2;
   // --json with several experiments: one JSON document (an array, one object per experiment in
@@ -143,91 +212,64 @@ int runRun(const QStringList& args) {
     return code;
   };
   InterruptGuard interrupt_guard; // Ctrl-C / SIGTERM / SIGHUP: finish the save in progress, then stop
-  auto runGemm = [&](const ExperimentObject& ex, RunBatch* batch) -> int {
-    std::optional<TerminalProgress> bar;
+  // Several experiments: GEMM runs are saved in batches (experiment_batch.h), one rewrite each.
+  RunBatch batch([&](const std::vector<Run>& runs,
+                     std::vector<std::string>* ids) { return appendRunsToFile(outFile, runs, compress, ids); },
+                 [](const std::string& note) { setInterruptLossNote(qs(note)); }, outFile.toStdString(),
+                 exps.size() == 1);
+  auto runGemm = [&](const ExperimentObject& ex) -> int {
+    Bar bar{quiet, quiet};
     GemmObjectHooks h;
-    h.started = [&](const std::string& id) { bar.emplace(QStringLiteral("gemm %1").arg(qs(id))); };
     h.config_note = [](const std::string& n) { err("fp8lab-cli: note: " + n); };
-    h.remark = err;
-    h.progress = [&](double f, const std::string& s) {
-      if (!quiet) bar->update(f, qs(s));
-      return !interrupted(); // InterruptGuard: stop at the next check point
+    h.line = [&](const std::string& s, bool detail) { bar.line(s, detail); };
+    h.started = [&](const std::string& id) { bar.start("gemm " + id); };
+    h.progress = [&](double f, const std::string& s) { return bar.update(f, s); };
+    h.record_backend = [&](Run& r, const GemmOptions& gemm, const std::string& note) {
+      recordBackend(r, *backend, gemm, note);
     };
-    GemmObjectResult g = runGemmExperimentObject(ex, &c.doc, runId.toStdString(), threads, *backend, h);
-    if (bar) bar->finish();
-    for (const auto& w : g.warnings) err(w.toString());
-    if (g.status != GemmObjectResult::Status::Done && g.status != GemmObjectResult::Status::Cancelled)
-      fail(qs(g.error));
-    if (g.status == GemmObjectResult::Status::ConfigError) return 2;
-    if (g.status != GemmObjectResult::Status::Done && interrupted()) {
-      std::fprintf(stderr,
-                   "fp8lab-cli: interrupted by %s: GEMM run '%s' stopped before it finished and was not saved "
-                   "(%s keeps what it held, with any runs finished before)\n",
-                   interruptName().toUtf8().constData(), g.id.c_str(), outFile.toUtf8().constData());
-      return interruptedExitCode();
-    }
-    if (g.status != GemmObjectResult::Status::Done) return 2;
-    const std::string fallback = backend->lastFallback();
-    if (!fallback.empty() && !quiet) err("note: run " + g.id + ": --backend " + fallback);
-    recordBackend(g.run, *backend, g.cfg.gemm, !fallback.empty() ? fallback : backend->noGpuReason());
-    auto report = [&, cfg = g.cfg](const Run& run, const std::string& stored) {
+    h.report = [&](const Run& run, const std::string& stored, const GemmExperimentConfig& cfg) {
       if (!json) return out(gemmRunReportText(run, stored, cfg, outFile.toStdString()));
       QJsonObject j = toQJson(gemmRunResultJson(run, outFile.toStdString(), stored)).toObject();
       addBackendJson(j, *backend, run.backend, cfg.gemm, attrString(run.attrs, "backend_note").value_or(""));
       emitJson(json_out, j);
     };
-    if (batch) {
-      batch->add({std::move(g.run), report});
-      return 0;
+    const GemmObjectResult g = runGemmExperimentObject(ex, &c.doc, runId.toStdString(), threads, *backend, batch, h);
+    bar.bar.reset();
+    using G = GemmObjectResult::Status;
+    if (g.status == G::ConfigError || g.status == G::Failed) fail(qs(g.error));
+    if ((g.status == G::Failed || g.status == G::Cancelled) && interrupted()) {
+      err("fp8lab-cli: interrupted by " + interruptName().toStdString() + ": GEMM run '" + g.id +
+          "' stopped before it finished and was not saved (" + outFile.toStdString() +
+          " keeps what it held, with any runs finished before)");
+      return interruptedExitCode();
     }
-    std::vector<std::string> ids;
-    // A signal during the save does not stop it (the run is finished; saving takes seconds): the
-    // command ends after it. Only a third signal ends the process at once (InterruptGuard).
-    setInterruptLossNote(qs("the save of run '" + g.id + "' in progress (" + outFile.toStdString() +
-                            " keeps what it held before; saves are atomic)"));
-    if (!appendRunsToFile(outFile, {g.run}, compress, &ids)) return 2;
-    report(g.run, ids.empty() ? g.run.id : ids[0]);
-    return 0;
+    return g.status == G::Done ? 0 : 2;
   };
-  // Several experiments: GEMM runs are saved in batches (experiment_batch.h), one rewrite each.
-  RunBatch batch([&](const std::vector<Run>& runs,
-                     std::vector<std::string>* ids) { return appendRunsToFile(outFile, runs, compress, ids); },
-                 [](const std::string& note) { setInterruptLossNote(qs(note)); }, outFile.toStdString());
   ExperimentListHooks hooks;
   hooks.saves_itself = [&](size_t i) { return experimentTypeOf(*exps[i].obj) != "gemm"; };
   hooks.interrupted = [] { return interrupted(); };
   hooks.experiment_done = [&](size_t i, size_t n, bool pending) {
     // GEMM results are printed when their batch is saved; this line says the work goes on.
-    if (n > 1 && !quiet && !json)
-      err("run: experiment " + std::to_string(i + 1) + "/" + std::to_string(n) + " done" +
-          (pending ? " (its run is saved with the next batch)" : ""));
+    if (n > 1 && !quiet && !json) err(experimentDoneLine(i, n, pending));
   };
-  hooks.run = [&](size_t i, RunBatch& b) {
+  hooks.run = [&](size_t i, RunBatch&) {
     const std::string type = experimentTypeOf(*exps[i].obj);
-    if (type == "gemm") return runGemm(exps[i], exps.size() > 1 ? &b : nullptr);
+    if (type == "gemm") return runGemm(exps[i]);
     if (type != "training")
       return fail(QStringLiteral("\"gemm-trained-weights\" runs are made by a training experiment's "
                                  "\"gemm_on_trained_weights\" (see docs/training.md); they can be re-run with "
                                  "`fp8lab-cli rerun`"));
-    TrainingCliOptions t;
-    t.json = json;
-    t.quiet = quiet;
-    t.data_dir = p.value(dataOpt);
-    t.run_id = runId;
-    t.threads = threads;
-    t.compress = compress;
-    t.print_session_line = false;
-    t.backend = backend.get();
-    t.json_out = json_out;
-    return runTrainingCli(*exps[i].obj, exps[i].at, &c.doc, outFile, t);
+    const TrainingOverrides over{p.value(dataOpt).toStdString(), threads, runId.toStdString(), ""};
+    return runTraining(*exps[i].obj, exps[i].at, &c.doc, outFile,
+                       {over, json, quiet, compress, false, backend.get(), json_out});
   };
   const ExperimentListOutcome res = runExperimentList(exps.size(), batch, hooks);
   using S = ExperimentListOutcome::Status;
   if (res.status == S::SaveFailed || res.status == S::Failed)
     return finish(res.status == S::Failed ? res.exit_code : 2);
   if (res.status == S::Interrupted) {
-    std::fprintf(stderr, "fp8lab-cli: interrupted by %s; the finished runs are saved in %s\n",
-                 interruptName().toUtf8().constData(), outFile.toUtf8().constData());
+    err("fp8lab-cli: interrupted by " + interruptName().toStdString() + "; the finished runs are saved in " +
+        outFile.toStdString());
     return finish(interruptedExitCode());
   }
   if (!json && !quiet) err("session written: " + QFileInfo(outFile).absoluteFilePath().toStdString());
@@ -255,25 +297,19 @@ int runSweep(const QStringList& args) {
                      "separate machines (e.g. a Slurm array: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT);\n"
                      "join their files with `fp8lab-cli merge`."));
   p.addPositionalArgument(QStringLiteral("CONFIG.json"), QStringLiteral("GEMM config with a sweep object."));
-  const auto o = outOption(), nc = noCompressOption(), th = threadsOption(), js = jsonOption(), q = quietOption();
-  const QCommandLineOption shardOpt(QStringLiteral("shard"), QStringLiteral("Run slice i of n (0 <= i < n)."),
-                                    QStringLiteral("i/n"));
-  const QCommandLineOption fOpt(QStringLiteral("formats"), QStringLiteral("Comma-separated formats (A or A:B)."),
-                                QStringLiteral("LIST"));
-  const QCommandLineOption sOpt(QStringLiteral("scalings"), QStringLiteral("Comma-separated scaling presets."),
-                                QStringLiteral("LIST"));
-  const QCommandLineOption dOpt(QStringLiteral("distributions"), QStringLiteral("Comma-separated distributions."),
-                                QStringLiteral("LIST"));
-  const QCommandLineOption seedOpt(QStringLiteral("seeds"),
-                                   QStringLiteral("Seeds: a comma-separated list and/or ranges FIRST-LAST (1-5)."),
-                                   QStringLiteral("LIST"));
-  const QCommandLineOption dryOpt(QStringLiteral("dry-run"),
-                                  QStringLiteral("List the grid points of this shard and exit."));
-  const QCommandLineOption recomputeOpt(
-      QStringLiteral("recompute"),
-      QStringLiteral("Also run grid points already in --out with the same configuration (by default they are "
-                     "skipped, so a sweep run again after an interruption resumes); new copies get -2 ids."));
-  const QCommandLineOption be = backendOption();
+  const auto o = outOption(), nc = cliOption("no-compress", "Store datasets uncompressed (faster, larger)."),
+             th = threadsOption(), js = cliOption("json", "Machine-readable JSON output."),
+             q = cliOption("q,quiet", "No progress output."),
+             shardOpt = cliOption("shard", "Run slice i of n (0 <= i < n).", "i/n"),
+             fOpt = cliOption("formats", "Comma-separated formats (A or A:B).", "LIST"),
+             sOpt = cliOption("scalings", "Comma-separated scaling presets.", "LIST"),
+             dOpt = cliOption("distributions", "Comma-separated distributions.", "LIST"),
+             seedOpt = cliOption("seeds", "Seeds: a comma-separated list and/or ranges FIRST-LAST (1-5).", "LIST"),
+             dryOpt = cliOption("dry-run", "List the grid points of this shard and exit."),
+             recomputeOpt = cliOption("recompute", "Also run grid points already in --out with the same configuration "
+                                                   "(by default they are skipped, so a sweep run again after an "
+                                                   "interruption resumes); new copies get -2 ids."),
+             be = backendOption();
   p.addOptions({o, shardOpt, fOpt, sOpt, dOpt, seedOpt, nc, th, be, js, q, dryOpt, recomputeOpt});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
@@ -283,41 +319,31 @@ int runSweep(const QStringList& args) {
   if (!p.isSet(dryOpt) && !outputWritableOrFail(outPath)) return 2;
   const int threads = parseThreads(p.value(th));
   if (threads < 0) return 2;
-  int shard = 0, shards = 1;
-  if (p.isSet(shardOpt)) {
-    static const QRegularExpression re(QStringLiteral("^(\\d+)/(\\d+)$"));
-    const auto m = re.match(p.value(shardOpt));
-    shard = m.captured(1).toInt();
-    shards = m.captured(2).toInt();
-    if (!m.hasMatch() || shards < 1 || shard >= shards)
-      return fail(QStringLiteral("--shard: expected i/n with 0 <= i < n, got '%1'").arg(p.value(shardOpt)));
-  }
+  const auto m = QRegularExpression(QStringLiteral("^(\\d+)/(\\d+)$")).match(p.value(shardOpt));
+  const bool sharded = p.isSet(shardOpt);
+  const int shard = sharded ? m.captured(1).toInt() : 0, shards = sharded ? m.captured(2).toInt() : 1;
+  if (sharded && (!m.hasMatch() || shards < 1 || shard >= shards))
+    return fail(QStringLiteral("--shard: expected i/n with 0 <= i < n, got '%1'").arg(p.value(shardOpt)));
   if (!outPath.isEmpty() && (QFileInfo(outPath).isDir() || !QFileInfo(outPath).absoluteDir().exists()))
     return fail(QStringLiteral("write failed: --out %1 is a directory or its directory does not exist").arg(outPath));
   LoadedConfig c;
   if (!loadConfig(p.positionalArguments()[0], &c)) return 2;
   SweepAxisOverrides over;
-  auto flagList = [&](const QCommandLineOption& opt, std::optional<std::vector<std::string>>* to) {
-    if (!p.isSet(opt)) return;
-    std::vector<std::string> l;
-    for (const QString& x : p.value(opt).split(QLatin1Char(','), Qt::SkipEmptyParts))
-      l.push_back(x.trimmed().toStdString());
-    *to = std::move(l);
-  };
-  flagList(fOpt, &over.formats);
-  flagList(sOpt, &over.scalings);
-  flagList(dOpt, &over.distributions);
+  for (auto [opt, to] : {std::pair{&fOpt, &over.formats}, {&sOpt, &over.scalings}, {&dOpt, &over.distributions}}) {
+    if (!p.isSet(*opt)) continue;
+    to->emplace();
+    for (const QString& x : p.value(*opt).split(QLatin1Char(','), Qt::SkipEmptyParts))
+      (*to)->push_back(x.trimmed().toStdString());
+  }
   std::string e;
   if (p.isSet(seedOpt) && !(over.seeds = parseSeedList(p.value(seedOpt).toStdString(), &e)))
     return fail(QStringLiteral("--seeds: %1").arg(qs(e)));
-  SweepSpec spec;
-  const std::string spec_error = parseSweepSpec(c.doc.root(), over, &spec, &c.doc);
-  for (const auto& n : spec.notes) err("fp8lab-cli: note: " + n);
-  if (!spec_error.empty()) return fail(qs(spec_error));
-  std::vector<SweepPoint> all;
-  if (e = expandSweep(spec, &all); !e.empty()) return fail(qs(e));
-  const int g = static_cast<int>(all.size());
-  std::vector<SweepPoint> grid = sweepShard(all, shard, shards);
+  SweepPlan plan;
+  e = planSweep(c.doc, over, shard, shards, &plan);
+  for (const auto& n : plan.notes) err("fp8lab-cli: note: " + n);
+  if (!e.empty()) return fail(qs(e));
+  std::vector<SweepPoint>& grid = plan.grid;
+  const int64_t g = plan.grid_size;
   const bool json = p.isSet(js), quiet = p.isSet(q);
   const std::string outStr = outPath.toStdString();
   if (!parseBackendRequest(p.value(be)))
@@ -333,16 +359,11 @@ int runSweep(const QStringList& args) {
     auto rd = SessionReader::open(outStr);
     if (!rd.ok()) return fail(qs(rd.errors()));
     skipped = removeStoredPoints(&grid, rd.value->info().runs);
-    if (!skipped.empty() && !quiet)
-      err("sweep: " + std::to_string(skipped.size()) + " grid point(s) already in " + outStr +
-          " with the same configuration, skipped (--recompute runs them again): " +
-          (skipped.size() <= 12
-               ? joinNames(skipped)
-               : joinNames(std::vector<std::string>(skipped.begin(), skipped.begin() + 12)) + ", ..."));
+    if (!skipped.empty() && !quiet) err(sweepSkippedText(skipped, outStr));
   }
   if (grid.empty() && !skipped.empty()) {
     if (json)
-      out(toJsonText(toQJson(sweepSummaryJson(outStr, shard, shards, "", g, skipped, Json::array()))) + "\n");
+      printJson(sweepSummaryJson(outStr, shard, shards, "", g, skipped, Json::array()));
     else
       err("sweep: nothing to run: every grid point of this shard is already in " + outStr + " (file unchanged)");
     return 0;
@@ -353,26 +374,25 @@ int runSweep(const QStringList& args) {
     err("sweep: " + std::to_string(grid.size()) + " of " + std::to_string(g) + " grid points (shard " +
         std::to_string(shard) + "/" + std::to_string(shards) + ") -> " + outStr);
   InterruptGuard interrupt_guard; // Ctrl-C / SIGTERM / SIGHUP: save the finished points, then stop
-  TerminalProgress bar(QStringLiteral("sweep"));
+  Bar bar{quiet, quiet};
+  bar.start("sweep");
   SweepFileHooks hooks;
-  hooks.progress = [&](double f, const std::string& stage) {
-    if (!quiet) bar.update(f, qs(stage));
-    return !interrupted(); // InterruptGuard: stop at the next check point
-  };
+  hooks.progress = [&](double f, const std::string& stage) { return bar.update(f, stage); };
   hooks.finish_run = [&](const SweepPoint& pt, Run& run) {
     recordBackend(run, *backend, pt.config.gemm, backend->note());
   };
-  hooks.warning = err;
-  if (!quiet) hooks.note = err;
+  hooks.line = [&](const std::string& line, bool detail) {
+    if (!detail || !quiet) err(line);
+  };
   // Without a terminal (a log file, CI, Slurm) there is no progress bar: one line per point.
-  if (!quiet && ::isatty(2) != 1) hooks.point_line = err;
+  hooks.point_lines = ::isatty(2) != 1;
   hooks.loss_note = [](const std::string& note) { setInterruptLossNote(qs(note)); };
   WriteOptions wo;
   wo.compress = !p.isSet(nc);
   wo.lock = sessionLockWait();
   const SweepFileResult res = runSweepIntoFile(grid, *backend, outStr, wo, threads, hooks);
   const SweepOutcome& so = res.outcome;
-  bar.finish();
+  bar.bar.reset();
   if (so.status != SweepOutcome::Status::Completed) {
     if (!so.error.empty()) fail(qs(so.error));
     if (!so.saved()) fail(qs(so.save_error));
@@ -384,9 +404,7 @@ int runSweep(const QStringList& args) {
     return interruptedExitCode();
   }
   if (json) {
-    out(toJsonText(
-            toQJson(sweepSummaryJson(outStr, shard, shards, toString(backend->request()), g, skipped, res.rows))) +
-        "\n");
+    printJson(sweepSummaryJson(outStr, shard, shards, toString(backend->request()), g, skipped, res.rows));
     return 0;
   }
   out(sweepTableText(res.table, res.backends));
@@ -405,13 +423,10 @@ int runRerun(const QStringList& args) {
       "(backend \"cuda\") is compared with the CPU model, and the differences are listed."));
   p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
   p.addPositionalArgument(QStringLiteral("RUN_ID"), QStringLiteral("Run to reproduce."));
-  const auto th = threadsOption(), js = jsonOption(), q = quietOption();
-  const QCommandLineOption saveOpt(QStringLiteral("out"),
-                                   QStringLiteral("Also save the new run into this session file."),
-                                   QStringLiteral("FILE.h5"));
-  const QCommandLineOption be(QStringLiteral("backend"),
-                              QStringLiteral("Only cpu: rerun reproduces on the CPU reference backend."),
-                              QStringLiteral("cpu"), QStringLiteral("cpu"));
+  const auto th = threadsOption(), js = cliOption("json", "Machine-readable JSON output."),
+             q = cliOption("q,quiet", "No progress output."),
+             saveOpt = cliOption("out", "Also save the new run into this session file.", "FILE.h5"),
+             be = cliOption("backend", "Only cpu: rerun reproduces on the CPU reference backend.", "cpu", "cpu");
   p.addOptions({saveOpt, th, be, js, q});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
@@ -447,21 +462,57 @@ int runRerun(const QStringList& args) {
   }
   const bool same = res->differences.empty();
   if (p.isSet(js))
-    out(toJsonText(toQJson(rerunResultJson(file.toStdString(), id.toStdString(), s, *res))) + "\n");
+    printJson(rerunResultJson(file.toStdString(), id.toStdString(), s, *res));
   else
     out(rerunReportText(s, *res));
   return same ? 0 : 1;
 }
 
-const CommandRegistrar regRun({QStringLiteral("run"),
-                               QStringLiteral("Run an experiment config (GEMM or training) into a session file"),
-                               runRun, 60});
-const CommandRegistrar regSweep({QStringLiteral("sweep"),
-                                 QStringLiteral("Grid of GEMM runs: formats x scalings x distributions (--shard i/n)"),
-                                 runSweep, 61});
-const CommandRegistrar regRerun({QStringLiteral("rerun"),
-                                 QStringLiteral("Re-run a stored run and check it reproduces bit for bit"), runRerun,
-                                 62});
+// ---- train ----------------------------------------------------------------------------------
+
+int runTrain(const QStringList& args) {
+  QCommandLineParser p;
+  p.setApplicationDescription(QStringLiteral(
+      "Trains the FP8 MLP on Fashion-MNIST as described by CONFIG.json (a training run or an experiment with "
+      "\"runs\", e.g. resources/experiments/default.json) and writes every run into the session FILE.h5 "
+      "(appended to when it exists). Ctrl-C stops after the current step, saves the session so far and exits 130."));
+  p.addPositionalArgument(QStringLiteral("CONFIG.json"), QStringLiteral("Training experiment configuration."));
+  const auto outOpt = cliOption("o,out", "Session file to write.", "FILE.h5"),
+             dataOpt = cliOption("data-dir",
+                                 "Fashion-MNIST directory (default: $FP8LAB_FASHION_MNIST_DIR, then "
+                                 "/usr/share/datasets/fashion-mnist from the dataset-fashion-mnist package).",
+                                 "DIR"),
+             runOpt = cliOption("run", "Run only the run with this id.", "ID"),
+             jsonOpt = cliOption("json", "Print a JSON summary on stdout."),
+             quietOpt = cliOption("q,quiet", "No per-epoch lines."), be = backendOption();
+  p.addOptions({outOpt, dataOpt, runOpt, be, jsonOpt, quietOpt});
+  int rc = 0;
+  if (!parseArgs(p, args, &rc)) return rc;
+  if (p.positionalArguments().size() != 1)
+    return fail(QStringLiteral("train needs exactly one CONFIG.json (see --help)"));
+  if (!p.isSet(outOpt)) return fail(QStringLiteral("--out FILE.h5 is required"));
+  LoadedConfig c; // the same reading as `run`: size limit, line and column, duplicate keys refused
+  if (!loadConfig(p.positionalArguments().first(), &c)) return 2;
+  if (!isTrainingConfig(c.doc.root()))
+    return fail(QStringLiteral("%1 is not a training config (\"type\": \"training\")").arg(c.origin));
+  TrainingCliOptions o{
+      {p.value(dataOpt).toStdString(), 0, "", p.value(runOpt).toStdString()}, p.isSet(jsonOpt), p.isSet(quietOpt)};
+  const auto backend = makeChosenBackend(p.value(be), o.quiet);
+  if (!backend) return 2;
+  o.backend = backend.get();
+  return runTraining(c.doc.root(), {}, &c.doc, p.value(outOpt), o);
+}
+
+const CommandRegistrar regs[] = {
+    CommandRegistrar({QStringLiteral("run"),
+                      QStringLiteral("Run an experiment config (GEMM or training) into a session file"), runRun, 60}),
+    CommandRegistrar({QStringLiteral("sweep"),
+                      QStringLiteral("Grid of GEMM runs: formats x scalings x distributions (--shard i/n)"), runSweep,
+                      61}),
+    CommandRegistrar({QStringLiteral("rerun"),
+                      QStringLiteral("Re-run a stored run and check it reproduces bit for bit"), runRerun, 62}),
+    CommandRegistrar({QStringLiteral("train"), QStringLiteral("Train the FP8 MLP on Fashion-MNIST (a training config)"),
+                      runTrain, 40})};
 
 } // namespace
 } // namespace fp8lab::cli

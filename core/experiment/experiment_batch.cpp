@@ -4,11 +4,23 @@
 
 namespace fp8lab {
 
-RunBatch::RunBatch(SaveFn save, LossNoteFn loss_note, std::string out, RunBatchLimits limits)
-    : save_(std::move(save)), loss_note_(std::move(loss_note)), out_(std::move(out)), limits_(limits) {}
+RunBatch::RunBatch(SaveFn save, LossNoteFn loss_note, std::string out, bool immediate, RunBatchLimits limits)
+    : save_(std::move(save)), loss_note_(std::move(loss_note)), out_(std::move(out)), immediate_(immediate),
+      limits_(limits) {}
 
-void RunBatch::add(PendingRun run) {
-  pending_.push_back(std::move(run));
+bool RunBatch::add(PendingRun run) {
+  if (!immediate_) {
+    pending_.push_back(std::move(run));
+    return true;
+  }
+  // A signal during the save does not stop it (the run is finished; saving takes seconds).
+  if (loss_note_)
+    loss_note_("the save of run '" + run.run.id + "' in progress (" + out_ +
+               " keeps what it held before; saves are atomic)");
+  std::vector<std::string> ids;
+  if (!save_({run.run}, &ids)) return false;
+  if (run.report) run.report(run.run, ids.empty() ? run.run.id : ids[0]);
+  return true;
 }
 
 int64_t RunBatch::bytes() const {
@@ -31,7 +43,9 @@ bool RunBatch::flush() {
   std::vector<Run> runs;
   runs.reserve(pending_.size());
   for (auto& p : pending_) runs.push_back(std::move(p.run));
-  if (loss_note_) loss_note_(batchSaveLossNote(runs.size(), out_));
+  if (loss_note_)
+    loss_note_("the save of " + std::to_string(runs.size()) + " finished run(s) in progress (" + out_ +
+               " keeps what it held before; saves are atomic)");
   std::vector<std::string> ids;
   const bool saved = save_(runs, &ids);
   if (saved)
@@ -42,9 +56,9 @@ bool RunBatch::flush() {
   return saved;
 }
 
-std::string batchSaveLossNote(size_t runs, const std::string& out) {
-  return "the save of " + std::to_string(runs) + " finished run(s) in progress (" + out +
-         " keeps what it held before; saves are atomic)";
+std::string experimentDoneLine(size_t index, size_t count, bool pending) {
+  return "run: experiment " + std::to_string(index + 1) + "/" + std::to_string(count) + " done" +
+         (pending ? " (its run is saved with the next batch)" : "");
 }
 
 ExperimentListOutcome runExperimentList(size_t count, RunBatch& batch, const ExperimentListHooks& hooks) {

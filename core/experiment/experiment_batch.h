@@ -47,10 +47,14 @@ public:
   /// empty.
   using LossNoteFn = std::function<void(const std::string& note)>;
 
-  /// `out` names the session file in the loss notes.
-  RunBatch(SaveFn save, LossNoteFn loss_note, std::string out, RunBatchLimits limits = {});
+  /// `out` names the session file in the loss notes. `immediate`: every run is saved as soon as
+  /// it is added (a config with one experiment).
+  RunBatch(SaveFn save, LossNoteFn loss_note, std::string out, bool immediate = false, RunBatchLimits limits = {});
 
-  void add(PendingRun run);
+  /// Adds a finished run. An immediate batch saves it at once, with the loss note "the save of
+  /// run 'ID' in progress (OUT keeps what it held before; saves are atomic)", and reports it; false
+  /// when that save failed. Otherwise the run waits for flush(); true.
+  bool add(PendingRun run);
   bool empty() const { return pending_.empty(); }
   size_t size() const { return pending_.size(); }
   /// Bytes of the pending runs' datasets (storedCount × elementBytes).
@@ -69,6 +73,7 @@ private:
   SaveFn save_;
   LossNoteFn loss_note_;
   std::string out_;
+  bool immediate_;
   RunBatchLimits limits_;
   std::vector<PendingRun> pending_;
 };
@@ -113,8 +118,8 @@ struct ExperimentListOutcome {
 /// renewed after every experiment.
 ExperimentListOutcome runExperimentList(size_t count, RunBatch& batch, const ExperimentListHooks& hooks);
 
-/// The loss note while a batch of `runs` runs is being saved into `out`: "the save of N finished
-/// run(s) in progress (OUT keeps what it held before; saves are atomic)".
-std::string batchSaveLossNote(size_t runs, const std::string& out);
+/// "run: experiment I/N done", plus " (its run is saved with the next batch)" when `pending`: the
+/// progress line of `run` after experiment `index` (0-based) of `count`.
+std::string experimentDoneLine(size_t index, size_t count, bool pending);
 
 } // namespace fp8lab

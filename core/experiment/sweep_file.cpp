@@ -1,11 +1,25 @@
 #include "experiment/sweep_file.h"
 
+#include "experiment/config_reader.h"
 #include "experiment/run_results.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
 namespace fp8lab {
+
+std::string planSweep(const JsonDocument& doc, const SweepAxisOverrides& overrides, int shard, int shards,
+                      SweepPlan* plan) {
+  SweepSpec spec;
+  std::string e = parseSweepSpec(doc.root(), overrides, &spec, &doc);
+  plan->notes = spec.notes;
+  std::vector<SweepPoint> all;
+  if (e.empty()) e = expandSweep(spec, &all);
+  plan->grid_size = static_cast<int64_t>(all.size());
+  plan->grid = sweepShard(all, shard, shards);
+  return e;
+}
 
 std::string sweepLossNote(size_t pending, const std::string& out) {
   return std::to_string(pending) + " finished grid point(s) not yet saved and the point in progress; " + out +
@@ -25,12 +39,15 @@ SweepFileResult runSweepIntoFile(const std::vector<SweepPoint>& grid, FallbackGe
   write.on_conflict = WriteOptions::OnConflict::Rename;
   SweepHooks h;
   h.progress = hooks.progress;
-  h.warning = [&](const SweepPoint&, const Issue& w) { say(hooks.warning, w.toString()); };
+  const auto line = [&](const std::string& text, bool detail) {
+    if (hooks.line) hooks.line(text, detail);
+  };
+  h.warning = [&](const SweepPoint&, const Issue& w) { line(w.toString(), false); };
   h.point_done = [&](const SweepPoint& pt, Run& run) {
     if (hooks.finish_run) hooks.finish_run(pt, run);
     const auto note = attrString(run.attrs, "backend_note");
-    if (note && run.backend == "cpu" && backend.hasGpu() && hooks.note && noted.insert(*note).second)
-      hooks.note("note: " + pt.id + ": --backend " + *note);
+    if (note && run.backend == "cpu" && backend.hasGpu() && noted.insert(*note).second)
+      line("note: " + pt.id + ": --backend " + *note, true);
     const auto met = [&](const char* k) { return run.metrics.count(k) ? run.metrics.at(k).value : std::nan(""); };
     ran_on.insert(run.backend + " (" + run.device + ")");
     res.table.push_back({pt.id, pt.format, pt.scaling, pt.distribution, met("sqnr_db"), met("rel_fro"),
@@ -44,8 +61,10 @@ SweepFileResult runSweepIntoFile(const std::vector<SweepPoint>& grid, FallbackGe
                         {"device", run.device},
                         {"backend_note", note.value_or("")},
                         {"metrics", runMetricsJson(run)}});
-    say(hooks.point_line, "sweep: " + std::to_string(res.table.size()) + "/" + std::to_string(grid.size()) + " " +
-                              pt.id + " done (SQNR " + sixDigitText(met("sqnr_db")) + " dB)");
+    if (hooks.point_lines)
+      line("sweep: " + std::to_string(res.table.size()) + "/" + std::to_string(grid.size()) + " " + pt.id +
+               " done (SQNR " + sixDigitText(met("sqnr_db")) + " dB)",
+           true);
     say(hooks.loss_note, sweepLossNote(++pending, out));
   };
   h.save = [&](const std::vector<Run>& runs, std::string* error) {
@@ -58,7 +77,7 @@ SweepFileResult runSweepIntoFile(const std::vector<SweepPoint>& grid, FallbackGe
       return false;
     }
     for (size_t i = 0; i < ids.size(); ++i)
-      if (ids[i] != runs[i].id) say(hooks.warning, "note: run " + runs[i].id + " stored as " + ids[i] + " (id taken)");
+      if (ids[i] != runs[i].id) line("note: run " + runs[i].id + " stored as " + ids[i] + " (id taken)", false);
     pending = 0;
     say(hooks.loss_note, sweepLossNote(pending, out));
     return true;
@@ -68,6 +87,14 @@ SweepFileResult runSweepIntoFile(const std::vector<SweepPoint>& grid, FallbackGe
   res.outcome = runSweep(grid, backend, h, ro);
   res.backends.assign(ran_on.begin(), ran_on.end());
   return res;
+}
+
+std::string sweepSkippedText(const std::vector<std::string>& skipped, const std::string& out) {
+  const size_t n = std::min<size_t>(skipped.size(), 12);
+  return "sweep: " + std::to_string(skipped.size()) + " grid point(s) already in " + out +
+         " with the same configuration, skipped (--recompute runs them again): " +
+         joinNames(std::vector<std::string>(skipped.begin(), skipped.begin() + static_cast<std::ptrdiff_t>(n))) +
+         (skipped.size() > 12 ? ", ..." : "");
 }
 
 Json sweepSummaryJson(const std::string& file, int shard, int shards, const std::string& backend_request,

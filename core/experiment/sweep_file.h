@@ -15,6 +15,19 @@
 
 namespace fp8lab {
 
+/// The grid points of a sweep config for one shard (sweep.h: parseSweepSpec, expandSweep,
+/// sweepShard).
+struct SweepPlan {
+  std::vector<std::string> notes; ///< remarks on the config (SweepSpec::notes), also with an error
+  std::vector<SweepPoint> grid;   ///< the shard's points
+  int64_t grid_size = 0;          ///< points of the whole grid
+};
+
+/// Plans the sweep of the config `doc` with the command-line `overrides`, shard `shard` of
+/// `shards`; "" or the error of parseSweepSpec or expandSweep.
+std::string planSweep(const JsonDocument& doc, const SweepAxisOverrides& overrides, int shard, int shards,
+                      SweepPlan* plan);
+
 /// What runSweepIntoFile reports and asks. Every hook may be empty.
 struct SweepFileHooks {
   /// As SweepHooks::progress: return false to cancel (a point in progress stops at its next check).
@@ -22,16 +35,14 @@ struct SweepFileHooks {
   /// A point's run finished: add where its GEMMs ran (recordBackend, backend_record.h), before
   /// anything reads the run.
   std::function<void(const SweepPoint& point, Run& run)> finish_run;
-  /// Lines always worth showing: a run's warnings (Issue::toString) and "note: run ID stored as
-  /// ID-2 (id taken)".
-  std::function<void(const std::string& line)> warning;
-  /// Lines a quiet front end may drop: "note: ID: --backend <why the CPU ran it>", once per reason,
-  /// for a point the CPU ran although a GPU is present.
-  std::function<void(const std::string& line)> note;
-  /// A point finished: "sweep: I/N ID done (SQNR s dB)" (I counts the finished points, N = the
-  /// grid's size; sixDigitText), for a log without a progress bar.
-  std::function<void(const std::string& line)> point_line;
-  /// What a forced stop would lose now (sweepLossNote, sweepSaveLossNote), whenever it changes.
+  /// A line for stderr. Always shown: a run's warnings (Issue::toString) and "note: run ID stored
+  /// as ID-2 (id taken)". `detail` (a quiet front end drops them): "note: ID: --backend <why the
+  /// CPU ran it>", once per reason, for a point the CPU ran although a GPU is present; and with
+  /// `point_lines`, "sweep: I/N ID done (SQNR s dB)" per finished point (I counts the finished
+  /// points, N = the grid's size; sixDigitText), for a log without a progress bar.
+  std::function<void(const std::string& line, bool detail)> line;
+  bool point_lines = false;
+  /// What a forced stop would lose now (sweepLossNote, or the save in progress), whenever it changes.
   std::function<void(const std::string& note)> loss_note;
 };
 
@@ -52,6 +63,10 @@ SweepFileResult runSweepIntoFile(const std::vector<SweepPoint>& grid, FallbackGe
 
 /// "N finished grid point(s) not yet saved and the point in progress; OUT keeps what it held".
 std::string sweepLossNote(size_t pending, const std::string& out);
+
+/// "sweep: N grid point(s) already in OUT with the same configuration, skipped (--recompute runs
+/// them again): ID, ID, ..." naming the first 12 `skipped` points (then ", ...").
+std::string sweepSkippedText(const std::vector<std::string>& skipped, const std::string& out);
 
 /// The JSON summary of `sweep --json`: file, shard, shards, backend_request (when not empty),
 /// grid_size, skipped (ids), runs (`rows`).
