@@ -38,6 +38,11 @@ void printJson(const Json& j) {
   out(toJsonText(toQJson(j)) + "\n");
 }
 
+/// recordBackend (backend/backend_record.h) with `b`, as core's record_backend hooks take it.
+auto recorder(FallbackGemmBackend& b) {
+  return [&b](Run& run, const GemmOptions& gemm, const std::string& note) { recordBackend(run, b, gemm, note); };
+}
+
 /// The progress bar of the piece of work in progress, ended before any line on stderr (lines with
 /// `detail` are dropped when `hide_detail`). Progress without a bar starts one labelled `idle`.
 struct Bar {
@@ -58,13 +63,20 @@ struct Bar {
   }
 };
 
-} // namespace
-
-bool appendRunsToFile(const QString& out, const std::vector<Run>& runs, bool compress, std::vector<std::string>* ids) {
+/// How the commands here save: `compress`, a taken run id renamed (-2, -3, ...), the session
+/// lock policy of the process.
+WriteOptions writeOptions(bool compress) {
   WriteOptions wo;
   wo.compress = compress;
   wo.on_conflict = WriteOptions::OnConflict::Rename;
   wo.lock = sessionLockWait();
+  return wo;
+}
+
+} // namespace
+
+bool appendRunsToFile(const QString& out, const std::vector<Run>& runs, bool compress, std::vector<std::string>* ids) {
+  WriteOptions wo = writeOptions(compress);
   TerminalProgress bar(QStringLiteral("saving"));
   wo.progress = [&](double f, const std::string& s) {
     bar.update(f, qs(s));
@@ -80,36 +92,32 @@ bool appendRunsToFile(const QString& out, const std::vector<Run>& runs, bool com
 bool loadConfig(const QString& path, LoadedConfig* c) {
   QString e;
   std::optional<QByteArray> bytes;
-  c->origin = path;
-  if (path.isEmpty()) { // the embedded default (a Qt resource)
-    QFile f(QStringLiteral(":/fp8lab/experiments/default.json"));
-    if (!f.exists()) f.setFileName(QStringLiteral(":/experiments/default.json"));
-    c->origin = f.fileName();
-    if (!f.exists())
-      e = QStringLiteral("no CONFIG.json given and this build has no embedded default experiment");
-    else if (!f.open(QIODevice::ReadOnly))
-      e = QStringLiteral("cannot read config '%1': %2").arg(c->origin, f.errorString());
-    else
-      bytes = f.readAll();
-  } else { // a regular file of at most 64 MiB: never a FIFO (blocks) or /dev/zero (endless)
+  QFile f(QStringLiteral(":/fp8lab/experiments/default.json")); // the embedded default (a Qt resource)
+  if (path.isEmpty() && !f.exists()) f.setFileName(QStringLiteral(":/experiments/default.json"));
+  c->origin = path.isEmpty() ? f.fileName() : path;
+  if (!path.isEmpty()) // a regular file of at most 64 MiB: never a FIFO (blocks) or /dev/zero (endless)
     bytes = readInputFile(path, InputKind::Config, QStringLiteral("config"), kMaxConfigBytes, &e);
-  }
+  else if (!f.exists())
+    e = QStringLiteral("no CONFIG.json given and this build has no embedded default experiment");
+  else if (!f.open(QIODevice::ReadOnly))
+    e = QStringLiteral("cannot read config '%1': %2").arg(c->origin, f.errorString());
+  else
+    bytes = f.readAll();
   std::string why;
   if (bytes) c->text = bytes->toStdString();
-  if (auto doc = bytes ? parseConfigText(c->text, c->origin.toStdString(), &why) : std::nullopt) {
-    c->doc = std::move(*doc);
-    return true;
-  }
-  fail(bytes ? qs(why) : e);
-  return false;
-}
-
-QCommandLineOption cliOption(const char* names, const char* help, const char* value, const char* def) {
-  return QCommandLineOption(QString::fromUtf8(names).split(QLatin1Char(',')), QString::fromUtf8(help),
-                            QString::fromUtf8(value), QString::fromUtf8(def));
+  auto doc = bytes ? parseConfigText(c->text, c->origin.toStdString(), &why) : std::nullopt;
+  if (doc) c->doc = std::move(*doc);
+  return doc || fail(bytes ? qs(why) : e) == 0;
 }
 
 namespace {
+
+/// A command-line option: `names` comma-separated ("o,out"), `value` the value's name ("" for a
+/// flag), `def` its default ("" for none).
+QCommandLineOption cliOption(const char* names, const char* help, const char* value = "", const char* def = "") {
+  return QCommandLineOption(QString::fromUtf8(names).split(QLatin1Char(',')), QString::fromUtf8(help),
+                            QString::fromUtf8(value), QString::fromUtf8(def));
+}
 
 QCommandLineOption outOption() {
   return cliOption("o,out", "Session file to write (created or appended to).", "FILE.h5");
@@ -146,13 +154,9 @@ int runTraining(const Json& config, const ConfigPath& at, const JsonDocument* do
   h.progress = [&](double f, const std::string& stage) { return bar.update(f, stage); };
   h.ended = [&] { bar.bar.reset(); };
   h.loss_note = [](const std::string& n) { setInterruptLossNote(QString::fromStdString(n)); };
-  h.record_backend = [&](Run& run, const GemmOptions& gemm, const std::string& note) {
-    recordBackend(run, *opt.backend, gemm, note);
-  };
-  WriteOptions wo;
-  wo.compress = opt.compress;
-  wo.lock = sessionLockWait();
-  const TrainingFileResult res = runTrainingIntoFile(*spec, path, wo, opt.backend, opt.over.threads, h);
+  if (opt.backend) h.record_backend = recorder(*opt.backend);
+  const TrainingFileResult res =
+      runTrainingIntoFile(*spec, path, writeOptions(opt.compress), opt.backend, opt.over.threads, h);
   bar.bar.reset();
   const auto status = res.outcome.status;
   if (status == TrainingExperimentOutcome::Status::Failed) return fail(QString::fromStdString(res.outcome.error));
@@ -224,9 +228,7 @@ int runRun(const QStringList& args) {
     h.line = [&](const std::string& s, bool detail) { bar.line(s, detail); };
     h.started = [&](const std::string& id) { bar.start("gemm " + id); };
     h.progress = [&](double f, const std::string& s) { return bar.update(f, s); };
-    h.record_backend = [&](Run& r, const GemmOptions& gemm, const std::string& note) {
-      recordBackend(r, *backend, gemm, note);
-    };
+    h.record_backend = recorder(*backend);
     h.report = [&](const Run& run, const std::string& stored, const GemmExperimentConfig& cfg) {
       if (!json) return out(gemmRunReportText(run, stored, cfg, outFile.toStdString()));
       QJsonObject j = toQJson(gemmRunResultJson(run, outFile.toStdString(), stored)).toObject();
@@ -378,19 +380,14 @@ int runSweep(const QStringList& args) {
   bar.start("sweep");
   SweepFileHooks hooks;
   hooks.progress = [&](double f, const std::string& stage) { return bar.update(f, stage); };
-  hooks.finish_run = [&](const SweepPoint& pt, Run& run) {
-    recordBackend(run, *backend, pt.config.gemm, backend->note());
-  };
+  hooks.record_backend = recorder(*backend);
   hooks.line = [&](const std::string& line, bool detail) {
     if (!detail || !quiet) err(line);
   };
   // Without a terminal (a log file, CI, Slurm) there is no progress bar: one line per point.
   hooks.point_lines = ::isatty(2) != 1;
   hooks.loss_note = [](const std::string& note) { setInterruptLossNote(qs(note)); };
-  WriteOptions wo;
-  wo.compress = !p.isSet(nc);
-  wo.lock = sessionLockWait();
-  const SweepFileResult res = runSweepIntoFile(grid, *backend, outStr, wo, threads, hooks);
+  const SweepFileResult res = runSweepIntoFile(grid, *backend, outStr, writeOptions(!p.isSet(nc)), threads, hooks);
   const SweepOutcome& so = res.outcome;
   bar.bar.reset();
   if (so.status != SweepOutcome::Status::Completed) {
@@ -444,17 +441,12 @@ int runRerun(const QStringList& args) {
   if (!stored.ok()) return fail(QString::fromStdString(stored.errors()));
   rd.value.reset();
   const Run& s = stored.value;
-  TerminalProgress bar(QStringLiteral("rerun %1").arg(id));
-  const bool quiet = p.isSet(q);
+  Bar bar(p.isSet(q), p.isSet(q));
+  bar.start("rerun " + id.toStdString());
   std::string e;
-  auto res = rerunStoredRun(
-      s, threads,
-      [&](double f, const std::string& st) {
-        if (!quiet) bar.update(f, QString::fromStdString(st));
-        return true;
-      },
-      &e);
-  bar.finish();
+  const auto res = rerunStoredRun(
+      s, threads, [&](double f, const std::string& st) { return bar.update(f, st); }, &e);
+  bar.bar.reset();
   if (!res) return fail(QString::fromStdString(e));
   if (p.isSet(saveOpt)) {
     std::vector<std::string> ids;

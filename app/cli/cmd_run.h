@@ -6,7 +6,6 @@
 #include "io/json_document.h"
 #include "session/session.h"
 
-#include <QCommandLineOption>
 #include <QString>
 
 #include <string>
@@ -28,9 +27,5 @@ bool loadConfig(const QString& path, LoadedConfig* c);
 /// Appends runs to `out` (Rename on conflict), printing the ids assigned; false after printing
 /// the error.
 bool appendRunsToFile(const QString& out, const std::vector<Run>& runs, bool compress, std::vector<std::string>* ids);
-
-/// A command-line option: `names` comma-separated ("o,out"), `value` the value's name ("" for a
-/// flag), `def` its default ("" for none); UTF-8 text.
-QCommandLineOption cliOption(const char* names, const char* help, const char* value = "", const char* def = "");
 
 } // namespace fp8lab::cli

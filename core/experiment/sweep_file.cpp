@@ -44,7 +44,7 @@ SweepFileResult runSweepIntoFile(const std::vector<SweepPoint>& grid, FallbackGe
   };
   h.warning = [&](const SweepPoint&, const Issue& w) { line(w.toString(), false); };
   h.point_done = [&](const SweepPoint& pt, Run& run) {
-    if (hooks.finish_run) hooks.finish_run(pt, run);
+    if (hooks.record_backend) hooks.record_backend(run, pt.config.gemm, backend.note());
     const auto note = attrString(run.attrs, "backend_note");
     if (note && run.backend == "cpu" && backend.hasGpu() && noted.insert(*note).second)
       line("note: " + pt.id + ": --backend " + *note, true);

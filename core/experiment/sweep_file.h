@@ -32,9 +32,10 @@ std::string planSweep(const JsonDocument& doc, const SweepAxisOverrides& overrid
 struct SweepFileHooks {
   /// As SweepHooks::progress: return false to cancel (a point in progress stops at its next check).
   std::function<bool(double fraction, const std::string& stage)> progress;
-  /// A point's run finished: add where its GEMMs ran (recordBackend, backend_record.h), before
-  /// anything reads the run.
-  std::function<void(const SweepPoint& point, Run& run)> finish_run;
+  /// A point's run finished: records where its GEMMs ran before anything reads the run:
+  /// recordBackend (backend/backend_record.h) with the backend, the point's GEMM options and
+  /// `note` (the backend's note() after the run).
+  std::function<void(Run& run, const GemmOptions& gemm, const std::string& note)> record_backend;
   /// A line for stderr. Always shown: a run's warnings (Issue::toString) and "note: run ID stored
   /// as ID-2 (id taken)". `detail` (a quiet front end drops them): "note: ID: --backend <why the
   /// CPU ran it>", once per reason, for a point the CPU ran although a GPU is present; and with
