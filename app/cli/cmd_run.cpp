@@ -7,8 +7,6 @@
 #include "cli_util.h"
 #include "command.h"
 
-#include "experiment/experiment_batch.h"
-#include "experiment/experiment_registry.h"
 #include "experiment/gemm_experiment_object.h"
 #include "experiment/run_results.h"
 #include "experiment/sweep_file.h"
@@ -140,9 +138,8 @@ struct TrainingCliOptions {
 int runTraining(const Json& config, const ConfigPath& at, const JsonDocument* doc, const QString& out_file,
                 const TrainingCliOptions& opt) {
   std::string e;
-  auto spec = parseTrainingExperiment(config, &e, doc, at);
-  if (!spec) return fail(QStringLiteral("invalid training config: %1").arg(QString::fromStdString(e)));
-  if (e = applyTrainingOverrides(*spec, opt.over); !e.empty()) return fail(QString::fromStdString(e));
+  auto spec = trainingExperimentToRun(config, at, doc, opt.over, &e);
+  if (!spec) return fail(qs(e));
   // Fail early on an output that cannot be saved, before minutes of training.
   if (!outputWritableOrFail(out_file)) return 2;
   InterruptGuard interrupt_guard; // SIGINT / SIGTERM / SIGHUP: stop after the step, save, exit 128+sig
@@ -240,9 +237,7 @@ int runRun(const QStringList& args) {
     using G = GemmObjectResult::Status;
     if (g.status == G::ConfigError || g.status == G::Failed) fail(qs(g.error));
     if ((g.status == G::Failed || g.status == G::Cancelled) && interrupted()) {
-      err("fp8lab-cli: interrupted by " + interruptName().toStdString() + ": GEMM run '" + g.id +
-          "' stopped before it finished and was not saved (" + outFile.toStdString() +
-          " keeps what it held, with any runs finished before)");
+      err("fp8lab-cli: " + gemmInterruptText(interruptName().toStdString(), g.id, outFile.toStdString()));
       return interruptedExitCode();
     }
     return g.status == G::Done ? 0 : 2;
@@ -270,8 +265,7 @@ int runRun(const QStringList& args) {
   if (res.status == S::SaveFailed || res.status == S::Failed)
     return finish(res.status == S::Failed ? res.exit_code : 2);
   if (res.status == S::Interrupted) {
-    err("fp8lab-cli: interrupted by " + interruptName().toStdString() + "; the finished runs are saved in " +
-        outFile.toStdString());
+    err("fp8lab-cli: " + experimentListInterruptText(interruptName().toStdString(), outFile.toStdString()));
     return finish(interruptedExitCode());
   }
   if (!json && !quiet) err("session written: " + QFileInfo(outFile).absoluteFilePath().toStdString());
@@ -284,16 +278,9 @@ int runSweep(const QStringList& args) {
   QCommandLineParser p;
   p.setApplicationDescription(
       QStringLiteral("Runs a grid of GEMM experiments: formats x scalings x distributions x seeds, one run each.\n"
-                     "CONFIG.json is a GEMM config with a \"sweep\" object, e.g.\n"
-                     "  {\"type\": \"gemm\", \"m\": 256, \"k\": 256, \"n\": 256, \"seed\": 1,\n"
-                     "   \"sweep\": {\"formats\": [\"E4M3FN\", \"E5M2\", \"E4M3FN:E5M2\"], \"scalings\": "
-                     "[\"te_current\", \"mx_rceil\"],\n"
-                     "             \"distributions\": [\"normal\", \"lognormal\"], \"seeds\": [1, 2, 3]}}\n"
-                     "(\"A:B\" gives A and B different formats; in scalings, a recipe pair such as\n"
-                     "deepgemm_1x128:deepgemm_128x128 scales A with the first preset and B with the second).\n"
-                     "Without \"formats\" each recipe brings its own element format (NVFP4 presets E2M1, the\n"
-                     "others the config's, E4M3FN by default), so FP8, MX and NVFP4 recipes share one grid.\n"
-                     "Options override the sweep lists. With several seeds, rank the recipes with\n"
+                     "CONFIG.json is a GEMM config with a \"sweep\" object, e.g.\n") +
+      qs(sweepObjectHelp()) +
+      QStringLiteral("Options override the sweep lists. With several seeds, rank the recipes with\n"
                      "`fp8lab-cli decide FILE.h5` (mean and 95 % interval over seeds, cost per recipe).\n"
                      "--shard i/n runs the grid points g with g mod n == i (0-based), so shards can run on\n"
                      "separate machines (e.g. a Slurm array: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT);\n"
@@ -354,15 +341,10 @@ int runSweep(const QStringList& args) {
     for (const auto& pt : grid) out(QStringLiteral("%1 %2\n").arg(pt.index).arg(qs(pt.id)));
     return 0;
   }
-  // Resume: the grid points already in the file with the same configuration are skipped and
-  // reported (removeStoredPoints).
-  std::vector<std::string> skipped;
-  if (!p.isSet(recomputeOpt) && QFileInfo::exists(outPath)) {
-    auto rd = SessionReader::open(outStr);
-    if (!rd.ok()) return fail(qs(rd.errors()));
-    skipped = removeStoredPoints(&grid, rd.value->info().runs);
-    if (!skipped.empty() && !quiet) err(sweepSkippedText(skipped, outStr));
-  }
+  // Resume: the grid points already in the file with the same configuration are skipped.
+  if (!p.isSet(recomputeOpt) && !(e = resumeSweep(&plan, outStr)).empty()) return fail(qs(e));
+  const std::vector<std::string>& skipped = plan.skipped;
+  if (!skipped.empty() && !quiet) err(sweepSkippedText(skipped, outStr));
   if (grid.empty() && !skipped.empty()) {
     if (json)
       printJson(sweepSummaryJson(outStr, shard, shards, "", g, skipped, Json::array()));

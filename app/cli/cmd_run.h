@@ -2,7 +2,6 @@
 // (cmd_run.cpp), and what other commands share with them: reading a config, saving runs, options.
 #pragma once
 
-#include "experiment/config_reader.h"
 #include "io/json_document.h"
 #include "session/session.h"
 

@@ -56,6 +56,10 @@ bool RunBatch::flush() {
   return saved;
 }
 
+std::string experimentListInterruptText(const std::string& signal, const std::string& out) {
+  return "interrupted by " + signal + "; the finished runs are saved in " + out;
+}
+
 std::string experimentDoneLine(size_t index, size_t count, bool pending) {
   return "run: experiment " + std::to_string(index + 1) + "/" + std::to_string(count) + " done" +
          (pending ? " (its run is saved with the next batch)" : "");

@@ -118,6 +118,10 @@ struct ExperimentListOutcome {
 /// renewed after every experiment.
 ExperimentListOutcome runExperimentList(size_t count, RunBatch& batch, const ExperimentListHooks& hooks);
 
+/// "interrupted by S; the finished runs are saved in OUT": what the front end says when `signal`
+/// (e.g. "Ctrl-C (SIGINT)") ended runExperimentList (Interrupted).
+std::string experimentListInterruptText(const std::string& signal, const std::string& out);
+
 /// "run: experiment I/N done", plus " (its run is saved with the next batch)" when `pending`: the
 /// progress line of `run` after experiment `index` (0-based) of `count`.
 std::string experimentDoneLine(size_t index, size_t count, bool pending);

@@ -30,6 +30,11 @@ std::vector<ExperimentObject> experimentsToRun(const JsonDocument& doc, const st
   return exps;
 }
 
+std::string gemmInterruptText(const std::string& signal, const std::string& id, const std::string& out) {
+  return "interrupted by " + signal + ": GEMM run '" + id + "' stopped before it finished and was not saved (" + out +
+         " keeps what it held, with any runs finished before)";
+}
+
 GemmObjectResult runGemmExperimentObject(const ExperimentObject& ex, const JsonDocument* doc,
                                          const std::string& id_override, int threads, FallbackGemmBackend& backend,
                                          RunBatch& batch, const GemmObjectHooks& hooks) {

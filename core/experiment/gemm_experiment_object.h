@@ -66,6 +66,11 @@ struct GemmObjectResult {
   std::string id; ///< the run id: `id_override`, else the object's "name", else defaultGemmRunId
 };
 
+/// What the front end says when `signal` (e.g. "Ctrl-C (SIGINT)") stopped GEMM run `id` before it
+/// finished: "interrupted by S: GEMM run 'ID' stopped before it finished and was not saved (OUT
+/// keeps what it held, with any runs finished before)".
+std::string gemmInterruptText(const std::string& signal, const std::string& id, const std::string& out);
+
 /// Runs the GEMM experiment object `ex` (of `doc`, for line and column) on `backend` (not owned)
 /// with `threads` GEMM threads (0 = all cores; results do not depend on it), and adds the
 /// finished run, stored with the object's text as its config, to `batch`. Config errors are

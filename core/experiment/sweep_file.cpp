@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <set>
 
 namespace fp8lab {
@@ -19,6 +20,25 @@ std::string planSweep(const JsonDocument& doc, const SweepAxisOverrides& overrid
   plan->grid_size = static_cast<int64_t>(all.size());
   plan->grid = sweepShard(all, shard, shards);
   return e;
+}
+
+std::string resumeSweep(SweepPlan* plan, const std::string& out) {
+  if (std::error_code ec; !std::filesystem::exists(out, ec)) return {};
+  auto rd = SessionReader::open(out);
+  if (!rd.ok()) return rd.errors();
+  plan->skipped = removeStoredPoints(&plan->grid, rd.value->info().runs);
+  return {};
+}
+
+std::string sweepObjectHelp() {
+  return "  {\"type\": \"gemm\", \"m\": 256, \"k\": 256, \"n\": 256, \"seed\": 1,\n"
+         "   \"sweep\": {\"formats\": [\"E4M3FN\", \"E5M2\", \"E4M3FN:E5M2\"], \"scalings\": [\"te_current\", "
+         "\"mx_rceil\"],\n"
+         "             \"distributions\": [\"normal\", \"lognormal\"], \"seeds\": [1, 2, 3]}}\n"
+         "(\"A:B\" gives A and B different formats; in scalings, a recipe pair such as\n"
+         "deepgemm_1x128:deepgemm_128x128 scales A with the first preset and B with the second).\n"
+         "Without \"formats\" each recipe brings its own element format (NVFP4 presets E2M1, the\n"
+         "others the config's, E4M3FN by default), so FP8, MX and NVFP4 recipes share one grid.\n";
 }
 
 std::string sweepLossNote(size_t pending, const std::string& out) {

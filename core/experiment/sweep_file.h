@@ -18,15 +18,25 @@ namespace fp8lab {
 /// The grid points of a sweep config for one shard (sweep.h: parseSweepSpec, expandSweep,
 /// sweepShard).
 struct SweepPlan {
-  std::vector<std::string> notes; ///< remarks on the config (SweepSpec::notes), also with an error
-  std::vector<SweepPoint> grid;   ///< the shard's points
-  int64_t grid_size = 0;          ///< points of the whole grid
+  std::vector<std::string> notes;   ///< remarks on the config (SweepSpec::notes), also with an error
+  std::vector<SweepPoint> grid;     ///< the shard's points
+  int64_t grid_size = 0;            ///< points of the whole grid
+  std::vector<std::string> skipped; ///< resumeSweep: ids of points already in the file
 };
 
 /// Plans the sweep of the config `doc` with the command-line `overrides`, shard `shard` of
 /// `shards`; "" or the error of parseSweepSpec or expandSweep.
 std::string planSweep(const JsonDocument& doc, const SweepAxisOverrides& overrides, int shard, int shards,
                       SweepPlan* plan);
+
+/// Resume: when the session file `out` exists, the points of plan->grid it already holds with the
+/// same configuration (removeStoredPoints) move to plan->skipped. "" or the session reader's
+/// error.
+std::string resumeSweep(SweepPlan* plan, const std::string& out);
+
+/// The sweep object of a GEMM config, for help texts: an example and how its lists combine
+/// (parseSweepSpec, expandSweep), several lines each ending with a newline.
+std::string sweepObjectHelp();
 
 /// What runSweepIntoFile reports and asks. Every hook may be empty.
 struct SweepFileHooks {

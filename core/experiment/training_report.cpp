@@ -53,6 +53,17 @@ std::string applyTrainingOverrides(TrainingExperimentSpec& spec, const TrainingO
   return {};
 }
 
+std::optional<TrainingExperimentSpec> trainingExperimentToRun(const Json& config, const ConfigPath& at,
+                                                              const JsonDocument* doc, const TrainingOverrides& o,
+                                                              std::string* error) {
+  auto spec = parseTrainingExperiment(config, error, doc, at);
+  if (!spec)
+    *error = "invalid training config: " + *error;
+  else if (*error = applyTrainingOverrides(*spec, o); !error->empty())
+    spec.reset();
+  return spec;
+}
+
 std::string trainingRunStartLine(const std::string& label, const TrainingRunSpec& rs, int64_t steps_per_epoch,
                                  int64_t images) {
   if (rs.lm) {

@@ -27,6 +27,13 @@ struct TrainingOverrides {
 /// run id's problem (isValidRunId), "no run 'ID' in the config".
 std::string applyTrainingOverrides(TrainingExperimentSpec& spec, const TrainingOverrides& o);
 
+/// The training experiment `config` (at `at` in `doc`, which may be null) parsed
+/// (parseTrainingExperiment) with `o` applied; nullopt with *error: "invalid training config:
+/// <the parser's message>" or applyTrainingOverrides's error.
+std::optional<TrainingExperimentSpec> trainingExperimentToRun(const Json& config, const ConfigPath& at,
+                                                              const JsonDocument* doc, const TrainingOverrides& o,
+                                                              std::string* error);
+
 /// The line when a training run starts (`label` e.g. "[1/3] fp8-delayed"): for a transformer
 /// "LABEL: transformer LM (P parameters: d_model D, L layers, H heads, context C, FFN, NORM
 /// pre|post-norm), SCALING|FP32 baseline, S steps of batch B on N bytes of text"; for the MLP
