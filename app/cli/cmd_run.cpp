@@ -117,12 +117,16 @@ QCommandLineOption cliOption(const char* names, const char* help, const char* va
                             QString::fromUtf8(value), QString::fromUtf8(def));
 }
 
-QCommandLineOption outOption() {
-  return cliOption("o,out", "Session file to write (created or appended to).", "FILE.h5");
-}
-QCommandLineOption threadsOption() {
-  return cliOption("threads", "Worker threads (0 = all cores; results do not depend on it).", "N", "0");
-}
+/// Options `run` and `sweep` share (`rerun` the last three), in this order.
+struct SharedOptions {
+  QCommandLineOption o = cliOption("o,out", "Session file to write (created or appended to).", "FILE.h5"),
+                     nc = cliOption("no-compress", "Store datasets uncompressed (faster, larger)."),
+                     be = backendOption(),
+                     th =
+                         cliOption("threads", "Worker threads (0 = all cores; results do not depend on it).", "N", "0"),
+                     js = cliOption("json", "Machine-readable JSON output."),
+                     q = cliOption("q,quiet", "No progress output.");
+};
 
 /// A training experiment of `run` or `train`.
 struct TrainingCliOptions {
@@ -155,10 +159,10 @@ int runTraining(const Json& config, const ConfigPath& at, const JsonDocument* do
   const TrainingFileResult res =
       runTrainingIntoFile(*spec, path, writeOptions(opt.compress), opt.backend, opt.over.threads, h);
   bar.bar.reset();
-  const auto status = res.outcome.status;
-  if (status == TrainingExperimentOutcome::Status::Failed) return fail(QString::fromStdString(res.outcome.error));
+  using S = TrainingExperimentOutcome::Status;
+  if (res.outcome.status == S::Failed) return fail(qs(res.outcome.error));
   // Cancelled, or a signal that arrived after the last piece of work: everything is saved.
-  const bool stopped = status == TrainingExperimentOutcome::Status::Cancelled || interrupted();
+  const bool stopped = res.outcome.status == S::Cancelled || interrupted();
   if (opt.json) emitJson(opt.json_out, toQJson(trainingSummaryJson(path, stopped, res.runs)).toObject());
   if (stopped) {
     err("fp8lab-cli: " + trainingInterruptText(res.outcome, path));
@@ -169,8 +173,6 @@ int runTraining(const Json& config, const ConfigPath& at, const JsonDocument* do
   return 0;
 }
 
-// ---- run ------------------------------------------------------------------------------------
-
 int runRun(const QStringList& args) {
   QCommandLineParser p;
   p.setApplicationDescription(QStringLiteral(
@@ -178,11 +180,9 @@ int runRun(const QStringList& args) {
       "CONFIG holds one experiment object ({\"type\": \"gemm\" | \"training\", ...}) or {\"experiments\": [...]};\n"
       "without CONFIG the embedded default experiment runs. Schema: docs/session-format.md."));
   p.addPositionalArgument(QStringLiteral("CONFIG.json"), QStringLiteral("Experiment config (optional)."));
-  const auto o = outOption(), nc = cliOption("no-compress", "Store datasets uncompressed (faster, larger)."),
-             th = threadsOption(), js = cliOption("json", "Machine-readable JSON output."),
-             q = cliOption("q,quiet", "No progress output."),
-             idOpt = cliOption("id", "Run id (single-run configs).", "ID"),
-             dataOpt = cliOption("data-dir", "Fashion-MNIST directory (training).", "DIR"), be = backendOption();
+  const auto& [o, nc, be, th, js, q] = SharedOptions{};
+  const auto idOpt = cliOption("id", "Run id (single-run configs).", "ID"),
+             dataOpt = cliOption("data-dir", "Fashion-MNIST directory (training).", "DIR");
   p.addOptions({o, idOpt, nc, th, dataOpt, be, js, q});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
@@ -252,10 +252,7 @@ int runRun(const QStringList& args) {
   hooks.run = [&](size_t i, RunBatch&) {
     const std::string type = experimentTypeOf(*exps[i].obj);
     if (type == "gemm") return runGemm(exps[i]);
-    if (type != "training")
-      return fail(QStringLiteral("\"gemm-trained-weights\" runs are made by a training experiment's "
-                                 "\"gemm_on_trained_weights\" (see docs/training.md); they can be re-run with "
-                                 "`fp8lab-cli rerun`"));
+    if (type != "training") return fail(qs(notRunnableText(type)));
     const TrainingOverrides over{p.value(dataOpt).toStdString(), threads, runId.toStdString(), ""};
     return runTraining(*exps[i].obj, exps[i].at, &c.doc, outFile,
                        {over, json, quiet, compress, false, backend.get(), json_out});
@@ -272,8 +269,6 @@ int runRun(const QStringList& args) {
   return finish(0);
 }
 
-// ---- sweep ----------------------------------------------------------------------------------
-
 int runSweep(const QStringList& args) {
   QCommandLineParser p;
   p.setApplicationDescription(
@@ -286,10 +281,8 @@ int runSweep(const QStringList& args) {
                      "separate machines (e.g. a Slurm array: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT);\n"
                      "join their files with `fp8lab-cli merge`."));
   p.addPositionalArgument(QStringLiteral("CONFIG.json"), QStringLiteral("GEMM config with a sweep object."));
-  const auto o = outOption(), nc = cliOption("no-compress", "Store datasets uncompressed (faster, larger)."),
-             th = threadsOption(), js = cliOption("json", "Machine-readable JSON output."),
-             q = cliOption("q,quiet", "No progress output."),
-             shardOpt = cliOption("shard", "Run slice i of n (0 <= i < n).", "i/n"),
+  const auto& [o, nc, be, th, js, q] = SharedOptions{};
+  const auto shardOpt = cliOption("shard", "Run slice i of n (0 <= i < n).", "i/n"),
              fOpt = cliOption("formats", "Comma-separated formats (A or A:B).", "LIST"),
              sOpt = cliOption("scalings", "Comma-separated scaling presets.", "LIST"),
              dOpt = cliOption("distributions", "Comma-separated distributions.", "LIST"),
@@ -297,8 +290,7 @@ int runSweep(const QStringList& args) {
              dryOpt = cliOption("dry-run", "List the grid points of this shard and exit."),
              recomputeOpt = cliOption("recompute", "Also run grid points already in --out with the same configuration "
                                                    "(by default they are skipped, so a sweep run again after an "
-                                                   "interruption resumes); new copies get -2 ids."),
-             be = backendOption();
+                                                   "interruption resumes); new copies get -2 ids.");
   p.addOptions({o, shardOpt, fOpt, sOpt, dOpt, seedOpt, nc, th, be, js, q, dryOpt, recomputeOpt});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
@@ -331,8 +323,7 @@ int runSweep(const QStringList& args) {
   e = planSweep(c.doc, over, shard, shards, &plan);
   for (const auto& n : plan.notes) err("fp8lab-cli: note: " + n);
   if (!e.empty()) return fail(qs(e));
-  std::vector<SweepPoint>& grid = plan.grid;
-  const int64_t g = plan.grid_size;
+  const std::vector<SweepPoint>& grid = plan.grid;
   const bool json = p.isSet(js), quiet = p.isSet(q);
   const std::string outStr = outPath.toStdString();
   if (!parseBackendRequest(p.value(be)))
@@ -343,20 +334,15 @@ int runSweep(const QStringList& args) {
   }
   // Resume: the grid points already in the file with the same configuration are skipped.
   if (!p.isSet(recomputeOpt) && !(e = resumeSweep(&plan, outStr)).empty()) return fail(qs(e));
-  const std::vector<std::string>& skipped = plan.skipped;
-  if (!skipped.empty() && !quiet) err(sweepSkippedText(skipped, outStr));
-  if (grid.empty() && !skipped.empty()) {
-    if (json)
-      printJson(sweepSummaryJson(outStr, shard, shards, "", g, skipped, Json::array()));
-    else
-      err("sweep: nothing to run: every grid point of this shard is already in " + outStr + " (file unchanged)");
+  if (!plan.skipped.empty() && !quiet) err(sweepSkippedText(plan.skipped, outStr));
+  if (grid.empty() && !plan.skipped.empty()) {
+    json ? printJson(sweepSummaryJson(outStr, shard, shards, "", plan.grid_size, plan.skipped, Json::array()))
+         : err(sweepNothingToRunText(outStr));
     return 0;
   }
   const auto backend = makeChosenBackend(p.value(be), quiet);
   if (!backend) return 2;
-  if (!quiet)
-    err("sweep: " + std::to_string(grid.size()) + " of " + std::to_string(g) + " grid points (shard " +
-        std::to_string(shard) + "/" + std::to_string(shards) + ") -> " + outStr);
+  if (!quiet) err(sweepStartText(plan, shard, shards, outStr));
   InterruptGuard interrupt_guard; // Ctrl-C / SIGTERM / SIGHUP: save the finished points, then stop
   Bar bar{quiet, quiet};
   bar.start("sweep");
@@ -372,26 +358,24 @@ int runSweep(const QStringList& args) {
   const SweepFileResult res = runSweepIntoFile(grid, *backend, outStr, writeOptions(!p.isSet(nc)), threads, hooks);
   const SweepOutcome& so = res.outcome;
   bar.bar.reset();
-  if (so.status != SweepOutcome::Status::Completed) {
-    if (!so.error.empty()) fail(qs(so.error));
-    if (!so.saved()) fail(qs(so.save_error));
-    // A failed batch save between two points ends with 2 even when a signal came too.
-    if (!interrupted() || (!so.in_point && so.status == SweepOutcome::Status::Failed)) return 2;
-  }
-  if (interrupted()) { // a completed sweep: the signal arrived after the last point's last check
+  if (!so.error.empty()) fail(qs(so.error));
+  if (!so.saved()) fail(qs(so.save_error));
+  // Stopped without a signal, or by a failed batch save between two points (even with one): 2.
+  using St = SweepOutcome::Status;
+  if (so.status != St::Completed && (!interrupted() || (!so.in_point && so.status == St::Failed))) return 2;
+  if (interrupted()) { // stopped by it, or it arrived after the last point's last check
     err("fp8lab-cli: " + sweepInterruptText(so, grid, interruptName().toStdString(), outStr));
     return interruptedExitCode();
   }
   if (json) {
-    printJson(sweepSummaryJson(outStr, shard, shards, toString(backend->request()), g, skipped, res.rows));
+    printJson(
+        sweepSummaryJson(outStr, shard, shards, toString(backend->request()), plan.grid_size, plan.skipped, res.rows));
     return 0;
   }
   out(sweepTableText(res.table, res.backends));
   err("session written: " + QFileInfo(outPath).absoluteFilePath().toStdString());
   return 0;
 }
-
-// ---- rerun ----------------------------------------------------------------------------------
 
 int runRerun(const QStringList& args) {
   QCommandLineParser p;
@@ -402,9 +386,8 @@ int runRerun(const QStringList& args) {
       "(backend \"cuda\") is compared with the CPU model, and the differences are listed."));
   p.addPositionalArgument(QStringLiteral("FILE.h5"), QStringLiteral("Session file."));
   p.addPositionalArgument(QStringLiteral("RUN_ID"), QStringLiteral("Run to reproduce."));
-  const auto th = threadsOption(), js = cliOption("json", "Machine-readable JSON output."),
-             q = cliOption("q,quiet", "No progress output."),
-             saveOpt = cliOption("out", "Also save the new run into this session file.", "FILE.h5"),
+  [[maybe_unused]] const auto& [o_, nc_, be_, th, js, q] = SharedOptions{};
+  const auto saveOpt = cliOption("out", "Also save the new run into this session file.", "FILE.h5"),
              be = cliOption("backend", "Only cpu: rerun reproduces on the CPU reference backend.", "cpu", "cpu");
   p.addOptions({saveOpt, th, be, js, q});
   int rc = 0;
@@ -430,19 +413,14 @@ int runRerun(const QStringList& args) {
       s, threads, [&](double f, const std::string& st) { return bar.update(f, st); }, &e);
   bar.bar.reset();
   if (!res) return fail(QString::fromStdString(e));
-  if (p.isSet(saveOpt)) {
-    std::vector<std::string> ids;
-    if (!appendRunsToFile(p.value(saveOpt), {res->fresh}, true, &ids)) return 2;
-  }
-  const bool same = res->differences.empty();
+  std::vector<std::string> ids;
+  if (p.isSet(saveOpt) && !appendRunsToFile(p.value(saveOpt), {res->fresh}, true, &ids)) return 2;
   if (p.isSet(js))
     printJson(rerunResultJson(file.toStdString(), id.toStdString(), s, *res));
   else
     out(rerunReportText(s, *res));
-  return same ? 0 : 1;
+  return res->differences.empty() ? 0 : 1;
 }
-
-// ---- train ----------------------------------------------------------------------------------
 
 int runTrain(const QStringList& args) {
   QCommandLineParser p;

@@ -1,5 +1,5 @@
 // fp8lab-cli run / sweep / rerun / train — experiment configs (JSON) into session runs
-// (cmd_run.cpp), and what other commands share with them: reading a config, saving runs, options.
+// (cmd_run.cpp), and what other commands share with them: reading a config, saving runs.
 #pragma once
 
 #include "io/json_document.h"

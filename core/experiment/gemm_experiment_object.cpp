@@ -30,6 +30,12 @@ std::vector<ExperimentObject> experimentsToRun(const JsonDocument& doc, const st
   return exps;
 }
 
+std::string notRunnableText(const std::string& type) {
+  if (type != "gemm-trained-weights") return {};
+  return "\"gemm-trained-weights\" runs are made by a training experiment's \"gemm_on_trained_weights\" (see "
+         "docs/training.md); they can be re-run with `fp8lab-cli rerun`";
+}
+
 std::string gemmInterruptText(const std::string& signal, const std::string& id, const std::string& out) {
   return "interrupted by " + signal + ": GEMM run '" + id + "' stopped before it finished and was not saved (" + out +
          " keeps what it held, with any runs finished before)";

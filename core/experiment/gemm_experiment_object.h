@@ -33,6 +33,12 @@ std::string checkExperimentObjects(const std::vector<ExperimentObject>& objects,
 std::vector<ExperimentObject> experimentsToRun(const JsonDocument& doc, const std::string& text, bool run_id_given,
                                                std::string* error);
 
+/// Why experiments of `type` cannot run from a config, for a type no config holds: for
+/// "gemm-trained-weights", "\"gemm-trained-weights\" runs are made by a training experiment's
+/// \"gemm_on_trained_weights\" (see docs/training.md); they can be re-run with `fp8lab-cli
+/// rerun`"; "" for the other types.
+std::string notRunnableText(const std::string& type);
+
 /// What a GEMM object's run reports and asks. Every hook may be empty.
 struct GemmObjectHooks {
   /// The config reader's notes (ConfigReader::notes), before the run.

@@ -30,6 +30,15 @@ std::string resumeSweep(SweepPlan* plan, const std::string& out) {
   return {};
 }
 
+std::string sweepNothingToRunText(const std::string& out) {
+  return "sweep: nothing to run: every grid point of this shard is already in " + out + " (file unchanged)";
+}
+
+std::string sweepStartText(const SweepPlan& plan, int shard, int shards, const std::string& out) {
+  return "sweep: " + std::to_string(plan.grid.size()) + " of " + std::to_string(plan.grid_size) +
+         " grid points (shard " + std::to_string(shard) + "/" + std::to_string(shards) + ") -> " + out;
+}
+
 std::string sweepObjectHelp() {
   return "  {\"type\": \"gemm\", \"m\": 256, \"k\": 256, \"n\": 256, \"seed\": 1,\n"
          "   \"sweep\": {\"formats\": [\"E4M3FN\", \"E5M2\", \"E4M3FN:E5M2\"], \"scalings\": [\"te_current\", "

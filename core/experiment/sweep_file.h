@@ -34,6 +34,13 @@ std::string planSweep(const JsonDocument& doc, const SweepAxisOverrides& overrid
 /// error.
 std::string resumeSweep(SweepPlan* plan, const std::string& out);
 
+/// "sweep: nothing to run: every grid point of this shard is already in OUT (file unchanged)".
+std::string sweepNothingToRunText(const std::string& out);
+
+/// "sweep: N of G grid points (shard I/S) -> OUT": N = the points to run (plan.grid), G = the
+/// whole grid's size.
+std::string sweepStartText(const SweepPlan& plan, int shard, int shards, const std::string& out);
+
 /// The sweep object of a GEMM config, for help texts: an example and how its lists combine
 /// (parseSweepSpec, expandSweep), several lines each ending with a newline.
 std::string sweepObjectHelp();
