@@ -3,8 +3,8 @@
 // so N GEMM runs saved one by one cost O(N²) bytes; the finished GEMM runs therefore wait in a
 // RunBatch and are saved with one rewrite:
 //   - before an experiment that saves into the file itself (a training experiment),
-//   - after an experiment, once the batch is older than 30 s (a kill -9 or a crash loses at most
-//     that much work) or its datasets hold more than 256 MiB,
+//   - after an experiment, once 30 s passed since the batch was last empty (a kill -9 or a crash
+//     loses at most about that much work) or its datasets hold more than 256 MiB,
 //   - when an experiment fails (the finished runs are kept, then the failure is reported),
 //   - when the front end was interrupted (a signal), and at the end.
 // The front end (`fp8lab-cli run`) supplies the save, the terminal lines and the signal state
@@ -29,9 +29,9 @@ struct PendingRun {
   std::function<void(const Run& run, const std::string& stored_id)> report;
 };
 
-/// When a batch is saved although more experiments follow: after an experiment, when its
-/// oldest run waited longer than `max_age` or its datasets hold more than `max_bytes` bytes
-/// (Dataset::storedCount × elementBytes, summed).
+/// When a batch is saved although more experiments follow: after an experiment, when more than
+/// `max_age` passed since the batch was last empty (runExperimentList says when that is measured)
+/// or its datasets hold more than `max_bytes` bytes (Dataset::storedCount × elementBytes, summed).
 struct RunBatchLimits {
   std::chrono::steady_clock::duration max_age = std::chrono::seconds(30);
   int64_t max_bytes = int64_t(256) << 20;
@@ -43,8 +43,8 @@ public:
   /// Saves `runs` with one rewrite of the file, in order; true with *stored_ids (one per run, in
   /// order; may be shorter, then a run's own id counts), false after the front end reported why.
   using SaveFn = std::function<bool(const std::vector<Run>& runs, std::vector<std::string>* stored_ids)>;
-  /// Told, whenever it changes, what a forced stop would lose now (batchLossNote texts); may be
-  /// empty.
+  /// Told, whenever it changes, what a forced stop would lose now (the texts of noteLoss, add and
+  /// flush); may be empty.
   using LossNoteFn = std::function<void(const std::string& note)>;
 
   /// `out` names the session file in the loss notes. `immediate`: every run is saved as soon as
@@ -59,9 +59,10 @@ public:
   size_t size() const { return pending_.size(); }
   /// Bytes of the pending runs' datasets (storedCount × elementBytes).
   int64_t bytes() const;
-  /// Saves every pending run with one save and, when it succeeded, calls each run's report with
-  /// its stored id; the batch is empty afterwards either way. True when nothing was pending or
-  /// the save succeeded.
+  /// Saves every pending run with one save (loss note meanwhile: "the save of N finished run(s) in
+  /// progress (OUT keeps what it held before; saves are atomic)") and, when it succeeded, calls
+  /// each run's report with its stored id; the batch is empty afterwards either way. True when
+  /// nothing was pending or the save succeeded.
   bool flush();
   /// Sets the loss note of the present state: "the experiment in progress; OUT holds the runs
   /// finished before it" when empty, else "N finished run(s) not yet saved and the experiment in

@@ -1,7 +1,7 @@
 // FP8 Lab — one "gemm" experiment object of a config run as `fp8lab-cli run` runs it: parsed and
 // checked (gemm_config.h), its run id chosen, run (runGemmExperimentRun) with the object's text
-// as the run's config, and handed to the config's RunBatch (experiment_batch.h). Also the check of every experiment
-// object of a config before any runs.
+// as the run's config, and handed to the config's RunBatch (experiment_batch.h). Also the check
+// of every experiment object of a config before any runs, and the front end's texts.
 #pragma once
 
 #include "common/progress.h"
