@@ -214,4 +214,19 @@ std::optional<JsonDocument> parseStoredConfig(const std::string& text, std::stri
   return std::nullopt;
 }
 
+std::optional<JsonDocument> parseConfigText(const std::string& text, const std::string& origin, std::string* error) {
+  try {
+    JsonDocument doc = JsonDocument::parse(text);
+    if (doc.root().is_object()) return doc;
+    *error = "config '" + origin + "': expected a JSON object at the top";
+  } catch (const JsonTextError& e) {
+    if (e.kind == JsonTextError::Kind::DuplicateKey)
+      *error = "config '" + origin + "': " + e.what() + "; JSON readers disagree on which one counts, so remove one";
+    else
+      *error = "config '" + origin + "' is not valid JSON: " + e.what() + " at line " + std::to_string(e.pos.line) +
+               ", column " + std::to_string(e.pos.column);
+  }
+  return std::nullopt;
+}
+
 } // namespace fp8lab

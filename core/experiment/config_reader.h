@@ -84,6 +84,12 @@ private:
 /// JSON: ...").
 std::optional<JsonDocument> parseStoredConfig(const std::string& text, std::string* error);
 
+/// A config file's text parsed (JsonDocument::parse: no key given twice in one object) with an
+/// object at the top. nullopt with *error naming the file `origin`: "config 'F': <duplicate key
+/// message>; JSON readers disagree on which one counts, so remove one", "config 'F' is not valid
+/// JSON: <what> at line L, column C" (1-based), "config 'F': expected a JSON object at the top".
+std::optional<JsonDocument> parseConfigText(const std::string& text, const std::string& origin, std::string* error);
+
 /// "a, b, c".
 std::string joinNames(const std::vector<std::string>& names);
 
