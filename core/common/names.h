@@ -18,7 +18,7 @@ inline std::string normalizedName(std::string_view s) {
 }
 
 /// The items of a comma-separated list as typed, empty ones skipped: "a, b,,c," gives "a", " b",
-/// "c" (QString::split with Qt::SkipEmptyParts). Items keep their white space (trimmedText).
+/// "c" (QString::split with Qt::SkipEmptyParts). Items keep their white space (number_text.h trimmedText removes it).
 inline std::vector<std::string> commaItems(std::string_view s) {
   std::vector<std::string> items;
   for (size_t b = 0; b <= s.size();) {
@@ -27,13 +27,6 @@ inline std::vector<std::string> commaItems(std::string_view s) {
     b = e + 1;
   }
   return items;
-}
-
-/// `s` without its leading and trailing ASCII white space (" \t\n\v\f\r").
-inline std::string trimmedText(std::string_view s) {
-  const char* space = " \t\n\v\f\r";
-  const size_t b = s.find_first_not_of(space);
-  return b == std::string_view::npos ? std::string() : std::string(s.substr(b, s.find_last_not_of(space) - b + 1));
 }
 
 } // namespace fp8lab

@@ -2,6 +2,7 @@
 #include "experiment/checkpoint_export.h"
 
 #include "common/names.h"
+#include "common/number_text.h"
 #include "formats/format.h"
 #include "session/session_layout.h"
 #include "training/training_session.h"
@@ -41,7 +42,7 @@ bool transformerTensors(CheckpointExport& x, const Run& run, const std::string& 
                         const Format& format, std::string* why) {
   std::set<std::string> linear;
   for (const std::string& item : commaItems(sites)) {
-    const std::string name = trimmedText(item);
+    const std::string name(trimmedText(item));
     const Dataset* w = run.find(layout::weights(name + ".weight"));
     if (!w || name == "lm_head") continue; // attention matmuls have no weight; the head stays F32
     if (w->shape.size() != 2) {

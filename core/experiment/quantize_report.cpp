@@ -112,7 +112,11 @@ std::optional<QuantizeOutcome> quantizeWithPreset(const std::string& sname, cons
   r.cols = cols;
   const std::string sl = normalizedName(sname);
   // A delayed preset (flax_delayed, te_delayed, ...): `delayed` says whether sl names one.
-  const std::optional<DelayedPreset> parsed_delayed = sl.ends_with("_delayed") ? parseDelayedPreset(sl) : std::nullopt;
+  // (a value and a flag, not an optional: GCC 12 takes the optional's payload for uninitialized)
+  DelayedPreset delayed_preset = DelayedPreset::TE;
+  bool delayed = false;
+  if (sl.ends_with("_delayed"))
+    if (const auto p = parseDelayedPreset(sl)) delayed_preset = *p, delayed = true;
   if (isSet("seed") && enc.rounding != Rounding::Stochastic && !(nv && nv->stochastic_rounding))
     return refuse(error, "--seed applies only to --rounding stochastic (the other roundings draw no random bits)");
   if (nv) {
@@ -145,9 +149,9 @@ std::optional<QuantizeOutcome> quantizeWithPreset(const std::string& sname, cons
     } catch (const std::invalid_argument& e) {
       return refuse(error, sname + ": " + e.what());
     }
-  } else if (parsed_delayed) {
+  } else if (delayed) {
     const std::string reason = sl + " follows " +
-                               (*parsed_delayed == DelayedPreset::Flax ? "Flax fp8_ops" : "TE DelayedScaling") +
+                               (delayed_preset == DelayedPreset::Flax ? "Flax fp8_ops" : "TE DelayedScaling") +
                                ", whose per-tensor delayed scaling ";
     if (isSet("pow2") || isSet("no-pow2"))
       return refuse(error, "--pow2 / --no-pow2: " + reason +
@@ -162,7 +166,7 @@ std::optional<QuantizeOutcome> quantizeWithPreset(const std::string& sname, cons
       return refuse(error, "--rounding / --no-saturate / --seed: " + reason +
                                "casts with round-to-nearest-even, saturating, as the system does");
     DelayedScalingConfig dc;
-    dc.preset = *parsed_delayed;
+    dc.preset = delayed_preset;
     for (const char* k : {"history_len", "margin"})
       if (std::string why = schemaProblem(flags, k); !why.empty()) return refuse(error, why);
     dc.history_len = intValue(flags.value("history-len"));

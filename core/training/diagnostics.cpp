@@ -2,6 +2,7 @@
 #include "training/diagnostics.h"
 
 #include "common/names.h"
+#include "common/number_text.h"
 
 #include <algorithm>
 #include <limits>
@@ -123,7 +124,7 @@ std::optional<WhatIfRecipe> parseWhatIfRecipe(const std::string& id, std::string
 std::optional<std::vector<WhatIfRecipe>> parseWhatIfList(const std::string& ids, std::string* why) {
   std::vector<WhatIfRecipe> list;
   for (const std::string& item : commaItems(ids)) {
-    const auto r = parseWhatIfRecipe(trimmedText(item), why);
+    const auto r = parseWhatIfRecipe(std::string(trimmedText(item)), why);
     if (!r) return std::nullopt;
     if (std::any_of(list.begin(), list.end(), [&](const WhatIfRecipe& w) { return w.id == r->id; })) {
       *why = "'" + r->id + "' is listed twice";

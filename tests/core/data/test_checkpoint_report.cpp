@@ -6,6 +6,7 @@
 #include <QtTest>
 
 #include "common/names.h"
+#include "common/number_text.h"
 #include "experiment/checkpoint_export.h"
 #include "experiment/checkpoint_run.h"
 #include "formats/format.h"
@@ -166,7 +167,7 @@ private Q_SLOTS:
   void whatIfList() {
     QCOMPARE(commaItems("a, b,,c,"), (std::vector<std::string>{"a", " b", "c"}));
     QCOMPARE(commaItems(""), std::vector<std::string>{});
-    QCOMPARE(trimmedText("\t x y \n"), std::string("x y"));
+    QCOMPARE(std::string(trimmedText("\t x y \n")), std::string("x y"));
     std::string why;
     const auto l = parseWhatIfList(" te_current ,mx_rceil,", &why);
     QVERIFY2(l, why.c_str());
