@@ -1,5 +1,6 @@
 // The number-format reports: formats, codes, encode decisions (format_report.h).
 #include "experiment/format_report.h"
+#include "io/json_number.h"
 
 #include "common/number_text.h"
 #include "io/json_stream_writer.h"
@@ -9,12 +10,6 @@
 namespace fp8lab {
 
 namespace {
-
-Json number(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
 
 void encodeJson(JsonStreamWriter& jw, const Format& f, std::string_view input, const RoundingDecision& d) {
   jw.beginObject();
@@ -125,11 +120,11 @@ Json formatsJson() {
     o["exponent_bits"] = f->spec().exponent_bits;
     o["mantissa_bits"] = f->spec().mantissa_bits;
     o["bias"] = f->bias();
-    o["max_finite"] = number(f->maxFinite());
-    o["min_normal"] = number(f->minNormal());
+    o["max_finite"] = numberJson(f->maxFinite());
+    o["min_normal"] = numberJson(f->minNormal());
     // null where the format has no subnormals (E8M0: powers of two only).
-    o["min_subnormal"] = f->hasSubnormals() ? number(f->minSubnormal()) : Json();
-    o["machine_epsilon"] = number(f->machineEpsilon());
+    o["min_subnormal"] = f->hasSubnormals() ? numberJson(f->minSubnormal()) : Json();
+    o["machine_epsilon"] = numberJson(f->machineEpsilon());
     o["finite_codes"] = f->finiteCount();
     o["nan_codes"] = f->nanCount();
     o["inf_codes"] = f->infCount();
@@ -145,7 +140,7 @@ Json formatsJson() {
 Json codeJson(const Format& f, uint32_t code) {
   return Json{{"code", f.hexString(code)},
               {"binary", f.binaryString(code)},
-              {"value", number(f.decode(code))},
+              {"value", numberJson(f.decode(code))},
               {"class", toString(f.classify(code))}};
 }
 

@@ -1,5 +1,6 @@
 // The summary of one GEMM error experiment as text and JSON (gemm_report.h).
 #include "experiment/gemm_report.h"
+#include "io/json_number.h"
 
 #include "common/number_text.h"
 #include "experiment/kernel_check_report.h"
@@ -15,12 +16,6 @@ namespace {
 
 std::string num(double v, int prec = 4) {
   return generalText(v, prec);
-}
-
-Json number(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
 }
 
 std::string str(int64_t v) {
@@ -130,14 +125,14 @@ std::string gemmReportText(const GemmReportInput& in) {
 }
 
 Json errorMetricsJson(const ErrorMetrics& m) {
-  return {{"max_abs", number(m.max_abs)},
+  return {{"max_abs", numberJson(m.max_abs)},
           {"max_abs_index", static_cast<double>(m.max_abs_index)},
-          {"max_rel", number(m.max_rel)},
+          {"max_rel", numberJson(m.max_rel)},
           {"max_rel_index", static_cast<double>(m.max_rel_index)},
-          {"rmse", number(m.rmse)},
-          {"rel_fro", number(m.rel_fro)},
-          {"sqnr_db", number(m.sqnr_db)},
-          {"ref_rms", number(m.ref_rms)},
+          {"rmse", numberJson(m.rmse)},
+          {"rel_fro", numberJson(m.rel_fro)},
+          {"sqnr_db", numberJson(m.sqnr_db)},
+          {"ref_rms", numberJson(m.ref_rms)},
           {"finite_pairs", static_cast<double>(m.finite_pairs)},
           {"nan_ref", static_cast<double>(m.nan_ref)},
           {"inf_ref", static_cast<double>(m.inf_ref)},
@@ -162,9 +157,9 @@ void addScalesJson(Json& o, const QuantizedTensor& q) {
   if (q.tensor_scale.kind != TensorScale::Kind::None) {
     const TensorScale& t = q.tensor_scale;
     o["tensor_scale"] = {{"kind", t.kind == TensorScale::Kind::TeAmax ? "te_amax" : "torchao_per_tensor_scale"},
-                         {"amax", number(t.amax)},
-                         {"value", number(t.value)},
-                         {"fp4_fp8_max", number(t.fp4_fp8_max)}};
+                         {"amax", numberJson(t.amax)},
+                         {"value", numberJson(t.value)},
+                         {"fp4_fp8_max", numberJson(t.fp4_fp8_max)}};
   }
   if (q.scale_codes.empty()) return;
   const Format& f = q.scaleCodeFormat();
@@ -227,12 +222,12 @@ Json gemmResultJson(const GemmResultJsonInput& in) {
     ops[name] = std::move(op);
   }
   j["operands"] = std::move(ops);
-  j["amax_d"] = number(det.output.amax_d);
+  j["amax_d"] = numberJson(det.output.amax_d);
   if (det.d_saturated >= 0) j["d_saturated"] = static_cast<double>(det.d_saturated);
   Json mean = Json::array(), max = Json::array();
   for (size_t i = 0; i < det.tiles.mean.size(); ++i) {
-    mean.push_back(number(det.tiles.mean[i]));
-    max.push_back(number(det.tiles.max[i]));
+    mean.push_back(numberJson(det.tiles.mean[i]));
+    max.push_back(numberJson(det.tiles.max[i]));
   }
   j["tile_map"] = {{"what", "absolute total error |D - ideal|"},
                    {"tile", static_cast<double>(cfg.tile)},

@@ -1,5 +1,6 @@
 // The kernel check's report as text and JSON (kernel_check_report.h).
 #include "experiment/kernel_check_report.h"
+#include "io/json_number.h"
 
 #include "common/number_text.h"
 
@@ -23,13 +24,6 @@ std::string share(int64_t identical, int64_t elements) {
   return (s == "100.00" ? "99.99+" : s) + '%';
 }
 
-/// A JSON number as the reports write one: "nan", "inf", "-inf" for the non-finite values.
-Json number(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
-
 Json comparisonJson(const OutputComparison& c) {
   auto at = [](ElementIndex e) { return e.valid() ? Json::array({double(e.row), double(e.col)}) : Json(); };
   Json o = {{"elements", double(c.elements)},
@@ -39,15 +33,15 @@ Json comparisonJson(const OutputComparison& c) {
             {"differing_rows", double(c.differing_rows)},
             {"differing_cols", double(c.differing_cols)},
             {"signed_zero_only", double(c.signed_zero_only)},
-            {"max_ulps", number(c.max_ulps)},
-            {"median_ulps", number(c.median_ulps)},
-            {"median_ulps_differing", number(c.median_ulps_differing)},
-            {"mean_ulps", number(c.mean_ulps)},
+            {"max_ulps", numberJson(c.max_ulps)},
+            {"median_ulps", numberJson(c.median_ulps)},
+            {"median_ulps_differing", numberJson(c.median_ulps_differing)},
+            {"mean_ulps", numberJson(c.mean_ulps)},
             {"first", at(c.first)},
             {"worst", at(c.worst)},
-            {"worst_ulps", number(c.worst_ulps)},
-            {"worst_observed", number(c.worst_observed)},
-            {"worst_model", number(c.worst_model)},
+            {"worst_ulps", numberJson(c.worst_ulps)},
+            {"worst_observed", numberJson(c.worst_observed)},
+            {"worst_model", numberJson(c.worst_model)},
             {"worst_tile", at(c.worst_tile)},
             {"tile", Json::array({double(c.tile_rows), double(c.tile_cols)})},
             {"worst_tile_differing", double(c.worst_tile_differing)},
@@ -56,8 +50,8 @@ Json comparisonJson(const OutputComparison& c) {
             {"observed_nan", double(c.observed_nan)},
             {"observed_inf", double(c.observed_inf)},
             {"not_representable", double(c.not_representable)},
-            {"max_abs_diff", number(c.max_abs_diff)},
-            {"sqnr_db", number(c.sqnr_db)}};
+            {"max_abs_diff", numberJson(c.max_abs_diff)},
+            {"sqnr_db", numberJson(c.sqnr_db)}};
   if (c.outside_tolerance >= 0) o["outside_tolerance"] = double(c.outside_tolerance);
   Json h = Json::array();
   for (int64_t v : c.ulp_histogram) h.push_back(double(v));
@@ -70,8 +64,8 @@ Json modelJson(const ModelFit& m) {
           {"key", m.model.key()},
           {"identical", double(m.comparison.identical)},
           {"identical_share", m.comparison.identicalShare()},
-          {"max_ulps", number(m.comparison.max_ulps)},
-          {"median_ulps", number(m.comparison.median_ulps)},
+          {"max_ulps", numberJson(m.comparison.max_ulps)},
+          {"median_ulps", numberJson(m.comparison.median_ulps)},
           {"nonfinite_mismatches", double(m.comparison.nonfiniteMismatches())}};
 }
 

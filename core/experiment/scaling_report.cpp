@@ -1,5 +1,6 @@
 // The reports of the scaling and scale-layout commands (scaling_report.h).
 #include "experiment/scaling_report.h"
+#include "io/json_number.h"
 
 #include "common/number_text.h"
 #include "formats/format.h"
@@ -12,13 +13,6 @@
 namespace fp8lab {
 
 namespace {
-
-/// A JSON number as the reports write one: "nan", "inf", "-inf" for the non-finite values.
-Json number(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
 
 /// Both preset tables, in display order.
 struct PresetRow {
@@ -59,16 +53,16 @@ std::string scalingPresetsText() {
 
 Json delayedStepJson(int64_t step, double amax, const DelayedUpdate& u, const std::vector<float>& history) {
   Json h = Json::array();
-  for (float x : history) h.push_back(number(x));
+  for (float x : history) h.push_back(numberJson(x));
   return {{"step", step},
-          {"amax", number(amax)},
-          {"scale", number(u.scale)},
-          {"quant_scale", number(u.quant_scale)},
-          {"dequant_scale", number(u.dequant_scale)},
+          {"amax", numberJson(amax)},
+          {"scale", numberJson(u.scale)},
+          {"quant_scale", numberJson(u.quant_scale)},
+          {"dequant_scale", numberJson(u.dequant_scale)},
           {"history", h},
           {"kept_previous", u.kept_previous},
-          {"scale_used", number(u.scale_used)},
-          {"window_amax", number(u.window_amax)},
+          {"scale_used", numberJson(u.scale_used)},
+          {"window_amax", numberJson(u.window_amax)},
           {"rolled", u.rolled},
           {"clamped", u.clamped}};
 }

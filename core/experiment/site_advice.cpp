@@ -1,5 +1,6 @@
 // FP8 Lab — per-layer advice for training (see site_advice.h).
 #include "experiment/site_advice.h"
+#include "io/json_number.h"
 #include "session/session_layout.h"
 
 #include <algorithm>
@@ -258,24 +259,19 @@ const TrainingRunSpec* runToAdvise(const TrainingExperimentSpec& spec, const std
 }
 
 Json siteAdviceJson(const SiteAdvice& a) {
-  const auto number = [](double v) -> Json {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    return v;
-  };
   Json groups = Json::array();
   for (const GroupSensitivity& g : a.groups)
     groups.push_back({{"group", g.group.name},
                       {"sites", g.group.sites},
-                      {"delta", number(g.delta)},
-                      {"spread", number(g.spread)},
-                      {"share", number(g.share)},
-                      {"sqnr_db", number(g.sqnr_db)},
+                      {"delta", numberJson(g.delta)},
+                      {"spread", numberJson(g.spread)},
+                      {"share", numberJson(g.share)},
+                      {"sqnr_db", numberJson(g.sqnr_db)},
                       {"keep_high", g.keep_high}});
   return {{"run", a.run_id},
           {"loss", a.loss_name},
-          {"high_loss", number(a.high_loss)},
-          {"full_loss", number(a.full_loss)},
+          {"high_loss", numberJson(a.high_loss)},
+          {"full_loss", numberJson(a.full_loss)},
           {"groups", groups},
           {"config", a.config_json}};
 }
