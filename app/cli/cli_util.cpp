@@ -1,7 +1,6 @@
 // Shared helpers of fp8lab-cli and fp8lab-render (cli_util.h).
 #include "cli_util.h"
 
-
 #include <QFile>
 #include <QJsonDocument>
 
