@@ -1,5 +1,6 @@
 // `fp8lab-cli quantize`: a tensor quantized with a preset, and its report (quantize_report.h).
 #include "experiment/quantize_report.h"
+#include "io/json_number.h"
 
 #include "common/names.h"
 #include "common/number_text.h"
@@ -18,12 +19,6 @@
 namespace fp8lab {
 
 namespace {
-
-Json number(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
 
 /// An int option that checkParamText accepted (or that is empty: 0).
 int intValue(const std::string& text) {
@@ -238,7 +233,7 @@ Json quantizeReportJson(const Format& fmt, const std::string& scaling, const Qua
     for (float x : xs) a.push_back(f(x));
     return a;
   };
-  const auto plain = [](float x) { return number(x); };
+  const auto plain = [](float x) { return numberJson(x); };
   Json o = Json::object();
   o["format"] = fmt.name();
   o["scaling"] = scaling;
@@ -251,7 +246,7 @@ Json quantizeReportJson(const Format& fmt, const std::string& scaling, const Qua
   for (int64_t i = 0; i < r.rows; ++i)
     for (int64_t j = 0; j < r.cols; ++j) {
       codes.push_back(fmt.hexString(q.codes[static_cast<size_t>(i * r.cols + j)]));
-      deq.push_back(number(q.dequantizedAt(i, j)));
+      deq.push_back(numberJson(q.dequantizedAt(i, j)));
     }
   o["codes"] = std::move(codes);
   o["dequantized"] = std::move(deq);
@@ -260,7 +255,7 @@ Json quantizeReportJson(const Format& fmt, const std::string& scaling, const Qua
   // (NVFP4) each block's E4M3 scale times the tensor level (block_scales lists the E4M3 values).
   const bool two_level = q.tensor_scale.kind != TensorScale::Kind::None;
   o["dequant_scales"] =
-      floats(q.dequant_scales, [&](float x) { return number(two_level ? q.tensor_scale.blockFactor(x) : x); });
+      floats(q.dequant_scales, [&](float x) { return numberJson(two_level ? q.tensor_scale.blockFactor(x) : x); });
   if (two_level) o["block_scales"] = floats(q.dequant_scales, plain);
   o["quant_scales"] = floats(q.quant_scales, plain);
   if (!q.scale_codes.empty()) {
@@ -277,11 +272,11 @@ Json quantizeReportJson(const Format& fmt, const std::string& scaling, const Qua
     std::snprintf(hex, sizeof hex, "0x%08X", std::bit_cast<uint32_t>(q.tensor_scale.value));
     Json ts = Json::object();
     ts["kind"] = te ? "te_amax" : "torchao_per_tensor_scale";
-    ts["amax"] = number(q.tensor_scale.amax);
-    ts["value"] = number(q.tensor_scale.value);
+    ts["amax"] = numberJson(q.tensor_scale.amax);
+    ts["value"] = numberJson(q.tensor_scale.value);
     ts["value_f32_hex"] = hex;
     ts["convention"] = te ? "quant multiplier S_enc = fp4_fp8_max / amax" : "dequant factor amax / 2688";
-    if (te) ts["fp4_fp8_max"] = number(q.tensor_scale.fp4_fp8_max);
+    if (te) ts["fp4_fp8_max"] = numberJson(q.tensor_scale.fp4_fp8_max);
     o["tensor_scale"] = std::move(ts);
   }
   o["saturated"] = s.saturated;

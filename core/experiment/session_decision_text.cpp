@@ -1,5 +1,6 @@
 // The decision of a session as text and JSON (session_decision_text.h).
 #include "experiment/session_decision_text.h"
+#include "io/json_number.h"
 
 #include "common/number_text.h"
 #include "scaling/recipe_cost.h"
@@ -10,12 +11,6 @@
 namespace fp8lab {
 
 namespace {
-
-Json number(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return v;
-}
 
 /// `s` left-aligned in `w` characters, or followed by one space when it fills them.
 std::string pad(const std::string& s, int w) {
@@ -40,18 +35,18 @@ bool oneSeedEach(const std::vector<RecipeInterval>& all, const std::string& sett
 
 Json intervalJson(const RecipeInterval& r) {
   Json values = Json::array(), seeds = Json::array();
-  for (double v : r.values) values.push_back(number(v));
+  for (double v : r.values) values.push_back(numberJson(v));
   for (uint64_t s : r.seeds) seeds.push_back(int64_t(s));
   return {{"recipe", r.label},
           {"setting", r.setting_label},
           {"rank", r.rank},
           {"place", r.place},
           {"n", r.n_values},
-          {"mean", number(r.mean)},
-          {"sd", number(r.sd)},
-          {"half_width_95", number(r.half)},
-          {"lo", number(r.lo)},
-          {"hi", number(r.hi)},
+          {"mean", numberJson(r.mean)},
+          {"sd", numberJson(r.sd)},
+          {"half_width_95", numberJson(r.half)},
+          {"lo", numberJson(r.lo)},
+          {"hi", numberJson(r.hi)},
           {"not_distinguishable_from", r.ties},
           {"runs", r.runs},
           {"seeds", seeds},
@@ -69,7 +64,7 @@ Json sessionDecisionJson(const SessionDecision& d) {
   for (size_t i = 0; i < d.gemm.size(); ++i) {
     Json o = intervalJson(d.gemm[i]);
     if (const auto& c = d.gemm_cost[i])
-      o["cost"] = {{"bytes_per_element", number(c->bytesPerElement())},
+      o["cost"] = {{"bytes_per_element", numberJson(c->bytesPerElement())},
                    {"bytes", int64_t(c->bytes())},
                    {"a_bytes", int64_t(c->a.bytes())},
                    {"b_bytes", int64_t(c->b.bytes())},
@@ -84,17 +79,17 @@ Json sessionDecisionJson(const SessionDecision& d) {
     Json o = intervalJson(d.training[i]);
     o["baseline"] = d.training[i].baseline;
     const int b = d.baselineOf(i);
-    o["delta_vs_fp32"] = number(b >= 0 ? d.training[i].mean - d.training[size_t(b)].mean : NAN);
+    o["delta_vs_fp32"] = numberJson(b >= 0 ? d.training[i].mean - d.training[size_t(b)].mean : NAN);
     training.push_back(o);
   }
   for (const AdviceTable& a : d.advice) {
     Json groups = Json::array();
     for (const AdviceGroupRow& g : a.groups)
       groups.push_back({{"group", g.group},
-                        {"delta", number(g.delta)},
-                        {"spread", number(g.spread)},
-                        {"share", number(g.share)},
-                        {"sqnr_db", number(g.sqnr_db)},
+                        {"delta", numberJson(g.delta)},
+                        {"spread", numberJson(g.spread)},
+                        {"share", numberJson(g.share)},
+                        {"sqnr_db", numberJson(g.sqnr_db)},
                         {"keep_high", g.keep_high}});
     advice.push_back({{"run", a.run_id}, {"advised_run", a.advised_run}, {"policy", a.policy}, {"groups", groups}});
   }
@@ -102,8 +97,8 @@ Json sessionDecisionJson(const SessionDecision& d) {
     Json rows = Json::array();
     for (const CheckpointSqnr& r : t.rows) {
       Json w = Json::object();
-      for (const auto& [id, v] : r.what_if_db) w[id] = number(v);
-      rows.push_back({{"tensor", r.tensor}, {"stored_db", number(r.stored_db)}, {"what_if_db", w}});
+      for (const auto& [id, v] : r.what_if_db) w[id] = numberJson(v);
+      rows.push_back({{"tensor", r.tensor}, {"stored_db", numberJson(r.stored_db)}, {"what_if_db", w}});
     }
     whatif.push_back({{"run", t.run_id}, {"tensors", rows}});
   }
