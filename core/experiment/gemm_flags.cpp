@@ -5,6 +5,7 @@
 #include "experiment/gemm_config.h"
 #include "experiment/param_schema.h"
 #include "formats/format.h"
+#include "formats/format_table.h"
 #include "gemm/gemm.h"
 #include "gemm/random_matrix.h"
 #include "scaling/nvfp4.h"
@@ -27,12 +28,6 @@ std::string flagProblem(const std::string& key, const std::string& why) {
   const ParamSpec* s = findParam(key);
   const std::string flag = s && !s->flag.empty() ? flagOf(*s) : key;
   return flag + (why.rfind("applies", 0) == 0 ? " " : ": ") + why;
-}
-
-std::string formatNames() {
-  std::string s;
-  for (const Format* f : Format::all()) s += (s.empty() ? "" : ", ") + f->name();
-  return s;
 }
 
 std::string lower(std::string s) {
@@ -65,7 +60,7 @@ std::string gemmConfigFromFlags(const std::map<std::string, std::string>& given,
   const Format* fb = Format::byName(value("format_b"));
   for (const auto& [f, key] : {std::pair{fa, "format_a"}, {fb, "format_b"}})
     if (!f || f->bits() > 8)
-      return flagOf(param(key)) + ": unknown or wider than 8 bits: '" + value(key) + "' (known: " + formatNames() + ")";
+      return flagOf(param(key)) + ": unknown or wider than 8 bits: '" + value(key) + "' (known: " + formatNameList() + ")";
   const auto a_flag = given.find("a-scaling");
   out->scaling_a = a_flag != given.end() && !a_flag->second.empty() ? a_flag->second : value("scaling");
   out->scaling_b = value("scaling_b").empty() ? value("scaling") : value("scaling_b");
