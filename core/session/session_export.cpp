@@ -29,12 +29,16 @@ std::string shapeText(const std::vector<int64_t>& s) {
 
 /// Appends row `i` of `d` (as rows of `cols` values) to `s`, with its '\n'.
 void appendCsvRow(std::string& s, const Dataset& d, int64_t i, int64_t cols) {
-  const bool integer = d.dtype == DType::UInt8 || d.dtype == DType::Int64;
   const bool f32 = d.dtype == DType::Float32;
   for (int64_t j = 0; j < cols; ++j) {
     if (j) s += ',';
-    const double v = d.valueAt(i * cols + j);
-    s += integer ? std::to_string(static_cast<int64_t>(v)) : csvNumber(v, f32);
+    const int64_t k = i * cols + j;
+    if (d.dtype == DType::Int64)
+      s += std::to_string(d.i64[static_cast<size_t>(k)]); // exact: no trip through double
+    else if (d.dtype == DType::UInt8)
+      s += std::to_string(d.u8[static_cast<size_t>(k)]);
+    else
+      s += csvNumber(d.valueAt(k), f32);
   }
   s += '\n';
 }

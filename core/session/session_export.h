@@ -18,8 +18,8 @@ namespace fp8lab {
 std::string csvNumber(double v, bool is_float32);
 
 /// The CSV text of `d`'s values as `rows` rows of `cols` values (row-major): rows end in '\n',
-/// values are separated by ','. UInt8 and Int64 values are written as integers (through their
-/// double value), Float32 ones as csvNumber(v, true), Float64 ones as csvNumber(v, false).
+/// values are separated by ','. UInt8 and Int64 values are written as decimal integers, exactly
+/// (an Int64 above 2^53 keeps every digit), Float32 ones as csvNumber(v, true), Float64 ones as csvNumber(v, false).
 std::string datasetCsv(const Dataset& d, int64_t rows, int64_t cols);
 
 /// Writes dataset `d` of run `run` as CSV (datasetCsv) to `path`, reading a 2-D dataset band by
