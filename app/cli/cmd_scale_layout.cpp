@@ -35,6 +35,9 @@ int runScaleLayout(const QStringList& args) {
   p.addOption({QStringLiteral("k-blocks"), QStringLiteral("Scale blocks along K."), QStringLiteral("KB")});
   p.addOption(
       {QStringLiteral("at"), QStringLiteral("index: the grid element O,KB (default: all)."), QStringLiteral("O,KB")});
+  p.addOption({QStringLiteral("json"),
+               QStringLiteral("Machine-readable JSON: index prints {layout, storage_elements, unit, scales: [{outer, "
+                              "k_block, offset}]}, pack and unpack {file}.")});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   const QStringList pos = p.positionalArguments();
@@ -77,7 +80,7 @@ int runScaleLayout(const QStringList& args) {
   const std::string e =
       action == QStringLiteral("pack") ? packScaleFile(*layout, g, in, outp) : unpackScaleFile(*layout, g, in, outp);
   if (!e.empty()) return fail(S(e));
-  if (!p.isSet(QStringLiteral("json")))
+  if (!json)
     std::fprintf(stderr, "wrote %s\n", outp.c_str());
   else
     out(toJsonText(QJsonObject{{QStringLiteral("file"), pos[2]}}) + "\n");

@@ -171,6 +171,19 @@ private Q_SLOTS:
              QStringLiteral("vec128"), QStringLiteral("--outer"), QStringLiteral("3"), QStringLiteral("--k-blocks"),
              QStringLiteral("2"), QStringLiteral("--at"), QStringLiteral("2,1")});
     QVERIFY2(r.code == 0 && r.out.contains("(2, 1) -> element 5"), (r.out + r.err).constData());
+    // The same example as JSON: storage of a VEC128 [3, 2] grid is its 6 float32 scales.
+    r = cli({QStringLiteral("scale-layout"), QStringLiteral("index"), QStringLiteral("--layout"),
+             QStringLiteral("vec128"), QStringLiteral("--outer"), QStringLiteral("3"), QStringLiteral("--k-blocks"),
+             QStringLiteral("2"), QStringLiteral("--at"), QStringLiteral("2,1"), QStringLiteral("--json")});
+    QVERIFY2(r.code == 0, (r.out + r.err).constData());
+    const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(o[QStringLiteral("layout")].toString(), QStringLiteral("cublaslt_vec128"));
+    QCOMPARE(o[QStringLiteral("storage_elements")].toInt(), 6);
+    QCOMPARE(o[QStringLiteral("unit")].toString(), QStringLiteral("element"));
+    const QJsonObject at = o[QStringLiteral("scales")].toArray().at(0).toObject();
+    QCOMPARE(at[QStringLiteral("outer")].toInt(), 2);
+    QCOMPARE(at[QStringLiteral("k_block")].toInt(), 1);
+    QCOMPARE(at[QStringLiteral("offset")].toInt(), 5);
   }
 
   // pack then unpack through files gives the row-major grid back bit for bit.
