@@ -82,11 +82,9 @@ ExperimentListOutcome runExperimentList(size_t count, RunBatch& batch, const Exp
       return end(Status::Failed, r, i);
     }
     if (hooks.experiment_done) hooks.experiment_done(i, count, !batch.empty());
-    if (batch.empty())
-      empty_since = now();
-    else if (now() - empty_since > batch.limits().max_age && !batch.flush())
-      return end(Status::SaveFailed);
-    if (batch.bytes() > batch.limits().max_bytes && !batch.flush()) return end(Status::SaveFailed);
+    const bool old = !batch.empty() && now() - empty_since > batch.limits().max_age;
+    if ((old || batch.bytes() > batch.limits().max_bytes) && !batch.flush()) return end(Status::SaveFailed);
+    if (batch.empty()) empty_since = now();
     if (interrupted()) return batch.flush() ? end(Status::Interrupted) : end(Status::SaveFailed);
   }
   if (!batch.flush()) return end(Status::SaveFailed);

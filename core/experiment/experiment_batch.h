@@ -112,11 +112,11 @@ struct ExperimentListOutcome {
 /// status flushes then ends (Failed, or SaveFailed when that flush failed); else
 /// experiment_done, then the age rule, the size rule (bytes() > max_bytes), and an interrupt
 /// flushes and ends (Interrupted). The age is measured from the start, or from the end of the
-/// last experiment after which the batch was empty; a flush by the age or size rule does not
-/// restart it, so once max_age has passed every later experiment that leaves runs in the batch
-/// saves them at once. At the end the batch is flushed, and an interrupt that arrived meanwhile
-/// gives Interrupted. A failed flush anywhere ends with SaveFailed. The batch's loss note is
-/// renewed after every experiment.
+/// last experiment after which the batch was empty, its own runs saved by the age or size rule
+/// included: runs wait at most about max_age plus one experiment, and a long list of short
+/// experiments is saved once per max_age, not after each. At the end the batch is flushed, and an interrupt that
+/// arrived meanwhile gives Interrupted. A failed flush anywhere ends with SaveFailed. The batch's loss note is renewed
+/// after every experiment.
 ExperimentListOutcome runExperimentList(size_t count, RunBatch& batch, const ExperimentListHooks& hooks);
 
 /// "interrupted by S; the finished runs are saved in OUT": what the front end says when `signal`

@@ -128,6 +128,27 @@ private Q_SLOTS:
     QCOMPARE(rec.saves, (Saves{{"g0", "g1"}, {"g3"}}));
   }
 
+  void ageRuleRestartsAfterItsOwnSave() {
+    // Ten GEMM experiments ending every 8 s (8, 16, ..., 80 s). The batch, empty at 0 s, is more
+    // than 30 s old after g3 (32 s): g0..g3 saved, the clock restarts at 32 s. g4..g6 end 8, 16,
+    // 24 s after that; g7 (64 s) is 32 s after: g4..g7 saved, the clock restarts at 64 s; g8 and
+    // g9 (8 and 16 s after it) are saved at the end.
+    // Were the clock not restarted, every experiment after g3 would save on its own.
+    Recorder rec;
+    RunBatch batch = rec.batch();
+    int t = 0;
+    ExperimentListHooks h;
+    h.saves_itself = [](size_t) { return false; };
+    h.run = [&](size_t i, RunBatch& b) {
+      b.add(rec.pending("g" + std::to_string(i)));
+      t = 8 * int(i + 1);
+      return 0;
+    };
+    h.now = [&] { return std::chrono::steady_clock::time_point{} + std::chrono::seconds(t); };
+    QCOMPARE(runExperimentList(10, batch, h).status, ExperimentListOutcome::Status::Completed);
+    QCOMPARE(rec.saves, (Saves{{"g0", "g1", "g2", "g3"}, {"g4", "g5", "g6", "g7"}, {"g8", "g9"}}));
+  }
+
   void failedExperimentSavesTheFinishedRunsFirst() {
     // g0 and g1 finish, experiment 2 fails with status 3: the two runs are saved (and reported,
     // "a" stored as "a-2"), then the failure is the outcome; experiment 3 never runs.
