@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <tuple>
 
 namespace fp8lab {
 
@@ -612,8 +613,14 @@ void readWeightGemmOptions(ConfigReader& r, const Json& go, const ConfigPath& w,
   if (r.ok() && !scalingPreset(g->scaling))
     r.fail(w.member("scaling"),
            "'" + g->scaling + "' is not a current-scaling preset (see fp8lab-cli quantize --help)");
-  g->a_format = r.format(go, "a_format", w, g->a_format);
-  g->b_format = r.format(go, "b_format", w, g->b_format);
+  // format_a / format_b as in a "gemm" config; a_format / b_format are the names configs and
+  // stored runs used before, still read.
+  for (const auto& [key, old, f] :
+       {std::tuple{"format_a", "a_format", &g->format_a}, std::tuple{"format_b", "b_format", &g->format_b}}) {
+    if (ConfigReader::has(go, key) && ConfigReader::has(go, old) && r.ok())
+      r.fail(w.member(old), std::string("give \"") + key + "\" only (\"" + old + "\" is its older name)");
+    *f = r.format(go, ConfigReader::has(go, old) ? old : key, w, *f);
+  }
   g->gemm.accumulation = readAccumulation(r, go, w, g->gemm.accumulation);
   g->gemm.promotion_interval = static_cast<int>(schemaInteger(r, go, "promotion_interval", w, 128));
   g->gemm.fast_accum_bits = static_cast<int>(schemaInteger(r, go, "fast_accum_bits", w, 14));
@@ -637,8 +644,8 @@ std::string WeightGemmSpec::configJson(int layer) const {
   j["layer"] = "fc" + std::to_string(layer + 1);
   j["rows"] = gemm.rows;
   j["scaling"] = gemm.scaling;
-  j["a_format"] = gemm.a_format->name();
-  j["b_format"] = gemm.b_format->name();
+  j["format_a"] = gemm.format_a->name();
+  j["format_b"] = gemm.format_b->name();
   j["accumulation"] = toString(gemm.gemm.accumulation);
   j["promotion_interval"] = gemm.gemm.promotion_interval;
   j["fast_accum_bits"] = gemm.gemm.fast_accum_bits;
@@ -688,8 +695,8 @@ std::optional<TrainingExperimentSpec> parseTrainingExperiment(const Json& config
     if (const Json* go = r.object(config, "gemm_on_trained_weights", at)) {
       const ConfigPath w = at.member("gemm_on_trained_weights");
       r.checkKeys(*go, w,
-                  {"from_run", "layers", "rows", "scaling", "a_format", "b_format", "accumulation",
-                   "promotion_interval", "fast_accum_bits"});
+                  {"from_run", "layers", "rows", "scaling", "format_a", "format_b", "a_format", "b_format",
+                   "accumulation", "promotion_interval", "fast_accum_bits"});
       WeightGemmSpec g;
       g.from_run = r.string(*go, "from_run", w, spec.runs.empty() ? std::string() : spec.runs.front().id);
       if (!ids.count(g.from_run))

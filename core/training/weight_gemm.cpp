@@ -47,8 +47,8 @@ Run weightGemmRunFromInputs(const std::vector<float>& a, const std::vector<float
   g.m = m;
   g.k = k;
   g.n = n;
-  g.format_a = cfg.a_format->name();
-  g.format_b = cfg.b_format->name();
+  g.format_a = cfg.format_a->name();
+  g.format_b = cfg.format_b->name();
   g.scaling = cfg.scaling;
   g.gemm = cfg.gemm;
   g.a.values = &a;

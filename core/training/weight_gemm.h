@@ -21,12 +21,12 @@
 namespace fp8lab {
 
 struct WeightGemmConfig {
-  int layer = 0;                      ///< 0-based Linear layer (0 = "fc1")
-  int64_t rows = 1000;                ///< M: test images used (≤ test-set size)
-  std::string scaling = "te_current"; ///< a current-scaling preset name of core/scaling
-  const Format* a_format = &Format::E4M3FN();
-  const Format* b_format = &Format::E4M3FN();
-  GemmOptions gemm; ///< accumulation model, output type, threads
+  int layer = 0;                              ///< 0-based Linear layer (0 = "fc1")
+  int64_t rows = 1000;                        ///< M: test images used (≤ test-set size)
+  std::string scaling = "te_current";         ///< a current-scaling preset name of core/scaling
+  const Format* format_a = &Format::E4M3FN(); ///< A's (the activations') element format
+  const Format* format_b = &Format::E4M3FN(); ///< B's (the kernel's) element format
+  GemmOptions gemm;                           ///< accumulation model, output type, threads
 };
 
 /// The float32 input of Linear layer `layer` for the first `rows` test images, [rows, in].

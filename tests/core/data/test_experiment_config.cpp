@@ -199,6 +199,44 @@ private Q_SLOTS:
              err.c_str());
   }
 
+  // gemm_on_trained_weights names its formats as a "gemm" config does (format_a / format_b) and
+  // writes them so in the runs it stores; a_format / b_format, the older names, are still read;
+  // both spellings of one key at once are refused naming the older one.
+  void trainedWeightsGemmFormatKeys() {
+    auto weightGemm = [](const char* go, std::string* err) -> std::optional<WeightGemmSpec> {
+      const std::string text =
+          std::string(R"({"type": "training", "runs": [{"id": "r"}], "gemm_on_trained_weights": )") + go + "}";
+      const JsonDocument d = JsonDocument::parse(text);
+      auto spec = parseTrainingExperiment(d.root(), err, &d);
+      if (!spec) return std::nullopt;
+      return spec->weight_gemm;
+    };
+    std::string err;
+    auto g = weightGemm(R"({"format_a": "E5M2"})", &err);
+    QVERIFY2(g, err.c_str());
+    QCOMPARE(g->gemm.format_a->name(), std::string("E5M2"));
+    QCOMPARE(g->gemm.format_b->name(), std::string("E4M3FN"));
+    const Json stored = Json::parse(g->configJson(0));
+    QCOMPARE(stored["format_a"].get<std::string>(), std::string("E5M2"));
+    QCOMPARE(stored["format_b"].get<std::string>(), std::string("E4M3FN"));
+    QVERIFY(!stored.contains("a_format"));
+    // The stored config reads back as the same formats.
+    const auto back = parseWeightGemmRunConfig(stored, &err);
+    QVERIFY2(back, err.c_str());
+    QCOMPARE(back->format_a->name(), std::string("E5M2"));
+    // A run stored before, with the older names.
+    const auto old = parseWeightGemmRunConfig(Json::parse(R"({"a_format": "E4M3FN", "b_format": "E5M2"})"), &err);
+    QVERIFY2(old, err.c_str());
+    QCOMPARE(old->format_b->name(), std::string("E5M2"));
+    g = weightGemm(R"({"b_format": "E5M2"})", &err);
+    QVERIFY2(g, err.c_str());
+    QCOMPARE(g->gemm.format_b->name(), std::string("E5M2"));
+    QVERIFY(!weightGemm(R"({"format_a": "E5M2", "a_format": "E5M2"})", &err));
+    QVERIFY2(err.find("gemm_on_trained_weights.a_format: give \"format_a\" only") == 0, err.c_str());
+    QVERIFY(!weightGemm(R"({"format_b": "E9M9"})", &err));
+    QVERIFY2(err.find("gemm_on_trained_weights.format_b:") == 0, err.c_str());
+  }
+
   // One spelling table: flags, configs, training configs and the panel's "split-fp32" alike.
   void vocabularyAcceptsEveryOldSpelling() {
     for (const char* s : {"split", "split_fp32", "split-fp32", "SPLIT_FP32", "splitfp32"})
