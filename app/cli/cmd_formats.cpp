@@ -188,7 +188,7 @@ int runDecode(const QStringList& args) {
   if (!f) return rc;
   if (p.positionalArguments().isEmpty())
     return fail(QStringLiteral("no codes given (example: fp8lab-cli decode --format E4M3FN 0x7e)"));
-  Json arr = Json::array();
+  std::vector<uint32_t> codes;
   std::string text;
   for (const QString& s : p.positionalArguments()) {
     const auto c = parseCode(s);
@@ -199,11 +199,11 @@ int runDecode(const QStringList& args) {
                       .arg(f->bits())
                       .arg(QString::fromStdString(f->hexString(f->codeMask()))));
     if (p.isSet(QStringLiteral("json")))
-      arr.push_back(codeJson(*f, *c));
+      codes.push_back(*c);
     else
       text += codeLine(*f, *c);
   }
-  out(p.isSet(QStringLiteral("json")) ? toJsonText(toQJson(arr), false) + "\n" : text);
+  out(p.isSet(QStringLiteral("json")) ? codesJsonText(*f, codes) : text);
   return 0;
 }
 
@@ -223,7 +223,7 @@ int runTable(const QStringList& args) {
     out(codeTableCsv(*f));
     return 0;
   }
-  out(toJsonText(toQJson(codeTableJson(*f)), false) + "\n");
+  out(codeTableJsonText(*f));
   return 0;
 }
 

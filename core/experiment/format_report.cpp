@@ -137,17 +137,35 @@ Json formatsJson() {
   return arr;
 }
 
-Json codeJson(const Format& f, uint32_t code) {
-  return Json{{"code", f.hexString(code)},
-              {"binary", f.binaryString(code)},
-              {"value", numberJson(f.decode(code))},
-              {"class", toString(f.classify(code))}};
+namespace {
+void writeCodeJson(JsonStreamWriter& jw, const Format& f, uint32_t c) {
+  jw.beginObject();
+  jw.key("binary");
+  jw.value(f.binaryString(c));
+  jw.key("class");
+  jw.value(toString(f.classify(c)));
+  jw.key("code");
+  jw.value(f.hexString(c));
+  jw.key("value");
+  jw.value(f.decode(c));
+  jw.endObject();
+}
+} // namespace
+
+std::string codesJsonText(const Format& f, const std::vector<uint32_t>& codes) {
+  JsonStreamWriter jw;
+  jw.beginArray();
+  for (const uint32_t c : codes) writeCodeJson(jw, f, c);
+  jw.endArray();
+  return jw.text() + "\n";
 }
 
-Json codeTableJson(const Format& f) {
-  Json arr = Json::array();
-  for (uint32_t c = 0; c < f.codeCount(); ++c) arr.push_back(codeJson(f, c));
-  return arr;
+std::string codeTableJsonText(const Format& f) {
+  JsonStreamWriter jw;
+  jw.beginArray();
+  for (uint32_t c = 0; c < f.codeCount(); ++c) writeCodeJson(jw, f, c);
+  jw.endArray();
+  return jw.text() + "\n";
 }
 
 std::string codeLine(const Format& f, uint32_t code) {

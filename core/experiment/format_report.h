@@ -23,13 +23,18 @@ std::optional<SpecialsPolicy> parseSpecialsPolicy(std::string_view name);
 /// dynamic_range_binades, has_negative_zero, nan_code (hex, null without NaN), description.
 Json formatsJson();
 
-/// One code of `f`: {"code": hex, "binary": sign/exponent/mantissa groups, "value": the exact
-/// decoded value (NaN, ±Inf as "nan", "inf", "-inf"; −0 as -0.0), "class": CodeClass name}.
-/// `code` < f.codeCount().
-Json codeJson(const Format& f, uint32_t code);
+/// `codes` of `f` as one array of compact JSON text with a final '\n', one object per code with
+/// the keys (sorted) "binary": sign/exponent/mantissa groups, "class": CodeClass name, "code":
+/// hex, "value": the exact decoded value (NaN, ±Inf as "nan", "inf", "-inf"; −0 as -0.0): what
+/// `fp8lab-cli decode --json` prints. Written as a stream with the shortest round-trip number
+/// text (std::to_chars), so an integer-valued code prints as its exact integer (E8M0 0xb6 = 2^55
+/// = 36028797018963968), which readers that parse such a number as an integer (Python's json)
+/// get right. Each code < f.codeCount().
+std::string codesJsonText(const Format& f, const std::vector<uint32_t>& codes);
 
-/// Every code of `f`, ascending, as codeJson objects in one array.
-Json codeTableJson(const Format& f);
+/// Every code of `f`, ascending, as codesJsonText: what `fp8lab-cli table --json` prints (BF16's
+/// 65,536 codes without building a JSON tree first).
+std::string codeTableJsonText(const Format& f);
 
 /// One code of `f` as a line: "0x7e [0 1111 110] = 448 (normal)\n" (value in shortest
 /// round-trip text).

@@ -18,7 +18,7 @@ private Q_SLOTS:
     // (CodeClass::MaxFinite, "max"). 0x3c = 0 0111 100 = 1.5 · 2^0.
     QCOMPARE(codeLine(f, 0x7e), std::string("0x7e [0 1111 110] = 448 (max)\n"));
     QCOMPARE(codeLine(f, 0x3c), std::string("0x3c [0 0111 100] = 1.5 (normal)\n"));
-    const Json j = codeJson(f, 0x7f); // S.1111.111 is E4M3FN's NaN
+    const Json j = Json::parse(codesJsonText(f, {0x7f})).at(0); // S.1111.111 is E4M3FN's NaN
     QCOMPARE(j.at("value").get<std::string>(), std::string("nan"));
     QCOMPARE(j.at("class").get<std::string>(), std::string("nan"));
     // E2M1 (bias 1): 0x1 = 0.5 (subnormal 2^0 · 0.5), 0x2 = 1.0, 0x7 = 1.5 · 2^2 = 6.
@@ -26,7 +26,28 @@ private Q_SLOTS:
     QVERIFY(csv.starts_with("code,binary,value,class\n0x0,0 00 0,0,zero\n0x1,0 00 1,0.5,subnormal\n"
                             "0x2,0 01 0,1,normal\n"));
     QVERIFY(csv.ends_with("0xf,1 11 1,-6,max\n")); // 1 11 1 = −6, the largest magnitude
-    QCOMPARE(codeTableJson(Format::E2M1()).size(), size_t(16));
+    QCOMPARE(Json::parse(codeTableJsonText(Format::E2M1())).size(), size_t(16));
+    // The streamed table text: E2M1's first two codes and its last (−6) as hand-derived above;
+    // E4M3FN's 0x80 is −0 (written -0.0) and 0xff its negative NaN ("nan").
+    const std::string t = codeTableJsonText(Format::E2M1());
+    QVERIFY2(t.starts_with(R"([{"binary":"0 00 0","class":"zero","code":"0x0","value":0},)"
+                           R"({"binary":"0 00 1","class":"subnormal","code":"0x1","value":0.5},)"),
+             t.c_str());
+    QVERIFY2(t.ends_with(R"({"binary":"1 11 1","class":"max","code":"0xf","value":-6}])"
+                         "\n"),
+             t.c_str());
+    const Json e4 = Json::parse(codeTableJsonText(f));
+    QCOMPARE(e4.size(), size_t(256));
+    QCOMPARE(e4[0x7e].at("value").get<double>(), 448.0);
+    QCOMPARE(e4[0x80].at("class").get<std::string>(), std::string("zero"));
+    QVERIFY(std::signbit(e4[0x80].at("value").get<double>()));
+    QCOMPARE(e4[0xff].at("value").get<std::string>(), std::string("nan"));
+    // E8M0 0xb6: exponent 182 − bias 127 = 2^55 = 36028797018963968, printed as that integer
+    // (not 36028797018963970, a shortest-digits text padded with zeros that reads back as the same
+    // double but as a different integer).
+    QCOMPARE(codesJsonText(Format::E8M0FNU(), {0xb6}),
+             std::string(R"([{"binary":"10110110","class":"normal","code":"0xb6","value":36028797018963968}])"
+                         "\n"));
     QCOMPARE(*parseSpecialsPolicy("mldtypes"), SpecialsPolicy::MlDtypes);
     QVERIFY(!parseSpecialsPolicy("ML_DTYPES")); // lower case only: the caller lowers
   }
