@@ -74,6 +74,7 @@ TrainingExperimentOutcome runTrainingExperiment(const TrainingExperimentSpec& sp
 
   DataCache data;
   std::map<std::string, std::vector<LayerWeights>> trained;
+  std::map<std::string, std::string> stored_as; // a run's id in the config -> its id in the file
   std::map<std::string, const FashionMnist*> data_of;
   // A cancel that arrives between two pieces of work stops before the next one starts.
   auto stopRequested = [&](const std::string& stage) {
@@ -206,12 +207,17 @@ TrainingExperimentOutcome runTrainingExperiment(const TrainingExperimentSpec& sp
       return out;
     }
     trained[rs.id] = run->result().weights;
+    stored_as[rs.id] = out.runs.back().stored_id;
   }
 
   if (spec.weight_gemm) {
-    const WeightGemmSpec& g = *spec.weight_gemm;
-    const auto& weights = trained.at(g.from_run);
-    const FashionMnist* fm = data_of.at(g.from_run);
+    const auto& weights = trained.at(spec.weight_gemm->from_run);
+    const FashionMnist* fm = data_of.at(spec.weight_gemm->from_run);
+    // The GEMM runs name the training run by the id it was stored under (the file may have held
+    // the config's id already: "fp8-current" stored as "fp8-current-2").
+    WeightGemmSpec g = *spec.weight_gemm;
+    if (const auto it = stored_as.find(g.from_run); it != stored_as.end() && !it->second.empty())
+      g.from_run = it->second;
     for (const LayerWeights& w : weights)
       if (!allFinite(w.kernel.data(), w.kernel.size()) || !allFinite(w.bias.data(), w.bias.size())) {
         // the GEMM error of NaN weights means nothing (its SQNR would read inf)

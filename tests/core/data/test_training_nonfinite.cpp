@@ -87,6 +87,7 @@ private Q_SLOTS:
   void sameSeedGivesTheSameRecord();
   void sessionGroupHoldsTheRecord();
   void experimentGoesOnAndSkipsTheGemmOnNonFiniteWeights();
+  void weightGemmNamesTheStoredTrainingRun();
   void configReadsTheKeys();
   void configRefusesAnUnknownPolicy();
   void largestDotTermsOrder();
@@ -309,6 +310,34 @@ void TestTrainingNonFinite::experimentGoesOnAndSkipsTheGemmOnNonFiniteWeights() 
   QCOMPARE(attrString(saved[0].attrs, "status").value_or(""), std::string("stopped_nonfinite"));
   QCOMPARE(o.weight_gemm_skipped, std::string("the GEMM on trained weights is skipped: the weights of run 'nf' hold "
                                               "non-finite values (see its first non-finite value)"));
+}
+
+void TestTrainingNonFinite::weightGemmNamesTheStoredTrainingRun() {
+  // The file already holds a run "r": the save stores the new one as "r-2" (as appendRuns does).
+  // The GEMM run on its weights is then "gemm-r-2-fc1" and its config's from_run is "r-2", the
+  // run whose kernel is its inputs/B, not the older "r".
+  const JsonDocument d = JsonDocument::parse(R"({"type": "training", "train_limit": 256, "test_limit": 100,
+    "defaults": {"epochs": 1, "batch_size": 64, "precision": "fp32"}, "runs": [{"id": "r"}],
+    "gemm_on_trained_weights": {"from_run": "r", "layers": ["fc1"], "rows": 50}})");
+  std::string err;
+  const auto spec = parseTrainingExperiment(d.root(), &err, &d);
+  QVERIFY2(spec, err.c_str());
+  std::vector<Run> saved;
+  TrainingHooks hooks;
+  hooks.save = [&](const Run& r, std::string* id, std::string*) {
+    saved.push_back(r);
+    *id = r.id == "r" ? "r-2" : r.id;
+    return true;
+  };
+  const TrainingExperimentOutcome o = runTrainingExperiment(*spec, {}, hooks);
+  QVERIFY2(o.status == TrainingExperimentOutcome::Status::Completed, o.error.c_str());
+  QCOMPARE(saved.size(), size_t{2});
+  QCOMPARE(o.runs[0].stored_id, std::string("r-2"));
+  QCOMPARE(saved[1].id, std::string("gemm-r-2-fc1"));
+  QCOMPARE(Json::parse(saved[1].config_json).at("from_run").get<std::string>(), std::string("r-2"));
+  const auto w = trainedWeightsFromRun(saved[0], "fc1"); // the kernel the GEMM ran on is r-2's
+  QVERIFY(w.ok());
+  QCOMPARE(saved[1].find("inputs/B")->f32, w.value.kernel);
 }
 
 void TestTrainingNonFinite::configReadsTheKeys() {
