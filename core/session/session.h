@@ -294,7 +294,9 @@ Status deleteRun(const std::string& path, const std::string& run_id, const Write
 /// once; an empty list is InvalidArgument.
 Status deleteRuns(const std::string& path, const std::vector<std::string>& run_ids, const WriteOptions& opt = {});
 
-/// Renames a run (atomic rewrite). NotFound / DuplicateRun / InvalidArgument as appropriate.
+/// Renames a run (atomic rewrite). A run whose config names it in "from_run" (the GEMM on a
+/// training run's weights) is rewritten to name the new id. NotFound / DuplicateRun /
+/// InvalidArgument as appropriate.
 Status renameRun(const std::string& path, const std::string& from, const std::string& to, const WriteOptions& opt = {});
 
 /// Joins the runs of several session files into `out` (created or replaced atomically; `out`
@@ -306,7 +308,9 @@ Status renameRun(const std::string& path, const std::string& from, const std::st
 /// an existing `out` that is not a valid FP8 Lab session is never replaced (the same check as
 /// appendRuns: its reader error plus WriteFailed).
 /// Id collisions follow opt.on_conflict (default for merge callers: Rename). `notes` receives
-/// one line per renamed run ("IN2.h5: run r1 stored as r1-2").
+/// one line per renamed run ("IN2.h5: run r1 stored as r1-2"). A run whose config names a run of
+/// its input in "from_run" follows that run's new id (config rewritten, a note "IN2.h5: run G made
+/// from r1: its from_run is now r1-2").
 Status mergeSessions(const std::string& out, const std::vector<std::string>& inputs, const WriteOptions& opt = {},
                      std::vector<std::string>* notes = nullptr);
 

@@ -4,6 +4,7 @@
 #include "session/session_layout.h"
 #include "session/session.h"
 #include "session/session_lock.h"
+#include "io/json_document.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -363,7 +364,8 @@ struct CopyItem {
   std::string file;
   std::string run;
   std::string as;
-  std::string label; ///< when not empty: the copied run's "label" attribute is set to it
+  std::string label;  ///< when not empty: the copied run's "label" attribute is set to it
+  std::string config; ///< when not empty: the copied run's "config" attribute is set to it
 };
 
 /// Root attributes for the output file.
@@ -464,10 +466,12 @@ Status produce(const std::string& target, const RootInfo& root, const std::vecto
         st.add(C::WriteFailed, target + "#/runs/" + c.as, "cannot copy run from '" + c.file + "': " + errorText());
         return st;
       }
-      if (!c.label.empty()) {
+      for (const auto& [name, text] : {std::pair{"label", &c.label}, std::pair{"config", &c.config}}) {
+        if (text->empty()) continue;
         Handle g = group(H5Gopen2(runs, c.as.c_str(), H5P_DEFAULT));
-        if (!g.valid() || !writeAttr(g, "label", c.label)) {
-          st.add(C::WriteFailed, target + "#/runs/" + c.as, "cannot set the run's label: " + errorText());
+        if (!g.valid() || !writeAttr(g, name, *text)) {
+          st.add(C::WriteFailed, target + "#/runs/" + c.as,
+                 std::string("cannot set the run's ") + name + ": " + errorText());
           return st;
         }
       }
@@ -703,7 +707,7 @@ Status appendRuns(const std::string& path, const std::vector<Run>& runs, const W
   }
   std::vector<CopyItem> copies;
   for (const auto& e : existing)
-    if (!replaced.count(e)) copies.push_back({path, e, e, {}});
+    if (!replaced.count(e)) copies.push_back({path, e, e, {}, {}});
   st.merge(produce(path, root, copies, fresh, opt));
   if (!st.ok() && assigned_ids) assigned_ids->clear();
   return st;
@@ -753,7 +757,7 @@ Status writeItemsLocked(const std::string& path, const std::vector<SaveItem>& it
       st.add(C::NotFound, it.file + "#/runs/" + it.run_id, "no such run to copy; nothing was written");
       return st;
     }
-    copies.push_back({it.file, it.run_id, id, it.label});
+    copies.push_back({it.file, it.run_id, id, it.label, {}});
   }
   sources.clear();
   st.merge(produce(path, RootInfo{}, copies, fresh, opt));
@@ -836,10 +840,38 @@ Status deleteRuns(const std::string& path, const std::vector<std::string>& run_i
   }
   std::vector<CopyItem> copies;
   for (const auto& e : existing)
-    if (!gone.count(e)) copies.push_back({path, e, e, {}});
+    if (!gone.count(e)) copies.push_back({path, e, e, {}, {}});
   st.merge(produce(path, root, copies, {}, opt));
   return st;
 }
+
+namespace {
+
+/// A run made from another run of its file names that run in its config's "from_run" (the GEMM
+/// on a training run's weights, WeightGemmSpec::configJson). Sets the config of each copy in
+/// copies[first, end) whose run, as `info` lists it, names a run of `renamed` (old id -> new id)
+/// to the same config with from_run the new id (re-serialised as nlohmann's dump(2), the form
+/// those configs are written in), and adds a note "IN: run R made from A: its from_run is now B".
+void followFromRun(const SessionInfo& info, const std::map<std::string, std::string>& renamed,
+                   std::vector<CopyItem>& copies, size_t first, const std::string& in,
+                   std::vector<std::string>* notes) {
+  if (renamed.empty()) return;
+  for (size_t c = first; c < copies.size(); ++c) {
+    const RunInfo* ri = info.find(copies[c].run);
+    if (!ri) continue;
+    Json cfg = Json::parse(ri->config_json, nullptr, false);
+    if (!cfg.is_object() || !cfg.contains("from_run") || !cfg["from_run"].is_string()) continue;
+    const auto to = renamed.find(cfg["from_run"].get<std::string>());
+    if (to == renamed.end()) continue;
+    cfg["from_run"] = to->second;
+    copies[c].config = cfg.dump(2);
+    if (notes)
+      notes->push_back(in + ": run " + copies[c].as + " made from " + to->first + ": its from_run is now " +
+                       to->second);
+  }
+}
+
+} // namespace
 
 Status renameRun(const std::string& path, const std::string& from, const std::string& to, const WriteOptions& opt) {
   Status st;
@@ -862,7 +894,10 @@ Status renameRun(const std::string& path, const std::string& from, const std::st
     return st;
   }
   std::vector<CopyItem> copies;
-  for (const auto& e : existing) copies.push_back({path, e, e == from ? to : e, {}});
+  for (const auto& e : existing) copies.push_back({path, e, e == from ? to : e, {}, {}});
+  if (from != to)
+    if (auto r = SessionReader::open(path); r.ok())
+      followFromRun(r.value->info(), {{from, to}}, copies, 0, path, nullptr);
   st.merge(produce(path, root, copies, {}, opt));
   return st;
 }
@@ -914,6 +949,8 @@ Status mergeSessions(const std::string& out, const std::vector<std::string>& inp
       return st;
     }
     if (i == 0) root.created_utc = r.value->info().created_utc;
+    std::map<std::string, std::string> renamed; // this input's run id -> its id in `out`
+    size_t first_copy = copies.size();          // copies from here on are this input's
     for (const auto& run : r.value->info().runs) {
       std::string as = run.id;
       if (taken.count(as)) {
@@ -923,19 +960,24 @@ Status mergeSessions(const std::string& out, const std::vector<std::string>& inp
           return st;
         case WriteOptions::OnConflict::Replace: {
           auto it = std::find_if(copies.begin(), copies.end(), [&](const CopyItem& c) { return c.as == as; });
-          if (it != copies.end()) copies.erase(it);
+          if (it != copies.end()) {
+            if (static_cast<size_t>(it - copies.begin()) < first_copy) --first_copy;
+            copies.erase(it);
+          }
           if (notes) notes->push_back(in + ": run " + as + " replaces the earlier one");
           break;
         }
         case WriteOptions::OnConflict::Rename:
           as = uniqueId(as, taken);
+          renamed[run.id] = as;
           if (notes) notes->push_back(in + ": run " + run.id + " stored as " + as);
           break;
         }
       }
       taken.insert(as);
-      copies.push_back({in, run.id, as, {}});
+      copies.push_back({in, run.id, as, {}, {}});
     }
+    followFromRun(r.value->info(), renamed, copies, first_copy, in, notes);
   }
   st.merge(produce(out, root, copies, {}, opt));
   return st;

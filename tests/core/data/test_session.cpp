@@ -6,6 +6,7 @@
 #include <QtTest>
 
 #include "formats/format.h"
+#include "io/json_document.h"
 #include "session/session.h"
 
 #include <hdf5.h>
@@ -163,6 +164,7 @@ private Q_SLOTS:
   void appendConflictPolicies();
   void mergeJoinsShardsAndRenamesCollisions();
   void mergeRefusesBadInput();
+  void fromRunFollowsRenames();
   void mergeNeverReplacesAnUnrelatedOutput_data();
   void mergeNeverReplacesAnUnrelatedOutput();
   void writesGoThroughSymbolicLinks();
@@ -405,6 +407,44 @@ void TestSession::mergeJoinsShardsAndRenamesCollisions() {
   const std::string out2 = path("merged_fail.h5");
   QVERIFY(hasCode(mergeSessions(out2, {out, b}), Code::DuplicateRun));
   QVERIFY(!fs::exists(out2));
+}
+
+void TestSession::fromRunFollowsRenames() {
+  // Each input holds a training run "t" and a GEMM run made from it (config {"from_run": "t"}),
+  // as `run` writes gemm_on_trained_weights. Merged, the second input's "t" becomes "t-2" and its
+  // GEMM run "g-2": that run's from_run must say "t-2" (the first input's GEMM still says "t").
+  auto pair = [](const std::string& suffix) {
+    Run t = gemmRun("t");
+    Run g = gemmRun("g");
+    g.config_json = R"({"from_run": "t", "layer": "fc1", "type": "gemm-trained-weights", "tag": ")" + suffix + R"("})";
+    return sess({t, g});
+  };
+  const std::string a = path("from0.h5"), b = path("from1.h5"), out = path("from_merged.h5");
+  QVERIFY(writeSession(a, pair("a")).ok());
+  QVERIFY(writeSession(b, pair("b")).ok());
+  WriteOptions opt;
+  opt.on_conflict = WriteOptions::OnConflict::Rename;
+  std::vector<std::string> notes;
+  Status st = mergeSessions(out, {a, b}, opt, &notes);
+  QVERIFY2(st.ok(), st.message().c_str());
+  QCOMPARE(notes, (std::vector<std::string>{b + ": run g stored as g-2", b + ": run t stored as t-2",
+                                            b + ": run g-2 made from t: its from_run is now t-2"}));
+  auto r = loadSession(out);
+  QVERIFY(r.ok());
+  const Json g1 = Json::parse(r.value.find("g")->config_json), g2 = Json::parse(r.value.find("g-2")->config_json);
+  QCOMPARE(g1.at("from_run").get<std::string>(), std::string("t"));
+  QCOMPARE(g1.at("tag").get<std::string>(), std::string("a"));
+  QCOMPARE(g2.at("from_run").get<std::string>(), std::string("t-2"));
+  QCOMPARE(g2.at("tag").get<std::string>(), std::string("b")); // the rest of the config kept
+  // The first input's GEMM config is copied as it was, byte for byte.
+  QCOMPARE(r.value.find("g")->config_json,
+           std::string(R"({"from_run": "t", "layer": "fc1", "type": "gemm-trained-weights", "tag": "a"})"));
+  // `runs rename` of the training run moves the reference too.
+  QVERIFY(renameRun(out, "t-2", "t-b").ok());
+  r = loadSession(out);
+  QVERIFY(r.ok());
+  QCOMPARE(Json::parse(r.value.find("g-2")->config_json).at("from_run").get<std::string>(), std::string("t-b"));
+  QCOMPARE(Json::parse(r.value.find("g")->config_json).at("from_run").get<std::string>(), std::string("t"));
 }
 
 void TestSession::mergeRefusesBadInput() {
