@@ -257,7 +257,13 @@ Json quantizeReportJson(const Format& fmt, const std::string& scaling, const Qua
   o["dequant_scales"] =
       floats(q.dequant_scales, [&](float x) { return numberJson(two_level ? q.tensor_scale.blockFactor(x) : x); });
   if (two_level) o["block_scales"] = floats(q.dequant_scales, plain);
-  o["quant_scales"] = floats(q.quant_scales, plain);
+  // NVFP4 has no single multiplier per block: each element's follows the preset's rule from
+  // S_enc and the block's E4M3 scale (docs/nvfp4.md), so the key is left out rather than empty.
+  if (!q.quant_scales.empty())
+    o["quant_scales"] = floats(q.quant_scales, plain);
+  else
+    o["quant_scales_rule"] = "per element, by the preset's rule from the tensor scale and the block's " +
+                             q.scaleCodeFormat().name() + " scale (docs/nvfp4.md)";
   if (!q.scale_codes.empty()) {
     Json sc = Json::array();
     for (uint8_t c : q.scale_codes) sc.push_back(q.scaleCodeFormat().hexString(c));

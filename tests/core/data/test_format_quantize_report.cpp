@@ -111,6 +111,23 @@ private Q_SLOTS:
     QVERIFY(!quantizeWithPreset("te_current", Format::E4M3FN(), v, 1, 3, Axis::Cols, EncodeOptions{}, 0, false, block,
                                 &error));
     QCOMPARE(error, std::string("--block applies to block presets only; 'te_current' is per-tensor"));
+    // nvfp4_te on one 1×16 block with amax 6: S_enc = 6·448 / 6 = 448 (TE's global encode
+    // scale), the block's E4M3 scale 448 = 0x7e, so each block factor is 448 / 448 = 1 and the
+    // codes are the E2M1 values' own (6 = 0x7). NVFP4 has no per-block quant multiplier: the
+    // report says so instead of printing an empty quant_scales.
+    std::vector<double> nv(16, 1.0);
+    nv[0] = 6;
+    const auto n =
+        quantizeWithPreset("nvfp4_te", Format::E2M1(), nv, 1, 16, Axis::Cols, EncodeOptions{}, 0, false, none, &error);
+    QVERIFY2(n, error.c_str());
+    const Json jn = quantizeReportJson(Format::E2M1(), "nvfp4_te", *n);
+    QCOMPARE(jn.at("dequant_scales"), Json::parse("[1.0]"));
+    QCOMPARE(jn.at("scale_codes"), Json::parse(R"(["0x7e"])"));
+    QCOMPARE(jn.at("codes").at(0).get<std::string>(), std::string("0x7"));
+    QVERIFY(!jn.contains("quant_scales"));
+    QCOMPARE(jn.at("quant_scales_rule").get<std::string>(),
+             std::string("per element, by the preset's rule from the tensor scale and the block's E4M3FN scale "
+                         "(docs/nvfp4.md)"));
   }
 };
 
