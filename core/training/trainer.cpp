@@ -580,7 +580,10 @@ void TrainingRun::run(const ProgressFn& progress) {
         }
       }
     }
-    if (stop) break;
+    // A stop after the epoch's last step still evaluates the epoch (its steps are complete and
+    // the evaluation is deterministic, so a re-run that stops at the same step gives the same
+    // record); a non-finite stop never does.
+    if (stop && (res.stopped_nonfinite || steps < spe)) break;
     EpochRecord er;
     er.epoch = e + 1;
     er.end_step = res.steps_done;
@@ -620,7 +623,9 @@ void TrainingRun::run(const ProgressFn& progress) {
     res.warnings.push_back({Severity::Error, "nonfinite", res.first_nonfinite.layer + "/" + res.first_nonfinite.tensor,
                             "first non-finite value: " + res.first_nonfinite.describe() +
                                 (res.stopped_nonfinite ? "; the run stopped after that step" : "")});
-  if (stop && !res.stopped_nonfinite) {
+  // Stopped after the last step of the last epoch: every step and evaluation is done, the run is
+  // complete.
+  if (stop && !res.stopped_nonfinite && res.steps_done < total) {
     res.cancelled = true;
     throw Cancelled();
   }

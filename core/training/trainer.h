@@ -187,9 +187,11 @@ public:
 
   /// Trains config.epochs epochs, evaluating on the test set after each. progress(fraction,
   /// stage) is called after every step (and, progress only, before each evaluation); when the
-  /// call after a step returns false the run stops there (the current step always completes),
-  /// sets result().cancelled and throws Cancelled — result() then holds everything up to that
-  /// step, consistent and complete (epochs whose evaluation ran are in result().epochs).
+  /// call after a step returns false the run stops there (the current step always completes; after
+  /// an epoch's last step, that epoch's evaluation too), sets result().cancelled and throws
+  /// Cancelled — result() then holds everything up to that step, consistent and complete (epochs
+  /// whose evaluation ran are in result().epochs). A stop after the last step of the last epoch
+  /// leaves nothing undone: the run returns normally.
   /// A step that produces a non-finite value is recorded in result().first_nonfinite (the first
   /// one only); with on_nonfinite stop the run returns after that step with
   /// result().stopped_nonfinite set (no exception).

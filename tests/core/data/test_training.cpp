@@ -153,6 +153,7 @@ private Q_SLOTS:
   void currentScalingFollowsTheRule();
   void spikeSaturatesDelayedNotCurrent();
   void progressCancelKeepsAConsistentPartialResult();
+  void stopAfterAnEpochsLastStepEvaluatesIt();
   void badConfigIsRefused();
   void sessionRunHoldsTheRecords();
   void gemmOnTrainedWeightsSplitsTheError();
@@ -576,6 +577,33 @@ void TestTraining::progressCancelKeepsAConsistentPartialResult() {
     QCOMPARE(h.history.size(), size_t{40});
   }
   QCOMPARE(r.weights.size(), size_t{3});
+}
+
+void TestTraining::stopAfterAnEpochsLastStepEvaluatesIt() {
+  // smallConfig: 8 steps per epoch. A stop asked after step 8 (the 8th progress call, the
+  // epoch's last step) still evaluates epoch 1: 4 epochs → cancelled with 8 steps and epoch 1's
+  // record; 1 epoch → every step and evaluation done, so the run completes (no Cancelled).
+  const FashionMnist* fm = subset();
+  QVERIFY2(fm, "Fashion-MNIST missing: install dataset-fashion-mnist");
+  for (const int epochs : {4, 1}) {
+    auto cfg = smallConfig(TrainingScalingKind::DelayedFlax, 4);
+    cfg.epochs = epochs;
+    TrainingRun run(cfg, fm->train, fm->test);
+    int calls = 0;
+    bool cancelled = false;
+    try {
+      run.run([&](double, const std::string&) { return ++calls < 8; });
+    } catch (const Cancelled&) {
+      cancelled = true;
+    }
+    const TrainingResult& r = run.result();
+    QCOMPARE(cancelled, epochs == 4);
+    QCOMPARE(r.cancelled, epochs == 4);
+    QCOMPARE(r.steps_done, int64_t{8});
+    QCOMPARE(r.epochs.size(), size_t{1});
+    QCOMPARE(r.epochs[0].end_step, int64_t{8});
+    QVERIFY(r.epochs[0].test_accuracy > 0 && r.epochs[0].test_accuracy <= 1);
+  }
 }
 
 void TestTraining::badConfigIsRefused() {
