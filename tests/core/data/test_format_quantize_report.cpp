@@ -6,6 +6,7 @@
 
 #include "experiment/format_report.h"
 #include "experiment/quantize_report.h"
+#include "formats/format_table.h"
 
 using namespace fp8lab;
 
@@ -50,6 +51,21 @@ private Q_SLOTS:
                          "\n"));
     QCOMPARE(*parseSpecialsPolicy("mldtypes"), SpecialsPolicy::MlDtypes);
     QVERIFY(!parseSpecialsPolicy("ML_DTYPES")); // lower case only: the caller lowers
+  }
+  void formatTableColumns() {
+    // Every line as long as the header, and each right-aligned value ends where its header does:
+    // BF16's max 3.3895313892515355e+38 (22 characters, (2 − 2^−7) · 2^127) and E8M0FNU's
+    // 2^127 = 1.7014118346046923e+38 end under "max".
+    const std::string t = formatTableText();
+    std::vector<std::string> lines;
+    for (size_t a = 0, b; (b = t.find('\n', a)) != std::string::npos; a = b + 1) lines.push_back(t.substr(a, b - a));
+    QCOMPARE(lines.size(), Format::all().size() + 1);
+    const size_t max_end = lines[0].find("max") + 3;
+    for (const auto& l : lines) QCOMPARE(l.size(), lines[0].size());
+    for (const auto& [name, max] : {std::pair{"BF16 ", "3.3895313892515355e+38"},
+                                    std::pair{"E8M0FNU ", "1.7014118346046923e+38"}, std::pair{"E4M3FN ", "448"}})
+      for (const auto& l : lines)
+        if (l.starts_with(name)) QCOMPARE(l.find(max) + std::string(max).size(), max_end);
   }
   void encodeTie() {
     // 1.0625 lies halfway between 1 (0x38 = 0 0111 000) and 1.125 (0x39): RNE picks the even
