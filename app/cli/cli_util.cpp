@@ -19,10 +19,12 @@ bool g_lock_wait = true;
 double g_lock_timeout_s = -1;
 } // namespace
 
-std::optional<std::vector<double>> parseNumberList(const QString& text, QString* bad) {
+std::optional<std::vector<double>> parseNumberList(const QString& text, QString* problem) {
+  const std::string t = text.toUtf8().toStdString();
   std::string b;
-  auto v = fp8lab::parseNumberList(text.toUtf8().toStdString(), &b);
-  if (!v && bad) *bad = QString::fromStdString(b);
+  size_t at = 0;
+  auto v = fp8lab::parseNumberList(t, &b, &at);
+  if (!v && problem) *problem = QString::fromStdString(numberListProblem(t, b, at));
   return v;
 }
 

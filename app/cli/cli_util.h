@@ -43,8 +43,9 @@ inline std::optional<double> parseNumber(const QString& text) {
 inline QString numberProblem(const QString& text) {
   return QString::fromStdString(fp8lab::numberProblem(text.toUtf8().toStdString()));
 }
-/// fp8lab::parseNumberList of "1,2.5,-3"; on error sets *bad to the offending item.
-std::optional<std::vector<double>> parseNumberList(const QString& text, QString* bad);
+/// fp8lab::parseNumberList of "1,2.5,-3"; on error sets *problem to fp8lab::numberListProblem
+/// ("not a number: 'x'", "item 2 of '1,,2' is empty (...)").
+std::optional<std::vector<double>> parseNumberList(const QString& text, QString* problem);
 
 /// Shortest round-trip text of a double / float32 (fp8lab::shortestText): "nan", "inf", "-inf"
 /// for non-finite values. shortestDouble / shortestFloat fix the argument's type.

@@ -78,9 +78,9 @@ int runQuantize(const QStringList& args) {
   const bool has_values = p.isSet(QStringLiteral("values")), has_input = p.isSet(QStringLiteral("input"));
   if (has_values == has_input) return fail(QStringLiteral("give exactly one of --values v1,v2,... or --input FILE"));
   if (has_values) {
-    QString bad;
-    const auto l = parseNumberList(p.value(QStringLiteral("values")), &bad);
-    if (!l) return fail(QStringLiteral("--values: %1").arg(numberProblem(bad)));
+    QString problem;
+    const auto l = parseNumberList(p.value(QStringLiteral("values")), &problem);
+    if (!l) return fail(QStringLiteral("--values: %1").arg(problem));
     v = *l;
   } else {
     QString err;
