@@ -182,7 +182,17 @@ int runRuns(const QStringList& args) {
   if (action == QStringLiteral("delete")) {
     if (pos.size() < 3) return fail(QStringLiteral("runs delete needs FILE.h5 and at least one RUN_ID"));
     std::vector<std::string> ids;
-    for (int i = 2; i < pos.size(); ++i) ids.push_back(pos[i].toStdString());
+    for (int i = 2; i < pos.size(); ++i) {
+      // A repeated id is a slip in the list (a paste, an overlapping glob): refused, nothing deleted.
+      if (const int first = int(pos.indexOf(pos[i], 2)); first < i)
+        return fail(QStringLiteral("runs delete: run id '%1' is given twice (RUN_ID %2 and %3); nothing deleted, %4 "
+                                   "unchanged")
+                        .arg(pos[i])
+                        .arg(first - 1)
+                        .arg(i - 1)
+                        .arg(file));
+      ids.push_back(pos[i].toStdString());
+    }
     // One atomic rewrite: every id is checked first, so a missing one changes nothing.
     if (Status st = deleteRuns(file.toStdString(), ids, wo); !st.ok()) return fail(qs(st.errors()));
     for (int i = 2; i < pos.size(); ++i) out(QStringLiteral("deleted run %1 from %2\n").arg(pos[i], file));
