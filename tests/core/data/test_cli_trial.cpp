@@ -19,6 +19,14 @@ QByteArray firstLine(const QByteArray& text) {
   return eol < 0 ? text : text.left(eol);
 }
 
+/// `text` without its lines that start with "time:" (measured seconds, different in every run).
+QByteArray withoutTimes(const QByteArray& text) {
+  QByteArray kept;
+  for (const QByteArray& line : text.split('\n'))
+    if (!line.startsWith("time:")) kept += line + '\n';
+  return kept;
+}
+
 } // namespace
 
 class TestCliTrial : public QObject {
@@ -58,6 +66,83 @@ private Q_SLOTS:
     const CliResult r = runCli(args);
     QCOMPARE(r.code, 0);
     QCOMPARE(firstLine(r.out), usage);
+  }
+
+  // Every comma list read as numbers refuses an empty item, naming its 1-based place, instead of
+  // skipping it ("--values 1,,2" quantized two values without a word).
+  void numberListsRefuseEmptyItems_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QByteArray>("err");
+    const QStringList q = {QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("E4M3FN"),
+                           QStringLiteral("-s")};
+    QTest::newRow("quantize --values 1,,2")
+        << q + QStringList{QStringLiteral("te_current"), QStringLiteral("--values"), QStringLiteral("1,,2")}
+        << QByteArray("fp8lab-cli: error: --values: item 2 of '1,,2' is empty (one comma between values, none at "
+                      "either end)\n");
+    QTest::newRow("quantize --amax-history 1,2,")
+        << q + QStringList{QStringLiteral("te_delayed"), QStringLiteral("--amax-history"), QStringLiteral("1,2,"),
+                           QStringLiteral("--values"), QStringLiteral("1,2")}
+        << QByteArray("fp8lab-cli: error: --amax-history: item 3 of '1,2,' is empty (one comma between values, none "
+                      "at either end)\n");
+    QTest::newRow("scaling simulate --amax ,1")
+        << QStringList{QStringLiteral("scaling"), QStringLiteral("simulate"), QStringLiteral("--preset"),
+                       QStringLiteral("te"),      QStringLiteral("--amax"),   QStringLiteral(",1")}
+        << QByteArray("fp8lab-cli: error: --amax: item 1 of ',1' is empty (one comma between values, none at either "
+                      "end)\n");
+  }
+  void numberListsRefuseEmptyItems() {
+    QFETCH(QStringList, args);
+    QFETCH(QByteArray, err);
+    const CliResult r = runCli(args);
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, err);
+    QCOMPARE(r.out, QByteArray());
+  }
+
+  // A shape has at least one row and one column: "0x3" is refused as such, not as a count of
+  // values ("needs 0 values, got 3").
+  void quantizeShapeNeedsPositiveDimensions() {
+    const CliResult r = runCli({QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("E4M3FN"),
+                                QStringLiteral("-s"), QStringLiteral("te_current"), QStringLiteral("--shape"),
+                                QStringLiteral("0x3"), QStringLiteral("--values"), QStringLiteral("1,2,3")});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.err, QByteArray("fp8lab-cli: error: --shape 0x3: rows and columns must each be at least 1\n"));
+  }
+
+  // `runs delete F ID ID` refuses the repeated id and deletes nothing (it said "deleted run ID"
+  // twice).
+  void runsDeleteRefusesARepeatedId() {
+    QTemporaryDir dir;
+    const QString f = dir.filePath(QStringLiteral("r.h5"));
+    for (const char* id : {"a", "b"})
+      QCOMPARE(runCli({QStringLiteral("gemm"), QStringLiteral("-q"), QStringLiteral("--m"), QStringLiteral("8"),
+                       QStringLiteral("--n"), QStringLiteral("8"), QStringLiteral("--k"), QStringLiteral("8"),
+                       QStringLiteral("--out"), f, QStringLiteral("--id"), QString::fromLatin1(id)})
+                   .code,
+               0);
+    const CliResult r = runCli({QStringLiteral("runs"), QStringLiteral("delete"), f, QStringLiteral("a"),
+                                QStringLiteral("b"), QStringLiteral("a")});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.out, QByteArray());
+    QCOMPARE(r.err, "fp8lab-cli: error: runs delete: run id 'a' is given twice (RUN_ID 1 and 3); nothing deleted, " +
+                        f.toUtf8() + " unchanged\n");
+    QCOMPARE(runCli({QStringLiteral("runs"), QStringLiteral("list"), f}).out, QByteArray("a\nb\n"));
+  }
+
+  // gemm takes -q / --quiet as run and sweep do: no progress bar and no note on the backend, so a
+  // CPU run prints nothing on stderr; stdout is the report, the same as without -q (but for the
+  // measured "time:" line).
+  void gemmAcceptsQuiet() {
+    const QStringList g = {QStringLiteral("gemm"), QStringLiteral("--m"), QStringLiteral("8"), QStringLiteral("--n"),
+                           QStringLiteral("8"),    QStringLiteral("--k"), QStringLiteral("16")};
+    const CliResult loud = runCli(g);
+    QCOMPARE(loud.code, 0);
+    for (const char* q : {"-q", "--quiet"}) {
+      const CliResult r = runCli(g + QStringList{QString::fromLatin1(q)});
+      QCOMPARE(r.code, 0);
+      QCOMPARE(r.err, QByteArray());
+      QCOMPARE(withoutTimes(r.out), withoutTimes(loud.out));
+    }
   }
 };
 
