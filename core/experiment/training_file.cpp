@@ -1,5 +1,6 @@
 #include "experiment/training_file.h"
 
+#include "experiment/run_results.h"
 #include "experiment/training_report.h"
 
 #include <map>
@@ -49,6 +50,7 @@ TrainingFileResult runTrainingIntoFile(const TrainingExperimentSpec& spec, const
       return false;
     }
     *stored = ids.empty() ? run.id : ids.front();
+    if (*stored != run.id) line(renamedRunNote(run.id, *stored), false);
     backend_notes[*stored] = attrString(run.attrs, "backend_note").value_or("");
     if (const auto nf = trainingNonFiniteLine(run, *stored)) line(*nf, false);
     for (const std::string& l : trainingRunSavedLines(run, *stored)) line(l, true);

@@ -144,6 +144,53 @@ private Q_SLOTS:
       QCOMPARE(withoutTimes(r.out), withoutTimes(loud.out));
     }
   }
+
+  // A run stored under another id because its own is taken is said on stderr, in the words sweep
+  // and merge use, by every command that appends runs: run (a GEMM and a training config), train
+  // and gemm --out. With -q nothing else is printed there (gemm still says where it saved).
+  void renamedRunsAreSaid_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QByteArray>("config");
+    QTest::addColumn<QByteArray>("err");
+    const QString c = QStringLiteral("%C"), o = QStringLiteral("%O");
+    const QByteArray training =
+        R"({"type": "training", "id": "t", "train_limit": 256, "test_limit": 100, "epochs": 1, "batch_size": 64})";
+    QTest::newRow("run, gemm config") << QStringList{QStringLiteral("run"),   c,
+                                                     QStringLiteral("--out"), o,
+                                                     QStringLiteral("--id"),  QStringLiteral("g"),
+                                                     QStringLiteral("-q")}
+                                      << QByteArray(R"({"type": "gemm", "m": 8, "n": 8, "k": 8})")
+                                      << QByteArray("note: run g stored as g-2 (id taken)\n");
+    QTest::newRow("run, training config")
+        << QStringList{QStringLiteral("run"), c, QStringLiteral("--out"), o, QStringLiteral("-q")} << training
+        << QByteArray("note: run t stored as t-2 (id taken)\n");
+    QTest::newRow("train") << QStringList{QStringLiteral("train"), c, QStringLiteral("--out"), o, QStringLiteral("-q")}
+                           << training << QByteArray("note: run t stored as t-2 (id taken)\n");
+    QTest::newRow("gemm --out") << QStringList{QStringLiteral("gemm"), QStringLiteral("--m"),   QStringLiteral("8"),
+                                               QStringLiteral("--n"),  QStringLiteral("8"),     QStringLiteral("--k"),
+                                               QStringLiteral("8"),    QStringLiteral("--out"), o,
+                                               QStringLiteral("--id"), QStringLiteral("g"),     QStringLiteral("-q")}
+                                << QByteArray()
+                                << QByteArray("note: run g stored as g-2 (id taken)\nsaved as run g-2 in %O\n");
+  }
+  void renamedRunsAreSaid() {
+    QFETCH(QStringList, args);
+    QFETCH(QByteArray, config);
+    QFETCH(QByteArray, err);
+    QTemporaryDir dir;
+    const QString cfg = dir.filePath(QStringLiteral("c.json")), out = dir.filePath(QStringLiteral("s.h5"));
+    QFile f(cfg);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(config);
+    f.close();
+    for (QString& a : args) a.replace(QStringLiteral("%C"), cfg).replace(QStringLiteral("%O"), out);
+    const CliResult first = runCli(args);
+    QVERIFY2(first.code == 0, first.err.constData());
+    QVERIFY2(!first.err.contains("stored as"), first.err.constData());
+    const CliResult second = runCli(args);
+    QVERIFY2(second.code == 0, second.err.constData());
+    QCOMPARE(second.err, QByteArray(err).replace("%O", out.toUtf8()));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCliTrial)
