@@ -46,7 +46,7 @@ TrainingFileResult runTrainingIntoFile(const TrainingExperimentSpec& spec, const
     lossNote("the save of run '" + run.id + "' in progress (" + out + " keeps what it held before; saves are atomic)");
     std::vector<std::string> ids;
     if (const Status st = appendRuns(out, {run}, write, &ids); !st.ok()) {
-      *error = "to " + out + ": " + st.firstError();
+      *error = st.errors();
       return false;
     }
     *stored = ids.empty() ? run.id : ids.front();

@@ -5,8 +5,11 @@
 // errors naming where a value came from.
 #include "cli_runner.h"
 
+#include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <hdf5.h>
 
 using fp8lab::testsupport::CliResult;
 using fp8lab::testsupport::runCli;
@@ -25,6 +28,33 @@ QByteArray withoutTimes(const QByteArray& text) {
   for (const QByteArray& line : text.split('\n'))
     if (!line.startsWith("time:")) kept += line + '\n';
   return kept;
+}
+
+/// The bytes of file `path` ("" when it cannot be read).
+QByteArray fileBytes(const QString& path) {
+  QFile f(path);
+  return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+/// Writes `bytes` to `path`.
+bool writeFile(const QString& path, const QByteArray& bytes) {
+  QFile f(path);
+  return f.open(QIODevice::WriteOnly) && f.write(bytes) == bytes.size();
+}
+
+/// Another program's HDF5 file, as h5py writes one: a root group holding dataset "x" = [1, 2, 3]
+/// and no FP8 Lab root attributes.
+bool writeForeignHdf5(const QString& path) {
+  const hid_t f = H5Fcreate(QFile::encodeName(path).constData(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (f < 0) return false;
+  const hsize_t n = 3;
+  const int x[3] = {1, 2, 3};
+  const hid_t sp = H5Screate_simple(1, &n, nullptr);
+  const hid_t ds = H5Dcreate2(f, "x", H5T_NATIVE_INT, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  const bool ok = ds >= 0 && H5Dwrite(ds, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, x) >= 0;
+  if (ds >= 0) H5Dclose(ds);
+  H5Sclose(sp);
+  return H5Fclose(f) >= 0 && ok;
 }
 
 } // namespace
@@ -190,6 +220,64 @@ private Q_SLOTS:
     const CliResult second = runCli(args);
     QVERIFY2(second.code == 0, second.err.constData());
     QCOMPARE(second.err, QByteArray(err).replace("%O", out.toUtf8()));
+  }
+
+  // An existing --out that is not an FP8 Lab session (another program's HDF5 file, a 0-byte file)
+  // is refused before any work, by every command that appends runs: nothing is computed (no
+  // progress or training line, no report on stdout) and the file is left as it was. The detail
+  // after "cannot take runs:" is the session reader's own, as the save would have said it.
+  void foreignOutputRefusedBeforeWork_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<bool>("empty");
+    const QString c = QStringLiteral("%C"), o = QStringLiteral("%O");
+    const QStringList gemm = {QStringLiteral("gemm"), QStringLiteral("--m"),   QStringLiteral("512"),
+                              QStringLiteral("--n"),  QStringLiteral("512"),   QStringLiteral("--k"),
+                              QStringLiteral("512"),  QStringLiteral("--out"), o};
+    const QStringList commands[] = {
+        {QStringLiteral("run"), c, QStringLiteral("--out"), o},
+        {QStringLiteral("train"), c, QStringLiteral("--out"), o},
+        gemm,
+        {QStringLiteral("sweep"), QStringLiteral("%G"), QStringLiteral("--out"), o},
+        {QStringLiteral("rerun"), QStringLiteral("%S"), QStringLiteral("g"), QStringLiteral("--out"), o},
+        {QStringLiteral("advise"), c, QStringLiteral("--out"), o},
+    };
+    for (const QStringList& a : commands)
+      for (const bool empty : {false, true})
+        QTest::addRow("%s, %s", qPrintable(a[0]), empty ? "0-byte file" : "foreign HDF5") << a << empty;
+  }
+  void foreignOutputRefusedBeforeWork() {
+    QFETCH(QStringList, args);
+    QFETCH(bool, empty);
+    QTemporaryDir dir;
+    const QString cfg = dir.filePath(QStringLiteral("t.json")), grid = dir.filePath(QStringLiteral("g.json")),
+                  session = dir.filePath(QStringLiteral("s.h5")), out = dir.filePath(QStringLiteral("foreign.h5"));
+    // Work that takes seconds to minutes if it ran: 10 epochs on 4096 images, a 512³ GEMM grid.
+    QVERIFY(writeFile(cfg, R"({"type": "training", "id": "t", "train_limit": 4096, "test_limit": 500, "epochs": 10})"));
+    QVERIFY(writeFile(grid, R"({"type": "gemm", "m": 512, "n": 512, "k": 512,
+                                "sweep": {"formats": ["E4M3FN", "E5M2"], "scalings": ["te_current"]}})"));
+    QCOMPARE(runCli({QStringLiteral("gemm"), QStringLiteral("-q"), QStringLiteral("--m"), QStringLiteral("8"),
+                     QStringLiteral("--n"), QStringLiteral("8"), QStringLiteral("--k"), QStringLiteral("8"),
+                     QStringLiteral("--out"), session, QStringLiteral("--id"), QStringLiteral("g")})
+                 .code,
+             0);
+    QVERIFY(empty ? writeFile(out, {}) : writeForeignHdf5(out));
+    const QByteArray before = fileBytes(out);
+    for (QString& a : args)
+      a.replace(QStringLiteral("%C"), cfg)
+          .replace(QStringLiteral("%G"), grid)
+          .replace(QStringLiteral("%S"), session)
+          .replace(QStringLiteral("%O"), out);
+    const CliResult r = runCli(args, 60000);
+    QCOMPARE(r.code, 2);
+    QCOMPARE(r.out, QByteArray());
+    const QByteArray why =
+        empty ? QByteArray(" exists and is empty, not an HDF5 session (runs are appended to a session; choose another "
+                           "--out)")
+              : QByteArray(" exists and cannot take runs: a valid HDF5 file, but not an FP8 Lab session (no "
+                           "'application' / 'format_version' root attributes) (runs are appended to an FP8 Lab "
+                           "session; choose another --out)");
+    QCOMPARE(r.err, "fp8lab-cli: error: write failed: " + out.toUtf8() + why + "\n");
+    QCOMPARE(fileBytes(out), before);
   }
 };
 
