@@ -279,6 +279,41 @@ private Q_SLOTS:
     QCOMPARE(r.err, "fp8lab-cli: error: write failed: " + out.toUtf8() + why + "\n");
     QCOMPARE(fileBytes(out), before);
   }
+
+  // The README's `merge all.h5 all.h5 shard-*.h5` works on its first use: the output named as an
+  // input while nothing exists there is skipped, with a note; a missing input that is not the
+  // output stays an error, and so does the output as the only input.
+  void mergeIntoItselfWorksOnFirstUse() {
+    QTemporaryDir dir;
+    const QString all = dir.filePath(QStringLiteral("all.h5")), s1 = dir.filePath(QStringLiteral("shard-1.h5")),
+                  s2 = dir.filePath(QStringLiteral("shard-2.h5")), none = dir.filePath(QStringLiteral("none.h5"));
+    for (const auto& [f, id] : {std::pair{s1, "a"}, std::pair{s2, "b"}})
+      QCOMPARE(runCli({QStringLiteral("gemm"), QStringLiteral("-q"), QStringLiteral("--m"), QStringLiteral("8"),
+                       QStringLiteral("--n"), QStringLiteral("8"), QStringLiteral("--k"), QStringLiteral("8"),
+                       QStringLiteral("--out"), f, QStringLiteral("--id"), QString::fromLatin1(id)})
+                   .code,
+               0);
+    const CliResult first = runCli({QStringLiteral("merge"), all, all, s1, s2});
+    QVERIFY2(first.code == 0, first.err.constData());
+    QCOMPARE(first.err, "note: " + all.toUtf8() + " does not exist yet: skipped as an input (the merge creates it)\n");
+    QCOMPARE(first.out, "merged 2 file(s) -> " + all.toUtf8() + " (2 runs)\n");
+    QCOMPARE(runCli({QStringLiteral("runs"), QStringLiteral("list"), all}).out, QByteArray("a\nb\n"));
+    // Another missing input is an error, nothing written.
+    const QString other = dir.filePath(QStringLiteral("other.h5"));
+    const CliResult missing = runCli({QStringLiteral("merge"), other, other, none, s1});
+    QCOMPARE(missing.code, 2);
+    QCOMPARE(missing.err, "fp8lab-cli: error: not found at " + none.toUtf8() + ": no such file\nwrite failed at " +
+                              other.toUtf8() + ": input '" + none.toUtf8() +
+                              "' is not a clean FP8 Lab session; nothing written\n");
+    QVERIFY(!QFile::exists(other));
+    // The output as the only input: nothing to merge, the same error.
+    const CliResult alone = runCli({QStringLiteral("merge"), other, other});
+    QCOMPARE(alone.code, 2);
+    QCOMPARE(alone.err, "fp8lab-cli: error: not found at " + other.toUtf8() + ": no such file\nwrite failed at " +
+                            other.toUtf8() + ": input '" + other.toUtf8() +
+                            "' is not a clean FP8 Lab session; nothing written\n");
+    QVERIFY(!QFile::exists(other));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestCliTrial)
