@@ -1,7 +1,9 @@
 // Shared helpers of fp8lab-cli and fp8lab-render (cli_util.h).
 #include "cli_util.h"
 
+#include <QCoreApplication>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 
 #include <atomic>
@@ -17,10 +19,12 @@ bool g_lock_wait = true;
 double g_lock_timeout_s = -1;
 } // namespace
 
-std::optional<std::vector<double>> parseNumberList(const QString& text, QString* bad) {
+std::optional<std::vector<double>> parseNumberList(const QString& text, QString* problem) {
+  const std::string t = text.toUtf8().toStdString();
   std::string b;
-  auto v = fp8lab::parseNumberList(text.toUtf8().toStdString(), &b);
-  if (!v && bad) *bad = QString::fromStdString(b);
+  size_t at = 0;
+  auto v = fp8lab::parseNumberList(t, &b, &at);
+  if (!v && problem) *problem = QString::fromStdString(numberListProblem(t, b, at));
   return v;
 }
 
@@ -138,6 +142,25 @@ void emitJson(QJsonArray* collect, const QJsonObject& o) {
     out(toJsonText(o) + "\n");
 }
 
+QString commandHelpText(const QString& help, const QString& command, const QStringList& positional) {
+  const QString argv0 = QCoreApplication::arguments().value(0);
+  const QString qtUsage = QStringLiteral("Usage: ") + argv0;
+  const qsizetype eol = help.indexOf(QLatin1Char('\n'));
+  const QString first = eol < 0 ? help : help.left(eol);
+  if (argv0.isEmpty() || !first.startsWith(qtUsage)) return help;
+  QString rest = first.mid(qtUsage.size()); // " [options] FILE.h5"
+  // `command` is argv[0] followed by the command's words ("/x/fp8lab-cli runs").
+  QString path = QFileInfo(argv0).fileName();
+  if (command.startsWith(argv0)) path += command.mid(argv0.size());
+  const QString action = QStringLiteral(" [options] action");
+  if (rest.startsWith(action) && (rest.size() == action.size() || rest[action.size()] == QLatin1Char(' ')) &&
+      !positional.isEmpty() && !positional[0].isEmpty() && !positional[0].startsWith(QLatin1Char('-'))) {
+    path += QLatin1Char(' ') + positional[0];
+    rest = QStringLiteral(" [options]") + rest.mid(action.size());
+  }
+  return QStringLiteral("Usage: ") + path + rest + (eol < 0 ? QString() : help.mid(eol));
+}
+
 bool parseArgs(QCommandLineParser& p, const QStringList& args, int* exit_code) {
   p.setSingleDashWordOptionMode(QCommandLineParser::ParseAsLongOptions);
   const QCommandLineOption help({QStringLiteral("h"), QStringLiteral("help")}, QStringLiteral("Show this help."));
@@ -147,7 +170,7 @@ bool parseArgs(QCommandLineParser& p, const QStringList& args, int* exit_code) {
     return false;
   }
   if (p.isSet(help)) {
-    out(p.helpText());
+    out(commandHelpText(p.helpText(), args.value(0), p.positionalArguments()));
     *exit_code = 0;
     return false;
   }

@@ -43,8 +43,9 @@ inline std::optional<double> parseNumber(const QString& text) {
 inline QString numberProblem(const QString& text) {
   return QString::fromStdString(fp8lab::numberProblem(text.toUtf8().toStdString()));
 }
-/// fp8lab::parseNumberList of "1,2.5,-3"; on error sets *bad to the offending item.
-std::optional<std::vector<double>> parseNumberList(const QString& text, QString* bad);
+/// fp8lab::parseNumberList of "1,2.5,-3"; on error sets *problem to fp8lab::numberListProblem
+/// ("not a number: 'x'", "item 2 of '1,,2' is empty (...)").
+std::optional<std::vector<double>> parseNumberList(const QString& text, QString* problem);
 
 /// Shortest round-trip text of a double / float32 (fp8lab::shortestText): "nan", "inf", "-inf"
 /// for non-finite values. shortestDouble / shortestFloat fix the argument's type.
@@ -125,8 +126,16 @@ inline void out(const QString& text) {
 /// of indented JSON plus a newline).
 void emitJson(QJsonArray* collect, const QJsonObject& o);
 
-/// Sets up the standard options every command accepts (--help, --json) and parses.
-/// Returns false after printing the error (exit 2) or help (exit 0: *exit_code set).
+/// QCommandLineParser's `help` with its usage line naming the command as typed: "Usage: <argv[0]>
+/// [options] FILE.h5" (Qt writes the program's argv[0], path included) becomes "Usage: fp8lab-cli
+/// export [options] FILE.h5": the program's file name, then the words of `command` after argv[0]
+/// (`command` is a command's args[0], "<argv[0]> <command words>"). A parser whose first
+/// positional argument is "action" (runs, checkpoint) names the action given in `positional`
+/// instead ("Usage: fp8lab-cli runs delete [options] FILE.h5"). Other text is returned unchanged.
+QString commandHelpText(const QString& help, const QString& command, const QStringList& positional);
+
+/// Sets up the standard options every command accepts (--help) and parses. Returns false after
+/// printing the error (exit 2) or the help (exit 0: *exit_code set; usage line as commandHelpText).
 bool parseArgs(QCommandLineParser& p, const QStringList& args, int* exit_code);
 
 /// fp8lab::TerminalProgress (a one-line bar on stderr when it is a terminal) with QString text.

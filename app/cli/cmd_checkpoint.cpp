@@ -109,6 +109,7 @@ int runImport(const QStringList& pos, const QCommandLineParser& p, bool json) {
                                "[--what-if ID,ID] [--id RUN]"));
   const QString outPath = p.value(QStringLiteral("out"));
   if (outPath.isEmpty()) return fail(QStringLiteral("--out SESSION.h5 is required"));
+  if (!outputWritableOrFail(outPath)) return 2;
   CheckpointRunOptions o;
   for (const QString& t : p.values(QStringLiteral("tensor"))) o.tensors.push_back(t.toStdString());
   std::string why;

@@ -49,6 +49,8 @@ int runGemm(const QStringList& args) {
   addKernelCheckOptions(p);
   p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON output: the canonical config, the "
                                                       "errors, the operands' scales.")});
+  p.addOption({{QStringLiteral("q"), QStringLiteral("quiet")},
+               QStringLiteral("No progress output (no progress bar, no note on the backend chosen).")});
   int rc = 0;
   if (!parseArgs(p, args, &rc)) return rc;
   if (!p.positionalArguments().isEmpty())
@@ -66,7 +68,7 @@ int runGemm(const QStringList& args) {
   }
   if (p.isSet(QStringLiteral("a-scaling"))) given["a-scaling"] = p.value(QStringLiteral("a-scaling")).toStdString();
   const QString outFile = p.value(QStringLiteral("out"));
-  const bool json = p.isSet(QStringLiteral("json"));
+  const bool json = p.isSet(QStringLiteral("json")), quiet = p.isSet(QStringLiteral("quiet"));
   GemmFlagConfig flags;
   if (const std::string e = gemmConfigFromFlags(given, !outFile.isEmpty(), &flags); !e.empty())
     return fail(QString::fromStdString(e));
@@ -86,7 +88,7 @@ int runGemm(const QStringList& args) {
   const QString id = p.value(QStringLiteral("id")).isEmpty() ? QString::fromStdString(defaultGemmRunId(cfg))
                                                              : p.value(QStringLiteral("id"));
   if (std::string why; !isValidRunId(id.toStdString(), &why)) return fail(QString::fromStdString(why));
-  auto backend = makeChosenBackend(p.value(QStringLiteral("backend")), false);
+  auto backend = makeChosenBackend(p.value(QStringLiteral("backend")), quiet);
   if (!backend) return 2;
   InterruptGuard interrupt_guard;
   TerminalProgress bar(QStringLiteral("gemm"));
@@ -97,7 +99,7 @@ int runGemm(const QStringList& args) {
     Result<Run> res = runGemmExperimentRun(
         cfg, gemmConfigJson(cfg, id.toStdString()).dump(2), id.toStdString(), *backend,
         [&](double f, const std::string& st) {
-          bar.update(f, QString::fromStdString(st));
+          if (!quiet) bar.update(f, QString::fromStdString(st));
           return !interrupted();
         },
         &det);

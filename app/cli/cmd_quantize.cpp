@@ -78,9 +78,9 @@ int runQuantize(const QStringList& args) {
   const bool has_values = p.isSet(QStringLiteral("values")), has_input = p.isSet(QStringLiteral("input"));
   if (has_values == has_input) return fail(QStringLiteral("give exactly one of --values v1,v2,... or --input FILE"));
   if (has_values) {
-    QString bad;
-    const auto l = parseNumberList(p.value(QStringLiteral("values")), &bad);
-    if (!l) return fail(QStringLiteral("--values: %1").arg(numberProblem(bad)));
+    QString problem;
+    const auto l = parseNumberList(p.value(QStringLiteral("values")), &problem);
+    if (!l) return fail(QStringLiteral("--values: %1").arg(problem));
     v = *l;
   } else {
     QString err;
@@ -94,6 +94,8 @@ int runQuantize(const QStringList& args) {
     if (!parseShapeText(p.value(QStringLiteral("shape")).toStdString(), &rows, &cols))
       return fail(
           QStringLiteral("--shape must look like RxC, e.g. 2x64; got '%1'").arg(p.value(QStringLiteral("shape"))));
+    if (rows < 1 || cols < 1)
+      return fail(QStringLiteral("--shape %1x%2: rows and columns must each be at least 1").arg(rows).arg(cols));
     if (rows * cols != static_cast<int64_t>(v.size()))
       return fail(
           QStringLiteral("--shape %1x%2 needs %3 values, got %4").arg(rows).arg(cols).arg(rows * cols).arg(v.size()));

@@ -34,6 +34,8 @@ int runRerun(const QStringList& args) {
   const QString file = p.positionalArguments()[0], id = p.positionalArguments()[1];
   const int threads = parseThreads(p.value(th));
   if (threads < 0) return 2;
+  // Refuse an output the save could not write before re-running.
+  if (p.isSet(saveOpt) && !outputWritableOrFail(p.value(saveOpt))) return 2;
   auto rd = SessionReader::open(file.toStdString());
   if (!rd.ok()) return fail(QString::fromStdString(rd.errors()));
   auto stored = rd.value->readRun(id.toStdString());

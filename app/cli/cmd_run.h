@@ -23,8 +23,9 @@ struct LoadedConfig {
 /// Loads `path`; false after printing the error (naming the file, line and column).
 bool loadConfig(const QString& path, LoadedConfig* c);
 
-/// Appends runs to `out` (Rename on conflict), printing the ids assigned; false after printing
-/// the error.
+/// Appends runs to `out` (Rename on conflict; `ids`, when given, receives the id each run got),
+/// printing on stderr a note for each run stored under another id (renamedRunNote: "note: run ID
+/// stored as ID-2 (id taken)"); false after printing the error.
 bool appendRunsToFile(const QString& out, const std::vector<Run>& runs, bool compress, std::vector<std::string>* ids);
 
 } // namespace fp8lab::cli

@@ -91,9 +91,9 @@ int runSimulate(const QStringList& args) {
   const bool has_a = p.isSet(QStringLiteral("amax")), has_f = p.isSet(QStringLiteral("input"));
   if (has_a == has_f) return fail(QStringLiteral("give exactly one of --amax a1,a2,... or --input FILE"));
   if (has_a) {
-    QString bad;
-    const auto l = parseNumberList(p.value(QStringLiteral("amax")), &bad);
-    if (!l) return fail(QStringLiteral("--amax: %1").arg(numberProblem(bad)));
+    QString problem;
+    const auto l = parseNumberList(p.value(QStringLiteral("amax")), &problem);
+    if (!l) return fail(QStringLiteral("--amax: %1").arg(problem));
     amax = *l;
   } else {
     QString err;

@@ -12,6 +12,7 @@
 
 #include <QCommandLineParser>
 #include <QDir>
+#include <QFileInfo>
 
 #include <cstdio>
 
@@ -122,8 +123,9 @@ int runMerge(const QStringList& args) {
                      "atomically. Every input is validated first; nothing is written if one is damaged. Run ids\n"
                      "that collide get -2, -3, ... unless --on-conflict says otherwise.\n"
                      "An existing OUT.h5 is never lost by accident: to merge into it, name it as an input too\n"
-                     "(merge all.h5 all.h5 new.h5); to replace it, add --force. A file that is not an FP8 Lab\n"
-                     "session (text, JSON, another program's HDF5) is never replaced, even with --force."));
+                     "(merge all.h5 all.h5 new.h5; while all.h5 does not exist yet, that input is skipped with a\n"
+                     "note); to replace it, add --force. A file that is not an FP8 Lab session (text, JSON, another\n"
+                     "program's HDF5) is never replaced, even with --force."));
   p.addPositionalArgument(QStringLiteral("OUT.h5"), QStringLiteral("Output session file."));
   p.addPositionalArgument(QStringLiteral("IN.h5"), QStringLiteral("Input session files."),
                           QStringLiteral("IN1.h5 IN2.h5 ..."));
@@ -142,6 +144,15 @@ int runMerge(const QStringList& args) {
   wo.lock = sessionLockWait();
   std::vector<std::string> ins, notes;
   for (int i = 1; i < pos.size(); ++i) ins.push_back(pos[i].toStdString());
+  // The inputs merged: mergeSessions skips the output named as an input while nothing exists there
+  // (paths compared absolute and cleaned), unless it is every input.
+  size_t merged = ins.size();
+  if (const QFileInfo o(pos[0]); !o.exists() && !o.isSymLink()) {
+    const auto clean = [](const QString& f) { return QDir::cleanPath(QFileInfo(f).absoluteFilePath()); };
+    size_t same = 0;
+    for (int i = 1; i < pos.size(); ++i) same += clean(pos[i]) == clean(pos[0]) ? 1 : 0;
+    if (same < merged) merged -= same;
+  }
   TerminalProgress bar(QStringLiteral("merge"));
   wo.progress = [&](double f, const std::string& s) { return bar.update(f, qs(s)), true; };
   Status st = mergeSessions(pos[0].toStdString(), ins, wo, &notes);
@@ -153,7 +164,7 @@ int runMerge(const QStringList& args) {
   auto rd = SessionReader::open(pos[0].toStdString());
   const size_t nruns = rd.ok() ? rd.value->info().runs.size() : 0;
   return print(p.isSet(js), mergeJson(pos[0].toStdString(), nruns, notes),
-               mergeText(pos[0].toStdString(), ins.size(), nruns));
+               mergeText(pos[0].toStdString(), merged, nruns));
 }
 
 int runRuns(const QStringList& args) {
@@ -182,7 +193,17 @@ int runRuns(const QStringList& args) {
   if (action == QStringLiteral("delete")) {
     if (pos.size() < 3) return fail(QStringLiteral("runs delete needs FILE.h5 and at least one RUN_ID"));
     std::vector<std::string> ids;
-    for (int i = 2; i < pos.size(); ++i) ids.push_back(pos[i].toStdString());
+    for (int i = 2; i < pos.size(); ++i) {
+      // A repeated id is a slip in the list (a paste, an overlapping glob): refused, nothing deleted.
+      if (const int first = int(pos.indexOf(pos[i], 2)); first < i)
+        return fail(QStringLiteral("runs delete: run id '%1' is given twice (RUN_ID %2 and %3); nothing deleted, %4 "
+                                   "unchanged")
+                        .arg(pos[i])
+                        .arg(first - 1)
+                        .arg(i - 1)
+                        .arg(file));
+      ids.push_back(pos[i].toStdString());
+    }
     // One atomic rewrite: every id is checked first, so a missing one changes nothing.
     if (Status st = deleteRuns(file.toStdString(), ids, wo); !st.ok()) return fail(qs(st.errors()));
     for (int i = 2; i < pos.size(); ++i) out(QStringLiteral("deleted run %1 from %2\n").arg(pos[i], file));

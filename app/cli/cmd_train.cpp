@@ -32,6 +32,7 @@ int runTrain(const QStringList& args) {
   if (p.positionalArguments().size() != 1)
     return fail(QStringLiteral("train needs exactly one CONFIG.json (see --help)"));
   if (!p.isSet(outOpt)) return fail(QStringLiteral("--out FILE.h5 is required"));
+  if (!outputWritableOrFail(p.value(outOpt))) return 2;
   LoadedConfig c; // the same reading as `run`: size limit, line and column, duplicate keys refused
   if (!loadConfig(p.positionalArguments().first(), &c)) return 2;
   if (!isTrainingConfig(c.doc.root()))

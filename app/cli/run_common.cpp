@@ -2,6 +2,7 @@
 // options, a training experiment into a file.
 #include "run_common.h"
 
+#include "experiment/run_results.h"
 #include "experiment/training_report.h"
 
 #include <QFile>
@@ -26,11 +27,16 @@ bool appendRunsToFile(const QString& out, const std::vector<Run>& runs, bool com
     bar.update(f, qs(s));
     return true;
   };
+  std::vector<std::string> assigned;
+  if (!ids) ids = &assigned;
   Status st = appendRuns(out.toStdString(), runs, wo, ids);
   bar.finish();
   for (const auto& i : st.issues)
     if (i.severity != Severity::Error) err(i.toString());
-  return st.ok() || fail(qs(st.errors())) == 0;
+  if (!st.ok()) return fail(qs(st.errors())) == 0;
+  for (size_t i = 0; i < ids->size() && i < runs.size(); ++i)
+    if ((*ids)[i] != runs[i].id) err(renamedRunNote(runs[i].id, (*ids)[i]));
+  return true;
 }
 
 bool loadConfig(const QString& path, LoadedConfig* c) {

@@ -182,21 +182,28 @@ std::string numberProblem(std::string_view text) {
   return "not a number: '" + b + "'";
 }
 
-std::optional<std::vector<double>> parseNumberList(std::string_view text, std::string* bad) {
+std::optional<std::vector<double>> parseNumberList(std::string_view text, std::string* bad, size_t* position) {
   std::vector<double> v;
-  while (!text.empty()) {
+  if (text.empty()) return v;
+  for (size_t n = 1;; ++n) {
     const size_t comma = text.find(',');
     const std::string_view item = text.substr(0, comma);
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-    if (item.empty()) continue;
-    const auto x = parseNumber(item);
+    const auto x = trimmedText(item).empty() ? std::nullopt : parseNumber(item);
     if (!x) {
       if (bad) *bad = std::string(item);
+      if (position) *position = n;
       return std::nullopt;
     }
     v.push_back(*x);
+    if (comma == std::string_view::npos) return v;
+    text = text.substr(comma + 1);
   }
-  return v;
+}
+
+std::string numberListProblem(std::string_view text, std::string_view bad, size_t position) {
+  if (!trimmedText(bad).empty()) return numberProblem(bad);
+  return "item " + std::to_string(position) + " of '" + std::string(text) +
+         "' is empty (one comma between values, none at either end)";
 }
 
 std::vector<std::string_view> valueWords(std::string_view text) {

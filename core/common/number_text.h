@@ -60,9 +60,16 @@ std::optional<int64_t> parseInteger(std::string_view text);
 /// float64 range (…)", "'1e-400' underflows to 0 in float64 (…)"; the text is quoted trimmed.
 std::string numberProblem(std::string_view text);
 
-/// Parses a comma-separated list of numbers ("1,2.5,-3"; empty items are skipped); on error sets
-/// *bad (when not null) to the offending item as written and returns nullopt.
-std::optional<std::vector<double>> parseNumberList(std::string_view text, std::string* bad);
+/// Parses a comma-separated list of numbers ("1,2.5,-3"; "" is the empty list). An empty or blank
+/// item ("1,,2", "1,2,", "1, ,2") is an error, as is an item that is not a number. On error
+/// returns nullopt and sets *bad (when not null) to the offending item as written and *position
+/// (when not null) to its 1-based place in the list; numberListProblem words the reason.
+std::optional<std::vector<double>> parseNumberList(std::string_view text, std::string* bad, size_t* position = nullptr);
+
+/// Why parseNumberList refused item `bad` at 1-based `position` of `text`: "item 2 of '1,,2' is
+/// empty (one comma between values, none at either end)" for an empty or blank item, else
+/// numberProblem(bad).
+std::string numberListProblem(std::string_view text, std::string_view bad, size_t position);
 
 /// The words of a list of values: `text` split on ASCII white space (tab to carriage return,
 /// space) and commas, empty words dropped.

@@ -57,7 +57,9 @@ void ConfigReader::fail(const ConfigPath& at, const std::string& what) {
           moved.pointer = src.pointer + rest_pointer;
           moved.path = src.path.empty() && !rest_path.empty() && rest_path[0] == '.' ? rest_path.substr(1)
                                                                                      : src.path + rest_path;
-          error_ = moved.prefix() + what + where(*pos) + " (in " + merged_.path + ")";
+          // A top-level key is every run's and is named by its path alone; a value of another
+          // source (the "defaults" object) also names the run it broke.
+          error_ = moved.prefix() + what + where(*pos) + (src.path.empty() ? "" : " (in " + merged_.path + ")");
           return;
         }
     }

@@ -44,9 +44,11 @@ public:
 
   /// Values of the object at `merged` may come from the objects `sources` (a run merged over the
   /// experiment's "defaults" and top-level keys): an error at a place under `merged` that has no
-  /// position of its own in the document is reported at the first source holding that place
-  /// ("defaults.diagnostics.blok_stats: ... (line 4, column 20) (in runs[0])"). Replaces an
-  /// earlier call; an empty `sources` ends it.
+  /// position of its own in the document is reported at the first source holding that place,
+  /// with the run it broke ("defaults.diagnostics.blok_stats: ... (line 4, column 20) (in
+  /// runs[0])"); a source at the top level (empty path) is named by its key alone, as a key of a
+  /// single-run config is ("train_limit: ... (line 1, column 22)"). Replaces an earlier call; an
+  /// empty `sources` ends it.
   void setSources(const ConfigPath& merged, std::vector<ConfigPath> sources);
 
   /// A remark for the person who wrote the config (not an error), kept once.

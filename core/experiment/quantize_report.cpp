@@ -173,8 +173,10 @@ std::optional<QuantizeOutcome> quantizeWithPreset(const std::string& sname, cons
     DelayedScaling st(fmt, dc); // throws invalid_argument with a message (e.g. Flax + most_recent)
     if (isSet("amax-history")) {
       std::string bad;
-      const auto h = parseNumberList(flags.value("amax-history"), &bad);
-      if (!h) return refuse(error, "--amax-history: " + numberProblem(bad));
+      size_t at = 0;
+      const std::string list = flags.value("amax-history");
+      const auto h = parseNumberList(list, &bad, &at);
+      if (!h) return refuse(error, "--amax-history: " + numberListProblem(list, bad, at));
       for (double a : *h) st.update(static_cast<float>(a));
     }
     DelayedUpdate u;

@@ -5,6 +5,10 @@
 
 namespace fp8lab {
 
+std::string renamedRunNote(const std::string& id, const std::string& stored_id) {
+  return stored_id == id ? std::string() : "note: run " + id + " stored as " + stored_id + " (id taken)";
+}
+
 Json reportJsonNumber(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";

@@ -12,6 +12,11 @@
 
 namespace fp8lab {
 
+/// The line a front end prints on stderr for a run that appendRuns stored under another id than
+/// its own (WriteOptions::OnConflict::Rename took "-2", "-3", ...): "note: run ID stored as ID-2
+/// (id taken)"; "" when `stored_id` is `id`.
+std::string renamedRunNote(const std::string& id, const std::string& stored_id);
+
 /// `v` as a JSON value: a number, or "nan", "inf", "-inf" for the non-finite values.
 Json reportJsonNumber(double v);
 

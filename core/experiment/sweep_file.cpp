@@ -106,7 +106,7 @@ SweepFileResult runSweepIntoFile(const std::vector<SweepPoint>& grid, FallbackGe
       return false;
     }
     for (size_t i = 0; i < ids.size(); ++i)
-      if (ids[i] != runs[i].id) line("note: run " + runs[i].id + " stored as " + ids[i] + " (id taken)", false);
+      if (ids[i] != runs[i].id) line(renamedRunNote(runs[i].id, ids[i]), false);
     pending = 0;
     say(hooks.loss_note, sweepLossNote(pending, out));
     return true;

@@ -1,5 +1,6 @@
 #include "experiment/training_file.h"
 
+#include "experiment/run_results.h"
 #include "experiment/training_report.h"
 
 #include <map>
@@ -45,10 +46,11 @@ TrainingFileResult runTrainingIntoFile(const TrainingExperimentSpec& spec, const
     lossNote("the save of run '" + run.id + "' in progress (" + out + " keeps what it held before; saves are atomic)");
     std::vector<std::string> ids;
     if (const Status st = appendRuns(out, {run}, write, &ids); !st.ok()) {
-      *error = "to " + out + ": " + st.firstError();
+      *error = st.errors();
       return false;
     }
     *stored = ids.empty() ? run.id : ids.front();
+    if (*stored != run.id) line(renamedRunNote(run.id, *stored), false);
     backend_notes[*stored] = attrString(run.attrs, "backend_note").value_or("");
     if (const auto nf = trainingNonFiniteLine(run, *stored)) line(*nf, false);
     for (const std::string& l : trainingRunSavedLines(run, *stored)) line(l, true);

@@ -52,8 +52,19 @@ std::string sessionOutputProblem(const std::string& out) {
     return "--out " + out + " is not a regular file (a device, FIFO or socket); a session is a regular file";
   if (exists && ((st.st_mode & 0222) == 0 || ::access(out.c_str(), W_OK) != 0))
     return out + " is read-only (the session is kept as it is; choose another --out)";
-  if (exists && st.st_size > 0 && ::access(out.c_str(), R_OK) == 0 && !hasHdf5Signature(out))
-    return out + " exists and is not an HDF5 session (runs are appended to a session; choose another --out)";
+  if (exists && ::access(out.c_str(), R_OK) == 0) {
+    if (st.st_size == 0)
+      return out + " exists and is empty, not an HDF5 session (runs are appended to a session; choose another --out)";
+    if (!hasHdf5Signature(out))
+      return out + " exists and is not an HDF5 session (runs are appended to a session; choose another --out)";
+    // The save's own check (the session reader: root attributes and the runs' metadata, no
+    // dataset values), so a file the save would refuse is refused here, before the work.
+    const auto r = SessionReader::open(out);
+    for (const Issue& i : r.issues)
+      if (i.severity == Severity::Error)
+        return out + " exists and cannot take runs: " + i.detail +
+               " (runs are appended to an FP8 Lab session; choose another --out)";
+  }
   // The save creates a temporary file beside the target: try it (permission bits alone say
   // nothing for root, nor for /proc, /sys or a read-only mount).
   std::string probe = dir + "/.fp8lab-probe-XXXXXX";

@@ -902,18 +902,37 @@ Status renameRun(const std::string& path, const std::string& from, const std::st
   return st;
 }
 
-Status mergeSessions(const std::string& out, const std::vector<std::string>& inputs, const WriteOptions& opt,
+// mergeSessions (session.h), plus: when nothing exists at `out` yet, an input naming the same path
+// (absolute, lexically normal) is skipped with the note "OUT does not exist yet: skipped as an
+// input (the merge creates it)", so `merge all.h5 all.h5 shard-*.h5` works on its first use;
+// other missing inputs stay errors, and so does `out` when it is the only input.
+Status mergeSessions(const std::string& out, const std::vector<std::string>& given, const WriteOptions& opt,
                      std::vector<std::string>* notes) {
   Status st;
-  if (inputs.empty()) {
+  if (given.empty()) {
     st.add(C::InvalidArgument, out, "no input files");
     return st;
   }
   const auto lock = lockFor(out, opt, &st);
   if (!lock && !out.empty()) return st;
+  // `merge all.h5 all.h5 shard-*.h5` before all.h5 exists: the output named as an input is
+  // skipped (nothing at that path: not even a dangling link), when another input remains.
+  std::vector<std::string> inputs;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(out, ec))) {
+    const auto same = [](const std::string& a, const std::string& b) {
+      std::error_code e1, e2;
+      const fs::path pa = fs::absolute(a, e1).lexically_normal(), pb = fs::absolute(b, e2).lexically_normal();
+      return !e1 && !e2 && pa == pb;
+    };
+    for (const auto& in : given)
+      if (!same(in, out)) inputs.push_back(in);
+    if (!inputs.empty() && inputs.size() < given.size() && notes)
+      notes->push_back(out + " does not exist yet: skipped as an input (the merge creates it)");
+  }
+  if (inputs.empty()) inputs = given;
   // An existing output that is not one of the inputs would be replaced, losing its runs (and a
   // text or foreign HDF5 file there would be turned into a session).
-  std::error_code ec;
   if (fs::exists(out, ec)) {
     bool is_input = false;
     for (const auto& in : inputs) {

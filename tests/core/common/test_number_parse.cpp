@@ -49,12 +49,37 @@ private Q_SLOTS:
   }
   void lists() {
     std::string bad;
-    const auto l = parseNumberList("1,,2.5, -3", &bad);
+    size_t at = 0;
+    const auto l = parseNumberList("1,2.5, -3", &bad);
     QVERIFY(l);
     QCOMPARE(*l, (std::vector<double>{1, 2.5, -3}));
-    QVERIFY(!parseNumberList("1,x ,3", &bad));
+    QVERIFY(!parseNumberList("1,x ,3", &bad, &at));
     QCOMPARE(bad, std::string("x "));
+    QCOMPARE(at, size_t(2));
+    QCOMPARE(numberListProblem("1,x ,3", bad, at), std::string("not a number: 'x'"));
     QVERIFY(parseNumberList("", &bad)->empty());
+  }
+  // An empty or blank item is refused with its 1-based place, never skipped: "1,,2" is three items,
+  // the second empty ("1,,2" once quantized two values without a word).
+  void listEmptyItems_data() {
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<int>("position");
+    QTest::newRow("middle") << QStringLiteral("1,,2") << 2;
+    QTest::newRow("leading") << QStringLiteral(",1") << 1;
+    QTest::newRow("trailing") << QStringLiteral("1,2,") << 3;
+    QTest::newRow("blank") << QStringLiteral("1, ,2") << 2;
+    QTest::newRow("only a comma") << QStringLiteral(",") << 1;
+  }
+  void listEmptyItems() {
+    QFETCH(QString, text);
+    QFETCH(int, position);
+    const std::string t = text.toStdString();
+    std::string bad = "unset";
+    size_t at = 0;
+    QVERIFY(!parseNumberList(t, &bad, &at));
+    QCOMPARE(at, size_t(position));
+    QCOMPARE(numberListProblem(t, bad, at), "item " + std::to_string(position) + " of '" + t +
+                                                "' is empty (one comma between values, none at either end)");
   }
   void integers() {
     QCOMPARE(*parseInteger("+4"), int64_t(4));

@@ -130,11 +130,11 @@ private Q_SLOTS:
     QVERIFY2(QString::fromStdString(terr).endsWith(QStringLiteral("(line 1, column 48)")), terr.c_str());
   }
 
-  // A mistake in "defaults" (or a top-level key merged into every run) is reported where it was
-  // written, with the run it broke. Line 3 of the first text is `   "diagnostics": {"blok_stats":
-  // true}},`: three spaces, "diagnostics" in columns 4–16, the colon, a space and the brace, so
-  // the key's quote is column 20 (counted by hand). In the second, "train_limit" opens at
-  // column 22 of line 1 (`{"type": "training", ` is 21 bytes).
+  // A mistake in "defaults" is reported where it was written, with the run it broke; a top-level
+  // key merged into every run where it was written, named by its key alone. Line 3 of the first
+  // text is `   "diagnostics": {"blok_stats": true}},`: three spaces, "diagnostics" in columns
+  // 4–16, the colon, a space and the brace, so the key's quote is column 20 (counted by hand). In
+  // the second, "train_limit" opens at column 22 of line 1 (`{"type": "training", ` is 21 bytes).
   void defaultsErrorsPointAtTheDefaults() {
     std::string err;
     const JsonDocument d =
@@ -146,7 +146,7 @@ private Q_SLOTS:
     const JsonDocument t = JsonDocument::parse(
         "{\"type\": \"training\", \"train_limit\": -5, \"runs\": [{\"id\": \"a\"}, {\"id\": \"b\"}]}");
     QVERIFY(!parseTrainingExperiment(t.root(), &err, &t));
-    QCOMPARE(err, std::string("train_limit: expected an integer in [0, 60000] (line 1, column 22) (in runs[0])"));
+    QCOMPARE(err, std::string("train_limit: expected an integer in [0, 60000] (line 1, column 22)"));
     // The run's own value wins and is reported at the run.
     const JsonDocument o = JsonDocument::parse(
         "{\"type\": \"training\", \"defaults\": {\"epochs\": 2}, \"runs\": [{\"id\": \"a\", \"epochs\": 0}]}");

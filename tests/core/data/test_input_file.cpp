@@ -83,6 +83,9 @@ private Q_SLOTS:
     const std::string text = writeFile(dir, "notes.txt", "hello");
     QCOMPARE(sessionOutputProblem(text),
              text + " exists and is not an HDF5 session (runs are appended to a session; choose another --out)");
+    const std::string empty = writeFile(dir, "empty.h5", "");
+    QCOMPARE(sessionOutputProblem(empty), empty + " exists and is empty, not an HDF5 session (runs are appended to a "
+                                                  "session; choose another --out)");
     QCOMPARE(sessionOutputProblem(d + "/new.h5"), std::string());
     QCOMPARE(sessionOutputProblem(d + "/no/../new.h5"), std::string()); // cleaned: the directory is d
   }
