@@ -300,7 +300,9 @@ Status deleteRuns(const std::string& path, const std::vector<std::string>& run_i
 Status renameRun(const std::string& path, const std::string& from, const std::string& to, const WriteOptions& opt = {});
 
 /// Joins the runs of several session files into `out` (created or replaced atomically; `out`
-/// may be one of the inputs, compared as files: another path to the same file counts). Every
+/// may be one of the inputs, compared as files: another path to the same file counts). While
+/// nothing exists at `out`, an input naming the same path is skipped with a note, so
+/// `merge all.h5 all.h5 shard-*.h5` works on its first use (`out` as the only input is an error). Every
 /// input is validated first; nothing is written if one has an error or a warning (a damaged run
 /// would be lost or copied damaged).
 /// An existing `out` that is not one of the inputs is refused (WriteFailed naming it and how to

@@ -902,10 +902,9 @@ Status renameRun(const std::string& path, const std::string& from, const std::st
   return st;
 }
 
-// mergeSessions (session.h), plus: when nothing exists at `out` yet, an input naming the same path
-// (absolute, lexically normal) is skipped with the note "OUT does not exist yet: skipped as an
-// input (the merge creates it)", so `merge all.h5 all.h5 shard-*.h5` works on its first use;
-// other missing inputs stay errors, and so does `out` when it is the only input.
+// mergeSessions (session.h). The input skipped while `out` does not exist is the one naming the
+// same path (absolute, lexically normal); its note is "OUT does not exist yet: skipped as an input
+// (the merge creates it)"; other missing inputs stay errors.
 Status mergeSessions(const std::string& out, const std::vector<std::string>& given, const WriteOptions& opt,
                      std::vector<std::string>* notes) {
   Status st;
