@@ -107,6 +107,11 @@ public:
   /// being the first run a load or reset defaulted to. Views that cannot show a chosen run say
   /// so; views that cannot show the default one open on the first run they can show.
   bool currentRunChosen() const { return current_chosen_; }
+  /// Makes run `id` current as a default (not chosen) when the current run is itself a default
+  /// one: the view on screen opened on `id` because it cannot show the default run, and the
+  /// session tree then highlights the run that view shows. A chosen current run, or an id the
+  /// session lacks, leaves it as it is.
+  void setDefaultRunId(const QString& id);
 
   /// Clears runs, file name and undo history (File → New).
   void reset();
