@@ -55,9 +55,8 @@ RunCaps recordCaps(const RunRecord& r);
 /// The capabilities known from a run's dataset paths (the second group of RunCap).
 RunCaps datasetCaps(const QStringList& datasets);
 /// The second group of RunCap: the capabilities that need the run's dataset paths.
-constexpr RunCaps kDatasetCaps =
-    RunCap::GemmError | RunCap::BlockStats | RunCap::Histories | RunCap::AttentionProbes | RunCap::KernelCheck |
-                                RunCap::ClipCounts;
+constexpr RunCaps kDatasetCaps = RunCap::GemmError | RunCap::BlockStats | RunCap::Histories | RunCap::AttentionProbes |
+                                 RunCap::KernelCheck | RunCap::ClipCounts;
 /// The run's kind as the GUI names it: "kernel check" (a GEMM run with an observed output),
 /// "lm" (a language-model training run), else the record's kind ("gemm", "training",
 /// "checkpoint", "advice", "gemm-trained-weights", …).

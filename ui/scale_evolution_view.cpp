@@ -448,7 +448,8 @@ void ScaleEvolutionView::draw() {
   QStringList info;
   info << tr("%1: %2 scaling, %3")
               .arg(runName(run_.get()),
-                   run_->attr(QStringLiteral("scaling")).isEmpty() ? tr("unknown") : run_->attr(QStringLiteral("scaling")),
+                   run_->attr(QStringLiteral("scaling")).isEmpty() ? tr("unknown")
+                                                                   : run_->attr(QStringLiteral("scaling")),
                    stepsDoneText(*run_, maxSteps));
   if (cmp_) info << tr("dashed: %1").arg(runName(cmp_.get()));
   for (const RunAccess* r : {run_.get(), cmp_.get()})

@@ -215,6 +215,10 @@ bool available();
 /// A core run as the GUI shows it: float32 datasets of rank 1 or 2 become tensors, metrics keep
 /// their file order (by name), attrs["label"] becomes the label.
 RunRecord fromCoreRun(const fp8lab::Run& run);
+/// The first Error issue of `status` without its "error: " severity prefix ("not an FP8 Lab
+/// session at FILE: …"), for GUI messages that add their own lead ("Cannot open session: …"
+/// in the Issues panel); "" when it holds no error.
+QString errorText(const fp8lab::Status& status);
 #endif
 /// First bytes check: true when the file starts with the HDF5 signature.
 bool looksLikeHdf5(const QString& fileName, QString* error);

@@ -39,10 +39,8 @@ struct Options {
   QCommandLineOption grab{QStringLiteral("grab"),
                           QStringLiteral("Render the window to FILE.png and exit (offscreen works)."),
                           QStringLiteral("FILE.png")};
-  QCommandLineOption view{
-      QStringLiteral("view"),
-      QStringLiteral("View to show first: %1.").arg(viewNamesText()),
-      QStringLiteral("NAME")};
+  QCommandLineOption view{QStringLiteral("view"), QStringLiteral("View to show first: %1.").arg(viewNamesText()),
+                          QStringLiteral("NAME")};
   QCommandLineOption widgetOnly{QStringLiteral("grab-view-only"),
                                 QStringLiteral("With --grab: render only the view, not the window.")};
   QCommandLineOption panelTab{QStringLiteral("panel-tab"),
