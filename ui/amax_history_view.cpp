@@ -383,7 +383,7 @@ void AmaxHistoryView::loadTensor(bool pool_if_big) {
                  "curve are the what-if (delayed scaling replayed on these amaxes, %1)")
                   .arg(QString::fromStdString(format_->name()));
   }
-  if (run_ && run_->attr(QStringLiteral("type")) == QStringLiteral("training")) {
+  if (run_ && run_->type() == QStringLiteral("training")) {
     const QString steps = stepsDoneText(*run_, int64_t(amax_.size()));
     if (steps.contains(QLatin1Char('('))) note_ += tr(" \u00b7 ") + steps; // stopped before its plan
   }
