@@ -272,6 +272,11 @@ private Q_SLOTS:
     QVERIFY(clipping);
     QCOMPARE(box("clipping"), QStringLiteral("q8"));
     QTRY_COMPARE(treeId(), QStringLiteral("q8"));
+    // Long ids with a common prefix stay apart: the tree elides in the middle, and each item's
+    // tooltip starts with the full id.
+    QCOMPARE(tree->textElideMode(), Qt::ElideMiddle);
+    QVERIFY2(tree->topLevelItem(0)->child(1)->toolTip(0).startsWith(QStringLiteral("q8 \u2014 created")),
+             qPrintable(tree->topLevelItem(0)->child(1)->toolTip(0)));
     QCOMPARE(w.session()->currentRunChosen(), false);
     QTRY_VERIFY(!clipping->isLoading());
     QCOMPARE(clipping->emptyText(), QString());
