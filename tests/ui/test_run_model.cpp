@@ -5,6 +5,7 @@
 #include "window_options.h"
 #include "analysis_view.h"
 #include "main_window.h"
+#include "qcp.h"
 #include "run_access.h"
 #include "run_box.h"
 #include "run_model.h"
@@ -15,6 +16,7 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QSemaphore>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QThreadPool>
 #include <QTreeWidget>
@@ -292,11 +294,17 @@ private Q_SLOTS:
       if (tree->topLevelItem(0)->child(i)->data(0, Qt::UserRole).toString() == QStringLiteral("base"))
         tree->setCurrentItem(tree->topLevelItem(0)->child(i));
     QCOMPARE(w.session()->currentRunId(), QStringLiteral("base"));
+    auto* clipPlot = clipping->findChild<QCustomPlot*>();
+    QVERIFY(clipPlot);
+    QSignalSpy replots(clipPlot, &QCustomPlot::afterReplot);
     QVERIFY(w.showView(QStringLiteral("clipping")));
     QCOMPARE(box("clipping"), QString());
     QVERIFY(!clipping->isLoading());
     QCOMPARE(clipping->emptyText(), QStringLiteral("Run base is an FP32 baseline: it quantizes nothing, so nothing is "
                                                    "clipped.\nChoose a run in the Run box above."));
+    // The empty state that replaced the plot is painted (a replot follows it), not left behind
+    // the previous picture.
+    QTRY_VERIFY(replots.count() > 0);
     QTest::qWait(50);
     QCOMPARE(treeId(), QStringLiteral("base")); // a chosen run stays current
   }
