@@ -71,12 +71,15 @@ void ClippingView::runChosen(Read read) {
   if (i < 0)
     return showEmpty(noRunText(tr("No quantized training run with clipping counts in this session.\nRun a training "
                                   "experiment (the Experiment panel's Training tab) or open a session that has one."),
-                               [](const RunRecord& r) {
-                                 return r.config.value(QStringLiteral("precision")).toString() == QStringLiteral("fp32")
-                                            ? tr("Run %1 is an FP32 baseline: it quantizes nothing, so nothing "
-                                                 "is clipped.")
-                                                  .arg(r.id)
-                                            : tr("Run %1 (%2) records no clipping counts.").arg(r.id, r.kind);
+                               [this](const RunRecord& r) {
+                                 const bool fp32 =
+                                     r.config.value(QStringLiteral("precision")).toString() == QStringLiteral("fp32") ||
+                                     RunAccess::forRecord(r, session_->fileName())->attr(QStringLiteral("precision")) ==
+                                         QStringLiteral("fp32");
+                                 return fp32 ? tr("Run %1 is an FP32 baseline: it quantizes nothing, so nothing "
+                                                  "is clipped.")
+                                                   .arg(r.id)
+                                             : tr("Run %1 (%2) records no clipping counts.").arg(r.id, r.kind);
                                }));
   const auto run = RunAccess::forRecord(session_->run(i), session_->fileName());
   const bool underflow = what_->currentData().toBool();
