@@ -197,10 +197,14 @@ void AmaxHistoryView::followRun(int index, bool after_reset) {
   if (after_reset) {
     if (!layout::hasAmaxWindows(
             layoutPaths(RunAccess::forRecord(session_->run(index), session_->fileName())->datasets())))
-      return;
+      return offerShownRun();
   }
   const int i = run_box_->findData(session_->run(index).id);
   if (i >= 0) run_box_->setCurrentIndex(i);
+}
+
+QString AmaxHistoryView::shownRunId() const {
+  return run_box_->currentData().toString();
 }
 
 void AmaxHistoryView::rebuildRuns() {
@@ -224,6 +228,7 @@ void AmaxHistoryView::rebuildRuns() {
   run_box_->setCurrentIndex(i < 0 ? 0 : i);
   updating_ = false;
   runChosen(true);
+  offerShownRun();
 }
 
 void AmaxHistoryView::runChosen(bool pool_if_big) {
@@ -377,6 +382,10 @@ void AmaxHistoryView::loadTensor(bool pool_if_big) {
       note_ = tr("FP32 run: no scaling, so no scale and no window were recorded; the window bars and the dashed "
                  "curve are the what-if (delayed scaling replayed on these amaxes, %1)")
                   .arg(QString::fromStdString(format_->name()));
+  }
+  if (run_ && run_->type() == QStringLiteral("training")) {
+    const QString steps = stepsDoneText(*run_, int64_t(amax_.size()));
+    if (steps.contains(QLatin1Char('('))) note_ += tr(" \u00b7 ") + steps; // stopped before its plan
   }
   if (!missing.isEmpty())
     note_ += tr(" \u00b7 <span style='color:#b00020'>missing: %1</span>")

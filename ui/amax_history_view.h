@@ -47,6 +47,8 @@ public:
   QCustomPlot* exportPlot() const override { return plot_; }
   QString csv() const override;
   void setSession(SessionDocument* session) override;
+  /// The training run shown ("" for the simulated sequence).
+  QString shownRunId() const override;
   /// Selects run `runId` (kept across session changes, as a choice in the box), its tensor
   /// `operand` ("fc1/input"; "" keeps the tensor shown) and step `step` (clamped to the run).
   /// False when the view does not list the run or the run has no such tensor.

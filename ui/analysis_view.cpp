@@ -28,6 +28,10 @@ void AnalysisView::setSession(SessionDocument* session) {
   if (runs_) runs_->setSession(session);
 }
 
+QString AnalysisView::shownRunId() const {
+  return runs_ ? runs_->currentId() : QString();
+}
+
 quint64 AnalysisView::newGeneration() {
   ++generation_;
   live_->store(generation_);

@@ -31,6 +31,8 @@ class AnalysisView : public View {
 public:
   /// Follows `session`: the run box lists its runs the view can show and follows its current run.
   void setSession(SessionDocument* session) override;
+  /// The run the run box shows.
+  QString shownRunId() const override;
   /// Whether a load for the current choice is running on the thread pool.
   bool isLoading() const { return loading_ != 0 && loading_ == generation_; }
   /// The text of the empty or failed state shown ("" while data is shown).

@@ -851,14 +851,21 @@ void BitLayoutView::refreshValue() {
                      .arg(numberText(*x), QString::number(d.code, 16), hex, numberText(d.value),
                           classText(format_->classify(d.code)));
   if (d.has_neighbours && !d.exact) {
+    // The reason for the direction: at a tie under round-to-nearest the rule that breaks it (to the
+    // even mantissa; E8M0 ties up, ml_dtypes), else the side the value fell on or the mode's side.
+    const double rounded_to = d.rounded_up ? d.upper_value : d.lower_value;
+    const QString direction = !d.tie || o.rounding != Rounding::NearestEven
+                                  ? (d.rounded_up ? tr("away from zero") : tr("toward zero"))
+                              : format_->spec().specials == SpecialCodes::E8M0
+                                  ? tr("up (E8M0 ties round up)")
+                                  : tr("to even (%1 has the even mantissa)").arg(numberText(rounded_to));
     html += tr("<br>Neighbours: %1 (code %2) and %3%4 · midpoint %5 · %6 · rounded %7")
                 .arg(numberText(d.lower_value), QString::fromStdString(format_->hexString(d.lower_code)),
                      numberText(d.upper_value),
                      std::fabs(d.upper_value) > format_->maxFinite()
                          ? tr(" (beyond max, unbounded exponent)")
                          : QStringLiteral(" (code %1)").arg(QString::fromStdString(format_->hexString(d.upper_code))),
-                     numberText(d.midpoint), d.tie ? tr("<b>a tie</b>") : tr("not a tie"),
-                     d.rounded_up ? tr("away from zero") : tr("toward zero"));
+                     numberText(d.midpoint), d.tie ? tr("<b>a tie</b>") : tr("not a tie"), direction);
   } else if (d.exact) {
     html += tr("<br>Exactly representable.");
   }

@@ -37,7 +37,7 @@ std::vector<ClippingSeries> readClipping(const RunAccess& run, bool underflow) {
   return out;
 }
 
-ClippingView::ClippingView(QWidget* parent) : AnalysisView(RunCap::Histories, parent) {
+ClippingView::ClippingView(QWidget* parent) : AnalysisView(RunCap::ClipCounts, parent) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(6, 6, 6, 6);
   auto* bar = new QHBoxLayout;
@@ -69,8 +69,18 @@ void ClippingView::runChosen(Read read) {
   const QString id = runs() ? runs()->currentId() : QString();
   const int i = session_ && !id.isEmpty() ? session_->indexOf(id) : -1;
   if (i < 0)
-    return showEmpty(noRunText(tr("No training run with per-step histories in this session.\nRun a training "
-                                  "experiment (the Experiment panel's Training tab) or open a session that has one.")));
+    return showEmpty(noRunText(tr("No quantized training run with clipping counts in this session.\nRun a training "
+                                  "experiment (the Experiment panel's Training tab) or open a session that has one."),
+                               [this](const RunRecord& r) {
+                                 const bool fp32 =
+                                     r.config.value(QStringLiteral("precision")).toString() == QStringLiteral("fp32") ||
+                                     RunAccess::forRecord(r, session_->fileName())->attr(QStringLiteral("precision")) ==
+                                         QStringLiteral("fp32");
+                                 return fp32 ? tr("Run %1 is an FP32 baseline: it quantizes nothing, so nothing "
+                                                  "is clipped.")
+                                                   .arg(r.id)
+                                             : tr("Run %1 (%2) records no clipping counts.").arg(r.id, r.kind);
+                               }));
   const auto run = RunAccess::forRecord(session_->run(i), session_->fileName());
   const bool underflow = what_->currentData().toBool();
   const int64_t elements = int64_t(layout::historyOperands(layoutPaths(run->datasets())).size()) *

@@ -10,6 +10,7 @@
 #include "wrapped_title.h"
 
 #include <QComboBox>
+#include <QSet>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -650,6 +651,7 @@ void DecideView::drawTraining() {
   const int bi = d_.baselineOf(idx.front());
   const RecipeInterval* base = bi >= 0 ? &d_.training[size_t(bi)] : nullptr;
   const QString unit = m.unit == "1" ? QString() : QStringLiteral(" (%1)").arg(qs(m.unit));
+  const bool accuracy = m.key == "final_test_accuracy" && m.unit == "1";
   QList<ChartRow> rows;
   int seeds = 0;
   for (size_t i : idx) seeds = std::max(seeds, d_.training[i].n_values);
@@ -662,13 +664,32 @@ void DecideView::drawTraining() {
     c.hi = r.hi;
     c.colour = r.baseline ? kBaseline : r.rank == 1 && seeds > 1 ? kBest : kOther;
     c.value_text = qs(intervalText(r));
+    // An accuracy is a fraction of the test set: its difference reads in percentage points (0.01 pp
+    // is one image of 10,000).
     if (base && !r.baseline && r.n_values > 0)
-      c.right = tr("\u0394 %1 vs FP32").arg(QString::asprintf("%+.4g", r.mean - base->mean));
+      c.right = tr("\u0394 %1 vs FP32")
+                    .arg(accuracy ? tr("%1 pp").arg(QString::asprintf("%+.2f", 100.0 * (r.mean - base->mean)))
+                                  : QString::asprintf("%+.4g", r.mean - base->mean));
     rows << c;
   }
   const QString title = tr("%1 of each recipe against the FP32 baseline (%2 is better)")
                             .arg(capitalized(qs(m.label)), m.higher_better ? tr("higher") : tr("lower"));
-  const QString setting = qs(d_.training[idx.front()].setting_label);
+  QString setting = qs(d_.training[idx.front()].setting_label);
+  if (QString(qs(m.key)).contains(QStringLiteral("test"))) {
+    // The test set the metric was measured on, from the runs' configs (test_limit: the first N
+    // images; 0: all of them), when they store it.
+    QSet<qint64> limits;
+    for (size_t i : idx)
+      for (const std::string& id : d_.training[i].runs)
+        for (const auto& a : runs_)
+          if (a && a->id() == qs(id) && a->config().contains(QStringLiteral("test_limit")))
+            limits.insert(a->config().value(QStringLiteral("test_limit")).toInteger());
+    if (limits.size() == 1)
+      setting += *limits.begin() > 0 ? tr(" · test set: the first %1 images").arg(*limits.begin())
+                                     : tr(" · the full test set");
+    else if (limits.size() > 1)
+      setting += tr(" · test sets of different sizes");
+  }
   const QString spread =
       seeds > 1 ? tr("mean ± 95 % interval over %1 seeds").arg(seeds) : tr("one seed each: no intervals");
   const QString subtitle = base ? tr("%1 · %2; dashed: the FP32 baseline%3; right: the difference to it")

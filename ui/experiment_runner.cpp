@@ -224,7 +224,7 @@ JobResult runTrainingJob(const QByteArray& config_json, const QString& out_file,
     std::vector<std::string> ids;
     const Status st = appendRuns(out_file.toStdString(), {run}, wo, &ids);
     if (!st.ok()) {
-      *error = st.firstError();
+      *error = session_io::errorText(st).toStdString();
       return false;
     }
     *stored = ids.empty() ? run.id : ids.front();

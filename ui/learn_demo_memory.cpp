@@ -210,7 +210,13 @@ void MemoryDemo::recompute() {
   const MemoryBudget* bf16 = nullptr;
   for (const MemoryBudget& b : all)
     if (b.recipe.name == "bf16") bf16 = &b;
-  const double weights = budget_.lines[0].bytes, act = budget_.activation_bytes;
+  const double act = budget_.activation_bytes;
+  // The tensors the scales belong to: the lines that hold elements and scales (the GEMM copy of
+  // the weights, the saved GEMM inputs), their elements without the scales. Unscaled activations
+  // and the scaling state are not part of it.
+  double scaled = 0;
+  for (const MemoryLine& l : budget_.lines)
+    if (l.elements > 0 && l.scale_bytes > 0) scaled += l.bytes - l.scale_bytes;
   QString text = tr("%1 (%2 parameters), batch %3 \u00d7 %4 tokens, %5: <b>%6</b> in all. ")
                      .arg(model_->currentText(), en.toString(qlonglong(budget_.parameters)))
                      .arg(batch_->value())
@@ -221,9 +227,12 @@ void MemoryDemo::recompute() {
                "but master weights, gradients and Adam (16 bytes per parameter, %3) do not. ")
                 .arg(gib(bf16->total_bytes), gib(bf16->total_bytes - budget_.total_bytes),
                      gib(16.0 * double(budget_.parameters)));
-  text += tr("Scales cost <b>%1</b> here (%2 of the weights and activations they scale). Activations: %3.")
-              .arg(budget_.scale_bytes > 0 ? gib(budget_.scale_bytes) : tr("nothing"),
-                   pct(budget_.scale_bytes / std::max(1.0, weights + act)), gib(act));
+  if (budget_.scale_bytes > 0)
+    text += tr("Scales cost <b>%1</b> here (%2 of the %3 of GEMM weights and saved GEMM inputs they scale). ")
+                .arg(gib(budget_.scale_bytes), pct(budget_.scale_bytes / std::max(1.0, scaled)), gib(scaled));
+  else
+    text += tr("Scales cost <b>nothing</b> here. ");
+  text += tr("Activations: %1.").arg(gib(act));
   setNote(text);
 }
 

@@ -353,6 +353,8 @@ void MainWindow::buildDocks() {
   tree_->header()->setSectionResizeMode(2, QHeaderView::ResizeToContents);
   tree_->header()->setStretchLastSection(false);
   tree_->setRootIsDecorated(true);
+  // Run ids share long prefixes (gemm-fp8-delayed-fc1, -fc2, -fc3): keep both ends visible.
+  tree_->setTextElideMode(Qt::ElideMiddle);
   tree_->setEditTriggers(QAbstractItemView::EditKeyPressed | QAbstractItemView::DoubleClicked);
   tree_dock_->setWidget(tree_);
   tree_->setMinimumHeight(110);

@@ -96,6 +96,9 @@ void plotEmptyState(QCustomPlot* plot, const QString& text) {
   auto* t = new EmptyStateText(plot, text, QFont(plot->font().family(), 11));
   t->setTextColor(QColor(0x55, 0x55, 0x55));
   plot->plotLayout()->addElement(0, 0, t);
+  // Repaint: an empty state that replaces another one (a load's result replacing "Reading …")
+  // has nothing else to trigger a replot, and the widget would go on showing the old text.
+  plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 QColor nanColor() {

@@ -27,7 +27,8 @@ class QPoint;
 
 namespace fp8lab::ui {
 
-/// Clears `plot` to a single centred text element saying what to do (the empty state).
+/// Clears `plot` to a single centred text element saying what to do (the empty state) and queues
+/// its replot.
 void plotEmptyState(QCustomPlot* plot, const QString& text);
 /// Perceptually uniform gradient for non-negative errors (viridis stops), NaN drawn in nanColor().
 QCPColorGradient errorGradient();

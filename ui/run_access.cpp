@@ -442,4 +442,20 @@ std::shared_ptr<RunAccess> RunAccess::forRecord(const RunRecord& r, const QStrin
   return std::make_shared<RecordAccess>(r);
 }
 
+QString stepsDoneText(const RunAccess& run, int64_t stored) {
+  bool ok = false;
+  const qlonglong done_attr = run.attr(QStringLiteral("steps_completed")).toLongLong(&ok);
+  const int64_t done = ok ? int64_t(done_attr) : stored;
+  const int64_t planned = run.attr(QStringLiteral("epochs_planned")).toLongLong() *
+                          run.attr(QStringLiteral("steps_per_epoch")).toLongLong();
+  const QString status = run.attr(QStringLiteral("status"));
+  const bool stopped = !status.isEmpty() && status != QStringLiteral("completed");
+  const QString count = done == 1 ? QObject::tr("1 step") : QObject::tr("%1 steps").arg(done);
+  if (planned > done || stopped) {
+    const QString of = planned > 0 ? QObject::tr("%1 of %2 steps").arg(done).arg(planned) : count;
+    return stopped ? QObject::tr("%1 (%2)").arg(of, status) : of;
+  }
+  return count;
+}
+
 } // namespace fp8lab::ui

@@ -95,4 +95,10 @@ public:
 #endif
 };
 
+/// The steps of a training run as an info line says them: "465 of 1407 steps (cancelled)" when
+/// the run stopped before its plan (attributes steps_completed, epochs_planned × steps_per_epoch
+/// and status, docs/session-format.md), else "16 steps". `stored`: the steps its datasets hold,
+/// used when the run has no steps_completed attribute.
+QString stepsDoneText(const RunAccess& run, int64_t stored);
+
 } // namespace fp8lab::ui

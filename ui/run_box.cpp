@@ -53,6 +53,7 @@ void RunBox::follow(int index) {
         updating_ = false;
         Q_EMIT chosen(true);
       }
+      view_->offerShownRun();
       return;
     }
     if (unlisted_ == id && box_->currentIndex() < 0) return;
@@ -94,6 +95,7 @@ void RunBox::rebuild(bool background) {
   box_->setCurrentIndex(i);
   updating_ = false;
   Q_EMIT chosen(background);
+  view_->offerShownRun();
 }
 
 void RunBox::showOnly(const QString& id) {

@@ -35,6 +35,10 @@ RunCaps datasetCaps(const QStringList& datasets) {
     for (const auto& g : groups)
       if (d.startsWith(sessionPath(g.group) + QLatin1Char('/'))) c |= g.cap;
     if (d == observed) c |= RunCap::KernelCheck;
+    // Only quantized operands record clipping counts (an FP32 baseline records amax alone).
+    if (d.startsWith(sessionPath(layout::kHistoryGroup) + QLatin1Char('/')) &&
+        (d.endsWith(QStringLiteral("/saturated")) || d.endsWith(QStringLiteral("/underflow"))))
+      c |= RunCap::ClipCounts;
   }
   return c;
 }

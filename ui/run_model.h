@@ -38,6 +38,7 @@ enum class RunCap : quint32 {
   Histories = 1u << 10,       ///< per-step histories of training operands (`history/…`)
   AttentionProbes = 1u << 11, ///< attention snapshots of a language model (`attention/…`)
   KernelCheck = 1u << 12,     ///< a kernel check: the kernel's observed output (`observed/D`)
+  ClipCounts = 1u << 13,      ///< per-step clipping counts of quantized operands (`history/<operand>/saturated`)
 };
 Q_DECLARE_FLAGS(RunCaps, RunCap)
 
@@ -54,8 +55,8 @@ RunCaps recordCaps(const RunRecord& r);
 /// The capabilities known from a run's dataset paths (the second group of RunCap).
 RunCaps datasetCaps(const QStringList& datasets);
 /// The second group of RunCap: the capabilities that need the run's dataset paths.
-constexpr RunCaps kDatasetCaps =
-    RunCap::GemmError | RunCap::BlockStats | RunCap::Histories | RunCap::AttentionProbes | RunCap::KernelCheck;
+constexpr RunCaps kDatasetCaps = RunCap::GemmError | RunCap::BlockStats | RunCap::Histories | RunCap::AttentionProbes |
+                                 RunCap::KernelCheck | RunCap::ClipCounts;
 /// The run's kind as the GUI names it: "kernel check" (a GEMM run with an observed output),
 /// "lm" (a language-model training run), else the record's kind ("gemm", "training",
 /// "checkpoint", "advice", "gemm-trained-weights", …).

@@ -124,6 +124,10 @@ void ScaleEvolutionView::setSession(SessionDocument* session) {
   rebuildRuns();
 }
 
+QString ScaleEvolutionView::shownRunId() const {
+  return run_box_->currentData().toString();
+}
+
 void ScaleEvolutionView::followRun(int index) {
   if (!session_ || index < 0 || index >= session_->runCount()) return;
   const int i = run_box_->findData(session_->run(index).id);
@@ -171,6 +175,7 @@ void ScaleEvolutionView::rebuildRuns() {
   cmp_box_->setCurrentIndex(c < 0 ? 0 : c);
   updating_ = false;
   runsChosen();
+  offerShownRun();
 }
 
 void ScaleEvolutionView::runsChosen() {
@@ -441,11 +446,11 @@ void ScaleEvolutionView::draw() {
   bottom_->setRangeDrag(Qt::Horizontal);
   bottom_->setRangeZoom(Qt::Horizontal);
   QStringList info;
-  info << tr("%1: %2 scaling, %3 steps")
-              .arg(runName(run_.get()), run_->attr(QStringLiteral("scaling")).isEmpty()
-                                            ? tr("unknown")
-                                            : run_->attr(QStringLiteral("scaling")))
-              .arg(maxSteps);
+  info << tr("%1: %2 scaling, %3")
+              .arg(runName(run_.get()),
+                   run_->attr(QStringLiteral("scaling")).isEmpty() ? tr("unknown")
+                                                                   : run_->attr(QStringLiteral("scaling")),
+                   stepsDoneText(*run_, maxSteps));
   if (cmp_) info << tr("dashed: %1").arg(runName(cmp_.get()));
   for (const RunAccess* r : {run_.get(), cmp_.get()})
     if (r && !isScaled(r)) info << tr("%1 is an FP32 run: no scale, amax only").arg(r->id());

@@ -26,6 +26,8 @@ public:
   QCustomPlot* exportPlot() const override { return plot_; }
   QString csv() const override;
   void setSession(SessionDocument* session) override;
+  /// The training run shown (the Run box; not the one compared with).
+  QString shownRunId() const override;
 
   /// Shows runs directly (CLI renderer, tests); `compare` may be nullptr.
   void setRuns(std::shared_ptr<RunAccess> run, std::shared_ptr<RunAccess> compare = nullptr);

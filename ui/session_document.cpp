@@ -142,6 +142,11 @@ void SessionDocument::setCurrentRunId(const QString& id) {
   setCurrent(indexOf(id) >= 0 ? id : QString(), true);
 }
 
+void SessionDocument::setDefaultRunId(const QString& id) {
+  if (current_chosen_ || indexOf(id) < 0) return;
+  setCurrent(id, false);
+}
+
 void SessionDocument::setCurrent(const QString& id, bool chosen) {
   const bool changed = id != current_id_;
   current_id_ = id;

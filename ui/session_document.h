@@ -107,6 +107,11 @@ public:
   /// being the first run a load or reset defaulted to. Views that cannot show a chosen run say
   /// so; views that cannot show the default one open on the first run they can show.
   bool currentRunChosen() const { return current_chosen_; }
+  /// Makes run `id` current as a default (not chosen) when the current run is itself a default
+  /// one: the view on screen opened on `id` because it cannot show the default run, and the
+  /// session tree then highlights the run that view shows. A chosen current run, or an id the
+  /// session lacks, leaves it as it is.
+  void setDefaultRunId(const QString& id);
 
   /// Clears runs, file name and undo history (File → New).
   void reset();
@@ -210,6 +215,10 @@ bool available();
 /// A core run as the GUI shows it: float32 datasets of rank 1 or 2 become tensors, metrics keep
 /// their file order (by name), attrs["label"] becomes the label.
 RunRecord fromCoreRun(const fp8lab::Run& run);
+/// The first Error issue of `status` without its "error: " severity prefix ("not an FP8 Lab
+/// session at FILE: …"), for GUI messages that add their own lead ("Cannot open session: …"
+/// in the Issues panel); "" when it holds no error.
+QString errorText(const fp8lab::Status& status);
 #endif
 /// First bytes check: true when the file starts with the HDF5 signature.
 bool looksLikeHdf5(const QString& fileName, QString* error);

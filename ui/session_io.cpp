@@ -96,11 +96,16 @@ RunRecord fromRunInfo(const fp8lab::RunInfo& ri, const QString& fileName) {
   return r;
 }
 
+QString errorText(const fp8lab::Status& status) {
+  const std::string all = status.errors();
+  return QString::fromStdString(all.substr(0, all.find('\n')));
+}
+
 namespace {
 /// A core read's outcome in the GUI's terms: false with *error on failure, findings as warnings.
 template <class R> bool outcome(const R& res, QString* error, QStringList* warnings) {
   if (!res.ok()) {
-    if (error) *error = QString::fromStdString(res.firstError());
+    if (error) *error = errorText(res);
     return false;
   }
   if (warnings)

@@ -1,5 +1,7 @@
 #include "view.h"
 
+#include "session_document.h"
+
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -34,6 +36,18 @@ void View::whenShown(int key, std::function<void()> reload) {
 void View::showEvent(QShowEvent* e) {
   QWidget::showEvent(e);
   runPendingReloads();
+  offerShownRun();
+}
+
+void View::offerShownRun() {
+  QMetaObject::invokeMethod(
+      this,
+      [this] {
+        if (!session_ || !isVisible() || session_->currentRunChosen()) return;
+        const QString id = shownRunId();
+        if (!id.isEmpty() && id != session_->currentRunId()) session_->setDefaultRunId(id);
+      },
+      Qt::QueuedConnection);
 }
 
 void View::runPendingReloads() {

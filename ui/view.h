@@ -34,6 +34,8 @@ public:
   virtual QString csv() const { return {}; }
   /// Called once by the main window so the view can follow the session.
   virtual void setSession(SessionDocument* session) { session_ = session; }
+  /// The id of the session run this view shows ("" when it shows none or shows no runs).
+  virtual QString shownRunId() const { return {}; }
 
   /// Whether reloads are waiting for the view to be shown (see whenShown()).
   bool hasPendingReload() const { return !pending_.empty(); }
@@ -112,6 +114,11 @@ protected:
   /// 100 ms while an experiment runs.
   void whenShown(int key, std::function<void()> reload);
   void showEvent(QShowEvent* e) override;
+  /// When this view is on screen and the session's current run is a default one (not chosen:
+  /// SessionDocument::currentRunChosen) other than the run the view shows (shownRunId), makes
+  /// the shown run the session's default current run, so that the session tree highlights what
+  /// the view shows. Done from the event loop, after the change that called it has settled.
+  void offerShownRun();
 
   /// Control-bar helpers shared by the views: a combo box of runs (object name `object_name`, for
   /// tests and --grab; wide enough for a 16-character run label), and a label whose mnemonic

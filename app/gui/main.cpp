@@ -8,6 +8,7 @@
 #include "main_window.h"
 #include "session_document.h"
 #include "view.h"
+#include "view_registry.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -20,17 +21,26 @@
 #include <cstring>
 
 namespace {
+// The names --view accepts, from the one registry of views (ui/view_registry.h), in tab order:
+// each view id, and learn:N after "learn" for the Learn page's demos.
+QString viewNamesText() {
+  QStringList names;
+  for (const fp8lab::ui::ViewType& t : fp8lab::ui::viewTypes()) {
+    names << t.id;
+    if (t.id == QStringLiteral("learn"))
+      names << QStringLiteral("learn:N (N = 0..%1)").arg(fp8lab::ui::LearnPage::kDemoCount - 1);
+  }
+  return names.join(QStringLiteral(", "));
+}
+
 // The options of `fp8lab`. Set up before any application object exists, so that --help,
 // --version and a bad option are answered without a display (QApplication aborts without one).
 struct Options {
   QCommandLineOption grab{QStringLiteral("grab"),
                           QStringLiteral("Render the window to FILE.png and exit (offscreen works)."),
                           QStringLiteral("FILE.png")};
-  QCommandLineOption view{
-      QStringLiteral("view"),
-      QStringLiteral("View to show first: bits, numberline, codes, learn, learn:N (N = 0..3), amax, "
-                     "scales, layers, block_map, attention, heatmap, block_scales, compare."),
-      QStringLiteral("NAME")};
+  QCommandLineOption view{QStringLiteral("view"), QStringLiteral("View to show first: %1.").arg(viewNamesText()),
+                          QStringLiteral("NAME")};
   QCommandLineOption widgetOnly{QStringLiteral("grab-view-only"),
                                 QStringLiteral("With --grab: render only the view, not the window.")};
   QCommandLineOption panelTab{QStringLiteral("panel-tab"),
@@ -125,12 +135,15 @@ int main(int argc, char** argv) {
   if (p.isSet(viewOpt)) {
     QString v = p.value(viewOpt);
     int demo = -1;
+    bool known = true;
     if (v.startsWith(QStringLiteral("learn:"))) {
-      demo = v.mid(6).toInt();
+      demo = v.mid(6).toInt(&known);
+      known = known && demo >= 0 && demo < fp8lab::ui::LearnPage::kDemoCount;
       v = QStringLiteral("learn");
     }
-    if (!w.showView(v)) {
-      std::fprintf(stderr, "fp8lab: unknown view '%s'\n", qPrintable(p.value(viewOpt)));
+    if (!known || !w.showView(v)) {
+      std::fprintf(stderr, "fp8lab: unknown view '%s'; the views: %s\n", qPrintable(p.value(viewOpt)),
+                   qPrintable(viewNamesText()));
       return 2;
     }
     if (demo >= 0)

@@ -76,10 +76,11 @@ std::string trainingRunStartLine(const std::string& label, const TrainingRunSpec
                       lm.precision == TrainingPrecision::FP8 ? lm.scalingName().c_str() : "FP32 baseline",
                       ll(steps_per_epoch), ll(lm.batch_size), ll(images));
   }
-  return printfText("%s: %s, %lld epochs of %lld steps (batch %lld, %lld images)", label.c_str(),
+  return printfText("%s: %s, %lld %s of %lld steps (batch %lld, %lld images)", label.c_str(),
                     rs.config.precision == TrainingPrecision::FP8 ? trainingScalingName(rs.config).c_str()
                                                                   : "FP32 baseline",
-                    ll(rs.config.epochs), ll(steps_per_epoch), ll(rs.config.batch_size), ll(images));
+                    ll(rs.config.epochs), rs.config.epochs == 1 ? "epoch" : "epochs", ll(steps_per_epoch),
+                    ll(rs.config.batch_size), ll(images));
 }
 
 std::string trainingEpochLine(const std::string& label, const EpochRecord& e) {

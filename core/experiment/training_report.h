@@ -37,7 +37,7 @@ std::optional<TrainingExperimentSpec> trainingExperimentToRun(const Json& config
 /// The line when a training run starts (`label` e.g. "[1/3] fp8-delayed"): for a transformer
 /// "LABEL: transformer LM (P parameters: d_model D, L layers, H heads, context C, FFN, NORM
 /// pre|post-norm), SCALING|FP32 baseline, S steps of batch B on N bytes of text"; for the MLP
-/// "LABEL: SCALING|FP32 baseline, E epochs of S steps (batch B, N images)".
+/// "LABEL: SCALING|FP32 baseline, E epochs of S steps (batch B, N images)" ("1 epoch of …" for E = 1).
 std::string trainingRunStartLine(const std::string& label, const TrainingRunSpec& run, int64_t steps_per_epoch,
                                  int64_t images);
 

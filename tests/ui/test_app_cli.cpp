@@ -4,6 +4,7 @@
 // QT_QPA_PLATFORM removed from its environment, as on a headless server or in a container.
 #include <QFileInfo>
 #include <QProcess>
+#include <QTemporaryDir>
 #include <QtTest>
 
 namespace {
@@ -15,10 +16,11 @@ struct Result {
   QString out, err;
 };
 
-Result runHeadless(const QStringList& args) {
+Result runHeadless(const QStringList& args, bool offscreen = false) {
   QProcess p;
   QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
   for (const char* k : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) env.remove(QString::fromLatin1(k));
+  if (offscreen) env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
   p.setProcessEnvironment(env);
   p.start(kApp, args);
   if (!p.waitForFinished(30000)) {
@@ -28,6 +30,9 @@ Result runHeadless(const QStringList& args) {
   return {p.exitStatus(), p.exitCode(), QString::fromLocal8Bit(p.readAllStandardOutput()),
           QString::fromLocal8Bit(p.readAllStandardError())};
 }
+// The --view names of docs/gui.md ("NAME is a view id, in tab order"), with its learn:0 … learn:7.
+const QString kViewNames = QStringLiteral("bits, numberline, codes, learn, learn:N (N = 0..7), amax, scales, clipping, "
+                                          "heatmap, block_scales, compare, decide, layers, block_map, attention");
 } // namespace
 
 class TestAppCli : public QObject {
@@ -51,6 +56,47 @@ private Q_SLOTS:
     for (const char* opt : {"--grab <FILE.png>", "--view <NAME>", "--grab-view-only", "--no-default-session",
                             "--startup-time", "--version"})
       QVERIFY2(r.out.contains(QLatin1String(opt)), opt);
+  }
+
+  // --help names every view --view accepts, the same list an unknown view is answered with.
+  void helpListsEveryView() {
+    const Result r = runHeadless({QStringLiteral("--help")});
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.simplified().contains(QStringLiteral("View to show first: ") + kViewNames + QLatin1Char('.')),
+             qPrintable(r.out));
+  }
+
+  void unknownViewListsTheViews_data() {
+    QTest::addColumn<QString>("name");
+    QTest::newRow("bogus") << QStringLiteral("bogus");
+    QTest::newRow("learn:8") << QStringLiteral("learn:8"); // demos are 0..7
+    QTest::newRow("learn:x") << QStringLiteral("learn:x");
+  }
+  void unknownViewListsTheViews() {
+    QFETCH(QString, name);
+    const Result r = runHeadless({QStringLiteral("--no-default-session"), QStringLiteral("--view"), name}, true);
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("fp8lab: unknown view '%1'; the views: %2\n").arg(name, kViewNames)),
+             qPrintable(r.err));
+  }
+
+  // Every name the list gives opens: --grab renders it and exits 0.
+  void everyListedViewIsAccepted() {
+    QTemporaryDir dir;
+    QStringList names;
+    for (const QString& n : kViewNames.split(QStringLiteral(", ")))
+      if (n.startsWith(QStringLiteral("learn:N")))
+        for (int i = 0; i <= 7; ++i) names << QStringLiteral("learn:%1").arg(i);
+      else
+        names << n;
+    QCOMPARE(names.size(), 22); // 14 views + 8 demos
+    for (const QString& n : names) {
+      const Result r = runHeadless({QStringLiteral("--no-default-session"), QStringLiteral("--grab"),
+                                    dir.filePath(QStringLiteral("v.png")), QStringLiteral("--grab-view-only"),
+                                    QStringLiteral("--view"), n},
+                                   true);
+      QVERIFY2(r.status == QProcess::NormalExit && r.code == 0, qPrintable(n + QStringLiteral(": ") + r.err));
+    }
   }
 
   void versionWithoutDisplay() {

@@ -74,6 +74,10 @@ private Q_SLOTS:
     const QString shown = v.findChild<QLabel*>(QStringLiteral("valueResult"))->text();
     QVERIFY2(shown.contains(QStringLiteral("a tie")), qPrintable(shown));
     QVERIFY(shown.contains(QStringLiteral("448")));
+    // RNE breaks the tie toward the even mantissa (110 of 448, not 111 of 480): "to even", not the
+    // "toward zero" of RTZ.
+    QVERIFY2(shown.contains(QStringLiteral("\u00b7 rounded to even (448 has the even mantissa)")), qPrintable(shown));
+    QVERIFY2(!shown.contains(QStringLiteral("toward zero")), qPrintable(shown));
     // 465 is above the midpoint: it rounds to 480 > 448, which overflows; E4M3FN has no Inf, so
     // without saturation the result is NaN (0x7F), with saturation 448 (0x7E).
     edit->setText(QStringLiteral("465"));

@@ -167,6 +167,35 @@ private Q_SLOTS:
     QVERIFY(DecideView::opensOn(access({trainingRun("x", "fp32", 0.5)})));
   }
 
+  // An accuracy difference reads in percentage points on the chart: 0.8752 − 0.8652 = +0.0100,
+  // "+1.00 pp"; 0.8637 − 0.8652 = −0.0015, "−0.15 pp". The subtitle names the test set the runs
+  // were measured on (test_limit 1000 in both configs).
+  void trainingDeltaInPercentagePoints() {
+    auto limited = [](const std::string& id, const std::string& precision, double acc) {
+      auto r = std::make_shared<Run>(*trainingRun(id, precision, acc));
+      r->config_json =
+          "{\"id\": \"" + id + "\", \"precision\": \"" + precision + "\", \"epochs\": 3, \"test_limit\": 1000}";
+      return std::shared_ptr<const Run>(r);
+    };
+    DecideView v;
+    v.resize(1200, 800);
+    v.setRuns(access({limited("fp32-baseline", "fp32", 0.8652), limited("mxfp8", "fp8", 0.8752)}));
+    QCOMPARE(v.part(), DecideView::Part::Training);
+    auto* right = dynamic_cast<QCPAxisTickerText*>(v.plot()->axisRect()->axis(QCPAxis::atRight)->ticker().data());
+    QVERIFY(right);
+    QStringList labels;
+    for (const QString& l : right->ticks()) labels << l;
+    QVERIFY2(labels.contains(QStringLiteral("\u0394 +1.00 pp vs FP32")), qPrintable(labels.join(QLatin1Char('|'))));
+    auto* sub = qobject_cast<QCPTextElement*>(v.plot()->plotLayout()->element(1, 0));
+    QVERIFY(sub);
+    QVERIFY2(sub->text().contains(QStringLiteral(" \u00b7 test set: the first 1000 images")), qPrintable(sub->text()));
+    v.setRuns(access({limited("fp32-baseline", "fp32", 0.8652), limited("mxfp8", "fp8", 0.8637)}));
+    right = dynamic_cast<QCPAxisTickerText*>(v.plot()->axisRect()->axis(QCPAxis::atRight)->ticker().data());
+    labels.clear();
+    for (const QString& l : right->ticks()) labels << l;
+    QVERIFY2(labels.contains(QStringLiteral("\u0394 -0.15 pp vs FP32")), qPrintable(labels.join(QLatin1Char('|'))));
+  }
+
   // A GEMM session opens here only when its recipes were run with several seeds.
   void opensOnSeededSweeps() {
     QVERIFY(DecideView::opensOn(access(sweepRuns())));

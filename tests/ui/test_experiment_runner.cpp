@@ -8,6 +8,7 @@
 #include "job.h"
 
 #include "backend/backend_factory.h"
+#include "experiment/training_report.h"
 #include "session/session.h"
 
 #include <QtTest>
@@ -42,6 +43,21 @@ class TestExperimentRunner : public QObject {
   std::string no_gpu_; // why this machine has no usable GPU; empty when it has one
 
 private Q_SLOTS:
+  // The line a training run's progress starts with: "epoch" for one, "epochs" for more
+  // (2048 images / batch 128 = 16 steps; 60,000 / 128 = 469 steps, the last one partial).
+  void runStartLineCountsEpochs() {
+    fp8lab::TrainingRunSpec one;
+    one.id = "fp32-baseline";
+    one.config.precision = fp8lab::TrainingPrecision::FP32;
+    one.config.batch_size = 128;
+    one.config.epochs = 1;
+    QCOMPARE(QString::fromStdString(fp8lab::trainingRunStartLine("[1/2] fp32-baseline", one, 16, 2048)),
+             QStringLiteral("[1/2] fp32-baseline: FP32 baseline, 1 epoch of 16 steps (batch 128, 2048 images)"));
+    one.config.epochs = 3;
+    QCOMPARE(QString::fromStdString(fp8lab::trainingRunStartLine("[1/2] fp32-baseline", one, 469, 60000)),
+             QStringLiteral("[1/2] fp32-baseline: FP32 baseline, 3 epochs of 469 steps (batch 128, 60000 images)"));
+  }
+
   void initTestCase() {
     if (!runner_) QSKIP("this build has no experiment runner (FP8LAB_WITH_HDF5=OFF)");
     const auto probe = fp8lab::makeGemmBackend(fp8lab::BackendRequest::Auto);

@@ -168,6 +168,16 @@ private Q_SLOTS:
     d->setInputs(QStringLiteral("gpt2_small"), 8, 1024, QStringLiteral("fp8_delayed"));
     QVERIFY(d->budget().total_bytes < 6302657024.0);
     QVERIFY(d->budget().scale_bytes > 0);
+    // The scales' share is of the tensors they scale. By hand, per-tensor float32 scales (4 B):
+    // weights 6 matrices × 12 layers = 288 B, GEMM inputs 4 × 12 = 192 B, scaling state
+    // 12·12 tensors × (4·1024 + 8) = 590,976 B: 591,456 B in all. Scaled data: the weights' GEMM
+    // copy 84,934,656 B + GEMM inputs 12·8192·(3·768 + 3072) = 528,482,304 B at 1 B each = 613,416,960 B
+    // (0.57 GiB). 591,456 / 613,416,960 = 0.0964% (against the weights and every activation, logits
+    // included, it would read 0.0163%).
+    QCOMPARE(d->budget().scale_bytes, 591456.0);
+    QVERIFY2(d->noteText().contains(QStringLiteral("(0.0964% of the 0.57 GiB of GEMM weights and saved GEMM inputs "
+                                                   "they scale)")),
+             qPrintable(d->noteText()));
   }
 };
 

@@ -5,6 +5,8 @@
 #include "window_options.h"
 #include "analysis_view.h"
 #include "main_window.h"
+#include "qcp.h"
+#include "run_access.h"
 #include "run_box.h"
 #include "run_model.h"
 #include "session_document.h"
@@ -14,6 +16,7 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QSemaphore>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QThreadPool>
 #include <QTreeWidget>
@@ -227,6 +230,119 @@ private Q_SLOTS:
     QCOMPARE(box("block_map"), QStringLiteral("fp8"));
     // A chosen run a view cannot show: that view shows no run (the heatmap lists GEMM runs only).
     QCOMPARE(box("heatmap"), QString());
+  }
+
+  // Clipping counts (history/<operand>/saturated) exist only for quantized operands: the Clipping
+  // view lists the FP8 run, never the FP32 baseline, and opens on the FP8 run; the session tree
+  // highlights the run the view on screen shows (clipping, amax history) while the current run is
+  // only the load's default; a chosen FP32 run gets an empty state that says why.
+  void clippingListsQuantizedRunsAndTreeFollowsTheView() {
+    Run base = makeRun("base", "training", R"({"precision":"fp32"})", {"history/fc1/input/amax", "training/loss"});
+    Run q8 = makeRun("q8", "training", R"({"precision":"fp8"})",
+                     {"history/fc1/input/amax", "history/fc1/input/amax_history", "training/loss"});
+    q8.datasets["history/fc1/input/saturated"] = fp8lab::Dataset::int64({2}, {0, 3}, "elements", "clipped");
+    q8.datasets["history/fc1/input/underflow"] = fp8lab::Dataset::int64({2}, {1, 0}, "elements", "flushed");
+    QTemporaryDir dir;
+    const QString f = dir.filePath(QStringLiteral("clip.h5"));
+    QVERIFY(fp8lab::appendRuns(f.toStdString(), {base, q8}).ok());
+    {
+      SessionDocument s;
+      QString error;
+      QVERIFY2(s.load(f, &error), qPrintable(error));
+      RunListModel* m = runModel(&s);
+      QCOMPARE(idsOf(m), ids("base q8"));
+      QCOMPARE(m->index(0).data(RunListModel::CapsRole).toInt(), int((RunCap::Training | RunCap::Histories).toInt()));
+      QCOMPARE(m->index(1).data(RunListModel::CapsRole).toInt(),
+               int((RunCap::Training | RunCap::MayHoldBlockStats | RunCap::Histories | RunCap::ClipCounts).toInt()));
+      RunFilterProxy clip(m, RunCap::ClipCounts);
+      QCOMPARE(idsOf(&clip), ids("q8"));
+    }
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    auto* tree = w.findChild<QTreeWidget*>(QStringLiteral("sessionTree"));
+    auto treeId = [&] {
+      return tree->currentItem() ? tree->currentItem()->data(0, Qt::UserRole).toString() : QString();
+    };
+    auto box = [&](const char* view) {
+      return w.view(QLatin1String(view))->findChild<QComboBox*>(QStringLiteral("run"))->currentData().toString();
+    };
+    QVERIFY(w.openSession(f)); // a session of training runs opens on the Decide view
+    QVERIFY(w.showView(QStringLiteral("clipping")));
+    auto* clipping = qobject_cast<AnalysisView*>(w.view(QStringLiteral("clipping")));
+    QVERIFY(clipping);
+    QCOMPARE(box("clipping"), QStringLiteral("q8"));
+    QTRY_COMPARE(treeId(), QStringLiteral("q8"));
+    // Long ids with a common prefix stay apart: the tree elides in the middle, and each item's
+    // tooltip starts with the full id.
+    QCOMPARE(tree->textElideMode(), Qt::ElideMiddle);
+    QVERIFY2(tree->topLevelItem(0)->child(1)->toolTip(0).startsWith(QStringLiteral("q8 \u2014 created")),
+             qPrintable(tree->topLevelItem(0)->child(1)->toolTip(0)));
+    QCOMPARE(w.session()->currentRunChosen(), false);
+    QTRY_VERIFY(!clipping->isLoading());
+    QCOMPARE(clipping->emptyText(), QString());
+    // Reopened: base is the default again, then the amax history opens on q8 (the run with amax
+    // windows) and the tree follows it.
+    QVERIFY(w.openSession(f));
+    QTRY_COMPARE(treeId(), QStringLiteral("base"));
+    QVERIFY(w.showView(QStringLiteral("amax")));
+    QCOMPARE(box("amax"), QStringLiteral("q8"));
+    QTRY_COMPARE(treeId(), QStringLiteral("q8"));
+    // base chosen in the tree: the Clipping view shows no run and says why.
+    for (int i = 0; i < tree->topLevelItem(0)->childCount(); ++i)
+      if (tree->topLevelItem(0)->child(i)->data(0, Qt::UserRole).toString() == QStringLiteral("base"))
+        tree->setCurrentItem(tree->topLevelItem(0)->child(i));
+    QCOMPARE(w.session()->currentRunId(), QStringLiteral("base"));
+    auto* clipPlot = clipping->findChild<QCustomPlot*>();
+    QVERIFY(clipPlot);
+    QSignalSpy replots(clipPlot, &QCustomPlot::afterReplot);
+    QVERIFY(w.showView(QStringLiteral("clipping")));
+    QCOMPARE(box("clipping"), QString());
+    QVERIFY(!clipping->isLoading());
+    QCOMPARE(clipping->emptyText(), QStringLiteral("Run base is an FP32 baseline: it quantizes nothing, so nothing is "
+                                                   "clipped.\nChoose a run in the Run box above."));
+    // The empty state that replaced the plot is painted (a replot follows it), not left behind
+    // the previous picture.
+    QTRY_VERIFY(replots.count() > 0);
+    QTest::qWait(50);
+    QCOMPARE(treeId(), QStringLiteral("base")); // a chosen run stays current
+  }
+
+  // A run stopped before its plan says how far it got: 465 of 3 × 469 = 1407 steps; a completed
+  // run its step count.
+  void stepsDoneVersusPlanned() {
+    Run stopped = makeRun("int", "training", R"({"precision":"fp8"})", {"training/loss"});
+    stopped.attrs["steps_completed"] = int64_t(465);
+    stopped.attrs["epochs_planned"] = int64_t(3);
+    stopped.attrs["steps_per_epoch"] = int64_t(469);
+    stopped.attrs["status"] = std::string("cancelled");
+    Run done = makeRun("done", "training", R"({"precision":"fp8"})", {"training/loss"});
+    done.attrs["steps_completed"] = int64_t(16);
+    done.attrs["epochs_planned"] = int64_t(1);
+    done.attrs["steps_per_epoch"] = int64_t(16);
+    done.attrs["status"] = std::string("completed");
+    QTemporaryDir dir;
+    const QString f = dir.filePath(QStringLiteral("steps.h5"));
+    QVERIFY(fp8lab::appendRuns(f.toStdString(), {stopped, done}).ok());
+    SessionDocument s;
+    QString error;
+    QVERIFY2(s.load(f, &error), qPrintable(error));
+    QCOMPARE(stepsDoneText(*RunAccess::forRecord(s.run(s.indexOf(QStringLiteral("int"))), f), 465),
+             QStringLiteral("465 of 1407 steps (cancelled)"));
+    QCOMPARE(stepsDoneText(*RunAccess::forRecord(s.run(s.indexOf(QStringLiteral("done"))), f), 16),
+             QStringLiteral("16 steps"));
+  }
+
+  // GUI messages add their own lead ("Cannot open session: "): the core issue's text without its
+  // "error: " severity prefix.
+  void errorTextHasNoSeverityPrefix() {
+    fp8lab::Status st;
+    st.add(fp8lab::Issue::Code::ForeignFile, "x.h5", "no 'application' root attribute");
+    QCOMPARE(QString::fromStdString(st.firstError()),
+             QStringLiteral("error: not an FP8 Lab session at x.h5: no 'application' root attribute"));
+    QCOMPARE(session_io::errorText(st),
+             QStringLiteral("not an FP8 Lab session at x.h5: no 'application' root attribute"));
   }
 
   // Run g1 is chosen and its read starts; then g2 is chosen before g1's read ends. g2's result is
