@@ -6,6 +6,7 @@
 #include "io/json_stream_writer.h"
 
 #include <cmath>
+#include <numeric>
 
 namespace fp8lab {
 
@@ -161,11 +162,9 @@ std::string codesJsonText(const Format& f, const std::vector<uint32_t>& codes) {
 }
 
 std::string codeTableJsonText(const Format& f) {
-  JsonStreamWriter jw;
-  jw.beginArray();
-  for (uint32_t c = 0; c < f.codeCount(); ++c) writeCodeJson(jw, f, c);
-  jw.endArray();
-  return jw.text() + "\n";
+  std::vector<uint32_t> all(f.codeCount());
+  std::iota(all.begin(), all.end(), 0u);
+  return codesJsonText(f, all);
 }
 
 std::string codeLine(const Format& f, uint32_t code) {

@@ -60,7 +60,8 @@ std::string gemmConfigFromFlags(const std::map<std::string, std::string>& given,
   const Format* fb = Format::byName(value("format_b"));
   for (const auto& [f, key] : {std::pair{fa, "format_a"}, {fb, "format_b"}})
     if (!f || f->bits() > 8)
-      return flagOf(param(key)) + ": unknown or wider than 8 bits: '" + value(key) + "' (known: " + formatNameList() + ")";
+      return flagOf(param(key)) + ": unknown or wider than 8 bits: '" + value(key) + "' (known: " + formatNameList() +
+             ")";
   const auto a_flag = given.find("a-scaling");
   out->scaling_a = a_flag != given.end() && !a_flag->second.empty() ? a_flag->second : value("scaling");
   out->scaling_b = value("scaling_b").empty() ? value("scaling") : value("scaling_b");
