@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
 namespace fp8lab {
 
@@ -27,20 +28,16 @@ void encodeJson(JsonStreamWriter& jw, const Format& f, std::string_view input, c
   jw.key("exact");
   jw.value(d.exact);
   if (d.has_neighbours) {
-    jw.key("lower");
-    jw.beginObject();
-    jw.key("code");
-    jw.value(f.hexString(d.lower_code));
-    jw.key("value");
-    jw.value(d.lower_value);
-    jw.endObject();
-    jw.key("upper");
-    jw.beginObject();
-    jw.key("code");
-    jw.value(f.hexString(d.upper_code));
-    jw.key("value");
-    jw.value(d.upper_value);
-    jw.endObject();
+    for (const auto& [name, code, value] :
+         {std::tuple{"lower", d.lower_code, d.lower_value}, std::tuple{"upper", d.upper_code, d.upper_value}}) {
+      jw.key(name);
+      jw.beginObject();
+      jw.key("code");
+      jw.value(f.hexString(code));
+      jw.key("value");
+      jw.value(value);
+      jw.endObject();
+    }
     jw.key("midpoint");
     jw.value(d.midpoint);
     jw.key("tie");
