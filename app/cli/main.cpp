@@ -3,6 +3,7 @@
 #include "cli_util.h"
 #include "command.h"
 
+#include "common/cpu_level.h"
 #include "session/hdf5_isolation.h"
 
 #include <QCoreApplication>
@@ -63,6 +64,10 @@ int main(int argc, char** argv) {
       ++i;
     }
   setSessionLockPolicy(lock_wait, lock_timeout);
+  // FP8LAB_CPU (core/common/cpu_level.h): a value that is not a level, or a level above this CPU's,
+  // is refused before any work rather than deep inside the first GEMM.
+  if (const std::string why = fp8lab::cpuLevelEnvironmentError(); !why.empty())
+    return fail(QString::fromStdString(why));
   if (args.size() < 2 || args[1] == QStringLiteral("--help") || args[1] == QStringLiteral("-h") ||
       args[1] == QStringLiteral("help")) {
     printUsage();

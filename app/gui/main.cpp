@@ -2,6 +2,7 @@
 // fp8lab_ui. `--grab FILE.png [--view NAME]` renders one view offscreen and exits (screenshots,
 // CI, docs); NAME is a view id (bits, numberline, codes, learn, ...) or learn:N for a demo.
 #include "autosave.h"
+#include "common/cpu_level.h"
 #include "bit_layout_view.h"
 #include "experiment_panel.h"
 #include "learn_page.h"
@@ -97,6 +98,10 @@ int main(int argc, char** argv) {
                     qPrintable(QCoreApplication::applicationVersion()));
       return 0;
     }
+  }
+  if (const std::string why = fp8lab::cpuLevelEnvironmentError(); !why.empty()) {
+    std::fprintf(stderr, "fp8lab: %s\n", why.c_str());
+    return 2;
   }
   // Without a display and without a chosen platform Qt aborts (SIGABRT); say what to do instead.
   bool platform_arg = false;

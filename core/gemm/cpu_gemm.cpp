@@ -4,6 +4,7 @@
 #include "gemm/gemm.h"
 #include "gemm/gemm_internal.h"
 
+#include "common/cpu_level.h"
 #include "common/names.h"
 #include "common/worker_pool.h"
 #include "formats/format.h"
@@ -499,8 +500,13 @@ class CpuGemmBackend final : public GemmBackend {
 public:
   std::string name() const override { return "cpu"; }
   std::string device() const override {
-    static const std::string d = cpuModel() + (cpuHasAvx512Fma() ? " (AVX512-FMA" : " (") +
-                                 (cpuHasAvx512Bf16() ? (cpuHasAvx512Fma() ? ", AVX512-BF16)" : "AVX512-BF16)") : ")");
+    // The model name, then the kernels' level and the AVX-512 kernels usable at it.
+    static const std::string d = [] {
+      std::string s = cpuModel() + " (" + cpuLevelDescription();
+      if (cpuHasAvx512Fma()) s += ", AVX512-FMA";
+      if (cpuHasAvx512Bf16()) s += ", AVX512-BF16";
+      return s + ")";
+    }();
     return d;
   }
   std::string unsupportedReason(const QuantizedTensor& a, const QuantizedTensor& b,

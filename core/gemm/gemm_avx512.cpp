@@ -18,6 +18,7 @@
 // accumulators; K is processed in chunks of whole windows (≤ 512 elements unless a window is
 // longer), each window's partial promoted with FMA at its end (SplitFP32) or, with a single
 // window, carried in C across chunks (FP32 model).
+#include "common/cpu_level.h"
 #include "gemm/gemm_internal.h"
 
 #include <algorithm>
@@ -34,15 +35,7 @@
 namespace fp8lab::gemm_detail {
 
 bool cpuHasAvx512Bf16() {
-#if FP8LAB_X86
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
-  }();
-  return has;
-#else
-  return false;
-#endif
+  return cpuLevel() >= CpuLevel::Avx512 && cpuDetectedAvx512Bf16();
 }
 
 namespace {
@@ -492,11 +485,7 @@ void gemmFloatAvx512Fma(const Plan& plan, const QuantizedTensor& a, const Quanti
 }
 
 bool cpuHasAvx512Fma() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-  }();
-  return has;
+  return cpuLevel() >= CpuLevel::Avx512;
 }
 
 #else

@@ -20,6 +20,7 @@
 // L1 set and a new page) that kept the unpacked kernel waiting on memory. Measured on Zen 4, one
 // thread, 2048³: 38.6 GFLOP/s against 17.8 for the unpacked kernel; 128-element chunks, 12-row
 // tiles or 128-row × 128-column blocks were each slower.
+#include "common/cpu_level.h"
 #include "gemm/gemm_internal.h"
 
 #include <algorithm>
@@ -233,12 +234,7 @@ void run(const Plan& plan, const Source& a, const Source& b, double* c, int thre
 } // namespace
 
 bool cpuHasAvx512F() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2");
-  }();
-  return has;
+  return cpuLevel() >= CpuLevel::Avx512;
 }
 
 void gemmDoubleAvx512(const Plan& plan, const float* a, const float* b, double* c, int threads,

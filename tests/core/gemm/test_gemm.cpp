@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "compare_bits.h"
+#include "cpu_level_skip.h"
 #include "gemm/gemm.h"
 #include "gemm/error_split.h"
 #include "gemm/random_matrix.h"
@@ -92,6 +93,10 @@ class TestGemm : public QObject {
   Q_OBJECT
 
 private Q_SLOTS:
+  void initTestCase() {
+    test::skipWhenCpuLevelRefused();
+    qInfo("CPU level %s; CPU backend: %s", cpuLevelDescription().c_str(), makeCpuGemmBackend()->device().c_str());
+  }
   void idealGemmIsTheSequentialDoubleSum();
   void fp8OutputClippingIsCounted();
   void exactByConstruction_data();

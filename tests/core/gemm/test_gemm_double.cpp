@@ -13,6 +13,8 @@
 #include <limits>
 #include <vector>
 
+#include "common/cpu_level.h"
+#include "cpu_level_skip.h"
 #include "gemm/gemm_internal.h"
 #include "gemm/random_matrix.h"
 #include "scaling/scaling.h"
@@ -61,16 +63,37 @@ std::vector<float> inputs(int64_t rows, int64_t cols, uint64_t seed, bool specia
   return x;
 }
 
+/// A blocked float64 kernel and its decode-while-packing twin.
+struct Blocked {
+  const char* name;
+  void (*values)(const Plan&, const float*, const float*, double*, int, const ProgressFn&);
+  void (*codes)(const Plan&, const QuantizedTensor&, const QuantizedTensor&, double*, int, const ProgressFn&);
+};
+
+/// The blocked kernels this process may run: those of cpuLevel() and below (FP8LAB_CPU forces the
+/// level down; CTest runs this suite once per level the machine has).
+std::vector<Blocked> blockedKernels() {
+  std::vector<Blocked> k;
+  if (cpuLevel() >= CpuLevel::Avx512) k.push_back({"avx512", gemmDoubleAvx512, gemmDoubleCodesAvx512});
+  return k;
+}
+
 } // namespace
 
 class TestGemmDouble : public QObject {
   Q_OBJECT
 private Q_SLOTS:
   void initTestCase() {
-    if (!cpuHasAvx512F()) QFAIL("this CPU has no AVX-512F: the blocked kernel cannot run here (nothing to compare)");
+    test::skipWhenCpuLevelRefused();
+    qInfo("CPU level %s; blocked float64 kernels compared with the portable one: %d", cpuLevelDescription().c_str(),
+          int(blockedKernels().size()));
   }
 
   void idealPlanShapes() {
+    const std::vector<Blocked> kernels = blockedKernels();
+    if (kernels.empty())
+      QSKIP(qPrintable(QStringLiteral("no blocked float64 kernel at CPU level %1 (only the portable kernel runs here)")
+                           .arg(QString::fromUtf8(toString(cpuLevel())))));
     const int64_t sizes[] = {1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 129, 130};
     uint64_t seed = 1;
     for (int64_t m : sizes)
@@ -78,18 +101,30 @@ private Q_SLOTS:
         for (int64_t k : {int64_t(1), int64_t(2), int64_t(127), int64_t(128), int64_t(129), int64_t(300)}) {
           const std::vector<float> a = inputs(m, k, seed++, true), b = inputs(k, n, seed++, false);
           const Plan p = onePlan(m, k, n);
-          std::vector<double> want(size_t(m * n), 0.0), got(size_t(m * n), 0.0);
+          std::vector<double> want(size_t(m * n), 0.0);
           gemmDoublePortable(p, a.data(), b.data(), want.data(), 1, {});
-          gemmDoubleAvx512(p, a.data(), b.data(), got.data(), 2, {});
-          QString where;
-          if (!sameBits(want, got, &where))
-            QFAIL(qPrintable(QStringLiteral("m %1 n %2 k %3: %4").arg(m).arg(n).arg(k).arg(where)));
+          for (const Blocked& kern : kernels) {
+            std::vector<double> got(size_t(m * n), 0.0);
+            kern.values(p, a.data(), b.data(), got.data(), 2, {});
+            QString where;
+            if (!sameBits(want, got, &where))
+              QFAIL(qPrintable(QStringLiteral("%1, m %2 n %3 k %4: %5")
+                                   .arg(QString::fromUtf8(kern.name))
+                                   .arg(m)
+                                   .arg(n)
+                                   .arg(k)
+                                   .arg(where)));
+          }
         }
   }
 
   // The Exact model's plans: windows at the scale blocks (1x128 on A, 128x128 on B) and at a
   // promotion interval of 96, promoted with fma(float64(sa)·float64(sb), partial, acc).
   void windowedPlans() {
+    const std::vector<Blocked> kernels = blockedKernels();
+    if (kernels.empty())
+      QSKIP(qPrintable(QStringLiteral("no blocked float64 kernel at CPU level %1 (only the portable kernel runs here)")
+                           .arg(QString::fromUtf8(toString(cpuLevel())))));
     for (const char* preset : {"deepgemm_1x128", "deepgemm_128x128", "mx_rceil", "te_current"})
       for (int64_t k : {int64_t(96), int64_t(256), int64_t(300), int64_t(1000)}) {
         const int64_t m = 70, n = 150;
@@ -104,15 +139,17 @@ private Q_SLOTS:
         std::vector<float> af(qa.codes.size()), bf(qb.codes.size());
         qa.format->decodeBulk(qa.codes.data(), af.data(), af.size());
         qb.format->decodeBulk(qb.codes.data(), bf.data(), bf.size());
-        std::vector<double> want(size_t(m * n), 0.0), got(size_t(m * n), 0.0), codes(size_t(m * n), 0.0);
+        std::vector<double> want(size_t(m * n), 0.0);
         gemmDoublePortable(p, af.data(), bf.data(), want.data(), 1, {});
-        gemmDoubleAvx512(p, af.data(), bf.data(), got.data(), 2, {});
-        gemmDoubleCodesAvx512(p, qa, qb, codes.data(), 2, {}); // decoded while packing
-        QString where;
-        if (!sameBits(want, got, &where))
-          QFAIL(qPrintable(QStringLiteral("%1, k %2: %3").arg(QString::fromUtf8(preset)).arg(k).arg(where)));
-        if (!sameBits(want, codes, &where))
-          QFAIL(qPrintable(QStringLiteral("codes, %1, k %2: %3").arg(QString::fromUtf8(preset)).arg(k).arg(where)));
+        for (const Blocked& kern : kernels) {
+          std::vector<double> got(size_t(m * n), 0.0), codes(size_t(m * n), 0.0);
+          kern.values(p, af.data(), bf.data(), got.data(), 2, {});
+          kern.codes(p, qa, qb, codes.data(), 2, {}); // decoded while packing
+          const QString what = QStringLiteral("%1, %2, k %3").arg(QString::fromUtf8(kern.name), QString::fromUtf8(preset)).arg(k);
+          QString where;
+          if (!sameBits(want, got, &where)) QFAIL(qPrintable(what + QStringLiteral(": ") + where));
+          if (!sameBits(want, codes, &where)) QFAIL(qPrintable(QStringLiteral("codes, ") + what + QStringLiteral(": ") + where));
+        }
       }
   }
 
