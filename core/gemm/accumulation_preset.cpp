@@ -5,35 +5,118 @@
 
 namespace fp8lab {
 
+namespace {
+
+MmaRules rules(MmaSum sum, int sum_bits, MmaCEntry c) {
+  MmaRules r;
+  r.alignment = MmaAlignment::Operands;
+  r.sum = sum;
+  r.sum_bits = sum_bits;
+  r.sum_rounding = MmaRounding::TowardZero;
+  r.c_entry = c;
+  return r;
+}
+
+constexpr const char* kMatlab =
+    "North-numerical-computing/MATLAB-tensor-core (BSD-2; Khattak & Mikaitis, 'Accurate Models of NVIDIA Tensor "
+    "Cores', arXiv 2512.07004) @ b12b5a7, model_validation/";
+constexpr const char* kMmaSim =
+    "microsoft/MMA-Sim (MIT; arXiv 2511.10909) @ c785138, mmasim/simulator/nv_ptx.py and arithmetic.py "
+    "(nv_fused_dot_add)";
+
+} // namespace
+
 const std::vector<AccumulationPreset>& accumulationPresets() {
-  // Bits are significant bits kept relative to the largest exponent of an aligned group (the
-  // FastAccum model, gemm.h). DeepGEMM#176 counts the H100 accumulator as a "13bit mantissa",
-  // which the hopper_fp8 row, following DeepSeek-V3's "14 bits", counts as 14; the other rows
-  // convert that mantissa counts on the same scale (+1).
-  static const std::vector<AccumulationPreset> table = {
-      {"hopper_fp8", Accumulation::FastAccum, 14, 32, 128, true, false,
-       "Hopper (sm_90) FP8 WGMMA: about 14 significant bits per aligned group of 32 products (one WGMMA, K = 32), "
-       "promoted into float32 every 128 of K as DeepGEMM does",
-       "DeepSeek-V3 Technical Report (arXiv:2412.19437) §3.3.2: FP8 GEMM accumulation on H800 is limited to "
-       "retaining around 14 bits, and promotion to FP32 every N_C = 128 elements; §3.5.2: after aligning 32 "
-       "mantissa products the tensor core uses only the highest 14 bits of each; deepseek-ai/DeepGEMM#176: H100 "
-       "'13bit mantissa'; deepseek-ai/DeepSeek-V3#197: a user's 16x32 by 32x8 FP8 product on H100 differed from a "
-       "float32 CPU product 'at most in the last two bits of the mantissa'"},
-      {"blackwell_fp8", Accumulation::FastAccum, 26, 32, 128, true, false,
-       "Blackwell (sm_100) FP8 tcgen05.mma kind::f8f6f4: about 26 significant bits per aligned group of 32 "
-       "products (one user's measurement), promoted into float32 every 128 of K as on Hopper",
-       "deepseek-ai/DeepGEMM#176 (B200, tcgen05.mma.cta_group::1.kind::f8f6f4): 'the accumulator maintain 25bits "
-       "mantissa, higher compared to H100 (13bit mantissa)'; 25 + 1 = 26 on this table's scale. The reporter asks "
-       "whether the 25 bits are reliable and whether DeepGEMM still promotes every 128 on SM100; the promotion "
-       "here is Hopper's"},
-      {"block_scaled_mma", Accumulation::FastAccum, 35, 64, 128, false, true,
-       "UNSURE: MX / NVFP4 block-scaled MMA on sm_100 (tcgen05.mma kind::mxf4nvf4, kind::mxf4): about 35 "
-       "significant bits per aligned group of 64 products (K of one kind::mxf4nvf4 instruction), no promotion "
-       "window of its own (block scales cut K at every scale block); the source could not settle the width",
-       "deepseek-ai/DeepGEMM#176: for kind::mxf4nvf4 and kind::mxf4 'the number of mantissa bits in accumulator is "
-       "not sure, 34,35,36,37bits are tested'; the lowest, 34, is 35 on this table's scale. K = 64 per "
-       "instruction: PTX ISA, tcgen05.mma shapes for kind::mxf4nvf4 (inference, not measured)"},
-  };
+  // bits = fraction bits kept below the alignment exponent + 1, the scale of the earlier table
+  // ("14 bits" on Hopper = 13 fraction bits).
+  static const std::vector<AccumulationPreset> table = [] {
+    std::vector<AccumulationPreset> t;
+    AccumulationPreset p;
+    p.accumulation = Accumulation::FastAccum;
+
+    p.name = "hopper_fp8";
+    p.bits = 14;
+    p.group = 32;
+    p.promotion_interval = 128;
+    p.promotes = true;
+    p.rules = rules(MmaSum::Fp32, 13, MmaCEntry::Accumulator);
+    p.instruction = "wgmma.mma_async.sync.aligned.m64nNk32.f32.e4m3/e5m2 (sm_90a)";
+    p.summary = "Hopper (H100 / H200) FP8 WGMMA: groups of 32 products aligned on e(a)+e(b), 13 fraction bits "
+                "kept (truncated), each K = 32 step's sum a binary32 cut to 13 fraction bits; promoted into float32 "
+                "every 128 of K (cuBLAS split accumulation, DeepGEMM)";
+    p.source = std::string(kMatlab) +
+               "H100/{E4M3,E5M2} (wgmma, C = 0; H200's D files are byte-identical), reproduced 10000 of 10000; the "
+               "C-in-accumulator rule from the MATLAB H100TC model and MMA-Sim wgmma; promotion every 128: "
+               "DeepSeek-V3 §3.3.2 and DeepGEMM";
+    p.measured = "MATLAB-tensor-core model_validation H100 E4M3 + E5M2 (C = 0): 10000 of 10000 samples";
+    t.push_back(p);
+
+    p.name = "hopper_fp8_fast_accum";
+    p.promotes = false;
+    p.instruction = "wgmma.mma_async … .f32.e4m3/e5m2 (sm_90a), whole K in the tensor-core accumulator";
+    p.summary = "Hopper FP8 WGMMA with no promotion (cuBLASLt CUBLASLT_MATMUL_DESC_FAST_ACCUM = 1, torch._scaled_mm "
+                "use_fast_accum=True): the hopper_fp8 rules over all of K";
+    p.source = std::string(kMatlab) + "H100 (the instruction's rules, as hopper_fp8); FAST_ACCUM: cuBLASLt docs, "
+                                      "TransformerEngine cublaslt_gemm.cu";
+    p.measured = "the instruction: MATLAB-tensor-core H100 E4M3 + E5M2, 10000 of 10000 (no promotion data)";
+    t.push_back(p);
+
+    p.name = "hopper_mma_sync";
+    p.promotes = true;
+    p.unsure = true;
+    p.instruction = "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 (sm_90)";
+    p.summary = "UNSURE: Hopper FP8 mma.sync, assumed to share the wgmma datapath (hopper_fp8's rules); neither "
+                "source models or measured it";
+    p.source = std::string("no source: MMA-Sim lists no FP8 mma.sync for sm_90 and MATLAB-tensor-core measured wgmma "
+                           "only; the rules are hopper_fp8's (") +
+               kMatlab + "H100)";
+    p.measured = "";
+    t.push_back(p);
+
+    p.name = "ada_fp8";
+    p.bits = 14;
+    p.group = 16;
+    p.promotes = true;
+    p.unsure = false;
+    p.rules = rules(MmaSum::Fp32, 13, MmaCEntry::Accumulator);
+    p.instruction = "mma.sync.aligned.m16n8k32.row.col.f32.e4m3/e5m2.f32 (sm_89: Ada, L40S)";
+    p.summary = "Ada (RTX 40, L40S) FP8 mma.sync: groups of 16 products aligned on e(a)+e(b) with C inside the "
+                "first group, 13 fraction bits kept (truncated), each group's sum a binary32 cut to 13 fraction "
+                "bits; promotion every 128 of K as cuBLAS does on Hopper";
+    p.source = std::string(kMatlab) +
+               "Ada/{E4M3,E5M2} (C from the file; L40S's files are byte-identical), reproduced 10000 of 10000; the "
+               "promotion interval is Hopper's (not measured on Ada)";
+    p.measured = "MATLAB-tensor-core model_validation Ada E4M3 + E5M2 (C used): 10000 of 10000 samples";
+    t.push_back(p);
+
+    p.name = "blackwell_fp8";
+    p.bits = 26;
+    p.group = 32;
+    p.promotes = false;
+    p.rules = rules(MmaSum::Fp32, 23, MmaCEntry::Epilogue);
+    p.instruction = "tcgen05.mma.cta_group::1.kind::f8f6f4 (sm_100: B200), C added after the MMA";
+    p.summary = "Blackwell (B200) FP8 as measured: groups of 32 products aligned on e(a)+e(b), 25 fraction bits "
+                "kept (truncated), the sum a binary32 truncated to 23 fraction bits, then + C with one RNE; no "
+                "promotion (the tensor-memory accumulator is float32)";
+    p.source = std::string(kMatlab) +
+               "B200/{E4M3,E5M2}, reproduced 10000 of 10000 with C added after the tensor-core sum (with C inside "
+               "the MMA, as MMA-Sim's tcgen05 model has it, 6443 of 10000); the data fix neither the group (16 or "
+               "32) nor the bits (≥ 23): 32 and 25 are MMA-Sim's";
+    p.measured = "MATLAB-tensor-core model_validation B200 E4M3 + E5M2 (C used): 10000 of 10000 samples";
+    t.push_back(p);
+
+    p.name = "blackwell_tcgen05";
+    p.unsure = true;
+    p.rules = rules(MmaSum::Fp32, 23, MmaCEntry::Accumulator);
+    p.instruction = "tcgen05.mma.cta_group::1.kind::f8f6f4 (sm_100), C as the accumulator";
+    p.summary = "UNSURE: Blackwell tcgen05 kind::f8f6f4 as MMA-Sim models it: blackwell_fp8's rules with C inside "
+                "the first group; the published B200 data reject C inside (see blackwell_fp8)";
+    p.source = std::string(kMmaSim) + " tcgen05mma: 25 fraction bits, C aligned with the products, truncated to "
+                                      "binary32; no measured data here";
+    p.measured = "";
+    t.push_back(p);
+    return t;
+  }();
   return table;
 }
 
@@ -56,6 +139,7 @@ GemmOptions withAccumulationPreset(GemmOptions opt, const AccumulationPreset& p)
   opt.fast_accum_group = p.group;
   opt.promotion_interval = p.promotion_interval;
   opt.fast_accum_promotes = p.promotes;
+  opt.mma = p.rules;
   return opt;
 }
 
@@ -73,6 +157,14 @@ std::string accumulationPresetMismatch(const GemmOptions& o, const AccumulationP
     return differs("promotion_interval", std::to_string(o.promotion_interval), std::to_string(p.promotion_interval));
   if (o.fast_accum_promotes != p.promotes)
     return differs("fast_accum_promotes", o.fast_accum_promotes ? "true" : "false", p.promotes ? "true" : "false");
+  if (o.mma.alignment != p.rules.alignment)
+    return differs("mma_alignment", toString(o.mma.alignment), toString(p.rules.alignment));
+  if (o.mma.sum != p.rules.sum) return differs("mma_sum", toString(o.mma.sum), toString(p.rules.sum));
+  if (o.mma.sum_bits != p.rules.sum_bits)
+    return differs("mma_sum_bits", std::to_string(o.mma.sum_bits), std::to_string(p.rules.sum_bits));
+  if (o.mma.sum_rounding != p.rules.sum_rounding)
+    return differs("mma_sum_rounding", toString(o.mma.sum_rounding), toString(p.rules.sum_rounding));
+  if (o.mma.c_entry != p.rules.c_entry) return differs("mma_c", toString(o.mma.c_entry), toString(p.rules.c_entry));
   return {};
 }
 

@@ -1,8 +1,9 @@
-// FP8 Lab — accumulation presets: named parameter sets of the accumulation models (gemm.h) that
-// stand for one architecture's tensor-core accumulation, each with its source. They are MODELS of
-// undocumented hardware: NVIDIA documents neither the accumulator width of its FP8 / block-scaled
-// MMA instructions nor cuBLAS's promotion interval; the figures come from measurements published
-// by DeepSeek and by users in issue threads, and a preset whose source is itself unsure says so.
+// FP8 Lab — accumulation presets: named parameter sets of the tensor-core MMA family (gemm.h,
+// Accumulation::FastAccum with MmaRules), one per GPU instruction, each with its source. NVIDIA
+// documents neither the alignment, the bits kept nor the rounding of its FP8 / block-scaled MMA
+// instructions; the rules here are those that reproduce published outputs of real GPUs bit for bit
+// (MATLAB-tensor-core's model_validation data: tests/data/tensor_core), or, for instructions
+// without published data, those of MMA-Sim's instruction-level models — and a preset says which.
 #pragma once
 
 #include "gemm/gemm.h"
@@ -15,26 +16,32 @@
 namespace fp8lab {
 
 /// One row of the preset table. Applying it sets GemmOptions' accumulation, fast_accum_bits,
-/// fast_accum_group, promotion_interval and fast_accum_promotes (nothing else).
+/// fast_accum_group, promotion_interval, fast_accum_promotes and mma (nothing else).
 struct AccumulationPreset {
   std::string name;             ///< e.g. "hopper_fp8" (lower case, '_')
   Accumulation accumulation;    ///< the model it parameterises
-  int bits = 14;                ///< significant bits per aligned group (FastAccum)
-  int group = 32;               ///< products aligned together (K of one MMA instruction)
+  int bits = 14;                ///< fraction bits kept below the alignment exponent, plus one
+  int group = 32;               ///< products aligned together (K of one MMA step)
   int promotion_interval = 128; ///< N_C, elements of K per promotion window
   bool promotes = true;         ///< promotion into float32 per window (false: scale blocks only)
-  bool unsure = false;          ///< the source does not settle the figure
+  bool unsure = false;          ///< the source does not settle the figures
   std::string summary;          ///< one line, with "unsure" where `unsure`
   std::string source;           ///< where the figures come from
+  MmaRules rules;               ///< alignment, group-sum normalisation, where C enters
+  std::string instruction;      ///< the PTX / ISA instruction it models ("wgmma.mma_async … .e4m3")
+  /// Measured evidence this preset reproduces bit for bit ("MATLAB-tensor-core model_validation
+  /// H100 E4M3 and E5M2: 10000 of 10000 samples"), or "" when no measured data exist for it.
+  std::string measured;
 };
 
-/// The table: hopper_fp8, blackwell_fp8, block_scaled_mma (docs/gemm.md, "Accumulation presets").
+/// The table (docs/gemm.md, "Accumulation presets"): hopper_fp8, hopper_fp8_fast_accum,
+/// hopper_mma_sync, ada_fp8, blackwell_fp8, blackwell_tcgen05.
 const std::vector<AccumulationPreset>& accumulationPresets();
 
 /// The preset of that name (case-insensitive, '-' and '_' the same), or nullopt.
 std::optional<AccumulationPreset> accumulationPreset(std::string_view name);
 
-/// "hopper_fp8, blackwell_fp8, block_scaled_mma" — for help and error messages.
+/// "hopper_fp8, hopper_fp8_fast_accum, …" — for help and error messages.
 std::string accumulationPresetNames();
 
 /// `opt` with the preset's parameters set (the other fields unchanged).

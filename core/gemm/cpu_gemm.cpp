@@ -51,6 +51,43 @@ std::optional<Accumulation> parseAccumulation(std::string_view s) {
   return std::nullopt;
 }
 
+const char* toString(MmaAlignment a) {
+  return a == MmaAlignment::Operands ? "operands" : "product";
+}
+const char* toString(MmaSum v) {
+  return v == MmaSum::Fp32 ? "fp32" : "exact";
+}
+const char* toString(MmaRounding r) {
+  return r == MmaRounding::NearestEven ? "rne" : "rz";
+}
+const char* toString(MmaCEntry c) {
+  return c == MmaCEntry::Accumulator ? "accumulator" : "epilogue";
+}
+std::optional<MmaAlignment> parseMmaAlignment(std::string_view s) {
+  const std::string n = normalizedName(s);
+  if (n == "product") return MmaAlignment::Product;
+  if (n == "operands" || n == "operand") return MmaAlignment::Operands;
+  return std::nullopt;
+}
+std::optional<MmaSum> parseMmaSum(std::string_view s) {
+  const std::string n = normalizedName(s);
+  if (n == "exact") return MmaSum::Exact;
+  if (n == "fp32" || n == "float32" || n == "binary32") return MmaSum::Fp32;
+  return std::nullopt;
+}
+std::optional<MmaRounding> parseMmaRounding(std::string_view s) {
+  const std::string n = normalizedName(s);
+  if (n == "rz" || n == "toward_zero" || n == "truncate") return MmaRounding::TowardZero;
+  if (n == "rne" || n == "nearest_even") return MmaRounding::NearestEven;
+  return std::nullopt;
+}
+std::optional<MmaCEntry> parseMmaCEntry(std::string_view s) {
+  const std::string n = normalizedName(s);
+  if (n == "epilogue") return MmaCEntry::Epilogue;
+  if (n == "accumulator" || n == "inside") return MmaCEntry::Accumulator;
+  return std::nullopt;
+}
+
 std::string accumulationNames() {
   return "exact, fp32, split (split_fp32), fast (fast_accum)";
 }
@@ -306,12 +343,35 @@ void checkFastAccum(const GemmOptions& opt) {
                                 std::to_string(opt.fast_accum_bits));
   if (opt.fast_accum_group < 1)
     throw std::invalid_argument("fast-accumulation group must be ≥ 1, got " + std::to_string(opt.fast_accum_group));
-  const int gbits = static_cast<int>(std::bit_width(static_cast<unsigned>(opt.fast_accum_group)));
+  // Operand alignment leaves product significands in [0, 4): one bit more per term than the prose
+  // model's renormalised products.
+  const int gbits = static_cast<int>(std::bit_width(static_cast<unsigned>(opt.fast_accum_group))) +
+                    (opt.mma.alignment == MmaAlignment::Operands ? 1 : 0);
   if (opt.fast_accum_bits + gbits > 53)
     throw std::invalid_argument(
         "fast-accumulation bits " + std::to_string(opt.fast_accum_bits) + " with groups of " +
         std::to_string(opt.fast_accum_group) + " products need " + std::to_string(opt.fast_accum_bits + gbits) +
         " bits to add a group exactly, more than double's 53: use fewer bits or a smaller group");
+  if (opt.mma.sum_bits < 1 || opt.mma.sum_bits > 23)
+    throw std::invalid_argument("MMA sum bits (fraction bits of the binary32 running sum) must be in 1..23, got " +
+                                std::to_string(opt.mma.sum_bits));
+}
+
+std::string fastAccumText(const GemmOptions& o) {
+  const MmaRules& r = o.mma;
+  std::string s =
+      "groups of " + std::to_string(o.fast_accum_group) + " products aligned to the largest " +
+      (r.alignment == MmaAlignment::Operands ? std::string("e(a) + e(b)") : std::string("product exponent")) + ", " +
+      std::to_string(o.fast_accum_bits - 1) + " fraction bits kept (truncated)";
+  if (r.sum == MmaSum::Fp32)
+    s += ", each group's sum a binary32 with " + std::to_string(r.sum_bits) + " fraction bits (" +
+         (r.sum_rounding == MmaRounding::TowardZero ? "truncated" : "RNE") + ")";
+  else
+    s += ", group sums kept exactly";
+  if (r.c_entry == MmaCEntry::Accumulator) s += ", C in the accumulator";
+  s += o.fast_accum_promotes ? ", promoted into float32 every " + std::to_string(o.promotion_interval) + " of K"
+                             : ", no promotion window";
+  return s;
 }
 
 bool hasEpilogue(const GemmOptions& opt) {
@@ -540,18 +600,39 @@ public:
     if (opt.accumulation == Accumulation::FastAccum) {
       out.warnings.push_back(
           {Severity::Info, "model of undocumented hardware", "accumulation",
-           "FastAccum models FP8 tensor-core accumulation, which NVIDIA does not document: each aligned group of " +
-               std::to_string(opt.fast_accum_group) + " products keeps " + std::to_string(opt.fast_accum_bits) +
-               " significant bits" +
-               (opt.fast_accum_promotes
-                    ? ", promoted into float32 every " + std::to_string(opt.promotion_interval) + " of K"
-                    : ", with no promotion window") +
-               " (the model of DeepSeek-V3 §3.3, which measured about 14 bits on Hopper)"});
+           "FastAccum models FP8 tensor-core accumulation, which NVIDIA does not document: " + fastAccumText(opt) +
+               (opt.mma == MmaRules{} ? " (DeepSeek-V3 §3.3's prose model; the accumulation "
+                                        "presets carry the rules measured on GPUs)"
+                                      : std::string())});
       if (!opt.fast_accum_promotes && plan.scaled_promotion())
         out.warnings.push_back({Severity::Warning, "promotion forced by block scales", "accumulation",
                                 "scales vary along K, so the sum is promoted at every scale-block boundary although "
                                 "fast_accum_promotes is false (cuBLASLt refuses fast accumulation with block scales)"});
     }
+    // C as the MMA's accumulator operand (MmaCEntry::Accumulator): only where the kernel computes
+    // D = A·B + beta·C, i.e. alpha = 1 and every dequant scale 1; otherwise in the epilogue.
+    bool c_in_accumulator = false;
+    std::vector<float> c_init;
+    if (opt.accumulation == Accumulation::FastAccum && opt.mma.c_entry == MmaCEntry::Accumulator && opt.beta != 0.0f &&
+        opt.c) {
+      std::string why;
+      if (opt.alpha != 1.0f)
+        why = "alpha is not 1";
+      else if (plan.has_const_scale || plan.scaled_promotion())
+        why = "the operands have dequant scales other than 1";
+      if (why.empty()) {
+        c_in_accumulator = true;
+        c_init.resize(opt.c->size());
+        for (size_t i = 0; i < c_init.size(); ++i) c_init[i] = opt.beta * (*opt.c)[i]; // float32(beta·C)
+      } else {
+        out.warnings.push_back({Severity::Info, "C in the epilogue", "c",
+                                "the model adds C inside the MMA (as the accumulator's first value), which a kernel "
+                                "can do only for D = A·B + beta·C; here " +
+                                    why + ", so beta·C is added in the epilogue"});
+      }
+    }
+    GemmOptions epilogue = opt; // the epilogue's steps: without beta·C when it entered the MMA
+    if (c_in_accumulator) epilogue.beta = 0.0f;
     const int64_t mn = plan.m * plan.n;
     if (mn == 0) {
       out.algorithm = "empty output";
@@ -605,13 +686,16 @@ public:
       if (!done) {
         const std::vector<float> af = decodeOperand(a, threads), bf = decodeOperand(b, threads);
         if (opt.accumulation == Accumulation::FastAccum) {
-          gemmFastAccumPortable(plan, af.data(), bf.data(), c.data(), opt.fast_accum_bits, opt.fast_accum_group,
-                                threads, progress);
-          out.algorithm = "fast-accumulation MODEL (" + std::to_string(opt.fast_accum_bits) + " bits, group " +
-                          std::to_string(opt.fast_accum_group) +
-                          (opt.fast_accum_promotes ? ", promotion every " + std::to_string(opt.promotion_interval)
-                                                   : std::string(", no promotion")) +
-                          "), portable, " + std::to_string(threads) + " threads";
+          FastAccumParams fp;
+          fp.bits = opt.fast_accum_bits;
+          fp.group = opt.fast_accum_group;
+          fp.rules = opt.mma;
+          fp.emin_a = a.format->minExponent();
+          fp.emin_b = b.format->minExponent();
+          if (c_in_accumulator) fp.c_init = c_init.data();
+          gemmFastAccumPortable(plan, af.data(), bf.data(), c.data(), fp, threads, progress);
+          out.algorithm =
+              "tensor-core MMA MODEL (" + fastAccumText(opt) + "), portable, " + std::to_string(threads) + " threads";
         } else {
           gemmFloatPortable(plan, af.data(), bf.data(), c.data(), threads, progress);
           out.algorithm =
@@ -619,7 +703,7 @@ public:
         }
       }
       if (!fma_kernel_used) applyConstScales(plan, c.data(), threads); // the FMA kernel applies them itself
-      applyEpilogue(opt, c.data(), plan.m, plan.n, threads);
+      applyEpilogue(epilogue, c.data(), plan.m, plan.n, threads);
       if (opt.output == OutputType::FP32) {
         convertOutput(c.data(), 0, opt, out); // nothing to convert: hand C over
         out.amax_d = amaxOf(c);

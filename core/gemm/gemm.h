@@ -46,11 +46,67 @@ enum class Accumulation {
   SplitFP32, ///< float32 partial per promotion window (N_C = 128 of K), k ascending inside,
              ///< promoted into a float32 accumulator with the window's block scales (cuBLAS
              ///< default, DeepGEMM, DeepSeek-V3 §3.3)
-  FastAccum, ///< MODEL of Hopper fast accumulation (undocumented hardware): inside a window,
-             ///< per group of `fast_accum_group` products the running sum and the products are
-             ///< aligned to the largest exponent among them and truncated toward zero to
-             ///< `fast_accum_bits` significant bits, then added exactly (DeepSeek-V3 §3.3,
-             ///< DeepGEMM issues #37/#50)
+  FastAccum, ///< The tensor-core MMA family (undocumented hardware, measured): inside a window, per
+             ///< group of `fast_accum_group` products the running sum and the products are aligned
+             ///< to the largest alignment exponent among them and cut toward zero to
+             ///< `fast_accum_bits` − 1 fraction bits below it, then added exactly; the group's sum
+             ///< becomes the running sum as `MmaRules` say. The rules' defaults are DeepSeek-V3
+             ///< §3.3's prose model; the accumulation presets (accumulation_preset.h) set the rules
+             ///< measured on real GPUs (docs/gemm.md, "Tensor-core accumulation")
+};
+
+/// How the FastAccum family finds a group's alignment exponent E (the terms are cut to multiples
+/// of 2^(E − fast_accum_bits + 1)).
+enum class MmaAlignment {
+  Product,  ///< E = floor(log2 |a·b|) of each exact product (DeepSeek-V3's prose; not what GPUs do)
+  Operands, ///< E = e(a) + e(b), each operand's exponent clamped at its format's emin, the product
+            ///< significand m(a)·m(b) ∈ [0, 4) not renormalised (MATLAB-tensor-core's measured
+            ///< H100 / Ada / B200 FP8 data; MMA-Sim nv_fused_dot_add)
+};
+
+/// How a group's exact sum becomes the running sum the next group (or the promotion) reads.
+enum class MmaSum {
+  Exact, ///< kept exactly (on the group's grid), converted to float32 with RNE only at promotion
+  Fp32,  ///< normalised to a binary32 number with `mma_sum_bits` fraction bits (exponent ≥ −126,
+         ///< subnormal below; |x| ≥ 2^128 → ±Inf), rounded by `mma_sum_rounding` (H100 wgmma: 13
+         ///< bits, toward zero; Blackwell: 23 bits, toward zero)
+};
+
+/// Rounding of one step of the MMA model.
+enum class MmaRounding {
+  TowardZero,  ///< truncation of the magnitude (every measured NVIDIA step)
+  NearestEven, ///< IEEE round to nearest, ties to even
+};
+
+/// Where the C of beta·C enters.
+enum class MmaCEntry {
+  Epilogue,    ///< after the MMA: y = alpha·x + beta·C in float32, one RNE per step (cuBLASLt's
+               ///< epilogue; the B200 data: tensor-core sum with C = 0, truncated, then + C)
+  Accumulator, ///< as the first running sum: the MMA's C operand, aligned with the first group's
+               ///< products (Ada mma.sync and the MMA-Sim models of wgmma / tcgen05). Needs alpha = 1
+               ///< and no dequant scale other than 1 (a kernel can fold C into its accumulator only
+               ///< when D = A·B + beta·C); otherwise C enters in the epilogue and the run says so
+};
+
+const char* toString(MmaAlignment a); ///< "product", "operands"
+const char* toString(MmaSum s);       ///< "exact", "fp32"
+const char* toString(MmaRounding r);  ///< "rz", "rne"
+const char* toString(MmaCEntry c);    ///< "epilogue", "accumulator"
+std::optional<MmaAlignment> parseMmaAlignment(std::string_view s);
+std::optional<MmaSum> parseMmaSum(std::string_view s);
+std::optional<MmaRounding> parseMmaRounding(std::string_view s); ///< rz (toward_zero, truncate), rne (nearest_even)
+std::optional<MmaCEntry> parseMmaCEntry(std::string_view s);
+
+/// The rules of the FastAccum family besides bits, group and promotion (GemmOptions). The defaults
+/// are the earlier prose model (product alignment, exact group sums, C in the epilogue), so configs
+/// that do not name them keep their results.
+struct MmaRules {
+  MmaAlignment alignment = MmaAlignment::Product;
+  MmaSum sum = MmaSum::Exact;
+  int sum_bits = 23;                                  ///< Fp32 sums: fraction bits kept, 1..23
+  MmaRounding sum_rounding = MmaRounding::TowardZero; ///< Fp32 sums
+  MmaCEntry c_entry = MmaCEntry::Epilogue;
+  bool operator==(const MmaRules&) const = default;
 };
 
 /// Output element type of D.
@@ -100,6 +156,7 @@ struct GemmOptions {
                                    ///< FP8 WGMMA covers K = 32), ≥ 1
   bool fast_accum_promotes = true; ///< FastAccum: promote per window (false: whole K in one window,
                                    ///< like cuBLASLt FAST_ACCUM=1; scale-block boundaries still cut)
+  MmaRules mma;                    ///< FastAccum: alignment, group-sum normalisation, where C enters
   OutputType output = OutputType::FP32;
   /// scale_D, the quant multiplier of FP8 outputs (E4M3FN, E5M2): d = cast(D · scale_D). cuBLASLt
   /// applies D_SCALE only when D is FP8, so any other value than 1 with a BF16 / FP16 / FP32 output
@@ -133,6 +190,11 @@ void checkOutputScale(const GemmOptions& opt);
 /// bit_width(group) > 53 (the group sum would round in the model's double accumulator); the
 /// message names the values. Checked for every model, like the other options.
 void checkFastAccum(const GemmOptions& opt);
+
+/// The FastAccum family's parameters in words: "groups of 32 products aligned to the largest e(a) +
+/// e(b), 13 fraction bits kept (truncated), each group's sum a binary32 with 13 fraction bits
+/// (truncated), C in the accumulator, promoted into float32 every 128 of K".
+std::string fastAccumText(const GemmOptions& opt);
 
 /// True when `opt` asks for any epilogue step (alpha ≠ 1, beta ≠ 0 or a bias).
 bool hasEpilogue(const GemmOptions& opt);

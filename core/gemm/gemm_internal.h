@@ -70,9 +70,17 @@ void gemmDoubleCodesAvx512(const Plan& plan, const QuantizedTensor& a, const Qua
 /// True when this CPU executes AVX-512F, BW, VL and AVX2 (runtime check), what the blocked float64
 /// kernel uses.
 bool cpuHasAvx512F();
-/// FastAccum model (portable only).
-void gemmFastAccumPortable(const Plan& plan, const float* a, const float* b, float* c, int bits, int group, int threads,
-                           const ProgressFn& progress);
+/// The FastAccum family's parameters as the kernel reads them.
+struct FastAccumParams {
+  int bits = 14, group = 32; ///< GemmOptions::fast_accum_bits / fast_accum_group
+  MmaRules rules;
+  int emin_a = -126, emin_b = -126; ///< the operand formats' minimum normal exponents (Operands alignment)
+  /// The first window's starting sum, float32 [M,N] (beta·C where C enters the accumulator), or null.
+  const float* c_init = nullptr;
+};
+/// FastAccum family (portable only): A [M,K], B [K,N] decoded codes as float.
+void gemmFastAccumPortable(const Plan& plan, const float* a, const float* b, float* c, const FastAccumParams& params,
+                           int threads, const ProgressFn& progress);
 
 /// True when this CPU executes AVX512-BF16 (runtime check).
 bool cpuHasAvx512Bf16();

@@ -15,6 +15,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -200,6 +201,78 @@ FP8LAB_CLONES void fastGroup(double* __restrict acc, float* __restrict mx, int32
   }
 }
 
+/// A binary32 value's alignment exponent as the MMA sees it: floor(log2 |x|), −126 for subnormals
+/// (x is a double holding a binary32 value; x ≠ 0, finite or not).
+inline int32_t binary32Exponent(double x) {
+  const int64_t e = static_cast<int64_t>((std::bit_cast<uint64_t>(x) >> 52) & 0x7FF) - 1023;
+  return static_cast<int32_t>(std::clamp<int64_t>(e, -126, 128));
+}
+
+/// x (exact in double) normalised to a binary32 number with `p` fraction bits (1..23): the quantum
+/// is 2^(max(floor(log2|x|), −126) − p), the cut toward zero or to nearest-even; ±Inf when the result
+/// reaches 2^128; +0 for 0 (an exact cancellation gives +0, as the hardware does). NaN and ±Inf pass.
+inline double toAccumulator(double x, int p, bool nearest_even) {
+  if (x == 0) return 0.0;
+  if (!std::isfinite(x)) return x;
+  const int e = std::max(std::ilogb(x), -126);
+  const int q = e - p;
+  const double scaled = std::ldexp(x, -q); // exact: a power-of-two scaling of a double in range
+  const double r = std::ldexp(nearest_even ? std::nearbyint(scaled) : std::trunc(scaled), q);
+  if (std::fabs(r) >= 0x1p128) return std::copysign(std::numeric_limits<double>::infinity(), x);
+  return r == 0 ? 0.0 : r;
+}
+
+/// One group of the measured MMA rules (MmaRules other than the prose defaults) for one row
+/// segment: the alignment exponent E = the largest of the running sum's (binary32 exponent) and
+/// the non-zero products' (e(a) + e(b) with `ea`/`eb` the operands' clamped exponents, or floor(log2
+/// |a·b|)); every term cut toward zero to a multiple of 2^(E − fbits) and added exactly in double
+/// (≤ 33 terms below 2^(fbits + 3) quanta each); then the sum normalised to the accumulator
+/// (MmaSum::Fp32) or kept (Exact).
+FP8LAB_CLONES void mmaGroup(double* __restrict acc, int32_t* __restrict emax, const float* __restrict arow,
+                            const int8_t* __restrict earow, const float* __restrict b, const int8_t* __restrict eb,
+                            int64_t ldb, int64_t k0, int64_t k1, int64_t nb, int fbits, bool operands) {
+  constexpr int32_t kNone = -100000;
+  for (int64_t n = 0; n < nb; ++n) emax[n] = acc[n] != 0 ? binary32Exponent(acc[n]) : kNone;
+  for (int64_t k = k0; k < k1; ++k) {
+    const float a = arow[k];
+    const float* __restrict brow = b + k * ldb;
+    if (operands) {
+      const int32_t ea = earow[k];
+      const int8_t* __restrict erow = eb + k * ldb;
+      for (int64_t n = 0; n < nb; ++n) {
+        const float p = a * brow[n]; // exact
+        const int32_t e = ea + int32_t(erow[n]);
+        emax[n] = p != 0 && e > emax[n] ? e : emax[n];
+      }
+    } else {
+      for (int64_t n = 0; n < nb; ++n) {
+        const float p = a * brow[n];
+        const int32_t e = static_cast<int32_t>((std::bit_cast<uint32_t>(p) >> 23) & 0xFF) - 127;
+        emax[n] = p != 0 && e > emax[n] ? e : emax[n];
+      }
+    }
+  }
+  for (int64_t n = 0; n < nb; ++n) {
+    emax[n] = emax[n] == kNone ? 0 : emax[n] - fbits; // the quantum's exponent (no term: nothing to cut)
+    acc[n] = truncToQuantum(acc[n], emax[n]);
+  }
+  for (int64_t k = k0; k < k1; ++k) {
+    const float a = arow[k];
+    const float* __restrict brow = b + k * ldb;
+    for (int64_t n = 0; n < nb; ++n) acc[n] += static_cast<double>(truncToQuantumF(a * brow[n], emax[n]));
+  }
+}
+
+/// floor(log2 |v|) clamped at `emin` for every decoded value (0 where v = 0 or not finite): the
+/// operand exponents of MmaAlignment::Operands.
+std::vector<int8_t> operandExponents(const float* v, size_t count, int emin) {
+  std::vector<int8_t> e(count, 0);
+  for (size_t i = 0; i < count; ++i)
+    if (v[i] != 0 && std::isfinite(v[i]))
+      e[i] = static_cast<int8_t>(std::clamp(std::max(std::ilogb(v[i]), emin), -127, 127));
+  return e;
+}
+
 } // namespace
 
 void gemmFloatPortable(const Plan& plan, const float* a, const float* b, float* c, int threads,
@@ -212,13 +285,26 @@ void gemmDoublePortable(const Plan& plan, const float* a, const float* b, double
   gemmPortable<double>(plan, a, b, c, threads, progress);
 }
 
-void gemmFastAccumPortable(const Plan& plan, const float* a, const float* b, float* c, int bits, int group, int threads,
-                           const ProgressFn& progress) {
-  const int64_t g = group;
+void gemmFastAccumPortable(const Plan& plan, const float* a, const float* b, float* c, const FastAccumParams& fp,
+                           int threads, const ProgressFn& progress) {
+  const int64_t g = fp.group;
+  const int bits = fp.bits;
+  const MmaRules& rules = fp.rules;
+  // The prose model (product alignment, exact sums) keeps its own group function; every other rule
+  // set runs mmaGroup.
+  const bool prose = rules.alignment == MmaAlignment::Product && rules.sum == MmaSum::Exact;
+  const bool operands = rules.alignment == MmaAlignment::Operands;
+  const bool fp32_sum = rules.sum == MmaSum::Fp32;
+  const bool rne = rules.sum_rounding == MmaRounding::NearestEven;
+  std::vector<int8_t> ea, eb;
+  if (operands) {
+    ea = operandExponents(a, static_cast<size_t>(plan.m * plan.k), fp.emin_a);
+    eb = operandExponents(b, static_cast<size_t>(plan.k * plan.n), fp.emin_b);
+  }
   const std::vector<Chunk> chunks = makeChunks(plan, g * std::max<int64_t>(1, 256 / g));
   const int64_t tm = (plan.m + kRowsPerTile - 1) / kRowsPerTile, tn = (plan.n + kColsPerTile - 1) / kColsPerTile;
   const int64_t W = static_cast<int64_t>(plan.windows.size());
-  parallelJobs(tm * tn, threads, progress, "gemm (fast-accumulation model)", 0.0, 0.95, [&](int64_t job) {
+  parallelJobs(tm * tn, threads, progress, "gemm (tensor-core MMA model)", 0.0, 0.95, [&](int64_t job) {
     const int64_t i0 = (job / tn) * kRowsPerTile, i1 = std::min(plan.m, i0 + kRowsPerTile);
     const int64_t n0 = (job % tn) * kColsPerTile, nb = std::min(plan.n, n0 + kColsPerTile) - n0;
     std::vector<double> part(static_cast<size_t>((i1 - i0) * nb));
@@ -228,11 +314,24 @@ void gemmFastAccumPortable(const Plan& plan, const float* a, const float* b, flo
       const int64_t ws = plan.windows[static_cast<size_t>(ch.w)].k0;
       for (int64_t i = i0; i < i1; ++i) {
         double* acc = part.data() + (i - i0) * nb;
-        if (ch.fresh) std::fill(acc, acc + nb, 0.0);
+        if (ch.fresh) {
+          // The first window starts from C where C enters the accumulator (the MMA's C operand).
+          if (ch.w == 0 && fp.c_init)
+            for (int64_t n = 0; n < nb; ++n) acc[n] = static_cast<double>(fp.c_init[i * plan.n + n0 + n]);
+          else
+            std::fill(acc, acc + nb, 0.0);
+        }
         // groups of g products counted from the window start
         for (int64_t k0 = ch.k0; k0 < ch.k1;) {
           const int64_t k1 = std::min(ch.k1, ws + ((k0 - ws) / g + 1) * g);
-          fastGroup(acc, mx.data(), qexp.data(), a + i * plan.k, b + n0, plan.n, k0, k1, nb, bits);
+          if (prose) {
+            fastGroup(acc, mx.data(), qexp.data(), a + i * plan.k, b + n0, plan.n, k0, k1, nb, bits);
+          } else {
+            mmaGroup(acc, qexp.data(), a + i * plan.k, operands ? ea.data() + i * plan.k : nullptr, b + n0,
+                     operands ? eb.data() + n0 : nullptr, plan.n, k0, k1, nb, bits - 1, operands);
+            if (fp32_sum)
+              for (int64_t n = 0; n < nb; ++n) acc[n] = toAccumulator(acc[n], rules.sum_bits, rne);
+          }
           k0 = k1;
         }
         if (ch.ends) {

@@ -2,6 +2,8 @@
 // presets (core/gemm/accumulation_preset.h), against hand derivations.
 #include <QtTest>
 
+#include "compare_bits.h"
+
 #include "formats/format.h"
 #include "gemm/accumulation_preset.h"
 #include "gemm/error_split.h"
@@ -54,6 +56,7 @@ private Q_SLOTS:
   void wrongEpilogueSizesRefused();
   void presetTable();
   void presetBitsChangeTheSum();
+  void measuredRulesByHand();
   void fastAccumNoteNamesTheModelsBits();
   void fastAccumBitsLimit();
 };
@@ -206,8 +209,11 @@ void TestGemmEpilogue::wrongEpilogueSizesRefused() {
 }
 
 void TestGemmEpilogue::presetTable() {
-  // The figures of docs/gemm.md's table: DeepSeek-V3 (14 bits, N_C = 128), DeepGEMM#176 (B200
-  // "25bits mantissa" vs H100 "13bit mantissa" → 26 on the table's scale; FP4 MMA "34..37" → 35).
+  // One preset per instruction (docs/gemm.md's table): the rules measured on the MATLAB-tensor-core
+  // data (tests/data/tensor_core, test_tensor_core_data) for hopper_fp8 (13 fraction bits below
+  // e(a)+e(b), groups of 32, sums truncated to 13 fraction bits, C inside), ada_fp8 (the same in
+  // groups of 16) and blackwell_fp8 (25 bits, sums truncated to binary32, C after the MMA); presets
+  // with no measured data say so.
   const auto h = accumulationPreset("Hopper-FP8");
   QVERIFY(h);
   QCOMPARE(h->name, std::string("hopper_fp8"));
@@ -216,30 +222,42 @@ void TestGemmEpilogue::presetTable() {
   QCOMPARE(h->group, 32);
   QCOMPARE(h->promotion_interval, 128);
   QVERIFY(h->promotes && !h->unsure);
+  QCOMPARE(int(h->rules.alignment), int(MmaAlignment::Operands));
+  QCOMPARE(int(h->rules.sum), int(MmaSum::Fp32));
+  QCOMPARE(h->rules.sum_bits, 13);
+  QCOMPARE(int(h->rules.sum_rounding), int(MmaRounding::TowardZero));
+  QCOMPARE(int(h->rules.c_entry), int(MmaCEntry::Accumulator));
+  QVERIFY(h->measured.find("10000 of 10000") != std::string::npos);
+  const auto ada = accumulationPreset("ada_fp8");
+  QVERIFY(ada);
+  QCOMPARE(ada->group, 16);
+  QCOMPARE(ada->rules.sum_bits, 13);
   const auto bw = accumulationPreset("blackwell_fp8");
   QVERIFY(bw);
   QCOMPARE(bw->bits, 26);
-  QVERIFY(!bw->unsure && bw->source.find("DeepGEMM#176") != std::string::npos);
-  const auto bs = accumulationPreset("block_scaled_mma");
-  QVERIFY(bs);
-  QCOMPARE(bs->bits, 35);
-  QVERIFY(bs->unsure && bs->summary.find("UNSURE") != std::string::npos);
+  QCOMPARE(bw->rules.sum_bits, 23);
+  QCOMPARE(int(bw->rules.c_entry), int(MmaCEntry::Epilogue));
+  QVERIFY(!bw->unsure && bw->source.find("MATLAB-tensor-core") != std::string::npos);
+  for (const AccumulationPreset& p : accumulationPresets()) {
+    QVERIFY2(!p.source.empty() && !p.instruction.empty(), p.name.c_str());
+    if (p.measured.empty()) QVERIFY2(p.unsure && p.summary.find("UNSURE") != std::string::npos, p.name.c_str());
+  }
+  QVERIFY(!accumulationPreset("block_scaled_mma"));
   QVERIFY(!accumulationPreset("split"));
-  // Today's defaults are the hopper_fp8 parameters: applying it changes only the model.
+  // Applying a preset sets the model's parameters and its rules; the mismatch names a rule.
   GemmOptions o;
   const GemmOptions p = withAccumulationPreset(o, *h);
   QCOMPARE(int(p.accumulation), int(Accumulation::FastAccum));
-  QCOMPARE(p.fast_accum_bits, o.fast_accum_bits);
-  QCOMPARE(p.fast_accum_group, o.fast_accum_group);
-  QCOMPARE(p.promotion_interval, o.promotion_interval);
   QVERIFY(accumulationPresetMismatch(p, *h).empty());
   QVERIFY(!accumulationPresetMismatch(p, *bw).empty());
+  GemmOptions q = p;
+  q.mma.c_entry = MmaCEntry::Epilogue;
+  QVERIFY(accumulationPresetMismatch(q, *h).find("mma_c epilogue differs") != std::string::npos);
 }
 
-// A = [256, 2^-6], B = [1, 1]^T (exact in E4M3FN). The products 256 = 2^8 and 2^-6 form one group;
-// E = 8. hopper_fp8 (14 bits): grid 2^(8−13) = 2^-5, so 2^-6 truncates to 0 → D = 256.
-// blackwell_fp8 (26 bits): grid 2^(8−25) = 2^-17, 2^-6 is kept → D = 256 + 2^-6 = 256.015625
-// (15 significant bits, exact in float32). block_scaled_mma (35 bits) keeps it too.
+// A = [256, 2^-6], B = [1, 1]^T (exact in E4M3FN). Alignment exponents e(a)+e(b): 8 and −6, so E = 8.
+// hopper_fp8 keeps 13 fraction bits: grid 2^(8−13) = 2^-5, 2^-6 is cut to 0 → D = 256.
+// blackwell_fp8 keeps 25: grid 2^-17, 2^-6 stays → 256 + 2^-6 = 256.015625 (exact in the 23-bit sum).
 void TestGemmEpilogue::presetBitsChangeTheSum() {
   const QuantizedTensor a = exactTensor({256, 0.015625}, 1, 2), b = exactTensor({1, 1}, 2, 1);
   auto backend = makeCpuGemmBackend();
@@ -247,30 +265,79 @@ void TestGemmEpilogue::presetBitsChangeTheSum() {
     return backend->run(a, b, withAccumulationPreset({}, *accumulationPreset(preset))).d.at(0);
   };
   QCOMPARE(run("hopper_fp8"), 256.0f);
+  QCOMPARE(run("ada_fp8"), 256.0f);
   QCOMPARE(run("blackwell_fp8"), 256.015625f);
-  QCOMPARE(run("block_scaled_mma"), 256.015625f);
+  QCOMPARE(run("blackwell_tcgen05"), 256.015625f);
 }
 
-// The note beside a fast-accumulation result states the model that ran, from its parameters:
-// blackwell_fp8 keeps 26 bits per group of 32 products and promotes every 128 (the preset table
-// above), block_scaled_mma 35 bits per group of 64 with no window of its own. It used to say
-// "as DeepSeek-V3 §3.3 describes it for Hopper (here ~26 bits)" whatever the preset.
+// The two structural rules the measured data show, by hand (E4M3FN operands, one group):
+// 1. Alignment on the operands' exponents. A = [1.875, 2^-6, 2^-6], B = [1.875, 2^-7, 2^-7]:
+//    products 3.515625 (e(a)+e(b) = 0, though the product's own exponent is 1) and twice 2^-13
+//    (2^-7 is subnormal: e = emin = −6, so E = −12). hopper_fp8: E = 0, grid 2^-13, both small
+//    products kept → 3.515625 + 2^-12; the sum's binary32 exponent is 1, its 13 fraction bits a
+//    quantum of 2^-12: exact → D = 3.515869140625. The prose model aligns on the product's exponent
+//    1: grid 2^-12, each 2^-13 cut to 0 → D = 3.515625.
+// 2. The group sum truncated to 13 fraction bits. A = [1.875, 0.25, 2^-6], B = [1, 1, 2^-7]: E = 0,
+//    grid 2^-13, every product kept: 2.125 + 2^-13. Its exponent is 1, so 13 fraction bits are a
+//    quantum of 2^-12 and truncation gives D = 2.125; with 23 fraction bits (RNE or not) the sum is
+//    exact: 2.1251220703125.
+// 3. C inside the first group (ada_fp8, beta = 1): A = [1], B = [1], C = 1 + 2^-14. Terms 1 and C,
+//    E = 0, grid 2^-13: C is cut to 1 → D = 2. With C in the epilogue: the MMA gives 1, then
+//    1 + (1 + 2^-14) in float32 = 2 + 2^-14 (exact) → D = 2.00006103515625.
+void TestGemmEpilogue::measuredRulesByHand() {
+  auto backend = makeCpuGemmBackend();
+  const AccumulationPreset hopper = *accumulationPreset("hopper_fp8");
+  const GemmOptions h = withAccumulationPreset({}, hopper);
+  GemmOptions prose = h;
+  prose.mma = MmaRules{};
+  const QuantizedTensor a1 = exactTensor({1.875, 0.015625, 0.015625}, 1, 3),
+                        b1 = exactTensor({1.875, 0.0078125, 0.0078125}, 3, 1);
+  QCOMPARE_BITS(backend->run(a1, b1, h).d.at(0), 3.515869140625f);
+  QCOMPARE_BITS(backend->run(a1, b1, prose).d.at(0), 3.515625f);
+  const QuantizedTensor a2 = exactTensor({1.875, 0.25, 0.015625}, 1, 3), b2 = exactTensor({1, 1, 0.0078125}, 3, 1);
+  QCOMPARE_BITS(backend->run(a2, b2, h).d.at(0), 2.125f);
+  GemmOptions wide = h;
+  wide.mma.sum_bits = 23;
+  QCOMPARE_BITS(backend->run(a2, b2, wide).d.at(0), 2.1251220703125f);
+  wide.mma.sum_rounding = MmaRounding::NearestEven;
+  QCOMPARE_BITS(backend->run(a2, b2, wide).d.at(0), 2.1251220703125f);
+  const QuantizedTensor a3 = exactTensor({1}, 1, 1), b3 = exactTensor({1}, 1, 1);
+  GemmOptions ada = withAccumulationPreset({}, *accumulationPreset("ada_fp8"));
+  ada.beta = 1.0f;
+  ada.c = shared({1.0f + 0x1p-14f});
+  QCOMPARE_BITS(backend->run(a3, b3, ada).d.at(0), 2.0f);
+  ada.mma.c_entry = MmaCEntry::Epilogue;
+  QCOMPARE_BITS(backend->run(a3, b3, ada).d.at(0), 2.00006103515625f);
+  // C cannot enter the accumulator when alpha ≠ 1: the epilogue adds it, and the run says so.
+  ada.mma.c_entry = MmaCEntry::Accumulator;
+  ada.alpha = 2.0f;
+  const GemmOutput out = backend->run(a3, b3, ada);
+  QCOMPARE_BITS(out.d.at(0), 2.0f * 1.0f + (1.0f + 0x1p-14f)); // 2 + (1 + 2^-14) = 3 + 2^-14, exact
+  bool said = false;
+  for (const Issue& w : out.warnings) said |= w.what == "C in the epilogue";
+  QVERIFY(said);
+}
+
+// The note beside a fast-accumulation result states the rules that ran, from the parameters.
 void TestGemmEpilogue::fastAccumNoteNamesTheModelsBits() {
   const QuantizedTensor a = exactTensor({256, 0.015625}, 1, 2), b = exactTensor({1, 1}, 2, 1);
   auto backend = makeCpuGemmBackend();
-  auto note = [&](const char* preset) {
-    for (const Issue& w : backend->run(a, b, withAccumulationPreset({}, *accumulationPreset(preset))).warnings)
+  auto note = [&](const GemmOptions& o) {
+    for (const Issue& w : backend->run(a, b, o).warnings)
       if (w.what == "model of undocumented hardware") return w.detail;
     return std::string();
   };
-  const std::string bw = note("blackwell_fp8"), bs = note("block_scaled_mma");
-  QVERIFY2(bw.find("each aligned group of 32 products keeps 26 significant bits, promoted into float32 every 128 "
-                   "of K") != std::string::npos,
-           bw.c_str());
-  QVERIFY2(bw.find("here ~") == std::string::npos, bw.c_str());
-  QVERIFY2(bs.find("each aligned group of 64 products keeps 35 significant bits, with no promotion window") !=
+  const std::string bw = note(withAccumulationPreset({}, *accumulationPreset("blackwell_fp8")));
+  QVERIFY2(bw.find("groups of 32 products aligned to the largest e(a) + e(b), 25 fraction bits kept (truncated), "
+                   "each group's sum a binary32 with 23 fraction bits (truncated), no promotion window") !=
                std::string::npos,
-           bs.c_str());
+           bw.c_str());
+  GemmOptions prose;
+  prose.accumulation = Accumulation::FastAccum;
+  const std::string p = note(prose);
+  QVERIFY2(p.find("largest product exponent, 13 fraction bits kept (truncated), group sums kept exactly, promoted "
+                  "into float32 every 128 of K (DeepSeek-V3") != std::string::npos,
+           p.c_str());
 }
 
 // bits + bit_width(group) ≤ 53 (gemm.h): 26 + bit_width(32) = 26 + 6 = 32 and 35 + bit_width(64) =
