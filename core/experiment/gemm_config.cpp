@@ -40,6 +40,11 @@ const std::vector<std::string> kGemmKeys = {"type",
                                             "fast_accum_bits",
                                             "fast_accum_group",
                                             "fast_accum_promotes",
+                                            "mma_alignment",
+                                            "mma_sum",
+                                            "mma_sum_bits",
+                                            "mma_sum_rounding",
+                                            "mma_c",
                                             "output",
                                             "output_quant_scale",
                                             "alpha",
@@ -431,8 +436,24 @@ void parseEpilogueSource(const Json& o, const char* key, const ConfigPath& at, E
   const Json* ob = r.object(o, key, at);
   if (!ob) return;
   const ConfigPath p = at.member(key);
-  r.checkKeys(*ob, p, {"seed", "scale"});
+  const bool is_c = std::string(key) == "c";
+  if (is_c)
+    r.checkKeys(*ob, p, {"seed", "scale", "file"});
+  else
+    r.checkKeys(*ob, p, {"seed", "scale"});
   src->enabled = true;
+  if (is_c && ConfigReader::has(*ob, "file")) {
+    if (ConfigReader::has(*ob, "seed") || ConfigReader::has(*ob, "scale")) {
+      r.fail(p.member("file"), "C comes from a file or from a seed, not both: drop \"seed\" / \"scale\" or \"file\"");
+      return;
+    }
+    if (!(*ob)["file"].is_string() || (*ob)["file"].get<std::string>().empty()) {
+      r.fail(p.member("file"), "must be a tensor file (\"C.npy\", \"F.safetensors:NAME\", \"F.h5:/PATH\")");
+      return;
+    }
+    src->file = (*ob)["file"].get<std::string>();
+    return;
+  }
   src->seed = r.seed(*ob, "seed", p, src->seed);
   src->scale = r.number(*ob, "scale", p, src->scale);
   if (r.ok() && !(std::isfinite(src->scale) && src->scale > 0))
@@ -694,7 +715,27 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
                                  {"fast_accum_group", &cfg->gemm.fast_accum_group}})
     *dst = static_cast<int>(schemaInteger(o, key, ParamScope::Top, at, *dst, r));
   cfg->gemm.fast_accum_promotes = r.boolean(o, "fast_accum_promotes", at, cfg->gemm.fast_accum_promotes);
+  cfg->gemm.mma.sum_bits =
+      static_cast<int>(schemaInteger(o, "mma_sum_bits", ParamScope::Top, at, cfg->gemm.mma.sum_bits, r));
   if (!r.ok()) return false;
+  // The MMA rules' choices, each through its core spelling table.
+  const auto rule = [&](const char* key, auto parse, auto* dst, const char* names) {
+    if (!ConfigReader::has(o, key)) return true;
+    const std::string v = r.string(o, key, at, {});
+    if (!r.ok()) return false;
+    const auto x = parse(v);
+    if (!x) {
+      r.fail(at.member(key), "unknown '" + v + "' (" + names + ")");
+      return false;
+    }
+    *dst = *x;
+    return true;
+  };
+  if (!rule("mma_alignment", parseMmaAlignment, &cfg->gemm.mma.alignment, "product, operands") ||
+      !rule("mma_sum", parseMmaSum, &cfg->gemm.mma.sum, "exact, fp32") ||
+      !rule("mma_sum_rounding", parseMmaRounding, &cfg->gemm.mma.sum_rounding, "rz, rne") ||
+      !rule("mma_c", parseMmaCEntry, &cfg->gemm.mma.c_entry, "epilogue, accumulator"))
+    return false;
   {
     // A preset sets the accumulation parameters; a parameter key beside it must say the same
     // (accumulationProblem, the rule the gemm command and the panel apply too).
@@ -710,7 +751,8 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
     }
     std::set<std::string> given;
     for (const char* k :
-         {"accumulation", "promotion_interval", "fast_accum_bits", "fast_accum_group", "fast_accum_promotes"})
+         {"accumulation", "promotion_interval", "fast_accum_bits", "fast_accum_group", "fast_accum_promotes",
+          "mma_alignment", "mma_sum", "mma_sum_bits", "mma_sum_rounding", "mma_c"})
       if (ConfigReader::has(o, k)) given.insert(k);
     if (const auto pr = accumulationProblem(cfg->gemm, given, p ? &*p : nullptr, false, &cfg->gemm)) {
       r.fail(at.member(pr->key),
@@ -730,7 +772,8 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
       return false;
     }
   if (cfg->gemm.beta != 0.0f && !cfg->c_source.enabled) {
-    r.fail(at.member("beta"), "beta ≠ 0 needs a C matrix: add \"c\": {\"seed\": N, \"scale\": X}");
+    r.fail(at.member("beta"),
+           "beta ≠ 0 needs a C matrix: add \"c\": {\"seed\": N, \"scale\": X} or \"c\": {\"file\": \"C.npy\"}");
     return false;
   }
   if (cfg->gemm.beta == 0.0f && cfg->c_source.enabled) {
@@ -870,10 +913,23 @@ Json gemmConfigJson(const GemmExperimentConfig& c, const std::string& name) {
   j["fast_accum_group"] = c.gemm.fast_accum_group;
   if (!c.accumulation_preset.empty()) j["accumulation_preset"] = c.accumulation_preset;
   j["fast_accum_promotes"] = c.gemm.fast_accum_promotes;
+  // The MMA rules where the model reads them and they are not the prose defaults (a config without
+  // them keeps its text).
+  if (c.gemm.accumulation == Accumulation::FastAccum && !(c.gemm.mma == MmaRules{})) {
+    j["mma_alignment"] = toString(c.gemm.mma.alignment);
+    j["mma_sum"] = toString(c.gemm.mma.sum);
+    j["mma_sum_bits"] = c.gemm.mma.sum_bits;
+    j["mma_sum_rounding"] = toString(c.gemm.mma.sum_rounding);
+    j["mma_c"] = toString(c.gemm.mma.c_entry);
+  }
   j["alpha"] = c.gemm.alpha;
   j["beta"] = c.gemm.beta;
   auto source = [](const EpilogueSource& e) {
     Json o = Json::object();
+    if (e.fromFile()) {
+      o["file"] = e.file;
+      return o;
+    }
     if (e.seed > (uint64_t(1) << 53))
       o["seed"] = std::to_string(e.seed);
     else

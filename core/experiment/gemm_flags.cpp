@@ -96,10 +96,26 @@ std::string gemmConfigFromFlags(const std::map<std::string, std::string>& given,
   o.fast_accum_bits = static_cast<int>(integer("fast_accum_bits"));
   o.fast_accum_group = static_cast<int>(integer("fast_accum_group"));
   o.fast_accum_promotes = !isSet("fast_accum_promotes");
+  o.mma.sum_bits = static_cast<int>(integer("mma_sum_bits"));
+  {
+    const auto al = parseMmaAlignment(value("mma_alignment"));
+    const auto su = parseMmaSum(value("mma_sum"));
+    const auto ro = parseMmaRounding(value("mma_sum_rounding"));
+    const auto ce = parseMmaCEntry(value("mma_c"));
+    if (!al) return "--mma-alignment must be one of " + choices("mma_alignment");
+    if (!su) return "--mma-sum must be one of " + choices("mma_sum");
+    if (!ro) return "--mma-sum-rounding must be one of " + choices("mma_sum_rounding");
+    if (!ce) return "--mma-c must be one of " + choices("mma_c");
+    o.mma.alignment = *al;
+    o.mma.sum = *su;
+    o.mma.sum_rounding = *ro;
+    o.mma.c_entry = *ce;
+  }
   // A parameter the chosen model does not read is refused, naming the models that read it; a
   // preset's parameters given beside it must agree (core's rule, as for configs and the panel).
   std::set<std::string> set_params;
-  for (const char* k : {"promotion_interval", "fast_accum_bits", "fast_accum_group", "fast_accum_promotes"})
+  for (const char* k : {"promotion_interval", "fast_accum_bits", "fast_accum_group", "fast_accum_promotes",
+                        "mma_alignment", "mma_sum", "mma_sum_bits", "mma_sum_rounding", "mma_c"})
     if (isSet(k)) set_params.insert(k);
   if (const auto pr = accumulationProblem(o, set_params, ap, true, &o))
     return pr->key == "accumulation_preset" ? "--accumulation " + ap->name + ": " + pr->why
@@ -107,7 +123,15 @@ std::string gemmConfigFromFlags(const std::map<std::string, std::string>& given,
   o.alpha = static_cast<float>(number("alpha"));
   o.beta = static_cast<float>(number("beta"));
   if (!std::isfinite(o.alpha) || !std::isfinite(o.beta)) return "--alpha and --beta must be finite float32 numbers";
+  if (isSet("file", ParamScope::C)) {
+    if (isSet("seed", ParamScope::C) || isSet("scale", ParamScope::C))
+      return "--c-file: C comes from a file or from --c-seed / --c-scale, not both";
+    cfg.c_source.file = value("file", ParamScope::C);
+    if (cfg.c_source.file.empty()) return "--c-file: expected a tensor file (C.npy, F.safetensors:NAME, F.h5:/PATH)";
+    cfg.c_source.enabled = true;
+  }
   for (const auto& [scope, src] : {std::pair{ParamScope::C, &cfg.c_source}, {ParamScope::Bias, &cfg.bias_source}}) {
+    if (src->fromFile()) continue;
     if (!isSet("seed", scope)) {
       if (isSet("scale", scope))
         return flagOf(param("scale", scope)) + " needs " + flagOf(param("seed", scope)) + " (the values are seeded)";
@@ -117,9 +141,11 @@ std::string gemmConfigFromFlags(const std::map<std::string, std::string>& given,
     src->scale = number("scale", scope);
     src->enabled = true;
   }
-  if (o.beta != 0.0f && !cfg.c_source.enabled) return "--beta other than 0 needs a C matrix: --c-seed N";
+  if (o.beta != 0.0f && !cfg.c_source.enabled)
+    return "--beta other than 0 needs a C matrix: --c-seed N or --c-file C.npy";
   if (o.beta == 0.0f && cfg.c_source.enabled)
-    return "--c-seed: C is read only when --beta is not 0 (cuBLASLt ignores C at beta = 0)";
+    return std::string(cfg.c_source.fromFile() ? "--c-file" : "--c-seed") +
+           ": C is read only when --beta is not 0 (cuBLASLt ignores C at beta = 0)";
   const std::string kern = lower(value("kernel", ParamScope::None));
   if (kern == "portable")
     o.cpu_kernel = CpuKernel::Portable;

@@ -48,13 +48,21 @@ std::string gemmReportText(const GemmReportInput& in) {
        std::to_string(cfg.seed) + "\n";
   // The formats' canonical names (a config may spell them another way).
   const auto name = [](const std::string& f) { return Format::byName(f) ? Format::byName(f)->name() : f; };
-  s += "A " + name(cfg.format_a) + " (" + in.scaling_a + "), B " + name(cfg.format_b) + " (" + in.scaling_b + ")\n";
+  // A pre-quantized operand was not scaled here: its label says where its scales came from.
+  const auto scalingOf = [](const OperandSource& src, const std::string& preset) -> std::string {
+    const PreQuantizedSource& pq = src.pre;
+    if (!pq.enabled()) return preset;
+    if (!pq.checkpoint.empty()) return "pre-quantized, checkpoint scales";
+    if (pq.scales.empty()) return "pre-quantized, per-tensor dequant scale " + num(pq.scale, 6);
+    const bool per_tensor = pq.block.rows == 0 && pq.block.cols == 0;
+    return "pre-quantized, scales from file" +
+           (per_tensor ? std::string() : ", block " + str(pq.block.rows) + "x" + str(pq.block.cols));
+  };
+  s += "A " + name(cfg.format_a) + " (" + scalingOf(cfg.a, in.scaling_a) + "), B " + name(cfg.format_b) + " (" +
+       scalingOf(cfg.b, in.scaling_b) + ")\n";
   std::string accs = toString(o.accumulation);
   if (o.accumulation == Accumulation::SplitFP32) accs += " (N_C = " + std::to_string(o.promotion_interval) + ")";
-  if (o.accumulation == Accumulation::FastAccum)
-    accs += " — MODEL of undocumented hardware: " + std::to_string(o.fast_accum_bits) + " bits, groups of " +
-            std::to_string(o.fast_accum_group) + ", " +
-            (o.fast_accum_promotes ? "promotion every " + std::to_string(o.promotion_interval) : "no promotion");
+  if (o.accumulation == Accumulation::FastAccum) accs += " — MODEL of undocumented hardware: " + fastAccumText(o);
   s += "accumulation " + accs + ", output " + toString(o.output) +
        (fp8_out ? " (scale_D " + num(o.output_quant_scale, 6) + ")" : std::string()) + "\n";
   if (const auto& ap = in.accumulation_preset)
@@ -64,8 +72,9 @@ std::string gemmReportText(const GemmReportInput& in) {
   const EpilogueSource& bias_src = cfg.bias_source;
   if (hasEpilogue(o))
     s += "epilogue D = scale_D·(alpha·(A·B) + beta·C + bias): alpha " + num(o.alpha, 9) + ", beta " + num(o.beta, 9) +
-         (c_src.enabled ? " (C seed " + std::to_string(c_src.seed) + ", scale " + num(c_src.scale) + ")"
-                        : std::string()) +
+         (c_src.fromFile() ? " (C from " + c_src.file + ")"
+          : c_src.enabled  ? " (C seed " + std::to_string(c_src.seed) + ", scale " + num(c_src.scale) + ")"
+                           : std::string()) +
          ", bias " +
          (bias_src.enabled ? "seed " + std::to_string(bias_src.seed) + ", scale " + num(bias_src.scale)
                            : std::string("none")) +

@@ -11,6 +11,7 @@
 
 #include "formats/format.h"
 #include "gemm/error_split.h"
+#include "common/number_text.h"
 #include "common/worker_pool.h"
 #include "io/fp8_checkpoint.h"
 #include "io/json_document.h"
@@ -156,6 +157,52 @@ void putRobustMetrics(Run& run, const RobustInputs& in, const GemmExperimentConf
   reportProgress(progress, 0.75, "D with B alone quantized");
   run.setMetric("d_sqnr_b_only_db", only(false), "dB",
                 "SQNR of D when B alone is quantized (A·dequant(B_q) in float64): B's share of the quantization error");
+}
+
+/// C of beta·C read from a tensor file: float32 [M,N] (a rank-1 file of N values for M = 1), or
+/// float64 whose values are all float32 numbers. The wrong shape, float64 values that float32 would
+/// round, and NaN / Inf elements (beta ≠ 0 reads every one) are refused with the sizes and the first
+/// offending element named.
+Result<std::vector<float>> loadEpilogueC(const std::string& spec, int64_t m, int64_t n, float beta) {
+  Result<std::vector<float>> r;
+  const std::string where = "c.file";
+  auto t = importTensor(spec);
+  if (!t.ok()) {
+    for (const Issue& i : t.issues) r.add(i.code, where, i.detail);
+    return r;
+  }
+  Dataset& d = t.value;
+  std::vector<int64_t> shape = d.shape;
+  if (shape.size() == 1) shape = {1, shape[0]};
+  if (shape[0] != m || shape[1] != n) {
+    r.add(C::InvalidArgument, where,
+          "'" + spec + "' is " + std::to_string(shape[0]) + " × " + std::to_string(shape[1]) + " but D = A·B is " +
+              std::to_string(m) + " × " + std::to_string(n) + " (M × N): C must have D's shape");
+    return r;
+  }
+  if (d.dtype == DType::Float64) {
+    r.value.resize(d.f64.size());
+    for (size_t i = 0; i < d.f64.size(); ++i) {
+      r.value[i] = static_cast<float>(d.f64[i]);
+      if (!(double(r.value[i]) == d.f64[i]) && !std::isnan(d.f64[i])) {
+        r.add(C::InvalidArgument, where,
+              "'" + spec + "' holds float64 values that are not float32 numbers (element [" +
+                  std::to_string(int64_t(i) / n) + ", " + std::to_string(int64_t(i) % n) +
+                  "]): C is float32 in the GEMM; write it as float32");
+        return r;
+      }
+    }
+  } else {
+    r.value = std::move(d.f32);
+  }
+  for (size_t i = 0; i < r.value.size(); ++i)
+    if (!std::isfinite(r.value[i])) {
+      r.add(C::InvalidArgument, where,
+            "'" + spec + "' has a non-finite value at [" + std::to_string(int64_t(i) / n) + ", " +
+                std::to_string(int64_t(i) % n) + "] and beta = " + shortestText(beta) + " reads every element of C");
+      return r;
+    }
+  return r;
 }
 
 } // namespace
@@ -378,7 +425,14 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     Format::BF16().roundTripBulk(v.data(), v.data(), v.size(), EncodeOptions{});
     return std::make_shared<const std::vector<float>>(std::move(v));
   };
-  cfg.gemm.c = cfg.c_source.enabled ? epilogueInput(cfg.c_source, m, n, 3) : nullptr;
+  if (cfg.c_source.fromFile()) {
+    auto c = loadEpilogueC(cfg.c_source.file, m, n, cfg.gemm.beta);
+    for (const Issue& i : c.issues) r.issues.push_back(i);
+    if (!c.ok()) return r;
+    cfg.gemm.c = std::make_shared<const std::vector<float>>(std::move(c.value));
+  } else {
+    cfg.gemm.c = cfg.c_source.enabled ? epilogueInput(cfg.c_source, m, n, 3) : nullptr;
+  }
   cfg.gemm.bias = cfg.bias_source.enabled ? epilogueInput(cfg.bias_source, 1, n, 4) : nullptr;
   try {
     checkEpilogue(cfg.gemm, m, n);
@@ -494,11 +548,19 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     run.attrs["fast_accum_bits"] = int64_t(cfg.gemm.fast_accum_bits);
     run.attrs["fast_accum_group"] = int64_t(cfg.gemm.fast_accum_group);
     run.attrs["fast_accum_promotes"] = std::string(cfg.gemm.fast_accum_promotes ? "true" : "false");
+    if (!(cfg.gemm.mma == MmaRules{})) {
+      run.attrs["mma_alignment"] = std::string(toString(cfg.gemm.mma.alignment));
+      run.attrs["mma_sum"] = std::string(toString(cfg.gemm.mma.sum));
+      run.attrs["mma_sum_bits"] = int64_t(cfg.gemm.mma.sum_bits);
+      run.attrs["mma_sum_rounding"] = std::string(toString(cfg.gemm.mma.sum_rounding));
+      run.attrs["mma_c"] = std::string(toString(cfg.gemm.mma.c_entry));
+    }
   }
   if (hasEpilogue(cfg.gemm)) {
     run.attrs["alpha"] = double(cfg.gemm.alpha);
     run.attrs["beta"] = double(cfg.gemm.beta);
     run.attrs["bias"] = std::string(cfg.gemm.bias ? "seed " + std::to_string(cfg.bias_source.seed) : "none");
+    if (cfg.c_source.fromFile()) run.attrs["c"] = "file " + cfg.c_source.file;
   }
   run.attrs["output_type"] = std::string(toString(cfg.gemm.output));
   run.attrs["m"] = m;

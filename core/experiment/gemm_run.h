@@ -109,6 +109,11 @@ struct EpilogueSource {
   bool enabled = false; ///< false: no C (beta must be 0) / no bias
   uint64_t seed = 1;
   double scale = 1.0; ///< standard deviation, > 0
+  /// C only: a tensor spec (importTensor: "C.npy", "F.safetensors:NAME", "F.h5:/PATH") of float32
+  /// [M,N] holding the kernel's C as it was, used as is (no BF16 rounding; float64 files must hold
+  /// float32 values). "" = seeded values.
+  std::string file;
+  bool fromFile() const { return !file.empty(); }
 };
 
 /// A GEMM experiment, as parsed from its JSON config (docs/session-format.md, "configs").

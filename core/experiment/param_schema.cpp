@@ -147,8 +147,9 @@ std::vector<ParamSpec> buildSchema() {
                      "window of N_C, cuBLAS default, DeepSeek-V3 §3.3), fast (a MODEL of undocumented Hopper fast "
                      "accumulation); the gemm flag also takes an accumulation preset."));
   s.push_back(choice("accumulation_preset", S::Top, "", accumulationPresetChoices(), "", "gemm", "",
-                     "A fast model's parameters per architecture (core/gemm/accumulation_preset.h, each with its "
-                     "source); a parameter given beside it must agree."));
+                     "The fast model's parameters and rules of one GPU instruction (core/gemm/accumulation_preset.h, "
+                     "each with its source: measured outputs of H100, Ada, B200 or MMA-Sim's models); a parameter "
+                     "given beside it must agree."));
   s.push_back(integer("promotion_interval", S::Top, "promotion-interval", "elements of K", 1, kBig, "128", "gemm",
                       "split fast hopper_fp8 blackwell_fp8",
                       "N_C: elements of K per promotion window into the float32 accumulator (DeepSeek-V3 §3.3.2: "
@@ -164,6 +165,30 @@ std::vector<ParamSpec> buildSchema() {
                     "fast hopper_fp8 blackwell_fp8 block_scaled_mma",
                     "Fast model: promote per window; the flag --no-promotion sets false (one window over all of "
                     "K, cuBLASLt FAST_ACCUM=1)."));
+  // The tensor-core MMA rules (core/gemm/gemm.h MmaRules): the defaults are DeepSeek-V3's prose
+  // model; the presets set the rules measured on GPUs.
+  s.push_back(choice("mma_alignment", S::Top, "mma-alignment", {"product", "operands"}, "product", "gemm",
+                     "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05",
+                     "Fast model: the alignment exponent of a group: product = floor(log2|a·b|) (DeepSeek-V3's prose), "
+                     "operands = e(a) + e(b) with each exponent clamped at its format's emin (measured on H100, Ada, "
+                     "B200: MATLAB-tensor-core; MMA-Sim)."));
+  s.push_back(choice("mma_sum", S::Top, "mma-sum", {"exact", "fp32"}, "exact", "gemm",
+                     "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05",
+                     "Fast model: a group's sum kept exactly (exact) or normalised to a binary32 with mma_sum_bits "
+                     "fraction bits before the next group (fp32; H100 / Ada: 13 bits)."));
+  s.push_back(integer("mma_sum_bits", S::Top, "mma-sum-bits", "bits", 1, 23, "23", "gemm",
+                      "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05",
+                      "Fast model with mma_sum fp32: fraction bits of the binary32 running sum (H100 / Ada 13, "
+                      "Blackwell 23)."));
+  s.push_back(choice("mma_sum_rounding", S::Top, "mma-sum-rounding", {"rz", "rne"}, "rz", "gemm",
+                     "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05",
+                     "Fast model with mma_sum fp32: how the group's sum is cut to those bits: rz = truncation (every "
+                     "measured NVIDIA instruction), rne = round to nearest even."));
+  s.push_back(choice("mma_c", S::Top, "mma-c", {"epilogue", "accumulator"}, "epilogue", "gemm",
+                     "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05",
+                     "Fast model: where C enters: epilogue = y = alpha·x + beta·C after the MMA (B200 data, "
+                     "cuBLASLt), accumulator = as the MMA's first running sum, aligned with the first group (Ada "
+                     "mma.sync; needs alpha = 1 and unit scales, else the epilogue)."));
   s.push_back(choice("output", S::Top, "output", outputChoices(), "fp32", "gemm", "",
                      "Element type of D (cuBLASLt D types; FP8 outputs are cast at scale_D)."));
   s.push_back(number("output_quant_scale", S::Top, "output-scale", 0, fmax, "auto", "gemm", "e4m3fn e5m2",
@@ -178,6 +203,10 @@ std::vector<ParamSpec> buildSchema() {
                     "Epilogue C [M,N]: seeded normal values rounded to BF16 (stream 3)."));
   s.push_back(number("scale", S::C, "c-scale", 0, fmax, "1", "gemm", "", "Standard deviation of C (> 0)."));
   s.back().min_open = true;
+  s.push_back(typed(T::Text, "file", S::C, "c-file", "", "gemm", "",
+                    "Epilogue C [M,N] from a tensor file (.npy, safetensors, HDF5; float32, or float64 holding "
+                    "float32 values), used as is: the C a kernel was given. The accumulation preset decides where C "
+                    "enters (inside the MMA on Ada, after it elsewhere)."));
   s.push_back(typed(T::Seed, "seed", S::Bias, "bias-seed", "", "gemm", "",
                     "Epilogue bias [N], added to every row after alpha: seeded normal values rounded to BF16 "
                     "(stream 4)."));
@@ -403,11 +432,17 @@ std::optional<ParamProblem> accumulationProblem(const GemmOptions& opt, const st
     if (has("fast_accum_bits")) g.fast_accum_bits = opt.fast_accum_bits;
     if (has("fast_accum_group")) g.fast_accum_group = opt.fast_accum_group;
     if (has("fast_accum_promotes")) g.fast_accum_promotes = opt.fast_accum_promotes;
+    if (has("mma_alignment")) g.mma.alignment = opt.mma.alignment;
+    if (has("mma_sum")) g.mma.sum = opt.mma.sum;
+    if (has("mma_sum_bits")) g.mma.sum_bits = opt.mma.sum_bits;
+    if (has("mma_sum_rounding")) g.mma.sum_rounding = opt.mma.sum_rounding;
+    if (has("mma_c")) g.mma.c_entry = opt.mma.c_entry;
     if (std::string why = accumulationPresetMismatch(g, *preset); !why.empty())
       return ParamProblem{"accumulation_preset", std::move(why)};
     o = g;
   } else if (refuse_unread) {
-    for (const char* k : {"fast_accum_bits", "fast_accum_group", "fast_accum_promotes"})
+    for (const char* k : {"fast_accum_bits", "fast_accum_group", "fast_accum_promotes", "mma_alignment", "mma_sum",
+                          "mma_sum_bits", "mma_sum_rounding", "mma_c"})
       if (has(k) && !accumulationReads(o.accumulation, k))
         return ParamProblem{k,
                             std::string("applies to the fast-accumulation model (fast or an accumulation preset); '") +

@@ -35,7 +35,9 @@ private Q_SLOTS:
     QCOMPARE(c.gemm.fast_accum_bits, 26);
     QCOMPARE(c.gemm.fast_accum_group, 32);
     QCOMPARE(c.gemm.promotion_interval, 128);
-    QVERIFY(c.gemm.fast_accum_promotes);
+    QVERIFY(!c.gemm.fast_accum_promotes); // the tensor-memory accumulator: no promotion
+    QCOMPARE(int(c.gemm.mma.alignment), int(MmaAlignment::Operands));
+    QCOMPARE(c.gemm.mma.sum_bits, 23);
     QCOMPARE(c.accumulation_preset, std::string("blackwell_fp8"));
     QVERIFY(QString::fromStdString(gemmError(R"({"accumulation_preset": "hopper_fp8", "fast_accum_bits": 20})"))
                 .contains(QStringLiteral("fast_accum_bits 20 differs from accumulation preset hopper_fp8's 14")));
@@ -47,7 +49,7 @@ private Q_SLOTS:
     QVERIFY(QString::fromStdString(gemmError(R"({"c": {"seed": 2}})")).contains(QStringLiteral("only when beta")));
     GemmExperimentConfig e;
     QVERIFY(parseGemmConfig(Json::parse(R"({"alpha": 0.5, "beta": -2, "c": {"seed": 7, "scale": 0.25},
-                                            "bias": {"seed": 9}, "accumulation_preset": "block_scaled_mma"})"),
+                                            "bias": {"seed": 9}, "accumulation_preset": "blackwell_tcgen05"})"),
                             &e)
                 .empty());
     QCOMPARE(e.gemm.alpha, 0.5f);

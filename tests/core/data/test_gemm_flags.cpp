@@ -71,7 +71,7 @@ private Q_SLOTS:
   void epilogueAndScalingFlags() {
     GemmFlagConfig f;
     QCOMPARE(QString::fromStdString(read({{"beta", "0.5"}}, &f)),
-             QStringLiteral("--beta other than 0 needs a C matrix: --c-seed N"));
+             QStringLiteral("--beta other than 0 needs a C matrix: --c-seed N or --c-file C.npy"));
     QCOMPARE(QString::fromStdString(read({{"c-seed", "3"}}, &f)),
              QStringLiteral("--c-seed: C is read only when --beta is not 0 (cuBLASLt ignores C at beta = 0)"));
     QCOMPARE(QString::fromStdString(read({{"bias-scale", "2"}}, &f)),

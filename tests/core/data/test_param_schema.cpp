@@ -40,8 +40,8 @@ private Q_SLOTS:
   // 2..48 (core/gemm/gemm.h: kFastAccumMaxBits = 48, so that bits + bit_width(group) ≤ 53 fits a
   // double), the amax history up to 2^20 (scaling simulate's streamed limit, docs/reliability.md
   // #78), margin within float32's exponent range [-126, 126]. The choices come from the
-  // registries: channel_outliers is a distribution, the accumulation presets are hopper_fp8,
-  // blackwell_fp8, block_scaled_mma.
+  // registries: channel_outliers is a distribution, the accumulation presets are one per
+  // instruction (accumulation_preset.h).
   void rangesAndChoicesAreTheSourcesOnes() {
     for (const char* k : {"m", "n", "k", "promotion_interval"}) {
       QCOMPARE(param(k).min, 1.0);
@@ -53,7 +53,10 @@ private Q_SLOTS:
     const auto& d = param("distribution", ParamScope::Operands).choices;
     QCOMPARE(d, (std::vector<std::string>{"normal", "uniform", "lognormal", "outliers", "channel_outliers"}));
     QCOMPARE(param("accumulation_preset").choices,
-             (std::vector<std::string>{"hopper_fp8", "blackwell_fp8", "block_scaled_mma"}));
+             (std::vector<std::string>{"hopper_fp8", "hopper_fp8_fast_accum", "hopper_mma_sync", "ada_fp8",
+                                       "blackwell_fp8", "blackwell_tcgen05"}));
+    QCOMPARE(param("mma_sum_bits").rangeText(), std::string("[1, 23]"));
+    QCOMPARE(param("mma_c").choices, (std::vector<std::string>{"epilogue", "accumulator"}));
     QCOMPARE(param("accumulation").choices, (std::vector<std::string>{"exact", "fp32", "split", "fast"}));
     QVERIFY_THROWS_EXCEPTION(std::logic_error, param("no_such_key"));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, requireAccumulationPreset("volta"));
@@ -162,7 +165,7 @@ private Q_SLOTS:
       // (compared as values: Qt's JSON writer prints 1.0 as 1)
       QVERIFY2(again == cfg, (again.dump() + " != " + cfg.dump()).c_str());
     }
-    QCOMPARE(checked, 31); // the GEMM config's entries with a flag, tensors aside
+    QCOMPARE(checked, 36); // the GEMM config's entries with a flag, tensors aside
   }
 
   // docs/gemm.md lists the schema as paramSchemaMarkdown() writes it, between its markers;
@@ -204,11 +207,20 @@ private Q_SLOTS:
     QVERIFY(pr);
     QCOMPARE(pr->key, std::string("accumulation_preset"));
     QVERIFY(!accumulationProblem(o, {}, &h, true, &res));
-    // hopper_fp8 (DeepSeek-V3 §3.3.2): fast accumulation, 14 bits, groups of 32, promotion every 128.
+    // hopper_fp8 (measured H100 wgmma, promotion every 128 as DeepSeek-V3 §3.3.2): 13 fraction bits
+    // below e(a)+e(b) (14 on the bits scale), groups of 32, sums cut to 13 fraction bits.
     QCOMPARE(res.accumulation, Accumulation::FastAccum);
     QCOMPARE(res.fast_accum_bits, 14);
     QCOMPARE(res.fast_accum_group, 32);
     QCOMPARE(res.promotion_interval, 128);
+    QCOMPARE(res.mma.sum_bits, 13);
+    // An MMA rule beside a preset must agree with it; without a fast model it is not read.
+    o.mma.c_entry = MmaCEntry::Epilogue;
+    pr = accumulationProblem(o, {"mma_c"}, &h, true, &res);
+    QVERIFY(pr && pr->why.find("mma_c epilogue differs from accumulation preset hopper_fp8's accumulator") !=
+                      std::string::npos);
+    pr = accumulationProblem(o, {"mma_c"}, nullptr, true, &res);
+    QVERIFY(pr && pr->key == "mma_c");
   }
 };
 
