@@ -124,9 +124,11 @@ const std::vector<CheckFlag>& kernelCheckFlags() {
                    ""});
     }
     v.push_back({"observed",
-                 "Check a kernel's output D [M,N] against the CPU reference: float32 / float16 / bfloat16 (.npy, "
-                 ".safetensors:NAME, .h5:/PATH), or the uint8 / F8 codes of an FP8 --output with --output-scale = "
-                 "the kernel's scale_D. Exit status 0 when it passes, 1 when it fails.",
+                 "Check a kernel's output D [M,N] against the CPU reference: float32 / float16 (.npy, "
+                 ".safetensors:NAME, .h5:/PATH), bfloat16 from .safetensors only (NumPy has no bfloat16 dtype: "
+                 "save a torch bfloat16 D with safetensors, or as float32, whose values stay BF16 values), or the "
+                 "uint8 / F8 codes of an FP8 --output with --output-scale = the kernel's scale_D. Exit status 0 "
+                 "when it passes, 1 when it fails.",
                  "FILE"});
     v.push_back({"reference", "The model the verdict compares with: exact (default) | fp32 | split | fast | a preset.",
                  "MODEL"});

@@ -232,6 +232,8 @@ KernelCheckResult runKernelCheck(const QuantizedTensor& a, const QuantizedTensor
                 "observed values that are not values of the output type");
   run.setMetric("check_max_abs_diff", c.max_abs_diff, "1", "max |observed - reference| (finite pairs)");
   run.setMetric("check_sqnr_db", c.sqnr_db, "dB", "10 log10(sum reference^2 / sum (observed - reference)^2)");
+  run.setMetric("check_calc_diff", c.calc_diff, "1",
+                "DeepGEMM's calc_diff: 1 - 2 sum(observed reference) / sum(observed^2 + reference^2)");
   if (c.outside_tolerance >= 0)
     run.setMetric("check_outside_tolerance", double(c.outside_tolerance), "count",
                   "elements outside |observed - reference| <= atol + rtol |reference|");

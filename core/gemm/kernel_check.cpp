@@ -28,6 +28,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 namespace fp8lab {
@@ -204,7 +205,7 @@ OutputComparison compareOutputs(const ObservedOutput& obs, const std::vector<flo
     maps->ulps.assign(static_cast<size_t>(n), 0.0f);
   }
   const float scale_d = opt.output_quant_scale;
-  double sum_sq_model = 0, sum_sq_diff = 0, sum_ulps = 0;
+  double sum_sq_model = 0, sum_sq_diff = 0, sum_ulps = 0, sum_xy = 0, sum_x2_y2 = 0;
   double worst_u = -1;
   const double inf = std::numeric_limits<double>::infinity();
   const float fnan = std::numeric_limits<float>::quiet_NaN();
@@ -264,6 +265,8 @@ OutputComparison compareOutputs(const ObservedOutput& obs, const std::vector<flo
       const double d = double(ov) - double(mv);
       sum_sq_diff += d * d;
       sum_sq_model += double(mv) * double(mv);
+      sum_xy += double(ov) * double(mv);
+      sum_x2_y2 += double(ov) * double(ov) + double(mv) * double(mv);
       c.max_abs_diff = std::max(c.max_abs_diff, std::fabs(d));
       ulps_all.push_back(u);
       if (differ) ulps_diff.push_back(u);
@@ -330,6 +333,12 @@ OutputComparison compareOutputs(const ObservedOutput& obs, const std::vector<flo
   c.median_ulps = median(ulps_all);
   c.median_ulps_differing = median(ulps_diff);
   c.sqnr_db = sum_sq_diff == 0 ? inf : 10.0 * std::log10(sum_sq_model / sum_sq_diff);
+  c.calc_diff = sum_x2_y2 > 0 ? 1.0 - 2.0 * sum_xy / sum_x2_y2 : 0.0;
+  if (c.nonfiniteMismatches() > 0) {
+    // A NaN / Inf against a finite value has no distance: the whole-D figures are undefined.
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    c.max_ulps = c.sqnr_db = c.calc_diff = nan;
+  }
   return c;
 }
 
@@ -359,6 +368,11 @@ CheckVerdict judgeOutput(const OutputComparison& c, const CheckCriteria& k, cons
                          std::to_string(c.observed_inf) +
                          " Inf values (non-finite outputs fail unless allowed: --allow-nonfinite / "
                          "\"allow_nonfinite\": true)");
+  if (c.not_representable > 0 && c.output != OutputType::FP32)
+    v.failures.push_back(std::to_string(c.not_representable) + " of " + std::to_string(c.finite_pairs) +
+                         " finite observed values are not " + toString(c.output) + " values (first" +
+                         at(c.first_not_representable) + "): the output was declared " + toString(c.output) +
+                         " but the kernel wrote another type");
   const double max_ulp = k.max_ulp.value_or(0.0);
   if ((k.max_ulp || !k.any()) && c.max_ulps > max_ulp)
     v.failures.push_back(std::to_string(c.differing) + " of " + std::to_string(c.elements) + " elements differ from " +
@@ -398,7 +412,7 @@ std::string presetOf(const GemmOptions& o) {
 }
 
 AccumulationModel makeModel(const GemmOptions& base, Accumulation acc, int interval = 128, int bits = 14,
-                            int group = 32, bool promotes = true) {
+                            int group = 32, bool promotes = true, const MmaRules& rules = MmaRules{}) {
   AccumulationModel m;
   m.options = base;
   m.options.accumulation = acc;
@@ -406,8 +420,21 @@ AccumulationModel makeModel(const GemmOptions& base, Accumulation acc, int inter
   m.options.fast_accum_bits = bits;
   m.options.fast_accum_group = group;
   m.options.fast_accum_promotes = promotes;
+  m.options.mma = rules;
   m.preset = presetOf(m.options);
   return m;
+}
+
+/// The rules of the measured NVIDIA instructions for `bits`: operand alignment, each group's sum a
+/// binary32 truncated to min(bits − 1, 23) fraction bits (hopper_fp8 / ada_fp8: 13; blackwell: 23).
+MmaRules measuredRules(int bits, MmaCEntry c) {
+  MmaRules r;
+  r.alignment = MmaAlignment::Operands;
+  r.sum = MmaSum::Fp32;
+  r.sum_bits = std::min(bits - 1, 23);
+  r.sum_rounding = MmaRounding::TowardZero;
+  r.c_entry = c;
+  return r;
 }
 
 } // namespace
@@ -425,10 +452,22 @@ std::string AccumulationModel::name() const {
   case Accumulation::SplitFP32:
     s = "split FP32, N_C = " + std::to_string(o.promotion_interval);
     break;
-  case Accumulation::FastAccum:
-    s = "fast, " + std::to_string(o.fast_accum_bits) + " bits, group " + std::to_string(o.fast_accum_group) +
-        (o.fast_accum_promotes ? ", N_C = " + std::to_string(o.promotion_interval) : std::string(", no promotion"));
+  case Accumulation::FastAccum: {
+    const MmaRules& r = o.mma;
+    if (r == MmaRules{}) {
+      s = "fast, " + std::to_string(o.fast_accum_bits) + " bits, group " + std::to_string(o.fast_accum_group);
+    } else {
+      s = std::string("MMA ") + (r.alignment == MmaAlignment::Operands ? "e(a)+e(b)" : "product exponent") + ", " +
+          std::to_string(o.fast_accum_bits - 1) + " fraction bits, group " + std::to_string(o.fast_accum_group);
+      if (r.sum == MmaSum::Fp32)
+        s += ", sum binary32 " + std::to_string(r.sum_bits) + " bits " + toString(r.sum_rounding);
+      else
+        s += ", exact sums";
+      if (r.c_entry == MmaCEntry::Accumulator) s += ", C inside";
+    }
+    s += o.fast_accum_promotes ? ", N_C = " + std::to_string(o.promotion_interval) : std::string(", no promotion");
     break;
+  }
   }
   if (!preset.empty()) s += " (" + preset + ")";
   return s;
@@ -443,9 +482,16 @@ std::string AccumulationModel::key() const {
     return "fp32";
   case Accumulation::SplitFP32:
     return "split/" + std::to_string(o.promotion_interval);
-  case Accumulation::FastAccum:
-    return "fast/" + std::to_string(o.fast_accum_bits) + "/" + std::to_string(o.fast_accum_group) + "/" +
-           (o.fast_accum_promotes ? std::to_string(o.promotion_interval) : std::string("none"));
+  case Accumulation::FastAccum: {
+    std::string k = "fast/" + std::to_string(o.fast_accum_bits) + "/" + std::to_string(o.fast_accum_group) + "/" +
+                    (o.fast_accum_promotes ? std::to_string(o.promotion_interval) : std::string("none"));
+    const MmaRules& r = o.mma;
+    if (!(r == MmaRules{}))
+      k += std::string("/") + toString(r.alignment) + "/" + toString(r.sum) +
+           (r.sum == MmaSum::Fp32 ? "-" + std::to_string(r.sum_bits) + "-" + toString(r.sum_rounding) : std::string()) +
+           "/" + toString(r.c_entry);
+    return k;
+  }
   }
   return "?";
 }
@@ -475,6 +521,8 @@ std::vector<AccumulationModel> referenceModels(const GemmOptions& base) {
     m.preset = p.name;
     v.push_back(m);
   }
+  // DeepSeek-V3's prose model, promoted and as FAST_ACCUM = 1: what the presets replaced.
+  v.push_back(makeModel(base, Accumulation::FastAccum, 128, 14, 32, true));
   v.push_back(makeModel(base, Accumulation::FastAccum, 128, 14, 32, false));
   AccumulationModel own;
   own.options = base;
@@ -507,13 +555,25 @@ std::vector<AccumulationModel> candidateModels(const FitGrid& g, const GemmOptio
   std::vector<std::pair<int, bool>> windows;
   for (int nc : g.intervals) windows.push_back({nc, true});
   if (g.no_promotion) windows.push_back({128, false});
+  // Where C enters matters only when the GEMM reads C.
+  std::vector<MmaCEntry> c_entries{MmaCEntry::Accumulator};
+  if (base.beta != 0.0f && base.c) c_entries.push_back(MmaCEntry::Epilogue);
   for (const auto& [nc, promotes] : windows)
     for (int grp : g.groups)
-      for (int b : g.bits) add(makeModel(base, Accumulation::FastAccum, nc, b, grp, promotes));
+      for (int b : g.bits) {
+        if (g.measured_rules)
+          for (MmaCEntry ce : c_entries)
+            add(makeModel(base, Accumulation::FastAccum, nc, b, grp, promotes, measuredRules(b, ce)));
+        if (g.prose_rules) add(makeModel(base, Accumulation::FastAccum, nc, b, grp, promotes));
+      }
   return v;
 }
 
 } // namespace
+
+std::vector<AccumulationModel> fitCandidates(const FitGrid& grid, const GemmOptions& base) {
+  return candidateModels(grid, base);
+}
 
 int64_t FitGrid::candidateCount(const GemmOptions& base) const {
   return static_cast<int64_t>(candidateModels(*this, base).size());
@@ -737,15 +797,24 @@ std::vector<std::vector<size_t>> classesOf(const std::vector<Screened>& items) {
 std::string summarise(const std::vector<AccumulationModel>& ms) {
   std::vector<std::string> parts;
   std::vector<int> split;
-  std::map<std::pair<int, int>, std::vector<int>> fast; // (group, N_C or 0 = none) → bits
+  // (rules, group, N_C or 0 = none) → bits; rules: "" for the prose model, else the rule words
+  std::map<std::tuple<std::string, int, int>, std::vector<int>> fast;
   for (const auto& m : ms) {
     const GemmOptions& o = m.options;
-    if (o.accumulation == Accumulation::SplitFP32)
+    if (o.accumulation == Accumulation::SplitFP32) {
       split.push_back(o.promotion_interval);
-    else if (o.accumulation == Accumulation::FastAccum)
-      fast[{o.fast_accum_group, o.fast_accum_promotes ? o.promotion_interval : 0}].push_back(o.fast_accum_bits);
-    else
+    } else if (o.accumulation == Accumulation::FastAccum) {
+      std::string rules;
+      if (!(o.mma == MmaRules{}))
+        rules = std::string(o.mma.alignment == MmaAlignment::Operands ? "e(a)+e(b)" : "product exponent") +
+                (o.mma.sum == MmaSum::Fp32 ? ", binary32 sums" : ", exact sums") +
+                (o.mma.c_entry == MmaCEntry::Accumulator ? ", C inside" : "");
+      // the MMA rules count fraction bits below the alignment exponent, the prose model significant bits
+      fast[{rules, o.fast_accum_group, o.fast_accum_promotes ? o.promotion_interval : 0}].push_back(
+          rules.empty() ? o.fast_accum_bits : o.fast_accum_bits - 1);
+    } else {
       parts.push_back(m.name());
+    }
   }
   auto ranges = [](std::vector<int> v) {
     std::sort(v.begin(), v.end());
@@ -760,9 +829,12 @@ std::string summarise(const std::vector<AccumulationModel>& ms) {
     return s;
   };
   if (!split.empty()) parts.push_back("split FP32, N_C = " + ranges(split));
-  for (const auto& [k, bits] : fast)
-    parts.push_back("fast, " + ranges(bits) + " bits, group " + std::to_string(k.first) +
-                    (k.second ? ", N_C = " + std::to_string(k.second) : std::string(", no promotion")));
+  for (const auto& [k, bits] : fast) {
+    const auto& [rules, group, nc] = k;
+    parts.push_back((rules.empty() ? "fast, " : "MMA " + rules + ", ") + ranges(bits) +
+                    (rules.empty() ? " bits, group " : " fraction bits, group ") + std::to_string(group) +
+                    (nc ? ", N_C = " + std::to_string(nc) : std::string(", no promotion")));
+  }
   std::string s;
   const size_t shown = std::min<size_t>(parts.size(), 8);
   for (size_t i = 0; i < shown; ++i) s += (i ? "; " : "") + parts[i];

@@ -91,7 +91,7 @@ struct OutputComparison {
   int64_t differing = 0;
   int64_t signed_zero_only = 0;     ///< differing elements that are +0 against −0 (0 ULP apart)
   int64_t finite_pairs = 0;         ///< elements where both values are finite (the ULP statistics' base)
-  double max_ulps = 0;              ///< over finite pairs (a non-finite mismatch is reported apart)
+  double max_ulps = 0;              ///< over finite pairs; NaN when there is a NaN / Inf mismatch
   double median_ulps = 0;           ///< over finite pairs
   double median_ulps_differing = 0; ///< over the finite pairs that differ (0 when none)
   double mean_ulps = 0;
@@ -115,7 +115,13 @@ struct OutputComparison {
   int64_t not_representable = 0; ///< finite observed values that are not values of the output type
   ElementIndex first_not_representable;
   double max_abs_diff = 0; ///< max |observed − model| over finite pairs
-  double sqnr_db = 0;      ///< 10·log10(Σ model² / Σ (observed − model)²) over finite pairs; +Inf if equal
+  double sqnr_db = 0;      ///< 10·log10(Σ model² / Σ (observed − model)²) over finite pairs; +Inf if
+                           ///< equal; NaN when there is a NaN / Inf mismatch
+  /// DeepGEMM's calc_diff (deep_gemm/testing/numeric.py, copied by vLLM's FP8 GEMM tests), in
+  /// float64 over finite pairs: 1 − 2·Σ x·y / Σ (x² + y²) with x observed, y model; 0 when both are
+  /// all zero; NaN when there is a NaN / Inf mismatch. Those tests pass at < 1e-3, which a 13-bit
+  /// and a 25-bit accumulator both meet: a coarse similarity, not a bit check.
+  double calc_diff = 0;
   /// Elements outside numpy.isclose(observed, model, rtol, atol) (NaN / Inf count as outside
   /// unless both are the same non-finite value); −1 when neither tolerance was given.
   int64_t outside_tolerance = -1;
@@ -166,8 +172,9 @@ CheckVerdict judgeOutput(const OutputComparison& c, const CheckCriteria& k, cons
 struct AccumulationModel {
   GemmOptions options;
   std::string preset; ///< accumulation preset name when the parameters are one's ("" otherwise)
-  /// "exact", "FP32", "split FP32, N_C = 128", "fast, 14 bits, group 32, N_C = 128",
-  /// "fast, 14 bits, group 32, no promotion", with " (hopper_fp8)" for a preset.
+  /// "exact", "FP32", "split FP32, N_C = 128", "fast, 14 bits, group 32, N_C = 128" (the prose
+  /// rules), "MMA e(a)+e(b), 13 fraction bits, group 32, sum binary32 13 bits rz, C inside, N_C =
+  /// 128", with " (hopper_fp8)" for a preset.
   std::string name() const;
   /// A key equal for equal parameter sets ("fast/14/32/128").
   std::string key() const;
@@ -179,10 +186,10 @@ struct AccumulationModel {
 std::optional<AccumulationModel> namedModel(const std::string& name, const GemmOptions& base);
 
 /// The CPU reference's models on `base`'s output and epilogue: exact, FP32, split FP32 (N_C 128),
-/// every accumulation preset (hopper_fp8 = fast, 14 bits, group 32, N_C 128; blackwell_fp8;
-/// block_scaled_mma) and the fast model as cuBLASLt FAST_ACCUM = 1 (14 bits, group 32, no
-/// promotion), plus `base`'s own model when it is none of these. (Of models that give the same
-/// output, the fit names the first in this order.)
+/// every accumulation preset (accumulation_preset.h: hopper_fp8, hopper_fp8_fast_accum, …), and
+/// DeepSeek-V3's prose model (14 bits, group 32) promoted every 128 and with no promotion, plus
+/// `base`'s own model when it is none of these. (Of models that give the same output, the fit
+/// names the first in this order.)
 std::vector<AccumulationModel> referenceModels(const GemmOptions& base);
 
 /// The grid of the fit. Defaults: bits 10..28, groups 1, 2, 4, ..., 64, N_C 32, 64, ..., 512 and
@@ -192,9 +199,20 @@ struct FitGrid {
   std::vector<int> groups{1, 2, 4, 8, 16, 32, 64};
   std::vector<int> intervals{32, 64, 128, 256, 512};
   bool no_promotion = true; ///< FastAccum without promotion windows (cuBLASLt FAST_ACCUM = 1)
+  /// The rule sets searched at each (bits, group, N_C): the measured NVIDIA rules (operand
+  /// alignment, each group's sum a binary32 truncated to min(bits − 1, 23) fraction bits, C inside
+  /// the MMA or, when the GEMM reads C, also in the epilogue) and DeepSeek-V3's prose model
+  /// (product alignment, exact group sums).
+  bool measured_rules = true;
+  bool prose_rules = true;
   /// Number of candidate models (the reference models first, then the grid, duplicates removed).
   int64_t candidateCount(const GemmOptions& base) const;
 };
+
+/// Every candidate model of the fit on `base`: referenceModels(base), then split × N_C, then the
+/// fast family × N_C (and no promotion) × groups × bits × the grid's rule sets; duplicates and
+/// parameter sets checkFastAccum refuses left out.
+std::vector<AccumulationModel> fitCandidates(const FitGrid& grid, const GemmOptions& base);
 
 /// Parses "10..28", "1,2,4,8", "32" into ascending distinct integers in [lo, hi]; nullopt with
 /// *error on a malformed list or a value out of range.

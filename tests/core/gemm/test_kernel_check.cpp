@@ -8,6 +8,7 @@
 
 #include "formats/format.h"
 #include "gemm/gemm.h"
+#include "gemm/accumulation_preset.h"
 #include "gemm/kernel_check.h"
 #include "gemm/random_matrix.h"
 #include "scaling/scaling.h"
@@ -247,16 +248,20 @@ void TestKernelCheck::fitRecoversTheModel_data() {
   QTest::addColumn<int>("bits");
   QTest::addColumn<int>("group");
   QTest::addColumn<bool>("promotes");
-  QTest::newRow("exact") << int(Accumulation::Exact) << 128 << 14 << 32 << true;
-  QTest::newRow("fp32") << int(Accumulation::FP32) << 128 << 14 << 32 << true;
-  QTest::newRow("split 128") << int(Accumulation::SplitFP32) << 128 << 14 << 32 << true;
-  QTest::newRow("split 64") << int(Accumulation::SplitFP32) << 64 << 14 << 32 << true;
-  QTest::newRow("hopper_fp8") << int(Accumulation::FastAccum) << 128 << 14 << 32 << true;
-  QTest::newRow("fast_accum=1") << int(Accumulation::FastAccum) << 128 << 14 << 32 << false;
-  QTest::newRow("blackwell_fp8") << int(Accumulation::FastAccum) << 128 << 26 << 32 << true;
-  QTest::newRow("fast 12/16/64") << int(Accumulation::FastAccum) << 64 << 12 << 16 << true;
-  QTest::newRow("fast 19/8/none") << int(Accumulation::FastAccum) << 128 << 19 << 8 << false;
-  QTest::newRow("fast 10/1/256") << int(Accumulation::FastAccum) << 256 << 10 << 1 << true;
+  QTest::addColumn<QString>("preset"); // an accumulation preset's parameters instead of the columns
+  const QString none;
+  QTest::newRow("exact") << int(Accumulation::Exact) << 128 << 14 << 32 << true << none;
+  QTest::newRow("fp32") << int(Accumulation::FP32) << 128 << 14 << 32 << true << none;
+  QTest::newRow("split 128") << int(Accumulation::SplitFP32) << 128 << 14 << 32 << true << none;
+  QTest::newRow("split 64") << int(Accumulation::SplitFP32) << 64 << 14 << 32 << true << none;
+  for (const char* p : {"hopper_fp8", "hopper_fp8_fast_accum", "ada_fp8", "blackwell_fp8"})
+    QTest::newRow(p) << 0 << 0 << 0 << 0 << true << QString::fromLatin1(p);
+  QTest::newRow("prose 14/32/128") << int(Accumulation::FastAccum) << 128 << 14 << 32 << true << none;
+  QTest::newRow("prose fast_accum=1") << int(Accumulation::FastAccum) << 128 << 14 << 32 << false << none;
+  QTest::newRow("prose 26/32/128") << int(Accumulation::FastAccum) << 128 << 26 << 32 << true << none;
+  QTest::newRow("prose 12/16/64") << int(Accumulation::FastAccum) << 64 << 12 << 16 << true << none;
+  QTest::newRow("prose 19/8/none") << int(Accumulation::FastAccum) << 128 << 19 << 8 << false << none;
+  QTest::newRow("prose 10/1/256") << int(Accumulation::FastAccum) << 256 << 10 << 1 << true << none;
 }
 
 // D made by a model with known parameters on N(0,1) operands (per-tensor TE scaling, K = 512):
@@ -268,8 +273,11 @@ void TestKernelCheck::fitRecoversTheModel() {
   QFETCH(int, bits);
   QFETCH(int, group);
   QFETCH(bool, promotes);
+  QFETCH(QString, preset);
   const auto [a, b] = operands(48, 512, 40, "te_current", "te_current", 21);
-  const GemmOptions gen = modelOptions(Accumulation(acc), nc, bits, group, promotes);
+  const GemmOptions gen = preset.isEmpty()
+                              ? modelOptions(Accumulation(acc), nc, bits, group, promotes)
+                              : withAccumulationPreset(GemmOptions{}, *accumulationPreset(preset.toStdString()));
   const GemmOutput d = makeCpuGemmBackend()->run(a, b, gen);
   const FitResult f = fitAccumulation(a, b, GemmOptions{}, observedOf(d));
   const std::string info = f.verdict + " | equivalent: " + f.equivalent_summary;
