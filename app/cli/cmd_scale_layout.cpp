@@ -10,6 +10,8 @@
 
 #include <QCommandLineParser>
 
+#include <iostream>
+
 namespace fp8lab::cli {
 namespace {
 
@@ -66,7 +68,13 @@ int runScaleLayout(const QStringList& args) {
         return fail(QStringLiteral("--at must be O,KB inside the grid [%1, %2]").arg(outer).arg(kb));
       at.push_back({o, k});
     } else {
-      if (outer * kb > 4096) return fail(QStringLiteral("the grid has more than 4096 scales: name one with --at O,KB"));
+      if (outer * kb > 4096) {
+        // Large grids are streamed, one buffer at a time, instead of being built in memory.
+        std::fflush(stdout);
+        if (!writeScaleIndexGrid(*layout, g, json, std::cout)) return fail(QStringLiteral("could not write the index"));
+        std::cout.flush();
+        return 0;
+      }
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t k = 0; k < kb; ++k) at.push_back({o, k});
     }

@@ -120,4 +120,36 @@ std::string scaleIndexText(ScaleLayout layout, ScaleGridShape g, const std::vect
   return s;
 }
 
+bool writeScaleIndexGrid(ScaleLayout layout, ScaleGridShape g, bool json, std::ostream& out) {
+  const std::string unit = scaleLayoutHoldsCodes(layout) ? "byte" : "element";
+  const int64_t storage = scaleStorageSize(layout, g);
+  std::string buf;
+  buf.reserve(1 << 16);
+  auto flush = [&] {
+    out.write(buf.data(), static_cast<std::streamsize>(buf.size()));
+    buf.clear();
+    return bool(out);
+  };
+  if (json)
+    buf += "{\"layout\":\"" + std::string(toString(layout)) + "\",\"scales\":[";
+  else
+    buf += std::string(toString(layout)) + " storage of a [" + std::to_string(g.outer) + ", " +
+           std::to_string(g.kblocks) + "] grid: " + std::to_string(storage) + ' ' + unit + "s\n";
+  bool first = true;
+  for (int64_t o = 0; o < g.outer; ++o)
+    for (int64_t k = 0; k < g.kblocks; ++k) {
+      const std::string off = std::to_string(scaleOffset(layout, g, o, k));
+      if (json) {
+        buf += std::string(first ? "" : ",") + "{\"k_block\":" + std::to_string(k) + ",\"offset\":" + off +
+               ",\"outer\":" + std::to_string(o) + "}";
+        first = false;
+      } else {
+        buf += "  (" + std::to_string(o) + ", " + std::to_string(k) + ") -> " + unit + ' ' + off + '\n';
+      }
+      if (buf.size() > (1 << 16) - 256 && !flush()) return false;
+    }
+  if (json) buf += "],\"storage_elements\":" + std::to_string(storage) + ",\"unit\":\"" + unit + "\"}\n";
+  return flush();
+}
+
 } // namespace fp8lab

@@ -11,6 +11,7 @@
 #include "scaling/kernel_layout.h"
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,5 +51,11 @@ Json scaleIndexJson(ScaleLayout layout, ScaleGridShape g, const std::vector<std:
 /// The same as text: "<layout> storage of a [O, KB] grid: <size> <unit>s", then one line
 /// "  (o, k) -> <unit> <offset>" per scale.
 std::string scaleIndexText(ScaleLayout layout, ScaleGridShape g, const std::vector<std::pair<int64_t, int64_t>>& at);
+
+/// Every scale of the grid g in row-major order, written to `out` as it is computed (constant
+/// memory, for grids of millions of scales): the text of scaleIndexText, or with `json` the object
+/// of scaleIndexJson written compactly on one line (keys in the same order). Returns false when
+/// the stream failed.
+bool writeScaleIndexGrid(ScaleLayout layout, ScaleGridShape g, bool json, std::ostream& out);
 
 } // namespace fp8lab
