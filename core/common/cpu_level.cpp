@@ -10,9 +10,12 @@ namespace fp8lab {
 
 const char* toString(CpuLevel level) {
   switch (level) {
-  case CpuLevel::Baseline: return "baseline";
-  case CpuLevel::Avx2: return "avx2";
-  case CpuLevel::Avx512: return "avx512";
+  case CpuLevel::Baseline:
+    return "baseline";
+  case CpuLevel::Avx2:
+    return "avx2";
+  case CpuLevel::Avx512:
+    return "avx512";
   }
   return "baseline";
 }
@@ -75,8 +78,9 @@ const Resolved& resolved() {
     if (*want > out.level) {
       out.error = std::string("FP8LAB_CPU=") + toString(*want) + " asks for more than this CPU executes (" +
                   toString(out.level) + "): use " +
-                  (out.level == CpuLevel::Baseline ? "baseline" : out.level == CpuLevel::Avx2 ? "baseline or avx2"
-                                                                                              : "baseline, avx2 or avx512");
+                  (out.level == CpuLevel::Baseline ? "baseline"
+                   : out.level == CpuLevel::Avx2   ? "baseline or avx2"
+                                                   : "baseline, avx2 or avx512");
       return out;
     }
     out.forced = *want != out.level;
