@@ -67,6 +67,8 @@ int runGemm(const QStringList& args) {
     if (const QString why = schemaFlagProblem(p, s); !why.isEmpty()) return fail(why);
   }
   if (p.isSet(QStringLiteral("a-scaling"))) given["a-scaling"] = p.value(QStringLiteral("a-scaling")).toStdString();
+  // --reference decides whether the fast model's flags pin the check's reference (gemm_flags.h).
+  if (p.isSet(QStringLiteral("reference"))) given["reference"] = p.value(QStringLiteral("reference")).toStdString();
   const QString outFile = p.value(QStringLiteral("out"));
   const bool json = p.isSet(QStringLiteral("json")), quiet = p.isSet(QStringLiteral("quiet"));
   GemmFlagConfig flags;

@@ -117,7 +117,23 @@ std::string gemmConfigFromFlags(const std::map<std::string, std::string>& given,
   for (const char* k : {"promotion_interval", "fast_accum_bits", "fast_accum_group", "fast_accum_promotes",
                         "mma_alignment", "mma_sum", "mma_sum_bits", "mma_sum_rounding", "mma_c"})
     if (isSet(k)) set_params.insert(k);
-  if (const auto pr = accumulationProblem(o, set_params, ap, true, &o))
+  // The kernel check's reference model (--reference) reads these parameters too: with --reference
+  // fast they pin the reference (namedModel keeps the run's parameters), with a preset they must
+  // agree with it; otherwise a parameter the run's model does not read is refused.
+  std::optional<AccumulationPreset> ref_preset;
+  bool ref_fast = false;
+  if (const auto it = given.find("reference"); it != given.end()) {
+    const auto ra = parseAccumulation(it->second);
+    ref_fast = ra && *ra == Accumulation::FastAccum;
+    ref_preset = accumulationPreset(it->second);
+  }
+  if (ref_preset && !set_params.empty()) {
+    GemmOptions pinned = o;
+    if (const auto pr = accumulationProblem(pinned, set_params, &*ref_preset, false, &pinned))
+      return "--reference " + ref_preset->name + ": " + pr->why;
+  }
+  const bool ref_reads = ref_fast || (ref_preset && ref_preset->accumulation == Accumulation::FastAccum);
+  if (const auto pr = accumulationProblem(o, set_params, ap, !ref_reads, &o))
     return pr->key == "accumulation_preset" ? "--accumulation " + ap->name + ": " + pr->why
                                             : flagProblem(pr->key, pr->why);
   o.alpha = static_cast<float>(number("alpha"));

@@ -24,8 +24,10 @@ struct GemmFlagConfig {
 };
 
 /// Reads the flags of `gemm` into *out. `given` maps a flag's name without the dashes ("m",
-/// "accumulation", "c-seed", "no-promotion", and "a-scaling", the one flag outside the schema) to
-/// its text, for the flags on the command line only; the others take their schema default
+/// "accumulation", "c-seed", "no-promotion", and "a-scaling" and "reference", the flags outside the
+/// schema) to its text, for the flags on the command line only; with "reference" a fast model or a
+/// preset, the fast model's parameters are read for the kernel check's reference even when the
+/// run's own model does not read them (and must agree with a reference preset); the others take their schema default
 /// (flagDefault; --output-scale "auto"). Numbers are assumed inside their ranges (checked by the
 /// front end). `store` sets store_inputs / store_quantized / store_error_maps. Returns "" or the
 /// first refusal as one line naming the flag: an unknown format or one wider than 8 bits, an

@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -881,6 +882,49 @@ struct FullResult {
 
 using FullCache = std::map<std::string, FullResult>;
 
+/// True when every finite value of `v` is a value of `t` (FP16 / BF16) and there is at least one.
+bool allValuesOf(const std::vector<float>& v, OutputType t) {
+  int64_t finite = 0;
+  for (float x : v) {
+    if (!std::isfinite(x)) continue;
+    ++finite;
+    if (!outputCode(t, x, 1.0f)) return false;
+  }
+  return finite > 0;
+}
+
+/// What the comparison with the best model shows, as advice: the output type the values really
+/// have, then where the differences are (concentrated in rows, columns or a tile: a scale or a
+/// layout; spread over all of D: a summation order or precision, small or large).
+std::string noFitEvidence(const ObservedOutput& obs, const OutputComparison& c, OutputType declared) {
+  if (declared == OutputType::FP32 && c.not_representable == 0) {
+    if (allValuesOf(obs.values, OutputType::BF16))
+      return "every value is a BF16 value: the kernel wrote BF16 — pass --output bf16 (config \"output\": \"bf16\")";
+    if (allValuesOf(obs.values, OutputType::FP16))
+      return "every value is an FP16 value: the kernel wrote FP16 (pass --output fp16) or accumulated in float16, "
+             "whose 11-bit sums no FP32 model here reproduces";
+  }
+  const double rows = double(c.rows), cols = double(c.cols);
+  // One tile holding most of the differences counts only when it is a small part of D.
+  const double tile_share = double(std::min<int64_t>(c.tile_rows, c.rows) * std::min<int64_t>(c.tile_cols, c.cols)) /
+                            std::max(1.0, double(c.elements));
+  const bool concentrated = c.differing_rows < rows / 2 || c.differing_cols < cols / 2 ||
+                            (tile_share < 0.25 && double(c.worst_tile_differing) > 0.5 * double(c.differing));
+  if (concentrated)
+    return "the differences sit in " + std::to_string(c.differing_rows) + " of " + std::to_string(c.rows) +
+           " rows and " + std::to_string(c.differing_cols) + " of " + std::to_string(c.cols) +
+           " columns: look for a wrong scale, scale layout, operand layout or epilogue there rather than a summation "
+           "order";
+  if (c.median_ulps_differing <= 16)
+    return "the differences are small (median " + num(c.median_ulps_differing) + " ULP, max " + num(c.max_ulps) +
+           ") and spread over every row and column: the kernel rounds in "
+           "an order or precision none of these models has — for example it applies the scales to the operands "
+           "before an FP32 GEMM, or sums in another order; a wrong scale would put large errors in whole blocks";
+  return "the differences are spread over every row and column (median " + num(c.median_ulps_differing) +
+         " ULP): the kernel accumulates with less precision than any model here (a float16 or BF16 accumulator, "
+         "or a sum kept in fewer bits) rather than using a wrong scale, which would show in whole blocks";
+}
+
 FitResult fitImpl(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& base,
                   const ObservedOutput& observed, const FitOptions& opt, const ProgressFn& progress, FullCache& cache) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -1044,8 +1088,7 @@ FitResult fitImpl(const QuantizedTensor& a, const QuantizedTensor& b, const Gemm
                   num(bc.worst_observed) + ", model " + num(bc.worst_model) + "), " + std::to_string(bc.differing) +
                   " elements differ in " + std::to_string(bc.differing_rows) + " rows and " +
                   std::to_string(bc.differing_cols) + " columns, most in tile " + idx(bc.worst_tile) + " (" +
-                  std::to_string(bc.worst_tile_differing) +
-                  "): look for a wrong scale, scale layout, operand layout or epilogue rather than a summation order";
+                  std::to_string(bc.worst_tile_differing) + "): " + noFitEvidence(observed, bc, base.output);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   reportProgress(progress, 1.0, "fit");
   return res;

@@ -186,6 +186,45 @@ private Q_SLOTS:
     QCOMPARE(at[QStringLiteral("offset")].toInt(), 5);
   }
 
+  // Without --at the whole grid is listed, beyond 4096 scales too (streamed): a [256, 512] NVFP4
+  // grid (K = 8192) has 131072 lines plus the header, and its last scale (255, 511) sits at the
+  // last byte of the swizzled storage: tile (1, 127) of 128 × 4 → (1·128 + 127)·512 + row 127 → (127
+  // mod 32)·16 + (127 / 32)·4 + 3 = 130560 + 496 + 12 + 3 = 131071.
+  void scaleLayoutIndexOfAWholeLargeGrid() {
+    const QStringList args{QStringLiteral("scale-layout"), QStringLiteral("index"),   QStringLiteral("--layout"),
+                           QStringLiteral("vec16_ue4m3"),  QStringLiteral("--outer"), QStringLiteral("256"),
+                           QStringLiteral("--k-blocks"),   QStringLiteral("512")};
+    CliResult r = cli(args);
+    QVERIFY2(r.code == 0, r.err.constData());
+    QCOMPARE(r.out.count('\n'), 131073);
+    QVERIFY(r.out.endsWith("  (255, 511) -> byte 131071\n"));
+    r = cli(args + QStringList{QStringLiteral("--json")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const QJsonObject o = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(o[QStringLiteral("storage_elements")].toInt(), 131072);
+    QCOMPARE(o[QStringLiteral("scales")].toArray().size(), 131072);
+    QCOMPARE(o[QStringLiteral("scales")].toArray().at(131071).toObject()[QStringLiteral("offset")].toInt(), 131071);
+  }
+
+  // --reference fast with the fast model's flags pins the reference to those parameters (the run's
+  // own model, split, does not read them); beside a reference preset they must agree with it.
+  // The report's labels: pre-quantized operands say so, the CPU line names its level.
+  void referenceFlagsPinTheReference() {
+    CliResult r =
+        cli(gemm({QStringLiteral("--observed"), q(f_.good), QStringLiteral("--reference"), QStringLiteral("fast"),
+                  QStringLiteral("--fast-bits"), QStringLiteral("13"), QStringLiteral("--no-promotion")}));
+    QVERIFY2(r.code == 0 || r.code == 1, r.err.constData());
+    QVERIFY2(r.out.contains("against fast, 13 bits, group 32, no promotion"), r.out.constData());
+    QVERIFY2(r.out.contains("A E4M3FN (pre-quantized, scales from file, block 1x128)"), r.out.constData());
+    QVERIFY2(r.out.contains("(avx512") || r.out.contains("(avx2") || r.out.contains("(baseline"), r.out.constData());
+    r = cli(gemm({QStringLiteral("--observed"), q(f_.good), QStringLiteral("--reference"), QStringLiteral("hopper_fp8"),
+                  QStringLiteral("--fast-bits"), QStringLiteral("13")}));
+    QCOMPARE(r.code, 2);
+    QVERIFY2(
+        r.err.contains("--reference hopper_fp8: fast_accum_bits 13 differs from accumulation preset hopper_fp8's 14"),
+        r.err.constData());
+  }
+
   // pack then unpack through files gives the row-major grid back bit for bit.
   void scaleLayoutPackUnpack() {
     std::string grid;

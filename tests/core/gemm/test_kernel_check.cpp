@@ -66,6 +66,8 @@ private Q_SLOTS:
   void fp8OutputCodesCompared();
   void nanMismatchFailsWhateverTheUlpBound();
   void wrongBlockScaleAndFloat16AccumulationToldApart();
+  void precisionBugsGetTheirOwnAdvice();
+  void calcDiffPassesWhatUlpsTellApart();
   void fitRecoversTheModel_data();
   void fitRecoversTheModel();
   void shapeMismatchNamesBothShapes();
@@ -239,7 +241,98 @@ void TestKernelCheck::wrongBlockScaleAndFloat16AccumulationToldApart() {
         fw.warning.c_str());
   QVERIFY(!fw.explained_within_1ulp);
   QVERIFY2(fw.warning.find("1 rows") != std::string::npos, fw.warning.c_str());
+  QVERIFY2(fw.warning.find("sit in 1 of 128 rows and 128 of 128 columns: look for a wrong scale") != std::string::npos,
+           fw.warning.c_str());
   QCOMPARE(fw.best.comparison.differing, N); // split N_C = 128 matches all of D but row 5
+  // The float16 kernel's values are all FP16 values: the advice says so instead of blaming scales.
+  const FitResult fh = fitAccumulation(a, b, split, f16, fo);
+  QVERIFY(!fh.explained_within_1ulp);
+  QVERIFY2(fh.warning.find("every value is an FP16 value") != std::string::npos &&
+               fh.warning.find("accumulated in float16") != std::string::npos,
+           fh.warning.c_str());
+}
+
+// Precision bugs a kernel developer meets, each with the advice its evidence supports, on
+// DeepGEMM-style operands (1x128 / 128x128 scales), checked as FP32 against split N_C = 128:
+// (1) a BF16 D written into an FP32 buffer: every value is a BF16 value → "pass --output bf16";
+// declared --output bf16, the same values pass; float32 values declared BF16 fail (a value of no
+// BF16 code is not a BF16 output whatever its ULP distance).
+// (2) operands dequantized to float32 first, then a float32 GEMM (scales applied before the sum,
+// not per window): a few ULPs everywhere → "spread … scales to the operands before an FP32 GEMM".
+void TestKernelCheck::precisionBugsGetTheirOwnAdvice() {
+  const int64_t M = 64, K = 512, N = 64;
+  const auto [a, b] = operands(M, K, N, "deepgemm_1x128", "deepgemm_128x128", 7);
+  auto cpu = makeCpuGemmBackend();
+  const GemmOptions split = modelOptions(Accumulation::SplitFP32);
+  const GemmOutput good = cpu->run(a, b, split);
+  FitOptions fo;
+  fo.grid.bits = {13, 14};
+  fo.grid.groups = {32};
+  ObservedOutput bf = observedOf(good);
+  for (float& v : bf.values) v = float(Format::BF16().decode(Format::BF16().encode(v)));
+  const FitResult fb = fitAccumulation(a, b, split, bf, fo);
+  QVERIFY2(fb.warning.find("every value is a BF16 value: the kernel wrote BF16 — pass --output bf16") !=
+               std::string::npos,
+           fb.warning.c_str());
+  GemmOptions as_bf16 = split;
+  as_bf16.output = OutputType::BF16;
+  const GemmOutput good_bf16 = cpu->run(a, b, as_bf16);
+  QVERIFY(judgeOutput(compareOutputs(bf, good_bf16.d, {}, OutputType::BF16), {}, "split").passed);
+  CheckCriteria loose;
+  loose.max_ulp = 1;
+  const CheckVerdict v =
+      judgeOutput(compareOutputs(observedOf(good), good_bf16.d, {}, OutputType::BF16), loose, "split");
+  QVERIFY(!v.passed);
+  QVERIFY2(v.line.find("finite observed values are not bf16 values") != std::string::npos, v.line.c_str());
+
+  ObservedOutput deq = observedOf(good);
+  const std::vector<float> da = a.dequantize(), db = b.dequantize();
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      float acc = 0;
+      for (int64_t k = 0; k < K; ++k) acc = std::fma(da[size_t(i * K + k)], db[size_t(k * N + j)], acc);
+      deq.values[size_t(i * N + j)] = acc;
+    }
+  const FitResult fd = fitAccumulation(a, b, split, deq, fo);
+  qInfo("dequantize-then-FP32: %s | %s", fd.verdict.c_str(), fd.warning.c_str());
+  QVERIFY(!fd.explained_within_1ulp);
+  QVERIFY2(fd.warning.find("spread over every row and column") != std::string::npos &&
+               fd.warning.find("applies the scales to the operands before an FP32 GEMM") != std::string::npos,
+           fd.warning.c_str());
+}
+
+// DeepGEMM's calc_diff, 1 − 2Σxy / Σ(x² + y²) in float64, beside the ULP figures: a 13-bit and a
+// 25-bit accumulator (the prose model at 14 and 26 bits, K = 4096, N(0,1) data) both pass its
+// < 1e-3 bar against the exact sum, while the ULP counts tell them far apart. By hand: x = (1, 2),
+// y = (1, 2) → 1 − 2·5/10 = 0; x = (1, 0), y = (0, 1) → 1 − 0/2 = 1. A NaN against a finite
+// value makes calc_diff, max ULP and SQNR NaN.
+void TestKernelCheck::calcDiffPassesWhatUlpsTellApart() {
+  ObservedOutput o;
+  o.rows = 1;
+  o.cols = 2;
+  o.values = {1, 2};
+  QCOMPARE(compareOutputs(o, {1, 2}, {}, OutputType::FP32).calc_diff, 0.0);
+  o.values = {1, 0};
+  QCOMPARE(compareOutputs(o, {0, 1}, {}, OutputType::FP32).calc_diff, 1.0);
+  o.values = {std::nanf(""), 2};
+  const OutputComparison n = compareOutputs(o, {1, 2}, {}, OutputType::FP32);
+  QVERIFY(std::isnan(n.calc_diff) && std::isnan(n.max_ulps) && std::isnan(n.sqnr_db));
+
+  const int64_t M = 32, K = 4096, N = 32;
+  const auto [a, b] = operands(M, K, N, "te_current", "te_current", 5);
+  auto cpu = makeCpuGemmBackend();
+  const GemmOutput exact = cpu->run(a, b, modelOptions(Accumulation::Exact));
+  const GemmOutput b13 = cpu->run(a, b, modelOptions(Accumulation::FastAccum, 128, 14, 32, false));
+  const GemmOutput b25 = cpu->run(a, b, modelOptions(Accumulation::FastAccum, 128, 26, 32, false));
+  const OutputComparison c13 = compareOutputs(observedOf(b13), exact.d, {}, OutputType::FP32);
+  const OutputComparison c25 = compareOutputs(observedOf(b25), exact.d, {}, OutputType::FP32);
+  qInfo("calc_diff 13-bit %.3g, 25-bit %.3g; median ULP %.0f vs %.0f; max %.0f vs %.0f", c13.calc_diff, c25.calc_diff,
+        c13.median_ulps, c25.median_ulps, c13.max_ulps, c25.max_ulps);
+  QVERIFY(c13.calc_diff < 1e-3 && c25.calc_diff < 1e-3);
+  QVERIFY(c13.median_ulps > 100 * std::max(1.0, c25.median_ulps));
+  CheckCriteria k;
+  k.max_ulp = 4;
+  QVERIFY(!judgeOutput(c13, k, "exact").passed);
 }
 
 void TestKernelCheck::fitRecoversTheModel_data() {
