@@ -20,11 +20,13 @@ namespace fp8lab::ui {
 
 AccumulationDemo::AccumulationDemo(QWidget* parent)
     : LearnDemo(tr("Accumulation precision: fast accumulation against promotion"),
-                tr("An FP8 GEMM's products are exact; what the tensor core loses is in the <b>sum</b>. DeepSeek-V3 "
-                   "(\u00a73.3.2) found H800 FP8 accumulation keeps about 14 bits, with \"a maximum relative error of "
-                   "nearly 2%\" at K = 4096, and fixed it by promoting partial sums to float32 every N_C = 128 "
-                   "elements. Below, core's accumulation models (the 14-bit one is a model of undocumented hardware) "
-                   "on the same FP8 operands: the error the sum alone adds, against the exact product, as K grows."),
+                tr("An FP8 GEMM's products are exact; what the tensor core loses is in the <b>sum</b>. Measured "
+                   "H100 outputs (MATLAB-tensor-core) show how: each group of 32 products is aligned to the largest "
+                   "e(a) + e(b), cut to 13 fraction bits below it, and the sum kept as a float32 with 13 fraction "
+                   "bits. DeepSeek-V3 (\u00a73.3.2) saw \"a maximum relative error of nearly 2%\" at K = 4096 and "
+                   "promoted partial sums to float32 every N_C = 128 elements. Below, those rules (\"bits\" = "
+                   "fraction bits + 1; 14 is H100's) and float32 accumulation on the same FP8 operands: the error "
+                   "the sum alone adds, against the exact product, as K grows."),
                 parent) {
   bits_ = new QSpinBox(this);
   bits_->setObjectName(QStringLiteral("bits"));

@@ -4,6 +4,7 @@
 #include "gemm/error_split.h"
 #include "scaling/scaling.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -14,12 +15,18 @@ std::vector<SweepAccumulationModel> accumulationModels(int bits, int promotion_i
     throw std::invalid_argument("accumulation models: bits must be in 2.." + std::to_string(kFastAccumMaxBits) +
                                 ", got " + std::to_string(bits));
   if (promotion_interval < 1) throw std::invalid_argument("accumulation models: promotion interval must be >= 1");
+  // The measured Hopper wgmma rules (accumulation_preset.h hopper_fp8) at `bits` − 1 fraction bits.
   GemmOptions fast;
   fast.accumulation = Accumulation::FastAccum;
   fast.fast_accum_bits = bits;
   fast.fast_accum_group = 32;
   fast.promotion_interval = promotion_interval;
   fast.output = OutputType::FP32;
+  fast.mma.alignment = MmaAlignment::Operands;
+  fast.mma.sum = MmaSum::Fp32;
+  fast.mma.sum_bits = std::min(bits - 1, 23);
+  fast.mma.sum_rounding = MmaRounding::TowardZero;
+  fast.mma.c_entry = MmaCEntry::Accumulator;
   GemmOptions unpromoted = fast;
   unpromoted.fast_accum_promotes = false;
   GemmOptions split = fast;
@@ -29,9 +36,11 @@ std::vector<SweepAccumulationModel> accumulationModels(int bits, int promotion_i
   const std::string b = std::to_string(bits), nc = std::to_string(promotion_interval);
   return {
       {"fast, " + b + " bits, no promotion",
-       "Hopper tensor cores as modelled, one accumulator over all of K (cuBLASLt FAST_ACCUM = 1)", unpromoted},
+       "Hopper wgmma as measured (hopper_fp8's rules), one accumulator over all of K (cuBLASLt FAST_ACCUM = 1)",
+       unpromoted},
       {"fast, " + b + " bits, promoted every " + nc,
-       "DeepSeek-V3 §3.3.2 / DeepGEMM: partial sums moved to float32 CUDA cores every N_C", fast},
+       "the same rules, partial sums moved to float32 CUDA cores every N_C (DeepSeek-V3 §3.3.2, DeepGEMM, cuBLAS)",
+       fast},
       {"float32 partials, promoted every " + nc, "cuBLAS default split accumulation (SplitFP32)", split},
       {"one float32 sum", "float32 accumulation over all of K, k ascending (FP32)", fp32},
   };

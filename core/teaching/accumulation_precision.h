@@ -7,8 +7,9 @@
 // Source of the setting: DeepSeek-V3 Technical Report (arXiv:2412.19437) §3.3.2: the FP8 GEMM
 // accumulation of NVIDIA H800 retains about 14 bits, "in a GEMM with K = 4096 ... the limited
 // accumulation precision in Tensor Cores results in a maximum relative error of nearly 2%", fixed
-// by promoting partial results to float32 CUDA cores every N_C = 128 elements. The 14-bit model
-// and its parameters are accumulation_preset.h's hopper_fp8 (a model of undocumented hardware).
+// by promoting partial results to float32 CUDA cores every N_C = 128 elements. The fast models use
+// the rules measured on H100 (accumulation_preset.h hopper_fp8: alignment on e(a) + e(b), bits − 1
+// fraction bits, group sums truncated to binary32 with as many fraction bits).
 #pragma once
 
 #include "common/progress.h"

@@ -3,14 +3,16 @@
 //
 //   exact_gemm_1024   — Accumulation::Exact on the same operands (the check's default reference)
 //   fit_1024          — fitAccumulation with the default grid (bits 10..28 × groups 1..64 in powers
-//                       of two × N_C 32..512 and no promotion, plus the reference models: 805
-//                       candidates), observed D = the hopper_fp8 model's output
+//                       of two × N_C 32..512 and no promotion, each with the measured MMA rules and
+//                       DeepSeek-V3's prose rules, plus the reference models: 1605 candidates),
+//                       observed D = the hopper_fp8 preset's output (the measured H100 rules)
 //   check_1024        — checkKernelOutput: the reference, the comparison and the fit
 // Target: the fit ≤ 60 s on 2 cores. The ratio fit / exact GEMM is printed as a counter.
 // Operands: N(0,1) quantized per tensor to E4M3FN (te_current), seeded.
 #include <benchmark/benchmark.h>
 
 #include "formats/format.h"
+#include "gemm/accumulation_preset.h"
 #include "gemm/gemm.h"
 #include "gemm/kernel_check.h"
 #include "gemm/random_matrix.h"
@@ -37,8 +39,7 @@ const Problem& problem(int64_t n) {
     const ScalingConfig sc = *scalingPreset("te_current");
     p->a = quantize(xa.data(), n, n, Format::E4M3FN(), sc, Axis::Cols);
     p->b = quantize(xb.data(), n, n, Format::E4M3FN(), sc, Axis::Rows);
-    GemmOptions hopper;
-    hopper.accumulation = Accumulation::FastAccum; // 14 bits, group 32, N_C 128: hopper_fp8
+    const GemmOptions hopper = withAccumulationPreset(GemmOptions{}, *accumulationPreset("hopper_fp8"));
     const GemmOutput d = makeCpuGemmBackend()->run(p->a, p->b, hopper);
     p->observed.rows = n;
     p->observed.cols = n;

@@ -22,6 +22,9 @@
 //     with the CPU SplitFP32 model, FAST_ACCUM = 1 fitted against every accumulation model (bits,
 //     group, N_C) — how many accumulator bits the hardware keeps (DeepGEMM#176) — recorded in
 //     $OUT/accumulation_fit.txt. These are findings about undocumented hardware, printed, not failed.
+//  4. cuBLASLt's FP8 D against the measured presets over many shapes (FAST_ACCUM = 0: hopper_fp8,
+//     = 1: hopper_fp8_fast_accum), bit for bit, and the probe vectors (with C) fitted: PRESET and
+//     PROBE lines of $OUT/accumulation_fit.txt, findings rather than failures.
 //  The exact-by-construction comparisons above use the same element-by-element comparison (first
 //  and worst differing element in gemm_exact.csv).
 // On a mismatch the operands, scales, both outputs and amax go to $OUT/gemm_mismatch_<case>.txt.
@@ -32,7 +35,9 @@
 #include "cuda_gemm_backend.h"
 #include "device_probe.h"
 #include "gemm/error_split.h"
+#include "gemm/accumulation_preset.h"
 #include "gemm/kernel_check.h"
+#include "gemm/probe_vectors.h"
 #include "gemm/random_matrix.h"
 #include "scaling/scaling.h"
 
@@ -321,6 +326,75 @@ void checkRealistic(Checker& c, GemmBackend& gpu, GemmBackend& cpu, FILE* csv, F
   }
 }
 
+/// 4. cuBLASLt's FP8 D against the measured tensor-core presets (accumulation_preset.h), bit for
+/// bit, over shapes from one WGMMA (K = 32) to several promotion windows: random codes over the
+/// whole E4M3 exponent range (makeProbeVectors), per-tensor scale 1, FP32 D; FAST_ACCUM = 0 against
+/// hopper_fp8 (promotion every 128) and FAST_ACCUM = 1 against hopper_fp8_fast_accum. Then the
+/// probe vectors with C (beta = 1) through cuBLASLt, fitted over every candidate: which model, and
+/// where C enters. Findings about the hardware, recorded as PRESET / PROBE lines in
+/// accumulation_fit.txt, not failures.
+void checkPresets(Checker& c, GemmBackend& gpu, GemmBackend& cpu, FILE* fitlog) {
+  std::printf("  4. cuBLASLt FP8 D against the measured presets (bit for bit)\n");
+  const int64_t shapes[][3] = {{64, 64, 32},     {128, 128, 64},   {128, 256, 128},  {256, 256, 512},
+                               {512, 384, 1024}, {256, 512, 4096}, {1000, 1000, 32}, {384, 256, 8192}};
+  uint64_t seed = 100;
+  for (const auto& sh : shapes) {
+    ProbeOptions po;
+    po.m = sh[0];
+    po.n = sh[1];
+    po.k = sh[2];
+    po.seed = seed++;
+    po.check = false;
+    const ProbeVectors pv = makeProbeVectors(po);
+    for (const char* preset : {"hopper_fp8", "hopper_fp8_fast_accum"}) {
+      const AccumulationPreset p = *accumulationPreset(preset);
+      GemmOptions o = withAccumulationPreset(GemmOptions{}, p);
+      try {
+        if (const std::string why = gpu.unsupportedReason(pv.a, pv.b, o); !why.empty()) {
+          std::fprintf(fitlog, "PRESET %s %lldx%lldx%lld: unsupported: %s\n", preset, (long long)sh[0],
+                       (long long)sh[1], (long long)sh[2], why.c_str());
+          continue;
+        }
+        const GemmOutput g = gpu.run(pv.a, pv.b, o);
+        const GemmOutput m = cpu.run(pv.a, pv.b, o);
+        const OutputComparison cmp = compareOutputs(observedOf(g), m.d, {}, OutputType::FP32);
+        char line[400];
+        std::snprintf(line, sizeof line,
+                      "PRESET FAST_ACCUM=%d vs %s %lldx%lldx%lld: %lld of %lld identical, max %g ULP",
+                      p.promotes ? 0 : 1, preset, (long long)sh[0], (long long)sh[1], (long long)sh[2],
+                      (long long)cmp.identical, (long long)cmp.elements, cmp.max_ulps);
+        std::printf("    %s\n", line);
+        std::fprintf(fitlog, "%s\n", line);
+        c.expect(cmp.elements == sh[0] * sh[1], std::string(preset) + ": compared all of D");
+      } catch (const std::exception& e) {
+        c.expect(false, std::string(preset) + ": " + e.what());
+      }
+    }
+  }
+  // The probe vectors with C through cuBLASLt (beta = 1, FAST_ACCUM = 0 and 1), fitted.
+  ProbeOptions po;
+  po.check = false;
+  const ProbeVectors pv = makeProbeVectors(po);
+  for (bool fast : {false, true}) {
+    GemmOptions o = probeGemmOptions(pv);
+    o.accumulation = fast ? Accumulation::FastAccum : Accumulation::SplitFP32;
+    o.fast_accum_promotes = !fast;
+    try {
+      if (const std::string why = gpu.unsupportedReason(pv.a, pv.b, o); !why.empty()) {
+        std::fprintf(fitlog, "PROBE FAST_ACCUM=%d: unsupported: %s\n", fast ? 1 : 0, why.c_str());
+        continue;
+      }
+      const GemmOutput g = gpu.run(pv.a, pv.b, o);
+      const FitResult fit = fitAccumulation(pv.a, pv.b, o, observedOf(g));
+      std::printf("    PROBE FAST_ACCUM=%d fit: %s\n", fast ? 1 : 0, fit.verdict.c_str());
+      std::fprintf(fitlog, "PROBE FAST_ACCUM=%d fit: %s\n", fast ? 1 : 0, fit.verdict.c_str());
+      if (!fit.warning.empty()) std::fprintf(fitlog, "  warning: %s\n", fit.warning.c_str());
+    } catch (const std::exception& e) {
+      c.expect(false, std::string("probe vectors: ") + e.what());
+    }
+  }
+}
+
 void checkBadInput(Checker& c, GemmBackend& gpu) {
   const QuantizedTensor a = intTensor(32, 64, Format::E4M3FN(), Gran::Tensor, true, 1);
   const QuantizedTensor b = intTensor(48, 32, Format::E4M3FN(), Gran::Tensor, false, 2);
@@ -406,6 +480,7 @@ int main() {
     checkBadInput(c, *gpu);
     checkExact(c, *gpu, *cpu, log, scale_modes);
     checkRealistic(c, *gpu, *cpu, csv, fitlog, scale_modes);
+    checkPresets(c, *gpu, *cpu, fitlog);
   } catch (const std::exception& e) {
     c.expect(false, std::string("exception: ") + e.what());
   }

@@ -108,7 +108,7 @@ run_step test_gpu_host 120 "$BIN_T/test_gpu_host"
   # The FAST_ACCUM check: which accumulation model reproduces cuBLASLt's output, bit for bit.
   if [[ -s "$OUT/accumulation_fit.txt" ]]; then
     echo "  accumulation (kernel check of the GPU's D, $OUT/accumulation_fit.txt):"
-    grep -E '^FAST_ACCUM' "$OUT/accumulation_fit.txt" | cut -c1-220 | sed 's/^/    /'
+    grep -E '^(FAST_ACCUM|PRESET|PROBE)' "$OUT/accumulation_fit.txt" | cut -c1-220 | sed 's/^/    /'
   fi
   if command -v python3 >/dev/null; then
     python3 - "$OUT" <<'PY'
