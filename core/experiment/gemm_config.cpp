@@ -45,6 +45,9 @@ const std::vector<std::string> kGemmKeys = {"type",
                                             "mma_sum_bits",
                                             "mma_sum_rounding",
                                             "mma_c",
+                                            "mma_block_scales",
+                                            "mma_chunk",
+                                            "mma_datapath",
                                             "output",
                                             "output_quant_scale",
                                             "alpha",
@@ -717,6 +720,7 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
   cfg->gemm.fast_accum_promotes = r.boolean(o, "fast_accum_promotes", at, cfg->gemm.fast_accum_promotes);
   cfg->gemm.mma.sum_bits =
       static_cast<int>(schemaInteger(o, "mma_sum_bits", ParamScope::Top, at, cfg->gemm.mma.sum_bits, r));
+  cfg->gemm.mma.chunk = static_cast<int>(schemaInteger(o, "mma_chunk", ParamScope::Top, at, cfg->gemm.mma.chunk, r));
   if (!r.ok()) return false;
   // The MMA rules' choices, each through its core spelling table.
   const auto rule = [&](const char* key, auto parse, auto* dst, const char* names) {
@@ -734,7 +738,9 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
   if (!rule("mma_alignment", parseMmaAlignment, &cfg->gemm.mma.alignment, "product, operands") ||
       !rule("mma_sum", parseMmaSum, &cfg->gemm.mma.sum, "exact, fp32") ||
       !rule("mma_sum_rounding", parseMmaRounding, &cfg->gemm.mma.sum_rounding, "rz, rne") ||
-      !rule("mma_c", parseMmaCEntry, &cfg->gemm.mma.c_entry, "epilogue, accumulator"))
+      !rule("mma_c", parseMmaCEntry, &cfg->gemm.mma.c_entry, "epilogue, accumulator") ||
+      !rule("mma_block_scales", parseMmaBlockScales, &cfg->gemm.mma.block_scales, "promoted, inside") ||
+      !rule("mma_datapath", parseMmaDatapath, &cfg->gemm.mma.datapath, "fused, cdna3"))
     return false;
   {
     // A preset sets the accumulation parameters; a parameter key beside it must say the same
@@ -750,9 +756,9 @@ bool parseGemmConfig(const Json& in, GemmExperimentConfig* cfg, ConfigReader& r,
       }
     }
     std::set<std::string> given;
-    for (const char* k :
-         {"accumulation", "promotion_interval", "fast_accum_bits", "fast_accum_group", "fast_accum_promotes",
-          "mma_alignment", "mma_sum", "mma_sum_bits", "mma_sum_rounding", "mma_c"})
+    for (const char* k : {"accumulation", "promotion_interval", "fast_accum_bits", "fast_accum_group",
+                          "fast_accum_promotes", "mma_alignment", "mma_sum", "mma_sum_bits", "mma_sum_rounding",
+                          "mma_c", "mma_block_scales", "mma_chunk", "mma_datapath"})
       if (ConfigReader::has(o, k)) given.insert(k);
     if (const auto pr = accumulationProblem(cfg->gemm, given, p ? &*p : nullptr, false, &cfg->gemm)) {
       r.fail(at.member(pr->key),
@@ -921,6 +927,9 @@ Json gemmConfigJson(const GemmExperimentConfig& c, const std::string& name) {
     j["mma_sum_bits"] = c.gemm.mma.sum_bits;
     j["mma_sum_rounding"] = toString(c.gemm.mma.sum_rounding);
     j["mma_c"] = toString(c.gemm.mma.c_entry);
+    j["mma_block_scales"] = toString(c.gemm.mma.block_scales);
+    j["mma_chunk"] = c.gemm.mma.chunk;
+    j["mma_datapath"] = toString(c.gemm.mma.datapath);
   }
   j["alpha"] = c.gemm.alpha;
   j["beta"] = c.gemm.beta;

@@ -102,6 +102,13 @@ std::string gemmConfigFromFlags(const std::map<std::string, std::string>& given,
     const auto su = parseMmaSum(value("mma_sum"));
     const auto ro = parseMmaRounding(value("mma_sum_rounding"));
     const auto ce = parseMmaCEntry(value("mma_c"));
+    const auto bs = parseMmaBlockScales(value("mma_block_scales"));
+    const auto dp = parseMmaDatapath(value("mma_datapath"));
+    if (!bs) return "--mma-block-scales must be one of " + choices("mma_block_scales");
+    if (!dp) return "--mma-datapath must be one of " + choices("mma_datapath");
+    o.mma.block_scales = *bs;
+    o.mma.datapath = *dp;
+    o.mma.chunk = static_cast<int>(integer("mma_chunk"));
     if (!al) return "--mma-alignment must be one of " + choices("mma_alignment");
     if (!su) return "--mma-sum must be one of " + choices("mma_sum");
     if (!ro) return "--mma-sum-rounding must be one of " + choices("mma_sum_rounding");
@@ -114,8 +121,9 @@ std::string gemmConfigFromFlags(const std::map<std::string, std::string>& given,
   // A parameter the chosen model does not read is refused, naming the models that read it; a
   // preset's parameters given beside it must agree (core's rule, as for configs and the panel).
   std::set<std::string> set_params;
-  for (const char* k : {"promotion_interval", "fast_accum_bits", "fast_accum_group", "fast_accum_promotes",
-                        "mma_alignment", "mma_sum", "mma_sum_bits", "mma_sum_rounding", "mma_c"})
+  for (const char* k :
+       {"promotion_interval", "fast_accum_bits", "fast_accum_group", "fast_accum_promotes", "mma_alignment", "mma_sum",
+        "mma_sum_bits", "mma_sum_rounding", "mma_c", "mma_block_scales", "mma_chunk", "mma_datapath"})
     if (isSet(k)) set_params.insert(k);
   // The kernel check's reference model (--reference) reads these parameters too: with --reference
   // fast they pin the reference (namedModel keeps the run's parameters), with a preset they must

@@ -554,6 +554,9 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
       run.attrs["mma_sum_bits"] = int64_t(cfg.gemm.mma.sum_bits);
       run.attrs["mma_sum_rounding"] = std::string(toString(cfg.gemm.mma.sum_rounding));
       run.attrs["mma_c"] = std::string(toString(cfg.gemm.mma.c_entry));
+      run.attrs["mma_block_scales"] = std::string(toString(cfg.gemm.mma.block_scales));
+      run.attrs["mma_chunk"] = int64_t(cfg.gemm.mma.chunk);
+      run.attrs["mma_datapath"] = std::string(toString(cfg.gemm.mma.datapath));
     }
   }
   if (hasEpilogue(cfg.gemm)) {

@@ -151,44 +151,63 @@ std::vector<ParamSpec> buildSchema() {
                      "each with its source: measured outputs of H100, Ada, B200 or MMA-Sim's models); a parameter "
                      "given beside it must agree."));
   s.push_back(integer("promotion_interval", S::Top, "promotion-interval", "elements of K", 1, kBig, "128", "gemm",
-                      "split fast hopper_fp8 blackwell_fp8",
+                      "split fast hopper_fp8 hopper_mma_sync ada_fp8",
                       "N_C: elements of K per promotion window into the float32 accumulator (DeepSeek-V3 §3.3.2: "
                       "128)."));
   s.push_back(integer("fast_accum_bits", S::Top, "fast-bits", "bits", 2, kFastAccumMaxBits, "14", "gemm",
-                      "fast hopper_fp8 blackwell_fp8 block_scaled_mma",
-                      "Significant bits the fast-accumulation model keeps (DeepSeek-V3 §3.3: about 14 on Hopper; "
-                      "core/gemm/gemm.h kFastAccumMaxBits)."));
+                      "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05 "
+                      "tcgen05_mxf8f6f4 tcgen05_mxf4nvf4 cdna3_fp8",
+                      "Fraction bits the fast model keeps below a group's alignment exponent, plus one (measured H100 "
+                      "and Ada: 14; B200: 26; core/gemm/gemm.h kFastAccumMaxBits)."));
   s.push_back(integer("fast_accum_group", S::Top, "fast-group", "products", 1, kBig, "32", "gemm",
-                      "fast hopper_fp8 blackwell_fp8 block_scaled_mma",
+                      "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05 "
+                      "tcgen05_mxf8f6f4 tcgen05_mxf4nvf4 cdna3_fp8",
                       "Products the fast model aligns together (one Hopper FP8 WGMMA covers K = 32)."));
   s.push_back(typed(T::Boolean, "fast_accum_promotes", S::Top, "no-promotion", "true", "gemm",
-                    "fast hopper_fp8 blackwell_fp8 block_scaled_mma",
+                    "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05 "
+                    "tcgen05_mxf8f6f4 tcgen05_mxf4nvf4 cdna3_fp8",
                     "Fast model: promote per window; the flag --no-promotion sets false (one window over all of "
                     "K, cuBLASLt FAST_ACCUM=1)."));
   // The tensor-core MMA rules (core/gemm/gemm.h MmaRules): the defaults are DeepSeek-V3's prose
   // model; the presets set the rules measured on GPUs.
   s.push_back(choice("mma_alignment", S::Top, "mma-alignment", {"product", "operands"}, "product", "gemm",
-                     "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05",
+                     "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05 "
+                     "tcgen05_mxf8f6f4 tcgen05_mxf4nvf4 cdna3_fp8",
                      "Fast model: the alignment exponent of a group: product = floor(log2|a·b|) (DeepSeek-V3's prose), "
                      "operands = e(a) + e(b) with each exponent clamped at its format's emin (measured on H100, Ada, "
                      "B200: MATLAB-tensor-core; MMA-Sim)."));
   s.push_back(choice("mma_sum", S::Top, "mma-sum", {"exact", "fp32"}, "exact", "gemm",
-                     "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05",
+                     "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05 "
+                     "tcgen05_mxf8f6f4 tcgen05_mxf4nvf4 cdna3_fp8",
                      "Fast model: a group's sum kept exactly (exact) or normalised to a binary32 with mma_sum_bits "
                      "fraction bits before the next group (fp32; H100 / Ada: 13 bits)."));
   s.push_back(integer("mma_sum_bits", S::Top, "mma-sum-bits", "bits", 1, 23, "23", "gemm",
-                      "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05",
+                      "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05 "
+                      "tcgen05_mxf8f6f4 tcgen05_mxf4nvf4 cdna3_fp8",
                       "Fast model with mma_sum fp32: fraction bits of the binary32 running sum (H100 / Ada 13, "
                       "Blackwell 23)."));
   s.push_back(choice("mma_sum_rounding", S::Top, "mma-sum-rounding", {"rz", "rne"}, "rz", "gemm",
-                     "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05",
+                     "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05 "
+                     "tcgen05_mxf8f6f4 tcgen05_mxf4nvf4 cdna3_fp8",
                      "Fast model with mma_sum fp32: how the group's sum is cut to those bits: rz = truncation (every "
                      "measured NVIDIA instruction), rne = round to nearest even."));
   s.push_back(choice("mma_c", S::Top, "mma-c", {"epilogue", "accumulator"}, "epilogue", "gemm",
-                     "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05",
+                     "fast hopper_fp8 hopper_fp8_fast_accum hopper_mma_sync ada_fp8 blackwell_fp8 blackwell_tcgen05 "
+                     "tcgen05_mxf8f6f4 tcgen05_mxf4nvf4 cdna3_fp8",
                      "Fast model: where C enters: epilogue = y = alpha·x + beta·C after the MMA (B200 data, "
                      "cuBLASLt), accumulator = as the MMA's first running sum, aligned with the first group (Ada "
                      "mma.sync; needs alpha = 1 and unit scales, else the epilogue)."));
+  s.push_back(choice("mma_block_scales", S::Top, "mma-block-scales", {"promoted", "inside"}, "promoted", "gemm",
+                     "fast tcgen05_mxf8f6f4 tcgen05_mxf4nvf4",
+                     "Fast model: block scales along K promoted with each block's partial sum (DeepGEMM, cuBLASLt on "
+                     "Hopper) or inside the fused sum, raising each term's alignment exponent (Blackwell block-scaled "
+                     "MMA: MMA-Sim); inside needs MX / NVFP4 scale codes."));
+  s.push_back(integer("mma_chunk", S::Top, "mma-chunk", "products", 1, 64, "1", "gemm", "fast tcgen05_mxf4nvf4",
+                      "Fast model with block scales inside: products summed exactly per chunk before alignment "
+                      "(kind::mxf4nvf4: 16; 1 = each product a term)."));
+  s.push_back(choice("mma_datapath", S::Top, "mma-datapath", {"fused", "cdna3"}, "fused", "gemm", "fast cdna3_fp8",
+                     "Fast model: NVIDIA's one fused sum per group, or AMD CDNA3's FP8 MFMA (groups of 16, even and "
+                     "odd products apart, RNE per group; MMA-Sim amd.py)."));
   s.push_back(choice("output", S::Top, "output", outputChoices(), "fp32", "gemm", "",
                      "Element type of D (cuBLASLt D types; FP8 outputs are cast at scale_D)."));
   s.push_back(number("output_quant_scale", S::Top, "output-scale", 0, fmax, "auto", "gemm", "e4m3fn e5m2",
@@ -437,12 +456,15 @@ std::optional<ParamProblem> accumulationProblem(const GemmOptions& opt, const st
     if (has("mma_sum_bits")) g.mma.sum_bits = opt.mma.sum_bits;
     if (has("mma_sum_rounding")) g.mma.sum_rounding = opt.mma.sum_rounding;
     if (has("mma_c")) g.mma.c_entry = opt.mma.c_entry;
+    if (has("mma_block_scales")) g.mma.block_scales = opt.mma.block_scales;
+    if (has("mma_chunk")) g.mma.chunk = opt.mma.chunk;
+    if (has("mma_datapath")) g.mma.datapath = opt.mma.datapath;
     if (std::string why = accumulationPresetMismatch(g, *preset); !why.empty())
       return ParamProblem{"accumulation_preset", std::move(why)};
     o = g;
   } else if (refuse_unread) {
     for (const char* k : {"fast_accum_bits", "fast_accum_group", "fast_accum_promotes", "mma_alignment", "mma_sum",
-                          "mma_sum_bits", "mma_sum_rounding", "mma_c"})
+                          "mma_sum_bits", "mma_sum_rounding", "mma_c", "mma_block_scales", "mma_chunk", "mma_datapath"})
       if (has(k) && !accumulationReads(o.accumulation, k))
         return ParamProblem{k,
                             std::string("applies to the fast-accumulation model (fast or an accumulation preset); '") +

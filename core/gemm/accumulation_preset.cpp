@@ -115,6 +115,54 @@ const std::vector<AccumulationPreset>& accumulationPresets() {
                                       "binary32; no measured data here";
     p.measured = "";
     t.push_back(p);
+
+    // Block-scaled tcgen05 kinds: the scales enter the fused sum (MMA-Sim tcgen05mma_block_scale).
+    p.name = "tcgen05_mxf8f6f4";
+    p.bits = 26;
+    p.group = 32;
+    p.promotes = false;
+    p.unsure = true;
+    p.rules = rules(MmaSum::Fp32, 23, MmaCEntry::Accumulator);
+    p.rules.block_scales = MmaBlockScales::Inside;
+    p.instruction = "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X (sm_100), UE8M0 block 32";
+    p.summary = "UNSURE: Blackwell block-scaled MXFP8 MMA as MMA-Sim models it: each product's alignment exponent is "
+                "e(a)+e(b) plus its two E8M0 scale exponents, C inside, 25 fraction bits, truncated to binary32; one "
+                "accumulator over K (no promotion); needs MX block-32 scales on both operands";
+    p.source = std::string(kMmaSim) + " tcgen05mma_block_scale → nv_fused_dot_add(…, 25, 'f32', scale_a, scale_b); "
+                                      "test vectors from docs/scripts/tensor_core_models.py (no measured data)";
+    p.measured = "";
+    t.push_back(p);
+
+    p.name = "tcgen05_mxf4nvf4";
+    p.bits = 36;
+    p.group = 64;
+    p.rules = rules(MmaSum::Fp32, 23, MmaCEntry::Accumulator);
+    p.rules.block_scales = MmaBlockScales::Inside;
+    p.rules.chunk = 16;
+    p.instruction = "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale (sm_100): E2M1 with UE8M0 (block 32 / 16) "
+                    "or UE4M3 (block 16) scales";
+    p.summary = "UNSURE: Blackwell block-scaled FP4 MMA (MXFP4, NVFP4) as MMA-Sim models it: each chunk of 16 E2M1 "
+                "products summed exactly, times its scales' significands, aligned on the scales' exponents alone, "
+                "with C inside, 35 fraction bits, truncated to binary32; NVFP4's tensor factor after";
+    p.source = std::string(kMmaSim) + " tcgen05mma_block_scale → nv_fused_dot_add_with_block_scale(…, 35); test "
+                                      "vectors from docs/scripts/tensor_core_models.py (no measured data)";
+    t.push_back(p);
+
+    p.name = "cdna3_fp8";
+    p.bits = 25;
+    p.group = 16;
+    p.promotes = false;
+    p.rules = MmaRules{};
+    p.rules.datapath = MmaDatapath::Cdna3;
+    p.rules.c_entry = MmaCEntry::Accumulator;
+    p.instruction = "v_mfma_f32_16x16x32_fp8_fp8 and the other FP8 / BF8 MFMAs (AMD CDNA3: MI300)";
+    p.summary = "UNSURE: AMD CDNA3 FP8 MFMA as MMA-Sim models it: groups of 16, even and odd products summed apart "
+                "24 bits below their own largest exponent (zero operands at −126), realigned by floor with C, "
+                "rounded to float32 (RNE) per group; for E4M3FNUZ / E5M2FNUZ operands";
+    p.source = std::string("microsoft/MMA-Sim (MIT; arXiv 2511.10909) @ c785138, mmasim/simulator/amd.py mfma and "
+                           "arithmetic.py amd_fused_dot_rd_add(is_fp8=True, n_fractional_bits=24); test vectors from "
+                           "docs/scripts/tensor_core_models.py (no measured data)");
+    t.push_back(p);
     return t;
   }();
   return table;
@@ -165,6 +213,12 @@ std::string accumulationPresetMismatch(const GemmOptions& o, const AccumulationP
   if (o.mma.sum_rounding != p.rules.sum_rounding)
     return differs("mma_sum_rounding", toString(o.mma.sum_rounding), toString(p.rules.sum_rounding));
   if (o.mma.c_entry != p.rules.c_entry) return differs("mma_c", toString(o.mma.c_entry), toString(p.rules.c_entry));
+  if (o.mma.block_scales != p.rules.block_scales)
+    return differs("mma_block_scales", toString(o.mma.block_scales), toString(p.rules.block_scales));
+  if (o.mma.chunk != p.rules.chunk)
+    return differs("mma_chunk", std::to_string(o.mma.chunk), std::to_string(p.rules.chunk));
+  if (o.mma.datapath != p.rules.datapath)
+    return differs("mma_datapath", toString(o.mma.datapath), toString(p.rules.datapath));
   return {};
 }
 

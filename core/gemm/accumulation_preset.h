@@ -35,7 +35,8 @@ struct AccumulationPreset {
 };
 
 /// The table (docs/gemm.md, "Accumulation presets"): hopper_fp8, hopper_fp8_fast_accum,
-/// hopper_mma_sync, ada_fp8, blackwell_fp8, blackwell_tcgen05.
+/// hopper_mma_sync, ada_fp8, blackwell_fp8, blackwell_tcgen05, tcgen05_mxf8f6f4, tcgen05_mxf4nvf4,
+/// cdna3_fp8.
 const std::vector<AccumulationPreset>& accumulationPresets();
 
 /// The preset of that name (case-insensitive, '-' and '_' the same), or nullopt.

@@ -88,6 +88,25 @@ std::optional<MmaCEntry> parseMmaCEntry(std::string_view s) {
   return std::nullopt;
 }
 
+const char* toString(MmaBlockScales b) {
+  return b == MmaBlockScales::Inside ? "inside" : "promoted";
+}
+const char* toString(MmaDatapath d) {
+  return d == MmaDatapath::Cdna3 ? "cdna3" : "fused";
+}
+std::optional<MmaBlockScales> parseMmaBlockScales(std::string_view s) {
+  const std::string n = normalizedName(s);
+  if (n == "promoted") return MmaBlockScales::Promoted;
+  if (n == "inside") return MmaBlockScales::Inside;
+  return std::nullopt;
+}
+std::optional<MmaDatapath> parseMmaDatapath(std::string_view s) {
+  const std::string n = normalizedName(s);
+  if (n == "fused") return MmaDatapath::Fused;
+  if (n == "cdna3") return MmaDatapath::Cdna3;
+  return std::nullopt;
+}
+
 std::string accumulationNames() {
   return "exact, fp32, split (split_fp32), fast (fast_accum)";
 }
@@ -217,6 +236,14 @@ Plan makePlan(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOpti
   if (opt.accumulation == Accumulation::SplitFP32 ||
       (opt.accumulation == Accumulation::FastAccum && opt.fast_accum_promotes))
     interval = opt.promotion_interval;
+  if (opt.accumulation == Accumulation::FastAccum) {
+    // The MMA paths that carry their own scale rule refuse operands they cannot take.
+    if (opt.mma.block_scales == MmaBlockScales::Inside)
+      if (const std::string why = blockScaledMmaUnsuitable(a, b, opt); !why.empty()) throw std::invalid_argument(why);
+    if (opt.mma.datapath == MmaDatapath::Cdna3 && (p.a_varies || p.b_varies))
+      throw std::invalid_argument("the CDNA3 FP8 MFMA model takes scales constant along K (per tensor, per row of A, "
+                                  "per column of B), applied after the sum; the operands' scales vary along K");
+  }
   p.windows = makeWindows(a, b, p.a_varies, p.b_varies, p.k, interval);
   const int64_t W = static_cast<int64_t>(p.windows.size());
   if (p.a_varies) {
@@ -352,6 +379,9 @@ void checkFastAccum(const GemmOptions& opt) {
         "fast-accumulation bits " + std::to_string(opt.fast_accum_bits) + " with groups of " +
         std::to_string(opt.fast_accum_group) + " products need " + std::to_string(opt.fast_accum_bits + gbits) +
         " bits to add a group exactly, more than double's 53: use fewer bits or a smaller group");
+  if (opt.mma.chunk < 1 || opt.mma.chunk > opt.fast_accum_group)
+    throw std::invalid_argument("MMA chunk (products summed exactly before alignment) must be in 1..group (" +
+                                std::to_string(opt.fast_accum_group) + "), got " + std::to_string(opt.mma.chunk));
   if (opt.mma.sum_bits < 1 || opt.mma.sum_bits > 23)
     throw std::invalid_argument("MMA sum bits (fraction bits of the binary32 running sum) must be in 1..23, got " +
                                 std::to_string(opt.mma.sum_bits));
@@ -369,6 +399,10 @@ std::string fastAccumText(const GemmOptions& o) {
   else
     s += ", group sums kept exactly";
   if (r.c_entry == MmaCEntry::Accumulator) s += ", C in the accumulator";
+  if (r.block_scales == MmaBlockScales::Inside)
+    s += std::string(", block scales inside the sum") +
+         (r.chunk > 1 ? " (exact chunks of " + std::to_string(r.chunk) + " products)" : std::string());
+  if (r.datapath == MmaDatapath::Cdna3) s = "AMD CDNA3 MFMA datapath: groups of 16, even and odd products apart";
   s += o.fast_accum_promotes ? ", promoted into float32 every " + std::to_string(o.promotion_interval) + " of K"
                              : ", no promotion window";
   return s;
@@ -616,10 +650,13 @@ public:
     if (opt.accumulation == Accumulation::FastAccum && opt.mma.c_entry == MmaCEntry::Accumulator && opt.beta != 0.0f &&
         opt.c) {
       std::string why;
+      const bool inside = opt.mma.block_scales == MmaBlockScales::Inside;
       if (opt.alpha != 1.0f)
         why = "alpha is not 1";
-      else if (plan.has_const_scale || plan.scaled_promotion())
-        why = "the operands have dequant scales other than 1";
+      else if (inside ? gemmTensorFactor(a.tensor_scale, b.tensor_scale) != 1.0f
+                      : plan.has_const_scale || plan.scaled_promotion())
+        why = inside ? "the operands' tensor factor (NVFP4's second scale level) is not 1"
+                     : "the operands have dequant scales other than 1";
       if (why.empty()) {
         c_in_accumulator = true;
         c_init.resize(opt.c->size());
@@ -651,7 +688,7 @@ public:
                       std::to_string(threads) + " threads";
     } else {
       std::vector<float> c(static_cast<size_t>(mn), 0.0f);
-      bool done = false, fma_kernel_used = false;
+      bool done = false, fma_kernel_used = false, scales_applied = false;
       const bool vector_model = opt.accumulation != Accumulation::FastAccum;
       const std::string tail = " blocked, " + std::to_string(threads) + " threads";
       // Auto takes whichever of the two AVX-512 kernels is faster on this CPU (they give the same
@@ -685,7 +722,17 @@ public:
       }
       if (!done) {
         const std::vector<float> af = decodeOperand(a, threads), bf = decodeOperand(b, threads);
-        if (opt.accumulation == Accumulation::FastAccum) {
+        if (opt.accumulation == Accumulation::FastAccum && opt.mma.block_scales == MmaBlockScales::Inside) {
+          gemmMmaBlockScaled(a, b, opt, c_in_accumulator ? c_init.data() : nullptr, c.data(), threads, progress);
+          scales_applied = true;
+          out.algorithm = "block-scaled tensor-core MMA MODEL (" + fastAccumText(opt) + "), portable, " +
+                          std::to_string(threads) + " threads";
+        } else if (opt.accumulation == Accumulation::FastAccum && opt.mma.datapath == MmaDatapath::Cdna3) {
+          gemmMmaCdna3(a, b, opt, c_in_accumulator ? c_init.data() : nullptr, c.data(), threads, progress);
+          out.algorithm = "CDNA3 FP8 MFMA MODEL (groups of 16, even and odd products apart, RNE to float32), "
+                          "portable, " +
+                          std::to_string(threads) + " threads";
+        } else if (opt.accumulation == Accumulation::FastAccum) {
           FastAccumParams fp;
           fp.bits = opt.fast_accum_bits;
           fp.group = opt.fast_accum_group;
@@ -702,7 +749,8 @@ public:
               std::string(toString(opt.accumulation)) + ", portable blocked, " + std::to_string(threads) + " threads";
         }
       }
-      if (!fma_kernel_used) applyConstScales(plan, c.data(), threads); // the FMA kernel applies them itself
+      // The FMA kernel and the block-scaled MMA apply the scales themselves.
+      if (!fma_kernel_used && !scales_applied) applyConstScales(plan, c.data(), threads);
       applyEpilogue(epilogue, c.data(), plan.m, plan.n, threads);
       if (opt.output == OutputType::FP32) {
         convertOutput(c.data(), 0, opt, out); // nothing to convert: hand C over

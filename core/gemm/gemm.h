@@ -88,10 +88,32 @@ enum class MmaCEntry {
                ///< when D = A·B + beta·C); otherwise C enters in the epilogue and the run says so
 };
 
-const char* toString(MmaAlignment a); ///< "product", "operands"
-const char* toString(MmaSum s);       ///< "exact", "fp32"
-const char* toString(MmaRounding r);  ///< "rz", "rne"
-const char* toString(MmaCEntry c);    ///< "epilogue", "accumulator"
+/// How block scales that vary along K (MX E8M0, NVFP4 UE4M3) enter the sum.
+enum class MmaBlockScales {
+  Promoted, ///< software: each scale block's partial sum promoted with its scales into a float32
+            ///< accumulator (DeepGEMM, cuBLASLt on Hopper; gemm.h's windows)
+  Inside,   ///< hardware block-scaled MMA: each term is scaled inside the fused sum, its alignment
+            ///< exponent raised by e(sa) + e(sb), one accumulator over all of K (tcgen05.mma
+            ///< kind::mxf8f6f4 / mxf4nvf4, MMA-Sim nv_fused_dot_add(_with_block_scale))
+};
+
+/// The datapath of one MMA step.
+enum class MmaDatapath {
+  Fused, ///< NVIDIA: one fused sum of the group's terms and the running sum (the rules above)
+  Cdna3, ///< AMD CDNA3 MFMA FP8 (MMA-Sim amd.py mfma + amd_fused_dot_rd_add): groups of 16, even
+         ///< and odd products summed apart, each term cut toward zero 24 bits below its half's
+         ///< largest exponent (zero operands at exponent −126 taking part), halves and C realigned
+         ///< by floor to 31 / 24 bits below the largest, the sum rounded to float32 (RNE)
+};
+
+const char* toString(MmaAlignment a);   ///< "product", "operands"
+const char* toString(MmaSum s);         ///< "exact", "fp32"
+const char* toString(MmaRounding r);    ///< "rz", "rne"
+const char* toString(MmaCEntry c);      ///< "epilogue", "accumulator"
+const char* toString(MmaBlockScales b); ///< "promoted", "inside"
+const char* toString(MmaDatapath d);    ///< "fused", "cdna3"
+std::optional<MmaBlockScales> parseMmaBlockScales(std::string_view s);
+std::optional<MmaDatapath> parseMmaDatapath(std::string_view s);
 std::optional<MmaAlignment> parseMmaAlignment(std::string_view s);
 std::optional<MmaSum> parseMmaSum(std::string_view s);
 std::optional<MmaRounding> parseMmaRounding(std::string_view s); ///< rz (toward_zero, truncate), rne (nearest_even)
@@ -106,6 +128,12 @@ struct MmaRules {
   int sum_bits = 23;                                  ///< Fp32 sums: fraction bits kept, 1..23
   MmaRounding sum_rounding = MmaRounding::TowardZero; ///< Fp32 sums
   MmaCEntry c_entry = MmaCEntry::Epilogue;
+  MmaBlockScales block_scales = MmaBlockScales::Promoted;
+  /// Inside block scales: products summed exactly in chunks of this many before they become one
+  /// term (kind::mxf4nvf4: 16; its alignment exponent e(sa) + e(sb) alone, a zero chunk included);
+  /// 1 = every product its own term (kind::mxf8f6f4).
+  int chunk = 1;
+  MmaDatapath datapath = MmaDatapath::Fused;
   bool operator==(const MmaRules&) const = default;
 };
 

@@ -82,6 +82,23 @@ struct FastAccumParams {
 void gemmFastAccumPortable(const Plan& plan, const float* a, const float* b, float* c, const FastAccumParams& params,
                            int threads, const ProgressFn& progress);
 
+/// Why the block-scaled MMA model (MmaBlockScales::Inside) cannot run these operands ("" when it
+/// can): both need E8M0 / UE4M3 block scales, one per row of A and column of B, in blocks along K
+/// that divide the MMA step and hold whole chunks; kind::mxf4nvf4 (chunks > 1) takes E2M1.
+std::string blockScaledMmaUnsuitable(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt);
+/// The block-scaled MMA model: per output, groups of fast_accum_group along K, each term (a product,
+/// or an exact chunk sum) times its block scales, aligned to the largest of e(a) + e(b) + e(sa) +
+/// e(sb) (chunks: e(sa) + e(sb)) and the running sum's exponent, cut toward zero to
+/// fast_accum_bits − 1 fraction bits below it, added exactly and truncated to a binary32 with
+/// mma.sum_bits fraction bits; the NVFP4 tensor factor multiplies the result. c_init: the
+/// starting sums [M,N] or null. Writes C[M,N]; no scale is applied afterwards.
+void gemmMmaBlockScaled(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt, const float* c_init,
+                        float* c, int threads, const ProgressFn& progress);
+/// AMD CDNA3's FP8 MFMA model (MmaDatapath::Cdna3, gemm.h) on the decoded codes, unit scales
+/// (the caller applies the scales after): C[M,N] from c_init (or 0) through groups of 16 along K.
+void gemmMmaCdna3(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt, const float* c_init,
+                  float* c, int threads, const ProgressFn& progress);
+
 /// True when this CPU executes AVX512-BF16 (runtime check).
 bool cpuHasAvx512Bf16();
 /// Why the AVX512-BF16 kernel cannot run this plan ("" when it can).

@@ -576,6 +576,26 @@ std::vector<AccumulationModel> fitCandidates(const FitGrid& grid, const GemmOpti
   return candidateModels(grid, base);
 }
 
+std::vector<AccumulationModel> fitCandidates(const FitGrid& grid, const GemmOptions& base, const QuantizedTensor& a,
+                                             const QuantizedTensor& b, size_t* reference_count) {
+  const std::vector<AccumulationModel> all = candidateModels(grid, base);
+  const size_t nref = referenceModels(base).size();
+  auto cpu = makeCpuGemmBackend();
+  std::vector<AccumulationModel> v;
+  size_t kept_ref = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const MmaRules& r = all[i].options.mma;
+    // Only the MMA paths with their own operand rules can refuse operands the others take.
+    const bool own_rules = all[i].options.accumulation == Accumulation::FastAccum &&
+                           (r.block_scales == MmaBlockScales::Inside || r.datapath == MmaDatapath::Cdna3);
+    if (own_rules && !cpu->unsupportedReason(a, b, all[i].options).empty()) continue;
+    v.push_back(all[i]);
+    if (i < nref) ++kept_ref;
+  }
+  if (reference_count) *reference_count = kept_ref;
+  return v;
+}
+
 int64_t FitGrid::candidateCount(const GemmOptions& base) const {
   return static_cast<int64_t>(candidateModels(*this, base).size());
 }
@@ -938,9 +958,9 @@ FitResult fitImpl(const QuantizedTensor& a, const QuantizedTensor& b, const Gemm
   CompareOptions copt = opt.compare;
   copt.output_quant_scale = base.output_quant_scale;
   FitResult res;
-  const std::vector<AccumulationModel> cands = candidateModels(opt.grid, gbase);
+  size_t nref = 0;
+  const std::vector<AccumulationModel> cands = fitCandidates(opt.grid, gbase, a, b, &nref);
   res.candidates = static_cast<int64_t>(cands.size());
-  const size_t nref = referenceModels(gbase).size();
 
   auto full = [&](const AccumulationModel& m) -> const FullResult& {
     const std::string k = m.key();

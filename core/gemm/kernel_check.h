@@ -213,6 +213,11 @@ struct FitGrid {
 /// fast family × N_C (and no promotion) × groups × bits × the grid's rule sets; duplicates and
 /// parameter sets checkFastAccum refuses left out.
 std::vector<AccumulationModel> fitCandidates(const FitGrid& grid, const GemmOptions& base);
+/// The same, less the models that cannot run on A and B (presets of block-scaled MMA kinds on
+/// operands without block scales, the CDNA3 model on scales that vary along K); the reference
+/// models among them stay first, and *reference_count receives how many there are.
+std::vector<AccumulationModel> fitCandidates(const FitGrid& grid, const GemmOptions& base, const QuantizedTensor& a,
+                                             const QuantizedTensor& b, size_t* reference_count);
 
 /// Parses "10..28", "1,2,4,8", "32" into ascending distinct integers in [lo, hi]; nullopt with
 /// *error on a malformed list or a value out of range.

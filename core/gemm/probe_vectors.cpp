@@ -80,7 +80,8 @@ ProbeVectors makeProbeVectors(const ProbeOptions& opt, const ProgressFn& progres
 
   // Run every candidate and group the outputs.
   const GemmOptions base = probeGemmOptions(p, GemmOptions{});
-  const std::vector<AccumulationModel> cands = fitCandidates(FitGrid{}, base);
+  size_t n_ref = 0;
+  const std::vector<AccumulationModel> cands = fitCandidates(FitGrid{}, base, p.a, p.b, &n_ref);
   std::vector<std::vector<float>> outs(cands.size());
   const int threads = resolveThreads(opt.threads);
   parallelJobs(static_cast<int64_t>(cands.size()), threads, progress, "probe vectors: running the candidate models",
@@ -103,7 +104,6 @@ ProbeVectors makeProbeVectors(const ProbeOptions& opt, const ProgressFn& progres
   for (size_t i = 0; i < cands.size(); ++i) classes[bitsKey(outs[i])].push_back(i);
   p.candidates = static_cast<int64_t>(cands.size());
   p.distinct = static_cast<int64_t>(classes.size());
-  const size_t n_ref = referenceModels(base).size();
   for (const auto& [key, members] : classes) {
     std::vector<std::string> refs;
     for (size_t i : members)

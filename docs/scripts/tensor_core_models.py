@@ -12,6 +12,8 @@ Usage
                                             # rebuild the data files from a checkout of
                                             # North-numerical-computing/MATLAB-tensor-core
   tensor_core_models.py selftest            # small sanity tests of the MMA-Sim-only presets
+  tensor_core_models.py vectors [FILE]      # test vectors of the instructions without measured data
+                                            # (tests/data/tensor_core/mmasim_rules_vectors.txt)
 
 Spec: docs/scripts/tensor_core_models.md. Sources:
   MATLAB-tensor-core @ b12b5a700957655375a1b0c1d0c26e76065da015 (models/*.m,
@@ -503,6 +505,64 @@ def selftest():
     print('selftest ok')
 
 
+def vectors(out_path, count=300, seed=2026):
+    """Test vectors of the instructions without measured data, computed by the rules above
+    (MMA-Sim's): tcgen05 kind::mxf8f6f4 (E4M3, UE8M0 block 32), kind::mxf4nvf4 (E2M1 with UE8M0
+    block 32, UE8M0 block 16, UE4M3 block 16) and AMD CDNA3 FP8 (E4M3FNUZ, K = 32). One line each:
+      <kind> <K> <A codes hex> <B codes hex> <A scale codes hex or -> <B scale codes hex or -> <C> <D>
+    kinds: mxf8f6f4, mxf4_ue8m0_32, mxf4_ue8m0_16, nvf4_ue4m3_16, cdna3_e4m3fnuz."""
+    import random
+    rnd = random.Random(seed)
+    e4 = [c for c in range(256) if not decode_small(c, 'e4m3').special]
+    fnuz = [c for c in range(256) if c != 0x80]
+    e2 = list(range(16))
+
+    def rand_c():
+        # a float32 from a random E4M3 value times 2^j, j in [-4, 8), or 0
+        if rnd.random() < 0.1:
+            return 0
+        v = decode_small(rnd.choice(e4), 'e4m3')
+        if v.M == 0:
+            return v.s << 31
+        return to_f32(-v.M if v.s else v.M, v.e - v.mb + rnd.randrange(-4, 8), 23, 'rne')
+
+    lines = []
+    for _ in range(count):
+        a = [rnd.choice(e4) for _ in range(32)]
+        b = [rnd.choice(e4) for _ in range(32)]
+        sa, sb, c = rnd.randrange(120, 135), rnd.randrange(120, 135), rand_c()
+        d = tcgen05_mxf8f6f4(a, b, c, 'e4m3', 'e4m3', sa, sb)
+        lines.append('mxf8f6f4 32 %s %s %02x %02x %08x %08x' % (
+            ''.join('%02x' % x for x in a), ''.join('%02x' % x for x in b), sa, sb, c, d))
+    for kind, block, stype in (('mxf4_ue8m0_32', 32, 'ue8m0'), ('mxf4_ue8m0_16', 16, 'ue8m0'),
+                               ('nvf4_ue4m3_16', 16, 'ue4m3')):
+        for _ in range(count):
+            a = [rnd.choice(e2) for _ in range(64)]
+            b = [rnd.choice(e2) for _ in range(64)]
+            n = 64 // block
+            if stype == 'ue8m0':
+                sa = [rnd.randrange(120, 135) for _ in range(n)]
+                sb = [rnd.randrange(120, 135) for _ in range(n)]
+            else:
+                sa = [rnd.randrange(0x01, 0x7f) for _ in range(n)]
+                sb = [rnd.randrange(0x01, 0x7f) for _ in range(n)]
+            c = rand_c()
+            d = tcgen05_mxf4nvf4(a, b, c, sa, sb, stype)
+            lines.append('%s 64 %s %s %s %s %08x %08x' % (
+                kind, ''.join('%x' % x for x in a), ''.join('%x' % x for x in b),
+                ''.join('%02x' % x for x in sa), ''.join('%02x' % x for x in sb), c, d))
+    for _ in range(count):
+        a = [rnd.choice(fnuz) for _ in range(32)]
+        b = [rnd.choice(fnuz) for _ in range(32)]
+        c = rand_c()
+        d = cdna3_fp8(a, b, c, 'e4m3fnuz')
+        lines.append('cdna3_e4m3fnuz 32 %s %s - - %08x %08x' % (
+            ''.join('%02x' % x for x in a), ''.join('%02x' % x for x in b), c, d))
+    with open(out_path, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+    print('wrote', out_path, len(lines))
+
+
 if __name__ == '__main__':
     cmd = sys.argv[1] if len(sys.argv) > 1 else 'check'
     if cmd == 'check':
@@ -513,6 +573,8 @@ if __name__ == '__main__':
         sweep(sys.argv[2] if len(sys.argv) > 2 else default_data_dir())
     elif cmd == 'convert':
         convert(sys.argv[2], sys.argv[3])
+    elif cmd == 'vectors':
+        vectors(sys.argv[2] if len(sys.argv) > 2 else os.path.join(default_data_dir(), 'mmasim_rules_vectors.txt'))
     elif cmd == 'selftest':
         selftest()
     else:

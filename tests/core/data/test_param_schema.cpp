@@ -54,7 +54,8 @@ private Q_SLOTS:
     QCOMPARE(d, (std::vector<std::string>{"normal", "uniform", "lognormal", "outliers", "channel_outliers"}));
     QCOMPARE(param("accumulation_preset").choices,
              (std::vector<std::string>{"hopper_fp8", "hopper_fp8_fast_accum", "hopper_mma_sync", "ada_fp8",
-                                       "blackwell_fp8", "blackwell_tcgen05"}));
+                                       "blackwell_fp8", "blackwell_tcgen05", "tcgen05_mxf8f6f4", "tcgen05_mxf4nvf4",
+                                       "cdna3_fp8"}));
     QCOMPARE(param("mma_sum_bits").rangeText(), std::string("[1, 23]"));
     QCOMPARE(param("mma_c").choices, (std::vector<std::string>{"epilogue", "accumulator"}));
     QCOMPARE(param("accumulation").choices, (std::vector<std::string>{"exact", "fp32", "split", "fast"}));
@@ -87,6 +88,8 @@ private Q_SLOTS:
         // 48 bits leave room in a double's 53 for groups up to 31 products (gemm.h,
         // kFastAccumMaxBits): the largest bits go with a group of 16.
         if (p.key == "fast_accum_bits") cfg["fast_accum_group"] = 16;
+        // A chunk holds at most one MMA step (fast_accum_group) of products.
+        if (p.key == "mma_chunk") cfg["fast_accum_group"] = 64;
         for (const std::string& obj : objectsOf(p)) (obj.empty() ? cfg : cfg[obj])[p.key] = v;
         GemmExperimentConfig c;
         const std::string e = parseGemmConfig(cfg, &c);
@@ -128,6 +131,8 @@ private Q_SLOTS:
       Json ignored = Json::object();
       addCompanions(p, &args, &ignored);
       const std::string v = sampleOf(p);
+      // Block scales inside the MMA need block-scale codes: an MX preset.
+      if (p.key == "mma_block_scales") args << QStringLiteral("--scaling") << QStringLiteral("mx_rceil");
       args << QStringLiteral("--") + QString::fromStdString(p.flag);
       if (p.type != ParamType::Boolean) args << QString::fromStdString(v);
       if (p.flag == "m" || p.flag == "n" || p.flag == "k") {
@@ -165,7 +170,7 @@ private Q_SLOTS:
       // (compared as values: Qt's JSON writer prints 1.0 as 1)
       QVERIFY2(again == cfg, (again.dump() + " != " + cfg.dump()).c_str());
     }
-    QCOMPARE(checked, 36); // the GEMM config's entries with a flag, tensors aside
+    QCOMPARE(checked, 39); // the GEMM config's entries with a flag, tensors aside
   }
 
   // docs/gemm.md lists the schema as paramSchemaMarkdown() writes it, between its markers;

@@ -145,10 +145,12 @@ private Q_SLOTS:
           std::vector<double> got(size_t(m * n), 0.0), codes(size_t(m * n), 0.0);
           kern.values(p, af.data(), bf.data(), got.data(), 2, {});
           kern.codes(p, qa, qb, codes.data(), 2, {}); // decoded while packing
-          const QString what = QStringLiteral("%1, %2, k %3").arg(QString::fromUtf8(kern.name), QString::fromUtf8(preset)).arg(k);
+          const QString what =
+              QStringLiteral("%1, %2, k %3").arg(QString::fromUtf8(kern.name), QString::fromUtf8(preset)).arg(k);
           QString where;
           if (!sameBits(want, got, &where)) QFAIL(qPrintable(what + QStringLiteral(": ") + where));
-          if (!sameBits(want, codes, &where)) QFAIL(qPrintable(QStringLiteral("codes, ") + what + QStringLiteral(": ") + where));
+          if (!sameBits(want, codes, &where))
+            QFAIL(qPrintable(QStringLiteral("codes, ") + what + QStringLiteral(": ") + where));
         }
       }
   }

@@ -10,6 +10,7 @@
 #include <QtTest>
 
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -148,6 +149,106 @@ private Q_SLOTS:
     for (size_t from = 0; from < 5000; from += 500)
       ok += diagonalMatches(b200, from, 500, Format::E5M2(), *accumulationPreset("blackwell_tcgen05"), true, &miss);
     QCOMPARE(ok, int64_t(3236));
+  }
+
+  // The instructions without measured data, against values computed from MMA-Sim's published rules
+  // by the independent Python replay (docs/scripts/tensor_core_models.py vectors →
+  // tests/data/tensor_core/mmasim_rules_vectors.txt, 300 random inner products per kind): the
+  // block-scaled tcgen05 kinds with their scale codes (E8M0 block 32 / 16, UE4M3 block 16) and AMD
+  // CDNA3's FP8 MFMA on E4M3FNUZ, each as the diagonal of one GEMM with C on its diagonal.
+  void mmaSimRuleVectors_data() {
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<QString>("preset");
+    QTest::newRow("mxf8f6f4") << QStringLiteral("mxf8f6f4") << QStringLiteral("tcgen05_mxf8f6f4");
+    QTest::newRow("mxf4 ue8m0 32") << QStringLiteral("mxf4_ue8m0_32") << QStringLiteral("tcgen05_mxf4nvf4");
+    QTest::newRow("mxf4 ue8m0 16") << QStringLiteral("mxf4_ue8m0_16") << QStringLiteral("tcgen05_mxf4nvf4");
+    QTest::newRow("nvf4 ue4m3 16") << QStringLiteral("nvf4_ue4m3_16") << QStringLiteral("tcgen05_mxf4nvf4");
+    QTest::newRow("cdna3 e4m3fnuz") << QStringLiteral("cdna3_e4m3fnuz") << QStringLiteral("cdna3_fp8");
+  }
+  void mmaSimRuleVectors() {
+    QFETCH(QString, kind);
+    QFETCH(QString, preset);
+    QFile f(QStringLiteral(FP8LAB_SOURCE_DIR "/tests/data/tensor_core/mmasim_rules_vectors.txt"));
+    QVERIFY2(f.open(QIODevice::ReadOnly), "tests/data/tensor_core/mmasim_rules_vectors.txt is missing");
+    struct Row {
+      std::vector<uint8_t> a, b, sa, sb;
+      uint32_t c, d;
+    };
+    std::vector<Row> rows;
+    int K = 0;
+    while (!f.atEnd()) {
+      const QList<QByteArray> w = f.readLine().trimmed().split(' ');
+      if (w.size() != 8 || QString::fromLatin1(w[0]) != kind) continue;
+      K = w[1].toInt();
+      const int digits = w[2].size() / K; // 2 hex digits per FP8 code, 1 per E2M1 code
+      Row r;
+      auto codes = [](const QByteArray& h, int per) {
+        std::vector<uint8_t> v;
+        if (h == "-") return v;
+        for (int i = 0; i + per <= h.size(); i += per) v.push_back(uint8_t(h.mid(i, per).toUInt(nullptr, 16)));
+        return v;
+      };
+      r.a = codes(w[2], digits);
+      r.b = codes(w[3], digits);
+      r.sa = codes(w[4], 2);
+      r.sb = codes(w[5], 2);
+      r.c = w[6].toUInt(nullptr, 16);
+      r.d = w[7].toUInt(nullptr, 16);
+      rows.push_back(std::move(r));
+    }
+    QCOMPARE(rows.size(), size_t(300));
+    const size_t n = rows.size();
+    const bool cdna3 = kind.startsWith(QStringLiteral("cdna3"));
+    const bool fp4 = kind.startsWith(QStringLiteral("mxf4")) || kind.startsWith(QStringLiteral("nvf4"));
+    const Format& f8 = cdna3 ? *Format::byName("E4M3FNUZ") : fp4 ? Format::E2M1() : Format::E4M3FN();
+    const int nscales = int(rows[0].sa.size());
+    QuantizedTensor a = codesTensor(int64_t(n), K, f8, {}), b = codesTensor(K, int64_t(n), f8, {});
+    a.codes.resize(n * size_t(K));
+    b.codes.resize(n * size_t(K));
+    if (nscales > 0) {
+      const Format& sf = kind.contains(QStringLiteral("ue4m3")) ? Format::E4M3FN() : Format::E8M0FNU();
+      a.block = {1, K / nscales};
+      b.block = {K / nscales, 1};
+      a.scale_format = b.scale_format = &sf;
+      a.dequant_scales.assign(n * size_t(nscales), 0.0f);
+      b.dequant_scales.assign(n * size_t(nscales), 0.0f);
+      a.scale_codes.assign(n * size_t(nscales), 0);
+      b.scale_codes.assign(n * size_t(nscales), 0);
+    }
+    auto c = std::make_shared<std::vector<float>>(n * n, 0.0f);
+    for (size_t i = 0; i < n; ++i) {
+      for (int k = 0; k < K; ++k) {
+        a.codes[i * size_t(K) + size_t(k)] = rows[i].a[size_t(k)];
+        b.codes[size_t(k) * n + i] = rows[i].b[size_t(k)];
+      }
+      for (int s = 0; s < nscales; ++s) {
+        const Format& sf = *a.scale_format;
+        a.scale_codes[i * size_t(nscales) + size_t(s)] = rows[i].sa[size_t(s)];
+        a.dequant_scales[i * size_t(nscales) + size_t(s)] = float(sf.decode(rows[i].sa[size_t(s)]));
+        b.scale_codes[size_t(s) * n + i] = rows[i].sb[size_t(s)];
+        b.dequant_scales[size_t(s) * n + i] = float(sf.decode(rows[i].sb[size_t(s)]));
+      }
+      (*c)[i * n + i] = std::bit_cast<float>(rows[i].c);
+    }
+    GemmOptions o = withAccumulationPreset(GemmOptions{}, *accumulationPreset(preset.toStdString()));
+    o.beta = 1.0f;
+    o.c = c;
+    const GemmOutput out = makeCpuGemmBackend()->run(a, b, o);
+    int64_t ok = 0;
+    QString miss;
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t got = std::bit_cast<uint32_t>(out.d[i * n + i]);
+      const bool same =
+          got == rows[i].d || (std::isnan(out.d[i * n + i]) && std::isnan(std::bit_cast<float>(rows[i].d)));
+      ok += same;
+      if (!same && miss.isEmpty())
+        miss = QStringLiteral("vector %1: model 0x%2, rules 0x%3")
+                   .arg(i)
+                   .arg(got, 8, 16, QLatin1Char('0'))
+                   .arg(rows[i].d, 8, 16, QLatin1Char('0'));
+    }
+    qInfo("%s under %s: %lld of %zu", qPrintable(kind), qPrintable(preset), static_cast<long long>(ok), n);
+    QVERIFY2(ok == int64_t(n), qPrintable(QStringLiteral("%1 of %2; first miss %3").arg(ok).arg(n).arg(miss)));
   }
 
   // The kernel check's fit over the presets names hopper_fp8 for the H100 samples embedded
