@@ -257,9 +257,9 @@ GemmForm::GemmForm(QWidget* parent) : QWidget(parent) {
         tr("%1\n\nSource: %2").arg(QString::fromStdString(ap.summary), QString::fromStdString(ap.source)),
         Qt::ToolTipRole);
   }
-  accum_->setToolTip(tr("How the K products are summed. Fast accumulation and the architecture presets "
-                        "(hopper_fp8, blackwell_fp8, block_scaled_mma) are MODELS of undocumented tensor-core "
-                        "hardware; each preset's tooltip names its source"));
+  accum_->setToolTip(tr("How the K products are summed. The presets are one GPU instruction each: hopper_fp8, "
+                        "ada_fp8 and blackwell_fp8 reproduce published outputs of real GPUs bit for bit, the ones "
+                        "marked unsure follow MMA-Sim's models; each preset's tooltip names its source"));
   form_->addRow(tr("Accumulation:"), accum_);
   promo_ = spin(QStringLiteral("promotionInterval"), 1, 1, 1, tr(" of K"));
   fromSchema(promo_, param("promotion_interval"));
@@ -500,6 +500,8 @@ bool GemmForm::loadCanonical(const QByteArray& json, QString* why) {
     hidden = "fast_accum_group";
   if (cfg.accumulation_preset.empty() && cfg.gemm.fast_accum_promotes != d.gemm.fast_accum_promotes)
     hidden = "fast_accum_promotes";
+  if (cfg.accumulation_preset.empty() && !(cfg.gemm.mma == d.gemm.mma)) hidden = "mma_*";
+  if (cfg.c_source.fromFile()) hidden = "c.file";
   if (cfg.gemm.output_quant_scale != d.gemm.output_quant_scale) hidden = "output_quant_scale";
   if (cfg.tile != d.tile) hidden = "tile";
   if (cfg.store_inputs != d.store_inputs || cfg.store_quantized != d.store_quantized ||
@@ -796,12 +798,12 @@ QList<ConfigProblem> GemmForm::validate(const QJsonObject& c, const QString& bac
   const auto model = parseAccumulation(acc.toStdString());
   if (ap)
     p << ConfigProblem{QObject::tr("Accumulation"),
-                       ap->unsure ? QObject::tr("%1 is a model whose source is UNSURE of the accumulator width; "
-                                                "see the preset's tooltip.")
+                       ap->unsure ? QObject::tr("%1 is UNSURE: no measured data exist for it (MMA-Sim's model or an "
+                                                "assumption); see the preset's tooltip.")
                                         .arg(acc)
-                                  : QObject::tr("%1 is a model of undocumented hardware from published "
-                                                "measurements, not a measurement of this machine.")
-                                        .arg(acc),
+                                  : QObject::tr("%1 reproduces published outputs of real GPUs bit for bit (%2); it is "
+                                                "a model of that instruction, not a measurement of this machine.")
+                                        .arg(acc, QString::fromStdString(ap->measured)),
                        false};
   if (!ap && model == Accumulation::FastAccum)
     p << ConfigProblem{QObject::tr("Accumulation"),

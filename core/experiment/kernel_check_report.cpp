@@ -1,9 +1,11 @@
 // The kernel check's report as text and JSON (kernel_check_report.h).
 #include "experiment/kernel_check_report.h"
+
 #include "io/json_number.h"
 
 #include "common/number_text.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace fp8lab {
@@ -111,12 +113,15 @@ std::string kernelCheckText(const KernelCheckResult& r, const KernelCheckConfig&
     const FitResult& f = r.fit;
     // The models table: name, identical share, max ULP ("NaN/Inf" when non-finite values differ),
     // median ULP; the header line starts one column left of the rows.
-    s += "\n" + tableLine({"model (on all of D)", "identical", "max ULP", "median"}, {-58, 10, 9, 7});
+    // The name column as wide as the longest model name (at least 56 characters).
+    int name_width = 56;
+    for (const auto& m : f.models) name_width = std::max(name_width, int(m.model.name().size()));
+    s += "\n" + tableLine({"model (on all of D)", "identical", "max ULP", "median"}, {-(name_width + 2), 10, 11, 7});
     for (const auto& m : f.models)
       s += "  " + tableLine({m.model.name(), share(m.comparison.identical, m.comparison.elements),
                              m.comparison.nonfiniteMismatches() > 0 ? "NaN/Inf" : num(m.comparison.max_ulps),
                              num(m.comparison.median_ulps)},
-                            {-56, 10, 9, 7});
+                            {-name_width, 10, 11, 7});
     s += "\nfit over " + std::to_string(f.candidates) + " models (each on " + std::to_string(f.sample_elements) +
          " sampled outputs" +
          (f.refine_elements > 0 ? ", the best again on " + std::to_string(f.refine_elements) : std::string()) +

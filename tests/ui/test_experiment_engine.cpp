@@ -107,8 +107,8 @@ private Q_SLOTS:
 
   // The 2026 GEMM choices from the panel: the hopper_fp8 accumulation preset and an epilogue
   // (alpha 0.5, beta 0.25 with C seed 9 scale 2, a bias seed 11 scale 0.5). The stored config
-  // names the preset with the table's parameters (hopper_fp8: fast accumulation, 14 bits, groups
-  // of 32, promotion every 128 — DeepSeek-V3 §3.3.2) and the epilogue keys as given (0.5, 0.25,
+  // names the preset with the table's parameters (hopper_fp8: the measured H100 rules, 13
+  // fraction bits below e(a)+e(b), groups of 32, promotion every 128) and the epilogue keys as given (0.5, 0.25,
   // 2 and 0.5 are exact in float32); the CLI re-runs it bit for bit.
   void guiPresetAndEpilogueRunRerunsBitForBitWithTheCli() {
     MainWindow w(fp8lab::testsupport::testWindowOptions());
@@ -144,6 +144,8 @@ private Q_SLOTS:
     QCOMPARE(cfg.value("fast_accum_bits", 0), 14);
     QCOMPARE(cfg.value("fast_accum_group", 0), 32);
     QCOMPARE(cfg.value("promotion_interval", 0), 128);
+    QCOMPARE(QString::fromStdString(cfg.value("mma_alignment", "")), QStringLiteral("operands"));
+    QCOMPARE(cfg.value("mma_sum_bits", 0), 13);
     QCOMPARE(cfg.value("alpha", 0.0), 0.5);
     QCOMPARE(cfg.value("beta", 0.0), 0.25);
     QCOMPARE(cfg["c"].value("seed", 0), 9);
@@ -163,7 +165,7 @@ private Q_SLOTS:
     QFile in(f);
     QVERIFY(in.open(QIODevice::WriteOnly));
     in.write(R"({"type": "gemm", "m": 32, "k": 128, "n": 16, "scaling": "mx_rceil_2d",
-                 "accumulation_preset": "block_scaled_mma", "alpha": 2, "beta": -0.5,
+                 "accumulation_preset": "tcgen05_mxf8f6f4", "alpha": 2, "beta": -0.5,
                  "c": {"seed": 4, "scale": 3}, "bias": {"seed": 6, "scale": 0.25}})");
     in.close();
     ExperimentPanel panel;
@@ -174,13 +176,13 @@ private Q_SLOTS:
     QVERIFY2(panel.loadConfig(f, &why), qPrintable(why));
     QVERIFY(cSeed->isEnabled());
     const QJsonObject c = panel.config();
-    QCOMPARE(c.value(QStringLiteral("accumulation_preset")).toString(), QStringLiteral("block_scaled_mma"));
+    QCOMPARE(c.value(QStringLiteral("accumulation_preset")).toString(), QStringLiteral("tcgen05_mxf8f6f4"));
     QCOMPARE(c.value(QStringLiteral("scaling")).toString(), QStringLiteral("mx_rceil_2d"));
     QCOMPARE(c.value(QStringLiteral("alpha")).toDouble(), 2.0);
     QCOMPARE(c.value(QStringLiteral("beta")).toDouble(), -0.5);
     QCOMPARE(c.value(QStringLiteral("c")).toObject().value(QStringLiteral("seed")).toInt(), 4);
     QCOMPARE(c.value(QStringLiteral("bias")).toObject().value(QStringLiteral("scale")).toDouble(), 0.25);
-    // block_scaled_mma is marked unsure: a note, not a refusal.
+    // tcgen05_mxf8f6f4 (no measured data, MMA-Sim's rules) is marked unsure: a note, not a refusal.
     bool unsure = false;
     for (const auto& p : panel.problems()) unsure |= !p.blocking && p.reason.contains(QStringLiteral("UNSURE"));
     QVERIFY(unsure);
@@ -189,9 +191,10 @@ private Q_SLOTS:
     QFile o(out);
     QVERIFY(o.open(QIODevice::ReadOnly));
     const fp8lab::Json j = fp8lab::Json::parse(o.readAll().toStdString());
-    QCOMPARE(QString::fromStdString(j.value("accumulation_preset", "")), QStringLiteral("block_scaled_mma"));
-    QCOMPARE(j.value("fast_accum_bits", 0), 35); // the table's block_scaled_mma row
-    QCOMPARE(j.value("fast_accum_group", 0), 64);
+    QCOMPARE(QString::fromStdString(j.value("accumulation_preset", "")), QStringLiteral("tcgen05_mxf8f6f4"));
+    QCOMPARE(j.value("fast_accum_bits", 0), 26); // the table's tcgen05_mxf8f6f4 row
+    QCOMPARE(j.value("fast_accum_group", 0), 32);
+    QCOMPARE(QString::fromStdString(j.value("mma_block_scales", "")), QStringLiteral("inside"));
     QCOMPARE(j.value("fast_accum_promotes", true), false);
     QCOMPARE(j.value("alpha", 0.0), 2.0);
     QCOMPARE(j.value("beta", 0.0), -0.5);
