@@ -666,10 +666,16 @@ void DecideView::drawTraining() {
     c.value_text = qs(intervalText(r));
     // An accuracy is a fraction of the test set: its difference reads in percentage points (0.01 pp
     // is one image of 10,000).
-    if (base && !r.baseline && r.n_values > 0)
-      c.right = tr("\u0394 %1 vs FP32")
-                    .arg(accuracy ? tr("%1 pp").arg(QString::asprintf("%+.2f", 100.0 * (r.mean - base->mean)))
-                                  : QString::asprintf("%+.4g", r.mean - base->mean));
+    // Same-seed pairs give the difference with its interval (core's pairRecipes); otherwise the
+    // difference of the means.
+    if (base && !r.baseline && r.n_values > 0) {
+      if (r.comparison == Comparison::Paired)
+        c.right = tr("\u0394 %1 vs FP32 (paired)").arg(qs(pairedText(*r.paired)));
+      else
+        c.right = tr("\u0394 %1 vs FP32")
+                      .arg(accuracy ? tr("%1 pp").arg(QString::asprintf("%+.2f", 100.0 * (r.mean - base->mean)))
+                                    : QString::asprintf("%+.4g", r.mean - base->mean));
+    }
     rows << c;
   }
   const QString title = tr("%1 of each recipe against the FP32 baseline (%2 is better)")
@@ -702,9 +708,20 @@ void DecideView::drawTraining() {
     note_->setText(tr("No FP32 run in this session: add one (\"precision\": \"fp32\", same seed) to see what low "
                       "precision costs."));
   else if (seeds < 2)
-    note_->setText(tr("One seed per recipe: differences this small may be seed noise. Repeat the runs with other "
-                      "seeds to get intervals."));
-  const QStringList heads{tr("Rank"), tr("Recipe"), qs(m.label) + unit, tr("\u0394 vs FP32"), tr("Seeds"), tr("Runs")};
+    note_->setText(tr("One seed: no interval, not ranked. Differences this small may be seed noise: repeat the runs "
+                      "with other seeds (fp8lab-cli sweep CONFIG --seeds 1-3)."));
+  else
+    note_->setText(tr("\u0394 vs FP32: runs with the same seed (same weights and data order) are pairs; the mean of "
+                      "the per-seed differences with its 95 % interval (t, n \u2212 1 dof). A recipe is worse or "
+                      "better than FP32 only when that interval excludes 0."));
+  const QStringList heads{tr("Rank"),
+                          tr("Recipe"),
+                          qs(m.label) + unit + tr(" mean \u00b1 95 %"),
+                          tr("\u0394 vs FP32 \u00b1 95 % (pairs)"),
+                          tr("Per seed"),
+                          tr("Seeds"),
+                          tr("Comparison"),
+                          tr("Runs")};
   table_->setColumnCount(int(heads.size()));
   table_->setHorizontalHeaderLabels(heads);
   table_->setRowCount(int(idx.size()));
@@ -716,12 +733,17 @@ void DecideView::drawTraining() {
     table_->setItem(row, 0, new NumberItem(r.rank > 0 ? r.rank : NAN, qs(rankText(r, d_.training))));
     table_->setItem(row, 1, new QTableWidgetItem(qs(r.label)));
     table_->setItem(row, 2, new NumberItem(r.mean, qs(intervalText(r))));
+    const bool paired = r.comparison == Comparison::Paired;
+    const double shown = paired ? r.paired->mean_diff : delta;
     table_->setItem(row, 3,
-                    new NumberItem(delta, r.baseline             ? tr("baseline")
+                    new NumberItem(shown, r.baseline             ? tr("baseline")
+                                          : paired               ? qs(pairedText(*r.paired))
                                           : std::isfinite(delta) ? QString::asprintf("%+.4g", delta)
                                                                  : QStringLiteral("\u2014")));
-    table_->setItem(row, 4, new NumberItem(r.n_values, QString::number(r.n_values)));
-    table_->setItem(row, 5, new QTableWidgetItem(runs.join(QStringLiteral(", "))));
+    table_->setItem(row, 4, new QTableWidgetItem(paired ? qs(perSeedText(*r.paired)) : QString()));
+    table_->setItem(row, 5, new NumberItem(r.n_values, QString::number(r.n_values)));
+    table_->setItem(row, 6, new QTableWidgetItem(qs(comparisonText(r))));
+    table_->setItem(row, 7, new QTableWidgetItem(runs.join(QStringLiteral(", "))));
     if (r.baseline)
       for (int c = 0; c < table_->columnCount(); ++c) table_->item(row, c)->setBackground(QColor(0xEE, 0xF3, 0xFB));
   }
@@ -739,45 +761,51 @@ void DecideView::drawAdvice() {
     ChartRow c;
     c.label = qs(g.group);
     c.mean = g.delta;
-    c.lo = g.delta - (std::isfinite(g.spread) ? g.spread : 0);
-    c.hi = g.delta + (std::isfinite(g.spread) ? g.spread : 0);
+    // The 95 % interval of the same-seed differences; a session without it: ± the spread.
+    const bool ci = std::isfinite(g.ci_low) && std::isfinite(g.ci_high);
+    c.lo = ci ? g.ci_low : g.delta - (std::isfinite(g.spread) ? g.spread : 0);
+    c.hi = ci ? g.ci_high : g.delta + (std::isfinite(g.spread) ? g.spread : 0);
     c.colour = g.keep_high ? kKeep : kOther;
-    c.value_text = QString::asprintf("%+.4f \u00b1 %.4f", g.delta, g.spread);
+    c.value_text = qs(adviceDeltaText(g.delta, g.ci_low, g.ci_high));
     c.right = g.keep_high ? tr("keep in high precision") : tr("low precision");
     rows << c;
   }
-  const double full = a.full_loss - a.high_loss;
+  const double full = a.full_delta;
   const QString title =
       tr("Per-layer advice for run %1: which groups of sites to keep in high precision").arg(qs(a.advised_run));
   const QString subtitle =
-      tr("%1 with each group alone in the recipe minus every site in high precision, ± spread over %2 %3, %4 steps "
-         "per run; vermillion: keep in high precision; dashed: every site in the recipe")
+      tr("%1 with each group alone in the recipe minus every site in high precision, same-seed differences with "
+         "their 95 % interval over %2 %3, %4 steps per run; vermillion: keep in high precision; dashed: every site "
+         "in the recipe, \u0394 %5")
           .arg(qs(a.loss_name))
           .arg(a.seeds)
           .arg(a.seeds == 1 ? tr("seed") : tr("seeds"))
-          .arg(a.steps);
+          .arg(a.steps)
+          .arg(qs(adviceDeltaText(a.full_delta, a.full_ci_low, a.full_ci_high)));
   intervalChart(plot_, title, subtitle, tr("\u0394 %1").arg(qs(a.loss_name)), rows, NAN, NAN, kBestBand, full,
                 tr("every site in the recipe"), kKeep);
   note_->setText(tr("Policy: %1%2")
                      .arg(a.policy.empty() ? tr("(none: every site in the recipe)") : qs(a.policy),
                           a.problem.empty() ? QString() : tr(" \u00b7 incomplete: %1").arg(qs(a.problem))));
-  const QStringList heads{tr("Group"), tr("\u0394 loss \u00b1 spread"), tr("Share of the full \u0394"),
-                          tr("Mean block SQNR (dB)"), tr("Advice")};
+  const QStringList heads{tr("Group"),
+                          tr("\u0394 loss [95 % interval]"),
+                          tr("Share of the full \u0394"),
+                          tr("Mean block SQNR (dB)"),
+                          tr("Advice"),
+                          tr("sd over seeds")};
   table_->setColumnCount(int(heads.size()));
   table_->setHorizontalHeaderLabels(heads);
   table_->setRowCount(int(a.groups.size()));
   for (int row = 0; row < int(a.groups.size()); ++row) {
     const AdviceGroupRow& g = a.groups[size_t(row)];
     table_->setItem(row, 0, new QTableWidgetItem(qs(g.group)));
-    table_->setItem(row, 1, new NumberItem(g.delta, QString::asprintf("%+.4f \u00b1 %.4f", g.delta, g.spread)));
+    table_->setItem(row, 1, new NumberItem(g.delta, qs(adviceDeltaText(g.delta, g.ci_low, g.ci_high))));
     table_->setItem(row, 2,
                     new NumberItem(g.share, std::isfinite(g.share) ? QString::asprintf("%.1f %%", 100 * g.share)
                                                                    : QStringLiteral("\u2014")));
     table_->setItem(row, 3, new NumberItem(g.sqnr_db, g4(g.sqnr_db)));
-    table_->setItem(row, 4,
-                    new QTableWidgetItem(g.keep_high                          ? tr("keep in high precision")
-                                         : g.delta > 0 && g.delta <= g.spread ? tr("low precision (within seed noise)")
-                                                                              : tr("low precision")));
+    table_->setItem(row, 4, new QTableWidgetItem(qs(adviceVerdictText(g))));
+    table_->setItem(row, 5, new NumberItem(g.spread, QString::asprintf("%.4f", g.spread)));
   }
   table_->setSortingEnabled(true);
 }

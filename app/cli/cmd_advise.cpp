@@ -10,6 +10,10 @@
 #include <QCommandLineParser>
 #include <QFile>
 
+#include <cstdio>
+
+#include <unistd.h>
+
 namespace fp8lab::cli {
 namespace {
 
@@ -19,8 +23,10 @@ int runAdvise(const QStringList& args) {
       "Advises which sites of a low-precision training run to keep in high precision (docs/training.md "
       "'Per-layer advice'): short runs from the same seed with every site in high precision, every site in the "
       "recipe, and each group of sites (an MLP layer; a transformer block's attention or FFN; the LM head) alone in "
-      "the recipe. A group whose loss increase is a large share of the full recipe's is kept in high precision; "
-      "the advised run's config, with that policy, is written with --write-config."));
+      "the recipe, each on --seeds seeds. Every loss increase is the mean of the same-seed differences with its 95 % "
+      "t-interval; a group is kept in high precision when its interval lies above 0 and its increase is at least "
+      "--keep-share of the full recipe's. The advised run's config, with that policy, is written with "
+      "--write-config."));
   p.addPositionalArgument(QStringLiteral("CONFIG.json"), QStringLiteral("A training config."));
   const QCommandLineOption outOpt({QStringLiteral("o"), QStringLiteral("out")},
                                   QStringLiteral("Session file for the sweep's runs and the advice."),
@@ -28,8 +34,10 @@ int runAdvise(const QStringList& args) {
   const QCommandLineOption runOpt(QStringLiteral("run"),
                                   QStringLiteral("The run of the config to advise (default: its first FP8 run)."),
                                   QStringLiteral("ID"));
-  const QCommandLineOption stepsOpt(QStringLiteral("steps"), QStringLiteral("Steps of every run of the sweep."),
-                                    QStringLiteral("N"), QStringLiteral("200"));
+  const QCommandLineOption stepsOpt(QStringLiteral("steps"),
+                                    QStringLiteral("Steps of every run of the sweep (default: the advised run's; an "
+                                                   "MLP's at most one epoch)."),
+                                    QStringLiteral("N"), QStringLiteral("0"));
   const QCommandLineOption shareOpt(QStringLiteral("keep-share"),
                                     QStringLiteral("Keep a group whose loss increase is at least this share of the "
                                                    "full recipe's (0..1)."),
@@ -42,8 +50,9 @@ int runAdvise(const QStringList& args) {
                                   QStringLiteral("FILE.json"));
   const QCommandLineOption seedsOpt(QStringLiteral("seeds"),
                                     QStringLiteral("Repeat the sweep with this many seeds; a group is kept only when "
-                                                   "its loss increase exceeds its spread over seeds."),
-                                    QStringLiteral("N"), QStringLiteral("1"));
+                                                   "the 95 % interval of its same-seed loss increases excludes 0 (one "
+                                                   "seed: no interval, nothing kept)."),
+                                    QStringLiteral("N"), QStringLiteral("3"));
   const QCommandLineOption thrOpt(QStringLiteral("threads"), QStringLiteral("Threads (0 = one per core)."),
                                   QStringLiteral("N"), QStringLiteral("0"));
   const QCommandLineOption jsonOpt(QStringLiteral("json"), QStringLiteral("Print the advice as JSON on stdout."));
@@ -55,7 +64,8 @@ int runAdvise(const QStringList& args) {
   if (!p.isSet(outOpt)) return fail(QStringLiteral("--out FILE.h5 is required"));
   bool ok = false;
   const qint64 steps = p.value(stepsOpt).toLongLong(&ok);
-  if (!ok || steps < 1 || steps > 1000000) return fail(QStringLiteral("--steps: expected an integer 1..1000000"));
+  if (!ok || steps < 0 || steps > 1000000)
+    return fail(QStringLiteral("--steps: expected an integer 1..1000000 (0: the advised run's)"));
   const double share = p.value(shareOpt).toDouble(&ok);
   if (!ok || !(share >= 0 && share <= 1)) return fail(QStringLiteral("--keep-share: expected a number in [0, 1]"));
   const auto keep = parseSitePrecision(p.value(keepOpt).toStdString());
@@ -88,8 +98,17 @@ int runAdvise(const QStringList& args) {
   TerminalProgress bar(QStringLiteral("advise %1").arg(QString::fromStdString(run->id)));
   SiteAdvice a;
   try {
+    // Without a terminal (a log, CI) there is no bar: one line as each run of the sweep starts.
+    const bool lines = ::isatty(2) != 1;
+    std::string last_run;
     a = adviseSitePrecision(*run, ac, [&](double f, const std::string& stage) {
       bar.update(f, QString::fromStdString(stage));
+      const std::string bare = stage.rfind("starting ", 0) == 0 ? stage.substr(9) : stage;
+      const std::string run_name = bare.substr(0, bare.find_first_of(" :"));
+      if (lines && !run_name.empty() && run_name != "done" && run_name != last_run) {
+        last_run = run_name;
+        std::fprintf(stderr, "advise: %3.0f%% %s\n", 100.0 * f, run_name.c_str());
+      }
       return !interrupted();
     });
   } catch (const Cancelled&) {
@@ -102,7 +121,7 @@ int runAdvise(const QStringList& args) {
   }
   bar.finish();
   std::vector<Run> runs = a.runs;
-  runs.push_back(adviceToSession(a, run->id + "-advice", steps));
+  runs.push_back(adviceToSession(a, run->id + "-advice", a.steps));
   std::vector<std::string> ids;
   if (!appendRunsToFile(out_file, runs, true, &ids)) return 2;
   if (p.isSet(cfgOpt)) {

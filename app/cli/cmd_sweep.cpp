@@ -5,6 +5,8 @@
 #include "command.h"
 
 #include "experiment/sweep_file.h"
+#include "experiment/training_report.h"
+#include "experiment/training_sweep.h"
 
 #include <QCommandLineParser>
 #include <QDir>
@@ -19,8 +21,11 @@ namespace {
 int runSweep(const QStringList& args) {
   QCommandLineParser p;
   p.setApplicationDescription(
-      QStringLiteral("Runs a grid of GEMM experiments: formats x scalings x distributions x seeds, one run each.\n"
-                     "CONFIG.json is a GEMM config with a \"sweep\" object, e.g.\n") +
+      QStringLiteral("Runs a grid of GEMM experiments: formats x scalings x distributions x seeds, one run each;\n"
+                     "or every run of a training config (MLP or language model) x seeds: --seeds 1-3 or the\n"
+                     "config's \"seeds\" key, run ids <id>-s<seed>; runs of two recipes with the same seed are\n"
+                     "pairs for `fp8lab-cli decide` (--shard, resume and merge as for GEMM sweeps).\n"
+                     "A GEMM CONFIG.json has a \"sweep\" object, e.g.\n") +
       qs(sweepObjectHelp()) +
       QStringLiteral("Options override the sweep lists. With several seeds, rank the recipes with\n"
                      "`fp8lab-cli decide FILE.h5` (mean and 95 % interval over seeds, cost per recipe).\n"
@@ -56,6 +61,62 @@ int runSweep(const QStringList& args) {
     return fail(QStringLiteral("write failed: --out %1 is a directory or its directory does not exist").arg(outPath));
   LoadedConfig c;
   if (!loadConfig(p.positionalArguments()[0], &c)) return 2;
+  if (isTrainingConfig(c.doc.root())) {
+    // A training config: its runs × seeds (training_sweep.h).
+    for (const QCommandLineOption* opt : {&fOpt, &sOpt, &dOpt})
+      if (p.isSet(*opt))
+        return fail(QStringLiteral("--%1 applies to GEMM sweeps; a training sweep repeats the config's runs over "
+                                   "--seeds")
+                        .arg(opt->names().front()));
+    TrainingOverrides over;
+    over.threads = threads;
+    std::string e;
+    if (p.isSet(seedOpt) && !(over.seeds = parseSeedList(p.value(seedOpt).toStdString(), &e)))
+      return fail(QStringLiteral("--seeds: %1").arg(qs(e)));
+    auto spec = trainingExperimentToRun(c.doc.root(), {}, &c.doc, over, &e);
+    if (!spec) return fail(qs(e));
+    if (!over.seeds && spec->seeds.empty())
+      err("fp8lab-cli: note: no seeds: give --seeds 1-3 or a \"seeds\" key to repeat every run over seeds "
+          "(same-seed runs of two recipes are pairs for `fp8lab-cli decide`)");
+    const size_t total = spec->runs.size();
+    TrainingExperimentSpec part = trainingShard(*spec, shard, shards);
+    if (p.isSet(dryOpt)) {
+      for (size_t i = 0; i < spec->runs.size(); ++i)
+        if (int(i % size_t(shards)) == shard) out(QStringLiteral("%1 %2\n").arg(i).arg(qs(spec->runs[i].id)));
+      return 0;
+    }
+    const std::string outStr = outPath.toStdString();
+    std::vector<std::string> skipped;
+    if (!p.isSet(recomputeOpt) && QFileInfo::exists(outPath)) {
+      auto rd = SessionReader::open(outStr);
+      if (!rd.ok()) return fail(qs(rd.errors()));
+      skipped = removeStoredTrainingRuns(&part, rd.value->info().runs);
+    }
+    if (!skipped.empty() && !p.isSet(q)) err(sweepSkippedText(skipped, outStr));
+    if (part.runs.empty()) {
+      if (!p.isSet(js)) err(sweepNothingToRunText(outStr));
+      return 0;
+    }
+    if (!p.isSet(q))
+      err(QStringLiteral("sweep: %1 of %2 training runs (shard %3/%4) -> %5")
+              .arg(part.runs.size())
+              .arg(total)
+              .arg(shard)
+              .arg(shards)
+              .arg(outPath)
+              .toStdString());
+    if (!parseBackendRequest(p.value(be)))
+      return fail(QStringLiteral("--backend must be auto, cpu or gpu (got '%1')").arg(p.value(be)));
+    const auto backend = makeChosenBackend(p.value(be), p.isSet(q));
+    if (!backend) return 2;
+    TrainingCliOptions opt;
+    opt.over = over;
+    opt.json = p.isSet(js);
+    opt.quiet = p.isSet(q);
+    opt.compress = !p.isSet(nc);
+    opt.backend = backend.get();
+    return runTrainingSpec(part, outPath, opt);
+  }
   SweepAxisOverrides over;
   for (auto [opt, to] : {std::pair{&fOpt, &over.formats}, {&sOpt, &over.scalings}, {&dOpt, &over.distributions}}) {
     if (!p.isSet(*opt)) continue;
@@ -125,7 +186,8 @@ int runSweep(const QStringList& args) {
 }
 
 const CommandRegistrar reg({QStringLiteral("sweep"),
-                            QStringLiteral("Grid of GEMM runs: formats x scalings x distributions (--shard i/n)"),
+                            QStringLiteral("Grid of GEMM runs (formats x scalings x distributions x seeds) or training "
+                                           "runs x seeds (--shard i/n)"),
                             runSweep, 61});
 
 } // namespace

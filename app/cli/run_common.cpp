@@ -74,6 +74,10 @@ int runTraining(const Json& config, const ConfigPath& at, const JsonDocument* do
   std::string e;
   auto spec = trainingExperimentToRun(config, at, doc, opt.over, &e);
   if (!spec) return fail(qs(e));
+  return runTrainingSpec(*spec, out_file, opt);
+}
+
+int runTrainingSpec(const TrainingExperimentSpec& spec, const QString& out_file, const TrainingCliOptions& opt) {
   // Fail early on an output that cannot be saved, before minutes of training.
   if (!outputWritableOrFail(out_file)) return 2;
   InterruptGuard interrupt_guard; // SIGINT / SIGTERM / SIGHUP: stop after the step, save, exit 128+sig
@@ -87,7 +91,7 @@ int runTraining(const Json& config, const ConfigPath& at, const JsonDocument* do
   h.loss_note = [](const std::string& n) { setInterruptLossNote(QString::fromStdString(n)); };
   if (opt.backend) h.record_backend = recorder(*opt.backend);
   const TrainingFileResult res =
-      runTrainingIntoFile(*spec, path, writeOptions(opt.compress), opt.backend, opt.over.threads, h);
+      runTrainingIntoFile(spec, path, writeOptions(opt.compress), opt.backend, opt.over.threads, h);
   bar.bar.reset();
   using S = TrainingExperimentOutcome::Status;
   if (res.outcome.status == S::Failed) return fail(qs(res.outcome.error));

@@ -88,5 +88,7 @@ struct TrainingCliOptions {
 /// the exit code: 0, 2 (bad config, missing data, unwritable output), 128+signal.
 int runTraining(const Json& config, const ConfigPath& at, const JsonDocument* doc, const QString& out_file,
                 const TrainingCliOptions& opt);
+/// Runs a parsed training experiment into `out_file` (as runTraining, without the parsing).
+int runTrainingSpec(const TrainingExperimentSpec& spec, const QString& out_file, const TrainingCliOptions& opt);
 
 } // namespace fp8lab::cli

@@ -70,6 +70,108 @@ double studentT975(int df) {
   return 1.960;
 }
 
+MeanInterval meanInterval(const std::vector<double>& values) {
+  MeanInterval m;
+  double sum = 0;
+  for (double v : values)
+    if (std::isfinite(v)) sum += v, ++m.n;
+  if (m.n == 0) return m;
+  m.mean = sum / m.n;
+  if (m.n > 1) {
+    double ss = 0;
+    for (double v : values)
+      if (std::isfinite(v)) ss += (v - m.mean) * (v - m.mean);
+    m.sd = std::sqrt(ss / (m.n - 1));
+    m.half = studentT975(m.n - 1) * m.sd / std::sqrt(double(m.n));
+  } else {
+    m.half = 0;
+  }
+  m.lo = m.mean - m.half;
+  m.hi = m.mean + m.half;
+  return m;
+}
+
+int seedsToResolve(double mean, double sd) {
+  if (!std::isfinite(mean) || mean == 0 || !std::isfinite(sd)) return 0;
+  for (int n = 2; n <= 10000; ++n)
+    if (studentT975(n - 1) * sd / std::sqrt(double(n)) < std::fabs(mean)) return n;
+  return 0;
+}
+
+std::string comparisonName(Comparison c) {
+  switch (c) {
+  case Comparison::Baseline:
+    return "baseline";
+  case Comparison::Paired:
+    return "paired";
+  case Comparison::Unpaired:
+    return "unpaired";
+  case Comparison::OneSeed:
+    return "one seed";
+  case Comparison::None:
+    break;
+  }
+  return "none";
+}
+
+std::string verdictText(Verdict v) {
+  switch (v) {
+  case Verdict::OneSeed:
+    return "one seed: no interval";
+  case Verdict::NotDistinguishable:
+    return "not distinguishable from the baseline";
+  case Verdict::Better:
+    return "better than the baseline";
+  case Verdict::Worse:
+    return "worse than the baseline";
+  case Verdict::None:
+    break;
+  }
+  return "";
+}
+
+PairedDifference pairedDifference(const RecipeInterval& r, const RecipeInterval& base) {
+  // Per seed: the mean of the finite values of each side and the first run.
+  struct Side {
+    double sum = 0;
+    int n = 0;
+    std::string run;
+  };
+  auto bySeed = [](const RecipeInterval& x) {
+    std::map<uint64_t, Side> m;
+    for (size_t i = 0; i < x.values.size() && i < x.seeds.size(); ++i) {
+      if (!std::isfinite(x.values[i])) continue;
+      Side& s = m[x.seeds[i]];
+      if (s.n == 0 && i < x.runs.size()) s.run = x.runs[i];
+      s.sum += x.values[i];
+      ++s.n;
+    }
+    return m;
+  };
+  const auto mine = bySeed(r), theirs = bySeed(base);
+  PairedDifference p;
+  p.baseline = base.label;
+  for (const auto& [seed, a] : mine) {
+    const auto it = theirs.find(seed);
+    if (it == theirs.end()) {
+      p.unpaired += a.n;
+      continue;
+    }
+    p.seeds.push_back(seed);
+    p.runs.push_back(a.run);
+    p.baseline_runs.push_back(it->second.run);
+    p.diffs.push_back(a.sum / a.n - it->second.sum / it->second.n);
+  }
+  const MeanInterval m = meanInterval(p.diffs);
+  p.n_pairs = m.n;
+  p.mean_diff = m.mean;
+  p.sd = m.sd;
+  p.half = m.n > 1 ? m.half : NAN;
+  p.ci_low = m.n > 1 ? m.lo : NAN;
+  p.ci_high = m.n > 1 ? m.hi : NAN;
+  return p;
+}
+
 std::vector<RecipeInterval> rankWithIntervals(const std::vector<RankSample>& samples, bool higher_better) {
   std::vector<std::string> settings;
   std::map<std::string, std::vector<RecipeInterval>> by_setting;
@@ -104,24 +206,13 @@ std::vector<RecipeInterval> rankWithIntervals(const std::vector<RankSample>& sam
   for (const std::string& key : settings) {
     std::vector<RecipeInterval>& list = by_setting[key];
     for (RecipeInterval& r : list) {
-      double sum = 0;
-      int n = 0;
-      for (double v : r.values)
-        if (std::isfinite(v)) sum += v, ++n;
-      r.n_values = n;
-      if (n == 0) continue;
-      r.mean = sum / n;
-      if (n > 1) {
-        double ss = 0;
-        for (double v : r.values)
-          if (std::isfinite(v)) ss += (v - r.mean) * (v - r.mean);
-        r.sd = std::sqrt(ss / (n - 1));
-        r.half = studentT975(n - 1) * r.sd / std::sqrt(double(n));
-      } else {
-        r.half = 0;
-      }
-      r.lo = r.mean - r.half;
-      r.hi = r.mean + r.half;
+      const MeanInterval m = meanInterval(r.values);
+      r.n_values = m.n;
+      r.mean = m.mean;
+      r.sd = m.sd;
+      r.half = m.half;
+      r.lo = m.lo;
+      r.hi = m.hi;
     }
     // Labels alike within the setting get their detail.
     for (RecipeInterval& r : list) {
@@ -151,6 +242,75 @@ std::vector<RecipeInterval> rankWithIntervals(const std::vector<RankSample>& sam
     for (RecipeInterval& r : list) out.push_back(std::move(r));
   }
   return out;
+}
+
+void pairRecipes(std::vector<RecipeInterval>* all, bool higher_better) {
+  auto better = [&](double a, double b) { return higher_better ? a > b : a < b; };
+  std::vector<std::string> settings;
+  for (const RecipeInterval& r : *all)
+    if (std::find(settings.begin(), settings.end(), r.setting) == settings.end()) settings.push_back(r.setting);
+  for (const std::string& key : settings) {
+    std::vector<RecipeInterval*> list;
+    for (RecipeInterval& r : *all)
+      if (r.setting == key) list.push_back(&r);
+    const RecipeInterval* base = nullptr;
+    for (const RecipeInterval* r : list)
+      if (r->baseline && !base) base = r;
+    const bool one_seed =
+        std::none_of(list.begin(), list.end(), [](const RecipeInterval* r) { return r->n_values > 1; });
+    for (RecipeInterval* r : list) {
+      r->paired.reset();
+      r->verdict = Verdict::None;
+      r->comparison = r == base ? Comparison::Baseline : Comparison::None;
+      if (r == base || !base || r->n_values == 0 || base->n_values == 0) continue;
+      r->paired = pairedDifference(*r, *base);
+      if (r->paired->n_pairs >= 2) {
+        r->comparison = Comparison::Paired;
+        const double lo = r->paired->ci_low, hi = r->paired->ci_high;
+        const bool above = lo > 0, below = hi < 0;
+        r->verdict = !above && !below           ? Verdict::NotDistinguishable
+                     : (above == higher_better) ? Verdict::Better
+                                                : Verdict::Worse;
+      } else if (r->n_values >= 2 && base->n_values >= 2) {
+        r->comparison = Comparison::Unpaired;
+        const bool overlap = r->lo <= base->hi && base->lo <= r->hi;
+        r->verdict = overlap                       ? Verdict::NotDistinguishable
+                     : better(r->mean, base->mean) ? Verdict::Better
+                                                   : Verdict::Worse;
+      } else {
+        r->comparison = Comparison::OneSeed;
+        r->verdict = Verdict::OneSeed;
+      }
+    }
+    if (one_seed) {
+      for (RecipeInterval* r : list) {
+        r->rank = 0;
+        r->ties.clear();
+        if (r->n_values > 0 && r != base && base) r->comparison = Comparison::OneSeed;
+      }
+      continue;
+    }
+    for (RecipeInterval* r : list) {
+      if (r->n_values == 0) continue;
+      r->ties.clear();
+      int beaten_by = 0;
+      for (const RecipeInterval* o : list) {
+        if (o == r || o->n_values == 0) continue;
+        const PairedDifference d = pairedDifference(*o, *r); // o − r at the shared seeds
+        bool tie = false, beats = false;
+        if (d.n_pairs >= 2) {
+          tie = d.ci_low <= 0 && d.ci_high >= 0;
+          beats = !tie && (higher_better ? d.ci_low > 0 : d.ci_high < 0);
+        } else {
+          tie = o->lo <= r->hi && r->lo <= o->hi;
+          beats = !tie && better(o->mean, r->mean);
+        }
+        if (tie) r->ties.push_back(o->label);
+        if (beats) ++beaten_by;
+      }
+      r->rank = beaten_by + 1;
+    }
+  }
 }
 
 namespace {
@@ -269,6 +429,8 @@ constexpr const char* kTrainingDropKeys[] = {"type",
                                              "on_nonfinite"};
 
 void trainingSample(const RunInfo& ri, const RankingMetric& metric, std::vector<RankSample>* out) {
+  // A cancelled run stopped early: its final metric is not the setting's.
+  if (attrString(ri.attrs, "status").value_or("") == "cancelled") return;
   Json cfg;
   try {
     cfg = JsonDocument::parse(ri.config_json).root();

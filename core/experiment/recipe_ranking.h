@@ -45,6 +45,25 @@ std::string rankingMetricKeys();
 /// NaN for df < 1.
 double studentT975(int df);
 
+/// The mean of a sample with its 95 % confidence interval (Student's t with n − 1 degrees of freedom).
+struct MeanInterval {
+  int n = 0;                 ///< finite values (NaN and ±Inf are left out)
+  double mean = NAN;         ///< arithmetic mean; NaN for no value
+  double sd = NAN;           ///< sample standard deviation (n − 1); NaN for fewer than two values
+  double half = NAN;         ///< studentT975(n − 1) · sd / √n; 0 for one value (a point), NaN for none
+  double lo = NAN, hi = NAN; ///< mean ∓ half
+};
+
+/// The mean and 95 % interval of the finite entries of `values`. The one author of this statistic:
+/// the ranking's intervals over seeds, the paired differences to a baseline and the per-layer advice
+/// use it.
+MeanInterval meanInterval(const std::vector<double>& values);
+
+/// The number of seeds that would give a 95 % interval excluding 0 for a mean difference `mean`
+/// at sample standard deviation `sd`: the smallest n ≥ 2 with studentT975(n − 1) · sd / √n < |mean|
+/// (searched up to 10000). 0 when mean is 0 or not finite, or sd is not finite; 2 when sd is 0.
+int seedsToResolve(double mean, double sd);
+
 /// One run's value for the ranking.
 struct RankSample {
   std::string run_id;
@@ -61,6 +80,40 @@ struct RankSample {
   double value = NAN;
 };
 
+/// A recipe against a baseline run by run: the runs of the two recipes with the same seed are a pair
+/// (in one setting they differ only in the recipe: same initial weights, data order or operands),
+/// and the statistic is the mean of the per-seed differences with its 95 % t-interval (n_pairs − 1
+/// degrees of freedom). Pairs remove the seed-to-seed spread both recipes share, which an interval
+/// over each recipe's seeds alone keeps.
+struct PairedDifference {
+  std::string baseline;                         ///< the label of the recipe compared against
+  std::vector<uint64_t> seeds;                  ///< the seeds with a finite value of both, ascending
+  std::vector<std::string> runs, baseline_runs; ///< the first run of each side at each seed
+  std::vector<double>
+      diffs; ///< this recipe's value − the baseline's, per seed (a side with several runs of a seed: their mean)
+  int n_pairs = 0;
+  double mean_diff = NAN, sd = NAN, half = NAN; ///< meanInterval of diffs
+  double ci_low = NAN, ci_high = NAN;           ///< mean_diff ∓ half (NaN for fewer than two pairs)
+  int unpaired = 0;                             ///< this recipe's finite values at seeds where the baseline has none
+};
+
+/// How a training recipe is compared with its baseline (and the other recipes of its setting).
+enum class Comparison {
+  None,     ///< no value, or no baseline
+  Baseline, ///< the recipe is the baseline
+  Paired,   ///< at least two seeds with a run of both: the paired difference's interval
+  Unpaired, ///< fewer than two shared seeds but several of each: today's overlap of the intervals over seeds
+  OneSeed,  ///< one seed (on either side): no interval, no verdict and no rank
+};
+/// "paired", "unpaired", "one seed", "baseline", "none".
+std::string comparisonName(Comparison c);
+
+/// What a comparison with the baseline says.
+enum class Verdict { None, OneSeed, NotDistinguishable, Better, Worse };
+/// "", "one seed: no interval", "not distinguishable from the baseline", "better than the baseline",
+/// "worse than the baseline".
+std::string verdictText(Verdict v);
+
 /// One recipe of one setting, over its seeds.
 struct RecipeInterval {
   std::string setting, setting_label, recipe, label, detail;
@@ -76,9 +129,14 @@ struct RecipeInterval {
   double half = NAN;         ///< studentT975(n − 1) · sd / √n; 0 for one value (no interval: a point)
   double lo = NAN, hi = NAN; ///< mean ∓ half
   int place = 0;             ///< 1-based position by mean, best first, within the setting
-  int rank = 0;              ///< 1 + recipes of the setting whose interval is entirely better (0: no value)
+  int rank = 0; ///< 1 + recipes of the setting whose interval is entirely better (0: no value, or not ranked)
   /// Labels of the recipes of the setting whose intervals overlap this one's (not distinguishable).
   std::vector<std::string> ties;
+  /// Training recipes after pairRecipes: the comparison with the setting's baseline, the paired
+  /// difference to it (with a baseline and not the baseline itself) and the verdict.
+  Comparison comparison = Comparison::None;
+  std::optional<PairedDifference> paired;
+  Verdict verdict = Verdict::None;
 };
 
 /// Groups `samples` by setting (in order of first appearance) and recipe, and ranks the recipes of
@@ -89,6 +147,22 @@ struct RecipeInterval {
 /// detail appended ("label (detail)").
 std::vector<RecipeInterval> rankWithIntervals(const std::vector<RankSample>& samples, bool higher_better);
 
+/// The pairs of `r` and `base` (two recipes of one setting) and their paired statistic.
+PairedDifference pairedDifference(const RecipeInterval& r, const RecipeInterval& base);
+
+/// Compares the recipes of each setting of `all` (rankWithIntervals' output) by same-seed pairs,
+/// in place. The baseline of a setting is its first recipe with `baseline` set; without one the
+/// recipes are still ranked against each other. For each recipe r other than the baseline:
+/// r.paired = pairedDifference(r, baseline); r.comparison Paired when n_pairs ≥ 2, else Unpaired
+/// when both have at least two values, else OneSeed; r.verdict: Paired — Worse / Better when the
+/// interval [ci_low, ci_high] lies wholly on that side of 0, else NotDistinguishable; Unpaired — the
+/// overlap rule of rankWithIntervals on the intervals over seeds; OneSeed — OneSeed.
+/// Ranks and ties: recipe o beats r when they share at least two seeds and the paired interval of
+/// o − r lies wholly on the better side of 0 (not distinguishable when it holds 0); recipes sharing
+/// fewer seeds fall back to the overlap rule. rank = 1 + the recipes that beat r. A setting where
+/// no recipe has two values is not ranked: every rank 0, no ties, comparison OneSeed.
+void pairRecipes(std::vector<RecipeInterval>* all, bool higher_better);
+
 /// The samples of `metric` from a session's runs: GEMM runs (type "gemm") whose config parses,
 /// grouped by their canonical config (gemmConfigJson) split into the recipe keys (formats,
 /// scalings, accumulation and its parameters, output, rounding) and the setting (the rest, without
@@ -97,7 +171,8 @@ std::vector<RecipeInterval> rankWithIntervals(const std::vector<RankSample>& sam
 /// the model (a language model's "model" object: size, depth, norm and its position; "mlp" for the
 /// MLP) with the rest of the config (layers, data, epochs or steps, optimizer, ...) less seed, ids,
 /// labels, diagnostics and output switches, so runs of another length, shape or optimizer are never
-/// compared. Runs without the metric give a NaN value (so they are counted);
+/// compared; training runs stored as cancelled (stopped early) are left out. Runs without the
+/// metric give a NaN value (so they are counted);
 /// runs of another kind (a GEMM metric on a training run) are left out.
 std::vector<RankSample> rankSamples(const std::vector<RunInfo>& runs, const RankingMetric& metric);
 

@@ -64,6 +64,62 @@ std::string intervalText(const RecipeInterval& r, int digits) {
   return t;
 }
 
+std::string adviceDeltaText(double delta, double lo, double hi) {
+  char t[96];
+  if (std::isfinite(lo) && std::isfinite(hi))
+    std::snprintf(t, sizeof t, "%+.4f [%+.4f, %+.4f]", delta, lo, hi);
+  else
+    std::snprintf(t, sizeof t, "%+.4f (one seed: no interval)", delta);
+  return t;
+}
+
+std::string adviceVerdictText(const AdviceGroupRow& g) {
+  if (g.keep_high) return "keep in high precision";
+  const bool noise = std::isfinite(g.ci_low) ? g.ci_low <= 0 && g.ci_high >= 0 : g.delta <= g.spread;
+  return g.delta > 0 && noise ? "low precision (interval holds 0: within seed noise)" : "low precision";
+}
+
+std::string pairedText(const PairedDifference& p) {
+  if (p.n_pairs == 0) return "—";
+  char t[96];
+  if (p.n_pairs == 1 || !std::isfinite(p.half)) {
+    std::snprintf(t, sizeof t, "%+.4g (one seed: no interval)", p.mean_diff);
+  } else if (p.half == 0) {
+    std::snprintf(t, sizeof t, "%+.4g ± 0", p.mean_diff);
+  } else {
+    const int decimals = std::clamp(1 - int(std::floor(std::log10(p.half))), 0, 12);
+    std::snprintf(t, sizeof t, "%+.*f ± %.*f", decimals, p.mean_diff, decimals, p.half);
+  }
+  return t;
+}
+
+std::string perSeedText(const PairedDifference& p) {
+  std::string s;
+  char t[64];
+  for (size_t i = 0; i < p.diffs.size(); ++i) {
+    std::snprintf(t, sizeof t, "seed %llu %+.4g", static_cast<unsigned long long>(p.seeds[i]), p.diffs[i]);
+    s += (s.empty() ? "" : ", ") + std::string(t);
+  }
+  return s;
+}
+
+std::string comparisonText(const RecipeInterval& r) {
+  switch (r.comparison) {
+  case Comparison::Baseline:
+    return "baseline";
+  case Comparison::OneSeed:
+    return verdictText(Verdict::OneSeed);
+  case Comparison::Paired:
+    return verdictText(r.verdict) + " (paired, " + std::to_string(r.paired ? r.paired->n_pairs : 0) + " seeds)";
+  case Comparison::Unpaired:
+    return verdictText(r.verdict) + " (unpaired: no two seeds in common; " +
+           (r.verdict == Verdict::NotDistinguishable ? "intervals over seeds overlap)" : "intervals over seeds apart)");
+  case Comparison::None:
+    break;
+  }
+  return "";
+}
+
 std::string rankText(const RecipeInterval& r, const std::vector<RecipeInterval>& all) {
   if (r.rank == 0) return "—";
   int same = 0;
@@ -92,6 +148,10 @@ AdviceTable adviceTable(const RunInfo& ri, const DatasetSource& read) {
   t.seeds = attrInt(ri.attrs, "seeds").value_or(1);
   if (const auto it = ri.metrics.find("high_loss"); it != ri.metrics.end()) t.high_loss = it->second.value;
   if (const auto it = ri.metrics.find("full_loss"); it != ri.metrics.end()) t.full_loss = it->second.value;
+  t.full_delta = t.full_loss - t.high_loss;
+  if (const auto it = ri.metrics.find("full_delta"); it != ri.metrics.end()) t.full_delta = it->second.value;
+  if (const auto it = ri.metrics.find("full_ci_low"); it != ri.metrics.end()) t.full_ci_low = it->second.value;
+  if (const auto it = ri.metrics.find("full_ci_high"); it != ri.metrics.end()) t.full_ci_high = it->second.value;
   std::vector<std::string> names;
   std::stringstream ss(attrString(ri.attrs, "groups").value_or(""));
   for (std::string g; std::getline(ss, g, ',');)
@@ -100,6 +160,12 @@ AdviceTable adviceTable(const RunInfo& ri, const DatasetSource& read) {
   for (const char* series : {"delta", "spread", "share", "sqnr_db", "keep_high"}) {
     const std::string p = layout::advice(series);
     ds[p] = read ? read(ri.id, p) : std::nullopt;
+  }
+  // The intervals (sessions before them have none: not a problem, NaN).
+  std::map<std::string, std::optional<Dataset>> ci;
+  for (const char* series : {"ci_low", "ci_high"}) {
+    const std::string p = layout::advice(series);
+    ci[p] = read ? read(ri.id, p) : std::nullopt;
   }
   for (size_t i = 0; i < names.size(); ++i) {
     AdviceGroupRow row;
@@ -113,6 +179,10 @@ AdviceTable adviceTable(const RunInfo& ri, const DatasetSource& read) {
     row.share = at(layout::advice("share"));
     row.sqnr_db = at(layout::advice("sqnr_db"));
     row.keep_high = at(layout::advice("keep_high")) == 1.0;
+    for (auto [series, to] : {std::pair{"ci_low", &row.ci_low}, std::pair{"ci_high", &row.ci_high}}) {
+      const auto& d = ci[layout::advice(series)];
+      *to = d && int64_t(i) < d->elementCount() ? d->valueAt(int64_t(i)) : NAN;
+    }
     t.groups.push_back(row);
   }
   for (const auto& [p, d] : ds)
@@ -178,6 +248,7 @@ SessionDecision decideSession(const std::vector<RunInfo>& runs, const std::strin
   for (const RecipeInterval& r : d.gemm)
     d.gemm_cost.push_back(recipeCost(r.scaling_a, r.scaling_b, r.format_a, r.format_b, r.m, r.k, r.n));
   d.training = rankWithIntervals(rankSamples(runs, *d.training_metric), d.training_metric->higher_better);
+  pairRecipes(&d.training, d.training_metric->higher_better);
   for (const RunInfo& ri : runs) {
     if (ri.type == "advice") d.advice.push_back(adviceTable(ri, read));
     if (ri.type == "checkpoint")

@@ -31,6 +31,8 @@ DatasetSource readerDatasetSource(SessionReader& rd);
 struct AdviceGroupRow {
   std::string group;
   double delta = NAN, spread = NAN, share = NAN, sqnr_db = NAN;
+  double ci_low = NAN,
+         ci_high = NAN; ///< Δ's 95 % t-interval over the same-seed differences (NaN: one seed, or an older session)
   bool keep_high = false;
 };
 
@@ -39,6 +41,8 @@ struct AdviceTable {
   std::string run_id, advised_run, loss_name, policy, config;
   int64_t steps = 0, seeds = 0;
   double high_loss = NAN, full_loss = NAN;
+  /// The full recipe's Δ with its 95 % t-interval (older sessions: full_loss − high_loss, no interval).
+  double full_delta = NAN, full_ci_low = NAN, full_ci_high = NAN;
   std::vector<AdviceGroupRow> groups;
   std::string problem; ///< why the table is incomplete ("" when complete)
 };
@@ -57,7 +61,9 @@ struct SessionDecision {
   std::vector<RecipeInterval> gemm;                 ///< ranked GEMM recipes, setting by setting
   std::vector<std::optional<RecipeCost>> gemm_cost; ///< parallel to `gemm` (nullopt: unknown preset)
   const RankingMetric* training_metric = nullptr;   ///< final_test_accuracy / final_val_loss / ...
-  std::vector<RecipeInterval> training;             ///< training recipes, setting by setting, FP32 baseline included
+  /// Training recipes, setting by setting, FP32 baseline included, compared with the baseline by
+  /// same-seed pairs (pairRecipes: each recipe's paired difference, comparison and verdict).
+  std::vector<RecipeInterval> training;
   std::vector<AdviceTable> advice;
   std::vector<WhatIfTable> what_if;
   /// The baseline of `training[i]`'s setting (an index into `training`), or −1 without one.
@@ -83,6 +89,24 @@ std::string hintWhatIf();
 /// place ("30.4 ± 2.0", "0.02508 ± 0.00086"); one value (or a zero half-width, "31.57 ± 0") with
 /// `digits` significant digits; "—" without a value.
 std::string intervalText(const RecipeInterval& r, int digits = 4);
+/// An advice Δ with its interval: "+0.0252 [+0.0011, +0.0493]", or "+0.0252 (one seed: no interval)"
+/// without one; 4 decimals.
+std::string adviceDeltaText(double delta, double lo, double hi);
+/// The advice of one group in words: "keep in high precision", "low precision (interval holds 0: within
+/// seed noise)" for a positive Δ whose interval holds 0 (or, without an interval, is within its
+/// spread), else "low precision".
+std::string adviceVerdictText(const AdviceGroupRow& g);
+/// A paired difference to the baseline: "+0.026 ± 0.095" (the half-width to two significant digits
+/// and the mean to the same decimal place, with a sign), "+0.0331 (one seed: no interval)" for one
+/// pair, "—" for none.
+std::string pairedText(const PairedDifference& p);
+/// The per-seed differences: "seed 1 +0.0331, seed 2 +0.0182" (4 significant digits).
+std::string perSeedText(const PairedDifference& p);
+/// A training recipe's comparison with its baseline in words, for a table's last column:
+/// the verdict, with "(paired, 3 seeds)", "(unpaired: the seeds differ; intervals over seeds overlap)"
+/// or "one seed: no interval"; "baseline"; "" for none.
+std::string comparisonText(const RecipeInterval& r);
+
 /// "1", "1 =" (rank shared with another recipe whose interval overlaps), "—" without a value.
 std::string rankText(const RecipeInterval& r, const std::vector<RecipeInterval>& all);
 

@@ -53,6 +53,35 @@ Json intervalJson(const RecipeInterval& r) {
           {"values", values}};
 }
 
+Json pairedJson(const PairedDifference& p) {
+  Json per_seed = Json::array();
+  for (size_t i = 0; i < p.diffs.size(); ++i)
+    per_seed.push_back({{"seed", int64_t(p.seeds[i])},
+                        {"diff", numberJson(p.diffs[i])},
+                        {"run", p.runs[i]},
+                        {"baseline_run", p.baseline_runs[i]}});
+  return {{"baseline", p.baseline},
+          {"mean_diff", numberJson(p.mean_diff)},
+          {"sd", numberJson(p.sd)},
+          {"half_width_95", numberJson(p.half)},
+          {"ci_low", numberJson(p.ci_low)},
+          {"ci_high", numberJson(p.ci_high)},
+          {"n_pairs", p.n_pairs},
+          {"unpaired_runs", p.unpaired},
+          {"per_seed", per_seed}};
+}
+
+/// The Δ column of a training recipe: the paired difference with its interval, or the difference
+/// of the means for an unpaired comparison, "baseline" for the baseline, "—" without one.
+std::string deltaText(const RecipeInterval& r, const RecipeInterval* base) {
+  if (r.baseline) return "baseline";
+  if (!base || r.n_values == 0) return "—";
+  if (r.comparison == Comparison::Paired) return pairedText(*r.paired);
+  if (r.comparison == Comparison::Unpaired) return signedText(r.mean - base->mean, 'g', 4) + " (means)";
+  if (r.paired && r.paired->n_pairs == 1) return signedText(r.paired->mean_diff, 'g', 4);
+  return signedText(r.mean - base->mean, 'g', 4);
+}
+
 std::string unitText(const RankingMetric& m) {
   return m.unit == "1" ? std::string() : " (" + m.unit + ")";
 }
@@ -80,6 +109,9 @@ Json sessionDecisionJson(const SessionDecision& d) {
     o["baseline"] = d.training[i].baseline;
     const int b = d.baselineOf(i);
     o["delta_vs_fp32"] = numberJson(b >= 0 ? d.training[i].mean - d.training[size_t(b)].mean : NAN);
+    o["comparison"] = comparisonName(d.training[i].comparison);
+    o["verdict"] = verdictText(d.training[i].verdict);
+    if (d.training[i].paired) o["paired"] = pairedJson(*d.training[i].paired);
     training.push_back(o);
   }
   for (const AdviceTable& a : d.advice) {
@@ -88,10 +120,18 @@ Json sessionDecisionJson(const SessionDecision& d) {
       groups.push_back({{"group", g.group},
                         {"delta", numberJson(g.delta)},
                         {"spread", numberJson(g.spread)},
+                        {"ci_low", numberJson(g.ci_low)},
+                        {"ci_high", numberJson(g.ci_high)},
                         {"share", numberJson(g.share)},
                         {"sqnr_db", numberJson(g.sqnr_db)},
                         {"keep_high", g.keep_high}});
-    advice.push_back({{"run", a.run_id}, {"advised_run", a.advised_run}, {"policy", a.policy}, {"groups", groups}});
+    advice.push_back({{"run", a.run_id},
+                      {"advised_run", a.advised_run},
+                      {"policy", a.policy},
+                      {"full_delta", numberJson(a.full_delta)},
+                      {"full_ci_low", numberJson(a.full_ci_low)},
+                      {"full_ci_high", numberJson(a.full_ci_high)},
+                      {"groups", groups}});
   }
   for (const WhatIfTable& t : d.what_if) {
     Json rows = Json::array();
@@ -156,29 +196,33 @@ std::string sessionDecisionText(const SessionDecision& d) {
         if (o.setting == r.setting) label_width = std::max(label_width, textWidth(o.label) + 2);
       t += "\n  " + r.setting_label + (d.baselineOf(i) < 0 ? " (no FP32 run: no baseline)" : "") + "\n";
       if (oneSeedEach(d.training, r.setting))
-        t += "  one seed per recipe: no intervals, the order is not a ranking (differences this small "
-             "may be seed noise: repeat the runs with other seeds)\n";
-      t += "  " + pad("rank", 6) + pad("recipe", label_width) + rpad("mean ± 95 %", 18) + rpad("Δ vs FP32", 12) +
-           "  n\n";
+        t += "  one seed per recipe: no interval, not ranked (differences this small may be seed noise: "
+             "repeat the runs with other seeds, e.g. `fp8lab-cli sweep CONFIG --seeds 1-3`)\n";
+      t += "  " + pad("rank", 6) + pad("recipe", label_width) + rpad("mean ± 95 %", 18) + rpad("Δ vs FP32 ± 95 %", 20) +
+           rpad("n", 4) + "  comparison\n";
     }
     const int b = d.baselineOf(i);
-    const double delta = b >= 0 && r.n_values > 0 ? r.mean - d.training[size_t(b)].mean : NAN;
+    const RecipeInterval* base = b >= 0 ? &d.training[size_t(b)] : nullptr;
     t += "  " + pad(rankText(r, d.training), 6) + pad(r.label, label_width) + rpad(intervalText(r), 18) +
-         rpad(r.baseline             ? "baseline"
-              : std::isfinite(delta) ? signedText(delta, 'g', 4)
-                                     : "—",
-              12) +
-         "  " + std::to_string(r.n_values) + "\n";
+         rpad(deltaText(r, base), 20) + rpad(std::to_string(r.n_values), 4) + "  " + comparisonText(r) + "\n";
+    if (r.comparison == Comparison::Paired)
+      t += "  " + std::string(6, ' ') + "  per seed: " + perSeedText(*r.paired) + "\n";
+    const bool last = i + 1 == d.training.size() || d.training[i + 1].setting != r.setting;
+    if (last && base && !oneSeedEach(d.training, r.setting))
+      t += "  Δ: the mean of the same-seed differences to the baseline (runs that differ only in the recipe) with "
+           "its 95 % t-interval (n − 1 degrees of freedom); rank = 1 + the recipes whose paired interval against "
+           "it is wholly better; without two seeds in common, the intervals over seeds (unpaired).\n";
   }
   t += "\nPer-layer advice\n";
   if (d.advice.empty()) t += "  " + hintAdvice() + "\n";
   for (const AdviceTable& a : d.advice) {
     t += "  run " + a.advised_run + " (" + std::to_string(a.seeds) + " seed(s), " + std::to_string(a.steps) +
          " steps): " + a.loss_name + " all high " + decimalText(a.high_loss, 'g', 5) + ", all in the recipe " +
-         decimalText(a.full_loss, 'g', 5) + "\n";
+         decimalText(a.full_loss, 'g', 5) + ", Δ " + adviceDeltaText(a.full_delta, a.full_ci_low, a.full_ci_high) +
+         "\n";
     for (const AdviceGroupRow& g : a.groups)
-      t += "    " + pad(g.group, 18) + " Δ " + signedText(g.delta, 'f', 4) + " ± " + decimalText(g.spread, 'f', 4) +
-           "  " + (g.keep_high ? "keep in high precision" : "low precision") + "\n";
+      t += "    " + pad(g.group, 18) + " Δ " + adviceDeltaText(g.delta, g.ci_low, g.ci_high) + "  " +
+           adviceVerdictText(g) + "\n";
     t += "    policy: " + (a.policy.empty() ? std::string("(none)") : a.policy) + "\n";
   }
   t += "\nCheckpoint what-if\n";

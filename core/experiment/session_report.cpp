@@ -334,22 +334,33 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
       }
       h << "<li><b>" << xmlEscape(base.setting_label) << "</b>, " << xmlEscape(tm.label) << ": FP32 baseline "
         << g4(base.mean) << "; against it: " << xmlEscape(deltas)
-        << ". One seed per recipe: no intervals, so differences this small may be seed noise; repeat the runs "
-           "with other seeds to tell.</li>\n";
+        << ". One seed: no interval, and no rank: differences this small may be seed noise; repeat the runs "
+           "with other seeds (`fp8lab-cli sweep CONFIG --seeds 1-3`) to tell.</li>\n";
       continue;
     }
-    std::string within, below;
+    // The verdicts of the same-seed pairs (pairRecipes), each recipe with its Δ and interval.
+    std::string worse, better, same, single;
     for (size_t i : g) {
       const RecipeInterval& r = d.training[i];
       if (r.baseline || r.n_values == 0) continue;
-      const bool overlap = r.lo <= base.hi && base.lo <= r.hi;
-      const bool worse = tm.higher_better ? r.mean < base.mean : r.mean > base.mean;
-      std::string& list = overlap || !worse ? within : below;
-      list += (list.empty() ? "" : ", ") + r.label;
+      const std::string item =
+          r.label + " " +
+          (r.comparison == Comparison::Paired ? "Δ " + pairedText(*r.paired)
+           : r.comparison == Comparison::Unpaired
+               ? "Δ of the means " + fmt("%+.4g", r.mean - base.mean) + ", unpaired: no two seeds in common"
+               : "Δ " + fmt("%+.4g", r.paired && r.paired->n_pairs > 0 ? r.paired->mean_diff : r.mean - base.mean));
+      std::string& list = r.verdict == Verdict::Worse     ? worse
+                          : r.verdict == Verdict::Better  ? better
+                          : r.verdict == Verdict::OneSeed ? single
+                                                          : same;
+      list += (list.empty() ? "" : "; ") + item;
     }
     h << "<li><b>" << xmlEscape(base.setting_label) << "</b>, " << xmlEscape(tm.label) << ": FP32 baseline "
-      << g4(base.mean) << ". " << (within.empty() ? "" : "Not worse than FP32: " + xmlEscape(within) + ". ")
-      << (below.empty() ? "" : "Worse than FP32 beyond the intervals: " + xmlEscape(below) + ".") << "</li>\n";
+      << g4(base.mean) << ", each recipe against it by same-seed pairs (mean difference ± 95 % interval). "
+      << (worse.empty() ? "" : "Worse than FP32: " + xmlEscape(worse) + ". ")
+      << (better.empty() ? "" : "Better than FP32: " + xmlEscape(better) + ". ")
+      << (same.empty() ? "" : "Not distinguishable from FP32: " + xmlEscape(same) + ". ")
+      << (single.empty() ? "" : "One seed: no interval: " + xmlEscape(single) + ".") << "</li>\n";
   }
   for (const AdviceTable& a : d.advice) {
     said = true;
@@ -430,13 +441,33 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
       if (!base)
         h << "<p class=\"note\">No FP32 run in this session: add one (\"precision\": \"fp32\") with the same seed "
              "to see the cost of low precision.</p>\n";
+      if (base && maxSeeds(d.training, g) >= 2)
+        h << "<p class=\"note\">Δ vs FP32: runs that differ only in the recipe and share a seed (the same initial "
+             "weights and data order) are pairs; Δ is the mean of the per-seed differences with its 95 % interval "
+             "(Student's t, n − 1 degrees of freedom), and a recipe is worse or better than FP32 only when that "
+             "interval excludes 0. Rank = 1 + the recipes whose paired interval against it is wholly better. "
+             "Recipes without two seeds in common with another fall back to the intervals over seeds "
+             "(unpaired).</p>\n";
       h << "<table class=\"training\">\n<tr><th>Rank</th><th>Recipe</th><th>" << xmlEscape(tm.label + tunit)
-        << "</th><th>Δ vs FP32</th><th>seeds</th><th>runs</th></tr>\n";
+        << "<br/>mean ± 95 %</th><th>Δ vs FP32 ± 95 %<br/>(same-seed pairs)</th><th>per seed</th><th>seeds</th>"
+           "<th>comparison</th><th>runs</th></tr>\n";
       for (size_t i : g) {
         const RecipeInterval& r = d.training[i];
         const double delta = base && r.n_values > 0 ? r.mean - base->mean : NAN;
         std::string runs;
         for (const std::string& id : r.runs) runs += (runs.empty() ? "" : ", ") + id;
+        const PairedDifference* p = r.paired ? &*r.paired : nullptr;
+        std::string per_seed_data;
+        if (p)
+          for (size_t k = 0; k < p->diffs.size(); ++k)
+            per_seed_data +=
+                (per_seed_data.empty() ? "" : " ") + std::to_string(p->seeds[k]) + ":" + exact(p->diffs[k]);
+        const std::string delta_cell = r.baseline                             ? std::string("baseline")
+                                       : r.comparison == Comparison::Paired   ? pairedText(*p)
+                                       : r.comparison == Comparison::Unpaired ? fmt("%+.4g", delta) + " (means)"
+                                       : p && p->n_pairs == 1                 ? fmt("%+.4g", p->mean_diff)
+                                       : std::isfinite(delta)                 ? fmt("%+.4g", delta)
+                                                                              : std::string("—");
         h << "<tr class=\"recipe"
           << (r.baseline    ? " baseline"
               : r.rank == 1 ? " best"
@@ -444,11 +475,18 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
           << "\" data-setting=\"" << xmlEscape(r.setting) << "\" data-recipe=\"" << xmlEscape(r.label) << "\" data-n=\""
           << std::to_string(r.n_values) << "\" data-mean=\"" << exact(r.mean) << "\" data-half=\"" << exact(r.half)
           << "\" data-sd=\"" << exact(r.sd) << "\" data-rank=\"" << std::to_string(r.rank) << "\" data-delta=\""
-          << exact(delta) << "\">";
+          << exact(delta) << "\" data-comparison=\"" << xmlEscape(comparisonName(r.comparison)) << "\"";
+        if (p)
+          h << " data-paired-mean=\"" << exact(p->mean_diff) << "\" data-paired-lo=\"" << exact(p->ci_low)
+            << "\" data-paired-hi=\"" << exact(p->ci_high) << "\" data-n-pairs=\"" << std::to_string(p->n_pairs)
+            << "\" data-per-seed=\"" << per_seed_data << "\"";
+        h << ">";
         h << "<td>" << xmlEscape(rankText(r, d.training)) << "</td><td>" << xmlEscape(r.label)
           << "</td><td class=\"num\">" << xmlEscape(intervalText(r)) << "</td><td class=\"num\">"
-          << (std::isfinite(delta) ? fmt("%+.4g", delta) : std::string("—")) << "</td><td class=\"num\">"
-          << std::to_string(r.n_values) << "</td><td>" << xmlEscape(runs) << "</td></tr>\n";
+          << xmlEscape(delta_cell) << "</td><td>"
+          << xmlEscape(p && r.comparison == Comparison::Paired ? perSeedText(*p) : std::string())
+          << "</td><td class=\"num\">" << std::to_string(r.n_values) << "</td><td>" << xmlEscape(comparisonText(r))
+          << "</td><td>" << xmlEscape(runs) << "</td></tr>\n";
       }
       h << "</table>\n";
     }
@@ -460,21 +498,21 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
   for (const AdviceTable& a : d.advice) {
     h << "<h3>Run " << xmlEscape(a.advised_run) << " (advice run " << xmlEscape(a.run_id) << ")</h3>\n";
     h << "<p class=\"note\">" << xmlEscape(a.loss_name) << ": every site in high precision " << g4(a.high_loss)
-      << ", every site in the recipe " << g4(a.full_loss) << "; " << std::to_string(a.seeds) << " seed(s), "
+      << ", every site in the recipe " << g4(a.full_loss) << " (Δ "
+      << xmlEscape(adviceDeltaText(a.full_delta, a.full_ci_low, a.full_ci_high))
+      << ", 95 % t-interval of the same-seed differences); " << std::to_string(a.seeds) << " seed(s), "
       << std::to_string(a.steps) << " steps per run."
       << (a.problem.empty() ? "" : " Incomplete: " + xmlEscape(a.problem)) << "</p>\n";
-    h << "<table class=\"advice\">\n<tr><th>group</th><th>Δ loss ± spread</th><th>share of the full Δ</th>"
-         "<th>mean block SQNR (dB)</th><th>advice</th></tr>\n";
+    h << "<table class=\"advice\">\n<tr><th>group</th><th>Δ loss [95 % interval]</th><th>sd over seeds</th>"
+         "<th>share of the full Δ</th><th>mean block SQNR (dB)</th><th>advice</th></tr>\n";
     for (const AdviceGroupRow& r : a.groups)
       h << "<tr data-group=\"" << xmlEscape(r.group) << "\" data-delta=\"" << exact(r.delta) << "\" data-spread=\""
-        << exact(r.spread) << "\"><td>" << xmlEscape(r.group) << "</td><td class=\"num\">" << fmt("%+.4f", r.delta)
-        << " ± " << fmt("%.4f", r.spread) << "</td><td class=\"num\">"
+        << exact(r.spread) << "\" data-ci-low=\"" << exact(r.ci_low) << "\" data-ci-high=\"" << exact(r.ci_high)
+        << "\"><td>" << xmlEscape(r.group) << "</td><td class=\"num\">"
+        << xmlEscape(adviceDeltaText(r.delta, r.ci_low, r.ci_high)) << "</td><td class=\"num\">"
+        << fmt("%.4f", r.spread) << "</td><td class=\"num\">"
         << (std::isfinite(r.share) ? fmt("%.1f %%", 100 * r.share) : std::string("—")) << "</td><td class=\"num\">"
-        << g4(r.sqnr_db) << "</td><td>"
-        << (r.keep_high                          ? "keep in high precision"
-            : r.delta > 0 && r.delta <= r.spread ? "low precision (within seed noise)"
-                                                 : "low precision")
-        << "</td></tr>\n";
+        << g4(r.sqnr_db) << "</td><td>" << xmlEscape(adviceVerdictText(r)) << "</td></tr>\n";
     h << "</table>\n<p>Policy: "
       << xmlEscape(a.policy.empty() ? std::string("(none: every site in the recipe)") : a.policy)
       << "</p>\n<details><summary>The advised config</summary><pre>" << xmlEscape(a.config) << "</pre></details>\n";

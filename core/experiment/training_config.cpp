@@ -1,4 +1,5 @@
 #include "experiment/training_config.h"
+#include "experiment/sweep.h"
 
 #include "experiment/param_schema.h"
 
@@ -626,6 +627,39 @@ void readWeightGemmOptions(ConfigReader& r, const Json& go, const ConfigPath& w,
   g->gemm.fast_accum_bits = static_cast<int>(schemaInteger(r, go, "fast_accum_bits", w, 14));
 }
 
+/// The experiment's "seeds": a list of integers in [0, 2^53] or a string parseSeedList reads
+/// ("1-3,5"), non-empty, each seed once. False with *why otherwise.
+bool readSeeds(const Json& v, std::vector<uint64_t>* seeds, std::string* why) {
+  seeds->clear();
+  if (v.is_string()) {
+    const auto list = parseSeedList(v.get<std::string>(), why);
+    if (!list) return false;
+    *seeds = *list;
+  } else if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i].is_number_unsigned() && v[i].get<uint64_t>() <= (uint64_t(1) << 53)) {
+        seeds->push_back(v[i].get<uint64_t>());
+      } else {
+        *why = "entry " + std::to_string(i) + " is not an integer seed in [0, 2^53]";
+        return false;
+      }
+    }
+  } else {
+    *why = "expected a list of seeds or a string such as \"1-3\"";
+    return false;
+  }
+  if (seeds->empty()) {
+    *why = "an empty list (leave it out to run each run once with its own seed)";
+    return false;
+  }
+  for (size_t i = 0; i < seeds->size(); ++i)
+    if (std::count(seeds->begin(), seeds->end(), (*seeds)[i]) > 1) {
+      *why = "seed " + std::to_string((*seeds)[i]) + " is listed twice";
+      return false;
+    }
+  return true;
+}
+
 } // namespace
 
 std::string TrainingRunSpec::configJson() const {
@@ -666,11 +700,14 @@ std::optional<TrainingExperimentSpec> parseTrainingExperiment(const Json& config
   if (!config.is_object()) {
     r.fail(at, "expected an object");
   } else if (!config.contains("runs")) {
-    spec.runs.push_back(parseRun(r, config, at, defaultRunId(config, 0)));
+    // "seeds" belongs to the experiment, not to the run: the run is parsed without it.
+    Json run = config;
+    run.erase("seeds");
+    spec.runs.push_back(parseRun(r, run, at, defaultRunId(config, 0)));
   } else {
     r.checkKeys(config, at,
                 {"type", "name", "description", "dataset", "data_dir", "train_limit", "test_limit", "defaults", "runs",
-                 "gemm_on_trained_weights", "notes"});
+                 "gemm_on_trained_weights", "notes", "seeds"});
     spec.name = r.string(config, "name", at, "training");
     Json defaults = Json::object();
     if (const Json* d = r.object(config, "defaults", at)) defaults = *d;
@@ -722,6 +759,10 @@ std::optional<TrainingExperimentSpec> parseTrainingExperiment(const Json& config
       readWeightGemmOptions(r, *go, w, &g.gemm);
       spec.weight_gemm = g;
     }
+  }
+  if (config.is_object() && config.contains("seeds") && r.ok()) {
+    std::string why;
+    if (!readSeeds(config["seeds"], &spec.seeds, &why)) r.fail(at.member("seeds"), why);
   }
   if (!r.ok()) {
     if (error) *error = r.error();

@@ -48,6 +48,10 @@ struct TrainingExperimentSpec {
   std::string name;
   std::vector<TrainingRunSpec> runs;
   std::optional<WeightGemmSpec> weight_gemm;
+  /// The config's "seeds" key (a list of seeds, or a string "1-3,5" as parseSeedList reads it):
+  /// every run is repeated with each seed (expandTrainingSeeds, training_sweep.h). Empty: each run
+  /// once, with its own "seed".
+  std::vector<uint64_t> seeds;
 };
 
 /// True when `config` is a training config ("type": "training", or "runs" whose first entry is).

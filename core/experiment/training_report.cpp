@@ -1,4 +1,5 @@
 #include "experiment/training_report.h"
+#include "experiment/training_sweep.h"
 
 #include "common/number_text.h"
 #include "experiment/run_results.h"
@@ -61,6 +62,8 @@ std::optional<TrainingExperimentSpec> trainingExperimentToRun(const Json& config
     *error = "invalid training config: " + *error;
   else if (*error = applyTrainingOverrides(*spec, o); !error->empty())
     spec.reset();
+  else
+    expandTrainingSeeds(&*spec, o.seeds ? *o.seeds : spec->seeds);
   return spec;
 }
 

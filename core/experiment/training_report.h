@@ -21,6 +21,8 @@ struct TrainingOverrides {
   int threads = 0;      ///< > 0: GEMM threads of every run, forward and backward
   std::string run_id;   ///< non-empty: the id of the single run
   std::string only_run; ///< non-empty: keep only the run with this id (and drop the trained-weights GEMM)
+  /// Replaces the config's "seeds" (`fp8lab-cli sweep --seeds`).
+  std::optional<std::vector<uint64_t>> seeds;
 };
 
 /// Applies `o` to `spec`; "" or the error: "--id needs a training config with a single run", the
@@ -29,7 +31,8 @@ std::string applyTrainingOverrides(TrainingExperimentSpec& spec, const TrainingO
 
 /// The training experiment `config` (at `at` in `doc`, which may be null) parsed
 /// (parseTrainingExperiment) with `o` applied; nullopt with *error: "invalid training config:
-/// <the parser's message>" or applyTrainingOverrides's error.
+/// <the parser's message>" or applyTrainingOverrides's error. Then every run is repeated with each
+/// seed of o.seeds, else of the config's "seeds" (expandTrainingSeeds, training_sweep.h).
 std::optional<TrainingExperimentSpec> trainingExperimentToRun(const Json& config, const ConfigPath& at,
                                                               const JsonDocument* doc, const TrainingOverrides& o,
                                                               std::string* error);

@@ -210,8 +210,8 @@ private Q_SLOTS:
     a.high_loss = 0.49;
     a.full_loss = 0.52;
     a.seeds = 3;
-    a.groups = {GroupSensitivity{SiteGroup{"fc1", {"fc1"}}, 0.5, 0.0025, 0.01, 0.08, 21.0, false},
-                GroupSensitivity{SiteGroup{"fc2", {"fc2"}}, 0.515, 0.025, 0.01, 0.83, 17.0, true}};
+    a.groups = {GroupSensitivity{SiteGroup{"fc1", {"fc1"}}, 0.5, 0.0025, 0.01, -0.0223, 0.0273, {}, 0.08, 21.0, false},
+                GroupSensitivity{SiteGroup{"fc2", {"fc2"}}, 0.515, 0.025, 0.01, 0.0002, 0.0498, {}, 0.83, 17.0, true}};
     a.policy.rules.push_back(PolicyRule{});
     auto run = std::make_shared<const Run>(adviceToSession(a, "nvfp4-advice", 150));
     DecideView v;
@@ -221,10 +221,12 @@ private Q_SLOTS:
     QTableWidget* t = v.table();
     QCOMPARE(t->rowCount(), 2);
     QCOMPARE(cell(t, 1, 0), QStringLiteral("fc2"));
-    QCOMPARE(cell(t, 1, 1), QString::asprintf("%+.4f ± %.4f", double(0.025f), double(0.01f)));
+    // Δ with its 95 % interval, as stored (float32).
+    QCOMPARE(cell(t, 1, 1),
+             QString::asprintf("%+.4f [%+.4f, %+.4f]", double(0.025f), double(0.0002f), double(0.0498f)));
     QCOMPARE(cell(t, 1, 4), QStringLiteral("keep in high precision"));
-    // fc1's Δ (0.0025) is positive but within its spread (0.01): low precision, said to be noise.
-    QCOMPARE(cell(t, 0, 4), QStringLiteral("low precision (within seed noise)"));
+    // fc1's Δ (0.0025) is positive but its interval [−0.0223, 0.0273] holds 0: low precision, said to be noise.
+    QCOMPARE(cell(t, 0, 4), QStringLiteral("low precision (interval holds 0: within seed noise)"));
     QVERIFY(v.findChild<QLabel*>(QStringLiteral("note"))->text().startsWith(QStringLiteral("Policy: ")));
   }
 

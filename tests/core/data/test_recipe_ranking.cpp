@@ -4,6 +4,7 @@
 
 #include "experiment/recipe_ranking.h"
 #include "experiment/session_decision.h"
+#include "experiment/session_decision_text.h"
 
 using namespace fp8lab;
 
@@ -34,6 +35,23 @@ const RecipeInterval& find(const std::vector<RecipeInterval>& r, const std::stri
   for (const RecipeInterval& x : r)
     if (x.label == label) return x;
   throw std::runtime_error("no recipe " + label);
+}
+
+/// A language-model training run (final validation loss, lower is better) of recipe `precision`
+/// ("fp32" or a recipe name run in FP8) at `seed`.
+RunInfo lmRun(const std::string& id, const std::string& precision, uint64_t seed, double loss) {
+  RunInfo r;
+  r.id = id;
+  r.type = "training";
+  r.seed = seed;
+  r.attrs["precision"] = std::string(precision == "fp32" ? "fp32" : "fp8");
+  r.attrs["model"] = std::string("transformer");
+  if (precision != "fp32") r.attrs["recipe"] = precision;
+  r.config_json = "{\"id\": \"" + id + "\", \"precision\": \"" + (precision == "fp32" ? "fp32" : "fp8") + "\"" +
+                  (precision == "fp32" ? std::string() : ", \"recipe\": \"" + precision + "\"") +
+                  ", \"seed\": " + std::to_string(seed) + ", \"steps\": 150}";
+  r.metrics["final_val_loss"] = Metric{loss, "nats/byte", ""};
+  return r;
 }
 
 RunInfo gemmRun(const std::string& id, const std::string& scaling, uint64_t seed, double sqnr, int m = 16) {
@@ -187,6 +205,172 @@ private Q_SLOTS:
     QCOMPARE(d.gemm_cost[0]->bytes(), int64_t(16 * 64 + 16 * 4 + 64 * 16 + 16 * 4));
     QCOMPARE(d.rankedSettings(), 1);
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, decideSession(runs, "nope", {}));
+  }
+
+  // meanInterval: {1, 2, 3}: mean 2, sd 1, half t(2) · 1 / √3 = 4.303 / 1.7320508 = 2.484339; one value
+  // is a point (half 0, no sd); NaN values are left out.
+  void meanIntervalByHand() {
+    const MeanInterval m = meanInterval({1, 2, NAN, 3});
+    QCOMPARE(m.n, 3);
+    QCOMPARE(m.mean, 2.0);
+    QCOMPARE(m.sd, 1.0);
+    QVERIFY(qAbs(m.half - 2.484339) < 1e-6);
+    QVERIFY(qAbs(m.lo - (2 - 2.484339)) < 1e-6);
+    const MeanInterval one = meanInterval({5});
+    QCOMPARE(one.n, 1);
+    QCOMPARE(one.half, 0.0);
+    QVERIFY(std::isnan(one.sd));
+    QCOMPARE(meanInterval({}).n, 0);
+  }
+
+  // Seeds to resolve a mean difference 0.0255 at sd 0.0106066 (the two-seed case below):
+  // n = 2: 12.706 · 0.0106066 / √2 = 0.0953; n = 3: 4.303 · 0.0106066 / √3 = 0.02635 > 0.0255;
+  // n = 4: 3.182 · 0.0106066 / 2 = 0.016875 < 0.0255 → 4. sd 0 → 2; mean 0 → 0 (nothing to resolve).
+  void seedsToResolveByHand() {
+    QCOMPARE(seedsToResolve(0.0255, 0.015 / std::sqrt(2.0)), 4);
+    QCOMPARE(seedsToResolve(-0.0255, 0.015 / std::sqrt(2.0)), 4);
+    QCOMPARE(seedsToResolve(0.01, 0), 2);
+    QCOMPARE(seedsToResolve(0, 1), 0);
+    QCOMPARE(seedsToResolve(NAN, 1), 0);
+  }
+
+  // Same-seed pairs against the FP32 baseline (validation loss, lower is better), three seeds:
+  //   FP32   2.31 2.26 2.30 (mean 2.29, sd 0.026458, half 4.303 · 0.026458 / √3 = 0.065729)
+  //   NVFP4  2.34 2.28 2.34 (mean 2.32, sd 0.034641, half 0.086060)
+  // The intervals over seeds overlap ([2.2243, 2.3557] and [2.2339, 2.4061]): unpaired, not
+  // distinguishable. Paired: differences 0.03, 0.02, 0.04, mean 0.03, sd 0.01, half
+  // 4.303 · 0.01 / √3 = 0.0248433 → [0.0051567, 0.0548433], wholly above 0: worse, rank 2.
+  void pairsResolveWhatIntervalsOverSeedsCannot() {
+    const std::vector<RunInfo> runs{lmRun("f1", "fp32", 1, 2.31),  lmRun("f2", "fp32", 2, 2.26),
+                                    lmRun("f3", "fp32", 3, 2.30),  lmRun("n1", "nvfp4", 1, 2.34),
+                                    lmRun("n2", "nvfp4", 2, 2.28), lmRun("n3", "nvfp4", 3, 2.34)};
+    const SessionDecision d = decideSession(runs, "", {});
+    QCOMPARE(d.training.size(), size_t(2));
+    const RecipeInterval& base = find(d.training, "FP32 baseline");
+    const RecipeInterval& nv = find(d.training, "nvfp4");
+    QVERIFY(base.lo <= nv.hi && nv.lo <= base.hi); // the unpaired intervals overlap
+    QCOMPARE(base.comparison, Comparison::Baseline);
+    QCOMPARE(nv.comparison, Comparison::Paired);
+    QVERIFY(nv.paired.has_value());
+    const PairedDifference& p = *nv.paired;
+    QCOMPARE(p.baseline, std::string("FP32 baseline"));
+    QCOMPARE(p.n_pairs, 3);
+    QCOMPARE(p.seeds, (std::vector<uint64_t>{1, 2, 3}));
+    QCOMPARE(p.runs, (std::vector<std::string>{"n1", "n2", "n3"}));
+    QCOMPARE(p.baseline_runs, (std::vector<std::string>{"f1", "f2", "f3"}));
+    QVERIFY(qAbs(p.diffs[0] - 0.03) < 1e-12 && qAbs(p.diffs[1] - 0.02) < 1e-12 && qAbs(p.diffs[2] - 0.04) < 1e-12);
+    QVERIFY(qAbs(p.mean_diff - 0.03) < 1e-12);
+    QVERIFY(qAbs(p.sd - 0.01) < 1e-12);
+    QVERIFY(qAbs(p.half - 0.0248433) < 1e-7);
+    QVERIFY(qAbs(p.ci_low - 0.0051567) < 1e-7);
+    QVERIFY(qAbs(p.ci_high - 0.0548433) < 1e-7);
+    QCOMPARE(nv.verdict, Verdict::Worse);
+    QCOMPARE(base.rank, 1);
+    QCOMPARE(nv.rank, 2);
+    QVERIFY(nv.ties.empty());
+    QCOMPARE(pairedText(p), std::string("+0.030 ± 0.025"));
+    QCOMPARE(perSeedText(p), std::string("seed 1 +0.03, seed 2 +0.02, seed 3 +0.04"));
+    QCOMPARE(comparisonText(nv), std::string("worse than the baseline (paired, 3 seeds)"));
+    // decide --json: the paired object.
+    const Json j = sessionDecisionJson(d);
+    const Json& nj = j["training"][1];
+    QCOMPARE(nj["recipe"].get<std::string>(), std::string("nvfp4"));
+    QCOMPARE(nj["comparison"].get<std::string>(), std::string("paired"));
+    QCOMPARE(nj["verdict"].get<std::string>(), std::string("worse than the baseline"));
+    const Json& pj = nj["paired"];
+    QCOMPARE(pj["baseline"].get<std::string>(), std::string("FP32 baseline"));
+    QCOMPARE(pj["n_pairs"].get<int>(), 3);
+    QVERIFY(qAbs(pj["mean_diff"].get<double>() - 0.03) < 1e-12);
+    QVERIFY(qAbs(pj["ci_low"].get<double>() - 0.0051567) < 1e-7);
+    QVERIFY(qAbs(pj["ci_high"].get<double>() - 0.0548433) < 1e-7);
+    QCOMPARE(pj["per_seed"].size(), size_t(3));
+    QCOMPARE(pj["per_seed"][1]["seed"].get<int>(), 2);
+    QVERIFY(qAbs(pj["per_seed"][1]["diff"].get<double>() - 0.02) < 1e-12);
+    QCOMPARE(pj["per_seed"][1]["run"].get<std::string>(), std::string("n2"));
+    QCOMPARE(pj["per_seed"][1]["baseline_run"].get<std::string>(), std::string("f2"));
+    // The text lists the per-seed differences.
+    const std::string t = sessionDecisionText(d);
+    QVERIFY2(t.find("per seed: seed 1 +0.03, seed 2 +0.02, seed 3 +0.04") != std::string::npos, t.c_str());
+    QVERIFY2(t.find("+0.030 ± 0.025") != std::string::npos, t.c_str());
+  }
+
+  // Two seeds: differences 0.033 and 0.018, mean 0.0255, sd 0.015 / √2 = 0.0106066, half
+  // t(1) · sd / √2 = 12.706 · 0.0075 = 0.095295 → [−0.069795, 0.120795]: holds 0, not distinguishable,
+  // both rank 1.
+  void twoSeedsPairedButNotResolved() {
+    const std::vector<RunInfo> runs{lmRun("f1", "fp32", 1, 2.300), lmRun("f2", "fp32", 2, 2.250),
+                                    lmRun("n1", "nvfp4", 1, 2.333), lmRun("n2", "nvfp4", 2, 2.268)};
+    const SessionDecision d = decideSession(runs, "", {});
+    const RecipeInterval& nv = find(d.training, "nvfp4");
+    QCOMPARE(nv.comparison, Comparison::Paired);
+    QVERIFY(qAbs(nv.paired->mean_diff - 0.0255) < 1e-12);
+    QVERIFY(qAbs(nv.paired->half - 0.095295) < 1e-6);
+    QVERIFY(qAbs(nv.paired->ci_low + 0.069795) < 1e-6);
+    QCOMPARE(nv.verdict, Verdict::NotDistinguishable);
+    QCOMPARE(nv.rank, 1);
+    QCOMPARE(find(d.training, "FP32 baseline").rank, 1);
+  }
+
+  // One seed per recipe: no interval and no rank; the answer says so.
+  void oneSeedIsNotRanked() {
+    const std::vector<RunInfo> runs{lmRun("f1", "fp32", 1, 2.31), lmRun("n1", "nvfp4", 1, 2.35),
+                                    lmRun("m1", "mxfp8", 1, 2.32)};
+    const SessionDecision d = decideSession(runs, "", {});
+    for (const RecipeInterval& r : d.training) {
+      QCOMPARE(r.rank, 0);
+      QCOMPARE(rankText(r, d.training), std::string("—"));
+      QVERIFY(r.ties.empty());
+    }
+    const RecipeInterval& nv = find(d.training, "nvfp4");
+    QCOMPARE(nv.comparison, Comparison::OneSeed);
+    QCOMPARE(nv.verdict, Verdict::OneSeed);
+    QCOMPARE(nv.paired->n_pairs, 1);
+    QVERIFY(qAbs(nv.paired->mean_diff - 0.04) < 1e-12);
+    QVERIFY(std::isnan(nv.paired->ci_low));
+    QCOMPARE(comparisonText(nv), std::string("one seed: no interval"));
+    QCOMPARE(pairedText(*nv.paired), std::string("+0.04 (one seed: no interval)"));
+    const std::string t = sessionDecisionText(d);
+    QVERIFY2(t.find("one seed: no interval") != std::string::npos, t.c_str());
+    QVERIFY2(t.find("not ranked") != std::string::npos, t.c_str());
+    QCOMPARE(sessionDecisionJson(d)["training"][1]["verdict"].get<std::string>(), std::string("one seed: no interval"));
+  }
+
+  // Runs without two seeds in common fall back to the intervals over seeds and say so:
+  //   FP32 seeds 1, 2: 2.30, 2.32 (mean 2.31, half 12.706 · 0.0141421 / √2 = 0.12706)
+  //   NVFP4 seeds 3, 4: 2.60, 2.62 (mean 2.61, half 0.12706): [2.48294, 2.73706] lies above
+  //   [2.18294, 2.43706]: worse (unpaired), rank 2.
+  void unpairedRunsFallBack() {
+    const std::vector<RunInfo> runs{lmRun("f1", "fp32", 1, 2.30), lmRun("f2", "fp32", 2, 2.32),
+                                    lmRun("n3", "nvfp4", 3, 2.60), lmRun("n4", "nvfp4", 4, 2.62)};
+    const SessionDecision d = decideSession(runs, "", {});
+    const RecipeInterval& nv = find(d.training, "nvfp4");
+    QCOMPARE(nv.comparison, Comparison::Unpaired);
+    QCOMPARE(nv.paired->n_pairs, 0);
+    QCOMPARE(nv.paired->unpaired, 2);
+    QCOMPARE(nv.verdict, Verdict::Worse);
+    QCOMPARE(nv.rank, 2);
+    QCOMPARE(comparisonText(nv),
+             std::string("worse than the baseline (unpaired: no two seeds in common; intervals over seeds apart)"));
+    QVERIFY(sessionDecisionText(d).find("(means)") != std::string::npos);
+  }
+
+  // Ranks among recipes by pairs too: B − A per seed −0.01, −0.02, −0.015 (mean −0.015, sd 0.005, half
+  // 4.303 · 0.005 / √3 = 0.012422 → [−0.027422, −0.002578]: B beats A); C − A 0.01, −0.02, 0.03 holds
+  // 0 (C ties A), C − B 0.02, 0.0, 0.045 (mean 0.021667, sd 0.022546, half 0.056011) holds 0.
+  // Ranks: B 1, C 1 (ties A and B), A 2 (beaten by B).
+  void ranksByPairsAmongRecipes() {
+    const std::vector<RunInfo> runs{lmRun("a1", "a", 1, 2.30), lmRun("a2", "a", 2, 2.40), lmRun("a3", "a", 3, 2.35),
+                                    lmRun("b1", "b", 1, 2.29), lmRun("b2", "b", 2, 2.38), lmRun("b3", "b", 3, 2.335),
+                                    lmRun("c1", "c", 1, 2.31), lmRun("c2", "c", 2, 2.38), lmRun("c3", "c", 3, 2.38)};
+    const SessionDecision d = decideSession(runs, "", {});
+    QCOMPARE(find(d.training, "b").rank, 1);
+    QCOMPARE(find(d.training, "c").rank, 1);
+    QCOMPARE(find(d.training, "a").rank, 2);
+    const PairedDifference ba = pairedDifference(find(d.training, "b"), find(d.training, "a"));
+    QVERIFY(qAbs(ba.mean_diff + 0.015) < 1e-12);
+    QVERIFY(qAbs(ba.half - 0.0124217) < 1e-6);
+    QCOMPARE(find(d.training, "c").ties, (std::vector<std::string>{"b", "a"}));
+    QCOMPARE(find(d.training, "b").comparison, Comparison::None); // no FP32 run: no baseline
   }
 
   // Training runs: the FP32 run is the baseline of its model; the seed, id and label are not part of

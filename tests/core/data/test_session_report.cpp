@@ -106,10 +106,12 @@ private Q_SLOTS:
     a.loss_name = "test loss (nats)";
     a.high_loss = 0.5;
     a.full_loss = 0.53;
-    a.seeds = 2;
+    a.seeds = 3;
     a.config_json = "{\"id\": \"nvfp4\"}";
-    a.groups = {GroupSensitivity{SiteGroup{"fc1", {"fc1"}}, 0.51, 0.01, 0.002, 0.33, 21.5, false},
-                GroupSensitivity{SiteGroup{"fc2", {"fc2"}}, 0.525, 0.025, 0.004, 0.83, 17.25, true}};
+    // Intervals over 3 seeds: ± 4.303 · sd / √3 (0.004969 and 0.009938).
+    a.groups = {
+        GroupSensitivity{SiteGroup{"fc1", {"fc1"}}, 0.51, 0.01, 0.002, 0.005031, 0.014969, {}, 0.33, 21.5, false},
+        GroupSensitivity{SiteGroup{"fc2", {"fc2"}}, 0.525, 0.025, 0.004, 0.015062, 0.034938, {}, 0.83, 17.25, true}};
     s.runs.push_back(adviceToSession(a, "nvfp4-advice", 150));
     const std::string path = (dir.path() + QStringLiteral("/s.h5")).toStdString();
     QVERIFY(writeSession(path, s).ok());
@@ -213,7 +215,7 @@ private Q_SLOTS:
     // One seed each: the answer gives the difference to FP32 and says it is no ranking, never "worse
     // beyond the intervals" (there are none).
     QVERIFY(html.contains(QStringLiteral("FP32 baseline 0.8625; against it: ")));
-    QVERIFY(html.contains(QString::asprintf("%+.4g. One seed per recipe: no intervals", 0.85 - 0.8625)));
+    QVERIFY(html.contains(QString::asprintf("%+.4g. One seed: no interval", 0.85 - 0.8625)));
     QVERIFY(!html.contains(QStringLiteral("beyond the intervals")));
 
     // Advice: the groups as stored (float32 datasets).
@@ -223,7 +225,10 @@ private Q_SLOTS:
       ++arows;
       const bool fc2 = r.data.value(QStringLiteral("group")) == QStringLiteral("fc2");
       QCOMPARE(r.data.value(QStringLiteral("delta")).toDouble(), double(float(fc2 ? 0.025 : 0.01)));
-      QCOMPARE(r.cells[4], fc2 ? QStringLiteral("keep in high precision") : QStringLiteral("low precision"));
+      QCOMPARE(r.data.value(QStringLiteral("ci-low")).toDouble(), double(float(fc2 ? 0.015062 : 0.005031)));
+      QCOMPARE(r.cells[1],
+               fc2 ? QStringLiteral("+0.0250 [+0.0151, +0.0349]") : QStringLiteral("+0.0100 [+0.0050, +0.0150]"));
+      QCOMPARE(r.cells[5], fc2 ? QStringLiteral("keep in high precision") : QStringLiteral("low precision"));
     }
     QCOMPARE(arows, 2);
     QVERIFY(html.contains(QStringLiteral("keep in high precision: fc2")));
