@@ -144,8 +144,9 @@ std::vector<ParamSpec> buildSchema() {
                      "Preset of B when it differs from A's (overrides --scaling for B)."));
   s.push_back(choice("accumulation", S::Top, "accumulation", accumulationChoices(), "split", "gemm", "",
                      "How the K products are summed (core/gemm/gemm.h): exact (double), fp32, split (float32 per "
-                     "window of N_C, cuBLAS default, DeepSeek-V3 §3.3), fast (a MODEL of undocumented Hopper fast "
-                     "accumulation); the gemm flag also takes an accumulation preset."));
+                     "window of N_C, cuBLAS default, DeepSeek-V3 §3.3), fast (the tensor-core MMA family; without a "
+                     "preset or mma_* keys, DeepSeek-V3's prose rules, which measured GPUs reject); the gemm flag also "
+                     "takes an accumulation preset: one GPU instruction's measured rules (hopper_fp8, ada_fp8, …)."));
   s.push_back(choice("accumulation_preset", S::Top, "", accumulationPresetChoices(), "", "gemm", "",
                      "The fast model's parameters and rules of one GPU instruction (core/gemm/accumulation_preset.h, "
                      "each with its source: measured outputs of H100, Ada, B200 or MMA-Sim's models); a parameter "
