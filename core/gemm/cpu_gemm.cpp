@@ -566,8 +566,11 @@ public:
       applyEpilogue(opt, c.data(), plan.m, plan.n, threads);
       convertOutput(c.data(), mn, opt, out);
       out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      out.algorithm = std::string("exact (double), ") + (cpuHasAvx512F() ? "avx512" : "portable") + " blocked, " +
-                      std::to_string(threads) + " threads";
+      out.algorithm = std::string("exact (double), ") +
+                      (cpuHasAvx512F()   ? "avx512"
+                       : cpuHasAvx2Fma() ? "avx2"
+                                         : "portable") +
+                      " blocked, " + std::to_string(threads) + " threads";
     } else {
       std::vector<float> c(static_cast<size_t>(mn), 0.0f);
       bool done = false, fma_kernel_used = false;

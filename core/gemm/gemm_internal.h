@@ -58,18 +58,26 @@ void gemmDoublePortable(const Plan& plan, const float* a, const float* b, double
 /// The same computation, bit for bit, blocked for AVX-512 (gemm_double.cpp); needs cpuHasAvx512F().
 void gemmDoubleAvx512(const Plan& plan, const float* a, const float* b, double* c, int threads,
                       const ProgressFn& progress);
-/// gemmDoubleAvx512 where the CPU has AVX-512F, else gemmDoublePortable (the same bits either way).
+/// The same computation, bit for bit, blocked for AVX2 + FMA (gemm_double.cpp); needs cpuHasAvx2Fma().
+void gemmDoubleAvx2(const Plan& plan, const float* a, const float* b, double* c, int threads,
+                    const ProgressFn& progress);
+/// gemmDoubleAvx512 at CPU level avx512, gemmDoubleAvx2 at avx2, else gemmDoublePortable (the same
+/// bits either way).
 void gemmDouble(const Plan& plan, const float* a, const float* b, double* c, int threads, const ProgressFn& progress);
 /// The same GEMM on the operands' decoded codes (decode(code) as float32, no scales: the Exact
-/// model's and the quantized-exact reference's input), decoded while packing on AVX-512 (no
-/// decoded copy of A and B), else decoded first and run on gemmDoublePortable.
+/// model's and the quantized-exact reference's input), decoded while packing on AVX-512 and AVX2
+/// (no decoded copy of A and B), else decoded first and run on gemmDoublePortable.
 void gemmDoubleCodes(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, double* c, int threads,
                      const ProgressFn& progress);
 void gemmDoubleCodesAvx512(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, double* c, int threads,
                            const ProgressFn& progress);
+void gemmDoubleCodesAvx2(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, double* c, int threads,
+                         const ProgressFn& progress);
 /// True when this CPU executes AVX-512F, BW, VL and AVX2 (runtime check), what the blocked float64
 /// kernel uses.
 bool cpuHasAvx512F();
+/// True when the kernels may use AVX2 and FMA (cpuLevel() ≥ avx2), what the AVX2 kernels use.
+bool cpuHasAvx2Fma();
 /// FastAccum model (portable only).
 void gemmFastAccumPortable(const Plan& plan, const float* a, const float* b, float* c, int bits, int group, int threads,
                            const ProgressFn& progress);
