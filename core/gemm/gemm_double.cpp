@@ -246,12 +246,17 @@ __attribute__((target("avx2,fma"))) void Avx2::packB(const Source& b, int64_t n0
 template <int MR>
 __attribute__((target("avx2,fma"))) void microKernel256(double* dst, int64_t ldd, const double* ap, const double* bp,
                                                         int64_t kc) {
+  // The row loops are unrolled by pragma so that the accumulators become registers (without it
+  // GCC 12 keeps a stack copy of each and stores it after every FMA).
   __m256d acc[MR][3];
+#pragma GCC unroll 4
   for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 3
     for (int v = 0; v < 3; ++v) acc[r][v] = _mm256_loadu_pd(dst + r * ldd + 4 * v);
 #pragma GCC unroll 2
   for (int64_t k = 0; k < kc; ++k) {
     const __m256d b0 = _mm256_load_pd(bp), b1 = _mm256_load_pd(bp + 4), b2 = _mm256_load_pd(bp + 8);
+#pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) {
       const __m256d av = _mm256_broadcast_sd(ap + r);
       acc[r][0] = _mm256_fmadd_pd(av, b0, acc[r][0]);
@@ -261,7 +266,9 @@ __attribute__((target("avx2,fma"))) void microKernel256(double* dst, int64_t ldd
     ap += Avx2::MR;
     bp += Avx2::NR;
   }
+#pragma GCC unroll 4
   for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 3
     for (int v = 0; v < 3; ++v) _mm256_storeu_pd(dst + r * ldd + 4 * v, acc[r][v]);
 }
 
