@@ -1,6 +1,7 @@
 // FP8 Lab — the CPU reference FP8 GEMM backend: validation, planning, memory check, model
-// dispatch, output conversion and amax_D. The kernels are in gemm_kernels.cpp (portable) and
-// gemm_avx512.cpp (AVX512-BF16). Model definitions: gemm.h and docs/gemm.md.
+// dispatch, output conversion and amax_D. The kernels are in gemm_kernels.cpp (portable),
+// gemm_avx512.cpp (AVX512-BF16, AVX512 FMA), gemm_avx2.cpp (AVX2 FMA) and gemm_double.cpp (the
+// float64 ones). Model definitions: gemm.h and docs/gemm.md.
 #include "gemm/gemm.h"
 #include "gemm/gemm_internal.h"
 
@@ -91,6 +92,8 @@ const char* toString(CpuKernel k) {
     return "avx512-bf16";
   case CpuKernel::Avx512Fma:
     return "avx512-fma";
+  case CpuKernel::Avx2Fma:
+    return "avx2-fma";
   }
   return "?";
 }
@@ -276,7 +279,7 @@ bool preferBf16Kernel() {
     GemmOptions o;
     o.accumulation = Accumulation::FP32;
     const Plan plan = makePlan(a, b, o);
-    if (!avx512Bf16Unsuitable(plan, a, b).empty() || !avx512FmaUnsuitable(a, b).empty()) return false;
+    if (!avx512Bf16Unsuitable(plan, a, b).empty() || !fmaKernelUnsuitable(a, b).empty()) return false;
     std::vector<float> c(static_cast<size_t>(M * N));
     auto cpuSeconds = [] {
       timespec ts{};
@@ -500,11 +503,12 @@ class CpuGemmBackend final : public GemmBackend {
 public:
   std::string name() const override { return "cpu"; }
   std::string device() const override {
-    // The model name, then the kernels' level and the AVX-512 kernels usable at it.
+    // The model name, then the kernels' level and the vector kernels usable at it.
     static const std::string d = [] {
       std::string s = cpuModel() + " (" + cpuLevelDescription();
       if (cpuHasAvx512Fma()) s += ", AVX512-FMA";
       if (cpuHasAvx512Bf16()) s += ", AVX512-BF16";
+      if (cpuHasAvx2Fma()) s += ", AVX2-FMA";
       return s + ")";
     }();
     return d;
@@ -578,7 +582,7 @@ public:
       const std::string tail = " blocked, " + std::to_string(threads) + " threads";
       // Auto takes whichever of the two AVX-512 kernels is faster on this CPU (they give the same
       // bits): the BF16 one where VDPBF16PS runs at full rate, two exact products per lane and
-      // instruction.
+      // instruction. Below CPU level avx512 it takes the AVX2 FMA kernel, then the portable one.
       if (vector_model &&
           ((opt.cpu_kernel == CpuKernel::Auto && preferBf16Kernel()) || opt.cpu_kernel == CpuKernel::Avx512Bf16)) {
         const std::string why =
@@ -594,7 +598,7 @@ public:
       }
       if (!done && vector_model && (opt.cpu_kernel == CpuKernel::Auto || opt.cpu_kernel == CpuKernel::Avx512Fma)) {
         const std::string why =
-            cpuHasAvx512Fma() ? avx512FmaUnsuitable(a, b) : std::string("this CPU has no AVX512F/FMA");
+            cpuHasAvx512Fma() ? fmaKernelUnsuitable(a, b) : std::string("this CPU has no AVX512F/FMA");
         if (why.empty()) {
           gemmFloatAvx512Fma(plan, a, b, c.data(), threads, progress);
           fma_kernel_used = true;
@@ -603,6 +607,18 @@ public:
         } else if (opt.cpu_kernel == CpuKernel::Avx512Fma) {
           out.warnings.push_back(
               {Severity::Info, "portable kernel used", "gemm", "AVX512 FMA kernel not used: " + why});
+        }
+      }
+      if (!done && vector_model && (opt.cpu_kernel == CpuKernel::Auto || opt.cpu_kernel == CpuKernel::Avx2Fma)) {
+        const std::string why = cpuHasAvx2Fma() ? fmaKernelUnsuitable(a, b)
+                                                : "CPU level " + std::string(toString(cpuLevel())) + " has no AVX2/FMA";
+        if (why.empty()) {
+          gemmFloatAvx2Fma(plan, a, b, c.data(), threads, progress);
+          fma_kernel_used = true;
+          out.algorithm = std::string(toString(opt.accumulation)) + ", avx2-fma" + tail;
+          done = true;
+        } else if (opt.cpu_kernel == CpuKernel::Avx2Fma) {
+          out.warnings.push_back({Severity::Info, "portable kernel used", "gemm", "AVX2 FMA kernel not used: " + why});
         }
       }
       if (!done) {
@@ -621,7 +637,7 @@ public:
               std::string(toString(opt.accumulation)) + ", portable blocked, " + std::to_string(threads) + " threads";
         }
       }
-      if (!fma_kernel_used) applyConstScales(plan, c.data(), threads); // the FMA kernel applies them itself
+      if (!fma_kernel_used) applyConstScales(plan, c.data(), threads); // the FMA kernels apply them themselves
       applyEpilogue(opt, c.data(), plan.m, plan.n, threads);
       if (opt.output == OutputType::FP32) {
         convertOutput(c.data(), 0, opt, out); // nothing to convert: hand C over

@@ -90,9 +90,10 @@ std::string avx512Bf16Unsuitable(const Plan& plan, const QuantizedTensor& a, con
 void gemmFloatAvx512Bf16(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, float* c, int threads,
                          const ProgressFn& progress);
 
-/// Why the FMA kernel cannot run these operands exactly ("" when it can): products of two
-/// decoded values must be exact float32 numbers (≤ 24 significant bits, no under/overflow).
-std::string avx512FmaUnsuitable(const QuantizedTensor& a, const QuantizedTensor& b);
+/// Why the FMA kernels (AVX512F and AVX2) cannot run these operands exactly ("" when they can):
+/// products of two decoded values must be exact float32 numbers (≤ 24 significant bits, no
+/// under/overflow).
+std::string fmaKernelUnsuitable(const QuantizedTensor& a, const QuantizedTensor& b);
 /// True when this CPU executes AVX512F and FMA (runtime check).
 bool cpuHasAvx512Fma();
 /// The AVX512F FMA kernel for FP32 / SplitFP32 on decoded float32 operands (bit-identical to
@@ -101,6 +102,10 @@ bool cpuHasAvx512Fma();
 /// store when there is a single window); do not call applyConstScales after it.
 void gemmFloatAvx512Fma(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, float* c, int threads,
                         const ProgressFn& progress);
+/// The same FMA kernel on 256-bit vectors, needs cpuHasAvx2Fma() (gemm_avx2.cpp): bit-identical to
+/// gemmFloatPortable, and it also applies the constant-along-K scales itself.
+void gemmFloatAvx2Fma(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, float* c, int threads,
+                      const ProgressFn& progress);
 
 /// Applies the constant-along-K scales: c[m,n] = float32(ca[m]·cb[n]) · c[m,n].
 void applyConstScales(const Plan& plan, float* c, int threads);
