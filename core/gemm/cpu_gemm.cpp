@@ -478,14 +478,13 @@ template <class T> void convertOutput(const T* dv, int64_t count, const GemmOpti
 
 /// max |v| (NaN if any v is NaN), as cuBLASLt's AMAX_D: before scale_D and the output cast.
 float amaxOf(const std::vector<float>& v) {
-  float m = 0;
-  bool nan = false;
-  for (float x : v) {
-    const float a = std::fabs(x);
-    nan |= (a != a);
-    m = a > m ? a : m;
-  }
-  return nan ? std::numeric_limits<float>::quiet_NaN() : m;
+  // On the bits: |x| of a float is its bits with the sign cleared, and for non-NaN values the
+  // unsigned order of those bits is the order of |x| (+inf = 0x7F800000, every NaN above it). An
+  // unsigned max vectorises where a float max with NaN checks does not (a serial maxss chain was
+  // 5% of a 1024³ GEMM on one thread).
+  uint32_t m = 0;
+  for (float x : v) m = std::max(m, std::bit_cast<uint32_t>(x) & 0x7FFFFFFFu);
+  return m > 0x7F800000u ? std::numeric_limits<float>::quiet_NaN() : std::bit_cast<float>(m);
 }
 
 std::vector<float> decodeOperand(const QuantizedTensor& t, int threads) {

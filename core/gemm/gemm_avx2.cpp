@@ -179,7 +179,15 @@ template <int MR> __attribute__((target("avx2,fma"))) void fmaKernel(const Args&
       bp += kNR;
       ap += kMR;
     }
-    if (!x.direct && !sg.ends) continue; // a window's partial never crosses a chunk
+    if (!x.direct && !sg.ends) continue;        // a window's partial never crosses a chunk
+    if (x.direct && x.full && !x.final_scale) { // the sum lives in C: store it back
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        _mm256_storeu_ps(x.c + r * x.ldc, acc[r][0]);
+        _mm256_storeu_ps(x.c + r * x.ldc + 8, acc[r][1]);
+      }
+      continue;
+    }
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       _mm256_store_ps(t[r], acc[r][0]);
