@@ -7,11 +7,11 @@
 // multiply-add) or C + partial without scales, as gemmFloatPortable does, so every result is
 // bit-identical to it (tests/core/gemm: test_gemm).
 //
-// Blocking (BLIS order): A decoded once into panels of 6 rows [K][6] floats, B into panels of 16
-// columns [K][16]. A job is a column block of 256 × a range of rows; inside it, chunk of K (≤ 256
-// elements, whole windows) → row block of 120 (A block in L2) → 16-column panel (B micro-panel,
-// 256 · 16 · 4 = 16 KiB, in L1) → 6 × 16 micro-tile: 12 ymm accumulators, 2 B vectors and one
-// broadcast, 15 of the 16 ymm registers.
+// Blocking (BLIS order): A decoded once into panels of 6 rows [k][6] floats, B into panels of 16
+// columns [k][16], both chunk by chunk of K. A job is a column block of 256 × a range of rows;
+// inside it, chunk of K (≤ 256 elements, whole windows) → row block of 120 (A block in L2) →
+// 16-column panel (B micro-panel, 256 · 16 · 4 = 16 KiB, in L1) → 6 × 16 micro-tile: 12 ymm
+// accumulators, 2 B vectors and one broadcast, 15 of the 16 ymm registers.
 #include "common/cpu_level.h"
 #include "gemm/gemm_internal.h"
 
@@ -59,8 +59,9 @@ struct Seg {
 };
 
 struct Args {
-  const float* a; // packed A panel of this micro-tile: [k][kMR]
-  const float* b; // packed B panel: [k][kNR]
+  const float* a; // packed A panel of this micro-tile in this chunk: [k - k0][kMR]
+  const float* b; // packed B panel in this chunk: [k - k0][kNR]
+  int64_t k0;     // where the chunk starts in K
   float* c;       // C at (i, nn)
   int64_t ldc;
   int64_t ncols; // columns of the tile inside C (≤ kNR; masked loads and stores when fewer)
@@ -163,8 +164,8 @@ template <int MR> __attribute__((target("avx2,fma"))) void fmaKernel(const Args&
         acc[r][1] = _mm256_setzero_ps();
       }
     }
-    const float* bp = x.b + sg.p0 * kNR;
-    const float* ap = x.a + sg.p0 * kMR;
+    const float* bp = x.b + (sg.p0 - x.k0) * kNR;
+    const float* ap = x.a + (sg.p0 - x.k0) * kMR;
     const int64_t kc = sg.p1 - sg.p0;
 #pragma GCC unroll 4
     for (int64_t k = 0; k < kc; ++k) {
@@ -208,38 +209,6 @@ void gemmFloatAvx2Fma(const Plan& plan, const QuantizedTensor& a, const Quantize
   const int64_t M = plan.m, N = plan.n, K = plan.k;
   const std::vector<float>& ta = a.format->decodeTable();
   const std::vector<float>& tb = b.format->decodeTable();
-  // decoded A in panels of kMR rows, [panel][k][kMR] (rows past M are zero): the micro-kernel's
-  // broadcasts read one contiguous line per k instead of kMR rows 4·K bytes apart
-  const int64_t MP = (M + kMR - 1) / kMR;
-  AlignedArray<float> ad(static_cast<size_t>(MP * K * kMR));
-  parallelJobs(MP, threads, progress, "decode A", 0.0, 0.02, [&](int64_t panel) {
-    float* dst = ad.data() + panel * K * kMR;
-    for (int r = 0; r < kMR; ++r) {
-      const int64_t i = panel * kMR + r;
-      if (i >= M) {
-        for (int64_t k = 0; k < K; ++k) dst[k * kMR + r] = 0.0f;
-        continue;
-      }
-      const uint8_t* src = a.codes.data() + i * K;
-      for (int64_t k = 0; k < K; ++k) dst[k * kMR + r] = ta[src[k]];
-    }
-  });
-  // decoded B in panels of kNR columns, [panel][k][kNR] (columns past N are zero)
-  const int64_t NP = (N + kNR - 1) / kNR;
-  AlignedArray<float> bp(static_cast<size_t>(NP * K * kNR));
-  const int64_t krows_per_job = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, N));
-  parallelJobs((K + krows_per_job - 1) / krows_per_job, threads, progress, "pack B", 0.02, 0.05, [&](int64_t j) {
-    const int64_t k1 = std::min(K, (j + 1) * krows_per_job);
-    for (int64_t k = j * krows_per_job; k < k1; ++k) {
-      const uint8_t* row = b.codes.data() + k * N;
-      for (int64_t panel = 0; panel < NP; ++panel) {
-        float* dst = bp.data() + (panel * K + k) * kNR;
-        const int64_t n0 = panel * kNR, nc = std::min<int64_t>(kNR, N - n0);
-        for (int64_t cc = 0; cc < nc; ++cc) dst[cc] = tb[row[n0 + cc]];
-        for (int64_t cc = nc; cc < kNR; ++cc) dst[cc] = 0.0f;
-      }
-    }
-  });
   // chunks of K: a single window cut every kKC elements, else whole windows up to kKC together
   const bool direct = plan.windows.size() == 1 && !plan.scaled_promotion();
   std::vector<std::vector<Seg>> chunks;
@@ -262,6 +231,54 @@ void gemmFloatAvx2Fma(const Plan& plan, const QuantizedTensor& a, const Quantize
     }
     if (!cur.empty()) chunks.push_back(std::move(cur));
   }
+  // Where each chunk of K starts and how long it is (the chunks cover [0, K) in order), and the
+  // chunk of every k.
+  std::vector<int64_t> c0s, lens;
+  std::vector<int32_t> chunkOf(static_cast<size_t>(K));
+  for (const auto& segs : chunks) {
+    c0s.push_back(segs.front().p0);
+    lens.push_back(segs.back().p1 - segs.front().p0);
+    for (int64_t k = c0s.back(); k < segs.back().p1; ++k) chunkOf[static_cast<size_t>(k)] = int32_t(c0s.size() - 1);
+  }
+  // Decoded A and B, chunk-major: per chunk of K, A's panels of kMR rows [panel][k][kMR] (rows past
+  // M are zero) and B's panels of kNR columns [panel][k][kNR] (columns past N are zero), each panel
+  // contiguous. The micro-kernel's broadcasts read one line per k instead of kMR rows 4·K bytes
+  // apart, and the micro-panels one chunk uses lie side by side (whole-K panels would put a column
+  // block's 16 B micro-panels 64·K bytes apart: the same L2 sets when K is a multiple of 2048).
+  const int64_t MP = (M + kMR - 1) / kMR;
+  AlignedArray<float> ad(static_cast<size_t>(MP * K * kMR));
+  parallelJobs(MP, threads, progress, "decode A", 0.0, 0.02, [&](int64_t panel) {
+    for (size_t ch = 0; ch < c0s.size(); ++ch) {
+      const int64_t k0 = c0s[ch], len = lens[ch];
+      float* dst = ad.data() + k0 * MP * kMR + panel * len * kMR;
+      for (int r = 0; r < kMR; ++r) {
+        const int64_t i = panel * kMR + r;
+        if (i >= M) {
+          for (int64_t k = 0; k < len; ++k) dst[k * kMR + r] = 0.0f;
+          continue;
+        }
+        const uint8_t* src = a.codes.data() + i * K + k0;
+        for (int64_t k = 0; k < len; ++k) dst[k * kMR + r] = ta[src[k]];
+      }
+    }
+  });
+  const int64_t NP = (N + kNR - 1) / kNR;
+  AlignedArray<float> bp(static_cast<size_t>(NP * K * kNR));
+  const int64_t krows_per_job = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, N));
+  parallelJobs((K + krows_per_job - 1) / krows_per_job, threads, progress, "pack B", 0.02, 0.05, [&](int64_t j) {
+    const int64_t k1 = std::min(K, (j + 1) * krows_per_job);
+    for (int64_t k = j * krows_per_job; k < k1; ++k) {
+      const size_t ch = static_cast<size_t>(chunkOf[static_cast<size_t>(k)]);
+      const int64_t k0 = c0s[ch], len = lens[ch];
+      const uint8_t* row = b.codes.data() + k * N;
+      for (int64_t panel = 0; panel < NP; ++panel) {
+        float* dst = bp.data() + k0 * NP * kNR + (panel * len + (k - k0)) * kNR;
+        const int64_t n0 = panel * kNR, nc = std::min<int64_t>(kNR, N - n0);
+        for (int64_t cc = 0; cc < nc; ++cc) dst[cc] = tb[row[n0 + cc]];
+        for (int64_t cc = nc; cc < kNR; ++cc) dst[cc] = 0.0f;
+      }
+    }
+  });
   const int64_t W = static_cast<int64_t>(plan.windows.size());
   // Jobs: a column block of kNC × a row range, as tall as the thread count allows, so that a chunk
   // of B serves many row blocks.
@@ -280,7 +297,8 @@ void gemmFloatAvx2Fma(const Plan& plan, const QuantizedTensor& a, const Quantize
         for (int64_t nn = n0; nn < n1; nn += kNR) {
           const int64_t ncols = std::min<int64_t>(kNR, n1 - nn);
           Args x{};
-          x.b = bp.data() + (nn / kNR) * K * kNR;
+          x.k0 = c0s[ch];
+          x.b = bp.data() + c0s[ch] * NP * kNR + (nn / kNR) * lens[ch] * kNR;
           x.ldc = N;
           x.ncols = ncols;
           x.full = ncols == kNR;
@@ -295,7 +313,7 @@ void gemmFloatAvx2Fma(const Plan& plan, const QuantizedTensor& a, const Quantize
           x.cb = plan.cb.data() + nn;
           for (int64_t i = i0; i < i1; i += kMR) {
             const int mr = static_cast<int>(std::min<int64_t>(kMR, i1 - i));
-            x.a = ad.data() + (i / kMR) * K * kMR;
+            x.a = ad.data() + c0s[ch] * MP * kMR + (i / kMR) * lens[ch] * kMR;
             x.c = c + i * N + nn;
             x.sa = plan.a_varies ? plan.sa_w.data() + i * W : nullptr;
             x.ca = plan.ca.data() + i;
