@@ -36,6 +36,9 @@ constexpr int kNR = 16;      // columns per micro-tile (two ymm)
 constexpr int64_t kMC = 120; // rows per row block (a multiple of kMR)
 constexpr int64_t kNC = 256; // columns per job
 constexpr int64_t kKC = 256; // elements of K per chunk
+// Rows per job at most (two row blocks): the job's C tile, re-read at every chunk of K, then
+// stays in L2 (240 × 256 floats = 240 KiB), at the price of reading B once per 240 rows.
+constexpr int64_t kMaxRowsPerJob = 2 * kMC;
 
 /// A 64-byte aligned array.
 template <class T> class AlignedArray {
@@ -280,11 +283,11 @@ void gemmFloatAvx2Fma(const Plan& plan, const QuantizedTensor& a, const Quantize
     }
   });
   const int64_t W = static_cast<int64_t>(plan.windows.size());
-  // Jobs: a column block of kNC × a row range, as tall as the thread count allows, so that a chunk
-  // of B serves many row blocks.
+  // Jobs: a column block of kNC × a row range, as tall as the thread count allows up to
+  // kMaxRowsPerJob, so that a chunk of B serves a few row blocks while C stays in L2.
   const int64_t tn = (N + kNC - 1) / kNC;
   const int64_t want = std::max<int64_t>(1, (4 * resolveThreads(threads) + tn - 1) / tn);
-  const int64_t rows_per_job = ((M + want - 1) / want + kMR - 1) / kMR * kMR;
+  const int64_t rows_per_job = std::min(kMaxRowsPerJob, ((M + want - 1) / want + kMR - 1) / kMR * kMR);
   const int64_t tm = (M + rows_per_job - 1) / rows_per_job;
   const bool fuse_scale = direct && plan.has_const_scale;
   parallelJobs(tm * tn, threads, progress, "gemm", 0.05, 0.95, [&](int64_t job) {

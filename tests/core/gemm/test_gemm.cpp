@@ -397,6 +397,9 @@ void TestGemm::vectorKernelsEqualPortable_data() {
       << QStringLiteral("E4M3FN") << QStringLiteral("E5M2") << 1 << 64 << 64 << 777;
   QTest::newRow("E5M2xE4M3 1x128/128x128 130x300x520")
       << QStringLiteral("E5M2") << QStringLiteral("E4M3FN") << 2 << 130 << 300 << 520;
+  // Past the AVX2 FMA kernel's 240-row jobs and the 256-column blocks of both FMA kernels.
+  QTest::newRow("E4M3xE5M2 per-tensor 250x300x300")
+      << QStringLiteral("E4M3FN") << QStringLiteral("E5M2") << 0 << 250 << 300 << 300;
   QTest::newRow("E4M3 MX-32 9x33x96") << QStringLiteral("E4M3FN") << QStringLiteral("E4M3FN") << 3 << 9 << 33 << 96;
   QTest::newRow("E2M1 per-tensor 17x40x1501")
       << QStringLiteral("E2M1") << QStringLiteral("E2M1") << 0 << 17 << 40 << 1501;
