@@ -175,6 +175,10 @@ std::string gemmConfigFromFlags(const std::map<std::string, std::string>& given,
     o.cpu_kernel = CpuKernel::Portable;
   else if (kern == "avx512bf16" || kern == "avx512-bf16")
     o.cpu_kernel = CpuKernel::Avx512Bf16;
+  else if (kern == "avx512fma" || kern == "avx512-fma")
+    o.cpu_kernel = CpuKernel::Avx512Fma;
+  else if (kern == "avx2fma" || kern == "avx2-fma")
+    o.cpu_kernel = CpuKernel::Avx2Fma;
   else if (kern != "auto")
     return "--kernel must be one of " + choices("kernel", ParamScope::None);
   const bool fp8_out = o.output == OutputType::E4M3FN || o.output == OutputType::E5M2;

@@ -64,7 +64,9 @@ std::vector<std::string> distributionChoices() {
 
 std::vector<std::string> kernelChoices() {
   std::vector<std::string> r;
-  for (CpuKernel k : {CpuKernel::Auto, CpuKernel::Portable, CpuKernel::Avx512Bf16}) r.push_back(toString(k));
+  for (CpuKernel k :
+       {CpuKernel::Auto, CpuKernel::Portable, CpuKernel::Avx512Bf16, CpuKernel::Avx512Fma, CpuKernel::Avx2Fma})
+    r.push_back(toString(k));
   return r;
 }
 

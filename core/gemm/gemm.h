@@ -144,7 +144,8 @@ enum class OutputType { FP32, BF16, FP16, E4M3FN, E5M2 };
 /// check it): each adds the exact products in the same ascending k order per output and promotes
 /// windows with the same FMA.
 enum class CpuKernel {
-  Auto,       ///< Avx512Fma when the CPU has AVX512F+FMA, else Avx512Bf16, else Portable
+  Auto,       ///< Avx512Fma or Avx512Bf16 (whichever is faster here) at CPU level avx512, else
+              ///< Avx2Fma at level avx2, else Portable (common/cpu_level.h: FP8LAB_CPU)
   Portable,   ///< standard C++ (auto-vectorised), every model
   Avx512Bf16, ///< _mm512_dpbf16_ps on BF16 pairs of decoded codes (FP8 values are exact in BF16;
               ///< the instruction adds its two products one after the other, Intel SDM); falls
@@ -152,6 +153,9 @@ enum class CpuKernel {
   Avx512Fma,  ///< _mm512_fmadd_ps on decoded float32 codes: fma(a, b, acc) = acc + a·b because
               ///< a·b is exact. Default: on Sapphire Rapids VDPBF16PS retires at about half the
               ///< MAC rate of two FMA ports (measured), so this is the faster path
+  Avx2Fma,    ///< _mm256_fmadd_ps on decoded float32 codes, the same arithmetic as Avx512Fma on
+              ///< 256-bit vectors (CPU level avx2 and above: Haswell and later, Zen); falls back
+              ///< to Portable, with a Warning, for formats whose products are not exact in float32
 };
 
 /// The canonical names: "exact", "fp32", "split", "fast" (the ones configs are written with).

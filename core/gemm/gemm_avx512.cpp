@@ -80,7 +80,7 @@ std::string avx512Bf16Unsuitable(const Plan& plan, const QuantizedTensor& a, con
   return {};
 }
 
-std::string avx512FmaUnsuitable(const QuantizedTensor& a, const QuantizedTensor& b) {
+std::string fmaKernelUnsuitable(const QuantizedTensor& a, const QuantizedTensor& b) {
   const Format& fa = *a.format;
   const Format& fb = *b.format;
   if (fa.spec().mantissa_bits + fb.spec().mantissa_bits + 2 > 24)

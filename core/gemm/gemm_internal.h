@@ -58,18 +58,26 @@ void gemmDoublePortable(const Plan& plan, const float* a, const float* b, double
 /// The same computation, bit for bit, blocked for AVX-512 (gemm_double.cpp); needs cpuHasAvx512F().
 void gemmDoubleAvx512(const Plan& plan, const float* a, const float* b, double* c, int threads,
                       const ProgressFn& progress);
-/// gemmDoubleAvx512 where the CPU has AVX-512F, else gemmDoublePortable (the same bits either way).
+/// The same computation, bit for bit, blocked for AVX2 + FMA (gemm_double.cpp); needs cpuHasAvx2Fma().
+void gemmDoubleAvx2(const Plan& plan, const float* a, const float* b, double* c, int threads,
+                    const ProgressFn& progress);
+/// gemmDoubleAvx512 at CPU level avx512, gemmDoubleAvx2 at avx2, else gemmDoublePortable (the same
+/// bits either way).
 void gemmDouble(const Plan& plan, const float* a, const float* b, double* c, int threads, const ProgressFn& progress);
 /// The same GEMM on the operands' decoded codes (decode(code) as float32, no scales: the Exact
-/// model's and the quantized-exact reference's input), decoded while packing on AVX-512 (no
-/// decoded copy of A and B), else decoded first and run on gemmDoublePortable.
+/// model's and the quantized-exact reference's input), decoded while packing on AVX-512 and AVX2
+/// (no decoded copy of A and B), else decoded first and run on gemmDoublePortable.
 void gemmDoubleCodes(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, double* c, int threads,
                      const ProgressFn& progress);
 void gemmDoubleCodesAvx512(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, double* c, int threads,
                            const ProgressFn& progress);
+void gemmDoubleCodesAvx2(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, double* c, int threads,
+                         const ProgressFn& progress);
 /// True when this CPU executes AVX-512F, BW, VL and AVX2 (runtime check), what the blocked float64
 /// kernel uses.
 bool cpuHasAvx512F();
+/// True when the kernels may use AVX2 and FMA (cpuLevel() ≥ avx2), what the AVX2 kernels use.
+bool cpuHasAvx2Fma();
 /// The FastAccum family's parameters as the kernel reads them.
 struct FastAccumParams {
   int bits = 14, group = 32; ///< GemmOptions::fast_accum_bits / fast_accum_group
@@ -107,9 +115,10 @@ std::string avx512Bf16Unsuitable(const Plan& plan, const QuantizedTensor& a, con
 void gemmFloatAvx512Bf16(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, float* c, int threads,
                          const ProgressFn& progress);
 
-/// Why the FMA kernel cannot run these operands exactly ("" when it can): products of two
-/// decoded values must be exact float32 numbers (≤ 24 significant bits, no under/overflow).
-std::string avx512FmaUnsuitable(const QuantizedTensor& a, const QuantizedTensor& b);
+/// Why the FMA kernels (AVX512F and AVX2) cannot run these operands exactly ("" when they can):
+/// products of two decoded values must be exact float32 numbers (≤ 24 significant bits, no
+/// under/overflow).
+std::string fmaKernelUnsuitable(const QuantizedTensor& a, const QuantizedTensor& b);
 /// True when this CPU executes AVX512F and FMA (runtime check).
 bool cpuHasAvx512Fma();
 /// The AVX512F FMA kernel for FP32 / SplitFP32 on decoded float32 operands (bit-identical to
@@ -118,6 +127,10 @@ bool cpuHasAvx512Fma();
 /// store when there is a single window); do not call applyConstScales after it.
 void gemmFloatAvx512Fma(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, float* c, int threads,
                         const ProgressFn& progress);
+/// The same FMA kernel on 256-bit vectors, needs cpuHasAvx2Fma() (gemm_avx2.cpp): bit-identical to
+/// gemmFloatPortable, and it also applies the constant-along-K scales itself.
+void gemmFloatAvx2Fma(const Plan& plan, const QuantizedTensor& a, const QuantizedTensor& b, float* c, int threads,
+                      const ProgressFn& progress);
 
 /// Applies the constant-along-K scales: c[m,n] = float32(ca[m]·cb[n]) · c[m,n].
 void applyConstScales(const Plan& plan, float* c, int threads);

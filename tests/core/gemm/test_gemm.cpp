@@ -1,7 +1,8 @@
-// Tests for core/gemm: the CPU FP8 GEMM models, the AVX512-BF16 kernel against the portable
-// one, the three-result experiment, the seeded generator and bad inputs. Operands are built
-// directly (codes + scales), so these tests do not depend on core/scaling. Expected values come
-// from integer arithmetic in the test, hand derivations in comments, or published constants.
+// Tests for core/gemm: the CPU FP8 GEMM models, the vector kernels (AVX512-BF16, AVX512 FMA, AVX2
+// FMA) against the portable one, the three-result experiment, the seeded generator and bad
+// inputs. Operands are built directly (codes + scales), so these tests do not depend on
+// core/scaling. Expected values come from integer arithmetic in the test, hand derivations in
+// comments, or published constants.
 #include <QtTest>
 
 #include <cmath>
@@ -105,8 +106,8 @@ private Q_SLOTS:
   void splitPromotionWindowsHandDerived_data();
   void splitPromotionWindowsHandDerived();
   void fastAccumulationErrorExceedsSplit();
-  void avx512Bf16EqualsPortable_data();
-  void avx512Bf16EqualsPortable();
+  void vectorKernelsEqualPortable_data();
+  void vectorKernelsEqualPortable();
   void threadCountDoesNotChangeResult();
   void experimentSplitsErrors();
   void fp8OutputScaleAndAmax();
@@ -262,7 +263,7 @@ void TestGemm::blockScalesAppliedAtPromotionWithFma() {
   auto backend = makeCpuGemmBackend();
   const float want0 = std::ldexp(1.0f, -11) + std::ldexp(1.0f, -24);
   for (Accumulation acc : {Accumulation::FP32, Accumulation::SplitFP32, Accumulation::FastAccum})
-    for (CpuKernel kern : {CpuKernel::Portable, CpuKernel::Avx512Bf16, CpuKernel::Avx512Fma}) {
+    for (CpuKernel kern : {CpuKernel::Portable, CpuKernel::Avx512Bf16, CpuKernel::Avx512Fma, CpuKernel::Avx2Fma}) {
       GemmOptions o;
       o.accumulation = acc;
       o.cpu_kernel = kern;
@@ -293,10 +294,10 @@ void TestGemm::blockScalesAppliedAtPromotionWithFma() {
 //                    acc = 2^24 + 1 → tie → 2^24                               → D = 2^24
 // Misplaced windows give another row's value: windows of N_C + 1 turn 128 into 129's 2^24 and
 // 127 into 128's 2^24 + 2; windows of 2·N_C (256, 254, 258) give 2^24 for 128 and 127. The
-// Exact model (double) keeps 2^24 + 3. M = 13, N = 33 cross the FMA kernel's 12-row and
-// 32-column panels, so edge tiles are checked too. Each kernel is forced in turn; the AVX512
-// kernels must actually run where the CPU has them, except that the BF16 pair kernel declines
-// N_C = 127 (a window starts at the odd k = 127) and hands over to the portable kernel.
+// Exact model (double) keeps 2^24 + 3. M = 13, N = 33 cross the AVX512 FMA kernel's 12-row and
+// 32-column panels and the AVX2 one's 6-row and 16-column panels, so edge tiles are checked too.
+// Each kernel is forced in turn; the vector kernels must actually run where the CPU level has them, except that the
+// BF16 pair kernel declines N_C = 127 (a window starts at the odd k = 127) and hands over to the portable kernel.
 void TestGemm::splitPromotionWindowsHandDerived_data() {
   QTest::addColumn<int>("accumulation");
   QTest::addColumn<int>("interval");
@@ -330,7 +331,8 @@ void TestGemm::splitPromotionWindowsHandDerived() {
   for (auto [kernel, name, has] :
        {std::tuple{CpuKernel::Portable, "portable", true},
         std::tuple{CpuKernel::Avx512Fma, "avx512-fma", device.find("AVX512-FMA") != std::string::npos},
-        std::tuple{CpuKernel::Avx512Bf16, "avx512-bf16", device.find("AVX512-BF16") != std::string::npos}}) {
+        std::tuple{CpuKernel::Avx512Bf16, "avx512-bf16", device.find("AVX512-BF16") != std::string::npos},
+        std::tuple{CpuKernel::Avx2Fma, "avx2-fma", device.find("AVX2-FMA") != std::string::npos}}) {
     GemmOptions o;
     o.accumulation = static_cast<Accumulation>(accumulation);
     o.promotion_interval = interval;
@@ -382,7 +384,7 @@ void TestGemm::fastAccumulationErrorExceedsSplit() {
 }
 
 // ---- dispatched kernel == portable kernel -------------------------------------------------------
-void TestGemm::avx512Bf16EqualsPortable_data() {
+void TestGemm::vectorKernelsEqualPortable_data() {
   QTest::addColumn<QString>("aFormat");
   QTest::addColumn<QString>("bFormat");
   QTest::addColumn<int>("scaling");
@@ -395,12 +397,15 @@ void TestGemm::avx512Bf16EqualsPortable_data() {
       << QStringLiteral("E4M3FN") << QStringLiteral("E5M2") << 1 << 64 << 64 << 777;
   QTest::newRow("E5M2xE4M3 1x128/128x128 130x300x520")
       << QStringLiteral("E5M2") << QStringLiteral("E4M3FN") << 2 << 130 << 300 << 520;
+  // Past the AVX2 FMA kernel's 240-row jobs and the 256-column blocks of both FMA kernels.
+  QTest::newRow("E4M3xE5M2 per-tensor 250x300x300")
+      << QStringLiteral("E4M3FN") << QStringLiteral("E5M2") << 0 << 250 << 300 << 300;
   QTest::newRow("E4M3 MX-32 9x33x96") << QStringLiteral("E4M3FN") << QStringLiteral("E4M3FN") << 3 << 9 << 33 << 96;
   QTest::newRow("E2M1 per-tensor 17x40x1501")
       << QStringLiteral("E2M1") << QStringLiteral("E2M1") << 0 << 17 << 40 << 1501;
 }
 
-void TestGemm::avx512Bf16EqualsPortable() {
+void TestGemm::vectorKernelsEqualPortable() {
   QFETCH(QString, aFormat);
   QFETCH(QString, bFormat);
   QFETCH(int, scaling);
@@ -408,8 +413,9 @@ void TestGemm::avx512Bf16EqualsPortable() {
   QFETCH(int, n);
   QFETCH(int, k);
   const std::string device = makeCpuGemmBackend()->device();
-  if (device.find("AVX512-BF16") == std::string::npos && device.find("AVX512-FMA") == std::string::npos)
-    QSKIP("this CPU has neither AVX512-BF16 nor AVX512 FMA: only the portable kernel exists here");
+  if (device.find("AVX512-BF16") == std::string::npos && device.find("AVX512-FMA") == std::string::npos &&
+      device.find("AVX2-FMA") == std::string::npos)
+    QSKIP("no vector kernel at this CPU level: only the portable kernel runs here");
   const std::vector<float> x = randomMatrix(m, k, 5), y = randomMatrix(k, n, 6);
   ScaleBlock ba{m, k}, bb{k, n};
   if (scaling == 1) {
@@ -436,7 +442,8 @@ void TestGemm::avx512Bf16EqualsPortable() {
       const GemmOutput p = backend->run(a, b, o);
       for (auto [kernel, name, has] :
            {std::tuple{CpuKernel::Avx512Bf16, "avx512-bf16", device.find("AVX512-BF16") != std::string::npos},
-            std::tuple{CpuKernel::Avx512Fma, "avx512-fma", device.find("AVX512-FMA") != std::string::npos}}) {
+            std::tuple{CpuKernel::Avx512Fma, "avx512-fma", device.find("AVX512-FMA") != std::string::npos},
+            std::tuple{CpuKernel::Avx2Fma, "avx2-fma", device.find("AVX2-FMA") != std::string::npos}}) {
         if (!has) continue;
         if (kernel == CpuKernel::Avx512Bf16 && interval == 127) continue; // checked below
         o.cpu_kernel = kernel;

@@ -1,9 +1,9 @@
-// The blocked AVX-512 float64 GEMM (gemm_double.cpp) against the portable kernel it replaces
-// (gemm_kernels.cpp), bit for bit: the ideal reference's plan (one window), the Exact model's
-// windowed plans with block scales promoted by FMA, edge shapes around the 8 × 16 micro-tile and
-// the 128-row job and the 1024-column block, non-finite and subnormal inputs, codes decoded while
-// packing, 1 and 2 threads. The portable kernel is the
-// specification (docs/gemm.md: ascending k, one double rounding per addition).
+// The blocked AVX-512 and AVX2 float64 GEMMs (gemm_double.cpp) against the portable kernel they
+// replace (gemm_kernels.cpp), bit for bit: the ideal reference's plan (one window), the Exact
+// model's windowed plans with block scales promoted by FMA, edge shapes around the 8 × 16 and
+// 4 × 12 micro-tiles, the 128-row job and the 1024-column block, non-finite and subnormal inputs,
+// codes decoded while packing, 1 and 2 threads. The portable kernel is the specification
+// (docs/gemm.md: ascending k, one double rounding per addition).
 #include <QtTest>
 
 #include <bit>
@@ -75,6 +75,7 @@ struct Blocked {
 std::vector<Blocked> blockedKernels() {
   std::vector<Blocked> k;
   if (cpuLevel() >= CpuLevel::Avx512) k.push_back({"avx512", gemmDoubleAvx512, gemmDoubleCodesAvx512});
+  if (cpuLevel() >= CpuLevel::Avx2) k.push_back({"avx2", gemmDoubleAvx2, gemmDoubleCodesAvx2});
   return k;
 }
 
@@ -94,10 +95,11 @@ private Q_SLOTS:
     if (kernels.empty())
       QSKIP(qPrintable(QStringLiteral("no blocked float64 kernel at CPU level %1 (only the portable kernel runs here)")
                            .arg(QString::fromUtf8(toString(cpuLevel())))));
-    const int64_t sizes[] = {1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 129, 130};
+    const int64_t sizes[] = {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 63, 64, 65, 129, 130};
     uint64_t seed = 1;
     for (int64_t m : sizes)
-      for (int64_t n : {int64_t(1), int64_t(16), int64_t(17), int64_t(127), int64_t(128), int64_t(129), int64_t(300)})
+      for (int64_t n : {int64_t(1), int64_t(11), int64_t(12), int64_t(13), int64_t(16), int64_t(17), int64_t(127),
+                        int64_t(128), int64_t(129), int64_t(300)})
         for (int64_t k : {int64_t(1), int64_t(2), int64_t(127), int64_t(128), int64_t(129), int64_t(300)}) {
           const std::vector<float> a = inputs(m, k, seed++, true), b = inputs(k, n, seed++, false);
           const Plan p = onePlan(m, k, n);
