@@ -1,5 +1,7 @@
 #include "scaling/quantized_tensor.h"
 
+#include <algorithm>
+
 namespace fp8lab {
 
 float TensorScale::blockFactor(float s) const {
@@ -35,12 +37,24 @@ float gemmTensorFactor(const TensorScale& a, const TensorScale& b) {
 
 std::vector<float> QuantizedTensor::dequantize() const {
   std::vector<float> out(static_cast<size_t>(rows * cols));
-  const std::vector<float>& table = format->decodeTable();
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) {
-      const size_t k = static_cast<size_t>(i * cols + j);
-      out[k] = static_cast<float>(static_cast<double>(table[codes[k]]) * static_cast<double>(dequantScaleAt(i, j)));
+  if (out.empty()) return out;
+  const float* table = format->decodeTable().data();
+  // Block by block along each row: the effective factor (dequantScaleAt) once per block, then
+  // decode(code) · factor in double, rounded once to float32, for the block's elements.
+  const int64_t bc = blockCols();
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* srow = dequant_scales.data() + (i / block.rows) * bc;
+    const uint8_t* crow = codes.data() + i * cols;
+    float* orow = out.data() + i * cols;
+    for (int64_t b = 0; b < bc; ++b) {
+      const float s = srow[b];
+      const double f =
+          static_cast<double>(tensor_scale.kind == TensorScale::Kind::None ? s : tensor_scale.blockFactor(s));
+      const int64_t j1 = std::min(cols, (b + 1) * block.cols);
+      for (int64_t j = b * block.cols; j < j1; ++j)
+        orow[j] = static_cast<float>(static_cast<double>(table[crow[j]]) * f);
     }
+  }
   return out;
 }
 

@@ -71,6 +71,11 @@ inline void addCompanions(const ParamSpec& p, QStringList* flags, Json* cfg) {
     *flags << QStringLiteral("--bias-seed") << QStringLiteral("3");
     (*cfg)["bias"]["seed"] = 3;
   }
+  // Block scales inside the MMA (the sample "inside") need block-scale codes: an MX preset.
+  if (p.key == "mma_block_scales") {
+    *flags << QStringLiteral("--scaling") << QStringLiteral("mx_rceil");
+    (*cfg)["scaling"] = "mx_rceil";
+  }
 }
 
 /// A value of `p` other than its default that the small test GEMM can run with, as flag text.

@@ -118,17 +118,31 @@ private Q_SLOTS:
       QVERIFY2(got == cfg, (p.key + ": " + got.dump() + " != " + cfg.dump()).c_str());
     }
     refused.sort();
-    // `fp8lab-cli run` only: the fast-accumulation group and promotion switch outside an
-    // accumulation preset, the operand options beyond one distribution and its scale, the FP8
+    // `fp8lab-cli run` only: the fast-accumulation group, promotion switch and MMA rules outside
+    // an accumulation preset, the operand options beyond one distribution and its scale, the FP8
     // output's fixed scale, stochastic rounding, a second preset for B, the error maps' tile.
-    QCOMPARE(refused,
-             (QStringList{QStringLiteral("fast_accum_group"), QStringLiteral("fast_accum_promotes"),
-                          QStringLiteral("outlier_axis"), QStringLiteral("outlier_channels"),
-                          QStringLiteral("outlier_factor"), QStringLiteral("outlier_fraction"),
-                          QStringLiteral("output_quant_scale"), QStringLiteral("rounding"), QStringLiteral("scaling_b"),
-                          QStringLiteral("sigma"), QStringLiteral("stochastic_bits"), QStringLiteral("tile")}));
+    QCOMPARE(refused, (QStringList{QStringLiteral("fast_accum_group"),
+                                   QStringLiteral("fast_accum_promotes"),
+                                   QStringLiteral("mma_alignment"),
+                                   QStringLiteral("mma_block_scales"),
+                                   QStringLiteral("mma_c"),
+                                   QStringLiteral("mma_chunk"),
+                                   QStringLiteral("mma_datapath"),
+                                   QStringLiteral("mma_sum"),
+                                   QStringLiteral("mma_sum_bits"),
+                                   QStringLiteral("mma_sum_rounding"),
+                                   QStringLiteral("outlier_axis"),
+                                   QStringLiteral("outlier_channels"),
+                                   QStringLiteral("outlier_factor"),
+                                   QStringLiteral("outlier_fraction"),
+                                   QStringLiteral("output_quant_scale"),
+                                   QStringLiteral("rounding"),
+                                   QStringLiteral("scaling_b"),
+                                   QStringLiteral("sigma"),
+                                   QStringLiteral("stochastic_bits"),
+                                   QStringLiteral("tile")}));
     QCOMPARE(checked, 19);
-    QCOMPARE(checked + int(refused.size()), 31); // test_param_schema's count of flagged entries
+    QCOMPARE(checked + int(refused.size()), 39); // test_param_schema's count of flagged entries
   }
 };
 

@@ -131,8 +131,6 @@ private Q_SLOTS:
       Json ignored = Json::object();
       addCompanions(p, &args, &ignored);
       const std::string v = sampleOf(p);
-      // Block scales inside the MMA need block-scale codes: an MX preset.
-      if (p.key == "mma_block_scales") args << QStringLiteral("--scaling") << QStringLiteral("mx_rceil");
       args << QStringLiteral("--") + QString::fromStdString(p.flag);
       if (p.type != ParamType::Boolean) args << QString::fromStdString(v);
       if (p.flag == "m" || p.flag == "n" || p.flag == "k") {

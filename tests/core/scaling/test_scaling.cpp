@@ -34,6 +34,7 @@ class TestScaling : public QObject {
   Q_OBJECT
 
 private Q_SLOTS:
+  void dequantizeIsDecodeTimesTheBlockFactor();
   void teComputeScaleEdgeRules();
   void tePow2MantissaMask();
   void torchaoScaleRules();
@@ -594,6 +595,38 @@ void TestScaling::badInput() {
   std::vector<float> big(1 << 16, 1.0f);
   QVERIFY_THROWS_EXCEPTION(Cancelled, quantize(big.data(), 256, 256, Format::E4M3FN(), preset("per_row"), Axis::Cols,
                                                [](double, const std::string&) { return false; }));
+}
+
+// QuantizedTensor::dequantize() is, element by element, float32(decode(code) · dequantScaleAt(i, j))
+// computed in double (quantized_tensor.h): checked on block grids with partial edge blocks
+// (7 × 50 codes in 3 × 16 blocks), per row, per tensor, per column, and two-level (TeAmax) tensors
+// whose block factor is f32(f32(s · amax) · f32(1 / 2688)); the expected values are formed here
+// from Format::decode and that rule, one element at a time.
+void TestScaling::dequantizeIsDecodeTimesTheBlockFactor() {
+  const Format& f = Format::E4M3FN();
+  for (const ScaleBlock blk : {ScaleBlock{3, 16}, ScaleBlock{1, 50}, ScaleBlock{7, 50}, ScaleBlock{7, 1}})
+    for (const bool two_level : {false, true}) {
+      QuantizedTensor q;
+      q.rows = 7;
+      q.cols = 50;
+      q.format = &f;
+      q.block = blk;
+      for (int64_t i = 0; i < q.rows * q.cols; ++i) q.codes.push_back(uint8_t((i * 37 + 11) % 0x7f));
+      for (int64_t b = 0; b < q.blockRows() * q.blockCols(); ++b) q.dequant_scales.push_back(0.3f + 0.01f * float(b));
+      if (two_level) {
+        q.tensor_scale.kind = TensorScale::Kind::TeAmax;
+        q.tensor_scale.amax = 3.7f;
+      }
+      const std::vector<float> d = q.dequantize();
+      QCOMPARE(d.size(), size_t(350));
+      for (int64_t i = 0; i < q.rows; ++i)
+        for (int64_t j = 0; j < q.cols; ++j) {
+          const float s = q.dequant_scales[size_t((i / blk.rows) * q.blockCols() + j / blk.cols)];
+          const float fac = two_level ? (s * 3.7f) * (1.0f / 2688.0f) : s;
+          const float want = float(f.decode(q.codes[size_t(i * q.cols + j)]) * double(fac));
+          QCOMPARE_BITS(d[size_t(i * q.cols + j)], want);
+        }
+    }
 }
 
 QTEST_APPLESS_MAIN(TestScaling)
