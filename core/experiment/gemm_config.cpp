@@ -468,7 +468,8 @@ void parseEpilogueSource(const Json& o, const char* key, const ConfigPath& at, E
 std::string defaultGemmRunId(const GemmExperimentConfig& c) {
   std::string id = "gemm-" + c.format_a;
   if (c.format_b != c.format_a) id += "x" + c.format_b;
-  id += "-" + c.scaling + "-";
+  // Operands given as codes were not scaled here: the id says "codes", not the unused preset.
+  id += "-" + (c.a.pre.enabled() && c.b.pre.enabled() ? std::string("codes") : c.scaling) + "-";
   id += c.a.fromFile() ? std::string("import") : std::string(toString(c.a.random.distribution));
   return id;
 }

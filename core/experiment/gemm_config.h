@@ -45,8 +45,9 @@ bool parseKernelCheck(const Json& o, const ConfigPath& at, GemmExperimentConfig*
 /// empty, is stored as "name". parseGemmConfig(gemmConfigJson(c)) gives c back.
 Json gemmConfigJson(const GemmExperimentConfig& cfg, const std::string& name = {});
 
-/// The run id used when a config names none: "gemm-<format_a>[x<format_b>]-<scaling>-<distribution of A
-/// or import>", e.g. "gemm-E4M3FN-te_current-normal".
+/// The run id used when a config names none: "gemm-<format_a>[x<format_b>]-<scaling, or codes when
+/// both operands are pre-quantized>-<distribution of A or import>", e.g.
+/// "gemm-E4M3FN-te_current-normal", "gemm-E4M3FN-codes-import".
 std::string defaultGemmRunId(const GemmExperimentConfig& cfg);
 
 /// True when `o` is in the form the desktop app stored before its panel wrote canonical configs
