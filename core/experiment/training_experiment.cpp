@@ -1,10 +1,19 @@
 #include "experiment/training_experiment.h"
+#include "common/worker_pool.h"
 #include "session/session_layout.h"
 
 #include "training/fashion_mnist.h"
 #include "training/training_session.h"
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
 
 namespace fp8lab {
 
@@ -41,6 +50,67 @@ struct TextCache {
     return &texts.emplace(key, std::move(*c)).first->second;
   }
 };
+
+/// A Fashion-MNIST training run trained on a thread of its own, so that two runs of an experiment
+/// share the cores: most of a step (block statistics, the optimizer, quantize) runs on one core.
+/// Every result is the same as when the runs train in turn — a run reads only its own config, data
+/// and state, and the kernels give the same bits on any thread count. The runner's hooks stay on
+/// its thread: the job's progress and finished epochs are handed over under a mutex, and the
+/// runner saves finished runs in the config's order.
+struct MlpJob {
+  size_t index = 0;
+  const TrainingRunSpec* rs = nullptr;
+  TrainingRunSpec local;
+  ImageDataset train, test;
+  const FashionMnist* fm = nullptr;
+  double steps = 0;
+  std::optional<TrainingRun> run;
+  std::thread thread;
+  std::mutex m;
+  double fraction = 0;
+  std::string stage;
+  std::deque<EpochRecord> new_epochs;
+  size_t epochs_seen = 0;
+  bool finished = false, cancelled = false;
+  std::exception_ptr error;
+};
+
+/// Trains job.run on job.thread; `stop` cancels it at its next step; `wake` is notified on every
+/// progress call and at the end.
+void startMlpJob(MlpJob& job, const std::atomic<bool>& stop, std::condition_variable& wake) {
+  job.thread = std::thread([&job, &stop, &wake] {
+    auto progress = [&](double f, const std::string& stage) {
+      {
+        std::lock_guard<std::mutex> lock(job.m);
+        job.fraction = f;
+        job.stage = stage;
+        const auto& eps = job.run->result().epochs;
+        for (; job.epochs_seen < eps.size(); ++job.epochs_seen) job.new_epochs.push_back(eps[job.epochs_seen]);
+      }
+      wake.notify_all();
+      return !stop.load();
+    };
+    bool cancelled = false;
+    std::exception_ptr error;
+    try {
+      job.run->run(progress);
+      progress(1.0, "done");
+    } catch (const Cancelled&) {
+      cancelled = true;
+    } catch (...) {
+      error = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lock(job.m);
+      const auto& eps = job.run->result().epochs;
+      for (; job.epochs_seen < eps.size(); ++job.epochs_seen) job.new_epochs.push_back(eps[job.epochs_seen]);
+      job.cancelled = cancelled;
+      job.error = error;
+      job.finished = true;
+    }
+    wake.notify_all();
+  });
+}
 
 } // namespace
 
@@ -139,75 +209,143 @@ TrainingExperimentOutcome runTrainingExperiment(const TrainingExperimentSpec& sp
       }
       continue;
     }
-    TrainingRunSpec local = rs;
-    if (opt.threads > 0)
-      local.config.threads = local.config.forward_gemm.threads = local.config.backward_gemm.threads = opt.threads;
-    const FashionMnist* fm = nullptr;
-    try {
-      fm = &data.get(rs.data_dir);
-    } catch (const DatasetMissingError& e) {
-      return failed(e.what());
-    } catch (const IdxError& e) {
-      return failed(std::string("Fashion-MNIST is damaged: ") + e.what());
-    } catch (const std::exception& e) {
-      return failed(e.what());
-    }
-    const ImageDataset train = fm->train.head(rs.train_limit), test = fm->test.head(rs.test_limit);
-    data_of[rs.id] = fm;
-    const int64_t steps_per_epoch = (train.count + rs.config.batch_size - 1) / rs.config.batch_size;
-    if (hooks.run_started) hooks.run_started(i, spec.runs.size(), rs, steps_per_epoch, train.count);
-    const double run_steps = static_cast<double>(steps_per_epoch) * rs.config.epochs;
-    bool cancelled = false;
-    std::optional<TrainingRun> run;
-    try {
-      run.emplace(local.config, train, test, rs.config.precision == TrainingPrecision::FP8 ? opt.backend : nullptr);
-      size_t epochs_reported = 0;
-      auto progress = [&](double f, const std::string& stage) {
-        const auto& eps = run->result().epochs;
-        for (; epochs_reported < eps.size(); ++epochs_reported)
-          if (hooks.epoch_done) hooks.epoch_done(rs, eps[epochs_reported]);
-        if (!hooks.progress) return true;
-        return hooks.progress(f, (done_before + f * run_steps) / total, stage);
-      };
+    // Fashion-MNIST runs on the CPU backend train two at a time (MlpJob); the next such runs of
+    // the config are started beside this one, and each is saved in the config's order.
+    const bool cpu_backend = !opt.backend || opt.backend->name() == "cpu";
+    const bool pipeline = cpu_backend && resolveThreads(opt.threads) >= 2;
+    std::vector<std::unique_ptr<MlpJob>> jobs;
+    std::atomic<bool> stop{false};
+    std::condition_variable wake;
+    std::mutex wake_m;
+    size_t next = i; // the next run of the config to start
+    auto launch = [&](size_t idx) -> std::string {
+      const TrainingRunSpec& r = spec.runs[idx];
+      auto job = std::make_unique<MlpJob>();
+      job->index = idx;
+      job->rs = &r;
+      job->local = r;
+      if (opt.threads > 0)
+        job->local.config.threads = job->local.config.forward_gemm.threads = job->local.config.backward_gemm.threads =
+            opt.threads;
       try {
-        run->run(progress);
-        progress(1.0, "done");
-      } catch (const Cancelled&) {
-        cancelled = true;
+        job->fm = &data.get(r.data_dir);
+      } catch (const DatasetMissingError& e) {
+        return e.what();
+      } catch (const IdxError& e) {
+        return std::string("Fashion-MNIST is damaged: ") + e.what();
+      } catch (const std::exception& e) {
+        return e.what();
       }
-    } catch (const std::exception& e) {
-      return failed("training run '" + rs.id + "' failed: " + e.what());
+      job->train = job->fm->train.head(r.train_limit);
+      job->test = job->fm->test.head(r.test_limit);
+      data_of[r.id] = job->fm;
+      const int64_t steps_per_epoch = (job->train.count + r.config.batch_size - 1) / r.config.batch_size;
+      if (hooks.run_started) hooks.run_started(idx, spec.runs.size(), r, steps_per_epoch, job->train.count);
+      job->steps = static_cast<double>(steps_per_epoch) * r.config.epochs;
+      try {
+        job->run.emplace(job->local.config, job->train, job->test,
+                         r.config.precision == TrainingPrecision::FP8 ? opt.backend : nullptr);
+      } catch (const std::exception& e) {
+        return "training run '" + r.id + "' failed: " + e.what();
+      }
+      startMlpJob(*job, stop, wake);
+      jobs.push_back(std::move(job));
+      return {};
+    };
+    auto joinAll = [&] {
+      stop = true;
+      for (auto& j : jobs)
+        if (j->thread.joinable()) j->thread.join();
+    };
+    if (const std::string why = launch(next++); !why.empty()) return failed(why);
+    // Runs that may train beside it: the next Fashion-MNIST runs, while none is an LM run.
+    auto canJoin = [&](size_t idx) { return pipeline && idx < spec.runs.size() && !spec.runs[idx].lm; };
+    bool cancel_all = false;
+    while (!jobs.empty()) {
+      if (jobs.size() < 2 && canJoin(next) && !cancel_all)
+        if (const std::string why = launch(next++); !why.empty()) {
+          joinAll();
+          return failed(why);
+        }
+      MlpJob& head = *jobs.front();
+      // Report the first unfinished run's progress and every finished epoch from this thread.
+      bool head_done = false;
+      {
+        std::unique_lock<std::mutex> lock(wake_m);
+        wake.wait_for(lock, std::chrono::milliseconds(50));
+      }
+      double overall = done_before;
+      for (auto& j : jobs) {
+        std::deque<EpochRecord> eps;
+        double f = 0;
+        std::string stage;
+        bool fin = false;
+        {
+          std::lock_guard<std::mutex> lock(j->m);
+          eps.swap(j->new_epochs);
+          f = j->fraction;
+          stage = j->stage;
+          fin = j->finished;
+        }
+        for (const EpochRecord& e : eps)
+          if (hooks.epoch_done) hooks.epoch_done(*j->rs, e);
+        overall += f * j->steps;
+        if (j.get() == &head) {
+          head_done = fin;
+          if (!cancel_all && hooks.progress && !hooks.progress(f, overall / total, stage)) {
+            cancel_all = true;
+            stop = true;
+          }
+        }
+      }
+      if (!head_done) continue;
+      head.thread.join();
+      if (head.error) {
+        joinAll();
+        try {
+          std::rethrow_exception(head.error);
+        } catch (const std::exception& e) {
+          return failed("training run '" + head.rs->id + "' failed: " + e.what());
+        }
+      }
+      const TrainingRunSpec& hrs = *head.rs;
+      done_before += head.steps;
+      const TrainingResult& res = head.run->result();
+      Run session_run = trainingRunToSession(res, hrs.id, hrs.configJson());
+      TrainingRunOutcome o;
+      if (!save(session_run, &hrs, &o.stored_id)) {
+        joinAll();
+        return out;
+      }
+      o.type = "training";
+      o.cancelled = head.cancelled;
+      o.stopped_nonfinite = res.stopped_nonfinite;
+      o.first_nonfinite = res.first_nonfinite;
+      o.spec = &hrs;
+      o.steps_done = res.steps_done;
+      o.steps_total = res.steps_per_epoch * hrs.config.epochs;
+      for (const auto& e : res.epochs) o.test_accuracy.push_back(e.test_accuracy);
+      o.seconds = res.seconds;
+      if (!res.epochs.empty()) {
+        double sum = 0;
+        for (const auto& e : res.epochs) sum += e.seconds;
+        o.mean_epoch_seconds = sum / static_cast<double>(res.epochs.size());
+      }
+      for (const auto& h : res.operands)
+        for (int64_t v : h.saturated) o.saturated_total += v;
+      o.backend = session_run.backend;
+      o.device = session_run.device;
+      out.runs.push_back(std::move(o));
+      trained[hrs.id] = head.run->result().weights;
+      stored_as[hrs.id] = out.runs.back().stored_id;
+      if (head.cancelled) cancel_all = true;
+      jobs.erase(jobs.begin());
     }
-    done_before += run_steps;
-    const TrainingResult& res = run->result();
-    Run session_run = trainingRunToSession(res, rs.id, rs.configJson());
-    TrainingRunOutcome o;
-    if (!save(session_run, &rs, &o.stored_id)) return out;
-    o.type = "training";
-    o.cancelled = cancelled;
-    o.stopped_nonfinite = res.stopped_nonfinite;
-    o.first_nonfinite = res.first_nonfinite;
-    o.spec = &rs;
-    o.steps_done = res.steps_done;
-    o.steps_total = res.steps_per_epoch * rs.config.epochs;
-    for (const auto& e : res.epochs) o.test_accuracy.push_back(e.test_accuracy);
-    o.seconds = res.seconds;
-    if (!res.epochs.empty()) {
-      double s = 0;
-      for (const auto& e : res.epochs) s += e.seconds;
-      o.mean_epoch_seconds = s / static_cast<double>(res.epochs.size());
-    }
-    for (const auto& h : res.operands)
-      for (int64_t v : h.saturated) o.saturated_total += v;
-    o.backend = session_run.backend;
-    o.device = session_run.device;
-    out.runs.push_back(std::move(o));
-    if (cancelled) {
+    if (cancel_all) {
       out.status = TrainingExperimentOutcome::Status::Cancelled;
       return out;
     }
-    trained[rs.id] = run->result().weights;
-    stored_as[rs.id] = out.runs.back().stored_id;
+    i = next - 1; // the loop's ++i moves on to the first run not started
   }
 
   if (spec.weight_gemm) {

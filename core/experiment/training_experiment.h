@@ -4,9 +4,13 @@
 // `rerun`), the desktop app and the tests call it; what they differ in (a progress bar or a
 // progress dialog, where runs are saved) comes in through TrainingHooks.
 //
-// Cancel: when hooks.progress returns false the run in progress stops after its current step
-// (TrainingRun::run) and is handed to save() with status "cancelled" and the steps it finished;
-// nothing after it runs. Runs finished before are already saved. A run stopped by on_nonfinite
+// Fashion-MNIST runs on the CPU backend train two at a time when two threads are available (the
+// next run of the config starts beside the current one; each run's results do not depend on it),
+// and are saved in the config's order. Language-model runs and GPU runs train in turn.
+//
+// Cancel: when hooks.progress returns false the runs in progress stop after their current step
+// (TrainingRun::run) and are handed to save() in order with status "cancelled" and the steps they
+// finished; nothing after them starts. Runs finished before are already saved. A run stopped by on_nonfinite
 // "stop" is saved with status "stopped_nonfinite" and the experiment goes on.
 #pragma once
 
@@ -23,7 +27,7 @@
 namespace fp8lab {
 
 /// What the runner reports and asks. Every hook may be empty. Hooks are called on the thread
-/// that called runTrainingExperiment.
+/// that called runTrainingExperiment (the training itself runs on threads of its own).
 struct TrainingHooks {
   /// Progress of the current piece of work (a training run or one trained-weights GEMM):
   /// `fraction` ∈ [0, 1] of that piece, `overall` ∈ [0, 1] of the whole experiment (runs weigh
