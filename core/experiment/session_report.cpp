@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -244,11 +245,17 @@ std::string intervalChartSvg(const std::vector<RecipeInterval>& rows, const std:
 }
 
 std::string curveChartSvg(const std::vector<CurveSeries>& series, const std::string& x_label,
-                          const std::string& y_label, bool zero_line) {
+                          const std::string& y_label, bool zero_line, bool clip_outliers) {
   static const char* kColours[] = {"#cc0000", "#4e9a06", "#f57900", "#75507b", "#c4a000",
                                    "#06989a", "#8f5902", "#5c3566", "#a40000", "#204a87"};
   const double W = 760, left = 64, right = 16, top = 12, plot_h = 260, axis_h = 44;
-  const double legend_rows = double((series.size() + 2) / 3), legend_h = 8 + 18 * legend_rows;
+  // The legend under the axes: as many columns as the longest entry leaves room for (about 7 px a
+  // character at 12 px, after a 28 px line sample).
+  size_t longest = 0;
+  for (const CurveSeries& c : series) longest = std::max(longest, std::min<size_t>(c.label.size(), 40) + 10);
+  const double col_w = std::max(150.0, 36.0 + 7.0 * double(longest));
+  const size_t cols = std::max<size_t>(1, size_t((W - left - right) / col_w));
+  const double legend_rows = double((series.size() + cols - 1) / cols), legend_h = 8 + 18 * legend_rows;
   const double H = top + plot_h + axis_h + legend_h;
   double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
   for (const CurveSeries& c : series)
@@ -256,6 +263,24 @@ std::string curveChartSvg(const std::vector<CurveSeries>& series, const std::str
       xlo = std::min(xlo, c.x[i]), xhi = std::max(xhi, c.x[i]);
       ylo = std::min(ylo, c.lo[i]), yhi = std::max(yhi, c.hi[i]);
     }
+  // With clip_outliers, the y range is the middle of the mean points (2nd to 98th percentile) widened
+  // by its own span on each side, so that a short spike does not flatten the rest; what lies
+  // beyond is clipped and counted.
+  int clipped = 0;
+  if (clip_outliers && std::isfinite(ylo)) {
+    std::vector<double> means;
+    for (const CurveSeries& c : series)
+      for (double v : c.mean)
+        if (std::isfinite(v)) means.push_back(v);
+    std::sort(means.begin(), means.end());
+    if (means.size() >= 10) {
+      const double qlo = means[means.size() * 2 / 100], qhi = means[(means.size() - 1) * 98 / 100];
+      const double span = std::max(qhi - qlo, 1e-12);
+      ylo = std::max(ylo, qlo - span);
+      yhi = std::min(yhi, qhi + span);
+      for (double v : means) clipped += v < ylo || v > yhi;
+    }
+  }
   if (zero_line && std::isfinite(ylo)) ylo = std::min(ylo, 0.0), yhi = std::max(yhi, 0.0);
   if (!std::isfinite(xlo)) xlo = 0, xhi = 1, ylo = 0, yhi = 1;
   if (!(xhi > xlo)) xlo -= 0.5, xhi += 0.5;
@@ -304,6 +329,13 @@ std::string curveChartSvg(const std::vector<CurveSeries>& series, const std::str
   size_t colour = 0;
   std::vector<std::string> colours;
   for (const CurveSeries& c : series) colours.push_back(c.baseline ? "#3465a4" : kColours[colour++ % 10]);
+  // The bands and lines are drawn inside the plot area only (a clipped spike leaves it).
+  std::string all_means;
+  for (const CurveSeries& c : series) all_means += c.label + list(c.mean);
+  const std::string clip_id = "plot-" + std::to_string(std::hash<std::string>{}(y_label + all_means) % 1000000007u);
+  s += "<clipPath id=\"" + clip_id + "\"><rect x=\"" + fmt("%.1f", left) + "\" y=\"" + fmt("%.1f", y0) + "\" width=\"" +
+       fmt("%.1f", W - left - right) + "\" height=\"" + fmt("%.1f", plot_h) + "\"/></clipPath>\n<g clip-path=\"url(#" +
+       clip_id + ")\">\n";
   // Bands first, so that no band covers another recipe's mean line.
   for (size_t k = 0; k < series.size(); ++k) {
     const CurveSeries& c = series[k];
@@ -320,14 +352,18 @@ std::string curveChartSvg(const std::vector<CurveSeries>& series, const std::str
          list(c.lo) + "\" data-hi=\"" + list(c.hi) + "\" points=\"" + path(c.x, c.mean) + "\" fill=\"none\" stroke=\"" +
          colours[k] + "\" stroke-width=\"1.6\"" + (c.baseline ? " stroke-dasharray=\"6,3\"" : "") + "/>\n";
   }
-  // The legend under the axis, three entries a row.
+  s += "</g>\n";
+  if (clipped > 0)
+    s += "<text x=\"" + fmt("%.1f", W - right - 6) + "\" y=\"" + fmt("%.1f", y0 + 16) +
+         "\" text-anchor=\"end\" fill=\"#555\">" + std::to_string(clipped) + (clipped == 1 ? " point" : " points") +
+         " beyond the axis (clipped)</text>\n";
   for (size_t k = 0; k < series.size(); ++k) {
-    const double lx = left + double(k % 3) * 230, ly = y1 + axis_h + 12 + 18 * double(k / 3);
+    const double lx = left + double(k % cols) * col_w, ly = y1 + axis_h + 12 + 18 * double(k / cols);
     s += "<line x1=\"" + fmt("%.1f", lx) + "\" y1=\"" + fmt("%.1f", ly) + "\" x2=\"" + fmt("%.1f", lx + 22) +
          "\" y2=\"" + fmt("%.1f", ly) + "\" stroke=\"" + colours[k] + "\" stroke-width=\"2\"" +
          (series[k].baseline ? " stroke-dasharray=\"6,3\"" : "") + "/>\n";
     std::string label = series[k].label;
-    if (label.size() > 30) label = label.substr(0, 29) + "…";
+    if (label.size() > 40) label = label.substr(0, 39) + "…";
     s += "<text x=\"" + fmt("%.1f", lx + 28) + "\" y=\"" + fmt("%.1f", ly + 4) + "\" fill=\"#222\">" +
          xmlEscape(label + " (" + std::to_string(series[k].seeds) + (series[k].seeds == 1 ? " seed)" : " seeds)")) +
          "</text>\n";
@@ -548,7 +584,7 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
           << "</p>\n";
         h.figure(curveChartSvg(tc.loss, "step", tc.loss_name + " (nats)"), "loss curves per recipe");
         if (!tc.delta.empty())
-          h.figure(curveChartSvg(tc.delta, "step", "Δ loss vs FP32, same seed (nats)", true),
+          h.figure(curveChartSvg(tc.delta, "step", "Δ loss vs FP32, same seed (nats)", true, true),
                    "loss difference to FP32 per recipe");
       }
       if (base && maxSeeds(d.training, g) >= 2)

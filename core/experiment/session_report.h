@@ -56,11 +56,13 @@ std::string intervalChartSvg(const std::vector<RecipeInterval>& rows, const std:
 
 /// Curves over training steps as SVG: per series a line at its mean (the baseline dashed blue, the
 /// others in a palette) over a band from lo to hi (series of two or more seeds), a legend under the
-/// axes, `zero_line` draws y = 0 darker (and keeps 0 in range). Each <polyline class="curve"> carries
+/// axes, `zero_line` draws y = 0 darker (and keeps 0 in range). `clip_outliers`: the y axis spans the
+/// 2nd to 98th percentile of the mean points widened by that span on each side (at least 10 points),
+/// what lies beyond is clipped and its count written in the chart. Each <polyline class="curve"> carries
 /// data-recipe, data-seeds and its points' exact values (data-x, data-mean, data-lo, data-hi, space-
 /// separated, 17 significant digits). Width 760 px.
 std::string curveChartSvg(const std::vector<CurveSeries>& series, const std::string& x_label,
-                          const std::string& y_label, bool zero_line = false);
+                          const std::string& y_label, bool zero_line = false, bool clip_outliers = false);
 
 /// Escapes &, <, >, " and ' for XML text and attributes.
 std::string xmlEscape(const std::string& s);

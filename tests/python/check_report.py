@@ -147,7 +147,7 @@ def training_part(a):
     check(len(curves) == 2, f"two curve charts (loss, Δ vs FP32), got {len(curves)}")
     if len(curves) == 2:
         for chart, delta in ((curves[0], False), (curves[1], True)):
-            lines = {pl.get("data-recipe"): pl for pl in chart.findall("s:polyline[@class='curve']", ns)}
+            lines = {pl.get("data-recipe"): pl for pl in chart.findall(".//s:polyline[@class='curve']", ns)}
             want_recipes = ["deepseek_v3", "te_nvfp4"] + ([] if delta else ["FP32 baseline"])
             check(sorted(lines) == sorted(want_recipes), f"curves {sorted(lines)} (delta {delta})")
             for rec, pl in lines.items():
@@ -167,7 +167,7 @@ def training_part(a):
                         break
                 else:
                     check(len(got["mean"]) == n, f"{rec}: {n} points")
-        check(curves[0].find("s:polygon[@class='band']", ns) is not None, "a seed band")
+        check(curves[0].find(".//s:polygon[@class='band']", ns) is not None, "a seed band")
     text = open(report, encoding="utf-8").read()
     check("fp8lab-cli export " + session in text and "default.json" not in text,
           "the advice hint advises this session's own run, not the MLP's default.json")
