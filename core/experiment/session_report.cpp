@@ -153,6 +153,14 @@ struct Html {
 
 /// The short verdict ("Hopper", "Blackwell", "emulation") with the cuBLASLt modes in words as its
 /// title; the Versions and sources table has each scale layout's mode and source.
+/// The first at most `bytes` bytes of UTF-8 text `s`, ending on a character boundary (a cut inside
+/// a multi-byte character such as "→" would make the file ill-formed XML).
+std::string utf8Prefix(const std::string& s, size_t bytes) {
+  if (s.size() <= bytes) return s;
+  while (bytes > 0 && (static_cast<unsigned char>(s[bytes]) & 0xC0) == 0x80) --bytes;
+  return s.substr(0, bytes);
+}
+
 /// The most seeds (finite values) a recipe of the group `g` has.
 int maxSeeds(const std::vector<RecipeInterval>& all, const std::vector<size_t>& g) {
   int n = 0;
@@ -222,7 +230,7 @@ std::string intervalChartSvg(const std::vector<RecipeInterval>& rows, const std:
     const RecipeInterval& r = rows[i];
     const double y = top + rh * (double(i) + 0.5);
     std::string label = r.label;
-    if (label.size() > 52) label = label.substr(0, 51) + "…";
+    if (label.size() > 52) label = utf8Prefix(label, 51) + "…";
     s += "<text x=\"" + fmt("%.1f", left - 8) + "\" y=\"" + fmt("%.1f", y + 4) + "\" text-anchor=\"end\" fill=\"" +
          (r.rank == 1 ? "#1b5e20" : "#333") + "\">" + xmlEscape(label) + "</text>\n";
     if (r.n_values == 0) {
@@ -363,7 +371,7 @@ std::string curveChartSvg(const std::vector<CurveSeries>& series, const std::str
          "\" y2=\"" + fmt("%.1f", ly) + "\" stroke=\"" + colours[k] + "\" stroke-width=\"2\"" +
          (series[k].baseline ? " stroke-dasharray=\"6,3\"" : "") + "/>\n";
     std::string label = series[k].label;
-    if (label.size() > 40) label = label.substr(0, 39) + "…";
+    if (label.size() > 40) label = utf8Prefix(label, 39) + "…";
     s += "<text x=\"" + fmt("%.1f", lx + 28) + "\" y=\"" + fmt("%.1f", ly + 4) + "\" fill=\"#222\">" +
          xmlEscape(label + " (" + std::to_string(series[k].seeds) + (series[k].seeds == 1 ? " seed)" : " seeds)")) +
          "</text>\n";

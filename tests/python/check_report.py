@@ -180,6 +180,29 @@ def training_part(a):
         want = fprop_bytes_per_element(r["recipe"])
         if want is not None:
             check(abs(r["cost"]["bytes_per_element"] - want) <= 1e-12 * want, f"decide --json {r['recipe']} cost")
+    # The advice the hint asks for, run as the hint says (10 steps, 2 seeds to stay short), and its
+    # table in the report against the session's advice datasets.
+    exported = os.path.join(a.workdir, "run-nvfp4-s1")
+    adv = os.path.join(a.workdir, "advice.h5")
+    adv_report = os.path.join(a.workdir, "advice-report.html")
+    for cmd in ([a.cli, "export", session, "--run", "nvfp4-s1", "--csv", exported],
+                [a.cli, "advise", os.path.join(exported, "config.json"), "--steps", "10", "--seeds", "2",
+                 "--out", adv], [a.cli, "report", adv, "--out", adv_report]):
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        check(p.returncode == 0, f"{' '.join(cmd[1:3])} exit {p.returncode}: {p.stderr[-400:]}")
+        if p.returncode != 0:
+            break
+    else:
+        with h5py.File(adv, "r") as h:
+            g = next(g for g in h["runs"].values() if g.attrs.get("type") == "advice")
+            groups = g.attrs["groups"].split(",")
+            want = {k: [float(x) for x in g["advice/" + k][()]] for k in ("delta", "ci_low", "ci_high")}
+        rows = ET.parse(adv_report).getroot().findall(".//h:table[@class='advice']/h:tr[@data-group]", ns)
+        check([r.get("data-group") for r in rows] == groups, f"advice rows {[r.get('data-group') for r in rows]}")
+        for r, i in zip(rows, range(len(groups))):
+            for k, attr in (("delta", "data-delta"), ("ci_low", "data-ci-low"), ("ci_high", "data-ci-high")):
+                check(abs(float(r.get(attr)) - want[k][i]) <= 1e-6 * max(1e-3, abs(want[k][i])),
+                      f"advice {groups[i]} {k}: {r.get(attr)} vs {want[k][i]}")
     # `run` prints each run's result on stdout (a pipe gets it), its progress on stderr.
     one = os.path.join(a.workdir, "one.json")
     with open(one, "w") as f:
