@@ -25,7 +25,7 @@ std::optional<RecipeCost> trainingRunCost(const std::string& config_json) {
   }
   if (!spec || spec->runs.size() != 1) return std::nullopt;
   const TrainingConfig& c = spec->runs.front().config;
-  if (c.precision != TrainingPrecision::FP8) return std::nullopt;
+  if (c.precision != TrainingPrecision::FP8 || !c.policy.rules.empty()) return std::nullopt;
   std::string pa = "te_current", pb = "te_current";
   std::string fa = c.forward_format->name(), fb = fa;
   if (c.recipe.recipe != TrainingRecipe::PerTensor) {

@@ -121,9 +121,9 @@ constexpr int64_t kTrainingCostShape = 4096;
 /// te_current in its forward format, delayed scaling storing the same one float32 per tensor) on a
 /// [kTrainingCostShape]² · [kTrainingCostShape]² GEMM, so that a block's scale bytes are not
 /// inflated by a small layer's padding: the recipe's bytes per element and where the pair runs
-/// natively (scaling/recipe_cost.h). A precision policy's high-precision layers are not counted.
-/// nullopt for FP32 and BF16 runs and for a config that does not parse. `config_json`: the run's
-/// stored one-run config.
+/// natively (scaling/recipe_cost.h). nullopt for FP32 and BF16 runs, for a run with a precision
+/// policy (its layers run in different precisions: no one cost) and for a config that does not parse. `config_json`:
+/// the run's stored one-run config.
 std::optional<RecipeCost> trainingRunCost(const std::string& config_json);
 
 /// What to run when a part is empty (the texts the CLI, the Decide view and the report show).
