@@ -79,7 +79,7 @@ private Q_SLOTS:
     QCOMPARE(r8.result().val_steps, (std::vector<int64_t>{49, 99, 149}));
     QCOMPARE(r8.result().probes.steps, (std::vector<int64_t>{0, 50, 100, 149}));
     QCOMPARE(r8.result().attention.steps, (std::vector<int64_t>{0, 75, 149}));
-    // The greedy sample continues the period after the validation prompt.
+    // A sample (temperature 0.8, the default) follows the validation prompt.
     QVERIFY2(!r8.result().sample.empty(), "no sample");
     // Every operand of every site has one record per step.
     for (const OperandHistory& h : r8.result().operands) QCOMPARE(int64_t(h.amax.size()), int64_t(150));
