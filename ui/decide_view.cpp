@@ -381,6 +381,7 @@ void DecideView::rebuild() {
   if (!training_metric_.isEmpty()) {
     const SessionDecision t = decideSession(infos, training_metric_.toStdString(), read);
     d_.training = t.training;
+    d_.training_cost = t.training_cost;
     d_.training_metric = t.training_metric;
   }
   // The part the session opens on, until the user (or a caller) picks one.
@@ -721,6 +722,8 @@ void DecideView::drawTraining() {
                           tr("Per seed"),
                           tr("Seeds"),
                           tr("Comparison"),
+                          tr("Bytes / element\n(fprop, with scales)"),
+                          tr("Native hardware"),
                           tr("Runs")};
   table_->setColumnCount(int(heads.size()));
   table_->setHorizontalHeaderLabels(heads);
@@ -743,7 +746,23 @@ void DecideView::drawTraining() {
     table_->setItem(row, 4, new QTableWidgetItem(paired ? qs(perSeedText(*r.paired)) : QString()));
     table_->setItem(row, 5, new NumberItem(r.n_values, QString::number(r.n_values)));
     table_->setItem(row, 6, new QTableWidgetItem(qs(comparisonText(r))));
-    table_->setItem(row, 7, new QTableWidgetItem(runs.join(QStringLiteral(", "))));
+    // The recipe's cost (trainingRunCost): the fprop pair's bytes per element with scales at
+    // 4096³ and where it runs natively; FP32 reads 4 bytes; a run with a policy has no one cost.
+    const size_t ri = idx[size_t(row)];
+    const auto& cost = ri < d_.training_cost.size() ? d_.training_cost[ri] : std::optional<RecipeCost>{};
+    const double bpe = cost ? cost->bytesPerElement() : r.baseline ? 4.0 : NAN;
+    table_->setItem(row, 7,
+                    new NumberItem(bpe, std::isfinite(bpe) ? qs(bytesPerElementText(bpe)) : QStringLiteral("\u2014")));
+    table_->setItem(row, 8,
+                    new QTableWidgetItem(cost         ? qs(cost->hardware)
+                                         : r.baseline ? QStringLiteral("FP32")
+                                                      : QStringLiteral("\u2014")));
+    if (cost) {
+      table_->item(row, 7)->setToolTip(qs(cost->a.block + " " + cost->a.kind->scale_format + " / " + cost->b.block +
+                                          " " + cost->b.kind->scale_format));
+      table_->item(row, 8)->setToolTip(qs(cost->native + "\nSource: " + cost->source));
+    }
+    table_->setItem(row, 9, new QTableWidgetItem(runs.join(QStringLiteral(", "))));
     if (r.baseline)
       for (int c = 0; c < table_->columnCount(); ++c) table_->item(row, c)->setBackground(QColor(0xEE, 0xF3, 0xFB));
   }
@@ -752,7 +771,7 @@ void DecideView::drawTraining() {
 
 void DecideView::drawAdvice() {
   if (d_.advice.empty()) {
-    showEmpty(qs(hintAdvice()));
+    showEmpty(qs(hintAdvice(d_, file_.isEmpty() ? std::string("SESSION.h5") : file_.toStdString())));
     return;
   }
   const AdviceTable& a = d_.advice[size_t(std::clamp(group_, 0, int(d_.advice.size()) - 1))];

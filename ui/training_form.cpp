@@ -16,9 +16,10 @@ using namespace fields;
 
 namespace {
 const Item kRecipes[] = {{"per_tensor", "Per-tensor scaling with the strategy below"},
-                         {"te_float8_block", "TE Float8BlockScaling (1x128 / 128x128, DeepSeek-V3)"},
+                         {"te_float8_block", "TE Float8BlockScaling (1x128 / 128x128, power-of-two fp32 scales)"},
                          {"te_mxfp8", "TE MXFP8BlockScaling (E4M3, 1x32 E8M0 RCEIL)"},
-                         {"te_nvfp4", "TE NVFP4BlockScaling (E2M1 1x16, E4M3 + fp32 scales)"}};
+                         {"te_nvfp4", "TE NVFP4BlockScaling (E2M1 1x16, E4M3 + fp32 scales)"},
+                         {"deepseek_v3", "DeepSeek-V3 (1x128 / 128x128, float32 scales amax/448)"}};
 const Item kTrainStrategies[] = {{"delayed-flax", "Delayed, Flax fp8_ops (amax history)"},
                                  {"delayed-te", "Delayed, TE DelayedScaling (amax history)"},
                                  {"current-te", "Current, TE Float8CurrentScaling"},

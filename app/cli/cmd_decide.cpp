@@ -59,7 +59,7 @@ int runDecide(const QStringList& args) {
     out(toJsonText(j) + "\n");
     return 0;
   }
-  out(sessionDecisionText(d));
+  out(sessionDecisionText(d, file.toStdString()));
   return 0;
 }
 

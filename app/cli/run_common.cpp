@@ -85,6 +85,12 @@ int runTrainingSpec(const TrainingExperimentSpec& spec, const QString& out_file,
   Bar bar{false, opt.quiet || opt.json, "GEMM on trained weights"};
   TrainingFileHooks h;
   h.line = [&](const std::string& s, bool detail) { bar.line(s, detail); };
+  // The runs' results go to stdout (a pipe or a file gets them); progress and notes to stderr.
+  if (!opt.json && !opt.quiet)
+    h.result = [&](const std::string& s) {
+      if (bar.bar) bar.bar->finish();
+      out(s + "\n");
+    };
   h.started = [&](const std::string& label) { bar.start(label); };
   h.progress = [&](double f, const std::string& stage) { return bar.update(f, stage); };
   h.ended = [&] { bar.bar.reset(); };

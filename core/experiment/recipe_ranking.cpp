@@ -2,6 +2,7 @@
 #include "experiment/recipe_ranking.h"
 
 #include "experiment/gemm_config.h"
+#include "experiment/training_config.h"
 #include "io/json_document.h"
 
 #include <algorithm>
@@ -489,7 +490,17 @@ void trainingSample(const RunInfo& ri, const RankingMetric& metric, std::vector<
   if (s.baseline) {
     s.recipe_label = "FP32 baseline";
   } else if (const auto r = attrString(ri.attrs, "recipe")) {
+    // The recipe with the options that differ from its defaults ("te_float8_block fp32 scales"), so
+    // that variants of one recipe are told apart; the bare name when the config does not parse.
     s.recipe_label = *r;
+    try {
+      const JsonDocument doc = JsonDocument::parse(ri.config_json);
+      std::string err;
+      if (const auto spec = parseTrainingExperiment(doc.root(), &err, &doc);
+          spec && spec->runs.size() == 1 && spec->runs.front().config.recipe.recipe != TrainingRecipe::PerTensor)
+        s.recipe_label = spec->runs.front().config.recipe.label();
+    } catch (const std::exception&) {
+    }
   } else {
     s.recipe_label = attrString(ri.attrs, "scaling").value_or(precision);
     const std::string f = cfg.value("forward_format", std::string()), b = cfg.value("backward_format", std::string());

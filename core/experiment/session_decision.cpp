@@ -1,5 +1,6 @@
 // FP8 Lab — what a session says about the choice of a recipe (session_decision.h).
 #include "experiment/session_decision.h"
+#include "experiment/training_config.h"
 #include "session/session_layout.h"
 
 #include "io/json_document.h"
@@ -12,6 +13,119 @@
 #include <stdexcept>
 
 namespace fp8lab {
+
+std::optional<RecipeCost> trainingRunCost(const std::string& config_json) {
+  std::optional<TrainingExperimentSpec> spec;
+  try {
+    const JsonDocument doc = JsonDocument::parse(config_json);
+    std::string err;
+    spec = parseTrainingExperiment(doc.root(), &err, &doc);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (!spec || spec->runs.size() != 1) return std::nullopt;
+  const TrainingConfig& c = spec->runs.front().config;
+  if (c.precision != TrainingPrecision::FP8 || !c.policy.rules.empty()) return std::nullopt;
+  std::string pa = "te_current", pb = "te_current";
+  std::string fa = c.forward_format->name(), fb = fa;
+  if (c.recipe.recipe != TrainingRecipe::PerTensor) {
+    const RoleQuantization a = c.recipe.role(OperandRole::FpropInput), b = c.recipe.role(OperandRole::FpropWeight);
+    if (a.kind == RoleKind::HighPrecision || b.kind == RoleKind::HighPrecision) return std::nullopt;
+    pa = a.costPreset();
+    pb = b.costPreset();
+    fa = a.format->name();
+    fb = b.format->name();
+  }
+  const int64_t s = kTrainingCostShape;
+  return recipeCost(pa, pb, fa, fb, s, s, s);
+}
+
+namespace {
+
+/// A run's training loss averaged over bins of `bin` steps (the last bin may be shorter).
+std::vector<double> binnedLoss(const std::string& run, const DatasetSource& read, int64_t bin) {
+  const auto ds = read(run, layout::kTrainingLoss);
+  std::vector<double> out;
+  if (!ds || ds->f32.empty() || bin < 1) return out;
+  const auto& v = ds->f32;
+  for (size_t b = 0; b < v.size(); b += size_t(bin)) {
+    double sum = 0;
+    size_t n = 0;
+    for (size_t i = b; i < std::min(v.size(), b + size_t(bin)); ++i)
+      if (std::isfinite(v[i])) sum += v[i], ++n;
+    out.push_back(n ? sum / double(n) : NAN);
+  }
+  return out;
+}
+
+/// The mean and min–max over the rows of `per_seed` at each point (finite values only).
+CurveSeries seriesOf(const std::vector<std::vector<double>>& per_seed, int64_t bin, int64_t steps) {
+  CurveSeries c;
+  size_t n = 0;
+  for (const auto& r : per_seed) n = std::max(n, r.size());
+  c.seeds = int(per_seed.size());
+  for (size_t i = 0; i < n; ++i) {
+    double sum = 0, lo = INFINITY, hi = -INFINITY;
+    int k = 0;
+    for (const auto& r : per_seed)
+      if (i < r.size() && std::isfinite(r[i])) sum += r[i], lo = std::min(lo, r[i]), hi = std::max(hi, r[i]), ++k;
+    if (k == 0) continue;
+    const double first = double(i) * double(bin) + 1, last = std::min<double>(double(steps), first + double(bin) - 1);
+    c.x.push_back((first + last) / 2);
+    c.mean.push_back(sum / k);
+    c.lo.push_back(lo);
+    c.hi.push_back(hi);
+  }
+  return c;
+}
+
+} // namespace
+
+TrainingCurves trainingCurves(const SessionDecision& d, const std::vector<size_t>& group, const DatasetSource& read,
+                              int max_points) {
+  TrainingCurves t;
+  if (group.empty() || !read) return t;
+  for (size_t i : group)
+    for (const std::string& run : d.training[i].runs)
+      if (const auto ds = read(run, layout::kTrainingLoss))
+        t.steps = std::max<int64_t>(t.steps, int64_t(ds->f32.size()));
+  if (t.steps == 0) return t;
+  t.bin = std::max<int64_t>(1, (t.steps + std::max(1, max_points) - 1) / std::max(1, max_points));
+  const int bi = d.baselineOf(group.front());
+  // The baseline's binned loss per seed, for the same-seed differences.
+  std::map<uint64_t, std::vector<double>> base;
+  if (bi >= 0) {
+    const RecipeInterval& b = d.training[size_t(bi)];
+    for (size_t k = 0; k < b.runs.size(); ++k)
+      if (!base.count(b.seeds[k])) base[b.seeds[k]] = binnedLoss(b.runs[k], read, t.bin);
+  }
+  for (size_t i : group) {
+    const RecipeInterval& r = d.training[i];
+    std::vector<std::vector<double>> losses, diffs;
+    for (size_t k = 0; k < r.runs.size(); ++k) {
+      std::vector<double> l = binnedLoss(r.runs[k], read, t.bin);
+      if (l.empty()) continue;
+      if (!r.baseline && bi >= 0)
+        if (auto it = base.find(r.seeds[k]); it != base.end() && !it->second.empty()) {
+          std::vector<double> dd(std::min(l.size(), it->second.size()));
+          for (size_t j = 0; j < dd.size(); ++j) dd[j] = l[j] - it->second[j];
+          diffs.push_back(std::move(dd));
+        }
+      losses.push_back(std::move(l));
+    }
+    if (losses.empty()) continue;
+    CurveSeries c = seriesOf(losses, t.bin, t.steps);
+    c.label = r.label;
+    c.baseline = r.baseline;
+    t.loss.push_back(std::move(c));
+    if (!diffs.empty()) {
+      CurveSeries dc = seriesOf(diffs, t.bin, t.steps);
+      dc.label = r.label;
+      t.delta.push_back(std::move(dc));
+    }
+  }
+  return t;
+}
 
 int SessionDecision::baselineOf(size_t i) const {
   if (i >= training.size()) return -1;
@@ -43,6 +157,30 @@ std::string hintAdvice() {
          "--seeds 3 --out advice.h5 --write-config advised.json` measures which layers to keep in high precision "
          "and writes the policy as a config (docs/training.md \"Per-layer advice\").";
 }
+std::string hintAdvice(const SessionDecision& d, const std::string& session_path) {
+  const RecipeInterval* pick = nullptr;
+  for (const RecipeInterval& r : d.training) {
+    if (r.baseline || r.runs.empty() || r.n_values == 0) continue;
+    const double diff = r.paired && r.paired->n_pairs > 0 ? r.paired->mean_diff : NAN;
+    const double pick_diff = pick && pick->paired && pick->paired->n_pairs > 0 ? pick->paired->mean_diff : NAN;
+    // The worst recipe against its baseline: the largest loss increase (lower is better) or the
+    // largest accuracy drop.
+    const bool worse =
+        std::isfinite(diff) &&
+        (!std::isfinite(pick_diff) || (d.training_metric->higher_better ? diff < pick_diff : diff > pick_diff));
+    if (!pick || worse) pick = &r;
+  }
+  if (!pick) return hintAdvice();
+  const std::string& run = pick->runs.front();
+  const std::string dir = "run-" + run;
+  const std::string session = session_path.empty() ? std::string("SESSION.h5") : session_path;
+  return "No per-layer advice: `fp8lab-cli export " + session + " --run " + run + " --csv " + dir +
+         "` writes that run's config (" + dir + "/config.json), then `fp8lab-cli advise " + dir +
+         "/config.json --seeds 3 --out advice.h5 --write-config advised.json` measures which layers of " + run + " (" +
+         pick->label +
+         ") to keep in high precision and writes the policy as a config (docs/training.md \"Per-layer advice\").";
+}
+
 std::string hintWhatIf() {
   return "No checkpoint what-if: `fp8lab-cli checkpoint import model.safetensors --out s.h5 --what-if "
          "te_current,te_block_1x128,mx_rceil,nvfp4_te` re-quantizes each FP8 weight with other recipes "
@@ -249,6 +387,16 @@ SessionDecision decideSession(const std::vector<RunInfo>& runs, const std::strin
     d.gemm_cost.push_back(recipeCost(r.scaling_a, r.scaling_b, r.format_a, r.format_b, r.m, r.k, r.n));
   d.training = rankWithIntervals(rankSamples(runs, *d.training_metric), d.training_metric->higher_better);
   pairRecipes(&d.training, d.training_metric->higher_better);
+  for (const RecipeInterval& r : d.training) {
+    std::optional<RecipeCost> c;
+    if (!r.baseline && !r.runs.empty())
+      for (const RunInfo& ri : runs)
+        if (ri.id == r.runs.front()) {
+          c = trainingRunCost(ri.config_json);
+          break;
+        }
+    d.training_cost.push_back(std::move(c));
+  }
   for (const RunInfo& ri : runs) {
     if (ri.type == "advice") d.advice.push_back(adviceTable(ri, read));
     if (ri.type == "checkpoint")

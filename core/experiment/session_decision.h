@@ -64,6 +64,9 @@ struct SessionDecision {
   /// Training recipes, setting by setting, FP32 baseline included, compared with the baseline by
   /// same-seed pairs (pairRecipes: each recipe's paired difference, comparison and verdict).
   std::vector<RecipeInterval> training;
+  /// Parallel to `training`: each recipe's cost (trainingRunCost of its first run; nullopt for the
+  /// FP32 baseline, BF16 runs and configs that do not parse).
+  std::vector<std::optional<RecipeCost>> training_cost;
   std::vector<AdviceTable> advice;
   std::vector<WhatIfTable> what_if;
   /// The baseline of `training[i]`'s setting (an index into `training`), or −1 without one.
@@ -79,10 +82,59 @@ struct SessionDecision {
 /// a key that is not a ranking metric, naming the choices.
 SessionDecision decideSession(const std::vector<RunInfo>& runs, const std::string& metric, const DatasetSource& read);
 
+/// One curve of a chart over training steps: per point, the mean over seeds and the band of the
+/// seeds (their minimum and maximum).
+struct CurveSeries {
+  std::string label;
+  bool baseline = false;
+  int seeds = 0;         ///< runs (seeds) that make the curve
+  std::vector<double> x; ///< the step at the middle of each bin (1-based steps)
+  std::vector<double> mean, lo, hi;
+};
+
+/// The loss curves of one setting of the training comparison.
+struct TrainingCurves {
+  std::string loss_name = "training loss"; ///< what `loss` shows
+  int64_t steps = 0;                       ///< the longest run's steps
+  int64_t bin = 1;                         ///< steps averaged into one point
+  /// Per recipe (the setting's order): the training loss of each step averaged over bins of `bin`
+  /// steps (each run's own values), then the mean and min–max over the recipe's seeds.
+  std::vector<CurveSeries> loss;
+  /// Per recipe but the baseline: the same-seed difference to the baseline's binned loss (recipe −
+  /// FP32, a positive value is worse), its mean and min–max over the seeds both have. Empty
+  /// without a baseline.
+  std::vector<CurveSeries> delta;
+};
+
+/// The training loss curves ("training/loss", one value per step) of the recipes `group` (indices
+/// into d.training, one setting, as bySetting groups them) read through `read`, averaged over bins
+/// so that a curve has at most `max_points` points (bin = ceil(steps / max_points)); runs without a
+/// loss dataset are left out. Steps past a shorter run's end have no value from it.
+TrainingCurves trainingCurves(const SessionDecision& d, const std::vector<size_t>& group, const DatasetSource& read,
+                              int max_points = 120);
+
+/// The side of the GEMM shape at which a training recipe's cost is given (trainingRunCost).
+constexpr int64_t kTrainingCostShape = 4096;
+
+/// What a training run's recipe costs per GEMM: the recipe's fprop pair (the activation's role and
+/// the weight's, core/training/recipe.h RoleQuantization::costPreset; a per-tensor FP8 run:
+/// te_current in its forward format, delayed scaling storing the same one float32 per tensor) on a
+/// [kTrainingCostShape]² · [kTrainingCostShape]² GEMM, so that a block's scale bytes are not
+/// inflated by a small layer's padding: the recipe's bytes per element and where the pair runs
+/// natively (scaling/recipe_cost.h). nullopt for FP32 and BF16 runs, for a run with a precision
+/// policy (its layers run in different precisions: no one cost) and for a config that does not parse. `config_json`:
+/// the run's stored one-run config.
+std::optional<RecipeCost> trainingRunCost(const std::string& config_json);
+
 /// What to run when a part is empty (the texts the CLI, the Decide view and the report show).
 std::string hintGemmRanking();
 std::string hintTraining();
 std::string hintAdvice();
+/// The advice hint for this session: with a low-precision training run in `d`, the commands that
+/// advise that run from its own stored config (`fp8lab-cli export SESSION --run ID --csv DIR`, then
+/// `fp8lab-cli advise DIR/config.json`), the run chosen as the recipe worst against its baseline
+/// (else the first); without one, hintAdvice(). `session_path` names the session in the commands.
+std::string hintAdvice(const SessionDecision& d, const std::string& session_path);
 std::string hintWhatIf();
 
 /// "31.57 ± 0.42": the 95 % half-width to two significant digits and the mean to the same decimal

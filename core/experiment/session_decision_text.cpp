@@ -86,22 +86,35 @@ std::string unitText(const RankingMetric& m) {
   return m.unit == "1" ? std::string() : " (" + m.unit + ")";
 }
 
+/// A recipe's cost as JSON (decide --json "cost"; training rows add "shape", the GEMM it is given for).
+Json costJson(const RecipeCost& c) {
+  return {{"bytes_per_element", numberJson(c.bytesPerElement())},
+          {"bytes", int64_t(c.bytes())},
+          {"a_bytes", int64_t(c.a.bytes())},
+          {"b_bytes", int64_t(c.b.bytes())},
+          {"a_scales", c.a.block + " " + c.a.kind->scale_format},
+          {"b_scales", c.b.block + " " + c.b.kind->scale_format},
+          {"a_preset", c.a.preset},
+          {"b_preset", c.b.preset},
+          {"shape", {c.a.rows, c.a.cols, c.b.cols}},
+          {"native", c.native},
+          {"hardware", c.hardware},
+          {"source", c.source}};
+}
+
+/// A training recipe's B/elem and native columns: the cost's, "4.0000" / "FP32" for the baseline.
+std::string trainingCostText(const RecipeInterval& r, const std::optional<RecipeCost>& c) {
+  if (c) return rpad(bytesPerElementText(c->bytesPerElement()), 9) + "  " + pad(c->hardware, 22);
+  return rpad(r.baseline ? bytesPerElementText(4.0) : "—", 9) + "  " + pad(r.baseline ? "FP32" : "—", 22);
+}
+
 } // namespace
 
 Json sessionDecisionJson(const SessionDecision& d) {
   Json gemm = Json::array(), training = Json::array(), advice = Json::array(), whatif = Json::array();
   for (size_t i = 0; i < d.gemm.size(); ++i) {
     Json o = intervalJson(d.gemm[i]);
-    if (const auto& c = d.gemm_cost[i])
-      o["cost"] = {{"bytes_per_element", numberJson(c->bytesPerElement())},
-                   {"bytes", int64_t(c->bytes())},
-                   {"a_bytes", int64_t(c->a.bytes())},
-                   {"b_bytes", int64_t(c->b.bytes())},
-                   {"a_scales", c->a.block + " " + c->a.kind->scale_format},
-                   {"b_scales", c->b.block + " " + c->b.kind->scale_format},
-                   {"native", c->native},
-                   {"hardware", c->hardware},
-                   {"source", c->source}};
+    if (const auto& c = d.gemm_cost[i]) o["cost"] = costJson(*c);
     gemm.push_back(o);
   }
   for (size_t i = 0; i < d.training.size(); ++i) {
@@ -112,6 +125,7 @@ Json sessionDecisionJson(const SessionDecision& d) {
     o["comparison"] = comparisonName(d.training[i].comparison);
     o["verdict"] = verdictText(d.training[i].verdict);
     if (d.training[i].paired) o["paired"] = pairedJson(*d.training[i].paired);
+    if (i < d.training_cost.size() && d.training_cost[i]) o["cost"] = costJson(*d.training_cost[i]);
     training.push_back(o);
   }
   for (const AdviceTable& a : d.advice) {
@@ -151,7 +165,7 @@ Json sessionDecisionJson(const SessionDecision& d) {
           {"what_if", whatif}};
 }
 
-std::string sessionDecisionText(const SessionDecision& d) {
+std::string sessionDecisionText(const SessionDecision& d, const std::string& session_path) {
   std::string t;
   const RankingMetric& gm = *d.gemm_metric;
   t += "GEMM recipes ranked by " + gm.label + unitText(gm) + ", " + (gm.higher_better ? "higher" : "lower") +
@@ -199,12 +213,13 @@ std::string sessionDecisionText(const SessionDecision& d) {
         t += "  one seed per recipe: no interval, not ranked (differences this small may be seed noise: "
              "repeat the runs with other seeds, e.g. `fp8lab-cli sweep CONFIG --seeds 1-3`)\n";
       t += "  " + pad("rank", 6) + pad("recipe", label_width) + rpad("mean ± 95 %", 18) + rpad("Δ vs FP32 ± 95 %", 20) +
-           rpad("n", 4) + "  comparison\n";
+           rpad("n", 4) + rpad("B/elem", 9) + "  " + pad("native", 22) + "comparison\n";
     }
     const int b = d.baselineOf(i);
     const RecipeInterval* base = b >= 0 ? &d.training[size_t(b)] : nullptr;
     t += "  " + pad(rankText(r, d.training), 6) + pad(r.label, label_width) + rpad(intervalText(r), 18) +
-         rpad(deltaText(r, base), 20) + rpad(std::to_string(r.n_values), 4) + "  " + comparisonText(r) + "\n";
+         rpad(deltaText(r, base), 20) + rpad(std::to_string(r.n_values), 4) +
+         trainingCostText(r, i < d.training_cost.size() ? d.training_cost[i] : std::nullopt) + comparisonText(r) + "\n";
     if (r.comparison == Comparison::Paired)
       t += "  " + std::string(6, ' ') + "  per seed: " + perSeedText(*r.paired) + "\n";
     const bool last = i + 1 == d.training.size() || d.training[i + 1].setting != r.setting;
@@ -213,8 +228,11 @@ std::string sessionDecisionText(const SessionDecision& d) {
            "its 95 % t-interval (n − 1 degrees of freedom); rank = 1 + the recipes whose paired interval against "
            "it is wholly better; without two seeds in common, the intervals over seeds (unpaired).\n";
   }
+  if (!d.training.empty())
+    t += "  B/elem: bytes per element of the fprop GEMM's activation and weight with their scales (at "
+         "4096×4096·4096×4096); native: where that pair runs without emulation (`--json` gives the scales).\n";
   t += "\nPer-layer advice\n";
-  if (d.advice.empty()) t += "  " + hintAdvice() + "\n";
+  if (d.advice.empty()) t += "  " + hintAdvice(d, session_path) + "\n";
   for (const AdviceTable& a : d.advice) {
     t += "  run " + a.advised_run + " (" + std::to_string(a.seeds) + " seed(s), " + std::to_string(a.steps) +
          " steps): " + a.loss_name + " all high " + decimalText(a.high_loss, 'g', 5) + ", all in the recipe " +

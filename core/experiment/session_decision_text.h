@@ -14,8 +14,9 @@ namespace fp8lab {
 /// The decision as text: four parts (GEMM recipes, training runs, per-layer advice, checkpoint
 /// what-if), each with its hint when empty. Numbers: intervals by intervalText, sd with 3
 /// significant digits, Δ vs FP32 with a sign and 4 significant digits, advice Δ and spread with
-/// 4 decimals, SQNR (dB) with 2 decimals, losses with 5 significant digits.
-std::string sessionDecisionText(const SessionDecision& d);
+/// 4 decimals, SQNR (dB) with 2 decimals, losses with 5 significant digits. `session_path` names
+/// the session in the advice hint's commands (hintAdvice(d, session_path)).
+std::string sessionDecisionText(const SessionDecision& d, const std::string& session_path = "SESSION.h5");
 
 /// The decision as a JSON object: gemm_metric, gemm_higher_is_better, gemm (one object per
 /// recipe: recipe, setting, rank, place, n, mean, sd, half_width_95, lo, hi,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -152,6 +153,14 @@ struct Html {
 
 /// The short verdict ("Hopper", "Blackwell", "emulation") with the cuBLASLt modes in words as its
 /// title; the Versions and sources table has each scale layout's mode and source.
+/// The first at most `bytes` bytes of UTF-8 text `s`, ending on a character boundary (a cut inside
+/// a multi-byte character such as "→" would make the file ill-formed XML).
+std::string utf8Prefix(const std::string& s, size_t bytes) {
+  if (s.size() <= bytes) return s;
+  while (bytes > 0 && (static_cast<unsigned char>(s[bytes]) & 0xC0) == 0x80) --bytes;
+  return s.substr(0, bytes);
+}
+
 /// The most seeds (finite values) a recipe of the group `g` has.
 int maxSeeds(const std::vector<RecipeInterval>& all, const std::vector<size_t>& g) {
   int n = 0;
@@ -221,7 +230,7 @@ std::string intervalChartSvg(const std::vector<RecipeInterval>& rows, const std:
     const RecipeInterval& r = rows[i];
     const double y = top + rh * (double(i) + 0.5);
     std::string label = r.label;
-    if (label.size() > 52) label = label.substr(0, 51) + "…";
+    if (label.size() > 52) label = utf8Prefix(label, 51) + "…";
     s += "<text x=\"" + fmt("%.1f", left - 8) + "\" y=\"" + fmt("%.1f", y + 4) + "\" text-anchor=\"end\" fill=\"" +
          (r.rank == 1 ? "#1b5e20" : "#333") + "\">" + xmlEscape(label) + "</text>\n";
     if (r.n_values == 0) {
@@ -238,6 +247,134 @@ std::string intervalChartSvg(const std::vector<RecipeInterval>& rows, const std:
            fmt("%.1f", y + 5) + "\" stroke=\"" + colour + "\" stroke-width=\"1.5\"/>\n";
     s += "<circle cx=\"" + fmt("%.1f", X(r.mean)) + "\" cy=\"" + fmt("%.1f", y) + "\" r=\"4.5\" fill=\"" + colour +
          "\"/>\n";
+  }
+  s += "</svg>";
+  return s;
+}
+
+std::string curveChartSvg(const std::vector<CurveSeries>& series, const std::string& x_label,
+                          const std::string& y_label, bool zero_line, bool clip_outliers) {
+  static const char* kColours[] = {"#cc0000", "#4e9a06", "#f57900", "#75507b", "#c4a000",
+                                   "#06989a", "#8f5902", "#5c3566", "#a40000", "#204a87"};
+  const double W = 760, left = 64, right = 16, top = 12, plot_h = 260, axis_h = 44;
+  // The legend under the axes: as many columns as the longest entry leaves room for (about 7 px a
+  // character at 12 px, after a 28 px line sample).
+  size_t longest = 0;
+  for (const CurveSeries& c : series) longest = std::max(longest, std::min<size_t>(c.label.size(), 40) + 10);
+  const double col_w = std::max(150.0, 36.0 + 7.0 * double(longest));
+  const size_t cols = std::max<size_t>(1, size_t((W - left - right) / col_w));
+  const double legend_rows = double((series.size() + cols - 1) / cols), legend_h = 8 + 18 * legend_rows;
+  const double H = top + plot_h + axis_h + legend_h;
+  double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
+  for (const CurveSeries& c : series)
+    for (size_t i = 0; i < c.x.size(); ++i) {
+      xlo = std::min(xlo, c.x[i]), xhi = std::max(xhi, c.x[i]);
+      ylo = std::min(ylo, c.lo[i]), yhi = std::max(yhi, c.hi[i]);
+    }
+  // With clip_outliers, the y range is the middle of the mean points (2nd to 98th percentile) widened
+  // by its own span on each side, so that a short spike does not flatten the rest; what lies
+  // beyond is clipped and counted.
+  int clipped = 0;
+  if (clip_outliers && std::isfinite(ylo)) {
+    std::vector<double> means;
+    for (const CurveSeries& c : series)
+      for (double v : c.mean)
+        if (std::isfinite(v)) means.push_back(v);
+    std::sort(means.begin(), means.end());
+    if (means.size() >= 10) {
+      const double qlo = means[means.size() * 2 / 100], qhi = means[(means.size() - 1) * 98 / 100];
+      const double span = std::max(qhi - qlo, 1e-12);
+      ylo = std::max(ylo, qlo - span);
+      yhi = std::min(yhi, qhi + span);
+      for (double v : means) clipped += v < ylo || v > yhi;
+    }
+  }
+  if (zero_line && std::isfinite(ylo)) ylo = std::min(ylo, 0.0), yhi = std::max(yhi, 0.0);
+  if (!std::isfinite(xlo)) xlo = 0, xhi = 1, ylo = 0, yhi = 1;
+  if (!(xhi > xlo)) xlo -= 0.5, xhi += 0.5;
+  if (!(yhi - ylo > 1e-12 * std::max(1.0, std::fabs(yhi)))) ylo -= 0.5, yhi += 0.5;
+  const double ypad = 0.04 * (yhi - ylo);
+  ylo -= ypad;
+  yhi += ypad;
+  const double y0 = top, y1 = top + plot_h;
+  auto X = [&](double v) { return left + (v - xlo) / (xhi - xlo) * (W - left - right); };
+  auto Y = [&](double v) { return y1 - (v - ylo) / (yhi - ylo) * plot_h; };
+  std::string s;
+  s += "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"curves\" width=\"" + fmt("%.0f", W) + "\" height=\"" +
+       fmt("%.0f", H) + "\" viewBox=\"0 0 " + fmt("%.0f", W) + " " + fmt("%.0f", H) +
+       "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n";
+  s += "<rect x=\"0\" y=\"0\" width=\"" + fmt("%.0f", W) + "\" height=\"" + fmt("%.0f", H) + "\" fill=\"white\"/>\n";
+  for (double t : niceTicks(ylo, yhi)) {
+    const std::string y = fmt("%.1f", Y(t));
+    s += "<line x1=\"" + fmt("%.1f", left - 4) + "\" y1=\"" + y + "\" x2=\"" + fmt("%.1f", W - right) + "\" y2=\"" + y +
+         "\" stroke=\"" + (zero_line && t == 0 ? "#555" : "#e2e2e2") + "\"/>\n";
+    s += "<text x=\"" + fmt("%.1f", left - 8) + "\" y=\"" + fmt("%.1f", Y(t) + 4) +
+         "\" text-anchor=\"end\" fill=\"#333\">" + fmt("%g", t) + "</text>\n";
+  }
+  for (double t : niceTicks(xlo, xhi)) {
+    const std::string x = fmt("%.1f", X(t));
+    s += "<line x1=\"" + x + "\" y1=\"" + fmt("%.1f", y1) + "\" x2=\"" + x + "\" y2=\"" + fmt("%.1f", y1 + 4) +
+         "\" stroke=\"#555\"/>\n";
+    s += "<text x=\"" + x + "\" y=\"" + fmt("%.1f", y1 + 18) + "\" text-anchor=\"middle\" fill=\"#333\">" +
+         fmt("%g", t) + "</text>\n";
+  }
+  s += "<rect x=\"" + fmt("%.1f", left) + "\" y=\"" + fmt("%.1f", y0) + "\" width=\"" + fmt("%.1f", W - left - right) +
+       "\" height=\"" + fmt("%.1f", plot_h) + "\" fill=\"none\" stroke=\"#555\"/>\n";
+  s += "<text x=\"" + fmt("%.1f", (left + W - right) / 2) + "\" y=\"" + fmt("%.1f", y1 + 36) +
+       "\" text-anchor=\"middle\" fill=\"#222\">" + xmlEscape(x_label) + "</text>\n";
+  s += "<text transform=\"translate(14," + fmt("%.1f", (y0 + y1) / 2) + ") rotate(-90)\" text-anchor=\"middle\" " +
+       "fill=\"#222\">" + xmlEscape(y_label) + "</text>\n";
+  auto path = [&](const std::vector<double>& xs, const std::vector<double>& ys) {
+    std::string p;
+    for (size_t i = 0; i < xs.size(); ++i) p += (i ? " " : "") + fmt("%.1f", X(xs[i])) + "," + fmt("%.1f", Y(ys[i]));
+    return p;
+  };
+  auto list = [](const std::vector<double>& v) {
+    std::string o;
+    for (double x : v) o += (o.empty() ? "" : " ") + exact(x);
+    return o;
+  };
+  size_t colour = 0;
+  std::vector<std::string> colours;
+  for (const CurveSeries& c : series) colours.push_back(c.baseline ? "#3465a4" : kColours[colour++ % 10]);
+  // The bands and lines are drawn inside the plot area only (a clipped spike leaves it).
+  std::string all_means;
+  for (const CurveSeries& c : series) all_means += c.label + list(c.mean);
+  const std::string clip_id = "plot-" + std::to_string(std::hash<std::string>{}(y_label + all_means) % 1000000007u);
+  s += "<clipPath id=\"" + clip_id + "\"><rect x=\"" + fmt("%.1f", left) + "\" y=\"" + fmt("%.1f", y0) + "\" width=\"" +
+       fmt("%.1f", W - left - right) + "\" height=\"" + fmt("%.1f", plot_h) + "\"/></clipPath>\n<g clip-path=\"url(#" +
+       clip_id + ")\">\n";
+  // Bands first, so that no band covers another recipe's mean line.
+  for (size_t k = 0; k < series.size(); ++k) {
+    const CurveSeries& c = series[k];
+    if (c.seeds < 2 || c.x.empty()) continue;
+    std::vector<double> xs = c.x, ys = c.hi;
+    for (size_t i = c.x.size(); i-- > 0;) xs.push_back(c.x[i]), ys.push_back(c.lo[i]);
+    s += "<polygon class=\"band\" points=\"" + path(xs, ys) + "\" fill=\"" + colours[k] +
+         "\" fill-opacity=\"0.18\" stroke=\"none\"/>\n";
+  }
+  for (size_t k = 0; k < series.size(); ++k) {
+    const CurveSeries& c = series[k];
+    s += "<polyline class=\"curve\" data-recipe=\"" + xmlEscape(c.label) + "\" data-seeds=\"" +
+         std::to_string(c.seeds) + "\" data-x=\"" + list(c.x) + "\" data-mean=\"" + list(c.mean) + "\" data-lo=\"" +
+         list(c.lo) + "\" data-hi=\"" + list(c.hi) + "\" points=\"" + path(c.x, c.mean) + "\" fill=\"none\" stroke=\"" +
+         colours[k] + "\" stroke-width=\"1.6\"" + (c.baseline ? " stroke-dasharray=\"6,3\"" : "") + "/>\n";
+  }
+  s += "</g>\n";
+  if (clipped > 0)
+    s += "<text x=\"" + fmt("%.1f", W - right - 6) + "\" y=\"" + fmt("%.1f", y0 + 16) +
+         "\" text-anchor=\"end\" fill=\"#555\">" + std::to_string(clipped) + (clipped == 1 ? " point" : " points") +
+         " beyond the axis (clipped)</text>\n";
+  for (size_t k = 0; k < series.size(); ++k) {
+    const double lx = left + double(k % cols) * col_w, ly = y1 + axis_h + 12 + 18 * double(k / cols);
+    s += "<line x1=\"" + fmt("%.1f", lx) + "\" y1=\"" + fmt("%.1f", ly) + "\" x2=\"" + fmt("%.1f", lx + 22) +
+         "\" y2=\"" + fmt("%.1f", ly) + "\" stroke=\"" + colours[k] + "\" stroke-width=\"2\"" +
+         (series[k].baseline ? " stroke-dasharray=\"6,3\"" : "") + "/>\n";
+    std::string label = series[k].label;
+    if (label.size() > 40) label = utf8Prefix(label, 39) + "…";
+    s += "<text x=\"" + fmt("%.1f", lx + 28) + "\" y=\"" + fmt("%.1f", ly + 4) + "\" fill=\"#222\">" +
+         xmlEscape(label + " (" + std::to_string(series[k].seeds) + (series[k].seeds == 1 ? " seed)" : " seeds)")) +
+         "</text>\n";
   }
   s += "</svg>";
   return s;
@@ -349,11 +486,14 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
            : r.comparison == Comparison::Unpaired
                ? "Δ of the means " + fmt("%+.4g", r.mean - base.mean) + ", unpaired: no two seeds in common"
                : "Δ " + fmt("%+.4g", r.paired && r.paired->n_pairs > 0 ? r.paired->mean_diff : r.mean - base.mean));
+      const std::string cost = d.training_cost[i] ? " (" + bytesPerElementText(d.training_cost[i]->bytesPerElement()) +
+                                                        " B/elem, " + d.training_cost[i]->hardware + ")"
+                                                  : std::string();
       std::string& list = r.verdict == Verdict::Worse     ? worse
                           : r.verdict == Verdict::Better  ? better
                           : r.verdict == Verdict::OneSeed ? single
                                                           : same;
-      list += (list.empty() ? "" : "; ") + item;
+      list += (list.empty() ? "" : "; ") + item + cost;
     }
     h << "<li><b>" << xmlEscape(base.setting_label) << "</b>, " << xmlEscape(tm.label) << ": FP32 baseline "
       << g4(base.mean) << ", each recipe against it by same-seed pairs (mean difference ± 95 % interval). "
@@ -441,6 +581,20 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
       if (!base)
         h << "<p class=\"note\">No FP32 run in this session: add one (\"precision\": \"fp32\") with the same seed "
              "to see the cost of low precision.</p>\n";
+      // The loss over training: each recipe's mean over its seeds with the seeds' band, and the
+      // same-seed difference to FP32 over the steps.
+      const TrainingCurves tc = trainingCurves(d, g, read);
+      if (!tc.loss.empty()) {
+        const std::string per = tc.bin > 1 ? "; each point the mean of " + std::to_string(tc.bin) + " steps" : "";
+        h << "<p class=\"note\">Training loss per step" << xmlEscape(per)
+          << ": the line is the mean over the recipe's seeds, the shaded band spans its seeds (lowest to highest)."
+          << (tc.delta.empty() ? "" : " Below: each recipe minus the FP32 run of the same seed (above 0: worse).")
+          << "</p>\n";
+        h.figure(curveChartSvg(tc.loss, "step", tc.loss_name + " (nats)"), "loss curves per recipe");
+        if (!tc.delta.empty())
+          h.figure(curveChartSvg(tc.delta, "step", "Δ loss vs FP32, same seed (nats)", true, true),
+                   "loss difference to FP32 per recipe");
+      }
       if (base && maxSeeds(d.training, g) >= 2)
         h << "<p class=\"note\">Δ vs FP32: runs that differ only in the recipe and share a seed (the same initial "
              "weights and data order) are pairs; Δ is the mean of the per-seed differences with its 95 % interval "
@@ -448,9 +602,13 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
              "interval excludes 0. Rank = 1 + the recipes whose paired interval against it is wholly better. "
              "Recipes without two seeds in common with another fall back to the intervals over seeds "
              "(unpaired).</p>\n";
+      h << "<p class=\"note\">Cost: the bytes the fprop GEMM reads per element of the activation and the weight, "
+           "element codes and scales in the native layout, at 4096×4096 · 4096×4096 (a small layer pads its "
+           "scale blocks); native hardware: where that pair of scale layouts runs without emulation.</p>\n";
       h << "<table class=\"training\">\n<tr><th>Rank</th><th>Recipe</th><th>" << xmlEscape(tm.label + tunit)
         << "<br/>mean ± 95 %</th><th>Δ vs FP32 ± 95 %<br/>(same-seed pairs)</th><th>per seed</th><th>seeds</th>"
-           "<th>comparison</th><th>runs</th></tr>\n";
+           "<th>comparison</th><th>bytes / element<br/>(fprop, with scales)</th><th>scales (activation / "
+           "weight)</th><th>native hardware</th><th>runs</th></tr>\n";
       for (size_t i : g) {
         const RecipeInterval& r = d.training[i];
         const double delta = base && r.n_values > 0 ? r.mean - base->mean : NAN;
@@ -475,7 +633,12 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
           << "\" data-setting=\"" << xmlEscape(r.setting) << "\" data-recipe=\"" << xmlEscape(r.label) << "\" data-n=\""
           << std::to_string(r.n_values) << "\" data-mean=\"" << exact(r.mean) << "\" data-half=\"" << exact(r.half)
           << "\" data-sd=\"" << exact(r.sd) << "\" data-rank=\"" << std::to_string(r.rank) << "\" data-delta=\""
-          << exact(delta) << "\" data-comparison=\"" << xmlEscape(comparisonName(r.comparison)) << "\"";
+          << exact(delta) << "\" data-comparison=\"" << xmlEscape(comparisonName(r.comparison))
+          << "\" data-bytes-per-element=\""
+          << (d.training_cost[i] ? exact(d.training_cost[i]->bytesPerElement())
+              : r.baseline       ? exact(4.0)
+                                 : "nan")
+          << "\" data-native=\"" << xmlEscape(d.training_cost[i] ? d.training_cost[i]->hardware : "") << "\"";
         if (p)
           h << " data-paired-mean=\"" << exact(p->mean_diff) << "\" data-paired-lo=\"" << exact(p->ci_low)
             << "\" data-paired-hi=\"" << exact(p->ci_high) << "\" data-n-pairs=\"" << std::to_string(p->n_pairs)
@@ -486,7 +649,17 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
           << xmlEscape(delta_cell) << "</td><td>"
           << xmlEscape(p && r.comparison == Comparison::Paired ? perSeedText(*p) : std::string())
           << "</td><td class=\"num\">" << std::to_string(r.n_values) << "</td><td>" << xmlEscape(comparisonText(r))
-          << "</td><td>" << xmlEscape(runs) << "</td></tr>\n";
+          << "</td>";
+        const auto& c = d.training_cost[i];
+        if (c)
+          h << "<td class=\"num\">" << bytesPerElementText(c->bytesPerElement()) << "</td><td>" << xmlEscape(c->a.block)
+            << " " << xmlEscape(c->a.kind->scale_format) << " / " << xmlEscape(c->b.block) << " "
+            << xmlEscape(c->b.kind->scale_format) << "</td>" << nativeCell(c);
+        else
+          h << "<td class=\"num\">" << (r.baseline ? bytesPerElementText(4.0) : "—") << "</td><td>"
+            << (r.baseline ? "float32 elements, no scales" : "—") << "</td><td>" << (r.baseline ? "any" : "—")
+            << "</td>";
+        h << "<td>" << xmlEscape(runs) << "</td></tr>\n";
       }
       h << "</table>\n";
     }
@@ -494,7 +667,9 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
 
   // ---- advice ----
   h << "<h2>Per-layer advice</h2>\n";
-  if (d.advice.empty()) h << "<p class=\"empty\">" << xmlEscape(hintAdvice()) << "</p>\n";
+  if (d.advice.empty())
+    h << "<p class=\"empty\">" << xmlEscape(hintAdvice(d, in.path.empty() ? std::string("SESSION.h5") : in.path))
+      << "</p>\n";
   for (const AdviceTable& a : d.advice) {
     h << "<h3>Run " << xmlEscape(a.advised_run) << " (advice run " << xmlEscape(a.run_id) << ")</h3>\n";
     h << "<p class=\"note\">" << xmlEscape(a.loss_name) << ": every site in high precision " << g4(a.high_loss)

@@ -2,15 +2,17 @@
 // files; the figures are inline SVG) that a colleague opens in any browser without FP8 Lab. It holds
 // the answer (the recipes no other recipe beats, and the cheapest of them), the GEMM ranking with its
 // 95 % intervals over seeds and the cost of each recipe, the training runs against their FP32
-// baseline, the per-layer advice, the checkpoint what-if tables, every run's config, and the
-// versions. `fp8lab-cli report` writes it; the desktop app's Decide view saves it as HTML or, through
-// Qt's PDF writer, as PDF (ui/report_pdf.h).
+// baseline (the paired table with each recipe's cost, the loss curves per recipe with the band of
+// its seeds and the same-seed differences to FP32 over the steps), the per-layer advice, the checkpoint what-if tables,
+// every run's config, and the versions. `fp8lab-cli report` writes it; the desktop app's Decide view saves it as HTML
+// or, through Qt's PDF writer, as PDF (ui/report_pdf.h).
 //
 // The file is well-formed XHTML (an XML parser reads it), and every number of its tables carries its
 // exact value in a data-* attribute (17 significant digits), so a test or a script can check the
 // tables against the session: each row <tr class="recipe"> has data-setting, data-recipe, data-n,
 // data-mean, data-half, data-sd, data-rank, data-bytes (GEMM) or data-delta (training, against the
-// baseline's mean).
+// baseline's mean; with data-paired-*, data-bytes-per-element and data-native), and each curve its
+// points (curveChartSvg).
 #pragma once
 
 #include "experiment/session_decision.h"
@@ -51,6 +53,16 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
 /// line (a baseline) with its band; the axis labelled `axis_label`. Width 760 px.
 std::string intervalChartSvg(const std::vector<RecipeInterval>& rows, const std::string& axis_label,
                              const RecipeInterval* reference = nullptr);
+
+/// Curves over training steps as SVG: per series a line at its mean (the baseline dashed blue, the
+/// others in a palette) over a band from lo to hi (series of two or more seeds), a legend under the
+/// axes, `zero_line` draws y = 0 darker (and keeps 0 in range). `clip_outliers`: the y axis spans the
+/// 2nd to 98th percentile of the mean points widened by that span on each side (at least 10 points),
+/// what lies beyond is clipped and its count written in the chart. Each <polyline class="curve"> carries
+/// data-recipe, data-seeds and its points' exact values (data-x, data-mean, data-lo, data-hi, space-
+/// separated, 17 significant digits). Width 760 px.
+std::string curveChartSvg(const std::vector<CurveSeries>& series, const std::string& x_label,
+                          const std::string& y_label, bool zero_line = false, bool clip_outliers = false);
 
 /// Escapes &, <, >, " and ' for XML text and attributes.
 std::string xmlEscape(const std::string& s);

@@ -117,13 +117,26 @@ const char* kRoleNames = "fprop.input, fprop.weight, dgrad.grad_output, dgrad.we
                          "wgrad.grad_output, or fprop / dgrad / wgrad for both operands of that GEMM";
 
 std::optional<RoleKind> parseRoleKind(const std::string& s) {
-  for (auto k : {RoleKind::HighPrecision, RoleKind::Float8Block, RoleKind::Mxfp8, RoleKind::Nvfp4})
+  for (auto k :
+       {RoleKind::HighPrecision, RoleKind::Float8Block, RoleKind::Mxfp8, RoleKind::Nvfp4, RoleKind::DeepSeekBlock})
     if (s == toString(k)) return k;
   return std::nullopt;
 }
 
-/// The "recipe" member of a run: a name, or {"name", "fp8_format", "weight_2d", "hadamard",
-/// "stochastic_rounding", "overrides": {role: {"recipe", "format"}}}.
+/// The training recipe that a GEMM scaling preset's name stands for in a training config, for the
+/// refusal of an unknown recipe ("deepgemm_1x128" → "deepseek_v3"); "" when none.
+std::string trainingRecipeForPreset(const std::string& name) {
+  if (name.rfind("deepgemm", 0) == 0 || name.rfind("dsv3", 0) == 0 || name.rfind("deepseek", 0) == 0)
+    return "deepseek_v3";
+  if (name.rfind("te_block", 0) == 0) return "te_float8_block";
+  if (name.rfind("mx_", 0) == 0 || name == "mxfp8") return "te_mxfp8";
+  if (name.rfind("nvfp4", 0) == 0) return "te_nvfp4";
+  return {};
+}
+
+/// The "recipe" member of a run: a name, or {"name", "fp8_format", "weight_2d", "power_of_two",
+/// "scale_calculation_mode", "hadamard", "stochastic_rounding", "overrides": {role: {"recipe",
+/// "format"}}}.
 void readRecipe(ConfigReader& r, const Json& o, const ConfigPath& where, TrainingConfig& c) {
   const ConfigPath w = where.member("recipe");
   const Json& rv = o["recipe"];
@@ -134,7 +147,9 @@ void readRecipe(ConfigReader& r, const Json& o, const ConfigPath& where, Trainin
   Json ro = rv.is_string() ? Json::object({{"name", rv}}) : rv;
   const ConfigPath nw = rv.is_string() ? w : w.member("name");
   if (rv.is_object())
-    r.checkKeys(ro, w, {"name", "fp8_format", "weight_2d", "hadamard", "stochastic_rounding", "overrides"});
+    r.checkKeys(ro, w,
+                {"name", "fp8_format", "weight_2d", "power_of_two", "scale_calculation_mode", "hadamard",
+                 "stochastic_rounding", "overrides"});
   if (!ro.contains("name")) {
     r.fail(w, "needs \"name\" (" + trainingRecipeNames() + ")");
     return;
@@ -142,8 +157,13 @@ void readRecipe(ConfigReader& r, const Json& o, const ConfigPath& where, Trainin
   const std::string name = ro["name"].is_string() ? ro["name"].get<std::string>() : std::string();
   const auto rec = parseTrainingRecipe(lower(name));
   if (!rec || *rec == TrainingRecipe::PerTensor) {
-    r.fail(nw, "unknown recipe '" + name + "' (" + trainingRecipeNames() +
-                   "; per-tensor scaling is \"scaling\" without a recipe)");
+    const std::string hint = trainingRecipeForPreset(lower(name));
+    r.fail(nw,
+           "unknown recipe '" + name + "' (" + trainingRecipeNames() +
+               "; per-tensor scaling is \"scaling\" without a recipe)" +
+               (hint.empty() ? std::string()
+                             : "; '" + name + "' is a GEMM scaling preset, the training recipe with its scales is '" +
+                                   hint + "'"));
     return;
   }
   TrainingRecipeConfig& rc = c.recipe;
@@ -160,6 +180,23 @@ void readRecipe(ConfigReader& r, const Json& o, const ConfigPath& where, Trainin
   else if (f8 != "E4M3" && f8 != "e4m3")
     r.fail(w.member("fp8_format"), "must be \"E4M3\" or \"HYBRID\" (TE recipe fp8_format)");
   if (ConfigReader::has(ro, "weight_2d")) rc.weight_2d = r.boolean(ro, "weight_2d", w, true);
+  if (ConfigReader::has(ro, "power_of_two")) {
+    if (rc.recipe != TrainingRecipe::TeFloat8Block && rc.recipe != TrainingRecipe::DeepSeekV3)
+      r.fail(w.member("power_of_two"), "only te_float8_block and deepseek_v3 have this option");
+    else
+      rc.power_of_two = r.boolean(ro, "power_of_two", w, rc.powerOfTwo());
+  }
+  if (ConfigReader::has(ro, "scale_calculation_mode")) {
+    const std::string m = r.string(ro, "scale_calculation_mode", w, "rceil");
+    const auto rule = parseMxScaleMode(lower(m));
+    if (rc.recipe != TrainingRecipe::TeMxfp8)
+      r.fail(w.member("scale_calculation_mode"), "only te_mxfp8 has this option");
+    else if (!rule)
+      r.fail(w.member("scale_calculation_mode"),
+             "unknown MX scale mode '" + m + "' (rceil, floor, ceil, even: torchao ScaleCalculationMode)");
+    else
+      rc.mx_rule = *rule;
+  }
   for (const char* k : {"hadamard", "stochastic_rounding"})
     if (ConfigReader::has(ro, k) && rc.recipe != TrainingRecipe::TeNvfp4)
       r.fail(w.member(k), "only te_nvfp4 has this option");

@@ -53,7 +53,11 @@ TrainingFileResult runTrainingIntoFile(const TrainingExperimentSpec& spec, const
     if (*stored != run.id) line(renamedRunNote(run.id, *stored), false);
     backend_notes[*stored] = attrString(run.attrs, "backend_note").value_or("");
     if (const auto nf = trainingNonFiniteLine(run, *stored)) line(*nf, false);
-    for (const std::string& l : trainingRunSavedLines(run, *stored)) line(l, true);
+    for (const std::string& l : trainingRunSavedLines(run, *stored))
+      if (hooks.result)
+        hooks.result(l);
+      else
+        line(l, true);
     return true;
   };
   TrainingFileResult res;

@@ -17,10 +17,14 @@ namespace fp8lab {
 
 /// What runTrainingIntoFile reports and asks. Every hook may be empty.
 struct TrainingFileHooks {
-  /// A line for stderr. `detail`: the progress and summary lines a quiet front end drops (run start,
-  /// epochs, backend notes, what-if ranking, validation, trained-weights GEMM); the others
+  /// A line for stderr. `detail`: the progress lines a quiet front end drops (run start, epochs,
+  /// backend notes; the run summaries too when `result` is unset); the others
   /// (first non-finite value, a skipped trained-weights GEMM) are always worth showing.
   std::function<void(const std::string& line, bool detail)> line;
+  /// A result line for stdout: each saved run's summary (trainingRunSavedLines: the LM's validation
+  /// loss and sample, the what-if ranking, the trained-weights GEMM's SQNR). Unset: they go to
+  /// `line` as details.
+  std::function<void(const std::string& line)> result;
   /// Training run "[i/n] ID" (`label`) starts.
   std::function<void(const std::string& label)> started;
   /// Progress of the current piece of work (a training run, or a trained-weights GEMM when no

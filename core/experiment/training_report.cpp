@@ -131,6 +131,13 @@ std::vector<std::string> trainingRunSavedLines(const Run& run, const std::string
     lines.push_back(stored_id + ": what-if, mean SQNR over the operands at " +
                     std::to_string(steps ? steps->i64.size() : 0) + " steps (dB): " + line);
   }
+  if (run.type == "training" && attrString(run.attrs, "model").value_or("") != "transformer" &&
+      run.metrics.count("final_test_accuracy")) {
+    const auto m = [&](const char* k) { return run.metrics.count(k) ? run.metrics.at(k).value : std::nan(""); };
+    lines.push_back(printfText("%s: test accuracy %.2f %%, test loss %.4f nats after %lld steps", stored_id.c_str(),
+                               100.0 * m("final_test_accuracy"), m("final_test_loss"),
+                               static_cast<long long>(attrInt(run.attrs, "steps_completed").value_or(0))));
+  }
   if (attrString(run.attrs, "model").value_or("") == "transformer") {
     const auto m = [&](const char* k) { return run.metrics.count(k) ? run.metrics.at(k).value : std::nan(""); };
     lines.push_back(printfText("%s: validation loss %.4f nats/byte = %.3f bits/byte (unigram entropy of the text: "

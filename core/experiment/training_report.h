@@ -56,6 +56,8 @@ std::optional<std::string> trainingNonFiniteLine(const Run& run, const std::stri
 ///   with a what-if group: "ID: what-if, mean SQNR over the operands at T steps (dB): R1 v1, R2 v2"
 ///     — per recipe the mean of the finite what-if sqnr_db values, and for "trained" (the recipe
 ///     that trained) the block-stats sqnr_db at the what-if steps; best first, %.2f;
+///   an MLP training run with a final test accuracy: "ID: test accuracy %.2f %%, test loss %.4f
+///     nats after N steps";
 ///   a transformer: "ID: validation loss %.4f nats/byte = %.3f bits/byte (unigram entropy of the
 ///     text: %.3f bits/byte), %.1f ms per step", then "ID: sample (after a validation
 ///     prompt):\nSAMPLE" when the run has a sample;

@@ -276,10 +276,14 @@ struct LmTrainingRun::Impl {
       OperandHistory h;
       h.layer = table[s].path;
       h.operand = toString(k);
+      // An attention matmul is FP32 unless the policy puts it in the recipe: then its inputs are
+      // cast to E4M3FN (per-tensor current scaling; the softmax with its fixed multiplier) and its
+      // gradients stay FP32.
+      const bool attention_fp8 = fp8() && !linear && cfg.policy.mayUseRecipe(table[s], SitePrecision::Recipe);
       if (!fp8())
         h.format = "FP32";
       else if (!linear)
-        h.format = k == SiteOperand::OutputGrad ? "FP32" : "E4M3FN";
+        h.format = attention_fp8 && k != SiteOperand::OutputGrad ? "E4M3FN" : "FP32";
       else if (blockRecipe()) {
         const OperandRole role = k == SiteOperand::Input    ? OperandRole::FpropInput
                                  : k == SiteOperand::Kernel ? OperandRole::FpropWeight
@@ -307,6 +311,9 @@ struct LmTrainingRun::Impl {
         o.quantized = linear && fp8() && cfg.policy.mayUseRecipe(table[s], SitePrecision::Recipe);
         o.quantization = std::string("per-tensor ") + toString(cfg.scaling.kind) + " " + h.format;
       }
+      if (!linear)
+        o.quantization = h.format == "FP32" ? std::string("high precision (FP32)")
+                                            : std::string("per-tensor current E4M3FN (attention in the recipe)");
       dops.push_back(std::move(o));
     }
     rec = std::make_unique<SiteRecorder>(table, fp8(), cfg.on_nonfinite, res.operands, res.first_nonfinite);

@@ -1,7 +1,8 @@
 // FP8 Lab — the block-scaled training recipes (see recipe.h). The quantization itself is
-// core/scaling's: quantize() with the presets te_block_1x128 / te_block_128x128 / mx_rceil /
-// mx_rceil_2d, and quantizeNvfp4() with Nvfp4Rule::TransformerEngine; this file picks the preset
-// per role, pads the contraction axis and dequantizes.
+// core/scaling's: quantize() with the presets te_block_1x128 / te_block_128x128 (pow2 on or off),
+// mx_rceil / mx_floor / mx_ceil / mx_even (1×32, or 32×32 tiles), deepgemm_1x128 /
+// deepgemm_128x128 (and their _ue8m0 twins), and quantizeNvfp4() with Nvfp4Rule::TransformerEngine;
+// this file picks the preset per role, pads the contraction axis and dequantizes.
 #include "training/recipe.h"
 
 #include "training/diagnostics.h"
@@ -25,19 +26,42 @@ const char* toString(TrainingRecipe r) {
     return "te_mxfp8";
   case TrainingRecipe::TeNvfp4:
     return "te_nvfp4";
+  case TrainingRecipe::DeepSeekV3:
+    return "deepseek_v3";
   }
   return "?";
 }
 
 std::optional<TrainingRecipe> parseTrainingRecipe(const std::string& s) {
-  for (auto r :
-       {TrainingRecipe::PerTensor, TrainingRecipe::TeFloat8Block, TrainingRecipe::TeMxfp8, TrainingRecipe::TeNvfp4})
+  for (auto r : {TrainingRecipe::PerTensor, TrainingRecipe::TeFloat8Block, TrainingRecipe::TeMxfp8,
+                 TrainingRecipe::TeNvfp4, TrainingRecipe::DeepSeekV3})
     if (s == toString(r)) return r;
   return std::nullopt;
 }
 
 std::string trainingRecipeNames() {
-  return "te_float8_block, te_mxfp8, te_nvfp4";
+  return "te_float8_block, te_mxfp8, te_nvfp4, deepseek_v3";
+}
+
+std::optional<ScaleRule> parseMxScaleMode(const std::string& s) {
+  for (auto r : {ScaleRule::MxRceil, ScaleRule::MxFloor, ScaleRule::MxCeil, ScaleRule::MxEven})
+    if (s == mxScaleModeName(r)) return r;
+  return std::nullopt;
+}
+
+const char* mxScaleModeName(ScaleRule r) {
+  switch (r) {
+  case ScaleRule::MxRceil:
+    return "rceil";
+  case ScaleRule::MxFloor:
+    return "floor";
+  case ScaleRule::MxCeil:
+    return "ceil";
+  case ScaleRule::MxEven:
+    return "even";
+  default:
+    return "?";
+  }
 }
 
 const char* toString(OperandRole r) {
@@ -82,6 +106,8 @@ const char* toString(RoleKind k) {
     return "te_mxfp8";
   case RoleKind::Nvfp4:
     return "te_nvfp4";
+  case RoleKind::DeepSeekBlock:
+    return "deepseek_v3";
   }
   return "?";
 }
@@ -93,9 +119,15 @@ std::string RoleQuantization::describe() const {
   switch (kind) {
   case RoleKind::Float8Block:
     s += block_2d ? " 128x128" : " 1x128";
+    if (!pow2) s += " fp32";
+    break;
+  case RoleKind::DeepSeekBlock:
+    s += block_2d ? " 128x128" : " 1x128";
+    if (pow2) s += " ue8m0";
     break;
   case RoleKind::Mxfp8:
     s += block_2d ? " 32x32" : " 1x32";
+    if (mx_rule != ScaleRule::MxRceil) s += std::string(" ") + mxScaleModeName(mx_rule);
     break;
   case RoleKind::Nvfp4:
     s += block_2d ? " 16x16" : " 1x16";
@@ -113,6 +145,30 @@ bool TrainingRecipeConfig::weight2d() const {
   return recipe != TrainingRecipe::TeMxfp8; // MXFP8 2-D is TE's opt-in enable_2d_quantization
 }
 
+bool TrainingRecipeConfig::powerOfTwo() const {
+  if (power_of_two) return *power_of_two;
+  return recipe == TrainingRecipe::TeFloat8Block; // TE: power_2_scale = True; DeepSeek-V3: float32
+}
+
+std::string TrainingRecipeConfig::label() const {
+  std::string s = toString(recipe);
+  if (recipe == TrainingRecipe::PerTensor) return s;
+  if (hybrid) s += " HYBRID";
+  const bool def2d = recipe != TrainingRecipe::TeMxfp8;
+  if (weight2d() != def2d) s += weight2d() ? " 2-D weights" : " 1-D weights";
+  if (recipe == TrainingRecipe::TeFloat8Block && !powerOfTwo()) s += " fp32 scales";
+  if (recipe == TrainingRecipe::DeepSeekV3 && powerOfTwo()) s += " ue8m0 scales";
+  if (recipe == TrainingRecipe::TeMxfp8 && mx_rule != ScaleRule::MxRceil)
+    s += std::string(" ") + mxScaleModeName(mx_rule);
+  if (recipe == TrainingRecipe::TeNvfp4) {
+    if (!nvfp4_rht) s += " no RHT";
+    if (!nvfp4_stochastic_rounding) s += " no SR";
+  }
+  for (const RoleOverride& o : overrides)
+    if (o.kind || o.format) return s + " + overrides";
+  return s;
+}
+
 namespace {
 
 RoleKind kindOf(TrainingRecipe r) {
@@ -123,6 +179,8 @@ RoleKind kindOf(TrainingRecipe r) {
     return RoleKind::Mxfp8;
   case TrainingRecipe::TeNvfp4:
     return RoleKind::Nvfp4;
+  case TrainingRecipe::DeepSeekV3:
+    return RoleKind::DeepSeekBlock;
   case TrainingRecipe::PerTensor:
     break;
   }
@@ -153,8 +211,13 @@ RoleQuantization TrainingRecipeConfig::role(OperandRole r) const {
     return q;
   case RoleKind::Float8Block:
   case RoleKind::Mxfp8:
+  case RoleKind::DeepSeekBlock:
     q.format = grad && hybrid ? &Format::E5M2() : &Format::E4M3FN();
-    q.block_2d = weight && (own ? weight2d() : q.kind == RoleKind::Float8Block);
+    q.block_2d = weight && (own ? weight2d() : q.kind != RoleKind::Mxfp8);
+    // power_of_two and the MX scale mode belong to the run's recipe, like weight_2d; an overridden
+    // role takes its kind's default (TE blocks: power of two; DeepSeek: float32; MX: RCEIL).
+    q.pow2 = own ? powerOfTwo() : q.kind == RoleKind::Float8Block;
+    if (q.kind == RoleKind::Mxfp8 && own) q.mx_rule = mx_rule;
     break;
   case RoleKind::Nvfp4:
     q.format = &Format::E2M1();
@@ -178,7 +241,8 @@ std::string TrainingRecipeConfig::validate() const {
       return where + "te_nvfp4 elements are E2M1; a format override applies to the FP8 recipes only";
     if (q.kind == RoleKind::HighPrecision && overrides[static_cast<size_t>(i)].format)
       return where + "a high_precision operand has no format";
-    if ((q.kind == RoleKind::Float8Block || q.kind == RoleKind::Mxfp8) && q.format->bits() != 8)
+    if ((q.kind == RoleKind::Float8Block || q.kind == RoleKind::Mxfp8 || q.kind == RoleKind::DeepSeekBlock) &&
+        q.format->bits() != 8)
       return where + q.format->name() + " is not an 8-bit format";
     if (q.kind == RoleKind::Mxfp8 && q.format != &Format::E4M3FN() && q.format != &Format::E5M2())
       return where + "te_mxfp8 elements are E4M3FN or E5M2 (TE MXFP8BlockScaling), not " + q.format->name();
@@ -215,16 +279,6 @@ float amaxIgnoringNaN(const float* x, size_t n) {
 void padInto(const float* src, int64_t r, int64_t c, std::vector<float>& dst, int64_t R, int64_t C) {
   dst.assign(static_cast<size_t>(R * C), 0.0f);
   for (int64_t i = 0; i < r; ++i) std::copy_n(src + i * c, c, dst.begin() + i * C);
-}
-
-/// The block preset of a Float8Block / Mxfp8 role (TE's 1x128 / 128x128 blocks, MX RCEIL 1x32 /
-/// 32x32) with the run's thread count.
-ScalingConfig blockRolePreset(const RoleQuantization& q, int threads) {
-  const char* preset = q.kind == RoleKind::Float8Block ? (q.block_2d ? "te_block_128x128" : "te_block_1x128")
-                                                       : (q.block_2d ? "mx_rceil_2d" : "mx_rceil");
-  ScalingConfig sc = requireScalingPreset(preset);
-  sc.threads = threads;
-  return sc;
 }
 
 /// A block-scaled operand's record: the lower median of the block dequant scales with that
@@ -268,6 +322,54 @@ const float* padForNvfp4(const RoleQuantization& q, const float* x, int64_t rows
 
 } // namespace
 
+ScalingConfig RoleQuantization::scalingConfig(int threads) const {
+  ScalingConfig sc;
+  switch (kind) {
+  case RoleKind::Float8Block:
+    // TE Float8BlockScaling: QParams.power_2_scale (True by default; False with
+    // NVTE_FP8_BLOCK_SCALING_FP32_SCALES=1), the same compute_scale_from_amax otherwise.
+    sc = requireScalingPreset(block_2d ? "te_block_128x128" : "te_block_1x128");
+    sc.pow2 = pow2;
+    if (!pow2) sc.name += "_fp32";
+    break;
+  case RoleKind::DeepSeekBlock:
+    sc = requireScalingPreset(std::string(block_2d ? "deepgemm_128x128" : "deepgemm_1x128") + (pow2 ? "_ue8m0" : ""));
+    break;
+  case RoleKind::Mxfp8: {
+    const std::string mode = mxScaleModeName(mx_rule);
+    if (mode == "?") throw std::invalid_argument("te_mxfp8: not an MX scale mode (rceil, floor, ceil, even)");
+    sc = requireScalingPreset("mx_" + mode);
+    if (block_2d) { // one E8M0 scale per 32×32 tile (TE enable_2d_quantization), the mode's own rule
+      sc.granularity = Granularity::Block2D;
+      sc.name += "_2d";
+    }
+    break;
+  }
+  case RoleKind::HighPrecision:
+  case RoleKind::Nvfp4:
+    throw std::invalid_argument(std::string("RoleQuantization::scalingConfig: ") + toString(kind) +
+                                " has no core/scaling preset");
+  }
+  sc.threads = threads;
+  return sc;
+}
+
+std::string RoleQuantization::costPreset() const {
+  switch (kind) {
+  case RoleKind::HighPrecision:
+    return {};
+  case RoleKind::Nvfp4:
+    return block_2d ? "nvfp4_te_2d" : "nvfp4_te";
+  case RoleKind::Float8Block:
+    return block_2d ? "te_block_128x128" : "te_block_1x128"; // float32 scales either way
+  case RoleKind::DeepSeekBlock:
+    return scalingConfig().name;
+  case RoleKind::Mxfp8:
+    return block_2d ? "mx_rceil_2d" : std::string("mx_") + mxScaleModeName(mx_rule); // E8M0 either way
+  }
+  return {};
+}
+
 void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64_t cols, Axis axis, uint64_t sr_seed,
                   std::vector<float>& out, RoleQuantRecord* rec, int threads, const QuantizedObserver* observe) {
   const size_t n = static_cast<size_t>(rows * cols);
@@ -283,8 +385,9 @@ void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64
     deq.assign(x, x + n);
     break;
   case RoleKind::Float8Block:
-  case RoleKind::Mxfp8: {
-    const QuantizedTensor t = quantize(x, rows, cols, *q.format, blockRolePreset(q, threads), axis);
+  case RoleKind::Mxfp8:
+  case RoleKind::DeepSeekBlock: {
+    const QuantizedTensor t = quantize(x, rows, cols, *q.format, q.scalingConfig(threads), axis);
     if (observe && *observe) (*observe)(x, t);
     deq = t.dequantize();
     recordBlockScales(t, &r);
@@ -330,8 +433,9 @@ QuantizedTensor quantizeRole(const RoleQuantization& q, const float* x, int64_t 
   case RoleKind::HighPrecision:
     throw std::invalid_argument("quantizeRole: a high_precision role is not quantized");
   case RoleKind::Float8Block:
-  case RoleKind::Mxfp8: {
-    out = quantize(x, rows, cols, *q.format, blockRolePreset(q, threads), axis);
+  case RoleKind::Mxfp8:
+  case RoleKind::DeepSeekBlock: {
+    out = quantize(x, rows, cols, *q.format, q.scalingConfig(threads), axis);
     if (observe && *observe) (*observe)(x, out);
     recordBlockScales(out, &r);
     break;

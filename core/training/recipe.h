@@ -1,8 +1,12 @@
 // FP8 Lab — the block-scaled training recipes of the training experiment, as Transformer Engine
-// runs them: Float8BlockScaling (1×128 / 128×128, power-of-two fp32 scales), MXFP8BlockScaling
-// (E4M3, block 32, E8M0 RCEIL) and NVFP4BlockScaling (E2M1 1×16 with E4M3 block scales and the
-// fp32 tensor scale, 16×16 weight tiles, RHT on the wgrad operands, stochastic rounding on the
-// gradients), with per-role overrides (torchao Float8LinearConfig's cast configs).
+// runs them: Float8BlockScaling (1×128 / 128×128 fp32 scales, power-of-two by default or plain
+// fp32 as with NVTE_FP8_BLOCK_SCALING_FP32_SCALES=1), MXFP8BlockScaling (E4M3, block 32, E8M0
+// RCEIL; the FLOOR / CEIL / EVEN scale modes of torchao's MX recipe as options) and
+// NVFP4BlockScaling (E2M1 1×16 with E4M3 block scales and the fp32 tensor scale, 16×16 weight
+// tiles, RHT on the wgrad operands, stochastic rounding on the gradients); and DeepSeek-V3's
+// recipe (1×128 activation and gradient tiles, 128×128 weight blocks, float32 scales
+// sf = amax / 448 as DeepGEMM computes them), with per-role overrides (torchao
+// Float8LinearConfig's cast configs).
 //
 // Roles. A Linear layer y = x·W (x [B,in], W [in,out], g = ∂loss/∂y) has three GEMMs and six
 // GEMM operands; each role is quantized separately, from the high-precision tensor, along its own
@@ -40,13 +44,18 @@ enum class TrainingRecipe {
   TeFloat8Block, ///< TE Float8BlockScaling (transformer_engine/common/recipe/__init__.py)
   TeMxfp8,       ///< TE MXFP8BlockScaling
   TeNvfp4,       ///< TE NVFP4BlockScaling
+  /// DeepSeek-V3 (technical report, arXiv 2412.19437, §3.3.2 "Fine-grained quantization"): E4M3 on
+  /// all tensors, activations and gradients in 1×128 tiles, weights in 128×128 blocks, one float32
+  /// scale each; scales as DeepGEMM's per_token_cast_to_fp8 / per_block_cast_to_fp8
+  /// (sf = max(amax, 1e-4) / 448, x · (1/sf)), the presets deepgemm_1x128 / deepgemm_128x128.
+  DeepSeekV3,
 };
 
-/// "per_tensor", "te_float8_block", "te_mxfp8", "te_nvfp4".
+/// "per_tensor", "te_float8_block", "te_mxfp8", "te_nvfp4", "deepseek_v3".
 const char* toString(TrainingRecipe r);
 /// Parses the names of toString(TrainingRecipe); nullopt when unknown.
 std::optional<TrainingRecipe> parseTrainingRecipe(const std::string& s);
-/// "te_float8_block, te_mxfp8, te_nvfp4" (the block recipes a config may name).
+/// "te_float8_block, te_mxfp8, te_nvfp4, deepseek_v3" (the block recipes a config may name).
 std::string trainingRecipeNames();
 
 /// The six GEMM operands of a Linear layer (see the table at the top of this file).
@@ -68,8 +77,16 @@ enum class RoleKind {
   Float8Block,   ///< TE Float8BlockScaling: te_block_1x128, or te_block_128x128 when block_2d
   Mxfp8,         ///< TE MXFP8BlockScaling: mx_rceil (E8M0 RCEIL, block 32), or mx_rceil_2d (32×32)
   Nvfp4,         ///< TE NVFP4BlockScaling: quantizeNvfp4 with Nvfp4Rule::TransformerEngine
+  DeepSeekBlock, ///< DeepSeek-V3: deepgemm_1x128, or deepgemm_128x128 when block_2d (_ue8m0 when pow2)
 };
-const char* toString(RoleKind k); ///< "high_precision", "te_float8_block", "te_mxfp8", "te_nvfp4"
+/// "high_precision", "te_float8_block", "te_mxfp8", "te_nvfp4", "deepseek_v3".
+const char* toString(RoleKind k);
+
+/// The MX scale modes a te_mxfp8 role can use: "rceil" (TE's, the default), "floor", "ceil",
+/// "even" (torchao ScaleCalculationMode). nullopt for other names.
+std::optional<ScaleRule> parseMxScaleMode(const std::string& s);
+/// "rceil", "floor", "ceil", "even" for the MX rules of parseMxScaleMode, "?" otherwise.
+const char* mxScaleModeName(ScaleRule r);
 
 /// A role's resolved quantization.
 struct RoleQuantization {
@@ -78,8 +95,23 @@ struct RoleQuantization {
   bool block_2d = false;            ///< 128×128 (Float8Block), 32×32 (Mxfp8), 16×16 tiles (Nvfp4)
   bool rht = false;                 ///< Nvfp4: 16-point RHT along the block axis (TE sign mask 0xD7E8)
   bool stochastic_rounding = false; ///< Nvfp4: TE software SR of the E2M1 elements
-  /// "te_mxfp8 E4M3FN 1x32", "te_nvfp4 16x16", "te_nvfp4 1x16 rht sr", "high_precision".
+  /// Float8Block: power-of-two scales (TE's default); DeepSeekBlock: UE8M0 scales rounded up
+  /// (DeepGEMM on SM100) instead of plain float32 ones. Ignored by the other kinds.
+  bool pow2 = false;
+  ScaleRule mx_rule = ScaleRule::MxRceil; ///< Mxfp8: the E8M0 scale rule (MxRceil, MxFloor, MxCeil, MxEven)
+  /// "te_mxfp8 E4M3FN 1x32", "te_mxfp8 E4M3FN 1x32 floor", "te_float8_block E4M3FN 1x128 fp32",
+  /// "deepseek_v3 E4M3FN 128x128", "te_nvfp4 16x16", "te_nvfp4 1x16 rht sr", "high_precision".
   std::string describe() const;
+  /// The core/scaling config this role quantizes with (FP8 kinds: te_block_1x128 / _128x128 with
+  /// `pow2`, mx_rceil / mx_floor / mx_ceil / mx_even in 1×32 or 32×32 tiles, deepgemm_1x128 /
+  /// _128x128 / _ue8m0); `threads` as ScalingConfig::threads. Throws std::invalid_argument for
+  /// HighPrecision and Nvfp4.
+  ScalingConfig scalingConfig(int threads = 0) const;
+  /// The preset whose storage cost this role has (scaling/recipe_cost.h): the scaling preset of
+  /// scalingConfig() when it is a table preset, else the table preset with the same scale grid and
+  /// scale format (te_block_* with fp32 scales → te_block_*; MX 32×32 tiles of another mode →
+  /// mx_rceil_2d), "nvfp4_te" / "nvfp4_te_2d" for NVFP4; "" for HighPrecision.
+  std::string costPreset() const;
 };
 
 /// One override of a role (config "recipe.overrides"): the kind and/or the element format.
@@ -101,12 +133,26 @@ struct TrainingRecipeConfig {
   /// NVFP4: RHT on wgrad.input and wgrad.grad_output (on both when both are NVFP4, else on neither).
   bool nvfp4_rht = true;
   bool nvfp4_stochastic_rounding = true; ///< NVFP4: SR on dgrad.grad_output and wgrad.grad_output
+  /// te_float8_block: power-of-two scales (TE's default, true; false = the fp32 scales of
+  /// NVTE_FP8_BLOCK_SCALING_FP32_SCALES=1, s = 448 / amax). deepseek_v3: UE8M0 scales rounded up
+  /// (DeepGEMM on SM100, true) instead of the float32 sf = amax / 448 of the report (false, the
+  /// default). Unset: the recipe's default.
+  std::optional<bool> power_of_two;
+  /// te_mxfp8: the E8M0 scale rule, TE's RCEIL (default) or torchao's FLOOR / CEIL / EVEN.
+  ScaleRule mx_rule = ScaleRule::MxRceil;
   std::array<RoleOverride, kOperandRoles> overrides{};
 
   /// Whether wgrad.input and wgrad.grad_output both resolve to NVFP4.
   bool bothWgradNvfp4() const;
   /// The weight_2d the recipe uses (its default when unset).
   bool weight2d() const;
+  /// The power_of_two the recipe uses (its default when unset: te_float8_block true, else false).
+  bool powerOfTwo() const;
+  /// The recipe and its options that differ from the recipe's defaults, for tables and legends:
+  /// "te_float8_block", "te_float8_block fp32 scales", "te_mxfp8 floor", "deepseek_v3",
+  /// "te_nvfp4 no RHT no SR", "te_mxfp8 HYBRID 2-D weights"; "+ overrides" when some role is
+  /// overridden.
+  std::string label() const;
   /// The quantization of `role` under this recipe, overrides applied. Defaults per recipe:
   ///   te_float8_block: E4M3FN (HYBRID: gradients E5M2); 1×128 along the contraction axis,
   ///                    weights 128×128 (TE Float8BlockScaling: x/grad_block_scaling_dim 1,
@@ -115,6 +161,9 @@ struct TrainingRecipeConfig {
   ///   te_nvfp4:        E2M1 1×16; weights 16×16 tiles; RHT on wgrad.input and wgrad.grad_output;
   ///                    SR on the two gradient roles; everything else RN (TE NVFP4BlockScaling:
   ///                    fp4_quant_fwd_inp / fp4_quant_fwd_weight / fp4_quant_bwd_grad).
+  ///   deepseek_v3:     E4M3FN (HYBRID: gradients E5M2); 1×128 along the contraction axis (the
+  ///                    activations' 1×128 tiles forward, 128×1 for wgrad), weights 128×128 blocks;
+  ///                    float32 scales (power_of_two: UE8M0).
   /// PerTensor has no roles (HighPrecision is returned).
   RoleQuantization role(OperandRole r) const;
   /// Empty when usable, else why not (an FP8 format override on an NVFP4 role, a format wider

@@ -86,6 +86,10 @@ std::string recipeJson(const TrainingRecipeConfig& r) {
   std::string o = "{\"name\": " + jsonString(toString(r.recipe));
   if (r.recipe != TrainingRecipe::TeNvfp4) o += ", \"fp8_format\": " + jsonString(r.hybrid ? "HYBRID" : "E4M3");
   o += std::string(", \"weight_2d\": ") + (r.weight2d() ? "true" : "false");
+  if (r.recipe == TrainingRecipe::TeFloat8Block || r.recipe == TrainingRecipe::DeepSeekV3)
+    o += std::string(", \"power_of_two\": ") + (r.powerOfTwo() ? "true" : "false");
+  if (r.recipe == TrainingRecipe::TeMxfp8 && r.mx_rule != ScaleRule::MxRceil)
+    o += ", \"scale_calculation_mode\": " + jsonString(mxScaleModeName(r.mx_rule));
   if (r.recipe == TrainingRecipe::TeNvfp4) {
     o += std::string(", \"hadamard\": ") + (r.nvfp4_rht ? "true" : "false");
     o += std::string(", \"stochastic_rounding\": ") + (r.nvfp4_stochastic_rounding ? "true" : "false");

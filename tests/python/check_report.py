@@ -11,6 +11,13 @@ the layouts), and that the file needs nothing outside itself; `fp8lab-cli decide
 text lines) gives the same means, half-widths and ranks. With --pdf-ok, `report --out x.pdf`
 (drawn by fp8lab-render) must give a PDF.
 
+The training side: `fp8lab-cli sweep --seeds 1-2` of a tiny language model in FP32, NVFP4 and
+DeepSeek-V3's recipe (1x128 / 128x128 float32 scales), then the report's training table and figures
+against the session: each recipe's cost (bytes per element of the fprop pair with its scales at
+4096x4096 . 4096x4096, worked out here from the layouts), the loss curves (per step, the mean over
+seeds and the lowest and highest seed) and the same-seed differences to FP32 per step, the advice
+hint naming this session's own run; `run` prints its results on stdout.
+
 Usage: check_report.py --cli PATH/TO/fp8lab-cli --workdir DIR [--pdf-ok]
 Exit 0 when every check passes; 1 with a list of failures otherwise.
 """
@@ -64,6 +71,151 @@ def float32_scale_bytes(scaling, rows, cols, is_a):
         ld = math.ceil(math.ceil(k / 128) / 4) * 4
         return 4 * ld * math.ceil(outer / 128)
     return None
+
+
+def fprop_bytes_per_element(recipe):
+    """Bytes per element of a 4096x4096 activation and weight with their scales (cuBLASLt layouts)."""
+    s = 4096
+    if recipe == "deepseek_v3":  # 1x128 float32 along K; 128x128 float32 tiles, K blocks padded to 4
+        a = s * s + 4 * (s // 128) * s
+        b = s * s + 4 * (math.ceil((s // 128) / 4) * 4) * (s // 128)
+    elif recipe == "te_nvfp4":  # E2M1 packed; E4M3 1x16 scales in [roundup(outer,128), roundup(K/16,4)]
+        a = s * s // 2 + s * (s // 16) + 4  # + the float32 tensor scale
+        b = a  # 16x16 weight tiles are stored as their 1x16 grid
+    else:
+        return None
+    return (a + b) / (2 * s * s)
+
+
+def training_part(a):
+    rnd = __import__("random").Random(7)
+    words = ["float", "eight", "scale", "block", "tensor", "gradient", "weight", "loss", "the", "a", "of"]
+    text = os.path.join(a.workdir, "text.txt")
+    with open(text, "w") as f:
+        f.write(" ".join(rnd.choice(words) for _ in range(6000)))
+    defaults = {"model": {"kind": "transformer", "d_model": 32, "layers": 1, "heads": 2, "context": 16,
+                          "ffn_hidden": 64},
+                "data": {"text": text}, "steps": 30, "batch_size": 8, "eval": {"every": 30, "batches": 2},
+                "probes": {"every": 0, "attention_every": 0}, "sample_bytes": 0, "threads": 1}
+    cfg = os.path.join(a.workdir, "lm.json")
+    with open(cfg, "w") as f:
+        json.dump({"type": "training", "defaults": defaults,
+                   "runs": [{"id": "fp32", "precision": "fp32"},
+                            {"id": "nvfp4", "precision": "fp8", "recipe": "te_nvfp4", "block_gemm": "core"},
+                            {"id": "dsv3", "precision": "fp8", "recipe": "deepseek_v3"}]}, f)
+    session = os.path.join(a.workdir, "lm.h5")
+    report = os.path.join(a.workdir, "lm-report.html")
+    for cmd in ([a.cli, "sweep", cfg, "--seeds", "1-2", "--out", session, "-q"],
+                [a.cli, "report", session, "--out", report]):
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        check(p.returncode == 0, f"{' '.join(cmd[1:3])} exit {p.returncode}: {p.stderr}")
+        if p.returncode != 0:
+            return
+    # The session: each recipe's per-step loss per seed.
+    loss = {}
+    with h5py.File(session, "r") as h:
+        for rid, g in h["runs"].items():
+            if g.attrs.get("type") != "training":
+                continue
+            c = json.loads(g.attrs["config"])
+            rec = "FP32 baseline" if c.get("precision") == "fp32" else (
+                c["recipe"] if isinstance(c["recipe"], str) else c["recipe"]["name"])
+            loss.setdefault(rec, {})[int(c["seed"])] = [float(x) for x in g["training/loss"][()]]
+    check(sorted(loss) == ["FP32 baseline", "deepseek_v3", "te_nvfp4"], f"three recipes: {sorted(loss)}")
+    check(all(sorted(v) == [1, 2] for v in loss.values()), "seeds 1 and 2 of each")
+    try:
+        root = ET.parse(report).getroot()
+    except ET.ParseError as e:
+        check(False, f"the training report is not well-formed XML: {e}")
+        return
+    ns = {"h": "http://www.w3.org/1999/xhtml", "s": "http://www.w3.org/2000/svg"}
+    rows = root.findall(".//h:table[@class='training']/h:tr[@data-recipe]", ns)
+    check(len(rows) == 3, f"3 training rows, got {len(rows)}")
+    for r in rows:
+        label = r.get("data-recipe")
+        bpe = float(r.get("data-bytes-per-element"))
+        want = 4.0 if label == "FP32 baseline" else fprop_bytes_per_element(label)
+        check(want is not None and abs(bpe - want) <= 1e-12 * want, f"{label}: bytes/element {bpe} vs {want}")
+        cells = ["".join(td.itertext()) for td in r.findall("h:td", ns)]
+        if want is not None:
+            check("%.4f" % want in cells, f"{label}: a cell prints {'%.4f' % want}: {cells}")
+    native = {r.get("data-recipe"): r.get("data-native") for r in rows}
+    check(native.get("deepseek_v3", "").startswith("Hopper"), f"deepseek_v3 native: {native.get('deepseek_v3')}")
+    check(native.get("te_nvfp4") == "Blackwell", f"te_nvfp4 native: {native.get('te_nvfp4')}")
+    # The loss curves: per recipe and step, the mean over the seeds and the lowest / highest seed.
+    curves = root.findall(".//s:svg[@class='curves']", ns)
+    check(len(curves) == 2, f"two curve charts (loss, Δ vs FP32), got {len(curves)}")
+    if len(curves) == 2:
+        for chart, delta in ((curves[0], False), (curves[1], True)):
+            lines = {pl.get("data-recipe"): pl for pl in chart.findall(".//s:polyline[@class='curve']", ns)}
+            want_recipes = ["deepseek_v3", "te_nvfp4"] + ([] if delta else ["FP32 baseline"])
+            check(sorted(lines) == sorted(want_recipes), f"curves {sorted(lines)} (delta {delta})")
+            for rec, pl in lines.items():
+                per_seed = [loss[rec][s] for s in (1, 2)]
+                if delta:
+                    per_seed = [[x - y for x, y in zip(loss[rec][s], loss["FP32 baseline"][s])] for s in (1, 2)]
+                got = {k: [float(x) for x in pl.get("data-" + k).split()] for k in ("x", "mean", "lo", "hi")}
+                n = len(per_seed[0])
+                check(got["x"] == [float(i + 1) for i in range(n)], f"{rec}: a point per step (bin 1)")
+                check(pl.get("data-seeds") == "2", f"{rec}: 2 seeds")
+                for i in range(min(n, len(got["mean"]))):
+                    v = [p[i] for p in per_seed]
+                    ok = (abs(got["mean"][i] - sum(v) / 2) <= 1e-12 * max(1.0, abs(sum(v))) and
+                          got["lo"][i] == min(v) and got["hi"][i] == max(v))
+                    if not ok:
+                        check(False, f"{rec} step {i + 1}: {got['mean'][i]} [{got['lo'][i]}, {got['hi'][i]}] vs {v}")
+                        break
+                else:
+                    check(len(got["mean"]) == n, f"{rec}: {n} points")
+        check(curves[0].find(".//s:polygon[@class='band']", ns) is not None, "a seed band")
+    text = open(report, encoding="utf-8").read()
+    check("fp8lab-cli export " + session in text and "default.json" not in text,
+          "the advice hint advises this session's own run, not the MLP's default.json")
+    p = subprocess.run([a.cli, "decide", session], capture_output=True, text=True)
+    check("fp8lab-cli export " + session in p.stdout and "default.json" not in p.stdout,
+          f"decide's advice hint names this session: {p.stdout[-600:]}")
+    check("B/elem" in p.stdout, "decide prints the training recipes' cost")
+    d = json.loads(subprocess.run([a.cli, "decide", session, "--json"], capture_output=True, text=True).stdout)
+    for r in d["training"]:
+        want = fprop_bytes_per_element(r["recipe"])
+        if want is not None:
+            check(abs(r["cost"]["bytes_per_element"] - want) <= 1e-12 * want, f"decide --json {r['recipe']} cost")
+    # The advice the hint asks for, run as the hint says (10 steps, 2 seeds to stay short), and its
+    # table in the report against the session's advice datasets.
+    exported = os.path.join(a.workdir, "run-nvfp4-s1")
+    adv = os.path.join(a.workdir, "advice.h5")
+    adv_report = os.path.join(a.workdir, "advice-report.html")
+    for cmd in ([a.cli, "export", session, "--run", "nvfp4-s1", "--csv", exported],
+                [a.cli, "advise", os.path.join(exported, "config.json"), "--steps", "10", "--seeds", "2",
+                 "--out", adv], [a.cli, "report", adv, "--out", adv_report]):
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        check(p.returncode == 0, f"{' '.join(cmd[1:3])} exit {p.returncode}: {p.stderr[-400:]}")
+        if p.returncode != 0:
+            break
+    else:
+        with h5py.File(adv, "r") as h:
+            g = next(g for g in h["runs"].values() if g.attrs.get("type") == "advice")
+            groups = g.attrs["groups"].split(",")
+            want = {k: [float(x) for x in g["advice/" + k][()]] for k in ("delta", "ci_low", "ci_high")}
+        adv_root = ET.parse(adv_report).getroot()
+        # The advice sweep's runs with a precision policy run in mixed precisions: no single cost.
+        for r in adv_root.findall(".//h:table[@class='training']/h:tr[@data-recipe]", ns):
+            if "+ policy" in r.get("data-recipe"):
+                check(r.get("data-bytes-per-element") == "nan", f"{r.get('data-recipe')}: no cost with a policy")
+        rows = adv_root.findall(".//h:table[@class='advice']/h:tr[@data-group]", ns)
+        check([r.get("data-group") for r in rows] == groups, f"advice rows {[r.get('data-group') for r in rows]}")
+        for r, i in zip(rows, range(len(groups))):
+            for k, attr in (("delta", "data-delta"), ("ci_low", "data-ci-low"), ("ci_high", "data-ci-high")):
+                check(abs(float(r.get(attr)) - want[k][i]) <= 1e-6 * max(1e-3, abs(want[k][i])),
+                      f"advice {groups[i]} {k}: {r.get(attr)} vs {want[k][i]}")
+    # `run` prints each run's result on stdout (a pipe gets it), its progress on stderr.
+    one = os.path.join(a.workdir, "one.json")
+    with open(one, "w") as f:
+        json.dump(dict(defaults, type="training", id="one", precision="fp8", recipe="deepseek_v3", steps=4,
+                       eval={"every": 4, "batches": 2}), f)
+    p = subprocess.run([a.cli, "run", one, "--out", os.path.join(a.workdir, "one.h5")], capture_output=True, text=True)
+    check(p.returncode == 0 and "one: validation loss" in p.stdout,
+          f"run prints its result on stdout: {p.stdout!r} / {p.stderr[-300:]!r}")
 
 
 def main():
@@ -171,6 +323,7 @@ def main():
                 head = f.read(5)
             check(head == b"%PDF-", f"the PDF starts with {head!r}")
             check(os.path.getsize(pdf) > 2000, "the PDF has content")
+    training_part(a)
 
 
 main()

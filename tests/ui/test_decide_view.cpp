@@ -159,6 +159,11 @@ private Q_SLOTS:
     QVERIFY(m >= 0);
     QCOMPARE(cell(t, m, 3), QString::asprintf("%+.4g", 0.8637 - 0.8652));
     QCOMPARE(cell(t, rowOf(t, QStringLiteral("FP32 baseline")), 3), QStringLiteral("baseline"));
+    // The cost beside the loss: this run's config names no block recipe, so per-tensor E4M3FN (one
+    // float32 scale per operand: (2·4096² + 8) / (2·4096²) → 1.0000); FP32 reads 4 bytes.
+    QCOMPARE(cell(t, m, 7), QStringLiteral("1.0000"));
+    QCOMPARE(cell(t, m, 8), QStringLiteral("Ada/Hopper/Blackwell"));
+    QCOMPARE(cell(t, rowOf(t, QStringLiteral("FP32 baseline")), 7), QStringLiteral("4.0000"));
     int lines = 0;
     for (int i = 0; i < v.plot()->itemCount(); ++i)
       lines += qobject_cast<QCPItemStraightLine*>(v.plot()->item(i)) != nullptr;

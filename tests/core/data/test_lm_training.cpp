@@ -79,7 +79,7 @@ private Q_SLOTS:
     QCOMPARE(r8.result().val_steps, (std::vector<int64_t>{49, 99, 149}));
     QCOMPARE(r8.result().probes.steps, (std::vector<int64_t>{0, 50, 100, 149}));
     QCOMPARE(r8.result().attention.steps, (std::vector<int64_t>{0, 75, 149}));
-    // The greedy sample continues the period after the validation prompt.
+    // A sample (temperature 0.8, the default) follows the validation prompt.
     QVERIFY2(!r8.result().sample.empty(), "no sample");
     // Every operand of every site has one record per step.
     for (const OperandHistory& h : r8.result().operands) QCOMPARE(int64_t(h.amax.size()), int64_t(150));
@@ -148,6 +148,34 @@ private Q_SLOTS:
     LmTrainingConfig bad = tiny();
     bad.policy.rules.push_back(PolicyRule{"blocks.*.atn.*", {}, SitePrecision::BF16, 0, -1});
     QVERIFY(bad.validate().find("match no site") != std::string::npos);
+  }
+
+  // Regression: attention sites were labelled E4M3FN (and "per-tensor current-te") in FP8 runs
+  // though their matmuls run in FP32 unless the policy puts them in the recipe.
+  void attentionSitesLabelledAsTheyRun() {
+    const TextCorpus text = periodicText();
+    LmTrainingConfig c = tiny();
+    c.steps = 2;
+    c.eval_every = 2;
+    c.probes.every = 0;
+    c.probes.attention_every = 0;
+    c.sample_bytes = 0;
+    LmTrainingRun r(c, text);
+    r.run();
+    const auto& ops = r.result().operands;
+    QCOMPARE(ops[SiteTable::operandIndex(0, SiteOperand::Input)].format, std::string("E4M3FN")); // attn.qkv
+    for (size_t site : {size_t{1}, size_t{2}})                                                   // scores, context
+      for (SiteOperand k : {SiteOperand::Input, SiteOperand::Kernel, SiteOperand::OutputGrad})
+        QCOMPARE(ops[SiteTable::operandIndex(site, k)].format, std::string("FP32"));
+    // Put in the recipe by the policy: Q and K are cast to E4M3FN, the gradient stays FP32.
+    c.policy.rules.push_back(PolicyRule{"blocks.0.attn.scores", {}, SitePrecision::Recipe, 0, -1});
+    LmTrainingRun p(c, text);
+    p.run();
+    const auto& po = p.result().operands;
+    QCOMPARE(po[SiteTable::operandIndex(1, SiteOperand::Input)].format, std::string("E4M3FN"));
+    QCOMPARE(po[SiteTable::operandIndex(1, SiteOperand::Kernel)].format, std::string("E4M3FN"));
+    QCOMPARE(po[SiteTable::operandIndex(1, SiteOperand::OutputGrad)].format, std::string("FP32"));
+    QCOMPARE(po[SiteTable::operandIndex(2, SiteOperand::Input)].format, std::string("FP32"));
   }
 
   // Per-block statistics stay indexed by step when the policy keeps a site in high precision for

@@ -399,6 +399,19 @@ private Q_SLOTS:
     QCOMPARE(d.training[1].label, std::string("te_mxfp8"));
     QVERIFY(qAbs(d.training[1].mean - 0.845) < 1e-12);
     QCOMPARE(defaultRankingMetric(runs), std::string("final_test_accuracy"));
+    // Regression: the advice hint named the MLP's default.json for every session; it now advises
+    // this session's own low-precision run from its stored config.
+    const std::string hint = hintAdvice(d, "s.h5");
+    QVERIFY2(hint.find("`fp8lab-cli export s.h5 --run m1 --csv run-m1`") != std::string::npos, hint.c_str());
+    QVERIFY2(hint.find("`fp8lab-cli advise run-m1/config.json") != std::string::npos, hint.c_str());
+    QVERIFY(hint.find("default.json") == std::string::npos);
+    QCOMPARE(hintAdvice(decideSession({run("f1", "fp32", 1, 0.86)}, "", {}), "s.h5"), hintAdvice());
+    // A per-tensor FP8 run costs one float32 scale per tensor on each operand (te_current); FP32 has
+    // no cost row.
+    QVERIFY(!d.training_cost[0]);
+    QVERIFY(d.training_cost[1]);
+    const double s = kTrainingCostShape;
+    QCOMPARE(d.training_cost[1]->bytesPerElement(), (2 * s * s + 8) / (2 * s * s));
   }
 
   // Language-model runs: the config's "model" object is part of the setting (a post-norm model is

@@ -252,6 +252,32 @@ private Q_SLOTS:
     while (!x.atEnd()) x.readNext();
     QVERIFY(!x.hasError());
   }
+
+  // Regression: a long legend label was cut inside "→" (3 bytes in UTF-8), and the report of an
+  // advice session with a policy label was not well-formed XML. Labels are cut on a character
+  // boundary, in the curve legend and in the interval chart.
+  void longLabelsCutOnACharacterBoundary() {
+    const std::string label = "te_nvfp4 + policy * → bf16; lm_head → fp32; blocks.0.ffn → bf16 from step 10";
+    for (size_t extra = 0; extra < 3; ++extra) {
+      CurveSeries c;
+      c.label = std::string(extra, 'x') + label;
+      c.seeds = 2;
+      c.x = {1, 2};
+      c.mean = {1, 2};
+      c.lo = {0.5, 1.5};
+      c.hi = {1.5, 2.5};
+      RecipeInterval r;
+      r.label = std::string(extra + 12, 'y') + label;
+      r.n_values = 1;
+      r.mean = r.lo = r.hi = 1;
+      for (const std::string& svg : {curveChartSvg({c}, "step", "loss"), intervalChartSvg({r}, "x")}) {
+        QVERIFY(QString::fromUtf8(svg.data(), qsizetype(svg.size())).toUtf8() == QByteArray::fromStdString(svg));
+        QXmlStreamReader x(QString::fromUtf8(svg.data(), qsizetype(svg.size())));
+        while (!x.atEnd()) x.readNext();
+        QVERIFY2(!x.hasError(), qPrintable(x.errorString()));
+      }
+    }
+  }
 };
 
 QTEST_APPLESS_MAIN(TestSessionReport)

@@ -1,5 +1,7 @@
 // Tests of the block-scaled training recipes (core/training/recipe.h) and their config keys:
-// TE Float8BlockScaling, MXFP8BlockScaling and NVFP4BlockScaling with per-role overrides.
+// TE Float8BlockScaling (power-of-two or fp32 scales), MXFP8BlockScaling (RCEIL, or torchao's
+// FLOOR / CEIL / EVEN), NVFP4BlockScaling and DeepSeek-V3's 1×128 / 128×128 recipe with per-role
+// overrides.
 // Expected values are derived by hand in the comments from the published rules (TE MXFP8 RCEIL:
 // scale = 2^ceil(log2(amax/448)), E4M3 RNE; TE NVFP4: S_enc = 2688/amax, block scale
 // RNE_E4M3(bamax·S_enc/6), 16×16 tiles for weights, SR on gradients only).
@@ -10,6 +12,8 @@
 #include "training/recipe.h"
 #include "training/trainer.h"
 #include "training/training_session.h"
+
+#include "recipe_vectors.h"
 
 #include <QtTest>
 
@@ -75,6 +79,9 @@ private Q_SLOTS:
   void wgradOverrideKeepsThatGemmInHighPrecision();
   void recordsHoldTheTensorAmaxAndTheRepresentativeScale();
   void shortRunsAreDeterministicPerRecipe();
+  void recommendedRecipesParseWithTheirOptions();
+  void blockScalesFollowEachSystemsRule();
+  void mxScaleModesMatchTheRecipeVectors();
 };
 
 void TestTrainingRecipes::recipeConfigIsParsedAndBadKeysAreRefused() {
@@ -320,7 +327,8 @@ void TestTrainingRecipes::recordsHoldTheTensorAmaxAndTheRepresentativeScale() {
 void TestTrainingRecipes::shortRunsAreDeterministicPerRecipe() {
   const FashionMnist* fm = subset();
   QVERIFY2(fm, "Fashion-MNIST missing: install dataset-fashion-mnist");
-  for (auto rec : {TrainingRecipe::TeFloat8Block, TrainingRecipe::TeMxfp8, TrainingRecipe::TeNvfp4}) {
+  for (auto rec :
+       {TrainingRecipe::TeFloat8Block, TrainingRecipe::TeMxfp8, TrainingRecipe::TeNvfp4, TrainingRecipe::DeepSeekV3}) {
     TrainingConfig c;
     c.recipe = recipeOf(rec);
     c.batch_size = 64; // 512 images → 8 steps
@@ -345,6 +353,195 @@ void TestTrainingRecipes::shortRunsAreDeterministicPerRecipe() {
     const Run s = trainingRunToSession(a.result(), "r", trainingConfigJson(c, "r"));
     QCOMPARE(QString::fromStdString(std::get<std::string>(s.attrs.at("scaling"))), QString::fromLatin1(toString(rec)));
   }
+}
+
+namespace {
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+/// The recipe of a one-run config's "recipe" member (parse errors fail the calling test).
+std::optional<TrainingRecipeConfig> parsedRecipe(const std::string& recipe_json, std::string* err) {
+  const JsonDocument d = JsonDocument::parse(R"({"type": "training", "id": "r", "recipe": )" + recipe_json + "}");
+  const auto spec = parseTrainingExperiment(d.root(), err, &d);
+  if (!spec) return std::nullopt;
+  return spec->runs.at(0).config.recipe;
+}
+
+} // namespace
+
+void TestTrainingRecipes::recommendedRecipesParseWithTheirOptions() {
+  // docs/decide.md recommends DeepSeek-V3's pair, TE's blocks with and without power-of-two
+  // scales, and MXFP8: each is a training recipe, its options read back from the stored config.
+  struct Case {
+    const char* json;
+    const char* label;
+    const char* roles[kOperandRoles];
+  };
+  const Case cases[] = {
+      {R"("deepseek_v3")",
+       "deepseek_v3",
+       {"deepseek_v3 E4M3FN 1x128", "deepseek_v3 E4M3FN 128x128", "deepseek_v3 E4M3FN 1x128",
+        "deepseek_v3 E4M3FN 128x128", "deepseek_v3 E4M3FN 1x128", "deepseek_v3 E4M3FN 1x128"}},
+      {R"({"name": "deepseek_v3", "power_of_two": true})",
+       "deepseek_v3 ue8m0 scales",
+       {"deepseek_v3 E4M3FN 1x128 ue8m0", "deepseek_v3 E4M3FN 128x128 ue8m0", "deepseek_v3 E4M3FN 1x128 ue8m0",
+        "deepseek_v3 E4M3FN 128x128 ue8m0", "deepseek_v3 E4M3FN 1x128 ue8m0", "deepseek_v3 E4M3FN 1x128 ue8m0"}},
+      {R"({"name": "te_float8_block", "power_of_two": false})",
+       "te_float8_block fp32 scales",
+       {"te_float8_block E4M3FN 1x128 fp32", "te_float8_block E4M3FN 128x128 fp32", "te_float8_block E4M3FN 1x128 fp32",
+        "te_float8_block E4M3FN 128x128 fp32", "te_float8_block E4M3FN 1x128 fp32",
+        "te_float8_block E4M3FN 1x128 fp32"}},
+      {R"({"name": "te_float8_block", "power_of_two": true})",
+       "te_float8_block",
+       {"te_float8_block E4M3FN 1x128", "te_float8_block E4M3FN 128x128", "te_float8_block E4M3FN 1x128",
+        "te_float8_block E4M3FN 128x128", "te_float8_block E4M3FN 1x128", "te_float8_block E4M3FN 1x128"}},
+      {R"({"name": "te_mxfp8", "scale_calculation_mode": "floor", "weight_2d": true})",
+       "te_mxfp8 2-D weights floor",
+       {"te_mxfp8 E4M3FN 1x32 floor", "te_mxfp8 E4M3FN 32x32 floor", "te_mxfp8 E4M3FN 1x32 floor",
+        "te_mxfp8 E4M3FN 32x32 floor", "te_mxfp8 E4M3FN 1x32 floor", "te_mxfp8 E4M3FN 1x32 floor"}},
+      {R"({"name": "te_mxfp8", "scale_calculation_mode": "EVEN"})",
+       "te_mxfp8 even",
+       {"te_mxfp8 E4M3FN 1x32 even", "te_mxfp8 E4M3FN 1x32 even", "te_mxfp8 E4M3FN 1x32 even",
+        "te_mxfp8 E4M3FN 1x32 even", "te_mxfp8 E4M3FN 1x32 even", "te_mxfp8 E4M3FN 1x32 even"}},
+  };
+  for (const Case& c : cases) {
+    std::string err;
+    const auto rc = parsedRecipe(c.json, &err);
+    QVERIFY2(rc, (std::string(c.json) + ": " + err).c_str());
+    QCOMPARE(QString::fromStdString(rc->label()), QString::fromLatin1(c.label));
+    for (int i = 0; i < kOperandRoles; ++i)
+      QCOMPARE(QString::fromStdString(rc->role(static_cast<OperandRole>(i)).describe()),
+               QString::fromLatin1(c.roles[i]));
+    // The stored config (training_session.h recipeJson) reads back to the same roles.
+    TrainingConfig tc;
+    tc.recipe = *rc;
+    const JsonDocument back = JsonDocument::parse(trainingConfigJson(tc, "r"));
+    const auto again = parseTrainingExperiment(back.root(), &err, &back);
+    QVERIFY2(again, err.c_str());
+    QCOMPARE(QString::fromStdString(again->runs[0].config.recipe.label()), QString::fromLatin1(c.label));
+    for (int i = 0; i < kOperandRoles; ++i)
+      QCOMPARE(again->runs[0].config.recipe.role(static_cast<OperandRole>(i)).describe(),
+               rc->role(static_cast<OperandRole>(i)).describe());
+  }
+  // A GEMM preset's name is not a training recipe; the refusal names the one that is.
+  QString e = QString::fromStdString(parseError(R"({"type": "training", "recipe": "deepgemm_1x128"})"));
+  QVERIFY2(e.startsWith(QStringLiteral("recipe: unknown recipe 'deepgemm_1x128' (te_float8_block, te_mxfp8, te_nvfp4, "
+                                       "deepseek_v3;")),
+           qPrintable(e));
+  QVERIFY2(e.contains(QStringLiteral("the training recipe with its scales is 'deepseek_v3'")), qPrintable(e));
+  e = QString::fromStdString(
+      parseError(R"({"type": "training", "recipe": {"name": "te_mxfp8", "power_of_two": false}})"));
+  QVERIFY2(e.startsWith(QStringLiteral("recipe.power_of_two: only te_float8_block and deepseek_v3 have this option")),
+           qPrintable(e));
+  e = QString::fromStdString(
+      parseError(R"({"type": "training", "recipe": {"name": "te_float8_block", "scale_calculation_mode": "floor"}})"));
+  QVERIFY2(e.startsWith(QStringLiteral("recipe.scale_calculation_mode: only te_mxfp8 has this option")), qPrintable(e));
+  e = QString::fromStdString(
+      parseError(R"({"type": "training", "recipe": {"name": "te_mxfp8", "scale_calculation_mode": "round"}})"));
+  QVERIFY2(e.startsWith(QStringLiteral("recipe.scale_calculation_mode: unknown MX scale mode 'round'")), qPrintable(e));
+  // A role overridden to deepseek_v3 inside another recipe takes DeepSeek's defaults.
+  std::string err;
+  const auto mixed =
+      parsedRecipe(R"({"name": "te_mxfp8", "overrides": {"fprop.weight": {"recipe": "deepseek_v3"}}})", &err);
+  QVERIFY2(mixed, err.c_str());
+  QCOMPARE(QString::fromStdString(mixed->role(OperandRole::FpropWeight).describe()),
+           QStringLiteral("deepseek_v3 E4M3FN 128x128"));
+  QCOMPARE(QString::fromStdString(mixed->label()), QStringLiteral("te_mxfp8 + overrides"));
+}
+
+void TestTrainingRecipes::blockScalesFollowEachSystemsRule() {
+  // x [1, 256] along its columns (fprop.input): block 0 holds 1.3f and 0.5, block 1 holds 0.1f.
+  // By hand, in float32 (amax 1.3f = 0x3FA66666, 0.1f = 0x3DCCCCCD):
+  //   TE compute_scale_from_amax, fp32 scales: s = fl(448 / amax): 448/1.3f = 0x43AC4EC5
+  //     (344.61536), scale_inv = fl(1/s) = 0x3B3E2BE3; 448/0.1f = 4480 = 0x458C0000, 1/4480 =
+  //     0x396A0EA1. 1.3f · s = 448.0 → E4M3 0x7E.
+  //   TE power-of-two (mantissa mask, down): 344.6 → 256, 4480 → 4096: scale_inv 2^-8 =
+  //     0x3B800000, 2^-12 = 0x39800000. 1.3f · 256 = 332.8 → E4M3 320 (0x7A; 288/320/352 are the
+  //     neighbours at step 32).
+  //   DeepGEMM per_token_cast_to_fp8: sf = fl(amax / 448): 1.3f/448 = 0x3B3E2BE2 (one ulp below
+  //     TE's scale_inv), x · fl(1/sf) with 1/sf = 0x43AC4EC6; 0.1f/448 = 0x396A0EA1. 1.3f · 1/sf =
+  //     448.00003 → rounds to 448 (0x7E), not clipped.
+  //   DeepGEMM UE8M0 (SM100): sf rounded up to a power of two: 2^-8 and 2^-12.
+  std::vector<float> x(256, 0.0f);
+  x[0] = 1.3f;
+  x[1] = 0.5f;
+  x[128] = 0.1f;
+  struct Case {
+    const char* json;
+    uint32_t dequant[2];
+    uint32_t quant0;
+    uint8_t code0;
+  };
+  const Case cases[] = {
+      {R"({"name": "te_float8_block", "power_of_two": false})", {0x3B3E2BE3u, 0x396A0EA1u}, 0x43AC4EC5u, 0x7E},
+      {R"("te_float8_block")", {0x3B800000u, 0x39800000u}, 0x43800000u, 0x7A},
+      {R"("deepseek_v3")", {0x3B3E2BE2u, 0x396A0EA1u}, 0x43AC4EC6u, 0x7E},
+      {R"({"name": "deepseek_v3", "power_of_two": true})", {0x3B800000u, 0x39800000u}, 0x43800000u, 0x7A},
+  };
+  for (const Case& c : cases) {
+    std::string err;
+    const auto rc = parsedRecipe(c.json, &err);
+    QVERIFY2(rc, err.c_str());
+    RoleQuantRecord rec;
+    const QuantizedTensor q = quantizeRole(rc->role(OperandRole::FpropInput), x.data(), 1, 256, Axis::Cols, 0, &rec, 1);
+    QCOMPARE(q.dequant_scales.size(), size_t{2});
+    QCOMPARE(bitsOf(q.dequant_scales[0]), c.dequant[0]);
+    QCOMPARE(bitsOf(q.dequant_scales[1]), c.dequant[1]);
+    QCOMPARE(bitsOf(q.quant_scales[0]), c.quant0);
+    QCOMPARE(q.codes[0], c.code0);
+    QCOMPARE(q.stats.saturated, int64_t{0});
+    // The record's representative scale is the lower median of the two: block 1's.
+    QCOMPARE(bitsOf(rec.dequant_scale), c.dequant[1]);
+    QCOMPARE(rec.amax, 1.3f);
+  }
+  // Weights: DeepSeek-V3 and TE keep one scale per 128×128 block. W [256, 256] along its rows
+  // (fprop.weight) has 4 tiles; W[0][0] = 1.3f sets tile (0, 0), W[200][200] = 0.1f tile (1, 1); the
+  // all-zero tiles take the amax floor 1e-4: sf = fl(1e-4f / 448) = 0x346FACAD.
+  std::vector<float> w(256 * 256, 0.0f);
+  w[0] = 1.3f;
+  w[200 * 256 + 200] = 0.1f;
+  std::string err;
+  const auto ds = parsedRecipe(R"("deepseek_v3")", &err);
+  QVERIFY2(ds, err.c_str());
+  const QuantizedTensor qw = quantizeRole(ds->role(OperandRole::FpropWeight), w.data(), 256, 256, Axis::Rows, 0);
+  QCOMPARE(qw.dequant_scales.size(), size_t{4});
+  QCOMPARE(bitsOf(qw.dequant_scales[0]), 0x3B3E2BE2u);
+  QCOMPARE(bitsOf(qw.dequant_scales[1]), 0x346FACADu);
+  QCOMPARE(bitsOf(qw.dequant_scales[2]), 0x346FACADu);
+  QCOMPARE(bitsOf(qw.dequant_scales[3]), 0x396A0EA1u);
+  // The cost presets of the fprop pair (scaling/recipe_cost.h).
+  QCOMPARE(QString::fromStdString(ds->role(OperandRole::FpropInput).costPreset()), QStringLiteral("deepgemm_1x128"));
+  QCOMPARE(QString::fromStdString(ds->role(OperandRole::FpropWeight).costPreset()), QStringLiteral("deepgemm_128x128"));
+}
+
+void TestTrainingRecipes::mxScaleModesMatchTheRecipeVectors() {
+  // tests/data/recipes-2026-vectors.csv, section F, torchao_mx_e4m3_<MODE> even_vs_floor_amax_496.0:
+  // 32 values with amax 496; FLOOR gives scale 0x7F (and clips 496 to 448), EVEN / CEIL / RCEIL
+  // give 0x80. A te_mxfp8 role with that scale_calculation_mode gives the same codes and scale.
+  const auto vectors = test::recipeVectors("F");
+  int checked = 0;
+  for (const char* mode : {"FLOOR", "EVEN", "CEIL", "RCEIL"}) {
+    for (const test::RecipeVector& v : vectors) {
+      if (v.variant != std::string("torchao_mx_e4m3_") + mode || v.name != "even_vs_floor_amax_496.0") continue;
+      std::string lower_mode = mode;
+      for (char& ch : lower_mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      std::string err;
+      const auto rc = parsedRecipe(R"({"name": "te_mxfp8", "scale_calculation_mode": ")" + lower_mode + "\"}", &err);
+      QVERIFY2(rc, err.c_str());
+      const int64_t n = static_cast<int64_t>(v.input.size());
+      const QuantizedTensor q = quantizeRole(rc->role(OperandRole::FpropInput), v.input.data(), 1, n, Axis::Cols, 0);
+      QCOMPARE(q.scale_codes.size(), v.scale_codes.size());
+      QCOMPARE(uint32_t{q.scale_codes[0]}, v.scale_codes[0]);
+      for (int64_t i = 0; i < n; ++i)
+        QCOMPARE(uint32_t{q.codes[static_cast<size_t>(i)]}, v.element_codes[static_cast<size_t>(i)]);
+      ++checked;
+    }
+  }
+  QCOMPARE(checked, 4);
 }
 
 QTEST_GUILESS_MAIN(TestTrainingRecipes)
