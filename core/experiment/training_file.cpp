@@ -17,30 +17,37 @@ TrainingFileResult runTrainingIntoFile(const TrainingExperimentSpec& spec, const
   };
   write.on_conflict = WriteOptions::OnConflict::Rename;
   std::string label;
+  // The "[i/n] id" of each run started: two Fashion-MNIST runs may train side by side, so an
+  // epoch line names its own run.
+  std::map<const TrainingRunSpec*, std::string> labels;
   std::map<std::string, std::string> backend_notes; // by stored id, for the JSON summary
   TrainingHooks h;
   h.run_started = [&](size_t i, size_t n, const TrainingRunSpec& rs, int64_t steps_per_epoch, int64_t images) {
     label = "[" + std::to_string(i + 1) + "/" + std::to_string(n) + "] " + rs.id;
+    labels[&rs] = label;
     line(trainingRunStartLine(label, rs, steps_per_epoch, images), true);
     if (backend) backend->resetCounts();
     lossNote("the steps of training run '" + rs.id + "' trained so far; " + out + " holds the runs finished before it");
     if (hooks.started) hooks.started(label);
   };
-  h.epoch_done = [&](const TrainingRunSpec&, const EpochRecord& e) { line(trainingEpochLine(label, e), true); };
+  h.epoch_done = [&](const TrainingRunSpec& rs, const EpochRecord& e) {
+    const auto it = labels.find(&rs);
+    line(trainingEpochLine(it != labels.end() ? it->second : label, e), true);
+  };
   h.progress = [&](double f, double, const std::string& stage) { return !hooks.progress || hooks.progress(f, stage); };
   h.finish_run = [&](Run& run, const TrainingRunSpec* rs) {
     if (hooks.ended) hooks.ended();
     if (!backend || (rs && (rs->lm ? rs->lm->precision : rs->config.precision) != TrainingPrecision::FP8)) return;
     const std::string note = backend->fallbackSummary();
-    if (!note.empty()) line((rs ? label : run.id) + ": note: --backend " + note, true);
+    if (!note.empty()) line((rs && labels.count(rs) ? labels[rs] : run.id) + ": note: --backend " + note, true);
     if (hooks.record_backend)
       hooks.record_backend(run, rs ? rs->config.forward_gemm : GemmOptions{},
                            note.empty() ? backend->noGpuReason() : note);
     if (!rs) return backend->resetCounts();
     if (run.backend == "cuda")
       run.attrs["fast_accum_backward"] = int64_t(rs->config.backward_gemm.accumulation == Accumulation::FastAccum);
-    run.attrs["gemm_runs_gpu"] = backend->gpu_runs;
-    run.attrs["gemm_runs_cpu"] = backend->cpu_runs;
+    run.attrs["gemm_runs_gpu"] = backend->gpu_runs.load();
+    run.attrs["gemm_runs_cpu"] = backend->cpu_runs.load();
   };
   h.save = [&](const Run& run, std::string* stored, std::string* error) {
     lossNote("the save of run '" + run.id + "' in progress (" + out + " keeps what it held before; saves are atomic)");

@@ -61,7 +61,7 @@ std::string FallbackGemmBackend::unsupportedReason(const QuantizedTensor& a, con
 
 GemmOutput FallbackGemmBackend::run(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,
                                     const ProgressFn& progress) {
-  last_fallback_.clear();
+  if (!last_fallback_.empty()) last_fallback_.clear(); // no write on the CPU-only path, which runs shared
   if (!primary_) {
     if (request_ == BackendRequest::Gpu) throw std::runtime_error(noGpuError(no_gpu_reason_));
     GemmOutput out = fallback_->run(a, b, opt, progress);

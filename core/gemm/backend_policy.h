@@ -19,6 +19,7 @@
 #include "gemm/gemm.h"
 
 #include <cstdint>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <set>
@@ -92,10 +93,12 @@ public:
   /// GEMMs run on each side since construction or the last resetCounts(), and the distinct reasons
   /// the GPU gave for those that went to the CPU under auto (a failed GPU run as
   /// "run failed: <error>") — for commands with many GEMMs per run (training).
-  int64_t gpu_runs = 0, cpu_runs = 0;
+  /// (Atomic: training runs that train side by side share one backend.)
+  std::atomic<int64_t> gpu_runs{0}, cpu_runs{0};
   std::set<std::string> fallback_reasons;
   void resetCounts() {
-    gpu_runs = cpu_runs = 0;
+    gpu_runs = 0;
+    cpu_runs = 0;
     fallback_reasons.clear();
   }
   /// "" when no GEMM fell back since resetCounts(); else

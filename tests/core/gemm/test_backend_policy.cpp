@@ -187,8 +187,8 @@ private Q_SLOTS:
       QCOMPARE(calls.runs, 0);
     }
     if (how == FakeGpu::How::Refuse) QCOMPARE(calls.runs, 0); // a refused GEMM is never sent to the GPU
-    QCOMPARE(b.gpu_runs, int64_t(gpuRuns));
-    QCOMPARE(b.cpu_runs, int64_t(cpuRuns));
+    QCOMPARE(b.gpu_runs.load(), int64_t(gpuRuns));
+    QCOMPARE(b.cpu_runs.load(), int64_t(cpuRuns));
     QCOMPARE(QString::fromStdString(b.lastFallback()), fallback);
     QCOMPARE(QString::fromStdString(b.note()), fallback); // a GPU is present: no no-GPU reason
     if (warningSeverity < 0) {
@@ -233,15 +233,15 @@ private Q_SLOTS:
       g->how = h;
       (void)b.run(a_, id_, GemmOptions{});
     }
-    QCOMPARE(b.gpu_runs, int64_t(2));
-    QCOMPARE(b.cpu_runs, int64_t(3));
+    QCOMPARE(b.gpu_runs.load(), int64_t(2));
+    QCOMPARE(b.cpu_runs.load(), int64_t(3));
     QCOMPARE(b.lastFallback(), std::string()); // the last GEMM ran on the GPU
     QCOMPARE(b.fallback_reasons, (std::set<std::string>{kRefusal, std::string("run failed: ") + kOom}));
     QCOMPARE(b.fallbackSummary(), std::string("auto: 3 of 5 GEMMs ran on the CPU reference backend (") + kDevice +
                                       " cannot run: " + kRefusal + "; run failed: " + kOom + ")");
     b.resetCounts();
-    QCOMPARE(b.gpu_runs, int64_t(0));
-    QCOMPARE(b.cpu_runs, int64_t(0));
+    QCOMPARE(b.gpu_runs.load(), int64_t(0));
+    QCOMPARE(b.cpu_runs.load(), int64_t(0));
     QVERIFY(b.fallback_reasons.empty());
     QCOMPARE(b.fallbackSummary(), std::string());
   }
@@ -251,8 +251,8 @@ private Q_SLOTS:
     FallbackGemmBackend b(std::make_unique<FakeGpu>(FakeGpu::How::Refuse), makeCpuGemmBackend(), BackendRequest::Auto);
     QVERIFY_THROWS_EXCEPTION(Cancelled,
                              (void)b.run(a_, id_, GemmOptions{}, [](double, const std::string&) { return false; }));
-    QCOMPARE(b.gpu_runs, int64_t(0));
-    QCOMPARE(b.cpu_runs, int64_t(0));
+    QCOMPARE(b.gpu_runs.load(), int64_t(0));
+    QCOMPARE(b.cpu_runs.load(), int64_t(0));
   }
 
   void withoutAGpuAutoRunsOnTheCpuWithTheReason() {
@@ -266,7 +266,7 @@ private Q_SLOTS:
     QCOMPARE(out.backend, std::string("cpu"));
     QCOMPARE(out.d, kCpuD);
     QVERIFY(out.warnings.empty()); // the reason is the run's note, not a per-GEMM warning
-    QCOMPARE(b.cpu_runs, int64_t(1));
+    QCOMPARE(b.cpu_runs.load(), int64_t(1));
     QCOMPARE(b.lastFallback(), std::string());
     QCOMPARE(b.note(), why);
     QCOMPARE(b.fallbackSummary(), std::string());
@@ -283,7 +283,7 @@ private Q_SLOTS:
       what = QString::fromStdString(e.what());
     }
     QCOMPARE(what, QString::fromStdString(why));
-    QCOMPARE(b.cpu_runs, int64_t(0));
+    QCOMPARE(b.cpu_runs.load(), int64_t(0));
   }
 
   void aNullFallbackIsRefused() {
@@ -303,8 +303,8 @@ private Q_SLOTS:
     QCOMPARE(g->runs(), 1);
     QCOMPARE(out.backend, std::string("cpu"));
     QCOMPARE(out.d, (std::vector<float>{1, 2, 3, 4}));
-    QCOMPARE(b.cpu_runs, int64_t(1));
-    QCOMPARE(b.gpu_runs, int64_t(0));
+    QCOMPARE(b.cpu_runs.load(), int64_t(1));
+    QCOMPARE(b.gpu_runs.load(), int64_t(0));
     QVERIFY2(b.lastFallback().find("out of memory") != std::string::npos, b.lastFallback().c_str());
     QVERIFY2(b.lastFallback().find("Stand-in H200") != std::string::npos, b.lastFallback().c_str());
     bool noted = false;
@@ -324,14 +324,14 @@ private Q_SLOTS:
       threw = std::string(e.what()).find("out of memory") != std::string::npos;
     }
     QVERIFY(threw);
-    QCOMPARE(b.cpu_runs, int64_t(0));
+    QCOMPARE(b.cpu_runs.load(), int64_t(0));
   }
 
   void cancelIsNotAFallback() {
     FallbackGemmBackend b(std::make_unique<FakeGpu>(FakeGpu::How::Cancel), makeCpuGemmBackend(), BackendRequest::Auto);
     const QuantizedTensor a = q({1, 2, 3, 4}, 2, 2);
     QVERIFY_THROWS_EXCEPTION(Cancelled, (void)b.run(a, a, GemmOptions{}));
-    QCOMPARE(b.cpu_runs, int64_t(0));
+    QCOMPARE(b.cpu_runs.load(), int64_t(0));
   }
 };
 
