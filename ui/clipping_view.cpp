@@ -142,7 +142,12 @@ void ClippingView::draw() {
                            : tr("elements clipped to \u00b1max finite [elements]"));
   rect->axis(QCPAxis::atBottom)->setRange(0, std::max<int64_t>(1, steps - 1));
   rect->axis(QCPAxis::atLeft)->setRange(0, std::max<int64_t>(1, top) * 1.08);
-  if (k == 0) legend->setVisible(false);
+  if (k == 0) {
+    // Nothing clipped: no legend row. An empty legend left in the layout caps the column's width at
+    // its own tiny maximum and squeezes the axes to a sliver.
+    plot_->plotLayout()->remove(legend);
+    plot_->plotLayout()->simplify();
+  }
   replot(plot_);
   summary_->setText(summary());
 }

@@ -104,6 +104,18 @@ void intervalChart(QCustomPlot* plot, const QString& title, const QString& subti
     if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
   if (!std::isfinite(lo)) lo = 0, hi = 1;
   if (hi - lo < 1e-12 * std::max(1.0, std::fabs(hi))) lo -= 0.5, hi += 0.5;
+  // Without an interval (one seed) nothing says how large a difference is: the axis spans at least
+  // a tenth of the values' magnitude, so that a small gap does not fill the chart.
+  bool any_interval = false;
+  for (const auto& r : rows) any_interval |= std::isfinite(r.lo) && std::isfinite(r.hi) && r.hi > r.lo;
+  if (!any_interval) {
+    const double min_span = 0.1 * std::max(std::fabs(lo), std::fabs(hi));
+    if (hi - lo < min_span) {
+      const double mid = 0.5 * (lo + hi);
+      lo = mid - 0.5 * min_span;
+      hi = mid + 0.5 * min_span;
+    }
+  }
   const double span = hi - lo;
   for (QCPAxis* a : {y, y2}) {
     a->setRange(-0.6, n - 0.4);

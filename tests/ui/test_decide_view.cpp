@@ -168,6 +168,11 @@ private Q_SLOTS:
     for (int i = 0; i < v.plot()->itemCount(); ++i)
       lines += qobject_cast<QCPItemStraightLine*>(v.plot()->item(i)) != nullptr;
     QCOMPARE(lines, 1);
+    // One seed, no interval: the value axis spans at least a tenth of the values (0.08652 here) so
+    // the 0.0015 gap does not fill it; with the 6 % / 30 % margins the range is 1.36 × 0.08652.
+    const QCPRange xr = v.plot()->axisRect()->axis(QCPAxis::atBottom)->range();
+    QVERIFY2(xr.size() >= 1.36 * 0.08652 - 1e-9, qPrintable(QString::number(xr.size())));
+    QVERIFY(xr.lower < 0.8637 && xr.upper > 0.8652);
     QVERIFY(v.findChild<QLabel*>(QStringLiteral("note"))->text().contains(QStringLiteral("One seed")));
     QVERIFY(DecideView::opensOn(access({trainingRun("x", "fp32", 0.5)})));
   }

@@ -922,6 +922,33 @@ private Q_SLOTS:
     QCOMPARE(v.csv(), QString());
   }
 
+  // A run that clips nothing: no legend row, and the axes keep the plot's width (an empty legend
+  // left in the layout used to squeeze them to about 50 px, "0200400600" on the step axis).
+  void clippingWithNothingClippedKeepsItsWidth() {
+    const QString clean = dir_.filePath(QStringLiteral("clean.h5"));
+    fp8lab::Session s;
+    Run r = goldenTraining("t-clean");
+    r.datasets["history/fc1/input/saturated"] = Dataset::int64({20}, std::vector<int64_t>(20, 0), "count", "clipped");
+    s.runs = {r};
+    QVERIFY(writeSession(clean.toStdString(), s).ok());
+    SessionDocument doc;
+    QString err;
+    QVERIFY2(doc.load(clean, &err), qPrintable(err));
+    ClippingView v;
+    v.resize(1000, 620);
+    v.setSession(&doc);
+    v.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&v));
+    runSelection(&doc)->setCurrentRunId(QStringLiteral("t-clean"));
+    QTRY_VERIFY(!v.isLoading() && v.series().size() == 1);
+    QCOMPARE(v.series().front().total, int64_t(0));
+    QCOMPARE(v.summary(), QStringLiteral("No element clipped in any of the 1 operands at any step."));
+    v.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QCOMPARE(v.plot()->axisRectCount(), 1);
+    QVERIFY2(v.plot()->axisRect()->width() > v.plot()->width() * 6 / 10,
+             qPrintable(QStringLiteral("axes %1 px of %2").arg(v.plot()->axisRect()->width()).arg(v.plot()->width())));
+  }
+
   // The play button's label uses no character its font lacks (U+23F8 PAUSE is in few fonts; the
   // button showed an empty box): the symbols are icons from the style.
   void playButtonHasNoMissingGlyph() {
