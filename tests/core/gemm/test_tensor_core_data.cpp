@@ -251,7 +251,8 @@ private Q_SLOTS:
     QVERIFY2(ok == int64_t(n), qPrintable(QStringLiteral("%1 of %2; first miss %3").arg(ok).arg(n).arg(miss)));
   }
 
-  // The kernel check's fit over the presets names hopper_fp8 for the H100 samples embedded
+  // The kernel check's fit over the presets and a grid of the family names hopper_fp8 for the first
+  // 96 H100 samples embedded
   // block-diagonally: A [n, 32n] with row i's codes in K-block i, B [32n, n] with column j's in
   // block j, so D[i,i] is sample i's inner product (the other K-blocks add exact zeros, which leave a
   // binary32 running sum and the promotion unchanged) and D[i,j≠i] = +0 under any model.
@@ -277,6 +278,11 @@ private Q_SLOTS:
     const QuantizedTensor qb = codesTensor(int64_t(32 * n), int64_t(n), f, b);
     FitOptions fo;
     fo.sample_rows = fo.sample_cols = 96; // every diagonal element in the screening
+    // A grid around the measured rules (every preset is a candidate whatever the grid): 10..16
+    // bits × groups 8..64 × N_C 128, 256 and none, each with the measured and the prose rules.
+    fo.grid.bits = {10, 11, 12, 13, 14, 15, 16};
+    fo.grid.groups = {8, 16, 32, 64};
+    fo.grid.intervals = {128, 256};
     const FitResult fit = fitAccumulation(qa, qb, GemmOptions{}, obs, fo);
     qInfo("%s", fit.verdict.c_str());
     QCOMPARE(fit.best.comparison.identical, int64_t(n * n));
