@@ -14,9 +14,12 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListWidget>
+#include <QFontMetrics>
+#include <QStyle>
 #include <QSplitter>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace fp8lab::ui {
@@ -73,7 +76,8 @@ ScaleEvolutionView::ScaleEvolutionView(QWidget* parent) : View(parent) {
   auto* split = new QSplitter(Qt::Horizontal, this);
   list_ = new QListWidget(split);
   list_->setObjectName(QStringLiteral("tensors"));
-  list_->setMaximumWidth(190);
+  list_->setMaximumWidth(190); // widened to the longest name by fillTensors()
+  list_->setTextElideMode(Qt::ElideMiddle);
   list_->setToolTip(tr("Tensors drawn (layer / operand)"));
   plot_ = new QCustomPlot(split);
   plot_->setAutoAddPlottableToLegend(false); // each plot builds its own legends
@@ -220,6 +224,19 @@ void ScaleEvolutionView::fillTensors() {
         was.isEmpty() ? t.startsWith(ts.first().section(QLatin1Char('/'), 0, 0) + QLatin1Char('/')) : was.contains(t);
     it->setCheckState(on ? Qt::Checked : Qt::Unchecked);
   }
+  // As wide as the longest name (a transformer's "blocks.11.attn.qkv/output_grad" is cut at 190
+  // px), up to 420 px; longer names are elided in the middle, whole in their tooltips.
+  const QFontMetrics fm(list_->font());
+  int text = 0;
+  for (int r = 0; r < list_->count(); ++r) {
+    text = std::max(text, fm.horizontalAdvance(list_->item(r)->text()));
+    list_->item(r)->setToolTip(list_->item(r)->text());
+  }
+  const int check = list_->style()->pixelMetric(QStyle::PM_IndicatorWidth) + 12;
+  const int scroll = list_->style()->pixelMetric(QStyle::PM_ScrollBarExtent);
+  const int width = std::clamp(text + check + scroll + 2 * list_->frameWidth() + 8, 190, 420);
+  list_->setMaximumWidth(width);
+  list_->setMinimumWidth(std::min(width, 420));
   // No training run: no empty white column beside the plot's "what to do" message.
   list_->setVisible(!ts.isEmpty());
   updating_ = false;

@@ -30,6 +30,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <QListWidget>
+
 #include <cmath>
 #include <limits>
 
@@ -193,6 +195,13 @@ private Q_SLOTS:
     ScaleEvolutionView scales;
     scales.setRuns(run);
     QCOMPARE(scales.tensors(), want);
+    // Every name fits the tensor list (it was cut at 190 px): the list is as wide as the longest.
+    auto* list = scales.findChild<QListWidget*>(QStringLiteral("tensors"));
+    QVERIFY(list);
+    const QFontMetrics fm(list->font());
+    for (int r = 0; r < list->count(); ++r)
+      QVERIFY2(fm.horizontalAdvance(list->item(r)->text()) < list->maximumWidth() - 30,
+               qPrintable(list->item(r)->text()));
     // The loss of a non-finite value belongs to the last site, lm_head.
     QCOMPARE(siteGroup(QStringLiteral("blocks.10.ffn.down")).key, QStringLiteral("blocks.10.ffn"));
     QCOMPARE(siteGroup(QStringLiteral("blocks.10.attn.scores")).label, QStringLiteral("block 10 attention"));
