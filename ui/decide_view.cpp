@@ -353,10 +353,12 @@ bool DecideView::hasPart(Part p) const {
 }
 
 DecideView::Part DecideView::defaultPart(const SessionDecision& d) {
+  // An advice session (advise --out) holds the advice and the training runs it measured (no FP32
+  // baseline among them): the advice is what it is for.
+  if (!d.advice.empty()) return Part::Advice;
   if (!d.training.empty() && d.rankedSettings() == 0) return Part::Training;
   if (!d.gemm.empty()) return Part::Gemm;
   if (!d.training.empty()) return Part::Training;
-  if (!d.advice.empty()) return Part::Advice;
   if (!d.what_if.empty()) return Part::WhatIf;
   return Part::Gemm;
 }

@@ -238,6 +238,12 @@ private Q_SLOTS:
     // fc1's Δ (0.0025) is positive but its interval [−0.0223, 0.0273] holds 0: low precision, said to be noise.
     QCOMPARE(cell(t, 0, 4), QStringLiteral("low precision (interval holds 0: within seed noise)"));
     QVERIFY(v.findChild<QLabel*>(QStringLiteral("note"))->text().startsWith(QStringLiteral("Policy: ")));
+    // An advice session holds the training runs it measured too (no FP32 baseline among them): it
+    // still opens on the advice, not on "Training against FP32 / No FP32 run".
+    DecideView w;
+    w.resize(1200, 800);
+    w.setRuns(access({run, trainingRun("nvfp4-advice-s1", "fp8", 0.85), trainingRun("nvfp4-advice-s2", "fp8", 0.86)}));
+    QCOMPARE(w.part(), DecideView::Part::Advice);
   }
 
   // Save report: HTML as core writes it, PDF through QPdfWriter.
