@@ -6,6 +6,7 @@
 #include "bit_layout_view.h"
 #include "experiment_panel.h"
 #include "learn_page.h"
+#include "live_experiment.h"
 #include "main_window.h"
 #include "session_document.h"
 #include "view.h"
@@ -52,6 +53,9 @@ struct Options {
                          QStringLiteral("ID")};
   QCommandLineOption noSession{QStringLiteral("no-default-session"),
                                QStringLiteral("Do not open the bundled default session.")};
+  QCommandLineOption live{QStringLiteral("live"),
+                          QStringLiteral("With --grab: run the Experiment panel's GEMM live first and grab its result "
+                                         "(shown by the views, not kept in the session), as Live mode does.")};
   QCommandLineOption timing{QStringLiteral("startup-time"),
                             QStringLiteral("Print the time to the first paint (ms) to stderr.")};
   QCommandLineOption help{QStringList{QStringLiteral("h"), QStringLiteral("help")},
@@ -62,7 +66,7 @@ struct Options {
   void addTo(QCommandLineParser& p) const {
     p.setApplicationDescription(QStringLiteral(
         "FP8 Lab \u2014 explore FP8 / MX number formats, scaling strategies, FP8 GEMM and FP8 training."));
-    p.addOptions({help, version, grab, view, widgetOnly, panelTab, run, noSession, timing});
+    p.addOptions({help, version, grab, view, widgetOnly, panelTab, run, noSession, live, timing});
     p.addPositionalArgument(QStringLiteral("session"), QStringLiteral("Session file (.h5) to open."),
                             QStringLiteral("[session]"));
   }
@@ -178,7 +182,23 @@ int main(int argc, char** argv) {
   if (grabbing) {
     const QString file = p.value(grab);
     const bool only = p.isSet(widgetOnly);
-    QTimer::singleShot(400, &w, [&w, file, only] {
+    const bool live = p.isSet(o.live);
+    if (live) {
+      // The panel's current GEMM, run as a configuration change in Live mode runs it.
+      fp8lab::ui::ExperimentPanel* panel = w.experimentPanel();
+      fp8lab::ui::GemmRunRequest request{panel->config(), panel->backend()};
+      request.config[QStringLiteral("name")] = w.session()->nextRunId();
+      if (w.liveExperiment() && panel->isLive()) w.liveExperiment()->request(request);
+    }
+    QTimer::singleShot(400, &w, [&w, file, only, live] {
+      if (live && w.liveExperiment()) {
+        // The live run finishes on the thread pool; its result reaches the views as a queued signal.
+        w.liveExperiment()->waitForIdle();
+        for (int i = 0; i < 5; ++i) QCoreApplication::processEvents();
+        if (!w.liveExperiment()->last())
+          std::fprintf(stderr, "fp8lab: --live: the panel's GEMM did not run live (Live off, not valid, or over "
+                               "the live size limit): grabbing without it\n");
+      }
       // Views read large maps on the thread pool (error heatmap): let those reads land first.
       QThreadPool::globalInstance()->waitForDone(15000);
       for (int i = 0; i < 3; ++i) QCoreApplication::processEvents();

@@ -3,6 +3,7 @@
 // answered before one is created). Runs the built app/fp8lab with DISPLAY, WAYLAND_DISPLAY and
 // QT_QPA_PLATFORM removed from its environment, as on a headless server or in a container.
 #include <QFileInfo>
+#include <QImage>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -53,7 +54,7 @@ private Q_SLOTS:
     QCOMPARE(r.status, QProcess::NormalExit); // not SIGABRT
     QVERIFY2(r.code == 0, qPrintable(r.err));
     // The options docs/gui.md documents.
-    for (const char* opt : {"--grab <FILE.png>", "--view <NAME>", "--grab-view-only", "--no-default-session",
+    for (const char* opt : {"--grab <FILE.png>", "--view <NAME>", "--grab-view-only", "--live", "--no-default-session",
                             "--startup-time", "--version"})
       QVERIFY2(r.out.contains(QLatin1String(opt)), opt);
   }
@@ -97,6 +98,29 @@ private Q_SLOTS:
                                    true);
       QVERIFY2(r.status == QProcess::NormalExit && r.code == 0, qPrintable(n + QStringLiteral(": ") + r.err));
     }
+  }
+
+  // --live with --grab captures the Experiment panel's live GEMM: the heatmap then shows the live
+  // run (the session stays empty), and nothing is said about a GEMM that did not run.
+  void grabCapturesTheLiveGemm() {
+    QTemporaryDir dir;
+    const QString png = dir.filePath(QStringLiteral("live.png"));
+    const Result r =
+        runHeadless({QStringLiteral("--no-default-session"), QStringLiteral("--live"), QStringLiteral("--view"),
+                     QStringLiteral("heatmap"), QStringLiteral("--grab"), png, QStringLiteral("--grab-view-only")},
+                    true);
+    QVERIFY2(r.status == QProcess::NormalExit && r.code == 0, qPrintable(r.err));
+    QVERIFY2(!r.err.contains(QStringLiteral("did not run live")), qPrintable(r.err));
+    QImage img(png);
+    QVERIFY(!img.isNull());
+    // Without --live the same grab shows the heatmap's empty state, a different picture.
+    const QString empty = dir.filePath(QStringLiteral("empty.png"));
+    QCOMPARE(runHeadless({QStringLiteral("--no-default-session"), QStringLiteral("--view"), QStringLiteral("heatmap"),
+                          QStringLiteral("--grab"), empty, QStringLiteral("--grab-view-only")},
+                         true)
+                 .code,
+             0);
+    QVERIFY(QImage(empty) != img);
   }
 
   void versionWithoutDisplay() {
