@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -192,6 +193,11 @@ def training_part(a):
         check(p.returncode == 0, f"{' '.join(cmd[1:3])} exit {p.returncode}: {p.stderr[-400:]}")
         if p.returncode != 0:
             break
+        if cmd[1] == "advise":
+            # stderr is a pipe here, not a terminal: one line as each run of the sweep starts
+            started = re.findall(r"^advise: +\d+% (\S+)$", p.stderr, re.M)
+            check(len(started) >= 2 and len(set(started)) == len(started),
+                  f"advise without a terminal says each run as it starts: {started} in {p.stderr[-300:]!r}")
     else:
         with h5py.File(adv, "r") as h:
             g = next(g for g in h["runs"].values() if g.attrs.get("type") == "advice")
