@@ -24,9 +24,11 @@ int runProbeVectors(const QStringList& args) {
       "Write FP8 operands A [M,K], B [K,N] (uint8 codes, per-tensor scale 1) and C [M,N] (float32) that tell the\n"
       "accumulation models apart in one run of your kernel. Run D = A·B + C (alpha 1, beta 1, FP32 D), save D as\n"
       "d.npy and check it:\n"
-      "  fp8lab-cli gemm --a-codes DIR/a.npy --a-scales 1 --b-codes DIR/b.npy --b-scales 1 --c-file DIR/c.npy \\\n"
-      "      --beta 1 --observed d.npy --reference hopper_fp8\n"
-      "The fit then names the model your kernel computes (docs/gemm.md, \"Which instruction does my kernel use\")."));
+      "  fp8lab-cli gemm --a-codes DIR/a.npy --a-scales 1 --b-codes DIR/b.npy --b-scales 1 --a-format F \\\n"
+      "      --b-format F --c-file DIR/c.npy --beta 1 --observed d.npy\n"
+      "The fit line names the model your kernel computes; the verdict compares with --reference (exact by\n"
+      "default, which no tensor core matches): pin the named preset with --reference PRESET in CI\n"
+      "(docs/gemm.md, \"Which instruction does my kernel use\")."));
   p.addOption({QStringLiteral("out"), QStringLiteral("Folder to write a.npy, b.npy, c.npy and probe.json into."),
                QStringLiteral("DIR")});
   p.addOption({QStringLiteral("format"), QStringLiteral("Element format of A and B: E4M3FN (default) or E5M2."),
@@ -43,7 +45,7 @@ int runProbeVectors(const QStringList& args) {
                QStringLiteral("1")});
   p.addOption({QStringLiteral("no-check"),
                QStringLiteral("Skip running every candidate model on the probes (the check of how well they "
-                              "separate the models; seconds).")});
+                              "separate the models; 20–40 s on 2 cores at the default size).")});
   p.addOption({QStringLiteral("json"), QStringLiteral("Machine-readable JSON: the files, the call, the check.")});
   p.addOption({{QStringLiteral("q"), QStringLiteral("quiet")}, QStringLiteral("No progress output.")});
   int rc = 0;
@@ -112,16 +114,18 @@ int runProbeVectors(const QStringList& args) {
     out(toJsonText(j));
     return 0;
   }
-  QString t = QStringLiteral("wrote %1 (%2 x %3 %4 codes), %5 (%3 x %6), %7 (%2 x %6 float32) and probe.json\n")
+  QString t = QStringLiteral("wrote %1 (%2 x %3 %4 codes), %5 (%3 x %6), %7 (%2 x %6 float32) and %8\n")
                   .arg(a)
                   .arg(o.m)
                   .arg(o.k)
                   .arg(QString::fromStdString(pv.a.format->name()))
                   .arg(b)
                   .arg(o.n)
-                  .arg(c);
+                  .arg(c)
+                  .arg(meta.fileName());
   t += QStringLiteral("run your kernel as D = A·B + C (alpha 1, beta 1, unit scales, FP32 D), save D as d.npy, "
-                      "then:\n  %1\n")
+                      "then:\n  %1\nthe fit line names your kernel's model (the verdict compares with --reference, "
+                      "exact by default: pin the named preset with --reference PRESET in CI)\n")
            .arg(check);
   if (o.check) t += QString::fromStdString(pv.summary) + QLatin1Char('\n');
   out(t);

@@ -169,7 +169,8 @@ std::string gemmConfigFromFlags(const std::map<std::string, std::string>& given,
     return "--beta other than 0 needs a C matrix: --c-seed N or --c-file C.npy";
   if (o.beta == 0.0f && cfg.c_source.enabled)
     return std::string(cfg.c_source.fromFile() ? "--c-file" : "--c-seed") +
-           ": C is read only when --beta is not 0 (cuBLASLt ignores C at beta = 0)";
+           ": C is read only when --beta is not 0 (cuBLASLt ignores C at beta = 0; beta defaults to 0): add --beta 1 "
+           "for D = A·B + C";
   const std::string kern = lower(value("kernel", ParamScope::None));
   if (kern == "portable")
     o.cpu_kernel = CpuKernel::Portable;

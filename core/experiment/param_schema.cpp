@@ -227,8 +227,9 @@ std::vector<ParamSpec> buildSchema() {
   s.back().min_open = true;
   s.push_back(typed(T::Text, "file", S::C, "c-file", "", "gemm", "",
                     "Epilogue C [M,N] from a tensor file (.npy, safetensors, HDF5; float32, or float64 holding "
-                    "float32 values), used as is: the C a kernel was given. The accumulation preset decides where C "
-                    "enters (inside the MMA on Ada, after it elsewhere)."));
+                    "float32 values), used as is: the C a kernel was given; needs --beta other than 0 (beta defaults "
+                    "to 0). The accumulation preset decides where C enters: inside the MMA for most (mma_c "
+                    "accumulator), after it for blackwell_fp8 (epilogue)."));
   s.push_back(typed(T::Seed, "seed", S::Bias, "bias-seed", "", "gemm", "",
                     "Epilogue bias [N], added to every row after alpha: seeded normal values rounded to BF16 "
                     "(stream 4)."));

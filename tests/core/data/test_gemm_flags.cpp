@@ -73,7 +73,8 @@ private Q_SLOTS:
     QCOMPARE(QString::fromStdString(read({{"beta", "0.5"}}, &f)),
              QStringLiteral("--beta other than 0 needs a C matrix: --c-seed N or --c-file C.npy"));
     QCOMPARE(QString::fromStdString(read({{"c-seed", "3"}}, &f)),
-             QStringLiteral("--c-seed: C is read only when --beta is not 0 (cuBLASLt ignores C at beta = 0)"));
+             QStringLiteral("--c-seed: C is read only when --beta is not 0 (cuBLASLt ignores C at beta = 0; beta "
+                            "defaults to 0): add --beta 1 for D = A·B + C"));
     QCOMPARE(QString::fromStdString(read({{"bias-scale", "2"}}, &f)),
              QStringLiteral("--bias-scale needs --bias-seed (the values are seeded)"));
     GemmFlagConfig g;
