@@ -30,6 +30,16 @@ std::string flagProblem(const std::string& key, const std::string& why) {
   return flag + (why.rfind("applies", 0) == 0 ? " " : ": ") + why;
 }
 
+/// A preset mismatch ("fast_accum_bits 12 differs from accumulation preset hopper_fp8's 14") with
+/// its leading config key written as the flag the user typed ("--fast-bits 12 differs …"); boolean
+/// keys, whose flags invert them, stay keys.
+std::string withFlagName(const std::string& why) {
+  const std::string key = why.substr(0, why.find(' '));
+  const ParamSpec* s = findParam(key);
+  if (!s || s->flag.empty() || s->type == ParamType::Boolean) return why;
+  return flagOf(*s) + why.substr(key.size());
+}
+
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -138,11 +148,11 @@ std::string gemmConfigFromFlags(const std::map<std::string, std::string>& given,
   if (ref_preset && !set_params.empty()) {
     GemmOptions pinned = o;
     if (const auto pr = accumulationProblem(pinned, set_params, &*ref_preset, false, &pinned))
-      return "--reference " + ref_preset->name + ": " + pr->why;
+      return "--reference " + ref_preset->name + ": " + withFlagName(pr->why);
   }
   const bool ref_reads = ref_fast || (ref_preset && ref_preset->accumulation == Accumulation::FastAccum);
   if (const auto pr = accumulationProblem(o, set_params, ap, !ref_reads, &o))
-    return pr->key == "accumulation_preset" ? "--accumulation " + ap->name + ": " + pr->why
+    return pr->key == "accumulation_preset" ? "--accumulation " + ap->name + ": " + withFlagName(pr->why)
                                             : flagProblem(pr->key, pr->why);
   o.alpha = static_cast<float>(number("alpha"));
   o.beta = static_cast<float>(number("beta"));

@@ -64,6 +64,10 @@ private Q_SLOTS:
     GemmFlagConfig g;
     const std::string e = read({{"accumulation", "hopper_fp8"}, {"fast-bits", "20"}}, &g);
     QVERIFY2(e.rfind("--accumulation hopper_fp8: ", 0) == 0, e.c_str());
+    // The parameter is named by the flag the user typed, not its config key.
+    QCOMPARE(
+        QString::fromStdString(e),
+        QStringLiteral("--accumulation hopper_fp8: --fast-bits 20 differs from accumulation preset hopper_fp8's 14"));
   }
 
   // The epilogue as cuBLASLt reads it: C only with beta ≠ 0, seeded values, and --a-scaling

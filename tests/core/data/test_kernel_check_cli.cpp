@@ -220,9 +220,8 @@ private Q_SLOTS:
     r = cli(gemm({QStringLiteral("--observed"), q(f_.good), QStringLiteral("--reference"), QStringLiteral("hopper_fp8"),
                   QStringLiteral("--fast-bits"), QStringLiteral("13")}));
     QCOMPARE(r.code, 2);
-    QVERIFY2(
-        r.err.contains("--reference hopper_fp8: fast_accum_bits 13 differs from accumulation preset hopper_fp8's 14"),
-        r.err.constData());
+    QVERIFY2(r.err.contains("--reference hopper_fp8: --fast-bits 13 differs from accumulation preset hopper_fp8's 14"),
+             r.err.constData());
   }
 
   // pack then unpack through files gives the row-major grid back bit for bit.
