@@ -64,16 +64,17 @@ private Q_SLOTS:
     p.start(cliPath(), {QStringLiteral("train"), cfg, QStringLiteral("--out"), out, QStringLiteral("--backend"),
                         QStringLiteral("cpu")});
     QVERIFY(p.waitForStarted());
-    // Wait until the first epoch has been reported, so the run is mid-training.
+    // Wait until the delayed run has reported its first epoch, so it is mid-training (the baseline
+    // trains beside it and may report its own first epoch earlier).
     QByteArray err;
     QElapsedTimer t;
     t.start();
-    while (!err.contains("epoch 1:") && t.elapsed() < 120000) {
+    while (!err.contains("delayed: epoch 1:") && t.elapsed() < 120000) {
       p.waitForReadyRead(200);
       err += p.readAllStandardError();
       QVERIFY2(p.state() == QProcess::Running, err.constData());
     }
-    QVERIFY2(err.contains("epoch 1:"), err.constData());
+    QVERIFY2(err.contains("delayed: epoch 1:"), err.constData());
     ::kill(static_cast<pid_t>(p.processId()), SIGINT);
     QVERIFY(p.waitForFinished(60000));
     err += p.readAllStandardError();
