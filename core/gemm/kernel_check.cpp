@@ -373,7 +373,7 @@ CheckVerdict judgeOutput(const OutputComparison& c, const CheckCriteria& k, cons
     v.failures.push_back(std::to_string(c.not_representable) + " of " + std::to_string(c.finite_pairs) +
                          " finite observed values are not " + toString(c.output) + " values (first" +
                          at(c.first_not_representable) + "): the output was declared " + toString(c.output) +
-                         " but the kernel wrote another type");
+                         " but the kernel wrote another type (a float32 D: pass --output fp32)");
   const double max_ulp = k.max_ulp.value_or(0.0);
   if ((k.max_ulp || !k.any()) && c.max_ulps > max_ulp)
     v.failures.push_back(std::to_string(c.differing) + " of " + std::to_string(c.elements) + " elements differ from " +

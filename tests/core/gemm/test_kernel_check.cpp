@@ -283,7 +283,9 @@ void TestKernelCheck::precisionBugsGetTheirOwnAdvice() {
   const CheckVerdict v =
       judgeOutput(compareOutputs(observedOf(good), good_bf16.d, {}, OutputType::BF16), loose, "split");
   QVERIFY(!v.passed);
-  QVERIFY2(v.line.find("finite observed values are not bf16 values") != std::string::npos, v.line.c_str());
+  QVERIFY2(v.line.find("finite observed values are not bf16 values") != std::string::npos &&
+               v.line.find("(a float32 D: pass --output fp32)") != std::string::npos,
+           v.line.c_str());
 
   ObservedOutput deq = observedOf(good);
   const std::vector<float> da = a.dequantize(), db = b.dequantize();
