@@ -189,6 +189,31 @@ void checkOperand(const QuantizedTensor& t, const char* name) {
 }
 } // namespace
 
+std::vector<std::vector<WindowSegment>> windowChunks(const Plan& plan, int64_t kc, int64_t unit) {
+  const int64_t total = (plan.k + unit - 1) / unit, step = kc / unit;
+  std::vector<std::vector<WindowSegment>> chunks;
+  if (plan.windows.size() == 1 && !plan.scaled_promotion()) {
+    for (int64_t p0 = 0; p0 < total; p0 += step)
+      chunks.push_back({WindowSegment{p0, std::min(total, p0 + step), 0, p0 == 0, p0 + step >= total}});
+    return chunks;
+  }
+  std::vector<WindowSegment> cur;
+  int64_t len = 0;
+  for (size_t w = 0; w < plan.windows.size(); ++w) {
+    const Window& win = plan.windows[w];
+    const WindowSegment s{win.k0 / unit, (win.k1 + unit - 1) / unit, static_cast<int64_t>(w), true, true};
+    if (!cur.empty() && len + (s.p1 - s.p0) > step) {
+      chunks.push_back(std::move(cur));
+      cur.clear();
+      len = 0;
+    }
+    cur.push_back(s);
+    len += s.p1 - s.p0;
+  }
+  if (!cur.empty()) chunks.push_back(std::move(cur));
+  return chunks;
+}
+
 std::vector<Window> makeWindows(const QuantizedTensor& a, const QuantizedTensor& b, bool a_varies, bool b_varies,
                                 int64_t k, int64_t interval) {
   std::vector<Window> w;

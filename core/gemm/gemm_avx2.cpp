@@ -55,11 +55,7 @@ private:
 };
 
 /// Elements [p0, p1) of K that belong to window w (fresh: the window starts here; ends: it ends).
-struct Seg {
-  int64_t p0, p1;
-  int64_t w;
-  bool fresh, ends;
-};
+using Seg = WindowSegment;
 
 struct Args {
   const float* a; // packed A panel of this micro-tile in this chunk: [k - k0][kMR]
@@ -214,26 +210,7 @@ void gemmFloatAvx2Fma(const Plan& plan, const QuantizedTensor& a, const Quantize
   const std::vector<float>& tb = b.format->decodeTable();
   // chunks of K: a single window cut every kKC elements, else whole windows up to kKC together
   const bool direct = plan.windows.size() == 1 && !plan.scaled_promotion();
-  std::vector<std::vector<Seg>> chunks;
-  if (direct) {
-    for (int64_t k0 = 0; k0 < K; k0 += kKC)
-      chunks.push_back({Seg{k0, std::min(K, k0 + kKC), 0, k0 == 0, k0 + kKC >= K}});
-  } else {
-    std::vector<Seg> cur;
-    int64_t len = 0;
-    for (size_t w = 0; w < plan.windows.size(); ++w) {
-      const Window& win = plan.windows[w];
-      const Seg s{win.k0, win.k1, static_cast<int64_t>(w), true, true};
-      if (!cur.empty() && len + (s.p1 - s.p0) > kKC) {
-        chunks.push_back(std::move(cur));
-        cur.clear();
-        len = 0;
-      }
-      cur.push_back(s);
-      len += s.p1 - s.p0;
-    }
-    if (!cur.empty()) chunks.push_back(std::move(cur));
-  }
+  const std::vector<std::vector<Seg>> chunks = windowChunks(plan, kKC);
   // Where each chunk of K starts and how long it is (the chunks cover [0, K) in order), and the
   // chunk of every k.
   std::vector<int64_t> c0s, lens;

@@ -100,11 +100,7 @@ constexpr int64_t kMC = 128; // rows per job tile
 constexpr int64_t kNC = 256; // columns per job tile
 constexpr int64_t kKC = 512; // target elements of K per chunk
 
-struct Seg {
-  int64_t p0, p1; // pairs, absolute
-  int64_t w;
-  bool fresh, ends;
-};
+using Seg = WindowSegment; // BF16 kernel: in pairs; FMA kernel: in elements
 
 struct KernelArgs {
   const uint32_t* a; // packed A at row i0, pair 0
@@ -236,28 +232,9 @@ void gemmFloatAvx512Bf16(const Plan& plan, const QuantizedTensor& a, const Quant
     }
   });
 
-  // ---- chunks of whole windows (a single window is cut every kKC elements) ----
+  // ---- chunks of whole windows (a single window is cut every kKC elements), in pairs ----
   const bool direct = plan.windows.size() == 1 && !plan.scaled_promotion();
-  std::vector<std::vector<Seg>> chunks;
-  if (direct) {
-    for (int64_t p0 = 0; p0 < KP; p0 += kKC / 2)
-      chunks.push_back({Seg{p0, std::min(KP, p0 + kKC / 2), 0, p0 == 0, p0 + kKC / 2 >= KP}});
-  } else {
-    std::vector<Seg> cur;
-    int64_t len = 0;
-    for (size_t w = 0; w < plan.windows.size(); ++w) {
-      const Window& win = plan.windows[w];
-      const Seg s{win.k0 / 2, (win.k1 + 1) / 2, static_cast<int64_t>(w), true, true};
-      if (!cur.empty() && len + (s.p1 - s.p0) > kKC / 2) {
-        chunks.push_back(std::move(cur));
-        cur.clear();
-        len = 0;
-      }
-      cur.push_back(s);
-      len += s.p1 - s.p0;
-    }
-    if (!cur.empty()) chunks.push_back(std::move(cur));
-  }
+  const std::vector<std::vector<Seg>> chunks = windowChunks(plan, kKC, 2);
 
   const int64_t W = static_cast<int64_t>(plan.windows.size());
   const int64_t tm = (M + kMC - 1) / kMC, tn = (N + kNC - 1) / kNC;
@@ -415,26 +392,7 @@ void gemmFloatAvx512Fma(const Plan& plan, const QuantizedTensor& a, const Quanti
   });
   // chunks (element units)
   const bool direct = plan.windows.size() == 1 && !plan.scaled_promotion();
-  std::vector<std::vector<Seg>> chunks;
-  if (direct) {
-    for (int64_t k0 = 0; k0 < K; k0 += kFmaKC)
-      chunks.push_back({Seg{k0, std::min(K, k0 + kFmaKC), 0, k0 == 0, k0 + kFmaKC >= K}});
-  } else {
-    std::vector<Seg> cur;
-    int64_t len = 0;
-    for (size_t w = 0; w < plan.windows.size(); ++w) {
-      const Window& win = plan.windows[w];
-      const Seg s{win.k0, win.k1, static_cast<int64_t>(w), true, true};
-      if (!cur.empty() && len + (s.p1 - s.p0) > kFmaKC) {
-        chunks.push_back(std::move(cur));
-        cur.clear();
-        len = 0;
-      }
-      cur.push_back(s);
-      len += s.p1 - s.p0;
-    }
-    if (!cur.empty()) chunks.push_back(std::move(cur));
-  }
+  const std::vector<std::vector<Seg>> chunks = windowChunks(plan, kFmaKC);
   const int64_t W = static_cast<int64_t>(plan.windows.size());
   // Jobs: a column block of kFmaNC × a row range (as tall as the thread count allows, so a
   // chunk of B — 256 of K × 256 columns, 256 KiB, in L2 — serves many row blocks), then BLIS

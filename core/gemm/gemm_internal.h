@@ -5,8 +5,12 @@
 #include "common/worker_pool.h"
 #include "gemm/gemm.h"
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -41,6 +45,45 @@ Plan makePlan(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOpti
 /// `interval` (≤ 0: none).
 std::vector<Window> makeWindows(const QuantizedTensor& a, const QuantizedTensor& b, bool a_varies, bool b_varies,
                                 int64_t k, int64_t interval);
+
+/// A piece of one window inside a chunk of K for the blocked kernels: [p0, p1) of window w in the
+/// kernel's units along K (elements, or BF16 pairs); fresh = starts the window, ends = closes it.
+struct WindowSegment {
+  int64_t p0, p1;
+  int64_t w;
+  bool fresh, ends;
+};
+
+/// The chunks of K the blocked kernels run, in units of `unit` elements (1, or 2 for BF16 pairs;
+/// a window [k0, k1) covers units [k0 / unit, ceil(k1 / unit))): with one window and no K-varying
+/// scale, that window cut every `kc` elements; else whole windows, gathered while a chunk stays
+/// within `kc` elements (a longer window is a chunk of its own).
+std::vector<std::vector<WindowSegment>> windowChunks(const Plan& plan, int64_t kc, int64_t unit = 1);
+
+/// x truncated toward zero to a multiple of 2^q, by clearing mantissa bits (exact; NaN and
+/// ±Inf pass unchanged, magnitudes below 2^q become ±0).
+inline double truncToQuantum(double x, int64_t q) {
+  const uint64_t u = std::bit_cast<uint64_t>(x);
+  const int64_t ex = static_cast<int64_t>((u >> 52) & 0x7FF) - 1023; // exponent of x (normal x)
+  int64_t clear = 52 - (ex - q);                                     // mantissa bits below 2^q
+  clear = clear < 0 ? 0 : clear;
+  const uint64_t mask = clear > 52 ? 0x8000000000000000ull : ~0ull << (clear & 63);
+  return std::bit_cast<double>(u & mask);
+}
+
+/// x (exact in double) normalised to a binary32 number with `p` fraction bits (1..23): the quantum
+/// is 2^(max(floor(log2|x|), −126) − p), the cut toward zero or to nearest-even; ±Inf when the result
+/// reaches 2^128; +0 for 0 (an exact cancellation gives +0, as the hardware does). NaN and ±Inf pass.
+inline double toAccumulator(double x, int p, bool nearest_even) {
+  if (x == 0) return 0.0;
+  if (!std::isfinite(x)) return x;
+  const int e = std::max(std::ilogb(x), -126);
+  const int q = e - p;
+  const double scaled = std::ldexp(x, -q); // exact: a power-of-two scaling of a double in range
+  const double r = std::ldexp(nearest_even ? std::nearbyint(scaled) : std::trunc(scaled), q);
+  if (std::fabs(r) >= 0x1p128) return std::copysign(std::numeric_limits<double>::infinity(), x);
+  return r == 0 ? 0.0 : r;
+}
 
 /// The thread helpers of common/worker_pool.h, by their short names inside the kernels.
 using fp8lab::availableMemoryBytes;

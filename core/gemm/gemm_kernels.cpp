@@ -150,17 +150,6 @@ void gemmPortable(const Plan& plan, const float* a, const float* b, Acc* c, int 
   });
 }
 
-/// x truncated toward zero to a multiple of 2^q, by clearing mantissa bits (exact; NaN and
-/// ±Inf pass unchanged, magnitudes below 2^q become ±0).
-inline double truncToQuantum(double x, int64_t q) {
-  const uint64_t u = std::bit_cast<uint64_t>(x);
-  const int64_t ex = static_cast<int64_t>((u >> 52) & 0x7FF) - 1023; // exponent of x (normal x)
-  int64_t clear = 52 - (ex - q);                                     // mantissa bits below 2^q
-  clear = clear < 0 ? 0 : clear;
-  const uint64_t mask = clear > 52 ? 0x8000000000000000ull : ~0ull << (clear & 63);
-  return std::bit_cast<double>(u & mask);
-}
-
 /// The same for a float32 (products of two decoded codes are exact normal float32 numbers);
 /// written with 32-bit lanes only so that the loop below vectorises.
 inline float truncToQuantumF(float x, int32_t q) {
@@ -206,20 +195,6 @@ FP8LAB_CLONES void fastGroup(double* __restrict acc, float* __restrict mx, int32
 inline int32_t binary32Exponent(double x) {
   const int64_t e = static_cast<int64_t>((std::bit_cast<uint64_t>(x) >> 52) & 0x7FF) - 1023;
   return static_cast<int32_t>(std::clamp<int64_t>(e, -126, 128));
-}
-
-/// x (exact in double) normalised to a binary32 number with `p` fraction bits (1..23): the quantum
-/// is 2^(max(floor(log2|x|), −126) − p), the cut toward zero or to nearest-even; ±Inf when the result
-/// reaches 2^128; +0 for 0 (an exact cancellation gives +0, as the hardware does). NaN and ±Inf pass.
-inline double toAccumulator(double x, int p, bool nearest_even) {
-  if (x == 0) return 0.0;
-  if (!std::isfinite(x)) return x;
-  const int e = std::max(std::ilogb(x), -126);
-  const int q = e - p;
-  const double scaled = std::ldexp(x, -q); // exact: a power-of-two scaling of a double in range
-  const double r = std::ldexp(nearest_even ? std::nearbyint(scaled) : std::trunc(scaled), q);
-  if (std::fabs(r) >= 0x1p128) return std::copysign(std::numeric_limits<double>::infinity(), x);
-  return r == 0 ? 0.0 : r;
 }
 
 /// One group of the measured MMA rules (MmaRules other than the prose defaults) for one row

@@ -27,23 +27,6 @@ int clampedExponent(double x, int emin) {
   return std::max(std::ilogb(x), emin);
 }
 
-/// x cut toward zero to a multiple of 2^q (exact; NaN and ±Inf pass).
-double cutToQuantum(double x, int q) {
-  if (!std::isfinite(x) || x == 0) return x;
-  const double r = std::ldexp(std::trunc(std::ldexp(x, -q)), q);
-  return r == 0 ? std::copysign(0.0, x) : r;
-}
-
-/// A binary32 with `p` fraction bits from x (exact in double), truncated; ±Inf from 2^128; +0 for 0.
-double truncToBinary32(double x, int p) {
-  if (x == 0) return 0.0;
-  if (!std::isfinite(x)) return x;
-  const int q = std::max(std::ilogb(x), -126) - p;
-  const double r = std::ldexp(std::trunc(std::ldexp(x, -q)), q);
-  if (std::fabs(r) >= 0x1p128) return std::copysign(std::numeric_limits<double>::infinity(), x);
-  return r == 0 ? 0.0 : r;
-}
-
 /// The block scale of operand t at (row, col) without a two-level format's tensor factor.
 float blockScaleAt(const QuantizedTensor& t, int64_t row, int64_t col) {
   return t.dequant_scales[static_cast<size_t>((row / t.block.rows) * t.blockCols() + col / t.block.cols)];
@@ -125,9 +108,9 @@ void gemmMmaBlockScaled(const QuantizedTensor& a, const QuantizedTensor& b, cons
           continue;
         }
         const int q = emax - fbits;
-        double s = cutToQuantum(acc, q);
-        for (const Term& t : terms) s += cutToQuantum(t.v, q);
-        acc = truncToBinary32(s, pbits);
+        double s = truncToQuantum(acc, q);
+        for (const Term& t : terms) s += truncToQuantum(t.v, q);
+        acc = toAccumulator(s, pbits, false);
       }
       const float d = static_cast<float>(acc);
       c[i * N + j] = tensor_factor == 1.0f ? d : tensor_factor * d;

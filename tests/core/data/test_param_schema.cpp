@@ -52,10 +52,10 @@ private Q_SLOTS:
     QCOMPARE(param("margin", ParamScope::None).rangeText(), std::string("[-126, 126]"));
     const auto& d = param("distribution", ParamScope::Operands).choices;
     QCOMPARE(d, (std::vector<std::string>{"normal", "uniform", "lognormal", "outliers", "channel_outliers"}));
-    QCOMPARE(param("accumulation_preset").choices,
-             (std::vector<std::string>{"hopper_fp8", "hopper_fp8_fast_accum", "hopper_mma_sync", "ada_fp8",
-                                       "blackwell_fp8", "blackwell_tcgen05", "tcgen05_mxf8f6f4", "tcgen05_mxf4nvf4",
-                                       "cdna3_fp8"}));
+    QCOMPARE(
+        param("accumulation_preset").choices,
+        (std::vector<std::string>{"hopper_fp8", "hopper_fp8_fast_accum", "hopper_mma_sync", "ada_fp8", "blackwell_fp8",
+                                  "blackwell_tcgen05", "tcgen05_mxf8f6f4", "tcgen05_mxf4nvf4", "cdna3_fp8"}));
     QCOMPARE(param("mma_sum_bits").rangeText(), std::string("[1, 23]"));
     QCOMPARE(param("mma_c").choices, (std::vector<std::string>{"epilogue", "accumulator"}));
     QCOMPARE(param("accumulation").choices, (std::vector<std::string>{"exact", "fp32", "split", "fast"}));

@@ -28,8 +28,8 @@ private Q_SLOTS:
   // Fast accumulation with H100's rules at 14 bits (13 fraction bits), groups of 32: a group adds
   // its 32 products (alignment exponent e(1) + e(1) = 0) to the running sum S after truncating all
   // of them to the grid 2^(E − 13) of the largest exponent E among them (S's own). The sum, an
-  // integer below 2^14 + 32, keeps its value when cut to 13 fraction bits. While S < 2^14 the grid is ≤ 1 and the ones are kept; once S = 2^14 (E = 14) the
-  // grid is 2 and each 1 truncates to 0: S stalls at 16384. So for K = 32768:
+  // integer below 2^14 + 32, keeps its value when cut to 13 fraction bits. While S < 2^14 the grid is ≤ 1 and the ones
+  // are kept; once S = 2^14 (E = 14) the grid is 2 and each 1 truncates to 0: S stalls at 16384. So for K = 32768:
   //   no promotion → 16384 (half of K lost); promoted every 128 → each window sums 128 exactly,
   //   and the float32 accumulator adds 256 windows exactly → 32768; float32 partials and one
   //   float32 sum → 32768 (integers below 2^24 are exact in float32).
