@@ -363,7 +363,10 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
             "used");
       return r;
     }
-    observed = loadObservedOutput(cfg.check.observed, cfg.gemm.output, cfg.gemm.output_quant_scale, m, n);
+    observed = cfg.check.observed_data
+                   ? observedOutputFromDataset(*cfg.check.observed_data, cfg.check.observed, cfg.gemm.output,
+                                               cfg.gemm.output_quant_scale, m, n)
+                   : loadObservedOutput(cfg.check.observed, cfg.gemm.output, cfg.gemm.output_quant_scale, m, n);
     r.merge(observed);
     if (!observed.ok()) return r;
   }
@@ -425,7 +428,9 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     Format::BF16().roundTripBulk(v.data(), v.data(), v.size(), EncodeOptions{});
     return std::make_shared<const std::vector<float>>(std::move(v));
   };
-  if (cfg.c_source.fromFile()) {
+  if (cfg.c_source.enabled && cfg.c_source.values) {
+    cfg.gemm.c = cfg.c_source.values;
+  } else if (cfg.c_source.fromFile()) {
     auto c = loadEpilogueC(cfg.c_source.file, m, n, cfg.gemm.beta);
     for (const Issue& i : c.issues) r.issues.push_back(i);
     if (!c.ok()) return r;
@@ -433,7 +438,9 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   } else {
     cfg.gemm.c = cfg.c_source.enabled ? epilogueInput(cfg.c_source, m, n, 3) : nullptr;
   }
-  cfg.gemm.bias = cfg.bias_source.enabled ? epilogueInput(cfg.bias_source, 1, n, 4) : nullptr;
+  cfg.gemm.bias = !cfg.bias_source.enabled   ? nullptr
+                  : cfg.bias_source.values ? cfg.bias_source.values
+                                           : epilogueInput(cfg.bias_source, 1, n, 4);
   try {
     checkEpilogue(cfg.gemm, m, n);
   } catch (const std::invalid_argument& e) {
@@ -562,8 +569,13 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   if (hasEpilogue(cfg.gemm)) {
     run.attrs["alpha"] = double(cfg.gemm.alpha);
     run.attrs["beta"] = double(cfg.gemm.beta);
-    run.attrs["bias"] = std::string(cfg.gemm.bias ? "seed " + std::to_string(cfg.bias_source.seed) : "none");
-    if (cfg.c_source.fromFile()) run.attrs["c"] = "file " + cfg.c_source.file;
+    run.attrs["bias"] = std::string(!cfg.gemm.bias             ? "none"
+                                    : cfg.bias_source.values ? "given in memory"
+                                                             : "seed " + std::to_string(cfg.bias_source.seed));
+    if (cfg.c_source.values)
+      run.attrs["c"] = std::string("given in memory");
+    else if (cfg.c_source.fromFile())
+      run.attrs["c"] = "file " + cfg.c_source.file;
   }
   run.attrs["output_type"] = std::string(toString(cfg.gemm.output));
   run.attrs["m"] = m;

@@ -113,6 +113,9 @@ struct EpilogueSource {
   /// [M,N] holding the kernel's C as it was, used as is (no BF16 rounding; float64 files must hold
   /// float32 values). "" = seeded values.
   std::string file;
+  /// C [M,N] or bias [N] given in memory by the caller (the Python module), float32, used as is (no
+  /// BF16 rounding); configs cannot name it. Null: `file` or the seeded values.
+  std::shared_ptr<const std::vector<float>> values;
   bool fromFile() const { return !file.empty(); }
 };
 

@@ -25,61 +25,52 @@ bool isFp8(OutputType t) {
 
 } // namespace
 
-Result<ObservedOutput> loadObservedOutput(const std::string& spec, OutputType output, float scale_d, int64_t m,
-                                          int64_t n) {
+Result<ObservedOutput> observedOutputFromDataset(Dataset d, const std::string& origin, OutputType output,
+                                                 float scale_d, int64_t m, int64_t n) {
   Result<ObservedOutput> r;
   const std::string where = "observed";
-  auto shapeOk = [&](std::vector<int64_t> shape) {
-    if (shape.size() == 1) shape = {1, shape[0]};
-    if (shape[0] == m && shape[1] == n) return true;
+  std::vector<int64_t> shape = d.shape;
+  if (shape.size() == 1) shape = {1, shape[0]};
+  if (shape.size() != 2 || shape[0] != m || shape[1] != n) {
+    std::string given;
+    for (int64_t x : d.shape) given += (given.empty() ? "" : ", ") + std::to_string(x);
     r.add(C::InvalidArgument, where,
-          "'" + spec + "' is " + shapeText(shape[0], shape[1]) + " but D = A·B is " + shapeText(m, n) +
+          "'" + origin + "' is [" + given + "] but D = A·B is " + shapeText(m, n) +
               " (M × N): the observed output must have D's shape");
-    return false;
-  };
+    return r;
+  }
   ObservedOutput& o = r.value;
   o.rows = m;
   o.cols = n;
-  o.origin = spec;
-  auto values = importTensor(spec);
-  if (values.ok()) {
-    Dataset& d = values.value;
-    if (!shapeOk(d.shape)) return r;
-    if (d.dtype == DType::Float64) {
-      o.values.resize(d.f64.size());
-      int64_t inexact = 0;
-      for (size_t i = 0; i < d.f64.size(); ++i) {
-        o.values[i] = static_cast<float>(d.f64[i]);
-        inexact += !(double(o.values[i]) == d.f64[i]) && !std::isnan(d.f64[i]);
-      }
-      r.add(C::Computation, where,
-            "'" + spec + "' holds float64 values; they were rounded to float32 (" + std::to_string(inexact) +
-                " of them were not float32 numbers)",
-            inexact > 0 ? Severity::Warning : Severity::Info);
-    } else {
-      o.values = std::move(d.f32);
+  o.origin = origin;
+  if (d.dtype == DType::Float64) {
+    o.values.resize(d.f64.size());
+    int64_t inexact = 0;
+    for (size_t i = 0; i < d.f64.size(); ++i) {
+      o.values[i] = static_cast<float>(d.f64[i]);
+      inexact += !(double(o.values[i]) == d.f64[i]) && !std::isnan(d.f64[i]);
     }
+    r.add(C::Computation, where,
+          "'" + origin + "' holds float64 values; they were rounded to float32 (" + std::to_string(inexact) +
+              " of them were not float32 numbers)",
+          inexact > 0 ? Severity::Warning : Severity::Info);
     return r;
   }
-  // Not a float tensor: the codes of an FP8 output.
-  auto codes = importCodeTensor(spec);
-  if (!codes.ok()) {
-    // Both readers failed: the float reader's message names the file's problem (missing file,
-    // damaged header, unsupported dtype).
-    r.merge(values);
+  if (d.dtype == DType::Float32) {
+    o.values = std::move(d.f32);
+    return r;
+  }
+  if (d.dtype != DType::UInt8) {
     r.add(C::InvalidArgument, where,
-          "'" + spec +
-              "' is neither a float tensor (float32 / float16 / bfloat16) nor the uint8 / F8 codes of an "
-              "FP8 output: " +
-              codes.errors());
+          "'" + origin + "' holds " + toString(d.dtype) +
+              " values: expected a float tensor (float32 / float16 / bfloat16) or the uint8 codes of an FP8 output");
     return r;
   }
-  Dataset& d = codes.value;
-  if (!shapeOk(d.shape)) return r;
-  const std::string dtype = attrString(d.attrs, "source_dtype").value_or("");
+  // One-byte codes: the codes of an FP8 output.
+  const std::string dtype = attrString(d.attrs, "source_dtype").value_or("uint8");
   if (!isFp8(output)) {
     r.add(C::InvalidArgument, where,
-          "'" + spec + "' holds one-byte codes (" + dtype + ") but the output type is " + toString(output) +
+          "'" + origin + "' holds one-byte codes (" + dtype + ") but the output type is " + toString(output) +
               ": codes are read as an FP8 output's (set the output to e4m3fn or e5m2 and output_quant_scale / "
               "--output-scale to the scale_D the kernel used)");
     return r;
@@ -88,7 +79,7 @@ Result<ObservedOutput> loadObservedOutput(const std::string& spec, OutputType ou
   if ((dtype == "F8_E4M3" && output != OutputType::E4M3FN) || (dtype == "F8_E5M2" && output != OutputType::E5M2) ||
       dtype == "F8_E8M0") {
     r.add(C::InvalidArgument, where,
-          "'" + spec + "' holds " + dtype + " codes but the output type is " + toString(output));
+          "'" + origin + "' holds " + dtype + " codes but the output type is " + toString(output));
     return r;
   }
   o.codes = std::move(d.u8);
@@ -96,6 +87,29 @@ Result<ObservedOutput> loadObservedOutput(const std::string& spec, OutputType ou
   const double inv = 1.0 / double(scale_d);
   for (size_t i = 0; i < o.codes.size(); ++i) o.values[i] = static_cast<float>(f.decode(o.codes[i]) * inv);
   return r;
+}
+
+Result<ObservedOutput> loadObservedOutput(const std::string& spec, OutputType output, float scale_d, int64_t m,
+                                          int64_t n) {
+  auto values = importTensor(spec);
+  if (values.ok()) {
+    return observedOutputFromDataset(std::move(values.value), spec, output, scale_d, m, n);
+  }
+  // Not a float tensor: the codes of an FP8 output.
+  auto codes = importCodeTensor(spec);
+  if (!codes.ok()) {
+    // Both readers failed: the float reader's message names the file's problem (missing file,
+    // damaged header, unsupported dtype).
+    Result<ObservedOutput> r;
+    r.merge(values);
+    r.add(C::InvalidArgument, "observed",
+          "'" + spec +
+              "' is neither a float tensor (float32 / float16 / bfloat16) nor the uint8 / F8 codes of an "
+              "FP8 output: " +
+              codes.errors());
+    return r;
+  }
+  return observedOutputFromDataset(std::move(codes.value), spec, output, scale_d, m, n);
 }
 
 KernelCheckResult runKernelCheck(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& base,

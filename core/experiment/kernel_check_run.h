@@ -7,6 +7,7 @@
 #include "gemm/kernel_check.h"
 #include "session/session.h"
 
+#include <memory>
 #include <string>
 
 namespace fp8lab {
@@ -20,7 +21,11 @@ struct KernelCheckConfig {
   CheckCriteria criteria;
   bool fit = true;
   FitGrid grid;
-  bool enabled() const { return !observed.empty(); }
+  /// The kernel's D given in memory instead of a file (the Python module): float32 / float64 values
+  /// [m, n], or uint8 codes of an FP8 output, read by observedOutputFromDataset; `observed` then
+  /// names it for messages ("<numpy array>"). Null: read `observed` as a file.
+  std::shared_ptr<const Dataset> observed_data;
+  bool enabled() const { return !observed.empty() || observed_data != nullptr; }
 };
 
 /// Reads the kernel's output D for a GEMM of output type `output` (scale_D `scale_d`) and shape
@@ -36,6 +41,14 @@ struct KernelCheckConfig {
 /// other format.
 Result<ObservedOutput> loadObservedOutput(const std::string& spec, OutputType output, float scale_d, int64_t m,
                                           int64_t n);
+
+/// The kernel's output D from a dataset already in memory, with loadObservedOutput's rules: Float32
+/// values as they are, Float64 rounded to float32 (a warning counts the values that were not float32
+/// numbers), UInt8 the codes of an FP8 output (attribute "source_dtype" F8_E4M3 / F8_E5M2 must name
+/// the output's format); a rank-1 dataset is one row. `origin` names it in messages. Errors
+/// (InvalidArgument): a shape other than [m, n], codes for a non-FP8 output, another dtype.
+Result<ObservedOutput> observedOutputFromDataset(Dataset d, const std::string& origin, OutputType output,
+                                                 float scale_d, int64_t m, int64_t n);
 
 /// Runs the check (checkKernelOutput with cfg's reference, criteria and fit) and stores it into
 /// `run`: observed/D (+ observed/D_codes), check/D_reference, check/diff, check/ulps,
