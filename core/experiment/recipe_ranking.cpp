@@ -455,7 +455,18 @@ void trainingSample(const RunInfo& ri, const RankingMetric& metric, std::vector<
   // or post-norm, depth) are different settings.
   if (!setting.contains("model") || !setting["model"].is_object()) setting["model"] = model;
   s.setting = setting.dump();
-  if (model == "transformer") {
+  if (model == "pytorch") {
+    // A model observed by fp8lab.torch.attach: the recipe was measured on its tensors, not applied,
+    // so its losses are the model's own whatever the recipe.
+    s.setting_label = "PyTorch model";
+    if (cfg.contains("model") && cfg["model"].is_object()) {
+      const Json& mo = cfg["model"];
+      if (mo.contains("class") && mo["class"].is_string()) s.setting_label += " " + mo["class"].get<std::string>();
+      if (mo.contains("parameters") && mo["parameters"].is_number())
+        s.setting_label += " (" + mo["parameters"].dump() + " parameters)";
+    }
+    s.setting_label += ", observed: recipes measured on its tensors, not applied (the losses are the model's own)";
+  } else if (model == "transformer") {
     s.setting_label = "transformer LM";
     if (cfg.contains("model") && cfg["model"].is_object()) {
       const Json& mo = cfg["model"];

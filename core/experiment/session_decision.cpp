@@ -161,6 +161,7 @@ std::string hintAdvice(const SessionDecision& d, const std::string& session_path
   const RecipeInterval* pick = nullptr;
   for (const RecipeInterval& r : d.training) {
     if (r.baseline || r.runs.empty() || r.n_values == 0) continue;
+    if (r.setting_label.rfind("PyTorch model", 0) == 0) continue; // observed runs have no config to advise on
     const double diff = r.paired && r.paired->n_pairs > 0 ? r.paired->mean_diff : NAN;
     const double pick_diff = pick && pick->paired && pick->paired->n_pairs > 0 ? pick->paired->mean_diff : NAN;
     // The worst recipe against its baseline: the largest loss increase (lower is better) or the

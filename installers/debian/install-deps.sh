@@ -24,6 +24,8 @@ packages=(
   dataset-fashion-mnist fortunes
   # outside reader in tests
   python3 python3-h5py python3-numpy
+  # the Python module fp8lab (pybind11) and its pytest suite, the PyTorch bridge's tests (CPU torch)
+  python3-dev pybind11-dev python3-pytest python3-torch
   # GUI tests and screenshots
   xvfb xauth x11-apps imagemagick
   # fuzzing / sanitizers (clang + libFuzzer runtime)
