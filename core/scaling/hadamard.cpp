@@ -49,8 +49,11 @@ void hadamardTransform16(const float* x, float* y, uint16_t sign_mask, std::ptrd
   }
 }
 
-void hadamardTransform16Columns(const float* x, float* y, std::size_t cols, std::size_t ld, uint16_t sign_mask,
-                                bool bf16_output) {
+// The loops over c are element-wise (each y[j][c] sums its 16 products in i order), so the vector
+// clones give the same bits as the scalar code; -ffp-contract=off keeps every multiply and add apart.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+hadamardTransform16Columns(const float* x, float* y, std::size_t cols, std::size_t ld, uint16_t sign_mask,
+                           bool bf16_output) {
   const std::array<float, 256>& r = cachedRht(sign_mask);
   for (int j = 0; j < 16; ++j) {
     float* yj = y + static_cast<std::size_t>(j) * ld;

@@ -354,7 +354,9 @@ DiagnosticsResult DiagnosticsRecorder::finish(int64_t steps_done) {
 Nvfp4StatsView nvfp4StatsView(const Nvfp4Tensor& t, const Nvfp4Config& nc, const float* src, int64_t pr, int64_t pc,
                               int64_t rows, int64_t cols, Axis axis, int threads) {
   Nvfp4StatsView v;
-  v.q = nc.tile_2d ? mergeScaleBlocks(toQuantizedTensor(t, nc, src), {16, 16}) : toQuantizedTensor(t, nc, src);
+  // Without the element counts (QuantizeStats): per-block statistics count per block from the
+  // codes and elements themselves, and with RHT the counts would need the rotation again.
+  v.q = nc.tile_2d ? mergeScaleBlocks(toQuantizedTensor(t, nc, nullptr), {16, 16}) : toQuantizedTensor(t, nc, nullptr);
   if (nc.rht) v.x = rhtOperand(src, pr, pc, nc.rht_sign_mask, axis, threads);
   const int64_t kr = nc.rht && axis == Axis::Rows ? pr : rows, kc = nc.rht && axis == Axis::Cols ? pc : cols;
   if (kr != pr || kc != pc) {

@@ -143,7 +143,8 @@ private:
 /// the real [rows, cols] (cropQuantized) except along the block axis of an RHT operand, whose
 /// rotated pad belongs to its blocks; `x` holds the matching elements (rotated for RHT), or is
 /// empty when they are `src` as it is. Both the trained operands (fakeQuantize's observer) and
-/// the what-if recipes are measured through it.
+/// the what-if recipes are measured through it. `q.stats` holds the element count only (the
+/// per-block statistics count underflow and saturation per block themselves).
 struct Nvfp4StatsView {
   QuantizedTensor q;
   std::vector<float> x;

@@ -1,6 +1,7 @@
 // FP8 Lab — a training run observed from outside (observed_run.h).
 #include "training/observed_run.h"
 
+#include "common/names.h"
 #include "session/session_layout.h"
 #include "training/linear_site.h"
 #include "training/trainer.h"
@@ -16,12 +17,6 @@
 namespace fp8lab {
 
 namespace {
-
-std::string canonicalName(const std::string& s) {
-  std::string t;
-  for (char c : s) t += c == '-' ? '_' : char(std::tolower(static_cast<unsigned char>(c)));
-  return t;
-}
 
 /// The role an operand's recorded quantization has under a block recipe, and its contraction axis
 /// (the training engine records the same three: lm_trainer.cpp, linear_site.cpp).
@@ -70,7 +65,7 @@ void classify(Site& s) {
 std::optional<ObservedRecipe> parseObservedRecipe(const std::string& name, int history_len, int margin,
                                                   std::string* why) {
   ObservedRecipe r;
-  const std::string n = canonicalName(name);
+  const std::string n = normalizedName(name);
   auto perTensor = [&](TrainingScalingKind k, bool pow2) {
     r.fp8 = true;
     r.scaling.kind = k;

@@ -26,10 +26,12 @@ def main():
     ap.add_argument("--what-if", default="")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--d-model", type=int, default=64)
+    ap.add_argument("--layers", type=int, default=2)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    plain, hooked = GPT(), GPT()
+    plain, hooked = GPT(d=a.d_model, layers=a.layers), GPT(d=a.d_model, layers=a.layers)
     hooked.load_state_dict(plain.state_dict())
     opt_p = torch.optim.AdamW(plain.parameters(), lr=1e-3)
     opt_h = torch.optim.AdamW(hooked.parameters(), lr=1e-3)
@@ -63,9 +65,9 @@ def main():
     run.close()
     close_s = time.perf_counter() - t0
     mp, mh = statistics.median(tp), statistics.median(th)
-    print("recipe %s, what-if [%s], %d threads, %d steps: unhooked %.2f ms/step, attach(every=1) %.2f ms/step, "
+    print("d_model %d, %d blocks, recipe %s, what-if [%s], %d threads, %d steps: unhooked %.2f ms/step, attach(every=1) %.2f ms/step, "
           "ratio %.2fx; close() wrote the run in %.2f s (%.1f MB)"
-          % (a.recipe, a.what_if, a.threads, a.steps, 1e3 * mp, 1e3 * mh, mh / mp, close_s,
+          % (a.d_model, a.layers, a.recipe, a.what_if, a.threads, a.steps, 1e3 * mp, 1e3 * mh, mh / mp, close_s,
              os.path.getsize(path) / 1e6))
 
 
