@@ -1,6 +1,7 @@
 // FP8 Lab — float32 dense kernels (see dense.h).
 #include "training/dense.h"
 
+#include "common/cpu_level.h"
 #include "common/worker_pool.h"
 
 #include <algorithm>
@@ -8,6 +9,10 @@
 #include <cstring>
 #include <thread>
 #include <vector>
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace fp8lab {
 
@@ -52,13 +57,123 @@ void matmulRows(const float* a, const float* b, float* c, int64_t r0, int64_t r1
   }
 }
 
+#if defined(__GNUC__) && defined(__x86_64__)
+// Register-blocked kernels: a 4-row × 32-column (AVX-512) or 4 × 16 (AVX2) tile of C stays in
+// registers for the whole sum over k, instead of matmulRows' load and store of C at every k. Each
+// element is still summed k = 0, 1, ... from +0 (or from C's value when accumulating) with one
+// rounded multiply and one rounded add per term — the file is built with -ffp-contract=off, so the
+// mul and add intrinsics are never fused — which gives matmulRows' bits.
+template <int Rows>
+__attribute__((target("avx512f"))) void tileAvx512(const float* a, const float* b, float* c, int64_t i, int64_t j,
+                                                 int64_t k, int64_t n, bool accumulate, __mmask16 m0, __mmask16 m1) {
+  __m512 acc[Rows][2];
+  for (int r = 0; r < Rows; ++r) {
+    float* cr = c + (i + r) * n + j;
+    acc[r][0] = accumulate ? _mm512_maskz_loadu_ps(m0, cr) : _mm512_setzero_ps();
+    acc[r][1] = accumulate ? _mm512_maskz_loadu_ps(m1, cr + 16) : _mm512_setzero_ps();
+  }
+  const float* ai = a + i * k;
+  for (int64_t p = 0; p < k; ++p) {
+    const float* bp = b + p * n + j;
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, bp), b1 = _mm512_maskz_loadu_ps(m1, bp + 16);
+    for (int r = 0; r < Rows; ++r) {
+      const __m512 x = _mm512_set1_ps(ai[r * k + p]);
+      acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_mul_ps(x, b0));
+      acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_mul_ps(x, b1));
+    }
+  }
+  for (int r = 0; r < Rows; ++r) {
+    float* cr = c + (i + r) * n + j;
+    _mm512_mask_storeu_ps(cr, m0, acc[r][0]);
+    _mm512_mask_storeu_ps(cr + 16, m1, acc[r][1]);
+  }
+}
+
+__attribute__((target("avx512f"))) void matmulRowsAvx512(const float* a, const float* b, float* c, int64_t r0,
+                                                       int64_t r1, int64_t k, int64_t n, bool accumulate) {
+  for (int64_t i = r0; i < r1; i += 4) {
+    const int64_t rows = std::min<int64_t>(4, r1 - i);
+    for (int64_t j = 0; j < n; j += 32) {
+      const int64_t left = n - j;
+      const __mmask16 m0 = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u);
+      const __mmask16 m1 = left >= 32 ? __mmask16(0xFFFF) : left > 16 ? __mmask16((1u << (left - 16)) - 1u) : 0;
+      switch (rows) {
+      case 4: tileAvx512<4>(a, b, c, i, j, k, n, accumulate, m0, m1); break;
+      case 3: tileAvx512<3>(a, b, c, i, j, k, n, accumulate, m0, m1); break;
+      case 2: tileAvx512<2>(a, b, c, i, j, k, n, accumulate, m0, m1); break;
+      default: tileAvx512<1>(a, b, c, i, j, k, n, accumulate, m0, m1); break;
+      }
+    }
+  }
+}
+
+__attribute__((target("avx2"))) __m256i laneMaskAvx2(int64_t left) {
+  alignas(32) int32_t m[8];
+  for (int t = 0; t < 8; ++t) m[t] = t < left ? -1 : 0;
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(m));
+}
+
+template <int Rows>
+__attribute__((target("avx2"))) void tileAvx2(const float* a, const float* b, float* c, int64_t i, int64_t j, int64_t k,
+                                             int64_t n, bool accumulate, __m256i m0, __m256i m1) {
+  __m256 acc[Rows][2];
+  for (int r = 0; r < Rows; ++r) {
+    float* cr = c + (i + r) * n + j;
+    acc[r][0] = accumulate ? _mm256_maskload_ps(cr, m0) : _mm256_setzero_ps();
+    acc[r][1] = accumulate ? _mm256_maskload_ps(cr + 8, m1) : _mm256_setzero_ps();
+  }
+  const float* ai = a + i * k;
+  for (int64_t p = 0; p < k; ++p) {
+    const float* bp = b + p * n + j;
+    const __m256 b0 = _mm256_maskload_ps(bp, m0), b1 = _mm256_maskload_ps(bp + 8, m1);
+    for (int r = 0; r < Rows; ++r) {
+      const __m256 x = _mm256_set1_ps(ai[r * k + p]);
+      acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_mul_ps(x, b0));
+      acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_mul_ps(x, b1));
+    }
+  }
+  for (int r = 0; r < Rows; ++r) {
+    float* cr = c + (i + r) * n + j;
+    _mm256_maskstore_ps(cr, m0, acc[r][0]);
+    _mm256_maskstore_ps(cr + 8, m1, acc[r][1]);
+  }
+}
+
+__attribute__((target("avx2"))) void matmulRowsAvx2(const float* a, const float* b, float* c, int64_t r0, int64_t r1,
+                                                  int64_t k, int64_t n, bool accumulate) {
+  for (int64_t i = r0; i < r1; i += 4) {
+    const int64_t rows = std::min<int64_t>(4, r1 - i);
+    for (int64_t j = 0; j < n; j += 16) {
+      const __m256i m0 = laneMaskAvx2(n - j), m1 = laneMaskAvx2(n - j - 8);
+      switch (rows) {
+      case 4: tileAvx2<4>(a, b, c, i, j, k, n, accumulate, m0, m1); break;
+      case 3: tileAvx2<3>(a, b, c, i, j, k, n, accumulate, m0, m1); break;
+      case 2: tileAvx2<2>(a, b, c, i, j, k, n, accumulate, m0, m1); break;
+      default: tileAvx2<1>(a, b, c, i, j, k, n, accumulate, m0, m1); break;
+      }
+    }
+  }
+}
+#endif
+
+/// matmulRows at the CPU level the kernels use (cpu_level.h; FP8LAB_CPU forces it down).
+void matmulRowsDispatch(const float* a, const float* b, float* c, int64_t r0, int64_t r1, int64_t k, int64_t n,
+                        bool accumulate) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  static const CpuLevel level = cpuLevel();
+  if (level == CpuLevel::Avx512) return matmulRowsAvx512(a, b, c, r0, r1, k, n, accumulate);
+  if (level == CpuLevel::Avx2) return matmulRowsAvx2(a, b, c, r0, r1, k, n, accumulate);
+#endif
+  matmulRows(a, b, c, r0, r1, k, n, accumulate);
+}
+
 } // namespace
 
 void matmulF32(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n, int threads,
                bool accumulate) {
   const int t = std::min<int64_t>(resolveThreads(threads), std::max<int64_t>(1, m / 4));
   if (t <= 1 || m * k * n < 64 * 64 * 64) {
-    matmulRows(a, b, c, 0, m, k, n, accumulate);
+    matmulRowsDispatch(a, b, c, 0, m, k, n, accumulate);
     return;
   }
   // Row bands in multiples of 4 so every band but the last uses the 4-row kernel, taken by the
@@ -67,7 +182,7 @@ void matmulF32(const float* a, const float* b, float* c, int64_t m, int64_t k, i
   std::atomic<int64_t> next{0};
   runOnWorkers(t, [&](int) {
     for (int64_t r0; (r0 = next.fetch_add(band)) < m;)
-      matmulRows(a, b, c, r0, std::min(m, r0 + band), k, n, accumulate);
+      matmulRowsDispatch(a, b, c, r0, std::min(m, r0 + band), k, n, accumulate);
   });
 }
 

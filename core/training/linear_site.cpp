@@ -13,15 +13,6 @@ namespace fp8lab {
 
 namespace {
 
-float amaxOf(const float* x, size_t n) {
-  float m = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const float a = std::fabs(x[i]);
-    m = a > m ? a : m; // NaN ignored, as fmaxf
-  }
-  return m;
-}
-
 /// The value of a quantized operand at (i, j) as the GEMM uses it: decode(code) · scale.
 float deq(const QuantizedTensor& q, int64_t i, int64_t j) {
   return q.format->decodeTable()[q.codes[static_cast<size_t>(i * q.cols + j)]] * q.dequantScaleAt(i, j);
@@ -70,7 +61,7 @@ void SiteRecorder::recordRecipe(size_t op, const RoleQuantRecord& rq) {
 
 void SiteRecorder::recordHighPrecision(size_t op, const float* x, size_t n) {
   OperandStepRecord r;
-  r.amax = amaxOf(x, n);
+  r.amax = static_cast<float>(amaxOf(x, n, /*ignore_nan=*/true)); // NaN ignored, as fmaxf
   r.dequant_scale = 1;
   r.quant_scale = 1;
   const OperandHistory& h = ops_.at(op);

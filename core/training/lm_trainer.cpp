@@ -96,13 +96,9 @@ int64_t nonZeros(const float* x, int64_t n) {
   return c;
 }
 
+/// max |x| with NaN ignored (fmaxf), as float32: scaling.h's vectorised amaxOf.
 float amaxOf(const float* x, int64_t n) {
-  float m = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float a = std::fabs(x[i]);
-    m = a > m ? a : m;
-  }
-  return m;
+  return static_cast<float>(fp8lab::amaxOf(x, static_cast<size_t>(n), /*ignore_nan=*/true));
 }
 
 } // namespace

@@ -256,23 +256,9 @@ int64_t paddedContraction(int64_t k) {
 
 namespace {
 
+/// max |x| with NaN ignored (CUDA fmaxf): scaling.h's vectorised amaxOf, as float32.
 float amaxIgnoringNaN(const float* x, size_t n) {
-  // Eight independent maxima (the compiler turns them into one vector register): the maximum does
-  // not depend on the order, so this equals the sequential fmaxf chain.
-  float m[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (size_t k = 0; k < 8; ++k) {
-      const float a = std::fabs(x[i + k]);
-      m[k] = a > m[k] ? a : m[k]; // = fmaxf(m, a): NaN ignored
-    }
-  for (; i < n; ++i) {
-    const float a = std::fabs(x[i]);
-    m[0] = a > m[0] ? a : m[0];
-  }
-  float r = 0;
-  for (float v : m) r = v > r ? v : r;
-  return r;
+  return static_cast<float>(amaxOf(x, n, /*ignore_nan=*/true));
 }
 
 /// Copies src [r, c] into dst [R, C] (R ≥ r, C ≥ c) at the top left, zeros elsewhere.

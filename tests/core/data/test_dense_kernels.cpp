@@ -1,0 +1,126 @@
+// The float32 training GEMM (training/dense.h matmulF32) at the CPU level the process runs (CTest
+// runs this suite at each level: FP8LAB_CPU=baseline|avx2|avx512): every element must equal the
+// definition written here — C[i,j] = (((0 + a[i,0]·b[0,j]) + a[i,1]·b[1,j]) + …) in float32, each
+// product and each sum rounded once (no fused multiply-add), k ascending — bit for bit, whatever the
+// shape, the thread count, or the register tile of the vector kernels.
+#include <QtTest>
+
+#include "common/cpu_level.h"
+#include "cpu_level_skip.h"
+#include "training/dense.h"
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+using namespace fp8lab;
+
+namespace {
+
+std::vector<float> values(int64_t rows, int64_t cols, uint64_t seed, bool specials) {
+  std::vector<float> v(static_cast<size_t>(rows * cols));
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (float& x : v) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    // magnitudes over 2^-20 .. 2^20 and both signs: the sums round at many different exponents
+    const double u = double(s >> 11) / double(1ull << 53);
+    const int e = int(s % 41) - 20;
+    x = static_cast<float>((u * 2 - 1) * std::ldexp(1.0, e));
+  }
+  if (specials && v.size() > 8) {
+    v[1] = -0.0f;
+    v[3] = 0.0f;
+    v[5] = std::numeric_limits<float>::infinity();
+    v[7] = std::numeric_limits<float>::quiet_NaN();
+  }
+  return v;
+}
+
+/// The definition, one element at a time. `volatile` keeps each product and each sum a separate
+/// float32 rounding whatever the compiler would otherwise do.
+std::vector<float> reference(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>* c0,
+                             int64_t m, int64_t k, int64_t n) {
+  std::vector<float> c(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      volatile float acc = c0 ? (*c0)[size_t(i * n + j)] : 0.0f;
+      for (int64_t p = 0; p < k; ++p) {
+        volatile float prod = a[size_t(i * k + p)] * b[size_t(p * n + j)];
+        acc = acc + prod;
+      }
+      c[size_t(i * n + j)] = acc;
+    }
+  return c;
+}
+
+bool sameBits(const std::vector<float>& x, const std::vector<float>& y, QString* where, int64_t n) {
+  for (size_t i = 0; i < x.size(); ++i)
+    if (std::bit_cast<uint32_t>(x[i]) != std::bit_cast<uint32_t>(y[i])) {
+      *where = QStringLiteral("C[%1, %2]: %3 (0x%4) instead of %5 (0x%6)")
+                   .arg(int64_t(i) / n)
+                   .arg(int64_t(i) % n)
+                   .arg(double(y[i]), 0, 'g', 9)
+                   .arg(std::bit_cast<uint32_t>(y[i]), 8, 16, QLatin1Char('0'))
+                   .arg(double(x[i]), 0, 'g', 9)
+                   .arg(std::bit_cast<uint32_t>(x[i]), 8, 16, QLatin1Char('0'));
+      return false;
+    }
+  return true;
+}
+
+} // namespace
+
+class TestDenseKernels : public QObject {
+  Q_OBJECT
+private Q_SLOTS:
+  void initTestCase() {
+    test::skipWhenCpuLevelRefused();
+    qInfo("CPU level %s", cpuLevelDescription().c_str());
+  }
+
+  // By hand: +0 + (−1 · 0) = +0 + −0 = +0 (IEEE 754 §6.3: a sum of opposite-signed zeros is +0 under
+  // round-to-nearest), so a product of −0 alone still gives +0; 2^24 + 1 + 1 = 2^24 in float32 step
+  // by step (each +1 is a tie that rounds to the even 2^24), where a fused or reordered sum would
+  // give 2^24 + 2.
+  void byHand() {
+    std::vector<float> a = {-1.0f}, b = {0.0f}, c(1);
+    matmulF32(a.data(), b.data(), c.data(), 1, 1, 1, 1);
+    QCOMPARE(std::bit_cast<uint32_t>(c[0]), 0u);
+    a = {16777216.0f, 1.0f, 1.0f};
+    b = {1.0f, 1.0f, 1.0f};
+    matmulF32(a.data(), b.data(), c.data(), 1, 3, 1, 1);
+    QCOMPARE(c[0], 16777216.0f);
+  }
+
+  void shapesAndThreads() {
+    uint64_t seed = 1;
+    for (int64_t m : {1, 3, 4, 5, 7, 64, 130})
+      for (int64_t k : {1, 2, 17, 64, 300})
+        for (int64_t n : {1, 7, 15, 16, 17, 31, 32, 33, 64, 100, 257})
+          for (bool accumulate : {false, true}) {
+            const std::vector<float> a = values(m, k, seed++, m * k > 16), b = values(k, n, seed++, false);
+            const std::vector<float> c0 = values(m, n, seed++, false);
+            const std::vector<float> want = reference(a, b, accumulate ? &c0 : nullptr, m, k, n);
+            for (int threads : {1, 2}) {
+              std::vector<float> got = c0;
+              matmulF32(a.data(), b.data(), got.data(), m, k, n, threads, accumulate);
+              QString where;
+              if (!sameBits(want, got, &where, n))
+                QFAIL(qPrintable(QStringLiteral("m %1 k %2 n %3 accumulate %4 threads %5: %6")
+                                     .arg(m)
+                                     .arg(k)
+                                     .arg(n)
+                                     .arg(accumulate)
+                                     .arg(threads)
+                                     .arg(where)));
+            }
+          }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestDenseKernels)
+#include "test_dense_kernels.moc"
