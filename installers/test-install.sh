@@ -53,6 +53,9 @@ for f in ./usr/bin/fp8lab ./usr/bin/fp8lab-cli ./usr/bin/fp8lab-render ./usr/lib
          ./usr/share/fp8lab/experiments/default.json; do
   grep -qx "$f" "$work/files" || die "package lacks $f"
 done
+# The Python module (built when python3-dev and pybind11-dev are present, as install-deps.sh makes sure).
+grep -qx './usr/lib/python3/dist-packages/fp8lab/__init__.py' "$work/files" || die "package lacks the Python module fp8lab"
+grep -q '^./usr/lib/python3/dist-packages/fp8lab/_core\..*\.so$' "$work/files" || die "package lacks fp8lab/_core*.so"
 tar -tzf "$tgz" > "$work/tgz-files"
 for b in fp8lab fp8lab-cli fp8lab-render; do
   grep -q "bin/$b\$" "$work/tgz-files" || die "the .tar.gz lacks bin/$b"
@@ -96,6 +99,18 @@ if readelf -d "$cli" | grep NEEDED | grep -Eqi 'Qt6(Widgets|Gui|Concurrent|Svg|P
   readelf -d "$cli" | grep NEEDED
   die "fp8lab-cli links a GUI library"
 fi
+
+step "import fp8lab (the installed module, Debian's python3)"
+/usr/bin/python3 - <<'EOF'
+import numpy as np
+import fp8lab
+assert fp8lab.__file__.startswith("/usr/lib/python3/dist-packages/fp8lab/"), fp8lab.__file__
+# OCP OFP8 v1.0: 448 is E4M3FN's max finite, code 0x7E
+assert fp8lab.encode(np.array([448.0], np.float32), "E4M3FN").tolist() == [0x7E]
+r = fp8lab.gemm(np.ones((4, 32), np.float32), np.ones((32, 8), np.float32), accumulation="hopper_fp8")
+assert (r.d == 32.0).all(), r.d
+print("fp8lab", fp8lab.version, "from", fp8lab.__file__)
+EOF
 
 step "fp8lab-cli --version"
 v="$("$cli" --version)"
