@@ -369,21 +369,7 @@ Run ObservedRun::finish(const std::string& run_id, const std::string& config_jso
   run.attrs["repeated_calls"] = d->repeated;
   run.attrs["scale_convention"] =
       std::string("dequant_scale: x ≈ decode(code) · scale; quant_scale = the multiplier of the quantize op");
-  std::string sites;
-  for (const Site& s : d->table.sites()) sites += (sites.empty() ? "" : ",") + s.path;
-  run.attrs["sites"] = sites;
-  {
-    std::vector<int64_t> in, out, blk;
-    for (const Site& s : d->table.sites()) {
-      in.push_back(s.in);
-      out.push_back(s.out);
-      blk.push_back(s.block);
-    }
-    const int64_t ns = int64_t(d->table.size());
-    run.datasets[layout::sites("in")] = Dataset::int64({ns}, in, "1", "per site (order of the run's 'sites' attribute): in");
-    run.datasets[layout::sites("out")] = Dataset::int64({ns}, out, "1", "per site: out");
-    run.datasets[layout::sites("block")] = Dataset::int64({ns}, blk, "1", "per site: transformer block (-1: none)");
-  }
+  putSiteTable(run, d->table);
   run.datasets[layout::training("recorded_step")] =
       Dataset::int64({steps}, std::vector<int64_t>(d->recorded_steps.begin(), d->recorded_steps.begin() + steps),
                      "steps", "the training loop's step number of each recorded step (history index → loop step)");

@@ -608,6 +608,23 @@ std::string lmConfigJson(const LmTrainingConfig& c, const std::string& run_id) {
   return o.str();
 }
 
+void putSiteTable(Run& run, const SiteTable& table) {
+  std::string names;
+  std::vector<int64_t> in, out, blk;
+  for (const Site& s : table.sites()) {
+    names += (names.empty() ? "" : ",") + s.path;
+    in.push_back(s.in);
+    out.push_back(s.out);
+    blk.push_back(s.block);
+  }
+  const int64_t ns = int64_t(table.size());
+  run.attrs["sites"] = names;
+  run.datasets[layout::sites("in")] =
+      Dataset::int64({ns}, in, "1", "per site (order of the run's 'sites' attribute): in");
+  run.datasets[layout::sites("out")] = Dataset::int64({ns}, out, "1", "per site: out");
+  run.datasets[layout::sites("block")] = Dataset::int64({ns}, blk, "1", "per site: transformer block (-1: none)");
+}
+
 Run lmRunToSession(const LmTrainingResult& r, const std::string& run_id, const std::string& config_json) {
   const LmTrainingConfig& c = r.config;
   const bool fp8 = c.precision == TrainingPrecision::FP8;
@@ -642,9 +659,6 @@ Run lmRunToSession(const LmTrainingResult& r, const std::string& run_id, const s
   run.attrs["parameters"] = c.model.parameterCount();
   run.attrs["scale_convention"] =
       std::string("dequant_scale: x ≈ decode(code) · scale; quant_scale = the multiplier of the quantize op");
-  std::string sites;
-  for (const Site& s : r.sites.sites()) sites += (sites.empty() ? "" : ",") + s.path;
-  run.attrs["sites"] = sites;
   if (!c.policy.rules.empty()) {
     std::string p;
     for (const PolicyRule& x : c.policy.rules) p += (p.empty() ? "" : "; ") + x.describe();
@@ -667,20 +681,7 @@ Run lmRunToSession(const LmTrainingResult& r, const std::string& run_id, const s
       Dataset::int64({nv}, r.val_steps, "steps", "the steps after which the validation loss was measured");
   run.putFloat32(layout::training("val_loss"), r.val_loss, nv, -1, "nats",
                  "mean cross-entropy per byte over the fixed validation windows");
-  // sites
-  {
-    const int64_t ns = int64_t(r.sites.size());
-    std::vector<int64_t> in, out, blk;
-    for (const Site& s : r.sites.sites()) {
-      in.push_back(s.in);
-      out.push_back(s.out);
-      blk.push_back(s.block);
-    }
-    run.datasets[layout::sites("in")] =
-        Dataset::int64({ns}, in, "1", "per site (order of the run's 'sites' attribute): in");
-    run.datasets[layout::sites("out")] = Dataset::int64({ns}, out, "1", "per site: out");
-    run.datasets[layout::sites("block")] = Dataset::int64({ns}, blk, "1", "per site: transformer block (-1: none)");
-  }
+  putSiteTable(run, r.sites);
   const bool delayed = fp8 && !block && isDelayed(c.scaling.kind);
   const OperandTotals totals =
       putOperandHistories(run, r.operands, steps, fp8, block, scaling_name, delayed ? c.scaling.history_len : 0);

@@ -86,6 +86,10 @@ void putDiagnosticsGroups(Run& run, const DiagnosticsResult& d);
 /// "precision": ..., "from_step": ..., "until_step": ...}, ...].
 std::string policyJson(const PrecisionPolicy& p);
 
+/// The run's sites (docs/session-format.md "Language-model runs"): the attribute `sites` (the paths,
+/// comma-separated, in recording order) and sites/in, sites/out, sites/block (int64 [sites]).
+void putSiteTable(Run& run, const SiteTable& table);
+
 /// The one-run config of a language-model run (what `rerun` reads back).
 std::string lmConfigJson(const LmTrainingConfig& c, const std::string& run_id);
 /// Builds the session Run of a (possibly cancelled) language-model run: type "training", attribute
