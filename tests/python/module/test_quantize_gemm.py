@@ -190,3 +190,31 @@ def test_session_reader_matches_h5py(cli, tmp_path):
     (tmp_path / "text.h5").write_text("not a session")
     with pytest.raises(ValueError):
         fp8lab.Session(tmp_path / "text.h5")
+
+
+def test_results_are_views_not_copies():
+    q = fp8lab.quantize(rng_matrix(31, 8, 64), "mx_rceil")
+    # Each access is a view of the same core vector.
+    assert np.shares_memory(q.codes, q.codes) and np.shares_memory(q.dequant_scales, q.dequant_scales)
+    assert not q.codes.flags.writeable
+    r = fp8lab.gemm(rng_matrix(32, 16, 64), rng_matrix(33, 64, 8))
+    # D is handed over, not copied: the array does not own a numpy allocation.
+    assert not r.d.flags.owndata and r.d.base is not None
+
+
+def test_threads_run_concurrently_and_agree():
+    import threading
+    a, b = rng_matrix(41, 128, 512), rng_matrix(42, 512, 64)
+    want = fp8lab.gemm(a, b, accumulation="hopper_fp8").d
+    out = [None] * 4
+
+    def work(i):
+        out[i] = fp8lab.gemm(a, b, accumulation="hopper_fp8", threads=1).d
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for d in out:
+        assert np.array_equal(d.view(np.uint32), want.view(np.uint32))
