@@ -26,9 +26,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -431,6 +435,13 @@ GemmCall gemmCall(py::handle a, py::handle b, const py::dict& kw, bool check) {
       call.id = item.second.cast<std::string>();
       continue;
     }
+    if (key == "backend") {
+      const std::string v = pyText(item.second);
+      if (v != "cpu" && v != "auto")
+        throw py::value_error("backend: the Python module runs the CPU reference only ('cpu'); got '" + v +
+                              "' (the GPU runs through fp8lab-cli gemm --backend gpu)");
+      continue;
+    }
     if (key == "m" || key == "k" || key == "n" || key == "a_tensor" || key == "b_tensor")
       throw py::type_error("gemm: '" + key + "' is given by the operands a and b");
     const std::string flag = flagOf(key);
@@ -684,11 +695,13 @@ public:
   }
   const std::string& path() const { return path_; }
   std::vector<std::string> runIds() const {
+    live();
     std::vector<std::string> ids;
     for (const RunInfo& r : rd_->info().runs) ids.push_back(r.id);
     return ids;
   }
   py::dict run(const std::string& id) const {
+    live();
     const RunInfo* r = rd_->info().find(id);
     if (!r) throw py::key_error("no run '" + id + "' in " + path_);
     py::dict d;
@@ -707,6 +720,7 @@ public:
     return d;
   }
   py::array read(const std::string& id, const std::string& dataset) {
+    live();
     Result<Dataset> r;
     {
       py::gil_scoped_release nogil;
@@ -720,8 +734,17 @@ public:
     return datasetToNumpy(std::move(r.value));
   }
   const std::vector<std::string>& warnings() const { return warnings_; }
+  /// Releases the file (later calls raise ValueError).
+  void close() {
+    std::lock_guard<std::mutex> lock(m_);
+    rd_.reset();
+  }
+  bool closed() const { return !rd_; }
 
 private:
+  void live() const {
+    if (!rd_) throw py::value_error("the session " + path_ + " is closed");
+  }
   std::string path_;
   std::unique_ptr<SessionReader> rd_;
   std::mutex m_;
@@ -769,6 +792,32 @@ PyRerun rerun(const std::string& path, const std::string& run_id, int threads) {
 }
 
 // ---- observed training (fp8lab.torch) ----------------------------------------------------------
+
+/// Why a session cannot be written at `path` with run id `run_id`, checked before a long run
+/// records anything: the id's rules, an existing directory this user may write, and an existing
+/// file that is an FP8 Lab session this user may write (appendRuns never replaces anything else).
+void checkSessionOutput(const std::string& path, const std::string& run_id) {
+  if (std::string why; !isValidRunId(run_id, &why)) throw py::value_error("run_id: " + why);
+  if (path.empty()) throw py::value_error("path: empty");
+  std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
+  if (path.find('/') == std::string::npos) dir = ".";
+  if (dir.empty()) dir = "/";
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw py::value_error("path: the directory " + dir + " does not exist");
+  if (::access(dir.c_str(), W_OK) != 0) throw py::value_error("path: the directory " + dir + " is not writable");
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!hasHdf5Signature(path))
+      throw py::value_error("path: " + path + " exists and is not an FP8 Lab session (nothing is written over it)");
+    Result<std::unique_ptr<SessionReader>> r;
+    {
+      py::gil_scoped_release nogil;
+      r = SessionReader::open(path);
+    }
+    if (!r.ok()) throw py::value_error("path: " + path + " is not a session this can add a run to: " + r.errors());
+    if (::access(path.c_str(), W_OK) != 0) throw py::value_error("path: " + path + " is not writable");
+  }
+}
 
 SiteOperand operandOf(const std::string& s) {
   if (s == "input") return SiteOperand::Input;
@@ -850,20 +899,26 @@ public:
   /// returns the id stored.
   std::string finish(const std::string& path, const std::string& run_id, const std::string& config_json,
                      bool cancelled) {
-    live();
-    if (std::string why; !isValidRunId(run_id, &why)) throw py::value_error("run_id: " + why);
+    if (!pending_) {
+      live();
+      if (std::string why; !isValidRunId(run_id, &why)) throw py::value_error("run_id: " + why);
+      py::gil_scoped_release nogil;
+      pending_ = run_->finish(run_id, config_json, cancelled);
+      run_.reset();
+    }
+    // The run stays here until it is written: a failed save can be tried again (another path).
     Status st;
     std::vector<std::string> ids;
     {
       py::gil_scoped_release nogil;
-      const Run run = run_->finish(run_id, config_json, cancelled);
-      run_.reset();
       WriteOptions wo;
       wo.on_conflict = WriteOptions::OnConflict::Rename;
-      st = appendRuns(path, {run}, wo, &ids);
+      st = appendRuns(path, {*pending_}, wo, &ids);
     }
-    raiseIfError(st, "saving the observed run: ");
-    return ids.empty() ? run_id : ids.front();
+    raiseIfError(st, "saving the observed run (it is kept: close() again, after setting .path, retries): ");
+    const std::string id = ids.empty() ? pending_->id : ids.front();
+    pending_.reset();
+    return id;
   }
 
 private:
@@ -871,6 +926,7 @@ private:
     if (!run_) throw py::value_error("the observed run is closed");
   }
   std::unique_ptr<ObservedRun> run_;
+  std::optional<Run> pending_; ///< the finished run until it is written
 };
 
 } // namespace
@@ -898,8 +954,21 @@ PYBIND11_MODULE(_core, m) {
         const PyQuantized& p = self.cast<const PyQuantized&>();
         return view(self, p.q.codes.data(), p.q.rows, p.q.cols);
       })
-      .def_property_readonly("dequant_scales", [view](py::object self) {
+      .def_property_readonly("dequant_scales", [view](py::object self) -> py::object {
         const PyQuantized& p = self.cast<const PyQuantized&>();
+        if (p.q.tensor_scale.kind == TensorScale::Kind::None)
+          return view(self, p.q.dequant_scales.data(), p.q.blockRows(), p.q.blockCols());
+        // Two-level (NVFP4): each block's factor, its E4M3 scale times the tensor level, as the CLI's
+        // dequant_scales (block_scales has the E4M3 values).
+        std::vector<float> f(p.q.dequant_scales.size());
+        for (size_t i = 0; i < f.size(); ++i) f[i] = p.q.tensor_scale.blockFactor(p.q.dequant_scales[i]);
+        py::array_t<float> a = owned(std::move(f), {py::ssize_t(p.q.blockRows()), py::ssize_t(p.q.blockCols())});
+        a.attr("flags").attr("writeable") = false;
+        return a;
+      })
+      .def_property_readonly("block_scales", [view](py::object self) -> py::object {
+        const PyQuantized& p = self.cast<const PyQuantized&>();
+        if (p.q.tensor_scale.kind == TensorScale::Kind::None) return py::none();
         return view(self, p.q.dequant_scales.data(), p.q.blockRows(), p.q.blockCols());
       })
       .def_property_readonly("quant_scales", [view](py::object self) -> py::object {
@@ -926,10 +995,13 @@ PYBIND11_MODULE(_core, m) {
         const TensorScale& t = p.q.tensor_scale;
         if (t.kind == TensorScale::Kind::None) return py::none();
         py::dict d;
-        d["kind"] = t.kind == TensorScale::Kind::TeAmax ? "te_amax" : "torchao_pts";
+        const bool te = t.kind == TensorScale::Kind::TeAmax;
+        d["kind"] = te ? "te_amax" : "torchao_per_tensor_scale";
         d["amax"] = t.amax;
         d["value"] = t.value;
-        d["fp4_fp8_max"] = t.fp4_fp8_max;
+        d["convention"] = te ? "quant multiplier S_enc = fp4_fp8_max / amax" : "dequant factor amax / 2688";
+        if (te) d["fp4_fp8_max"] = t.fp4_fp8_max;
+        d["tensor_factor"] = t.tensorFactor();
         return d;
       })
       .def_property_readonly("stats", [](const PyQuantized& p) { return quantizeStatsToPy(p.q.stats); })
@@ -997,7 +1069,9 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("run_ids", &PySession::runIds)
       .def_property_readonly("warnings", &PySession::warnings)
       .def("run", &PySession::run, py::arg("run_id"))
-      .def("read", &PySession::read, py::arg("run_id"), py::arg("dataset"));
+      .def("read", &PySession::read, py::arg("run_id"), py::arg("dataset"))
+      .def("close", &PySession::close)
+      .def_property_readonly("closed", &PySession::closed);
 
   py::class_<PyRerun>(m, "RerunResult")
       .def_readonly("d", &PyRerun::d)
@@ -1007,6 +1081,7 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("metrics", &PyRerun::metrics)
       .def_readonly("report", &PyRerun::report);
   m.def("rerun", &rerun, py::arg("path"), py::arg("run_id"), py::arg("threads") = 0);
+  m.def("check_session_output", &checkSessionOutput, py::arg("path"), py::arg("run_id"));
 
   py::class_<PyObservedRun>(m, "ObservedRun")
       .def(py::init<const std::vector<std::tuple<std::string, int64_t, int64_t>>&, const std::string&, int, int,

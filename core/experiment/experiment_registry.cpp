@@ -95,6 +95,12 @@ std::string experimentTypeOf(const Json& o) {
 
 std::optional<RerunResult> rerunStoredRun(const Run& stored, int threads, const ProgressFn& progress,
                                           std::string* error) {
+  if (attrString(stored.attrs, "model").value_or("") == "pytorch") {
+    *error = "run " + stored.id +
+             " was observed from a PyTorch model (fp8lab.torch.attach): the model and its data are not in the "
+             "session, so it cannot be re-run";
+    return std::nullopt;
+  }
   const ExperimentKind* k = findExperimentKind(stored.type);
   if (!k || !k->reproduce) {
     *error = "run " + stored.id + " has type '" + stored.type +

@@ -265,7 +265,7 @@ void ObservedRun::observe(size_t site, SiteOperand operand, const float* x, int6
   const Site& s = d->table[site];
   const size_t op = SiteTable::operandIndex(site, operand);
   if (d->seen[op]) {
-    ++d->repeated;
+    d->repeated += operand == SiteOperand::Input; // one per repeated call of the module
     return;
   }
   // The orientation the engine uses: input [N, in], kernel [in, out], output_grad [N, out].

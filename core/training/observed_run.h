@@ -102,7 +102,8 @@ public:
   /// One operand of site `site` at the open step: x [rows, cols] row-major float32, in the
   /// orientation of the top of this file; for the kernel `transposed` says x is PyTorch's weight
   /// [out, in] (it is transposed here). The first call per operand and step counts; later ones
-  /// (gradient accumulation's micro-batches) are counted in repeatedCalls() and ignored. Throws
+  /// (gradient accumulation's micro-batches, a module used twice) are ignored, and repeatedCalls()
+  /// counts those of the input (one per repeated call of the module). Throws
   /// std::invalid_argument for a site out of range or a shape that disagrees with the site.
   void observe(size_t site, SiteOperand operand, const float* x, int64_t rows, int64_t cols, bool transposed = false);
   /// Ends the open step: every operand not observed in it (a module the forward skipped, a

@@ -39,6 +39,18 @@ def _keywords(message):
     return re.sub(r"--([a-z][a-z0-9-]*)", kw, message)
 
 
+def _require(name, value, kind):
+    """TypeError naming the keyword unless value is of kind: "int" (not bool), "bool", "real", "str"."""
+    import numbers
+    ok = {"int": isinstance(value, numbers.Integral) and not isinstance(value, bool),
+          "bool": isinstance(value, bool),
+          "real": isinstance(value, numbers.Real) and not isinstance(value, bool),
+          "str": isinstance(value, str)}[kind]
+    if not ok:
+        words = {"int": "an integer", "bool": "True or False", "real": "a number", "str": "a string"}[kind]
+        raise TypeError("%s: expected %s, got %r" % (name, words, value))
+
+
 def _python_words(f):
     @functools.wraps(f)
     def call(*args, **kwargs):
@@ -75,6 +87,12 @@ def encode(x, format, *, rounding="rne", saturate=True, specials="cuda", scale=1
     Returns uint8 codes of x's shape (uint16 for BF16/FP16). Raises TypeError for another dtype,
     ValueError for an unknown format, rounding or a scale that is not finite and > 0.
     """
+    _require("saturate", saturate, "bool")
+    _require("scale", scale, "real")
+    _require("seed", seed, "int")
+    _require("stochastic_bits", stochastic_bits, "int")
+    if not 0 <= seed < 2 ** 64:
+        raise ValueError("seed: expected 0 <= seed < 2**64, got %d" % seed)
     return _core.encode(x, format, rounding, saturate, specials, float(scale), scale_op, int(seed),
                         int(stochastic_bits))
 
@@ -111,11 +129,27 @@ def quantize(x, scaling="te_current", format=None, *, axis="cols", rounding="rne
     axis: the contraction axis, ``"cols"`` for A [M, K] (K along a row) or ``"rows"`` for B [K, N].
     block, pow2, amax_epsilon, margin, history_len, algo: the preset's options (the CLI's flags); an
        option the preset does not read is refused (ValueError naming it).
-    Returns a :class:`QuantizedTensor`: ``codes`` [rows, cols] uint8, ``dequant_scales`` and
-    ``quant_scales`` over the block grid (float32), ``scale_codes`` (E8M0 for MX, E4M3FN for NVFP4)
+    Returns a :class:`QuantizedTensor`: ``codes`` [rows, cols] uint8, ``dequant_scales`` (each
+    block's factor, x ≈ decode(code) · factor: for NVFP4 its E4M3 scale times the tensor level, with
+    ``block_scales`` the E4M3 values) and ``quant_scales`` (None for NVFP4, whose element multiplier
+    follows the preset's rule) over the block grid (float32), ``scale_codes`` (E8M0 for MX, E4M3FN for NVFP4)
     with ``scale_format``, ``block``, ``tensor_scale`` (NVFP4's second level), ``stats`` (saturated,
     underflow, ... counts), ``strategy``, ``dequantize()``. Its arrays are read-only views.
     """
+    _require("seed", seed, "int")
+    _require("saturate", saturate, "bool")
+    for name, value, kind in (("block", block, "int"), ("pow2", pow2, "bool"), ("amax_epsilon", amax_epsilon, "real"),
+                              ("margin", margin, "int"), ("history_len", history_len, "int"), ("algo", algo, "str")):
+        if value is not None:
+            _require(name, value, kind)
+    if amax_history is not None:
+        try:
+            if isinstance(amax_history, (str, bytes)):
+                raise TypeError
+            amax_history = [float(v) for v in amax_history]
+        except (TypeError, ValueError):
+            raise TypeError("amax_history: expected a sequence of numbers (earlier steps' amaxes, oldest first), "
+                            "got %r" % (amax_history,)) from None
     return _core.quantize(x, scaling, format or "", axis, rounding, int(seed), saturate, block, pow2,
                           amax_epsilon, margin, history_len, algo, amax_history)
 
@@ -150,6 +184,9 @@ def gemm(a, b, **options):
 
     Keywords (from the parameter schema):
 """
+    for hidden in ("observed", "check"):
+        if hidden in options:
+            raise TypeError("gemm: unexpected keyword '%s' (a kernel's D is checked with fp8lab.check_kernel)" % hidden)
     return _core.gemm(a, b, None, {}, **options)
 
 
@@ -221,9 +258,10 @@ class Session:
     opening, datasets are read on demand.
 
     ``runs``: run ids; ``run(id)``: a dict with type, seed, backend, device, config (the JSON text),
-    ``config_json`` parsed as ``config_dict``, attrs, metrics, datasets (paths); ``read(id, path)``:
-    one dataset as a numpy array (float32, float64, uint8 or int64, as stored). Raises KeyError for
-    an unknown run or dataset, ValueError for a file that is not a valid session.
+    the config parsed as ``config_dict``, attrs, metrics, datasets (paths); ``read(id, path)``:
+    one dataset as a numpy array (float32, float64, uint8 or int64, as stored); ``close()`` (or a
+    ``with`` block) releases the file. Raises KeyError for an unknown run or dataset, ValueError for
+    a file that is not a valid session or a closed one.
     """
 
     def __init__(self, path):
@@ -240,6 +278,21 @@ class Session:
     @property
     def warnings(self):
         return list(self._s.warnings)
+
+    def close(self):
+        """Releases the file; later calls raise ValueError. Also on leaving a ``with`` block."""
+        self._s.close()
+
+    @property
+    def closed(self):
+        return self._s.closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
 
     def run(self, run_id):
         import json

@@ -6,7 +6,7 @@ output best.
 DeepGEMM's ``calc_diff`` (copied into vLLM's FP8 GEMM tests) passes any output within 1e-3 of the
 reference: a 13-bit and a 25-bit accumulator pass alike. This names the difference instead."""
 
-from . import check_kernel
+from . import _keywords, check_kernel
 
 __all__ = ["assert_kernel_matches"]
 
@@ -43,7 +43,7 @@ def assert_kernel_matches(observed, a, b, *, reference="exact", max_ulp=None, at
             lines.append("runner-up: %s (%.2f points behind)" % (v.fit["runner_up"], v.fit["margin_points"]))
         if v.fit["warning"]:
             lines.append(v.fit["warning"])
-    raise AssertionError("\n".join(lines))
+    raise AssertionError(_keywords("\n".join(lines)))
 
 
 def _ulps(u):

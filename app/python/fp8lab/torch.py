@@ -25,6 +25,8 @@ copied to the host as float32 for recording).
 """
 
 import json
+import os
+import warnings
 
 import torch
 
@@ -34,12 +36,18 @@ __all__ = ["attach", "Attachment"]
 
 
 def _linears(model):
-    """(qualified name, module) of every nn.Linear, in module order; the root model itself when it is one."""
-    out = []
+    """(qualified name, module) of every nn.Linear the forward calls, in module order (the root model
+    itself when it is one), and the names of those it cannot observe: nn.MultiheadAttention's
+    out_proj, whose weight the attention function uses directly (the Linear is never called)."""
+    out, skipped, inside_mha = [], [], set()
     for name, mod in model.named_modules():
-        if isinstance(mod, torch.nn.Linear):
+        if isinstance(mod, torch.nn.MultiheadAttention):
+            inside_mha.add(id(mod.out_proj))
+            skipped.append(name or type(model).__name__)
+    for name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.Linear) and id(mod) not in inside_mha:
             out.append((name or type(model).__name__, mod))
-    return out
+    return out, skipped
 
 
 def _host_float32(t, cols):
@@ -61,15 +69,29 @@ class Attachment:
                  what_if_every, block_stats, seed, threads, on_nonfinite):
         if not isinstance(model, torch.nn.Module):
             raise TypeError("model: expected a torch.nn.Module, got %s" % type(model).__name__)
-        if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+        for name, value in (("every", every), ("history_len", history_len), ("margin", margin),
+                            ("map_every", map_every), ("what_if_every", what_if_every), ("seed", seed),
+                            ("threads", threads)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError("%s: expected an integer, got %r" % (name, value))
+        if every < 1:
             raise ValueError("every: expected an integer >= 1, got %r" % (every,))
+        if not isinstance(recipe, str):
+            raise TypeError("recipe: expected a recipe name (a string), got %r" % (recipe,))
         if isinstance(what_if, str):
             what_if = [what_if]
         what_if = [str(w) for w in (what_if or [])]
-        self._sites = _linears(model)
+        try:
+            self.path = os.fspath(path)
+        except TypeError:
+            raise TypeError("path: expected a file path (str or os.PathLike), got %r" % (path,)) from None
+        self._sites, skipped = _linears(model)
         if not self._sites:
             raise ValueError("model: %s has no torch.nn.Linear to observe" % type(model).__name__)
-        self.path = str(path)
+        if skipped:
+            warnings.warn("fp8lab.torch.attach: nn.MultiheadAttention (%s) computes its projections from its weights "
+                          "directly, not by calling nn.Linear: its in- and out-projections are not observed"
+                          % ", ".join(skipped), stacklevel=3)
         params = sum(p.numel() for p in model.parameters())
         sites = [(name, mod.in_features, mod.out_features) for name, mod in self._sites]
         self._run = _core.ObservedRun(
@@ -80,6 +102,8 @@ class Attachment:
         self.recipe = recipe
         self.every = every
         self.run_id = run_id or ("torch-" + str(recipe).replace("_", "-"))
+        # A path or id that cannot be written is refused now, not after the training.
+        _core.check_session_output(self.path, self.run_id)
         self._config = {
             "type": "training",
             "source": "fp8lab.torch.attach",
@@ -96,6 +120,9 @@ class Attachment:
             self._config["label"] = label
         self._step = 0
         self._closed = False
+        self._written = False
+        self._called = [False] * len(self._sites)   # in any recorded step
+        self._in_step = [False] * len(self._sites)  # in the open step
         self._handles = []
         for index, (name, mod) in enumerate(self._sites):
             self._handles.append(mod.register_forward_hook(self._forward_hook(index)))
@@ -108,6 +135,7 @@ class Attachment:
     def _open(self):
         if not self._run.in_step:
             self._run.begin_step(self._step)
+            self._in_step = [False] * len(self._sites)
 
     def _forward_hook(self, index):
         def hook(module, inputs, output):
@@ -115,6 +143,13 @@ class Attachment:
                 return
             self._open()
             x = inputs[0]
+            if self._in_step[index]:
+                # A module called again in the step (weight sharing, gradient accumulation): its first
+                # call's operands are the ones recorded; this call is only counted.
+                self._run.observe(index, "input", _host_float32(x, module.in_features))
+                return
+            self._in_step[index] = True
+            self._called[index] = True
             self._run.observe(index, "input", _host_float32(x, module.in_features))
             self._run.observe(index, "kernel", _host_float32(module.weight, module.in_features), True)
             if isinstance(output, torch.Tensor) and output.requires_grad:
@@ -151,14 +186,32 @@ class Attachment:
 
     def close(self, cancelled=False):
         """Writes the run into the session file (appended atomically; an id in use gets "-2", ...),
-        removes the hooks and returns the run id stored. A second call does nothing."""
+        removes the hooks and returns the run id stored. When the write fails (the disk filled, the
+        directory went away) the run is kept in memory: set ``.path`` and call ``close()`` again.
+        Once written, further calls do nothing. Warns when no step was recorded (model.eval(),
+        torch.no_grad()) or when a Linear was never called in a recorded step."""
+        if self._written:
+            return self.run_id
         if self._closed:
+            # An earlier close() could not write the run (kept in memory): try again, at self.path.
+            self.run_id = self._run.finish(self.path, self.run_id, json.dumps(self._config, indent=2), cancelled)
+            self._written = True
             return self.run_id
         self._closed = True
         for h in self._handles:
             h.remove()
         self._handles = []
+        if self._run.recorded_steps == 0:
+            warnings.warn("fp8lab.torch.attach: no training step was recorded (the hooks record in train mode with "
+                          "gradients enabled: model.train(), not under torch.no_grad(); and step() ends each step)",
+                          stacklevel=2)
+        else:
+            never = [name for (name, _), c in zip(self._sites, self._called) if not c]
+            if never:
+                warnings.warn("fp8lab.torch.attach: %d Linear module(s) were never called in a recorded step, so their "
+                              "operands are NaN in the session: %s" % (len(never), ", ".join(never)), stacklevel=2)
         self.run_id = self._run.finish(self.path, self.run_id, json.dumps(self._config, indent=2), cancelled)
+        self._written = True
         return self.run_id
 
     def _check_open(self):

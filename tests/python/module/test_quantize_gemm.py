@@ -37,6 +37,14 @@ def test_quantize_same_bits_as_cli(cli, tmp_path, scaling, fmt, shape, axis):
     assert out["saturated"] == q.stats["saturated"] and out["underflow"] == q.stats["underflow"]
     if out.get("scale_codes"):
         assert [int(c, 16) for c in out["scale_codes"]] == q.scale_codes.reshape(-1).tolist()
+    # dequant_scales are each block's factor (NVFP4: E4M3 scale times the tensor level), as the CLI's
+    assert np.array_equal(np.array(out["dequant_scales"], dtype=np.float32), q.dequant_scales.reshape(-1))
+    if "block_scales" in out:
+        assert np.array_equal(np.array(out["block_scales"], dtype=np.float32), q.block_scales.reshape(-1))
+        assert q.tensor_scale["convention"] == out["tensor_scale"]["convention"]
+        # x ≈ decode(code) · dequant_scale, block by block (1×16 blocks along the columns)
+        deq = fp8lab.decode(q.codes, "E2M1") * np.repeat(q.dequant_scales, 16, axis=1)
+        assert np.array_equal(deq.astype(np.float32), q.dequantize())
     assert np.array_equal(np.array(out["dequantized"], dtype=np.float32), q.dequantize().reshape(-1))
 
 
@@ -218,3 +226,37 @@ def test_threads_run_concurrently_and_agree():
         t.join()
     for d in out:
         assert np.array_equal(d.view(np.uint32), want.view(np.uint32))
+
+
+def test_python_types_and_hidden_keywords():
+    x = rng_matrix(51, 4, 64)
+    with pytest.raises(TypeError, match="margin: expected an integer"):
+        fp8lab.quantize(x, "te_current", margin=2.5)
+    with pytest.raises(TypeError, match="block: expected an integer"):
+        fp8lab.quantize(x, "mx_rceil", block="1x16")
+    with pytest.raises(TypeError, match="amax_history: expected a sequence of numbers"):
+        fp8lab.quantize(x, "te_delayed", amax_history="abc")
+    with pytest.raises(ValueError, match="seed: expected 0 <= seed"):
+        fp8lab.encode(x, "E4M3FN", seed=-1)
+    with pytest.raises(TypeError, match="saturate: expected True or False"):
+        fp8lab.encode(x, "E4M3FN", saturate="no")
+    with pytest.raises(TypeError, match="check_kernel"):
+        fp8lab.gemm(x, rng_matrix(52, 64, 8), observed=np.zeros((4, 8), np.float32))
+    with pytest.raises(ValueError, match="backend: the Python module runs the CPU reference"):
+        fp8lab.gemm(x, rng_matrix(52, 64, 8), backend="gpu")
+
+
+def test_all_zero_output_is_not_called_bf16():
+    a, b = rng_matrix(53, 8, 32), rng_matrix(54, 32, 4)
+    with pytest.raises(AssertionError) as e:
+        fp8lab.testing.assert_kernel_matches(np.zeros((8, 4), np.float32), a, b, reference="split")
+    assert "the kernel wrote BF16" not in str(e.value)
+
+
+def test_session_closes(cli, tmp_path):
+    cli("gemm", "--m", 8, "--k", 32, "--n", 8, "--out", tmp_path / "s.h5", "--id", "g", "-q")
+    with fp8lab.Session(tmp_path / "s.h5") as s:
+        assert s.runs == ["g"]
+    assert s.closed
+    with pytest.raises(ValueError, match="closed"):
+        s.read("g", "output/D")

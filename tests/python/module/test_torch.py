@@ -131,3 +131,81 @@ def test_bad_arguments():
     r = fp8lab.torch.attach(model, "/tmp/never-written.h5")
     with pytest.raises(ValueError, match="run_id"):
         r._run.finish("/tmp/never-written.h5", "bad id/", "{}", False)
+
+
+def test_weight_sharing_records_the_first_call(tmp_path):
+    torch.manual_seed(2)
+    lin = torch.nn.Linear(16, 16)
+    model = torch.nn.Sequential(lin, torch.nn.Tanh(), lin, torch.nn.Tanh(), torch.nn.Linear(16, 4))
+    first = {}
+
+    def fwd(m, inp, out):
+        if "x" not in first:
+            first["x"] = inp[0].detach().abs().max().item()
+            out.register_hook(lambda g: first.__setitem__("g", g.detach().abs().max().item()))
+    h = lin.register_forward_hook(fwd)
+    run = fp8lab.torch.attach(model, tmp_path / "s.h5", recipe="fp32", run_id="shared")
+    loss = model(torch.randn(8, 16)).square().mean()
+    loss.backward()
+    run.step(loss)
+    h.remove()
+    run.close()
+    s = fp8lab.Session(tmp_path / "s.h5")
+    assert s.read("shared", "history/0/input/amax")[0] == np.float32(first["x"])
+    assert s.read("shared", "history/0/output_grad/amax")[0] == np.float32(first["g"])
+    assert s.run("shared")["attrs"]["repeated_calls"] == 1
+
+
+def test_multihead_attention_and_empty_runs_warn(tmp_path):
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Linear(16, 32)
+            self.att = torch.nn.MultiheadAttention(32, 4, batch_first=True)
+            self.head = torch.nn.Linear(32, 4)
+
+        def forward(self, x):
+            h = self.emb(x).unsqueeze(0)
+            return self.head((h + self.att(h, h, h, need_weights=False)[0])[0])
+    m = M()
+    with pytest.warns(UserWarning, match="MultiheadAttention"):
+        run = fp8lab.torch.attach(m, tmp_path / "s.h5", recipe="fp32", run_id="mha")
+    loss = m(torch.randn(8, 16)).square().mean()
+    loss.backward()
+    run.step(loss)
+    run.close()
+    assert fp8lab.Session(tmp_path / "s.h5").run("mha")["attrs"]["sites"] == "emb,head"
+    m.eval()
+    run = fp8lab.torch.attach(m, tmp_path / "s.h5", recipe="fp32", run_id="eval")
+    with torch.no_grad():
+        m(torch.randn(8, 16))
+    run.step()
+    with pytest.warns(UserWarning, match="no training step was recorded"):
+        run.close()
+
+
+def test_output_checked_at_attach_and_a_failed_save_is_kept(tmp_path):
+    model = GPT(layers=1)
+    with pytest.raises(ValueError, match="path: the directory .* does not exist"):
+        fp8lab.torch.attach(model, tmp_path / "missing" / "s.h5")
+    with pytest.raises(TypeError, match="path: expected a file path"):
+        fp8lab.torch.attach(model, 123)
+    with pytest.raises(ValueError, match="run_id"):
+        fp8lab.torch.attach(model, tmp_path / "s.h5", run_id="bad/id")
+    (tmp_path / "notes.h5").write_text("not a session")
+    with pytest.raises(ValueError, match="not an FP8 Lab session"):
+        fp8lab.torch.attach(model, tmp_path / "notes.h5")
+    with pytest.raises(TypeError, match="margin: expected an integer"):
+        fp8lab.torch.attach(model, tmp_path / "s.h5", margin=2.5)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    run = fp8lab.torch.attach(model, sub / "s.h5", recipe="te_current", run_id="kept")
+    train(model, 2, run)
+    sub.rmdir()
+    with pytest.raises(ValueError, match="it is kept"):
+        run.close()
+    run.path = str(tmp_path / "s.h5")
+    assert run.close() == "kept"
+    assert fp8lab.Session(tmp_path / "s.h5").read("kept", "history/lm_head/input/amax").shape == (2,)
+    with pytest.raises(ValueError, match="observed from a PyTorch model"):
+        fp8lab.rerun(tmp_path / "s.h5", "kept")
