@@ -755,6 +755,36 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   for (const auto& w : out.warnings)
     r.issues.push_back(Issue{w.severity == Severity::Error ? Severity::Warning : w.severity, "", "GEMM " + w.where,
                              w.what + ": " + w.detail, C::Computation});
+  // What the output type (and alpha, scale_D) did to D that the quantized-exact D does not show:
+  // non-zero outputs flushed to zero, and finite ones that became ±Inf / NaN.
+  if (const Dataset *dd = run.find(layout::kOutputD), *qe = run.find(layout::kReferenceDQuantizedExact);
+      dd && qe && dd->elementCount() == qe->elementCount()) {
+    int64_t flushed = 0, nonzero = 0, overflowed = 0;
+    for (int64_t i = 0; i < dd->elementCount(); ++i) {
+      const double e = qe->valueAt(i), v = dd->valueAt(i);
+      if (!std::isfinite(e)) continue;
+      nonzero += e != 0;
+      flushed += e != 0 && v == 0;
+      overflowed += !std::isfinite(v);
+    }
+    const std::string out_text = std::string(toString(cfg.gemm.output)) +
+                                 (cfg.gemm.output == OutputType::E4M3FN || cfg.gemm.output == OutputType::E5M2
+                                      ? ", scale_D " + generalText(double(cfg.gemm.output_quant_scale))
+                                      : std::string()) +
+                                 (cfg.gemm.alpha != 1.0f ? ", alpha " + generalText(double(cfg.gemm.alpha)) : "");
+    if (flushed > 0)
+      r.add(C::Computation, "output",
+            std::to_string(flushed) + " of " + std::to_string(nonzero) +
+                " non-zero outputs became 0 in D (output " + out_text +
+                "): below the output type's smallest value" +
+                (flushed == nonzero ? "; every output flushed: raise the output scale" : ""),
+            Severity::Warning);
+    if (overflowed > 0)
+      r.add(C::Computation, "output",
+            std::to_string(overflowed) + " outputs of D are ±Inf or NaN where the exact result is finite (output " +
+                out_text + "): beyond the output type's range",
+            Severity::Warning);
+  }
   if (cfg.check.enabled()) {
     try {
       auto res = std::make_shared<KernelCheckResult>(runKernelCheck(qa, qb, cfg.gemm, observed.value, cfg.check, run,
