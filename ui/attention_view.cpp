@@ -380,6 +380,7 @@ void AttentionView::drawEmptyState(const QString& text) {
   maps_ = nullptr;
   body_ = nullptr;
   sink_rect_ = nullptr;
+  profile_rect_ = nullptr;
   rects_.clear();
   drawn_heads_.clear();
   titles_.clear();
@@ -436,6 +437,7 @@ void AttentionView::draw() {
   maps_ = nullptr;
   body_ = nullptr;
   sink_rect_ = nullptr;
+  profile_rect_ = nullptr;
   rects_.clear();
   drawn_heads_.clear();
   titles_.clear();
@@ -526,12 +528,21 @@ void AttentionView::draw() {
 
   // The sink of every head over the snapshot steps, the current step marked.
   // The sink plot beside the maps: square maps leave the width, not the height.
+  // Under it, the sink's profile at this step: P[t, 0] against the query t, beside the 1/(t+1) a
+  // uniform head gives — the curve a sink rises above.
+  auto* side = new QCPLayoutGrid;
+  body->addElement(0, 2, side);
   auto* srect = new QCPAxisRect(plot_);
-  body->addElement(0, 2, srect);
-  // The maps take the width first (arrangeMaps then limits them to squares); the sink plot keeps
+  side->addElement(0, 0, srect);
+  auto* prect = new QCPAxisRect(plot_);
+  side->addElement(1, 0, prect);
+  profile_rect_ = prect;
+  side->setRowSpacing(12);
+  // The maps take the width first (arrangeMaps then limits them to squares); the sink plots keep
   // at least 300 px.
   body->setColumnStretchFactors({10.0, 0.001, 1.0});
   srect->setMinimumSize(300, 100);
+  prect->setMinimumSize(300, 100);
   plot_->plotLayout()->setRowStretchFactors({0.001, 1.0});
   sink_rect_ = srect;
   QCPAxis* sx = srect->axis(QCPAxis::atBottom);
@@ -584,7 +595,8 @@ void AttentionView::draw() {
   sx->setLabel(tr("step (snapshots of the validation sequence)"));
   sy->setRange(0, std::min(100.0, std::max({top_pct, uniform}) * 1.15 + 1.0));
   sy->setLabel(tr("mass on position 0 (%)"));
-  srect->setMarginGroup(QCP::msLeft, new QCPMarginGroup(plot_));
+  auto* side_margins = new QCPMarginGroup(plot_);
+  srect->setMarginGroup(QCP::msLeft | QCP::msRight, side_margins);
   auto* legend = new QCPLegend;
   srect->insetLayout()->addElement(legend, Qt::AlignLeft | Qt::AlignTop);
   legend->setLayer(QStringLiteral("legend"));
@@ -592,6 +604,49 @@ void AttentionView::draw() {
   legend->setWrap(2);
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
   legend->setBrush(QColor(255, 255, 255, 220));
+
+  // The profile: one line per head shown (every head in the all-heads layout), P[t, 0] in % at
+  // queries t = 1 … T−1 on a log scale (1/(t+1) spans 50 % … 1.6 % at T = 64), and 100/(t+1) dashed.
+  prect->setMarginGroup(QCP::msLeft | QCP::msRight, side_margins);
+  QCPAxis* px = prect->axis(QCPAxis::atBottom);
+  QCPAxis* py = prect->axis(QCPAxis::atLeft);
+  double plo = 100.0 / double(std::max<int64_t>(T, 2));
+  for (int64_t h = 0; h < H; ++h) {
+    if (head_ >= 0 && head_ != h) continue;
+    auto* gr = new QCPGraph(px, py);
+    QVector<double> xs, ys;
+    for (int64_t t = 1; t < T; ++t) {
+      xs << double(t);
+      ys << std::max(100.0 * snap_.at(h, t, 0), 1e-3);
+      plo = std::min(plo, ys.back());
+    }
+    gr->setData(xs, ys, true);
+    gr->setPen(QPen(colors::series(int(h)), 1.5));
+    gr->setName(tr("head %1").arg(h));
+  }
+  {
+    auto* ref = new QCPGraph(px, py);
+    QVector<double> xs, ys;
+    for (int64_t t = 1; t < T; ++t) {
+      xs << double(t);
+      ys << 100.0 / double(t + 1);
+    }
+    ref->setData(xs, ys, true);
+    ref->setPen(QPen(QColor(0x44, 0x44, 0x44), 1.5, Qt::DashLine));
+    ref->setName(tr("uniform 1/(t+1)"));
+    auto* plegend = new QCPLegend;
+    prect->insetLayout()->addElement(plegend, Qt::AlignRight | Qt::AlignTop);
+    plegend->setLayer(QStringLiteral("legend"));
+    plegend->addItem(new QCPPlottableLegendItem(plegend, ref));
+    plegend->setBrush(QColor(255, 255, 255, 220));
+  }
+  px->setRange(0.5, double(T) - 0.5);
+  px->setTicker(wholeNumberTicker());
+  px->setLabel(tr("query position t (step %1; a head's colour as above)").arg(snap_.step));
+  py->setScaleType(QCPAxis::stLogarithmic);
+  py->setTicker(distinctLogTicker());
+  py->setRange(std::max(1e-3, plo / 1.5), 100.0 * 1.5);
+  py->setLabel(tr("P[t, 0] (%, log)"));
   stylePlot(plot_);
   plot_->setInteractions(QCP::Interactions());
 
