@@ -533,9 +533,9 @@ void AttentionView::draw() {
   auto* side = new QCPLayoutGrid;
   body->addElement(0, 2, side);
   auto* srect = new QCPAxisRect(plot_);
-  side->addElement(0, 0, srect);
+  side->addElement(1, 0, srect);
   auto* prect = new QCPAxisRect(plot_);
-  side->addElement(1, 0, prect);
+  side->addElement(2, 0, prect);
   profile_rect_ = prect;
   side->setRowSpacing(12);
   // The maps take the width first (arrangeMaps then limits them to squares); the sink plots keep
@@ -598,32 +598,23 @@ void AttentionView::draw() {
   auto* side_margins = new QCPMarginGroup(plot_);
   srect->setMarginGroup(QCP::msLeft | QCP::msRight, side_margins);
   auto* legend = new QCPLegend;
-  srect->insetLayout()->addElement(legend, Qt::AlignLeft | Qt::AlignTop);
+  // Above the plot, not in it: a sink that forms early would run under a legend in the corner.
+  side->addElement(0, 0, legend);
   legend->setLayer(QStringLiteral("legend"));
   for (int i = 0; i < plot_->graphCount(); ++i) legend->addItem(new QCPPlottableLegendItem(legend, plot_->graph(i)));
-  legend->setWrap(2);
+  legend->setWrap(4);
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-  legend->setBrush(QColor(255, 255, 255, 220));
+  legend->setBorderPen(Qt::NoPen);
+  legend->setBrush(Qt::NoBrush);
+  side->setRowStretchFactors({0.001, 1.0, 1.0});
 
-  // The profile: one line per head shown (every head in the all-heads layout), P[t, 0] in % at
-  // queries t = 1 … T−1 on a log scale (1/(t+1) spans 50 % … 1.6 % at T = 64), and 100/(t+1) dashed.
+  // The profile: a dot per query t = 1 … T−1 and head shown (every head in the all-heads layout),
+  // P[t, 0] in %, over 100/(t+1) dashed. Dots, not lines: a head's mass on position 0 jumps
+  // between queries, and lines between the dots would draw a thicket. The graphs stay out of the
+  // legend above (the first legend of a plot is the one new plottables join).
   prect->setMarginGroup(QCP::msLeft | QCP::msRight, side_margins);
   QCPAxis* px = prect->axis(QCPAxis::atBottom);
   QCPAxis* py = prect->axis(QCPAxis::atLeft);
-  double plo = 100.0 / double(std::max<int64_t>(T, 2));
-  for (int64_t h = 0; h < H; ++h) {
-    if (head_ >= 0 && head_ != h) continue;
-    auto* gr = new QCPGraph(px, py);
-    QVector<double> xs, ys;
-    for (int64_t t = 1; t < T; ++t) {
-      xs << double(t);
-      ys << std::max(100.0 * snap_.at(h, t, 0), 1e-3);
-      plo = std::min(plo, ys.back());
-    }
-    gr->setData(xs, ys, true);
-    gr->setPen(QPen(colors::series(int(h)), 1.5));
-    gr->setName(tr("head %1").arg(h));
-  }
   {
     auto* ref = new QCPGraph(px, py);
     QVector<double> xs, ys;
@@ -634,19 +625,28 @@ void AttentionView::draw() {
     ref->setData(xs, ys, true);
     ref->setPen(QPen(QColor(0x44, 0x44, 0x44), 1.5, Qt::DashLine));
     ref->setName(tr("uniform 1/(t+1)"));
-    auto* plegend = new QCPLegend;
-    prect->insetLayout()->addElement(plegend, Qt::AlignRight | Qt::AlignTop);
-    plegend->setLayer(QStringLiteral("legend"));
-    plegend->addItem(new QCPPlottableLegendItem(plegend, ref));
-    plegend->setBrush(QColor(255, 255, 255, 220));
+    ref->removeFromLegend(legend);
+  }
+  for (int64_t h = 0; h < H; ++h) {
+    if (head_ >= 0 && head_ != h) continue;
+    auto* gr = new QCPGraph(px, py);
+    QVector<double> xs, ys;
+    for (int64_t t = 1; t < T; ++t) {
+      xs << double(t);
+      ys << 100.0 * snap_.at(h, t, 0);
+    }
+    gr->setData(xs, ys, true);
+    const QColor c = colors::series(int(h));
+    gr->setLineStyle(QCPGraph::lsNone);
+    gr->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, c, c, 4));
+    gr->setName(tr("head %1").arg(h));
+    gr->removeFromLegend(legend);
   }
   px->setRange(0.5, double(T) - 0.5);
   px->setTicker(wholeNumberTicker());
-  px->setLabel(tr("query position t (step %1; a head's colour as above)").arg(snap_.step));
-  py->setScaleType(QCPAxis::stLogarithmic);
-  py->setTicker(distinctLogTicker());
-  py->setRange(std::max(1e-3, plo / 1.5), 100.0 * 1.5);
-  py->setLabel(tr("P[t, 0] (%, log)"));
+  px->setLabel(tr("query t at step %1 (dashed: uniform 1/(t+1))").arg(snap_.step));
+  py->setRange(-2.0, 102.0);
+  py->setLabel(tr("P[t, 0] (%)"));
   stylePlot(plot_);
   plot_->setInteractions(QCP::Interactions());
 

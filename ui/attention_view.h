@@ -93,8 +93,8 @@ public:
   QString headTitle(int head) const;
   /// The axis rect of head `head`'s map (nullptr when not drawn), for tests and hover mapping.
   QCPAxisRect* headRect(int head) const;
-  /// The profile plot (nullptr when not drawn): a graph per head shown, P[t, 0] in % at t = 1 …
-  /// T−1 (at least 10⁻³ %: the axis is logarithmic), then the reference 100/(t+1).
+  /// The profile plot (nullptr when not drawn): the reference 100/(t+1) first, then a graph per
+  /// head shown, P[t, 0] in % at t = 1 … T−1.
   QCPAxisRect* profileRect() const { return profile_rect_; }
   /// What hovering over cell (query q, key k) of head h shows; hoverAt is what a mouse move does.
   void hoverAt(int h, int q, int k);
