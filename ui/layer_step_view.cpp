@@ -939,8 +939,7 @@ void LayerStepView::draw() {
                                        : tr("%1 per operand and step, %2, run %3").arg(what, under, run_->id());
   if (std::isfinite(mark))
     title +=
-        tr("  \u25c6 %1 \u2265 %2%3")
-            .arg(layerStatName(stat_), QString::number(mark), unit.isEmpty() ? QString() : QLatin1Char(' ') + unit);
+        tr("  (\u25c6: \u2265 %1%2)").arg(QString::number(mark), unit.isEmpty() ? QString() : QLatin1Char(' ') + unit);
   const ColorMapLayout l = titledColorMap(plot_, title, font().family());
   QCPAxisRect* rect = l.rect;
   QCPAxis* x = l.x;
@@ -1061,9 +1060,7 @@ void LayerStepView::draw() {
         }
     auto* marks = new QCPGraph(x, y);
     marks->setLineStyle(QCPGraph::lsNone);
-    marks->setScatterStyle(QCPScatterStyle(
-        QCPScatterStyle::ssDiamond, QPen(Qt::white, 1.5), QBrush(Qt::black),
-        std::clamp(0.6 * std::min(rect->width() / std::max(nc, 1), rect->height() / std::max(nr, 1)), 5.0, 10.0)));
+    marks->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, QPen(Qt::white, 1.5), QBrush(Qt::black), 10));
     marks->setData(xs, ys);
     marks->setName(tr("%1 \u2265 %2").arg(layerStatName(stat_)).arg(mark));
   }
