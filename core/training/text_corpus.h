@@ -16,7 +16,7 @@
 // separator lines, the separators dropped); the last `val_fraction` of the documents is the
 // validation split. A window of T + 1 tokens then starts at a document's BOS (and runs on into
 // the next document where the first is shorter), so the same token is first in every sequence:
-// Gu et al. 2024 ("When Attention Sink Emerges", arXiv 2410.10781, §5, Table 10) find that a token
+// Gu et al. 2024 ("When Attention Sink Emerges", arXiv 2410.10781, §5) find that a token
 // fixed at position k during pre-training always takes the sink at k; Guo et al. 2024
 // ("Active-Dormant Attention Heads", arXiv 2410.13835) put a BOS token first in every sequence.
 #pragma once
