@@ -90,8 +90,9 @@ bool isProbeStat(LayerStat s);
 bool layerStatHigherIsWorse(LayerStat s);
 /// The value from which a cell of statistic `s` is marked with a diamond on the map, in the unit
 /// shown: kurtosis 20 (a channel carrying over half of every token's energy at d_model 64: an
-/// outlier feature, the specimen's criterion in docs/training.md), sink 30 % (the threshold ε = 0.3 of Gu et al. 2024,
-/// arXiv 2410.10781, for a head to count as a sink); NaN for the others (no marks).
+/// outlier feature, the criterion of docs/training.md "A specimen with outliers"), sink 30 % (the
+/// threshold ε = 0.3 of Gu et al. 2024, arXiv 2410.10781, for a head to count as a sink); NaN for
+/// the others (no marks).
 double layerStatMarkThreshold(LayerStat s);
 /// The statistic whose dataset (layerStatDataset) is `dataset` (a per-block statistic or a probe);
 /// nullopt for another name.
