@@ -380,6 +380,7 @@ void AttentionView::drawEmptyState(const QString& text) {
   maps_ = nullptr;
   body_ = nullptr;
   sink_rect_ = nullptr;
+  profile_rect_ = nullptr;
   rects_.clear();
   drawn_heads_.clear();
   titles_.clear();
@@ -436,6 +437,7 @@ void AttentionView::draw() {
   maps_ = nullptr;
   body_ = nullptr;
   sink_rect_ = nullptr;
+  profile_rect_ = nullptr;
   rects_.clear();
   drawn_heads_.clear();
   titles_.clear();
@@ -526,12 +528,21 @@ void AttentionView::draw() {
 
   // The sink of every head over the snapshot steps, the current step marked.
   // The sink plot beside the maps: square maps leave the width, not the height.
+  // Under it, the sink's profile at this step: P[t, 0] against the query t, beside the 1/(t+1) a
+  // uniform head gives — the curve a sink rises above.
+  auto* side = new QCPLayoutGrid;
+  body->addElement(0, 2, side);
   auto* srect = new QCPAxisRect(plot_);
-  body->addElement(0, 2, srect);
-  // The maps take the width first (arrangeMaps then limits them to squares); the sink plot keeps
+  side->addElement(1, 0, srect);
+  auto* prect = new QCPAxisRect(plot_);
+  side->addElement(2, 0, prect);
+  profile_rect_ = prect;
+  side->setRowSpacing(12);
+  // The maps take the width first (arrangeMaps then limits them to squares); the sink plots keep
   // at least 300 px.
   body->setColumnStretchFactors({10.0, 0.001, 1.0});
   srect->setMinimumSize(300, 100);
+  prect->setMinimumSize(300, 100);
   plot_->plotLayout()->setRowStretchFactors({0.001, 1.0});
   sink_rect_ = srect;
   QCPAxis* sx = srect->axis(QCPAxis::atBottom);
@@ -584,14 +595,58 @@ void AttentionView::draw() {
   sx->setLabel(tr("step (snapshots of the validation sequence)"));
   sy->setRange(0, std::min(100.0, std::max({top_pct, uniform}) * 1.15 + 1.0));
   sy->setLabel(tr("mass on position 0 (%)"));
-  srect->setMarginGroup(QCP::msLeft, new QCPMarginGroup(plot_));
+  auto* side_margins = new QCPMarginGroup(plot_);
+  srect->setMarginGroup(QCP::msLeft | QCP::msRight, side_margins);
   auto* legend = new QCPLegend;
-  srect->insetLayout()->addElement(legend, Qt::AlignLeft | Qt::AlignTop);
+  // Above the plot, not in it: a sink that forms early would run under a legend in the corner.
+  side->addElement(0, 0, legend);
   legend->setLayer(QStringLiteral("legend"));
   for (int i = 0; i < plot_->graphCount(); ++i) legend->addItem(new QCPPlottableLegendItem(legend, plot_->graph(i)));
-  legend->setWrap(2);
+  legend->setWrap(4);
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-  legend->setBrush(QColor(255, 255, 255, 220));
+  legend->setBorderPen(Qt::NoPen);
+  legend->setBrush(Qt::NoBrush);
+  side->setRowStretchFactors({0.001, 1.0, 1.0});
+
+  // The profile: a dot per query t = 1 … T−1 and head shown (every head in the all-heads layout),
+  // P[t, 0] in %, over 100/(t+1) dashed. Dots, not lines: a head's mass on position 0 jumps
+  // between queries, and lines between the dots would draw a thicket. The graphs stay out of the
+  // legend above (the first legend of a plot is the one new plottables join).
+  prect->setMarginGroup(QCP::msLeft | QCP::msRight, side_margins);
+  QCPAxis* px = prect->axis(QCPAxis::atBottom);
+  QCPAxis* py = prect->axis(QCPAxis::atLeft);
+  {
+    auto* ref = new QCPGraph(px, py);
+    QVector<double> xs, ys;
+    for (int64_t t = 1; t < T; ++t) {
+      xs << double(t);
+      ys << 100.0 / double(t + 1);
+    }
+    ref->setData(xs, ys, true);
+    ref->setPen(QPen(QColor(0x44, 0x44, 0x44), 1.5, Qt::DashLine));
+    ref->setName(tr("uniform 1/(t+1)"));
+    ref->removeFromLegend(legend);
+  }
+  for (int64_t h = 0; h < H; ++h) {
+    if (head_ >= 0 && head_ != h) continue;
+    auto* gr = new QCPGraph(px, py);
+    QVector<double> xs, ys;
+    for (int64_t t = 1; t < T; ++t) {
+      xs << double(t);
+      ys << 100.0 * snap_.at(h, t, 0);
+    }
+    gr->setData(xs, ys, true);
+    const QColor c = colors::series(int(h));
+    gr->setLineStyle(QCPGraph::lsNone);
+    gr->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, c, c, 4));
+    gr->setName(tr("head %1").arg(h));
+    gr->removeFromLegend(legend);
+  }
+  px->setRange(0.5, double(T) - 0.5);
+  px->setTicker(wholeNumberTicker());
+  px->setLabel(tr("query t at step %1 (dashed: uniform 1/(t+1))").arg(snap_.step));
+  py->setRange(-2.0, 102.0);
+  py->setLabel(tr("P[t, 0] (%)"));
   stylePlot(plot_);
   plot_->setInteractions(QCP::Interactions());
 

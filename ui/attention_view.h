@@ -4,7 +4,9 @@
 // runs"), at the snapshot step a slider chooses, the sequence's bytes on the axes. Over each map
 // stands the head's mass on key position 0 — the attention sink (probes.h attentionSink: the mean
 // over query positions t ≥ 1 of P[t, 0]) — and under the maps that mass over every snapshot step,
-// so that a sink forming during training can be shown step by step.
+// so that a sink forming during training can be shown step by step, and the sink's profile at the
+// chosen step: P[t, 0] against the query position t, with the 1/(t+1) a uniform causal head puts
+// on position 0 as the reference a sink rises above.
 //
 // The numbers come from the free functions below (no widgets): a snapshot of the default model is
 // 4 heads × 64 × 64 float32 (64 KiB), read on the GUI thread.
@@ -91,6 +93,9 @@ public:
   QString headTitle(int head) const;
   /// The axis rect of head `head`'s map (nullptr when not drawn), for tests and hover mapping.
   QCPAxisRect* headRect(int head) const;
+  /// The profile plot (nullptr when not drawn): the reference 100/(t+1) first, then a graph per
+  /// head shown, P[t, 0] in % at t = 1 … T−1.
+  QCPAxisRect* profileRect() const { return profile_rect_; }
   /// What hovering over cell (query q, key k) of head h shows; hoverAt is what a mouse move does.
   void hoverAt(int h, int q, int k);
   QString hoverText() const { return hover_text_; }
@@ -122,6 +127,7 @@ private:
   QCPLayoutGrid* body_ = nullptr; // maps, colour scale, spacer or the sink plot
   QCPLayoutGrid* maps_ = nullptr;
   QCPAxisRect* sink_rect_ = nullptr;
+  QCPAxisRect* profile_rect_ = nullptr;
   int maps_cols_ = 0;
   bool arranging_ = false;
   std::vector<QString> titles_;

@@ -145,6 +145,17 @@ bool isProbeStat(LayerStat s) {
   return int(s) >= int(LayerStat::Kurtosis);
 }
 
+double layerStatMarkThreshold(LayerStat s) {
+  switch (s) {
+  case LayerStat::Kurtosis:
+    return 20.0;
+  case LayerStat::Sink:
+    return 30.0;
+  default:
+    return std::nan("");
+  }
+}
+
 bool layerStatHigherIsWorse(LayerStat s) {
   return s != LayerStat::SqnrDb && s != LayerStat::GradNoiseRatio;
 }
@@ -922,12 +933,14 @@ void LayerStepView::draw() {
   QString what = layerStatName(stat_);
   if (m_.difference) what = tr("SQNR under %1 minus SQNR as trained").arg(m_.recipe);
   const QString under = m_.recipe.isEmpty() ? tr("as trained") : tr("under what-if recipe %1").arg(m_.recipe);
-  const ColorMapLayout l =
-      titledColorMap(plot_,
-                     m_.difference        ? tr("%1 per operand and step, run %2").arg(what, run_->id())
-                     : isProbeStat(stat_) ? tr("%1 per tensor and probe step, run %2").arg(what, run_->id())
-                                          : tr("%1 per operand and step, %2, run %3").arg(what, under, run_->id()),
-                     font().family());
+  const double mark = m_.difference || !m_.recipe.isEmpty() ? std::nan("") : layerStatMarkThreshold(stat_);
+  QString title = m_.difference        ? tr("%1 per operand and step, run %2").arg(what, run_->id())
+                  : isProbeStat(stat_) ? tr("%1 per tensor and probe step, run %2").arg(what, run_->id())
+                                       : tr("%1 per operand and step, %2, run %3").arg(what, under, run_->id());
+  if (std::isfinite(mark))
+    title +=
+        tr("  (\u25c6: \u2265 %1%2)").arg(QString::number(mark), unit.isEmpty() ? QString() : QLatin1Char(' ') + unit);
+  const ColorMapLayout l = titledColorMap(plot_, title, font().family());
   QCPAxisRect* rect = l.rect;
   QCPAxis* x = l.x;
   QCPAxis* y = l.y;
@@ -1033,6 +1046,25 @@ void LayerStepView::draw() {
   stylePlot(plot_);
   plot_->setInteractions(QCP::Interactions()); // a click selects a cell; no drag or zoom
 
+  // Marks on the cells at or past the threshold: black diamonds ringed in white read on every
+  // colour of the gradient.
+  marked_.clear();
+  if (std::isfinite(mark)) {
+    QVector<double> xs, ys;
+    for (int r = 0; r < nr; ++r)
+      for (int c = 0; c < nc; ++c)
+        if (const double val = shownValue(r, c); std::isfinite(val) && val >= mark) {
+          xs << c;
+          ys << r;
+          marked_.emplace_back(r, c);
+        }
+    auto* marks = new QCPGraph(x, y);
+    marks->setLineStyle(QCPGraph::lsNone);
+    marks->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, QPen(Qt::white, 1.5), QBrush(Qt::black), 10));
+    marks->setData(xs, ys);
+    marks->setName(tr("%1 \u2265 %2").arg(layerStatName(stat_)).arg(mark));
+  }
+
   // The first non-finite value: a vertical line at its step, labelled, and its operand row outlined.
   if (nonfinite_.found) {
     const int c = columnOf(nonfinite_.step);
@@ -1081,6 +1113,15 @@ void LayerStepView::draw() {
       m_.difference
           ? tr("Difference of SQNR, dB: what_if/%1 minus block_stats (as trained) at each what-if step.").arg(m_.recipe)
           : QString();
+  if (std::isfinite(mark))
+    note += (note.isEmpty() ? QString() : QStringLiteral(" ")) +
+            (stat_ == LayerStat::Sink
+                 ? tr("\u25c6: %n cell(s) with a sink of at least 30 % (Gu et al. 2024's "
+                      "threshold; a uniform head puts mean\u209c 1/(t+1) there, 5.9 % at "
+                      "context 64).",
+                      nullptr, int(marked_.size()))
+                 : tr("\u25c6: %n cell(s) with an outlier kurtosis of at least %1.", nullptr, int(marked_.size()))
+                       .arg(mark));
   if (nodata > 0)
     note += (note.isEmpty() ? QString() : QStringLiteral(" ")) +
             tr("%n cell(s) without a finite value (NaN, or \u00b1\u221e such as an exact SQNR) are grey.", nullptr,

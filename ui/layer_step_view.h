@@ -24,7 +24,8 @@
 // the what-if steps. The first non-finite value of the run (`nonfinite` group) is marked, with a
 // button that takes the Amax history view there. A click on a cell shows that operand at that step
 // in the Amax history and the Block map views (View::showOperandRequested); a click on a collapsed
-// group expands it.
+// group expands it. Outlier kurtosis and sink cells past a threshold (layerStatMarkThreshold) carry
+// a diamond, so that the outlier and sink sites stand out whatever the colour range.
 //
 // The numbers come from the free functions below (no widgets); a run holds a few datasets of
 // [steps] per operand, small enough to read on the GUI thread.
@@ -87,6 +88,12 @@ bool isProbeStat(LayerStat s);
 /// Whether a larger value is the worse one (false for SQNR and the gradient-to-noise ratio): a
 /// collapsed group shows the worst value of its rows.
 bool layerStatHigherIsWorse(LayerStat s);
+/// The value from which a cell of statistic `s` is marked with a diamond on the map, in the unit
+/// shown: kurtosis 20 (a channel carrying over half of every token's energy at d_model 64: an
+/// outlier feature, the criterion of docs/training.md "A specimen with outliers"), sink 30 % (the
+/// threshold ε = 0.3 of Gu et al. 2024, arXiv 2410.10781, for a head to count as a sink); NaN for
+/// the others (no marks).
+double layerStatMarkThreshold(LayerStat s);
 /// The statistic whose dataset (layerStatDataset) is `dataset` (a per-block statistic or a probe);
 /// nullopt for another name.
 std::optional<LayerStat> parseLayerStat(const QString& dataset);
@@ -217,6 +224,8 @@ public:
   QString nonfiniteButtonText() const;
   QCustomPlot* plot() const { return plot_; }
   QCPColorMap* colorMap() const { return map_; }
+  /// The cells marked (shown row, column): value ≥ layerStatMarkThreshold(stat()), as trained.
+  const std::vector<std::pair<int, int>>& markedCells() const { return marked_; }
 
 private:
   void runChosen(Read read = Read::Now) override;
@@ -253,6 +262,7 @@ private:
   NonfiniteJump nonfinite_;
   QString hover_text_;
   int sel_row_ = -1, sel_col_ = -1;
+  std::vector<std::pair<int, int>> marked_;
   bool updating_ = false;
 
   QComboBox* stat_box_;

@@ -375,7 +375,7 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
            "d_model (" + std::to_string(m.d_model) + ") must be a multiple of heads (" + std::to_string(m.heads) + ")");
   if (const Json* dv = r.object(o, "data", where)) {
     const ConfigPath dw = where.member("data");
-    r.checkKeys(*dv, dw, {"corpus", "text", "val_fraction"});
+    r.checkKeys(*dv, dw, {"corpus", "text", "val_fraction", "documents", "task", "triggers", "sequences", "seed"});
     if (ConfigReader::has(*dv, "text") && ConfigReader::has(*dv, "corpus"))
       r.fail(dw, "give \"corpus\" or \"text\", not both");
     lm.data.path = r.string(*dv, "text", dw, {});
@@ -386,6 +386,22 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
     lm.data.val_fraction = r.number(*dv, "val_fraction", dw, 0.1);
     if (r.ok() && !(lm.data.val_fraction > 0 && lm.data.val_fraction < 0.9))
       r.fail(dw.member("val_fraction"), "must be in (0, 0.9)");
+    lm.data.documents = r.boolean(*dv, "documents", dw, false);
+    lm.data.task = lower(r.string(*dv, "task", dw, {}));
+    if (r.ok() && !lm.data.task.empty() && lm.data.task != "bigram_backcopy")
+      r.fail(dw.member("task"), "unknown task '" + lm.data.task +
+                                    "' (bigram_backcopy: Guo et al. 2024's synthetic sequences, built from the "
+                                    "text's byte bigrams)");
+    if (lm.data.task.empty()) {
+      for (const char* k : {"triggers", "sequences", "seed"})
+        if (r.ok() && ConfigReader::has(*dv, k)) r.fail(dw.member(k), "belongs to \"task\": \"bigram_backcopy\"");
+    } else {
+      if (r.ok() && ConfigReader::has(*dv, "documents"))
+        r.fail(dw.member("documents"), "a task's sequences are documents already (each starts with the BOS token)");
+      lm.data.triggers = int(r.integer(*dv, "triggers", dw, 3, 1, 64));
+      lm.data.sequences = r.integer(*dv, "sequences", dw, 20000, 16, 1000000);
+      lm.data.task_seed = uint64_t(r.integer(*dv, "seed", dw, 1, 0, int64_t(1) << 53));
+    }
   }
   lm.label = c.label;
   lm.precision = c.precision;

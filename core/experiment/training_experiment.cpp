@@ -39,13 +39,11 @@ int64_t stepsOf(const TrainingRunSpec& r) {
 struct TextCache {
   std::map<std::string, TextCorpus> texts;
   /// nullptr with *error when the corpus is missing or too short.
-  const TextCorpus* get(const TextSource& src, int64_t min_bytes, std::string* error) {
-    const std::string key =
-        (src.path.empty() ? "corpus:" + src.corpus : "file:" + src.path) + "@" + std::to_string(src.val_fraction);
+  const TextCorpus* get(const TextSource& src, int64_t context, std::string* error) {
+    const std::string key = src.key(context);
     auto it = texts.find(key);
     if (it != texts.end()) return &it->second;
-    std::optional<TextCorpus> c = src.path.empty() ? loadFortunes(error, kFortunesDir, src.val_fraction)
-                                                   : loadTextFile(src.path, error, src.val_fraction, min_bytes);
+    std::optional<TextCorpus> c = loadTextSource(src, context, error);
     if (!c) return nullptr;
     return &texts.emplace(key, std::move(*c)).first->second;
   }
@@ -160,7 +158,7 @@ TrainingExperimentOutcome runTrainingExperiment(const TrainingExperimentSpec& sp
       LmTrainingConfig cfg = *rs.lm;
       if (opt.threads > 0) cfg.threads = cfg.forward_gemm.threads = cfg.backward_gemm.threads = opt.threads;
       std::string why;
-      const TextCorpus* corpus = texts.get(cfg.data, 2 * (cfg.model.context + 1), &why);
+      const TextCorpus* corpus = texts.get(cfg.data, cfg.model.context, &why);
       if (!corpus) return failed(why);
       if (hooks.run_started) hooks.run_started(i, spec.runs.size(), rs, cfg.steps, int64_t(corpus->train.size()));
       const double run_steps = double(cfg.steps);
@@ -409,7 +407,7 @@ std::optional<Run> reproduceLmRun(const Run& stored, TrainingRunSpec& rs, int th
   const bool was_cancelled = attrString(stored.attrs, "status").value_or("") == "cancelled";
   const int64_t stop_after = attrInt(stored.attrs, "steps_completed").value_or(-1);
   TextCache texts;
-  const TextCorpus* corpus = texts.get(cfg.data, 2 * (cfg.model.context + 1), error);
+  const TextCorpus* corpus = texts.get(cfg.data, cfg.model.context, error);
   if (!corpus) return std::nullopt;
   try {
     LmTrainingRun run(cfg, *corpus);

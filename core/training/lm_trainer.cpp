@@ -354,10 +354,20 @@ struct LmTrainingRun::Impl {
   }
 
   /// The fixed validation windows: eval_batches × batch_size offsets spread evenly over the split.
+  /// Document corpora: the n-th offset is the start of usable document ⌊n · (D − 1) / (N − 1)⌋ of
+  /// the D there are (documentWindowStarts).
   std::vector<int64_t> valOffsets() const {
     const int64_t n = int64_t(cfg.eval_batches) * cfg.batch_size;
-    const int64_t span = int64_t(corpus->val.size()) - cfg.model.context - 1;
     std::vector<int64_t> o(static_cast<size_t>(n));
+    if (corpus->documents()) {
+      const std::vector<int64_t> starts =
+          documentWindowStarts(corpus->val_docs, int64_t(corpus->val.size()), cfg.model.context + 1);
+      const int64_t d = int64_t(starts.size());
+      for (int64_t i = 0; i < n; ++i)
+        o[size_t(i)] = d == 0 ? 0 : starts[size_t((i * (d - 1)) / std::max<int64_t>(n - 1, 1))];
+      return o;
+    }
+    const int64_t span = int64_t(corpus->val.size()) - cfg.model.context - 1;
     for (int64_t i = 0; i < n; ++i) o[size_t(i)] = span <= 0 ? 0 : (i * span) / std::max<int64_t>(n - 1, 1);
     return o;
   }
@@ -476,6 +486,12 @@ LmTrainingRun::LmTrainingRun(LmTrainingConfig config, const TextCorpus& corpus, 
     throw std::invalid_argument("training config: the text is too short for context " +
                                 std::to_string(config.model.context) + " (each split needs at least " +
                                 std::to_string(need) + " bytes)");
+  if (corpus.documents() &&
+      (documentWindowStarts(corpus.train_docs, int64_t(corpus.train.size()), config.model.context + 1).empty() ||
+       documentWindowStarts(corpus.val_docs, int64_t(corpus.val.size()), config.model.context + 1).empty()))
+    throw std::invalid_argument(
+        "training config: no document of the text has " + std::to_string(config.model.context + 1) +
+        " tokens from its start to the end of its split (context " + std::to_string(config.model.context) + ")");
   const double est = estimateLmTrainingBytes(config);
   const int64_t limit = config.forward_gemm.memory_limit_bytes;
   const double have = double(limit > 0 ? limit : availableMemoryBytes());
@@ -526,7 +542,11 @@ void LmTrainingRun::run(const ProgressFn& progress) {
   const LmTrainingConfig& cfg = s.cfg;
   const int64_t T = cfg.model.context, B = cfg.batch_size;
   TrainingRng data_rng(cfg.seed + 1);
-  const int64_t span = int64_t(s.corpus->train.size()) - T - 1;
+  // Document corpora: each window starts at a document's BOS token, drawn uniformly among the
+  // documents with T + 1 tokens from their start.
+  const std::vector<int64_t> doc_starts =
+      s.corpus->documents() ? documentWindowStarts(s.corpus->train_docs, int64_t(s.corpus->train.size()), T + 1)
+                            : std::vector<int64_t>();
   std::vector<int32_t> tok, tgt;
   std::vector<int64_t> off(static_cast<size_t>(B));
   const std::vector<ParamRef> params = s.paramRefs();
@@ -535,7 +555,8 @@ void LmTrainingRun::run(const ProgressFn& progress) {
   const std::string label = cfg.label.empty() ? std::string("lm") : cfg.label;
   for (int64_t step = 0; step < cfg.steps && !stop; ++step) {
     const auto ts = clock::now();
-    for (int64_t b = 0; b < B; ++b) off[size_t(b)] = int64_t(data_rng.uniformInt(uint64_t(span + 1)));
+    for (int64_t b = 0; b < B; ++b)
+      off[size_t(b)] = drawWindowStart(doc_starts, int64_t(s.corpus->train.size()), T + 1, data_rng);
     s.window(s.corpus->train, off, tok, tgt);
     s.rec->setStep(step);
     s.ops->setStep(step, true);

@@ -5,7 +5,8 @@
 // transformer probes (probes.h) at a cadence.
 //
 // A step: B windows of T + 1 bytes drawn from the training split at offsets from the run's
-// random stream (seed + 1), the model's forward on the first T, the mean cross-entropy against the
+// random stream (seed + 1) — in a document corpus (text_corpus.h), at the BOS tokens of documents
+// drawn from that stream —, the model's forward on the first T, the mean cross-entropy against the
 // next byte, the backward, gradient clipping by the global norm, the optimizer with the
 // step's scheduled learning rate (linear warm-up, cosine decay: optimizer.h). Validation: the mean
 // loss over a fixed set of windows — `eval_batches` × B windows at evenly spaced offsets of the
@@ -39,13 +40,6 @@
 #include <vector>
 
 namespace fp8lab {
-
-/// Where the text comes from.
-struct TextSource {
-  std::string corpus = "fortunes"; ///< "fortunes" (the Debian package), or empty when `path` is set
-  std::string path;                ///< any UTF-8 / byte file
-  double val_fraction = 0.1;
-};
 
 /// What the probes measure and how often.
 struct ProbeConfig {

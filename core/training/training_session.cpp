@@ -568,7 +568,12 @@ std::string lmConfigJson(const LmTrainingConfig& c, const std::string& run_id) {
     o << "\"text\": " << jsonString(c.data.path);
   else
     o << "\"corpus\": " << jsonString(c.data.corpus);
-  o << ", \"val_fraction\": " << doubleText(c.data.val_fraction) << "},\n";
+  o << ", \"val_fraction\": " << doubleText(c.data.val_fraction);
+  if (c.data.documents) o << ", \"documents\": true";
+  if (!c.data.task.empty())
+    o << ", \"task\": " << jsonString(c.data.task) << ", \"triggers\": " << c.data.triggers
+      << ", \"sequences\": " << c.data.sequences << ", \"seed\": " << c.data.task_seed;
+  o << "},\n";
   o << "  \"precision\": " << jsonString(toString(c.precision)) << ",\n";
   if (c.recipe.recipe != TrainingRecipe::PerTensor) {
     o << "  \"recipe\": " << recipeJson(c.recipe) << ",\n";

@@ -24,6 +24,7 @@
 #include <QComboBox>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QLabel>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardItemModel>
@@ -350,6 +351,15 @@ private Q_SLOTS:
     v.setStat(LayerStat::Sink);
     QCOMPARE(v.csv().section(QLatin1Char('\n'), 0, 1),
              QStringLiteral("operand,step,sink_percent\nblocks.0.attn/head 0,0,25"));
+    // Sink cells of at least 30 % carry a mark: head 1 at both steps (50 %, 100 %), not head 0
+    // (25 %, 12.5 %); no kurtosis here reaches 20.
+    QCOMPARE(v.markedCells(), (std::vector<std::pair<int, int>>{{1, 0}, {1, 1}}));
+    const QString note = v.findChild<QLabel*>(QStringLiteral("hover"))->text();
+    QVERIFY2(note.contains(QStringLiteral("2 cell(s) with a sink of at least 30 %")), qPrintable(note));
+    v.setStat(LayerStat::Kurtosis);
+    QVERIFY(v.markedCells().empty());
+    QCOMPARE(layerStatMarkThreshold(LayerStat::Kurtosis), 20.0);
+    QVERIFY(std::isnan(layerStatMarkThreshold(LayerStat::SqnrDb)));
   }
 
   // The Attention view reads the snapshot probabilities and states each head's sink.
@@ -395,6 +405,20 @@ private Q_SLOTS:
                                            "(step 50)"));
     v.hoverAt(0, 1, 3);
     QVERIFY(v.hoverText().contains(QStringLiteral("masked")));
+    // The sink profile at step 50: head 0 puts everything on position 0 at every query (100 %),
+    // head 1 1/2, 1/3, 1/4 — after the uniform reference 100/(t+1), dashed; none of them in the
+    // legend of the sink-over-steps plot (its two heads only).
+    QCPAxisRect* prof = v.profileRect();
+    QVERIFY(prof);
+    const QList<QCPGraph*> pg = prof->graphs();
+    QCOMPARE(int(pg.size()), 3);
+    QCOMPARE(pg[0]->name(), QStringLiteral("uniform 1/(t+1)"));
+    QCOMPARE(pg[0]->data()->at(0)->value, 50.0);
+    QCOMPARE(pg[0]->data()->at(2)->value, 25.0);
+    QCOMPARE(pg[0]->pen().style(), Qt::DashLine);
+    QCOMPARE(pg[1]->data()->at(2)->value, 100.0);
+    QCOMPARE(pg[2]->data()->at(0)->value, 50.0);
+    QCOMPARE(v.plot()->legend->itemCount(), 2);
     // The slider's first snapshot, step 0: head 0 uniform (36.1 %), head 1 on the diagonal (0 %).
     QVERIFY(v.setSnapshot(0));
     QCOMPARE(v.snapshot().step, int64_t(0));
