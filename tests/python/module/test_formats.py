@@ -99,3 +99,16 @@ def test_non_contiguous_input_is_handled():
     x = np.arange(64, dtype=np.float32).reshape(8, 8) / 7.0
     assert np.array_equal(fp8lab.encode(x.T, "E4M3FN"), fp8lab.encode(np.ascontiguousarray(x.T), "E4M3FN"))
     assert np.array_equal(fp8lab.encode(x[:, ::2], "E5M2"), fp8lab.encode(np.ascontiguousarray(x[:, ::2]), "E5M2"))
+
+
+def test_decode_same_as_cli(cli):
+    for fmt in ("E4M3FN", "E5M2", "E3M2", "E8M0FNU"):
+        codes = list(range(0, 2 ** fp8lab.table(fmt)["bits"], 7))
+        out = cli("decode", "--format", fmt, "--json", *["0x%02x" % c for c in codes], json_out=True)
+        got = fp8lab.decode(np.array(codes, np.uint8), fmt)
+        for e, v in zip(out, got):
+            want = e["value"]
+            if isinstance(want, str):
+                assert (np.isnan(v) if want == "nan" else float(want) == v), (fmt, e, v)
+            else:
+                assert np.float32(want) == v, (fmt, e, v)
