@@ -28,6 +28,8 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--d-model", type=int, default=64)
     ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--every", type=int, default=1)
+    ap.add_argument("--no-block-stats", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -37,7 +39,8 @@ def main():
     opt_h = torch.optim.AdamW(hooked.parameters(), lr=1e-3)
     data = batches(1, batch=a.batch)
     path = os.path.join(tempfile.mkdtemp(), "bench.h5")
-    run = fp8lab.torch.attach(hooked, path, recipe=a.recipe, every=1, threads=a.threads,
+    run = fp8lab.torch.attach(hooked, path, recipe=a.recipe, every=a.every, threads=a.threads,
+                              block_stats=not a.no_block_stats,
                               what_if=[w for w in a.what_if.split(",") if w])
     tp, th = [], []
 
@@ -65,9 +68,11 @@ def main():
     run.close()
     close_s = time.perf_counter() - t0
     mp, mh = statistics.median(tp), statistics.median(th)
-    print("d_model %d, %d blocks, recipe %s, what-if [%s], %d threads, %d steps: unhooked %.2f ms/step, attach(every=1) %.2f ms/step, "
+    print("d_model %d, %d blocks, recipe %s, what-if [%s], block stats %s, %d threads, %d steps: unhooked %.2f ms/step, "
+          "attach(every=%d) %.2f ms/step, "
           "ratio %.2fx; close() wrote the run in %.2f s (%.1f MB)"
-          % (a.d_model, a.layers, a.recipe, a.what_if, a.threads, a.steps, 1e3 * mp, 1e3 * mh, mh / mp, close_s,
+          % (a.d_model, a.layers, a.recipe, a.what_if, "off" if a.no_block_stats else "on", a.threads, a.steps,
+             1e3 * mp, a.every, 1e3 * mh, mh / mp, close_s,
              os.path.getsize(path) / 1e6))
 
 
