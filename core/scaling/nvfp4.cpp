@@ -381,14 +381,14 @@ float tensorAmax(const float* x, int64_t n, bool ignore_nan, int nt) {
   std::vector<uint8_t> nan(m.size(), 0);
   parallelJobs(jobs, nt, [&](int64_t j, int w) {
     const int64_t i0 = j * chunk, i1 = std::min(n, i0 + chunk);
-    float mw = m[static_cast<std::size_t>(w)];
-    bool nw = false;
-    for (int64_t i = i0; i < i1; ++i) {
-      const float a = std::fabs(x[i]);
-      mw = a > mw ? a : mw;
-      nw |= std::isnan(a);
-    }
-    m[static_cast<std::size_t>(w)] = mw;
+    // The vectorised max |x| of scaling.h: NaN when the chunk holds one (then the max without it).
+    const std::size_t len = static_cast<std::size_t>(i1 - i0);
+    double v = amaxOf(x + i0, len, /*ignore_nan=*/false);
+    const bool nw = std::isnan(v);
+    if (nw) v = amaxOf(x + i0, len, /*ignore_nan=*/true);
+    const float a = static_cast<float>(v);
+    float& mw = m[static_cast<std::size_t>(w)];
+    mw = a > mw ? a : mw;
     nan[static_cast<std::size_t>(w)] |= static_cast<uint8_t>(nw);
   });
   float r = 0.0f;

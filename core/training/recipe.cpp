@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -445,11 +446,17 @@ QuantizedTensor quantizeRole(const RoleQuantization& q, const float* x, int64_t 
     r.quant_scale = t.tensor_scale;
     r.dequant_scale = 1.0f / t.tensor_scale;
     if (!q.rht)
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j)
-          if (x[i * cols + j] != 0 && std::isfinite(x[i * cols + j]) &&
-              (t.codes[static_cast<size_t>(i * pc + j)] & 0x7) == 0)
-            ++r.underflow;
+      for (int64_t i = 0; i < rows; ++i) {
+        // A finite non-zero input coded ±0; branch-free so the row vectorises.
+        const float* xr = x + i * cols;
+        const uint8_t* cr = t.codes.data() + i * pc;
+        int64_t u = 0;
+        for (int64_t j = 0; j < cols; ++j) {
+          const float a = std::fabs(xr[j]);
+          u += (a != 0.0f) & (a <= std::numeric_limits<float>::max()) & ((cr[j] & 0x7) == 0);
+        }
+        r.underflow += u;
+      }
     break;
   }
   }
