@@ -94,7 +94,7 @@ int runRun(const QStringList& args) {
     const std::string type = experimentTypeOf(*exps[i].obj);
     if (type == "gemm") return runGemm(exps[i]);
     if (type != "training") return fail(qs(notRunnableText(type)));
-    const TrainingOverrides over{p.value(dataOpt).toStdString(), threads, runId.toStdString(), ""};
+    const TrainingOverrides over{p.value(dataOpt).toStdString(), threads, runId.toStdString(), "", std::nullopt};
     return runTraining(*exps[i].obj, exps[i].at, &c.doc, outFile,
                        {over, json, quiet, compress, false, backend.get(), json_out});
   };

@@ -38,7 +38,8 @@ int runTrain(const QStringList& args) {
   if (!isTrainingConfig(c.doc.root()))
     return fail(QStringLiteral("%1 is not a training config (\"type\": \"training\")").arg(c.origin));
   TrainingCliOptions o{
-      {p.value(dataOpt).toStdString(), 0, "", p.value(runOpt).toStdString()}, p.isSet(jsonOpt), p.isSet(quietOpt)};
+      {p.value(dataOpt).toStdString(), 0, "", p.value(runOpt).toStdString(), std::nullopt}, p.isSet(jsonOpt),
+      p.isSet(quietOpt)};
   const auto backend = makeChosenBackend(p.value(be), o.quiet);
   if (!backend) return 2;
   o.backend = backend.get();

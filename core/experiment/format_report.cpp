@@ -32,10 +32,20 @@ void encodeJson(JsonStreamWriter& jw, const Format& f, std::string_view input, c
          {std::tuple{"lower", d.lower_code, d.lower_value}, std::tuple{"upper", d.upper_code, d.upper_value}}) {
       jw.key(name);
       jw.beginObject();
+      // A neighbour beyond max finite exists only with an unbounded exponent (OCP OFP8 §3): it has
+      // no code of its own (the text says "beyond max, unbounded exponent").
+      const bool beyond = std::fabs(value) > f.maxFinite();
       jw.key("code");
-      jw.value(f.hexString(code));
+      if (beyond)
+        jw.null();
+      else
+        jw.value(f.hexString(code));
       jw.key("value");
       jw.value(value);
+      if (beyond) {
+        jw.key("beyond_max");
+        jw.value(true);
+      }
       jw.endObject();
     }
     jw.key("midpoint");

@@ -40,6 +40,11 @@ public:
   /// characters as \u00XX; other bytes (UTF-8) as they are.
   void value(const std::string& s);
   void value(const char* s) { value(std::string(s)); }
+  /// JSON null.
+  void null() {
+    sep();
+    buf_ += "null";
+  }
   const std::string& text() const { return buf_; }
 
 private:
