@@ -32,6 +32,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <set>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -388,6 +389,16 @@ std::string pyText(py::handle v) {
   return py::str(v).cast<std::string>();
 }
 
+/// The gemm flags that describe the operands (their shape, random data, or files): fp8lab.gemm
+/// takes the operands themselves.
+bool isOperandKeyword(const std::string& key) {
+  static const std::set<std::string> k = {"m",       "k",       "n",           "seed",
+                                          "distribution", "scale", "sigma", "outlier_fraction",
+                                          "outlier_factor", "outlier_channels", "outlier_axis",
+                                          "a_tensor", "b_tensor"};
+  return k.count(key) > 0;
+}
+
 struct GemmCall {
   GemmExperimentConfig cfg;
   std::shared_ptr<std::vector<float>> a, b; // operands kept alive for the run
@@ -442,8 +453,8 @@ GemmCall gemmCall(py::handle a, py::handle b, const py::dict& kw, bool check) {
                               "' (the GPU runs through fp8lab-cli gemm --backend gpu)");
       continue;
     }
-    if (key == "m" || key == "k" || key == "n" || key == "a_tensor" || key == "b_tensor")
-      throw py::type_error("gemm: '" + key + "' is given by the operands a and b");
+    if (isOperandKeyword(key))
+      throw py::type_error("gemm: '" + key + "' describes the operands, which are a and b here (arrays or file specs)");
     const std::string flag = flagOf(key);
     const ParamSpec* p = findParamByFlag(flag);
     const bool outside = flag == "a-scaling";
@@ -1058,6 +1069,7 @@ PYBIND11_MODULE(_core, m) {
         if (k == "a_format") k = "format_a";
         if (k == "b_format") k = "format_b";
         if (k == "b_scaling") k = "scaling_b";
+        if (isOperandKeyword(k) || k == "backend") continue;
         l.append(py::make_tuple(k, paramHelp(s, true)));
       }
     return l;

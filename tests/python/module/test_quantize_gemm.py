@@ -131,7 +131,7 @@ def test_gemm_epilogue_in_memory_and_errors():
         fp8lab.gemm(a, rng_matrix(1, 63, 16))
     with pytest.raises(TypeError, match="a: expected float32"):
         fp8lab.gemm(a.astype(np.float16), b)
-    with pytest.raises(TypeError, match="unexpected keyword 'm'|given by the operands"):
+    with pytest.raises(TypeError, match="'m' describes the operands"):
         fp8lab.gemm(a, b, m=3)
     with pytest.raises(ValueError, match="fast_bits must be an integer"):
         fp8lab.gemm(a, b, accumulation="fast", fast_bits=99)
