@@ -37,9 +37,9 @@ int runTrain(const QStringList& args) {
   if (!loadConfig(p.positionalArguments().first(), &c)) return 2;
   if (!isTrainingConfig(c.doc.root()))
     return fail(QStringLiteral("%1 is not a training config (\"type\": \"training\")").arg(c.origin));
-  TrainingCliOptions o{
-      {p.value(dataOpt).toStdString(), 0, "", p.value(runOpt).toStdString(), std::nullopt}, p.isSet(jsonOpt),
-      p.isSet(quietOpt)};
+  TrainingCliOptions o{{p.value(dataOpt).toStdString(), 0, "", p.value(runOpt).toStdString(), std::nullopt},
+                       p.isSet(jsonOpt),
+                       p.isSet(quietOpt)};
   const auto backend = makeChosenBackend(p.value(be), o.quiet);
   if (!backend) return 2;
   o.backend = backend.get();

@@ -7,6 +7,7 @@
 // argument); a non-contiguous input is copied to C order first. Results are returned without a copy:
 // each numpy array owns the std::vector core filled. The GIL is released around every core call that
 // can take long (quantize, gemm, check, rerun, session reads, observed steps).
+#include "common/number_text.h"
 #include "experiment/experiment_registry.h"
 #include "experiment/gemm_config.h"
 #include "experiment/gemm_flags.h"
@@ -34,7 +35,6 @@
 #include <mutex>
 #include <set>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -64,7 +64,8 @@ std::string shapeText(const py::array& a) {
 
 /// `obj` as a C-contiguous array of T: TypeError naming `arg` when it is not an array of that dtype
 /// (`expected` says what is accepted); a non-contiguous array is copied to C order.
-template <class T> py::array_t<T, py::array::c_style> requireArray(py::handle obj, const char* arg, const char* expected) {
+template <class T>
+py::array_t<T, py::array::c_style> requireArray(py::handle obj, const char* arg, const char* expected) {
   if (!py::isinstance<py::array>(obj))
     throw py::type_error(std::string(arg) + ": expected a numpy array of " + expected + ", got " +
                          py::str(py::type::of(obj)).cast<std::string>());
@@ -118,10 +119,14 @@ py::dict attrsToPy(const Attributes& a) {
 py::array datasetToNumpy(Dataset&& d) {
   std::vector<py::ssize_t> shape(d.shape.begin(), d.shape.end());
   switch (d.dtype) {
-  case DType::Float32: return owned(std::move(d.f32), shape);
-  case DType::Float64: return owned(std::move(d.f64), shape);
-  case DType::UInt8: return owned(std::move(d.u8), shape);
-  case DType::Int64: return owned(std::move(d.i64), shape);
+  case DType::Float32:
+    return owned(std::move(d.f32), shape);
+  case DType::Float64:
+    return owned(std::move(d.f64), shape);
+  case DType::UInt8:
+    return owned(std::move(d.u8), shape);
+  case DType::Int64:
+    return owned(std::move(d.i64), shape);
   }
   return py::none();
 }
@@ -232,8 +237,8 @@ py::array decodeArray(py::object codes, const std::string& format) {
     const uint8_t* p = c.data();
     for (size_t i = 0; i < n; ++i)
       if (p[i] > f.codeMask())
-        throw py::value_error("codes: element " + std::to_string(i) + " is " + std::to_string(p[i]) + ", not a code of " +
-                              f.name() + " (" + std::to_string(f.bits()) + " bits: 0.." +
+        throw py::value_error("codes: element " + std::to_string(i) + " is " + std::to_string(p[i]) +
+                              ", not a code of " + f.name() + " (" + std::to_string(f.bits()) + " bits: 0.." +
                               std::to_string(f.codeMask()) + ")");
     std::vector<float> out(n);
     {
@@ -311,13 +316,6 @@ QuantizeFlags quantizeFlags(const std::map<std::string, std::string>& given) {
                        }};
 }
 
-std::string numberText(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  return s.str();
-}
-
 PyQuantized quantizeArray(py::object x, const std::string& scaling, const std::string& format, const std::string& axis,
                           const std::string& rounding, uint64_t seed, bool saturate, py::object block, py::object pow2,
                           py::object amax_epsilon, py::object margin, py::object history_len, py::object algo,
@@ -342,13 +340,13 @@ PyQuantized quantizeArray(py::object x, const std::string& scaling, const std::s
   if (f64) given["float64"] = "";
   if (!block.is_none()) given["block"] = std::to_string(block.cast<int64_t>());
   if (!pow2.is_none()) given[pow2.cast<bool>() ? "pow2" : "no-pow2"] = "";
-  if (!amax_epsilon.is_none()) given["amax-epsilon"] = numberText(amax_epsilon.cast<double>());
+  if (!amax_epsilon.is_none()) given["amax-epsilon"] = shortestText(amax_epsilon.cast<double>());
   if (!margin.is_none()) given["margin"] = std::to_string(margin.cast<int64_t>());
   if (!history_len.is_none()) given["history-len"] = std::to_string(history_len.cast<int64_t>());
   if (!algo.is_none()) given["algo"] = algo.cast<std::string>();
   if (!amax_history.is_none()) {
     std::string list;
-    for (py::handle v : amax_history) list += (list.empty() ? "" : ",") + numberText(v.cast<double>());
+    for (py::handle v : amax_history) list += (list.empty() ? "" : ",") + shortestText(v.cast<double>());
     given["amax-history"] = list;
   }
   for (const char* f : {"margin", "history-len", "amax-epsilon"})
@@ -365,7 +363,8 @@ PyQuantized quantizeArray(py::object x, const std::string& scaling, const std::s
   std::optional<QuantizeOutcome> r;
   {
     py::gil_scoped_release nogil;
-    r = quantizeWithPreset(scaling, *choice.format, values, rows, cols, *ax, enc, seed, f64, quantizeFlags(given), &err);
+    r = quantizeWithPreset(scaling, *choice.format, values, rows, cols, *ax, enc, seed, f64, quantizeFlags(given),
+                           &err);
   }
   if (!r) throw py::value_error(err);
   return PyQuantized{std::move(r->q), std::move(r->rotated), std::move(r->note)};
@@ -385,17 +384,26 @@ std::string flagOf(std::string key) {
 
 std::string pyText(py::handle v) {
   if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
-  if (py::isinstance<py::float_>(v)) return numberText(v.cast<double>());
+  if (py::isinstance<py::float_>(v)) return shortestText(v.cast<double>());
   return py::str(v).cast<std::string>();
 }
 
 /// The gemm flags that describe the operands (their shape, random data, or files): fp8lab.gemm
 /// takes the operands themselves.
 bool isOperandKeyword(const std::string& key) {
-  static const std::set<std::string> k = {"m",       "k",       "n",           "seed",
-                                          "distribution", "scale", "sigma", "outlier_fraction",
-                                          "outlier_factor", "outlier_channels", "outlier_axis",
-                                          "a_tensor", "b_tensor"};
+  static const std::set<std::string> k = {"m",
+                                          "k",
+                                          "n",
+                                          "seed",
+                                          "distribution",
+                                          "scale",
+                                          "sigma",
+                                          "outlier_fraction",
+                                          "outlier_factor",
+                                          "outlier_channels",
+                                          "outlier_axis",
+                                          "a_tensor",
+                                          "b_tensor"};
   return k.count(key) > 0;
 }
 
@@ -459,7 +467,8 @@ GemmCall gemmCall(py::handle a, py::handle b, const py::dict& kw, bool check) {
     const ParamSpec* p = findParamByFlag(flag);
     const bool outside = flag == "a-scaling";
     if ((!p || !p->usedBy("gemm")) && !outside)
-      throw py::type_error("gemm: unexpected keyword '" + key + "' (the keywords are fp8lab-cli gemm's flags with '_' for '-'; see help(fp8lab.gemm))");
+      throw py::type_error("gemm: unexpected keyword '" + key +
+                           "' (the keywords are fp8lab-cli gemm's flags with '_' for '-'; see help(fp8lab.gemm))");
     if (p && p->type == ParamType::Boolean) {
       if (item.second.cast<bool>()) given[flag] = "";
       continue;
@@ -469,33 +478,23 @@ GemmCall gemmCall(py::handle a, py::handle b, const py::dict& kw, bool check) {
       if (const std::string e = checkParamText(*p, given[flag]); !e.empty()) throw py::value_error(e);
   }
   if (check && given.count("output-scale") && given["output-scale"] == "auto")
-    throw py::value_error("output_scale: 'auto' is the reference's own scale_D; a kernel check needs the scale_D the kernel used");
+    throw py::value_error(
+        "output_scale: 'auto' is the reference's own scale_D; a kernel check needs the scale_D the kernel used");
   // The epilogue: beta ≠ 0 needs C; C given in memory (or seeded with c_seed).
   const bool c_given = !c.is_none();
   if (beta && *beta != 0 && !c_given && !given.count("c-seed") && !given.count("c-file"))
-    throw py::value_error("beta: beta = " + numberText(*beta) + " needs C: pass c=ARRAY [M, N] float32 (or c_seed / c_file)");
-  if (c_given && !(beta && *beta != 0))
-    throw py::value_error("c: C is added as beta·C; pass beta (≠ 0) with it");
-  if (beta && !c_given) given["beta"] = numberText(*beta);
-  // Operand shapes fix m, k, n for the flags' checks.
-  setOperand(a, "a", call.cfg.a, call.a);
-  setOperand(b, "b", call.cfg.b, call.b);
+    throw py::value_error("beta: beta = " + shortestText(*beta) +
+                          " needs C: pass c=ARRAY [M, N] float32 (or c_seed / c_file)");
+  if (c_given && !(beta && *beta != 0)) throw py::value_error("c: C is added as beta·C; pass beta (≠ 0) with it");
+  if (beta && !c_given) given["beta"] = shortestText(*beta);
   GemmFlagConfig flags;
   if (const std::string e = gemmConfigFromFlags(given, true, &flags); !e.empty()) throw py::value_error(e);
   GemmExperimentConfig& cfg = flags.config;
-  cfg.a.tensor = call.cfg.a.tensor;
-  cfg.a.values = call.cfg.a.values;
-  cfg.a.rows = call.cfg.a.rows;
-  cfg.a.cols = call.cfg.a.cols;
-  cfg.a.origin = call.cfg.a.origin;
-  cfg.b.tensor = call.cfg.b.tensor;
-  cfg.b.values = call.cfg.b.values;
-  cfg.b.rows = call.cfg.b.rows;
-  cfg.b.cols = call.cfg.b.cols;
-  cfg.b.origin = call.cfg.b.origin;
+  setOperand(a, "a", cfg.a, call.a);
+  setOperand(b, "b", cfg.b, call.b);
   if (cfg.a.values && cfg.b.values && cfg.a.cols != cfg.b.rows)
-    throw py::value_error("a, b: A is [" + std::to_string(cfg.a.rows) + ", " + std::to_string(cfg.a.cols) + "] and B [" +
-                          std::to_string(cfg.b.rows) + ", " + std::to_string(cfg.b.cols) +
+    throw py::value_error("a, b: A is [" + std::to_string(cfg.a.rows) + ", " + std::to_string(cfg.a.cols) +
+                          "] and B [" + std::to_string(cfg.b.rows) + ", " + std::to_string(cfg.b.cols) +
                           "]: A's columns must equal B's rows (K)");
   if (cfg.a.values) {
     cfg.m = cfg.a.rows;
@@ -813,7 +812,7 @@ void checkSessionOutput(const std::string& path, const std::string& run_id) {
   std::string dir = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
   if (path.find('/') == std::string::npos) dir = ".";
   if (dir.empty()) dir = "/";
-  struct stat st{};
+  struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw py::value_error("path: the directory " + dir + " does not exist");
   if (::access(dir.c_str(), W_OK) != 0) throw py::value_error("path: the directory " + dir + " is not writable");
@@ -891,6 +890,10 @@ public:
       throw py::value_error(e.what());
     }
   }
+  void noteRepeatedCall() {
+    live();
+    run_->noteRepeatedCall();
+  }
   void endStep() {
     live();
     py::gil_scoped_release nogil;
@@ -961,66 +964,77 @@ PYBIND11_MODULE(_core, m) {
     return a;
   };
   py::class_<PyQuantized>(m, "QuantizedTensor")
-      .def_property_readonly("codes", [view](py::object self) {
-        const PyQuantized& p = self.cast<const PyQuantized&>();
-        return view(self, p.q.codes.data(), p.q.rows, p.q.cols);
-      })
-      .def_property_readonly("dequant_scales", [view](py::object self) -> py::object {
-        const PyQuantized& p = self.cast<const PyQuantized&>();
-        if (p.q.tensor_scale.kind == TensorScale::Kind::None)
-          return view(self, p.q.dequant_scales.data(), p.q.blockRows(), p.q.blockCols());
-        // Two-level (NVFP4): each block's factor, its E4M3 scale times the tensor level, as the CLI's
-        // dequant_scales (block_scales has the E4M3 values).
-        std::vector<float> f(p.q.dequant_scales.size());
-        for (size_t i = 0; i < f.size(); ++i) f[i] = p.q.tensor_scale.blockFactor(p.q.dequant_scales[i]);
-        py::array_t<float> a = owned(std::move(f), {py::ssize_t(p.q.blockRows()), py::ssize_t(p.q.blockCols())});
-        a.attr("flags").attr("writeable") = false;
-        return a;
-      })
-      .def_property_readonly("block_scales", [view](py::object self) -> py::object {
-        const PyQuantized& p = self.cast<const PyQuantized&>();
-        if (p.q.tensor_scale.kind == TensorScale::Kind::None) return py::none();
-        return view(self, p.q.dequant_scales.data(), p.q.blockRows(), p.q.blockCols());
-      })
-      .def_property_readonly("quant_scales", [view](py::object self) -> py::object {
-        const PyQuantized& p = self.cast<const PyQuantized&>();
-        if (p.q.quant_scales.empty()) return py::none();
-        return view(self, p.q.quant_scales.data(), p.q.blockRows(), p.q.blockCols());
-      })
-      .def_property_readonly("scale_codes", [view](py::object self) -> py::object {
-        const PyQuantized& p = self.cast<const PyQuantized&>();
-        if (p.q.scale_codes.empty()) return py::none();
-        return view(self, p.q.scale_codes.data(), p.q.blockRows(), p.q.blockCols());
-      })
-      .def_property_readonly("scale_format", [](const PyQuantized& p) -> std::string {
-        return p.q.scale_codes.empty() ? "float32" : p.q.scaleCodeFormat().name();
-      })
+      .def_property_readonly("codes",
+                             [view](py::object self) {
+                               const PyQuantized& p = self.cast<const PyQuantized&>();
+                               return view(self, p.q.codes.data(), p.q.rows, p.q.cols);
+                             })
+      .def_property_readonly(
+          "dequant_scales",
+          [view](py::object self) -> py::object {
+            const PyQuantized& p = self.cast<const PyQuantized&>();
+            if (p.q.tensor_scale.kind == TensorScale::Kind::None)
+              return view(self, p.q.dequant_scales.data(), p.q.blockRows(), p.q.blockCols());
+            // Two-level (NVFP4): each block's factor, its E4M3 scale times the tensor level, as the CLI's
+            // dequant_scales (block_scales has the E4M3 values).
+            std::vector<float> f(p.q.dequant_scales.size());
+            for (size_t i = 0; i < f.size(); ++i) f[i] = p.q.tensor_scale.blockFactor(p.q.dequant_scales[i]);
+            py::array_t<float> a = owned(std::move(f), {py::ssize_t(p.q.blockRows()), py::ssize_t(p.q.blockCols())});
+            a.attr("flags").attr("writeable") = false;
+            return a;
+          })
+      .def_property_readonly("block_scales",
+                             [view](py::object self) -> py::object {
+                               const PyQuantized& p = self.cast<const PyQuantized&>();
+                               if (p.q.tensor_scale.kind == TensorScale::Kind::None) return py::none();
+                               return view(self, p.q.dequant_scales.data(), p.q.blockRows(), p.q.blockCols());
+                             })
+      .def_property_readonly("quant_scales",
+                             [view](py::object self) -> py::object {
+                               const PyQuantized& p = self.cast<const PyQuantized&>();
+                               if (p.q.quant_scales.empty()) return py::none();
+                               return view(self, p.q.quant_scales.data(), p.q.blockRows(), p.q.blockCols());
+                             })
+      .def_property_readonly("scale_codes",
+                             [view](py::object self) -> py::object {
+                               const PyQuantized& p = self.cast<const PyQuantized&>();
+                               if (p.q.scale_codes.empty()) return py::none();
+                               return view(self, p.q.scale_codes.data(), p.q.blockRows(), p.q.blockCols());
+                             })
+      .def_property_readonly("scale_format",
+                             [](const PyQuantized& p) -> std::string {
+                               return p.q.scale_codes.empty() ? "float32" : p.q.scaleCodeFormat().name();
+                             })
       .def_property_readonly("format", [](const PyQuantized& p) { return p.q.format ? p.q.format->name() : ""; })
       .def_property_readonly("shape", [](const PyQuantized& p) { return py::make_tuple(p.q.rows, p.q.cols); })
-      .def_property_readonly("block", [](const PyQuantized& p) { return py::make_tuple(p.q.block.rows, p.q.block.cols); })
+      .def_property_readonly("block",
+                             [](const PyQuantized& p) { return py::make_tuple(p.q.block.rows, p.q.block.cols); })
       .def_property_readonly("strategy", [](const PyQuantized& p) { return p.q.strategy; })
-      .def_property_readonly("scale_op", [](const PyQuantized& p) {
-        return p.q.scale_op == Format::ScaleOp::Divide ? "divide" : "multiply";
-      })
-      .def_property_readonly("tensor_scale", [](const PyQuantized& p) -> py::object {
-        const TensorScale& t = p.q.tensor_scale;
-        if (t.kind == TensorScale::Kind::None) return py::none();
-        py::dict d;
-        const bool te = t.kind == TensorScale::Kind::TeAmax;
-        d["kind"] = te ? "te_amax" : "torchao_per_tensor_scale";
-        d["amax"] = t.amax;
-        d["value"] = t.value;
-        d["convention"] = te ? "quant multiplier S_enc = fp4_fp8_max / amax" : "dequant factor amax / 2688";
-        if (te) d["fp4_fp8_max"] = t.fp4_fp8_max;
-        d["tensor_factor"] = t.tensorFactor();
-        return d;
-      })
+      .def_property_readonly(
+          "scale_op",
+          [](const PyQuantized& p) { return p.q.scale_op == Format::ScaleOp::Divide ? "divide" : "multiply"; })
+      .def_property_readonly("tensor_scale",
+                             [](const PyQuantized& p) -> py::object {
+                               const TensorScale& t = p.q.tensor_scale;
+                               if (t.kind == TensorScale::Kind::None) return py::none();
+                               py::dict d;
+                               const bool te = t.kind == TensorScale::Kind::TeAmax;
+                               d["kind"] = te ? "te_amax" : "torchao_per_tensor_scale";
+                               d["amax"] = t.amax;
+                               d["value"] = t.value;
+                               d["convention"] =
+                                   te ? "quant multiplier S_enc = fp4_fp8_max / amax" : "dequant factor amax / 2688";
+                               if (te) d["fp4_fp8_max"] = t.fp4_fp8_max;
+                               d["tensor_factor"] = t.tensorFactor();
+                               return d;
+                             })
       .def_property_readonly("stats", [](const PyQuantized& p) { return quantizeStatsToPy(p.q.stats); })
-      .def_property_readonly("rotated", [view](py::object self) -> py::object {
-        const PyQuantized& p = self.cast<const PyQuantized&>();
-        if (p.rotated.empty()) return py::none();
-        return view(self, p.rotated.data(), p.q.rows, p.q.cols);
-      })
+      .def_property_readonly("rotated",
+                             [view](py::object self) -> py::object {
+                               const PyQuantized& p = self.cast<const PyQuantized&>();
+                               if (p.rotated.empty()) return py::none();
+                               return view(self, p.rotated.data(), p.q.rows, p.q.cols);
+                             })
       .def_property_readonly("note", [](const PyQuantized& p) { return p.note; })
       .def("dequantize", [](const PyQuantized& p) {
         std::vector<float> v;
@@ -1108,6 +1122,7 @@ PYBIND11_MODULE(_core, m) {
       .def("observe", &PyObservedRun::observe, py::arg("site"), py::arg("operand"), py::arg("x"),
            py::arg("transposed") = false)
       .def("end_step", &PyObservedRun::endStep)
+      .def("note_repeated_call", &PyObservedRun::noteRepeatedCall)
       .def_property_readonly("in_step", &PyObservedRun::inStep)
       .def_property_readonly("recorded_steps", &PyObservedRun::recordedSteps)
       .def("log_loss", &PyObservedRun::logLoss, py::arg("step"), py::arg("loss"))

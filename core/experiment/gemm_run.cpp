@@ -438,7 +438,7 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   } else {
     cfg.gemm.c = cfg.c_source.enabled ? epilogueInput(cfg.c_source, m, n, 3) : nullptr;
   }
-  cfg.gemm.bias = !cfg.bias_source.enabled   ? nullptr
+  cfg.gemm.bias = !cfg.bias_source.enabled ? nullptr
                   : cfg.bias_source.values ? cfg.bias_source.values
                                            : epilogueInput(cfg.bias_source, 1, n, 4);
   try {
@@ -569,7 +569,7 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   if (hasEpilogue(cfg.gemm)) {
     run.attrs["alpha"] = double(cfg.gemm.alpha);
     run.attrs["beta"] = double(cfg.gemm.beta);
-    run.attrs["bias"] = std::string(!cfg.gemm.bias             ? "none"
+    run.attrs["bias"] = std::string(!cfg.gemm.bias           ? "none"
                                     : cfg.bias_source.values ? "given in memory"
                                                              : "seed " + std::to_string(cfg.bias_source.seed));
     if (cfg.c_source.values)
@@ -757,7 +757,7 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
                              w.what + ": " + w.detail, C::Computation});
   // What the output type (and alpha, scale_D) did to D that the quantized-exact D does not show:
   // non-zero outputs flushed to zero, and finite ones that became ±Inf / NaN.
-  if (const Dataset *dd = run.find(layout::kOutputD), *qe = run.find(layout::kReferenceDQuantizedExact);
+  if (const Dataset* dd = run.find(layout::kOutputD), *qe = run.find(layout::kReferenceDQuantizedExact);
       dd && qe && dd->elementCount() == qe->elementCount()) {
     int64_t flushed = 0, nonzero = 0, overflowed = 0;
     for (int64_t i = 0; i < dd->elementCount(); ++i) {
@@ -774,9 +774,8 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
                                  (cfg.gemm.alpha != 1.0f ? ", alpha " + generalText(double(cfg.gemm.alpha)) : "");
     if (flushed > 0)
       r.add(C::Computation, "output",
-            std::to_string(flushed) + " of " + std::to_string(nonzero) +
-                " non-zero outputs became 0 in D (output " + out_text +
-                "): below the output type's smallest value" +
+            std::to_string(flushed) + " of " + std::to_string(nonzero) + " non-zero outputs became 0 in D (output " +
+                out_text + "): below the output type's smallest value" +
                 (flushed == nonzero ? "; every output flushed: raise the output scale" : ""),
             Severity::Warning);
     if (overflowed > 0)

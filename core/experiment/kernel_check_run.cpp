@@ -25,8 +25,8 @@ bool isFp8(OutputType t) {
 
 } // namespace
 
-Result<ObservedOutput> observedOutputFromDataset(Dataset d, const std::string& origin, OutputType output,
-                                                 float scale_d, int64_t m, int64_t n) {
+Result<ObservedOutput> observedOutputFromDataset(Dataset d, const std::string& origin, OutputType output, float scale_d,
+                                                 int64_t m, int64_t n) {
   Result<ObservedOutput> r;
   const std::string where = "observed";
   std::vector<int64_t> shape = d.shape;

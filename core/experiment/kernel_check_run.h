@@ -47,8 +47,8 @@ Result<ObservedOutput> loadObservedOutput(const std::string& spec, OutputType ou
 /// numbers), UInt8 the codes of an FP8 output (attribute "source_dtype" F8_E4M3 / F8_E5M2 must name
 /// the output's format); a rank-1 dataset is one row. `origin` names it in messages. Errors
 /// (InvalidArgument): a shape other than [m, n], codes for a non-FP8 output, another dtype.
-Result<ObservedOutput> observedOutputFromDataset(Dataset d, const std::string& origin, OutputType output,
-                                                 float scale_d, int64_t m, int64_t n);
+Result<ObservedOutput> observedOutputFromDataset(Dataset d, const std::string& origin, OutputType output, float scale_d,
+                                                 int64_t m, int64_t n);
 
 /// Runs the check (checkKernelOutput with cfg's reference, criteria and fit) and stores it into
 /// `run`: observed/D (+ observed/D_codes), check/D_reference, check/diff, check/ulps,

@@ -65,7 +65,7 @@ void matmulRows(const float* a, const float* b, float* c, int64_t r0, int64_t r1
 // mul and add intrinsics are never fused — which gives matmulRows' bits.
 template <int Rows>
 __attribute__((target("avx512f"))) void tileAvx512(const float* a, const float* b, float* c, int64_t i, int64_t j,
-                                                 int64_t k, int64_t n, bool accumulate, __mmask16 m0, __mmask16 m1) {
+                                                   int64_t k, int64_t n, bool accumulate, __mmask16 m0, __mmask16 m1) {
   __m512 acc[Rows][2];
   for (int r = 0; r < Rows; ++r) {
     float* cr = c + (i + r) * n + j;
@@ -90,7 +90,7 @@ __attribute__((target("avx512f"))) void tileAvx512(const float* a, const float* 
 }
 
 __attribute__((target("avx512f"))) void matmulRowsAvx512(const float* a, const float* b, float* c, int64_t r0,
-                                                       int64_t r1, int64_t k, int64_t n, bool accumulate) {
+                                                         int64_t r1, int64_t k, int64_t n, bool accumulate) {
   for (int64_t i = r0; i < r1; i += 4) {
     const int64_t rows = std::min<int64_t>(4, r1 - i);
     for (int64_t j = 0; j < n; j += 32) {
@@ -98,10 +98,18 @@ __attribute__((target("avx512f"))) void matmulRowsAvx512(const float* a, const f
       const __mmask16 m0 = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u);
       const __mmask16 m1 = left >= 32 ? __mmask16(0xFFFF) : left > 16 ? __mmask16((1u << (left - 16)) - 1u) : 0;
       switch (rows) {
-      case 4: tileAvx512<4>(a, b, c, i, j, k, n, accumulate, m0, m1); break;
-      case 3: tileAvx512<3>(a, b, c, i, j, k, n, accumulate, m0, m1); break;
-      case 2: tileAvx512<2>(a, b, c, i, j, k, n, accumulate, m0, m1); break;
-      default: tileAvx512<1>(a, b, c, i, j, k, n, accumulate, m0, m1); break;
+      case 4:
+        tileAvx512<4>(a, b, c, i, j, k, n, accumulate, m0, m1);
+        break;
+      case 3:
+        tileAvx512<3>(a, b, c, i, j, k, n, accumulate, m0, m1);
+        break;
+      case 2:
+        tileAvx512<2>(a, b, c, i, j, k, n, accumulate, m0, m1);
+        break;
+      default:
+        tileAvx512<1>(a, b, c, i, j, k, n, accumulate, m0, m1);
+        break;
       }
     }
   }
@@ -115,7 +123,7 @@ __attribute__((target("avx2"))) __m256i laneMaskAvx2(int64_t left) {
 
 template <int Rows>
 __attribute__((target("avx2"))) void tileAvx2(const float* a, const float* b, float* c, int64_t i, int64_t j, int64_t k,
-                                             int64_t n, bool accumulate, __m256i m0, __m256i m1) {
+                                              int64_t n, bool accumulate, __m256i m0, __m256i m1) {
   __m256 acc[Rows][2];
   for (int r = 0; r < Rows; ++r) {
     float* cr = c + (i + r) * n + j;
@@ -140,16 +148,24 @@ __attribute__((target("avx2"))) void tileAvx2(const float* a, const float* b, fl
 }
 
 __attribute__((target("avx2"))) void matmulRowsAvx2(const float* a, const float* b, float* c, int64_t r0, int64_t r1,
-                                                  int64_t k, int64_t n, bool accumulate) {
+                                                    int64_t k, int64_t n, bool accumulate) {
   for (int64_t i = r0; i < r1; i += 4) {
     const int64_t rows = std::min<int64_t>(4, r1 - i);
     for (int64_t j = 0; j < n; j += 16) {
       const __m256i m0 = laneMaskAvx2(n - j), m1 = laneMaskAvx2(n - j - 8);
       switch (rows) {
-      case 4: tileAvx2<4>(a, b, c, i, j, k, n, accumulate, m0, m1); break;
-      case 3: tileAvx2<3>(a, b, c, i, j, k, n, accumulate, m0, m1); break;
-      case 2: tileAvx2<2>(a, b, c, i, j, k, n, accumulate, m0, m1); break;
-      default: tileAvx2<1>(a, b, c, i, j, k, n, accumulate, m0, m1); break;
+      case 4:
+        tileAvx2<4>(a, b, c, i, j, k, n, accumulate, m0, m1);
+        break;
+      case 3:
+        tileAvx2<3>(a, b, c, i, j, k, n, accumulate, m0, m1);
+        break;
+      case 2:
+        tileAvx2<2>(a, b, c, i, j, k, n, accumulate, m0, m1);
+        break;
+      default:
+        tileAvx2<1>(a, b, c, i, j, k, n, accumulate, m0, m1);
+        break;
       }
     }
   }

@@ -60,8 +60,12 @@ void SiteRecorder::recordRecipe(size_t op, const RoleQuantRecord& rq) {
 }
 
 void SiteRecorder::recordHighPrecision(size_t op, const float* x, size_t n) {
+  recordUnquantized(op, static_cast<float>(amaxOf(x, n, /*ignore_nan=*/true))); // NaN ignored, as fmaxf
+}
+
+void SiteRecorder::recordUnquantized(size_t op, float amax) {
   OperandStepRecord r;
-  r.amax = static_cast<float>(amaxOf(x, n, /*ignore_nan=*/true)); // NaN ignored, as fmaxf
+  r.amax = amax;
   r.dequant_scale = 1;
   r.quant_scale = 1;
   const OperandHistory& h = ops_.at(op);

@@ -64,6 +64,9 @@ public:
   void recordRecipe(size_t op, const RoleQuantRecord& r);
   /// An operand that entered its GEMM in high precision: its amax (scale 1, no counts).
   void recordHighPrecision(size_t op, const float* x, size_t n);
+  /// A step of operand `op` that was not quantized, with amax `amax` given (NaN: not seen at all):
+  /// scale 1, no counts, a delayed-scaling window kept as it was.
+  void recordUnquantized(size_t op, float amax);
   /// The observer handing a block recipe's quantization of `op` to the per-block statistics.
   QuantizedObserver observer(size_t op) const;
   /// Per-tensor quantization of `op` (q made from x): per-block statistics.

@@ -21,7 +21,7 @@ namespace {
 /// The role an operand's recorded quantization has under a block recipe, and its contraction axis
 /// (the training engine records the same three: lm_trainer.cpp, linear_site.cpp).
 OperandRole recordedRole(SiteOperand o) {
-  return o == SiteOperand::Input ? OperandRole::FpropInput
+  return o == SiteOperand::Input    ? OperandRole::FpropInput
          : o == SiteOperand::Kernel ? OperandRole::FpropWeight
                                     : OperandRole::WgradGradOutput;
 }
@@ -44,7 +44,8 @@ void classify(Site& s) {
     }
   }
   for (const std::string& p : parts)
-    if (!p.empty() && std::all_of(p.begin(), p.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    if (!p.empty() &&
+        std::all_of(p.begin(), p.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
       s.block = std::stoi(p.substr(0, 9));
       break;
     }
@@ -54,10 +55,10 @@ void classify(Site& s) {
         if (p.find(w) != std::string::npos) return true;
     return false;
   };
-  s.group = has({"attn", "attention", "q_proj", "k_proj", "v_proj", "o_proj", "qkv"}) ? "attn"
-            : has({"lm_head", "head", "classifier"})                                 ? "head"
+  s.group = has({"attn", "attention", "q_proj", "k_proj", "v_proj", "o_proj", "qkv"})        ? "attn"
+            : has({"lm_head", "head", "classifier"})                                         ? "head"
             : has({"mlp", "ffn", "feed_forward", "fc", "up_proj", "down_proj", "gate_proj"}) ? "ffn"
-                                                                                               : "linear";
+                                                                                             : "linear";
 }
 
 } // namespace
@@ -132,20 +133,6 @@ struct ObservedRun::Impl {
   QuantizedTensor q; // per-tensor quantization buffer
   std::vector<float> transposed;
   bool finished = false;
-
-  void recordMissing(size_t op) {
-    OperandStepRecord r;
-    r.amax = std::numeric_limits<float>::quiet_NaN();
-    r.dequant_scale = 1;
-    r.quant_scale = 1;
-    const OperandHistory& h = operands[op];
-    if (cfg.recipe.fp8 && h.history_len > 0) {
-      const size_t L = size_t(h.history_len);
-      r.history = h.history.size() >= L ? std::vector<float>(h.history.end() - std::ptrdiff_t(L), h.history.end())
-                                        : std::vector<float>(L, 0.0f);
-    }
-    rec->record(op, r);
-  }
 };
 
 ObservedRun::ObservedRun(ObservedRunConfig cfg, std::vector<ObservedSite> sites) : d(std::make_unique<Impl>()) {
@@ -264,10 +251,7 @@ void ObservedRun::observe(size_t site, SiteOperand operand, const float* x, int6
                                 std::to_string(d->table.size()) + " sites)");
   const Site& s = d->table[site];
   const size_t op = SiteTable::operandIndex(site, operand);
-  if (d->seen[op]) {
-    d->repeated += operand == SiteOperand::Input; // one per repeated call of the module
-    return;
-  }
+  if (d->seen[op]) return;
   // The orientation the engine uses: input [N, in], kernel [in, out], output_grad [N, out].
   if (operand == SiteOperand::Kernel) {
     const int64_t want_r = transposed ? s.out : s.in, want_c = transposed ? s.in : s.out;
@@ -319,10 +303,14 @@ void ObservedRun::observe(size_t site, SiteOperand operand, const float* x, int6
   rec.whatIf(op, x, rows, cols, axis);
 }
 
+void ObservedRun::noteRepeatedCall() {
+  ++d->repeated;
+}
+
 void ObservedRun::endStep() {
   if (!d->open) throw std::logic_error("endStep() without an open step");
   for (size_t op = 0; op < d->operands.size(); ++op)
-    if (!d->seen[op]) d->recordMissing(op);
+    if (!d->seen[op]) d->rec->recordUnquantized(op, std::numeric_limits<float>::quiet_NaN());
   d->open = false;
   ++d->step;
 }

@@ -34,10 +34,10 @@ namespace fp8lab {
 /// The recipe an observed run quantizes with: FP32 (amax only), per-tensor scaling, or a block
 /// recipe.
 struct ObservedRecipe {
-  std::string name = "fp32";     ///< canonical: "fp32", a per-tensor strategy or a block recipe name
-  bool fp8 = false;              ///< false: FP32 (amaxes only)
-  TrainingScalingConfig scaling; ///< per-tensor recipes (recipe.recipe == PerTensor)
-  TrainingRecipeConfig recipe;   ///< block recipes
+  std::string name = "fp32";                        ///< canonical: "fp32", a per-tensor strategy or a block recipe name
+  bool fp8 = false;                                 ///< false: FP32 (amaxes only)
+  TrainingScalingConfig scaling;                    ///< per-tensor recipes (recipe.recipe == PerTensor)
+  TrainingRecipeConfig recipe;                      ///< block recipes
   const Format* forward_format = &Format::E4M3FN(); ///< per-tensor: inputs and weights
   const Format* backward_format = &Format::E5M2();  ///< per-tensor: output gradients (TE HYBRID)
   bool block() const { return fp8 && recipe.recipe != TrainingRecipe::PerTensor; }
@@ -102,8 +102,7 @@ public:
   /// One operand of site `site` at the open step: x [rows, cols] row-major float32, in the
   /// orientation of the top of this file; for the kernel `transposed` says x is PyTorch's weight
   /// [out, in] (it is transposed here). The first call per operand and step counts; later ones
-  /// (gradient accumulation's micro-batches, a module used twice) are ignored, and repeatedCalls()
-  /// counts those of the input (one per repeated call of the module). Throws
+  /// are ignored (the caller counts repeated module calls with noteRepeatedCall()). Throws
   /// std::invalid_argument for a site out of range or a shape that disagrees with the site.
   void observe(size_t site, SiteOperand operand, const float* x, int64_t rows, int64_t cols, bool transposed = false);
   /// Ends the open step: every operand not observed in it (a module the forward skipped, a
@@ -114,6 +113,10 @@ public:
   void logLoss(int64_t train_step, double loss);
   /// A validation loss measured after loop step `train_step`.
   void logValidation(int64_t train_step, double loss);
+
+  /// A module called again within the open step (weight sharing, gradient accumulation's
+  /// micro-batches): its first call is the one recorded; this one is counted (repeatedCalls()).
+  void noteRepeatedCall();
 
   int64_t recordedSteps() const;
   int64_t repeatedCalls() const;

@@ -146,7 +146,7 @@ class Attachment:
             if self._in_step[index]:
                 # A module called again in the step (weight sharing, gradient accumulation): its first
                 # call's operands are the ones recorded; this call is only counted.
-                self._run.observe(index, "input", _host_float32(x, module.in_features))
+                self._run.note_repeated_call()
                 return
             self._in_step[index] = True
             self._called[index] = True
