@@ -269,106 +269,139 @@ std::optional<GemmConfigProblem> gemmOperandProblem(const GemmExperimentConfig& 
   return std::nullopt;
 }
 
-Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::string& config_json,
-                                 const std::string& run_id, GemmBackend& backend, const ProgressFn& progress_in,
-                                 GemmRunDetails* details) {
-  // A kernel check (its fit runs many models) takes the last 70 % of the progress.
-  const ProgressFn progress = cfg_in.check.enabled() ? sub(progress_in, 0.0, 0.3) : progress_in;
-  GemmExperimentConfig cfg = cfg_in;
-  Result<Run> r;
-  const std::string where = "gemm experiment " + run_id;
-  const bool pre_a = cfg.a.pre.enabled(), pre_b = cfg.b.pre.enabled();
-  if (pre_a) cfg.format_a = cfg.a.pre.format;
-  if (pre_b) cfg.format_b = cfg.b.pre.format;
-  const std::string scaling_b = cfg.scaling_b.empty() ? cfg.scaling : cfg.scaling_b;
-  const std::optional<Nvfp4Config> nva = pre_a ? std::nullopt : nvfp4Preset(cfg.scaling);
-  const std::optional<Nvfp4Config> nvb = pre_b ? std::nullopt : nvfp4Preset(scaling_b);
-  const Format* fa = Format::byName(cfg.format_a);
-  const Format* fb = Format::byName(cfg.format_b);
-  for (auto [f, name] : {std::pair{fa, cfg.format_a}, {fb, cfg.format_b}})
+namespace {
+
+/// One GEMM run between its stages (runGemmExperimentRun): the resolved recipe, the operands, their
+/// quantized forms, the three GEMMs and the errors measured on them. Each stage fills its part; a
+/// stage that refuses the run adds an error to the run's Result and returns false.
+struct GemmRunState {
+  GemmExperimentConfig cfg;          ///< the run's config; C, bias and an "auto" scale_D are resolved into cfg.gemm
+  std::string where;                 ///< "gemm experiment <id>": where the run's issues point
+  bool pre_a = false, pre_b = false; ///< operand given as codes and scales (no unquantized input)
+  std::string scaling_b;             ///< B's preset name (A's when the config sets none apart)
+  std::optional<Nvfp4Config> nva, nvb;
+  const Format *fa = nullptr, *fb = nullptr;
+  std::optional<ScalingConfig> sc, scb; ///< FP8 / MX presets (te_current for NVFP4 and pre-quantized operands)
+  GemmOperand A, B;
+  QuantizedTensor qa, qb;
+  PreQuantizedFindings fa_found, fb_found;
+  int64_t m = 0, k = 0, n = 0;
+  Result<ObservedOutput> observed; ///< the kernel check's observed D, when the config has one
+  int64_t a_nonfinite = 0, b_nonfinite = 0;
+  double quantize_s = 0;
+  GemmExperimentResult ex;    ///< ideal, quantized-exact and backend D, and the error split
+  bool rotated = false;       ///< the Hadamard presets: both operands rotated along K
+  std::vector<double> ra, rb; ///< the rotated operands, or empty
+  std::string name_a, name_b; ///< each operand's quantization as the run's attrs name it
+};
+
+/// The errors of D against the ideal that the run stores, and each operand's quantization error.
+struct GemmRunErrors {
+  std::vector<float> abs_map, rel_map; ///< [M,N] |D − ideal| and |D − ideal| / |ideal|
+  TileMap tiles;                       ///< of abs_map, tile edge cfg.tile
+  ErrorMetrics qea, qeb;               ///< dequantized A / B against what was quantized
+};
+
+/// Stage 1, the recipe: element formats, scaling presets (stochastic rounding applied), and the
+/// shape checks that need no operand.
+bool resolveRecipe(GemmRunState& s, Result<Run>& r) {
+  GemmExperimentConfig& cfg = s.cfg;
+  s.pre_a = cfg.a.pre.enabled();
+  s.pre_b = cfg.b.pre.enabled();
+  if (s.pre_a) cfg.format_a = cfg.a.pre.format;
+  if (s.pre_b) cfg.format_b = cfg.b.pre.format;
+  s.scaling_b = cfg.scaling_b.empty() ? cfg.scaling : cfg.scaling_b;
+  s.nva = s.pre_a ? std::nullopt : nvfp4Preset(cfg.scaling);
+  s.nvb = s.pre_b ? std::nullopt : nvfp4Preset(s.scaling_b);
+  s.fa = Format::byName(cfg.format_a);
+  s.fb = Format::byName(cfg.format_b);
+  for (auto [f, name] : {std::pair{s.fa, cfg.format_a}, {s.fb, cfg.format_b}})
     if (!f || f->bits() > 8) {
-      r.add(C::InvalidArgument, where,
+      r.add(C::InvalidArgument, s.where,
             "format '" + name + "' is unknown or wider than 8 bits (see `fp8lab-cli formats`)");
-      return r;
+      return false;
     }
   // A preset is needed only for an operand the run quantizes (NVFP4 presets are looked up above).
-  auto sc = pre_a || nva ? std::optional(requireScalingPreset("te_current")) : scalingPreset(cfg.scaling);
-  auto scb = pre_b || nvb ? std::optional(requireScalingPreset("te_current")) : scalingPreset(scaling_b);
-  for (const auto& [p, name] : {std::pair{&sc, cfg.scaling}, {&scb, scaling_b}})
+  s.sc = s.pre_a || s.nva ? std::optional(requireScalingPreset("te_current")) : scalingPreset(cfg.scaling);
+  s.scb = s.pre_b || s.nvb ? std::optional(requireScalingPreset("te_current")) : scalingPreset(s.scaling_b);
+  for (const auto& [p, name] : {std::pair{&s.sc, cfg.scaling}, {&s.scb, s.scaling_b}})
     if (!*p) {
       std::string names;
       for (const auto& pi : scalingPresets())
         if (!pi.delayed) names += (names.empty() ? "" : ", ") + pi.name;
-      r.add(C::InvalidArgument, where,
+      r.add(C::InvalidArgument, s.where,
             "scaling '" + name +
                 "' is not a current-scaling preset (a single GEMM has no history; use one of: " + names + ")");
-      return r;
+      return false;
     }
   if (cfg.stochastic_rounding) {
     // Stochastic rounding of the elements; the scales are each preset's own (RNE or its rule).
-    for (auto [p, seed] : {std::pair{&sc, 2 * cfg.seed}, {&scb, 2 * cfg.seed + 1}}) {
+    for (auto [p, seed] : {std::pair{&s.sc, 2 * cfg.seed}, {&s.scb, 2 * cfg.seed + 1}}) {
       (*p)->encode.rounding = Rounding::Stochastic;
       (*p)->encode.stochastic_bits = cfg.stochastic_bits;
       (*p)->seed = seed;
     }
   }
   if (cfg.m < 1 || cfg.k < 1 || cfg.n < 1) {
-    r.add(C::InvalidArgument, where, "m, k and n must be ≥ 1");
-    return r;
+    r.add(C::InvalidArgument, s.where, "m, k and n must be ≥ 1");
+    return false;
   }
   if (cfg.tile < 1) {
-    r.add(C::InvalidArgument, where, "tile must be ≥ 1");
-    return r;
+    r.add(C::InvalidArgument, s.where, "tile must be ≥ 1");
+    return false;
   }
   // Random operands: the shape is known now; imported ones are checked once loaded.
-  if (!cfg.a.fromFile() && !cfg.b.fromFile() && !cfg.a.values && !cfg.b.values &&
-      !fitsInMemory(cfg.m, cfg.k, cfg.n, cfg.gemm.memory_limit_bytes, where, &r))
-    return r;
+  return cfg.a.fromFile() || cfg.b.fromFile() || cfg.a.values || cfg.b.values ||
+         fitsInMemory(cfg.m, cfg.k, cfg.n, cfg.gemm.memory_limit_bytes, s.where, &r);
+}
+
+/// Stage 2, the operands: A and B loaded (random, imported, given or pre-quantized), their shapes
+/// checked against each other, the memory limit and the recipe, the kernel check's observed D read,
+/// and non-finite inputs counted.
+bool loadOperands(GemmRunState& s, Result<Run>& r, const ProgressFn& progress) {
+  const GemmExperimentConfig& cfg = s.cfg;
   reportProgress(progress, 0.0, "operands");
-  GemmOperand A, B;
-  QuantizedTensor qa, qb;
-  PreQuantizedFindings fa_found, fb_found;
-  if (pre_a ? !loadPreQuantized(cfg.a.pre, "a", &qa, &A, &r, &fa_found)
-            : !loadOperand(cfg.a, cfg.m, cfg.k, cfg.seed, 1, cfg.gemm.threads, "A", &A, &r))
-    return r;
-  const int64_t bk = !cfg.a.fromFile() && !cfg.a.values ? cfg.k : A.cols;
-  if (pre_b ? !loadPreQuantized(cfg.b.pre, "b", &qb, &B, &r, &fb_found)
-            : !loadOperand(cfg.b, bk, cfg.n, cfg.seed, 2, cfg.gemm.threads, "B", &B, &r))
-    return r;
+  if (s.pre_a ? !loadPreQuantized(cfg.a.pre, "a", &s.qa, &s.A, &r, &s.fa_found)
+              : !loadOperand(cfg.a, cfg.m, cfg.k, cfg.seed, 1, cfg.gemm.threads, "A", &s.A, &r))
+    return false;
+  const int64_t bk = !cfg.a.fromFile() && !cfg.a.values ? cfg.k : s.A.cols;
+  if (s.pre_b ? !loadPreQuantized(cfg.b.pre, "b", &s.qb, &s.B, &r, &s.fb_found)
+              : !loadOperand(cfg.b, bk, cfg.n, cfg.seed, 2, cfg.gemm.threads, "B", &s.B, &r))
+    return false;
+  const GemmOperand &A = s.A, &B = s.B;
+  const std::string shapes = "A is [" + std::to_string(A.rows) + ", " + std::to_string(A.cols) + "] and B is [" +
+                             std::to_string(B.rows) + ", " + std::to_string(B.cols) + "]: ";
   if (A.cols != B.rows) {
-    r.add(C::InvalidArgument, where,
-          "A is [" + std::to_string(A.rows) + ", " + std::to_string(A.cols) + "] and B is [" + std::to_string(B.rows) +
-              ", " + std::to_string(B.cols) + "]: inner dimensions differ");
-    return r;
+    r.add(C::InvalidArgument, s.where, shapes + "inner dimensions differ");
+    return false;
   }
   if (A.rows < 1 || A.cols < 1 || B.cols < 1) {
-    r.add(C::InvalidArgument, where,
-          "A is [" + std::to_string(A.rows) + ", " + std::to_string(A.cols) + "] and B is [" + std::to_string(B.rows) +
-              ", " + std::to_string(B.cols) + "]: an empty operand has nothing to multiply");
-    return r;
+    r.add(C::InvalidArgument, s.where, shapes + "an empty operand has nothing to multiply");
+    return false;
   }
-  const int64_t m = A.rows, k = A.cols, n = B.cols;
-  if (!fitsInMemory(m, k, n, cfg.gemm.memory_limit_bytes, where, &r)) return r;
-  if (const auto pr = gemmOperandProblem(cfg, m, k, n)) {
-    r.add(C::InvalidArgument, where, pr->key + ": " + pr->why);
-    return r;
+  s.m = A.rows;
+  s.k = A.cols;
+  s.n = B.cols;
+  if (!fitsInMemory(s.m, s.k, s.n, cfg.gemm.memory_limit_bytes, s.where, &r)) return false;
+  if (const auto pr = gemmOperandProblem(cfg, s.m, s.k, s.n)) {
+    r.add(C::InvalidArgument, s.where, pr->key + ": " + pr->why);
+    return false;
   }
   // The kernel's output to check: read now, so a missing file or a wrong shape is refused before
   // the GEMMs run.
-  Result<ObservedOutput> observed;
   if (cfg.check.enabled()) {
     if (cfg.output_scale_auto) {
-      r.add(C::InvalidArgument, where,
+      r.add(C::InvalidArgument, s.where,
             "output_quant_scale: \"auto\" is the reference's own scale_D; a kernel check needs the scale_D the kernel "
             "used");
-      return r;
+      return false;
     }
-    observed = cfg.check.observed_data
-                   ? observedOutputFromDataset(*cfg.check.observed_data, cfg.check.observed, cfg.gemm.output,
-                                               cfg.gemm.output_quant_scale, m, n)
-                   : loadObservedOutput(cfg.check.observed, cfg.gemm.output, cfg.gemm.output_quant_scale, m, n);
-    r.merge(observed);
-    if (!observed.ok()) return r;
+    s.observed = cfg.check.observed_data
+                     ? observedOutputFromDataset(*cfg.check.observed_data, cfg.check.observed, cfg.gemm.output,
+                                                 cfg.gemm.output_quant_scale, s.m, s.n)
+                     : loadObservedOutput(cfg.check.observed, cfg.gemm.output, cfg.gemm.output_quant_scale, s.m, s.n);
+    r.merge(s.observed);
+    if (!s.observed.ok()) return false;
   }
   // Non-finite inputs: FP8 casts saturate ±Inf or turn it into NaN and the error metrics skip
   // non-finite reference elements, so a run on such data must say so rather than look perfect.
@@ -378,20 +411,26 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     for (double x : op.f64) c += !std::isfinite(x);
     return c;
   };
-  const int64_t a_nonfinite = nonFinite(A), b_nonfinite = nonFinite(B);
+  s.a_nonfinite = nonFinite(A);
+  s.b_nonfinite = nonFinite(B);
   // (Pre-quantized operands: their NaN codes were reported with what they do, checkPreQuantizedOperand.)
-  for (auto [cnt, name, pre] : {std::tuple{a_nonfinite, "A", pre_a}, {b_nonfinite, "B", pre_b}})
+  for (auto [cnt, name, pre] : {std::tuple{s.a_nonfinite, "A", s.pre_a}, {s.b_nonfinite, "B", s.pre_b}})
     if (cnt > 0 && !pre)
-      r.add(C::Computation, where,
+      r.add(C::Computation, s.where,
             std::string(name) + " holds " + std::to_string(cnt) +
                 " NaN or Inf value(s): they saturate or become NaN when quantized, and the error metrics skip "
                 "elements whose reference is not finite (see metrics a_nonfinite / b_nonfinite)",
             Severity::Warning);
+  return true;
+}
 
-  for (const auto& [ax, cfgp] : {std::pair{Axis::Cols, &*sc}, {Axis::Rows, &*scb}})
+/// Stage 3, quantize: A along K (its rows), B along K (its columns), by each operand's preset.
+bool quantizeOperands(GemmRunState& s, Result<Run>& r, const ProgressFn& progress) {
+  const GemmExperimentConfig& cfg = s.cfg;
+  for (const auto& [ax, cfgp] : {std::pair{Axis::Cols, &*s.sc}, {Axis::Rows, &*s.scb}})
     if (const std::string why = gemmScalingProblem(*cfgp, ax); !why.empty()) {
-      r.add(C::InvalidArgument, where, "scaling: " + why);
-      return r;
+      r.add(C::InvalidArgument, s.where, "scaling: " + why);
+      return false;
     }
   reportProgress(progress, 0.05, "quantize A");
   const auto tq = std::chrono::steady_clock::now();
@@ -406,20 +445,28 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     return x;
   };
   try {
-    if (nva)
-      qa = quantizeNvfp4Operand(A, nvfp4For(*nva, 0), Axis::Cols);
-    else if (!pre_a)
-      qa = quantizeOperand(A, *fa, *sc, Axis::Cols, sub(progress, 0.05, 0.1));
+    if (s.nva)
+      s.qa = quantizeNvfp4Operand(s.A, nvfp4For(*s.nva, 0), Axis::Cols);
+    else if (!s.pre_a)
+      s.qa = quantizeOperand(s.A, *s.fa, *s.sc, Axis::Cols, sub(progress, 0.05, 0.1));
     reportProgress(progress, 0.1, "quantize B");
-    if (nvb)
-      qb = quantizeNvfp4Operand(B, nvfp4For(*nvb, 1), Axis::Rows);
-    else if (!pre_b)
-      qb = quantizeOperand(B, *fb, *scb, Axis::Rows, sub(progress, 0.1, 0.15));
+    if (s.nvb)
+      s.qb = quantizeNvfp4Operand(s.B, nvfp4For(*s.nvb, 1), Axis::Rows);
+    else if (!s.pre_b)
+      s.qb = quantizeOperand(s.B, *s.fb, *s.scb, Axis::Rows, sub(progress, 0.1, 0.15));
   } catch (const std::invalid_argument& e) {
-    r.add(C::InvalidArgument, where, std::string("quantize: ") + e.what());
-    return r;
+    r.add(C::InvalidArgument, s.where, std::string("quantize: ") + e.what());
+    return false;
   }
-  const double quantize_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - tq).count();
+  s.quantize_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - tq).count();
+  return true;
+}
+
+/// Stage 4, the epilogue: C (seeded, imported or given) and bias resolved into cfg.gemm, an "auto"
+/// scale_D computed from the quantized-exact D, and the backend asked whether it can run the GEMM.
+bool resolveEpilogue(GemmRunState& s, Result<Run>& r, const GemmBackend& backend) {
+  GemmExperimentConfig& cfg = s.cfg;
+  const int64_t m = s.m, n = s.n;
   // The epilogue inputs: seeded, BF16-valued (EpilogueSource).
   auto epilogueInput = [&](const EpilogueSource& src, int64_t rows, int64_t cols, uint64_t stream) {
     RandomMatrixOptions ro;
@@ -433,7 +480,7 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   } else if (cfg.c_source.fromFile()) {
     auto c = loadEpilogueC(cfg.c_source.file, m, n, cfg.gemm.beta);
     for (const Issue& i : c.issues) r.issues.push_back(i);
-    if (!c.ok()) return r;
+    if (!c.ok()) return false;
     cfg.gemm.c = std::make_shared<const std::vector<float>>(std::move(c.value));
   } else {
     cfg.gemm.c = cfg.c_source.enabled ? epilogueInput(cfg.c_source, m, n, 3) : nullptr;
@@ -444,14 +491,14 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   try {
     checkEpilogue(cfg.gemm, m, n);
   } catch (const std::invalid_argument& e) {
-    r.add(C::InvalidArgument, where, e.what());
-    return r;
+    r.add(C::InvalidArgument, s.where, e.what());
+    return false;
   }
   const bool fp8_out = cfg.gemm.output == OutputType::E4M3FN || cfg.gemm.output == OutputType::E5M2;
   if (fp8_out && cfg.output_scale_auto) {
     // scale_D = max / amax of the quantized-exact D (epilogue included): the output's own
     // current scaling.
-    std::vector<double> dq = quantizedExactGemm(qa, qb, cfg.gemm.threads);
+    std::vector<double> dq = quantizedExactGemm(s.qa, s.qb, cfg.gemm.threads);
     applyEpilogue(cfg.gemm, dq.data(), m, n, cfg.gemm.threads);
     double amax = 0;
     for (double v : dq)
@@ -459,88 +506,99 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     const double mx = (cfg.gemm.output == OutputType::E4M3FN ? Format::E4M3FN() : Format::E5M2()).maxFinite();
     cfg.gemm.output_quant_scale = amax > 0 ? static_cast<float>(mx / amax) : 1.0f;
   }
-  if (auto why = backend.unsupportedReason(qa, qb, cfg.gemm); !why.empty()) {
-    r.add(C::InvalidArgument, where, "the " + backend.name() + " backend cannot run this GEMM: " + why);
-    return r;
+  if (auto why = backend.unsupportedReason(s.qa, s.qb, cfg.gemm); !why.empty()) {
+    r.add(C::InvalidArgument, s.where, "the " + backend.name() + " backend cannot run this GEMM: " + why);
+    return false;
   }
-  // The three GEMMs of core/gemm's experiment: ideal (float64, unquantized inputs),
-  // quantized-exact (float64, dequantized inputs) and the backend's output. For float64 inputs the
-  // ideal is computed here from the float64 values (no rounding through float32).
-  const bool f32_inputs = !A.is64 && !B.is64;
-  GemmExperimentResult ex = runGemmExperiment(f32_inputs ? A.f32.data() : nullptr, f32_inputs ? B.f32.data() : nullptr,
-                                              qa, qb, cfg.gemm, &backend, sub(progress, 0.15, 0.9));
-  if (!f32_inputs) {
-    reportProgress(progress, 0.9, "float64 reference");
-    const std::vector<double> ad = A.asDouble(), bd = B.asDouble();
-    ex.ideal = idealGemm(ad.data(), bd.data(), m, k, n, cfg.gemm.threads);
-    applyEpilogue(cfg.gemm, ex.ideal.data(), m, n, cfg.gemm.threads);
-    ex.quantization = compareErrors(ex.ideal.data(), ex.quantized_exact.data(), m * n, cfg.gemm.threads);
-    ex.total = compareErrors(ex.ideal.data(), ex.output.d.data(), m * n, cfg.gemm.threads);
-  }
-  GemmOutput& out = ex.output;
-  std::vector<double>& ref = ex.ideal;
+  return true;
+}
+
+/// Stage 5, the GEMMs of core/gemm's experiment: ideal (float64, unquantized inputs),
+/// quantized-exact (float64, dequantized inputs) and the backend's output. For float64 inputs the
+/// ideal is computed here from the float64 values (no rounding through float32).
+void runGemms(GemmRunState& s, GemmBackend& backend, const ProgressFn& progress) {
+  const GemmExperimentConfig& cfg = s.cfg;
+  const bool f32_inputs = !s.A.is64 && !s.B.is64;
+  s.ex = runGemmExperiment(f32_inputs ? s.A.f32.data() : nullptr, f32_inputs ? s.B.f32.data() : nullptr, s.qa, s.qb,
+                           cfg.gemm, &backend, sub(progress, 0.15, 0.9));
+  if (f32_inputs) return;
+  reportProgress(progress, 0.9, "float64 reference");
+  const int64_t m = s.m, n = s.n;
+  const std::vector<double> ad = s.A.asDouble(), bd = s.B.asDouble();
+  s.ex.ideal = idealGemm(ad.data(), bd.data(), m, s.k, n, cfg.gemm.threads);
+  applyEpilogue(cfg.gemm, s.ex.ideal.data(), m, n, cfg.gemm.threads);
+  s.ex.quantization = compareErrors(s.ex.ideal.data(), s.ex.quantized_exact.data(), m * n, cfg.gemm.threads);
+  s.ex.total = compareErrors(s.ex.ideal.data(), s.ex.output.d.data(), m * n, cfg.gemm.threads);
+}
+
+/// Stage 6, the errors: D's error maps and tiles, and each operand's quantization error against what
+/// was quantized (the rotated operand for the Hadamard presets, rhtOperand).
+GemmRunErrors measureErrors(GemmRunState& s, const ProgressFn& progress) {
+  const GemmExperimentConfig& cfg = s.cfg;
+  const int threads = cfg.gemm.threads;
   reportProgress(progress, 0.92, "metrics");
-  const int64_t mn = m * n;
-  const ErrorMetrics& em = ex.total;
-  std::vector<float> abs_map =
-      errorMap(ref.data(), out.d.data(), mn, ErrorMapKind::Abs, nullptr, 1.0, cfg.gemm.threads);
-  std::vector<float> rel_map =
-      errorMap(ref.data(), out.d.data(), mn, ErrorMapKind::Rel, nullptr, 1.0, cfg.gemm.threads);
-  const TileMap tiles = tileMap(abs_map, m, n, std::min(cfg.tile, m), std::min(cfg.tile, n));
-  // An operand's own quantization error is measured against what was quantized: for the Hadamard
-  // presets that is the rotated operand (rhtOperand), not the unrotated input.
+  GemmRunErrors e;
+  const std::vector<double>& ref = s.ex.ideal;
+  const std::vector<float>& d = s.ex.output.d;
+  const int64_t mn = s.m * s.n;
+  e.abs_map = errorMap(ref.data(), d.data(), mn, ErrorMapKind::Abs, nullptr, 1.0, threads);
+  e.rel_map = errorMap(ref.data(), d.data(), mn, ErrorMapKind::Rel, nullptr, 1.0, threads);
+  e.tiles = tileMap(e.abs_map, s.m, s.n, std::min(cfg.tile, s.m), std::min(cfg.tile, s.n));
   auto rotatedAsDouble = [&](const GemmOperand& op, const Nvfp4Config& c, Axis axis) {
     std::vector<float> f(op.f32);
     if (op.is64) f.assign(op.f64.begin(), op.f64.end());
-    const std::vector<float> rot = rhtOperand(f.data(), op.rows, op.cols, c.rht_sign_mask, axis, cfg.gemm.threads);
+    const std::vector<float> rot = rhtOperand(f.data(), op.rows, op.cols, c.rht_sign_mask, axis, threads);
     return std::vector<double>(rot.begin(), rot.end());
   };
-  const bool rotated = nva && nva->rht;
-  const std::vector<double> ra = rotated ? rotatedAsDouble(A, *nva, Axis::Cols) : std::vector<double>{};
-  const std::vector<double> rb = rotated ? rotatedAsDouble(B, *nvb, Axis::Rows) : std::vector<double>{};
+  s.rotated = s.nva && s.nva->rht;
+  if (s.rotated) {
+    s.ra = rotatedAsDouble(s.A, *s.nva, Axis::Cols);
+    s.rb = rotatedAsDouble(s.B, *s.nvb, Axis::Rows);
+  }
   // Against the operand as given (float32 or float64), without double or dequantized copies.
   auto quantizationError = [&](const GemmOperand& op, const std::vector<double>& rot, const QuantizedTensor& q) {
-    if (!rot.empty()) return compareQuantized(rot.data(), q, cfg.gemm.threads);
-    return op.is64 ? compareQuantized(op.f64.data(), q, cfg.gemm.threads)
-                   : compareQuantized(op.f32.data(), q, cfg.gemm.threads);
+    if (!rot.empty()) return compareQuantized(rot.data(), q, threads);
+    return op.is64 ? compareQuantized(op.f64.data(), q, threads) : compareQuantized(op.f32.data(), q, threads);
   };
-  const ErrorMetrics qea = quantizationError(A, ra, qa);
-  const ErrorMetrics qeb = quantizationError(B, rb, qb);
+  e.qea = quantizationError(s.A, s.ra, s.qa);
+  e.qeb = quantizationError(s.B, s.rb, s.qb);
+  return e;
+}
 
-  Run& run = r.value;
-  run.id = run_id;
-  run.type = "gemm";
-  run.config_json = config_json;
+/// The run's identity and the attributes that say what it computed: formats, presets, rounding,
+/// rotation, the resolved accumulation model and epilogue, shape and operand origins.
+void recordAttributes(const GemmRunState& s, const GemmBackend& backend, Run& run) {
+  const GemmExperimentConfig& cfg = s.cfg;
+  const GemmOutput& out = s.ex.output;
   run.seed = cfg.seed;
   run.backend = out.backend.empty() ? backend.name() : out.backend;
   run.device = out.device.empty() ? backend.device() : out.device;
   run.attrs["algorithm"] = out.algorithm;
-  run.attrs["format_a"] = fa->name();
-  run.attrs["format_b"] = fb->name();
-  const std::string name_a = pre_a ? std::string("pre-quantized") : nva ? nva->name : sc->name;
-  const std::string name_b = pre_b ? std::string("pre-quantized") : nvb ? nvb->name : scb->name;
-  run.attrs["scaling"] = name_a;
+  run.attrs["format_a"] = s.fa->name();
+  run.attrs["format_b"] = s.fb->name();
+  run.attrs["scaling"] = s.name_a;
   if (cfg.stochastic_rounding)
     run.attrs["rounding"] = "stochastic, " + std::to_string(cfg.stochastic_bits) +
                             " random bits per element (A: counterRandom(2*seed, i), B: counterRandom(2*seed+1, i))";
-  if (name_b != name_a) run.attrs["scaling_b"] = name_b;
-  if (nva && nva->rht) {
+  if (s.name_b != s.name_a) run.attrs["scaling_b"] = s.name_b;
+  if (s.rotated) {
     char mask[8];
-    std::snprintf(mask, sizeof mask, "0x%04X", unsigned(nva->rht_sign_mask));
+    std::snprintf(mask, sizeof mask, "0x%04X", unsigned(s.nva->rht_sign_mask));
     run.attrs["rotation"] = "both operands rotated along K by R = diag(s)·H16/4 (sign mask " + std::string(mask) +
                             ", BF16-rounded) before quantizing; quantized/* hold the rotated operands, " +
                             layout::kReferenceD + " is the product of the unrotated inputs";
   }
-  if (pre_a || pre_b)
+  if (s.pre_a || s.pre_b)
     run.attrs["pre_quantized"] =
-        std::string(pre_a && pre_b ? "A and B"
-                    : pre_a        ? "A"
-                                   : "B") +
+        std::string(s.pre_a && s.pre_b ? "A and B"
+                    : s.pre_a          ? "A"
+                                       : "B") +
         " given as codes and scales (no unquantized input): their inputs/* hold the dequantized values, so the "
         "quantization part of the error split is " +
-        (pre_a && pre_b ? "zero up to the rounding of the scale factors; only accumulation and output error remain"
-                        : "that of the other operand alone");
-  run.attrs["accumulation"] = std::string(toString(cfg.gemm.accumulation));
+        (s.pre_a && s.pre_b ? "zero up to the rounding of the scale factors; only accumulation and output error remain"
+                            : "that of the other operand alone");
+  const GemmOptions& g = cfg.gemm;
+  run.attrs["accumulation"] = std::string(toString(g.accumulation));
   // The resolved accumulation parameters and epilogue (what the preset, if any, stood for).
   if (!cfg.accumulation_preset.empty()) {
     run.attrs["accumulation_preset"] = cfg.accumulation_preset;
@@ -550,26 +608,26 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
       run.attrs["accumulation_preset_unsure"] = std::string(p->unsure ? "true" : "false");
     }
   }
-  run.attrs["promotion_interval"] = int64_t(cfg.gemm.promotion_interval);
-  if (cfg.gemm.accumulation == Accumulation::FastAccum) {
-    run.attrs["fast_accum_bits"] = int64_t(cfg.gemm.fast_accum_bits);
-    run.attrs["fast_accum_group"] = int64_t(cfg.gemm.fast_accum_group);
-    run.attrs["fast_accum_promotes"] = std::string(cfg.gemm.fast_accum_promotes ? "true" : "false");
-    if (!(cfg.gemm.mma == MmaRules{})) {
-      run.attrs["mma_alignment"] = std::string(toString(cfg.gemm.mma.alignment));
-      run.attrs["mma_sum"] = std::string(toString(cfg.gemm.mma.sum));
-      run.attrs["mma_sum_bits"] = int64_t(cfg.gemm.mma.sum_bits);
-      run.attrs["mma_sum_rounding"] = std::string(toString(cfg.gemm.mma.sum_rounding));
-      run.attrs["mma_c"] = std::string(toString(cfg.gemm.mma.c_entry));
-      run.attrs["mma_block_scales"] = std::string(toString(cfg.gemm.mma.block_scales));
-      run.attrs["mma_chunk"] = int64_t(cfg.gemm.mma.chunk);
-      run.attrs["mma_datapath"] = std::string(toString(cfg.gemm.mma.datapath));
+  run.attrs["promotion_interval"] = int64_t(g.promotion_interval);
+  if (g.accumulation == Accumulation::FastAccum) {
+    run.attrs["fast_accum_bits"] = int64_t(g.fast_accum_bits);
+    run.attrs["fast_accum_group"] = int64_t(g.fast_accum_group);
+    run.attrs["fast_accum_promotes"] = std::string(g.fast_accum_promotes ? "true" : "false");
+    if (!(g.mma == MmaRules{})) {
+      run.attrs["mma_alignment"] = std::string(toString(g.mma.alignment));
+      run.attrs["mma_sum"] = std::string(toString(g.mma.sum));
+      run.attrs["mma_sum_bits"] = int64_t(g.mma.sum_bits);
+      run.attrs["mma_sum_rounding"] = std::string(toString(g.mma.sum_rounding));
+      run.attrs["mma_c"] = std::string(toString(g.mma.c_entry));
+      run.attrs["mma_block_scales"] = std::string(toString(g.mma.block_scales));
+      run.attrs["mma_chunk"] = int64_t(g.mma.chunk);
+      run.attrs["mma_datapath"] = std::string(toString(g.mma.datapath));
     }
   }
-  if (hasEpilogue(cfg.gemm)) {
-    run.attrs["alpha"] = double(cfg.gemm.alpha);
-    run.attrs["beta"] = double(cfg.gemm.beta);
-    run.attrs["bias"] = std::string(!cfg.gemm.bias           ? "none"
+  if (hasEpilogue(g)) {
+    run.attrs["alpha"] = double(g.alpha);
+    run.attrs["beta"] = double(g.beta);
+    run.attrs["bias"] = std::string(!g.bias                  ? "none"
                                     : cfg.bias_source.values ? "given in memory"
                                                              : "seed " + std::to_string(cfg.bias_source.seed));
     if (cfg.c_source.values)
@@ -577,48 +635,54 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     else if (cfg.c_source.fromFile())
       run.attrs["c"] = "file " + cfg.c_source.file;
   }
-  run.attrs["output_type"] = std::string(toString(cfg.gemm.output));
-  run.attrs["m"] = m;
-  run.attrs["k"] = k;
-  run.attrs["n"] = n;
-  run.attrs["a_origin"] = A.origin;
-  run.attrs["b_origin"] = B.origin;
-  if (a_nonfinite > 0 || b_nonfinite > 0) {
-    run.setMetric("a_nonfinite", double(a_nonfinite), "count", "NaN or Inf elements of A before quantization");
-    run.setMetric("b_nonfinite", double(b_nonfinite), "count", "NaN or Inf elements of B before quantization");
+  run.attrs["output_type"] = std::string(toString(g.output));
+  run.attrs["m"] = s.m;
+  run.attrs["k"] = s.k;
+  run.attrs["n"] = s.n;
+  run.attrs["a_origin"] = s.A.origin;
+  run.attrs["b_origin"] = s.B.origin;
+  if (s.a_nonfinite > 0 || s.b_nonfinite > 0) {
+    run.setMetric("a_nonfinite", double(s.a_nonfinite), "count", "NaN or Inf elements of A before quantization");
+    run.setMetric("b_nonfinite", double(s.b_nonfinite), "count", "NaN or Inf elements of B before quantization");
   }
   if (out.model_of_undocumented_hardware)
     run.attrs["note"] =
         "FastAccum is a model of undocumented tensor-core accumulation" +
         (cfg.accumulation_preset.empty() ? std::string() : " (accumulation preset " + cfg.accumulation_preset + ")");
+}
 
-  putRobustMetrics(run, robustInputs(A, B, ra, rb, qa, qb, ref, out.d, m, k, n), cfg, pre_a || pre_b || rotated,
-                   sub(progress, 0.93, 0.98));
-  // Per-block statistics of A and B against what was quantized (the rotated operand for RHT).
-  auto putOperandBlockStats = [&](const GemmOperand& op, const std::vector<double>& rot, const QuantizedTensor& q,
-                                  const char* name, const std::string& quantization) {
+/// Per-block statistics of A and B against what was quantized (the rotated operand for RHT).
+void recordOperandBlockStats(const GemmRunState& s, Run& run) {
+  auto put = [&](const GemmOperand& op, const std::vector<double>& rot, const QuantizedTensor& q, const char* name,
+                 const std::string& quantization) {
     std::vector<float> tmp;
     const float* x = op.f32.data();
     if (!rot.empty() || op.is64) {
       tmp.assign(rot.empty() ? op.f64.begin() : rot.begin(), rot.empty() ? op.f64.end() : rot.end());
       x = tmp.data();
     }
-    OperandBlockSeries s;
-    s.operand = name;
-    s.quantization = quantization;
-    s.format = q.format->name();
-    s.scale_format = q.scale_codes.empty() ? std::string("float32") : q.scaleCodeFormat().name();
+    OperandBlockSeries bs;
+    bs.operand = name;
+    bs.quantization = quantization;
+    bs.format = q.format->name();
+    bs.scale_format = q.scale_codes.empty() ? std::string("float32") : q.scaleCodeFormat().name();
     BlockStatsMap map;
-    s.steps.push_back(computeBlockStats(x, q, map));
-    s.setShape(map);
-    s.map_steps.push_back(0);
-    s.maps.push_back(std::move(map));
-    putBlockStatsSeries(run, layout::blockStats(name), s, 1);
+    bs.steps.push_back(computeBlockStats(x, q, map));
+    bs.setShape(map);
+    bs.map_steps.push_back(0);
+    bs.maps.push_back(std::move(map));
+    putBlockStatsSeries(run, layout::blockStats(name), bs, 1);
   };
-  putOperandBlockStats(A, ra, qa, "A", name_a);
-  putOperandBlockStats(B, rb, qb, "B", name_b);
-  // From here on the big arrays move into the run's datasets (no copies: a 4096³ run holds each
-  // once). The operands are last read above.
+  put(s.A, s.ra, s.qa, "A", s.name_a);
+  put(s.B, s.rb, s.qb, "B", s.name_b);
+}
+
+/// The run's datasets: inputs, quantized operands, D, the references, error maps and tiles. The big
+/// arrays move out of the state (no copies: a 4096³ run holds each once), so this stage reads the
+/// operands last.
+void recordDatasets(GemmRunState& s, GemmRunErrors& e, Run& run) {
+  const GemmExperimentConfig& cfg = s.cfg;
+  const int64_t m = s.m, k = s.k, n = s.n;
   if (cfg.store_inputs) {
     auto put = [&](const std::string& path, GemmOperand& op, const char* meaning) {
       if (op.is64)
@@ -627,12 +691,12 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
         run.datasets[path] = Dataset::float32({op.rows, op.cols}, std::move(op.f32), "1", meaning);
       run.datasets[path].attrs["origin"] = op.origin;
     };
-    put(layout::inputs("A"), A,
-        pre_a ? "operand A [M,K]: the dequantized pre-quantized codes (no unquantized input)"
-              : "operand A [M,K] before quantization");
-    put(layout::inputs("B"), B,
-        pre_b ? "operand B [K,N]: the dequantized pre-quantized codes (no unquantized input)"
-              : "operand B [K,N] before quantization");
+    put(layout::inputs("A"), s.A,
+        s.pre_a ? "operand A [M,K]: the dequantized pre-quantized codes (no unquantized input)"
+                : "operand A [M,K] before quantization");
+    put(layout::inputs("B"), s.B,
+        s.pre_b ? "operand B [K,N]: the dequantized pre-quantized codes (no unquantized input)"
+                : "operand B [K,N] before quantization");
     if (cfg.gemm.c && cfg.gemm.beta != 0.0f)
       run.putFloat32(layout::inputs("C"), *cfg.gemm.c, m, n, "1", "epilogue matrix C [M,N] of beta·C (BF16 values)");
     if (cfg.gemm.bias)
@@ -640,16 +704,17 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
                      "epilogue bias [N], added to every row (BF16 values)");
   }
   if (cfg.store_quantized) {
-    run.putQuantized(layout::quantized("A"), qa, "operand A");
-    run.putQuantized(layout::quantized("B"), qb, "operand B");
-    if (rotated) {
+    run.putQuantized(layout::quantized("A"), s.qa, "operand A");
+    run.putQuantized(layout::quantized("B"), s.qb, "operand B");
+    if (s.rotated) {
       // What the Hadamard presets quantized: the operands rotated along K (the codes' basis).
-      run.putFloat32(layout::quantizedRotated("A"), std::vector<float>(ra.begin(), ra.end()), m, k, "1",
+      run.putFloat32(layout::quantizedRotated("A"), std::vector<float>(s.ra.begin(), s.ra.end()), m, k, "1",
                      "operand A rotated along K by R = diag(s)·H16/4 (BF16), the tensor quantized/A_codes encode");
-      run.putFloat32(layout::quantizedRotated("B"), std::vector<float>(rb.begin(), rb.end()), k, n, "1",
+      run.putFloat32(layout::quantizedRotated("B"), std::vector<float>(s.rb.begin(), s.rb.end()), k, n, "1",
                      "operand B rotated along K by R = diag(s)·H16/4 (BF16), the tensor quantized/B_codes encode");
     }
   }
+  GemmOutput& out = s.ex.output;
   auto& d = run.putFloat32(layout::kOutputD, std::move(out.d), m, n, "1",
                            std::string(hasEpilogue(cfg.gemm) ? "D = alpha · (A_q · B_q) + beta · C + bias on the "
                                                              : "D = A_q · B_q on the ") +
@@ -666,28 +731,35 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
     dc.attrs["block_cols"] = n;
   }
   run.datasets[layout::kReferenceD] =
-      Dataset::float64({m, n}, std::move(ref), "1",
-                       pre_a || pre_b ? "ideal D: float64 product of the operands (k ascending); pre-quantized "
-                                        "operands enter dequantized, as there is no unquantized input"
-                                      : "ideal D: float64 product of the unquantized operands (k ascending)");
+      Dataset::float64({m, n}, std::move(s.ex.ideal), "1",
+                       s.pre_a || s.pre_b ? "ideal D: float64 product of the operands (k ascending); pre-quantized "
+                                            "operands enter dequantized, as there is no unquantized input"
+                                          : "ideal D: float64 product of the unquantized operands (k ascending)");
   run.datasets[layout::kReferenceDQuantizedExact] =
-      Dataset::float64({m, n}, std::move(ex.quantized_exact), "1",
+      Dataset::float64({m, n}, std::move(s.ex.quantized_exact), "1",
                        "dequant(A_q) . dequant(B_q) in float64: D without accumulation or output error");
   if (cfg.store_error_maps) {
-    run.putFloat32(layout::kErrorAbs, std::move(abs_map), m, n, "1",
+    run.putFloat32(layout::kErrorAbs, std::move(e.abs_map), m, n, "1",
                    "|D - reference| per element (NaN where either is non-finite)");
-    run.putFloat32(layout::kErrorRel, std::move(rel_map), m, n, "1",
+    run.putFloat32(layout::kErrorRel, std::move(e.rel_map), m, n, "1",
                    "|D - reference| / |reference| per element (NaN where reference is 0 and D is not)");
   }
-  auto& tm = run.putFloat32(layout::kErrorTileMeanAbs, tiles.mean, tiles.grid_rows, tiles.grid_cols, "1",
+  auto& tm = run.putFloat32(layout::kErrorTileMeanAbs, e.tiles.mean, e.tiles.grid_rows, e.tiles.grid_cols, "1",
                             "mean |D - reference| per tile of tile_rows x tile_cols");
-  auto& tx = run.putFloat32(layout::kErrorTileMaxAbs, tiles.max, tiles.grid_rows, tiles.grid_cols, "1",
+  auto& tx = run.putFloat32(layout::kErrorTileMaxAbs, e.tiles.max, e.tiles.grid_rows, e.tiles.grid_cols, "1",
                             "max |D - reference| per tile of tile_rows x tile_cols");
   for (Dataset* t : {&tm, &tx}) {
-    t->attrs["tile_rows"] = tiles.tile_rows;
-    t->attrs["tile_cols"] = tiles.tile_cols;
+    t->attrs["tile_rows"] = e.tiles.tile_rows;
+    t->attrs["tile_cols"] = e.tiles.tile_cols;
   }
+}
 
+/// The error split's metrics: D against the ideal (total), the quantized-exact D against the ideal
+/// (quantization), D against the quantized-exact D (accumulation and output cast), and each
+/// operand's quantization error and counts.
+void recordErrorMetrics(const GemmRunState& s, const GemmRunErrors& e, Run& run) {
+  const GemmExperimentResult& ex = s.ex;
+  const ErrorMetrics& em = ex.total;
   run.setMetric("max_abs", em.max_abs, "1", "max |D - reference|");
   run.setMetric("max_rel", em.max_rel, "1", "max |D - reference| / |reference| over reference != 0");
   run.setMetric("rmse", em.rmse, "1", "root mean square of D - reference");
@@ -700,111 +772,148 @@ Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::
   run.setMetric("accum_sqnr_db", ex.accumulation.sqnr_db, "dB", "D vs quantized-exact: accumulation and output cast");
   run.setMetric("accum_rel_fro", ex.accumulation.rel_fro, "1", "D vs quantized-exact, relative Frobenius");
   run.setMetric("accum_max_abs", ex.accumulation.max_abs, "1", "max |D - quantized-exact|");
-  run.setMetric("a_sqnr_db", qea.sqnr_db, "dB",
+  run.setMetric("a_sqnr_db", e.qea.sqnr_db, "dB",
                 "SQNR of dequantized A vs A as quantized (quantization alone; rotated A for Hadamard presets)");
-  run.setMetric("b_sqnr_db", qeb.sqnr_db, "dB",
+  run.setMetric("b_sqnr_db", e.qeb.sqnr_db, "dB",
                 "SQNR of dequantized B vs B as quantized (quantization alone; rotated B for Hadamard presets)");
-  run.setMetric("a_saturated", double(qa.stats.saturated), "count", "elements of A clipped to max finite");
-  run.setMetric("a_underflow", double(qa.stats.underflow), "count", "non-zero elements of A that became zero");
-  run.setMetric("b_saturated", double(qb.stats.saturated), "count", "elements of B clipped to max finite");
-  run.setMetric("b_underflow", double(qb.stats.underflow), "count", "non-zero elements of B that became zero");
-  run.setMetric("amax_d", out.amax_d, "1", "max |D| before scale_D and the output cast (cuBLASLt AMAX_D)");
+  run.setMetric("a_saturated", double(s.qa.stats.saturated), "count", "elements of A clipped to max finite");
+  run.setMetric("a_underflow", double(s.qa.stats.underflow), "count", "non-zero elements of A that became zero");
+  run.setMetric("b_saturated", double(s.qb.stats.saturated), "count", "elements of B clipped to max finite");
+  run.setMetric("b_underflow", double(s.qb.stats.underflow), "count", "non-zero elements of B that became zero");
+  run.setMetric("amax_d", ex.output.amax_d, "1", "max |D| before scale_D and the output cast (cuBLASLt AMAX_D)");
   if (ex.d_saturated >= 0) {
     run.setMetric("d_saturated", double(ex.d_saturated), "count",
                   "elements of D clipped by the FP8 output cast: |D·scale_D| beyond max finite (counted on the "
                   "quantized-exact D)");
   }
-  run.setMetric("gemm_seconds", out.seconds, "s", "wall time of the GEMM alone");
+  run.setMetric("gemm_seconds", ex.output.seconds, "s", "wall time of the GEMM alone");
   run.setMetric("quant_max_abs", ex.quantization.max_abs, "1", "max |quantized-exact - ideal|");
   run.setMetric("quant_max_rel", ex.quantization.max_rel, "1", "max relative error of quantized-exact vs ideal");
   run.setMetric("quant_rmse", ex.quantization.rmse, "1", "root mean square of quantized-exact - ideal");
   run.setMetric("accum_max_rel", ex.accumulation.max_rel, "1", "max relative error of D vs quantized-exact");
   run.setMetric("accum_rmse", ex.accumulation.rmse, "1", "root mean square of D - quantized-exact");
-  if (details) {
-    details->m = m;
-    details->k = k;
-    details->n = n;
-    details->quantization = ex.quantization;
-    details->accumulation = ex.accumulation;
-    details->total = ex.total;
-    details->a_stats = ex.a_stats;
-    details->b_stats = ex.b_stats;
-    details->d_saturated = ex.d_saturated;
-    details->output_quant_scale = cfg.gemm.output_quant_scale;
-    details->tiles = tiles;
-    details->quantize_seconds = quantize_s;
-    details->ideal_seconds = ex.ideal_seconds;
-    details->exact_seconds = ex.exact_seconds;
-    details->output = out;
-    details->a_nonfinite = a_nonfinite;
-    details->b_nonfinite = b_nonfinite;
+}
+
+/// NaN codes of pre-quantized operands: every output in their rows of A and columns of B is NaN.
+int64_t recordNanCodeOutputs(const GemmRunState& s, Run& run) {
+  const int64_t ra = int64_t(s.fa_found.nan_lines.size()), cb = int64_t(s.fb_found.nan_lines.size());
+  const int64_t nan_out = ra * s.n + cb * s.m - ra * cb;
+  if (nan_out > 0)
+    run.setMetric("nan_outputs_from_codes", double(nan_out), "count",
+                  "outputs of D made NaN by NaN codes of the pre-quantized operands (whole rows of A, columns of B)");
+  return nan_out;
+}
+
+/// What the run computed beyond its datasets, for callers that ask (GemmRunDetails).
+void fillDetails(const GemmRunState& s, const GemmRunErrors& e, int64_t nan_outputs, GemmRunDetails& details) {
+  details.m = s.m;
+  details.k = s.k;
+  details.n = s.n;
+  details.quantization = s.ex.quantization;
+  details.accumulation = s.ex.accumulation;
+  details.total = s.ex.total;
+  details.a_stats = s.ex.a_stats;
+  details.b_stats = s.ex.b_stats;
+  details.d_saturated = s.ex.d_saturated;
+  details.output_quant_scale = s.cfg.gemm.output_quant_scale;
+  details.tiles = e.tiles;
+  details.quantize_seconds = s.quantize_s;
+  details.ideal_seconds = s.ex.ideal_seconds;
+  details.exact_seconds = s.ex.exact_seconds;
+  details.output = s.ex.output;
+  details.a_nonfinite = s.a_nonfinite;
+  details.b_nonfinite = s.b_nonfinite;
+  details.a_nan_codes = s.fa_found.nan_codes;
+  details.b_nan_codes = s.fb_found.nan_codes;
+  details.nan_outputs_from_codes = nan_outputs;
+}
+
+/// What the output type (and alpha, scale_D) did to D that the quantized-exact D does not show:
+/// non-zero outputs flushed to zero, and finite ones that became ±Inf / NaN, as warnings.
+void warnOutputCast(const GemmExperimentConfig& cfg, Result<Run>& r) {
+  const Run& run = r.value;
+  const Dataset *dd = run.find(layout::kOutputD), *qe = run.find(layout::kReferenceDQuantizedExact);
+  if (!dd || !qe || dd->elementCount() != qe->elementCount()) return;
+  int64_t flushed = 0, nonzero = 0, overflowed = 0;
+  for (int64_t i = 0; i < dd->elementCount(); ++i) {
+    const double e = qe->valueAt(i), v = dd->valueAt(i);
+    if (!std::isfinite(e)) continue;
+    nonzero += e != 0;
+    flushed += e != 0 && v == 0;
+    overflowed += !std::isfinite(v);
   }
-  // NaN codes of pre-quantized operands: every output in their rows of A and columns of B is NaN.
-  {
-    const int64_t ra = int64_t(fa_found.nan_lines.size()), cb = int64_t(fb_found.nan_lines.size());
-    const int64_t nan_out = ra * n + cb * m - ra * cb;
-    if (nan_out > 0)
-      run.setMetric("nan_outputs_from_codes", double(nan_out), "count",
-                    "outputs of D made NaN by NaN codes of the pre-quantized operands (whole rows of A, columns of B)");
-    if (details) {
-      details->a_nan_codes = fa_found.nan_codes;
-      details->b_nan_codes = fb_found.nan_codes;
-      details->nan_outputs_from_codes = nan_out;
-    }
-  }
-  for (const auto& w : out.warnings)
+  const std::string out_text = std::string(toString(cfg.gemm.output)) +
+                               (cfg.gemm.output == OutputType::E4M3FN || cfg.gemm.output == OutputType::E5M2
+                                    ? ", scale_D " + generalText(double(cfg.gemm.output_quant_scale))
+                                    : std::string()) +
+                               (cfg.gemm.alpha != 1.0f ? ", alpha " + generalText(double(cfg.gemm.alpha)) : "");
+  if (flushed > 0)
+    r.add(C::Computation, "output",
+          std::to_string(flushed) + " of " + std::to_string(nonzero) + " non-zero outputs became 0 in D (output " +
+              out_text + "): below the output type's smallest value" +
+              (flushed == nonzero ? "; every output flushed: raise the output scale" : ""),
+          Severity::Warning);
+  if (overflowed > 0)
+    r.add(C::Computation, "output",
+          std::to_string(overflowed) + " outputs of D are ±Inf or NaN where the exact result is finite (output " +
+              out_text + "): beyond the output type's range",
+          Severity::Warning);
+}
+
+} // namespace
+
+Result<Run> runGemmExperimentRun(const GemmExperimentConfig& cfg_in, const std::string& config_json,
+                                 const std::string& run_id, GemmBackend& backend, const ProgressFn& progress_in,
+                                 GemmRunDetails* details) {
+  // A kernel check (its fit runs many models) takes the last 70 % of the progress.
+  const ProgressFn progress = cfg_in.check.enabled() ? sub(progress_in, 0.0, 0.3) : progress_in;
+  Result<Run> r;
+  GemmRunState s;
+  s.cfg = cfg_in;
+  s.where = "gemm experiment " + run_id;
+  if (!resolveRecipe(s, r) || !loadOperands(s, r, progress) || !quantizeOperands(s, r, progress) ||
+      !resolveEpilogue(s, r, backend))
+    return r;
+  runGemms(s, backend, progress);
+  GemmRunErrors errors = measureErrors(s, progress);
+
+  Run& run = r.value;
+  run.id = run_id;
+  run.type = "gemm";
+  run.config_json = config_json;
+  s.name_a = s.pre_a ? std::string("pre-quantized") : s.nva ? s.nva->name : s.sc->name;
+  s.name_b = s.pre_b ? std::string("pre-quantized") : s.nvb ? s.nvb->name : s.scb->name;
+  recordAttributes(s, backend, run);
+  putRobustMetrics(run, robustInputs(s.A, s.B, s.ra, s.rb, s.qa, s.qb, s.ex.ideal, s.ex.output.d, s.m, s.k, s.n), s.cfg,
+                   s.pre_a || s.pre_b || s.rotated, sub(progress, 0.93, 0.98));
+  recordOperandBlockStats(s, run);
+  recordDatasets(s, errors, run);
+  recordErrorMetrics(s, errors, run);
+  const int64_t nan_outputs = recordNanCodeOutputs(s, run);
+  if (details) fillDetails(s, errors, nan_outputs, *details);
+  for (const auto& w : s.ex.output.warnings)
     r.issues.push_back(Issue{w.severity == Severity::Error ? Severity::Warning : w.severity, "", "GEMM " + w.where,
                              w.what + ": " + w.detail, C::Computation});
-  // What the output type (and alpha, scale_D) did to D that the quantized-exact D does not show:
-  // non-zero outputs flushed to zero, and finite ones that became ±Inf / NaN.
-  if (const Dataset* dd = run.find(layout::kOutputD), *qe = run.find(layout::kReferenceDQuantizedExact);
-      dd && qe && dd->elementCount() == qe->elementCount()) {
-    int64_t flushed = 0, nonzero = 0, overflowed = 0;
-    for (int64_t i = 0; i < dd->elementCount(); ++i) {
-      const double e = qe->valueAt(i), v = dd->valueAt(i);
-      if (!std::isfinite(e)) continue;
-      nonzero += e != 0;
-      flushed += e != 0 && v == 0;
-      overflowed += !std::isfinite(v);
-    }
-    const std::string out_text = std::string(toString(cfg.gemm.output)) +
-                                 (cfg.gemm.output == OutputType::E4M3FN || cfg.gemm.output == OutputType::E5M2
-                                      ? ", scale_D " + generalText(double(cfg.gemm.output_quant_scale))
-                                      : std::string()) +
-                                 (cfg.gemm.alpha != 1.0f ? ", alpha " + generalText(double(cfg.gemm.alpha)) : "");
-    if (flushed > 0)
-      r.add(C::Computation, "output",
-            std::to_string(flushed) + " of " + std::to_string(nonzero) + " non-zero outputs became 0 in D (output " +
-                out_text + "): below the output type's smallest value" +
-                (flushed == nonzero ? "; every output flushed: raise the output scale" : ""),
-            Severity::Warning);
-    if (overflowed > 0)
-      r.add(C::Computation, "output",
-            std::to_string(overflowed) + " outputs of D are ±Inf or NaN where the exact result is finite (output " +
-                out_text + "): beyond the output type's range",
-            Severity::Warning);
-  }
-  if (cfg.check.enabled()) {
+  warnOutputCast(s.cfg, r);
+  if (s.cfg.check.enabled()) {
     try {
-      auto res = std::make_shared<KernelCheckResult>(runKernelCheck(qa, qb, cfg.gemm, observed.value, cfg.check, run,
-                                                                    std::min(cfg.tile, std::max(m, n)),
-                                                                    sub(progress_in, 0.3, 1.0)));
+      auto res = std::make_shared<KernelCheckResult>(
+          runKernelCheck(s.qa, s.qb, s.cfg.gemm, s.observed.value, s.cfg.check, run,
+                         std::min(s.cfg.tile, std::max(s.m, s.n)), sub(progress_in, 0.3, 1.0)));
       if (res->fitted && !res->fit.warning.empty())
         r.add(C::Computation, "kernel check", res->fit.warning, Severity::Warning);
       if (details) details->check = std::move(res);
     } catch (const std::invalid_argument& e) {
-      r.add(C::InvalidArgument, where, std::string("kernel check: ") + e.what());
+      r.add(C::InvalidArgument, s.where, std::string("kernel check: ") + e.what());
       return r;
     }
   }
   // The run's findings, as the CLI printed them, for readers of the session (a JSON array).
-  {
-    Json w = Json::array();
-    for (const Issue& i : r.issues)
-      if (i.severity != Severity::Error)
-        w.push_back({{"severity", severityName(i.severity)}, {"where", i.where}, {"detail", i.detail}});
-    if (!w.empty()) run.attrs["warnings"] = w.dump();
-  }
+  Json w = Json::array();
+  for (const Issue& i : r.issues)
+    if (i.severity != Severity::Error)
+      w.push_back({{"severity", severityName(i.severity)}, {"where", i.where}, {"detail", i.detail}});
+  if (!w.empty()) run.attrs["warnings"] = w.dump();
   reportProgress(progress_in, 1.0, "done");
   return r;
 }

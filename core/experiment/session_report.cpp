@@ -392,14 +392,18 @@ ReportInput reportInput(const SessionInfo& info, std::string title, std::string 
   return in;
 }
 
-std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read) {
-  return sessionReportHtml(in, read, nullptr);
-}
+namespace {
 
-std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, std::vector<std::string>* figures) {
-  const SessionDecision d = decideSession(in.runs, in.metric, read);
-  Html h;
-  h.figures = figures;
+/// The report's sections, in order. Each writes its own heading, and an empty section says what would
+/// fill it (the hint* texts).
+struct ReportContext {
+  const SessionDecision& d;
+  std::vector<std::vector<size_t>> gemm_groups, train_groups; ///< recipes grouped by setting (bySetting)
+  const RankingMetric &gm, &tm;                               ///< the GEMM and training metrics
+  std::string gunit, tunit;                                   ///< " (unit)", or empty for unit 1
+};
+
+void writeHeader(Html& h, const ReportInput& in) {
   const std::string title = in.title.empty() ? std::string("FP8 Lab session") : in.title;
   h << "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
     << "<title>" << xmlEscape("FP8 Lab report: " + title) << "</title>\n<style>" << kCss
@@ -411,18 +415,17 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
     << (in.format_version > 0 ? " · session format " + std::to_string(in.format_version) : "") << " · "
     << std::to_string(in.runs.size()) << " runs · report by FP8 Lab " << FP8LAB_VERSION << " on "
     << xmlEscape(in.generated_utc.empty() ? utcNow() : in.generated_utc) << "</p>\n";
+}
 
-  const auto gemm_groups = bySetting(d.gemm);
-  const auto train_groups = bySetting(d.training);
-  const RankingMetric& gm = *d.gemm_metric;
-  const RankingMetric& tm = *d.training_metric;
-  const std::string gunit = gm.unit == "1" ? "" : " (" + gm.unit + ")";
-  const std::string tunit = tm.unit == "1" ? "" : " (" + tm.unit + ")";
-
-  // ---- the answer ----
+/// "The answer": per setting, the best GEMM recipes and the cheapest of them; per training setting,
+/// each recipe's same-seed verdict against FP32; per advised run, the groups to keep high.
+void writeAnswer(Html& h, const ReportContext& c) {
+  const SessionDecision& d = c.d;
+  const RankingMetric &gm = c.gm, &tm = c.tm;
+  const std::string& gunit = c.gunit;
   h << "<h2>The answer</h2>\n<ul class=\"answer\">\n";
   bool said = false;
-  for (const auto& g : gemm_groups) {
+  for (const auto& g : c.gemm_groups) {
     std::vector<const RecipeInterval*> top;
     for (size_t i : g)
       if (d.gemm[i].rank == 1) top.push_back(&d.gemm[i]);
@@ -457,7 +460,7 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
     }
     h << "</li>\n";
   }
-  for (const auto& g : train_groups) {
+  for (const auto& g : c.train_groups) {
     const int bi = d.baselineOf(g.front());
     if (bi < 0 || g.size() < 2) continue;
     said = true;
@@ -515,8 +518,13 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
   }
   if (!said) h << "<li>Nothing to decide yet: the session has no recipes to compare.</li>\n";
   h << "</ul>\n";
+}
 
-  // ---- GEMM ranking ----
+/// The GEMM recipes of each setting ranked: chart and table with cost and native hardware.
+void writeGemmRanking(Html& h, const ReportContext& c) {
+  const SessionDecision& d = c.d;
+  const RankingMetric& gm = c.gm;
+  const std::string& gunit = c.gunit;
   h << "<h2>GEMM recipes ranked by " << xmlEscape(gm.label) << "</h2>\n";
   if (d.gemm.empty()) {
     h << "<p class=\"empty\">" << xmlEscape(hintGemmRanking()) << "</p>\n";
@@ -528,7 +536,7 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
          "bytes a GEMM reads per element of A and B, element codes and scales in the native layout; native "
          "hardware: where the pair of scale layouts runs natively (the cuBLASLt modes under Versions and "
          "sources).</p>\n";
-    for (const auto& g : gemm_groups) {
+    for (const auto& g : c.gemm_groups) {
       const RecipeInterval& first = d.gemm[g.front()];
       h << "<h3>" << xmlEscape(first.setting_label) << "</h3>\n";
       std::vector<RecipeInterval> rows;
@@ -564,13 +572,68 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
       h << "</table>\n";
     }
   }
+}
 
-  // ---- training ----
+/// One recipe's row of a training table: its value, Δ vs the FP32 baseline (same-seed pairs), cost.
+void writeTrainingRow(Html& h, const SessionDecision& d, size_t i, const RecipeInterval* base) {
+  const RecipeInterval& r = d.training[i];
+  const double delta = base && r.n_values > 0 ? r.mean - base->mean : NAN;
+  std::string runs;
+  for (const std::string& id : r.runs) runs += (runs.empty() ? "" : ", ") + id;
+  const PairedDifference* p = r.paired ? &*r.paired : nullptr;
+  std::string per_seed_data;
+  if (p)
+    for (size_t k = 0; k < p->diffs.size(); ++k)
+      per_seed_data += (per_seed_data.empty() ? "" : " ") + std::to_string(p->seeds[k]) + ":" + exact(p->diffs[k]);
+  const std::string delta_cell = r.baseline                             ? std::string("baseline")
+                                 : r.comparison == Comparison::Paired   ? pairedText(*p)
+                                 : r.comparison == Comparison::Unpaired ? fmt("%+.4g", delta) + " (means)"
+                                 : p && p->n_pairs == 1                 ? fmt("%+.4g", p->mean_diff)
+                                 : std::isfinite(delta)                 ? fmt("%+.4g", delta)
+                                                                        : std::string("—");
+  h << "<tr class=\"recipe"
+    << (r.baseline    ? " baseline"
+        : r.rank == 1 ? " best"
+                      : "")
+    << "\" data-setting=\"" << xmlEscape(r.setting) << "\" data-recipe=\"" << xmlEscape(r.label) << "\" data-n=\""
+    << std::to_string(r.n_values) << "\" data-mean=\"" << exact(r.mean) << "\" data-half=\"" << exact(r.half)
+    << "\" data-sd=\"" << exact(r.sd) << "\" data-rank=\"" << std::to_string(r.rank) << "\" data-delta=\""
+    << exact(delta) << "\" data-comparison=\"" << xmlEscape(comparisonName(r.comparison))
+    << "\" data-bytes-per-element=\""
+    << (d.training_cost[i] ? exact(d.training_cost[i]->bytesPerElement())
+        : r.baseline       ? exact(4.0)
+                           : "nan")
+    << "\" data-native=\"" << xmlEscape(d.training_cost[i] ? d.training_cost[i]->hardware : "") << "\"";
+  if (p)
+    h << " data-paired-mean=\"" << exact(p->mean_diff) << "\" data-paired-lo=\"" << exact(p->ci_low)
+      << "\" data-paired-hi=\"" << exact(p->ci_high) << "\" data-n-pairs=\"" << std::to_string(p->n_pairs)
+      << "\" data-per-seed=\"" << per_seed_data << "\"";
+  h << ">";
+  h << "<td>" << xmlEscape(rankText(r, d.training)) << "</td><td>" << xmlEscape(r.label) << "</td><td class=\"num\">"
+    << xmlEscape(intervalText(r)) << "</td><td class=\"num\">" << xmlEscape(delta_cell) << "</td><td>"
+    << xmlEscape(p && r.comparison == Comparison::Paired ? perSeedText(*p) : std::string()) << "</td><td class=\"num\">"
+    << std::to_string(r.n_values) << "</td><td>" << xmlEscape(comparisonText(r)) << "</td>";
+  const auto& c = d.training_cost[i];
+  if (c)
+    h << "<td class=\"num\">" << bytesPerElementText(c->bytesPerElement()) << "</td><td>" << xmlEscape(c->a.block)
+      << " " << xmlEscape(c->a.kind->scale_format) << " / " << xmlEscape(c->b.block) << " "
+      << xmlEscape(c->b.kind->scale_format) << "</td>" << nativeCell(c);
+  else
+    h << "<td class=\"num\">" << (r.baseline ? bytesPerElementText(4.0) : "—") << "</td><td>"
+      << (r.baseline ? "float32 elements, no scales" : "—") << "</td><td>" << (r.baseline ? "any" : "—") << "</td>";
+  h << "<td>" << xmlEscape(runs) << "</td></tr>\n";
+}
+
+/// The training runs of each setting against FP32: interval chart, loss curves, and the table.
+void writeTraining(Html& h, const ReportContext& c, const DatasetSource& read) {
+  const SessionDecision& d = c.d;
+  const RankingMetric& tm = c.tm;
+  const std::string& tunit = c.tunit;
   h << "<h2>Training against the FP32 baseline: " << xmlEscape(tm.label) << "</h2>\n";
   if (d.training.empty()) {
     h << "<p class=\"empty\">" << xmlEscape(hintTraining()) << "</p>\n";
   } else {
-    for (const auto& g : train_groups) {
+    for (const auto& g : c.train_groups) {
       const int bi = d.baselineOf(g.front());
       const RecipeInterval* base = bi >= 0 ? &d.training[size_t(bi)] : nullptr;
       h << "<h3>" << xmlEscape(d.training[g.front()].setting_label) << "</h3>\n";
@@ -609,63 +672,14 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
         << "<br/>mean ± 95 %</th><th>Δ vs FP32 ± 95 %<br/>(same-seed pairs)</th><th>per seed</th><th>seeds</th>"
            "<th>comparison</th><th>bytes / element<br/>(fprop, with scales)</th><th>scales (activation / "
            "weight)</th><th>native hardware</th><th>runs</th></tr>\n";
-      for (size_t i : g) {
-        const RecipeInterval& r = d.training[i];
-        const double delta = base && r.n_values > 0 ? r.mean - base->mean : NAN;
-        std::string runs;
-        for (const std::string& id : r.runs) runs += (runs.empty() ? "" : ", ") + id;
-        const PairedDifference* p = r.paired ? &*r.paired : nullptr;
-        std::string per_seed_data;
-        if (p)
-          for (size_t k = 0; k < p->diffs.size(); ++k)
-            per_seed_data +=
-                (per_seed_data.empty() ? "" : " ") + std::to_string(p->seeds[k]) + ":" + exact(p->diffs[k]);
-        const std::string delta_cell = r.baseline                             ? std::string("baseline")
-                                       : r.comparison == Comparison::Paired   ? pairedText(*p)
-                                       : r.comparison == Comparison::Unpaired ? fmt("%+.4g", delta) + " (means)"
-                                       : p && p->n_pairs == 1                 ? fmt("%+.4g", p->mean_diff)
-                                       : std::isfinite(delta)                 ? fmt("%+.4g", delta)
-                                                                              : std::string("—");
-        h << "<tr class=\"recipe"
-          << (r.baseline    ? " baseline"
-              : r.rank == 1 ? " best"
-                            : "")
-          << "\" data-setting=\"" << xmlEscape(r.setting) << "\" data-recipe=\"" << xmlEscape(r.label) << "\" data-n=\""
-          << std::to_string(r.n_values) << "\" data-mean=\"" << exact(r.mean) << "\" data-half=\"" << exact(r.half)
-          << "\" data-sd=\"" << exact(r.sd) << "\" data-rank=\"" << std::to_string(r.rank) << "\" data-delta=\""
-          << exact(delta) << "\" data-comparison=\"" << xmlEscape(comparisonName(r.comparison))
-          << "\" data-bytes-per-element=\""
-          << (d.training_cost[i] ? exact(d.training_cost[i]->bytesPerElement())
-              : r.baseline       ? exact(4.0)
-                                 : "nan")
-          << "\" data-native=\"" << xmlEscape(d.training_cost[i] ? d.training_cost[i]->hardware : "") << "\"";
-        if (p)
-          h << " data-paired-mean=\"" << exact(p->mean_diff) << "\" data-paired-lo=\"" << exact(p->ci_low)
-            << "\" data-paired-hi=\"" << exact(p->ci_high) << "\" data-n-pairs=\"" << std::to_string(p->n_pairs)
-            << "\" data-per-seed=\"" << per_seed_data << "\"";
-        h << ">";
-        h << "<td>" << xmlEscape(rankText(r, d.training)) << "</td><td>" << xmlEscape(r.label)
-          << "</td><td class=\"num\">" << xmlEscape(intervalText(r)) << "</td><td class=\"num\">"
-          << xmlEscape(delta_cell) << "</td><td>"
-          << xmlEscape(p && r.comparison == Comparison::Paired ? perSeedText(*p) : std::string())
-          << "</td><td class=\"num\">" << std::to_string(r.n_values) << "</td><td>" << xmlEscape(comparisonText(r))
-          << "</td>";
-        const auto& c = d.training_cost[i];
-        if (c)
-          h << "<td class=\"num\">" << bytesPerElementText(c->bytesPerElement()) << "</td><td>" << xmlEscape(c->a.block)
-            << " " << xmlEscape(c->a.kind->scale_format) << " / " << xmlEscape(c->b.block) << " "
-            << xmlEscape(c->b.kind->scale_format) << "</td>" << nativeCell(c);
-        else
-          h << "<td class=\"num\">" << (r.baseline ? bytesPerElementText(4.0) : "—") << "</td><td>"
-            << (r.baseline ? "float32 elements, no scales" : "—") << "</td><td>" << (r.baseline ? "any" : "—")
-            << "</td>";
-        h << "<td>" << xmlEscape(runs) << "</td></tr>\n";
-      }
+      for (size_t i : g) writeTrainingRow(h, d, i, base);
       h << "</table>\n";
     }
   }
+}
 
-  // ---- advice ----
+/// The per-layer advice tables (one per advised run).
+void writeAdvice(Html& h, const SessionDecision& d, const ReportInput& in) {
   h << "<h2>Per-layer advice</h2>\n";
   if (d.advice.empty())
     h << "<p class=\"empty\">" << xmlEscape(hintAdvice(d, in.path.empty() ? std::string("SESSION.h5") : in.path))
@@ -692,8 +706,10 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
       << xmlEscape(a.policy.empty() ? std::string("(none: every site in the recipe)") : a.policy)
       << "</p>\n<details><summary>The advised config</summary><pre>" << xmlEscape(a.config) << "</pre></details>\n";
   }
+}
 
-  // ---- what-if ----
+/// The checkpoint what-if tables: each weight's SQNR as stored and re-quantized by each recipe.
+void writeWhatIf(Html& h, const SessionDecision& d) {
   h << "<h2>Checkpoint what-if</h2>\n";
   if (d.what_if.empty()) h << "<p class=\"empty\">" << xmlEscape(hintWhatIf()) << "</p>\n";
   for (const WhatIfTable& t : d.what_if) {
@@ -714,9 +730,10 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
     }
     h << "</table>\n";
   }
+}
 
-  // ---- runs and configs ----
-  // The configs without seed and name, each once, with the runs that used it (a sweep's seeds share one).
+/// The configs without seed and name, each once, with the runs that used it (a sweep's seeds share one).
+void writeConfigs(Html& h, const ReportInput& in) {
   std::vector<std::string> configs;
   std::vector<std::vector<const RunInfo*>> users;
   for (const RunInfo& r : in.runs) {
@@ -754,8 +771,10 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
       << xmlEscape(f.backend + (f.device.empty() ? "" : " (" + f.device + ")")) << "</p>\n<p class=\"config\"><code>"
       << xmlEscape(configs[i]) << "</code></p>\n";
   }
+}
 
-  // ---- versions and sources ----
+/// The app versions of the runs, and where each scale layout runs natively (recipe_cost.h).
+void writeVersionsAndSources(Html& h, const ReportInput& in) {
   std::set<std::string> versions;
   for (const RunInfo& r : in.runs)
     if (!r.app_version.empty()) versions.insert(r.app_version);
@@ -769,6 +788,34 @@ std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, 
     h << "<tr><td>" << xmlEscape(k.layout) << "</td><td>" << xmlEscape(k.lt_mode.empty() ? std::string("—") : k.lt_mode)
       << "</td><td>" << xmlEscape(k.hardware) << "</td><td>" << xmlEscape(k.source) << "</td></tr>\n";
   h << "</table>\n</body>\n</html>\n";
+}
+
+} // namespace
+
+std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read) {
+  return sessionReportHtml(in, read, nullptr);
+}
+
+std::string sessionReportHtml(const ReportInput& in, const DatasetSource& read, std::vector<std::string>* figures) {
+  const SessionDecision d = decideSession(in.runs, in.metric, read);
+  Html h;
+  h.figures = figures;
+  writeHeader(h, in);
+  const RankingMetric &gm = *d.gemm_metric, &tm = *d.training_metric;
+  const ReportContext c{d,
+                        bySetting(d.gemm),
+                        bySetting(d.training),
+                        gm,
+                        tm,
+                        gm.unit == "1" ? "" : " (" + gm.unit + ")",
+                        tm.unit == "1" ? "" : " (" + tm.unit + ")"};
+  writeAnswer(h, c);
+  writeGemmRanking(h, c);
+  writeTraining(h, c, read);
+  writeAdvice(h, d, in);
+  writeWhatIf(h, d);
+  writeConfigs(h, in);
+  writeVersionsAndSources(h, in);
   return h.s;
 }
 
