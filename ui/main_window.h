@@ -7,7 +7,7 @@
 // each other only through View's signals.
 #pragma once
 
-#include "backend.h"
+#include "forms/backend.h"
 #include "common/progress.h"
 
 #include <QJsonObject>

@@ -1,11 +1,11 @@
 // fp8lab-cli advise CONFIG.json --out FILE.h5 — which sites of a training run to keep in high
-// precision (core/experiment/site_advice.h): a sensitivity sweep of short runs, the advice as a
+// precision (core/experiment/decision/site_advice.h): a sensitivity sweep of short runs, the advice as a
 // table, and the advised run's config with its precision policy.
 #include "cli_util.h"
 #include "cmd_run.h"
 #include "command.h"
-#include "experiment/site_advice.h"
-#include "experiment/training_config.h"
+#include "experiment/decision/site_advice.h"
+#include "experiment/training/training_config.h"
 
 #include <QCommandLineParser>
 #include <QFile>

@@ -4,8 +4,8 @@
 #include "cmd_run.h"
 #include "command.h"
 
-#include "experiment/checkpoint_export.h"
-#include "experiment/checkpoint_run.h"
+#include "experiment/training/checkpoint_export.h"
+#include "experiment/training/checkpoint_run.h"
 #include "formats/format.h"
 #include "io/fp8_checkpoint_report.h"
 

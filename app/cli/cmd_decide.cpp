@@ -1,14 +1,14 @@
 // fp8lab-cli decide SESSION.h5 [--metric KEY] — the session's answer to "which recipe?": the GEMM
 // recipes ranked with 95 % intervals over seeds beside their cost, the training runs against the FP32
-// baseline, the per-layer advice and the checkpoint what-if tables (core/experiment/session_decision.h).
+// baseline, the per-layer advice and the checkpoint what-if tables (core/experiment/decision/session_decision.h).
 // fp8lab-cli report SESSION.h5 --out report.html|report.pdf — the same as a self-contained report
-// (core/experiment/session_report.h; PDF through fp8lab-render, which has Qt's PDF writer).
+// (core/experiment/decision/session_report.h; PDF through fp8lab-render, which has Qt's PDF writer).
 #include "cli_util.h"
 #include "cmd_render.h"
 #include "command.h"
 
-#include "experiment/session_decision_text.h"
-#include "experiment/session_report.h"
+#include "experiment/decision/session_decision_text.h"
+#include "experiment/decision/session_report.h"
 
 #include <QCommandLineParser>
 #include <QFileInfo>

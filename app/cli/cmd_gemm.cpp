@@ -9,9 +9,9 @@
 #include "kernel_check_cli.h"
 #include "schema_flags.h"
 
-#include "experiment/gemm_config.h"
-#include "experiment/gemm_flags.h"
-#include "experiment/gemm_report.h"
+#include "experiment/gemm/gemm_config.h"
+#include "experiment/gemm/gemm_flags.h"
+#include "experiment/gemm/gemm_report.h"
 #include "experiment/param_schema.h"
 #include "formats/format.h"
 

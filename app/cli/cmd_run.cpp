@@ -4,9 +4,9 @@
 
 #include "command.h"
 
-#include "experiment/gemm_experiment_object.h"
+#include "experiment/gemm/gemm_experiment_object.h"
 #include "experiment/run_results.h"
-#include "experiment/training_report.h"
+#include "experiment/training/training_report.h"
 
 #include <QCommandLineParser>
 #include <QFileInfo>

@@ -4,9 +4,9 @@
 
 #include "command.h"
 
-#include "experiment/sweep_file.h"
-#include "experiment/training_report.h"
-#include "experiment/training_sweep.h"
+#include "experiment/gemm/sweep_file.h"
+#include "experiment/training/training_report.h"
+#include "experiment/training/training_sweep.h"
 
 #include <QCommandLineParser>
 #include <QDir>

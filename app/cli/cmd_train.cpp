@@ -4,7 +4,7 @@
 
 #include "command.h"
 
-#include "experiment/training_report.h"
+#include "experiment/training/training_report.h"
 
 #include <QCommandLineParser>
 

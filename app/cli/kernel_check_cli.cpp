@@ -3,7 +3,7 @@
 
 #include "cli_util.h"
 
-#include "experiment/kernel_check_flags.h"
+#include "experiment/kernel_check/kernel_check_flags.h"
 
 namespace fp8lab::cli {
 

@@ -1,9 +1,9 @@
 // fp8lab-cli gemm — the flags of operands given as codes (--a-codes, --a-scales, ...) and of the
 // kernel check (--observed, --max-ulp, ...): their table and the config they give are core's
-// (core/experiment/kernel_check_flags.h), the check's report too (kernel_check_report.h).
+// (core/experiment/kernel_check/kernel_check_flags.h), the check's report too (kernel_check_report.h).
 #pragma once
 
-#include "experiment/gemm_run.h"
+#include "experiment/gemm/gemm_run.h"
 
 #include <QCommandLineParser>
 #include <QString>

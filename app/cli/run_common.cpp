@@ -3,7 +3,7 @@
 #include "run_common.h"
 
 #include "experiment/run_results.h"
-#include "experiment/training_report.h"
+#include "experiment/training/training_report.h"
 
 #include <QFile>
 #include <QFileInfo>

@@ -9,8 +9,8 @@
 #include "cmd_run.h"
 
 #include "experiment/config_reader.h"
-#include "experiment/training_file.h"
-#include "experiment/training_report.h"
+#include "experiment/training/training_file.h"
+#include "experiment/training/training_report.h"
 
 #include <QCommandLineOption>
 #include <QJsonArray>

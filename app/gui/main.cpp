@@ -1,16 +1,16 @@
 // fp8lab — the FP8 Lab desktop application. A thin main: command line, then the MainWindow of
 // fp8lab_ui. `--grab FILE.png [--view NAME]` renders one view offscreen and exits (screenshots,
 // CI, docs); NAME is a view id (bits, numberline, codes, learn, ...) or learn:N for a demo.
-#include "autosave.h"
+#include "session/autosave.h"
 #include "common/cpu_level.h"
-#include "bit_layout_view.h"
-#include "experiment_panel.h"
-#include "learn_page.h"
-#include "live_experiment.h"
+#include "views/bit_layout_view.h"
+#include "forms/experiment_panel.h"
+#include "learn/learn_page.h"
+#include "forms/live_experiment.h"
 #include "main_window.h"
-#include "session_document.h"
-#include "view.h"
-#include "view_registry.h"
+#include "session/session_document.h"
+#include "views/view.h"
+#include "views/view_registry.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -23,7 +23,7 @@
 #include <cstring>
 
 namespace {
-// The names --view accepts, from the one registry of views (ui/view_registry.h), in tab order:
+// The names --view accepts, from the one registry of views (ui/views/view_registry.h), in tab order:
 // each view id, and learn:N after "learn" for the Learn page's demos.
 QString viewNamesText() {
   QStringList names;
@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
       QApplication::exit(ok ? 0 : 1);
     });
   }
-  // Autosave + crash recovery (ui/autosave.h); not while grabbing screenshots.
+  // Autosave + crash recovery (ui/session/autosave.h); not while grabbing screenshots.
   std::unique_ptr<fp8lab::ui::Autosave> autosave;
   if (!grabbing) autosave = fp8lab::ui::Autosave::start(&w, w.session());
   const int rc = app.exec();

@@ -4,8 +4,8 @@
 // (Qt Widgets, QCustomPlot, Svg, PrintSupport), which fp8lab-cli does not link: `fp8lab-cli render`
 // and `fp8lab-cli export FILE.h5 --run ID --png DIR` run this program with the same arguments.
 #include "cli_util.h"
-#include "report_pdf.h"
-#include "view_render.h"
+#include "session/report_pdf.h"
+#include "views/view_render.h"
 
 #include "session/hdf5_isolation.h"
 

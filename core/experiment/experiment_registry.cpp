@@ -3,10 +3,10 @@
 #include "experiment/experiment_registry.h"
 
 #include "gemm/gemm.h"
-#include "experiment/gemm_config.h"
-#include "experiment/gemm_run.h"
-#include "experiment/training_config.h"
-#include "experiment/training_experiment.h"
+#include "experiment/gemm/gemm_config.h"
+#include "experiment/gemm/gemm_run.h"
+#include "experiment/training/training_config.h"
+#include "experiment/training/training_experiment.h"
 
 namespace fp8lab {
 

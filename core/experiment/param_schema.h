@@ -8,7 +8,7 @@
 // `quantize` and `train` read the entries they share, and the desktop app's experiment panel takes
 // its widgets' ranges, choices and tooltips from it. Choices come from the core registries
 // (Format::all, scalingPresets, nvfp4Presets, accumulationPresets, the enums' toString), not
-// retyped. docs/gemm.md lists the table (tests/core/data/test_param_schema.cpp keeps it current).
+// retyped. docs/gemm.md lists the table (tests/core/experiment/test_param_schema.cpp keeps it current).
 #pragma once
 
 #include "gemm/accumulation_preset.h"

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "experiment/experiment_registry.h"
-#include "experiment/gemm_run.h"
+#include "experiment/gemm/gemm_run.h"
 #include "io/json_document.h"
 #include "session/session.h"
 

@@ -35,7 +35,7 @@ inline constexpr const char* kQuantizedGroup = "quantized";
 inline constexpr const char* kErrorGroup = "error";
 inline constexpr const char* kAttentionGroup = "attention";
 
-// ---- GEMM runs (core/experiment/gemm_run.cpp) ------------------------------------------------
+// ---- GEMM runs (core/experiment/gemm/gemm_run.cpp) ------------------------------------------------
 
 /// "inputs/<operand>": an operand before quantization, float32 [M,K] (A), [K,N] (B), [M,N] (C),
 /// [1,N] (bias); units "1".
@@ -68,7 +68,7 @@ inline constexpr const char* kErrorTileMeanAbs = "error/tile_mean_abs";
 /// "error/tile_max_abs": max |D − reference| per tile (attributes tile_rows, tile_cols).
 inline constexpr const char* kErrorTileMaxAbs = "error/tile_max_abs";
 
-// ---- kernel checks (core/experiment/kernel_check_run.cpp) -------------------------------------
+// ---- kernel checks (core/experiment/kernel_check/kernel_check_run.cpp) -------------------------------------
 
 /// "observed/D": the kernel's output as values of the output type.
 inline constexpr const char* kObservedD = "observed/D";

@@ -82,20 +82,12 @@ struct SessionReader::Impl {
   void validateRun(const std::string& id, Status* st);
 };
 
-void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
-  const std::string where = path + "#/runs/" + id;
-  Handle g = group(H5Gopen2(file, layout::runGroup(id).c_str(), H5P_DEFAULT));
-  if (!g.valid()) {
-    st->add(C::Corrupt, where, "cannot open run group (" + errorText() + "); run skipped", W::Warning);
-    return;
-  }
-  if (H5Iget_type(g) != H5I_GROUP) {
-    st->add(C::WrongType, where, "is not a group; skipped", W::Warning);
-    return;
-  }
-  RunInfo ri;
-  ri.id = id;
-  ri.attrs = readAttrs(g);
+namespace {
+
+/// The run's own attributes: type and config (strings) and seed (an integer) required, backend,
+/// device, created_utc and app_version when present; each moves out of ri.attrs. False when a
+/// required one is absent or of the wrong type (the run is skipped).
+bool readRunAttributes(const Handle& g, RunInfo& ri, const std::string& where, Status* st) {
   bool bad = false;
   auto needString = [&](const char* name, std::string* out) {
     auto it = ri.attrs.find(name);
@@ -129,8 +121,11 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
   optString("device", &ri.device);
   optString("created_utc", &ri.created_utc);
   optString("app_version", &ri.app_version);
+  return !bad;
+}
 
-  // metrics
+/// The run's metrics group: one numeric attribute per metric, with "<key>.units" and "<key>.meaning".
+void readRunMetrics(const Handle& g, RunInfo& ri, const std::string& where, Status* st) {
   if (H5Lexists(g, "metrics", H5P_DEFAULT) > 0) {
     Handle m = group(H5Gopen2(g, "metrics", H5P_DEFAULT));
     if (m.valid()) {
@@ -152,12 +147,16 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
     st->add(C::MissingGroup, where + "/metrics", "run has no metrics group", W::Warning);
   }
   H5Eclear2(H5E_DEFAULT);
+}
 
-  // datasets and groups
+/// Every dataset of the run (element type, rank 1..8, a shape its stored bytes can back) and the
+/// attributes of its groups; a dataset that fails is left out with a warning. False when the run's
+/// objects cannot be listed (the run is skipped).
+bool readRunDatasets(const Handle& g, RunInfo& ri, const std::string& where, Status* st) {
   VisitData vd{g, {}, {}};
   if (H5Lvisit(g, H5_INDEX_NAME, H5_ITER_INC, visitCb, &vd) < 0) {
     st->add(C::Corrupt, where, "cannot list the run's objects (" + errorText() + "); run skipped", W::Warning);
-    return;
+    return false;
   }
   for (const auto& gp : vd.groups) {
     if (gp == "metrics") continue;
@@ -220,12 +219,20 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
   }
   std::sort(ri.datasets.begin(), ri.datasets.end(), [](auto& a, auto& b) { return a.path < b.path; });
 
-  auto shapeOf = [&](const std::string& p) -> const std::vector<int64_t>* {
-    for (const auto& d : ri.datasets)
-      if (d.path == p) return &d.shape;
-    return nullptr;
-  };
-  // Quantized tensors: codes [r, c] ↔ scales [ceil(r/br), ceil(c/bc)] ↔ dequantized [r, c].
+  return true;
+}
+
+const std::vector<int64_t>* shapeOf(const RunInfo& ri, const std::string& p) {
+  for (const auto& d : ri.datasets)
+    if (d.path == p) return &d.shape;
+  return nullptr;
+}
+
+/// Quantized tensors: codes [r, c] ↔ scales [ceil(r/br), ceil(c/bc)] ↔ dequantized [r, c]. False
+/// when a scales or dequantized dataset contradicts its codes (the run is skipped).
+bool checkQuantizedShapes(const RunInfo& ri, const std::string& where, Status* st) {
+  bool bad = false;
+  auto shapeOf = [&](const std::string& p) { return fp8lab::shapeOf(ri, p); };
   for (const auto& d : ri.datasets) {
     if (!d.path.ends_with("_codes") || d.path.ends_with("_scale_codes") || d.shape.size() != 2 ||
         !attrString(d.attrs, "format"))
@@ -254,41 +261,69 @@ void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
       bad = true;
     }
   }
-  // GEMM runs: output/D is required; A [M,K] and B [K,N] when stored (store_inputs may be off);
-  // D, the references and the error maps [M,N].
-  if (ri.type == "gemm") {
-    const auto* a = shapeOf(layout::inputs("A"));
-    const auto* b = shapeOf(layout::inputs("B"));
-    const auto* dd = shapeOf(layout::kOutputD);
-    std::optional<std::vector<int64_t>> mn;
-    if (a && b) {
-      if (a->size() != 2 || b->size() != 2 || (*a)[1] != (*b)[0]) {
-        st->add(C::WrongShape, where + "/inputs/B",
-                "A is " + shapeText(*a) + ", B is " + shapeText(*b) + ": expected [M,K] and [K,N]; run skipped",
-                W::Warning);
-        bad = true;
-      } else {
-        mn = std::vector<int64_t>{(*a)[0], (*b)[1]};
-      }
-    }
-    if (!dd) {
-      st->add(C::MissingDataset, where + "/output/D", "required by a gemm run; run skipped", W::Warning);
-      bad = true;
-    } else if (!mn && dd->size() != 2) {
-      st->add(C::WrongShape, where + "/output/D", "expected [M,N], found " + shapeText(*dd) + "; run skipped",
+  return !bad;
+}
+
+/// GEMM runs: output/D is required; A [M,K] and B [K,N] when stored (store_inputs may be off);
+/// D, the references and the error maps [M,N]. False when one contradicts them (the run is skipped).
+bool checkGemmShapes(const RunInfo& ri, const std::string& where, Status* st) {
+  bool bad = false;
+  auto shapeOf = [&](const std::string& p) { return fp8lab::shapeOf(ri, p); };
+  const auto* a = shapeOf(layout::inputs("A"));
+  const auto* b = shapeOf(layout::inputs("B"));
+  const auto* dd = shapeOf(layout::kOutputD);
+  std::optional<std::vector<int64_t>> mn;
+  if (a && b) {
+    if (a->size() != 2 || b->size() != 2 || (*a)[1] != (*b)[0]) {
+      st->add(C::WrongShape, where + "/inputs/B",
+              "A is " + shapeText(*a) + ", B is " + shapeText(*b) + ": expected [M,K] and [K,N]; run skipped",
               W::Warning);
       bad = true;
     } else {
-      if (!mn) mn = *dd;
-      for (const char* p : {layout::kOutputD, layout::kReferenceD, layout::kReferenceDQuantizedExact, layout::kErrorAbs,
-                            layout::kErrorRel})
-        if (auto s = shapeOf(p); s && *s != *mn) {
-          st->add(C::WrongShape, where + "/" + p,
-                  "expected " + shapeText(*mn) + ", found " + shapeText(*s) + "; run skipped", W::Warning);
-          bad = true;
-        }
+      mn = std::vector<int64_t>{(*a)[0], (*b)[1]};
     }
   }
+  if (!dd) {
+    st->add(C::MissingDataset, where + "/output/D", "required by a gemm run; run skipped", W::Warning);
+    bad = true;
+  } else if (!mn && dd->size() != 2) {
+    st->add(C::WrongShape, where + "/output/D", "expected [M,N], found " + shapeText(*dd) + "; run skipped",
+            W::Warning);
+    bad = true;
+  } else {
+    if (!mn) mn = *dd;
+    for (const char* p : {layout::kOutputD, layout::kReferenceD, layout::kReferenceDQuantizedExact, layout::kErrorAbs,
+                          layout::kErrorRel})
+      if (auto s = shapeOf(p); s && *s != *mn) {
+        st->add(C::WrongShape, where + "/" + p,
+                "expected " + shapeText(*mn) + ", found " + shapeText(*s) + "; run skipped", W::Warning);
+        bad = true;
+      }
+  }
+  return !bad;
+}
+
+} // namespace
+
+void SessionReader::Impl::validateRun(const std::string& id, Status* st) {
+  const std::string where = path + "#/runs/" + id;
+  Handle g = group(H5Gopen2(file, layout::runGroup(id).c_str(), H5P_DEFAULT));
+  if (!g.valid()) {
+    st->add(C::Corrupt, where, "cannot open run group (" + errorText() + "); run skipped", W::Warning);
+    return;
+  }
+  if (H5Iget_type(g) != H5I_GROUP) {
+    st->add(C::WrongType, where, "is not a group; skipped", W::Warning);
+    return;
+  }
+  RunInfo ri;
+  ri.id = id;
+  ri.attrs = readAttrs(g);
+  bool bad = !readRunAttributes(g, ri, where, st);
+  readRunMetrics(g, ri, where, st);
+  if (!readRunDatasets(g, ri, where, st)) return;
+  bad = !checkQuantizedShapes(ri, where, st) || bad;
+  if (ri.type == "gemm") bad = !checkGemmShapes(ri, where, st) || bad;
   if (!bad) info.runs.push_back(std::move(ri));
 }
 

@@ -1,6 +1,6 @@
 // FP8 Lab — the layer kinds of the training engine: one forward and one backward each, on
 // row-major arrays, for T = float (training) and T = double (the gradient checks,
-// tests/core/data/test_gradient_check.cpp). Shapes follow karpathy/llm.c's train_gpt2.c: N rows
+// tests/core/training/test_gradient_check.cpp). Shapes follow karpathy/llm.c's train_gpt2.c: N rows
 // (tokens or images) of C channels. The GEMMs of a Linear layer are not here: they are operand
 // sites (sites.h) and run through the precision policy (linear_site.h); `matmul` below is the
 // plain high-precision product the float64 checks and the FP32 pieces use.

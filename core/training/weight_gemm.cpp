@@ -1,7 +1,7 @@
 // FP8 Lab — GEMM error experiment on trained weights (see weight_gemm.h).
 #include "training/weight_gemm.h"
 
-#include "experiment/gemm_run.h"
+#include "experiment/gemm/gemm_run.h"
 #include "metrics/error_metrics.h"
 #include "scaling/scaling.h"
 #include "training/dense.h"

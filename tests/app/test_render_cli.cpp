@@ -278,13 +278,14 @@ wait)");
       QCOMPARE(QFileInfo(line).absolutePath(), QFileInfo(viaCli).absoluteFilePath());
       names << QFileInfo(line).fileName();
     }
-    // a GEMM run stores the per-block statistics of A and B: its block map comes first
-    const QStringList expected{runId_ + QStringLiteral("-block_map.png"),
-                               runId_ + QStringLiteral("-block_map.csv"),
-                               runId_ + QStringLiteral("-heatmap.png"),
+    // The run's views in the tab order of the view registry (heatmap 70, block_map 90; a GEMM run
+    // stores the per-block statistics of A and B, so it has a block map), then the session's.
+    const QStringList expected{runId_ + QStringLiteral("-heatmap.png"),
                                runId_ + QStringLiteral("-heatmap.csv"),
                                runId_ + QStringLiteral("-split.png"),
                                runId_ + QStringLiteral("-split.csv"),
+                               runId_ + QStringLiteral("-block_map.png"),
+                               runId_ + QStringLiteral("-block_map.csv"),
                                QStringLiteral("compare.png"),
                                QStringLiteral("compare.csv")};
     QCOMPARE(names, expected);

@@ -24,7 +24,7 @@
 #include "gemm/random_matrix.h"
 #include "metrics/error_metrics.h"
 #if FP8LAB_BENCH_HAVE_DATA
-#include "experiment/gemm_run.h"
+#include "experiment/gemm/gemm_run.h"
 #endif
 #include "scaling/scaling.h"
 

@@ -20,13 +20,13 @@
 //                                with nothing new (an event and a repaint, nothing to compute).
 //
 // Run: QT_QPA_PLATFORM=offscreen build/tests/bench/bench_gui
-#include "error_heatmap_view.h"
-#include "experiment_panel.h"
-#include "live_experiment.h"
-#include "job.h"
+#include "views/error_heatmap_view.h"
+#include "forms/experiment_panel.h"
+#include "forms/live_experiment.h"
+#include "forms/job.h"
 #include "main_window.h"
-#include "qcp.h"
-#include "view.h"
+#include "plot/qcp.h"
+#include "views/view.h"
 
 #include <benchmark/benchmark.h>
 

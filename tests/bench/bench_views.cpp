@@ -10,9 +10,9 @@
 //   BM_Read4096Full             peer: read the whole 4096×4096 error/abs dataset (what the overview
 //                               must never need more than)
 // Run: build-*/tests/bench/bench_views [--benchmark_filter=...]
-#include "amax_history_view.h"
-#include "error_heatmap_view.h"
-#include "qcp.h"
+#include "views/amax_history_view.h"
+#include "views/error_heatmap_view.h"
+#include "plot/qcp.h"
 
 #include "session/session.h"
 

@@ -3,8 +3,8 @@
 // parseGemmConfig and, for training configs, parseTrainingExperiment. Bad configs must give an
 // error message naming the key; a duplicate key must be reported at its opening quote; nothing
 // may crash or hang. No experiment is run.
-#include "experiment/gemm_config.h"
-#include "experiment/training_config.h"
+#include "experiment/gemm/gemm_config.h"
+#include "experiment/training/training_config.h"
 #include "io/json_document.h"
 
 #include <string>

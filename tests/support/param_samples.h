@@ -1,5 +1,5 @@
 // Sample values of the parameter schema's entries (core/experiment/param_schema.h) for the tests
-// that drive every entry through a front end: tests/core/data/test_param_schema.cpp (the gemm
+// that drive every entry through a front end: tests/core/experiment/test_param_schema.cpp (the gemm
 // flags, the config parser) and tests/ui/test_param_schema_panel.cpp (the experiment panel).
 #pragma once
 

@@ -1,6 +1,6 @@
 # cmake -DSOURCE_DIR=<repository root> -P check_no_session_paths.cmake
 # The views name session datasets only through core's session layout
-# (core/session/session_layout.h, via ui/session_paths.h): fails on a string literal in ui/ that
+# (core/session/session_layout.h, via ui/session/session_paths.h): fails on a string literal in ui/ that
 # starts with a run's top-level group followed by '/' ("history/…", "quantized/…", "error/…",
 # "reference/…", "runs/…", …), or a regular expression over them ("^history/…", "^(?:history|…");
 # core/session/run_index.h reads what a run holds from its paths. Text after // on a line is a

@@ -1,10 +1,10 @@
-// GUI autosave and crash recovery (ui/autosave.h): the recovery file is written only
+// GUI autosave and crash recovery (ui/session/autosave.h): the recovery file is written only
 // while there are unsaved changes, holds exactly the session's runs, leaves the session's file
 // name and modified flag alone, survives a crash (a process that never called discard()), is
 // offered and restored on the next start as a new untitled session of unsaved runs (never added
 // to the session that start opened, e.g. the bundled default), and a damaged one is moved aside.
-#include "autosave.h"
-#include "session_document.h"
+#include "session/autosave.h"
+#include "session/session_document.h"
 
 #include "session/session.h"
 

@@ -1,6 +1,6 @@
-// Bit layout view (ui/bit_layout_view.h), bad input included. Expected values are derived by hand from the OCP OFP8
+// Bit layout view (ui/views/bit_layout_view.h), bad input included. Expected values are derived by hand from the OCP OFP8
 // rev 1.0 E4M3FN definition (bias 7, no Inf, S.1111.111 = NaN), the derivation next to each check.
-#include "bit_layout_view.h"
+#include "views/bit_layout_view.h"
 
 #include <QComboBox>
 #include <QLabel>

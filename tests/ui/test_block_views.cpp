@@ -2,13 +2,13 @@
 // block) and the comparison's ranking of recipes on the same operands, against small runs built
 // here with core/session. Every expected number is derived by hand in a comment.
 #include "window_options.h"
-#include "block_scale_view.h"
-#include "comparison_view.h"
+#include "views/block_scale_view.h"
+#include "views/comparison_view.h"
 #include "main_window.h"
-#include "qcp.h"
-#include "run_access.h"
-#include "session_document.h"
-#include "view_render.h"
+#include "plot/qcp.h"
+#include "session/run_access.h"
+#include "session/session_document.h"
+#include "views/view_render.h"
 
 #include "session/session.h"
 

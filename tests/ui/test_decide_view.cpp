@@ -1,17 +1,17 @@
-// The Decide view (ui/decide_view.h) on runs built here: the part a session opens on, the GEMM
+// The Decide view (ui/views/decide_view.h) on runs built here: the part a session opens on, the GEMM
 // ranking's table against means and intervals worked out by hand, the cost column against the cost
 // table's hand-derived bytes, the training chart's FP32 line and deltas, the advice, the empty states,
 // the metric choice, the report it saves (HTML and PDF), the renderer's decide files, and a training
 // session opening on this view in the main window.
-#include "decide_view.h"
+#include "views/decide_view.h"
 #include "main_window.h"
-#include "qcp.h"
-#include "run_access.h"
-#include "session_document.h"
-#include "view_render.h"
+#include "plot/qcp.h"
+#include "session/run_access.h"
+#include "session/session_document.h"
+#include "views/view_render.h"
 
-#include "experiment/site_advice.h"
-#include "experiment/sweep.h"
+#include "experiment/decision/site_advice.h"
+#include "experiment/gemm/sweep.h"
 #include "io/json_document.h"
 
 #include <QComboBox>

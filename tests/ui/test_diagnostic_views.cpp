@@ -4,16 +4,16 @@
 // non-finite value") and written to a real session file. Every expected number is chosen by hand
 // and derived in a comment.
 #include "window_options.h"
-#include "amax_history_view.h"
-#include "block_map_view.h"
-#include "block_stats.h"
-#include "layer_step_view.h"
+#include "views/amax_history_view.h"
+#include "views/block_map_view.h"
+#include "session/block_stats.h"
+#include "views/layer_step_view.h"
 #include "main_window.h"
-#include "number_line_view.h"
-#include "qcp.h"
-#include "run_access.h"
-#include "session_document.h"
-#include "wrapped_title.h"
+#include "views/number_line_view.h"
+#include "plot/qcp.h"
+#include "session/run_access.h"
+#include "session/session_document.h"
+#include "plot/wrapped_title.h"
 
 #include "session/session.h"
 

@@ -4,13 +4,13 @@
 // CLI reproduces that run too; every GEMM preset of the table is reachable from the panel and
 // round-trips through Save config… / Load config….
 #include "window_options.h"
-#include "experiment_panel.h"
-#include "experiment_runner.h"
-#include "job.h"
+#include "forms/experiment_panel.h"
+#include "forms/experiment_runner.h"
+#include "forms/job.h"
 #include "main_window.h"
-#include "session_document.h"
+#include "session/session_document.h"
 
-#include "experiment/training_config.h"
+#include "experiment/training/training_config.h"
 #include "io/json_document.h"
 #include "scaling/scaling.h"
 #include "session/session.h"

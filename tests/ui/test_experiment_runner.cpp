@@ -1,14 +1,14 @@
-// The desktop app's experiment runner (ui/experiment_runner.cpp) chooses its GEMM backend the way
+// The desktop app's experiment runner (ui/forms/experiment_runner.cpp) chooses its GEMM backend the way
 // fp8lab-cli --backend does (core/gemm/backend_policy.h, core/backend): the config's "backend"
 // values auto / cpu / cuda, what the run records (backend_request, backend_note), cuda without a
 // usable GPU refused with the reason, an unknown value refused. Checked against what this machine
 // has: without a usable GPU (the build machine) auto runs on the CPU and the run names the reason.
-#include "experiment_panel.h"
-#include "experiment_runner.h"
-#include "job.h"
+#include "forms/experiment_panel.h"
+#include "forms/experiment_runner.h"
+#include "forms/job.h"
 
 #include "backend/backend_factory.h"
-#include "experiment/training_report.h"
+#include "experiment/training/training_report.h"
 #include "session/session.h"
 
 #include <QtTest>

@@ -1,15 +1,15 @@
 // The error heatmap's Kernel check map: a GEMM run with an observed D (one A block scale of the
 // kernel doubled, tests/support/kernel_check_files.h) shows observed − reference in ULPs, the ULP
 // histogram with the verdict, and the models with their identical shares in the detail pane.
-#include "error_heatmap_view.h"
-#include "heatmap_model.h"
-#include "qcp.h"
-#include "run_access.h"
+#include "views/error_heatmap_view.h"
+#include "views/heatmap_model.h"
+#include "plot/qcp.h"
+#include "session/run_access.h"
 
 #include "kernel_check_files.h"
 
-#include "experiment/gemm_config.h"
-#include "experiment/gemm_run.h"
+#include "experiment/gemm/gemm_config.h"
+#include "experiment/gemm/gemm_run.h"
 
 #include <QTemporaryDir>
 #include <QtTest>

@@ -3,8 +3,8 @@
 // integer oracle's survey count (tests/core/teaching) — and the tour's claims.
 #include <QtTest>
 
-#include "learn_demos.h"
-#include "learn_page.h"
+#include "learn/learn_demos.h"
+#include "learn/learn_page.h"
 
 #include <QTableWidget>
 

@@ -4,11 +4,11 @@
 // error heatmap without Run, and the session gets the run only when it is kept.
 #include <QtTest>
 
-#include "error_heatmap_view.h"
-#include "experiment_panel.h"
-#include "live_experiment.h"
+#include "views/error_heatmap_view.h"
+#include "forms/experiment_panel.h"
+#include "forms/live_experiment.h"
 #include "main_window.h"
-#include "session_document.h"
+#include "session/session_document.h"
 
 #include <QSpinBox>
 

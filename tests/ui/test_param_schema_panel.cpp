@@ -1,17 +1,17 @@
 // The experiment panel takes its numeric widgets' ranges and its range validation from the
 // parameter schema (core/experiment/param_schema.h): for every schema entry the panel shows, the
 // widget's minimum and maximum are the schema's, and validate() refuses max + 1 naming the
-// schema's range. With tests/core/data/test_param_schema.cpp (the gemm flags and the config
+// schema's range. With tests/core/experiment/test_param_schema.cpp (the gemm flags and the config
 // parser), a range changed in the schema changes all three front ends.
 #include <QtTest>
 
 #include "cli_runner.h"
 #include "param_samples.h"
 
-#include "experiment/gemm_config.h"
+#include "experiment/gemm/gemm_config.h"
 #include "experiment/param_schema.h"
-#include "experiment_panel.h"
-#include "experiment_runner.h"
+#include "forms/experiment_panel.h"
+#include "forms/experiment_runner.h"
 
 #include <QFile>
 #include <QSpinBox>

@@ -3,11 +3,11 @@
 // session written by the app, and an experiment too large for memory (refused by the panel with
 // the size it needs, Run disabled).
 #include "window_options.h"
-#include "bit_layout_view.h"
-#include "experiment_panel.h"
-#include "issues.h"
+#include "views/bit_layout_view.h"
+#include "forms/experiment_panel.h"
+#include "session/issues.h"
 #include "main_window.h"
-#include "session_document.h"
+#include "session/session_document.h"
 
 #include "session/session.h"
 

@@ -1,15 +1,15 @@
-// The run model of the GUI (ui/run_model.h): the roles of a session's runs (kind and
+// The run model of the GUI (ui/session/run_model.h): the roles of a session's runs (kind and
 // capabilities, listed by hand for runs built here), the capability filter of the run boxes, the
 // one selection shared by the session tree and every view's run box, and the generation-counted
-// load of the analysis views (ui/analysis_view.h): a load overtaken by a newer choice never shows.
+// load of the analysis views (ui/views/analysis_view.h): a load overtaken by a newer choice never shows.
 #include "window_options.h"
-#include "analysis_view.h"
+#include "views/analysis_view.h"
 #include "main_window.h"
-#include "qcp.h"
-#include "run_access.h"
-#include "run_box.h"
-#include "run_model.h"
-#include "session_document.h"
+#include "plot/qcp.h"
+#include "session/run_access.h"
+#include "session/run_box.h"
+#include "session/run_model.h"
+#include "session/session_document.h"
 
 #include "session/session.h"
 

@@ -2,14 +2,14 @@
 // that open on a run they can show; the window's save over a file another program changed keeps
 // both programs' runs; long empty-state texts wrap inside their plot at 1400×900.
 #include "window_options.h"
-#include "error_heatmap_view.h"
-#include "issues.h"
-#include "layer_step_view.h"
+#include "views/error_heatmap_view.h"
+#include "session/issues.h"
+#include "views/layer_step_view.h"
 #include "main_window.h"
-#include "plot_util.h"
-#include "qcp.h"
-#include "session_document.h"
-#include "wrapped_title.h"
+#include "plot/plot_util.h"
+#include "plot/qcp.h"
+#include "session/session_document.h"
+#include "plot/wrapped_title.h"
 
 #include "session/session.h"
 

@@ -1,8 +1,8 @@
 // The two-level scale display of NVFP4 (bit layout view): an element shown as tensor scale ×
 // E4M3 block scale × E2M1 element, for TE's convention (the amax is kept; block factor
 // f32(f32(s·amax)·f32(1/2688))) and torchao's (pts = amax/2688 is kept; block factor f32(pts·s)).
-#include "bit_layout_view.h"
-#include "run_access.h"
+#include "views/bit_layout_view.h"
+#include "session/run_access.h"
 
 #include "scaling/nvfp4.h"
 #include "session/session.h"

@@ -1,9 +1,9 @@
-// The view registry (ui/view_registry.h) on its own: this file names no view class, so the views
+// The view registry (ui/views/view_registry.h) on its own: this file names no view class, so the views
 // are in the registry only because their own .cpp registered them and the link kept those files
 // (fp8lab_ui links its archive whole). The ids and titles are the ones saved settings, --view and
 // the View menu use.
-#include "view.h"
-#include "view_registry.h"
+#include "views/view.h"
+#include "views/view_registry.h"
 
 #include "expected_views.h"
 
@@ -50,7 +50,7 @@ private Q_SLOTS:
   // A second registration of an id keeps the first, so a view is never shown twice.
   void anIdRegisteredTwiceKeepsTheFirst() {
     const auto before = viewTypes();
-    QVERIFY(registerViewType({QStringLiteral("bits"), 1000, [](QWidget*) -> View* { return nullptr; }}));
+    QVERIFY(registerViewType({QStringLiteral("bits"), 1000, [](QWidget*) -> View* { return nullptr; }, {}}));
     const auto after = viewTypes();
     QCOMPARE(after.size(), before.size());
     QCOMPARE(after.front().id, QStringLiteral("bits"));

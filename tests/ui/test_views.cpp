@@ -1,11 +1,11 @@
 // Code grid, number line and Learn page: each view constructs and shows the
 // expected content. Expected numbers are derived by hand from the format definitions
 // (OCP OFP8 rev 1.0, OCP MX v1.0) and Transformer Engine's current-scaling rule s = max/amax.
-#include "code_grid_view.h"
-#include "learn_page.h"
-#include "number_line_view.h"
+#include "views/code_grid_view.h"
+#include "learn/learn_page.h"
+#include "views/number_line_view.h"
 
-#include "qcp.h"
+#include "plot/qcp.h"
 
 #include <QLabel>
 #include <QSignalSpy>

@@ -4,18 +4,18 @@
 // from the golden values (and, for delayed scaling, from Flax's compute_scale in
 // flax/linen/fp8_ops.py: scale = 1 / (fp8_max / amax) in float32, from the window BEFORE
 // the step's amax is rolled in).
-#include "amax_history_view.h"
-#include "clipping_view.h"
-#include "run_model.h"
-#include "comparison_view.h"
-#include "error_heatmap_view.h"
-#include "heatmap_model.h"
-#include "plot_util.h"
-#include "qcp.h"
-#include "run_access.h"
-#include "scale_evolution_view.h"
-#include "session_document.h"
-#include "view_render.h"
+#include "views/amax_history_view.h"
+#include "views/clipping_view.h"
+#include "session/run_model.h"
+#include "views/comparison_view.h"
+#include "views/error_heatmap_view.h"
+#include "views/heatmap_model.h"
+#include "plot/plot_util.h"
+#include "plot/qcp.h"
+#include "session/run_access.h"
+#include "views/scale_evolution_view.h"
+#include "session/session_document.h"
+#include "views/view_render.h"
 
 #include "session/session.h"
 

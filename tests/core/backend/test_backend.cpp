@@ -10,7 +10,7 @@
 
 #include "backend/backend_factory.h"
 #include "backend/backend_record.h"
-#include "experiment/gemm_run.h"
+#include "experiment/gemm/gemm_run.h"
 
 using namespace fp8lab;
 

@@ -1,0 +1,546 @@
+#include "experiment/training/training_experiment.h"
+#include "common/worker_pool.h"
+#include "session/session_layout.h"
+
+#include "training/fashion_mnist.h"
+#include "training/training_session.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace fp8lab {
+
+namespace {
+
+/// Loads the data set once per distinct directory.
+struct DataCache {
+  std::map<std::string, FashionMnist> sets;
+  const FashionMnist& get(const std::string& dir) {
+    auto it = sets.find(dir);
+    if (it == sets.end()) it = sets.emplace(dir, loadFashionMnist(dir)).first;
+    return it->second;
+  }
+};
+
+int64_t stepsOf(const TrainingRunSpec& r) {
+  if (r.lm) return r.lm->steps;
+  const int64_t images = r.train_limit > 0 ? r.train_limit : 60000;
+  return static_cast<int64_t>(r.config.epochs) * ((images + r.config.batch_size - 1) / r.config.batch_size);
+}
+
+/// The text of a language-model run, loaded once per source.
+struct TextCache {
+  std::map<std::string, TextCorpus> texts;
+  /// nullptr with *error when the corpus is missing or too short.
+  const TextCorpus* get(const TextSource& src, int64_t context, std::string* error) {
+    const std::string key = src.key(context);
+    auto it = texts.find(key);
+    if (it != texts.end()) return &it->second;
+    std::optional<TextCorpus> c = loadTextSource(src, context, error);
+    if (!c) return nullptr;
+    return &texts.emplace(key, std::move(*c)).first->second;
+  }
+};
+
+/// A Fashion-MNIST training run trained on a thread of its own, so that two runs of an experiment
+/// share the cores: most of a step (block statistics, the optimizer, quantize) runs on one core.
+/// Every result is the same as when the runs train in turn — a run reads only its own config, data
+/// and state, and the kernels give the same bits on any thread count. The runner's hooks stay on
+/// its thread: the job's progress and finished epochs are handed over under a mutex, and the
+/// runner saves finished runs in the config's order.
+struct MlpJob {
+  size_t index = 0;
+  const TrainingRunSpec* rs = nullptr;
+  TrainingRunSpec local;
+  ImageDataset train, test;
+  const FashionMnist* fm = nullptr;
+  double steps = 0;
+  std::optional<TrainingRun> run;
+  std::thread thread;
+  std::mutex m;
+  double fraction = 0;
+  std::string stage;
+  std::deque<EpochRecord> new_epochs;
+  size_t epochs_seen = 0;
+  bool finished = false, cancelled = false;
+  std::exception_ptr error;
+};
+
+/// Trains job.run on job.thread; `stop` cancels it at its next step; `wake` is notified on every
+/// progress call and at the end.
+void startMlpJob(MlpJob& job, const std::atomic<bool>& stop, std::condition_variable& wake) {
+  job.thread = std::thread([&job, &stop, &wake] {
+    auto progress = [&](double f, const std::string& stage) {
+      {
+        std::lock_guard<std::mutex> lock(job.m);
+        job.fraction = f;
+        job.stage = stage;
+        const auto& eps = job.run->result().epochs;
+        for (; job.epochs_seen < eps.size(); ++job.epochs_seen) job.new_epochs.push_back(eps[job.epochs_seen]);
+      }
+      wake.notify_all();
+      return !stop.load();
+    };
+    bool cancelled = false;
+    std::exception_ptr error;
+    try {
+      job.run->run(progress);
+      progress(1.0, "done");
+    } catch (const Cancelled&) {
+      cancelled = true;
+    } catch (...) {
+      error = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lock(job.m);
+      const auto& eps = job.run->result().epochs;
+      for (; job.epochs_seen < eps.size(); ++job.epochs_seen) job.new_epochs.push_back(eps[job.epochs_seen]);
+      job.cancelled = cancelled;
+      job.error = error;
+      job.finished = true;
+    }
+    wake.notify_all();
+  });
+}
+
+/// Fashion-MNIST runs of the CPU backend that train side by side (MlpJob), saved in the config's
+/// order; `stop` cancels every one of them at its next step.
+struct MlpPipeline {
+  std::vector<std::unique_ptr<MlpJob>> jobs;
+  std::atomic<bool> stop{false};
+  std::condition_variable wake;
+  std::mutex wake_m;
+  bool cancel_all = false;
+  void joinAll() {
+    stop = true;
+    for (auto& j : jobs)
+      if (j->thread.joinable()) j->thread.join();
+  }
+};
+
+/// One runTrainingExperiment call: the spec's training runs in the config's order, then the GEMMs
+/// on trained weights. Each step method returns false when the experiment ends early (failed,
+/// cancelled or a save refused), with the outcome's status set.
+class ExperimentRunner {
+public:
+  ExperimentRunner(const TrainingExperimentSpec& spec, const TrainingRunnerOptions& opt, const TrainingHooks& hooks)
+      : spec_(spec), opt_(opt), hooks_(hooks) {
+    // Weights of the overall fraction: every training step counts 1, each trained-weights GEMM 2 %
+    // of the training steps.
+    for (const auto& r : spec.runs) total_ += static_cast<double>(stepsOf(r));
+    gemm_weight_ = spec.weight_gemm ? 0.02 * total_ : 0.0;
+    if (spec.weight_gemm) total_ += gemm_weight_ * static_cast<double>(spec.weight_gemm->layers.size());
+    if (total_ <= 0) total_ = 1;
+  }
+
+  TrainingExperimentOutcome run() {
+    for (size_t i = 0; i < spec_.runs.size(); ++i) {
+      const TrainingRunSpec& rs = spec_.runs[i];
+      if (i > 0 && stopRequested("starting " + rs.id)) return out_;
+      if (rs.lm ? !runLm(i) : !runMlpRuns(i)) return out_;
+    }
+    if (spec_.weight_gemm) runWeightGemms();
+    return out_;
+  }
+
+private:
+  bool fail(std::string why) {
+    out_.status = TrainingExperimentOutcome::Status::Failed;
+    out_.error = std::move(why);
+    return false;
+  }
+  bool cancelled() {
+    out_.status = TrainingExperimentOutcome::Status::Cancelled;
+    return false;
+  }
+
+  bool save(Run& run, const TrainingRunSpec* training, std::string* stored) {
+    if (hooks_.finish_run) hooks_.finish_run(run, training);
+    *stored = run.id;
+    std::string error;
+    if (hooks_.save && !hooks_.save(run, stored, &error)) return fail("could not save run '" + run.id + "': " + error);
+    return true;
+  }
+
+  /// A cancel that arrives between two pieces of work stops before the next one starts.
+  bool stopRequested(const std::string& stage) {
+    if (!hooks_.progress || hooks_.progress(0.0, done_before_ / total_, stage)) return false;
+    out_.status = TrainingExperimentOutcome::Status::Cancelled;
+    return true;
+  }
+
+  /// What every training run's outcome says, from its session run and result.
+  template <class Result>
+  static TrainingRunOutcome trainingOutcome(const Run& session_run, const TrainingRunSpec& rs, const Result& res,
+                                            bool was_cancelled) {
+    TrainingRunOutcome o;
+    o.type = "training";
+    o.cancelled = was_cancelled;
+    o.stopped_nonfinite = res.stopped_nonfinite;
+    o.first_nonfinite = res.first_nonfinite;
+    o.spec = &rs;
+    o.steps_done = res.steps_done;
+    o.seconds = res.seconds;
+    for (const auto& h : res.operands)
+      for (int64_t v : h.saturated) o.saturated_total += v;
+    o.backend = session_run.backend;
+    o.device = session_run.device;
+    return o;
+  }
+
+  /// Trains language-model run i, saves it and records its outcome.
+  bool runLm(size_t i) {
+    const TrainingRunSpec& rs = spec_.runs[i];
+    LmTrainingConfig cfg = *rs.lm;
+    if (opt_.threads > 0) cfg.threads = cfg.forward_gemm.threads = cfg.backward_gemm.threads = opt_.threads;
+    std::string why;
+    const TextCorpus* corpus = texts_.get(cfg.data, cfg.model.context, &why);
+    if (!corpus) return fail(why);
+    if (hooks_.run_started) hooks_.run_started(i, spec_.runs.size(), rs, cfg.steps, int64_t(corpus->train.size()));
+    const double run_steps = double(cfg.steps);
+    bool was_cancelled = false;
+    std::optional<LmTrainingRun> run;
+    try {
+      run.emplace(cfg, *corpus, cfg.precision == TrainingPrecision::FP8 ? opt_.backend : nullptr);
+      auto progress = [&](double f, const std::string& stage) {
+        if (!hooks_.progress) return true;
+        return hooks_.progress(f, (done_before_ + f * run_steps) / total_, stage);
+      };
+      try {
+        run->run(progress);
+        progress(1.0, "done");
+      } catch (const Cancelled&) {
+        was_cancelled = true;
+      }
+    } catch (const std::exception& e) {
+      return fail("training run '" + rs.id + "' failed: " + e.what());
+    }
+    done_before_ += run_steps;
+    const LmTrainingResult& res = run->result();
+    Run session_run = lmRunToSession(res, rs.id, rs.configJson());
+    std::string stored;
+    if (!save(session_run, &rs, &stored)) return false;
+    TrainingRunOutcome o = trainingOutcome(session_run, rs, res, was_cancelled);
+    o.stored_id = stored;
+    o.steps_total = cfg.steps;
+    o.val_loss = res.val_loss;
+    o.unigram_bits = res.unigram_bits;
+    o.sample = res.sample;
+    o.step_seconds = res.step_seconds;
+    out_.runs.push_back(std::move(o));
+    return was_cancelled ? cancelled() : true;
+  }
+
+  /// Loads run idx's data and starts it on a thread of its own; why it could not, or empty.
+  std::string launchMlp(size_t idx, MlpPipeline& p) {
+    const TrainingRunSpec& r = spec_.runs[idx];
+    auto job = std::make_unique<MlpJob>();
+    job->index = idx;
+    job->rs = &r;
+    job->local = r;
+    if (opt_.threads > 0)
+      job->local.config.threads = job->local.config.forward_gemm.threads = job->local.config.backward_gemm.threads =
+          opt_.threads;
+    try {
+      job->fm = &data_.get(r.data_dir);
+    } catch (const DatasetMissingError& e) {
+      return e.what();
+    } catch (const IdxError& e) {
+      return std::string("Fashion-MNIST is damaged: ") + e.what();
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    job->train = job->fm->train.head(r.train_limit);
+    job->test = job->fm->test.head(r.test_limit);
+    data_of_[r.id] = job->fm;
+    const int64_t steps_per_epoch = (job->train.count + r.config.batch_size - 1) / r.config.batch_size;
+    if (hooks_.run_started) hooks_.run_started(idx, spec_.runs.size(), r, steps_per_epoch, job->train.count);
+    job->steps = static_cast<double>(steps_per_epoch) * r.config.epochs;
+    try {
+      job->run.emplace(job->local.config, job->train, job->test,
+                       r.config.precision == TrainingPrecision::FP8 ? opt_.backend : nullptr);
+    } catch (const std::exception& e) {
+      return "training run '" + r.id + "' failed: " + e.what();
+    }
+    startMlpJob(*job, p.stop, p.wake);
+    p.jobs.push_back(std::move(job));
+    return {};
+  }
+
+  /// Hands every job's finished epochs and the first job's progress to the hooks (on this thread);
+  /// whether the first job has finished.
+  bool reportMlpProgress(MlpPipeline& p) {
+    MlpJob& head = *p.jobs.front();
+    bool head_done = false;
+    {
+      std::unique_lock<std::mutex> lock(p.wake_m);
+      p.wake.wait_for(lock, std::chrono::milliseconds(50));
+    }
+    double overall = done_before_;
+    for (auto& j : p.jobs) {
+      std::deque<EpochRecord> eps;
+      double f = 0;
+      std::string stage;
+      bool fin = false;
+      {
+        std::lock_guard<std::mutex> lock(j->m);
+        eps.swap(j->new_epochs);
+        f = j->fraction;
+        stage = j->stage;
+        fin = j->finished;
+      }
+      for (const EpochRecord& e : eps)
+        if (hooks_.epoch_done) hooks_.epoch_done(*j->rs, e);
+      overall += f * j->steps;
+      if (j.get() == &head) {
+        head_done = fin;
+        if (!p.cancel_all && hooks_.progress && !hooks_.progress(f, overall / total_, stage)) {
+          p.cancel_all = true;
+          p.stop = true;
+        }
+      }
+    }
+    return head_done;
+  }
+
+  /// Saves the finished first job of the pipeline and records its outcome and trained weights.
+  bool saveMlp(MlpJob& head) {
+    head.thread.join();
+    if (head.error) {
+      try {
+        std::rethrow_exception(head.error);
+      } catch (const std::exception& e) {
+        return fail("training run '" + head.rs->id + "' failed: " + e.what());
+      }
+    }
+    const TrainingRunSpec& hrs = *head.rs;
+    done_before_ += head.steps;
+    const TrainingResult& res = head.run->result();
+    Run session_run = trainingRunToSession(res, hrs.id, hrs.configJson());
+    std::string stored;
+    if (!save(session_run, &hrs, &stored)) return false;
+    TrainingRunOutcome o = trainingOutcome(session_run, hrs, res, head.cancelled);
+    o.stored_id = stored;
+    o.steps_total = res.steps_per_epoch * hrs.config.epochs;
+    for (const auto& e : res.epochs) o.test_accuracy.push_back(e.test_accuracy);
+    if (!res.epochs.empty()) {
+      double sum = 0;
+      for (const auto& e : res.epochs) sum += e.seconds;
+      o.mean_epoch_seconds = sum / static_cast<double>(res.epochs.size());
+    }
+    out_.runs.push_back(std::move(o));
+    trained_[hrs.id] = head.run->result().weights;
+    stored_as_[hrs.id] = out_.runs.back().stored_id;
+    return true;
+  }
+
+  /// Fashion-MNIST runs on the CPU backend train two at a time (MlpJob): run i, and the next such
+  /// runs of the config beside it, each saved in the config's order. On return i is the last run
+  /// started.
+  bool runMlpRuns(size_t& i) {
+    const bool cpu_backend = !opt_.backend || opt_.backend->name() == "cpu";
+    const bool pipeline = cpu_backend && resolveThreads(opt_.threads) >= 2;
+    MlpPipeline p;
+    size_t next = i; // the next run of the config to start
+    if (const std::string why = launchMlp(next++, p); !why.empty()) return fail(why);
+    // Runs that may train beside it: the next Fashion-MNIST runs, while none is an LM run.
+    auto canJoin = [&](size_t idx) { return pipeline && idx < spec_.runs.size() && !spec_.runs[idx].lm; };
+    while (!p.jobs.empty()) {
+      if (p.jobs.size() < 2 && canJoin(next) && !p.cancel_all)
+        if (const std::string why = launchMlp(next++, p); !why.empty()) {
+          p.joinAll();
+          return fail(why);
+        }
+      if (!reportMlpProgress(p)) continue;
+      MlpJob& head = *p.jobs.front();
+      if (!saveMlp(head)) {
+        p.joinAll();
+        return false;
+      }
+      if (head.cancelled) p.cancel_all = true;
+      p.jobs.erase(p.jobs.begin());
+    }
+    if (p.cancel_all) return cancelled();
+    i = next - 1; // the caller's ++i moves on to the first run not started
+    return true;
+  }
+
+  /// The GEMMs on the trained weights of spec.weight_gemm->from_run, one run per layer.
+  void runWeightGemms() {
+    const auto& weights = trained_.at(spec_.weight_gemm->from_run);
+    const FashionMnist* fm = data_of_.at(spec_.weight_gemm->from_run);
+    // The GEMM runs name the training run by the id it was stored under (the file may have held
+    // the config's id already: "fp8-current" stored as "fp8-current-2").
+    WeightGemmSpec g = *spec_.weight_gemm;
+    if (const auto it = stored_as_.find(g.from_run); it != stored_as_.end() && !it->second.empty())
+      g.from_run = it->second;
+    for (const LayerWeights& w : weights)
+      if (!allFinite(w.kernel.data(), w.kernel.size()) || !allFinite(w.bias.data(), w.bias.size())) {
+        // the GEMM error of NaN weights means nothing (its SQNR would read inf)
+        out_.weight_gemm_skipped = "the GEMM on trained weights is skipped: the weights of run '" + g.from_run +
+                                   "' hold non-finite values (see its first non-finite value)";
+        return;
+      }
+    for (int l : g.layers) {
+      if (stopRequested("starting " + g.runId(l))) return;
+      WeightGemmConfig wc = g.gemm;
+      wc.layer = l;
+      wc.gemm.threads = opt_.threads;
+      Run run;
+      try {
+        run = weightGemmRun(weights, fm->test, wc, g.runId(l), g.configJson(l), opt_.backend,
+                            [&](double f, const std::string& s) {
+                              if (!hooks_.progress) return true;
+                              return hooks_.progress(f, (done_before_ + f * gemm_weight_) / total_, s);
+                            });
+      } catch (const Cancelled&) {
+        cancelled();
+        return;
+      } catch (const std::exception& e) {
+        fail("GEMM on trained weights (" + g.runId(l) + ") failed: " + e.what());
+        return;
+      }
+      done_before_ += gemm_weight_;
+      TrainingRunOutcome o;
+      if (!save(run, nullptr, &o.stored_id)) return;
+      o.type = "gemm-trained-weights";
+      o.backend = run.backend;
+      o.device = run.device;
+      o.layer = "fc" + std::to_string(l + 1);
+      for (const auto& [k, v] : run.metrics) o.metrics[k] = v.value;
+      out_.runs.push_back(std::move(o));
+    }
+  }
+
+  const TrainingExperimentSpec& spec_;
+  const TrainingRunnerOptions& opt_;
+  const TrainingHooks& hooks_;
+  TrainingExperimentOutcome out_;
+  double total_ = 0, gemm_weight_ = 0, done_before_ = 0;
+  DataCache data_;
+  TextCache texts_;
+  std::map<std::string, std::vector<LayerWeights>> trained_;
+  std::map<std::string, std::string> stored_as_; ///< a run's id in the config -> its id in the file
+  std::map<std::string, const FashionMnist*> data_of_;
+};
+
+} // namespace
+
+TrainingExperimentOutcome runTrainingExperiment(const TrainingExperimentSpec& spec, const TrainingRunnerOptions& opt,
+                                                const TrainingHooks& hooks) {
+  return ExperimentRunner(spec, opt, hooks).run();
+}
+
+namespace {
+
+std::optional<Run> reproduceLmRun(const Run& stored, TrainingRunSpec& rs, int threads, const ProgressFn& progress,
+                                  std::string* error) {
+  LmTrainingConfig cfg = *rs.lm;
+  if (cfg.seed != stored.seed) {
+    *error = "the stored seed attribute (" + std::to_string(stored.seed) + ") disagrees with the config's seed (" +
+             std::to_string(cfg.seed) + ")";
+    return std::nullopt;
+  }
+  if (threads > 0) cfg.threads = cfg.forward_gemm.threads = cfg.backward_gemm.threads = threads;
+  const bool was_cancelled = attrString(stored.attrs, "status").value_or("") == "cancelled";
+  const int64_t stop_after = attrInt(stored.attrs, "steps_completed").value_or(-1);
+  TextCache texts;
+  const TextCorpus* corpus = texts.get(cfg.data, cfg.model.context, error);
+  if (!corpus) return std::nullopt;
+  try {
+    LmTrainingRun run(cfg, *corpus);
+    try {
+      run.run([&](double f, const std::string& st) {
+        if (was_cancelled && run.result().steps_done >= stop_after) return false;
+        return progress ? progress(f, st) : true;
+      });
+    } catch (const Cancelled&) {
+      if (!was_cancelled || run.result().steps_done != stop_after) {
+        *error = "cancelled";
+        return std::nullopt;
+      }
+    }
+    return lmRunToSession(run.result(), stored.id, stored.config_json);
+  } catch (const std::exception& e) {
+    *error = e.what();
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<Run> reproduceTrainingRun(const Run& stored, int threads, const ProgressFn& progress,
+                                        std::string* error) {
+  const auto doc = parseStoredConfig(stored.config_json, error);
+  if (!doc) return std::nullopt;
+  std::string err;
+  auto spec = parseTrainingExperiment(doc->root(), &err, &*doc);
+  if (!spec || spec->runs.size() != 1) {
+    *error = spec ? std::string("the stored config holds more than one run") : err;
+    return std::nullopt;
+  }
+  TrainingRunSpec& rs = spec->runs.front();
+  if (rs.lm) return reproduceLmRun(stored, rs, threads, progress, error);
+  if (rs.config.seed != stored.seed) {
+    *error = "the stored seed attribute (" + std::to_string(stored.seed) + ") disagrees with the config's seed (" +
+             std::to_string(rs.config.seed) + ")";
+    return std::nullopt;
+  }
+  if (threads > 0) rs.config.threads = rs.config.forward_gemm.threads = rs.config.backward_gemm.threads = threads;
+  // A run saved after a cancel is reproduced up to the same step.
+  const bool was_cancelled = attrString(stored.attrs, "status").value_or("") == "cancelled";
+  const int64_t stop_after = attrInt(stored.attrs, "steps_completed").value_or(-1);
+  try {
+    const FashionMnist fm = loadFashionMnist(rs.data_dir);
+    const ImageDataset train = fm.train.head(rs.train_limit), test = fm.test.head(rs.test_limit);
+    TrainingRun run(rs.config, train, test);
+    try {
+      run.run([&](double f, const std::string& st) {
+        if (was_cancelled && run.result().steps_done >= stop_after) return false;
+        return progress ? progress(f, st) : true;
+      });
+    } catch (const Cancelled&) {
+      if (!was_cancelled || run.result().steps_done != stop_after) {
+        *error = "cancelled";
+        return std::nullopt;
+      }
+    }
+    return trainingRunToSession(run.result(), stored.id, stored.config_json);
+  } catch (const std::exception& e) {
+    *error = e.what();
+  }
+  return std::nullopt;
+}
+
+std::optional<Run> reproduceWeightGemmRun(const Run& stored, int threads, const ProgressFn& progress,
+                                          std::string* error) {
+  const auto doc = parseStoredConfig(stored.config_json, error);
+  if (!doc) return std::nullopt;
+  auto wc = parseWeightGemmRunConfig(doc->root(), error);
+  if (!wc) return std::nullopt;
+  wc->gemm.threads = threads;
+  const Dataset* a = stored.find(layout::inputs("A"));
+  const Dataset* b = stored.find(layout::inputs("B"));
+  if (!a || !b || a->dtype != DType::Float32 || b->dtype != DType::Float32 || a->shape.size() != 2 ||
+      b->shape.size() != 2 || a->shape[1] != b->shape[0]) {
+    *error = "the run lacks float32 inputs/A [M,K] and inputs/B [K,N]";
+    return std::nullopt;
+  }
+  try {
+    return weightGemmRunFromInputs(a->f32, b->f32, a->shape[0], a->shape[1], b->shape[1],
+                                   attrString(stored.attrs, "layer").value_or("fc?"), *wc, stored.id,
+                                   stored.config_json, nullptr, progress);
+  } catch (const std::exception& e) {
+    *error = e.what();
+  }
+  return std::nullopt;
+}
+
+} // namespace fp8lab

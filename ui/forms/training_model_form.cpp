@@ -1,0 +1,292 @@
+#include "forms/training_model_form.h"
+
+#include <QComboBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QSpinBox>
+#include <QStandardItemModel>
+
+#include <initializer_list>
+
+namespace fp8lab::ui {
+
+const std::vector<PolicyPreset>& policyPresets() {
+  static const std::vector<PolicyPreset> all{
+      {QStringLiteral("none"), QObject::tr("none (every Linear in the recipe)"),
+       QObject::tr(
+           "Every Linear GEMM in low precision under the recipe; attention's Q\u00b7K\u1d40 and P\u00b7V in FP32 "
+           "(Transformer Engine's default)"),
+       false, false},
+      {QStringLiteral("attn_bf16"), QObject::tr("attention in BF16"),
+       QObject::tr("blocks.*.attn.* \u2192 bf16: the attention's Linear layers (qkv, out) and its batched matmuls in "
+                   "BF16, the FFN and the head in FP8 (the explainer: keep attention in high precision)"),
+       true, false},
+      {QStringLiteral("ffn_first"), QObject::tr("FFN first (attention FP32 N steps)"),
+       QObject::tr("blocks.*.attn.* \u2192 fp32 until step N, the FFN in FP8 from step 0 (the explainer: introduce "
+                   "FP8 into the FFN first, attention later)"),
+       true, true},
+      {QStringLiteral("warmup"), QObject::tr("FP32 warm-up (N steps)"),
+       QObject::tr("* \u2192 fp32 until step N (the explainer: warm up in high precision; with delayed scaling the "
+                   "amax history fills meanwhile)"),
+       false, true},
+      {QStringLiteral("wgrad_bf16"), QObject::tr("wgrad in BF16"),
+       QObject::tr("* wgrad \u2192 bf16: the weight-gradient GEMM of every site in BF16, fprop and dgrad in FP8"),
+       false, false},
+      {QStringLiteral("ends_bf16"), QObject::tr("first + last block in BF16"),
+       QObject::tr("blocks.0.*, the last block and lm_head \u2192 bf16, the blocks between in FP8 (a common FP8 "
+                   "recipe for deep models)"),
+       true, false},
+      {QStringLiteral("fp8_attention"), QObject::tr("FP8 attention (Q\u00b7K\u1d40, P\u00b7V)"),
+       QObject::tr("blocks.*.attn.scores and blocks.*.attn.context \u2192 recipe: Q, K, V per-tensor E4M3FN and the "
+                   "softmax probabilities cast to E4M3FN with softmax_scale"),
+       true, false},
+  };
+  return all;
+}
+
+namespace {
+
+QJsonObject rule(const QString& sites, const QString& precision, int until = -1, const QStringList& gemms = {}) {
+  QJsonObject r{{QStringLiteral("sites"), sites}, {QStringLiteral("precision"), precision}};
+  if (!gemms.isEmpty()) r[QStringLiteral("gemms")] = QJsonArray::fromStringList(gemms);
+  if (until > 0) r[QStringLiteral("until_step")] = until;
+  return r;
+}
+
+} // namespace
+
+QJsonArray policyRules(const QString& id, bool transformer, int layers, int steps) {
+  const QString bf16 = QStringLiteral("bf16"), fp32 = QStringLiteral("fp32");
+  if (id == QStringLiteral("attn_bf16") && transformer) return {rule(QStringLiteral("blocks.*.attn.*"), bf16)};
+  if (id == QStringLiteral("ffn_first") && transformer) return {rule(QStringLiteral("blocks.*.attn.*"), fp32, steps)};
+  if (id == QStringLiteral("warmup")) return {rule(QStringLiteral("*"), fp32, steps)};
+  if (id == QStringLiteral("wgrad_bf16")) return {rule(QStringLiteral("*"), bf16, -1, {QStringLiteral("wgrad")})};
+  if (id == QStringLiteral("ends_bf16") && transformer) {
+    QJsonArray a{rule(QStringLiteral("blocks.0.*"), bf16)};
+    if (layers > 1) a.append(rule(QStringLiteral("blocks.%1.*").arg(layers - 1), bf16));
+    a.append(rule(QStringLiteral("lm_head"), bf16));
+    return a;
+  }
+  if (id == QStringLiteral("fp8_attention") && transformer)
+    return {rule(QStringLiteral("blocks.*.attn.scores"), QStringLiteral("recipe")),
+            rule(QStringLiteral("blocks.*.attn.context"), QStringLiteral("recipe"))};
+  return {};
+}
+
+std::optional<std::pair<QString, int>> policyPresetOf(const QJsonArray& rules, bool transformer, int layers) {
+  if (rules.isEmpty()) return std::make_pair(QStringLiteral("none"), 0);
+  int steps = 0;
+  for (const QJsonValue& r : rules)
+    if (r.toObject().contains(QStringLiteral("until_step")))
+      steps = r.toObject().value(QStringLiteral("until_step")).toInt();
+  for (const PolicyPreset& p : policyPresets()) {
+    if (p.transformer && !transformer) continue;
+    if (policyRules(p.id, transformer, layers, steps) == rules) return std::make_pair(p.id, p.uses_steps ? steps : 0);
+  }
+  return std::nullopt;
+}
+
+TrainingModelForm::TrainingModelForm(QWidget* parent) : QWidget(parent) {
+  updating_ = true; // filling the boxes is no edit
+  form_ = new QFormLayout(this);
+  form_->setContentsMargins(0, 0, 0, 0);
+  form_->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+  form_->setLabelAlignment(Qt::AlignRight);
+  auto edited = [this] {
+    if (updating_) return;
+    updateStates();
+    Q_EMIT changed();
+  };
+  auto combo = [&](const QString& name) {
+    auto* c = new QComboBox(this);
+    c->setObjectName(name);
+    c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    c->setMinimumContentsLength(6);
+    connect(c, &QComboBox::currentIndexChanged, this, edited);
+    return c;
+  };
+  auto spin = [&](const QString& name, int lo, int hi, int val, const QString& tip) {
+    auto* s = new QSpinBox(this);
+    s->setObjectName(name);
+    s->setRange(lo, hi);
+    s->setValue(val);
+    s->setToolTip(tip);
+    connect(s, &QSpinBox::valueChanged, this, edited);
+    return s;
+  };
+
+  model_ = combo(QStringLiteral("trainModel"));
+  model_->addItem(tr("MLP on Fashion-MNIST"), QStringLiteral("mlp"));
+  model_->addItem(tr("Transformer LM on text"), QStringLiteral("transformer"));
+  model_->setItemData(0,
+                      tr("784-256-128-10 Linear\u2013ReLU layers fc1\u2026fc3 on the images of the Debian package "
+                         "dataset-fashion-mnist"),
+                      Qt::ToolTipRole);
+  model_->setItemData(1,
+                      tr("A byte-level GPT-2-shaped decoder on the fortunes of the Debian package fortunes: every "
+                         "Linear (attn.qkv, attn.out, ffn.up/down, lm_head) a site of the recipe"),
+                      Qt::ToolTipRole);
+  form_->addRow(tr("Model:"), model_);
+  d_model_ =
+      spin(QStringLiteral("dModel"), 8, 1024, 64, tr("Width of the residual stream (C); a multiple of the heads"));
+  form_->addRow(tr("d_model:"), d_model_);
+  layers_ = spin(QStringLiteral("lmLayers"), 1, 24, 2, tr("Transformer blocks (L)"));
+  form_->addRow(tr("Blocks:"), layers_);
+  heads_ = spin(QStringLiteral("heads"), 1, 32, 4, tr("Attention heads per block (H); d_model / H per head"));
+  form_->addRow(tr("Heads:"), heads_);
+  context_ = spin(QStringLiteral("context"), 8, 1024, 64, tr("Context length in bytes (T)"));
+  form_->addRow(tr("Context:"), context_);
+  ffn_hidden_ =
+      spin(QStringLiteral("ffnHidden"), 8, 8192, 256, tr("Width of the FFN's hidden layer (GPT-2: 4 d_model)"));
+  form_->addRow(tr("FFN width:"), ffn_hidden_);
+  ffn_ = combo(QStringLiteral("ffn"));
+  ffn_->addItem(QStringLiteral("GELU"), QStringLiteral("gelu"));
+  ffn_->addItem(QStringLiteral("SwiGLU"), QStringLiteral("swiglu"));
+  ffn_->setToolTip(tr("GELU (GPT-2: up, down) or SwiGLU (LLaMA: up, gate, down)"));
+  form_->addRow(tr("FFN:"), ffn_);
+  norm_ = combo(QStringLiteral("norm"));
+  norm_->addItem(QStringLiteral("LayerNorm"), QStringLiteral("layernorm"));
+  norm_->addItem(QStringLiteral("RMSNorm"), QStringLiteral("rmsnorm"));
+  form_->addRow(tr("Norm:"), norm_);
+  norm_pos_ = combo(QStringLiteral("normPosition"));
+  norm_pos_->addItem(tr("pre-norm (GPT-2)"), QStringLiteral("pre"));
+  norm_pos_->addItem(tr("post-norm (original Transformer)"), QStringLiteral("post"));
+  form_->addRow(tr("Norm position:"), norm_pos_);
+  steps_ = spin(QStringLiteral("lmSteps"), 1, 1000000, 800,
+                tr("Optimizer steps of batch-size windows of context + 1 bytes (800 take about 3 minutes on 2 "
+                   "cores at the default size)"));
+  form_->addRow(tr("Steps:"), steps_);
+
+  policy_ = combo(QStringLiteral("policy"));
+  for (const PolicyPreset& p : policyPresets()) {
+    policy_->addItem(p.name, p.id);
+    policy_->setItemData(policy_->count() - 1, p.explanation, Qt::ToolTipRole);
+  }
+  policy_->setToolTip(tr("Which sites, GEMMs and steps run in high precision (the config's \"policy\"; "
+                         "docs/training.md \u201cPrecision policy\u201d)"));
+  form_->addRow(tr("Policy:"), policy_);
+  warmup_ = spin(QStringLiteral("policySteps"), 1, 1000000, 200,
+                 tr("N: the steps the preset keeps in high precision (until_step)"));
+  warmup_->setSuffix(tr(" steps"));
+  form_->addRow(tr("Warm-up:"), warmup_);
+  policy_note_ = new QLabel(this);
+  policy_note_->setObjectName(QStringLiteral("policyRules"));
+  policy_note_->setWordWrap(true);
+  policy_note_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  form_->addRow(QString(), policy_note_);
+
+  connect(model_, &QComboBox::currentIndexChanged, this, [this] {
+    if (!updating_) Q_EMIT modelChanged(isTransformer());
+  });
+  updating_ = false;
+  updateStates();
+}
+
+bool TrainingModelForm::isTransformer() const {
+  return model_->currentData().toString() == QStringLiteral("transformer");
+}
+
+QString TrainingModelForm::policyPreset() const {
+  return policy_->currentData().toString();
+}
+
+void TrainingModelForm::setPolicyPreset(const QString& id) {
+  const int i = policy_->findData(id);
+  if (i >= 0) policy_->setCurrentIndex(i);
+}
+
+void TrainingModelForm::writeConfig(QJsonObject* c) const {
+  const bool lm = isTransformer();
+  if (lm) {
+    (*c)[QStringLiteral("model")] = QJsonObject{{QStringLiteral("kind"), QStringLiteral("transformer")},
+                                                {QStringLiteral("d_model"), d_model_->value()},
+                                                {QStringLiteral("layers"), layers_->value()},
+                                                {QStringLiteral("heads"), heads_->value()},
+                                                {QStringLiteral("context"), context_->value()},
+                                                {QStringLiteral("ffn_hidden"), ffn_hidden_->value()},
+                                                {QStringLiteral("ffn"), ffn_->currentData().toString()},
+                                                {QStringLiteral("norm"), norm_->currentData().toString()},
+                                                {QStringLiteral("norm_position"), norm_pos_->currentData().toString()}};
+    (*c)[QStringLiteral("steps")] = steps_->value();
+  }
+  const QJsonArray rules = policyRules(policyPreset(), lm, layers_->value(), warmup_->value());
+  if (!rules.isEmpty()) (*c)[QStringLiteral("policy")] = rules;
+}
+
+bool TrainingModelForm::readConfig(const QJsonObject& c) {
+  const bool was = updating_;
+  updating_ = true;
+  auto setInt = [](QSpinBox* s, const QJsonValue& v) {
+    if (v.isDouble()) s->setValue(v.toInt());
+  };
+  auto setData = [](QComboBox* b, const QJsonValue& v) {
+    const int i = b->findData(v.toString().toLower());
+    if (v.isString() && i >= 0) b->setCurrentIndex(i);
+  };
+  const bool lm = c.value(QStringLiteral("model")).isObject();
+  if (lm || c.contains(QStringLiteral("precision")) || c.contains(QStringLiteral("epochs")))
+    model_->setCurrentIndex(model_->findData(lm ? QStringLiteral("transformer") : QStringLiteral("mlp")));
+  const QJsonObject m = c.value(QStringLiteral("model")).toObject();
+  setInt(d_model_, m.value(QStringLiteral("d_model")));
+  setInt(layers_, m.value(QStringLiteral("layers")));
+  setInt(heads_, m.value(QStringLiteral("heads")));
+  setInt(context_, m.value(QStringLiteral("context")));
+  setInt(ffn_hidden_, m.value(QStringLiteral("ffn_hidden")));
+  setData(ffn_, m.value(QStringLiteral("ffn")));
+  setData(norm_, m.value(QStringLiteral("norm")));
+  setData(norm_pos_, m.value(QStringLiteral("norm_position")));
+  setInt(steps_, c.value(QStringLiteral("steps")));
+  bool known = true;
+  if (c.contains(QStringLiteral("policy")) || c.contains(QStringLiteral("precision"))) {
+    const auto p = policyPresetOf(c.value(QStringLiteral("policy")).toArray(), lm, layers_->value());
+    known = p.has_value();
+    policy_->setCurrentIndex(policy_->findData(p ? p->first : QStringLiteral("none")));
+    if (p && p->second > 0) warmup_->setValue(p->second);
+  }
+  updating_ = was;
+  updateStates();
+  return known;
+}
+
+void TrainingModelForm::updateStates() {
+  const bool lm = isTransformer();
+  for (QWidget* w : std::initializer_list<QWidget*>{d_model_, layers_, heads_, context_, ffn_hidden_, ffn_, norm_,
+                                                    norm_pos_, steps_})
+    form_->setRowVisible(w, lm);
+  // The attention presets name transformer sites; the MLP has none.
+  if (auto* items = qobject_cast<QStandardItemModel*>(policy_->model()))
+    for (int i = 0; i < policy_->count(); ++i) {
+      const PolicyPreset& p = policyPresets()[size_t(i)];
+      items->item(i)->setEnabled(lm || !p.transformer);
+      items->item(i)->setToolTip(
+          lm || !p.transformer ? p.explanation : tr("The MLP has no attention and no blocks: %1").arg(p.explanation));
+    }
+  if (!lm && policyPresets()[size_t(std::max(0, policy_->currentIndex()))].transformer) {
+    const bool was = updating_;
+    updating_ = true;
+    policy_->setCurrentIndex(0);
+    updating_ = was;
+  }
+  const PolicyPreset& p = policyPresets()[size_t(std::max(0, policy_->currentIndex()))];
+  form_->setRowVisible(warmup_, p.uses_steps);
+  const QJsonArray rules = policyRules(p.id, lm, layers_->value(), warmup_->value());
+  QStringList lines;
+  for (const QJsonValue& v : rules) {
+    const QJsonObject r = v.toObject();
+    QString line = r.value(QStringLiteral("sites")).toString();
+    if (r.contains(QStringLiteral("gemms"))) {
+      QStringList g;
+      for (const QJsonValue& x : r.value(QStringLiteral("gemms")).toArray()) g << x.toString();
+      line += QLatin1Char(' ') + g.join(QLatin1Char(','));
+    }
+    line += QStringLiteral(" \u2192 ") + r.value(QStringLiteral("precision")).toString();
+    if (r.contains(QStringLiteral("until_step")))
+      line += tr(" (steps 0\u2026%1)").arg(r.value(QStringLiteral("until_step")).toInt() - 1);
+    lines << line;
+  }
+  policy_note_->setText(lines.isEmpty() ? QString() : tr("Rules: %1").arg(lines.join(QStringLiteral("; "))));
+  policy_note_->setVisible(!lines.isEmpty());
+  form_->setRowVisible(policy_note_, !lines.isEmpty());
+}
+
+} // namespace fp8lab::ui

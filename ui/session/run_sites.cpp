@@ -1,0 +1,121 @@
+#include "session/run_sites.h"
+#include "session/session_paths.h"
+
+#include <QObject>
+#include <QRegularExpression>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+namespace fp8lab::ui {
+
+namespace {
+
+/// The number at the end of "fc12" (12), for sorting fc2 before fc10; −1 when there is none.
+int trailingNumber(const QString& layer) {
+  static const QRegularExpression re(QStringLiteral("(\\d+)$"));
+  const auto m = re.match(layer);
+  return m.hasMatch() ? m.captured(1).toInt() : -1;
+}
+
+} // namespace
+
+QStringList runSites(const RunAccess& run) {
+  QStringList out;
+  for (const QString& s : run.attr(QStringLiteral("sites")).split(QLatin1Char(','), Qt::SkipEmptyParts))
+    if (!s.trimmed().isEmpty()) out << s.trimmed();
+  if (!out.isEmpty()) return out;
+  out = viewNames(layout::operandLayers(layoutPaths(run.datasets())));
+  std::stable_sort(out.begin(), out.end(), [](const QString& a, const QString& b) {
+    const int na = trailingNumber(a), nb = trailingNumber(b);
+    if (na != nb) return na < nb;
+    return a < b;
+  });
+  return out;
+}
+
+int operandRank(const QString& op) {
+  if (op == QStringLiteral("input")) return 0;
+  if (op == QStringLiteral("kernel")) return 1;
+  if (op == QStringLiteral("output_grad")) return 2;
+  return 3;
+}
+
+SiteGroup siteGroup(const QString& path) {
+  static const QRegularExpression block(QStringLiteral("^blocks\\.(\\d+)(?:\\.([^.]+))?"));
+  SiteGroup g;
+  const auto m = block.match(path);
+  if (m.hasMatch()) {
+    g.block = m.captured(1).toInt();
+    const QString part = m.captured(2);
+    const QString b = QStringLiteral("blocks.") + m.captured(1);
+    if (part.isEmpty()) {
+      g.key = b;
+      g.role = QStringLiteral("output");
+      g.label = QObject::tr("block %1 output").arg(g.block);
+    } else if (part == QStringLiteral("attn")) {
+      g.key = b + QStringLiteral(".attn");
+      g.role = QStringLiteral("attn");
+      g.label = QObject::tr("block %1 attention").arg(g.block);
+    } else if (part == QStringLiteral("ffn") || part == QStringLiteral("mlp")) {
+      g.key = b + QLatin1Char('.') + part;
+      g.role = QStringLiteral("ffn");
+      g.label = QObject::tr("block %1 FFN").arg(g.block);
+    } else {
+      g.key = b + QLatin1Char('.') + part;
+      g.role = part;
+      g.label = QObject::tr("block %1 %2").arg(g.block).arg(part);
+    }
+    return g;
+  }
+  if (path == QStringLiteral("lm_head") || path.startsWith(QStringLiteral("lm_head."))) {
+    g.key = QStringLiteral("head");
+    g.role = QStringLiteral("head");
+    g.label = QObject::tr("LM head");
+  } else if (path == QStringLiteral("embedding") || path.startsWith(QStringLiteral("wte")) ||
+             path.startsWith(QStringLiteral("wpe"))) {
+    g.key = QStringLiteral("embedding");
+    g.role = QStringLiteral("embedding");
+    g.label = QObject::tr("embedding");
+  }
+  return g;
+}
+
+double tensorOrder(const QString& tensor, const QStringList& sites) {
+  const qsizetype i = sites.indexOf(tensor);
+  if (i >= 0) return double(i);
+  const SiteGroup g = siteGroup(tensor);
+  if (g.role == QStringLiteral("embedding")) return -1.0;
+  if (g.block >= 0) {
+    // A block's output after the last site of its block; another tensor of the block (a norm's
+    // gain) before its first.
+    qsizetype first = -1, last = -1;
+    for (qsizetype k = 0; k < sites.size(); ++k)
+      if (siteGroup(sites[k]).block == g.block) {
+        if (first < 0) first = k;
+        last = k;
+      }
+    if (first >= 0) return g.role == QStringLiteral("output") ? double(last) + 0.5 : double(first) - 0.25;
+  }
+  return double(sites.size()) + 1.0;
+}
+
+void sortOperandPaths(QStringList* paths, const QStringList& sites) {
+  std::stable_sort(paths->begin(), paths->end(), [&sites](const QString& a, const QString& b) {
+    const QString la = a.section(QLatin1Char('/'), 0, 0), lb = b.section(QLatin1Char('/'), 0, 0);
+    if (la != lb) {
+      const double oa = tensorOrder(la, sites), ob = tensorOrder(lb, sites);
+      if (oa != ob) return oa < ob;
+      const int na = trailingNumber(la), nb = trailingNumber(lb);
+      if (na != nb) return na < nb;
+      return la < lb;
+    }
+    const QString opa = a.section(QLatin1Char('/'), 1), opb = b.section(QLatin1Char('/'), 1);
+    const int ra = operandRank(opa), rb = operandRank(opb);
+    if (ra != rb) return ra < rb;
+    return opa < opb;
+  });
+}
+
+} // namespace fp8lab::ui
