@@ -45,9 +45,8 @@ int renderCommand(const QStringList& args) {
                                   QStringLiteral("DIR"));
   const QCommandLineOption viewsOpt(
       QStringLiteral("views"),
-      QStringLiteral(
-          "Comma-separated views: heatmap, split, kernel_check, block_scales, amax, scales, layers, block_map, "
-          "attention, compare, decide (default: all that apply)."),
+      QStringLiteral("Comma-separated views: %1 (default: all that apply).")
+          .arg(fp8lab::ui::renderableViews().join(QStringLiteral(", "))),
       QStringLiteral("LIST"));
   const QCommandLineOption sizeOpt(QStringLiteral("size"), QStringLiteral("Image size in pixels (default 1400x900)."),
                                    QStringLiteral("WxH"));

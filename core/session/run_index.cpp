@@ -1,5 +1,6 @@
 // What a run holds, from its dataset paths (run_index.h).
 #include "session/run_index.h"
+#include "common/site_names.h"
 
 #include "session/session_layout.h"
 
@@ -95,12 +96,12 @@ std::vector<std::string> whatIfRecipes(const std::vector<std::string>& datasets)
 
 std::vector<std::string> attentionBlocks(const std::vector<std::string>& datasets) {
   std::vector<std::pair<long, std::string>> found;
-  const std::string pattern = attentionProbs("blocks.<l>");
+  const std::string pattern = attentionProbs("<block>");
   for (const std::string& d : datasets)
     if (const auto v = bind(pattern, d)) {
-      const std::string& l = (*v)[0];
-      if (l.empty() || l.find_first_not_of("0123456789") != std::string::npos) continue;
-      found.push_back({std::strtol(l.c_str(), nullptr, 10), "blocks." + l});
+      const std::string& name = (*v)[0];
+      if (const SitePlace p = sitePlace(name); p.role == "output" && name == blockName(p.block))
+        found.push_back({p.block, name});
     }
   std::sort(found.begin(), found.end());
   std::vector<std::string> out;

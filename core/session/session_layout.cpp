@@ -32,6 +32,9 @@ std::string quantizedCodes(const std::string& tensor) {
 std::string quantizedScales(const std::string& tensor) {
   return quantized(tensor) + "_scales";
 }
+std::string quantizedScaleCodes(const std::string& tensor) {
+  return quantized(tensor) + "_scale_codes";
+}
 std::string quantizedDequantized(const std::string& tensor) {
   return quantized(tensor) + "_dequantized";
 }

@@ -47,6 +47,8 @@ std::string quantized(const std::string& tensor);
 std::string quantizedCodes(const std::string& tensor);
 /// "quantized/<tensor>_scales": float32 dequant scale per block (x ≈ decode(code) · scale).
 std::string quantizedScales(const std::string& tensor);
+/// "quantized/<tensor>_scale_codes": uint8 codes of the block scales (E8M0 for MX, E4M3 for NVFP4).
+std::string quantizedScaleCodes(const std::string& tensor);
 /// "quantized/<tensor>_dequantized": float32 decode(code) · dequant scale.
 std::string quantizedDequantized(const std::string& tensor);
 /// "quantized/<operand>_rotated": the Hadamard-rotated operand the codes encode (BF16 values).

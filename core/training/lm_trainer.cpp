@@ -1,5 +1,6 @@
 // FP8 Lab — training the tiny transformer language model (see lm_trainer.h).
 #include "training/lm_trainer.h"
+#include "training/sites.h"
 
 #include "experiment/param_schema.h"
 
@@ -415,7 +416,7 @@ struct LmTrainingRun::Impl {
         e += d * d;
         r += double(ref[i]) * double(ref[i]);
       }
-      p.quant_error["blocks." + std::to_string(l)].push_back(float(r > 0 ? std::sqrt(e / r) : 0.0));
+      p.quant_error[blockName(int64_t(l))].push_back(float(r > 0 ? std::sqrt(e / r) : 0.0));
     }
     auto outliers = [&](const std::string& name, const float* x, int64_t cols) {
       const OutlierStats o = outlierStats(x, t.n, cols);
@@ -426,7 +427,7 @@ struct LmTrainingRun::Impl {
     };
     outliers("embedding", t.embedding, cfg.model.d_model);
     for (size_t l = 0; l < t.block_out.size(); ++l) {
-      const std::string b = "blocks." + std::to_string(l);
+      const std::string b = blockName(int64_t(l));
       outliers(b, t.block_out[l], cfg.model.d_model);
       const std::vector<double> sink = attentionSink(t.attn_probs[l], t.batch, cfg.model.heads, t.t);
       for (double v : sink) p.sink[b].push_back(float(v));
@@ -568,7 +569,8 @@ void LmTrainingRun::run(const ProgressFn& progress) {
     s.model->zeroGrad();
     const double loss_sum = s.model->forward(tok.data(), tgt.data(), B, T, *s.ops);
     const float loss = float(loss_sum / double(B * T));
-    if (s.rec->checking() && !std::isfinite(loss)) s.rec->startRecord("lm_head", "loss", "elementwise", 1, 1, 0, loss);
+    if (s.rec->checking() && !std::isfinite(loss))
+      s.rec->startRecord(kLmHeadName, "loss", "elementwise", 1, 1, 0, loss);
     step_time += std::chrono::duration<double>(clock::now() - tf).count();
     if (probing) s.probe(step);
     s.ops->setProbe(probing);

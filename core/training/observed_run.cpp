@@ -56,7 +56,7 @@ void classify(Site& s) {
     return false;
   };
   s.group = has({"attn", "attention", "q_proj", "k_proj", "v_proj", "o_proj", "qkv"})        ? "attn"
-            : has({"lm_head", "head", "classifier"})                                         ? "head"
+            : has({kLmHeadName, "head", "classifier"})                                       ? "head"
             : has({"mlp", "ffn", "feed_forward", "fc", "up_proj", "down_proj", "gate_proj"}) ? "ffn"
                                                                                              : "linear";
 }

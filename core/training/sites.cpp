@@ -2,6 +2,7 @@
 #include "training/sites.h"
 
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 
@@ -45,7 +46,7 @@ SiteTable SiteTable::mlp(const std::vector<int>& layer_sizes) {
   std::vector<Site> s;
   for (size_t l = 0; l + 1 < layer_sizes.size(); ++l) {
     Site x;
-    x.path = "fc" + std::to_string(l + 1);
+    x.path = mlpLayerName(int64_t(l));
     x.kind = SiteKind::Linear;
     x.in = layer_sizes[l];
     x.out = layer_sizes[l + 1];
@@ -170,6 +171,69 @@ float roundToBf16(float x) {
   const uint32_t lsb = (u >> 16) & 1u;
   u += 0x7FFFu + lsb; // round to nearest even on the upper 16 bits (overflow to Inf is correct)
   return std::bit_cast<float>(u & 0xFFFF0000u);
+}
+
+} // namespace fp8lab
+
+namespace fp8lab {
+
+const std::vector<PolicyPreset>& policyPresets() {
+  static const std::vector<PolicyPreset> all{
+      {"none", "none (every Linear in the recipe)",
+       "Every Linear GEMM in low precision under the recipe; attention's Q\u00b7K\u1d40 and P\u00b7V in FP32 "
+       "(Transformer Engine's default)",
+       false, false},
+      {"attn_bf16", "attention in BF16",
+       "blocks.*.attn.* \u2192 bf16: the attention's Linear layers (qkv, out) and its batched matmuls in BF16, the "
+       "FFN and the head in FP8 (the explainer: keep attention in high precision)",
+       true, false},
+      {"ffn_first", "FFN first (attention FP32 N steps)",
+       "blocks.*.attn.* \u2192 fp32 until step N, the FFN in FP8 from step 0 (the explainer: introduce FP8 into the "
+       "FFN first, attention later)",
+       true, true},
+      {"warmup", "FP32 warm-up (N steps)",
+       "* \u2192 fp32 until step N (the explainer: warm up in high precision; with delayed scaling the amax history "
+       "fills meanwhile)",
+       false, true},
+      {"wgrad_bf16", "wgrad in BF16",
+       "* wgrad \u2192 bf16: the weight-gradient GEMM of every site in BF16, fprop and dgrad in FP8", false, false},
+      {"ends_bf16", "first + last block in BF16",
+       "blocks.0.*, the last block and lm_head \u2192 bf16, the blocks between in FP8 (a common FP8 recipe for deep "
+       "models)",
+       true, false},
+      {"fp8_attention", "FP8 attention (Q\u00b7K\u1d40, P\u00b7V)",
+       "blocks.*.attn.scores and blocks.*.attn.context \u2192 recipe: Q, K, V per-tensor E4M3FN and the softmax "
+       "probabilities cast to E4M3FN with softmax_scale",
+       true, false},
+  };
+  return all;
+}
+
+std::vector<PolicyRule> policyPresetRules(const std::string& id, int64_t blocks, int64_t steps) {
+  const bool transformer = blocks > 0;
+  auto rule = [&](std::string sites, SitePrecision p, bool until = false, std::vector<LinearGemm> gemms = {}) {
+    PolicyRule r;
+    r.sites = std::move(sites);
+    r.precision = p;
+    r.gemms = std::move(gemms);
+    r.until_step = until && steps > 0 ? steps : -1;
+    return r;
+  };
+  const std::string any_block = std::string(kBlocksPrefix) + "*.";
+  using P = SitePrecision;
+  if (id == "attn_bf16" && transformer) return {rule(any_block + "attn.*", P::BF16)};
+  if (id == "ffn_first" && transformer) return {rule(any_block + "attn.*", P::FP32, true)};
+  if (id == "warmup") return {rule("*", P::FP32, true)};
+  if (id == "wgrad_bf16") return {rule("*", P::BF16, false, {LinearGemm::Wgrad})};
+  if (id == "ends_bf16" && transformer) {
+    std::vector<PolicyRule> r{rule(blockName(0) + ".*", P::BF16)};
+    if (blocks > 1) r.push_back(rule(blockName(blocks - 1) + ".*", P::BF16));
+    r.push_back(rule(kLmHeadName, P::BF16));
+    return r;
+  }
+  if (id == "fp8_attention" && transformer)
+    return {rule(any_block + "attn.scores", P::Recipe), rule(any_block + "attn.context", P::Recipe)};
+  return {};
 }
 
 } // namespace fp8lab

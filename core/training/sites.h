@@ -21,6 +21,7 @@
 // the attention batched matmuls and softmax in high precision unless FP8 attention is asked for.
 #pragma once
 
+#include "common/site_names.h"
 #include "training/recipe.h"
 
 #include <cstdint>
@@ -118,6 +119,22 @@ struct PrecisionPolicy {
   /// typo does not silently keep everything in FP8).
   std::string validate(const SiteTable& table) const;
 };
+
+/// A named precision policy: what the explainer and Transformer Engine's recipes advise, as the
+/// Training form offers it and docs/training.md tests it.
+struct PolicyPreset {
+  std::string id;          ///< "none", "attn_bf16", "ffn_first", "warmup", "wgrad_bf16", "ends_bf16", "fp8_attention"
+  std::string name;        ///< as a list shows it
+  std::string explanation; ///< the claim it tests
+  bool transformer = true; ///< names transformer sites (attention, blocks): not for the MLP
+  bool uses_steps = false; ///< its rules end at a step N (warm-up steps)
+};
+/// Every preset, in the order a list shows them.
+const std::vector<PolicyPreset>& policyPresets();
+/// The rules of preset `id` for a model with `blocks` transformer blocks (0: the MLP, which takes
+/// only the presets that name no transformer site), ending at step `steps` where the preset uses
+/// one (≤ 0: no end). Empty for "none", an unknown id or a transformer preset asked for the MLP.
+std::vector<PolicyRule> policyPresetRules(const std::string& id, int64_t blocks, int64_t steps);
 
 /// How block recipes multiply (linear_site.h): FakeQuant — a float32 GEMM of the dequantized
 /// operands (k ascending, one float32 accumulator; faster, no accumulation model); Core —

@@ -1,5 +1,6 @@
 // FP8 Lab — training run ↔ session (see training_session.h).
 #include "training/training_session.h"
+#include "training/sites.h"
 #include "session/session_layout.h"
 
 #include <algorithm>
@@ -461,7 +462,7 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
   putDiagnosticsGroups(run, r.diagnostics);
   for (size_t l = 0; l < r.weights.size(); ++l) {
     const LayerWeights& w = r.weights[l];
-    const std::string layer = "fc" + std::to_string(l + 1);
+    const std::string layer = mlpLayerName(int64_t(l));
     run.putFloat32(layout::weights(layer + "/kernel"), w.kernel, w.in, w.out, "1",
                    "FP32 master weights [in, out] after the last completed step");
     run.putFloat32(layout::weights(layer + "/bias"), w.bias, w.out, -1, "1",
@@ -741,7 +742,7 @@ Run lmRunToSession(const LmTrainingResult& r, const std::string& run_id, const s
     for (size_t l = 0; l < a.probs.size(); ++l) {
       Dataset d = Dataset::float32({ns, H, T, T}, a.probs[l], "1",
                                    "softmax probabilities [snapshot, head, query, key] of the fixed sequence");
-      run.datasets[layout::attentionProbs("blocks." + std::to_string(l))] = std::move(d);
+      run.datasets[layout::attentionProbs(blockName(int64_t(l)))] = std::move(d);
     }
   }
   // weights: the FP32 master weights by their module paths

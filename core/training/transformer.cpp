@@ -38,7 +38,7 @@ SiteTable TransformerConfig::sites() const {
     s.push_back(Site{std::move(path), k, in, out, block, std::move(group)});
   };
   for (int64_t l = 0; l < layers; ++l) {
-    const std::string b = "blocks." + std::to_string(l) + ".";
+    const std::string b = blockName(l) + ".";
     const int bl = int(l);
     add(b + "attn.qkv", SiteKind::Linear, d_model, 3 * d_model, bl, "attn");
     add(b + "attn.scores", SiteKind::AttentionScores, hs, context, bl, "attn");
@@ -48,7 +48,7 @@ SiteTable TransformerConfig::sites() const {
     if (ffn == FfnKind::Swiglu) add(b + "ffn.gate", SiteKind::Linear, d_model, ffn_hidden, bl, "ffn");
     add(b + "ffn.down", SiteKind::Linear, ffn_hidden, d_model, bl, "ffn");
   }
-  add("lm_head", SiteKind::Linear, d_model, vocab, -1, "head");
+  add(kLmHeadName, SiteKind::Linear, d_model, vocab, -1, "head");
   return SiteTable(std::move(s));
 }
 
@@ -142,7 +142,7 @@ template <class T> struct TransformerModel<T>::Impl {
     wte = add("wte.weight", {V, C}, true);
     if (cfg.position_embedding) wpe = add("wpe.weight", {Tc, C}, true);
     for (int64_t l = 0; l < cfg.layers; ++l) {
-      const std::string b = "blocks." + std::to_string(l) + ".";
+      const std::string b = blockName(l) + ".";
       BlockParams p;
       p.ln1_w = add(b + "ln1.weight", {C}, false);
       if (ln) p.ln1_b = add(b + "ln1.bias", {C}, false);
@@ -166,7 +166,7 @@ template <class T> struct TransformerModel<T>::Impl {
       lnf_w = add("ln_f.weight", {C}, false);
       if (ln) lnf_b = add("ln_f.bias", {C}, false);
     }
-    if (!cfg.tied_embeddings) lm_w = add("lm_head.weight", {C, V}, true);
+    if (!cfg.tied_embeddings) lm_w = add(std::string(kLmHeadName) + ".weight", {C, V}, true);
     // GPT-2 initialisation, in parameter order from one stream.
     TrainingRng rng(seed);
     const double resid = 0.02 / std::sqrt(2.0 * double(cfg.layers));
@@ -187,7 +187,7 @@ template <class T> struct TransformerModel<T>::Impl {
     // sites
     const SiteTable t = cfg.sites();
     for (int64_t l = 0; l < cfg.layers; ++l) {
-      const std::string b = "blocks." + std::to_string(l) + ".";
+      const std::string b = blockName(l) + ".";
       BlockSites s;
       s.qkv = size_t(t.find(b + "attn.qkv"));
       s.scores = size_t(t.find(b + "attn.scores"));
@@ -198,7 +198,7 @@ template <class T> struct TransformerModel<T>::Impl {
       s.down = size_t(t.find(b + "ffn.down"));
       bs.push_back(s);
     }
-    lm_site = size_t(t.find("lm_head"));
+    lm_site = size_t(t.find(kLmHeadName));
     acts.resize(size_t(cfg.layers));
   }
 
@@ -306,7 +306,7 @@ template <class T> struct TransformerModel<T>::Impl {
       } else {
         linear(ops, s.qkv, a.x_in.data(), n, p.qkv_w, p.qkv_b, C, 3 * C, a.qkv);
       }
-      const std::string bname = "blocks." + std::to_string(l);
+      const std::string bname = blockName(l);
       if (cfg.pre_norm) ops.check(bname, "ln1", a.n1.data(), n, C);
       attention(ops, a, s, n);
       ops.check(bname, "attention", a.att.data(), n, C);

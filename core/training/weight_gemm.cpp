@@ -1,5 +1,6 @@
 // FP8 Lab — GEMM error experiment on trained weights (see weight_gemm.h).
 #include "training/weight_gemm.h"
+#include "training/sites.h"
 
 #include "experiment/gemm/gemm_run.h"
 #include "metrics/error_metrics.h"
@@ -26,8 +27,8 @@ Run weightGemmRun(const std::vector<LayerWeights>& w, const ImageDataset& test, 
   const LayerWeights& L = w[static_cast<size_t>(cfg.layer)];
   const int64_t m = std::min(cfg.rows, test.count);
   const std::vector<float> a = layerInputs(w, cfg.layer, test, m, cfg.gemm.threads);
-  return weightGemmRunFromInputs(a, L.kernel, m, L.in, L.out, "fc" + std::to_string(cfg.layer + 1), cfg, run_id,
-                                 config_json, backend, progress);
+  return weightGemmRunFromInputs(a, L.kernel, m, L.in, L.out, mlpLayerName(cfg.layer), cfg, run_id, config_json,
+                                 backend, progress);
 }
 
 Run weightGemmRunFromInputs(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t k, int64_t n,

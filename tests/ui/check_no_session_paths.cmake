@@ -3,8 +3,8 @@
 # (core/session/session_layout.h, via ui/session/session_paths.h): fails on a string literal in ui/ that
 # starts with a run's top-level group followed by '/' ("history/…", "quantized/…", "error/…",
 # "reference/…", "runs/…", …), or a regular expression over them ("^history/…", "^(?:history|…");
-# core/session/run_index.h reads what a run holds from its paths. Text after // on a line is a
-# comment and not checked.
+# core/session/run_index.h reads what a run holds from its paths; or a quantized dataset's suffix
+# ("_scale_codes", …) glued to a path. Text after // on a line is a comment and not checked.
 cmake_policy(SET CMP0007 NEW)
 if(NOT DEFINED SOURCE_DIR)
   message(FATAL_ERROR "check_no_session_paths: -DSOURCE_DIR=... is required")
@@ -13,6 +13,11 @@ set(groups runs history quantized error reference inputs output observed check t
            nonfinite weights sites probes attention advice)
 list(JOIN groups "|" alternatives)
 set(literal "\"\\^?(\\(\\?:)?(${alternatives})[/|]")
+# A dataset's suffix ("_codes", "_scales", "_scale_codes", "_dequantized", "_quant_scales",
+# "_rotated") glued to a path: the layout's quantizedCodes(), quantizedScales(), ... spell them.
+set(suffixes codes scales scale_codes dequantized quant_scales rotated)
+list(JOIN suffixes "|" suffix_alternatives)
+string(APPEND literal "|\"_(${suffix_alternatives})\"")
 file(GLOB_RECURSE files RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/ui/*.h ${SOURCE_DIR}/ui/*.cpp)
 list(LENGTH files nfiles)
 if(nfiles LESS 20)

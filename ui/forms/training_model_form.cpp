@@ -1,6 +1,9 @@
 #include "forms/training_model_form.h"
 
+#include "training/training_session.h"
+
 #include <QComboBox>
+#include <QJsonDocument>
 #include <QFormLayout>
 #include <QLabel>
 #include <QSpinBox>
@@ -10,67 +13,10 @@
 
 namespace fp8lab::ui {
 
-const std::vector<PolicyPreset>& policyPresets() {
-  static const std::vector<PolicyPreset> all{
-      {QStringLiteral("none"), QObject::tr("none (every Linear in the recipe)"),
-       QObject::tr(
-           "Every Linear GEMM in low precision under the recipe; attention's Q\u00b7K\u1d40 and P\u00b7V in FP32 "
-           "(Transformer Engine's default)"),
-       false, false},
-      {QStringLiteral("attn_bf16"), QObject::tr("attention in BF16"),
-       QObject::tr("blocks.*.attn.* \u2192 bf16: the attention's Linear layers (qkv, out) and its batched matmuls in "
-                   "BF16, the FFN and the head in FP8 (the explainer: keep attention in high precision)"),
-       true, false},
-      {QStringLiteral("ffn_first"), QObject::tr("FFN first (attention FP32 N steps)"),
-       QObject::tr("blocks.*.attn.* \u2192 fp32 until step N, the FFN in FP8 from step 0 (the explainer: introduce "
-                   "FP8 into the FFN first, attention later)"),
-       true, true},
-      {QStringLiteral("warmup"), QObject::tr("FP32 warm-up (N steps)"),
-       QObject::tr("* \u2192 fp32 until step N (the explainer: warm up in high precision; with delayed scaling the "
-                   "amax history fills meanwhile)"),
-       false, true},
-      {QStringLiteral("wgrad_bf16"), QObject::tr("wgrad in BF16"),
-       QObject::tr("* wgrad \u2192 bf16: the weight-gradient GEMM of every site in BF16, fprop and dgrad in FP8"),
-       false, false},
-      {QStringLiteral("ends_bf16"), QObject::tr("first + last block in BF16"),
-       QObject::tr("blocks.0.*, the last block and lm_head \u2192 bf16, the blocks between in FP8 (a common FP8 "
-                   "recipe for deep models)"),
-       true, false},
-      {QStringLiteral("fp8_attention"), QObject::tr("FP8 attention (Q\u00b7K\u1d40, P\u00b7V)"),
-       QObject::tr("blocks.*.attn.scores and blocks.*.attn.context \u2192 recipe: Q, K, V per-tensor E4M3FN and the "
-                   "softmax probabilities cast to E4M3FN with softmax_scale"),
-       true, false},
-  };
-  return all;
-}
-
-namespace {
-
-QJsonObject rule(const QString& sites, const QString& precision, int until = -1, const QStringList& gemms = {}) {
-  QJsonObject r{{QStringLiteral("sites"), sites}, {QStringLiteral("precision"), precision}};
-  if (!gemms.isEmpty()) r[QStringLiteral("gemms")] = QJsonArray::fromStringList(gemms);
-  if (until > 0) r[QStringLiteral("until_step")] = until;
-  return r;
-}
-
-} // namespace
-
 QJsonArray policyRules(const QString& id, bool transformer, int layers, int steps) {
-  const QString bf16 = QStringLiteral("bf16"), fp32 = QStringLiteral("fp32");
-  if (id == QStringLiteral("attn_bf16") && transformer) return {rule(QStringLiteral("blocks.*.attn.*"), bf16)};
-  if (id == QStringLiteral("ffn_first") && transformer) return {rule(QStringLiteral("blocks.*.attn.*"), fp32, steps)};
-  if (id == QStringLiteral("warmup")) return {rule(QStringLiteral("*"), fp32, steps)};
-  if (id == QStringLiteral("wgrad_bf16")) return {rule(QStringLiteral("*"), bf16, -1, {QStringLiteral("wgrad")})};
-  if (id == QStringLiteral("ends_bf16") && transformer) {
-    QJsonArray a{rule(QStringLiteral("blocks.0.*"), bf16)};
-    if (layers > 1) a.append(rule(QStringLiteral("blocks.%1.*").arg(layers - 1), bf16));
-    a.append(rule(QStringLiteral("lm_head"), bf16));
-    return a;
-  }
-  if (id == QStringLiteral("fp8_attention") && transformer)
-    return {rule(QStringLiteral("blocks.*.attn.scores"), QStringLiteral("recipe")),
-            rule(QStringLiteral("blocks.*.attn.context"), QStringLiteral("recipe"))};
-  return {};
+  PrecisionPolicy p;
+  p.rules = policyPresetRules(id.toStdString(), transformer ? layers : 0, steps);
+  return QJsonDocument::fromJson(QByteArray::fromStdString(policyJson(p))).array();
 }
 
 std::optional<std::pair<QString, int>> policyPresetOf(const QJsonArray& rules, bool transformer, int layers) {
@@ -81,7 +27,8 @@ std::optional<std::pair<QString, int>> policyPresetOf(const QJsonArray& rules, b
       steps = r.toObject().value(QStringLiteral("until_step")).toInt();
   for (const PolicyPreset& p : policyPresets()) {
     if (p.transformer && !transformer) continue;
-    if (policyRules(p.id, transformer, layers, steps) == rules) return std::make_pair(p.id, p.uses_steps ? steps : 0);
+    const QString id = QString::fromStdString(p.id);
+    if (policyRules(id, transformer, layers, steps) == rules) return std::make_pair(id, p.uses_steps ? steps : 0);
   }
   return std::nullopt;
 }
@@ -159,8 +106,8 @@ TrainingModelForm::TrainingModelForm(QWidget* parent) : QWidget(parent) {
 
   policy_ = combo(QStringLiteral("policy"));
   for (const PolicyPreset& p : policyPresets()) {
-    policy_->addItem(p.name, p.id);
-    policy_->setItemData(policy_->count() - 1, p.explanation, Qt::ToolTipRole);
+    policy_->addItem(QString::fromStdString(p.name), QString::fromStdString(p.id));
+    policy_->setItemData(policy_->count() - 1, QString::fromStdString(p.explanation), Qt::ToolTipRole);
   }
   policy_->setToolTip(tr("Which sites, GEMMs and steps run in high precision (the config's \"policy\"; "
                          "docs/training.md \u201cPrecision policy\u201d)"));
@@ -259,7 +206,9 @@ void TrainingModelForm::updateStates() {
       const PolicyPreset& p = policyPresets()[size_t(i)];
       items->item(i)->setEnabled(lm || !p.transformer);
       items->item(i)->setToolTip(
-          lm || !p.transformer ? p.explanation : tr("The MLP has no attention and no blocks: %1").arg(p.explanation));
+          lm || !p.transformer
+              ? QString::fromStdString(p.explanation)
+              : tr("The MLP has no attention and no blocks: %1").arg(QString::fromStdString(p.explanation)));
     }
   if (!lm && policyPresets()[size_t(std::max(0, policy_->currentIndex()))].transformer) {
     const bool was = updating_;
@@ -269,7 +218,7 @@ void TrainingModelForm::updateStates() {
   }
   const PolicyPreset& p = policyPresets()[size_t(std::max(0, policy_->currentIndex()))];
   form_->setRowVisible(warmup_, p.uses_steps);
-  const QJsonArray rules = policyRules(p.id, lm, layers_->value(), warmup_->value());
+  const QJsonArray rules = policyRules(QString::fromStdString(p.id), lm, layers_->value(), warmup_->value());
   QStringList lines;
   for (const QJsonValue& v : rules) {
     const QJsonObject r = v.toObject();

@@ -10,6 +10,8 @@
 #include <QString>
 #include <QWidget>
 
+#include "training/sites.h"
+
 #include <optional>
 
 class QComboBox;
@@ -19,19 +21,8 @@ class QSpinBox;
 
 namespace fp8lab::ui {
 
-/// One precision-policy preset of the Training tab.
-struct PolicyPreset {
-  QString id;              ///< "none", "attn_bf16", "ffn_first", "warmup", "wgrad_bf16", "ends_bf16", "fp8_attention"
-  QString name;            ///< as the box lists it
-  QString explanation;     ///< the claim it tests, for the tooltip
-  bool transformer = true; ///< only for the transformer (its sites name attention and FFN)
-  bool uses_steps = false; ///< takes the warm-up steps
-};
-/// Every preset, in the order of the box.
-const std::vector<PolicyPreset>& policyPresets();
-/// The "policy" rules of preset `id` for a transformer of `layers` blocks (`transformer` false: the
-/// MLP, which takes only the presets that name no transformer site) and `steps` warm-up steps; an
-/// empty array for "none", an unknown id or a transformer preset asked for the MLP.
+/// The "policy" rules of core's preset `id` (training/sites.h policyPresetRules) for a transformer of
+/// `layers` blocks (`transformer` false: the MLP) and `steps` warm-up steps, as the config's JSON.
 QJsonArray policyRules(const QString& id, bool transformer, int layers, int steps);
 /// The preset and warm-up steps that produce `rules` exactly; nullopt when none does.
 std::optional<std::pair<QString, int>> policyPresetOf(const QJsonArray& rules, bool transformer, int layers);

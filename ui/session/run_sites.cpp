@@ -1,8 +1,9 @@
 #include "session/run_sites.h"
 #include "session/session_paths.h"
 
+#include "training/sites.h"
+
 #include <QObject>
-#include <QRegularExpression>
 
 #include <algorithm>
 #include <limits>
@@ -14,9 +15,9 @@ namespace {
 
 /// The number at the end of "fc12" (12), for sorting fc2 before fc10; −1 when there is none.
 int trailingNumber(const QString& layer) {
-  static const QRegularExpression re(QStringLiteral("(\\d+)$"));
-  const auto m = re.match(layer);
-  return m.hasMatch() ? m.captured(1).toInt() : -1;
+  qsizetype i = layer.size();
+  while (i > 0 && layer[i - 1].isDigit()) --i;
+  return i < layer.size() && layer.size() - i < 10 ? layer.mid(i).toInt() : -1;
 }
 
 } // namespace
@@ -43,42 +44,23 @@ int operandRank(const QString& op) {
 }
 
 SiteGroup siteGroup(const QString& path) {
-  static const QRegularExpression block(QStringLiteral("^blocks\\.(\\d+)(?:\\.([^.]+))?"));
+  const SitePlace p = sitePlace(path.toStdString());
   SiteGroup g;
-  const auto m = block.match(path);
-  if (m.hasMatch()) {
-    g.block = m.captured(1).toInt();
-    const QString part = m.captured(2);
-    const QString b = QStringLiteral("blocks.") + m.captured(1);
-    if (part.isEmpty()) {
-      g.key = b;
-      g.role = QStringLiteral("output");
-      g.label = QObject::tr("block %1 output").arg(g.block);
-    } else if (part == QStringLiteral("attn")) {
-      g.key = b + QStringLiteral(".attn");
-      g.role = QStringLiteral("attn");
-      g.label = QObject::tr("block %1 attention").arg(g.block);
-    } else if (part == QStringLiteral("ffn") || part == QStringLiteral("mlp")) {
-      g.key = b + QLatin1Char('.') + part;
-      g.role = QStringLiteral("ffn");
-      g.label = QObject::tr("block %1 FFN").arg(g.block);
-    } else {
-      g.key = b + QLatin1Char('.') + part;
-      g.role = part;
-      g.label = QObject::tr("block %1 %2").arg(g.block).arg(part);
-    }
-    return g;
-  }
-  if (path == QStringLiteral("lm_head") || path.startsWith(QStringLiteral("lm_head."))) {
-    g.key = QStringLiteral("head");
-    g.role = QStringLiteral("head");
+  g.block = p.block;
+  g.key = QString::fromStdString(p.key);
+  g.role = QString::fromStdString(p.role);
+  if (p.role == "output")
+    g.label = QObject::tr("block %1 output").arg(g.block);
+  else if (p.role == "attn")
+    g.label = QObject::tr("block %1 attention").arg(g.block);
+  else if (p.role == "ffn")
+    g.label = QObject::tr("block %1 FFN").arg(g.block);
+  else if (p.block >= 0)
+    g.label = QObject::tr("block %1 %2").arg(g.block).arg(g.role);
+  else if (p.role == "head")
     g.label = QObject::tr("LM head");
-  } else if (path == QStringLiteral("embedding") || path.startsWith(QStringLiteral("wte")) ||
-             path.startsWith(QStringLiteral("wpe"))) {
-    g.key = QStringLiteral("embedding");
-    g.role = QStringLiteral("embedding");
+  else if (p.role == "embedding")
     g.label = QObject::tr("embedding");
-  }
   return g;
 }
 

@@ -602,8 +602,9 @@ QString twoLevelScaleText(const QuantizedTensor& q, int64_t i, int64_t j) {
 
 QString runTwoLevelText(const RunAccess& run, char operand, int64_t row, int64_t col, QString* why) {
   const QString p = sessionPath(layout::quantized(std::string(1, operand)));
-  const QString codes = p + QStringLiteral("_codes"), scales = p + QStringLiteral("_scales"),
-                scale_codes = p + QStringLiteral("_scale_codes");
+  const std::string op(1, operand);
+  const QString codes = sessionPath(layout::quantizedCodes(op)), scales = sessionPath(layout::quantizedScales(op)),
+                scale_codes = sessionPath(layout::quantizedScaleCodes(op));
   auto fail = [why](const QString& t) {
     if (why) *why = t;
     return QString();

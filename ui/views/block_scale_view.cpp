@@ -28,6 +28,18 @@ namespace {
 QString prefixOf(char operand) {
   return sessionPath(layout::quantized(std::string(1, operand)));
 }
+/// The session paths of operand A's or B's quantized datasets (core's session layout).
+struct QuantizedPaths {
+  QString codes, scales, scale_codes, dequantized, rotated;
+  explicit QuantizedPaths(char operand) {
+    const std::string op(1, operand);
+    codes = sessionPath(layout::quantizedCodes(op));
+    scales = sessionPath(layout::quantizedScales(op));
+    scale_codes = sessionPath(layout::quantizedScaleCodes(op));
+    dequantized = sessionPath(layout::quantizedDequantized(op));
+    rotated = sessionPath(layout::quantizedRotated(op));
+  }
+};
 
 /// The block size of a scales dataset: its block_rows / block_cols attributes, else the operand's
 /// shape over the grid (rounded up).
@@ -97,20 +109,21 @@ bool troubleOf(const Format& f, uint32_t code, QString* text) {
 bool blockScaleHistogram(const RunAccess& run, char operand, ScaleHistogram* out, QString* why) {
   *out = {};
   const QString p = prefixOf(operand);
-  const QString codes = p + QStringLiteral("_scale_codes"), scales = p + QStringLiteral("_scales");
+  const QuantizedPaths q(operand);
+  const QString codes = q.scale_codes, scales = q.scales;
   const bool has_codes = run.has(codes), has_scales = run.has(scales);
   if (!has_codes && !has_scales) {
     if (why)
-      *why = QObject::tr("Run %1 stores no block scales of %2 (%3_scales).\nRun a GEMM with an MX or NVFP4 preset "
+      *why = QObject::tr("Run %1 stores no block scales of %2 (%3).\nRun a GEMM with an MX or NVFP4 preset "
                          "(scaling mx_floor, mx_rceil, nvfp4_\u2026) and store_quantized on.")
-                 .arg(run.id(), QString(QLatin1Char(operand)), p);
+                 .arg(run.id(), QString(QLatin1Char(operand)), q.scales);
     return false;
   }
   const QString ds = has_codes ? codes : scales;
   const auto grid = run.dims(ds);
   const auto elems = run.dims(sessionPath(layout::inputs(std::string(1, operand)))) != std::pair<int64_t, int64_t>{0, 0}
                          ? run.dims(sessionPath(layout::inputs(std::string(1, operand))))
-                         : run.dims(p + QStringLiteral("_codes"));
+                         : run.dims(q.codes);
   const auto [br, bc] = blockSize(run, has_scales ? scales : codes, grid, elems);
   out->dataset = ds;
   out->block_rows = br;
@@ -228,9 +241,9 @@ bool blockErrorMap(const RunAccess& run, char operand, BlockErrorMap::Measure me
   const QString op{QChar(QLatin1Char(operand))};
   const QString p = prefixOf(operand);
   // Hadamard-rotated runs quantized the rotated operand: the error is measured against it.
-  const QString x = run.has(p + QStringLiteral("_rotated")) ? p + QStringLiteral("_rotated")
-                                                            : sessionPath(layout::inputs(layoutName(op)));
-  const QString dq = p + QStringLiteral("_dequantized"), scales = p + QStringLiteral("_scales");
+  const QuantizedPaths q(operand);
+  const QString x = run.has(q.rotated) ? q.rotated : sessionPath(layout::inputs(layoutName(op)));
+  const QString dq = q.dequantized, scales = q.scales;
   auto fail = [why](const QString& t) {
     if (why) *why = t;
     return false;
@@ -401,8 +414,8 @@ void BlockScaleView::recompute(Read read) {
   }
   const bool histogram = mode_ == Mode::Histogram;
   const QString p = prefixOf(operand_);
-  const auto [gr, gc] = run_->dims(run_->has(p + QStringLiteral("_scale_codes")) ? p + QStringLiteral("_scale_codes")
-                                                                                 : p + QStringLiteral("_scales"));
+  const QuantizedPaths q(operand_);
+  const auto [gr, gc] = run_->dims(run_->has(q.scale_codes) ? q.scale_codes : q.scales);
   const auto [er, ec] = run_->dims(sessionPath(layout::inputs(std::string(1, operand_))));
   const int64_t size = histogram ? gr * gc : 2 * er * ec;
   struct Result {
@@ -737,8 +750,8 @@ FP8LAB_REGISTER_RENDER(BlockScaleView, "block_scales", {QStringLiteral("block_sc
                              !scope.wants(QStringLiteral("block_scales")))
                            return;
                          for (const char op : {'A', 'B'}) {
-                           const QString p = sessionPath(layout::quantized(std::string(1, op)));
-                           if (!a->has(p + QStringLiteral("_scale_codes"))) continue;
+                           const QuantizedPaths q(op);
+                           if (!a->has(q.scale_codes)) continue;
                            const QString suffix = QStringLiteral("-") + QLatin1Char(op);
                            auto make = [a, op](BlockScaleView::Mode mode) {
                              return [a, op, mode] {
@@ -751,8 +764,8 @@ FP8LAB_REGISTER_RENDER(BlockScaleView, "block_scales", {QStringLiteral("block_sc
                            };
                            jobs << RenderJob{a->id(), QStringLiteral("block_scales") + suffix,
                                              make(BlockScaleView::Mode::Histogram), QStringLiteral("block_scales")};
-                           if (a->has(sessionPath(layout::inputs(std::string(1, op)))) &&
-                               a->has(p + QStringLiteral("_dequantized")) && a->has(p + QStringLiteral("_scales")))
+                           if (a->has(sessionPath(layout::inputs(std::string(1, op)))) && a->has(q.dequantized) &&
+                               a->has(q.scales))
                              jobs << RenderJob{a->id(), QStringLiteral("block_error") + suffix,
                                                make(BlockScaleView::Mode::ErrorSqnr), QStringLiteral("block_scales")};
                          }

@@ -1,5 +1,6 @@
 // FP8 Lab — per-layer advice for training (see site_advice.h).
 #include "experiment/decision/site_advice.h"
+#include "training/sites.h"
 #include "experiment/decision/recipe_ranking.h"
 #include "io/json_number.h"
 #include "session/session_layout.h"
@@ -24,7 +25,7 @@ std::vector<SiteGroup> siteGroups(const SiteTable& t) {
   for (const Site& s : t.sites()) {
     if (s.kind != SiteKind::Linear) continue;
     if (s.block >= 0)
-      groupOf("blocks." + std::to_string(s.block) + "." + s.group).sites.push_back(s.path);
+      groupOf(blockSitePath(s.block, s.group)).sites.push_back(s.path);
     else
       groupOf(s.path).sites.push_back(s.path);
   }

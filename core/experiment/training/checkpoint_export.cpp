@@ -1,5 +1,6 @@
 // A training run exported as an FP8 checkpoint (checkpoint_export.h).
 #include "experiment/training/checkpoint_export.h"
+#include "training/sites.h"
 
 #include "common/names.h"
 #include "common/number_text.h"
@@ -44,7 +45,7 @@ bool transformerTensors(CheckpointExport& x, const Run& run, const std::string& 
   for (const std::string& item : commaItems(sites)) {
     const std::string name(trimmedText(item));
     const Dataset* w = run.find(layout::weights(name + ".weight"));
-    if (!w || name == "lm_head") continue; // attention matmuls have no weight; the head stays F32
+    if (!w || name == kLmHeadName) continue; // attention matmuls have no weight; the head stays F32
     if (w->shape.size() != 2) {
       *why = layout::weights(name + ".weight") + " is not 2-D [in, out]";
       return false;
@@ -63,7 +64,7 @@ bool transformerTensors(CheckpointExport& x, const Run& run, const std::string& 
     }
     std::vector<float> v = float32Of(d);
     int64_t rows = d.shape.size() == 2 ? d.shape[0] : 0, cols = d.shape.back();
-    if (name == "lm_head.weight" && d.shape.size() == 2) { // [C, V] → nn.Linear's [V, C]
+    if (name == std::string(kLmHeadName) + ".weight" && d.shape.size() == 2) { // [C, V] → nn.Linear's [V, C]
       v = transposed(v, rows, cols);
       std::swap(rows, cols);
     }
@@ -92,7 +93,7 @@ std::optional<CheckpointExport> checkpointOfRun(const Run& run, Fp8ScaleLayout s
   x.transformer = !sites.empty();
   if (x.transformer && !transformerTensors(x, run, sites, scale_layout, format, error)) return std::nullopt;
   for (int l = 1; !x.transformer; ++l) {
-    const std::string name = "fc" + std::to_string(l);
+    const std::string name = mlpLayerName(l - 1);
     if (!run.find(layout::weights(name + "/kernel"))) break;
     auto w = trainedWeightsFromRun(run, name);
     if (!w.ok()) {
@@ -120,7 +121,7 @@ std::optional<CheckpointExport> checkpointOfRun(const Run& run, Fp8ScaleLayout s
     for (const Json& l : x.layers) modules += (modules.empty() ? "" : ",") + l["name"].get<std::string>();
     x.metadata["model"] = "transformer";
     x.metadata["quantized_modules"] = modules;
-    x.metadata["tied_embeddings"] = run.find(layout::weights("lm_head.weight")) ? "false" : "true";
+    x.metadata["tied_embeddings"] = run.find(layout::weights(std::string(kLmHeadName) + ".weight")) ? "false" : "true";
   }
   return x;
 }

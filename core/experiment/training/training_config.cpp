@@ -1,4 +1,5 @@
 #include "experiment/training/training_config.h"
+#include "training/sites.h"
 #include "experiment/gemm/sweep.h"
 
 #include "experiment/param_schema.h"
@@ -728,7 +729,7 @@ std::string WeightGemmSpec::configJson(int layer) const {
   Json j = Json::object();
   j["type"] = "gemm-trained-weights";
   j["from_run"] = from_run;
-  j["layer"] = "fc" + std::to_string(layer + 1);
+  j["layer"] = mlpLayerName(layer);
   j["rows"] = gemm.rows;
   j["scaling"] = gemm.scaling;
   j["format_a"] = gemm.format_a->name();
@@ -799,13 +800,10 @@ std::optional<TrainingExperimentSpec> parseTrainingExperiment(const Json& config
         for (int l = 0; l < nlayers; ++l) g.layers.push_back(l);
       for (const Json& v : la) {
         const std::string name = v.is_string() ? v.get<std::string>() : std::string();
-        int l = -1;
-        if (name.size() > 2 && name.compare(0, 2, "fc") == 0 &&
-            std::all_of(name.begin() + 2, name.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) &&
-            name.size() < 8)
-          l = std::stoi(name.substr(2)) - 1;
+        const int l = int(mlpLayerIndex(name).value_or(-1));
         if (l < 0 || l >= nlayers)
-          r.fail(w.member("layers"), "'" + name + "' is not a layer (fc1 … fc" + std::to_string(nlayers) + ")");
+          r.fail(w.member("layers"),
+                 "'" + name + "' is not a layer (" + mlpLayerName(0) + " … " + mlpLayerName(nlayers - 1) + ")");
         else
           g.layers.push_back(l);
       }

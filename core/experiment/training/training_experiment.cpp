@@ -1,4 +1,5 @@
 #include "experiment/training/training_experiment.h"
+#include "training/sites.h"
 #include "common/worker_pool.h"
 #include "session/session_layout.h"
 
@@ -413,7 +414,7 @@ private:
       o.type = "gemm-trained-weights";
       o.backend = run.backend;
       o.device = run.device;
-      o.layer = "fc" + std::to_string(l + 1);
+      o.layer = mlpLayerName(l);
       for (const auto& [k, v] : run.metrics) o.metrics[k] = v.value;
       out_.runs.push_back(std::move(o));
     }
