@@ -43,11 +43,10 @@ int renderCommand(const QStringList& args) {
                                   QStringLiteral("ID"));
   const QCommandLineOption pngOpt(QStringLiteral("png"), QStringLiteral("Output directory (created)."),
                                   QStringLiteral("DIR"));
-  const QCommandLineOption viewsOpt(
-      QStringLiteral("views"),
-      QStringLiteral("Comma-separated views: %1 (default: all that apply).")
-          .arg(fp8lab::ui::renderableViews().join(QStringLiteral(", "))),
-      QStringLiteral("LIST"));
+  const QCommandLineOption viewsOpt(QStringLiteral("views"),
+                                    QStringLiteral("Comma-separated views: %1 (default: all that apply).")
+                                        .arg(fp8lab::ui::renderableViews().join(QStringLiteral(", "))),
+                                    QStringLiteral("LIST"));
   const QCommandLineOption sizeOpt(QStringLiteral("size"), QStringLiteral("Image size in pixels (default 1400x900)."),
                                    QStringLiteral("WxH"));
   const QCommandLineOption fmtOpt(QStringLiteral("formats"),

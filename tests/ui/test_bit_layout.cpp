@@ -1,5 +1,5 @@
-// Bit layout view (ui/views/bit_layout_view.h), bad input included. Expected values are derived by hand from the OCP OFP8
-// rev 1.0 E4M3FN definition (bias 7, no Inf, S.1111.111 = NaN), the derivation next to each check.
+// Bit layout view (ui/views/bit_layout_view.h), bad input included. Expected values are derived by hand from the OCP
+// OFP8 rev 1.0 E4M3FN definition (bias 7, no Inf, S.1111.111 = NaN), the derivation next to each check.
 #include "views/bit_layout_view.h"
 
 #include <QComboBox>
