@@ -19,8 +19,8 @@
 #include "formats/format.h"
 #include "formats/format_table.h"
 #include "io/input_file.h"
-#include "io/json_document.h"
-#include "io/json_stream_writer.h"
+#include "json/json_document.h"
+#include "json/json_stream_writer.h"
 #include "session/output_check.h"
 #include "session/session_lock.h"
 

@@ -2,7 +2,7 @@
 // (cmd_run.cpp), and what other commands share with them: reading a config, saving runs.
 #pragma once
 
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "session/session.h"
 
 #include <QString>

@@ -12,6 +12,7 @@
 // reading, writing or freeing memory it does not own, asking for more than the limit at once, or
 // crashing". Any other end (a signal from a libhdf5 crash, a sanitizer's exit, being killed at the
 // time limit) tells the application the file is unsafe to open.
+#include "io/tensor_import.h"
 #include "session/hdf5_isolation.h"
 
 #include <cstdio>
@@ -95,7 +96,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: fp8lab-h5check check FILE | --features\n");
     return 2;
   }
-  const int rc = fp8lab::runHdf5HelperCheck(argv[2]);
+  // The importer's walk of the file's datasets, beside the session open (io/tensor_import.h).
+  const int rc = fp8lab::runHdf5HelperCheck(argv[2], [](const std::string& path) {
+    const auto listing = fp8lab::listHdf5Tensors(path);
+    return fp8lab::Hdf5WalkReport{listing.issues, listing.value.size()};
+  });
   std::fflush(stdout);
   // _Exit: the verdict is "finished"; skip exit-time work (leak checkers, HDF5's atexit close of a
   // half-broken file) that could turn a finished walk into a non-zero status.

@@ -17,7 +17,7 @@
 #include "experiment/quantize_report.h"
 #include "formats/format.h"
 #include "gemm/gemm.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "session/session.h"
 #include "session/session_layout.h"
 #include "training/diagnostics.h"

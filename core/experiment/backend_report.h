@@ -3,7 +3,7 @@
 #pragma once
 
 #include "gemm/backend_policy.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <string>
 

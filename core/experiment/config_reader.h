@@ -5,7 +5,7 @@
 // and column come from the JsonDocument the object was parsed from, when there is one.
 #pragma once
 
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <cstdint>
 #include <initializer_list>

@@ -7,7 +7,7 @@
 
 #include "common/progress.h"
 #include "experiment/config_reader.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "session/session.h"
 
 #include <functional>

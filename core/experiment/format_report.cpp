@@ -1,9 +1,9 @@
 // The number-format reports: formats, codes, encode decisions (format_report.h).
 #include "experiment/format_report.h"
-#include "io/json_number.h"
+#include "json/json_number.h"
 
 #include "common/number_text.h"
-#include "io/json_stream_writer.h"
+#include "json/json_stream_writer.h"
 
 #include <cmath>
 #include <numeric>

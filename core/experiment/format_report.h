@@ -4,7 +4,7 @@
 #pragma once
 
 #include "formats/format.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <cstdint>
 #include <optional>

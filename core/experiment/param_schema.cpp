@@ -5,6 +5,7 @@
 #include "formats/format.h"
 #include "gemm/backend_policy.h"
 #include "gemm/random_matrix.h"
+#include "scaling/delayed_scaling.h"
 #include "scaling/nvfp4.h"
 #include "scaling/scaling.h"
 
@@ -276,8 +277,8 @@ std::vector<ParamSpec> buildSchema() {
   // Scaling parameters the quantize and train commands share (delayed scaling: Flax fp8_ops, TE
   // DelayedScaling; the TE margin rule).
   // 2^20: `scaling simulate` streams one step at a time in O(L) memory (docs/reliability.md #78).
-  s.push_back(integer("history_len", S::None, "history-len", "steps", 1, kBig, "1024", "quantize scaling train",
-                      "flax_delayed te_delayed te_jax_delayed",
+  s.push_back(integer("history_len", S::None, "history-len", "steps", 1, kMaxAmaxHistoryLen, "1024",
+                      "quantize scaling train", "flax_delayed te_delayed te_jax_delayed",
                       "Delayed scaling: amax history length (TE DelayedScaling amax_history_len; Flax 1024)."));
   s.push_back(integer("margin", S::None, "margin", "powers of two", -126, 126, "0", "quantize scaling train",
                       "te_current te_current_pow2 te_block_1x128 te_block_128x128 te_delayed te_jax_delayed",

@@ -1,6 +1,6 @@
 // `fp8lab-cli quantize`: a tensor quantized with a preset, and its report (quantize_report.h).
 #include "experiment/quantize_report.h"
-#include "io/json_number.h"
+#include "json/json_number.h"
 
 #include "common/names.h"
 #include "common/number_text.h"

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "formats/format.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "scaling/quantized_tensor.h"
 #include "scaling/scaling.h"
 

@@ -5,7 +5,7 @@
 
 #include "experiment/experiment_registry.h"
 #include "experiment/gemm/gemm_run.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "session/session.h"
 
 #include <string>

@@ -1,6 +1,6 @@
 // The reports of the scaling and scale-layout commands (scaling_report.h).
 #include "experiment/scaling_report.h"
-#include "io/json_number.h"
+#include "json/json_number.h"
 
 #include "common/number_text.h"
 #include "formats/format.h"

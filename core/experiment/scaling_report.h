@@ -6,7 +6,7 @@
 // "-inf".
 #pragma once
 
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "scaling/delayed_scaling.h"
 #include "scaling/kernel_layout.h"
 

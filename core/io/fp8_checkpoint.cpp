@@ -5,7 +5,7 @@
 
 #include "formats/format.h"
 #include "io/import_detail.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "metrics/error_metrics.h"
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 
 #include "common/number_text.h"
 #include "formats/format.h"
-#include "io/json_number.h"
+#include "json/json_number.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,11 +1,11 @@
 // FP8 Lab — what `fp8lab-cli checkpoint list | show | requantize` print about an FP8 checkpoint
 // (fp8_checkpoint.h): the JSON objects of --json and the text lines. Numbers in JSON: codes and
-// counts as integers, scales and values as numbers or "nan", "inf", "-inf" (io/json_number.h);
+// counts as integers, scales and values as numbers or "nan", "inf", "-inf" (json/json_number.h);
 // in text, the shortest round-trip decimal (core/common/number_text.h).
 #pragma once
 
 #include "io/fp8_checkpoint.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <string>
 #include <vector>

@@ -6,7 +6,7 @@
 #include "formats/format.h"
 #include "io/atomic_file.h"
 #include "io/import_detail.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <algorithm>
 #include <bit>

@@ -2,7 +2,7 @@
 // header of dtype, shape and data_offsets per tensor, then the bytes). See tensor_import.h.
 #include "io/import_detail.h"
 
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <algorithm>
 #include <cstring>

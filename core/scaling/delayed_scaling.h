@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,6 +46,15 @@ enum class MetaCombine {
   Max, ///< Flax `fp32_max_grad`: elementwise max (correct)
   Sum, ///< plain autodiff: elementwise sum (the bug Flax #3623 fixed; for demonstration)
 };
+
+/// The longest amax history a delayed-scaling state keeps (2^20 steps): `scaling simulate` streams
+/// one step at a time in O(L) memory (docs/reliability.md). The parameter schema's history_len
+/// range is [1, kMaxAmaxHistoryLen].
+inline constexpr int kMaxAmaxHistoryLen = 1 << 20;
+/// "[1, 1048576]": the accepted history lengths, as the refusals name them.
+inline std::string amaxHistoryRangeText() {
+  return "[1, " + std::to_string(kMaxAmaxHistoryLen) + "]";
+}
 
 /// Settings of one delayed-scaling state. fp8_max comes from the format.
 struct DelayedScalingConfig {

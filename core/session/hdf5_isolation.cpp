@@ -1,7 +1,6 @@
 // FP8 Lab — metadata check of HDF5 files in a separate process (see hdf5_isolation.h).
 #include "session/hdf5_isolation.h"
 
-#include "io/tensor_import.h"
 
 #include <algorithm>
 #include <atomic>
@@ -374,7 +373,7 @@ Status checkHdf5FileOutOfProcess(const std::string& path) {
 
 // ---- the helper's side ----------------------------------------------------------------------
 
-int runHdf5HelperCheck(const std::string& path) {
+int runHdf5HelperCheck(const std::string& path, const std::function<Hdf5WalkReport(const std::string&)>& walk) {
   setHdf5Isolation(false);
   t_in_walk = true;
   // The metadata walk, under the allocation limit: the session open twice (the second while the
@@ -382,7 +381,7 @@ int runHdf5HelperCheck(const std::string& path) {
   g_hdf5HelperAllocationLimit.store(size_t(std::max(1.0, hdf5CheckMemoryLimitMiB()) * 1048576.0));
   auto reader = SessionReader::open(path);
   { auto again = SessionReader::open(path); }
-  const auto listing = listHdf5Tensors(path);
+  const Hdf5WalkReport listing = walk ? walk(path) : Hdf5WalkReport{};
   g_hdf5HelperAllocationLimit.store(0);
   if (peakMemoryMiBOfThisProcess() > hdf5CheckMemoryLimitMiB()) {
     std::printf("peak memory %.0f MiB above the limit %.0f MiB\n", peakMemoryMiBOfThisProcess(),
@@ -392,7 +391,7 @@ int runHdf5HelperCheck(const std::string& path) {
   for (const auto& i : reader.issues) std::printf("session: %s\n", i.toString().c_str());
   for (const auto& i : listing.issues) std::printf("listing: %s\n", i.toString().c_str());
   std::printf("%zu run(s), %zu dataset(s) listed\n", reader.ok() && reader.value ? reader.value->info().runs.size() : 0,
-              listing.value.size());
+              listing.listed);
   return 0;
 }
 

@@ -29,7 +29,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace fp8lab {
 
@@ -106,10 +108,18 @@ std::string hdf5CheckerPath();
 /// open starts none).
 uint64_t hdf5CheckerRuns();
 
-/// The helper's side (fp8lab-h5check check FILE): the metadata walk under the allocation limit,
+/// What a second walk of the file beside the session open found (the importer's listing of its
+/// datasets, io/tensor_import.h's listHdf5Tensors): its findings and how many datasets it listed.
+struct Hdf5WalkReport {
+  std::vector<Issue> issues;
+  size_t listed = 0;
+};
+
+/// The helper's side (fp8lab-h5check check FILE): the metadata walk under the allocation limit —
+/// the session open twice and `listing`, the importer's walk that the helper program supplies —
 /// then its findings on stdout (for a person; the application reads only the exit status).
 /// Returns the helper's exit status (kHdf5CheckExitMemory when the walk passed the memory limit).
-int runHdf5HelperCheck(const std::string& path);
+int runHdf5HelperCheck(const std::string& path, const std::function<Hdf5WalkReport(const std::string&)>& listing);
 
 /// While non-zero, the memory-checked helper ends with kHdf5CheckExitMemoryError on any single
 /// allocation above this many bytes (its malloc hook reads it; set during the metadata walk).

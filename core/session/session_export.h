@@ -4,7 +4,7 @@
 #pragma once
 
 #include "common/progress.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "session/session.h"
 
 #include <string>

@@ -1,7 +1,7 @@
 // The JSON of inspect, runs list and merge (session_inspect.h).
 #include "session/session_inspect.h"
 
-#include "io/json_number.h"
+#include "json/json_number.h"
 
 #include <cstdint>
 

@@ -3,7 +3,7 @@
 // "nan", "inf", "-inf"; objects have their keys sorted (nlohmann::json's std::map).
 #pragma once
 
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "session/session.h"
 
 #include <string>
@@ -11,7 +11,7 @@
 
 namespace fp8lab {
 
-/// An attribute value as JSON: a string, a double as numberJson (io/json_number.h), or an integer.
+/// An attribute value as JSON: a string, a double as numberJson (json/json_number.h), or an integer.
 Json attrJson(const AttrValue& v);
 /// Every attribute of `a` as one object.
 Json attrsJson(const Attributes& a);

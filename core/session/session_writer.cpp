@@ -4,7 +4,7 @@
 #include "session/session_layout.h"
 #include "session/session.h"
 #include "session/session_lock.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,8 +1,7 @@
 // FP8 Lab — training the tiny transformer language model (see lm_trainer.h).
 #include "training/lm_trainer.h"
+#include "scaling/delayed_scaling.h"
 #include "training/sites.h"
-
-#include "experiment/param_schema.h"
 
 #include "common/worker_pool.h"
 #include "training/dense.h"
@@ -37,8 +36,8 @@ std::string LmTrainingConfig::validate() const {
     if (!forward_format || !backward_format) return "FP8 formats missing";
     if (forward_format->bits() > 8 || backward_format->bits() > 8) return "FP8 runs need 8-bit (or narrower) formats";
     if (recipe.recipe == TrainingRecipe::PerTensor && isDelayed(scaling.kind) &&
-        !inParamRange("history_len", scaling.history_len))
-      return "amax history length must be in " + param("history_len", ParamScope::None).rangeText();
+        !(scaling.history_len >= 1 && scaling.history_len <= kMaxAmaxHistoryLen))
+      return "amax history length must be in " + amaxHistoryRangeText();
     if (const std::string why = recipe.validate(); !why.empty()) return "recipe: " + why;
   } else if (recipe.recipe != TrainingRecipe::PerTensor) {
     return "a recipe needs precision fp8";

@@ -1,7 +1,6 @@
 // FP8 Lab — the FP8 training experiment (see trainer.h).
 #include "training/trainer.h"
-
-#include "experiment/param_schema.h"
+#include "scaling/delayed_scaling.h"
 
 #include "common/worker_pool.h"
 #include "training/dense.h"
@@ -38,8 +37,8 @@ std::string TrainingConfig::validate() const {
   if (precision == TrainingPrecision::FP8) {
     if (!forward_format || !backward_format) return "FP8 formats missing";
     if (forward_format->bits() > 8 || backward_format->bits() > 8) return "FP8 runs need 8-bit (or narrower) formats";
-    if (isDelayed(scaling.kind) && !inParamRange("history_len", scaling.history_len))
-      return "amax history length must be in " + param("history_len", ParamScope::None).rangeText();
+    if (isDelayed(scaling.kind) && !(scaling.history_len >= 1 && scaling.history_len <= kMaxAmaxHistoryLen))
+      return "amax history length must be in " + amaxHistoryRangeText();
     if (const std::string why = recipe.validate(); !why.empty()) return "recipe: " + why;
   } else if (recipe.recipe != TrainingRecipe::PerTensor) {
     return "a recipe needs precision fp8";

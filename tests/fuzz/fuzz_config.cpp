@@ -5,7 +5,7 @@
 // may crash or hang. No experiment is run.
 #include "experiment/gemm/gemm_config.h"
 #include "experiment/training/training_config.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <string>
 

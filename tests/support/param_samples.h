@@ -4,7 +4,7 @@
 #pragma once
 
 #include "experiment/param_schema.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <QStringList>
 

@@ -12,7 +12,7 @@
 
 #include "experiment/decision/site_advice.h"
 #include "experiment/gemm/sweep.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <QComboBox>
 #include <QFile>

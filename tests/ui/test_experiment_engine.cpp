@@ -11,7 +11,7 @@
 #include "session/session_document.h"
 
 #include "experiment/training/training_config.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "scaling/scaling.h"
 #include "session/session.h"
 

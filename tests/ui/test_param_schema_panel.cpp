@@ -10,6 +10,7 @@
 
 #include "experiment/gemm/gemm_config.h"
 #include "experiment/param_schema.h"
+#include "experiment/training/training_schema.h"
 #include "forms/experiment_panel.h"
 #include "forms/experiment_runner.h"
 
@@ -55,6 +56,46 @@ private Q_SLOTS:
     QCOMPARE(panel.findChild<QSpinBox*>(QStringLiteral("m"))->maximum(), 1048576);
     QCOMPARE(panel.findChild<QSpinBox*>(QStringLiteral("fastAccumBits"))->minimum(), 2);
     QCOMPARE(panel.findChild<QSpinBox*>(QStringLiteral("fastAccumBits"))->maximum(), 48);
+  }
+
+  // The Training tab's numbers come from the training schema: each spin box's range and, before
+  // any edit, its value are the entry's (the MLP's where both models have the key; the LM's
+  // ffn_hidden computes its default, 4·d_model). The GEMM tab's seed starts at the GEMM schema's.
+  void trainingWidgetsAreTheTrainingSchemas() {
+    ExperimentPanel panel;
+    struct Field {
+      const char* key;
+      TrainingModel model;
+      const char* widget;
+    };
+    const Field fields[] = {{"model.d_model", TrainingModel::Lm, "dModel"},
+                            {"model.layers", TrainingModel::Lm, "lmLayers"},
+                            {"model.heads", TrainingModel::Lm, "heads"},
+                            {"model.context", TrainingModel::Lm, "context"},
+                            {"model.ffn_hidden", TrainingModel::Lm, "ffnHidden"},
+                            {"steps", TrainingModel::Lm, "lmSteps"},
+                            {"epochs", TrainingModel::Mlp, "epochs"},
+                            {"batch_size", TrainingModel::Mlp, "batchSize"},
+                            {"train_limit", TrainingModel::Mlp, "trainLimit"},
+                            {"test_limit", TrainingModel::Mlp, "testLimit"}};
+    for (const Field& f : fields) {
+      const ParamSpec& p = trainingParam(f.key, f.model);
+      auto* w = panel.findChild<QSpinBox*>(QString::fromLatin1(f.widget));
+      QVERIFY2(w, f.widget);
+      QCOMPARE(double(w->minimum()), p.min);
+      QCOMPARE(double(w->maximum()), p.max);
+      if (!p.def.empty()) QCOMPARE(w->value(), std::stoi(p.def));
+    }
+    QCOMPARE(panel.findChild<QSpinBox*>(QStringLiteral("ffnHidden"))->value(),
+             4 * std::stoi(trainingParam("model.d_model", TrainingModel::Lm).def));
+    QCOMPARE(panel.findChild<QSpinBox*>(QStringLiteral("trainSeed"))->value(),
+             std::stoi(trainingParam("seed", TrainingModel::Any).def));
+    // The values the parser reads when a config leaves the keys out (training_config.cpp):
+    // d_model 64 in [1, 4096], 600 LM steps, an MLP batch of 128.
+    QCOMPARE(panel.findChild<QSpinBox*>(QStringLiteral("dModel"))->maximum(), 4096);
+    QCOMPARE(panel.findChild<QSpinBox*>(QStringLiteral("lmSteps"))->value(), 600);
+    QCOMPARE(panel.findChild<QSpinBox*>(QStringLiteral("batchSize"))->value(), 128);
+    QCOMPARE(panel.findChild<QSpinBox*>(QStringLiteral("seed"))->value(), std::stoi(param("seed").def));
   }
 
   void validationRefusesPastTheSchemasMax() {

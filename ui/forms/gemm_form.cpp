@@ -330,7 +330,7 @@ GemmForm::GemmForm(QWidget* parent) : QWidget(parent) {
                                                tr("Import tensor B")));
   train_run_ = combo(QStringLiteral("trainingRun"));
   form_->addRow(tr("Training run:"), train_run_);
-  seed_ = spin(QStringLiteral("seed"), 0, 2147483647, 42);
+  seed_ = spin(QStringLiteral("seed"), 0, 2147483647, std::stoi(param("seed").def));
   form_->addRow(tr("Seed:"), seed_);
   backend_ = combo(QStringLiteral("backend"));
   backend_->addItem(tr("CPU reference"), QStringLiteral("cpu"));
@@ -360,7 +360,7 @@ QJsonObject GemmForm::defaultConfig() {
                      {QStringLiteral("beta"), 0.0},
                      {QStringLiteral("a"), normal},
                      {QStringLiteral("b"), normal},
-                     {QStringLiteral("seed"), 42}};
+                     {QStringLiteral("seed"), std::stoi(param("seed").def)}};
 }
 
 QJsonObject GemmForm::config() const {

@@ -85,6 +85,13 @@ inline void fromSchema(QSpinBox* s, const ParamSpec& p) {
   s->setToolTip(QString::fromStdString(paramHelp(p, false)));
 }
 
+/// A spin box's range, tooltip and value from a training schema entry (training_schema.h):
+/// fromSchema, and the entry's default (`def` when the entry computes its own, as ffn_hidden does).
+inline void fromTrainingSchema(QSpinBox* s, const ParamSpec& p, int def = 0) {
+  fromSchema(s, p);
+  s->setValue(p.def.empty() ? def : std::stoi(p.def));
+}
+
 /// "M = 0 is out of range [1, 1048576]." when `v` lies outside the entry's range, else "".
 inline QString rangeProblem(const QString& name, double v, const ParamSpec& p) {
   if (v >= p.min && v <= p.max) return {};

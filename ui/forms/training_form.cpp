@@ -3,6 +3,8 @@
 #include "forms/experiment_runner.h"
 #include "forms/training_model_form.h"
 
+#include "experiment/training/training_schema.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
@@ -76,8 +78,10 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
   connect(t_model_, &TrainingModelForm::changed, this, onChange);
   connect(t_model_, &TrainingModelForm::modelChanged, this, [this](bool transformer) {
     // Each model's own default batch, unless the user chose another.
-    if (transformer && t_batch_->value() == 128) t_batch_->setValue(16);
-    if (!transformer && t_batch_->value() == 16) t_batch_->setValue(128);
+    const int mlp_batch = std::stoi(trainingParam("batch_size", TrainingModel::Mlp).def);
+    const int lm_batch = std::stoi(trainingParam("batch_size", TrainingModel::Lm).def);
+    if (transformer && t_batch_->value() == mlp_batch) t_batch_->setValue(lm_batch);
+    if (!transformer && t_batch_->value() == lm_batch) t_batch_->setValue(mlp_batch);
     updateStates();
     Q_EMIT this->changed();
   });
@@ -129,18 +133,24 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
   train_form_->addRow(tr("Override:"), t_wgrad_hp_);
 
   section(tr("Training"));
-  t_epochs_ = spin(QStringLiteral("epochs"), 1, 1000, 3);
+  // Ranges, defaults and tooltips: the training schema's (core/experiment/training/training_schema.h).
+  auto mlpSpin = [&](const QString& name, const char* key) {
+    QSpinBox* s = spin(name, 0, 1, 0);
+    fields::fromTrainingSchema(s, trainingParam(key, TrainingModel::Mlp));
+    return s;
+  };
+  t_epochs_ = mlpSpin(QStringLiteral("epochs"), "epochs");
   train_form_->addRow(tr("Epochs:"), t_epochs_);
-  t_batch_ = spin(QStringLiteral("batchSize"), 1, 60000, 128);
+  t_batch_ = mlpSpin(QStringLiteral("batchSize"), "batch_size");
   train_form_->addRow(tr("Batch size:"), t_batch_);
-  t_seed_ = spin(QStringLiteral("trainSeed"), 0, 2147483647, 1);
+  t_seed_ = spin(QStringLiteral("trainSeed"), 0, 2147483647, std::stoi(trainingParam("seed", TrainingModel::Any).def));
   t_seed_->setToolTip(tr("Initial weights, data order and stochastic rounding"));
   train_form_->addRow(tr("Seed:"), t_seed_);
-  t_train_limit_ = spin(QStringLiteral("trainLimit"), 0, 60000, 0);
+  t_train_limit_ = mlpSpin(QStringLiteral("trainLimit"), "train_limit");
   t_train_limit_->setSpecialValueText(tr("all 60000"));
   t_train_limit_->setToolTip(tr("Only the first N training images (0: all)"));
   train_form_->addRow(tr("Training images:"), t_train_limit_);
-  t_test_limit_ = spin(QStringLiteral("testLimit"), 0, 10000, 0);
+  t_test_limit_ = mlpSpin(QStringLiteral("testLimit"), "test_limit");
   t_test_limit_->setSpecialValueText(tr("all 10000"));
   train_form_->addRow(tr("Test images:"), t_test_limit_);
   // After the generic handler: a recipe brings its own weight_2d default.

@@ -1,5 +1,7 @@
 #include "forms/training_model_form.h"
 
+#include "experiment/training/training_schema.h"
+#include "forms/panel_fields.h"
 #include "training/training_session.h"
 
 #include <QComboBox>
@@ -74,17 +76,21 @@ TrainingModelForm::TrainingModelForm(QWidget* parent) : QWidget(parent) {
                          "Linear (attn.qkv, attn.out, ffn.up/down, lm_head) a site of the recipe"),
                       Qt::ToolTipRole);
   form_->addRow(tr("Model:"), model_);
-  d_model_ =
-      spin(QStringLiteral("dModel"), 8, 1024, 64, tr("Width of the residual stream (C); a multiple of the heads"));
+  // Ranges, defaults and tooltips: the training schema's (core/experiment/training/training_schema.h).
+  auto lmSpin = [&](const QString& name, const char* key, int def = 0) {
+    QSpinBox* s = spin(name, 0, 1, 0, {});
+    fields::fromTrainingSchema(s, trainingParam(key, TrainingModel::Lm), def);
+    return s;
+  };
+  d_model_ = lmSpin(QStringLiteral("dModel"), "model.d_model");
   form_->addRow(tr("d_model:"), d_model_);
-  layers_ = spin(QStringLiteral("lmLayers"), 1, 24, 2, tr("Transformer blocks (L)"));
+  layers_ = lmSpin(QStringLiteral("lmLayers"), "model.layers");
   form_->addRow(tr("Blocks:"), layers_);
-  heads_ = spin(QStringLiteral("heads"), 1, 32, 4, tr("Attention heads per block (H); d_model / H per head"));
+  heads_ = lmSpin(QStringLiteral("heads"), "model.heads");
   form_->addRow(tr("Heads:"), heads_);
-  context_ = spin(QStringLiteral("context"), 8, 1024, 64, tr("Context length in bytes (T)"));
+  context_ = lmSpin(QStringLiteral("context"), "model.context");
   form_->addRow(tr("Context:"), context_);
-  ffn_hidden_ =
-      spin(QStringLiteral("ffnHidden"), 8, 8192, 256, tr("Width of the FFN's hidden layer (GPT-2: 4 d_model)"));
+  ffn_hidden_ = lmSpin(QStringLiteral("ffnHidden"), "model.ffn_hidden", 4 * d_model_->value());
   form_->addRow(tr("FFN width:"), ffn_hidden_);
   ffn_ = combo(QStringLiteral("ffn"));
   ffn_->addItem(QStringLiteral("GELU"), QStringLiteral("gelu"));
@@ -99,9 +105,7 @@ TrainingModelForm::TrainingModelForm(QWidget* parent) : QWidget(parent) {
   norm_pos_->addItem(tr("pre-norm (GPT-2)"), QStringLiteral("pre"));
   norm_pos_->addItem(tr("post-norm (original Transformer)"), QStringLiteral("post"));
   form_->addRow(tr("Norm position:"), norm_pos_);
-  steps_ = spin(QStringLiteral("lmSteps"), 1, 1000000, 800,
-                tr("Optimizer steps of batch-size windows of context + 1 bytes (800 take about 3 minutes on 2 "
-                   "cores at the default size)"));
+  steps_ = lmSpin(QStringLiteral("lmSteps"), "steps");
   form_->addRow(tr("Steps:"), steps_);
 
   policy_ = combo(QStringLiteral("policy"));

@@ -22,7 +22,6 @@
 #include <QLineEdit>
 #include <QMenu>
 #include <QPushButton>
-#include <QRegularExpression>
 #include <QTableWidget>
 #include <QToolButton>
 #include <QVBoxLayout>

@@ -3,7 +3,7 @@
 
 #include "experiment/gemm/gemm_config.h"
 #include "experiment/training/training_config.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <algorithm>
 #include <map>

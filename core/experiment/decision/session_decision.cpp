@@ -3,7 +3,7 @@
 #include "experiment/training/training_config.h"
 #include "session/session_layout.h"
 
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // The decision of a session as text and JSON (session_decision_text.h).
 #include "experiment/decision/session_decision_text.h"
-#include "io/json_number.h"
+#include "json/json_number.h"
 
 #include "common/number_text.h"
 #include "scaling/recipe_cost.h"

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "experiment/decision/session_decision.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <string>
 

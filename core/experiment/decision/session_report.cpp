@@ -1,7 +1,7 @@
 // FP8 Lab — the session report (session_report.h).
 #include "experiment/decision/session_report.h"
 
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 #include "experiment/decision/site_advice.h"
 #include "training/sites.h"
 #include "experiment/decision/recipe_ranking.h"
-#include "io/json_number.h"
+#include "json/json_number.h"
 #include "session/session_layout.h"
 
 #include <algorithm>

@@ -22,7 +22,7 @@
 
 #include "experiment/training/training_config.h"
 #include "experiment/training/training_experiment.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "session/session.h"
 #include "training/sites.h"
 

@@ -13,7 +13,7 @@
 // so those runs still re-run.
 #pragma once
 
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "experiment/config_reader.h"
 #include "experiment/gemm/gemm_run.h"
 

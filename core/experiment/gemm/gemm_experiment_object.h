@@ -9,7 +9,7 @@
 #include "experiment/experiment_registry.h"
 #include "experiment/gemm/gemm_run.h"
 #include "gemm/backend_policy.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "session/session.h"
 
 #include <functional>

@@ -1,6 +1,6 @@
 // The summary of one GEMM error experiment as text and JSON (gemm_report.h).
 #include "experiment/gemm/gemm_report.h"
-#include "io/json_number.h"
+#include "json/json_number.h"
 
 #include "common/number_text.h"
 #include "experiment/kernel_check/kernel_check_report.h"

@@ -8,7 +8,7 @@
 #include "experiment/gemm/gemm_config.h"
 #include "experiment/gemm/gemm_run.h"
 #include "gemm/accumulation_preset.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "metrics/error_metrics.h"
 #include "scaling/quantized_tensor.h"
 

@@ -14,7 +14,7 @@
 #include "common/number_text.h"
 #include "common/worker_pool.h"
 #include "io/fp8_checkpoint.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "io/tensor_import.h"
 #include "metrics/error_metrics.h"
 #include "metrics/robust_metrics.h"

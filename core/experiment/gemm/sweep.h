@@ -24,7 +24,7 @@
 #pragma once
 
 #include "experiment/gemm/gemm_run.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "session/session.h"
 
 #include <cstdint>

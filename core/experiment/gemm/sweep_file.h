@@ -6,7 +6,7 @@
 
 #include "experiment/gemm/sweep.h"
 #include "gemm/backend_policy.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "session/session.h"
 
 #include <functional>

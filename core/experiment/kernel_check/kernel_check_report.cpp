@@ -1,7 +1,7 @@
 // The kernel check's report as text and JSON (kernel_check_report.h).
 #include "experiment/kernel_check/kernel_check_report.h"
 
-#include "io/json_number.h"
+#include "json/json_number.h"
 
 #include "common/number_text.h"
 

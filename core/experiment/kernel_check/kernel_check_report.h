@@ -5,7 +5,7 @@
 #pragma once
 
 #include "experiment/kernel_check/kernel_check_run.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <string>
 

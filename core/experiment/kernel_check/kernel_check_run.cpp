@@ -3,7 +3,7 @@
 #include "session/session_layout.h"
 
 #include "formats/format.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "io/tensor_import.h"
 
 #include <cmath>

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "io/fp8_checkpoint.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "session/session.h"
 
 #include <map>

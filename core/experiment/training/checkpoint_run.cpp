@@ -3,8 +3,8 @@
 #include "session/session_layout.h"
 
 #include "io/fp8_checkpoint.h"
-#include "io/json_document.h"
-#include "io/json_number.h"
+#include "json/json_document.h"
+#include "json/json_number.h"
 #include "common/number_text.h"
 #include "metrics/block_stats.h"
 #include "training/training_session.h"

@@ -15,7 +15,7 @@
 //                               step of the nine per-step series, no per-block maps
 #pragma once
 
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "session/session.h"
 #include "training/diagnostics.h"
 

@@ -1,4 +1,5 @@
 #include "experiment/training/training_config.h"
+#include "experiment/training/training_schema.h"
 #include "training/sites.h"
 #include "experiment/gemm/sweep.h"
 
@@ -262,6 +263,21 @@ Accumulation readAccumulation(ConfigReader& r, const Json& o, const ConfigPath& 
   return *a;
 }
 
+/// A training integer key of `o` (the last part of `key`, a training schema path) in the range of
+/// its schema entry, with the entry's default unless `def` is given (training_schema.h).
+int64_t trainingInteger(ConfigReader& r, const Json& o, std::string_view key, TrainingModel model, const ConfigPath& at,
+                        std::optional<int64_t> def = std::nullopt) {
+  const ParamSpec& p = trainingParam(key, model);
+  const std::string leaf(key.substr(key.rfind('.') == std::string_view::npos ? 0 : key.rfind('.') + 1));
+  return r.integer(o, leaf, at, def ? *def : std::stoll(p.def), int64_t(p.min), int64_t(p.max));
+}
+/// A training number key of `o` with its schema entry's default.
+double trainingNumber(ConfigReader& r, const Json& o, std::string_view key, TrainingModel model, const ConfigPath& at) {
+  const ParamSpec& p = trainingParam(key, model);
+  const std::string leaf(key.substr(key.rfind('.') == std::string_view::npos ? 0 : key.rfind('.') + 1));
+  return r.number(o, leaf, at, std::stod(p.def));
+}
+
 /// A GEMM integer key of `o` in the range of its parameter schema entry (param_schema.h).
 int64_t schemaInteger(ConfigReader& r, const Json& o, const char* key, const ConfigPath& at, int64_t def) {
   const ParamSpec& p = param(key);
@@ -345,11 +361,11 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
   if (lower(r.string(*mo, "kind", mw, "transformer")) != "transformer")
     r.fail(mw.member("kind"), "only \"transformer\" (the MLP is the run without \"model\")");
   TransformerConfig& m = lm.model;
-  m.d_model = r.integer(*mo, "d_model", mw, m.d_model, 1, 4096);
-  m.layers = r.integer(*mo, "layers", mw, m.layers, 1, 64);
-  m.heads = r.integer(*mo, "heads", mw, m.heads, 1, 256);
-  m.context = r.integer(*mo, "context", mw, m.context, 2, 4096);
-  m.ffn_hidden = r.integer(*mo, "ffn_hidden", mw, 4 * m.d_model, 1, 16384);
+  m.d_model = trainingInteger(r, *mo, "model.d_model", TrainingModel::Lm, mw);
+  m.layers = trainingInteger(r, *mo, "model.layers", TrainingModel::Lm, mw);
+  m.heads = trainingInteger(r, *mo, "model.heads", TrainingModel::Lm, mw);
+  m.context = trainingInteger(r, *mo, "model.context", TrainingModel::Lm, mw);
+  m.ffn_hidden = trainingInteger(r, *mo, "model.ffn_hidden", TrainingModel::Lm, mw, 4 * m.d_model);
   const std::string ffn = lower(r.string(*mo, "ffn", mw, "gelu"));
   if (ffn == "gelu")
     m.ffn = FfnKind::Gelu;
@@ -420,10 +436,10 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
   lm.record_history = c.record_history;
   lm.diagnostics = c.diagnostics;
   if (!ConfigReader::has(o, "diagnostics")) lm.diagnostics.map_every = 200;
-  lm.batch_size = int(r.integer(o, "batch_size", where, 16, 1, 4096));
-  lm.steps = r.integer(o, "steps", where, 600, 1, 10000000);
+  lm.batch_size = int(trainingInteger(r, o, "batch_size", TrainingModel::Lm, where));
+  lm.steps = trainingInteger(r, o, "steps", TrainingModel::Lm, where);
   lm.softmax_scale = float(r.number(o, "softmax_scale", where, 256.0));
-  lm.sample_bytes = int(r.integer(o, "sample_bytes", where, 240, 0, 100000));
+  lm.sample_bytes = int(trainingInteger(r, o, "sample_bytes", TrainingModel::Lm, where));
   lm.sample_temperature = r.number(o, "sample_temperature", where, 0.8);
   if (r.ok() && !(lm.sample_temperature >= 0 && lm.sample_temperature <= 10))
     r.fail(where.member("sample_temperature"), "must be in [0, 10] (0: greedy)");
@@ -438,14 +454,14 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
     else
       r.fail(w.member("name"), "unknown optimizer '" + name + "' (adam, sgd)");
     op.learning_rate = float(r.number(*oo, "learning_rate", w, op.kind == OptimizerKind::Sgd ? 0.1 : 3e-3));
-    op.beta1 = float(r.number(*oo, "beta1", w, 0.9));
-    op.beta2 = float(r.number(*oo, "beta2", w, 0.99));
-    op.epsilon = float(r.number(*oo, "epsilon", w, 1e-8));
-    op.momentum = float(r.number(*oo, "momentum", w, 0.9));
-    op.weight_decay = float(r.number(*oo, "weight_decay", w, 0.0));
-    lm.warmup_steps = r.integer(*oo, "warmup_steps", w, 50, 0, 1 << 30);
-    lm.min_lr_ratio = r.number(*oo, "min_lr_ratio", w, 0.1);
-    lm.clip_norm = r.number(*oo, "clip_norm", w, 1.0);
+    op.beta1 = float(trainingNumber(r, *oo, "optimizer.beta1", TrainingModel::Lm, w));
+    op.beta2 = float(trainingNumber(r, *oo, "optimizer.beta2", TrainingModel::Lm, w));
+    op.epsilon = float(trainingNumber(r, *oo, "optimizer.epsilon", TrainingModel::Lm, w));
+    op.momentum = float(trainingNumber(r, *oo, "optimizer.momentum", TrainingModel::Lm, w));
+    op.weight_decay = float(trainingNumber(r, *oo, "optimizer.weight_decay", TrainingModel::Lm, w));
+    lm.warmup_steps = trainingInteger(r, *oo, "optimizer.warmup_steps", TrainingModel::Lm, w);
+    lm.min_lr_ratio = trainingNumber(r, *oo, "optimizer.min_lr_ratio", TrainingModel::Lm, w);
+    lm.clip_norm = trainingNumber(r, *oo, "optimizer.clip_norm", TrainingModel::Lm, w);
     if (r.ok() && !(op.learning_rate > 0)) r.fail(w.member("learning_rate"), "must be a positive number");
     if (r.ok() && !(op.beta1 >= 0 && op.beta1 < 1)) r.fail(w.member("beta1"), "must be in [0, 1)");
     if (r.ok() && !(op.beta2 >= 0 && op.beta2 < 1)) r.fail(w.member("beta2"), "must be in [0, 1)");
@@ -462,16 +478,16 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
   if (const Json* ev = r.object(o, "eval", where)) {
     const ConfigPath w = where.member("eval");
     r.checkKeys(*ev, w, {"every", "batches"});
-    lm.eval_every = int(r.integer(*ev, "every", w, 100, 1, 1 << 30));
-    lm.eval_batches = int(r.integer(*ev, "batches", w, 8, 1, 10000));
+    lm.eval_every = int(trainingInteger(r, *ev, "eval.every", TrainingModel::Lm, w));
+    lm.eval_batches = int(trainingInteger(r, *ev, "eval.batches", TrainingModel::Lm, w));
   }
   if (const Json* pv = r.object(o, "probes", where)) {
     const ConfigPath w = where.member("probes");
     r.checkKeys(*pv, w, {"every", "massive_threshold", "massive_ratio", "attention_every"});
-    lm.probes.every = int(r.integer(*pv, "every", w, 25, 0, 1 << 30));
+    lm.probes.every = int(trainingInteger(r, *pv, "probes.every", TrainingModel::Lm, w));
     lm.probes.massive_threshold = r.number(*pv, "massive_threshold", w, 20.0);
     lm.probes.massive_ratio = r.number(*pv, "massive_ratio", w, 1000.0);
-    lm.probes.attention_every = int(r.integer(*pv, "attention_every", w, 100, 0, 1 << 30));
+    lm.probes.attention_every = int(trainingInteger(r, *pv, "probes.attention_every", TrainingModel::Lm, w));
   }
   if (r.ok())
     if (const std::string v = lm.validate(); !v.empty()) r.fail(where, v);
@@ -491,8 +507,8 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
   if (!isValidRunId(s.id, &why)) r.fail(where.member("id"), why);
   c.label = r.string(o, "label", where, s.id);
   s.data_dir = r.string(o, "data_dir", where, {});
-  s.train_limit = r.integer(o, "train_limit", where, 0, 0, 60000);
-  s.test_limit = r.integer(o, "test_limit", where, 0, 0, 10000);
+  s.train_limit = trainingInteger(r, o, "train_limit", TrainingModel::Mlp, where);
+  s.test_limit = trainingInteger(r, o, "test_limit", TrainingModel::Mlp, where);
   const std::string prec = lower(r.string(o, "precision", where, "fp8"));
   if (prec == "fp8")
     c.precision = TrainingPrecision::FP8;
@@ -560,10 +576,10 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
     if (!c.layer_sizes.empty() && c.layer_sizes.back() != 10) r.fail(w, "the last size must be 10 (classes)");
     if (c.layer_sizes.size() < 2) r.fail(w, "needs at least input and output sizes");
   }
-  c.batch_size = static_cast<int>(r.integer(o, "batch_size", where, c.batch_size, 1, 60000));
-  c.epochs = static_cast<int>(r.integer(o, "epochs", where, c.epochs, 1, 1000));
-  c.eval_batch_size = static_cast<int>(r.integer(o, "eval_batch_size", where, c.eval_batch_size, 1, 10000));
-  c.threads = static_cast<int>(r.integer(o, "threads", where, 0, 0, 1024));
+  c.batch_size = static_cast<int>(trainingInteger(r, o, "batch_size", TrainingModel::Mlp, where));
+  c.epochs = static_cast<int>(trainingInteger(r, o, "epochs", TrainingModel::Mlp, where));
+  c.eval_batch_size = static_cast<int>(trainingInteger(r, o, "eval_batch_size", TrainingModel::Mlp, where));
+  c.threads = static_cast<int>(trainingInteger(r, o, "threads", TrainingModel::Mlp, where));
   c.seed = r.seed(o, "seed", where, c.seed);
   c.record_history = r.boolean(o, "record_history", where, true);
   const bool language_model = ConfigReader::has(o, "model");
@@ -571,10 +587,10 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
     const ConfigPath w = where.member("optimizer");
     r.checkKeys(*oo, w, {"name", "learning_rate", "beta1", "beta2", "epsilon"});
     if (lower(r.string(*oo, "name", w, "adam")) != "adam") r.fail(w.member("name"), "only \"adam\" is supported");
-    c.learning_rate = static_cast<float>(r.number(*oo, "learning_rate", w, c.learning_rate));
-    c.beta1 = static_cast<float>(r.number(*oo, "beta1", w, c.beta1));
-    c.beta2 = static_cast<float>(r.number(*oo, "beta2", w, c.beta2));
-    c.adam_epsilon = static_cast<float>(r.number(*oo, "epsilon", w, c.adam_epsilon));
+    c.learning_rate = static_cast<float>(trainingNumber(r, *oo, "optimizer.learning_rate", TrainingModel::Mlp, w));
+    c.beta1 = static_cast<float>(trainingNumber(r, *oo, "optimizer.beta1", TrainingModel::Mlp, w));
+    c.beta2 = static_cast<float>(trainingNumber(r, *oo, "optimizer.beta2", TrainingModel::Mlp, w));
+    c.adam_epsilon = static_cast<float>(trainingNumber(r, *oo, "optimizer.epsilon", TrainingModel::Mlp, w));
     // Checked here, at the key, as well as by TrainingConfig::validate.
     auto num = [](float v) { return Json(v).dump(); };
     if (r.ok() && !(c.learning_rate > 0))

@@ -9,10 +9,10 @@
 #pragma once
 
 #include "experiment/config_reader.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "training/lm_trainer.h"
 #include "training/trainer.h"
-#include "training/weight_gemm.h"
+#include "experiment/training/weight_gemm.h"
 
 #include <optional>
 #include <string>

@@ -7,7 +7,7 @@
 
 #include "experiment/training/training_experiment.h"
 #include "gemm/backend_policy.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "session/session.h"
 
 #include <functional>

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "experiment/training/training_experiment.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "session/session.h"
 
 #include <optional>

@@ -1,7 +1,7 @@
 // FP8 Lab — training sweeps over seeds (training_sweep.h).
 #include "experiment/training/training_sweep.h"
 
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <stdexcept>
 

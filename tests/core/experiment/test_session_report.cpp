@@ -13,7 +13,7 @@
 #include "experiment/decision/site_advice.h"
 #include "experiment/decision/session_report.h"
 #include "experiment/gemm/sweep.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <cmath>
 #include <map>

@@ -4,7 +4,7 @@
 // the groups that cost at least the given share — and writes a config `run` parses back.
 #include "experiment/decision/recipe_ranking.h"
 #include "experiment/decision/site_advice.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 #include <QTemporaryDir>
 #include <QtTest>

@@ -5,7 +5,7 @@
 
 #include "experiment/gemm/gemm_config.h"
 #include "experiment/gemm/sweep.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 using namespace fp8lab;
 

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "io/input_file.h"
-#include "io/json_stream_writer.h"
+#include "json/json_stream_writer.h"
 #include "session/output_check.h"
 
 using namespace fp8lab;

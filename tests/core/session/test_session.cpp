@@ -6,7 +6,7 @@
 #include <QtTest>
 
 #include "formats/format.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "session/session.h"
 
 #include <hdf5.h>

@@ -7,7 +7,7 @@
 
 #include <QTemporaryDir>
 
-#include "io/json_number.h"
+#include "json/json_number.h"
 #include "session/session.h"
 #include "session/session_export.h"
 #include "session/session_inspect.h"

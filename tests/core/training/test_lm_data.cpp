@@ -2,7 +2,7 @@
 // bigram_backcopy.h): BOS-delimited documents and their windows, and the Bigram-Backcopy task of
 // Guo et al. 2024 — every expected sequence below is derived by hand from the rules in the headers.
 #include "experiment/training/training_config.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "training/bigram_backcopy.h"
 #include "training/lm_trainer.h"
 #include "training/random.h"

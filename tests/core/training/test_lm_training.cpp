@@ -4,7 +4,7 @@
 // corpus is a clear error naming the Debian package.
 #include "experiment/training/training_config.h"
 #include "experiment/training/training_experiment.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "training/lm_trainer.h"
 #include "training/text_corpus.h"
 #include "training/training_session.h"

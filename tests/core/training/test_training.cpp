@@ -16,7 +16,7 @@
 #include "training/random.h"
 #include "training/trainer.h"
 #include "training/training_session.h"
-#include "training/weight_gemm.h"
+#include "experiment/training/weight_gemm.h"
 
 #include <zlib.h>
 

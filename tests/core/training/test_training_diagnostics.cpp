@@ -6,7 +6,7 @@
 #include <QtTest>
 
 #include "experiment/training/training_config.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "training/diagnostics.h"
 #include "training/trainer.h"
 #include "training/training_session.h"

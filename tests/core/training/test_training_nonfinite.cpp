@@ -6,7 +6,7 @@
 
 #include "experiment/training/training_config.h"
 #include "experiment/training/training_experiment.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 #include "training/nonfinite.h"
 #include "training/trainer.h"
 #include "training/training_session.h"

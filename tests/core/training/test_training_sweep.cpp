@@ -5,7 +5,7 @@
 
 #include "experiment/training/training_report.h"
 #include "experiment/training/training_sweep.h"
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 using namespace fp8lab;
 

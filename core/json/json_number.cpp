@@ -1,5 +1,5 @@
 // A number as report JSON (json_number.h).
-#include "io/json_number.h"
+#include "json/json_number.h"
 
 #include <cmath>
 

@@ -1,5 +1,5 @@
 // FP8 Lab — GEMM error experiment on trained weights (see weight_gemm.h).
-#include "training/weight_gemm.h"
+#include "experiment/training/weight_gemm.h"
 #include "training/sites.h"
 
 #include "experiment/gemm/gemm_run.h"

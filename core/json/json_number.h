@@ -2,7 +2,7 @@
 // so those are the strings "nan", "inf" and "-inf" (what Python's float() and NumPy read back).
 #pragma once
 
-#include "io/json_document.h"
+#include "json/json_document.h"
 
 namespace fp8lab {
 

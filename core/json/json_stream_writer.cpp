@@ -1,5 +1,5 @@
 // Compact JSON written as a stream (json_stream_writer.h).
-#include "io/json_stream_writer.h"
+#include "json/json_stream_writer.h"
 
 #include <charconv>
 #include <cmath>
