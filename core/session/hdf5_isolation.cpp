@@ -1,7 +1,6 @@
 // FP8 Lab — metadata check of HDF5 files in a separate process (see hdf5_isolation.h).
 #include "session/hdf5_isolation.h"
 
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>

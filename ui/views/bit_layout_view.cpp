@@ -601,7 +601,6 @@ QString twoLevelScaleText(const QuantizedTensor& q, int64_t i, int64_t j) {
 }
 
 QString runTwoLevelText(const RunAccess& run, char operand, int64_t row, int64_t col, QString* why) {
-  const QString p = sessionPath(layout::quantized(std::string(1, operand)));
   const std::string op(1, operand);
   const QString codes = sessionPath(layout::quantizedCodes(op)), scales = sessionPath(layout::quantizedScales(op)),
                 scale_codes = sessionPath(layout::quantizedScaleCodes(op));

@@ -25,9 +25,6 @@ namespace fp8lab::ui {
 
 namespace {
 
-QString prefixOf(char operand) {
-  return sessionPath(layout::quantized(std::string(1, operand)));
-}
 /// The session paths of operand A's or B's quantized datasets (core's session layout).
 struct QuantizedPaths {
   QString codes, scales, scale_codes, dequantized, rotated;
@@ -108,7 +105,6 @@ bool troubleOf(const Format& f, uint32_t code, QString* text) {
 
 bool blockScaleHistogram(const RunAccess& run, char operand, ScaleHistogram* out, QString* why) {
   *out = {};
-  const QString p = prefixOf(operand);
   const QuantizedPaths q(operand);
   const QString codes = q.scale_codes, scales = q.scales;
   const bool has_codes = run.has(codes), has_scales = run.has(scales);
@@ -239,7 +235,6 @@ bool blockErrorMap(const RunAccess& run, char operand, BlockErrorMap::Measure me
   *out = {};
   out->measure = measure;
   const QString op{QChar(QLatin1Char(operand))};
-  const QString p = prefixOf(operand);
   // Hadamard-rotated runs quantized the rotated operand: the error is measured against it.
   const QuantizedPaths q(operand);
   const QString x = run.has(q.rotated) ? q.rotated : sessionPath(layout::inputs(layoutName(op)));
@@ -413,7 +408,6 @@ void BlockScaleView::recompute(Read read) {
     return;
   }
   const bool histogram = mode_ == Mode::Histogram;
-  const QString p = prefixOf(operand_);
   const QuantizedPaths q(operand_);
   const auto [gr, gc] = run_->dims(run_->has(q.scale_codes) ? q.scale_codes : q.scales);
   const auto [er, ec] = run_->dims(sessionPath(layout::inputs(std::string(1, operand_))));

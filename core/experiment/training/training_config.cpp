@@ -263,19 +263,23 @@ Accumulation readAccumulation(ConfigReader& r, const Json& o, const ConfigPath& 
   return *a;
 }
 
+/// The key inside its object of a training schema path: "model.d_model" → "d_model".
+std::string schemaLeaf(std::string_view key) {
+  const size_t dot = key.rfind('.');
+  return std::string(dot == std::string_view::npos ? key : key.substr(dot + 1));
+}
+
 /// A training integer key of `o` (the last part of `key`, a training schema path) in the range of
 /// its schema entry, with the entry's default unless `def` is given (training_schema.h).
 int64_t trainingInteger(ConfigReader& r, const Json& o, std::string_view key, TrainingModel model, const ConfigPath& at,
                         std::optional<int64_t> def = std::nullopt) {
   const ParamSpec& p = trainingParam(key, model);
-  const std::string leaf(key.substr(key.rfind('.') == std::string_view::npos ? 0 : key.rfind('.') + 1));
-  return r.integer(o, leaf, at, def ? *def : std::stoll(p.def), int64_t(p.min), int64_t(p.max));
+  return r.integer(o, schemaLeaf(key), at, def ? *def : std::stoll(p.def), int64_t(p.min), int64_t(p.max));
 }
 /// A training number key of `o` with its schema entry's default.
 double trainingNumber(ConfigReader& r, const Json& o, std::string_view key, TrainingModel model, const ConfigPath& at) {
   const ParamSpec& p = trainingParam(key, model);
-  const std::string leaf(key.substr(key.rfind('.') == std::string_view::npos ? 0 : key.rfind('.') + 1));
-  return r.number(o, leaf, at, std::stod(p.def));
+  return r.number(o, schemaLeaf(key), at, std::stod(p.def));
 }
 
 /// A GEMM integer key of `o` in the range of its parameter schema entry (param_schema.h).
