@@ -3,8 +3,10 @@
 
 #include "training/dense.h"
 #include "training/probes.h"
+#include "scaling/scaling.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -464,6 +466,164 @@ void LinearSite::backward(const float* g, std::vector<float>& gw, std::vector<fl
     rec.checkGemm(
         *dx, n, in, out, s.path, "dgrad.output", [&](int64_t i, int64_t k) { return g[i * out + k]; },
         [&](int64_t k, int64_t j) { return wT[static_cast<size_t>(k * in + j)]; }, og, ow, false);
+  }
+}
+
+// ---- SiteLinearOps --------------------------------------------------------------------------
+
+namespace {
+
+/// Per-tensor current scaling of an attention operand in place: quant multiplier
+/// s = max_finite / amax (TE Float8CurrentScaling; amax 0 → s = 1), x ← decode(encode(x·s)) / s.
+float fakeQuantizeCurrent(float* x, int64_t n, const Format& f) {
+  float amax = 0;
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float s = amax > 0 && std::isfinite(amax) ? float(f.maxFinite() / double(amax)) : 1.0f;
+  std::vector<uint8_t> codes(static_cast<size_t>(n));
+  f.encodeBulk(x, codes.data(), size_t(n), {}, s);
+  const std::vector<float>& t = f.decodeTable();
+  for (int64_t i = 0; i < n; ++i) x[i] = t[codes[size_t(i)]] / s;
+  return s;
+}
+
+/// A fixed quant multiplier s: x ← decode(encode(x·s)) / s (the P cast of FP8 attention).
+void fakeQuantizeFixed(float* x, int64_t n, const Format& f, float s) {
+  std::vector<uint8_t> codes(static_cast<size_t>(n));
+  f.encodeBulk(x, codes.data(), size_t(n), {}, s);
+  const std::vector<float>& t = f.decodeTable();
+  for (int64_t i = 0; i < n; ++i) x[i] = t[codes[size_t(i)]] / s;
+}
+
+int64_t nonZeros(const float* x, int64_t n) {
+  int64_t c = 0;
+  for (int64_t i = 0; i < n; ++i) c += x[i] != 0.0f;
+  return c;
+}
+
+/// max |x| with NaN ignored (fmaxf), as float32: scaling.h's vectorised amaxOf.
+float amaxOf(const float* x, int64_t n) {
+  return static_cast<float>(fp8lab::amaxOf(x, static_cast<size_t>(n), /*ignore_nan=*/true));
+}
+
+} // namespace
+
+SiteLinearOps::SiteLinearOps(const SiteTable& table, SiteRunContext& ctx, std::vector<OperandScaler>& scalers,
+                             float softmax_scale)
+    : table_(table), ctx_(ctx), softmax_scale_(softmax_scale), cast_nonzero_(new std::atomic<int64_t>[table.size()]()),
+      cast_flushed_(new std::atomic<int64_t>[table.size()]()) {
+  for (size_t i = 0; i < table.size(); ++i) {
+    if (table[i].kind != SiteKind::Linear) {
+      sites_.push_back(nullptr);
+      continue;
+    }
+    OperandScaler* s = scalers.empty() ? nullptr : &scalers[kSiteOperands * i];
+    sites_.push_back(std::make_unique<LinearSite>(i, &ctx, s, s ? s + 1 : nullptr, s ? s + 2 : nullptr));
+  }
+}
+
+SiteLinearOps::~SiteLinearOps() = default;
+
+void SiteLinearOps::setStep(int64_t step, bool recording, std::vector<OperandScaler>* frozen) {
+  step_ = step;
+  recording_ = recording;
+  frozen_ = frozen;
+}
+
+void SiteLinearOps::countCasts(bool on) {
+  count_casts_ = on;
+  for (size_t i = 0; i < table_.size(); ++i) cast_nonzero_[i] = cast_flushed_[i] = 0;
+}
+
+double SiteLinearOps::castUnderflow(size_t site) const {
+  const int64_t nz = cast_nonzero_[site];
+  return nz > 0 ? double(cast_flushed_[site]) / double(nz) : std::numeric_limits<double>::quiet_NaN();
+}
+
+void SiteLinearOps::setProbe(bool on) {
+  for (auto& s : sites_)
+    if (s) s->setProbe(on);
+}
+
+void SiteLinearOps::linearForward(size_t site, const float* x, int64_t n, const float* w, int64_t, int64_t,
+                                  std::vector<float>& y) {
+  OperandScaler* fs = frozen_ && !frozen_->empty() ? &(*frozen_)[kSiteOperands * site] : nullptr;
+  sites_[site]->forward(x, n, w, y, step_, recording_, fs, fs ? fs + 1 : nullptr);
+}
+
+void SiteLinearOps::linearBackward(size_t site, const float* g, std::vector<float>& gw, std::vector<float>* dx) {
+  sites_[site]->backward(g, gw, dx, step_);
+}
+
+bool SiteLinearOps::attentionLow(size_t site) {
+  return ctx_.fp8 &&
+         ctx_.policy.resolve(table_[site], LinearGemm::Fprop, step_, ctx_.runDefault()) == SitePrecision::Recipe;
+}
+
+void SiteLinearOps::quantize(size_t site, SiteOperand operand, float* x, int64_t n) {
+  if (table_[site].kind == SiteKind::AttentionContext && operand == SiteOperand::Input) {
+    if (!count_casts_) {
+      fakeQuantizeFixed(x, n, Format::E4M3FN(), softmax_scale_);
+      return;
+    }
+    const int64_t before = nonZeros(x, n);
+    fakeQuantizeFixed(x, n, Format::E4M3FN(), softmax_scale_);
+    cast_nonzero_[site] += before;
+    cast_flushed_[site] += before - nonZeros(x, n);
+    return;
+  }
+  scaled_[SiteTable::operandIndex(site, operand)] = fakeQuantizeCurrent(x, n, Format::E4M3FN());
+}
+
+void SiteLinearOps::observe(size_t site, SiteOperand operand, const float* x, int64_t n) {
+  if (!recording_) return;
+  const size_t op = SiteTable::operandIndex(site, operand);
+  OperandStepRecord r;
+  r.amax = amaxOf(x, n);
+  const bool low = attentionLow(site) && operand != SiteOperand::OutputGrad;
+  float q = 1;
+  if (low) {
+    const bool p_cast = table_[site].kind == SiteKind::AttentionContext && operand == SiteOperand::Input;
+    q = p_cast ? softmax_scale_ : scaled_.count(op) ? scaled_.at(op) : 1.0f;
+  }
+  r.quant_scale = q;
+  r.dequant_scale = 1.0f / q;
+  ctx_.recorder->record(op, r);
+}
+
+void SiteLinearOps::observeAmax(size_t site, SiteOperand operand, double amax) {
+  if (!recording_) return;
+  OperandStepRecord r;
+  r.amax = float(amax);
+  r.dequant_scale = 1;
+  r.quant_scale = 1;
+  ctx_.recorder->record(SiteTable::operandIndex(site, operand), r);
+}
+
+void SiteLinearOps::check(const std::string& where, const char* tensor, const float* x, int64_t rows, int64_t cols,
+                          const OpInputs& inputs) {
+  if (!recording_) return;
+  ctx_.recorder->checkElementwise(x, rows, cols, where, tensor, [&](NonFiniteRecord& r, int64_t i, int64_t j) {
+    if (inputs) inputs(i, j, r.input_names, r.inputs);
+  });
+}
+
+void SiteLinearOps::checkBiasAdd(const std::string& where, const float* y, const float* bias, int64_t rows,
+                                 int64_t cols) {
+  if (!recording_ || !ctx_.recorder->checking()) return;
+  // activation = fprop.output + bias: find an overflowing sum before it is written
+  uint32_t bad = 0;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      const float v = y[i * cols + j] + bias[j];
+      bad |= (std::bit_cast<uint32_t>(v) & 0x7F800000u) == 0x7F800000u;
+    }
+  for (int64_t e = 0; bad && e < rows * cols; ++e) {
+    const float d0 = y[e], b0 = bias[e % cols];
+    if (std::isfinite(d0 + b0)) continue;
+    NonFiniteRecord& r = ctx_.recorder->startRecord(where, "activation", "elementwise", rows, cols, e, d0 + b0);
+    r.input_names = {"fprop.output", "bias"};
+    r.inputs = {d0, b0};
+    break;
   }
 }
 

@@ -25,13 +25,16 @@
 
 #include "gemm/gemm.h"
 #include "training/diagnostics.h"
+#include "training/model.h"
 #include "training/nonfinite.h"
 #include "training/operand_scaler.h"
 #include "training/recipe.h"
 #include "training/sites.h"
 #include "training/trainer.h"
 
+#include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -201,6 +204,63 @@ private:
   double grad_ratio_ = 0;
   int64_t grad_nonzero_ = 0;
   void measureGradient(const float* g, const QuantizedTensor* q, int64_t n);
+};
+
+/// A model's GEMMs as the training run's sites (model.h LinearOps, T = float): every Linear site
+/// through a LinearSite under the precision policy; attention matmuls (scores Q·Kᵀ, context P·V)
+/// fake-quantized when the policy puts them in the recipe — Q, K, V per tensor (current scaling,
+/// E4M3FN) and each softmax row P with the fixed quant multiplier `softmax_scale` (cuDNN's FP8
+/// attention) —, the backward passing straight through the casts. On training steps every
+/// operand is recorded and every elementwise result checked (SiteRecorder); evaluation forwards
+/// record nothing and quantize with copies of the scaling states.
+class SiteLinearOps : public LinearOps<float> {
+public:
+  /// `scalers`: the run's per-tensor scaling states, kSiteOperands per site in site order (empty
+  /// for block recipes and FP32 runs). `table`, `ctx` and `scalers` must outlive this.
+  SiteLinearOps(const SiteTable& table, SiteRunContext& ctx, std::vector<OperandScaler>& scalers,
+                float softmax_scale = 256.0f);
+  ~SiteLinearOps() override;
+
+  /// The step the next forward / backward computes. `recording`: a training step (records,
+  /// checks, advances the scaling states); false: an evaluation, which quantizes with `frozen`
+  /// (copies of the states, kSiteOperands per site; null or empty: the run's own states are
+  /// read, as block recipes and FP32 runs have none).
+  void setStep(int64_t step, bool recording, std::vector<OperandScaler>* frozen = nullptr);
+  /// Count, in the next forward, the softmax probabilities the P cast of FP8 attention receives
+  /// non-zero and flushes to zero (the softmax_underflow probe of blocks whose attention runs in
+  /// FP8, where the stored probabilities are the cast ones). Rows are cast concurrently, hence
+  /// the atomics.
+  void countCasts(bool on);
+  /// The share of non-zero probabilities the last counted forward's P cast of `site` flushed to
+  /// zero; NaN when the site cast nothing.
+  double castUnderflow(size_t site) const;
+  /// Measure the output gradients of every Linear site in the next backward (the probes).
+  void setProbe(bool on);
+  /// The LinearSite of Linear site `i` (null for attention sites).
+  LinearSite* site(size_t i) { return sites_[i].get(); }
+
+  void linearForward(size_t site, const float* x, int64_t n, const float* w, int64_t in, int64_t out,
+                     std::vector<float>& y) override;
+  void linearBackward(size_t site, const float* g, std::vector<float>& gw, std::vector<float>* dx) override;
+  bool attentionLow(size_t site) override;
+  void quantize(size_t site, SiteOperand operand, float* x, int64_t n) override;
+  void observe(size_t site, SiteOperand operand, const float* x, int64_t n) override;
+  void observeAmax(size_t site, SiteOperand operand, double amax) override;
+  void check(const std::string& where, const char* tensor, const float* x, int64_t rows, int64_t cols,
+             const OpInputs& inputs = {}) override;
+  void checkBiasAdd(const std::string& where, const float* y, const float* bias, int64_t rows, int64_t cols) override;
+
+private:
+  const SiteTable& table_;
+  SiteRunContext& ctx_;
+  float softmax_scale_;
+  std::vector<std::unique_ptr<LinearSite>> sites_;
+  int64_t step_ = 0;
+  bool recording_ = false;
+  std::vector<OperandScaler>* frozen_ = nullptr;
+  std::map<size_t, float> scaled_;
+  bool count_casts_ = false;
+  std::unique_ptr<std::atomic<int64_t>[]> cast_nonzero_, cast_flushed_;
 };
 
 } // namespace fp8lab

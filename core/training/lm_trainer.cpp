@@ -6,8 +6,10 @@
 #include "common/worker_pool.h"
 #include "training/dense.h"
 #include "training/linear_site.h"
+#include "training/site_run.h"
 #include "training/probes.h"
 #include "training/random.h"
+#include "training/training_loop.h"
 
 #include <algorithm>
 #include <atomic>
@@ -32,25 +34,7 @@ std::string LmTrainingConfig::validate() const {
   if (probes.every < 0 || probes.attention_every < 0) return "probe cadences must be ≥ 0";
   if (!(softmax_scale > 0) || !std::isfinite(softmax_scale)) return "softmax_scale must be a positive number";
   if (model.vocab != 256) return "model.vocab must be 256 for the byte-level text data";
-  if (precision == TrainingPrecision::FP8) {
-    if (!forward_format || !backward_format) return "FP8 formats missing";
-    if (forward_format->bits() > 8 || backward_format->bits() > 8) return "FP8 runs need 8-bit (or narrower) formats";
-    if (recipe.recipe == TrainingRecipe::PerTensor && isDelayed(scaling.kind) &&
-        !(scaling.history_len >= 1 && scaling.history_len <= kMaxAmaxHistoryLen))
-      return "amax history length must be in " + amaxHistoryRangeText();
-    if (const std::string why = recipe.validate(); !why.empty()) return "recipe: " + why;
-  } else if (recipe.recipe != TrainingRecipe::PerTensor) {
-    return "a recipe needs precision fp8";
-  }
-  if (const std::string why = diagnostics.validate(); !why.empty()) return why;
-  if (const std::string why = policy.validate(model.sites()); !why.empty()) return "policy: " + why;
-  return {};
-}
-
-std::string LmTrainingConfig::scalingName() const {
-  if (precision != TrainingPrecision::FP8) return "none";
-  if (recipe.recipe != TrainingRecipe::PerTensor) return toString(recipe.recipe);
-  return toString(scaling.kind);
+  return validateRun(model.sites());
 }
 
 double estimateLmTrainingBytes(const LmTrainingConfig& c) {
@@ -67,269 +51,30 @@ double estimateLmTrainingBytes(const LmTrainingConfig& c) {
          estimateDiagnosticsBytes(c.diagnostics, c.steps, int64_t(sites * 3), int64_t(4 * N * C * L));
 }
 
-namespace {
-
-/// Per-tensor current scaling of an attention operand in place: quant multiplier
-/// s = max_finite / amax (TE Float8CurrentScaling; amax 0 → s = 1), x ← decode(encode(x·s)) / s.
-float fakeQuantizeCurrent(float* x, int64_t n, const Format& f) {
-  float amax = 0;
-  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
-  const float s = amax > 0 && std::isfinite(amax) ? float(f.maxFinite() / double(amax)) : 1.0f;
-  std::vector<uint8_t> codes(static_cast<size_t>(n));
-  f.encodeBulk(x, codes.data(), size_t(n), {}, s);
-  const std::vector<float>& t = f.decodeTable();
-  for (int64_t i = 0; i < n; ++i) x[i] = t[codes[size_t(i)]] / s;
-  return s;
-}
-
-/// A fixed quant multiplier s: x ← decode(encode(x·s)) / s (the P cast of FP8 attention).
-void fakeQuantizeFixed(float* x, int64_t n, const Format& f, float s) {
-  std::vector<uint8_t> codes(static_cast<size_t>(n));
-  f.encodeBulk(x, codes.data(), size_t(n), {}, s);
-  const std::vector<float>& t = f.decodeTable();
-  for (int64_t i = 0; i < n; ++i) x[i] = t[codes[size_t(i)]] / s;
-}
-
-int64_t nonZeros(const float* x, int64_t n) {
-  int64_t c = 0;
-  for (int64_t i = 0; i < n; ++i) c += x[i] != 0.0f;
-  return c;
-}
-
-/// max |x| with NaN ignored (fmaxf), as float32: scaling.h's vectorised amaxOf.
-float amaxOf(const float* x, int64_t n) {
-  return static_cast<float>(fp8lab::amaxOf(x, static_cast<size_t>(n), /*ignore_nan=*/true));
-}
-
-} // namespace
-
-/// Float32 GEMMs (dense.h matmulF32) for the probes' reference forward: the model as FP32 would
-/// run it, with the same weights.
-class Fp32Ops : public LinearOps<float> {
-public:
-  explicit Fp32Ops(int threads) : threads_(threads) {}
-  void linearForward(size_t, const float* x, int64_t n, const float* w, int64_t in, int64_t out,
-                     std::vector<float>& y) override {
-    y.resize(static_cast<size_t>(n * out));
-    matmulF32(x, w, y.data(), n, in, out, threads_);
-  }
-  void linearBackward(size_t, const float*, std::vector<float>&, std::vector<float>*) override {
-    throw std::logic_error("Fp32Ops: forward only");
-  }
-
-private:
-  int threads_;
-};
-
-/// The model's GEMMs as sites: Linear sites through LinearSite under the policy, attention sites
-/// fake-quantized when the policy says so; every operand recorded on training steps.
-class TransformerSiteOps : public LinearOps<float> {
-public:
-  TransformerSiteOps(const SiteTable& table, SiteRunContext& ctx, std::vector<OperandScaler>& scalers,
-                     const LmTrainingConfig& cfg)
-      : table_(table), ctx_(ctx), cfg_(cfg), cast_nonzero_(new std::atomic<int64_t>[table.size()]()),
-        cast_flushed_(new std::atomic<int64_t>[table.size()]()) {
-    for (size_t i = 0; i < table.size(); ++i) {
-      if (table[i].kind != SiteKind::Linear) {
-        sites_.push_back(nullptr);
-        continue;
-      }
-      OperandScaler* s = scalers.empty() ? nullptr : &scalers[kSiteOperands * i];
-      sites_.push_back(std::make_unique<LinearSite>(i, &ctx, s, s ? s + 1 : nullptr, s ? s + 2 : nullptr));
-    }
-  }
-  void setStep(int64_t step, bool recording, std::vector<OperandScaler>* frozen = nullptr) {
-    step_ = step;
-    recording_ = recording;
-    frozen_ = frozen;
-  }
-  /// Count, in the next forward, the softmax probabilities the P cast of FP8 attention receives
-  /// non-zero and flushes to zero (the softmax_underflow probe of blocks whose attention runs in
-  /// FP8, where the stored probabilities are the cast ones). Rows are cast concurrently, hence
-  /// the atomics.
-  void countCasts(bool on) {
-    count_casts_ = on;
-    for (size_t i = 0; i < table_.size(); ++i) cast_nonzero_[i] = cast_flushed_[i] = 0;
-  }
-  /// The share of non-zero probabilities the last counted forward's P cast of `site` flushed to
-  /// zero; NaN when the site cast nothing.
-  double castUnderflow(size_t site) const {
-    const int64_t nz = cast_nonzero_[site];
-    return nz > 0 ? double(cast_flushed_[site]) / double(nz) : std::numeric_limits<double>::quiet_NaN();
-  }
-  /// Measure the output gradients of every Linear site in the next backward (the probes).
-  void setProbe(bool on) {
-    for (auto& s : sites_)
-      if (s) s->setProbe(on);
-  }
-
-  void linearForward(size_t site, const float* x, int64_t n, const float* w, int64_t, int64_t,
-                     std::vector<float>& y) override {
-    OperandScaler* fs = frozen_ && !frozen_->empty() ? &(*frozen_)[kSiteOperands * site] : nullptr;
-    sites_[site]->forward(x, n, w, y, step_, recording_, fs, fs ? fs + 1 : nullptr);
-  }
-  void linearBackward(size_t site, const float* g, std::vector<float>& gw, std::vector<float>* dx) override {
-    sites_[site]->backward(g, gw, dx, step_);
-  }
-  bool attentionLow(size_t site) override {
-    return ctx_.fp8 &&
-           ctx_.policy.resolve(table_[site], LinearGemm::Fprop, step_, ctx_.runDefault()) == SitePrecision::Recipe;
-  }
-  void quantize(size_t site, SiteOperand operand, float* x, int64_t n) override {
-    if (table_[site].kind == SiteKind::AttentionContext && operand == SiteOperand::Input) {
-      if (!count_casts_) {
-        fakeQuantizeFixed(x, n, Format::E4M3FN(), cfg_.softmax_scale);
-        return;
-      }
-      const int64_t before = nonZeros(x, n);
-      fakeQuantizeFixed(x, n, Format::E4M3FN(), cfg_.softmax_scale);
-      cast_nonzero_[site] += before;
-      cast_flushed_[site] += before - nonZeros(x, n);
-      return;
-    }
-    scaled_[SiteTable::operandIndex(site, operand)] = fakeQuantizeCurrent(x, n, Format::E4M3FN());
-  }
-  void observe(size_t site, SiteOperand operand, const float* x, int64_t n) override {
-    if (!recording_) return;
-    const size_t op = SiteTable::operandIndex(site, operand);
-    OperandStepRecord r;
-    r.amax = amaxOf(x, n);
-    const bool low = attentionLow(site) && operand != SiteOperand::OutputGrad;
-    float q = 1;
-    if (low) {
-      const bool p_cast = table_[site].kind == SiteKind::AttentionContext && operand == SiteOperand::Input;
-      q = p_cast ? cfg_.softmax_scale : scaled_.count(op) ? scaled_.at(op) : 1.0f;
-    }
-    r.quant_scale = q;
-    r.dequant_scale = 1.0f / q;
-    ctx_.recorder->record(op, r);
-  }
-  void observeAmax(size_t site, SiteOperand operand, double amax) override {
-    if (!recording_) return;
-    OperandStepRecord r;
-    r.amax = float(amax);
-    r.dequant_scale = 1;
-    r.quant_scale = 1;
-    ctx_.recorder->record(SiteTable::operandIndex(site, operand), r);
-  }
-  void check(const std::string& where, const char* tensor, const float* x, int64_t rows, int64_t cols) override {
-    if (recording_)
-      ctx_.recorder->checkElementwise(x, rows, cols, where, tensor, [](NonFiniteRecord&, int64_t, int64_t) {});
-  }
-  LinearSite* site(size_t i) { return sites_[i].get(); }
-
-private:
-  const SiteTable& table_;
-  SiteRunContext& ctx_;
-  const LmTrainingConfig& cfg_;
-  std::vector<std::unique_ptr<LinearSite>> sites_;
-  int64_t step_ = 0;
-  bool recording_ = false;
-  std::vector<OperandScaler>* frozen_ = nullptr;
-  std::map<size_t, float> scaled_;
-  bool count_casts_ = false;
-  std::unique_ptr<std::atomic<int64_t>[]> cast_nonzero_, cast_flushed_;
-};
-
 struct LmTrainingRun::Impl {
   LmTrainingConfig cfg;
   const TextCorpus* corpus = nullptr;
-  GemmBackend* backend = nullptr;
-  std::unique_ptr<GemmBackend> own_backend;
+  GemmBackend* backend = nullptr; // not owned; null: SiteRun's CPU backend
   LmTrainingResult res;
   SiteTable table;
   std::unique_ptr<TransformerModel<float>> model;
-  std::vector<OperandScaler> scalers;
-  std::unique_ptr<SiteRecorder> rec;
-  SiteRunContext ctx;
-  std::unique_ptr<TransformerSiteOps> ops;
+  std::unique_ptr<SiteRun> sites;
+  SiteRecorder* rec = nullptr;
+  SiteLinearOps* ops = nullptr;
   std::unique_ptr<Optimizer> opt;
   bool ran = false;
 
-  bool fp8() const { return cfg.precision == TrainingPrecision::FP8; }
-  bool blockRecipe() const { return fp8() && cfg.recipe.recipe != TrainingRecipe::PerTensor; }
+  bool fp8() const { return cfg.fp8(); }
 
   void init() {
     table = cfg.model.sites();
     res.sites = table;
     model = std::make_unique<TransformerModel<float>>(cfg.model, cfg.seed);
     model->setThreads(cfg.threads);
-    if (fp8() && !blockRecipe()) {
-      scalers.reserve(table.size() * kSiteOperands);
-      for (size_t s = 0; s < table.size(); ++s) {
-        scalers.emplace_back(cfg.scaling, *cfg.forward_format);
-        scalers.emplace_back(cfg.scaling, *cfg.forward_format);
-        scalers.emplace_back(cfg.scaling, *cfg.backward_format);
-      }
-    }
-    const int hl =
-        fp8() && !blockRecipe() && isDelayed(cfg.scaling.kind) && cfg.record_history ? cfg.scaling.history_len : 0;
-    std::vector<DiagnosticsRecorder::Operand> dops;
-    for (size_t op = 0; op < table.size() * kSiteOperands; ++op) {
-      const size_t s = SiteTable::siteOf(op);
-      const SiteOperand k = SiteTable::operandOf(op);
-      const bool linear = table[s].kind == SiteKind::Linear;
-      OperandHistory h;
-      h.layer = table[s].path;
-      h.operand = toString(k);
-      // An attention matmul is FP32 unless the policy puts it in the recipe: then its inputs are
-      // cast to E4M3FN (per-tensor current scaling; the softmax with its fixed multiplier) and its
-      // gradients stay FP32.
-      const bool attention_fp8 = fp8() && !linear && cfg.policy.mayUseRecipe(table[s], SitePrecision::Recipe);
-      if (!fp8())
-        h.format = "FP32";
-      else if (!linear)
-        h.format = attention_fp8 && k != SiteOperand::OutputGrad ? "E4M3FN" : "FP32";
-      else if (blockRecipe()) {
-        const OperandRole role = k == SiteOperand::Input    ? OperandRole::FpropInput
-                                 : k == SiteOperand::Kernel ? OperandRole::FpropWeight
-                                                            : OperandRole::WgradGradOutput;
-        const RoleQuantization q = cfg.recipe.role(role);
-        h.format = q.format ? q.format->name() : std::string("FP32");
-        h.quantization = std::string(toString(role)) + ": " + q.describe();
-      } else {
-        h.format = k == SiteOperand::OutputGrad ? cfg.backward_format->name() : cfg.forward_format->name();
-      }
-      h.history_len = linear ? hl : 0; // attention operands keep no amax history
-      res.operands.push_back(h);
-      DiagnosticsRecorder::Operand o;
-      o.layer = h.layer;
-      o.operand = h.operand;
-      o.gradient = k == SiteOperand::OutputGrad;
-      if (blockRecipe()) {
-        const OperandRole role = k == SiteOperand::Input    ? OperandRole::FpropInput
-                                 : k == SiteOperand::Kernel ? OperandRole::FpropWeight
-                                                            : OperandRole::WgradGradOutput;
-        o.quantized = linear && cfg.recipe.role(role).kind != RoleKind::HighPrecision &&
-                      cfg.policy.mayUseRecipe(table[s], SitePrecision::Recipe);
-        o.quantization = h.quantization;
-      } else {
-        o.quantized = linear && fp8() && cfg.policy.mayUseRecipe(table[s], SitePrecision::Recipe);
-        o.quantization = std::string("per-tensor ") + toString(cfg.scaling.kind) + " " + h.format;
-      }
-      if (!linear)
-        o.quantization = h.format == "FP32" ? std::string("high precision (FP32)")
-                                            : std::string("per-tensor current E4M3FN (attention in the recipe)");
-      dops.push_back(std::move(o));
-    }
-    rec = std::make_unique<SiteRecorder>(table, fp8(), cfg.on_nonfinite, res.operands, res.first_nonfinite);
-    rec->setDiagnostics(
-        std::make_unique<DiagnosticsRecorder>(cfg.diagnostics, std::move(dops), cfg.steps, cfg.threads));
-    ctx.fp8 = fp8();
-    ctx.scaling = cfg.scaling;
-    ctx.recipe = cfg.recipe;
-    ctx.block_gemm = cfg.block_gemm;
-    ctx.forward_gemm = cfg.forward_gemm;
-    ctx.backward_gemm = cfg.backward_gemm;
-    ctx.policy = cfg.policy;
-    ctx.seed = cfg.seed;
-    ctx.threads = cfg.threads;
-    ctx.backend = backend;
-    ctx.recorder = rec.get();
-    ctx.gemm_backend = &res.gemm_backend;
-    ctx.gemm_device = &res.gemm_device;
-    ctx.gemm_algorithm = &res.gemm_algorithm;
-    ops = std::make_unique<TransformerSiteOps>(table, ctx, scalers, cfg);
+    sites = std::make_unique<SiteRun>(cfg, table, cfg.steps, backend, cfg.softmax_scale, res.operands,
+                                      res.first_nonfinite, res.gemm_backend, res.gemm_device, res.gemm_algorithm);
+    rec = &sites->recorder();
+    ops = &sites->ops();
     opt = std::make_unique<Optimizer>(cfg.optimizer);
     res.probes.heads = cfg.model.heads;
   }
@@ -383,7 +128,7 @@ struct LmTrainingRun::Impl {
       const std::vector<int64_t> off(all.begin() + std::ptrdiff_t(s),
                                      all.begin() + std::ptrdiff_t(std::min(all.size(), s + size_t(cfg.batch_size))));
       window(corpus->val, off, tok, tgt);
-      std::vector<OperandScaler> frozen = scalers;
+      std::vector<OperandScaler> frozen = sites->scalers();
       ops->setStep(step, false, &frozen);
       loss += model->forward(tok.data(), tgt.data(), int64_t(off.size()), cfg.model.context, *ops);
       count += int64_t(tok.size());
@@ -397,7 +142,7 @@ struct LmTrainingRun::Impl {
   void referenceForward(const std::vector<int32_t>& tok, int64_t batch) {
     ref_blocks.clear();
     if (!fp8()) return;
-    Fp32Ops f(cfg.threads);
+    Fp32LinearOps f(cfg.threads);
     model->forward(tok.data(), nullptr, batch, cfg.model.context, f);
     const TransformerTaps<float> t = model->taps();
     for (const float* b : t.block_out) ref_blocks.emplace_back(b, b + t.n * cfg.model.d_model);
@@ -466,7 +211,7 @@ struct LmTrainingRun::Impl {
       tgt[size_t(t)] = corpus->val[size_t(t + 1)];
     }
     if (a.tokens.empty()) a.tokens.assign(corpus->val.begin(), corpus->val.begin() + T);
-    std::vector<OperandScaler> frozen = scalers;
+    std::vector<OperandScaler> frozen = sites->scalers();
     ops->setStep(step, false, &frozen);
     model->forward(tok.data(), tgt.data(), 1, T, *ops);
     const TransformerTaps<float> taps = model->taps();
@@ -504,18 +249,7 @@ LmTrainingRun::LmTrainingRun(LmTrainingConfig config, const TextCorpus& corpus, 
   }
   d->cfg = std::move(config);
   d->corpus = &corpus;
-  if (d->fp8()) {
-    if (!backend) {
-      d->own_backend = makeCpuGemmBackend();
-      backend = d->own_backend.get();
-    }
-    d->backend = backend;
-  }
-  if (d->blockRecipe() && d->cfg.block_gemm == BlockGemmPath::FakeQuant) {
-    d->res.gemm_backend = "cpu";
-    d->res.gemm_device = "CPU (float32 GEMMs of the dequantized operands)";
-    d->res.gemm_algorithm = "fake quantization: float32 GEMM, k ascending, one float32 accumulator";
-  }
+  d->backend = backend;
   d->res.config = d->cfg;
   d->res.corpus_source = corpus.source;
   d->res.train_bytes = int64_t(corpus.train.size());
@@ -532,28 +266,32 @@ LmTrainingResult LmTrainingRun::takeResult() {
   return std::move(d->res);
 }
 
-void LmTrainingRun::run(const ProgressFn& progress) {
-  if (d->ran) throw std::logic_error("LmTrainingRun::run called twice");
-  d->ran = true;
+/// The language model's run as the training loop drives it: batches of windows drawn from the
+/// corpus, probes and attention snapshots at their cadence, validation every eval_every steps.
+struct LmTrainingRun::Loop : TrainingLoopModel {
   using clock = std::chrono::steady_clock;
-  const auto t0 = clock::now();
-  Impl& s = *d;
-  LmTrainingResult& res = s.res;
-  const LmTrainingConfig& cfg = s.cfg;
-  const int64_t T = cfg.model.context, B = cfg.batch_size;
-  TrainingRng data_rng(cfg.seed + 1);
-  // Document corpora: each window starts at a document's BOS token, drawn uniformly among the
-  // documents with T + 1 tokens from their start.
-  const std::vector<int64_t> doc_starts =
-      s.corpus->documents() ? documentWindowStarts(s.corpus->train_docs, int64_t(s.corpus->train.size()), T + 1)
-                            : std::vector<int64_t>();
+  Impl& s;
+  const LmTrainingConfig& cfg;
+  TrainingRng data_rng;
+  std::vector<int64_t> doc_starts;
   std::vector<int32_t> tok, tgt;
-  std::vector<int64_t> off(static_cast<size_t>(B));
-  const std::vector<ParamRef> params = s.paramRefs();
+  std::vector<int64_t> off;
+  std::vector<ParamRef> params;
   double step_time = 0;
-  bool stop = false;
-  const std::string label = cfg.label.empty() ? std::string("lm") : cfg.label;
-  for (int64_t step = 0; step < cfg.steps && !stop; ++step) {
+  std::string label;
+
+  explicit Loop(Impl& impl)
+      : s(impl), cfg(impl.cfg), data_rng(impl.cfg.seed + 1), off(static_cast<size_t>(impl.cfg.batch_size)),
+        params(impl.paramRefs()), label(impl.cfg.label.empty() ? std::string("lm") : impl.cfg.label) {
+    // Document corpora: each window starts at a document's BOS token, drawn uniformly among the
+    // documents with T + 1 tokens from their start.
+    if (s.corpus->documents())
+      doc_starts = documentWindowStarts(s.corpus->train_docs, int64_t(s.corpus->train.size()), cfg.model.context + 1);
+  }
+  int64_t totalSteps() const override { return cfg.steps; }
+  float trainStep(int64_t step) override {
+    LmTrainingResult& res = s.res;
+    const int64_t T = cfg.model.context, B = cfg.batch_size;
     const auto ts = clock::now();
     for (int64_t b = 0; b < B; ++b)
       off[size_t(b)] = drawWindowStart(doc_starts, int64_t(s.corpus->train.size()), T + 1, data_rng);
@@ -588,26 +326,39 @@ void LmTrainingRun::run(const ProgressFn& progress) {
     res.loss.push_back(loss);
     res.lr.push_back(lr);
     res.grad_norm.push_back(float(norm));
-    ++res.steps_done;
+    res.steps_done = step + 1;
     if (cfg.probes.attention_every > 0 && (step % cfg.probes.attention_every == 0 || step == cfg.steps - 1))
       s.snapshot(step);
-    if ((step + 1) % cfg.eval_every == 0 || step == cfg.steps - 1) {
-      if (progress) (void)progress(double(res.steps_done) / double(cfg.steps), label + ": validation");
-      res.val_steps.push_back(step);
-      res.val_loss.push_back(float(s.validate(step)));
-    }
-    if (cfg.on_nonfinite == NonFinitePolicy::Stop && res.first_nonfinite.found) {
-      res.stopped_nonfinite = true;
-      break;
-    }
-    if (progress) {
-      char buf[200];
-      std::snprintf(buf, sizeof buf, "%s: step %lld/%lld, loss %.4f (%.3f bits/byte)", label.c_str(),
-                    static_cast<long long>(step + 1), static_cast<long long>(cfg.steps), double(loss),
-                    double(loss) / std::log(2.0));
-      if (!progress(double(res.steps_done) / double(cfg.steps), buf)) stop = true;
-    }
+    return loss;
   }
+  std::string progressLine(int64_t step, float loss) const override {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "%s: step %lld/%lld, loss %.4f (%.3f bits/byte)", label.c_str(),
+                  static_cast<long long>(step + 1), static_cast<long long>(cfg.steps), double(loss),
+                  double(loss) / std::log(2.0));
+    return buf;
+  }
+  bool evaluationDue(int64_t step) const override { return (step + 1) % cfg.eval_every == 0 || step == cfg.steps - 1; }
+  std::string evaluationStage() const override { return label + ": validation"; }
+  void evaluate(int64_t step) override {
+    s.res.val_steps.push_back(step);
+    s.res.val_loss.push_back(float(s.validate(step)));
+  }
+};
+
+void LmTrainingRun::run(const ProgressFn& progress) {
+  if (d->ran) throw std::logic_error("LmTrainingRun::run called twice");
+  d->ran = true;
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  Impl& s = *d;
+  LmTrainingResult& res = s.res;
+  const LmTrainingConfig& cfg = s.cfg;
+  const int64_t T = cfg.model.context;
+  Loop loop(s);
+  const TrainingLoopOutcome out = runTrainingLoop(loop, cfg.on_nonfinite, res.first_nonfinite, progress);
+  res.stopped_nonfinite = out.stopped_nonfinite;
+  const double step_time = loop.step_time;
   res.step_seconds = step_time / double(std::max<int64_t>(res.steps_done, 1));
   res.diagnostics = s.rec->diagnostics()->finish(res.steps_done);
   for (const Param<float>& p : s.model->params()) {
@@ -618,11 +369,11 @@ void LmTrainingRun::run(const ProgressFn& progress) {
     q.decay = p.decay;
     res.params.push_back(std::move(q));
   }
-  if (cfg.sample_bytes > 0 && !stop && !res.stopped_nonfinite) {
+  if (cfg.sample_bytes > 0 && !out.cancelled && !res.stopped_nonfinite) {
     std::vector<int32_t> prompt;
     const int64_t plen = std::min<int64_t>(T / 2, int64_t(s.corpus->val.size()));
     for (int64_t i = 0; i < plen; ++i) prompt.push_back(s.corpus->val[size_t(i)]);
-    std::vector<OperandScaler> frozen = s.scalers;
+    std::vector<OperandScaler> frozen = s.sites->scalers();
     s.ops->setStep(res.steps_done, false, &frozen);
     const std::vector<int32_t> gen =
         s.model->generate(prompt, cfg.sample_bytes, cfg.sample_temperature, cfg.seed, *s.ops);
@@ -631,22 +382,8 @@ void LmTrainingRun::run(const ProgressFn& progress) {
     res.sample = printableText(bytes);
   }
   res.seconds = std::chrono::duration<double>(clock::now() - t0).count();
-  for (const auto& h : res.operands) {
-    int64_t sat = 0, sat_steps = 0;
-    for (int64_t v : h.saturated) {
-      sat += v;
-      sat_steps += v > 0;
-    }
-    if (sat > 0)
-      res.warnings.push_back({Severity::Warning, "saturated", h.name(),
-                              std::to_string(sat) + " elements clipped to ±max finite in " + std::to_string(sat_steps) +
-                                  " of " + std::to_string(res.steps_done) + " steps"});
-  }
-  if (res.first_nonfinite.found)
-    res.warnings.push_back({Severity::Error, "nonfinite", res.first_nonfinite.layer + "/" + res.first_nonfinite.tensor,
-                            "first non-finite value: " + res.first_nonfinite.describe() +
-                                (res.stopped_nonfinite ? "; the run stopped after that step" : "")});
-  if (stop && !res.stopped_nonfinite) {
+  res.warnings = trainingRunIssues(res.operands, res.steps_done, res.first_nonfinite, res.stopped_nonfinite);
+  if (out.cancelled) {
     res.cancelled = true;
     throw Cancelled();
   }

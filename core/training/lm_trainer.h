@@ -49,16 +49,11 @@ struct ProbeConfig {
   int attention_every = 100;       ///< steps between attention snapshots of the fixed sequence (0: none)
 };
 
-struct LmTrainingConfig {
-  std::string label;
-  TrainingPrecision precision = TrainingPrecision::FP8;
-  TrainingScalingConfig scaling;                    ///< per-tensor runs
-  TrainingRecipeConfig recipe;                      ///< block recipes
-  const Format* forward_format = &Format::E4M3FN(); ///< per-tensor: inputs and weights
-  const Format* backward_format = &Format::E5M2();  ///< per-tensor: output gradients
-  GemmOptions forward_gemm, backward_gemm;
-  BlockGemmPath block_gemm = BlockGemmPath::Core;
-  PrecisionPolicy policy;
+/// The language model run's config: what every run shares (TrainingRunConfig; block_gemm
+/// defaults to BlockGemmPath::Core here) and the model, data, optimizer schedule, evaluation,
+/// probes and sample of the language model.
+struct LmTrainingConfig : TrainingRunConfig {
+  LmTrainingConfig() { block_gemm = BlockGemmPath::Core; }
   float softmax_scale = 256.0f; ///< quant multiplier of the P cast of FP8 attention
   TransformerConfig model;
   TextSource data;
@@ -68,14 +63,9 @@ struct LmTrainingConfig {
   int64_t warmup_steps = 50;
   double min_lr_ratio = 0.1;
   double clip_norm = 1.0; ///< ≤ 0: no clipping
-  uint64_t seed = 1;      ///< weights (seed), batch offsets (seed + 1)
   int eval_every = 100;
   int eval_batches = 8;
   ProbeConfig probes;
-  TrainingDiagnostics diagnostics;
-  NonFinitePolicy on_nonfinite = NonFinitePolicy::Stop;
-  bool record_history = true;
-  int threads = 0;
   int sample_bytes = 240; ///< a continuation printed and stored at the end (0: none)
   /// Its sampling temperature (≤ 0: greedy, the most likely byte each time; a small model then
   /// repeats itself), drawn from the run's seed.
@@ -83,8 +73,6 @@ struct LmTrainingConfig {
 
   /// Empty when usable, else why not (one line).
   std::string validate() const;
-  /// The per-tensor scaling name or the block recipe's ("none" for FP32 runs).
-  std::string scalingName() const;
 };
 
 /// The probes of one run, at `steps`.
@@ -158,6 +146,7 @@ public:
 
 private:
   struct Impl;
+  struct Loop;
   std::unique_ptr<Impl> d;
 };
 

@@ -34,6 +34,7 @@
 #include "training/nonfinite.h"
 #include "training/operand_scaler.h"
 #include "training/recipe.h"
+#include "training/run_config.h"
 #include "training/sites.h"
 
 #include <cstdint>
@@ -42,9 +43,6 @@
 #include <vector>
 
 namespace fp8lab {
-
-enum class TrainingPrecision { FP8, FP32 };
-const char* toString(TrainingPrecision p); ///< "fp8" / "fp32"
 
 /// Multiply one batch's activations by `factor` at global step `step` (0-based): the input of
 /// Linear layer `layer` (0 = the images) — to show delayed scaling's lag (the scale in use was
@@ -60,70 +58,18 @@ struct SpikeConfig {
   int64_t col = -1; ///< input column (feature), 0-based; −1: all columns
 };
 
-struct TrainingConfig {
-  std::string label; ///< run label, e.g. "fp8-delayed-flax"
-  TrainingPrecision precision = TrainingPrecision::FP8;
-  TrainingScalingConfig scaling;                      ///< FP8 per-tensor recipe only
-  TrainingRecipeConfig recipe;                        ///< FP8 only; PerTensor = `scaling` with the formats below
-  const Format* forward_format = &Format::E4M3FN();   ///< input and kernel (per-tensor recipe)
-  const Format* backward_format = &Format::E5M2();    ///< output gradient (per-tensor recipe)
+/// The MLP run's config: what every run shares (TrainingRunConfig: precision, recipe, GEMMs,
+/// policy, seed, records) and the MLP's own model, data and optimizer settings.
+struct TrainingConfig : TrainingRunConfig {
   std::vector<int> layer_sizes = {784, 256, 128, 10}; ///< first = 784 (28×28), last = 10 classes
   int batch_size = 128;
   int epochs = 3;
   float learning_rate = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, adam_epsilon = 1e-8f;
-  uint64_t seed = 1; ///< initial weights and the per-epoch shuffles
-  /// Accumulation etc. of the forward GEMMs; `output` (fp32 default, bf16, fp16: per-tensor FP8
-  /// runs only) is the type D is rounded to — fp16 overflows to ±Inf beyond 65504.
-  GemmOptions forward_gemm;
-  GemmOptions backward_gemm; ///< ... of dgrad and wgrad
-  int threads = 0;           ///< FP32 GEMM threads (≤ 0: all cores)
   SpikeConfig spike;
-  bool record_history = true; ///< keep the amax-history window of every step
   int eval_batch_size = 1000; ///< test-set forward batch
-  /// What a step that produces a NaN / ±Inf does (nonfinite.h): stop (default) or continue; the
-  /// first occurrence is recorded in TrainingResult::first_nonfinite either way. Off: no check.
-  NonFinitePolicy on_nonfinite = NonFinitePolicy::Stop;
-  /// Per-block statistics (FP8 runs) and what-if recipes (any run): diagnostics.h.
-  TrainingDiagnostics diagnostics;
-  /// Which sites run in the recipe and which in high precision, by step (sites.h); empty: every
-  /// Linear layer follows the run.
-  PrecisionPolicy policy;
-  /// How block recipes multiply (linear_site.h): fake quantization (float32 GEMMs of the
-  /// dequantized operands, the default, and what every session before it used) or core/gemm
-  /// with the block-scaled operands under forward_gemm / backward_gemm's accumulation model.
-  BlockGemmPath block_gemm = BlockGemmPath::FakeQuant;
 
   /// Empty when usable; else what is wrong (one line), e.g. "batch_size must be ≥ 1".
   std::string validate() const;
-};
-
-/// What quantizes the run's GEMM operands, for display and the session's "scaling" attribute:
-/// the block recipe's name ("te_mxfp8", ...), else the per-tensor strategy ("delayed-flax", ...),
-/// "none" for FP32 runs.
-std::string trainingScalingName(const TrainingConfig& c);
-
-/// Per-step record of one GEMM operand, "fc<l>/<input|kernel|output_grad>".
-struct OperandHistory {
-  std::string layer;   ///< "fc1", "fc2", ...
-  std::string operand; ///< "input", "kernel", "output_grad"
-  std::string format;  ///< "E4M3FN" / "E5M2" / "E2M1" (FP32 runs and float32 roles: "FP32")
-  /// Block recipes: the recorded role and its quantization, e.g. "fprop.input: te_mxfp8 E4M3FN
-  /// 1x32". input records fprop.input, kernel fprop.weight, output_grad wgrad.grad_output (the
-  /// one gradient copy every layer has). Empty for per-tensor and FP32 runs.
-  std::string quantization;
-  int history_len = 0;     ///< L (0: no history — current scaling or FP32)
-  std::vector<float> amax; ///< [steps] max |x| of the operand at that step
-  /// [steps] scale used: x ≈ decode(q) · dequant_scale (FP8 only). Block recipes: the
-  /// representative scale of RoleQuantRecord (median block scale; NVFP4: 1/S_enc).
-  std::vector<float> dequant_scale;
-  std::vector<float> quant_scale;     ///< [steps] the quant multiplier used (FP8 only)
-  std::vector<uint8_t> kept_previous; ///< [steps] 1 when an edge rule kept the previous scale
-  std::vector<int64_t> saturated;     ///< [steps] elements clipped to ±max finite
-  std::vector<int64_t> underflow;     ///< [steps] non-zero elements that became 0
-  /// [steps, history_len] row-major: the amax window after the step, chronological (oldest
-  /// first) — the L amaxes whose max sets the next step's scale (see OperandStepRecord).
-  std::vector<float> history;
-  std::string name() const { return layer + "/" + operand; }
 };
 
 struct EpochRecord {
@@ -202,6 +148,7 @@ public:
 
 private:
   struct Impl;
+  struct Loop;
   std::unique_ptr<Impl> d;
 };
 

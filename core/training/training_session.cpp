@@ -404,7 +404,7 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
   run.attrs["label"] = c.label.empty() ? run_id : c.label;
   run.attrs["precision"] = std::string(toString(c.precision));
   const bool block = fp8 && c.recipe.recipe != TrainingRecipe::PerTensor;
-  const std::string scaling_name = trainingScalingName(c);
+  const std::string scaling_name = c.scalingName();
   run.attrs["scaling"] = scaling_name;
   if (block) run.attrs["recipe"] = std::string(toString(c.recipe.recipe));
   run.attrs["status"] = std::string(r.cancelled           ? "cancelled"

@@ -63,31 +63,6 @@ int64_t TransformerConfig::parameterCount() const {
   return n;
 }
 
-// ---- PlainLinearOps -------------------------------------------------------------------------
-
-template <class T>
-void PlainLinearOps<T>::linearForward(size_t site, const T* x, int64_t n, const T* w, int64_t in, int64_t out,
-                                      std::vector<T>& y) {
-  if (saved_.size() <= site) saved_.resize(site + 1);
-  saved_[site] = Saved{x, w, n, in, out};
-  y.resize(static_cast<size_t>(n * out));
-  nn::matmul(x, w, y.data(), n, in, out);
-}
-
-template <class T>
-void PlainLinearOps<T>::linearBackward(size_t site, const T* g, std::vector<T>& gw, std::vector<T>* dx) {
-  const Saved& s = saved_.at(site);
-  std::vector<T> xT(static_cast<size_t>(s.n * s.in)), wT(static_cast<size_t>(s.in * s.out));
-  nn::transpose(s.x, xT.data(), s.n, s.in);
-  gw.resize(static_cast<size_t>(s.in * s.out));
-  nn::matmul(xT.data(), g, gw.data(), s.in, s.n, s.out);
-  if (dx) {
-    nn::transpose(s.w, wT.data(), s.in, s.out);
-    dx->resize(static_cast<size_t>(s.n * s.in));
-    nn::matmul(g, wT.data(), dx->data(), s.n, s.out, s.in);
-  }
-}
-
 // ---- the model ------------------------------------------------------------------------------
 
 template <class T> struct TransformerModel<T>::Impl {
@@ -555,7 +530,5 @@ std::vector<int32_t> TransformerModel<T>::generate(std::vector<int32_t> prompt, 
 
 template class TransformerModel<float>;
 template class TransformerModel<double>;
-template class PlainLinearOps<float>;
-template class PlainLinearOps<double>;
 
 } // namespace fp8lab

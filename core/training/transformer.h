@@ -28,6 +28,7 @@
 #pragma once
 
 #include "training/layers.h"
+#include "training/model.h"
 #include "training/sites.h"
 
 #include <cstdint>
@@ -63,57 +64,6 @@ struct TransformerConfig {
   SiteTable sites() const;
   /// Number of parameters.
   int64_t parameterCount() const;
-};
-
-/// One parameter tensor: value, gradient and optimizer state (Adam m, v; SGD momentum in m).
-template <class T> struct Param {
-  std::string name;
-  std::vector<int64_t> shape;
-  std::vector<T> value, grad, m, v;
-  bool decay = false; ///< weight decay applies (matrices and embeddings, not biases and gains)
-};
-
-/// How the model's GEMMs run. The float implementation (TransformerSiteOps, lm_trainer.cpp)
-/// quantizes through LinearSite under the precision policy and records every operand; the
-/// plain one multiplies in T.
-template <class T> class LinearOps {
-public:
-  virtual ~LinearOps() = default;
-  /// y [n, out] = x [n, in] · w [in, out] for Linear site `site` (y resized); x and w stay valid
-  /// until backward of the same site.
-  virtual void linearForward(size_t site, const T* x, int64_t n, const T* w, int64_t in, int64_t out,
-                             std::vector<T>& y) = 0;
-  /// gw [in, out] (written) and, when dx is not null, dx [n, in] (written) from g [n, out].
-  virtual void linearBackward(size_t site, const T* g, std::vector<T>& gw, std::vector<T>* dx) = 0;
-  /// Whether attention site `site` (scores or context) multiplies in low precision at this step;
-  /// then `quantize` fake-quantizes its operand in place (Q, K: the scores; P rows, V: the
-  /// context) and the backward passes the gradient straight through the cast.
-  virtual bool attentionLow(size_t /*site*/) { return false; }
-  virtual void quantize(size_t /*site*/, SiteOperand /*operand*/, T* /*x*/, int64_t /*n*/) {}
-  /// Receives an attention site's operand (x [n]) for the record, after any quantization: the
-  /// inputs and kernels in the forward, the output gradients (as their amax) in the backward.
-  virtual void observe(size_t /*site*/, SiteOperand /*operand*/, const T* /*x*/, int64_t /*n*/) {}
-  virtual void observeAmax(size_t /*site*/, SiteOperand /*operand*/, double /*amax*/) {}
-  /// An elementwise result x [rows, cols] of the model ("blocks.1" "ln1", "attention", ...), for
-  /// the first non-finite value (GEMM outputs and operands are checked by the sites).
-  virtual void check(const std::string& /*where*/, const char* /*tensor*/, const T* /*x*/, int64_t /*rows*/,
-                     int64_t /*cols*/) {}
-};
-
-/// Plain GEMMs in T (the float64 reference of the gradient checks).
-template <class T> class PlainLinearOps : public LinearOps<T> {
-public:
-  void linearForward(size_t site, const T* x, int64_t n, const T* w, int64_t in, int64_t out,
-                     std::vector<T>& y) override;
-  void linearBackward(size_t site, const T* g, std::vector<T>& gw, std::vector<T>* dx) override;
-
-private:
-  struct Saved {
-    const T* x = nullptr;
-    const T* w = nullptr;
-    int64_t n = 0, in = 0, out = 0;
-  };
-  std::vector<Saved> saved_;
 };
 
 /// The activations the probes look at after a forward pass (pointers into the model's buffers,
@@ -165,7 +115,5 @@ private:
 
 extern template class TransformerModel<float>;
 extern template class TransformerModel<double>;
-extern template class PlainLinearOps<float>;
-extern template class PlainLinearOps<double>;
 
 } // namespace fp8lab

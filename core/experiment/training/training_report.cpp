@@ -80,7 +80,7 @@ std::string trainingRunStartLine(const std::string& label, const TrainingRunSpec
                       ll(steps_per_epoch), ll(lm.batch_size), ll(images));
   }
   return printfText("%s: %s, %lld %s of %lld steps (batch %lld, %lld images)", label.c_str(),
-                    rs.config.precision == TrainingPrecision::FP8 ? trainingScalingName(rs.config).c_str()
+                    rs.config.precision == TrainingPrecision::FP8 ? rs.config.scalingName().c_str()
                                                                   : "FP32 baseline",
                     ll(rs.config.epochs), rs.config.epochs == 1 ? "epoch" : "epochs", ll(steps_per_epoch),
                     ll(rs.config.batch_size), ll(images));
@@ -182,7 +182,7 @@ Json trainingOutcomeJson(const TrainingRunOutcome& o, const std::string& backend
     js["sample"] = o.sample;
   } else {
     js["precision"] = toString(c.precision);
-    if (c.precision == TrainingPrecision::FP8) js["scaling"] = trainingScalingName(c);
+    if (c.precision == TrainingPrecision::FP8) js["scaling"] = c.scalingName();
   }
   js["status"] = o.cancelled ? "cancelled" : o.stopped_nonfinite ? "stopped_nonfinite" : "completed";
   if (o.first_nonfinite.found) js["first_nonfinite"] = o.first_nonfinite.describe();

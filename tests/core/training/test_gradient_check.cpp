@@ -4,9 +4,11 @@
 // each is compared with (L(v + h) − L(v − h)) / 2h, h = 1e-6, element by element. Central
 // differences are exact to O(h²) ≈ 1e-12 for smooth functions, so a relative error above 1e-6
 // means a wrong formula: a flipped sign, a missing term, a wrong index. The inputs are chosen
-// away from the ReLU kink, so every layer is smooth where it is checked. Then the whole
-// transformer (every configuration the language model offers) the same way, every parameter.
+// away from the ReLU kink, so every layer is smooth where it is checked. Then the whole models the
+// same way, every parameter: the MLP (with and without a spike) and the transformer (every
+// configuration the language model offers).
 #include "training/layers.h"
+#include "training/mlp.h"
 #include "training/transformer.h"
 
 #include <QtTest>
@@ -240,6 +242,48 @@ private Q_SLOTS:
     const std::vector<int32_t> one = {3};
     QVERIFY(std::fabs(nn::softmaxCrossEntropy<double>(flat.data(), one.data(), 1, 5, nullptr, 1) - std::log(5.0)) <
             1e-15);
+  }
+
+  // The whole MLP: every weight and bias of a 5-4-3-3 network on 4 rows, with ReLUs between the
+  // layers and the mean cross-entropy on top; with a spike (layer 1's input column 2 × 3), whose
+  // factor the backward must bring back through the chain rule.
+  void mlp_data() {
+    QTest::addColumn<int>("spike_layer");
+    QTest::newRow("plain") << -1;
+    QTest::newRow("spike on fc2's input") << 1;
+  }
+  void mlp() {
+    QFETCH(int, spike_layer);
+    MlpModel<double> m({5, 4, 3, 3}, 7);
+    uint64_t seed = 300;
+    for (Param<double>& p : m.params()) p.value = randomVec(p.value.size(), seed++, -0.9, 0.9);
+    const Vec x = randomVec(4 * 5, 299);
+    const std::vector<int32_t> targets = {2, 0, 1, 2};
+    MlpSpike spike;
+    spike.layer = spike_layer;
+    spike.col = 2;
+    spike.factor = 3.0f;
+    PlainLinearOps<double> ops;
+    auto loss = [&] { return m.forward(x.data(), targets.data(), 4, ops, spike) / 4.0; };
+    // Seed-fixed inputs and weights whose hidden pre-activations are all farther than h from the
+    // ReLU kink (a kink within h would show as an error of order 1 at that element).
+    m.zeroGrad();
+    (void)loss();
+    m.backward(4, ops);
+    QCOMPARE(m.params().size(), size_t(6));
+    int64_t count = 0;
+    for (Param<double>& p : m.params()) {
+      count += int64_t(p.value.size());
+      const Vec analytic = p.grad;
+      std::string where;
+      const double e = worstError(p.value, analytic, loss, &where);
+      QVERIFY2(e < kTolerance, qPrintable(QStringLiteral("%1: relative error %2 at %3")
+                                              .arg(QString::fromStdString(p.name))
+                                              .arg(e)
+                                              .arg(QString::fromStdString(where))));
+    }
+    QCOMPARE(count, int64_t(5 * 4 + 4 + 4 * 3 + 3 + 3 * 3 + 3));
+    QCOMPARE(QString::fromStdString(m.params()[2].name), QStringLiteral("fc2.weight"));
   }
 
   // The whole model: every parameter of every configuration the language model offers.
