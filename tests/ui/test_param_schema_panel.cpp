@@ -3,6 +3,7 @@
 // widget's minimum and maximum are the schema's, and validate() refuses max + 1 naming the
 // schema's range. With tests/core/experiment/test_param_schema.cpp (the gemm flags and the config
 // parser), a range changed in the schema changes all three front ends.
+#include <QComboBox>
 #include <QtTest>
 
 #include "cli_runner.h"
@@ -96,6 +97,39 @@ private Q_SLOTS:
     QCOMPARE(panel.findChild<QSpinBox*>(QStringLiteral("lmSteps"))->value(), 600);
     QCOMPARE(panel.findChild<QSpinBox*>(QStringLiteral("batchSize"))->value(), 128);
     QCOMPARE(panel.findChild<QSpinBox*>(QStringLiteral("seed"))->value(), std::stoi(param("seed").def));
+  }
+
+  // The Training tab's choice boxes list the schema's choices (their data: the config's values),
+  // in its order, with its default chosen before any edit (fp8, delayed-flax, GELU, LayerNorm,
+  // pre-norm); the model box lists the registry's kinds (mlp, transformer).
+  void trainingChoicesAreTheTrainingSchemas() {
+    ExperimentPanel panel;
+    struct Field {
+      const char* key;
+      TrainingModel model;
+      const char* widget;
+    };
+    const Field fields[] = {{"precision", TrainingModel::Any, "trainPrecision"},
+                            {"scaling.strategy", TrainingModel::Any, "trainStrategy"},
+                            {"model.ffn", TrainingModel::Lm, "ffn"},
+                            {"model.norm", TrainingModel::Lm, "norm"},
+                            {"model.norm_position", TrainingModel::Lm, "normPosition"}};
+    for (const Field& f : fields) {
+      const ParamSpec& p = trainingParam(f.key, f.model);
+      auto* c = panel.findChild<QComboBox*>(QString::fromLatin1(f.widget));
+      QVERIFY2(c, f.widget);
+      QCOMPARE(size_t(c->count()), p.choices.size());
+      for (int i = 0; i < c->count(); ++i)
+        QCOMPARE(c->itemData(i).toString(), QString::fromStdString(p.choices[size_t(i)]));
+      QCOMPARE(c->currentData().toString(), QString::fromStdString(p.def));
+    }
+    QCOMPARE(panel.findChild<QComboBox*>(QStringLiteral("trainStrategy"))->currentData().toString(),
+             QStringLiteral("delayed-flax"));
+    auto* model = panel.findChild<QComboBox*>(QStringLiteral("trainModel"));
+    QVERIFY(model);
+    QCOMPARE(model->count(), 2);
+    QCOMPARE(model->itemData(0).toString(), QStringLiteral("mlp"));
+    QCOMPARE(model->itemData(1).toString(), QStringLiteral("transformer"));
   }
 
   void validationRefusesPastTheSchemasMax() {

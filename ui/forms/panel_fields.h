@@ -5,7 +5,11 @@
 
 #include "experiment/param_schema.h"
 
+#include <algorithm>
+
 #include <QComboBox>
+#include <QMap>
+#include <QSignalBlocker>
 #include <QJsonValue>
 #include <QObject>
 #include <QSpinBox>
@@ -90,6 +94,23 @@ inline void fromSchema(QSpinBox* s, const ParamSpec& p) {
 inline void fromTrainingSchema(QSpinBox* s, const ParamSpec& p, int def = 0) {
   fromSchema(s, p);
   s->setValue(p.def.empty() ? def : std::stoi(p.def));
+}
+
+/// A combo box's items, tooltip and current item from a choice entry of the training schema
+/// (training_schema.h): one item per choice (data: the canonical value the config takes; text:
+/// `labels` of it, else the value; item tooltip: `tips` of it, when given), the entry's help as the
+/// box's tooltip, its default selected.
+inline void fromTrainingChoice(QComboBox* c, const ParamSpec& p, const QMap<QString, QString>& labels = {},
+                               const QMap<QString, QString>& tips = {}) {
+  const QSignalBlocker block(c);
+  c->clear();
+  for (const std::string& v : p.choices) {
+    const QString key = QString::fromStdString(v);
+    c->addItem(labels.value(key, key), key);
+    if (tips.contains(key)) c->setItemData(c->count() - 1, tips.value(key), Qt::ToolTipRole);
+  }
+  c->setToolTip(QString::fromStdString(p.help));
+  c->setCurrentIndex(std::max(0, c->findData(QString::fromStdString(p.def))));
 }
 
 /// "M = 0 is out of range [1, 1048576]." when `v` lies outside the entry's range, else "".

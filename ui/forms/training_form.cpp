@@ -68,8 +68,8 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
   connect(t_id_, &QLineEdit::textChanged, this, onChange);
   train_form_->addRow(tr("Run id:"), t_id_);
   t_precision_ = combo(QStringLiteral("trainPrecision"));
-  t_precision_->addItem(tr("FP8 / FP4"), QStringLiteral("fp8"));
-  t_precision_->addItem(tr("FP32 baseline"), QStringLiteral("fp32"));
+  fromTrainingChoice(t_precision_, trainingParam("precision", TrainingModel::Any),
+                     {{QStringLiteral("fp8"), tr("FP8 / FP4")}, {QStringLiteral("fp32"), tr("FP32 baseline")}});
   train_form_->addRow(tr("Precision:"), t_precision_);
 
   section(tr("Model"));
@@ -98,9 +98,10 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
                            "\"Block recipes\")"));
   train_form_->addRow(tr("Recipe:"), t_recipe_);
   t_strategy_ = combo(QStringLiteral("trainStrategy"));
-  for (const Item& it : kTrainStrategies) {
-    t_strategy_->addItem(QString::fromLatin1(it.key), QString::fromLatin1(it.key));
-    t_strategy_->setItemData(t_strategy_->count() - 1, tr(it.text), Qt::ToolTipRole);
+  {
+    QMap<QString, QString> tips;
+    for (const Item& it : kTrainStrategies) tips[QString::fromLatin1(it.key)] = tr(it.text);
+    fromTrainingChoice(t_strategy_, trainingParam("scaling.strategy", TrainingModel::Any), {}, tips);
   }
   train_form_->addRow(tr("Strategy:"), t_strategy_);
   t_history_ = spin(QStringLiteral("trainHistory"), 1, 1, 1, tr(" steps"));

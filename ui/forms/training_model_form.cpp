@@ -1,5 +1,6 @@
 #include "forms/training_model_form.h"
 
+#include "experiment/training/training_models.h"
 #include "experiment/training/training_schema.h"
 #include "forms/panel_fields.h"
 #include "training/training_session.h"
@@ -65,16 +66,10 @@ TrainingModelForm::TrainingModelForm(QWidget* parent) : QWidget(parent) {
   };
 
   model_ = combo(QStringLiteral("trainModel"));
-  model_->addItem(tr("MLP on Fashion-MNIST"), QStringLiteral("mlp"));
-  model_->addItem(tr("Transformer LM on text"), QStringLiteral("transformer"));
-  model_->setItemData(0,
-                      tr("784-256-128-10 Linear\u2013ReLU layers fc1\u2026fc3 on the images of the Debian package "
-                         "dataset-fashion-mnist"),
-                      Qt::ToolTipRole);
-  model_->setItemData(1,
-                      tr("A byte-level GPT-2-shaped decoder on the fortunes of the Debian package fortunes: every "
-                         "Linear (attn.qkv, attn.out, ffn.up/down, lm_head) a site of the recipe"),
-                      Qt::ToolTipRole);
+  for (const TrainingModelKind* k : trainingModelKinds()) { // the registry (training_models.h)
+    model_->addItem(QString::fromStdString(k->title), QString::fromStdString(k->kind));
+    model_->setItemData(model_->count() - 1, QString::fromStdString(k->description), Qt::ToolTipRole);
+  }
   form_->addRow(tr("Model:"), model_);
   // Ranges, defaults and tooltips: the training schema's (core/experiment/training/training_schema.h).
   auto lmSpin = [&](const QString& name, const char* key, int def = 0) {
@@ -93,17 +88,19 @@ TrainingModelForm::TrainingModelForm(QWidget* parent) : QWidget(parent) {
   ffn_hidden_ = lmSpin(QStringLiteral("ffnHidden"), "model.ffn_hidden", 4 * d_model_->value());
   form_->addRow(tr("FFN width:"), ffn_hidden_);
   ffn_ = combo(QStringLiteral("ffn"));
-  ffn_->addItem(QStringLiteral("GELU"), QStringLiteral("gelu"));
-  ffn_->addItem(QStringLiteral("SwiGLU"), QStringLiteral("swiglu"));
-  ffn_->setToolTip(tr("GELU (GPT-2: up, down) or SwiGLU (LLaMA: up, gate, down)"));
+  fields::fromTrainingChoice(
+      ffn_, trainingParam("model.ffn", TrainingModel::Lm),
+      {{QStringLiteral("gelu"), QStringLiteral("GELU")}, {QStringLiteral("swiglu"), QStringLiteral("SwiGLU")}});
   form_->addRow(tr("FFN:"), ffn_);
   norm_ = combo(QStringLiteral("norm"));
-  norm_->addItem(QStringLiteral("LayerNorm"), QStringLiteral("layernorm"));
-  norm_->addItem(QStringLiteral("RMSNorm"), QStringLiteral("rmsnorm"));
+  fields::fromTrainingChoice(norm_, trainingParam("model.norm", TrainingModel::Lm),
+                             {{QStringLiteral("layernorm"), QStringLiteral("LayerNorm")},
+                              {QStringLiteral("rmsnorm"), QStringLiteral("RMSNorm")}});
   form_->addRow(tr("Norm:"), norm_);
   norm_pos_ = combo(QStringLiteral("normPosition"));
-  norm_pos_->addItem(tr("pre-norm (GPT-2)"), QStringLiteral("pre"));
-  norm_pos_->addItem(tr("post-norm (original Transformer)"), QStringLiteral("post"));
+  fields::fromTrainingChoice(norm_pos_, trainingParam("model.norm_position", TrainingModel::Lm),
+                             {{QStringLiteral("pre"), tr("pre-norm (GPT-2)")},
+                              {QStringLiteral("post"), tr("post-norm (original Transformer)")}});
   form_->addRow(tr("Norm position:"), norm_pos_);
   steps_ = lmSpin(QStringLiteral("lmSteps"), "steps");
   form_->addRow(tr("Steps:"), steps_);

@@ -1,5 +1,6 @@
 // FP8 Lab — ranking recipes with uncertainty (recipe_ranking.h).
 #include "experiment/decision/recipe_ranking.h"
+#include "experiment/training/training_models.h"
 
 #include "experiment/gemm/gemm_config.h"
 #include "experiment/training/training_config.h"
@@ -466,35 +467,10 @@ void trainingSample(const RunInfo& ri, const RankingMetric& metric, std::vector<
         s.setting_label += " (" + mo["parameters"].dump() + " parameters)";
     }
     s.setting_label += ", observed: recipes measured on its tensors, not applied (the losses are the model's own)";
-  } else if (model == "transformer") {
-    s.setting_label = "transformer LM";
-    if (cfg.contains("model") && cfg["model"].is_object()) {
-      const Json& mo = cfg["model"];
-      auto num = [&](const char* k) { return mo.contains(k) && mo[k].is_number() ? mo[k].dump() : std::string("?"); };
-      s.setting_label += " (d_model " + num("d_model") + ", " + num("layers") + " blocks, " + num("heads") +
-                         " heads, context " + num("context") + ", " + mo.value("ffn", std::string("gelu")) + ", " +
-                         mo.value("norm", std::string("layernorm")) + " " +
-                         mo.value("norm_position", std::string("pre")) + "-norm)";
-    }
-    if (cfg.contains("optimizer") && cfg["optimizer"].is_object()) {
-      const Json& o = cfg["optimizer"];
-      s.setting_label += ", " + o.value("name", std::string("adam"));
-      if (o.contains("learning_rate") && o["learning_rate"].is_number())
-        s.setting_label += " lr " + o["learning_rate"].dump();
-    }
-    if (const auto st = attrInt(ri.attrs, "steps_planned")) s.setting_label += ", " + std::to_string(*st) + " steps";
+  } else if (const TrainingModelKind* k = findTrainingModelKind(model)) {
+    s.setting_label = k->setting_label(cfg, ri.attrs);
   } else {
-    s.setting_label = "MLP";
-    if (cfg.contains("layers") && cfg["layers"].is_array()) {
-      std::string l;
-      for (const Json& x : cfg["layers"]) l += (l.empty() ? " " : "-") + x.dump();
-      s.setting_label += l;
-    }
-    s.setting_label += " on Fashion-MNIST";
-    if (cfg.contains("epochs") && cfg["epochs"].is_number_integer())
-      s.setting_label += ", " + cfg["epochs"].dump() + (cfg["epochs"].get<int64_t>() == 1 ? " epoch" : " epochs");
-    if (cfg.contains("train_limit") && cfg["train_limit"].is_number_integer() && cfg["train_limit"].get<int64_t>() > 0)
-      s.setting_label += ", " + cfg["train_limit"].dump() + " training images";
+    s.setting_label = model;
   }
   const std::string precision = attrString(ri.attrs, "precision").value_or("");
   s.baseline = precision == "fp32";

@@ -34,43 +34,21 @@ std::vector<SiteGroup> siteGroups(const SiteTable& t) {
 
 namespace {
 
-bool lowPrecision(const TrainingRunSpec& s) {
-  return (s.lm ? s.lm->precision : s.config.precision) == TrainingPrecision::FP8;
-}
-
-SiteTable sitesOf(const TrainingRunSpec& s) {
-  return s.lm ? s.lm->model.sites() : SiteTable::mlp(s.config.layer_sizes);
-}
-
-PrecisionPolicy& policyOf(TrainingRunSpec& s) {
-  return s.lm ? s.lm->policy : s.config.policy;
-}
-
 /// The run of the sweep: `spec` cut to `steps` steps, with the given policy rules added after its
 /// own.
 TrainingRunSpec probeRun(const TrainingRunSpec& spec, const std::string& id, int64_t steps,
                          const std::vector<PolicyRule>& extra) {
   TrainingRunSpec r = spec;
   r.id = id;
-  if (r.lm) {
-    r.lm->label = id;
-    r.lm->steps = steps;
-    r.lm->eval_every = int(std::max<int64_t>(steps, 1));
-    r.lm->sample_bytes = 0;
-    r.lm->probes.attention_every = 0;
-  } else {
-    r.config.label = id;
-    r.config.epochs = 1;
-    r.train_limit = std::min<int64_t>(60000, steps * r.config.batch_size);
-    if (r.test_limit == 0) r.test_limit = 2000;
-  }
-  PrecisionPolicy& p = policyOf(r);
+  r.run().label = id;
+  r.kind().shorten(r, steps);
+  PrecisionPolicy& p = r.run().policy;
   p.rules.insert(p.rules.end(), extra.begin(), extra.end());
   return r;
 }
 
-double finalLoss(const Run& run, bool lm) {
-  const auto it = run.metrics.find(lm ? "final_val_loss" : "final_test_loss");
+double finalLoss(const Run& run, const TrainingModelKind& kind) {
+  const auto it = run.metrics.find(kind.loss_metric);
   return it == run.metrics.end() ? std::numeric_limits<double>::quiet_NaN() : it->second.value;
 }
 
@@ -94,29 +72,21 @@ double groupSqnr(const Run& run, const SiteGroup& g) {
 } // namespace
 
 SiteAdvice adviseSitePrecision(const TrainingRunSpec& spec, const AdviceConfig& cfg, const ProgressFn& progress) {
-  if (!lowPrecision(spec))
+  if (!spec.run().fp8())
     throw std::invalid_argument("run '" + spec.id +
                                 "' trains in FP32: there is nothing to keep in high precision (advise a run with "
                                 "\"precision\": \"fp8\")");
-  const bool lm = spec.lm.has_value();
-  // The advised run's own length by default: an MLP's epochs × steps per epoch (the sweep's MLP runs
-  // are one epoch at most, probeRun), a language model's steps.
+  const TrainingModelKind& kind = spec.kind();
+  // The advised run's own length by default, as long as a probe run can be (an MLP's probe runs
+  // are one epoch at most: TrainingModelKind::shorten).
   int64_t steps = cfg.steps;
-  if (steps == 0) {
-    if (lm) {
-      steps = spec.lm->steps;
-    } else {
-      const int64_t images = spec.train_limit > 0 ? std::min<int64_t>(spec.train_limit, 60000) : 60000;
-      const int64_t batch = std::max<int64_t>(1, spec.config.batch_size);
-      steps = std::min<int64_t>(int64_t(spec.config.epochs) * ((images + batch - 1) / batch), 60000 / batch);
-    }
-  }
+  if (steps == 0) steps = std::min(spec.steps(), kind.max_short_steps(spec));
   if (steps < 1) throw std::invalid_argument("the advice needs at least one step per run");
-  const SiteTable table = sitesOf(spec);
+  const SiteTable table = spec.sites();
   const std::vector<SiteGroup> groups = siteGroups(table);
   SiteAdvice a;
   a.run_id = spec.id;
-  a.loss_name = lm ? "validation loss (nats per byte)" : "test loss (nats)";
+  a.loss_name = kind.loss_name;
 
   const int seeds = std::max(1, cfg.seeds);
   a.seeds = seeds;
@@ -126,10 +96,7 @@ SiteAdvice adviseSitePrecision(const TrainingRunSpec& spec, const AdviceConfig& 
   for (int k = 0; k < seeds; ++k) {
     TrainingRunSpec base = spec;
     const std::string suffix = seeds > 1 ? "-seed" + std::to_string(k + 1) : std::string();
-    if (base.lm)
-      base.lm->seed += uint64_t(k);
-    else
-      base.config.seed += uint64_t(k);
+    base.run().seed += uint64_t(k);
     TrainingExperimentSpec sweep;
     sweep.name = spec.id + "-advice";
     sweep.runs.push_back(probeRun(base, spec.id + "-all-high" + suffix, steps, {PolicyRule{"*", {}, cfg.keep, 0, -1}}));
@@ -158,7 +125,7 @@ SiteAdvice adviseSitePrecision(const TrainingRunSpec& spec, const AdviceConfig& 
     if (a.runs.size() - first != sweep.runs.size())
       throw std::runtime_error("the advice sweep did not finish every run");
     std::vector<double> l;
-    for (size_t i = first; i < a.runs.size(); ++i) l.push_back(finalLoss(a.runs[i], lm));
+    for (size_t i = first; i < a.runs.size(); ++i) l.push_back(finalLoss(a.runs[i], kind));
     losses.push_back(std::move(l));
   }
   // Per seed k: losses[k][0] all high, [1] all in the recipe, [2 + g] only group g in the recipe.
@@ -201,7 +168,7 @@ SiteAdvice adviseSitePrecision(const TrainingRunSpec& spec, const AdviceConfig& 
     a.groups.push_back(std::move(g));
   }
   TrainingRunSpec advised = spec;
-  PrecisionPolicy& p = policyOf(advised);
+  PrecisionPolicy& p = advised.run().policy;
   p.rules.insert(p.rules.end(), keep_rules.begin(), keep_rules.end());
   a.policy = p;
   a.config_json = advised.configJson();
@@ -328,7 +295,7 @@ Run adviceToSession(const SiteAdvice& a, const std::string& id, int64_t steps) {
 
 const TrainingRunSpec* runToAdvise(const TrainingExperimentSpec& spec, const std::optional<std::string>& id) {
   for (const TrainingRunSpec& r : spec.runs)
-    if (id ? r.id == *id : (r.lm ? r.lm->precision : r.config.precision) == TrainingPrecision::FP8) return &r;
+    if (id ? r.id == *id : r.run().fp8()) return &r;
   return nullptr;
 }
 

@@ -11,6 +11,7 @@
 #include "training/training_session.h"
 
 #include <algorithm>
+#include <functional>
 #include <cctype>
 #include <set>
 #include <tuple>
@@ -282,6 +283,20 @@ double trainingNumber(ConfigReader& r, const Json& o, std::string_view key, Trai
   return r.number(o, schemaLeaf(key), at, std::stod(p.def));
 }
 
+/// A training choice key of `o` (lowercased), its schema entry's default when absent; a value
+/// `accepts` refuses (the core parser of the key, which also takes its aliases) fails naming the
+/// schema's choices: "unknown <noun> 'v' (a, b)".
+std::string trainingChoice(ConfigReader& r, const Json& o, std::string_view key, TrainingModel model,
+                           const ConfigPath& at, const char* noun,
+                           const std::function<bool(const std::string&)>& accepts) {
+  const ParamSpec& p = trainingParam(key, model);
+  const std::string leaf = schemaLeaf(key);
+  const std::string v = lower(r.string(o, leaf, at, p.def));
+  if (r.ok() && !accepts(v))
+    r.fail(at.member(leaf), std::string("unknown ") + noun + " '" + v + "' (" + joinNames(p.choices) + ")");
+  return v;
+}
+
 /// A GEMM integer key of `o` in the range of its parameter schema entry (param_schema.h).
 int64_t schemaInteger(ConfigReader& r, const Json& o, const char* key, const ConfigPath& at, int64_t def) {
   const ParamSpec& p = param(key);
@@ -362,7 +377,7 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
   r.checkKeys(*mo, mw,
               {"kind", "d_model", "layers", "heads", "context", "ffn_hidden", "ffn", "norm", "norm_position",
                "tied_embeddings", "position_embedding"});
-  if (lower(r.string(*mo, "kind", mw, "transformer")) != "transformer")
+  if (lower(r.string(*mo, "kind", mw, "transformer")) != transformerModelKind().kind)
     r.fail(mw.member("kind"), "only \"transformer\" (the MLP is the run without \"model\")");
   TransformerConfig& m = lm.model;
   m.d_model = trainingInteger(r, *mo, "model.d_model", TrainingModel::Lm, mw);
@@ -370,25 +385,20 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
   m.heads = trainingInteger(r, *mo, "model.heads", TrainingModel::Lm, mw);
   m.context = trainingInteger(r, *mo, "model.context", TrainingModel::Lm, mw);
   m.ffn_hidden = trainingInteger(r, *mo, "model.ffn_hidden", TrainingModel::Lm, mw, 4 * m.d_model);
-  const std::string ffn = lower(r.string(*mo, "ffn", mw, "gelu"));
-  if (ffn == "gelu")
-    m.ffn = FfnKind::Gelu;
-  else if (ffn == "swiglu")
-    m.ffn = FfnKind::Swiglu;
-  else
-    r.fail(mw.member("ffn"), "unknown FFN '" + ffn + "' (gelu, swiglu)");
-  const std::string norm = lower(r.string(*mo, "norm", mw, "layernorm"));
-  if (norm == "layernorm")
-    m.norm = NormKind::LayerNorm;
-  else if (norm == "rmsnorm")
-    m.norm = NormKind::RmsNorm;
-  else
-    r.fail(mw.member("norm"), "unknown norm '" + norm + "' (layernorm, rmsnorm)");
-  const std::string pos = lower(r.string(*mo, "norm_position", mw, "pre"));
-  if (pos == "pre" || pos == "post")
-    m.pre_norm = pos == "pre";
-  else
-    r.fail(mw.member("norm_position"), "must be \"pre\" (GPT-2) or \"post\" (the original Transformer)");
+  const auto is = [](std::initializer_list<const char*> names) {
+    return [names](const std::string& v) {
+      return std::any_of(names.begin(), names.end(), [&](const char* n) { return v == n; });
+    };
+  };
+  m.ffn = trainingChoice(r, *mo, "model.ffn", TrainingModel::Lm, mw, "FFN", is({"gelu", "swiglu"})) == "swiglu"
+              ? FfnKind::Swiglu
+              : FfnKind::Gelu;
+  m.norm =
+      trainingChoice(r, *mo, "model.norm", TrainingModel::Lm, mw, "norm", is({"layernorm", "rmsnorm"})) == "rmsnorm"
+          ? NormKind::RmsNorm
+          : NormKind::LayerNorm;
+  m.pre_norm = trainingChoice(r, *mo, "model.norm_position", TrainingModel::Lm, mw, "norm position",
+                              is({"pre", "post"})) != "post";
   m.tied_embeddings = r.boolean(*mo, "tied_embeddings", mw, true);
   m.position_embedding = r.boolean(*mo, "position_embedding", mw, true);
   if (r.ok() && m.d_model % m.heads != 0)
@@ -424,21 +434,10 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
       lm.data.task_seed = uint64_t(r.integer(*dv, "seed", dw, 1, 0, int64_t(1) << 53));
     }
   }
-  lm.label = c.label;
-  lm.precision = c.precision;
-  lm.scaling = c.scaling;
-  lm.recipe = c.recipe;
-  lm.forward_format = c.forward_format;
-  lm.backward_format = c.backward_format;
-  lm.forward_gemm = c.forward_gemm;
-  lm.backward_gemm = c.backward_gemm;
-  lm.policy = c.policy;
-  lm.block_gemm = ConfigReader::has(o, "block_gemm") ? c.block_gemm : BlockGemmPath::Core;
-  lm.seed = c.seed;
-  lm.threads = c.threads;
-  lm.on_nonfinite = c.on_nonfinite;
-  lm.record_history = c.record_history;
-  lm.diagnostics = c.diagnostics;
+  // the shared run settings parseRun read; block_gemm keeps the language model's default (core)
+  // unless the run gives it
+  static_cast<TrainingRunConfig&>(lm) = c;
+  if (!ConfigReader::has(o, "block_gemm")) lm.block_gemm = BlockGemmPath::Core;
   if (!ConfigReader::has(o, "diagnostics")) lm.diagnostics.map_every = 200;
   lm.batch_size = int(trainingInteger(r, o, "batch_size", TrainingModel::Lm, where));
   lm.steps = trainingInteger(r, o, "steps", TrainingModel::Lm, where);
@@ -450,13 +449,10 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
   if (const Json* oo = r.object(o, "optimizer", where)) {
     const ConfigPath w = where.member("optimizer");
     OptimizerConfig& op = lm.optimizer;
-    const std::string name = lower(r.string(*oo, "name", w, "adam"));
-    if (name == "adam" || name == "adamw")
-      op.kind = OptimizerKind::Adam;
-    else if (name == "sgd")
-      op.kind = OptimizerKind::Sgd;
-    else
-      r.fail(w.member("name"), "unknown optimizer '" + name + "' (adam, sgd)");
+    const std::string name =
+        trainingChoice(r, *oo, "optimizer.name", TrainingModel::Lm, w, "optimizer",
+                       [](const std::string& v) { return v == "adam" || v == "adamw" || v == "sgd"; });
+    op.kind = name == "sgd" ? OptimizerKind::Sgd : OptimizerKind::Adam;
     op.learning_rate = float(r.number(*oo, "learning_rate", w, op.kind == OptimizerKind::Sgd ? 0.1 : 3e-3));
     op.beta1 = float(trainingNumber(r, *oo, "optimizer.beta1", TrainingModel::Lm, w));
     op.beta2 = float(trainingNumber(r, *oo, "optimizer.beta2", TrainingModel::Lm, w));
@@ -496,6 +492,7 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
   if (r.ok())
     if (const std::string v = lm.validate(); !v.empty()) r.fail(where, v);
   s.lm = std::move(lm);
+  s.model_kind = transformerModelKind().kind;
 }
 
 TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where, const std::string& default_id) {
@@ -513,20 +510,16 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
   s.data_dir = r.string(o, "data_dir", where, {});
   s.train_limit = trainingInteger(r, o, "train_limit", TrainingModel::Mlp, where);
   s.test_limit = trainingInteger(r, o, "test_limit", TrainingModel::Mlp, where);
-  const std::string prec = lower(r.string(o, "precision", where, "fp8"));
-  if (prec == "fp8")
-    c.precision = TrainingPrecision::FP8;
-  else if (prec == "fp32")
-    c.precision = TrainingPrecision::FP32;
-  else
-    r.fail(where.member("precision"), "must be \"fp8\" or \"fp32\"");
+  c.precision = trainingChoice(r, o, "precision", TrainingModel::Any, where, "precision",
+                               [](const std::string& v) { return v == "fp8" || v == "fp32"; }) == "fp32"
+                    ? TrainingPrecision::FP32
+                    : TrainingPrecision::FP8;
   if (const Json* so = r.object(o, "scaling", where)) {
     const ConfigPath w = where.member("scaling");
     r.checkKeys(*so, w, {"strategy", "history_len", "amax_compute_algo", "margin", "power_of_two", "saturate"});
-    const std::string strat = r.string(*so, "strategy", w, "delayed-flax");
-    if (!parseTrainingScalingKind(lower(strat), &c.scaling.kind))
-      r.fail(w.member("strategy"),
-             "unknown strategy '" + strat + "' (delayed-flax, delayed-te, current-te, current-torchao)");
+    const std::string strat =
+        trainingChoice(r, *so, "scaling.strategy", TrainingModel::Any, w, "strategy",
+                       [&](const std::string& v) { return parseTrainingScalingKind(v, &c.scaling.kind); });
     const ParamSpec& hl = param("history_len", ParamScope::None);
     c.scaling.history_len = static_cast<int>(r.integer(*so, "history_len", w, 1024, int64_t(hl.min), int64_t(hl.max)));
     const std::string algo = r.string(*so, "amax_compute_algo", w, "max");
@@ -629,9 +622,8 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
                                   std::to_string(c.layer_sizes[static_cast<size_t>(c.spike.layer)] - 1) + ")");
   }
   if (ConfigReader::has(o, "on_nonfinite")) {
-    const std::string v = r.string(o, "on_nonfinite", where, "stop");
-    if (r.ok() && !parseNonFinitePolicy(lower(v), &c.on_nonfinite))
-      r.fail(where.member("on_nonfinite"), "unknown value '" + v + "' (stop, continue, off)");
+    (void)trainingChoice(r, o, "on_nonfinite", TrainingModel::Any, where, "value",
+                         [&](const std::string& v) { return parseNonFinitePolicy(v, &c.on_nonfinite); });
   }
   if (const Json* dg = r.object(o, "diagnostics", where)) {
     const ConfigPath w = where.member("diagnostics");
@@ -663,13 +655,12 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
     }
   }
   c.policy = readPolicy(r, o, where);
-  if (ConfigReader::has(o, "block_gemm")) {
-    const std::string bg = lower(r.string(o, "block_gemm", where, "fake_quant"));
-    if (const auto p = parseBlockGemmPath(bg))
-      c.block_gemm = *p;
-    else if (r.ok())
-      r.fail(where.member("block_gemm"), "unknown value '" + bg + "' (core, fake_quant)");
-  }
+  if (ConfigReader::has(o, "block_gemm"))
+    (void)trainingChoice(r, o, "block_gemm", TrainingModel::Mlp, where, "value", [&](const std::string& v) {
+      const auto p = parseBlockGemmPath(v);
+      if (p) c.block_gemm = *p;
+      return p.has_value();
+    });
   if (ConfigReader::has(o, "model")) {
     parseLanguageModel(r, o, where, s);
     return s;
@@ -737,8 +728,29 @@ bool readSeeds(const Json& v, std::vector<uint64_t>* seeds, std::string* why) {
 } // namespace
 
 std::string TrainingRunSpec::configJson() const {
-  if (lm) return lmConfigJson(*lm, id);
-  return trainingConfigJson(config, id, train_limit, test_limit, data_dir);
+  return kind().config_json(*this);
+}
+
+const TrainingModelKind& TrainingRunSpec::kind() const {
+  const TrainingModelKind* k = findTrainingModelKind(model_kind);
+  if (!k) throw std::logic_error("training run '" + id + "': unknown model kind '" + model_kind + "'");
+  return *k;
+}
+
+TrainingRunConfig& TrainingRunSpec::run() {
+  return kind().run(*this);
+}
+
+const TrainingRunConfig& TrainingRunSpec::run() const {
+  return kind().run(const_cast<TrainingRunSpec&>(*this));
+}
+
+SiteTable TrainingRunSpec::sites() const {
+  return kind().sites(*this);
+}
+
+int64_t TrainingRunSpec::steps() const {
+  return kind().steps(*this);
 }
 
 std::string WeightGemmSpec::runId(int layer) const {

@@ -12,6 +12,7 @@
 #include "json/json_document.h"
 #include "training/lm_trainer.h"
 #include "training/trainer.h"
+#include "experiment/training/training_models.h"
 #include "experiment/training/weight_gemm.h"
 
 #include <optional>
@@ -21,9 +22,13 @@
 namespace fp8lab {
 
 /// One training run of an experiment: the Fashion-MNIST MLP (`config`), or, when the run names a
-/// "model" {"kind": "transformer", ...}, the byte-level language model (`lm`).
+/// "model" {"kind": "transformer", ...}, the byte-level language model (`lm`). What a caller needs
+/// of the model beyond the shared settings (run()) comes from its kind (training_models.h).
 struct TrainingRunSpec {
   std::string id; ///< run id in the session
+  /// The model kind, the registry's key (training_models.h): "mlp" (`config`) or "transformer"
+  /// (`lm`, which the parser sets with it).
+  std::string model_kind = "mlp";
   TrainingConfig config;
   std::optional<LmTrainingConfig> lm;
   std::string data_dir;    ///< "" = automatic (FP8LAB_FASHION_MNIST_DIR, then the package)
@@ -31,6 +36,15 @@ struct TrainingRunSpec {
   int64_t test_limit = 0;
   /// The one-run config that reproduces this run (stored as the run's config).
   std::string configJson() const;
+
+  /// The entry of model_kind (throws std::logic_error for a kind the registry lacks).
+  const TrainingModelKind& kind() const;
+  /// The shared run settings of the model's config.
+  TrainingRunConfig& run();
+  const TrainingRunConfig& run() const;
+  /// The model's sites; its optimizer steps.
+  SiteTable sites() const;
+  int64_t steps() const;
 };
 
 /// The GEMM error experiment on the weights a training run learned.

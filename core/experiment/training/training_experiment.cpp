@@ -30,12 +30,6 @@ struct DataCache {
   }
 };
 
-int64_t stepsOf(const TrainingRunSpec& r) {
-  if (r.lm) return r.lm->steps;
-  const int64_t images = r.train_limit > 0 ? r.train_limit : 60000;
-  return static_cast<int64_t>(r.config.epochs) * ((images + r.config.batch_size - 1) / r.config.batch_size);
-}
-
 /// The text of a language-model run, loaded once per source.
 struct TextCache {
   std::map<std::string, TextCorpus> texts;
@@ -135,7 +129,7 @@ public:
       : spec_(spec), opt_(opt), hooks_(hooks) {
     // Weights of the overall fraction: every training step counts 1, each trained-weights GEMM 2 %
     // of the training steps.
-    for (const auto& r : spec.runs) total_ += static_cast<double>(stepsOf(r));
+    for (const auto& r : spec.runs) total_ += static_cast<double>(r.steps());
     gemm_weight_ = spec.weight_gemm ? 0.02 * total_ : 0.0;
     if (spec.weight_gemm) total_ += gemm_weight_ * static_cast<double>(spec.weight_gemm->layers.size());
     if (total_ <= 0) total_ = 1;

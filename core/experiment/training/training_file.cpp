@@ -37,11 +37,11 @@ TrainingFileResult runTrainingIntoFile(const TrainingExperimentSpec& spec, const
   h.progress = [&](double f, double, const std::string& stage) { return !hooks.progress || hooks.progress(f, stage); };
   h.finish_run = [&](Run& run, const TrainingRunSpec* rs) {
     if (hooks.ended) hooks.ended();
-    if (!backend || (rs && (rs->lm ? rs->lm->precision : rs->config.precision) != TrainingPrecision::FP8)) return;
+    if (!backend || (rs && !rs->run().fp8())) return;
     const std::string note = backend->fallbackSummary();
     if (!note.empty()) line((rs && labels.count(rs) ? labels[rs] : run.id) + ": note: --backend " + note, true);
     if (hooks.record_backend)
-      hooks.record_backend(run, rs ? rs->config.forward_gemm : GemmOptions{},
+      hooks.record_backend(run, rs ? rs->run().forward_gemm : GemmOptions{},
                            note.empty() ? backend->noGpuReason() : note);
     if (!rs) return backend->resetCounts();
     if (run.backend == "cuda")

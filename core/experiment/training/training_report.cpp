@@ -1,4 +1,5 @@
 #include "experiment/training/training_report.h"
+#include "experiment/training/training_models.h"
 #include "experiment/training/training_sweep.h"
 
 #include "common/number_text.h"
@@ -37,8 +38,8 @@ std::string applyTrainingOverrides(TrainingExperimentSpec& spec, const TrainingO
     for (auto& r : spec.runs) r.data_dir = o.data_dir;
   if (o.threads > 0)
     for (auto& r : spec.runs) {
-      r.config.threads = r.config.forward_gemm.threads = r.config.backward_gemm.threads = o.threads;
-      if (r.lm) r.lm->threads = r.lm->forward_gemm.threads = r.lm->backward_gemm.threads = o.threads;
+      TrainingRunConfig& rc = r.run();
+      rc.threads = rc.forward_gemm.threads = rc.backward_gemm.threads = o.threads;
     }
   if (!o.run_id.empty()) {
     if (spec.runs.size() != 1) return "--id needs a training config with a single run";
@@ -69,21 +70,7 @@ std::optional<TrainingExperimentSpec> trainingExperimentToRun(const Json& config
 
 std::string trainingRunStartLine(const std::string& label, const TrainingRunSpec& rs, int64_t steps_per_epoch,
                                  int64_t images) {
-  if (rs.lm) {
-    const LmTrainingConfig& lm = *rs.lm;
-    return printfText("%s: transformer LM (%lld parameters: d_model %lld, %lld layers, %lld heads, context %lld, %s, "
-                      "%s %s-norm), %s, %lld steps of batch %lld on %lld bytes of text",
-                      label.c_str(), ll(lm.model.parameterCount()), ll(lm.model.d_model), ll(lm.model.layers),
-                      ll(lm.model.heads), ll(lm.model.context), toString(lm.model.ffn), toString(lm.model.norm),
-                      lm.model.pre_norm ? "pre" : "post",
-                      lm.precision == TrainingPrecision::FP8 ? lm.scalingName().c_str() : "FP32 baseline",
-                      ll(steps_per_epoch), ll(lm.batch_size), ll(images));
-  }
-  return printfText("%s: %s, %lld %s of %lld steps (batch %lld, %lld images)", label.c_str(),
-                    rs.config.precision == TrainingPrecision::FP8 ? rs.config.scalingName().c_str()
-                                                                  : "FP32 baseline",
-                    ll(rs.config.epochs), rs.config.epochs == 1 ? "epoch" : "epochs", ll(steps_per_epoch),
-                    ll(rs.config.batch_size), ll(images));
+  return rs.kind().start_line(label, rs, steps_per_epoch, images);
 }
 
 std::string trainingEpochLine(const std::string& label, const EpochRecord& e) {
@@ -131,22 +118,9 @@ std::vector<std::string> trainingRunSavedLines(const Run& run, const std::string
     lines.push_back(stored_id + ": what-if, mean SQNR over the operands at " +
                     std::to_string(steps ? steps->i64.size() : 0) + " steps (dB): " + line);
   }
-  if (run.type == "training" && attrString(run.attrs, "model").value_or("") != "transformer" &&
-      run.metrics.count("final_test_accuracy")) {
-    const auto m = [&](const char* k) { return run.metrics.count(k) ? run.metrics.at(k).value : std::nan(""); };
-    lines.push_back(printfText("%s: test accuracy %.2f %%, test loss %.4f nats after %lld steps", stored_id.c_str(),
-                               100.0 * m("final_test_accuracy"), m("final_test_loss"),
-                               static_cast<long long>(attrInt(run.attrs, "steps_completed").value_or(0))));
-  }
-  if (attrString(run.attrs, "model").value_or("") == "transformer") {
-    const auto m = [&](const char* k) { return run.metrics.count(k) ? run.metrics.at(k).value : std::nan(""); };
-    lines.push_back(printfText("%s: validation loss %.4f nats/byte = %.3f bits/byte (unigram entropy of the text: "
-                               "%.3f bits/byte), %.1f ms per step",
-                               stored_id.c_str(), m("final_val_loss"), m("final_val_bits_per_byte"),
-                               m("unigram_bits_per_byte"), 1000.0 * m("step_seconds")));
-    if (const auto sample = attrString(run.attrs, "sample"); sample && !sample->empty())
-      lines.push_back(stored_id + ": sample (after a validation prompt):\n" + *sample);
-  }
+  if (run.type == "training")
+    if (const TrainingModelKind* k = findTrainingModelKind(attrString(run.attrs, "model").value_or("mlp")))
+      k->stored_lines(run, stored_id, lines);
   if (run.type == "gemm-trained-weights")
     lines.push_back(printfText("GEMM on trained %s: SQNR %.2f dB total, %.2f dB quantization, %.2f dB accumulation",
                                attrString(run.attrs, "layer").value_or("?").c_str(), run.metrics.at("sqnr_db").value,
@@ -167,23 +141,10 @@ Json trainingOutcomeJson(const TrainingRunOutcome& o, const std::string& backend
       js[key] = reportJsonNumber(o.metrics.count(metric) ? o.metrics.at(metric) : std::nan(""));
     return js;
   }
-  const TrainingConfig& c = o.spec->config;
-  if (o.spec->lm) {
-    const LmTrainingConfig& lm = *o.spec->lm;
-    js["model"] = "transformer";
-    js["precision"] = toString(lm.precision);
-    if (lm.precision == TrainingPrecision::FP8) js["scaling"] = lm.scalingName();
-    Json vl = Json::array();
-    for (float v : o.val_loss) vl.push_back(double(v));
-    js["val_loss"] = vl;
-    if (!o.val_loss.empty()) js["val_bits_per_byte"] = double(o.val_loss.back()) / std::log(2.0);
-    js["unigram_bits_per_byte"] = o.unigram_bits;
-    js["step_seconds"] = o.step_seconds;
-    js["sample"] = o.sample;
-  } else {
-    js["precision"] = toString(c.precision);
-    if (c.precision == TrainingPrecision::FP8) js["scaling"] = c.scalingName();
-  }
+  const TrainingRunConfig& c = o.spec->run();
+  js["precision"] = toString(c.precision);
+  if (c.fp8()) js["scaling"] = c.scalingName();
+  o.spec->kind().outcome_json(js, o);
   js["status"] = o.cancelled ? "cancelled" : o.stopped_nonfinite ? "stopped_nonfinite" : "completed";
   if (o.first_nonfinite.found) js["first_nonfinite"] = o.first_nonfinite.describe();
   if (!backend_request.empty()) {

@@ -1,6 +1,14 @@
 // FP8 Lab — the training parameter schema (training_schema.h).
 #include "experiment/training/training_schema.h"
 
+#include "experiment/config_reader.h"
+#include "training/lm_trainer.h"
+#include "training/nonfinite.h"
+#include "training/operand_scaler.h"
+#include "training/optimizer.h"
+#include "training/run_config.h"
+#include "training/transformer.h"
+
 #include <stdexcept>
 
 namespace fp8lab {
@@ -37,10 +45,42 @@ TrainingParam entry(TrainingModel model, std::string key, ParamType type, std::s
   return p;
 }
 
+TrainingParam choice(TrainingModel model, std::string key, std::vector<std::string> choices, std::string def,
+                     std::string help) {
+  TrainingParam p = entry(model, std::move(key), ParamType::Choice, "", 0, 0, std::move(def), std::move(help));
+  p.spec.choices = std::move(choices);
+  return p;
+}
+
+/// The canonical names of an enum's values, from its toString.
+template <class E> std::vector<std::string> names(std::initializer_list<E> values) {
+  std::vector<std::string> v;
+  for (E e : values) v.push_back(toString(e));
+  return v;
+}
+
 std::vector<TrainingParam> build() {
   using M = TrainingModel;
   using T = ParamType;
+  using K = TrainingScalingKind;
   return {
+      choice(M::Any, "precision", names({TrainingPrecision::FP8, TrainingPrecision::FP32}), "fp8",
+             "fp8: the run's GEMMs in low precision under the scaling strategy or block recipe; fp32: the float32 "
+             "baseline (operand amaxes still recorded)."),
+      choice(M::Any, "scaling.strategy", names({K::DelayedFlax, K::DelayedTE, K::CurrentTE, K::CurrentTorchao}),
+             "delayed-flax",
+             "Per-tensor scaling of every operand: delayed (Flax fp8_ops, TE DelayedScaling: the scale from an amax "
+             "history) or current (TE Float8CurrentScaling, torchao tensorwise: the scale from this step's amax)."),
+      choice(M::Any, "on_nonfinite", names({NonFinitePolicy::Stop, NonFinitePolicy::Continue, NonFinitePolicy::Off}),
+             "stop",
+             "A step that produces a NaN or ±Inf: record it and stop after the step, record it and continue, or do "
+             "not check (docs/training.md \"The first non-finite value\")."),
+      choice(M::Mlp, "block_gemm", names({BlockGemmPath::FakeQuant, BlockGemmPath::Core}), "fake_quant",
+             "How block recipes multiply: float32 GEMMs of the dequantized operands (fake quantization), or "
+             "core/gemm with the block-scaled operands under the accumulation model."),
+      choice(M::Lm, "block_gemm", names({BlockGemmPath::FakeQuant, BlockGemmPath::Core}), "core",
+             "How block recipes multiply: float32 GEMMs of the dequantized operands (fake quantization), or "
+             "core/gemm with the block-scaled operands under the accumulation model."),
       entry(M::Any, "seed", T::Seed, "", 0, 0, "1",
             "Initial weights and the data order (the per-epoch shuffles; the LM's windows); same-seed runs of two "
             "recipes are pairs (docs/decide.md)."),
@@ -67,10 +107,18 @@ std::vector<TrainingParam> build() {
             "Context length (T), the longest sequence the model reads (GPT-2's block_size)."),
       entry(M::Lm, "model.ffn_hidden", T::Integer, "", 1, 16384, "",
             "Width of the FFN's hidden layer (F); default 4·d_model, GPT-2's."),
+      choice(M::Lm, "model.ffn", names({FfnKind::Gelu, FfnKind::Swiglu}), "gelu",
+             "The FFN: GELU (GPT-2: up, down) or SwiGLU (Shazeer 2020, LLaMA: up, gate, down)."),
+      choice(M::Lm, "model.norm", names({NormKind::LayerNorm, NormKind::RmsNorm}), "layernorm",
+             "The norms: LayerNorm (GPT-2) or RMSNorm (Zhang & Sennrich 2019, LLaMA)."),
+      choice(M::Lm, "model.norm_position", {"pre", "post"}, "pre",
+             "pre: norm before attention and FFN (GPT-2); post: after the residual add (the original Transformer)."),
       entry(M::Lm, "batch_size", T::Integer, "sequences", 1, 4096, "16", "Sequences per optimizer step."),
       entry(M::Lm, "steps", T::Integer, "steps", 1, 10000000, "600", "Optimizer steps."),
       entry(M::Lm, "sample_bytes", T::Integer, "bytes", 0, 100000, "240",
             "Bytes of text sampled from the trained model at the end (0: none)."),
+      choice(M::Lm, "optimizer.name", names({OptimizerKind::Adam, OptimizerKind::Sgd}), "adam",
+             "Adam (Kingma & Ba 2015; with weight_decay: AdamW; also \"adamw\") or SGD with momentum (PyTorch's)."),
       entry(M::Lm, "optimizer.warmup_steps", T::Integer, "steps", 0, k2p30, "50",
             "Linear learning-rate warm-up, then cosine decay to min_lr_ratio (nanoGPT's schedule)."),
       entry(M::Lm, "optimizer.beta1", T::Number, "", 0, 0, "0.9", "Adam's first-moment decay."),
@@ -109,8 +157,12 @@ std::string trainingSchemaMarkdown() {
   std::string s = "| key | model | type | range | default | help |\n|---|---|---|---|---|---|\n";
   for (const TrainingParam& p : trainingSchema()) {
     const ParamSpec& x = p.spec;
-    const char* type = x.type == ParamType::Integer ? "integer" : x.type == ParamType::Number ? "number" : "seed";
+    const char* type = x.type == ParamType::Integer  ? "integer"
+                       : x.type == ParamType::Number ? "number"
+                       : x.type == ParamType::Choice ? "choice"
+                                                     : "seed";
     std::string range = x.type == ParamType::Number && x.min == 0 && x.max == 0 ? std::string() : x.rangeText();
+    if (x.type == ParamType::Choice) range = joinNames(x.choices);
     if (!range.empty() && !x.unit.empty()) range += " " + x.unit;
     if (x.type == ParamType::Seed) range = "unsigned 64-bit: an integer up to 2^53, or a decimal string";
     s += "| `" + x.key + "` | " + toString(p.model) + " | " + type + " | " + (range.empty() ? "any finite" : range) +

@@ -15,13 +15,9 @@ void expandTrainingSeeds(TrainingExperimentSpec* spec, const std::vector<uint64_
     for (uint64_t seed : seeds) {
       TrainingRunSpec c = r;
       c.id = r.id + "-s" + std::to_string(seed);
-      if (c.lm) {
-        c.lm->seed = seed;
-        if (c.lm->label == r.id || c.lm->label.empty()) c.lm->label = c.id;
-      } else {
-        c.config.seed = seed;
-        if (c.config.label == r.id || c.config.label.empty()) c.config.label = c.id;
-      }
+      TrainingRunConfig& rc = c.run();
+      rc.seed = seed;
+      if (rc.label == r.id || rc.label.empty()) rc.label = c.id;
       if (spec->weight_gemm && spec->weight_gemm->from_run == r.id && first_of_weight_run.empty())
         first_of_weight_run = c.id;
       runs.push_back(std::move(c));

@@ -62,6 +62,7 @@ private Q_SLOTS:
     c.forward_format = &Format::E2M1();
     c.backward_format = &Format::E2M1();
     spec.lm = c;
+    spec.model_kind = "transformer";
     AdviceConfig ac;
     ac.steps = 120;
     ac.seeds = 3;

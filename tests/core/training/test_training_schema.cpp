@@ -6,6 +6,8 @@
 #include "experiment/training/training_config.h"
 #include "experiment/training/training_schema.h"
 #include "json/json_document.h"
+#include "training/nonfinite.h"
+#include "training/optimizer.h"
 
 #include <QFile>
 #include <QtTest>
@@ -87,6 +89,53 @@ private Q_SLOTS:
     const Json too_many = {{"type", "training"}, {"runs", Json::array({Json{{"id", "m"}, {"epochs", 1001}}})}};
     QVERIFY(!parse(too_many, &err));
     QVERIFY2(err.find("epochs") != std::string::npos, err.c_str());
+  }
+
+  // Every choice key: left out, the parsed config holds the entry's default (docs/training.md's
+  // defaults: fp8, delayed-flax, stop, fake_quant for the MLP and core for the language model, GELU,
+  // LayerNorm, pre-norm, Adam); a value outside the choices is refused with the key's path and the
+  // entry's choices listed.
+  void choicesAreTheSchemas() {
+    std::string err;
+    const auto m = parse(Json{{"type", "training"}, {"runs", Json::array({Json{{"id", "m"}}})}}, &err);
+    QVERIFY2(m, err.c_str());
+    const TrainingConfig& c = m->runs[0].config;
+    auto def = [](const char* key, TrainingModel model) { return trainingParam(key, model).def; };
+    QCOMPARE(std::string(toString(c.precision)), def("precision", TrainingModel::Any));
+    QCOMPARE(std::string(toString(c.scaling.kind)), def("scaling.strategy", TrainingModel::Any));
+    QCOMPARE(std::string(toString(c.on_nonfinite)), def("on_nonfinite", TrainingModel::Any));
+    QCOMPARE(std::string(toString(c.block_gemm)), def("block_gemm", TrainingModel::Mlp));
+    QCOMPARE(std::string(toString(c.block_gemm)), std::string("fake_quant"));
+    const auto l = parse(lm(), &err);
+    QVERIFY2(l, err.c_str());
+    const LmTrainingConfig& t = *l->runs[0].lm;
+    QCOMPARE(std::string(toString(t.block_gemm)), def("block_gemm", TrainingModel::Lm));
+    QCOMPARE(std::string(toString(t.block_gemm)), std::string("core"));
+    QCOMPARE(std::string(toString(t.model.ffn)), def("model.ffn", TrainingModel::Lm));
+    QCOMPARE(std::string(toString(t.model.norm)), def("model.norm", TrainingModel::Lm));
+    QCOMPARE(t.model.pre_norm, def("model.norm_position", TrainingModel::Lm) == "pre");
+    QCOMPARE(std::string(toString(t.optimizer.kind)), def("optimizer.name", TrainingModel::Lm));
+    struct Case {
+      const char* key;
+      TrainingModel model;
+      Json patch;
+    };
+    const Case cases[] = {
+        {"precision", TrainingModel::Any, Json{{"precision", "fp16"}}},
+        {"scaling.strategy", TrainingModel::Any, Json{{"scaling", {{"strategy", "dalayed"}}}}},
+        {"on_nonfinite", TrainingModel::Any, Json{{"on_nonfinite", "halt"}}},
+        {"block_gemm", TrainingModel::Lm, Json{{"block_gemm", "gpu"}}},
+        {"model.ffn", TrainingModel::Lm, Json{{"model", {{"ffn", "relu"}}}}},
+        {"model.norm", TrainingModel::Lm, Json{{"model", {{"norm", "batchnorm"}}}}},
+        {"model.norm_position", TrainingModel::Lm, Json{{"model", {{"norm_position", "middle"}}}}},
+        {"optimizer.name", TrainingModel::Lm, Json{{"optimizer", {{"name", "lion"}}}}},
+    };
+    for (const Case& k : cases) {
+      QVERIFY2(!parse(lm(k.patch), &err), k.key);
+      std::string choices;
+      for (const std::string& v : trainingParam(k.key, k.model).choices) choices += (choices.empty() ? "" : ", ") + v;
+      QVERIFY2(err.find(k.key) != std::string::npos && err.find("(" + choices + ")") != std::string::npos, err.c_str());
+    }
   }
 
   // docs/training.md lists the schema as trainingSchemaMarkdown() writes it, between its markers;
