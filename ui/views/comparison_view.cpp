@@ -1,4 +1,5 @@
 #include "views/comparison_view.h"
+#include "experiment/gemm/operand_key.h"
 #include "session/session_paths.h"
 
 #include "plot/plot_util.h"
@@ -184,36 +185,29 @@ QString ComparisonRow::recipe() const {
 }
 
 QString operandKey(const RunAccess& r) {
+  GemmOperandFacts f;
+  f.type = r.type().toStdString();
   if (!r.type().startsWith(QStringLiteral("gemm"))) return {};
-  const QJsonObject c = r.config();
-  const QString ao = r.attr(QStringLiteral("a_origin")), bo = r.attr(QStringLiteral("b_origin"));
-  auto tensorIn = [&](const char* key) {
-    return c.value(QString::fromLatin1(key)).toObject().contains(QStringLiteral("tensor"));
-  };
-  const bool known = !ao.isEmpty() || !bo.isEmpty() || c.contains(QStringLiteral("seed")) || tensorIn("a") ||
-                     tensorIn("b") || c.contains(QStringLiteral("import_path"));
-  if (!known) return {};
-  QJsonObject k;
-  for (const char* key : {"a", "b", "sigma", "distribution", "input", "import_path", "import_path_b", "session_file",
-                          "training_run", "alpha", "beta", "c", "bias"})
-    if (c.contains(QString::fromLatin1(key))) k.insert(QString::fromLatin1(key), c.value(QString::fromLatin1(key)));
-  if (ao.isEmpty() && bo.isEmpty() && c.contains(QStringLiteral("seed")))
-    k.insert(QStringLiteral("seed"), c.value(QStringLiteral("seed")));
-  auto dim = [&](const char* attr, const std::string& ds, int axis) {
-    QString v = r.attr(QString::fromLatin1(attr));
-    if (v.isEmpty()) {
-      const auto d = r.dims(sessionPath(ds));
-      if (d.first > 0) v = QString::number(axis == 0 ? d.first : d.second);
-    }
-    if (v.isEmpty()) v = c.value(QString::fromLatin1(attr)).toVariant().toString();
-    return v;
-  };
-  k.insert(QStringLiteral("shape"), dim("m", layout::inputs("A"), 0) + QLatin1Char('x') +
-                                        dim("k", layout::inputs("A"), 1) + QLatin1Char('x') +
-                                        dim("n", layout::inputs("B"), 1));
-  k.insert(QStringLiteral("a_origin"), ao);
-  k.insert(QStringLiteral("b_origin"), bo);
-  return QString::fromUtf8(QJsonDocument(k).toJson(QJsonDocument::Compact));
+  try {
+    f.config = Json::parse(QJsonDocument(r.config()).toJson(QJsonDocument::Compact).toStdString());
+  } catch (const Json::exception&) {
+    f.config = Json::object();
+  }
+  f.a_origin = r.attr(QStringLiteral("a_origin")).toStdString();
+  f.b_origin = r.attr(QStringLiteral("b_origin")).toStdString();
+  f.m = r.attr(QStringLiteral("m")).toStdString();
+  f.k = r.attr(QStringLiteral("k")).toStdString();
+  f.n = r.attr(QStringLiteral("n")).toStdString();
+  // the stored inputs' shapes, read only where the attributes do not give M, K, N
+  if (f.m.empty() || f.k.empty()) {
+    const auto d = r.dims(sessionPath(layout::inputs("A")));
+    f.a_dims = {d.first, d.second};
+  }
+  if (f.n.empty()) {
+    const auto d = r.dims(sessionPath(layout::inputs("B")));
+    f.b_dims = {d.first, d.second};
+  }
+  return QString::fromStdString(gemmOperandKey(f));
 }
 
 void rankRows(QList<ComparisonRow>* rows) {

@@ -45,13 +45,10 @@ struct ComparisonRow {
 /// saturated % = (a_saturated + b_saturated) / (M·K + K·N) · 100, likewise underflow.
 ComparisonRow comparisonRow(const RunAccess& run);
 
-/// What makes two GEMM runs' operands the same: M×K×N, where A and B came from (the run
-/// attributes a_origin / b_origin: distribution, seed and stream of random operands, the file of
-/// imported ones) and the config keys that change them without showing in the origin (the "a" /
-/// "b" objects — scale, sigma, outliers, transpose —, the legacy "sigma", "distribution",
-/// "input", "import_path*", and the epilogue alpha, beta, c, bias). Empty for runs that are not
-/// GEMMs or do not say where their operands came from (no origin attributes, and no seed or
-/// tensor in the config): such runs are never grouped.
+/// What makes two GEMM runs' operands the same: core's gemmOperandKey
+/// (experiment/gemm/operand_key.h) of the run's type, config, attributes and stored input shapes.
+/// Empty for runs that are not GEMMs or do not say where their operands came from: such runs are
+/// never grouped.
 QString operandKey(const RunAccess& run);
 
 /// Numbers the groups of rows with the same non-empty operand_key (1, 2, … in order of their first
