@@ -43,6 +43,8 @@ void RunBox::follow(int index) {
   if (index < 0 || !session_ || index >= session_->runCount()) return;
   const QString id = session_->run(index).id;
   const int i = box_->findData(id);
+  // A load's default current run does not replace the run a preference chose.
+  if (preferred_ && !session_->currentRunChosen() && box_->currentIndex() >= 0) return;
   if (i < 0) {
     // A run the box does not list: when the user chose it, the view shows no run and says why;
     // when a load merely defaulted to it, the view keeps the first run it can show.
@@ -85,6 +87,13 @@ void RunBox::rebuild(bool background) {
   const QString current = session_->currentRun() >= 0 ? session_->run(session_->currentRun()).id : QString();
   int i = box_->findData(was);
   if (i < 0 && !current.isEmpty()) i = box_->findData(current);
+  if (box_->findData(was) < 0 && preferred_ && !session_->currentRunChosen() &&
+      (i < 0 || !preferred_(box_->itemData(i).toString())))
+    for (int k = 0; k < box_->count(); ++k)
+      if (preferred_(box_->itemData(k).toString())) {
+        i = k;
+        break;
+      }
   // The current run still unlisted (its record changed, another run was added): still no run.
   if (!unlisted_.isEmpty() && was.isEmpty() && unlisted_ == current && box_->findData(current) < 0 &&
       session_->currentRunChosen())

@@ -4,6 +4,8 @@
 // One implementation for the views that pick one run from the session (AnalysisView).
 #pragma once
 
+#include <functional>
+
 #include "session/run_model.h"
 
 #include <QObject>
@@ -46,6 +48,11 @@ public:
   RunFilterProxy* proxy() const { return proxy_; }
   /// Whether the session holds run `id` and the box would list it.
   bool lists(const QString& id) const;
+  /// The runs the view would rather open on: while the session's current run is a load's default
+  /// (not chosen by the user), a rebuild that has no run to keep shows the first listed run `p`
+  /// accepts instead of an unaccepted current run, and a new default current run does not replace
+  /// the run shown. Unset: the current run, as for every view.
+  void setPreferred(std::function<bool(const QString& id)> p) { preferred_ = std::move(p); }
   /// The session's current run when the box does not list it: the box then shows no run (so the
   /// view does not go on showing another one as if it were that run) until the user picks one or
   /// the current run changes; "" otherwise.
@@ -70,6 +77,7 @@ private:
   RunSelection* selection_ = nullptr;
   bool updating_ = false;
   QString unlisted_;
+  std::function<bool(const QString& id)> preferred_;
 };
 
 } // namespace fp8lab::ui

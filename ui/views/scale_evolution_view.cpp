@@ -1,4 +1,5 @@
 #include "views/scale_evolution_view.h"
+#include "session/run_box.h"
 #include "session/session_paths.h"
 
 #include "plot/plot_util.h"
@@ -53,13 +54,18 @@ QString runName(const RunAccess* r) {
 }
 } // namespace
 
-ScaleEvolutionView::ScaleEvolutionView(QWidget* parent) : View(parent) {
+ScaleEvolutionView::ScaleEvolutionView(QWidget* parent) : AnalysisView(RunCap::Histories, parent) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(6, 6, 6, 6);
   auto* bar = new QHBoxLayout;
   auto label = [&](const QString& t, QWidget* buddy) { addLabeled(bar, t, buddy); };
-  run_box_ = runComboBox(QStringLiteral("run"));
-  label(tr("&Run:"), run_box_);
+  addRunBox(bar);
+  // After a load, open on a low-precision run: the session's default current run is often the
+  // FP32 baseline, which has no scale.
+  runs()->setPreferred([this](const QString& id) {
+    const int i = session_ ? session_->indexOf(id) : -1;
+    return i >= 0 && isScaled(RunAccess::forRecord(session_->run(i), session_->fileName()).get());
+  });
   cmp_box_ = runComboBox(QStringLiteral("compare"));
   label(tr("&Compare with (dashed):"), cmp_box_);
   conv_box_ = new QComboBox(this);
@@ -93,14 +99,6 @@ ScaleEvolutionView::ScaleEvolutionView(QWidget* parent) : View(parent) {
   info_->setWordWrap(true);
   v->addWidget(info_);
 
-  connect(run_box_, &QComboBox::currentIndexChanged, this, [this] {
-    if (!updating_) runsChosen();
-  });
-  // The user's choice of the run shown is the session's current run: the tree and the other
-  // views follow.
-  connect(run_box_, &QComboBox::activated, this, [this] {
-    if (session_) runSelection(session_)->setCurrentRunId(run_box_->currentData().toString());
-  });
   connect(cmp_box_, &QComboBox::currentIndexChanged, this, [this] {
     if (!updating_) runsChosen();
   });
@@ -114,73 +112,62 @@ ScaleEvolutionView::ScaleEvolutionView(QWidget* parent) : View(parent) {
 }
 
 void ScaleEvolutionView::setSession(SessionDocument* session) {
-  View::setSession(session);
-  if (!session) return;
-  connect(session, &SessionDocument::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &SessionDocument::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &SessionDocument::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(runSelection(session), &RunSelection::currentRunChanged, this, [this] {
-    // The first current run after a load is the session's default (run 0, often the FP32
-    // baseline, which has no scales): the FP8 run rebuildRuns chose stays. A run the user chose
-    // is shown.
-    if (!session_->currentRunChosen()) return;
-    whenShown(1, [this] { followRun(session_->currentRun()); });
-  });
-  rebuildRuns();
+  if (session) {
+    // The compare box before the Run box's first choice, which reads it.
+    session_ = session;
+    rebuildCompare();
+    // key -1: before the Run box's rebuild (key 0), whose choice reads the compare box
+    auto reload = [this] { whenShown(-1, [this] { rebuildCompare(); }); };
+    connect(session, &SessionDocument::reset_, this, reload);
+    connect(session, &SessionDocument::runAdded, this, reload);
+    connect(session, &SessionDocument::runRemoved, this, reload);
+  }
+  AnalysisView::setSession(session);
 }
 
-QString ScaleEvolutionView::shownRunId() const {
-  return run_box_->currentData().toString();
-}
-
-void ScaleEvolutionView::followRun(int index) {
-  if (!session_ || index < 0 || index >= session_->runCount()) return;
-  const int i = run_box_->findData(session_->run(index).id);
-  if (i < 0 || i == run_box_->currentIndex()) return;
-  updating_ = true;
-  // The run compared with cannot be the run shown: it becomes the one shown before.
-  if (cmp_box_->currentData().toString() == session_->run(index).id)
-    cmp_box_->setCurrentIndex(std::max(0, cmp_box_->findData(run_box_->currentData())));
-  run_box_->setCurrentIndex(i);
-  updating_ = false;
-  runsChosen();
-}
-
-void ScaleEvolutionView::rebuildRuns() {
+void ScaleEvolutionView::rebuildCompare() {
   if (!session_) return;
-  const QString was = run_box_->currentData().toString(), wasCmp = cmp_box_->currentData().toString();
-  const bool hadRuns = run_box_->count() > 0;
+  const QString wasCmp = cmp_box_->currentData().toString();
+  const bool hadRuns = cmp_box_->count() > 1;
+  const QString main = runs() ? runs()->currentId() : QString();
   updating_ = true;
-  run_box_->clear();
   cmp_box_->clear();
   cmp_box_->addItem(tr("(none)"), QString());
   QStringList ids, scaled;
   for (const RunRecord& r : session_->runs())
     if (r.kind == QStringLiteral("training")) {
       const QString name = r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')');
-      run_box_->addItem(name, r.id);
       cmp_box_->addItem(name, r.id);
       ids << r.id;
       if (isScaled(RunAccess::forRecord(r, session_->fileName()).get())) scaled << r.id;
     }
-  // First choice: an FP8 run (this view is about scales; an FP32 baseline has none), then
-  // another FP8 run dashed beside it.
-  int i = run_box_->findData(was);
-  if (i < 0 && !scaled.isEmpty()) i = run_box_->findData(scaled.first());
-  run_box_->setCurrentIndex(i < 0 ? 0 : i);
-  const QString main = run_box_->currentData().toString();
-  // Keep the run compared with, or "(none)" when that was chosen for the same main run; else pick.
-  int c = wasCmp.isEmpty() ? (hadRuns && main == was ? 0 : -1) : cmp_box_->findData(wasCmp);
-  if (c < 0)
+  // Keep the run compared with, or "(none)" when that was chosen; else another low-precision run
+  // dashed beside the one shown.
+  int c = wasCmp.isEmpty() ? (hadRuns ? 0 : -1) : cmp_box_->findData(wasCmp);
+  if (c < 0) {
+    // the run the Run box will show: the one shown, else the first low-precision run
+    const QString shown = !main.isEmpty() ? main : scaled.isEmpty() ? QString() : scaled.first();
     for (const QString& id : scaled.isEmpty() ? ids : scaled)
-      if (id != main) {
+      if (id != shown) {
         c = cmp_box_->findData(id);
         break;
       }
+  }
   cmp_box_->setCurrentIndex(c < 0 ? 0 : c);
   updating_ = false;
+}
+
+void ScaleEvolutionView::runChosen(Read) {
+  const QString main = runs() ? runs()->currentId() : QString();
+  // The run compared with cannot be the run shown: it becomes the one shown before.
+  if (!main.isEmpty() && cmp_box_->currentData().toString() == main) {
+    updating_ = true;
+    const int was = cmp_box_->findData(shown_);
+    cmp_box_->setCurrentIndex(was > 0 && shown_ != main ? was : 0);
+    updating_ = false;
+  }
+  if (!main.isEmpty()) shown_ = main;
   runsChosen();
-  offerShownRun();
 }
 
 void ScaleEvolutionView::runsChosen() {
@@ -191,19 +178,29 @@ void ScaleEvolutionView::runsChosen() {
       const int i = id.isEmpty() ? -1 : session_->indexOf(id);
       return i >= 0 ? RunAccess::forRecord(session_->run(i), session_->fileName()) : nullptr;
     };
-    run_ = get(run_box_->currentData().toString());
+    const QString main = runs() ? runs()->currentId() : QString();
+    run_ = get(main);
     const QString cid = cmp_box_->currentData().toString();
-    if (cid != run_box_->currentData().toString()) cmp_ = get(cid);
+    if (cid != main) cmp_ = get(cid);
   }
+  if (run_)
+    clearEmpty();
+  else
+    showEmpty(
+        noRunText(tr("No training run to show.\nOpen a session with a training run (File \u2192 Open), or train one:\n"
+                     "fp8lab-cli run resources/experiments/default.json --out session.h5")));
   fillTensors();
   draw();
 }
 
+void ScaleEvolutionView::drawEmptyState(const QString&) {
+  // draw() shows emptyText() whenever no run is shown
+}
+
 void ScaleEvolutionView::setRuns(std::shared_ptr<RunAccess> run, std::shared_ptr<RunAccess> compare) {
   updating_ = true;
-  run_box_->clear();
+  if (runs()) runs()->showOnly(run ? run->id() : QString());
   cmp_box_->clear();
-  if (run) run_box_->addItem(run->id(), run->id());
   cmp_box_->addItem(compare ? compare->id() : tr("(none)"), compare ? compare->id() : QString());
   updating_ = false;
   run_ = std::move(run);
@@ -294,9 +291,11 @@ void ScaleEvolutionView::draw() {
   plot_->plotLayout()->clear();
   top_ = bottom_ = nullptr;
   if (!run_) {
-    plotEmptyState(plot_,
-                   tr("No training run to show.\nOpen a session with a training run (File \u2192 Open), or train one:\n"
-                      "fp8lab-cli run resources/experiments/default.json --out session.h5"));
+    plotEmptyState(plot_, !emptyText().isEmpty()
+                              ? emptyText()
+                              : tr("No training run to show.\nOpen a session with a training run (File \u2192 "
+                                   "Open), or train one:\nfp8lab-cli run resources/experiments/default.json --out "
+                                   "session.h5"));
     info_->setText(tr("No training run."));
     plot_->replot();
     return;

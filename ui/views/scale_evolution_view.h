@@ -3,11 +3,13 @@
 // marked; a second run (e.g. current scaling next to delayed scaling) drawn dashed on the same
 // axes; the loss curve in a linked plot below that shares the step axis (zoom and pan in sync).
 // Data: history/<fcN>/<operand>/{amax, scale, quant_scale, saturated} and training/loss
-// (core/training/training_session.h).
+// (core/training/training_session.h). An AnalysisView: its Run box lists the session's training
+// runs with operand histories and follows the session's current run; after a load it opens on the
+// first low-precision run (an FP32 baseline has no scale to show).
 #pragma once
 
 #include "session/run_access.h"
-#include "views/view.h"
+#include "views/analysis_view.h"
 
 class QCPAxisRect;
 class QCheckBox;
@@ -17,7 +19,7 @@ class QListWidget;
 
 namespace fp8lab::ui {
 
-class ScaleEvolutionView : public View {
+class ScaleEvolutionView : public AnalysisView {
   Q_OBJECT
 public:
   explicit ScaleEvolutionView(QWidget* parent = nullptr);
@@ -25,9 +27,8 @@ public:
   QString title() const override { return tr("Scale evolution"); }
   QCustomPlot* exportPlot() const override { return plot_; }
   QString csv() const override;
+  /// Follows `session` (the Run box: AnalysisView) and fills the box of the run compared with.
   void setSession(SessionDocument* session) override;
-  /// The training run shown (the Run box; not the one compared with).
-  QString shownRunId() const override;
 
   /// Shows runs directly (CLI renderer, tests); `compare` may be nullptr.
   void setRuns(std::shared_ptr<RunAccess> run, std::shared_ptr<RunAccess> compare = nullptr);
@@ -45,10 +46,14 @@ public:
   /// Steps with saturated > 0 for one tensor of the main run.
   QList<int64_t> saturationSteps(const QString& tensor) const;
 
+protected:
+  void runChosen(Read read) override;
+  void drawEmptyState(const QString& text) override;
+
 private:
-  void rebuildRuns();
-  /// Shows session run `index` when it is a training run.
-  void followRun(int index);
+  /// Fills the box of the run compared with: "(none)" and the training runs, keeping its choice,
+  /// else the first low-precision run that is not the one shown.
+  void rebuildCompare();
   void runsChosen();
   void fillTensors();
   void draw();
@@ -57,7 +62,7 @@ private:
   bool quant_ = false;
   bool show_amax_ = true;
   bool updating_ = false;
-  QComboBox* run_box_;
+  QString shown_; ///< the run shown before the last choice (the run compared with becomes it)
   QComboBox* cmp_box_;
   QComboBox* conv_box_;
   QCheckBox* amax_box_;
