@@ -637,6 +637,9 @@ private Q_SLOTS:
     ui::SessionDocument s;
     s.addRun(session_io::fromCoreRun(goldenTraining("t-small")));
     s.addRun(session_io::fromCoreRun(lr));
+    // An added run becomes the session's current run; the view follows the current run, as every
+    // analysis view does: start from the small one.
+    s.setCurrentRunId(QStringLiteral("t-small"));
     AmaxHistoryView v;
     v.resize(1200, 800);
     v.setSession(&s);

@@ -15,7 +15,7 @@ RunBox::RunBox(View* view, QComboBox* box, RunCaps lists) : QObject(view), view_
     unlisted_.clear();
     Q_EMIT chosen(false);
     // The user's choice here is the session's current run: the tree and the other views follow.
-    if (selection_ && box_->currentIndex() >= 0) {
+    if (selection_ && box_->currentIndex() >= 0 && !extraShown()) {
       updating_ = true;
       selection_->setCurrentRunId(box_->currentData().toString());
       updating_ = false;
@@ -78,22 +78,26 @@ void RunBox::follow(int index) {
 void RunBox::rebuild(bool background) {
   if (!session_) return;
   const QString was = box_->currentData().toString();
+  const bool had = box_->currentIndex() >= 0; // (the extra item's id is "" too)
   updating_ = true;
   box_->clear();
   for (int row = 0; row < proxy_->rowCount(); ++row) {
     const QModelIndex i = proxy_->index(row, 0);
     box_->addItem(i.data().toString(), i.data(RunListModel::IdRole));
   }
+  if (!extra_.isEmpty()) box_->addItem(extra_, QString());
   const QString current = session_->currentRun() >= 0 ? session_->run(session_->currentRun()).id : QString();
-  int i = box_->findData(was);
-  if (i < 0 && !current.isEmpty()) i = box_->findData(current);
-  if (box_->findData(was) < 0 && preferred_ && !session_->currentRunChosen() &&
-      (i < 0 || !preferred_(box_->itemData(i).toString())))
+  // The run shown is kept (not the extra item: a rebuild leaves it for the runs).
+  const int kept = had && !was.isEmpty() ? box_->findData(was) : -1;
+  int i = kept;
+  // A load's default current run gives way to the view's preference.
+  if (i < 0 && preferred_ && !session_->currentRunChosen())
     for (int k = 0; k < box_->count(); ++k)
       if (preferred_(box_->itemData(k).toString())) {
         i = k;
         break;
       }
+  if (i < 0 && !current.isEmpty()) i = box_->findData(current);
   // The current run still unlisted (its record changed, another run was added): still no run.
   if (!unlisted_.isEmpty() && was.isEmpty() && unlisted_ == current && box_->findData(current) < 0 &&
       session_->currentRunChosen())
@@ -131,6 +135,11 @@ std::shared_ptr<RunAccess> RunBox::access() const {
   if (!session_) return nullptr;
   const int i = session_->indexOf(currentId());
   return i >= 0 ? RunAccess::forRecord(session_->run(i), session_->fileName()) : nullptr;
+}
+
+bool RunBox::extraShown() const {
+  return !extra_.isEmpty() && box_->currentIndex() >= 0 && box_->currentIndex() == box_->count() - 1 &&
+         box_->currentData().toString().isEmpty();
 }
 
 bool RunBox::lists(const QString& id) const {

@@ -50,9 +50,15 @@ public:
   bool lists(const QString& id) const;
   /// The runs the view would rather open on: while the session's current run is a load's default
   /// (not chosen by the user), a rebuild that has no run to keep shows the first listed run `p`
-  /// accepts instead of an unaccepted current run, and a new default current run does not replace
-  /// the run shown. Unset: the current run, as for every view.
+  /// accepts (else the current run), and a new default current run does not replace the run
+  /// shown. Unset: the current run, as for every view.
   void setPreferred(std::function<bool(const QString& id)> p) { preferred_ = std::move(p); }
+  /// An item after the runs that stands for no run of the session (e.g. the Amax view's simulated
+  /// sequence): its id is "" and choosing it does not change the session's current run. A
+  /// session without a run the box lists shows it. Set before setSession.
+  void setExtraItem(const QString& text) { extra_ = text; }
+  /// Whether the extra item is the one shown.
+  bool extraShown() const;
   /// The session's current run when the box does not list it: the box then shows no run (so the
   /// view does not go on showing another one as if it were that run) until the user picks one or
   /// the current run changes; "" otherwise.
@@ -78,6 +84,7 @@ private:
   bool updating_ = false;
   QString unlisted_;
   std::function<bool(const QString& id)> preferred_;
+  QString extra_;
 };
 
 } // namespace fp8lab::ui

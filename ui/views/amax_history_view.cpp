@@ -1,4 +1,5 @@
 #include "views/amax_history_view.h"
+#include "session/run_box.h"
 #include "session/session_paths.h"
 
 #include "plot/plot_util.h"
@@ -62,13 +63,20 @@ std::vector<double> demoAmaxSequence(int64_t steps) {
   return a;
 }
 
-AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
+AmaxHistoryView::AmaxHistoryView(QWidget* parent) : AnalysisView(RunCap::Histories, parent) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(6, 6, 6, 6);
   auto* bar = new QHBoxLayout;
   auto label = [&](const QString& t, QWidget* buddy) { addLabeled(bar, t, buddy); };
-  run_box_ = runComboBox(QStringLiteral("run"));
-  label(tr("&Run:"), run_box_);
+  addRunBox(bar);
+  runs()->setExtraItem(tr("Simulated amax sequence (demo)"));
+  // After a load, open on a run that kept amax windows (delayed scaling): the session's default
+  // current run is often an FP32 baseline or a current-scaling run, whose window is a what-if.
+  runs()->setPreferred([this](const QString& id) {
+    const int i = session_ ? session_->indexOf(id) : -1;
+    return i >= 0 && layout::hasAmaxWindows(
+                         layoutPaths(RunAccess::forRecord(session_->run(i), session_->fileName())->datasets()));
+  });
   tensor_box_ = new QComboBox(this);
   tensor_box_->setObjectName(QStringLiteral("tensor"));
   label(tr("&Tensor:"), tensor_box_);
@@ -142,14 +150,6 @@ AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
   connect(play_, &QToolButton::toggled, this, &AmaxHistoryView::setPlaying);
   connect(slider_, &QSlider::valueChanged, this, [this](int s) { setStep(s); });
   connect(step_spin_, qOverload<int>(&QSpinBox::valueChanged), this, [this](int s) { setStep(s); });
-  connect(run_box_, &QComboBox::currentIndexChanged, this, [this] {
-    if (!updating_) runChosen(true);
-  });
-  connect(run_box_, &QComboBox::activated, this, [this] {
-    user_picked_ = true;
-    // The user's choice is the session's current run: the tree and the other views follow.
-    if (session_) runSelection(session_)->setCurrentRunId(run_box_->currentData().toString());
-  });
   connect(tensor_box_, &QComboBox::currentIndexChanged, this, [this] {
     if (!updating_) showTensor(tensor_box_->currentData().toString(), true);
   });
@@ -176,70 +176,28 @@ AmaxHistoryView::AmaxHistoryView(QWidget* parent) : View(parent) {
   setRunAccess(nullptr);
 }
 
-void AmaxHistoryView::setSession(SessionDocument* session) {
-  View::setSession(session);
-  if (!session) return;
-  connect(session, &SessionDocument::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &SessionDocument::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(session, &SessionDocument::runRemoved, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
-  connect(runSelection(session), &RunSelection::currentRunChanged, this, [this] {
-    // The first current run after a load or reset is the session's default (run 0), not the
-    // user's choice (SessionDocument::currentRunChosen()).
-    whenShown(1, [this] { followRun(session_->currentRun(), !session_->currentRunChosen()); });
-  });
-  rebuildRuns();
+void AmaxHistoryView::runChosen(Read read) {
+  showRun(read != Read::Now);
 }
 
-void AmaxHistoryView::followRun(int index, bool after_reset) {
-  if (index < 0 || !session_ || index >= session_->runCount()) return;
-  // Follow the session's current run. A load makes run 0 current, which may be an FP32 baseline
-  // without windows: then the run with windows that rebuildRuns chose stays; a run the user
-  // selects afterwards is followed whatever it recorded (its window is then the what-if).
-  if (after_reset) {
-    if (!layout::hasAmaxWindows(
-            layoutPaths(RunAccess::forRecord(session_->run(index), session_->fileName())->datasets())))
-      return offerShownRun();
-  }
-  const int i = run_box_->findData(session_->run(index).id);
-  if (i >= 0) run_box_->setCurrentIndex(i);
+void AmaxHistoryView::drawEmptyState(const QString&) {
+  // drawAll() shows emptyText() while no run is shown
+  drawAll();
 }
 
-QString AmaxHistoryView::shownRunId() const {
-  return run_box_->currentData().toString();
-}
-
-void AmaxHistoryView::rebuildRuns() {
-  if (!session_) return;
-  const QString was = run_box_->currentData().toString();
-  updating_ = true;
-  run_box_->clear();
-  for (const RunRecord& r : session_->runs())
-    if (r.kind == QStringLiteral("training"))
-      run_box_->addItem(r.label == r.id ? r.id : r.label + QStringLiteral(" (") + r.id + QLatin1Char(')'), r.id);
-  run_box_->addItem(tr("Simulated amax sequence (demo)"), QString());
-  int i = user_picked_ && !was.isEmpty() ? run_box_->findData(was) : -1;
-  // First choice: a run that recorded amax windows (delayed scaling).
-  for (int k = 0; i < 0 && k < session_->runCount(); ++k) {
-    const RunRecord& r = session_->run(k);
-    if (r.kind != QStringLiteral("training")) continue;
-    if (layout::hasAmaxWindows(layoutPaths(RunAccess::forRecord(r, session_->fileName())->datasets())))
-      i = run_box_->findData(r.id);
-  }
-  if (i < 0) i = run_box_->findData(was);
-  run_box_->setCurrentIndex(i < 0 ? 0 : i);
-  updating_ = false;
-  runChosen(true);
-  offerShownRun();
-}
-
-void AmaxHistoryView::runChosen(bool pool_if_big) {
+void AmaxHistoryView::showRun(bool pool_if_big) {
   std::shared_ptr<RunAccess> a;
-  const QString id = run_box_->currentData().toString();
+  const QString id = runs()->currentId();
   if (session_ && !id.isEmpty()) {
     const int i = session_->indexOf(id);
     if (i >= 0) a = RunAccess::forRecord(session_->run(i), session_->fileName());
   }
   run_ = std::move(a);
+  // No run and not the simulated sequence: the session's current run is one this view cannot show.
+  if (!run_ && session_ && !runs()->extraShown())
+    showEmpty(noRunText(tr("No training run in this session: the simulated sequence is in the Run box.")));
+  else
+    clearEmpty();
   QStringList ts = tensors();
   updating_ = true;
   tensor_box_->clear();
@@ -251,9 +209,10 @@ void AmaxHistoryView::runChosen(bool pool_if_big) {
 
 void AmaxHistoryView::setRunAccess(std::shared_ptr<RunAccess> run) {
   updating_ = true;
-  run_box_->clear();
-  run_box_->addItem(run ? run->id() : tr("Simulated amax sequence (demo)"), run ? run->id() : QString());
+  runs()->showOnly(run ? run->id() : QString());
+  if (!run) runs()->box()->addItem(tr("Simulated amax sequence (demo)"), QString());
   updating_ = false;
+  clearEmpty();
   run_ = std::move(run);
   QStringList ts = tensors();
   updating_ = true;
@@ -266,13 +225,8 @@ void AmaxHistoryView::setRunAccess(std::shared_ptr<RunAccess> run) {
 
 bool AmaxHistoryView::showOperand(const QString& runId, const QString& operand, qint64 step) {
   if (!run_ || run_->id() != runId) {
-    const int i = run_box_->findData(runId);
-    if (runId.isEmpty() || i < 0) return false;
-    user_picked_ = true;
-    updating_ = true;
-    run_box_->setCurrentIndex(i);
-    updating_ = false;
-    runChosen(false);
+    if (runId.isEmpty() || !runs()->select(runId)) return false;
+    showRun(false);
   }
   if (!operand.isEmpty() && operand != tensor_ && !setTensor(operand)) return false;
   setStep(step);
@@ -321,7 +275,9 @@ void AmaxHistoryView::loadTensor(bool pool_if_big) {
   // An FP32 baseline records amaxes only: it used no scale and kept no window.
   scaled_ = !run_ || run_->attr(QStringLiteral("precision")) != QStringLiteral("fp32");
   windowed_ = !run_;
-  if (!run_) {
+  if (!run_ && !emptyText().isEmpty()) {
+    // no run shown, and not the simulated sequence: drawAll shows the empty state
+  } else if (!run_) {
     amax_ = demoAmaxSequence(600);
     c.preset = DelayedPreset::Flax;
     c.history_len = 64;
@@ -521,6 +477,12 @@ void AmaxHistoryView::drawAll() {
   bars_ = spike_bars_ = taken_bar_ = nullptr;
   taken_line_ = step_line_ = nullptr;
   taken_text_ = nullptr;
+  if (amax_.empty() && !emptyText().isEmpty()) {
+    plotEmptyState(plot_, emptyText());
+    info_->setText(emptyText().section(QLatin1Char('\n'), 0, 0));
+    plot_->replot();
+    return;
+  }
   if (amax_.empty()) {
     plotEmptyState(plot_, tr("This run has no amax history for the chosen tensor.\n"
                              "Train with FP8 (fp8lab-cli train, or resources/experiments/default.json) to record one,\n"

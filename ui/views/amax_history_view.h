@@ -13,7 +13,7 @@
 
 #include "session/run_access.h"
 #include "scaling/delayed_scaling.h"
-#include "views/view.h"
+#include "views/analysis_view.h"
 
 class QCPAxisRect;
 class QCPBars;
@@ -38,7 +38,10 @@ std::vector<int64_t> findSpikes(const std::vector<double>& amax, double factor =
 /// (×30, ×12, ×50 the local level).
 std::vector<double> demoAmaxSequence(int64_t steps);
 
-class AmaxHistoryView : public View {
+/// An AnalysisView: its Run box lists the session's training runs with operand histories and, last,
+/// the simulated sequence; it follows the session's current run, and after a load opens on the
+/// first run that kept amax history windows (delayed scaling).
+class AmaxHistoryView : public AnalysisView {
   Q_OBJECT
 public:
   explicit AmaxHistoryView(QWidget* parent = nullptr);
@@ -46,9 +49,6 @@ public:
   QString title() const override { return tr("Amax history"); }
   QCustomPlot* exportPlot() const override { return plot_; }
   QString csv() const override;
-  void setSession(SessionDocument* session) override;
-  /// The training run shown ("" for the simulated sequence).
-  QString shownRunId() const override;
   /// Selects run `runId` (kept across session changes, as a choice in the box), its tensor
   /// `operand` ("fc1/input"; "" keeps the tensor shown) and step `step` (clamped to the run).
   /// False when the view does not list the run or the run has no such tensor.
@@ -91,13 +91,15 @@ public:
   QString windowText() const;
   QCustomPlot* plot() const { return plot_; }
 
+protected:
+  void runChosen(Read read) override;
+  void drawEmptyState(const QString& text) override;
+
 private:
-  void rebuildRuns();
-  /// Shows the session's current run `index` when this view can show it.
-  void followRun(int index, bool after_reset);
-  /// `pool_if_big`: read recorded windows of more than kBackgroundReadElements values on the
-  /// thread pool (a choice in the view or a session change); else everything at once.
-  void runChosen(bool pool_if_big);
+  /// Shows the Run box's run (the simulated sequence for its last item). `pool_if_big`: read
+  /// recorded windows of more than kBackgroundReadElements values on the thread pool (a choice in
+  /// the view or a session change); else everything at once.
+  void showRun(bool pool_if_big);
   bool showTensor(const QString& tensor, bool pool_if_big);
   void loadTensor(bool pool_if_big);
   void readWindowsInBackground(const QString& path);
@@ -119,14 +121,12 @@ private:
   std::vector<int64_t> spikes_;
   int64_t step_ = 0;
   bool updating_ = false;
-  bool user_picked_ = false; ///< the user chose a run: keep it across session changes
-  bool scaled_ = true;       ///< false for an FP32 run (amaxes only, no scale)
+  bool scaled_ = true; ///< false for an FP32 run (amaxes only, no scale)
   /// Whether the run kept an amax history window (delayed scaling); otherwise (current or block
   /// scaling, FP32) the window and its scale are the what-if only.
   bool windowed_ = true;
   QString note_;
 
-  QComboBox* run_box_;
   QComboBox* tensor_box_;
   QComboBox* preset_box_;
   QComboBox* algo_box_;
