@@ -35,23 +35,13 @@
 #pragma once
 
 #include "session/session.h"
+#include "training/config_json.h"
 #include "training/lm_trainer.h"
 #include "training/trainer.h"
 
 #include <string>
 
 namespace fp8lab {
-
-/// The JSON object of a block recipe as the config reads it (docs/training.md), every option
-/// written out: {"name": "te_nvfp4", "fp8_format": "E4M3", "weight_2d": true, "hadamard": true,
-/// "stochastic_rounding": true, "overrides": {"wgrad.input": {"recipe": "high_precision"}}}.
-std::string recipeJson(const TrainingRecipeConfig& r);
-
-/// The JSON text of one training run's configuration (the "run" object the CLI reads back:
-/// `fp8lab-cli rerun` reproduces the run from it). `extra` is inserted verbatim as additional
-/// members (e.g. "\"data_dir\": \"/x\"" ) when non-empty.
-std::string trainingConfigJson(const TrainingConfig& c, const std::string& run_id, int64_t train_limit = 0,
-                               int64_t test_limit = 0, const std::string& data_dir = {});
 
 /// Builds the session Run of a (possibly cancelled) training result. config_json is stored as
 /// given (normally trainingConfigJson()).
@@ -82,16 +72,11 @@ void putNonFiniteGroup(Run& run, const NonFiniteRecord& first, NonFinitePolicy p
 /// The diagnostics groups: block_stats/<site>/<operand>/… and what_if/… (operands without steps,
 /// such as attention operands no recipe measures, are left out).
 void putDiagnosticsGroups(Run& run, const DiagnosticsResult& d);
-/// The JSON of a precision policy as the config reads it: [{"sites": ..., "gemms": [...],
-/// "precision": ..., "from_step": ..., "until_step": ...}, ...].
-std::string policyJson(const PrecisionPolicy& p);
 
 /// The run's sites (docs/session-format.md "Language-model runs"): the attribute `sites` (the paths,
 /// comma-separated, in recording order) and sites/in, sites/out, sites/block (int64 [sites]).
 void putSiteTable(Run& run, const SiteTable& table);
 
-/// The one-run config of a language-model run (what `rerun` reads back).
-std::string lmConfigJson(const LmTrainingConfig& c, const std::string& run_id);
 /// Builds the session Run of a (possibly cancelled) language-model run: type "training", attribute
 /// model "transformer"; training/loss, lr, grad_norm [steps], val_step, val_loss; sites/in, out,
 /// block; history/<site>/<operand>/…, nonfinite, block_stats, what_if as the MLP's; probes/steps and
