@@ -229,38 +229,62 @@ OperandTotals putOperandHistories(Run& run, const std::vector<OperandHistory>& o
   return t;
 }
 
-Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, const std::string& config_json) {
-  const TrainingConfig& c = r.config;
-  const bool fp8 = c.precision == TrainingPrecision::FP8;
+namespace {
+
+/// What every training run stores about itself, whatever the model: id, type "training", config,
+/// seed, where its GEMMs ran, label, precision, scaling (and block recipe), status (and why it
+/// stopped), steps completed, the scale convention and, for low-precision runs, the GEMM algorithm
+/// and accumulation models.
+Run trainingRunBase(const TrainingRunConfig& c, const std::string& run_id, const std::string& config_json,
+                    const std::string& gemm_backend, const std::string& gemm_device, const std::string& gemm_algorithm,
+                    bool cancelled, bool stopped_nonfinite, const NonFiniteRecord& first, int64_t steps_done) {
+  const bool fp8 = c.fp8();
   Run run;
   run.id = run_id;
   run.type = "training";
   run.config_json = config_json;
   run.seed = c.seed;
-  run.backend = fp8 ? (r.gemm_backend.empty() ? "cpu" : r.gemm_backend) : "cpu";
-  run.device = fp8 ? r.gemm_device : "CPU (float32 GEMMs)";
+  run.backend = fp8 ? (gemm_backend.empty() ? "cpu" : gemm_backend) : "cpu";
+  run.device = fp8 ? gemm_device : "CPU (float32 GEMMs)";
   run.attrs["label"] = c.label.empty() ? run_id : c.label;
   run.attrs["precision"] = std::string(toString(c.precision));
-  const bool block = fp8 && c.recipe.recipe != TrainingRecipe::PerTensor;
-  const std::string scaling_name = c.scalingName();
-  run.attrs["scaling"] = scaling_name;
-  if (block) run.attrs["recipe"] = std::string(toString(c.recipe.recipe));
-  run.attrs["status"] = std::string(r.cancelled           ? "cancelled"
-                                    : r.stopped_nonfinite ? "stopped_nonfinite"
-                                                          : "completed");
-  if (r.stopped_nonfinite)
-    run.attrs["status_reason"] =
-        "stopped after the step of the first non-finite value: " + r.first_nonfinite.describe();
-  run.attrs["steps_completed"] = r.steps_done;
-  run.attrs["steps_per_epoch"] = r.steps_per_epoch;
-  run.attrs["epochs_planned"] = int64_t{c.epochs};
+  run.attrs["scaling"] = c.scalingName();
+  if (c.blockRecipe()) run.attrs["recipe"] = std::string(toString(c.recipe.recipe));
+  run.attrs["status"] = std::string(cancelled ? "cancelled" : stopped_nonfinite ? "stopped_nonfinite" : "completed");
+  if (stopped_nonfinite)
+    run.attrs["status_reason"] = "stopped after the step of the first non-finite value: " + first.describe();
+  run.attrs["steps_completed"] = steps_done;
   run.attrs["scale_convention"] =
       std::string("dequant_scale: x ≈ decode(code) · scale; quant_scale = the multiplier of the quantize op");
   if (fp8) {
-    run.attrs["gemm_algorithm"] = r.gemm_algorithm;
+    run.attrs["gemm_algorithm"] = gemm_algorithm;
     run.attrs["forward_accumulation"] = std::string(toString(c.forward_gemm.accumulation));
     run.attrs["backward_accumulation"] = std::string(toString(c.backward_gemm.accumulation));
   }
+  return run;
+}
+
+/// What the sites of every training run recorded: the operand histories, the first non-finite
+/// value and the diagnostics; returns the clipping totals.
+OperandTotals putSiteRecords(Run& run, const TrainingRunConfig& c, const std::vector<OperandHistory>& operands,
+                             int64_t steps, const NonFiniteRecord& first, const DiagnosticsResult& diagnostics) {
+  const bool delayed = c.fp8() && !c.blockRecipe() && isDelayed(c.scaling.kind);
+  const OperandTotals totals = putOperandHistories(run, operands, steps, c.fp8(), c.blockRecipe(), c.scalingName(),
+                                                   delayed ? c.scaling.history_len : 0);
+  putNonFiniteGroup(run, first, c.on_nonfinite);
+  putDiagnosticsGroups(run, diagnostics);
+  return totals;
+}
+
+} // namespace
+
+Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, const std::string& config_json) {
+  const TrainingConfig& c = r.config;
+  const bool fp8 = c.fp8();
+  Run run = trainingRunBase(c, run_id, config_json, r.gemm_backend, r.gemm_device, r.gemm_algorithm, r.cancelled,
+                            r.stopped_nonfinite, r.first_nonfinite, r.steps_done);
+  run.attrs["steps_per_epoch"] = r.steps_per_epoch;
+  run.attrs["epochs_planned"] = int64_t{c.epochs};
   if (c.spike.enabled) {
     run.attrs["spike_step"] = c.spike.step;
     run.attrs["spike_factor"] = static_cast<double>(c.spike.factor);
@@ -292,12 +316,8 @@ Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, con
     run.setMetric("epoch" + std::to_string(e + 1) + "_seconds", secs[static_cast<size_t>(e)], "s",
                   "wall time of epoch " + std::to_string(e + 1) + "'s training steps (evaluation excluded)");
 
-  const bool delayed = fp8 && !block && isDelayed(c.scaling.kind);
-  const OperandTotals totals =
-      putOperandHistories(run, r.operands, steps, fp8, block, scaling_name, delayed ? c.scaling.history_len : 0);
+  const OperandTotals totals = putSiteRecords(run, c, r.operands, steps, r.first_nonfinite, r.diagnostics);
   const int64_t sat_total = totals.saturated, und_total = totals.underflow;
-  putNonFiniteGroup(run, r.first_nonfinite, c.on_nonfinite);
-  putDiagnosticsGroups(run, r.diagnostics);
   for (size_t l = 0; l < r.weights.size(); ++l) {
     const LayerWeights& w = r.weights[l];
     const std::string layer = mlpLayerName(int64_t(l));
@@ -378,47 +398,19 @@ void putSiteTable(Run& run, const SiteTable& table) {
 
 Run lmRunToSession(const LmTrainingResult& r, const std::string& run_id, const std::string& config_json) {
   const LmTrainingConfig& c = r.config;
-  const bool fp8 = c.precision == TrainingPrecision::FP8;
-  const bool block = fp8 && c.recipe.recipe != TrainingRecipe::PerTensor;
-  Run run;
-  run.id = run_id;
-  run.type = "training";
-  run.config_json = config_json;
-  run.seed = c.seed;
-  run.backend = fp8 ? (r.gemm_backend.empty() ? "cpu" : r.gemm_backend) : "cpu";
-  run.device = fp8 ? r.gemm_device : "CPU (float32 GEMMs)";
-  run.attrs["label"] = c.label.empty() ? run_id : c.label;
+  Run run = trainingRunBase(c, run_id, config_json, r.gemm_backend, r.gemm_device, r.gemm_algorithm, r.cancelled,
+                            r.stopped_nonfinite, r.first_nonfinite, r.steps_done);
   run.attrs["model"] = std::string("transformer");
-  run.attrs["precision"] = std::string(toString(c.precision));
-  const std::string scaling_name = c.scalingName();
-  run.attrs["scaling"] = scaling_name;
-  if (block) {
-    run.attrs["recipe"] = std::string(toString(c.recipe.recipe));
-    run.attrs["block_gemm"] = std::string(toString(c.block_gemm));
-  }
-  run.attrs["status"] = std::string(r.cancelled           ? "cancelled"
-                                    : r.stopped_nonfinite ? "stopped_nonfinite"
-                                                          : "completed");
-  if (r.stopped_nonfinite)
-    run.attrs["status_reason"] =
-        "stopped after the step of the first non-finite value: " + r.first_nonfinite.describe();
-  run.attrs["steps_completed"] = r.steps_done;
+  if (c.blockRecipe()) run.attrs["block_gemm"] = std::string(toString(c.block_gemm));
   run.attrs["steps_planned"] = c.steps;
   run.attrs["corpus"] = r.corpus_source;
   run.attrs["train_bytes"] = r.train_bytes;
   run.attrs["val_bytes"] = r.val_bytes;
   run.attrs["parameters"] = c.model.parameterCount();
-  run.attrs["scale_convention"] =
-      std::string("dequant_scale: x ≈ decode(code) · scale; quant_scale = the multiplier of the quantize op");
   if (!c.policy.rules.empty()) {
     std::string p;
     for (const PolicyRule& x : c.policy.rules) p += (p.empty() ? "" : "; ") + x.describe();
     run.attrs["policy"] = p;
-  }
-  if (fp8) {
-    run.attrs["gemm_algorithm"] = r.gemm_algorithm;
-    run.attrs["forward_accumulation"] = std::string(toString(c.forward_gemm.accumulation));
-    run.attrs["backward_accumulation"] = std::string(toString(c.backward_gemm.accumulation));
   }
   if (!r.sample.empty()) run.attrs["sample"] = r.sample;
   const int64_t steps = r.steps_done;
@@ -433,11 +425,7 @@ Run lmRunToSession(const LmTrainingResult& r, const std::string& run_id, const s
   run.putFloat32(layout::training("val_loss"), r.val_loss, nv, -1, "nats",
                  "mean cross-entropy per byte over the fixed validation windows");
   putSiteTable(run, r.sites);
-  const bool delayed = fp8 && !block && isDelayed(c.scaling.kind);
-  const OperandTotals totals =
-      putOperandHistories(run, r.operands, steps, fp8, block, scaling_name, delayed ? c.scaling.history_len : 0);
-  putNonFiniteGroup(run, r.first_nonfinite, c.on_nonfinite);
-  putDiagnosticsGroups(run, r.diagnostics);
+  const OperandTotals totals = putSiteRecords(run, c, r.operands, steps, r.first_nonfinite, r.diagnostics);
   // probes
   const ProbeSeries& p = r.probes;
   if (!p.steps.empty()) {
@@ -513,7 +501,7 @@ Run lmRunToSession(const LmTrainingResult& r, const std::string& run_id, const s
   }
   run.setMetric("unigram_bits_per_byte", r.unigram_bits, "bits",
                 "entropy of the training split's byte frequencies: a model must get well below it");
-  if (fp8) {
+  if (c.fp8()) {
     run.setMetric("saturated_total", double(totals.saturated), "elements",
                   "clipped elements over all operands and steps");
     run.setMetric("underflow_total", double(totals.underflow), "elements",
