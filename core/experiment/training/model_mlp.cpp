@@ -3,6 +3,8 @@
 #include "experiment/training/training_config.h"
 #include "experiment/training/training_experiment.h"
 #include "experiment/training/training_models.h"
+#include "training/fashion_mnist.h"
+#include "training/trainer.h"
 #include "training/training_session.h"
 
 #include <algorithm>
@@ -63,6 +65,21 @@ const TrainingModelKind& mlpModelKind() {
                       100.0 * m("final_test_accuracy"), m("final_test_loss"),
                       static_cast<long long>(attrInt(run.attrs, "steps_completed").value_or(0)));
         lines.push_back(t);
+      },
+      [](const TrainingRunSpec& s, const std::string& run_id, const std::string& config_json, int64_t stop_after,
+         const ProgressFn& progress, std::string* error) -> std::optional<Run> {
+        try {
+          const FashionMnist fm = loadFashionMnist(s.data_dir);
+          const ImageDataset train = fm.train.head(s.train_limit), test = fm.test.head(s.test_limit);
+          TrainingRun run(s.config, train, test);
+          if (!trainAloneStopping([&](const ProgressFn& p) { run.run(p); }, [&] { return run.result().steps_done; },
+                                  stop_after, progress, error))
+            return std::nullopt;
+          return trainingRunToSession(run.result(), run_id, config_json);
+        } catch (const std::exception& e) {
+          *error = e.what();
+        }
+        return std::nullopt;
       },
       [](const Json& cfg, const Attributes&) {
         std::string label = "MLP";

@@ -4,6 +4,8 @@
 #include "experiment/training/training_config.h"
 #include "experiment/training/training_experiment.h"
 #include "experiment/training/training_models.h"
+#include "training/lm_trainer.h"
+#include "training/text_corpus.h"
 #include "training/training_session.h"
 
 #include <algorithm>
@@ -65,6 +67,22 @@ const TrainingModelKind& transformerModelKind() {
         lines.push_back(t);
         if (const auto sample = attrString(run.attrs, "sample"); sample && !sample->empty())
           lines.push_back(stored_id + ": sample (after a validation prompt):\n" + *sample);
+      },
+      [](const TrainingRunSpec& s, const std::string& run_id, const std::string& config_json, int64_t stop_after,
+         const ProgressFn& progress, std::string* error) -> std::optional<Run> {
+        const LmTrainingConfig& cfg = *s.lm;
+        const std::optional<TextCorpus> corpus = loadTextSource(cfg.data, cfg.model.context, error);
+        if (!corpus) return std::nullopt;
+        try {
+          LmTrainingRun run(cfg, *corpus);
+          if (!trainAloneStopping([&](const ProgressFn& p) { run.run(p); }, [&] { return run.result().steps_done; },
+                                  stop_after, progress, error))
+            return std::nullopt;
+          return lmRunToSession(run.result(), run_id, config_json);
+        } catch (const std::exception& e) {
+          *error = e.what();
+        }
+        return std::nullopt;
       },
       [](const Json& cfg, const Attributes& attrs) {
         std::string label = "transformer LM";

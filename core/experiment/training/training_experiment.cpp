@@ -433,44 +433,6 @@ TrainingExperimentOutcome runTrainingExperiment(const TrainingExperimentSpec& sp
   return ExperimentRunner(spec, opt, hooks).run();
 }
 
-namespace {
-
-std::optional<Run> reproduceLmRun(const Run& stored, TrainingRunSpec& rs, int threads, const ProgressFn& progress,
-                                  std::string* error) {
-  LmTrainingConfig cfg = *rs.lm;
-  if (cfg.seed != stored.seed) {
-    *error = "the stored seed attribute (" + std::to_string(stored.seed) + ") disagrees with the config's seed (" +
-             std::to_string(cfg.seed) + ")";
-    return std::nullopt;
-  }
-  if (threads > 0) cfg.threads = cfg.forward_gemm.threads = cfg.backward_gemm.threads = threads;
-  const bool was_cancelled = attrString(stored.attrs, "status").value_or("") == "cancelled";
-  const int64_t stop_after = attrInt(stored.attrs, "steps_completed").value_or(-1);
-  TextCache texts;
-  const TextCorpus* corpus = texts.get(cfg.data, cfg.model.context, error);
-  if (!corpus) return std::nullopt;
-  try {
-    LmTrainingRun run(cfg, *corpus);
-    try {
-      run.run([&](double f, const std::string& st) {
-        if (was_cancelled && run.result().steps_done >= stop_after) return false;
-        return progress ? progress(f, st) : true;
-      });
-    } catch (const Cancelled&) {
-      if (!was_cancelled || run.result().steps_done != stop_after) {
-        *error = "cancelled";
-        return std::nullopt;
-      }
-    }
-    return lmRunToSession(run.result(), stored.id, stored.config_json);
-  } catch (const std::exception& e) {
-    *error = e.what();
-  }
-  return std::nullopt;
-}
-
-} // namespace
-
 std::optional<Run> reproduceTrainingRun(const Run& stored, int threads, const ProgressFn& progress,
                                         std::string* error) {
   const auto doc = parseStoredConfig(stored.config_json, error);
@@ -482,36 +444,17 @@ std::optional<Run> reproduceTrainingRun(const Run& stored, int threads, const Pr
     return std::nullopt;
   }
   TrainingRunSpec& rs = spec->runs.front();
-  if (rs.lm) return reproduceLmRun(stored, rs, threads, progress, error);
-  if (rs.config.seed != stored.seed) {
+  TrainingRunConfig& rc = rs.run();
+  if (rc.seed != stored.seed) {
     *error = "the stored seed attribute (" + std::to_string(stored.seed) + ") disagrees with the config's seed (" +
-             std::to_string(rs.config.seed) + ")";
+             std::to_string(rc.seed) + ")";
     return std::nullopt;
   }
-  if (threads > 0) rs.config.threads = rs.config.forward_gemm.threads = rs.config.backward_gemm.threads = threads;
+  if (threads > 0) rc.threads = rc.forward_gemm.threads = rc.backward_gemm.threads = threads;
   // A run saved after a cancel is reproduced up to the same step.
   const bool was_cancelled = attrString(stored.attrs, "status").value_or("") == "cancelled";
-  const int64_t stop_after = attrInt(stored.attrs, "steps_completed").value_or(-1);
-  try {
-    const FashionMnist fm = loadFashionMnist(rs.data_dir);
-    const ImageDataset train = fm.train.head(rs.train_limit), test = fm.test.head(rs.test_limit);
-    TrainingRun run(rs.config, train, test);
-    try {
-      run.run([&](double f, const std::string& st) {
-        if (was_cancelled && run.result().steps_done >= stop_after) return false;
-        return progress ? progress(f, st) : true;
-      });
-    } catch (const Cancelled&) {
-      if (!was_cancelled || run.result().steps_done != stop_after) {
-        *error = "cancelled";
-        return std::nullopt;
-      }
-    }
-    return trainingRunToSession(run.result(), stored.id, stored.config_json);
-  } catch (const std::exception& e) {
-    *error = e.what();
-  }
-  return std::nullopt;
+  const int64_t stop_after = was_cancelled ? attrInt(stored.attrs, "steps_completed").value_or(-1) : -1;
+  return rs.kind().train_alone(rs, stored.id, stored.config_json, stop_after, progress, error);
 }
 
 std::optional<Run> reproduceWeightGemmRun(const Run& stored, int threads, const ProgressFn& progress,

@@ -8,11 +8,14 @@
 #pragma once
 
 #include "json/json_document.h"
+#include "common/progress.h"
 #include "session/session.h"
 #include "training/run_config.h"
 #include "training/sites.h"
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,10 +55,25 @@ struct TrainingModelKind {
   /// The model's lines of a stored run's summary (`fp8lab-cli run` and `rerun` print them), from
   /// the run's metrics and attributes, appended to `lines`.
   void (*stored_lines)(const Run& run, const std::string& stored_id, std::vector<std::string>& lines);
+  /// Trains the run alone, on the calling thread (`fp8lab-cli rerun`: the run reproduced from its
+  /// stored config), and returns it as stored under `run_id` with `config_json`. `stop_after` ≥ 0:
+  /// the run is stopped after that many steps, as a run saved after a cancel was (it is then
+  /// stored as cancelled). nullopt with *error when its data cannot be read, the run fails, or
+  /// `progress` cancels it.
+  std::optional<Run> (*train_alone)(const TrainingRunSpec& spec, const std::string& run_id,
+                                    const std::string& config_json, int64_t stop_after, const ProgressFn& progress,
+                                    std::string* error);
   /// How the decision tables name the setting a stored run trained in ("MLP 784-256-128-10 on
   /// Fashion-MNIST, 3 epochs"), from its stored config and attributes.
   std::string (*setting_label)(const Json& config, const Attributes& attrs);
 };
+
+/// Runs `train(progress')` where progress' stops the run after `stop_after` steps (≥ 0; as read
+/// by `steps_done()`) and otherwise asks `progress`: true when the run ended as asked (complete, or
+/// stopped exactly after `stop_after` steps), false with *error "cancelled" when `progress` stopped
+/// it. The shared part of every kind's train_alone.
+bool trainAloneStopping(const std::function<void(const ProgressFn&)>& train, const std::function<int64_t()>& steps_done,
+                        int64_t stop_after, const ProgressFn& progress, std::string* error);
 
 /// Every model kind, the MLP first.
 const std::vector<const TrainingModelKind*>& trainingModelKinds();
