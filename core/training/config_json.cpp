@@ -14,12 +14,25 @@ namespace {
 
 using OJson = nlohmann::ordered_json;
 
-/// A number as its shortest round-trip text reads: whole values as integers (256, not 256.0).
-template <class T> OJson number(T v) {
-  if (std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 9.0e15) return OJson(int64_t(v));
+/// A setting's number: a float32 as the double its shortest round-trip text reads as (so that
+/// render() writes that text again: "learning_rate": 0.001 reads back as the float32 it was), a
+/// double as it is.
+OJson number(float v) {
   char b[40];
   const auto r = std::to_chars(b, b + sizeof b, v);
-  return OJson(std::strtod(std::string(b, r.ptr).c_str(), nullptr)); // the double nearest the shortest text
+  return OJson(std::strtod(std::string(b, r.ptr).c_str(), nullptr));
+}
+OJson number(double v) {
+  return OJson(v);
+}
+
+/// A number's text: integers as the library writes them, floating-point values as their shortest
+/// round-trip text (std::to_chars: 256, 3e-04, 0.001, -0).
+std::string numberText(const OJson& v) {
+  if (!v.is_number_float()) return v.dump();
+  char b[40];
+  const auto r = std::to_chars(b, b + sizeof b, v.get<double>());
+  return std::string(b, r.ptr);
 }
 
 /// Nested values on one line: {"a": 1, "b": [2, 3]} (keys and scalars as the library writes them).
@@ -36,7 +49,7 @@ std::string render(const OJson& v) {
     for (size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + render(v[i]);
     return o + "]";
   }
-  return v.dump();
+  return numberText(v);
 }
 
 /// The top level: one key per line.

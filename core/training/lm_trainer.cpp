@@ -133,6 +133,7 @@ struct LmTrainingRun::Impl {
       loss += model->forward(tok.data(), tgt.data(), int64_t(off.size()), cfg.model.context, *ops);
       count += int64_t(tok.size());
     }
+    ops->setStep(step, false); // the frozen copies are gone
     return loss / double(std::max<int64_t>(count, 1));
   }
 
@@ -214,6 +215,7 @@ struct LmTrainingRun::Impl {
     std::vector<OperandScaler> frozen = sites->scalers();
     ops->setStep(step, false, &frozen);
     model->forward(tok.data(), tgt.data(), 1, T, *ops);
+    ops->setStep(step, false); // the frozen copies are gone
     const TransformerTaps<float> taps = model->taps();
     a.steps.push_back(step);
     if (a.probs.size() < taps.attn_probs.size()) a.probs.resize(taps.attn_probs.size());
@@ -377,6 +379,7 @@ void LmTrainingRun::run(const ProgressFn& progress) {
     s.ops->setStep(res.steps_done, false, &frozen);
     const std::vector<int32_t> gen =
         s.model->generate(prompt, cfg.sample_bytes, cfg.sample_temperature, cfg.seed, *s.ops);
+    s.ops->setStep(res.steps_done, false); // the frozen copies are gone
     std::vector<uint8_t> bytes(prompt.begin(), prompt.end());
     bytes.insert(bytes.end(), gen.begin(), gen.end());
     res.sample = printableText(bytes);

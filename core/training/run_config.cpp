@@ -26,14 +26,6 @@ std::string TrainingRunConfig::validateRun(const SiteTable& sites) const {
   } else if (recipe.recipe != TrainingRecipe::PerTensor) {
     return "a recipe needs precision fp8";
   }
-  for (const GemmOptions* g : {&forward_gemm, &backward_gemm}) {
-    if (g->output != OutputType::FP32 && g->output != OutputType::BF16 && g->output != OutputType::FP16)
-      return "the GEMM output type must be fp32, bf16 or fp16";
-    if (g->output != OutputType::FP32 && (!fp8() || recipe.recipe != TrainingRecipe::PerTensor))
-      return "a GEMM output type other than fp32 applies to the per-tensor FP8 GEMMs only";
-  }
-  if (blockRecipe() && !scaling.saturate)
-    return "saturate false applies to the per-tensor FP8 casts (\"scaling\"), not to block recipes";
   if (const std::string why = diagnostics.validate(); !why.empty()) return why;
   if (const std::string why = policy.validate(sites); !why.empty()) return "policy: " + why;
   return {};

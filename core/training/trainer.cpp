@@ -41,6 +41,16 @@ std::string TrainingConfig::validate() const {
     if (spike.col >= layer_sizes[static_cast<size_t>(spike.layer)])
       return "spike col must be below the layer's input size";
   }
+  // The MLP's GEMM output and saturation rules (its block recipes multiply dequantized operands by
+  // default, where an output type or saturate false would not apply).
+  for (const GemmOptions* g : {&forward_gemm, &backward_gemm}) {
+    if (g->output != OutputType::FP32 && g->output != OutputType::BF16 && g->output != OutputType::FP16)
+      return "the GEMM output type must be fp32, bf16 or fp16";
+    if (g->output != OutputType::FP32 && (!fp8() || recipe.recipe != TrainingRecipe::PerTensor))
+      return "a GEMM output type other than fp32 applies to the per-tensor FP8 GEMMs only";
+  }
+  if (blockRecipe() && !scaling.saturate)
+    return "saturate false applies to the per-tensor FP8 casts (\"scaling\"), not to block recipes";
   return validateRun(SiteTable::mlp(layer_sizes));
 }
 
@@ -194,6 +204,7 @@ struct TrainingRun::Impl {
       loss = nn::softmaxCrossEntropy<float>(model->logits().data(), t.data(), b, cfg.layer_sizes.back(), nullptr, b,
                                             &correct, loss);
     }
+    ops->setStep(0, false); // the frozen copies are gone
     return {loss / static_cast<double>(test->count), static_cast<double>(correct) / static_cast<double>(test->count)};
   }
 

@@ -733,6 +733,30 @@ private Q_SLOTS:
     QCOMPARE(v.scaleRect()->axis(QCPAxis::atLeft)->label(), QStringLiteral("amax (max |x|, tensor units)"));
   }
 
+  // Opening a second file in the same session: the scale view opens on its first low-precision run
+  // with its next one dashed, as on the first file (the compare box is chosen against the new
+  // file's runs, not the run the previous file showed).
+  void scaleEvolutionFollowsASecondFile() {
+    const QString second = dir_.filePath(QStringLiteral("second.h5"));
+    fp8lab::Session f;
+    f.runs = {goldenFp32("a-fp32"), goldenTraining("b-delayed"), goldenTraining("c-current", false)};
+    QVERIFY(writeSession(second.toStdString(), f).ok());
+    SessionDocument s;
+    QString err;
+    QVERIFY2(s.load(file_, &err), qPrintable(err));
+    ScaleEvolutionView v;
+    v.resize(1200, 800);
+    v.setSession(&s);
+    auto run = [&] { return v.findChild<QComboBox*>(QStringLiteral("run"))->currentData().toString(); };
+    auto compare = [&] { return v.findChild<QComboBox*>(QStringLiteral("compare"))->currentData().toString(); };
+    QCOMPARE(run(), QStringLiteral("t-current"));
+    QCOMPARE(compare(), QStringLiteral("t-delayed"));
+    QVERIFY2(s.load(second, &err), qPrintable(err));
+    v.runPendingReloads();
+    QCOMPARE(run(), QStringLiteral("b-delayed"));
+    QCOMPARE(compare(), QStringLiteral("c-current"));
+  }
+
   // The amax view names no scale for an FP32 run: it recorded none and used none. The window
   // and the dashed curve are the what-if replay, and say so.
   void amaxViewShowsNoScaleForFp32() {

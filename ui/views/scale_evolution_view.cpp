@@ -129,7 +129,10 @@ void ScaleEvolutionView::rebuildCompare() {
   if (!session_) return;
   const QString wasCmp = cmp_box_->currentData().toString();
   const bool hadRuns = cmp_box_->count() > 1;
-  const QString main = runs() ? runs()->currentId() : QString();
+  // the run the Run box shows, if it is still in the session (after a load it is the previous
+  // file's until the Run box rebuilds)
+  QString main = runs() ? runs()->currentId() : QString();
+  if (session_->indexOf(main) < 0) main.clear();
   updating_ = true;
   cmp_box_->clear();
   cmp_box_->addItem(tr("(none)"), QString());

@@ -54,6 +54,23 @@ private Q_SLOTS:
     QCOMPARE(s.steps(), int64_t(4));
   }
 
+  // The rules only one model had stay that model's: a GEMM output type other than fp32 with a
+  // block recipe is refused for the MLP (its block recipes multiply dequantized operands by
+  // default), and taken by the language model (whose block recipes run core/gemm, under the
+  // output type).
+  void modelRulesStayTheModels() {
+    std::string err;
+    const Json mlp =
+        Json::parse(R"({"type": "training", "recipe": {"name": "te_mxfp8"}, "forward_gemm": {"output": "bf16"}})");
+    QVERIFY(!parseTrainingExperiment(mlp, &err));
+    QVERIFY2(err.find("applies to the per-tensor FP8 GEMMs only") != std::string::npos, err.c_str());
+    const Json lm = Json::parse(R"({"type": "training", "model": {"kind": "transformer"},
+        "recipe": {"name": "te_mxfp8"}, "forward_gemm": {"output": "bf16"}})");
+    const auto spec = parseTrainingExperiment(lm, &err);
+    QVERIFY2(spec, err.c_str());
+    QVERIFY(spec->runs[0].lm->forward_gemm.output == OutputType::BF16);
+  }
+
   void transformer() {
     // per block attn.qkv, attn.scores, attn.context, attn.out, ffn.up, ffn.down; then lm_head
     TrainingRunSpec s = parseOne(
