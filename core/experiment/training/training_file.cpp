@@ -45,7 +45,7 @@ TrainingFileResult runTrainingIntoFile(const TrainingExperimentSpec& spec, const
                            note.empty() ? backend->noGpuReason() : note);
     if (!rs) return backend->resetCounts();
     if (run.backend == "cuda")
-      run.attrs["fast_accum_backward"] = int64_t(rs->config.backward_gemm.accumulation == Accumulation::FastAccum);
+      run.attrs["fast_accum_backward"] = int64_t(rs->run().backward_gemm.accumulation == Accumulation::FastAccum);
     run.attrs["gemm_runs_gpu"] = backend->gpu_runs.load();
     run.attrs["gemm_runs_cpu"] = backend->cpu_runs.load();
   };
