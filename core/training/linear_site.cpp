@@ -195,6 +195,7 @@ void LinearSite::hpGemm(SitePrecision p, const float* a, const float* b, std::ve
 void LinearSite::lowGemm(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt,
                          std::vector<float>& d) const {
   GemmOutput o = ctx_->backend->run(a, b, opt);
+  if (int64_t* n = o.backend == "cpu" ? ctx_->gemm_runs_cpu : ctx_->gemm_runs_gpu) ++*n;
   if (ctx_->gemm_backend && ctx_->gemm_backend->empty()) {
     *ctx_->gemm_backend = o.backend;
     if (ctx_->gemm_device) *ctx_->gemm_device = o.device;

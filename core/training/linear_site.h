@@ -141,6 +141,10 @@ struct SiteRunContext {
   std::string* gemm_backend = nullptr;
   std::string* gemm_device = nullptr;
   std::string* gemm_algorithm = nullptr;
+  /// How many of the run's low-precision GEMMs ran on a GPU and on the CPU (the backend each GEMM
+  /// output names; null: not counted).
+  int64_t* gemm_runs_gpu = nullptr;
+  int64_t* gemm_runs_cpu = nullptr;
 
   bool blockRecipe() const { return fp8 && recipe.recipe != TrainingRecipe::PerTensor; }
   SitePrecision runDefault() const { return fp8 ? SitePrecision::Recipe : SitePrecision::FP32; }

@@ -72,7 +72,8 @@ struct LmTrainingRun::Impl {
     model = std::make_unique<TransformerModel<float>>(cfg.model, cfg.seed);
     model->setThreads(cfg.threads);
     sites = std::make_unique<SiteRun>(cfg, table, cfg.steps, backend, cfg.softmax_scale, res.operands,
-                                      res.first_nonfinite, res.gemm_backend, res.gemm_device, res.gemm_algorithm);
+                                      res.first_nonfinite, res.gemm_backend, res.gemm_device, res.gemm_algorithm,
+                                      res.gemm_runs_gpu, res.gemm_runs_cpu);
     rec = &sites->recorder();
     ops = &sites->ops();
     opt = std::make_unique<Optimizer>(cfg.optimizer);

@@ -125,6 +125,7 @@ struct LmTrainingResult {
   double seconds = 0;
   double step_seconds = 0; ///< mean wall time of a training step (without evaluation and probes)
   std::string gemm_backend, gemm_device, gemm_algorithm;
+  int64_t gemm_runs_gpu = 0, gemm_runs_cpu = 0; ///< low-precision runs: how many GEMMs ran on each side
   std::vector<Issue> warnings;
 };
 

@@ -13,7 +13,8 @@ OperandRole SiteRun::recordedRole(SiteOperand k) {
 
 SiteRun::SiteRun(const TrainingRunConfig& cfg, const SiteTable& table, int64_t total_steps, GemmBackend* backend,
                  float softmax_scale, std::vector<OperandHistory>& operands, NonFiniteRecord& first,
-                 std::string& gemm_backend, std::string& gemm_device, std::string& gemm_algorithm) {
+                 std::string& gemm_backend, std::string& gemm_device, std::string& gemm_algorithm,
+                 int64_t& gemm_runs_gpu, int64_t& gemm_runs_cpu) {
   const bool fp8 = cfg.fp8(), block = cfg.blockRecipe();
   if (!fp8) backend = nullptr; // FP32 runs multiply in float32 on the CPU
   if (fp8 && !backend) {
@@ -90,6 +91,8 @@ SiteRun::SiteRun(const TrainingRunConfig& cfg, const SiteTable& table, int64_t t
   ctx_.gemm_backend = &gemm_backend;
   ctx_.gemm_device = &gemm_device;
   ctx_.gemm_algorithm = &gemm_algorithm;
+  ctx_.gemm_runs_gpu = &gemm_runs_gpu;
+  ctx_.gemm_runs_cpu = &gemm_runs_cpu;
   ops_ = std::make_unique<SiteLinearOps>(table, ctx_, scalers_, softmax_scale);
 }
 

@@ -30,12 +30,13 @@ public:
   /// (the diagnostics' cadence). `operands` (filled here: kSiteOperands per site, in
   /// SiteTable::operandIndex order) and `first` live in the run's result, and so do `gemm_backend`,
   /// `gemm_device` and `gemm_algorithm` (where the GEMMs ran: set here for fake-quantized block
-  /// recipes, else by the first low-precision GEMM). `backend` (not owned; null: the CPU
+  /// recipes, else by the first low-precision GEMM), and `gemm_runs_gpu` / `gemm_runs_cpu` (how
+  /// many of its low-precision GEMMs ran on each side). `backend` (not owned; null: the CPU
   /// reference backend) runs low-precision runs' GEMMs. `softmax_scale`: the quant multiplier of
   /// FP8 attention's P cast.
   SiteRun(const TrainingRunConfig& cfg, const SiteTable& table, int64_t total_steps, GemmBackend* backend,
           float softmax_scale, std::vector<OperandHistory>& operands, NonFiniteRecord& first, std::string& gemm_backend,
-          std::string& gemm_device, std::string& gemm_algorithm);
+          std::string& gemm_device, std::string& gemm_algorithm, int64_t& gemm_runs_gpu, int64_t& gemm_runs_cpu);
   ~SiteRun();
   SiteRun(const SiteRun&) = delete;
   SiteRun& operator=(const SiteRun&) = delete;

@@ -132,7 +132,8 @@ struct TrainingRun::Impl {
     model = std::make_unique<MlpModel<float>>(cfg.layer_sizes, cfg.seed);
     table = model->sites();
     sites = std::make_unique<SiteRun>(cfg, table, res.steps_per_epoch * cfg.epochs, backend, 256.0f, res.operands,
-                                      res.first_nonfinite, res.gemm_backend, res.gemm_device, res.gemm_algorithm);
+                                      res.first_nonfinite, res.gemm_backend, res.gemm_device, res.gemm_algorithm,
+                                      res.gemm_runs_gpu, res.gemm_runs_cpu);
     rec = &sites->recorder();
     ops = &sites->ops();
     OptimizerConfig oc;

@@ -102,6 +102,7 @@ struct TrainingResult {
   std::vector<LayerWeights> weights;    ///< master weights after the last completed step
   double seconds = 0;                   ///< total wall time
   std::string gemm_backend, gemm_device, gemm_algorithm; ///< FP8 runs: where the GEMMs ran
+  int64_t gemm_runs_gpu = 0, gemm_runs_cpu = 0;          ///< FP8 runs: how many GEMMs ran on each side
   std::vector<Issue> warnings;
   /// Per-block statistics of the operands under the recipe that trained (FP8 runs), and what-if
   /// recipes; operands in the order of `operands`.

@@ -237,7 +237,8 @@ namespace {
 /// and accumulation models.
 Run trainingRunBase(const TrainingRunConfig& c, const std::string& run_id, const std::string& config_json,
                     const std::string& gemm_backend, const std::string& gemm_device, const std::string& gemm_algorithm,
-                    bool cancelled, bool stopped_nonfinite, const NonFiniteRecord& first, int64_t steps_done) {
+                    int64_t gemm_runs_gpu, int64_t gemm_runs_cpu, bool cancelled, bool stopped_nonfinite,
+                    const NonFiniteRecord& first, int64_t steps_done) {
   const bool fp8 = c.fp8();
   Run run;
   run.id = run_id;
@@ -260,6 +261,8 @@ Run trainingRunBase(const TrainingRunConfig& c, const std::string& run_id, const
     run.attrs["gemm_algorithm"] = gemm_algorithm;
     run.attrs["forward_accumulation"] = std::string(toString(c.forward_gemm.accumulation));
     run.attrs["backward_accumulation"] = std::string(toString(c.backward_gemm.accumulation));
+    run.attrs["gemm_runs_gpu"] = gemm_runs_gpu;
+    run.attrs["gemm_runs_cpu"] = gemm_runs_cpu;
   }
   return run;
 }
@@ -281,8 +284,8 @@ OperandTotals putSiteRecords(Run& run, const TrainingRunConfig& c, const std::ve
 Run trainingRunToSession(const TrainingResult& r, const std::string& run_id, const std::string& config_json) {
   const TrainingConfig& c = r.config;
   const bool fp8 = c.fp8();
-  Run run = trainingRunBase(c, run_id, config_json, r.gemm_backend, r.gemm_device, r.gemm_algorithm, r.cancelled,
-                            r.stopped_nonfinite, r.first_nonfinite, r.steps_done);
+  Run run = trainingRunBase(c, run_id, config_json, r.gemm_backend, r.gemm_device, r.gemm_algorithm, r.gemm_runs_gpu,
+                            r.gemm_runs_cpu, r.cancelled, r.stopped_nonfinite, r.first_nonfinite, r.steps_done);
   run.attrs["steps_per_epoch"] = r.steps_per_epoch;
   run.attrs["epochs_planned"] = int64_t{c.epochs};
   if (c.spike.enabled) {
@@ -398,8 +401,8 @@ void putSiteTable(Run& run, const SiteTable& table) {
 
 Run lmRunToSession(const LmTrainingResult& r, const std::string& run_id, const std::string& config_json) {
   const LmTrainingConfig& c = r.config;
-  Run run = trainingRunBase(c, run_id, config_json, r.gemm_backend, r.gemm_device, r.gemm_algorithm, r.cancelled,
-                            r.stopped_nonfinite, r.first_nonfinite, r.steps_done);
+  Run run = trainingRunBase(c, run_id, config_json, r.gemm_backend, r.gemm_device, r.gemm_algorithm, r.gemm_runs_gpu,
+                            r.gemm_runs_cpu, r.cancelled, r.stopped_nonfinite, r.first_nonfinite, r.steps_done);
   run.attrs["model"] = std::string("transformer");
   if (c.blockRecipe()) run.attrs["block_gemm"] = std::string(toString(c.block_gemm));
   run.attrs["steps_planned"] = c.steps;

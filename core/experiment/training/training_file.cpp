@@ -46,8 +46,6 @@ TrainingFileResult runTrainingIntoFile(const TrainingExperimentSpec& spec, const
     if (!rs) return backend->resetCounts();
     if (run.backend == "cuda")
       run.attrs["fast_accum_backward"] = int64_t(rs->run().backward_gemm.accumulation == Accumulation::FastAccum);
-    run.attrs["gemm_runs_gpu"] = backend->gpu_runs.load();
-    run.attrs["gemm_runs_cpu"] = backend->cpu_runs.load();
   };
   h.save = [&](const Run& run, std::string* stored, std::string* error) {
     lossNote("the save of run '" + run.id + "' in progress (" + out + " keeps what it held before; saves are atomic)");

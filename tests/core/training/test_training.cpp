@@ -640,6 +640,12 @@ void TestTraining::sessionRunHoldsTheRecords() {
   QCOMPARE(run.seed, cfg.seed);
   QCOMPARE(run.config_json, json);
   QCOMPARE(attrString(run.attrs, "status").value_or(""), std::string("completed"));
+  // The run counts its own low-precision GEMMs: per step 3 fprop + 3 wgrad + 2 dgrad (fc1 has no
+  // input gradient) over 8 steps, and the test-set evaluation's 3 fprop per batch of 128 of the
+  // 256 test images: 8 · 8 + 2 · 3 = 70, all on the CPU reference backend.
+  QCOMPARE(r.gemm_runs_cpu, int64_t{70});
+  QCOMPARE(r.gemm_runs_gpu, int64_t{0});
+  QCOMPARE(attrInt(run.attrs, "gemm_runs_cpu").value_or(-1), int64_t{70});
   QCOMPARE(run.find("training/loss")->f32, r.loss);
   QCOMPARE(run.find("training/loss")->shape, (std::vector<int64_t>{8}));
   const Dataset* hist = run.find("history/fc2/output_grad/amax_history");
