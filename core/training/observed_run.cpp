@@ -18,13 +18,7 @@ namespace fp8lab {
 
 namespace {
 
-/// The role an operand's recorded quantization has under a block recipe, and its contraction axis
-/// (the training engine records the same three: lm_trainer.cpp, linear_site.cpp).
-OperandRole recordedRole(SiteOperand o) {
-  return o == SiteOperand::Input    ? OperandRole::FpropInput
-         : o == SiteOperand::Kernel ? OperandRole::FpropWeight
-                                    : OperandRole::WgradGradOutput;
-}
+/// The contraction axis of a recorded operand's role (recordedRole, sites.h).
 Axis recordedAxis(SiteOperand o) {
   return o == SiteOperand::Input ? Axis::Cols : Axis::Rows;
 }

@@ -5,12 +5,6 @@
 
 namespace fp8lab {
 
-OperandRole SiteRun::recordedRole(SiteOperand k) {
-  return k == SiteOperand::Input    ? OperandRole::FpropInput
-         : k == SiteOperand::Kernel ? OperandRole::FpropWeight
-                                    : OperandRole::WgradGradOutput;
-}
-
 SiteRun::SiteRun(const TrainingRunConfig& cfg, const SiteTable& table, int64_t total_steps, GemmBackend* backend,
                  float softmax_scale, std::vector<OperandHistory>& operands, NonFiniteRecord& first,
                  std::string& gemm_backend, std::string& gemm_device, std::string& gemm_algorithm,

@@ -47,9 +47,6 @@ public:
   /// runs). Evaluation copies them, so it never advances the training state.
   const std::vector<OperandScaler>& scalers() const { return scalers_; }
 
-  /// The block recipe's role each recorded operand stands for.
-  static OperandRole recordedRole(SiteOperand k);
-
 private:
   std::unique_ptr<GemmBackend> own_backend_;
   std::vector<OperandScaler> scalers_;

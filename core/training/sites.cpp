@@ -20,6 +20,12 @@ const char* toString(SiteOperand o) {
   return "?";
 }
 
+OperandRole recordedRole(SiteOperand o) {
+  return o == SiteOperand::Input    ? OperandRole::FpropInput
+         : o == SiteOperand::Kernel ? OperandRole::FpropWeight
+                                    : OperandRole::WgradGradOutput;
+}
+
 const char* toString(SiteKind k) {
   switch (k) {
   case SiteKind::Linear:

@@ -36,6 +36,10 @@ enum class SiteOperand { Input = 0, Kernel = 1, OutputGrad = 2 };
 constexpr int kSiteOperands = 3;
 /// "input", "kernel", "output_grad" (the session's group names).
 const char* toString(SiteOperand o);
+/// The block recipe's role a recorded operand stands for: input records fprop.input, kernel
+/// fprop.weight, output_grad wgrad.grad_output (the one gradient copy every Linear site has).
+/// The training engine (site_run.h) and observed runs (observed_run.h) record these three.
+OperandRole recordedRole(SiteOperand o);
 
 /// What a site multiplies.
 enum class SiteKind {

@@ -59,6 +59,10 @@ template <class E> std::vector<std::string> names(std::initializer_list<E> value
   return v;
 }
 
+const char* const kBlockGemmHelp =
+    "How block recipes multiply: float32 GEMMs of the dequantized operands (fake quantization), or core/gemm "
+    "with the block-scaled operands under the accumulation model.";
+
 std::vector<TrainingParam> build() {
   using M = TrainingModel;
   using T = ParamType;
@@ -76,11 +80,8 @@ std::vector<TrainingParam> build() {
              "A step that produces a NaN or ±Inf: record it and stop after the step, record it and continue, or do "
              "not check (docs/training.md \"The first non-finite value\")."),
       choice(M::Mlp, "block_gemm", names({BlockGemmPath::FakeQuant, BlockGemmPath::Core}), "fake_quant",
-             "How block recipes multiply: float32 GEMMs of the dequantized operands (fake quantization), or "
-             "core/gemm with the block-scaled operands under the accumulation model."),
-      choice(M::Lm, "block_gemm", names({BlockGemmPath::FakeQuant, BlockGemmPath::Core}), "core",
-             "How block recipes multiply: float32 GEMMs of the dequantized operands (fake quantization), or "
-             "core/gemm with the block-scaled operands under the accumulation model."),
+             kBlockGemmHelp),
+      choice(M::Lm, "block_gemm", names({BlockGemmPath::FakeQuant, BlockGemmPath::Core}), "core", kBlockGemmHelp),
       entry(M::Any, "seed", T::Seed, "", 0, 0, "1",
             "Initial weights and the data order (the per-epoch shuffles; the LM's windows); same-seed runs of two "
             "recipes are pairs (docs/decide.md)."),
