@@ -131,7 +131,7 @@ QJsonObject trainingPanelFromCanonical(const QByteArray& json, QString* why) {
                   .arg(spec->runs.size())
                   .arg(spec->weight_gemm ? QObject::tr(" and a GEMM on trained weights") : QString()));
   const TrainingRunSpec& run = spec->runs.front();
-  const TrainingConfig& t = run.config;
+  const TrainingRunConfig& t = run.run();
   QJsonObject c;
   c[QStringLiteral("type")] = QStringLiteral("training");
   c[QStringLiteral("id")] = QString::fromStdString(run.id);
@@ -178,8 +178,8 @@ QJsonObject trainingPanelFromCanonical(const QByteArray& json, QString* why) {
       c[QStringLiteral("model")] = shown;
     }
   } else {
-    c[QStringLiteral("epochs")] = t.epochs;
-    c[QStringLiteral("batch_size")] = t.batch_size;
+    c[QStringLiteral("epochs")] = run.config.epochs;
+    c[QStringLiteral("batch_size")] = run.config.batch_size;
     c[QStringLiteral("seed")] = double(t.seed);
     c[QStringLiteral("train_limit")] = double(run.train_limit);
     c[QStringLiteral("test_limit")] = double(run.test_limit);

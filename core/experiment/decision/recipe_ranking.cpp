@@ -484,8 +484,8 @@ void trainingSample(const RunInfo& ri, const RankingMetric& metric, std::vector<
       const JsonDocument doc = JsonDocument::parse(ri.config_json);
       std::string err;
       if (const auto spec = parseTrainingExperiment(doc.root(), &err, &doc);
-          spec && spec->runs.size() == 1 && spec->runs.front().config.recipe.recipe != TrainingRecipe::PerTensor)
-        s.recipe_label = spec->runs.front().config.recipe.label();
+          spec && spec->runs.size() == 1 && spec->runs.front().run().recipe.recipe != TrainingRecipe::PerTensor)
+        s.recipe_label = spec->runs.front().run().recipe.label();
     } catch (const std::exception&) {
     }
   } else {

@@ -24,7 +24,7 @@ std::optional<RecipeCost> trainingRunCost(const std::string& config_json) {
     return std::nullopt;
   }
   if (!spec || spec->runs.size() != 1) return std::nullopt;
-  const TrainingConfig& c = spec->runs.front().config;
+  const TrainingRunConfig& c = spec->runs.front().run();
   if (c.precision != TrainingPrecision::FP8 || !c.policy.rules.empty()) return std::nullopt;
   std::string pa = "te_current", pb = "te_current";
   std::string fa = c.forward_format->name(), fb = fa;

@@ -3,6 +3,8 @@
 // training/transformer.h).
 #include "experiment/training/training_config.h"
 #include "experiment/training/training_experiment.h"
+#include "experiment/training/training_job.h"
+#include "experiment/training/training_keys.h"
 #include "experiment/training/training_models.h"
 #include "training/lm_trainer.h"
 #include "training/text_corpus.h"
@@ -11,8 +13,168 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 
 namespace fp8lab {
+
+namespace {
+
+/// A language-model run: its text (loaded once per source and context length per experiment).
+class LmJob final : public TrainingJob {
+public:
+  LmJob(TrainingRunSpec spec, const TextCorpus& corpus) : spec_(std::move(spec)), corpus_(corpus) {}
+  int64_t stepsPerEpoch() const override { return spec_.lm->steps; }
+  int64_t items() const override { return int64_t(corpus_.train.size()); }
+  int64_t steps() const override { return spec_.lm->steps; }
+  void build(GemmBackend* backend) override { run_.emplace(*spec_.lm, corpus_, backend); }
+  void run(const ProgressFn& progress) override { run_->run(progress); }
+  int64_t stepsDone() const override { return run_->result().steps_done; }
+  Run session(const std::string& run_id, const std::string& config_json) const override {
+    return lmRunToSession(run_->result(), run_id, config_json);
+  }
+  TrainingRunOutcome outcome(const Run& stored, bool cancelled) const override {
+    const LmTrainingResult& res = run_->result();
+    TrainingRunOutcome o = trainingOutcome(stored, res, cancelled);
+    o.steps_total = spec_.lm->steps;
+    o.val_loss = res.val_loss;
+    o.unigram_bits = res.unigram_bits;
+    o.sample = res.sample;
+    o.step_seconds = res.step_seconds;
+    return o;
+  }
+
+private:
+  TrainingRunSpec spec_;
+  const TextCorpus& corpus_;
+  std::optional<LmTrainingRun> run_;
+};
+
+/// The language model's members of a run object (the kind's `parse`, training_models.h).
+void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where, const TrainingRunConfig& shared,
+                        TrainingRunSpec& s) {
+  LmTrainingConfig lm;
+  const ConfigPath mw = where.member("model");
+  const Json* mo = r.object(o, "model", where);
+  if (!mo) return;
+  r.checkKeys(*mo, mw,
+              {"kind", "d_model", "layers", "heads", "context", "ffn_hidden", "ffn", "norm", "norm_position",
+               "tied_embeddings", "position_embedding"});
+  TransformerConfig& m = lm.model;
+  m.d_model = trainingInteger(r, *mo, "model.d_model", TrainingModel::Lm, mw);
+  m.layers = trainingInteger(r, *mo, "model.layers", TrainingModel::Lm, mw);
+  m.heads = trainingInteger(r, *mo, "model.heads", TrainingModel::Lm, mw);
+  m.context = trainingInteger(r, *mo, "model.context", TrainingModel::Lm, mw);
+  m.ffn_hidden = trainingInteger(r, *mo, "model.ffn_hidden", TrainingModel::Lm, mw, 4 * m.d_model);
+  const auto is = [](std::initializer_list<const char*> names) {
+    return [names](const std::string& v) {
+      return std::any_of(names.begin(), names.end(), [&](const char* n) { return v == n; });
+    };
+  };
+  m.ffn = trainingChoice(r, *mo, "model.ffn", TrainingModel::Lm, mw, "FFN", is({"gelu", "swiglu"})) == "swiglu"
+              ? FfnKind::Swiglu
+              : FfnKind::Gelu;
+  m.norm =
+      trainingChoice(r, *mo, "model.norm", TrainingModel::Lm, mw, "norm", is({"layernorm", "rmsnorm"})) == "rmsnorm"
+          ? NormKind::RmsNorm
+          : NormKind::LayerNorm;
+  m.pre_norm = trainingChoice(r, *mo, "model.norm_position", TrainingModel::Lm, mw, "norm position",
+                              is({"pre", "post"})) != "post";
+  m.tied_embeddings = r.boolean(*mo, "tied_embeddings", mw, true);
+  m.position_embedding = r.boolean(*mo, "position_embedding", mw, true);
+  if (r.ok() && m.d_model % m.heads != 0)
+    r.fail(mw.member("heads"),
+           "d_model (" + std::to_string(m.d_model) + ") must be a multiple of heads (" + std::to_string(m.heads) + ")");
+  if (const Json* dv = r.object(o, "data", where)) {
+    const ConfigPath dw = where.member("data");
+    r.checkKeys(*dv, dw, {"corpus", "text", "val_fraction", "documents", "task", "triggers", "sequences", "seed"});
+    if (ConfigReader::has(*dv, "text") && ConfigReader::has(*dv, "corpus"))
+      r.fail(dw, "give \"corpus\" or \"text\", not both");
+    lm.data.path = r.string(*dv, "text", dw, {});
+    lm.data.corpus = lm.data.path.empty() ? lowerName(r.string(*dv, "corpus", dw, "fortunes")) : std::string();
+    if (r.ok() && lm.data.path.empty() && lm.data.corpus != "fortunes")
+      r.fail(dw.member("corpus"), "unknown corpus '" + lm.data.corpus +
+                                      "' (fortunes: the Debian package; or \"text\": PATH for any UTF-8 file)");
+    lm.data.val_fraction = r.number(*dv, "val_fraction", dw, 0.1);
+    if (r.ok() && !(lm.data.val_fraction > 0 && lm.data.val_fraction < 0.9))
+      r.fail(dw.member("val_fraction"), "must be in (0, 0.9)");
+    lm.data.documents = r.boolean(*dv, "documents", dw, false);
+    lm.data.task = lowerName(r.string(*dv, "task", dw, {}));
+    if (r.ok() && !lm.data.task.empty() && lm.data.task != "bigram_backcopy")
+      r.fail(dw.member("task"), "unknown task '" + lm.data.task +
+                                    "' (bigram_backcopy: Guo et al. 2024's synthetic sequences, built from the "
+                                    "text's byte bigrams)");
+    if (lm.data.task.empty()) {
+      for (const char* k : {"triggers", "sequences", "seed"})
+        if (r.ok() && ConfigReader::has(*dv, k)) r.fail(dw.member(k), "belongs to \"task\": \"bigram_backcopy\"");
+    } else {
+      if (r.ok() && ConfigReader::has(*dv, "documents"))
+        r.fail(dw.member("documents"), "a task's sequences are documents already (each starts with the BOS token)");
+      lm.data.triggers = int(r.integer(*dv, "triggers", dw, 3, 1, 64));
+      lm.data.sequences = r.integer(*dv, "sequences", dw, 20000, 16, 1000000);
+      lm.data.task_seed = uint64_t(r.integer(*dv, "seed", dw, 1, 0, int64_t(1) << 53));
+    }
+  }
+  // the shared run settings; block_gemm keeps the language model's default (core) unless the
+  // run gives it
+  static_cast<TrainingRunConfig&>(lm) = shared;
+  if (!ConfigReader::has(o, "block_gemm")) lm.block_gemm = BlockGemmPath::Core;
+  if (!ConfigReader::has(o, "diagnostics")) lm.diagnostics.map_every = 200;
+  lm.batch_size = int(trainingInteger(r, o, "batch_size", TrainingModel::Lm, where));
+  lm.steps = trainingInteger(r, o, "steps", TrainingModel::Lm, where);
+  lm.softmax_scale = float(r.number(o, "softmax_scale", where, 256.0));
+  lm.sample_bytes = int(trainingInteger(r, o, "sample_bytes", TrainingModel::Lm, where));
+  lm.sample_temperature = r.number(o, "sample_temperature", where, 0.8);
+  if (r.ok() && !(lm.sample_temperature >= 0 && lm.sample_temperature <= 10))
+    r.fail(where.member("sample_temperature"), "must be in [0, 10] (0: greedy)");
+  if (const Json* oo = r.object(o, "optimizer", where)) {
+    const ConfigPath w = where.member("optimizer");
+    OptimizerConfig& op = lm.optimizer;
+    const std::string name =
+        trainingChoice(r, *oo, "optimizer.name", TrainingModel::Lm, w, "optimizer",
+                       [](const std::string& v) { return v == "adam" || v == "adamw" || v == "sgd"; });
+    op.kind = name == "sgd" ? OptimizerKind::Sgd : OptimizerKind::Adam;
+    op.learning_rate = float(r.number(*oo, "learning_rate", w, op.kind == OptimizerKind::Sgd ? 0.1 : 3e-3));
+    op.beta1 = float(trainingNumber(r, *oo, "optimizer.beta1", TrainingModel::Lm, w));
+    op.beta2 = float(trainingNumber(r, *oo, "optimizer.beta2", TrainingModel::Lm, w));
+    op.epsilon = float(trainingNumber(r, *oo, "optimizer.epsilon", TrainingModel::Lm, w));
+    op.momentum = float(trainingNumber(r, *oo, "optimizer.momentum", TrainingModel::Lm, w));
+    op.weight_decay = float(trainingNumber(r, *oo, "optimizer.weight_decay", TrainingModel::Lm, w));
+    lm.warmup_steps = trainingInteger(r, *oo, "optimizer.warmup_steps", TrainingModel::Lm, w);
+    lm.min_lr_ratio = trainingNumber(r, *oo, "optimizer.min_lr_ratio", TrainingModel::Lm, w);
+    lm.clip_norm = trainingNumber(r, *oo, "optimizer.clip_norm", TrainingModel::Lm, w);
+    if (r.ok() && !(op.learning_rate > 0)) r.fail(w.member("learning_rate"), "must be a positive number");
+    if (r.ok() && !(op.beta1 >= 0 && op.beta1 < 1)) r.fail(w.member("beta1"), "must be in [0, 1)");
+    if (r.ok() && !(op.beta2 >= 0 && op.beta2 < 1)) r.fail(w.member("beta2"), "must be in [0, 1)");
+    if (r.ok() && !(op.epsilon > 0)) r.fail(w.member("epsilon"), "must be a positive number");
+    if (r.ok() && !(op.momentum >= 0 && op.momentum < 1)) r.fail(w.member("momentum"), "must be in [0, 1)");
+    if (r.ok() && !(op.weight_decay >= 0)) r.fail(w.member("weight_decay"), "must be ≥ 0");
+    if (r.ok() && !(lm.min_lr_ratio >= 0 && lm.min_lr_ratio <= 1))
+      r.fail(w.member("min_lr_ratio"), "must be in [0, 1]");
+    if (r.ok() && !(lm.clip_norm >= 0)) r.fail(w.member("clip_norm"), "must be ≥ 0 (0: no clipping)");
+  } else {
+    lm.optimizer.learning_rate = 3e-3f;
+    lm.optimizer.beta2 = 0.99f;
+  }
+  if (const Json* ev = r.object(o, "eval", where)) {
+    const ConfigPath w = where.member("eval");
+    r.checkKeys(*ev, w, {"every", "batches"});
+    lm.eval_every = int(trainingInteger(r, *ev, "eval.every", TrainingModel::Lm, w));
+    lm.eval_batches = int(trainingInteger(r, *ev, "eval.batches", TrainingModel::Lm, w));
+  }
+  if (const Json* pv = r.object(o, "probes", where)) {
+    const ConfigPath w = where.member("probes");
+    r.checkKeys(*pv, w, {"every", "massive_threshold", "massive_ratio", "attention_every"});
+    lm.probes.every = int(trainingInteger(r, *pv, "probes.every", TrainingModel::Lm, w));
+    lm.probes.massive_threshold = r.number(*pv, "massive_threshold", w, 20.0);
+    lm.probes.massive_ratio = r.number(*pv, "massive_ratio", w, 1000.0);
+    lm.probes.attention_every = int(trainingInteger(r, *pv, "probes.attention_every", TrainingModel::Lm, w));
+  }
+  if (r.ok())
+    if (const std::string v = lm.validate(); !v.empty()) r.fail(where, v);
+  s.lm = std::move(lm);
+}
+
+} // namespace
 
 const TrainingModelKind& transformerModelKind() {
   static const TrainingModelKind k{
@@ -22,6 +184,11 @@ const TrainingModelKind& transformerModelKind() {
       "attn.out, ffn.up/down, lm_head) a site of the recipe",
       "final_val_loss",
       "validation loss (nats per byte)",
+      /*trains_beside=*/false,
+      /*weight_gemm=*/false,
+      {"data", "steps", "eval", "probes", "softmax_scale", "sample_bytes", "sample_temperature"},
+      "the language model (a run with \"model\": {\"kind\": \"transformer\"})",
+      parseLanguageModel,
       [](TrainingRunSpec& s) -> TrainingRunConfig& { return *s.lm; },
       [](const TrainingRunSpec& s) { return s.lm->model.sites(); },
       [](const TrainingRunSpec& s) { return s.lm->steps; },
@@ -68,21 +235,20 @@ const TrainingModelKind& transformerModelKind() {
         if (const auto sample = attrString(run.attrs, "sample"); sample && !sample->empty())
           lines.push_back(stored_id + ": sample (after a validation prompt):\n" + *sample);
       },
-      [](const TrainingRunSpec& s, const std::string& run_id, const std::string& config_json, int64_t stop_after,
-         const ProgressFn& progress, std::string* error) -> std::optional<Run> {
+      [](const TrainingRunSpec& s, TrainingDataCache& data, std::string* error) -> std::unique_ptr<TrainingJob> {
         const LmTrainingConfig& cfg = *s.lm;
-        const std::optional<TextCorpus> corpus = loadTextSource(cfg.data, cfg.model.context, error);
-        if (!corpus) return std::nullopt;
         try {
-          LmTrainingRun run(cfg, *corpus);
-          if (!trainAloneStopping([&](const ProgressFn& p) { run.run(p); }, [&] { return run.result().steps_done; },
-                                  stop_after, progress, error))
-            return std::nullopt;
-          return lmRunToSession(run.result(), run_id, config_json);
+          const TextCorpus& corpus = data.get<TextCorpus>("text:" + cfg.data.key(cfg.model.context), [&] {
+            std::string why;
+            std::optional<TextCorpus> c = loadTextSource(cfg.data, cfg.model.context, &why);
+            if (!c) throw std::runtime_error(why);
+            return std::move(*c);
+          });
+          return std::make_unique<LmJob>(s, corpus);
         } catch (const std::exception& e) {
           *error = e.what();
         }
-        return std::nullopt;
+        return nullptr;
       },
       [](const Json& cfg, const Attributes& attrs) {
         std::string label = "transformer LM";

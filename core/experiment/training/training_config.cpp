@@ -1,4 +1,5 @@
 #include "experiment/training/training_config.h"
+#include "experiment/training/training_keys.h"
 #include "experiment/training/training_schema.h"
 #include "training/sites.h"
 #include "experiment/gemm/sweep.h"
@@ -20,53 +21,34 @@ namespace fp8lab {
 
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+/// The keys a run object may have: the shared settings' and every model kind's own.
+std::vector<std::string> runKeys() {
+  std::vector<std::string> keys = {"type",
+                                   "id",
+                                   "label",
+                                   "description",
+                                   "precision",
+                                   "scaling",
+                                   "recipe",
+                                   "forward_format",
+                                   "backward_format",
+                                   "forward_gemm",
+                                   "backward_gemm",
+                                   "batch_size",
+                                   "optimizer",
+                                   "seed",
+                                   "threads",
+                                   "record_history",
+                                   "on_nonfinite",
+                                   "diagnostics",
+                                   "policy",
+                                   "block_gemm",
+                                   "model"};
+  for (const TrainingModelKind* k : trainingModelKinds())
+    for (const std::string& key : k->own_keys)
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  return keys;
 }
-
-const std::vector<std::string> kRunKeys = {"type",
-                                           "id",
-                                           "label",
-                                           "dataset",
-                                           "data_dir",
-                                           "train_limit",
-                                           "test_limit",
-                                           "precision",
-                                           "scaling",
-                                           "forward_format",
-                                           "backward_format",
-                                           "layers",
-                                           "batch_size",
-                                           "epochs",
-                                           "optimizer",
-                                           "seed",
-                                           "forward_gemm",
-                                           "backward_gemm",
-                                           "spike",
-                                           "eval_batch_size",
-                                           "record_history",
-                                           "threads",
-                                           "description",
-                                           "recipe",
-                                           "on_nonfinite",
-                                           "diagnostics",
-                                           "policy",
-                                           "block_gemm",
-                                           "model",
-                                           "data",
-                                           "steps",
-                                           "eval",
-                                           "probes",
-                                           "softmax_scale",
-                                           "sample_bytes",
-                                           "sample_temperature"};
-
-/// Keys of the MLP (Fashion-MNIST) runs only, and of the language model only.
-const std::vector<std::string> kMlpOnlyKeys = {"dataset", "data_dir", "train_limit",     "test_limit",
-                                               "layers",  "epochs",   "eval_batch_size", "spike"};
-const std::vector<std::string> kLmOnlyKeys = {
-    "data", "steps", "eval", "probes", "softmax_scale", "sample_bytes", "sample_temperature"};
 
 /// "policy": [{"sites": GLOB, "gemms": ["fprop", ...], "precision": "fp32" | "bf16" | "recipe",
 /// "from_step": N, "until_step": M}, ...].
@@ -89,7 +71,7 @@ PrecisionPolicy readPolicy(ConfigReader& r, const Json& o, const ConfigPath& whe
     r.checkKeys(ro, e, {"sites", "gemms", "precision", "from_step", "until_step"});
     PolicyRule rule;
     rule.sites = r.string(ro, "sites", e, "*");
-    const std::string prec = lower(r.string(ro, "precision", e, {}));
+    const std::string prec = lowerName(r.string(ro, "precision", e, {}));
     if (const auto sp = parseSitePrecision(prec))
       rule.precision = *sp;
     else if (r.ok())
@@ -140,7 +122,7 @@ std::string trainingRecipeForPreset(const std::string& name) {
 /// The "recipe" member of a run: a name, or {"name", "fp8_format", "weight_2d", "power_of_two",
 /// "scale_calculation_mode", "hadamard", "stochastic_rounding", "overrides": {role: {"recipe",
 /// "format"}}}.
-void readRecipe(ConfigReader& r, const Json& o, const ConfigPath& where, TrainingConfig& c) {
+void readRecipe(ConfigReader& r, const Json& o, const ConfigPath& where, TrainingRunConfig& c) {
   const ConfigPath w = where.member("recipe");
   const Json& rv = o["recipe"];
   if (!rv.is_string() && !rv.is_object()) {
@@ -158,9 +140,9 @@ void readRecipe(ConfigReader& r, const Json& o, const ConfigPath& where, Trainin
     return;
   }
   const std::string name = ro["name"].is_string() ? ro["name"].get<std::string>() : std::string();
-  const auto rec = parseTrainingRecipe(lower(name));
+  const auto rec = parseTrainingRecipe(lowerName(name));
   if (!rec || *rec == TrainingRecipe::PerTensor) {
-    const std::string hint = trainingRecipeForPreset(lower(name));
+    const std::string hint = trainingRecipeForPreset(lowerName(name));
     r.fail(nw,
            "unknown recipe '" + name + "' (" + trainingRecipeNames() +
                "; per-tensor scaling is \"scaling\" without a recipe)" +
@@ -191,7 +173,7 @@ void readRecipe(ConfigReader& r, const Json& o, const ConfigPath& where, Trainin
   }
   if (ConfigReader::has(ro, "scale_calculation_mode")) {
     const std::string m = r.string(ro, "scale_calculation_mode", w, "rceil");
-    const auto rule = parseMxScaleMode(lower(m));
+    const auto rule = parseMxScaleMode(lowerName(m));
     if (rc.recipe != TrainingRecipe::TeMxfp8)
       r.fail(w.member("scale_calculation_mode"), "only te_mxfp8 has this option");
     else if (!rule)
@@ -230,7 +212,7 @@ void readRecipe(ConfigReader& r, const Json& o, const ConfigPath& where, Trainin
       RoleOverride x;
       if (ConfigReader::has(it.value(), "recipe")) {
         const std::string k = r.string(it.value(), "recipe", rp, {});
-        x.kind = parseRoleKind(lower(k));
+        x.kind = parseRoleKind(lowerName(k));
         if (!x.kind)
           r.fail(rp.member("recipe"), "unknown recipe '" + k + "' (high_precision, " + trainingRecipeNames() + ")");
       }
@@ -262,39 +244,6 @@ Accumulation readAccumulation(ConfigReader& r, const Json& o, const ConfigPath& 
     return def;
   }
   return *a;
-}
-
-/// The key inside its object of a training schema path: "model.d_model" → "d_model".
-std::string schemaLeaf(std::string_view key) {
-  const size_t dot = key.rfind('.');
-  return std::string(dot == std::string_view::npos ? key : key.substr(dot + 1));
-}
-
-/// A training integer key of `o` (the last part of `key`, a training schema path) in the range of
-/// its schema entry, with the entry's default unless `def` is given (training_schema.h).
-int64_t trainingInteger(ConfigReader& r, const Json& o, std::string_view key, TrainingModel model, const ConfigPath& at,
-                        std::optional<int64_t> def = std::nullopt) {
-  const ParamSpec& p = trainingParam(key, model);
-  return r.integer(o, schemaLeaf(key), at, def ? *def : std::stoll(p.def), int64_t(p.min), int64_t(p.max));
-}
-/// A training number key of `o` with its schema entry's default.
-double trainingNumber(ConfigReader& r, const Json& o, std::string_view key, TrainingModel model, const ConfigPath& at) {
-  const ParamSpec& p = trainingParam(key, model);
-  return r.number(o, schemaLeaf(key), at, std::stod(p.def));
-}
-
-/// A training choice key of `o` (lowercased), its schema entry's default when absent; a value
-/// `accepts` refuses (the core parser of the key, which also takes its aliases) fails naming the
-/// schema's choices: "unknown <noun> 'v' (a, b)".
-std::string trainingChoice(ConfigReader& r, const Json& o, std::string_view key, TrainingModel model,
-                           const ConfigPath& at, const char* noun,
-                           const std::function<bool(const std::string&)>& accepts) {
-  const ParamSpec& p = trainingParam(key, model);
-  const std::string leaf = schemaLeaf(key);
-  const std::string v = lower(r.string(o, leaf, at, p.def));
-  if (r.ok() && !accepts(v))
-    r.fail(at.member(leaf), std::string("unknown ") + noun + " '" + v + "' (" + joinNames(p.choices) + ")");
-  return v;
 }
 
 /// A GEMM integer key of `o` in the range of its parameter schema entry (param_schema.h).
@@ -362,154 +311,39 @@ std::string defaultRunId(const Json& o, int index) {
   return id;
 }
 
-/// The language model's members of a run whose shared members (precision, scaling, recipe,
-/// formats, GEMMs, seed, threads, batch_size, on_nonfinite, diagnostics, policy, block_gemm)
-/// parseRun has read into s.config.
-void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where, TrainingRunSpec& s) {
-  const TrainingConfig& c = s.config;
-  LmTrainingConfig lm;
-  for (const std::string& k : kMlpOnlyKeys)
-    if (ConfigReader::has(o, k) && r.ok())
-      r.fail(where.member(k), "applies to the Fashion-MNIST MLP, not to the language model (\"model\")");
-  const ConfigPath mw = where.member("model");
+/// The model kind of run object `o`: the kind its "model" object names (transformerModelKind()'s
+/// when it names none), the MLP's for a run without "model"; null after a failure.
+const TrainingModelKind* readModelKind(ConfigReader& r, const Json& o, const ConfigPath& where) {
+  if (!ConfigReader::has(o, "model")) return &mlpModelKind();
   const Json* mo = r.object(o, "model", where);
-  if (!mo) return;
-  r.checkKeys(*mo, mw,
-              {"kind", "d_model", "layers", "heads", "context", "ffn_hidden", "ffn", "norm", "norm_position",
-               "tied_embeddings", "position_embedding"});
-  if (lower(r.string(*mo, "kind", mw, "transformer")) != transformerModelKind().kind)
-    r.fail(mw.member("kind"), "only \"transformer\" (the MLP is the run without \"model\")");
-  TransformerConfig& m = lm.model;
-  m.d_model = trainingInteger(r, *mo, "model.d_model", TrainingModel::Lm, mw);
-  m.layers = trainingInteger(r, *mo, "model.layers", TrainingModel::Lm, mw);
-  m.heads = trainingInteger(r, *mo, "model.heads", TrainingModel::Lm, mw);
-  m.context = trainingInteger(r, *mo, "model.context", TrainingModel::Lm, mw);
-  m.ffn_hidden = trainingInteger(r, *mo, "model.ffn_hidden", TrainingModel::Lm, mw, 4 * m.d_model);
-  const auto is = [](std::initializer_list<const char*> names) {
-    return [names](const std::string& v) {
-      return std::any_of(names.begin(), names.end(), [&](const char* n) { return v == n; });
-    };
-  };
-  m.ffn = trainingChoice(r, *mo, "model.ffn", TrainingModel::Lm, mw, "FFN", is({"gelu", "swiglu"})) == "swiglu"
-              ? FfnKind::Swiglu
-              : FfnKind::Gelu;
-  m.norm =
-      trainingChoice(r, *mo, "model.norm", TrainingModel::Lm, mw, "norm", is({"layernorm", "rmsnorm"})) == "rmsnorm"
-          ? NormKind::RmsNorm
-          : NormKind::LayerNorm;
-  m.pre_norm = trainingChoice(r, *mo, "model.norm_position", TrainingModel::Lm, mw, "norm position",
-                              is({"pre", "post"})) != "post";
-  m.tied_embeddings = r.boolean(*mo, "tied_embeddings", mw, true);
-  m.position_embedding = r.boolean(*mo, "position_embedding", mw, true);
-  if (r.ok() && m.d_model % m.heads != 0)
-    r.fail(mw.member("heads"),
-           "d_model (" + std::to_string(m.d_model) + ") must be a multiple of heads (" + std::to_string(m.heads) + ")");
-  if (const Json* dv = r.object(o, "data", where)) {
-    const ConfigPath dw = where.member("data");
-    r.checkKeys(*dv, dw, {"corpus", "text", "val_fraction", "documents", "task", "triggers", "sequences", "seed"});
-    if (ConfigReader::has(*dv, "text") && ConfigReader::has(*dv, "corpus"))
-      r.fail(dw, "give \"corpus\" or \"text\", not both");
-    lm.data.path = r.string(*dv, "text", dw, {});
-    lm.data.corpus = lm.data.path.empty() ? lower(r.string(*dv, "corpus", dw, "fortunes")) : std::string();
-    if (r.ok() && lm.data.path.empty() && lm.data.corpus != "fortunes")
-      r.fail(dw.member("corpus"), "unknown corpus '" + lm.data.corpus +
-                                      "' (fortunes: the Debian package; or \"text\": PATH for any UTF-8 file)");
-    lm.data.val_fraction = r.number(*dv, "val_fraction", dw, 0.1);
-    if (r.ok() && !(lm.data.val_fraction > 0 && lm.data.val_fraction < 0.9))
-      r.fail(dw.member("val_fraction"), "must be in (0, 0.9)");
-    lm.data.documents = r.boolean(*dv, "documents", dw, false);
-    lm.data.task = lower(r.string(*dv, "task", dw, {}));
-    if (r.ok() && !lm.data.task.empty() && lm.data.task != "bigram_backcopy")
-      r.fail(dw.member("task"), "unknown task '" + lm.data.task +
-                                    "' (bigram_backcopy: Guo et al. 2024's synthetic sequences, built from the "
-                                    "text's byte bigrams)");
-    if (lm.data.task.empty()) {
-      for (const char* k : {"triggers", "sequences", "seed"})
-        if (r.ok() && ConfigReader::has(*dv, k)) r.fail(dw.member(k), "belongs to \"task\": \"bigram_backcopy\"");
-    } else {
-      if (r.ok() && ConfigReader::has(*dv, "documents"))
-        r.fail(dw.member("documents"), "a task's sequences are documents already (each starts with the BOS token)");
-      lm.data.triggers = int(r.integer(*dv, "triggers", dw, 3, 1, 64));
-      lm.data.sequences = r.integer(*dv, "sequences", dw, 20000, 16, 1000000);
-      lm.data.task_seed = uint64_t(r.integer(*dv, "seed", dw, 1, 0, int64_t(1) << 53));
-    }
+  if (!mo) return nullptr;
+  const ConfigPath mw = where.member("model");
+  const std::string name = lowerName(r.string(*mo, "kind", mw, transformerModelKind().kind));
+  const TrainingModelKind* kind = findTrainingModelKind(name);
+  if (r.ok() && (!kind || kind == &mlpModelKind())) {
+    std::string kinds;
+    for (const TrainingModelKind* k : trainingModelKinds())
+      if (k != &mlpModelKind()) kinds += (kinds.empty() ? "" : ", ") + k->kind;
+    r.fail(mw.member("kind"),
+           "unknown model kind '" + name + "' (" + kinds + "; the MLP is the run without \"model\")");
+    return nullptr;
   }
-  // the shared run settings parseRun read; block_gemm keeps the language model's default (core)
-  // unless the run gives it
-  static_cast<TrainingRunConfig&>(lm) = c;
-  if (!ConfigReader::has(o, "block_gemm")) lm.block_gemm = BlockGemmPath::Core;
-  if (!ConfigReader::has(o, "diagnostics")) lm.diagnostics.map_every = 200;
-  lm.batch_size = int(trainingInteger(r, o, "batch_size", TrainingModel::Lm, where));
-  lm.steps = trainingInteger(r, o, "steps", TrainingModel::Lm, where);
-  lm.softmax_scale = float(r.number(o, "softmax_scale", where, 256.0));
-  lm.sample_bytes = int(trainingInteger(r, o, "sample_bytes", TrainingModel::Lm, where));
-  lm.sample_temperature = r.number(o, "sample_temperature", where, 0.8);
-  if (r.ok() && !(lm.sample_temperature >= 0 && lm.sample_temperature <= 10))
-    r.fail(where.member("sample_temperature"), "must be in [0, 10] (0: greedy)");
-  if (const Json* oo = r.object(o, "optimizer", where)) {
-    const ConfigPath w = where.member("optimizer");
-    OptimizerConfig& op = lm.optimizer;
-    const std::string name =
-        trainingChoice(r, *oo, "optimizer.name", TrainingModel::Lm, w, "optimizer",
-                       [](const std::string& v) { return v == "adam" || v == "adamw" || v == "sgd"; });
-    op.kind = name == "sgd" ? OptimizerKind::Sgd : OptimizerKind::Adam;
-    op.learning_rate = float(r.number(*oo, "learning_rate", w, op.kind == OptimizerKind::Sgd ? 0.1 : 3e-3));
-    op.beta1 = float(trainingNumber(r, *oo, "optimizer.beta1", TrainingModel::Lm, w));
-    op.beta2 = float(trainingNumber(r, *oo, "optimizer.beta2", TrainingModel::Lm, w));
-    op.epsilon = float(trainingNumber(r, *oo, "optimizer.epsilon", TrainingModel::Lm, w));
-    op.momentum = float(trainingNumber(r, *oo, "optimizer.momentum", TrainingModel::Lm, w));
-    op.weight_decay = float(trainingNumber(r, *oo, "optimizer.weight_decay", TrainingModel::Lm, w));
-    lm.warmup_steps = trainingInteger(r, *oo, "optimizer.warmup_steps", TrainingModel::Lm, w);
-    lm.min_lr_ratio = trainingNumber(r, *oo, "optimizer.min_lr_ratio", TrainingModel::Lm, w);
-    lm.clip_norm = trainingNumber(r, *oo, "optimizer.clip_norm", TrainingModel::Lm, w);
-    if (r.ok() && !(op.learning_rate > 0)) r.fail(w.member("learning_rate"), "must be a positive number");
-    if (r.ok() && !(op.beta1 >= 0 && op.beta1 < 1)) r.fail(w.member("beta1"), "must be in [0, 1)");
-    if (r.ok() && !(op.beta2 >= 0 && op.beta2 < 1)) r.fail(w.member("beta2"), "must be in [0, 1)");
-    if (r.ok() && !(op.epsilon > 0)) r.fail(w.member("epsilon"), "must be a positive number");
-    if (r.ok() && !(op.momentum >= 0 && op.momentum < 1)) r.fail(w.member("momentum"), "must be in [0, 1)");
-    if (r.ok() && !(op.weight_decay >= 0)) r.fail(w.member("weight_decay"), "must be ≥ 0");
-    if (r.ok() && !(lm.min_lr_ratio >= 0 && lm.min_lr_ratio <= 1))
-      r.fail(w.member("min_lr_ratio"), "must be in [0, 1]");
-    if (r.ok() && !(lm.clip_norm >= 0)) r.fail(w.member("clip_norm"), "must be ≥ 0 (0: no clipping)");
-  } else {
-    lm.optimizer.learning_rate = 3e-3f;
-    lm.optimizer.beta2 = 0.99f;
-  }
-  if (const Json* ev = r.object(o, "eval", where)) {
-    const ConfigPath w = where.member("eval");
-    r.checkKeys(*ev, w, {"every", "batches"});
-    lm.eval_every = int(trainingInteger(r, *ev, "eval.every", TrainingModel::Lm, w));
-    lm.eval_batches = int(trainingInteger(r, *ev, "eval.batches", TrainingModel::Lm, w));
-  }
-  if (const Json* pv = r.object(o, "probes", where)) {
-    const ConfigPath w = where.member("probes");
-    r.checkKeys(*pv, w, {"every", "massive_threshold", "massive_ratio", "attention_every"});
-    lm.probes.every = int(trainingInteger(r, *pv, "probes.every", TrainingModel::Lm, w));
-    lm.probes.massive_threshold = r.number(*pv, "massive_threshold", w, 20.0);
-    lm.probes.massive_ratio = r.number(*pv, "massive_ratio", w, 1000.0);
-    lm.probes.attention_every = int(trainingInteger(r, *pv, "probes.attention_every", TrainingModel::Lm, w));
-  }
-  if (r.ok())
-    if (const std::string v = lm.validate(); !v.empty()) r.fail(where, v);
-  s.lm = std::move(lm);
-  s.model_kind = transformerModelKind().kind;
+  return kind;
 }
 
+/// One run object: the settings every run shares (TrainingRunConfig), then its model's own
+/// members, read by its kind (TrainingModelKind::parse). A key another kind owns is refused,
+/// naming that kind.
 TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where, const std::string& default_id) {
   TrainingRunSpec s;
-  TrainingConfig& c = s.config;
-  r.checkKeys(o, where, kRunKeys);
+  TrainingRunConfig c;
+  r.checkKeys(o, where, runKeys());
   if (ConfigReader::has(o, "type") && r.string(o, "type", where, {}) != "training")
     r.fail(where.member("type"), "must be \"training\"");
-  if (ConfigReader::has(o, "dataset") && lower(r.string(o, "dataset", where, {})) != "fashion-mnist")
-    r.fail(where.member("dataset"), "only \"fashion-mnist\" is supported");
   s.id = r.string(o, "id", where, default_id);
   std::string why;
   if (!isValidRunId(s.id, &why)) r.fail(where.member("id"), why);
   c.label = r.string(o, "label", where, s.id);
-  s.data_dir = r.string(o, "data_dir", where, {});
-  s.train_limit = trainingInteger(r, o, "train_limit", TrainingModel::Mlp, where);
-  s.test_limit = trainingInteger(r, o, "test_limit", TrainingModel::Mlp, where);
   c.precision = trainingChoice(r, o, "precision", TrainingModel::Any, where, "precision",
                                [](const std::string& v) { return v == "fp8" || v == "fp32"; }) == "fp32"
                     ? TrainingPrecision::FP32
@@ -554,73 +388,12 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
   if (ConfigReader::has(o, "recipe")) readRecipe(r, o, where, c);
   c.forward_format = r.format(o, "forward_format", where, c.forward_format);
   c.backward_format = r.format(o, "backward_format", where, c.backward_format);
-  if (ConfigReader::has(o, "layers")) {
-    const Json& lv = o["layers"];
-    const ConfigPath w = where.member("layers");
-    c.layer_sizes.clear();
-    if (!lv.is_array()) r.fail(w, "must be an array of sizes");
-    for (const Json& v : lv.is_array() ? lv : Json::array()) {
-      const bool integral =
-          v.is_number_integer() || (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()));
-      const double d = v.is_number() ? v.get<double>() : -1;
-      if (!integral || d < 1 || d > 65536) {
-        r.fail(w, "sizes must be integers in 1..65536");
-        continue;
-      }
-      c.layer_sizes.push_back(static_cast<int>(d));
-    }
-    if (!c.layer_sizes.empty() && c.layer_sizes.front() != 784) r.fail(w, "the first size must be 784 (28×28 pixels)");
-    if (!c.layer_sizes.empty() && c.layer_sizes.back() != 10) r.fail(w, "the last size must be 10 (classes)");
-    if (c.layer_sizes.size() < 2) r.fail(w, "needs at least input and output sizes");
-  }
-  c.batch_size = static_cast<int>(trainingInteger(r, o, "batch_size", TrainingModel::Mlp, where));
-  c.epochs = static_cast<int>(trainingInteger(r, o, "epochs", TrainingModel::Mlp, where));
-  c.eval_batch_size = static_cast<int>(trainingInteger(r, o, "eval_batch_size", TrainingModel::Mlp, where));
   c.threads = static_cast<int>(trainingInteger(r, o, "threads", TrainingModel::Mlp, where));
   c.seed = r.seed(o, "seed", where, c.seed);
   c.record_history = r.boolean(o, "record_history", where, true);
-  const bool language_model = ConfigReader::has(o, "model");
-  if (const Json* oo = language_model ? nullptr : r.object(o, "optimizer", where)) {
-    const ConfigPath w = where.member("optimizer");
-    r.checkKeys(*oo, w, {"name", "learning_rate", "beta1", "beta2", "epsilon"});
-    if (lower(r.string(*oo, "name", w, "adam")) != "adam") r.fail(w.member("name"), "only \"adam\" is supported");
-    c.learning_rate = static_cast<float>(trainingNumber(r, *oo, "optimizer.learning_rate", TrainingModel::Mlp, w));
-    c.beta1 = static_cast<float>(trainingNumber(r, *oo, "optimizer.beta1", TrainingModel::Mlp, w));
-    c.beta2 = static_cast<float>(trainingNumber(r, *oo, "optimizer.beta2", TrainingModel::Mlp, w));
-    c.adam_epsilon = static_cast<float>(trainingNumber(r, *oo, "optimizer.epsilon", TrainingModel::Mlp, w));
-    // Checked here, at the key, as well as by TrainingConfig::validate.
-    auto num = [](float v) { return Json(v).dump(); };
-    if (r.ok() && !(c.learning_rate > 0))
-      r.fail(w.member("learning_rate"),
-             "must be a positive number (Adam's step size; got " + num(c.learning_rate) + ")");
-    for (const auto& [key, v] : {std::pair{"beta1", c.beta1}, std::pair{"beta2", c.beta2}})
-      if (r.ok() && !(v >= 0 && v < 1)) r.fail(w.member(key), "must be in [0, 1) (got " + num(v) + ")");
-    if (r.ok() && !(c.adam_epsilon > 0))
-      r.fail(w.member("epsilon"), "must be a positive number (got " + num(c.adam_epsilon) + ")");
-  }
   c.forward_gemm = readGemm(r, o, "forward_gemm", where, c.forward_gemm);
   c.backward_gemm = readGemm(r, o, "backward_gemm", where, c.backward_gemm);
   c.forward_gemm.threads = c.backward_gemm.threads = c.threads;
-  if (const Json* so = r.object(o, "spike", where)) {
-    const ConfigPath w = where.member("spike");
-    r.checkKeys(*so, w, {"step", "factor", "layer", "row", "col"});
-    c.spike.enabled = true;
-    c.spike.step = r.integer(*so, "step", w, 0, 0, int64_t{1} << 40);
-    c.spike.factor = static_cast<float>(r.number(*so, "factor", w, 1.0));
-    c.spike.layer = static_cast<int>(r.integer(*so, "layer", w, 0, 0, 64));
-    c.spike.row = r.integer(*so, "row", w, -1, 0, 65535);
-    c.spike.col = r.integer(*so, "col", w, -1, 0, 65535);
-    const int linears = static_cast<int>(c.layer_sizes.size()) - 1;
-    if (r.ok() && linears > 0 && c.spike.layer >= linears)
-      r.fail(w.member("layer"), "must name a Linear layer: 0 … " + std::to_string(linears - 1) +
-                                    " (0-based: 0 is fc1; got " + std::to_string(c.spike.layer) + ")");
-    if (r.ok() && linears > 0 && c.spike.col >= c.layer_sizes[static_cast<size_t>(c.spike.layer)])
-      r.fail(w.member("col"), "must be below the input size of layer " + std::to_string(c.spike.layer) + " (fc" +
-                                  std::to_string(c.spike.layer + 1) + " takes " +
-                                  std::to_string(c.layer_sizes[static_cast<size_t>(c.spike.layer)]) +
-                                  " inputs: col 0 … " +
-                                  std::to_string(c.layer_sizes[static_cast<size_t>(c.spike.layer)] - 1) + ")");
-  }
   if (ConfigReader::has(o, "on_nonfinite")) {
     (void)trainingChoice(r, o, "on_nonfinite", TrainingModel::Any, where, "value",
                          [&](const std::string& v) { return parseNonFinitePolicy(v, &c.on_nonfinite); });
@@ -661,15 +434,15 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
       if (p) c.block_gemm = *p;
       return p.has_value();
     });
-  if (ConfigReader::has(o, "model")) {
-    parseLanguageModel(r, o, where, s);
-    return s;
-  }
-  for (const std::string& k : kLmOnlyKeys)
-    if (ConfigReader::has(o, k) && r.ok())
-      r.fail(where.member(k), "applies to the language model (a run with \"model\": {\"kind\": \"transformer\"})");
-  if (r.ok())
-    if (const std::string v = c.validate(); !v.empty()) r.fail(where, v);
+  const TrainingModelKind* kind = readModelKind(r, o, where);
+  if (!kind) return s;
+  s.model_kind = kind->kind;
+  for (const TrainingModelKind* other : trainingModelKinds())
+    for (const std::string& k : other->own_keys)
+      if (other != kind && ConfigReader::has(o, k) && r.ok() &&
+          std::find(kind->own_keys.begin(), kind->own_keys.end(), k) == kind->own_keys.end())
+        r.fail(where.member(k), "applies to " + other->subject);
+  kind->parse(r, o, where, c, s);
   return s;
 }
 
@@ -825,8 +598,14 @@ std::optional<TrainingExperimentSpec> parseTrainingExperiment(const Json& config
       if (!ids.count(g.from_run))
         r.fail(w.member("from_run"), "no run with id '" + g.from_run + "' in this experiment");
       int nlayers = 3;
-      for (const auto& run : spec.runs)
-        if (run.id == g.from_run) nlayers = static_cast<int>(run.config.layer_sizes.size()) - 1;
+      for (const auto& run : spec.runs) {
+        if (run.id != g.from_run) continue;
+        if (!run.kind().weight_gemm && r.ok())
+          r.fail(w.member("from_run"), "run '" + g.from_run + "' has model kind '" + run.model_kind +
+                                           "': the GEMM on trained weights multiplies the Linear layers of an MLP "
+                                           "run (a run without \"model\")");
+        nlayers = static_cast<int>(run.config.layer_sizes.size()) - 1;
+      }
       const Json la = go->contains("layers") && (*go)["layers"].is_array() ? (*go)["layers"] : Json::array();
       if (la.empty())
         for (int l = 0; l < nlayers; ++l) g.layers.push_back(l);

@@ -22,18 +22,19 @@
 namespace fp8lab {
 
 /// One training run of an experiment: the Fashion-MNIST MLP (`config`), or, when the run names a
-/// "model" {"kind": "transformer", ...}, the byte-level language model (`lm`). What a caller needs
-/// of the model beyond the shared settings (run()) comes from its kind (training_models.h).
+/// "model" {"kind": "transformer", ...}, the byte-level language model (`lm`). Each model's
+/// members are read and used by its kind (training_models.h); everything else reaches the shared
+/// settings through run(), and the model through the kind's entries.
 struct TrainingRunSpec {
   std::string id; ///< run id in the session
   /// The model kind, the registry's key (training_models.h): "mlp" (`config`) or "transformer"
-  /// (`lm`, which the parser sets with it).
+  /// (`lm`), set by the parser.
   std::string model_kind = "mlp";
-  TrainingConfig config;
-  std::optional<LmTrainingConfig> lm;
-  std::string data_dir;    ///< "" = automatic (FP8LAB_FASHION_MNIST_DIR, then the package)
-  int64_t train_limit = 0; ///< > 0: first N training images only
-  int64_t test_limit = 0;
+  TrainingConfig config;              ///< kind "mlp" only (left at its defaults for other kinds)
+  std::optional<LmTrainingConfig> lm; ///< kind "transformer" only
+  std::string data_dir;               ///< mlp: "" = automatic (FP8LAB_FASHION_MNIST_DIR, then the package)
+  int64_t train_limit = 0;            ///< mlp: > 0: first N training images only
+  int64_t test_limit = 0;             ///< mlp
   /// The one-run config that reproduces this run (stored as the run's config).
   std::string configJson() const;
 

@@ -3,8 +3,7 @@
 #include "common/worker_pool.h"
 #include "session/session_layout.h"
 
-#include "training/fashion_mnist.h"
-#include "training/training_session.h"
+#include "experiment/training/training_job.h"
 
 #include <atomic>
 #include <chrono>
@@ -20,44 +19,16 @@ namespace fp8lab {
 
 namespace {
 
-/// Loads the data set once per distinct directory.
-struct DataCache {
-  std::map<std::string, FashionMnist> sets;
-  const FashionMnist& get(const std::string& dir) {
-    auto it = sets.find(dir);
-    if (it == sets.end()) it = sets.emplace(dir, loadFashionMnist(dir)).first;
-    return it->second;
-  }
-};
-
-/// The text of a language-model run, loaded once per source.
-struct TextCache {
-  std::map<std::string, TextCorpus> texts;
-  /// nullptr with *error when the corpus is missing or too short.
-  const TextCorpus* get(const TextSource& src, int64_t context, std::string* error) {
-    const std::string key = src.key(context);
-    auto it = texts.find(key);
-    if (it != texts.end()) return &it->second;
-    std::optional<TextCorpus> c = loadTextSource(src, context, error);
-    if (!c) return nullptr;
-    return &texts.emplace(key, std::move(*c)).first->second;
-  }
-};
-
-/// A Fashion-MNIST training run trained on a thread of its own, so that two runs of an experiment
-/// share the cores: most of a step (block statistics, the optimizer, quantize) runs on one core.
-/// Every result is the same as when the runs train in turn — a run reads only its own config, data
-/// and state, and the kernels give the same bits on any thread count. The runner's hooks stay on
-/// its thread: the job's progress and finished epochs are handed over under a mutex, and the
-/// runner saves finished runs in the config's order.
-struct MlpJob {
-  size_t index = 0;
-  const TrainingRunSpec* rs = nullptr;
-  TrainingRunSpec local;
-  ImageDataset train, test;
-  const FashionMnist* fm = nullptr;
+/// A training run trained on a thread of its own, so that two runs of an experiment can share
+/// the cores (TrainingModelKind::trains_beside): most of an MLP step (block statistics, the
+/// optimizer, quantize) runs on one core. Every result is the same as when the runs train in turn
+/// — a run reads only its own config, data and state, and the kernels give the same bits on any
+/// thread count. The runner's hooks stay on its thread: the job's progress and finished epochs
+/// are handed over under a mutex, and the runner saves finished runs in the config's order.
+struct RunningJob {
+  const TrainingRunSpec* rs = nullptr; ///< into the experiment spec
+  std::unique_ptr<TrainingJob> job;
   double steps = 0;
-  std::optional<TrainingRun> run;
   std::thread thread;
   std::mutex m;
   double fraction = 0;
@@ -66,19 +37,23 @@ struct MlpJob {
   size_t epochs_seen = 0;
   bool finished = false, cancelled = false;
   std::exception_ptr error;
+
+  /// Moves the epochs finished since the last call to new_epochs (under m, on the job's thread).
+  void takeEpochs() {
+    for (; epochs_seen < job->epochsDone(); ++epochs_seen) new_epochs.push_back(job->epoch(epochs_seen));
+  }
 };
 
-/// Trains job.run on job.thread; `stop` cancels it at its next step; `wake` is notified on every
+/// Trains job.job on job.thread; `stop` cancels it at its next step; `wake` is notified on every
 /// progress call and at the end.
-void startMlpJob(MlpJob& job, const std::atomic<bool>& stop, std::condition_variable& wake) {
+void startJob(RunningJob& job, const std::atomic<bool>& stop, std::condition_variable& wake) {
   job.thread = std::thread([&job, &stop, &wake] {
     auto progress = [&](double f, const std::string& stage) {
       {
         std::lock_guard<std::mutex> lock(job.m);
         job.fraction = f;
         job.stage = stage;
-        const auto& eps = job.run->result().epochs;
-        for (; job.epochs_seen < eps.size(); ++job.epochs_seen) job.new_epochs.push_back(eps[job.epochs_seen]);
+        job.takeEpochs();
       }
       wake.notify_all();
       return !stop.load();
@@ -86,7 +61,7 @@ void startMlpJob(MlpJob& job, const std::atomic<bool>& stop, std::condition_vari
     bool cancelled = false;
     std::exception_ptr error;
     try {
-      job.run->run(progress);
+      job.job->run(progress);
       progress(1.0, "done");
     } catch (const Cancelled&) {
       cancelled = true;
@@ -95,8 +70,7 @@ void startMlpJob(MlpJob& job, const std::atomic<bool>& stop, std::condition_vari
     }
     {
       std::lock_guard<std::mutex> lock(job.m);
-      const auto& eps = job.run->result().epochs;
-      for (; job.epochs_seen < eps.size(); ++job.epochs_seen) job.new_epochs.push_back(eps[job.epochs_seen]);
+      job.takeEpochs();
       job.cancelled = cancelled;
       job.error = error;
       job.finished = true;
@@ -105,10 +79,10 @@ void startMlpJob(MlpJob& job, const std::atomic<bool>& stop, std::condition_vari
   });
 }
 
-/// Fashion-MNIST runs of the CPU backend that train side by side (MlpJob), saved in the config's
-/// order; `stop` cancels every one of them at its next step.
-struct MlpPipeline {
-  std::vector<std::unique_ptr<MlpJob>> jobs;
+/// The runs that train side by side (RunningJob), saved in the config's order; `stop` cancels
+/// every one of them at its next step.
+struct Pipeline {
+  std::vector<std::unique_ptr<RunningJob>> jobs;
   std::atomic<bool> stop{false};
   std::condition_variable wake;
   std::mutex wake_m;
@@ -139,7 +113,7 @@ public:
     for (size_t i = 0; i < spec_.runs.size(); ++i) {
       const TrainingRunSpec& rs = spec_.runs[i];
       if (i > 0 && stopRequested("starting " + rs.id)) return out_;
-      if (rs.lm ? !runLm(i) : !runMlpRuns(i)) return out_;
+      if (!runFrom(i)) return out_;
     }
     if (spec_.weight_gemm) runWeightGemms();
     return out_;
@@ -171,108 +145,30 @@ private:
     return true;
   }
 
-  /// What every training run's outcome says, from its session run and result.
-  template <class Result>
-  static TrainingRunOutcome trainingOutcome(const Run& session_run, const TrainingRunSpec& rs, const Result& res,
-                                            bool was_cancelled) {
-    TrainingRunOutcome o;
-    o.type = "training";
-    o.cancelled = was_cancelled;
-    o.stopped_nonfinite = res.stopped_nonfinite;
-    o.first_nonfinite = res.first_nonfinite;
-    o.spec = &rs;
-    o.steps_done = res.steps_done;
-    o.seconds = res.seconds;
-    for (const auto& h : res.operands)
-      for (int64_t v : h.saturated) o.saturated_total += v;
-    o.backend = session_run.backend;
-    o.device = session_run.device;
-    return o;
-  }
-
-  /// Trains language-model run i, saves it and records its outcome.
-  bool runLm(size_t i) {
-    const TrainingRunSpec& rs = spec_.runs[i];
-    LmTrainingConfig cfg = *rs.lm;
-    if (opt_.threads > 0) cfg.threads = cfg.forward_gemm.threads = cfg.backward_gemm.threads = opt_.threads;
-    std::string why;
-    const TextCorpus* corpus = texts_.get(cfg.data, cfg.model.context, &why);
-    if (!corpus) return fail(why);
-    if (hooks_.run_started) hooks_.run_started(i, spec_.runs.size(), rs, cfg.steps, int64_t(corpus->train.size()));
-    const double run_steps = double(cfg.steps);
-    bool was_cancelled = false;
-    std::optional<LmTrainingRun> run;
-    try {
-      run.emplace(cfg, *corpus, cfg.precision == TrainingPrecision::FP8 ? opt_.backend : nullptr);
-      auto progress = [&](double f, const std::string& stage) {
-        if (!hooks_.progress) return true;
-        return hooks_.progress(f, (done_before_ + f * run_steps) / total_, stage);
-      };
-      try {
-        run->run(progress);
-        progress(1.0, "done");
-      } catch (const Cancelled&) {
-        was_cancelled = true;
-      }
-    } catch (const std::exception& e) {
-      return fail("training run '" + rs.id + "' failed: " + e.what());
-    }
-    done_before_ += run_steps;
-    const LmTrainingResult& res = run->result();
-    Run session_run = lmRunToSession(res, rs.id, rs.configJson());
-    std::string stored;
-    if (!save(session_run, &rs, &stored)) return false;
-    TrainingRunOutcome o = trainingOutcome(session_run, rs, res, was_cancelled);
-    o.stored_id = stored;
-    o.steps_total = cfg.steps;
-    o.val_loss = res.val_loss;
-    o.unigram_bits = res.unigram_bits;
-    o.sample = res.sample;
-    o.step_seconds = res.step_seconds;
-    out_.runs.push_back(std::move(o));
-    return was_cancelled ? cancelled() : true;
-  }
-
   /// Loads run idx's data and starts it on a thread of its own; why it could not, or empty.
-  std::string launchMlp(size_t idx, MlpPipeline& p) {
+  std::string launch(size_t idx, Pipeline& p) {
     const TrainingRunSpec& r = spec_.runs[idx];
-    auto job = std::make_unique<MlpJob>();
-    job->index = idx;
+    auto job = std::make_unique<RunningJob>();
     job->rs = &r;
-    job->local = r;
-    if (opt_.threads > 0)
-      job->local.config.threads = job->local.config.forward_gemm.threads = job->local.config.backward_gemm.threads =
-          opt_.threads;
+    std::string why;
+    job->job = makeTrainingJob(r, opt_.threads, data_, &why);
+    if (!job->job) return why;
+    if (hooks_.run_started) hooks_.run_started(idx, spec_.runs.size(), r, job->job->stepsPerEpoch(), job->job->items());
+    job->steps = static_cast<double>(job->job->steps());
     try {
-      job->fm = &data_.get(r.data_dir);
-    } catch (const DatasetMissingError& e) {
-      return e.what();
-    } catch (const IdxError& e) {
-      return std::string("Fashion-MNIST is damaged: ") + e.what();
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    job->train = job->fm->train.head(r.train_limit);
-    job->test = job->fm->test.head(r.test_limit);
-    data_of_[r.id] = job->fm;
-    const int64_t steps_per_epoch = (job->train.count + r.config.batch_size - 1) / r.config.batch_size;
-    if (hooks_.run_started) hooks_.run_started(idx, spec_.runs.size(), r, steps_per_epoch, job->train.count);
-    job->steps = static_cast<double>(steps_per_epoch) * r.config.epochs;
-    try {
-      job->run.emplace(job->local.config, job->train, job->test,
-                       r.config.precision == TrainingPrecision::FP8 ? opt_.backend : nullptr);
+      job->job->build(r.run().precision == TrainingPrecision::FP8 ? opt_.backend : nullptr);
     } catch (const std::exception& e) {
       return "training run '" + r.id + "' failed: " + e.what();
     }
-    startMlpJob(*job, p.stop, p.wake);
+    startJob(*job, p.stop, p.wake);
     p.jobs.push_back(std::move(job));
     return {};
   }
 
   /// Hands every job's finished epochs and the first job's progress to the hooks (on this thread);
   /// whether the first job has finished.
-  bool reportMlpProgress(MlpPipeline& p) {
-    MlpJob& head = *p.jobs.front();
+  bool reportProgress(Pipeline& p) {
+    RunningJob& head = *p.jobs.front();
     bool head_done = false;
     {
       std::unique_lock<std::mutex> lock(p.wake_m);
@@ -305,8 +201,8 @@ private:
     return head_done;
   }
 
-  /// Saves the finished first job of the pipeline and records its outcome and trained weights.
-  bool saveMlp(MlpJob& head) {
+  /// Saves the finished first job of the pipeline and records its outcome (and trained weights).
+  bool saveHead(RunningJob& head) {
     head.thread.join();
     if (head.error) {
       try {
@@ -317,45 +213,39 @@ private:
     }
     const TrainingRunSpec& hrs = *head.rs;
     done_before_ += head.steps;
-    const TrainingResult& res = head.run->result();
-    Run session_run = trainingRunToSession(res, hrs.id, hrs.configJson());
+    Run session_run = head.job->session(hrs.id, hrs.configJson());
     std::string stored;
     if (!save(session_run, &hrs, &stored)) return false;
-    TrainingRunOutcome o = trainingOutcome(session_run, hrs, res, head.cancelled);
+    TrainingRunOutcome o = head.job->outcome(session_run, head.cancelled);
+    o.spec = &hrs;
     o.stored_id = stored;
-    o.steps_total = res.steps_per_epoch * hrs.config.epochs;
-    for (const auto& e : res.epochs) o.test_accuracy.push_back(e.test_accuracy);
-    if (!res.epochs.empty()) {
-      double sum = 0;
-      for (const auto& e : res.epochs) sum += e.seconds;
-      o.mean_epoch_seconds = sum / static_cast<double>(res.epochs.size());
-    }
     out_.runs.push_back(std::move(o));
-    trained_[hrs.id] = head.run->result().weights;
-    stored_as_[hrs.id] = out_.runs.back().stored_id;
+    if (const auto t = head.job->trainedLinears()) trained_[hrs.id] = {*t->weights, t->inputs};
+    stored_as_[hrs.id] = stored;
     return true;
   }
 
-  /// Fashion-MNIST runs on the CPU backend train two at a time (MlpJob): run i, and the next such
-  /// runs of the config beside it, each saved in the config's order. On return i is the last run
-  /// started.
-  bool runMlpRuns(size_t& i) {
+  /// Trains run i, and beside it the next runs of the config that train beside it (kind
+  /// trains_beside, CPU backend, two threads or more), two at a time, each saved in the config's
+  /// order. On return i is the last run started.
+  bool runFrom(size_t& i) {
     const bool cpu_backend = !opt_.backend || opt_.backend->name() == "cpu";
-    const bool pipeline = cpu_backend && resolveThreads(opt_.threads) >= 2;
-    MlpPipeline p;
+    const bool pipeline = cpu_backend && resolveThreads(opt_.threads) >= 2 && spec_.runs[i].kind().trains_beside;
+    Pipeline p;
     size_t next = i; // the next run of the config to start
-    if (const std::string why = launchMlp(next++, p); !why.empty()) return fail(why);
-    // Runs that may train beside it: the next Fashion-MNIST runs, while none is an LM run.
-    auto canJoin = [&](size_t idx) { return pipeline && idx < spec_.runs.size() && !spec_.runs[idx].lm; };
+    if (const std::string why = launch(next++, p); !why.empty()) return fail(why);
+    auto canJoin = [&](size_t idx) {
+      return pipeline && idx < spec_.runs.size() && spec_.runs[idx].kind().trains_beside;
+    };
     while (!p.jobs.empty()) {
       if (p.jobs.size() < 2 && canJoin(next) && !p.cancel_all)
-        if (const std::string why = launchMlp(next++, p); !why.empty()) {
+        if (const std::string why = launch(next++, p); !why.empty()) {
           p.joinAll();
           return fail(why);
         }
-      if (!reportMlpProgress(p)) continue;
-      MlpJob& head = *p.jobs.front();
-      if (!saveMlp(head)) {
+      if (!reportProgress(p)) continue;
+      RunningJob& head = *p.jobs.front();
+      if (!saveHead(head)) {
         p.joinAll();
         return false;
       }
@@ -369,8 +259,13 @@ private:
 
   /// The GEMMs on the trained weights of spec.weight_gemm->from_run, one run per layer.
   void runWeightGemms() {
-    const auto& weights = trained_.at(spec_.weight_gemm->from_run);
-    const FashionMnist* fm = data_of_.at(spec_.weight_gemm->from_run);
+    const auto it = trained_.find(spec_.weight_gemm->from_run);
+    if (it == trained_.end()) {
+      fail("GEMM on trained weights: run '" + spec_.weight_gemm->from_run + "' has no trained Linear weights");
+      return;
+    }
+    const std::vector<LayerWeights>& weights = it->second.first;
+    const ImageDataset& inputs = *it->second.second;
     // The GEMM runs name the training run by the id it was stored under (the file may have held
     // the config's id already: "fp8-current" stored as "fp8-current-2").
     WeightGemmSpec g = *spec_.weight_gemm;
@@ -390,7 +285,7 @@ private:
       wc.gemm.threads = opt_.threads;
       Run run;
       try {
-        run = weightGemmRun(weights, fm->test, wc, g.runId(l), g.configJson(l), opt_.backend,
+        run = weightGemmRun(weights, inputs, wc, g.runId(l), g.configJson(l), opt_.backend,
                             [&](double f, const std::string& s) {
                               if (!hooks_.progress) return true;
                               return hooks_.progress(f, (done_before_ + f * gemm_weight_) / total_, s);
@@ -419,11 +314,10 @@ private:
   const TrainingHooks& hooks_;
   TrainingExperimentOutcome out_;
   double total_ = 0, gemm_weight_ = 0, done_before_ = 0;
-  DataCache data_;
-  TextCache texts_;
-  std::map<std::string, std::vector<LayerWeights>> trained_;
+  TrainingDataCache data_;
+  /// a run's id in the config -> its trained Linear weights and the inputs they multiply
+  std::map<std::string, std::pair<std::vector<LayerWeights>, const ImageDataset*>> trained_;
   std::map<std::string, std::string> stored_as_; ///< a run's id in the config -> its id in the file
-  std::map<std::string, const FashionMnist*> data_of_;
 };
 
 } // namespace
@@ -454,7 +348,7 @@ std::optional<Run> reproduceTrainingRun(const Run& stored, int threads, const Pr
   // A run saved after a cancel is reproduced up to the same step.
   const bool was_cancelled = attrString(stored.attrs, "status").value_or("") == "cancelled";
   const int64_t stop_after = was_cancelled ? attrInt(stored.attrs, "steps_completed").value_or(-1) : -1;
-  return rs.kind().train_alone(rs, stored.id, stored.config_json, stop_after, progress, error);
+  return trainRunAlone(rs, stored.id, stored.config_json, stop_after, progress, error);
 }
 
 std::optional<Run> reproduceWeightGemmRun(const Run& stored, int threads, const ProgressFn& progress,

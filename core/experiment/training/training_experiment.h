@@ -1,17 +1,19 @@
-// FP8 Lab — the training experiment runner: Fashion-MNIST once per data directory, every run of
-// a TrainingExperimentSpec trained in turn, each finished run handed to the caller to save as
-// soon as it ends, then the GEMM error experiment on the trained weights. The CLI (`run`,
-// `rerun`), the desktop app and the tests call it; what they differ in (a progress bar or a
-// progress dialog, where runs are saved) comes in through TrainingHooks.
+// FP8 Lab — the training experiment runner: every run of a TrainingExperimentSpec trained in
+// turn, whatever its model (each run's kind makes its TrainingJob, training_job.h, and loads its
+// data once per experiment), each finished run handed to the caller to save as soon as it ends,
+// then the GEMM error experiment on the trained weights. The CLI (`run`, `rerun`), the desktop app
+// and the tests call it; what they differ in (a progress bar or a progress dialog, where runs are
+// saved) comes in through TrainingHooks.
 //
-// Fashion-MNIST runs on the CPU backend train two at a time when two threads are available (the
-// next run of the config starts beside the current one; each run's results do not depend on it),
-// and are saved in the config's order. Language-model runs and GPU runs train in turn.
+// Runs of a kind that trains beside others (TrainingModelKind::trains_beside: the Fashion-MNIST
+// MLP) train two at a time on the CPU backend when two threads are available (the next such run
+// of the config starts beside the current one; each run's results do not depend on it), and are
+// saved in the config's order. Other runs, and every run on a GPU backend, train in turn.
 //
 // Cancel: when hooks.progress returns false the runs in progress stop after their current step
-// (TrainingRun::run) and are handed to save() in order with status "cancelled" and the steps they
-// finished; nothing after them starts. Runs finished before are already saved. A run stopped by on_nonfinite
-// "stop" is saved with status "stopped_nonfinite" and the experiment goes on.
+// and are handed to save() in order with status "cancelled" and the steps they finished; nothing
+// after them starts. Runs finished before are already saved. A run stopped by on_nonfinite "stop"
+// is saved with status "stopped_nonfinite" and the experiment goes on.
 #pragma once
 
 #include "experiment/training/training_config.h"

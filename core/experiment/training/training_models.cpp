@@ -17,22 +17,6 @@ const TrainingModelKind* findTrainingModelKind(std::string_view kind) {
   return nullptr;
 }
 
-bool trainAloneStopping(const std::function<void(const ProgressFn&)>& train, const std::function<int64_t()>& steps_done,
-                        int64_t stop_after, const ProgressFn& progress, std::string* error) {
-  try {
-    train([&](double f, const std::string& stage) {
-      if (stop_after >= 0 && steps_done() >= stop_after) return false;
-      return progress ? progress(f, stage) : true;
-    });
-  } catch (const Cancelled&) {
-    if (stop_after < 0 || steps_done() != stop_after) {
-      *error = "cancelled";
-      return false;
-    }
-  }
-  return true;
-}
-
 std::string trainingModelKindNames() {
   std::string s;
   for (const TrainingModelKind* k : trainingModelKinds()) s += (s.empty() ? "" : ", ") + k->kind;

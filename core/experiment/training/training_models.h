@@ -7,6 +7,7 @@
 // model_transformer.cpp); trainingModelKinds() lists them.
 #pragma once
 
+#include "experiment/config_reader.h"
 #include "json/json_document.h"
 #include "common/progress.h"
 #include "session/session.h"
@@ -15,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +26,8 @@ namespace fp8lab {
 
 struct TrainingRunSpec;
 struct TrainingRunOutcome;
+class TrainingJob;
+class TrainingDataCache;
 
 struct TrainingModelKind {
   std::string kind;        ///< "mlp", "transformer": the config's model.kind and the session's attribute
@@ -32,6 +36,22 @@ struct TrainingModelKind {
   /// The session metric holding the run's final loss ("final_test_loss", "final_val_loss") and
   /// its name in reports ("test loss (nats)").
   std::string loss_metric, loss_name;
+  /// Whether a run of this kind trains beside the next such run of its experiment, on the CPU
+  /// backend with two threads or more (most of an MLP step runs on one core; a run's results do
+  /// not depend on it). Runs of other kinds train alone.
+  bool trains_beside;
+  /// Whether the run's trained Linear weights feed "gemm_on_trained_weights" (TrainingJob::trainedLinears).
+  bool weight_gemm;
+  /// The run keys only this kind reads (a run of another kind refuses them: "applies to
+  /// <subject>"), and how such a refusal names the kind.
+  std::vector<std::string> own_keys;
+  std::string subject;
+  /// Reads the model's members of the run object `o` (at `where`) into `spec`, whose id and
+  /// model_kind are set, over `shared`: the settings every run has, as the parser read them
+  /// (training_config.cpp). Errors go to `r` at their key path (ConfigReader keeps the first);
+  /// the model's own validation comes last.
+  void (*parse)(ConfigReader& r, const Json& o, const ConfigPath& where, const TrainingRunConfig& shared,
+                TrainingRunSpec& spec);
   /// The shared run settings of a spec of this kind (the base of the model's config).
   TrainingRunConfig& (*run)(TrainingRunSpec& spec);
   /// The model's sites, in recording order.
@@ -55,25 +75,13 @@ struct TrainingModelKind {
   /// The model's lines of a stored run's summary (`fp8lab-cli run` and `rerun` print them), from
   /// the run's metrics and attributes, appended to `lines`.
   void (*stored_lines)(const Run& run, const std::string& stored_id, std::vector<std::string>& lines);
-  /// Trains the run alone, on the calling thread (`fp8lab-cli rerun`: the run reproduced from its
-  /// stored config), and returns it as stored under `run_id` with `config_json`. `stop_after` ≥ 0:
-  /// the run is stopped after that many steps, as a run saved after a cancel was (it is then
-  /// stored as cancelled). nullopt with *error when its data cannot be read, the run fails, or
-  /// `progress` cancels it.
-  std::optional<Run> (*train_alone)(const TrainingRunSpec& spec, const std::string& run_id,
-                                    const std::string& config_json, int64_t stop_after, const ProgressFn& progress,
-                                    std::string* error);
+  /// The run's job (training_job.h) on a copy of `spec`, its data loaded through `data`: null
+  /// with *error when the data cannot be read.
+  std::unique_ptr<TrainingJob> (*job)(const TrainingRunSpec& spec, TrainingDataCache& data, std::string* error);
   /// How the decision tables name the setting a stored run trained in ("MLP 784-256-128-10 on
   /// Fashion-MNIST, 3 epochs"), from its stored config and attributes.
   std::string (*setting_label)(const Json& config, const Attributes& attrs);
 };
-
-/// Runs `train(progress')` where progress' stops the run after `stop_after` steps (≥ 0; as read
-/// by `steps_done()`) and otherwise asks `progress`: true when the run ended as asked (complete, or
-/// stopped exactly after `stop_after` steps), false with *error "cancelled" when `progress` stopped
-/// it. The shared part of every kind's train_alone.
-bool trainAloneStopping(const std::function<void(const ProgressFn&)>& train, const std::function<int64_t()>& steps_done,
-                        int64_t stop_after, const ProgressFn& progress, std::string* error);
 
 /// Every model kind, the MLP first.
 const std::vector<const TrainingModelKind*>& trainingModelKinds();

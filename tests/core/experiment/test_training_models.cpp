@@ -2,9 +2,13 @@
 // finds its kind by the config's model.kind, and the kind's answers agree with the model's own
 // config — sites, steps, shared settings, the probe-run cut — as docs/training.md states them.
 #include "experiment/training/training_config.h"
+#include "experiment/training/training_job.h"
 #include "experiment/training/training_models.h"
 
+#include <QTemporaryDir>
 #include <QtTest>
+
+#include <fstream>
 
 using namespace fp8lab;
 
@@ -89,6 +93,71 @@ private Q_SLOTS:
     QCOMPARE(s.lm->steps, int64_t(5));
     QCOMPARE(s.lm->eval_every, 5);
     QCOMPARE(s.lm->sample_bytes, 0);
+  }
+
+  // A kind's job (training_job.h) trains a run whatever its model: the language model on a
+  // 4000-byte text file. Its default val_fraction 0.1 keeps llround(400) bytes for validation, so
+  // the job reports 3600 training bytes; 3 steps, no epochs.
+  void transformerJob() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath(QStringLiteral("text.txt")).toStdString();
+    {
+      std::ofstream f(path, std::ios::binary);
+      for (int i = 0; i < 100; ++i) f << "the quick brown fox jumps over lazy dog\n"; // 40 bytes
+    }
+    Json cfg = Json::parse(R"({"type": "training", "model": {"kind": "transformer", "d_model": 16, "layers": 1,
+        "heads": 2, "context": 8}, "steps": 3, "precision": "fp32", "eval": {"every": 3, "batches": 1},
+        "sample_bytes": 0})");
+    cfg["data"] = Json{{"text", path}};
+    const TrainingRunSpec s = parseOne(cfg.dump().c_str());
+    TrainingDataCache data;
+    std::string err;
+    std::unique_ptr<TrainingJob> job = makeTrainingJob(s, 1, data, &err);
+    QVERIFY2(job, err.c_str());
+    QCOMPARE(job->items(), int64_t(3600));
+    QCOMPARE(job->stepsPerEpoch(), int64_t(3));
+    QCOMPARE(job->steps(), int64_t(3));
+    job->build(nullptr);
+    int calls = 0;
+    job->run([&](double, const std::string&) { return ++calls > 0; });
+    QCOMPARE(job->stepsDone(), int64_t(3));
+    QCOMPARE(job->epochsDone(), size_t(0));
+    QVERIFY(!job->trainedLinears()); // the GEMM on trained weights takes MLP runs only
+    const Run run = job->session("lm", s.configJson());
+    QCOMPARE(attrInt(run.attrs, "steps_completed").value_or(-1), int64_t(3));
+    const TrainingRunOutcome o = job->outcome(run, false);
+    QCOMPARE(o.steps_done, int64_t(3));
+    QCOMPARE(o.steps_total, int64_t(3));
+    QCOMPARE(o.val_loss.size(), size_t(1)); // evaluated once, after step 3
+
+    // `rerun` of a run saved after a cancel stops after the same number of steps
+    const auto alone = trainRunAlone(s, "lm", s.configJson(), 2, {}, &err);
+    QVERIFY2(alone, err.c_str());
+    QCOMPARE(attrInt(alone->attrs, "steps_completed").value_or(-1), int64_t(2));
+    QCOMPARE(attrString(alone->attrs, "status").value_or(""), std::string("cancelled"));
+    // a cancel from progress is not a run to store
+    QVERIFY(!trainRunAlone(
+        s, "lm", s.configJson(), -1, [](double, const std::string&) { return false; }, &err));
+    QCOMPARE(err, std::string("cancelled"));
+
+    // the data the kind cannot read: no job, and why
+    cfg["data"]["text"] = path + ".absent";
+    err.clear();
+    QVERIFY(!makeTrainingJob(parseOne(cfg.dump().c_str()), 0, data, &err));
+    QVERIFY2(err.find(path + ".absent") != std::string::npos, err.c_str());
+  }
+
+  // The GEMM on trained weights multiplies an MLP's Linear layers: a run of a kind without
+  // trained Linears to give (weight_gemm false) is refused where the config names it.
+  void weightGemmTakesMlpRuns() {
+    QVERIFY(mlpModelKind().weight_gemm);
+    QVERIFY(!transformerModelKind().weight_gemm);
+    std::string err;
+    QVERIFY(!parseTrainingExperiment(Json::parse(R"({"type": "training", "runs": [{"id": "lm", "model":
+        {"kind": "transformer"}}], "gemm_on_trained_weights": {"from_run": "lm"}})"),
+                                     &err));
+    QCOMPARE(err, std::string("gemm_on_trained_weights.from_run: run 'lm' has model kind 'transformer': the GEMM on "
+                              "trained weights multiplies the Linear layers of an MLP run (a run without \"model\")"));
   }
 };
 
