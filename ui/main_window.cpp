@@ -179,13 +179,15 @@ MainWindow::MainWindow(const Options& opt, QWidget* parent)
   connect(job_, &Job::cancelled, this,
           [this] { statusBar()->showMessage(tr("Experiment cancelled; nothing was added"), 5000); });
   connect(panel_, &ExperimentPanel::runRequested, this, &MainWindow::runExperiment);
-  connect(panel_, &ExperimentPanel::trainingRunRequested, this, [this](const QByteArray& json, const QString& id) {
-    const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation);
-    QDir().mkpath(dir);
-    const QString out = dir + QStringLiteral("/training-%1-%2.h5")
-                                  .arg(id, QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")));
-    runTrainingExperiment(json, out, tr("Training run %1").arg(id));
-  });
+  connect(panel_, &ExperimentPanel::trainingRunRequested, this,
+          [this](const TrainingRequest& request, const QString& id) {
+            const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation);
+            QDir().mkpath(dir);
+            const QString out =
+                dir + QStringLiteral("/training-%1-%2.h5")
+                          .arg(id, QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")));
+            runTrainingExperiment(request, out, tr("Training run %1").arg(id));
+          });
   connect(panel_, &ExperimentPanel::cancelRequested, job_, &Job::cancel);
   panel_->setSession(session_);
   live_ = attachLiveExperiment(this);
@@ -989,17 +991,23 @@ bool MainWindow::runFullDefaultExperiment() {
   QDir().mkpath(dir);
   const QString out = dir + QStringLiteral("/default-experiment-%1.h5")
                                 .arg(QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")));
-  return runTrainingExperiment(f.readAll(), out, tr("Full default experiment (Fashion-MNIST training, a few minutes)"));
+  QString why;
+  const TrainingRequest request = trainingRequestFromText(f.readAll(), &why);
+  if (!request.ok()) {
+    issues_->report(Severity::Error, tr("Cannot run the full default experiment: %1").arg(why), f.fileName());
+    return false;
+  }
+  return runTrainingExperiment(request, out, tr("Full default experiment (Fashion-MNIST training, a few minutes)"));
 }
 
-bool MainWindow::runTrainingExperiment(const QByteArray& config_json, const QString& out_file, const QString& title) {
+bool MainWindow::runTrainingExperiment(const TrainingRequest& request, const QString& out_file, const QString& title) {
+  if (!request.ok()) return false;
   if (job_->isRunning()) {
     statusBar()->showMessage(tr("An experiment is already running"), 3000);
     return false;
   }
-  const bool started = job_->start(title, [config_json, out_file](const fp8lab::ProgressFn& fn) {
-    return runTrainingJob(config_json, out_file, fn);
-  });
+  const bool started = job_->start(
+      title, [request, out_file](const fp8lab::ProgressFn& fn) { return runTrainingJob(request, out_file, fn); });
   if (started) statusBar()->showMessage(tr("Training into %1").arg(out_file), 6000);
   return started;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "forms/backend.h"
+#include "forms/training_request.h"
 #include "common/progress.h"
 
 #include <QJsonObject>
@@ -119,11 +120,12 @@ public:
   /// + GEMMs on the trained weights, a few minutes) with runTrainingExperiment into a new file
   /// under the app's data directory.
   bool runFullDefaultExperiment();
-  /// Runs a training experiment config (docs/training.md) in this process on the job thread, with
-  /// per-step progress; each finished run is appended to `out_file` at once. Cancel stops after
-  /// the current step and keeps it (status cancelled) with the runs before. The file is opened
-  /// when the job ends (unless the current session has unsaved changes). False when a job runs.
-  bool runTrainingExperiment(const QByteArray& config_json, const QString& out_file, const QString& title);
+  /// Runs a training experiment (docs/training.md), as core parsed it (trainingRequest,
+  /// experiment_runner.h), in this process on the job thread, with per-step progress; each
+  /// finished run is appended to `out_file` at once. Cancel stops after the current step and keeps
+  /// it (status cancelled) with the runs before. The file is opened when the job ends (unless the
+  /// current session has unsaved changes). False when a job runs or the request is empty.
+  bool runTrainingExperiment(const TrainingRequest& request, const QString& out_file, const QString& title);
 
   /// Shows the first non-finite value of run `runId` (its `nonfinite` group) in the Layer × step
   /// view, at its step and operand, and brings that view to the front; false when the run has

@@ -237,6 +237,30 @@ private Q_SLOTS:
     const fp8lab::Json j = fp8lab::Json::parse(got.toStdString());
     QCOMPARE(j["recipe"], fp8lab::Json::parse(R"({"name": "te_mxfp8", "fp8_format": "E4M3", "weight_2d": false})"));
     QVERIFY(!j.contains("scaling"));
+
+    // What Run hands core's runner is the spec core parsed from the tab, with that same text.
+    const TrainingRequest request = trainingRequest(panel.trainingConfig(), &why);
+    QVERIFY2(request.ok(), qPrintable(why));
+    QCOMPARE(request.config_json, got);
+    QCOMPARE(request.spec->runs.size(), size_t(1));
+    QCOMPARE(request.spec->runs.front().configJson(), got.toStdString());
+    QVERIFY(request.spec->runs.front().run().recipe.recipe == fp8lab::TrainingRecipe::TeMxfp8);
+  }
+
+  // A config the runner cannot take gives an empty request that says why, and nothing runs.
+  void trainingRequestRefusesWhatCoreRefuses() {
+    QString why;
+    QVERIFY(!trainingRequestFromText("{\"type\": \"training\",", &why).ok());
+    QVERIFY2(why.startsWith(QStringLiteral("the training config is not valid JSON: ")), qPrintable(why));
+    QVERIFY(!trainingRequestFromText(R"({"type": "training", "epochs": 0})", &why).ok());
+    QVERIFY2(why.startsWith(QStringLiteral("invalid training config: epochs: ")), qPrintable(why));
+    QVERIFY(!trainingRequest(
+                 QJsonObject{{QStringLiteral("type"), QStringLiteral("training")}, {QStringLiteral("steps"), 5}}, &why)
+                 .ok());
+    QVERIFY2(why.startsWith(QStringLiteral("steps: applies to the language model")), qPrintable(why));
+    MainWindow w(fp8lab::testsupport::testWindowOptions());
+    QVERIFY(!w.runTrainingExperiment(TrainingRequest{}, QStringLiteral("/nonexistent/x.h5"), QStringLiteral("none")));
+    QVERIFY(!w.job()->isRunning());
   }
 
   // A te_nvfp4 run with RHT off, stochastic rounding on and the wgrad GEMM in high precision
@@ -308,7 +332,10 @@ private Q_SLOTS:
       fractions << f;
       if (f > 0.3) w.job()->cancel();
     });
-    QVERIFY(w.runTrainingExperiment(config, file, QStringLiteral("tiny training")));
+    QString why;
+    const TrainingRequest request = trainingRequestFromText(config, &why);
+    QVERIFY2(request.ok(), qPrintable(why));
+    QVERIFY(w.runTrainingExperiment(request, file, QStringLiteral("tiny training")));
     QVERIFY(ended.wait(300000));
     QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][0].toString()));
     QCOMPARE(cancelled.count(), 0); // the finished steps were kept: the job ends as finished

@@ -569,8 +569,8 @@ private Q_SLOTS:
     c[QStringLiteral("scaling")] = QJsonObject{{QStringLiteral("strategy"), QStringLiteral("current-te")}};
     panel->setTrainingConfig(c);
     QString why;
-    const QByteArray json = canonicalTrainingConfig(panel->trainingConfig(), &why);
-    QVERIFY2(!json.isEmpty(), qPrintable(why));
+    const TrainingRequest request = trainingRequest(panel->trainingConfig(), &why);
+    QVERIFY2(request.ok(), qPrintable(why));
     QTemporaryDir dir;
     const QString file = dir.filePath(QStringLiteral("lm.h5"));
     QSignalSpy ended(w.job(), &Job::ended);
@@ -582,7 +582,7 @@ private Q_SLOTS:
       stages << stage;
       if (f > 0.3) w.job()->cancel();
     });
-    QVERIFY(w.runTrainingExperiment(json, file, QStringLiteral("tiny transformer")));
+    QVERIFY(w.runTrainingExperiment(request, file, QStringLiteral("tiny transformer")));
     QVERIFY(ended.wait(300000));
     QVERIFY2(failed.isEmpty(), failed.isEmpty() ? "" : qPrintable(failed[0][0].toString()));
     // Progress reaches the GUI at most 30 times a second: several distinct fractions before the

@@ -284,9 +284,9 @@ void ExperimentPanel::requestRun() {
     return;
   }
   QString why;
-  const QByteArray json = canonicalTrainingConfig(trainingConfig(), &why);
-  if (!json.isEmpty())
-    Q_EMIT trainingRunRequested(json, training_->runId());
+  const TrainingRequest request = trainingRequest(trainingConfig(), &why);
+  if (request.ok())
+    Q_EMIT trainingRunRequested(request, training_->runId());
   else
     problems_label_->setText(why.toHtmlEscaped());
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "forms/panel_fields.h"
+#include "forms/training_request.h"
 
 #include <QJsonObject>
 #include <QStringList>
@@ -92,9 +93,9 @@ public:
 Q_SIGNALS:
   void configChanged(const QJsonObject& c);
   void runRequested(const QJsonObject& c);
-  /// Run on the Training tab: `config_json` is the canonical one-run training config
-  /// (canonicalTrainingConfig), `run_id` its id.
-  void trainingRunRequested(const QByteArray& config_json, const QString& run_id);
+  /// Run on the Training tab: the tab's config as core parsed it (trainingRequest), `run_id` its
+  /// run's id.
+  void trainingRunRequested(const fp8lab::ui::TrainingRequest& request, const QString& run_id);
   void cancelRequested();
   /// The Live box was ticked or cleared.
   void liveToggled(bool on);

@@ -45,36 +45,6 @@ QString panelStrategyOf(const QString& preset) {
 
 #ifdef FP8LAB_HAVE_HDF5
 
-ExperimentRunner builtinExperimentRunner() {
-  return [](const GemmRunRequest& request, const fp8lab::ProgressFn& progress) -> JobResult {
-    const QString name = request.config.value(QStringLiteral("name")).toString();
-    const std::string run_id = name.isEmpty() ? std::string("run-gui") : name.toStdString();
-    QString why;
-    const QByteArray canonical = canonicalGemmConfig(request.config, QString::fromStdString(run_id), &why);
-    if (canonical.isEmpty()) throw std::invalid_argument(why.toStdString());
-    GemmExperimentConfig cfg;
-    if (const std::string e = parseGemmConfig(Json::parse(canonical.toStdString()), &cfg); !e.empty())
-      throw std::invalid_argument(e);
-    // Core's policy (gemm/backend_policy.h), the same as fp8lab-cli --backend.
-    const auto backend_request = parseBackendRequest(request.backend.toStdString());
-    if (!backend_request) throw std::invalid_argument("unknown backend '" + request.backend.toStdString() + "'");
-    std::string no_gpu;
-    const auto backend = makeGemmBackend(*backend_request, &no_gpu);
-    if (!backend) throw std::runtime_error("the CUDA backend is not available: " + no_gpu);
-    auto res = runGemmExperimentRun(cfg, canonical.toStdString(), run_id, *backend, progress);
-    if (!res.ok()) throw std::runtime_error(res.firstError());
-    recordBackend(res.value, *backend, cfg.gemm, backend->note());
-    JobResult jr;
-    jr.run = session_io::fromCoreRun(res.value);
-    for (const auto& i : res.issues) jr.warnings.push_back(i);
-    return jr;
-  };
-}
-
-QString experimentRunnerMissingReason() {
-  return {};
-}
-
 namespace {
 
 Json toJson(const QJsonObject& o) {
@@ -88,6 +58,34 @@ QJsonValue fromJson(const Json& j) {
 
 } // namespace
 
+ExperimentRunner builtinExperimentRunner() {
+  return [](const GemmRunRequest& request, const fp8lab::ProgressFn& progress) -> JobResult {
+    const QString name = request.config.value(QStringLiteral("name")).toString();
+    const std::string run_id = name.isEmpty() ? std::string("run-gui") : name.toStdString();
+    // core parses the panel's config once; the run stores its canonical text
+    GemmExperimentConfig cfg;
+    if (const std::string e = parseGemmConfig(toJson(request.config), &cfg); !e.empty()) throw std::invalid_argument(e);
+    const std::string canonical = gemmConfigJson(cfg, run_id).dump(2);
+    // Core's policy (gemm/backend_policy.h), the same as fp8lab-cli --backend.
+    const auto backend_request = parseBackendRequest(request.backend.toStdString());
+    if (!backend_request) throw std::invalid_argument("unknown backend '" + request.backend.toStdString() + "'");
+    std::string no_gpu;
+    const auto backend = makeGemmBackend(*backend_request, &no_gpu);
+    if (!backend) throw std::runtime_error("the CUDA backend is not available: " + no_gpu);
+    auto res = runGemmExperimentRun(cfg, canonical, run_id, *backend, progress);
+    if (!res.ok()) throw std::runtime_error(res.firstError());
+    recordBackend(res.value, *backend, cfg.gemm, backend->note());
+    JobResult jr;
+    jr.run = session_io::fromCoreRun(res.value);
+    for (const auto& i : res.issues) jr.warnings.push_back(i);
+    return jr;
+  };
+}
+
+QString experimentRunnerMissingReason() {
+  return {};
+}
+
 QByteArray canonicalGemmConfig(const QJsonObject& config, const QString& run_id, QString* why) {
   GemmExperimentConfig cfg;
   if (const std::string e = parseGemmConfig(toJson(config), &cfg); !e.empty()) {
@@ -97,15 +95,41 @@ QByteArray canonicalGemmConfig(const QJsonObject& config, const QString& run_id,
   return QByteArray::fromStdString(gemmConfigJson(cfg, run_id.toStdString()).dump(2));
 }
 
-QByteArray canonicalTrainingConfig(const QJsonObject& training, QString* why) {
+TrainingRequest trainingRequest(const QJsonObject& training, QString* why) {
   std::string err;
-  const Json j = toJson(training);
-  const auto spec = parseTrainingExperiment(j, &err);
+  auto spec = parseTrainingExperiment(toJson(training), &err);
   if (!spec || spec->runs.size() != 1) {
     if (why) *why = spec ? QObject::tr("a training config of one run is expected") : QString::fromStdString(err);
     return {};
   }
-  return QByteArray::fromStdString(spec->runs.front().configJson());
+  TrainingRequest r;
+  r.config_json = QByteArray::fromStdString(spec->runs.front().configJson());
+  r.spec = std::make_shared<const TrainingExperimentSpec>(std::move(*spec));
+  return r;
+}
+
+TrainingRequest trainingRequestFromText(const QByteArray& config_json, QString* why) {
+  JsonDocument doc;
+  try {
+    doc = JsonDocument::parse(config_json.toStdString());
+  } catch (const JsonTextError& e) {
+    if (why) *why = QObject::tr("the training config is not valid JSON: %1").arg(QString::fromStdString(e.what()));
+    return {};
+  }
+  std::string err;
+  auto spec = parseTrainingExperiment(doc.root(), &err, &doc);
+  if (!spec) {
+    if (why) *why = QObject::tr("invalid training config: %1").arg(QString::fromStdString(err));
+    return {};
+  }
+  TrainingRequest r;
+  r.config_json = config_json;
+  r.spec = std::make_shared<const TrainingExperimentSpec>(std::move(*spec));
+  return r;
+}
+
+QByteArray canonicalTrainingConfig(const QJsonObject& training, QString* why) {
+  return trainingRequest(training, why).config_json;
 }
 
 QJsonObject trainingPanelFromCanonical(const QByteArray& json, QString* why) {
@@ -203,16 +227,9 @@ QJsonObject trainingPanelFromCanonical(const QByteArray& json, QString* why) {
   return c;
 }
 
-JobResult runTrainingJob(const QByteArray& config_json, const QString& out_file, const fp8lab::ProgressFn& progress) {
-  JsonDocument doc;
-  try {
-    doc = JsonDocument::parse(config_json.toStdString());
-  } catch (const JsonTextError& e) {
-    throw std::invalid_argument(std::string("the training config is not valid JSON: ") + e.what());
-  }
-  std::string err;
-  const auto spec = parseTrainingExperiment(doc.root(), &err, &doc);
-  if (!spec) throw std::invalid_argument("invalid training config: " + err);
+JobResult runTrainingJob(const TrainingRequest& request, const QString& out_file, const fp8lab::ProgressFn& progress) {
+  if (!request.ok()) throw std::invalid_argument("no training config to run (core refused it)");
+  const TrainingExperimentSpec* spec = request.spec.get();
   JobResult jr;
   TrainingHooks hooks;
   hooks.progress = [&](double, double overall, const std::string& stage) {
@@ -271,6 +288,16 @@ QByteArray canonicalGemmConfig(const QJsonObject&, const QString&, QString* why)
   return {};
 }
 
+TrainingRequest trainingRequest(const QJsonObject&, QString* why) {
+  if (why) *why = experimentRunnerMissingReason();
+  return {};
+}
+
+TrainingRequest trainingRequestFromText(const QByteArray&, QString* why) {
+  if (why) *why = experimentRunnerMissingReason();
+  return {};
+}
+
 QByteArray canonicalTrainingConfig(const QJsonObject&, QString* why) {
   if (why) *why = experimentRunnerMissingReason();
   return {};
@@ -281,7 +308,7 @@ QJsonObject trainingPanelFromCanonical(const QByteArray&, QString* why) {
   return {};
 }
 
-JobResult runTrainingJob(const QByteArray&, const QString&, const fp8lab::ProgressFn&) {
+JobResult runTrainingJob(const TrainingRequest&, const QString&, const fp8lab::ProgressFn&) {
   throw std::runtime_error(experimentRunnerMissingReason().toStdString());
 }
 

@@ -4,6 +4,7 @@
 // does not depend on the runner's API.
 #pragma once
 
+#include "forms/training_request.h"
 #include "main_window.h"
 
 #include <QByteArray>
@@ -26,19 +27,24 @@ QString panelStrategyOf(const QString& preset);
 /// as its "name" when not empty. "" with *why (core's message) when core refuses the config.
 QByteArray canonicalGemmConfig(const QJsonObject& config, const QString& run_id, QString* why);
 
-/// The one-run training config that reproduces `training` (a training config of one run, as the
-/// Training tab writes it): trainingConfigJson with every default filled in — what the run stores
-/// and `fp8lab-cli run` reads; "" with *why when core refuses it.
+/// The Training tab's config `training` (a training config of one run) parsed by core, with the
+/// one-run config that reproduces it (trainingConfigJson, every default filled in: what the run
+/// stores and `fp8lab-cli run` reads). Empty with *why when core refuses it.
+TrainingRequest trainingRequest(const QJsonObject& training, QString* why);
+/// A training config file's text (resources/experiments/default.json) parsed by core; empty with
+/// *why when it is not valid JSON or core refuses it.
+TrainingRequest trainingRequestFromText(const QByteArray& config_json, QString* why);
+/// trainingRequest(training).config_json: "" with *why when core refuses it.
 QByteArray canonicalTrainingConfig(const QJsonObject& training, QString* why);
 /// The Training tab's fields of a training config file (Load config…); an empty object with *why
 /// when it is not a training config, holds more than one run or a GEMM on trained weights, or
 /// sets a key the tab has no field for (the layers, the optimizer, a spike, ...).
 QJsonObject trainingPanelFromCanonical(const QByteArray& json, QString* why);
 
-/// The work of a training experiment for a Job: `config_json` (a training config, as
-/// resources/experiments/default.json) run on core's runner, each finished run appended to
-/// `out_file`; progress is the whole experiment's; Cancel stops after the current step and keeps
-/// that run (status cancelled) and the ones before. The result names the file to open.
-JobResult runTrainingJob(const QByteArray& config_json, const QString& out_file, const fp8lab::ProgressFn& progress);
+/// The work of a training experiment for a Job: the request's spec run on core's runner, each
+/// finished run appended to `out_file`; progress is the whole experiment's; Cancel stops after the
+/// current step and keeps that run (status cancelled) and the ones before. The result names the
+/// file to open. Throws std::invalid_argument for an empty request.
+JobResult runTrainingJob(const TrainingRequest& request, const QString& out_file, const fp8lab::ProgressFn& progress);
 
 } // namespace fp8lab::ui
