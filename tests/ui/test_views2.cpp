@@ -840,11 +840,26 @@ private Q_SLOTS:
     QVERIFY(v.selectPair(QStringLiteral("a"), QStringLiteral("b")));
     QVERIFY2(v.diffText().contains(QStringLiteral("Computing the difference map of a and b")),
              qPrintable(v.diffText()));
+    QVERIFY(v.isLoading());
+    QCOMPARE(v.emptyText(), QString()); // the table and bars stay; only the map is busy
     QTRY_VERIFY_WITH_TIMEOUT(v.difference().grid_rows > 0, 30000);
+    QVERIFY(!v.isLoading());
     QCOMPARE(v.difference().grid_rows, 220);
     QVERIFY(v.difference().cell(0, 0) == 2.0);
     QVERIFY(v.difference().cell(219, 199) == 2.0);
     QVERIFY(v.diffText().contains(QStringLiteral("b minus a")));
+  }
+
+  // A session without runs: the Comparison view's empty state says how to get some, and it
+  // goes when runs come.
+  void comparisonEmptyStateSaysWhatToDo() {
+    ComparisonView v;
+    v.resize(800, 600);
+    v.setRuns({});
+    QVERIFY2(v.emptyText().startsWith(QStringLiteral("No runs to compare.\nOpen a session (File \u2192 Open)")),
+             qPrintable(v.emptyText()));
+    v.setRuns({RunAccess::fromRun(std::make_shared<Run>(goldenFp32("fp32-baseline")))});
+    QCOMPARE(v.emptyText(), QString());
   }
 
   // Bars of runs whose labels share a long prefix get different tick labels; the count of runs

@@ -10,6 +10,8 @@ namespace fp8lab::ui {
 
 AnalysisView::AnalysisView(RunCaps shows, QWidget* parent) : View(parent), shows_(shows) {}
 
+AnalysisView::AnalysisView(QWidget* parent) : View(parent) {}
+
 RunBox* AnalysisView::addRunBox(QHBoxLayout* bar) {
   auto* box = runComboBox(QStringLiteral("run"));
   addLabeled(bar, tr("&Run:"), box);

@@ -1,12 +1,14 @@
-// The base of the analysis views that show one run of the session at a time (block map, block
-// scales, error heatmap, ...): it owns the view's run box (a RunBox bound to the session's shared
-// RunSelection through a RunFilterProxy of the capabilities the view can show), the asynchronous
-// load of what the view draws (a generation counter: a newer choice drops the result of an older
-// load still running on the thread pool, so a view never shows stale data) and the text of its
-// empty or failed state, which says what to do.
+// The base of the analysis views: those that show one run of the session at a time (block map,
+// block scales, error heatmap, ...) and those that show the whole session (Comparison, Decide).
+// It owns the view's run box when it has one (a RunBox bound to the session's shared RunSelection
+// through a RunFilterProxy of the capabilities the view can show), the asynchronous load of what
+// the view draws (a generation counter: a newer choice drops the result of an older load still
+// running on the thread pool, so a view never shows stale data) and the text of its empty or
+// failed state, which says what to do.
 //
-// A subclass builds its control bar with addRunBox(), reads and draws through loadAsync(), and
-// draws the texts given to showEmpty() in drawEmptyState().
+// A one-run view builds its control bar with addRunBox() and reads the run in runChosen(); every
+// view reads and draws through loadAsync() and draws the texts given to showEmpty() in
+// drawEmptyState().
 #pragma once
 
 #include "session/run_access.h"
@@ -47,6 +49,8 @@ protected:
 
   /// A view that lists the runs with any of the capabilities `shows` in its run box.
   AnalysisView(RunCaps shows, QWidget* parent);
+  /// A view of the whole session: no run box.
+  explicit AnalysisView(QWidget* parent);
 
   /// Adds "&Run:" and the run box (a combo box named "run") to `bar`. The box's choices call
   /// runChosen (Read::Background for a change from the session, Read::BySize for the user's).
@@ -55,7 +59,8 @@ protected:
   RunBox* bindRunBox(QComboBox* box);
   RunBox* runs() const { return runs_; }
   /// The run shown changed (the box, or the session's current run); the view reads it from runs().
-  virtual void runChosen(Read read) = 0;
+  /// Views without a run box never get it.
+  virtual void runChosen(Read) {}
 
   /// Starts a new generation: whatever is still loading for an older one is dropped when it ends.
   quint64 newGeneration();
@@ -66,8 +71,9 @@ protected:
   static bool inBackground(Read read, int64_t elements);
 
   /// Runs `work` and gives its result to `show` on the GUI thread: at once when `background` is
-  /// false; else on the thread pool, showing `busy` meanwhile, and `show` is called only if no
-  /// newer generation was started since `gen` (a newer choice made meanwhile).
+  /// false; else on the thread pool, showing `busy` meanwhile as the empty state (an empty `busy`:
+  /// the view says it is busy where it chooses), and `show` is called only if no newer generation
+  /// was started since `gen` (a newer choice made meanwhile).
   template <class R>
   void loadAsync(quint64 gen, bool background, std::function<R()> work, std::function<void(const R&)> show,
                  const QString& busy) {
@@ -77,7 +83,7 @@ protected:
       return;
     }
     loading_ = gen;
-    showEmpty(busy);
+    if (!busy.isEmpty()) showEmpty(busy);
     auto* watcher = new QFutureWatcher<R>(this);
     connect(watcher, &QFutureWatcher<R>::finished, this, [this, watcher, gen, show] {
       watcher->deleteLater();

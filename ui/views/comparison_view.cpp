@@ -12,8 +12,6 @@
 
 #include <QFontMetrics>
 #include <QComboBox>
-#include <QtConcurrent/QtConcurrentRun>
-#include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -240,7 +238,7 @@ void rankRows(QList<ComparisonRow>* rows) {
   }
 }
 
-ComparisonView::ComparisonView(QWidget* parent) : View(parent) {
+ComparisonView::ComparisonView(QWidget* parent) : AnalysisView(parent) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(6, 6, 6, 6);
   auto* split = new QSplitter(Qt::Vertical, this);
@@ -318,7 +316,7 @@ ComparisonView::ComparisonView(QWidget* parent) : View(parent) {
 }
 
 void ComparisonView::setSession(SessionDocument* session) {
-  View::setSession(session);
+  AnalysisView::setSession(session);
   if (!session) return;
   connect(session, &SessionDocument::reset_, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
   connect(session, &SessionDocument::runAdded, this, [this] { whenShown(0, [this] { rebuildRuns(); }); });
@@ -337,8 +335,14 @@ void ComparisonView::rebuildRuns() {
 void ComparisonView::setRuns(const QList<std::shared_ptr<RunAccess>>& runs) {
   runs_ = runs;
   diff_maps_.reset(); // the runs (and so their maps) may have changed under the same ids
-  ++diff_generation_; // a computation still running is for the old runs
+  newGeneration();    // a computation still running is for the old runs
   fillTable();
+}
+
+void ComparisonView::drawEmptyState(const QString& text) {
+  plotEmptyState(plot_, text);
+  diff_label_->clear();
+  plot_->replot();
 }
 
 void ComparisonView::fillTable() {
@@ -436,14 +440,12 @@ void ComparisonView::fillTable() {
   captions_.clear();
   diff_note_ = {};
   if (rows_.isEmpty()) {
-    plotEmptyState(
-        plot_,
+    showEmpty(
         tr("No runs to compare.\nOpen a session (File \u2192 Open) or run experiments (Experiment panel, Ctrl+R);\n"
            "every run of the session appears here as a row."));
-    diff_label_->clear();
-    plot_->replot();
     return;
   }
+  clearEmpty();
   // Keep the chosen metric unless no run has it: then the first metric some run has.
   auto hasMetric = [&](const QString& key) {
     if (key == QStringLiteral("ranking")) {
@@ -887,16 +889,14 @@ void ComparisonView::drawDiff() {
   } else if (sa.first * sa.second > kBackgroundReadElements) {
     // A big pair (each map read and reduced from its file): on the thread pool, so the window stays
     // responsive; drawn when both are back (and the pair is still the selected one).
-    const quint64 gen = ++diff_generation_;
-    auto* watcher = new QFutureWatcher<DiffMaps>(this);
-    connect(watcher, &QFutureWatcher<DiffMaps>::finished, this, [this, watcher, gen] {
-      watcher->deleteLater();
-      if (gen != diff_generation_) return; // another pair was chosen meanwhile
-      diff_maps_ = watcher->result();
-      drawDiff();
-    });
-    watcher->setFuture(QtConcurrent::run(reduce));
     say(tr("Computing the difference map of %1 and %2\u2026").arg(ida, idb));
+    loadAsync<DiffMaps>(
+        newGeneration(), true, reduce,
+        [this](const DiffMaps& m) {
+          diff_maps_ = m;
+          drawDiff();
+        },
+        QString());
     return;
   } else {
     diff_maps_ = reduce();

@@ -13,7 +13,7 @@
 #include <optional>
 
 #include "views/heatmap_model.h"
-#include "views/view.h"
+#include "views/analysis_view.h"
 
 #include <cmath>
 
@@ -56,7 +56,7 @@ QString operandKey(const RunAccess& run);
 /// keep the rows' order; rows without an SQNR stay unranked (rank 0).
 void rankRows(QList<ComparisonRow>* rows);
 
-class ComparisonView : public View {
+class ComparisonView : public AnalysisView {
   Q_OBJECT
 public:
   /// Columns of the table.
@@ -115,6 +115,8 @@ private:
   void drawRanking();
   void drawDiff();
   void selectionChanged();
+  /// No runs: the chart's empty state, which says how to get runs.
+  void drawEmptyState(const QString& text) override;
 
   QList<std::shared_ptr<RunAccess>> runs_;
   QList<ComparisonRow> rows_;
@@ -128,7 +130,6 @@ private:
     QString error; ///< why the maps could not be computed (empty: they were)
   };
   std::optional<DiffMaps> diff_maps_;
-  quint64 diff_generation_ = 0;
   bool updating_ = false;
   QTableWidget* table_;
   QComboBox* metric_box_;

@@ -219,7 +219,7 @@ QString rankLabel(const RecipeInterval& r, const std::vector<RecipeInterval>& al
 
 } // namespace
 
-DecideView::DecideView(QWidget* parent) : View(parent) {
+DecideView::DecideView(QWidget* parent) : AnalysisView(parent) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(6, 6, 6, 6);
   auto* bar = new QHBoxLayout;
@@ -308,7 +308,7 @@ DecideView::DecideView(QWidget* parent) : View(parent) {
 }
 
 void DecideView::setSession(SessionDocument* session) {
-  View::setSession(session);
+  AnalysisView::setSession(session);
   if (!session) return;
   auto later = [this] { whenShown(0, [this] { rebuild(); }); };
   connect(session, &SessionDocument::reset_, this, later);
@@ -535,7 +535,7 @@ void DecideView::refresh() {
   fillGroups();
   fillMetrics();
   updating_ = false;
-  empty_text_.clear();
+  clearEmpty();
   table_->setSortingEnabled(false);
   table_->clear();
   table_->setRowCount(0);
@@ -558,8 +558,7 @@ void DecideView::refresh() {
   table_->setVisible(table_->rowCount() > 0);
 }
 
-void DecideView::showEmpty(const QString& text) {
-  empty_text_ = text;
+void DecideView::drawEmptyState(const QString& text) {
   plotEmptyState(plot_, text);
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }

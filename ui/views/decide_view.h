@@ -14,7 +14,7 @@
 // report… writes the session report as HTML or PDF (report_pdf.h).
 #pragma once
 
-#include "views/view.h"
+#include "views/analysis_view.h"
 
 #include "experiment/decision/session_decision.h"
 
@@ -29,7 +29,7 @@ namespace fp8lab::ui {
 
 class RunAccess;
 
-class DecideView : public View {
+class DecideView : public AnalysisView {
   Q_OBJECT
 public:
   enum class Part { Gemm, Training, Advice, WhatIf };
@@ -56,8 +56,6 @@ public:
   const SessionDecision& decision() const { return d_; }
   QTableWidget* table() const { return table_; }
   QCustomPlot* plot() const { return plot_; }
-  /// The text of the plot's empty state ("" when the part has data).
-  QString emptyText() const { return empty_text_; }
   /// Writes the session report (HTML, or PDF for a .pdf name) with the metric shown.
   bool saveReport(const QString& file, QString* error) const;
 
@@ -79,7 +77,8 @@ private:
   void drawTraining();
   void drawAdvice();
   void drawWhatIf();
-  void showEmpty(const QString& text);
+  /// The plot's empty state (a part without data): the text says what to run.
+  void drawEmptyState(const QString& text) override;
   std::vector<size_t> groupRows(const std::vector<RecipeInterval>& all) const;
 
   QList<std::shared_ptr<RunAccess>> runs_;
@@ -90,7 +89,6 @@ private:
   QString gemm_metric_, training_metric_;
   int group_ = 0;
   bool updating_ = false;
-  QString empty_text_;
   QComboBox* part_box_;
   QComboBox* group_box_;
   QLabel* group_label_;
