@@ -66,19 +66,19 @@ private Q_SLOTS:
     ExperimentPanel panel;
     struct Field {
       const char* key;
-      TrainingModel model;
+      std::string model;
       const char* widget;
     };
-    const Field fields[] = {{"model.d_model", TrainingModel::Lm, "dModel"},
-                            {"model.layers", TrainingModel::Lm, "lmLayers"},
-                            {"model.heads", TrainingModel::Lm, "heads"},
-                            {"model.context", TrainingModel::Lm, "context"},
-                            {"model.ffn_hidden", TrainingModel::Lm, "ffnHidden"},
-                            {"steps", TrainingModel::Lm, "lmSteps"},
-                            {"epochs", TrainingModel::Mlp, "epochs"},
-                            {"batch_size", TrainingModel::Mlp, "batchSize"},
-                            {"train_limit", TrainingModel::Mlp, "trainLimit"},
-                            {"test_limit", TrainingModel::Mlp, "testLimit"}};
+    const Field fields[] = {{"model.d_model", "transformer", "dModel"},
+                            {"model.layers", "transformer", "lmLayers"},
+                            {"model.heads", "transformer", "heads"},
+                            {"model.context", "transformer", "context"},
+                            {"model.ffn_hidden", "transformer", "ffnHidden"},
+                            {"steps", "transformer", "lmSteps"},
+                            {"epochs", "mlp", "epochs"},
+                            {"batch_size", "mlp", "batchSize"},
+                            {"train_limit", "mlp", "trainLimit"},
+                            {"test_limit", "mlp", "testLimit"}};
     for (const Field& f : fields) {
       const ParamSpec& p = trainingParam(f.key, f.model);
       auto* w = panel.findChild<QSpinBox*>(QString::fromLatin1(f.widget));
@@ -88,9 +88,9 @@ private Q_SLOTS:
       if (!p.def.empty()) QCOMPARE(w->value(), std::stoi(p.def));
     }
     QCOMPARE(panel.findChild<QSpinBox*>(QStringLiteral("ffnHidden"))->value(),
-             4 * std::stoi(trainingParam("model.d_model", TrainingModel::Lm).def));
+             4 * std::stoi(trainingParam("model.d_model", "transformer").def));
     QCOMPARE(panel.findChild<QSpinBox*>(QStringLiteral("trainSeed"))->value(),
-             std::stoi(trainingParam("seed", TrainingModel::Any).def));
+             std::stoi(trainingParam("seed", "").def));
     // The values the parser reads when a config leaves the keys out (training_config.cpp):
     // d_model 64 in [1, 4096], 600 LM steps, an MLP batch of 128.
     QCOMPARE(panel.findChild<QSpinBox*>(QStringLiteral("dModel"))->maximum(), 4096);
@@ -106,14 +106,14 @@ private Q_SLOTS:
     ExperimentPanel panel;
     struct Field {
       const char* key;
-      TrainingModel model;
+      std::string model;
       const char* widget;
     };
-    const Field fields[] = {{"precision", TrainingModel::Any, "trainPrecision"},
-                            {"scaling.strategy", TrainingModel::Any, "trainStrategy"},
-                            {"model.ffn", TrainingModel::Lm, "ffn"},
-                            {"model.norm", TrainingModel::Lm, "norm"},
-                            {"model.norm_position", TrainingModel::Lm, "normPosition"}};
+    const Field fields[] = {{"precision", "", "trainPrecision"},
+                            {"scaling.strategy", "", "trainStrategy"},
+                            {"model.ffn", "transformer", "ffn"},
+                            {"model.norm", "transformer", "norm"},
+                            {"model.norm_position", "transformer", "normPosition"}};
     for (const Field& f : fields) {
       const ParamSpec& p = trainingParam(f.key, f.model);
       auto* c = panel.findChild<QComboBox*>(QString::fromLatin1(f.widget));

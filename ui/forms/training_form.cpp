@@ -68,7 +68,7 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
   connect(t_id_, &QLineEdit::textChanged, this, onChange);
   train_form_->addRow(tr("Run id:"), t_id_);
   t_precision_ = combo(QStringLiteral("trainPrecision"));
-  fromTrainingChoice(t_precision_, trainingParam("precision", TrainingModel::Any),
+  fromTrainingChoice(t_precision_, trainingParam("precision", ""),
                      {{QStringLiteral("fp8"), tr("FP8 / FP4")}, {QStringLiteral("fp32"), tr("FP32 baseline")}});
   train_form_->addRow(tr("Precision:"), t_precision_);
 
@@ -78,8 +78,8 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
   connect(t_model_, &TrainingModelForm::changed, this, onChange);
   connect(t_model_, &TrainingModelForm::modelChanged, this, [this](bool transformer) {
     // Each model's own default batch, unless the user chose another.
-    const int mlp_batch = std::stoi(trainingParam("batch_size", TrainingModel::Mlp).def);
-    const int lm_batch = std::stoi(trainingParam("batch_size", TrainingModel::Lm).def);
+    const int mlp_batch = std::stoi(trainingParam("batch_size", "mlp").def);
+    const int lm_batch = std::stoi(trainingParam("batch_size", "transformer").def);
     if (transformer && t_batch_->value() == mlp_batch) t_batch_->setValue(lm_batch);
     if (!transformer && t_batch_->value() == lm_batch) t_batch_->setValue(mlp_batch);
     updateStates();
@@ -101,7 +101,7 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
   {
     QMap<QString, QString> tips;
     for (const Item& it : kTrainStrategies) tips[QString::fromLatin1(it.key)] = tr(it.text);
-    fromTrainingChoice(t_strategy_, trainingParam("scaling.strategy", TrainingModel::Any), {}, tips);
+    fromTrainingChoice(t_strategy_, trainingParam("scaling.strategy", ""), {}, tips);
   }
   train_form_->addRow(tr("Strategy:"), t_strategy_);
   t_history_ = spin(QStringLiteral("trainHistory"), 1, 1, 1, tr(" steps"));
@@ -137,14 +137,14 @@ TrainingForm::TrainingForm(QWidget* parent) : QWidget(parent) {
   // Ranges, defaults and tooltips: the training schema's (core/experiment/training/training_schema.h).
   auto mlpSpin = [&](const QString& name, const char* key) {
     QSpinBox* s = spin(name, 0, 1, 0);
-    fields::fromTrainingSchema(s, trainingParam(key, TrainingModel::Mlp));
+    fields::fromTrainingSchema(s, trainingParam(key, "mlp"));
     return s;
   };
   t_epochs_ = mlpSpin(QStringLiteral("epochs"), "epochs");
   train_form_->addRow(tr("Epochs:"), t_epochs_);
   t_batch_ = mlpSpin(QStringLiteral("batchSize"), "batch_size");
   train_form_->addRow(tr("Batch size:"), t_batch_);
-  t_seed_ = spin(QStringLiteral("trainSeed"), 0, 2147483647, std::stoi(trainingParam("seed", TrainingModel::Any).def));
+  t_seed_ = spin(QStringLiteral("trainSeed"), 0, 2147483647, std::stoi(trainingParam("seed", "").def));
   t_seed_->setToolTip(tr("Initial weights, data order and stochastic rounding"));
   train_form_->addRow(tr("Seed:"), t_seed_);
   t_train_limit_ = mlpSpin(QStringLiteral("trainLimit"), "train_limit");

@@ -74,7 +74,7 @@ TrainingModelForm::TrainingModelForm(QWidget* parent) : QWidget(parent) {
   // Ranges, defaults and tooltips: the training schema's (core/experiment/training/training_schema.h).
   auto lmSpin = [&](const QString& name, const char* key, int def = 0) {
     QSpinBox* s = spin(name, 0, 1, 0, {});
-    fields::fromTrainingSchema(s, trainingParam(key, TrainingModel::Lm), def);
+    fields::fromTrainingSchema(s, trainingParam(key, "transformer"), def);
     return s;
   };
   d_model_ = lmSpin(QStringLiteral("dModel"), "model.d_model");
@@ -89,16 +89,16 @@ TrainingModelForm::TrainingModelForm(QWidget* parent) : QWidget(parent) {
   form_->addRow(tr("FFN width:"), ffn_hidden_);
   ffn_ = combo(QStringLiteral("ffn"));
   fields::fromTrainingChoice(
-      ffn_, trainingParam("model.ffn", TrainingModel::Lm),
+      ffn_, trainingParam("model.ffn", "transformer"),
       {{QStringLiteral("gelu"), QStringLiteral("GELU")}, {QStringLiteral("swiglu"), QStringLiteral("SwiGLU")}});
   form_->addRow(tr("FFN:"), ffn_);
   norm_ = combo(QStringLiteral("norm"));
-  fields::fromTrainingChoice(norm_, trainingParam("model.norm", TrainingModel::Lm),
+  fields::fromTrainingChoice(norm_, trainingParam("model.norm", "transformer"),
                              {{QStringLiteral("layernorm"), QStringLiteral("LayerNorm")},
                               {QStringLiteral("rmsnorm"), QStringLiteral("RMSNorm")}});
   form_->addRow(tr("Norm:"), norm_);
   norm_pos_ = combo(QStringLiteral("normPosition"));
-  fields::fromTrainingChoice(norm_pos_, trainingParam("model.norm_position", TrainingModel::Lm),
+  fields::fromTrainingChoice(norm_pos_, trainingParam("model.norm_position", "transformer"),
                              {{QStringLiteral("pre"), tr("pre-norm (GPT-2)")},
                               {QStringLiteral("post"), tr("post-norm (original Transformer)")}});
   form_->addRow(tr("Norm position:"), norm_pos_);

@@ -79,8 +79,8 @@ void parseMlp(ConfigReader& r, const Json& o, const ConfigPath& where, const Tra
   if (ConfigReader::has(o, "dataset") && lowerName(r.string(o, "dataset", where, {})) != "fashion-mnist")
     r.fail(where.member("dataset"), "only \"fashion-mnist\" is supported");
   s.data_dir = r.string(o, "data_dir", where, {});
-  s.train_limit = trainingInteger(r, o, "train_limit", TrainingModel::Mlp, where);
-  s.test_limit = trainingInteger(r, o, "test_limit", TrainingModel::Mlp, where);
+  s.train_limit = trainingInteger(r, o, "train_limit", "mlp", where);
+  s.test_limit = trainingInteger(r, o, "test_limit", "mlp", where);
   if (ConfigReader::has(o, "layers")) {
     const Json& lv = o["layers"];
     const ConfigPath w = where.member("layers");
@@ -100,17 +100,17 @@ void parseMlp(ConfigReader& r, const Json& o, const ConfigPath& where, const Tra
     if (!c.layer_sizes.empty() && c.layer_sizes.back() != 10) r.fail(w, "the last size must be 10 (classes)");
     if (c.layer_sizes.size() < 2) r.fail(w, "needs at least input and output sizes");
   }
-  c.batch_size = static_cast<int>(trainingInteger(r, o, "batch_size", TrainingModel::Mlp, where));
-  c.epochs = static_cast<int>(trainingInteger(r, o, "epochs", TrainingModel::Mlp, where));
-  c.eval_batch_size = static_cast<int>(trainingInteger(r, o, "eval_batch_size", TrainingModel::Mlp, where));
+  c.batch_size = static_cast<int>(trainingInteger(r, o, "batch_size", "mlp", where));
+  c.epochs = static_cast<int>(trainingInteger(r, o, "epochs", "mlp", where));
+  c.eval_batch_size = static_cast<int>(trainingInteger(r, o, "eval_batch_size", "mlp", where));
   if (const Json* oo = r.object(o, "optimizer", where)) {
     const ConfigPath w = where.member("optimizer");
     r.checkKeys(*oo, w, {"name", "learning_rate", "beta1", "beta2", "epsilon"});
     if (lowerName(r.string(*oo, "name", w, "adam")) != "adam") r.fail(w.member("name"), "only \"adam\" is supported");
-    c.learning_rate = static_cast<float>(trainingNumber(r, *oo, "optimizer.learning_rate", TrainingModel::Mlp, w));
-    c.beta1 = static_cast<float>(trainingNumber(r, *oo, "optimizer.beta1", TrainingModel::Mlp, w));
-    c.beta2 = static_cast<float>(trainingNumber(r, *oo, "optimizer.beta2", TrainingModel::Mlp, w));
-    c.adam_epsilon = static_cast<float>(trainingNumber(r, *oo, "optimizer.epsilon", TrainingModel::Mlp, w));
+    c.learning_rate = static_cast<float>(trainingNumber(r, *oo, "optimizer.learning_rate", "mlp", w));
+    c.beta1 = static_cast<float>(trainingNumber(r, *oo, "optimizer.beta1", "mlp", w));
+    c.beta2 = static_cast<float>(trainingNumber(r, *oo, "optimizer.beta2", "mlp", w));
+    c.adam_epsilon = static_cast<float>(trainingNumber(r, *oo, "optimizer.epsilon", "mlp", w));
     // Checked here, at the key, as well as by TrainingConfig::validate.
     auto num = [](float v) { return Json(v).dump(); };
     if (r.ok() && !(c.learning_rate > 0))
@@ -145,6 +145,28 @@ void parseMlp(ConfigReader& r, const Json& o, const ConfigPath& where, const Tra
     if (const std::string v = c.validate(); !v.empty()) r.fail(where, v);
 }
 
+/// The MLP's entries of the training schema (training_schema.h).
+std::vector<TrainingParam> mlpSchema() {
+  using T = ParamType;
+  return {
+      trainingChoiceEntry("mlp", "block_gemm", choiceNames({BlockGemmPath::FakeQuant, BlockGemmPath::Core}),
+                          "fake_quant", kTrainingBlockGemmHelp),
+      trainingEntry("mlp", "epochs", T::Integer, "epochs", 1, 1000, "3", "Passes over the training images."),
+      trainingEntry("mlp", "batch_size", T::Integer, "images", 1, 60000, "128", "Images per optimizer step."),
+      trainingEntry("mlp", "eval_batch_size", T::Integer, "images", 1, 10000, "1000",
+                    "Images per forward pass of the test-set evaluation (no effect on the result)."),
+      trainingEntry("mlp", "train_limit", T::Integer, "images", 0, 60000, "0",
+                    "Train on the first N of the 60000 training images (0: all)."),
+      trainingEntry("mlp", "test_limit", T::Integer, "images", 0, 10000, "0",
+                    "Evaluate on the first N of the 10000 test images (0: all)."),
+      trainingEntry("mlp", "optimizer.learning_rate", T::Number, "", 0, 0, "0.001",
+                    "Adam's step size (Kingma & Ba 2015)."),
+      trainingEntry("mlp", "optimizer.beta1", T::Number, "", 0, 0, "0.9", "Adam's first-moment decay."),
+      trainingEntry("mlp", "optimizer.beta2", T::Number, "", 0, 0, "0.999", "Adam's second-moment decay."),
+      trainingEntry("mlp", "optimizer.epsilon", T::Number, "", 0, 0, "1e-08", "Adam's epsilon."),
+  };
+}
+
 } // namespace
 
 const TrainingModelKind& mlpModelKind() {
@@ -159,6 +181,7 @@ const TrainingModelKind& mlpModelKind() {
       {"dataset", "data_dir", "train_limit", "test_limit", "layers", "epochs", "eval_batch_size", "spike"},
       "the Fashion-MNIST MLP (a run without \"model\")",
       parseMlp,
+      mlpSchema,
       [](TrainingRunSpec& s) -> TrainingRunConfig& { return s.config; },
       [](const TrainingRunSpec& s) { return SiteTable::mlp(s.config.layer_sizes); },
       [](const TrainingRunSpec& s) { return int64_t(s.config.epochs) * stepsPerEpoch(s); },

@@ -60,25 +60,24 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
               {"kind", "d_model", "layers", "heads", "context", "ffn_hidden", "ffn", "norm", "norm_position",
                "tied_embeddings", "position_embedding"});
   TransformerConfig& m = lm.model;
-  m.d_model = trainingInteger(r, *mo, "model.d_model", TrainingModel::Lm, mw);
-  m.layers = trainingInteger(r, *mo, "model.layers", TrainingModel::Lm, mw);
-  m.heads = trainingInteger(r, *mo, "model.heads", TrainingModel::Lm, mw);
-  m.context = trainingInteger(r, *mo, "model.context", TrainingModel::Lm, mw);
-  m.ffn_hidden = trainingInteger(r, *mo, "model.ffn_hidden", TrainingModel::Lm, mw, 4 * m.d_model);
+  m.d_model = trainingInteger(r, *mo, "model.d_model", "transformer", mw);
+  m.layers = trainingInteger(r, *mo, "model.layers", "transformer", mw);
+  m.heads = trainingInteger(r, *mo, "model.heads", "transformer", mw);
+  m.context = trainingInteger(r, *mo, "model.context", "transformer", mw);
+  m.ffn_hidden = trainingInteger(r, *mo, "model.ffn_hidden", "transformer", mw, 4 * m.d_model);
   const auto is = [](std::initializer_list<const char*> names) {
     return [names](const std::string& v) {
       return std::any_of(names.begin(), names.end(), [&](const char* n) { return v == n; });
     };
   };
-  m.ffn = trainingChoice(r, *mo, "model.ffn", TrainingModel::Lm, mw, "FFN", is({"gelu", "swiglu"})) == "swiglu"
+  m.ffn = trainingChoice(r, *mo, "model.ffn", "transformer", mw, "FFN", is({"gelu", "swiglu"})) == "swiglu"
               ? FfnKind::Swiglu
               : FfnKind::Gelu;
-  m.norm =
-      trainingChoice(r, *mo, "model.norm", TrainingModel::Lm, mw, "norm", is({"layernorm", "rmsnorm"})) == "rmsnorm"
-          ? NormKind::RmsNorm
-          : NormKind::LayerNorm;
-  m.pre_norm = trainingChoice(r, *mo, "model.norm_position", TrainingModel::Lm, mw, "norm position",
-                              is({"pre", "post"})) != "post";
+  m.norm = trainingChoice(r, *mo, "model.norm", "transformer", mw, "norm", is({"layernorm", "rmsnorm"})) == "rmsnorm"
+               ? NormKind::RmsNorm
+               : NormKind::LayerNorm;
+  m.pre_norm =
+      trainingChoice(r, *mo, "model.norm_position", "transformer", mw, "norm position", is({"pre", "post"})) != "post";
   m.tied_embeddings = r.boolean(*mo, "tied_embeddings", mw, true);
   m.position_embedding = r.boolean(*mo, "position_embedding", mw, true);
   if (r.ok() && m.d_model % m.heads != 0)
@@ -119,10 +118,10 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
   static_cast<TrainingRunConfig&>(lm) = shared;
   if (!ConfigReader::has(o, "block_gemm")) lm.block_gemm = BlockGemmPath::Core;
   if (!ConfigReader::has(o, "diagnostics")) lm.diagnostics.map_every = 200;
-  lm.batch_size = int(trainingInteger(r, o, "batch_size", TrainingModel::Lm, where));
-  lm.steps = trainingInteger(r, o, "steps", TrainingModel::Lm, where);
+  lm.batch_size = int(trainingInteger(r, o, "batch_size", "transformer", where));
+  lm.steps = trainingInteger(r, o, "steps", "transformer", where);
   lm.softmax_scale = float(r.number(o, "softmax_scale", where, 256.0));
-  lm.sample_bytes = int(trainingInteger(r, o, "sample_bytes", TrainingModel::Lm, where));
+  lm.sample_bytes = int(trainingInteger(r, o, "sample_bytes", "transformer", where));
   lm.sample_temperature = r.number(o, "sample_temperature", where, 0.8);
   if (r.ok() && !(lm.sample_temperature >= 0 && lm.sample_temperature <= 10))
     r.fail(where.member("sample_temperature"), "must be in [0, 10] (0: greedy)");
@@ -130,18 +129,18 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
     const ConfigPath w = where.member("optimizer");
     OptimizerConfig& op = lm.optimizer;
     const std::string name =
-        trainingChoice(r, *oo, "optimizer.name", TrainingModel::Lm, w, "optimizer",
+        trainingChoice(r, *oo, "optimizer.name", "transformer", w, "optimizer",
                        [](const std::string& v) { return v == "adam" || v == "adamw" || v == "sgd"; });
     op.kind = name == "sgd" ? OptimizerKind::Sgd : OptimizerKind::Adam;
     op.learning_rate = float(r.number(*oo, "learning_rate", w, op.kind == OptimizerKind::Sgd ? 0.1 : 3e-3));
-    op.beta1 = float(trainingNumber(r, *oo, "optimizer.beta1", TrainingModel::Lm, w));
-    op.beta2 = float(trainingNumber(r, *oo, "optimizer.beta2", TrainingModel::Lm, w));
-    op.epsilon = float(trainingNumber(r, *oo, "optimizer.epsilon", TrainingModel::Lm, w));
-    op.momentum = float(trainingNumber(r, *oo, "optimizer.momentum", TrainingModel::Lm, w));
-    op.weight_decay = float(trainingNumber(r, *oo, "optimizer.weight_decay", TrainingModel::Lm, w));
-    lm.warmup_steps = trainingInteger(r, *oo, "optimizer.warmup_steps", TrainingModel::Lm, w);
-    lm.min_lr_ratio = trainingNumber(r, *oo, "optimizer.min_lr_ratio", TrainingModel::Lm, w);
-    lm.clip_norm = trainingNumber(r, *oo, "optimizer.clip_norm", TrainingModel::Lm, w);
+    op.beta1 = float(trainingNumber(r, *oo, "optimizer.beta1", "transformer", w));
+    op.beta2 = float(trainingNumber(r, *oo, "optimizer.beta2", "transformer", w));
+    op.epsilon = float(trainingNumber(r, *oo, "optimizer.epsilon", "transformer", w));
+    op.momentum = float(trainingNumber(r, *oo, "optimizer.momentum", "transformer", w));
+    op.weight_decay = float(trainingNumber(r, *oo, "optimizer.weight_decay", "transformer", w));
+    lm.warmup_steps = trainingInteger(r, *oo, "optimizer.warmup_steps", "transformer", w);
+    lm.min_lr_ratio = trainingNumber(r, *oo, "optimizer.min_lr_ratio", "transformer", w);
+    lm.clip_norm = trainingNumber(r, *oo, "optimizer.clip_norm", "transformer", w);
     if (r.ok() && !(op.learning_rate > 0)) r.fail(w.member("learning_rate"), "must be a positive number");
     if (r.ok() && !(op.beta1 >= 0 && op.beta1 < 1)) r.fail(w.member("beta1"), "must be in [0, 1)");
     if (r.ok() && !(op.beta2 >= 0 && op.beta2 < 1)) r.fail(w.member("beta2"), "must be in [0, 1)");
@@ -158,20 +157,75 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
   if (const Json* ev = r.object(o, "eval", where)) {
     const ConfigPath w = where.member("eval");
     r.checkKeys(*ev, w, {"every", "batches"});
-    lm.eval_every = int(trainingInteger(r, *ev, "eval.every", TrainingModel::Lm, w));
-    lm.eval_batches = int(trainingInteger(r, *ev, "eval.batches", TrainingModel::Lm, w));
+    lm.eval_every = int(trainingInteger(r, *ev, "eval.every", "transformer", w));
+    lm.eval_batches = int(trainingInteger(r, *ev, "eval.batches", "transformer", w));
   }
   if (const Json* pv = r.object(o, "probes", where)) {
     const ConfigPath w = where.member("probes");
     r.checkKeys(*pv, w, {"every", "massive_threshold", "massive_ratio", "attention_every"});
-    lm.probes.every = int(trainingInteger(r, *pv, "probes.every", TrainingModel::Lm, w));
+    lm.probes.every = int(trainingInteger(r, *pv, "probes.every", "transformer", w));
     lm.probes.massive_threshold = r.number(*pv, "massive_threshold", w, 20.0);
     lm.probes.massive_ratio = r.number(*pv, "massive_ratio", w, 1000.0);
-    lm.probes.attention_every = int(trainingInteger(r, *pv, "probes.attention_every", TrainingModel::Lm, w));
+    lm.probes.attention_every = int(trainingInteger(r, *pv, "probes.attention_every", "transformer", w));
   }
   if (r.ok())
     if (const std::string v = lm.validate(); !v.empty()) r.fail(where, v);
   s.lm = std::move(lm);
+}
+
+/// The language model's entries of the training schema (training_schema.h).
+std::vector<TrainingParam> transformerSchema() {
+  using T = ParamType;
+  constexpr double k2p30 = double(int64_t(1) << 30);
+  return {
+      trainingChoiceEntry("transformer", "block_gemm", choiceNames({BlockGemmPath::FakeQuant, BlockGemmPath::Core}),
+                          "core", kTrainingBlockGemmHelp),
+      trainingEntry("transformer", "model.d_model", T::Integer, "", 1, 4096, "64",
+                    "Width of the residual stream (C); a multiple of the heads (GPT-2's n_embd)."),
+      trainingEntry("transformer", "model.layers", T::Integer, "blocks", 1, 64, "2",
+                    "Transformer blocks (L; GPT-2's n_layer)."),
+      trainingEntry("transformer", "model.heads", T::Integer, "heads", 1, 256, "4",
+                    "Attention heads per block (H; d_model / H per head; GPT-2's n_head)."),
+      trainingEntry("transformer", "model.context", T::Integer, "bytes", 2, 4096, "64",
+                    "Context length (T), the longest sequence the model reads (GPT-2's block_size)."),
+      trainingEntry("transformer", "model.ffn_hidden", T::Integer, "", 1, 16384, "",
+                    "Width of the FFN's hidden layer (F); default 4·d_model, GPT-2's."),
+      trainingChoiceEntry("transformer", "model.ffn", choiceNames({FfnKind::Gelu, FfnKind::Swiglu}), "gelu",
+                          "The FFN: GELU (GPT-2: up, down) or SwiGLU (Shazeer 2020, LLaMA: up, gate, down)."),
+      trainingChoiceEntry("transformer", "model.norm", choiceNames({NormKind::LayerNorm, NormKind::RmsNorm}),
+                          "layernorm", "The norms: LayerNorm (GPT-2) or RMSNorm (Zhang & Sennrich 2019, LLaMA)."),
+      trainingChoiceEntry(
+          "transformer", "model.norm_position", {"pre", "post"}, "pre",
+          "pre: norm before attention and FFN (GPT-2); post: after the residual add (the original Transformer)."),
+      trainingEntry("transformer", "batch_size", T::Integer, "sequences", 1, 4096, "16",
+                    "Sequences per optimizer step."),
+      trainingEntry("transformer", "steps", T::Integer, "steps", 1, 10000000, "600", "Optimizer steps."),
+      trainingEntry("transformer", "sample_bytes", T::Integer, "bytes", 0, 100000, "240",
+                    "Bytes of text sampled from the trained model at the end (0: none)."),
+      trainingChoiceEntry(
+          "transformer", "optimizer.name", choiceNames({OptimizerKind::Adam, OptimizerKind::Sgd}), "adam",
+          "Adam (Kingma & Ba 2015; with weight_decay: AdamW; also \"adamw\") or SGD with momentum (PyTorch's)."),
+      trainingEntry("transformer", "optimizer.warmup_steps", T::Integer, "steps", 0, k2p30, "50",
+                    "Linear learning-rate warm-up, then cosine decay to min_lr_ratio (nanoGPT's schedule)."),
+      trainingEntry("transformer", "optimizer.beta1", T::Number, "", 0, 0, "0.9", "Adam's first-moment decay."),
+      trainingEntry("transformer", "optimizer.beta2", T::Number, "", 0, 0, "0.99", "Adam's second-moment decay."),
+      trainingEntry("transformer", "optimizer.epsilon", T::Number, "", 0, 0, "1e-08", "Adam's epsilon."),
+      trainingEntry("transformer", "optimizer.momentum", T::Number, "", 0, 0, "0.9", "SGD's momentum."),
+      trainingEntry("transformer", "optimizer.weight_decay", T::Number, "", 0, 0, "0",
+                    "Decoupled weight decay (AdamW, Loshchilov & Hutter 2019)."),
+      trainingEntry("transformer", "optimizer.min_lr_ratio", T::Number, "", 0, 0, "0.1",
+                    "The cosine decay's floor, as a fraction of the learning rate."),
+      trainingEntry("transformer", "optimizer.clip_norm", T::Number, "", 0, 0, "1",
+                    "Global gradient-norm clipping (0: none; nanoGPT's grad_clip)."),
+      trainingEntry("transformer", "eval.every", T::Integer, "steps", 1, k2p30, "100",
+                    "Steps between validation-loss evaluations."),
+      trainingEntry("transformer", "eval.batches", T::Integer, "batches", 1, 10000, "8",
+                    "Validation batches per evaluation."),
+      trainingEntry("transformer", "probes.every", T::Integer, "steps", 0, k2p30, "25",
+                    "Steps between the outlier, sink and error probes (0: none; docs/training.md \"Probes\")."),
+      trainingEntry("transformer", "probes.attention_every", T::Integer, "steps", 0, k2p30, "100",
+                    "Steps between attention-probability snapshots (0: none)."),
+  };
 }
 
 } // namespace
@@ -189,6 +243,7 @@ const TrainingModelKind& transformerModelKind() {
       {"data", "steps", "eval", "probes", "softmax_scale", "sample_bytes", "sample_temperature"},
       "the language model (a run with \"model\": {\"kind\": \"transformer\"})",
       parseLanguageModel,
+      transformerSchema,
       [](TrainingRunSpec& s) -> TrainingRunConfig& { return *s.lm; },
       [](const TrainingRunSpec& s) { return s.lm->model.sites(); },
       [](const TrainingRunSpec& s) { return s.lm->steps; },

@@ -344,16 +344,16 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
   std::string why;
   if (!isValidRunId(s.id, &why)) r.fail(where.member("id"), why);
   c.label = r.string(o, "label", where, s.id);
-  c.precision = trainingChoice(r, o, "precision", TrainingModel::Any, where, "precision",
+  c.precision = trainingChoice(r, o, "precision", "", where, "precision",
                                [](const std::string& v) { return v == "fp8" || v == "fp32"; }) == "fp32"
                     ? TrainingPrecision::FP32
                     : TrainingPrecision::FP8;
   if (const Json* so = r.object(o, "scaling", where)) {
     const ConfigPath w = where.member("scaling");
     r.checkKeys(*so, w, {"strategy", "history_len", "amax_compute_algo", "margin", "power_of_two", "saturate"});
-    const std::string strat =
-        trainingChoice(r, *so, "scaling.strategy", TrainingModel::Any, w, "strategy",
-                       [&](const std::string& v) { return parseTrainingScalingKind(v, &c.scaling.kind); });
+    const std::string strat = trainingChoice(r, *so, "scaling.strategy", "", w, "strategy", [&](const std::string& v) {
+      return parseTrainingScalingKind(v, &c.scaling.kind);
+    });
     const ParamSpec& hl = param("history_len", ParamScope::None);
     c.scaling.history_len = static_cast<int>(r.integer(*so, "history_len", w, 1024, int64_t(hl.min), int64_t(hl.max)));
     const std::string algo = r.string(*so, "amax_compute_algo", w, "max");
@@ -388,14 +388,14 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
   if (ConfigReader::has(o, "recipe")) readRecipe(r, o, where, c);
   c.forward_format = r.format(o, "forward_format", where, c.forward_format);
   c.backward_format = r.format(o, "backward_format", where, c.backward_format);
-  c.threads = static_cast<int>(trainingInteger(r, o, "threads", TrainingModel::Mlp, where));
+  c.threads = static_cast<int>(trainingInteger(r, o, "threads", "mlp", where));
   c.seed = r.seed(o, "seed", where, c.seed);
   c.record_history = r.boolean(o, "record_history", where, true);
   c.forward_gemm = readGemm(r, o, "forward_gemm", where, c.forward_gemm);
   c.backward_gemm = readGemm(r, o, "backward_gemm", where, c.backward_gemm);
   c.forward_gemm.threads = c.backward_gemm.threads = c.threads;
   if (ConfigReader::has(o, "on_nonfinite")) {
-    (void)trainingChoice(r, o, "on_nonfinite", TrainingModel::Any, where, "value",
+    (void)trainingChoice(r, o, "on_nonfinite", "", where, "value",
                          [&](const std::string& v) { return parseNonFinitePolicy(v, &c.on_nonfinite); });
   }
   if (const Json* dg = r.object(o, "diagnostics", where)) {
@@ -429,7 +429,7 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
   }
   c.policy = readPolicy(r, o, where);
   if (ConfigReader::has(o, "block_gemm"))
-    (void)trainingChoice(r, o, "block_gemm", TrainingModel::Mlp, where, "value", [&](const std::string& v) {
+    (void)trainingChoice(r, o, "block_gemm", "mlp", where, "value", [&](const std::string& v) {
       const auto p = parseBlockGemmPath(v);
       if (p) c.block_gemm = *p;
       return p.has_value();

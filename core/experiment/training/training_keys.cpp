@@ -16,17 +16,18 @@ std::string schemaLeaf(std::string_view key) {
   return std::string(dot == std::string_view::npos ? key : key.substr(dot + 1));
 }
 
-int64_t trainingInteger(ConfigReader& r, const Json& o, std::string_view key, TrainingModel model, const ConfigPath& at,
-                        std::optional<int64_t> def) {
+int64_t trainingInteger(ConfigReader& r, const Json& o, std::string_view key, std::string_view model,
+                        const ConfigPath& at, std::optional<int64_t> def) {
   const ParamSpec& p = trainingParam(key, model);
   return r.integer(o, schemaLeaf(key), at, def ? *def : std::stoll(p.def), int64_t(p.min), int64_t(p.max));
 }
-double trainingNumber(ConfigReader& r, const Json& o, std::string_view key, TrainingModel model, const ConfigPath& at) {
+double trainingNumber(ConfigReader& r, const Json& o, std::string_view key, std::string_view model,
+                      const ConfigPath& at) {
   const ParamSpec& p = trainingParam(key, model);
   return r.number(o, schemaLeaf(key), at, std::stod(p.def));
 }
 
-std::string trainingChoice(ConfigReader& r, const Json& o, std::string_view key, TrainingModel model,
+std::string trainingChoice(ConfigReader& r, const Json& o, std::string_view key, std::string_view model,
                            const ConfigPath& at, const char* noun,
                            const std::function<bool(const std::string&)>& accepts) {
   const ParamSpec& p = trainingParam(key, model);

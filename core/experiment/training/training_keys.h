@@ -24,16 +24,17 @@ std::string schemaLeaf(std::string_view key);
 
 /// A training integer key of `o` (the last part of `key`, a training schema path) in the range of
 /// its schema entry, with the entry's default unless `def` is given.
-int64_t trainingInteger(ConfigReader& r, const Json& o, std::string_view key, TrainingModel model, const ConfigPath& at,
-                        std::optional<int64_t> def = std::nullopt);
+int64_t trainingInteger(ConfigReader& r, const Json& o, std::string_view key, std::string_view model,
+                        const ConfigPath& at, std::optional<int64_t> def = std::nullopt);
 
 /// A training number key of `o` with its schema entry's default.
-double trainingNumber(ConfigReader& r, const Json& o, std::string_view key, TrainingModel model, const ConfigPath& at);
+double trainingNumber(ConfigReader& r, const Json& o, std::string_view key, std::string_view model,
+                      const ConfigPath& at);
 
 /// A training choice key of `o` (lowercased), its schema entry's default when absent; a value
 /// `accepts` refuses (the core parser of the key, which also takes its aliases) fails naming the
 /// schema's choices: "unknown <noun> 'v' (a, b)".
-std::string trainingChoice(ConfigReader& r, const Json& o, std::string_view key, TrainingModel model,
+std::string trainingChoice(ConfigReader& r, const Json& o, std::string_view key, std::string_view model,
                            const ConfigPath& at, const char* noun,
                            const std::function<bool(const std::string&)>& accepts);
 

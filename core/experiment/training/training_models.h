@@ -8,6 +8,7 @@
 #pragma once
 
 #include "experiment/config_reader.h"
+#include "experiment/training/training_schema.h"
 #include "json/json_document.h"
 #include "common/progress.h"
 #include "session/session.h"
@@ -52,6 +53,9 @@ struct TrainingModelKind {
   /// the model's own validation comes last.
   void (*parse)(ConfigReader& r, const Json& o, const ConfigPath& where, const TrainingRunConfig& shared,
                 TrainingRunSpec& spec);
+  /// The kind's entries of the training schema (training_schema.h; `model` is `kind`): the
+  /// range, default, unit and help of each key it reads.
+  std::vector<TrainingParam> (*schema)();
   /// The shared run settings of a spec of this kind (the base of the model's config).
   TrainingRunConfig& (*run)(TrainingRunSpec& spec);
   /// The model's sites, in recording order.

@@ -35,6 +35,21 @@ private Q_SLOTS:
     TrainingRunSpec bad;
     bad.model_kind = "rnn";
     QVERIFY_THROWS_EXCEPTION(std::logic_error, bad.kind());
+    // Each kind brings its own rows of the training schema, and the schema holds them after the
+    // shared settings; a key of the other kind only is not the kind's.
+    size_t rows = 0;
+    for (const TrainingModelKind* k : trainingModelKinds())
+      for (const TrainingParam& p : k->schema()) {
+        QCOMPARE(p.model, k->kind);
+        ++rows;
+      }
+    size_t shared = 0;
+    for (const TrainingParam& p : trainingSchema()) shared += p.model.empty() ? 1 : 0;
+    QCOMPARE(trainingSchema().size(), shared + rows);
+    QCOMPARE(trainingParam("steps", "transformer").def, std::string("600"));
+    QCOMPARE(trainingParam("block_gemm", "mlp").def, std::string("fake_quant"));
+    QCOMPARE(trainingParam("block_gemm", "transformer").def, std::string("core"));
+    QVERIFY_THROWS_EXCEPTION(std::logic_error, trainingParam("steps", "mlp"));
   }
 
   void mlp() {
