@@ -87,11 +87,14 @@ struct Pipeline {
   std::condition_variable wake;
   std::mutex wake_m;
   bool cancel_all = false;
+  /// Stops every job at its next step and waits for it.
   void joinAll() {
     stop = true;
     for (auto& j : jobs)
       if (j->thread.joinable()) j->thread.join();
   }
+  /// A hook that throws leaves with the jobs stopped and joined, not with a running thread.
+  ~Pipeline() { joinAll(); }
 };
 
 /// One runTrainingExperiment call: the spec's training runs in the config's order, then the GEMMs

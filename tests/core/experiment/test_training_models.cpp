@@ -162,6 +162,38 @@ private Q_SLOTS:
     QVERIFY2(err.find(path + ".absent") != std::string::npos, err.c_str());
   }
 
+  // A hook that throws while a run trains on its thread leaves runTrainingExperiment with that
+  // exception, after the run was stopped and its thread joined (a joinable std::thread destroyed
+  // would end the process).
+  void aThrowingHookStopsTheRun() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath(QStringLiteral("text.txt")).toStdString();
+    {
+      std::ofstream f(path, std::ios::binary);
+      for (int i = 0; i < 100; ++i) f << "the quick brown fox jumps over lazy dog\n";
+    }
+    Json cfg = Json::parse(R"({"type": "training", "model": {"kind": "transformer", "d_model": 16, "layers": 1,
+        "heads": 2, "context": 8}, "steps": 100000, "precision": "fp32", "sample_bytes": 0})");
+    cfg["data"] = Json{{"text", path}};
+    std::string err;
+    const auto spec = parseTrainingExperiment(cfg, &err);
+    QVERIFY2(spec, err.c_str());
+    TrainingHooks hooks;
+    int calls = 0;
+    hooks.progress = [&](double, double, const std::string&) -> bool {
+      if (++calls == 3) throw std::runtime_error("hook failed");
+      return true;
+    };
+    bool thrown = false;
+    try {
+      runTrainingExperiment(*spec, {}, hooks);
+    } catch (const std::runtime_error& e) {
+      thrown = std::string(e.what()) == "hook failed";
+    }
+    QVERIFY(thrown);
+    QCOMPARE(calls, 3);
+  }
+
   // The GEMM on trained weights multiplies an MLP's Linear layers: a run of a kind without
   // trained Linears to give (weight_gemm false) is refused where the config names it.
   void weightGemmTakesMlpRuns() {
