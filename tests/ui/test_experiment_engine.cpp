@@ -245,6 +245,19 @@ private Q_SLOTS:
     QCOMPARE(request.spec->runs.size(), size_t(1));
     QCOMPARE(request.spec->runs.front().configJson(), got.toStdString());
     QVERIFY(request.spec->runs.front().run().recipe.recipe == fp8lab::TrainingRecipe::TeMxfp8);
+
+    // Run on the Training tab emits that request, with the tab's run id.
+    TrainingRequest emitted;
+    QString emitted_id;
+    connect(&panel, &ExperimentPanel::trainingRunRequested, this, [&](const TrainingRequest& r, const QString& id) {
+      emitted = r;
+      emitted_id = id;
+    });
+    panel.requestRun();
+    QVERIFY(emitted.ok());
+    QCOMPARE(emitted.config_json, got);
+    QCOMPARE(emitted_id, QStringLiteral("mx"));
+    QCOMPARE(emitted.spec->runs.front().id, std::string("mx"));
   }
 
   // A config the runner cannot take gives an empty request that says why, and nothing runs.
