@@ -48,12 +48,12 @@ private Q_SLOTS:
   void runStartLineCountsEpochs() {
     fp8lab::TrainingRunSpec one;
     one.id = "fp32-baseline";
-    one.config.precision = fp8lab::TrainingPrecision::FP32;
-    one.config.batch_size = 128;
-    one.config.epochs = 1;
+    fp8lab::mlpRun(one).config.precision = fp8lab::TrainingPrecision::FP32;
+    fp8lab::mlpRun(one).config.batch_size = 128;
+    fp8lab::mlpRun(one).config.epochs = 1;
     QCOMPARE(QString::fromStdString(fp8lab::trainingRunStartLine("[1/2] fp32-baseline", one, 16, 2048)),
              QStringLiteral("[1/2] fp32-baseline: FP32 baseline, 1 epoch of 16 steps (batch 128, 2048 images)"));
-    one.config.epochs = 3;
+    fp8lab::mlpRun(one).config.epochs = 3;
     QCOMPARE(QString::fromStdString(fp8lab::trainingRunStartLine("[1/2] fp32-baseline", one, 469, 60000)),
              QStringLiteral("[1/2] fp32-baseline: FP32 baseline, 3 epochs of 469 steps (batch 128, 60000 images)"));
   }

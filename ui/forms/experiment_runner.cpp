@@ -184,14 +184,15 @@ QJsonObject trainingPanelFromCanonical(const QByteArray& json, QString* why) {
     c[QStringLiteral("backward_format")] = QString::fromStdString(t.backward_format->name());
   }
   const Json want = Json::parse(run.configJson());
-  if (run.lm) {
+  const bool lm = run.model_kind == transformerModelKind().kind;
+  if (lm) {
     // The language model: its batch, seed and steps, the model's knobs and the policy as the
     // canonical config states them (the tab's fields read them back; the check below refuses a
     // config whose other keys differ from the defaults).
-    const LmTrainingConfig& lm = *run.lm;
-    c[QStringLiteral("batch_size")] = lm.batch_size;
-    c[QStringLiteral("seed")] = double(lm.seed);
-    c[QStringLiteral("steps")] = double(lm.steps);
+    const LmTrainingConfig& lmc = lmRun(run);
+    c[QStringLiteral("batch_size")] = lmc.batch_size;
+    c[QStringLiteral("seed")] = double(lmc.seed);
+    c[QStringLiteral("steps")] = double(lmc.steps);
     // The model's knobs the tab has fields for; another key (untied embeddings) fails the check.
     if (want.contains("model")) {
       const QJsonObject m = fromJson(want["model"]).toObject();
@@ -202,17 +203,18 @@ QJsonObject trainingPanelFromCanonical(const QByteArray& json, QString* why) {
       c[QStringLiteral("model")] = shown;
     }
   } else {
-    c[QStringLiteral("epochs")] = run.config.epochs;
-    c[QStringLiteral("batch_size")] = run.config.batch_size;
+    const MlpRunConfig& m = mlpRun(run);
+    c[QStringLiteral("epochs")] = m.config.epochs;
+    c[QStringLiteral("batch_size")] = m.config.batch_size;
     c[QStringLiteral("seed")] = double(t.seed);
-    c[QStringLiteral("train_limit")] = double(run.train_limit);
-    c[QStringLiteral("test_limit")] = double(run.test_limit);
+    c[QStringLiteral("train_limit")] = double(m.train_limit);
+    c[QStringLiteral("test_limit")] = double(m.test_limit);
   }
   // A policy the tab's presets produce (TrainingModelForm); another one has no field.
   if (want.contains("policy")) {
     const QJsonArray rules = fromJson(want["policy"]).toArray();
-    const int blocks = run.lm ? int(run.lm->model.layers) : 0;
-    const auto preset = policyPresetOf(rules, bool(run.lm), blocks);
+    const int blocks = lm ? int(lmRun(run).model.layers) : 0;
+    const auto preset = policyPresetOf(rules, lm, blocks);
     if (!preset)
       return no(QObject::tr("the Training tab's policy presets do not produce this config's \"policy\"; run it with "
                             "fp8lab-cli run"));

@@ -1,5 +1,6 @@
 // FP8 Lab — the Fashion-MNIST MLP as a training model kind (training_models.h): the run without
 // "model" in its config (training/trainer.h, training/mlp.h).
+#include "experiment/training/model_mlp.h"
 #include "experiment/training/training_config.h"
 #include "experiment/training/training_experiment.h"
 #include "experiment/training/training_job.h"
@@ -20,11 +21,11 @@ namespace {
 constexpr int64_t kTrainImages = 60000; // Fashion-MNIST's training split
 
 int64_t images(const TrainingRunSpec& s) {
-  return s.train_limit > 0 ? std::min(s.train_limit, kTrainImages) : kTrainImages;
+  return mlpRun(s).train_limit > 0 ? std::min(mlpRun(s).train_limit, kTrainImages) : kTrainImages;
 }
 
 int64_t stepsPerEpoch(const TrainingRunSpec& s) {
-  const int64_t batch = std::max(1, s.config.batch_size);
+  const int64_t batch = std::max(1, mlpRun(s).config.batch_size);
   return (images(s) + batch - 1) / batch;
 }
 
@@ -33,14 +34,14 @@ int64_t stepsPerEpoch(const TrainingRunSpec& s) {
 class MlpJob final : public TrainingJob {
 public:
   MlpJob(TrainingRunSpec spec, const FashionMnist& fm)
-      : spec_(std::move(spec)), fm_(fm), train_(fm.train.head(spec_.train_limit)),
-        test_(fm.test.head(spec_.test_limit)) {}
+      : spec_(std::move(spec)), fm_(fm), train_(fm.train.head(mlpRun(spec_).train_limit)),
+        test_(fm.test.head(mlpRun(spec_).test_limit)) {}
   int64_t stepsPerEpoch() const override {
-    return (train_.count + spec_.config.batch_size - 1) / spec_.config.batch_size;
+    return (train_.count + mlpRun(spec_).config.batch_size - 1) / mlpRun(spec_).config.batch_size;
   }
   int64_t items() const override { return train_.count; }
-  int64_t steps() const override { return stepsPerEpoch() * spec_.config.epochs; }
-  void build(GemmBackend* backend) override { run_.emplace(spec_.config, train_, test_, backend); }
+  int64_t steps() const override { return stepsPerEpoch() * mlpRun(spec_).config.epochs; }
+  void build(GemmBackend* backend) override { run_.emplace(mlpRun(spec_).config, train_, test_, backend); }
   void run(const ProgressFn& progress) override { run_->run(progress); }
   int64_t stepsDone() const override { return run_->result().steps_done; }
   size_t epochsDone() const override { return run_->result().epochs.size(); }
@@ -51,7 +52,7 @@ public:
   TrainingRunOutcome outcome(const Run& stored, bool cancelled) const override {
     const TrainingResult& res = run_->result();
     TrainingRunOutcome o = trainingOutcome(stored, res, cancelled);
-    o.steps_total = res.steps_per_epoch * spec_.config.epochs;
+    o.steps_total = res.steps_per_epoch * mlpRun(spec_).config.epochs;
     for (const auto& e : res.epochs) o.test_accuracy.push_back(e.test_accuracy);
     if (!res.epochs.empty()) {
       double sum = 0;
@@ -74,13 +75,13 @@ private:
 /// The MLP's members of a run object (the kind's `parse`, training_models.h).
 void parseMlp(ConfigReader& r, const Json& o, const ConfigPath& where, const TrainingRunConfig& shared,
               TrainingRunSpec& s) {
-  TrainingConfig& c = s.config;
+  TrainingConfig& c = mlpRun(s).config;
   static_cast<TrainingRunConfig&>(c) = shared;
   if (ConfigReader::has(o, "dataset") && lowerName(r.string(o, "dataset", where, {})) != "fashion-mnist")
     r.fail(where.member("dataset"), "only \"fashion-mnist\" is supported");
-  s.data_dir = r.string(o, "data_dir", where, {});
-  s.train_limit = trainingInteger(r, o, "train_limit", "mlp", where);
-  s.test_limit = trainingInteger(r, o, "test_limit", "mlp", where);
+  mlpRun(s).data_dir = r.string(o, "data_dir", where, {});
+  mlpRun(s).train_limit = trainingInteger(r, o, "train_limit", "mlp", where);
+  mlpRun(s).test_limit = trainingInteger(r, o, "test_limit", "mlp", where);
   if (ConfigReader::has(o, "layers")) {
     const Json& lv = o["layers"];
     const ConfigPath w = where.member("layers");
@@ -169,6 +170,14 @@ std::vector<TrainingParam> mlpSchema() {
 
 } // namespace
 
+MlpRunConfig& mlpRun(TrainingRunSpec& spec) {
+  return spec.modelConfig<MlpRunConfig>();
+}
+
+const MlpRunConfig& mlpRun(const TrainingRunSpec& spec) {
+  return spec.modelConfig<MlpRunConfig>();
+}
+
 const TrainingModelKind& mlpModelKind() {
   static const TrainingModelKind k{
       "mlp",
@@ -181,21 +190,23 @@ const TrainingModelKind& mlpModelKind() {
       {"dataset", "data_dir", "train_limit", "test_limit", "layers", "epochs", "eval_batch_size", "spike"},
       "the Fashion-MNIST MLP (a run without \"model\")",
       parseMlp,
+      [](TrainingRunSpec& s, const std::string& dir) { mlpRun(s).data_dir = dir; },
       mlpSchema,
-      [](TrainingRunSpec& s) -> TrainingRunConfig& { return s.config; },
-      [](const TrainingRunSpec& s) { return SiteTable::mlp(s.config.layer_sizes); },
-      [](const TrainingRunSpec& s) { return int64_t(s.config.epochs) * stepsPerEpoch(s); },
-      [](const TrainingRunSpec& s) { return kTrainImages / std::max(1, s.config.batch_size); },
+      [](TrainingRunSpec& s) -> TrainingRunConfig& { return mlpRun(s).config; },
+      [](const TrainingRunSpec& s) { return SiteTable::mlp(mlpRun(s).config.layer_sizes); },
+      [](const TrainingRunSpec& s) { return int64_t(mlpRun(s).config.epochs) * stepsPerEpoch(s); },
+      [](const TrainingRunSpec& s) { return kTrainImages / std::max(1, mlpRun(s).config.batch_size); },
       [](TrainingRunSpec& s, int64_t steps) {
-        s.config.epochs = 1;
-        s.train_limit = std::min<int64_t>(kTrainImages, steps * s.config.batch_size);
-        if (s.test_limit == 0) s.test_limit = 2000;
+        mlpRun(s).config.epochs = 1;
+        mlpRun(s).train_limit = std::min<int64_t>(kTrainImages, steps * mlpRun(s).config.batch_size);
+        if (mlpRun(s).test_limit == 0) mlpRun(s).test_limit = 2000;
       },
       [](const TrainingRunSpec& s) {
-        return trainingConfigJson(s.config, s.id, s.train_limit, s.test_limit, s.data_dir);
+        return trainingConfigJson(mlpRun(s).config, s.id, mlpRun(s).train_limit, mlpRun(s).test_limit,
+                                  mlpRun(s).data_dir);
       },
       [](const std::string& label, const TrainingRunSpec& s, int64_t steps_per_epoch, int64_t images) {
-        const TrainingConfig& c = s.config;
+        const TrainingConfig& c = mlpRun(s).config;
         char t[512];
         std::snprintf(t, sizeof t, "%s: %s, %lld %s of %lld steps (batch %lld, %lld images)", label.c_str(),
                       c.fp8() ? c.scalingName().c_str() : "FP32 baseline", static_cast<long long>(c.epochs),
@@ -215,8 +226,8 @@ const TrainingModelKind& mlpModelKind() {
       },
       [](const TrainingRunSpec& s, TrainingDataCache& data, std::string* error) -> std::unique_ptr<TrainingJob> {
         try {
-          const FashionMnist& fm =
-              data.get<FashionMnist>("fashion-mnist:" + s.data_dir, [&] { return loadFashionMnist(s.data_dir); });
+          const FashionMnist& fm = data.get<FashionMnist>("fashion-mnist:" + mlpRun(s).data_dir,
+                                                          [&] { return loadFashionMnist(mlpRun(s).data_dir); });
           return std::make_unique<MlpJob>(s, fm);
         } catch (const DatasetMissingError& e) {
           *error = e.what();

@@ -1,6 +1,7 @@
 // FP8 Lab — the byte-level transformer language model as a training model kind
 // (training_models.h): a run with "model": {"kind": "transformer", ...} (training/lm_trainer.h,
 // training/transformer.h).
+#include "experiment/training/model_transformer.h"
 #include "experiment/training/training_config.h"
 #include "experiment/training/training_experiment.h"
 #include "experiment/training/training_job.h"
@@ -23,10 +24,10 @@ namespace {
 class LmJob final : public TrainingJob {
 public:
   LmJob(TrainingRunSpec spec, const TextCorpus& corpus) : spec_(std::move(spec)), corpus_(corpus) {}
-  int64_t stepsPerEpoch() const override { return spec_.lm->steps; }
+  int64_t stepsPerEpoch() const override { return lmRun(spec_).steps; }
   int64_t items() const override { return int64_t(corpus_.train.size()); }
-  int64_t steps() const override { return spec_.lm->steps; }
-  void build(GemmBackend* backend) override { run_.emplace(*spec_.lm, corpus_, backend); }
+  int64_t steps() const override { return lmRun(spec_).steps; }
+  void build(GemmBackend* backend) override { run_.emplace(lmRun(spec_), corpus_, backend); }
   void run(const ProgressFn& progress) override { run_->run(progress); }
   int64_t stepsDone() const override { return run_->result().steps_done; }
   Run session(const std::string& run_id, const std::string& config_json) const override {
@@ -35,7 +36,7 @@ public:
   TrainingRunOutcome outcome(const Run& stored, bool cancelled) const override {
     const LmTrainingResult& res = run_->result();
     TrainingRunOutcome o = trainingOutcome(stored, res, cancelled);
-    o.steps_total = spec_.lm->steps;
+    o.steps_total = lmRun(spec_).steps;
     o.val_loss = res.val_loss;
     o.unigram_bits = res.unigram_bits;
     o.sample = res.sample;
@@ -52,6 +53,7 @@ private:
 /// The language model's members of a run object (the kind's `parse`, training_models.h).
 void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where, const TrainingRunConfig& shared,
                         TrainingRunSpec& s) {
+  s.model = LmTrainingConfig{};
   LmTrainingConfig lm;
   const ConfigPath mw = where.member("model");
   const Json* mo = r.object(o, "model", where);
@@ -170,7 +172,7 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
   }
   if (r.ok())
     if (const std::string v = lm.validate(); !v.empty()) r.fail(where, v);
-  s.lm = std::move(lm);
+  s.model = std::move(lm);
 }
 
 /// The language model's entries of the training schema (training_schema.h).
@@ -230,6 +232,14 @@ std::vector<TrainingParam> transformerSchema() {
 
 } // namespace
 
+LmTrainingConfig& lmRun(TrainingRunSpec& spec) {
+  return spec.modelConfig<LmTrainingConfig>();
+}
+
+const LmTrainingConfig& lmRun(const TrainingRunSpec& spec) {
+  return spec.modelConfig<LmTrainingConfig>();
+}
+
 const TrainingModelKind& transformerModelKind() {
   static const TrainingModelKind k{
       "transformer",
@@ -243,20 +253,21 @@ const TrainingModelKind& transformerModelKind() {
       {"data", "steps", "eval", "probes", "softmax_scale", "sample_bytes", "sample_temperature"},
       "the language model (a run with \"model\": {\"kind\": \"transformer\"})",
       parseLanguageModel,
+      nullptr,
       transformerSchema,
-      [](TrainingRunSpec& s) -> TrainingRunConfig& { return *s.lm; },
-      [](const TrainingRunSpec& s) { return s.lm->model.sites(); },
-      [](const TrainingRunSpec& s) { return s.lm->steps; },
-      [](const TrainingRunSpec& s) { return s.lm->steps; },
+      [](TrainingRunSpec& s) -> TrainingRunConfig& { return lmRun(s); },
+      [](const TrainingRunSpec& s) { return lmRun(s).model.sites(); },
+      [](const TrainingRunSpec& s) { return lmRun(s).steps; },
+      [](const TrainingRunSpec& s) { return lmRun(s).steps; },
       [](TrainingRunSpec& s, int64_t steps) {
-        s.lm->steps = steps;
-        s.lm->eval_every = int(std::max<int64_t>(steps, 1));
-        s.lm->sample_bytes = 0;
-        s.lm->probes.attention_every = 0;
+        lmRun(s).steps = steps;
+        lmRun(s).eval_every = int(std::max<int64_t>(steps, 1));
+        lmRun(s).sample_bytes = 0;
+        lmRun(s).probes.attention_every = 0;
       },
-      [](const TrainingRunSpec& s) { return lmConfigJson(*s.lm, s.id); },
+      [](const TrainingRunSpec& s) { return lmConfigJson(lmRun(s), s.id); },
       [](const std::string& label, const TrainingRunSpec& s, int64_t steps, int64_t bytes) {
-        const LmTrainingConfig& lm = *s.lm;
+        const LmTrainingConfig& lm = lmRun(s);
         using ll = long long;
         char t[640];
         std::snprintf(t, sizeof t,
@@ -291,7 +302,7 @@ const TrainingModelKind& transformerModelKind() {
           lines.push_back(stored_id + ": sample (after a validation prompt):\n" + *sample);
       },
       [](const TrainingRunSpec& s, TrainingDataCache& data, std::string* error) -> std::unique_ptr<TrainingJob> {
-        const LmTrainingConfig& cfg = *s.lm;
+        const LmTrainingConfig& cfg = lmRun(s);
         try {
           const TextCorpus& corpus = data.get<TextCorpus>("text:" + cfg.data.key(cfg.model.context), [&] {
             std::string why;

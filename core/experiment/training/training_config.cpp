@@ -600,11 +600,14 @@ std::optional<TrainingExperimentSpec> parseTrainingExperiment(const Json& config
       int nlayers = 3;
       for (const auto& run : spec.runs) {
         if (run.id != g.from_run) continue;
-        if (!run.kind().weight_gemm && r.ok())
-          r.fail(w.member("from_run"), "run '" + g.from_run + "' has model kind '" + run.model_kind +
-                                           "': the GEMM on trained weights multiplies the Linear layers of an MLP "
-                                           "run (a run without \"model\")");
-        nlayers = static_cast<int>(run.config.layer_sizes.size()) - 1;
+        if (!run.kind().weight_gemm) {
+          if (r.ok())
+            r.fail(w.member("from_run"), "run '" + g.from_run + "' has model kind '" + run.model_kind +
+                                             "': the GEMM on trained weights multiplies the Linear layers of an MLP "
+                                             "run (a run without \"model\")");
+          continue;
+        }
+        nlayers = static_cast<int>(mlpRun(run).config.layer_sizes.size()) - 1;
       }
       const Json la = go->contains("layers") && (*go)["layers"].is_array() ? (*go)["layers"] : Json::array();
       if (la.empty())

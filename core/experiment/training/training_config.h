@@ -10,31 +10,40 @@
 
 #include "experiment/config_reader.h"
 #include "json/json_document.h"
-#include "training/lm_trainer.h"
-#include "training/trainer.h"
+#include "experiment/training/model_mlp.h"
+#include "experiment/training/model_transformer.h"
 #include "experiment/training/training_models.h"
 #include "experiment/training/weight_gemm.h"
 
+#include <any>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace fp8lab {
 
-/// One training run of an experiment: the Fashion-MNIST MLP (`config`), or, when the run names a
-/// "model" {"kind": "transformer", ...}, the byte-level language model (`lm`). Each model's
-/// members are read and used by its kind (training_models.h); everything else reaches the shared
-/// settings through run(), and the model through the kind's entries.
+/// One training run of an experiment: its id, its model kind and the kind's config. The kind's
+/// file reads, writes and uses the config (training_models.h); everything else reaches the
+/// settings every run has through run(), and the model through the kind's entries.
 struct TrainingRunSpec {
   std::string id; ///< run id in the session
-  /// The model kind, the registry's key (training_models.h): "mlp" (`config`) or "transformer"
-  /// (`lm`), set by the parser.
+  /// The model kind, the registry's key (training_models.h): "mlp" or "transformer", set by the
+  /// parser.
   std::string model_kind = "mlp";
-  TrainingConfig config;              ///< kind "mlp" only (left at its defaults for other kinds)
-  std::optional<LmTrainingConfig> lm; ///< kind "transformer" only
-  std::string data_dir;               ///< mlp: "" = automatic (FP8LAB_FASHION_MNIST_DIR, then the package)
-  int64_t train_limit = 0;            ///< mlp: > 0: first N training images only
-  int64_t test_limit = 0;             ///< mlp
+  /// The model kind's config, of the kind's own type: MlpRunConfig (model_mlp.h, mlpRun) for
+  /// "mlp", LmTrainingConfig (model_transformer.h, lmRun) for "transformer". A spec made without
+  /// the parser is an MLP run with every default.
+  std::any model = MlpRunConfig{};
+  /// The model's config as type C; throws std::logic_error naming the run when it is another
+  /// kind's.
+  template <class C> C& modelConfig() {
+    if (C* c = std::any_cast<C>(&model)) return *c;
+    throw std::logic_error("training run '" + id + "' of model kind '" + model_kind +
+                           "' has no config of the type asked for");
+  }
+  template <class C> const C& modelConfig() const { return const_cast<TrainingRunSpec*>(this)->modelConfig<C>(); }
+
   /// The one-run config that reproduces this run (stored as the run's config).
   std::string configJson() const;
 

@@ -53,6 +53,9 @@ struct TrainingModelKind {
   /// the model's own validation comes last.
   void (*parse)(ConfigReader& r, const Json& o, const ConfigPath& where, const TrainingRunConfig& shared,
                 TrainingRunSpec& spec);
+  /// `--data-dir DIR` (fp8lab-cli run, train, advise): reads the run's data set from DIR (the
+  /// MLP: Fashion-MNIST). Null for a kind whose data the config names (the language model's text).
+  void (*use_data_dir)(TrainingRunSpec& spec, const std::string& dir);
   /// The kind's entries of the training schema (training_schema.h; `model` is `kind`): the
   /// range, default, unit and help of each key it reads.
   std::vector<TrainingParam> (*schema)();

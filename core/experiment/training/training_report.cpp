@@ -35,7 +35,8 @@ using ll = long long;
 
 std::string applyTrainingOverrides(TrainingExperimentSpec& spec, const TrainingOverrides& o) {
   if (!o.data_dir.empty())
-    for (auto& r : spec.runs) r.data_dir = o.data_dir;
+    for (auto& r : spec.runs)
+      if (r.kind().use_data_dir) r.kind().use_data_dir(r, o.data_dir);
   if (o.threads > 0)
     for (auto& r : spec.runs) {
       TrainingRunConfig& rc = r.run();

@@ -222,11 +222,11 @@ private Q_SLOTS:
     TrainingExperimentSpec spec;
     spec.runs.resize(3);
     spec.runs[0].id = "fp32";
-    spec.runs[0].config.precision = TrainingPrecision::FP32;
+    mlpRun(spec.runs[0]).config.precision = TrainingPrecision::FP32;
     spec.runs[1].id = "e4m3";
-    spec.runs[1].config.precision = TrainingPrecision::FP8;
+    mlpRun(spec.runs[1]).config.precision = TrainingPrecision::FP8;
     spec.runs[2].id = "nvfp4";
-    spec.runs[2].config.precision = TrainingPrecision::FP8;
+    mlpRun(spec.runs[2]).config.precision = TrainingPrecision::FP8;
     QCOMPARE(runToAdvise(spec, std::nullopt), &spec.runs[1]); // the first FP8 run
     QCOMPARE(runToAdvise(spec, std::string("nvfp4")), &spec.runs[2]);
     QCOMPARE(runToAdvise(spec, std::string("none")), nullptr);

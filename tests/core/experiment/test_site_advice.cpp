@@ -61,7 +61,7 @@ private Q_SLOTS:
     c.scaling.kind = TrainingScalingKind::CurrentTE;
     c.forward_format = &Format::E2M1();
     c.backward_format = &Format::E2M1();
-    spec.lm = c;
+    spec.model = c;
     spec.model_kind = "transformer";
     AdviceConfig ac;
     ac.steps = 120;
@@ -102,7 +102,7 @@ private Q_SLOTS:
     one.seeds = 1;
     one.steps = 0;
     TrainingRunSpec short_run = spec;
-    short_run.lm->steps = 30;
+    lmRun(short_run).steps = 30;
     const SiteAdvice a1 = adviseSitePrecision(short_run, one);
     QCOMPARE(a1.steps, int64_t(30));
     QVERIFY(std::isnan(a1.full_ci_low));
@@ -114,7 +114,7 @@ private Q_SLOTS:
     QVERIFY2(doc, err.c_str());
     const auto parsed = parseTrainingExperiment(doc->root(), &err, &*doc);
     QVERIFY2(parsed, err.c_str());
-    const PrecisionPolicy& p = parsed->runs.front().lm->policy;
+    const PrecisionPolicy& p = lmRun(parsed->runs.front()).policy;
     size_t want = 0;
     for (const GroupSensitivity& g : a.groups)
       if (g.keep_high) want += g.group.sites.size();
@@ -130,7 +130,7 @@ private Q_SLOTS:
     QCOMPARE(attrString(run.attrs, "groups").value_or(""), std::string("blocks.0.attn,blocks.0.ffn,lm_head"));
     // An FP32 run has nothing to advise.
     TrainingRunSpec fp32 = spec;
-    fp32.lm->precision = TrainingPrecision::FP32;
+    lmRun(fp32).precision = TrainingPrecision::FP32;
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, adviseSitePrecision(fp32, ac));
   }
 };

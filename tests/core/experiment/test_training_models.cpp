@@ -62,14 +62,15 @@ private Q_SLOTS:
     QCOMPARE(s.sites().size(), size_t(3));
     QCOMPARE(QString::fromStdString(s.sites()[1].path), QStringLiteral("fc2"));
     QCOMPARE(s.run().seed, uint64_t(7));
-    QVERIFY(&s.run() == static_cast<TrainingRunConfig*>(&s.config));
+    QVERIFY(&s.run() == static_cast<TrainingRunConfig*>(&mlpRun(s).config));
+    QVERIFY_THROWS_EXCEPTION(std::logic_error, lmRun(s)); // the spec holds the MLP's config only
     QCOMPARE(s.kind().loss_metric, std::string("final_test_loss"));
     // the probe-run cut: one epoch of `steps` batches; a test set of 2000 when the run had none
     QCOMPARE(s.kind().max_short_steps(s), int64_t(600)); // 60000 training images / batch 100
     s.kind().shorten(s, 4);
-    QCOMPARE(s.config.epochs, 1);
-    QCOMPARE(s.train_limit, int64_t(400));
-    QCOMPARE(s.test_limit, int64_t(2000));
+    QCOMPARE(mlpRun(s).config.epochs, 1);
+    QCOMPARE(mlpRun(s).train_limit, int64_t(400));
+    QCOMPARE(mlpRun(s).test_limit, int64_t(2000));
     QCOMPARE(s.steps(), int64_t(4));
   }
 
@@ -87,7 +88,7 @@ private Q_SLOTS:
         "recipe": {"name": "te_mxfp8"}, "forward_gemm": {"output": "bf16"}})");
     const auto spec = parseTrainingExperiment(lm, &err);
     QVERIFY2(spec, err.c_str());
-    QVERIFY(spec->runs[0].lm->forward_gemm.output == OutputType::BF16);
+    QVERIFY(lmRun(spec->runs[0]).forward_gemm.output == OutputType::BF16);
   }
 
   void transformer() {
@@ -96,18 +97,18 @@ private Q_SLOTS:
         R"({"type": "training", "model": {"kind": "transformer", "d_model": 16, "layers": 2, "heads": 2,
             "context": 8}, "steps": 40, "seed": 3, "precision": "fp32"})");
     QCOMPARE(QString::fromStdString(s.model_kind), QStringLiteral("transformer"));
-    QVERIFY(s.lm.has_value());
+    QVERIFY_THROWS_EXCEPTION(std::logic_error, mlpRun(s)); // the spec holds the language model's config only
     QCOMPARE(s.steps(), int64_t(40));
     QCOMPARE(s.sites().size(), size_t(2 * 6 + 1));
     QCOMPARE(s.run().seed, uint64_t(3));
     QVERIFY(!s.run().fp8());
-    QVERIFY(&s.run() == static_cast<TrainingRunConfig*>(&*s.lm));
-    QVERIFY(s.lm->block_gemm == BlockGemmPath::Core); // the language model's default
+    QVERIFY(&s.run() == static_cast<TrainingRunConfig*>(&lmRun(s)));
+    QVERIFY(lmRun(s).block_gemm == BlockGemmPath::Core); // the language model's default
     QCOMPARE(s.kind().loss_metric, std::string("final_val_loss"));
     s.kind().shorten(s, 5);
-    QCOMPARE(s.lm->steps, int64_t(5));
-    QCOMPARE(s.lm->eval_every, 5);
-    QCOMPARE(s.lm->sample_bytes, 0);
+    QCOMPARE(lmRun(s).steps, int64_t(5));
+    QCOMPARE(lmRun(s).eval_every, 5);
+    QCOMPARE(lmRun(s).sample_bytes, 0);
   }
 
   // A kind's job (training_job.h) trains a run whatever its model: the language model on a

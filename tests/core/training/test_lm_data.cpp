@@ -169,20 +169,20 @@ private Q_SLOTS:
       QVERIFY2(doc, err.c_str());
       const auto spec = parseTrainingExperiment(doc->root(), &err, &*doc);
       QVERIFY2(spec, err.c_str());
-      const LmTrainingConfig& lm = *spec->runs.front().lm;
+      const LmTrainingConfig& lm = lmRun(spec->runs.front());
       const std::string stored = lmConfigJson(lm, "r");
       const auto doc2 = parseStoredConfig(stored, &err);
       QVERIFY2(doc2, err.c_str());
       const auto spec2 = parseTrainingExperiment(doc2->root(), &err, &*doc2);
       QVERIFY2(spec2, err.c_str());
       const TextSource& a = lm.data;
-      const TextSource& b = spec2->runs.front().lm->data;
+      const TextSource& b = lmRun(spec2->runs.front()).data;
       QCOMPARE(b.documents, a.documents);
       QCOMPARE(b.task, a.task);
       QCOMPARE(b.triggers, a.triggers);
       QCOMPARE(b.sequences, a.sequences);
       QCOMPARE(b.task_seed, a.task_seed);
-      QCOMPARE(lmConfigJson(*spec2->runs.front().lm, "r"), stored);
+      QCOMPARE(lmConfigJson(lmRun(spec2->runs.front()), "r"), stored);
     }
   }
 

@@ -260,7 +260,7 @@ private Q_SLOTS:
     std::string err;
     const auto spec = parseTrainingExperiment(d.root(), &err, &d);
     QVERIFY2(spec, err.c_str());
-    const TrainingDiagnostics& dg = spec->runs.at(0).config.diagnostics;
+    const TrainingDiagnostics& dg = mlpRun(spec->runs.at(0)).config.diagnostics;
     QCOMPARE(dg.map_every, 100);
     QCOMPARE(dg.what_if_every, 20);
     QCOMPARE(dg.what_if.size(), size_t{4});
@@ -270,9 +270,9 @@ private Q_SLOTS:
     const JsonDocument back = JsonDocument::parse(spec->runs[0].configJson());
     const auto again = parseTrainingExperiment(back.root(), &err, &back);
     QVERIFY2(again, err.c_str());
-    QCOMPARE(again->runs[0].config.diagnostics.what_if.size(), size_t{4});
-    QCOMPARE(again->runs[0].config.diagnostics.what_if[1].id, std::string("mx_rceil@E4M3FN"));
-    QCOMPARE(again->runs[0].config.diagnostics.map_every, 100);
+    QCOMPARE(mlpRun(again->runs[0]).config.diagnostics.what_if.size(), size_t{4});
+    QCOMPARE(mlpRun(again->runs[0]).config.diagnostics.what_if[1].id, std::string("mx_rceil@E4M3FN"));
+    QCOMPARE(mlpRun(again->runs[0]).config.diagnostics.map_every, 100);
     // an unknown recipe is named, with where it is
     const JsonDocument bad = JsonDocument::parse(
         R"({"type": "training", "diagnostics": {"what_if": {"recipes": ["te_current", "mx_bogus"]}}})");

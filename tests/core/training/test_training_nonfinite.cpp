@@ -348,7 +348,7 @@ void TestTrainingNonFinite::configReadsTheKeys() {
   std::string err;
   const auto spec = parseTrainingExperiment(d.root(), &err, &d);
   QVERIFY2(spec, err.c_str());
-  const TrainingConfig& c = spec->runs.at(0).config;
+  const TrainingConfig& c = mlpRun(spec->runs.at(0)).config;
   QCOMPARE(static_cast<int>(c.on_nonfinite), static_cast<int>(NonFinitePolicy::Continue));
   QVERIFY(!c.scaling.saturate);
   QCOMPARE(c.spike.row, int64_t{5});
@@ -359,7 +359,7 @@ void TestTrainingNonFinite::configReadsTheKeys() {
   const JsonDocument back = JsonDocument::parse(spec->runs[0].configJson());
   const auto again = parseTrainingExperiment(back.root(), &err, &back);
   QVERIFY2(again, err.c_str());
-  const TrainingConfig& c2 = again->runs.at(0).config;
+  const TrainingConfig& c2 = mlpRun(again->runs.at(0)).config;
   QCOMPARE(static_cast<int>(c2.on_nonfinite), static_cast<int>(NonFinitePolicy::Continue));
   QVERIFY(!c2.scaling.saturate);
   QCOMPARE(c2.spike.row, int64_t{5});
@@ -369,10 +369,10 @@ void TestTrainingNonFinite::configReadsTheKeys() {
   const JsonDocument dd = JsonDocument::parse(R"({"type": "training", "spike": {"step": 1, "factor": 2}})");
   const auto def = parseTrainingExperiment(dd.root(), &err, &dd);
   QVERIFY2(def, err.c_str());
-  QCOMPARE(static_cast<int>(def->runs[0].config.on_nonfinite), static_cast<int>(NonFinitePolicy::Stop));
-  QVERIFY(def->runs[0].config.scaling.saturate);
-  QCOMPARE(def->runs[0].config.spike.row, int64_t{-1});
-  QCOMPARE(def->runs[0].config.spike.col, int64_t{-1});
+  QCOMPARE(static_cast<int>(mlpRun(def->runs[0]).config.on_nonfinite), static_cast<int>(NonFinitePolicy::Stop));
+  QVERIFY(mlpRun(def->runs[0]).config.scaling.saturate);
+  QCOMPARE(mlpRun(def->runs[0]).config.spike.row, int64_t{-1});
+  QCOMPARE(mlpRun(def->runs[0]).config.spike.col, int64_t{-1});
 }
 
 void TestTrainingNonFinite::configRefusesAnUnknownPolicy() {

@@ -134,7 +134,7 @@ void TestTrainingRecipes::recipeConfigIsParsedAndBadKeysAreRefused() {
   std::string err;
   const auto spec = parseTrainingExperiment(d.root(), &err, &d);
   QVERIFY2(spec, err.c_str());
-  const TrainingRecipeConfig& rc = spec->runs.at(0).config.recipe;
+  const TrainingRecipeConfig& rc = mlpRun(spec->runs.at(0)).config.recipe;
   QCOMPARE(rc.recipe, TrainingRecipe::TeMxfp8);
   QVERIFY(rc.hybrid);
   QCOMPARE(QString::fromStdString(rc.role(OperandRole::WgradInput).describe()), QStringLiteral("high_precision"));
@@ -148,7 +148,7 @@ void TestTrainingRecipes::recipeConfigIsParsedAndBadKeysAreRefused() {
   const auto again = parseTrainingExperiment(back.root(), &err, &back);
   QVERIFY2(again, err.c_str());
   for (int i = 0; i < kOperandRoles; ++i)
-    QCOMPARE(again->runs[0].config.recipe.role(static_cast<OperandRole>(i)).describe(),
+    QCOMPARE(mlpRun(again->runs[0]).config.recipe.role(static_cast<OperandRole>(i)).describe(),
              rc.role(static_cast<OperandRole>(i)).describe());
 }
 
@@ -368,7 +368,7 @@ std::optional<TrainingRecipeConfig> parsedRecipe(const std::string& recipe_json,
   const JsonDocument d = JsonDocument::parse(R"({"type": "training", "id": "r", "recipe": )" + recipe_json + "}");
   const auto spec = parseTrainingExperiment(d.root(), err, &d);
   if (!spec) return std::nullopt;
-  return spec->runs.at(0).config.recipe;
+  return mlpRun(spec->runs.at(0)).config.recipe;
 }
 
 } // namespace
@@ -422,9 +422,9 @@ void TestTrainingRecipes::recommendedRecipesParseWithTheirOptions() {
     const JsonDocument back = JsonDocument::parse(trainingConfigJson(tc, "r"));
     const auto again = parseTrainingExperiment(back.root(), &err, &back);
     QVERIFY2(again, err.c_str());
-    QCOMPARE(QString::fromStdString(again->runs[0].config.recipe.label()), QString::fromLatin1(c.label));
+    QCOMPARE(QString::fromStdString(mlpRun(again->runs[0]).config.recipe.label()), QString::fromLatin1(c.label));
     for (int i = 0; i < kOperandRoles; ++i)
-      QCOMPARE(again->runs[0].config.recipe.role(static_cast<OperandRole>(i)).describe(),
+      QCOMPARE(mlpRun(again->runs[0]).config.recipe.role(static_cast<OperandRole>(i)).describe(),
                rc->role(static_cast<OperandRole>(i)).describe());
   }
   // A GEMM preset's name is not a training recipe; the refusal names the one that is.

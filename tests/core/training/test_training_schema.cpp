@@ -37,7 +37,7 @@ private Q_SLOTS:
     std::string err;
     const auto mlp = parse(Json{{"type", "training"}, {"runs", Json::array({Json{{"id", "m"}}})}}, &err);
     QVERIFY2(mlp, err.c_str());
-    const TrainingConfig& c = mlp->runs.front().config;
+    const TrainingConfig& c = mlpRun(mlp->runs.front()).config;
     auto def = [](const char* key, std::string_view m) { return std::stod(trainingParam(key, m).def); };
     QCOMPARE(double(c.epochs), def("epochs", "mlp"));
     QCOMPARE(double(c.batch_size), def("batch_size", "mlp"));
@@ -49,7 +49,7 @@ private Q_SLOTS:
 
     const auto l = parse(lm(), &err);
     QVERIFY2(l, err.c_str());
-    const LmTrainingConfig& t = *l->runs.front().lm;
+    const LmTrainingConfig& t = lmRun(l->runs.front());
     QCOMPARE(double(t.model.d_model), def("model.d_model", "transformer"));
     QCOMPARE(double(t.model.layers), def("model.layers", "transformer"));
     QCOMPARE(double(t.model.heads), def("model.heads", "transformer"));
@@ -99,7 +99,7 @@ private Q_SLOTS:
     std::string err;
     const auto m = parse(Json{{"type", "training"}, {"runs", Json::array({Json{{"id", "m"}}})}}, &err);
     QVERIFY2(m, err.c_str());
-    const TrainingConfig& c = m->runs[0].config;
+    const TrainingConfig& c = mlpRun(m->runs[0]).config;
     auto def = [](const char* key, std::string_view model) { return trainingParam(key, model).def; };
     QCOMPARE(std::string(toString(c.precision)), def("precision", ""));
     QCOMPARE(std::string(toString(c.scaling.kind)), def("scaling.strategy", ""));
@@ -108,7 +108,7 @@ private Q_SLOTS:
     QCOMPARE(std::string(toString(c.block_gemm)), std::string("fake_quant"));
     const auto l = parse(lm(), &err);
     QVERIFY2(l, err.c_str());
-    const LmTrainingConfig& t = *l->runs[0].lm;
+    const LmTrainingConfig& t = lmRun(l->runs[0]);
     QCOMPARE(std::string(toString(t.block_gemm)), def("block_gemm", "transformer"));
     QCOMPARE(std::string(toString(t.block_gemm)), std::string("core"));
     QCOMPARE(std::string(toString(t.model.ffn)), def("model.ffn", "transformer"));

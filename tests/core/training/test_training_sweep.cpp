@@ -44,8 +44,8 @@ private Q_SLOTS:
     const std::vector<std::string> ids{"fp32-s1", "fp32-s2", "fp32-s3", "nvfp4-s1", "nvfp4-s2", "nvfp4-s3"};
     for (size_t i = 0; i < ids.size(); ++i) {
       QCOMPARE(s.runs[i].id, ids[i]);
-      QVERIFY(s.runs[i].lm.has_value());
-      QCOMPARE(s.runs[i].lm->seed, uint64_t(i % 3 + 1));
+      QCOMPARE(s.runs[i].model_kind, std::string("transformer"));
+      QCOMPARE(lmRun(s.runs[i]).seed, uint64_t(i % 3 + 1));
       // The stored config carries the seed, so the run reproduces alone.
       QCOMPARE(JsonDocument::parse(s.runs[i].configJson()).root()["seed"].get<uint64_t>(), uint64_t(i % 3 + 1));
     }
@@ -55,7 +55,7 @@ private Q_SLOTS:
     const TrainingExperimentSpec one = parsed(kLm, o);
     QCOMPARE(one.runs.size(), size_t(2));
     QCOMPARE(one.runs[1].id, std::string("nvfp4-s7"));
-    QCOMPARE(one.runs[1].lm->seed, uint64_t(7));
+    QCOMPARE(lmRun(one.runs[1]).seed, uint64_t(7));
   }
 
   // A single-run MLP config takes the key too, as a list.
@@ -64,8 +64,8 @@ private Q_SLOTS:
         parsed(R"({"type": "training", "id": "m", "precision": "fp8", "recipe": "te_nvfp4", "seeds": [4, 2]})");
     QCOMPARE(s.runs.size(), size_t(2));
     QCOMPARE(s.runs[0].id, std::string("m-s4"));
-    QCOMPARE(s.runs[0].config.seed, uint64_t(4));
-    QCOMPARE(s.runs[1].config.seed, uint64_t(2));
+    QCOMPARE(mlpRun(s.runs[0]).config.seed, uint64_t(4));
+    QCOMPARE(mlpRun(s.runs[1]).config.seed, uint64_t(2));
   }
 
   void badSeedsAreRefused() {
