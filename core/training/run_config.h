@@ -58,6 +58,8 @@ struct TrainingRunConfig {
   TrainingDiagnostics diagnostics;
 
   bool fp8() const { return precision == TrainingPrecision::FP8; }
+  /// Sets `threads` and the threads of both GEMM settings to `n` (results do not depend on it).
+  void setThreads(int n) { threads = forward_gemm.threads = backward_gemm.threads = n; }
   bool blockRecipe() const { return fp8() && recipe.recipe != TrainingRecipe::PerTensor; }
   /// What quantizes the run's GEMM operands, for display and the session's "scaling" attribute:
   /// the block recipe's name ("te_mxfp8", ...), else the per-tensor strategy ("delayed-flax", ...),

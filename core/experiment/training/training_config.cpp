@@ -21,33 +21,36 @@ namespace fp8lab {
 
 namespace {
 
-/// The keys a run object may have: the shared settings' and every model kind's own.
-std::vector<std::string> runKeys() {
-  std::vector<std::string> keys = {"type",
-                                   "id",
-                                   "label",
-                                   "description",
-                                   "precision",
-                                   "scaling",
-                                   "recipe",
-                                   "forward_format",
-                                   "backward_format",
-                                   "forward_gemm",
-                                   "backward_gemm",
-                                   "batch_size",
-                                   "optimizer",
-                                   "seed",
-                                   "threads",
-                                   "record_history",
-                                   "on_nonfinite",
-                                   "diagnostics",
-                                   "policy",
-                                   "block_gemm",
-                                   "model"};
-  for (const TrainingModelKind* k : trainingModelKinds())
-    for (const std::string& key : k->own_keys)
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
-  return keys;
+/// The keys a run object may have: the shared settings' and every model kind's own (built once).
+const std::vector<std::string>& runKeys() {
+  static const std::vector<std::string> all = [] {
+    std::vector<std::string> keys = {"type",
+                                     "id",
+                                     "label",
+                                     "description",
+                                     "precision",
+                                     "scaling",
+                                     "recipe",
+                                     "forward_format",
+                                     "backward_format",
+                                     "forward_gemm",
+                                     "backward_gemm",
+                                     "batch_size",
+                                     "optimizer",
+                                     "seed",
+                                     "threads",
+                                     "record_history",
+                                     "on_nonfinite",
+                                     "diagnostics",
+                                     "policy",
+                                     "block_gemm",
+                                     "model"};
+    for (const TrainingModelKind* k : trainingModelKinds())
+      for (const std::string& key : k->own_keys)
+        if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    return keys;
+  }();
+  return all;
 }
 
 /// "policy": [{"sites": GLOB, "gemms": ["fprop", ...], "precision": "fp32" | "bf16" | "recipe",
@@ -393,7 +396,7 @@ TrainingRunSpec parseRun(ConfigReader& r, const Json& o, const ConfigPath& where
   c.record_history = r.boolean(o, "record_history", where, true);
   c.forward_gemm = readGemm(r, o, "forward_gemm", where, c.forward_gemm);
   c.backward_gemm = readGemm(r, o, "backward_gemm", where, c.backward_gemm);
-  c.forward_gemm.threads = c.backward_gemm.threads = c.threads;
+  c.setThreads(c.threads);
   if (ConfigReader::has(o, "on_nonfinite")) {
     (void)trainingChoice(r, o, "on_nonfinite", "", where, "value",
                          [&](const std::string& v) { return parseNonFinitePolicy(v, &c.on_nonfinite); });

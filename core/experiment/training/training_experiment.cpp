@@ -347,7 +347,7 @@ std::optional<Run> reproduceTrainingRun(const Run& stored, int threads, const Pr
              std::to_string(rc.seed) + ")";
     return std::nullopt;
   }
-  if (threads > 0) rc.threads = rc.forward_gemm.threads = rc.backward_gemm.threads = threads;
+  if (threads > 0) rc.setThreads(threads);
   // A run saved after a cancel is reproduced up to the same step.
   const bool was_cancelled = attrString(stored.attrs, "status").value_or("") == "cancelled";
   const int64_t stop_after = was_cancelled ? attrInt(stored.attrs, "steps_completed").value_or(-1) : -1;

@@ -11,10 +11,7 @@ EpochRecord TrainingJob::epoch(size_t) const {
 std::unique_ptr<TrainingJob> makeTrainingJob(const TrainingRunSpec& spec, int threads, TrainingDataCache& data,
                                              std::string* error) {
   TrainingRunSpec local = spec;
-  if (threads > 0) {
-    TrainingRunConfig& rc = local.run();
-    rc.threads = rc.forward_gemm.threads = rc.backward_gemm.threads = threads;
-  }
+  if (threads > 0) local.run().setThreads(threads);
   return spec.kind().job(local, data, error);
 }
 

@@ -38,10 +38,7 @@ std::string applyTrainingOverrides(TrainingExperimentSpec& spec, const TrainingO
     for (auto& r : spec.runs)
       if (r.kind().use_data_dir) r.kind().use_data_dir(r, o.data_dir);
   if (o.threads > 0)
-    for (auto& r : spec.runs) {
-      TrainingRunConfig& rc = r.run();
-      rc.threads = rc.forward_gemm.threads = rc.backward_gemm.threads = o.threads;
-    }
+    for (auto& r : spec.runs) r.run().setThreads(o.threads);
   if (!o.run_id.empty()) {
     if (spec.runs.size() != 1) return "--id needs a training config with a single run";
     std::string why;
