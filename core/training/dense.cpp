@@ -26,7 +26,7 @@ namespace {
 __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
 #endif
 void matmulRows(const float* a, const float* b, float* c, int64_t r0, int64_t r1, int64_t k, int64_t n,
-                bool accumulate) {
+                bool accumulate, int64_t ar, int64_t ak) {
   if (!accumulate) std::memset(c + r0 * n, 0, static_cast<size_t>((r1 - r0) * n) * sizeof(float));
   int64_t i = r0;
   for (; i + 4 <= r1; i += 4) {
@@ -34,10 +34,10 @@ void matmulRows(const float* a, const float* b, float* c, int64_t r0, int64_t r1
     float* __restrict c1 = c0 + n;
     float* __restrict c2 = c1 + n;
     float* __restrict c3 = c2 + n;
-    const float* a0 = a + i * k;
+    const float* a0 = a + i * ar;
     for (int64_t p = 0; p < k; ++p) {
       const float* __restrict bp = b + p * n;
-      const float x0 = a0[p], x1 = a0[k + p], x2 = a0[2 * k + p], x3 = a0[3 * k + p];
+      const float x0 = a0[p * ak], x1 = a0[ar + p * ak], x2 = a0[2 * ar + p * ak], x3 = a0[3 * ar + p * ak];
       for (int64_t j = 0; j < n; ++j) {
         const float bv = bp[j];
         c0[j] += x0 * bv;
@@ -51,7 +51,7 @@ void matmulRows(const float* a, const float* b, float* c, int64_t r0, int64_t r1
     float* __restrict ci = c + i * n;
     for (int64_t p = 0; p < k; ++p) {
       const float* __restrict bp = b + p * n;
-      const float x = a[i * k + p];
+      const float x = a[i * ar + p * ak];
       for (int64_t j = 0; j < n; ++j) ci[j] += x * bp[j];
     }
   }
@@ -65,19 +65,20 @@ void matmulRows(const float* a, const float* b, float* c, int64_t r0, int64_t r1
 // mul and add intrinsics are never fused — which gives matmulRows' bits.
 template <int Rows>
 __attribute__((target("avx512f"))) void tileAvx512(const float* a, const float* b, float* c, int64_t i, int64_t j,
-                                                   int64_t k, int64_t n, bool accumulate, __mmask16 m0, __mmask16 m1) {
+                                                   int64_t k, int64_t n, bool accumulate, __mmask16 m0, __mmask16 m1,
+                                                   int64_t ar, int64_t ak) {
   __m512 acc[Rows][2];
   for (int r = 0; r < Rows; ++r) {
     float* cr = c + (i + r) * n + j;
     acc[r][0] = accumulate ? _mm512_maskz_loadu_ps(m0, cr) : _mm512_setzero_ps();
     acc[r][1] = accumulate ? _mm512_maskz_loadu_ps(m1, cr + 16) : _mm512_setzero_ps();
   }
-  const float* ai = a + i * k;
+  const float* ai = a + i * ar;
   for (int64_t p = 0; p < k; ++p) {
     const float* bp = b + p * n + j;
     const __m512 b0 = _mm512_maskz_loadu_ps(m0, bp), b1 = _mm512_maskz_loadu_ps(m1, bp + 16);
     for (int r = 0; r < Rows; ++r) {
-      const __m512 x = _mm512_set1_ps(ai[r * k + p]);
+      const __m512 x = _mm512_set1_ps(ai[r * ar + p * ak]);
       acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_mul_ps(x, b0));
       acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_mul_ps(x, b1));
     }
@@ -90,7 +91,8 @@ __attribute__((target("avx512f"))) void tileAvx512(const float* a, const float* 
 }
 
 __attribute__((target("avx512f"))) void matmulRowsAvx512(const float* a, const float* b, float* c, int64_t r0,
-                                                         int64_t r1, int64_t k, int64_t n, bool accumulate) {
+                                                         int64_t r1, int64_t k, int64_t n, bool accumulate, int64_t ar,
+                                                         int64_t ak) {
   for (int64_t i = r0; i < r1; i += 4) {
     const int64_t rows = std::min<int64_t>(4, r1 - i);
     for (int64_t j = 0; j < n; j += 32) {
@@ -99,16 +101,16 @@ __attribute__((target("avx512f"))) void matmulRowsAvx512(const float* a, const f
       const __mmask16 m1 = left >= 32 ? __mmask16(0xFFFF) : left > 16 ? __mmask16((1u << (left - 16)) - 1u) : 0;
       switch (rows) {
       case 4:
-        tileAvx512<4>(a, b, c, i, j, k, n, accumulate, m0, m1);
+        tileAvx512<4>(a, b, c, i, j, k, n, accumulate, m0, m1, ar, ak);
         break;
       case 3:
-        tileAvx512<3>(a, b, c, i, j, k, n, accumulate, m0, m1);
+        tileAvx512<3>(a, b, c, i, j, k, n, accumulate, m0, m1, ar, ak);
         break;
       case 2:
-        tileAvx512<2>(a, b, c, i, j, k, n, accumulate, m0, m1);
+        tileAvx512<2>(a, b, c, i, j, k, n, accumulate, m0, m1, ar, ak);
         break;
       default:
-        tileAvx512<1>(a, b, c, i, j, k, n, accumulate, m0, m1);
+        tileAvx512<1>(a, b, c, i, j, k, n, accumulate, m0, m1, ar, ak);
         break;
       }
     }
@@ -123,19 +125,20 @@ __attribute__((target("avx2"))) __m256i laneMaskAvx2(int64_t left) {
 
 template <int Rows>
 __attribute__((target("avx2"))) void tileAvx2(const float* a, const float* b, float* c, int64_t i, int64_t j, int64_t k,
-                                              int64_t n, bool accumulate, __m256i m0, __m256i m1) {
+                                              int64_t n, bool accumulate, __m256i m0, __m256i m1, int64_t ar,
+                                              int64_t ak) {
   __m256 acc[Rows][2];
   for (int r = 0; r < Rows; ++r) {
     float* cr = c + (i + r) * n + j;
     acc[r][0] = accumulate ? _mm256_maskload_ps(cr, m0) : _mm256_setzero_ps();
     acc[r][1] = accumulate ? _mm256_maskload_ps(cr + 8, m1) : _mm256_setzero_ps();
   }
-  const float* ai = a + i * k;
+  const float* ai = a + i * ar;
   for (int64_t p = 0; p < k; ++p) {
     const float* bp = b + p * n + j;
     const __m256 b0 = _mm256_maskload_ps(bp, m0), b1 = _mm256_maskload_ps(bp + 8, m1);
     for (int r = 0; r < Rows; ++r) {
-      const __m256 x = _mm256_set1_ps(ai[r * k + p]);
+      const __m256 x = _mm256_set1_ps(ai[r * ar + p * ak]);
       acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_mul_ps(x, b0));
       acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_mul_ps(x, b1));
     }
@@ -148,23 +151,23 @@ __attribute__((target("avx2"))) void tileAvx2(const float* a, const float* b, fl
 }
 
 __attribute__((target("avx2"))) void matmulRowsAvx2(const float* a, const float* b, float* c, int64_t r0, int64_t r1,
-                                                    int64_t k, int64_t n, bool accumulate) {
+                                                    int64_t k, int64_t n, bool accumulate, int64_t ar, int64_t ak) {
   for (int64_t i = r0; i < r1; i += 4) {
     const int64_t rows = std::min<int64_t>(4, r1 - i);
     for (int64_t j = 0; j < n; j += 16) {
       const __m256i m0 = laneMaskAvx2(n - j), m1 = laneMaskAvx2(n - j - 8);
       switch (rows) {
       case 4:
-        tileAvx2<4>(a, b, c, i, j, k, n, accumulate, m0, m1);
+        tileAvx2<4>(a, b, c, i, j, k, n, accumulate, m0, m1, ar, ak);
         break;
       case 3:
-        tileAvx2<3>(a, b, c, i, j, k, n, accumulate, m0, m1);
+        tileAvx2<3>(a, b, c, i, j, k, n, accumulate, m0, m1, ar, ak);
         break;
       case 2:
-        tileAvx2<2>(a, b, c, i, j, k, n, accumulate, m0, m1);
+        tileAvx2<2>(a, b, c, i, j, k, n, accumulate, m0, m1, ar, ak);
         break;
       default:
-        tileAvx2<1>(a, b, c, i, j, k, n, accumulate, m0, m1);
+        tileAvx2<1>(a, b, c, i, j, k, n, accumulate, m0, m1, ar, ak);
         break;
       }
     }
@@ -173,23 +176,23 @@ __attribute__((target("avx2"))) void matmulRowsAvx2(const float* a, const float*
 #endif
 
 /// matmulRows at the CPU level the kernels use (cpu_level.h; FP8LAB_CPU forces it down).
+/// Element (i, p) of A is a[i·ar + p·ak]: ar = K, ak = 1 for A [M, K]; ar = 1, ak = M for Aᵀ
+/// stored [K, M].
 void matmulRowsDispatch(const float* a, const float* b, float* c, int64_t r0, int64_t r1, int64_t k, int64_t n,
-                        bool accumulate) {
+                        bool accumulate, int64_t ar, int64_t ak) {
 #if defined(__GNUC__) && defined(__x86_64__)
   static const CpuLevel level = cpuLevel();
-  if (level == CpuLevel::Avx512) return matmulRowsAvx512(a, b, c, r0, r1, k, n, accumulate);
-  if (level == CpuLevel::Avx2) return matmulRowsAvx2(a, b, c, r0, r1, k, n, accumulate);
+  if (level == CpuLevel::Avx512) return matmulRowsAvx512(a, b, c, r0, r1, k, n, accumulate, ar, ak);
+  if (level == CpuLevel::Avx2) return matmulRowsAvx2(a, b, c, r0, r1, k, n, accumulate, ar, ak);
 #endif
-  matmulRows(a, b, c, r0, r1, k, n, accumulate);
+  matmulRows(a, b, c, r0, r1, k, n, accumulate, ar, ak);
 }
 
-} // namespace
-
-void matmulF32(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n, int threads,
-               bool accumulate) {
+void matmulStrided(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n, int threads,
+                   bool accumulate, int64_t ar, int64_t ak) {
   const int t = std::min<int64_t>(resolveThreads(threads), std::max<int64_t>(1, m / 4));
   if (t <= 1 || m * k * n < 64 * 64 * 64) {
-    matmulRowsDispatch(a, b, c, 0, m, k, n, accumulate);
+    matmulRowsDispatch(a, b, c, 0, m, k, n, accumulate, ar, ak);
     return;
   }
   // Row bands in multiples of 4 so every band but the last uses the 4-row kernel, taken by the
@@ -198,11 +201,72 @@ void matmulF32(const float* a, const float* b, float* c, int64_t m, int64_t k, i
   std::atomic<int64_t> next{0};
   runOnWorkers(t, [&](int) {
     for (int64_t r0; (r0 = next.fetch_add(band)) < m;)
-      matmulRowsDispatch(a, b, c, r0, std::min(m, r0 + band), k, n, accumulate);
+      matmulRowsDispatch(a, b, c, r0, std::min(m, r0 + band), k, n, accumulate, ar, ak);
   });
 }
 
+} // namespace
+
+void matmulF32(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n, int threads,
+               bool accumulate) {
+  matmulStrided(a, b, c, m, k, n, threads, accumulate, k, 1);
+}
+
+void matmulF32At(const float* at, const float* b, float* c, int64_t m, int64_t k, int64_t n, int threads,
+                 bool accumulate) {
+  matmulStrided(at, b, c, m, k, n, threads, accumulate, 1, m);
+}
+
+namespace {
+
+#if defined(__GNUC__) && defined(__x86_64__)
+/// out[8 columns × 8 rows] = in[8 × 8]ᵀ through registers (the unpack / shuffle / permute network).
+__attribute__((target("avx2"))) inline void transpose8x8Avx2(const float* in, int64_t ld_in, float* out,
+                                                             int64_t ld_out) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + i * ld_in);
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; ++h)
+    for (int q = 0; q < 2; ++q) {
+      const __m256 lo = t[4 * h + q], hi = t[4 * h + 2 + q];
+      r[4 * h + 2 * q] = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
+      r[4 * h + 2 * q + 1] = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));
+    }
+  // r[0..3]: columns 0..3 of rows 0..3 (low lane) and 4..7 (high lane) of columns 0,1,2,3 / 4..7
+  for (int c = 0; c < 4; ++c) {
+    _mm256_storeu_ps(out + c * ld_out, _mm256_permute2f128_ps(r[c], r[4 + c], 0x20));
+    _mm256_storeu_ps(out + (c + 4) * ld_out, _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
+  }
+}
+
+__attribute__((target("avx2"))) void transposeAvx2(const float* in, float* out, int64_t m, int64_t n) {
+  constexpr int64_t T = 32;
+  for (int64_t i0 = 0; i0 < m; i0 += T)
+    for (int64_t j0 = 0; j0 < n; j0 += T) {
+      const int64_t i1 = std::min(m, i0 + T), j1 = std::min(n, j0 + T);
+      int64_t i = i0;
+      for (; i + 8 <= i1; i += 8) {
+        int64_t j = j0;
+        for (; j + 8 <= j1; j += 8) transpose8x8Avx2(in + i * n + j, n, out + j * m + i, m);
+        for (int64_t ii = i; ii < i + 8; ++ii)
+          for (int64_t jj = j; jj < j1; ++jj) out[jj * m + ii] = in[ii * n + jj];
+      }
+      for (; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j) out[j * m + i] = in[i * n + j];
+    }
+}
+#endif
+
+} // namespace
+
 void transposeF32(const float* in, float* out, int64_t m, int64_t n) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  static const CpuLevel level = cpuLevel();
+  if (level != CpuLevel::Baseline) return transposeAvx2(in, out, m, n);
+#endif
   constexpr int64_t T = 32;
   for (int64_t i0 = 0; i0 < m; i0 += T)
     for (int64_t j0 = 0; j0 < n; j0 += T)

@@ -15,7 +15,13 @@ namespace fp8lab {
 void matmulF32(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n, int threads = 0,
                bool accumulate = false);
 
-/// out[N,M] = in[M,N]ᵀ (row-major float32).
+/// C[M,N] = Aᵀ · B (or C += Aᵀ·B) with Aᵀ given as `at` [K, M] row-major — the weight gradient
+/// xᵀ·g of a Linear without a transposed copy of x. Same summation order and bits as matmulF32 on
+/// the transposed copy: k ascending, one float32 accumulator, separate multiplies and adds.
+void matmulF32At(const float* at, const float* b, float* c, int64_t m, int64_t k, int64_t n, int threads = 0,
+                 bool accumulate = false);
+
+/// out[N,M] = in[M,N]ᵀ (row-major float32; 8 × 8 register blocks at CPU level avx2 and above).
 void transposeF32(const float* in, float* out, int64_t m, int64_t n);
 
 } // namespace fp8lab

@@ -13,6 +13,34 @@
 
 namespace fp8lab::nn {
 
+namespace {
+
+/// Runs f(lo, hi) over [0, n) cut into pieces of `grain` on up to `threads` workers of the pool
+/// (each piece once; 0 = all cores). Element-wise and row-wise loops only: what a piece computes
+/// does not depend on which worker runs it or on the other pieces, so the result is the same for
+/// every thread count. Fewer than two pieces run on the calling thread.
+template <class F> void parallelRanges(int64_t n, int threads, int64_t grain, F f) {
+  const int64_t pieces = (n + grain - 1) / grain;
+  const int t = int(std::min<int64_t>(resolveThreads(threads), pieces));
+  if (t <= 1) {
+    if (n > 0) f(int64_t(0), n);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  runOnWorkers(t, [&](int) {
+    for (int64_t p; (p = next.fetch_add(1)) < pieces;) f(p * grain, std::min(n, (p + 1) * grain));
+  });
+}
+
+/// Elements per piece of an element-wise loop, and rows per piece of a row-wise one: enough work
+/// (tens of microseconds) that handing it to a worker costs little beside it.
+constexpr int64_t kElementGrain = 16384;
+int64_t rowGrain(int64_t c) {
+  return std::max<int64_t>(1, kElementGrain / std::max<int64_t>(c, 1));
+}
+
+} // namespace
+
 template <class T> void matmul(const T* a, const T* b, T* c, int64_t m, int64_t k, int64_t n, bool accumulate) {
   if (!accumulate) std::fill(c, c + m * n, T(0));
   for (int64_t i = 0; i < m; ++i) {
@@ -56,124 +84,161 @@ template <class T> T fastTanh(T u) {
 }
 } // namespace
 
-template <class T> void geluForward(const T* x, T* y, int64_t n, T* th) {
-  for (int64_t i = 0; i < n; ++i) {
-    const T v = x[i];
-    const T u = T(kGeluC) * (v + T(kGeluA) * v * v * v);
-    const T t = fastTanh(u);
-    if (th) th[i] = t;
-    y[i] = T(0.5) * v * (T(1) + t);
-  }
+template <class T> void geluForward(const T* x, T* y, int64_t n, T* th, int threads) {
+  parallelRanges(n, threads, kElementGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const T v = x[i];
+      const T u = T(kGeluC) * (v + T(kGeluA) * v * v * v);
+      const T t = fastTanh(u);
+      if (th) th[i] = t;
+      y[i] = T(0.5) * v * (T(1) + t);
+    }
+  });
 }
 
-template <class T> void geluBackward(const T* dy, const T* x, T* dx, int64_t n, const T* th) {
-  for (int64_t i = 0; i < n; ++i) {
-    const T v = x[i];
-    const T t = th ? th[i] : fastTanh(T(kGeluC) * (v + T(kGeluA) * v * v * v));
-    const T sech2 = T(1) - t * t;
-    const T du = T(kGeluC) * (T(1) + T(3 * kGeluA) * v * v);
-    dx[i] = dy[i] * (T(0.5) * (T(1) + t) + T(0.5) * v * sech2 * du);
-  }
+template <class T> void geluBackward(const T* dy, const T* x, T* dx, int64_t n, const T* th, int threads) {
+  parallelRanges(n, threads, kElementGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const T v = x[i];
+      const T t = th ? th[i] : fastTanh(T(kGeluC) * (v + T(kGeluA) * v * v * v));
+      const T sech2 = T(1) - t * t;
+      const T du = T(kGeluC) * (T(1) + T(3 * kGeluA) * v * v);
+      dx[i] = dy[i] * (T(0.5) * (T(1) + t) + T(0.5) * v * sech2 * du);
+    }
+  });
 }
 
-template <class T> void swigluForward(const T* gate, const T* up, T* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const T g = gate[i];
-    const T s = T(1) / (T(1) + std::exp(-g));
-    y[i] = g * s * up[i];
-  }
+template <class T> void swigluForward(const T* gate, const T* up, T* y, int64_t n, int threads) {
+  parallelRanges(n, threads, kElementGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const T g = gate[i];
+      const T s = T(1) / (T(1) + std::exp(-g));
+      y[i] = g * s * up[i];
+    }
+  });
 }
 
-template <class T> void swigluBackward(const T* dy, const T* gate, const T* up, T* dgate, T* dup, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const T g = gate[i];
-    const T s = T(1) / (T(1) + std::exp(-g));
-    const T silu = g * s;
-    dup[i] = dy[i] * silu;
-    dgate[i] = dy[i] * up[i] * (s + g * s * (T(1) - s)); // d silu/dg = σ + g·σ·(1 − σ)
-  }
+template <class T>
+void swigluBackward(const T* dy, const T* gate, const T* up, T* dgate, T* dup, int64_t n, int threads) {
+  parallelRanges(n, threads, kElementGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const T g = gate[i];
+      const T s = T(1) / (T(1) + std::exp(-g));
+      const T silu = g * s;
+      dup[i] = dy[i] * silu;
+      dgate[i] = dy[i] * up[i] * (s + g * s * (T(1) - s)); // d silu/dg = σ + g·σ·(1 − σ)
+    }
+  });
 }
 
 // ---- normalisation
 
 template <class T>
 void layerNormForward(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd, int64_t n, int64_t c,
-                      double eps) {
-  for (int64_t i = 0; i < n; ++i) {
-    const T* xi = x + i * c;
-    double s = 0;
-    for (int64_t j = 0; j < c; ++j) s += double(xi[j]);
-    const double mu = s / double(c);
-    double v = 0;
-    for (int64_t j = 0; j < c; ++j) {
-      const double d = double(xi[j]) - mu;
-      v += d * d;
+                      double eps, int threads) {
+  parallelRanges(n, threads, rowGrain(c), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const T* xi = x + i * c;
+      double s = 0;
+      for (int64_t j = 0; j < c; ++j) s += double(xi[j]);
+      const double mu = s / double(c);
+      double v = 0;
+      for (int64_t j = 0; j < c; ++j) {
+        const double d = double(xi[j]) - mu;
+        v += d * d;
+      }
+      const double r = 1.0 / std::sqrt(v / double(c) + eps);
+      T* yi = y + i * c;
+      for (int64_t j = 0; j < c; ++j) yi[j] = T((double(xi[j]) - mu) * r) * gamma[j] + beta[j];
+      mean[i] = T(mu);
+      rstd[i] = T(r);
     }
-    const double r = 1.0 / std::sqrt(v / double(c) + eps);
-    T* yi = y + i * c;
-    for (int64_t j = 0; j < c; ++j) yi[j] = T((double(xi[j]) - mu) * r) * gamma[j] + beta[j];
-    mean[i] = T(mu);
-    rstd[i] = T(r);
-  }
+  });
 }
 
 template <class T>
 void layerNormBackward(const T* dy, const T* x, const T* gamma, const T* mean, const T* rstd, T* dx, T* dgamma,
-                       T* dbeta, int64_t n, int64_t c) {
-  for (int64_t i = 0; i < n; ++i) {
-    const T* dyi = dy + i * c;
-    const T* xi = x + i * c;
-    const double mu = double(mean[i]), r = double(rstd[i]);
-    // x̂ = (x − μ)·rstd; dx = rstd·(g − mean(g) − x̂·mean(g·x̂)) with g = dy·γ.
-    double mg = 0, mgx = 0;
-    for (int64_t j = 0; j < c; ++j) {
-      const double xh = (double(xi[j]) - mu) * r;
-      const double g = double(dyi[j]) * double(gamma[j]);
-      mg += g;
-      mgx += g * xh;
+                       T* dbeta, int64_t n, int64_t c, int threads) {
+  // dx row by row; then dgamma and dbeta column by column, each summed over the rows in order.
+  parallelRanges(n, threads, rowGrain(c), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const T* dyi = dy + i * c;
+      const T* xi = x + i * c;
+      const double mu = double(mean[i]), r = double(rstd[i]);
+      // x̂ = (x − μ)·rstd; dx = rstd·(g − mean(g) − x̂·mean(g·x̂)) with g = dy·γ.
+      double mg = 0, mgx = 0;
+      for (int64_t j = 0; j < c; ++j) {
+        const double xh = (double(xi[j]) - mu) * r;
+        const double g = double(dyi[j]) * double(gamma[j]);
+        mg += g;
+        mgx += g * xh;
+      }
+      mg /= double(c);
+      mgx /= double(c);
+      T* dxi = dx + i * c;
+      for (int64_t j = 0; j < c; ++j) {
+        const double xh = (double(xi[j]) - mu) * r;
+        const double g = double(dyi[j]) * double(gamma[j]);
+        dxi[j] = T(r * (g - mg - xh * mgx));
+      }
     }
-    mg /= double(c);
-    mgx /= double(c);
-    T* dxi = dx + i * c;
-    for (int64_t j = 0; j < c; ++j) {
-      const double xh = (double(xi[j]) - mu) * r;
-      const double g = double(dyi[j]) * double(gamma[j]);
-      dxi[j] = T(r * (g - mg - xh * mgx));
-      dgamma[j] += T(double(dyi[j]) * xh);
-      dbeta[j] += dyi[j];
+  });
+  parallelRanges(c, n * c >= 2 * kElementGrain ? threads : 1, 16, [&](int64_t j0, int64_t j1) {
+    for (int64_t i = 0; i < n; ++i) {
+      const T* dyi = dy + i * c;
+      const T* xi = x + i * c;
+      const double mu = double(mean[i]), r = double(rstd[i]);
+      for (int64_t j = j0; j < j1; ++j) {
+        const double xh = (double(xi[j]) - mu) * r;
+        dgamma[j] += T(double(dyi[j]) * xh);
+        dbeta[j] += dyi[j];
+      }
     }
-  }
-}
-
-template <class T> void rmsNormForward(const T* x, const T* gamma, T* y, T* rstd, int64_t n, int64_t c, double eps) {
-  for (int64_t i = 0; i < n; ++i) {
-    const T* xi = x + i * c;
-    double s = 0;
-    for (int64_t j = 0; j < c; ++j) s += double(xi[j]) * double(xi[j]);
-    const double r = 1.0 / std::sqrt(s / double(c) + eps);
-    T* yi = y + i * c;
-    for (int64_t j = 0; j < c; ++j) yi[j] = T(double(xi[j]) * r) * gamma[j];
-    rstd[i] = T(r);
-  }
+  });
 }
 
 template <class T>
-void rmsNormBackward(const T* dy, const T* x, const T* gamma, const T* rstd, T* dx, T* dgamma, int64_t n, int64_t c) {
-  for (int64_t i = 0; i < n; ++i) {
-    const T* dyi = dy + i * c;
-    const T* xi = x + i * c;
-    const double r = double(rstd[i]);
-    // x̂ = x·rstd; dx = rstd·(g − x̂·mean(g·x̂)) with g = dy·γ.
-    double mgx = 0;
-    for (int64_t j = 0; j < c; ++j) mgx += double(dyi[j]) * double(gamma[j]) * double(xi[j]) * r;
-    mgx /= double(c);
-    T* dxi = dx + i * c;
-    for (int64_t j = 0; j < c; ++j) {
-      const double xh = double(xi[j]) * r;
-      dxi[j] = T(r * (double(dyi[j]) * double(gamma[j]) - xh * mgx));
-      dgamma[j] += T(double(dyi[j]) * xh);
+void rmsNormForward(const T* x, const T* gamma, T* y, T* rstd, int64_t n, int64_t c, double eps, int threads) {
+  parallelRanges(n, threads, rowGrain(c), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const T* xi = x + i * c;
+      double s = 0;
+      for (int64_t j = 0; j < c; ++j) s += double(xi[j]) * double(xi[j]);
+      const double r = 1.0 / std::sqrt(s / double(c) + eps);
+      T* yi = y + i * c;
+      for (int64_t j = 0; j < c; ++j) yi[j] = T(double(xi[j]) * r) * gamma[j];
+      rstd[i] = T(r);
     }
-  }
+  });
+}
+
+template <class T>
+void rmsNormBackward(const T* dy, const T* x, const T* gamma, const T* rstd, T* dx, T* dgamma, int64_t n, int64_t c,
+                     int threads) {
+  parallelRanges(n, threads, rowGrain(c), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const T* dyi = dy + i * c;
+      const T* xi = x + i * c;
+      const double r = double(rstd[i]);
+      // x̂ = x·rstd; dx = rstd·(g − x̂·mean(g·x̂)) with g = dy·γ.
+      double mgx = 0;
+      for (int64_t j = 0; j < c; ++j) mgx += double(dyi[j]) * double(gamma[j]) * double(xi[j]) * r;
+      mgx /= double(c);
+      T* dxi = dx + i * c;
+      for (int64_t j = 0; j < c; ++j) {
+        const double xh = double(xi[j]) * r;
+        dxi[j] = T(r * (double(dyi[j]) * double(gamma[j]) - xh * mgx));
+      }
+    }
+  });
+  parallelRanges(c, n * c >= 2 * kElementGrain ? threads : 1, 16, [&](int64_t j0, int64_t j1) {
+    for (int64_t i = 0; i < n; ++i) {
+      const T* dyi = dy + i * c;
+      const T* xi = x + i * c;
+      const double r = double(rstd[i]);
+      for (int64_t j = j0; j < j1; ++j) dgamma[j] += T(double(dyi[j]) * (double(xi[j]) * r));
+    }
+  });
 }
 
 // ---- embeddings, residual, bias
@@ -209,58 +274,149 @@ void embeddingBackward(const T* dout, const int32_t* tokens, T* dwte, T* dwpe, i
     }
 }
 
-template <class T> void residualForward(const T* a, const T* b, T* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+template <class T> void residualForward(const T* a, const T* b, T* out, int64_t n, int threads) {
+  parallelRanges(n, threads, 4 * kElementGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) out[i] = a[i] + b[i];
+  });
 }
 
-template <class T> void biasForward(T* y, const T* bias, int64_t rows, int64_t c) {
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < c; ++j) y[i * c + j] += bias[j];
+template <class T> void biasForward(T* y, const T* bias, int64_t rows, int64_t c, int threads) {
+  parallelRanges(rows, threads, 4 * rowGrain(c), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      for (int64_t j = 0; j < c; ++j) y[i * c + j] += bias[j];
+  });
 }
 
-template <class T> void biasBackward(const T* dy, T* dbias, int64_t rows, int64_t c) {
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < c; ++j) dbias[j] += dy[i * c + j];
+template <class T> void biasBackward(const T* dy, T* dbias, int64_t rows, int64_t c, int threads) {
+  // each column summed over the rows in order; columns split between the workers
+  parallelRanges(c, rows * c >= 4 * kElementGrain ? threads : 1, 16, [&](int64_t j0, int64_t j1) {
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = j0; j < j1; ++j) dbias[j] += dy[i * c + j];
+  });
 }
 
 // ---- attention
 
 namespace {
 
-/// One (batch, head) of the causal attention forward: Q, K, V [t, hs] contiguous copies; writes
-/// P [t, t] and O [t, hs].
+// The per-(batch, head) attention kernels. Every sum runs in the order the formulas of layers.h
+// give (the dot products over the head's channels ascending, the softmax sums in double over the
+// keys ascending); the loops are arranged so that the innermost one runs over independent sums —
+// the keys of a score row through Kᵀ, or the channels of a head — and the float32 versions are
+// compiled for AVX-512, AVX2 and baseline (this file is built without fused multiply-adds), each
+// giving the same bits.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define FP8LAB_NN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define FP8LAB_NN_CLONES
+#endif
+
+/// One (batch, head) of the causal attention forward: Q, V [t, hs] and Kᵀ [hs, t] contiguous
+/// copies; writes P [t, t] and O [t, hs]. `row` holds t scores.
 template <class T>
-void attendOne(const T* q, const T* k, const T* v, T* p, T* o, int64_t t, int64_t hs, double scale,
-               const std::function<void(T*, int64_t)>& p_cast, std::vector<T>& row) {
+inline __attribute__((always_inline)) void attendOneBody(const T* q, const T* kt, const T* v, T* p, T* o, int64_t t,
+                                                         int64_t hs, double scale,
+                                                         const std::function<void(T*, int64_t)>& p_cast, T* row) {
   for (int64_t t1 = 0; t1 < t; ++t1) {
     const T* qi = q + t1 * hs;
+    const int64_t keys = t1 + 1;
+    // S[t1, t2] = Σ_i Q[t1, i]·K[t2, i], i ascending, for every key t2 ≤ t1 at once.
+    for (int64_t t2 = 0; t2 < keys; ++t2) row[t2] = T(0);
+    for (int64_t i = 0; i < hs; ++i) {
+      const T a = qi[i];
+      const T* ki = kt + i * t;
+      for (int64_t t2 = 0; t2 < keys; ++t2) row[t2] = row[t2] + a * ki[t2];
+    }
     T mx = -std::numeric_limits<T>::infinity();
-    for (int64_t t2 = 0; t2 <= t1; ++t2) {
-      const T* kj = k + t2 * hs;
-      T dot = 0;
-      for (int64_t i = 0; i < hs; ++i) dot += qi[i] * kj[i];
-      row[size_t(t2)] = T(double(dot) * scale);
-      mx = std::max(mx, row[size_t(t2)]);
+    for (int64_t t2 = 0; t2 < keys; ++t2) {
+      row[t2] = T(double(row[t2]) * scale);
+      mx = std::max(mx, row[t2]);
     }
     T* pi = p + t1 * t;
     double se = 0;
-    for (int64_t t2 = 0; t2 <= t1; ++t2) {
-      const T e = std::exp(row[size_t(t2)] - mx);
-      row[size_t(t2)] = e;
+    for (int64_t t2 = 0; t2 < keys; ++t2) {
+      const T e = std::exp(row[t2] - mx);
+      row[t2] = e;
       se += double(e);
     }
     const T inv = T(1.0 / se);
-    for (int64_t t2 = 0; t2 <= t1; ++t2) pi[t2] = row[size_t(t2)] * inv;
-    for (int64_t t2 = t1 + 1; t2 < t; ++t2) pi[t2] = T(0);
-    if (p_cast) p_cast(pi, t1 + 1);
+    for (int64_t t2 = 0; t2 < keys; ++t2) pi[t2] = row[t2] * inv;
+    for (int64_t t2 = keys; t2 < t; ++t2) pi[t2] = T(0);
+    if (p_cast) p_cast(pi, keys);
     T* oi = o + t1 * hs;
-    std::fill(oi, oi + hs, T(0));
-    for (int64_t t2 = 0; t2 <= t1; ++t2) {
+    for (int64_t i = 0; i < hs; ++i) oi[i] = T(0);
+    for (int64_t t2 = 0; t2 < keys; ++t2) {
       const T w = pi[t2];
       const T* vj = v + t2 * hs;
-      for (int64_t i = 0; i < hs; ++i) oi[i] += w * vj[i];
+      for (int64_t i = 0; i < hs; ++i) oi[i] = oi[i] + w * vj[i];
     }
   }
+}
+
+FP8LAB_NN_CLONES void attendOne(const float* q, const float* kt, const float* v, float* p, float* o, int64_t t,
+                                int64_t hs, double scale, const std::function<void(float*, int64_t)>& p_cast,
+                                float* row) {
+  attendOneBody(q, kt, v, p, o, t, hs, scale, p_cast, row);
+}
+void attendOne(const double* q, const double* kt, const double* v, double* p, double* o, int64_t t, int64_t hs,
+               double scale, const std::function<void(double*, int64_t)>& p_cast, double* row) {
+  attendOneBody(q, kt, v, p, o, t, hs, scale, p_cast, row);
+}
+
+/// One (batch, head) of the attention backward: Q, K, dO [t, hs] and Vᵀ [hs, t]; P [t, t];
+/// adds into dQ, dK, dV [t, hs] (zeroed by the caller); returns max |dS|. dp, ds: t scratch each.
+template <class T>
+inline __attribute__((always_inline)) double attendBackOneBody(const T* q, const T* k, const T* vt, const T* d,
+                                                               const T* P, T* dq, T* dk, T* dv, int64_t t, int64_t hs,
+                                                               T scale, T* dp, T* ds) {
+  double mx = 0;
+  for (int64_t t1 = 0; t1 < t; ++t1) {
+    const T* p = P + t1 * t;
+    const T* di = d + t1 * hs;
+    const int64_t keys = t1 + 1;
+    // O = P·V: dP[t2] = Σ_i dO[i]·V[t2, i] (i ascending, every key at once), dV[t2] += P[t2]·dO.
+    for (int64_t t2 = 0; t2 < keys; ++t2) dp[t2] = T(0);
+    for (int64_t i = 0; i < hs; ++i) {
+      const T a = di[i];
+      const T* vi = vt + i * t;
+      for (int64_t t2 = 0; t2 < keys; ++t2) dp[t2] = dp[t2] + a * vi[t2];
+    }
+    for (int64_t t2 = 0; t2 < keys; ++t2) {
+      const T w = p[t2];
+      T* dvj = dv + t2 * hs;
+      for (int64_t i = 0; i < hs; ++i) dvj[i] = dvj[i] + w * di[i];
+    }
+    // P = softmax(S): dS = P ∘ (dP − Σ P·dP).
+    double dot = 0;
+    for (int64_t t2 = 0; t2 < keys; ++t2) dot += double(p[t2]) * double(dp[t2]);
+    for (int64_t t2 = 0; t2 < keys; ++t2) {
+      ds[t2] = T(double(p[t2]) * (double(dp[t2]) - dot));
+      mx = std::max(mx, std::fabs(double(ds[t2])));
+    }
+    // S = Q·Kᵀ·scale: dQ += dS[t2]·K[t2]·scale, dK[t2] += dS[t2]·Q·scale.
+    const T* qi = q + t1 * hs;
+    T* dqi = dq + t1 * hs;
+    for (int64_t t2 = 0; t2 < keys; ++t2) {
+      const T* kj = k + t2 * hs;
+      T* dkj = dk + t2 * hs;
+      const T g = ds[t2] * scale;
+      for (int64_t i = 0; i < hs; ++i) {
+        dqi[i] = dqi[i] + g * kj[i];
+        dkj[i] = dkj[i] + g * qi[i];
+      }
+    }
+  }
+  return mx;
+}
+
+FP8LAB_NN_CLONES double attendBackOne(const float* q, const float* k, const float* vt, const float* d, const float* P,
+                                      float* dq, float* dk, float* dv, int64_t t, int64_t hs, float scale, float* dp,
+                                      float* ds) {
+  return attendBackOneBody(q, k, vt, d, P, dq, dk, dv, t, hs, scale, dp, ds);
+}
+double attendBackOne(const double* q, const double* k, const double* vt, const double* d, const double* P, double* dq,
+                     double* dk, double* dv, int64_t t, int64_t hs, double scale, double* dp, double* ds) {
+  return attendBackOneBody(q, k, vt, d, P, dq, dk, dv, t, hs, scale, dp, ds);
 }
 
 /// Runs f(index) for index in [0, n) on `threads` workers of the pool (dense.h), each index once.
@@ -286,14 +442,14 @@ void attentionForward(const T* qkv, T* out, T* probs, int64_t batch, int64_t t, 
   parallelFor(batch * heads, threads, [&](int64_t bh) {
     const int64_t b = bh / heads, h = bh % heads;
     const size_t th = static_cast<size_t>(t * hs);
-    std::vector<T> q(th), k(th), v(th), o(th), row(static_cast<size_t>(t));
+    std::vector<T> q(th), kt(th), v(th), o(th), row(static_cast<size_t>(t));
     for (int64_t i = 0; i < t; ++i) {
       const T* src = qkv + (b * t + i) * 3 * c + h * hs;
       std::copy_n(src, hs, q.begin() + i * hs);
-      std::copy_n(src + c, hs, k.begin() + i * hs);
+      for (int64_t j = 0; j < hs; ++j) kt[size_t(j * t + i)] = src[c + j];
       std::copy_n(src + 2 * c, hs, v.begin() + i * hs);
     }
-    attendOne(q.data(), k.data(), v.data(), probs + bh * t * t, o.data(), t, hs, scale, p_cast, row);
+    attendOne(q.data(), kt.data(), v.data(), probs + bh * t * t, o.data(), t, hs, scale, p_cast, row.data());
     for (int64_t i = 0; i < t; ++i) std::copy_n(o.begin() + i * hs, hs, out + (b * t + i) * c + h * hs);
   });
 }
@@ -307,52 +463,17 @@ void attentionBackward(const T* dout, const T* qkv, const T* probs, T* dqkv, int
   parallelFor(batch * heads, threads, [&](int64_t bh) {
     const int64_t b = bh / heads, h = bh % heads;
     const size_t th = static_cast<size_t>(t * hs);
-    std::vector<T> q(th), k(th), v(th), d(th), dq(th, T(0)), dk(th, T(0)), dv(th, T(0));
+    std::vector<T> q(th), k(th), vt(th), d(th), dq(th, T(0)), dk(th, T(0)), dv(th, T(0));
     std::vector<T> dp(static_cast<size_t>(t)), ds(static_cast<size_t>(t));
     for (int64_t i = 0; i < t; ++i) {
       const T* src = qkv + (b * t + i) * 3 * c + h * hs;
       std::copy_n(src, hs, q.begin() + i * hs);
       std::copy_n(src + c, hs, k.begin() + i * hs);
-      std::copy_n(src + 2 * c, hs, v.begin() + i * hs);
+      for (int64_t j = 0; j < hs; ++j) vt[size_t(j * t + i)] = src[2 * c + j];
       std::copy_n(dout + (b * t + i) * c + h * hs, hs, d.begin() + i * hs);
     }
-    const T* P = probs + bh * t * t;
-    double mx = 0;
-    for (int64_t t1 = 0; t1 < t; ++t1) {
-      const T* p = P + t1 * t;
-      const T* di = d.data() + t1 * hs;
-      // O = P·V: dP[t2] = dO·V[t2], dV[t2] += P[t2]·dO.
-      for (int64_t t2 = 0; t2 <= t1; ++t2) {
-        const T* vj = v.data() + t2 * hs;
-        T* dvj = dv.data() + t2 * hs;
-        T s = 0;
-        const T w = p[t2];
-        for (int64_t i = 0; i < hs; ++i) {
-          s += di[i] * vj[i];
-          dvj[i] += w * di[i];
-        }
-        dp[size_t(t2)] = s;
-      }
-      // P = softmax(S): dS = P ∘ (dP − Σ P·dP).
-      double dot = 0;
-      for (int64_t t2 = 0; t2 <= t1; ++t2) dot += double(p[t2]) * double(dp[size_t(t2)]);
-      for (int64_t t2 = 0; t2 <= t1; ++t2) {
-        ds[size_t(t2)] = T(double(p[t2]) * (double(dp[size_t(t2)]) - dot));
-        mx = std::max(mx, std::fabs(double(ds[size_t(t2)])));
-      }
-      // S = Q·Kᵀ·scale: dQ += dS[t2]·K[t2]·scale, dK[t2] += dS[t2]·Q·scale.
-      const T* qi = q.data() + t1 * hs;
-      T* dqi = dq.data() + t1 * hs;
-      for (int64_t t2 = 0; t2 <= t1; ++t2) {
-        const T* kj = k.data() + t2 * hs;
-        T* dkj = dk.data() + t2 * hs;
-        const T g = ds[size_t(t2)] * scale;
-        for (int64_t i = 0; i < hs; ++i) {
-          dqi[i] += g * kj[i];
-          dkj[i] += g * qi[i];
-        }
-      }
-    }
+    const double mx = attendBackOne(q.data(), k.data(), vt.data(), d.data(), probs + bh * t * t, dq.data(), dk.data(),
+                                    dv.data(), t, hs, scale, dp.data(), ds.data());
     amax[size_t(bh)] = mx;
     for (int64_t i = 0; i < t; ++i) {
       T* dst = dqkv + (b * t + i) * 3 * c + h * hs;
@@ -368,26 +489,36 @@ void attentionBackward(const T* dout, const T* qkv, const T* probs, T* dqkv, int
 
 template <class T>
 double softmaxCrossEntropy(const T* logits, const int32_t* targets, int64_t rows, int64_t classes, T* dlogits,
-                           int64_t scale_rows, int64_t* correct, double running) {
-  double loss = running;
-  for (int64_t i = 0; i < rows; ++i) {
-    const T* z = logits + i * classes;
-    const int32_t label = targets[i];
-    if (label < 0) {
-      if (dlogits) std::fill(dlogits + i * classes, dlogits + (i + 1) * classes, T(0));
-      continue;
-    }
-    const T m = *std::max_element(z, z + classes);
-    double se = 0;
-    for (int64_t j = 0; j < classes; ++j) se += std::exp(static_cast<double>(z[j] - m));
-    loss += std::log(se) - static_cast<double>(z[label] - m);
-    if (correct && std::max_element(z, z + classes) - z == label) ++*correct;
-    if (dlogits)
-      for (int64_t j = 0; j < classes; ++j) {
-        const double p = std::exp(static_cast<double>(z[j] - m)) / se;
-        dlogits[i * classes + j] = static_cast<T>((p - (j == label ? 1.0 : 0.0)) / static_cast<double>(scale_rows));
+                           int64_t scale_rows, int64_t* correct, double running, int threads) {
+  // Rows in parallel, each row's loss kept; then the losses summed in row order from `running`.
+  std::vector<double> row_loss(static_cast<size_t>(rows), 0.0);
+  std::vector<uint8_t> row_correct(correct ? static_cast<size_t>(rows) : 0, 0);
+  parallelRanges(rows, threads, rowGrain(4 * classes), [&](int64_t lo, int64_t hi) {
+    std::vector<double> e(static_cast<size_t>(classes));
+    for (int64_t i = lo; i < hi; ++i) {
+      const T* z = logits + i * classes;
+      const int32_t label = targets[i];
+      if (label < 0) {
+        if (dlogits) std::fill(dlogits + i * classes, dlogits + (i + 1) * classes, T(0));
+        continue;
       }
-  }
+      const T m = *std::max_element(z, z + classes);
+      double se = 0;
+      for (int64_t j = 0; j < classes; ++j) se += e[size_t(j)] = std::exp(static_cast<double>(z[j] - m));
+      row_loss[size_t(i)] = std::log(se) - static_cast<double>(z[label] - m);
+      if (correct && std::max_element(z, z + classes) - z == label) row_correct[size_t(i)] = 1;
+      if (dlogits)
+        for (int64_t j = 0; j < classes; ++j) {
+          const double p = e[size_t(j)] / se;
+          dlogits[i * classes + j] = static_cast<T>((p - (j == label ? 1.0 : 0.0)) / static_cast<double>(scale_rows));
+        }
+    }
+  });
+  double loss = running;
+  for (int64_t i = 0; i < rows; ++i)
+    if (targets[i] >= 0) loss += row_loss[size_t(i)];
+  if (correct)
+    for (uint8_t c : row_correct) *correct += c;
   return loss;
 }
 
@@ -396,24 +527,26 @@ double softmaxCrossEntropy(const T* logits, const int32_t* targets, int64_t rows
   template void transpose<T>(const T*, T*, int64_t, int64_t);                                                          \
   template void reluForward<T>(const T*, T*, int64_t);                                                                 \
   template void reluBackward<T>(const T*, const T*, T*, int64_t);                                                      \
-  template void geluForward<T>(const T*, T*, int64_t, T*);                                                             \
-  template void geluBackward<T>(const T*, const T*, T*, int64_t, const T*);                                            \
-  template void swigluForward<T>(const T*, const T*, T*, int64_t);                                                     \
-  template void swigluBackward<T>(const T*, const T*, const T*, T*, T*, int64_t);                                      \
-  template void layerNormForward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, double);               \
-  template void layerNormBackward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t);  \
-  template void rmsNormForward<T>(const T*, const T*, T*, T*, int64_t, int64_t, double);                               \
-  template void rmsNormBackward<T>(const T*, const T*, const T*, const T*, T*, T*, int64_t, int64_t);                  \
+  template void geluForward<T>(const T*, T*, int64_t, T*, int);                                                        \
+  template void geluBackward<T>(const T*, const T*, T*, int64_t, const T*, int);                                       \
+  template void swigluForward<T>(const T*, const T*, T*, int64_t, int);                                                \
+  template void swigluBackward<T>(const T*, const T*, const T*, T*, T*, int64_t, int);                                 \
+  template void layerNormForward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, double, int);          \
+  template void layerNormBackward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t,   \
+                                     int);                                                                             \
+  template void rmsNormForward<T>(const T*, const T*, T*, T*, int64_t, int64_t, double, int);                          \
+  template void rmsNormBackward<T>(const T*, const T*, const T*, const T*, T*, T*, int64_t, int64_t, int);             \
   template void embeddingForward<T>(const int32_t*, const T*, const T*, T*, int64_t, int64_t, int64_t);                \
   template void embeddingBackward<T>(const T*, const int32_t*, T*, T*, int64_t, int64_t, int64_t);                     \
-  template void residualForward<T>(const T*, const T*, T*, int64_t);                                                   \
-  template void biasForward<T>(T*, const T*, int64_t, int64_t);                                                        \
-  template void biasBackward<T>(const T*, T*, int64_t, int64_t);                                                       \
+  template void residualForward<T>(const T*, const T*, T*, int64_t, int);                                              \
+  template void biasForward<T>(T*, const T*, int64_t, int64_t, int);                                                   \
+  template void biasBackward<T>(const T*, T*, int64_t, int64_t, int);                                                  \
   template void attentionForward<T>(const T*, T*, T*, int64_t, int64_t, int64_t, int64_t,                              \
                                     const std::function<void(T*, int64_t)>&, int);                                     \
   template void attentionBackward<T>(const T*, const T*, const T*, T*, int64_t, int64_t, int64_t, int64_t, double*,    \
                                      int);                                                                             \
-  template double softmaxCrossEntropy<T>(const T*, const int32_t*, int64_t, int64_t, T*, int64_t, int64_t*, double);
+  template double softmaxCrossEntropy<T>(const T*, const int32_t*, int64_t, int64_t, T*, int64_t, int64_t*, double,    \
+                                         int);
 
 FP8LAB_NN_INSTANTIATE(float)
 FP8LAB_NN_INSTANTIATE(double)

@@ -5,6 +5,10 @@
 // sites (sites.h) and run through the precision policy (linear_site.h); `matmul` below is the
 // plain high-precision product the float64 checks and the FP32 pieces use.
 //
+// Threads: the functions taking `threads` split their rows or elements (or, for the parameter
+// gradients, their columns) over the worker pool (0 = all cores, default 1); no sum is ever split,
+// so every thread count gives the same bits.
+//
 // Conventions: every backward *adds* into the parameter gradients it is given (dgamma, dwte, ...:
 // a parameter used twice, as tied embeddings are, sums its two contributions) and *writes* the
 // input gradient (dx) unless it says otherwise. Reductions that decide training results (softmax
@@ -37,13 +41,14 @@ template <class T> void reluBackward(const T* dy, const T* x, T* dx, int64_t n);
 /// `th` (may be null) receives / gives the tanh of each element, so the backward need not compute
 /// it again. For T = float tanh(u) is evaluated as sign(u)·(1 − e)/(1 + e), e = exp(−2|u|), in
 /// float (within a few float32 ulps of tanhf, at a third of its cost); T = double uses std::tanh.
-template <class T> void geluForward(const T* x, T* y, int64_t n, T* th = nullptr);
-template <class T> void geluBackward(const T* dy, const T* x, T* dx, int64_t n, const T* th = nullptr);
+template <class T> void geluForward(const T* x, T* y, int64_t n, T* th = nullptr, int threads = 1);
+template <class T> void geluBackward(const T* dy, const T* x, T* dx, int64_t n, const T* th = nullptr, int threads = 1);
 
 /// SwiGLU (Shazeer 2020, "GLU variants improve Transformer"): y = silu(gate) · up with
 /// silu(g) = g·σ(g). gate, up, y: [n]. Backward writes dgate and dup.
-template <class T> void swigluForward(const T* gate, const T* up, T* y, int64_t n);
-template <class T> void swigluBackward(const T* dy, const T* gate, const T* up, T* dgate, T* dup, int64_t n);
+template <class T> void swigluForward(const T* gate, const T* up, T* y, int64_t n, int threads = 1);
+template <class T>
+void swigluBackward(const T* dy, const T* gate, const T* up, T* dgate, T* dup, int64_t n, int threads = 1);
 
 // ---- normalisation --------------------------------------------------------------------------
 
@@ -52,17 +57,19 @@ template <class T> void swigluBackward(const T* dy, const T* gate, const T* up, 
 /// mean, rstd: [N] (saved for the backward).
 template <class T>
 void layerNormForward(const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd, int64_t n, int64_t c,
-                      double eps = 1e-5);
+                      double eps = 1e-5, int threads = 1);
 /// dx (written), dgamma and dbeta (added) from dy, the input x and the saved mean and rstd.
 template <class T>
 void layerNormBackward(const T* dy, const T* x, const T* gamma, const T* mean, const T* rstd, T* dx, T* dgamma,
-                       T* dbeta, int64_t n, int64_t c);
+                       T* dbeta, int64_t n, int64_t c, int threads = 1);
 
 /// RMSNorm (Zhang & Sennrich 2019): y = x·rstd·γ with rstd = 1/√(mean(x²) + eps). rstd: [N].
 template <class T>
-void rmsNormForward(const T* x, const T* gamma, T* y, T* rstd, int64_t n, int64_t c, double eps = 1e-5);
+void rmsNormForward(const T* x, const T* gamma, T* y, T* rstd, int64_t n, int64_t c, double eps = 1e-5,
+                    int threads = 1);
 template <class T>
-void rmsNormBackward(const T* dy, const T* x, const T* gamma, const T* rstd, T* dx, T* dgamma, int64_t n, int64_t c);
+void rmsNormBackward(const T* dy, const T* x, const T* gamma, const T* rstd, T* dx, T* dgamma, int64_t n, int64_t c,
+                     int threads = 1);
 
 // ---- embeddings, residual, bias --------------------------------------------------------------
 
@@ -75,10 +82,10 @@ template <class T>
 void embeddingBackward(const T* dout, const int32_t* tokens, T* dwte, T* dwpe, int64_t batch, int64_t t, int64_t c);
 
 /// out = a + b (n elements). Its backward passes dout to both inputs unchanged.
-template <class T> void residualForward(const T* a, const T* b, T* out, int64_t n);
+template <class T> void residualForward(const T* a, const T* b, T* out, int64_t n, int threads = 1);
 /// y[i, :] += bias (rows × c); its backward: dbias += Σ_i dy[i, :] (rows ascending).
-template <class T> void biasForward(T* y, const T* bias, int64_t rows, int64_t c);
-template <class T> void biasBackward(const T* dy, T* dbias, int64_t rows, int64_t c);
+template <class T> void biasForward(T* y, const T* bias, int64_t rows, int64_t c, int threads = 1);
+template <class T> void biasBackward(const T* dy, T* dbias, int64_t rows, int64_t c, int threads = 1);
 
 // ---- attention --------------------------------------------------------------------------------
 
@@ -114,6 +121,6 @@ void attentionBackward(const T* dout, const T* qkv, const T* probs, T* dqkv, int
 /// one sequence whatever the batch size).
 template <class T>
 double softmaxCrossEntropy(const T* logits, const int32_t* targets, int64_t rows, int64_t classes, T* dlogits,
-                           int64_t scale_rows, int64_t* correct = nullptr, double running = 0.0);
+                           int64_t scale_rows, int64_t* correct = nullptr, double running = 0.0, int threads = 1);
 
 } // namespace fp8lab::nn

@@ -452,12 +452,10 @@ void LinearSite::backward(const float* g, std::vector<float>& gw, std::vector<fl
   if (probe_) measureGradient(g, nullptr, n * out);
   rec.recordHighPrecision(og, g, size_t(n * out));
   rec.whatIf(og, g, n, out, Axis::Rows);
-  std::vector<float> xT(static_cast<size_t>(n * in));
-  transposeF32(x, xT.data(), n, in);
   gw.resize(static_cast<size_t>(in * out));
-  matmulF32(xT.data(), g, gw.data(), in, n, out, ctx_->threads);
+  matmulF32At(x, g, gw.data(), in, n, out, ctx_->threads); // xᵀ·g
   rec.checkGemm(
-      gw, in, out, n, s.path, "wgrad.output", [&](int64_t i, int64_t k) { return xT[static_cast<size_t>(i * n + k)]; },
+      gw, in, out, n, s.path, "wgrad.output", [&](int64_t i, int64_t k) { return x[k * in + i]; },
       [&](int64_t k, int64_t j) { return g[k * out + j]; }, ox, og, false);
   if (dx) {
     std::vector<float> wT(static_cast<size_t>(in * out));

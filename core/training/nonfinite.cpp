@@ -1,6 +1,8 @@
 // FP8 Lab — the first non-finite value of a training run (see nonfinite.h).
 #include "training/nonfinite.h"
 
+#include "scaling/scaling.h"
+
 #include <algorithm>
 #include <bit>
 #include <charconv>
@@ -31,10 +33,9 @@ bool parseNonFinitePolicy(const std::string& s, NonFinitePolicy* out) {
 }
 
 bool allFinite(const float* x, size_t n) {
-  // A float32 is NaN or ±Inf exactly when its 8 exponent bits are all ones.
-  uint32_t bad = 0;
-  for (size_t i = 0; i < n; ++i) bad |= (std::bit_cast<uint32_t>(x[i]) & 0x7F800000u) == 0x7F800000u;
-  return bad == 0;
+  // Finite exactly when no element is NaN and the largest magnitude is below Inf: scaling.h's amax
+  // (its vector kernels at the CPU level) without NaNs ignored is NaN or Inf otherwise.
+  return std::isfinite(amaxOf(x, n, /*ignore_nan=*/false));
 }
 
 int64_t firstNonFinite(const float* x, size_t n) {

@@ -69,8 +69,8 @@ struct NonFiniteRecord {
   std::string describe() const;
 };
 
-/// True when none of x[0, n) is NaN or ±Inf. One pass over the bits (exponent all ones), no
-/// floating-point compare; vectorisable.
+/// True when none of x[0, n) is NaN or ±Inf. One integer pass over the magnitude bits (scaling.h
+/// amaxOf, vectorised at the CPU level), no floating-point compare.
 bool allFinite(const float* x, size_t n);
 /// Index of the first NaN / ±Inf of x[0, n), or −1.
 int64_t firstNonFinite(const float* x, size_t n);

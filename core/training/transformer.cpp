@@ -184,9 +184,10 @@ template <class T> struct TransformerModel<T>::Impl {
     rstd.resize(static_cast<size_t>(n));
     if (cfg.norm == NormKind::LayerNorm) {
       mean.resize(static_cast<size_t>(n));
-      nn::layerNormForward(x, val(wg).data(), val(wb).data(), y.data(), mean.data(), rstd.data(), n, C, cfg.norm_eps);
+      nn::layerNormForward(x, val(wg).data(), val(wb).data(), y.data(), mean.data(), rstd.data(), n, C, cfg.norm_eps,
+                           threads);
     } else {
-      nn::rmsNormForward(x, val(wg).data(), y.data(), rstd.data(), n, C, cfg.norm_eps);
+      nn::rmsNormForward(x, val(wg).data(), y.data(), rstd.data(), n, C, cfg.norm_eps, threads);
     }
   }
 
@@ -197,22 +198,22 @@ template <class T> struct TransformerModel<T>::Impl {
     dx.resize(static_cast<size_t>(n * C));
     if (cfg.norm == NormKind::LayerNorm)
       nn::layerNormBackward(dy, x, val(wg).data(), mean.data(), rstd.data(), dx.data(), grd(wg).data(), grd(wb).data(),
-                            n, C);
+                            n, C, threads);
     else
-      nn::rmsNormBackward(dy, x, val(wg).data(), rstd.data(), dx.data(), grd(wg).data(), n, C);
+      nn::rmsNormBackward(dy, x, val(wg).data(), rstd.data(), dx.data(), grd(wg).data(), n, C, threads);
   }
 
   /// Linear with bias: y = x·W + b through site `site`.
   void linear(LinearOps<T>& ops, size_t site, const T* x, int64_t n, int w, int b, int64_t in, int64_t out,
               std::vector<T>& y) {
     ops.linearForward(site, x, n, val(w).data(), in, out, y);
-    if (b >= 0) nn::biasForward(y.data(), val(b).data(), n, out);
+    if (b >= 0) nn::biasForward(y.data(), val(b).data(), n, out, threads);
   }
 
   /// Backward of linear(): W's (and b's) gradients added; dx written when not null.
   void linearBack(LinearOps<T>& ops, size_t site, const T* g, int64_t n, int w, int b, int64_t out,
                   std::vector<T>* dx) {
-    if (b >= 0) nn::biasBackward(g, grd(b).data(), n, out);
+    if (b >= 0) nn::biasBackward(g, grd(b).data(), n, out, threads);
     std::vector<T> gw;
     ops.linearBackward(site, g, gw, dx);
     std::vector<T>& G = grd(w);
@@ -287,7 +288,7 @@ template <class T> struct TransformerModel<T>::Impl {
       ops.check(bname, "attention", a.att.data(), n, C);
       linear(ops, s.out, a.att.data(), n, p.out_w, p.out_b, C, C, a.proj);
       a.s1.resize(static_cast<size_t>(n * C));
-      nn::residualForward(a.x_in.data(), a.proj.data(), a.s1.data(), n * C);
+      nn::residualForward(a.x_in.data(), a.proj.data(), a.s1.data(), n * C, threads);
       const T* ffn_in;
       if (cfg.pre_norm) {
         a.x_mid = a.s1;
@@ -301,15 +302,15 @@ template <class T> struct TransformerModel<T>::Impl {
       a.act.resize(static_cast<size_t>(n * F));
       if (cfg.ffn == FfnKind::Swiglu) {
         linear(ops, s.gate, ffn_in, n, p.gate_w, p.gate_b, C, F, a.gate);
-        nn::swigluForward(a.gate.data(), a.up.data(), a.act.data(), n * F);
+        nn::swigluForward(a.gate.data(), a.up.data(), a.act.data(), n * F, threads);
       } else {
         a.gelu_tanh.resize(static_cast<size_t>(n * F));
-        nn::geluForward(a.up.data(), a.act.data(), n * F, a.gelu_tanh.data());
+        nn::geluForward(a.up.data(), a.act.data(), n * F, a.gelu_tanh.data(), threads);
       }
       ops.check(bname, cfg.ffn == FfnKind::Swiglu ? "swiglu" : "gelu", a.act.data(), n, F);
       linear(ops, s.down, a.act.data(), n, p.down_w, p.down_b, F, C, a.down);
       a.s2.resize(static_cast<size_t>(n * C));
-      nn::residualForward(a.x_mid.data(), a.down.data(), a.s2.data(), n * C);
+      nn::residualForward(a.x_mid.data(), a.down.data(), a.s2.data(), n * C, threads);
       if (cfg.pre_norm)
         a.x_out = a.s2;
       else
@@ -340,7 +341,8 @@ template <class T> struct TransformerModel<T>::Impl {
     for (int32_t v : targets) valid += v >= 0;
     dlogits.resize(static_cast<size_t>(n * V));
     dlogits_count = std::max<int64_t>(valid, 1);
-    return nn::softmaxCrossEntropy<T>(logits.data(), targets.data(), n, V, dlogits.data(), dlogits_count);
+    return nn::softmaxCrossEntropy<T>(logits.data(), targets.data(), n, V, dlogits.data(), dlogits_count, nullptr, 0.0,
+                                      threads);
   }
 
   void backward(int64_t count, LinearOps<T>& ops) {
@@ -349,7 +351,8 @@ template <class T> struct TransformerModel<T>::Impl {
     const int64_t n = B * Tn;
     if (dlogits_count != std::max<int64_t>(count, 1)) {
       dlogits.resize(static_cast<size_t>(n * V));
-      nn::softmaxCrossEntropy<T>(logits.data(), targets.data(), n, V, dlogits.data(), std::max<int64_t>(count, 1));
+      nn::softmaxCrossEntropy<T>(logits.data(), targets.data(), n, V, dlogits.data(), std::max<int64_t>(count, 1),
+                                 nullptr, 0.0, threads);
     }
     std::vector<T> dcur, gw, tmp, dtmp;
     ops.linearBackward(lm_site, dlogits.data(), gw, &dcur);
@@ -382,9 +385,9 @@ template <class T> struct TransformerModel<T>::Impl {
       dup.resize(static_cast<size_t>(n * F));
       if (cfg.ffn == FfnKind::Swiglu) {
         dgate.resize(static_cast<size_t>(n * F));
-        nn::swigluBackward(dact.data(), a.gate.data(), a.up.data(), dgate.data(), dup.data(), n * F);
+        nn::swigluBackward(dact.data(), a.gate.data(), a.up.data(), dgate.data(), dup.data(), n * F, threads);
       } else {
-        nn::geluBackward(dact.data(), a.up.data(), dup.data(), n * F, a.gelu_tanh.data());
+        nn::geluBackward(dact.data(), a.up.data(), dup.data(), n * F, a.gelu_tanh.data(), threads);
       }
       linearBack(ops, s.up, dup.data(), n, p.up_w, p.up_b, F, &dffn_in);
       if (cfg.ffn == FfnKind::Swiglu) {

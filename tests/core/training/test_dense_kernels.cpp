@@ -2,7 +2,8 @@
 // runs this suite at each level: FP8LAB_CPU=baseline|avx2|avx512): every element must equal the
 // definition written here — C[i,j] = (((0 + a[i,0]·b[0,j]) + a[i,1]·b[1,j]) + …) in float32, each
 // product and each sum rounded once (no fused multiply-add), k ascending — bit for bit, whatever the
-// shape, the thread count, or the register tile of the vector kernels.
+// shape, the thread count, or the register tile of the vector kernels. The same for the product with
+// a transposed A (matmulF32At), and the transpose itself is a bit-exact copy.
 #include <QtTest>
 
 #include "common/cpu_level.h"
@@ -119,6 +120,53 @@ private Q_SLOTS:
                                      .arg(where)));
             }
           }
+  }
+
+  // matmulF32At reads A from its transpose: the same definition over A[i, p] = at[p, i], so the
+  // same bits as the reference of the un-transposed A.
+  void transposedA() {
+    uint64_t seed = 1000;
+    for (int64_t m : {1, 4, 5, 64, 130})
+      for (int64_t k : {1, 17, 300})
+        for (int64_t n : {1, 16, 33, 257})
+          for (bool accumulate : {false, true}) {
+            const std::vector<float> a = values(m, k, seed++, m * k > 16), b = values(k, n, seed++, false);
+            const std::vector<float> c0 = values(m, n, seed++, false);
+            std::vector<float> at(a.size());
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t p = 0; p < k; ++p) at[size_t(p * m + i)] = a[size_t(i * k + p)];
+            const std::vector<float> want = reference(a, b, accumulate ? &c0 : nullptr, m, k, n);
+            for (int threads : {1, 2}) {
+              std::vector<float> got = c0;
+              matmulF32At(at.data(), b.data(), got.data(), m, k, n, threads, accumulate);
+              QString where;
+              if (!sameBits(want, got, &where, n))
+                QFAIL(qPrintable(QStringLiteral("Aᵀ: m %1 k %2 n %3 accumulate %4 threads %5: %6")
+                                     .arg(m)
+                                     .arg(k)
+                                     .arg(n)
+                                     .arg(accumulate)
+                                     .arg(threads)
+                                     .arg(where)));
+            }
+          }
+  }
+
+  // out[j, i] = in[i, j] for every element, bit for bit (NaN payloads and −0 included), for shapes
+  // with and without whole 8 × 8 and 32 × 32 blocks.
+  void transpose() {
+    uint64_t seed = 2000;
+    for (int64_t m : {1, 7, 8, 9, 31, 32, 33, 64, 100})
+      for (int64_t n : {1, 8, 15, 16, 40, 64, 257}) {
+        std::vector<float> in = values(m, n, seed++, true);
+        if (in.size() > 2) in[2] = std::bit_cast<float>(0xFFC00001u);
+        std::vector<float> out(in.size(), 1.0f);
+        transposeF32(in.data(), out.data(), m, n);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j)
+            if (std::bit_cast<uint32_t>(out[size_t(j * m + i)]) != std::bit_cast<uint32_t>(in[size_t(i * n + j)]))
+              QFAIL(qPrintable(QStringLiteral("%1 × %2: out[%3, %4] is not in[%4, %3]").arg(m).arg(n).arg(j).arg(i)));
+      }
   }
 };
 
