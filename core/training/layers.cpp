@@ -311,22 +311,60 @@ namespace {
 #define FP8LAB_NN_CLONES
 #endif
 
-/// One (batch, head) of the causal attention forward: Q, V [t, hs] and Kᵀ [hs, t] contiguous
-/// copies; writes P [t, t] and O [t, hs]. `row` holds t scores.
+/// Keys (or channels) a register block of the attention kernels holds: one AVX-512 vector of
+/// float32. Kᵀ and Vᵀ rows are padded with zeros to a multiple of it.
+constexpr int64_t kLanes = 16;
+int64_t paddedKeys(int64_t t) {
+  return (t + kLanes - 1) / kLanes * kLanes;
+}
+
+/// out[l] = Σ_i a[i]·m[i·ld + l] for the kLanes columns l of m, i ascending from +0: kLanes
+/// independent dot products, their partial sums in registers.
+template <class T>
+inline __attribute__((always_inline)) void dotColumns(const T* a, const T* m, int64_t ld, int64_t len, T* out) {
+  T acc[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) acc[l] = T(0);
+  for (int64_t i = 0; i < len; ++i) {
+    const T x = a[i];
+    const T* mi = m + i * ld;
+    for (int64_t l = 0; l < kLanes; ++l) acc[l] = acc[l] + x * mi[l];
+  }
+  for (int64_t l = 0; l < kLanes; ++l) out[l] = acc[l];
+}
+
+/// o[i] = Σ_{t2 < keys} w[t2]·v[t2·hs + i] for every channel i, t2 ascending from +0.
+template <class T>
+inline __attribute__((always_inline)) void weightedRows(const T* w, const T* v, int64_t keys, int64_t hs, T* o) {
+  int64_t i0 = 0;
+  for (; i0 + kLanes <= hs; i0 += kLanes) {
+    T acc[kLanes];
+    for (int64_t l = 0; l < kLanes; ++l) acc[l] = T(0);
+    for (int64_t t2 = 0; t2 < keys; ++t2) {
+      const T x = w[t2];
+      const T* vj = v + t2 * hs + i0;
+      for (int64_t l = 0; l < kLanes; ++l) acc[l] = acc[l] + x * vj[l];
+    }
+    for (int64_t l = 0; l < kLanes; ++l) o[i0 + l] = acc[l];
+  }
+  for (int64_t i = i0; i < hs; ++i) {
+    T acc = T(0);
+    for (int64_t t2 = 0; t2 < keys; ++t2) acc = acc + w[t2] * v[t2 * hs + i];
+    o[i] = acc;
+  }
+}
+
+/// One (batch, head) of the causal attention forward: Q, V [t, hs] and Kᵀ [hs, paddedKeys(t)]
+/// contiguous copies; writes P [t, t] and O [t, hs]. `row` holds paddedKeys(t) scores.
 template <class T>
 inline __attribute__((always_inline)) void attendOneBody(const T* q, const T* kt, const T* v, T* p, T* o, int64_t t,
                                                          int64_t hs, double scale,
                                                          const std::function<void(T*, int64_t)>& p_cast, T* row) {
+  const int64_t tp = paddedKeys(t);
   for (int64_t t1 = 0; t1 < t; ++t1) {
     const T* qi = q + t1 * hs;
     const int64_t keys = t1 + 1;
-    // S[t1, t2] = Σ_i Q[t1, i]·K[t2, i], i ascending, for every key t2 ≤ t1 at once.
-    for (int64_t t2 = 0; t2 < keys; ++t2) row[t2] = T(0);
-    for (int64_t i = 0; i < hs; ++i) {
-      const T a = qi[i];
-      const T* ki = kt + i * t;
-      for (int64_t t2 = 0; t2 < keys; ++t2) row[t2] = row[t2] + a * ki[t2];
-    }
+    // S[t1, t2] = Σ_i Q[t1, i]·K[t2, i], i ascending, kLanes keys t2 at a time.
+    for (int64_t t0 = 0; t0 < keys; t0 += kLanes) dotColumns(qi, kt + t0, tp, hs, row + t0);
     T mx = -std::numeric_limits<T>::infinity();
     for (int64_t t2 = 0; t2 < keys; ++t2) {
       row[t2] = T(double(row[t2]) * scale);
@@ -343,13 +381,7 @@ inline __attribute__((always_inline)) void attendOneBody(const T* q, const T* kt
     for (int64_t t2 = 0; t2 < keys; ++t2) pi[t2] = row[t2] * inv;
     for (int64_t t2 = keys; t2 < t; ++t2) pi[t2] = T(0);
     if (p_cast) p_cast(pi, keys);
-    T* oi = o + t1 * hs;
-    for (int64_t i = 0; i < hs; ++i) oi[i] = T(0);
-    for (int64_t t2 = 0; t2 < keys; ++t2) {
-      const T w = pi[t2];
-      const T* vj = v + t2 * hs;
-      for (int64_t i = 0; i < hs; ++i) oi[i] = oi[i] + w * vj[i];
-    }
+    weightedRows(pi, v, keys, hs, o + t1 * hs);
   }
 }
 
@@ -363,24 +395,21 @@ void attendOne(const double* q, const double* kt, const double* v, double* p, do
   attendOneBody(q, kt, v, p, o, t, hs, scale, p_cast, row);
 }
 
-/// One (batch, head) of the attention backward: Q, K, dO [t, hs] and Vᵀ [hs, t]; P [t, t];
-/// adds into dQ, dK, dV [t, hs] (zeroed by the caller); returns max |dS|. dp, ds: t scratch each.
+/// One (batch, head) of the attention backward: Q, K, dO [t, hs] and Vᵀ [hs, paddedKeys(t)];
+/// P [t, t]; writes dQ and adds into dK, dV [t, hs] (zeroed by the caller); returns max |dS|. dp,
+/// ds: paddedKeys(t) scratch each.
 template <class T>
 inline __attribute__((always_inline)) double attendBackOneBody(const T* q, const T* k, const T* vt, const T* d,
                                                                const T* P, T* dq, T* dk, T* dv, int64_t t, int64_t hs,
                                                                T scale, T* dp, T* ds) {
+  const int64_t tp = paddedKeys(t);
   double mx = 0;
   for (int64_t t1 = 0; t1 < t; ++t1) {
     const T* p = P + t1 * t;
     const T* di = d + t1 * hs;
     const int64_t keys = t1 + 1;
     // O = P·V: dP[t2] = Σ_i dO[i]·V[t2, i] (i ascending, every key at once), dV[t2] += P[t2]·dO.
-    for (int64_t t2 = 0; t2 < keys; ++t2) dp[t2] = T(0);
-    for (int64_t i = 0; i < hs; ++i) {
-      const T a = di[i];
-      const T* vi = vt + i * t;
-      for (int64_t t2 = 0; t2 < keys; ++t2) dp[t2] = dp[t2] + a * vi[t2];
-    }
+    for (int64_t t0 = 0; t0 < keys; t0 += kLanes) dotColumns(di, vt + t0, tp, hs, dp + t0);
     for (int64_t t2 = 0; t2 < keys; ++t2) {
       const T w = p[t2];
       T* dvj = dv + t2 * hs;
@@ -397,14 +426,13 @@ inline __attribute__((always_inline)) double attendBackOneBody(const T* q, const
     const T* qi = q + t1 * hs;
     T* dqi = dq + t1 * hs;
     for (int64_t t2 = 0; t2 < keys; ++t2) {
-      const T* kj = k + t2 * hs;
-      T* dkj = dk + t2 * hs;
       const T g = ds[t2] * scale;
-      for (int64_t i = 0; i < hs; ++i) {
-        dqi[i] = dqi[i] + g * kj[i];
-        dkj[i] = dkj[i] + g * qi[i];
-      }
+      T* dkj = dk + t2 * hs;
+      for (int64_t i = 0; i < hs; ++i) dkj[i] = dkj[i] + g * qi[i];
+      ds[t2] = g;
     }
+    // dQ[t1] starts at +0 and takes its keys in order: the sum over t2 in registers.
+    weightedRows(ds, k, keys, hs, dqi);
   }
   return mx;
 }
@@ -442,11 +470,12 @@ void attentionForward(const T* qkv, T* out, T* probs, int64_t batch, int64_t t, 
   parallelFor(batch * heads, threads, [&](int64_t bh) {
     const int64_t b = bh / heads, h = bh % heads;
     const size_t th = static_cast<size_t>(t * hs);
-    std::vector<T> q(th), kt(th), v(th), o(th), row(static_cast<size_t>(t));
+    const int64_t tp = paddedKeys(t);
+    std::vector<T> q(th), kt(static_cast<size_t>(hs * tp), T(0)), v(th), o(th), row(static_cast<size_t>(tp));
     for (int64_t i = 0; i < t; ++i) {
       const T* src = qkv + (b * t + i) * 3 * c + h * hs;
       std::copy_n(src, hs, q.begin() + i * hs);
-      for (int64_t j = 0; j < hs; ++j) kt[size_t(j * t + i)] = src[c + j];
+      for (int64_t j = 0; j < hs; ++j) kt[size_t(j * tp + i)] = src[c + j];
       std::copy_n(src + 2 * c, hs, v.begin() + i * hs);
     }
     attendOne(q.data(), kt.data(), v.data(), probs + bh * t * t, o.data(), t, hs, scale, p_cast, row.data());
@@ -463,13 +492,15 @@ void attentionBackward(const T* dout, const T* qkv, const T* probs, T* dqkv, int
   parallelFor(batch * heads, threads, [&](int64_t bh) {
     const int64_t b = bh / heads, h = bh % heads;
     const size_t th = static_cast<size_t>(t * hs);
-    std::vector<T> q(th), k(th), vt(th), d(th), dq(th, T(0)), dk(th, T(0)), dv(th, T(0));
-    std::vector<T> dp(static_cast<size_t>(t)), ds(static_cast<size_t>(t));
+    const int64_t tp = paddedKeys(t);
+    std::vector<T> q(th), k(th), vt(static_cast<size_t>(hs * tp), T(0)), d(th), dq(th, T(0)), dk(th, T(0)),
+        dv(th, T(0));
+    std::vector<T> dp(static_cast<size_t>(tp)), ds(static_cast<size_t>(tp));
     for (int64_t i = 0; i < t; ++i) {
       const T* src = qkv + (b * t + i) * 3 * c + h * hs;
       std::copy_n(src, hs, q.begin() + i * hs);
       std::copy_n(src + c, hs, k.begin() + i * hs);
-      for (int64_t j = 0; j < hs; ++j) vt[size_t(j * t + i)] = src[2 * c + j];
+      for (int64_t j = 0; j < hs; ++j) vt[size_t(j * tp + i)] = src[2 * c + j];
       std::copy_n(dout + (b * t + i) * c + h * hs, hs, d.begin() + i * hs);
     }
     const double mx = attendBackOne(q.data(), k.data(), vt.data(), d.data(), probs + bh * t * t, dq.data(), dk.data(),

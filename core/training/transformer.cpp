@@ -90,6 +90,10 @@ template <class T> struct TransformerModel<T>::Impl {
   std::vector<T> dlogits; ///< the loss gradient of the last forward, for `dlogits_count` positions
   int64_t dlogits_count = 0;
   std::vector<int32_t> tokens, targets;
+  /// Scratch of forward() and backward(), kept between steps so that a step allocates nothing.
+  struct Scratch {
+    std::vector<T> part, gw, head_gw, dcur, tmp, ds2, dact, dup, dgate, dffn_in, dg_in, ds1, datt, dqkv, dn1;
+  } sc;
   int64_t B = 0, Tn = 0;
   bool have_targets = false;
   int threads = 1;
@@ -214,7 +218,7 @@ template <class T> struct TransformerModel<T>::Impl {
   void linearBack(LinearOps<T>& ops, size_t site, const T* g, int64_t n, int w, int b, int64_t out,
                   std::vector<T>* dx) {
     if (b >= 0) nn::biasBackward(g, grd(b).data(), n, out, threads);
-    std::vector<T> gw;
+    std::vector<T>& gw = sc.gw;
     ops.linearBackward(site, g, gw, dx);
     std::vector<T>& G = grd(w);
     for (size_t i = 0; i < G.size(); ++i) G[i] += gw[i];
@@ -235,7 +239,7 @@ template <class T> struct TransformerModel<T>::Impl {
     const int64_t C = cfg.d_model, H = cfg.heads;
     a.qkv_used = a.qkv;
     const bool low_s = ops.attentionLow(s.scores), low_c = ops.attentionLow(s.context);
-    std::vector<T> part;
+    std::vector<T>& part = sc.part;
     for (int k = 0; k < 3; ++k) {
       const size_t site = k < 2 ? s.scores : s.context;
       const SiteOperand op = k == 0 ? SiteOperand::Input : SiteOperand::Kernel;
@@ -354,10 +358,11 @@ template <class T> struct TransformerModel<T>::Impl {
       nn::softmaxCrossEntropy<T>(logits.data(), targets.data(), n, V, dlogits.data(), std::max<int64_t>(count, 1),
                                  nullptr, 0.0, threads);
     }
-    std::vector<T> dcur, gw, tmp, dtmp;
+    std::vector<T>&dcur = sc.dcur, &gw = sc.head_gw, &tmp = sc.tmp;
     ops.linearBackward(lm_site, dlogits.data(), gw, &dcur);
     if (cfg.tied_embeddings) {
-      std::vector<T> g(static_cast<size_t>(V * C));
+      std::vector<T>& g = sc.tmp;
+      g.resize(static_cast<size_t>(V * C));
       nn::transpose(gw.data(), g.data(), C, V); // dW_lm [C, V] → dwte [V, C]
       std::vector<T>& G = grd(wte);
       for (size_t i = 0; i < G.size(); ++i) G[i] += g[i];
@@ -370,18 +375,20 @@ template <class T> struct TransformerModel<T>::Impl {
       normBackward(dcur.data(), x_last.data(), lnf_w, lnf_b, lnf_mean, lnf_rstd, tmp, n);
       dcur.swap(tmp);
     }
+    // dcur, the gradient of the block's output, becomes the gradient of its input in place: pre-norm
+    // blocks add each branch's input gradient to it (x_mid = x_in + attention, out = x_mid + FFN).
     for (size_t li = acts.size(); li-- > 0;) {
       BlockActs& a = acts[li];
       const BlockParams& p = bp[li];
       const BlockSites& s = bs[li];
-      std::vector<T> ds2;
-      if (cfg.pre_norm)
-        ds2 = dcur;
-      else
-        normBackward(dcur.data(), a.s2.data(), p.ln2_w, p.ln2_b, a.n2_mean, a.n2_rstd, ds2, n);
+      std::vector<T>&dact = sc.dact, &dup = sc.dup, &dgate = sc.dgate, &dffn_in = sc.dffn_in;
       // s2 = x_mid + down
-      std::vector<T> dx_mid = ds2, dact, dup, dgate, dffn_in;
-      linearBack(ops, s.down, ds2.data(), n, p.down_w, p.down_b, C, &dact);
+      const std::vector<T>* ds2 = &dcur;
+      if (!cfg.pre_norm) {
+        normBackward(dcur.data(), a.s2.data(), p.ln2_w, p.ln2_b, a.n2_mean, a.n2_rstd, sc.ds2, n);
+        ds2 = &sc.ds2;
+      }
+      linearBack(ops, s.down, ds2->data(), n, p.down_w, p.down_b, C, &dact);
       dup.resize(static_cast<size_t>(n * F));
       if (cfg.ffn == FfnKind::Swiglu) {
         dgate.resize(static_cast<size_t>(n * F));
@@ -391,22 +398,24 @@ template <class T> struct TransformerModel<T>::Impl {
       }
       linearBack(ops, s.up, dup.data(), n, p.up_w, p.up_b, F, &dffn_in);
       if (cfg.ffn == FfnKind::Swiglu) {
-        std::vector<T> dg_in;
-        linearBack(ops, s.gate, dgate.data(), n, p.gate_w, p.gate_b, F, &dg_in);
-        for (size_t i = 0; i < dffn_in.size(); ++i) dffn_in[i] += dg_in[i];
+        linearBack(ops, s.gate, dgate.data(), n, p.gate_w, p.gate_b, F, &sc.dg_in);
+        for (size_t i = 0; i < dffn_in.size(); ++i) dffn_in[i] += sc.dg_in[i];
       }
-      std::vector<T> ds1;
+      // dx_mid = ds2 + the FFN branch's input gradient; pre-norm: accumulated in dcur (= ds2)
+      const std::vector<T>* ds1 = &dcur;
       if (cfg.pre_norm) {
         normBackward(dffn_in.data(), a.x_mid.data(), p.ln2_w, p.ln2_b, a.n2_mean, a.n2_rstd, tmp, n);
-        for (size_t i = 0; i < dx_mid.size(); ++i) dx_mid[i] += tmp[i];
-        ds1 = dx_mid;
+        for (size_t i = 0; i < dcur.size(); ++i) dcur[i] += tmp[i];
       } else {
+        std::vector<T>& dx_mid = sc.ds2;
         for (size_t i = 0; i < dx_mid.size(); ++i) dx_mid[i] += dffn_in[i];
-        normBackward(dx_mid.data(), a.s1.data(), p.ln1_w, p.ln1_b, a.n1_mean, a.n1_rstd, ds1, n);
+        normBackward(dx_mid.data(), a.s1.data(), p.ln1_w, p.ln1_b, a.n1_mean, a.n1_rstd, sc.ds1, n);
+        ds1 = &sc.ds1;
       }
       // s1 = x_in + proj
-      std::vector<T> dx_in = ds1, datt, dqkv(static_cast<size_t>(n * 3 * C)), dn1;
-      linearBack(ops, s.out, ds1.data(), n, p.out_w, p.out_b, C, &datt);
+      std::vector<T>&datt = sc.datt, &dqkv = sc.dqkv, &dn1 = sc.dn1;
+      dqkv.resize(static_cast<size_t>(n * 3 * C)); // every element written by attentionBackward
+      linearBack(ops, s.out, ds1->data(), n, p.out_w, p.out_b, C, &datt);
       double ds_amax = 0;
       nn::attentionBackward(datt.data(), a.qkv_used.data(), a.probs.data(), dqkv.data(), B, Tn, C, H, &ds_amax,
                             threads);
@@ -415,11 +424,12 @@ template <class T> struct TransformerModel<T>::Impl {
       linearBack(ops, s.qkv, dqkv.data(), n, p.qkv_w, p.qkv_b, 3 * C, &dn1);
       if (cfg.pre_norm) {
         normBackward(dn1.data(), a.x_in.data(), p.ln1_w, p.ln1_b, a.n1_mean, a.n1_rstd, tmp, n);
-        for (size_t i = 0; i < dx_in.size(); ++i) dx_in[i] += tmp[i];
+        for (size_t i = 0; i < dcur.size(); ++i) dcur[i] += tmp[i];
       } else {
-        for (size_t i = 0; i < dx_in.size(); ++i) dx_in[i] += dn1[i];
+        // dx_in = ds1 + dn1, written into dcur
+        dcur.resize(ds1->size());
+        for (size_t i = 0; i < dcur.size(); ++i) dcur[i] = (*ds1)[i] + dn1[i];
       }
-      dcur.swap(dx_in);
     }
     nn::embeddingBackward(dcur.data(), tokens.data(), grd(wte).data(),
                           wpe >= 0 ? grd(wpe).data() : static_cast<T*>(nullptr), B, Tn, C);
