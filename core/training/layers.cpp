@@ -353,6 +353,29 @@ inline __attribute__((always_inline)) void weightedRows(const T* w, const T* v, 
   }
 }
 
+/// o[i] = Σ_{r = from}^{to − 1} w[r·ws]·v[r·hs + i] for every channel i, r ascending from +0: a
+/// column of P or G (stride ws) times the rows of dO or Q.
+template <class T>
+inline __attribute__((always_inline)) void weightedRowsFrom(const T* w, int64_t ws, const T* v, int64_t from,
+                                                            int64_t to, int64_t hs, T* o) {
+  int64_t i0 = 0;
+  for (; i0 + kLanes <= hs; i0 += kLanes) {
+    T acc[kLanes];
+    for (int64_t l = 0; l < kLanes; ++l) acc[l] = T(0);
+    for (int64_t r = from; r < to; ++r) {
+      const T x = w[r * ws];
+      const T* vr = v + r * hs + i0;
+      for (int64_t l = 0; l < kLanes; ++l) acc[l] = acc[l] + x * vr[l];
+    }
+    for (int64_t l = 0; l < kLanes; ++l) o[i0 + l] = acc[l];
+  }
+  for (int64_t i = i0; i < hs; ++i) {
+    T acc = T(0);
+    for (int64_t r = from; r < to; ++r) acc = acc + w[r * ws] * v[r * hs + i];
+    o[i] = acc;
+  }
+}
+
 /// One (batch, head) of the causal attention forward: Q, V [t, hs] and Kᵀ [hs, paddedKeys(t)]
 /// contiguous copies; writes P [t, t] and O [t, hs]. `row` holds paddedKeys(t) scores.
 template <class T>
@@ -396,55 +419,49 @@ void attendOne(const double* q, const double* kt, const double* v, double* p, do
 }
 
 /// One (batch, head) of the attention backward: Q, K, dO [t, hs] and Vᵀ [hs, paddedKeys(t)];
-/// P [t, t]; writes dQ and adds into dK, dV [t, hs] (zeroed by the caller); returns max |dS|. dp,
-/// ds: paddedKeys(t) scratch each.
+/// P [t, t]; writes dQ, dK, dV [t, hs]; returns max |dS|. Scratch: dp [paddedKeys(t)], g
+/// [t, paddedKeys(t)].
 template <class T>
 inline __attribute__((always_inline)) double attendBackOneBody(const T* q, const T* k, const T* vt, const T* d,
                                                                const T* P, T* dq, T* dk, T* dv, int64_t t, int64_t hs,
-                                                               T scale, T* dp, T* ds) {
+                                                               T scale, T* dp, T* g) {
   const int64_t tp = paddedKeys(t);
   double mx = 0;
   for (int64_t t1 = 0; t1 < t; ++t1) {
     const T* p = P + t1 * t;
     const T* di = d + t1 * hs;
+    T* gi = g + t1 * tp;
     const int64_t keys = t1 + 1;
-    // O = P·V: dP[t2] = Σ_i dO[i]·V[t2, i] (i ascending, every key at once), dV[t2] += P[t2]·dO.
+    // O = P·V: dP[t2] = Σ_i dO[i]·V[t2, i] (i ascending, every key at once).
     for (int64_t t0 = 0; t0 < keys; t0 += kLanes) dotColumns(di, vt + t0, tp, hs, dp + t0);
-    for (int64_t t2 = 0; t2 < keys; ++t2) {
-      const T w = p[t2];
-      T* dvj = dv + t2 * hs;
-      for (int64_t i = 0; i < hs; ++i) dvj[i] = dvj[i] + w * di[i];
-    }
-    // P = softmax(S): dS = P ∘ (dP − Σ P·dP).
+    // P = softmax(S): dS = P ∘ (dP − Σ P·dP); G = dS·scale, the weight of S = Q·Kᵀ·scale.
     double dot = 0;
     for (int64_t t2 = 0; t2 < keys; ++t2) dot += double(p[t2]) * double(dp[t2]);
     for (int64_t t2 = 0; t2 < keys; ++t2) {
-      ds[t2] = T(double(p[t2]) * (double(dp[t2]) - dot));
-      mx = std::max(mx, std::fabs(double(ds[t2])));
+      const T ds = T(double(p[t2]) * (double(dp[t2]) - dot));
+      mx = std::max(mx, std::fabs(double(ds)));
+      gi[t2] = ds * scale;
     }
-    // S = Q·Kᵀ·scale: dQ += dS[t2]·K[t2]·scale, dK[t2] += dS[t2]·Q·scale.
-    const T* qi = q + t1 * hs;
-    T* dqi = dq + t1 * hs;
-    for (int64_t t2 = 0; t2 < keys; ++t2) {
-      const T g = ds[t2] * scale;
-      T* dkj = dk + t2 * hs;
-      for (int64_t i = 0; i < hs; ++i) dkj[i] = dkj[i] + g * qi[i];
-      ds[t2] = g;
-    }
-    // dQ[t1] starts at +0 and takes its keys in order: the sum over t2 in registers.
-    weightedRows(ds, k, keys, hs, dqi);
+    // dQ[t1] = Σ_{t2 ≤ t1} G[t1, t2]·K[t2], t2 ascending from +0.
+    weightedRows(gi, k, keys, hs, dq + t1 * hs);
+  }
+  // dV[t2] = Σ_{t1 ≥ t2} P[t1, t2]·dO[t1] and dK[t2] = Σ_{t1 ≥ t2} G[t1, t2]·Q[t1], t1 ascending
+  // from +0: the order in which the queries reach key t2.
+  for (int64_t t2 = 0; t2 < t; ++t2) {
+    weightedRowsFrom(P + t2, t, d, t2, t, hs, dv + t2 * hs);
+    weightedRowsFrom(g + t2, tp, q, t2, t, hs, dk + t2 * hs);
   }
   return mx;
 }
 
 FP8LAB_NN_CLONES double attendBackOne(const float* q, const float* k, const float* vt, const float* d, const float* P,
                                       float* dq, float* dk, float* dv, int64_t t, int64_t hs, float scale, float* dp,
-                                      float* ds) {
-  return attendBackOneBody(q, k, vt, d, P, dq, dk, dv, t, hs, scale, dp, ds);
+                                      float* g) {
+  return attendBackOneBody(q, k, vt, d, P, dq, dk, dv, t, hs, scale, dp, g);
 }
 double attendBackOne(const double* q, const double* k, const double* vt, const double* d, const double* P, double* dq,
-                     double* dk, double* dv, int64_t t, int64_t hs, double scale, double* dp, double* ds) {
-  return attendBackOneBody(q, k, vt, d, P, dq, dk, dv, t, hs, scale, dp, ds);
+                     double* dk, double* dv, int64_t t, int64_t hs, double scale, double* dp, double* g) {
+  return attendBackOneBody(q, k, vt, d, P, dq, dk, dv, t, hs, scale, dp, g);
 }
 
 /// Runs f(index) for index in [0, n) on `threads` workers of the pool (dense.h), each index once.
@@ -493,9 +510,8 @@ void attentionBackward(const T* dout, const T* qkv, const T* probs, T* dqkv, int
     const int64_t b = bh / heads, h = bh % heads;
     const size_t th = static_cast<size_t>(t * hs);
     const int64_t tp = paddedKeys(t);
-    std::vector<T> q(th), k(th), vt(static_cast<size_t>(hs * tp), T(0)), d(th), dq(th, T(0)), dk(th, T(0)),
-        dv(th, T(0));
-    std::vector<T> dp(static_cast<size_t>(tp)), ds(static_cast<size_t>(tp));
+    std::vector<T> q(th), k(th), vt(static_cast<size_t>(hs * tp), T(0)), d(th), dq(th), dk(th), dv(th);
+    std::vector<T> dp(static_cast<size_t>(tp)), g(static_cast<size_t>(t * tp));
     for (int64_t i = 0; i < t; ++i) {
       const T* src = qkv + (b * t + i) * 3 * c + h * hs;
       std::copy_n(src, hs, q.begin() + i * hs);
@@ -504,7 +520,7 @@ void attentionBackward(const T* dout, const T* qkv, const T* probs, T* dqkv, int
       std::copy_n(dout + (b * t + i) * c + h * hs, hs, d.begin() + i * hs);
     }
     const double mx = attendBackOne(q.data(), k.data(), vt.data(), d.data(), probs + bh * t * t, dq.data(), dk.data(),
-                                    dv.data(), t, hs, scale, dp.data(), ds.data());
+                                    dv.data(), t, hs, scale, dp.data(), g.data());
     amax[size_t(bh)] = mx;
     for (int64_t i = 0; i < t; ++i) {
       T* dst = dqkv + (b * t + i) * 3 * c + h * hs;
