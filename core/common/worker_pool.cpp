@@ -6,6 +6,7 @@
 #include <limits>
 #include <fstream>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -29,25 +30,49 @@ struct Pool {
   std::condition_variable done;     // remaining reached 0
   std::vector<std::thread> threads; // thread i runs worker id i + 1
   const std::function<void(int)>* task = nullptr;
-  int wanted = 0;          // pool workers in the current call: ids 1 .. wanted
-  int remaining = 0;       // of those, still running
-  uint64_t generation = 0; // counts calls
+  int wanted = 0;                     // pool workers in the current call: ids 1 .. wanted
+  int remaining = 0;                  // of those, still running
+  uint64_t generation = 0;            // counts calls
+  std::atomic<uint64_t> published{0}; // `generation`, readable without `mu` by spinning workers
+  std::atomic<int> bursts{0};         // live WorkerPoolBurst objects: workers poll before sleeping
   std::exception_ptr error;
   pid_t owner = ::getpid();
 };
 
 thread_local bool t_pool_worker = false;
 
+/// A pause hint in a polling loop (x86 PAUSE: lets the sibling hyper-thread run, saves power).
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
 Pool& pool() {
   static Pool* p = new Pool;
   return *p;
 }
+
+/// How long a worker that finished its part keeps polling for the next call before it sleeps on
+/// the condition variable, while a WorkerPoolBurst is alive (worker_pool.h).
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(300);
 
 void workerLoop(Pool* p, int id) {
   t_pool_worker = true;
   uint64_t seen = 0;
   std::unique_lock<std::mutex> lk(p->mu);
   for (;;) {
+    if (p->generation == seen && p->bursts.load(std::memory_order_relaxed) > 0) {
+      lk.unlock();
+      const auto until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+      for (int i = 1; p->published.load(std::memory_order_acquire) == seen; ++i) {
+        cpuRelax();
+        if (i % 64 == 0 && std::chrono::steady_clock::now() > until) break;
+      }
+      lk.lock();
+    }
     p->wake.wait(lk, [&] { return p->generation != seen; });
     seen = p->generation;
     if (id > p->wanted) continue;
@@ -92,6 +117,7 @@ void runOnWorkers(int workers, const std::function<void(int worker)>& fn) {
     p.remaining = p.wanted;
     p.error = nullptr;
     ++p.generation;
+    p.published.store(p.generation, std::memory_order_release);
   }
   p.wake.notify_all();
   std::exception_ptr mine;
@@ -110,6 +136,14 @@ void runOnWorkers(int workers, const std::function<void(int worker)>& fn) {
   }
   if (mine) std::rethrow_exception(mine);
   if (theirs) std::rethrow_exception(theirs);
+}
+
+WorkerPoolBurst::WorkerPoolBurst() {
+  pool().bursts.fetch_add(1, std::memory_order_relaxed);
+}
+
+WorkerPoolBurst::~WorkerPoolBurst() {
+  pool().bursts.fetch_sub(1, std::memory_order_relaxed);
 }
 
 int resolveThreads(int threads) {

@@ -22,6 +22,21 @@ namespace fp8lab {
 /// one fails, as the callers do.
 void runOnWorkers(int workers, const std::function<void(int worker)>& fn);
 
+/// While one of these lives, a pool worker that finished its part of a call keeps polling for the
+/// next call for a short while (300 µs) before it sleeps. For callers that issue many short
+/// parallel loops back to back — a training step of the language model makes dozens, each a
+/// fraction of a millisecond — where waking a sleeping worker (tens of microseconds, more on a
+/// virtual machine) would leave the calling thread doing most of the work. OpenMP runtimes poll
+/// the same way (GOMP_SPINCOUNT). Not for work that runs beside other busy threads (two training
+/// runs at once): the polling worker would take their core. Nestable, from any thread.
+class WorkerPoolBurst {
+public:
+  WorkerPoolBurst();
+  ~WorkerPoolBurst();
+  WorkerPoolBurst(const WorkerPoolBurst&) = delete;
+  WorkerPoolBurst& operator=(const WorkerPoolBurst&) = delete;
+};
+
 /// The thread count of a parallel loop: `requested` when > 0, else the hardware concurrency (at
 /// least 1). The one rule every numerics loop uses for its `threads` option (0 = all cores).
 int resolveThreads(int requested);

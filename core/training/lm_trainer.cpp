@@ -359,6 +359,8 @@ void LmTrainingRun::run(const ProgressFn& progress) {
   const LmTrainingConfig& cfg = s.cfg;
   const int64_t T = cfg.model.context;
   Loop loop(s);
+  // A run trains alone (docs/training.md), and its steps are dozens of short parallel loops.
+  const WorkerPoolBurst burst;
   const TrainingLoopOutcome out = runTrainingLoop(loop, cfg.on_nonfinite, res.first_nonfinite, progress);
   res.stopped_nonfinite = out.stopped_nonfinite;
   const double step_time = loop.step_time;
