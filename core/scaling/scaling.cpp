@@ -169,8 +169,14 @@ template <typename T>
 void rowBlockMax(const T* row, int64_t C, int64_t bc, typename Bits<T>::U* mb, typename Bits<T>::U* mn) {
   rowBlockMaxBody(row, C, bc, mb, mn);
 }
-FP8LAB_SCALING_CLONES void rowBlockMax(const float* row, int64_t C, int64_t bc, uint32_t* mb, uint32_t* mn) {
-  rowBlockMaxBody(row, C, bc, mb, mn);
+/// float32 overload: each block through maxAbsBits's kernel of the CPU level.
+void rowBlockMax(const float* row, int64_t C, int64_t bc, uint32_t* mb, uint32_t* mn) {
+  for (int64_t c0 = 0, gj = 0; c0 < C; c0 += bc, ++gj) {
+    bool nan = false;
+    const uint32_t m = maxAbsBits(row + c0, static_cast<std::size_t>(std::min(C - c0, bc)), &nan);
+    mb[gj] = std::max(mb[gj], m);
+    mn[gj] |= nan ? 1u : 0u;
+  }
 }
 
 template <typename T> double amaxImpl(const T* x, std::size_t n, bool ignore_nan) {

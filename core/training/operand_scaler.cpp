@@ -106,12 +106,8 @@ namespace {
 /// max |x| for the record of a current-scaling step, NaN elements ignored (CUDA fmaxf, as TE's
 /// amax kernel; torchao would propagate NaN, which training data never holds).
 float amaxNanIgnored(const float* x, size_t n) {
-  float m = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const float a = std::fabs(x[i]);
-    m = a > m ? a : m; // = fmaxf(m, a) for every input, NaN ignored; vectorisable
-  }
-  return m;
+  // max |x| over the non-NaN elements from 0 (= fmaxf(m, |x|) element by element): scaling.h's amax
+  return static_cast<float>(amaxOf(x, n, /*ignore_nan=*/true));
 }
 
 } // namespace
