@@ -597,13 +597,9 @@ template <class T> void convertOutput(const T* dv, int64_t count, const GemmOpti
 
 /// max |v| (NaN if any v is NaN), as cuBLASLt's AMAX_D: before scale_D and the output cast.
 float amaxOf(const std::vector<float>& v) {
-  // On the bits: |x| of a float is its bits with the sign cleared, and for non-NaN values the
-  // unsigned order of those bits is the order of |x| (+inf = 0x7F800000, every NaN above it). An
-  // unsigned max vectorises where a float max with NaN checks does not (a serial maxss chain was
-  // 5% of a 1024³ GEMM on one thread).
-  uint32_t m = 0;
-  for (float x : v) m = std::max(m, std::bit_cast<uint32_t>(x) & 0x7FFFFFFFu);
-  return m > 0x7F800000u ? std::numeric_limits<float>::quiet_NaN() : std::bit_cast<float>(m);
+  // max |x|, NaN when any element is NaN: scaling.h's amax (integer max of the magnitude bits,
+  // vectorised at the CPU level).
+  return static_cast<float>(fp8lab::amaxOf(v.data(), v.size(), /*ignore_nan=*/false));
 }
 
 std::vector<float> decodeOperand(const QuantizedTensor& t, int threads) {
@@ -811,6 +807,9 @@ public:
 private:
   static std::string memoryReason(const QuantizedTensor& a, const QuantizedTensor& b, const GemmOptions& opt) {
     const double need = bytesNeeded(a, b, opt);
+    // Reading /proc/meminfo costs ~5 µs, as much as a small GEMM of a training step: buffers under
+    // 64 MiB are not checked against the memory available (an explicit memory_limit_bytes still is).
+    if (opt.memory_limit_bytes <= 0 && need < 64.0 * 1024 * 1024) return {};
     const double have =
         static_cast<double>(opt.memory_limit_bytes > 0 ? opt.memory_limit_bytes : availableMemoryBytes());
     if (need > have) {

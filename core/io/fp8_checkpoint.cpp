@@ -635,9 +635,7 @@ QuantizedTensor transposeQuantized(const QuantizedTensor& q) {
   t.rows = q.cols;
   t.cols = q.rows;
   t.block = {q.block.cols, q.block.rows};
-  for (int64_t i = 0; i < q.rows; ++i)
-    for (int64_t j = 0; j < q.cols; ++j)
-      t.codes[static_cast<size_t>(j * q.rows + i)] = q.codes[static_cast<size_t>(i * q.cols + j)];
+  transposeCodes(q.codes.data(), t.codes.data(), q.rows, q.cols);
   const int64_t gr = q.blockRows(), gc = q.blockCols();
   auto grid = [&](const auto& v, auto* out) {
     if (v.size() != static_cast<size_t>(gr * gc)) return; // empty (absent) scale kinds stay as they are

@@ -516,6 +516,57 @@ QuantizedTensor quantizeWithScaleImpl(const T* x, int64_t rows, int64_t cols, co
 
 } // namespace
 
+namespace {
+
+#if defined(__x86_64__)
+/// A 16 × 16 block of bytes transposed in SSE2 registers: bytes, then 16-, 32- and 64-bit units
+/// of neighbouring rows interleaved, each round doubling the rows a unit holds.
+void transpose16x16Bytes(const uint8_t* in, int64_t ld_in, uint8_t* out, int64_t ld_out) {
+  __m128i x[16], p[16], q[16], r[16];
+  for (int i = 0; i < 16; ++i) x[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i * ld_in));
+  for (int k = 0; k < 8; ++k) { // rows 2k, 2k+1: byte pairs of columns 0..7 / 8..15
+    p[2 * k] = _mm_unpacklo_epi8(x[2 * k], x[2 * k + 1]);
+    p[2 * k + 1] = _mm_unpackhi_epi8(x[2 * k], x[2 * k + 1]);
+  }
+  for (int quad = 0; quad < 4; ++quad) { // rows 4·quad .. +3: columns 0-3, 4-7, 8-11, 12-15
+    q[4 * quad] = _mm_unpacklo_epi16(p[4 * quad], p[4 * quad + 2]);
+    q[4 * quad + 1] = _mm_unpackhi_epi16(p[4 * quad], p[4 * quad + 2]);
+    q[4 * quad + 2] = _mm_unpacklo_epi16(p[4 * quad + 1], p[4 * quad + 3]);
+    q[4 * quad + 3] = _mm_unpackhi_epi16(p[4 * quad + 1], p[4 * quad + 3]);
+  }
+  for (int half = 0; half < 2; ++half) // rows 8·half .. +7: column pairs (4g, 4g+1), (4g+2, 4g+3)
+    for (int g = 0; g < 4; ++g) {
+      r[8 * half + 2 * g] = _mm_unpacklo_epi32(q[8 * half + g], q[8 * half + 4 + g]);
+      r[8 * half + 2 * g + 1] = _mm_unpackhi_epi32(q[8 * half + g], q[8 * half + 4 + g]);
+    }
+  for (int j = 0; j < 8; ++j) { // columns 2j, 2j+1: rows 0-7 from r[j], rows 8-15 from r[8 + j]
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (2 * j) * ld_out), _mm_unpacklo_epi64(r[j], r[8 + j]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (2 * j + 1) * ld_out), _mm_unpackhi_epi64(r[j], r[8 + j]));
+  }
+}
+#endif
+
+} // namespace
+
+void transposeCodes(const uint8_t* in, uint8_t* out, int64_t rows, int64_t cols) {
+  constexpr int64_t T = 64; // cache tiles
+  for (int64_t i0 = 0; i0 < rows; i0 += T)
+    for (int64_t j0 = 0; j0 < cols; j0 += T) {
+      const int64_t i1 = std::min(rows, i0 + T), j1 = std::min(cols, j0 + T);
+      int64_t i = i0;
+#if defined(__x86_64__)
+      for (; i + 16 <= i1; i += 16) {
+        int64_t j = j0;
+        for (; j + 16 <= j1; j += 16) transpose16x16Bytes(in + i * cols + j, cols, out + j * rows + i, rows);
+        for (int64_t ii = i; ii < i + 16; ++ii)
+          for (int64_t jj = j; jj < j1; ++jj) out[jj * rows + ii] = in[ii * cols + jj];
+      }
+#endif
+      for (; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j) out[j * rows + i] = in[i * cols + j];
+    }
+}
+
 double amaxOf(const float* x, std::size_t n, bool ignore_nan) {
   return amaxImpl(x, n, ignore_nan);
 }

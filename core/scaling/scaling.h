@@ -184,6 +184,10 @@ MxInt8Tensor quantizeMxInt8(const float* x, int64_t rows, int64_t cols, Axis con
 /// max |x| over n values. ignore_nan: NaN elements are skipped (CUDA fmaxf); otherwise any NaN
 /// makes the result NaN (torch.max). Inf counts as Inf.
 double amaxOf(const float* x, std::size_t n, bool ignore_nan);
+
+/// out[cols, rows] = in[rows, cols]ᵀ for one-byte codes (an FP8 / FP4 operand's transposed copy for
+/// the dgrad and wgrad GEMMs); 16 × 16 register blocks on x86-64. A plain copy: exact.
+void transposeCodes(const uint8_t* in, uint8_t* out, int64_t rows, int64_t cols);
 double amaxOf(const double* x, std::size_t n, bool ignore_nan);
 
 const char* toString(Granularity g);

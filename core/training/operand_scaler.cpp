@@ -181,13 +181,7 @@ void transposeQuantized(const QuantizedTensor& in, QuantizedTensor& out) {
   out.stats = in.stats;
   out.strategy = in.strategy;
   out.codes.resize(in.codes.size());
-  const int64_t R = in.rows, C = in.cols;
-  constexpr int64_t T = 32; // cache tiles
-  for (int64_t i0 = 0; i0 < R; i0 += T)
-    for (int64_t j0 = 0; j0 < C; j0 += T)
-      for (int64_t i = i0; i < std::min(R, i0 + T); ++i)
-        for (int64_t j = j0; j < std::min(C, j0 + T); ++j)
-          out.codes[static_cast<size_t>(j * R + i)] = in.codes[static_cast<size_t>(i * C + j)];
+  transposeCodes(in.codes.data(), out.codes.data(), in.rows, in.cols);
 }
 
 } // namespace fp8lab

@@ -34,6 +34,7 @@ class TestScaling : public QObject {
   Q_OBJECT
 
 private Q_SLOTS:
+  void transposeCodesIsAnExactTranspose();
   void dequantizeIsDecodeTimesTheBlockFactor();
   void teComputeScaleEdgeRules();
   void tePow2MantissaMask();
@@ -626,6 +627,24 @@ void TestScaling::dequantizeIsDecodeTimesTheBlockFactor() {
           const float want = float(f.decode(q.codes[size_t(i * q.cols + j)]) * double(fac));
           QCOMPARE_BITS(d[size_t(i * q.cols + j)], want);
         }
+    }
+}
+
+// out[j, i] = in[i, j] for every byte, for shapes with and without whole 16 × 16 register blocks
+// and 64 × 64 cache tiles (the code of element (i, j) is (7·i + 13·j) mod 256: every position of
+// a block holds a different byte).
+void TestScaling::transposeCodesIsAnExactTranspose() {
+  for (int64_t rows : {1, 15, 16, 17, 64, 100, 1024})
+    for (int64_t cols : {1, 16, 31, 48, 65, 256}) {
+      std::vector<uint8_t> in(static_cast<size_t>(rows * cols)), out(in.size(), 0);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) in[static_cast<size_t>(i * cols + j)] = uint8_t((7 * i + 13 * j) % 256);
+      transposeCodes(in.data(), out.data(), rows, cols);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          if (out[static_cast<size_t>(j * rows + i)] != uint8_t((7 * i + 13 * j) % 256))
+            QFAIL(
+                qPrintable(QStringLiteral("%1 × %2: out[%3, %4] is not in[%4, %3]").arg(rows).arg(cols).arg(j).arg(i)));
     }
 }
 
