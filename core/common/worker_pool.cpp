@@ -187,7 +187,9 @@ void parallelJobs(int64_t jobs, int threads, const ProgressFn& progress, const s
 }
 
 int threadsForWork(int requested, int64_t elements, int64_t jobs) {
-  const int64_t by_work = std::max<int64_t>(1, elements / (int64_t(1) << 18));
+  // Handing work to a sleeping worker costs tens of microseconds; to a polling one (a burst), little.
+  const int per_thread_log2 = pool().bursts.load(std::memory_order_relaxed) > 0 ? 15 : 18;
+  const int64_t by_work = std::max<int64_t>(1, elements / (int64_t(1) << per_thread_log2));
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({resolveThreads(requested), by_work, jobs})));
 }
 

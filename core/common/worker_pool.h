@@ -42,9 +42,9 @@ public:
 int resolveThreads(int requested);
 
 /// Threads for a loop over `elements` elements split into `jobs` independent jobs:
-/// resolveThreads(requested), at most one thread per 256 K (2^18) elements and per job, at least
-/// one — small tensors stay on the calling thread, where starting workers would cost more than
-/// the work.
+/// resolveThreads(requested), at most one thread per 256 K (2^18) elements — 32 K (2^15) while a
+/// WorkerPoolBurst keeps the workers polling — and per job, at least one: small tensors stay on the
+/// calling thread, where waking workers would cost more than the work.
 int threadsForWork(int requested, int64_t elements, int64_t jobs);
 
 /// Runs fn(job) for job in [0, jobs) on `threads` threads of the pool (the caller is one of
