@@ -77,6 +77,41 @@ bool sameBits(const std::vector<float>& x, const std::vector<float>& y, QString*
 
 class TestDenseKernels : public QObject {
   Q_OBJECT
+
+  /// Every shape of the grid, accumulating or not, on 1 and 2 threads, against the reference:
+  /// matmulF32, or matmulF32At on A's transposed copy.
+  void checkShapes(std::initializer_list<int64_t> ms, std::initializer_list<int64_t> ks,
+                   std::initializer_list<int64_t> ns, bool transposed, uint64_t seed) {
+    for (int64_t m : ms)
+      for (int64_t k : ks)
+        for (int64_t n : ns)
+          for (bool accumulate : {false, true}) {
+            const std::vector<float> a = values(m, k, seed++, m * k > 16), b = values(k, n, seed++, false);
+            const std::vector<float> c0 = values(m, n, seed++, false);
+            std::vector<float> at(a.size());
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t p = 0; p < k; ++p) at[size_t(p * m + i)] = a[size_t(i * k + p)];
+            const std::vector<float> want = reference(a, b, accumulate ? &c0 : nullptr, m, k, n);
+            for (int threads : {1, 2}) {
+              std::vector<float> got = c0;
+              if (transposed)
+                matmulF32At(at.data(), b.data(), got.data(), m, k, n, threads, accumulate);
+              else
+                matmulF32(a.data(), b.data(), got.data(), m, k, n, threads, accumulate);
+              QString where;
+              if (!sameBits(want, got, &where, n))
+                QFAIL(qPrintable(QStringLiteral("%1m %2 k %3 n %4 accumulate %5 threads %6: %7")
+                                     .arg(transposed ? QStringLiteral("Aᵀ: ") : QString())
+                                     .arg(m)
+                                     .arg(k)
+                                     .arg(n)
+                                     .arg(accumulate)
+                                     .arg(threads)
+                                     .arg(where)));
+            }
+          }
+  }
+
 private Q_SLOTS:
   void initTestCase() {
     test::skipWhenCpuLevelRefused();
@@ -98,59 +133,12 @@ private Q_SLOTS:
   }
 
   void shapesAndThreads() {
-    uint64_t seed = 1;
-    for (int64_t m : {1, 3, 4, 5, 7, 64, 130})
-      for (int64_t k : {1, 2, 17, 64, 300})
-        for (int64_t n : {1, 7, 15, 16, 17, 31, 32, 33, 64, 100, 257})
-          for (bool accumulate : {false, true}) {
-            const std::vector<float> a = values(m, k, seed++, m * k > 16), b = values(k, n, seed++, false);
-            const std::vector<float> c0 = values(m, n, seed++, false);
-            const std::vector<float> want = reference(a, b, accumulate ? &c0 : nullptr, m, k, n);
-            for (int threads : {1, 2}) {
-              std::vector<float> got = c0;
-              matmulF32(a.data(), b.data(), got.data(), m, k, n, threads, accumulate);
-              QString where;
-              if (!sameBits(want, got, &where, n))
-                QFAIL(qPrintable(QStringLiteral("m %1 k %2 n %3 accumulate %4 threads %5: %6")
-                                     .arg(m)
-                                     .arg(k)
-                                     .arg(n)
-                                     .arg(accumulate)
-                                     .arg(threads)
-                                     .arg(where)));
-            }
-          }
+    checkShapes({1, 3, 4, 5, 7, 64, 130}, {1, 2, 17, 64, 300}, {1, 7, 15, 16, 17, 31, 32, 33, 64, 100, 257}, false, 1);
   }
 
   // matmulF32At reads A from its transpose: the same definition over A[i, p] = at[p, i], so the
   // same bits as the reference of the un-transposed A.
-  void transposedA() {
-    uint64_t seed = 1000;
-    for (int64_t m : {1, 4, 5, 64, 130})
-      for (int64_t k : {1, 17, 300})
-        for (int64_t n : {1, 16, 33, 257})
-          for (bool accumulate : {false, true}) {
-            const std::vector<float> a = values(m, k, seed++, m * k > 16), b = values(k, n, seed++, false);
-            const std::vector<float> c0 = values(m, n, seed++, false);
-            std::vector<float> at(a.size());
-            for (int64_t i = 0; i < m; ++i)
-              for (int64_t p = 0; p < k; ++p) at[size_t(p * m + i)] = a[size_t(i * k + p)];
-            const std::vector<float> want = reference(a, b, accumulate ? &c0 : nullptr, m, k, n);
-            for (int threads : {1, 2}) {
-              std::vector<float> got = c0;
-              matmulF32At(at.data(), b.data(), got.data(), m, k, n, threads, accumulate);
-              QString where;
-              if (!sameBits(want, got, &where, n))
-                QFAIL(qPrintable(QStringLiteral("Aᵀ: m %1 k %2 n %3 accumulate %4 threads %5: %6")
-                                     .arg(m)
-                                     .arg(k)
-                                     .arg(n)
-                                     .arg(accumulate)
-                                     .arg(threads)
-                                     .arg(where)));
-            }
-          }
-  }
+  void transposedA() { checkShapes({1, 4, 5, 64, 130}, {1, 17, 300}, {1, 16, 33, 257}, true, 1000); }
 
   // out[j, i] = in[i, j] for every element, bit for bit (NaN payloads and −0 included), for shapes
   // with and without whole 8 × 8 and 32 × 32 blocks.
