@@ -1,7 +1,8 @@
 // The process-wide worker pool behind the GEMM, quantize and training loops (core/common/
 // worker_pool.h): every worker of a call runs once and at the same time as the others, the pool's
 // threads are reused across calls, a worker's exception reaches the caller after all returned, a
-// call from inside a worker and a call in a forked child run alone instead of deadlocking.
+// call from inside a worker and a call in a forked child run alone instead of deadlocking; a
+// WorkerPoolBurst (polling workers) keeps every call whole and lowers threadsForWork's threshold.
 #include <QtTest>
 
 #include "common/worker_pool.h"
@@ -39,6 +40,8 @@ private Q_SLOTS:
   void workerExceptionReachesTheCaller();
   void nestedCallRunsAlone();
   void forkedChildRunsAlone();
+  void burstKeepsEveryCallWhole();
+  void burstLowersTheSplitThreshold();
 };
 
 void TestWorkerPool::everyWorkerRunsOnceAndConcurrently() {
@@ -119,6 +122,53 @@ void TestWorkerPool::forkedChildRunsAlone() {
   QCOMPARE(waitpid(pid, &status, 0), pid);
   QVERIFY(WIFEXITED(status));
   QCOMPARE(WEXITSTATUS(status), 0);
+}
+
+// While a WorkerPoolBurst lives the workers poll for the next call instead of sleeping: calls back
+// to back, and calls after pauses longer than the 300 µs of polling (the workers sleep, then wake),
+// each still run every worker exactly once; nested bursts and the end of the last one change
+// nothing about that.
+void TestWorkerPool::burstKeepsEveryCallWhole() {
+  auto oneCall = [](int n) {
+    std::mutex mu;
+    std::multiset<int> ids;
+    runOnWorkers(n, [&](int w) {
+      std::lock_guard<std::mutex> lk(mu);
+      ids.insert(w);
+    });
+    std::multiset<int> want;
+    for (int i = 0; i < n; ++i) want.insert(i);
+    return ids == want;
+  };
+  {
+    const WorkerPoolBurst burst;
+    for (int i = 0; i < 2000; ++i) QVERIFY2(oneCall(3), qPrintable(QStringLiteral("back-to-back call %1").arg(i)));
+    {
+      const WorkerPoolBurst nested;
+      for (int i = 0; i < 20; ++i) {
+        std::this_thread::sleep_for(std::chrono::microseconds(i % 2 ? 50 : 1000));
+        QVERIFY2(oneCall(3), qPrintable(QStringLiteral("call %1 after a pause").arg(i)));
+      }
+    }
+    QVERIFY(oneCall(2));
+  }
+  QVERIFY(oneCall(3));
+}
+
+// threadsForWork's rule: min(requested, elements / 2^18, jobs), at least 1; 2^15 instead of 2^18
+// while a burst lives. 2^16 elements: 0 → 1 thread outside a burst, 2 inside; 2^20 elements: 4
+// either way (requested 4); 3 jobs cap it at 3.
+void TestWorkerPool::burstLowersTheSplitThreshold() {
+  QCOMPARE(threadsForWork(4, int64_t(1) << 16, 1000), 1);
+  QCOMPARE(threadsForWork(4, int64_t(1) << 20, 1000), 4);
+  {
+    const WorkerPoolBurst burst;
+    QCOMPARE(threadsForWork(4, int64_t(1) << 16, 1000), 2);
+    QCOMPARE(threadsForWork(4, int64_t(1) << 20, 1000), 4);
+    QCOMPARE(threadsForWork(4, int64_t(1) << 20, 3), 3);
+    QCOMPARE(threadsForWork(4, int64_t(1) << 14, 1000), 1);
+  }
+  QCOMPARE(threadsForWork(4, int64_t(1) << 16, 1000), 1);
 }
 
 QTEST_APPLESS_MAIN(TestWorkerPool)
