@@ -350,7 +350,9 @@ void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, 
   if (mx) q.scale_codes.assign(nblocks, 0);
   const bool ignore_nan = !ruleAmaxPropagatesNaN(cfg.rule);
   const bool divide = cfg.op == Format::ScaleOp::Divide;
-  const bool narrow = bc < 16 && GC > 1;
+  // Blocks narrower than 64 (MX 1×32, NVFP4-like 1×16, per-column): one pass writes the row's scaled
+  // values and encodes them with factor 1 (x·1 = x exactly), instead of two calls per block.
+  const bool narrow = bc < 64 && GC > 1;
   const CodeInfo ci(fmt);
   const T maxf = overflowLimit<T>(fmt); // saturation bound of the stats pass
   using U = typename Bits<T>::U;
