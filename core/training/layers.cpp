@@ -5,7 +5,6 @@
 #include "training/dense.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -15,21 +14,13 @@ namespace fp8lab::nn {
 
 namespace {
 
-/// Runs f(lo, hi) over [0, n) cut into pieces of `grain` on up to `threads` workers of the pool
-/// (each piece once; 0 = all cores). Element-wise and row-wise loops only: what a piece computes
-/// does not depend on which worker runs it or on the other pieces, so the result is the same for
-/// every thread count. Fewer than two pieces run on the calling thread.
+/// Runs f(lo, hi) over [0, n) cut into pieces of `grain`, each piece a job of the pool's
+/// parallelJobs (worker_pool.h; `threads` 0 = all cores). Element-wise and row-wise loops only:
+/// what a piece computes does not depend on which worker runs it or on the other pieces, so the
+/// result is the same for every thread count.
 template <class F> void parallelRanges(int64_t n, int threads, int64_t grain, F f) {
   const int64_t pieces = (n + grain - 1) / grain;
-  const int t = int(std::min<int64_t>(resolveThreads(threads), pieces));
-  if (t <= 1) {
-    if (n > 0) f(int64_t(0), n);
-    return;
-  }
-  std::atomic<int64_t> next{0};
-  runOnWorkers(t, [&](int) {
-    for (int64_t p; (p = next.fetch_add(1)) < pieces;) f(p * grain, std::min(n, (p + 1) * grain));
-  });
+  parallelJobs(pieces, threads, {}, {}, 0.0, 1.0, [&](int64_t p) { f(p * grain, std::min(n, (p + 1) * grain)); });
 }
 
 /// Elements per piece of an element-wise loop, and rows per piece of a row-wise one: enough work
@@ -332,29 +323,8 @@ inline __attribute__((always_inline)) void dotColumns(const T* a, const T* m, in
   for (int64_t l = 0; l < kLanes; ++l) out[l] = acc[l];
 }
 
-/// o[i] = Σ_{t2 < keys} w[t2]·v[t2·hs + i] for every channel i, t2 ascending from +0.
-template <class T>
-inline __attribute__((always_inline)) void weightedRows(const T* w, const T* v, int64_t keys, int64_t hs, T* o) {
-  int64_t i0 = 0;
-  for (; i0 + kLanes <= hs; i0 += kLanes) {
-    T acc[kLanes];
-    for (int64_t l = 0; l < kLanes; ++l) acc[l] = T(0);
-    for (int64_t t2 = 0; t2 < keys; ++t2) {
-      const T x = w[t2];
-      const T* vj = v + t2 * hs + i0;
-      for (int64_t l = 0; l < kLanes; ++l) acc[l] = acc[l] + x * vj[l];
-    }
-    for (int64_t l = 0; l < kLanes; ++l) o[i0 + l] = acc[l];
-  }
-  for (int64_t i = i0; i < hs; ++i) {
-    T acc = T(0);
-    for (int64_t t2 = 0; t2 < keys; ++t2) acc = acc + w[t2] * v[t2 * hs + i];
-    o[i] = acc;
-  }
-}
-
 /// o[i] = Σ_{r = from}^{to − 1} w[r·ws]·v[r·hs + i] for every channel i, r ascending from +0: a
-/// column of P or G (stride ws) times the rows of dO or Q.
+/// row (ws = 1) or column (ws = row length) of P or G times the rows of V, K, dO or Q.
 template <class T>
 inline __attribute__((always_inline)) void weightedRowsFrom(const T* w, int64_t ws, const T* v, int64_t from,
                                                             int64_t to, int64_t hs, T* o) {
@@ -404,7 +374,7 @@ inline __attribute__((always_inline)) void attendOneBody(const T* q, const T* kt
     for (int64_t t2 = 0; t2 < keys; ++t2) pi[t2] = row[t2] * inv;
     for (int64_t t2 = keys; t2 < t; ++t2) pi[t2] = T(0);
     if (p_cast) p_cast(pi, keys);
-    weightedRows(pi, v, keys, hs, o + t1 * hs);
+    weightedRowsFrom(pi, 1, v, 0, keys, hs, o + t1 * hs);
   }
 }
 
@@ -443,7 +413,7 @@ inline __attribute__((always_inline)) double attendBackOneBody(const T* q, const
       gi[t2] = ds * scale;
     }
     // dQ[t1] = Σ_{t2 ≤ t1} G[t1, t2]·K[t2], t2 ascending from +0.
-    weightedRows(gi, k, keys, hs, dq + t1 * hs);
+    weightedRowsFrom(gi, 1, k, 0, keys, hs, dq + t1 * hs);
   }
   // dV[t2] = Σ_{t1 ≥ t2} P[t1, t2]·dO[t1] and dK[t2] = Σ_{t1 ≥ t2} G[t1, t2]·Q[t1], t1 ascending
   // from +0: the order in which the queries reach key t2.
@@ -464,19 +434,6 @@ double attendBackOne(const double* q, const double* k, const double* vt, const d
   return attendBackOneBody(q, k, vt, d, P, dq, dk, dv, t, hs, scale, dp, g);
 }
 
-/// Runs f(index) for index in [0, n) on `threads` workers of the pool (dense.h), each index once.
-template <class F> void parallelFor(int64_t n, int threads, F f) {
-  const int t = int(std::min<int64_t>(resolveThreads(threads), n));
-  if (t <= 1) {
-    for (int64_t i = 0; i < n; ++i) f(i);
-    return;
-  }
-  std::atomic<int64_t> next{0};
-  runOnWorkers(t, [&](int) {
-    for (int64_t i; (i = next.fetch_add(1)) < n;) f(i);
-  });
-}
-
 } // namespace
 
 template <class T>
@@ -484,7 +441,7 @@ void attentionForward(const T* qkv, T* out, T* probs, int64_t batch, int64_t t, 
                       const std::function<void(T* row, int64_t n)>& p_cast, int threads) {
   const int64_t hs = c / heads;
   const double scale = 1.0 / std::sqrt(double(hs));
-  parallelFor(batch * heads, threads, [&](int64_t bh) {
+  parallelJobs(batch * heads, threads, {}, {}, 0.0, 1.0, [&](int64_t bh) {
     const int64_t b = bh / heads, h = bh % heads;
     const size_t th = static_cast<size_t>(t * hs);
     const int64_t tp = paddedKeys(t);
@@ -506,7 +463,7 @@ void attentionBackward(const T* dout, const T* qkv, const T* probs, T* dqkv, int
   const int64_t hs = c / heads;
   const T scale = T(1.0 / std::sqrt(double(hs)));
   std::vector<double> amax(size_t(batch * heads), 0.0);
-  parallelFor(batch * heads, threads, [&](int64_t bh) {
+  parallelJobs(batch * heads, threads, {}, {}, 0.0, 1.0, [&](int64_t bh) {
     const int64_t b = bh / heads, h = bh % heads;
     const size_t th = static_cast<size_t>(t * hs);
     const int64_t tp = paddedKeys(t);

@@ -101,17 +101,6 @@ const TrainingScalingConfig& OperandScaler::config() const {
   return d->cfg;
 }
 
-namespace {
-
-/// max |x| for the record of a current-scaling step, NaN elements ignored (CUDA fmaxf, as TE's
-/// amax kernel; torchao would propagate NaN, which training data never holds).
-float amaxNanIgnored(const float* x, size_t n) {
-  // max |x| over the non-NaN elements from 0 (= fmaxf(m, |x|) element by element): scaling.h's amax
-  return static_cast<float>(amaxOf(x, n, /*ignore_nan=*/true));
-}
-
-} // namespace
-
 void OperandScaler::quantize(const float* x, int64_t rows, int64_t cols, QuantizedTensor& out, OperandStepRecord* rec) {
   Impl& s = *d;
   const size_t n = static_cast<size_t>(rows * cols);
@@ -157,7 +146,9 @@ void OperandScaler::quantize(const float* x, int64_t rows, int64_t cols, Quantiz
   } else {
     out = fp8lab::quantize(x, rows, cols, *s.format, s.current, Axis::Cols);
     if (rec) {
-      rec->amax = amaxNanIgnored(x, n);
+      // NaN elements ignored (CUDA fmaxf, as TE's amax kernel; torchao would propagate NaN, which
+      // training data never holds)
+      rec->amax = static_cast<float>(amaxOf(x, n, /*ignore_nan=*/true));
       rec->kept_previous = !(rec->amax > 0) || !std::isfinite(rec->amax);
       rec->history.clear();
     }
