@@ -225,6 +225,7 @@ std::string lmConfigJson(const LmTrainingConfig& c, const std::string& run_id) {
                      {"norm_position", m.pre_norm ? "pre" : "post"},
                      {"tied_embeddings", m.tied_embeddings},
                      {"position_embedding", m.position_embedding}};
+  if (!m.linear_bias) j["model"]["bias"] = false;
   OJson d = OJson::object();
   if (!c.data.path.empty())
     d["text"] = c.data.path;

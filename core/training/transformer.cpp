@@ -55,8 +55,9 @@ SiteTable TransformerConfig::sites() const {
 int64_t TransformerConfig::parameterCount() const {
   const int64_t C = d_model, F = ffn_hidden;
   const int64_t norm_params = norm == NormKind::LayerNorm ? 2 * C : C;
-  int64_t per_block = 2 * norm_params + C * 3 * C + 3 * C + C * C + C + C * F + F + F * C + C;
-  if (ffn == FfnKind::Swiglu) per_block += C * F + F;
+  const int64_t bias = linear_bias ? 1 : 0;
+  int64_t per_block = 2 * norm_params + C * 3 * C + C * C + C * F + F * C + bias * (3 * C + C + F + C);
+  if (ffn == FfnKind::Swiglu) per_block += C * F + bias * F;
   int64_t n = vocab * C + (position_embedding ? context * C : 0) + layers * per_block;
   if (pre_norm) n += norm_params;
   if (!tied_embeddings) n += C * vocab;
@@ -126,19 +127,19 @@ template <class T> struct TransformerModel<T>::Impl {
       p.ln1_w = add(b + "ln1.weight", {C}, false);
       if (ln) p.ln1_b = add(b + "ln1.bias", {C}, false);
       p.qkv_w = add(b + "attn.qkv.weight", {C, 3 * C}, true);
-      p.qkv_b = add(b + "attn.qkv.bias", {3 * C}, false);
+      if (cfg.linear_bias) p.qkv_b = add(b + "attn.qkv.bias", {3 * C}, false);
       p.out_w = add(b + "attn.out.weight", {C, C}, true);
-      p.out_b = add(b + "attn.out.bias", {C}, false);
+      if (cfg.linear_bias) p.out_b = add(b + "attn.out.bias", {C}, false);
       p.ln2_w = add(b + "ln2.weight", {C}, false);
       if (ln) p.ln2_b = add(b + "ln2.bias", {C}, false);
       p.up_w = add(b + "ffn.up.weight", {C, F}, true);
-      p.up_b = add(b + "ffn.up.bias", {F}, false);
+      if (cfg.linear_bias) p.up_b = add(b + "ffn.up.bias", {F}, false);
       if (cfg.ffn == FfnKind::Swiglu) {
         p.gate_w = add(b + "ffn.gate.weight", {C, F}, true);
-        p.gate_b = add(b + "ffn.gate.bias", {F}, false);
+        if (cfg.linear_bias) p.gate_b = add(b + "ffn.gate.bias", {F}, false);
       }
       p.down_w = add(b + "ffn.down.weight", {F, C}, true);
-      p.down_b = add(b + "ffn.down.bias", {C}, false);
+      if (cfg.linear_bias) p.down_b = add(b + "ffn.down.bias", {C}, false);
       bp.push_back(p);
     }
     if (cfg.pre_norm) {

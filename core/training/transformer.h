@@ -56,6 +56,10 @@ struct TransformerConfig {
   bool pre_norm = true;
   bool tied_embeddings = true;
   bool position_embedding = true;
+  /// Biases in every Linear (GPT-2's); false: none (LLaMA's, Touvron et al. 2023), so a constant
+  /// offset the model needs has to come from its activations (Sun et al. 2024, arXiv 2402.17762,
+  /// §5: massive activations act as such biases).
+  bool linear_bias = true;
   double norm_eps = 1e-5;
   /// Empty when usable, else why not (one line).
   std::string validate() const;

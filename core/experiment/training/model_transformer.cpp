@@ -60,7 +60,7 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
   if (!mo) return;
   r.checkKeys(*mo, mw,
               {"kind", "d_model", "layers", "heads", "context", "ffn_hidden", "ffn", "norm", "norm_position",
-               "tied_embeddings", "position_embedding"});
+               "tied_embeddings", "position_embedding", "bias"});
   TransformerConfig& m = lm.model;
   m.d_model = trainingInteger(r, *mo, "model.d_model", "transformer", mw);
   m.layers = trainingInteger(r, *mo, "model.layers", "transformer", mw);
@@ -82,6 +82,7 @@ void parseLanguageModel(ConfigReader& r, const Json& o, const ConfigPath& where,
       trainingChoice(r, *mo, "model.norm_position", "transformer", mw, "norm position", is({"pre", "post"})) != "post";
   m.tied_embeddings = r.boolean(*mo, "tied_embeddings", mw, true);
   m.position_embedding = r.boolean(*mo, "position_embedding", mw, true);
+  m.linear_bias = r.boolean(*mo, "bias", mw, true);
   if (r.ok() && m.d_model % m.heads != 0)
     r.fail(mw.member("heads"),
            "d_model (" + std::to_string(m.d_model) + ") must be a multiple of heads (" + std::to_string(m.heads) + ")");
@@ -272,10 +273,10 @@ const TrainingModelKind& transformerModelKind() {
         char t[640];
         std::snprintf(t, sizeof t,
                       "%s: transformer LM (%lld parameters: d_model %lld, %lld layers, %lld heads, context %lld, %s, "
-                      "%s %s-norm), %s, %lld steps of batch %lld on %lld bytes of text",
+                      "%s %s-norm%s), %s, %lld steps of batch %lld on %lld bytes of text",
                       label.c_str(), ll(lm.model.parameterCount()), ll(lm.model.d_model), ll(lm.model.layers),
                       ll(lm.model.heads), ll(lm.model.context), toString(lm.model.ffn), toString(lm.model.norm),
-                      lm.model.pre_norm ? "pre" : "post", lm.fp8() ? lm.scalingName().c_str() : "FP32 baseline",
+                      lm.model.pre_norm ? "pre" : "post", lm.model.linear_bias ? "" : ", no biases", lm.fp8() ? lm.scalingName().c_str() : "FP32 baseline",
                       ll(steps), ll(lm.batch_size), ll(bytes));
         return std::string(t);
       },
@@ -326,7 +327,7 @@ const TrainingModelKind& transformerModelKind() {
           label += " (d_model " + num("d_model") + ", " + num("layers") + " blocks, " + num("heads") +
                    " heads, context " + num("context") + ", " + mo.value("ffn", std::string("gelu")) + ", " +
                    mo.value("norm", std::string("layernorm")) + " " + mo.value("norm_position", std::string("pre")) +
-                   "-norm)";
+                   "-norm" + (mo.value("bias", true) ? "" : ", no biases") + ")";
         }
         if (cfg.contains("optimizer") && cfg["optimizer"].is_object()) {
           const Json& o = cfg["optimizer"];

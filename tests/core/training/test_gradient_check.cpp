@@ -298,22 +298,37 @@ private Q_SLOTS:
     QCOMPARE(QString::fromStdString(m.params()[2].name), QStringLiteral("fc2.weight"));
   }
 
-  // The whole model: every parameter of every configuration the language model offers.
+  // The whole model: every parameter of every configuration the language model offers. The
+  // parameter counts by hand (vocab 7, C 4, 2 blocks, F 6, context 4): a block holds its norms' gains
+  // (and LayerNorm biases, 4 each), qkv 4·12 (+12), out 4·4 (+4), up 4·6 (+6), [gate 4·6 (+6)],
+  // down 6·4 (+4); then wte 7·4 = 28, wpe 4·4 = 16, ln_f (pre-norm only), lm_head 4·7 = 28 (untied).
+  //   GELU, LayerNorm, biases: 16 + 60 + 20 + 30 + 28 = 154 a block; SwiGLU, RMSNorm: 8 + 60 + 20 + 30
+  //   + 30 + 28 = 176; SwiGLU, RMSNorm, no biases: 8 + 48 + 16 + 24 + 24 + 24 = 144.
   void transformer_data() {
     QTest::addColumn<bool>("pre_norm");
     QTest::addColumn<bool>("swiglu");
     QTest::addColumn<bool>("rms");
     QTest::addColumn<bool>("tied");
-    QTest::newRow("pre-norm, GELU, LayerNorm, tied") << true << false << false << true;
-    QTest::newRow("pre-norm, SwiGLU, RMSNorm, untied") << true << true << true << false;
-    QTest::newRow("post-norm, GELU, LayerNorm, untied") << false << false << false << false;
-    QTest::newRow("post-norm, SwiGLU, RMSNorm, tied") << false << true << true << true;
+    QTest::addColumn<bool>("bias");
+    QTest::addColumn<int64_t>("parameters");
+    QTest::newRow("pre-norm, GELU, LayerNorm, tied") << true << false << false << true << true
+                                                     << int64_t(2 * 154 + 28 + 16 + 8);
+    QTest::newRow("pre-norm, SwiGLU, RMSNorm, untied") << true << true << true << false << true
+                                                       << int64_t(2 * 176 + 28 + 16 + 4 + 28);
+    QTest::newRow("post-norm, GELU, LayerNorm, untied") << false << false << false << false << true
+                                                        << int64_t(2 * 154 + 28 + 16 + 28);
+    QTest::newRow("post-norm, SwiGLU, RMSNorm, tied") << false << true << true << true << true
+                                                      << int64_t(2 * 176 + 28 + 16);
+    QTest::newRow("pre-norm, SwiGLU, RMSNorm, untied, no biases")
+        << true << true << true << false << false << int64_t(2 * 144 + 28 + 16 + 4 + 28);
   }
   void transformer() {
     QFETCH(bool, pre_norm);
     QFETCH(bool, swiglu);
     QFETCH(bool, rms);
     QFETCH(bool, tied);
+    QFETCH(bool, bias);
+    QFETCH(int64_t, parameters);
     TransformerConfig cfg;
     cfg.vocab = 7;
     cfg.d_model = 4;
@@ -325,6 +340,8 @@ private Q_SLOTS:
     cfg.ffn = swiglu ? FfnKind::Swiglu : FfnKind::Gelu;
     cfg.norm = rms ? NormKind::RmsNorm : NormKind::LayerNorm;
     cfg.tied_embeddings = tied;
+    cfg.linear_bias = bias;
+    QCOMPARE(cfg.parameterCount(), parameters);
     TransformerModel<double> m(cfg, 5);
     // Larger weights than the 0.02 initialisation, so every term matters at h = 1e-6.
     uint64_t seed = 100;
@@ -339,7 +356,9 @@ private Q_SLOTS:
     QCOMPARE(int64_t(m.params().size()) > 10, true);
     const int64_t count = checkEveryParameter(m.params(), loss);
     if (QTest::currentTestFailed()) return;
-    QCOMPARE(count, cfg.parameterCount());
+    QCOMPARE(count, parameters);
+    if (!bias)
+      for (const Param<double>& p : m.params()) QVERIFY2(!p.name.ends_with(".bias"), p.name.c_str());
   }
 };
 

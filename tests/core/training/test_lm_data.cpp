@@ -213,6 +213,30 @@ private Q_SLOTS:
     QVERIFY(!parseTrainingExperiment(doc->root(), &err, &*doc));
     QVERIFY2(QString::fromStdString(err).contains(message), err.c_str());
   }
+
+  // "model": {"bias": false} (LLaMA's Linears) reaches the model and the stored config, which keeps
+  // the key only when it is false, so that configs written before it existed read back unchanged.
+  void modelBiasKey() {
+    std::string err;
+    auto parse = [&err](const std::string& model) {
+      const std::string json = R"({"type":"training","model":{"kind":"transformer")" + model + "}}";
+      const auto doc = parseStoredConfig(json, &err);
+      if (!doc) return std::optional<LmTrainingConfig>();
+      const auto spec = parseTrainingExperiment(doc->root(), &err, &*doc);
+      return spec ? std::optional<LmTrainingConfig>(lmRun(spec->runs.front())) : std::optional<LmTrainingConfig>();
+    };
+    const auto plain = parse("");
+    QVERIFY2(plain, err.c_str());
+    QCOMPARE(plain->model.linear_bias, true);
+    QVERIFY(lmConfigJson(*plain, "r").find("\"bias\"") == std::string::npos);
+    const auto none = parse(R"(,"bias":false)");
+    QVERIFY2(none, err.c_str());
+    QCOMPARE(none->model.linear_bias, false);
+    const std::string stored = lmConfigJson(*none, "r");
+    QVERIFY2(stored.find("\"bias\": false") != std::string::npos, stored.c_str());
+    QVERIFY(!parse(R"(,"bias":"no")"));
+    QVERIFY2(QString::fromStdString(err).contains(QStringLiteral("model.bias")), err.c_str());
+  }
 };
 
 QTEST_GUILESS_MAIN(TestLmData)
