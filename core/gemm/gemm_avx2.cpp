@@ -98,47 +98,22 @@ __attribute__((target("avx2,fma"), always_inline)) inline void store(const Args&
     _mm256_maskstore_ps(p, laneMask(x.ncols - 8 * half), v);
 }
 
-/// A window's sums t[0:mr][0:16] into C: C[r, j] = fma(sa[r, w]·sb[w, j], t[r, j], C[r, j]) — or
-/// C + t when no scale varies along K — at the end of a window; with the sum living in C (direct),
-/// C = t, or C = float32(ca[r]·cb[j])·t after the last chunk (the constant scales). Out of line:
-/// one copy serves every tile height.
-__attribute__((target("avx2,fma"), noinline)) void finish(const Args& x, const Seg& sg, const float (*t)[kNR], int mr) {
+/// The direct case's sums t[0:mr][0:16] (a single window, no scale varying along K) into C at the
+/// end of a chunk: C = t, or C = float32(ca[r]·cb[j])·t after the last chunk (the constant scales).
+/// Out of line: one copy serves every tile height.
+__attribute__((target("avx2,fma"), noinline)) void finishDirect(const Args& x, const float (*t)[kNR], int mr) {
   __m256 sb0 = _mm256_set1_ps(1.0f), sb1 = sb0;
-  if (x.direct && x.final_scale) {
+  if (x.final_scale) {
     sb0 = load(x, x.cb, 0);
     sb1 = load(x, x.cb + 8, 1);
-  } else if (!x.direct && x.scaled && x.sb) {
-    sb0 = load(x, x.sb + sg.w * x.ldsb, 0);
-    sb1 = load(x, x.sb + sg.w * x.ldsb + 8, 1);
   }
   for (int r = 0; r < mr; ++r) {
     float* cr = x.c + r * x.ldc;
-    const __m256 t0 = _mm256_load_ps(t[r]), t1 = _mm256_load_ps(t[r] + 8);
-    __m256 c0, c1;
-    if (x.direct) {
-      c0 = t0;
-      c1 = t1;
-      if (x.final_scale) {
-        const __m256 ca = _mm256_set1_ps(x.ca[r]);
-        c0 = _mm256_mul_ps(_mm256_mul_ps(ca, sb0), t0); // float32(ca·cb) · acc
-        c1 = _mm256_mul_ps(_mm256_mul_ps(ca, sb1), t1);
-      }
-    } else {
-      c0 = load(x, cr, 0);
-      c1 = load(x, cr + 8, 1);
-      if (x.scaled) {
-        __m256 s0 = sb0, s1 = sb1;
-        if (x.sa) {
-          const __m256 sa = _mm256_set1_ps(x.sa[r * x.W + sg.w]);
-          s0 = x.sb ? _mm256_mul_ps(sa, sb0) : sa;
-          s1 = x.sb ? _mm256_mul_ps(sa, sb1) : sa;
-        }
-        c0 = _mm256_fmadd_ps(s0, t0, c0);
-        c1 = _mm256_fmadd_ps(s1, t1, c1);
-      } else {
-        c0 = _mm256_add_ps(c0, t0);
-        c1 = _mm256_add_ps(c1, t1);
-      }
+    __m256 c0 = _mm256_load_ps(t[r]), c1 = _mm256_load_ps(t[r] + 8);
+    if (x.final_scale) {
+      const __m256 ca = _mm256_set1_ps(x.ca[r]);
+      c0 = _mm256_mul_ps(_mm256_mul_ps(ca, sb0), c0); // float32(ca·cb) · acc
+      c1 = _mm256_mul_ps(_mm256_mul_ps(ca, sb1), c1);
     }
     store(x, cr, 0, c0);
     store(x, cr + 8, 1, c1);
@@ -179,8 +154,39 @@ template <int MR> __attribute__((target("avx2,fma"))) void fmaKernel(const Args&
       bp += kNR;
       ap += kMR;
     }
-    if (!x.direct && !sg.ends) continue;        // a window's partial never crosses a chunk
-    if (x.direct && x.full && !x.final_scale) { // the sum lives in C: store it back
+    if (!x.direct && !sg.ends) continue; // a window's partial never crosses a chunk
+    if (!x.direct) {
+      // The window's partial into C from the registers: C[r, j] = fma(sa[r, w]·sb[w, j], acc, C[r, j]),
+      // or C + acc when no scale varies along K. Inline, so that short windows (MX's 32) pay no
+      // store of the tile and no call per window.
+      __m256 sb0 = _mm256_set1_ps(1.0f), sb1 = sb0;
+      if (x.scaled && x.sb) {
+        sb0 = load(x, x.sb + sg.w * x.ldsb, 0);
+        sb1 = load(x, x.sb + sg.w * x.ldsb + 8, 1);
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        float* cr = x.c + r * x.ldc;
+        __m256 c0 = load(x, cr, 0), c1 = load(x, cr + 8, 1);
+        if (x.scaled) {
+          __m256 s0 = sb0, s1 = sb1;
+          if (x.sa) {
+            const __m256 sa = _mm256_set1_ps(x.sa[r * x.W + sg.w]);
+            s0 = x.sb ? _mm256_mul_ps(sa, sb0) : sa;
+            s1 = x.sb ? _mm256_mul_ps(sa, sb1) : sa;
+          }
+          c0 = _mm256_fmadd_ps(s0, acc[r][0], c0);
+          c1 = _mm256_fmadd_ps(s1, acc[r][1], c1);
+        } else {
+          c0 = _mm256_add_ps(c0, acc[r][0]);
+          c1 = _mm256_add_ps(c1, acc[r][1]);
+        }
+        store(x, cr, 0, c0);
+        store(x, cr + 8, 1, c1);
+      }
+      continue;
+    }
+    if (x.full && !x.final_scale) { // the sum lives in C: store it back
 #pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) {
         _mm256_storeu_ps(x.c + r * x.ldc, acc[r][0]);
@@ -193,7 +199,7 @@ template <int MR> __attribute__((target("avx2,fma"))) void fmaKernel(const Args&
       _mm256_store_ps(t[r], acc[r][0]);
       _mm256_store_ps(t[r] + 8, acc[r][1]);
     }
-    finish(x, sg, t, MR);
+    finishDirect(x, t, MR);
   }
 }
 

@@ -169,8 +169,80 @@ template <typename T>
 void rowBlockMax(const T* row, int64_t C, int64_t bc, typename Bits<T>::U* mb, typename Bits<T>::U* mn) {
   rowBlockMaxBody(row, C, bc, mb, mn);
 }
-/// float32 overload: each block through maxAbsBits's kernel of the CPU level.
+#if defined(__GNUC__) && defined(__x86_64__)
+/// Horizontal max of eight unsigned lanes.
+__attribute__((target("avx2"), always_inline)) inline uint32_t hmaxEpu32(__m256i v) {
+  __m128i m = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  m = _mm_max_epu32(m, _mm_shuffle_epi32(m, 0x4E));
+  m = _mm_max_epu32(m, _mm_shuffle_epi32(m, 0xB1));
+  return static_cast<uint32_t>(_mm_cvtsi128_si32(m));
+}
+
+/// rowBlockMax for blocks whose width is a multiple of 8 (MX's 32, NVFP4's 16): each block's
+/// maximum magnitude bits over non-NaN elements, eight lanes a step, in one call per row.
+__attribute__((target("avx2"))) void rowBlockMaxAvx2(const float* row, int64_t C, int64_t bc, uint32_t* mb,
+                                                     uint32_t* mn) {
+  const __m256i abs = _mm256_set1_epi32(0x7FFFFFFF), inf = _mm256_set1_epi32(0x7F800000);
+  for (int64_t c0 = 0, gj = 0; c0 < C; c0 += bc, ++gj) {
+    const int64_t c1 = std::min(C, c0 + bc);
+    __m256i m = _mm256_setzero_si256(), nan = _mm256_setzero_si256();
+    int64_t j = c0;
+    for (; j + 8 <= c1; j += 8) {
+      // magnitudes are below 2^31, so the signed compare orders them as unsigned
+      const __m256i a = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + j)), abs);
+      const __m256i na = _mm256_cmpgt_epi32(a, inf);
+      nan = _mm256_or_si256(nan, na);
+      m = _mm256_max_epu32(m, _mm256_andnot_si256(na, a));
+    }
+    bool tail_nan = false;
+    const uint32_t v = std::max(hmaxEpu32(m), maxAbsBitsBody(row + j, static_cast<std::size_t>(c1 - j), &tail_nan));
+    mb[gj] = std::max(mb[gj], v);
+    mn[gj] |= (tail_nan || !_mm256_testz_si256(nan, nan)) ? 1u : 0u;
+  }
+}
+
+/// scaleRow for float32 at the avx2 and avx512 levels: eight lanes a step, the block's factor
+/// broadcast, or per-column factors read as a vector (a vector multiply or divide rounds each lane
+/// as the scalar operation does).
+__attribute__((target("avx2"))) void scaleRowAvx2(const float* x, const float* g, float* y, int64_t C, int64_t bc,
+                                                  bool divide) {
+  if (bc == 1) { // per-column factors (blocks B×1 of an operand contracted along its rows)
+    int64_t j = 0;
+    if (divide) {
+      for (; j + 8 <= C; j += 8) _mm256_storeu_ps(y + j, _mm256_div_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(g + j)));
+      for (; j < C; ++j) y[j] = x[j] / g[j];
+    } else {
+      for (; j + 8 <= C; j += 8) _mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(g + j)));
+      for (; j < C; ++j) y[j] = x[j] * g[j];
+    }
+    return;
+  }
+  for (int64_t c0 = 0, gj = 0; c0 < C; c0 += bc, ++gj) {
+    const int64_t c1 = std::min(C, c0 + bc);
+    const float s = g[gj];
+    const __m256 sv = _mm256_set1_ps(s);
+    int64_t j = c0;
+    if (divide) {
+      for (; j + 8 <= c1; j += 8) _mm256_storeu_ps(y + j, _mm256_div_ps(_mm256_loadu_ps(x + j), sv));
+      for (; j < c1; ++j) y[j] = x[j] / s;
+    } else {
+      for (; j + 8 <= c1; j += 8) _mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), sv));
+      for (; j < c1; ++j) y[j] = x[j] * s;
+    }
+  }
+}
+#endif
+
+/// float32 overload: the AVX2 kernel at levels avx2 and avx512 when the blocks are a multiple of 8
+/// wide, else each block through maxAbsBits's kernel of the CPU level.
 void rowBlockMax(const float* row, int64_t C, int64_t bc, uint32_t* mb, uint32_t* mn) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  static const bool avx2 = cpuLevel() != CpuLevel::Baseline;
+  if (avx2 && bc % 8 == 0) {
+    rowBlockMaxAvx2(row, C, bc, mb, mn);
+    return;
+  }
+#endif
   for (int64_t c0 = 0, gj = 0; c0 < C; c0 += bc, ++gj) {
     bool nan = false;
     const uint32_t m = maxAbsBits(row + c0, static_cast<std::size_t>(std::min(C - c0, bc)), &nan);
@@ -272,6 +344,34 @@ FP8LAB_SCALING_CLONES void statsGiven(const float* x, const uint8_t* c, const fl
       x, c, n, [&](std::size_t i) { return y[i]; }, maxf, ci, st);
 }
 
+/// y[j] = x[j] · g[j / bc] (divide: x[j] / g[j / bc]) over one row of C elements: the scaled value
+/// the bulk kernel would form with the block's factor, as one float32 (float64) operation.
+template <typename T>
+inline __attribute__((always_inline)) void scaleRowBody(const T* x, const T* g, T* y, int64_t C, int64_t bc,
+                                                        bool divide) {
+  for (int64_t c0 = 0, gj = 0; c0 < C; c0 += bc, ++gj) {
+    const int64_t c1 = std::min(C, c0 + bc);
+    const T s = g[gj];
+    if (divide)
+      for (int64_t j = c0; j < c1; ++j) y[j] = x[j] / s;
+    else
+      for (int64_t j = c0; j < c1; ++j) y[j] = x[j] * s;
+  }
+}
+template <typename T> void scaleRow(const T* x, const T* g, T* y, int64_t C, int64_t bc, bool divide) {
+  scaleRowBody(x, g, y, C, bc, divide);
+}
+void scaleRow(const float* x, const float* g, float* y, int64_t C, int64_t bc, bool divide) {
+#if defined(__GNUC__) && defined(__x86_64__)
+  static const bool avx2 = cpuLevel() != CpuLevel::Baseline;
+  if (avx2) {
+    scaleRowAvx2(x, g, y, C, bc, divide);
+    return;
+  }
+#endif
+  scaleRowBody(x, g, y, C, bc, divide);
+}
+
 void checkArgs(const void* x, int64_t rows, int64_t cols, const Format& fmt) {
   if (rows < 0 || cols < 0)
     throw std::invalid_argument("quantize: negative shape [" + std::to_string(rows) + ", " + std::to_string(cols) +
@@ -335,9 +435,9 @@ void runRows(int64_t R, int64_t chunk, int nt, const Fn& fn, const ProgressFn& p
 /// Pass 1 (parallel over rows): per-worker partial block maxima (bit patterns + NaN flags),
 /// merged, then one scale per block. Pass 2 (parallel over rows): encode.
 /// Wide blocks (bc ≥ 16, or one block per row) encode each row segment with its own scale.
-/// Narrow blocks (per-column, 128×1, MX 32×1) first form y = x op s_column in a row buffer (the same
-/// float32 / float64 operation the bulk kernel performs) and encode y with scale 1, which is
-/// bit-identical and keeps the access row-major.
+/// Narrow blocks (bc < 64: per-column, 128×1, MX 1×32) first form y = x op s in a buffer of whole
+/// rows (the same float32 / float64 operation the bulk kernel performs) and encode y with scale 1,
+/// which is bit-identical and keeps the access row-major.
 template <typename T>
 void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, const Format& fmt,
                       const ScalingConfig& cfg, QuantizedTensor& q, const ProgressFn& progress) {
@@ -410,31 +510,28 @@ void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, 
       R, chunk, nt,
       [&](int64_t r0, int64_t r1, int w) {
         QuantizeStats& st = pstats[static_cast<std::size_t>(w)];
-        std::vector<T> y, cs;
-        if (narrow) y.resize(static_cast<std::size_t>(C));
-        if (narrow && bc > 1) cs.resize(static_cast<std::size_t>(C));
+        if (narrow) {
+          // Rows scaled into a buffer of up to 8192 elements, then one encode and one stats pass over
+          // it (the codes of consecutive rows are contiguous; stochastic rounding draws by element
+          // index, so the codes do not depend on how the rows are grouped).
+          const int64_t step = std::max<int64_t>(1, 8192 / std::max<int64_t>(C, 1));
+          std::vector<T> y(static_cast<std::size_t>(std::min(r1 - r0, step) * C));
+          for (int64_t i0 = r0; i0 < r1; i0 += step) {
+            const int64_t i1 = std::min(r1, i0 + step);
+            for (int64_t i = i0; i < i1; ++i)
+              scaleRow(x + i * C, grid.data() + (i / br) * GC, y.data() + (i - i0) * C, C, bc, divide);
+            const std::size_t off = static_cast<std::size_t>(i0 * C), n = static_cast<std::size_t>((i1 - i0) * C);
+            fmt.encodeBulk(y.data(), q.codes.data() + off, n, cfg.encode, T(1), Format::ScaleOp::Multiply, cfg.seed,
+                           off);
+            statsGiven(x + off, q.codes.data() + off, y.data(), n, maxf, ci, st);
+          }
+          return;
+        }
         for (int64_t i = r0; i < r1; ++i) {
           const T* row = x + i * C;
           const T* g = grid.data() + (i / br) * GC;
           const std::size_t off = static_cast<std::size_t>(i * C);
           uint8_t* c = q.codes.data() + off;
-          if (narrow) {
-            const T* s = g;
-            if (bc > 1) {
-              for (int64_t gj = 0; gj < GC; ++gj)
-                for (int64_t j = gj * bc; j < std::min(C, gj * bc + bc); ++j) cs[static_cast<std::size_t>(j)] = g[gj];
-              s = cs.data();
-            }
-            T* yy = y.data();
-            if (divide)
-              for (int64_t j = 0; j < C; ++j) yy[j] = row[j] / s[j];
-            else
-              for (int64_t j = 0; j < C; ++j) yy[j] = row[j] * s[j];
-            fmt.encodeBulk(yy, c, static_cast<std::size_t>(C), cfg.encode, T(1), Format::ScaleOp::Multiply, cfg.seed,
-                           off);
-            statsGiven(row, c, yy, static_cast<std::size_t>(C), maxf, ci, st);
-            continue;
-          }
           for (int64_t gj = 0; gj < GC; ++gj) {
             const int64_t c0 = gj * bc, c1 = std::min(C, c0 + bc);
             const std::size_t n = static_cast<std::size_t>(c1 - c0);

@@ -3,13 +3,18 @@
 // elements that are not NaN (±Inf counts as Inf; 0 when there are none), and with ignore_nan false
 // any NaN, of either sign or payload, makes the amax NaN. The vector kernels read 16 or 32 elements
 // a step with a masked or scalar tail, so the cases put the largest element and the NaN at every
-// position of every length up to 100.
+// position of every length up to 100. The block maxima and scaled rows of 1×B block quantization
+// (quantize() with blocks narrower than 64: MX's 32, 16, and widths that are not a multiple of 8)
+// are compared with the same quantization of each block column alone, which takes the path of one
+// block per row.
 #include <QtTest>
 
 #include "common/cpu_level.h"
 #include "cpu_level_skip.h"
+#include "formats/format.h"
 #include "scaling/scaling.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -84,6 +89,113 @@ private Q_SLOTS:
         QCOMPARE(amaxOf(x.data(), n, true), 2.25);
         QVERIFY(std::isnan(amaxOf(x.data(), n, false)));
       }
+  }
+
+  // x [5, C] quantized in 1×B blocks equals, block column by block column, the slice x[:, c0:c1]
+  // quantized on its own (one block per row: the scale applied inside the encode, no row buffer):
+  // the same codes, scales and E8M0 codes, and the stats add up. Each block row holds a NaN, an
+  // Inf, an all-zero block or a planted maximum at a varying position, and C leaves a partial block.
+  void narrowBlocksAgreeWithSlices_data() {
+    QTest::addColumn<int>("block");
+    QTest::addColumn<int>("cols");
+    QTest::addColumn<bool>("divide");
+    QTest::newRow("MX 1x32, 101 columns") << 32 << 101 << false;
+    QTest::newRow("MX 1x32 divide, 96 columns") << 32 << 96 << true;
+    QTest::newRow("1x16, 70 columns") << 16 << 70 << false;
+    QTest::newRow("1x24, 77 columns (not a multiple of 8)") << 24 << 77 << false;
+    QTest::newRow("1x8, 30 columns") << 8 << 30 << true;
+  }
+  void narrowBlocksAgreeWithSlices() {
+    QFETCH(int, block);
+    QFETCH(int, cols);
+    QFETCH(bool, divide);
+    const int64_t R = 5, C = cols, B = block;
+    ScalingConfig cfg = requireScalingPreset("mx_rceil");
+    cfg.block = B;
+    cfg.op = divide ? Format::ScaleOp::Divide : Format::ScaleOp::Multiply;
+    std::vector<float> x = background(size_t(R * C), uint64_t(B * 1000 + C));
+    for (int64_t i = 0; i < R; ++i)
+      for (int64_t c0 = 0, gj = 0; c0 < C; c0 += B, ++gj) {
+        const int64_t w = std::min(B, C - c0), at = c0 + (i * 7 + gj * 3) % w;
+        float* row = x.data() + i * C;
+        switch ((i + gj) % 5) {
+        case 0: row[at] = nanWithBits(0x7FC00000u); break;
+        case 1: row[at] = -INFINITY; break;
+        case 2: std::fill(row + c0, row + c0 + w, 0.0f); break;
+        default: row[at] = float(-37.5 * double(i + 1)); break;
+        }
+      }
+    const Format& f = Format::E4M3FN();
+    const QuantizedTensor q = quantize(x.data(), R, C, f, cfg);
+    const int64_t GC = (C + B - 1) / B;
+    QCOMPARE(int64_t(q.dequant_scales.size()), R * GC);
+    QuantizeStats sum;
+    for (int64_t c0 = 0, gj = 0; c0 < C; c0 += B, ++gj) {
+      const int64_t w = std::min(B, C - c0);
+      std::vector<float> slice(size_t(R * w));
+      for (int64_t i = 0; i < R; ++i)
+        std::copy_n(x.data() + i * C + c0, w, slice.data() + i * w);
+      const QuantizedTensor s = quantize(slice.data(), R, w, f, cfg);
+      QCOMPARE(int64_t(s.dequant_scales.size()), R);
+      for (int64_t i = 0; i < R; ++i) {
+        QCOMPARE(std::bit_cast<uint32_t>(q.dequant_scales[size_t(i * GC + gj)]),
+                 std::bit_cast<uint32_t>(s.dequant_scales[size_t(i)]));
+        QCOMPARE(q.scale_codes[size_t(i * GC + gj)], s.scale_codes[size_t(i)]);
+        for (int64_t j = 0; j < w; ++j)
+          if (q.codes[size_t(i * C + c0 + j)] != s.codes[size_t(i * w + j)])
+            QFAIL(qPrintable(QStringLiteral("code of x[%1, %2] differs").arg(i).arg(c0 + j)));
+      }
+      sum.elements += s.stats.elements;
+      sum.saturated += s.stats.saturated;
+      sum.underflow += s.stats.underflow;
+      sum.subnormal += s.stats.subnormal;
+      sum.nan_inputs += s.stats.nan_inputs;
+      sum.inf_inputs += s.stats.inf_inputs;
+      sum.zero_inputs += s.stats.zero_inputs;
+    }
+    QCOMPARE(q.stats.elements, R * C);
+    QCOMPARE(q.stats.elements, sum.elements);
+    QCOMPARE(q.stats.saturated, sum.saturated);
+    QCOMPARE(q.stats.underflow, sum.underflow);
+    QCOMPARE(q.stats.subnormal, sum.subnormal);
+    QCOMPARE(q.stats.nan_inputs, sum.nan_inputs);
+    QCOMPARE(q.stats.inf_inputs, sum.inf_inputs);
+    QCOMPARE(q.stats.zero_inputs, sum.zero_inputs);
+    QVERIFY(q.stats.nan_inputs > 0 && q.stats.inf_inputs > 0 && q.stats.zero_inputs >= B);
+  }
+
+  // Blocks B×1 (an operand contracted along its rows: per-column factors in the row buffer) equal
+  // the transposed tensor's 1×B blocks, which the test above ties to the one-block-per-row path.
+  void columnBlocksAgreeWithTransposedRows_data() {
+    QTest::addColumn<bool>("divide");
+    QTest::newRow("multiply") << false;
+    QTest::newRow("divide") << true;
+  }
+  void columnBlocksAgreeWithTransposedRows() {
+    QFETCH(bool, divide);
+    const int64_t R = 70, C = 21, B = 32, GR = (R + B - 1) / B;
+    ScalingConfig cfg = requireScalingPreset("mx_rceil");
+    cfg.op = divide ? Format::ScaleOp::Divide : Format::ScaleOp::Multiply;
+    std::vector<float> x = background(size_t(R * C), 99);
+    for (int64_t j = 0; j < C; ++j) x[size_t(((j * 5) % R) * C + j)] = j % 3 == 0 ? NAN : float(-9.25 * double(j + 1));
+    std::vector<float> xt(x.size());
+    for (int64_t i = 0; i < R; ++i)
+      for (int64_t j = 0; j < C; ++j) xt[size_t(j * R + i)] = x[size_t(i * C + j)];
+    const Format& f = Format::E4M3FN();
+    const QuantizedTensor q = quantize(x.data(), R, C, f, cfg, Axis::Rows);
+    const QuantizedTensor t = quantize(xt.data(), C, R, f, cfg, Axis::Cols);
+    QCOMPARE(int64_t(q.dequant_scales.size()), GR * C);
+    for (int64_t i = 0; i < R; ++i)
+      for (int64_t j = 0; j < C; ++j) {
+        QCOMPARE(q.codes[size_t(i * C + j)], t.codes[size_t(j * R + i)]);
+        if (i % B == 0)
+          QCOMPARE(std::bit_cast<uint32_t>(q.dequant_scales[size_t((i / B) * C + j)]),
+                   std::bit_cast<uint32_t>(t.dequant_scales[size_t(j * GR + i / B)]));
+      }
+    QCOMPARE(q.stats.underflow, t.stats.underflow);
+    QCOMPARE(q.stats.subnormal, t.stats.subnormal);
+    QCOMPARE(q.stats.nan_inputs, int64_t(7));
+    QCOMPARE(t.stats.nan_inputs, int64_t(7));
   }
 };
 
