@@ -523,7 +523,7 @@ void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, 
             const std::size_t off = static_cast<std::size_t>(i0 * C), n = static_cast<std::size_t>((i1 - i0) * C);
             fmt.encodeBulk(y.data(), q.codes.data() + off, n, cfg.encode, T(1), Format::ScaleOp::Multiply, cfg.seed,
                            off);
-            statsGiven(x + off, q.codes.data() + off, y.data(), n, maxf, ci, st);
+            if (cfg.count_stats) statsGiven(x + off, q.codes.data() + off, y.data(), n, maxf, ci, st);
           }
           return;
         }
@@ -537,7 +537,7 @@ void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, 
             const std::size_t n = static_cast<std::size_t>(c1 - c0);
             fmt.encodeBulk(row + c0, c + c0, n, cfg.encode, g[gj], cfg.op, cfg.seed,
                            off + static_cast<std::size_t>(c0));
-            statsScaled(row + c0, c + c0, n, g[gj], divide, maxf, ci, st);
+            if (cfg.count_stats) statsScaled(row + c0, c + c0, n, g[gj], divide, maxf, ci, st);
           }
         }
       },

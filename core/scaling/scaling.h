@@ -69,6 +69,9 @@ struct ScalingConfig {
   /// Worker threads for quantize(): 0 = all hardware threads (at most one per 256 K elements).
   /// Results do not depend on it.
   int threads = 0;
+  /// false: skip the statistics pass (QuantizedTensor::stats stays all zero, `elements` included),
+  /// for callers that read only the codes and scales; codes and scales are the same either way.
+  bool count_stats = true;
 };
 
 /// A named preset and where its semantics come from.

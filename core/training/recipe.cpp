@@ -413,8 +413,11 @@ void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64
 QuantizedTensor quantizeRole(const RoleQuantization& q, const float* x, int64_t rows, int64_t cols, Axis axis,
                              uint64_t sr_seed, RoleQuantRecord* rec, int threads, const QuantizedObserver* observe) {
   const size_t n = static_cast<size_t>(rows * cols);
+  // Without a record or an observer only the codes and scales are read: no amax, statistics or
+  // median scale are formed.
+  const bool observed = observe && *observe;
   RoleQuantRecord r;
-  r.amax = amaxIgnoringNaN(x, n);
+  if (rec) r.amax = amaxIgnoringNaN(x, n);
   QuantizedTensor out;
   switch (q.kind) {
   case RoleKind::HighPrecision:
@@ -422,9 +425,11 @@ QuantizedTensor quantizeRole(const RoleQuantization& q, const float* x, int64_t 
   case RoleKind::Float8Block:
   case RoleKind::Mxfp8:
   case RoleKind::DeepSeekBlock: {
-    out = quantize(x, rows, cols, *q.format, q.scalingConfig(threads), axis);
-    if (observe && *observe) (*observe)(x, out);
-    recordBlockScales(out, &r);
+    ScalingConfig sc = q.scalingConfig(threads);
+    sc.count_stats = rec || observed;
+    out = quantize(x, rows, cols, *q.format, sc, axis);
+    if (observed) (*observe)(x, out);
+    if (rec) recordBlockScales(out, &r);
     break;
   }
   case RoleKind::Nvfp4: {
@@ -433,7 +438,7 @@ QuantizedTensor quantizeRole(const RoleQuantization& q, const float* x, int64_t 
     std::vector<float> padded;
     const float* src = padForNvfp4(q, x, rows, cols, axis, padded, &pr, &pc);
     const Nvfp4Tensor t = quantizeNvfp4(src, pr, pc, nc, axis);
-    if (observe && *observe) {
+    if (observed) {
       const Nvfp4StatsView v = nvfp4StatsView(t, nc, src, pr, pc, rows, cols, axis, threads);
       (*observe)(v.elements(src), v.q);
     }
@@ -445,7 +450,7 @@ QuantizedTensor quantizeRole(const RoleQuantization& q, const float* x, int64_t 
     if (kr != pr || kc != pc) out = cropQuantized(out, kr, kc);
     r.quant_scale = t.tensor_scale;
     r.dequant_scale = 1.0f / t.tensor_scale;
-    if (!q.rht)
+    if (rec && !q.rht)
       for (int64_t i = 0; i < rows; ++i) {
         // A finite non-zero input coded ±0; branch-free so the row vectorises.
         const float* xr = x + i * cols;

@@ -5,6 +5,7 @@
 // float32 rounding, marked "derived").
 #include <QtTest>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -57,6 +58,7 @@ private Q_SLOTS:
   void columnBlocksMatchRowBlocksOnTranspose_data();
   void columnBlocksMatchRowBlocksOnTranspose();
   void statsCounts();
+  void statsSkippedLeavesCodesAndScales();
   void threadsDoNotChangeResults();
   void edgeTensorsNeverCrash();
   void doubleInputSingleRounding();
@@ -463,6 +465,35 @@ void TestScaling::statsCounts() {
   QCOMPARE(q.stats.subnormal, int64_t(1));
   QCOMPARE(int(q.codes[5]), 0x7E);
   QCOMPARE(int(q.codes[2]), 0x7F);
+}
+
+// count_stats = false: the same codes, scales and E8M0 codes as with the statistics, whose counts
+// all stay 0 (the eight elements of statsCounts' vector, repeated to 200 columns so that wide,
+// narrow and per-tensor blocks each cover it; with the statistics it has underflow, NaN and
+// saturated elements to count).
+void TestScaling::statsSkippedLeavesCodesAndScales() {
+  const std::vector<float> base = {0.0f, 1e-10f, kNaN, kInf, -kInf, 1000.0f, 0.00390625f, 1.0f};
+  std::vector<float> x(3 * 200);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = base[i % base.size()] * float(1 + int(i % 7));
+  for (const char* n : {"te_current", "te_block_1x128", "mx_rceil", "per_column"})
+    for (Axis ax : {Axis::Cols, Axis::Rows}) {
+      ScalingConfig with = *scalingPreset(n), without = with;
+      without.count_stats = false;
+      const QuantizedTensor a = quantize(x.data(), 3, 200, Format::E4M3FN(), with, ax);
+      const QuantizedTensor b = quantize(x.data(), 3, 200, Format::E4M3FN(), without, ax);
+      QVERIFY(a.codes == b.codes);
+      QVERIFY(a.scale_codes == b.scale_codes);
+      QCOMPARE(a.dequant_scales.size(), b.dequant_scales.size());
+      for (size_t k = 0; k < a.dequant_scales.size(); ++k) {
+        QCOMPARE(std::bit_cast<uint32_t>(a.dequant_scales[k]), std::bit_cast<uint32_t>(b.dequant_scales[k]));
+        QCOMPARE(std::bit_cast<uint32_t>(a.quant_scales[k]), std::bit_cast<uint32_t>(b.quant_scales[k]));
+      }
+      QCOMPARE(a.stats.elements, int64_t(600));
+      QVERIFY(a.stats.nan_inputs > 0);
+      const QuantizeStats& z = b.stats;
+      QCOMPARE(z.elements + z.saturated + z.underflow + z.subnormal + z.nan_inputs + z.inf_inputs + z.zero_inputs,
+               int64_t(0));
+    }
 }
 
 // The result (codes, scales, stats) is the same for 1 and 5 worker threads on a tensor large
