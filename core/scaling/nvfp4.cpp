@@ -76,7 +76,9 @@ inline int32_t srE2M1(float x, uint32_t rbits) {
   const int32_t mag = (t >= fbits(0.5f)) + (t >= fbits(1.0f)) + (t >= fbits(1.5f)) + (t >= fbits(2.0f)) +
                       (t >= fbits(3.0f)) + (t >= fbits(4.0f)) + (t >= fbits(6.0f));
   const int32_t code = mag | ((b >> 28) & 8);
-  return m > kInfBits ? 0x7 : code; // NaN → +6
+  // NaN → +6, as a mask: GCC 12 does not vectorise the loop over this function with a select here.
+  const int32_t nan = -static_cast<int32_t>(m > kInfBits);
+  return (nan & 0x7) | (~nan & code);
 }
 
 /// q[i] = code(i) for the 16 elements of a block: the codes are formed in int32 lanes (one vector
@@ -181,13 +183,22 @@ inline float treeSum16(const float* e) {
 }
 
 /// Quantizes the blocks of one band. Blocks are numbered k = 0 .. nblk−1 in scale-grid order
-/// within the band; blk(k) gives the 16 values, dst(k) the 16 code bytes, index(k, i) the row-major
-/// element index (for the random bytes). With 2-D tiles the band is 16 rows: Axis::Cols blocks of
-/// one tile are nblk/16 apart, Axis::Rows blocks of one tile are 16 adjacent columns. scale_out and
-/// map4_out (4over6 only) receive one byte per block.
-template <typename Blk, typename Dst, typename Idx>
-void quantizeBand(std::size_t nblk, const Blk& blk, const Dst& dst, const Idx& index, bool rows_axis, const Plan& p,
-                  Scratch& s, uint8_t* scale_out, uint8_t* map4_out) {
+/// within the band; block k's 16 values are x[16k .. 16k+15] and its 16 code bytes out[16k ..];
+/// element i of block k has the row-major index idx0 + k·idx_k + i·idx_i (for the random bytes).
+/// With 2-D tiles the band is 16 rows: Axis::Cols blocks of one tile are nblk/16 apart, Axis::Rows
+/// blocks of one tile are 16 adjacent columns. scale_out and map4_out (4over6 only) receive one
+/// byte per block. Built for the CPU's vector width (target clones): every operation is the same
+/// IEEE float32 operation or integer compare at every width.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void quantizeBand(std::size_t nblk, const float* xs, uint8_t* out, uint64_t idx0, uint64_t idx_k, uint64_t idx_i,
+                  bool rows_axis, const Plan& p, Scratch& s, uint8_t* scale_out, uint8_t* map4_out) {
+  const auto blk = [xs](std::size_t k) { return xs + 16 * k; };
+  const auto dst = [out](std::size_t k) { return out + 16 * k; };
+  const auto index = [=](std::size_t k, int i) {
+    return idx0 + static_cast<uint64_t>(k) * idx_k + static_cast<uint64_t>(i) * idx_i;
+  };
   const bool fos = p.fos != FourOverSix::Off;
   s.size(nblk, rows_axis, fos);
   const bool ignore_nan = p.rule != Nvfp4Rule::TorchaoMxFormats;
@@ -556,22 +567,17 @@ Nvfp4Tensor quantizeNvfp4(const float* x, int64_t rows, int64_t cols, const Nvfp
       for (std::size_t c0 = 0; c0 < C; c0 += 16)
         for (std::size_t i = 0; i < 16; ++i)
           for (std::size_t c = c0; c < std::min(C, c0 + 16); ++c) s.vals[16 * c + i] = src[(r0 + i) * C + c];
-      quantizeBand(
-          nblk, [&](std::size_t k) { return &s.vals[16 * k]; }, [&](std::size_t k) { return &s.out[16 * k]; },
-          [&](std::size_t k, int i) { return static_cast<uint64_t>((r0 + static_cast<std::size_t>(i)) * C + k); }, true,
-          p, s, q.scale_codes.data() + static_cast<std::size_t>(b) * C,
-          fos ? q.map4.data() + static_cast<std::size_t>(b) * C : nullptr);
+      quantizeBand(nblk, s.vals.data(), s.out.data(), static_cast<uint64_t>(r0 * C), 1, static_cast<uint64_t>(C), true,
+                   p, s, q.scale_codes.data() + static_cast<std::size_t>(b) * C,
+                   fos ? q.map4.data() + static_cast<std::size_t>(b) * C : nullptr);
       for (std::size_t c0 = 0; c0 < C; c0 += 16)
         for (std::size_t i = 0; i < 16; ++i)
           for (std::size_t c = c0; c < std::min(C, c0 + 16); ++c) q.codes[(r0 + i) * C + c] = s.out[16 * c + i];
     } else {
       // (r1 − r0) rows × cols/16 blocks, row-major: block k = (row − r0)·(cols/16) + column block.
       const std::size_t per_row = C / 16, nblk = (r1 - r0) * per_row;
-      quantizeBand(
-          nblk, [&](std::size_t k) { return src + r0 * C + 16 * k; },
-          [&](std::size_t k) { return q.codes.data() + r0 * C + 16 * k; },
-          [&](std::size_t k, int i) { return static_cast<uint64_t>(r0 * C + 16 * k + static_cast<std::size_t>(i)); },
-          false, p, s, q.scale_codes.data() + r0 * per_row, fos ? q.map4.data() + r0 * per_row : nullptr);
+      quantizeBand(nblk, src + r0 * C, q.codes.data() + r0 * C, static_cast<uint64_t>(r0 * C), 16, 1, false, p, s,
+                   q.scale_codes.data() + r0 * per_row, fos ? q.map4.data() + r0 * per_row : nullptr);
     }
   });
   return q;
