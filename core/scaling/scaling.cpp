@@ -201,20 +201,23 @@ __attribute__((target("avx2"))) void rowBlockMaxAvx2(const float* row, int64_t C
   }
 }
 
+/// One vector of x scaled by f (divide: x / f), a NaN lane of x kept as it is (scaleRowBody's rule).
+__attribute__((target("avx2"), always_inline)) inline __m256 scaleLanes(__m256 x, __m256 f, bool divide) {
+  const __m256 y = divide ? _mm256_div_ps(x, f) : _mm256_mul_ps(x, f);
+  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
 /// scaleRow for float32 at the avx2 and avx512 levels: eight lanes a step, the block's factor
 /// broadcast, or per-column factors read as a vector (a vector multiply or divide rounds each lane
-/// as the scalar operation does).
+/// as the scalar operation does; a NaN input stays itself, as in scaleRowBody).
 __attribute__((target("avx2"))) void scaleRowAvx2(const float* x, const float* g, float* y, int64_t C, int64_t bc,
                                                   bool divide) {
+  const auto one = [divide](float v, float f) { return v != v ? v : divide ? v / f : v * f; };
   if (bc == 1) { // per-column factors (blocks B×1 of an operand contracted along its rows)
     int64_t j = 0;
-    if (divide) {
-      for (; j + 8 <= C; j += 8) _mm256_storeu_ps(y + j, _mm256_div_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(g + j)));
-      for (; j < C; ++j) y[j] = x[j] / g[j];
-    } else {
-      for (; j + 8 <= C; j += 8) _mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(g + j)));
-      for (; j < C; ++j) y[j] = x[j] * g[j];
-    }
+    for (; j + 8 <= C; j += 8)
+      _mm256_storeu_ps(y + j, scaleLanes(_mm256_loadu_ps(x + j), _mm256_loadu_ps(g + j), divide));
+    for (; j < C; ++j) y[j] = one(x[j], g[j]);
     return;
   }
   for (int64_t c0 = 0, gj = 0; c0 < C; c0 += bc, ++gj) {
@@ -222,23 +225,19 @@ __attribute__((target("avx2"))) void scaleRowAvx2(const float* x, const float* g
     const float s = g[gj];
     const __m256 sv = _mm256_set1_ps(s);
     int64_t j = c0;
-    if (divide) {
-      for (; j + 8 <= c1; j += 8) _mm256_storeu_ps(y + j, _mm256_div_ps(_mm256_loadu_ps(x + j), sv));
-      for (; j < c1; ++j) y[j] = x[j] / s;
-    } else {
-      for (; j + 8 <= c1; j += 8) _mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), sv));
-      for (; j < c1; ++j) y[j] = x[j] * s;
-    }
+    for (; j + 8 <= c1; j += 8) _mm256_storeu_ps(y + j, scaleLanes(_mm256_loadu_ps(x + j), sv, divide));
+    for (; j < c1; ++j) y[j] = one(x[j], s);
   }
 }
 #endif
 
-/// float32 overload: the AVX2 kernel at levels avx2 and avx512 when the blocks are a multiple of 8
-/// wide, else each block through maxAbsBits's kernel of the CPU level.
+/// float32 overload: the AVX2 kernel at levels avx2 and avx512 for narrow blocks (a multiple of 8
+/// and under 64 wide: one call per row instead of one per block), else each block through
+/// maxAbsBits's kernel of the CPU level.
 void rowBlockMax(const float* row, int64_t C, int64_t bc, uint32_t* mb, uint32_t* mn) {
 #if defined(__GNUC__) && defined(__x86_64__)
   static const bool avx2 = cpuLevel() != CpuLevel::Baseline;
-  if (avx2 && bc % 8 == 0) {
+  if (avx2 && bc % 8 == 0 && bc < 64) {
     rowBlockMaxAvx2(row, C, bc, mb, mn);
     return;
   }
@@ -345,7 +344,10 @@ FP8LAB_SCALING_CLONES void statsGiven(const float* x, const uint8_t* c, const fl
 }
 
 /// y[j] = x[j] · g[j / bc] (divide: x[j] / g[j / bc]) over one row of C elements: the scaled value
-/// the bulk kernel would form with the block's factor, as one float32 (float64) operation.
+/// the bulk kernel would form with the block's factor, as one float32 (float64) operation. A NaN
+/// input stays itself (a NaN factor does not replace it), so that the sign a NaN code keeps
+/// (SpecialsPolicy::MlDtypes) is the input's whichever operand order the compiler picks for the
+/// multiply; x86 would return the first operand's NaN.
 template <typename T>
 inline __attribute__((always_inline)) void scaleRowBody(const T* x, const T* g, T* y, int64_t C, int64_t bc,
                                                         bool divide) {
@@ -353,9 +355,9 @@ inline __attribute__((always_inline)) void scaleRowBody(const T* x, const T* g, 
     const int64_t c1 = std::min(C, c0 + bc);
     const T s = g[gj];
     if (divide)
-      for (int64_t j = c0; j < c1; ++j) y[j] = x[j] / s;
+      for (int64_t j = c0; j < c1; ++j) y[j] = x[j] != x[j] ? x[j] : x[j] / s;
     else
-      for (int64_t j = c0; j < c1; ++j) y[j] = x[j] * s;
+      for (int64_t j = c0; j < c1; ++j) y[j] = x[j] != x[j] ? x[j] : x[j] * s;
   }
 }
 template <typename T> void scaleRow(const T* x, const T* g, T* y, int64_t C, int64_t bc, bool divide) {
@@ -434,10 +436,10 @@ void runRows(int64_t R, int64_t chunk, int nt, const Fn& fn, const ProgressFn& p
 /// Quantizes x [R, C] (row-major) with blocks [br, bc] laid row-major; fills codes, scales, stats.
 /// Pass 1 (parallel over rows): per-worker partial block maxima (bit patterns + NaN flags),
 /// merged, then one scale per block. Pass 2 (parallel over rows): encode.
-/// Wide blocks (bc ≥ 16, or one block per row) encode each row segment with its own scale.
+/// Wide blocks (bc ≥ 64, or one block per row) encode each row segment with its own scale.
 /// Narrow blocks (bc < 64: per-column, 128×1, MX 1×32) first form y = x op s in a buffer of whole
-/// rows (the same float32 / float64 operation the bulk kernel performs) and encode y with scale 1,
-/// which is bit-identical and keeps the access row-major.
+/// rows (the same float32 / float64 operation the bulk kernel performs, a NaN input kept as it is)
+/// and encode y with scale 1, which gives the same codes and keeps the access row-major.
 template <typename T>
 void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, const Format& fmt,
                       const ScalingConfig& cfg, QuantizedTensor& q, const ProgressFn& progress) {
@@ -511,9 +513,10 @@ void quantizeRowMajor(const T* x, int64_t R, int64_t C, int64_t br, int64_t bc, 
       [&](int64_t r0, int64_t r1, int w) {
         QuantizeStats& st = pstats[static_cast<std::size_t>(w)];
         if (narrow) {
-          // Rows scaled into a buffer of up to 8192 elements, then one encode and one stats pass over
-          // it (the codes of consecutive rows are contiguous; stochastic rounding draws by element
-          // index, so the codes do not depend on how the rows are grouped).
+          // Rows scaled into a buffer of up to 8192 elements (one row when rows are longer), then one
+          // encode and one stats pass over it (the codes of consecutive rows are contiguous;
+          // stochastic rounding draws by element index, so the codes do not depend on how the rows
+          // are grouped).
           const int64_t step = std::max<int64_t>(1, 8192 / std::max<int64_t>(C, 1));
           std::vector<T> y(static_cast<std::size_t>(std::min(r1 - r0, step) * C));
           for (int64_t i0 = r0; i0 < r1; i0 += step) {

@@ -213,8 +213,8 @@ void fakeQuantize(const RoleQuantization& q, const float* x, int64_t rows, int64
 /// codes and scales; NVFP4 with its E4M3 block scales and tensor scale, toQuantizedTensor): the
 /// contraction axis padded with zeros to paddedContraction(K) for NVFP4 (whole 16-element
 /// blocks; FP8 kinds keep K), the other axis at its real length. `rec` and `observe` as
-/// fakeQuantize; with neither, the returned tensor's stats are not counted (all zero). Throws
-/// std::invalid_argument for a HighPrecision role.
+/// fakeQuantize; with neither, the FP8 kinds' returned stats are not counted (all zero; NVFP4's
+/// hold the element count only, either way). Throws std::invalid_argument for a HighPrecision role.
 QuantizedTensor quantizeRole(const RoleQuantization& q, const float* x, int64_t rows, int64_t cols, Axis axis,
                              uint64_t sr_seed, RoleQuantRecord* rec = nullptr, int threads = 0,
                              const QuantizedObserver* observe = nullptr);

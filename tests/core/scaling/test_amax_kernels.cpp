@@ -4,7 +4,7 @@
 // any NaN, of either sign or payload, makes the amax NaN. The vector kernels read 16 or 32 elements
 // a step with a masked or scalar tail, so the cases put the largest element and the NaN at every
 // position of every length up to 100. The block maxima and scaled rows of 1×B block quantization
-// (quantize() with blocks narrower than 64: MX's 32, 16, and widths that are not a multiple of 8)
+// (quantize() with blocks narrower than 64: MX's 32, 16, 24, and widths that are not a multiple of 8)
 // are compared with the same quantization of each block column alone, which takes the path of one
 // block per row.
 #include <QtTest>
@@ -91,26 +91,36 @@ private Q_SLOTS:
       }
   }
 
-  // x [5, C] quantized in 1×B blocks equals, block column by block column, the slice x[:, c0:c1]
+  // x [R, C] quantized in 1×B blocks equals, block column by block column, the slice x[:, c0:c1]
   // quantized on its own (one block per row: the scale applied inside the encode, no row buffer):
-  // the same codes, scales and E8M0 codes, and the stats add up. Each block row holds a NaN, an
-  // Inf, an all-zero block or a planted maximum at a varying position, and C leaves a partial block.
+  // the same codes, scales and E8M0 codes, and the stats add up. Each block's scale is also the
+  // rule's scale of the block's amax worked out here (max |x|; NaN when the block holds one and the
+  // rule propagates it: mx_floor, not mx_rceil), independently of the kernels. Each block row holds
+  // a NaN, an Inf, an all-zero block or a planted maximum at a varying position (tails included), C
+  // leaves a partial block, and 100 rows of 101 columns span two row buffers.
   void narrowBlocksAgreeWithSlices_data() {
+    QTest::addColumn<QString>("preset");
     QTest::addColumn<int>("block");
+    QTest::addColumn<int>("rows");
     QTest::addColumn<int>("cols");
     QTest::addColumn<bool>("divide");
-    QTest::newRow("MX 1x32, 101 columns") << 32 << 101 << false;
-    QTest::newRow("MX 1x32 divide, 96 columns") << 32 << 96 << true;
-    QTest::newRow("1x16, 70 columns") << 16 << 70 << false;
-    QTest::newRow("1x24, 77 columns (not a multiple of 8)") << 24 << 77 << false;
-    QTest::newRow("1x8, 30 columns") << 8 << 30 << true;
+    QTest::newRow("MX 1x32 rceil, 5 x 101") << QStringLiteral("mx_rceil") << 32 << 5 << 101 << false;
+    QTest::newRow("MX 1x32 floor (NaN amax), 100 x 101") << QStringLiteral("mx_floor") << 32 << 100 << 101 << false;
+    QTest::newRow("MX 1x32 floor divide, 5 x 96") << QStringLiteral("mx_floor") << 32 << 5 << 96 << true;
+    QTest::newRow("1x16, 7 x 70") << QStringLiteral("mx_rceil") << 16 << 7 << 70 << false;
+    QTest::newRow("1x24, 5 x 77") << QStringLiteral("mx_floor") << 24 << 5 << 77 << false;
+    QTest::newRow("1x20 (not a multiple of 8), 6 x 67") << QStringLiteral("mx_floor") << 20 << 6 << 67 << false;
+    QTest::newRow("1x12 (not a multiple of 8), 6 x 40 divide") << QStringLiteral("mx_rceil") << 12 << 6 << 40 << true;
+    QTest::newRow("1x8, 5 x 30") << QStringLiteral("mx_rceil") << 8 << 5 << 30 << true;
   }
   void narrowBlocksAgreeWithSlices() {
+    QFETCH(QString, preset);
     QFETCH(int, block);
+    QFETCH(int, rows);
     QFETCH(int, cols);
     QFETCH(bool, divide);
-    const int64_t R = 5, C = cols, B = block;
-    ScalingConfig cfg = requireScalingPreset("mx_rceil");
+    const int64_t R = rows, C = cols, B = block;
+    ScalingConfig cfg = requireScalingPreset(preset.toStdString());
     cfg.block = B;
     cfg.op = divide ? Format::ScaleOp::Divide : Format::ScaleOp::Multiply;
     std::vector<float> x = background(size_t(R * C), uint64_t(B * 1000 + C));
@@ -122,13 +132,28 @@ private Q_SLOTS:
         case 0: row[at] = nanWithBits(0x7FC00000u); break;
         case 1: row[at] = -INFINITY; break;
         case 2: std::fill(row + c0, row + c0 + w, 0.0f); break;
-        default: row[at] = float(-37.5 * double(i + 1)); break;
+        default: row[at] = float(-37.5 * double(i % 9 + 1)); break;
         }
       }
     const Format& f = Format::E4M3FN();
     const QuantizedTensor q = quantize(x.data(), R, C, f, cfg);
     const int64_t GC = (C + B - 1) / B;
     QCOMPARE(int64_t(q.dequant_scales.size()), R * GC);
+    const bool nan_amax = preset == QStringLiteral("mx_floor");
+    for (int64_t i = 0; i < R; ++i)
+      for (int64_t c0 = 0, gj = 0; c0 < C; c0 += B, ++gj) {
+        double amax = 0;
+        bool nan = false;
+        for (int64_t j = c0; j < std::min(C, c0 + B); ++j) {
+          const float v = x[size_t(i * C + j)];
+          if (std::isnan(v))
+            nan = true;
+          else
+            amax = std::max(amax, double(std::fabs(v)));
+        }
+        const BlockScale want = blockScaleFromAmax(nan && nan_amax ? double(NAN) : amax, f, cfg);
+        QCOMPARE(std::bit_cast<uint32_t>(q.dequant_scales[size_t(i * GC + gj)]), std::bit_cast<uint32_t>(want.dequant));
+      }
     QuantizeStats sum;
     for (int64_t c0 = 0, gj = 0; c0 < C; c0 += B, ++gj) {
       const int64_t w = std::min(B, C - c0);
@@ -162,6 +187,34 @@ private Q_SLOTS:
     QCOMPARE(q.stats.inf_inputs, sum.inf_inputs);
     QCOMPARE(q.stats.zero_inputs, sum.zero_inputs);
     QVERIFY(q.stats.nan_inputs > 0 && q.stats.inf_inputs > 0 && q.stats.zero_inputs >= B);
+  }
+
+  // A NaN input keeps its sign through the scaling, also in a block whose scale is NaN (mx_floor
+  // propagates the NaN amax): under ml_dtypes' specials the code of −NaN is 0xFF and of +NaN 0x7F,
+  // for 1×32 blocks (a factor per block) and 32×1 blocks (per-column factors), float32 and float64.
+  void nanInputKeepsItsSign() {
+    ScalingConfig cfg = requireScalingPreset("mx_floor");
+    cfg.encode.specials = SpecialsPolicy::MlDtypes;
+    const Format& f = Format::E4M3FN();
+    for (const uint32_t bits : {0xFFC00000u, 0x7FC00000u}) {
+      const uint8_t want = (bits >> 31) ? 0xFF : 0x7F;
+      std::vector<float> x(64, 1.0f);
+      x[0] = nanWithBits(bits);
+      x[40] = nanWithBits(bits ^ 0x80000000u); // the second block: the opposite sign
+      const QuantizedTensor q = quantize(x.data(), 1, 64, f, cfg);
+      QVERIFY(std::isnan(q.dequant_scales[0]) && std::isnan(q.dequant_scales[1]));
+      QCOMPARE(int(q.codes[0]), int(want));
+      QCOMPARE(int(q.codes[40]), int(want ^ 0x80));
+      const std::vector<double> xd(x.begin(), x.end());
+      const QuantizedTensor qd = quantize(xd.data(), 1, 64, f, cfg);
+      QCOMPARE(int(qd.codes[0]), int(want));
+      QCOMPARE(int(qd.codes[40]), int(want ^ 0x80));
+      // x [32, 3] contracted along its rows: column 1 holds the NaN at row 5
+      std::vector<float> xc(96, 1.0f);
+      xc[5 * 3 + 1] = nanWithBits(bits);
+      const QuantizedTensor qc = quantize(xc.data(), 32, 3, f, cfg, Axis::Rows);
+      QCOMPARE(int(qc.codes[5 * 3 + 1]), int(want));
+    }
   }
 
   // Blocks B×1 (an operand contracted along its rows: per-column factors in the row buffer) equal
