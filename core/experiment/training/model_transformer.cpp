@@ -276,8 +276,8 @@ const TrainingModelKind& transformerModelKind() {
                       "%s %s-norm%s), %s, %lld steps of batch %lld on %lld bytes of text",
                       label.c_str(), ll(lm.model.parameterCount()), ll(lm.model.d_model), ll(lm.model.layers),
                       ll(lm.model.heads), ll(lm.model.context), toString(lm.model.ffn), toString(lm.model.norm),
-                      lm.model.pre_norm ? "pre" : "post", lm.model.linear_bias ? "" : ", no biases", lm.fp8() ? lm.scalingName().c_str() : "FP32 baseline",
-                      ll(steps), ll(lm.batch_size), ll(bytes));
+                      lm.model.pre_norm ? "pre" : "post", lm.model.linear_bias ? "" : ", no biases",
+                      lm.fp8() ? lm.scalingName().c_str() : "FP32 baseline", ll(steps), ll(lm.batch_size), ll(bytes));
         return std::string(t);
       },
       [](Json& js, const TrainingRunOutcome& o) {

@@ -129,10 +129,18 @@ private Q_SLOTS:
         const int64_t w = std::min(B, C - c0), at = c0 + (i * 7 + gj * 3) % w;
         float* row = x.data() + i * C;
         switch ((i + gj) % 5) {
-        case 0: row[at] = nanWithBits(0x7FC00000u); break;
-        case 1: row[at] = -INFINITY; break;
-        case 2: std::fill(row + c0, row + c0 + w, 0.0f); break;
-        default: row[at] = float(-37.5 * double(i % 9 + 1)); break;
+        case 0:
+          row[at] = nanWithBits(0x7FC00000u);
+          break;
+        case 1:
+          row[at] = -INFINITY;
+          break;
+        case 2:
+          std::fill(row + c0, row + c0 + w, 0.0f);
+          break;
+        default:
+          row[at] = float(-37.5 * double(i % 9 + 1));
+          break;
         }
       }
     const Format& f = Format::E4M3FN();
@@ -158,8 +166,7 @@ private Q_SLOTS:
     for (int64_t c0 = 0, gj = 0; c0 < C; c0 += B, ++gj) {
       const int64_t w = std::min(B, C - c0);
       std::vector<float> slice(size_t(R * w));
-      for (int64_t i = 0; i < R; ++i)
-        std::copy_n(x.data() + i * C + c0, w, slice.data() + i * w);
+      for (int64_t i = 0; i < R; ++i) std::copy_n(x.data() + i * C + c0, w, slice.data() + i * w);
       const QuantizedTensor s = quantize(slice.data(), R, w, f, cfg);
       QCOMPARE(int64_t(s.dequant_scales.size()), R);
       for (int64_t i = 0; i < R; ++i) {

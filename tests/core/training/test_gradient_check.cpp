@@ -311,14 +311,14 @@ private Q_SLOTS:
     QTest::addColumn<bool>("tied");
     QTest::addColumn<bool>("bias");
     QTest::addColumn<int64_t>("parameters");
-    QTest::newRow("pre-norm, GELU, LayerNorm, tied") << true << false << false << true << true
-                                                     << int64_t(2 * 154 + 28 + 16 + 8);
-    QTest::newRow("pre-norm, SwiGLU, RMSNorm, untied") << true << true << true << false << true
-                                                       << int64_t(2 * 176 + 28 + 16 + 4 + 28);
-    QTest::newRow("post-norm, GELU, LayerNorm, untied") << false << false << false << false << true
-                                                        << int64_t(2 * 154 + 28 + 16 + 28);
-    QTest::newRow("post-norm, SwiGLU, RMSNorm, tied") << false << true << true << true << true
-                                                      << int64_t(2 * 176 + 28 + 16);
+    QTest::newRow("pre-norm, GELU, LayerNorm, tied")
+        << true << false << false << true << true << int64_t(2 * 154 + 28 + 16 + 8);
+    QTest::newRow("pre-norm, SwiGLU, RMSNorm, untied")
+        << true << true << true << false << true << int64_t(2 * 176 + 28 + 16 + 4 + 28);
+    QTest::newRow("post-norm, GELU, LayerNorm, untied")
+        << false << false << false << false << true << int64_t(2 * 154 + 28 + 16 + 28);
+    QTest::newRow("post-norm, SwiGLU, RMSNorm, tied")
+        << false << true << true << true << true << int64_t(2 * 176 + 28 + 16);
     QTest::newRow("pre-norm, SwiGLU, RMSNorm, untied, no biases")
         << true << true << true << false << false << int64_t(2 * 144 + 28 + 16 + 4 + 28);
   }
