@@ -154,8 +154,8 @@ template <int MR> __attribute__((target("avx2,fma"))) void fmaKernel(const Args&
       bp += kNR;
       ap += kMR;
     }
-    if (!x.direct && !sg.ends) continue; // a window's partial never crosses a chunk
     if (!x.direct) {
+      if (!sg.ends) continue; // a window's partial never crosses a chunk
       // The window's partial into C from the registers: C[r, j] = fma(sa[r, w]·sb[w, j], acc, C[r, j]),
       // or C + acc when no scale varies along K. Inline, so that short windows (MX's 32) pay no
       // store of the tile and no call per window.

@@ -169,7 +169,20 @@ template <typename T>
 void rowBlockMax(const T* row, int64_t C, int64_t bc, typename Bits<T>::U* mb, typename Bits<T>::U* mn) {
   rowBlockMaxBody(row, C, bc, mb, mn);
 }
+/// x·f (divide: x/f), a NaN x kept as it is (a NaN factor does not replace it), so that the sign a
+/// NaN code keeps (SpecialsPolicy::MlDtypes) is the input's whichever operand order the compiler
+/// picks for the multiply; x86 would return the first operand's NaN. scaleRow's rule.
+template <typename T> inline __attribute__((always_inline)) T scaleOne(T x, T f, bool divide) {
+  return x != x ? x : divide ? x / f : x * f;
+}
+
 #if defined(__GNUC__) && defined(__x86_64__)
+/// True when the AVX2 kernels of this file may run (CPU level avx2 or avx512; FP8LAB_CPU).
+bool avx2Kernels() {
+  static const bool on = cpuLevel() != CpuLevel::Baseline;
+  return on;
+}
+
 /// Horizontal max of eight unsigned lanes.
 __attribute__((target("avx2"), always_inline)) inline uint32_t hmaxEpu32(__m256i v) {
   __m128i m = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -201,7 +214,7 @@ __attribute__((target("avx2"))) void rowBlockMaxAvx2(const float* row, int64_t C
   }
 }
 
-/// One vector of x scaled by f (divide: x / f), a NaN lane of x kept as it is (scaleRowBody's rule).
+/// One vector of x scaled by f (divide: x / f), a NaN lane of x kept as it is (scaleOne's rule).
 __attribute__((target("avx2"), always_inline)) inline __m256 scaleLanes(__m256 x, __m256 f, bool divide) {
   const __m256 y = divide ? _mm256_div_ps(x, f) : _mm256_mul_ps(x, f);
   return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
@@ -209,15 +222,14 @@ __attribute__((target("avx2"), always_inline)) inline __m256 scaleLanes(__m256 x
 
 /// scaleRow for float32 at the avx2 and avx512 levels: eight lanes a step, the block's factor
 /// broadcast, or per-column factors read as a vector (a vector multiply or divide rounds each lane
-/// as the scalar operation does; a NaN input stays itself, as in scaleRowBody).
+/// as the scalar operation does; a NaN input stays itself, scaleOne's rule).
 __attribute__((target("avx2"))) void scaleRowAvx2(const float* x, const float* g, float* y, int64_t C, int64_t bc,
                                                   bool divide) {
-  const auto one = [divide](float v, float f) { return v != v ? v : divide ? v / f : v * f; };
   if (bc == 1) { // per-column factors (blocks B×1 of an operand contracted along its rows)
     int64_t j = 0;
     for (; j + 8 <= C; j += 8)
       _mm256_storeu_ps(y + j, scaleLanes(_mm256_loadu_ps(x + j), _mm256_loadu_ps(g + j), divide));
-    for (; j < C; ++j) y[j] = one(x[j], g[j]);
+    for (; j < C; ++j) y[j] = scaleOne(x[j], g[j], divide);
     return;
   }
   for (int64_t c0 = 0, gj = 0; c0 < C; c0 += bc, ++gj) {
@@ -226,7 +238,7 @@ __attribute__((target("avx2"))) void scaleRowAvx2(const float* x, const float* g
     const __m256 sv = _mm256_set1_ps(s);
     int64_t j = c0;
     for (; j + 8 <= c1; j += 8) _mm256_storeu_ps(y + j, scaleLanes(_mm256_loadu_ps(x + j), sv, divide));
-    for (; j < c1; ++j) y[j] = one(x[j], s);
+    for (; j < c1; ++j) y[j] = scaleOne(x[j], s, divide);
   }
 }
 #endif
@@ -236,8 +248,7 @@ __attribute__((target("avx2"))) void scaleRowAvx2(const float* x, const float* g
 /// maxAbsBits's kernel of the CPU level.
 void rowBlockMax(const float* row, int64_t C, int64_t bc, uint32_t* mb, uint32_t* mn) {
 #if defined(__GNUC__) && defined(__x86_64__)
-  static const bool avx2 = cpuLevel() != CpuLevel::Baseline;
-  if (avx2 && bc % 8 == 0 && bc < 64) {
+  if (avx2Kernels() && bc % 8 == 0 && bc < 64) {
     rowBlockMaxAvx2(row, C, bc, mb, mn);
     return;
   }
@@ -344,20 +355,15 @@ FP8LAB_SCALING_CLONES void statsGiven(const float* x, const uint8_t* c, const fl
 }
 
 /// y[j] = x[j] · g[j / bc] (divide: x[j] / g[j / bc]) over one row of C elements: the scaled value
-/// the bulk kernel would form with the block's factor, as one float32 (float64) operation. A NaN
-/// input stays itself (a NaN factor does not replace it), so that the sign a NaN code keeps
-/// (SpecialsPolicy::MlDtypes) is the input's whichever operand order the compiler picks for the
-/// multiply; x86 would return the first operand's NaN.
+/// the bulk kernel would form with the block's factor, as one float32 (float64) operation, a NaN
+/// input kept as it is (scaleOne).
 template <typename T>
 inline __attribute__((always_inline)) void scaleRowBody(const T* x, const T* g, T* y, int64_t C, int64_t bc,
                                                         bool divide) {
   for (int64_t c0 = 0, gj = 0; c0 < C; c0 += bc, ++gj) {
     const int64_t c1 = std::min(C, c0 + bc);
     const T s = g[gj];
-    if (divide)
-      for (int64_t j = c0; j < c1; ++j) y[j] = x[j] != x[j] ? x[j] : x[j] / s;
-    else
-      for (int64_t j = c0; j < c1; ++j) y[j] = x[j] != x[j] ? x[j] : x[j] * s;
+    for (int64_t j = c0; j < c1; ++j) y[j] = scaleOne(x[j], s, divide);
   }
 }
 template <typename T> void scaleRow(const T* x, const T* g, T* y, int64_t C, int64_t bc, bool divide) {
@@ -365,8 +371,7 @@ template <typename T> void scaleRow(const T* x, const T* g, T* y, int64_t C, int
 }
 void scaleRow(const float* x, const float* g, float* y, int64_t C, int64_t bc, bool divide) {
 #if defined(__GNUC__) && defined(__x86_64__)
-  static const bool avx2 = cpuLevel() != CpuLevel::Baseline;
-  if (avx2) {
+  if (avx2Kernels()) {
     scaleRowAvx2(x, g, y, C, bc, divide);
     return;
   }

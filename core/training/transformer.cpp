@@ -119,6 +119,10 @@ template <class T> struct TransformerModel<T>::Impl {
   void build(uint64_t seed) {
     const int64_t C = cfg.d_model, F = cfg.ffn_hidden, V = cfg.vocab, Tc = cfg.context;
     const bool ln = cfg.norm == NormKind::LayerNorm;
+    // A Linear's bias [n], or none (−1) without biases.
+    const auto linearBias = [&](const std::string& name, int64_t n) {
+      return cfg.linear_bias ? add(name, {n}, false) : -1;
+    };
     wte = add("wte.weight", {V, C}, true);
     if (cfg.position_embedding) wpe = add("wpe.weight", {Tc, C}, true);
     for (int64_t l = 0; l < cfg.layers; ++l) {
@@ -127,19 +131,19 @@ template <class T> struct TransformerModel<T>::Impl {
       p.ln1_w = add(b + "ln1.weight", {C}, false);
       if (ln) p.ln1_b = add(b + "ln1.bias", {C}, false);
       p.qkv_w = add(b + "attn.qkv.weight", {C, 3 * C}, true);
-      if (cfg.linear_bias) p.qkv_b = add(b + "attn.qkv.bias", {3 * C}, false);
+      p.qkv_b = linearBias(b + "attn.qkv.bias", 3 * C);
       p.out_w = add(b + "attn.out.weight", {C, C}, true);
-      if (cfg.linear_bias) p.out_b = add(b + "attn.out.bias", {C}, false);
+      p.out_b = linearBias(b + "attn.out.bias", C);
       p.ln2_w = add(b + "ln2.weight", {C}, false);
       if (ln) p.ln2_b = add(b + "ln2.bias", {C}, false);
       p.up_w = add(b + "ffn.up.weight", {C, F}, true);
-      if (cfg.linear_bias) p.up_b = add(b + "ffn.up.bias", {F}, false);
+      p.up_b = linearBias(b + "ffn.up.bias", F);
       if (cfg.ffn == FfnKind::Swiglu) {
         p.gate_w = add(b + "ffn.gate.weight", {C, F}, true);
-        if (cfg.linear_bias) p.gate_b = add(b + "ffn.gate.bias", {F}, false);
+        p.gate_b = linearBias(b + "ffn.gate.bias", F);
       }
       p.down_w = add(b + "ffn.down.weight", {F, C}, true);
-      if (cfg.linear_bias) p.down_b = add(b + "ffn.down.bias", {C}, false);
+      p.down_b = linearBias(b + "ffn.down.bias", C);
       bp.push_back(p);
     }
     if (cfg.pre_norm) {
