@@ -58,23 +58,28 @@ void matmulRows(const float* a, const float* b, float* c, int64_t r0, int64_t r1
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
-// Register-blocked kernels: a 4-row × 32-column (AVX-512) or 4 × 16 (AVX2) tile of C stays in
-// registers for the whole sum over k, instead of matmulRows' load and store of C at every k. Each
-// element is still summed k = 0, 1, ... from +0 (or from C's value when accumulating) with one
-// rounded multiply and one rounded add per term — the file is built with -ffp-contract=off, so the
-// mul and add intrinsics are never fused — which gives matmulRows' bits.
+// Register-blocked kernels: a tile of up to 8 rows × 32 columns (AVX-512) or 6 × 16 (AVX2) of C
+// stays in registers over a chunk of K, instead of matmulRows' load and store of C at every k.
+// Each element is still summed k = 0, 1, ... from +0 (or from C's value when accumulating) with
+// one rounded multiply and one rounded add per term — the file is built with -ffp-contract=off,
+// so the mul and add intrinsics are never fused — which gives matmulRows' bits. A chunk of K
+// (kDenseKc) ends with the partial sums stored to C and the next chunk starts from them: a float32
+// store and load are exact, so chunking does not change a bit. Loop order per chunk: a 16- or
+// 32-column panel of B (kDenseKc × 64 or 128 bytes, in L1) against every row tile of the band.
+constexpr int64_t kDenseKc = 256;
+
 template <int Rows>
 __attribute__((target("avx512f"))) void tileAvx512(const float* a, const float* b, float* c, int64_t i, int64_t j,
-                                                   int64_t k, int64_t n, bool accumulate, __mmask16 m0, __mmask16 m1,
-                                                   int64_t ar, int64_t ak) {
+                                                   int64_t p0, int64_t p1, int64_t n, bool from_c, __mmask16 m0,
+                                                   __mmask16 m1, int64_t ar, int64_t ak) {
   __m512 acc[Rows][2];
   for (int r = 0; r < Rows; ++r) {
     float* cr = c + (i + r) * n + j;
-    acc[r][0] = accumulate ? _mm512_maskz_loadu_ps(m0, cr) : _mm512_setzero_ps();
-    acc[r][1] = accumulate ? _mm512_maskz_loadu_ps(m1, cr + 16) : _mm512_setzero_ps();
+    acc[r][0] = from_c ? _mm512_maskz_loadu_ps(m0, cr) : _mm512_setzero_ps();
+    acc[r][1] = from_c ? _mm512_maskz_loadu_ps(m1, cr + 16) : _mm512_setzero_ps();
   }
   const float* ai = a + i * ar;
-  for (int64_t p = 0; p < k; ++p) {
+  for (int64_t p = p0; p < p1; ++p) {
     const float* bp = b + p * n + j;
     const __m512 b0 = _mm512_maskz_loadu_ps(m0, bp), b1 = _mm512_maskz_loadu_ps(m1, bp + 16);
     for (int r = 0; r < Rows; ++r) {
@@ -93,25 +98,30 @@ __attribute__((target("avx512f"))) void tileAvx512(const float* a, const float* 
 __attribute__((target("avx512f"))) void matmulRowsAvx512(const float* a, const float* b, float* c, int64_t r0,
                                                          int64_t r1, int64_t k, int64_t n, bool accumulate, int64_t ar,
                                                          int64_t ak) {
-  for (int64_t i = r0; i < r1; i += 4) {
-    const int64_t rows = std::min<int64_t>(4, r1 - i);
+  constexpr int64_t kRows = 8;
+  for (int64_t p0 = 0; p0 < std::max<int64_t>(k, 1); p0 += kDenseKc) {
+    const int64_t p1 = std::min(k, p0 + kDenseKc);
+    const bool from_c = accumulate || p0 > 0;
     for (int64_t j = 0; j < n; j += 32) {
       const int64_t left = n - j;
       const __mmask16 m0 = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u);
       const __mmask16 m1 = left >= 32 ? __mmask16(0xFFFF) : left > 16 ? __mmask16((1u << (left - 16)) - 1u) : 0;
-      switch (rows) {
-      case 4:
-        tileAvx512<4>(a, b, c, i, j, k, n, accumulate, m0, m1, ar, ak);
-        break;
-      case 3:
-        tileAvx512<3>(a, b, c, i, j, k, n, accumulate, m0, m1, ar, ak);
-        break;
-      case 2:
-        tileAvx512<2>(a, b, c, i, j, k, n, accumulate, m0, m1, ar, ak);
-        break;
-      default:
-        tileAvx512<1>(a, b, c, i, j, k, n, accumulate, m0, m1, ar, ak);
-        break;
+      for (int64_t i = r0; i < r1; i += kRows) {
+        switch (std::min(kRows, r1 - i)) {
+#define FP8LAB_DENSE_TILE(R)                                                                                           \
+  case R:                                                                                                              \
+    tileAvx512<R>(a, b, c, i, j, p0, p1, n, from_c, m0, m1, ar, ak);                                                   \
+    break;
+          FP8LAB_DENSE_TILE(8)
+          FP8LAB_DENSE_TILE(7)
+          FP8LAB_DENSE_TILE(6)
+          FP8LAB_DENSE_TILE(5)
+          FP8LAB_DENSE_TILE(4)
+          FP8LAB_DENSE_TILE(3)
+          FP8LAB_DENSE_TILE(2)
+          FP8LAB_DENSE_TILE(1)
+#undef FP8LAB_DENSE_TILE
+        }
       }
     }
   }
@@ -123,52 +133,73 @@ __attribute__((target("avx2"))) __m256i laneMaskAvx2(int64_t left) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(m));
 }
 
-template <int Rows>
-__attribute__((target("avx2"))) void tileAvx2(const float* a, const float* b, float* c, int64_t i, int64_t j, int64_t k,
-                                              int64_t n, bool accumulate, __m256i m0, __m256i m1, int64_t ar,
-                                              int64_t ak) {
+template <bool Full> __attribute__((target("avx2"))) inline __m256 loadAvx2(const float* q, __m256i m) {
+  if constexpr (Full)
+    return _mm256_loadu_ps(q);
+  else
+    return _mm256_maskload_ps(q, m);
+}
+
+/// Full: all 16 columns of the tile exist (plain loads and stores); else the masks m0, m1 select
+/// the columns left of n.
+template <int Rows, bool Full>
+__attribute__((target("avx2"))) void tileAvx2(const float* a, const float* b, float* c, int64_t i, int64_t j,
+                                              int64_t p0, int64_t p1, int64_t n, bool from_c, __m256i m0, __m256i m1,
+                                              int64_t ar, int64_t ak) {
   __m256 acc[Rows][2];
   for (int r = 0; r < Rows; ++r) {
     float* cr = c + (i + r) * n + j;
-    acc[r][0] = accumulate ? _mm256_maskload_ps(cr, m0) : _mm256_setzero_ps();
-    acc[r][1] = accumulate ? _mm256_maskload_ps(cr + 8, m1) : _mm256_setzero_ps();
+    acc[r][0] = from_c ? loadAvx2<Full>(cr, m0) : _mm256_setzero_ps();
+    acc[r][1] = from_c ? loadAvx2<Full>(cr + 8, m1) : _mm256_setzero_ps();
   }
   const float* ai = a + i * ar;
-  for (int64_t p = 0; p < k; ++p) {
+  for (int64_t p = p0; p < p1; ++p) {
     const float* bp = b + p * n + j;
-    const __m256 b0 = _mm256_maskload_ps(bp, m0), b1 = _mm256_maskload_ps(bp + 8, m1);
+    const __m256 b0 = loadAvx2<Full>(bp, m0), b1 = loadAvx2<Full>(bp + 8, m1);
     for (int r = 0; r < Rows; ++r) {
-      const __m256 x = _mm256_set1_ps(ai[r * ar + p * ak]);
+      const __m256 x = _mm256_broadcast_ss(ai + r * ar + p * ak);
       acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_mul_ps(x, b0));
       acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_mul_ps(x, b1));
     }
   }
   for (int r = 0; r < Rows; ++r) {
     float* cr = c + (i + r) * n + j;
-    _mm256_maskstore_ps(cr, m0, acc[r][0]);
-    _mm256_maskstore_ps(cr + 8, m1, acc[r][1]);
+    if constexpr (Full) {
+      _mm256_storeu_ps(cr, acc[r][0]);
+      _mm256_storeu_ps(cr + 8, acc[r][1]);
+    } else {
+      _mm256_maskstore_ps(cr, m0, acc[r][0]);
+      _mm256_maskstore_ps(cr + 8, m1, acc[r][1]);
+    }
   }
 }
 
 __attribute__((target("avx2"))) void matmulRowsAvx2(const float* a, const float* b, float* c, int64_t r0, int64_t r1,
                                                     int64_t k, int64_t n, bool accumulate, int64_t ar, int64_t ak) {
-  for (int64_t i = r0; i < r1; i += 4) {
-    const int64_t rows = std::min<int64_t>(4, r1 - i);
+  constexpr int64_t kRows = 6;
+  for (int64_t p0 = 0; p0 < std::max<int64_t>(k, 1); p0 += kDenseKc) {
+    const int64_t p1 = std::min(k, p0 + kDenseKc);
+    const bool from_c = accumulate || p0 > 0;
     for (int64_t j = 0; j < n; j += 16) {
+      const bool full = n - j >= 16;
       const __m256i m0 = laneMaskAvx2(n - j), m1 = laneMaskAvx2(n - j - 8);
-      switch (rows) {
-      case 4:
-        tileAvx2<4>(a, b, c, i, j, k, n, accumulate, m0, m1, ar, ak);
-        break;
-      case 3:
-        tileAvx2<3>(a, b, c, i, j, k, n, accumulate, m0, m1, ar, ak);
-        break;
-      case 2:
-        tileAvx2<2>(a, b, c, i, j, k, n, accumulate, m0, m1, ar, ak);
-        break;
-      default:
-        tileAvx2<1>(a, b, c, i, j, k, n, accumulate, m0, m1, ar, ak);
-        break;
+      for (int64_t i = r0; i < r1; i += kRows) {
+#define FP8LAB_DENSE_TILE(R)                                                                                           \
+  case R:                                                                                                              \
+    if (full)                                                                                                          \
+      tileAvx2<R, true>(a, b, c, i, j, p0, p1, n, from_c, m0, m1, ar, ak);                                             \
+    else                                                                                                               \
+      tileAvx2<R, false>(a, b, c, i, j, p0, p1, n, from_c, m0, m1, ar, ak);                                            \
+    break;
+        switch (std::min(kRows, r1 - i)) {
+          FP8LAB_DENSE_TILE(6)
+          FP8LAB_DENSE_TILE(5)
+          FP8LAB_DENSE_TILE(4)
+          FP8LAB_DENSE_TILE(3)
+          FP8LAB_DENSE_TILE(2)
+          FP8LAB_DENSE_TILE(1)
+        }
+#undef FP8LAB_DENSE_TILE
       }
     }
   }

@@ -132,13 +132,17 @@ private Q_SLOTS:
     QCOMPARE(c[0], 16777216.0f);
   }
 
+  // m covers every row count of the vector kernels' last tile (1 … 8 rows), k one and several chunks
+  // of K (the kernels store partial sums to C every 256 terms and resume from them), n whole and
+  // partial 16- and 32-column panels.
   void shapesAndThreads() {
-    checkShapes({1, 3, 4, 5, 7, 64, 130}, {1, 2, 17, 64, 300}, {1, 7, 15, 16, 17, 31, 32, 33, 64, 100, 257}, false, 1);
+    checkShapes({1, 3, 4, 5, 6, 7, 8, 9, 13, 64, 130}, {0, 1, 2, 17, 64, 256, 300, 600},
+                {1, 7, 15, 16, 17, 31, 32, 33, 64, 100, 257}, false, 1);
   }
 
   // matmulF32At reads A from its transpose: the same definition over A[i, p] = at[p, i], so the
   // same bits as the reference of the un-transposed A.
-  void transposedA() { checkShapes({1, 4, 5, 64, 130}, {1, 17, 300}, {1, 16, 33, 257}, true, 1000); }
+  void transposedA() { checkShapes({1, 4, 5, 6, 9, 64, 130}, {1, 17, 300, 1024}, {1, 16, 33, 257}, true, 1000); }
 
   // out[j, i] = in[i, j] for every element, bit for bit (NaN payloads and −0 included), for shapes
   // with and without whole 8 × 8 and 32 × 32 blocks.
