@@ -3,6 +3,7 @@
 
 #include "common/worker_pool.h"
 #include "training/dense.h"
+#include "training/exp_f32.h"
 
 #include <algorithm>
 #include <cmath>
@@ -69,20 +70,43 @@ template <class T> T fastTanh(T u) {
   if constexpr (std::is_same_v<T, double>) {
     return std::tanh(u);
   } else {
-    const float e = std::exp(-2.0f * std::fabs(u));
+    const float e = expF32(-2.0f * std::fabs(u));
     return std::copysign((1.0f - e) / (1.0f + e), u);
   }
 }
 } // namespace
 
+/// Elements per chunk of the float32 element-wise loops that take e^x of a whole chunk at once
+/// (expF32's vector kernel), on the stack of the worker running the piece.
+constexpr int64_t kExpChunk = 512;
+
 template <class T> void geluForward(const T* x, T* y, int64_t n, T* th, int threads) {
   parallelRanges(n, threads, kElementGrain, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      const T v = x[i];
-      const T u = T(kGeluC) * (v + T(kGeluA) * v * v * v);
-      const T t = fastTanh(u);
-      if (th) th[i] = t;
-      y[i] = T(0.5) * v * (T(1) + t);
+    if constexpr (std::is_same_v<T, float>) {
+      // fastTanh's float formula, its e^(−2|u|) taken for a chunk at a time.
+      float u[kExpChunk], e[kExpChunk];
+      for (int64_t c0 = lo; c0 < hi; c0 += kExpChunk) {
+        const int64_t m = std::min(kExpChunk, hi - c0);
+        for (int64_t i = 0; i < m; ++i) {
+          const float v = x[c0 + i];
+          u[i] = float(kGeluC) * (v + float(kGeluA) * v * v * v);
+          e[i] = -2.0f * std::fabs(u[i]);
+        }
+        expF32(e, e, m);
+        for (int64_t i = 0; i < m; ++i) {
+          const float t = std::copysign((1.0f - e[i]) / (1.0f + e[i]), u[i]);
+          if (th) th[c0 + i] = t;
+          y[c0 + i] = 0.5f * x[c0 + i] * (1.0f + t);
+        }
+      }
+    } else {
+      for (int64_t i = lo; i < hi; ++i) {
+        const T v = x[i];
+        const T u = T(kGeluC) * (v + T(kGeluA) * v * v * v);
+        const T t = fastTanh(u);
+        if (th) th[i] = t;
+        y[i] = T(0.5) * v * (T(1) + t);
+      }
     }
   });
 }
@@ -99,12 +123,28 @@ template <class T> void geluBackward(const T* dy, const T* x, T* dx, int64_t n, 
   });
 }
 
+/// s[i] = σ(g[i]) = 1 / (1 + e^(−g[i])) for i < m (m ≤ kExpChunk); float32 through expF32's
+/// vector kernel, float64 through std::exp.
+template <class T> void sigmoidChunk(const T* g, T* s, int64_t m) {
+  if constexpr (std::is_same_v<T, float>) {
+    for (int64_t i = 0; i < m; ++i) s[i] = -g[i];
+    expF32(s, s, m);
+    for (int64_t i = 0; i < m; ++i) s[i] = 1.0f / (1.0f + s[i]);
+  } else {
+    for (int64_t i = 0; i < m; ++i) s[i] = T(1) / (T(1) + std::exp(-g[i]));
+  }
+}
+
 template <class T> void swigluForward(const T* gate, const T* up, T* y, int64_t n, int threads) {
   parallelRanges(n, threads, kElementGrain, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      const T g = gate[i];
-      const T s = T(1) / (T(1) + std::exp(-g));
-      y[i] = g * s * up[i];
+    T sig[kExpChunk];
+    for (int64_t c0 = lo; c0 < hi; c0 += kExpChunk) {
+      const int64_t m = std::min(kExpChunk, hi - c0);
+      sigmoidChunk(gate + c0, sig, m);
+      for (int64_t i = 0; i < m; ++i) {
+        const T g = gate[c0 + i];
+        y[c0 + i] = g * sig[i] * up[c0 + i];
+      }
     }
   });
 }
@@ -112,12 +152,18 @@ template <class T> void swigluForward(const T* gate, const T* up, T* y, int64_t 
 template <class T>
 void swigluBackward(const T* dy, const T* gate, const T* up, T* dgate, T* dup, int64_t n, int threads) {
   parallelRanges(n, threads, kElementGrain, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      const T g = gate[i];
-      const T s = T(1) / (T(1) + std::exp(-g));
-      const T silu = g * s;
-      dup[i] = dy[i] * silu;
-      dgate[i] = dy[i] * up[i] * (s + g * s * (T(1) - s)); // d silu/dg = σ + g·σ·(1 − σ)
+    T sig[kExpChunk];
+    for (int64_t c0 = lo; c0 < hi; c0 += kExpChunk) {
+      const int64_t m = std::min(kExpChunk, hi - c0);
+      sigmoidChunk(gate + c0, sig, m);
+      for (int64_t j = 0; j < m; ++j) {
+        const int64_t i = c0 + j;
+        const T g = gate[i];
+        const T s = sig[j];
+        const T silu = g * s;
+        dup[i] = dy[i] * silu;
+        dgate[i] = dy[i] * up[i] * (s + g * s * (T(1) - s)); // d silu/dg = σ + g·σ·(1 − σ)
+      }
     }
   });
 }
@@ -365,10 +411,16 @@ inline __attribute__((always_inline)) void attendOneBody(const T* q, const T* kt
     }
     T* pi = p + t1 * t;
     double se = 0;
-    for (int64_t t2 = 0; t2 < keys; ++t2) {
-      const T e = std::exp(row[t2] - mx);
-      row[t2] = e;
-      se += double(e);
+    if constexpr (std::is_same_v<T, float>) {
+      for (int64_t t2 = 0; t2 < keys; ++t2) row[t2] = row[t2] - mx;
+      expF32(row, row, keys);
+      for (int64_t t2 = 0; t2 < keys; ++t2) se += double(row[t2]);
+    } else {
+      for (int64_t t2 = 0; t2 < keys; ++t2) {
+        const T e = std::exp(row[t2] - mx);
+        row[t2] = e;
+        se += double(e);
+      }
     }
     const T inv = T(1.0 / se);
     for (int64_t t2 = 0; t2 < keys; ++t2) pi[t2] = row[t2] * inv;
