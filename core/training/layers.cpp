@@ -3,7 +3,7 @@
 
 #include "common/worker_pool.h"
 #include "training/dense.h"
-#include "training/exp_f32.h"
+#include "training/exp.h"
 
 #include <algorithm>
 #include <cmath>
@@ -560,7 +560,9 @@ double softmaxCrossEntropy(const T* logits, const int32_t* targets, int64_t rows
       }
       const T m = *std::max_element(z, z + classes);
       double se = 0;
-      for (int64_t j = 0; j < classes; ++j) se += e[size_t(j)] = std::exp(static_cast<double>(z[j] - m));
+      for (int64_t j = 0; j < classes; ++j) e[size_t(j)] = static_cast<double>(z[j] - m);
+      expF64(e.data(), e.data(), classes);
+      for (int64_t j = 0; j < classes; ++j) se += e[size_t(j)];
       row_loss[size_t(i)] = std::log(se) - static_cast<double>(z[label] - m);
       if (correct && std::max_element(z, z + classes) - z == label) row_correct[size_t(i)] = 1;
       if (dlogits)

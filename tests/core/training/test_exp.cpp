@@ -1,4 +1,4 @@
-// e^x in float32 (training/exp_f32.h) at the CPU level the process runs (CTest runs this suite at
+// e^x in float32 (training/exp.h) at the CPU level the process runs (CTest runs this suite at
 // each level: FP8LAB_CPU=baseline|avx2|avx512). expF32 follows glibc's expf algorithm (ARM
 // optimized-routines) as its FMA build computes it, so the published behaviour it must reproduce is
 // glibc's `expf` on a CPU with FMA: compared bit for bit on a sweep of 2^24 inputs spread over all
@@ -8,12 +8,13 @@
 
 #include "common/cpu_level.h"
 #include "cpu_level_skip.h"
-#include "training/exp_f32.h"
+#include "training/exp.h"
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <vector>
 
 #if defined(__GLIBC__)
@@ -38,15 +39,15 @@ double ulpError(float x, float got) {
   return std::fabs(double(got) - want) / ulp;
 }
 
-/// Whether std::exp(float) here is glibc's ≥ 2.27 expf on its FMA code path: the one this
-/// function reproduces bit for bit.
+/// Whether std::exp here is glibc's ≥ 2.29 expf / exp (optimized-routines' algorithms, 2.27 for
+/// expf) on its FMA code path: the ones these functions reproduce bit for bit.
 bool libmIsGlibcFma(QString* why) {
 #if defined(__GLIBC__) && defined(__x86_64__)
   const QString version = QString::fromLatin1(gnu_get_libc_version());
   const QStringList parts = version.split(QLatin1Char('.'));
   const int major = parts.value(0).toInt(), minor = parts.value(1).toInt();
-  if (major < 2 || (major == 2 && minor < 27)) {
-    *why = QStringLiteral("glibc %1 predates the expf of 2.27").arg(version);
+  if (major < 2 || (major == 2 && minor < 29)) {
+    *why = QStringLiteral("glibc %1 predates the exp of 2.29").arg(version);
     return false;
   }
   if (!__builtin_cpu_supports("fma")) {
@@ -62,7 +63,7 @@ bool libmIsGlibcFma(QString* why) {
 
 } // namespace
 
-class TestExpF32 : public QObject {
+class TestExp : public QObject {
   Q_OBJECT
 
 private Q_SLOTS:
@@ -155,6 +156,77 @@ private Q_SLOTS:
     QVERIFY(compared > 16000000);
   }
 
+  // float64 by hand. 0 and any |x| < 2^−54: 1 + x rounds to 1 (tiny x); −∞ → +0; +∞ → +∞; NaN stays
+  // NaN; 710 > ln(max double) = 709.78 → +∞; −746 < ln 2^−1075 = −745.13 → +0; 1 → e rounded,
+  // 0x1.5bf0a8b145769p+1 (e = 2.71828182845904523536…, the nearest float64); −745 lies between
+  // ln 2^−1075 and ln 2^−1074 = −744.44, e^−745 = 2^−1074 · 0.99 → the smallest subnormal 2^−1074.
+  void specialValues64() {
+    const double inf = std::numeric_limits<double>::infinity();
+    const std::vector<double> x = {0.0,   -0.0,   0x1p-60, -inf,  inf, std::numeric_limits<double>::quiet_NaN(),
+                                   710.0, -746.0, 1.0,     -745.0};
+    const std::vector<double> want = {1.0, 1.0, 1.0, 0.0, inf, 0.0, inf, 0.0, 0x1.5bf0a8b145769p+1, 0x1p-1074};
+    for (int shift = 0; shift < 5; ++shift) {
+      std::vector<double> in(13, 1.0), out(13);
+      for (size_t i = 0; i < x.size(); ++i) in[(i + size_t(shift)) % 13] = x[i];
+      expF64(in.data(), out.data(), 13);
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double got = out[(i + size_t(shift)) % 13], one = expF64(x[i]);
+        if (std::isnan(x[i])) {
+          QVERIFY(std::isnan(got) && std::isnan(one));
+          continue;
+        }
+        QCOMPARE(std::bit_cast<uint64_t>(got), std::bit_cast<uint64_t>(want[i]));
+        QCOMPARE(std::bit_cast<uint64_t>(one), std::bit_cast<uint64_t>(want[i]));
+      }
+    }
+  }
+
+  // 2^22 float64 inputs: half uniform over [−760, 720] (every path: main, 512 ≤ |x| < 1024 in both
+  // directions, subnormal results, overflow), half random bit patterns; and every 1024th float32
+  // bit pattern as a float64 (the softmax's arguments are float32 differences). Bulk = scalar,
+  // within 0.509 ulp of e^x in long double for normal results, and glibc's exp where present.
+  void sweep64() {
+    QString why;
+    const bool compare_libm = libmIsGlibcFma(&why);
+    if (!compare_libm) qInfo("no bit comparison with the C library's exp: %s", qPrintable(why));
+    std::mt19937_64 gen(20261208);
+    std::uniform_real_distribution<double> uniform(-760.0, 720.0);
+    constexpr int64_t kBlock = 4096;
+    std::vector<double> x(kBlock), y(kBlock);
+    auto check = [&]() {
+      expF64(x.data(), y.data(), kBlock);
+      for (int64_t i = 0; i < kBlock; ++i) {
+        const double xi = x[size_t(i)], got = y[size_t(i)];
+        if (std::isnan(xi)) {
+          if (!std::isnan(got)) QFAIL("e^NaN is not NaN");
+          continue;
+        }
+        if (std::bit_cast<uint64_t>(expF64(xi)) != std::bit_cast<uint64_t>(got))
+          QFAIL(qPrintable(QStringLiteral("x = %1: bulk and scalar differ").arg(xi, 0, 'a')));
+        if (std::isfinite(got) && got >= 0x1p-1022) {
+          const long double want = std::exp(static_cast<long double>(xi));
+          int e = 0;
+          std::frexp(got, &e);
+          const long double err = std::fabs(static_cast<long double>(got) - want) / std::ldexp(1.0L, e - 53);
+          if (err > 0.509L) QFAIL(qPrintable(QStringLiteral("x = %1: %2 ulp").arg(xi, 0, 'a').arg(double(err))));
+        }
+        if (compare_libm && std::bit_cast<uint64_t>(std::exp(xi)) != std::bit_cast<uint64_t>(got))
+          QFAIL(qPrintable(
+              QStringLiteral("x = %1: %2, glibc exp %3").arg(xi, 0, 'a').arg(got, 0, 'a').arg(std::exp(xi), 0, 'a')));
+      }
+    };
+    for (int64_t block = 0; block < (1 << 22) / kBlock; ++block) {
+      for (int64_t i = 0; i < kBlock; ++i)
+        x[size_t(i)] = (i & 1) ? uniform(gen) : std::bit_cast<double>(static_cast<uint64_t>(gen()));
+      check();
+    }
+    for (uint64_t base = 0; base < (1ull << 32); base += kBlock * 1024) {
+      for (int64_t i = 0; i < kBlock; ++i)
+        x[size_t(i)] = std::bit_cast<float>(uint32_t(base + uint64_t(i) * 1024 + uint64_t(i % 1021)));
+      check();
+    }
+  }
+
   // In place (y = x), at lengths around the 8-wide blocks.
   void inPlace() {
     for (int64_t n : {0, 1, 7, 8, 9, 15, 16, 17, 100}) {
@@ -169,5 +241,5 @@ private Q_SLOTS:
   }
 };
 
-QTEST_GUILESS_MAIN(TestExpF32)
-#include "test_exp_f32.moc"
+QTEST_GUILESS_MAIN(TestExp)
+#include "test_exp.moc"
