@@ -120,6 +120,67 @@ template <class Pred> float threshold(float t, Pred pred) {
   return t;
 }
 
+/// One row's part of a block, summed on its own (the fast path's partials).
+struct RowPart {
+  float amax = 0;                                    // max |x| over the part
+  float mn = std::numeric_limits<float>::infinity(); // min non-zero |x|
+  int64_t und = 0, sat = 0, nz = 0;
+  double sig = 0, err = 0; // Σ x², Σ (x̂ − x)², j ascending from +0
+  bool nonfinite = false;  // an Inf or NaN: the row's part takes the general rule instead
+};
+
+constexpr int64_t kStatsRows = 4;
+
+/// The fast-path partials of R rows at once: x and codes point at the first row's first element
+/// of the block, ld apart; w elements per row. Each row's sums keep their own order; the rows
+/// only share the loop.
+template <int R>
+void sumRowPartsN(const float* x, const uint8_t* codes, int64_t ld, int64_t w, const float* table, double fac,
+                  float t_sat, RowPart* out) {
+  float amax[R], mn[R];
+  int64_t und[R], sat[R], nz[R];
+  double sig[R], err[R];
+  bool nonfinite[R];
+  for (int r = 0; r < R; ++r) {
+    amax[r] = 0;
+    mn[r] = std::numeric_limits<float>::infinity();
+    und[r] = sat[r] = nz[r] = 0;
+    sig[r] = err[r] = 0;
+    nonfinite[r] = false;
+  }
+  for (int64_t j = 0; j < w; ++j)
+    for (int r = 0; r < R; ++r) {
+      const float v = x[r * ld + j];
+      const float a = std::fabs(v);
+      nonfinite[r] |= !(a <= std::numeric_limits<float>::max());
+      amax[r] = a > amax[r] ? a : amax[r];
+      const float t = table[codes[r * ld + j]];
+      const double e = static_cast<double>(t) * fac - static_cast<double>(v);
+      sig[r] += static_cast<double>(v) * static_cast<double>(v);
+      err[r] += e * e;
+      const bool nzb = v != 0;
+      nz[r] += nzb;
+      mn[r] = nzb && a < mn[r] ? a : mn[r];
+      und[r] += nzb & (t == 0.0f);
+      sat[r] += a >= t_sat;
+    }
+  for (int r = 0; r < R; ++r) out[r] = RowPart{amax[r], mn[r], und[r], sat[r], nz[r], sig[r], err[r], nonfinite[r]};
+}
+
+void sumRowParts(const float* x, const uint8_t* codes, int64_t ld, int64_t rows, int64_t w, const float* table,
+                 double fac, float t_sat, RowPart* out) {
+  switch (rows) {
+  case 4:
+    return sumRowPartsN<4>(x, codes, ld, w, table, fac, t_sat, out);
+  case 3:
+    return sumRowPartsN<3>(x, codes, ld, w, table, fac, t_sat, out);
+  case 2:
+    return sumRowPartsN<2>(x, codes, ld, w, table, fac, t_sat, out);
+  default:
+    return sumRowPartsN<1>(x, codes, ld, w, table, fac, t_sat, out);
+  }
+}
+
 } // namespace
 
 BlockStatsSummary computeBlockStats(const float* x, const QuantizedTensor& q, BlockStatsMap& m,
@@ -178,73 +239,72 @@ BlockStatsSummary computeBlockStats(const float* x, const QuantizedTensor& q, Bl
   }
 
   std::vector<BlockAcc> acc(nb);
-  for (int64_t i = 0; i < q.rows; ++i) {
-    const int64_t bi = i / q.block.rows;
+  // The general rule, element by element (non-finite inputs, zero / NaN / Inf scales), for row i's
+  // part of block b.
+  auto generalRow = [&](int64_t i, int64_t j0, int64_t j1, size_t b) {
     const float* xr = x + i * q.cols;
     const uint8_t* cr = q.codes.data() + i * q.cols;
+    const double fac = static_cast<double>(m.scale[b]);
+    BlockAcc& A = acc[b];
+    const float qs = multiply ? q.quant_scales[b] : 0.0f, dq = q.dequant_scales[b];
+    for (int64_t j = j0; j < j1; ++j) {
+      const float v = xr[j];
+      const float a = std::fabs(v);
+      A.amax = a > A.amax ? a : A.amax; // NaN ignored
+      if (!std::isfinite(v)) continue;
+      A.fmax = a > A.fmax ? a : A.fmax;
+      const double xh = static_cast<double>(table[cr[j]]) * fac;
+      const double e = xh - static_cast<double>(v);
+      A.sig += static_cast<double>(v) * static_cast<double>(v);
+      A.err += e * e;
+      if (v == 0) continue;
+      ++A.nz;
+      A.mn = a < A.mn ? a : A.mn;
+      if (table[cr[j]] == 0.0f) ++A.und;
+      if (two_level) {
+        if (std::fabs(static_cast<double>(v) / fac) > limit_d) ++A.sat;
+      } else {
+        const float y = multiply ? v * qs : v / dq;
+        if (std::fabs(y) > limit_f) ++A.sat;
+      }
+    }
+  };
+  // Rows go in groups of up to kStatsRows inside one block row. In a block with a usable scale
+  // (every element finite being the common case: no branch per element), each row's part is summed
+  // on its own — its signal and error sums from 0, j ascending — and the rows' sums are then added
+  // to the block's in row order. The groups only interleave the rows' independent sums (the
+  // sequential float64 additions are latency-bound one row at a time); no sum changes order.
+  std::vector<RowPart> parts(kStatsRows);
+  for (int64_t i0 = 0; i0 < q.rows;) {
+    const int64_t bi = i0 / q.block.rows;
+    const int64_t rows = std::min({kStatsRows, q.rows - i0, (bi + 1) * q.block.rows - i0});
     for (int64_t bj = 0; bj < m.grid_cols; ++bj) {
       const size_t b = static_cast<size_t>(bi * m.grid_cols + bj);
       const int64_t j0 = bj * q.block.cols, j1 = std::min(q.cols, j0 + q.block.cols);
-      const double fac = static_cast<double>(m.scale[b]);
+      if (!fast[b]) {
+        for (int64_t r = 0; r < rows; ++r) generalRow(i0 + r, j0, j1, b);
+        continue;
+      }
+      sumRowParts(x + i0 * q.cols + j0, q.codes.data() + i0 * q.cols + j0, q.cols, rows, j1 - j0, table,
+                  static_cast<double>(m.scale[b]), sat_from[b], parts.data());
       BlockAcc& A = acc[b];
-      bool nonfinite = false;
-      if (fast[b]) {
-        // every element finite is the common case: no branch per element
-        const float t_sat = sat_from[b];
-        float amax = A.amax, mn = A.mn;
-        int64_t und = 0, sat = 0, nz = 0;
-        double sig = 0, err = 0;
-        for (int64_t j = j0; j < j1; ++j) {
-          const float v = xr[j];
-          const float a = std::fabs(v);
-          nonfinite |= !(a <= std::numeric_limits<float>::max());
-          amax = a > amax ? a : amax;
-          const float t = table[cr[j]];
-          const double e = static_cast<double>(t) * fac - static_cast<double>(v);
-          sig += static_cast<double>(v) * static_cast<double>(v);
-          err += e * e;
-          const bool nzb = v != 0;
-          nz += nzb;
-          mn = nzb && a < mn ? a : mn;
-          und += nzb & (t == 0.0f);
-          sat += a >= t_sat;
-        }
-        if (!nonfinite) {
-          A.amax = amax;
-          A.fmax = amax > A.fmax ? amax : A.fmax;
-          A.mn = mn;
-          A.und += und;
-          A.sat += sat;
-          A.nz += nz;
-          A.sig += sig;
-          A.err += err;
+      for (int64_t r = 0; r < rows; ++r) {
+        const RowPart& P = parts[size_t(r)];
+        if (P.nonfinite) {
+          generalRow(i0 + r, j0, j1, b);
           continue;
         }
-      }
-      // the general rule, element by element (non-finite inputs, zero / NaN / Inf scales)
-      const float qs = multiply ? q.quant_scales[b] : 0.0f, dq = q.dequant_scales[b];
-      for (int64_t j = j0; j < j1; ++j) {
-        const float v = xr[j];
-        const float a = std::fabs(v);
-        A.amax = a > A.amax ? a : A.amax; // NaN ignored
-        if (!std::isfinite(v)) continue;
-        A.fmax = a > A.fmax ? a : A.fmax;
-        const double xh = static_cast<double>(table[cr[j]]) * fac;
-        const double e = xh - static_cast<double>(v);
-        A.sig += static_cast<double>(v) * static_cast<double>(v);
-        A.err += e * e;
-        if (v == 0) continue;
-        ++A.nz;
-        A.mn = a < A.mn ? a : A.mn;
-        if (table[cr[j]] == 0.0f) ++A.und;
-        if (two_level) {
-          if (std::fabs(static_cast<double>(v) / fac) > limit_d) ++A.sat;
-        } else {
-          const float y = multiply ? v * qs : v / dq;
-          if (std::fabs(y) > limit_f) ++A.sat;
-        }
+        A.amax = P.amax > A.amax ? P.amax : A.amax;
+        A.fmax = P.amax > A.fmax ? P.amax : A.fmax; // the row is finite: its max is a finite max
+        A.mn = P.mn < A.mn ? P.mn : A.mn;
+        A.und += P.und;
+        A.sat += P.sat;
+        A.nz += P.nz;
+        A.sig += P.sig;
+        A.err += P.err;
       }
     }
+    i0 += rows;
   }
 
   m.amax.resize(nb);

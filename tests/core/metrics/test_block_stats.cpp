@@ -113,6 +113,61 @@ private Q_SLOTS:
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, one.addRows(1, 1, xd.data(), xq.data()));
   }
 
+  // One 7 × 5 block (rows summed four at a time, then three) whose row 4 holds an Inf and whose row
+  // 5 holds a NaN: the block's sums are defined row by row — each finite row's Σ x² and Σ (x̂ − x)²
+  // from +0, j ascending, added to the block's in row order; a row with a non-finite element adds
+  // its finite elements one by one instead — so the SQNR equals that of the sums formed here in that
+  // order, and amax counts the Inf, the largest finite |x| ignores it, min non-zero and the counts
+  // cover the finite elements. Magnitudes from 2^-12 to 2^12 so that the sums round at many
+  // exponents.
+  void rowsSummedInOrder() {
+    constexpr int64_t rows = 7, cols = 5;
+    std::vector<float> x(rows * cols);
+    std::mt19937 gen(7);
+    std::uniform_int_distribution<int> e(-12, 12);
+    std::uniform_real_distribution<float> u(1.0f, 2.0f);
+    for (float& v : x) v = std::ldexp(u(gen), e(gen)) * (gen() % 2 ? 1.0f : -1.0f);
+    x[2] = 0.0f;
+    x[4 * cols + 1] = std::numeric_limits<float>::infinity();
+    x[5 * cols + 3] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> finite = x;
+    finite[4 * cols + 1] = finite[5 * cols + 3] = 1.0f; // codes from finite values
+    QuantizedTensor q = handQuantized(finite, rows, cols, {rows, cols}, {0x1p-3f});
+    BlockStatsMap m;
+    const BlockStatsSummary s = computeBlockStats(x.data(), q, m);
+    double sig = 0, err = 0;
+    float fmax = 0, mn = std::numeric_limits<float>::infinity();
+    int64_t nz = 0;
+    for (int64_t i = 0; i < rows; ++i) {
+      bool row_finite = true;
+      for (int64_t j = 0; j < cols; ++j) row_finite = row_finite && std::isfinite(x[size_t(i * cols + j)]);
+      double rs = 0, re = 0;
+      double& ts = row_finite ? rs : sig;
+      double& te = row_finite ? re : err;
+      for (int64_t j = 0; j < cols; ++j) {
+        const float v = x[size_t(i * cols + j)];
+        if (!std::isfinite(v)) continue;
+        const double xh = double(q.format->decode(q.codes[size_t(i * cols + j)])) * double(0x1p-3f);
+        ts += double(v) * double(v);
+        te += (xh - double(v)) * (xh - double(v));
+        fmax = std::max(fmax, std::fabs(v));
+        if (v != 0) {
+          ++nz;
+          mn = std::min(mn, std::fabs(v));
+        }
+      }
+      if (row_finite) {
+        sig += rs;
+        err += re;
+      }
+    }
+    QCOMPARE(m.amax[0], std::numeric_limits<float>::infinity());
+    QCOMPARE(m.min_nonzero[0], mn);
+    QCOMPARE(s.nonzero, nz);
+    QCOMPARE(m.dynamic_range[0], std::log2(static_cast<float>(double(fmax) / double(mn))));
+    QCOMPARE(m.sqnr_db[0], 10.0f * std::log10(static_cast<float>(sig / err)));
+  }
+
   // A 3×3 tensor in 2×2 blocks: the grid is 2×2 and the edge blocks hold 2, 2 and 1 elements.
   // All values 1 with scale 1/448 · 448 = exact; zeros do not count as non-zero, and an all-zero
   // block has SQNR NaN, no range and min non-zero 0.
