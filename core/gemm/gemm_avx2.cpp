@@ -16,6 +16,8 @@
 #include "gemm/gemm_internal.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <new>
 #include <stdexcept>
 #include <vector>
@@ -77,6 +79,142 @@ struct Args {
   const float* ca;  // at row i
   const float* cb;  // at column nn
 };
+
+/// Vector decoding of 8-bit codes without the table, for the formats whose finite codes are a
+/// bit pattern of an IEEE binary16 (F16C converts it exactly): E5M2 is binary16's top byte (mode
+/// Shift8); an E4M3 code's magnitude bits shifted left by 7 are binary16 bits of the value · 2^−8
+/// (its 4 exponent bits land in the low 4 of binary16's 5, its subnormals on binary16's; mode
+/// E4M3, then · 2^8, exact). Codes whose magnitude bits are ≥ nan_from (the table's NaNs) are
+/// left to the table. codeDecodeFor checks all 256 codes against the table and returns mode None
+/// where any differs, so the table stays the definition.
+struct CodeDecode {
+  enum Mode { None, Shift8, E4M3 } mode = None;
+  int nan_from = 0x80; // smallest magnitude code (0x00–0x7F) the table decodes to NaN
+};
+
+template <CodeDecode::Mode M>
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline __m256 decode8(__m128i c16) {
+  __m128i h;
+  if constexpr (M == CodeDecode::Shift8)
+    h = _mm_slli_epi16(c16, 8);
+  else
+    h = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(c16, _mm_set1_epi16(0x7F)), 7),
+                     _mm_slli_epi16(_mm_and_si128(c16, _mm_set1_epi16(0x80)), 8));
+  const __m256 v = _mm256_cvtph_ps(h);
+  if constexpr (M == CodeDecode::E4M3)
+    return _mm256_mul_ps(v, _mm256_set1_ps(256.0f));
+  else
+    return v;
+}
+
+/// 8 codes at p widened to 16 bits; *nan |= whether one of them is a NaN code.
+__attribute__((target("avx2,fma"), always_inline)) inline __m128i codes8(const uint8_t* p, int nan_from, bool* nan) {
+  const __m128i c16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  const __m128i mag = _mm_and_si128(c16, _mm_set1_epi16(0x7F));
+  *nan |= _mm_movemask_epi8(_mm_cmpgt_epi16(mag, _mm_set1_epi16(static_cast<short>(nan_from - 1)))) != 0;
+  return c16;
+}
+
+__attribute__((target("avx2,fma,f16c"))) bool decodeMatches(const std::vector<float>& table, CodeDecode d) {
+  alignas(16) uint8_t codes[256];
+  for (int c = 0; c < 256; ++c) codes[c] = static_cast<uint8_t>(c);
+  for (int c0 = 0; c0 < 256; c0 += 8) {
+    bool nan = false;
+    const __m128i c16 = codes8(codes + c0, 0x80, &nan);
+    alignas(32) float v[8];
+    _mm256_store_ps(v,
+                    d.mode == CodeDecode::Shift8 ? decode8<CodeDecode::Shift8>(c16) : decode8<CodeDecode::E4M3>(c16));
+    for (int l = 0; l < 8; ++l) {
+      const int c = c0 + l;
+      const bool nan_code = (c & 0x7F) >= d.nan_from;
+      if (nan_code ? !std::isnan(table[size_t(c)])
+                   : std::bit_cast<uint32_t>(v[l]) != std::bit_cast<uint32_t>(table[size_t(c)]))
+        return false;
+    }
+  }
+  return true;
+}
+
+CodeDecode codeDecodeFor(const std::vector<float>& table) {
+  if (table.size() != 256 || !__builtin_cpu_supports("f16c")) return {};
+  int nan_from = 0x80;
+  for (int c = 0x7F; c >= 0 && std::isnan(table[size_t(c)]); --c) nan_from = c;
+  for (CodeDecode::Mode m : {CodeDecode::Shift8, CodeDecode::E4M3}) {
+    const CodeDecode d{m, nan_from};
+    if (decodeMatches(table, d)) return d;
+  }
+  return {};
+}
+
+/// 8 × 8 floats transposed in registers: r[i] lane j ↔ r[j] lane i.
+__attribute__((target("avx2,fma"), always_inline)) inline void transpose8(__m256 r[8]) {
+  __m256 t[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  __m256 u[8];
+  for (int h = 0; h < 2; ++h)
+    for (int q = 0; q < 2; ++q) {
+      const __m256 lo = t[4 * h + q], hi = t[4 * h + 2 + q];
+      u[4 * h + 2 * q] = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
+      u[4 * h + 2 * q + 1] = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));
+    }
+  for (int c = 0; c < 4; ++c) {
+    r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
+    r[c + 4] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
+  }
+}
+
+/// A's rows [i0, i0 + kMR) (zeros past M), elements [k0, k0 + len) of K, decoded into the panel
+/// dst [len][kMR]: eight k at a time, the rows decoded as vectors and transposed; a group holding
+/// a NaN code, and the last k < 8, through the table.
+template <CodeDecode::Mode Mode>
+__attribute__((target("avx2,fma,f16c"))) void decodeAPanel(const uint8_t* codes, int64_t K, int64_t M, int64_t i0,
+                                                           int64_t k0, int64_t len, const float* table, int nan_from,
+                                                           float* dst) {
+  const int rows = static_cast<int>(std::min<int64_t>(kMR, M - i0));
+  auto scalar = [&](int64_t k) {
+    for (int r = 0; r < kMR; ++r) dst[k * kMR + r] = r < rows ? table[codes[(i0 + r) * K + k0 + k]] : 0.0f;
+  };
+  int64_t k = 0;
+  for (; k + 8 <= len; k += 8) {
+    __m256 v[8];
+    bool nan = false;
+    for (int r = 0; r < 8; ++r)
+      v[r] = r < rows ? decode8<Mode>(codes8(codes + (i0 + r) * K + k0 + k, nan_from, &nan)) : _mm256_setzero_ps();
+    if (nan) {
+      for (int64_t kk = k; kk < k + 8; ++kk) scalar(kk);
+      continue;
+    }
+    transpose8(v);
+    // v[kk] holds rows 0…7 of element k + kk; its first kMR lanes are the panel's. Each 8-lane
+    // store spills two lanes into the next element's slot, which the next store (or the tail)
+    // writes over; the chunk's last slot is stored without the spill.
+    for (int kk = 0; kk < 8; ++kk) {
+      float* out = dst + (k + kk) * kMR;
+      if (k + kk + 1 < len) {
+        _mm256_storeu_ps(out, v[kk]);
+      } else {
+        _mm_storeu_ps(out, _mm256_castps256_ps128(v[kk]));
+        _mm_storel_pi(reinterpret_cast<__m64*>(out + 4), _mm256_extractf128_ps(v[kk], 1));
+      }
+    }
+  }
+  for (; k < len; ++k) scalar(k);
+}
+
+/// One row of B's codes (n0 … n0 + 15, all inside N) decoded into a panel row dst[16], or false
+/// (nothing written) when one of them is a NaN code.
+template <CodeDecode::Mode Mode>
+__attribute__((target("avx2,fma,f16c"))) inline bool decodeB16(const uint8_t* codes, int nan_from, float* dst) {
+  bool nan = false;
+  const __m128i lo = codes8(codes, nan_from, &nan), hi = codes8(codes + 8, nan_from, &nan);
+  if (nan) return false;
+  _mm256_storeu_ps(dst, decode8<Mode>(lo));
+  _mm256_storeu_ps(dst + 8, decode8<Mode>(hi));
+  return true;
+}
 
 /// Lanes [0, n) of a ymm of floats set (n clamped to [0, 8]).
 __attribute__((target("avx2,fma"), always_inline)) inline __m256i laneMask(int64_t n) {
@@ -233,10 +371,19 @@ void gemmFloatAvx2Fma(const Plan& plan, const QuantizedTensor& a, const Quantize
   // block's 16 B micro-panels 64·K bytes apart: the same L2 sets when K is a multiple of 2048).
   const int64_t MP = (M + kMR - 1) / kMR;
   AlignedArray<float> ad(static_cast<size_t>(MP * K * kMR));
+  const CodeDecode da = codeDecodeFor(ta), db = codeDecodeFor(tb);
   parallelJobs(MP, threads, progress, "decode A", 0.0, 0.02, [&](int64_t panel) {
     for (size_t ch = 0; ch < c0s.size(); ++ch) {
       const int64_t k0 = c0s[ch], len = lens[ch];
       float* dst = ad.data() + k0 * MP * kMR + panel * len * kMR;
+      if (da.mode == CodeDecode::Shift8) {
+        decodeAPanel<CodeDecode::Shift8>(a.codes.data(), K, M, panel * kMR, k0, len, ta.data(), da.nan_from, dst);
+        continue;
+      }
+      if (da.mode == CodeDecode::E4M3) {
+        decodeAPanel<CodeDecode::E4M3>(a.codes.data(), K, M, panel * kMR, k0, len, ta.data(), da.nan_from, dst);
+        continue;
+      }
       for (int r = 0; r < kMR; ++r) {
         const int64_t i = panel * kMR + r;
         if (i >= M) {
@@ -260,6 +407,10 @@ void gemmFloatAvx2Fma(const Plan& plan, const QuantizedTensor& a, const Quantize
       for (int64_t panel = 0; panel < NP; ++panel) {
         float* dst = bp.data() + k0 * NP * kNR + (panel * len + (k - k0)) * kNR;
         const int64_t n0 = panel * kNR, nc = std::min<int64_t>(kNR, N - n0);
+        if (nc == kNR &&
+            ((db.mode == CodeDecode::Shift8 && decodeB16<CodeDecode::Shift8>(row + n0, db.nan_from, dst)) ||
+             (db.mode == CodeDecode::E4M3 && decodeB16<CodeDecode::E4M3>(row + n0, db.nan_from, dst))))
+          continue;
         for (int64_t cc = 0; cc < nc; ++cc) dst[cc] = tb[row[n0 + cc]];
         for (int64_t cc = nc; cc < kNR; ++cc) dst[cc] = 0.0f;
       }

@@ -112,6 +112,7 @@ private Q_SLOTS:
   void experimentSplitsErrors();
   void fp8OutputScaleAndAmax();
   void nanAndInfInputsCountedNotFatal();
+  void vectorKernelsNaNCodesAmongFinite();
   void e5m2TimesE5m2Flagged();
   void badInputs();
   void randomMatrixReproducible();
@@ -532,6 +533,48 @@ void TestGemm::fp8OutputScaleAndAmax() {
   out = backend->run(a, b, o);
   QCOMPARE(int(out.d_codes.at(0)), 0x6F);
   QCOMPARE_BITS(out.d[0], 240.0f);
+}
+
+// The vector kernels decode whole groups of codes at once (the AVX2 kernel: eight elements of K of
+// six rows of A, sixteen columns of a row of B) and hand a group holding a NaN code to the table.
+// Every code of E4M3FN / E5M2 except NaN and Inf once each in A and B (13 × 40 and 40 × 33: tiles
+// past M and N, a last group of K shorter than eight), then a NaN code at A[3, 17] and at B[20, 5]:
+// the portable kernel and each vector kernel the CPU level has give the same bits, NaN exactly in
+// row 3 and column 5 (NaN times a finite or zero product is NaN), finite elsewhere.
+void TestGemm::vectorKernelsNaNCodesAmongFinite() {
+  const std::string device = makeCpuGemmBackend()->device();
+  for (const Format* f : {&Format::E4M3FN(), &Format::E5M2()}) {
+    std::vector<double> finite;
+    for (int c = 0; c < 256; ++c) {
+      const double v = f->decode(static_cast<uint32_t>(c));
+      if (std::isfinite(v)) finite.push_back(v); // products ≤ 57344², sums of 40 far below FLT_MAX
+    }
+    const int64_t M = 13, K = 40, N = 33;
+    std::vector<double> av(size_t(M * K)), bv(size_t(K * N));
+    for (size_t i = 0; i < av.size(); ++i) av[i] = finite[(i * 7) % finite.size()];
+    for (size_t i = 0; i < bv.size(); ++i) bv[i] = finite[(i * 11 + 3) % finite.size()];
+    av[size_t(3 * K + 17)] = std::nan("");
+    bv[size_t(20 * N + 5)] = std::nan("");
+    const QuantizedTensor a = makeTensor(av, M, K, *f, {M, K}, {1.0f});
+    const QuantizedTensor b = makeTensor(bv, K, N, *f, {K, N}, {1.0f});
+    auto backend = makeCpuGemmBackend();
+    GemmOptions o;
+    o.accumulation = Accumulation::FP32;
+    o.cpu_kernel = CpuKernel::Portable;
+    const GemmOutput p = backend->run(a, b, o);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) QCOMPARE(bool(std::isnan(p.d[size_t(i * N + j)])), i == 3 || j == 5);
+    for (auto [kernel, name] :
+         {std::pair{CpuKernel::Avx512Fma, "AVX512-FMA"}, std::pair{CpuKernel::Avx2Fma, "AVX2-FMA"}}) {
+      if (device.find(name) == std::string::npos) continue;
+      o.cpu_kernel = kernel;
+      const GemmOutput v = backend->run(a, b, o);
+      QString where;
+      QVERIFY2(sameBits(p.d, v.d, &where), qPrintable(QStringLiteral("%1 %2: %3")
+                                                          .arg(QString::fromStdString(f->name()))
+                                                          .arg(QString::fromLatin1(name), where)));
+    }
+  }
 }
 
 void TestGemm::nanAndInfInputsCountedNotFatal() {
