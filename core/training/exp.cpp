@@ -302,7 +302,16 @@ __attribute__((target("avx2,fma"))) void exp64BulkAvx2(const double* x, double* 
 #endif
 } // namespace
 
-float expF32(float x) {
+// The scalar functions are built twice: with FMA instructions for the fused operations where the
+// CPU has them, and for the baseline ISA, where std::fma is the C library's exactly rounded
+// (software) fma: the same bits, at very different speeds.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define FP8LAB_EXP_CLONES __attribute__((target_clones("fma", "default")))
+#else
+#define FP8LAB_EXP_CLONES
+#endif
+
+FP8LAB_EXP_CLONES float expF32(float x) {
   if ((std::bit_cast<uint32_t>(x) & 0x7fffffffu) >= kAbsLimit) return expSpecial(x);
   return expCore(x);
 }
@@ -315,7 +324,7 @@ void expF32(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = expF32(x[i]);
 }
 
-double expF64(double x) {
+FP8LAB_EXP_CLONES double expF64(double x) {
   return exp64Main(x) ? exp64Core(x, false) : exp64Special(x);
 }
 
