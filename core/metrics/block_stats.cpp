@@ -1,12 +1,18 @@
 // FP8 Lab — per-block statistics (see block_stats.h).
 #include "metrics/block_stats.h"
 
+#include "common/cpu_level.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace fp8lab {
 
@@ -131,40 +137,123 @@ struct RowPart {
 
 constexpr int64_t kStatsRows = 4;
 
+/// The element-wise part of a row's fast-path partials over w ≤ kStatsChunk elements: the
+/// float64 squares and squared errors the row's sums add, into sq / er, and the order-free
+/// maxima, minima and counts into P (accumulated across chunks).
+constexpr int64_t kStatsChunk = 256;
+
+void rowElements(const float* x, const uint8_t* codes, int64_t w, const float* table, double fac, float t_sat,
+                 double* sq, double* er, RowPart& P) {
+  for (int64_t j = 0; j < w; ++j) {
+    const float v = x[j];
+    const float a = std::fabs(v);
+    P.nonfinite |= !(a <= std::numeric_limits<float>::max());
+    P.amax = a > P.amax ? a : P.amax;
+    const float t = table[codes[j]];
+    const double e = static_cast<double>(t) * fac - static_cast<double>(v);
+    sq[j] = static_cast<double>(v) * static_cast<double>(v);
+    er[j] = e * e;
+    const bool nzb = v != 0;
+    P.nz += nzb;
+    P.mn = nzb && a < P.mn ? a : P.mn;
+    P.und += nzb & (t == 0.0f);
+    P.sat += a >= t_sat;
+  }
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+/// rowElements eight elements at a time (AVX2, no FMA: every float64 operation rounds on its
+/// own, as in the scalar loop). The maxima and minima are only used when the row is finite, where
+/// max / min are exact whatever the order.
+__attribute__((target("avx2,popcnt"))) void rowElementsAvx2(const float* x, const uint8_t* codes, int64_t w,
+                                                            const float* table, double fac, float t_sat, double* sq,
+                                                            double* er, RowPart& P) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 fmax = _mm256_set1_ps(std::numeric_limits<float>::max());
+  const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  const __m256 zero = _mm256_setzero_ps(), sat_from = _mm256_set1_ps(t_sat);
+  const __m256d facd = _mm256_set1_pd(fac);
+  __m256 amax = _mm256_set1_ps(P.amax), mn = _mm256_set1_ps(P.mn);
+  int nonfinite = 0;
+  int64_t nz = 0, und = 0, sat = 0;
+  int64_t j = 0;
+  for (; j + 8 <= w; j += 8) {
+    const __m256 v = _mm256_loadu_ps(x + j);
+    const __m256 a = _mm256_and_ps(v, abs_mask);
+    nonfinite |= _mm256_movemask_ps(_mm256_cmp_ps(a, fmax, _CMP_NLE_UQ)); // !(a ≤ max): Inf, NaN
+    amax = _mm256_max_ps(a, amax);
+    const uint8_t* c = codes + j;
+    const __m256 t = _mm256_setr_ps(table[c[0]], table[c[1]], table[c[2]], table[c[3]], table[c[4]], table[c[5]],
+                                    table[c[6]], table[c[7]]);
+    for (int h = 0; h < 2; ++h) {
+      const __m256d vd = _mm256_cvtps_pd(h ? _mm256_extractf128_ps(v, 1) : _mm256_castps256_ps128(v));
+      const __m256d td = _mm256_cvtps_pd(h ? _mm256_extractf128_ps(t, 1) : _mm256_castps256_ps128(t));
+      const __m256d e = _mm256_sub_pd(_mm256_mul_pd(td, facd), vd);
+      _mm256_storeu_pd(sq + j + 4 * h, _mm256_mul_pd(vd, vd));
+      _mm256_storeu_pd(er + j + 4 * h, _mm256_mul_pd(e, e));
+    }
+    const __m256 nzm = _mm256_cmp_ps(v, zero, _CMP_NEQ_UQ);
+    const int nzb = _mm256_movemask_ps(nzm);
+    nz += __builtin_popcount(static_cast<unsigned>(nzb));
+    mn = _mm256_min_ps(_mm256_blendv_ps(inf, a, nzm), mn);
+    und += __builtin_popcount(static_cast<unsigned>(nzb & _mm256_movemask_ps(_mm256_cmp_ps(t, zero, _CMP_EQ_OQ))));
+    sat += __builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(a, sat_from, _CMP_GE_OQ))));
+  }
+  alignas(32) float am[8], mm[8];
+  _mm256_store_ps(am, amax);
+  _mm256_store_ps(mm, mn);
+  for (int l = 0; l < 8; ++l) {
+    P.amax = am[l] > P.amax ? am[l] : P.amax;
+    P.mn = mm[l] < P.mn ? mm[l] : P.mn;
+  }
+  P.nonfinite = P.nonfinite || nonfinite != 0;
+  P.nz += nz;
+  P.und += und;
+  P.sat += sat;
+  if (j < w) rowElements(x + j, codes + j, w - j, table, fac, t_sat, sq + j, er + j, P);
+}
+#endif
+
 /// The fast-path partials of R rows at once: x and codes point at the first row's first element
-/// of the block, ld apart; w elements per row. Each row's sums keep their own order; the rows
-/// only share the loop.
+/// of the block, ld apart; w elements per row. Chunk by chunk, each row's elements are formed
+/// (rowElements, vectorised at CPU level avx2 and above), then the R rows' two sums go on, j
+/// ascending, their additions interleaved: every row's sums keep their own order; the rows only
+/// share the loop.
 template <int R>
 void sumRowPartsN(const float* x, const uint8_t* codes, int64_t ld, int64_t w, const float* table, double fac,
                   float t_sat, RowPart* out) {
-  float amax[R], mn[R];
-  int64_t und[R], sat[R], nz[R];
+#if defined(__GNUC__) && defined(__x86_64__)
+  static const bool avx2 = cpuLevel() != CpuLevel::Baseline;
+#else
+  constexpr bool avx2 = false;
+#endif
+  double sq[R][kStatsChunk], er[R][kStatsChunk];
   double sig[R], err[R];
-  bool nonfinite[R];
   for (int r = 0; r < R; ++r) {
-    amax[r] = 0;
-    mn[r] = std::numeric_limits<float>::infinity();
-    und[r] = sat[r] = nz[r] = 0;
+    out[r] = RowPart{};
     sig[r] = err[r] = 0;
-    nonfinite[r] = false;
   }
-  for (int64_t j = 0; j < w; ++j)
+  for (int64_t j0 = 0; j0 < w; j0 += kStatsChunk) {
+    const int64_t n = std::min(kStatsChunk, w - j0);
     for (int r = 0; r < R; ++r) {
-      const float v = x[r * ld + j];
-      const float a = std::fabs(v);
-      nonfinite[r] |= !(a <= std::numeric_limits<float>::max());
-      amax[r] = a > amax[r] ? a : amax[r];
-      const float t = table[codes[r * ld + j]];
-      const double e = static_cast<double>(t) * fac - static_cast<double>(v);
-      sig[r] += static_cast<double>(v) * static_cast<double>(v);
-      err[r] += e * e;
-      const bool nzb = v != 0;
-      nz[r] += nzb;
-      mn[r] = nzb && a < mn[r] ? a : mn[r];
-      und[r] += nzb & (t == 0.0f);
-      sat[r] += a >= t_sat;
+#if defined(__GNUC__) && defined(__x86_64__)
+      if (avx2) {
+        rowElementsAvx2(x + r * ld + j0, codes + r * ld + j0, n, table, fac, t_sat, sq[r], er[r], out[r]);
+        continue;
+      }
+#endif
+      rowElements(x + r * ld + j0, codes + r * ld + j0, n, table, fac, t_sat, sq[r], er[r], out[r]);
     }
-  for (int r = 0; r < R; ++r) out[r] = RowPart{amax[r], mn[r], und[r], sat[r], nz[r], sig[r], err[r], nonfinite[r]};
+    for (int64_t j = 0; j < n; ++j)
+      for (int r = 0; r < R; ++r) {
+        sig[r] += sq[r][j];
+        err[r] += er[r][j];
+      }
+  }
+  for (int r = 0; r < R; ++r) {
+    out[r].sig = sig[r];
+    out[r].err = err[r];
+  }
 }
 
 void sumRowParts(const float* x, const uint8_t* codes, int64_t ld, int64_t rows, int64_t w, const float* table,

@@ -3,6 +3,8 @@
 // blocks, edge blocks, two-level (NVFP4) factors, and the summary over the blocks.
 #include <QtTest>
 
+#include "common/cpu_level.h"
+#include "cpu_level_skip.h"
 #include "formats/format.h"
 #include "metrics/block_stats.h"
 #include "metrics/distribution_stats.h"
@@ -42,6 +44,13 @@ QuantizedTensor handQuantized(const std::vector<float>& x, int64_t rows, int64_t
 class TestBlockStats : public QObject {
   Q_OBJECT
 private Q_SLOTS:
+  // CTest runs this suite at each CPU level (FP8LAB_CPU): the element pass has AVX2 and baseline
+  // versions.
+  void initTestCase() {
+    test::skipWhenCpuLevelRefused();
+    qInfo("CPU level %s", cpuLevelDescription().c_str());
+  }
+
   // x = [2^-10, 500 | 2, 0.25], blocks 1×2 with dequant scales 1 and 2^-4 (quant 1 and 16).
   // Block 0: 2^-10 is half of E4M3FN's smallest subnormal 2^-9, a tie → even → 0: one underflow;
   //   500 > 464 saturates to 448: one saturation. amax 500, min non-zero 2^-10,
@@ -113,31 +122,33 @@ private Q_SLOTS:
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, one.addRows(1, 1, xd.data(), xq.data()));
   }
 
-  // One 7 × 5 block (rows summed four at a time, then three) whose row 4 holds an Inf and whose row
-  // 5 holds a NaN: the block's sums are defined row by row — each finite row's Σ x² and Σ (x̂ − x)²
-  // from +0, j ascending, added to the block's in row order; a row with a non-finite element adds
-  // its finite elements one by one instead — so the SQNR equals that of the sums formed here in that
-  // order, and amax counts the Inf, the largest finite |x| ignores it, min non-zero and the counts
-  // cover the finite elements. Magnitudes from 2^-12 to 2^12 so that the sums round at many
-  // exponents.
+  // One 7 × 21 block (rows summed four at a time, then three; the vector element pass takes eight
+  // elements at a time, so two groups and a tail of five per row) whose row 4 holds an Inf inside a
+  // group and whose row 5 a NaN: the block's sums are defined row by row — each finite row's Σ x²
+  // and Σ (x̂ − x)² from +0, j ascending, added to the block's in row order; a row with a
+  // non-finite element adds its finite elements one by one instead — so the SQNR equals that of the
+  // sums formed here in that order. amax counts the Inf, the largest finite |x| ignores it, and the
+  // smallest non-zero |x|, the non-zero count, underflow (a non-zero finite x whose code decodes to
+  // 0) and saturation (|x · 8| beyond E4M3FN's rounding limit 464) cover the finite elements.
+  // Magnitudes from 2^-15 to 2^12 × 1.99: some flush to zero at scale 2^-3, some saturate.
   void rowsSummedInOrder() {
-    constexpr int64_t rows = 7, cols = 5;
+    constexpr int64_t rows = 7, cols = 21;
     std::vector<float> x(rows * cols);
     std::mt19937 gen(7);
-    std::uniform_int_distribution<int> e(-12, 12);
+    std::uniform_int_distribution<int> e(-15, 12);
     std::uniform_real_distribution<float> u(1.0f, 2.0f);
     for (float& v : x) v = std::ldexp(u(gen), e(gen)) * (gen() % 2 ? 1.0f : -1.0f);
     x[2] = 0.0f;
-    x[4 * cols + 1] = std::numeric_limits<float>::infinity();
+    x[4 * cols + 9] = std::numeric_limits<float>::infinity();
     x[5 * cols + 3] = std::numeric_limits<float>::quiet_NaN();
     std::vector<float> finite = x;
-    finite[4 * cols + 1] = finite[5 * cols + 3] = 1.0f; // codes from finite values
+    finite[4 * cols + 9] = finite[5 * cols + 3] = 1.0f; // codes from finite values
     QuantizedTensor q = handQuantized(finite, rows, cols, {rows, cols}, {0x1p-3f});
     BlockStatsMap m;
     const BlockStatsSummary s = computeBlockStats(x.data(), q, m);
     double sig = 0, err = 0;
     float fmax = 0, mn = std::numeric_limits<float>::infinity();
-    int64_t nz = 0;
+    int64_t nz = 0, und = 0, sat = 0;
     for (int64_t i = 0; i < rows; ++i) {
       bool row_finite = true;
       for (int64_t j = 0; j < cols; ++j) row_finite = row_finite && std::isfinite(x[size_t(i * cols + j)]);
@@ -154,6 +165,8 @@ private Q_SLOTS:
         if (v != 0) {
           ++nz;
           mn = std::min(mn, std::fabs(v));
+          if (q.format->decode(q.codes[size_t(i * cols + j)]) == 0.0) ++und;
+          if (std::fabs(v * 8.0f) > 464.0f) ++sat;
         }
       }
       if (row_finite) {
@@ -164,6 +177,9 @@ private Q_SLOTS:
     QCOMPARE(m.amax[0], std::numeric_limits<float>::infinity());
     QCOMPARE(m.min_nonzero[0], mn);
     QCOMPARE(s.nonzero, nz);
+    QVERIFY(und > 0 && sat > 0);
+    QCOMPARE(m.underflow[0], und);
+    QCOMPARE(m.saturated[0], sat);
     QCOMPARE(m.dynamic_range[0], std::log2(static_cast<float>(double(fmax) / double(mn))));
     QCOMPARE(m.sqnr_db[0], 10.0f * std::log10(static_cast<float>(sig / err)));
   }
