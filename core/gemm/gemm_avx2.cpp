@@ -12,6 +12,7 @@
 // inside it, chunk of K (≤ 256 elements, whole windows) → row block of 120 (A block in L2) →
 // 16-column panel (B micro-panel, 256 · 16 · 4 = 16 KiB, in L1) → 6 × 16 micro-tile: 12 ymm
 // accumulators, 2 B vectors and one broadcast, 15 of the 16 ymm registers.
+#include "common/avx2_transpose.h"
 #include "common/cpu_level.h"
 #include "gemm/gemm_internal.h"
 
@@ -146,26 +147,6 @@ CodeDecode codeDecodeFor(const std::vector<float>& table) {
   return {};
 }
 
-/// 8 × 8 floats transposed in registers: r[i] lane j ↔ r[j] lane i.
-__attribute__((target("avx2,fma"), always_inline)) inline void transpose8(__m256 r[8]) {
-  __m256 t[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  __m256 u[8];
-  for (int h = 0; h < 2; ++h)
-    for (int q = 0; q < 2; ++q) {
-      const __m256 lo = t[4 * h + q], hi = t[4 * h + 2 + q];
-      u[4 * h + 2 * q] = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
-      u[4 * h + 2 * q + 1] = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));
-    }
-  for (int c = 0; c < 4; ++c) {
-    r[c] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x20);
-    r[c + 4] = _mm256_permute2f128_ps(u[c], u[4 + c], 0x31);
-  }
-}
-
 /// A's rows [i0, i0 + kMR) (zeros past M), elements [k0, k0 + len) of K, decoded into the panel
 /// dst [len][kMR]: eight k at a time, the rows decoded as vectors and transposed; a group holding
 /// a NaN code, and the last k < 8, through the table.
@@ -187,7 +168,7 @@ __attribute__((target("avx2,fma,f16c"))) void decodeAPanel(const uint8_t* codes,
       for (int64_t kk = k; kk < k + 8; ++kk) scalar(kk);
       continue;
     }
-    transpose8(v);
+    transpose8x8(v);
     // v[kk] holds rows 0…7 of element k + kk; its first kMR lanes are the panel's. Each 8-lane
     // store spills two lanes into the next element's slot, which the next store (or the tail)
     // writes over; the chunk's last slot is stored without the spill.

@@ -1,6 +1,7 @@
 // FP8 Lab — float32 dense kernels (see dense.h).
 #include "training/dense.h"
 
+#include "common/avx2_transpose.h"
 #include "common/cpu_level.h"
 #include "common/worker_pool.h"
 
@@ -251,26 +252,13 @@ void matmulF32At(const float* at, const float* b, float* c, int64_t m, int64_t k
 namespace {
 
 #if defined(__GNUC__) && defined(__x86_64__)
-/// out[8 columns × 8 rows] = in[8 × 8]ᵀ through registers (the unpack / shuffle / permute network).
+/// out[8 columns × 8 rows] = in[8 × 8]ᵀ through registers.
 __attribute__((target("avx2"))) inline void transpose8x8Avx2(const float* in, int64_t ld_in, float* out,
                                                              int64_t ld_out) {
-  __m256 r[8], t[8];
+  __m256 r[8];
   for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + i * ld_in);
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int h = 0; h < 2; ++h)
-    for (int q = 0; q < 2; ++q) {
-      const __m256 lo = t[4 * h + q], hi = t[4 * h + 2 + q];
-      r[4 * h + 2 * q] = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
-      r[4 * h + 2 * q + 1] = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));
-    }
-  // r[0..3]: columns 0..3 of rows 0..3 (low lane) and 4..7 (high lane) of columns 0,1,2,3 / 4..7
-  for (int c = 0; c < 4; ++c) {
-    _mm256_storeu_ps(out + c * ld_out, _mm256_permute2f128_ps(r[c], r[4 + c], 0x20));
-    _mm256_storeu_ps(out + (c + 4) * ld_out, _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
-  }
+  transpose8x8(r);
+  for (int c = 0; c < 8; ++c) _mm256_storeu_ps(out + c * ld_out, r[c]);
 }
 
 __attribute__((target("avx2"))) void transposeAvx2(const float* in, float* out, int64_t m, int64_t n) {
