@@ -363,7 +363,7 @@ BlockStatsSummary computeBlockStats(const float* x, const QuantizedTensor& q, Bl
   // on its own — its signal and error sums from 0, j ascending — and the rows' sums are then added
   // to the block's in row order. The groups only interleave the rows' independent sums (the
   // sequential float64 additions are latency-bound one row at a time); no sum changes order.
-  std::vector<RowPart> parts(kStatsRows);
+  RowPart parts[kStatsRows];
   for (int64_t i0 = 0; i0 < q.rows;) {
     const int64_t bi = i0 / q.block.rows;
     const int64_t rows = std::min({kStatsRows, q.rows - i0, (bi + 1) * q.block.rows - i0});
@@ -375,7 +375,7 @@ BlockStatsSummary computeBlockStats(const float* x, const QuantizedTensor& q, Bl
         continue;
       }
       sumRowParts(x + i0 * q.cols + j0, q.codes.data() + i0 * q.cols + j0, q.cols, rows, j1 - j0, table,
-                  static_cast<double>(m.scale[b]), sat_from[b], parts.data());
+                  static_cast<double>(m.scale[b]), sat_from[b], parts);
       BlockAcc& A = acc[b];
       for (int64_t r = 0; r < rows; ++r) {
         const RowPart& P = parts[size_t(r)];

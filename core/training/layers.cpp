@@ -76,9 +76,17 @@ template <class T> T fastTanh(T u) {
 }
 } // namespace
 
-/// Elements per chunk of the float32 element-wise loops that take e^x of a whole chunk at once
-/// (expF32's vector kernel), on the stack of the worker running the piece.
+/// Elements per chunk of the element-wise loops that take e^x of a whole chunk at once, on the
+/// stack of the worker running the piece.
 constexpr int64_t kExpChunk = 512;
+
+/// v[i] = e^v[i] for i < n: float32 through expF32's vector kernel, float64 through std::exp.
+inline void expInPlace(float* v, int64_t n) {
+  expF32(v, v, n);
+}
+inline void expInPlace(double* v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) v[i] = std::exp(v[i]);
+}
 
 template <class T> void geluForward(const T* x, T* y, int64_t n, T* th, int threads) {
   parallelRanges(n, threads, kElementGrain, [&](int64_t lo, int64_t hi) {
@@ -123,16 +131,11 @@ template <class T> void geluBackward(const T* dy, const T* x, T* dx, int64_t n, 
   });
 }
 
-/// s[i] = σ(g[i]) = 1 / (1 + e^(−g[i])) for i < m (m ≤ kExpChunk); float32 through expF32's
-/// vector kernel, float64 through std::exp.
+/// s[i] = σ(g[i]) = 1 / (1 + e^(−g[i])) for i < m (m ≤ kExpChunk).
 template <class T> void sigmoidChunk(const T* g, T* s, int64_t m) {
-  if constexpr (std::is_same_v<T, float>) {
-    for (int64_t i = 0; i < m; ++i) s[i] = -g[i];
-    expF32(s, s, m);
-    for (int64_t i = 0; i < m; ++i) s[i] = 1.0f / (1.0f + s[i]);
-  } else {
-    for (int64_t i = 0; i < m; ++i) s[i] = T(1) / (T(1) + std::exp(-g[i]));
-  }
+  for (int64_t i = 0; i < m; ++i) s[i] = -g[i];
+  expInPlace(s, m);
+  for (int64_t i = 0; i < m; ++i) s[i] = T(1) / (T(1) + s[i]);
 }
 
 template <class T> void swigluForward(const T* gate, const T* up, T* y, int64_t n, int threads) {
@@ -411,17 +414,9 @@ inline __attribute__((always_inline)) void attendOneBody(const T* q, const T* kt
     }
     T* pi = p + t1 * t;
     double se = 0;
-    if constexpr (std::is_same_v<T, float>) {
-      for (int64_t t2 = 0; t2 < keys; ++t2) row[t2] = row[t2] - mx;
-      expF32(row, row, keys);
-      for (int64_t t2 = 0; t2 < keys; ++t2) se += double(row[t2]);
-    } else {
-      for (int64_t t2 = 0; t2 < keys; ++t2) {
-        const T e = std::exp(row[t2] - mx);
-        row[t2] = e;
-        se += double(e);
-      }
-    }
+    for (int64_t t2 = 0; t2 < keys; ++t2) row[t2] = row[t2] - mx;
+    expInPlace(row, keys);
+    for (int64_t t2 = 0; t2 < keys; ++t2) se += double(row[t2]);
     const T inv = T(1.0 / se);
     for (int64_t t2 = 0; t2 < keys; ++t2) pi[t2] = row[t2] * inv;
     for (int64_t t2 = keys; t2 < t; ++t2) pi[t2] = T(0);
